@@ -1,0 +1,28 @@
+# Two commands from a machine with only Python 3.11+: `make test` and `make demo`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.fme-installed
+
+.PHONY: test test-fast demo bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+demo: $(STAMP)
+	$(BIN)/python -m fme demo
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_fme.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,56 @@
+"""Exception classes of :mod:`fme`.
+
+Every error raised on bad input is an instance of :class:`FMEError` and of the
+matching built-in class (``ValueError`` or ``TypeError``), so callers can catch
+either. Messages name the culprit (feature, argument, value) and say what to do.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FMEError",
+    "DataError",
+    "FeatureError",
+    "StepError",
+    "ModelError",
+    "PredictionError",
+    "ExtrapolationError",
+    "ParameterError",
+    "NotFittedError",
+]
+
+
+class FMEError(Exception):
+    """Base class of every exception raised by :mod:`fme`."""
+
+
+class DataError(FMEError, ValueError):
+    """The data is empty, of the wrong kind, or lacks required columns."""
+
+
+class FeatureError(FMEError, ValueError):
+    """A feature name is unknown or cannot be used as requested."""
+
+
+class StepError(FMEError, ValueError):
+    """A step is zero, not finite, or does not fit the feature's type."""
+
+
+class ModelError(FMEError, TypeError):
+    """The model cannot be used: no ``predict``/``predict_proba``, not callable."""
+
+
+class PredictionError(FMEError, ValueError):
+    """The model's predictions have the wrong length or shape, or are not finite."""
+
+
+class ExtrapolationError(FMEError, ValueError):
+    """Every row was excluded as an extrapolation point, or a detector is unusable."""
+
+
+class ParameterError(FMEError, ValueError):
+    """An argument is outside its allowed range or set of values."""
+
+
+class NotFittedError(FMEError, ValueError):
+    """An estimator or detector was used before ``fit``."""
