@@ -1,1 +1,32 @@
-"""fme."""
+"""fme: forward marginal effects, non-linearity measures and conditional AMEs.
+
+Implements Scholbeck et al., "Marginal Effects for Non-Linear Prediction
+Functions" (the paper in the project's shared folder): fMEs for numeric,
+categorical and multivariate steps (§5.1-5.2), the NLM (§5.4), cAMEs on
+CTREE subspaces (§5.5) and extrapolation checks (§3.2, Appendix).
+"""
+
+from .effects import FMEResult, fme
+from .exceptions import (
+    DataError,
+    ExtrapolationError,
+    FeatureError,
+    FMEError,
+    ModelError,
+    NotFittedError,
+    ParameterError,
+    PredictionError,
+    StepError,
+)
+from .extrapolation import EnvelopeDetector, ExtrapolationDetector
+from .margins import ame, dme, mem, mer
+from .steps import step_size
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "fme", "FMEResult", "ame", "mem", "mer", "dme", "step_size",
+    "ExtrapolationDetector", "EnvelopeDetector",
+    "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
+    "ExtrapolationError", "ParameterError", "NotFittedError",
+]

@@ -1,0 +1,525 @@
+"""Forward marginal effects and their non-linearity measure (paper §3.2, §5.1, §5.2, §5.4).
+
+``fme(model, data, steps)`` evaluates, for every observation x,
+
+    fME = f(x_S + h_S, x_-S) - f(x)                      (Eq. multivariate_fME)
+
+with numeric steps ``h`` and/or categorical target levels (Eq.
+new_categorical_me), optionally the NLM along gamma(t) = x + t h, after
+leaving out (or shrinking) steps that leave the data (extrapolation).
+
+Cost: two batched ``predict`` calls per batch for the fMEs, plus one for all
+interior quadrature nodes of the NLM; never a call per row.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._stats import describe
+from ._validation import check_data
+from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
+from .extrapolation import make_detector
+from .nlm import QuadratureRule, nlm_from_path, quadrature_rule
+from .predictors import Predictor, make_predictor
+from .steps import Step, apply_steps, parse_steps, stack_path
+
+__all__ = ["FMEResult", "fme", "ON_EXTRAPOLATION"]
+
+ON_EXTRAPOLATION = ("exclude", "keep", "shrink")
+#: Cells (rows x columns) of one stacked NLM frame; bounds memory to a few hundred MB.
+_CELL_BUDGET = 50_000_000
+_MIN_BATCH = 100_000
+_SHRINK_ITERATIONS = 40
+
+
+@dataclass(frozen=True, eq=False)
+class FMEResult:
+    """Forward marginal effects of one step specification.
+
+    Attributes
+    ----------
+    results : DataFrame
+        Indexed like ``data`` (only the rows evaluated). Columns ``fme`` and,
+        with NLMs, ``nlm`` (``fme_<class>``/``nlm_<class>`` for
+        ``target_class='all'``); with ``on_extrapolation='keep'`` a boolean
+        ``extrapolation``; with ``'shrink'`` one ``step_<feature>`` column per
+        numeric step holding each row's effective step.
+    steps : tuple of Step
+        The steps, with rules resolved to numbers.
+    excluded : DataFrame
+        Rows not evaluated, indexed like ``data``: ``reason_type`` (one of
+        ``missing``, ``at_level``, ``extrapolation``), ``point`` (``x``,
+        ``x+h`` or ``x and x+h`` for extrapolation) and a readable ``reason``.
+    data : DataFrame
+        The caller's data (never modified).
+    predictions : DataFrame
+        ``f_x`` and ``f_x_step`` for the evaluated rows (auditing).
+    """
+
+    results: pd.DataFrame
+    steps: tuple[Step, ...]
+    excluded: pd.DataFrame
+    data: pd.DataFrame = field(repr=False)
+    predictions: pd.DataFrame = field(repr=False)
+    model_description: str = "model"
+    output_names: tuple[str, ...] | None = None
+    nlm_method: str | None = None
+    nlm_nodes: int | None = None
+    detector: str | None = None
+    on_extrapolation: str | None = None
+
+    # ----------------------------------------------------------------- columns
+    @property
+    def fme_columns(self) -> list[str]:
+        return ["fme"] if self.output_names is None else [f"fme_{c}" for c in self.output_names]
+
+    @property
+    def nlm_columns(self) -> list[str]:
+        cols = ["nlm"] if self.output_names is None else [f"nlm_{c}" for c in self.output_names]
+        return [c for c in cols if c in self.results.columns]
+
+    @property
+    def has_nlm(self) -> bool:
+        return bool(self.nlm_columns)
+
+    # ----------------------------------------------------------------- figures
+    def _reduce(self, cols: list[str], fn) -> Any:
+        vals = {c: fn(self.results[c].to_numpy(dtype=float)) for c in cols}
+        if self.output_names is None:
+            return next(iter(vals.values())) if vals else float("nan")
+        return pd.Series({c.split("_", 1)[1]: v for c, v in vals.items()}, dtype=float)
+
+    @property
+    def ame(self) -> Any:
+        """Average fME (float; a Series per class for ``target_class='all'``)."""
+        return self._reduce(self.fme_columns, lambda v: float(np.mean(v)))
+
+    @property
+    def sd(self) -> Any:
+        """Sample SD (n - 1) of the fMEs."""
+        return self._reduce(self.fme_columns, lambda v: float(np.std(v, ddof=1)) if v.size > 1 else float("nan"))
+
+    @property
+    def anlm(self) -> Any:
+        """Average NLM, ignoring undefined (NaN) values; NaN without NLMs."""
+        if not self.has_nlm:
+            return float("nan")
+        return self._reduce(self.nlm_columns, lambda v: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan"))
+
+    @property
+    def n(self) -> int:
+        """Number of rows evaluated."""
+        return len(self.results)
+
+    @property
+    def n_excluded(self) -> int:
+        return len(self.excluded)
+
+    @property
+    def n_nlm_undefined(self) -> int:
+        """Rows whose NLM is undefined (prediction constant along the path)."""
+        if not self.has_nlm:
+            return 0
+        return int(self.results[self.nlm_columns].isna().any(axis=1).sum())
+
+    @property
+    def extrapolated(self) -> pd.DataFrame:
+        """Rows left out as extrapolation points, with the point and reason."""
+        return self.excluded[self.excluded["reason_type"] == "extrapolation"]
+
+    @property
+    def feature_values(self) -> pd.DataFrame:
+        """The evaluated rows of ``data`` (a copy), aligned with ``results``."""
+        return self.data.loc[self.results.index].copy()
+
+    @property
+    def step_dict(self) -> dict[str, Any]:
+        return {s.feature: s.value for s in self.steps}
+
+    def describe_steps(self) -> str:
+        return ", ".join(s.describe() for s in self.steps)
+
+    def to_frame(self) -> pd.DataFrame:
+        """A copy of :attr:`results`."""
+        return self.results.copy()
+
+    def summary(self) -> str:
+        """Readable summary: steps, rows evaluated/excluded, AME, ANLM, SD, quartiles."""
+        lines = [f"Forward marginal effects of {self.model_description}", f"  step: {self.describe_steps()}"]
+        n_total = self.n + self.n_excluded
+        lines.append(f"  rows evaluated: {self.n} of {n_total}")
+        counts = self.excluded["reason_type"].value_counts()
+        labels = {"missing": "missing value in a stepped feature", "at_level": "already at the target level",
+                  "extrapolation": "extrapolation"}
+        for key, label in labels.items():
+            if counts.get(key, 0):
+                lines.append(f"  excluded ({label}): {counts[key]}")
+        if self.detector is None:
+            lines.append("  extrapolation: not checked (pass extrapolation='envelope' and reference_data)")
+        else:
+            lines.append(f"  extrapolation: {self.detector}, policy {self.on_extrapolation}")
+        for col in self.fme_columns:
+            d = describe(self.results[col].to_numpy())
+            lines.append(
+                f"  {col}: AME {d['mean']:.6g}  SD {d['sd']:.6g}  q25 {d['q25']:.6g}  "
+                f"median {float(np.median(self.results[col])):.6g}  q75 {d['q75']:.6g}"
+            )
+        for col in self.nlm_columns:
+            v = self.results[col].to_numpy()
+            d = describe(v)
+            lines.append(
+                f"  {col}: ANLM {d['mean']:.6g}  SD {d['sd']:.6g}  q25 {d['q25']:.6g}  q75 {d['q75']:.6g}  "
+                f"undefined {int(np.isnan(v).sum())} ({self.nlm_method}, {self.nlm_nodes} nodes)"
+            )
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        ame = self.ame
+        ame_txt = f"{ame:.6g}" if isinstance(ame, float) else ame.round(6).to_dict()
+        return f"FMEResult(step={self.describe_steps()!r}, n={self.n}, excluded={self.n_excluded}, ame={ame_txt})"
+
+
+# ----------------------------------------------------------------- helpers
+def _check_batch_size(batch_size: Any) -> int | None:
+    if batch_size is None:
+        return None
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ParameterError(f"batch_size must be a positive integer or None, got {batch_size!r}.")
+    return int(batch_size)
+
+
+def _default_batch(n: int, n_cols: int, rule: QuadratureRule | None) -> int:
+    if rule is None:
+        return max(n, 1)
+    per_row = max(1, n_cols) * max(1, rule.n_evaluations)
+    return max(_MIN_BATCH, _CELL_BUDGET // per_row)
+
+
+def _evaluate(
+    predictor: Predictor,
+    X: pd.DataFrame,
+    steps: tuple[Step, ...],
+    rule: QuadratureRule | None,
+    batch_size: int | None,
+    h: Mapping[str, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """f(x), f(x + h) and (with ``rule``) the NLM for all rows of ``X``, batched."""
+    n = len(X)
+    size = batch_size or _default_batch(n, X.shape[1], rule)
+    f0_parts, f1_parts, nlm_parts = [], [], []
+    t_int = None if rule is None else rule.nodes[rule.interior]
+    for start in range(0, n, size):
+        sl = slice(start, min(start + size, n))
+        xb = X.iloc[sl]
+        hb = None if h is None else {k: v[sl] for k, v in h.items()}
+        f0 = predictor(xb)
+        f1 = predictor(apply_steps(xb, steps, hb))
+        f0_parts.append(f0)
+        f1_parts.append(f1)
+        if rule is not None:
+            if t_int.size:
+                stacked = predictor(stack_path(xb, steps, t_int, hb))
+                f_int = stacked.reshape((t_int.size, len(xb)) + stacked.shape[1:])
+            else:
+                f_int = np.empty((0,) + f0.shape)
+            nlm_parts.append(nlm_from_path(f0, f1, f_int, rule))
+    f0 = np.concatenate(f0_parts)
+    f1 = np.concatenate(f1_parts)
+    return f0, f1, (np.concatenate(nlm_parts) if rule is not None else None)
+
+
+def _detector_columns(predictor: Predictor, data: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
+    cols = predictor.feature_names if predictor.feature_names is not None else [c for c in data.columns]
+    missing = [c for c in cols if c not in reference.columns]
+    if missing:
+        raise ExtrapolationError(
+            f"reference_data lacks the model feature(s) {missing}; pass the training data with all of {cols}."
+        )
+    return list(cols)
+
+
+def _check_flags(flags: Any, n: int, detector: Any) -> np.ndarray:
+    arr = np.asarray(flags)
+    if arr.shape != (n,):
+        raise ExtrapolationError(
+            f"detector {detector!r} returned flags of shape {arr.shape} for {n} points; flag() must return "
+            "one boolean per point."
+        )
+    return arr.astype(bool)
+
+
+def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarray:
+    if hasattr(detector, "explain"):
+        return np.asarray(detector.explain(points, flags), dtype=object)
+    out = np.full(len(points), "", dtype=object)
+    out[flags] = f"flagged by {type(detector).__name__}"
+    return out
+
+
+def _shrink(
+    detector: Any, cols: list[str], X: pd.DataFrame, steps: tuple[Step, ...], todo: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Per row, shrink numeric steps toward 0 until x + h is inside (paper §3.2).
+
+    First each feature's step is shrunk on its own (bisection on the scale of
+    that feature's step, the others at 0), then, if the combined point is still
+    outside, all scales are shrunk together. Rows that cannot be moved inside
+    get scale 0. Steps are never lengthened.
+    """
+    n = len(X)
+    h = {s.feature: np.full(n, s.value, dtype=float) for s in steps}
+    idx = np.flatnonzero(todo)
+    if idx.size == 0:
+        return h
+    Xt = X.iloc[idx]
+
+    def inside(scales: dict[str, np.ndarray]) -> np.ndarray:
+        moved = apply_steps(Xt, steps, {s.feature: s.value * scales[s.feature] for s in steps})
+        return ~_check_flags(detector.flag(moved[cols]), len(Xt), detector)
+
+    def bisect(active: list[str], base: dict[str, np.ndarray], upper: dict[str, np.ndarray]) -> np.ndarray:
+        lo = np.zeros(idx.size)
+        hi = np.ones(idx.size)
+        ok = inside({f: (upper[f] if f in active else base[f]) for f in base})
+        lo[ok] = 1.0
+        for _ in range(_SHRINK_ITERATIONS):
+            mid = 0.5 * (lo + hi)
+            trial = {f: (upper[f] * mid if f in active else base[f]) for f in base}
+            good = inside(trial) & ~ok
+            lo = np.where(good, mid, lo)
+            hi = np.where(good | ok, hi, mid)
+        return lo
+
+    zeros = {s.feature: np.zeros(idx.size) for s in steps}
+    ones = {s.feature: np.ones(idx.size) for s in steps}
+    scales = {f: bisect([f], zeros, ones) for f in zeros} if len(steps) > 1 else {steps[0].feature: np.ones(idx.size)}
+    common = bisect(list(scales), zeros, scales)
+    for s in steps:
+        h[s.feature][idx] = s.value * scales[s.feature] * common
+    return h
+
+
+def _all_excluded_message(steps: tuple[Step, ...], reference: pd.DataFrame, n: int) -> str:
+    ranges = []
+    for s in steps:
+        if s.is_numeric and s.feature in reference.columns:
+            col = reference[s.feature]
+            ranges.append(f"{s.feature} in [{col.min():.6g}, {col.max():.6g}]")
+    where = f" (reference range: {', '.join(ranges)})" if ranges else ""
+    return (
+        f"all {n} rows are extrapolation points for the step {', '.join(s.describe() for s in steps)}{where}; "
+        "use a smaller step, on_extrapolation='shrink', or check reference_data."
+    )
+
+
+# ----------------------------------------------------------------- public API
+def fme(
+    model: Any,
+    data: pd.DataFrame,
+    steps: Mapping[str, Any],
+    *,
+    nlm: bool = False,
+    nlm_method: str = "gauss-legendre",
+    nlm_points: int | None = None,
+    nlm_intervals: int | None = None,
+    extrapolation: Any = None,
+    reference_data: pd.DataFrame | None = None,
+    on_extrapolation: str | None = None,
+    target_class: Any = None,
+    batch_size: int | None = None,
+    random_state: Any = None,
+) -> FMEResult:
+    """Forward marginal effects (and NLMs) of ``model`` for every row of ``data``.
+
+    Parameters
+    ----------
+    model : estimator, Pipeline, statsmodels results, object with ``predict`` or callable
+        Any prediction function; see :func:`fme.predictors.make_predictor`.
+    data : DataFrame
+        Observations at which to evaluate (paper: the evaluation points D).
+    steps : dict
+        ``{feature: h}`` for numeric features (a number or a rule such as
+        ``"sd"``, ``"-0.5*iqr"``; see :func:`fme.step_size`) and
+        ``{feature: level}`` for categorical ones. Several entries form the
+        multivariate fME (§5.2); a categorical entry is the observation-wise
+        categorical ME (§5.1): rows already at the level are not evaluated.
+    nlm : bool, default=False
+        Also compute the non-linearity measure (§5.4). Needs numeric steps only.
+    nlm_method : {'gauss-legendre', 'simpson38'}, default='gauss-legendre'
+        Quadrature: Gauss-Legendre (accurate, default 16 nodes) or the
+        composite Simpson 3/8 rule of the paper's code and R's fmeffects.
+    nlm_points, nlm_intervals : int, optional
+        Gauss-Legendre nodes / Simpson 3/8 sub-intervals.
+    extrapolation : str or detector, optional
+        ``"envelope"`` or any registered detector name, or an object with
+        ``fit(reference)`` and ``flag(points)``. Both x and x + h are checked.
+    reference_data : DataFrame, optional
+        Data the detector is fitted on and step rules are computed from: pass
+        the training data. Default: ``data``.
+    on_extrapolation : {'exclude', 'keep', 'shrink'}, optional
+        What to do with extrapolation points (default ``'exclude'`` when a
+        detector is set): leave them out, keep and flag them, or shrink each
+        row's numeric steps until x + h is inside (rows whose x is outside are
+        excluded).
+    target_class : label or 'all', optional
+        For classifiers: the class whose probability is explained.
+    batch_size : int, optional
+        Rows per batch; by default all rows (fMEs) or as many as keep one
+        stacked NLM frame under ~50 million cells (at least 100 000).
+    random_state : int or Generator, optional
+        Passed to randomised detectors.
+
+    Returns
+    -------
+    FMEResult
+
+    Raises
+    ------
+    DataError, FeatureError, StepError, ModelError, PredictionError, ExtrapolationError, ParameterError
+
+    Examples
+    --------
+    >>> import pandas as pd, fme
+    >>> X = pd.DataFrame({"x": [-2.0, 0.0, 1.0]})
+    >>> res = fme.fme(lambda d: d["x"] ** 2, X, {"x": 1}, nlm=True)
+    >>> res.results["fme"].tolist()
+    [-3.0, 1.0, 3.0]
+    """
+    check_data(data)
+    predictor = make_predictor(model, target_class)
+    if reference_data is not None:
+        check_data(reference_data, "reference_data")
+    reference = data if reference_data is None else reference_data
+    parsed = parse_steps(data, steps, rule_data=reference)
+    if predictor.feature_names is not None:
+        unused = [s.feature for s in parsed if s.feature not in predictor.feature_names]
+        if unused:
+            raise FeatureError(
+                f"feature(s) {unused} are not inputs of the model (it was fitted on {predictor.feature_names}); "
+                "their fME would be 0 by construction."
+            )
+    rule = None
+    if nlm:
+        categorical = [s.feature for s in parsed if not s.is_numeric]
+        if categorical:
+            raise StepError(
+                f"the NLM is defined along a numeric path only; feature(s) {categorical} have categorical steps. "
+                "Use nlm=False for categorical or mixed steps."
+            )
+        rule = quadrature_rule(nlm_method, nlm_points, nlm_intervals)
+    elif nlm_points is not None or nlm_intervals is not None:
+        raise ParameterError("nlm_points/nlm_intervals were given but nlm=False; pass nlm=True.")
+    batch_size = _check_batch_size(batch_size)
+    if on_extrapolation is not None and on_extrapolation not in ON_EXTRAPOLATION:
+        raise ParameterError(f"on_extrapolation must be one of {ON_EXTRAPOLATION}, got {on_extrapolation!r}.")
+    if on_extrapolation is not None and extrapolation is None:
+        raise ParameterError("on_extrapolation was given without a detector; pass extrapolation='envelope' (or another).")
+    policy = None if extrapolation is None else (on_extrapolation or "exclude")
+    if policy == "shrink" and any(not s.is_numeric for s in parsed):
+        raise StepError(
+            "on_extrapolation='shrink' is not defined for categorical steps (a level cannot be shrunk); "
+            "use 'exclude' or 'keep'."
+        )
+
+    X_all = predictor.select(data)
+    n_all = len(data)
+    index = data.index
+    reason_type = np.full(n_all, "", dtype=object)
+    point = np.full(n_all, "", dtype=object)
+    reason = np.full(n_all, "", dtype=object)
+    for s in parsed:
+        col = data[s.feature]
+        miss = col.isna().to_numpy() & (reason_type == "")
+        reason_type[miss], reason[miss] = "missing", f"missing value in {s.feature}"
+        if not s.is_numeric:
+            at = (col == s.value).to_numpy(dtype=bool) & (reason_type == "")
+            reason_type[at], reason[at] = "at_level", f"{s.feature} already at level {s.value!r}"
+    cand = np.flatnonzero(reason_type == "")
+    if cand.size == 0:
+        raise DataError(
+            f"no row can be evaluated for the step {', '.join(s.describe() for s in parsed)}: every row has a "
+            "missing value in a stepped feature or is already at the target level."
+        )
+    X = X_all.iloc[cand]
+    h = None
+    extra_cols: dict[str, np.ndarray] = {}
+    detector_name = None
+    if extrapolation is not None:
+        detector = make_detector(extrapolation, random_state)
+        detector_name = getattr(detector, "name", type(detector).__name__)
+        cols = _detector_columns(predictor, data, reference)
+        detector.fit(reference[cols])
+        flag_x = _check_flags(detector.flag(X[cols]), len(X), detector)
+        moved = apply_steps(X, parsed)[cols]
+        flag_xh = _check_flags(detector.flag(moved), len(X), detector)
+        if policy == "shrink":
+            h = _shrink(detector, cols, X, parsed, flag_xh & ~flag_x)
+            flag_xh = flag_xh & ~flag_x & (np.abs(np.column_stack(list(h.values()))).max(axis=1) == 0)
+        ep = flag_x | flag_xh
+        pts = np.where(flag_x & flag_xh, "x and x+h", np.where(flag_x, "x", np.where(flag_xh, "x+h", "")))
+        why = np.where(flag_x, _explain(detector, X[cols], flag_x), "")
+        why_h = _explain(detector, moved, flag_xh)
+        why = np.where(flag_x & flag_xh, why + " | x+h: " + why_h, np.where(flag_xh, why_h, why))
+        if policy == "shrink":
+            why = np.where(flag_xh & ~flag_x, "no shrunk step stays inside", why)
+        if policy == "keep":
+            extra_cols["extrapolation"] = ep
+            extra_cols["extrapolation_point"] = pts
+        else:
+            reason_type[cand[ep]], point[cand[ep]], reason[cand[ep]] = "extrapolation", pts[ep], why[ep]
+            keep = ~ep
+            if not keep.any():
+                raise ExtrapolationError(_all_excluded_message(parsed, reference, len(X)))
+            cand, X = cand[keep], X.iloc[keep]
+            if h is not None:
+                h = {k: v[keep] for k, v in h.items()}
+    f0, f1, nlm_values = _evaluate(predictor, X, parsed, rule, batch_size, h)
+    out_index = index[cand]
+    names = predictor.output_names
+    res: dict[str, Any] = {}
+    if names is None:
+        res["fme"] = f1 - f0
+        if nlm_values is not None:
+            res["nlm"] = nlm_values
+    else:
+        for j, c in enumerate(names):
+            res[f"fme_{c}"] = f1[:, j] - f0[:, j]
+        if nlm_values is not None:
+            for j, c in enumerate(names):
+                res[f"nlm_{c}"] = nlm_values[:, j]
+    if h is not None:
+        for feat, values in h.items():
+            res[f"step_{feat}"] = values
+    res.update(extra_cols)
+    results = pd.DataFrame(res, index=out_index)
+    if names is None:
+        predictions = pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=out_index)
+    else:
+        predictions = pd.DataFrame(
+            {**{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},
+             **{f"f_x_step_{c}": f1[:, j] for j, c in enumerate(names)}}, index=out_index)
+    ex = reason_type != ""
+    excluded = pd.DataFrame(
+        {"reason_type": reason_type[ex].astype(str), "point": point[ex].astype(str), "reason": reason[ex].astype(str)},
+        index=index[ex],
+    )
+    return FMEResult(
+        results=results,
+        steps=parsed,
+        excluded=excluded,
+        data=data,
+        predictions=predictions,
+        model_description=predictor.description,
+        output_names=None if names is None else tuple(names),
+        nlm_method=None if rule is None else rule.method,
+        nlm_nodes=None if rule is None else int(rule.nodes.size),
+        detector=detector_name,
+        on_extrapolation=policy,
+    )

@@ -1,0 +1,171 @@
+"""Model adapters: one place that turns any model into ``f(DataFrame) -> ndarray``.
+
+Supported (dispatch by capability, no hard dependency on a backend):
+
+* scikit-learn estimators and Pipelines (raw feature columns go in; the
+  pipeline does its own encoding). Classifiers give the probability of
+  ``target_class``.
+* statsmodels results objects (formula API: ``predict(DataFrame)``).
+* any object with ``predict(DataFrame)``.
+* a plain callable ``f(DataFrame) -> array``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import DataError, ModelError, ParameterError, PredictionError
+
+__all__ = ["Predictor", "make_predictor"]
+
+
+class Predictor:
+    """A model wrapped as ``f(frame) -> ndarray`` with validated output.
+
+    Parameters
+    ----------
+    func : callable
+        Maps a DataFrame to predictions.
+    feature_names : sequence of str or None
+        Columns the model was fitted on, when the model says so
+        (``feature_names_in_``); those columns, in that order, are passed.
+    output_names : sequence of str or None
+        Names of the output columns for multi-output predictions
+        (``target_class='all'``); None for a single output.
+    description : str
+        Readable description for summaries and reports.
+    """
+
+    def __init__(
+        self,
+        func: Callable[[pd.DataFrame], Any],
+        feature_names: Sequence[str] | None = None,
+        output_names: Sequence[str] | None = None,
+        description: str = "model",
+    ) -> None:
+        self.func = func
+        self.feature_names = None if feature_names is None else [str(c) for c in feature_names]
+        self.output_names = None if output_names is None else list(output_names)
+        self.description = description
+        self.n_calls = 0
+        self.n_rows = 0
+
+    @property
+    def n_outputs(self) -> int:
+        return 1 if self.output_names is None else len(self.output_names)
+
+    def select(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The columns the model needs, in its order (all columns if unknown)."""
+        if self.feature_names is None:
+            return frame
+        missing = [c for c in self.feature_names if c not in frame.columns]
+        if missing:
+            raise DataError(
+                f"the data lacks feature(s) {missing} that the model was fitted on; "
+                f"pass a DataFrame with all of {self.feature_names}."
+            )
+        if list(frame.columns) == self.feature_names:
+            return frame
+        return frame[self.feature_names]
+
+    def __call__(self, frame: pd.DataFrame) -> np.ndarray:
+        """Predict and validate: length, shape, numeric and finite."""
+        n = len(frame)
+        raw = self.func(frame)
+        self.n_calls += 1
+        self.n_rows += n
+        if isinstance(raw, (pd.Series, pd.DataFrame)):
+            raw = raw.to_numpy()
+        try:
+            out = np.asarray(raw, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise PredictionError(
+                f"{self.description} returned non-numeric predictions ({np.asarray(raw).dtype}); "
+                "for classifiers fme uses predict_proba, so pass a fitted classifier or a callable returning numbers."
+            ) from exc
+        if out.ndim == 0 or out.shape[0] != n:
+            got = "a scalar" if out.ndim == 0 else f"{out.shape[0]} predictions"
+            raise PredictionError(f"{self.description} returned {got} for {n} rows; it must return one prediction per row.")
+        if self.output_names is None:
+            if out.ndim == 2 and out.shape[1] == 1:
+                out = out[:, 0]
+            if out.ndim != 1:
+                raise PredictionError(
+                    f"{self.description} returned an array of shape {out.shape}; fme needs one number per row. "
+                    "For a multi-output model wrap it in a callable returning one column, or for a classifier "
+                    "pass target_class."
+                )
+        elif out.shape != (n, len(self.output_names)):
+            raise PredictionError(
+                f"{self.description} returned shape {out.shape}, expected ({n}, {len(self.output_names)})."
+            )
+        bad = ~np.isfinite(out)
+        if bad.any():
+            rows = np.flatnonzero(bad.reshape(n, -1).any(axis=1))
+            raise PredictionError(
+                f"{self.description} returned {rows.size} non-finite prediction(s) (first at stacked row {rows[0]}); "
+                "check the model for NaN inputs or overflow."
+            )
+        return out
+
+
+def _is_statsmodels_results(model: Any) -> bool:
+    return hasattr(model, "model") and hasattr(model, "params") and hasattr(model, "predict")
+
+
+def _class_index(classes: np.ndarray, target_class: Any) -> int:
+    for i, c in enumerate(classes):
+        if c == target_class or str(c) == str(target_class):
+            return i
+    raise ParameterError(f"target_class {target_class!r} is not one of the model's classes {list(classes)}.")
+
+
+def make_predictor(model: Any, target_class: Any = None) -> Predictor:
+    """Wrap ``model`` as a :class:`Predictor`.
+
+    Parameters
+    ----------
+    model : estimator, statsmodels results, object with ``predict`` or callable
+    target_class : label or 'all', optional
+        For classifiers with ``predict_proba``: the class whose probability is
+        the prediction. Default for binary classifiers: the positive class
+        (``classes_[1]``); required for multi-class (or ``'all'`` for one
+        output per class).
+    """
+    if isinstance(model, Predictor):
+        return model
+    feature_names = getattr(model, "feature_names_in_", None)
+    name = type(model).__name__
+    classes = getattr(model, "classes_", None)
+    if hasattr(model, "predict_proba") and classes is not None and not _is_statsmodels_results(model):
+        classes = np.asarray(classes)
+        if isinstance(target_class, str) and target_class == "all":
+            return Predictor(lambda X: model.predict_proba(X), feature_names, [str(c) for c in classes],
+                             f"{name}.predict_proba")
+        if target_class is None:
+            if classes.size != 2:
+                raise ParameterError(
+                    f"{name} has {classes.size} classes {list(classes)}; pass target_class=<one of them> "
+                    "or target_class='all' for one output per class."
+                )
+            idx = 1
+        else:
+            idx = _class_index(classes, target_class)
+        return Predictor(lambda X: model.predict_proba(X)[:, idx], feature_names, None,
+                         f"{name}.predict_proba[{classes[idx]!r}]")
+    if target_class is not None:
+        raise ParameterError(f"target_class={target_class!r} was given but {name} is not a classifier with predict_proba.")
+    if hasattr(model, "predict") and callable(model.predict):
+        if _is_statsmodels_results(model):
+            return Predictor(lambda X: np.asarray(model.predict(X)), None, None, f"{name}.predict")
+        return Predictor(model.predict, feature_names, None, f"{name}.predict")
+    if callable(model):
+        return Predictor(model, None, None, getattr(model, "__name__", "callable"))
+    raise ModelError(
+        f"cannot use a {name} as a model: it has neither predict nor predict_proba and is not callable; "
+        "pass a fitted estimator or a function f(DataFrame) -> array."
+    )

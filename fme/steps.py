@@ -1,0 +1,258 @@
+"""Step specifications and stepping of observations (paper §3.2, §5.1, §5.2).
+
+A *step* moves one feature of every observation: a numeric feature by ``h``
+(``x_j + h_j``), a categorical feature to a reference level ``c_h`` (the
+observation-wise categorical ME, Eq. new_categorical_me). Several steps at
+once form the multivariate fME (Eq. multivariate_fME).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ._validation import check_data, is_categorical, is_numeric
+from .exceptions import FeatureError, ParameterError, StepError
+
+__all__ = ["Step", "STEP_RULES", "step_size", "parse_steps", "apply_steps", "stack_path"]
+
+#: Dispersion rules for choosing a numeric step (paper §3.2, "Step Size and Extrapolation Risk").
+STEP_RULES = ("sd", "iqr", "mad", "unit")
+_RULE_RE = re.compile(r"^\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)?\s*\*?\s*(sd|iqr|mad|unit)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One feature's step.
+
+    Attributes
+    ----------
+    feature : str
+        Column name.
+    kind : {'numeric', 'categorical'}
+        Numeric steps add ``value``; categorical steps set the level ``value``.
+    value : float or object
+        The numeric step ``h`` or the reference level ``c_h``.
+    rule : str or None
+        The rule the numeric step came from (``"sd"``, ``"2*iqr"``, ...), if any.
+    """
+
+    feature: str
+    kind: str
+    value: Any
+    rule: str | None = None
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.kind == "numeric"
+
+    def describe(self) -> str:
+        """Readable form, e.g. ``rm + 1`` or ``chas -> 1`` or ``age + 17.3 (1*sd)``."""
+        if self.is_numeric:
+            sign = "-" if self.value < 0 else "+"
+            text = f"{self.feature} {sign} {abs(self.value):.6g}"
+            return f"{text} ({self.rule})" if self.rule else text
+        return f"{self.feature} -> {self.value!r}"
+
+
+def step_size(data: pd.DataFrame, feature: str, rule: str = "sd", scale: float = 1.0) -> float:
+    """A numeric step chosen from the spread of a feature (paper §3.2).
+
+    Parameters
+    ----------
+    data : DataFrame
+        Data whose spread defines the step; pass the *training* data, because
+        the step should be meaningful on the scale the model was trained on.
+    feature : str
+        Numeric column.
+    rule : {'sd', 'iqr', 'mad', 'unit'}, default='sd'
+        ``sd``: sample standard deviation (n - 1), as Mize et al. suggest;
+        ``iqr``: interquartile range; ``mad``: median absolute deviation
+        (unscaled); ``unit``: 1.
+    scale : float, default=1.0
+        Multiplier (negative for a decrease).
+
+    Returns
+    -------
+    float
+    """
+    check_data(data)
+    if feature not in data.columns:
+        raise FeatureError(_unknown_feature_message(feature, data))
+    if not is_numeric(data[feature]):
+        raise StepError(f"feature {feature!r} is categorical; step rules apply to numeric features only.")
+    rule_l = str(rule).lower()
+    if rule_l not in STEP_RULES:
+        raise ParameterError(f"unknown step rule {rule!r}; use one of {', '.join(STEP_RULES)}.")
+    if not isinstance(scale, numbers.Real) or not np.isfinite(scale) or scale == 0:
+        raise StepError(f"scale for the step of {feature!r} must be a finite non-zero number, got {scale!r}.")
+    x = data[feature].to_numpy(dtype=float)
+    x = x[~np.isnan(x)]
+    if rule_l == "unit":
+        base = 1.0
+    elif x.size < 2:
+        raise StepError(f"feature {feature!r} has fewer than 2 non-missing values; rule {rule!r} is undefined.")
+    elif rule_l == "sd":
+        base = float(np.std(x, ddof=1))
+    elif rule_l == "iqr":
+        q25, q75 = np.quantile(x, [0.25, 0.75])
+        base = float(q75 - q25)
+    else:
+        base = float(stats.median_abs_deviation(x, scale=1.0))
+    h = base * float(scale)
+    if h == 0 or not np.isfinite(h):
+        raise StepError(
+            f"rule {rule!r} gives a step of {h} for feature {feature!r} (no spread); choose another rule or a number."
+        )
+    return h
+
+
+def _unknown_feature_message(feature: Any, data: pd.DataFrame) -> str:
+    cols = list(map(str, data.columns))
+    shown = ", ".join(cols[:20]) + (", ..." if len(cols) > 20 else "")
+    return f"unknown feature {feature!r}: not a column of the data (columns: {shown})."
+
+
+def _levels(series: pd.Series) -> list:
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return list(series.cat.categories)
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return [False, True]
+    return sorted(series.dropna().unique().tolist(), key=str)
+
+
+def _parse_numeric(feature: str, value: Any, rule_data: pd.DataFrame) -> Step:
+    if isinstance(value, str):
+        m = _RULE_RE.match(value)
+        if m is None:
+            raise StepError(
+                f"feature {feature!r} is numeric: its step must be a number or a rule "
+                f"({', '.join(STEP_RULES)}, optionally scaled like '-2*sd'), got the level-like {value!r}."
+            )
+        sign, mult, rule = m.groups()
+        scale = (float(mult) if mult else 1.0) * (-1.0 if sign == "-" else 1.0)
+        h = step_size(rule_data, feature, rule.lower(), scale)
+        return Step(feature, "numeric", h, rule=value.strip())
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise StepError(
+            f"feature {feature!r} is numeric: its step must be a real number, got {type(value).__name__} {value!r}."
+        )
+    h = float(value)
+    if not math.isfinite(h):
+        raise StepError(f"the step of feature {feature!r} is {h}; use a finite number.")
+    if h == 0:
+        raise StepError(f"the step of feature {feature!r} is 0, which moves nothing; use a non-zero step.")
+    return Step(feature, "numeric", h)
+
+
+def parse_steps(data: pd.DataFrame, steps: Any, rule_data: pd.DataFrame | None = None) -> tuple[Step, ...]:
+    """Validate ``steps`` against ``data`` and return one :class:`Step` per feature.
+
+    Parameters
+    ----------
+    data : DataFrame
+        Data the steps are applied to.
+    steps : mapping of str to number, rule or level
+        ``{feature: h}`` for numeric features (``h`` may be a rule such as
+        ``"sd"``), ``{feature: level}`` for categorical ones.
+    rule_data : DataFrame, optional
+        Data whose spread turns rules into numbers (the training data);
+        defaults to ``data``.
+    """
+    if not isinstance(steps, Mapping):
+        raise StepError(
+            f"`steps` must be a dict mapping feature names to steps, e.g. {{'age': 1}}, got {type(steps).__name__}."
+        )
+    if len(steps) == 0:
+        raise StepError("`steps` is empty; name at least one feature and its step, e.g. {'age': 1}.")
+    rule_data = data if rule_data is None else rule_data
+    parsed = []
+    for feature, value in steps.items():
+        if feature not in data.columns:
+            raise FeatureError(_unknown_feature_message(feature, data))
+        col = data[feature]
+        if is_categorical(col):
+            levels = _levels(col)
+            if not any(_same_level(value, lv) for lv in levels):
+                kind = "a numeric step" if isinstance(value, numbers.Real) and not isinstance(value, bool) else "level"
+                raise StepError(
+                    f"feature {feature!r} is categorical: give one of its levels {levels[:20]}, "
+                    f"not {kind} {value!r}."
+                )
+            level = next(lv for lv in levels if _same_level(value, lv))
+            parsed.append(Step(feature, "categorical", level))
+        elif is_numeric(col):
+            if rule_data is not data and feature not in rule_data.columns:
+                raise FeatureError(f"feature {feature!r} is missing from the reference data used for step rules.")
+            parsed.append(_parse_numeric(feature, value, rule_data))
+        else:
+            raise StepError(f"feature {feature!r} has dtype {col.dtype}, which is neither numeric nor categorical.")
+    return tuple(parsed)
+
+
+def _same_level(value: Any, level: Any) -> bool:
+    try:
+        return bool(value == level)
+    except (TypeError, ValueError):
+        return False
+
+
+def _set_level(col: pd.Series, level: Any, n: int) -> Any:
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        code = col.cat.categories.get_loc(level)
+        return pd.Categorical.from_codes(np.full(n, code, dtype=np.int64), dtype=col.dtype)
+    if pd.api.types.is_bool_dtype(col.dtype):
+        return np.full(n, bool(level))
+    return pd.array([level] * n, dtype=col.dtype)
+
+
+def _numeric_shift(step: Step, h: Mapping[str, Any] | None) -> Any:
+    if h is not None and step.feature in h:
+        return np.asarray(h[step.feature], dtype=float)
+    return step.value
+
+
+def apply_steps(frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Return a new frame with every step applied; ``frame`` is not modified.
+
+    ``h`` optionally maps numeric features to per-row effective steps (used by
+    step shrinking); otherwise each step's own value is added. Untouched
+    columns keep their dtypes; categorical columns stay categorical.
+    """
+    out = frame.copy(deep=False)
+    n = len(frame)
+    for step in steps:
+        col = frame[step.feature]
+        if step.is_numeric:
+            out[step.feature] = col.to_numpy(dtype=float) + _numeric_shift(step, h)
+        else:
+            out[step.feature] = _set_level(col, step.value, n)
+    return out
+
+
+def stack_path(
+    frame: pd.DataFrame, steps: tuple[Step, ...], ts: np.ndarray, h: Mapping[str, Any] | None = None
+) -> pd.DataFrame:
+    """Stack the points ``x + t h`` for every ``t`` in ``ts`` (one block per ``t``).
+
+    Row ``k * n + i`` is observation ``i`` moved by ``ts[k]`` of its step, so a
+    whole batch goes to the model in one ``predict`` call (paper §5.4, the path
+    gamma(t)). Only numeric steps lie on a path.
+    """
+    n = len(frame)
+    ts = np.asarray(ts, dtype=float)
+    out = frame.take(np.tile(np.arange(n), ts.size))
+    out.index = pd.RangeIndex(out.shape[0])
+    for step in steps:
+        x = frame[step.feature].to_numpy(dtype=float)
+        shift = np.broadcast_to(_numeric_shift(step, h), (n,))
+        out[step.feature] = (x[None, :] + ts[:, None] * shift[None, :]).ravel()
+    return out
