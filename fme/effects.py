@@ -59,6 +59,8 @@ class FMEResult:
         ``x+h`` or ``x and x+h`` for extrapolation) and a readable ``reason``.
     data : DataFrame
         The caller's data (never modified).
+    model_features : tuple of str or None
+        The model's input columns when it reports them (``feature_names_in_``).
     predictions : DataFrame
         ``f_x`` and ``f_x_step`` for the evaluated rows (auditing).
     """
@@ -74,6 +76,7 @@ class FMEResult:
     nlm_nodes: int | None = None
     detector: str | None = None
     on_extrapolation: str | None = None
+    model_features: tuple[str, ...] | None = None
 
     # ----------------------------------------------------------------- columns
     @property
@@ -522,4 +525,5 @@ def fme(
         nlm_nodes=None if rule is None else int(rule.nodes.size),
         detector=detector_name,
         on_extrapolation=policy,
+        model_features=None if predictor.feature_names is None else tuple(predictor.feature_names),
     )
