@@ -6,6 +6,8 @@ categorical and multivariate steps (§5.1-5.2), the NLM (§5.4), cAMEs on
 CTREE subspaces (§5.5) and extrapolation checks (§3.2, Appendix).
 """
 
+from .came import PartitionResult, came
+from .ctree import CTree
 from .effects import FMEResult, fme
 from .exceptions import (
     DataError,
@@ -25,7 +27,7 @@ from .steps import step_size
 __version__ = "0.1.0"
 
 __all__ = [
-    "fme", "FMEResult", "ame", "mem", "mer", "dme", "step_size",
+    "fme", "FMEResult", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "CTree",
     "ExtrapolationDetector", "EnvelopeDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
     "ExtrapolationError", "ParameterError", "NotFittedError",

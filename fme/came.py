@@ -1,0 +1,467 @@
+"""Conditional average marginal effects on feature subspaces (paper §5.5).
+
+The fMEs of a model are partitioned into subspaces (hyperrectangles) where
+they are homogeneous, by a tree grown with the fMEs as response and the
+features as partitioning variables. Each subspace gets a conditional AME
+(cAME), a conditional average NLM (cANLM), their SDs, coefficients of
+variation CoV = SD / |mean| and t-based confidence intervals
+
+    mean +- t(1 - alpha/2, n - 1) * SD / sqrt(n).
+
+``method="ctree"`` uses :class:`fme.ctree.CTree` (partykit's CTREE, as the
+paper); ``method="cart"`` a scikit-learn CART tree. ``n_partitions`` and
+``max_sd`` reduce the grown tree as R's fmeffects does.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._cart import CartTree
+from ._stats import describe
+from ._validation import check_conf_level, check_data, is_categorical
+from .ctree import CTree
+from .effects import FMEResult
+from .exceptions import DataError, FeatureError, ParameterError
+
+__all__ = ["came", "PartitionResult"]
+
+_LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
+_NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm"]
+
+
+def _figures(fmes: np.ndarray, nlms: np.ndarray | None, conf_level: float) -> dict[str, float]:
+    d = describe(fmes, conf_level)
+    row = {"n": int(d["n"]), "came": d["mean"], "sd_fme": d["sd"], "cov_fme": d["cov"],
+           "came_ci_low": d["ci_low"], "came_ci_high": d["ci_high"]}
+    if nlms is not None:
+        e = describe(nlms, conf_level)  # ignores undefined (NaN) NLMs and counts the rest
+        row.update(canlm=e["mean"], sd_nlm=e["sd"], cov_nlm=e["cov"], canlm_ci_low=e["ci_low"],
+                   canlm_ci_high=e["ci_high"], n_nlm=int(e["n"]))
+    return row
+
+
+class PartitionResult:
+    """Subspaces with their cAMEs, returned by :func:`came`.
+
+    Attributes
+    ----------
+    leaves : DataFrame
+        One row per subspace in node order: node, n, came, sd_fme, cov_fme,
+        came_ci_low, came_ci_high, (with NLMs) canlm, sd_nlm, cov_nlm,
+        canlm_ci_low, canlm_ci_high, n_nlm, and the readable ``rule``.
+    root : Series
+        The same figures for all evaluated rows (the global AME).
+    tree : CTree or CartTree
+        The fitted tree (before any reduction by ``n_partitions``/``max_sd``).
+    leaf_ids : list of int
+        Node ids of the subspaces (after reduction).
+    leaf_of_row : Series
+        Subspace (node id) of each evaluated row, indexed like ``effects.results``.
+    effects : FMEResult
+    features : list of str
+        Partitioning variables.
+    conf_level : float
+    notes : list of str
+        Remarks such as "single node: fewer rows than minsplit".
+    """
+
+    def __init__(self, effects: FMEResult, tree: Any, X: pd.DataFrame, leaf_ids: list[int],
+                 leaf_of_row: pd.Series, conf_level: float, method: str, notes: list[str]) -> None:
+        self.effects = effects
+        self.tree = tree
+        self.features = list(X.columns)
+        self.leaf_ids = leaf_ids
+        self.leaf_of_row = leaf_of_row
+        self.conf_level = conf_level
+        self.method = method
+        self.notes = notes
+        self._X = X
+        fmes = effects.results["fme"].to_numpy(dtype=float)
+        nlms = effects.results["nlm"].to_numpy(dtype=float) if effects.has_nlm else None
+        rows = []
+        node_of_row = leaf_of_row.to_numpy()
+        for node in leaf_ids:
+            mask = node_of_row == node
+            row = {"node": node, **_figures(fmes[mask], None if nlms is None else nlms[mask], conf_level)}
+            row["rule"] = self.rule(node)
+            rows.append(row)
+        cols = _LEAF_COLUMNS + (_NLM_COLUMNS if nlms is not None else []) + ["rule"]
+        self.leaves = pd.DataFrame(rows, columns=cols)
+        root = {"node": 1, **_figures(fmes, nlms, conf_level), "rule": "(all)"}
+        self.root = pd.Series(root)[cols]
+
+    # ------------------------------------------------------------ subspaces
+    def _path(self, node: int) -> list[tuple[int, int]]:
+        """(parent, child) pairs from the root to ``node``."""
+        nodes = self.tree.nodes_
+        if node not in nodes.index:
+            raise ParameterError(f"unknown node {node!r}; subspaces are {self.leaf_ids}.")
+        path = []
+        cur = int(node)
+        while not pd.isna(nodes.at[cur, "parent"]):
+            par = int(nodes.at[cur, "parent"])
+            path.append((par, cur))
+            cur = par
+        return path[::-1]
+
+    def describe(self, node: int) -> pd.DataFrame:
+        """The subspace of ``node`` as a hyperrectangle (paper Table 3).
+
+        Returns
+        -------
+        DataFrame
+            One row per partitioning variable: ``kind``, ``low``/``high``
+            (numeric: the subspace bounds, the global observed range where
+            unrestricted; ``low_open`` says whether ``low`` is excluded),
+            ``levels`` (categorical), ``range`` (readable), ``restricted``
+            (whether a split on the path limits the feature), and the observed
+            ``min``/``max`` of the subspace's rows.
+        """
+        X = self._X
+        rows_in = self._rows_in(node)
+        out = []
+        bounds = self._bounds(node)
+        for feat in self.features:
+            col = X[feat]
+            sub = col[rows_in]
+            b = bounds.get(feat, [None, None, None])
+            if is_categorical(col) and not isinstance(col.dtype, pd.CategoricalDtype) or (
+                isinstance(col.dtype, pd.CategoricalDtype) and not col.cat.ordered
+            ) or pd.api.types.is_bool_dtype(col.dtype):
+                all_levels = list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(
+                    col.dropna().unique().tolist(), key=str)
+                levels = [lv for lv in all_levels if b[2] is None or lv in b[2]]
+                out.append({"feature": feat, "kind": "categorical", "low": np.nan, "high": np.nan, "low_open": False,
+                            "levels": levels, "range": "{" + ", ".join(map(str, levels)) + "}",
+                            "restricted": b[2] is not None, "min": np.nan, "max": np.nan})
+                continue
+            if isinstance(col.dtype, pd.CategoricalDtype):  # ordered factor: bounds are level positions
+                cats = list(col.cat.categories)
+                lo_i = 0 if b[0] is None else int(b[0])
+                hi_i = len(cats) if b[1] is None else int(b[1])
+                levels = cats[lo_i:hi_i]
+                out.append({"feature": feat, "kind": "ordered", "low": np.nan, "high": np.nan, "low_open": False,
+                            "levels": levels, "range": "{" + ", ".join(map(str, levels)) + "}",
+                            "restricted": b[0] is not None or b[1] is not None, "min": np.nan, "max": np.nan})
+                continue
+            values = col.to_numpy(dtype=float)
+            gmin, gmax = np.nanmin(values), np.nanmax(values)
+            low = gmin if b[0] is None else b[0]
+            high = gmax if b[1] is None else b[1]
+            sv = sub.to_numpy(dtype=float)
+            out.append({"feature": feat, "kind": "numeric", "low": low, "high": high, "low_open": b[0] is not None,
+                        "levels": None, "range": f"{'(' if b[0] is not None else '['}{low:.6g}, {high:.6g}]",
+                        "restricted": b[0] is not None or b[1] is not None,
+                        "min": float(np.nanmin(sv)) if sv.size else np.nan,
+                        "max": float(np.nanmax(sv)) if sv.size else np.nan})
+        return pd.DataFrame(out).set_index("feature")
+
+    def _bounds(self, node: int) -> dict[str, list]:
+        """Per restricted feature: [exclusive lower, inclusive upper, allowed level set]."""
+        nodes = self.tree.nodes_
+        bounds: dict[str, list] = {}
+        for par, child in self._path(node):
+            feat = nodes.at[par, "split_feature"]
+            first = nodes.at[par, "children"][0] == child
+            b = bounds.setdefault(feat, [None, None, None])
+            levels = nodes.at[par, "split_levels"]
+            if isinstance(levels, dict):
+                keep = {lv for lv, c in levels.items() if c == (1 if first else 2)}
+                b[2] = keep if b[2] is None else b[2] & keep
+            else:
+                v = float(nodes.at[par, "split_value"])
+                if first:
+                    b[1] = v if b[1] is None else min(b[1], v)
+                else:
+                    b[0] = v if b[0] is None else max(b[0], v)
+        return bounds
+
+    def rule(self, node: int) -> str:
+        """Compact rule of a subspace: one condition per restricted feature,
+        e.g. ``"lstat <= 11.38 & rm <= 6.433"`` or ``"2.9 < x <= 4.1"``."""
+        parts = []
+        for feat, (low, high, levels) in self._bounds(node).items():
+            if levels is not None:
+                col = self._X[feat]
+                order = list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(levels, key=str)
+                parts.append(f"{feat} in {{{', '.join(str(lv) for lv in order if lv in levels)}}}")
+            elif isinstance(self._X[feat].dtype, pd.CategoricalDtype):
+                cats = list(self._X[feat].cat.categories)
+                lo = 0 if low is None else int(low)
+                hi = len(cats) if high is None else int(high)
+                parts.append(f"{feat} in {{{', '.join(map(str, cats[lo:hi]))}}}")
+            elif low is not None and high is not None:
+                parts.append(f"{low:.5g} < {feat} <= {high:.5g}")
+            elif high is not None:
+                parts.append(f"{feat} <= {high:.5g}")
+            else:
+                parts.append(f"{feat} > {low:.5g}")
+        return " & ".join(parts) if parts else "(all)"
+
+    def _rows_in(self, node: int) -> np.ndarray:
+        """Boolean mask of evaluated rows in the subtree of ``node``."""
+        nodes = self.tree.nodes_
+        leaf_of = pd.Series(self.tree.apply(self._X), index=self._X.index)
+        inside = set()
+        stack = [int(node)]
+        while stack:
+            cur = stack.pop()
+            inside.add(cur)
+            stack.extend(int(c) for c in nodes.at[cur, "children"])
+        return leaf_of.isin(inside).to_numpy()
+
+    def _leaf_map(self) -> dict[int, int]:
+        """Original tree leaf -> subspace node (its ancestor among ``leaf_ids``)."""
+        nodes = self.tree.nodes_
+        subspaces = set(self.leaf_ids)
+        out = {}
+        for leaf in nodes.index[nodes["is_leaf"].to_numpy(dtype=bool)]:
+            cur = int(leaf)
+            while cur not in subspaces:
+                cur = int(nodes.at[cur, "parent"])
+            out[int(leaf)] = cur
+        return out
+
+    def predict(self, new_rows: pd.DataFrame) -> pd.DataFrame:
+        """Subspace, cAME and CI (and cANLM) for hypothetical observations.
+
+        ``outside_observed`` flags rows outside the observed data of their
+        subspace (a numeric value outside the rows' [min, max] there, or an
+        unseen level): the cAME is then an extrapolation of the tree (paper
+        §5.5, last paragraph); ``outside_features`` names the culprits.
+        """
+        check_data(new_rows, "new_rows")
+        missing = [f for f in self.features if f not in new_rows.columns]
+        if missing:
+            raise FeatureError(f"new_rows lack the partitioning feature(s) {missing}.")
+        Xn = new_rows[self.features]
+        mapping = self._leaf_map()
+        node = np.array([mapping[int(i)] for i in self.tree.apply(Xn)])
+        stats = self.leaves.set_index("node")
+        cols = [c for c in stats.columns if c != "rule"]
+        out = stats.loc[node, cols].set_index(new_rows.index)
+        out.insert(0, "node", node)
+        culprits = np.full(len(Xn), "", dtype=object)
+        for leaf in np.unique(node):
+            rows = node == leaf
+            obs = self._X[self.leaf_of_row.to_numpy() == leaf]
+            for feat in self.features:
+                col, new = obs[feat], Xn.loc[rows, feat]
+                if is_categorical(col):
+                    bad = ~new.isin(set(col.dropna().unique().tolist())).to_numpy()
+                else:
+                    v = new.to_numpy(dtype=float)
+                    bad = (v < np.nanmin(col.to_numpy(dtype=float))) | (v > np.nanmax(col.to_numpy(dtype=float)))
+                idx = np.flatnonzero(rows)[bad]
+                culprits[idx] = np.where(culprits[idx] == "", feat, culprits[idx] + ", " + feat)
+        out["outside_observed"] = culprits != ""
+        out["outside_features"] = culprits
+        return out
+
+    # ------------------------------------------------------------ display
+    def summary(self) -> str:
+        """Readable table of the subspaces with the global figures first."""
+        def fmt(r: pd.Series) -> str:
+            txt = (f"n = {int(r['n'])}, cAME = {r['came']:.4g} [{r['came_ci_low']:.4g}, {r['came_ci_high']:.4g}], "
+                   f"CoV = {r['cov_fme']:.3g}")
+            if "canlm" in r.index:
+                txt += f", cANLM = {r['canlm']:.3g} [{r['canlm_ci_low']:.3g}, {r['canlm_ci_high']:.3g}]"
+            return txt
+        lines = [f"cAMEs of {self.effects.describe_steps()} ({self.method}, {int(self.conf_level * 100)}% CIs)",
+                 f"  all rows: {fmt(self.root)}"]
+        for _, r in self.leaves.iterrows():
+            lines.append(f"  [{int(r['node'])}] {r['rule']}: {fmt(r)}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"PartitionResult(method={self.method!r}, n_leaves={len(self.leaf_ids)}, n={int(self.root['n'])})"
+
+    def plot(self, **kwargs: Any) -> Any:
+        """Draw the tree with per-leaf fME histograms (see :class:`fme.plotting.PartitionDisplay`)."""
+        from .plotting import PartitionDisplay
+
+        return PartitionDisplay.from_partition(self, **kwargs)
+
+
+# ---------------------------------------------------------------- reduction
+def _prune_sequence(tree: Any, fmes: np.ndarray, leaf_of_row: np.ndarray) -> list[list[int]]:
+    """Greedy merging of sibling leaves, smallest pooled SD first (fmeffects' pruning).
+
+    Returns the leaf sets from the grown tree down to the root.
+    """
+    nodes = tree.nodes_
+    rows_of: dict[int, np.ndarray] = {}
+    for node in nodes.index[::-1]:  # post-order accumulation: children have larger ids
+        kids = nodes.at[node, "children"]
+        rows_of[int(node)] = (np.flatnonzero(leaf_of_row == node) if not kids
+                              else np.concatenate([rows_of[int(k)] for k in kids]))
+    leaves = {int(i) for i in nodes.index[nodes["is_leaf"].to_numpy(dtype=bool)]}
+    seq = [sorted(leaves)]
+    while len(leaves) > 1:
+        best, best_sd = None, np.inf
+        for node in sorted(leaves):
+            par = nodes.at[node, "parent"]
+            if pd.isna(par):
+                continue
+            kids = nodes.at[int(par), "children"]
+            if all(int(k) in leaves for k in kids):
+                vals = fmes[rows_of[int(par)]]
+                sd = float(np.std(vals, ddof=1)) if vals.size > 1 else 0.0
+                if sd < best_sd:
+                    best, best_sd = int(par), sd
+        leaves -= {int(k) for k in nodes.at[best, "children"]}
+        leaves.add(best)
+        seq.append(sorted(leaves))
+    return seq
+
+
+def _max_leaf_sd(leaf_set: list[int], fmes: np.ndarray, mapping: np.ndarray, tree: Any) -> float:
+    sds = []
+    for node in leaf_set:
+        vals = fmes[mapping == node]
+        sds.append(float(np.std(vals, ddof=1)) if vals.size > 1 else 0.0)
+    return max(sds)
+
+
+def _subspace_of(tree: Any, leaf_of_row: np.ndarray, leaf_set: list[int]) -> np.ndarray:
+    nodes = tree.nodes_
+    keep = set(leaf_set)
+    out = leaf_of_row.copy()
+    for leaf in np.unique(leaf_of_row):
+        cur = int(leaf)
+        while cur not in keep:
+            cur = int(nodes.at[cur, "parent"])
+        out[leaf_of_row == leaf] = cur
+    return out
+
+
+# ---------------------------------------------------------------- public API
+def came(
+    effects: FMEResult,
+    *,
+    method: str = "ctree",
+    features: list[str] | None = None,
+    n_partitions: int | None = None,
+    max_sd: float | None = None,
+    conf_level: float = 0.95,
+    standardize: bool = True,
+    **tree_params: Any,
+) -> PartitionResult:
+    """Conditional AMEs on subspaces found by a tree (paper §5.5).
+
+    Parameters
+    ----------
+    effects : FMEResult
+        From :func:`fme.fme`; a single output (not ``target_class='all'``).
+    method : {'ctree', 'cart'}, default='ctree'
+        CTREE (:class:`fme.ctree.CTree`, partykit's algorithm, as the paper)
+        or CART (scikit-learn's ``DecisionTreeRegressor``; categorical
+        features are one-hot encoded and each split maps back to a level set).
+    features : list of str, optional
+        Partitioning variables; default: the model's input columns if known,
+        else every column of the data the effects were computed on.
+    n_partitions : int, optional
+        Reduce the grown tree to this many subspaces by greedily merging the
+        sibling leaves whose pooled fMEs have the smallest SD (R fmeffects).
+    max_sd : float, optional
+        Reduce to the fewest subspaces whose largest fME SD is below
+        ``max_sd``. With ``n_partitions`` or ``max_sd`` the tree grows with
+        fmeffects' defaults alpha = 0.35, minbucket = 2% of n unless given.
+    conf_level : float, default=0.95
+        Confidence level of the t-based CIs.
+    standardize : bool, default=True
+        Grow the tree on standardised fMEs. CTREE's statistics and p-values
+        are invariant to this, but partykit's *absolute* variance tolerance
+        (1.5e-8) stops trees on tiny-scale responses such as probabilities or
+        small steps (CTREE spec §9); standardising removes that artefact.
+        Reported figures are always on the fME scale.
+    **tree_params
+        Tree parameters by partykit's names (``minbucket``, ``alpha``,
+        ``testtype``, ``mincriterion``, ``maxdepth``, ...) or, for CART,
+        scikit-learn's (``min_samples_leaf``, ``max_depth``, ...).
+
+    Returns
+    -------
+    PartitionResult
+
+    Examples
+    --------
+    >>> part = fme.came(eff, minbucket=100, testtype="teststatistic", mincriterion=0.99)  # doctest: +SKIP
+    >>> part.leaves[["node", "n", "came", "came_ci_low", "came_ci_high"]]              # doctest: +SKIP
+    """
+    if not isinstance(effects, FMEResult):
+        raise DataError(f"`effects` must be the FMEResult of fme.fme(...), got {type(effects).__name__}.")
+    if effects.output_names is not None:
+        raise ParameterError("came needs one fME per row; compute effects with a single target_class, not 'all'.")
+    if effects.n == 0:
+        raise DataError("the effects have no evaluated rows; nothing to partition.")
+    conf_level = check_conf_level(conf_level)
+    if method not in ("ctree", "cart"):
+        raise ParameterError(f"method must be 'ctree' or 'cart', got {method!r}.")
+    if n_partitions is not None and max_sd is not None:
+        raise ParameterError("give either n_partitions or max_sd, not both.")
+    if n_partitions is not None and (isinstance(n_partitions, bool) or not isinstance(n_partitions, numbers.Integral)
+                                     or n_partitions < 2):
+        raise ParameterError(f"n_partitions must be an integer >= 2, got {n_partitions!r}.")
+    if max_sd is not None and (not isinstance(max_sd, numbers.Real) or not np.isfinite(max_sd) or max_sd <= 0):
+        raise ParameterError(f"max_sd must be a positive number, got {max_sd!r}.")
+    data = effects.data
+    if features is None:
+        features = list(effects.model_features) if effects.model_features is not None else list(data.columns)
+    for f in features:
+        if f not in data.columns:
+            raise FeatureError(f"partitioning feature {f!r} is not a column of the data the effects were computed on.")
+    X = data.loc[effects.results.index, list(features)]
+    y = effects.results["fme"].to_numpy(dtype=float)
+    n = y.size
+    fit_y = y
+    if standardize:
+        sd = float(np.std(y))
+        fit_y = (y - y.mean()) / sd if sd > 0 else y - y.mean()
+    notes: list[str] = []
+    reduce = n_partitions is not None or max_sd is not None
+    if method == "ctree":
+        if reduce:
+            tree_params.setdefault("alpha", 0.35)
+            tree_params.setdefault("minbucket", 0.02 * n)
+        tree = CTree(**tree_params).fit(X, fit_y)
+        minsplit = tree_params.get("minsplit", 20)
+        if n < minsplit:
+            notes.append(f"the tree is a single node: {n} rows are fewer than minsplit = {minsplit}.")
+    else:
+        if reduce:
+            tree_params.setdefault("min_samples_leaf", max(1, int(round(0.02 * n))))
+        tree = CartTree(**tree_params).fit(X, fit_y)
+    leaf_of_row = np.asarray(tree.apply(X), dtype=int)
+    grown = sorted(int(i) for i in tree.nodes_.index[tree.nodes_["is_leaf"].to_numpy(dtype=bool)])
+    leaf_set = grown
+    if n_partitions is not None:
+        if n_partitions > len(grown):
+            raise ParameterError(
+                f"n_partitions={n_partitions} but the grown tree has only {len(grown)} leaves; use 2..{len(grown)} "
+                "or grow a larger tree (smaller minbucket, larger alpha)."
+            )
+        seq = _prune_sequence(tree, y, leaf_of_row)
+        leaf_set = next(s for s in seq if len(s) == n_partitions)
+    elif max_sd is not None:
+        seq = _prune_sequence(tree, y, leaf_of_row)
+        # As fmeffects: reductions down to two subspaces (the root only when nothing was split).
+        ok = [s for s in seq if (len(s) >= 2 or len(grown) == 1)
+              and _max_leaf_sd(s, y, _subspace_of(tree, leaf_of_row, s), tree) < max_sd]
+        if not ok:
+            raise ParameterError(
+                f"no reduction of the grown tree ({len(grown)} leaves) has every leaf's fME SD below max_sd={max_sd}; "
+                "increase max_sd or grow a larger tree."
+            )
+        leaf_set = min(ok, key=len)
+    if len(grown) == 1 and not notes:
+        notes.append("no split was significant: one subspace (the whole data).")
+    subspace = _subspace_of(tree, leaf_of_row, leaf_set)
+    return PartitionResult(effects, tree, X, leaf_set, pd.Series(subspace, index=X.index, name="node"),
+                           conf_level, method, notes)
