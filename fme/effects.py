@@ -442,7 +442,8 @@ def fme(
         miss = col.isna().to_numpy() & (reason_type == "")
         reason_type[miss], reason[miss] = "missing", f"missing value in {s.feature}"
         if not s.is_numeric:
-            at = (col == s.value).to_numpy(dtype=bool) & (reason_type == "")
+            # nullable dtypes ("string", "boolean") compare to <NA> on missing values
+            at = (col == s.value).to_numpy(dtype=bool, na_value=False) & (reason_type == "")
             reason_type[at], reason[at] = "at_level", f"{s.feature} already at level {s.value!r}"
     cand = np.flatnonzero(reason_type == "")
     if cand.size == 0:

@@ -1,0 +1,269 @@
+"""Model adapters: fMEs are exactly predict(x + h) - predict(x) for every kind of
+model; classifiers explain the probability of ``target_class``; bad models and bad
+predictions raise library exceptions; the engine calls predict in batches only."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import FEATURES, CallRecorder
+
+import fme
+from fme.exceptions import FMEError, ModelError, ParameterError, PredictionError
+from fme.predictors import Predictor, make_predictor
+
+
+def shifted(frame: pd.DataFrame, steps: dict) -> pd.DataFrame:
+    out = frame.copy()
+    for f, h in steps.items():
+        if isinstance(frame[f].dtype, pd.CategoricalDtype):
+            out[f] = pd.Categorical([h] * len(frame), dtype=frame[f].dtype)
+        else:
+            out[f] = frame[f].to_numpy(dtype=float) + h
+    return out
+
+
+# ------------------------------------------------------------ exactness per model kind
+def test_sklearn_regressor_exact(gbr, Xnum):
+    steps = {"x1": 0.7}
+    res = fme.fme(gbr, Xnum, steps)
+    expected = gbr.predict(shifted(Xnum, steps)) - gbr.predict(Xnum)
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(), expected)
+    assert res.results.index.equals(Xnum.index)
+    assert res.ame == pytest.approx(float(np.mean(expected)), rel=0, abs=1e-15)
+
+
+def test_sklearn_regressor_multivariate_exact(gbr, Xnum):
+    steps = {"x1": -0.4, "x3": 1.25}
+    res = fme.fme(gbr, Xnum, steps)
+    expected = gbr.predict(shifted(Xnum, steps)) - gbr.predict(Xnum)
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(), expected)
+
+
+def test_binary_classifier_default_positive_class(rf_binary, Xnum):
+    steps = {"x2": 0.5}
+    res = fme.fme(rf_binary, Xnum, steps)
+    p = rf_binary.predict_proba
+    expected = p(shifted(Xnum, steps))[:, 1] - p(Xnum)[:, 1]
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(), expected)
+    res0 = fme.fme(rf_binary, Xnum, steps, target_class=0)
+    np.testing.assert_array_equal(res0.results["fme"].to_numpy(), p(shifted(Xnum, steps))[:, 0] - p(Xnum)[:, 0])
+    np.testing.assert_allclose(res0.results["fme"].to_numpy(), -expected, atol=1e-12)
+
+
+def test_multiclass_target_class(multiclass, Xnum):
+    steps = {"x1": 0.3}
+    classes = list(multiclass.classes_)
+    P0 = multiclass.predict_proba(Xnum)
+    P1 = multiclass.predict_proba(shifted(Xnum, steps))
+    j = classes.index("mid")
+    res = fme.fme(multiclass, Xnum, steps, target_class="mid")
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(), P1[:, j] - P0[:, j])
+
+
+def test_multiclass_all_classes(multiclass, Xnum):
+    steps = {"x1": 0.3}
+    classes = [str(c) for c in multiclass.classes_]
+    res = fme.fme(multiclass, Xnum, steps, target_class="all", nlm=True)
+    P0 = multiclass.predict_proba(Xnum)
+    P1 = multiclass.predict_proba(shifted(Xnum, steps))
+    assert list(res.results.columns) == [f"fme_{c}" for c in classes] + [f"nlm_{c}" for c in classes]
+    for j, c in enumerate(classes):
+        np.testing.assert_array_equal(res.results[f"fme_{c}"].to_numpy(), P1[:, j] - P0[:, j])
+    # probabilities sum to one: the class effects cancel row-wise
+    total = res.results[[f"fme_{c}" for c in classes]].sum(axis=1).to_numpy()
+    np.testing.assert_allclose(total, 0.0, atol=1e-12)
+    assert isinstance(res.ame, pd.Series)
+    assert list(res.ame.index) == classes
+    j = classes.index("mid")
+    assert res.ame["mid"] == pytest.approx(float(np.mean(P1[:, j] - P0[:, j])), abs=1e-15)
+    nlm_mid = res.results["nlm_mid"].to_numpy()
+    assert np.all(nlm_mid[np.isfinite(nlm_mid)] <= 1.0 + 1e-12)
+
+
+def test_multiclass_requires_target_class(multiclass, Xnum):
+    with pytest.raises(ParameterError, match="target_class"):
+        fme.fme(multiclass, Xnum, {"x1": 1.0})
+    with pytest.raises(ParameterError, match="not one of the model's classes"):
+        fme.fme(multiclass, Xnum, {"x1": 1.0}, target_class="nope")
+
+
+def test_pipeline_with_onehot_numeric_and_categorical_steps(pipeline, X):
+    steps = {"x2": -0.25}
+    res = fme.fme(pipeline, X, steps)
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(),
+                                  pipeline.predict(shifted(X, steps)) - pipeline.predict(X))
+    # observation-wise categorical ME: rows at 'b' are not evaluated
+    res_c = fme.fme(pipeline, X, {"cat": "b"})
+    rows = X.index[X["cat"] != "b"]
+    assert res_c.results.index.equals(rows)
+    sub = X.loc[rows]
+    np.testing.assert_array_equal(res_c.results["fme"].to_numpy(),
+                                  pipeline.predict(shifted(sub, {"cat": "b"})) - pipeline.predict(sub))
+    # mixed numeric + categorical step
+    res_m = fme.fme(pipeline, X, {"cat": "b", "x1": 0.5})
+    both = shifted(shifted(sub, {"cat": "b"}), {"x1": 0.5})
+    np.testing.assert_array_equal(res_m.results["fme"].to_numpy(), pipeline.predict(both) - pipeline.predict(sub))
+
+
+def test_statsmodels_ols_formula(ols, X):
+    steps = {"x1": 1.0}
+    res = fme.fme(ols, X, steps)
+    expected = np.asarray(ols.predict(shifted(X, steps))) - np.asarray(ols.predict(X))
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(), expected)
+    # linear in x1: every fME is beta_x1 * h (up to rounding)
+    np.testing.assert_allclose(res.results["fme"].to_numpy(), ols.params["x1"], rtol=1e-10)
+    res_c = fme.fme(ols, X, {"cat": "c"})
+    sub = X[X["cat"] != "c"]
+    expected_c = np.where(sub["cat"] == "a", ols.params["C(cat)[T.c]"],
+                          ols.params["C(cat)[T.c]"] - ols.params["C(cat)[T.b]"])
+    np.testing.assert_allclose(res_c.results["fme"].to_numpy(), expected_c, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["glm_binomial", "logit"])
+def test_statsmodels_binomial(name, request, Xnum):
+    model = request.getfixturevalue(name)
+    steps = {"x2": 0.5, "x3": -1.0}
+    res = fme.fme(model, Xnum, steps, nlm=True)
+    expected = np.asarray(model.predict(shifted(Xnum, steps))) - np.asarray(model.predict(Xnum))
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(), expected)
+    assert np.all(np.abs(expected) < 1)
+
+
+def test_callable_and_plain_object(Xnum):
+    def f(d):
+        return np.exp(0.3 * d["x1"].to_numpy()) * d["x3"].to_numpy()
+
+    class Plain:
+        def predict(self, d):
+            return pd.Series(f(d), index=d.index)
+
+    steps = {"x1": 0.5, "x3": 0.25}
+    expected = f(shifted(Xnum, steps)) - f(Xnum)
+    for model in (f, Plain()):
+        res = fme.fme(model, Xnum, steps)
+        np.testing.assert_array_equal(res.results["fme"].to_numpy(), expected)
+
+
+def test_callable_returning_column_vector(Xnum):
+    res = fme.fme(lambda d: d[["x1"]].to_numpy() * 3.0, Xnum, {"x1": 2.0})
+    np.testing.assert_allclose(res.results["fme"].to_numpy(), 6.0, rtol=1e-14)
+
+
+# ------------------------------------------------------------ bad models and predictions
+def test_model_without_predict(X):
+    before = X.copy(deep=True)
+    with pytest.raises(ModelError, match="neither predict nor predict_proba") as info:
+        fme.fme(object(), X, {"x1": 1})
+    assert isinstance(info.value, TypeError) and isinstance(info.value, FMEError)
+    pd.testing.assert_frame_equal(X, before)
+
+
+def test_target_class_for_regressor(gbr, Xnum):
+    with pytest.raises(ParameterError, match="not a classifier"):
+        fme.fme(gbr, Xnum, {"x1": 1}, target_class=1)
+
+
+@pytest.mark.parametrize(
+    "func, phrase",
+    [
+        (lambda d: np.ones(len(d) - 1), "for .* rows; it must return one prediction per row"),
+        (lambda d: 1.0, "a scalar"),
+        (lambda d: np.ones((len(d), 2)), "one number per row"),
+        (lambda d: np.where(d["x1"] > 0, np.nan, 1.0), "non-finite"),
+        (lambda d: np.where(d["x1"] > 1.9, np.inf, 1.0) + d["x1"], "non-finite"),
+        (lambda d: np.array(["a"] * len(d)), "non-numeric"),
+    ],
+)
+def test_bad_predictions(func, phrase, Xnum):
+    before = Xnum.copy(deep=True)
+    with pytest.raises(PredictionError, match=phrase) as info:
+        fme.fme(func, Xnum, {"x1": 0.5})
+    assert isinstance(info.value, ValueError)
+    pd.testing.assert_frame_equal(Xnum, before)
+
+
+def test_bad_prediction_only_on_stepped_points(Xnum):
+    # finite at x, infinite at x + h: found on the second call
+    with pytest.raises(PredictionError, match="non-finite"):
+        fme.fme(lambda d: np.where(d["x1"] > 2.0, np.inf, 0.0), Xnum, {"x1": 1.0})
+
+
+def test_make_predictor_passthrough_and_columns(gbr, X):
+    p = make_predictor(gbr)
+    assert p.feature_names == FEATURES
+    assert make_predictor(p) is p
+    reordered = X[["cat", "x3", "x2", "x1"]]
+    assert list(p.select(reordered).columns) == FEATURES
+    res = fme.fme(gbr, reordered, {"x1": 0.5})
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(),
+                                  gbr.predict(shifted(X[FEATURES], {"x1": 0.5})) - gbr.predict(X[FEATURES]))
+
+
+# ------------------------------------------------------------ call counting and batching
+@pytest.mark.parametrize("nlm, calls", [(False, 2), (True, 3)])
+def test_two_calls_per_fme(Xnum, nlm, calls):
+    rec = CallRecorder()
+    fme.fme(rec, Xnum, {"x1": 0.5, "x2": 0.1}, nlm=nlm)
+    n = len(Xnum)
+    assert len(rec.lengths) == calls
+    assert rec.lengths[:2] == [n, n]
+    if nlm:
+        assert rec.lengths[2] == 16 * n  # all 16 Gauss-Legendre nodes in one stacked call
+
+
+def test_simpson_nlm_stacks_two_interior_nodes(Xnum):
+    rec = CallRecorder()
+    fme.fme(rec, Xnum, {"x1": 0.5}, nlm=True, nlm_method="simpson38", nlm_intervals=3)
+    assert rec.lengths == [len(Xnum), len(Xnum), 8 * len(Xnum)]  # 3k + 1 = 10 nodes, both endpoints reused
+
+
+@pytest.mark.parametrize("b", [1, 7, 50, 119, 120, 500])
+@pytest.mark.parametrize("nlm", [False, True])
+def test_batching(Xnum, b, nlm):
+    n = len(Xnum)
+    full = fme.fme(CallRecorder(), Xnum, {"x1": 0.5}, nlm=nlm)
+    rec = CallRecorder()
+    res = fme.fme(rec, Xnum, {"x1": 0.5}, nlm=nlm, batch_size=b)
+    batches = math.ceil(n / b)
+    per_batch = 3 if nlm else 2
+    assert len(rec.lengths) == per_batch * batches
+    assert sum(rec.lengths[0::per_batch]) == n
+    assert max(rec.lengths[0::per_batch]) == min(b, n)
+    pd.testing.assert_frame_equal(res.results, full.results, check_exact=True)
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "10"])
+def test_bad_batch_size(Xnum, bad):
+    with pytest.raises(ParameterError, match="batch_size"):
+        fme.fme(CallRecorder(), Xnum, {"x1": 0.5}, batch_size=bad)
+
+
+def test_model_receives_original_dtypes(X):
+    Xk = X.assign(k=np.arange(len(X), dtype=np.int32), s=pd.array(["u", "v"] * (len(X) // 2), dtype="str"))
+    rec = CallRecorder()
+    fme.fme(rec, Xk, {"x1": 0.5}, nlm=True)
+    for frame in rec.frames:
+        assert isinstance(frame["cat"].dtype, pd.CategoricalDtype)
+        assert frame["cat"].dtype == X["cat"].dtype
+        assert frame["k"].dtype == np.int32
+        assert frame["s"].dtype == Xk["s"].dtype
+        assert frame["x2"].dtype == np.float64
+    # categorical step: the stepped column stays categorical with the same categories
+    rec = CallRecorder()
+    fme.fme(rec, Xk, {"cat": "a"})
+    for frame in rec.frames:
+        assert frame["cat"].dtype == X["cat"].dtype
+        assert frame["k"].dtype == np.int32
+    assert (rec.frames[1]["cat"] == "a").all()
+    assert (rec.frames[0]["cat"] != "a").all()
+
+
+def test_predictor_counts_calls():
+    p = Predictor(lambda d: d["a"].to_numpy(dtype=float))
+    p(pd.DataFrame({"a": [1.0, 2.0]}))
+    p(pd.DataFrame({"a": [1.0, 2.0, 3.0]}))
+    assert (p.n_calls, p.n_rows) == (2, 5)

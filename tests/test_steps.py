@@ -1,0 +1,220 @@
+"""Steps: validation of every bad step (class + message), numeric / categorical /
+mixed steps, missing values and at-level rows, index and input preservation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import CallRecorder
+
+import fme
+from fme.exceptions import DataError, FeatureError, StepError
+from fme.steps import Step, apply_steps, parse_steps, stack_path, step_size
+
+
+def lin(d):
+    return 3.0 * d["x1"].to_numpy(dtype=float) - 2.0 * d["x2"].to_numpy(dtype=float)
+
+
+@pytest.fixture
+def frame():
+    rng = np.random.default_rng(7)
+    n = 12
+    return pd.DataFrame(
+        {
+            "x1": rng.normal(size=n),
+            "x2": rng.normal(size=n),
+            "k": np.arange(n, dtype=np.int64),
+            "cat": pd.Categorical(list("abcabcabcabc"), categories=["a", "b", "c", "d"]),
+            "s": pd.array(list("uvuvuvuvuvuv"), dtype="str"),
+            "flag": np.array([True, False] * 6),
+        },
+        index=[f"r{i}" for i in rng.permutation(n)],
+    )
+
+
+# ------------------------------------------------------------ bad steps
+@pytest.mark.parametrize(
+    "steps, exc, phrases",
+    [
+        ({"nope": 1}, FeatureError, ["unknown feature 'nope'", "not a column"]),
+        ({}, StepError, ["`steps` is empty", "name at least one feature"]),
+        ([("x1", 1)], StepError, ["must be a dict"]),
+        ({"x1": 0}, StepError, ["'x1'", "is 0", "non-zero step"]),
+        ({"x1": 0.0}, StepError, ["'x1'", "is 0"]),
+        ({"x1": np.nan}, StepError, ["'x1'", "nan", "finite number"]),
+        ({"x1": float("inf")}, StepError, ["'x1'", "inf", "finite number"]),
+        ({"x1": -np.inf}, StepError, ["'x1'", "finite number"]),
+        ({"x1": "b"}, StepError, ["'x1' is numeric", "level-like 'b'"]),
+        ({"x1": None}, StepError, ["'x1' is numeric", "real number"]),
+        ({"cat": 1.0}, StepError, ["'cat' is categorical", "a numeric step 1.0", "['a', 'b', 'c', 'd']"]),
+        ({"cat": "z"}, StepError, ["'cat' is categorical", "level 'z'"]),
+        ({"s": "w"}, StepError, ["'s' is categorical", "['u', 'v']"]),
+        ({"x1": 1.0, "s": 2}, StepError, ["'s' is categorical", "numeric step 2"]),
+    ],
+)
+def test_bad_steps(frame, steps, exc, phrases):
+    before = frame.copy(deep=True)
+    with pytest.raises(exc) as info:
+        fme.fme(lin, frame, steps)
+    assert isinstance(info.value, (ValueError, TypeError))
+    for phrase in phrases:
+        assert phrase in str(info.value)
+    pd.testing.assert_frame_equal(frame, before)
+
+
+@pytest.mark.parametrize("data, phrase", [
+    (pd.DataFrame({"x1": [], "x2": []}), "has no rows"),
+    (np.ones((3, 2)), "must be a pandas DataFrame"),
+    ({"x1": [1.0]}, "must be a pandas DataFrame"),
+    (pd.DataFrame(index=[0, 1]), "no columns"),
+])
+def test_bad_data(data, phrase):
+    with pytest.raises(DataError, match=phrase):
+        fme.fme(lin, data, {"x1": 1})
+
+
+def test_duplicate_columns_rejected():
+    d = pd.DataFrame(np.ones((2, 2)), columns=["x1", "x1"])
+    with pytest.raises(DataError, match="duplicated column names"):
+        fme.fme(lin, d, {"x1": 1})
+
+
+def test_step_on_feature_the_model_does_not_use(gbr, df):
+    with pytest.raises(FeatureError, match="'k'.*not inputs of the model"):
+        fme.fme(gbr, df, {"k": 1})
+
+
+def test_numeric_rules(frame):
+    sd = float(np.std(frame["x1"], ddof=1))
+    res = fme.fme(lin, frame, {"x1": "-2*sd"})
+    assert res.steps[0].value == pytest.approx(-2 * sd, rel=1e-14)
+    np.testing.assert_allclose(res.results["fme"].to_numpy(), 3.0 * -2 * sd, rtol=1e-12)
+    assert step_size(frame, "x1", "unit", -0.5) == -0.5
+    q = np.quantile(frame["x2"], [0.25, 0.75])
+    assert step_size(frame, "x2", "iqr") == pytest.approx(q[1] - q[0], rel=1e-14)
+    with pytest.raises(StepError, match="no spread"):
+        step_size(frame.assign(c0=1.0), "c0", "sd")
+
+
+# ------------------------------------------------------------ categorical and mixed steps
+def test_categorical_at_level_rows_not_evaluated(frame):
+    def f(d):
+        return d["x1"].to_numpy() + d["cat"].map({"a": 0.0, "b": 10.0, "c": 100.0, "d": 1000.0}).to_numpy(float)
+
+    res = fme.fme(f, frame, {"cat": "b"})
+    not_b = frame.index[frame["cat"] != "b"]
+    assert res.results.index.equals(not_b)
+    expected = 10.0 - frame.loc[not_b, "cat"].map({"a": 0.0, "c": 100.0}).to_numpy(float)
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(), expected)
+    ex = res.excluded
+    assert set(ex.index) == set(frame.index[frame["cat"] == "b"])
+    assert (ex["reason_type"] == "at_level").all()
+    assert ex["reason"].str.contains("already at level 'b'").all()
+    assert res.n == 8 and res.n_excluded == 4
+    assert "already at the target level): 4" in res.summary()
+    # a level no row has (but the dtype knows) is evaluated for all rows
+    res_d = fme.fme(f, frame, {"cat": "d"})
+    assert res_d.n == len(frame)
+
+
+def test_string_and_bool_levels(frame):
+    def f(d):
+        return (d["s"] == "v").to_numpy(float) * 5.0 + d["flag"].to_numpy(float) * 2.0
+
+    res = fme.fme(f, frame, {"s": "v"})
+    assert res.n == 6 and (res.results["fme"] == 5.0).all()
+    res_b = fme.fme(f, frame, {"flag": False})
+    assert res_b.results.index.equals(frame.index[frame["flag"]])
+    assert (res_b.results["fme"] == -2.0).all()
+    res_m = fme.fme(f, frame, {"s": "u", "flag": True, "x1": 1.0})
+    at = (frame["s"] == "u") | frame["flag"]
+    assert res_m.results.index.equals(frame.index[~at])
+    assert (res_m.results["fme"] == -5.0 + 2.0).all()
+
+
+def test_every_row_at_level(frame):
+    with pytest.raises(DataError, match="no row can be evaluated.*already at the target level"):
+        fme.fme(lin, frame.assign(s="u"), {"s": "u"})
+
+
+@pytest.mark.parametrize("dtype", ["string", "str", "object", "category"])
+def test_missing_values_in_categorical_step(frame, dtype):
+    s = pd.Series(["u", None, "v", "u", None, "v", "u", "v", "u", "v", "u", "v"], index=frame.index, dtype=dtype)
+    data = frame.assign(s=s)
+    before = data.copy(deep=True)
+
+    def f(d):
+        return (d["s"] == "v").to_numpy(dtype=float, na_value=0.0) * 1.0
+
+    res = fme.fme(f, data, {"s": "v"})
+    ex = res.excluded
+    assert sorted(ex["reason_type"]) == ["at_level"] * 5 + ["missing"] * 2
+    assert set(ex.index[ex["reason_type"] == "missing"]) == set(data.index[s.isna()])
+    assert res.n == 5
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(), 1.0)
+    pd.testing.assert_frame_equal(data, before)
+
+
+def test_missing_values_in_nullable_boolean_step(frame):
+    data = frame.assign(flag=pd.array([True, False, None] * 4, dtype="boolean"))
+    res = fme.fme(lambda d: d["flag"].astype(float).to_numpy(), data, {"flag": True})
+    counts = res.excluded["reason_type"].value_counts()
+    assert counts["missing"] == 4 and counts["at_level"] == 4
+    assert (res.results["fme"] == 1.0).all()
+
+
+def test_missing_values_in_numeric_step_are_counted(frame):
+    data = frame.copy()
+    data.loc[data.index[[1, 4]], "x1"] = np.nan
+    data.loc[data.index[2], "x2"] = np.nan  # not stepped in the first call
+    rec = CallRecorder(lambda d: np.nan_to_num(lin(d)))
+    res = fme.fme(rec, data, {"x1": 1.0})
+    missing = res.excluded[res.excluded["reason_type"] == "missing"]
+    assert list(missing.index) == list(data.index[[1, 4]])
+    assert missing["reason"].str.contains("x1").all()
+    assert res.n == 10 and rec.lengths == [10, 10]
+    assert "missing value in a stepped feature): 2" in res.summary()
+    res2 = fme.fme(rec, data, {"x1": 1.0, "x2": 1.0})
+    assert set(res2.excluded.index) == set(data.index[[1, 2, 4]])
+
+
+def test_index_preserved_and_input_unchanged(frame):
+    shuffled = frame.iloc[[5, 0, 11, 3, 7, 1, 2, 4, 6, 8, 9, 10]]
+    before = shuffled.copy(deep=True)
+    res = fme.fme(lin, shuffled, {"x1": 0.5, "x2": -1.0}, nlm=True)
+    assert list(res.results.index) == list(shuffled.index)
+    assert list(res.predictions.index) == list(shuffled.index)
+    np.testing.assert_allclose(res.results["fme"], 3.5, rtol=1e-13)
+    np.testing.assert_allclose(res.results["nlm"], 1.0, atol=1e-12)
+    pd.testing.assert_frame_equal(shuffled, before)
+    pd.testing.assert_frame_equal(res.feature_values, shuffled)
+    ints = frame.set_axis(np.array([40, 3, 17, 8, 99, 0, 5, 61, 2, 7, 11, 23]))
+    res_i = fme.fme(lin, ints, {"cat": "a"})
+    assert list(res_i.results.index) == [3, 17, 99, 0, 61, 2, 11, 23]
+
+
+# ------------------------------------------------------------ low-level helpers
+def test_parse_steps_resolves_levels(frame):
+    steps = parse_steps(frame, {"x1": 2, "cat": "c", "flag": True})
+    assert steps == (Step("x1", "numeric", 2.0), Step("cat", "categorical", "c"), Step("flag", "categorical", True))
+    assert steps[0].describe() == "x1 + 2" and steps[1].describe() == "cat -> 'c'"
+    assert Step("x", "numeric", -1.5, "-1*sd").describe() == "x - 1.5 (-1*sd)"
+
+
+def test_apply_steps_and_stack_path(frame):
+    steps = parse_steps(frame, {"x1": 2.0, "k": -1, "cat": "d"})
+    out = apply_steps(frame, steps)
+    np.testing.assert_array_equal(out["x1"].to_numpy(), frame["x1"].to_numpy() + 2.0)
+    np.testing.assert_array_equal(out["k"].to_numpy(), frame["k"].to_numpy() - 1.0)
+    assert out["cat"].dtype == frame["cat"].dtype and (out["cat"] == "d").all()
+    assert out.index.equals(frame.index) and out["s"].dtype == frame["s"].dtype
+    num = tuple(s for s in steps if s.is_numeric)
+    ts = np.array([0.25, 0.5])
+    st = stack_path(frame, num, ts)
+    assert len(st) == 2 * len(frame)
+    np.testing.assert_allclose(st["x1"].to_numpy()[len(frame):], frame["x1"].to_numpy() + 1.0, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(st["k"].to_numpy()[: len(frame)], frame["k"].to_numpy() - 0.25)
+    assert st["cat"].dtype == frame["cat"].dtype
+    np.testing.assert_array_equal(st["x2"].to_numpy(), np.tile(frame["x2"].to_numpy(), 2))
