@@ -50,6 +50,12 @@ class Covariate:
     extra: dict = field(default_factory=dict)
 
 
+def level_codes(values: pd.Series, levels: list[Any]) -> np.ndarray:
+    """Position of each value in ``levels``; -1 for missing or unknown values."""
+    arr = values.astype(object).to_numpy()
+    return pd.Index(levels, dtype=object).get_indexer(arr).astype(np.int64)
+
+
 def _sorted_levels(values: pd.Series) -> list[Any]:
     uniq = pd.unique(values.dropna())
     try:
@@ -78,7 +84,7 @@ def encode_fit(X: pd.DataFrame) -> tuple[list[Covariate], np.ndarray, list[np.nd
             # ordered factors are 1..K over the remaining levels.
             present = set(pd.unique(s.dropna()))
             levels = [c for c in dt.categories if c in present]
-            codes = pd.Categorical(s, categories=levels).codes.astype(np.int64)
+            codes = level_codes(s, levels)
             if dt.ordered:
                 z = np.where(codes >= 0, codes + 1.0, np.nan)
                 cov = Covariate(str(name), ORDERED, levels, np.arange(1.0, len(levels) + 1))
@@ -94,7 +100,7 @@ def encode_fit(X: pd.DataFrame) -> tuple[list[Covariate], np.ndarray, list[np.nd
             and s.notna().any()
         ):
             levels = [lv for lv in (False, True) if (s == lv).any()]
-            codes = pd.Categorical(s.astype(object), categories=levels).codes.astype(np.int64)
+            codes = level_codes(s, levels)
             cov = Covariate(str(name), FACTOR, levels, has_nan=bool((codes < 0).any()))
             fac_cols.append(codes)
         elif pd.api.types.is_numeric_dtype(dt):
@@ -110,7 +116,7 @@ def encode_fit(X: pd.DataFrame) -> tuple[list[Covariate], np.ndarray, list[np.nd
             rank_cols.append(rk)
         elif dt == object or pd.api.types.is_string_dtype(dt):
             levels = _sorted_levels(s)
-            codes = pd.Categorical(s, categories=levels).codes.astype(np.int64)
+            codes = level_codes(s, levels)
             cov = Covariate(str(name), FACTOR, levels, has_nan=bool((codes < 0).any()))
             fac_cols.append(codes)
         else:
@@ -140,8 +146,7 @@ def encode_column(cov: Covariate, s: pd.Series) -> np.ndarray:
         ) or pd.api.types.is_bool_dtype(s.dtype):
             raise DataError(f"Column {cov.name!r} was numeric at fit time but is {s.dtype} now.")
         return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    vals = s.astype(object) if not isinstance(s.dtype, pd.CategoricalDtype) else s
-    codes = pd.Categorical(vals, categories=cov.levels).codes.astype(np.int64)
+    codes = level_codes(s, cov.levels)
     if cov.kind == ORDERED:
         return np.where(codes >= 0, codes + 1.0, np.nan)
     return codes

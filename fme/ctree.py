@@ -36,6 +36,11 @@ def _single_thread_blas():
     return threadpool_limits(limits=1, user_api="blas")
 
 
+def _fmt_break(x: float) -> str:
+    """Numeric break as partykit prints it: rounded to 5 decimals, then R's 7 digits."""
+    return _fmt_num(round(float(x), 5), 7)
+
+
 def _fmt_num(x: float, digits: int = 5) -> str:
     """Format like R's ``format(x, digits = 5)`` (significant digits, no trailing zeros)."""
     if not np.isfinite(x):
@@ -465,7 +470,7 @@ class CTree:
         if cv.kind == S.ORDERED:
             lvl = str(cv.levels[int(split["break"]) - 1])
             return f"{cv.name} {'<=' if first else '>'} {lvl}"
-        return f"{cv.name} {'<=' if first else '>'} {_fmt_num(split['break'])}"
+        return f"{cv.name} {'<=' if first else '>'} {_fmt_break(split['break'])}"
 
     def rules(self, node: int) -> str:
         """Conjunction of split conditions leading from the root to ``node``.
