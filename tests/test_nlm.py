@@ -1,0 +1,281 @@
+"""The non-linearity measure (paper §5.4):
+
+    NLM = 1 - int (f(gamma(t)) - secant(t))^2 dt / int (f(gamma(t)) - fbar)^2 dt
+
+checked against closed forms, adaptive quadrature (scipy.integrate.quad) and an
+independent loop implementation of the composite Simpson 3/8 rule of fmeffects.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate
+
+import fme
+from fme.exceptions import ParameterError, StepError
+from fme.nlm import nlm_from_path, quadrature_rule
+
+
+# ------------------------------------------------------------ references
+class _Col:
+    def __init__(self, value: float):
+        self.value = value
+
+    def to_numpy(self, dtype=None):
+        return np.array([self.value], dtype=float)
+
+
+def path_function(model, row: pd.Series, steps: dict):
+    """t -> f(x + t h) for one observation; the model sees a minimal column mapping
+    (``d[name].to_numpy()``), which keeps adaptive quadrature cheap."""
+
+    def f(t: float) -> float:
+        point = {c: _Col(float(row[c]) + t * steps.get(c, 0.0)) for c in row.index}
+        return float(np.asarray(model(point), dtype=float).ravel()[0])
+
+    return f
+
+
+def nlm_quad(f) -> float:
+    """NLM by adaptive quadrature."""
+    opts = dict(epsabs=1e-14, epsrel=1e-13, limit=200)
+    f0, f1 = f(0.0), f(1.0)
+    fbar = integrate.quad(f, 0, 1, **opts)[0]
+    num = integrate.quad(lambda t: (f(t) - (f0 + t * (f1 - f0))) ** 2, 0, 1, **opts)[0]
+    den = integrate.quad(lambda t: (f(t) - fbar) ** 2, 0, 1, **opts)[0]
+    return 1.0 - num / den
+
+
+def nlm_simpson38_reference(f, k: int) -> float:
+    """Composite Simpson 3/8 as in fmeffects: subinterval i has nodes (i-1)/k + {0,1/3,2/3,1}/k
+    with weights 1/(8k) * (1,3,3,1); fbar with the same rule, then both integrals."""
+    nodes, weights = [], []
+    for i in range(1, k + 1):
+        for j, c in enumerate((1.0, 3.0, 3.0, 1.0)):
+            nodes.append((i - 1) / k + (j / 3.0) / k)
+            weights.append(c / (8.0 * k))
+    values = [f(t) for t in nodes]
+    f0, f1 = f(0.0), f(1.0)
+    fbar = sum(w * v for w, v in zip(weights, values))
+    num = sum(w * (v - (f0 + t * (f1 - f0))) ** 2 for w, v, t in zip(weights, values, nodes))
+    den = sum(w * (v - fbar) ** 2 for w, v in zip(weights, values))
+    return 1.0 - num / den
+
+
+def quadratic_nlm(a: float, x: float, h: float) -> float:
+    """Closed form for f = a x^2: f(gamma(t)) = A t^2 + B t + C with A = a h^2, B = 2 a x h."""
+    A, B = a * h * h, 2 * a * x * h
+    return 1.0 - (A * A / 30.0) / (4 * A * A / 45.0 + B * B / 12.0 + A * B / 6.0)
+
+
+@pytest.fixture(scope="module")
+def grid():
+    rng = np.random.default_rng(3)
+    return pd.DataFrame({"x1": rng.uniform(-2, 2, 8), "x2": rng.uniform(-1, 1, 8), "x3": rng.uniform(0, 3, 8)},
+                        index=list("abcdefgh"))
+
+
+def sq(d):
+    return d["x1"].to_numpy(dtype=float) ** 2
+
+
+# ------------------------------------------------------------ closed forms
+def test_analytic_quadratic_example():
+    res = fme.fme(sq, pd.DataFrame({"x1": [-2.0]}), {"x1": 1.0}, nlm=True)
+    expected = 1 - (1 / 30) / (34 / 45)
+    assert expected == pytest.approx(0.9558823529411764, abs=1e-15)
+    assert res.results["nlm"].iloc[0] == pytest.approx(expected, abs=1e-12)
+    assert res.anlm == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("points", [None, 3, 5, 30])
+def test_quadratic_exact_for_gauss_legendre(grid, points):
+    for h in (0.3, -1.7, 4.0):
+        res = fme.fme(sq, grid, {"x1": h}, nlm=True, nlm_points=points)
+        expected = [quadratic_nlm(1.0, x, h) for x in grid["x1"]]
+        np.testing.assert_allclose(res.results["nlm"].to_numpy(), expected, rtol=0, atol=1e-10)
+
+
+def test_gauss_legendre_two_points_not_exact_for_quartic():
+    # 2 nodes integrate cubics exactly but not the quartic (t^2 - t)^2: the rule is really used
+    res = fme.fme(sq, pd.DataFrame({"x1": [-2.0]}), {"x1": 1.0}, nlm=True, nlm_points=2)
+    assert abs(res.results["nlm"].iloc[0] - (1 - (1 / 30) / (34 / 45))) > 1e-4
+
+
+@pytest.mark.parametrize("method", ["gauss-legendre", "simpson38"])
+def test_linear_paths_give_one(grid, method):
+    def f(d):  # linear in x1, x2; strongly non-linear in the unstepped x3
+        return 2.5 * d["x1"].to_numpy() - 0.75 * d["x2"].to_numpy() + np.exp(d["x3"].to_numpy()) * 10
+
+    for steps in ({"x1": 1.3}, {"x2": -0.4}, {"x1": 0.2, "x2": 3.0}):
+        res = fme.fme(f, grid, steps, nlm=True, nlm_method=method)
+        np.testing.assert_allclose(res.results["nlm"].to_numpy(), 1.0, rtol=0, atol=1e-12)
+
+
+def test_sine_over_full_period_is_minus_two():
+    # f = -cos(2 pi t) along the path: I = 3/2, II = 1/2
+    res = fme.fme(lambda d: np.sin(d["x1"].to_numpy()), pd.DataFrame({"x1": [-np.pi / 2]}),
+                  {"x1": 2 * np.pi}, nlm=True, nlm_points=30)
+    assert res.results["nlm"].iloc[0] == pytest.approx(-2.0, abs=1e-10)
+    res = fme.fme(lambda d: np.sin(d["x1"].to_numpy()), pd.DataFrame({"x1": [0.0]}), {"x1": np.pi}, nlm=True)
+    assert res.results["nlm"].iloc[0] == pytest.approx(1 - 0.5 / (0.5 - 4 / np.pi ** 2), abs=1e-9)
+    assert res.results["nlm"].iloc[0] < 0
+
+
+# ------------------------------------------------------------ adaptive quadrature
+SMOOTH = {
+    "sin": (lambda d: np.sin(1.3 * d["x1"].to_numpy()) + d["x2"].to_numpy(), {"x1": 1.5}),
+    "exp": (lambda d: np.exp(0.6 * d["x1"].to_numpy() - 0.4 * d["x2"].to_numpy()), {"x1": 1.0, "x2": 0.8}),
+    "rbf": (lambda d: np.exp(-((d["x1"].to_numpy() - 0.3) ** 2 + (d["x2"].to_numpy() + 0.2) ** 2) / 0.8)
+            + 0.3 * np.exp(-((d["x1"].to_numpy() + 1) ** 2) / 0.5), {"x1": 1.2, "x2": -0.6}),
+    "logistic": (lambda d: 1 / (1 + np.exp(-3 * d["x1"].to_numpy() * d["x3"].to_numpy())), {"x1": 0.9}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMOOTH))
+def test_gauss_legendre_matches_adaptive_quadrature(grid, name):
+    f, steps = SMOOTH[name]
+    res = fme.fme(f, grid, steps, nlm=True)
+    for label, row in grid.iterrows():
+        ref = nlm_quad(path_function(f, row, steps))
+        assert res.results.loc[label, "nlm"] == pytest.approx(ref, abs=1e-8), (name, label)
+
+
+def test_rbf_svr_matches_adaptive_quadrature(df):
+    from sklearn.svm import SVR
+
+    Xs = df[["x1", "x2", "x3"]]
+    svr = SVR(kernel="rbf", gamma=0.5, C=3.0).fit(Xs, df["y"])
+    sub = Xs.iloc[:6]
+    steps = {"x1": 0.8, "x3": -0.5}
+    res = fme.fme(svr, sub, steps, nlm=True)
+    sv, coef, gamma, b = svr.support_vectors_, svr.dual_coef_.ravel(), 0.5, float(svr.intercept_[0])
+
+    def kernel_expansion(d):  # the RBF-SVR prediction written out by hand
+        x = np.array([d[c].to_numpy()[0] for c in ("x1", "x2", "x3")])
+        return np.array([coef @ np.exp(-gamma * ((sv - x) ** 2).sum(axis=1)) + b])
+
+    for label, row in sub.iterrows():
+        ref = nlm_quad(path_function(kernel_expansion, row, steps))
+        assert res.results.loc[label, "nlm"] == pytest.approx(ref, abs=1e-8)
+
+
+# ------------------------------------------------------------ Simpson 3/8 as in fmeffects
+@pytest.mark.parametrize("k", [1, 2, 5, 13])
+@pytest.mark.parametrize("name", ["sin", "exp", "rbf"])
+def test_simpson38_matches_reference_rule(grid, k, name):
+    f, steps = SMOOTH[name]
+    res = fme.fme(f, grid, steps, nlm=True, nlm_method="simpson38", nlm_intervals=k)
+    assert res.nlm_method == "simpson38" and res.nlm_nodes == 3 * k + 1
+    for label, row in grid.iloc[:4].iterrows():
+        ref = nlm_simpson38_reference(path_function(f, row, steps), k)
+        assert res.results.loc[label, "nlm"] == pytest.approx(ref, abs=1e-12), (name, k, label)
+
+
+def test_simpson38_default_is_one_interval(grid):
+    f, steps = SMOOTH["rbf"]
+    a = fme.fme(f, grid, steps, nlm=True, nlm_method="simpson38")
+    b = fme.fme(f, grid, steps, nlm=True, nlm_method="simpson38", nlm_intervals=1)
+    np.testing.assert_array_equal(a.results["nlm"].to_numpy(), b.results["nlm"].to_numpy())
+    row = grid.iloc[0]
+    assert a.results["nlm"].iloc[0] == pytest.approx(nlm_simpson38_reference(path_function(f, row, steps), 1),
+                                                     abs=1e-12)
+
+
+def test_quadrature_rules():
+    s = quadrature_rule("simpson38")
+    np.testing.assert_array_equal(s.nodes, [0, 1 / 3, 2 / 3, 1])
+    np.testing.assert_array_equal(s.weights, np.array([1, 3, 3, 1]) / 8)
+    assert s.n_evaluations == 2
+    s2 = quadrature_rule("simpson38", intervals=2)
+    np.testing.assert_allclose(s2.weights, np.array([1, 3, 3, 2, 3, 3, 1]) / 16, rtol=0, atol=1e-16)
+    g = quadrature_rule()
+    assert g.nodes.size == 16 and g.n_evaluations == 16
+    assert g.weights.sum() == pytest.approx(1.0, abs=1e-14)
+    assert np.all((g.nodes > 0) & (g.nodes < 1))
+    # exact for degree 2m - 1
+    g3 = quadrature_rule(points=3)
+    assert float(np.sum(g3.weights * g3.nodes ** 5)) == pytest.approx(1 / 6, abs=1e-15)
+
+
+@pytest.mark.parametrize("kwargs, phrase", [
+    (dict(nlm_method="trapezoid"), "unknown nlm_method"),
+    (dict(nlm_points=0), "nlm_points must be an integer >= 1"),
+    (dict(nlm_points=2.5), "nlm_points must be an integer"),
+    (dict(nlm_method="simpson38", nlm_intervals=0), "nlm_intervals must be an integer >= 1"),
+    (dict(nlm_method="simpson38", nlm_points=4), "nlm_points applies to nlm_method='gauss-legendre'"),
+    (dict(nlm_intervals=4), "nlm_intervals applies to nlm_method='simpson38'"),
+])
+def test_bad_quadrature_arguments(grid, kwargs, phrase):
+    with pytest.raises(ParameterError, match=phrase):
+        fme.fme(sq, grid, {"x1": 1.0}, nlm=True, **kwargs)
+
+
+def test_nlm_arguments_without_nlm(grid):
+    with pytest.raises(ParameterError, match="nlm=False; pass nlm=True"):
+        fme.fme(sq, grid, {"x1": 1.0}, nlm_points=5)
+
+
+def test_nlm_with_categorical_step_is_an_error(df):
+    data = df[["x1", "cat"]]
+    before = data.copy(deep=True)
+    with pytest.raises(StepError, match=r"numeric path only; feature\(s\) \['cat'\]"):
+        fme.fme(lambda d: d["x1"].to_numpy(), data, {"x1": 1.0, "cat": "a"}, nlm=True)
+    pd.testing.assert_frame_equal(data, before)
+
+
+# ------------------------------------------------------------ undefined NLMs
+def test_constant_path_gives_nan_and_is_counted(grid):
+    def f(d):  # constant in x1 where x2 > 0, linear otherwise; huge offset
+        x1, x2 = d["x1"].to_numpy(), d["x2"].to_numpy()
+        return 1e6 + np.where(x2 > 0, 0.0, x1)
+
+    res = fme.fme(f, grid, {"x1": 0.5}, nlm=True)
+    flat = (grid["x2"] > 0).to_numpy()
+    assert 0 < flat.sum() < len(grid)
+    nlm = res.results["nlm"].to_numpy()
+    assert np.isnan(nlm[flat]).all()
+    np.testing.assert_allclose(nlm[~flat], 1.0, atol=1e-9)
+    np.testing.assert_array_equal(res.results["fme"].to_numpy()[flat], 0.0)
+    assert res.n_nlm_undefined == flat.sum()
+    assert res.anlm == pytest.approx(1.0, abs=1e-9)
+    assert f"undefined {flat.sum()}" in res.summary()
+
+
+def test_all_paths_constant(grid):
+    res = fme.fme(lambda d: np.full(len(d), 4.2), grid, {"x1": 1.0}, nlm=True)
+    assert res.results["nlm"].isna().all() and np.isnan(res.anlm)
+    assert res.n_nlm_undefined == len(grid)
+    assert f"undefined {len(grid)}" in res.summary()
+
+
+def test_nlm_from_path_direct():
+    rule = quadrature_rule("simpson38")
+    f0 = np.array([0.0, 1.0, 5.0])
+    f1 = np.array([1.0, 1.0, 5.0])
+    interior = np.array([[1 / 3, 2.0, 5.0], [2 / 3, 0.0, 5.0]])
+    out = nlm_from_path(f0, f1, interior, rule)
+    assert out[0] == pytest.approx(1.0, abs=1e-15)
+    # second path: values 1, 2, 0, 1; secant flat at 1 -> I = (3/8)(1 + 1) = 0.75
+    vals, w = np.array([1.0, 2.0, 0.0, 1.0]), rule.weights
+    fbar = np.sum(w * vals)
+    assert out[1] == pytest.approx(1 - 0.75 / np.sum(w * (vals - fbar) ** 2), abs=1e-15)
+    assert np.isnan(out[2])
+
+
+def test_nlm_upper_bound_and_tree_model(gbr, Xnum):
+    res = fme.fme(gbr, Xnum, {"x1": 0.8, "x3": 1.0}, nlm=True)
+    nlm = res.results["nlm"].to_numpy()
+    ok = np.isfinite(nlm)
+    assert ok.sum() > 0
+    assert np.all(nlm[ok] <= 1.0)
+    assert res.anlm == pytest.approx(float(np.mean(nlm[ok])), rel=1e-14)
+
+
+def test_multiclass_all_nlm_equals_single_class(multiclass, Xnum):
+    allc = fme.fme(multiclass, Xnum, {"x2": 1.5}, nlm=True, target_class="all")
+    one = fme.fme(multiclass, Xnum, {"x2": 1.5}, nlm=True, target_class="hi")
+    np.testing.assert_allclose(allc.results["nlm_hi"].to_numpy(), one.results["nlm"].to_numpy(), rtol=0, atol=1e-13)
+    assert allc.anlm["hi"] == pytest.approx(one.anlm, abs=1e-13)
