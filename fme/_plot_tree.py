@@ -1,0 +1,410 @@
+"""Private helpers of :mod:`fme.plotting`: number formatting, the step arrow and the cAME tree.
+
+:class:`PartitionDisplay` lives here (re-exported by :mod:`fme.plotting`) to
+keep that module under ~600 lines. Nothing here imports matplotlib at module
+level, and palette/label helpers are imported from :mod:`fme.plotting` inside
+methods (at call time it is loaded; at import time it would be circular).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["PartitionDisplay", "fmt_num", "fmt_ci", "fmt_p", "tree_layout", "edge_label", "leaf_label",
+           "inner_label", "centred_norm", "place_arrow"]
+
+#: Vertical room (in tree-level units) below the leaf row: label, then histogram.
+_LEAF_LABEL_HEIGHT = 0.62
+_LEAF_HIST_HEIGHT = 0.85
+_LEAF_HIST_WIDTH = 0.84
+_MAX_LEVELS_SHOWN = 4
+
+
+# ----------------------------------------------------------------- formatting
+def fmt_num(x: float, sig: int = 3, *, trim: bool = False) -> str:
+    """``x`` with ``sig`` significant digits, thousands separators, no exponent.
+
+    Parameters
+    ----------
+    x : float
+        Number to format.
+    sig : int, default=3
+        Significant digits.
+    trim : bool, default=False
+        Drop trailing zeros (split thresholds: ``0.1`` rather than ``0.1000``).
+
+    Returns
+    -------
+    str
+        ``"NA"`` for NaN.
+    """
+    if x is None or not np.isfinite(x):
+        return "NA"
+    if x == 0:
+        return "0"
+    decimals = max(0, sig - 1 - int(math.floor(math.log10(abs(x)))))
+    text = f"{x:,.{min(decimals, 8)}f}"
+    return text.rstrip("0").rstrip(".") if trim and "." in text else text
+
+
+def fmt_ci(est: float, low: float, high: float) -> tuple[str, str, str]:
+    """Estimate and bounds rounded to the CI precision (report checklist §2.4).
+
+    The number of decimals gives the half-width two significant figures, and
+    the estimate and both bounds share it, so "6.79 [6.58, 7.00]" never mixes
+    precisions.
+
+    Parameters
+    ----------
+    est, low, high : float
+        Estimate and interval bounds.
+
+    Returns
+    -------
+    tuple of str
+        ``(estimate, low, high)``; without a usable interval the bounds are
+        ``"NA"`` and the estimate gets three significant digits.
+    """
+    half = (high - low) / 2 if np.isfinite(low) and np.isfinite(high) else float("nan")
+    if not np.isfinite(half) or half <= 0:
+        return fmt_num(est), "NA", "NA"
+    decimals = min(8, max(0, 1 - int(math.floor(math.log10(half)))))
+    return tuple(f"{v:,.{decimals}f}" if np.isfinite(v) else "NA" for v in (est, low, high))  # type: ignore[return-value]
+
+
+def fmt_p(p: float) -> str:
+    """A p-value as ``p = 0.012`` or ``p < 0.001`` (never ``p = 0.000``)."""
+    if p is None or not np.isfinite(p):
+        return "p = NA"
+    if p < 0.001:
+        return "p < 0.001"
+    return f"p = {p:.3f}"
+
+
+# ----------------------------------------------------------------- shared drawing helpers
+def centred_norm(values: np.ndarray, *, vmax: float | None = None, vmin_floor: float | None = None):
+    """TwoSlopeNorm centred at 0 (both sides kept non-empty so the centre is valid)."""
+    from matplotlib.colors import TwoSlopeNorm
+
+    finite = values[np.isfinite(values)]
+    lo = float(finite.min()) if finite.size else -1.0
+    hi = float(finite.max()) if finite.size else 1.0
+    hi = vmax if vmax is not None else hi
+    if vmin_floor is not None:
+        lo = min(lo, vmin_floor)
+    span = max(abs(lo), abs(hi), 1e-12)
+    return TwoSlopeNorm(vcenter=0.0, vmin=min(lo, -1e-6 * span), vmax=max(hi, 1e-6 * span))
+
+
+def place_arrow(ax: Any, h: Sequence[float], text: str, *, color: str, fontsize: float) -> tuple[Any, Any]:
+    """One arrow of length ``h`` (data units) in the upper corner, as the paper's figures.
+
+    ``h`` has one component (horizontal arrow; its height is in axes units so
+    it sits above the points) or two (an arrow in the (x1, x2) plane). The
+    limits are widened when the arrow would not fit, so its length stays exact.
+    """
+    ax.autoscale_view()
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    w, hgt = x1 - x0, y1 - y0
+    hx = float(h[0])
+    start_x = x0 + 0.05 * w if hx >= 0 else x1 - 0.05 * w
+    end_x = start_x + hx
+    if len(h) == 1:
+        coords: Any = ("data", "axes fraction")
+        start_y = end_y = 0.9
+    else:
+        # Above the data, so the arrow never hides hexagons; the y limit grows by |h2|.
+        coords = "data"
+        hy = float(h[1])
+        start_y = y1 + 0.04 * hgt + max(-hy, 0.0)
+        end_y = start_y + hy
+        ax.set_ylim(y0, max(start_y, end_y) + 0.1 * hgt)
+    ax.set_xlim(min(x0, end_x - 0.02 * w), max(x1, end_x + 0.02 * w))
+    arrow = ax.annotate("", xy=(end_x, end_y), xytext=(start_x, start_y), xycoords=coords, textcoords=coords,
+                        arrowprops=dict(arrowstyle="-|>", color=color, lw=2.0, shrinkA=0, shrinkB=0,
+                                        mutation_scale=14), annotation_clip=False, zorder=5)
+    label = ax.annotate(text, xy=((start_x + end_x) / 2, max(start_y, end_y)), xycoords=coords,
+                        xytext=(0, 4), textcoords="offset points", ha="center", va="bottom",
+                        fontsize=fontsize, color=color, zorder=5)
+    return arrow, label
+
+
+# ----------------------------------------------------------------- tree layout
+def _children(nodes: pd.DataFrame, node: int) -> tuple[int, ...]:
+    kids = nodes.at[node, "children"]
+    if kids is None or (isinstance(kids, float) and np.isnan(kids)):
+        return ()
+    return tuple(int(k) for k in kids)
+
+
+def tree_layout(nodes: pd.DataFrame) -> dict[int, tuple[float, float]]:
+    """(x, y) of every node: leaves on one bottom row, parents centred above.
+
+    Parameters
+    ----------
+    nodes : DataFrame
+        ``part.tree.nodes_``: indexed by node id, with ``parent``, ``depth``,
+        ``is_leaf`` and ``children``.
+
+    Returns
+    -------
+    dict
+        Node id -> (x, y); leaves at x = 0, 1, ... in left-to-right order,
+        y = -depth for inner nodes and -max depth for every leaf (aligned leaf
+        panels are easier to compare).
+    """
+    roots = [int(i) for i, p in nodes["parent"].items() if pd.isna(p)]
+    if len(roots) != 1:
+        raise ValueError(f"the tree must have exactly one root (a node with parent NA), found {roots}.")
+    bottom = -float(nodes["depth"].max())
+    pos: dict[int, tuple[float, float]] = {}
+    next_leaf = [0.0]
+
+    def place(node: int) -> float:
+        kids = _children(nodes, node)
+        if not kids:
+            x = next_leaf[0]
+            next_leaf[0] += 1.0
+            pos[node] = (x, bottom)
+            return x
+        xs = [place(k) for k in kids]
+        x = (xs[0] + xs[-1]) / 2
+        pos[node] = (x, -float(nodes.at[node, "depth"]))
+        return x
+
+    place(roots[0])
+    return pos
+
+
+def edge_label(nodes: pd.DataFrame, parent: int, child: int) -> str:
+    """Split condition on the edge from ``parent`` to ``child``.
+
+    Numeric splits send ``x <= value`` to the first child, categorical splits
+    map each level to child 1 or 2 (``split_levels``).
+    """
+    kids = _children(nodes, parent)
+    position = kids.index(child) + 1
+    levels = nodes.at[parent, "split_levels"]
+    if isinstance(levels, Mapping) and levels:
+        chosen = [str(lv) for lv, side in levels.items() if int(side) == position]
+        shown = chosen[:_MAX_LEVELS_SHOWN]
+        more = ", …" if len(chosen) > len(shown) else ""
+        return "{" + ", ".join(shown) + more + "}"
+    value = nodes.at[parent, "split_value"]
+    if value is None or pd.isna(value):
+        return ""
+    text = fmt_num(float(value), 4, trim=True)
+    return f"<= {text}" if position == 1 else f"> {text}"
+
+
+def inner_label(nodes: pd.DataFrame, node: int, extra: str | None = None) -> str:
+    """Box text of an inner node: split variable, p-value (and ``extra``)."""
+    lines = [str(nodes.at[node, "split_feature"]), fmt_p(float(nodes.at[node, "p_value"]))]
+    lines.append(f"n = {int(nodes.at[node, 'n']):,}")
+    if extra:
+        lines.append(extra)
+    return "\n".join(lines)
+
+
+def _get(row: Mapping[str, Any] | pd.Series, key: str) -> float:
+    value = row.get(key, float("nan")) if hasattr(row, "get") else float("nan")
+    return float("nan") if value is None or pd.isna(value) else float(value)
+
+
+def leaf_label(row: Mapping[str, Any] | pd.Series, n_total: int | None = None) -> str:
+    """Text under a leaf: node id, n (share), cAME [CI], CoV, cANLM [CI].
+
+    Parameters
+    ----------
+    row : Series
+        One row of ``part.leaves``.
+    n_total : int, optional
+        Rows in the root, for the share of the data in this leaf.
+
+    Returns
+    -------
+    str
+    """
+    n = int(row["n"])
+    share = f" ({100 * n / n_total:.0f}%)" if n_total else ""
+    est, lo, hi = fmt_ci(_get(row, "came"), _get(row, "came_ci_low"), _get(row, "came_ci_high"))
+    lines = [f"Node {int(row['node'])}: n = {n:,}{share}", f"cAME {est} [{lo}, {hi}]"]
+    cov = _get(row, "cov_fme")
+    if np.isfinite(cov):
+        lines.append(f"CoV {fmt_num(cov, 2)}")
+    canlm = _get(row, "canlm")
+    if np.isfinite(canlm):
+        est, lo, hi = fmt_ci(canlm, _get(row, "canlm_ci_low"), _get(row, "canlm_ci_high"))
+        lines.append(f"cANLM {est} [{lo}, {hi}]")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------- drawing
+def draw_tree(
+    ax: Any,
+    nodes: pd.DataFrame,
+    leaves: pd.DataFrame,
+    leaf_values: Mapping[int, np.ndarray],
+    *,
+    root_label: str | None,
+    n_total: int | None,
+    average: float,
+    colors: Mapping[str, str],
+    fontsize: float,
+    bins: int,
+) -> dict[str, Any]:
+    """Draw the tree into ``ax`` (axis off, data coordinates = layout units).
+
+    Returns
+    -------
+    dict
+        Artists: ``node_boxes``, ``edge_lines``, ``edge_labels`` (keyed by
+        child id), ``leaf_axes``, ``leaf_labels``, ``leaf_hists``,
+        ``leaf_came_lines`` (keyed by leaf id).
+    """
+    pos = tree_layout(nodes)
+    leaf_ids = [int(i) for i in leaves["node"]]
+    bottom = -float(nodes["depth"].max())
+    out: dict[str, dict] = {k: {} for k in ("node_boxes", "edge_lines", "edge_labels", "leaf_axes",
+                                            "leaf_labels", "leaf_hists", "leaf_came_lines")}
+    box = dict(boxstyle="round,pad=0.35", facecolor="white", edgecolor=colors["text"], linewidth=1.0)
+    for node, (x, y) in pos.items():
+        for child in _children(nodes, node):
+            cx, cy = pos[child]
+            (line,) = ax.plot([x, cx], [y, cy], color=colors["edge"], linewidth=1.2, zorder=1)
+            out["edge_lines"][child] = line
+            out["edge_labels"][child] = ax.text(
+                (x + cx) / 2, (y + cy) / 2, edge_label(nodes, node, child), ha="center", va="center",
+                fontsize=fontsize, color=colors["text"], zorder=3,
+                bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none"))
+        if _children(nodes, node):
+            extra = root_label if pd.isna(nodes.at[node, "parent"]) else None
+            out["node_boxes"][node] = ax.text(x, y, inner_label(nodes, node, extra), ha="center", va="center",
+                                              fontsize=fontsize, zorder=4, bbox=box, color=colors["text"])
+    finite = np.concatenate([v[np.isfinite(v)] for v in leaf_values.values()] or [np.empty(0)])
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if hi <= lo:  # one value everywhere: give the histogram a visible width
+        lo, hi = lo - 0.5, hi + 0.5
+    edges = np.linspace(lo, hi, bins + 1)
+    top = 0.0
+    for _, row in leaves.iterrows():
+        node = int(row["node"])
+        x, _ = pos[node]
+        out["leaf_labels"][node] = ax.text(x, bottom, leaf_label(row, n_total), ha="center", va="top",
+                                           fontsize=fontsize, color=colors["text"], zorder=4, bbox=box)
+        inset = ax.inset_axes([x - _LEAF_HIST_WIDTH / 2, bottom - _LEAF_LABEL_HEIGHT - _LEAF_HIST_HEIGHT,
+                               _LEAF_HIST_WIDTH, _LEAF_HIST_HEIGHT], transform=ax.transData)
+        values = np.asarray(leaf_values.get(node, np.empty(0)), dtype=float)
+        values = values[np.isfinite(values)]
+        _, _, bars = inset.hist(values, bins=edges, density=True, color=colors["bars"], edgecolor="white",
+                                linewidth=0.4)
+        top = max(top, max((b.get_height() for b in bars), default=0.0))
+        out["leaf_came_lines"][node] = inset.axvline(float(row["came"]), color=colors["came"], linewidth=1.8)
+        inset.axvline(average, color=colors["text"], linestyle="--", linewidth=1.0)
+        inset.tick_params(labelsize=fontsize - 1)
+        inset.set_yticks([])
+        out["leaf_axes"][node] = inset
+        out["leaf_hists"][node] = bars
+    # Comparable panels share one scale (report checklist §2.7).
+    for inset in out["leaf_axes"].values():
+        inset.set_xlim(lo, hi)
+        inset.set_ylim(0, top * 1.08 if top > 0 else 1.0)
+    ax.set_xlim(-0.55, max(len(leaf_ids) - 0.45, 0.55))
+    ax.set_ylim(bottom - _LEAF_LABEL_HEIGHT - _LEAF_HIST_HEIGHT - 0.3, 0.45)
+    ax.set_axis_off()
+    return out
+
+
+# ----------------------------------------------------------------- display
+class PartitionDisplay:
+    """The cAME tree: split boxes, edge conditions, and per leaf a histogram of fMEs.
+
+    Parameters
+    ----------
+    nodes : DataFrame
+        ``part.tree.nodes_`` (indexed by node id, root 1, pre-order).
+    leaves : DataFrame
+        ``part.leaves`` (one row per leaf: node, n, came, CI, cov, canlm ...).
+    leaf_values : dict
+        Leaf id -> ndarray of that leaf's fMEs.
+    average : float
+        The global AME (root), dashed in every leaf panel.
+    n_total : int
+        Rows in the root.
+    conf_level : float
+    step_text : str
+        The step, for the note under the tree.
+    root_label : str, optional
+        Extra line in the root box (default: the AME with CI).
+
+    Attributes
+    ----------
+    figure_, ax_ : Figure, Axes
+        ``ax_`` is the (axis-off) tree canvas.
+    node_boxes_, edge_lines_, edge_labels_ : dict
+        Keyed by inner node id / child id.
+    leaf_axes_, leaf_labels_, leaf_hists_, leaf_came_lines_ : dict
+        Keyed by leaf id; ``leaf_axes_`` are inset axes of ``ax_``.
+    note_ : Text
+    """
+
+    def __init__(self, *, nodes: pd.DataFrame, leaves: pd.DataFrame, leaf_values: Mapping[int, np.ndarray],
+                 average: float, n_total: int, conf_level: float, step_text: str,
+                 root_label: str | None = None) -> None:
+        self.nodes = nodes
+        self.leaves = leaves
+        self.leaf_values = dict(leaf_values)
+        self.average = float(average)
+        self.n_total = int(n_total)
+        self.conf_level = float(conf_level)
+        self.step_text = step_text
+        self.root_label = root_label
+
+    @classmethod
+    def from_partition(cls, part: Any, *, output: Any = None, units: Mapping[str, str] | None = None,
+                       ax: Any = None, **plot_kw: Any) -> PartitionDisplay:
+        """Build from a cAME partition (``fme.came`` output) and plot.
+
+        Uses only ``part.tree.nodes_``, ``part.leaves``, ``part.root``,
+        ``part.effects``, ``part.leaf_of_row`` and ``part.conf_level``.
+        """
+        from .plotting import _measure_column, _step_text
+
+        effects = part.effects
+        column = _measure_column(effects, "fme", output)
+        values = effects.results[column]
+        leaf_of_row = part.leaf_of_row.reindex(values.index)
+        leaf_values = {int(node): values[leaf_of_row == node].to_numpy(dtype=float) for node in part.leaves["node"]}
+        root = part.root.iloc[0] if isinstance(part.root, pd.DataFrame) else part.root
+        est, lo, hi = fmt_ci(float(root["came"]), float(root.get("came_ci_low", np.nan)),
+                             float(root.get("came_ci_high", np.nan)))
+        display = cls(nodes=part.tree.nodes_, leaves=part.leaves, leaf_values=leaf_values,
+                      average=float(root["came"]), n_total=int(root["n"]), conf_level=float(part.conf_level),
+                      step_text=", ".join(_step_text(s, dict(units or {})) for s in effects.steps),
+                      root_label=f"AME {est} [{lo}, {hi}]")
+        return display.plot(ax=ax, **plot_kw)
+
+    def plot(self, *, ax: Any = None, bins: int = 20, fontsize: float = 9.0) -> PartitionDisplay:
+        """Draw the tree top-down (new figure sized to the tree by default); returns self."""
+        from .plotting import COLORS, _pyplot
+
+        if ax is None:
+            depth = float(self.nodes["depth"].max())
+            n_leaves = len(self.leaves)
+            _, ax = _pyplot().subplots(figsize=(max(6.4, 2.5 * n_leaves), 1.5 * depth + 3.2), layout="constrained")
+        self.ax_, self.figure_ = ax, ax.figure
+        artists = draw_tree(ax, self.nodes, self.leaves, self.leaf_values, root_label=self.root_label,
+                            n_total=self.n_total, average=self.average, colors=COLORS, fontsize=fontsize, bins=bins)
+        for name, value in artists.items():
+            setattr(self, f"{name}_", value)
+        level = f"{100 * self.conf_level:g}%"
+        self.note_ = ax.text(
+            0.0, 0.0, f"Leaf panels: fME of {self.step_text} (shared axes). Solid line: cAME; dashed: global AME "
+            f"{fmt_num(self.average)}. Intervals: {level} CI.", transform=ax.transAxes, ha="left", va="bottom",
+            fontsize=fontsize, color=COLORS["text"])
+        return self

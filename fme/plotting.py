@@ -1,0 +1,645 @@
+"""Plots of forward marginal effects, NLMs and cAME trees (scikit-learn Display style).
+
+Each Display stores numbers already computed by :func:`fme.fme` (or a cAME
+partition); ``from_effects`` / ``from_model`` / ``from_partition`` build one and
+call :meth:`plot`, which draws, keeps the artists in trailing-underscore
+attributes and returns ``self``. matplotlib is imported inside ``plot`` only,
+so ``import fme`` stays free of it. The figures follow the paper (§7, §8):
+fME against the feature with an arrow of the step length, hexagon maps for two
+features, densities for three or more, and the cAME tree. Figures carry no
+title: captions come from the report.
+
+>>> from fme.plotting import FMEDisplay             # doctest: +SKIP
+>>> disp = FMEDisplay.from_effects(fme.fme(model, X, {"rm": 1}), units={"rm": "rooms"})  # doctest: +SKIP
+>>> disp.figure_.savefig("fme_rm.png")              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ._plot_tree import PartitionDisplay, centred_norm, fmt_num, place_arrow
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from matplotlib.axes import Axes
+
+    from .effects import FMEResult
+    from .steps import Step
+
+__all__ = ["OKABE_ITO", "COLORS", "FMEDisplay", "NLMDisplay", "EffectsDisplay", "SecantTangentDisplay",
+           "PartitionDisplay", "plot_fme_nlm"]
+
+#: Okabe & Ito (2008) colour-blind-safe palette.
+OKABE_ITO = {
+    "black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9", "green": "#009E73",
+    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7",
+}
+#: Colour roles; data marks use only hues with >= 3:1 contrast on white (WCAG 1.4.11).
+COLORS = {
+    "points": OKABE_ITO["blue"], "average": OKABE_ITO["vermillion"], "negative": OKABE_ITO["vermillion"],
+    "extrapolation": OKABE_ITO["green"], "arrow": OKABE_ITO["black"], "reference": "#595959",
+    "text": "#222222", "edge": "#595959", "bars": OKABE_ITO["blue"], "came": OKABE_ITO["vermillion"],
+}
+FONTSIZE = {"label": 11, "tick": 10, "legend": 9, "note": 9}
+KINDS = ("auto", "scatter", "hexbin", "map", "density")
+#: Colormaps: sequential for one-signed values, diverging (centred at 0) otherwise.
+_CMAP_SEQUENTIAL = "viridis"
+_CMAP_DIVERGING_FME = "PuOr"
+_CMAP_NLM = "RdBu"  # red = negative NLM, as the paper's maps
+_CMAP_COUNTS = "Blues"
+
+
+# ----------------------------------------------------------------- helpers
+def _pyplot():
+    """Import pyplot lazily with a helpful error (sklearn's check_matplotlib_support)."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - matplotlib is a dependency
+        raise ImportError("fme.plotting needs matplotlib: pip install matplotlib") from exc
+    return plt
+
+
+def _new_axes(ax: Axes | None, figsize: tuple[float, float] = (6.4, 4.6)) -> Axes:
+    if ax is not None:
+        return ax
+    _, ax = _pyplot().subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def _style_axes(ax: Axes, xlabel: str, ylabel: str) -> None:
+    ax.set_xlabel(xlabel, fontsize=FONTSIZE["label"])
+    ax.set_ylabel(ylabel, fontsize=FONTSIZE["label"])
+    ax.tick_params(labelsize=FONTSIZE["tick"])
+    ax.spines[["top", "right"]].set_visible(False)
+
+
+def _step_text(step: Step, units: Mapping[str, str]) -> str:
+    """``rm + 1 rooms`` / ``crim − 5`` / ``chas → 1``: the step as shown in labels."""
+    if not step.is_numeric:
+        return f"{step.feature} → {step.value}"
+    unit = units.get(step.feature)
+    sign = "−" if step.value < 0 else "+"
+    return f"{step.feature} {sign} {abs(step.value):.4g}" + (f" {unit}" if unit else "")
+
+
+def _feature_label(feature: str, units: Mapping[str, str]) -> str:
+    unit = units.get(feature)
+    return f"{feature} ({unit})" if unit else feature
+
+
+def _measure_column(effects: FMEResult, measure: str, output: Any) -> str:
+    cols = effects.fme_columns if measure == "fme" else effects.nlm_columns
+    if not cols:
+        raise ValueError("these effects have no NLM; recompute with fme.fme(..., nlm=True).")
+    if output is None:
+        if len(cols) > 1:
+            raise ValueError(f"the effects have one {measure} column per class {cols}; pass output=<class>.")
+        return cols[0]
+    col = f"{measure}_{output}"
+    if col not in cols:
+        raise ValueError(f"output={output!r} is not one of the classes {list(effects.output_names or [])}.")
+    return col
+
+
+def _resolve_kind(kind: str, steps: Sequence[Step], features: Sequence[str], numeric: Sequence[bool],
+                  n: int, hexbin_threshold: int) -> str:
+    """The layout: paper §7/§8: one feature -> scatter, two -> map, else density."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
+    categorical = any(not s.is_numeric for s in steps)
+    if kind == "auto":
+        if categorical or not all(numeric) or len(features) > 2:
+            return "density"
+        if len(features) == 2:
+            return "map"
+        return "hexbin" if n > hexbin_threshold else "scatter"
+    if kind in ("scatter", "hexbin") and (len(features) != 1 or not all(numeric)):
+        raise ValueError(f"kind={kind!r} plots against one numeric feature; got features {list(features)}. "
+                         "Pass features=[<one numeric feature>] or kind='density'.")
+    if kind == "map" and (len(features) != 2 or not all(numeric)):
+        raise ValueError(f"kind='map' needs two numeric features; got {list(features)}.")
+    return kind
+
+
+# ----------------------------------------------------------------- fME / NLM
+class FMEDisplay:
+    """fMEs of one step: against the feature, as a hexagon map, or as a density.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n,)
+        fME (or NLM) per evaluated row.
+    feature_values : DataFrame of shape (n, k)
+        The plotted features of the evaluated rows.
+    steps : tuple of Step
+        All steps of the effect (the arrow and labels come from them).
+    average : float
+        AME (or ANLM) drawn as a reference line.
+    extrapolated : DataFrame
+        Plotted feature values of the rows left out as extrapolation points.
+    extrapolation_checked : bool, default=True
+        False when no detector ran ("not checked" is not "0 found").
+    kept_extrapolation : ndarray of bool, optional
+        Rows kept although flagged (``on_extrapolation='keep'``).
+    units : dict, optional
+        ``{feature: unit}`` for axis labels.
+    prediction_unit : str, optional
+        Unit of the prediction (and so of the fME).
+    column : str, default='fme'
+        Name of the plotted column.
+
+    Attributes
+    ----------
+    figure_, ax_ : Figure, Axes
+    kind_ : str
+        Layout drawn: ``'scatter'``, ``'hexbin'``, ``'map'`` or ``'density'``.
+    scatter_, hexbin_, colorbar_, hist_, kde_line_ : artists or None
+    arrow_, arrow_label_ : Annotation or None
+        The step arrow; ``arrow_.xy - arrow_.xyann`` equals h.
+    ame_line_, zero_line_ : Line2D or None
+    extrapolation_, extrapolation_kept_ : PathCollection or None
+    legend_ : Legend or None
+
+    See Also
+    --------
+    NLMDisplay, plot_fme_nlm, fme.fme
+    """
+
+    measure = "fme"
+    _average_name = "AME"
+
+    def __init__(
+        self,
+        *,
+        values: np.ndarray,
+        feature_values: pd.DataFrame,
+        steps: tuple[Step, ...],
+        average: float,
+        extrapolated: pd.DataFrame,
+        extrapolation_checked: bool = True,
+        kept_extrapolation: np.ndarray | None = None,
+        units: Mapping[str, str] | None = None,
+        prediction_unit: str | None = None,
+        column: str = "fme",
+    ) -> None:
+        self.values = np.asarray(values, dtype=float)
+        self.feature_values = feature_values
+        self.steps = tuple(steps)
+        self.average = float(average)
+        self.extrapolated = extrapolated
+        self.extrapolation_checked = extrapolation_checked
+        self.kept_extrapolation = kept_extrapolation
+        self.units = dict(units or {})
+        self.prediction_unit = prediction_unit
+        self.column = column
+
+    # ------------------------------------------------------------- building
+    @classmethod
+    def _from_result(cls, effects: FMEResult, features: Sequence[str] | None, output: Any,
+                     units: Mapping[str, str] | None, prediction_unit: str | None):
+        column = _measure_column(effects, cls.measure, output)
+        features = [s.feature for s in effects.steps] if features is None else list(features)
+        unknown = [f for f in features if f not in effects.data.columns]
+        if unknown:
+            raise ValueError(f"features {unknown} are not columns of the effects' data.")
+        average = effects.ame if cls.measure == "fme" else effects.anlm
+        if isinstance(average, pd.Series):
+            average = average[column.split("_", 1)[1]]
+        kept = effects.results["extrapolation"].to_numpy(bool) if "extrapolation" in effects.results else None
+        return cls(
+            values=effects.results[column].to_numpy(dtype=float),
+            feature_values=effects.data.loc[effects.results.index, features],
+            steps=effects.steps, average=float(average),
+            extrapolated=effects.data.loc[effects.extrapolated.index, features],
+            extrapolation_checked=effects.detector is not None, kept_extrapolation=kept,
+            units=units, prediction_unit=prediction_unit, column=column,
+        )
+
+    @classmethod
+    def from_effects(
+        cls,
+        effects: FMEResult,
+        *,
+        features: Sequence[str] | None = None,
+        output: Any = None,
+        units: Mapping[str, str] | None = None,
+        prediction_unit: str | None = None,
+        ax: Axes | None = None,
+        **plot_kw: Any,
+    ):
+        """Build the display from :func:`fme.fme` output and plot it.
+
+        Parameters
+        ----------
+        effects : FMEResult
+        features : sequence of str, optional
+            Features on the axes; default the stepped features. Give two
+            (e.g. a stepped and an unstepped one) for a map over both.
+        output : class label, optional
+            Which class's column for ``target_class='all'`` results.
+        units, prediction_unit : optional
+            Units for the labels.
+        ax : Axes, optional
+        **plot_kw
+            Passed to :meth:`plot` (``kind``, ``hexbin_threshold``, ...).
+
+        Returns
+        -------
+        display
+        """
+        display = cls._from_result(effects, features, output, units, prediction_unit)
+        return display.plot(ax=ax, **plot_kw)
+
+    # ------------------------------------------------------------- labels
+    @property
+    def step_text(self) -> str:
+        """All steps as shown in labels, e.g. ``crim − 5, nox − 0.1``."""
+        return ", ".join(_step_text(s, self.units) for s in self.steps)
+
+    @property
+    def value_label(self) -> str:
+        """Axis label of the plotted measure, with the step and the unit."""
+        unit = f" ({self.prediction_unit})" if self.prediction_unit else ""
+        return f"fME of {self.step_text}{unit}"
+
+    def _step_vector(self) -> list[float]:
+        h = {s.feature: float(s.value) for s in self.steps if s.is_numeric}
+        return [h.get(f, 0.0) for f in self.feature_values.columns]
+
+    # ------------------------------------------------------------- plotting
+    def plot(
+        self,
+        *,
+        ax: Axes | None = None,
+        kind: str = "auto",
+        hexbin_threshold: int = 5000,
+        gridsize: int = 30,
+        bins: int | str = "auto",
+        show_arrow: bool = True,
+        show_legend: bool = True,
+        scatter_kw: Mapping[str, Any] | None = None,
+    ):
+        """Draw the display.
+
+        Parameters
+        ----------
+        ax : Axes, optional
+            Draw into this axes; default a new figure.
+        kind : {'auto', 'scatter', 'hexbin', 'map', 'density'}, default='auto'
+            ``auto``: scatter for one numeric feature (hexbin above
+            ``hexbin_threshold`` rows), map for two, density for three or more
+            or any categorical step.
+        hexbin_threshold : int, default=5000
+        gridsize : int, default=30
+            Hexagons across the x axis (hexbin and map).
+        bins : int or str, default='auto'
+            Histogram bins of the density layout.
+        show_arrow, show_legend : bool, default=True
+        scatter_kw : dict, optional
+            Extra keywords for ``ax.scatter``.
+
+        Returns
+        -------
+        self
+        """
+        features = list(self.feature_values.columns)
+        numeric = [pd.api.types.is_numeric_dtype(self.feature_values[f]) and
+                   not pd.api.types.is_bool_dtype(self.feature_values[f]) for f in features]
+        self.kind_ = _resolve_kind(kind, self.steps, features, numeric, len(self.values), hexbin_threshold)
+        ax = _new_axes(ax)
+        self.ax_, self.figure_ = ax, ax.figure
+        for name in ("scatter_", "hexbin_", "colorbar_", "hist_", "kde_line_", "arrow_", "arrow_label_",
+                     "ame_line_", "zero_line_", "extrapolation_", "extrapolation_kept_", "legend_"):
+            setattr(self, name, None)
+        if self.kind_ == "density":
+            self._plot_density(ax, bins)
+        elif self.kind_ == "map":
+            self._plot_map(ax, gridsize)
+        else:
+            self._plot_against_feature(ax, gridsize, dict(scatter_kw or {}))
+        if show_arrow and self.kind_ != "density":
+            h = self._step_vector()
+            text = "h = " + ", ".join(f"{v:.4g}" for v in (h if self.kind_ == "map" else h[:1]))
+            self.arrow_, self.arrow_label_ = place_arrow(ax, h if self.kind_ == "map" else h[:1], text,
+                                                      color=COLORS["arrow"], fontsize=FONTSIZE["note"])
+        if show_legend:
+            self._legend(ax)
+        return self
+
+    def _finite(self) -> np.ndarray:
+        return np.isfinite(self.values)
+
+    def _point_colors(self, y: np.ndarray) -> Any:
+        return COLORS["points"]
+
+    def _reference_lines(self, ax: Axes, vertical: bool) -> None:
+        line = ax.axvline if vertical else ax.axhline
+        self.zero_line_ = line(0.0, color=COLORS["reference"], linewidth=0.8, linestyle=":", zorder=1)
+
+    def _plot_against_feature(self, ax: Axes, gridsize: int, scatter_kw: dict) -> None:
+        feature = self.feature_values.columns[0]
+        ok = self._finite()
+        x = self.feature_values[feature].to_numpy(dtype=float)
+        y = self.values
+        if self.kind_ == "hexbin":
+            from matplotlib import colormaps
+            from matplotlib.colors import ListedColormap, LogNorm
+
+            # Drop the near-white low end so single-point hexagons stay visible on white.
+            cmap = ListedColormap(colormaps[_CMAP_COUNTS](np.linspace(0.3, 1.0, 256)))
+            self.hexbin_ = ax.hexbin(x[ok], y[ok], gridsize=gridsize, mincnt=1, cmap=cmap, norm=LogNorm(),
+                                     linewidths=0.2)
+            self.colorbar_ = ax.figure.colorbar(self.hexbin_, ax=ax)
+            self.colorbar_.set_label("observations per hexagon", fontsize=FONTSIZE["label"])
+        else:
+            kw = dict(s=14, alpha=0.7, linewidths=0, zorder=2)
+            kw.update(scatter_kw)
+            kw.setdefault("c", self._point_colors(y[ok]))
+            self.scatter_ = ax.scatter(x[ok], y[ok], **kw)
+            if self.kept_extrapolation is not None and self.kept_extrapolation.any():
+                kept = self.kept_extrapolation & ok
+                self.extrapolation_kept_ = ax.scatter(
+                    x[kept], y[kept], s=40, facecolors="none", edgecolors=COLORS["extrapolation"], linewidths=1.0,
+                    zorder=3, label=f"kept, flagged as extrapolation: {int(kept.sum())}")
+        self._reference_lines(ax, vertical=False)
+        self.ame_line_ = ax.axhline(self.average, color=COLORS["average"], linestyle="--", linewidth=1.8, zorder=4,
+                                    label=f"{self._average_name} = {fmt_num(self.average)}")
+        if len(self.extrapolated):
+            from matplotlib.transforms import blended_transform_factory
+
+            # A rug at the bottom edge: these rows have no fME, only a feature value.
+            trans = blended_transform_factory(ax.transData, ax.transAxes)
+            xe = self.extrapolated[feature].to_numpy(dtype=float)
+            self.extrapolation_ = ax.scatter(xe, np.full(xe.size, 0.02), transform=trans, marker="|", s=160,
+                                             linewidths=1.5, color=COLORS["extrapolation"], zorder=4, clip_on=False,
+                                             label=f"left out (extrapolation): {xe.size}")
+        y0, y1 = ax.get_ylim()
+        ax.set_ylim(y0 - 0.04 * (y1 - y0), y1 + 0.18 * (y1 - y0))  # room for the rug and the arrow
+        _style_axes(ax, _feature_label(feature, self.units), self.value_label)
+
+    def _map_norm_cmap(self, values: np.ndarray) -> tuple[Any, str]:
+        finite = values[np.isfinite(values)]
+        if finite.size and finite.min() < 0 < finite.max():
+            return centred_norm(values), _CMAP_DIVERGING_FME
+        return None, _CMAP_SEQUENTIAL
+
+    def _plot_map(self, ax: Axes, gridsize: int) -> None:
+        f1, f2 = self.feature_values.columns
+        ok = self._finite()
+        x = self.feature_values[f1].to_numpy(dtype=float)[ok]
+        y = self.feature_values[f2].to_numpy(dtype=float)[ok]
+        c = self.values[ok]
+        norm, cmap = self._map_norm_cmap(c)
+        self.hexbin_ = ax.hexbin(x, y, C=c, reduce_C_function=np.mean, gridsize=gridsize, mincnt=1, cmap=cmap,
+                                 norm=norm, linewidths=0.2)
+        self.colorbar_ = ax.figure.colorbar(self.hexbin_, ax=ax)
+        self.colorbar_.set_label(f"mean {self.value_label}", fontsize=FONTSIZE["label"])
+        self.colorbar_.ax.tick_params(labelsize=FONTSIZE["tick"])
+        if len(self.extrapolated):
+            self.extrapolation_ = ax.scatter(
+                self.extrapolated[f1].to_numpy(dtype=float), self.extrapolated[f2].to_numpy(dtype=float),
+                marker="x", s=22, linewidths=1.2, color=COLORS["extrapolation"], zorder=4,
+                label=f"left out (extrapolation): {len(self.extrapolated)}")
+        _style_axes(ax, _feature_label(f1, self.units), _feature_label(f2, self.units))
+
+    def _plot_density(self, ax: Axes, bins: int | str) -> None:
+        v = self.values[self._finite()]
+        # (Nearly) constant effects: one visible bar and no KDE (its bandwidth would be 0).
+        flat = v.size < 2 or np.ptp(v) <= 1e-9 * max(1.0, float(np.abs(v).max()))
+        centre = float(v.mean()) if v.size else 0.0
+        hist_range = (centre - 0.5, centre + 0.5) if flat else None
+        _, _, self.hist_ = ax.hist(v, bins=1 if flat else bins, range=hist_range, density=True,
+                                   color=COLORS["points"], alpha=0.45, edgecolor="white", linewidth=0.5,
+                                   label="histogram")
+        if not flat:
+            from scipy.stats import gaussian_kde
+
+            grid = np.linspace(v.min() - 0.05 * np.ptp(v), v.max() + 0.05 * np.ptp(v), 256)
+            (self.kde_line_,) = ax.plot(grid, gaussian_kde(v)(grid), color=COLORS["points"], linewidth=2.0,
+                                        label="kernel density")
+        self._reference_lines(ax, vertical=True)
+        self.ame_line_ = ax.axvline(self.average, color=COLORS["average"], linestyle="--", linewidth=1.8,
+                                    label=f"{self._average_name} = {fmt_num(self.average)}")
+        _style_axes(ax, self.value_label, "density")
+
+    def _legend_extras(self) -> list[str]:
+        """Legend lines without an artist of their own (counts only)."""
+        extras = []
+        if not self.extrapolation_checked:
+            extras.append("extrapolation: not checked")
+        elif self.extrapolation_ is None:
+            extras.append(f"left out (extrapolation): {len(self.extrapolated)}")
+        return extras
+
+    def _legend(self, ax: Axes) -> None:
+        from matplotlib.lines import Line2D
+
+        handles, labels = ax.get_legend_handles_labels()
+        for text in self._legend_extras():
+            handles.append(Line2D([], [], linestyle="none"))
+            labels.append(text)
+        if handles:
+            self.legend_ = ax.legend(handles, labels, fontsize=FONTSIZE["legend"], loc="best", frameon=True,
+                                     framealpha=0.9)
+
+
+class NLMDisplay(FMEDisplay):
+    """NLMs of one step in the layouts of :class:`FMEDisplay`.
+
+    NLM = 1 means the prediction is linear along the step; values <= 0 mean
+    strongly non-linear. Negative values are vermillion in scatters and red on
+    maps (a diverging map centred at 0, like the paper's figures); undefined
+    (NaN) NLMs are counted in the legend.
+
+    See Also
+    --------
+    FMEDisplay, plot_fme_nlm
+    """
+
+    measure = "nlm"
+    _average_name = "ANLM"
+
+    @property
+    def value_label(self) -> str:
+        return f"NLM of {self.step_text}"
+
+    def _point_colors(self, y: np.ndarray) -> Any:
+        return np.where(y < 0, COLORS["negative"], COLORS["points"])
+
+    def _reference_lines(self, ax: Axes, vertical: bool) -> None:
+        super()._reference_lines(ax, vertical)
+        line = ax.axvline if vertical else ax.axhline
+        self.linear_line_ = line(1.0, color=COLORS["reference"], linewidth=0.8, linestyle="-", zorder=1)
+
+    def _map_norm_cmap(self, values: np.ndarray) -> tuple[Any, str]:
+        # NLM <= 1: the positive side ends at 1, the negative side at least at -1.
+        return centred_norm(values, vmax=1.0, vmin_floor=-1.0), _CMAP_NLM
+
+    def _legend_extras(self) -> list[str]:
+        n_nan = int(np.isnan(self.values).sum())
+        return super()._legend_extras() + [f"NLM undefined (NaN): {n_nan}"]
+
+
+class EffectsDisplay:
+    """fME (left) and NLM (right) panels side by side, as the paper's §7/§8 figures.
+
+    Parameters
+    ----------
+    fme_display : FMEDisplay
+    nlm_display : NLMDisplay
+
+    Attributes
+    ----------
+    figure_ : Figure
+    axes_ : ndarray of Axes, shape (2,)
+    """
+
+    def __init__(self, fme_display: FMEDisplay, nlm_display: NLMDisplay) -> None:
+        self.fme_display = fme_display
+        self.nlm_display = nlm_display
+
+    @classmethod
+    def from_effects(cls, effects: FMEResult, *, features: Sequence[str] | None = None, output: Any = None,
+                     units: Mapping[str, str] | None = None, prediction_unit: str | None = None,
+                     axes: Sequence[Axes] | None = None, **plot_kw: Any) -> EffectsDisplay:
+        """Build both panels from an :class:`~fme.FMEResult` with NLMs and plot them."""
+        args = (effects, features, output, units, prediction_unit)
+        return cls(FMEDisplay._from_result(*args), NLMDisplay._from_result(*args)).plot(axes=axes, **plot_kw)
+
+    def plot(self, *, axes: Sequence[Axes] | None = None, **plot_kw: Any) -> EffectsDisplay:
+        """Draw into two axes (new figure by default); ``plot_kw`` go to both panels."""
+        if axes is None:
+            _, axes = _pyplot().subplots(1, 2, figsize=(12, 4.6), layout="constrained")
+        if len(axes) != 2:
+            raise ValueError(f"axes must hold two Axes (fME, NLM), got {len(axes)}.")
+        self.fme_display.plot(ax=axes[0], **plot_kw)
+        self.nlm_display.plot(ax=axes[1], **plot_kw)
+        self.axes_ = np.asarray(axes, dtype=object)
+        self.figure_ = axes[0].figure
+        return self
+
+
+def plot_fme_nlm(effects: FMEResult, *, axes: Sequence[Axes] | None = None, **kw: Any):
+    """Figure with the fMEs (left) and NLMs (right) of ``effects``.
+
+    Parameters
+    ----------
+    effects : FMEResult
+        Computed with ``nlm=True``.
+    axes : pair of Axes, optional
+    **kw
+        Passed to :meth:`EffectsDisplay.from_effects` (``units``, ``kind``, ...).
+
+    Returns
+    -------
+    Figure
+        Use :class:`EffectsDisplay` directly to keep the artists.
+    """
+    return EffectsDisplay.from_effects(effects, axes=axes, **kw).figure_
+
+
+# ----------------------------------------------------------------- secant vs tangent
+class SecantTangentDisplay:
+    """fME (secant) against the dME's linear extrapolation dME·h (tangent), paper §4.1.
+
+    On the identity line the derivative read as "change for a step h" would be
+    right; the vertical distance of a point from it is the interpretation error
+    of the dME for that observation.
+
+    Parameters
+    ----------
+    fme_values : ndarray of shape (n,)
+    tangent_values : ndarray of shape (n,)
+        dME · h of the same rows.
+    step : Step
+    units : dict, optional
+    prediction_unit : str, optional
+
+    Attributes
+    ----------
+    figure_, ax_, scatter_, identity_line_, legend_
+    """
+
+    def __init__(self, *, fme_values: np.ndarray, tangent_values: np.ndarray, step: Step,
+                 units: Mapping[str, str] | None = None, prediction_unit: str | None = None) -> None:
+        self.fme_values = np.asarray(fme_values, dtype=float)
+        self.tangent_values = np.asarray(tangent_values, dtype=float)
+        self.step = step
+        self.units = dict(units or {})
+        self.prediction_unit = prediction_unit
+
+    @property
+    def mean_abs_error(self) -> float:
+        """Mean |fME − dME·h|: the average interpretation error of the derivative."""
+        return float(np.nanmean(np.abs(self.fme_values - self.tangent_values)))
+
+    @classmethod
+    def from_effects(cls, effects: FMEResult, dme_frame: pd.DataFrame, *, units: Mapping[str, str] | None = None,
+                     prediction_unit: str | None = None, ax: Axes | None = None, **plot_kw: Any):
+        """From an univariate numeric fME and :func:`fme.dme` output (aligned on the index).
+
+        Raises
+        ------
+        ValueError
+            For multivariate or categorical steps, or a dME frame missing rows.
+        """
+        if len(effects.steps) != 1 or not effects.steps[0].is_numeric:
+            raise ValueError(f"secant vs tangent needs one numeric step, got {effects.describe_steps()!r}.")
+        if effects.output_names is not None:
+            raise ValueError("secant vs tangent needs a single-output fME (not target_class='all').")
+        missing = effects.results.index.difference(dme_frame.index)
+        if len(missing):
+            raise ValueError(f"dme_frame lacks {len(missing)} evaluated rows (e.g. {list(missing[:3])}); compute "
+                             "fme.dme on the same data.")
+        step = effects.steps[0]
+        tangent = dme_frame.loc[effects.results.index, "dme"].to_numpy(dtype=float) * float(step.value)
+        disp = cls(fme_values=effects.results["fme"].to_numpy(dtype=float), tangent_values=tangent, step=step,
+                   units=units, prediction_unit=prediction_unit)
+        return disp.plot(ax=ax, **plot_kw)
+
+    @classmethod
+    def from_model(cls, model: Any, data: pd.DataFrame, feature: str, step: Any, *, eps: float | None = None,
+                   units: Mapping[str, str] | None = None, prediction_unit: str | None = None,
+                   ax: Axes | None = None, plot_kw: Mapping[str, Any] | None = None, **fme_kw: Any):
+        """Compute ``fme.fme(model, data, {feature: step})`` and ``fme.dme`` and plot.
+
+        ``fme_kw`` go to :func:`fme.fme` (``extrapolation``, ``target_class`` ...).
+        """
+        from .effects import fme
+        from .margins import dme
+
+        effects = fme(model, data, {feature: step}, **fme_kw)
+        derivative = dme(model, data, feature, eps=eps, target_class=fme_kw.get("target_class"))
+        return cls.from_effects(effects, derivative, units=units, prediction_unit=prediction_unit, ax=ax,
+                                **dict(plot_kw or {}))
+
+    def plot(self, *, ax: Axes | None = None, scatter_kw: Mapping[str, Any] | None = None):
+        """Scatter of (dME·h, fME) with the identity line; returns self."""
+        ax = _new_axes(ax, figsize=(5.2, 4.8))
+        self.ax_, self.figure_ = ax, ax.figure
+        kw = dict(s=14, alpha=0.7, linewidths=0, color=COLORS["points"], zorder=2)
+        kw.update(scatter_kw or {})
+        self.scatter_ = ax.scatter(self.tangent_values, self.fme_values, **kw)
+        both = np.concatenate([self.tangent_values, self.fme_values])
+        both = both[np.isfinite(both)]
+        lo, hi = (both.min(), both.max()) if both.size else (0.0, 1.0)
+        pad = 0.05 * (hi - lo) if hi > lo else 0.5
+        (self.identity_line_,) = ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color=COLORS["average"],
+                                         linestyle="--", linewidth=1.5, zorder=3, label="fME = dME · h")
+        ax.set_xlim(lo - pad, hi + pad)
+        ax.set_ylim(lo - pad, hi + pad)
+        ax.set_aspect("equal", adjustable="box")
+        unit = f" ({self.prediction_unit})" if self.prediction_unit else ""
+        text = _step_text(self.step, self.units)
+        _style_axes(ax, f"dME · h, tangent for {text}{unit}", f"fME of {text}, secant{unit}")
+        from matplotlib.lines import Line2D
+
+        handles, labels = ax.get_legend_handles_labels()
+        handles.append(Line2D([], [], linestyle="none"))
+        labels.append(f"mean |fME − dME · h| = {fmt_num(self.mean_abs_error)}")
+        self.legend_ = ax.legend(handles, labels, fontsize=FONTSIZE["legend"], loc="upper left")
+        return self

@@ -1,0 +1,347 @@
+"""Structural tests of fme.plotting: inspect the drawn artists, never pixels."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fme
+from fme._plot_tree import edge_label, fmt_ci, fmt_p, leaf_label, tree_layout
+from fme.plotting import (
+    COLORS,
+    EffectsDisplay,
+    FMEDisplay,
+    NLMDisplay,
+    PartitionDisplay,
+    SecantTangentDisplay,
+    plot_fme_nlm,
+)
+
+
+@pytest.fixture
+def pyplot():
+    """pyplot on the Agg backend, figures closed before and after (as sklearn's fixture)."""
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    yield plt
+    plt.close("all")
+
+
+def square(d: pd.DataFrame) -> pd.Series:
+    return d["x"] ** 2
+
+
+@pytest.fixture(scope="module")
+def data() -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    n = 120
+    return pd.DataFrame({"x": rng.uniform(-2, 2, n), "z": rng.uniform(0, 3, n),
+                         "w": rng.normal(size=n), "g": rng.choice(["a", "b", "c"], n)})
+
+
+@pytest.fixture(scope="module")
+def eff(data):
+    # The envelope leaves out rows whose x + 1 exceeds max(x): a non-empty extrapolation set.
+    return fme.fme(square, data, {"x": 1.0}, nlm=True, extrapolation="envelope")
+
+
+def offsets(collection) -> np.ndarray:
+    return np.asarray(collection.get_offsets(), dtype=float)
+
+
+# ----------------------------------------------------------------- FMEDisplay
+def test_scatter_matches_results(pyplot, eff):
+    disp = FMEDisplay.from_effects(eff)
+    assert disp.kind_ == "scatter"
+    expected = np.column_stack([eff.feature_values["x"], eff.results["fme"]])
+    np.testing.assert_allclose(offsets(disp.scatter_), expected)
+    assert disp.ax_.get_ylabel() == "fME of x + 1"
+    assert disp.ax_.get_title() == ""
+
+
+def test_ame_line_and_arrow_length(pyplot, eff):
+    disp = FMEDisplay.from_effects(eff)
+    np.testing.assert_allclose(disp.ame_line_.get_ydata(), [eff.ame, eff.ame])
+    np.testing.assert_allclose(disp.arrow_.xy[0] - disp.arrow_.xyann[0], 1.0)
+    assert disp.arrow_.xy[1] == disp.arrow_.xyann[1]  # horizontal: a step in x only
+    assert "h = 1" in disp.arrow_label_.get_text()
+
+
+def test_negative_step_arrow_points_left(pyplot, data):
+    res = fme.fme(square, data, {"x": -0.5})
+    disp = FMEDisplay.from_effects(res)
+    np.testing.assert_allclose(disp.arrow_.xy[0] - disp.arrow_.xyann[0], -0.5)
+    assert disp.ax_.get_ylabel() == "fME of x − 0.5"
+
+
+def test_extrapolation_rug(pyplot, eff):
+    assert len(eff.extrapolated) > 0
+    disp = FMEDisplay.from_effects(eff)
+    rug = offsets(disp.extrapolation_)
+    assert len(rug) == len(eff.extrapolated)
+    np.testing.assert_allclose(np.sort(rug[:, 0]), np.sort(eff.data.loc[eff.extrapolated.index, "x"]))
+    labels = [t.get_text() for t in disp.legend_.get_texts()]
+    assert f"left out (extrapolation): {len(eff.extrapolated)}" in labels
+    assert not np.allclose(disp.extrapolation_.get_edgecolor()[0][:3], disp.scatter_.get_facecolor()[0][:3])
+
+
+def test_not_checked_is_not_zero_found(pyplot, data):
+    disp = FMEDisplay.from_effects(fme.fme(square, data, {"x": 1.0}))
+    labels = [t.get_text() for t in disp.legend_.get_texts()]
+    assert "extrapolation: not checked" in labels
+    assert disp.extrapolation_ is None
+
+
+def test_units_in_labels(pyplot, eff):
+    disp = FMEDisplay.from_effects(eff, units={"x": "rooms"}, prediction_unit="USD 1,000")
+    assert disp.ax_.get_xlabel() == "x (rooms)"
+    assert disp.ax_.get_ylabel() == "fME of x + 1 rooms (USD 1,000)"
+
+
+def test_hexbin_above_threshold(pyplot, data):
+    res = fme.fme(square, data, {"x": 1.0})
+    assert FMEDisplay.from_effects(res).hexbin_ is None
+    disp = FMEDisplay.from_effects(res, hexbin_threshold=50, gridsize=10)
+    assert disp.kind_ == "hexbin" and disp.scatter_ is None
+    counts = np.asarray(disp.hexbin_.get_array())
+    assert counts.ndim == 1 and len(counts) == len(disp.hexbin_.get_offsets())
+    assert counts.sum() == res.n  # every evaluated row lands in one hexagon
+    assert disp.colorbar_ is not None
+
+
+def test_map_for_two_features(pyplot, data):
+    res = fme.fme(lambda d: d["x"] * d["z"], data, {"x": 1.0, "z": 0.5})
+    disp = FMEDisplay.from_effects(res, gridsize=8)
+    assert disp.kind_ == "map"
+    means = np.asarray(disp.hexbin_.get_array())
+    assert means.min() >= res.results["fme"].min() - 1e-12 and means.max() <= res.results["fme"].max() + 1e-12
+    np.testing.assert_allclose(np.subtract(disp.arrow_.xy, disp.arrow_.xyann), [1.0, 0.5])
+    assert (disp.ax_.get_xlabel(), disp.ax_.get_ylabel()) == ("x", "z")
+    assert "mean fME" in disp.colorbar_.ax.get_ylabel()
+
+
+def test_map_over_an_unstepped_feature(pyplot, data):
+    res = fme.fme(lambda d: d["x"] * d["z"], data, {"x": 1.0})
+    disp = FMEDisplay.from_effects(res, features=["x", "z"], gridsize=8)
+    np.testing.assert_allclose(np.subtract(disp.arrow_.xy, disp.arrow_.xyann), [1.0, 0.0])
+
+
+@pytest.mark.parametrize("steps", [{"x": 1.0, "z": 1.0, "w": 1.0}, {"g": "a"}])
+def test_density_for_three_features_or_categorical(pyplot, data, steps):
+    res = fme.fme(lambda d: d["x"] + d["z"] * d["w"] + d["x"] * (d["g"] == "a"), data, steps)
+    disp = FMEDisplay.from_effects(res)
+    assert disp.kind_ == "density"
+    assert disp.hist_ is not None and disp.kde_line_ is not None
+    assert disp.scatter_ is None and disp.arrow_ is None
+    np.testing.assert_allclose(disp.ame_line_.get_xdata(), [res.ame, res.ame])
+    assert disp.ax_.get_xlabel().startswith("fME of ") and disp.ax_.get_ylabel() == "density"
+
+
+def test_density_of_constant_effects(pyplot, data):
+    res = fme.fme(lambda d: d["x"] + 1.0 * (d["g"] == "a"), data, {"g": "a"})  # fME = 1 for every row
+    disp = FMEDisplay.from_effects(res)
+    assert len(disp.hist_) == 1 and disp.kde_line_ is None
+
+
+def test_draws_into_given_axes_and_returns_self(pyplot, eff):
+    fig, ax = pyplot.subplots()
+    disp = FMEDisplay._from_result(eff, None, None, None, None)
+    assert disp.plot(ax=ax) is disp
+    assert disp.ax_ is ax and disp.figure_ is fig
+    assert disp.scatter_ in ax.collections
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"kind": "pie"}, "kind must be one of"),
+    ({"kind": "map"}, "two numeric features"),
+    ({"features": ["nope"]}, "not columns"),
+])
+def test_errors(pyplot, eff, kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        FMEDisplay.from_effects(eff, **kw)
+
+
+def test_nlm_display_requires_nlm(pyplot, data):
+    with pytest.raises(ValueError, match="nlm=True"):
+        NLMDisplay.from_effects(fme.fme(square, data, {"x": 1.0}))
+
+
+# ----------------------------------------------------------------- NLMDisplay
+def test_nlm_scatter_colours_negative_values(pyplot, data):
+    res = fme.fme(lambda d: np.sin(3 * d["x"]), data, {"x": 1.5}, nlm=True)
+    disp = NLMDisplay.from_effects(res)
+    nlm = res.results["nlm"].to_numpy()
+    ok = np.isfinite(nlm)
+    np.testing.assert_allclose(offsets(disp.scatter_)[:, 1], nlm[ok])
+    colors = disp.scatter_.get_facecolor()[:, :3]
+    negative = nlm[ok] < 0
+    assert negative.any() and (~negative).any()
+    assert len({tuple(c) for c in colors[negative]} & {tuple(c) for c in colors[~negative]}) == 0
+    np.testing.assert_allclose(disp.ame_line_.get_ydata()[0], res.anlm)
+
+
+def test_nlm_map_norm_centred_at_zero(pyplot, data):
+    res = fme.fme(lambda d: np.sin(2 * d["x"]) * d["z"], data, {"x": 1.0, "z": 1.0}, nlm=True)
+    disp = NLMDisplay.from_effects(res, gridsize=8)
+    norm = disp.hexbin_.norm
+    assert norm.vcenter == 0 and norm.vmax == 1 and norm.vmin <= -1
+    assert disp.hexbin_.get_cmap().name == "RdBu"
+
+
+def test_nlm_nan_counted_in_legend(pyplot, data):
+    # A prediction constant along the path gives undefined NLMs.
+    res = fme.fme(lambda d: np.where(d["x"] > 0, 1.0, d["x"]), data, {"x": 0.25}, nlm=True)
+    n_nan = int(res.results["nlm"].isna().sum())
+    assert n_nan > 0
+    disp = NLMDisplay.from_effects(res)
+    assert f"NLM undefined (NaN): {n_nan}" in [t.get_text() for t in disp.legend_.get_texts()]
+    assert len(disp.scatter_.get_offsets()) == res.n - n_nan
+
+
+def test_fme_nlm_side_by_side(pyplot, eff):
+    disp = EffectsDisplay.from_effects(eff)
+    assert disp.axes_.shape == (2,)
+    assert disp.fme_display.ax_ is disp.axes_[0] and disp.nlm_display.ax_ is disp.axes_[1]
+    assert disp.nlm_display.ax_.get_ylabel().startswith("NLM of")
+    fig = plot_fme_nlm(eff)
+    assert len([a for a in fig.axes if a.get_label() != "<colorbar>"]) == 2
+
+
+# ----------------------------------------------------------------- secant / tangent
+def test_secant_tangent(pyplot, data):
+    disp = SecantTangentDisplay.from_model(square, data, "x", 1.0)
+    res = fme.fme(square, data, {"x": 1.0})
+    # f = x^2: dME = 2x, so dME*h = 2x and the fME (secant) = 2x + 1.
+    xy = offsets(disp.scatter_)
+    np.testing.assert_allclose(xy[:, 0], 2 * data["x"], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(xy[:, 1], res.results["fme"])
+    line = np.column_stack(disp.identity_line_.get_data())
+    np.testing.assert_allclose(line[:, 0], line[:, 1])
+    np.testing.assert_allclose(disp.mean_abs_error, 1.0, rtol=1e-6)
+
+
+def test_secant_tangent_rejects_multivariate(pyplot, data):
+    res = fme.fme(lambda d: d["x"] * d["z"], data, {"x": 1.0, "z": 1.0})
+    with pytest.raises(ValueError, match="one numeric step"):
+        SecantTangentDisplay.from_effects(res, fme.dme(square, data, "x"))
+
+
+# ----------------------------------------------------------------- cAME tree
+def _summary(values: np.ndarray, prefix: str) -> dict:
+    from scipy import stats
+
+    n, m, sd = len(values), float(np.mean(values)), float(np.std(values, ddof=1))
+    half = stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
+    return {prefix: m, f"sd_{'fme' if prefix == 'came' else 'nlm'}": sd,
+            f"cov_{'fme' if prefix == 'came' else 'nlm'}": sd / abs(m),
+            f"{prefix}_ci_low": m - half, f"{prefix}_ci_high": m + half}
+
+
+@pytest.fixture(scope="module")
+def part(data):
+    """A fake cAME partition with exactly the attributes of the lead's contract."""
+    effects = fme.fme(lambda d: d["x"] ** 2 + d["z"] * (d["g"] == "a"), data, {"x": 1.0}, nlm=True)
+    X = effects.feature_values
+    # Root 1 splits x <= 0.1 -> node 2 (splits g: a | b, c -> leaves 3, 4) and leaf 5.
+    leaf = np.where(X["x"] > 0.1, 5, np.where(X["g"] == "a", 3, 4))
+    leaf_of_row = pd.Series(leaf, index=effects.results.index)
+    nodes = pd.DataFrame({
+        "parent": pd.array([pd.NA, 1, 2, 2, 1], dtype="Int64"), "depth": [0, 1, 2, 2, 1],
+        "is_leaf": [False, False, True, True, True],
+        "n": [effects.n] + [int((leaf != 5).sum())] + [int((leaf == k).sum()) for k in (3, 4, 5)],
+        "mean": np.nan, "split_feature": ["x", "g", None, None, None], "split_value": [0.1, np.nan] + [np.nan] * 3,
+        "split_levels": [None, {"a": 1, "b": 2, "c": 2}, None, None, None],
+        "p_value": [0.0001, 0.0321, np.nan, np.nan, np.nan], "statistic": [30.0, 5.0, np.nan, np.nan, np.nan],
+        "children": [(2, 5), (3, 4), (), (), ()]}, index=pd.Index([1, 2, 3, 4, 5], name="node"))
+    rows, rules = [], {3: "x <= 0.1 & g in {a}", 4: "x <= 0.1 & g in {b, c}", 5: "x > 0.1"}
+    for node in (3, 4, 5):
+        mask = leaf_of_row == node
+        fm, nl = effects.results.loc[mask, "fme"].to_numpy(), effects.results.loc[mask, "nlm"].to_numpy()
+        rows.append({"node": node, "n": int(mask.sum()), **_summary(fm, "came"), **_summary(nl, "canlm"),
+                     "n_nlm": int(mask.sum()), "rule": rules[node]})
+    leaves = pd.DataFrame(rows)
+    root = pd.DataFrame([{"node": 1, "n": effects.n, **_summary(effects.results["fme"].to_numpy(), "came"),
+                          **_summary(effects.results["nlm"].to_numpy(), "canlm"), "rule": "all"}])
+    return SimpleNamespace(leaves=leaves, root=root, tree=SimpleNamespace(nodes_=nodes), effects=effects,
+                           leaf_of_row=leaf_of_row, conf_level=0.95)
+
+
+def test_tree_layout_and_edge_labels(part):
+    pos = tree_layout(part.tree.nodes_)
+    assert [pos[k][0] for k in (3, 4, 5)] == [0.0, 1.0, 2.0]
+    assert pos[1] == (1.25, 0.0) and pos[2] == (0.5, -1.0) and pos[5][1] == -2.0
+    nodes = part.tree.nodes_
+    assert (edge_label(nodes, 1, 2), edge_label(nodes, 1, 5)) == ("<= 0.1", "> 0.1")
+    assert (edge_label(nodes, 2, 3), edge_label(nodes, 2, 4)) == ("{a}", "{b, c}")
+
+
+def test_partition_display(pyplot, part):
+    disp = PartitionDisplay.from_partition(part)
+    leaf_ids = list(part.leaves["node"])
+    assert sorted(disp.leaf_axes_) == sorted(leaf_ids)
+    assert len(disp.ax_.child_axes) == len(leaf_ids)
+    for _, row in part.leaves.iterrows():
+        text = disp.leaf_labels_[row["node"]].get_text()
+        est, lo, hi = fmt_ci(row["came"], row["came_ci_low"], row["came_ci_high"])
+        assert f"n = {row['n']}" in text and f"cAME {est} [{lo}, {hi}]" in text and "cANLM" in text
+        inset = disp.leaf_axes_[row["node"]]
+        heights = [b.get_height() for b in disp.leaf_hists_[row["node"]]]
+        widths = [b.get_width() for b in disp.leaf_hists_[row["node"]]]
+        np.testing.assert_allclose(np.dot(heights, widths), 1.0)  # a density of that leaf's fMEs
+        np.testing.assert_allclose(disp.leaf_came_lines_[row["node"]].get_xdata()[0], row["came"])
+        assert inset.get_ylim() == disp.leaf_axes_[leaf_ids[0]].get_ylim()  # shared scale
+    assert sorted(disp.node_boxes_) == [1, 2]
+    assert "p < 0.001" in disp.node_boxes_[1].get_text() and "p = 0.032" in disp.node_boxes_[2].get_text()
+    assert {disp.edge_labels_[k].get_text() for k in (2, 5)} == {"<= 0.1", "> 0.1"}
+    assert "95% CI" in disp.note_.get_text()
+
+
+def test_partition_into_given_axes(pyplot, part):
+    fig, ax = pyplot.subplots()
+    disp = PartitionDisplay.from_partition(part, ax=ax)
+    assert disp.ax_ is ax and disp.figure_ is fig
+
+
+def test_leaf_label_without_nlm():
+    row = pd.Series({"node": 7, "n": 1234, "came": 6.789, "came_ci_low": 6.58, "came_ci_high": 7.0,
+                     "cov_fme": 0.31})
+    assert leaf_label(row, 2468) == "Node 7: n = 1,234 (50%)\ncAME 6.79 [6.58, 7.00]\nCoV 0.31"
+
+
+@pytest.mark.parametrize("args, expected", [
+    ((6.789, 6.58, 7.0), ("6.79", "6.58", "7.00")),
+    ((0.8612, 0.6503, 1.0721), ("0.86", "0.65", "1.07")),
+    ((1234.5, 1000.0, 1469.0), ("1,234", "1,000", "1,469")),
+    ((5.0, np.nan, np.nan), ("5.00", "NA", "NA")),
+])
+def test_fmt_ci(args, expected):
+    assert fmt_ci(*args) == expected
+
+
+def test_fmt_p_never_prints_zero():
+    assert fmt_p(1e-9) == "p < 0.001" and fmt_p(0.0123) == "p = 0.012"
+
+
+# ----------------------------------------------------------------- style and import
+def _luminance(hex_colour: str) -> float:
+    rgb = np.array([int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    lin = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return float(lin @ [0.2126, 0.7152, 0.0722])
+
+
+@pytest.mark.parametrize("role", ["points", "average", "negative", "extrapolation", "arrow", "came", "bars"])
+def test_data_colours_contrast_on_white(role):
+    assert 1.05 / (_luminance(COLORS[role]) + 0.05) >= 3.0  # WCAG 1.4.11
+
+
+def test_import_fme_does_not_import_matplotlib():
+    code = "import sys, fme, fme.plotting; assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
