@@ -1,0 +1,159 @@
+"""fme() and FMEResult: result frame, aggregates, summary, extrapolation exclusion
+(envelope of the reference data) and its errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import CallRecorder
+
+import fme
+from fme.exceptions import ExtrapolationError, FMEError, ParameterError
+
+
+def cubic(d):
+    x1 = d["x1"].to_numpy(dtype=float)
+    return x1 ** 3 - d["x2"].to_numpy(dtype=float) * x1
+
+
+@pytest.fixture
+def data():
+    # x1 = 0, 1, ..., 9; x2 alternating
+    return pd.DataFrame({"x1": np.arange(10, dtype=float), "x2": np.tile([1.0, -1.0], 5)},
+                        index=[f"obs{i}" for i in range(10)])
+
+
+def test_docstring_example():
+    X = pd.DataFrame({"x": [-2.0, 0.0, 1.0]})
+    res = fme.fme(lambda d: d["x"] ** 2, X, {"x": 1}, nlm=True)
+    assert res.results["fme"].tolist() == [-3.0, 1.0, 3.0]
+    assert list(res.results.columns) == ["fme", "nlm"]
+
+
+def test_result_values_and_aggregates(data):
+    before = data.copy(deep=True)
+    res = fme.fme(cubic, data, {"x1": 2.0}, nlm=True)
+    x1, x2 = data["x1"].to_numpy(), data["x2"].to_numpy()
+    expected = (x1 + 2) ** 3 - x1 ** 3 - 2 * x2
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(), expected)
+    assert res.results.index.equals(data.index)
+    assert list(res.results.columns) == ["fme", "nlm"]
+    assert res.ame == pytest.approx(expected.mean(), rel=1e-15)
+    assert isinstance(res.ame, float)
+    assert res.sd == pytest.approx(np.std(expected, ddof=1), rel=1e-14)
+    assert res.anlm == pytest.approx(res.results["nlm"].mean(), rel=1e-14)
+    assert res.n == 10 and res.n_excluded == 0 and res.extrapolated.empty
+    np.testing.assert_array_equal(res.predictions["f_x"].to_numpy(), cubic(data))
+    np.testing.assert_array_equal(res.predictions["f_x_step"].to_numpy() - res.predictions["f_x"].to_numpy(),
+                                  expected)
+    assert res.step_dict == {"x1": 2.0}
+    pd.testing.assert_frame_equal(data, before)
+    out = res.to_frame()
+    out.iloc[0, 0] = -1.0
+    assert res.results.iloc[0, 0] == expected[0]
+
+
+def test_summary_contents(data):
+    res = fme.fme(cubic, data, {"x1": 2.0, "x2": -0.5}, nlm=True)
+    text = res.summary()
+    v = res.results["fme"].to_numpy()
+    q25, q75 = np.quantile(v, [0.25, 0.75])
+    assert "step: x1 + 2, x2 - 0.5" in text
+    assert "rows evaluated: 10 of 10" in text
+    assert f"AME {v.mean():.6g}" in text
+    assert f"SD {np.std(v, ddof=1):.6g}" in text
+    assert f"q25 {q25:.6g}" in text and f"q75 {q75:.6g}" in text
+    assert f"ANLM {res.anlm:.6g}" in text
+    assert "undefined 0 (gauss-legendre, 16 nodes)" in text
+    assert "ANLM" not in fme.fme(cubic, data, {"x1": 2.0}).summary()
+    assert repr(res).startswith("FMEResult(step='x1 + 2, x2 - 0.5', n=10, excluded=0, ame=")
+
+
+def test_summary_counts_exclusions(data):
+    d = data.assign(x1=data["x1"].where(data["x1"] != 3.0))
+    res = fme.fme(cubic, d, {"x1": 2.0}, extrapolation="envelope")
+    # x1 = 8, 9 step beyond max 9 (x1 = 3 is missing); x1 = 7 lands exactly on max: inside
+    assert set(res.extrapolated.index) == {"obs8", "obs9"}
+    assert res.excluded.loc["obs3", "reason_type"] == "missing"
+    text = res.summary()
+    assert "rows evaluated: 7 of 10" in text
+    assert "excluded (missing value in a stepped feature): 1" in text
+    assert "excluded (extrapolation): 2" in text
+    assert "extrapolation: envelope, policy exclude" in text
+
+
+def test_envelope_excludes_x_plus_h_outside(data):
+    rec = CallRecorder(cubic)
+    res = fme.fme(rec, data, {"x1": -2.5}, extrapolation="envelope")
+    assert list(res.extrapolated.index) == ["obs0", "obs1", "obs2"]
+    ex = res.extrapolated
+    assert (ex["point"] == "x+h").all()
+    assert ex["reason"].str.contains("x1 < min 0").all()
+    assert res.results.index.equals(data.index[3:])
+    assert rec.lengths == [7, 7]  # excluded rows are never predicted
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(),
+                                  cubic(data.iloc[3:].assign(x1=data["x1"].iloc[3:] - 2.5)) - cubic(data.iloc[3:]))
+
+
+def test_envelope_with_reference_data(data):
+    ref = pd.DataFrame({"x1": [2.0, 7.5], "x2": [-1.0, 1.0]})
+    res = fme.fme(cubic, data, {"x1": 1.0}, extrapolation="envelope", reference_data=ref)
+    points = res.extrapolated["point"].to_dict()
+    # x1 in [2, 7.5] for both x and x + 1
+    assert points == {"obs0": "x and x+h", "obs1": "x", "obs7": "x+h", "obs8": "x and x+h",
+                      "obs9": "x and x+h"}
+    assert list(res.results.index) == ["obs2", "obs3", "obs4", "obs5", "obs6"]
+    assert "x1 > max 7.5" in res.extrapolated.loc["obs7", "reason"]
+    assert "x1 < min 2" in res.extrapolated.loc["obs0", "reason"]
+    # a multivariate step: the other feature leaves the envelope too
+    res2 = fme.fme(cubic, data, {"x1": 1.0, "x2": 0.5}, extrapolation="envelope")
+    assert set(res2.extrapolated.index) == {f"obs{i}" for i in range(0, 10, 2)} | {"obs9"}
+
+
+def test_all_rows_extrapolated(data):
+    before = data.copy(deep=True)
+    with pytest.raises(ExtrapolationError) as info:
+        fme.fme(cubic, data, {"x1": 100.0}, extrapolation="envelope")
+    msg = str(info.value)
+    assert "all 10 rows are extrapolation points" in msg
+    assert "x1 + 100" in msg
+    assert "x1 in [0, 9]" in msg
+    assert "use a smaller step" in msg
+    assert isinstance(info.value, ValueError) and isinstance(info.value, FMEError)
+    pd.testing.assert_frame_equal(data, before)
+
+
+def test_keep_policy_flags(data):
+    res = fme.fme(cubic, data, {"x1": 3.0}, extrapolation="envelope", on_extrapolation="keep")
+    assert res.n == 10 and res.n_excluded == 0
+    np.testing.assert_array_equal(res.results["extrapolation"].to_numpy(), data["x1"].to_numpy() + 3 > 9)
+
+
+def test_extrapolation_argument_errors(data):
+    with pytest.raises(ParameterError, match="without a detector"):
+        fme.fme(cubic, data, {"x1": 1.0}, on_extrapolation="exclude")
+    with pytest.raises(ParameterError, match="on_extrapolation must be one of"):
+        fme.fme(cubic, data, {"x1": 1.0}, extrapolation="envelope", on_extrapolation="drop")
+    with pytest.raises(ExtrapolationError, match="unknown extrapolation detector 'no_such_detector'"):
+        fme.fme(cubic, data, {"x1": 1.0}, extrapolation="no_such_detector")
+    with pytest.raises(ExtrapolationError, match="neither a detector name"):
+        fme.fme(cubic, data, {"x1": 1.0}, extrapolation=42)
+
+
+def test_reference_data_must_have_model_features(gbr, Xnum):
+    with pytest.raises(ExtrapolationError, match=r"reference_data lacks the model feature\(s\) \['x3'\]"):
+        fme.fme(gbr, Xnum, {"x1": 0.5}, extrapolation="envelope", reference_data=Xnum[["x1", "x2"]])
+
+
+def test_envelope_on_sklearn_model(gbr, df):
+    """Only the model's features are checked: non-feature columns in data do not matter."""
+    X = df[["x1", "x2", "x3", "y"]]
+    res = fme.fme(gbr, X, {"x1": 1.0}, extrapolation="envelope")
+    assert set(res.extrapolated.index) == set(X.index[X["x1"] + 1.0 > X["x1"].max()])
+
+
+def test_default_no_extrapolation_check(data):
+    res = fme.fme(cubic, data, {"x1": 100.0})
+    assert res.n == 10
+    assert "extrapolation: not checked" in res.summary()
