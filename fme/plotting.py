@@ -323,7 +323,8 @@ class FMEDisplay:
             self._plot_against_feature(ax, gridsize, dict(scatter_kw or {}))
         if show_arrow and self.kind_ != "density":
             h = self._step_vector()
-            text = "h = " + ", ".join(f"{v:.4g}" for v in (h if self.kind_ == "map" else h[:1]))
+            shown = h if self.kind_ == "map" else h[:1]
+            text = f"h = {shown[0]:.4g}" if len(shown) == 1 else "h = (" + ", ".join(f"{v:.4g}" for v in shown) + ")"
             self.arrow_, self.arrow_label_ = place_arrow(ax, h if self.kind_ == "map" else h[:1], text,
                                                       color=COLORS["arrow"], fontsize=FONTSIZE["note"])
         if show_legend:
@@ -395,7 +396,7 @@ class FMEDisplay:
         c = self.values[ok]
         norm, cmap = self._map_norm_cmap(c)
         self.hexbin_ = ax.hexbin(x, y, C=c, reduce_C_function=np.mean, gridsize=gridsize, mincnt=1, cmap=cmap,
-                                 norm=norm, linewidths=0.2)
+                                 norm=norm, edgecolors="#b0b0b0", linewidths=0.3)  # near-0 cells stay visible
         self.colorbar_ = ax.figure.colorbar(self.hexbin_, ax=ax)
         self.colorbar_.set_label(f"mean {self.value_label}", fontsize=FONTSIZE["label"])
         self.colorbar_.ax.tick_params(labelsize=FONTSIZE["tick"])
