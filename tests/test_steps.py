@@ -218,3 +218,16 @@ def test_apply_steps_and_stack_path(frame):
     np.testing.assert_allclose(st["k"].to_numpy()[: len(frame)], frame["k"].to_numpy() - 0.25)
     assert st["cat"].dtype == frame["cat"].dtype
     np.testing.assert_array_equal(st["x2"].to_numpy(), np.tile(frame["x2"].to_numpy(), 2))
+
+
+def test_level_known_only_from_reference_data(frame):
+    def f(d):
+        return (d["s"] == "v").to_numpy(dtype=float) * 4.0
+
+    sub = frame[frame["s"] == "u"]
+    with pytest.raises(StepError, match=r"'s' is categorical: give one of its levels \['u'\]"):
+        fme.fme(f, sub, {"s": "v"})
+    res = fme.fme(f, sub, {"s": "v"}, reference_data=frame)
+    assert res.n == len(sub) and (res.results["fme"] == 4.0).all()
+    with pytest.raises(StepError, match=r"levels \['u', 'v'\], not level 'w'"):
+        fme.fme(f, sub, {"s": "w"}, reference_data=frame)
