@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from fme.ctree import CTree
@@ -313,3 +315,43 @@ def test_bad_data() -> None:
         t.predict(X.drop(columns="x1"))
     for exc in (DataError, ParameterError, NotFittedError, FeatureError):
         assert issubclass(exc, ValueError)
+
+
+# ------------------------------------------------------------ randomised checks
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), n=st.integers(30, 300), nan_frac=st.sampled_from([0.0, 0.1]),
+       weighted=st.booleans(), majority=st.booleans())
+def test_random_data_invariants(seed: int, n: int, nan_frac: float, weighted: bool, majority: bool) -> None:
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({
+        "a": rng.normal(size=n),
+        "k": rng.integers(0, 5, size=n).astype(float),
+        "g": pd.Categorical(rng.choice(list("pqr"), size=n)),
+    })
+    y = X["a"].to_numpy() + (X["g"] == "q").to_numpy() + rng.normal(size=n)
+    if nan_frac:
+        X.loc[rng.uniform(size=n) < nan_frac, "a"] = np.nan
+    w = rng.integers(0, 3, size=n).astype(float) if weighted else None
+    tree = CTree(alpha=0.3, minbucket=3, majority=majority, random_state=seed).fit(X, y, sample_weight=w)
+    nodes = tree.nodes_
+    # pre-order ids: each child id exceeds its parent, children are consecutive subtrees
+    for nid, row in nodes.iterrows():
+        if row["children"]:
+            c1, c2 = row["children"]
+            assert c1 == nid + 1 and c2 > c1
+            assert nodes.at[c1, "n_obs"] + nodes.at[c2, "n_obs"] == row["n_obs"]
+    leaf = tree._train_leaf
+    assert set(np.unique(leaf)) <= set(tree.leaves_)
+    if majority:
+        np.testing.assert_array_equal(tree.apply(X), leaf)
+    # root statistic of a numeric covariate = (W - 1) r^2 over the non-missing rows
+    root = tree.criteria_[tree.criteria_["node"] == 1].set_index("variable")
+    if "k" in root.index:
+        ww = np.ones(n) if w is None else w
+        x = X["k"].to_numpy()
+        W = ww.sum()
+        xm, ym = ww @ x / W, ww @ y / W
+        r2 = (ww @ ((x - xm) * (y - ym))) ** 2 / ((ww @ (x - xm) ** 2) * (ww @ (y - ym) ** 2))
+        assert root.at["k", "statistic"] == pytest.approx((W - 1) * r2, rel=1e-8)
