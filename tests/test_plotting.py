@@ -345,3 +345,15 @@ def test_data_colours_contrast_on_white(role):
 def test_import_fme_does_not_import_matplotlib():
     code = "import sys, fme, fme.plotting; assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_per_class_output_needs_choice(pyplot, data):
+    sklearn = pytest.importorskip("sklearn.linear_model")
+    y = (data["x"] > 0).astype(int)
+    model = sklearn.LogisticRegression().fit(data[["x", "z"]], y)
+    eff = fme.fme(model, data[["x", "z"]], {"x": 1.0}, target_class="all")
+    with pytest.raises(ValueError, match="pass output="):
+        FMEDisplay.from_effects(eff)
+    disp = FMEDisplay.from_effects(eff, output=1)
+    assert disp.column == "fme_1"
+    np.testing.assert_allclose(disp.ame_line_.get_ydata()[0], eff.results["fme_1"].mean())
