@@ -107,21 +107,25 @@ def nlm_from_path(f0: np.ndarray, f1: np.ndarray, f_interior: np.ndarray, rule: 
     """
     f0 = np.asarray(f0, dtype=float)
     f1 = np.asarray(f1, dtype=float)
-    values = np.empty((rule.nodes.size,) + f0.shape)
-    values[rule.interior] = f_interior
-    values[rule.nodes == 0.0] = f0
-    values[rule.nodes == 1.0] = f1
     # Work relative to f(x): a constant path then gives exact zeros, not rounding noise.
-    dev = values - f0
-    t = rule.nodes.reshape((-1,) + (1,) * f0.ndim)
-    w = rule.weights.reshape(t.shape)
-    secant = t * (f1 - f0)
-    num = np.sum(w * (dev - secant) ** 2, axis=0)
-    mean = np.sum(w * dev, axis=0)
-    den = np.sum(w * (dev - mean) ** 2, axis=0)
-    scale = np.max(np.abs(values), axis=0)
+    dev = np.empty((rule.nodes.size,) + f0.shape)
+    dev[rule.interior] = np.asarray(f_interior, dtype=float) - f0
+    dev[rule.nodes == 0.0] = 0.0
+    dev[rule.nodes == 1.0] = f1 - f0
+    fme = f1 - f0
+    w, t = rule.weights, rule.nodes
+    flat = dev.reshape(t.size, -1)
+    # Weighted sums as matrix products (one pass each, no (k, n) temporaries):
+    #   I  = sum w (dev - t fme)^2 = S2 - 2 fme St + fme^2 sum(w t^2)
+    #   II = sum w (dev - mean)^2 = S2 - mean^2,   mean = sum w dev   (sum w = 1)
+    s2 = (w @ flat**2).reshape(f0.shape)
+    st = ((w * t) @ flat).reshape(f0.shape)
+    mean = (w @ flat).reshape(f0.shape)
+    num = s2 - 2.0 * fme * st + fme**2 * float(w @ t**2)
+    den = s2 - mean**2
+    scale = np.max(np.abs(flat), axis=0).reshape(f0.shape) + np.abs(f0)
     undefined = den <= (64.0 * np.finfo(float).eps * scale) ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = 1.0 - num / den
+        out = 1.0 - np.maximum(num, 0.0) / den
     out[undefined] = np.nan
     return out

@@ -217,6 +217,10 @@ def _set_level(col: pd.Series, level: Any, n: int) -> Any:
     return pd.array([level] * n, dtype=col.dtype)
 
 
+def _all_float(frame: pd.DataFrame) -> bool:
+    return frame.shape[1] > 0 and all(dt == np.float64 for dt in frame.dtypes)
+
+
 def _numeric_shift(step: Step, h: Mapping[str, Any] | None) -> Any:
     if h is not None and step.feature in h:
         return np.asarray(h[step.feature], dtype=float)
@@ -230,6 +234,12 @@ def apply_steps(frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, An
     step shrinking); otherwise each step's own value is added. Untouched
     columns keep their dtypes; categorical columns stay categorical.
     """
+    if _all_float(frame) and all(s.is_numeric for s in steps):
+        # One consolidated float block: the model's ``np.asarray(frame)`` is then a view, not a copy.
+        arr = frame.to_numpy(dtype=float, copy=True)
+        for step in steps:
+            arr[:, frame.columns.get_loc(step.feature)] += _numeric_shift(step, h)
+        return pd.DataFrame(arr, index=frame.index, columns=frame.columns, copy=False)
     out = frame.copy(deep=False)
     n = len(frame)
     for step in steps:
@@ -252,6 +262,17 @@ def stack_path(
     """
     n = len(frame)
     ts = np.asarray(ts, dtype=float)
+    if _all_float(frame):
+        # Build the block column by column, (features, nodes, rows) in C order: each write is
+        # contiguous and the DataFrame wraps it without a copy (pandas keeps blocks as columns x rows).
+        base_t = frame.to_numpy(dtype=float).T
+        arr = np.empty((frame.shape[1], ts.size, n))
+        arr[:] = base_t[:, None, :]
+        for step in steps:
+            j = frame.columns.get_loc(step.feature)
+            shift = np.broadcast_to(_numeric_shift(step, h), (n,))
+            arr[j] += ts[:, None] * shift[None, :]
+        return pd.DataFrame(arr.reshape(frame.shape[1], ts.size * n).T, columns=frame.columns, copy=False)
     out = frame.take(np.tile(np.arange(n), ts.size))
     out.index = pd.RangeIndex(out.shape[0])
     for step in steps:

@@ -1,0 +1,94 @@
+"""fME + NLM cost against the model's own ``predict`` on exactly the rows it needs.
+
+For each n and model, one run times
+
+* ``fme.fme(model, X, {"x0": 1}, nlm=True)`` (Gauss-Legendre, default nodes), and
+* the baseline: ``model.predict`` on pre-built frames holding exactly the
+  rows the NLM needs: x, x + h and x + t_k h for every interior node t_k,
+  in the same batches as fme uses (so memory is comparable).
+
+The ratio fme / baseline is fme's overhead (frame building, bookkeeping,
+quadrature); absolute times on shared machines are noisy, ratios less so.
+Usage: ``python benchmarks/bench_fme.py [--sizes 10000 100000 1000000] [--repeat 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+from sklearn.ensemble import HistGradientBoostingRegressor
+from sklearn.linear_model import LinearRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+import fme
+from fme.effects import _default_batch
+from fme.nlm import quadrature_rule
+from fme.steps import apply_steps, parse_steps, stack_path
+
+P = 10
+
+
+def make_data(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(rng.normal(size=(n, P)), columns=[f"x{j}" for j in range(P)])
+
+
+def target(X: pd.DataFrame) -> np.ndarray:
+    return np.sin(X["x0"]) * X["x1"] + X["x2"] ** 2 + 0.5 * X["x3"]
+
+
+def fit_models() -> dict:
+    X = make_data(20_000, seed=1)
+    y = target(X).to_numpy()
+    return {
+        "HistGradientBoostingRegressor": HistGradientBoostingRegressor(max_iter=100, random_state=0).fit(X, y),
+        "StandardScaler+LinearRegression": make_pipeline(StandardScaler(), LinearRegression()).fit(X, y),
+    }
+
+
+def baseline_frames(X: pd.DataFrame):
+    steps = parse_steps(X, {"x0": 1.0})
+    rule = quadrature_rule()
+    size = _default_batch(len(X), X.shape[1], rule)
+    t_int = rule.nodes[rule.interior]
+    frames = []
+    for start in range(0, len(X), size):
+        xb = X.iloc[start:start + size]
+        frames += [xb, apply_steps(xb, steps), stack_path(xb, steps, t_int)]
+    return frames
+
+
+def best_of(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    models = fit_models()
+    print(f"| model | n | rows predicted | fme(nlm=True) s | predict on same rows s | ratio |")
+    print("|---|---|---|---|---|---|")
+    for n in args.sizes:
+        X = make_data(n)
+        frames = baseline_frames(X)
+        rows = sum(len(f) for f in frames)
+        for name, model in models.items():
+            t_base = best_of(lambda: [model.predict(f) for f in frames], args.repeat)
+            t_fme = best_of(lambda: fme.fme(model, X, {"x0": 1.0}, nlm=True), args.repeat)
+            print(f"| {name} | {n:,} | {rows:,} | {t_fme:.3f} | {t_base:.3f} | {t_fme / t_base:.2f} |", flush=True)
+        del frames
+
+
+if __name__ == "__main__":
+    main()
