@@ -96,8 +96,7 @@ def encode_fit(X: pd.DataFrame) -> tuple[list[Covariate], np.ndarray, list[np.nd
                 fac_cols.append(codes)
                 cov.has_nan = bool((codes < 0).any())
         elif pd.api.types.is_bool_dtype(dt) or (
-            dt == object and s.dropna().map(lambda v: isinstance(v, (bool, np.bool_))).all()
-            and s.notna().any()
+            dt == object and pd.api.types.infer_dtype(s, skipna=True) == "boolean"
         ):
             levels = [lv for lv in (False, True) if (s == lv).any()]
             codes = level_codes(s, levels)
@@ -386,7 +385,6 @@ def split_factor(
         order = np.argsort(sk / nk, kind="stable")
         nl = np.cumsum(nk[order])[:-1]
         dl = np.cumsum(sk[order])[:-1]
-        bits = np.tril(np.ones((kp - 1, kp)))[:, :]  # row r: first r+1 levels of `order`
     sig = vh * nl * (W - nl) / (W - 1.0)
     good = (sig > TOL) & (nl >= mb) & (W - nl >= mb)
     with np.errstate(divide="ignore", invalid="ignore"):

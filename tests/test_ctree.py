@@ -355,3 +355,24 @@ def test_random_data_invariants(seed: int, n: int, nan_frac: float, weighted: bo
         xm, ym = ww @ x / W, ww @ y / W
         r2 = (ww @ ((x - xm) * (y - ym))) ** 2 / ((ww @ (x - xm) ** 2) * (ww @ (y - ym) ** 2))
         assert root.at["k", "statistic"] == pytest.approx((W - 1) * r2, rel=1e-8)
+
+
+def test_many_level_factor_ordering_search_matches_exhaustive(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fme._ctree_stats as S
+
+    rng = np.random.default_rng(8)
+    lv = rng.integers(0, 10, size=1500)
+    X = pd.DataFrame({"f": pd.Categorical([f"L{i}" for i in lv])})
+    y = rng.normal(size=10)[lv] + rng.normal(size=1500)
+    exhaustive = CTree(minbucket=1, maxdepth=1).fit(X, y).nodes_.at[1, "split_levels"]
+    monkeypatch.setattr(S, "EXHAUSTIVE_MAX_LEVELS", 2)
+    ordered = CTree(minbucket=1, maxdepth=1).fit(X, y).nodes_.at[1, "split_levels"]
+    assert exhaustive == ordered
+    assert set(exhaustive.values()) == {1, 2}
+    assert exhaustive["L0"] == 1  # first level always goes to child 1
+    # object columns of booleans are factors too
+    Xb = pd.DataFrame({"b": pd.Series(lv > 4, dtype=object)})
+    tb = CTree(maxdepth=1).fit(Xb, y)
+    tf = CTree(maxdepth=1).fit(pd.DataFrame({"b": (lv > 4).astype(float)}), y)
+    assert tb._covs[0].kind == "factor" and tb._covs[0].levels == [False, True]
+    assert tb.criteria_["statistic"].iloc[0] == pytest.approx(tf.criteria_["statistic"].iloc[0], rel=1e-12)
