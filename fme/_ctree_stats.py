@@ -1,7 +1,7 @@
 """Private numerical kernels of :class:`fme.ctree.CTree`.
 
 Clean-room implementation written from the project's written specification
-(``docs/ctree-spec.md``, sections cited as §n) of the documented behaviour of
+(``ctree-spec.md``, sections cited as §n) of the documented behaviour of
 R's partykit::ctree / libcoin (Hothorn, Hornik & Zeileis, 2006). No partykit or
 libcoin code was consulted.
 
@@ -14,7 +14,7 @@ all numeric/ordered covariates at once, a weighted ``bincount`` per factor, and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,7 +47,6 @@ class Covariate:
     #: sorted unique non-missing values (numeric) or 1..K (ordered)
     uniq: np.ndarray | None = None
     has_nan: bool = False
-    extra: dict = field(default_factory=dict)
 
 
 def level_codes(values: pd.Series, levels: list[Any]) -> np.ndarray:

@@ -3,7 +3,7 @@
 This is a clean-room implementation of the documented behaviour of partykit's
 ``ctree`` (Hothorn, Hornik & Zeileis, 2006, "Unbiased recursive partitioning: a
 conditional inference framework", JCGS 15(3)), written from the project's
-specification ``docs/ctree-spec.md`` (sections cited as §n). No partykit or libcoin
+CTREE specification ``ctree-spec.md`` (sections cited as §n). No partykit or libcoin
 code was used. For a numeric response it grows the same trees as partykit 1.2-16
 (node ids, split variables, exact split values, factor partitions, p-values).
 """
@@ -245,7 +245,6 @@ class CTree:
     def _grow(self, covs, Z, R, F, y, w) -> None:
         maximum_t = str(self.teststat).lower() == "maximum"
         maximum_s = str(self.splitstat).lower() == "maximum"
-        p = len(covs)
         # position of each covariate in the numeric / factor blocks
         slot, ni, fi = [], 0, 0
         for cv in covs:
@@ -264,7 +263,8 @@ class CTree:
         nodes: list[dict] = []
         crit_rows: list[tuple] = []
         train_leaf = np.zeros(len(y), dtype=np.int64)
-        # explicit stack: (row indices, depth, parent id, slot in parent's children)
+        # explicit stack of (row indices, depth, parent id); child 1 is pushed last so that
+        # its whole subtree is numbered before child 2: partykit's pre-order ids (§6.1)
         stack: list[tuple[np.ndarray, int, int | None]] = [(np.arange(len(y)), 0, None)]
         while stack:
             idx, depth, parent = stack.pop()

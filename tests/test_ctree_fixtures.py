@@ -6,7 +6,6 @@ the datasets ``<dataset>_data.csv`` with the controls listed in README.txt.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
