@@ -159,3 +159,12 @@ def test_row_assignment_matches_partykit(ds: str, ctl: str) -> None:
         ok = ~X[used].isna().any(axis=1).to_numpy() if used else np.ones(len(X), bool)
         np.testing.assert_array_equal(got[ok], ref[ok])
         np.testing.assert_array_equal(pred[ok], ref[ok])
+
+
+@pytest.mark.parametrize("ds,ctl", [_param(*c) for c in CASES])
+def test_print_body_matches_partykit(ds: str, ctl: str) -> None:
+    tree, *_ = fit_case(ds, ctl)
+    ref = (FIX / f"{ds}__{ctl}_print.txt").read_text().split("Fitted party:")[1]
+    want = [ln.rstrip() for ln in ref.splitlines() if ln.strip()]
+    got = [ln.rstrip() for ln in tree.to_text().splitlines()[2:] if ln.strip()]
+    assert got == want
