@@ -370,7 +370,7 @@ class PartitionDisplay:
                        ax: Any = None, **plot_kw: Any) -> PartitionDisplay:
         """Build from a cAME partition (``fme.came`` output) and plot.
 
-        Uses only ``part.tree.nodes_``, ``part.leaves``, ``part.root``,
+        Uses only ``part.nodes`` (the reduced tree; ``part.tree.nodes_`` when absent), ``part.leaves``, ``part.root``,
         ``part.effects``, ``part.leaf_of_row`` and ``part.conf_level``.
         """
         from .plotting import _measure_column, _step_text
@@ -383,7 +383,7 @@ class PartitionDisplay:
         root = part.root.iloc[0] if isinstance(part.root, pd.DataFrame) else part.root
         est, lo, hi = fmt_ci(float(root["came"]), float(root.get("came_ci_low", np.nan)),
                              float(root.get("came_ci_high", np.nan)))
-        display = cls(nodes=part.tree.nodes_, leaves=part.leaves, leaf_values=leaf_values,
+        display = cls(nodes=getattr(part, "nodes", part.tree.nodes_), leaves=part.leaves, leaf_values=leaf_values,
                       average=float(root["came"]), n_total=int(root["n"]), conf_level=float(part.conf_level),
                       step_text=", ".join(_step_text(s, dict(units or {})) for s in effects.steps),
                       root_label=f"AME {est} [{lo}, {hi}]")

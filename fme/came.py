@@ -95,6 +95,29 @@ class PartitionResult:
         root = {"node": 1, **_figures(fmes, nlms, conf_level), "rule": "(all)"}
         self.root = pd.Series(root)[cols]
 
+    @property
+    def nodes(self) -> pd.DataFrame:
+        """Node table of the tree as reduced to the subspaces: the subspaces are
+        its leaves (their subtrees dropped); same columns as ``tree.nodes_``."""
+        nodes = self.tree.nodes_
+        keep = set()
+        for leaf in self.leaf_ids:
+            cur = leaf
+            while True:
+                keep.add(int(cur))
+                par = nodes.at[cur, "parent"]
+                if pd.isna(par):
+                    break
+                cur = int(par)
+        out = nodes.loc[sorted(keep)].copy()
+        for leaf in self.leaf_ids:
+            out.at[leaf, "is_leaf"] = True
+            out.at[leaf, "children"] = ()
+            out.at[leaf, "split_feature"] = None
+            out.at[leaf, "split_levels"] = None
+            out.at[leaf, "split_value"] = np.nan
+        return out
+
     # ------------------------------------------------------------ subspaces
     def _path(self, node: int) -> list[tuple[int, int]]:
         """(parent, child) pairs from the root to ``node``."""
