@@ -107,25 +107,37 @@ def nlm_from_path(f0: np.ndarray, f1: np.ndarray, f_interior: np.ndarray, rule: 
     """
     f0 = np.asarray(f0, dtype=float)
     f1 = np.asarray(f1, dtype=float)
-    # Work relative to f(x): a constant path then gives exact zeros, not rounding noise.
-    dev = np.empty((rule.nodes.size,) + f0.shape)
-    dev[rule.interior] = np.asarray(f_interior, dtype=float) - f0
-    dev[rule.nodes == 0.0] = 0.0
-    dev[rule.nodes == 1.0] = f1 - f0
+    f_interior = np.asarray(f_interior, dtype=float)
     fme = f1 - f0
-    w, t = rule.weights, rule.nodes
-    flat = dev.reshape(t.size, -1)
-    # Weighted sums as matrix products (one pass each, no (k, n) temporaries):
-    #   I  = sum w (dev - t fme)^2 = S2 - 2 fme St + fme^2 sum(w t^2)
-    #   II = sum w (dev - mean)^2 = S2 - mean^2,   mean = sum w dev   (sum w = 1)
-    s2 = (w @ flat**2).reshape(f0.shape)
-    st = ((w * t) @ flat).reshape(f0.shape)
-    mean = (w @ flat).reshape(f0.shape)
-    num = s2 - 2.0 * fme * st + fme**2 * float(w @ t**2)
-    den = s2 - mean**2
-    scale = np.max(np.abs(flat), axis=0).reshape(f0.shape) + np.abs(f0)
+    # Work relative to f(x): a constant path then gives exact zeros, not rounding noise.
+    # One node at a time with element-wise operations only (no reductions over a
+    # batch-shaped array, no BLAS): every row's result is then bit-for-bit the same
+    # whatever the batch size or memory layout, temporaries stay O(n), and the two
+    # sums are taken directly (two passes) instead of via cancelling expansions
+    # such as S2 - mean^2.
+    interior = np.cumsum(rule.interior) - 1
+
+    def dev(k: int) -> np.ndarray:
+        if rule.nodes[k] == 0.0:
+            return np.zeros_like(f0)
+        if rule.nodes[k] == 1.0:
+            return fme
+        return f_interior[interior[k]] - f0
+
+    mean = np.zeros_like(f0)
+    for k in range(rule.nodes.size):
+        mean += rule.weights[k] * dev(k)
+    num = np.zeros_like(f0)
+    den = np.zeros_like(f0)
+    scale = np.zeros_like(f0)
+    for k in range(rule.nodes.size):
+        d = dev(k)
+        num += rule.weights[k] * (d - rule.nodes[k] * fme) ** 2
+        den += rule.weights[k] * (d - mean) ** 2
+        np.maximum(scale, np.abs(d), out=scale)
+    scale += np.abs(f0)
     undefined = den <= (64.0 * np.finfo(float).eps * scale) ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = 1.0 - np.maximum(num, 0.0) / den
+        out = 1.0 - num / den
     out[undefined] = np.nan
     return out
