@@ -80,6 +80,7 @@ def ame(
     """
     check_data(data)
     conf_level = check_conf_level(conf_level)
+    _check_single_output(fme_kwargs.get("target_class"), "ame")
     if categorical not in ("observation", "classic"):
         raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
     if steps is None:
@@ -103,6 +104,14 @@ def ame(
             rows.append(_row(feature, res.steps[0].value, None, None, res.results["fme"].to_numpy(),
                              res.n_excluded, conf_level))
     return pd.DataFrame(rows, columns=_AME_COLUMNS)
+
+
+def _check_single_output(target_class: Any, name: str) -> None:
+    if isinstance(target_class, str) and target_class == "all":
+        raise ParameterError(
+            f"{name}() works on one output; target_class='all' is not supported here. Pass one class "
+            "(target_class=<label>) per call, or use fme.fme(..., target_class='all') for every class at once."
+        )
 
 
 def _categorical_rows(model, data, feature, value, categorical, conf_level, fme_kwargs) -> list[dict]:
@@ -240,6 +249,7 @@ def dme(
         raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
     if not is_numeric(data[feature]):
         raise StepError(f"feature {feature!r} is categorical; derivatives need a numeric feature.")
+    _check_single_output(target_class, "dme")
     x = data[feature].to_numpy(dtype=float)
     if eps is None:
         span = float(np.nanmax(x) - np.nanmin(x))

@@ -216,3 +216,27 @@ def test_dme_classifier(rf_binary, logit, Xnum):
     d = fme.dme(logit, Xnum, "x1")
     p = np.asarray(logit.predict(Xnum))
     np.testing.assert_allclose(d["dme"], logit.params["x1"] * p * (1 - p), rtol=1e-6)
+
+
+def test_margins_with_multiclass(multiclass, Xnum):
+    one = fme.ame(multiclass, Xnum, {"x1": 0.5}, target_class="mid")
+    assert one["ame"].item() == pytest.approx(fme.fme(multiclass, Xnum, {"x1": 0.5}, target_class="mid").ame,
+                                              rel=1e-15)
+    for fn in (lambda: fme.ame(multiclass, Xnum, {"x1": 0.5}, target_class="all"),
+               lambda: fme.dme(multiclass, Xnum, "x1", target_class="all")):
+        with pytest.raises(ParameterError, match="target_class='all' is not supported"):
+            fn()
+    m = fme.mem(multiclass, Xnum, {"x1": 0.5}, target_class="all")
+    classes = [str(c) for c in multiclass.classes_]
+    assert [c for c in m.columns if c.startswith("fme_")] == [f"fme_{c}" for c in classes]
+    assert m[[f"fme_{c}" for c in classes]].sum(axis=1).item() == pytest.approx(0.0, abs=1e-12)
+    d = fme.dme(multiclass, Xnum, "x1", target_class="mid", eps=1e-4)
+    j = classes.index("mid")
+    up, down = Xnum.assign(x1=Xnum["x1"] + 1e-4), Xnum.assign(x1=Xnum["x1"] - 1e-4)
+    manual = (multiclass.predict_proba(up)[:, j] - multiclass.predict_proba(down)[:, j]) / 2e-4
+    np.testing.assert_allclose(d["dme"].to_numpy(), manual, rtol=1e-12, atol=1e-14)
+
+
+def test_model_features_missing_from_data(gbr, Xnum):
+    with pytest.raises(fme.DataError, match=r"lacks feature\(s\) \['x3'\]"):
+        fme.fme(gbr, Xnum[["x1", "x2"]], {"x1": 1.0})
