@@ -68,7 +68,7 @@ def quadrature_rule(method: str = "gauss-legendre", points: int | None = None, i
         ``intervals`` sub-intervals (nodes t = j / (3k)), the rule used by the
         paper's code and the R package fmeffects.
     points : int, optional
-        Gauss-Legendre nodes (default 16). Only for ``gauss-legendre``.
+        Gauss-Legendre nodes (default 16, at least 2). Only for ``gauss-legendre``.
     intervals : int, optional
         Simpson 3/8 sub-intervals (default 1). Only for ``simpson38``.
     """
@@ -77,7 +77,8 @@ def quadrature_rule(method: str = "gauss-legendre", points: int | None = None, i
     if method == "gauss-legendre":
         if intervals is not None:
             raise ParameterError("nlm_intervals applies to nlm_method='simpson38'; use nlm_points for Gauss-Legendre.")
-        m = DEFAULT_GL_POINTS if points is None else _positive_int(points, "nlm_points")
+        # one node cannot see any variation along the path (II = 0): every NLM would be NaN
+        m = DEFAULT_GL_POINTS if points is None else _positive_int(points, "nlm_points", minimum=2)
         x, w = roots_legendre(m)
         return QuadratureRule(method, (x + 1.0) / 2.0, w / 2.0)
     if points is not None:

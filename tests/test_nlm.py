@@ -202,7 +202,8 @@ def test_quadrature_rules():
 
 @pytest.mark.parametrize("kwargs, phrase", [
     (dict(nlm_method="trapezoid"), "unknown nlm_method"),
-    (dict(nlm_points=0), "nlm_points must be an integer >= 1"),
+    (dict(nlm_points=0), "nlm_points must be an integer >= 2"),
+    (dict(nlm_points=1), "nlm_points must be an integer >= 2"),
     (dict(nlm_points=2.5), "nlm_points must be an integer"),
     (dict(nlm_method="simpson38", nlm_intervals=0), "nlm_intervals must be an integer >= 1"),
     (dict(nlm_method="simpson38", nlm_points=4), "nlm_points applies to nlm_method='gauss-legendre'"),
