@@ -181,8 +181,10 @@ def parse_steps(data: pd.DataFrame, steps: Any, rule_data: pd.DataFrame | None =
         col = data[feature]
         if is_categorical(col):
             levels = _levels(col)
-            if rule_data is not data and feature in rule_data.columns:
-                # the reference (training) data knows levels a subset or a grid (MEM/MER) may lack
+            if (rule_data is not data and feature in rule_data.columns
+                    and not isinstance(col.dtype, pd.CategoricalDtype)):
+                # the reference (training) data knows levels a subset or a grid (MEM/MER) may lack;
+                # a pandas categorical's own categories are its complete set of levels
                 levels += [lv for lv in _levels(rule_data[feature]) if not any(_same_level(lv, k) for k in levels)]
             if not any(_same_level(value, lv) for lv in levels):
                 kind = "a numeric step" if isinstance(value, numbers.Real) and not isinstance(value, bool) else "level"

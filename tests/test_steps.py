@@ -231,3 +231,10 @@ def test_level_known_only_from_reference_data(frame):
     assert res.n == len(sub) and (res.results["fme"] == 4.0).all()
     with pytest.raises(StepError, match=r"levels \['u', 'v'\], not level 'w'"):
         fme.fme(f, sub, {"s": "w"}, reference_data=frame)
+
+
+def test_categorical_dtype_levels_come_from_its_categories(frame):
+    data = frame.assign(cat=pd.Categorical(["a"] * len(frame), categories=["a"]))
+    ref = frame.assign(cat=pd.Categorical(["a", "b"] * (len(frame) // 2)))
+    with pytest.raises(StepError, match=r"'cat' is categorical: give one of its levels \['a'\], not level 'b'"):
+        fme.fme(lin, data, {"cat": "b"}, reference_data=ref)
