@@ -1,0 +1,56 @@
+"""Command line: ``fme report <config.yaml>...`` and ``fme demo`` (also ``python -m fme``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+DEMO_CONFIG = Path("reports") / "boston-svm.yaml"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fme", description="Forward marginal effects: interpretation reports.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("report", help="build report(s) from YAML config(s) into <config dir>/<name>/",
+                       description="Build report.{qmd,html,pdf} per config. Loading a joblib/pickle model or an "
+                                   "entry point executes code: only use trusted configs.")
+    r.add_argument("configs", nargs="+", help="report config file(s) (YAML)")
+    r.add_argument("--out", help="output folder (only with one config; default: <config dir>/<config name>)")
+    r.add_argument("--force", action="store_true", help="rebuild even if the inputs are unchanged")
+    r.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+    d = sub.add_parser("demo", help="build the bundled Boston SVM report (reports/boston-svm.yaml)")
+    d.add_argument("--force", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from .report.build import build_report
+    from .report.config import ConfigError
+
+    if args.command == "demo":
+        configs, out, force, pdf = [str(DEMO_CONFIG)], None, args.force, None
+        if not DEMO_CONFIG.exists():
+            print(f"fme demo: {DEMO_CONFIG} not found; run it from the repository root.", file=sys.stderr)
+            return 2
+    else:
+        configs, out, force, pdf = args.configs, args.out, args.force, (False if args.no_pdf else None)
+        if out is not None and len(configs) > 1:
+            print("fme report: --out works with a single config only.", file=sys.stderr)
+            return 2
+    status = 0
+    for cfg in configs:
+        try:
+            res = build_report(cfg, out, force=force, pdf=pdf)
+        except ConfigError as exc:
+            print(f"fme report: invalid config: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        if not res["skipped"]:
+            print(f"  html: {res['html']}" + (f"\n  pdf:  {res['pdf']}" if res["pdf"] else ""))
+    return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

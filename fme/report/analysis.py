@@ -1,0 +1,294 @@
+"""The computations behind a report (run inside ``templates/analysis.ipynb``).
+
+Everything here reads the public API of :mod:`fme` and writes plain files:
+``results.json`` (full precision), ``tables/*.csv`` and ``figures/*.{svg,png}``.
+Formatting, wording and alt text happen later, in :mod:`fme.report.context`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import math
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import fme
+
+from .._validation import is_categorical
+from . import figures
+
+__all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "write_results"]
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _resolve(cfg: dict, rel: str) -> Path:
+    p = Path(rel)
+    return p if p.is_absolute() else Path(cfg["_dir"]) / p
+
+
+# ------------------------------------------------------------------ inputs
+def load_model(cfg: dict) -> tuple[Any, pd.DataFrame | None, dict]:
+    """The fitted model, its training features (if the source returns them) and provenance.
+
+    Both sources execute code: a joblib file unpickles arbitrary objects and
+    an entry point imports and calls a function. Only use trusted configs.
+    """
+    spec = cfg["model"]
+    if "joblib" in spec:
+        import joblib
+
+        path = _resolve(cfg, spec["joblib"])
+        model = joblib.load(path)
+        return model, None, {"kind": "joblib", "source": spec["joblib"], "sha256": _sha256_file(path)}
+    module_name, func_name = spec["entry_point"].split(":")
+    module = importlib.import_module(module_name)
+    out = getattr(module, func_name)()
+    model, train = (out if isinstance(out, tuple) else (out, None))
+    source = getattr(module, "__file__", None)
+    info = {"kind": "entry point", "source": spec["entry_point"],
+            "sha256": _sha256_file(Path(source)) if source else None,
+            "sha256_of": f"source of {module_name}"}
+    return model, train, info
+
+
+def load_data(cfg: dict, spec: dict) -> tuple[pd.DataFrame, dict]:
+    """A data frame and its provenance (source, sha256, rows, columns)."""
+    if "dataset" in spec:
+        from importlib import resources
+
+        from ..datasets import load_boston
+
+        frame = load_boston()
+        raw = resources.files("fme").joinpath("data", "boston.csv").read_bytes()
+        info = {"source": f"bundled dataset '{spec['dataset']}' (fme/data/boston.csv)",
+                "sha256": hashlib.sha256(raw).hexdigest()}
+    else:
+        path = _resolve(cfg, spec["path"])
+        if path.suffix.lower() in (".parquet", ".pq"):
+            frame = pd.read_parquet(path)
+        else:
+            frame = pd.read_csv(path)
+        info = {"source": spec["path"], "sha256": _sha256_file(path)}
+    drop = [c for c in spec.get("drop", []) if c in frame.columns]
+    frame = frame.drop(columns=drop)
+    info.update(n_rows=int(len(frame)), n_cols=int(frame.shape[1]), date=spec.get("date", ""),
+                description=spec.get("description", ""), dropped=drop)
+    return frame, info
+
+
+def versions() -> dict[str, str]:
+    import jinja2
+    import matplotlib
+    import scipy
+    import sklearn
+
+    out = {"fme": fme.__version__, "python": platform.python_version(), "numpy": np.__version__,
+           "pandas": pd.__version__, "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
+           "matplotlib": matplotlib.__version__, "jinja2": jinja2.__version__}
+    return out
+
+
+# ------------------------------------------------------------------ statistics
+def _stats(values: np.ndarray, conf_level: float) -> dict[str, float | None]:
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    n = int(v.size)
+    out: dict[str, float | None] = {"n": n, "mean": None, "sd": None, "se": None, "ci_low": None,
+                                    "ci_high": None, "q25": None, "q75": None}
+    if n == 0:
+        return out
+    out["mean"] = float(v.mean())
+    out["q25"], out["q75"] = (float(q) for q in np.quantile(v, [0.25, 0.75]))
+    if n >= 2:
+        sd = float(v.std(ddof=1))
+        half = float(stats.t.ppf(0.5 + conf_level / 2, n - 1)) * sd / math.sqrt(n)
+        out.update(sd=sd, se=sd / math.sqrt(n), ci_low=out["mean"] - half, ci_high=out["mean"] + half)
+    return out
+
+
+def _num(x: Any) -> Any:
+    """JSON-safe number: NaN/inf -> None, numpy scalars -> Python."""
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(float(x)) else None
+    return x
+
+
+def _levels_for(data: pd.DataFrame, feature: str, value: Any) -> list:
+    col = data[feature]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        levels = list(col.cat.categories)
+    else:
+        levels = sorted(col.dropna().unique().tolist(), key=str)
+    return levels if value == "all" else list(value)
+
+
+# ------------------------------------------------------------------ one effect
+def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff: dict, seed: int) -> dict:
+    """fMEs, NLMs, extrapolation counts and cAMEs of one configured effect.
+
+    Returns a dict with the FMEResult (``"result"``), the PartitionResult
+    (``"partition"``, or None) and the JSON-ready numbers (``"summary"``).
+    """
+    steps = dict(eff["steps"])
+    numeric = all(not is_categorical(data[f]) for f in steps if f in data.columns)
+    detector = None if eff["extrapolation"] == "none" else eff["extrapolation"]
+    kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed}
+    if detector is not None:
+        kwargs.update(extrapolation=detector, on_extrapolation=eff["on_extrapolation"])
+    use_nlm = bool(eff["nlm"]) and numeric
+    res = fme.fme(model, data, steps, nlm=use_nlm, nlm_method=eff["nlm_method"], **kwargs)
+    conf = float(eff["conf_level"])
+    fmes = res.results["fme"].to_numpy(dtype=float)
+    kept = res.results
+    if "extrapolation" in kept.columns:  # policy 'keep': statistics on all rows, EPs counted
+        pass
+    s = _stats(fmes, conf)
+    reasons = res.excluded["reason_type"].value_counts()
+    n_total = res.n + res.n_excluded
+    summary: dict[str, Any] = {
+        "steps": {f: _num(st.value) for f, st in zip(steps, res.steps)},
+        "step_label": res.describe_steps(),
+        "features": list(steps),
+        "numeric": numeric,
+        "detector": res.detector,
+        "policy": res.on_extrapolation,
+        "n_total": n_total,
+        "n": res.n,
+        "n_extrapolation": int(reasons.get("extrapolation", 0)) if res.detector is not None else None,
+        "n_flagged_kept": int(kept["extrapolation"].sum()) if "extrapolation" in kept.columns else None,
+        "n_at_level": int(reasons.get("at_level", 0)),
+        "n_missing": int(reasons.get("missing", 0)),
+        "n_shrunk": None,
+        "conf_level": conf,
+        "ame": s["mean"], "sd": s["sd"], "se": s["se"], "ci_low": s["ci_low"], "ci_high": s["ci_high"],
+        "q25": s["q25"], "q75": s["q75"], "n_negative": int((fmes < 0).sum()),
+        "nlm": use_nlm, "nlm_method": res.nlm_method, "nlm_nodes": res.nlm_nodes,
+    }
+    if res.on_extrapolation == "shrink":
+        step_cols = [f"step_{st.feature}" for st in res.steps]
+        full = np.array([st.value for st in res.steps], dtype=float)
+        summary["n_shrunk"] = int((~np.isclose(kept[step_cols].to_numpy(dtype=float), full)).any(axis=1).sum())
+    if use_nlm:
+        t = _stats(res.results["nlm"].to_numpy(dtype=float), conf)
+        summary.update(anlm=t["mean"], sd_nlm=t["sd"], anlm_ci_low=t["ci_low"], anlm_ci_high=t["ci_high"],
+                       n_nlm=t["n"], n_nlm_undefined=res.n_nlm_undefined,
+                       n_nlm_linear=int((res.results["nlm"].to_numpy(dtype=float) >= 0.9).sum()))
+    # where the extrapolation points are: per stepped numeric feature, range of x among EPs
+    where = []
+    if res.detector is not None:
+        ep_idx = res.extrapolated.index if res.on_extrapolation != "keep" else kept.index[kept["extrapolation"]]
+        for f in steps:
+            if f in data.columns and not is_categorical(data[f]) and len(ep_idx):
+                col = data.loc[ep_idx, f].astype(float)
+                where.append({"feature": f, "min": float(col.min()), "max": float(col.max())})
+        if res.on_extrapolation == "exclude" and len(ep_idx):
+            with_eps = fme.fme(model, data, steps, extrapolation=detector, on_extrapolation="keep",
+                               reference_data=reference, random_state=seed)
+            summary["ame_with_eps"] = _stats(with_eps.results["fme"].to_numpy(dtype=float), conf)["mean"]
+    summary["extrapolation_where"] = where
+    part = None
+    if eff["partition"] is not False and res.n >= 2:
+        params = {k: v for k, v in eff["partition"].items()}
+        method = params.pop("method", "ctree")
+        feats = params.pop("features", None)
+        part = fme.came(res, method=method, features=feats, conf_level=conf, **params)
+        leaves = []
+        for _, row in part.leaves.iterrows():
+            leaf = {k: _num(v) for k, v in row.items()}
+            box = part.describe(int(row["node"]))
+            leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"])}
+                           for f, b in box.iterrows()]
+            leaves.append(leaf)
+        summary["partition"] = {"method": method, "params": eff["partition"], "leaves": leaves,
+                                "root": {k: _num(v) for k, v in part.root.items()}, "notes": list(part.notes),
+                                "features": part.features}
+    else:
+        summary["partition"] = None
+    return {"result": res, "partition": part, "summary": summary}
+
+
+def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: dict, out_dir: Path) -> list[dict]:
+    """Compute every configured effect, write its tables and figures, return the summaries."""
+    out_dir = Path(out_dir)
+    (out_dir / "tables").mkdir(parents=True, exist_ok=True)
+    (out_dir / "figures").mkdir(parents=True, exist_ok=True)
+    summaries = []
+    for i, eff in enumerate(cfg["effects"], start=1):
+        print(f"[fme report] effect {i}/{len(cfg['effects'])}: {eff['id']}", flush=True)
+        single = list(eff["steps"].items())
+        variants = [(eff["id"], eff)]
+        if len(single) == 1 and (single[0][1] == "all" or isinstance(single[0][1], list)):
+            f, v = single[0]
+            variants = [(f"{eff['id']}-{j}", {**eff, "steps": {f: lv}, "level": lv})
+                        for j, lv in enumerate(_levels_for(data, f, v), start=1)]
+        group = []
+        for vid, veff in variants:
+            try:
+                out = compute_effect(model, data, reference, veff, cfg["seed"])
+            except fme.FMEError as exc:  # e.g. every row at the level: report it, do not fail
+                group.append({"id": vid, "error": str(exc), "level": _num(veff.get("level"))})
+                continue
+            summ = out["summary"]
+            summ["id"] = vid
+            summ["level"] = _num(veff.get("level"))
+            summ["figures"] = figures.effect_figures(out["result"], out["partition"], veff, cfg, out_dir, vid)
+            _write_tables(out, summ, out_dir, vid)
+            group.append(summ)
+        summaries.append({"id": eff["id"], "title": eff.get("title"), "why": eff["why"], "config": _jsonable(eff),
+                          "variants": group})
+    return summaries
+
+
+def _write_tables(out: dict, summ: dict, out_dir: Path, vid: str) -> None:
+    res = out["result"]
+    row = {"term": " & ".join(summ["features"]), "contrast": summ["step_label"], "estimate": summ["ame"],
+           "std.error": summ["se"], "conf.low": summ["ci_low"], "conf.high": summ["ci_high"], "n": summ["n"],
+           "n_excluded": res.n_excluded, "sd_fme": summ["sd"], "q25": summ["q25"], "q75": summ["q75"],
+           "anlm": summ.get("anlm")}
+    pd.DataFrame([row]).to_csv(out_dir / "tables" / f"{vid}-ame.csv", index=False, lineterminator="\n")
+    res.results.to_csv(out_dir / "tables" / f"{vid}-fme.csv", lineterminator="\n")
+    if out["partition"] is not None:
+        out["partition"].leaves.to_csv(out_dir / "tables" / f"{vid}-leaves.csv", index=False, lineterminator="\n")
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    return _num(obj)
+
+
+def model_fit(model: Any, test: pd.DataFrame | None, target: str) -> dict | None:
+    """R² and RMSE on configured test data (None when no test data is configured)."""
+    if test is None or target not in test.columns:
+        return None
+    y = test[target].to_numpy(dtype=float)
+    pred = np.asarray(model.predict(test.drop(columns=target)), dtype=float)
+    rmse = float(np.sqrt(np.mean((y - pred) ** 2)))
+    r2 = float(1 - np.sum((y - pred) ** 2) / np.sum((y - y.mean()) ** 2))
+    return {"n": int(len(y)), "rmse": rmse, "r2": r2}
+
+
+def write_results(path: Path, payload: dict) -> None:
+    """results.json with sorted keys and full precision (the report's only numeric input)."""
+    Path(path).write_text(json.dumps(_jsonable(payload), indent=1, sort_keys=True, allow_nan=False) + "\n",
+                          encoding="utf-8")
+
+
+def python_info() -> dict:
+    return {"executable": sys.executable, "platform": platform.platform()}

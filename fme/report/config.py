@@ -1,0 +1,247 @@
+"""Report configs: YAML -> validated dict, errors naming the key and the file line.
+
+The file is read twice: ``yaml.safe_load`` for the values (never ``yaml.load``:
+a config must not be able to construct Python objects) and ``yaml.compose``
+for the node tree, which maps every key path to its line. Validation uses a
+JSON Schema (:data:`SCHEMA`, checked with ``jsonschema``) plus a few checks a
+schema cannot express (e.g. exactly one model source).
+
+Loading the *model* named in a config (a joblib/pickle file or a Python entry
+point) executes code; only build reports from configs you trust.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["ConfigError", "SCHEMA", "load_config", "config_sha256"]
+
+
+class ConfigError(ValueError):
+    """A report config is invalid; the message names the file, line and key."""
+
+
+_NAME = {"type": "string", "minLength": 1}
+_STEP_VALUE = {"anyOf": [{"type": "number"}, {"type": "string", "minLength": 1}, {"type": "boolean"},
+                         {"type": "array", "minItems": 1, "items": {"type": ["string", "number", "boolean"]}}]}
+_DATA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "path": {**_NAME, "description": "CSV or Parquet file, relative to the config file"},
+        "dataset": {"enum": ["boston"], "description": "a bundled dataset"},
+        "description": {"type": "string"},
+        "date": {"type": "string", "description": "date (or period) the data describe"},
+        "drop": {"type": "array", "items": _NAME},
+    },
+    "oneOf": [{"required": ["path"]}, {"required": ["dataset"]}],
+}
+_PARTITION = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "method": {"enum": ["ctree", "cart"]},
+        "features": {"type": "array", "items": _NAME, "minItems": 1},
+        "n_partitions": {"type": "integer", "minimum": 2},
+        "minbucket": {"type": "number", "exclusiveMinimum": 0},
+        "alpha": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "maxdepth": {"type": "integer", "minimum": 1},
+        "testtype": {"enum": ["Bonferroni", "Univariate", "Teststatistic", "MonteCarlo", "teststatistic",
+                              "bonferroni", "univariate"]},
+        "mincriterion": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    },
+}
+_EFFECT = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["steps"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"},
+        "title": _NAME,
+        "steps": {"type": "object", "minProperties": 1, "additionalProperties": _STEP_VALUE},
+        "why": {"type": "string"},
+        "nlm": {"type": "boolean"},
+        "nlm_method": {"enum": ["gauss-legendre", "simpson38"]},
+        "extrapolation": {"enum": ["envelope", "none"]},
+        "on_extrapolation": {"enum": ["exclude", "keep", "shrink"]},
+        "partition": {"oneOf": [{"type": "boolean", "const": False}, _PARTITION]},
+        "conf_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    },
+}
+SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "fme interpretation report config",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["title", "owner", "intended_use", "model", "data", "target", "effects"],
+    "properties": {
+        "title": _NAME,
+        "owner": _NAME,
+        "intended_use": _NAME,
+        "out_of_scope": {"type": "string"},
+        "status": {"enum": ["Draft", "Final"]},
+        "model": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "entry_point": {"type": "string", "pattern": r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"},
+                "joblib": _NAME,
+                "description": {"type": "string"},
+                "prediction_scale": {"type": "string"},
+            },
+            "oneOf": [{"required": ["entry_point"]}, {"required": ["joblib"]}],
+        },
+        "data": _DATA,
+        "reference_data": _DATA,
+        "test_data": _DATA,
+        "target": _NAME,
+        "target_unit": {"type": "string"},
+        "units": {"type": "object", "additionalProperties": {"type": "string"}},
+        "conf_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        "seed": {"type": "integer", "minimum": 0},
+        "timestamp": {"type": "boolean"},
+        "observations": _NAME,
+        "effects": {"type": "array", "minItems": 1, "items": _EFFECT},
+        "figures": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "max_points": {"type": "integer", "minimum": 10},
+                "width": {"type": "number", "exclusiveMinimum": 0},
+                "png_dpi": {"type": "integer", "minimum": 50, "maximum": 600},
+            },
+        },
+        "pdf": {"type": "boolean"},
+    },
+}
+
+DEFAULTS: dict[str, Any] = {
+    "status": "Draft", "conf_level": 0.95, "seed": 0, "timestamp": False, "pdf": True,
+    "out_of_scope": "", "units": {}, "target_unit": "",
+    "figures": {"max_points": 2000, "width": 6.4, "png_dpi": 200},
+}
+EFFECT_DEFAULTS: dict[str, Any] = {
+    "why": "", "nlm": True, "nlm_method": "gauss-legendre", "extrapolation": "envelope",
+    "on_extrapolation": "exclude", "partition": {"method": "ctree"},
+}
+
+
+# ------------------------------------------------------------------ line numbers
+def _line_map(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
+    """Key path -> 1-based line of its key (mappings) or item (sequences)."""
+    out = {} if out is None else out
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            out[path + (key,)] = key_node.start_mark.line + 1
+            _line_map(value_node, path + (key,), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            out[path + (i,)] = item.start_mark.line + 1
+            _line_map(item, path + (i,), out)
+    return out
+
+
+def _key_text(path: tuple) -> str:
+    text = ""
+    for p in path:
+        text += f"[{p}]" if isinstance(p, int) else (f".{p}" if text else str(p))
+    return text or "(top level)"
+
+
+def _fail(file: str, lines: dict[tuple, int], path: tuple, message: str) -> ConfigError:
+    p = tuple(path)
+    while p not in lines and p:
+        p = p[:-1]
+    return ConfigError(f"{file}:{lines.get(p, 1)}: {_key_text(tuple(path))}: {message}")
+
+
+def _schema_message(err: Any) -> tuple[tuple, str]:
+    path = tuple(err.absolute_path)
+    if err.validator == "additionalProperties":
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        if extra:
+            allowed = ", ".join(sorted(err.schema.get("properties", {})))
+            return path + (extra[0],), f"unknown key {extra[0]!r}; allowed keys here: {allowed}"
+    if err.validator == "required":
+        return path, err.message.replace("is a required property", "is missing (required)")
+    if err.validator == "oneOf" and isinstance(err.instance, dict):
+        options = [s.get("required", [None])[0] for s in err.schema["oneOf"] if "required" in s]
+        if options:
+            return path, f"give exactly one of {', '.join(options)}"
+    return path, err.message
+
+
+# ------------------------------------------------------------------ public API
+def config_sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read, validate and complete (defaults) a report config.
+
+    Returns a plain dict with the defaults filled in, plus ``_path`` (the
+    resolved config file), ``_dir`` and ``_name`` (file stem).
+
+    Raises
+    ------
+    ConfigError
+        With ``<file>:<line>: <key>: <problem>``.
+    """
+    import jsonschema
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config: {exc.strerror}") from exc
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        raise ConfigError(f"{path}:{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}:1: the config must be a mapping of keys (title:, model:, ...)")
+    lines = _line_map(node) if node is not None else {}
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    errors = sorted(validator.iter_errors(raw), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        best = jsonschema.exceptions.best_match(errors)
+        key_path, message = _schema_message(best)
+        raise _fail(str(path), lines, key_path, message)
+    cfg = copy.deepcopy(DEFAULTS)
+    for key, value in raw.items():
+        if isinstance(value, dict) and isinstance(cfg.get(key), dict):
+            cfg[key] = {**cfg[key], **value}
+        else:
+            cfg[key] = value
+    ids = set()
+    for i, eff in enumerate(cfg["effects"]):
+        full = {**copy.deepcopy(EFFECT_DEFAULTS), **eff}
+        full.setdefault("conf_level", cfg["conf_level"])
+        full.setdefault("id", "-".join(str(f) for f in eff["steps"]))
+        full["id"] = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in str(full["id"]))
+        if full["id"] in ids:
+            full["id"] = f"{full['id']}-{i + 1}"
+        ids.add(full["id"])
+        if full["extrapolation"] == "none" and "on_extrapolation" in eff:
+            raise _fail(str(path), lines, ("effects", i, "on_extrapolation"),
+                        "a policy needs a detector; remove it or set extrapolation: envelope")
+        lists = [f for f, v in full["steps"].items() if isinstance(v, list)]
+        if lists and len(full["steps"]) > 1:
+            raise _fail(str(path), lines, ("effects", i, "steps", lists[0]),
+                        "a list of levels (one effect per level) is allowed only for a single categorical step")
+        cfg["effects"][i] = full
+    cfg["_path"] = str(path.resolve())
+    cfg["_dir"] = str(path.resolve().parent)
+    cfg["_name"] = path.stem
+    cfg["_lines"] = {_key_text(k): v for k, v in lines.items()}
+    return cfg

@@ -1,0 +1,229 @@
+"""results.json + config -> the template context (plain dicts of display strings).
+
+Templates only place these strings; they never compute or format numbers.
+Table cells and generated sentences share the same formatted strings.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Any
+
+from . import sentences
+from .formatting import fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
+
+__all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS"]
+
+#: Flag rules printed in the report with their thresholds.
+FLAG_THRESHOLDS = {"ep_share": 0.5, "anlm": 0.9, "leaf_n": 30}
+
+
+def effect_cells(v: dict) -> dict[str, str]:
+    """All display strings of one effect variant (used by tables *and* sentences)."""
+    ame, lo, hi = fmt_est(v["ame"], v["ci_low"], v["ci_high"])
+    d = {"ame": ame, "ci_low": lo, "ci_high": hi, "n": fmt_int(v["n"]), "n_total": fmt_int(v["n_total"]),
+         "level": fmt_level(v["conf_level"]), "sd": fmt_num(v["sd"], 3), "q25": fmt_num(v["q25"], 3),
+         "q75": fmt_num(v["q75"], 3), "step": v["step_label"],
+         "n_extrapolation": "not checked" if v["detector"] is None else fmt_int(v["n_extrapolation"] or 0),
+         "n_flagged": fmt_int(v.get("n_flagged_kept")), "n_shrunk": fmt_int(v.get("n_shrunk")),
+         "n_at_level": fmt_int(v.get("n_at_level")),
+         "detector": "not checked" if v["detector"] is None else f"{v['detector']} ({v['policy']})"}
+    if v["detector"] is not None and v["policy"] == "exclude":
+        d["ep_share"] = fmt_share(v["n_extrapolation"] or 0, v["n"] + (v["n_extrapolation"] or 0))
+    else:
+        d["ep_share"] = "-"
+    if v.get("ame_with_eps") is not None:
+        d["ame_with_eps"] = fmt_num(v["ame_with_eps"], len(ame.split(".")[1]) if "." in ame else 0)
+    if v.get("nlm") and v.get("anlm") is not None:
+        a, alo, ahi = fmt_est(v["anlm"], v["anlm_ci_low"], v["anlm_ci_high"])
+        d.update(anlm=a, anlm_ci_low=alo, anlm_ci_high=ahi)
+    else:
+        d.update(anlm="-", anlm_ci_low="-", anlm_ci_high="-")
+    return d
+
+
+def _leaf_rows(part: dict, n_all: int) -> list[dict[str, str]]:
+    rows = []
+    for leaf in [{**part["root"], "node": "all"}] + part["leaves"]:
+        est, lo, hi = fmt_est(leaf["came"], leaf["came_ci_low"], leaf["came_ci_high"])
+        row = {"node": "all rows *" if leaf["node"] == "all" else str(leaf["node"]), "rule": leaf["rule"],
+               "n": fmt_int(leaf["n"]), "share": fmt_share(int(leaf["n"]), n_all), "came": est,
+               "ci": f"[{lo}, {hi}]", "cov": fmt_num(leaf["cov_fme"], 2), "small": int(leaf["n"]) < FLAG_THRESHOLDS["leaf_n"]}
+        row.update(canlm="-", canlm_ci="-")
+        if "canlm" in leaf:
+            c, clo, chi = fmt_est(leaf["canlm"], leaf["canlm_ci_low"], leaf["canlm_ci_high"])
+            row.update(canlm=c, canlm_ci=f"[{clo}, {chi}]")
+        rows.append(row)
+    return rows
+
+
+def _boxes(part: dict) -> dict[str, Any]:
+    leaves = part["leaves"]
+    feats = [b["feature"] for b in leaves[0]["box"]] if leaves else []
+    rows = []
+    for i, f in enumerate(feats):
+        cells = [{"text": leaf["box"][i]["range"], "restricted": leaf["box"][i]["restricted"]} for leaf in leaves]
+        rows.append({"feature": f, "cells": cells})
+    return {"header": [f"leaf {leaf['node']}" for leaf in leaves], "rows": rows}
+
+
+def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
+    out = []
+    step, unit = cells["step"], cfg.get("target_unit", "")
+    u = f" {unit}" if unit else ""
+    for fig in v["figures"]:
+        counter[0] += 1
+        k = fig["kind"]
+        if k == "extrapolation":
+            where = next((w for w in v["extrapolation_where"] if w["feature"] == fig["feature"]), None)
+            loc = (f"; the extrapolation points have {fig['feature']} from {fmt_num(where['min'], 3)} to "
+                   f"{fmt_num(where['max'], 3)}") if where else ""
+            alt = (f"Stacked histogram of {fig['feature']}: {cells['n']} observations evaluated (solid) and "
+                   f"{cells['n_extrapolation'] if v['policy'] != 'keep' else cells['n_flagged']} extrapolation "
+                   f"points (hatched){loc}.")
+            cap = f"Where the step {step} leaves the data ({v['detector']} detector){loc}."
+        elif k == "fme-scatter":
+            alt = (f"Scatter plot of the fMEs of {step} against {fig['feature']}: the AME is {cells['ame']}{u} "
+                   f"(dashed line), half of the fMEs lie between {cells['q25']} and {cells['q75']}, and "
+                   f"{fmt_int(v['n_negative'])} of {cells['n']} are negative.")
+            cap = (f"fMEs of {step} against {fig['feature']} (n = {cells['n']}; {fmt_int(fig['n_drawn'])} points "
+                   f"drawn), with the AME (dashed), zero (solid) and a rug of all observed {fig['feature']} values.")
+        elif k == "fme-hexbin":
+            f1, f2 = fig["features"]
+            alt = (f"Hexagon map of the mean fME of {step} over {f1} and {f2}: the AME is {cells['ame']}{u} and "
+                   f"half of the fMEs lie between {cells['q25']} and {cells['q75']}.")
+            cap = f"Mean fME of {step} per hexagon of {f1} and {f2} (n = {cells['n']})."
+        elif k == "fme-density":
+            alt = (f"Histogram and density of the fMEs of {step}: the AME is {cells['ame']}{u} (dashed line) and "
+                   f"half of the fMEs lie between {cells['q25']} and {cells['q75']}.")
+            cap = f"Distribution of the fMEs of {step} (n = {cells['n']}), with the AME (dashed) and zero (solid)."
+        elif k == "nlm":
+            share = fmt_share(v["n_nlm_linear"], v["n_nlm"])
+            alt = (f"Histogram of the NLM values of {step}: the ANLM is {cells['anlm']} and {share} of the NLMs "
+                   f"are at least {FLAG_THRESHOLDS['anlm']} (close to linear).")
+            cap = (f"Non-linearity measure of the fMEs of {step} (n = {fmt_int(v['n_nlm'])}; "
+                   f"{fmt_int(fig['n_clipped'])} values below -1 drawn at -1; 1 = linear).")
+        elif k == "came":
+            leaves = v["partition"]["leaves"]
+            lo = min(leaves, key=lambda r: r["came"])
+            hi = max(leaves, key=lambda r: r["came"])
+            d = fmt_est(lo["came"], lo["came_ci_low"], lo["came_ci_high"])[0]
+            e = fmt_est(hi["came"], hi["came_ci_low"], hi["came_ci_high"])[0]
+            alt = (f"Dot plot of the cAME with {cells['level']} CI for {len(leaves)} subspaces: from {d} "
+                   f"(leaf {lo['node']}, {lo['rule']}) to {e} (leaf {hi['node']}, {hi['rule']}); the AME of all "
+                   f"rows is {cells['ame']}.")
+            cap = f"cAMEs of {step} per subspace found by {v['partition']['method']} (n per leaf in the labels)."
+        else:  # pragma: no cover - new figure kinds must add wording here
+            raise ValueError(f"no alt text for figure kind {k!r}")
+        out.append({"svg": fig["svg"], "png": fig["png"], "alt": alt,
+                    "caption": f"Figure {counter[0]}: {cap}", "id": f"fig-{Path(fig['svg']).stem}"})
+    return out
+
+
+def _flags(v: dict, cells: dict, label: str) -> list[dict[str, str]]:
+    t = FLAG_THRESHOLDS
+    rows = []
+    if v["detector"] is None:
+        rows.append({"effect": label, "rule": "extrapolation checked", "threshold": "yes", "value": "not checked",
+                     "status": "FLAG"})
+    elif v["policy"] == "exclude":
+        n_ep = v["n_extrapolation"] or 0
+        share = n_ep / (v["n"] + n_ep)
+        rows.append({"effect": label, "rule": "share of extrapolation points", "threshold": f"> {t['ep_share']:.0%}",
+                     "value": cells["ep_share"], "status": "FLAG" if share > t["ep_share"] else "ok"})
+    inc = v["ci_low"] is None or v["ci_low"] <= 0 <= v["ci_high"]
+    rows.append({"effect": label, "rule": "CI of the AME includes zero", "threshold": "yes",
+                 "value": f"[{cells['ci_low']}, {cells['ci_high']}]", "status": "FLAG" if inc else "ok"})
+    if v.get("nlm") and v.get("anlm") is not None:
+        rows.append({"effect": label, "rule": "ANLM below threshold", "threshold": f"< {t['anlm']}",
+                     "value": cells["anlm"], "status": "FLAG" if v["anlm"] < t["anlm"] else "ok"})
+    if v.get("partition"):
+        small = min(int(leaf["n"]) for leaf in v["partition"]["leaves"])
+        rows.append({"effect": label, "rule": "smallest cAME leaf", "threshold": f"n < {t['leaf_n']}",
+                     "value": fmt_int(small), "status": "FLAG" if small < t["leaf_n"] else "ok"})
+    return rows
+
+
+def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) -> dict[str, Any]:
+    """Everything the report template needs, as display strings."""
+    target, unit = results["target"], cfg.get("target_unit", "")
+    noun = cfg.get("observations", "observations")
+    units = cfg.get("units", {})
+    fig_counter = [0]
+    table_no = [2]  # Table 1: overview, Table 2: flags
+
+    def next_table() -> int:
+        table_no[0] += 1
+        return table_no[0]
+
+    effects, summary, overview, flags = [], [], [], []
+    for group in results["effects"]:
+        variants = []
+        for v in group["variants"]:
+            if "error" in v:
+                variants.append({"id": v["id"], "error": v["error"], "heading": f"Level {v['level']}"})
+                continue
+            v = dict(v)
+            v["level_label"] = str(v.get("level"))
+            cells = effect_cells(v)
+            sentence = sentences.effect_sentence(v, cells, target, unit, noun, units)
+            lin = sentences.linearity_sentence(v, cells)
+            label = group.get("title") or group["id"]
+            if v.get("level") is not None:
+                label = f"{label}: to level {v['level']}"
+            summary.append({"text": sentence + (" " + lin if lin else ""), "anchor": f"sec-{v['id']}"})
+            overview.append({"label": label, **cells})
+            flags.extend(_flags(v, cells, label))
+            var = {"id": v["id"], "label": label, "error": None, "partition": None, "cells": cells, "sentence": sentence, "linearity": lin,
+                   "heading": f"Level {v['level']}" if v.get("level") is not None else None,
+                   "detector": v["detector"], "policy": v["policy"], "nlm": v.get("nlm"),
+                   "nlm_method": v.get("nlm_method"), "nlm_nodes": v.get("nlm_nodes"),
+                   "where": [{"feature": w["feature"], "min": fmt_num(w["min"], 3), "max": fmt_num(w["max"], 3)}
+                             for w in v["extrapolation_where"]],
+                   "table_effect": next_table(),
+                   "figures": _figures(v, cells, cfg, fig_counter)}
+            if v.get("partition"):
+                p = v["partition"]
+                var["partition"] = {"method": p["method"], "params": ", ".join(
+                    f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
+                    "rows": _leaf_rows(p, v["n"]), "boxes": _boxes(p), "notes": p["notes"],
+                    "table_leaves": next_table(), "table_boxes": next_table()}
+            variants.append(var)
+        effects.append({"id": group["id"], "title": group.get("title") or group["id"], "why": group["why"],
+                        "variants": variants})
+    n_fig_tables = table_no[0]
+    versions = [{"name": k, "version": val} for k, val in sorted(results["versions"].items())]
+    versions += [{"name": k, "version": val} for k, val in sorted(build_info.get("tools", {}).items())]
+    fence = "`" * max(3, _longest_backtick_run(config_text) + 1)
+    ctx = {
+        "title": cfg["title"], "owner": cfg["owner"], "status": cfg["status"], "intended_use": cfg["intended_use"],
+        "out_of_scope": cfg.get("out_of_scope", ""), "target": target, "target_unit": unit,
+        "prediction_scale": cfg["model"].get("prediction_scale", "the model's prediction"),
+        "model": {"description": cfg["model"].get("description", ""), **results["model"]},
+        "data": results["data"], "reference": results["reference_data"], "test_fit": _fit(results["test_fit"]),
+        "config_name": results["config_name"], "config_sha256": results["config_sha256"],
+        "inputs_sha256": build_info.get("inputs_sha256", ""), "seed": cfg["seed"],
+        "conf_level": fmt_level(cfg["conf_level"]), "versions": versions, "summary": summary,
+        "overview": overview, "flags": flags, "effects": effects, "warnings": results["warnings"],
+        "config_text": config_text, "fence": fence, "thresholds": FLAG_THRESHOLDS,
+        "linearity": [{"min": t, "word": w} for t, w in sentences.LINEARITY if t > float("-inf")],
+        "generated": (_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if cfg["timestamp"] else None),
+        "rebuild": f"fme report {build_info.get('config_arg', 'reports/' + results['config_name'] + '.yaml')} --force",
+        "table_overview": 1, "table_flags": 2, "table_versions": n_fig_tables + 1,
+    }
+    return ctx
+
+
+def _longest_backtick_run(text: str) -> int:
+    best = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        best = max(best, run)
+    return best
+
+
+def _fit(fit: dict | None) -> dict | None:
+    if fit is None:
+        return None
+    return {"n": fmt_int(fit["n"]), "rmse": fmt_num(fit["rmse"], 3), "r2": fmt_num(fit["r2"], 3)}

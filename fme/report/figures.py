@@ -1,0 +1,225 @@
+"""Report figures (SVG for the documents, PNG copies), written deterministically.
+
+SVGs get a fixed ``svg.hashsalt`` and no ``Date``; PNGs no ``Software``
+metadata, so rebuilding gives byte-identical files. Colours are the
+Okabe-Ito palette with a second encoding (marker, hatch or line style), each
+with at least 3:1 contrast on white (checked in the tests via :data:`PALETTE`).
+Alt text and captions are written from the numbers in :mod:`fme.report.context`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import is_categorical
+
+__all__ = ["PALETTE", "RC", "effect_figures", "save"]
+
+#: Colours used for data marks; all >= 3:1 against white (WCAG 1.4.11).
+PALETTE = {"kept": "#0072B2", "excluded": "#6E6E6E", "reference": "#000000", "accent": "#B35300"}
+RC = {
+    "svg.hashsalt": "fme-report",
+    "svg.fonttype": "path",
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "text.usetex": False,
+    "axes.unicode_minus": False,
+    "figure.dpi": 100,
+}
+
+
+def _t(text: Any) -> str:
+    """Text for matplotlib: no mathtext (a ``$`` in a feature name stays literal)."""
+    return str(text).replace("\\", "\\\\").replace("$", r"\$")
+
+
+def save(fig: Any, out_dir: Path, name: str, dpi: int) -> dict[str, str]:
+    import matplotlib.pyplot as plt
+
+    svg = Path(out_dir) / "figures" / f"{name}.svg"
+    png = Path(out_dir) / "figures" / f"{name}.png"
+    fig.savefig(svg, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    fig.savefig(png, format="png", dpi=dpi, metadata={"Software": None}, bbox_inches="tight")
+    plt.close(fig)
+    return {"svg": f"figures/{name}.svg", "png": f"figures/{name}.png"}
+
+
+def _subsample(n: int, max_points: int, seed: int) -> np.ndarray:
+    if n <= max_points:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=max_points, replace=False))
+
+
+def _unit(cfg: dict) -> str:
+    return f" [{cfg['target_unit']}]" if cfg.get("target_unit") else ""
+
+
+def _fig(cfg: dict, height: float = 3.4):
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(cfg["figures"]["width"], height), layout="constrained")
+
+
+def _extrapolation(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict | None:
+    if res.detector is None:
+        return None
+    data = res.data
+    if "extrapolation" in res.results.columns:
+        ep_index = res.results.index[res.results["extrapolation"].to_numpy(dtype=bool)]
+    else:
+        ep_index = res.extrapolated.index
+    evaluated = data.index.isin(res.results.index) & ~data.index.isin(ep_index)
+    is_ep = data.index.isin(ep_index)
+    feature = next((f for f in steps if not is_categorical(data[f])), next(iter(steps)))
+    fig, ax = _fig(cfg, 3.0)
+    col = data[feature]
+    if is_categorical(col):
+        levels = list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(
+            col.dropna().unique().tolist(), key=str)
+        x = np.arange(len(levels))
+        a = [int(((col == lv) & evaluated).sum()) for lv in levels]
+        b = [int(((col == lv) & is_ep).sum()) for lv in levels]
+        ax.bar(x, a, color=PALETTE["kept"], label="evaluated")
+        ax.bar(x, b, bottom=a, color="white", edgecolor=PALETTE["excluded"], hatch="///",
+               label="extrapolation point")
+        ax.set_xticks(x, [_t(lv) for lv in levels])
+    else:
+        values = col.to_numpy(dtype=float)
+        bins = np.histogram_bin_edges(values[np.isfinite(values)], bins=30)
+        ax.hist([values[evaluated], values[is_ep]], bins=bins, stacked=True,
+                color=[PALETTE["kept"], "white"], edgecolor=[PALETTE["kept"], PALETTE["excluded"]],
+                hatch=[None, "///"], label=["evaluated", "extrapolation point"])
+    ax.set_xlabel(_t(f"{feature} (observed value){_feature_unit(cfg, feature)}"))
+    ax.set_ylabel("number of observations")
+    ax.set_title(_t(f"Where the step {res.describe_steps()} leaves the data"))
+    ax.legend(frameon=False)
+    return {"kind": "extrapolation", "feature": feature, **save(fig, out_dir, f"{vid}-extrapolation",
+                                                               cfg["figures"]["png_dpi"])}
+
+
+def _feature_unit(cfg: dict, feature: str) -> str:
+    unit = cfg.get("units", {}).get(feature)
+    return f" [{unit}]" if unit else ""
+
+
+def _fme_plot(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict:
+    fm = res.results["fme"].to_numpy(dtype=float)
+    ame = float(fm.mean())
+    X = res.data.loc[res.results.index]
+    numeric = [f for f in steps if not is_categorical(res.data[f])]
+    idx = _subsample(len(fm), cfg["figures"]["max_points"], cfg["seed"])
+    ylab = _t(f"fME of {res.describe_steps()}{_unit(cfg)}")
+    fig, ax = _fig(cfg)
+    info: dict[str, Any] = {"n_drawn": int(idx.size), "n": int(fm.size)}
+    if len(steps) == 1 and len(numeric) == 1:
+        f = numeric[0]
+        x = X[f].to_numpy(dtype=float)
+        ax.scatter(x[idx], fm[idx], s=14, facecolors="none", edgecolors=PALETTE["kept"], linewidths=0.9,
+                   marker="o", label="fME of one observation")
+        allx = res.data[f].to_numpy(dtype=float)
+        ax.plot(allx, np.full(allx.size, 0), "|", color=PALETTE["excluded"], markersize=8, alpha=0.6,
+                transform=ax.get_xaxis_transform(), label="observed values (all rows)")
+        ax.axhline(0, color=PALETTE["reference"], linewidth=0.8)
+        ax.axhline(ame, color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="AME")
+        ax.set_xlabel(_t(f"{f}{_feature_unit(cfg, f)}"))
+        ax.set_ylabel(ylab)
+        ax.set_title(_t(f"fMEs against {f}"))
+        info["kind"] = "fme-scatter"
+        info["feature"] = f
+    elif len(steps) == 2 and len(numeric) == 2:
+        f1, f2 = numeric
+        hb = ax.hexbin(X[f1].to_numpy(dtype=float), X[f2].to_numpy(dtype=float), C=fm, gridsize=18,
+                       reduce_C_function=np.mean, cmap="viridis", mincnt=1, edgecolors="face")
+        cb = fig.colorbar(hb, ax=ax)
+        cb.set_label(_t(f"mean fME{_unit(cfg)}"))
+        ax.set_xlabel(_t(f"{f1}{_feature_unit(cfg, f1)}"))
+        ax.set_ylabel(_t(f"{f2}{_feature_unit(cfg, f2)}"))
+        ax.set_title(_t(f"Mean fME of {res.describe_steps()} by {f1} and {f2}"))
+        info["kind"] = "fme-hexbin"
+        info["features"] = [f1, f2]
+    else:
+        _density(ax, fm, ame)
+        ax.set_xlabel(ylab)
+        ax.set_ylabel("density")
+        ax.set_title(_t(f"Distribution of the fMEs of {res.describe_steps()}"))
+        info["kind"] = "fme-density"
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(frameon=False, fontsize=8)
+    info.update(save(fig, out_dir, f"{vid}-fme", cfg["figures"]["png_dpi"]))
+    return info
+
+
+def _density(ax, values: np.ndarray, mean: float) -> None:
+    from scipy.stats import gaussian_kde
+
+    v = values[np.isfinite(values)]
+    ax.hist(v, bins=30, density=True, color="#CFE3F2", edgecolor=PALETTE["kept"], label="histogram")
+    if v.size > 2 and np.ptp(v) > 0:
+        grid = np.linspace(v.min(), v.max(), 200)
+        ax.plot(grid, gaussian_kde(v)(grid), color=PALETTE["kept"], linewidth=1.6, label="kernel density")
+    ax.axvline(0, color=PALETTE["reference"], linewidth=0.8)
+    ax.axvline(mean, color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="mean")
+
+
+def _nlm_plot(res, cfg: dict, out_dir: Path, vid: str) -> dict:
+    v = res.results["nlm"].to_numpy(dtype=float)
+    v = v[np.isfinite(v)]
+    clipped = np.clip(v, -1, 1)
+    fig, ax = _fig(cfg, 3.0)
+    ax.hist(clipped, bins=np.linspace(-1, 1, 41), color="#CFE3F2", edgecolor=PALETTE["kept"], label="NLM")
+    ax.axvline(float(v.mean()), color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="ANLM")
+    ax.axvline(1, color=PALETTE["reference"], linewidth=0.8, linestyle=":", label="linear (NLM = 1)")
+    ax.set_xlabel("NLM (values below -1 shown at -1)")
+    ax.set_ylabel("number of observations")
+    ax.set_title(_t(f"Non-linearity of the fMEs of {res.describe_steps()}"))
+    ax.legend(frameon=False, fontsize=8, loc="upper left")
+    return {"kind": "nlm", "n_clipped": int((v < -1).sum()), **save(fig, out_dir, f"{vid}-nlm",
+                                                                     cfg["figures"]["png_dpi"])}
+
+
+def _came_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict:
+    leaves = part.leaves
+    root = part.root
+    fig, ax = _fig(cfg, 0.9 + 0.55 * (len(leaves) + 1))
+    labels = [f"all rows (n = {int(root['n'])})"] + [f"leaf {int(r['node'])}: {r['rule']} (n = {int(r['n'])})"
+                                                     for _, r in leaves.iterrows()]
+    est = np.r_[root["came"], leaves["came"].to_numpy(dtype=float)]
+    lo = np.r_[root["came_ci_low"], leaves["came_ci_low"].to_numpy(dtype=float)]
+    hi = np.r_[root["came_ci_high"], leaves["came_ci_high"].to_numpy(dtype=float)]
+    y = np.arange(len(est))[::-1]
+    ax.errorbar(est[1:], y[1:], xerr=[est[1:] - lo[1:], hi[1:] - est[1:]], fmt="o", color=PALETTE["kept"],
+                capsize=3, label="cAME with CI")
+    ax.errorbar(est[:1], y[:1], xerr=[est[:1] - lo[:1], hi[:1] - est[:1]], fmt="D", color=PALETTE["reference"],
+                capsize=3, label="AME (all rows) with CI")
+    ax.axvline(0, color=PALETTE["excluded"], linewidth=0.8)
+    ax.axvline(est[0], color=PALETTE["reference"], linewidth=0.8, linestyle="--")
+    ax.set_yticks(y, [_t(s) for s in labels])
+    ax.set_xlabel(_t(f"cAME of {part.effects.describe_steps()}{_unit(cfg)}"))
+    ax.set_title(_t(f"cAMEs on {len(leaves)} subspaces ({part.method}, {round(part.conf_level * 100, 6):g}% CIs)"))
+    ax.legend(frameon=False, fontsize=8, loc="best")
+    return {"kind": "came", **save(fig, out_dir, f"{vid}-came", cfg["figures"]["png_dpi"])}
+
+
+def effect_figures(res, part, eff: dict, cfg: dict, out_dir: Path, vid: str) -> list[dict]:
+    """Write the figures of one effect; return their descriptors (files and facts)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = []
+    with plt.rc_context(RC):
+        ex = _extrapolation(res, cfg, eff["steps"], out_dir, vid)
+        if ex is not None:
+            out.append(ex)
+        out.append(_fme_plot(res, cfg, eff["steps"], out_dir, vid))
+        if res.has_nlm:
+            out.append(_nlm_plot(res, cfg, out_dir, vid))
+        if part is not None and len(part.leaves) >= 1:
+            out.append(_came_plot(part, cfg, out_dir, vid))
+    return out

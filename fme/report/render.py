@@ -1,0 +1,166 @@
+"""Render the report: Jinja -> ``report.qmd`` -> HTML (pandoc) and PDF (pandoc -> typst).
+
+Two Jinja environments:
+
+* the *markdown* environment renders ``report.qmd.j2``. Every ``{{ value }}`` is
+  escaped for pandoc markdown by default (a ``finalize`` hook backslash-escapes
+  all ASCII punctuation, so ``<script>``, ``|``, ``*``, ``$`` or quotes in
+  feature names, labels or titles stay literal text); ``|attr`` escapes for a
+  quoted attribute value and ``|raw`` marks trusted markdown;
+* the *HTML* environment (``autoescape=True``) renders the HTML partials.
+
+Renderers: ``quarto render`` when Quarto is on PATH and ``renderer='quarto'``;
+by default pandoc from the ``pypandoc-binary`` wheel (self-contained HTML,
+``--embed-resources --standalone``, no network) and typst from the ``typst``
+wheel for the PDF.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+__all__ = ["md_escape", "attr_escape", "render_qmd", "render_html", "render_pdf", "pandoc_path", "tool_versions"]
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+_MD_SPECIAL = frozenset("\\`*_{}[]()<>#+-.!|$~^\"'@&=:;%")
+
+
+class MdSafe(str):
+    """A string that is already markdown (not escaped again)."""
+
+
+def md_escape(value: Any) -> str:
+    """Literal text in pandoc markdown: every ASCII punctuation character is backslash-escaped."""
+    if isinstance(value, MdSafe):
+        return value
+    text = "" if value is None else str(value)
+    text = " ".join(text.split("\n")) if "\n" in text else text
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
+
+
+def attr_escape(value: Any) -> MdSafe:
+    """Text for a double-quoted pandoc attribute value (e.g. ``fig-alt="..."``)."""
+    text = " ".join(str(value).split())
+    return MdSafe(text.replace("\\", "\\\\").replace('"', '\\"'))
+
+
+def md_yaml(value: Any) -> MdSafe:
+    """Markdown-escaped text inside a double-quoted YAML scalar (front matter is read as markdown)."""
+    import json
+
+    return MdSafe(json.dumps(md_escape(value), ensure_ascii=False)[1:-1])
+
+
+def _finalize(value: Any) -> Any:
+    return md_escape(value)
+
+
+def _templates_dir(templates: Path | None) -> Path:
+    return Path(templates) if templates is not None else TEMPLATES
+
+
+def markdown_env(templates: Path | None = None) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(_templates_dir(templates))),
+        autoescape=False,  # markdown escaping happens in finalize
+        comment_start_string="<#",  # "{#" starts pandoc attributes such as {#fig-x}
+        comment_end_string="#>",
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["attr"] = attr_escape
+    env.filters["raw"] = MdSafe
+    env.filters["md_yaml"] = md_yaml
+    return env
+
+
+def html_env(templates: Path | None = None) -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir(templates))),
+                              autoescape=True, undefined=jinja2.StrictUndefined)
+
+
+def render_qmd(context: dict, out_dir: Path, templates: Path | None = None) -> Path:
+    text = markdown_env(templates).get_template("report.qmd.j2").render(**context).lstrip()
+    path = Path(out_dir) / "report.qmd"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def pandoc_path() -> str:
+    import pypandoc
+
+    return pypandoc.get_pandoc_path()
+
+
+def tool_versions() -> dict[str, str]:
+    import pypandoc
+    import typst
+
+    return {"pandoc": str(pypandoc.get_pandoc_version()), "typst (python)": getattr(typst, "__version__", "?")}
+
+
+def _run(cmd: list[str], cwd: Path) -> None:
+    proc = subprocess.run(cmd, cwd=str(cwd), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{Path(cmd[0]).name} failed ({proc.returncode}): {proc.stderr.strip()[:2000]}")
+
+
+_TH = re.compile(r"<th(?![^>]*\bscope=)")
+_IMG = re.compile(r'<img role="img" aria-label="([^"]*)"')
+
+
+def _postprocess_html(html: str) -> str:
+    """Header cells get ``scope="col"``; images get an ``alt`` equal to their accessible name."""
+    html = _TH.sub('<th scope="col"', html)
+    return _IMG.sub(r'<img role="img" aria-label="\1" alt="\1"', html)
+
+
+def render_html(qmd: Path, context: dict, templates: Path | None = None) -> Path:
+    out_dir = qmd.parent
+    tdir = _templates_dir(templates)
+    env = html_env(templates)
+    before = out_dir / "_before-body.html"
+    after = out_dir / "_after-body.html"
+    before.write_text(env.get_template("partials/before-body.html.j2").render(**context), encoding="utf-8")
+    after.write_text(env.get_template("partials/after-body.html.j2").render(**context), encoding="utf-8")
+    html = out_dir / "report.html"
+    _run([pandoc_path(), qmd.name, "--from", "markdown", "--to", "html5", "--standalone", "--embed-resources",
+          "--css", str(tdir / "report.css"), "--include-before-body", before.name, "--include-after-body",
+          after.name, "--resource-path", ".", "--output", html.name], out_dir)
+    html.write_text(_postprocess_html(html.read_text(encoding="utf-8")), encoding="utf-8")
+    before.unlink()
+    after.unlink()
+    return html
+
+
+def render_pdf(qmd: Path, templates: Path | None = None) -> Path:
+    """pandoc -> report.typ -> typst.compile -> report.pdf (same document, same figures)."""
+    import typst
+
+    out_dir = qmd.parent
+    tdir = _templates_dir(templates)
+    typ = out_dir / "report.typ"
+    _run([pandoc_path(), qmd.name, "--from", "markdown", "--to", "typst", "--standalone",
+          "--include-in-header", str(tdir / "partials" / "typst-header.typ"), "--output", typ.name], out_dir)
+    pdf = out_dir / "report.pdf"
+    typst.compile(str(typ), output=str(pdf), root=str(out_dir))
+    return pdf
+
+
+def quarto_available() -> bool:
+    return shutil.which("quarto") is not None
+
+
+def render_quarto(qmd: Path) -> tuple[Path, Path]:
+    _run(["quarto", "render", qmd.name, "--to", "html"], qmd.parent)
+    _run(["quarto", "render", qmd.name, "--to", "typst"], qmd.parent)
+    return qmd.with_suffix(".html"), qmd.with_suffix(".pdf")

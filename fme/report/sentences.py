@@ -1,0 +1,88 @@
+"""Plain-language sentences generated from the numbers of one effect.
+
+Every number in a sentence is passed in already formatted, from the same
+strings the tables show (see :func:`fme.report.context.effect_cells`), so a
+sentence can never disagree with its table. The direction word ("raises",
+"lowers") is used only when the whole CI lies on one side of zero; the model is
+the subject ("the model's prediction"), never the world.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["step_phrase", "effect_sentence", "linearity_sentence", "extrapolation_phrase", "LINEARITY"]
+
+#: ANLM thresholds for the wording (printed in the report's method section).
+LINEARITY = ((0.9, "close to linear"), (0.5, "moderately non-linear"), (float("-inf"), "strongly non-linear"))
+
+
+def _amount(value: Any) -> str:
+    v = float(value)
+    return f"{abs(v):,.10g}"
+
+
+def step_phrase(steps: dict[str, Any], numeric: bool, units: dict[str, str]) -> str:
+    """'Lowering crim by 5', 'Lowering crim by 5 and nox by 0.1 together', 'Switching chas ... to 1'."""
+    if not numeric:
+        if len(steps) == 1:
+            feature, level = next(iter(steps.items()))
+            return f"Switching {feature} from its observed level to {level}"
+        return "Setting " + ", ".join(f"{f} to {v}" for f, v in steps.items())
+    parts = []
+    for i, (feature, h) in enumerate(steps.items()):
+        unit = f" {units[feature]}" if units.get(feature) else ""
+        verb = "Lowering" if float(h) < 0 else "Raising"
+        if i == 0:
+            parts.append(f"{verb} {feature} by {_amount(h)}{unit}")
+        else:
+            parts.append(f"{verb.lower()} {feature} by {_amount(h)}{unit}")
+    text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return text + (" together" if len(parts) > 1 else "")
+
+
+def extrapolation_phrase(v: dict, cells: dict[str, str], noun: str) -> str:
+    """Who is in the average: n, and what the extrapolation check did (never '0 excluded' when unchecked)."""
+    n = cells["n"]
+    if v["detector"] is None:
+        text = f"n = {n} {noun}; not checked for extrapolation"
+    elif v["policy"] == "keep":
+        text = (f"n = {n} {noun}, of which {cells['n_flagged']} are extrapolation points "
+                f"({v['detector']} detector) kept in the average")
+    elif v["policy"] == "shrink":
+        text = (f"n = {n} {noun}; {cells['n_shrunk']} steps shrunk to stay inside the data and "
+                f"{cells['n_extrapolation']} left out as extrapolation ({v['detector']} detector)")
+    elif v["n_extrapolation"]:
+        text = (f"n = {n} {noun} where the step stays inside the data; {cells['n_extrapolation']} left out "
+                f"as extrapolation by the {v['detector']} detector")
+    else:
+        text = f"n = {n} {noun}; checked with the {v['detector']} detector, no extrapolation points found"
+    if v.get("n_at_level"):
+        text += f"; {cells['n_at_level']} already at level {v['level_label']} left out"
+    return text
+
+
+def effect_sentence(v: dict, cells: dict[str, str], target: str, unit: str, noun: str,
+                    units: dict[str, str]) -> str:
+    """One sentence per effect: step, direction (only if the CI excludes zero), AME with CI, who is in it."""
+    lo, hi = v["ci_low"], v["ci_high"]
+    phrase = step_phrase(v["steps"], v["numeric"], units)
+    u = f" {unit}" if unit else ""
+    ci = f"{cells['level']} CI {cells['ci_low']} to {cells['ci_high']}"
+    if lo is not None and hi is not None and lo > 0:
+        head = f"{phrase} raises the model's predicted {target} on average: AME {cells['ame']}{u}"
+    elif lo is not None and hi is not None and hi < 0:
+        head = f"{phrase} lowers the model's predicted {target} on average: AME {cells['ame']}{u}"
+    else:
+        head = f"{phrase} has no clear direction on the model's predicted {target}: AME {cells['ame']}{u}"
+        ci += ", the CI includes zero" if lo is not None else ", no CI (fewer than 2 observations)"
+    return f"{head} ({ci}; {extrapolation_phrase(v, cells, noun)})."
+
+
+def linearity_sentence(v: dict, cells: dict[str, str]) -> str | None:
+    """'The effect is close to linear (ANLM 0.997, 95% CI ...).' or None without NLMs."""
+    if not v.get("nlm") or v.get("anlm") is None:
+        return None
+    word = next(w for t, w in LINEARITY if v["anlm"] >= t)
+    return (f"Along the step the model's prediction is {word} on average (ANLM {cells['anlm']}, "
+            f"{cells['level']} CI {cells['anlm_ci_low']} to {cells['anlm_ci_high']}).")
