@@ -6,6 +6,7 @@ Derivative").
 from __future__ import annotations
 
 import itertools
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ from ._validation import check_conf_level, check_data, is_categorical, is_numeri
 from .effects import FMEResult, fme
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 from .predictors import make_predictor
-from .steps import _levels, _set_level, parse_steps
+from .steps import _levels, _same_level, _set_level, parse_steps
 
 __all__ = ["ame", "mem", "mer", "dme", "typical_values"]
 
@@ -162,6 +163,22 @@ def typical_values(data: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _check_at_values(data: pd.DataFrame, feature: str, values: Sequence[Any]) -> None:
+    """Representative values must be levels of a categorical feature / real numbers for a numeric one."""
+    if is_categorical(data[feature]):
+        levels = _levels(data[feature])
+        bad = [v for v in values if not any(_same_level(v, lv) for lv in levels)]
+        if bad:
+            raise ParameterError(
+                f"`at` gives {bad} for the categorical feature {feature!r}; use its levels {levels[:20]}."
+            )
+        return
+    bad = [v for v in values
+           if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(float(v))]
+    if bad:
+        raise ParameterError(f"`at` gives {bad} for the numeric feature {feature!r}; use finite numbers.")
+
+
 def mer(
     model: Any,
     data: pd.DataFrame,
@@ -192,6 +209,8 @@ def mer(
     values = [v if isinstance(v, (list, tuple, np.ndarray, pd.Index)) else [v] for v in at.values()]
     grid = list(itertools.product(*values)) if keys else [()]
     frame = base.loc[np.zeros(len(grid), dtype=int)].reset_index(drop=True)
+    for f, vals in zip(keys, values):
+        _check_at_values(data, f, vals)
     for j, f in enumerate(keys):
         col = [g[j] for g in grid]
         if isinstance(data[f].dtype, pd.CategoricalDtype):

@@ -240,3 +240,15 @@ def test_margins_with_multiclass(multiclass, Xnum):
 def test_model_features_missing_from_data(gbr, Xnum):
     with pytest.raises(fme.DataError, match=r"lacks feature\(s\) \['x3'\]"):
         fme.fme(gbr, Xnum[["x1", "x2"]], {"x1": 1.0})
+
+
+@pytest.mark.parametrize("at, phrase", [
+    ({"cat": ["a", "zz"]}, r"\['zz'\] for the categorical feature 'cat'; use its levels \['a', 'b', 'c'\]"),
+    ({"x2": ["a"]}, r"\['a'\] for the numeric feature 'x2'; use finite numbers"),
+    ({"x2": [0.0, np.nan]}, "for the numeric feature 'x2'"),
+])
+def test_mer_bad_at_values(data, at, phrase):
+    before = data.copy(deep=True)
+    with pytest.raises(ParameterError, match=phrase):
+        fme.mer(linear, data, {"x1": 1.0}, at=at)
+    pd.testing.assert_frame_equal(data, before)
