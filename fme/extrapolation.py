@@ -23,7 +23,17 @@ import pandas as pd
 from ._validation import check_data, is_categorical
 from .exceptions import ExtrapolationError, NotFittedError
 
-__all__ = ["ExtrapolationDetector", "EnvelopeDetector", "DETECTORS", "make_detector"]
+__all__ = [
+    "ExtrapolationDetector",
+    "EnvelopeDetector",
+    "ConvexHullDetector",
+    "MCECDetector",
+    "CERTDetector",
+    "IsolationForestDetector",
+    "LOFDetector",
+    "DETECTORS",
+    "make_detector",
+]
 
 
 class ExtrapolationDetector:
@@ -133,7 +143,7 @@ class EnvelopeDetector(ExtrapolationDetector):
         return out
 
 
-#: Registry of detectors by name; later modules register more.
+#: Registry of detectors by name (``extrapolation=<name>`` in :func:`fme.fme`).
 DETECTORS: dict[str, type] = {"envelope": EnvelopeDetector}
 
 
@@ -159,3 +169,22 @@ def make_detector(spec: Any, random_state: Any = None) -> ExtrapolationDetector 
             "with fit(reference) and flag(points) methods."
         )
     return spec
+
+
+# The other detectors live in a private module that subclasses ExtrapolationDetector;
+# importing it here (after the base class exists) registers them without a cycle.
+from ._detectors import (  # noqa: E402
+    CERTDetector,
+    ConvexHullDetector,
+    IsolationForestDetector,
+    LOFDetector,
+    MCECDetector,
+)
+
+DETECTORS.update({
+    "hull": ConvexHullDetector,
+    "mcec": MCECDetector,
+    "cert": CERTDetector,
+    "isolation_forest": IsolationForestDetector,
+    "lof": LOFDetector,
+})
