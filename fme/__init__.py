@@ -20,7 +20,15 @@ from .exceptions import (
     PredictionError,
     StepError,
 )
-from .extrapolation import EnvelopeDetector, ExtrapolationDetector
+from ._detectors import (
+    CERTDetector,
+    ConvexHullDetector,
+    IsolationForestDetector,
+    LOFDetector,
+    MCECDetector,
+)
+from .extrapolation import DETECTORS, EnvelopeDetector, ExtrapolationDetector
+from .linearity import max_linear_step
 from .margins import ame, dme, mem, mer
 from .steps import step_size
 
@@ -28,7 +36,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "fme", "FMEResult", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "CTree",
-    "ExtrapolationDetector", "EnvelopeDetector",
+    "max_linear_step", "DETECTORS", "ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector",
+    "MCECDetector", "CERTDetector", "IsolationForestDetector", "LOFDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
     "ExtrapolationError", "ParameterError", "NotFittedError",
 ]

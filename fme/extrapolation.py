@@ -52,7 +52,7 @@ class ExtrapolationDetector:
     def fit(self, reference: pd.DataFrame) -> "ExtrapolationDetector":
         """Learn where the reference (training) data lies."""
         check_data(reference, "reference_data")
-        self.feature_names_in_ = [str(c) for c in reference.columns]
+        self.feature_names_in_ = list(reference.columns)
         self._fit(reference)
         return self
 
