@@ -96,6 +96,8 @@ n_grid: int = 201  # grid points for the error curve
 '''),
     code(SETUP),
     code('''
+from fme.plotting import SecantTangentDisplay
+
 NOTEBOOK = "01_secant_vs_derivative"
 
 
@@ -153,7 +155,11 @@ axes[1].plot(X["x"], res_grid.results["nlm"], color="black")
 axes[1].axhline(0, color="grey", lw=0.8)
 axes[1].set_xlabel("x")
 axes[1].set_ylabel("NLM")
-save(fig, "fme_vs_dme_grid");
+save(fig, "fme_vs_dme_grid")
+disp = SecantTangentDisplay.from_effects(res_grid, fme.dme(f, X, "x"))
+print(f"mean |fME - h * dME| over the grid: {disp.mean_abs_error:.4f}")
+checks["grid_mean_abs_interpretation_error"] = disp.mean_abs_error
+save(disp.figure_, "secant_vs_tangent_scatter");
 '''),
     code(WRITE),
 ]
@@ -549,7 +555,7 @@ mincriterion: float = 0.99  # CTREE: 1 - significance level of the test statisti
 '''),
     code(SETUP),
     code('''
-from scipy.stats import gaussian_kde
+from fme.plotting import PartitionDisplay, plot_fme_nlm
 
 NOTEBOOK = "06_boston"
 model, X = paper.boston_svm(tol=svm_tol)
@@ -580,6 +586,7 @@ numbers["boston_rm_left_cov"] = left["cov_fme"]
 numbers["boston_rm_left_canlm"] = left["canlm"]
 numbers["boston_rm_left_cov_nlm"] = left["cov_nlm"]
 checks["boston_rm_left_rule"] = left["rule"]
+save(PartitionDisplay.from_partition(part_rm, units={"rm": "rooms"}).figure_, "fig_ame_tree_split_rm");
 '''),
     md('''
 Table 3 lists, for each feature, the subspace's range: the split bounds where a split restricts the feature,
@@ -612,48 +619,10 @@ print(header.to_string())
 '''),
     md('## crim - 5, two- and three-way steps (Figs. 10-11)'),
     code('''
-def fme_nlm_figure(e, xfeat, title, name):
-    r = e.results
-    xv = X.loc[r.index, xfeat]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    axes[0].scatter(xv, r["fme"], s=8, color="black")
-    axes[0].set_ylabel("fME")
-    axes[1].scatter(xv, r["nlm"], s=8, c=np.where(r["nlm"] < 0, "red", "black"))
-    axes[1].set_ylabel("NLM")
-    for ax in axes:
-        ax.set_xlabel(xfeat)
-    fig.suptitle(title)
-    return save(fig, name)
-
-
-fme_nlm_figure(effects["crim-5"], "crim", "crim - 5: fMEs (left) and NLMs (right)", "fig10a_boston_crim")
-
-e2 = effects["crim-5,nox-0.1"]
-fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-pts = X.loc[e2.results.index]
-sc = axes[0].scatter(pts["crim"], pts["nox"], c=e2.results["fme"], cmap="viridis", s=14)
-fig.colorbar(sc, ax=axes[0], label="fME")
-sc = axes[1].scatter(pts["crim"], pts["nox"], c=e2.results["nlm"].clip(lower=0), cmap="viridis", s=14)
-neg = e2.results["nlm"] < 0
-axes[1].scatter(pts["crim"][neg], pts["nox"][neg], color="red", s=14)
-fig.colorbar(sc, ax=axes[1], label="NLM (negative: red)")
-for ax in axes:
-    ax.set_xlabel("crim")
-    ax.set_ylabel("nox")
-fig.suptitle("crim - 5 and nox - 0.1")
-save(fig, "fig10b_boston_crim_nox")
-
-e3 = effects["crim-5,nox-0.1,ptratio-1"]
-fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-for ax, col in zip(axes, ["fme", "nlm"]):
-    v = e3.results[col].to_numpy()
-    grid = np.linspace(v.min(), v.max(), 300)
-    ax.plot(grid, gaussian_kde(v)(grid), color="black")
-    ax.fill_between(grid, gaussian_kde(v)(grid), alpha=0.3)
-    ax.set_xlabel(col.upper() if col == "nlm" else "fME")
-    ax.set_ylabel("density")
-fig.suptitle("crim - 5, nox - 0.1 and ptratio - 1: kernel density estimates")
-save(fig, "fig10c_boston_crim_nox_ptratio")
+units = {"crim": "per capita", "nox": "pp10m", "ptratio": "pupils per teacher"}
+for name, fig_name in (("crim-5", "fig10a_boston_crim"), ("crim-5,nox-0.1", "fig10b_boston_crim_nox"),
+                       ("crim-5,nox-0.1,ptratio-1", "fig10c_boston_crim_nox_ptratio")):
+    save(plot_fme_nlm(effects[name], prediction_unit="1000 USD"), fig_name)
 for name, e in effects.items():
     checks[f"{name}_n"] = e.n
     checks[f"{name}_ame"] = e.ame
@@ -687,7 +656,8 @@ for ax, (agg, lo, hi, label) in zip(axes, (("came", "came_ci_low", "came_ci_high
     ax.set_ylabel(f"{label} (95% CI)")
 fig.suptitle("crim - 5: cAMEs and cANLMs on the CTREE subspaces")
 fig.tight_layout()
-save(fig, "fig12_boston_crim_came_ci");
+save(fig, "fig12_boston_crim_came_ci")
+save(PartitionDisplay.from_partition(part_crim).figure_, "fig12_boston_crim_came_tree");
 '''),
     md('''
 ## Sensitivity of the boundary number to the SVM solver

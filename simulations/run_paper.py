@@ -97,10 +97,12 @@ def run_notebook(path: Path, out: Path, parameters: dict, kernel: str, prepare_o
     return target
 
 
-def collect(out: Path) -> tuple[dict, dict]:
-    """Numbers and checks from every ``numbers_*.json`` under ``out``."""
+def collect(out: Path, names: list[str] | None = None) -> tuple[dict, dict]:
+    """Numbers and checks from the ``numbers_*.json`` under ``out`` (of the notebooks ``names``, default all)."""
     numbers, checks = {}, {}
     for f in sorted(out.glob("*/numbers_*.json")):
+        if names is not None and f.parent.name not in names:
+            continue
         rec = json.loads(f.read_text())
         numbers.update(rec["numbers"])
         checks[rec["notebook"]] = rec["checks"]
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         runs.append({"name": path.stem, "status": status, "seconds": time.perf_counter() - t0})
         print(f"{path.stem}: {status} ({runs[-1]['seconds']:.1f} s)", flush=True)
 
-    numbers, checks = collect(out)
+    numbers, checks = collect(out, [r["name"] for r in runs if r["status"] == "ok"])
     table = compare_numbers({k: v for k, v in numbers.items()})
     settings = f"SVM tol {args.svm_tol if args.svm_tol is not None else 1e-3:g}" + (", fast mode" if args.fast else "")
     notes = notes_from(checks, table)
