@@ -204,7 +204,11 @@ def edge_label(nodes: pd.DataFrame, parent: int, child: int) -> str:
 
 def inner_label(nodes: pd.DataFrame, node: int, extra: str | None = None) -> str:
     """Box text of an inner node: split variable, p-value (and ``extra``)."""
-    lines = [str(nodes.at[node, "split_feature"]), fmt_p(float(nodes.at[node, "p_value"]))]
+    p_value = float(nodes.at[node, "p_value"])
+    stat = float(nodes.at[node, "statistic"]) if "statistic" in nodes.columns else float("nan")
+    # testtype="teststatistic" selects by the statistic itself and reports no p-value.
+    test = fmt_p(p_value) if np.isfinite(p_value) else (f"statistic {fmt_num(stat)}" if np.isfinite(stat) else "")
+    lines = [str(nodes.at[node, "split_feature"])] + ([test] if test else [])
     lines.append(f"n = {int(nodes.at[node, 'n']):,}")
     if extra:
         lines.append(extra)

@@ -140,7 +140,8 @@ class PartitionResult:
         DataFrame
             One row per partitioning variable: ``kind``, ``low``/``high``
             (numeric: the subspace bounds, the global observed range where
-            unrestricted; ``low_open`` says whether ``low`` is excluded),
+            unrestricted, over all rows of the data, including rows left out
+            as extrapolation; ``low_open`` says whether ``low`` is excluded),
             ``levels`` (categorical), ``range`` (readable), ``restricted``
             (whether a split on the path limits the feature), and the observed
             ``min``/``max`` of the subspace's rows.
@@ -149,9 +150,11 @@ class PartitionResult:
         rows_in = self._rows_in(node)
         out = []
         bounds = self._bounds(node)
+        full = self.effects.data
         for feat in self.features:
-            col = X[feat]
-            sub = col[rows_in]
+            # Unrestricted features span the whole data's range (paper Table 3), not only the evaluated rows.
+            col = full[feat]
+            sub = X[feat][rows_in]
             b = bounds.get(feat, [None, None, None])
             if is_categorical(col) and not isinstance(col.dtype, pd.CategoricalDtype) or (
                 isinstance(col.dtype, pd.CategoricalDtype) and not col.cat.ordered
