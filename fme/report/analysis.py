@@ -49,7 +49,8 @@ def load_model(cfg: dict) -> tuple[Any, pd.DataFrame | None, dict]:
 
         path = _resolve(cfg, spec["joblib"])
         model = joblib.load(path)
-        return model, None, {"kind": "joblib", "source": spec["joblib"], "sha256": _sha256_file(path)}
+        return model, None, {"kind": "joblib", "source": spec["joblib"], "sha256": _sha256_file(path),
+                             "sha256_of": None}
     module_name, func_name = spec["entry_point"].split(":")
     module = importlib.import_module(module_name)
     out = getattr(module, func_name)()

@@ -121,6 +121,7 @@ _IMG = re.compile(r'<img role="img" aria-label="([^"]*)"')
 def _postprocess_html(html: str) -> str:
     """Header cells get ``scope="col"``; images get an ``alt`` equal to their accessible name."""
     html = _TH.sub('<th scope="col"', html)
+    html = re.sub(r"<pre(?![^>]*tabindex)", '<pre tabindex="0"', html)
     return _IMG.sub(r'<img role="img" aria-label="\1" alt="\1"', html)
 
 
@@ -134,6 +135,7 @@ def render_html(qmd: Path, context: dict, templates: Path | None = None) -> Path
     after.write_text(env.get_template("partials/after-body.html.j2").render(**context), encoding="utf-8")
     html = out_dir / "report.html"
     _run([pandoc_path(), qmd.name, "--from", "markdown", "--to", "html5", "--standalone", "--embed-resources",
+          "--syntax-highlighting=none",
           "--css", str(tdir / "report.css"), "--include-before-body", before.name, "--include-after-body",
           after.name, "--resource-path", ".", "--output", html.name], out_dir)
     html.write_text(_postprocess_html(html.read_text(encoding="utf-8")), encoding="utf-8")

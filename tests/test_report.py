@@ -1,0 +1,366 @@
+"""End-to-end report builds: determinism, safety, honest numbers, accessibility, browser, PDF, size, time.
+
+Builds the bundled Boston report twice and a report whose feature names, level
+labels and title contain markup and non-ASCII characters. Browser, PDF-tool and
+axe checks skip with a reason when the system tools are missing (CI installs
+them: chromium, chromium-driver, poppler-utils; axe: npm @axe-core/cli).
+"""
+
+from __future__ import annotations
+
+import html as htmllib
+import json
+import re
+import shutil
+import subprocess
+import textwrap
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("papermill")
+pytest.importorskip("pypandoc")
+pytest.importorskip("typst")
+
+from fme.report.build import build_report  # noqa: E402
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+AXE = REPO / ".axe" / "node_modules" / ".bin" / "axe"
+
+F_SCRIPT, F_PIPE, F_DOLLAR, F_CAT = "<script>alert(1)</script>", "a|b*c", "$cost$", 'Größe "µ"'
+LEVELS = ["<b>bold</b>", "x|y"]
+TITLE = 'Report <script>alert("t")</script> | *not em* $5 "q" Ünïcødé'
+
+
+# ------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def boston(tmp_path_factory):
+    out1 = tmp_path_factory.mktemp("boston1")
+    t = time.perf_counter()
+    first = build_report(REPO / "reports" / "boston-svm.yaml", out1, force=True, log=lambda s: None)
+    first["seconds"] = time.perf_counter() - t
+    return first
+
+
+@pytest.fixture(scope="module")
+def boston_again(boston, tmp_path_factory):
+    out2 = tmp_path_factory.mktemp("boston2")
+    return build_report(REPO / "reports" / "boston-svm.yaml", out2, force=True, log=lambda s: None)
+
+
+@pytest.fixture(scope="module")
+def nasty(tmp_path_factory):
+    joblib = pytest.importorskip("joblib")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    d = tmp_path_factory.mktemp("nasty")
+    rng = np.random.default_rng(1)
+    n = 200
+    X = pd.DataFrame({F_SCRIPT: rng.uniform(0, 10, n), F_PIPE: rng.uniform(0, 5, n), F_DOLLAR: rng.normal(0, 1, n),
+                      F_CAT: rng.choice(LEVELS, n)})
+    y = 2 * X[F_SCRIPT] - X[F_PIPE] + 0.5 * X[F_DOLLAR] + np.where(X[F_CAT] == LEVELS[0], 1.0, 0.0)
+    y = y + rng.normal(0, 0.3, n)
+    pre = ColumnTransformer([("cat", OneHotEncoder(), [F_CAT])], remainder="passthrough")
+    model = make_pipeline(pre, LinearRegression()).fit(X, y)
+    joblib.dump(model, d / "model.joblib")
+    X.assign(target=y).to_csv(d / "data.csv", index=False)
+    cfg = {
+        "title": TITLE, "owner": "Ops <ops@example.org>", "intended_use": "Test *escaping* of `names`.",
+        "model": {"joblib": "model.joblib", "prediction_scale": "raw units"},
+        "data": {"path": "data.csv"}, "target": "target", "units": {F_DOLLAR: "€"},
+        "effects": [
+            {"id": "script", "steps": {F_SCRIPT: 1}, "extrapolation": "none", "partition": {"minbucket": 40}},
+            {"id": "pair", "steps": {F_SCRIPT: 1, F_DOLLAR: -0.5}, "on_extrapolation": "keep", "partition": False},
+            {"id": "cat", "steps": {F_CAT: "all"}, "partition": False},
+        ],
+    }
+    (d / "nasty.yaml").write_text(json.dumps(cfg, ensure_ascii=False, indent=1), encoding="utf-8")  # JSON is YAML
+    res = build_report(d / "nasty.yaml", d / "out", force=True, log=lambda s: None)
+    return res
+
+
+def _html(res) -> str:
+    return Path(res["html"]).read_text(encoding="utf-8")
+
+
+def _visible_text(html: str) -> str:
+    body = re.sub(r"<(style|svg)\b.*?</\1>", " ", html, flags=re.S)
+    return htmllib.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def _pdftotext(pdf: Path) -> str:
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) is not installed")
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    return text.replace("\u2212", "-")  # typst sets a hyphen before a digit as a minus sign
+
+
+# ------------------------------------------------------------------ determinism, size, time, incremental
+def test_deterministic_html(boston, boston_again):
+    a, b = Path(boston["html"]).read_bytes(), Path(boston_again["html"]).read_bytes()
+    h1, h2 = ((Path(r["out_dir"]) / ".inputs.sha256").read_text().split()[0] for r in (boston, boston_again))
+    if h1 != h2:  # fme's sources changed between the builds (a shared working tree): only the hash may differ
+        a = a.replace(h1.encode(), b"<inputs hash>")
+        b = b.replace(h2.encode(), b"<inputs hash>")
+    assert a == b
+
+
+def test_figures_have_no_timestamps(boston):
+    figs = Path(boston["out_dir"]) / "figures"
+    svgs = list(figs.glob("*.svg"))
+    assert svgs
+    for svg in svgs:
+        assert "<dc:date>" not in svg.read_text()
+    for png in figs.glob("*.png"):
+        data = png.read_bytes()
+        assert b"tEXt" not in data and b"tIME" not in data, png.name
+
+
+def test_no_timestamp_unless_asked(boston):
+    assert "Generated:" not in _html(boston)
+
+
+def test_size_and_time(boston):
+    assert Path(boston["html"]).stat().st_size < 5_000_000
+    assert boston["seconds"] < 180
+
+
+def test_unchanged_inputs_are_not_rebuilt(boston):
+    again = build_report(REPO / "reports" / "boston-svm.yaml", boston["out_dir"], log=lambda s: None)
+    assert again["skipped"] is True
+
+
+# ------------------------------------------------------------------ honest numbers
+def _summary_items(html: str) -> list[str]:
+    summary = html.split('id="summary"', 1)[1].split("<table", 1)[0]
+    return [" ".join(_visible_text(li).split()) for li in re.findall(r"<li>(.*?)</li>", summary, flags=re.S)]
+
+
+def _overview_rows(html: str) -> list[list[str]]:
+    table = html.split('id="summary"', 1)[1].split("<table", 1)[1].split("</table>", 1)[0]
+    body = table.split("<tbody>", 1)[1]
+    return [[" ".join(_visible_text(c).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)]
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, flags=re.S)]
+
+
+def test_sentence_numbers_equal_table_cells(boston):
+    html = _html(boston)
+    items, rows = _summary_items(html), _overview_rows(html)
+    assert len(items) == len(rows) == 5
+    for text, row in zip(items, rows):
+        effect, step, n, n_ep, ame, ci, anlm = row
+        lo, hi = ci.strip("[]").split(", ")
+        assert f"AME {ame} " in text and f"CI {lo} to {hi}" in text and f"n = {n} " in text
+        if n_ep not in ("0", "not checked"):
+            assert f"{n_ep} left out as extrapolation" in text
+        if anlm != "-":
+            assert f"(ANLM {anlm}," in text
+        # every number in the sentence is one of the row's cells, the step amount, or the CI level
+        step_amounts = set(re.findall(r"\d+(?:\.\d+)?", step))
+        allowed = {ame, lo, hi, n, n_ep, anlm, "95"} | step_amounts | _extra_numbers(boston, effect)
+        for num in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text):
+            assert num in allowed or num.lstrip("-") in allowed, (num, text)
+
+
+def _extra_numbers(res, effect_label: str) -> set[str]:
+    """Numbers a sentence may carry besides the row: ANLM CI, level, at-level count, units with digits."""
+    results = json.loads((Path(res["out_dir"]) / "results.json").read_text())
+    out = {"10", "1000", "0", "1"}  # unit texts ("parts per 10 million", "1000 USD") and levels
+    from fme.report.context import effect_cells
+
+    for g in results["effects"]:
+        for v in g["variants"]:
+            c = effect_cells(v)
+            out |= {c["anlm_ci_low"], c["anlm_ci_high"], c["n_at_level"]}
+    return out
+
+
+def test_direction_word_matches_ci(boston):
+    results = json.loads((Path(boston["out_dir"]) / "results.json").read_text())
+    variants = [v for g in results["effects"] for v in g["variants"]]
+    for v, text in zip(variants, _summary_items(_html(boston))):
+        if v["ci_low"] > 0:
+            assert " raises " in text and " lowers " not in text
+        elif v["ci_high"] < 0:
+            assert " lowers " in text and " raises " not in text
+        else:
+            assert "no clear direction" in text
+
+
+def test_key_numbers_match_paper_example(boston):
+    """The crim step reproduces the paper's §8 setting: 106 rows inside the envelope, rightmost leaf 0.86."""
+    text = " ".join(_visible_text(_html(boston)).split())
+    assert "n = 106 observations where the step stays inside the data; 400 left out" in text
+    assert re.search(r"\|? ?5 \| crim > 14\.4", " | ".join(text.split())) or "crim > 14.438" in text
+
+
+# ------------------------------------------------------------------ safety (escaping) and "not checked"
+def test_names_appear_literally_in_html(nasty):
+    html = _html(nasty)
+    assert "<script" not in html.lower()
+    text = _visible_text(html)
+    for s in (F_SCRIPT, F_PIPE, F_DOLLAR, F_CAT, *LEVELS, TITLE, "*escaping*", "`names`"):
+        assert s in text, s
+    assert "<title>" + htmllib.escape(TITLE, quote=False).replace('"', "&quot;") in html or \
+        htmllib.unescape(re.search(r"<title>(.*?)</title>", html).group(1)) == TITLE
+
+
+def test_names_appear_literally_in_pdf(nasty):
+    text = _pdftotext(Path(nasty["pdf"]))
+    flat = " ".join(text.split())
+    for s in (F_SCRIPT, F_PIPE, F_DOLLAR, "Größe", *LEVELS):
+        assert s in flat, s
+
+
+def test_not_checked_is_not_zero(nasty):
+    text = " ".join(_visible_text(_html(nasty)).split())
+    assert "not checked for extrapolation" in text
+    row = next(r for r in _overview_rows(_html(nasty)) if r[1] == f"{F_SCRIPT} + 1")
+    assert row[3] == "not checked"
+
+
+# ------------------------------------------------------------------ accessibility structure
+class _Structure(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.stack, self.tables, self.figures, self.imgs, self.headings, self.assets = [], [], [], [], [], []
+        self.lang = None
+        self.title = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "html":
+            self.lang = a.get("lang")
+        if tag == "title":
+            self.title = True
+        if tag == "table":
+            self.tables.append({"caption": False, "th": 0, "th_scope": 0})
+        if tag == "caption" and self.tables:
+            self.tables[-1]["caption"] = True
+        if tag == "th" and self.tables:
+            self.tables[-1]["th"] += 1
+            self.tables[-1]["th_scope"] += "scope" in a
+        if tag == "figure":
+            self.figures.append({"figcaption": False})
+        if tag == "figcaption" and self.figures:
+            self.figures[-1]["figcaption"] = True
+        if tag == "img":
+            self.imgs.append(a)
+        if re.fullmatch(r"h[1-6]", tag):
+            self.headings.append(int(tag[1]))
+        for key in ("src", "href"):
+            if key in a and re.match(r"https?://", a[key] or ""):
+                self.assets.append(a[key])
+
+
+@pytest.mark.parametrize("which", ["boston", "nasty"])
+def test_html_structure_is_accessible(which, request):
+    html = _html(request.getfixturevalue(which))
+    s = _Structure()
+    s.feed(html)
+    assert s.lang == "en" and s.title
+    assert s.tables and all(t["caption"] and t["th"] and t["th"] == t["th_scope"] for t in s.tables)
+    assert s.figures and all(f["figcaption"] for f in s.figures)
+    assert len(s.imgs) == len(s.figures)
+    for img in s.imgs:
+        alt = img.get("alt", "")
+        assert len(alt) >= 30 and not alt.lower().endswith((".svg", ".png")) and alt.lower() != "plot"
+    assert not s.assets
+    levels = s.headings
+    assert levels[0] == 1 and all(b <= a + 1 for a, b in zip(levels, levels[1:])), levels
+
+
+# ------------------------------------------------------------------ real browser
+def _browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    return sync_api.sync_playwright()
+
+
+@pytest.mark.parametrize("which", ["boston", "nasty"])
+def test_browser_renders_offline_without_errors(which, request):
+    res = request.getfixturevalue(which)
+    with _browser() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            errors, requests = [], []
+            page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(Path(res["html"]).resolve().as_uri())
+            page.wait_for_load_state("load")
+            sizes = page.eval_on_selector_all("img, svg", "els => els.map(e => [e.getBoundingClientRect().width,"
+                                              " e.getBoundingClientRect().height, e.complete === undefined"
+                                              " ? true : (e.complete && e.naturalWidth > 0)])")
+            text = page.inner_text("body")
+            dialogs = []
+            page.on("dialog", lambda d: dialogs.append(d.message))
+        finally:
+            browser.close()
+    assert not errors
+    assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
+    assert sizes and all(w > 0 and h > 0 and ok for w, h, ok in sizes)
+    assert not dialogs
+    results = json.loads((Path(res["out_dir"]) / "results.json").read_text())
+    from fme.report.context import effect_cells
+
+    for g in results["effects"]:
+        for v in g["variants"]:
+            c = effect_cells(v)
+            assert f"AME {c['ame']}" in text and f"{c['ci_low']} to {c['ci_high']}" in text
+
+
+# ------------------------------------------------------------------ PDF
+def test_pdf_tagged_with_key_numbers(boston):
+    pdf = Path(boston["pdf"])
+    if shutil.which("pdfinfo") is None or shutil.which("pdftoppm") is None:
+        pytest.skip("pdfinfo/pdftoppm (poppler-utils) are not installed")
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
+    assert re.search(r"^Tagged:\s+yes", info, flags=re.M), info
+    raw = pdf.read_bytes()
+    assert b"/Lang" in raw and b"StructTreeRoot" in raw
+    subprocess.run(["pdftoppm", "-f", "1", "-l", "1", "-png", "-r", "60", str(pdf), str(pdf.with_name("page"))],
+                   check=True)
+    page = next(pdf.parent.glob("page*.png"))
+    assert page.stat().st_size > 5_000
+    flat = " ".join(_pdftotext(pdf).split())
+    results = json.loads((Path(boston["out_dir"]) / "results.json").read_text())
+    from fme.report.context import effect_cells
+
+    for g in results["effects"]:
+        for v in g["variants"]:
+            c = effect_cells(v)
+            assert f"AME {c['ame']}" in flat and f"{c['ci_low']} to {c['ci_high']}" in flat
+
+
+# ------------------------------------------------------------------ axe-core
+def test_axe_no_wcag_violations(boston, tmp_path):
+    if not AXE.exists():
+        pytest.skip(f"axe CLI not installed at {AXE} (npm install @axe-core/cli@4.11 axe-core@4.11 --prefix .axe)")
+    if not Path("/usr/bin/chromedriver").exists() or not Path(CHROMIUM).exists():
+        pytest.skip("chromium and chromium-driver are needed for axe")
+    out = tmp_path / "axe.json"
+    proc = subprocess.run([str(AXE), Path(boston["html"]).resolve().as_uri(), "--chrome-path", CHROMIUM,
+                           "--chromedriver-path", "/usr/bin/chromedriver",
+                           "--chrome-options=no-sandbox,disable-dev-shm-usage,headless",
+                           "--tags", "wcag2a,wcag2aa,wcag21a,wcag21aa", "--save", out.name, "--dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    saved = out if out.exists() else next(tmp_path.glob("*.json"), None)
+    assert saved is not None, proc.stdout + proc.stderr
+    report = json.loads(saved.read_text())
+    report = report[0] if isinstance(report, list) else report
+    violations = [(v["id"], v["impact"], len(v["nodes"])) for v in report["violations"]]
+    assert violations == [], textwrap.shorten(str(violations), 500)
