@@ -137,10 +137,6 @@ def notes_from(checks: dict, table: pd.DataFrame) -> list[str]:
              "on the DGP and are exact.",
              "Table 3's afram (B) row is not reproduced: the vendored Boston data drops the B column."]
     boston = checks.get("06_boston", {})
-    if "describe_indus_low_over_evaluated_rows" in boston:
-        notes.append("Table 3 global ranges use all 506 rows (as the paper's Table 2); PartitionResult.describe() "
-                     "uses the evaluated rows only (indus low "
-                     f"{boston['describe_indus_low_over_evaluated_rows']:g} instead of 0.46).")
     sens = boston.get("sensitivity")
     if sens:
         vals = ", ".join(f"tol={s['tol']:g}{'' if s['shrinking'] else ' (no shrinking)'}: {s['crim-5 CoV']:.5f}"
