@@ -18,7 +18,7 @@ title: T
 owner: O
 intended_use: U
 model:
-  entry_point: "fme.report.examples:boston_svm"
+  entry_point: "fme.paper:boston_svm"
 data:
   dataset: boston
 target: medv

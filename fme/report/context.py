@@ -104,6 +104,14 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
                    f"are at least {FLAG_THRESHOLDS['anlm']} (close to linear).")
             cap = (f"Non-linearity measure of the fMEs of {step} (n = {fmt_int(v['n_nlm'])}; "
                    f"{fmt_int(fig['n_clipped'])} values below -1 drawn at -1; 1 = linear).")
+        elif k == "came-tree":
+            p = v["partition"]
+            split_on = sorted({c["feature"] for leaf in p["leaves"] for c in leaf["box"] if c["restricted"]})
+            alt = (f"Tree diagram of the {len(p['leaves'])} cAME subspaces of {step}, split on "
+                   f"{', '.join(split_on)}, with a histogram of the fMEs in each leaf; the AME of all rows is "
+                   f"{cells['ame']}.")
+            cap = (f"cAME tree of {step} ({p['method']}): each leaf shows n, cAME with CI and the distribution of "
+                   "its fMEs; the table after the next figure gives the same numbers.")
         elif k == "came":
             leaves = v["partition"]["leaves"]
             lo = min(leaves, key=lambda r: r["came"])

@@ -38,13 +38,14 @@ def _t(text: Any) -> str:
     return str(text).replace("\\", "\\\\").replace("$", r"\$")
 
 
-def save(fig: Any, out_dir: Path, name: str, dpi: int) -> dict[str, str]:
+def save(fig: Any, out_dir: Path, name: str, dpi: int, tight: bool = True) -> dict[str, str]:
     import matplotlib.pyplot as plt
 
     svg = Path(out_dir) / "figures" / f"{name}.svg"
     png = Path(out_dir) / "figures" / f"{name}.png"
-    fig.savefig(svg, format="svg", metadata={"Date": None}, bbox_inches="tight")
-    fig.savefig(png, format="png", dpi=dpi, metadata={"Software": None}, bbox_inches="tight")
+    box = "tight" if tight else None
+    fig.savefig(svg, format="svg", metadata={"Date": None}, bbox_inches=box)
+    fig.savefig(png, format="png", dpi=dpi, metadata={"Software": None}, bbox_inches=box)
     plt.close(fig)
     return {"svg": f"figures/{name}.svg", "png": f"figures/{name}.png"}
 
@@ -205,6 +206,24 @@ def _came_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict:
     return {"kind": "came", **save(fig, out_dir, f"{vid}-came", cfg["figures"]["png_dpi"])}
 
 
+def _tree_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict | None:
+    """The cAME tree of :class:`fme.plotting.PartitionDisplay` (None for a single-node tree)."""
+    if len(part.leaves) < 2:
+        return None
+    from ..plotting import PartitionDisplay
+
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context({"font.size": 10.0, "figure.dpi": 100}):  # the display's own layout
+        display = PartitionDisplay.from_partition(part)  # units make its note wider than the tree
+    fig = display.figure_
+    for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "set_text")):
+        raw = text.get_text()
+        if "$" in raw and "\\$" not in raw:
+            text.set_text(_t(raw))
+    return {"kind": "came-tree", **save(fig, out_dir, f"{vid}-tree", cfg["figures"]["png_dpi"], tight=False)}
+
+
 def effect_figures(res, part, eff: dict, cfg: dict, out_dir: Path, vid: str) -> list[dict]:
     """Write the figures of one effect; return their descriptors (files and facts)."""
     import matplotlib
@@ -221,5 +240,8 @@ def effect_figures(res, part, eff: dict, cfg: dict, out_dir: Path, vid: str) -> 
         if res.has_nlm:
             out.append(_nlm_plot(res, cfg, out_dir, vid))
         if part is not None and len(part.leaves) >= 1:
+            tree = _tree_plot(part, cfg, out_dir, vid)
+            if tree is not None:
+                out.append(tree)
             out.append(_came_plot(part, cfg, out_dir, vid))
     return out
