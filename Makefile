@@ -4,7 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.fme-installed
 
-.PHONY: test test-fast demo paper bench clean
+.PHONY: test test-fast demo paper report bench clean
+
+REPORT_CONFIGS := $(wildcard reports/*.yaml)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,8 +28,15 @@ demo: $(STAMP)
 paper: $(STAMP)
 	$(BIN)/python simulations/run_paper.py --svm-tol 1e-6
 
+# Interpretation reports: reports/<name>.yaml -> reports/<name>/report.{qmd,html,pdf};
+# `fme report` skips configs whose inputs (config, data, package) are unchanged.
+report: $(STAMP)
+	$(BIN)/python -m fme report $(REPORT_CONFIGS)
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_fme.py
+	$(BIN)/python benchmarks/bench_ctree.py
+	$(BIN)/python benchmarks/bench_hull.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
