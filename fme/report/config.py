@@ -51,7 +51,7 @@ _PARTITION = {
         "minbucket": {"type": "number", "exclusiveMinimum": 0},
         "alpha": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
         "maxdepth": {"type": "integer", "minimum": 1},
-        "testtype": {"enum": ["Bonferroni", "Univariate", "Teststatistic", "MonteCarlo", "teststatistic",
+        "testtype": {"enum": ["Bonferroni", "Univariate", "Teststatistic", "teststatistic",
                               "bonferroni", "univariate"]},
         "mincriterion": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
     },
