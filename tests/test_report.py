@@ -157,7 +157,8 @@ def _overview_rows(html: str) -> list[list[str]]:
 def test_sentence_numbers_equal_table_cells(boston):
     html = _html(boston)
     items, rows = _summary_items(html), _overview_rows(html)
-    assert len(items) == len(rows) == 5
+    # one row per numeric effect (rm, crim, crim-nox, crim-nox-ptratio) and per chas level (0, 1)
+    assert len(items) == len(rows) == 6
     for text, row in zip(items, rows):
         effect, step, n, n_ep, ame, ci, anlm = row
         lo, hi = ci.strip("[]").split(", ")

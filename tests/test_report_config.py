@@ -36,7 +36,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_bundled_config_is_valid():
     cfg = load_config(REPO / "reports" / "boston-svm.yaml")
     assert cfg["_name"] == "boston-svm"
-    assert [e["id"] for e in cfg["effects"]] == ["crim", "crim-nox", "crim-nox-ptratio", "chas"]
+    assert [e["id"] for e in cfg["effects"]] == ["rm", "crim", "crim-nox", "crim-nox-ptratio", "chas"]
     assert cfg["effects"][0]["partition"] == {"method": "ctree", "minbucket": 30}
 
 
