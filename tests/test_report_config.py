@@ -37,7 +37,8 @@ def test_bundled_config_is_valid():
     cfg = load_config(REPO / "reports" / "boston-svm.yaml")
     assert cfg["_name"] == "boston-svm"
     assert [e["id"] for e in cfg["effects"]] == ["rm", "crim", "crim-nox", "crim-nox-ptratio", "chas"]
-    assert cfg["effects"][0]["partition"] == {"method": "ctree", "minbucket": 30}
+    assert cfg["effects"][0]["partition"] == {"method": "ctree", "minbucket": 100, "testtype": "teststatistic",
+                                              "mincriterion": 0.99}
 
 
 def test_defaults_filled(tmp_path):
