@@ -24,12 +24,28 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _worked_example() -> None:
+    """Print the paper's Boston example (§8) in a few lines: fMEs, NLMs, AMEs, cAMEs."""
+    import fme
+    from fme.paper import boston_svm
+
+    model, X = boston_svm()
+    eff = fme.fme(model, X, {"rm": 1}, nlm=True, nlm_method="simpson38", extrapolation="envelope")
+    print(eff.summary())
+    print(eff.results.head().round(4).to_string())
+    print(fme.ame(model, X, {"rm": 1, "crim": -5, "chas": None}, extrapolation="envelope")
+          [["feature", "step", "level", "ame", "sd", "ci_low", "ci_high", "n", "n_excluded"]].round(4).to_string())
+    print(fme.came(eff, minbucket=100, testtype="teststatistic", mincriterion=0.99).summary())
+    print()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from .report.build import build_report
     from .report.config import ConfigError
 
     if args.command == "demo":
+        _worked_example()
         configs, out, force, pdf = [str(DEMO_CONFIG)], None, args.force, None
         if not DEMO_CONFIG.exists():
             print(f"fme demo: {DEMO_CONFIG} not found; run it from the repository root.", file=sys.stderr)
