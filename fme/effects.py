@@ -322,6 +322,25 @@ def _all_excluded_message(steps: tuple[Step, ...], reference: pd.DataFrame, n: i
     )
 
 
+_REASON_TYPES = np.array(["", "missing", "at_level", "extrapolation"], dtype=object)
+
+
+def _excluded_frame(code: np.ndarray, notes: list[tuple[np.ndarray, Any, Any]], index: pd.Index) -> pd.DataFrame:
+    """The ``excluded`` table from per-row codes and (positions, point, reason) notes."""
+    ex = np.flatnonzero(code)
+    slot = np.full(code.size, -1)
+    slot[ex] = np.arange(ex.size)
+    point = np.full(ex.size, "", dtype=object)
+    reason = np.full(ex.size, "", dtype=object)
+    for pos, pts, why in notes:
+        point[slot[pos]] = pts
+        reason[slot[pos]] = why
+    return pd.DataFrame(
+        {"reason_type": _REASON_TYPES[code[ex]].astype(str), "point": point.astype(str), "reason": reason.astype(str)},
+        index=index[ex],
+    )
+
+
 # ----------------------------------------------------------------- public API
 def fme(
     model: Any,
@@ -434,18 +453,21 @@ def fme(
     X_all = predictor.select(data)
     n_all = len(data)
     index = data.index
-    reason_type = np.full(n_all, "", dtype=object)
-    point = np.full(n_all, "", dtype=object)
-    reason = np.full(n_all, "", dtype=object)
+    # Exclusion bookkeeping: an int code per row, strings only for the rows left out
+    # (object arrays over all rows cost more than a cheap model's predict).
+    code = np.zeros(n_all, dtype=np.int8)
+    notes: list[tuple[np.ndarray, Any, Any]] = []
     for s in parsed:
         col = data[s.feature]
-        miss = col.isna().to_numpy() & (reason_type == "")
-        reason_type[miss], reason[miss] = "missing", f"missing value in {s.feature}"
+        miss = col.isna().to_numpy() & (code == 0)
+        code[miss] = 1
+        notes.append((np.flatnonzero(miss), "", f"missing value in {s.feature}"))
         if not s.is_numeric:
             # nullable dtypes ("string", "boolean") compare to <NA> on missing values
-            at = (col == s.value).to_numpy(dtype=bool, na_value=False) & (reason_type == "")
-            reason_type[at], reason[at] = "at_level", f"{s.feature} already at level {s.value!r}"
-    cand = np.flatnonzero(reason_type == "")
+            at = (col == s.value).to_numpy(dtype=bool, na_value=False) & (code == 0)
+            code[at] = 2
+            notes.append((np.flatnonzero(at), "", f"{s.feature} already at level {s.value!r}"))
+    cand = np.flatnonzero(code == 0)
     if cand.size == 0:
         raise DataError(
             f"no row can be evaluated for the step {', '.join(s.describe() for s in parsed)}: every row has a "
@@ -477,7 +499,8 @@ def fme(
             extra_cols["extrapolation"] = ep
             extra_cols["extrapolation_point"] = pts
         else:
-            reason_type[cand[ep]], point[cand[ep]], reason[cand[ep]] = "extrapolation", pts[ep], why[ep]
+            code[cand[ep]] = 3
+            notes.append((cand[ep], pts[ep], why[ep]))
             keep = ~ep
             if not keep.any():
                 raise ExtrapolationError(_all_excluded_message(parsed, reference, len(X)))
@@ -509,11 +532,7 @@ def fme(
         predictions = pd.DataFrame(
             {**{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},
              **{f"f_x_step_{c}": f1[:, j] for j, c in enumerate(names)}}, index=out_index)
-    ex = reason_type != ""
-    excluded = pd.DataFrame(
-        {"reason_type": reason_type[ex].astype(str), "point": point[ex].astype(str), "reason": reason[ex].astype(str)},
-        index=index[ex],
-    )
+    excluded = _excluded_frame(code, notes, index)
     return FMEResult(
         results=results,
         steps=parsed,
