@@ -16,7 +16,7 @@ import pandas as pd
 from ._stats import describe
 from ._validation import check_conf_level, check_data, is_categorical, is_numeric
 from .effects import FMEResult, fme
-from .exceptions import DataError, FeatureError, ParameterError, StepError
+from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from .predictors import make_predictor
 from .steps import _levels, _same_level, _set_level, parse_steps
 
@@ -224,7 +224,8 @@ def mer(
         res = fme(model, frame, numeric_steps, **fme_kwargs)
         out = frame[keys].join(res.results)
         note = res.excluded["reason"].reindex(frame.index).fillna("")
-    except DataError as exc:
+    except (DataError, ExtrapolationError) as exc:
+        # Nothing to evaluate (all at the level, or every grid point outside the data): NaN rows with the reason.
         out = frame[keys].assign(fme=np.nan)
         note = pd.Series(str(exc), index=frame.index)
     out["note"] = note
@@ -276,9 +277,13 @@ def dme(
     elif not np.isfinite(eps) or eps <= 0:
         raise ParameterError(f"eps must be a positive finite number, got {eps!r}.")
     predictor = make_predictor(model, target_class)
-    X = predictor.select(data)
+    # Rows with a missing value in the feature get NaN (as fme() leaves them out) instead of reaching the model.
+    ok = ~np.isnan(x)
+    X = predictor.select(data)[ok]
     up = X.copy(deep=False)
     down = X.copy(deep=False)
-    up[feature] = x + eps
-    down[feature] = x - eps
-    return pd.DataFrame({"dme": (predictor(up) - predictor(down)) / (2.0 * eps)}, index=data.index)
+    up[feature] = x[ok] + eps
+    down[feature] = x[ok] - eps
+    out = np.full(len(data), np.nan)
+    out[ok] = (predictor(up) - predictor(down)) / (2.0 * eps)
+    return pd.DataFrame({"dme": out}, index=data.index)

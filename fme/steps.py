@@ -180,6 +180,8 @@ def parse_steps(data: pd.DataFrame, steps: Any, rule_data: pd.DataFrame | None =
             raise FeatureError(_unknown_feature_message(feature, data))
         col = data[feature]
         if is_categorical(col):
+            if pd.api.types.is_bool_dtype(col.dtype) and not isinstance(value, (bool, np.bool_)):
+                raise StepError(f"feature {feature!r} is boolean: its step is a level, True or False, not {value!r}.")
             levels = _levels(col)
             if (rule_data is not data and feature in rule_data.columns
                     and not isinstance(col.dtype, pd.CategoricalDtype)):

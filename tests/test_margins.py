@@ -252,3 +252,24 @@ def test_mer_bad_at_values(data, at, phrase):
     with pytest.raises(ParameterError, match=phrase):
         fme.mer(linear, data, {"x1": 1.0}, at=at)
     pd.testing.assert_frame_equal(data, before)
+
+
+def test_dme_leaves_missing_feature_values_out() -> None:
+    X = pd.DataFrame({"x": [1.0, np.nan, 3.0]}, index=["a", "b", "c"])
+    seen = []
+
+    def f(d: pd.DataFrame) -> np.ndarray:
+        seen.append(d["x"].isna().sum())
+        return d["x"].to_numpy() ** 2
+
+    out = fme.dme(f, X, "x")
+    assert seen == [0, 0]
+    np.testing.assert_allclose(out.loc[["a", "c"], "dme"], [2.0, 6.0], rtol=1e-6)
+    assert np.isnan(out.loc["b", "dme"])
+
+
+def test_mer_with_every_grid_point_outside_returns_nan_rows_with_reason() -> None:
+    X = pd.DataFrame({"x": [0.0, 1.0, 2.0]})
+    out = fme.mer(lambda d: d["x"] ** 2, X, {"x": 1.0}, at={"x": [5.0, 6.0]}, extrapolation="envelope")
+    assert out["fme"].isna().all()
+    assert out["note"].str.contains("extrapolation points").all()

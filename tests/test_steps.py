@@ -238,3 +238,11 @@ def test_categorical_dtype_levels_come_from_its_categories(frame):
     ref = frame.assign(cat=pd.Categorical(["a", "b"] * (len(frame) // 2)))
     with pytest.raises(StepError, match=r"'cat' is categorical: give one of its levels \['a'\], not level 'b'"):
         fme.fme(lin, data, {"cat": "b"}, reference_data=ref)
+
+
+def test_boolean_feature_needs_a_boolean_level() -> None:
+    X = pd.DataFrame({"x": [1.0, 2.0], "b": [True, False]})
+    with pytest.raises(fme.StepError, match="boolean"):
+        fme.fme(lambda d: d["x"], X, {"b": 1})
+    res = fme.fme(lambda d: d["x"] + d["b"], X, {"b": True})
+    assert res.results["fme"].tolist() == [1.0]
