@@ -218,6 +218,8 @@ def _evaluate(
     size = batch_size or _default_batch(n, X.shape[1], rule)
     f0_parts, f1_parts, nlm_parts = [], [], []
     t_int = None if rule is None else rule.nodes[rule.interior]
+    # One buffer for every batch's stacked NLM frame (only used when all columns are float).
+    buffer = np.empty(X.shape[1] * t_int.size * min(size, n)) if rule is not None and n > size else None
     for start in range(0, n, size):
         sl = slice(start, min(start + size, n))
         xb = X.iloc[sl]
@@ -228,7 +230,7 @@ def _evaluate(
         f1_parts.append(f1)
         if rule is not None:
             if t_int.size:
-                stacked = predictor(stack_path(xb, steps, t_int, hb))
+                stacked = predictor(stack_path(xb, steps, t_int, hb, buffer))
                 f_int = stacked.reshape((t_int.size, len(xb)) + stacked.shape[1:])
             else:
                 f_int = np.empty((0,) + f0.shape)

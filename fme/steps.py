@@ -256,13 +256,20 @@ def apply_steps(frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, An
 
 
 def stack_path(
-    frame: pd.DataFrame, steps: tuple[Step, ...], ts: np.ndarray, h: Mapping[str, Any] | None = None
+    frame: pd.DataFrame,
+    steps: tuple[Step, ...],
+    ts: np.ndarray,
+    h: Mapping[str, Any] | None = None,
+    buffer: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Stack the points ``x + t h`` for every ``t`` in ``ts`` (one block per ``t``).
 
     Row ``k * n + i`` is observation ``i`` moved by ``ts[k]`` of its step, so a
     whole batch goes to the model in one ``predict`` call (paper §5.4, the path
-    gamma(t)). Only numeric steps lie on a path.
+    gamma(t)). Only numeric steps lie on a path. ``buffer``: a 1-D float array
+    of at least ``n_features * len(ts) * n`` values to build an all-float stack
+    in (reused across batches, so fresh memory is not paged in for every batch);
+    the returned frame then shares it.
     """
     n = len(frame)
     ts = np.asarray(ts, dtype=float)
@@ -270,7 +277,9 @@ def stack_path(
         # Build the block column by column, (features, nodes, rows) in C order: each write is
         # contiguous and the DataFrame wraps it without a copy (pandas keeps blocks as columns x rows).
         base_t = frame.to_numpy(dtype=float).T
-        arr = np.empty((frame.shape[1], ts.size, n))
+        shape = (frame.shape[1], ts.size, n)
+        size = shape[0] * shape[1] * shape[2]
+        arr = buffer[:size].reshape(shape) if buffer is not None and buffer.size >= size else np.empty(shape)
         arr[:] = base_t[:, None, :]
         for step in steps:
             j = frame.columns.get_loc(step.feature)
