@@ -22,6 +22,7 @@ Conventions shared by every detector here:
 from __future__ import annotations
 
 import numbers
+from abc import abstractmethod
 from typing import Any
 
 import numpy as np
@@ -150,11 +151,13 @@ class _EncodedDetector(ExtrapolationDetector):
         self.encoding_ = _Encoding(reference)
         self._fit_encoded(reference)
 
-    def _fit_encoded(self, reference: pd.DataFrame) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _fit_encoded(self, reference: pd.DataFrame) -> None:
+        """Fit on the reference data once it is encoded."""
 
-    def _numeric_flags(self, pts: pd.DataFrame, usable: np.ndarray) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def _numeric_flags(self, pts: pd.DataFrame, usable: np.ndarray) -> np.ndarray:
+        """Flags for points without missing values or unseen levels."""
 
     def flag(self, points: pd.DataFrame) -> np.ndarray:
         """Boolean array, True where a point is an extrapolation point."""
@@ -166,8 +169,9 @@ class _EncodedDetector(ExtrapolationDetector):
             out[usable] = self._numeric_flags(pts.iloc[np.flatnonzero(usable)], usable)
         return out
 
-    def _reason(self, pts: pd.DataFrame, flagged: np.ndarray) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def _reason(self, pts: pd.DataFrame, flagged: np.ndarray) -> np.ndarray:
+        """Reason per point (only read where flagged)."""
 
     def explain(self, points: pd.DataFrame, flagged: np.ndarray) -> np.ndarray:
         """Reason per point (empty string where not flagged)."""
@@ -437,7 +441,35 @@ class ConvexHullDetector(_EncodedDetector):
 
 
 # ----------------------------------------------------------------- MCEC
-class MCECDetector(_EncodedDetector):
+class _RiskDetector(_EncodedDetector):
+    """Detectors with an estimated risk R(x) = U / (U + P) in [0, 1] (paper eq. extrapolation_risk),
+    flagging R(x) > threshold."""
+
+    threshold: float
+
+    @abstractmethod
+    def _risk(self, pts: pd.DataFrame) -> np.ndarray:
+        """R(x) for points without missing values or unseen levels."""
+
+    def _numeric_flags(self, pts: pd.DataFrame, usable: np.ndarray) -> np.ndarray:
+        return self._risk(pts) > self.threshold
+
+    def score(self, points: pd.DataFrame) -> np.ndarray:
+        """R(x) in [0, 1] (1 outside the box or for an unseen level; NaN with missing values)."""
+        pts = self._check_fitted(points)
+        basic, _ = self.encoding_.basic_reasons(pts)
+        out = np.full(len(pts), np.nan)
+        ok = ~basic
+        if ok.any():
+            out[ok] = self._risk(pts.iloc[np.flatnonzero(ok)])
+        unseen = np.zeros(len(pts), dtype=bool)
+        for m in self.encoding_.unseen(pts).values():
+            unseen |= m
+        out[unseen & ~np.isnan(self.encoding_.standardise(pts)).any(axis=1)] = 1.0
+        return out
+
+
+class MCECDetector(_RiskDetector):
     """Monte-Carlo extrapolation classification (Hooker; paper Appendix, Eq. extrapolation_risk).
 
     The reference rows (label "data") are augmented with ``n_background``
@@ -530,23 +562,6 @@ class MCECDetector(_EncodedDetector):
         r = np.where(np.isnan(r), p, r)
         return np.where(enc.outside_box(enc.standardise(pts)), 1.0, r)
 
-    def _numeric_flags(self, pts: pd.DataFrame, usable: np.ndarray) -> np.ndarray:
-        return self._risk(pts) > self.threshold
-
-    def score(self, points: pd.DataFrame) -> np.ndarray:
-        """R(x) in [0, 1] (1 outside the box or for an unseen level; NaN with missing values)."""
-        pts = self._check_fitted(points)
-        basic, _ = self.encoding_.basic_reasons(pts)
-        out = np.full(len(pts), np.nan)
-        ok = ~basic
-        if ok.any():
-            out[ok] = self._risk(pts.iloc[np.flatnonzero(ok)])
-        unseen = np.zeros(len(pts), dtype=bool)
-        for m in self.encoding_.unseen(pts).values():
-            unseen |= m
-        out[unseen & ~np.isnan(self.encoding_.standardise(pts)).any(axis=1)] = 1.0
-        return out
-
     def _reason(self, pts: pd.DataFrame, flagged: np.ndarray) -> np.ndarray:
         r = self._risk(pts)
         box = self.encoding_.outside_box(self.encoding_.standardise(pts))
@@ -557,7 +572,7 @@ class MCECDetector(_EncodedDetector):
 
 
 # ----------------------------------------------------------------- CERT
-class CERTDetector(_EncodedDetector):
+class CERTDetector(_RiskDetector):
     """Confidence and extrapolation representation tree (Hooker; paper Appendix, Eq. cert_hypervolume).
 
     A classification tree is grown on the reference data alone. Instead of a
@@ -715,23 +730,6 @@ class CERTDetector(_EncodedDetector):
             node[i] = np.where(go_left, self.left_[node[i]], self.right_[node[i]])
         return np.where(enc.outside_box(z), 1.0, self.risk_[node])
 
-    def _numeric_flags(self, pts: pd.DataFrame, usable: np.ndarray) -> np.ndarray:
-        return self._risk(pts) > self.threshold
-
-    def score(self, points: pd.DataFrame) -> np.ndarray:
-        """Leaf R = expected uniform / (uniform + data) (1 outside the box; NaN with missing values)."""
-        pts = self._check_fitted(points)
-        basic, _ = self.encoding_.basic_reasons(pts)
-        out = np.full(len(pts), np.nan)
-        ok = ~basic
-        if ok.any():
-            out[ok] = self._risk(pts.iloc[np.flatnonzero(ok)])
-        unseen = np.zeros(len(pts), dtype=bool)
-        for m in self.encoding_.unseen(pts).values():
-            unseen |= m
-        out[unseen & ~np.isnan(self.encoding_.standardise(pts)).any(axis=1)] = 1.0
-        return out
-
     def _reason(self, pts: pd.DataFrame, flagged: np.ndarray) -> np.ndarray:
         r = self._risk(pts)
         return np.array([f"CERT leaf R(x)={v:.2f} > {self.threshold:g}" for v in r], dtype=object)
@@ -750,8 +748,9 @@ class _OutlierDetector(_EncodedDetector):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(contamination={self.contamination!r})"
 
-    def _make(self, rng: np.random.Generator) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _make(self, rng: np.random.Generator) -> Any:
+        """The unfitted scikit-learn outlier estimator."""
 
     def _fit_encoded(self, reference: pd.DataFrame) -> None:
         rng = check_random_state(self.random_state)

@@ -15,6 +15,7 @@ can be passed as ``extrapolation=`` to :func:`fme.fme`; subclass
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 
-class ExtrapolationDetector:
+class ExtrapolationDetector(ABC):
     """Base class of extrapolation detectors.
 
     Subclasses implement :meth:`_fit` and :meth:`flag`; they may override
@@ -56,8 +57,9 @@ class ExtrapolationDetector:
         self._fit(reference)
         return self
 
-    def _fit(self, reference: pd.DataFrame) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _fit(self, reference: pd.DataFrame) -> None:
+        """Learn from the reference data (columns already checked)."""
 
     def _check_fitted(self, points: pd.DataFrame) -> pd.DataFrame:
         if not hasattr(self, "feature_names_in_"):
@@ -67,9 +69,9 @@ class ExtrapolationDetector:
             raise ExtrapolationError(f"points lack the feature(s) {missing} the detector was fitted on.")
         return points[self.feature_names_in_]
 
-    def flag(self, points: pd.DataFrame) -> np.ndarray:  # pragma: no cover - abstract
+    @abstractmethod
+    def flag(self, points: pd.DataFrame) -> np.ndarray:
         """Boolean array, True where a point is an extrapolation point."""
-        raise NotImplementedError
 
     def score(self, points: pd.DataFrame) -> np.ndarray:
         """Extrapolation score per point (NaN when the detector has none)."""
