@@ -196,11 +196,16 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
             if f in data.columns and not is_categorical(data[f]) and len(ep_idx):
                 col = data.loc[ep_idx, f].astype(float)
                 where.append({"feature": f, "min": float(col.min()), "max": float(col.max())})
-        if res.on_extrapolation == "exclude" and len(ep_idx):
-            with_eps = fme.fme(model, data, steps, extrapolation=detector, on_extrapolation="keep",
-                               reference_data=reference, random_state=seed)
-            summary["ame_with_eps"] = _stats(with_eps.results["fme"].to_numpy(dtype=float), conf)["mean"]
     summary["extrapolation_where"] = where
+    summary["with_eps"] = None
+    if res.detector is not None and res.on_extrapolation == "exclude":
+        # §1.6: the same effect over all rows, extrapolation points included (fMEs computed for them too)
+        with_eps = fme.fme(model, data, steps, extrapolation=detector, on_extrapolation="keep",
+                           reference_data=reference, random_state=seed)
+        w = _stats(with_eps.results["fme"].to_numpy(dtype=float), conf)
+        summary["with_eps"] = {"n": w["n"], "n_extrapolation": int(with_eps.results["extrapolation"].sum()),
+                               "ame": w["mean"], "ci_low": w["ci_low"], "ci_high": w["ci_high"]}
+    summary["sensitivity"] = _step_sensitivity(model, data, reference, res, summary, detector, eff, seed)
     part = None
     if eff["partition"] is not False and res.n >= 2:
         params = {k: v for k, v in eff["partition"].items()}
@@ -220,6 +225,48 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
     else:
         summary["partition"] = None
     return {"result": res, "partition": part, "summary": summary}
+
+
+#: Step multipliers of the sensitivity table (§1.7): h/2, h, 2h.
+STEP_FACTORS = (0.5, 1.0, 2.0)
+
+
+def _step_sensitivity(model: Any, data: pd.DataFrame, reference: pd.DataFrame, res: Any, summary: dict,
+                      detector: str | None, eff: dict, seed: int) -> list[dict] | None:
+    """AME (CI, n) at h/2, h and 2h, every step component scaled together; None for categorical steps.
+
+    The resolved step values (rules such as ``sd`` already turned into numbers) are scaled; detector and
+    policy are those of the effect. The row for h repeats the effect's own numbers.
+    """
+    if not summary["numeric"]:
+        return None
+    conf = float(eff["conf_level"])
+    base = {st.feature: float(st.value) for st in res.steps}
+    rows = []
+    for factor in STEP_FACTORS:
+        if factor == 1.0:
+            rows.append({"factor": factor, "steps": base, "step_label": summary["step_label"], "n": summary["n"],
+                         "n_extrapolation": summary["n_extrapolation"], "ame": summary["ame"],
+                         "ci_low": summary["ci_low"], "ci_high": summary["ci_high"]})
+            continue
+        steps = {f: h * factor for f, h in base.items()}
+        kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed}
+        if detector is not None:
+            kwargs.update(extrapolation=detector, on_extrapolation=eff["on_extrapolation"])
+        row: dict[str, Any] = {"factor": factor, "steps": steps}
+        try:
+            r = fme.fme(model, data, steps, **kwargs)
+        except fme.FMEError as exc:  # e.g. every row extrapolates at 2h: say so in the table
+            row.update(step_label=", ".join(f"{f} {h:+g}" for f, h in steps.items()), error=str(exc), n=0,
+                       n_extrapolation=None, ame=None, ci_low=None, ci_high=None)
+            rows.append(row)
+            continue
+        st = _stats(r.results["fme"].to_numpy(dtype=float), conf)
+        n_ep = int((r.excluded["reason_type"] == "extrapolation").sum()) if r.detector is not None else None
+        row.update(step_label=r.describe_steps(), n=st["n"], n_extrapolation=n_ep, ame=st["mean"],
+                   ci_low=st["ci_low"], ci_high=st["ci_high"])
+        rows.append(row)
+    return rows
 
 
 def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: dict, out_dir: Path) -> list[dict]:

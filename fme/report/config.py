@@ -71,6 +71,18 @@ _EFFECT = {
         "on_extrapolation": {"enum": ["exclude", "keep", "shrink"]},
         "partition": {"oneOf": [{"type": "boolean", "const": False}, _PARTITION]},
         "conf_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        "expected_sign": {"enum": ["+", "-"],
+                          "description": "direction the domain owner expects for the AME (plausibility check)"},
+    },
+}
+_SIGNOFF = {
+    "type": "array",
+    "minItems": 1,
+    "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["role"],
+        "properties": {"role": _NAME, "name": {"type": "string"}},
     },
 }
 SCHEMA: dict[str, Any] = {
@@ -85,6 +97,7 @@ SCHEMA: dict[str, Any] = {
         "intended_use": _NAME,
         "out_of_scope": {"type": "string"},
         "status": {"enum": ["Draft", "Final"]},
+        "signoff": _SIGNOFF,
         "model": {
             "type": "object",
             "additionalProperties": False,
@@ -124,6 +137,8 @@ DEFAULTS: dict[str, Any] = {
     "status": "Draft", "conf_level": 0.95, "seed": 0, "timestamp": False, "pdf": True,
     "out_of_scope": "", "units": {}, "target_unit": "",
     "figures": {"max_points": 2000, "width": 6.4, "png_dpi": 200},
+    "signoff": [{"role": "Preparer", "name": ""}, {"role": "Independent reviewer", "name": ""},
+                {"role": "Approver", "name": ""}],
 }
 EFFECT_DEFAULTS: dict[str, Any] = {
     "why": "", "nlm": True, "nlm_method": "gauss-legendre", "extrapolation": "envelope",
@@ -239,7 +254,12 @@ def load_config(path: str | Path) -> dict[str, Any]:
         if lists and len(full["steps"]) > 1:
             raise _fail(str(path), lines, ("effects", i, "steps", lists[0]),
                         "a list of levels (one effect per level) is allowed only for a single categorical step")
+        if "expected_sign" in eff and len(full["steps"]) == 1 and (
+                lists or next(iter(full["steps"].values())) == "all"):
+            raise _fail(str(path), lines, ("effects", i, "expected_sign"),
+                        "an expected sign is ambiguous for one effect per level; give a single level instead")
         cfg["effects"][i] = full
+    cfg["signoff"] = [{"name": "", **row} for row in cfg["signoff"]]
     cfg["_path"] = str(path.resolve())
     cfg["_dir"] = str(path.resolve().parent)
     cfg["_name"] = path.stem

@@ -13,7 +13,8 @@ from typing import Any
 from . import sentences
 from .formatting import fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
 
-__all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS"]
+__all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS", "with_eps_rows", "sensitivity_rows",
+           "sign_agreement", "report_id"]
 
 #: Flag rules printed in the report with their thresholds.
 FLAG_THRESHOLDS = {"ep_share": 0.5, "anlm": 0.9, "leaf_n": 30}
@@ -33,14 +34,80 @@ def effect_cells(v: dict) -> dict[str, str]:
         d["ep_share"] = fmt_share(v["n_extrapolation"] or 0, v["n"] + (v["n_extrapolation"] or 0))
     else:
         d["ep_share"] = "-"
-    if v.get("ame_with_eps") is not None:
-        d["ame_with_eps"] = fmt_num(v["ame_with_eps"], len(ame.split(".")[1]) if "." in ame else 0)
     if v.get("nlm") and v.get("anlm") is not None:
         a, alo, ahi = fmt_est(v["anlm"], v["anlm_ci_low"], v["anlm_ci_high"])
         d.update(anlm=a, anlm_ci_low=alo, anlm_ci_high=ahi)
     else:
         d.update(anlm="-", anlm_ci_low="-", anlm_ci_high="-")
     return d
+
+
+def _est_cells(r: dict, level: str) -> dict[str, str]:
+    ame, lo, hi = fmt_est(r["ame"], r["ci_low"], r["ci_high"])
+    return {"ame": ame, "ci_low": lo, "ci_high": hi, "ci": f"[{lo}, {hi}]", "n": fmt_int(r["n"]), "level": level,
+            "n_extrapolation": "not checked" if r.get("n_extrapolation") is None else fmt_int(r["n_extrapolation"])}
+
+
+def with_eps_rows(v: dict, cells: dict[str, str]) -> list[dict[str, str]] | None:
+    """§1.6: the reported AME (extrapolation points left out) and the AME over all rows, EPs included."""
+    w = v.get("with_eps")
+    if not w:
+        return None
+    reported = {"rows": "extrapolation points left out (reported)", "n": cells["n"],
+                "n_extrapolation": "0", "ame": cells["ame"],
+                "ci_low": cells["ci_low"], "ci_high": cells["ci_high"],
+                "ci": f"[{cells['ci_low']}, {cells['ci_high']}]", "level": cells["level"]}
+    everything = {**_est_cells(w, cells["level"]), "rows": "all evaluated rows, extrapolation points included"}
+    everything["n_extrapolation"] = fmt_int(w["n_extrapolation"])
+    return [reported, everything]
+
+
+#: Display names of the step multipliers in the sensitivity table.
+STEP_SIZES = {0.5: "h/2", 1.0: "h", 2.0: "2h"}
+
+
+def sensitivity_rows(v: dict, level: str) -> list[dict[str, str]] | None:
+    """§1.7: display cells of the AME at h/2, h and 2h (None for categorical steps)."""
+    if v.get("sensitivity") is None:
+        return None
+    rows = []
+    for r in v["sensitivity"]:
+        c = {**_est_cells(r, level), "size": STEP_SIZES.get(r["factor"], f"{r['factor']:g}h"), "step": r["step_label"]}
+        if r.get("error"):
+            c.update(direction=f"not computed: {r['error']}", ci="-", n="-")
+        else:
+            c["direction"] = sentences.direction_word(r["ci_low"], r["ci_high"])
+        rows.append(c)
+    return rows
+
+
+def _sign(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return "+" if x > 0 else ("-" if x < 0 else "0")
+
+
+def sign_agreement(expected: str | None, ame: float | None, lo: float | None, hi: float | None) -> dict[str, str]:
+    """§1.8: observed sign of the AME and whether it agrees with the expected sign.
+
+    ``agree`` is "yes" only when the whole CI lies on the expected side of zero, "no" when it lies wholly on
+    the other side, "unclear" when the CI includes zero (or there is none), "-" without an expected sign.
+    """
+    observed = _sign(ame)
+    if expected is None:
+        agree = "-"
+    elif lo is None or hi is None or lo <= 0 <= hi:
+        agree = "unclear"
+    else:
+        ci_side = "+" if lo > 0 else "-"
+        agree = "yes" if ci_side == expected else "no"
+    return {"expected": expected or "not stated", "observed": observed, "agree": agree,
+            "differs": expected is not None and observed != expected}
+
+
+def report_id(config_name: str, config_sha256: str) -> str:
+    """'<config name>-<first 12 hex digits of the config's sha256>'."""
+    return f"{config_name}-{config_sha256[:12]}"
 
 
 def _leaf_rows(part: dict, n_all: int) -> list[dict[str, str]]:
@@ -146,6 +213,11 @@ def _flags(v: dict, cells: dict, label: str) -> list[dict[str, str]]:
     if v.get("nlm") and v.get("anlm") is not None:
         rows.append({"effect": label, "rule": "ANLM below threshold", "threshold": f"< {t['anlm']}",
                      "value": cells["anlm"], "status": "FLAG" if v["anlm"] < t["anlm"] else "ok"})
+    expected = v.get("expected_sign")
+    if expected is not None:
+        sa = sign_agreement(expected, v["ame"], v["ci_low"], v["ci_high"])
+        rows.append({"effect": label, "rule": "observed sign differs from expected", "threshold": f"expected {expected}",
+                     "value": f"{sa['observed']} (AME {cells['ame']})", "status": "FLAG" if sa["differs"] else "ok"})
     if v.get("partition"):
         small = min(int(leaf["n"]) for leaf in v["partition"]["leaves"])
         rows.append({"effect": label, "rule": "smallest cAME leaf", "threshold": f"n < {t['leaf_n']}",
@@ -159,13 +231,13 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
     noun = cfg.get("observations", "observations")
     units = cfg.get("units", {})
     fig_counter = [0]
-    table_no = [2]  # Table 1: overview, Table 2: flags
+    table_no = [3]  # Table 1: sign-off, Table 2: overview, Table 3: flags
 
     def next_table() -> int:
         table_no[0] += 1
         return table_no[0]
 
-    effects, summary, overview, flags = [], [], [], []
+    effects, summary, overview, flags, plausibility = [], [], [], [], []
     for group in results["effects"]:
         variants = []
         for v in group["variants"]:
@@ -174,6 +246,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                 continue
             v = dict(v)
             v["level_label"] = str(v.get("level"))
+            v["expected_sign"] = group.get("config", {}).get("expected_sign")
             cells = effect_cells(v)
             sentence = sentences.effect_sentence(v, cells, target, unit, noun, units)
             lin = sentences.linearity_sentence(v, cells)
@@ -183,14 +256,23 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
             summary.append({"text": sentence + (" " + lin if lin else ""), "anchor": f"sec-{v['id']}"})
             overview.append({"label": label, **cells})
             flags.extend(_flags(v, cells, label))
+            plausibility.append({"label": label, "ame": cells["ame"], "ci": f"[{cells['ci_low']}, {cells['ci_high']}]",
+                                 **sign_agreement(v["expected_sign"], v["ame"], v["ci_low"], v["ci_high"])})
+            eps = with_eps_rows(v, cells)
+            sens = sensitivity_rows(v, cells["level"])
+            sens_sentence = sentences.sensitivity_sentence(v["sensitivity"], sens) if sens else None
             var = {"id": v["id"], "label": label, "error": None, "partition": None, "cells": cells, "sentence": sentence, "linearity": lin,
                    "heading": f"Level {v['level']}" if v.get("level") is not None else None,
                    "detector": v["detector"], "policy": v["policy"], "nlm": v.get("nlm"),
                    "nlm_method": v.get("nlm_method"), "nlm_nodes": v.get("nlm_nodes"),
                    "where": [{"feature": w["feature"], "min": fmt_num(w["min"], 3), "max": fmt_num(w["max"], 3)}
                              for w in v["extrapolation_where"]],
+                   "with_eps": eps, "table_eps": next_table() if eps else None,
                    "table_effect": next_table(),
+                   "sensitivity": sens, "sensitivity_sentence": sens_sentence,
+                   "table_sensitivity": next_table() if sens else None,
                    "figures": _figures(v, cells, cfg, fig_counter)}
+            var["with_eps_phrase"] = sentences.with_eps_phrase(eps[1], noun, var["table_eps"]) if eps else None
             if v.get("partition"):
                 p = v["partition"]
                 var["partition"] = {"method": p["method"], "params": ", ".join(
@@ -200,6 +282,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
             variants.append(var)
         effects.append({"id": group["id"], "title": group.get("title") or group["id"], "why": group["why"],
                         "variants": variants})
+    table_plausibility = next_table()
     n_fig_tables = table_no[0]
     versions = [{"name": k, "version": val} for k, val in sorted(results["versions"].items())]
     versions += [{"name": k, "version": val} for k, val in sorted(build_info.get("tools", {}).items())]
@@ -218,7 +301,12 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "linearity": [{"min": t, "word": w} for t, w in sentences.LINEARITY if t > float("-inf")],
         "generated": (_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if cfg["timestamp"] else None),
         "rebuild": f"fme report {build_info.get('config_arg', 'reports/' + results['config_name'] + '.yaml')} --force",
-        "table_overview": 1, "table_flags": 2, "table_versions": n_fig_tables + 1,
+        "table_signoff": 1, "table_overview": 2, "table_flags": 3, "table_plausibility": table_plausibility,
+        "table_versions": n_fig_tables + 1,
+        "report_id": report_id(results["config_name"], results["config_sha256"]),
+        "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg["signoff"]],
+        "plausibility": plausibility, "any_expected": any(p["expected"] != "not stated" for p in plausibility),
+        "fme_version": results["versions"].get("fme", ""),
     }
     return ctx
 

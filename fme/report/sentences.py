@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["step_phrase", "effect_sentence", "linearity_sentence", "extrapolation_phrase", "LINEARITY"]
+__all__ = ["step_phrase", "effect_sentence", "linearity_sentence", "extrapolation_phrase", "LINEARITY",
+           "direction_word", "sensitivity_sentence", "with_eps_phrase"]
 
 #: ANLM thresholds for the wording (printed in the report's method section).
 LINEARITY = ((0.9, "close to linear"), (0.5, "moderately non-linear"), (float("-inf"), "strongly non-linear"))
@@ -86,3 +87,42 @@ def linearity_sentence(v: dict, cells: dict[str, str]) -> str | None:
     word = next(w for t, w in LINEARITY if v["anlm"] >= t)
     return (f"Along the step the model's prediction is {word} on average (ANLM {cells['anlm']}, "
             f"{cells['level']} CI {cells['anlm_ci_low']} to {cells['anlm_ci_high']}).")
+
+
+def direction_word(lo: float | None, hi: float | None) -> str:
+    """'raises' / 'lowers' only when the whole CI is on one side of zero, else 'no clear direction'."""
+    if lo is not None and hi is not None and lo > 0:
+        return "raises"
+    if lo is not None and hi is not None and hi < 0:
+        return "lowers"
+    return "no clear direction"
+
+
+def with_eps_phrase(all_rows: dict[str, str], noun: str, table: int) -> str:
+    """'over all 506 observations, the 21 extrapolation points included, the AME would be 5.65 (95% CI ...)'."""
+    if all_rows["n_extrapolation"] == "0":
+        return (f"no extrapolation points were found, so the AME over all {all_rows['n']} {noun} evaluated is the "
+                f"reported one (Table {table})")
+    return (f"over all {all_rows['n']} {noun} evaluated, the {all_rows['n_extrapolation']} extrapolation points "
+            f"included, the AME would be {all_rows['ame']} ({all_rows['level']} CI {all_rows['ci_low']} to "
+            f"{all_rows['ci_high']}; Table {table})")
+
+
+def sensitivity_sentence(rows: list[dict], cells: list[dict[str, str]]) -> str | None:
+    """One sentence when the AME's sign or its CI-based direction word changes across h/2, h, 2h; else None.
+
+    ``rows`` are the raw numbers (for the decision), ``cells`` the table's display strings (for the text),
+    so every number in the sentence is a cell of the sensitivity table.
+    """
+    ok = [(r, c) for r, c in zip(rows, cells) if r.get("ame") is not None]
+    if len(ok) < 2:
+        return None
+    signs = {(r["ame"] > 0) - (r["ame"] < 0) for r, _ in ok}
+    words = {c["direction"] for _, c in ok}
+    if len(signs) == 1 and len(words) == 1:
+        return None
+    what = "the sign of the AME" if len(signs) > 1 else "the direction supported by the CI"
+    parts = [f"at {c['size']} ({c['step']}) the AME is {c['ame']} ({c['level']} CI {c['ci_low']} to "
+             f"{c['ci_high']}; {c['direction']})" for _, c in ok]
+    listing = "; ".join(parts[:-1]) + "; and " + parts[-1]
+    return f"The conclusion depends on the step size, {what} changes: {listing}."
