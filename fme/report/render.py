@@ -114,7 +114,7 @@ def _run(cmd: list[str], cwd: Path) -> None:
         raise RuntimeError(f"{Path(cmd[0]).name} failed ({proc.returncode}): {proc.stderr.strip()[:2000]}")
 
 
-_TH = re.compile(r"<th(?![^>]*\bscope=)")
+_TH = re.compile(r"<th(?=[\s>])(?![^>]*\bscope=)")
 _IMG = re.compile(r'<img role="img" aria-label="([^"]*)"')
 
 
