@@ -271,6 +271,7 @@ def test_html_structure_is_accessible(which, request):
     s = _Structure()
     s.feed(html)
     assert s.lang == "en" and s.title
+    assert "<thead>" in html and '"ead' not in html  # scope="col" is added to <th>, never to <thead>
     assert s.tables and all(t["caption"] and t["th"] and t["th"] == t["th_scope"] for t in s.tables)
     assert s.figures and all(f["figcaption"] for f in s.figures)
     assert len(s.imgs) == len(s.figures)
@@ -365,3 +366,139 @@ def test_axe_no_wcag_violations(boston, tmp_path):
     report = report[0] if isinstance(report, list) else report
     violations = [(v["id"], v["impact"], len(v["nodes"])) for v in report["violations"]]
     assert violations == [], textwrap.shorten(str(violations), 500)
+
+
+# ------------------------------------------------------------------ sign-off, EPs, step sensitivity, expected sign
+def _tables(html: str) -> dict[str, dict]:
+    """Caption text -> {"header": [...], "rows": [[...], ...]} for every table."""
+    def cells(tag, chunk):
+        found = re.findall(rf"<{tag}[^>]*>(.*?)</{tag}>", chunk, flags=re.S)
+        return [" ".join(_visible_text(c).split()) for c in found]
+
+    out = {}
+    for table in re.findall(r"<table\b.*?</table>", html, flags=re.S):
+        caption = " ".join(_visible_text(re.search(r"<caption>(.*?)</caption>", table, flags=re.S).group(1)).split())
+        body = table.split("<tbody>", 1)[1]
+        out[caption] = {"header": cells("th", table.split("<tbody>", 1)[0]),
+                        "rows": [cells("td", r) for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body, flags=re.S)]}
+    return out
+
+
+def _table(html: str, starts: str) -> dict:
+    hits = [t for cap, t in _tables(html).items() if cap.split(": ", 1)[1].startswith(starts)]
+    assert len(hits) == 1, (starts, len(hits))
+    return hits[0]
+
+
+def _results(res) -> dict:
+    return json.loads((Path(res["out_dir"]) / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def boston_model():
+    """The model and data exactly as the notebook loads them, for independent recomputation."""
+    from fme.datasets import load_boston
+    from fme.paper import boston_svm
+
+    model, train = boston_svm()
+    return model, load_boston().drop(columns="medv"), train
+
+
+def test_signoff_block(boston):
+    from fme.report.config import config_sha256
+
+    html = _html(boston)
+    rid = "boston-svm-" + config_sha256(REPO / "reports" / "boston-svm.yaml")[:12]
+    text = " ".join(_visible_text(html).split())
+    assert f"Report ID: {rid}" in text and f"Report {rid} " in text and "status Draft" in text
+    t = _table(html, f"Sign-off of report {rid}")
+    assert t["header"] == ["Role", "Name", "Date", "Signature"]
+    assert t["rows"] == [["Preparer", "", "", ""], ["Independent reviewer", "", "", ""], ["Approver", "", "", ""]]
+    flat = " ".join(_pdftotext(Path(boston["pdf"])).split())
+    assert f"Sign-off of report {rid}" in flat and "Independent reviewer" in flat
+
+
+def _variants(res):
+    return [(g, v) for g in _results(res)["effects"] for v in g["variants"]]
+
+
+def test_ame_with_and_without_eps_equal_fme(boston, boston_model):
+    import fme
+
+    model, data, reference = boston_model
+    html = _html(boston)
+    checked = 0
+    for g, v in _variants(boston):
+        assert v["policy"] == "exclude" and v["with_eps"] is not None
+        steps = v["steps"]
+        kw = dict(extrapolation="envelope", reference_data=reference, random_state=0)
+        without = fme.fme(model, data, steps, on_extrapolation="exclude", **kw).results["fme"]
+        with_eps = fme.fme(model, data, steps, on_extrapolation="keep", **kw).results
+        assert v["n"] == len(without) and v["ame"] == pytest.approx(without.mean(), rel=1e-12, abs=1e-12)
+        w = v["with_eps"]
+        assert w["n"] == len(with_eps) == v["n"] + v["n_extrapolation"]
+        assert w["n_extrapolation"] == int(with_eps["extrapolation"].sum()) == v["n_extrapolation"]
+        assert w["ame"] == pytest.approx(with_eps["fme"].mean(), rel=1e-12, abs=1e-12)
+        # the table shows both, and the paragraph's numbers are the table's cells
+        from fme.report.context import effect_cells, with_eps_rows
+
+        label = g["title"] + (f": to level {v['level']}" if v.get("level") is not None else "")
+        rows = with_eps_rows(v, effect_cells(v))
+        t = _table(html, f"AME of {label} without and with the extrapolation points")
+        assert t["rows"] == [[r["rows"], r["n"], r["n_extrapolation"], r["ame"], r["ci"]] for r in rows]
+        if v["n_extrapolation"]:
+            assert (f"the {rows[1]['n_extrapolation']} extrapolation points included, the AME would be "
+                    f"{rows[1]['ame']} (95% CI {rows[1]['ci_low']} to {rows[1]['ci_high']}") in " ".join(
+                        _visible_text(html).split())
+        checked += 1
+    assert checked == 6
+
+
+def test_step_sensitivity_equals_fme_with_scaled_steps(boston, boston_model):
+    import fme
+    from fme.report.context import sensitivity_rows
+
+    model, data, reference = boston_model
+    html = _html(boston)
+    numeric = 0
+    for g, v in _variants(boston):
+        label = g["title"] + (f": to level {v['level']}" if v.get("level") is not None else "")
+        if not v["numeric"]:
+            assert v["sensitivity"] is None
+            continue
+        numeric += 1
+        sens = {r["factor"]: r for r in v["sensitivity"]}
+        assert sorted(sens) == [0.5, 1.0, 2.0]
+        assert (sens[1.0]["ame"], sens[1.0]["n"]) == (v["ame"], v["n"])
+        for factor in (0.5, 2.0):
+            steps = {f: h * factor for f, h in v["steps"].items()}
+            r = fme.fme(model, data, steps, extrapolation="envelope", on_extrapolation="exclude",
+                        reference_data=reference, random_state=0)
+            assert sens[factor]["steps"] == steps
+            assert sens[factor]["n"] == r.n and sens[factor]["ame"] == pytest.approx(r.ame, rel=1e-12, abs=1e-12)
+        t = _table(html, f"Sensitivity of the AME of {label} to the step size")
+        cells = sensitivity_rows(v, "95%")
+        assert t["rows"] == [[c["size"], c["step"], c["n"], c["n_extrapolation"], c["ame"], c["ci"], c["direction"]]
+                             for c in cells]
+        assert [row[0] for row in t["rows"]] == ["h/2", "h", "2h"]
+    assert numeric == 4
+    assert "a categorical step switches to a level and has no size" in " ".join(_visible_text(html).split())
+
+
+def test_expected_sign_table_and_flag(boston):
+    html = _html(boston)
+    t = _table(html, "Expected vs observed sign of every AME")
+    assert t["header"] == ["Effect", "Expected sign", "AME (1000 USD)", "Observed sign", "95% CI", "Agree"]
+    by_label = {r[0]: r for r in t["rows"]}
+    from fme.report.context import effect_cells, sign_agreement
+
+    for g, v in _variants(boston):
+        label = g["title"] + (f": to level {v['level']}" if v.get("level") is not None else "")
+        c = effect_cells(v)
+        sa = sign_agreement(g["config"].get("expected_sign"), v["ame"], v["ci_low"], v["ci_high"])
+        assert by_label[label] == [label, sa["expected"], c["ame"], sa["observed"], f"[{c['ci_low']}, {c['ci_high']}]",
+                                   sa["agree"]]
+    assert [r[5] for r in t["rows"]] == ["yes"] * 4 + ["-", "-"]  # the four stated "+" effects agree
+    flags = _table(html, "Automatic flags")
+    sign_rows = [r for r in flags["rows"] if r[1] == "observed sign differs from expected"]
+    assert len(sign_rows) == 4 and all(r[2] == "expected +" and r[4] == "ok" for r in sign_rows)

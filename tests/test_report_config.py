@@ -56,6 +56,20 @@ def test_defaults_filled(tmp_path):
     (GOOD + "    partition: {method: ctree, minbucket: -3}\n", 11, r"effects\[0\]\.partition"),
     (GOOD.replace("effects:\n  - steps: {crim: -5}\n", "effects: []\n"), 9, r"effects: \[\] should be non-empty"),
     (GOOD + "    extrapolation: none\n    on_extrapolation: keep\n", 12, r"a policy needs a detector"),
+    # expected_sign (§1.8) and signoff (§1.0)
+    (GOOD + "    expected_sign: up\n", 11,
+     r"effects\[0\]\.expected_sign: 'up' is not one of \['\+', '-'\]"),
+    (GOOD.replace("{crim: -5}", "{chas: all}\n    expected_sign: '+'"), 11,
+     r"effects\[0\]\.expected_sign: an expected sign is ambiguous for one effect per level"),
+    (GOOD.replace("{crim: -5}", "{chas: [0, 1]}\n    expected_sign: '-'"), 11, r"expected_sign: .*ambiguous"),
+    (GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - role: Preparer\n    title: Dr\n"), 11,
+     r"signoff\[0\]\.title: unknown key 'title'; allowed keys here: name, role"),
+    (GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - role: Preparer\n  - name: A\n"), 11,
+     r"signoff\[1\]: 'role' is missing"),
+    (GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - role: Preparer\n    name: 3\n"), 11,
+     r"signoff\[0\]\.name: 3 is not of type 'string'"),
+    (GOOD.replace("target: medv\n", "target: medv\nsignoff: []\n"), 9, r"signoff: \[\] should be non-empty"),
+    (GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - role: ''\n"), 10, r"signoff\[0\]\.role: ''"),
 ])
 def test_errors_name_key_and_line(tmp_path, text, line, pattern):
     p = _write(tmp_path, text)
@@ -78,3 +92,24 @@ def test_python_tags_are_not_constructed(tmp_path):
 def test_missing_file():
     with pytest.raises(ConfigError, match="cannot read"):
         load_config("/nonexistent/config.yaml")
+
+
+def test_signoff_default_and_given(tmp_path):
+    cfg = load_config(_write(tmp_path, GOOD))
+    assert cfg["signoff"] == [{"role": "Preparer", "name": ""}, {"role": "Independent reviewer", "name": ""},
+                              {"role": "Approver", "name": ""}]
+    text = GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - {role: Preparer, name: A. B}\n"
+                                          "  - {role: Validator}\n")
+    cfg = load_config(_write(tmp_path, text))
+    assert cfg["signoff"] == [{"role": "Preparer", "name": "A. B"}, {"role": "Validator", "name": ""}]
+
+
+def test_expected_sign_accepted():
+    cfg = load_config(REPO / "reports" / "boston-svm.yaml")
+    signs = {e["id"]: e.get("expected_sign") for e in cfg["effects"]}
+    assert signs == {"rm": "+", "crim": "+", "crim-nox": "+", "crim-nox-ptratio": "+", "chas": None}
+
+
+def test_expected_sign_on_single_level_is_fine(tmp_path):
+    cfg = load_config(_write(tmp_path, GOOD.replace("{crim: -5}", "{chas: 1}\n    expected_sign: '-'")))
+    assert cfg["effects"][0]["expected_sign"] == "-"

@@ -105,3 +105,108 @@ def test_notebook_parameters():
     params = papermill.inspect_notebook(str(REPO / "templates" / "analysis.ipynb"))
     assert set(params) == {"config_path", "out_dir"}
     assert all(p["help"] for p in params.values())
+
+
+# ------------------------------------------------------------------ §1.8 expected vs observed sign
+from fme.report.context import (_flags, report_id, sensitivity_rows, sign_agreement,  # noqa: E402
+                                with_eps_rows)
+
+
+@pytest.mark.parametrize("expected, ame, lo, hi, observed, agree, differs", [
+    ("+", 1.0, 0.5, 1.5, "+", "yes", False),       # whole CI above zero
+    ("-", -1.0, -1.5, -0.5, "-", "yes", False),    # whole CI below zero
+    ("+", -1.0, -1.5, -0.5, "-", "no", True),      # whole CI on the other side
+    ("-", 1.0, 0.5, 1.5, "+", "no", True),
+    ("+", 0.2, -0.1, 0.5, "+", "unclear", False),  # CI includes zero, point estimate on the expected side
+    ("-", 0.2, -0.1, 0.5, "+", "unclear", True),   # CI includes zero, point estimate on the other side
+    ("+", 0.3, 0.0, 0.6, "+", "unclear", False),   # a bound at exactly zero is not "entirely on one side"
+    ("+", 0.3, None, None, "+", "unclear", False),  # no CI (n < 2)
+    (None, 1.0, 0.5, 1.5, "+", "-", False),        # no expectation stated
+])
+def test_sign_agreement(expected, ame, lo, hi, observed, agree, differs):
+    got = sign_agreement(expected, ame, lo, hi)
+    assert (got["observed"], got["agree"], got["differs"]) == (observed, agree, differs)
+    assert got["expected"] == (expected or "not stated")
+
+
+@pytest.mark.parametrize("expected, lo, hi, status", [("+", 0.5, 1.5, "ok"), ("-", 0.5, 1.5, "FLAG"),
+                                                      ("-", -0.5, 1.5, "FLAG"), ("+", -0.5, 1.5, "ok")])
+def test_sign_flag_rule(expected, lo, hi, status):
+    v = {**_variant(lo, hi), "expected_sign": expected}
+    rows = [r for r in _flags(v, effect_cells(v), "x") if r["rule"] == "observed sign differs from expected"]
+    assert len(rows) == 1 and rows[0]["status"] == status and rows[0]["threshold"] == f"expected {expected}"
+    assert not [r for r in _flags(_variant(lo, hi), effect_cells(_variant(lo, hi)), "x") if "sign" in r["rule"]]
+
+
+def test_report_id():
+    assert report_id("boston-svm", "325d49cebace9fc67d11a1831f6a7cac25853f9387e4af050f1a7d643b3d0bfc") == \
+        "boston-svm-325d49cebace"
+
+
+# ------------------------------------------------------------------ §1.6 / §1.7 sentences vs table cells
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def _numbers_in_cells(rows: list[dict]) -> set[str]:
+    return {m for r in rows for c in r.values() for m in _NUMBER.findall(str(c))}
+
+
+def _sens_variant(rows):
+    """A numeric effect whose AME at h/2, h, 2h is given as (ame, lo, hi, n)."""
+    sens = [{"factor": f, "steps": {"x": f}, "step_label": f"x + {f:g}", "n": n, "n_extrapolation": 3,
+             "ame": a, "ci_low": lo, "ci_high": hi} for f, (a, lo, hi, n) in zip((0.5, 1.0, 2.0), rows)]
+    return sens, sensitivity_rows({"sensitivity": sens}, "95%")
+
+
+@pytest.mark.parametrize("rows, what", [
+    ([(0.51, 0.41, 0.61, 40), (1.02, 0.9, 1.14, 38), (2.1, 1.8, 2.4, 30)], None),             # all "raises"
+    ([(0.05, -0.02, 0.12, 40), (0.31, 0.2, 0.42, 38), (0.7, 0.5, 0.9, 30)], "direction"),      # word changes
+    ([(0.05, -0.02, 0.12, 40), (-0.31, -0.42, -0.2, 38), (-1234.5, -1500.25, -969.0, 30)], "sign"),  # sign flips
+])
+def test_sensitivity_sentence_only_on_change_and_numbers_are_cells(rows, what):
+    sens, cells = _sens_variant(rows)
+    assert [c["size"] for c in cells] == ["h/2", "h", "2h"]
+    text = sentences.sensitivity_sentence(sens, cells)
+    if what is None:
+        assert text is None
+        return
+    assert ("sign of the AME" in text) == (what == "sign")
+    for c in cells:
+        assert f"({c['step']}) the AME is {c['ame']} (95% CI {c['ci_low']} to {c['ci_high']}; {c['direction']})" in text
+    allowed = _numbers_in_cells(cells) | {"95"}
+    for num in _NUMBER.findall(text):
+        assert num in allowed, (num, text)
+
+
+def test_sensitivity_direction_words():
+    _, cells = _sens_variant([(0.05, -0.02, 0.12, 40), (0.3, 0.2, 0.4, 38), (-0.7, -0.9, -0.5, 30)])
+    assert [c["direction"] for c in cells] == ["no clear direction", "raises", "lowers"]
+    assert sensitivity_rows({"sensitivity": None}, "95%") is None  # categorical step
+
+
+@pytest.mark.parametrize("n_ep", [21, 0])
+def test_with_eps_phrase_numbers_are_cells(n_ep):
+    v = {**_variant(5.1, 5.8, n_ep=n_ep),
+         "with_eps": {"n": 50 + n_ep, "n_extrapolation": n_ep, "ame": 5.651, "ci_low": 5.31, "ci_high": 5.99}}
+    cells = effect_cells(v)
+    rows = with_eps_rows(v, cells)
+    assert [r["n"] for r in rows] == ["50", f"{50 + n_ep}"] and [r["n_extrapolation"] for r in rows] == ["0", str(n_ep)]
+    assert rows[0]["ame"] == cells["ame"] and rows[0]["ci"] == f"[{cells['ci_low']}, {cells['ci_high']}]"
+    text = sentences.with_eps_phrase(rows[1], "rows", 7)
+    allowed = _numbers_in_cells(rows) | {"95", "7"}
+    for num in _NUMBER.findall(text):
+        assert num in allowed, (num, text)
+    if n_ep:
+        assert f"the AME would be {rows[1]['ame']} (95% CI {rows[1]['ci_low']} to {rows[1]['ci_high']}" in text
+    else:
+        assert "no extrapolation points" in text
+    assert with_eps_rows({**v, "with_eps": None}, cells) is None
+
+
+def test_postprocess_adds_scope_to_th_but_not_thead():
+    from fme.report.render import _postprocess_html
+
+    out = _postprocess_html('<table><thead><tr><th>a</th><th style="x">b</th><th scope="row">c</th></tr></thead>'
+                            "</table>")
+    assert "<thead>" in out and '"ead' not in out
+    assert out.count('scope="col"') == 2 and out.count('scope="row"') == 1

@@ -216,8 +216,9 @@ def _flags(v: dict, cells: dict, label: str) -> list[dict[str, str]]:
     expected = v.get("expected_sign")
     if expected is not None:
         sa = sign_agreement(expected, v["ame"], v["ci_low"], v["ci_high"])
-        rows.append({"effect": label, "rule": "observed sign differs from expected", "threshold": f"expected {expected}",
-                     "value": f"{sa['observed']} (AME {cells['ame']})", "status": "FLAG" if sa["differs"] else "ok"})
+        rows.append({"effect": label, "rule": "observed sign differs from expected",
+                     "threshold": f"expected {expected}", "value": f"{sa['observed']} (AME {cells['ame']})",
+                     "status": "FLAG" if sa["differs"] else "ok"})
     if v.get("partition"):
         small = min(int(leaf["n"]) for leaf in v["partition"]["leaves"])
         rows.append({"effect": label, "rule": "smallest cAME leaf", "threshold": f"n < {t['leaf_n']}",
