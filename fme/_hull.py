@@ -1,0 +1,272 @@
+"""Convex-hull extrapolation detector (King & Zeng); registered as ``"hull"``.
+
+Private module: :mod:`fme._detectors` imports :class:`ConvexHullDetector`
+from here (after its shared base class exists) and
+:mod:`fme.extrapolation` registers it in ``DETECTORS``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import linprog, nnls
+from scipy.spatial import ConvexHull, QhullError, cKDTree
+
+from ._detectors import _check_fraction, _check_int, _EncodedDetector
+from ._validation import check_random_state
+from .exceptions import ExtrapolationError
+
+
+class ConvexHullDetector(_EncodedDetector):
+    """Outside the convex hull of the reference data (King & Zeng).
+
+    Paper, Appendix "Model Extrapolation": King and Zeng define extrapolation
+    as predicting outside the convex hull of the training data. A point p is
+    inside iff there are weights lambda >= 0 with sum(lambda) = 1 and
+    X^T lambda = p, a linear-programming feasibility problem.
+
+    The hull is taken over the *numeric* features, standardised with the
+    reference mean and SD. Categorical features are not part of the hull
+    (one-hot indicators would make every mixture of levels "inside", which is
+    meaningless); they are checked like the envelope: a level the reference
+    data lacks is flagged.
+
+    How membership is decided (exact up to ``tol``; the fast paths only ever
+    decide cases they can certify):
+
+    * one numeric feature: the hull is the interval [min, max];
+    * up to ``qhull_max_dim`` numeric features: the facets of
+      ``scipy.spatial.ConvexHull`` (Qhull), tested for all points at once;
+    * more features, or data on a lower-dimensional subspace (Qhull fails):
+      points outside the reference box or beyond the reference's support
+      along a bank of directions (random ones, the direction from the
+      centroid, the direction from the nearest reference row) are outside;
+      points inside the hull of a few extreme reference rows (Qhull of at
+      most ``n_inner`` rows) are inside; every remaining point is decided by
+      a cutting-plane linear program solved with
+      ``scipy.optimize.linprog(method="highs")``: maximise a.p - b subject to
+      a.x_i <= b for a growing subset of reference rows and |a_k| <= 1. Its
+      optimum is the L1 distance of p from the hull of the subset; a positive
+      optimum whose hyperplane a.x <= b holds for *all* reference rows
+      certifies "outside" (and that hyperplane is reused for the other
+      points), otherwise the violating rows join the subset and the LP is
+      solved again.
+
+    Parameters
+    ----------
+    tol : float, default=1e-7
+        Points within ``tol`` (standardised units) of the hull count as
+        inside, so that reference rows themselves are never flagged.
+    qhull_max_dim : int, default=6
+        Largest number of numeric features for which the Qhull facets are used
+        (Qhull's facet count grows quickly with the dimension).
+    n_directions : int, default=256
+        Size of the random direction bank (high-dimensional path).
+    n_inner : int, default=30
+        Rows whose hull serves as the inner test (high-dimensional path; 0
+        disables it).
+    random_state : None, int or numpy Generator
+        Seeds the direction bank; results do not depend on it (every decision
+        is certified), only the running time does.
+
+    Attributes
+    ----------
+    n_lp_ : int
+        Linear programs solved by the last :meth:`flag` call.
+    """
+
+    name = "hull"
+    supports_categorical = True
+
+    def __init__(
+        self,
+        tol: float = 1e-7,
+        qhull_max_dim: int = 6,
+        n_directions: int = 256,
+        n_inner: int = 30,
+        random_state: Any = None,
+    ) -> None:
+        self.tol = _check_fraction(tol, "tol", 0.0, 1.0)
+        self.qhull_max_dim = _check_int(qhull_max_dim, "qhull_max_dim", 1)
+        self.n_directions = _check_int(n_directions, "n_directions", 0)
+        self.n_inner = _check_int(n_inner, "n_inner", 0)
+        self.random_state = random_state
+
+    def __repr__(self) -> str:
+        return f"ConvexHullDetector(tol={self.tol!r})"
+
+    def _fit_encoded(self, reference: pd.DataFrame) -> None:
+        rng = check_random_state(self.random_state)
+        Z = self.encoding_.z_reference
+        d = Z.shape[1]
+        self.equations_ = None
+        self.mode_ = "categorical only" if d == 0 else ("interval" if d == 1 else "lp")
+        if 2 <= d <= self.qhull_max_dim:
+            try:
+                hull = ConvexHull(Z)
+            except (QhullError, ValueError):
+                hull = None  # flat or too few rows: the LP path handles lower-dimensional hulls
+            if hull is not None:
+                self.equations_ = hull.equations
+                self.vertices_ = Z[hull.vertices]
+                self.mode_ = "qhull"
+        if self.mode_ != "lp":
+            return
+        # Direction bank and the reference's support function along it (exact: max over all rows).
+        U = rng.standard_normal((self.n_directions, d))
+        U = np.vstack([np.eye(d), -np.eye(d), U])
+        U /= np.linalg.norm(U, axis=1, keepdims=True)
+        proj = Z @ U.T
+        self._bank = U
+        self._bank_support = proj.max(axis=0)
+        arg = proj.argmax(axis=0)
+        idx, counts = np.unique(arg, return_counts=True)
+        # Rows extreme in many directions are hull vertices; start every LP from them.
+        self._active = idx[np.argsort(-counts, kind="stable")]
+        self._centre = Z.mean(axis=0)
+        self._tree = cKDTree(Z)
+        self._inner = None
+        k = min(self.n_inner, self._active.size)
+        if k > d:
+            try:
+                self._inner = ConvexHull(Z[self._active[:k]]).equations
+            except (QhullError, ValueError):
+                self._inner = None
+        self._cuts = np.empty((0, d + 1))
+
+    # -- numeric membership ----------------------------------------------------
+    def _support_gap(self, z: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """p.u - max_i x_i.u for one direction u per point (chunked over points)."""
+        Z = self.encoding_.z_reference
+        gap = np.empty(len(z))
+        for s in range(0, len(z), 2048):
+            u = U[s : s + 2048]
+            gap[s : s + 2048] = np.einsum("ij,ij->i", z[s : s + 2048], u) - (Z @ u.T).max(axis=0)
+        return gap
+
+    def _lp_point(self, p: np.ndarray) -> tuple[bool, float]:
+        """Cutting-plane LP for one point: (outside, L1 distance from the hull)."""
+        Z = self.encoding_.z_reference
+        d = Z.shape[1]
+        active = self._active
+        bounds = [(-1.0, 1.0)] * d + [(None, None)]
+        c = np.r_[-p, 1.0]
+        while True:
+            S = Z[active]
+            res = linprog(c, A_ub=np.hstack([S, -np.ones((len(S), 1))]), b_ub=np.zeros(len(S)),
+                          bounds=bounds, method="highs")
+            self.n_lp_ += 1
+            if res.status != 0:  # pragma: no cover - the LP is always feasible (a = 0) and bounded
+                raise ExtrapolationError(f"convex hull LP failed: {res.message}")
+            dist = -float(res.fun)
+            if dist <= self.tol:
+                return False, 0.0
+            a, b = res.x[:d], res.x[d]
+            viol = Z @ a - b
+            worst = np.flatnonzero(viol > 1e-12)
+            if worst.size == 0:
+                self._cuts = np.vstack([self._cuts, np.r_[a, b]])
+                return True, dist
+            # Add the most violating rows (hull vertices in direction a) for this point only:
+            # a shared, ever-growing subset made every later LP slower (measured).
+            add = worst[np.argsort(-viol[worst])[: 4 * (d + 1)]]
+            active = np.union1d(active, add)
+
+    def _distance(self, z: np.ndarray, decide_only: bool) -> np.ndarray:
+        """0 inside; > 0 outside (a distance-like value, see :meth:`score`)."""
+        enc = self.encoding_
+        n, d = z.shape
+        self.n_lp_ = 0
+        out = np.zeros(n)
+        if d == 0:
+            return out
+        box = np.maximum(enc.low - z, 0.0) + np.maximum(z - enc.high, 0.0)
+        if self.mode_ == "interval":
+            dist = box[:, 0]
+            return np.where(dist > self.tol, dist, 0.0)
+        if self.mode_ == "qhull":
+            E = self.equations_
+            for s in range(0, n, 1024):
+                out[s : s + 1024] = (z[s : s + 1024] @ E[:, :d].T + E[:, d]).max(axis=1)
+            return np.where(out > self.tol, out, 0.0)
+        # High-dimensional / flat path.
+        todo = np.ones(n, dtype=bool)
+        box_l1 = box.sum(axis=1)
+        hit = box_l1 > self.tol
+        out[hit], todo[hit] = box_l1[hit], False
+        if todo.any() and decide_only:
+            idx = np.flatnonzero(todo)
+            zz = z[idx]
+            gaps = []
+            if self._bank.size:
+                gaps.append((zz @ self._bank.T - self._bank_support).max(axis=1))
+            radial = zz - self._centre
+            _, nn = self._tree.query(zz)
+            near = zz - enc.z_reference[nn]
+            for U in (radial, near):
+                norm = np.linalg.norm(U, axis=1, keepdims=True)
+                gaps.append(self._support_gap(zz, U / np.where(norm > 0, norm, 1.0)))
+            gap = np.max(gaps, axis=0)
+            sep = gap > self.tol
+            out[idx[sep]], todo[idx[sep]] = gap[sep], False
+        if todo.any() and self._inner is not None:
+            idx = np.flatnonzero(todo)
+            E = self._inner
+            inner = np.empty(idx.size, dtype=bool)
+            for s in range(0, idx.size, 256):
+                inner[s : s + 256] = (z[idx[s : s + 256]] @ E[:, :d].T + E[:, d] <= 0).all(axis=1)
+            todo[idx[inner]] = False
+        if todo.any():
+            # Cheap inner certificate: non-negative least squares for lambda on the extreme rows
+            # plus the point's nearest rows; a zero residual means p = X^T lambda, sum(lambda) = 1.
+            Z = enc.z_reference
+            idx = np.flatnonzero(todo)
+            _, nn = self._tree.query(z[idx], k=min(4 * (d + 1), len(Z)))
+            nn = nn.reshape(idx.size, -1)
+            for i, near in zip(idx, nn):
+                rows = np.union1d(self._active, near)
+                A = np.vstack([Z[rows].T, np.ones(rows.size)])
+                _, resid = nnls(A, np.r_[z[i], 1.0])
+                if resid <= self.tol * 1e-2:
+                    todo[i] = False
+        for i in np.flatnonzero(todo):
+            p = z[i]
+            if decide_only and self._cuts.shape[0]:
+                g = self._cuts[:, :d] @ p - self._cuts[:, d]
+                if g.max() > self.tol:
+                    out[i] = g.max()
+                    continue
+            outside, dist = self._lp_point(p)
+            out[i] = dist if outside else 0.0
+        return out
+
+    def _numeric_flags(self, pts: pd.DataFrame, usable: np.ndarray) -> np.ndarray:
+        return self._distance(self.encoding_.standardise(pts), decide_only=True) > 0
+
+    def score(self, points: pd.DataFrame) -> np.ndarray:
+        """Distance from the hull in standardised units (0 inside; NaN for missing values).
+
+        In one dimension the distance from the interval; with Qhull facets the
+        largest signed distance beyond a facet plane; otherwise the L1
+        distance from the hull (the optimum of the LP). Points with an unseen
+        level get +inf.
+        """
+        pts = self._check_fitted(points)
+        basic, _ = self.encoding_.basic_reasons(pts)
+        z = self.encoding_.standardise(pts)
+        out = np.full(len(pts), np.nan)
+        ok = ~np.isnan(z).any(axis=1)
+        out[ok] = self._distance(z[ok], decide_only=False)
+        unseen = np.zeros(len(pts), dtype=bool)
+        for m in self.encoding_.unseen(pts).values():
+            unseen |= m
+        out[unseen & ok] = np.inf
+        return out
+
+    def _reason(self, pts: pd.DataFrame, flagged: np.ndarray) -> np.ndarray:
+        z = self.encoding_.standardise(pts)
+        box = self.encoding_.outside_box(z, self.tol)
+        return np.where(box, "outside convex hull of reference data (outside its range)",
+                        "outside convex hull of reference data (inside its range)").astype(object)
