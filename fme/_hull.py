@@ -7,16 +7,138 @@ from here (after its shared base class exists) and
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import linprog, nnls
-from scipy.spatial import ConvexHull, QhullError, cKDTree
+from scipy.spatial import ConvexHull, QhullError
 
 from ._detectors import _check_fraction, _check_int, _EncodedDetector
 from ._validation import check_random_state
 from .exceptions import ExtrapolationError
+
+#: Largest (points x reference rows) block of inner products built at once (32 MB of floats).
+_BLOCK = 1 << 22
+#: Points per batch of the Frank-Wolfe stage.
+_FW_CHUNK = 1024
+#: Pairwise Frank-Wolfe iterations (tuned on benchmarks/bench_hull.py, d = 8: fewer leave more
+#: refinement rounds to the per-point loop, more cost more than they save there).
+_FW_ITER = 30
+#: Rounds of the per-point active-set refinement before falling back to the linear program.
+_REFINE_ROUNDS = 30
+#: Weight of the sum(lambda) = 1 row in the refinement's non-negative least squares.
+_SUM_WEIGHT = 1e3
+
+
+def _certify(Z: np.ndarray, P: np.ndarray, X: np.ndarray, lam: np.ndarray, tol: float):
+    """Exact membership tests for the mixtures ``x = lam @ X`` (one row of ``lam`` per point of ``P``).
+
+    With ``w = p - x`` (``lam`` renormalised to sum 1):
+
+    * inside if ``||w||_1 <= tol``: p lies within L1 distance ``tol`` of a point of the hull;
+    * outside if ``<w, p> - max_i <w, z_i> > tol * ||w||_inf`` over *all* reference rows: the
+      hyperplane ``w`` separates p from the hull by at least that margin, so p's L1 distance from
+      the hull exceeds ``tol`` (the L1 distance is at least margin / ||w||_inf).
+
+    Both are the linear program's own criterion (L1 distance <= ``tol`` is inside), so a certified
+    point gets the answer the LP would give. Returns (status: 0 undecided, 1 outside, 2 inside;
+    margin / ||w||_inf for outside points, a lower bound on the L1 distance; the reference row
+    maximising ``<w, z_i>``, the most promising new atom for an undecided point).
+    """
+    lam = lam / lam.sum(axis=1, keepdims=True)
+    W = P - lam @ X
+    l1 = np.abs(W).sum(axis=1)
+    linf = np.abs(W).max(axis=1)
+    top = np.empty(len(P))
+    best = np.empty(len(P), dtype=np.intp)
+    step = max(1, _BLOCK // len(Z))
+    for s in range(0, len(P), step):
+        V = W[s : s + step] @ Z.T
+        best[s : s + step] = V.argmax(axis=1)
+        top[s : s + step] = V[np.arange(V.shape[0]), best[s : s + step]]
+    margin = np.einsum("ij,ij->i", W, P) - top
+    inside = l1 <= tol
+    outside = ~inside & (margin > tol * linf)
+    status = np.where(inside, 2, np.where(outside, 1, 0))
+    gap = np.where(outside, margin / np.where(linf > 0, linf, 1.0), 0.0)
+    return status, gap, best
+
+
+def _frank_wolfe(Z: np.ndarray, P: np.ndarray, atoms: np.ndarray, tol: float):
+    """Pairwise Frank-Wolfe for all points of ``P`` at once, then exact certificates.
+
+    Approximately minimises ``||lam @ Z[atoms] - p||^2`` over the simplex for every point
+    (``_FW_ITER`` iterations from the nearest atom; each one is a (points x atoms) matrix product,
+    row-wise argmin / argmax and a closed-form line search), then tests the iterates against all
+    rows with :func:`_certify`.
+
+    Returns (status, gap) for every point, the undecided points (indices into ``P``) and, for
+    each of them, the rows carrying weight in its iterate plus its best new row: the start of
+    :func:`_refine`.
+    """
+    m = len(P)
+    X = Z[atoms]
+    start = np.argmin((X**2).sum(axis=1) - 2 * P @ X.T, axis=1)  # nearest atom
+    lam = np.zeros((m, atoms.size))
+    r = np.arange(m)
+    lam[r, start] = 1.0
+    x = X[start]
+    for _ in range(_FW_ITER):
+        g = x - P  # half the gradient in x; <g, z_i> ranks the atoms
+        G = g @ X.T
+        s = G.argmin(axis=1)  # Frank-Wolfe atom
+        G[lam <= 0] = -np.inf
+        v = G.argmax(axis=1)  # away atom (carries weight)
+        dv = X[s] - X[v]
+        num = -np.einsum("ij,ij->i", g, dv)
+        den = np.einsum("ij,ij->i", dv, dv)
+        lv = lam[r, v]
+        gam = np.minimum(np.maximum(num, 0.0) / np.where(den > 0, den, 1.0), lv)  # exact line search
+        lam[r, s] += gam
+        lam[r, v] = np.where((gam >= lv) & (v != s), 0.0, lam[r, v] - gam)
+        x = x + gam[:, None] * dv
+    status, gap, best = _certify(Z, P, X, lam, tol)
+    live = np.flatnonzero(status == 0)
+    rows, cols = np.nonzero(lam[live] > 0)  # row-major: grouped by point
+    cuts = np.cumsum(np.bincount(rows, minlength=live.size))[:-1]
+    supports = [np.union1d(S, [b]) for S, b in zip(np.split(atoms[cols], cuts), best[live])]
+    return status, gap, live, supports
+
+
+def _refine(Z: np.ndarray, p: np.ndarray, S: np.ndarray, tol: float) -> tuple[int, float]:
+    """Active-set refinement for one point: (status as in :func:`_certify`, gap).
+
+    Projects p on the hull of the rows ``S`` by non-negative least squares (the sum(lambda) = 1
+    row weighted by ``_SUM_WEIGHT``), certifies with :func:`_certify`'s tests against all rows,
+    and otherwise adds the rows beyond the supporting hyperplane through the projection (the most
+    extreme ones in direction p - x) and solves again, at most ``_REFINE_ROUNDS`` times.
+    """
+    k = 4 * (Z.shape[1] + 1)
+    for _ in range(_REFINE_ROUNDS):
+        X = Z[S]
+        lam, _ = nnls(np.vstack([X.T, np.full(S.size, _SUM_WEIGHT)]), np.r_[p, _SUM_WEIGHT])
+        total = lam.sum()
+        if not total > 0:
+            return 0, 0.0
+        x = (lam / total) @ X
+        w = p - x
+        if np.abs(w).sum() <= tol:
+            return 2, 0.0
+        v = Z @ w
+        linf = np.abs(w).max()
+        margin = w @ p - v.max()
+        if margin > tol * linf:
+            return 1, margin / linf
+        v[S] = -np.inf
+        cand = np.flatnonzero(v > w @ x)  # rows beyond the supporting hyperplane through x
+        if cand.size == 0:
+            return 0, 0.0
+        if cand.size > k:
+            cand = cand[np.argpartition(-v[cand], k)[:k]]
+        S = np.union1d(S, cand)
+    return 0, 0.0
 
 
 class ConvexHullDetector(_EncodedDetector):
@@ -41,24 +163,35 @@ class ConvexHullDetector(_EncodedDetector):
       ``scipy.spatial.ConvexHull`` (Qhull), tested for all points at once;
     * more features, or data on a lower-dimensional subspace (Qhull fails):
       points outside the reference box or beyond the reference's support
-      along a bank of directions (random ones, the direction from the
-      centroid, the direction from the nearest reference row) are outside;
+      along a bank of directions (random ones and the direction from the
+      centroid) are outside;
       points inside the hull of a few extreme reference rows (Qhull of at
-      most ``n_inner`` rows) are inside; every remaining point is decided by
-      a cutting-plane linear program solved with
-      ``scipy.optimize.linprog(method="highs")``: maximise a.p - b subject to
-      a.x_i <= b for a growing subset of reference rows and |a_k| <= 1. Its
-      optimum is the L1 distance of p from the hull of the subset; a positive
-      optimum whose hyperplane a.x <= b holds for *all* reference rows
-      certifies "outside" (and that hyperplane is reused for the other
+      most ``n_inner`` rows) are inside. The remaining points are projected
+      on the hull, all at once, by pairwise Frank-Wolfe iterations (matrix
+      products over the points), then one by one by an active-set
+      refinement (non-negative least squares on the rows carrying weight,
+      adding rows beyond the current supporting hyperplane). A projection x
+      of p certifies *inside* if ||p - x||_1 <= ``tol``, and *outside* if
+      the hyperplane with normal w = p - x separates p from **all**
+      reference rows by more than ``tol * ||w||_inf`` (then p's L1 distance
+      from the hull exceeds ``tol``): the linear program's own criterion,
+      checked exactly. Every point still undecided is decided by a
+      cutting-plane linear program solved with
+      ``scipy.optimize.linprog(method="highs")``: maximise a.p - b subject
+      to a.x_i <= b for a growing subset of reference rows and |a_k| <= 1.
+      Its optimum is the L1 distance of p from the hull of the subset; a
+      positive optimum whose hyperplane a.x <= b holds for *all* reference
+      rows certifies "outside" (and that hyperplane is reused for the other
       points), otherwise the violating rows join the subset and the LP is
-      solved again.
+      solved again. :meth:`score` needs that L1 distance, so it uses the
+      projections' inside certificates only.
 
     Parameters
     ----------
     tol : float, default=1e-7
-        Points within ``tol`` (standardised units) of the hull count as
-        inside, so that reference rows themselves are never flagged.
+        Points within ``tol`` (standardised units, L1 distance on the
+        high-dimensional path) of the hull count as inside, so that
+        reference rows themselves are never flagged.
     qhull_max_dim : int, default=6
         Largest number of numeric features for which the Qhull facets are used
         (Qhull's facet count grows quickly with the dimension).
@@ -75,6 +208,10 @@ class ConvexHullDetector(_EncodedDetector):
     ----------
     n_lp_ : int
         Linear programs solved by the last :meth:`flag` call.
+    n_stage_ : collections.Counter
+        Points decided by each stage of the high-dimensional path in the last
+        call ("box", "direction bank", "inner hull", "frank-wolfe",
+        "refinement"; "linear program" counts the points left to the LPs).
     """
 
     name = "hull"
@@ -126,7 +263,6 @@ class ConvexHullDetector(_EncodedDetector):
         # Rows extreme in many directions are hull vertices; start every LP from them.
         self._active = idx[np.argsort(-counts, kind="stable")]
         self._centre = Z.mean(axis=0)
-        self._tree = cKDTree(Z)
         self._inner = None
         k = min(self.n_inner, self._active.size)
         if k > d:
@@ -179,6 +315,7 @@ class ConvexHullDetector(_EncodedDetector):
         enc = self.encoding_
         n, d = z.shape
         self.n_lp_ = 0
+        self.n_stage_ = Counter()
         out = np.zeros(n)
         if d == 0:
             return out
@@ -196,21 +333,19 @@ class ConvexHullDetector(_EncodedDetector):
         box_l1 = box.sum(axis=1)
         hit = box_l1 > self.tol
         out[hit], todo[hit] = box_l1[hit], False
+        self.n_stage_["box"] = int(hit.sum())
         if todo.any() and decide_only:
             idx = np.flatnonzero(todo)
             zz = z[idx]
-            gaps = []
+            gap = np.full(idx.size, -np.inf)
             if self._bank.size:
-                gaps.append((zz @ self._bank.T - self._bank_support).max(axis=1))
+                gap = (zz @ self._bank.T - self._bank_support).max(axis=1)
             radial = zz - self._centre
-            _, nn = self._tree.query(zz)
-            near = zz - enc.z_reference[nn]
-            for U in (radial, near):
-                norm = np.linalg.norm(U, axis=1, keepdims=True)
-                gaps.append(self._support_gap(zz, U / np.where(norm > 0, norm, 1.0)))
-            gap = np.max(gaps, axis=0)
+            norm = np.linalg.norm(radial, axis=1, keepdims=True)
+            gap = np.maximum(gap, self._support_gap(zz, radial / np.where(norm > 0, norm, 1.0)))
             sep = gap > self.tol
             out[idx[sep]], todo[idx[sep]] = gap[sep], False
+        self.n_stage_["direction bank"] = int(n - hit.sum() - todo.sum())
         if todo.any() and self._inner is not None:
             idx = np.flatnonzero(todo)
             E = self._inner
@@ -218,19 +353,24 @@ class ConvexHullDetector(_EncodedDetector):
             for s in range(0, idx.size, 256):
                 inner[s : s + 256] = (z[idx[s : s + 256]] @ E[:, :d].T + E[:, d] <= 0).all(axis=1)
             todo[idx[inner]] = False
+            self.n_stage_["inner hull"] = int(inner.sum())
         if todo.any():
-            # Cheap inner certificate: non-negative least squares for lambda on the extreme rows
-            # plus the point's nearest rows; a zero residual means p = X^T lambda, sum(lambda) = 1.
+            # Projections on the hull: batched Frank-Wolfe, then per-point refinement; every
+            # decision is one of _certify's exact tests. score() needs the LP's L1 distance, so
+            # there only "inside" is taken.
             Z = enc.z_reference
             idx = np.flatnonzero(todo)
-            _, nn = self._tree.query(z[idx], k=min(4 * (d + 1), len(Z)))
-            nn = nn.reshape(idx.size, -1)
-            for i, near in zip(idx, nn):
-                rows = np.union1d(self._active, near)
-                A = np.vstack([Z[rows].T, np.ones(rows.size)])
-                _, resid = nnls(A, np.r_[z[i], 1.0])
-                if resid <= self.tol * 1e-2:
-                    todo[i] = False
+            for s in range(0, idx.size, _FW_CHUNK):
+                part = idx[s : s + _FW_CHUNK]
+                status, gap, live, supports = _frank_wolfe(Z, z[part], self._active, self.tol)
+                for k, S in zip(live, supports):
+                    status[k], gap[k] = _refine(Z, z[part[k]], S, self.tol)
+                done = (status == 2) | ((status == 1) & decide_only)
+                self.n_stage_["refinement"] += int(done[live].sum())
+                self.n_stage_["frank-wolfe"] += int(done.sum() - done[live].sum())
+                out[part[done]] = gap[done]
+                todo[part[done]] = False
+        self.n_stage_["linear program"] = int(todo.sum())
         for i in np.flatnonzero(todo):
             p = z[i]
             if decide_only and self._cuts.shape[0]:
@@ -270,3 +410,4 @@ class ConvexHullDetector(_EncodedDetector):
         box = self.encoding_.outside_box(z, self.tol)
         return np.where(box, "outside convex hull of reference data (outside its range)",
                         "outside convex hull of reference data (inside its range)").astype(object)
+

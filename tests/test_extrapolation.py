@@ -159,6 +159,61 @@ def test_hull_matches_qhull_and_lp_paths(gauss):
     np.testing.assert_array_equal(fq[:40], naive)
 
 
+def test_hull_high_dimension_matches_naive_lp():
+    """d = 8 (no Qhull): the batched Frank-Wolfe / refinement certificates and the LPs give, point
+    by point, the answer of the naive method (one feasibility LP on all reference rows)."""
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(11)
+    d = 8
+    cols = [f"x{j}" for j in range(d)]
+    ref = pd.DataFrame(rng.standard_normal((2000, d)), columns=cols)
+    det = ConvexHullDetector(random_state=0).fit(ref)
+    Z = det.encoding_.z_reference
+    c = Z.mean(axis=0)
+    # Mixtures of the d rows most extreme along a random direction: on or near a face of the hull,
+    # pushed slightly out of it or pulled slightly into it (the hard cases).
+    near = []
+    for eps in (-1e-2, -1e-3, 1e-3, 1e-2, 5e-2):
+        for _ in range(25):
+            u = rng.standard_normal(d)
+            top = Z[np.argsort(-(Z @ u))[:d]]
+            f = rng.dirichlet(np.ones(d)) @ top
+            near.append(f + eps * (f - c))
+    zp = np.vstack([
+        rng.standard_normal((60, d)),  # mostly inside
+        1.3 * rng.standard_normal((60, d)),  # many just outside
+        4.0 * rng.standard_normal((20, d)),  # far outside
+        rng.dirichlet(np.ones(20), 20) @ Z[rng.choice(len(Z), 20)],  # inside by construction
+        np.array(near),
+    ])
+    pts = pd.DataFrame(zp * det.encoding_.sd + det.encoding_.mean, columns=cols)
+    flags = det.flag(pts)
+    A = np.vstack([Z.T, np.ones(len(Z))])
+    naive = np.array([
+        linprog(np.zeros(len(Z)), A_eq=A, b_eq=np.r_[p, 1.0], bounds=(0, None), method="highs").status != 0
+        for p in det.encoding_.standardise(pts)
+    ])
+    assert 0.3 < naive.mean() < 0.7
+    assert det.n_stage_["frank-wolfe"] + det.n_stage_["refinement"] > 50  # the new stages did decide
+    np.testing.assert_array_equal(flags, naive)
+    np.testing.assert_array_equal(det.score(pts) > 0, naive)
+
+
+def test_hull_lp_fallback_agrees(gauss, monkeypatch):
+    """With Frank-Wolfe and the refinement switched off, the undecided points go to the LPs: same flags."""
+    import fme._hull as hull_module
+
+    rng = np.random.default_rng(6)
+    pts = pd.DataFrame(1.3 * rng.standard_normal((120, 3)), columns=["a", "b", "c"])
+    fast = ConvexHullDetector(qhull_max_dim=1, random_state=0).fit(gauss).flag(pts)
+    monkeypatch.setattr(hull_module, "_FW_ITER", 0)
+    monkeypatch.setattr(hull_module, "_REFINE_ROUNDS", 0)
+    det = ConvexHullDetector(qhull_max_dim=1, random_state=0).fit(gauss)
+    np.testing.assert_array_equal(det.flag(pts), fast)
+    assert det.n_lp_ > 0 and det.n_stage_["refinement"] == 0
+
+
 def test_hull_one_dimension_is_interval():
     ref = pd.DataFrame({"x": [0.0, 1.0, 5.0]})
     det = ConvexHullDetector().fit(ref)
