@@ -19,6 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="output folder (only with one config; default: <config dir>/<config name>)")
     r.add_argument("--force", action="store_true", help="rebuild even if the inputs are unchanged")
     r.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+    r.add_argument("--renderer", choices=["auto", "pandoc", "quarto"], default="auto",
+                   help="auto (default): quarto when on PATH, else pandoc + typst")
     d = sub.add_parser("demo", help="build the bundled Boston SVM report (reports/boston-svm.yaml)")
     d.add_argument("--force", action="store_true")
     return p
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     for cfg in configs:
         try:
-            res = build_report(cfg, out, force=force, pdf=pdf)
+            res = build_report(cfg, out, force=force, pdf=pdf, renderer=getattr(args, "renderer", "auto"))
         except ConfigError as exc:
             print(f"fme report: invalid config: {exc}", file=sys.stderr)
             status = 1

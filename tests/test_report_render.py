@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -210,3 +211,52 @@ def test_postprocess_adds_scope_to_th_but_not_thead():
                             "</table>")
     assert "<thead>" in out and '"ead' not in out
     assert out.count('scope="col"') == 2 and out.count('scope="row"') == 1
+
+
+# --------------------------------------------------------------------- renderer choice
+def _fake_quarto(bin_dir: Path, log: Path) -> None:
+    """A stand-in `quarto` that records its arguments and writes the requested output."""
+    script = bin_dir / "quarto"
+    script.write_text(
+        "#!/usr/bin/env python3\n"
+        "import sys, pathlib\n"
+        f"pathlib.Path({str(log)!r}).open('a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+        "src = pathlib.Path(sys.argv[2])\n"
+        "to = sys.argv[sys.argv.index('--to') + 1]\n"
+        "if to == 'html':\n"
+        "    src.with_suffix('.html').write_text('<table><thead><tr><th>a</th></tr></thead></table>')\n"
+        "else:\n"
+        "    src.with_suffix('.pdf').write_bytes(b'%PDF-1.7 fake')\n"
+    )
+    script.chmod(0o755)
+
+
+def test_auto_renderer_uses_quarto_when_on_path(tmp_path, monkeypatch) -> None:
+    from fme.report import render
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.txt"
+    _fake_quarto(bin_dir, log)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    qmd = tmp_path / "report.qmd"
+    qmd.write_text("# t\n")
+    html, pdf, used = render.render_documents(qmd, {}, pdf=True, renderer="auto")
+    assert used == "quarto"
+    assert log.read_text().splitlines() == ["render report.qmd --to html -M embed-resources:true",
+                                           "render report.qmd --to typst"]
+    assert pdf.read_bytes().startswith(b"%PDF")
+    # the same accessibility post-processing as the pandoc route: header cells get a scope
+    assert '<th scope="col">a</th>' in html.read_text() and "<thead>" in html.read_text()
+
+
+def test_renderer_choice_is_validated(tmp_path, monkeypatch) -> None:
+    from fme.report import render
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no quarto (nor anything else) on PATH
+    qmd = tmp_path / "report.qmd"
+    qmd.write_text("# t\n")
+    with pytest.raises(FileNotFoundError, match="quarto is not on PATH"):
+        render.render_documents(qmd, {}, renderer="quarto")
+    with pytest.raises(ValueError, match="renderer must be one of"):
+        render.render_documents(qmd, {}, renderer="latex")

@@ -58,7 +58,7 @@ def inputs_sha256(cfg: dict, templates: Path) -> str:
 
 def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, force: bool = False,
                  pdf: bool | None = None, templates: str | Path | None = None,
-                 log: Callable[[str], Any] = print) -> dict[str, Any]:
+                 log: Callable[[str], Any] = print, renderer: str = "auto") -> dict[str, Any]:
     """Build ``<out>/report.{qmd,html,pdf}`` (and results) for one config.
 
     Returns a dict with ``skipped`` (bool), the output paths and per-step timings.
@@ -99,15 +99,10 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     ctx = build_context(results, cfg, Path(config_path).read_text(encoding="utf-8"), build_info)
     t = time.perf_counter()
     qmd = render.render_qmd(ctx, out, tdir)
-    html = render.render_html(qmd, ctx, tdir)
-    timings["html"] = time.perf_counter() - t
-    log(f"[fme report] {cfg['_name']}: HTML written ({html}, {html.stat().st_size / 1e6:.2f} MB)")
-    pdf_path = None
-    if want_pdf:
-        t = time.perf_counter()
-        pdf_path = render.render_pdf(qmd, tdir)
-        timings["pdf"] = time.perf_counter() - t
-        log(f"[fme report] {cfg['_name']}: PDF written ({pdf_path})")
+    html, pdf_path, used = render.render_documents(qmd, ctx, tdir, pdf=bool(want_pdf), renderer=renderer)
+    timings["render"] = time.perf_counter() - t
+    log(f"[fme report] {cfg['_name']}: rendered with {used}: HTML {html} ({html.stat().st_size / 1e6:.2f} MB)"
+        + (f", PDF {pdf_path}" if pdf_path else ""))
     stamp.write_text(stamp_text)
     timings["total"] = time.perf_counter() - t0
     log(f"[fme report] {cfg['_name']}: done in {timings['total']:.1f} s")

@@ -9,8 +9,9 @@ Two Jinja environments:
   quoted attribute value and ``|raw`` marks trusted markdown;
 * the *HTML* environment (``autoescape=True``) renders the HTML partials.
 
-Renderers: ``quarto render`` when Quarto is on PATH and ``renderer='quarto'``;
-by default pandoc from the ``pypandoc-binary`` wheel (self-contained HTML,
+Renderers (``renderer=``): ``'auto'`` (default) uses ``quarto render`` when
+Quarto is on PATH and otherwise pandoc; ``'quarto'`` and ``'pandoc'`` force one. The pandoc route is
+pandoc from the ``pypandoc-binary`` wheel (self-contained HTML,
 ``--embed-resources --standalone``, no network) and typst from the ``typst``
 wheel for the PDF.
 """
@@ -25,7 +26,10 @@ from typing import Any
 
 import jinja2
 
-__all__ = ["md_escape", "attr_escape", "render_qmd", "render_html", "render_pdf", "pandoc_path", "tool_versions"]
+__all__ = ["md_escape", "attr_escape", "render_qmd", "render_html", "render_pdf", "render_documents", "pandoc_path",
+           "tool_versions", "RENDERERS"]
+
+RENDERERS = ("auto", "pandoc", "quarto")
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 _MD_SPECIAL = frozenset("\\`*_{}[]()<>#+-.!|$~^\"'@&=:;%")
@@ -162,7 +166,26 @@ def quarto_available() -> bool:
     return shutil.which("quarto") is not None
 
 
-def render_quarto(qmd: Path) -> tuple[Path, Path]:
-    _run(["quarto", "render", qmd.name, "--to", "html"], qmd.parent)
+def render_quarto(qmd: Path, pdf: bool = True) -> tuple[Path, Path | None]:
+    """``quarto render`` to self-contained HTML and (via typst) PDF, from the same ``report.qmd``."""
+    _run(["quarto", "render", qmd.name, "--to", "html", "-M", "embed-resources:true"], qmd.parent)
+    html = qmd.with_suffix(".html")
+    html.write_text(_postprocess_html(html.read_text(encoding="utf-8")), encoding="utf-8")
+    if not pdf:
+        return html, None
     _run(["quarto", "render", qmd.name, "--to", "typst"], qmd.parent)
-    return qmd.with_suffix(".html"), qmd.with_suffix(".pdf")
+    return html, qmd.with_suffix(".pdf")
+
+
+def render_documents(qmd: Path, context: dict, templates: Path | None = None, *, pdf: bool = True,
+                     renderer: str = "auto") -> tuple[Path, Path | None, str]:
+    """HTML and (optionally) PDF from ``report.qmd``; returns (html, pdf, renderer used)."""
+    if renderer not in RENDERERS:
+        raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}.")
+    if renderer == "quarto" and not quarto_available():
+        raise FileNotFoundError("renderer='quarto' but quarto is not on PATH; use renderer='auto' or 'pandoc'.")
+    if renderer == "quarto" or (renderer == "auto" and quarto_available()):
+        html, pdf_path = render_quarto(qmd, pdf)
+        return html, pdf_path, "quarto"
+    html = render_html(qmd, context, templates)
+    return html, (render_pdf(qmd, templates) if pdf else None), "pandoc"
