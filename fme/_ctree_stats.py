@@ -302,6 +302,23 @@ def _centre(y: np.ndarray, w: np.ndarray):
     return W, w * yc, vh
 
 
+def _split_rows(keys: np.ndarray, yt: np.ndarray, wt: np.ndarray):
+    """The node's rows with the split variable present (keys >= 0), centred.
+
+    Returns (keys, w, W, w * (y - ybar), V_h), or None when fewer than a unit of
+    weight remains (no split possible, §5.4).
+    """
+    ok = keys >= 0
+    if not ok.all():
+        keys, yt, wt = keys[ok], yt[ok], wt[ok]
+    if keys.size == 0:
+        return None
+    W, wyc, vh = _centre(yt, wt)
+    if W <= 1.0:
+        return None
+    return keys, wt, W, wyc, vh
+
+
 def split_ordered(
     ranks: np.ndarray, n_uniq: int, yt: np.ndarray, wt: np.ndarray, mb: int, maximum: bool
 ) -> int | None:
@@ -311,14 +328,10 @@ def split_ordered(
     Returns the global index u* of the best cut (left = values <= uniq[u*]) or
     None when no admissible cut exists.
     """
-    ok = ranks >= 0
-    if not ok.all():
-        ranks, yt, wt = ranks[ok], yt[ok], wt[ok]
-    if ranks.size == 0:
+    prep = _split_rows(ranks, yt, wt)
+    if prep is None:
         return None
-    W, wyc, vh = _centre(yt, wt)
-    if W <= 1.0:
-        return None
+    ranks, wt, W, wyc, vh = prep
     lv, nk, sk, cnt = _level_sums(ranks, wt, wyc, n_uniq)
     # A level counts as present in the node only if it carries weight (§5.2).
     pos = nk > 0
@@ -351,14 +364,10 @@ def split_factor(
     split. Partitions are enumerated in partykit's order (first level always in
     child 1, bit l-1 of j puts level l in child 2) so exact ties resolve the same way.
     """
-    ok = codes >= 0
-    if not ok.all():
-        codes, yt, wt = codes[ok], yt[ok], wt[ok]
-    if codes.size == 0:
+    prep = _split_rows(codes, yt, wt)
+    if prep is None:
         return None
-    W, wyc, vh = _centre(yt, wt)
-    if W <= 1.0:
-        return None
+    codes, wt, W, wyc, vh = prep
     nk_all = np.bincount(codes, weights=wt, minlength=K)
     sk_all = np.bincount(codes, weights=wyc, minlength=K)
     lv = np.flatnonzero(nk_all > 0)
