@@ -71,12 +71,14 @@ class PartitionResult:
     """
 
     def __init__(self, effects: FMEResult, tree: Any, X: pd.DataFrame, leaf_ids: list[int],
-                 leaf_of_row: pd.Series, conf_level: float, method: str, notes: list[str]) -> None:
+                 tree_leaf: np.ndarray, conf_level: float, method: str, notes: list[str]) -> None:
         self.effects = effects
         self.tree = tree
         self.features = list(X.columns)
         self.leaf_ids = leaf_ids
-        self.leaf_of_row = leaf_of_row
+        self._subspace = _subspace_lookup(tree, leaf_ids)
+        self._tree_leaf = tree_leaf  # leaf of the grown tree per evaluated row
+        self.leaf_of_row = pd.Series(self._subspace[tree_leaf], index=X.index, name="node")
         self.conf_level = conf_level
         self.method = method
         self.notes = notes
@@ -84,7 +86,7 @@ class PartitionResult:
         fmes = effects.results["fme"].to_numpy(dtype=float)
         nlms = effects.results["nlm"].to_numpy(dtype=float) if effects.has_nlm else None
         rows = []
-        node_of_row = leaf_of_row.to_numpy()
+        node_of_row = self.leaf_of_row.to_numpy()
         for node in leaf_ids:
             mask = node_of_row == node
             row = {"node": node, **_figures(fmes[mask], None if nlms is None else nlms[mask], conf_level)}
@@ -156,9 +158,8 @@ class PartitionResult:
             col = full[feat]
             sub = X[feat][rows_in]
             b = bounds.get(feat, [None, None, None])
-            if is_categorical(col) and not isinstance(col.dtype, pd.CategoricalDtype) or (
-                isinstance(col.dtype, pd.CategoricalDtype) and not col.cat.ordered
-            ) or pd.api.types.is_bool_dtype(col.dtype):
+            ordered = isinstance(col.dtype, pd.CategoricalDtype) and col.cat.ordered
+            if is_categorical(col) and not ordered:
                 all_levels = list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(
                     col.dropna().unique().tolist(), key=str)
                 levels = [lv for lv in all_levels if b[2] is None or lv in b[2]]
@@ -232,26 +233,13 @@ class PartitionResult:
     def _rows_in(self, node: int) -> np.ndarray:
         """Boolean mask of evaluated rows in the subtree of ``node``."""
         nodes = self.tree.nodes_
-        leaf_of = pd.Series(self.tree.apply(self._X), index=self._X.index)
         inside = set()
         stack = [int(node)]
         while stack:
             cur = stack.pop()
             inside.add(cur)
             stack.extend(int(c) for c in nodes.at[cur, "children"])
-        return leaf_of.isin(inside).to_numpy()
-
-    def _leaf_map(self) -> dict[int, int]:
-        """Original tree leaf -> subspace node (its ancestor among ``leaf_ids``)."""
-        nodes = self.tree.nodes_
-        subspaces = set(self.leaf_ids)
-        out = {}
-        for leaf in nodes.index[nodes["is_leaf"].to_numpy(dtype=bool)]:
-            cur = int(leaf)
-            while cur not in subspaces:
-                cur = int(nodes.at[cur, "parent"])
-            out[int(leaf)] = cur
-        return out
+        return np.isin(self._tree_leaf, list(inside))
 
     def predict(self, new_rows: pd.DataFrame) -> pd.DataFrame:
         """Subspace, cAME and CI (and cANLM) for hypothetical observations.
@@ -266,8 +254,7 @@ class PartitionResult:
         if missing:
             raise FeatureError(f"new_rows lack the partitioning feature(s) {missing}.")
         Xn = new_rows[self.features]
-        mapping = self._leaf_map()
-        node = np.array([mapping[int(i)] for i in self.tree.apply(Xn)])
+        node = self._subspace[np.asarray(self.tree.apply(Xn), dtype=int)]
         stats = self.leaves.set_index("node")
         cols = [c for c in stats.columns if c != "rule"]
         out = stats.loc[node, cols].set_index(new_rows.index)
@@ -347,7 +334,7 @@ def _prune_sequence(tree: Any, fmes: np.ndarray, leaf_of_row: np.ndarray) -> lis
     return seq
 
 
-def _max_leaf_sd(leaf_set: list[int], fmes: np.ndarray, mapping: np.ndarray, tree: Any) -> float:
+def _max_leaf_sd(leaf_set: list[int], fmes: np.ndarray, mapping: np.ndarray) -> float:
     sds = []
     for node in leaf_set:
         vals = fmes[mapping == node]
@@ -355,15 +342,16 @@ def _max_leaf_sd(leaf_set: list[int], fmes: np.ndarray, mapping: np.ndarray, tre
     return max(sds)
 
 
-def _subspace_of(tree: Any, leaf_of_row: np.ndarray, leaf_set: list[int]) -> np.ndarray:
+def _subspace_lookup(tree: Any, leaf_set: list[int]) -> np.ndarray:
+    """Array indexed by node id: the subspace (ancestor in ``leaf_set``) of each grown leaf."""
     nodes = tree.nodes_
     keep = set(leaf_set)
-    out = leaf_of_row.copy()
-    for leaf in np.unique(leaf_of_row):
+    out = np.zeros(int(nodes.index.max()) + 1, dtype=int)
+    for leaf in nodes.index[nodes["is_leaf"].to_numpy(dtype=bool)]:
         cur = int(leaf)
         while cur not in keep:
             cur = int(nodes.at[cur, "parent"])
-        out[leaf_of_row == leaf] = cur
+        out[int(leaf)] = cur
     return out
 
 
@@ -479,7 +467,7 @@ def came(
         seq = _prune_sequence(tree, y, leaf_of_row)
         # As fmeffects: reductions down to two subspaces (the root only when nothing was split).
         ok = [s for s in seq if (len(s) >= 2 or len(grown) == 1)
-              and _max_leaf_sd(s, y, _subspace_of(tree, leaf_of_row, s), tree) < max_sd]
+              and _max_leaf_sd(s, y, _subspace_lookup(tree, s)[leaf_of_row]) < max_sd]
         if not ok:
             raise ParameterError(
                 f"no reduction of the grown tree ({len(grown)} leaves) has every leaf's fME SD below max_sd={max_sd}; "
@@ -488,6 +476,4 @@ def came(
         leaf_set = min(ok, key=len)
     if len(grown) == 1 and not notes:
         notes.append("no split was significant: one subspace (the whole data).")
-    subspace = _subspace_of(tree, leaf_of_row, leaf_set)
-    return PartitionResult(effects, tree, X, leaf_set, pd.Series(subspace, index=X.index, name="node"),
-                           conf_level, method, notes)
+    return PartitionResult(effects, tree, X, leaf_set, leaf_of_row, conf_level, method, notes)
