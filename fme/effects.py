@@ -261,10 +261,15 @@ def _check_flags(flags: Any, n: int, detector: Any) -> np.ndarray:
 
 
 def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarray:
-    if hasattr(detector, "explain"):
-        return np.asarray(detector.explain(points, flags), dtype=object)
+    """Reason per point, asked of the detector for the flagged points only (strings are costly)."""
     out = np.full(len(points), "", dtype=object)
-    out[flags] = f"flagged by {type(detector).__name__}"
+    idx = np.flatnonzero(flags)
+    if idx.size == 0:
+        return out
+    if hasattr(detector, "explain"):
+        out[idx] = np.asarray(detector.explain(points.iloc[idx], np.ones(idx.size, dtype=bool)), dtype=object)
+    else:
+        out[idx] = f"flagged by {type(detector).__name__}"
     return out
 
 
@@ -492,7 +497,7 @@ def fme(
             flag_xh = flag_xh & ~flag_x & (np.abs(np.column_stack(list(h.values()))).max(axis=1) == 0)
         ep = flag_x | flag_xh
         pts = np.where(flag_x & flag_xh, "x and x+h", np.where(flag_x, "x", np.where(flag_xh, "x+h", "")))
-        why = np.where(flag_x, _explain(detector, X[cols], flag_x), "")
+        why = _explain(detector, X[cols], flag_x)
         why_h = _explain(detector, moved, flag_xh)
         why = np.where(flag_x & flag_xh, why + " | x+h: " + why_h, np.where(flag_xh, why_h, why))
         if policy == "shrink":
