@@ -137,7 +137,8 @@ def nlm_from_path(f0: np.ndarray, f1: np.ndarray, f_interior: np.ndarray, rule: 
         den += rule.weights[k] * (d - mean) ** 2
         np.maximum(scale, np.abs(d), out=scale)
     scale += np.abs(f0)
-    undefined = den <= (64.0 * np.finfo(float).eps * scale) ** 2
+    with np.errstate(over="ignore"):  # |f| near float max: the threshold is inf, the path counts as flat
+        undefined = den <= (64.0 * np.finfo(float).eps * scale) ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
         out = 1.0 - num / den
     out[undefined] = np.nan

@@ -103,8 +103,11 @@ class Predictor:
             raise PredictionError(
                 f"{self.description} returned shape {out.shape}, expected ({n}, {len(self.output_names)})."
             )
-        bad = ~np.isfinite(out)
-        if bad.any():
+        # One summing pass settles the usual all-finite case: the sum is non-finite only if
+        # some prediction is (or the total overflows, which the element-wise check then clears).
+        with np.errstate(over="ignore"):
+            total = np.add.reduce(out, axis=None)
+        if not np.isfinite(total) and (bad := ~np.isfinite(out)).any():
             rows = np.flatnonzero(bad.reshape(n, -1).any(axis=1))
             raise PredictionError(
                 f"{self.description} returned {rows.size} non-finite prediction(s) (first at stacked row {rows[0]}); "

@@ -50,3 +50,36 @@ def test_public_api_is_exported() -> None:
     for name in ["fme", "ame", "mem", "mer", "dme", "came", "CTree", "step_size", "FMEResult", "PartitionResult",
                  "FMEError"]:
         assert name in fme.__all__ and hasattr(fme, name)
+
+
+def test_wheel_packages_cover_the_sources_and_templates() -> None:
+    st = _pyproject()["tool"]["setuptools"]
+    packages = set(st["packages"])
+    on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "fme").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    assert on_disk <= packages, f"add {sorted(on_disk - packages)} to [tool.setuptools] packages"
+    assert st["package-dir"] == {"fme._templates": "templates"}
+    data = st["package-data"]
+    shipped = [("fme.data", ROOT / "fme" / "data"), ("fme._templates", ROOT / "templates"),
+               ("fme._templates.partials", ROOT / "templates" / "partials")]
+    for pkg, folder in shipped:
+        for f in folder.iterdir():
+            if f.is_file():
+                assert any(f.match(g) for g in data[pkg]), f"{f.relative_to(ROOT)} is not in the {pkg} package data"
+
+
+def test_installed_layout_finds_the_shipped_templates(tmp_path: Path) -> None:
+    # The wheel's layout (checked by hand against `pip wheel .`): fme/ with templates/ as fme/_templates.
+    import shutil
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "fme", site / "fme", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "templates", site / "fme" / "_templates")
+    code = ("import fme.report.render as r; print(r.TEMPLATES); "
+            "r.markdown_env().get_template('report.qmd.j2'); "
+            "assert (r.TEMPLATES / 'analysis.ipynb').is_file()")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": ""},
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(out) == site / "fme" / "_templates"

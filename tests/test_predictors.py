@@ -192,6 +192,13 @@ def test_bad_prediction_only_on_stepped_points(Xnum):
         fme.fme(lambda d: np.where(d["x1"] > 2.0, np.inf, 0.0), Xnum, {"x1": 1.0})
 
 
+def test_huge_finite_predictions_are_not_mistaken_for_overflow(Xnum):
+    # the sum of these predictions overflows to inf; every single one is finite
+    big = np.finfo(float).max / 2
+    res = fme.fme(lambda d: big + 0.0 * d["x1"].to_numpy(), Xnum, {"x1": 1.0}, nlm=True).results
+    assert (res["fme"] == 0.0).all() and res["nlm"].isna().all()
+
+
 def test_make_predictor_passthrough_and_columns(gbr, X):
     p = make_predictor(gbr)
     assert p.feature_names == FEATURES

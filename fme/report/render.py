@@ -31,7 +31,17 @@ __all__ = ["md_escape", "attr_escape", "render_qmd", "render_html", "render_pdf"
 
 RENDERERS = ("auto", "pandoc", "quarto")
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+
+def _default_templates() -> Path:
+    """The checkout's ``templates/`` (so edits apply at once), else the copy shipped in the wheel."""
+    checkout = Path(__file__).resolve().parents[2] / "templates"
+    if (checkout / "report.qmd.j2").is_file():
+        return checkout
+    return Path(__file__).resolve().parents[1] / "_templates"
+
+
+TEMPLATES = _default_templates()
 _MD_SPECIAL = frozenset("\\`*_{}[]()<>#+-.!|$~^\"'@&=:;%")
 
 
