@@ -27,13 +27,23 @@ _TESTTYPES = {"bonferroni": "bonferroni", "univariate": "univariate", "teststati
 _STATS = ("quadratic", "maximum")
 
 
+_CONTROLLER: list = []
+
+
 def _single_thread_blas():
-    """Context limiting BLAS to one thread (no-op when threadpoolctl is unavailable)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    """Context limiting BLAS to one thread (no-op when threadpoolctl is unavailable).
+
+    The controller (a scan of the loaded libraries, ~10 ms) is made once: refitting
+    many small trees, as :func:`fme.partition_stability` does, would otherwise
+    spend most of its time there.
+    """
+    if not _CONTROLLER:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
+            return contextlib.nullcontext()
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 def _fmt_break(x: float) -> str:
