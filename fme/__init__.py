@@ -6,7 +6,7 @@ categorical and multivariate steps (§5.1-5.2), the NLM (§5.4), cAMEs on
 CTREE subspaces (§5.5) and extrapolation checks (§3.2, Appendix).
 """
 
-from .came import PartitionResult, came
+from .came import PartitionResult, came, partition_stability
 from .ctree import CTree
 from .effects import FMEResult, fme
 from .exceptions import (
@@ -35,7 +35,7 @@ from .steps import step_size
 __version__ = "0.1.0"
 
 __all__ = [
-    "fme", "FMEResult", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "CTree",
+    "fme", "FMEResult", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",
     "max_linear_step", "DETECTORS", "ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector",
     "MCECDetector", "CERTDetector", "IsolationForestDetector", "LOFDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",

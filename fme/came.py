@@ -15,6 +15,7 @@ paper); ``method="cart"`` a scikit-learn CART tree. ``n_partitions`` and
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 from typing import Any
 
@@ -26,9 +27,9 @@ from ._stats import describe
 from ._validation import check_conf_level, check_data, is_categorical
 from .ctree import CTree
 from .effects import FMEResult
-from .exceptions import DataError, FeatureError, ParameterError
+from .exceptions import DataError, FeatureError, FMEError, ParameterError
 
-__all__ = ["came", "PartitionResult"]
+__all__ = ["came", "PartitionResult", "partition_stability"]
 
 _LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
 _NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm"]
@@ -68,10 +69,16 @@ class PartitionResult:
     conf_level : float
     notes : list of str
         Remarks such as "single node: fewer rows than minsplit".
+    params : dict
+        The arguments of :func:`came` that grew and reduced the tree, as given
+        (``features``, ``n_partitions``, ``max_sd``, ``standardize`` and the
+        tree parameters), so the same partition can be refitted on other rows.
     """
 
     def __init__(self, effects: FMEResult, tree: Any, X: pd.DataFrame, leaf_ids: list[int],
-                 tree_leaf: np.ndarray, conf_level: float, method: str, notes: list[str]) -> None:
+                 tree_leaf: np.ndarray, conf_level: float, method: str, notes: list[str],
+                 params: dict[str, Any] | None = None) -> None:
+        self.params = dict(params or {})
         self.effects = effects
         self.tree = tree
         self.features = list(X.columns)
@@ -425,6 +432,8 @@ def came(
         raise ParameterError(f"n_partitions must be an integer >= 2, got {n_partitions!r}.")
     if max_sd is not None and (not isinstance(max_sd, numbers.Real) or not np.isfinite(max_sd) or max_sd <= 0):
         raise ParameterError(f"max_sd must be a positive number, got {max_sd!r}.")
+    params = {"features": None if features is None else list(features), "n_partitions": n_partitions,
+              "max_sd": max_sd, "standardize": standardize, **tree_params}
     data = effects.data
     if features is None:
         features = list(effects.model_features) if effects.model_features is not None else list(data.columns)
@@ -476,4 +485,111 @@ def came(
         leaf_set = min(ok, key=len)
     if len(grown) == 1 and not notes:
         notes.append("no split was significant: one subspace (the whole data).")
-    return PartitionResult(effects, tree, X, leaf_set, leaf_of_row, conf_level, method, notes)
+    return PartitionResult(effects, tree, X, leaf_set, leaf_of_row, conf_level, method, notes, params)
+
+
+#: Absolute size parameters per tree method, scaled to the subsample by :func:`partition_stability`.
+_SIZE_PARAMS = {"ctree": ("minbucket", "minsplit"), "cart": ("min_samples_leaf", "min_samples_split")}
+
+
+def _subset(effects: FMEResult, positions: np.ndarray) -> FMEResult:
+    """The same effects restricted to some evaluated rows (by position)."""
+    return dataclasses.replace(effects, results=effects.results.iloc[positions],
+                               predictions=effects.predictions.iloc[positions])
+
+
+def _root_split(part: PartitionResult) -> str | None:
+    nodes = part.nodes
+    feat = nodes.at[1, "split_feature"] if 1 in nodes.index else None
+    return None if feat is None or (isinstance(feat, float) and np.isnan(feat)) else str(feat)
+
+
+def partition_stability(
+    partition: PartitionResult,
+    *,
+    n_subsamples: int = 20,
+    fraction: float = 0.5,
+    random_state: int | None = 0,
+    scale_sizes: bool = True,
+) -> pd.DataFrame:
+    """Refit a partition on random subsamples of its rows: how stable are the AME and the subspaces?
+
+    Small leaves of a tree are unstable (paper §5.5; report checklist §1.7
+    asks for "variation across subsamples"). Each subsample draws
+    ``round(fraction * n)`` of the evaluated rows without replacement and
+    grows the tree again with the same method and arguments
+    (:attr:`PartitionResult.params`); the fMEs themselves are not recomputed,
+    so this measures the sampling variability of the summaries given the
+    fitted model, not model-refit uncertainty.
+
+    Parameters
+    ----------
+    partition : PartitionResult
+        From :func:`came`.
+    n_subsamples : int, default=20
+    fraction : float, default=0.5
+        Share of the evaluated rows in each subsample, in (0, 1).
+    random_state : int or None, default=0
+        Seed of the subsample draws (None: fresh entropy, not reproducible).
+    scale_sizes : bool, default=True
+        Scale absolute size parameters given to :func:`came` (CTREE
+        ``minbucket``/``minsplit``, CART integer ``min_samples_leaf``/
+        ``min_samples_split``) by the subsample share, so a refit may split
+        as finely, relative to its rows, as the full tree. Defaults that
+        :func:`came` derives from n (``n_partitions``/``max_sd``) follow the
+        subsample anyway.
+
+    Returns
+    -------
+    DataFrame
+        One row per subsample: ``subsample``, ``n``, ``ame`` (mean fME of
+        the subsample), ``n_leaves``, ``root_split`` (feature of the first
+        split, None for a single node), ``same_root_split`` (equal to the
+        full partition's), ``ari`` (adjusted Rand index between the
+        subsample's subspaces and the full partition's on the subsample's
+        rows: 1 = the same grouping, about 0 = unrelated) and ``error``
+        (the message when the refit failed, e.g. fewer leaves than
+        ``n_partitions``; the tree columns are then missing).
+    """
+    from sklearn.metrics import adjusted_rand_score
+
+    if not isinstance(partition, PartitionResult):
+        raise DataError(f"`partition` must be the PartitionResult of fme.came(...), got {type(partition).__name__}.")
+    if isinstance(n_subsamples, bool) or not isinstance(n_subsamples, numbers.Integral) or n_subsamples < 1:
+        raise ParameterError(f"n_subsamples must be a positive integer, got {n_subsamples!r}.")
+    if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 < fraction < 1:
+        raise ParameterError(f"fraction must be a number strictly between 0 and 1, got {fraction!r}.")
+    effects = partition.effects
+    n = effects.n
+    m = int(round(fraction * n))
+    if m < 2:
+        raise ParameterError(f"a subsample of {fraction:g} x {n} rows has fewer than 2 rows; raise fraction.")
+    rng = np.random.default_rng(random_state)
+    fmes = effects.results["fme"].to_numpy(dtype=float)
+    full_leaf = partition.leaf_of_row.to_numpy()
+    full_root = _root_split(partition)
+    params = dict(partition.params)
+    if scale_sizes:
+        # Absolute leaf/split sizes are relative to n: a minbucket of 30 on 106 rows allows splits,
+        # on a half-sample of 53 it forbids every split, and the refit would look "unstable" for that alone.
+        for key in _SIZE_PARAMS[partition.method]:
+            v = params.get(key)
+            if isinstance(v, numbers.Real) and not isinstance(v, bool) and v >= 1:
+                params[key] = max(1, round(v * m / n)) if isinstance(v, numbers.Integral) else v * m / n
+    rows = []
+    for b in range(int(n_subsamples)):
+        pos = np.sort(rng.choice(n, size=m, replace=False))
+        row: dict[str, Any] = {"subsample": b + 1, "n": m, "ame": float(fmes[pos].mean()), "n_leaves": pd.NA,
+                               "root_split": None, "same_root_split": pd.NA, "ari": np.nan, "error": None}
+        try:
+            sub = came(_subset(effects, pos), method=partition.method, conf_level=partition.conf_level, **params)
+        except FMEError as exc:
+            row["error"] = str(exc)
+        else:
+            root = _root_split(sub)
+            row.update(n_leaves=len(sub.leaf_ids), root_split=root, same_root_split=root == full_root,
+                       ari=float(adjusted_rand_score(full_leaf[pos], sub.leaf_of_row.to_numpy())))
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    # nullable dtypes: a failed refit has no tree figures (<NA>), the others stay integers/booleans
+    return out.astype({"n_leaves": "Int64", "same_root_split": "boolean"})

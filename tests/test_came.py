@@ -233,3 +233,86 @@ def test_many_level_factor_is_a_clear_error() -> None:
         fme.came(eff)
     part = fme.came(eff, features=["x"])
     assert part.features == ["x"]
+
+
+# ---------------------------------------------------------------- stability across subsamples
+@pytest.fixture(scope="module")
+def two_groups() -> fme.FMEResult:
+    # fME = 1 where g == "a", 5 where g == "b" (plus a bit of noise from x): one clear split on g
+    rng = np.random.default_rng(7)
+    X = pd.DataFrame({"x": rng.normal(size=400), "z": rng.normal(size=400),
+                      "g": pd.Categorical(rng.choice(["a", "b"], 400))})
+
+    def f(d: pd.DataFrame) -> np.ndarray:
+        slope = np.where(d["g"] == "a", 1.0, 5.0)
+        return slope * d["x"].to_numpy() + 0.01 * np.sin(40 * d["z"].to_numpy())
+
+    return fme.fme(f, X, {"x": 1.0})
+
+
+def test_stability_of_a_clear_split_is_perfect(two_groups) -> None:
+    part = fme.came(two_groups)
+    assert part.nodes.at[1, "split_feature"] == "g"
+    st = fme.partition_stability(part, n_subsamples=8, fraction=0.5, random_state=3)
+    assert list(st.columns) == ["subsample", "n", "ame", "n_leaves", "root_split", "same_root_split", "ari", "error"]
+    assert st["subsample"].tolist() == list(range(1, 9)) and (st["n"] == 200).all()
+    assert (st["root_split"] == "g").all() and st["same_root_split"].all()
+    assert st["error"].isna().all()
+    # every fME is exactly 1 or 5, so each subsample's AME is 1 + 4 k / 200 (k rows of group b)
+    k = (st["ame"].to_numpy() - 1.0) * 200 / 4
+    assert k == pytest.approx(np.round(k), abs=1e-9) and st["ame"].between(1.0, 5.0).all()
+    assert (st["n_leaves"] == 2).all() and (st["ari"] == 1.0).all()
+
+
+def test_stability_is_reproducible_and_seeded(sim_part) -> None:
+    a = fme.partition_stability(sim_part, n_subsamples=3, random_state=11)
+    b = fme.partition_stability(sim_part, n_subsamples=3, random_state=11)
+    c = fme.partition_stability(sim_part, n_subsamples=3, random_state=12)
+    pd.testing.assert_frame_equal(a, b)
+    assert not np.array_equal(a["ame"].to_numpy(), c["ame"].to_numpy())
+    assert sim_part.params["minbucket"] == 30 and sim_part.params["testtype"] == "teststatistic"
+
+
+def test_stability_without_structure_is_one_subspace() -> None:
+    # a linear model: every fME is the same, no split, ARI of two one-group labelings is 1
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=300), "z": rng.normal(size=300)})
+    eff = fme.fme(lambda d: 2.0 * d["x"].to_numpy() - d["z"].to_numpy(), X, {"x": 0.5})
+    st = fme.partition_stability(fme.came(eff), n_subsamples=4)
+    assert (st["n_leaves"] == 1).all() and st["root_split"].isna().all()
+    assert (st["ari"] == 1.0).all()
+    assert st["ame"].to_numpy() == pytest.approx(np.full(4, 1.0), abs=1e-12)
+
+
+def test_stability_records_failed_refits(sim_effects) -> None:
+    part = fme.came(sim_effects, n_partitions=6)
+    st = fme.partition_stability(part, n_subsamples=3, fraction=0.02)  # 30 rows cannot give 6 subspaces
+    assert st["error"].str.contains("n_partitions=6").all()
+    assert st["n_leaves"].isna().all() and st["ari"].isna().all() and st["ame"].notna().all()
+
+
+@pytest.mark.parametrize(("kwargs", "exc", "phrase"), [
+    ({"n_subsamples": 0}, ParameterError, "n_subsamples"),
+    ({"fraction": 1.0}, ParameterError, "strictly between 0 and 1"),
+    ({"fraction": 0.0001}, ParameterError, "fewer than 2 rows"),
+])
+def test_stability_bad_arguments(sim_part, kwargs, exc, phrase) -> None:
+    with pytest.raises(exc, match=phrase):
+        fme.partition_stability(sim_part, **kwargs)
+
+
+def test_stability_needs_a_partition(sim_effects) -> None:
+    with pytest.raises(DataError, match="PartitionResult"):
+        fme.partition_stability(sim_effects)
+
+
+def test_stability_scales_absolute_sizes(two_groups) -> None:
+    # minbucket 150 lets the 400 rows split into the groups (about 200 each); a half-sample has about
+    # 100 per group, so it can split only if minbucket is scaled to 75
+    part = fme.came(two_groups, minbucket=150)
+    assert len(part.leaf_ids) == 2
+    scaled = fme.partition_stability(part, n_subsamples=3)
+    raw = fme.partition_stability(part, n_subsamples=3, scale_sizes=False)
+    assert (scaled["n_leaves"] == 2).all() and (scaled["ari"] == 1.0).all()
+    assert (raw["n_leaves"] == 1).all() and (raw["ari"] == 0.0).all()
+    assert part.params["minbucket"] == 150  # the partition's own record is untouched

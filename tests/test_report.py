@@ -502,3 +502,41 @@ def test_expected_sign_table_and_flag(boston):
     flags = _table(html, "Automatic flags")
     sign_rows = [r for r in flags["rows"] if r[1] == "observed sign differs from expected"]
     assert len(sign_rows) == 4 and all(r[2] == "expected +" and r[4] == "ok" for r in sign_rows)
+
+
+def test_partition_stability_equals_library_and_csv(boston, boston_model):
+    import fme
+    from fme.report.context import stability_cells
+    from fme.report.formatting import decimals_for
+
+    model, data, reference = boston_model
+    html = _html(boston)
+    from fme.report.config import load_config
+
+    cfg = {e["id"]: e for e in load_config(REPO / "reports" / "boston-svm.yaml")["effects"]}
+    checked = 0
+    for g, v in _variants(boston):
+        if not v.get("partition"):
+            assert v.get("stability") is None
+            continue
+        label = g["title"] + (f": to level {v['level']}" if v.get("level") is not None else "")
+        eff = cfg[g["id"]]
+        r = fme.fme(model, data, dict(v["steps"]), nlm=v["nlm"], extrapolation="envelope", on_extrapolation="exclude",
+                    reference_data=reference, random_state=0)
+        params = {k: val for k, val in eff["partition"].items() if k != "method"}
+        part = fme.came(r, method=eff["partition"].get("method", "ctree"), **params)
+        st = fme.partition_stability(part, n_subsamples=eff["stability"]["subsamples"],
+                                     fraction=eff["stability"]["fraction"], random_state=0)
+        csv = pd.read_csv(Path(boston["out_dir"]) / "tables" / f"{v['id']}-stability.csv")
+        assert csv["ame"].to_numpy() == pytest.approx(st["ame"].to_numpy(), rel=1e-12)
+        assert csv["ari"].to_numpy() == pytest.approx(st["ari"].to_numpy(dtype=float), rel=1e-12, nan_ok=True)
+        s = v["stability"]
+        assert s["ame_min"] == pytest.approx(st["ame"].min(), rel=1e-12)
+        assert s["n_same_root"] == int(st["same_root_split"].sum())
+        assert s["ari_median"] == pytest.approx(float(np.median(st["ari"])), rel=1e-12)
+        t = _table(html, f"Stability of the partition of {label} across subsamples")
+        half = (v["ci_high"] - v["ci_low"]) / 2
+        assert t["rows"] == [[row["quantity"], row["value"]]
+                             for row in stability_cells(s, decimals_for(half))["rows"]]
+        checked += 1
+    assert checked >= 1

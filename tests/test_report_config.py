@@ -113,3 +113,13 @@ def test_expected_sign_accepted():
 def test_expected_sign_on_single_level_is_fine(tmp_path):
     cfg = load_config(_write(tmp_path, GOOD.replace("{crim: -5}", "{chas: 1}\n    expected_sign: '-'")))
     assert cfg["effects"][0]["expected_sign"] == "-"
+
+
+def test_stability_defaults_merge_and_off(tmp_path):
+    eff = load_config(_write(tmp_path, GOOD))["effects"][0]
+    assert eff["stability"] == {"subsamples": 20, "fraction": 0.5}
+    eff = load_config(_write(tmp_path, GOOD + "    stability: {subsamples: 5}\n"))["effects"][0]
+    assert eff["stability"] == {"subsamples": 5, "fraction": 0.5}
+    assert load_config(_write(tmp_path, GOOD + "    stability: false\n"))["effects"][0]["stability"] is False
+    with pytest.raises(ConfigError, match=r":11: effects\[0\]\.stability"):
+        load_config(_write(tmp_path, GOOD + "    stability: {fraction: 1.5}\n"))

@@ -260,3 +260,49 @@ def test_renderer_choice_is_validated(tmp_path, monkeypatch) -> None:
         render.render_documents(qmd, {}, renderer="quarto")
     with pytest.raises(ValueError, match="renderer must be one of"):
         render.render_documents(qmd, {}, renderer="latex")
+
+
+# ---------------------------------------------------------------- stability across subsamples (§1.7)
+def _stab(ari_median, n_failed=0):
+    st = {"subsamples": 20, "fraction": 0.5, "n_each": 253, "ame_min": 5.137166, "ame_max": 6.094918,
+          "ame_sd": 0.2231, "n_same_sign": 20, "root_split": "lstat", "n_leaves_full": 10, "n_refits": 20 - n_failed,
+          "n_failed": n_failed, "errors": ["n_partitions=6 but the grown tree has only 3 leaves"] if n_failed else []}
+    if n_failed < 20:
+        st.update(n_same_root=17, ari_median=ari_median, ari_min=0.2294, ari_max=0.5895, leaves_median=6.0,
+                  leaves_min=4, leaves_max=8)
+    return st
+
+
+@pytest.mark.parametrize("ari, word", [(0.3601, "unstable"), (0.62, "moderately stable"), (0.91, "stable")])
+def test_stability_rows_and_sentence_numbers_are_cells(ari, word):
+    from fme.report.context import stability_cells
+
+    sc = stability_cells(_stab(ari), 2)
+    values = {r["quantity"]: r["value"] for r in sc["rows"]}
+    assert values["First split (lstat in the full data)"] == "the same in 17 of 20 refits"
+    assert values["Subspaces (leaves)"] == "full data 10; refits median 6.0 (range 4 to 8)"
+    assert values["AME in the subsamples"] == "5.14 to 6.09 (SD 0.22); same sign as the AME in 20 of 20"
+    assert "253 rows each (50.0% of the evaluated rows" in values["Subsamples"]
+    assert values["Refits that failed"] == "0"
+    text = sentences.stability_sentence(sc["cells"], ari, 9)
+    assert text.startswith(f"The subspaces are {word} across subsamples")
+    assert ("with care" in text) == (word != "stable")
+    allowed = _numbers_in_cells(sc["rows"]) | {"9"}
+    for num in _NUMBER.findall(text):
+        assert num in allowed, (num, text)
+
+
+def test_stability_flag_and_failed_refits():
+    v = {**_variant(5.1, 5.8), "stability": _stab(0.36)}
+    flag = [r for r in _flags(v, effect_cells(v), "rm") if r["rule"].startswith("partition unstable")]
+    assert flag == [{"effect": "rm", "rule": "partition unstable across subsamples (median ARI)", "threshold": "< 0.5",
+                     "value": "0.360", "status": "FLAG"}]
+    v["stability"] = _stab(0.8)
+    assert [r["status"] for r in _flags(v, effect_cells(v), "rm") if r["rule"].startswith("partition")] == ["ok"]
+    from fme.report.context import stability_cells
+
+    sc = stability_cells(_stab(None, n_failed=20), 2)
+    values = {r["quantity"]: r["value"] for r in sc["rows"]}
+    assert "First split (lstat in the full data)" not in values
+    assert values["Refits that failed"].startswith("20: n_partitions=6")
+    assert "unknown" in sentences.stability_sentence(sc["cells"], None, 4)

@@ -224,7 +224,34 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
                                 "features": part.features}
     else:
         summary["partition"] = None
-    return {"result": res, "partition": part, "summary": summary}
+    stab = None
+    if part is not None and eff.get("stability"):
+        stab = fme.partition_stability(part, n_subsamples=int(eff["stability"]["subsamples"]),
+                                       fraction=float(eff["stability"]["fraction"]), random_state=seed)
+    summary["stability"] = None if stab is None else _stability_summary(stab, part, summary["ame"], eff["stability"])
+    return {"result": res, "partition": part, "summary": summary, "stability": stab}
+
+
+def _stability_summary(stab: pd.DataFrame, part: Any, ame: float, spec: dict) -> dict:
+    """Checklist §1.7: how the AME and the subspaces vary across random subsamples (JSON-ready)."""
+    ok = stab[stab["error"].isna()]
+    root = part.nodes.at[1, "split_feature"] if not part.nodes.at[1, "is_leaf"] else None
+    same_sign = np.sign(stab["ame"].to_numpy(dtype=float)) == np.sign(ame)
+    out: dict[str, Any] = {
+        "subsamples": int(spec["subsamples"]), "fraction": float(spec["fraction"]), "n_each": int(stab["n"].iloc[0]),
+        "ame_min": float(stab["ame"].min()), "ame_max": float(stab["ame"].max()),
+        "ame_sd": float(stab["ame"].std(ddof=1)) if len(stab) > 1 else None,
+        "n_same_sign": int(same_sign.sum()), "root_split": None if root is None else str(root),
+        "n_leaves_full": len(part.leaf_ids), "n_refits": int(len(ok)), "n_failed": int(len(stab) - len(ok)),
+        "errors": sorted(set(stab["error"].dropna().astype(str))),
+    }
+    if len(ok):
+        ari = ok["ari"].to_numpy(dtype=float)
+        leaves = ok["n_leaves"].to_numpy(dtype=float)
+        out.update(n_same_root=int(ok["same_root_split"].astype(bool).sum()), ari_median=float(np.median(ari)),
+                   ari_min=float(ari.min()), ari_max=float(ari.max()), leaves_median=float(np.median(leaves)),
+                   leaves_min=int(leaves.min()), leaves_max=int(leaves.max()))
+    return out
 
 
 #: Step multipliers of the sensitivity table (§1.7): h/2, h, 2h.
@@ -308,6 +335,8 @@ def _write_tables(out: dict, summ: dict, out_dir: Path, vid: str) -> None:
            "n_excluded": res.n_excluded, "sd_fme": summ["sd"], "q25": summ["q25"], "q75": summ["q75"],
            "anlm": summ.get("anlm")}
     pd.DataFrame([row]).to_csv(out_dir / "tables" / f"{vid}-ame.csv", index=False, lineterminator="\n")
+    if out.get("stability") is not None:
+        out["stability"].to_csv(out_dir / "tables" / f"{vid}-stability.csv", index=False, lineterminator="\n")
     res.results.to_csv(out_dir / "tables" / f"{vid}-fme.csv", lineterminator="\n")
     if out["partition"] is not None:
         out["partition"].leaves.to_csv(out_dir / "tables" / f"{vid}-leaves.csv", index=False, lineterminator="\n")

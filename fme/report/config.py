@@ -56,6 +56,15 @@ _PARTITION = {
         "mincriterion": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
     },
 }
+_STABILITY = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "refit the partition on random subsamples (fme.partition_stability)",
+    "properties": {
+        "subsamples": {"type": "integer", "minimum": 2, "maximum": 1000},
+        "fraction": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    },
+}
 _EFFECT = {
     "type": "object",
     "additionalProperties": False,
@@ -70,6 +79,7 @@ _EFFECT = {
         "extrapolation": {"enum": ["envelope", "none"]},
         "on_extrapolation": {"enum": ["exclude", "keep", "shrink"]},
         "partition": {"oneOf": [{"type": "boolean", "const": False}, _PARTITION]},
+        "stability": {"oneOf": [{"type": "boolean", "const": False}, _STABILITY]},
         "conf_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
         "expected_sign": {"enum": ["+", "-"],
                           "description": "direction the domain owner expects for the AME (plausibility check)"},
@@ -143,6 +153,7 @@ DEFAULTS: dict[str, Any] = {
 EFFECT_DEFAULTS: dict[str, Any] = {
     "why": "", "nlm": True, "nlm_method": "gauss-legendre", "extrapolation": "envelope",
     "on_extrapolation": "exclude", "partition": {"method": "ctree"},
+    "stability": {"subsamples": 20, "fraction": 0.5},
 }
 
 
@@ -241,6 +252,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
     ids = set()
     for i, eff in enumerate(cfg["effects"]):
         full = {**copy.deepcopy(EFFECT_DEFAULTS), **eff}
+        if isinstance(eff.get("stability"), dict):
+            full["stability"] = {**EFFECT_DEFAULTS["stability"], **eff["stability"]}
         full.setdefault("conf_level", cfg["conf_level"])
         full.setdefault("id", "-".join(str(f) for f in eff["steps"]))
         full["id"] = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in str(full["id"]))

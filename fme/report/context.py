@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from . import sentences
-from .formatting import fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
+from .formatting import decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
 
 __all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS", "with_eps_rows", "sensitivity_rows",
+           "stability_cells",
            "sign_agreement", "report_id"]
 
 #: Flag rules printed in the report with their thresholds.
-FLAG_THRESHOLDS = {"ep_share": 0.5, "anlm": 0.9, "leaf_n": 30}
+FLAG_THRESHOLDS = {"ep_share": 0.5, "anlm": 0.9, "leaf_n": 30, "ari": 0.5}
 
 
 def effect_cells(v: dict) -> dict[str, str]:
@@ -79,6 +80,35 @@ def sensitivity_rows(v: dict, level: str) -> list[dict[str, str]] | None:
             c["direction"] = sentences.direction_word(r["ci_low"], r["ci_high"])
         rows.append(c)
     return rows
+
+
+def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
+    """§1.7: display rows (quantity, value) of the partition's stability across subsamples, and the cells."""
+    k = st["subsamples"]
+    c = {"ari_median": fmt_num(st.get("ari_median"), 3), "ari_min": fmt_num(st.get("ari_min"), 3),
+         "ari_max": fmt_num(st.get("ari_max"), 3), "k": fmt_int(k), "n_each": fmt_int(st["n_each"])}
+    d = ame_cell_decimals
+    rows = [{"quantity": "Subsamples", "value": f"{c['k']} random subsamples of {c['n_each']} rows each "
+             f"({fmt_share(st['n_each'], round(st['n_each'] / st['fraction']))} of the evaluated rows, "
+             "drawn without replacement)"}]
+    root = st["root_split"]
+    if st["n_refits"]:
+        same = fmt_int(st["n_same_root"])
+        rows.append({"quantity": f"First split ({root} in the full data)" if root else "First split (none in the full data)",
+                     "value": f"the same in {same} of {fmt_int(st['n_refits'])} refits"})
+        rows.append({"quantity": "Subspaces (leaves)",
+                     "value": f"full data {fmt_int(st['n_leaves_full'])}; refits median {fmt_num(st['leaves_median'], 1)} "
+                              f"(range {fmt_int(st['leaves_min'])} to {fmt_int(st['leaves_max'])})"})
+        rows.append({"quantity": "Agreement with the full partition (adjusted Rand index: 1 same grouping, 0 chance)",
+                     "value": f"median {c['ari_median']} (range {c['ari_min']} to {c['ari_max']})"})
+    rows.append({"quantity": "AME in the subsamples",
+                 "value": f"{fmt_num(st['ame_min'], d)} to {fmt_num(st['ame_max'], d)} (SD {fmt_num(st['ame_sd'], d)}); "
+                          f"same sign as the AME in {fmt_int(st['n_same_sign'])} of {c['k']}"})
+    failed = fmt_int(st["n_failed"])
+    if st["n_failed"]:
+        failed += ": " + "; ".join(st["errors"])
+    rows.append({"quantity": "Refits that failed", "value": failed})
+    return {"rows": rows, "cells": c}
 
 
 def _sign(x: float | None) -> str:
@@ -219,6 +249,11 @@ def _flags(v: dict, cells: dict, label: str) -> list[dict[str, str]]:
         rows.append({"effect": label, "rule": "observed sign differs from expected",
                      "threshold": f"expected {expected}", "value": f"{sa['observed']} (AME {cells['ame']})",
                      "status": "FLAG" if sa["differs"] else "ok"})
+    st = v.get("stability")
+    if st and st.get("ari_median") is not None:
+        rows.append({"effect": label, "rule": "partition unstable across subsamples (median ARI)",
+                     "threshold": f"< {t['ari']}", "value": fmt_num(st["ari_median"], 3),
+                     "status": "FLAG" if st["ari_median"] < t["ari"] else "ok"})
     if v.get("partition"):
         small = min(int(leaf["n"]) for leaf in v["partition"]["leaves"])
         rows.append({"effect": label, "rule": "smallest cAME leaf", "threshold": f"n < {t['leaf_n']}",
@@ -280,6 +315,13 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                     f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
                     "rows": _leaf_rows(p, v["n"]), "boxes": _boxes(p), "notes": p["notes"],
                     "table_leaves": next_table(), "table_boxes": next_table()}
+                if v.get("stability"):
+                    half = None if v["ci_low"] is None else (v["ci_high"] - v["ci_low"]) / 2
+                    sc = stability_cells(v["stability"], decimals_for(half))
+                    tab = next_table()
+                    var["partition"]["stability"] = {
+                        "rows": sc["rows"], "table": tab,
+                        "sentence": sentences.stability_sentence(sc["cells"], v["stability"].get("ari_median"), tab)}
             variants.append(var)
         effects.append({"id": group["id"], "title": group.get("title") or group["id"], "why": group["why"],
                         "variants": variants})
@@ -300,6 +342,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "overview": overview, "flags": flags, "effects": effects, "warnings": results["warnings"],
         "config_text": config_text, "fence": fence, "thresholds": FLAG_THRESHOLDS,
         "linearity": [{"min": t, "word": w} for t, w in sentences.LINEARITY if t > float("-inf")],
+        "stability_words": [{"min": t, "word": w} for t, w in sentences.STABILITY if t > float("-inf")],
         "generated": (_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if cfg["timestamp"] else None),
         "rebuild": f"fme report {build_info.get('config_arg', 'reports/' + results['config_name'] + '.yaml')} --force",
         "table_signoff": 1, "table_overview": 2, "table_flags": 3, "table_plausibility": table_plausibility,

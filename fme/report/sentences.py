@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["step_phrase", "effect_sentence", "linearity_sentence", "extrapolation_phrase", "LINEARITY",
-           "direction_word", "sensitivity_sentence", "with_eps_phrase"]
+           "direction_word", "sensitivity_sentence", "with_eps_phrase", "STABILITY", "stability_sentence"]
 
 #: ANLM thresholds for the wording (printed in the report's method section).
 LINEARITY = ((0.9, "close to linear"), (0.5, "moderately non-linear"), (float("-inf"), "strongly non-linear"))
@@ -126,3 +126,19 @@ def sensitivity_sentence(rows: list[dict], cells: list[dict[str, str]]) -> str |
              f"{c['ci_high']}; {c['direction']})" for _, c in ok]
     listing = "; ".join(parts[:-1]) + "; and " + parts[-1]
     return f"The conclusion depends on the step size, {what} changes: {listing}."
+
+
+#: Median adjusted Rand index thresholds for the wording of partition stability.
+STABILITY = ((0.8, "stable"), (0.5, "moderately stable"), (float("-inf"), "unstable"))
+
+
+def stability_sentence(cells: dict[str, str], ari_median: float | None, table: int) -> str:
+    """One sentence judging the subspaces by the median ARI of the refits (numbers are the table's cells)."""
+    if ari_median is None:
+        return f"No refit on a subsample succeeded (Table {table}); the stability of the subspaces is unknown."
+    word = next(w for t, w in STABILITY if ari_median >= t)
+    text = (f"The subspaces are {word} across subsamples: the refitted trees group the rows like the full tree "
+            f"with a median adjusted Rand index of {cells['ari_median']} (Table {table}).")
+    if word != "stable":
+        text += " Read the cAMEs of single leaves with care; the first split and the AME are more robust."
+    return text
