@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -71,8 +73,8 @@ def baseline_frames(X: pd.DataFrame):
     return frames
 
 
-def write_floor(frames) -> tuple[list[np.ndarray], callable]:
-    """Warm buffers shaped like the stacked frames, and a function writing every stacked row into them."""
+def write_floor(frames) -> Callable[[], list]:
+    """A function writing every stacked row into warm buffers shaped like the stacked frames."""
     stacked = [f.to_numpy() for f in frames[2::3]]
     buffers = [np.empty_like(a) for a in stacked]
     for b, a in zip(buffers, stacked):
@@ -80,27 +82,26 @@ def write_floor(frames) -> tuple[list[np.ndarray], callable]:
     return lambda: [np.copyto(b, a) for b, a in zip(buffers, stacked)]
 
 
-def quadrature_inputs(model, frames):
+def quadrature(preds: list[np.ndarray]) -> Callable[[], list]:
+    """A function computing the NLMs from the baseline's predictions (f(x), f(x + h), nodes per batch)."""
     rule = quadrature_rule()
     k = rule.n_evaluations
-    parts = []
-    for f0, f1, st in zip(frames[0::3], frames[1::3], frames[2::3]):
-        parts.append((model.predict(f0), model.predict(f1), model.predict(st).reshape(k, len(f0))))
+    parts = [(f0, f1, st.reshape(k, len(f0))) for f0, f1, st in zip(preds[0::3], preds[1::3], preds[2::3])]
     return lambda: [nlm_from_path(a, b, c, rule) for a, b, c in parts]
 
 
-def best_of(fn, repeat: int) -> tuple[float, float]:
-    """Best wall time and best CPU time (process_time) over ``repeat`` runs.
+def best_of(fn, repeat: int) -> tuple[float, float, Any]:
+    """Best wall time, best CPU time (process_time) over ``repeat`` runs, and the last result.
 
     CPU time is less disturbed by other jobs on a shared machine than wall time.
     """
     wall, cpu = [], []
     for _ in range(repeat):
         t0, c0 = time.perf_counter(), time.process_time()
-        fn()
+        out = fn()
         wall.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
-    return min(wall), min(cpu)
+    return min(wall), min(cpu), out
 
 
 def main() -> None:
@@ -117,11 +118,11 @@ def main() -> None:
         frames = baseline_frames(X)
         rows = sum(len(f) for f in frames)
         write = write_floor(frames)
-        w_write, _ = best_of(write, args.repeat)
+        w_write, _, _ = best_of(write, args.repeat)
         for name, model in models.items():
-            w_base, c_base = best_of(lambda: [model.predict(f) for f in frames], args.repeat)
-            w_fme, c_fme = best_of(lambda: fme.fme(model, X, {"x0": 1.0}, nlm=True), args.repeat)
-            w_quad, _ = best_of(quadrature_inputs(model, frames), args.repeat)
+            w_base, c_base, preds = best_of(lambda: [model.predict(f) for f in frames], args.repeat)
+            w_fme, c_fme, _ = best_of(lambda: fme.fme(model, X, {"x0": 1.0}, nlm=True), args.repeat)
+            w_quad, _, _ = best_of(quadrature(preds), args.repeat)
             print(f"| {name} | {n:,} | {rows:,} | {w_fme:.3f} | {w_base:.3f} | {w_fme / w_base:.2f} | "
                   f"{c_fme / c_base:.2f} | {(w_base + w_write) / w_base:.2f} | "
                   f"{(w_base + w_write + w_quad) / w_base:.2f} |", flush=True)

@@ -319,6 +319,24 @@ def _split_rows(keys: np.ndarray, yt: np.ndarray, wt: np.ndarray):
     return keys, wt, W, wyc, vh
 
 
+def _best_cut(nl: np.ndarray, dl: np.ndarray, W: float, vh: float, mb: float, maximum: bool) -> int | None:
+    """Index of the candidate split with the largest standardised statistic, or None.
+
+    ``nl``/``dl``: weight and centred response sum of the left child for every
+    candidate. Candidates with a zero variance or a child lighter than
+    ``minbucket`` score 0; the first maximum wins, so ties go to the earliest
+    candidate (§5.2, §5.3).
+    """
+    sig = vh * nl * (W - nl) / (W - 1.0)
+    good = (sig > TOL) & (nl >= mb) & (W - nl >= mb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(good, dl * dl / np.where(good, sig, 1.0), 0.0)
+    if maximum:
+        c = np.sqrt(c)
+    best = int(np.argmax(c))
+    return best if c[best] > 0.0 else None
+
+
 def split_ordered(
     ranks: np.ndarray, n_uniq: int, yt: np.ndarray, wt: np.ndarray, mb: int, maximum: bool
 ) -> int | None:
@@ -340,18 +358,8 @@ def split_ordered(
         return None
     if not (vh * nk * (W - nk) / (W - 1.0) >= TOL).any():  # §5.4
         return None
-    nl = np.cumsum(nk)
-    dl = np.cumsum(sk)
-    sig = vh * nl * (W - nl) / (W - 1.0)
-    good = (sig > TOL) & (nl >= mb) & (W - nl >= mb)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c = np.where(good, dl * dl / np.where(good, sig, 1.0), 0.0)
-    if maximum:
-        c = np.sqrt(c)
-    best = int(np.argmax(c))  # first maximum wins: ties go to the smallest value
-    if not c[best] > 0.0:
-        return None
-    return int(lv[best])
+    best = _best_cut(np.cumsum(nk), np.cumsum(sk), W, vh, mb, maximum)
+    return None if best is None else int(lv[best])
 
 
 def split_factor(
@@ -393,14 +401,8 @@ def split_factor(
         order = np.argsort(sk / nk, kind="stable")
         nl = np.cumsum(nk[order])[:-1]
         dl = np.cumsum(sk[order])[:-1]
-    sig = vh * nl * (W - nl) / (W - 1.0)
-    good = (sig > TOL) & (nl >= mb) & (W - nl >= mb)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c = np.where(good, dl * dl / np.where(good, sig, 1.0), 0.0)
-    if maximum:
-        c = np.sqrt(c)
-    best = int(np.argmax(c))
-    if not c[best] > 0.0:
+    best = _best_cut(nl, dl, W, vh, mb, maximum)
+    if best is None:
         return None
     out = np.zeros(K, dtype=np.int64)
     if kp <= EXHAUSTIVE_MAX_LEVELS:

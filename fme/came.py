@@ -127,6 +127,12 @@ class PartitionResult:
             out.at[leaf, "split_value"] = np.nan
         return out
 
+    @property
+    def root_split(self) -> str | None:
+        """Feature of the first split of the (reduced) tree; None for a single subspace."""
+        nodes = self.nodes
+        return None if nodes.at[1, "is_leaf"] else str(nodes.at[1, "split_feature"])
+
     # ------------------------------------------------------------ subspaces
     def _path(self, node: int) -> list[tuple[int, int]]:
         """(parent, child) pairs from the root to ``node``."""
@@ -498,12 +504,6 @@ def _subset(effects: FMEResult, positions: np.ndarray) -> FMEResult:
                                predictions=effects.predictions.iloc[positions])
 
 
-def _root_split(part: PartitionResult) -> str | None:
-    nodes = part.nodes
-    feat = nodes.at[1, "split_feature"] if 1 in nodes.index else None
-    return None if feat is None or (isinstance(feat, float) and np.isnan(feat)) else str(feat)
-
-
 def partition_stability(
     partition: PartitionResult,
     *,
@@ -567,7 +567,7 @@ def partition_stability(
     rng = np.random.default_rng(random_state)
     fmes = effects.results["fme"].to_numpy(dtype=float)
     full_leaf = partition.leaf_of_row.to_numpy()
-    full_root = _root_split(partition)
+    full_root = partition.root_split
     params = dict(partition.params)
     if scale_sizes:
         # Absolute leaf/split sizes are relative to n: a minbucket of 30 on 106 rows allows splits,
@@ -586,7 +586,7 @@ def partition_stability(
         except FMEError as exc:
             row["error"] = str(exc)
         else:
-            root = _root_split(sub)
+            root = sub.root_split
             row.update(n_leaves=len(sub.leaf_ids), root_split=root, same_root_split=root == full_root,
                        ari=float(adjusted_rand_score(full_leaf[pos], sub.leaf_of_row.to_numpy())))
         rows.append(row)

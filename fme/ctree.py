@@ -11,6 +11,7 @@ code was used. For a numeric response it grows the same trees as partykit 1.2-16
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from typing import Any
 
@@ -27,23 +28,21 @@ _TESTTYPES = {"bonferroni": "bonferroni", "univariate": "univariate", "teststati
 _STATS = ("quadratic", "maximum")
 
 
-_CONTROLLER: list = []
+@functools.cache
+def _blas_controller() -> Any:
+    """threadpoolctl's controller, made once: it scans the loaded libraries (~10 ms), which
+    would dominate refitting many small trees, as :func:`fme.partition_stability` does."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
+        return None
+    return ThreadpoolController()
 
 
 def _single_thread_blas():
-    """Context limiting BLAS to one thread (no-op when threadpoolctl is unavailable).
-
-    The controller (a scan of the loaded libraries, ~10 ms) is made once: refitting
-    many small trees, as :func:`fme.partition_stability` does, would otherwise
-    spend most of its time there.
-    """
-    if not _CONTROLLER:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
-            return contextlib.nullcontext()
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+    """Context limiting BLAS to one thread (no-op when threadpoolctl is unavailable)."""
+    controller = _blas_controller()
+    return contextlib.nullcontext() if controller is None else controller.limit(limits=1, user_api="blas")
 
 
 def _fmt_break(x: float) -> str:

@@ -264,7 +264,7 @@ def test_renderer_choice_is_validated(tmp_path, monkeypatch) -> None:
 
 # ---------------------------------------------------------------- stability across subsamples (§1.7)
 def _stab(ari_median, n_failed=0):
-    st = {"subsamples": 20, "fraction": 0.5, "n_each": 253, "ame_min": 5.137166, "ame_max": 6.094918,
+    st = {"subsamples": 20, "fraction": 0.5, "n_each": 253, "n_rows": 506, "ame_min": 5.137166, "ame_max": 6.094918,
           "ame_sd": 0.2231, "n_same_sign": 20, "root_split": "lstat", "n_leaves_full": 10, "n_refits": 20 - n_failed,
           "n_failed": n_failed, "errors": ["n_partitions=6 but the grown tree has only 3 leaves"] if n_failed else []}
     if n_failed < 20:

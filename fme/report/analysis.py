@@ -235,13 +235,12 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
 def _stability_summary(stab: pd.DataFrame, part: Any, ame: float, spec: dict) -> dict:
     """Checklist §1.7: how the AME and the subspaces vary across random subsamples (JSON-ready)."""
     ok = stab[stab["error"].isna()]
-    root = part.nodes.at[1, "split_feature"] if not part.nodes.at[1, "is_leaf"] else None
     same_sign = np.sign(stab["ame"].to_numpy(dtype=float)) == np.sign(ame)
     out: dict[str, Any] = {
         "subsamples": int(spec["subsamples"]), "fraction": float(spec["fraction"]), "n_each": int(stab["n"].iloc[0]),
         "ame_min": float(stab["ame"].min()), "ame_max": float(stab["ame"].max()),
         "ame_sd": float(stab["ame"].std(ddof=1)) if len(stab) > 1 else None,
-        "n_same_sign": int(same_sign.sum()), "root_split": None if root is None else str(root),
+        "n_same_sign": int(same_sign.sum()), "root_split": part.root_split, "n_rows": int(part.effects.n),
         "n_leaves_full": len(part.leaf_ids), "n_refits": int(len(ok)), "n_failed": int(len(stab) - len(ok)),
         "errors": sorted(set(stab["error"].dropna().astype(str))),
     }

@@ -89,7 +89,7 @@ def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
          "ari_max": fmt_num(st.get("ari_max"), 3), "k": fmt_int(k), "n_each": fmt_int(st["n_each"])}
     d = ame_cell_decimals
     rows = [{"quantity": "Subsamples", "value": f"{c['k']} random subsamples of {c['n_each']} rows each "
-             f"({fmt_share(st['n_each'], round(st['n_each'] / st['fraction']))} of the evaluated rows, "
+             f"({fmt_share(st['n_each'], st['n_rows'])} of the evaluated rows, "
              "drawn without replacement)"}]
     root = st["root_split"]
     if st["n_refits"]:
