@@ -1,17 +1,38 @@
 # Two commands from a machine with only Python 3.11+: `make test` and `make demo`.
+#
+# Set-up (first run only, ~1 min): a bootstrap venv `.tools/` gets uv (pinned with hashes in
+# requirements-tools.lock, installed by pip); uv then makes `.venv/` hold exactly the packages of
+# requirements.lock (every package pinned, with hashes) plus fme itself (editable, built offline with the
+# locked setuptools). pyproject.toml keeps lower bounds for `pip install fme`; `make lock` refreshes the lock
+# (and environment.yml from it); `make test-latest` runs the suite against the newest releases.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+TOOLS  := .tools
+UV     := $(TOOLS)/bin/uv
+LOCK   := requirements.lock
 STAMP  := $(VENV)/.fme-installed
+SETUP_LOG := $(VENV)/setup.log
+LATEST := .venv-latest
 
-.PHONY: test test-fast demo paper report bench clean
+.PHONY: test test-fast test-latest demo paper report bench lock clean
 
 REPORT_CONFIGS := $(wildcard reports/*.yaml)
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+$(UV): requirements-tools.lock
+	@test -x $(TOOLS)/bin/python || $(PYTHON) -m venv $(TOOLS)
+	@$(TOOLS)/bin/python -m pip install --disable-pip-version-check --require-hashes \
+		-r requirements-tools.lock > $(TOOLS)/setup.log 2>&1 || { cat $(TOOLS)/setup.log; exit 1; }
+	@touch $(UV)
+
+# uv's and setuptools' own chatter (resolution, the editable-install banner) goes to the set-up log.
+$(STAMP): $(LOCK) pyproject.toml $(UV)
+	@echo "Setting up $(VENV) from $(LOCK) (first run: about a minute; log in $(SETUP_LOG)) ..."
+	@test -x $(BIN)/python || $(UV) venv --quiet --python $(PYTHON) $(VENV)
+	@$(UV) pip sync --python $(BIN)/python --require-hashes $(LOCK) > $(SETUP_LOG) 2>&1 \
+		|| { cat $(SETUP_LOG); exit 1; }
+	@$(UV) pip install --python $(BIN)/python --no-deps --no-build-isolation -e . >> $(SETUP_LOG) 2>&1 \
+		|| { cat $(SETUP_LOG); exit 1; }
 	@touch $(STAMP)
 
 test: $(STAMP)
@@ -20,8 +41,26 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# The suite against today's newest releases in a separate venv (not run by CI): drift shows here first.
+# The lock-equality test is left out: it checks the locked environment, which this one is not by design.
+test-latest: $(UV)
+	@test -x $(LATEST)/bin/python || $(UV) venv --quiet --python $(PYTHON) $(LATEST)
+	$(UV) pip install --quiet --python $(LATEST)/bin/python --upgrade --refresh -e '.[test]'
+	$(LATEST)/bin/python -m fme._environment --diff $(LOCK)
+	$(LATEST)/bin/python -m pytest -q -m "not lock"
+
 demo: $(STAMP)
 	$(BIN)/python -m fme demo
+
+# Refresh the lock to the newest releases that satisfy pyproject.toml, for every platform and
+# Python >= 3.11, and regenerate environment.yml from it. Review the diff, then run `make test`.
+lock: $(UV)
+	printf 'setuptools>=77\n' | $(UV) pip compile --quiet --upgrade --universal --python-version 3.11 \
+		--generate-hashes --extra test --custom-compile-command "make lock" pyproject.toml - -o $(LOCK)
+	printf 'uv==%s\n' "$$($(UV) --version | cut -d' ' -f2)" | $(UV) pip compile --quiet --universal \
+		--python-version 3.11 --generate-hashes --custom-compile-command "make lock" - -o requirements-tools.lock
+	$(MAKE) --no-print-directory $(STAMP)
+	$(BIN)/python -m fme._environment --conda $(LOCK) > environment.yml
 
 # Reproduce the paper (simulations/*.ipynb via papermill) into reports/paper/; exits non-zero on a mismatch.
 # The SVM is solved to convergence (tol 1e-6): see reports/paper/replication.md for the tol sensitivity.
@@ -39,4 +78,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_hull.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(LATEST) $(TOOLS) .pytest_cache build *.egg-info
