@@ -7,13 +7,20 @@ data file, fme's sources, the templates) equals the one stored in
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import re
+import shutil
+import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from .config import load_config
+from .config import ConfigError, config_error, load_config
+from .validate import check_inputs
 
 __all__ = ["build_report", "inputs_sha256", "default_out_dir"]
 
@@ -64,10 +71,10 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     Returns a dict with ``skipped`` (bool), the output paths and per-step timings.
     """
     from . import render
-    from .context import build_context
 
     t0 = time.perf_counter()
     cfg = load_config(config_path)
+    check_inputs(cfg)
     tdir = Path(templates) if templates is not None else render.TEMPLATES
     out = Path(out_dir) if out_dir is not None else default_out_dir(config_path)
     want_pdf = cfg["pdf"] if pdf is None else pdf
@@ -79,31 +86,109 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
         log(f"[fme report] {cfg['_name']}: up to date ({out})")
         return {"skipped": True, "out_dir": out, "html": out / "report.html",
                 "pdf": out / "report.pdf" if want_pdf else None, "timings": {}}
-    out.mkdir(parents=True, exist_ok=True)
-    if stamp.exists():
-        stamp.unlink()
     timings: dict[str, float] = {}
+    work = out.parent / f".{out.name}.partial"
+    error_log = out.parent / f"{out.name}.error.log"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    fd, name = tempfile.mkstemp(prefix="fme-kernel-", suffix=".log")
+    os.close(fd)
+    kernel_log = Path(name)
+    try:
+        html, pdf_path, used = _build_into(work, cfg, config_path, tdir, digest, bool(want_pdf), renderer, log,
+                                           timings, kernel_log)
+    except BaseException as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise _loud(exc, cfg, error_log, kernel_log.read_text(encoding="utf-8", errors="replace")) from None
+    finally:
+        kernel_log.unlink(missing_ok=True)
+    (work / ".inputs.sha256").write_text(stamp_text)
+    _replace_dir(work, out)
+    if error_log.exists():
+        error_log.unlink()
+    html, pdf_path = out / html.name, (out / pdf_path.name if pdf_path else None)
+    timings["total"] = time.perf_counter() - t0
+    log(f"[fme report] {cfg['_name']}: rendered with {used}: HTML {html} ({html.stat().st_size / 1e6:.2f} MB)"
+        + (f", PDF {pdf_path}" if pdf_path else ""))
+    log(f"[fme report] {cfg['_name']}: done in {timings['total']:.1f} s")
+    return {"skipped": False, "out_dir": out, "html": html, "pdf": pdf_path, "timings": timings}
+
+
+def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, digest: str, want_pdf: bool,
+                renderer: str, log: Callable[[str], Any], timings: dict,
+                kernel_log: Path) -> tuple[Path, Path | None, str]:
+    """Run the notebook and render into ``work`` (a fresh folder); returns (html, pdf or None, renderer used)."""
+    from . import render
+    from .context import build_context
+
     log(f"[fme report] {cfg['_name']}: running the analysis notebook (papermill) ...")
     t = time.perf_counter()
     import papermill
 
-    papermill.execute_notebook(str(tdir / "analysis.ipynb"), str(out / "analysis.ipynb"),
-                               parameters={"config_path": str(Path(config_path).resolve()),
-                                           "out_dir": str(out.resolve())},
-                               progress_bar=False, log_output=False, kernel_name="python3")
+    with _stderr_to(kernel_log):  # the kernel process's own chatter (e.g. IPKernelApp warnings) is not for the user
+        papermill.execute_notebook(str(tdir / "analysis.ipynb"), str(work / "analysis.ipynb"),
+                                   parameters={"config_path": str(Path(config_path).resolve()),
+                                               "out_dir": str(work.resolve())},
+                                   progress_bar=False, log_output=False, kernel_name="python3")
     timings["analysis"] = time.perf_counter() - t
     log(f"[fme report] {cfg['_name']}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
-    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    results = json.loads((work / "results.json").read_text(encoding="utf-8"))
     build_info = {"inputs_sha256": digest, "tools": render.tool_versions(),
                   "config_arg": str(config_path)}
     ctx = build_context(results, cfg, Path(config_path).read_text(encoding="utf-8"), build_info)
     t = time.perf_counter()
-    qmd = render.render_qmd(ctx, out, tdir)
-    html, pdf_path, used = render.render_documents(qmd, ctx, tdir, pdf=bool(want_pdf), renderer=renderer)
+    qmd = render.render_qmd(ctx, work, tdir)
+    html, pdf_path, used = render.render_documents(qmd, ctx, tdir, pdf=want_pdf, renderer=renderer)
     timings["render"] = time.perf_counter() - t
-    log(f"[fme report] {cfg['_name']}: rendered with {used}: HTML {html} ({html.stat().st_size / 1e6:.2f} MB)"
-        + (f", PDF {pdf_path}" if pdf_path else ""))
-    stamp.write_text(stamp_text)
-    timings["total"] = time.perf_counter() - t0
-    log(f"[fme report] {cfg['_name']}: done in {timings['total']:.1f} s")
-    return {"skipped": False, "out_dir": out, "html": html, "pdf": pdf_path, "timings": timings}
+    return html, pdf_path, used
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """Send file descriptor 2 (inherited by the notebook kernel) to ``path`` for the duration."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as fh:
+        os.dup2(fh.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def _replace_dir(work: Path, out: Path) -> None:
+    """Move the finished ``work`` folder to ``out``; a previous ``out`` is removed only after that succeeded."""
+    old = out.parent / f".{out.name}.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if out.exists():
+        out.rename(old)
+    work.rename(out)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _loud(exc: BaseException, cfg: dict, error_log: Path, kernel_stderr: str = "") -> ConfigError:
+    """One-line :class:`ConfigError` for a failed build; the details (traceback, notebook cell) go to ``error_log``."""
+    import traceback
+
+    ename, evalue = type(exc).__name__, str(exc)
+    if type(exc).__name__ == "PapermillExecutionError":  # the notebook raised: its exception's name and message
+        ename, evalue = exc.ename, exc.evalue
+        detail = _ANSI.sub("", "\n".join(exc.traceback))
+    else:
+        detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    error_log.write_text(f"fme report: {cfg['_path']}\n{ename}: {evalue}\n\n{detail}\n\n"
+                         f"kernel stderr:\n{kernel_stderr}\n", encoding="utf-8")
+    first = " ".join(evalue.split())
+    if ename == "ConfigError" and first.startswith(cfg["_path"] + ":"):
+        return ConfigError(f"{first} (details: {error_log})")
+    return config_error(cfg, (), f"the build failed: {ename}: {first} (details: {error_log})")

@@ -277,9 +277,8 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
     for group in results["effects"]:
         variants = []
         for v in group["variants"]:
-            if "error" in v:
-                variants.append({"id": v["id"], "error": v["error"], "heading": f"Level {v['level']}"})
-                continue
+            if "error" in v:  # results.json of an older fme: the analysis now fails loudly instead
+                raise ValueError(f"effect {v['id']} was not computed ({v['error']}); rebuild the report")
             v = dict(v)
             v["level_label"] = str(v.get("level"))
             v["expected_sign"] = group.get("config", {}).get("expected_sign")
