@@ -192,8 +192,6 @@ def broken():
     ("  joblib: model.joblib\n", "  - steps: {x1: 1}\n  - steps: {colour: green}\n", 11,
      r"effects\[1\]\.steps\.colour", "unknown level 'green' of feature 'colour'"),
     ('  entry_point: "fme_t16_models:three"\n', "  - steps: {x1: 1}\n", 4, "model", "the model has 3 classes"),
-    ('  entry_point: "fme_t16_models:broken"\n', "  - steps: {x1: 1}\n", 5, r"model\.entry_point",
-     "RuntimeError: training data server unreachable"),
 ])
 def test_notebook_failure_is_one_line_and_leaves_no_report(tmp_path, capsys, monkeypatch, regressor, model, effects,
                                                            line, key, phrase):
@@ -232,3 +230,87 @@ def test_failed_rebuild_keeps_previous_report_whole(tmp_path, capsys, regressor)
     assert rc == 1 and len(lines) == 1 and "effects[1].steps.x3: unknown feature 'x3'" in lines[0]
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
     assert not (tmp_path / ".c.partial").exists()
+
+
+# ------------------------------------------------------------------ issue 16 C: the cache notices a changed model
+HYPER_MODULE = '''\
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.svm import SVR
+
+C = 1.0
+
+
+def fit():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x1": rng.uniform(0, 10, 60), "x2": rng.normal(0, 1, 60)})
+    extra = json.loads((Path(__file__).parent / "hyper.json").read_text())
+    return SVR(C=C * extra["scale"]).fit(X, 2 * X["x1"] - X["x2"]), X
+'''
+
+
+def test_inputs_hash_covers_entry_point_model_module_and_lock(tmp_path, monkeypatch):
+    from fme.report import build
+    from fme.report.render import TEMPLATES
+
+    (tmp_path / "fme_t16_hyper.py").write_text(HYPER_MODULE, encoding="utf-8")
+    (tmp_path / "hyper.json").write_text('{"scale": 1}', encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _frame().to_csv(tmp_path / "data.csv", index=False)
+    config = _config(tmp_path, "  - steps: {x1: 1}\n",
+                     HEAD.replace("  joblib: model.joblib\n", '  entry_point: "fme_t16_hyper:fit"\n'))
+    cfg = load_config(config)
+    first = build.inputs_sha256(cfg, TEMPLATES)
+    assert build.inputs_sha256(cfg, TEMPLATES) == first  # deterministic
+    # the fitted model changes while no file the config names does: the pickled model is hashed
+    (tmp_path / "hyper.json").write_text('{"scale": 3}', encoding="utf-8")
+    refit = build.inputs_sha256(cfg, TEMPLATES)
+    assert refit != first
+    # the module's hyper-parameter edited on disk (the imported copy is stale): the source is hashed
+    (tmp_path / "fme_t16_hyper.py").write_text(HYPER_MODULE.replace("C = 1.0", "C = 2.0"), encoding="utf-8")
+    assert build.inputs_sha256(cfg, TEMPLATES) not in (first, refit)
+    # the resolved config and the lock are inputs too
+    edited = build.inputs_sha256(cfg, TEMPLATES)
+    assert build.inputs_sha256({**cfg, "seed": 7}, TEMPLATES) != edited
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("numpy==1.0\n", encoding="utf-8")
+    monkeypatch.setattr("fme._environment.find_lock", lambda start=None: lock)
+    with_lock = build.inputs_sha256(cfg, TEMPLATES)
+    lock.write_text("numpy==2.0\n", encoding="utf-8")
+    assert build.inputs_sha256(cfg, TEMPLATES) != with_lock
+    monkeypatch.setattr("fme.__version__", "0.0.0-test")
+    assert build.inputs_sha256(cfg, TEMPLATES) != with_lock
+
+
+def test_inputs_hash_covers_joblib_test_and_reference_data(tmp_path):
+    from fme.report import build
+    from fme.report.render import TEMPLATES
+
+    _frame().to_csv(tmp_path / "data.csv", index=False)
+    _frame(seed=1).to_csv(tmp_path / "ref.csv", index=False)
+    _frame(seed=2).to_csv(tmp_path / "test.csv", index=False)
+    (tmp_path / "model.joblib").write_bytes(b"model-1")
+    config = _config(tmp_path, "  - steps: {x1: 1}\n",
+                     HEAD + "")
+    config.write_text(config.read_text() + "reference_data: {path: ref.csv}\ntest_data: {path: test.csv}\n")
+    cfg = load_config(config)
+    seen = {build.inputs_sha256(cfg, TEMPLATES)}
+    for name, content in (("model.joblib", b"model-2"), ("ref.csv", b"x1\n1\n"), ("test.csv", b"x1\n2\n"),
+                          ("data.csv", b"x1\n3\n")):
+        (tmp_path / name).write_bytes(content)
+        seen.add(build.inputs_sha256(cfg, TEMPLATES))
+    assert len(seen) == 5
+
+
+def test_entry_point_raising_is_one_line_before_the_notebook(tmp_path, capsys, monkeypatch):
+    (tmp_path / "fme_t16_models.py").write_text(MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _frame().to_csv(tmp_path / "data.csv", index=False)
+    config = _config(tmp_path, "  - steps: {x1: 1}\n",
+                     HEAD.replace("  joblib: model.joblib\n", '  entry_point: "fme_t16_models:broken"\n'))
+    rc, lines = _run_cli(capsys, config)
+    assert rc == 1 and lines == [f"{config}:5: model.entry_point: RuntimeError: training data server unreachable"]
+    _no_report_left(config)

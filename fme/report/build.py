@@ -1,7 +1,7 @@
 """Build one report: config -> notebook (papermill) -> results -> report.qmd -> HTML + PDF.
 
-Incremental: the build is skipped when the hash of its inputs (config file,
-data file, fme's sources, the templates) equals the one stored in
+Incremental: the build is skipped when the hash of its inputs (:func:`inputs_sha256`:
+config, fitted model, data, fme, templates, lock) equals the one stored in
 ``<out>/.inputs.sha256`` from the last successful build and the outputs exist.
 """
 
@@ -39,14 +39,49 @@ def _files(root: Path, patterns: tuple[str, ...]) -> list[Path]:
     return sorted(set(out))
 
 
+def _entry_point_bytes(cfg: dict) -> tuple[bytes, bytes]:
+    """(pickled model returned by the entry point, source of its module); calls the entry point (runs code)."""
+    import importlib
+    import pickle
+
+    from .validate import analysis_error
+
+    module_name, func_name = cfg["model"]["entry_point"].split(":")
+    try:
+        module = importlib.import_module(module_name)
+        out = getattr(module, func_name)()
+    except Exception as exc:  # noqa: BLE001 - one line naming the key
+        raise analysis_error(cfg, ("model", "entry_point"), exc) from exc
+    model = out[0] if isinstance(out, tuple) else out
+    file = getattr(module, "__file__", None)
+    source = Path(file).read_bytes() if file and Path(file).is_file() else b""  # from disk, never a cached copy
+    try:
+        fitted = pickle.dumps(out if isinstance(out, tuple) else model, protocol=4)
+    except Exception:  # noqa: BLE001 - an unpicklable model: its repr and the module source still count
+        fitted = repr(model).encode("utf-8")
+    return fitted, source
+
+
 def inputs_sha256(cfg: dict, templates: Path) -> str:
-    """Hash of everything a report depends on (config, data file, fme sources, templates)."""
+    """Hash of everything a report depends on.
+
+    The config file and the resolved config (defaults filled in), the fitted model (a joblib file's
+    bytes; for an entry point the pickled returned model, training data included, and its module's
+    source), the data, reference and test data files, fme's version and sources (bundled datasets
+    included), the templates and the repository's ``requirements.lock`` (when fme runs from a checkout).
+    An entry point is *called* to hash its model.
+    """
+    from .. import __version__
+    from .._environment import find_lock
+
     h = hashlib.sha256()
 
     def add(label: str, data: bytes) -> None:
         h.update(label.encode() + b"\0" + hashlib.sha256(data).digest())
 
     add("config", Path(cfg["_path"]).read_bytes())
+    resolved = {k: v for k, v in cfg.items() if not k.startswith("_")}
+    add("resolved config", json.dumps(resolved, sort_keys=True, default=str).encode("utf-8"))
     for key in ("data", "reference_data", "test_data"):
         spec = cfg.get(key)
         if spec and "path" in spec:
@@ -55,6 +90,13 @@ def inputs_sha256(cfg: dict, templates: Path) -> str:
     if "joblib" in cfg["model"]:
         p = Path(cfg["model"]["joblib"])
         add("model", (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes())
+    else:
+        fitted, source = _entry_point_bytes(cfg)
+        add("model", fitted)
+        add("model module source", source)
+    add("fme version", __version__.encode())
+    lock = find_lock()
+    add("requirements.lock", lock.read_bytes() if lock is not None and Path(lock).is_file() else b"")
     for p in _files(PACKAGE, ("*.py", "*.csv")):
         add(str(p.relative_to(PACKAGE)), p.read_bytes())
     for p in _files(Path(templates), ("*",)):
