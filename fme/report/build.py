@@ -7,18 +7,15 @@ config, fitted model, data, fme, templates, lock) equals the one stored in
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import re
 import shutil
-import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
+from ._kernel import logged_kernel_manager
 from .config import ConfigError, config_error, load_config
 from .validate import check_inputs
 
@@ -96,7 +93,7 @@ def inputs_sha256(cfg: dict, templates: Path) -> str:
         add("model module source", source)
     add("fme version", __version__.encode())
     lock = find_lock()
-    add("requirements.lock", lock.read_bytes() if lock is not None and Path(lock).is_file() else b"")
+    add("requirements.lock", lock.read_bytes() if lock is not None and Path(lock).is_file() else b"no lock")
     for p in _files(PACKAGE, ("*.py", "*.csv")):
         add(str(p.relative_to(PACKAGE)), p.read_bytes())
     for p in _files(Path(templates), ("*",)):
@@ -134,19 +131,16 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    fd, name = tempfile.mkstemp(prefix="fme-kernel-", suffix=".log")
-    os.close(fd)
-    kernel_log = Path(name)
+    kernel_log = work / "kernel.log"
     try:
         html, pdf_path, used = _build_into(work, cfg, config_path, tdir, digest, bool(want_pdf), renderer, log,
                                            timings, kernel_log)
     except BaseException as exc:
+        kernel = kernel_log.read_text(encoding="utf-8", errors="replace") if kernel_log.is_file() else ""
         shutil.rmtree(work, ignore_errors=True)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        raise _loud(exc, cfg, error_log, kernel_log.read_text(encoding="utf-8", errors="replace")) from None
-    finally:
-        kernel_log.unlink(missing_ok=True)
+        raise _loud(exc, cfg, error_log, kernel) from None
     (work / ".inputs.sha256").write_text(stamp_text)
     _replace_dir(work, out)
     if error_log.exists():
@@ -170,11 +164,12 @@ def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, dige
     t = time.perf_counter()
     import papermill
 
-    with _stderr_to(kernel_log):  # the kernel process's own chatter (e.g. IPKernelApp warnings) is not for the user
-        papermill.execute_notebook(str(tdir / "analysis.ipynb"), str(work / "analysis.ipynb"),
-                                   parameters={"config_path": str(Path(config_path).resolve()),
-                                               "out_dir": str(work.resolve())},
-                                   progress_bar=False, log_output=False, kernel_name="python3")
+    # the kernel process's own stderr (e.g. IPKernelApp warnings) goes to kernel.log, not to the user
+    papermill.execute_notebook(str(tdir / "analysis.ipynb"), str(work / "analysis.ipynb"),
+                               parameters={"config_path": str(Path(config_path).resolve()),
+                                           "out_dir": str(work.resolve())},
+                               progress_bar=False, log_output=False, kernel_name="python3",
+                               kernel_manager_class=logged_kernel_manager(kernel_log))
     timings["analysis"] = time.perf_counter() - t
     log(f"[fme report] {cfg['_name']}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
     results = json.loads((work / "results.json").read_text(encoding="utf-8"))
@@ -186,21 +181,6 @@ def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, dige
     html, pdf_path, used = render.render_documents(qmd, ctx, tdir, pdf=want_pdf, renderer=renderer)
     timings["render"] = time.perf_counter() - t
     return html, pdf_path, used
-
-
-@contextlib.contextmanager
-def _stderr_to(path: Path) -> Iterator[None]:
-    """Send file descriptor 2 (inherited by the notebook kernel) to ``path`` for the duration."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with open(path, "ab") as fh:
-        os.dup2(fh.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
 
 
 def _replace_dir(work: Path, out: Path) -> None:
