@@ -24,6 +24,7 @@ import pandas as pd
 
 from ._stats import describe
 from ._validation import check_data
+from ._guards import call_detector, check_flags
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from .extrapolation import make_detector
 from .nlm import QuadratureRule, nlm_from_path, quadrature_rule
@@ -217,6 +218,7 @@ def _evaluate(
     n = len(X)
     size = batch_size or _default_batch(n, X.shape[1], rule)
     f0_parts, f1_parts, nlm_parts = [], [], []
+    label = ", ".join(s.describe() for s in steps) + (" (per-row shrunk)" if h is not None else "")
     t_int = None if rule is None else rule.nodes[rule.interior]
     # One buffer for every batch's stacked NLM frame (only used when all columns are float).
     buffer = np.empty(X.shape[1] * t_int.size * min(size, n)) if rule is not None and n > size else None
@@ -224,13 +226,20 @@ def _evaluate(
         sl = slice(start, min(start + size, n))
         xb = X.iloc[sl]
         hb = None if h is None else {k: v[sl] for k, v in h.items()}
-        f0 = predictor(xb)
-        f1 = predictor(apply_steps(xb, steps, hb))
+        rows = (start, sl.stop, n)
+        # Every frame is built before any predict call, so a model that modifies its input
+        # in place cannot leak into x + h or the path nodes (each frame goes to predict once).
+        moved = apply_steps(xb, steps, hb)
+        path = stack_path(xb, steps, t_int, hb, buffer) if rule is not None and t_int.size else None
+        f0 = predictor(xb, stage="f(x)", rows=rows)
+        f1 = predictor(moved, stage=f"f(x + h) for the step {label}", rows=rows)
+        del moved
         f0_parts.append(f0)
         f1_parts.append(f1)
         if rule is not None:
             if t_int.size:
-                stacked = predictor(stack_path(xb, steps, t_int, hb, buffer))
+                stacked = predictor(path, stage=f"the NLM nodes x + t h for the step {label}", rows=rows)
+                del path
                 f_int = stacked.reshape((t_int.size, len(xb)) + stacked.shape[1:])
             else:
                 f_int = np.empty((0,) + f0.shape)
@@ -251,13 +260,7 @@ def _detector_columns(predictor: Predictor, data: pd.DataFrame, reference: pd.Da
 
 
 def _check_flags(flags: Any, n: int, detector: Any) -> np.ndarray:
-    arr = np.asarray(flags)
-    if arr.shape != (n,):
-        raise ExtrapolationError(
-            f"detector {detector!r} returned flags of shape {arr.shape} for {n} points; flag() must return "
-            "one boolean per point."
-        )
-    return arr.astype(bool)
+    return check_flags(flags, n, detector)
 
 
 def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarray:
@@ -292,7 +295,8 @@ def _shrink(
 
     def inside(scales: dict[str, np.ndarray]) -> np.ndarray:
         moved = apply_steps(Xt, steps, {s.feature: s.value * scales[s.feature] for s in steps})
-        return ~_check_flags(detector.flag(moved[cols]), len(Xt), detector)
+        flags = call_detector(detector, "flag", moved[cols], "the shrink search (x + s h)")
+        return ~_check_flags(flags, len(Xt), detector)
 
     def bisect(active: list[str], base: dict[str, np.ndarray], upper: dict[str, np.ndarray]) -> np.ndarray:
         lo = np.zeros(idx.size)
@@ -488,10 +492,10 @@ def fme(
         detector = make_detector(extrapolation, random_state)
         detector_name = getattr(detector, "name", type(detector).__name__)
         cols = _detector_columns(predictor, data, reference)
-        detector.fit(reference[cols])
-        flag_x = _check_flags(detector.flag(X[cols]), len(X), detector)
+        call_detector(detector, "fit", reference[cols], "fit(reference_data)")
+        flag_x = _check_flags(call_detector(detector, "flag", X[cols], "x"), len(X), detector)
         moved = apply_steps(X, parsed)[cols]
-        flag_xh = _check_flags(detector.flag(moved), len(X), detector)
+        flag_xh = _check_flags(call_detector(detector, "flag", moved, "x + h"), len(X), detector)
         if policy == "shrink":
             h = _shrink(detector, cols, X, parsed, flag_xh & ~flag_x)
             flag_xh = flag_xh & ~flag_x & (np.abs(np.column_stack(list(h.values()))).max(axis=1) == 0)

@@ -165,6 +165,11 @@ def make_detector(spec: Any, random_state: Any = None) -> ExtrapolationDetector 
             return cls(random_state=random_state)
         except TypeError:
             return cls()
+    if isinstance(spec, type):
+        raise ExtrapolationError(
+            f"extrapolation={spec.__name__} is a detector class; pass an instance, e.g. "
+            f"extrapolation={spec.__name__}() (or a name such as 'envelope')."
+        )
     if not (callable(getattr(spec, "flag", None)) and callable(getattr(spec, "fit", None))):
         raise ExtrapolationError(
             f"extrapolation={spec!r} is neither a detector name ({', '.join(sorted(DETECTORS))}) nor an object "

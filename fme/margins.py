@@ -132,15 +132,21 @@ def _categorical_rows(model, data, feature, value, categorical, conf_level, fme_
         return rows
     reference = levels[0] if value is None else parse_steps(data, {feature: value})[0].value
     predictor = make_predictor(model, fme_kwargs.get("target_class"))
-    X = predictor.select(data).copy(deep=False)
-    X[feature] = _set_level(data[feature], reference, len(data))
-    base = predictor(X)
+    X = predictor.select(data)
+
+    def at_level(level: Any) -> pd.DataFrame:
+        # a fresh frame per predict call: a model that modifies its input cannot leak into the next
+        out = X.copy(deep=False)
+        out[feature] = _set_level(data[feature], level, len(data))
+        return out
+
+    base = predictor(at_level(reference), stage=f"{feature} = {reference!r}")
     rows = []
     for level in levels:
         if level == reference:
             continue
-        X[feature] = _set_level(data[feature], level, len(data))
-        rows.append(_row(feature, np.nan, level, reference, predictor(X) - base, 0, conf_level))
+        pred = predictor(at_level(level), stage=f"{feature} = {level!r}")
+        rows.append(_row(feature, np.nan, level, reference, pred - base, 0, conf_level))
     return rows
 
 
