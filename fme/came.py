@@ -24,7 +24,7 @@ import pandas as pd
 
 from ._cart import CartTree
 from ._stats import describe
-from ._validation import check_conf_level, check_data, is_categorical
+from ._validation import check_conf_level, check_data, check_random_state, is_categorical
 from .ctree import CTree
 from .effects import FMEResult
 from .exceptions import DataError, FeatureError, FMEError, ParameterError
@@ -564,7 +564,7 @@ def partition_stability(
     m = int(round(fraction * n))
     if m < 2:
         raise ParameterError(f"a subsample of {fraction:g} x {n} rows has fewer than 2 rows; raise fraction.")
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     fmes = effects.results["fme"].to_numpy(dtype=float)
     full_leaf = partition.leaf_of_row.to_numpy()
     full_root = partition.root_split

@@ -160,7 +160,7 @@ class FMEResult:
         n_total = self.n + self.n_excluded
         lines.append(f"  rows evaluated: {self.n} of {n_total}")
         counts = self.excluded["reason_type"].value_counts()
-        labels = {"missing": "missing value in a stepped feature", "at_level": "already at the target level",
+        labels = {"missing": "missing or infinite value in a stepped feature", "at_level": "already at the target level",
                   "extrapolation": "extrapolation"}
         for key, label in labels.items():
             if counts.get(key, 0):
@@ -473,6 +473,11 @@ def fme(
         miss = col.isna().to_numpy() & (code == 0)
         code[miss] = 1
         notes.append((np.flatnonzero(miss), "", f"missing value in {s.feature}"))
+        if s.is_numeric:
+            # +-inf: no finite step from there; left out and counted like a missing value
+            inf = np.isinf(col.to_numpy(dtype=float, na_value=np.nan)) & (code == 0)
+            code[inf] = 1
+            notes.append((np.flatnonzero(inf), "", f"infinite value in {s.feature}"))
         if not s.is_numeric:
             # nullable dtypes ("string", "boolean") compare to <NA> on missing values
             at = (col == s.value).to_numpy(dtype=bool, na_value=False) & (code == 0)
@@ -482,7 +487,7 @@ def fme(
     if cand.size == 0:
         raise DataError(
             f"no row can be evaluated for the step {', '.join(s.describe() for s in parsed)}: every row has a "
-            "missing value in a stepped feature or is already at the target level."
+            "missing or infinite value in a stepped feature or is already at the target level."
         )
     X = X_all.iloc[cand]
     h = None

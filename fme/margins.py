@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ._stats import describe
-from ._validation import check_conf_level, check_data, is_categorical, is_numeric
+from ._validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
 from .effects import FMEResult, fme
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from .predictors import make_predictor
@@ -271,25 +271,33 @@ def dme(
         fME to see the derivative's interpretation error for a step ``h``.
     """
     check_data(data)
+    check_feature_name(feature)
     if feature not in data.columns:
         raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
     if not is_numeric(data[feature]):
-        raise StepError(f"feature {feature!r} is categorical; derivatives need a numeric feature.")
+        kind = "is categorical" if is_categorical(data[feature]) else f"has dtype {data[feature].dtype}"
+        raise StepError(f"feature {feature!r} {kind}; derivatives need a real numeric feature.")
     _check_single_output(target_class, "dme")
-    x = data[feature].to_numpy(dtype=float)
+    if eps is not None and (isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real)
+                            or not np.isfinite(eps) or eps <= 0):
+        raise ParameterError(f"eps must be a positive finite number (or None for the default), got {eps!r}.")
+    x = data[feature].to_numpy(dtype=float, na_value=np.nan)
+    # Rows with a missing or infinite value in the feature get NaN (as fme() leaves them out).
+    ok = np.isfinite(x)
+    if not ok.any():
+        raise DataError(
+            f"feature {feature!r} has no finite value in any of the {len(x)} rows; dME needs at least one."
+        )
     if eps is None:
-        span = float(np.nanmax(x) - np.nanmin(x))
-        eps = 1e-4 * (span if span > 0 else max(1.0, float(np.nanmax(np.abs(x)))))
-    elif not np.isfinite(eps) or eps <= 0:
-        raise ParameterError(f"eps must be a positive finite number, got {eps!r}.")
+        span = float(x[ok].max() - x[ok].min())
+        eps = 1e-4 * (span if span > 0 else max(1.0, float(np.abs(x[ok]).max())))
+    eps = float(eps)
     predictor = make_predictor(model, target_class)
-    # Rows with a missing value in the feature get NaN (as fme() leaves them out) instead of reaching the model.
-    ok = ~np.isnan(x)
     X = predictor.select(data)[ok]
     up = X.copy(deep=False)
     down = X.copy(deep=False)
     up[feature] = x[ok] + eps
     down[feature] = x[ok] - eps
     out = np.full(len(data), np.nan)
-    out[ok] = (predictor(up) - predictor(down)) / (2.0 * eps)
+    out[ok] = (predictor(up, stage=f"{feature} + eps") - predictor(down, stage=f"{feature} - eps")) / (2.0 * eps)
     return pd.DataFrame({"dme": out}, index=data.index)

@@ -78,7 +78,7 @@ def test_summary_counts_exclusions(data):
     assert res.excluded.loc["obs3", "reason_type"] == "missing"
     text = res.summary()
     assert "rows evaluated: 7 of 10" in text
-    assert "excluded (missing value in a stepped feature): 1" in text
+    assert "excluded (missing or infinite value in a stepped feature): 1" in text
     assert "excluded (extrapolation): 2" in text
     assert "extrapolation: envelope, policy exclude" in text
 

@@ -273,3 +273,20 @@ def test_mer_with_every_grid_point_outside_returns_nan_rows_with_reason() -> Non
     out = fme.mer(lambda d: d["x"] ** 2, X, {"x": 1.0}, at={"x": [5.0, 6.0]}, extrapolation="envelope")
     assert out["fme"].isna().all()
     assert out["note"].str.contains("extrapolation points").all()
+
+
+# ------------------------------------------------------------------ issue 11: dme validates like fme
+def test_item4_dme_validates_like_fme(data):
+    all_nan = data.assign(x1=np.nan)
+    with pytest.raises(fme.DataError, match="feature 'x1' has no finite value in any of the 120 rows"):
+        fme.dme(linear, all_nan, "x1")
+    with pytest.raises(fme.DataError, match="no row can be evaluated"):
+        fme.fme(linear, all_nan, {"x1": 1.0})
+    for bad in (True, "0.1", 0, -1.0, np.nan):
+        with pytest.raises(ParameterError, match=r"eps must be a positive finite number \(or None"):
+            fme.dme(linear, data, "x1", eps=bad)
+    with pytest.raises(FeatureError, match=r"`feature` must be one column name, got list \['x1', 'x2'\]"):
+        fme.dme(linear, data, ["x1", "x2"])
+    got = fme.dme(linear, data.assign(x1=np.where(np.arange(len(data)) == 0, np.inf, data["x1"])), "x1")
+    assert np.isnan(got["dme"].iloc[0])
+    np.testing.assert_allclose(got["dme"].iloc[1:], BETA["x1"], rtol=1e-6)
