@@ -165,7 +165,9 @@ def typical_values(data: pd.DataFrame) -> pd.DataFrame:
             counts = col.value_counts(sort=False)
             if counts.empty:
                 raise DataError(f"column {c!r} has no non-missing value; cannot take its mode.")
-            out[c] = col.iloc[[int(np.flatnonzero(col.to_numpy() == counts.idxmax())[0])]].reset_index(drop=True)
+            # nullable dtypes compare to <NA> on missing values: those rows are not the mode
+            first = np.flatnonzero((col == counts.idxmax()).to_numpy(dtype=bool, na_value=False))[0]
+            out[c] = col.iloc[[int(first)]].reset_index(drop=True)
     return pd.DataFrame(out)
 
 

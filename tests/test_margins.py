@@ -290,3 +290,25 @@ def test_item4_dme_validates_like_fme(data):
     got = fme.dme(linear, data.assign(x1=np.where(np.arange(len(data)) == 0, np.inf, data["x1"])), "x1")
     assert np.isnan(got["dme"].iloc[0])
     np.testing.assert_allclose(got["dme"].iloc[1:], BETA["x1"], rtol=1e-6)
+
+
+def test_item12_mer_mem_with_nullable_boolean_and_string_columns_holding_na():
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0],
+                      "b": pd.array([True, None, False, True], dtype="boolean"),
+                      "s": pd.array(["u", None, "v", "u"], dtype="string")})
+
+    def model(d):
+        return 2.0 * d["a"].to_numpy() + 3.0 * d["b"].to_numpy(dtype=float, na_value=np.nan) \
+            + (d["s"] == "v").to_numpy(dtype=float, na_value=0.0)
+
+    out = fme.mem(model, X, {"a": 1.0})
+    assert out["fme"].tolist() == [2.0]
+    out = fme.mer(model, X, {"b": True}, at={"s": ["u", "v"]})
+    assert out["s"].tolist() == ["u", "v"]
+    # the mode of b is True: already at the level, so mer leaves it out with a note
+    assert out["fme"].isna().all() and out["note"].str.contains("no row can be evaluated for the step b -> True").all()
+    out = fme.mem(model, X, {"b": True})
+    assert out["b"].tolist() == [False] and out["fme"].tolist() == [3.0]
+    out = fme.mem(model, X, {"s": "v"})
+    assert out["s"].tolist() == ["u"] and out["fme"].tolist() == [1.0]
+    assert typical_values(X)[["b", "s"]].iloc[0].tolist() == [True, "u"]
