@@ -160,7 +160,11 @@ def typical_values(data: pd.DataFrame) -> pd.DataFrame:
     for c in data.columns:
         col = data[c]
         if is_numeric(col):
-            out[c] = pd.Series([float(col.mean())])
+            finite = col.to_numpy(dtype=float, na_value=np.nan)
+            finite = finite[np.isfinite(finite)]
+            if finite.size == 0:
+                raise DataError(f"column {c!r} has no finite value; cannot take its mean.")
+            out[c] = pd.Series([float(finite.mean())])
         else:
             counts = col.value_counts(sort=False)
             if counts.empty:

@@ -94,8 +94,8 @@ def step_size(data: pd.DataFrame, feature: str, rule: str = "sd", scale: float =
         raise ParameterError(f"unknown step rule {rule!r}; use one of {', '.join(STEP_RULES)}.")
     if not isinstance(scale, numbers.Real) or not np.isfinite(scale) or scale == 0:
         raise StepError(f"scale for the step of {feature!r} must be a finite non-zero number, got {scale!r}.")
-    x = data[feature].to_numpy(dtype=float)
-    x = x[~np.isnan(x)]
+    x = data[feature].to_numpy(dtype=float, na_value=np.nan)
+    x = x[np.isfinite(x)]  # missing and infinite values carry no spread
     if rule_l == "unit":
         base = 1.0
     elif x.size < 2:
