@@ -104,3 +104,59 @@ def _pick(out: Any, target_class: Any, name: str) -> np.ndarray:
     if target_class is not None:
         _target_column(1, target_class, name)
     return out
+
+
+def _names_in(code: str, columns: Any) -> list:
+    """Data columns a patsy factor's code refers to (``age`` in ``np.log(age)``, ``x y`` in ``Q('x y')``)."""
+    import ast
+
+    try:
+        tree = ast.parse(code, mode="eval")
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.append(node.id)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Q" and node.args
+              and isinstance(node.args[0], ast.Constant)):
+            found.append(node.args[0].value)
+    cols = set(columns)
+    return [c for c in dict.fromkeys(found) if c in cols]
+
+
+def formula_info(model: Any) -> tuple[list, dict[Any, list]] | None:
+    """For statsmodels results fitted with a (patsy) formula: the right-hand-side data columns and,
+    for numeric columns used as categorical factors (``C(x)``), their levels; else None."""
+    data = getattr(getattr(model, "model", None), "data", None)
+    spec = getattr(data, "model_spec", None) or getattr(data, "design_info", None)
+    frame = getattr(data, "frame", None)
+    factor_infos = getattr(spec, "factor_infos", None)
+    if factor_infos is None or not isinstance(frame, pd.DataFrame):
+        return None
+    rhs: list = []
+    levels: dict[Any, list] = {}
+    for factor, info in factor_infos.items():
+        names = _names_in(getattr(factor, "code", ""), frame.columns)
+        rhs.extend(n for n in names if n not in rhs)
+        if info.type == "categorical" and len(names) == 1 and pd.api.types.is_numeric_dtype(frame[names[0]].dtype) \
+                and not pd.api.types.is_bool_dtype(frame[names[0]].dtype):
+            levels[names[0]] = list(info.categories)
+    return rhs, levels
+
+
+def model_frame(model: Any, data: pd.DataFrame) -> pd.DataFrame:
+    """``data`` with the numeric columns a statsmodels formula treats as categorical (``C(x)``) turned
+    into pandas categoricals of the formula's levels, so fMEs step them to levels; ``data`` itself is
+    returned (not copied) when there is nothing to convert. The caller's frame is never modified."""
+    info = formula_info(model) if _module(model).startswith("statsmodels") else None
+    if not info or not info[1]:
+        return data
+    todo = {c: lv for c, lv in info[1].items() if c in data.columns
+            and not isinstance(data[c].dtype, pd.CategoricalDtype)}
+    if not todo:
+        return data
+    out = data.copy(deep=False)
+    for c, lv in todo.items():
+        out[c] = pd.Categorical(data[c], categories=lv)
+    return out

@@ -25,6 +25,7 @@ import pandas as pd
 from ._stats import describe
 from ._validation import check_data
 from ._guards import call_detector, check_flags
+from ._models import model_frame
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from .extrapolation import make_detector
 from .nlm import QuadratureRule, nlm_from_path, quadrature_rule
@@ -427,8 +428,9 @@ def fme(
     """
     check_data(data)
     predictor = make_predictor(model, target_class)
+    data = model_frame(model, data)  # C(x) of a statsmodels formula: x is categorical
     if reference_data is not None:
-        check_data(reference_data, "reference_data")
+        reference_data = model_frame(model, check_data(reference_data, "reference_data"))
     reference = data if reference_data is None else reference_data
     parsed = parse_steps(data, steps, rule_data=reference)
     if predictor.feature_names is not None:

@@ -17,6 +17,7 @@ from ._stats import describe
 from ._validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
 from .effects import FMEResult, fme
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
+from ._models import model_frame
 from .predictors import make_predictor
 from .steps import _levels, _same_level, _set_level, parse_steps
 
@@ -79,7 +80,7 @@ def ame(
         reference (classic only), ame, sd, se, ci_low, ci_high, q25, q75, n,
         n_excluded.
     """
-    check_data(data)
+    data = model_frame(model, check_data(data))
     conf_level = check_conf_level(conf_level)
     _check_single_output(fme_kwargs.get("target_class"), "ame")
     if categorical not in ("observation", "classic"):
@@ -211,7 +212,7 @@ def mer(
         NaN where a point was not evaluated (already at a categorical level,
         or an extrapolation point) with the reason in ``note``.
     """
-    check_data(data)
+    data = model_frame(model, check_data(data))
     at = {} if at is None else dict(at)
     for f in at:
         if f not in data.columns:
@@ -251,7 +252,7 @@ def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: 
     categorical step the stepped feature is evaluated at each other level
     (Williams' categorical MEM), since the mode may already be the target.
     """
-    check_data(data)
+    data = model_frame(model, check_data(data))
     parsed = parse_steps(data, steps)
     at = {s.feature: [lv for lv in _levels(data[s.feature]) if lv != s.value] for s in parsed if not s.is_numeric}
     return mer(model, data, steps, at=at, **fme_kwargs)

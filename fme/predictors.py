@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._models import booster_predictor, check_model
+from ._models import booster_predictor, check_model, formula_info
 from .exceptions import DataError, ModelError, ParameterError, PredictionError
 
 __all__ = ["Predictor", "make_predictor"]
@@ -197,7 +197,9 @@ def make_predictor(model: Any, target_class: Any = None) -> Predictor:
         raise ParameterError(f"target_class={target_class!r} was given but {name} is not a classifier with predict_proba.")
     if hasattr(model, "predict") and callable(model.predict):
         if _is_statsmodels_results(model):
-            return Predictor(lambda X: np.asarray(model.predict(X)), None, None, f"{name}.predict")
+            info = formula_info(model)
+            rhs = None if not info or not info[0] else info[0]
+            return Predictor(lambda X: np.asarray(model.predict(X)), rhs, None, f"{name}.predict")
         return Predictor(model.predict, feature_names, None, f"{name}.predict")
     if callable(model):
         return Predictor(model, None, None, getattr(model, "__name__", "callable"))

@@ -352,3 +352,40 @@ def test_item19_readable_classifier_descriptions(df):
     model = HistGradientBoostingClassifier(max_iter=5).fit(df[FEATURES], df["yb"])
     assert fme.fme(model, df[FEATURES], {"x1": 1.0}).model_description == "HistGradientBoostingClassifier, P(class = 1)"
     assert make_predictor(model, "all").description == "HistGradientBoostingClassifier, P(class) for each class"
+
+
+def _religious_frame():
+    rng = np.random.default_rng(5)
+    n = 200
+    d = pd.DataFrame({"age": rng.uniform(20, 60, n), "religious": rng.integers(1, 6, n).astype(float),
+                      "unused": rng.normal(size=n)})
+    effect = {1.0: 0.0, 2.0: 0.5, 3.0: -1.0, 4.0: 2.0, 5.0: 1.0}
+    d["y"] = 0.1 * d["age"] + d["religious"].map(effect) + rng.normal(0, 0.1, n)
+    return d
+
+
+def test_item18_statsmodels_formula_c_of_numeric_column_is_categorical():
+    smf = pytest.importorskip("statsmodels.formula.api")
+    d = _religious_frame()
+    before = d.copy()
+    res = smf.ols("y ~ age + C(religious)", d).fit()
+    eff = fme.fme(res, d, {"religious": 4.0})
+    assert eff.steps[0].kind == "categorical" and eff.steps[0].value == 4.0
+    other = d["religious"] != 4.0
+    coef = {lv: (0.0 if lv == 1.0 else res.params[f"C(religious)[T.{lv}]"]) for lv in [1.0, 2.0, 3.0, 4.0, 5.0]}
+    want = coef[4.0] - d.loc[other, "religious"].map(coef)
+    np.testing.assert_allclose(eff.results["fme"], want, rtol=1e-9)
+    with pytest.raises(fme.StepError, match=r"feature 'religious' is categorical: give one of its levels"):
+        fme.fme(res, d, {"religious": 6.0})
+    pd.testing.assert_frame_equal(d, before)
+
+
+def test_item18_ame_without_steps_uses_the_formulas_right_hand_side():
+    smf = pytest.importorskip("statsmodels.formula.api")
+    d = _religious_frame()
+    res = smf.ols("y ~ np.log(age) + C(religious)", d).fit()
+    out = fme.ame(res, d)
+    assert out["feature"].tolist() == ["age"] + ["religious"] * 5
+    assert out.loc[out["feature"] == "religious", "level"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    with pytest.raises(fme.FeatureError, match=r"feature\(s\) \['unused'\] are not inputs of the model"):
+        fme.fme(res, d, {"unused": 1.0})
