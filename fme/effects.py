@@ -26,6 +26,7 @@ from ._stats import describe
 from ._validation import check_data
 from ._guards import call_detector, check_flags
 from ._models import model_frame
+from ._shrink import MIN_STEP_FRACTION, shrink_steps
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from .extrapolation import make_detector
 from .nlm import QuadratureRule, nlm_from_path, quadrature_rule
@@ -38,7 +39,6 @@ ON_EXTRAPOLATION = ("exclude", "keep", "shrink")
 #: Cells (rows x columns) of one stacked NLM frame; bounds memory to a few hundred MB.
 _CELL_BUDGET = 50_000_000
 _MIN_BATCH = 100_000
-_SHRINK_ITERATIONS = 40
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,6 +158,14 @@ class FMEResult:
     def summary(self) -> str:
         """Readable summary: steps, rows evaluated/excluded, AME, ANLM, SD, quartiles."""
         lines = [f"Forward marginal effects of {self.model_description}", f"  step: {self.describe_steps()}"]
+        for st in self.steps:
+            if f"step_{st.feature}" in self.results.columns:  # on_extrapolation='shrink'
+                share = self.results[f"step_{st.feature}"].to_numpy(dtype=float) / st.value
+                q = np.quantile(share, [0.0, 0.25, 0.5, 0.75, 1.0]) if share.size else np.full(5, np.nan)
+                lines.append(
+                    f"  effective step of {st.feature} (share of h): min {q[0]:.3g}  q25 {q[1]:.3g}  median {q[2]:.3g}"
+                    f"  q75 {q[3]:.3g}  max {q[4]:.3g}; shrunk rows {int((share < 1).sum())} "
+                    f"(below {MIN_STEP_FRACTION:g} h: excluded)")
         n_total = self.n + self.n_excluded
         lines.append(f"  rows evaluated: {self.n} of {n_total}")
         counts = self.excluded["reason_type"].value_counts()
@@ -275,50 +283,6 @@ def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarr
     else:
         out[idx] = f"flagged by {type(detector).__name__}"
     return out
-
-
-def _shrink(
-    detector: Any, cols: list[str], X: pd.DataFrame, steps: tuple[Step, ...], todo: np.ndarray
-) -> dict[str, np.ndarray]:
-    """Per row, shrink numeric steps toward 0 until x + h is inside (paper §3.2).
-
-    First each feature's step is shrunk on its own (bisection on the scale of
-    that feature's step, the others at 0), then, if the combined point is still
-    outside, all scales are shrunk together. Rows that cannot be moved inside
-    get scale 0. Steps are never lengthened.
-    """
-    n = len(X)
-    h = {s.feature: np.full(n, s.value, dtype=float) for s in steps}
-    idx = np.flatnonzero(todo)
-    if idx.size == 0:
-        return h
-    Xt = X.iloc[idx]
-
-    def inside(scales: dict[str, np.ndarray]) -> np.ndarray:
-        moved = apply_steps(Xt, steps, {s.feature: s.value * scales[s.feature] for s in steps})
-        flags = call_detector(detector, "flag", moved[cols], "the shrink search (x + s h)")
-        return ~_check_flags(flags, len(Xt), detector)
-
-    def bisect(active: list[str], base: dict[str, np.ndarray], upper: dict[str, np.ndarray]) -> np.ndarray:
-        lo = np.zeros(idx.size)
-        hi = np.ones(idx.size)
-        ok = inside({f: (upper[f] if f in active else base[f]) for f in base})
-        lo[ok] = 1.0
-        for _ in range(_SHRINK_ITERATIONS):
-            mid = 0.5 * (lo + hi)
-            trial = {f: (upper[f] * mid if f in active else base[f]) for f in base}
-            good = inside(trial) & ~ok
-            lo = np.where(good, mid, lo)
-            hi = np.where(good | ok, hi, mid)
-        return lo
-
-    zeros = {s.feature: np.zeros(idx.size) for s in steps}
-    ones = {s.feature: np.ones(idx.size) for s in steps}
-    scales = {f: bisect([f], zeros, ones) for f in zeros} if len(steps) > 1 else {steps[0].feature: np.ones(idx.size)}
-    common = bisect(list(scales), zeros, scales)
-    for s in steps:
-        h[s.feature][idx] = s.value * scales[s.feature] * common
-    return h
 
 
 def _all_excluded_message(steps: tuple[Step, ...], reference: pd.DataFrame, n: int) -> str:
@@ -504,7 +468,7 @@ def fme(
         moved = apply_steps(X, parsed)[cols]
         flag_xh = _check_flags(call_detector(detector, "flag", moved, "x + h"), len(X), detector)
         if policy == "shrink":
-            h = _shrink(detector, cols, X, parsed, flag_xh & ~flag_x)
+            h = shrink_steps(detector, cols, X, parsed, flag_xh & ~flag_x)
             flag_xh = flag_xh & ~flag_x & (np.abs(np.column_stack(list(h.values()))).max(axis=1) == 0)
         ep = flag_x | flag_xh
         pts = np.where(flag_x & flag_xh, "x and x+h", np.where(flag_x, "x", np.where(flag_xh, "x+h", "")))
@@ -512,7 +476,7 @@ def fme(
         why_h = _explain(detector, moved, flag_xh)
         why = np.where(flag_x & flag_xh, why + " | x+h: " + why_h, np.where(flag_xh, why_h, why))
         if policy == "shrink":
-            why = np.where(flag_xh & ~flag_x, "no shrunk step stays inside", why)
+            why = np.where(flag_xh & ~flag_x, f"no step of at least {MIN_STEP_FRACTION:g} h stays inside", why)
         if policy == "keep":
             extra_cols["extrapolation"] = ep
             extra_cols["extrapolation_point"] = pts
