@@ -365,7 +365,9 @@ def fme(
         What to do with extrapolation points (default ``'exclude'`` when a
         detector is set): leave them out, keep and flag them, or shrink each
         row's numeric steps until x + h is inside (rows whose x is outside are
-        excluded).
+        excluded, and so are rows whose step would shrink below
+        ``fme._shrink.MIN_STEP_FRACTION`` = 1 % of h; ``summary()`` shows the
+        distribution of the effective steps).
     target_class : label or 'all', optional
         For classifiers: the class whose probability is explained.
     batch_size : int, optional
