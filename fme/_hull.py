@@ -7,6 +7,7 @@ from here (after its shared base class exists) and
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from typing import Any
 
@@ -141,6 +142,35 @@ def _refine(Z: np.ndarray, p: np.ndarray, S: np.ndarray, tol: float) -> tuple[in
     return 0, 0.0
 
 
+#: Reference rows sampled to estimate the share of rows on the hull's boundary (LP mode).
+_BOUNDARY_SAMPLE = 20
+#: Above this share of reference rows on the boundary the hull is degenerate: warn.
+DEGENERATE_SHARE = 0.5
+
+
+def _boundary_share(Z: np.ndarray, rng: np.random.Generator) -> float:
+    """Share of sampled reference rows outside the hull of the other rows (leave-one-out LPs)."""
+    n = len(Z)
+    rows = rng.choice(n, size=min(_BOUNDARY_SAMPLE, n), replace=False)
+    out = 0
+    for i in rows:
+        others = np.delete(Z, i, axis=0)
+        A_eq = np.vstack([others.T, np.ones(n - 1)])
+        res = linprog(np.zeros(n - 1), A_eq=A_eq, b_eq=np.r_[Z[i], 1.0], bounds=(0, None), method="highs")
+        out += res.status != 0
+    return out / rows.size
+
+
+def _warn_degenerate(share: float, n: int, d: int) -> None:
+    if share > DEGENERATE_SHARE:
+        warnings.warn(
+            f"the convex hull of the reference data is degenerate: about {share:.0%} of its {n} rows lie on the "
+            f"boundary in {d} dimensions, so nearly every step leaves the hull. Use fewer features for the check "
+            "(reference_data with the stepped ones), more reference rows, or another detector (e.g. 'mcec').",
+            UserWarning, stacklevel=4,
+        )
+
+
 class ConvexHullDetector(_EncodedDetector):
     """Outside the convex hull of the reference data (King & Zeng).
 
@@ -249,8 +279,12 @@ class ConvexHullDetector(_EncodedDetector):
                 self.equations_ = hull.equations
                 self.vertices_ = Z[hull.vertices]
                 self.mode_ = "qhull"
+                self.boundary_share_ = hull.vertices.size / len(Z)
+                _warn_degenerate(self.boundary_share_, len(Z), d)
         if self.mode_ != "lp":
             return
+        self.boundary_share_ = _boundary_share(Z, rng)
+        _warn_degenerate(self.boundary_share_, len(Z), d)
         # Direction bank and the reference's support function along it (exact: max over all rows).
         U = rng.standard_normal((self.n_directions, d))
         U = np.vstack([np.eye(d), -np.eye(d), U])

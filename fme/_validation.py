@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .exceptions import DataError, ParameterError
+from .exceptions import DataError, FeatureError, ParameterError
 
-__all__ = ["check_data", "is_categorical", "is_numeric", "check_conf_level", "check_random_state"]
+__all__ = ["check_data", "is_categorical", "is_numeric", "is_complex", "check_real_columns", "check_feature_name",
+           "mixed_object_numbers", "check_conf_level", "check_random_state"]
 
 
 def check_data(data: Any, name: str = "data") -> pd.DataFrame:
@@ -24,10 +25,61 @@ def check_data(data: Any, name: str = "data") -> pd.DataFrame:
         raise DataError(f"`{name}` has no rows; pass at least one observation.")
     if data.shape[1] == 0:
         raise DataError(f"`{name}` has no columns; pass the model's feature columns.")
+    if isinstance(data.columns, pd.MultiIndex):
+        raise DataError(
+            f"`{name}` has MultiIndex (hierarchical) columns {list(data.columns[:3])}; flatten them, e.g. "
+            f"{name}.columns = ['_'.join(map(str, c)) for c in {name}.columns]."
+        )
     if not data.columns.is_unique:
         dup = sorted(map(str, data.columns[data.columns.duplicated()].unique()))
         raise DataError(f"`{name}` has duplicated column names {dup}; rename them.")
+    if not data.index.is_unique:
+        dup = data.index[data.index.duplicated()].unique()[:5].tolist()
+        raise DataError(
+            f"the index of `{name}` has duplicate labels (e.g. {dup}); results are matched to rows by index label, "
+            f"so make it unique, e.g. {name}.reset_index(drop=True)."
+        )
     return data
+
+
+def is_complex(series: pd.Series) -> bool:
+    """True for complex-valued columns (numpy complex dtypes, or objects holding complex numbers)."""
+    dtype = series.dtype
+    if pd.api.types.is_complex_dtype(dtype):
+        return True
+    if pd.api.types.is_object_dtype(dtype):
+        return any(isinstance(v, (complex, np.complexfloating)) for v in series.dropna().to_numpy()[:1000])
+    return False
+
+
+def check_real_columns(frame: pd.DataFrame, name: str, columns: Any = None) -> None:
+    """Refuse complex-valued columns: their imaginary part would be dropped silently."""
+    cols = frame.columns if columns is None else columns
+    bad = [c for c in cols if is_complex(frame[c])]
+    if bad:
+        raise DataError(
+            f"column(s) {bad} of `{name}` are complex-valued; fme works on real features (the imaginary part "
+            "would be dropped). Split them into real columns, e.g. z.real and z.imag, or use abs(z)."
+        )
+
+
+def check_feature_name(feature: Any, name: str = "feature") -> Any:
+    """One column label (a string or another scalar), not a list of them."""
+    if isinstance(feature, (list, tuple, set, dict, np.ndarray, pd.Index, pd.Series)):
+        raise FeatureError(
+            f"`{name}` must be one column name, got {type(feature).__name__} {list(feature)[:5]!r}; "
+            "call once per feature."
+        )
+    return feature
+
+
+def mixed_object_numbers(series: pd.Series) -> list:
+    """For an object column holding real numbers: a few of its values (else an empty list)."""
+    if not pd.api.types.is_object_dtype(series.dtype):
+        return []
+    values = series.dropna().to_numpy()
+    has_num = any(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in values)
+    return list(dict.fromkeys(values.tolist()))[:6] if has_num else []
 
 
 def is_categorical(series: pd.Series) -> bool:
@@ -42,8 +94,10 @@ def is_categorical(series: pd.Series) -> bool:
 
 
 def is_numeric(series: pd.Series) -> bool:
-    """True for numeric, non-boolean columns."""
-    return pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype)
+    """True for real numeric, non-boolean columns (complex columns are neither numeric nor categorical)."""
+    dtype = series.dtype
+    return (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+            and not pd.api.types.is_complex_dtype(dtype))
 
 
 def check_conf_level(conf_level: Any) -> float:

@@ -23,8 +23,9 @@ import numpy as np
 import pandas as pd
 
 from ._cart import CartTree
+from ._tree_args import check_tree_params, string_columns
 from ._stats import describe
-from ._validation import check_conf_level, check_data, is_categorical
+from ._validation import check_conf_level, check_data, check_random_state, is_categorical
 from .ctree import CTree
 from .effects import FMEResult
 from .exceptions import DataError, FeatureError, FMEError, ParameterError
@@ -263,10 +264,10 @@ class PartitionResult:
         §5.5, last paragraph); ``outside_features`` names the culprits.
         """
         check_data(new_rows, "new_rows")
-        missing = [f for f in self.features if f not in new_rows.columns]
+        missing = [f for f in self.features if f not in map(str, new_rows.columns)]
         if missing:
             raise FeatureError(f"new_rows lack the partitioning feature(s) {missing}.")
-        Xn = new_rows[self.features]
+        Xn = string_columns(new_rows, "new_rows")[self.features]
         node = self._subspace[np.asarray(self.tree.apply(Xn), dtype=int)]
         stats = self.leaves.set_index("node")
         cols = [c for c in stats.columns if c != "rule"]
@@ -438,6 +439,11 @@ def came(
         raise ParameterError(f"n_partitions must be an integer >= 2, got {n_partitions!r}.")
     if max_sd is not None and (not isinstance(max_sd, numbers.Real) or not np.isfinite(max_sd) or max_sd <= 0):
         raise ParameterError(f"max_sd must be a positive number, got {max_sd!r}.")
+    if isinstance(features, str):
+        features = [features]  # one feature, not its letters
+    if features is not None and len(list(features)) == 0:
+        raise ParameterError("`features` is empty; name at least one partitioning feature, or None for the default.")
+    check_tree_params(method, tree_params)
     params = {"features": None if features is None else list(features), "n_partitions": n_partitions,
               "max_sd": max_sd, "standardize": standardize, **tree_params}
     data = effects.data
@@ -446,7 +452,8 @@ def came(
     for f in features:
         if f not in data.columns:
             raise FeatureError(f"partitioning feature {f!r} is not a column of the data the effects were computed on.")
-    X = data.loc[effects.results.index, list(features)]
+    # by position: the evaluated rows in order, whatever the index; the trees name features by text
+    X = string_columns(data.iloc[data.index.get_indexer(effects.results.index)][list(features)], "features")
     y = effects.results["fme"].to_numpy(dtype=float)
     n = y.size
     fit_y = y
@@ -564,7 +571,7 @@ def partition_stability(
     m = int(round(fraction * n))
     if m < 2:
         raise ParameterError(f"a subsample of {fraction:g} x {n} rows has fewer than 2 rows; raise fraction.")
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     fmes = effects.results["fme"].to_numpy(dtype=float)
     full_leaf = partition.leaf_of_row.to_numpy()
     full_root = partition.root_split

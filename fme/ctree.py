@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import pandas as pd
 from scipy.stats import rankdata
 
 from . import _ctree_stats as S
+from ._validation import check_random_state, check_real_columns
 from .exceptions import DataError, FeatureError, NotFittedError, ParameterError
 
 __all__ = ["CTree"]
@@ -43,6 +45,28 @@ def _single_thread_blas():
     """Context limiting BLAS to one thread (no-op when threadpoolctl is unavailable)."""
     controller = _blas_controller()
     return contextlib.nullcontext() if controller is None else controller.limit(limits=1, user_api="blas")
+
+
+def _as_float(values: Any, name: str, what: str) -> np.ndarray:
+    """``values`` as a 1-D float array; text, complex or other non-numbers raise DataError naming ``name``."""
+    arr = values.to_numpy(dtype=object) if isinstance(values, (pd.Series, pd.Index)) else np.asarray(values)
+    if np.iscomplexobj(arr) or arr.dtype.kind in "bUS" or (
+        arr.dtype == object and not all(isinstance(v, numbers.Real) or v is None or v is pd.NA for v in arr.ravel())
+    ):
+        arr = None
+    else:
+        try:
+            if arr.dtype == object:
+                arr = np.where(pd.isna(arr), np.nan, arr)
+            arr = np.asarray(arr, dtype=float).ravel()
+        except (TypeError, ValueError):
+            arr = None
+    if arr is None or (arr.ndim != 1):
+        raise DataError(
+            f"{name} must be {what}: real numbers, one per row of X; got "
+            f"{np.asarray(values).dtype} values such as {list(np.ravel(np.asarray(values, dtype=object))[:3])}."
+        )
+    return arr
 
 
 def _fmt_break(x: float) -> str:
@@ -193,6 +217,7 @@ class CTree:
         if tt == "teststatistic" and not mc > 0.0:
             raise ParameterError(f"mincriterion must be positive with testtype 'teststatistic', got {mc!r}.")
         self._logmincrit = math.log(mc)
+        check_random_state(self.random_state)
 
     @staticmethod
     def _check_X(X: Any) -> pd.DataFrame:
@@ -200,6 +225,7 @@ class CTree:
             raise DataError(f"X must be a pandas DataFrame, got {type(X).__name__}.")
         if X.shape[0] == 0 or X.shape[1] == 0:
             raise DataError(f"X is empty (shape {X.shape}); CTree needs rows and covariate columns.")
+        check_real_columns(X, "X")
         return X
 
     # --------------------------------------------------------------------- fit
@@ -224,7 +250,7 @@ class CTree:
         """
         self._check_params()
         X = self._check_X(X)
-        yv = np.asarray(y, dtype=float).ravel() if not isinstance(y, pd.Series) else y.to_numpy(dtype=float, na_value=np.nan)
+        yv = _as_float(y, "y", "the numeric response (e.g. the fMEs)")
         if yv.shape[0] != X.shape[0]:
             raise DataError(f"y has {yv.shape[0]} values but X has {X.shape[0]} rows.")
         if not np.isfinite(yv).all():
@@ -235,7 +261,7 @@ class CTree:
         if sample_weight is None:
             w = np.ones(len(yv))
         else:
-            w = np.asarray(sample_weight, dtype=float).ravel()
+            w = _as_float(sample_weight, "sample_weight", "non-negative case weights")
             if w.shape[0] != len(yv):
                 raise DataError(f"sample_weight has {w.shape[0]} values but X has {len(yv)} rows.")
             if not np.isfinite(w).all() or (w < 0).any():

@@ -24,6 +24,9 @@ import pandas as pd
 
 from ._stats import describe
 from ._validation import check_data
+from ._guards import call_detector, check_flags
+from ._models import model_frame
+from ._shrink import MIN_STEP_FRACTION, shrink_steps
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from .extrapolation import make_detector
 from .nlm import QuadratureRule, nlm_from_path, quadrature_rule
@@ -36,7 +39,6 @@ ON_EXTRAPOLATION = ("exclude", "keep", "shrink")
 #: Cells (rows x columns) of one stacked NLM frame; bounds memory to a few hundred MB.
 _CELL_BUDGET = 50_000_000
 _MIN_BATCH = 100_000
-_SHRINK_ITERATIONS = 40
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,10 +158,18 @@ class FMEResult:
     def summary(self) -> str:
         """Readable summary: steps, rows evaluated/excluded, AME, ANLM, SD, quartiles."""
         lines = [f"Forward marginal effects of {self.model_description}", f"  step: {self.describe_steps()}"]
+        for st in self.steps:
+            if f"step_{st.feature}" in self.results.columns:  # on_extrapolation='shrink'
+                share = self.results[f"step_{st.feature}"].to_numpy(dtype=float) / st.value
+                q = np.quantile(share, [0.0, 0.25, 0.5, 0.75, 1.0]) if share.size else np.full(5, np.nan)
+                lines.append(
+                    f"  effective step of {st.feature} (share of h): min {q[0]:.3g}  q25 {q[1]:.3g}  median {q[2]:.3g}"
+                    f"  q75 {q[3]:.3g}  max {q[4]:.3g}; shrunk rows {int((share < 1).sum())} "
+                    f"(below {MIN_STEP_FRACTION:g} h: excluded)")
         n_total = self.n + self.n_excluded
         lines.append(f"  rows evaluated: {self.n} of {n_total}")
         counts = self.excluded["reason_type"].value_counts()
-        labels = {"missing": "missing value in a stepped feature", "at_level": "already at the target level",
+        labels = {"missing": "missing or infinite value in a stepped feature", "at_level": "already at the target level",
                   "extrapolation": "extrapolation"}
         for key, label in labels.items():
             if counts.get(key, 0):
@@ -217,6 +227,7 @@ def _evaluate(
     n = len(X)
     size = batch_size or _default_batch(n, X.shape[1], rule)
     f0_parts, f1_parts, nlm_parts = [], [], []
+    label = ", ".join(s.describe() for s in steps) + (" (per-row shrunk)" if h is not None else "")
     t_int = None if rule is None else rule.nodes[rule.interior]
     # One buffer for every batch's stacked NLM frame (only used when all columns are float).
     buffer = np.empty(X.shape[1] * t_int.size * min(size, n)) if rule is not None and n > size else None
@@ -224,13 +235,20 @@ def _evaluate(
         sl = slice(start, min(start + size, n))
         xb = X.iloc[sl]
         hb = None if h is None else {k: v[sl] for k, v in h.items()}
-        f0 = predictor(xb)
-        f1 = predictor(apply_steps(xb, steps, hb))
+        rows = (start, sl.stop, n)
+        # Every frame is built before any predict call, so a model that modifies its input
+        # in place cannot leak into x + h or the path nodes (each frame goes to predict once).
+        moved = apply_steps(xb, steps, hb)
+        path = stack_path(xb, steps, t_int, hb, buffer) if rule is not None and t_int.size else None
+        f0 = predictor(xb, stage="f(x)", rows=rows)
+        f1 = predictor(moved, stage=f"f(x + h) for the step {label}", rows=rows)
+        del moved
         f0_parts.append(f0)
         f1_parts.append(f1)
         if rule is not None:
             if t_int.size:
-                stacked = predictor(stack_path(xb, steps, t_int, hb, buffer))
+                stacked = predictor(path, stage=f"the NLM nodes x + t h for the step {label}", rows=rows)
+                del path
                 f_int = stacked.reshape((t_int.size, len(xb)) + stacked.shape[1:])
             else:
                 f_int = np.empty((0,) + f0.shape)
@@ -251,13 +269,7 @@ def _detector_columns(predictor: Predictor, data: pd.DataFrame, reference: pd.Da
 
 
 def _check_flags(flags: Any, n: int, detector: Any) -> np.ndarray:
-    arr = np.asarray(flags)
-    if arr.shape != (n,):
-        raise ExtrapolationError(
-            f"detector {detector!r} returned flags of shape {arr.shape} for {n} points; flag() must return "
-            "one boolean per point."
-        )
-    return arr.astype(bool)
+    return check_flags(flags, n, detector)
 
 
 def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarray:
@@ -271,49 +283,6 @@ def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarr
     else:
         out[idx] = f"flagged by {type(detector).__name__}"
     return out
-
-
-def _shrink(
-    detector: Any, cols: list[str], X: pd.DataFrame, steps: tuple[Step, ...], todo: np.ndarray
-) -> dict[str, np.ndarray]:
-    """Per row, shrink numeric steps toward 0 until x + h is inside (paper §3.2).
-
-    First each feature's step is shrunk on its own (bisection on the scale of
-    that feature's step, the others at 0), then, if the combined point is still
-    outside, all scales are shrunk together. Rows that cannot be moved inside
-    get scale 0. Steps are never lengthened.
-    """
-    n = len(X)
-    h = {s.feature: np.full(n, s.value, dtype=float) for s in steps}
-    idx = np.flatnonzero(todo)
-    if idx.size == 0:
-        return h
-    Xt = X.iloc[idx]
-
-    def inside(scales: dict[str, np.ndarray]) -> np.ndarray:
-        moved = apply_steps(Xt, steps, {s.feature: s.value * scales[s.feature] for s in steps})
-        return ~_check_flags(detector.flag(moved[cols]), len(Xt), detector)
-
-    def bisect(active: list[str], base: dict[str, np.ndarray], upper: dict[str, np.ndarray]) -> np.ndarray:
-        lo = np.zeros(idx.size)
-        hi = np.ones(idx.size)
-        ok = inside({f: (upper[f] if f in active else base[f]) for f in base})
-        lo[ok] = 1.0
-        for _ in range(_SHRINK_ITERATIONS):
-            mid = 0.5 * (lo + hi)
-            trial = {f: (upper[f] * mid if f in active else base[f]) for f in base}
-            good = inside(trial) & ~ok
-            lo = np.where(good, mid, lo)
-            hi = np.where(good | ok, hi, mid)
-        return lo
-
-    zeros = {s.feature: np.zeros(idx.size) for s in steps}
-    ones = {s.feature: np.ones(idx.size) for s in steps}
-    scales = {f: bisect([f], zeros, ones) for f in zeros} if len(steps) > 1 else {steps[0].feature: np.ones(idx.size)}
-    common = bisect(list(scales), zeros, scales)
-    for s in steps:
-        h[s.feature][idx] = s.value * scales[s.feature] * common
-    return h
 
 
 def _all_excluded_message(steps: tuple[Step, ...], reference: pd.DataFrame, n: int) -> str:
@@ -396,7 +365,9 @@ def fme(
         What to do with extrapolation points (default ``'exclude'`` when a
         detector is set): leave them out, keep and flag them, or shrink each
         row's numeric steps until x + h is inside (rows whose x is outside are
-        excluded).
+        excluded, and so are rows whose step would shrink below
+        ``fme._shrink.MIN_STEP_FRACTION`` = 1 % of h; ``summary()`` shows the
+        distribution of the effective steps).
     target_class : label or 'all', optional
         For classifiers: the class whose probability is explained.
     batch_size : int, optional
@@ -423,8 +394,9 @@ def fme(
     """
     check_data(data)
     predictor = make_predictor(model, target_class)
+    data = model_frame(model, data)  # C(x) of a statsmodels formula: x is categorical
     if reference_data is not None:
-        check_data(reference_data, "reference_data")
+        reference_data = model_frame(model, check_data(reference_data, "reference_data"))
     reference = data if reference_data is None else reference_data
     parsed = parse_steps(data, steps, rule_data=reference)
     if predictor.feature_names is not None:
@@ -469,6 +441,11 @@ def fme(
         miss = col.isna().to_numpy() & (code == 0)
         code[miss] = 1
         notes.append((np.flatnonzero(miss), "", f"missing value in {s.feature}"))
+        if s.is_numeric:
+            # +-inf: no finite step from there; left out and counted like a missing value
+            inf = np.isinf(col.to_numpy(dtype=float, na_value=np.nan)) & (code == 0)
+            code[inf] = 1
+            notes.append((np.flatnonzero(inf), "", f"infinite value in {s.feature}"))
         if not s.is_numeric:
             # nullable dtypes ("string", "boolean") compare to <NA> on missing values
             at = (col == s.value).to_numpy(dtype=bool, na_value=False) & (code == 0)
@@ -478,7 +455,7 @@ def fme(
     if cand.size == 0:
         raise DataError(
             f"no row can be evaluated for the step {', '.join(s.describe() for s in parsed)}: every row has a "
-            "missing value in a stepped feature or is already at the target level."
+            "missing or infinite value in a stepped feature or is already at the target level."
         )
     X = X_all.iloc[cand]
     h = None
@@ -488,12 +465,12 @@ def fme(
         detector = make_detector(extrapolation, random_state)
         detector_name = getattr(detector, "name", type(detector).__name__)
         cols = _detector_columns(predictor, data, reference)
-        detector.fit(reference[cols])
-        flag_x = _check_flags(detector.flag(X[cols]), len(X), detector)
+        call_detector(detector, "fit", reference[cols], "fit(reference_data)")
+        flag_x = _check_flags(call_detector(detector, "flag", X[cols], "x"), len(X), detector)
         moved = apply_steps(X, parsed)[cols]
-        flag_xh = _check_flags(detector.flag(moved), len(X), detector)
+        flag_xh = _check_flags(call_detector(detector, "flag", moved, "x + h"), len(X), detector)
         if policy == "shrink":
-            h = _shrink(detector, cols, X, parsed, flag_xh & ~flag_x)
+            h = shrink_steps(detector, cols, X, parsed, flag_xh & ~flag_x)
             flag_xh = flag_xh & ~flag_x & (np.abs(np.column_stack(list(h.values()))).max(axis=1) == 0)
         ep = flag_x | flag_xh
         pts = np.where(flag_x & flag_xh, "x and x+h", np.where(flag_x, "x", np.where(flag_xh, "x+h", "")))
@@ -501,7 +478,7 @@ def fme(
         why_h = _explain(detector, moved, flag_xh)
         why = np.where(flag_x & flag_xh, why + " | x+h: " + why_h, np.where(flag_xh, why_h, why))
         if policy == "shrink":
-            why = np.where(flag_xh & ~flag_x, "no shrunk step stays inside", why)
+            why = np.where(flag_xh & ~flag_x, f"no step of at least {MIN_STEP_FRACTION:g} h stays inside", why)
         if policy == "keep":
             extra_cols["extrapolation"] = ep
             extra_cols["extrapolation_point"] = pts

@@ -15,13 +15,14 @@ can be passed as ``extrapolation=`` to :func:`fme.fme`; subclass
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ._validation import check_data, is_categorical
+from ._validation import check_data, check_real_columns, is_categorical
 from .exceptions import ExtrapolationError, NotFittedError
 
 __all__ = [
@@ -53,6 +54,7 @@ class ExtrapolationDetector(ABC):
     def fit(self, reference: pd.DataFrame) -> "ExtrapolationDetector":
         """Learn where the reference (training) data lies."""
         check_data(reference, "reference_data")
+        check_real_columns(reference, "reference_data")
         self.feature_names_in_ = list(reference.columns)
         self._fit(reference)
         return self
@@ -102,7 +104,8 @@ class EnvelopeDetector(ExtrapolationDetector):
         self.numeric_ = [c for c in reference.columns if not is_categorical(reference[c])]
         self.categorical_ = [c for c in reference.columns if is_categorical(reference[c])]
         num = reference[self.numeric_].to_numpy(dtype=float)
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: no bounds (NaN), never flagged
             self.min_ = np.nanmin(num, axis=0) if num.size else np.empty(0)
             self.max_ = np.nanmax(num, axis=0) if num.size else np.empty(0)
         self.levels_ = {c: set(reference[c].dropna().unique().tolist()) for c in self.categorical_}
@@ -165,6 +168,11 @@ def make_detector(spec: Any, random_state: Any = None) -> ExtrapolationDetector 
             return cls(random_state=random_state)
         except TypeError:
             return cls()
+    if isinstance(spec, type):
+        raise ExtrapolationError(
+            f"extrapolation={spec.__name__} is a detector class; pass an instance, e.g. "
+            f"extrapolation={spec.__name__}() (or a name such as 'envelope')."
+        )
     if not (callable(getattr(spec, "flag", None)) and callable(getattr(spec, "fit", None))):
         raise ExtrapolationError(
             f"extrapolation={spec!r} is neither a detector name ({', '.join(sorted(DETECTORS))}) nor an object "

@@ -173,11 +173,15 @@ def max_linear_step(
     if categorical:
         raise StepError(f"the NLM is defined along a numeric path only; feature(s) {categorical} are categorical.")
     X = predictor.select(x)
-    missing = np.zeros(len(X), dtype=bool)
     for s in steps:
-        missing |= x[s.feature].isna().to_numpy()
-    if missing.any():
-        raise StepError(f"{int(missing.sum())} row(s) have a missing value in a stepped feature; drop them first.")
+        vals = x[s.feature].to_numpy(dtype=float, na_value=np.nan)
+        bad = ~np.isfinite(vals)
+        if bad.any():
+            raise StepError(
+                f"feature {s.feature!r} has {int(bad.sum())} missing or infinite value(s) (first at index label "
+                f"{x.index[np.flatnonzero(bad)[0]]!r}); max_linear_step needs finite values: drop those rows, "
+                f"e.g. x.dropna(subset=[{s.feature!r}])."
+            )
     v = {s.feature: float(s.value) for s in steps}
     n = len(X)
 

@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 
 from ._stats import describe
-from ._validation import check_conf_level, check_data, is_categorical, is_numeric
+from ._validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
 from .effects import FMEResult, fme
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
+from ._models import model_frame
 from .predictors import make_predictor
 from .steps import _levels, _same_level, _set_level, parse_steps
 
@@ -79,7 +80,7 @@ def ame(
         reference (classic only), ame, sd, se, ci_low, ci_high, q25, q75, n,
         n_excluded.
     """
-    check_data(data)
+    data = model_frame(model, check_data(data))
     conf_level = check_conf_level(conf_level)
     _check_single_output(fme_kwargs.get("target_class"), "ame")
     if categorical not in ("observation", "classic"):
@@ -132,15 +133,21 @@ def _categorical_rows(model, data, feature, value, categorical, conf_level, fme_
         return rows
     reference = levels[0] if value is None else parse_steps(data, {feature: value})[0].value
     predictor = make_predictor(model, fme_kwargs.get("target_class"))
-    X = predictor.select(data).copy(deep=False)
-    X[feature] = _set_level(data[feature], reference, len(data))
-    base = predictor(X)
+    X = predictor.select(data)
+
+    def at_level(level: Any) -> pd.DataFrame:
+        # a fresh frame per predict call: a model that modifies its input cannot leak into the next
+        out = X.copy(deep=False)
+        out[feature] = _set_level(data[feature], level, len(data))
+        return out
+
+    base = predictor(at_level(reference), stage=f"{feature} = {reference!r}")
     rows = []
     for level in levels:
         if level == reference:
             continue
-        X[feature] = _set_level(data[feature], level, len(data))
-        rows.append(_row(feature, np.nan, level, reference, predictor(X) - base, 0, conf_level))
+        pred = predictor(at_level(level), stage=f"{feature} = {level!r}")
+        rows.append(_row(feature, np.nan, level, reference, pred - base, 0, conf_level))
     return rows
 
 
@@ -154,12 +161,18 @@ def typical_values(data: pd.DataFrame) -> pd.DataFrame:
     for c in data.columns:
         col = data[c]
         if is_numeric(col):
-            out[c] = pd.Series([float(col.mean())])
+            finite = col.to_numpy(dtype=float, na_value=np.nan)
+            finite = finite[np.isfinite(finite)]
+            if finite.size == 0:
+                raise DataError(f"column {c!r} has no finite value; cannot take its mean.")
+            out[c] = pd.Series([float(finite.mean())])
         else:
             counts = col.value_counts(sort=False)
             if counts.empty:
                 raise DataError(f"column {c!r} has no non-missing value; cannot take its mode.")
-            out[c] = col.iloc[[int(np.flatnonzero(col.to_numpy() == counts.idxmax())[0])]].reset_index(drop=True)
+            # nullable dtypes compare to <NA> on missing values: those rows are not the mode
+            first = np.flatnonzero((col == counts.idxmax()).to_numpy(dtype=bool, na_value=False))[0]
+            out[c] = col.iloc[[int(first)]].reset_index(drop=True)
     return pd.DataFrame(out)
 
 
@@ -199,7 +212,7 @@ def mer(
         NaN where a point was not evaluated (already at a categorical level,
         or an extrapolation point) with the reason in ``note``.
     """
-    check_data(data)
+    data = model_frame(model, check_data(data))
     at = {} if at is None else dict(at)
     for f in at:
         if f not in data.columns:
@@ -239,7 +252,7 @@ def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: 
     categorical step the stepped feature is evaluated at each other level
     (Williams' categorical MEM), since the mode may already be the target.
     """
-    check_data(data)
+    data = model_frame(model, check_data(data))
     parsed = parse_steps(data, steps)
     at = {s.feature: [lv for lv in _levels(data[s.feature]) if lv != s.value] for s in parsed if not s.is_numeric}
     return mer(model, data, steps, at=at, **fme_kwargs)
@@ -265,25 +278,33 @@ def dme(
         fME to see the derivative's interpretation error for a step ``h``.
     """
     check_data(data)
+    check_feature_name(feature)
     if feature not in data.columns:
         raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
     if not is_numeric(data[feature]):
-        raise StepError(f"feature {feature!r} is categorical; derivatives need a numeric feature.")
+        kind = "is categorical" if is_categorical(data[feature]) else f"has dtype {data[feature].dtype}"
+        raise StepError(f"feature {feature!r} {kind}; derivatives need a real numeric feature.")
     _check_single_output(target_class, "dme")
-    x = data[feature].to_numpy(dtype=float)
+    if eps is not None and (isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real)
+                            or not np.isfinite(eps) or eps <= 0):
+        raise ParameterError(f"eps must be a positive finite number (or None for the default), got {eps!r}.")
+    x = data[feature].to_numpy(dtype=float, na_value=np.nan)
+    # Rows with a missing or infinite value in the feature get NaN (as fme() leaves them out).
+    ok = np.isfinite(x)
+    if not ok.any():
+        raise DataError(
+            f"feature {feature!r} has no finite value in any of the {len(x)} rows; dME needs at least one."
+        )
     if eps is None:
-        span = float(np.nanmax(x) - np.nanmin(x))
-        eps = 1e-4 * (span if span > 0 else max(1.0, float(np.nanmax(np.abs(x)))))
-    elif not np.isfinite(eps) or eps <= 0:
-        raise ParameterError(f"eps must be a positive finite number, got {eps!r}.")
+        span = float(x[ok].max() - x[ok].min())
+        eps = 1e-4 * (span if span > 0 else max(1.0, float(np.abs(x[ok]).max())))
+    eps = float(eps)
     predictor = make_predictor(model, target_class)
-    # Rows with a missing value in the feature get NaN (as fme() leaves them out) instead of reaching the model.
-    ok = ~np.isnan(x)
     X = predictor.select(data)[ok]
     up = X.copy(deep=False)
     down = X.copy(deep=False)
     up[feature] = x[ok] + eps
     down[feature] = x[ok] - eps
     out = np.full(len(data), np.nan)
-    out[ok] = (predictor(up) - predictor(down)) / (2.0 * eps)
+    out[ok] = (predictor(up, stage=f"{feature} + eps") - predictor(down, stage=f"{feature} - eps")) / (2.0 * eps)
     return pd.DataFrame({"dme": out}, index=data.index)

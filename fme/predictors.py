@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._models import booster_predictor, check_model, formula_info
 from .exceptions import DataError, ModelError, ParameterError, PredictionError
 
 __all__ = ["Predictor", "make_predictor"]
@@ -72,10 +73,30 @@ class Predictor:
             return frame
         return frame[self.feature_names]
 
-    def __call__(self, frame: pd.DataFrame) -> np.ndarray:
-        """Predict and validate: length, shape, numeric and finite."""
+    def _where(self, stage: str | None, rows: tuple[int, int, int] | None) -> str:
+        where = f" at {stage}" if stage else ""
+        if rows is not None:
+            start, stop, total = rows
+            where += f" (rows {start}-{stop - 1} of {total})" if (start, stop) != (0, total) else f" ({total} rows)"
+        return where
+
+    def __call__(
+        self, frame: pd.DataFrame, stage: str | None = None, rows: tuple[int, int, int] | None = None
+    ) -> np.ndarray:
+        """Predict and validate: length, shape, numeric and finite.
+
+        ``stage`` (e.g. ``"f(x + h)"``) and ``rows`` (``(start, stop, n)`` of the batch) only
+        enrich error messages. An exception of the model is re-raised as
+        :class:`~fme.PredictionError`, chained from the original.
+        """
         n = len(frame)
-        raw = self.func(frame)
+        try:
+            raw = self.func(frame)
+        except Exception as exc:
+            raise PredictionError(
+                f"{self.description} raised {type(exc).__name__}{self._where(stage, rows)}: {exc}. "
+                "Check that the model accepts a DataFrame of the data's columns and dtypes."
+            ) from exc
         self.n_calls += 1
         self.n_rows += n
         if isinstance(raw, (pd.Series, pd.DataFrame)):
@@ -108,16 +129,24 @@ class Predictor:
         with np.errstate(over="ignore"):
             total = np.add.reduce(out, axis=None)
         if not np.isfinite(total) and (bad := ~np.isfinite(out)).any():
-            rows = np.flatnonzero(bad.reshape(n, -1).any(axis=1))
-            raise PredictionError(
-                f"{self.description} returned {rows.size} non-finite prediction(s) (first at stacked row {rows[0]}); "
-                "check the model for NaN inputs or overflow."
+            bad_rows = np.flatnonzero(bad.reshape(n, -1).any(axis=1))
+            err = PredictionError(
+                f"{self.description} returned {bad_rows.size} non-finite prediction(s){self._where(stage, rows)} "
+                f"(first at stacked row {bad_rows[0]}); check the model for NaN inputs or, "
+                "when f(x) is finite, overflow from a step too large (use a smaller step)."
             )
+            err.non_finite = True
+            raise err
         return out
 
 
 def _is_statsmodels_results(model: Any) -> bool:
     return hasattr(model, "model") and hasattr(model, "params") and hasattr(model, "predict")
+
+
+def _label(value: Any) -> str:
+    """A class label as the user wrote it: ``1``, ``lo``, ``True`` (no ``np.int64(1)``)."""
+    return str(value.item() if isinstance(value, np.generic) else value)
 
 
 def _class_index(classes: np.ndarray, target_class: Any) -> int:
@@ -141,6 +170,10 @@ def make_predictor(model: Any, target_class: Any = None) -> Predictor:
     """
     if isinstance(model, Predictor):
         return model
+    check_model(model)
+    booster = booster_predictor(model, target_class)
+    if booster is not None:
+        return Predictor(*booster[:2], None, booster[2])
     feature_names = getattr(model, "feature_names_in_", None)
     name = type(model).__name__
     classes = getattr(model, "classes_", None)
@@ -148,7 +181,7 @@ def make_predictor(model: Any, target_class: Any = None) -> Predictor:
         classes = np.asarray(classes)
         if isinstance(target_class, str) and target_class == "all":
             return Predictor(lambda X: model.predict_proba(X), feature_names, [str(c) for c in classes],
-                             f"{name}.predict_proba")
+                             f"{name}, P(class) for each class")
         if target_class is None:
             if classes.size != 2:
                 raise ParameterError(
@@ -159,12 +192,14 @@ def make_predictor(model: Any, target_class: Any = None) -> Predictor:
         else:
             idx = _class_index(classes, target_class)
         return Predictor(lambda X: model.predict_proba(X)[:, idx], feature_names, None,
-                         f"{name}.predict_proba[{classes[idx]!r}]")
+                         f"{name}, P(class = {_label(classes[idx])})")
     if target_class is not None:
         raise ParameterError(f"target_class={target_class!r} was given but {name} is not a classifier with predict_proba.")
     if hasattr(model, "predict") and callable(model.predict):
         if _is_statsmodels_results(model):
-            return Predictor(lambda X: np.asarray(model.predict(X)), None, None, f"{name}.predict")
+            info = formula_info(model)
+            rhs = None if not info or not info[0] else info[0]
+            return Predictor(lambda X: np.asarray(model.predict(X)), rhs, None, f"{name}.predict")
         return Predictor(model.predict, feature_names, None, f"{name}.predict")
     if callable(model):
         return Predictor(model, None, None, getattr(model, "__name__", "callable"))

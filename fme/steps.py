@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._validation import check_data, is_categorical, is_numeric
-from .exceptions import FeatureError, ParameterError, StepError
+from ._validation import check_data, is_categorical, is_complex, is_numeric, mixed_object_numbers
+from .exceptions import DataError, FeatureError, ParameterError, StepError
 
 __all__ = ["Step", "STEP_RULES", "step_size", "parse_steps", "apply_steps", "stack_path"]
 
@@ -94,8 +94,8 @@ def step_size(data: pd.DataFrame, feature: str, rule: str = "sd", scale: float =
         raise ParameterError(f"unknown step rule {rule!r}; use one of {', '.join(STEP_RULES)}.")
     if not isinstance(scale, numbers.Real) or not np.isfinite(scale) or scale == 0:
         raise StepError(f"scale for the step of {feature!r} must be a finite non-zero number, got {scale!r}.")
-    x = data[feature].to_numpy(dtype=float)
-    x = x[~np.isnan(x)]
+    x = data[feature].to_numpy(dtype=float, na_value=np.nan)
+    x = x[np.isfinite(x)]  # missing and infinite values carry no spread
     if rule_l == "unit":
         base = 1.0
     elif x.size < 2:
@@ -179,6 +179,19 @@ def parse_steps(data: pd.DataFrame, steps: Any, rule_data: pd.DataFrame | None =
         if feature not in data.columns:
             raise FeatureError(_unknown_feature_message(feature, data))
         col = data[feature]
+        if is_complex(col):
+            raise StepError(
+                f"feature {feature!r} is complex-valued: a step would drop its imaginary part. Step a real "
+                f"column instead (e.g. split it into {feature}_real and {feature}_imag)."
+            )
+        mixed = mixed_object_numbers(col) if isinstance(value, numbers.Real) else []
+        if mixed:
+            raise StepError(
+                f"feature {feature!r} is an object column holding numbers (values such as {mixed}), so the "
+                f"numeric step {value!r} would be read as a move to the level {value!r}. Convert the column: "
+                f"pd.to_numeric(data[{feature!r}], errors='coerce') for a numeric step (text becomes NaN and the "
+                f"row is left out), or data[{feature!r}].astype(str) / .astype('category') to step to a level."
+            )
         if is_categorical(col):
             if pd.api.types.is_bool_dtype(col.dtype) and not isinstance(value, (bool, np.bool_)):
                 raise StepError(f"feature {feature!r} is boolean: its step is a level, True or False, not {value!r}.")
@@ -199,6 +212,13 @@ def parse_steps(data: pd.DataFrame, steps: Any, rule_data: pd.DataFrame | None =
         elif is_numeric(col):
             if rule_data is not data and feature not in rule_data.columns:
                 raise FeatureError(f"feature {feature!r} is missing from the reference data used for step rules.")
+            if rule_data is not data and not is_numeric(rule_data[feature]):
+                ref = rule_data[feature]
+                raise DataError(
+                    f"feature {feature!r} is numeric in the data but {ref.dtype} in reference_data (values such as "
+                    f"{ref.dropna().unique()[:3].tolist()}); pass reference data whose {feature!r} column is "
+                    f"numeric, e.g. pd.to_numeric(reference_data[{feature!r}], errors='coerce')."
+                )
             parsed.append(_parse_numeric(feature, value, rule_data))
         else:
             raise StepError(f"feature {feature!r} has dtype {col.dtype}, which is neither numeric nor categorical.")

@@ -316,3 +316,60 @@ def test_stability_scales_absolute_sizes(two_groups) -> None:
     assert (scaled["n_leaves"] == 2).all() and (scaled["ari"] == 1.0).all()
     assert (raw["n_leaves"] == 1).all() and (raw["ari"] == 0.0).all()
     assert part.params["minbucket"] == 150  # the partition's own record is untouched
+
+
+# ------------------------------------------------------------------ issue 11: labels and arguments
+def _grade_effects(columns=("x", "grade")):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({columns[0]: rng.uniform(-2, 2, 300), columns[1]: rng.choice(["a", "b", "c"], 300)})
+    return fme.fme(lambda d: np.abs(d[columns[0]].to_numpy()), X, {columns[0]: 0.5})
+
+
+def test_item8_integer_column_labels_work_in_came():
+    eff = _grade_effects(columns=(0, 1))
+    part = fme.came(eff)
+    assert part.features == ["0", "1"]
+    assert part.root_split == "0"
+    assert all(" 0 " in r or r.startswith("0 ") for r in part.leaves["rule"])
+    # new rows with the same integer labels are placed like the evaluated rows
+    got = part.predict(eff.data.iloc[:20])
+    np.testing.assert_array_equal(got["node"].to_numpy(), part.leaf_of_row.iloc[:20].to_numpy())
+    cart = fme.came(eff, method="cart", max_depth=2)
+    assert cart.leaves["rule"].str.contains(r"^0 |< 0 <=", regex=True).all()
+
+
+def test_item8_duplicate_index_labels_name_the_index():
+    X = pd.DataFrame({"x": np.arange(6.0)}, index=[0, 1, 2, 0, 1, 2])
+    with pytest.raises(DataError, match=r"the index of `data` has duplicate labels \(e.g. \[0, 1, 2\]\).*"
+                       r"reset_index\(drop=True\)"):
+        fme.fme(lambda d: d["x"].to_numpy(), X, {"x": 1.0})
+
+
+def test_item8_multiindex_and_duplicate_columns():
+    X = pd.DataFrame(np.ones((3, 2)), columns=pd.MultiIndex.from_tuples([("a", "x"), ("a", "y")]))
+    with pytest.raises(DataError, match=r"`data` has MultiIndex \(hierarchical\) columns"):
+        fme.fme(lambda d: d.iloc[:, 0].to_numpy(), X, {("a", "x"): 1.0})
+    Y = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
+    ref = pd.DataFrame(np.ones((3, 2)), columns=["x", "x"])
+    with pytest.raises(DataError, match=r"`reference_data` has duplicated column names \['x'\]"):
+        fme.fme(lambda d: d["x"].to_numpy(), Y, {"x": 1.0}, reference_data=ref)
+
+
+@pytest.mark.parametrize("method, valid", [("ctree", "minbucket"), ("cart", "min_samples_leaf")])
+def test_item10_misspelt_tree_parameter_lists_valid_names(method, valid):
+    with pytest.raises(ParameterError, match=rf"unknown tree parameter\(s\) \['minbuckets'\] for method='{method}'; "
+                       rf"valid names: .*{valid}"):
+        fme.came(_grade_effects(), method=method, minbuckets=5)
+
+
+def test_item10_features_as_one_string_and_empty_features():
+    eff = _grade_effects()
+    assert fme.came(eff, features="grade").features == ["grade"]
+    with pytest.raises(ParameterError, match="`features` is empty"):
+        fme.came(eff, features=[])
+
+
+def test_item11_partition_stability_random_state_as_text():
+    part = fme.came(_grade_effects())
+    with pytest.raises(ParameterError, match="random_state must be None, an int or a numpy Generator, got str"):
+        fme.partition_stability(part, random_state="7")

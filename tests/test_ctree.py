@@ -376,3 +376,27 @@ def test_many_level_factor_ordering_search_matches_exhaustive(monkeypatch: pytes
     tf = CTree(maxdepth=1).fit(pd.DataFrame({"b": (lv > 4).astype(float)}), y)
     assert tb._covs[0].kind == "factor" and tb._covs[0].levels == [False, True]
     assert tb.criteria_["statistic"].iloc[0] == pytest.approx(tf.criteria_["statistic"].iloc[0], rel=1e-12)
+
+
+# ------------------------------------------------------------------ issue 11: argument types up front
+def test_item3_ctree_refuses_complex_covariate() -> None:
+    X = pd.DataFrame({"a": np.arange(30.0), "z": np.arange(30.0) + 1j})
+    with pytest.raises(DataError, match=r"column\(s\) \['z'\] of `X` are complex-valued"):
+        CTree().fit(X, np.arange(30.0))
+
+
+@pytest.mark.parametrize("y, w, culprit", [
+    (["a"] * 30, None, "y must be the numeric response"),
+    (np.arange(30.0) + 1j, None, "y must be the numeric response"),
+    (np.arange(30.0), ["1"] * 30, "sample_weight must be non-negative case weights"),
+])
+def test_item11_ctree_text_response_or_weights(y, w, culprit) -> None:
+    X = pd.DataFrame({"a": np.arange(30.0)})
+    with pytest.raises(DataError, match=culprit):
+        CTree().fit(X, y, sample_weight=w)
+
+
+def test_item11_ctree_random_state_as_text() -> None:
+    X = pd.DataFrame({"a": np.arange(30.0)})
+    with pytest.raises(ParameterError, match="random_state must be None, an int or a numpy Generator, got str"):
+        CTree(random_state="42").fit(X, np.arange(30.0))

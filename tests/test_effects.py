@@ -78,7 +78,7 @@ def test_summary_counts_exclusions(data):
     assert res.excluded.loc["obs3", "reason_type"] == "missing"
     text = res.summary()
     assert "rows evaluated: 7 of 10" in text
-    assert "excluded (missing value in a stepped feature): 1" in text
+    assert "excluded (missing or infinite value in a stepped feature): 1" in text
     assert "excluded (extrapolation): 2" in text
     assert "extrapolation: envelope, policy exclude" in text
 
@@ -157,3 +157,103 @@ def test_default_no_extrapolation_check(data):
     res = fme.fme(cubic, data, {"x1": 100.0})
     assert res.n == 10
     assert "extrapolation: not checked" in res.summary()
+
+
+# ------------------------------------------------------------------ issue 11: users' models and detectors
+class _RescalingModel:
+    """predict() rescales a column of its input frame in place (a common preprocessing slip)."""
+
+    def predict(self, d):
+        d["x1"] = d["x1"] / 10.0
+        return 100.0 * d["x1"].to_numpy() ** 2 + d["x2"].to_numpy()
+
+
+def _rescaled_truth(d):
+    return 100.0 * (d["x1"].to_numpy() / 10.0) ** 2 + d["x2"].to_numpy()
+
+
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_item1_predict_modifying_its_input_gives_correct_fme_and_nlm(data, batch_size):
+    before = data.copy()
+    got = fme.fme(_RescalingModel(), data, {"x1": 2.0}, nlm=True, batch_size=batch_size)
+    want = fme.fme(_rescaled_truth, data, {"x1": 2.0}, nlm=True)
+    np.testing.assert_allclose(got.results["fme"], want.results["fme"], rtol=1e-12)
+    np.testing.assert_allclose(got.results["nlm"], want.results["nlm"], rtol=1e-12)
+    # analytic: 100 ((x + 2)^2 - x^2) / 100 = 4 x + 4
+    np.testing.assert_allclose(got.results["fme"], 4.0 * data["x1"] + 4.0, rtol=1e-12)
+    pd.testing.assert_frame_equal(data, before)
+
+
+def test_item1_max_linear_step_with_input_modifying_model(data):
+    got = fme.max_linear_step(_RescalingModel(), data.iloc[1:4], "x1", {"x1": 1.0})
+    want = fme.max_linear_step(_rescaled_truth, data.iloc[1:4], "x1", {"x1": 1.0})
+    np.testing.assert_allclose(got["scale"], want["scale"], rtol=1e-12)
+    assert np.isfinite(got["scale"]).all()
+
+
+class _ScoreDetector:
+    """A custom detector whose flag() returns scores in [0, 1) instead of booleans."""
+
+    def fit(self, reference):
+        return self
+
+    def flag(self, points):
+        return np.linspace(0.0, 0.9, len(points))
+
+
+def test_item2_detector_returning_scores_is_refused(data):
+    with pytest.raises(ExtrapolationError, match=r"flag\(\) returned float64 values.*must return booleans"):
+        fme.fme(cubic, data, {"x1": 1.0}, extrapolation=_ScoreDetector())
+
+
+def test_item2_detector_returning_0_1_integers_works(data):
+    class Ints(_ScoreDetector):
+        def flag(self, points):
+            return (points["x1"].to_numpy() > 7).astype(np.int64)
+
+    res = fme.fme(cubic, data, {"x1": 1.0}, extrapolation=Ints())
+    assert list(res.extrapolated.index) == ["obs7", "obs8", "obs9"]  # x + h > 7 for x1 >= 7
+
+
+def test_item6_predict_raising_in_a_later_batch_names_model_stage_rows(data):
+    def model(d):
+        if (d["x1"] > 8).any():
+            raise RuntimeError("boom in the model")
+        return d["x1"].to_numpy()
+
+    with pytest.raises(fme.PredictionError, match=r"raised RuntimeError at f\(x \+ h\) for the step x1 \+ 1 "
+                       r"\(rows 6-8 of 10\): boom in the model") as info:
+        fme.fme(model, data, {"x1": 1.0}, batch_size=3)
+    assert isinstance(info.value.__cause__, RuntimeError)
+    with pytest.raises(fme.PredictionError, match=r"raised RuntimeError at f\(x\) \(rows 9-9 of 10\)"):
+        fme.fme(model, data, {"x1": -1.0}, batch_size=3)
+    with pytest.raises(fme.PredictionError, match=r"at the NLM nodes x \+ t h for the step x1 \+ 1"):
+        fme.fme(lambda d: model(d) if len(d) > 10 else d["x1"].to_numpy(), data, {"x1": 1.0}, nlm=True)
+
+
+def test_item6_detector_fit_and_flag_raising_name_the_detector_and_stage(data):
+    class Broken(_ScoreDetector):
+        name = "broken"
+
+        def fit(self, reference):
+            raise KeyError("no such column")
+
+    with pytest.raises(ExtrapolationError, match=r"detector broken.fit\(\) raised KeyError at fit\(reference_data\)") \
+            as info:
+        fme.fme(cubic, data, {"x1": 1.0}, extrapolation=Broken())
+    assert isinstance(info.value.__cause__, KeyError)
+
+    class BadShrink(_ScoreDetector):
+        def flag(self, points):
+            if (points["x1"] % 1 != 0).any():
+                raise ValueError("cannot flag fractions")
+            return (points["x1"] > 9).to_numpy()
+
+    with pytest.raises(ExtrapolationError, match=r"_?BadShrink.flag\(\) raised ValueError at the shrink search"):
+        fme.fme(cubic, data, {"x1": 1.0}, extrapolation=BadShrink(), on_extrapolation="shrink")
+
+
+def test_item7_detector_class_instead_of_instance(data):
+    with pytest.raises(ExtrapolationError, match=r"is a detector class; pass an instance, e.g. "
+                       r"extrapolation=ConvexHullDetector\(\)"):
+        fme.fme(cubic, data, {"x1": 1.0}, extrapolation=fme.ConvexHullDetector)

@@ -343,7 +343,7 @@ def test_shrink_univariate_paper_example():
     # only the row at the maximum cannot move at all (step 0): it is excluded with that reason
     top = data["x"].idxmax()
     assert res.extrapolated.index.tolist() == [top]
-    assert res.extrapolated.loc[top, "reason"] == "no shrunk step stays inside"
+    assert res.extrapolated.loc[top, "reason"] == "no step of at least 0.01 h stays inside"
     assert res.n == len(data) - 1
     full, data = data, data.drop(index=top)
     near = data["x"] + 1 > xmax
@@ -408,3 +408,28 @@ def test_detector_object_not_fitted_by_user_is_fitted_by_fme_but_raw_use_raises(
 
 def test_package_exports_detectors():
     assert fme_pkg.EnvelopeDetector is EnvelopeDetector
+
+
+# ------------------------------------------------------------------ issue 11 item 20: shrink in many dimensions
+def test_item20_steps_shrinking_below_the_minimum_share_are_excluded_and_summarised():
+    data = pd.DataFrame({"x": np.arange(0.0, 10.5, 0.5)})
+    # x + s * 4 <= 10 needs s <= (10 - x) / 4: x = 9.99... rows shrink below 1 % of h only at the top
+    res = fme(lambda d: d["x"].to_numpy() ** 2, data, {"x": 4.0}, extrapolation="envelope",
+              on_extrapolation="shrink")
+    share = res.results["step_x"] / 4.0
+    np.testing.assert_allclose(share, np.minimum(1.0, (10.0 - data["x"].iloc[:-1]) / 4.0), atol=1e-9)
+    assert res.extrapolated.index.tolist() == [20]  # x = 10: step 0 < 0.01 h
+    assert res.extrapolated["reason"].tolist() == ["no step of at least 0.01 h stays inside"]
+    text = res.summary()
+    assert "effective step of x (share of h): min 0.125  q25 0.719  median 1  q75 1  max 1; shrunk rows 7" in text
+
+
+def test_item20_degenerate_hull_warns_and_excludes_quickly():
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    model = LinearRegression().fit(X, y)
+    with pytest.warns(UserWarning, match=r"convex hull of the reference data is degenerate: about 100% of its 442 "
+                      r"rows lie on the boundary in 10 dimensions"):
+        with pytest.raises(ExtrapolationError, match="all 442 rows are extrapolation points"):
+            fme(model, X, {"bmi": "0.5*sd", "bp": "0.5*sd"}, extrapolation="hull", on_extrapolation="shrink")

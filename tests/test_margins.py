@@ -273,3 +273,42 @@ def test_mer_with_every_grid_point_outside_returns_nan_rows_with_reason() -> Non
     out = fme.mer(lambda d: d["x"] ** 2, X, {"x": 1.0}, at={"x": [5.0, 6.0]}, extrapolation="envelope")
     assert out["fme"].isna().all()
     assert out["note"].str.contains("extrapolation points").all()
+
+
+# ------------------------------------------------------------------ issue 11: dme validates like fme
+def test_item4_dme_validates_like_fme(data):
+    all_nan = data.assign(x1=np.nan)
+    with pytest.raises(fme.DataError, match="feature 'x1' has no finite value in any of the 120 rows"):
+        fme.dme(linear, all_nan, "x1")
+    with pytest.raises(fme.DataError, match="no row can be evaluated"):
+        fme.fme(linear, all_nan, {"x1": 1.0})
+    for bad in (True, "0.1", 0, -1.0, np.nan):
+        with pytest.raises(ParameterError, match=r"eps must be a positive finite number \(or None"):
+            fme.dme(linear, data, "x1", eps=bad)
+    with pytest.raises(FeatureError, match=r"`feature` must be one column name, got list \['x1', 'x2'\]"):
+        fme.dme(linear, data, ["x1", "x2"])
+    got = fme.dme(linear, data.assign(x1=np.where(np.arange(len(data)) == 0, np.inf, data["x1"])), "x1")
+    assert np.isnan(got["dme"].iloc[0])
+    np.testing.assert_allclose(got["dme"].iloc[1:], BETA["x1"], rtol=1e-6)
+
+
+def test_item12_mer_mem_with_nullable_boolean_and_string_columns_holding_na():
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0],
+                      "b": pd.array([True, None, False, True], dtype="boolean"),
+                      "s": pd.array(["u", None, "v", "u"], dtype="string")})
+
+    def model(d):
+        return 2.0 * d["a"].to_numpy() + 3.0 * d["b"].to_numpy(dtype=float, na_value=np.nan) \
+            + (d["s"] == "v").to_numpy(dtype=float, na_value=0.0)
+
+    out = fme.mem(model, X, {"a": 1.0})
+    assert out["fme"].tolist() == [2.0]
+    out = fme.mer(model, X, {"b": True}, at={"s": ["u", "v"]})
+    assert out["s"].tolist() == ["u", "v"]
+    # the mode of b is True: already at the level, so mer leaves it out with a note
+    assert out["fme"].isna().all() and out["note"].str.contains("no row can be evaluated for the step b -> True").all()
+    out = fme.mem(model, X, {"b": True})
+    assert out["b"].tolist() == [False] and out["fme"].tolist() == [3.0]
+    out = fme.mem(model, X, {"s": "v"})
+    assert out["s"].tolist() == ["u"] and out["fme"].tolist() == [1.0]
+    assert typical_values(X)[["b", "s"]].iloc[0].tolist() == [True, "u"]

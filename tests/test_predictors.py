@@ -280,3 +280,112 @@ def test_predictor_counts_calls():
     p(pd.DataFrame({"a": [1.0, 2.0]}))
     p(pd.DataFrame({"a": [1.0, 2.0, 3.0]}))
     assert (p.n_calls, p.n_rows) == (2, 5)
+
+
+# ------------------------------------------------------------------ issue 11: unusable models, boosters
+def test_item7_unfitted_sklearn_estimator(Xnum):
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    with pytest.raises(fme.NotFittedError, match="the GradientBoostingRegressor passed as the model is not fitted; "
+                       r"call .fit\(X, y\)"):
+        fme.fme(GradientBoostingRegressor(), Xnum, {"x1": 1.0})
+
+
+def test_item7_model_class_instead_of_instance(Xnum):
+    from sklearn.linear_model import LinearRegression
+
+    with pytest.raises(ModelError, match=r"LinearRegression is a class, not a fitted model.*LinearRegression\(\)"):
+        fme.fme(LinearRegression, Xnum, {"x1": 1.0})
+
+
+def test_item7_statsmodels_model_instead_of_results(df):
+    smf = pytest.importorskip("statsmodels.formula.api")
+    with pytest.raises(ModelError, match=r"statsmodels OLS that has not been fitted; call .fit\(\) first"):
+        fme.fme(smf.ols("y ~ x1 + x2", df), df, {"x1": 1.0})
+
+
+def _boost_data():
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    return X, 2.0 * X["a"] + X["b"] ** 2
+
+
+def test_item19_raw_xgboost_booster():
+    xgb = pytest.importorskip("xgboost")
+    X, y = _boost_data()
+    booster = xgb.train({"max_depth": 3, "nthread": 1}, xgb.DMatrix(X, label=y), 15)
+    res = fme.fme(booster, X[["c", "b", "a"]], {"a": 0.5})  # columns in another order: the booster's are used
+    want = booster.predict(xgb.DMatrix(X.assign(a=X["a"] + 0.5))) - booster.predict(xgb.DMatrix(X))
+    np.testing.assert_allclose(res.results["fme"], want, rtol=1e-6, atol=1e-6)
+    assert res.model_description == "xgboost.Booster"
+
+
+def test_item19_raw_lightgbm_booster():
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _boost_data()
+    booster = lgb.train({"verbose": -1, "num_threads": 1}, lgb.Dataset(X, label=y), 15)
+    res = fme.fme(booster, X, {"a": 0.5})
+    np.testing.assert_allclose(res.results["fme"], booster.predict(X.assign(a=X["a"] + 0.5)) - booster.predict(X))
+    assert res.model_description == "lightgbm.Booster"
+
+
+@pytest.mark.parametrize("module, reg, clf", [("xgboost", "XGBRegressor", "XGBClassifier"),
+                                              ("lightgbm", "LGBMRegressor", "LGBMClassifier")])
+def test_item19_sklearn_wrappers_of_boosting_libraries(module, reg, clf):
+    lib = pytest.importorskip(module)
+    X, y = _boost_data()
+    kw = {"n_estimators": 10, "n_jobs": 1} | ({"verbose": -1} if module == "lightgbm" else {})
+    model = getattr(lib, reg)(**kw).fit(X, y)
+    res = fme.fme(model, X, {"b": -1.0})
+    np.testing.assert_allclose(res.results["fme"], model.predict(X.assign(b=X["b"] - 1.0)) - model.predict(X),
+                               rtol=1e-6, atol=1e-6)
+    c = getattr(lib, clf)(**kw).fit(X, (y > y.median()).astype(int))
+    res = fme.fme(c, X, {"b": -1.0})
+    assert res.model_description == f"{clf}, P(class = 1)"
+    with pytest.raises(fme.NotFittedError, match=f"the {reg} passed as the model is not fitted"):
+        fme.fme(getattr(lib, reg)(), X, {"a": 1.0})
+
+
+def test_item19_readable_classifier_descriptions(df):
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    model = HistGradientBoostingClassifier(max_iter=5).fit(df[FEATURES], df["yb"])
+    assert fme.fme(model, df[FEATURES], {"x1": 1.0}).model_description == "HistGradientBoostingClassifier, P(class = 1)"
+    assert make_predictor(model, "all").description == "HistGradientBoostingClassifier, P(class) for each class"
+
+
+def _religious_frame():
+    rng = np.random.default_rng(5)
+    n = 200
+    d = pd.DataFrame({"age": rng.uniform(20, 60, n), "religious": rng.integers(1, 6, n).astype(float),
+                      "unused": rng.normal(size=n)})
+    effect = {1.0: 0.0, 2.0: 0.5, 3.0: -1.0, 4.0: 2.0, 5.0: 1.0}
+    d["y"] = 0.1 * d["age"] + d["religious"].map(effect) + rng.normal(0, 0.1, n)
+    return d
+
+
+def test_item18_statsmodels_formula_c_of_numeric_column_is_categorical():
+    smf = pytest.importorskip("statsmodels.formula.api")
+    d = _religious_frame()
+    before = d.copy()
+    res = smf.ols("y ~ age + C(religious)", d).fit()
+    eff = fme.fme(res, d, {"religious": 4.0})
+    assert eff.steps[0].kind == "categorical" and eff.steps[0].value == 4.0
+    other = d["religious"] != 4.0
+    coef = {lv: (0.0 if lv == 1.0 else res.params[f"C(religious)[T.{lv}]"]) for lv in [1.0, 2.0, 3.0, 4.0, 5.0]}
+    want = coef[4.0] - d.loc[other, "religious"].map(coef)
+    np.testing.assert_allclose(eff.results["fme"], want, rtol=1e-9)
+    with pytest.raises(fme.StepError, match=r"feature 'religious' is categorical: give one of its levels"):
+        fme.fme(res, d, {"religious": 6.0})
+    pd.testing.assert_frame_equal(d, before)
+
+
+def test_item18_ame_without_steps_uses_the_formulas_right_hand_side():
+    smf = pytest.importorskip("statsmodels.formula.api")
+    d = _religious_frame()
+    res = smf.ols("y ~ np.log(age) + C(religious)", d).fit()
+    out = fme.ame(res, d)
+    assert out["feature"].tolist() == ["age"] + ["religious"] * 5
+    assert out.loc[out["feature"] == "religious", "level"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    with pytest.raises(fme.FeatureError, match=r"feature\(s\) \['unused'\] are not inputs of the model"):
+        fme.fme(res, d, {"unused": 1.0})

@@ -175,7 +175,7 @@ def test_missing_values_in_numeric_step_are_counted(frame):
     assert list(missing.index) == list(data.index[[1, 4]])
     assert missing["reason"].str.contains("x1").all()
     assert res.n == 10 and rec.lengths == [10, 10]
-    assert "missing value in a stepped feature): 2" in res.summary()
+    assert "missing or infinite value in a stepped feature): 2" in res.summary()
     res2 = fme.fme(rec, data, {"x1": 1.0, "x2": 1.0})
     assert set(res2.excluded.index) == set(data.index[[1, 2, 4]])
 
@@ -246,3 +246,47 @@ def test_boolean_feature_needs_a_boolean_level() -> None:
         fme.fme(lambda d: d["x"], X, {"b": 1})
     res = fme.fme(lambda d: d["x"] + d["b"], X, {"b": True})
     assert res.results["fme"].tolist() == [1.0]
+
+
+# ------------------------------------------------------------------ issue 11: columns that cannot be stepped
+def _lin(d):
+    return d["a"].to_numpy(dtype=float)
+
+
+def test_item3_complex_column_cannot_be_stepped():
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0], "z": np.array([1 + 1j, 2, 3])})
+    with pytest.raises(StepError, match="feature 'z' is complex-valued: a step would drop its imaginary part"):
+        fme.fme(_lin, X, {"z": 1.0})
+
+
+def test_item5_object_column_mixing_numbers_and_text_refuses_numeric_step():
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "o": pd.Series([1, 2, 3, "n/a"], dtype=object)})
+    with pytest.raises(StepError, match=r"feature 'o' is an object column holding numbers.*the numeric step 1 would "
+                       r"be read as a move to the level 1.*pd.to_numeric\(data\['o'\], errors='coerce'\)"):
+        fme.fme(_lin, X, {"o": 1})
+    # a text level of the same column is a legitimate categorical step
+    assert fme.fme(_lin, X, {"o": "n/a"}).n == 3
+
+
+def test_item9_text_in_reference_datas_stepped_feature():
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0]})
+    ref = pd.DataFrame({"a": ["low", "high", "low"]})
+    with pytest.raises(DataError, match=r"feature 'a' is numeric in the data but str in reference_data \(values such "
+                       r"as \['low', 'high'\]\).*pd.to_numeric\(reference_data\['a'\]"):
+        fme.fme(_lin, X, {"a": 1.0}, reference_data=ref, extrapolation="envelope")
+
+
+def test_item13_infinite_stepped_value_is_left_out_and_counted():
+    X = pd.DataFrame({"a": [1.0, np.inf, 3.0, -np.inf, np.nan]})
+    res = fme.fme(lambda d: d["a"].to_numpy() ** 2, X, {"a": 1.0})
+    assert list(res.results.index) == [0, 2]
+    np.testing.assert_allclose(res.results["fme"], [3.0, 7.0])
+    assert res.excluded["reason"].tolist() == ["infinite value in a", "infinite value in a", "missing value in a"]
+    assert "excluded (missing or infinite value in a stepped feature): 3" in res.summary()
+
+
+def test_item13_step_so_large_predictions_overflow_names_the_step():
+    X = pd.DataFrame({"a": [1.0, 2.0]})
+    with pytest.raises(fme.PredictionError, match=r"non-finite prediction\(s\) at f\(x \+ h\) for the step a \+ 1e\+300"
+                       r".*overflow from a step too large"):
+        fme.fme(lambda d: d["a"].to_numpy() ** 2, X, {"a": 1e300})
