@@ -207,7 +207,11 @@ def test_quadrature_rules():
     (dict(nlm_points=2.5), "nlm_points must be an integer"),
     (dict(nlm_method="simpson38", nlm_intervals=0), "nlm_intervals must be an integer >= 1"),
     (dict(nlm_method="simpson38", nlm_points=4), "nlm_points applies to nlm_method='gauss-legendre'"),
-    (dict(nlm_intervals=4), "nlm_intervals applies to nlm_method='simpson38'"),
+    (dict(nlm_method="gauss-legendre", nlm_intervals=4), "nlm_intervals applies to nlm_method='simpson38'"),
+    (dict(nlm_method="exact"), "nlm_method=.exact. is not available for function"),
+    (dict(nlm_method="gauss-kronrod", nlm_points=4), "do not apply to nlm_method=.gauss-kronrod."),
+    (dict(nlm_tol=-1.0), "nlm_tol must be a finite number >= 0"),
+    (dict(nlm_max_level=13), "nlm_max_level must be an integer in"),
 ])
 def test_bad_quadrature_arguments(grid, kwargs, phrase):
     with pytest.raises(ParameterError, match=phrase):
