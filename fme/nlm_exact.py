@@ -71,13 +71,20 @@ def _sklearn_splits(model) -> tuple[np.ndarray, np.ndarray]:
             raise Unsupported(f"{type(model).__name__} has a non-constant init estimator {type(init).__name__}")
         return _concat([_sklearn_tree(t) for t in np.ravel(model.estimators_)])
     if isinstance(model, (HistGradientBoostingClassifier, HistGradientBoostingRegressor)):
-        if getattr(model, "_preprocessor", None) is not None:
-            raise Unsupported(f"{type(model).__name__} reorders its features (categorical columns from the dtype)")
         nodes = np.concatenate([p.nodes for it in model._predictors for p in it])
         split = nodes["is_leaf"] == 0
         cat = split & (nodes["is_categorical"] == 1)
         feats = nodes["feature_idx"][split & ~cat].astype(np.int64)
         cat_feats = np.unique(nodes["feature_idx"][cat]).astype(np.int64)
+        pre = getattr(model, "_preprocessor", None)
+        if pre is not None:  # categorical columns are encoded and moved first: map back to input positions
+            perm = np.zeros(model.n_features_in_, dtype=np.int64)
+            for name, _, cols in pre.transformers_:
+                idx = np.arange(model.n_features_in_)[cols]
+                perm[pre.output_indices_[name]] = idx
+            feats, cat_feats = perm[feats], perm[cat_feats]
+        if getattr(model, "is_categorical_", None) is not None:  # input order
+            cat_feats = np.union1d(cat_feats, np.flatnonzero(model.is_categorical_))
         # categorical splits: mark with NaN thresholds (rejected if a stepped feature has one)
         return (np.concatenate([feats, cat_feats]),
                 np.concatenate([nodes["num_threshold"][split & ~cat], np.full(cat_feats.size, np.nan)]))
@@ -157,7 +164,8 @@ def _per_feature(feats, thr, columns: list[str], own_names: list[str] | None) ->
 # ----------------------------------------------------------------- pipelines
 def _feature_map(transformer, feature: str, columns: list[str]):
     """(output position, inverse map of output-space values to input values) for one stepped feature."""
-    if transformer is None or (isinstance(transformer, str) and transformer == "passthrough"):
+    identity = type(transformer).__name__ == "FunctionTransformer" and transformer.func is None
+    if transformer is None or identity or (isinstance(transformer, str) and transformer == "passthrough"):
         return columns.index(feature), (lambda v: v)
     name = type(transformer).__name__
     if name in _PER_FEATURE_SCALERS:
@@ -323,7 +331,7 @@ def exact_nlm(
         stop = int(np.searchsorted(cum, base + limit, side="right"))
         bounds.append(min(n, max(stop, start + 1)))
     nlm_parts, sd_parts, total = [], [], 0
-    float_frame = all(np.issubdtype(dt, np.floating) for dt in X.dtypes)
+    float_frame = all(isinstance(dt, np.dtype) and np.issubdtype(dt, np.floating) for dt in X.dtypes)
     for start, stop in zip(bounds[:-1], bounds[1:]):
         sl = slice(start, stop)
         m = stop - start

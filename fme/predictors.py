@@ -6,6 +6,7 @@ Supported (dispatch by capability, no hard dependency on a backend):
   pipeline does its own encoding). Classifiers give the probability of
   ``target_class``.
 * statsmodels results objects (formula API: ``predict(DataFrame)``).
+* raw ``xgboost.Booster`` (predicts on a ``DMatrix``) and ``lightgbm.Booster``.
 * any object with ``predict(DataFrame)``.
 * a plain callable ``f(DataFrame) -> array``.
 """
@@ -162,6 +163,15 @@ def make_predictor(model: Any, target_class: Any = None) -> Predictor:
                          f"{name}.predict_proba[{classes[idx]!r}]")
     if target_class is not None:
         raise ParameterError(f"target_class={target_class!r} was given but {name} is not a classifier with predict_proba.")
+    if name == "Booster" and type(model).__module__.startswith("xgboost"):
+        import xgboost
+
+        names = model.feature_names
+        return Predictor(lambda X: model.predict(xgboost.DMatrix(X)), names, None, "xgboost.Booster.predict")
+    if name == "Booster" and type(model).__module__.startswith("lightgbm"):
+        names = model.feature_name()
+        own = None if all(n.startswith("Column_") for n in names) else names
+        return Predictor(model.predict, own, None, "lightgbm.Booster.predict")
     if hasattr(model, "predict") and callable(model.predict):
         if _is_statsmodels_results(model):
             return Predictor(lambda X: np.asarray(model.predict(X)), None, None, f"{name}.predict")
