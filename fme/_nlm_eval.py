@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,10 @@ import pandas as pd
 from .exceptions import ParameterError
 from .nlm import (DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, NLM_METHODS, QuadratureRule, gauss_kronrod_rules,
                   nlm_from_path, quadrature_rule)
-from .nlm_exact import exact_support
+from .nlm_exact import exact_nlm, exact_support
 from .steps import Step, _numeric_shift, stack_path
 
-__all__ = ["NLMSettings", "resolve_method", "adaptive_nlm", "classify", "NLM_STATUS", "DEFAULT_FLAT_TOL"]
+__all__ = ["NLMSummaryMixin", "nlm_values", "NLMSettings", "resolve_method", "adaptive_nlm", "classify", "NLM_STATUS", "DEFAULT_FLAT_TOL"]
 
 #: Values of the ``nlm_status`` column.
 NLM_STATUS = ("ok", "constant", "flat", "inaccurate")
@@ -145,3 +146,60 @@ def classify(nlm: np.ndarray, sd: np.ndarray, f0: np.ndarray, f1: np.ndarray, fl
     status[constant] = "constant"
     out = np.where(flat, np.nan, nlm)
     return out, status
+
+
+def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[Step, ...],
+                h: Mapping[str, np.ndarray] | None, f0: np.ndarray, f1: np.ndarray, batch_size: int | None):
+    """(nlm, status) by the resolved method: exact or adaptive Gauss-Kronrod (fixed rules: in fme.effects)."""
+    if settings.method == "exact":
+        shifts = {s.feature: np.broadcast_to(np.asarray(h[s.feature] if h is not None and s.feature in h
+                                                         else s.value, dtype=float), (len(X),)) for s in steps}
+        nlm, sd, _ = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1)
+        return classify(nlm, sd, f0, f1, settings.flat_tol)
+    nlm, sd, err, _ = adaptive_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.max_level, batch_size)
+    return classify(nlm, sd, f0, f1, settings.flat_tol, err, settings.tol)
+
+
+class NLMSummaryMixin:
+    """Robust NLM figures of :class:`fme.effects.FMEResult` (paper §5.4 and issue 13)."""
+
+    @property
+    def status_columns(self) -> list[str]:
+        cols = ["nlm_status"] if self.output_names is None else [f"nlm_status_{c}" for c in self.output_names]
+        return [c for c in cols if c in self.results.columns]
+
+    def _count_status(self, status: str) -> int:
+        if not self.status_columns:
+            return 0
+        return int((self.results[self.status_columns] == status).any(axis=1).sum())
+
+    @property
+    def median_nlm(self) -> Any:
+        """Median of the defined NLMs: robust to the unbounded-below tail (one row cannot dominate it)."""
+        if not self.has_nlm:
+            return float("nan")
+        return self._reduce(self.nlm_columns, lambda v: float(np.nanmedian(v)) if np.isfinite(v).any() else float("nan"))
+
+    @property
+    def share_linear(self) -> Any:
+        """Share of the defined NLMs >= ``nlm_linear_threshold`` (default 0.9; paper §5.4's "approximately linear")."""
+        if not self.has_nlm:
+            return float("nan")
+        t = self.nlm_linear_threshold
+        return self._reduce(self.nlm_columns, lambda v: float(np.mean(v[~np.isnan(v)] >= t))
+                            if np.isfinite(v).any() else float("nan"))
+
+    @property
+    def n_nlm_flat(self) -> int:
+        """Rows whose path is flat: varies, but negligibly (``nlm_flat_tol``); NLM undefined."""
+        return self._count_status("flat")
+
+    @property
+    def n_nlm_constant(self) -> int:
+        """Rows whose prediction is exactly constant along the path (NLM 0/0)."""
+        return self._count_status("constant")
+
+    @property
+    def n_nlm_inaccurate(self) -> int:
+        """Rows whose Gauss-Kronrod error estimate stayed above ``nlm_tol``."""
+        return self._count_status("inaccurate")

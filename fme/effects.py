@@ -26,9 +26,9 @@ from ._stats import describe
 from ._validation import check_data
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from .extrapolation import make_detector
-from ._nlm_eval import NLMSettings, adaptive_nlm, classify, resolve_method
+from ._nlm_eval import NLMSummaryMixin, classify, resolve_method
+from ._nlm_eval import nlm_values as _nlm_values
 from .nlm import QuadratureRule, nlm_from_path
-from .nlm_exact import exact_nlm
 from .predictors import Predictor, make_predictor
 from .steps import Step, apply_steps, parse_steps, stack_path
 
@@ -42,7 +42,7 @@ _SHRINK_ITERATIONS = 40
 
 
 @dataclass(frozen=True, eq=False)
-class FMEResult:
+class FMEResult(NLMSummaryMixin):
     """Forward marginal effects of one step specification.
 
     Attributes
@@ -105,16 +105,6 @@ class FMEResult:
     def has_nlm(self) -> bool:
         return bool(self.nlm_columns)
 
-    @property
-    def status_columns(self) -> list[str]:
-        cols = ["nlm_status"] if self.output_names is None else [f"nlm_status_{c}" for c in self.output_names]
-        return [c for c in cols if c in self.results.columns]
-
-    def _count_status(self, status: str) -> int:
-        if not self.status_columns:
-            return 0
-        return int((self.results[self.status_columns] == status).any(axis=1).sum())
-
     # ----------------------------------------------------------------- figures
     def _reduce(self, cols: list[str], fn) -> Any:
         vals = {c: fn(self.results[c].to_numpy(dtype=float)) for c in cols}
@@ -138,37 +128,6 @@ class FMEResult:
         if not self.has_nlm:
             return float("nan")
         return self._reduce(self.nlm_columns, lambda v: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan"))
-
-    @property
-    def median_nlm(self) -> Any:
-        """Median of the defined NLMs: robust to the unbounded-below tail (one row cannot dominate it)."""
-        if not self.has_nlm:
-            return float("nan")
-        return self._reduce(self.nlm_columns, lambda v: float(np.nanmedian(v)) if np.isfinite(v).any() else float("nan"))
-
-    @property
-    def share_linear(self) -> Any:
-        """Share of the defined NLMs >= ``nlm_linear_threshold`` (default 0.9; paper §5.4's "approximately linear")."""
-        if not self.has_nlm:
-            return float("nan")
-        t = self.nlm_linear_threshold
-        return self._reduce(self.nlm_columns, lambda v: float(np.mean(v[~np.isnan(v)] >= t))
-                            if np.isfinite(v).any() else float("nan"))
-
-    @property
-    def n_nlm_flat(self) -> int:
-        """Rows whose path is flat: varies, but negligibly (``nlm_flat_tol``); NLM undefined."""
-        return self._count_status("flat")
-
-    @property
-    def n_nlm_constant(self) -> int:
-        """Rows whose prediction is exactly constant along the path (NLM 0/0)."""
-        return self._count_status("constant")
-
-    @property
-    def n_nlm_inaccurate(self) -> int:
-        """Rows whose Gauss-Kronrod error estimate stayed above ``nlm_tol``."""
-        return self._count_status("inaccurate")
 
     @property
     def n(self) -> int:
@@ -305,18 +264,6 @@ def _evaluate(
     if rule is None:
         return f0, f1, None, None
     return f0, f1, np.concatenate(nlm_parts), np.concatenate(sd_parts)
-
-
-def _nlm_values(settings: NLMSettings, predictor: Predictor, X: pd.DataFrame, steps: tuple[Step, ...],
-                h: Mapping[str, np.ndarray] | None, f0: np.ndarray, f1: np.ndarray, batch_size: int | None):
-    """(nlm, status) by the resolved method: exact, adaptive Gauss-Kronrod (fixed rules are done in _evaluate)."""
-    if settings.method == "exact":
-        shifts = {s.feature: np.broadcast_to(np.asarray(h[s.feature] if h is not None and s.feature in h
-                                                         else s.value, dtype=float), (len(X),)) for s in steps}
-        nlm, sd, _ = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1)
-        return classify(nlm, sd, f0, f1, settings.flat_tol)
-    nlm, sd, err, _ = adaptive_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.max_level, batch_size)
-    return classify(nlm, sd, f0, f1, settings.flat_tol, err, settings.tol)
 
 
 def _detector_columns(predictor: Predictor, data: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
