@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     for cfg in configs:
         try:
             res = build_report(cfg, out, force=force, pdf=pdf, renderer=getattr(args, "renderer", "auto"))
-        except ConfigError as exc:
-            print(f"fme report: invalid config: {exc}", file=sys.stderr)
+        except ConfigError as exc:  # one line <config>:<line>: <key>: <problem>; details in the log it names
+            print(str(exc), file=sys.stderr)
             status = 1
             continue
         if not res["skipped"]:

@@ -79,7 +79,7 @@ def test_errors_name_key_and_line(tmp_path, text, line, pattern):
 
 def test_invalid_yaml_reports_line(tmp_path):
     p = _write(tmp_path, GOOD.replace("owner: O", "owner: [O"))
-    with pytest.raises(ConfigError, match=rf"^{p}:\d+: invalid YAML"):
+    with pytest.raises(ConfigError, match=rf"^{p}:3: \(YAML\): invalid YAML: expected"):
         load_config(p)
 
 
@@ -123,3 +123,71 @@ def test_stability_defaults_merge_and_off(tmp_path):
     assert load_config(_write(tmp_path, GOOD + "    stability: false\n"))["effects"][0]["stability"] is False
     with pytest.raises(ConfigError, match=r":11: effects\[0\]\.stability"):
         load_config(_write(tmp_path, GOOD + "    stability: {fraction: 1.5}\n"))
+
+
+# ------------------------------------------------------------------ issue 16 A: loud, line-numbered failures
+def test_duplicate_key_is_an_error_with_its_line(tmp_path):
+    p = _write(tmp_path, GOOD.replace("  - steps: {crim: -5}\n", "  - steps: {crim: 1, crim: -1}\n"))
+    with pytest.raises(ConfigError, match=rf"^{p}:10: effects\[0\]\.steps\.crim: duplicate key \(first given on "
+                                          r"line 10\); give each key once$"):
+        load_config(p)
+
+
+def test_duplicate_top_level_key(tmp_path):
+    p = _write(tmp_path, GOOD + "owner: P\n")
+    with pytest.raises(ConfigError, match=rf"^{p}:11: owner: duplicate key \(first given on line 2\)"):
+        load_config(p)
+
+
+def test_unique_key_loader_refuses_duplicates():
+    import yaml
+
+    from fme.report.config import UniqueKeyLoader
+
+    assert yaml.load("a: {x: 1, y: 2}", Loader=UniqueKeyLoader) == {"a": {"x": 1, "y": 2}}
+    with pytest.raises(yaml.YAMLError, match="duplicate key 'x'"):
+        yaml.load("a: {x: 1, x: -1}", Loader=UniqueKeyLoader)
+
+
+def test_non_utf8_config_is_one_line(tmp_path):
+    p = tmp_path / "latin1.yaml"
+    p.write_bytes(GOOD.replace("owner: O", "owner: M\u00fcller").encode("latin-1"))
+    with pytest.raises(ConfigError) as info:
+        load_config(p)
+    msg = str(info.value)
+    assert msg == f"{p}:2: (encoding): the config is not UTF-8 text (byte 0xfc at offset 17); save the file as UTF-8"
+    assert "\n" not in msg and info.value.__cause__ is None
+
+
+@pytest.mark.parametrize("partition, key, phrase", [
+    ("{method: ctree, max_depth: 3}", "max_depth", "'max_depth' is a CART parameter, not one of method ctree's "
+                                                   r"\(minbucket, minsplit, alpha, maxdepth, testtype, "
+                                                   r"mincriterion\); use maxdepth with method: ctree"),
+    ("{method: cart, maxdepth: 3}", "maxdepth", "'maxdepth' is a CTree parameter, .*use max_depth with method: cart"),
+    ("{method: cart, alpha: 0.1}", "alpha", "'alpha' is a CTree parameter, .*set method: ctree or remove it"),
+    ("{maxdpeth: 3}", "maxdpeth", "unknown key 'maxdpeth'; allowed keys here: alpha, ccp_alpha, features"),
+])
+def test_partition_parameter_names_per_method(tmp_path, partition, key, phrase):
+    p = _write(tmp_path, GOOD + f"    partition: {partition}\n")
+    with pytest.raises(ConfigError, match=rf"^{p}:11: effects\[0\]\.partition\.{key}: {phrase}"):
+        load_config(p)
+
+
+def test_cart_parameters_accepted(tmp_path):
+    cfg = load_config(_write(tmp_path, GOOD + "    partition: {method: cart, max_depth: 3, min_samples_leaf: 20}\n"))
+    assert cfg["effects"][0]["partition"] == {"method": "cart", "max_depth": 3, "min_samples_leaf": 20}
+
+
+def test_unknown_detector_names_valid_ones(tmp_path):
+    p = _write(tmp_path, GOOD + "    extrapolation: hul\n")
+    with pytest.raises(ConfigError, match=rf"^{p}:11: effects\[0\]\.extrapolation: 'hul' is not one of "
+                                          r"\['envelope', 'hull', 'mcec', 'cert', 'isolation_forest', 'lof', 'none'\]"):
+        load_config(p)
+    assert load_config(_write(tmp_path, GOOD + "    extrapolation: hull\n"))["effects"][0]["extrapolation"] == "hull"
+
+
+def test_detector_names_match_the_library():
+    from fme.extrapolation import DETECTORS
+    from fme.report.config import DETECTOR_NAMES
+
+    assert sorted(DETECTOR_NAMES) == sorted(DETECTORS)

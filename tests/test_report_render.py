@@ -306,3 +306,32 @@ def test_stability_flag_and_failed_refits():
     assert "First split (lstat in the full data)" not in values
     assert values["Refits that failed"].startswith("20: n_partitions=6")
     assert "unknown" in sentences.stability_sentence(sc["cells"], None, 4)
+
+
+# ------------------------------------------------------------------ issue 16 B: the PDF says what the HTML says
+MARKER_CELLS = ["+ (AME 5.43)", "- (AME -1.34)", "-", "+", "1. item", "2.", "= head", "/ term", "-1.34",
+                "#x", "$cost$", "a|b", "Extrapolation points left out"]
+
+
+def test_typst_reads_no_cell_as_a_list_marker(tmp_path):
+    pytest.importorskip("pypandoc")
+    pytest.importorskip("typst")
+    import shutil
+    import subprocess
+
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) is not installed")
+    from fme.report.render import md_escape, render_pdf
+
+    rows = [f"| {md_escape(c)} | n |" for c in MARKER_CELLS]
+    paras = [md_escape(c) + "\n" for c in MARKER_CELLS if c != "-"]  # pdftotext joins a line "-" to the next
+    doc = "\n".join(paras + ["| Cell | n |", "|---|---:|", *rows, ""])
+    (tmp_path / "report.qmd").write_text(doc, encoding="utf-8")
+    pdf = render_pdf(tmp_path / "report.qmd")
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    text = text.replace("\u2212", "-").replace("\u00ad\n", "")
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    for cell in MARKER_CELLS:
+        assert lines.count(cell) == (1 if cell == "-" else 2), (cell, lines)  # paragraph and table cell, literally
+    assert not any(line.startswith(("1. (AME", "• ")) for line in lines)
+    assert "•" not in text and "1. (AME" not in text

@@ -23,8 +23,10 @@ import fme
 
 from .._validation import is_categorical
 from . import figures
+from .config import ConfigError, config_error
+from .validate import analysis_error, levels_of
 
-__all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "write_results"]
+__all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment", "write_results"]
 
 
 def _sha256_file(path: Path) -> str:
@@ -48,12 +50,24 @@ def load_model(cfg: dict) -> tuple[Any, pd.DataFrame | None, dict]:
         import joblib
 
         path = _resolve(cfg, spec["joblib"])
-        model = joblib.load(path)
+        try:
+            model = joblib.load(path)
+        except Exception as exc:  # noqa: BLE001 - any unpickling failure is a config problem
+            raise analysis_error(cfg, ("model", "joblib"), exc) from exc
         return model, None, {"kind": "joblib", "source": spec["joblib"], "sha256": _sha256_file(path),
                              "sha256_of": None}
     module_name, func_name = spec["entry_point"].split(":")
-    module = importlib.import_module(module_name)
-    out = getattr(module, func_name)()
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001
+        raise analysis_error(cfg, ("model", "entry_point"), exc) from exc
+    if not callable(getattr(module, func_name, None)):
+        raise config_error(cfg, ("model", "entry_point"),
+                           f"module {module_name!r} has no function {func_name!r}; check the name after the colon")
+    try:
+        out = getattr(module, func_name)()
+    except Exception as exc:  # noqa: BLE001
+        raise analysis_error(cfg, ("model", "entry_point"), exc) from exc
     model, train = (out if isinstance(out, tuple) else (out, None))
     source = getattr(module, "__file__", None)
     info = {"kind": "entry point", "source": spec["entry_point"],
@@ -62,8 +76,15 @@ def load_model(cfg: dict) -> tuple[Any, pd.DataFrame | None, dict]:
     return model, train, info
 
 
-def load_data(cfg: dict, spec: dict) -> tuple[pd.DataFrame, dict]:
-    """A data frame and its provenance (source, sha256, rows, columns)."""
+def load_data(cfg: dict, spec: dict, key: str = "data") -> tuple[pd.DataFrame, dict]:
+    """A data frame and its provenance (source, sha256, rows, columns); ``key`` names the config key in errors."""
+    try:
+        return _load_data(cfg, spec)
+    except Exception as exc:  # noqa: BLE001 - unreadable file, bad CSV, missing pyarrow: one line naming the key
+        raise analysis_error(cfg, (key, "path" if "path" in spec else "dataset"), exc) from exc
+
+
+def _load_data(cfg: dict, spec: dict) -> tuple[pd.DataFrame, dict]:
     if "dataset" in spec:
         from importlib import resources
 
@@ -93,10 +114,25 @@ def versions() -> dict[str, str]:
     import scipy
     import sklearn
 
+    import statsmodels
+
     out = {"fme": fme.__version__, "python": platform.python_version(), "numpy": np.__version__,
            "pandas": pd.__version__, "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
-           "matplotlib": matplotlib.__version__, "jinja2": jinja2.__version__}
+           "statsmodels": statsmodels.__version__, "matplotlib": matplotlib.__version__,
+           "jinja2": jinja2.__version__}
     return out
+
+
+def environment() -> dict:
+    """Operating system, CPU architecture and the lock the environment was installed from.
+
+    ``lock``: :func:`fme._environment.lock_record` (the lock's sha256 and whether every
+    installed package equals its pin), so a report shows whether it ran in the locked set-up.
+    """
+    from .._environment import lock_record
+
+    return {"os": platform.system(), "os_release": platform.release(), "machine": platform.machine(),
+            "lock": lock_record()}
 
 
 # ------------------------------------------------------------------ statistics
@@ -130,16 +166,12 @@ def _num(x: Any) -> Any:
 
 
 def _levels_for(data: pd.DataFrame, feature: str, value: Any) -> list:
-    col = data[feature]
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        levels = list(col.cat.categories)
-    else:
-        levels = sorted(col.dropna().unique().tolist(), key=str)
-    return levels if value == "all" else list(value)
+    return levels_of(data, feature) if value == "all" else list(value)
 
 
 # ------------------------------------------------------------------ one effect
-def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff: dict, seed: int) -> dict:
+def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff: dict, seed: int,
+                   target_class: Any = None) -> dict:
     """fMEs, NLMs, extrapolation counts and cAMEs of one configured effect.
 
     Returns a dict with the FMEResult (``"result"``), the PartitionResult
@@ -148,7 +180,7 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
     steps = dict(eff["steps"])
     numeric = all(not is_categorical(data[f]) for f in steps if f in data.columns)
     detector = None if eff["extrapolation"] == "none" else eff["extrapolation"]
-    kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed}
+    kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
     if detector is not None:
         kwargs.update(extrapolation=detector, on_extrapolation=eff["on_extrapolation"])
     use_nlm = bool(eff["nlm"]) and numeric
@@ -205,11 +237,12 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
     if res.detector is not None and res.on_extrapolation == "exclude":
         # §1.6: the same effect over all rows, extrapolation points included (fMEs computed for them too)
         with_eps = fme.fme(model, data, steps, extrapolation=detector, on_extrapolation="keep",
-                           reference_data=reference, random_state=seed)
+                           reference_data=reference, random_state=seed, target_class=target_class)
         w = _stats(with_eps.results["fme"].to_numpy(dtype=float), conf)
         summary["with_eps"] = {"n": w["n"], "n_extrapolation": int(with_eps.results["extrapolation"].sum()),
                                "ame": w["mean"], "ci_low": w["ci_low"], "ci_high": w["ci_high"]}
-    summary["sensitivity"] = _step_sensitivity(model, data, reference, res, summary, detector, eff, seed)
+    summary["sensitivity"] = _step_sensitivity(model, data, reference, res, summary, detector, eff, seed,
+                                               target_class)
     part = None
     if eff["partition"] is not False and res.n >= 2:
         params = {k: v for k, v in eff["partition"].items()}
@@ -262,7 +295,7 @@ STEP_FACTORS = (0.5, 1.0, 2.0)
 
 
 def _step_sensitivity(model: Any, data: pd.DataFrame, reference: pd.DataFrame, res: Any, summary: dict,
-                      detector: str | None, eff: dict, seed: int) -> list[dict] | None:
+                      detector: str | None, eff: dict, seed: int, target_class: Any = None) -> list[dict] | None:
     """AME (CI, n) at h/2, h and 2h, every step component scaled together; None for categorical steps.
 
     The resolved step values (rules such as ``sd`` already turned into numbers) are scaled; detector and
@@ -280,7 +313,7 @@ def _step_sensitivity(model: Any, data: pd.DataFrame, reference: pd.DataFrame, r
                          "ci_low": summary["ci_low"], "ci_high": summary["ci_high"]})
             continue
         steps = {f: h * factor for f, h in base.items()}
-        kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed}
+        kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
         if detector is not None:
             kwargs.update(extrapolation=detector, on_extrapolation=eff["on_extrapolation"])
         row: dict[str, Any] = {"factor": factor, "steps": steps}
@@ -299,8 +332,13 @@ def _step_sensitivity(model: Any, data: pd.DataFrame, reference: pd.DataFrame, r
     return rows
 
 
-def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: dict, out_dir: Path) -> list[dict]:
-    """Compute every configured effect, write its tables and figures, return the summaries."""
+def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: dict, out_dir: Path,
+                target_class: Any = None) -> list[dict]:
+    """Compute every configured effect, write its tables and figures, return the summaries.
+
+    Any failure is a :class:`~fme.report.config.ConfigError` naming the effect's ``steps`` line: a report
+    never silently drops an effect.
+    """
     out_dir = Path(out_dir)
     (out_dir / "tables").mkdir(parents=True, exist_ok=True)
     (out_dir / "figures").mkdir(parents=True, exist_ok=True)
@@ -316,15 +354,18 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
         group = []
         for vid, veff in variants:
             try:
-                out = compute_effect(model, data, reference, veff, cfg["seed"])
-            except fme.FMEError as exc:  # e.g. every row at the level: report it, do not fail
-                group.append({"id": vid, "error": str(exc), "level": _num(veff.get("level"))})
-                continue
-            summ = out["summary"]
-            summ["id"] = vid
-            summ["level"] = _num(veff.get("level"))
-            summ["figures"] = figures.effect_figures(out["result"], out["partition"], veff, cfg, out_dir, vid)
-            _write_tables(out, summ, out_dir, vid)
+                out = compute_effect(model, data, reference, veff, cfg["seed"], target_class)
+                summ = out["summary"]
+                summ["id"] = vid
+                summ["level"] = _num(veff.get("level"))
+                summ["target_class"] = _num(target_class)
+                summ["figures"] = figures.effect_figures(out["result"], out["partition"], veff, cfg, out_dir, vid)
+                _write_tables(out, summ, out_dir, vid)
+            except Exception as exc:  # noqa: BLE001 - loud, one line, naming the effect (and level)
+                err = analysis_error(cfg, ("effects", i - 1, "steps"), exc)
+                if "level" in veff and not isinstance(exc, ConfigError):
+                    err = ConfigError(f"{err} (level {veff['level']!r})")
+                raise err from exc
             group.append(summ)
         summaries.append({"id": eff["id"], "title": eff.get("title"), "why": eff["why"], "config": _jsonable(eff),
                           "variants": group})

@@ -1,7 +1,7 @@
 """Build one report: config -> notebook (papermill) -> results -> report.qmd -> HTML + PDF.
 
-Incremental: the build is skipped when the hash of its inputs (config file,
-data file, fme's sources, the templates) equals the one stored in
+Incremental: the build is skipped when the hash of its inputs (:func:`inputs_sha256`:
+config, fitted model, data, fme, templates, lock) equals the one stored in
 ``<out>/.inputs.sha256`` from the last successful build and the outputs exist.
 """
 
@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import load_config
+from ._kernel import logged_kernel_manager
+from .config import ConfigError, config_error, load_config
+from .validate import check_inputs
 
 __all__ = ["build_report", "inputs_sha256", "default_out_dir"]
 
@@ -32,14 +36,49 @@ def _files(root: Path, patterns: tuple[str, ...]) -> list[Path]:
     return sorted(set(out))
 
 
+def _entry_point_bytes(cfg: dict) -> tuple[bytes, bytes]:
+    """(pickled model returned by the entry point, source of its module); calls the entry point (runs code)."""
+    import importlib
+    import pickle
+
+    from .validate import analysis_error
+
+    module_name, func_name = cfg["model"]["entry_point"].split(":")
+    try:
+        module = importlib.import_module(module_name)
+        out = getattr(module, func_name)()
+    except Exception as exc:  # noqa: BLE001 - one line naming the key
+        raise analysis_error(cfg, ("model", "entry_point"), exc) from exc
+    model = out[0] if isinstance(out, tuple) else out
+    file = getattr(module, "__file__", None)
+    source = Path(file).read_bytes() if file and Path(file).is_file() else b""  # from disk, never a cached copy
+    try:
+        fitted = pickle.dumps(out if isinstance(out, tuple) else model, protocol=4)
+    except Exception:  # noqa: BLE001 - an unpicklable model: its repr and the module source still count
+        fitted = repr(model).encode("utf-8")
+    return fitted, source
+
+
 def inputs_sha256(cfg: dict, templates: Path) -> str:
-    """Hash of everything a report depends on (config, data file, fme sources, templates)."""
+    """Hash of everything a report depends on.
+
+    The config file and the resolved config (defaults filled in), the fitted model (a joblib file's
+    bytes; for an entry point the pickled returned model, training data included, and its module's
+    source), the data, reference and test data files, fme's version and sources (bundled datasets
+    included), the templates and the repository's ``requirements.lock`` (when fme runs from a checkout).
+    An entry point is *called* to hash its model.
+    """
+    from .. import __version__
+    from .._environment import find_lock
+
     h = hashlib.sha256()
 
     def add(label: str, data: bytes) -> None:
         h.update(label.encode() + b"\0" + hashlib.sha256(data).digest())
 
     add("config", Path(cfg["_path"]).read_bytes())
+    resolved = {k: v for k, v in cfg.items() if not k.startswith("_")}
+    add("resolved config", json.dumps(resolved, sort_keys=True, default=str).encode("utf-8"))
     for key in ("data", "reference_data", "test_data"):
         spec = cfg.get(key)
         if spec and "path" in spec:
@@ -48,6 +87,13 @@ def inputs_sha256(cfg: dict, templates: Path) -> str:
     if "joblib" in cfg["model"]:
         p = Path(cfg["model"]["joblib"])
         add("model", (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes())
+    else:
+        fitted, source = _entry_point_bytes(cfg)
+        add("model", fitted)
+        add("model module source", source)
+    add("fme version", __version__.encode())
+    lock = find_lock()
+    add("requirements.lock", lock.read_bytes() if lock is not None and Path(lock).is_file() else b"no lock")
     for p in _files(PACKAGE, ("*.py", "*.csv")):
         add(str(p.relative_to(PACKAGE)), p.read_bytes())
     for p in _files(Path(templates), ("*",)):
@@ -64,10 +110,10 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     Returns a dict with ``skipped`` (bool), the output paths and per-step timings.
     """
     from . import render
-    from .context import build_context
 
     t0 = time.perf_counter()
     cfg = load_config(config_path)
+    check_inputs(cfg)
     tdir = Path(templates) if templates is not None else render.TEMPLATES
     out = Path(out_dir) if out_dir is not None else default_out_dir(config_path)
     want_pdf = cfg["pdf"] if pdf is None else pdf
@@ -79,31 +125,92 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
         log(f"[fme report] {cfg['_name']}: up to date ({out})")
         return {"skipped": True, "out_dir": out, "html": out / "report.html",
                 "pdf": out / "report.pdf" if want_pdf else None, "timings": {}}
-    out.mkdir(parents=True, exist_ok=True)
-    if stamp.exists():
-        stamp.unlink()
     timings: dict[str, float] = {}
+    work = out.parent / f".{out.name}.partial"
+    error_log = out.parent / f"{out.name}.error.log"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    kernel_log = work / "kernel.log"
+    try:
+        html, pdf_path, used = _build_into(work, cfg, config_path, tdir, digest, bool(want_pdf), renderer, log,
+                                           timings, kernel_log)
+    except BaseException as exc:
+        kernel = kernel_log.read_text(encoding="utf-8", errors="replace") if kernel_log.is_file() else ""
+        shutil.rmtree(work, ignore_errors=True)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise _loud(exc, cfg, error_log, kernel) from None
+    (work / ".inputs.sha256").write_text(stamp_text)
+    _replace_dir(work, out)
+    if error_log.exists():
+        error_log.unlink()
+    html, pdf_path = out / html.name, (out / pdf_path.name if pdf_path else None)
+    timings["total"] = time.perf_counter() - t0
+    log(f"[fme report] {cfg['_name']}: rendered with {used}: HTML {html} ({html.stat().st_size / 1e6:.2f} MB)"
+        + (f", PDF {pdf_path}" if pdf_path else ""))
+    log(f"[fme report] {cfg['_name']}: done in {timings['total']:.1f} s")
+    return {"skipped": False, "out_dir": out, "html": html, "pdf": pdf_path, "timings": timings}
+
+
+def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, digest: str, want_pdf: bool,
+                renderer: str, log: Callable[[str], Any], timings: dict,
+                kernel_log: Path) -> tuple[Path, Path | None, str]:
+    """Run the notebook and render into ``work`` (a fresh folder); returns (html, pdf or None, renderer used)."""
+    from . import render
+    from .context import build_context
+
     log(f"[fme report] {cfg['_name']}: running the analysis notebook (papermill) ...")
     t = time.perf_counter()
     import papermill
 
-    papermill.execute_notebook(str(tdir / "analysis.ipynb"), str(out / "analysis.ipynb"),
+    # the kernel process's own stderr (e.g. IPKernelApp warnings) goes to kernel.log, not to the user
+    papermill.execute_notebook(str(tdir / "analysis.ipynb"), str(work / "analysis.ipynb"),
                                parameters={"config_path": str(Path(config_path).resolve()),
-                                           "out_dir": str(out.resolve())},
-                               progress_bar=False, log_output=False, kernel_name="python3")
+                                           "out_dir": str(work.resolve())},
+                               progress_bar=False, log_output=False, kernel_name="python3",
+                               kernel_manager_class=logged_kernel_manager(kernel_log))
     timings["analysis"] = time.perf_counter() - t
     log(f"[fme report] {cfg['_name']}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
-    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    results = json.loads((work / "results.json").read_text(encoding="utf-8"))
     build_info = {"inputs_sha256": digest, "tools": render.tool_versions(),
                   "config_arg": str(config_path)}
     ctx = build_context(results, cfg, Path(config_path).read_text(encoding="utf-8"), build_info)
     t = time.perf_counter()
-    qmd = render.render_qmd(ctx, out, tdir)
-    html, pdf_path, used = render.render_documents(qmd, ctx, tdir, pdf=bool(want_pdf), renderer=renderer)
+    qmd = render.render_qmd(ctx, work, tdir)
+    html, pdf_path, used = render.render_documents(qmd, ctx, tdir, pdf=want_pdf, renderer=renderer)
     timings["render"] = time.perf_counter() - t
-    log(f"[fme report] {cfg['_name']}: rendered with {used}: HTML {html} ({html.stat().st_size / 1e6:.2f} MB)"
-        + (f", PDF {pdf_path}" if pdf_path else ""))
-    stamp.write_text(stamp_text)
-    timings["total"] = time.perf_counter() - t0
-    log(f"[fme report] {cfg['_name']}: done in {timings['total']:.1f} s")
-    return {"skipped": False, "out_dir": out, "html": html, "pdf": pdf_path, "timings": timings}
+    return html, pdf_path, used
+
+
+def _replace_dir(work: Path, out: Path) -> None:
+    """Move the finished ``work`` folder to ``out``; a previous ``out`` is removed only after that succeeded."""
+    old = out.parent / f".{out.name}.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if out.exists():
+        out.rename(old)
+    work.rename(out)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _loud(exc: BaseException, cfg: dict, error_log: Path, kernel_stderr: str = "") -> ConfigError:
+    """One-line :class:`ConfigError` for a failed build; the details (traceback, notebook cell) go to ``error_log``."""
+    import traceback
+
+    ename, evalue = type(exc).__name__, str(exc)
+    if type(exc).__name__ == "PapermillExecutionError":  # the notebook raised: its exception's name and message
+        ename, evalue = exc.ename, exc.evalue
+        detail = _ANSI.sub("", "\n".join(exc.traceback))
+    else:
+        detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    error_log.write_text(f"fme report: {cfg['_path']}\n{ename}: {evalue}\n\n{detail}\n\n"
+                         f"kernel stderr:\n{kernel_stderr}\n", encoding="utf-8")
+    first = " ".join(evalue.split())
+    if ename == "ConfigError" and first.startswith(cfg["_path"] + ":"):
+        return ConfigError(f"{first} (details: {error_log})")
+    return config_error(cfg, (), f"the build failed: {ename}: {first} (details: {error_log})")

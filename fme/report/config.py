@@ -19,7 +19,8 @@ from typing import Any
 
 import yaml
 
-__all__ = ["ConfigError", "SCHEMA", "load_config", "config_sha256"]
+__all__ = ["ConfigError", "SCHEMA", "load_config", "config_sha256", "config_error", "DETECTOR_NAMES",
+           "PARTITION_PARAMS"]
 
 
 class ConfigError(ValueError):
@@ -41,6 +42,30 @@ _DATA = {
     },
     "oneOf": [{"required": ["path"]}, {"required": ["dataset"]}],
 }
+#: Detector names a config may give (``fme.extrapolation.DETECTORS``) besides ``none``.
+DETECTOR_NAMES = ("envelope", "hull", "mcec", "cert", "isolation_forest", "lof")
+_CTREE_PARAMS = {
+    "minbucket": {"type": "number", "exclusiveMinimum": 0},
+    "minsplit": {"type": "number", "exclusiveMinimum": 0},
+    "alpha": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+    "maxdepth": {"type": "integer", "minimum": 1},
+    "testtype": {"enum": ["Bonferroni", "Univariate", "Teststatistic", "teststatistic",
+                          "bonferroni", "univariate"]},
+    "mincriterion": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+}
+_CART_PARAMS = {
+    "min_samples_leaf": {"type": "integer", "minimum": 1},
+    "min_samples_split": {"type": "integer", "minimum": 2},
+    "max_depth": {"type": "integer", "minimum": 1},
+    "max_leaf_nodes": {"type": "integer", "minimum": 2},
+    "min_impurity_decrease": {"type": "number", "minimum": 0},
+    "ccp_alpha": {"type": "number", "minimum": 0},
+}
+#: Tree parameters per partition method (partykit's names for CTree, scikit-learn's for CART).
+PARTITION_PARAMS = {"ctree": tuple(_CTREE_PARAMS), "cart": tuple(_CART_PARAMS)}
+#: A parameter of one method -> its counterpart in the other (for "did you mean" messages).
+_COUNTERPART = {"minbucket": "min_samples_leaf", "minsplit": "min_samples_split", "maxdepth": "max_depth"}
+_COUNTERPART.update({v: k for k, v in list(_COUNTERPART.items())})
 _PARTITION = {
     "type": "object",
     "additionalProperties": False,
@@ -48,12 +73,8 @@ _PARTITION = {
         "method": {"enum": ["ctree", "cart"]},
         "features": {"type": "array", "items": _NAME, "minItems": 1},
         "n_partitions": {"type": "integer", "minimum": 2},
-        "minbucket": {"type": "number", "exclusiveMinimum": 0},
-        "alpha": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-        "maxdepth": {"type": "integer", "minimum": 1},
-        "testtype": {"enum": ["Bonferroni", "Univariate", "Teststatistic", "teststatistic",
-                              "bonferroni", "univariate"]},
-        "mincriterion": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        **_CTREE_PARAMS,
+        **_CART_PARAMS,
     },
 }
 _STABILITY = {
@@ -76,7 +97,7 @@ _EFFECT = {
         "why": {"type": "string"},
         "nlm": {"type": "boolean"},
         "nlm_method": {"enum": ["auto", "exact", "gauss-kronrod", "gauss-legendre", "simpson38"]},
-        "extrapolation": {"enum": ["envelope", "none"]},
+        "extrapolation": {"enum": [*DETECTOR_NAMES, "none"]},
         "on_extrapolation": {"enum": ["exclude", "keep", "shrink"]},
         "partition": {"oneOf": [{"type": "boolean", "const": False}, _PARTITION]},
         "stability": {"oneOf": [{"type": "boolean", "const": False}, _STABILITY]},
@@ -116,6 +137,8 @@ SCHEMA: dict[str, Any] = {
                 "joblib": _NAME,
                 "description": {"type": "string"},
                 "prediction_scale": {"type": "string"},
+                "target_class": {"type": ["string", "integer", "boolean"],
+                                 "description": "class whose predicted probability is explained (classifiers)"},
             },
             "oneOf": [{"required": ["entry_point"]}, {"required": ["joblib"]}],
         },
@@ -158,14 +181,28 @@ EFFECT_DEFAULTS: dict[str, Any] = {
 
 
 # ------------------------------------------------------------------ line numbers
+class _DuplicateKey(Exception):
+    def __init__(self, path: tuple, line: int, first: int) -> None:
+        super().__init__(path, line, first)
+        self.path, self.line, self.first = path, line, first
+
+
 def _line_map(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
-    """Key path -> 1-based line of its key (mappings) or item (sequences)."""
+    """Key path -> 1-based line of its key (mappings) or item (sequences).
+
+    Raises ``_DuplicateKey`` for a key given twice in one mapping (YAML would keep the last silently).
+    """
     out = {} if out is None else out
     out.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
         for key_node, value_node in node.value:
             key = key_node.value
-            out[path + (key,)] = key_node.start_mark.line + 1
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise _DuplicateKey(path + (key,), line, seen[key])
+            seen[key] = line
+            out[path + (key,)] = line
             _line_map(value_node, path + (key,), out)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
@@ -204,6 +241,47 @@ def _schema_message(err: Any) -> tuple[tuple, str]:
     return path, err.message
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (``steps: {x1: 1, x1: -1}``)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first given on line {seen[key]})", key_node.start_mark)
+            if isinstance(key, (str, int, float, bool)):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def config_error(cfg: dict, path: tuple, message: str) -> ConfigError:
+    """A :class:`ConfigError` ``<file>:<line>: <key>: <message>`` for a key path of a loaded config.
+
+    The line is that of the key (or of its nearest parent given in the file; defaults have none).
+    """
+    lines = cfg.get("_lines", {})
+    p = tuple(path)
+    while p and _key_text(p) not in lines:
+        p = p[:-1]
+    return ConfigError(f"{cfg.get('_path', '<config>')}:{lines.get(_key_text(p), 1)}: {_key_text(tuple(path))}: "
+                       f"{message}")
+
+
+def _check_partition(file: str, lines: dict, i: int, part: dict) -> None:
+    method = part.get("method", "ctree")
+    other = "cart" if method == "ctree" else "ctree"
+    for key in part:
+        if key in PARTITION_PARAMS[other]:
+            hint = _COUNTERPART.get(key)
+            fix = f"use {hint} with method: {method}" if hint else f"set method: {other} or remove it"
+            raise _fail(file, lines, ("effects", i, "partition", key),
+                        f"{key!r} is a {other.upper() if other == 'cart' else 'CTree'} parameter, not one of "
+                        f"method {method}'s ({', '.join(PARTITION_PARAMS[method])}); {fix}")
+
+
 # ------------------------------------------------------------------ public API
 def config_sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -224,19 +302,28 @@ def load_config(path: str | Path) -> dict[str, Any]:
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the config: {exc.strerror}") from exc
+        raise ConfigError(f"{path}:1: (file): cannot read the config: {exc.strerror}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: (encoding): the config is not UTF-8 text (byte 0x{data[exc.start]:02x} "
+                          f"at offset {exc.start}); save the file as UTF-8") from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        raw = yaml.safe_load(text)
+        lines = _line_map(node) if node is not None else {}  # refuses duplicate keys, naming their path
+        raw = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
-        raise ConfigError(f"{path}:{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+        raise ConfigError(f"{path}:{line}: (YAML): invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    except _DuplicateKey as dup:
+        raise ConfigError(f"{path}:{dup.line}: {_key_text(dup.path)}: duplicate key (first given on line "
+                          f"{dup.first}); give each key once") from None
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}:1: the config must be a mapping of keys (title:, model:, ...)")
-    lines = _line_map(node) if node is not None else {}
+        raise ConfigError(f"{path}:1: (top level): the config must be a mapping of keys (title:, model:, ...)")
     validator = jsonschema.Draft202012Validator(SCHEMA)
     errors = sorted(validator.iter_errors(raw), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
@@ -267,6 +354,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
         if lists and len(full["steps"]) > 1:
             raise _fail(str(path), lines, ("effects", i, "steps", lists[0]),
                         "a list of levels (one effect per level) is allowed only for a single categorical step")
+        if isinstance(full["partition"], dict):
+            _check_partition(str(path), lines, i, full["partition"])
         if "expected_sign" in eff and len(full["steps"]) == 1 and (
                 lists or next(iter(full["steps"].values())) == "all"):
             raise _fail(str(path), lines, ("effects", i, "expected_sign"),

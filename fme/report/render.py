@@ -158,6 +158,35 @@ def render_html(qmd: Path, context: dict, templates: Path | None = None) -> Path
     return html
 
 
+#: pandoc Lua filter for the typst route (kept here so the wheel, which ships only *.j2/*.typ templates, has it).
+TYPST_ESCAPE_LUA = """-- fme report, PDF route: keep typst from reading text as markup.
+-- pandoc's typst writer escapes list and heading markers only at the start of its own output lines; a
+-- table cell or paragraph whose text starts with "+", "-", "=", "/" or "1." followed by a space (or
+-- nothing) would become a numbered or bulleted list, a heading or a term. Escape that first marker.
+local function is_marker(s)
+  return s:match("^[%+%-=/]$") ~= nil or s:match("^%d+%.$") ~= nil
+end
+
+local function escape_first(block)
+  local c = block.content
+  if #c >= 1 and c[1].t == "Str" and is_marker(c[1].text) and (#c == 1 or c[2].t == "Space" or c[2].t == "SoftBreak") then
+    local t = c[1].text
+    local escaped
+    if t:match("^%d") then
+      escaped = t:sub(1, -2) .. "\\\\."
+    else
+      escaped = "\\\\" .. t
+    end
+    c[1] = pandoc.RawInline("typst", escaped)
+    block.content = c
+    return block
+  end
+end
+
+return {{Plain = escape_first, Para = escape_first}}
+"""
+
+
 def render_pdf(qmd: Path, templates: Path | None = None) -> Path:
     """pandoc -> report.typ -> typst.compile -> report.pdf (same document, same figures)."""
     import typst
@@ -165,8 +194,14 @@ def render_pdf(qmd: Path, templates: Path | None = None) -> Path:
     out_dir = qmd.parent
     tdir = _templates_dir(templates)
     typ = out_dir / "report.typ"
-    _run([pandoc_path(), qmd.name, "--from", "markdown", "--to", "typst", "--standalone",
-          "--include-in-header", str(tdir / "partials" / "typst-header.typ"), "--output", typ.name], out_dir)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="fme-typst-") as tmp:
+        lua = Path(tmp) / "typst-escape.lua"
+        lua.write_text(TYPST_ESCAPE_LUA, encoding="utf-8")
+        _run([pandoc_path(), qmd.name, "--from", "markdown", "--to", "typst", "--standalone",
+              "--lua-filter", str(lua),
+              "--include-in-header", str(tdir / "partials" / "typst-header.typ"), "--output", typ.name], out_dir)
     pdf = out_dir / "report.pdf"
     typst.compile(str(typ), output=str(pdf), root=str(out_dir))
     return pdf

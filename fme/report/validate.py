@@ -1,0 +1,203 @@
+"""Check a loaded report config against its files, the data and the model, before anything is computed.
+
+:func:`fme.report.config.load_config` checks the config on its own (schema,
+duplicate keys, parameter names); this module checks what needs the outside
+world:
+
+* :func:`check_inputs` (cheap, before the analysis starts): the model file,
+  the data files and the entry point's module exist;
+* :func:`check_against_data` (inside the analysis, after loading): every
+  stepped feature, level and partition feature exists in the data, step rules
+  resolve, and a classifier's ``model.target_class`` is one of its classes
+  (required for more than two classes).
+
+Every problem is a :class:`~fme.report.config.ConfigError` with
+``<config>:<line>: <key>: <problem>``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import numbers
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import is_categorical
+from ..exceptions import FMEError
+from .config import ConfigError, config_error
+
+__all__ = ["check_inputs", "check_against_data", "model_classes", "resolve_target_class", "levels_of"]
+
+_DATA_KEYS = ("data", "reference_data", "test_data")
+
+
+def _names(values: list, limit: int = 12) -> str:
+    shown = ", ".join(repr(v) for v in values[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+def check_inputs(cfg: dict) -> None:
+    """Raise :class:`ConfigError` when the model file, a data file or the entry point's module is missing.
+
+    Parameters
+    ----------
+    cfg : dict
+        A config from :func:`~fme.report.config.load_config` (not modified).
+    """
+    base = Path(cfg["_dir"])
+    files = [(("model", "joblib"), cfg["model"].get("joblib"), "model file")]
+    files += [((key, "path"), (cfg.get(key) or {}).get("path"), "data file") for key in _DATA_KEYS]
+    for key_path, rel, what in files:
+        if rel is None:
+            continue
+        p = Path(rel) if Path(rel).is_absolute() else base / rel
+        if not p.is_file():
+            raise config_error(cfg, key_path, f"{what} not found: {p}; fix the path (relative to the config)")
+    entry = cfg["model"].get("entry_point")
+    if entry is not None:
+        module = entry.split(":")[0]
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError) as exc:
+            spec, detail = None, f" ({type(exc).__name__}: {exc})"
+        else:
+            detail = ""
+        if spec is None:
+            raise config_error(cfg, ("model", "entry_point"),
+                               f"module {module!r} cannot be imported{detail}; check the name and that its "
+                               "package is installed or on PYTHONPATH")
+
+
+def model_classes(model: Any) -> list | None:
+    """The class labels of a classifier with ``predict_proba`` (None for a regressor)."""
+    classes = getattr(model, "classes_", None)
+    if classes is None or not hasattr(model, "predict_proba"):
+        return None
+    return list(np.asarray(classes).tolist())
+
+
+def resolve_target_class(cfg: dict, model: Any) -> Any:
+    """The class whose probability the report explains: ``model.target_class`` or, for binary, ``classes_[1]``.
+
+    Returns None for a regressor. Raises :class:`ConfigError` for an unknown class, a class given for a
+    regressor, or a multi-class model without ``model.target_class``.
+    """
+    classes = model_classes(model)
+    given = cfg["model"].get("target_class")
+    if classes is None:
+        if given is not None:
+            raise config_error(cfg, ("model", "target_class"),
+                               f"the model ({type(model).__name__}) is not a classifier with predict_proba; "
+                               "remove target_class")
+        return None
+    if given is None:
+        if len(classes) != 2:
+            raise config_error(cfg, ("model",), f"the model has {len(classes)} classes ({_names(classes)}); "
+                                                "set model.target_class to the class whose probability to explain")
+        return classes[1]
+    for c in classes:
+        if c == given or str(c) == str(given):
+            return c
+    raise config_error(cfg, ("model", "target_class"),
+                       f"{given!r} is not a class of the model; its classes are {_names(classes)}")
+
+
+def levels_of(data: pd.DataFrame, feature: str) -> list:
+    """Levels of a categorical column (categories in order, else sorted distinct values)."""
+    col = data[feature]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return list(col.cat.categories)
+    return sorted(col.dropna().unique().tolist(), key=str)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b or (isinstance(a, (bool, np.bool_)) and isinstance(b, (bool, np.bool_)) and bool(a) == bool(b))
+    return a == b or str(a) == str(b)
+
+
+def _check_step(cfg: dict, i: int, feature: str, value: Any, data: pd.DataFrame, reference: pd.DataFrame) -> None:
+    from ..steps import parse_steps
+
+    key = ("effects", i, "steps", feature)
+    if feature not in data.columns:
+        raise config_error(cfg, key, f"unknown feature {feature!r}; the data's features are "
+                                     f"{_names(list(data.columns))}")
+    if is_categorical(data[feature]):
+        levels = levels_of(data, feature)
+        if feature in reference.columns and not isinstance(data[feature].dtype, pd.CategoricalDtype):
+            levels += [lv for lv in levels_of(reference, feature) if not any(_same(lv, k) for k in levels)]
+        wanted = [] if value == "all" else (list(value) if isinstance(value, list) else [value])
+        for lv in wanted:
+            if not any(_same(lv, k) for k in levels):
+                raise config_error(cfg, key, f"unknown level {lv!r} of feature {feature!r}; its levels are "
+                                             f"{_names(levels)}")
+        return
+    if isinstance(value, list) or value == "all":
+        raise config_error(cfg, key, f"feature {feature!r} is numeric: give a number or a rule such as sd, "
+                                     "not a list of levels")
+    try:
+        parse_steps(data, {feature: value}, rule_data=reference)
+    except FMEError as exc:
+        raise config_error(cfg, key, str(exc)) from None
+
+
+def check_against_data(cfg: dict, model: Any, data: pd.DataFrame, reference: pd.DataFrame) -> Any:
+    """Check every effect of ``cfg`` against the data and the model before any effect is computed.
+
+    Parameters
+    ----------
+    cfg : dict
+        A config from :func:`~fme.report.config.load_config` (not modified).
+    model : object
+        The fitted model.
+    data, reference : DataFrame
+        Features the effects are computed on and the reference (training) features.
+
+    Returns
+    -------
+    object
+        The resolved target class (None for a regressor).
+
+    Raises
+    ------
+    ConfigError
+        Naming the config line and key of the first problem.
+    """
+    target_class = resolve_target_class(cfg, model)
+    model_features = getattr(model, "feature_names_in_", None)
+    for i, eff in enumerate(cfg["effects"]):
+        for feature, value in eff["steps"].items():
+            _check_step(cfg, i, feature, value, data, reference)
+            if model_features is not None and feature not in set(map(str, model_features)):
+                raise config_error(cfg, ("effects", i, "steps", feature),
+                                   f"feature {feature!r} is in the data but not an input of the model; its "
+                                   f"inputs are {_names(list(map(str, model_features)))}")
+        part = eff["partition"]
+        if isinstance(part, dict):
+            for j, f in enumerate(part.get("features") or []):
+                if f not in data.columns:
+                    raise config_error(cfg, ("effects", i, "partition", "features", j),
+                                       f"unknown partition feature {f!r}; the data's features are "
+                                       f"{_names(list(data.columns))}")
+            minbucket = part.get("minbucket")
+            if isinstance(minbucket, numbers.Real) and minbucket > len(data):
+                raise config_error(cfg, ("effects", i, "partition", "minbucket"),
+                                   f"{minbucket} is more than the {len(data)} rows of the data; lower it")
+    for key in ("units",):
+        for f in cfg.get(key, {}):
+            if f not in data.columns and f != cfg["target"]:
+                raise config_error(cfg, (key, f), f"unknown feature {f!r}; the data's features are "
+                                                  f"{_names(list(data.columns))}")
+    return target_class
+
+
+def analysis_error(cfg: dict, key_path: tuple, exc: BaseException) -> ConfigError:
+    """Wrap an exception raised while computing into a one-line :class:`ConfigError` at ``key_path``."""
+    if isinstance(exc, ConfigError):
+        return exc
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return config_error(cfg, key_path, f"{type(exc).__name__}: {text}")
