@@ -53,6 +53,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n-hgb", type=int, default=100_000)
     ap.add_argument("--n-other", type=int, default=10_000)
+    ap.add_argument("--only", default="", help="run only models whose name contains this")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     cols = [f"x{i}" for i in range(10)]
@@ -63,6 +64,8 @@ def main() -> None:
           "ANLM exact | ANLM GL16 | mean abs NLM error GL16 |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, model in models().items():
+        if args.only not in name:
+            continue
         model.fit(train, y)
         n = args.n_hgb if name.startswith("HistGradient") else args.n_other
         X = pd.DataFrame(rng.normal(size=(n, 10)), columns=cols)

@@ -136,7 +136,8 @@ def adaptive_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.
 def classify(nlm: np.ndarray, sd: np.ndarray, f0: np.ndarray, f1: np.ndarray, flat_tol: float,
              err: np.ndarray | None = None, tol: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
     """NLMs with flat paths set to NaN, and the status per row (and output column)."""
-    spread = np.std(np.concatenate([f0, f1]), axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):  # |f| near float max: spread inf, nothing counts as flat
+        spread = np.std(np.concatenate([f0, f1]), axis=0)
     constant = np.isnan(nlm)
     flat = ~constant & (sd <= flat_tol * spread)
     status = np.full(nlm.shape, "ok", dtype=object)
