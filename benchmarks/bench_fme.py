@@ -2,7 +2,7 @@
 
 For each n and model, one run times
 
-* ``fme.fme(model, X, {"x0": 1}, nlm=True)`` (Gauss-Legendre, default nodes), and
+* ``fme.fme(model, X, {"x0": 1}, nlm=True, nlm_method="gauss-legendre")`` (16 nodes), and
 * the baseline: ``model.predict`` on pre-built frames holding exactly the
   rows the NLM needs: x, x + h and x + t_k h for every interior node t_k,
   in the same batches as fme uses (so memory is comparable).
@@ -121,7 +121,8 @@ def main() -> None:
         w_write, _, _ = best_of(write, args.repeat)
         for name, model in models.items():
             w_base, c_base, preds = best_of(lambda: [model.predict(f) for f in frames], args.repeat)
-            w_fme, c_fme, _ = best_of(lambda: fme.fme(model, X, {"x0": 1.0}, nlm=True), args.repeat)
+            w_fme, c_fme, _ = best_of(lambda: fme.fme(model, X, {"x0": 1.0}, nlm=True, nlm_method="gauss-legendre"),
+                                      args.repeat)
             w_quad, _, _ = best_of(quadrature(preds), args.repeat)
             print(f"| {name} | {n:,} | {rows:,} | {w_fme:.3f} | {w_base:.3f} | {w_fme / w_base:.2f} | "
                   f"{c_fme / c_base:.2f} | {(w_base + w_write) / w_base:.2f} | "

@@ -8,13 +8,15 @@ from scipy import stats
 __all__ = ["describe"]
 
 
-def describe(values: np.ndarray, conf_level: float = 0.95) -> dict[str, float]:
+def describe(values: np.ndarray, conf_level: float = 0.95, upper: float | None = None) -> dict[str, float]:
     """Mean, sample SD (n - 1), CoV = SD/|mean|, t-based CI and quartiles.
 
     The CI is mean +- t(1 - alpha/2, n - 1) * SD / sqrt(n) with
     alpha = 1 - conf_level (paper §5.5). NaN values are ignored; the
     returned ``n`` counts the values used. Undefined quantities are NaN
-    (SD and CI need n >= 2; CoV needs a non-zero mean).
+    (SD and CI need n >= 2; CoV needs a non-zero mean). ``upper``: a bound
+    of the quantity (1 for the NLM, paper §5.4); the CI is truncated there
+    (min(ci_high, upper)), which keeps its coverage for a bounded mean.
     """
     v = np.asarray(values, dtype=float)
     v = v[~np.isnan(v)]
@@ -30,6 +32,7 @@ def describe(values: np.ndarray, conf_level: float = 0.95) -> dict[str, float]:
         sd = float(v.std(ddof=1))
         se = sd / np.sqrt(n)
         half = float(stats.t.ppf(0.5 + conf_level / 2.0, n - 1)) * se
-        out.update(sd=sd, se=se, ci_low=mean - half, ci_high=mean + half)
+        high = mean + half if upper is None else min(mean + half, upper)
+        out.update(sd=sd, se=se, ci_low=min(mean - half, high), ci_high=high)
         out["cov"] = sd / abs(mean) if mean != 0 else np.nan
     return out

@@ -33,17 +33,24 @@ from .exceptions import DataError, FeatureError, FMEError, ParameterError
 __all__ = ["came", "PartitionResult", "partition_stability"]
 
 _LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
-_NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm"]
+_NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "median_nlm",
+                "share_linear"]
 
 
-def _figures(fmes: np.ndarray, nlms: np.ndarray | None, conf_level: float) -> dict[str, float]:
+def _figures(fmes: np.ndarray, nlms: np.ndarray | None, conf_level: float,
+             linear_threshold: float = 0.9) -> dict[str, float]:
     d = describe(fmes, conf_level)
     row = {"n": int(d["n"]), "came": d["mean"], "sd_fme": d["sd"], "cov_fme": d["cov"],
            "came_ci_low": d["ci_low"], "came_ci_high": d["ci_high"]}
     if nlms is not None:
-        e = describe(nlms, conf_level)  # ignores undefined (NaN) NLMs and counts the rest
+        # ignores undefined (NaN) NLMs and counts the rest; the t-interval of the mean is
+        # truncated at 1, the NLM's upper bound (paper §5.4: NLM <= 1)
+        e = describe(nlms, conf_level, upper=1.0)
+        ok = nlms[~np.isnan(nlms)]
         row.update(canlm=e["mean"], sd_nlm=e["sd"], cov_nlm=e["cov"], canlm_ci_low=e["ci_low"],
-                   canlm_ci_high=e["ci_high"], n_nlm=int(e["n"]))
+                   canlm_ci_high=e["ci_high"], n_nlm=int(e["n"]),
+                   median_nlm=float(np.median(ok)) if ok.size else np.nan,
+                   share_linear=float(np.mean(ok >= linear_threshold)) if ok.size else np.nan)
     return row
 
 
@@ -55,7 +62,9 @@ class PartitionResult:
     leaves : DataFrame
         One row per subspace in node order: node, n, came, sd_fme, cov_fme,
         came_ci_low, came_ci_high, (with NLMs) canlm, sd_nlm, cov_nlm,
-        canlm_ci_low, canlm_ci_high, n_nlm, and the readable ``rule``.
+        canlm_ci_low, canlm_ci_high (t-interval of the mean truncated at 1,
+        the NLM's upper bound), n_nlm, median_nlm, share_linear (share of
+        NLMs >= the result's ``nlm_linear_threshold``), and the readable ``rule``.
     root : Series
         The same figures for all evaluated rows (the global AME).
     tree : CTree or CartTree
@@ -94,15 +103,16 @@ class PartitionResult:
         fmes = effects.results["fme"].to_numpy(dtype=float)
         nlms = effects.results["nlm"].to_numpy(dtype=float) if effects.has_nlm else None
         rows = []
+        lin = getattr(effects, "nlm_linear_threshold", 0.9)
         node_of_row = self.leaf_of_row.to_numpy()
         for node in leaf_ids:
             mask = node_of_row == node
-            row = {"node": node, **_figures(fmes[mask], None if nlms is None else nlms[mask], conf_level)}
+            row = {"node": node, **_figures(fmes[mask], None if nlms is None else nlms[mask], conf_level, lin)}
             row["rule"] = self.rule(node)
             rows.append(row)
         cols = _LEAF_COLUMNS + (_NLM_COLUMNS if nlms is not None else []) + ["rule"]
         self.leaves = pd.DataFrame(rows, columns=cols)
-        root = {"node": 1, **_figures(fmes, nlms, conf_level), "rule": "(all)"}
+        root = {"node": 1, **_figures(fmes, nlms, conf_level, lin), "rule": "(all)"}
         self.root = pd.Series(root)[cols]
 
     @property

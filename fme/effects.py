@@ -29,7 +29,9 @@ from ._models import model_frame
 from ._shrink import MIN_STEP_FRACTION, shrink_steps
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from .extrapolation import make_detector
-from .nlm import QuadratureRule, nlm_from_path, quadrature_rule
+from ._nlm_eval import NLMSummaryMixin, classify, resolve_method
+from ._nlm_eval import nlm_values as _nlm_values
+from .nlm import QuadratureRule, nlm_from_path
 from .predictors import Predictor, make_predictor
 from .steps import Step, apply_steps, parse_steps, stack_path
 
@@ -42,15 +44,19 @@ _MIN_BATCH = 100_000
 
 
 @dataclass(frozen=True, eq=False)
-class FMEResult:
+class FMEResult(NLMSummaryMixin):
     """Forward marginal effects of one step specification.
 
     Attributes
     ----------
     results : DataFrame
         Indexed like ``data`` (only the rows evaluated). Columns ``fme`` and,
-        with NLMs, ``nlm`` (``fme_<class>``/``nlm_<class>`` for
-        ``target_class='all'``); with ``on_extrapolation='keep'`` a boolean
+        with NLMs, ``nlm`` and ``nlm_status`` (``fme_<class>``/``nlm_<class>``/
+        ``nlm_status_<class>`` for ``target_class='all'``). ``nlm_status``:
+        ``ok``; ``constant`` (f constant along the path, NLM 0/0, NaN);
+        ``flat`` (variation negligible, see ``nlm_flat_tol``; NLM NaN);
+        ``inaccurate`` (Gauss-Kronrod error estimate above ``nlm_tol``
+        after the subdivision budget; the NLM is kept); with ``on_extrapolation='keep'`` a boolean
         ``extrapolation``; with ``'shrink'`` one ``step_<feature>`` column per
         numeric step holding each row's effective step.
     steps : tuple of Step
@@ -65,6 +71,11 @@ class FMEResult:
         The model's input columns when it reports them (``feature_names_in_``).
     predictions : DataFrame
         ``f_x`` and ``f_x_step`` for the evaluated rows (auditing).
+    nlm_method : str or None
+        The NLM method actually used (``exact``, ``gauss-kronrod``,
+        ``gauss-legendre``, ``simpson38``); ``auto`` is resolved.
+    nlm_linear_threshold : float
+        The NLM level counted as "approximately linear" by :attr:`share_linear`.
     """
 
     results: pd.DataFrame
@@ -79,6 +90,8 @@ class FMEResult:
     detector: str | None = None
     on_extrapolation: str | None = None
     model_features: tuple[str, ...] | None = None
+    nlm_tol: float | None = None
+    nlm_linear_threshold: float = 0.9
 
     # ----------------------------------------------------------------- columns
     @property
@@ -129,7 +142,7 @@ class FMEResult:
 
     @property
     def n_nlm_undefined(self) -> int:
-        """Rows whose NLM is undefined (prediction constant along the path)."""
+        """Rows whose NLM is undefined (prediction constant or flat along the path)."""
         if not self.has_nlm:
             return 0
         return int(self.results[self.nlm_columns].isna().any(axis=1).sum())
@@ -184,12 +197,21 @@ class FMEResult:
                 f"  {col}: AME {d['mean']:.6g}  SD {d['sd']:.6g}  q25 {d['q25']:.6g}  "
                 f"median {float(np.median(self.results[col])):.6g}  q75 {d['q75']:.6g}"
             )
+        method = self.nlm_method if self.nlm_nodes is None else f"{self.nlm_method}, {self.nlm_nodes} nodes"
+        if self.nlm_method == "gauss-kronrod":
+            method += f", tol {self.nlm_tol:g}"
+        t = self.nlm_linear_threshold
         for col in self.nlm_columns:
             v = self.results[col].to_numpy()
             d = describe(v)
+            share = float(np.mean(v[~np.isnan(v)] >= t)) if np.isfinite(v).any() else float("nan")
+            med = float(np.nanmedian(v)) if np.isfinite(v).any() else float("nan")
+            st = self.results[col.replace("nlm", "nlm_status", 1)]
             lines.append(
-                f"  {col}: ANLM {d['mean']:.6g}  SD {d['sd']:.6g}  q25 {d['q25']:.6g}  q75 {d['q75']:.6g}  "
-                f"undefined {int(np.isnan(v).sum())} ({self.nlm_method}, {self.nlm_nodes} nodes)"
+                f"  {col}: ANLM {d['mean']:.6g}  median {med:.6g}  share >= {t:g} {share:.3g}  SD {d['sd']:.6g}  "
+                f"q25 {d['q25']:.6g}  q75 {d['q75']:.6g}  undefined {int(np.isnan(v).sum())} "
+                f"(constant {int((st == 'constant').sum())}, flat {int((st == 'flat').sum())})  "
+                f"inaccurate {int((st == 'inaccurate').sum())}  (method: {method})"
             )
         return "\n".join(lines)
 
@@ -226,7 +248,7 @@ def _evaluate(
     """f(x), f(x + h) and (with ``rule``) the NLM for all rows of ``X``, batched."""
     n = len(X)
     size = batch_size or _default_batch(n, X.shape[1], rule)
-    f0_parts, f1_parts, nlm_parts = [], [], []
+    f0_parts, f1_parts, nlm_parts, sd_parts = [], [], [], []
     label = ", ".join(s.describe() for s in steps) + (" (per-row shrunk)" if h is not None else "")
     t_int = None if rule is None else rule.nodes[rule.interior]
     # One buffer for every batch's stacked NLM frame (only used when all columns are float).
@@ -252,10 +274,14 @@ def _evaluate(
                 f_int = stacked.reshape((t_int.size, len(xb)) + stacked.shape[1:])
             else:
                 f_int = np.empty((0,) + f0.shape)
-            nlm_parts.append(nlm_from_path(f0, f1, f_int, rule))
+            v, sd = nlm_from_path(f0, f1, f_int, rule, return_sd=True)
+            nlm_parts.append(v)
+            sd_parts.append(sd)
     f0 = np.concatenate(f0_parts)
     f1 = np.concatenate(f1_parts)
-    return f0, f1, (np.concatenate(nlm_parts) if rule is not None else None)
+    if rule is None:
+        return f0, f1, None, None
+    return f0, f1, np.concatenate(nlm_parts), np.concatenate(sd_parts)
 
 
 def _detector_columns(predictor: Predictor, data: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
@@ -324,9 +350,13 @@ def fme(
     steps: Mapping[str, Any],
     *,
     nlm: bool = False,
-    nlm_method: str = "gauss-legendre",
+    nlm_method: str = "auto",
     nlm_points: int | None = None,
     nlm_intervals: int | None = None,
+    nlm_tol: float | None = None,
+    nlm_max_level: int | None = None,
+    nlm_flat_tol: float | None = None,
+    nlm_linear_threshold: float = 0.9,
     extrapolation: Any = None,
     reference_data: pd.DataFrame | None = None,
     on_extrapolation: str | None = None,
@@ -350,11 +380,33 @@ def fme(
         categorical ME (§5.1): rows already at the level are not evaluated.
     nlm : bool, default=False
         Also compute the non-linearity measure (§5.4). Needs numeric steps only.
-    nlm_method : {'gauss-legendre', 'simpson38'}, default='gauss-legendre'
-        Quadrature: Gauss-Legendre (accurate, default 16 nodes) or the
-        composite Simpson 3/8 rule of the paper's code and R's fmeffects.
+    nlm_method : {'auto', 'exact', 'gauss-kronrod', 'gauss-legendre', 'simpson38'}, default='auto'
+        ``exact``: closed-form integrals over the piecewise-constant path of
+        a tree model (scikit-learn trees/forests/boosting, LightGBM, XGBoost,
+        Pipelines ending in one; :mod:`fme.nlm_exact`); a ``ParameterError``
+        for other models. ``gauss-kronrod``: 21-node Gauss-Kronrod with a
+        per-row error estimate and adaptive subdivision (``nlm_tol``).
+        ``gauss-legendre``: fixed Gauss-Legendre nodes (default 16).
+        ``simpson38``: the composite Simpson 3/8 rule of the paper's code
+        and R's fmeffects. ``auto``: exact where supported, else
+        gauss-kronrod (gauss-legendre if ``nlm_points``, simpson38 if
+        ``nlm_intervals`` is given). The method used is ``result.nlm_method``.
     nlm_points, nlm_intervals : int, optional
         Gauss-Legendre nodes / Simpson 3/8 sub-intervals.
+    nlm_tol : float, optional
+        Gauss-Kronrod only: bound on |NLM_K21 - NLM_G10| per row (default
+        1e-6). Rows above it are recomputed on 2, 4, ... sub-intervals.
+    nlm_max_level : int, optional
+        Gauss-Kronrod only: at most 2**nlm_max_level sub-intervals (default
+        5, i.e. at most 21 * 32 = 672 predictions per row); rows still above
+        ``nlm_tol`` get ``nlm_status='inaccurate'``.
+    nlm_flat_tol : float, optional
+        A path is ``flat`` (NLM set to NaN) when the SD of f along it is at
+        most ``nlm_flat_tol`` (default 1e-6) times the SD of all predictions
+        f(x), f(x + h) of the evaluated rows; ``constant`` paths (NLM 0/0)
+        are counted apart.
+    nlm_linear_threshold : float, default=0.9
+        NLM level counted by ``result.share_linear``.
     extrapolation : str or detector, optional
         ``"envelope"`` or any registered detector name, or an object with
         ``fit(reference)`` and ``flag(points)``. Both x and x + h are checked.
@@ -406,7 +458,7 @@ def fme(
                 f"feature(s) {unused} are not inputs of the model (it was fitted on {predictor.feature_names}); "
                 "their fME would be 0 by construction."
             )
-    rule = None
+    settings = None
     if nlm:
         categorical = [s.feature for s in parsed if not s.is_numeric]
         if categorical:
@@ -414,9 +466,16 @@ def fme(
                 f"the NLM is defined along a numeric path only; feature(s) {categorical} have categorical steps. "
                 "Use nlm=False for categorical or mixed steps."
             )
-        rule = quadrature_rule(nlm_method, nlm_points, nlm_intervals)
-    elif nlm_points is not None or nlm_intervals is not None:
-        raise ParameterError("nlm_points/nlm_intervals were given but nlm=False; pass nlm=True.")
+        columns = list(predictor.select(data.iloc[:0]).columns)
+        settings = resolve_method(None if isinstance(model, Predictor) else model, nlm_method, nlm_points,
+                                  nlm_intervals, parsed, columns, nlm_tol, nlm_max_level, nlm_flat_tol)
+    elif any(v is not None for v in (nlm_points, nlm_intervals, nlm_tol, nlm_max_level, nlm_flat_tol)):
+        raise ParameterError("nlm_points/nlm_intervals/nlm_tol/nlm_max_level/nlm_flat_tol were given but "
+                             "nlm=False; pass nlm=True.")
+    if isinstance(nlm_linear_threshold, bool) or not isinstance(nlm_linear_threshold, numbers.Real) \
+            or not np.isfinite(nlm_linear_threshold) or nlm_linear_threshold > 1:
+        raise ParameterError(f"nlm_linear_threshold must be a finite number <= 1, got {nlm_linear_threshold!r}.")
+    rule = None if settings is None else settings.rule
     batch_size = _check_batch_size(batch_size)
     if on_extrapolation is not None and on_extrapolation not in ON_EXTRAPOLATION:
         raise ParameterError(f"on_extrapolation must be one of {ON_EXTRAPOLATION}, got {on_extrapolation!r}.")
@@ -491,7 +550,12 @@ def fme(
             cand, X = cand[keep], X.iloc[keep]
             if h is not None:
                 h = {k: v[keep] for k, v in h.items()}
-    f0, f1, nlm_values = _evaluate(predictor, X, parsed, rule, batch_size, h)
+    f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, batch_size, h)
+    status = None
+    if settings is not None and rule is not None:
+        nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol)
+    elif settings is not None:
+        nlm_values, status = _nlm_values(settings, predictor, X, parsed, h, f0, f1, batch_size)
     out_index = index[cand]
     names = predictor.output_names
     res: dict[str, Any] = {}
@@ -499,12 +563,15 @@ def fme(
         res["fme"] = f1 - f0
         if nlm_values is not None:
             res["nlm"] = nlm_values
+            res["nlm_status"] = status
     else:
         for j, c in enumerate(names):
             res[f"fme_{c}"] = f1[:, j] - f0[:, j]
         if nlm_values is not None:
             for j, c in enumerate(names):
                 res[f"nlm_{c}"] = nlm_values[:, j]
+            for j, c in enumerate(names):
+                res[f"nlm_status_{c}"] = status[:, j]
     if h is not None:
         for feat, values in h.items():
             res[f"step_{feat}"] = values
@@ -525,8 +592,10 @@ def fme(
         predictions=predictions,
         model_description=predictor.description,
         output_names=None if names is None else tuple(names),
-        nlm_method=None if rule is None else rule.method,
-        nlm_nodes=None if rule is None else int(rule.nodes.size),
+        nlm_method=None if settings is None else settings.method,
+        nlm_nodes=None if settings is None else settings.nodes,
+        nlm_tol=None if settings is None or settings.method != "gauss-kronrod" else settings.tol,
+        nlm_linear_threshold=float(nlm_linear_threshold),
         detector=detector_name,
         on_extrapolation=policy,
         model_features=None if predictor.feature_names is None else tuple(predictor.feature_names),

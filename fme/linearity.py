@@ -187,7 +187,7 @@ def max_linear_step(
 
     def nlm_at(rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
         h = {f: comp * scale for f, comp in v.items()}
-        _, _, out = _evaluate(predictor, X.iloc[rows], steps, rule, batch_size, h)
+        _, _, out, _ = _evaluate(predictor, X.iloc[rows], steps, rule, batch_size, h)
         out = np.asarray(out, dtype=float)
         if out.ndim != 1:
             raise ParameterError("max_linear_step needs a single output; pass target_class for classifiers.")

@@ -8,6 +8,14 @@ prediction with the secant g(t) = f(x) + t fME:
 
 The path length ||h|| of the line integrals cancels. Both integrals and
 ``fbar`` use the same quadrature rule, as the paper's code does.
+
+Methods (``nlm_method``): ``"exact"`` for tree ensembles (closed forms over
+the piecewise-constant path, :mod:`fme.nlm_exact`); ``"gauss-kronrod"``: the
+10-node Gauss-Legendre rule with its 21-node Kronrod extension, whose
+difference is a per-row error estimate, with adaptive subdivision of the rows
+that miss ``nlm_tol``; ``"gauss-legendre"`` (fixed nodes, no estimate);
+``"simpson38"`` (the paper's code); ``"auto"`` (default): exact where
+supported, Gauss-Kronrod otherwise.
 """
 
 from __future__ import annotations
@@ -20,9 +28,31 @@ from scipy.special import roots_legendre
 
 from .exceptions import ParameterError
 
-__all__ = ["NLM_METHODS", "QuadratureRule", "quadrature_rule", "nlm_from_path"]
+__all__ = ["NLM_METHODS", "QuadratureRule", "quadrature_rule", "gauss_kronrod_rules", "nlm_from_path"]
 
-NLM_METHODS = ("gauss-legendre", "simpson38")
+NLM_METHODS = ("auto", "exact", "gauss-kronrod", "gauss-legendre", "simpson38")
+#: Methods that are a fixed quadrature rule (see :func:`quadrature_rule`).
+QUADRATURE_METHODS = ("gauss-legendre", "simpson38")
+#: Default ``nlm_tol``: the a-posteriori error bound per row of the Gauss-Kronrod NLM.
+DEFAULT_NLM_TOL = 1e-6
+#: Default ``nlm_max_level``: at most 2**5 = 32 sub-intervals x 21 nodes per row.
+DEFAULT_MAX_LEVEL = 5
+# Gauss-Kronrod (10, 21) on [-1, 1] (QUADPACK qk21): non-negative abscissae, largest first;
+# odd positions (1, 3, ...) are the 10-point Gauss nodes.
+_GK21_X = (0.995657163025808080735527280689003, 0.973906528517171720077964012084452,
+           0.930157491355708226001207180059508, 0.865063366688984510732096688423493,
+           0.780817726586416897063717578345042, 0.679409568299024406234327365114874,
+           0.562757134668604683339000099272694, 0.433395394129247190799265943165784,
+           0.294392862701460198131126603103866, 0.148874338981631210884826001129720, 0.0)
+_GK21_K = (0.011694638867371874278064396062192, 0.032558162307964727478818972459390,
+           0.054755896574351996031381300244580, 0.075039674810919952767043140916190,
+           0.093125454583697605535065465083366, 0.109387158802297641899210590325805,
+           0.123491976262065851077958109831074, 0.134709217311473325928054001771707,
+           0.142775938577060080797094273138717, 0.147739104901338491374841515972068,
+           0.149445554002916905664936468389821)
+_GK21_G = (0.066671344308688137593568809893332, 0.149451349150580593145776339657697,
+           0.219086362515982043995534934228163, 0.269266719309996355091226921569469,
+           0.295524224714752870173892994651338)
 #: Gauss-Legendre nodes by default: exact for polynomial paths of degree <= 2*16 - 1
 #: in (f - g)^2, and ~1e-12 on smooth kernels such as an RBF SVM over a moderate step.
 DEFAULT_GL_POINTS = 16
@@ -72,7 +102,7 @@ def quadrature_rule(method: str = "gauss-legendre", points: int | None = None, i
     intervals : int, optional
         Simpson 3/8 sub-intervals (default 1). Only for ``simpson38``.
     """
-    if method not in NLM_METHODS:
+    if method not in QUADRATURE_METHODS:
         raise ParameterError(f"unknown nlm_method {method!r}; use one of {', '.join(NLM_METHODS)}.")
     if method == "gauss-legendre":
         if intervals is not None:
@@ -90,7 +120,31 @@ def quadrature_rule(method: str = "gauss-legendre", points: int | None = None, i
     return QuadratureRule(method, nodes, coef / (8.0 * k))
 
 
-def nlm_from_path(f0: np.ndarray, f1: np.ndarray, f_interior: np.ndarray, rule: QuadratureRule) -> np.ndarray:
+def gauss_kronrod_rules(intervals: int = 1) -> tuple[QuadratureRule, QuadratureRule]:
+    """Composite Gauss-Kronrod (10, 21) on ``intervals`` equal sub-intervals of [0, 1].
+
+    Returns the Kronrod rule and the Gauss rule on the *same* nodes (the
+    Gauss weights are 0 at the Kronrod-only nodes), so one set of predictions
+    gives both; their NLMs differ by the error estimate.
+    """
+    x = np.array(_GK21_X[:-1] + (0.0,) + tuple(-v for v in reversed(_GK21_X[:-1])))
+    kw = np.array(_GK21_K[:-1] + (_GK21_K[-1],) + tuple(reversed(_GK21_K[:-1])))
+    gw = np.zeros(21)
+    g_half = np.array(_GK21_G)
+    gw[1:10:2] = g_half
+    gw[11:21:2] = g_half[::-1]
+    order = np.argsort(x)
+    x, kw, gw = x[order], kw[order], gw[order]
+    k = int(intervals)
+    starts = np.arange(k) / k
+    nodes = (starts[:, None] + (x[None, :] + 1.0) / (2.0 * k)).ravel()
+    kron = np.tile(kw / (2.0 * k), k)
+    gauss = np.tile(gw / (2.0 * k), k)
+    return QuadratureRule("gauss-kronrod", nodes, kron), QuadratureRule("gauss-kronrod", nodes, gauss)
+
+
+def nlm_from_path(f0: np.ndarray, f1: np.ndarray, f_interior: np.ndarray, rule: QuadratureRule,
+                  return_sd: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """NLM for many paths at once from predictions along them.
 
     Parameters
@@ -101,10 +155,15 @@ def nlm_from_path(f0: np.ndarray, f1: np.ndarray, f_interior: np.ndarray, rule: 
         Predictions at the rule's interior nodes, in node order.
     rule : QuadratureRule
 
+    return_sd : bool, default=False
+        Also return the SD of f along the path (square root of the second
+        integral), used to tell flat paths (:func:`fme.fme`, ``nlm_flat_tol``).
+
     Returns
     -------
     ndarray of shape (n,) or (n, c)
         NaN where f is constant along the path (the NLM is 0/0, undefined).
+        With ``return_sd``: (nlm, sd).
     """
     f0 = np.asarray(f0, dtype=float)
     f1 = np.asarray(f1, dtype=float)
@@ -142,4 +201,6 @@ def nlm_from_path(f0: np.ndarray, f1: np.ndarray, f_interior: np.ndarray, rule: 
     with np.errstate(divide="ignore", invalid="ignore"):
         out = 1.0 - num / den
     out[undefined] = np.nan
+    if return_sd:
+        return out, np.sqrt(den)
     return out

@@ -6,6 +6,7 @@ Supported (dispatch by capability, no hard dependency on a backend):
   pipeline does its own encoding). Classifiers give the probability of
   ``target_class``.
 * statsmodels results objects (formula API: ``predict(DataFrame)``).
+* raw ``xgboost.Booster`` (predicts on a ``DMatrix``) and ``lightgbm.Booster``.
 * any object with ``predict(DataFrame)``.
 * a plain callable ``f(DataFrame) -> array``.
 """

@@ -711,7 +711,8 @@ def predict_array(a):
 
 
 point = X.loc[[row]]
-fmes = [float(fme.fme(model, point, {"rm": 1}, nlm=True, reference_data=X).results["fme"].iloc[0]) for _ in range(3)]
+fmes = [float(fme.fme(model, point, {"rm": 1}, nlm=True, nlm_method="simpson38", reference_data=X).results["fme"].iloc[0])
+        for _ in range(3)]
 assert len(set(fmes)) == 1   # deterministic
 coefs = []
 for rep in range(repetitions):

@@ -28,7 +28,7 @@ def test_docstring_example():
     X = pd.DataFrame({"x": [-2.0, 0.0, 1.0]})
     res = fme.fme(lambda d: d["x"] ** 2, X, {"x": 1}, nlm=True)
     assert res.results["fme"].tolist() == [-3.0, 1.0, 3.0]
-    assert list(res.results.columns) == ["fme", "nlm"]
+    assert list(res.results.columns) == ["fme", "nlm", "nlm_status"]
 
 
 def test_result_values_and_aggregates(data):
@@ -38,7 +38,7 @@ def test_result_values_and_aggregates(data):
     expected = (x1 + 2) ** 3 - x1 ** 3 - 2 * x2
     np.testing.assert_array_equal(res.results["fme"].to_numpy(), expected)
     assert res.results.index.equals(data.index)
-    assert list(res.results.columns) == ["fme", "nlm"]
+    assert list(res.results.columns) == ["fme", "nlm", "nlm_status"]
     assert res.ame == pytest.approx(expected.mean(), rel=1e-15)
     assert isinstance(res.ame, float)
     assert res.sd == pytest.approx(np.std(expected, ddof=1), rel=1e-14)
@@ -65,7 +65,10 @@ def test_summary_contents(data):
     assert f"SD {np.std(v, ddof=1):.6g}" in text
     assert f"q25 {q25:.6g}" in text and f"q75 {q75:.6g}" in text
     assert f"ANLM {res.anlm:.6g}" in text
-    assert "undefined 0 (gauss-legendre, 16 nodes)" in text
+    assert "undefined 0 (constant 0, flat 0)  inaccurate 0  (method: gauss-kronrod, 21 nodes, tol 1e-06)" in text
+    assert res.nlm_method == "gauss-kronrod"
+    gl = fme.fme(cubic, data, {"x1": 2.0, "x2": -0.5}, nlm=True, nlm_method="gauss-legendre").summary()
+    assert "(method: gauss-legendre, 16 nodes)" in gl
     assert "ANLM" not in fme.fme(cubic, data, {"x1": 2.0}).summary()
     assert repr(res).startswith("FMEResult(step='x1 + 2, x2 - 0.5', n=10, excluded=0, ame=")
 

@@ -207,7 +207,11 @@ def test_quadrature_rules():
     (dict(nlm_points=2.5), "nlm_points must be an integer"),
     (dict(nlm_method="simpson38", nlm_intervals=0), "nlm_intervals must be an integer >= 1"),
     (dict(nlm_method="simpson38", nlm_points=4), "nlm_points applies to nlm_method='gauss-legendre'"),
-    (dict(nlm_intervals=4), "nlm_intervals applies to nlm_method='simpson38'"),
+    (dict(nlm_method="gauss-legendre", nlm_intervals=4), "nlm_intervals applies to nlm_method='simpson38'"),
+    (dict(nlm_method="exact"), "nlm_method=.exact. is not available for function"),
+    (dict(nlm_method="gauss-kronrod", nlm_points=4), "do not apply to nlm_method=.gauss-kronrod."),
+    (dict(nlm_tol=-1.0), "nlm_tol must be a finite number >= 0"),
+    (dict(nlm_max_level=13), "nlm_max_level must be an integer in"),
 ])
 def test_bad_quadrature_arguments(grid, kwargs, phrase):
     with pytest.raises(ParameterError, match=phrase):
@@ -280,3 +284,100 @@ def test_multiclass_all_nlm_equals_single_class(multiclass, Xnum):
     one = fme.fme(multiclass, Xnum, {"x2": 1.5}, nlm=True, target_class="hi")
     np.testing.assert_allclose(allc.results["nlm_hi"].to_numpy(), one.results["nlm"].to_numpy(), rtol=0, atol=1e-13)
     assert allc.anlm["hi"] == pytest.approx(one.anlm, abs=1e-13)
+
+
+# ------------------------------------------------------------ robust summaries, flat paths, bounds
+def test_flat_paths_are_undefined_and_counted_apart(grid):
+    def f(d):  # near-flat (moves by ~1e-9) where x2 > 0, quadratic elsewhere, exactly constant where x3 > 2.5
+        x1, x2, x3 = (d[c].to_numpy() for c in ("x1", "x2", "x3"))
+        out = np.where(x2 > 0, 0.5 + 1e-9 * np.sin(5 * x1), x1 ** 2)
+        return np.where(x3 > 2.5, 0.25, out)
+
+    res = fme.fme(f, grid, {"x1": 0.7}, nlm=True, nlm_method="gauss-legendre")
+    x2, x3 = grid["x2"].to_numpy(), grid["x3"].to_numpy()
+    const, flat = x3 > 2.5, (x2 > 0) & ~(x3 > 2.5)
+    assert const.sum() >= 1 and flat.sum() >= 1 and (~const & ~flat).sum() >= 1
+    st = res.results["nlm_status"].to_numpy()
+    np.testing.assert_array_equal(st[const], "constant")
+    np.testing.assert_array_equal(st[flat], "flat")
+    np.testing.assert_array_equal(st[~const & ~flat], "ok")
+    assert np.isnan(res.results["nlm"].to_numpy()[const | flat]).all()
+    assert res.n_nlm_flat == flat.sum() and res.n_nlm_constant == const.sum()
+    assert res.n_nlm_undefined == (flat | const).sum()
+    expected = [quadratic_nlm(1.0, x, 0.7) for x in grid["x1"][~const & ~flat]]
+    assert res.anlm == pytest.approx(np.mean(expected), abs=1e-12)
+    assert f"flat {flat.sum()}" in res.summary() and f"constant {const.sum()}" in res.summary()
+    # without the relative threshold the near-flat paths get (meaningless) NLMs
+    raw = fme.fme(f, grid, {"x1": 0.7}, nlm=True, nlm_method="gauss-legendre", nlm_flat_tol=0.0)
+    assert np.isfinite(raw.results["nlm"].to_numpy()[flat]).all() and raw.n_nlm_flat == 0
+
+
+def test_median_and_share_linear_resist_one_extreme_row(grid):
+    # x1^2 over a path crossing its minimum gives very negative NLMs for one row only
+    data = grid.copy()
+    data.loc["a", "x1"] = -0.35  # path [-0.35, 0.35]: symmetric around the minimum, NLM << 0
+    res = fme.fme(sq, data, {"x1": 0.7}, nlm=True, nlm_linear_threshold=0.5)
+    v = np.array([quadratic_nlm(1.0, x, 0.7) for x in data["x1"]])
+    assert v.min() < -1
+    assert res.median_nlm == pytest.approx(np.median(v), abs=1e-10)
+    assert res.share_linear == pytest.approx(np.mean(v >= 0.5), abs=1e-15)
+    assert res.anlm == pytest.approx(np.mean(v), abs=1e-10)
+    assert f"median {np.median(v):.6g}" in res.summary() and "share >= 0.5" in res.summary()
+    with pytest.raises(ParameterError, match="nlm_linear_threshold must be a finite number <= 1"):
+        fme.fme(sq, data, {"x1": 0.7}, nlm=True, nlm_linear_threshold=1.5)
+
+
+def test_nlm_intervals_never_exceed_one(grid):
+    from fme._stats import describe
+
+    d = describe(np.array([1.0, 1.0, 1.0, 0.96, 1.0]), upper=1.0)
+    assert d["ci_high"] == 1.0 and d["ci_low"] < d["mean"] < 1.0
+    res = fme.fme(lambda d: d["x1"].to_numpy() + 0.02 * d["x1"].to_numpy() ** 2, grid, {"x1": 0.5}, nlm=True)
+    part = fme.came(res, features=["x2"])
+    assert (part.leaves["canlm_ci_high"] <= 1.0).all() and part.root["canlm_ci_high"] <= 1.0
+    assert {"median_nlm", "share_linear"} <= set(part.leaves.columns)
+    assert part.root["share_linear"] == pytest.approx(res.share_linear, abs=1e-15)
+
+
+# ------------------------------------------------------------ Gauss-Kronrod error control
+def test_gauss_kronrod_smooth_rows_need_no_subdivision(df):
+    from sklearn.svm import SVR
+
+    from fme._nlm_eval import adaptive_nlm
+    from fme.predictors import make_predictor
+    from fme.steps import parse_steps
+
+    Xs = df[["x1", "x2", "x3"]]
+    svr = SVR(kernel="rbf", gamma=0.5, C=3.0).fit(Xs, df["y"])
+    steps = parse_steps(Xs, {"x1": 0.8, "x3": -0.5})
+    p = make_predictor(svr)
+    f0, f1 = p(Xs), svr.predict(Xs.assign(x1=Xs["x1"] + 0.8, x3=Xs["x3"] - 0.5))
+    nlm, _, err, intervals = adaptive_nlm(p, Xs, steps, None, f0, f1, tol=1e-8, max_level=5)
+    assert np.all(intervals == 1) and np.all(err <= 1e-8)
+    gl = fme.fme(svr, Xs, {"x1": 0.8, "x3": -0.5}, nlm=True, nlm_method="gauss-legendre", nlm_points=64)
+    np.testing.assert_allclose(nlm, gl.results["nlm"].to_numpy(), rtol=0, atol=1e-9)
+
+
+def test_gauss_kronrod_subdivides_and_flags_rows(grid):
+    def kink(d):  # |x1|: a kink inside the path needs subdivision; far from 0 the path is linear
+        return np.abs(d["x1"].to_numpy())
+
+    res = fme.fme(kink, grid, {"x1": 1.0}, nlm=True, nlm_tol=1e-6)
+    x = grid["x1"].to_numpy()
+    crossing = (x < 0) & (x + 1.0 > 0)
+    assert crossing.any() and (~crossing).any()
+    nlm = res.results["nlm"].to_numpy()
+    np.testing.assert_allclose(nlm[~crossing], 1.0, atol=1e-12)
+
+    def exact_kink(x0):  # piecewise linear path: closed form by fine adaptive quadrature
+        return nlm_quad(lambda t: abs(x0 + t))
+
+    for i in np.flatnonzero(crossing):
+        ok = res.results["nlm_status"].iloc[i] == "ok"
+        assert abs(nlm[i] - exact_kink(x[i])) <= (1e-5 if ok else 1e-2)
+    # a budget of one level leaves the kinked rows inaccurate, flagged and counted
+    tight = fme.fme(kink, grid, {"x1": 1.0}, nlm=True, nlm_tol=1e-12, nlm_max_level=0)
+    bad = tight.results["nlm_status"].to_numpy() == "inaccurate"
+    np.testing.assert_array_equal(bad, crossing)
+    assert tight.n_nlm_inaccurate == crossing.sum()
+    assert f"inaccurate {crossing.sum()}" in tight.summary()

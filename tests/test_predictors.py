@@ -70,7 +70,8 @@ def test_multiclass_all_classes(multiclass, Xnum):
     res = fme.fme(multiclass, Xnum, steps, target_class="all", nlm=True)
     P0 = multiclass.predict_proba(Xnum)
     P1 = multiclass.predict_proba(shifted(Xnum, steps))
-    assert list(res.results.columns) == [f"fme_{c}" for c in classes] + [f"nlm_{c}" for c in classes]
+    assert list(res.results.columns) == ([f"fme_{c}" for c in classes] + [f"nlm_{c}" for c in classes]
+                                         + [f"nlm_status_{c}" for c in classes])
     for j, c in enumerate(classes):
         np.testing.assert_array_equal(res.results[f"fme_{c}"].to_numpy(), P1[:, j] - P0[:, j])
     # probabilities sum to one: the class effects cancel row-wise
@@ -211,15 +212,16 @@ def test_make_predictor_passthrough_and_columns(gbr, X):
 
 
 # ------------------------------------------------------------ call counting and batching
-@pytest.mark.parametrize("nlm, calls", [(False, 2), (True, 3)])
-def test_two_calls_per_fme(Xnum, nlm, calls):
+@pytest.mark.parametrize("nlm, method, nodes", [(False, None, 0), (True, "gauss-legendre", 16), (True, "auto", 21)])
+def test_two_calls_per_fme(Xnum, nlm, method, nodes):
     rec = CallRecorder()
-    fme.fme(rec, Xnum, {"x1": 0.5, "x2": 0.1}, nlm=nlm)
+    fme.fme(rec, Xnum, {"x1": 0.5, "x2": 0.1}, nlm=nlm, **({"nlm_method": method} if method else {}))
     n = len(Xnum)
-    assert len(rec.lengths) == calls
+    assert len(rec.lengths) == (3 if nlm else 2)
     assert rec.lengths[:2] == [n, n]
     if nlm:
-        assert rec.lengths[2] == 16 * n  # all 16 Gauss-Legendre nodes in one stacked call
+        # all nodes in one stacked call; the smooth path meets nlm_tol without subdivision
+        assert rec.lengths[2] == nodes * n
 
 
 def test_simpson_nlm_stacks_two_interior_nodes(Xnum):
@@ -238,9 +240,10 @@ def test_batching(Xnum, b, nlm):
         return x1 * x1 * x2 + 2.0 * x1 - x3 * x1 + 1e3
 
     n = len(Xnum)
-    full = fme.fme(CallRecorder(poly), Xnum, {"x1": 0.5}, nlm=nlm)
+    kw = {"nlm_method": "gauss-legendre"} if nlm else {}
+    full = fme.fme(CallRecorder(poly), Xnum, {"x1": 0.5}, nlm=nlm, **kw)
     rec = CallRecorder(poly)
-    res = fme.fme(rec, Xnum, {"x1": 0.5}, nlm=nlm, batch_size=b)
+    res = fme.fme(rec, Xnum, {"x1": 0.5}, nlm=nlm, batch_size=b, **kw)
     batches = math.ceil(n / b)
     per_batch = 3 if nlm else 2
     assert len(rec.lengths) == per_batch * batches

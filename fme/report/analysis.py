@@ -136,7 +136,7 @@ def environment() -> dict:
 
 
 # ------------------------------------------------------------------ statistics
-def _stats(values: np.ndarray, conf_level: float) -> dict[str, float | None]:
+def _stats(values: np.ndarray, conf_level: float, upper: float | None = None) -> dict[str, float | None]:
     from scipy import stats
 
     v = np.asarray(values, dtype=float)
@@ -151,7 +151,8 @@ def _stats(values: np.ndarray, conf_level: float) -> dict[str, float | None]:
     if n >= 2:
         sd = float(v.std(ddof=1))
         half = float(stats.t.ppf(0.5 + conf_level / 2, n - 1)) * sd / math.sqrt(n)
-        out.update(sd=sd, se=sd / math.sqrt(n), ci_low=out["mean"] - half, ci_high=out["mean"] + half)
+        high = out["mean"] + half if upper is None else min(out["mean"] + half, upper)  # NLM <= 1: truncate
+        out.update(sd=sd, se=sd / math.sqrt(n), ci_low=out["mean"] - half, ci_high=high)
     return out
 
 
@@ -216,10 +217,13 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         full = np.array([st.value for st in res.steps], dtype=float)
         summary["n_shrunk"] = int((~np.isclose(kept[step_cols].to_numpy(dtype=float), full)).any(axis=1).sum())
     if use_nlm:
-        t = _stats(res.results["nlm"].to_numpy(dtype=float), conf)
+        t = _stats(res.results["nlm"].to_numpy(dtype=float), conf, upper=1.0)
         summary.update(anlm=t["mean"], sd_nlm=t["sd"], anlm_ci_low=t["ci_low"], anlm_ci_high=t["ci_high"],
                        n_nlm=t["n"], n_nlm_undefined=res.n_nlm_undefined,
-                       n_nlm_linear=int((res.results["nlm"].to_numpy(dtype=float) >= 0.9).sum()))
+                       n_nlm_linear=int((res.results["nlm"].to_numpy(dtype=float) >= 0.9).sum()),
+                       median_nlm=_num(res.median_nlm), share_linear=_num(res.share_linear),
+                       n_nlm_flat=res.n_nlm_flat, n_nlm_constant=res.n_nlm_constant,
+                       n_nlm_inaccurate=res.n_nlm_inaccurate)
     # where the extrapolation points are: per stepped numeric feature, range of x among EPs
     where = []
     if res.detector is not None:

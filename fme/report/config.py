@@ -96,7 +96,7 @@ _EFFECT = {
         "steps": {"type": "object", "minProperties": 1, "additionalProperties": _STEP_VALUE},
         "why": {"type": "string"},
         "nlm": {"type": "boolean"},
-        "nlm_method": {"enum": ["gauss-legendre", "simpson38"]},
+        "nlm_method": {"enum": ["auto", "exact", "gauss-kronrod", "gauss-legendre", "simpson38"]},
         "extrapolation": {"enum": [*DETECTOR_NAMES, "none"]},
         "on_extrapolation": {"enum": ["exclude", "keep", "shrink"]},
         "partition": {"oneOf": [{"type": "boolean", "const": False}, _PARTITION]},
@@ -174,7 +174,7 @@ DEFAULTS: dict[str, Any] = {
                 {"role": "Approver", "name": ""}],
 }
 EFFECT_DEFAULTS: dict[str, Any] = {
-    "why": "", "nlm": True, "nlm_method": "gauss-legendre", "extrapolation": "envelope",
+    "why": "", "nlm": True, "nlm_method": "auto", "extrapolation": "envelope",
     "on_extrapolation": "exclude", "partition": {"method": "ctree"},
     "stability": {"subsamples": 20, "fraction": 0.5},
 }

@@ -37,9 +37,12 @@ def effect_cells(v: dict) -> dict[str, str]:
         d["ep_share"] = "-"
     if v.get("nlm") and v.get("anlm") is not None:
         a, alo, ahi = fmt_est(v["anlm"], v["anlm_ci_low"], v["anlm_ci_high"])
-        d.update(anlm=a, anlm_ci_low=alo, anlm_ci_high=ahi)
+        d.update(anlm=a, anlm_ci_low=alo, anlm_ci_high=ahi, median_nlm=fmt_est(v.get("median_nlm"), None, None)[0],
+                 share_linear="-" if v.get("share_linear") is None else f"{100 * v['share_linear']:.1f}%",
+                 n_nlm_flat=fmt_int(v.get("n_nlm_flat") or 0), n_nlm_constant=fmt_int(v.get("n_nlm_constant") or 0))
     else:
-        d.update(anlm="-", anlm_ci_low="-", anlm_ci_high="-")
+        d.update(anlm="-", anlm_ci_low="-", anlm_ci_high="-", median_nlm="-", share_linear="-", n_nlm_flat="-",
+                 n_nlm_constant="-")
     return d
 
 

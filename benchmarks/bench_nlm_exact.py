@@ -1,0 +1,86 @@
+"""Exact NLM (``nlm_method="exact"``) against 16-node Gauss-Legendre on the same model and rows.
+
+One run per model: ``fme.fme(model, X, {"x0": 1, "x1": 1}, nlm=True, nlm_method=m)`` for
+m = "exact" and "gauss-legendre", timed back to back (wall and CPU, one repetition each:
+the machine is shared; the ratio is what matters). Reports the rows predicted by
+each (Gauss-Legendre: 18 per row; exact: 2 + the number of segments per row) and
+the ANLM by both, plus the mean |NLM_GL - NLM_exact| (the quadrature error).
+
+10 standard-normal features; y = sin(2 x0) + x1^2 + x2 x3 + noise; models fitted
+on 20 000 rows. Usage::
+
+    python benchmarks/bench_nlm_exact.py [--n-hgb 100000] [--n-other 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+import fme
+from fme.nlm_exact import tree_thresholds
+
+
+def models():
+    from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
+
+    out = {"HistGradientBoostingRegressor(100 iterations)": HistGradientBoostingRegressor(max_iter=100, random_state=0),
+           "RandomForestRegressor(200 trees, max_depth 10)": RandomForestRegressor(200, max_depth=10, n_jobs=1,
+                                                                                    random_state=0)}
+    try:
+        import lightgbm as lgb
+        out["LGBMRegressor(100 trees)"] = lgb.LGBMRegressor(n_estimators=100, verbose=-1, n_jobs=1, random_state=0)
+    except ImportError:  # optional
+        pass
+    try:
+        import xgboost as xgb
+        out["XGBRegressor(100 trees)"] = xgb.XGBRegressor(n_estimators=100, max_depth=6, n_jobs=1, random_state=0)
+    except ImportError:
+        pass
+    return out
+
+
+def timed(fn):
+    w, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - w, time.process_time() - c
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n-hgb", type=int, default=100_000)
+    ap.add_argument("--n-other", type=int, default=10_000)
+    ap.add_argument("--only", default="", help="run only models whose name contains this")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    cols = [f"x{i}" for i in range(10)]
+    train = pd.DataFrame(rng.normal(size=(20_000, 10)), columns=cols)
+    y = np.sin(2 * train["x0"]) + train["x1"] ** 2 + train["x2"] * train["x3"] + rng.normal(0, 0.1, len(train))
+    steps = {"x0": 1.0, "x1": 1.0}
+    print("| model | n | rows predicted exact / GL | exact wall s | GL16 wall s | ratio wall | ratio CPU | "
+          "ANLM exact | ANLM GL16 | mean abs NLM error GL16 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, model in models().items():
+        if args.only not in name:
+            continue
+        model.fit(train, y)
+        n = args.n_hgb if name.startswith("HistGradient") else args.n_other
+        X = pd.DataFrame(rng.normal(size=(n, 10)), columns=cols)
+        ex, we, ce = timed(lambda: fme.fme(model, X, steps, nlm=True, nlm_method="exact"))
+        thr = tree_thresholds(model, list(steps), cols)
+        segs = np.ones(n, dtype=np.int64)
+        for f, h in steps.items():
+            x = X[f].to_numpy()
+            segs += np.searchsorted(thr[f], x + h, "left") - np.searchsorted(thr[f], x, "right")
+        rows_exact = int(2 * n + segs.sum())
+        gl, wg, cg = timed(lambda: fme.fme(model, X, steps, nlm=True, nlm_method="gauss-legendre"))
+        err = np.nanmean(np.abs(gl.results["nlm"].to_numpy() - ex.results["nlm"].to_numpy()))
+        print(f"| {name} | {n:,} | {rows_exact:,} / {18 * n:,} | {we:.2f} | {wg:.2f} | {we / wg:.2f} | {ce / cg:.2f} | "
+              f"{ex.anlm:.4f} | {gl.anlm:.4f} | {err:.3g} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+"""Choosing and running the NLM method of :func:`fme.fme` (paper §5.4).
+
+* :func:`resolve_method`: ``nlm_method="auto"`` -> ``"exact"`` for the tree
+  models of :mod:`fme.nlm_exact`, ``"gauss-kronrod"`` otherwise.
+* :func:`adaptive_nlm`: Gauss-Kronrod (10, 21) NLM with a per-row error
+  estimate |NLM_K21 - NLM_G10|; rows above ``nlm_tol`` are recomputed on
+  2, 4, ..., 2**max_level equal sub-intervals (only those rows).
+* :func:`classify`: per-row status ``ok``, ``constant`` (NLM 0/0),
+  ``flat`` (the path's variation is negligible relative to the spread of the
+  predictions over the data; NLM set to NaN) or ``inaccurate`` (error
+  estimate above ``nlm_tol`` after the budget).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import ParameterError
+from .nlm import (DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, NLM_METHODS, QuadratureRule, gauss_kronrod_rules,
+                  nlm_from_path, quadrature_rule)
+from .nlm_exact import exact_nlm, exact_support
+from .steps import Step, _numeric_shift, stack_path
+
+__all__ = ["NLMSummaryMixin", "nlm_values", "NLMSettings", "resolve_method", "adaptive_nlm", "classify", "NLM_STATUS", "DEFAULT_FLAT_TOL"]
+
+#: Values of the ``nlm_status`` column.
+NLM_STATUS = ("ok", "constant", "flat", "inaccurate")
+#: Default ``nlm_flat_tol``: a path is flat when the SD of f along it is at most this
+#: times the SD of the predictions f(x), f(x + h) over all evaluated rows.
+DEFAULT_FLAT_TOL = 1e-6
+_CELL_BUDGET = 50_000_000
+
+
+class NLMSettings:
+    """The resolved NLM method: name, fixed rule (quadrature methods), thresholds (exact)."""
+
+    def __init__(self, method: str, rule: QuadratureRule | None = None, thresholds: dict | None = None,
+                 tol: float = DEFAULT_NLM_TOL, max_level: int = DEFAULT_MAX_LEVEL, flat_tol: float = DEFAULT_FLAT_TOL):
+        self.method, self.rule, self.thresholds = method, rule, thresholds
+        self.tol, self.max_level, self.flat_tol = tol, max_level, flat_tol
+
+    @property
+    def nodes(self) -> int | None:
+        if self.rule is not None:
+            return int(self.rule.nodes.size)
+        return 21 if self.method == "gauss-kronrod" else None
+
+
+def _nonneg(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
+        raise ParameterError(f"{name} must be a finite number >= 0, got {value!r}.")
+    return float(value)
+
+
+def resolve_method(model: Any, method: str, points: int | None, intervals: int | None, steps: tuple[Step, ...],
+                   columns: list[str], tol: Any, max_level: Any, flat_tol: Any) -> NLMSettings:
+    """Validate the NLM arguments and pick the method (``auto`` resolved here)."""
+    if method not in NLM_METHODS:
+        raise ParameterError(f"unknown nlm_method {method!r}; use one of {', '.join(NLM_METHODS)}.")
+    tol = DEFAULT_NLM_TOL if tol is None else _nonneg(tol, "nlm_tol")
+    flat_tol = DEFAULT_FLAT_TOL if flat_tol is None else _nonneg(flat_tol, "nlm_flat_tol")
+    if max_level is None:
+        max_level = DEFAULT_MAX_LEVEL
+    elif isinstance(max_level, bool) or not isinstance(max_level, numbers.Integral) or not 0 <= max_level <= 12:
+        raise ParameterError(f"nlm_max_level must be an integer in [0, 12], got {max_level!r}.")
+    kw = dict(tol=tol, max_level=int(max_level), flat_tol=flat_tol)
+    if method == "auto":  # a fixed-rule argument means that rule
+        method = "gauss-legendre" if points is not None else "simpson38" if intervals is not None else "auto"
+    if method in ("gauss-legendre", "simpson38"):
+        return NLMSettings(method, rule=quadrature_rule(method, points, intervals), **kw)
+    if points is not None or intervals is not None:
+        raise ParameterError(f"nlm_points/nlm_intervals do not apply to nlm_method={method!r}; use "
+                             "'gauss-legendre' (nlm_points) or 'simpson38' (nlm_intervals).")
+    if method == "gauss-kronrod":
+        return NLMSettings(method, **kw)
+    thresholds, why = exact_support(model, [s.feature for s in steps], columns)
+    if thresholds is not None:
+        return NLMSettings("exact", thresholds=thresholds, **kw)
+    if method == "exact":
+        name = type(model).__name__ if model is not None else "this model"
+        raise ParameterError(
+            f"nlm_method='exact' is not available for {name} ({why}): it needs a scikit-learn tree or tree "
+            "ensemble, LightGBM or XGBoost (or a Pipeline ending in one after pass-through/monotone per-feature "
+            "steps); use nlm_method='auto' or 'gauss-kronrod'."
+        )
+    return NLMSettings("gauss-kronrod", **kw)
+
+
+def adaptive_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.ndarray, f1: np.ndarray,
+                 tol: float, max_level: int, batch_size: int | None = None):
+    """Gauss-Kronrod NLM with error control (see module docstring).
+
+    Returns
+    -------
+    nlm, sd, err : ndarrays like ``f0`` (err: the final error estimate)
+    intervals : ndarray of shape (n,), the sub-intervals used per row
+    """
+    n = len(X)
+    nlm = np.full(f0.shape, np.nan)
+    sd = np.zeros(f0.shape)
+    err = np.full(f0.shape, np.inf)
+    intervals = np.zeros(n, dtype=np.int64)
+    todo = np.arange(n)
+    for level in range(max_level + 1):
+        k = 2 ** level
+        kron, gauss = gauss_kronrod_rules(k)
+        per = max(1, X.shape[1]) * kron.nodes.size
+        size = batch_size or max(1000, _CELL_BUDGET // per)
+        for start in range(0, todo.size, size):  # batches of rows, never one row at a time
+            idx = todo[start:start + size]
+            xb = X.iloc[idx]
+            hb = {s.feature: np.broadcast_to(_numeric_shift(s, h), (n,))[idx] for s in steps if s.is_numeric}
+            label = ", ".join(s.describe() for s in steps)
+            stacked = predictor(stack_path(xb, steps, kron.nodes, hb),
+                                stage=f"the NLM nodes x + t h for the step {label}",
+                                rows=(int(idx.min()), int(idx.max()) + 1, n))
+            f_int = stacked.reshape((kron.nodes.size, idx.size) + stacked.shape[1:])
+            vk, sk = nlm_from_path(f0[idx], f1[idx], f_int, kron, return_sd=True)
+            vg = nlm_from_path(f0[idx], f1[idx], f_int, gauss)
+            both_nan = np.isnan(vk) & np.isnan(vg)
+            e = np.where(both_nan, 0.0, np.abs(vk - vg))
+            e[np.isnan(e)] = np.inf
+            nlm[idx], sd[idx], err[idx] = vk, sk, e
+            intervals[idx] = k
+        bad = err[todo] > tol
+        if bad.ndim == 2:
+            bad = bad.any(axis=1)
+        todo = todo[bad]
+        if todo.size == 0:
+            break
+    return nlm, sd, err, intervals
+
+
+def classify(nlm: np.ndarray, sd: np.ndarray, f0: np.ndarray, f1: np.ndarray, flat_tol: float,
+             err: np.ndarray | None = None, tol: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+    """NLMs with flat paths set to NaN, and the status per row (and output column)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # |f| near float max: spread inf, nothing counts as flat
+        spread = np.std(np.concatenate([f0, f1]), axis=0)
+    constant = np.isnan(nlm)
+    flat = ~constant & (sd <= flat_tol * spread)
+    status = np.full(nlm.shape, "ok", dtype=object)
+    if err is not None:
+        status[~constant & ~flat & ~(err <= tol)] = "inaccurate"
+    status[flat] = "flat"
+    status[constant] = "constant"
+    out = np.where(flat, np.nan, nlm)
+    return out, status
+
+
+def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[Step, ...],
+                h: Mapping[str, np.ndarray] | None, f0: np.ndarray, f1: np.ndarray, batch_size: int | None):
+    """(nlm, status) by the resolved method: exact or adaptive Gauss-Kronrod (fixed rules: in fme.effects)."""
+    if settings.method == "exact":
+        shifts = {s.feature: np.broadcast_to(np.asarray(h[s.feature] if h is not None and s.feature in h
+                                                         else s.value, dtype=float), (len(X),)) for s in steps}
+        nlm, sd, _ = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1)
+        return classify(nlm, sd, f0, f1, settings.flat_tol)
+    nlm, sd, err, _ = adaptive_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.max_level, batch_size)
+    return classify(nlm, sd, f0, f1, settings.flat_tol, err, settings.tol)
+
+
+class NLMSummaryMixin:
+    """Robust NLM figures of :class:`fme.effects.FMEResult` (paper §5.4 and issue 13)."""
+
+    @property
+    def status_columns(self) -> list[str]:
+        cols = ["nlm_status"] if self.output_names is None else [f"nlm_status_{c}" for c in self.output_names]
+        return [c for c in cols if c in self.results.columns]
+
+    def _count_status(self, status: str) -> int:
+        if not self.status_columns:
+            return 0
+        return int((self.results[self.status_columns] == status).any(axis=1).sum())
+
+    @property
+    def median_nlm(self) -> Any:
+        """Median of the defined NLMs: robust to the unbounded-below tail (one row cannot dominate it)."""
+        if not self.has_nlm:
+            return float("nan")
+        return self._reduce(self.nlm_columns, lambda v: float(np.nanmedian(v)) if np.isfinite(v).any() else float("nan"))
+
+    @property
+    def share_linear(self) -> Any:
+        """Share of the defined NLMs >= ``nlm_linear_threshold`` (default 0.9; paper §5.4's "approximately linear")."""
+        if not self.has_nlm:
+            return float("nan")
+        t = self.nlm_linear_threshold
+        return self._reduce(self.nlm_columns, lambda v: float(np.mean(v[~np.isnan(v)] >= t))
+                            if np.isfinite(v).any() else float("nan"))
+
+    @property
+    def n_nlm_flat(self) -> int:
+        """Rows whose path is flat: varies, but negligibly (``nlm_flat_tol``); NLM undefined."""
+        return self._count_status("flat")
+
+    @property
+    def n_nlm_constant(self) -> int:
+        """Rows whose prediction is exactly constant along the path (NLM 0/0)."""
+        return self._count_status("constant")
+
+    @property
+    def n_nlm_inaccurate(self) -> int:
+        """Rows whose Gauss-Kronrod error estimate stayed above ``nlm_tol``."""
+        return self._count_status("inaccurate")

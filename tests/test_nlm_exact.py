@@ -1,0 +1,289 @@
+"""Exact NLM of tree models (fme.nlm_exact, paper §5.4).
+
+Reference: for each row separately, the breakpoints t = (threshold - x_j) / h_j
+of every split threshold of a stepped feature (collected here by an
+independent route per family), the model's own prediction at each segment's
+midpoint, and the integrals from antiderivatives of the piecewise-constant
+path. Written plainly, with loops over rows and trees.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fme
+from fme.exceptions import ParameterError
+
+FEATURES = ["x1", "x2", "x3"]
+
+
+# ------------------------------------------------------------ independent reference
+def _sk_thresholds(est, j):
+    trees = getattr(est, "estimators_", [est])
+    out = []
+    for t in np.ravel(np.asarray(trees, dtype=object)):
+        out.extend(t.tree_.threshold[t.tree_.feature == j].tolist())
+    return out
+
+
+def _hist_thresholds(est, j):
+    return [float(node["num_threshold"]) for it in est._predictors for p in it for node in p.nodes
+            if not node["is_leaf"] and node["feature_idx"] == j]
+
+
+def _lgb_thresholds(booster, name):
+    df = booster.trees_to_dataframe()
+    return df.loc[df["split_feature"] == name, "threshold"].astype(float).tolist()
+
+
+def _xgb_thresholds(booster, name):
+    out = []
+
+    def walk(node):
+        if "split" in node:
+            if node["split"] == name:
+                out.append(float(node["split_condition"]))
+            for child in node["children"]:
+                walk(child)
+
+    for tree in booster.get_dump(dump_format="json"):
+        walk(json.loads(tree))
+    return out
+
+
+def reference_thresholds(model, feature):
+    """Raw-space thresholds of ``feature`` (plain loops, family by family)."""
+    name = type(model).__name__
+    if name == "Pipeline":
+        scaler, final = model.steps[0][1], model.steps[-1][1]
+        j = list(model.feature_names_in_).index(feature)
+        thr = np.asarray(reference_thresholds(final, j), dtype=float)
+        return (thr * scaler.scale_[j] + scaler.mean_[j]).tolist()
+    if isinstance(feature, str):
+        j = FEATURES.index(feature)
+    else:
+        j, feature = feature, FEATURES[feature]
+    if name.startswith("HistGradient"):
+        return _hist_thresholds(model, j)
+    if name.startswith("LGBM"):
+        return _lgb_thresholds(model.booster_, feature)
+    if name == "Booster" and type(model).__module__.startswith("lightgbm"):
+        return _lgb_thresholds(model, feature)
+    if name.startswith("XGB"):
+        return _xgb_thresholds(model.get_booster(), feature)
+    if name == "Booster":
+        return _xgb_thresholds(model, feature)
+    return _sk_thresholds(model, j)
+
+
+def reference_nlm(model, predict, row: pd.Series, steps: dict) -> float:
+    f0 = float(predict(row.to_frame().T.astype(float))[0])
+    moved = row.copy()
+    for f, h in steps.items():
+        moved[f] += h
+    f1 = float(predict(moved.to_frame().T.astype(float))[0])
+    ts = {0.0, 1.0}
+    for f, h in steps.items():
+        for thr in reference_thresholds(model, f):
+            t = (thr - row[f]) / h
+            if 0 < t < 1:
+                ts.add(t)
+    ts = sorted(ts)
+    F = f1 - f0
+    mean = num = 0.0
+    mids = pd.DataFrame([row] * (len(ts) - 1)).astype(float)  # one predict call per row
+    for f, h in steps.items():
+        mids[f] = [row[f] + 0.5 * (a + b) * h for a, b in zip(ts[:-1], ts[1:])]
+    values = predict(mids)
+    segs = []
+    for a, b, c in zip(ts[:-1], ts[1:], values):
+        c = float(c)
+        segs.append((a, b, c))
+        mean += (b - a) * (c - f0)
+        if F != 0:  # antiderivative of (c - f0 - t F)^2
+            num += ((c - f0 - a * F) ** 3 - (c - f0 - b * F) ** 3) / (3 * F)
+        else:
+            num += (b - a) * (c - f0) ** 2
+    den = sum((b - a) * (c - f0 - mean) ** 2 for a, b, c in segs)
+    return 1.0 - num / den if den > 0 else float("nan")
+
+
+# ------------------------------------------------------------ models
+@pytest.fixture(scope="module")
+def data(df):
+    return df[FEATURES].iloc[:40]
+
+
+def _fit(kind, df):
+    from sklearn import ensemble as E
+    from sklearn import tree as T
+
+    X, y, yb = df[FEATURES], df["y"], df["yb"]
+    y3 = np.where(df["y"] < -0.5, "lo", np.where(df["y"] < 1.5, "mid", "hi"))
+    small = dict(random_state=0)
+    if kind == "dt_reg":
+        return T.DecisionTreeRegressor(max_depth=6, **small).fit(X, y), None
+    if kind == "dt_clf":
+        return T.DecisionTreeClassifier(max_depth=5, **small).fit(X, yb), None
+    if kind == "et_single":
+        return T.ExtraTreeRegressor(max_depth=6, **small).fit(X, y), None
+    if kind == "rf_reg":
+        return E.RandomForestRegressor(30, max_depth=6, **small).fit(X, y), None
+    if kind == "rf_clf3":
+        return E.RandomForestClassifier(20, max_depth=5, **small).fit(X, y3), "hi"
+    if kind == "et_reg":
+        return E.ExtraTreesRegressor(20, max_depth=6, **small).fit(X, y), None
+    if kind == "gb_reg":
+        return E.GradientBoostingRegressor(n_estimators=30, max_depth=3, **small).fit(X, y), None
+    if kind == "gb_clf":
+        return E.GradientBoostingClassifier(n_estimators=20, max_depth=3, **small).fit(X, yb), None
+    if kind == "gb_clf3":
+        return E.GradientBoostingClassifier(n_estimators=15, max_depth=2, **small).fit(X, y3), "mid"
+    if kind == "hgb_reg":
+        return E.HistGradientBoostingRegressor(max_iter=40, **small).fit(X, y), None
+    if kind == "hgb_clf":
+        return E.HistGradientBoostingClassifier(max_iter=30, **small).fit(X, yb), None
+    if kind == "lgbm_reg":
+        import lightgbm as lgb
+        return lgb.LGBMRegressor(n_estimators=30, num_leaves=8, verbose=-1, **small).fit(X, y), None
+    if kind == "lgbm_clf3":
+        import lightgbm as lgb
+        return lgb.LGBMClassifier(n_estimators=15, num_leaves=6, verbose=-1, **small).fit(X, y3), "lo"
+    if kind == "lgbm_booster":
+        import lightgbm as lgb
+        return lgb.train({"objective": "binary", "num_leaves": 6, "verbose": -1},
+                         lgb.Dataset(X, yb), num_boost_round=20), None
+    if kind == "xgb_reg":
+        import xgboost as xgb
+        return xgb.XGBRegressor(n_estimators=30, max_depth=3, n_jobs=1, **small).fit(X, y), None
+    if kind == "xgb_clf":
+        import xgboost as xgb
+        return xgb.XGBClassifier(n_estimators=20, max_depth=3, n_jobs=1, **small).fit(X, yb), None
+    if kind == "xgb_booster":
+        import xgboost as xgb
+        return xgb.train({"objective": "binary:logistic", "max_depth": 3, "nthread": 1},
+                         xgb.DMatrix(X, label=yb), num_boost_round=20), None
+    if kind == "pipe_scaled_rf":
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+        return make_pipeline(StandardScaler(), E.RandomForestRegressor(15, max_depth=5, **small)).fit(X, y), None
+    raise KeyError(kind)
+
+
+KINDS = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg", "gb_clf", "gb_clf3", "hgb_reg",
+         "hgb_clf", "lgbm_reg", "lgbm_clf3", "lgbm_booster", "xgb_reg", "xgb_clf", "xgb_booster", "pipe_scaled_rf"]
+
+
+@pytest.mark.parametrize("steps", [{"x1": 0.9}, {"x2": -1.1, "x3": 1.7}], ids=["uni", "bi"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_exact_equals_segment_reference(df, data, kind, steps):
+    model, target = _fit(kind, df)
+    res = fme.fme(model, data, steps, nlm=True, nlm_method="exact", target_class=target)
+    assert res.nlm_method == "exact"
+    pred = fme.predictors.make_predictor(model, target)
+    got = res.results["nlm"].to_numpy()
+    ref = np.array([reference_nlm(model, pred, row, steps) for _, row in data.iterrows()])
+    defined = np.isfinite(ref)
+    assert defined.sum() >= 10
+    np.testing.assert_array_equal(np.isfinite(got), defined)
+    np.testing.assert_allclose(got[defined], ref[defined], rtol=1e-9, atol=1e-12)
+    assert np.all(got[defined] <= 1.0 + 1e-12)
+    # auto picks exact for every supported family
+    auto = fme.fme(model, data, steps, nlm=True, target_class=target)
+    assert auto.nlm_method == "exact"
+    np.testing.assert_array_equal(auto.results["nlm"].to_numpy(), got)
+
+
+def test_exact_multiclass_all_matches_single_class(df, data):
+    model, _ = _fit("gb_clf3", df)
+    allc = fme.fme(model, data, {"x1": 0.7}, nlm=True, target_class="all")
+    assert allc.nlm_method == "exact"
+    for c in model.classes_:
+        one = fme.fme(model, data, {"x1": 0.7}, nlm=True, target_class=c)
+        np.testing.assert_allclose(allc.results[f"nlm_{c}"].to_numpy(), one.results["nlm"].to_numpy(),
+                                   rtol=1e-12, atol=1e-14)
+
+
+def test_exact_pipeline_with_column_transformer(pipeline, df):
+    data = df[FEATURES + ["cat"]].iloc[:30]
+    before = data.copy(deep=True)
+    res = fme.fme(pipeline, data, {"x1": 0.8}, nlm=True, nlm_method="exact")
+    rf = pipeline.steps[-1][1]
+    out_names = list(pipeline.steps[0][1].get_feature_names_out())
+    j = out_names.index("remainder__x1")
+    thr = _sk_thresholds(rf, j)
+    for (label, row), got in zip(data.iterrows(), res.results["nlm"].to_numpy()):
+        ts = sorted({0.0, 1.0} | {(t - row["x1"]) / 0.8 for t in thr if 0 < (t - row["x1"]) / 0.8 < 1})
+        mids = pd.DataFrame([row] * (len(ts) - 1))
+        mids["x1"] = row["x1"] + 0.8 * (np.array(ts[:-1]) + np.array(ts[1:])) / 2
+        mids["cat"] = pd.Categorical(mids["cat"], categories=data["cat"].cat.categories)
+        c = pipeline.predict(mids)
+        f0 = pipeline.predict(data.loc[[label]])[0]
+        F = res.results.loc[label, "fme"]
+        a, b = np.array(ts[:-1]), np.array(ts[1:])
+        mean = np.sum((b - a) * (c - f0))
+        num = np.sum(((c - f0 - a * F) ** 3 - (c - f0 - b * F) ** 3) / (3 * F)) if F else np.sum((b - a) * (c - f0) ** 2)
+        den = np.sum((b - a) * (c - f0 - mean) ** 2)
+        if den > 0:
+            assert got == pytest.approx(1 - num / den, rel=1e-9, abs=1e-12)
+    pd.testing.assert_frame_equal(data, before)
+
+
+def test_exact_on_unsupported_model_is_an_error(df, data):
+    from sklearn.svm import SVR
+
+    svr = SVR().fit(df[FEATURES], df["y"])
+    with pytest.raises(ParameterError, match="nlm_method='exact' is not available for SVR"):
+        fme.fme(svr, data, {"x1": 1.0}, nlm=True, nlm_method="exact")
+    assert fme.fme(svr, data, {"x1": 1.0}, nlm=True).nlm_method == "gauss-kronrod"
+
+
+def test_exact_categorical_split_falls_back(df):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    X = df[["x1", "k"]]
+    m = HistGradientBoostingRegressor(max_iter=10, categorical_features=[1], random_state=0).fit(X, df["y"])
+    with pytest.raises(ParameterError, match="categorical splits on the stepped feature 'k'"):
+        fme.fme(m, X, {"k": 1}, nlm=True, nlm_method="exact")
+    assert fme.fme(m, X, {"x1": 1.0}, nlm=True).nlm_method == "exact"
+
+
+def test_exact_respects_batching_budget(df, data, monkeypatch):
+    import fme.nlm_exact as ne
+
+    model, _ = _fit("rf_reg", df)
+    full = fme.fme(model, data, {"x1": 1.5, "x2": 0.5}, nlm=True)
+    X = data
+    shifts = {"x1": np.full(len(X), 1.5), "x2": np.full(len(X), 0.5)}
+    thr = ne.tree_thresholds(model, ["x1", "x2"], FEATURES)
+    pred = fme.predictors.make_predictor(model)
+    f0, f1 = full.predictions["f_x"].to_numpy(), full.predictions["f_x_step"].to_numpy()
+    small, _, n_seg = ne.exact_nlm(pred, X, shifts, thr, f0, f1, cell_budget=3 * 50)
+    assert pred.n_calls > 5 and n_seg > len(X)
+    np.testing.assert_array_equal(small, full.results["nlm"].to_numpy())
+
+
+# ------------------------------------------------------------ property: quadrature converges to exact
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(depth=st.integers(1, 6), seed=st.integers(0, 10_000), h=st.floats(0.2, 3.0), neg=st.booleans())
+def test_gauss_legendre_converges_to_exact(df, depth, seed, h, neg):
+    from sklearn.tree import DecisionTreeRegressor
+
+    model = DecisionTreeRegressor(max_depth=depth, random_state=seed).fit(df[FEATURES], df["y"])
+    data = df[FEATURES].iloc[seed % 100: seed % 100 + 5]
+    step = {"x1": -h if neg else h}
+    exact = fme.fme(model, data, step, nlm=True, nlm_method="exact").results["nlm"].to_numpy()
+    errs = []
+    for m in (16, 256, 4096):
+        gl = fme.fme(model, data, step, nlm=True, nlm_method="gauss-legendre", nlm_points=m).results["nlm"]
+        e = np.abs(gl.to_numpy() - exact)
+        errs.append(np.nanmax(e) if np.isfinite(e).any() else 0.0)
+    assert errs[2] <= errs[0] + 1e-12
+    assert errs[2] < 0.05
