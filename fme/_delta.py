@@ -103,6 +103,52 @@ def _check_vcov(vcov: np.ndarray, k: int, name: str) -> np.ndarray:
     return vcov
 
 
+def evaluate_with_jacobian(results: Any, X0: pd.DataFrame, X1: pd.DataFrame
+                           ) -> tuple[np.ndarray, np.ndarray, RowInference] | None:
+    """f(X0), f(X1) and the delta ingredients from one design matrix per point set (no separate predict).
+
+    For statsmodels results with an analytic mean derivative: the predictions are
+    ``results.model.predict(params, design)``, which is what ``results.predict(frame)`` computes. None
+    for other models (the caller predicts and uses :func:`delta_rows`).
+    """
+    if not _is_statsmodels_results(results):
+        return None
+    dmu = _mean_derivative(results)
+    params = np.asarray(results.params, dtype=float)
+    if dmu is None:
+        return None
+    D0, D1 = _design(results, X0), _design(results, X1)
+    if D0.shape[1] != params.size:
+        return None
+    model = results.model
+    f0 = np.asarray(model.predict(params, D0), dtype=float).reshape(-1)
+    f1 = np.asarray(model.predict(params, D1), dtype=float).reshape(-1)
+    if not (np.isfinite(f0).all() and np.isfinite(f1).all()):
+        return None  # let the predictor raise its PredictionError naming the rows
+    vcov = _check_vcov(np.asarray(results.cov_params(), dtype=float), params.size, type(model).__name__)
+    if not np.allclose(dmu_mean(results, D0 @ params), f0, rtol=1e-9, atol=1e-12):
+        return None  # an offset or exposure: not mu(x'beta)
+    jac = dmu(D1 @ params)[:, None] * D1 - dmu(D0 @ params)[:, None] * D0
+    return f0, f1, RowInference("delta", f1 - f0, jacobian=jac, vcov=vcov, info={"kernel": "analytic"})
+
+
+def dmu_mean(results: Any, eta: np.ndarray) -> np.ndarray:
+    """mu(eta) of the models :func:`_mean_derivative` knows."""
+    from statsmodels.discrete.discrete_model import Logit, Poisson, Probit
+    from statsmodels.genmod.generalized_linear_model import GLM
+
+    model = results.model
+    if isinstance(model, GLM):
+        return model.family.link.inverse(eta)
+    if isinstance(model, Logit):
+        return special.expit(eta)
+    if isinstance(model, Probit):
+        return stats.norm.cdf(eta)
+    if isinstance(model, Poisson):
+        return np.exp(eta)
+    return eta
+
+
 def _statsmodels_rows(results: Any, X0: pd.DataFrame, X1: pd.DataFrame, f0: np.ndarray | None) -> RowInference:
     name = type(results.model).__name__
     params = np.asarray(results.params, dtype=float)

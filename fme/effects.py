@@ -26,6 +26,7 @@ from ._stats import describe
 from ._validation import check_conf_level, check_data
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from .extrapolation import make_detector
+from ._delta import evaluate_with_jacobian
 from .inference import RowInference, compute_rows, resolve_method, sample_inference
 from .nlm import QuadratureRule, nlm_from_path, quadrature_rule
 from .predictors import Predictor, make_predictor
@@ -595,7 +596,16 @@ def fme(
             cand, X = cand[keep], X.iloc[keep]
             if h is not None:
                 h = {k: v[keep] for k, v in h.items()}
-    f0, f1, nlm_values = _evaluate(predictor, X, parsed, rule, batch_size, h)
+    fast = None
+    if method == "delta" and rule is None and predictor.output_names is None:
+        # statsmodels GLM-type models: predictions and Jacobian from one design matrix per point set
+        fast = evaluate_with_jacobian(model, X, apply_steps(X, parsed, h))
+    if fast is not None:
+        f0, f1, rows = fast
+        nlm_values = None
+    else:
+        f0, f1, nlm_values = _evaluate(predictor, X, parsed, rule, batch_size, h)
+        rows = None
     out_index = index[cand]
     names = predictor.output_names
     res: dict[str, Any] = {}
@@ -621,8 +631,7 @@ def fme(
             {**{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},
              **{f"f_x_step_{c}": f1[:, j] for j, c in enumerate(names)}}, index=out_index)
     excluded = _excluded_frame(code, notes, index)
-    rows = None
-    if names is None:
+    if names is None and rows is None:
         rows = compute_rows(method, model, [(X, apply_steps(X, parsed, h))], [res["fme"]], [f0],
                             bootstrap, target_class)[0]
     return FMEResult(

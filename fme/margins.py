@@ -41,6 +41,7 @@ class _Spec:
     positions: np.ndarray
     pair: tuple[pd.DataFrame, pd.DataFrame] | None
     f0: np.ndarray | None = None
+    inf: RowInference | None = None
 
 
 def _check_by(data: pd.DataFrame, by: Any) -> list[str]:
@@ -190,22 +191,25 @@ def ame(
         if feature not in data.columns:
             raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
         if is_categorical(data[feature]):
-            specs.extend(_categorical_specs(model, data, feature, value, categorical, fme_kwargs))
+            specs.extend(_categorical_specs(model, data, feature, value, categorical, fme_kwargs, method))
         else:
-            res = fme(model, data, {feature: value}, inference="sample", **fme_kwargs)
+            res = fme(model, data, {feature: value}, inference=_direct(method), **fme_kwargs)
             specs.append(_Spec(feature, res.steps[0].value, None, None, res.results["fme"].to_numpy(dtype=float),
-                               res.positions, stepped_frames(res, model, target_class),
-                               res.predictions["f_x"].to_numpy()))
+                               res.positions, *_pair(res, model, method, target_class)))
     live = [s for s in specs if s.pair is not None]
     infs = compute_rows(method, model, [s.pair for s in live], [s.values for s in live], [s.f0 for s in live],
                         bootstrap, target_class) if live else []
-    found = dict(zip(map(id, live), infs))
+    for spec, inf in zip(live, infs):
+        spec.inf = inf
     codes_all, keys = _groups(data, by_cols)
     rows = []
     for spec in specs:
         # A level no row could move to keeps its row, with NaN figures and the method asked for.
-        inf = found.get(id(spec), RowInference(method, spec.values))
-        rows.extend(_spec_rows(spec, inf, codes_all, keys, by_cols, hypothesis, conf_level))
+        inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
+        new = _spec_rows(spec, inf, codes_all, keys, by_cols, hypothesis, conf_level)
+        for row in new:
+            row["inference"] = method
+        rows.extend(new)
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     return pd.DataFrame(rows, columns=_AME_COLUMNS[:4] + middle + _AME_COLUMNS[4:])
 
@@ -218,7 +222,19 @@ def _check_single_output(target_class: Any, name: str) -> None:
         )
 
 
-def _categorical_specs(model, data, feature, value, categorical, fme_kwargs) -> list[_Spec]:
+def _direct(method: str) -> str:
+    """The method fme() computes itself: all but bootstrap (whose refits ame() shares across rows)."""
+    return "sample" if method == "bootstrap" else method
+
+
+def _pair(res, model, method: str, target_class: Any) -> tuple:
+    """(point sets, f(x), ready ingredients) of a spec: the point sets only where ame() still has to compute."""
+    if method == "bootstrap":
+        return stepped_frames(res, model, target_class), res.predictions["f_x"].to_numpy(), None
+    return None, None, res.inference_rows
+
+
+def _categorical_specs(model, data, feature, value, categorical, fme_kwargs, method) -> list[_Spec]:
     levels = _levels(data[feature])
     target_class = fme_kwargs.get("target_class")
     if categorical == "observation":
@@ -226,13 +242,13 @@ def _categorical_specs(model, data, feature, value, categorical, fme_kwargs) -> 
         specs = []
         for level in targets:
             try:
-                res = fme(model, data, {feature: level}, inference="sample", **fme_kwargs)
+                res = fme(model, data, {feature: level}, inference=_direct(method), **fme_kwargs)
             except DataError:
                 # Every row is already at this level: nothing to evaluate.
                 specs.append(_Spec(feature, np.nan, level, None, np.empty(0), np.empty(0, dtype=np.int64), None))
                 continue
             specs.append(_Spec(feature, np.nan, level, None, res.results["fme"].to_numpy(dtype=float), res.positions,
-                               stepped_frames(res, model, target_class), res.predictions["f_x"].to_numpy()))
+                               *_pair(res, model, method, target_class)))
         return specs
     reference = levels[0] if value is None else parse_steps(data, {feature: value})[0].value
     predictor = make_predictor(model, target_class)
