@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._plot_data import histogram_edges
+
 __all__ = ["PartitionDisplay", "fmt_num", "fmt_ci", "fmt_p", "tree_layout", "edge_label", "leaf_label",
            "inner_label", "centred_norm", "place_arrow"]
 
@@ -291,10 +293,9 @@ def draw_tree(
             out["node_boxes"][node] = ax.text(x, y, inner_label(nodes, node, extra), ha="center", va="center",
                                               fontsize=fontsize, zorder=4, bbox=box, color=colors["text"])
     finite = np.concatenate([v[np.isfinite(v)] for v in leaf_values.values()] or [np.empty(0)])
-    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    if hi <= lo:  # one value everywhere: give the histogram a visible width
-        lo, hi = lo - 0.5, hi + 0.5
-    edges = np.linspace(lo, hi, bins + 1)
+    # One set of edges for all panels; a flat or float-unresolvable range gets one bar of visible width.
+    edges = histogram_edges(finite, bins)
+    lo, hi = float(edges[0]), float(edges[-1])
     top = 0.0
     for _, row in leaves.iterrows():
         node = int(row["node"])

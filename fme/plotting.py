@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ._plot_data import finite_rows, histogram_edges, kde_curve
 from ._plot_tree import PartitionDisplay, centred_norm, fmt_num, place_arrow
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -315,6 +316,7 @@ class FMEDisplay:
         for name in ("scatter_", "hexbin_", "colorbar_", "hist_", "kde_line_", "arrow_", "arrow_label_",
                      "ame_line_", "zero_line_", "extrapolation_", "extrapolation_kept_", "legend_"):
             setattr(self, name, None)
+        self.drawn_ = finite_rows(*self._drawn_columns())
         if self.kind_ == "density":
             self._plot_density(ax, bins)
         elif self.kind_ == "map":
@@ -332,7 +334,24 @@ class FMEDisplay:
         return self
 
     def _finite(self) -> np.ndarray:
-        return np.isfinite(self.values)
+        """Rows drawn: the value and every plotted feature value finite (the rest are counted)."""
+        return self.drawn_.mask
+
+    def _drawn_columns(self) -> list[np.ndarray]:
+        """The plotted value and the feature columns on the axes (all must be finite to draw a row)."""
+        shown = [] if self.kind_ == "density" else list(self.feature_values.columns)[:2 if self.kind_ == "map" else 1]
+        return [self.values] + [self.feature_values[f].to_numpy(dtype=float) for f in shown]
+
+    def _not_drawn_notes(self) -> list[str]:
+        note = self.drawn_.note
+        return [note] if note else []
+
+    def _average_line(self, ax: Axes, vertical: bool) -> None:
+        if not np.isfinite(self.average):  # e.g. an ANLM with every NLM undefined
+            return
+        line = ax.axvline if vertical else ax.axhline
+        self.ame_line_ = line(self.average, color=COLORS["average"], linestyle="--", linewidth=1.8, zorder=4,
+                              label=f"{self._average_name} = {fmt_num(self.average)}")
 
     def _point_colors(self, y: np.ndarray) -> Any:
         return COLORS["points"]
@@ -346,7 +365,7 @@ class FMEDisplay:
         ok = self._finite()
         x = self.feature_values[feature].to_numpy(dtype=float)
         y = self.values
-        if self.kind_ == "hexbin":
+        if self.kind_ == "hexbin" and ok.any():
             from matplotlib import colormaps
             from matplotlib.colors import ListedColormap, LogNorm
 
@@ -356,7 +375,7 @@ class FMEDisplay:
                                      linewidths=0.2)
             self.colorbar_ = ax.figure.colorbar(self.hexbin_, ax=ax)
             self.colorbar_.set_label("observations per hexagon", fontsize=FONTSIZE["label"])
-        else:
+        elif self.kind_ == "scatter" or not ok.any():
             kw = dict(s=14, alpha=0.7, linewidths=0, zorder=2)
             kw.update(scatter_kw)
             kw.setdefault("c", self._point_colors(y[ok]))
@@ -367,8 +386,7 @@ class FMEDisplay:
                     x[kept], y[kept], s=40, facecolors="none", edgecolors=COLORS["extrapolation"], linewidths=1.0,
                     zorder=3, label=f"kept, flagged as extrapolation: {int(kept.sum())}")
         self._reference_lines(ax, vertical=False)
-        self.ame_line_ = ax.axhline(self.average, color=COLORS["average"], linestyle="--", linewidth=1.8, zorder=4,
-                                    label=f"{self._average_name} = {fmt_num(self.average)}")
+        self._average_line(ax, vertical=False)
         if len(self.extrapolated):
             from matplotlib.transforms import blended_transform_factory
 
@@ -394,12 +412,13 @@ class FMEDisplay:
         x = self.feature_values[f1].to_numpy(dtype=float)[ok]
         y = self.feature_values[f2].to_numpy(dtype=float)[ok]
         c = self.values[ok]
-        norm, cmap = self._map_norm_cmap(c)
-        self.hexbin_ = ax.hexbin(x, y, C=c, reduce_C_function=np.mean, gridsize=gridsize, mincnt=1, cmap=cmap,
-                                 norm=norm, edgecolors="#b0b0b0", linewidths=0.3)  # near-0 cells stay visible
-        self.colorbar_ = ax.figure.colorbar(self.hexbin_, ax=ax)
-        self.colorbar_.set_label(f"mean {self.value_label}", fontsize=FONTSIZE["label"])
-        self.colorbar_.ax.tick_params(labelsize=FONTSIZE["tick"])
+        if c.size:
+            norm, cmap = self._map_norm_cmap(c)
+            self.hexbin_ = ax.hexbin(x, y, C=c, reduce_C_function=np.mean, gridsize=gridsize, mincnt=1, cmap=cmap,
+                                     norm=norm, edgecolors="#b0b0b0", linewidths=0.3)  # near-0 cells stay visible
+            self.colorbar_ = ax.figure.colorbar(self.hexbin_, ax=ax)
+            self.colorbar_.set_label(f"mean {self.value_label}", fontsize=FONTSIZE["label"])
+            self.colorbar_.ax.tick_params(labelsize=FONTSIZE["tick"])
         if len(self.extrapolated):
             self.extrapolation_ = ax.scatter(
                 self.extrapolated[f1].to_numpy(dtype=float), self.extrapolated[f2].to_numpy(dtype=float),
@@ -409,27 +428,20 @@ class FMEDisplay:
 
     def _plot_density(self, ax: Axes, bins: int | str) -> None:
         v = self.values[self._finite()]
-        # (Nearly) constant effects: one visible bar and no KDE (its bandwidth would be 0).
-        flat = v.size < 2 or np.ptp(v) <= 1e-9 * max(1.0, float(np.abs(v).max()))
-        centre = float(v.mean()) if v.size else 0.0
-        hist_range = (centre - 0.5, centre + 0.5) if flat else None
-        _, _, self.hist_ = ax.hist(v, bins=1 if flat else bins, range=hist_range, density=True,
+        # (Nearly) constant effects: one bar of visible width and no KDE (fme._plot_data).
+        _, _, self.hist_ = ax.hist(v, bins=histogram_edges(v, bins), density=v.size > 0,
                                    color=COLORS["points"], alpha=0.45, edgecolor="white", linewidth=0.5,
                                    label="histogram")
-        if not flat:
-            from scipy.stats import gaussian_kde
-
-            grid = np.linspace(v.min() - 0.05 * np.ptp(v), v.max() + 0.05 * np.ptp(v), 256)
-            (self.kde_line_,) = ax.plot(grid, gaussian_kde(v)(grid), color=COLORS["points"], linewidth=2.0,
-                                        label="kernel density")
+        curve = kde_curve(v)
+        if curve is not None:
+            (self.kde_line_,) = ax.plot(*curve, color=COLORS["points"], linewidth=2.0, label="kernel density")
         self._reference_lines(ax, vertical=True)
-        self.ame_line_ = ax.axvline(self.average, color=COLORS["average"], linestyle="--", linewidth=1.8,
-                                    label=f"{self._average_name} = {fmt_num(self.average)}")
+        self._average_line(ax, vertical=True)
         _style_axes(ax, self.value_label, "density")
 
     def _legend_extras(self) -> list[str]:
         """Legend lines without an artist of their own (counts only)."""
-        extras = []
+        extras = self._not_drawn_notes()
         if not self.extrapolation_checked:
             extras.append("extrapolation: not checked")
         elif self.extrapolation_ is None:
@@ -479,6 +491,12 @@ class NLMDisplay(FMEDisplay):
     def _map_norm_cmap(self, values: np.ndarray) -> tuple[Any, str]:
         # NLM <= 1: the positive side ends at 1, the negative side at least at -1.
         return centred_norm(values, vmax=1.0, vmin_floor=-1.0), _CMAP_NLM
+
+    def _not_drawn_notes(self) -> list[str]:
+        # An undefined NLM (constant path) is NaN by definition: counted as such, not as "non-finite".
+        defined = ~np.isnan(self.values)
+        other = finite_rows(*(c[defined] for c in self._drawn_columns())).note
+        return [other] if other else []
 
     def _legend_extras(self) -> list[str]:
         n_nan = int(np.isnan(self.values).sum())
@@ -576,7 +594,9 @@ class SecantTangentDisplay:
     @property
     def mean_abs_error(self) -> float:
         """Mean |fME − dME·h|: the average interpretation error of the derivative."""
-        return float(np.nanmean(np.abs(self.fme_values - self.tangent_values)))
+        diff = np.abs(self.fme_values - self.tangent_values)
+        diff = diff[np.isfinite(diff)]
+        return float(diff.mean()) if diff.size else float("nan")
 
     @classmethod
     def from_effects(cls, effects: FMEResult, dme_frame: pd.DataFrame, *, units: Mapping[str, str] | None = None,
@@ -624,9 +644,10 @@ class SecantTangentDisplay:
         self.ax_, self.figure_ = ax, ax.figure
         kw = dict(s=14, alpha=0.7, linewidths=0, color=COLORS["points"], zorder=2)
         kw.update(scatter_kw or {})
-        self.scatter_ = ax.scatter(self.tangent_values, self.fme_values, **kw)
-        both = np.concatenate([self.tangent_values, self.fme_values])
-        both = both[np.isfinite(both)]
+        self.drawn_ = finite_rows(self.tangent_values, self.fme_values)
+        ok = self.drawn_.mask
+        self.scatter_ = ax.scatter(self.tangent_values[ok], self.fme_values[ok], **kw)
+        both = np.concatenate([self.tangent_values[ok], self.fme_values[ok]])
         lo, hi = (both.min(), both.max()) if both.size else (0.0, 1.0)
         pad = 0.05 * (hi - lo) if hi > lo else 0.5
         (self.identity_line_,) = ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color=COLORS["average"],
@@ -642,5 +663,8 @@ class SecantTangentDisplay:
         handles, labels = ax.get_legend_handles_labels()
         handles.append(Line2D([], [], linestyle="none"))
         labels.append(f"mean |fME − dME · h| = {fmt_num(self.mean_abs_error)}")
+        if self.drawn_.note:
+            handles.append(Line2D([], [], linestyle="none"))
+            labels.append(self.drawn_.note)
         self.legend_ = ax.legend(handles, labels, fontsize=FONTSIZE["legend"], loc="upper left")
         return self

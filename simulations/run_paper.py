@@ -92,8 +92,11 @@ def run_notebook(path: Path, out: Path, parameters: dict, kernel: str, prepare_o
     folder = out / path.stem
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / path.name
+    from fme.report._kernel import logged_kernel_manager
+
     pm.execute_notebook(str(path), str(target), parameters={"output_dir": str(folder), **parameters},
-                        kernel_name=kernel, cwd=str(folder), progress_bar=False, prepare_only=prepare_only)
+                        kernel_name=kernel, cwd=str(folder), progress_bar=False, prepare_only=prepare_only,
+                        kernel_manager_class=logged_kernel_manager(folder / "kernel.log"))
     return target
 
 

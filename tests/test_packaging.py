@@ -4,26 +4,87 @@ from __future__ import annotations
 
 import re
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
+import pytest
 import yaml
 
+from fme._environment import CONDA_MARKER_ENV, canonical, locked_pins, read_lock
+
 ROOT = Path(__file__).resolve().parents[1]
+LOCK = ROOT / "requirements.lock"
 
 
 def _pyproject() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
-def test_environment_yml_mirrors_pyproject() -> None:
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    deps = env["dependencies"]
-    python = next(d for d in deps if isinstance(d, str) and d.startswith("python"))
-    assert python.replace("python", "") == _pyproject()["project"]["requires-python"]
-    assert "pip" in deps
-    pip_block = next(d for d in deps if isinstance(d, dict))["pip"]
-    assert pip_block == ["-e .[all]"]
-    assert "all" in _pyproject()["project"]["optional-dependencies"]
+def test_environment_yml_is_generated_from_the_lock() -> None:
+    from fme._environment import conda_environment
+
+    text = (ROOT / "environment.yml").read_text()
+    assert text == conda_environment(LOCK), "environment.yml is stale: run `make lock`"
+    env = yaml.safe_load(text)
+    pins = next(d for d in env["dependencies"] if isinstance(d, dict))["pip"]
+    assert "numpy==" + locked_pins(LOCK, CONDA_MARKER_ENV)["numpy"] in pins
+    assert pins[-1] == "-e .[test]" and "python=3.11" in env["dependencies"]
+
+
+def test_every_dependency_is_pinned_in_the_lock_within_its_bounds() -> None:
+    from packaging.requirements import Requirement
+
+    project = _pyproject()["project"]
+    reqs = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        reqs += [r for r in extra if not r.startswith("fme[")]
+    reqs += _pyproject()["build-system"]["requires"]
+    lock = read_lock(LOCK)
+    for text in reqs:
+        req = Requirement(text)
+        pins = [p for p in lock if p.name == canonical(req.name)]
+        assert pins, f"{req.name} is not in {LOCK.name}: run `make lock`"
+        for pin in pins:
+            assert req.specifier.contains(pin.version, prereleases=True), f"{pin} violates {text}"
+
+
+def test_every_locked_package_has_hashes() -> None:
+    text = LOCK.read_text()
+    blocks = re.split(r"\n(?=[a-z0-9])", text.split("\n", 2)[2])
+    assert len(blocks) == len(read_lock(LOCK)) > 50
+    for block in blocks:
+        assert "--hash=sha256:" in block, block.splitlines()[0]
+    assert "://" not in text and "--index-url" not in text  # no index URLs recorded
+
+
+def test_makefile_installs_exactly_the_lock() -> None:
+    make = (ROOT / "Makefile").read_text()
+    assert "pip sync --python $(BIN)/python --require-hashes $(LOCK)" in make
+    assert "--no-deps --no-build-isolation -e ." in make  # fme itself, built with the locked setuptools
+    assert "--require-hashes" in make and "requirements-tools.lock" in make
+    tools = read_lock(ROOT / "requirements-tools.lock")
+    assert [p.name for p in tools] == ["uv"]
+
+
+@pytest.mark.lock
+def test_installed_versions_equal_the_lock() -> None:
+    from fme._environment import lock_differences
+
+    assert lock_differences(LOCK) == []
+    for name in ("numpy", "pandas", "scipy", "scikit-learn", "matplotlib", "statsmodels"):
+        assert metadata.version(name) == locked_pins(LOCK)[name]
+
+
+def test_lock_record_reports_differences(tmp_path: Path) -> None:
+    from fme._environment import lock_record
+
+    fake = tmp_path / "requirements.lock"
+    fake.write_text("numpy==0.0.1 \\\n    --hash=sha256:00\nnot-a-package-fme==1.0 ; python_version < '3'\n")
+    rec = lock_record(fake)
+    assert rec["matches"] is False and rec["file"] == "requirements.lock"
+    assert rec["differences"] == [{"name": "numpy", "locked": "0.0.1", "installed": metadata.version("numpy")}]
+    assert lock_record(tmp_path / "missing.lock") == {"file": None, "sha256": None, "matches": False,
+                                                      "differences": []}
 
 
 def test_core_dependencies_have_lower_bounds() -> None:

@@ -248,7 +248,11 @@ def _summary(values: np.ndarray, prefix: str) -> dict:
 @pytest.fixture(scope="module")
 def part(data):
     """A fake cAME partition with exactly the attributes of the lead's contract."""
-    effects = fme.fme(lambda d: d["x"] ** 2 + d["z"] * (d["g"] == "a"), data, {"x": 1.0}, nlm=True)
+    return _fake_partition(data, lambda d: d["x"] ** 2 + d["z"] * (d["g"] == "a"))
+
+
+def _fake_partition(data, model):
+    effects = fme.fme(model, data, {"x": 1.0}, nlm=True)
     X = effects.feature_values
     # Root 1 splits x <= 0.1 -> node 2 (splits g: a | b, c -> leaves 3, 4) and leaf 5.
     leaf = np.where(X["x"] > 0.1, 5, np.where(X["g"] == "a", 3, 4))
@@ -357,3 +361,95 @@ def test_per_class_output_needs_choice(pyplot, data):
     disp = FMEDisplay.from_effects(eff, output=1)
     assert disp.column == "fme_1"
     np.testing.assert_allclose(disp.ame_line_.get_ydata()[0], eff.results["fme_1"].mean())
+
+
+# ----------------------------------------------------------------- awkward distributions (fme._plot_data)
+EPS = np.finfo(float).eps
+AWKWARD = {
+    "equal": np.full(6, 2.5),
+    "tiny": 2.5 * (1.0 + np.arange(6) * EPS),  # relative spread ~1e-15: a linear model's fMEs
+    "one": np.array([2.5]),
+    "two": np.array([2.5, 3.0]),
+    "nan_only": np.full(4, np.nan),
+    "inf_mixed": np.array([1.0, np.inf, 2.0, -np.inf, 3.0, np.nan]),
+}
+
+
+def _awkward_display(cls, values, kind="map"):
+    n = values.size
+    x = pd.DataFrame({"x": np.linspace(0.0, 1.0, n), "z": np.linspace(5.0, 2.0, n)})
+    x = x if kind == "map" else x[["x"]]
+    finite = values[np.isfinite(values)]
+    return cls(values=values, feature_values=x, steps=(fme.steps.Step("x", "numeric", 1.0),),
+               average=float(finite.mean()) if finite.size else float("nan"),
+               extrapolated=x.iloc[:0], extrapolation_checked=True)
+
+
+@pytest.mark.parametrize("case", list(AWKWARD))
+@pytest.mark.parametrize("kind", ["scatter", "hexbin", "map", "density"])
+@pytest.mark.parametrize("cls", [FMEDisplay, NLMDisplay])
+def test_any_distribution_is_drawn_and_what_is_left_out_is_said(pyplot, cls, kind, case):
+    import warnings
+
+    values = AWKWARD[case]
+    disp = _awkward_display(cls, values, kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "Too many bins", no singular-KDE or empty-slice warnings
+        disp.plot(kind=kind)
+        disp.figure_.canvas.draw()
+    finite = values[np.isfinite(values)]
+    if kind == "scatter":
+        np.testing.assert_array_equal(offsets(disp.scatter_)[:, 1], finite)
+    elif kind in ("hexbin", "map") and finite.size:
+        counts = disp.hexbin_.get_array()
+        assert (counts.sum() if kind == "hexbin" else counts.size) >= 1
+    elif kind == "density":
+        widths = np.array([b.get_width() for b in disp.hist_])
+        assert np.all(widths > 0)
+        if finite.size:
+            heights = np.array([b.get_height() for b in disp.hist_])
+            np.testing.assert_allclose(np.dot(heights, widths), 1.0)
+            lo, hi = disp.hist_[0].get_x(), disp.hist_[-1].get_x() + widths[-1]
+            assert lo <= finite.min() and finite.max() <= hi
+        assert (disp.kde_line_ is None) == (case != "inf_mixed")  # a density needs >= 3 values with a spread
+    labels = [t.get_text() for t in disp.legend_.get_texts()]
+    n_nan, n_inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
+    if cls is NLMDisplay:
+        assert f"NLM undefined (NaN): {n_nan}" in labels
+        expected = f"not drawn: 2 non-finite values (1 +inf, 1 -inf)" if n_inf else None
+    else:
+        expected = {"nan_only": "not drawn: 4 non-finite values (4 NaN)",
+                    "inf_mixed": "not drawn: 3 non-finite values (1 NaN, 1 +inf, 1 -inf)"}.get(case)
+    assert (expected in labels) if expected else not any(s.startswith("not drawn") for s in labels)
+    if kind != "map":  # the map shows the average through its colour scale only
+        assert (disp.ame_line_ is None) == (finite.size == 0)
+
+
+def test_non_finite_feature_values_are_left_out_and_said(pyplot):
+    disp = _awkward_display(FMEDisplay, np.array([1.0, 2.0, 3.0, 4.0]), "scatter")
+    disp.feature_values.loc[1, "x"] = np.inf
+    disp.plot(kind="scatter")
+    np.testing.assert_array_equal(offsets(disp.scatter_)[:, 1], [1.0, 3.0, 4.0])
+    assert "not drawn: 1 non-finite value (1 +inf)" in [t.get_text() for t in disp.legend_.get_texts()]
+
+
+@pytest.mark.parametrize("case", ["equal", "tiny", "inf_mixed"])
+def test_secant_tangent_any_distribution(pyplot, case):
+    values = AWKWARD[case]
+    disp = SecantTangentDisplay(fme_values=values, tangent_values=np.where(np.isfinite(values), 2.5, 0.0),
+                                step=fme.steps.Step("x", "numeric", 1.0)).plot()
+    finite = np.isfinite(values)
+    np.testing.assert_array_equal(offsets(disp.scatter_)[:, 1], values[finite])
+    labels = [t.get_text() for t in disp.legend_.get_texts()]
+    assert ("not drawn: 3 non-finite values (1 NaN, 1 +inf, 1 -inf)" in labels) == (case == "inf_mixed")
+    assert np.isfinite(disp.mean_abs_error)
+
+
+def test_partition_display_with_float_flat_fmes(pyplot, data):
+    # fMEs of a linear model: 2 up to rounding in every leaf; numpy cannot cut that range into 20 bins.
+    part = _fake_partition(data, lambda d: 2.0 * d["x"] + d["z"])
+    fm = part.effects.results["fme"].to_numpy()
+    assert 0 < np.ptp(fm) < 1e-12
+    disp = PartitionDisplay.from_partition(part)
+    for node, bars in disp.leaf_hists_.items():
+        assert len(bars) == 1 and bars[0].get_x() < 2.0 < bars[0].get_x() + bars[0].get_width()

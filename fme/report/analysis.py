@@ -24,7 +24,7 @@ import fme
 from .._validation import is_categorical
 from . import figures
 
-__all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "write_results"]
+__all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment", "write_results"]
 
 
 def _sha256_file(path: Path) -> str:
@@ -93,10 +93,25 @@ def versions() -> dict[str, str]:
     import scipy
     import sklearn
 
+    import statsmodels
+
     out = {"fme": fme.__version__, "python": platform.python_version(), "numpy": np.__version__,
            "pandas": pd.__version__, "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
-           "matplotlib": matplotlib.__version__, "jinja2": jinja2.__version__}
+           "statsmodels": statsmodels.__version__, "matplotlib": matplotlib.__version__,
+           "jinja2": jinja2.__version__}
     return out
+
+
+def environment() -> dict:
+    """Operating system, CPU architecture and the lock the environment was installed from.
+
+    ``lock``: :func:`fme._environment.lock_record` (the lock's sha256 and whether every
+    installed package equals its pin), so a report shows whether it ran in the locked set-up.
+    """
+    from .._environment import lock_record
+
+    return {"os": platform.system(), "os_release": platform.release(), "machine": platform.machine(),
+            "lock": lock_record()}
 
 
 # ------------------------------------------------------------------ statistics

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from .._environment import find_lock
+from ._kernel import logged_kernel_manager
 from .config import load_config
 
 __all__ = ["build_report", "inputs_sha256", "default_out_dir"]
@@ -48,6 +50,8 @@ def inputs_sha256(cfg: dict, templates: Path) -> str:
     if "joblib" in cfg["model"]:
         p = Path(cfg["model"]["joblib"])
         add("model", (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes())
+    lock = find_lock()
+    add("lock", lock.read_bytes() if lock is not None else b"no lock")
     for p in _files(PACKAGE, ("*.py", "*.csv")):
         add(str(p.relative_to(PACKAGE)), p.read_bytes())
     for p in _files(Path(templates), ("*",)):
@@ -87,10 +91,12 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     t = time.perf_counter()
     import papermill
 
+    (out / "kernel.log").unlink(missing_ok=True)
     papermill.execute_notebook(str(tdir / "analysis.ipynb"), str(out / "analysis.ipynb"),
                                parameters={"config_path": str(Path(config_path).resolve()),
                                            "out_dir": str(out.resolve())},
-                               progress_bar=False, log_output=False, kernel_name="python3")
+                               progress_bar=False, log_output=False, kernel_name="python3",
+                               kernel_manager_class=logged_kernel_manager(out / "kernel.log"))
     timings["analysis"] = time.perf_counter() - t
     log(f"[fme report] {cfg['_name']}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))

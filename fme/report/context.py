@@ -221,6 +221,10 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
             cap = f"cAMEs of {step} per subspace found by {v['partition']['method']} (n per leaf in the labels)."
         else:  # pragma: no cover - new figure kinds must add wording here
             raise ValueError(f"no alt text for figure kind {k!r}")
+        if fig.get("n_undefined"):
+            cap += f" The NLM is undefined (constant path) for {fmt_int(fig['n_undefined'])} rows, not drawn."
+        if fig.get("not_drawn"):
+            cap += f" {fig['not_drawn'][0].upper()}{fig['not_drawn'][1:]}."
         out.append({"svg": fig["svg"], "png": fig["png"], "alt": alt,
                     "caption": f"Figure {counter[0]}: {cap}", "id": f"fig-{Path(fig['svg']).stem}"})
     return out
@@ -330,6 +334,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
     versions = [{"name": k, "version": val} for k, val in sorted(results["versions"].items())]
     versions += [{"name": k, "version": val} for k, val in sorted(build_info.get("tools", {}).items())]
     fence = "`" * max(3, _longest_backtick_run(config_text) + 1)
+    env = results.get("environment") or {}
     ctx = {
         "title": cfg["title"], "owner": cfg["owner"], "status": cfg["status"], "intended_use": cfg["intended_use"],
         "out_of_scope": cfg.get("out_of_scope", ""), "target": target, "target_unit": unit,
@@ -351,8 +356,25 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg["signoff"]],
         "plausibility": plausibility, "any_expected": any(p["expected"] != "not stated" for p in plausibility),
         "fme_version": results["versions"].get("fme", ""),
+        "environment": _environment_line(env),
     }
     return ctx
+
+
+def _environment_line(env: dict) -> str:
+    """One sentence on where the report ran: OS, architecture and the lock (or its absence)."""
+    where = f"{env.get('os', '?')} {env.get('os_release', '')} on {env.get('machine', '?')}".replace("  ", " ")
+    lock = env.get("lock") or {}
+    if not lock.get("sha256"):
+        return (f"{where}; no requirements.lock found (fme was installed from a wheel or an sdist), "
+                "so the package versions listed are the only record of the environment.")
+    text = f"{where}; {lock['file']} sha256 {lock['sha256']}"
+    diff = lock.get("differences") or []
+    if not diff:
+        return text + "; every installed package equals its pin in the lock."
+    shown = ", ".join(f"{d['name']} {d['installed'] or 'not installed'} (locked {d['locked']})" for d in diff[:5])
+    more = f" and {len(diff) - 5} more" if len(diff) > 5 else ""
+    return text + f"; {len(diff)} installed package(s) differ from the lock: {shown}{more}."
 
 
 def _longest_backtick_run(text: str) -> int:

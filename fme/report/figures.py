@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._plot_data import finite_part, finite_rows, histogram_edges, kde_curve
 from .._validation import is_categorical
 
 __all__ = ["PALETTE", "RC", "effect_figures", "save"]
@@ -69,6 +70,7 @@ def _fig(cfg: dict, height: float = 3.4):
 def _extrapolation(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict | None:
     if res.detector is None:
         return None
+    not_drawn = None
     data = res.data
     if "extrapolation" in res.results.columns:
         ep_index = res.results.index[res.results["extrapolation"].to_numpy(dtype=bool)]
@@ -91,16 +93,27 @@ def _extrapolation(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict
         ax.set_xticks(x, [_t(lv) for lv in levels])
     else:
         values = col.to_numpy(dtype=float)
-        bins = np.histogram_bin_edges(values[np.isfinite(values)], bins=30)
-        ax.hist([values[evaluated], values[is_ep]], bins=bins, stacked=True,
+        fin = finite_part(values)
+        ok = fin.mask
+        ax.hist([values[evaluated & ok], values[is_ep & ok]], bins=histogram_edges(fin.values, 30), stacked=True,
                 color=[PALETTE["kept"], "white"], edgecolor=[PALETTE["kept"], PALETTE["excluded"]],
                 hatch=[None, "///"], label=["evaluated", "extrapolation point"])
+        not_drawn = _note(ax, fin.note)
     ax.set_xlabel(_t(f"{feature} (observed value){_feature_unit(cfg, feature)}"))
     ax.set_ylabel("number of observations")
     ax.set_title(_t(f"Where the step {res.describe_steps()} leaves the data"))
     ax.legend(frameon=False)
-    return {"kind": "extrapolation", "feature": feature, **save(fig, out_dir, f"{vid}-extrapolation",
+    return {"kind": "extrapolation", "feature": feature, "not_drawn": not_drawn, **save(fig, out_dir, f"{vid}-extrapolation",
                                                                cfg["figures"]["png_dpi"])}
+
+
+def _note(ax, text: str | None) -> str | None:
+    """Say in the figure what it leaves out (non-finite values): a legend line without a mark.
+
+    Returns the text, which the figure's descriptor carries on to its caption."""
+    if text:
+        ax.plot([], [], linestyle="none", label=text)
+    return text
 
 
 def _feature_unit(cfg: dict, feature: str) -> str:
@@ -120,9 +133,13 @@ def _fme_plot(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict:
     if len(steps) == 1 and len(numeric) == 1:
         f = numeric[0]
         x = X[f].to_numpy(dtype=float)
-        ax.scatter(x[idx], fm[idx], s=14, facecolors="none", edgecolors=PALETTE["kept"], linewidths=0.9,
+        drawn = finite_rows(fm, x)
+        sel = idx[drawn.mask[idx]]
+        ax.scatter(x[sel], fm[sel], s=14, facecolors="none", edgecolors=PALETTE["kept"], linewidths=0.9,
                    marker="o", label="fME of one observation")
+        info["not_drawn"] = _note(ax, drawn.note)
         allx = res.data[f].to_numpy(dtype=float)
+        allx = allx[np.isfinite(allx)]
         ax.plot(allx, np.full(allx.size, 0), "|", color=PALETTE["excluded"], markersize=8, alpha=0.6,
                 transform=ax.get_xaxis_transform(), label="observed values (all rows)")
         ax.axhline(0, color=PALETTE["reference"], linewidth=0.8)
@@ -134,17 +151,22 @@ def _fme_plot(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict:
         info["feature"] = f
     elif len(steps) == 2 and len(numeric) == 2:
         f1, f2 = numeric
-        hb = ax.hexbin(X[f1].to_numpy(dtype=float), X[f2].to_numpy(dtype=float), C=fm, gridsize=18,
-                       reduce_C_function=np.mean, cmap="viridis", mincnt=1, edgecolors="face")
-        cb = fig.colorbar(hb, ax=ax)
-        cb.set_label(_t(f"mean fME{_unit(cfg)}"))
+        x1, x2 = X[f1].to_numpy(dtype=float), X[f2].to_numpy(dtype=float)
+        drawn = finite_rows(fm, x1, x2)
+        ok = drawn.mask
+        if ok.any():
+            hb = ax.hexbin(x1[ok], x2[ok], C=fm[ok], gridsize=18, reduce_C_function=np.mean, cmap="viridis",
+                           mincnt=1, edgecolors="face")
+            cb = fig.colorbar(hb, ax=ax)
+            cb.set_label(_t(f"mean fME{_unit(cfg)}"))
+        info["not_drawn"] = _note(ax, drawn.note)
         ax.set_xlabel(_t(f"{f1}{_feature_unit(cfg, f1)}"))
         ax.set_ylabel(_t(f"{f2}{_feature_unit(cfg, f2)}"))
         ax.set_title(_t(f"Mean fME of {res.describe_steps()} by {f1} and {f2}"))
         info["kind"] = "fme-hexbin"
         info["features"] = [f1, f2]
     else:
-        _density(ax, fm, ame)
+        info["not_drawn"] = _density(ax, fm, ame)
         ax.set_xlabel(ylab)
         ax.set_ylabel("density")
         ax.set_title(_t(f"Distribution of the fMEs of {res.describe_steps()}"))
@@ -155,31 +177,39 @@ def _fme_plot(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict:
     return info
 
 
-def _density(ax, values: np.ndarray, mean: float) -> None:
-    from scipy.stats import gaussian_kde
-
-    v = values[np.isfinite(values)]
-    ax.hist(v, bins=30, density=True, color="#CFE3F2", edgecolor=PALETTE["kept"], label="histogram")
-    if v.size > 2 and np.ptp(v) > 0:
-        grid = np.linspace(v.min(), v.max(), 200)
-        ax.plot(grid, gaussian_kde(v)(grid), color=PALETTE["kept"], linewidth=1.6, label="kernel density")
+def _density(ax, values: np.ndarray, mean: float) -> str | None:
+    fin = finite_part(values)
+    v = fin.values
+    ax.hist(v, bins=histogram_edges(v, 30), density=v.size > 0, color="#CFE3F2", edgecolor=PALETTE["kept"],
+            label="histogram")
+    curve = kde_curve(v, n_grid=200, pad=0.0)
+    if curve is not None:
+        ax.plot(*curve, color=PALETTE["kept"], linewidth=1.6, label="kernel density")
     ax.axvline(0, color=PALETTE["reference"], linewidth=0.8)
-    ax.axvline(mean, color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="mean")
+    if np.isfinite(mean):
+        ax.axvline(mean, color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="mean")
+    return _note(ax, fin.note)
 
 
 def _nlm_plot(res, cfg: dict, out_dir: Path, vid: str) -> dict:
-    v = res.results["nlm"].to_numpy(dtype=float)
-    v = v[np.isfinite(v)]
+    raw = res.results["nlm"].to_numpy(dtype=float)
+    v = raw[np.isfinite(raw)]  # NaN: undefined NLM (constant path), counted in the legend
     clipped = np.clip(v, -1, 1)
     fig, ax = _fig(cfg, 3.0)
     ax.hist(clipped, bins=np.linspace(-1, 1, 41), color="#CFE3F2", edgecolor=PALETTE["kept"], label="NLM")
-    ax.axvline(float(v.mean()), color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="ANLM")
+    if v.size:
+        ax.axvline(float(v.mean()), color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="ANLM")
+    n_undefined = int(np.isnan(raw).sum())
+    if n_undefined:
+        _note(ax, f"NLM undefined (constant path): {n_undefined} of {raw.size}")
+    not_drawn = _note(ax, finite_part(raw[~np.isnan(raw)]).note)
     ax.axvline(1, color=PALETTE["reference"], linewidth=0.8, linestyle=":", label="linear (NLM = 1)")
     ax.set_xlabel("NLM (values below -1 shown at -1)")
     ax.set_ylabel("number of observations")
     ax.set_title(_t(f"Non-linearity of the fMEs of {res.describe_steps()}"))
     ax.legend(frameon=False, fontsize=8, loc="upper left")
-    return {"kind": "nlm", "n_clipped": int((v < -1).sum()), **save(fig, out_dir, f"{vid}-nlm",
+    return {"kind": "nlm", "n_clipped": int((v < -1).sum()), "n_undefined": n_undefined, "not_drawn": not_drawn,
+            **save(fig, out_dir, f"{vid}-nlm",
                                                                      cfg["figures"]["png_dpi"])}
 
 
