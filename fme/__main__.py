@@ -36,7 +36,8 @@ def _worked_example() -> None:
     print(eff.summary())
     print(eff.results.head().round(4).to_string())
     print(fme.ame(model, X, {"rm": 1, "crim": -5, "chas": None}, extrapolation="envelope")
-          [["feature", "step", "level", "ame", "sd", "ci_low", "ci_high", "n", "n_excluded"]].round(4).to_string())
+          [["feature", "step", "level", "ame", "std_error", "conf_low", "conf_high", "inference", "sd", "n",
+            "n_excluded"]].round(4).to_string())
     print(fme.came(eff, minbucket=100, testtype="teststatistic", mincriterion=0.99).summary())
     print()
 

@@ -29,6 +29,7 @@ from ._validation import check_conf_level, check_data, check_random_state, is_ca
 from .ctree import CTree
 from .effects import FMEResult
 from .exceptions import DataError, FeatureError, FMEError, ParameterError
+from .inference import INFERENCE_COLUMNS, sample_inference
 
 __all__ = ["came", "PartitionResult", "partition_stability"]
 
@@ -61,7 +62,11 @@ class PartitionResult:
     ----------
     leaves : DataFrame
         One row per subspace in node order: node, n, came, sd_fme, cov_fme,
-        came_ci_low, came_ci_high, (with NLMs) canlm, sd_nlm, cov_nlm,
+        came_ci_low, came_ci_high (the fixed-model t interval of §5.5),
+        the cAME's std_error, statistic, p_value, conf_low, conf_high and
+        ``inference`` under the effects' method (:mod:`fme.inference`: delta
+        or bootstrap from the same per-row ingredients, or ``sample``, then
+        equal to the §5.5 interval), (with NLMs) canlm, sd_nlm, cov_nlm,
         canlm_ci_low, canlm_ci_high (t-interval of the mean truncated at 1,
         the NLM's upper bound), n_nlm, median_nlm, share_linear (share of
         NLMs >= the result's ``nlm_linear_threshold``), and the readable ``rule``.
@@ -105,14 +110,21 @@ class PartitionResult:
         rows = []
         lin = getattr(effects, "nlm_linear_threshold", 0.9)
         node_of_row = self.leaf_of_row.to_numpy()
-        for node in leaf_ids:
+        # Uncertainty of each cAME from the effects' per-row ingredients (no new predictions).
+        inf = effects.inference_rows if effects.inference_rows is not None else sample_inference(fmes)
+        slot = {node: j for j, node in enumerate(leaf_ids)}
+        codes = np.fromiter((slot[v] for v in node_of_row), dtype=np.int64, count=node_of_row.size)
+        leaf_table = inf.average(codes, len(leaf_ids)).table(conf_level)
+        for j, node in enumerate(leaf_ids):
             mask = node_of_row == node
-            row = {"node": node, **_figures(fmes[mask], None if nlms is None else nlms[mask], conf_level, lin)}
+            row = {"node": node, **_figures(fmes[mask], None if nlms is None else nlms[mask], conf_level, lin),
+                   **leaf_table.iloc[j].to_dict()}
             row["rule"] = self.rule(node)
             rows.append(row)
-        cols = _LEAF_COLUMNS + (_NLM_COLUMNS if nlms is not None else []) + ["rule"]
+        cols = _LEAF_COLUMNS + INFERENCE_COLUMNS + (_NLM_COLUMNS if nlms is not None else []) + ["rule"]
         self.leaves = pd.DataFrame(rows, columns=cols)
-        root = {"node": 1, **_figures(fmes, nlms, conf_level, lin), "rule": "(all)"}
+        root = {"node": 1, **_figures(fmes, nlms, conf_level, lin), **inf.average().table(conf_level).iloc[0].to_dict(),
+                "rule": "(all)"}
         self.root = pd.Series(root)[cols]
 
     @property
@@ -517,8 +529,11 @@ _SIZE_PARAMS = {"ctree": ("minbucket", "minsplit"), "cart": ("min_samples_leaf",
 
 def _subset(effects: FMEResult, positions: np.ndarray) -> FMEResult:
     """The same effects restricted to some evaluated rows (by position)."""
+    rows = effects.inference_rows
     return dataclasses.replace(effects, results=effects.results.iloc[positions],
-                               predictions=effects.predictions.iloc[positions])
+                               predictions=effects.predictions.iloc[positions],
+                               inference_rows=None if rows is None else rows.take(positions),
+                               positions=None if effects.positions is None else effects.positions[positions])
 
 
 def partition_stability(

@@ -23,12 +23,15 @@ import numpy as np
 import pandas as pd
 
 from ._stats import describe
-from ._validation import check_data
+from ._validation import check_conf_level, check_data
 from ._guards import call_detector, check_flags
 from ._models import model_frame
 from ._shrink import MIN_STEP_FRACTION, shrink_steps
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from .extrapolation import make_detector
+from ._delta import evaluate_with_jacobian
+from .inference import RowInference, compute_rows, sample_inference
+from .inference import resolve_method as resolve_inference
 from ._nlm_eval import NLMSummaryMixin, classify, resolve_method
 from ._nlm_eval import nlm_values as _nlm_values
 from .nlm import QuadratureRule, nlm_from_path
@@ -76,6 +79,14 @@ class FMEResult(NLMSummaryMixin):
         ``gauss-legendre``, ``simpson38``); ``auto`` is resolved.
     nlm_linear_threshold : float
         The NLM level counted as "approximately linear" by :attr:`share_linear`.
+    inference_rows : RowInference or None
+        Per-row ingredients of the AME's uncertainty (see :mod:`fme.inference`):
+        delta-method Jacobian rows, bootstrap draws, or only the fMEs
+        (``sample``); None for ``target_class='all'``.
+    conf_level : float
+        Default confidence level of :meth:`conf_int` and :meth:`tidy`.
+    positions : ndarray
+        Positions (0-based) in ``data`` of the evaluated rows.
     """
 
     results: pd.DataFrame
@@ -92,6 +103,9 @@ class FMEResult(NLMSummaryMixin):
     model_features: tuple[str, ...] | None = None
     nlm_tol: float | None = None
     nlm_linear_threshold: float = 0.9
+    inference_rows: RowInference | None = field(default=None, repr=False)
+    conf_level: float = 0.95
+    positions: np.ndarray | None = field(default=None, repr=False)
 
     # ----------------------------------------------------------------- columns
     @property
@@ -151,6 +165,58 @@ class FMEResult(NLMSummaryMixin):
     def extrapolated(self) -> pd.DataFrame:
         """Rows left out as extrapolation points, with the point and reason."""
         return self.excluded[self.excluded["reason_type"] == "extrapolation"]
+
+    # ----------------------------------------------------------------- inference
+    def _inference_table(self, conf_level: float | None = None) -> pd.DataFrame:
+        level = self.conf_level if conf_level is None else check_conf_level(conf_level)
+        if self.inference_rows is not None:
+            return self.inference_rows.average().table(level)
+        parts = [sample_inference(self.results[c].to_numpy(dtype=float)).average().table(level)
+                 for c in self.fme_columns]
+        return pd.concat(parts, ignore_index=True)
+
+    def _one_or_series(self, col: str) -> Any:
+        values = self._inference_table()[col].to_numpy(dtype=float)
+        if self.output_names is None:
+            return float(values[0])
+        return pd.Series(values, index=list(self.output_names), dtype=float)
+
+    @property
+    def inference(self) -> str:
+        """The uncertainty method of the AME: 'delta', 'bootstrap' or 'sample' (paper §5.5's fixed-model CI)."""
+        return "sample" if self.inference_rows is None else self.inference_rows.method
+
+    @property
+    def std_error(self) -> Any:
+        """Standard error of the AME under :attr:`inference`."""
+        return self._one_or_series("std_error")
+
+    @property
+    def p_value(self) -> Any:
+        """Two-sided p-value of AME = 0 (z for delta/bootstrap, t for sample)."""
+        return self._one_or_series("p_value")
+
+    def conf_int(self, conf_level: float | None = None) -> Any:
+        """(low, high) CI of the AME (a DataFrame with one row per class for ``target_class='all'``)."""
+        t = self._inference_table(conf_level)
+        if self.output_names is None:
+            return float(t["conf_low"].iloc[0]), float(t["conf_high"].iloc[0])
+        return t[["conf_low", "conf_high"]].set_axis(list(self.output_names))
+
+    def tidy(self, conf_level: float | None = None) -> pd.DataFrame:
+        """The AME as a table: step, (class), ame, std_error, statistic, p_value, conf_low, conf_high,
+        inference, sd, q25, q75, n, n_excluded (one row; one per class for ``target_class='all'``)."""
+        t = self._inference_table(conf_level)
+        rows = []
+        for j, c in enumerate(self.fme_columns):
+            d = describe(self.results[c].to_numpy(dtype=float))
+            row = {"step": self.describe_steps()}
+            if self.output_names is not None:
+                row["class"] = self.output_names[j]
+            row.update({"ame": d["mean"], **t.iloc[j].to_dict(), "sd": d["sd"], "q25": d["q25"],
+                        "q75": d["q75"], "n": int(d["n"]), "n_excluded": self.n_excluded})
+            rows.append(row)
+        return pd.DataFrame(rows)
 
     @property
     def feature_values(self) -> pd.DataFrame:
@@ -363,6 +429,9 @@ def fme(
     target_class: Any = None,
     batch_size: int | None = None,
     random_state: Any = None,
+    inference: str = "auto",
+    bootstrap: Mapping[str, Any] | None = None,
+    conf_level: float = 0.95,
 ) -> FMEResult:
     """Forward marginal effects (and NLMs) of ``model`` for every row of ``data``.
 
@@ -427,6 +496,18 @@ def fme(
         stacked NLM frame under ~50 million cells (at least 100 000).
     random_state : int or Generator, optional
         Passed to randomised detectors.
+    inference : {'auto', 'delta', 'bootstrap', 'sample'}, default='auto'
+        Uncertainty of the AME (:attr:`FMEResult.std_error`, ``conf_int()``,
+        ``tidy()``), see :mod:`fme.inference`: ``delta`` (parameter
+        covariance; statsmodels results or the protocol of
+        :mod:`fme._delta`), ``bootstrap`` (refits, needs ``bootstrap``),
+        ``sample`` (spread over the rows with the model fixed, paper §5.5).
+        ``auto``: bootstrap if ``bootstrap`` is given, else delta where
+        supported, else sample.
+    bootstrap : dict, optional
+        Training data and options of the refits, see :mod:`fme._bootstrap`.
+    conf_level : float, default=0.95
+        Default level of ``conf_int()`` and ``tidy()``.
 
     Returns
     -------
@@ -445,8 +526,10 @@ def fme(
     [-3.0, 1.0, 3.0]
     """
     check_data(data)
+    conf_level = check_conf_level(conf_level)
     predictor = make_predictor(model, target_class)
     data = model_frame(model, data)  # C(x) of a statsmodels formula: x is categorical
+    method = resolve_inference(inference, model, bootstrap, predictor.output_names is not None)
     if reference_data is not None:
         reference_data = model_frame(model, check_data(reference_data, "reference_data"))
     reference = data if reference_data is None else reference_data
@@ -550,12 +633,21 @@ def fme(
             cand, X = cand[keep], X.iloc[keep]
             if h is not None:
                 h = {k: v[keep] for k, v in h.items()}
-    f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, batch_size, h)
+    fast = None
+    if method == "delta" and settings is None and predictor.output_names is None:
+        # statsmodels GLM-type models: predictions and Jacobian from one design matrix per point set
+        fast = evaluate_with_jacobian(model, X, apply_steps(X, parsed, h))
     status = None
-    if settings is not None and rule is not None:
-        nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol)
-    elif settings is not None:
-        nlm_values, status = _nlm_values(settings, predictor, X, parsed, h, f0, f1, batch_size)
+    if fast is not None:
+        f0, f1, rows = fast
+        nlm_values = None
+    else:
+        f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, batch_size, h)
+        rows = None
+        if settings is not None and rule is not None:
+            nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol)
+        elif settings is not None:
+            nlm_values, status = _nlm_values(settings, predictor, X, parsed, h, f0, f1, batch_size)
     out_index = index[cand]
     names = predictor.output_names
     res: dict[str, Any] = {}
@@ -584,6 +676,9 @@ def fme(
             {**{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},
              **{f"f_x_step_{c}": f1[:, j] for j, c in enumerate(names)}}, index=out_index)
     excluded = _excluded_frame(code, notes, index)
+    if names is None and rows is None:
+        rows = compute_rows(method, model, [(X, apply_steps(X, parsed, h))], [res["fme"]], [f0],
+                            bootstrap, target_class)[0]
     return FMEResult(
         results=results,
         steps=parsed,
@@ -599,4 +694,16 @@ def fme(
         detector=detector_name,
         on_extrapolation=policy,
         model_features=None if predictor.feature_names is None else tuple(predictor.feature_names),
+        inference_rows=rows,
+        conf_level=conf_level,
+        positions=cand,
     )
+
+
+def stepped_frames(result: FMEResult, model: Any, target_class: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The evaluation points and the stepped points (the model's columns) of ``result``'s evaluated rows."""
+    X = make_predictor(model, target_class).select(result.data).iloc[result.positions]
+    h = None
+    if any(f"step_{s.feature}" in result.results.columns for s in result.steps):
+        h = {s.feature: result.results[f"step_{s.feature}"].to_numpy(dtype=float) for s in result.steps}
+    return X, apply_steps(X, result.steps, h)

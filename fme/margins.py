@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import numbers
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,8 @@ import pandas as pd
 
 from ._stats import describe
 from ._validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
-from .effects import FMEResult, fme
+from .effects import FMEResult, fme, stepped_frames
+from .inference import INFERENCE_COLUMNS, RowInference, compute_rows, pairwise_matrix, resolve_method
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._models import model_frame
 from .predictors import make_predictor
@@ -23,16 +25,75 @@ from .steps import _levels, _same_level, _set_level, parse_steps
 
 __all__ = ["ame", "mem", "mer", "dme", "typical_values"]
 
-_AME_COLUMNS = ["feature", "step", "level", "reference", "ame", "sd", "se", "ci_low", "ci_high", "q25", "q75",
-                "n", "n_excluded"]
+_DESCRIPTIVE = ["sd", "q25", "q75", "n", "n_excluded"]
+_AME_COLUMNS = ["feature", "step", "level", "reference", "ame", *INFERENCE_COLUMNS, *_DESCRIPTIVE]
+_HYPOTHESES = (None, "pairwise")
 
 
-def _row(feature: str, step: float, level: Any, reference: Any, values: np.ndarray, n_excluded: int,
-         conf_level: float) -> dict[str, Any]:
-    d = describe(values, conf_level)
-    return {"feature": feature, "step": step, "level": level, "reference": reference, "ame": d["mean"],
-            "sd": d["sd"], "se": d["se"], "ci_low": d["ci_low"], "ci_high": d["ci_high"], "q25": d["q25"],
-            "q75": d["q75"], "n": int(d["n"]), "n_excluded": n_excluded}
+@dataclass
+class _Spec:
+    """One AME row (before grouping): its fMEs, evaluated positions in ``data`` and the point sets."""
+
+    feature: str
+    step: float
+    level: Any
+    reference: Any
+    values: np.ndarray
+    positions: np.ndarray
+    pair: tuple[pd.DataFrame, pd.DataFrame] | None
+    f0: np.ndarray | None = None
+    inf: RowInference | None = None
+
+
+def _check_by(data: pd.DataFrame, by: Any) -> list[str]:
+    if by is None:
+        return []
+    cols = [by] if isinstance(by, str) else list(by)
+    if not cols or not all(isinstance(c, str) for c in cols):
+        raise ParameterError(f"by must be a column name or a list of column names, got {by!r}.")
+    missing = [c for c in cols if c not in data.columns]
+    if missing:
+        raise FeatureError(f"by column(s) {missing} are not columns of the data; use some of {list(data.columns)[:20]}.")
+    return cols
+
+
+def _groups(data: pd.DataFrame, by_cols: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
+    """Group code of every row of ``data`` (-1: missing by value) and the group keys, sorted."""
+    if not by_cols:
+        return np.zeros(len(data), dtype=np.int64), pd.DataFrame(index=[0])
+    gb = data[by_cols].groupby(by_cols, sort=True, observed=True, dropna=True)
+    codes = gb.ngroup().to_numpy(dtype=np.int64)
+    keys = gb.size().index.to_frame(index=False)
+    return codes, keys
+
+
+def _spec_rows(spec: _Spec, inf: RowInference, codes_all: np.ndarray, keys: pd.DataFrame, by_cols: list[str],
+               hypothesis: str | None, conf_level: float) -> list[dict[str, Any]]:
+    m = len(keys)
+    codes = codes_all[spec.positions]
+    est = inf.average(codes, m)
+    head = {"feature": spec.feature, "step": spec.step, "level": spec.level, "reference": spec.reference}
+    size_all = np.bincount(codes_all[codes_all >= 0], minlength=m)
+    size_used = np.bincount(codes[codes >= 0], minlength=m)
+    if hypothesis == "pairwise":
+        L, pairs = pairwise_matrix(m)
+        table = est.contrast(L).table(conf_level)
+        labels = [" - ".join(f"({', '.join(str(v) for v in keys.iloc[g])})" for g in (j, i)) for i, j in pairs]
+        rows = []
+        for r, (i, j) in enumerate(pairs):
+            rows.append({**head, "hypothesis": labels[r], "ame": float(L[r] @ est.estimate), **table.iloc[r].to_dict(),
+                         "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": int(size_used[i] + size_used[j]),
+                         "n_excluded": int(size_all[i] + size_all[j] - size_used[i] - size_used[j])})
+        return rows
+    table = est.table(conf_level)
+    rows = []
+    for g in range(m):
+        d = describe(spec.values[codes == g], conf_level)
+        group = {c: keys[c].iloc[g] for c in by_cols}
+        n_ex = int(size_all[g] - size_used[g]) if by_cols else len(codes_all) - spec.positions.size
+        rows.append({**head, **group, "ame": d["mean"], **table.iloc[g].to_dict(), "sd": d["sd"], "q25": d["q25"],
+                     "q75": d["q75"], "n": int(d["n"]), "n_excluded": n_ex})
+    return rows
 
 
 def ame(
@@ -40,18 +101,23 @@ def ame(
     data: pd.DataFrame,
     steps: Mapping[str, Any] | None = None,
     *,
+    inference: str = "auto",
+    by: str | Sequence[str] | None = None,
+    hypothesis: str | None = None,
+    bootstrap: Mapping[str, Any] | None = None,
+    conf_level: float = 0.95,
     features: Sequence[str] | None = None,
     categorical: str = "observation",
-    conf_level: float = 0.95,
     **fme_kwargs: Any,
 ) -> pd.DataFrame:
-    """Average marginal effects, one row per feature (and per category).
+    """Average marginal effects, one row per feature (and per category, per ``by`` group).
 
-    Each entry of ``steps`` is evaluated as its own *univariate* fME (use
-    :func:`fme.fme` for a multivariate step). ``steps=None`` uses every
-    feature in ``features`` (default: the model's inputs if it knows them,
-    else every column of ``data``): numeric features get the unit step
-    ``h = 1`` (paper §3.2), categorical features one row per level.
+    The AME is the mean fME over the evaluated rows (paper §3.2). Each entry
+    of ``steps`` is evaluated as its own *univariate* fME (use :func:`fme.fme`
+    and :meth:`FMEResult.tidy` for a multivariate step). ``steps=None`` uses
+    every feature in ``features`` (default: the model's inputs if it knows
+    them, else every column of ``data``): numeric features get the unit step
+    ``h = 1``, categorical features one row per level.
 
     Parameters
     ----------
@@ -60,6 +126,26 @@ def ame(
     steps : dict, optional
         ``{feature: h or rule}`` for numeric, ``{feature: level}`` or
         ``{feature: None}`` (every level) for categorical features.
+    inference : {'auto', 'delta', 'bootstrap', 'sample'}, default='auto'
+        What ``std_error``/``conf_low``/``conf_high``/``p_value`` describe
+        (:mod:`fme.inference`): ``delta`` and ``bootstrap`` the uncertainty of
+        the AME due to the fitted model (parameter covariance; refits);
+        ``sample`` the spread of the fMEs over the rows with the model held
+        fixed (t-based, the paper's cAME CI of §5.5). ``auto``: bootstrap when
+        ``bootstrap`` is given, else delta where the model supports it
+        (statsmodels results), else sample. The ``inference`` column says
+        which was used.
+    by : str or list of str, optional
+        One row per group of ``data`` (the group's own evaluated rows), the
+        group's value(s) in column(s) named like ``by``.
+    hypothesis : {None, 'pairwise'}
+        With ``by``: the differences between groups, "(b) - (a)" for every
+        pair (later minus earlier group, as marginaleffects), with their
+        uncertainty under the same method (a ``hypothesis`` column names them).
+    bootstrap : dict, optional
+        Training data and options of the refits (:mod:`fme._bootstrap`); all
+        rows of the table share the same refits.
+    conf_level : float, default=0.95
     features : sequence of str, optional
         Features for ``steps=None``.
     categorical : {'observation', 'classic'}, default='observation'
@@ -67,9 +153,6 @@ def ame(
         already at the level are left out. ``classic``: every row is set to
         the reference level (the first level, or the value given in
         ``steps``), then to each other level (Eq. categorical_me).
-    conf_level : float, default=0.95
-        For the t-based CI of the mean fME (the model is taken as fixed; the
-        CI describes the spread of effects over the data, paper §5.5).
     **fme_kwargs
         Passed to :func:`fme.fme` (``extrapolation``, ``reference_data``, ...).
 
@@ -77,17 +160,26 @@ def ame(
     -------
     DataFrame
         Columns feature, step (NaN for categorical), level (None for numeric),
-        reference (classic only), ame, sd, se, ci_low, ci_high, q25, q75, n,
-        n_excluded.
+        reference (classic only), the ``by`` column(s) (or ``hypothesis``),
+        ame, std_error, statistic, p_value, conf_low, conf_high, inference,
+        and the descriptive sd, q25, q75 (of the fMEs), n, n_excluded.
+        ``statistic`` is z (delta, bootstrap) or t with n - 1 df (sample).
     """
     data = model_frame(model, check_data(data))
     conf_level = check_conf_level(conf_level)
-    _check_single_output(fme_kwargs.get("target_class"), "ame")
+    target_class = fme_kwargs.get("target_class")
+    _check_single_output(target_class, "ame")
     if categorical not in ("observation", "classic"):
         raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
+    if hypothesis not in _HYPOTHESES:
+        raise ParameterError(f"hypothesis must be None or 'pairwise', got {hypothesis!r}.")
+    by_cols = _check_by(data, by)
+    if hypothesis == "pairwise" and not by_cols:
+        raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
+    method = resolve_method(inference, model, bootstrap)
     if steps is None:
         if features is None:
-            names = make_predictor(model, fme_kwargs.get("target_class")).feature_names
+            names = make_predictor(model, target_class).feature_names
             features = names if names is not None else list(data.columns)
         for f in features:
             if f not in data.columns:
@@ -95,17 +187,32 @@ def ame(
         steps = {f: (None if is_categorical(data[f]) else 1.0) for f in features}
     elif not isinstance(steps, Mapping) or len(steps) == 0:
         raise StepError("`steps` must be a non-empty dict such as {'age': 1, 'sex': None}, or None for all features.")
-    rows = []
+    specs: list[_Spec] = []
     for feature, value in steps.items():
         if feature not in data.columns:
             raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
         if is_categorical(data[feature]):
-            rows.extend(_categorical_rows(model, data, feature, value, categorical, conf_level, fme_kwargs))
+            specs.extend(_categorical_specs(model, data, feature, value, categorical, fme_kwargs, method))
         else:
-            res = fme(model, data, {feature: value}, **fme_kwargs)
-            rows.append(_row(feature, res.steps[0].value, None, None, res.results["fme"].to_numpy(),
-                             res.n_excluded, conf_level))
-    return pd.DataFrame(rows, columns=_AME_COLUMNS)
+            res = fme(model, data, {feature: value}, inference=_direct(method), **fme_kwargs)
+            specs.append(_Spec(feature, res.steps[0].value, None, None, res.results["fme"].to_numpy(dtype=float),
+                               res.positions, *_pair(res, model, method, target_class)))
+    live = [s for s in specs if s.pair is not None]
+    infs = compute_rows(method, model, [s.pair for s in live], [s.values for s in live], [s.f0 for s in live],
+                        bootstrap, target_class) if live else []
+    for spec, inf in zip(live, infs):
+        spec.inf = inf
+    codes_all, keys = _groups(data, by_cols)
+    rows = []
+    for spec in specs:
+        # A level no row could move to keeps its row, with NaN figures and the method asked for.
+        inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
+        new = _spec_rows(spec, inf, codes_all, keys, by_cols, hypothesis, conf_level)
+        for row in new:
+            row["inference"] = method
+        rows.extend(new)
+    middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
+    return pd.DataFrame(rows, columns=_AME_COLUMNS[:4] + middle + _AME_COLUMNS[4:])
 
 
 def _check_single_output(target_class: Any, name: str) -> None:
@@ -116,39 +223,54 @@ def _check_single_output(target_class: Any, name: str) -> None:
         )
 
 
-def _categorical_rows(model, data, feature, value, categorical, conf_level, fme_kwargs) -> list[dict]:
+def _direct(method: str) -> str:
+    """The method fme() computes itself: all but bootstrap (whose refits ame() shares across rows)."""
+    return "sample" if method == "bootstrap" else method
+
+
+def _pair(res, model, method: str, target_class: Any) -> tuple:
+    """(point sets, f(x), ready ingredients) of a spec: the point sets only where ame() still has to compute."""
+    if method == "bootstrap":
+        return stepped_frames(res, model, target_class), res.predictions["f_x"].to_numpy(), None
+    return None, None, res.inference_rows
+
+
+def _categorical_specs(model, data, feature, value, categorical, fme_kwargs, method) -> list[_Spec]:
     levels = _levels(data[feature])
+    target_class = fme_kwargs.get("target_class")
     if categorical == "observation":
         targets = levels if value is None else [parse_steps(data, {feature: value})[0].value]
-        rows = []
+        specs = []
         for level in targets:
             try:
-                res = fme(model, data, {feature: level}, **fme_kwargs)
+                res = fme(model, data, {feature: level}, inference=_direct(method), **fme_kwargs)
             except DataError:
                 # Every row is already at this level: nothing to evaluate.
-                rows.append(_row(feature, np.nan, level, None, np.empty(0), len(data), conf_level))
+                specs.append(_Spec(feature, np.nan, level, None, np.empty(0), np.empty(0, dtype=np.int64), None))
                 continue
-            rows.append(_row(feature, np.nan, level, None, res.results["fme"].to_numpy(), res.n_excluded,
-                             conf_level))
-        return rows
+            specs.append(_Spec(feature, np.nan, level, None, res.results["fme"].to_numpy(dtype=float), res.positions,
+                               *_pair(res, model, method, target_class)))
+        return specs
     reference = levels[0] if value is None else parse_steps(data, {feature: value})[0].value
-    predictor = make_predictor(model, fme_kwargs.get("target_class"))
-    X = predictor.select(data)
+    predictor = make_predictor(model, target_class)
+    X0 = predictor.select(data)
 
     def at_level(level: Any) -> pd.DataFrame:
         # a fresh frame per predict call: a model that modifies its input cannot leak into the next
-        out = X.copy(deep=False)
+        out = X0.copy(deep=False)
         out[feature] = _set_level(data[feature], level, len(data))
         return out
 
+    X_ref = at_level(reference)
     base = predictor(at_level(reference), stage=f"{feature} = {reference!r}")
-    rows = []
+    specs = []
     for level in levels:
         if level == reference:
             continue
         pred = predictor(at_level(level), stage=f"{feature} = {level!r}")
-        rows.append(_row(feature, np.nan, level, reference, pred - base, 0, conf_level))
-    return rows
+        specs.append(_Spec(feature, np.nan, level, reference, pred - base, np.arange(len(data)),
+                           (X_ref, at_level(level)), base))
+    return specs
 
 
 def typical_values(data: pd.DataFrame) -> pd.DataFrame:
@@ -197,6 +319,10 @@ def mer(
     data: pd.DataFrame,
     steps: Mapping[str, Any],
     at: Mapping[str, Any] | None = None,
+    *,
+    inference: str = "auto",
+    bootstrap: Mapping[str, Any] | None = None,
+    conf_level: float = 0.95,
     **fme_kwargs: Any,
 ) -> pd.DataFrame:
     """Forward marginal effects at representative values (MER, paper §3.2).
@@ -205,14 +331,25 @@ def mer(
     in ``at``; lists of values form a grid (every combination). Step rules
     (``"sd"``) are computed on ``data``.
 
+    Parameters
+    ----------
+    inference, bootstrap, conf_level :
+        Uncertainty of each grid point's fME, as in :func:`fme.ame`. With
+        ``sample`` (the fallback of ``auto`` for models without parameters) a
+        single point has no interval: NaN.
+
     Returns
     -------
     DataFrame
-        One row per grid point: the ``at`` columns, then ``fme`` (and ``nlm``),
-        NaN where a point was not evaluated (already at a categorical level,
-        or an extrapolation point) with the reason in ``note``.
+        One row per grid point: the ``at`` columns, then ``fme``, std_error,
+        statistic, p_value, conf_low, conf_high, inference, the descriptive
+        sd (NaN), q25 = q75 = fme, n (1, or 0 if not evaluated), n_excluded,
+        (and ``nlm``), NaN where a point was not evaluated (already at a
+        categorical level, or an extrapolation point) with the reason in
+        ``note``. For ``target_class='all'``: ``fme_<class>`` columns only.
     """
     data = model_frame(model, check_data(data))
+    conf_level = check_conf_level(conf_level)
     at = {} if at is None else dict(at)
     for f in at:
         if f not in data.columns:
@@ -233,15 +370,34 @@ def mer(
     parsed = parse_steps(data, steps)
     numeric_steps = {s.feature: s.value for s in parsed}
     fme_kwargs.setdefault("reference_data", data)
+    multi = isinstance(fme_kwargs.get("target_class"), str) and fme_kwargs.get("target_class") == "all"
+    method = resolve_method(inference, model, bootstrap, multi)
     try:
-        res = fme(model, frame, numeric_steps, **fme_kwargs)
-        out = frame[keys].join(res.results)
-        note = res.excluded["reason"].reindex(frame.index).fillna("")
+        res = fme(model, frame, numeric_steps, inference=method, bootstrap=bootstrap, conf_level=conf_level,
+                  **fme_kwargs)
     except (DataError, ExtrapolationError) as exc:
         # Nothing to evaluate (all at the level, or every grid point outside the data): NaN rows with the reason.
         out = frame[keys].assign(fme=np.nan)
-        note = pd.Series(str(exc), index=frame.index)
-    out["note"] = note
+        if not multi:
+            for c in INFERENCE_COLUMNS:
+                out[c] = method if c == "inference" else np.nan
+            out = out.assign(sd=np.nan, q25=np.nan, q75=np.nan, n=0, n_excluded=1)
+        out["note"] = str(exc)
+        return out
+    if multi:
+        out = frame[keys].join(res.results)
+    else:
+        inf = res.inference_rows
+        table = inf.average(np.arange(inf.n), inf.n).table(conf_level).set_index(res.results.index)
+        fm = res.results["fme"]
+        cols = {"fme": fm, **{c: table[c] for c in INFERENCE_COLUMNS},
+                "sd": pd.Series(np.nan, index=fm.index), "q25": fm, "q75": fm,
+                "n": pd.Series(1, index=fm.index), "n_excluded": pd.Series(0, index=fm.index)}
+        out = frame[keys].join(pd.DataFrame(cols).join(res.results.drop(columns="fme")))
+        out["n"] = out["n"].fillna(0).astype(int)
+        out["n_excluded"] = out["n_excluded"].fillna(1).astype(int)
+        out["inference"] = out["inference"].fillna(inf.method)
+    out["note"] = res.excluded["reason"].reindex(frame.index).fillna("")
     return out
 
 
@@ -251,6 +407,8 @@ def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: 
     Numeric features at their means, categorical ones at their modes. For a
     categorical step the stepped feature is evaluated at each other level
     (Williams' categorical MEM), since the mode may already be the target.
+    Keywords (``inference``, ``bootstrap``, ``conf_level``, ...) and the
+    columns are those of :func:`mer`.
     """
     data = model_frame(model, check_data(data))
     parsed = parse_steps(data, steps)

@@ -53,9 +53,16 @@ def test_ame_nonlinear_matches_fme(data):
     assert row["sd"] == pytest.approx(np.std(eff, ddof=1), rel=1e-10)
     assert row["q25"] == pytest.approx(np.quantile(eff, 0.25), rel=1e-10)
     assert row["q75"] == pytest.approx(np.quantile(eff, 0.75), rel=1e-10)
-    half = row["ci_high"] - row["ame"]
+    # A callable has no parameters: 'auto' falls back to the fixed-model t interval over the rows (paper §5.5).
+    assert row["inference"] == "sample"
+    se = np.std(eff, ddof=1) / np.sqrt(len(eff))
+    assert row["std_error"] == pytest.approx(se, rel=1e-10)
+    assert row["statistic"] == pytest.approx(eff.mean() / se, rel=1e-10)
     from scipy import stats
-    assert half == pytest.approx(stats.t.ppf(0.975, len(eff) - 1) * np.std(eff, ddof=1) / np.sqrt(len(eff)), rel=1e-10)
+    assert row["p_value"] == pytest.approx(2 * stats.t.sf(abs(eff.mean() / se), len(eff) - 1), rel=1e-8)
+    half = row["conf_high"] - row["ame"]
+    assert half == pytest.approx(stats.t.ppf(0.975, len(eff) - 1) * se, rel=1e-10)
+    assert row["ame"] - row["conf_low"] == pytest.approx(half, rel=1e-10)
 
 
 def test_ame_categorical_observation_wise_vs_classic(data):

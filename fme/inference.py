@@ -1,0 +1,284 @@
+"""Uncertainty of fMEs and of their averages (AME, MER/MEM, by-groups, cAME leaves).
+
+Three meanings of "the uncertainty of an AME" (paper §3.2 defines the AME;
+§5.5 the t-based CI of a cAME):
+
+``delta``
+    Model uncertainty by the delta method: with the parameter covariance V
+    and the Jacobian g = d AME / d theta, Var(AME) ~ g' V g; z statistics and
+    normal quantiles (as Stata's ``margins`` and R/Python ``marginaleffects``).
+``bootstrap``
+    Model uncertainty by refitting the model on resamples of its training
+    data; percentile (default) or normal CIs.
+``sample``
+    The spread of the fMEs over the evaluated rows with the model held fixed:
+    mean +- t(1 - alpha/2, n - 1) SD / sqrt(n) (the paper's cAME CI, §5.5).
+    It is *not* the uncertainty of the model.
+
+Per evaluated row we keep what any average needs: the row's Jacobian
+(``delta``; n x k) or its fMEs under each refit (``bootstrap``; n x B). An
+average over any subset of rows (the AME, a ``by`` group, a cAME leaf) then
+gets its uncertainty from those rows by one sparse product, without
+predicting again (:meth:`RowInference.average`).
+
+The delta Jacobians and the bootstrap refits live in :mod:`fme._delta` and
+:mod:`fme._bootstrap`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import sparse, stats
+
+from .exceptions import ParameterError
+
+__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "RowInference", "Estimates", "check_inference"]
+
+INFERENCE_METHODS = ("auto", "delta", "bootstrap", "sample")
+#: The uncertainty columns of every aggregated table (ame, mer, mem, cAME leaves), in order.
+INFERENCE_COLUMNS = ["std_error", "statistic", "p_value", "conf_low", "conf_high", "inference"]
+BOOTSTRAP_CIS = ("percentile", "normal")
+
+
+def check_inference(inference: Any) -> str:
+    """Validate the ``inference`` argument."""
+    if not isinstance(inference, str) or inference not in INFERENCE_METHODS:
+        raise ParameterError(
+            f"inference must be one of {INFERENCE_METHODS}, got {inference!r}: 'delta' (parameter covariance), "
+            "'bootstrap' (refits; pass bootstrap={...}), 'sample' (fixed model) or 'auto'."
+        )
+    return inference
+
+
+def group_matrix(codes: np.ndarray, n_groups: int) -> sparse.csr_matrix:
+    """Sparse (n_groups x n) averaging matrix: row g holds 1/n_g on the rows with code g (codes < 0: unused)."""
+    codes = np.asarray(codes, dtype=np.int64)
+    used = np.flatnonzero(codes >= 0)
+    counts = np.bincount(codes[used], minlength=n_groups).astype(float)
+    with np.errstate(divide="ignore"):
+        w = 1.0 / counts[codes[used]]
+    return sparse.csr_matrix((w, (codes[used], used)), shape=(n_groups, codes.size))
+
+
+@dataclass(frozen=True, eq=False)
+class Estimates:
+    """Estimates with what their uncertainty needs; linear combinations keep it.
+
+    Attributes
+    ----------
+    method : {'delta', 'bootstrap', 'sample'}
+    estimate : ndarray (m,)
+    grad : ndarray (m, k) or None
+        Delta: gradients w.r.t. the parameters; ``vcov`` their covariance.
+    draws : ndarray (m, B) or None
+        Bootstrap: the estimates under each successful refit.
+    se, df : ndarray (m,) or None
+        Sample: the standard errors SD/sqrt(n) and t degrees of freedom.
+    ci : {'percentile', 'normal'}
+        Bootstrap CI type.
+    """
+
+    method: str
+    estimate: np.ndarray
+    grad: np.ndarray | None = None
+    vcov: np.ndarray | None = None
+    draws: np.ndarray | None = None
+    se: np.ndarray | None = None
+    df: np.ndarray | None = None
+    ci: str = "percentile"
+
+    def contrast(self, L: np.ndarray) -> "Estimates":
+        """Linear combinations ``L @ estimate`` (e.g. pairwise differences) with their uncertainty.
+
+        For ``sample`` the combined rows are taken as independent (disjoint
+        groups): se = sqrt(L^2 @ se^2), normal quantiles (df = inf).
+        """
+        L = np.asarray(L, dtype=float)
+        est = L @ self.estimate
+        if self.method == "delta":
+            return replace(self, estimate=est, grad=L @ self.grad)
+        if self.method == "bootstrap":
+            return replace(self, estimate=est, draws=L @ self.draws)
+        se = np.sqrt((L ** 2) @ (self.se ** 2))
+        return replace(self, estimate=est, se=se, df=np.full(est.size, np.inf))
+
+    def table(self, conf_level: float = 0.95) -> pd.DataFrame:
+        """The columns :data:`INFERENCE_COLUMNS`, one row per estimate."""
+        m = self.estimate.size
+        alpha = 1.0 - conf_level
+        est = self.estimate
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if self.method == "delta":
+                var = np.einsum("mk,kl,ml->m", self.grad, self.vcov, self.grad) if m else np.empty(0)
+                se = np.sqrt(np.maximum(var, 0.0))
+                z = est / se
+                p = 2.0 * stats.norm.sf(np.abs(z))
+                q = stats.norm.ppf(1.0 - alpha / 2.0)
+                lo, hi = est - q * se, est + q * se
+            elif self.method == "bootstrap":
+                b = self.draws.shape[1]
+                se = self.draws.std(axis=1, ddof=1) if b > 1 else np.full(m, np.nan)
+                z = est / se
+                p = 2.0 * stats.norm.sf(np.abs(z))
+                if self.ci == "percentile" and b > 1:
+                    lo, hi = np.quantile(self.draws, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1)
+                else:
+                    q = stats.norm.ppf(1.0 - alpha / 2.0)
+                    lo, hi = est - q * se, est + q * se
+            else:
+                se = self.se
+                z = est / se
+                df = self.df
+                p = 2.0 * stats.t.sf(np.abs(z), df)
+                q = stats.t.ppf(1.0 - alpha / 2.0, df)
+                lo, hi = est - q * se, est + q * se
+        # A zero standard error gives an undefined statistic, not +-inf.
+        z = np.where(se > 0, z, np.nan)
+        p = np.where(se > 0, p, np.nan)
+        return pd.DataFrame({"std_error": se, "statistic": z, "p_value": p, "conf_low": lo, "conf_high": hi,
+                             "inference": np.full(m, self.method, dtype=object)})
+
+
+@dataclass(frozen=True, eq=False)
+class RowInference:
+    """Per-row uncertainty ingredients of n evaluated fMEs (one output).
+
+    Attributes
+    ----------
+    method : {'delta', 'bootstrap', 'sample'}
+    values : ndarray (n,)
+        The fMEs of the fitted model.
+    jacobian : ndarray (n, k) or None
+        Delta: d fME_i / d theta.
+    vcov : ndarray (k, k) or None
+        Delta: the parameter covariance.
+    draws : ndarray (n, B) or None
+        Bootstrap: fME_i under each successful refit.
+    ci : {'percentile', 'normal'}
+    n_failed : int
+        Bootstrap refits that failed (left out of ``draws``; counted and reported).
+    errors : tuple of str
+        The distinct error messages of failed refits (at most 5).
+    info : dict
+        Details (kernel: 'analytic'/'numerical'; n_resamples; random_state).
+    """
+
+    method: str
+    values: np.ndarray
+    jacobian: np.ndarray | None = None
+    vcov: np.ndarray | None = None
+    draws: np.ndarray | None = None
+    ci: str = "percentile"
+    n_failed: int = 0
+    errors: tuple[str, ...] = ()
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.values.size)
+
+    def take(self, positions: np.ndarray) -> "RowInference":
+        """The same ingredients restricted to some rows (positions into ``values``)."""
+        pos = np.asarray(positions)
+        return replace(self, values=self.values[pos],
+                       jacobian=None if self.jacobian is None else self.jacobian[pos],
+                       draws=None if self.draws is None else self.draws[pos])
+
+    def average(self, codes: np.ndarray | None = None, n_groups: int | None = None) -> Estimates:
+        """Averages over groups of rows (``codes[i]`` = group of row i, -1 = unused); one group by default."""
+        n = self.n
+        if codes is None:
+            codes, n_groups = np.zeros(n, dtype=np.int64), 1
+        W = group_matrix(codes, n_groups)
+        est = W @ self.values
+        if self.method == "delta":
+            return Estimates("delta", est, grad=np.asarray(W @ self.jacobian), vcov=self.vcov)
+        if self.method == "bootstrap":
+            return Estimates("bootstrap", est, draws=np.asarray(W @ self.draws), ci=self.ci)
+        # sample: t-based over each group's rows (paper §5.5)
+        codes = np.asarray(codes)
+        used = codes >= 0
+        cnt = np.bincount(codes[used], minlength=n_groups).astype(float)
+        dev = np.zeros(n)
+        dev[used] = self.values[used] - est[codes[used]]
+        ss = np.bincount(codes[used], weights=dev[used] ** 2, minlength=n_groups)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sd = np.sqrt(ss / (cnt - 1.0))
+            se = np.where(cnt >= 2, sd / np.sqrt(cnt), np.nan)
+        return Estimates("sample", est, se=se, df=np.maximum(cnt - 1.0, 1.0))
+
+
+def sample_inference(values: np.ndarray) -> RowInference:
+    """Fixed-model ingredients: only the fMEs."""
+    return RowInference("sample", np.asarray(values, dtype=float))
+
+
+def summarize(inference: RowInference | None, values: np.ndarray, conf_level: float) -> dict[str, Any]:
+    """The inference columns for the mean of ``values`` (one group)."""
+    inf = inference if inference is not None else sample_inference(values)
+    if inf.n == 0:
+        return {"std_error": np.nan, "statistic": np.nan, "p_value": np.nan, "conf_low": np.nan,
+                "conf_high": np.nan, "inference": inf.method}
+    return inf.average().table(conf_level).iloc[0].to_dict()
+
+
+def pairwise_matrix(m: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Rows e_j - e_i for i < j: "(b) - (a)", "(c) - (a)", "(c) - (b)" (marginaleffects' order and sign)."""
+    pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
+    L = np.zeros((len(pairs), m))
+    for r, (i, j) in enumerate(pairs):
+        L[r, j], L[r, i] = 1.0, -1.0
+    return L, pairs
+
+
+def resolve_method(inference: str, model: Any, bootstrap: Any, multi_output: bool = False) -> str:
+    """The method ``inference`` means for ``model``.
+
+    ``auto``: ``bootstrap`` when a ``bootstrap`` specification is given, else
+    ``delta`` when the model supports it (statsmodels results, the protocol of
+    :mod:`fme._delta`), else ``sample``. Multi-output (``target_class='all'``)
+    results only have ``sample``.
+    """
+    from ._delta import supports_delta
+
+    check_inference(inference)
+    if multi_output:
+        if inference in ("delta", "bootstrap"):
+            raise ParameterError(
+                f"inference={inference!r} works on one output; with target_class='all' use inference='sample' "
+                "or pass one class (target_class=<label>) per call."
+            )
+        return "sample"
+    if inference == "auto":
+        if bootstrap is not None:
+            return "bootstrap"
+        return "delta" if supports_delta(model) else "sample"
+    if bootstrap is not None and inference != "bootstrap":
+        raise ParameterError(f"bootstrap= was given but inference={inference!r}; use inference='bootstrap' "
+                             "(or 'auto') to refit, or drop bootstrap=.")
+    return inference
+
+
+def compute_rows(method: str, model: Any, pairs: list[tuple[pd.DataFrame, pd.DataFrame]],
+                 values: list[np.ndarray], f0s: list[np.ndarray | None] | None = None,
+                 bootstrap: Any = None, target_class: Any = None) -> list[RowInference]:
+    """Per-row ingredients for sets of fMEs ``values[s] = f(X1_s) - f(X0_s)`` (``pairs[s] = (X0_s, X1_s)``).
+
+    All sets share one bootstrap run (the same refits), so AMEs of several
+    features come from B refits, not B per feature.
+    """
+    if method == "sample":
+        return [sample_inference(v) for v in values]
+    if method == "delta":
+        from ._delta import delta_rows
+
+        f0s = f0s or [None] * len(pairs)
+        return [delta_rows(model, x0, x1, v, f0) for (x0, x1), v, f0 in zip(pairs, values, f0s)]
+    from ._bootstrap import bootstrap_rows, check_bootstrap
+
+    spec = check_bootstrap(bootstrap, model)
+    return bootstrap_rows(model, pairs, values, spec, target_class)

@@ -1,0 +1,156 @@
+"""Bootstrap inference (fme._bootstrap): agreement with the delta method, seeds, failures, coverage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.linear_model import LinearRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+import fme
+from fme.exceptions import DataError, ModelError, ParameterError
+
+REFS = Path(__file__).parent / "fixtures" / "marginaleffects"
+
+
+def add_square(X: pd.DataFrame) -> pd.DataFrame:
+    return X.assign(age2=X["age"] ** 2)
+
+
+@pytest.fixture(scope="module")
+def data() -> pd.DataFrame:
+    return pd.read_csv(REFS / "data.csv")
+
+
+@pytest.fixture(scope="module")
+def pipe(data):
+    X = data[["age", "income"]]
+    return make_pipeline(FunctionTransformer(add_square), LinearRegression()).fit(X, data["y"])
+
+
+def test_pipeline_bootstrap_se_close_to_hc0_delta(data, pipe):
+    """The pipeline is the OLS y ~ age + age^2 + income: its bootstrap SE (pairs bootstrap, heteroskedasticity
+    robust) must be within 20% of the HC0 delta-method SE of the same AME."""
+    X, y = data[["age", "income"]], data["y"]
+    ols = smf.ols("y ~ age + I(age**2) + income", data).fit(cov_type="HC0")
+    delta = fme.ame(ols, data, {"age": 1, "income": 0.5})
+    boot = fme.ame(pipe, X, {"age": 1, "income": 0.5},
+                   bootstrap={"X": X, "y": y, "n_resamples": 200, "random_state": 0})
+    np.testing.assert_allclose(boot["ame"], delta["ame"], rtol=1e-9)
+    assert (boot["inference"] == "bootstrap").all() and (delta["inference"] == "delta").all()
+    ratio = boot["std_error"].to_numpy() / delta["std_error"].to_numpy()
+    assert np.all(np.abs(ratio - 1) < 0.2), ratio
+    # percentile interval around the estimate, p-value from z = ame / se
+    assert (boot["conf_low"] < boot["ame"]).all() and (boot["ame"] < boot["conf_high"]).all()
+    np.testing.assert_allclose(boot["statistic"], boot["ame"] / boot["std_error"], rtol=1e-12)
+
+
+def test_same_seed_same_numbers_for_any_n_jobs(data, pipe):
+    X, y = data[["age", "income"]], data["y"]
+    spec = {"X": X, "y": y, "n_resamples": 16, "random_state": 7}
+    one = fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, "n_jobs": 1})
+    two = fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, "n_jobs": 2})
+    pd.testing.assert_frame_equal(one, two)
+    other = fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, "random_state": 8})
+    assert other["std_error"].iloc[0] != one["std_error"].iloc[0]
+    res = fme.fme(pipe, X, {"age": 1}, bootstrap={**spec, "n_jobs": 2})
+    assert res.inference == "bootstrap" and res.inference_rows.draws.shape == (len(X), 16)
+    assert res.std_error == pytest.approx(one["std_error"].iloc[0], rel=1e-12)
+
+
+def test_normal_ci_and_by_groups_share_the_refits(data, pipe):
+    X, y = data[["age", "income", "g"]], data["y"]
+    spec = {"X": X[["age", "income"]], "y": y, "n_resamples": 30, "random_state": 1, "ci": "normal"}
+    out = fme.ame(pipe, X, {"age": 1}, by="g", bootstrap=spec)
+    from scipy import stats
+
+    q = stats.norm.ppf(0.975)
+    np.testing.assert_allclose(out["conf_high"] - out["ame"], q * out["std_error"], rtol=1e-12)
+    pw = fme.ame(pipe, X, {"age": 1}, by="g", hypothesis="pairwise", bootstrap=spec)
+    assert list(pw["hypothesis"]) == ["(b) - (a)", "(c) - (a)", "(c) - (b)"]
+    np.testing.assert_allclose(pw["ame"].iloc[0], out["ame"].iloc[1] - out["ame"].iloc[0], rtol=1e-12)
+
+
+def test_statsmodels_formula_bootstrap(data):
+    ols = smf.ols("y ~ age + I(age**2) + income", data).fit(cov_type="HC0")
+    boot = fme.ame(ols, data, {"age": 1}, inference="bootstrap",
+                   bootstrap={"data": data, "n_resamples": 100, "random_state": 3})
+    delta = fme.ame(ols, data, {"age": 1})
+    assert boot["inference"].iloc[0] == "bootstrap"
+    assert abs(boot["std_error"].iloc[0] / delta["std_error"].iloc[0] - 1) < 0.2
+
+
+class Flaky(RegressorMixin, BaseEstimator):
+    """Linear regression that refuses resamples whose first target value is above 1.5."""
+
+    def fit(self, X, y):
+        if np.asarray(y)[0] > 1.5:
+            raise RuntimeError("refused this resample")
+        self.lr_ = LinearRegression().fit(X, y)
+        return self
+
+    def predict(self, X):
+        return self.lr_.predict(X)
+
+
+def test_failed_refits_are_counted_and_reported(data):
+    X, y = data[["age", "income"]], data["y"]
+    model = Flaky().fit(X.iloc[1:], y.iloc[1:]) if y.iloc[1] <= 1.5 else Flaky().fit(X.iloc[2:], y.iloc[2:])
+    with pytest.warns(RuntimeWarning, match=r"(\d+) of 40 bootstrap refits failed.*refused this resample"):
+        res = fme.fme(model, X, {"age": 1}, bootstrap={"X": X, "y": y, "n_resamples": 40, "random_state": 0})
+    rows = res.inference_rows
+    assert rows.n_failed > 0 and rows.draws.shape[1] == 40 - rows.n_failed
+    assert rows.errors == ("RuntimeError: refused this resample",)
+    # the count is the number of resamples whose first drawn target exceeds 1.5, drawn as the kernel draws
+    seeds = np.random.SeedSequence(0).spawn(40)
+    expected = sum(y.to_numpy()[np.random.default_rng(s).integers(0, len(y), len(y))][0] > 1.5 for s in seeds)
+    assert rows.n_failed == expected
+
+
+def test_bootstrap_errors(data, pipe):
+    X, y = data[["age", "income"]], data["y"]
+    with pytest.raises(ParameterError, match="needs \\{'X'"):
+        fme.ame(pipe, X, {"age": 1}, bootstrap={"n_resamples": 10})
+    with pytest.raises(ParameterError, match="unknown bootstrap key"):
+        fme.ame(pipe, X, {"age": 1}, bootstrap={"X": X, "y": y, "B": 10})
+    with pytest.raises(DataError, match="must match"):
+        fme.ame(pipe, X, {"age": 1}, bootstrap={"X": X, "y": y.iloc[:10]})
+    with pytest.raises(ModelError, match="cannot refit"):
+        fme.ame(lambda d: d["age"] * 1.0, X, {"age": 1}, bootstrap={"X": X, "y": y})
+    with pytest.raises(ParameterError, match="n_resamples"):
+        fme.ame(pipe, X, {"age": 1}, bootstrap={"X": X, "y": y, "n_resamples": 1})
+
+
+def f_true(x: np.ndarray) -> np.ndarray:
+    return 1.0 + 0.8 * x - 0.3 * x ** 2
+
+
+@pytest.mark.slow
+def test_bootstrap_and_delta_coverage():
+    """On y = 1 + 0.8 x - 0.3 x^2 + e (heteroskedastic e), the 95% bootstrap (percentile, pairs) and
+    HC0 delta intervals of the AME of x + 1 cover the true AME = mean f(x + 1) - f(x) over the sample
+    in 90-98% of 150 replications."""
+    rng = np.random.default_rng(12)
+    n, reps, B = 200, 150, 100
+    hit_boot = hit_delta = 0
+    for r in range(reps):
+        x = rng.uniform(-2, 2, n)
+        y = f_true(x) + rng.normal(0, 0.5 + 0.25 * np.abs(x), n)
+        d = pd.DataFrame({"x": x, "y": y})
+        truth = float(np.mean(f_true(x + 1) - f_true(x)))
+        pipe = make_pipeline(FunctionTransformer(lambda X: X.assign(x2=X["x"] ** 2)), LinearRegression())
+        pipe.fit(d[["x"]], y)
+        b = fme.ame(pipe, d[["x"]], {"x": 1},
+                    bootstrap={"X": d[["x"]], "y": y, "n_resamples": B, "random_state": r}).iloc[0]
+        hit_boot += b["conf_low"] <= truth <= b["conf_high"]
+        ols = smf.ols("y ~ x + I(x**2)", d).fit(cov_type="HC0")
+        dl = fme.ame(ols, d, {"x": 1}).iloc[0]
+        hit_delta += dl["conf_low"] <= truth <= dl["conf_high"]
+    assert 0.90 <= hit_boot / reps <= 0.98, hit_boot / reps
+    assert 0.90 <= hit_delta / reps <= 0.98, hit_delta / reps
