@@ -95,6 +95,7 @@ class EnvelopeDetector(ExtrapolationDetector):
 
     The multivariate envelope of the paper's Boston example (§8). It cannot
     see empty regions inside the box; see the other detectors for that.
+    Missing and infinite reference values do not widen the box.
     """
 
     name = "envelope"
@@ -104,6 +105,8 @@ class EnvelopeDetector(ExtrapolationDetector):
         self.numeric_ = [c for c in reference.columns if not is_categorical(reference[c])]
         self.categorical_ = [c for c in reference.columns if is_categorical(reference[c])]
         num = reference[self.numeric_].to_numpy(dtype=float)
+        # An infinite reference value would make the box unbounded and flag nothing: ignored like NaN.
+        num = np.where(np.isfinite(num), num, np.nan)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: no bounds (NaN), never flagged
             self.min_ = np.nanmin(num, axis=0) if num.size else np.empty(0)

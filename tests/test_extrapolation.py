@@ -433,3 +433,11 @@ def test_item20_degenerate_hull_warns_and_excludes_quickly():
                       r"rows lie on the boundary in 10 dimensions"):
         with pytest.raises(ExtrapolationError, match="all 442 rows are extrapolation points"):
             fme(model, X, {"bmi": "0.5*sd", "bp": "0.5*sd"}, extrapolation="hull", on_extrapolation="shrink")
+
+
+def test_envelope_ignores_infinite_reference_values():
+    # An inf in the reference data must not make the envelope unbounded (nothing would be flagged).
+    ref = pd.DataFrame({"a": [0.0, 1.0, 2.0, np.inf, -np.inf, np.nan]})
+    det = fme_pkg.extrapolation.make_detector("envelope").fit(ref)
+    assert (det.min_[0], det.max_[0]) == (0.0, 2.0)
+    np.testing.assert_array_equal(det.flag(pd.DataFrame({"a": [2.0, 2.5, -0.1]})), [False, True, True])

@@ -79,9 +79,10 @@ def test_constant_model_equal_fmes_and_undefined_nlms(tmp_path, frame):
         assert (tmp_path / "constant" / f["svg"]).stat().st_size > 0
 
 
-def test_float_flat_fmes_and_nan_in_the_stepped_feature(tmp_path, frame, linear):
+def test_float_flat_fmes_and_non_finite_stepped_values(tmp_path, frame, linear):
     data = frame.copy()
     data.loc[[3, 7], "a"] = np.nan
+    data.loc[5, "a"], data.loc[9, "a"] = np.inf, -np.inf  # left out and counted like NaN
     effects = [{"id": "a", "steps": {"a": 1}, "partition": {"minbucket": 10}},
                {"id": "abc", "steps": {"a": 1, "b": 1, "c": -1}, "extrapolation": "none"}]
     import fme
@@ -93,9 +94,10 @@ def test_float_flat_fmes_and_nan_in_the_stepped_feature(tmp_path, frame, linear)
     res = _build(tmp_path, "linear", linear, data, effects)
     v = _variant(res, 0)
     figs = {f["kind"]: f for f in v["figures"]}
-    assert figs["extrapolation"]["not_drawn"] == "not drawn: 2 non-finite values (2 NaN)"
+    assert figs["extrapolation"]["not_drawn"] == "not drawn: 4 non-finite values (2 NaN, 1 +inf, 1 -inf)"
+    assert v["n"] + v["n_extrapolation"] == len(data) - 4 and v["n_extrapolation"] > 0
     assert figs["fme-scatter"]["not_drawn"] is None  # the NaN rows have no fME: left out before, as n says
-    assert "Not drawn: 2 non-finite values (2 NaN)." in _captions(tmp_path / "linear")
+    assert "Not drawn: 4 non-finite values (2 NaN, 1 +inf, 1 -inf)." in _captions(tmp_path / "linear")
     dens = {f["kind"]: f for f in _variant(res, 1)["figures"]}
     assert "fme-density" in dens and dens["fme-density"]["not_drawn"] is None
 
