@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fme
@@ -273,6 +273,7 @@ def test_exact_respects_batching_budget(df, data, monkeypatch):
 @pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(depth=st.integers(1, 6), seed=st.integers(0, 10_000), h=st.floats(0.2, 3.0), neg=st.booleans())
+@example(depth=3, seed=1769, h=1.5625, neg=True)  # NLM -31.6: absolute error 0.07 at 4096 nodes, 0.2 % relative
 def test_gauss_legendre_converges_to_exact(df, depth, seed, h, neg):
     from sklearn.tree import DecisionTreeRegressor
 
@@ -283,7 +284,8 @@ def test_gauss_legendre_converges_to_exact(df, depth, seed, h, neg):
     errs = []
     for m in (16, 256, 4096):
         gl = fme.fme(model, data, step, nlm=True, nlm_method="gauss-legendre", nlm_points=m).results["nlm"]
-        e = np.abs(gl.to_numpy() - exact)
+        # The NLM is unbounded below: its quadrature error scales with |NLM| (relative beyond 1).
+        e = np.abs(gl.to_numpy() - exact) / np.maximum(1.0, np.abs(exact))
         errs.append(np.nanmax(e) if np.isfinite(e).any() else 0.0)
     assert errs[2] <= errs[0] + 1e-12
     assert errs[2] < 0.05
