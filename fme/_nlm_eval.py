@@ -172,6 +172,12 @@ class NLMSummaryMixin:
         cols = ["nlm_status"] if self.output_names is None else [f"nlm_status_{c}" for c in self.output_names]
         return [c for c in cols if c in self.results.columns]
 
+    def _reduce_nlm(self, fn) -> Any:
+        """``fn`` of each NLM column's values; NaN without NLMs or where no NLM is defined."""
+        if not self.has_nlm:
+            return float("nan")
+        return self._reduce(self.nlm_columns, lambda v: fn(v) if np.isfinite(v).any() else float("nan"))
+
     def _count_status(self, status: str) -> int:
         if not self.status_columns:
             return 0
@@ -180,18 +186,13 @@ class NLMSummaryMixin:
     @property
     def median_nlm(self) -> Any:
         """Median of the defined NLMs: robust to the unbounded-below tail (one row cannot dominate it)."""
-        if not self.has_nlm:
-            return float("nan")
-        return self._reduce(self.nlm_columns, lambda v: float(np.nanmedian(v)) if np.isfinite(v).any() else float("nan"))
+        return self._reduce_nlm(lambda v: float(np.nanmedian(v)))
 
     @property
     def share_linear(self) -> Any:
         """Share of the defined NLMs >= ``nlm_linear_threshold`` (default 0.9; paper §5.4's "approximately linear")."""
-        if not self.has_nlm:
-            return float("nan")
         t = self.nlm_linear_threshold
-        return self._reduce(self.nlm_columns, lambda v: float(np.mean(v[~np.isnan(v)] >= t))
-                            if np.isfinite(v).any() else float("nan"))
+        return self._reduce_nlm(lambda v: float(np.mean(v[~np.isnan(v)] >= t)))
 
     @property
     def n_nlm_flat(self) -> int:

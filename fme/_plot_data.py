@@ -54,11 +54,7 @@ class Finite:
 
 def finite_part(values) -> Finite:
     """Split ``values`` into its finite part and the counts of NaN, +inf and -inf."""
-    v = np.asarray(values, dtype=float).ravel()
-    mask = np.isfinite(v)
-    nan = np.isnan(v)
-    return Finite(values=v[mask], mask=mask, n_nan=int(nan.sum()), n_posinf=int((v == np.inf).sum()),
-                  n_neginf=int((v == -np.inf).sum()))
+    return finite_rows(values)
 
 
 def finite_rows(*columns) -> Finite:

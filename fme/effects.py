@@ -141,9 +141,7 @@ class FMEResult(NLMSummaryMixin):
     @property
     def anlm(self) -> Any:
         """Average NLM, ignoring undefined (NaN) values; NaN without NLMs."""
-        if not self.has_nlm:
-            return float("nan")
-        return self._reduce(self.nlm_columns, lambda v: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan"))
+        return self._reduce_nlm(lambda v: float(np.nanmean(v)))
 
     @property
     def n(self) -> int:
@@ -677,8 +675,9 @@ def fme(
              **{f"f_x_step_{c}": f1[:, j] for j, c in enumerate(names)}}, index=out_index)
     excluded = _excluded_frame(code, notes, index)
     if names is None and rows is None:
-        rows = compute_rows(method, model, [(X, apply_steps(X, parsed, h))], [res["fme"]], [f0],
-                            bootstrap, target_class)[0]
+        # 'sample' needs only the fMEs: the stepped frame is built for delta and bootstrap alone
+        rows = sample_inference(res["fme"]) if method == "sample" else compute_rows(
+            method, model, [(X, apply_steps(X, parsed, h))], [res["fme"]], [f0], bootstrap, target_class)[0]
     return FMEResult(
         results=results,
         steps=parsed,

@@ -217,15 +217,6 @@ def sample_inference(values: np.ndarray) -> RowInference:
     return RowInference("sample", np.asarray(values, dtype=float))
 
 
-def summarize(inference: RowInference | None, values: np.ndarray, conf_level: float) -> dict[str, Any]:
-    """The inference columns for the mean of ``values`` (one group)."""
-    inf = inference if inference is not None else sample_inference(values)
-    if inf.n == 0:
-        return {"std_error": np.nan, "statistic": np.nan, "p_value": np.nan, "conf_low": np.nan,
-                "conf_high": np.nan, "inference": inf.method}
-    return inf.average().table(conf_level).iloc[0].to_dict()
-
-
 def pairwise_matrix(m: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
     """Rows e_j - e_i for i < j: "(b) - (a)", "(c) - (a)", "(c) - (b)" (marginaleffects' order and sign)."""
     pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ._stats import describe
 from ._validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
-from .effects import FMEResult, fme, stepped_frames
+from .effects import fme, stepped_frames
 from .inference import INFERENCE_COLUMNS, RowInference, compute_rows, pairwise_matrix, resolve_method
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._models import model_frame
@@ -261,15 +261,15 @@ def _categorical_specs(model, data, feature, value, categorical, fme_kwargs, met
         out[feature] = _set_level(data[feature], level, len(data))
         return out
 
-    X_ref = at_level(reference)
+    X_ref = None if method == "sample" else at_level(reference)
     base = predictor(at_level(reference), stage=f"{feature} = {reference!r}")
     specs = []
     for level in levels:
         if level == reference:
             continue
         pred = predictor(at_level(level), stage=f"{feature} = {level!r}")
-        specs.append(_Spec(feature, np.nan, level, reference, pred - base, np.arange(len(data)),
-                           (X_ref, at_level(level)), base))
+        pair = None if method == "sample" else (X_ref, at_level(level))
+        specs.append(_Spec(feature, np.nan, level, reference, pred - base, np.arange(len(data)), pair, base))
     return specs
 
 

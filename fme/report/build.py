@@ -37,26 +37,21 @@ def _files(root: Path, patterns: tuple[str, ...]) -> list[Path]:
 
 
 def _entry_point_bytes(cfg: dict) -> tuple[bytes, bytes]:
-    """(pickled model returned by the entry point, source of its module); calls the entry point (runs code)."""
-    import importlib
+    """(pickled model and training data the entry point returns, sha256 of its module's source).
+
+    Loads the model as the notebook does (:func:`fme.report.analysis.load_model`): calls the entry point
+    (runs code); the source is read from disk, never a cached copy.
+    """
     import pickle
 
-    from .validate import analysis_error
+    from .analysis import load_model
 
-    module_name, func_name = cfg["model"]["entry_point"].split(":")
+    model, train, info = load_model(cfg)
     try:
-        module = importlib.import_module(module_name)
-        out = getattr(module, func_name)()
-    except Exception as exc:  # noqa: BLE001 - one line naming the key
-        raise analysis_error(cfg, ("model", "entry_point"), exc) from exc
-    model = out[0] if isinstance(out, tuple) else out
-    file = getattr(module, "__file__", None)
-    source = Path(file).read_bytes() if file and Path(file).is_file() else b""  # from disk, never a cached copy
-    try:
-        fitted = pickle.dumps(out if isinstance(out, tuple) else model, protocol=4)
+        fitted = pickle.dumps(model if train is None else (model, train), protocol=4)
     except Exception:  # noqa: BLE001 - an unpicklable model: its repr and the module source still count
         fitted = repr(model).encode("utf-8")
-    return fitted, source
+    return fitted, (info["sha256"] or "").encode()
 
 
 def inputs_sha256(cfg: dict, templates: Path) -> str:
