@@ -30,6 +30,7 @@ from ._delta import evaluate_with_jacobian
 from ._guards import call_detector, check_flags
 from ._nlm_eval import NLMSettings, classify
 from ._nlm_eval import nlm_values as _nlm_values
+from ._progress import progress_bar
 from ._shrink import MIN_STEP_FRACTION, shrink_steps
 from .exceptions import ExtrapolationError, ParameterError
 from .inference import RowInference, compute_rows, sample_inference
@@ -67,6 +68,7 @@ class Plan:
     detector_cols: list[str] | None = None
     policy: str | None = None
     spread: np.ndarray | None = None
+    progress: bool | None = None
 
     @property
     def rule(self) -> QuadratureRule | None:
@@ -120,6 +122,7 @@ def _evaluate(
     rule: QuadratureRule | None,
     batch_size: int | None,
     h: Mapping[str, np.ndarray] | None = None,
+    progress: bool | None = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """f(x), f(x + h) and (with ``rule``) the NLM for all rows of ``X``, batched."""
     n = len(X)
@@ -129,7 +132,8 @@ def _evaluate(
     t_int = None if rule is None else rule.nodes[rule.interior]
     # One buffer for every batch's stacked NLM frame (only used when all columns are float).
     buffer = np.empty(X.shape[1] * t_int.size * min(size, n)) if rule is not None and n > size else None
-    for start in range(0, n, size):
+    starts = range(0, n, size)
+    for start in progress_bar(starts, total=len(starts), desc=f"fME {label}", progress=progress):
         sl = slice(start, min(start + size, n))
         xb = X.iloc[sl]
         hb = None if h is None else {k: v[sl] for k, v in h.items()}
@@ -300,7 +304,7 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
         if fast is not None:
             f0, f1, rows = fast
         else:
-            f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, plan.batch_size, h)
+            f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
             if settings is not None and rule is not None:
                 nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread)
             elif settings is not None:
@@ -359,7 +363,7 @@ class Moments:
     @classmethod
     def of(cls, values: np.ndarray) -> "Moments":
         v = np.asarray(values, dtype=float)
-        v = v.reshape(v.shape[0], -1)
+        v = v[:, None] if v.ndim == 1 else v
         ok = ~np.isnan(v)
         n = ok.sum(axis=0).astype(np.int64)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -437,7 +441,7 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
     fcols = ["fme"] if names is None else [f"fme_{c}" for c in names]
     fm = Moments.of(res[fcols].to_numpy(dtype=float))
     codes = np.bincount(batch.code, minlength=4).astype(np.int64)
-    spread = Moments.of(np.concatenate([batch.f0.reshape(len(res), -1), batch.f1.reshape(len(res), -1)]))
+    spread = Moments.of(np.concatenate([batch.f0, batch.f1]))
     nlm = n_linear = status = None
     if plan.settings is not None:
         ncols = ["nlm"] if names is None else [f"nlm_{c}" for c in names]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -391,6 +391,20 @@ def fme(
         Training data and options of the refits, see :mod:`fme._bootstrap`.
     conf_level : float, default=0.95
         Default level of ``conf_int()`` and ``tidy()``.
+    sample_size : int, optional
+        Dask data only: the detectors other than the envelope are fitted on a
+        seeded sample (``random_state``) of at most this many reference rows
+        (default 10**6; all rows when there are no more). The envelope always
+        uses all rows (min/max reductions).
+    progress : bool, optional
+        Progress bars for long work (more than one batch; Dask passes):
+        default on a terminal only, unless ``FME_PROGRESS=0``.
+
+    ``data`` may be a ``dask.dataframe.DataFrame`` (``pip install 'fme[dask]'``):
+    the result is then a :class:`fme._dask.DaskFMEResult` whose summaries equal
+    those of the pandas result on the same rows (to ~1e-15 relative; quartiles
+    and medians exactly) and whose ``results`` is a lazy Dask DataFrame; see
+    :mod:`fme._dask` for what is not available there yet.
 
     Returns
     -------
@@ -434,7 +448,7 @@ def fme(
                              "a pandas frame is used whole.")
     if plan.detector is not None:
         call_detector(plan.detector, "fit", reference[plan.detector_cols], "fit(reference_data)")
-    batch = evaluate_batch(plan, data)
+    batch = evaluate_batch(replace(plan, progress=progress), data)
     check_evaluated(plan, batch.code, lambda: reference)
     return _result(plan, batch, data, float(nlm_linear_threshold), conf_level, extrapolation)
 

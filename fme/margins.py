@@ -16,7 +16,7 @@ import pandas as pd
 
 from ._stats import describe
 from ._validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
-from .effects import fme, stepped_frames
+from .effects import fme, is_dask_collection, stepped_frames
 from .inference import INFERENCE_COLUMNS, RowInference, compute_rows, pairwise_matrix, resolve_method
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._models import model_frame
@@ -165,6 +165,13 @@ def ame(
         and the descriptive sd, q25, q75 (of the fMEs), n, n_excluded.
         ``statistic`` is z (delta, bootstrap) or t with n - 1 df (sample).
     """
+    if is_dask_collection(data):
+        from ._dask import ame_dask
+
+        _check_single_output(fme_kwargs.get("target_class"), "ame")
+        return ame_dask(model, data, steps, inference=inference, by=by, hypothesis=hypothesis, bootstrap=bootstrap,
+                        conf_level=check_conf_level(conf_level), features=features, categorical=categorical,
+                        columns=_AME_COLUMNS, **fme_kwargs)
     data = model_frame(model, check_data(data))
     conf_level = check_conf_level(conf_level)
     target_class = fme_kwargs.get("target_class")
