@@ -43,7 +43,7 @@ from .extrapolation import EnvelopeDetector
 from .inference import Estimates
 from .steps import Step
 
-__all__ = ["DEFAULT_SAMPLE_SIZE", "DaskFMEResult", "fme_dask", "require_dask"]
+__all__ = ["DEFAULT_SAMPLE_SIZE", "DaskFMEResult", "fme_dask", "require_dask", "order_statistics", "as_dask"]
 
 #: Rows of the seeded sample non-envelope detectors (and ``came``'s tree) are fitted on.
 DEFAULT_SAMPLE_SIZE = 1_000_000
@@ -299,6 +299,9 @@ class DaskFMEResult:
     detector_fit: dict = field(default_factory=dict)
     sorted_parts: dict = field(default_factory=dict, repr=False)
     output_names: None = None
+    data: Any = field(default=None, repr=False)
+    plan: Plan | None = field(default=None, repr=False)
+    model_features: tuple[str, ...] | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------- columns
@@ -559,76 +562,6 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
         nlm_linear_threshold=threshold,
         detector=None if plan.detector is None else getattr(plan.detector, "name", type(plan.detector).__name__),
         on_extrapolation=plan.policy, inference_method=plan.method, conf_level=conf_level, detector_fit=fit_info,
-        sorted_parts={"fme": fm_p, "nlm": nl_p})
+        sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan,
+        model_features=None if plan.predictor.feature_names is None else tuple(plan.predictor.feature_names))
 
-
-def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypothesis: Any, bootstrap: Any,
-             conf_level: float, features: Any, categorical: str, columns: list[str], **fme_kwargs: Any) -> pd.DataFrame:
-    """:func:`fme.ame` on Dask data: one :func:`fme_dask` pass per row of the table (univariate steps)."""
-    from .effects import fme
-    from .exceptions import FeatureError, StepError
-    from .inference import resolve_method
-    from .predictors import make_predictor
-    from ._validation import is_categorical
-    from .steps import _levels
-
-    if by is not None or hypothesis is not None:
-        raise ParameterError("by= and hypothesis= are not available on Dask data yet; filter the data per group "
-                             "(data[data.g == value]) or pass a pandas frame.")
-    if categorical != "observation":
-        raise ParameterError("categorical='classic' is not available on Dask data yet; use 'observation'.")
-    if bootstrap is not None:
-        raise ParameterError("bootstrap inference is not available on Dask data yet; use inference='delta' "
-                             "(statsmodels) or 'sample'.")
-    data = _model_frames(model, as_dask(data, "data"))
-    meta = data._meta
-    method = resolve_method(inference, model, None)
-    if steps is None:
-        if features is None:
-            names = make_predictor(model, fme_kwargs.get("target_class")).feature_names
-            features = names if names is not None else list(meta.columns)
-        for f in features:
-            if f not in meta.columns:
-                raise FeatureError(f"unknown feature {f!r}: not a column of the data.")
-        steps = {f: (None if is_categorical(meta[f]) else 1.0) for f in features}
-    elif not hasattr(steps, "items") or len(steps) == 0:
-        raise StepError("`steps` must be a non-empty dict such as {'age': 1, 'sex': None}, or None for all features.")
-    rows = []
-    for feature, value in steps.items():
-        if feature not in meta.columns:
-            raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
-        if is_categorical(meta[feature]):
-            if value is None:
-                col = meta[feature]
-                from dask.dataframe.utils import has_known_categories
-
-                known = isinstance(col.dtype, pd.CategoricalDtype) and has_known_categories(col)
-                levels = _levels(col) if known else _levels(data[feature].dropna().drop_duplicates().compute())
-            else:
-                levels = [value]
-            targets = [(np.nan, lv) for lv in levels]
-        else:
-            targets = [(value, None)]
-        for step, level in targets:
-            head = {"feature": feature, "step": np.nan if level is not None else None, "level": level,
-                    "reference": None}
-            try:
-                res = fme(model, data, {feature: level if level is not None else step}, inference=method,
-                          conf_level=conf_level, **fme_kwargs)
-            except DataError:
-                if level is None:
-                    raise
-                rows.append({**head, "ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan,
-                             "conf_low": np.nan, "conf_high": np.nan, "inference": method, "sd": np.nan,
-                             "q25": np.nan, "q75": np.nan, "n": 0, "n_excluded": int(data.shape[0].compute())})
-                continue
-            if level is None:
-                head["step"] = res.steps[0].value
-            else:
-                head["level"] = res.steps[0].value
-            t = res.tidy(conf_level).iloc[0].to_dict()
-            t.pop("step")
-            t["inference"] = method
-            rows.append({**head, **t})
-            res.release()
-    return pd.DataFrame(rows, columns=columns)

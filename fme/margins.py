@@ -166,7 +166,7 @@ def ame(
         ``statistic`` is z (delta, bootstrap) or t with n - 1 df (sample).
     """
     if is_dask_collection(data):
-        from ._dask import ame_dask
+        from ._dask_tables import ame_dask
 
         _check_single_output(fme_kwargs.get("target_class"), "ame")
         return ame_dask(model, data, steps, inference=inference, by=by, hypothesis=hypothesis, bootstrap=bootstrap,

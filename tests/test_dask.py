@@ -243,3 +243,41 @@ def test_order_statistics_exact_with_ties_across_partitions():
         ranks = [0, 1, 5000, 10_005, 20_010]
         got = order_statistics(sorted_parts, ranks)
     np.testing.assert_array_equal(got, np.sort(values)[ranks])
+
+
+@pytest.mark.parametrize("nlm", [False, True])
+def test_came_equals_pandas_when_the_data_fit_the_sample(client, X, hgb, nlm):
+    res = fme.fme(hgb, X, {"x1": 0.7}, nlm=nlm)
+    dres = fme.fme(hgb, _dd(X, 4), {"x1": 0.7}, nlm=nlm)
+    a = fme.came(res, minbucket=200, maxdepth=3)
+    b = fme.came(dres, minbucket=200, maxdepth=3)
+    assert b.grown_on_sample is False and "all 3000 of 3000" in b.notes[-1]
+    assert b.leaf_ids == a.leaf_ids and len(a.leaf_ids) > 2
+    pd.testing.assert_series_equal(b.leaves["rule"], a.leaves["rule"])
+    num = [c for c in a.leaves.columns if c not in ("rule", "inference")]
+    for c in num:
+        _close(b.leaves[c], a.leaves[c])
+        _close(b.root[c], a.root[c])
+    assert (b.leaves["inference"] == a.leaves["inference"]).all()
+
+
+def test_came_on_a_sample_aggregates_over_all_rows(client, X, hgb):
+    res = fme.fme(hgb, X, {"x1": 0.7}, nlm=True)
+    dres = fme.fme(hgb, _dd(X, 4), {"x1": 0.7}, nlm=True)
+    b = fme.came(dres, minbucket=100, maxdepth=2, sample_size=1000, random_state=3)
+    assert b.grown_on_sample and b.sample_rows < 3000 and "seeded sample" in b.notes[-1]
+    assert b.leaves["n"].sum() == res.n == 3000
+    # reference: the grown tree applied to every row in memory
+    node = b._subspace[np.asarray(b.tree.apply(X[b.features]), dtype=int)]
+    fmes = res.results["fme"].to_numpy()
+    nlms = res.results["nlm"].to_numpy()
+    for _, row in b.leaves.iterrows():
+        m = node == row["node"]
+        assert row["n"] == m.sum()
+        _close(row["came"], fmes[m].mean())
+        _close(row["sd_fme"], fmes[m].std(ddof=1))
+        _close(row["canlm"], np.nanmean(nlms[m]))
+        assert row["median_nlm"] == np.nanmedian(nlms[m])
+    # same seed, same tree
+    again = fme.came(dres, minbucket=100, maxdepth=2, sample_size=1000, random_state=3)
+    pd.testing.assert_frame_equal(again.leaves, b.leaves)
