@@ -280,6 +280,14 @@ def _categorical_specs(model, data, feature, value, categorical, fme_kwargs, met
     return specs
 
 
+def _refuse_dask(data: Any, name: str) -> None:
+    if is_dask_collection(data):
+        raise ParameterError(
+            f"{name} on Dask data is not available yet: its grid needs the typical values and step rules of "
+            f"the data; compute them into a pandas frame (e.g. data.sample(frac=...).compute()) and pass that."
+        )
+
+
 def typical_values(data: pd.DataFrame) -> pd.DataFrame:
     """One row of typical values: the mean of numeric columns, the mode of the others.
 
@@ -355,6 +363,7 @@ def mer(
         categorical level, or an extrapolation point) with the reason in
         ``note``. For ``target_class='all'``: ``fme_<class>`` columns only.
     """
+    _refuse_dask(data, "mer")
     data = model_frame(model, check_data(data))
     conf_level = check_conf_level(conf_level)
     at = {} if at is None else dict(at)
@@ -417,6 +426,7 @@ def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: 
     Keywords (``inference``, ``bootstrap``, ``conf_level``, ...) and the
     columns are those of :func:`mer`.
     """
+    _refuse_dask(data, "mem")
     data = model_frame(model, check_data(data))
     parsed = parse_steps(data, steps)
     at = {s.feature: [lv for lv in _levels(data[s.feature]) if lv != s.value] for s in parsed if not s.is_numeric}

@@ -228,6 +228,10 @@ def test_errors_are_the_library_s(client, X, hgb):
         fme.fme(hgb, D, {"x1": 100.0}, extrapolation="envelope")
     with pytest.raises(ParameterError, match="by="):
         fme.ame(hgb, D, {"x1": 1.0}, by="x2")
+    with pytest.raises(ParameterError, match="mem on Dask data"):
+        fme.mem(hgb, D, {"x1": 1.0})
+    with pytest.raises(ParameterError, match="Dask effects only"):
+        fme.came(fme.fme(hgb, X, {"x1": 1.0}), sample_size=100)
 
 
 def test_order_statistics_exact_with_ties_across_partitions():
