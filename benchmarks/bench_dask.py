@@ -18,7 +18,10 @@ For each model (``LinearRegression``; ``HistGradientBoostingRegressor`` with
 
 Reported: seconds per 10^7 rows for both, their ratio, and the per-core
 ratio ``dask_rate x 2 / single_rate`` (1.0 = perfect scaling over 2 cores;
-the goal of issue 14 is at most 1.3).
+the goal of issue 14 is at most 1.3); and, because wall times on a shared
+machine depend on everyone else's load, the CPU seconds (user + system) per
+10^7 rows of the single process and of both workers together, and their
+ratio (the work Dask adds per row, whatever the load).
 
 Usage: ``python benchmarks/bench_dask.py [--single-rows 10000000] [--dask-rows 100000000]
 [--models linear hgb] [--chunk 1000000]``.
@@ -68,11 +71,18 @@ def _single(kind: str, rows: int, chunk: int) -> tuple[float, float, float]:
 
     model = make_model(kind)
     X = pd.concat([make_chunk(i, chunk) for i in range(rows // chunk)])
+    cpu0 = _cpu()
     start = time.perf_counter()
     res = fme.fme(model, X, {"x0": 1.0}, nlm=True, progress=False)
     elapsed = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
-    return elapsed, peak, res.ame
+    return elapsed, _cpu() - cpu0, peak, res.ame
+
+
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process: less sensitive than wall time to other load."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _peak_rss() -> float:
@@ -96,7 +106,8 @@ def main() -> None:
     for kind in args.models:
         # the baseline first, in a fresh process, while the cluster does not exist yet
         with cf.ProcessPoolExecutor(1) as pool:
-            t_single, peak_single, ame_single = pool.submit(_single, kind, args.single_rows, args.chunk).result()
+            t_single, cpu_single, peak_single, ame_single = pool.submit(
+                _single, kind, args.single_rows, args.chunk).result()
         model = make_model(kind)
         n_parts = args.dask_rows // args.chunk
         meta = make_chunk(0, 0)
@@ -106,9 +117,11 @@ def main() -> None:
             start = time.perf_counter()
             D["x0"].sum().compute()
             t_gen = time.perf_counter() - start
+            cpu0 = sum(client.run(_cpu).values())
             start = time.perf_counter()
             res = fme.fme(model, D, {"x0": 1.0}, nlm=True, progress=False)
             t_dask = time.perf_counter() - start
+            cpu_dask = sum(client.run(_cpu).values()) - cpu0
             peaks = client.run(_peak_rss)
             summary = res.summary()
         per_single = t_single / args.single_rows * 1e7
@@ -119,6 +132,9 @@ def main() -> None:
                      "dask s/1e7": round(per_dask, 2), "gen s/1e7": round(t_gen / args.dask_rows * 1e7, 2),
                      "dask/single": round(per_dask / per_single, 3),
                      "per-core ratio": round(per_dask * 2 / per_single, 3),
+                     "single CPU s/1e7": round(cpu_single / args.single_rows * 1e7, 1),
+                     "dask worker CPU s/1e7": round(cpu_dask / args.dask_rows * 1e7, 1),
+                     "CPU ratio": round((cpu_dask / args.dask_rows) / (cpu_single / args.single_rows), 3),
                      "worker peak GiB": "/".join(f"{v:.2f}" for v in peaks.values())})
         print(summary, flush=True)
         print(rows[-1], flush=True)

@@ -19,7 +19,8 @@
 
 ``results`` and ``excluded`` are lazy Dask DataFrames (the kernel again, per
 partition, when computed) with the index and columns of the pandas result.
-Bootstrap inference, ``target_class='all'`` and ``by`` groups are not
+Bootstrap inference refits in memory and evaluates each refit per partition
+(:mod:`fme._dask_bootstrap`). ``target_class='all'`` and ``by`` groups are not
 available on Dask data yet (a :class:`~fme.exceptions.ParameterError` says so).
 """
 
@@ -37,7 +38,6 @@ from ._guards import call_detector
 from ._kernel import Plan, Summary, _excluded_frame, evaluate_batch, results_meta, summarise
 from ._models import model_frame
 from ._progress import dask_progress
-from ._stats import describe  # noqa: F401  (same definitions as the pandas path)
 from .exceptions import DataError, ParameterError
 from .extrapolation import EnvelopeDetector
 from .inference import Estimates
@@ -302,6 +302,7 @@ class DaskFMEResult:
     data: Any = field(default=None, repr=False)
     plan: Plan | None = field(default=None, repr=False)
     model_features: tuple[str, ...] | None = None
+    bootstrap_draws: tuple | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------- columns
@@ -393,6 +394,9 @@ class DaskFMEResult:
         est = np.array([self.ame])
         if self.inference_method == "delta":
             return Estimates("delta", est, grad=(s.jacobian / n)[None, :], vcov=s.vcov)
+        if self.inference_method == "bootstrap":
+            draws, info = self.bootstrap_draws
+            return Estimates("bootstrap", est, draws=draws[None, :], ci=info["ci"])
         se = np.array([self.sd / np.sqrt(n) if n >= 2 else np.nan])
         return Estimates("sample", est, se=se, df=np.array([max(n - 1.0, 1.0)]))
 
@@ -476,7 +480,6 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     import dask
 
     from .effects import check_evaluated, resolve_plan
-    from .steps import _RULE_RE  # noqa: F401
     from ._validation import is_categorical
 
     require_dask()
@@ -484,20 +487,13 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     if target_class == "all":
         raise ParameterError("target_class='all' is not available on Dask data yet; pass one class "
                              "(target_class=<label>) per call.")
-    if bootstrap is not None or inference == "bootstrap":
-        raise ParameterError("bootstrap inference is not available on Dask data yet; use inference='delta' "
-                             "(statsmodels) or 'sample', or pass a pandas frame.")
     data = _model_frames(model, as_dask(data, "data"))
     reference = data if reference_data is None else _model_frames(model, as_dask(reference_data, "reference_data"))
     probe = _probe(data, "data")
-    if not isinstance(steps, dict):
-        steps_items = dict(steps) if hasattr(steps, "items") else steps
-    else:
-        steps_items = steps
     # Rules ("sd", "iqr", ...) and levels of non-categorical columns need the stepped columns in full.
     need = []
-    if isinstance(steps_items, dict):
-        for f, v in steps_items.items():
+    if hasattr(steps, "items"):
+        for f, v in steps.items():
             if f in probe.columns and (isinstance(v, str) and not is_categorical(probe[f])
                                        or is_categorical(probe[f])
                                        and not isinstance(probe[f].dtype, pd.CategoricalDtype)):
@@ -512,8 +508,11 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
         model, probe, steps, rule_ref, nlm=nlm, nlm_method=nlm_method, nlm_points=nlm_points,
         nlm_intervals=nlm_intervals, nlm_tol=nlm_tol, nlm_max_level=nlm_max_level, nlm_flat_tol=nlm_flat_tol,
         nlm_linear_threshold=nlm_linear_threshold, extrapolation=extrapolation, on_extrapolation=on_extrapolation,
-        target_class=target_class, batch_size=batch_size, inference=inference, bootstrap=None,
+        target_class=target_class, batch_size=batch_size, inference=inference, bootstrap=bootstrap,
         conf_level=conf_level, random_state=random_state)
+    boot_method = plan.method == "bootstrap"
+    if boot_method:  # the main pass needs only the fMEs; the refits' sums come from their own passes
+        plan = replace(plan, method="sample", bootstrap=None)
     plan = replace(plan, progress=False)  # per-partition bars would interleave; distributed's progress instead
     if plan.names is not None:
         raise ParameterError("multi-output models are not available on Dask data yet; pass target_class=<label>.")
@@ -546,6 +545,11 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
         return pd.DataFrame([lo, hi])
 
     check_evaluated(plan, None, bounds, counts=summary.codes)
+    boot = None
+    if boot_method:
+        from ._dask_bootstrap import bootstrap_draws
+
+        boot = bootstrap_draws(model, data, plan, bootstrap, int(summary.codes[0]))
     # the column dtypes of a real batch (pandas may infer str for text columns)
     probe_batch = evaluate_batch(plan, probe.iloc[:50], with_rows=False)
     meta = probe_batch.results.iloc[:0] if len(probe_batch.results) else results_meta(plan, data._meta.index)
@@ -561,7 +565,8 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
         nlm_tol=None if settings is None or settings.method != "gauss-kronrod" else settings.tol,
         nlm_linear_threshold=threshold,
         detector=None if plan.detector is None else getattr(plan.detector, "name", type(plan.detector).__name__),
-        on_extrapolation=plan.policy, inference_method=plan.method, conf_level=conf_level, detector_fit=fit_info,
+        on_extrapolation=plan.policy, inference_method="bootstrap" if boot_method else plan.method,
+        conf_level=conf_level, detector_fit=fit_info, bootstrap_draws=boot,
         sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan,
         model_features=None if plan.predictor.feature_names is None else tuple(plan.predictor.feature_names))
 

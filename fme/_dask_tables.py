@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._dask import DaskFMEResult, _model_frames, _seed, as_dask, order_statistics
+from ._dask import DaskFMEResult, _model_frames, _seed, as_dask
 from .exceptions import DataError, ParameterError
 
 __all__ = ["ame_dask", "came_dask"]
@@ -38,12 +38,12 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
                              "(data[data.g == value]) or pass a pandas frame.")
     if categorical != "observation":
         raise ParameterError("categorical='classic' is not available on Dask data yet; use 'observation'.")
-    if bootstrap is not None:
-        raise ParameterError("bootstrap inference is not available on Dask data yet; use inference='delta' "
-                             "(statsmodels) or 'sample'.")
     data = _model_frames(model, as_dask(data, "data"))
     meta = data._meta
-    method = resolve_method(inference, model, None)
+    method = resolve_method(inference, model, bootstrap)
+    if bootstrap is not None and dict(bootstrap).get("random_state") is None:
+        # one seed for every row of the table: the same resamples, as the pandas path's shared refits
+        bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
     if steps is None:
         if features is None:
             names = make_predictor(model, fme_kwargs.get("target_class")).feature_names
@@ -74,8 +74,9 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
             head = {"feature": feature, "step": np.nan if level is not None else None, "level": level,
                     "reference": None}
             try:
+                # bootstrap: each row refits with the same seeds (the same resamples), not one shared run
                 res = fme(model, data, {feature: level if level is not None else step}, inference=method,
-                          conf_level=conf_level, **fme_kwargs)
+                          bootstrap=bootstrap, conf_level=conf_level, **fme_kwargs)
             except DataError:
                 if level is None:
                     raise
@@ -198,13 +199,11 @@ def _leaf_row(effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, med
 
 def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, **came_kwargs: Any):
     """:func:`fme.came` for :class:`~fme._dask.DaskFMEResult` (see the module docstring)."""
-    import dataclasses
-
     import dask
     from dask import delayed
 
-    from ._dask import _check_sample_size, _quantiles, _tree_reduce  # noqa: F401
-    from .came import _LEAF_COLUMNS, _NLM_COLUMNS, PartitionResult, came
+    from ._dask import _check_sample_size, _quantiles
+    from .came import _LEAF_COLUMNS, _NLM_COLUMNS, came
     from .effects import FMEResult
     from .inference import INFERENCE_COLUMNS, sample_inference
 

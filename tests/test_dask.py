@@ -285,3 +285,18 @@ def test_came_on_a_sample_aggregates_over_all_rows(client, X, hgb):
     # same seed, same tree
     again = fme.came(dres, minbucket=100, maxdepth=2, sample_size=1000, random_state=3)
     pd.testing.assert_frame_equal(again.leaves, b.leaves)
+
+
+def test_bootstrap_equals_pandas(client, X, frame):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    model = HistGradientBoostingRegressor(max_iter=10, random_state=0).fit(X, frame["y"])
+    spec = {"X": X, "y": frame["y"], "n_resamples": 12, "random_state": 7}
+    res = fme.fme(model, X, {"x1": 0.5}, inference="bootstrap", bootstrap=spec, extrapolation="envelope")
+    dres = fme.fme(model, _dd(X, 3), {"x1": 0.5}, inference="bootstrap", bootstrap=spec, extrapolation="envelope")
+    assert res.inference == dres.inference == "bootstrap"
+    _same_summaries(res, dres)
+    a = fme.ame(model, X, {"x1": 0.5, "x2": 1.0}, bootstrap=spec)
+    b = fme.ame(model, _dd(X, 3), {"x1": 0.5, "x2": 1.0}, bootstrap=spec)
+    for c in FIGURES + ["n"]:
+        _close(b[c], a[c])
