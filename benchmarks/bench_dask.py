@@ -95,6 +95,13 @@ def main() -> None:
     ap.add_argument("--dask-rows", type=int, default=100_000_000)
     ap.add_argument("--chunk", type=int, default=1_000_000)
     ap.add_argument("--models", nargs="+", default=["linear", "hgb"])
+    ap.add_argument("--scheduler", choices=["cluster", "sync"], default="cluster",
+                    help="sync: the Dask path in this process on dask's synchronous scheduler (its overhead "
+                         "without distributed's worker processes)")
+    ap.add_argument("--malloc", choices=["distributed", "glibc"], default="glibc",
+                    help="distributed: workers get distributed's default MALLOC_TRIM_THRESHOLD_=65536 (which "
+                         "turns off glibc's dynamic mmap threshold: every large temporary array is page-faulted "
+                         "anew); glibc: workers keep glibc's default (one BLAS thread either way)")
     args = ap.parse_args()
 
     import dask.dataframe as dd
@@ -111,8 +118,33 @@ def main() -> None:
         model = make_model(kind)
         n_parts = args.dask_rows // args.chunk
         meta = make_chunk(0, 0)
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                          memory_limit="8GiB") as cluster, Client(cluster) as client:
+        if args.scheduler == "sync":
+            import dask
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(1)
+            with dask.config.set(scheduler="sync"):
+                D = dd.from_map(make_chunk, list(range(n_parts)), rows=args.chunk, meta=meta)
+                cpu0, start = _cpu(), time.perf_counter()
+                res = fme.fme(model, D, {"x0": 1.0}, nlm=True, progress=False)
+                t_dask, cpu_dask = time.perf_counter() - start, _cpu() - cpu0
+            per_single, per_dask = t_single / args.single_rows * 1e7, t_dask / args.dask_rows * 1e7
+            rows.append({"model": kind, "scheduler": "sync (1 process)", "single rows": args.single_rows,
+                         "single s/1e7": round(per_single, 2), "dask rows": args.dask_rows,
+                         "dask s/1e7": round(per_dask, 2), "dask/single": round(per_dask / per_single, 3),
+                         "single CPU s/1e7": round(cpu_single / args.single_rows * 1e7, 1),
+                         "dask CPU s/1e7": round(cpu_dask / args.dask_rows * 1e7, 1),
+                         "CPU ratio": round((cpu_dask / args.dask_rows) / (cpu_single / args.single_rows), 3)})
+            print(rows[-1], flush=True)
+            continue
+        import dask
+
+        environ = {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1}
+        if args.malloc == "distributed":
+            environ["MALLOC_TRIM_THRESHOLD_"] = 65536
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), \
+                LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                             memory_limit="8GiB") as cluster, Client(cluster) as client:
             D = dd.from_map(make_chunk, list(range(n_parts)), rows=args.chunk, meta=meta)
             start = time.perf_counter()
             D["x0"].sum().compute()
@@ -126,7 +158,7 @@ def main() -> None:
             summary = res.summary()
         per_single = t_single / args.single_rows * 1e7
         per_dask = t_dask / args.dask_rows * 1e7
-        rows.append({"model": kind, "nlm": res.nlm_method, "single rows": args.single_rows,
+        rows.append({"model": kind, "nlm": res.nlm_method, "malloc": args.malloc, "single rows": args.single_rows,
                      "single s/1e7": round(per_single, 2), "single peak GiB": round(peak_single, 2),
                      "dask rows": args.dask_rows, "partitions": n_parts, "dask s": round(t_dask, 1),
                      "dask s/1e7": round(per_dask, 2), "gen s/1e7": round(t_gen / args.dask_rows * 1e7, 2),
