@@ -306,7 +306,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                 var["partition"] = {"method": p["method"], "params": ", ".join(
                     f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
                     "rows": _leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": _boxes(p), "notes": p["notes"],
-                    "table_leaves": next_table(), "table_boxes": next_table()}
+                    "table_leaves": next_table(), "table_boxes": next_table(), "stability": None}
                 if v.get("stability"):
                     half = None if v["ci_low"] is None else (v["ci_high"] - v["ci_low"]) / 2
                     sc = stability_cells(v["stability"], decimals_for(half))
