@@ -534,8 +534,9 @@ def test_boston_flags_are_text_and_overview_covers_every_feature(tmp_path_factor
     leaf = [r for r in flags if r[1] == "non-linear cAME leaf (lowest cANLM)"]
     assert len(leaf) == 3  # the three effects with a partition and NLMs
     rows = _table(res, "AME of every model feature")
-    assert len(rows) == 14  # 12 numeric features + chas to level 0 and to level 1
-    assert [r[0] for r in rows] == [str(i) for i in range(1, 15)]
+    assert len(rows) == 13  # 11 numeric features + chas to level 0 and to level 1
+    assert [r[0] for r in rows] == [str(i) for i in range(1, 14)]
+    assert sorted(r[2] for r in rows if r[1] == "chas") == ["to level 0", "to level 1"]
     ames = [abs(float(r[5].replace(",", ""))) for r in rows]
     assert ames == sorted(ames, reverse=True)
     text = _text(res)

@@ -55,13 +55,22 @@ def feature_dictionary(model: Any, features: pd.DataFrame, cfg: dict) -> list[di
     return rows
 
 
-def _rows(table: pd.DataFrame, conf_level: float) -> list[dict]:
+def _level(features: pd.DataFrame, feature: str, level: Any) -> Any:
+    """The data's own level for the ``level`` cell of ``fme.ame`` (a float column when mixed with NaN)."""
+    if level is None or (isinstance(level, float) and math.isnan(level)):
+        return None
+    for u in pd.unique(features[feature].dropna()):
+        if u == level or str(u) == str(level):
+            return u.item() if hasattr(u, "item") else u
+    return level.item() if hasattr(level, "item") else level
+
+
+def _rows(table: pd.DataFrame, conf_level: float, features: pd.DataFrame) -> list[dict]:
     out = []
-    for _, r in table.iterrows():
-        level = r.get("level")
+    for _, r in table.iterrows():  # one row per feature (or level): a handful
+        level = _level(features, str(r["feature"]), r.get("level"))
         out.append({"feature": str(r["feature"]), "step": _num(r.get("step")) if pd.notna(r.get("step")) else None,
-                    "level": None if level is None or (isinstance(level, float) and math.isnan(level)) else
-                    (level.item() if hasattr(level, "item") else level),
+                    "level": level,
                     "ame": _num(r["ame"]), "std_error": _num(r["std_error"]), "conf_low": _num(r["conf_low"]),
                     "conf_high": _num(r["conf_high"]), "inference": str(r["inference"]), "n": int(r["n"]),
                     "n_excluded": int(r["n_excluded"]), "conf_level": conf_level, "error": None})
@@ -93,12 +102,12 @@ def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame
         return fme.ame(model, features, sub, conf_level=conf, **inference, **kw)
 
     try:
-        rows = _rows(run(steps), conf)
+        rows = _rows(run(steps), conf, features)
     except fme.FMEError:  # one feature fails (e.g. all rows extrapolate): compute the others one by one
         rows = []
         for f, h in steps.items():
             try:
-                rows.extend(_rows(run({f: h}), conf))
+                rows.extend(_rows(run({f: h}), conf, features))
             except fme.FMEError as exc:
                 rows.append({"feature": f, "step": None, "level": None, "ame": None, "std_error": None,
                              "conf_low": None, "conf_high": None, "inference": None, "n": 0, "n_excluded": None,
