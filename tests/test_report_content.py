@@ -101,7 +101,8 @@ def test_bad_detector_value_is_the_detectors_own_message(tmp_path):
           - steps: {x1: 1}
             extrapolation: {method: lof, contamination: 0.9}
         """)
-    assert msg.endswith(":11: effects[0].extrapolation.contamination: contamination must be a number in (0, 0.5], got 0.9.")
+    assert msg.endswith(":11: effects[0].extrapolation.contamination: "
+                        "contamination must be a number in (0, 0.5], got 0.9.")
 
 
 def test_bootstrap_needs_train_data_and_effects_inherit_it(tmp_path):

@@ -97,7 +97,8 @@ def causes_phrase(causes: list[dict], n_ep: int) -> str | None:
     parts = []
     for c in causes:
         if c["kind"] == "outside range":
-            rng = f": observed {c['feature']} from {fmt_num(c['min'], 3)} to {fmt_num(c['max'], 3)}" if "min" in c else ""
+            rng = (f": observed {c['feature']} from {fmt_num(c['min'], 3)} to {fmt_num(c['max'], 3)}"
+                   if "min" in c else "")
             parts.append(f"outside the reference data in {c['feature']} for {fmt_int(c['n'])}{rng}")
     joint = [c for c in causes if c["kind"] == "joint"]
     if joint:
