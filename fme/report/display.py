@@ -18,7 +18,6 @@ So sentences, direction words, flags and the plausibility check, which all read 
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from .formatting import fmt_est, fmt_int
 from .specs import CI_COVERS, CI_SHORT
