@@ -274,6 +274,11 @@ def _schema_message(err: Any) -> tuple[tuple, str]:
             return path + (extra[0],), f"unknown key {extra[0]!r}; allowed keys here: {allowed}"
     if err.validator == "required":
         return path, err.message.replace("is a required property", "is missing (required)")
+    if err.validator == "anyOf" and not isinstance(err.instance, dict):
+        # a name where a name or a mapping is allowed (extrapolation, inference): name the valid names
+        enums = [s["enum"] for s in err.schema["anyOf"] if "enum" in s]
+        if enums:
+            return path, f"{err.instance!r} is not one of {enums[0]!r}"
     if err.validator == "oneOf" and isinstance(err.instance, dict):
         options = [s.get("required", [None])[0] for s in err.schema["oneOf"] if "required" in s]
         if options:

@@ -106,8 +106,8 @@ def with_eps_phrase(all_rows: dict[str, str], noun: str, table: int) -> str:
         return (f"no extrapolation points were found, so the AME over all {all_rows['n']} {noun} evaluated is the "
                 f"reported one (Table {table})")
     return (f"over all {all_rows['n']} {noun} evaluated, the {all_rows['n_extrapolation']} extrapolation points "
-            f"included, the AME would be {all_rows['ame']} ({all_rows['level']} fixed-model CI {all_rows['ci_low']} to "
-            f"{all_rows['ci_high']}; Table {table})")
+            f"included, the AME would be {all_rows['ame']} ({all_rows['level']} CI {all_rows['ci_low']} to "
+            f"{all_rows['ci_high']}, fixed model; Table {table})")
 
 
 def sensitivity_sentence(rows: list[dict], cells: list[dict[str, str]]) -> str | None:
