@@ -548,3 +548,24 @@ def test_boston_flags_are_text_and_overview_covers_every_feature(tmp_path_factor
     assert "outside the reference data in nox for 157: observed nox from" in text
     # every effect states the NLM method actually used, the median and the share >= 0.9
     assert text.count("(method: simpson38): median") == 4
+
+
+def test_model_interval_is_the_delta_method_interval_for_statsmodels():
+    import statsmodels.formula.api as smf
+
+    from fme.report.details import model_interval
+
+    X = _grid(300, seed=4)
+    X["y"] = 1.0 + 2.0 * X["a"] - 3.0 * X["b"] + X["a"] * X["b"] + np.random.default_rng(4).normal(0, 1, 300)
+    model = smf.ols("y ~ a * b + c", data=X).fit()
+    data = X.drop(columns="y")
+    res = fme.fme(model, data, {"a": 1.0}, inference="auto")
+    got = model_interval(res, 0.9)
+    ref = fme.ame(model, data, {"a": 1.0}, inference="delta", conf_level=0.9).iloc[0]
+    assert got["inference"] == "delta"
+    assert got["model_ci"]["conf_low"] == pytest.approx(ref["conf_low"], rel=1e-10)
+    assert got["model_ci"]["conf_high"] == pytest.approx(ref["conf_high"], rel=1e-10)
+    assert got["model_ci"]["std_error"] == pytest.approx(ref["std_error"], rel=1e-10)
+    # inference="sample" is the fixed-model interval only: no model-uncertainty interval to add
+    assert model_interval(fme.fme(model, data, {"a": 1.0}, inference="sample"), 0.9) == \
+        {"inference": "sample", "model_ci": None}
