@@ -2,7 +2,7 @@
 
 * :func:`ame_dask`: :func:`fme.ame` on Dask data, one pass of the kernel per
   table row (numeric steps, rules, observation-wise categorical levels;
-  delta and sample inference).
+  delta, bootstrap (one seed for every row) and sample inference).
 * :func:`came_dask`: :func:`fme.came` on Dask effects: the tree is grown on
   a seeded sample of at most ``sample_size`` evaluated rows (default 10**6;
   all rows, hence the pandas tree, when there are no more), then one pass
