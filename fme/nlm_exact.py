@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._tree_paths import float32_boundary
+
 __all__ = ["tree_thresholds", "exact_nlm", "exact_support"]
 
 #: Cells (segments x columns) of one stacked frame of midpoints.
@@ -44,9 +46,10 @@ class Unsupported(Exception):
 
 # ----------------------------------------------------------------- adapters: (feature index/name, thresholds)
 def _sklearn_tree(tree) -> tuple[np.ndarray, np.ndarray]:
+    # the tree compares float32(v) <= threshold: the path crosses at the float64 boundary of that set
     t = tree.tree_
     split = t.feature >= 0
-    return t.feature[split].astype(np.int64), t.threshold[split].astype(float)
+    return t.feature[split].astype(np.int64), float32_boundary(t.threshold[split])
 
 
 def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
