@@ -41,8 +41,9 @@ import pandas as pd
 
 __all__ = ["Forest", "read_forest", "float32_boundary", "traverse_nlm"]
 
-#: (row, interval, node) triples alive at once in one chunk (bounds memory: ~100 bytes each).
-_ENTRY_BUDGET = 1_000_000
+#: (row, interval, node) entries started per chunk (~100 bytes each; small chunks stay in cache: 200k was
+#: 25 % faster than 1M on HistGradientBoosting, 100 trees).
+_ENTRY_BUDGET = 200_000
 
 
 @dataclass
@@ -77,6 +78,10 @@ class Forest:
     @property
     def n_trees(self) -> int:
         return int(self.roots.size)
+
+    def __post_init__(self) -> None:
+        # one gather per level: (feature or -1 at leaves, left, right)
+        self.node_ints = np.column_stack([np.where(self.is_leaf, -1, self.feature), self.left, self.right])
 
 
 def float32_boundary(threshold: np.ndarray) -> np.ndarray:
@@ -230,81 +235,118 @@ def read_forest(model: Any, target_class: Any = None) -> Forest | None:
 
 
 # ------------------------------------------------------------------ traversal
-def _pieces(forest: Forest, X: np.ndarray, S: np.ndarray):
-    """Leaf pieces (row, t_lo, t_hi, leaf node) of every tree for the rows of ``X`` (m, p); ``S``: shifts (m, p)."""
+def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
+    """Start values and boundary jumps of the summed trees along each row's path.
+
+    ``X`` (m, p) rows, ``S`` (m, p) shifts, ``stepped`` (p,) bool. Each split of
+    an interval at t* creates one boundary (row, t*); the pieces either side
+    carry its id at their right/left edge down to their leaves, whose values
+    then give the boundary's jump v(t*+) - v(t*-) without sorting pieces.
+
+    Returns
+    -------
+    start : ndarray (m, K), the raw scores on (0, first boundary) without the baseline
+    br, bt : ndarray (nb,), row and t of each boundary (unsorted; repeats across trees)
+    jump : ndarray (nb, K)
+    """
     m, p = X.shape
+    K = forest.value.shape[1]
     Xf = X.ravel()
     Xc = X.astype(np.float32).ravel() if forest.float32 else Xf
     Sf = S.ravel()
+    any_nan = bool(np.isnan(Xf).any())
+    ints, thr_all, bnd_all = forest.node_ints, forest.threshold, forest.boundary
     r = np.tile(np.arange(m, dtype=np.int64), forest.n_trees)
     node = np.repeat(forest.roots, m)
-    lo = np.zeros(r.size)
-    hi = np.ones(r.size)
-    out_r, out_lo, out_hi, out_node = [], [], [], []
+    lo, hi = np.zeros(r.size), np.ones(r.size)
+    le, re = np.full(r.size, -1, dtype=np.int64), np.full(r.size, -1, dtype=np.int64)
+    start = np.zeros((m, K))
+    b_r, b_t, j_id, j_w = [], [], [], []
+    nb = 0
     while r.size:
-        leaf = forest.is_leaf[node]
+        info = ints[node]
+        f = info[:, 0]
+        leaf = f < 0
         if leaf.any():
-            out_r.append(r[leaf]), out_lo.append(lo[leaf]), out_hi.append(hi[leaf]), out_node.append(node[leaf])
+            v = forest.value[node[leaf]]
+            lr, lle, lre = r[leaf], le[leaf], re[leaf]
+            at0 = lle < 0
+            for k in range(K):
+                start[:, k] += np.bincount(lr[at0], weights=v[at0, k], minlength=m)
+            inner_l, inner_r = ~at0, lre >= 0
+            j_id += [lle[inner_l], lre[inner_r]]
+            j_w += [v[inner_l], -v[inner_r]]
             keep = ~leaf
-            r, lo, hi, node = r[keep], lo[keep], hi[keep], node[keep]
+            r, lo, hi, le, re, node, info = r[keep], lo[keep], hi[keep], le[keep], re[keep], node[keep], info[keep]
             if not r.size:
                 break
-        cell = r * p + forest.feature[node]
-        s = Sf[cell]
+            f = info[:, 0]
+        L, R = info[:, 1], info[:, 2]
+        cell = r * p + f
         xv = Xc[cell]
-        L, R = forest.left[node], forest.right[node]
-        thr = forest.threshold[node]
-        with np.errstate(invalid="ignore"):
-            by_value = (xv < thr) if forest.strict else (xv <= thr)
-        by_value = np.where(np.isnan(xv), forest.missing_left[node], by_value)
-        stepped = (s != 0) & ~np.isnan(xv)  # a missing value stays missing along the path
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tstar = np.where(stepped, (forest.boundary[node] - Xf[cell]) / s, np.inf)
-        # the lower part of the interval (t < t*) goes left for h_j > 0; a non-stepped node sends all of it "low"
-        low_child = np.where(stepped, np.where(s > 0, L, R), np.where(by_value, L, R))
-        up_child = np.where(s > 0, R, L)
-        low_end = np.minimum(hi, tstar)
-        up_start = np.maximum(lo, tstar)
-        has_low = low_end > lo
-        has_up = up_start < hi
-        if has_up.any():
-            both = has_up & has_low
-            if both.all():
-                r = np.concatenate([r, r])
-                lo, hi = np.concatenate([lo, up_start]), np.concatenate([low_end, hi])
-                node = np.concatenate([low_child, up_child])
-            else:
-                r = np.concatenate([r[has_low], r[has_up]])
-                lo = np.concatenate([lo[has_low], up_start[has_up]])
-                hi = np.concatenate([low_end[has_low], hi[has_up]])
-                node = np.concatenate([low_child[has_low], up_child[has_up]])
-        else:
-            hi, node = low_end, low_child
-    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.empty(0, dtype=dt))
-    return cat(out_r, np.int64), cat(out_lo, float), cat(out_hi, float), cat(out_node, np.int64)
+        thr = thr_all[node]
+        go_left = (xv < thr) if forest.strict else (xv <= thr)
+        if any_nan:
+            nan = np.isnan(xv)
+            go_left[nan] = forest.missing_left[node[nan]]
+        new_node = np.where(go_left, L, R)
+        idx = np.flatnonzero(stepped[f])
+        if idx.size:
+            ci = cell[idx]
+            s, x = Sf[ci], Xf[ci]
+            move = (s != 0) & ~np.isnan(x)  # a missing value stays missing along the path
+            idx, s, x = idx[move], s[move], x[move]
+        if idx.size:
+            tstar = (bnd_all[node[idx]] - x) / s
+            pos = s > 0
+            Li, Ri = L[idx], R[idx]
+            low_child, up_child = np.where(pos, Li, Ri), np.where(pos, Ri, Li)
+            lo_i, hi_i = lo[idx], hi[idx]
+            has_low, has_up = tstar > lo_i, tstar < hi_i
+            both = has_low & has_up
+            # inside the interval: the entry keeps the low part, an extra entry takes the up part
+            new_node[idx] = np.where(has_low, low_child, up_child)
+            nboth = int(both.sum())
+            if nboth:
+                ib = idx[both]
+                ids = np.arange(nb, nb + nboth, dtype=np.int64)
+                nb += nboth
+                tb = tstar[both]
+                b_r.append(r[ib])
+                b_t.append(tb)
+                ext_re = re[ib]
+                hi[ib] = tb
+                re[ib] = ids
+                r = np.concatenate([r, r[ib]])
+                lo = np.concatenate([lo, tb])
+                hi = np.concatenate([hi, hi_i[both]])
+                le = np.concatenate([le, ids])
+                re = np.concatenate([re, ext_re])
+                new_node = np.concatenate([new_node, up_child[both]])
+        node = new_node
+    cat = (lambda xs, dt, shape=(0,): np.concatenate(xs) if xs else np.empty(shape, dtype=dt))
+    ids, w = cat(j_id, np.int64), cat(j_w, float, (0, K))
+    jump = np.empty((nb, K))
+    for k in range(K):
+        jump[:, k] = np.bincount(ids, weights=w[:, k], minlength=nb)
+    return start, cat(b_r, np.int64), cat(b_t, float), jump
 
 
-def _segments(forest: Forest, m: int, r, lo, hi, node):
-    """Per-row segments (row, a, b, raw scores) of the summed piecewise-constant trees, sorted by row and t."""
-    val = forest.value[node]
-    k = val.shape[1]
-    start = np.empty((m, k))
-    at0 = lo == 0.0
-    for j in range(k):
-        start[:, j] = np.bincount(r[at0], weights=val[at0, j], minlength=m)
-    start += forest.baseline
-    up = lo > 0.0
-    down = hi < 1.0
-    er = np.concatenate([r[up], r[down]])
-    et = np.concatenate([lo[up], hi[down]])
-    ev = np.concatenate([val[up], -val[down]])
-    order = np.lexsort((et, er))
-    er, et, ev = er[order], et[order], ev[order]
-    if er.size:
-        new = np.r_[True, (er[1:] != er[:-1]) | (et[1:] != et[:-1])]
+def _segments(m: int, start: np.ndarray, br: np.ndarray, bt: np.ndarray, jump: np.ndarray):
+    """Per-row segments (row, a, b, raw scores, first segment of each row), sorted by row and t."""
+    k = start.shape[1]
+    # sort by t, then stably by row (radix sort for small integer keys)
+    o = np.argsort(bt)
+    o = o[np.argsort(br[o].astype(np.uint32 if m >= 2 ** 16 else np.uint16), kind="stable")]
+    br, bt, jump = br[o], bt[o], jump[o]
+    if br.size:
+        new = np.empty(br.size, dtype=bool)
+        new[0] = True
+        np.not_equal(br[1:], br[:-1], out=new[1:])
+        new[1:] |= bt[1:] != bt[:-1]
         gstart = np.flatnonzero(new)
-        gsum = np.add.reduceat(ev, gstart, axis=0)
-        gr, gt = er[gstart], et[gstart]
+        gsum = np.add.reduceat(jump, gstart, axis=0)
+        gr, gt = br[gstart], bt[gstart]
     else:
         gsum, gr, gt = np.empty((0, k)), np.empty(0, dtype=np.int64), np.empty(0)
     # running sum per row: global cumsum minus its value before the row's first group
@@ -312,10 +354,10 @@ def _segments(forest: Forest, m: int, r, lo, hi, node):
     ng = np.bincount(gr, minlength=m)
     first = np.cumsum(ng) - ng
     before = np.zeros((m, k))
-    has = ng > 0
-    before[has] = np.where((first[has] > 0)[:, None], cum[np.maximum(first[has] - 1, 0)], 0.0)
+    inner = (ng > 0) & (first > 0)
+    before[inner] = cum[first[inner] - 1]
     after = start[gr] + (cum - before[gr])
-    # segments: per row the first (0, t_1) then one after each group
+    # segments: per row the first (0, t_1), then one after each boundary
     nseg = ng + 1
     seg_first = np.cumsum(nseg) - nseg
     total = int(nseg.sum())
@@ -346,13 +388,15 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
     S = np.zeros((n, p))
     for f, s in shifts.items():
         S[:, X.columns.get_loc(f)] = s
+    stepped = np.zeros(p, dtype=bool)
+    stepped[[X.columns.get_loc(f) for f in shifts]] = True
     size = max(1, entry_budget // max(1, forest.n_trees))
     nlm_parts, sd_parts, total = [], [], 0
     for start in range(0, n, size):  # chunks of rows, never one row at a time
         sl = slice(start, min(n, start + size))
         m = sl.stop - sl.start
-        r, lo, hi, node = _pieces(forest, arr[sl], S[sl])
-        srow, a, b, raw, first = _segments(forest, m, r, lo, hi, node)
+        start_raw, br, bt, jump = _jumps(forest, arr[sl], S[sl], stepped)
+        srow, a, b, raw, first = _segments(m, start_raw + forest.baseline, br, bt, jump)
         pred = np.asarray(forest.link(raw), dtype=np.float64)
         if pred.ndim == 1:
             pred = pred[:, None]

@@ -18,17 +18,30 @@ from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fme
+from fme._tree_paths import float32_boundary, read_forest, traverse_nlm
 from fme.exceptions import ParameterError
 
 FEATURES = ["x1", "x2", "x3"]
 
 
 # ------------------------------------------------------------ independent reference
+def _float32_crossing(thr):
+    """Where float32(v) <= thr stops holding, by bisection on v (scikit-learn trees cast inputs to float32)."""
+    thr = np.asarray(thr, dtype=float)
+    lo = thr - 1e-6 * np.abs(thr) - 1e-300
+    hi = thr + 1e-6 * np.abs(thr) + 1e-300
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        below = mid.astype(np.float32).astype(float) <= thr
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return hi
+
+
 def _sk_thresholds(est, j):
     trees = getattr(est, "estimators_", [est])
     out = []
     for t in np.ravel(np.asarray(trees, dtype=object)):
-        out.extend(t.tree_.threshold[t.tree_.feature == j].tolist())
+        out.extend(_float32_crossing(t.tree_.threshold[t.tree_.feature == j]).tolist())
     return out
 
 
@@ -264,9 +277,19 @@ def test_exact_respects_batching_budget(df, data, monkeypatch):
     thr = ne.tree_thresholds(model, ["x1", "x2"], FEATURES)
     pred = fme.predictors.make_predictor(model)
     f0, f1 = full.predictions["f_x"].to_numpy(), full.predictions["f_x_step"].to_numpy()
+    one, _, _ = ne.exact_nlm(pred, X, shifts, thr, f0, f1)
+    calls = pred.n_calls
     small, _, n_seg = ne.exact_nlm(pred, X, shifts, thr, f0, f1, cell_budget=3 * 50)
-    assert pred.n_calls > 5 and n_seg > len(X)
-    np.testing.assert_array_equal(small, full.results["nlm"].to_numpy())
+    assert pred.n_calls - calls > 5 and n_seg > len(X)
+    np.testing.assert_array_equal(small, one)
+    # the traversal route (what fme() uses for forests) in chunks of 1 to 40 rows
+    forest = read_forest(model)
+    whole, _, _ = traverse_nlm(forest, X, shifts, f0, f1)
+    np.testing.assert_allclose(whole, one, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(whole, full.results["nlm"].to_numpy())
+    for budget in (30, 7 * 30):  # 30 trees: 1 and 7 rows per chunk
+        chunked, _, _ = traverse_nlm(forest, X, shifts, f0, f1, entry_budget=budget)
+        np.testing.assert_allclose(chunked, whole, rtol=1e-12, atol=1e-14)
 
 
 # ------------------------------------------------------------ property: quadrature converges to exact
