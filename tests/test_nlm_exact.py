@@ -18,6 +18,7 @@ from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fme
+import fme._nlm_eval
 from fme._tree_paths import float32_boundary, read_forest, traverse_nlm
 from fme.exceptions import ParameterError
 
@@ -193,10 +194,22 @@ KINDS = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg
          "hgb_clf", "lgbm_reg", "lgbm_clf3", "lgbm_booster", "xgb_reg", "xgb_clf", "xgb_booster", "pipe_scaled_rf"]
 
 
+#: families whose exact NLM comes from fme._tree_paths (the others: midpoint predictions)
+TRAVERSED = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg", "gb_clf", "gb_clf3", "hgb_reg",
+             "hgb_clf"]
+
+
 @pytest.mark.parametrize("steps", [{"x1": 0.9}, {"x2": -1.1, "x3": 1.7}], ids=["uni", "bi"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_exact_equals_segment_reference(df, data, kind, steps):
+def test_exact_equals_segment_reference(df, data, kind, steps, monkeypatch):
     model, target = _fit(kind, df)
+    if kind in TRAVERSED:  # the values must come from the tree traversal, not from midpoint predictions
+        assert read_forest(model, target) is not None
+
+        def no_midpoints(*args, **kwargs):
+            raise AssertionError("midpoint route used")
+
+        monkeypatch.setattr(fme._nlm_eval, "exact_nlm", no_midpoints)
     res = fme.fme(model, data, steps, nlm=True, nlm_method="exact", target_class=target)
     assert res.nlm_method == "exact"
     pred = fme.predictors.make_predictor(model, target)
@@ -290,6 +303,64 @@ def test_exact_respects_batching_budget(df, data, monkeypatch):
     for budget in (30, 7 * 30):  # 30 trees: 1 and 7 rows per chunk
         chunked, _, _ = traverse_nlm(forest, X, shifts, f0, f1, entry_budget=budget)
         np.testing.assert_allclose(chunked, whole, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("kind", ["hgb_reg", "hgb_clf", "rf_reg", "dt_clf"])
+def test_traversal_follows_missing_value_directions(df, kind, monkeypatch):
+    """NaN in a non-stepped feature: each node's learned missing direction, as in the model's predict."""
+    from sklearn import ensemble as E
+    from sklearn import tree as T
+
+    rng = np.random.default_rng(3)
+    X = df[FEATURES].copy()
+    X.loc[rng.random(len(X)) < 0.3, "x3"] = np.nan
+    y, yb = df["y"], df["yb"]
+    model = {"hgb_reg": lambda: E.HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(X, y),
+             "hgb_clf": lambda: E.HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, yb),
+             "rf_reg": lambda: E.RandomForestRegressor(20, max_depth=6, random_state=0).fit(X, y),
+             "dt_clf": lambda: T.DecisionTreeClassifier(max_depth=6, random_state=0).fit(X, yb)}[kind]()
+    data = X.iloc[:40]
+    assert data["x3"].isna().sum() >= 5
+    monkeypatch.setattr(fme._nlm_eval, "exact_nlm", lambda *a, **k: pytest.fail("midpoint route used"))
+    steps = {"x1": 1.3, "x2": -0.8}
+    res = fme.fme(model, data, steps, nlm=True, nlm_method="exact")
+    pred = fme.predictors.make_predictor(model)
+    ref = np.array([reference_nlm(model, pred, row, steps) for _, row in data.iterrows()])
+    got = res.results["nlm"].to_numpy()
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(ref))
+    np.testing.assert_allclose(got[np.isfinite(ref)], ref[np.isfinite(ref)], rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(-1e30, 1e30, allow_nan=False, allow_subnormal=False))
+def test_float32_boundary_splits_the_float32_comparison(thr):
+    b = float32_boundary(np.array([thr]))[0]
+    below, above = np.nextafter(b, -np.inf), np.nextafter(b, np.inf)
+    # compared in float64, as the trees compare (NEP 50 would cast a Python float to float32)
+    assert float(np.float32(below)) <= thr  # every v < b passes float32(v) <= thr ...
+    assert float(np.float32(above)) > thr  # ... and every v > b fails it
+    assert abs(b - thr) <= np.spacing(np.float32(abs(thr)), dtype=np.float32) + 1e-300
+
+
+def test_traversal_handles_shrunk_zero_steps(df):
+    """Per-row steps with zeros (on_extrapolation='shrink' can give h = 0): those rows route by value."""
+    model, _ = _fit("hgb_reg", df)
+    X = df[FEATURES].iloc[:30]
+    h = np.where(np.arange(30) % 3 == 0, 0.0, 1.2)
+    shifts = {"x1": h, "x2": np.where(np.arange(30) % 2 == 0, 0.0, -0.7)}
+    pred = fme.predictors.make_predictor(model)
+    moved = X.copy()
+    moved["x1"] += shifts["x1"]
+    moved["x2"] += shifts["x2"]
+    f0, f1 = pred(X), pred(moved)
+    import fme.nlm_exact as ne
+
+    thr = ne.tree_thresholds(model, ["x1", "x2"], FEATURES)
+    mid, _, _ = ne.exact_nlm(pred, X, shifts, thr, f0, f1)
+    trav, _, _ = traverse_nlm(read_forest(model), X, shifts, f0, f1)
+    np.testing.assert_array_equal(np.isfinite(trav), np.isfinite(mid))
+    assert np.isnan(trav[(h == 0) & (shifts["x2"] == 0)]).all()  # no step: constant path
+    np.testing.assert_allclose(trav, mid, rtol=1e-9, atol=1e-12)
 
 
 # ------------------------------------------------------------ property: quadrature converges to exact
