@@ -32,7 +32,9 @@ Other supported models use the midpoint route.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -80,8 +82,9 @@ class Forest:
         return int(self.roots.size)
 
     def __post_init__(self) -> None:
-        # one gather per level: (feature or -1 at leaves, left, right)
-        self.node_ints = np.column_stack([np.where(self.is_leaf, -1, self.feature), self.left, self.right])
+        # per level one gather of the feature (-1 at leaves) and one of the child: kids[2 node + goes right]
+        self.node_feature = np.where(self.is_leaf, -1, self.feature).astype(np.int64)
+        self.node_kids = np.column_stack([self.left, self.right]).astype(np.int64).ravel()
 
 
 def float32_boundary(threshold: np.ndarray) -> np.ndarray:
@@ -255,7 +258,7 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
     Xc = X.astype(np.float32).ravel() if forest.float32 else Xf
     Sf = S.ravel()
     any_nan = bool(np.isnan(Xf).any())
-    ints, thr_all, bnd_all = forest.node_ints, forest.threshold, forest.boundary
+    feat, kids, thr_all, bnd_all = forest.node_feature, forest.node_kids, forest.threshold, forest.boundary
     r = np.tile(np.arange(m, dtype=np.int64), forest.n_trees)
     node = np.repeat(forest.roots, m)
     lo, hi = np.zeros(r.size), np.ones(r.size)
@@ -264,8 +267,7 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
     b_r, b_t, j_id, j_w = [], [], [], []
     nb = 0
     while r.size:
-        info = ints[node]
-        f = info[:, 0]
+        f = feat[node]
         leaf = f < 0
         if leaf.any():
             v = forest.value[node[leaf]]
@@ -277,19 +279,18 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
             j_id += [lle[inner_l], lre[inner_r]]
             j_w += [v[inner_l], -v[inner_r]]
             keep = ~leaf
-            r, lo, hi, le, re, node, info = r[keep], lo[keep], hi[keep], le[keep], re[keep], node[keep], info[keep]
+            r, lo, hi, le, re, node, f = r[keep], lo[keep], hi[keep], le[keep], re[keep], node[keep], f[keep]
             if not r.size:
                 break
-            f = info[:, 0]
-        L, R = info[:, 1], info[:, 2]
         cell = r * p + f
         xv = Xc[cell]
         thr = thr_all[node]
-        go_left = (xv < thr) if forest.strict else (xv <= thr)
+        go_right = (xv >= thr) if forest.strict else (xv > thr)
         if any_nan:
             nan = np.isnan(xv)
-            go_left[nan] = forest.missing_left[node[nan]]
-        new_node = np.where(go_left, L, R)
+            go_right[nan] = ~forest.missing_left[node[nan]]
+        two = node * 2
+        new_node = kids[two + go_right]
         idx = np.flatnonzero(stepped[f])
         if idx.size:
             ci = cell[idx]
@@ -299,7 +300,7 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
         if idx.size:
             tstar = (bnd_all[node[idx]] - x) / s
             pos = s > 0
-            Li, Ri = L[idx], R[idx]
+            Li, Ri = kids[two[idx]], kids[two[idx] + 1]
             low_child, up_child = np.where(pos, Li, Ri), np.where(pos, Ri, Li)
             lo_i, hi_i = lo[idx], hi[idx]
             has_low, has_up = tstar > lo_i, tstar < hi_i
@@ -374,12 +375,24 @@ def _segments(m: int, start: np.ndarray, br: np.ndarray, bt: np.ndarray, jump: n
     return srow, a, b, raw, seg_first
 
 
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarray], f0: np.ndarray,
-                 f1: np.ndarray, entry_budget: int = _ENTRY_BUDGET) -> tuple[np.ndarray, np.ndarray, int]:
+                 f1: np.ndarray, entry_budget: int = _ENTRY_BUDGET,
+                 n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """Exact NLMs by tree traversal: same outputs as :func:`fme.nlm_exact.exact_nlm` (nlm, sd, segments).
 
     ``X`` holds the model's columns in the model's order, all numeric; the
-    rows are processed in chunks of about ``entry_budget / n_trees`` rows.
+    rows are processed in chunks of about ``entry_budget / n_trees`` rows,
+    on ``n_threads`` threads (default: the usable cores, at most 4; NumPy
+    releases the GIL in the array operations, as the ensembles' own
+    ``predict`` runs on all cores). Chunks are independent, so the result
+    does not depend on the number of threads.
     """
     from .nlm_exact import _closed_forms
 
@@ -391,9 +404,9 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
     stepped = np.zeros(p, dtype=bool)
     stepped[[X.columns.get_loc(f) for f in shifts]] = True
     size = max(1, entry_budget // max(1, forest.n_trees))
-    nlm_parts, sd_parts, total = [], [], 0
-    for start in range(0, n, size):  # chunks of rows, never one row at a time
-        sl = slice(start, min(n, start + size))
+    chunks = [slice(i, min(n, i + size)) for i in range(0, n, size)]  # chunks of rows, never one row at a time
+
+    def one(sl: slice):
         m = sl.stop - sl.start
         start_raw, br, bt, jump = _jumps(forest, arr[sl], S[sl], stepped)
         srow, a, b, raw, first = _segments(m, start_raw + forest.baseline, br, bt, jump)
@@ -401,8 +414,14 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
         if pred.ndim == 1:
             pred = pred[:, None]
         c = pred if forest.output is None else pred[:, forest.output]
-        total += srow.size
         nl, sd = _closed_forms(c, srow, first, b - a, 0.5 * (a + b), f0[sl], f1[sl])
-        nlm_parts.append(nl)
-        sd_parts.append(sd)
-    return np.concatenate(nlm_parts), np.concatenate(sd_parts), total
+        return nl, sd, srow.size
+
+    workers = min(len(chunks), n_threads if n_threads is not None else min(4, _cpu_count()))
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            parts = list(pool.map(one, chunks))
+    else:
+        parts = [one(sl) for sl in chunks]
+    return (np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts]),
+            int(sum(q[2] for q in parts)))

@@ -300,9 +300,11 @@ def test_exact_respects_batching_budget(df, data, monkeypatch):
     whole, _, _ = traverse_nlm(forest, X, shifts, f0, f1)
     np.testing.assert_allclose(whole, one, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(whole, full.results["nlm"].to_numpy())
-    for budget in (30, 7 * 30):  # 30 trees: 1 and 7 rows per chunk
-        chunked, _, _ = traverse_nlm(forest, X, shifts, f0, f1, entry_budget=budget)
+    for budget in (30, 7 * 30):  # 30 trees: 1 and 7 rows per chunk, serial and on threads
+        chunked, _, _ = traverse_nlm(forest, X, shifts, f0, f1, entry_budget=budget, n_threads=1)
         np.testing.assert_allclose(chunked, whole, rtol=1e-12, atol=1e-14)
+        threaded, _, _ = traverse_nlm(forest, X, shifts, f0, f1, entry_budget=budget, n_threads=3)
+        np.testing.assert_array_equal(threaded, chunked)
 
 
 @pytest.mark.parametrize("kind", ["hgb_reg", "hgb_clf", "rf_reg", "dt_clf"])
