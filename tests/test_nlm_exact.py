@@ -385,3 +385,29 @@ def test_gauss_legendre_converges_to_exact(df, depth, seed, h, neg):
         errs.append(np.nanmax(e) if np.isfinite(e).any() else 0.0)
     assert errs[2] <= errs[0] + 1e-12
     assert errs[2] < 0.05
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(family=st.sampled_from(["rf", "hgb_clf"]), seed=st.integers(0, 10_000), h1=st.floats(0.2, 3.0),
+       h2=st.floats(-2.0, 2.0))
+def test_gauss_legendre_converges_to_exact_on_ensembles(df, family, seed, h1, h2):
+    """The same property for ensembles (exact by traversal), bivariate steps, a classifier's probability."""
+    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestRegressor
+
+    if family == "rf":
+        model = RandomForestRegressor(15, max_depth=5, random_state=seed).fit(df[FEATURES], df["y"])
+    else:
+        model = HistGradientBoostingClassifier(max_iter=15, max_leaf_nodes=8, random_state=seed).fit(
+            df[FEATURES], df["yb"])
+    assert read_forest(model) is not None
+    data = df[FEATURES].iloc[seed % 100: seed % 100 + 5]
+    step = {"x1": h1, "x2": h2} if h2 != 0 else {"x1": h1}
+    exact = fme.fme(model, data, step, nlm=True, nlm_method="exact").results["nlm"].to_numpy()
+    errs = []
+    for m in (16, 256, 4096):
+        gl = fme.fme(model, data, step, nlm=True, nlm_method="gauss-legendre", nlm_points=m).results["nlm"]
+        e = np.abs(gl.to_numpy() - exact) / np.maximum(1.0, np.abs(exact))
+        errs.append(np.nanmax(e) if np.isfinite(e).any() else 0.0)
+    assert errs[2] <= errs[0] + 1e-12
+    assert errs[2] < 0.05
