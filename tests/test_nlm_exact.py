@@ -196,7 +196,7 @@ KINDS = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg
 
 #: families whose exact NLM comes from fme._tree_paths (the others: midpoint predictions)
 TRAVERSED = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg", "gb_clf", "gb_clf3", "hgb_reg",
-             "hgb_clf"]
+             "hgb_clf", "lgbm_reg", "lgbm_clf3", "lgbm_booster"]
 
 
 @pytest.mark.parametrize("steps", [{"x1": 0.9}, {"x2": -1.1, "x3": 1.7}], ids=["uni", "bi"])
@@ -307,7 +307,13 @@ def test_exact_respects_batching_budget(df, data, monkeypatch):
         np.testing.assert_array_equal(threaded, chunked)
 
 
-@pytest.mark.parametrize("kind", ["hgb_reg", "hgb_clf", "rf_reg", "dt_clf"])
+def _lgbm(**kw):
+    import lightgbm as lgb
+
+    return lgb.LGBMRegressor(verbose=-1, random_state=0, **kw)
+
+
+@pytest.mark.parametrize("kind", ["hgb_reg", "hgb_clf", "rf_reg", "dt_clf", "lgbm_nan", "lgbm_zero"])
 def test_traversal_follows_missing_value_directions(df, kind, monkeypatch):
     """NaN in a non-stepped feature: each node's learned missing direction, as in the model's predict."""
     from sklearn import ensemble as E
@@ -316,11 +322,16 @@ def test_traversal_follows_missing_value_directions(df, kind, monkeypatch):
     rng = np.random.default_rng(3)
     X = df[FEATURES].copy()
     X.loc[rng.random(len(X)) < 0.3, "x3"] = np.nan
+    X.loc[rng.random(len(X)) < 0.2, "x2"] = 0.0  # LightGBM's missing type Zero treats these as missing
     y, yb = df["y"], df["yb"]
     model = {"hgb_reg": lambda: E.HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(X, y),
              "hgb_clf": lambda: E.HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, yb),
              "rf_reg": lambda: E.RandomForestRegressor(20, max_depth=6, random_state=0).fit(X, y),
-             "dt_clf": lambda: T.DecisionTreeClassifier(max_depth=6, random_state=0).fit(X, yb)}[kind]()
+             "dt_clf": lambda: T.DecisionTreeClassifier(max_depth=6, random_state=0).fit(X, yb),
+             "lgbm_nan": lambda: _lgbm(n_estimators=30, num_leaves=8).fit(X, y),
+             "lgbm_zero": lambda: _lgbm(n_estimators=30, num_leaves=8, zero_as_missing=True).fit(X, y)}[kind]()
+    if kind == "lgbm_zero":
+        assert read_forest(model).zero_missing is not None
     data = X.iloc[:40]
     assert data["x3"].isna().sum() >= 5
     monkeypatch.setattr(fme._nlm_eval, "exact_nlm", lambda *a, **k: pytest.fail("midpoint route used"))
