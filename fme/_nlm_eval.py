@@ -1,7 +1,9 @@
 """Choosing and running the NLM method of :func:`fme.fme` (paper §5.4).
 
 * :func:`resolve_method`: ``nlm_method="auto"`` -> ``"exact"`` for the tree
-  models of :mod:`fme.nlm_exact`, ``"gauss-kronrod"`` otherwise.
+  models of :mod:`fme.nlm_exact`, ``"gauss-kronrod"`` otherwise. The exact
+  NLM traverses the trees (:mod:`fme._tree_paths`) where it can read them,
+  else predicts at segment midpoints (:func:`fme.nlm_exact.exact_nlm`).
 * :func:`adaptive_nlm`: Gauss-Kronrod (10, 21) NLM with a per-row error
   estimate |NLM_K21 - NLM_G10|; rows above ``nlm_tol`` are recomputed on
   2, 4, ..., 2**max_level equal sub-intervals (only those rows).

@@ -23,7 +23,7 @@ tree at once:
 Comparisons replicate the model's: scikit-learn's ``tree_`` compares the
 float32-cast input with a float64 threshold, so a row's value routes by
 ``float32(x) <= threshold`` and a stepped feature crosses at the float64
-boundary of that set (:func:`float32_boundary`); HistGradientBoosting
+boundary of that set (:func:`fme.nlm_exact.float32_boundary`); HistGradientBoosting
 compares float64 values. Models read here: scikit-learn ``DecisionTree*``,
 ``ExtraTree*``, ``RandomForest*``, ``ExtraTrees*``, ``GradientBoosting*``
 (constant init) and ``HistGradientBoosting*`` without categorical features.
@@ -41,7 +41,9 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-__all__ = ["Forest", "read_forest", "float32_boundary", "traverse_nlm"]
+from .nlm_exact import _closed_forms, float32_boundary
+
+__all__ = ["Forest", "read_forest", "traverse_nlm"]
 
 #: (row, interval, node) entries started per chunk (~100 bytes each; small chunks stay in cache: 200k was
 #: 25 % faster than 1M on HistGradientBoosting, 100 trees).
@@ -90,24 +92,6 @@ class Forest:
         # per level one gather of the feature (-1 at leaves) and one of the child: kids[2 node + goes right]
         self.node_feature = np.where(self.is_leaf, -1, self.feature).astype(np.int64)
         self.node_kids = np.column_stack([self.left, self.right]).astype(np.int64).ravel()
-
-
-def float32_boundary(threshold: np.ndarray) -> np.ndarray:
-    """The float64 b with ``float32(v) <= threshold`` iff ``v < b`` (up to a tie exactly at b).
-
-    float32(v) <= thr iff float32(v) <= a, a the largest float32 <= thr,
-    iff v is below the midpoint between a and the next float32 (round to
-    nearest). Exact in float64 (both neighbours and their mean are).
-    """
-    thr = np.asarray(threshold, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        a = thr.astype(np.float32)
-    down = a.astype(np.float64) > thr
-    a[down] = np.nextafter(a[down], np.float32(-np.inf))
-    b = np.nextafter(a, np.float32(np.inf))
-    out = 0.5 * a.astype(np.float64) + 0.5 * b.astype(np.float64)
-    # beyond float32 range (inf thresholds): the comparison is decided by the sign alone
-    return np.where(np.isfinite(a) & np.isfinite(b), out, thr)
 
 
 # ------------------------------------------------------------------ readers
@@ -497,8 +481,6 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
     ``predict`` runs on all cores). Chunks are independent, so the result
     does not depend on the number of threads.
     """
-    from .nlm_exact import _closed_forms
-
     n, p = X.shape
     arr = X.to_numpy(dtype=np.float64, na_value=np.nan)
     S = np.zeros((n, p))

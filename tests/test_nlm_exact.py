@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 import fme
 import fme._nlm_eval
-from fme._tree_paths import float32_boundary, read_forest, traverse_nlm
+from fme._tree_paths import read_forest, traverse_nlm
+from fme.nlm_exact import float32_boundary
 from fme.exceptions import ParameterError
 
 FEATURES = ["x1", "x2", "x3"]
