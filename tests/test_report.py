@@ -591,3 +591,33 @@ def test_every_html_table_cell_is_in_the_pdf(which, request):
     assert "1. (AME" not in pdf and "•" not in "".join(pdf.split("\n\n")[-1:])
     if which == "boston":
         assert "+ (AME 5.43)" in cells and "+(AME5.43)" in flat
+
+
+@pytest.mark.parametrize("which", ["boston", "nasty"])
+def test_pdf_figures_are_tagged_with_the_html_alt_text(which, request):
+    """Issue 16 item 2: every PDF figure is a tagged Figure whose /Alt is the HTML image's alt text."""
+    from pdf_struct import struct_elements
+
+    res = request.getfixturevalue(which)
+    html_alts = [htmllib.unescape(a) for a in re.findall(r'<img[^>]*\balt="([^"]*)"', _html(res))]
+    pdf_alts = [e["alt"] for e in struct_elements(Path(res["pdf"]).read_bytes()) if e["role"] == "Figure"]
+    assert len(html_alts) >= 3
+    assert pdf_alts == html_alts
+
+
+@pytest.mark.parametrize("which", ["boston", "nasty"])
+def test_pdf_table_headers_do_not_run_together(which, request):
+    """Issue 16 item 2: adjacent header cells stay apart in the PDF text ("n" + "Extrapolation" was read as
+    "nExtrapolation")."""
+    res = request.getfixturevalue(which)
+    _pdftotext(Path(res["pdf"]))
+    words = set(subprocess.run(["pdftotext", "-layout", str(res["pdf"]), "-"], capture_output=True, text=True,
+                               check=True).stdout.replace("\u2212", "-").split())
+    glued = []
+    for table in _tables(_html(res)).values():
+        head = [h.split() for h in table["header"] if h.split()]
+        for left, right in zip(head, head[1:]):
+            joined = left[-1] + right[0]
+            if joined in words and joined not in {w for h in head for w in h}:
+                glued.append(joined)
+    assert glued == []

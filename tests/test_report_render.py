@@ -335,3 +335,57 @@ def test_typst_reads_no_cell_as_a_list_marker(tmp_path):
         assert lines.count(cell) == (1 if cell == "-" else 2), (cell, lines)  # paragraph and table cell, literally
     assert not any(line.startswith(("1. (AME", "• ")) for line in lines)
     assert "•" not in text and "1. (AME" not in text
+
+
+# ------------------------------------------------------------------ issue 16 item 2: alt text, captions in the PDF
+def _typst_pdf(tmp_path, qmd: str):
+    pytest.importorskip("pypandoc")
+    pytest.importorskip("typst")
+    from fme.report.render import render_pdf
+
+    (tmp_path / "report.qmd").write_text(qmd, encoding="utf-8")
+    return render_pdf(tmp_path / "report.qmd")
+
+
+def test_pdf_figures_carry_their_alt_text(tmp_path):
+    from fme.report.render import attr_escape, md_escape
+    from pdf_struct import struct_elements
+
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" '
+           'fill="#0072B2"/></svg>')
+    (tmp_path / "a.svg").write_text(svg, encoding="utf-8")
+    alts = ['Scatter plot of "a|b" against $cost$: the AME is -1.34 (dashed line)',
+            "Histogram of Größe µ with a back\\slash and (parentheses)"]
+    qmd = "\n".join(f'![Figure {i}: {md_escape(a)}](a.svg){{#fig-{i} fig-alt="{attr_escape(a)}" '
+                    f'alt="{attr_escape(a)}"}}\n' for i, a in enumerate(alts, 1))
+    pdf = _typst_pdf(tmp_path, qmd)
+    figures = [e for e in struct_elements(pdf.read_bytes()) if e["role"] == "Figure"]
+    assert [f["alt"] for f in figures] == alts
+
+
+def test_pdf_table_caption_never_alone_at_a_page_foot(tmp_path):
+    """The caption sits above its table; with text filling the page up to it, it moves with the table."""
+    import shutil
+    import subprocess
+
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) is not installed")
+    rows = "\n".join(f"| {i} | {i * 2} |" for i in range(60))
+    orphans_possible = 0
+    for words in range(40, 58):  # paragraphs of filler so that the caption lands near the page foot
+        filler = "\n\n".join(" ".join(["word"] * 60) for _ in range(words // 2 + 1)) + "\n\n"
+        filler += " ".join(["more"] * (20 * (words % 2))) + "\n\n"
+        qmd = filler + "| Head A | Head B |\n|---|---:|\n" + rows + "\n\n: Table 9: CAPTIONTEXT of the table.\n"
+        sub = tmp_path / f"w{words}"
+        sub.mkdir()
+        pdf = _typst_pdf(sub, qmd)
+        n_pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", str(pdf)], capture_output=True,
+                                                                    text=True).stdout).group(1))
+        for page in range(1, n_pages + 1):
+            text = subprocess.run(["pdftotext", "-f", str(page), "-l", str(page), str(pdf), "-"],
+                                  capture_output=True, text=True, check=True).stdout
+            if "CAPTIONTEXT" in text:
+                assert "Head A" in text.split("CAPTIONTEXT", 1)[1], (words, page)
+                assert re.search(r"^0\s*$", text.split("CAPTIONTEXT", 1)[1], flags=re.M), (words, page)
+                orphans_possible += page > 1
+    assert orphans_possible >= 1  # the sweep did push the table (and its caption) to the next page

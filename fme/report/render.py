@@ -183,7 +183,22 @@ local function escape_first(block)
   end
 end
 
-return {{Plain = escape_first, Para = escape_first}}
+-- PDF figures carry their alt text: pandoc's typst writer drops the image's alt attribute, so the image is
+-- written as a typst call with `alt:` (tagged PDF: a Figure structure element with /Alt).
+local function typst_string(s)
+  local escaped = s:gsub('\\\\', '\\\\\\\\'):gsub('"', '\\\\"')
+  return '"' .. escaped .. '"'
+end
+
+local function image_with_alt(img)
+  local alt = img.attributes["alt"] or img.attributes["fig-alt"]
+  if alt == nil or alt == "" then
+    return nil
+  end
+  return pandoc.RawInline("typst", "#image(" .. typst_string(img.src) .. ", alt: " .. typst_string(alt) .. ")")
+end
+
+return {{Plain = escape_first, Para = escape_first}, {Image = image_with_alt}}
 """
 
 
