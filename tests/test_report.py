@@ -103,7 +103,8 @@ def _pdftotext(pdf: Path) -> str:
     if shutil.which("pdftotext") is None:
         pytest.skip("pdftotext (poppler-utils) is not installed")
     text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
-    return text.replace("\u2212", "-")  # typst sets a hyphen before a digit as a minus sign
+    # typst sets a hyphen before a digit as a minus sign; zero-width spaces are break points in digests
+    return text.replace("\u2212", "-").replace("\u200b", "")
 
 
 # ------------------------------------------------------------------ determinism, size, time, incremental
@@ -579,7 +580,8 @@ def test_every_html_table_cell_is_in_the_pdf(which, request):
     assert len(cells) > 50
     _pdftotext(Path(res["pdf"]))  # skips without pdftotext; reading order (not -layout) keeps a cell's lines together
     pdf = subprocess.run(["pdftotext", str(res["pdf"]), "-"], capture_output=True, text=True, check=True).stdout
-    pdf = pdf.replace("\u2212", "-").replace("\u00ad\n", "").replace("\u00ad", "")
+    # soft hyphens (hyphenated words) and zero-width spaces (break points in SHA-256 digests) are not text
+    pdf = pdf.replace("\u2212", "-").replace("\u00ad\n", "").replace("\u00ad", "").replace("\u200b", "")
     flat = "".join(pdf.split())
     # pdftotext joins a line that ends in "-" to the next without the hyphen ("ptratio -" / "2" in a wrapped
     # cell): compare without hyphens, and separately every cell that starts with a marker, hyphen included
@@ -621,3 +623,59 @@ def test_pdf_table_headers_do_not_run_together(which, request):
             if joined in words and joined not in {w for h in head for w in h}:
                 glued.append(joined)
     assert glued == []
+
+
+# ------------------------------------------------------------------ issue 16 item 7: audit trail, fme render
+def test_audit_trail_hashes_equal_independent_hashes(boston):
+    import hashlib
+    import pickle
+
+    from fme._environment import find_lock
+    from fme.paper import boston_svm
+
+    out = Path(boston["out_dir"])
+    table = _table(_html(boston), "SHA-256 of every input")
+    got = {row[0]: row[2] for row in table["rows"]}
+    sha = lambda b: hashlib.sha256(b).hexdigest()  # noqa: E731
+    assert got["Fitted model"] == sha(pickle.dumps(boston_svm(), protocol=4))  # the returned (model, train)
+    assert got["Evaluation data"] == sha((REPO / "fme" / "data" / "boston.csv").read_bytes())
+    assert got["Results file"] == sha((out / "results.json").read_bytes())
+    assert got["Dependency lock"] == sha(Path(find_lock()).read_bytes())
+    assert got["Reference data"] == "in the model hash" and got["Test data"] == "-"
+    text = " ".join(_visible_text(_html(boston)).split())
+    env = _results(boston)["environment"]
+    assert f"Operating system and CPU architecture: {env['os']} {env['os_release']}, {env['machine']}" in text
+    assert "Model version: not stated in the config (model.version)" in text
+    # the resolved config: every default filled in, equal to the config the notebook used
+    block = re.findall(r'<code>(\{.*?\})</code>', _html(boston), flags=re.S)[-1]
+    resolved = json.loads(htmllib.unescape(block))
+    assert resolved == _results(boston)["config"]
+    assert resolved["effects"][0]["stability"] == {"fraction": 0.5, "subsamples": 20}  # a default, not in the YAML
+
+
+def test_fme_render_reproduces_without_recomputing(boston, tmp_path, monkeypatch):
+    """`fme render <dir>` re-renders report.{qmd,html,pdf} from results.json + build.json: byte-identical,
+    without running the notebook, loading the model or hashing the inputs again."""
+    import papermill
+
+    from fme.__main__ import main
+    from fme.report import analysis, build
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("fme render must not recompute")
+
+    monkeypatch.setattr(papermill, "execute_notebook", forbidden)
+    monkeypatch.setattr(analysis, "load_model", forbidden)
+    monkeypatch.setattr(build, "input_digests", forbidden)
+    folder = tmp_path / "copy"
+    shutil.copytree(boston["out_dir"], folder)
+    for name in ("report.qmd", "report.html", "report.pdf"):
+        (folder / name).unlink()
+    assert main(["render", str(folder)]) == 0  # no report.pdf in the folder: HTML only by default
+    assert not (folder / "report.pdf").exists()
+    assert (folder / "report.html").read_bytes() == (Path(boston["out_dir"]) / "report.html").read_bytes()
+    build.render_report(folder, pdf=True, log=lambda s: None)
+    for name in ("report.qmd", "report.html", "report.pdf"):
+        assert (folder / name).read_bytes() == (Path(boston["out_dir"]) / name).read_bytes(), name
+    assert not list(tmp_path.glob(".copy.render"))
+    assert main(["render", str(tmp_path / "missing")]) == 1

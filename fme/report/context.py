@@ -10,7 +10,7 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any
 
-from . import sentences
+from . import audit, sentences
 from .formatting import decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
 
 __all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS", "with_eps_rows", "sensitivity_rows",
@@ -353,13 +353,14 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "generated": (_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if cfg["timestamp"] else None),
         "rebuild": f"fme report {build_info.get('config_arg', 'reports/' + results['config_name'] + '.yaml')} --force",
         "table_signoff": 1, "table_overview": 2, "table_flags": 3, "table_plausibility": table_plausibility,
-        "table_versions": n_fig_tables + 1,
+        "table_versions": n_fig_tables + 1, "table_hashes": n_fig_tables + 2,
         "report_id": report_id(results["config_name"], results["config_sha256"]),
         "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg["signoff"]],
         "plausibility": plausibility, "any_expected": any(p["expected"] != "not stated" for p in plausibility),
         "fme_version": results["versions"].get("fme", ""),
         "environment": _environment_line(env),
     }
+    ctx.update(audit.audit_context(results, cfg, build_info))
     return ctx
 
 
