@@ -679,3 +679,33 @@ def test_fme_render_reproduces_without_recomputing(boston, tmp_path, monkeypatch
         assert (folder / name).read_bytes() == (Path(boston["out_dir"]) / name).read_bytes(), name
     assert not list(tmp_path.glob(".copy.render"))
     assert main(["render", str(tmp_path / "missing")]) == 1
+
+
+def test_came_leaves_show_where_they_hold(boston):
+    """Issue 16 item 5: each leaf's evaluated range beside its hyperrectangle, EPs per leaf, and the sentence."""
+    html = _html(boston)
+    text = " ".join(_visible_text(html).split())
+    checked = 0
+    for g in _results(boston)["effects"]:
+        for v in g["variants"]:
+            p = v.get("partition")
+            if not p:
+                continue
+            label = g["title"]
+            table = _table(html, f"Each leaf of {label} as a hyperrectangle")
+            rows = {r[0]: r[1:] for r in table["rows"]}
+            assert rows["evaluated rows (n)"] == [f"{leaf['n']:,}" for leaf in p["leaves"]]
+            eps = [leaf["n_extrapolation"] for leaf in p["leaves"]]
+            assert rows["extrapolation points in the hyperrectangle"] == [f"{e:,}" for e in eps]
+            assert sum(eps) == v["n_extrapolation"]  # every EP falls into exactly one leaf
+            for leaf_i, leaf in enumerate(p["leaves"]):
+                for b in leaf["box"]:
+                    if b["kind"] == "numeric":
+                        want = f"evaluated {b['eval_min']:.6g} to {b['eval_max']:.6g}"
+                        assert rows[b["feature"]][leaf_i].replace(" ;", ";") == f"{b['range']}; {want}"  # bold: tag gap
+                assert f"The cAME of leaf {leaf['node']} ({leaf['rule']}) applies only where it was evaluated" in text
+            checked += 1
+    assert checked >= 2
+    crim = next(g for g in _results(boston)["effects"] if g["id"] == "crim")["variants"][0]["partition"]
+    low = [b for leaf in crim["leaves"] for b in leaf["box"] if b["feature"] == "crim" and b["range"].startswith("[0.00632")]
+    assert low and all(b["eval_min"] > 5 for b in low)  # the issue's example: no evaluated row below crim 5

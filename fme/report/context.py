@@ -158,14 +158,50 @@ def _leaf_rows(part: dict, n_all: int) -> list[dict[str, str]]:
     return rows
 
 
+def _g(x: float) -> str:
+    """A range bound as the hyperrectangle prints it (6 significant digits), so both read alike."""
+    return f"{x:.6g}"
+
+
+def _evaluated(b: dict) -> str | None:
+    """'evaluated 5.09017 to 14.4383' for a numeric feature of a leaf (None: not numeric / older results)."""
+    if b.get("kind", "numeric") != "numeric" or b.get("eval_min") is None:
+        return None
+    return f"evaluated {_g(b['eval_min'])} to {_g(b['eval_max'])}"
+
+
 def _boxes(part: dict) -> dict[str, Any]:
+    """Hyperrectangle of every leaf beside its evaluated range (issue 16 item 5), plus EPs per leaf."""
     leaves = part["leaves"]
     feats = [b["feature"] for b in leaves[0]["box"]] if leaves else []
     rows = []
     for i, f in enumerate(feats):
-        cells = [{"text": leaf["box"][i]["range"], "restricted": leaf["box"][i]["restricted"]} for leaf in leaves]
+        cells = []
+        for leaf in leaves:
+            b = leaf["box"][i]
+            ev = _evaluated(b)
+            cells.append({"text": b["range"], "evaluated": ev or "", "restricted": b["restricted"]})
         rows.append({"feature": f, "cells": cells})
-    return {"header": [f"leaf {leaf['node']}" for leaf in leaves], "rows": rows}
+    counts = [leaf.get("n_extrapolation") for leaf in leaves]
+    eps = None if all(c is None for c in counts) else [fmt_int(c) for c in counts]
+    return {"header": [f"leaf {leaf['node']}" for leaf in leaves], "rows": rows, "n_evaluated":
+            [fmt_int(leaf["n"]) for leaf in leaves], "n_extrapolation": eps}
+
+
+def where_came_holds(part: dict, noun: str = "observations") -> list[str]:
+    """One sentence per leaf: the cAME applies only to the evaluated range of the features split on."""
+    out = []
+    for leaf in part["leaves"]:
+        split = [b for b in leaf["box"] if b["restricted"] and _evaluated(b)]
+        ranges = "; ".join(f"{b['feature']} {_evaluated(b)} (hyperrectangle {b['range']})" for b in split)
+        text = (f"The cAME of leaf {leaf['node']} ({leaf['rule']}) applies only where it was evaluated, "
+                f"to its {fmt_int(leaf['n'])} {noun}" + (f": {ranges}" if ranges else ""))
+        n_ep = leaf.get("n_extrapolation")
+        if n_ep:
+            text += (f"; {fmt_int(n_ep)} extrapolation points fall inside this hyperrectangle and are not "
+                     "in its cAME")
+        out.append(text + ".")
+    return out
 
 
 def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
@@ -320,6 +356,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                 var["partition"] = {"method": p["method"], "params": ", ".join(
                     f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
                     "rows": _leaf_rows(p, v["n"]), "boxes": _boxes(p), "notes": p["notes"],
+                    "holds": where_came_holds(p, noun),
                     "table_leaves": next_table(), "table_boxes": next_table()}
                 if v.get("stability"):
                     half = None if v["ci_low"] is None else (v["ci_high"] - v["ci_low"]) / 2
