@@ -709,3 +709,37 @@ def test_came_leaves_show_where_they_hold(boston):
     crim = next(g for g in _results(boston)["effects"] if g["id"] == "crim")["variants"][0]["partition"]
     low = [b for leaf in crim["leaves"] for b in leaf["box"] if b["feature"] == "crim" and b["range"].startswith("[0.00632")]
     assert low and all(b["eval_min"] > 5 for b in low)  # the issue's example: no evaluated row below crim 5
+
+
+# ------------------------------------------------------------------ issue 16 item 11: change log
+def test_change_log_against_previous_results(boston, tmp_path):
+    old = _results(boston)
+    crim = next(g for g in old["effects"] if g["id"] == "crim")["variants"][0]
+    crim.update(ame=crim["ame"] - 1.0, ci_low=crim["ci_low"] - 1.0, ci_high=crim["ci_high"] - 1.0,
+                n=crim["n"] + 50, n_extrapolation=crim["n_extrapolation"] - 50)
+    crim["partition"]["root_split"] = {"feature": "lstat", "value": 9.5, "levels": None}
+    old["effects"] = [g for g in old["effects"] if g["id"] != "chas"]
+    (tmp_path / "old.json").write_text(json.dumps(old), encoding="utf-8")
+    text = (REPO / "reports" / "boston-svm.yaml").read_text(encoding="utf-8") + "previous: old.json\n"
+    (tmp_path / "boston-svm.yaml").write_text(text, encoding="utf-8")
+    res = build_report(tmp_path / "boston-svm.yaml", tmp_path / "out", force=True, pdf=False, log=lambda s: None)
+    html = _html(res)
+    table = _table(html, "Changes of every effect present in both reports")
+    rows = {r[0]: r for r in table["rows"]}
+    assert set(rows) == {g["title"] for g in old["effects"]}
+    now = next(g for g in _results(res)["effects"] if g["id"] == "crim")["variants"][0]
+    r = rows["Lower crime rate"]
+    assert r[4] == "+1.000" and r[5] == "no"  # AME moved by exactly 1; CIs of half-width ~0.08 apart
+    share_old = crim["n_extrapolation"] / (crim["n"] + crim["n_extrapolation"])
+    share_new = now["n_extrapolation"] / (now["n"] + now["n_extrapolation"])
+    assert r[6] == f"{100 * (share_new - share_old):+.1f} pp ({100 * share_old:.1f}% to {100 * share_new:.1f}%)"
+    assert r[7].startswith("changed: lstat <= 9.5 to crim <= ")
+    assert rows["One more room"][4] == "0.00" and rows["One more room"][5] == "yes"
+    flat = " ".join(_visible_text(html).split())
+    assert ("Effects added since the previous report: Bordering the Charles River: to level 0; "
+            "Bordering the Charles River: to level 1") in flat
+    assert "Effects removed since the previous report: none" in flat
+    hashes = {row[0]: row[2] for row in _table(html, "SHA-256 of every input")["rows"]}
+    import hashlib
+
+    assert hashes["Previous results (change log)"] == hashlib.sha256((tmp_path / "old.json").read_bytes()).hexdigest()

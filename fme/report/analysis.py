@@ -262,7 +262,7 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
             leaves.append(leaf)
         summary["partition"] = {"method": method, "params": eff["partition"], "leaves": leaves,
                                 "root": {k: _num(v) for k, v in part.root.items()}, "notes": list(part.notes),
-                                "features": part.features}
+                                "features": part.features, "root_split": _root_split(part)}
     else:
         summary["partition"] = None
     stab = None
@@ -271,6 +271,16 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
                                        fraction=float(eff["stability"]["fraction"]), random_state=seed)
     summary["stability"] = None if stab is None else _stability_summary(stab, part, summary["ame"], eff["stability"])
     return {"result": res, "partition": part, "summary": summary, "stability": stab}
+
+
+def _root_split(part: Any) -> dict | None:
+    """The first split of the (reduced) tree: feature and threshold or level sets (None: a single leaf)."""
+    nodes = part.nodes
+    if nodes.at[1, "is_leaf"]:
+        return None
+    levels = nodes.at[1, "split_levels"]
+    return {"feature": str(nodes.at[1, "split_feature"]), "value": _num(nodes.at[1, "split_value"]),
+            "levels": None if not isinstance(levels, dict) else {str(k): int(v) for k, v in levels.items()}}
 
 
 def _stability_summary(stab: pd.DataFrame, part: Any, ame: float, spec: dict) -> dict:

@@ -14,7 +14,7 @@ __all__ = ["audit_context", "hash_rows"]
 #: Row order and display names of the hashed inputs.
 _INPUTS = (("model", "Fitted model"), ("model module source", "Model entry point's module (source)"),
            ("data", "Evaluation data"), ("reference_data", "Reference data"), ("test_data", "Test data"),
-           ("requirements.lock", "Dependency lock"))
+           ("previous", "Previous results (change log)"), ("requirements.lock", "Dependency lock"))
 
 
 def hash_rows(results: dict, build_info: dict) -> list[dict[str, str]]:

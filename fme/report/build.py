@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from ._kernel import logged_kernel_manager
 from .config import ConfigError, config_error, load_config
+from .changelog import load_previous
 from .validate import check_inputs
 
 __all__ = ["build_report", "render_report", "inputs_sha256", "input_digests", "default_out_dir"]
@@ -86,6 +87,11 @@ def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
         fitted, source = _entry_point_bytes(cfg)
         add("model", fitted, f"fitted model: pickled return value of {cfg['model']['entry_point']}")
         out["model module source"] = {"sha256": source.decode(), "of": "source file of the entry point's module"}
+    if cfg.get("previous"):
+        p = Path(cfg["previous"])
+        p = p if p.is_absolute() else Path(cfg["_dir"]) / p
+        if p.is_file():  # a missing file is reported by changelog.load_previous, naming the key
+            add("previous", p.read_bytes(), f"file {cfg['previous']} (the previous report's results)")
     lock = find_lock()
     if lock is not None and Path(lock).is_file():
         add("requirements.lock", Path(lock).read_bytes(), "requirements.lock")
@@ -135,6 +141,7 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     t0 = time.perf_counter()
     cfg = load_config(config_path)
     check_inputs(cfg)
+    previous = load_previous(cfg)  # before any computing: a bad `previous` fails at once
     tdir = Path(templates) if templates is not None else render.TEMPLATES
     out = Path(out_dir) if out_dir is not None else default_out_dir(config_path)
     want_pdf = cfg["pdf"] if pdf is None else pdf
@@ -156,7 +163,7 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     kernel_log = work / "kernel.log"
     try:
         html, pdf_path, used = _build_into(work, cfg, config_path, tdir, digest, bool(want_pdf), renderer, log,
-                                           timings, kernel_log, digests)
+                                           timings, kernel_log, digests, previous)
     except BaseException as exc:
         kernel = kernel_log.read_text(encoding="utf-8", errors="replace") if kernel_log.is_file() else ""
         shutil.rmtree(work, ignore_errors=True)
@@ -177,7 +184,7 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
 
 def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, digest: str, want_pdf: bool,
                 renderer: str, log: Callable[[str], Any], timings: dict,
-                kernel_log: Path, digests: dict) -> tuple[Path, Path | None, str]:
+                kernel_log: Path, digests: dict, previous: dict | None = None) -> tuple[Path, Path | None, str]:
     """Run the notebook and render into ``work`` (a fresh folder); returns (html, pdf or None, renderer used)."""
     from . import render
     from .context import build_context
@@ -195,7 +202,8 @@ def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, dige
     timings["analysis"] = time.perf_counter() - t
     log(f"[fme report] {cfg['_name']}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
     build_info = {"inputs_sha256": digest, "tools": render.tool_versions(), "config_arg": str(config_path),
-                  "hashes": digests, "config_text": Path(config_path).read_text(encoding="utf-8")}
+                  "hashes": digests, "config_text": Path(config_path).read_text(encoding="utf-8"),
+                  "previous": previous}
     # everything `fme render <dir>` needs besides results.json: the report is re-rendered without the model
     (work / BUILD_INFO).write_text(json.dumps(build_info, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
                                    encoding="utf-8")

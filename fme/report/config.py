@@ -164,6 +164,7 @@ SCHEMA: dict[str, Any] = {
             },
         },
         "pdf": {"type": "boolean"},
+        "previous": {**_NAME, "description": "results.json of an earlier build: adds a change-log section"},
     },
 }
 

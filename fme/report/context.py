@@ -10,7 +10,7 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any
 
-from . import audit, sentences
+from . import audit, changelog, sentences
 from .formatting import decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
 
 __all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS", "with_eps_rows", "sensitivity_rows",
@@ -369,6 +369,8 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         effects.append({"id": group["id"], "title": group.get("title") or group["id"], "why": group["why"],
                         "variants": variants})
     table_plausibility = next_table()
+    changes = changelog.changelog(results, build_info.get("previous"))
+    table_changes = next_table() if changes and changes["rows"] else None
     n_fig_tables = table_no[0]
     versions = [{"name": k, "version": val} for k, val in sorted(results["versions"].items())]
     versions += [{"name": k, "version": val} for k, val in sorted(build_info.get("tools", {}).items())]
@@ -393,6 +395,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "table_versions": n_fig_tables + 1, "table_hashes": n_fig_tables + 2,
         "report_id": report_id(results["config_name"], results["config_sha256"]),
         "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg["signoff"]],
+        "changes": changes, "table_changes": table_changes,
         "plausibility": plausibility, "any_expected": any(p["expected"] != "not stated" for p in plausibility),
         "fme_version": results["versions"].get("fme", ""),
         "environment": _environment_line(env),
