@@ -743,3 +743,36 @@ def test_change_log_against_previous_results(boston, tmp_path):
     import hashlib
 
     assert hashes["Previous results (change log)"] == hashlib.sha256((tmp_path / "old.json").read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------------ issue 16 item 10: a 390 px phone
+@pytest.mark.parametrize("which", ["boston", "nasty"])
+def test_no_page_level_horizontal_scroll_at_390_px(which, request):
+    """The page never scrolls sideways on a 390 px viewport: wide tables scroll in their own focusable
+    container, figures in theirs, drawn at their natural size (so their 9-10 pt text stays legible)."""
+    res = request.getfixturevalue(which)
+    with _browser() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            page.goto(Path(res["html"]).resolve().as_uri())
+            page.wait_for_load_state("load")
+            widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            outside = page.evaluate(
+                "Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right >"
+                " window.innerWidth + 0.5 && !e.closest('.table-scroll, figure, pre')).map(e => e.tagName)")
+            scales = page.evaluate("Array.from(document.querySelectorAll('figure img')).map(i =>"
+                                   " i.getBoundingClientRect().width / i.naturalWidth)")
+            tables = page.evaluate("Array.from(document.querySelectorAll('table')).map(t => {"
+                                   " const w = t.parentElement; return [w.className, getComputedStyle(w).overflowX,"
+                                   " w.tabIndex, w.getAttribute('aria-label') || '']; })")
+            wide = page.evaluate("Array.from(document.querySelectorAll('.table-scroll')).filter(w =>"
+                                 " w.scrollWidth > w.clientWidth).length")
+        finally:
+            browser.close()
+    assert widths == [390, 390]
+    assert outside == []
+    assert scales and min(scales) >= 0.999
+    assert tables and all(c == "table-scroll" and o == "auto" and t == 0 and lab.startswith("Table ")
+                          for c, o, t, lab in tables)
+    assert wide >= 1  # some table is wider than the phone, and it scrolls inside its own box

@@ -389,3 +389,29 @@ def test_pdf_table_caption_never_alone_at_a_page_foot(tmp_path):
                 assert re.search(r"^0\s*$", text.split("CAPTIONTEXT", 1)[1], flags=re.M), (words, page)
                 orphans_possible += page > 1
     assert orphans_possible >= 1  # the sweep did push the table (and its caption) to the next page
+
+
+# ------------------------------------------------------------------ issue 16 item 10: precision, titles, layout
+@pytest.mark.parametrize("x, d, want", [(0.9999999979, 6, "0.999999998"), (-0.9999999979, 6, "-0.999999998"),
+                                        (1.0, 6, "1.000000"), (0.99999999999999, 6, "< 1.000000"),
+                                        (2.0000001, 6, "2.0000001"), (5.0004, 2, "5.00"), (12345.0001, 1, "12,345.0")])
+def test_fmt_num_never_shows_a_whole_number_the_value_is_not(x, d, want):
+    """At the decimals cap (6) a value is never shown as a whole number it is not; below the cap the CI's
+    precision rules (5.0004 with a CI half-width of 0.3 is 5.00)."""
+    assert fmt_num(x, d) == want
+
+
+def test_anlm_interval_just_below_one_is_not_printed_as_one():
+    v = {**_variant(0.5, 1.5), "nlm": True, "anlm": 0.9999999971, "anlm_ci_low": 0.9999999963,
+         "anlm_ci_high": 0.9999999979, "median_nlm": 1.0, "share_linear": 1.0, "n_nlm_flat": 0, "n_nlm_constant": 0}
+    c = effect_cells(v)
+    assert "1.000000" not in (c["anlm"], c["anlm_ci_low"], c["anlm_ci_high"])
+    assert c["anlm_ci_high"] == "0.999999998"
+
+
+def test_default_effect_title_uses_feature_names_as_written():
+    from fme.report.context import effect_title
+
+    group = {"id": "_b_radius__b_", "config": {"steps": {"<b>radius</b>": 1, "a|b": -2}}}
+    assert effect_title(group) == "<b>radius</b> and a|b"
+    assert effect_title({**group, "title": "Given"}) == "Given"

@@ -158,6 +158,15 @@ def _leaf_rows(part: dict, n_all: int) -> list[dict[str, str]]:
     return rows
 
 
+def effect_title(group: dict) -> str:
+    """The configured title, else the stepped features as written in the config ("a|b and Größe"), never the
+    id (which replaces every character outside [A-Za-z0-9_-] by "_": "<b>radius</b>" became "_b_radius__b_")."""
+    if group.get("title"):
+        return group["title"]
+    steps = (group.get("config") or {}).get("steps")
+    return " and ".join(str(f) for f in steps) if steps else group["id"]
+
+
 def _g(x: float) -> str:
     """A range bound as the hyperrectangle prints it (6 significant digits), so both read alike."""
     return f"{x:.6g}"
@@ -328,7 +337,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
             cells = effect_cells(v)
             sentence = sentences.effect_sentence(v, cells, target, unit, noun, units)
             lin = sentences.linearity_sentence(v, cells)
-            label = group.get("title") or group["id"]
+            label = effect_title(group)
             if v.get("level") is not None:
                 label = f"{label}: to level {v['level']}"
             summary.append({"text": sentence + (" " + lin if lin else ""), "anchor": f"sec-{v['id']}"})
@@ -366,7 +375,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                         "rows": sc["rows"], "table": tab,
                         "sentence": sentences.stability_sentence(sc["cells"], v["stability"].get("ari_median"), tab)}
             variants.append(var)
-        effects.append({"id": group["id"], "title": group.get("title") or group["id"], "why": group["why"],
+        effects.append({"id": group["id"], "title": effect_title(group), "why": group["why"],
                         "variants": variants})
     table_plausibility = next_table()
     changes = changelog.changelog(results, build_info.get("previous"))

@@ -14,6 +14,8 @@ from typing import Any
 __all__ = ["decimals_for", "fmt_num", "fmt_est", "fmt_int", "fmt_share", "fmt_level"]
 
 MAX_DECIMALS = 6
+#: Decimals at most when a whole number would otherwise hide that the value is not whole.
+MAX_EXTRA_DECIMALS = 12
 
 
 def decimals_for(half_width: float | None, default: int = 3) -> int:
@@ -34,6 +36,16 @@ def fmt_num(x: Any, decimals: int = 3) -> str:
         return f"< {tiny}" if x > 0 else f"> -{tiny}"
     if text.startswith("-") and float(text.replace(",", "")) == 0.0:
         text = text[1:]
+    whole = float(text.replace(",", ""))
+    if decimals >= MAX_DECIMALS and text.rstrip("0").endswith(".") and whole != x:
+        # At the decimals cap the CI is narrower than the display: a whole number with six zeros ("1.000000"
+        # for 0.9999999979, an ANLM bound just below the NLM's maximum 1) would claim a value it is not.
+        # More decimals until the difference shows; beyond MAX_EXTRA_DECIMALS say "< 1.000000" instead.
+        for more in range(decimals + 1, MAX_EXTRA_DECIMALS + 1):
+            longer = f"{x:,.{more}f}"
+            if not longer.rstrip("0").endswith("."):
+                return longer
+        return f"< {text}" if x < whole else f"> {text}"
     return text
 
 
