@@ -267,6 +267,9 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
                    f"(leaf {lo['node']}, {lo['rule']}) to {e} (leaf {hi['node']}, {hi['rule']}); the AME of all "
                    f"rows is {cells['ame']}.")
             cap = f"cAMEs of {step} per subspace found by {v['partition']['method']} (n per leaf in the labels)."
+            if fig.get("tree_omitted"):
+                cap += (f" The tree diagram is drawn up to 16 leaves; this partition has {fig['tree_omitted']}, so "
+                        "the leaf tables give its structure.")
         else:  # pragma: no cover - new figure kinds must add wording here
             raise ValueError(f"no alt text for figure kind {k!r}")
         if fig.get("n_undefined"):
