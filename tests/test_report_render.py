@@ -109,7 +109,9 @@ def test_notebook_parameters():
 
 
 # ------------------------------------------------------------------ §1.8 expected vs observed sign
-from fme.report.context import (_flags, report_id, sensitivity_rows, sign_agreement,  # noqa: E402
+from fme.report.flags import FLAG, flag_rows  # noqa: E402
+from fme.report.specs import FLAG_DEFAULTS  # noqa: E402
+from fme.report.context import (report_id, sensitivity_rows, sign_agreement,  # noqa: E402
                                 with_eps_rows)
 
 
@@ -130,13 +132,15 @@ def test_sign_agreement(expected, ame, lo, hi, observed, agree, differs):
     assert got["expected"] == (expected or "not stated")
 
 
-@pytest.mark.parametrize("expected, lo, hi, status", [("+", 0.5, 1.5, "ok"), ("-", 0.5, 1.5, "FLAG"),
-                                                      ("-", -0.5, 1.5, "FLAG"), ("+", -0.5, 1.5, "ok")])
+@pytest.mark.parametrize("expected, lo, hi, status", [("+", 0.5, 1.5, "ok"), ("-", 0.5, 1.5, FLAG),
+                                                      ("-", -0.5, 1.5, FLAG), ("+", -0.5, 1.5, "ok")])
 def test_sign_flag_rule(expected, lo, hi, status):
     v = {**_variant(lo, hi), "expected_sign": expected}
-    rows = [r for r in _flags(v, effect_cells(v), "x") if r["rule"] == "observed sign differs from expected"]
+    rows = [r for r in flag_rows(v, effect_cells(v), "x", FLAG_DEFAULTS)
+            if r["rule"] == "observed sign differs from expected"]
     assert len(rows) == 1 and rows[0]["status"] == status and rows[0]["threshold"] == f"expected {expected}"
-    assert not [r for r in _flags(_variant(lo, hi), effect_cells(_variant(lo, hi)), "x") if "sign" in r["rule"]]
+    w = _variant(lo, hi)
+    assert not [r for r in flag_rows(w, effect_cells(w), "x", FLAG_DEFAULTS) if "sign" in r["rule"]]
 
 
 def test_report_id():
@@ -294,11 +298,13 @@ def test_stability_rows_and_sentence_numbers_are_cells(ari, word):
 
 def test_stability_flag_and_failed_refits():
     v = {**_variant(5.1, 5.8), "stability": _stab(0.36)}
-    flag = [r for r in _flags(v, effect_cells(v), "rm") if r["rule"].startswith("partition unstable")]
+    flag = [r for r in flag_rows(v, effect_cells(v), "rm", FLAG_DEFAULTS)
+            if r["rule"].startswith("partition unstable")]
     assert flag == [{"effect": "rm", "rule": "partition unstable across subsamples (median ARI)", "threshold": "< 0.5",
-                     "value": "0.360", "status": "FLAG"}]
+                     "value": "0.360", "status": FLAG}]
     v["stability"] = _stab(0.8)
-    assert [r["status"] for r in _flags(v, effect_cells(v), "rm") if r["rule"].startswith("partition")] == ["ok"]
+    rows = flag_rows(v, effect_cells(v), "rm", FLAG_DEFAULTS)
+    assert [r["status"] for r in rows if r["rule"].startswith("partition")] == ["ok"]
     from fme.report.context import stability_cells
 
     sc = stability_cells(_stab(None, n_failed=20), 2)

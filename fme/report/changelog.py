@@ -38,11 +38,13 @@ def _split_text(split: dict | None) -> str:
 
 def compact(results: dict) -> dict[str, Any]:
     """The numbers of a results.json the change log compares, per effect variant id."""
+    from .context import effect_title  # the report's own heading (lazy: context imports this module)
+
     out = {}
     for g in results["effects"]:
         for v in g["variants"]:
             p = v.get("partition")
-            out[v["id"]] = {"label": (g.get("title") or g["id"]) + (f": to level {v['level']}"
+            out[v["id"]] = {"label": effect_title(g) + (f": to level {v['level']}"
                                                                    if v.get("level") is not None else ""),
                             "step": v["step_label"], "ame": v["ame"], "ci_low": v["ci_low"], "ci_high": v["ci_high"],
                             "ep_share": _ep_share(v),
