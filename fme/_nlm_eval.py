@@ -137,10 +137,16 @@ def adaptive_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.
 
 
 def classify(nlm: np.ndarray, sd: np.ndarray, f0: np.ndarray, f1: np.ndarray, flat_tol: float,
-             err: np.ndarray | None = None, tol: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
-    """NLMs with flat paths set to NaN, and the status per row (and output column)."""
-    with np.errstate(over="ignore", invalid="ignore"):  # |f| near float max: spread inf, nothing counts as flat
-        spread = np.std(np.concatenate([f0, f1]), axis=0)
+             err: np.ndarray | None = None, tol: float = np.inf,
+             spread: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """NLMs with flat paths set to NaN, and the status per row (and output column).
+
+    ``spread``: the SD of all predictions f(x), f(x + h) (per output) when it is known
+    beyond these rows (a Dask partition); by default that of ``f0`` and ``f1``.
+    """
+    if spread is None:
+        with np.errstate(over="ignore", invalid="ignore"):  # |f| near float max: spread inf, nothing counts as flat
+            spread = np.std(np.concatenate([f0, f1]), axis=0)
     constant = np.isnan(nlm)
     flat = ~constant & (sd <= flat_tol * spread)
     status = np.full(nlm.shape, "ok", dtype=object)
@@ -153,15 +159,16 @@ def classify(nlm: np.ndarray, sd: np.ndarray, f0: np.ndarray, f1: np.ndarray, fl
 
 
 def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[Step, ...],
-                h: Mapping[str, np.ndarray] | None, f0: np.ndarray, f1: np.ndarray, batch_size: int | None):
+                h: Mapping[str, np.ndarray] | None, f0: np.ndarray, f1: np.ndarray, batch_size: int | None,
+                spread: np.ndarray | None = None):
     """(nlm, status) by the resolved method: exact or adaptive Gauss-Kronrod (fixed rules: in fme.effects)."""
     if settings.method == "exact":
         shifts = {s.feature: np.broadcast_to(np.asarray(h[s.feature] if h is not None and s.feature in h
                                                          else s.value, dtype=float), (len(X),)) for s in steps}
         nlm, sd, _ = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1)
-        return classify(nlm, sd, f0, f1, settings.flat_tol)
+        return classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread)
     nlm, sd, err, _ = adaptive_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.max_level, batch_size)
-    return classify(nlm, sd, f0, f1, settings.flat_tol, err, settings.tol)
+    return classify(nlm, sd, f0, f1, settings.flat_tol, err, settings.tol, spread=spread)
 
 
 class NLMSummaryMixin:

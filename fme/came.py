@@ -403,6 +403,8 @@ def came(
     max_sd: float | None = None,
     conf_level: float = 0.95,
     standardize: bool = True,
+    sample_size: int | None = None,
+    random_state: Any = None,
     **tree_params: Any,
 ) -> PartitionResult:
     """Conditional AMEs on subspaces found by a tree (paper §5.5).
@@ -433,6 +435,16 @@ def came(
         (1.5e-8) stops trees on tiny-scale responses such as probabilities or
         small steps (CTREE spec §9); standardising removes that artefact.
         Reported figures are always on the fME scale.
+    sample_size : int, optional
+        Effects of Dask data (:func:`fme.fme` on a ``dask.dataframe.DataFrame``)
+        only: the tree is grown on a seeded sample (``random_state``) of at
+        most this many evaluated rows (default 10**6; when there are no more
+        rows, all of them: the tree of the pandas path); every row is then
+        assigned to its subspace and the cAMEs, CIs and NLM summaries are
+        aggregated over all rows exactly. ``notes`` and ``grown_on_sample``
+        say whether a sample was used.
+    random_state : int, optional
+        Seed of that sample (default 0).
     **tree_params
         Tree parameters by partykit's names (``minbucket``, ``alpha``,
         ``testtype``, ``mincriterion``, ``maxdepth``, ...) or, for CART,
@@ -447,6 +459,15 @@ def came(
     >>> part = fme.came(eff, minbucket=100, testtype="teststatistic", mincriterion=0.99)  # doctest: +SKIP
     >>> part.leaves[["node", "n", "came", "came_ci_low", "came_ci_high"]]              # doctest: +SKIP
     """
+    if type(effects).__name__ == "DaskFMEResult":
+        from ._dask_tables import came_dask
+
+        return came_dask(effects, sample_size=sample_size, random_state=random_state, method=method,
+                         features=features, n_partitions=n_partitions, max_sd=max_sd, conf_level=conf_level,
+                         standardize=standardize, **tree_params)
+    if sample_size is not None:
+        raise ParameterError("sample_size applies to Dask effects only (the tree is then grown on a sample); "
+                             "in-memory effects use every row.")
     if not isinstance(effects, FMEResult):
         raise DataError(f"`effects` must be the FMEResult of fme.fme(...), got {type(effects).__name__}.")
     if effects.output_names is not None:
