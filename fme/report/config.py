@@ -158,6 +158,7 @@ SCHEMA: dict[str, Any] = {
                 "joblib": _NAME,
                 "description": {"type": "string"},
                 "prediction_scale": {"type": "string"},
+                "version": {"type": ["string", "number"], "description": "the model's version (audit trail)"},
                 "target_class": {"type": ["string", "integer", "boolean"],
                                  "description": "class whose predicted probability is explained (classifiers)"},
             },
@@ -202,6 +203,7 @@ SCHEMA: dict[str, Any] = {
             },
         },
         "pdf": {"type": "boolean"},
+        "previous": {**_NAME, "description": "results.json of an earlier build: adds a change-log section"},
     },
 }
 
