@@ -71,11 +71,11 @@ def fmt_ci(est: float, low: float, high: float) -> tuple[str, str, str]:
     -------
     tuple of str
         ``(estimate, low, high)`` as :func:`fme._numfmt.fmt_est` (the report's table cells); without an
-        interval the bounds are ``"NA"`` and the estimate gets three decimals.
+        interval the bounds are ``"-"`` (the tables' missing value) and the estimate gets three decimals.
     """
     # the report's own function: a figure's numbers equal its table cells (issue 16 item 6)
     if not (np.isfinite(low) and np.isfinite(high)):
-        return _shared.fmt_est(est, None, None)[0], "NA", "NA"
+        return _shared.fmt_est(est, None, None)[0], "-", "-"
     return _shared.fmt_est(est, low, high)
 
 

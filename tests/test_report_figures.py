@@ -177,3 +177,74 @@ def test_more_than_16_leaves_gives_dot_plot_and_tables_only(tmp_path):
     assert "came-tree" not in kinds and kinds[-1] == "came"
     assert out[-1]["tree_omitted"] == len(part.leaves)
     assert not (tmp_path / "figures" / "v-tree.svg").exists()
+
+
+def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
+    """A classifier: the tree figure shows percentage points and the model-uncertainty CIs, as the leaf table."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from fme.plotting import PartitionDisplay
+    from fme.report.analysis import compute_effect
+    from fme.report.config import load_config
+    from fme.report.context import _leaf_rows
+    from fme.report.display import prepare_variant
+    from fme.report.figures import shown
+    from fme.report.formatting import fmt_est
+
+    bc = load_breast_cancer(as_frame=True)
+    X = bc.data[["mean radius", "mean texture", "worst concavity"]].iloc[:300]
+    y = bc.target.map({0: "malignant", 1: "benign"}).iloc[:300]
+    model = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    X.to_csv(tmp_path / "data.csv", index=False)
+    train = X.assign(diagnosis=y)
+    train.to_csv(tmp_path / "train.csv", index=False)
+    (tmp_path / "model.joblib").write_bytes(b"unused")
+    (tmp_path / "c.yaml").write_text(
+        "title: T\nowner: O\nintended_use: U\nmodel: {joblib: model.joblib}\ndata: {path: data.csv}\n"
+        "target: diagnosis\ninference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 20}\neffects:\n  - steps: {mean texture: 2}\n"
+        "    extrapolation: none\n    partition: {method: cart, max_depth: 2, min_samples_leaf: 30}\n    stability: false\n",
+        encoding="utf-8")
+    cfg = load_config(tmp_path / "c.yaml")
+    eff = cfg["effects"][0]
+    out = compute_effect(model, X, X, eff, 0, "malignant", train, "diagnosis")
+    leaves_before = out["partition"].leaves.copy()
+    v = prepare_variant(out["summary"], 100.0)
+    assert v["ci_inference"] == "bootstrap"  # the leaf table shows the bootstrap CIs, not the fixed-model ones
+    assert any(leaf["conf_low"] != leaf["came_ci_low"] for leaf in out["summary"]["partition"]["leaves"])
+    rows = {r["node"]: r for r in _leaf_rows(v["partition"], v["n"])}
+    res, part = shown(out["result"], out["partition"], float(eff["conf_level"]), 100.0)
+    pd.testing.assert_frame_equal(out["partition"].leaves, leaves_before)  # the caller's partition untouched
+    disp = PartitionDisplay.from_partition(part)
+    assert 2 <= len(disp.leaf_labels_) == len(rows) - 1
+    for node, text in disp.leaf_labels_.items():
+        lines = text.get_text().split("\n")
+        r = rows[str(node)]
+        assert lines[0] == f"Node {node}: n = {r['n']} ({r['share']})"
+        assert lines[1] == f"cAME {r['came']} {r['ci']}"
+        assert lines[2] == f"CoV {r['cov']}"
+    root = v["partition"]["root"]
+    est, lo, hi = fmt_est(root["came"], root["came_ci_low"], root["came_ci_high"])
+    assert f"AME {est} [{lo}, {hi}]" in disp.node_boxes_[1].get_text()
+    assert rows["all rows *"]["came"] == est
+    assert part.root["came"] == pytest.approx(100 * out["partition"].root["came"], rel=1e-12)
+    # percentage points: the fMEs drawn are 100 x the probability differences
+    np.testing.assert_allclose(res.results["fme"], 100 * out["result"].results["fme"], rtol=0, atol=0)
+    plt.close(disp.figure_)
+
+
+def test_leaf_without_ci_reads_as_in_the_table():
+    from fme._plot_tree import leaf_label
+    from fme.report.context import _leaf_rows
+
+    leaf = {"node": 3, "n": 1, "came": 0.5, "came_ci_low": None, "came_ci_high": None, "cov_fme": None,
+            "rule": "x > 1"}
+    row = _leaf_rows({"root": {**leaf, "node": 1, "rule": "(all)"}, "leaves": [leaf]}, 1)[1]
+    label = leaf_label(pd.Series({**leaf, "came_ci_low": np.nan, "came_ci_high": np.nan, "cov_fme": np.nan}), 1)
+    assert row["ci"] == "[-, -]" and f"cAME {row['came']} {row['ci']}" in label.split("\n")

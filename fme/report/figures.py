@@ -18,7 +18,7 @@ import pandas as pd
 from .._plot_data import finite_part, finite_rows, histogram_edges, kde_curve
 from .._validation import is_categorical
 
-__all__ = ["PALETTE", "RC", "effect_figures", "save"]
+__all__ = ["PALETTE", "RC", "effect_figures", "save", "shown"]
 
 #: Colours used for data marks; all >= 3:1 against white (WCAG 1.4.11).
 PALETTE = {"kept": "#0072B2", "excluded": "#6E6E6E", "reference": "#000000", "accent": "#B35300"}
@@ -260,13 +260,65 @@ def _tree_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict | None:
     return {"kind": "came-tree", **save(fig, out_dir, f"{vid}-tree", cfg["figures"]["png_dpi"], tight=False)}
 
 
-def effect_figures(res, part, eff: dict, cfg: dict, out_dir: Path, vid: str) -> list[dict]:
-    """Write the figures of one effect; return their descriptors (files and facts)."""
+#: Effect-scale columns of a partition's leaves and root (cAMEs, their spread and every interval).
+_LEAF_EFFECT_COLUMNS = ("came", "sd_fme", "came_ci_low", "came_ci_high", "std_error", "conf_low", "conf_high")
+
+
+def shown(res, part, conf_level: float, scale: float = 1.0) -> tuple[Any, Any]:
+    """Shallow copies of ``res`` and ``part`` carrying the numbers the report's tables show.
+
+    Every effect-scale number (fMEs, cAMEs, CIs) is multiplied by ``scale`` (100 for a class probability:
+    percentage points, as :func:`fme.report.display.prepare_variant` does for the tables), and when the
+    effect has a model-uncertainty interval (delta method, bootstrap) each leaf's CI is that interval, as
+    in the leaf table. So a tree figure's numbers are the table cells (issue 16 item 6). The caller's
+    objects are not modified.
+    """
+    import copy
+
+    from .details import model_interval
+
+    use_model = model_interval(res, conf_level)["model_ci"] is not None
+    if scale == 1.0 and not use_model:
+        return res, part
+    res2 = res
+    if scale != 1.0:  # a frozen dataclass: a new one with the scaled fME columns
+        import dataclasses
+
+        cols = [c for c in res.results.columns if c == "fme" or str(c).startswith("fme_")]
+        res2 = dataclasses.replace(res, results=res.results.assign(**{c: res.results[c] * scale for c in cols}))
+    if part is None:
+        return res2, None
+
+    def table(frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame.copy()
+        for c in _LEAF_EFFECT_COLUMNS:
+            if c in frame:
+                frame[c] = frame[c].astype(float) * scale
+        if use_model and "conf_low" in frame:
+            has = frame["conf_low"].notna()
+            frame.loc[has, "came_ci_low"] = frame.loc[has, "conf_low"]
+            frame.loc[has, "came_ci_high"] = frame.loc[has, "conf_high"]
+        return frame
+
+    part2 = copy.copy(part)
+    root = part.root.to_frame().T if isinstance(part.root, pd.Series) else part.root
+    part2.effects, part2.leaves = res2, table(part.leaves)
+    part2.root = table(root).iloc[0] if isinstance(part.root, pd.Series) else table(root)
+    return res2, part2
+
+
+def effect_figures(res, part, eff: dict, cfg: dict, out_dir: Path, vid: str, scale: float = 1.0) -> list[dict]:
+    """Write the figures of one effect; return their descriptors (files and facts).
+
+    ``scale``: factor of the effect-scale numbers as the tables show them (100 for a class probability,
+    with ``cfg["target_unit"]`` naming percentage points); see :func:`shown`.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    res, part = shown(res, part, float(eff["conf_level"]), scale)
     out = []
     with plt.rc_context(RC):
         ex = _extrapolation(res, cfg, eff["steps"], out_dir, vid)
