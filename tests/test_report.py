@@ -161,7 +161,13 @@ def test_sentence_numbers_equal_table_cells(boston):
     # one row per numeric effect (rm, crim, crim-nox, crim-nox-ptratio) and per chas level (0, 1)
     assert len(items) == len(rows) == 6
     for text, row in zip(items, rows):
-        effect, step, n, n_ep, ame, ci, anlm = row
+        effect, step, n, n_ep, ame, ci, anlm, nlm_method, median_nlm, share_linear = row
+        if anlm != "-":  # issue 16 "Also": the NLM method, median and share >= 0.9 beside the ANLM
+            assert f"(method: {nlm_method}): median {median_nlm}, share of rows with NLM ≥ 0.9: {share_linear};" \
+                in " ".join(_visible_text(html).split())
+            assert nlm_method.split(",")[0] in ("exact", "gauss-kronrod", "gauss-legendre", "simpson38")
+        else:
+            assert (nlm_method, median_nlm, share_linear) == ("not computed", "-", "-")
         lo, hi = ci.strip("[]").split(", ")
         assert f"AME {ame} " in text and f"CI {lo} to {hi}" in text and f"n = {n} " in text
         if n_ep not in ("0", "not checked"):

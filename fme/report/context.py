@@ -48,11 +48,18 @@ def effect_cells(v: dict) -> dict[str, str]:
         a, alo, ahi = fmt_est(v["anlm"], v["anlm_ci_low"], v["anlm_ci_high"])
         d.update(anlm=a, anlm_ci_low=alo, anlm_ci_high=ahi, median_nlm=fmt_est(v.get("median_nlm"), None, None)[0],
                  share_linear="-" if v.get("share_linear") is None else f"{100 * v['share_linear']:.1f}%",
-                 n_nlm_flat=fmt_int(v.get("n_nlm_flat") or 0), n_nlm_constant=fmt_int(v.get("n_nlm_constant") or 0))
+                 n_nlm_flat=fmt_int(v.get("n_nlm_flat") or 0), n_nlm_constant=fmt_int(v.get("n_nlm_constant") or 0),
+                 nlm_method=_nlm_method(v))
     else:
         d.update(anlm="-", anlm_ci_low="-", anlm_ci_high="-", median_nlm="-", share_linear="-", n_nlm_flat="-",
-                 n_nlm_constant="-")
+                 n_nlm_constant="-", nlm_method="not computed")
     return d
+
+
+def _nlm_method(v: dict) -> str:
+    """The NLM method actually used ('exact', 'gauss-legendre, 16 nodes'), as the effect's NLM line says it."""
+    method = v.get("nlm_method") or "-"
+    return f"{method}, {v['nlm_nodes']} nodes" if v.get("nlm_nodes") else method
 
 
 def _est_cells(r: dict, level: str) -> dict[str, str]:
