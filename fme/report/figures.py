@@ -17,6 +17,7 @@ import pandas as pd
 
 from .._plot_data import finite_part, finite_rows, histogram_edges, kde_curve
 from .._validation import is_categorical
+from ._svg import compact_svg
 
 __all__ = ["PALETTE", "RC", "effect_figures", "save", "shown"]
 
@@ -46,6 +47,8 @@ def save(fig: Any, out_dir: Path, name: str, dpi: int, tight: bool = True) -> di
     png = Path(out_dir) / "figures" / f"{name}.png"
     box = "tight" if tight else None
     fig.savefig(svg, format="svg", metadata={"Date": None}, bbox_inches=box)
+    # the HTML embeds every SVG (base64): compacted, the Boston report is ~0.5 MB smaller (issue 16: <= 2 MB)
+    svg.write_text(compact_svg(svg.read_text(encoding="utf-8")), encoding="utf-8")
     fig.savefig(png, format="png", dpi=dpi, metadata={"Software": None}, bbox_inches=box)
     plt.close(fig)
     return {"svg": f"figures/{name}.svg", "png": f"figures/{name}.png"}
