@@ -295,7 +295,8 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
         if fig.get("not_drawn"):
             cap += f" {fig['not_drawn'][0].upper()}{fig['not_drawn'][1:]}."
         out.append({"svg": fig["svg"], "png": fig["png"], "alt": alt,
-                    "caption": f"Figure {counter[0]}: {cap}", "id": f"fig-{Path(fig['svg']).stem}"})
+                    "caption": f"Figure {counter[0]}: {cap}", "id": f"fig-{Path(fig['svg']).stem}",
+                    "pdf_page": fig.get("pdf_page"), "pdf_width": fig.get("pdf_width_in")})
     return out
 
 

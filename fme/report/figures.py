@@ -19,7 +19,7 @@ from .._plot_data import finite_part, finite_rows, histogram_edges, kde_curve
 from .._validation import is_categorical
 from ._svg import compact_svg
 
-__all__ = ["PALETTE", "RC", "effect_figures", "save", "shown"]
+__all__ = ["PALETTE", "RC", "PDF_TEXT", "effect_figures", "save", "shown", "pdf_page", "min_font_pt"]
 
 #: Colours used for data marks; all >= 3:1 against white (WCAG 1.4.11).
 PALETTE = {"kept": "#0072B2", "excluded": "#6E6E6E", "reference": "#000000", "accent": "#B35300"}
@@ -244,6 +244,32 @@ def _came_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict:
 MAX_TREE_LEAVES = 16
 
 
+#: Text area of a PDF page in inches (US letter; the typst template's 1.25 in margins, 0.75 in on a landscape
+#: page), less 1 in of height for the caption.
+PDF_TEXT = {"portrait": (6.0, 7.5), "landscape": (9.5, 6.0)}
+
+
+def pdf_page(width: float, height: float) -> tuple[str, float]:
+    """(page orientation, scale) that shows a ``width`` x ``height`` inch figure largest in the PDF.
+
+    Landscape only when it shows the figure more than 15 % larger.
+
+    typst shrinks a figure to the text area; its text shrinks with it (follow-up 7: a wide tree goes on a
+    landscape page when that shrinks it less).
+    """
+    scales = {o: min(1.0, w / width, h / height) for o, (w, h) in PDF_TEXT.items()}
+    # a landscape page breaks the reading flow: only for a clear gain
+    best = "landscape" if scales["landscape"] > 1.15 * scales["portrait"] else "portrait"
+    return best, scales[best]
+
+
+def min_font_pt(fig: Any) -> float:
+    """Smallest font size (pt, before any scaling) of the visible texts of a figure."""
+    sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+             if t.get_text().strip() and t.get_visible()]
+    return float(min(sizes)) if sizes else 0.0
+
+
 def _tree_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict | None:
     """The cAME tree of :class:`fme.plotting.PartitionDisplay` (None for a single-node tree or one with more
     than :data:`MAX_TREE_LEAVES` leaves)."""
@@ -260,7 +286,12 @@ def _tree_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict | None:
         raw = text.get_text()
         if "$" in raw and "\\$" not in raw:
             text.set_text(_t(raw))
-    return {"kind": "came-tree", **save(fig, out_dir, f"{vid}-tree", cfg["figures"]["png_dpi"], tight=False)}
+    width, height = (float(v) for v in fig.get_size_inches())
+    page, scale = pdf_page(width, height)
+    smallest = min_font_pt(fig)
+    return {"kind": "came-tree", "pdf_page": page, "pdf_width_in": round(width * scale, 3),
+            "pdf_min_font_pt": round(smallest * scale, 2),
+            **save(fig, out_dir, f"{vid}-tree", cfg["figures"]["png_dpi"], tight=False)}
 
 
 #: Effect-scale columns of a partition's leaves and root (cAMEs, their spread and every interval).
