@@ -65,6 +65,15 @@ def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
     b = out["n_resamples"]
     if isinstance(b, bool) or not isinstance(b, numbers.Integral) or b < 2:
         raise ParameterError(f"bootstrap n_resamples must be an integer >= 2, got {b!r}.")
+    rs = out["random_state"]
+    if rs is not None and (isinstance(rs, bool) or not isinstance(rs, numbers.Integral) or rs < 0):
+        raise ParameterError(f"bootstrap random_state must be a non-negative integer or None, got {rs!r}.")
+    nj = out["n_jobs"]
+    if nj is not None and (isinstance(nj, bool) or not isinstance(nj, numbers.Integral) or nj == 0):
+        raise ParameterError(f"bootstrap n_jobs must be None or a non-zero integer (-1: all cores), got {nj!r}.")
+    if out["progress"] is not None and not isinstance(out["progress"], (bool, np.bool_)):
+        raise ParameterError(f"bootstrap progress must be True, False or None (a bar when stderr is a terminal), "
+                             f"got {out['progress']!r}.")
     if out["ci"] not in BOOTSTRAP_CIS:
         raise ParameterError(f"bootstrap ci must be one of {BOOTSTRAP_CIS}, got {out['ci']!r}.")
     if _is_statsmodels_results(model):
@@ -88,6 +97,15 @@ def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
     elif callable(getattr(model, "fit", None)) and callable(getattr(model, "get_params", None)):
         if "X" not in out or "y" not in out:
             raise ParameterError("bootstrap of a scikit-learn model needs {'X': X_train, 'y': y_train}.")
+        for key, ndim in (("X", 2), ("y", 1)):
+            value = out[key]
+            shape = np.shape(value) if not isinstance(value, (str, bytes)) else ()
+            if isinstance(value, (str, bytes)) or len(shape) not in ((2,) if ndim == 2 else (1, 2)):
+                raise ParameterError(
+                    f"bootstrap {key} must be {'a DataFrame or 2-d array' if ndim == 2 else 'a Series or 1-d array'} "
+                    f"of training {'features' if ndim == 2 else 'targets'}, got {type(value).__name__}"
+                    f"{'' if not shape else f' of shape {shape}'}."
+                )
         if len(out["X"]) != len(out["y"]) or len(out["X"]) < 2:
             raise DataError(f"bootstrap X has {len(out['X'])} rows and y {len(out['y'])}; they must match (>= 2).")
         out["kind"] = "sklearn"
@@ -126,7 +144,8 @@ def _one_resample(kind: str, template: Any, train: Any, n_train: int, seed: np.r
     idx = np.random.default_rng(seed).integers(0, n_train, n_train)
     try:
         fitted = _refit(kind, template, train, idx)
-        pred = make_predictor(fitted, target_class)(frame)
+        # a fresh frame per refit: a predict that modifies its input cannot leak into the next refit
+        pred = make_predictor(fitted, target_class)(frame.copy(deep=False), "bootstrap refit")
     except Exception as exc:  # a failed refit is counted and reported, never silently dropped
         return None, f"{type(exc).__name__}: {exc}"
     return pred[n:] - pred[:n], None

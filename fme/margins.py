@@ -50,10 +50,14 @@ class _Spec:
 def _check_by(data: pd.DataFrame, by: Any) -> list[str]:
     if by is None:
         return []
-    cols = [by] if isinstance(by, str) else list(by)
-    if not cols or not all(isinstance(c, str) for c in cols):
+    # a column label of any type (integer labels too), or a list/tuple of them
+    cols = list(by) if isinstance(by, (list, tuple)) else [by]
+    try:
+        missing = [c for c in cols if c not in data.columns]
+    except TypeError:  # an unhashable entry
+        missing = None
+    if not cols or missing is None or any(isinstance(c, (list, tuple, dict, set)) for c in cols):
         raise ParameterError(f"by must be a column name or a list of column names, got {by!r}.")
-    missing = [c for c in cols if c not in data.columns]
     if missing:
         raise FeatureError(f"by column(s) {missing} are not columns of the data; use some of {list(data.columns)[:20]}.")
     return cols

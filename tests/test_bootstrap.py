@@ -269,3 +269,54 @@ def test_bootstrap_memory_is_bounded(data, pipe):
     assert peaks["fme_ram"] > draws_bytes, peaks
     assert peaks["ame"] < 0.5 * draws_bytes, peaks
     assert peaks["fme_map"] < 0.5 * draws_bytes, peaks
+
+
+class Rescaling(RegressorMixin, BaseEstimator):
+    """A linear regression whose predict rescales its input frame in place (issue 11 item 1)."""
+
+    def fit(self, X, y):
+        self.lr_ = LinearRegression().fit(X, y)
+        self.feature_names_in_ = self.lr_.feature_names_in_
+        return self
+
+    def predict(self, X):
+        out = self.lr_.predict(X)
+        X["age"] = X["age"] * 10.0
+        return out
+
+
+def test_item1_refits_whose_predict_modifies_its_input_each_get_their_own_frame(data):
+    X, y = data[["age", "income"]], data["y"]
+    before = X.copy()
+    spec = {"X": X, "y": y, "n_resamples": 8, "random_state": 3}
+    got = fme.fme(Rescaling().fit(X, y), X, {"age": 1}, bootstrap=spec).inference_rows.draws
+    want = fme.fme(LinearRegression().fit(X, y), X, {"age": 1}, bootstrap=spec).inference_rows.draws
+    np.testing.assert_array_equal(got, want)
+    pd.testing.assert_frame_equal(X, before)
+
+
+def test_item11_bootstrap_options_validated_up_front(data, pipe):
+    X, y = data[["age", "income"]], data["y"]
+    spec = {"X": X, "y": y, "n_resamples": 4}
+    cases = [({"random_state": "x"}, "bootstrap random_state must be a non-negative integer or None, got 'x'"),
+             ({"random_state": -1}, "bootstrap random_state must be a non-negative integer"),
+             ({"n_jobs": "2"}, r"bootstrap n_jobs must be None or a non-zero integer \(-1: all cores\), got '2'"),
+             ({"n_jobs": 0}, "bootstrap n_jobs must be None or a non-zero integer"),
+             ({"progress": "yes"}, "bootstrap progress must be True, False or None"),
+             ({"X": "train.csv"}, "bootstrap X must be a DataFrame or 2-d array of training features, got str"),
+             ({"X": 3}, "bootstrap X must be a DataFrame or 2-d array of training features, got int"),
+             ({"y": 5}, "bootstrap y must be a Series or 1-d array of training targets, got int")]
+    for extra, message in cases:
+        with pytest.raises(ParameterError, match=message):
+            fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, **extra})
+
+
+def test_progress_bar_shows_the_refits(data, pipe, capsys):
+    X, y = data[["age", "income"]], data["y"]
+    spec = {"X": X, "y": y, "n_resamples": 5, "random_state": 0}
+    quiet = fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, "progress": False})
+    assert "bootstrap refits" not in capsys.readouterr().err
+    loud = fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, "progress": True})
+    err = capsys.readouterr().err
+    assert "bootstrap refits" in err and "5/5" in err
+    pd.testing.assert_frame_equal(quiet, loud)
