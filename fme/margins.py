@@ -51,7 +51,7 @@ def _check_by(data: pd.DataFrame, by: Any) -> list[str]:
     if by is None:
         return []
     # a column label of any type (integer labels too), or a list/tuple of them
-    cols = list(by) if isinstance(by, (list, tuple)) else [by]
+    cols = list(by) if isinstance(by, (list, tuple, np.ndarray, pd.Index)) else [by]
     try:
         missing = [c for c in cols if c not in data.columns]
     except TypeError:  # an unhashable entry
