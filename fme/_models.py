@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .exceptions import ModelError, NotFittedError, ParameterError
+from .exceptions import DataError, ModelError, NotFittedError, ParameterError
 
 __all__ = ["check_model", "booster_predictor"]
 
@@ -201,5 +201,13 @@ def model_frame(model: Any, data: pd.DataFrame) -> pd.DataFrame:
         return data
     out = data.copy(deep=False)
     for c, lv in todo.items():
+        unknown = (data[c].notna() & ~data[c].isin(lv)).to_numpy(dtype=bool)
+        if unknown.any():
+            shown = list(dict.fromkeys(data[c][unknown].tolist()))[:5]
+            raise DataError(
+                f"column {c!r} is categorical in the model's formula (C({c})) with levels {lv[:10]}, but the data "
+                f"holds other values such as {shown} in {int(unknown.sum())} row(s); the model cannot predict them. "
+                f"Drop those rows or map them to one of the formula's levels."
+            )
         out[c] = pd.Categorical(data[c], categories=lv)
     return out

@@ -429,3 +429,21 @@ def test_item18_patsy_and_formulaic_fits_give_the_same_effects_and_inference():
     # right-hand-side order as written in the formula, whatever order the engine gives its terms
     assert tables["formulaic"][0]["feature"].tolist() == ["religious"] * 5 + ["age"]
     assert np.isfinite(tables["formulaic"][1]["std_error"]).all()
+
+
+def test_item18_values_outside_the_formulas_levels_name_the_column(formula_engine):
+    smf = pytest.importorskip("statsmodels.formula.api")
+    d = _religious_frame()
+    res = smf.ols("y ~ age + C(religious)", d).fit()
+    new = d.assign(religious=d["religious"].replace(5.0, 9.0))
+    before = new.copy()
+    with pytest.raises(fme.DataError, match=r"column 'religious' is categorical in the model's formula "
+                                            r"\(C\(religious\)\) with levels \[1.0, 2.0, 3.0, 4.0, 5.0\], but the "
+                                            r"data holds other values such as \[9.0\]"):
+        fme.fme(res, new, {"age": 1.0})
+    with pytest.raises(fme.DataError, match=r"such as \['x'\] in 200 row\(s\)"):
+        fme.ame(res, d.assign(religious="x"), {"age": 1.0})
+    pd.testing.assert_frame_equal(new, before)
+    # missing values stay missing values (rows left out as usual), not an error
+    na = d.assign(religious=d["religious"].where(d.index % 10 != 0))
+    assert fme.fme(res, na, {"religious": 4.0}).excluded["reason_type"].eq("missing").sum() == 20
