@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ._cart import CartTree
+from ._numfmt import fmt_bound
 from ._tree_args import check_tree_params, string_columns
 from ._stats import describe
 from ._validation import check_conf_level, check_data, check_random_state, is_categorical
@@ -218,7 +219,7 @@ class PartitionResult:
             high = gmax if b[1] is None else b[1]
             sv = sub.to_numpy(dtype=float)
             out.append({"feature": feat, "kind": "numeric", "low": low, "high": high, "low_open": b[0] is not None,
-                        "levels": None, "range": f"{'(' if b[0] is not None else '['}{low:.6g}, {high:.6g}]",
+                        "levels": None, "range": f"{'(' if b[0] is not None else '['}{fmt_bound(low)}, {fmt_bound(high)}]",
                         "restricted": b[0] is not None or b[1] is not None,
                         "min": float(np.nanmin(sv)) if sv.size else np.nan,
                         "max": float(np.nanmax(sv)) if sv.size else np.nan})
@@ -246,7 +247,8 @@ class PartitionResult:
 
     def rule(self, node: int) -> str:
         """Compact rule of a subspace: one condition per restricted feature,
-        e.g. ``"lstat <= 11.38 & rm <= 6.433"`` or ``"2.9 < x <= 4.1"``."""
+        e.g. ``"lstat <= 11.38 & rm <= 6.433"`` or ``"2.9 < x <= 4.1"``; bounds with 6 significant
+        digits (:func:`fme._numfmt.fmt_bound`, as the tree's edge labels)."""
         parts = []
         for feat, (low, high, levels) in self._bounds(node).items():
             if levels is not None:
@@ -259,11 +261,11 @@ class PartitionResult:
                 hi = len(cats) if high is None else int(high)
                 parts.append(f"{feat} in {{{', '.join(map(str, cats[lo:hi]))}}}")
             elif low is not None and high is not None:
-                parts.append(f"{low:.5g} < {feat} <= {high:.5g}")
+                parts.append(f"{fmt_bound(low)} < {feat} <= {fmt_bound(high)}")
             elif high is not None:
-                parts.append(f"{feat} <= {high:.5g}")
+                parts.append(f"{feat} <= {fmt_bound(high)}")
             else:
-                parts.append(f"{feat} > {low:.5g}")
+                parts.append(f"{feat} > {fmt_bound(low)}")
         return " & ".join(parts) if parts else "(all)"
 
     def _rows_in(self, node: int) -> np.ndarray:
@@ -401,6 +403,8 @@ def came(
     max_sd: float | None = None,
     conf_level: float = 0.95,
     standardize: bool = True,
+    sample_size: int | None = None,
+    random_state: Any = None,
     **tree_params: Any,
 ) -> PartitionResult:
     """Conditional AMEs on subspaces found by a tree (paper §5.5).
@@ -431,6 +435,16 @@ def came(
         (1.5e-8) stops trees on tiny-scale responses such as probabilities or
         small steps (CTREE spec §9); standardising removes that artefact.
         Reported figures are always on the fME scale.
+    sample_size : int, optional
+        Effects of Dask data (:func:`fme.fme` on a ``dask.dataframe.DataFrame``)
+        only: the tree is grown on a seeded sample (``random_state``) of at
+        most this many evaluated rows (default 10**6; when there are no more
+        rows, all of them: the tree of the pandas path); every row is then
+        assigned to its subspace and the cAMEs, CIs and NLM summaries are
+        aggregated over all rows exactly. ``notes`` and ``grown_on_sample``
+        say whether a sample was used.
+    random_state : int, optional
+        Seed of that sample (default 0).
     **tree_params
         Tree parameters by partykit's names (``minbucket``, ``alpha``,
         ``testtype``, ``mincriterion``, ``maxdepth``, ...) or, for CART,
@@ -445,6 +459,15 @@ def came(
     >>> part = fme.came(eff, minbucket=100, testtype="teststatistic", mincriterion=0.99)  # doctest: +SKIP
     >>> part.leaves[["node", "n", "came", "came_ci_low", "came_ci_high"]]              # doctest: +SKIP
     """
+    if type(effects).__name__ == "DaskFMEResult":
+        from ._dask_tables import came_dask
+
+        return came_dask(effects, sample_size=sample_size, random_state=random_state, method=method,
+                         features=features, n_partitions=n_partitions, max_sd=max_sd, conf_level=conf_level,
+                         standardize=standardize, **tree_params)
+    if sample_size is not None:
+        raise ParameterError("sample_size applies to Dask effects only (the tree is then grown on a sample); "
+                             "in-memory effects use every row.")
     if not isinstance(effects, FMEResult):
         raise DataError(f"`effects` must be the FMEResult of fme.fme(...), got {type(effects).__name__}.")
     if effects.output_names is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,19 +24,24 @@ import pandas as pd
 
 from ._stats import describe
 from ._validation import check_conf_level, check_data
-from ._guards import call_detector, check_flags
+from ._guards import call_detector
+from ._kernel import (Plan, _all_excluded_message, _check_batch_size, _default_batch, _detector_columns,  # noqa: F401
+                      _evaluate, evaluate_batch)
 from ._models import model_frame
-from ._shrink import MIN_STEP_FRACTION, shrink_steps
+from ._shrink import MIN_STEP_FRACTION
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from .extrapolation import make_detector
-from ._delta import evaluate_with_jacobian
-from .inference import RowInference, compute_rows, sample_inference
+from .inference import RowInference, sample_inference
 from .inference import resolve_method as resolve_inference
-from ._nlm_eval import NLMSummaryMixin, classify, resolve_method
-from ._nlm_eval import nlm_values as _nlm_values
-from .nlm import QuadratureRule, nlm_from_path
+from ._nlm_eval import NLMSummaryMixin, resolve_method
 from .predictors import Predictor, make_predictor
-from .steps import Step, apply_steps, parse_steps, stack_path
+from .steps import Step, apply_steps, parse_steps
+
+
+def is_dask_collection(obj: Any) -> bool:
+    """True for a Dask DataFrame (checked by module name: dask stays an optional dependency)."""
+    return type(obj).__module__.split(".")[0] in ("dask", "dask_expr") and hasattr(obj, "npartitions")
+
 
 __all__ = ["FMEResult", "fme", "ON_EXTRAPOLATION"]
 
@@ -285,128 +290,6 @@ class FMEResult(NLMSummaryMixin):
         return f"FMEResult(step={self.describe_steps()!r}, n={self.n}, excluded={self.n_excluded}, ame={ame_txt})"
 
 
-# ----------------------------------------------------------------- helpers
-def _check_batch_size(batch_size: Any) -> int | None:
-    if batch_size is None:
-        return None
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-        raise ParameterError(f"batch_size must be a positive integer or None, got {batch_size!r}.")
-    return int(batch_size)
-
-
-def _default_batch(n: int, n_cols: int, rule: QuadratureRule | None) -> int:
-    if rule is None:
-        return max(n, 1)
-    per_row = max(1, n_cols) * max(1, rule.n_evaluations)
-    return max(_MIN_BATCH, _CELL_BUDGET // per_row)
-
-
-def _evaluate(
-    predictor: Predictor,
-    X: pd.DataFrame,
-    steps: tuple[Step, ...],
-    rule: QuadratureRule | None,
-    batch_size: int | None,
-    h: Mapping[str, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """f(x), f(x + h) and (with ``rule``) the NLM for all rows of ``X``, batched."""
-    n = len(X)
-    size = batch_size or _default_batch(n, X.shape[1], rule)
-    f0_parts, f1_parts, nlm_parts, sd_parts = [], [], [], []
-    label = ", ".join(s.describe() for s in steps) + (" (per-row shrunk)" if h is not None else "")
-    t_int = None if rule is None else rule.nodes[rule.interior]
-    # One buffer for every batch's stacked NLM frame (only used when all columns are float).
-    buffer = np.empty(X.shape[1] * t_int.size * min(size, n)) if rule is not None and n > size else None
-    for start in range(0, n, size):
-        sl = slice(start, min(start + size, n))
-        xb = X.iloc[sl]
-        hb = None if h is None else {k: v[sl] for k, v in h.items()}
-        rows = (start, sl.stop, n)
-        # Every frame is built before any predict call, so a model that modifies its input
-        # in place cannot leak into x + h or the path nodes (each frame goes to predict once).
-        moved = apply_steps(xb, steps, hb)
-        path = stack_path(xb, steps, t_int, hb, buffer) if rule is not None and t_int.size else None
-        f0 = predictor(xb, stage="f(x)", rows=rows)
-        f1 = predictor(moved, stage=f"f(x + h) for the step {label}", rows=rows)
-        del moved
-        f0_parts.append(f0)
-        f1_parts.append(f1)
-        if rule is not None:
-            if t_int.size:
-                stacked = predictor(path, stage=f"the NLM nodes x + t h for the step {label}", rows=rows)
-                del path
-                f_int = stacked.reshape((t_int.size, len(xb)) + stacked.shape[1:])
-            else:
-                f_int = np.empty((0,) + f0.shape)
-            v, sd = nlm_from_path(f0, f1, f_int, rule, return_sd=True)
-            nlm_parts.append(v)
-            sd_parts.append(sd)
-    f0 = np.concatenate(f0_parts)
-    f1 = np.concatenate(f1_parts)
-    if rule is None:
-        return f0, f1, None, None
-    return f0, f1, np.concatenate(nlm_parts), np.concatenate(sd_parts)
-
-
-def _detector_columns(predictor: Predictor, data: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
-    cols = predictor.feature_names if predictor.feature_names is not None else [c for c in data.columns]
-    missing = [c for c in cols if c not in reference.columns]
-    if missing:
-        raise ExtrapolationError(
-            f"reference_data lacks the model feature(s) {missing}; pass the training data with all of {cols}."
-        )
-    return list(cols)
-
-
-def _check_flags(flags: Any, n: int, detector: Any) -> np.ndarray:
-    return check_flags(flags, n, detector)
-
-
-def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarray:
-    """Reason per point, asked of the detector for the flagged points only (strings are costly)."""
-    out = np.full(len(points), "", dtype=object)
-    idx = np.flatnonzero(flags)
-    if idx.size == 0:
-        return out
-    if hasattr(detector, "explain"):
-        out[idx] = np.asarray(detector.explain(points.iloc[idx], np.ones(idx.size, dtype=bool)), dtype=object)
-    else:
-        out[idx] = f"flagged by {type(detector).__name__}"
-    return out
-
-
-def _all_excluded_message(steps: tuple[Step, ...], reference: pd.DataFrame, n: int) -> str:
-    ranges = []
-    for s in steps:
-        if s.is_numeric and s.feature in reference.columns:
-            col = reference[s.feature]
-            ranges.append(f"{s.feature} in [{col.min():.6g}, {col.max():.6g}]")
-    where = f" (reference range: {', '.join(ranges)})" if ranges else ""
-    return (
-        f"all {n} rows are extrapolation points for the step {', '.join(s.describe() for s in steps)}{where}; "
-        "use a smaller step, on_extrapolation='shrink', or check reference_data."
-    )
-
-
-_REASON_TYPES = np.array(["", "missing", "at_level", "extrapolation"], dtype=object)
-
-
-def _excluded_frame(code: np.ndarray, notes: list[tuple[np.ndarray, Any, Any]], index: pd.Index) -> pd.DataFrame:
-    """The ``excluded`` table from per-row codes and (positions, point, reason) notes."""
-    ex = np.flatnonzero(code)
-    slot = np.full(code.size, -1)
-    slot[ex] = np.arange(ex.size)
-    point = np.full(ex.size, "", dtype=object)
-    reason = np.full(ex.size, "", dtype=object)
-    for pos, pts, why in notes:
-        point[slot[pos]] = pts
-        reason[slot[pos]] = why
-    return pd.DataFrame(
-        {"reason_type": _REASON_TYPES[code[ex]].astype(str), "point": point.astype(str), "reason": reason.astype(str)},
-        index=index[ex],
-    )
-
-
 # ----------------------------------------------------------------- public API
 def fme(
     model: Any,
@@ -430,6 +313,8 @@ def fme(
     inference: str = "auto",
     bootstrap: Mapping[str, Any] | None = None,
     conf_level: float = 0.95,
+    sample_size: int | None = None,
+    progress: bool | None = None,
 ) -> FMEResult:
     """Forward marginal effects (and NLMs) of ``model`` for every row of ``data``.
 
@@ -506,6 +391,20 @@ def fme(
         Training data and options of the refits, see :mod:`fme._bootstrap`.
     conf_level : float, default=0.95
         Default level of ``conf_int()`` and ``tidy()``.
+    sample_size : int, optional
+        Dask data only: the detectors other than the envelope are fitted on a
+        seeded sample (``random_state``) of at most this many reference rows
+        (default 10**6; all rows when there are no more). The envelope always
+        uses all rows (min/max reductions).
+    progress : bool, optional
+        Progress bars for long work (more than one batch; Dask passes):
+        default on a terminal only, unless ``FME_PROGRESS=0``.
+
+    ``data`` may be a ``dask.dataframe.DataFrame`` (``pip install 'fme[dask]'``):
+    the result is then a :class:`fme._dask.DaskFMEResult` whose summaries equal
+    those of the pandas result on the same rows (to ~1e-15 relative; quartiles
+    and medians exactly) and whose ``results`` is a lazy Dask DataFrame; see
+    :mod:`fme._dask` for what is not available there yet.
 
     Returns
     -------
@@ -523,14 +422,47 @@ def fme(
     >>> res.results["fme"].tolist()
     [-3.0, 1.0, 3.0]
     """
+    if is_dask_collection(data) or is_dask_collection(reference_data):
+        from ._dask import fme_dask
+
+        return fme_dask(model, data, steps, nlm=nlm, nlm_method=nlm_method, nlm_points=nlm_points,
+                        nlm_intervals=nlm_intervals, nlm_tol=nlm_tol, nlm_max_level=nlm_max_level,
+                        nlm_flat_tol=nlm_flat_tol, nlm_linear_threshold=nlm_linear_threshold,
+                        extrapolation=extrapolation, reference_data=reference_data,
+                        on_extrapolation=on_extrapolation, target_class=target_class, batch_size=batch_size,
+                        random_state=random_state, inference=inference, bootstrap=bootstrap,
+                        conf_level=conf_level, sample_size=sample_size, progress=progress)
     check_data(data)
-    conf_level = check_conf_level(conf_level)
-    predictor = make_predictor(model, target_class)
     data = model_frame(model, data)  # C(x) of a statsmodels formula: x is categorical
-    method = resolve_inference(inference, model, bootstrap, predictor.output_names is not None)
     if reference_data is not None:
         reference_data = model_frame(model, check_data(reference_data, "reference_data"))
     reference = data if reference_data is None else reference_data
+    plan, conf_level = resolve_plan(
+        model, data, steps, reference, nlm=nlm, nlm_method=nlm_method, nlm_points=nlm_points,
+        nlm_intervals=nlm_intervals, nlm_tol=nlm_tol, nlm_max_level=nlm_max_level, nlm_flat_tol=nlm_flat_tol,
+        nlm_linear_threshold=nlm_linear_threshold, extrapolation=extrapolation, on_extrapolation=on_extrapolation,
+        target_class=target_class, batch_size=batch_size, inference=inference, bootstrap=bootstrap,
+        conf_level=conf_level, random_state=random_state)
+    if sample_size is not None:
+        raise ParameterError("sample_size applies to Dask data only (the sample the detectors are fitted on); "
+                             "a pandas frame is used whole.")
+    if plan.detector is not None:
+        call_detector(plan.detector, "fit", reference[plan.detector_cols], "fit(reference_data)")
+    batch = evaluate_batch(replace(plan, progress=progress), data)
+    check_evaluated(plan, batch.code, lambda: reference)
+    return _result(plan, batch, data, float(nlm_linear_threshold), conf_level, extrapolation)
+
+
+def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], reference: pd.DataFrame, *,
+                 nlm: bool, nlm_method: str, nlm_points: Any, nlm_intervals: Any, nlm_tol: Any, nlm_max_level: Any,
+                 nlm_flat_tol: Any, nlm_linear_threshold: Any, extrapolation: Any, on_extrapolation: Any,
+                 target_class: Any, batch_size: Any, inference: str, bootstrap: Any, conf_level: Any,
+                 random_state: Any = None) -> tuple[Plan, float]:
+    """Validate :func:`fme`'s arguments against ``data`` (any rows with the real columns and dtypes) and
+    ``reference`` (rules, detector columns); the :class:`~fme._kernel.Plan` with an unfitted detector."""
+    conf_level = check_conf_level(conf_level)
+    predictor = make_predictor(model, target_class)
+    method = resolve_inference(inference, model, bootstrap, predictor.output_names is not None)
     parsed = parse_steps(data, steps, rule_data=reference)
     if predictor.feature_names is not None:
         unused = [s.feature for s in parsed if s.feature not in predictor.feature_names]
@@ -549,14 +481,14 @@ def fme(
             )
         columns = list(predictor.select(data.iloc[:0]).columns)
         settings = resolve_method(None if isinstance(model, Predictor) else model, nlm_method, nlm_points,
-                                  nlm_intervals, parsed, columns, nlm_tol, nlm_max_level, nlm_flat_tol)
+                                  nlm_intervals, parsed, columns, nlm_tol, nlm_max_level, nlm_flat_tol,
+                                  target_class=target_class)
     elif any(v is not None for v in (nlm_points, nlm_intervals, nlm_tol, nlm_max_level, nlm_flat_tol)):
         raise ParameterError("nlm_points/nlm_intervals/nlm_tol/nlm_max_level/nlm_flat_tol were given but "
                              "nlm=False; pass nlm=True.")
     if isinstance(nlm_linear_threshold, bool) or not isinstance(nlm_linear_threshold, numbers.Real) \
             or not np.isfinite(nlm_linear_threshold) or nlm_linear_threshold > 1:
         raise ParameterError(f"nlm_linear_threshold must be a finite number <= 1, got {nlm_linear_threshold!r}.")
-    rule = None if settings is None else settings.rule
     batch_size = _check_batch_size(batch_size)
     if on_extrapolation is not None and on_extrapolation not in ON_EXTRAPOLATION:
         raise ParameterError(f"on_extrapolation must be one of {ON_EXTRAPOLATION}, got {on_extrapolation!r}.")
@@ -568,134 +500,54 @@ def fme(
             "on_extrapolation='shrink' is not defined for categorical steps (a level cannot be shrunk); "
             "use 'exclude' or 'keep'."
         )
-
-    X_all = predictor.select(data)
-    n_all = len(data)
-    index = data.index
-    # Exclusion bookkeeping: an int code per row, strings only for the rows left out
-    # (object arrays over all rows cost more than a cheap model's predict).
-    code = np.zeros(n_all, dtype=np.int8)
-    notes: list[tuple[np.ndarray, Any, Any]] = []
-    for s in parsed:
-        col = data[s.feature]
-        miss = col.isna().to_numpy() & (code == 0)
-        code[miss] = 1
-        notes.append((np.flatnonzero(miss), "", f"missing value in {s.feature}"))
-        if s.is_numeric:
-            # +-inf: no finite step from there; left out and counted like a missing value
-            inf = np.isinf(col.to_numpy(dtype=float, na_value=np.nan)) & (code == 0)
-            code[inf] = 1
-            notes.append((np.flatnonzero(inf), "", f"infinite value in {s.feature}"))
-        if not s.is_numeric:
-            # nullable dtypes ("string", "boolean") compare to <NA> on missing values
-            at = (col == s.value).to_numpy(dtype=bool, na_value=False) & (code == 0)
-            code[at] = 2
-            notes.append((np.flatnonzero(at), "", f"{s.feature} already at level {s.value!r}"))
-    cand = np.flatnonzero(code == 0)
-    if cand.size == 0:
-        raise DataError(
-            f"no row can be evaluated for the step {', '.join(s.describe() for s in parsed)}: every row has a "
-            "missing or infinite value in a stepped feature or is already at the target level."
-        )
-    X = X_all.iloc[cand]
-    h = None
-    extra_cols: dict[str, np.ndarray] = {}
-    detector_name = None
+    detector = cols = None
     if extrapolation is not None:
         detector = make_detector(extrapolation, random_state)
-        detector_name = getattr(detector, "name", type(detector).__name__)
         cols = _detector_columns(predictor, data, reference)
-        call_detector(detector, "fit", reference[cols], "fit(reference_data)")
-        flag_x = _check_flags(call_detector(detector, "flag", X[cols], "x"), len(X), detector)
-        moved = apply_steps(X, parsed)[cols]
-        flag_xh = _check_flags(call_detector(detector, "flag", moved, "x + h"), len(X), detector)
-        if policy == "shrink":
-            h = shrink_steps(detector, cols, X, parsed, flag_xh & ~flag_x)
-            flag_xh = flag_xh & ~flag_x & (np.abs(np.column_stack(list(h.values()))).max(axis=1) == 0)
-        ep = flag_x | flag_xh
-        pts = np.where(flag_x & flag_xh, "x and x+h", np.where(flag_x, "x", np.where(flag_xh, "x+h", "")))
-        why = _explain(detector, X[cols], flag_x)
-        why_h = _explain(detector, moved, flag_xh)
-        why = np.where(flag_x & flag_xh, why + " | x+h: " + why_h, np.where(flag_xh, why_h, why))
-        if policy == "shrink":
-            why = np.where(flag_xh & ~flag_x, f"no step of at least {MIN_STEP_FRACTION:g} h stays inside", why)
-        if policy == "keep":
-            extra_cols["extrapolation"] = ep
-            extra_cols["extrapolation_point"] = pts
-        else:
-            code[cand[ep]] = 3
-            notes.append((cand[ep], pts[ep], why[ep]))
-            keep = ~ep
-            if not keep.any():
-                raise ExtrapolationError(_all_excluded_message(parsed, reference, len(X)))
-            cand, X = cand[keep], X.iloc[keep]
-            if h is not None:
-                h = {k: v[keep] for k, v in h.items()}
-    fast = None
-    if method == "delta" and settings is None and predictor.output_names is None:
-        # statsmodels GLM-type models: predictions and Jacobian from one design matrix per point set
-        fast = evaluate_with_jacobian(model, X, apply_steps(X, parsed, h))
-    status = None
-    if fast is not None:
-        f0, f1, rows = fast
-        nlm_values = None
-    else:
-        f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, batch_size, h)
-        rows = None
-        if settings is not None and rule is not None:
-            nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol)
-        elif settings is not None:
-            nlm_values, status = _nlm_values(settings, predictor, X, parsed, h, f0, f1, batch_size)
-    out_index = index[cand]
-    names = predictor.output_names
-    res: dict[str, Any] = {}
-    if names is None:
-        res["fme"] = f1 - f0
-        if nlm_values is not None:
-            res["nlm"] = nlm_values
-            res["nlm_status"] = status
-    else:
-        for j, c in enumerate(names):
-            res[f"fme_{c}"] = f1[:, j] - f0[:, j]
-        if nlm_values is not None:
-            for j, c in enumerate(names):
-                res[f"nlm_{c}"] = nlm_values[:, j]
-            for j, c in enumerate(names):
-                res[f"nlm_status_{c}"] = status[:, j]
-    if h is not None:
-        for feat, values in h.items():
-            res[f"step_{feat}"] = values
-    res.update(extra_cols)
-    results = pd.DataFrame(res, index=out_index)
-    if names is None:
-        predictions = pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=out_index)
-    else:
-        predictions = pd.DataFrame(
-            {**{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},
-             **{f"f_x_step_{c}": f1[:, j] for j, c in enumerate(names)}}, index=out_index)
-    excluded = _excluded_frame(code, notes, index)
-    if names is None and rows is None:
-        # 'sample' needs only the fMEs: the stepped frame is built for delta and bootstrap alone
-        rows = sample_inference(res["fme"]) if method == "sample" else compute_rows(
-            method, model, [(X, apply_steps(X, parsed, h))], [res["fme"]], [f0], bootstrap, target_class)[0]
+    plan = Plan(model=model, predictor=predictor, steps=parsed, settings=settings, batch_size=batch_size,
+                method=method, target_class=target_class, bootstrap=bootstrap, detector=detector,
+                detector_cols=cols, policy=policy)
+    return plan, conf_level
+
+
+def check_evaluated(plan: Plan, code: np.ndarray | None, reference: Any, counts: np.ndarray | None = None) -> None:
+    """Raise when no row at all was evaluated (``counts``: rows per exclusion code, if ``code`` is None)."""
+    counts = np.bincount(code, minlength=4) if counts is None else counts
+    if counts[0] > 0:
+        return
+    label = ", ".join(s.describe() for s in plan.steps)
+    if counts[3] == 0:
+        raise DataError(
+            f"no row can be evaluated for the step {label}: every row has a "
+            "missing or infinite value in a stepped feature or is already at the target level."
+        )
+    raise ExtrapolationError(_all_excluded_message(plan.steps, reference(), int(counts[3])))
+
+
+def _result(plan: Plan, batch: Any, data: pd.DataFrame, threshold: float, conf_level: float,
+            extrapolation: Any) -> FMEResult:
+    settings, names, predictor = plan.settings, plan.names, plan.predictor
+    detector_name = None
+    if plan.detector is not None:
+        detector_name = getattr(plan.detector, "name", type(plan.detector).__name__)
     return FMEResult(
-        results=results,
-        steps=parsed,
-        excluded=excluded,
+        results=batch.results,
+        steps=plan.steps,
+        excluded=batch.excluded,
         data=data,
-        predictions=predictions,
+        predictions=batch.predictions,
         model_description=predictor.description,
         output_names=None if names is None else tuple(names),
         nlm_method=None if settings is None else settings.method,
         nlm_nodes=None if settings is None else settings.nodes,
         nlm_tol=None if settings is None or settings.method != "gauss-kronrod" else settings.tol,
-        nlm_linear_threshold=float(nlm_linear_threshold),
+        nlm_linear_threshold=threshold,
         detector=detector_name,
-        on_extrapolation=policy,
+        on_extrapolation=plan.policy,
         model_features=None if predictor.feature_names is None else tuple(predictor.feature_names),
-        inference_rows=rows,
+        inference_rows=batch.rows,
         conf_level=conf_level,
-        positions=cand,
+        positions=batch.cand,
     )
 
 

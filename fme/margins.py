@@ -16,7 +16,7 @@ import pandas as pd
 
 from ._stats import describe
 from ._validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
-from .effects import fme, stepped_frames
+from .effects import fme, is_dask_collection, stepped_frames
 from .inference import (INFERENCE_COLUMNS, Estimates, RowInference, compute_averages, pairwise_matrix,
                         resolve_method)
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
@@ -172,6 +172,13 @@ def ame(
         With bootstrap, ``attrs['bootstrap']`` counts the refits: ``n_resamples``, ``n_failed`` and
         the distinct ``errors`` of the failed ones (also warned about).
     """
+    if is_dask_collection(data):
+        from ._dask_tables import ame_dask
+
+        _check_single_output(fme_kwargs.get("target_class"), "ame")
+        return ame_dask(model, data, steps, inference=inference, by=by, hypothesis=hypothesis, bootstrap=bootstrap,
+                        conf_level=check_conf_level(conf_level), features=features, categorical=categorical,
+                        columns=_AME_COLUMNS, **fme_kwargs)
     data = model_frame(model, check_data(data))
     conf_level = check_conf_level(conf_level)
     target_class = fme_kwargs.get("target_class")
@@ -290,6 +297,14 @@ def _categorical_specs(model, data, feature, value, categorical, fme_kwargs, met
     return specs
 
 
+def _refuse_dask(data: Any, name: str) -> None:
+    if is_dask_collection(data):
+        raise ParameterError(
+            f"{name} on Dask data is not available yet: its grid needs the typical values and step rules of "
+            f"the data; compute them into a pandas frame (e.g. data.sample(frac=...).compute()) and pass that."
+        )
+
+
 def typical_values(data: pd.DataFrame) -> pd.DataFrame:
     """One row of typical values: the mean of numeric columns, the mode of the others.
 
@@ -365,6 +380,7 @@ def mer(
         categorical level, or an extrapolation point) with the reason in
         ``note``. For ``target_class='all'``: ``fme_<class>`` columns only.
     """
+    _refuse_dask(data, "mer")
     data = model_frame(model, check_data(data))
     conf_level = check_conf_level(conf_level)
     at = {} if at is None else dict(at)
@@ -427,6 +443,7 @@ def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: 
     Keywords (``inference``, ``bootstrap``, ``conf_level``, ...) and the
     columns are those of :func:`mer`.
     """
+    _refuse_dask(data, "mem")
     data = model_frame(model, check_data(data))
     parsed = parse_steps(data, steps)
     at = {s.feature: [lv for lv in _levels(data[s.feature]) if lv != s.value] for s in parsed if not s.is_numeric}

@@ -44,7 +44,7 @@ def test_bundled_config_is_valid():
 def test_defaults_filled(tmp_path):
     cfg = load_config(_write(tmp_path, GOOD))
     eff = cfg["effects"][0]
-    assert eff["id"] == "crim" and eff["extrapolation"] == "envelope" and eff["on_extrapolation"] == "exclude"
+    assert eff["id"] == "crim" and eff["extrapolation"] == {"method": "envelope"} and eff["on_extrapolation"] == "exclude"
     assert eff["conf_level"] == 0.95 and cfg["timestamp"] is False and cfg["seed"] == 0
 
 
@@ -183,7 +183,7 @@ def test_unknown_detector_names_valid_ones(tmp_path):
     with pytest.raises(ConfigError, match=rf"^{p}:11: effects\[0\]\.extrapolation: 'hul' is not one of "
                                           r"\['envelope', 'hull', 'mcec', 'cert', 'isolation_forest', 'lof', 'none'\]"):
         load_config(p)
-    assert load_config(_write(tmp_path, GOOD + "    extrapolation: hull\n"))["effects"][0]["extrapolation"] == "hull"
+    assert load_config(_write(tmp_path, GOOD + "    extrapolation: hull\n"))["effects"][0]["extrapolation"] == {"method": "hull"}
 
 
 def test_detector_names_match_the_library():

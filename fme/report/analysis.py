@@ -21,9 +21,13 @@ import pandas as pd
 
 import fme
 
+from .._came_support import leaf_support
 from .._validation import is_categorical
 from . import figures
 from .config import ConfigError, config_error
+from .model_view import feature_dictionary, feature_overview, model_fit  # noqa: F401 - used by the notebook
+from .details import effective_steps, extrapolation_causes, model_interval
+from .specs import bootstrap_kwargs, make_detector
 from .validate import analysis_error, levels_of
 
 __all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment", "write_results"]
@@ -171,20 +175,24 @@ def _levels_for(data: pd.DataFrame, feature: str, value: Any) -> list:
 
 # ------------------------------------------------------------------ one effect
 def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff: dict, seed: int,
-                   target_class: Any = None) -> dict:
-    """fMEs, NLMs, extrapolation counts and cAMEs of one configured effect.
+                   target_class: Any = None, train: pd.DataFrame | None = None, target: str | None = None) -> dict:
+    """fMEs, NLMs, extrapolation counts, inference and cAMEs of one configured effect.
 
+    ``train`` (features and ``target``) is the loaded ``inference.train_data`` for bootstrap inference.
     Returns a dict with the FMEResult (``"result"``), the PartitionResult
     (``"partition"``, or None) and the JSON-ready numbers (``"summary"``).
     """
     steps = dict(eff["steps"])
     numeric = all(not is_categorical(data[f]) for f in steps if f in data.columns)
-    detector = None if eff["extrapolation"] == "none" else eff["extrapolation"]
+    det_spec = eff["extrapolation"]
+    detector = det_spec["method"] != "none"
     kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
-    if detector is not None:
-        kwargs.update(extrapolation=detector, on_extrapolation=eff["on_extrapolation"])
+    if detector:
+        kwargs.update(extrapolation=make_detector(det_spec, seed), on_extrapolation=eff["on_extrapolation"])
     use_nlm = bool(eff["nlm"]) and numeric
-    res = fme.fme(model, data, steps, nlm=use_nlm, nlm_method=eff["nlm_method"], **kwargs)
+    conf_in = float(eff["conf_level"])
+    res = fme.fme(model, data, steps, nlm=use_nlm, nlm_method=eff["nlm_method"], conf_level=conf_in,
+                  **bootstrap_kwargs(eff["inference"], train, target, seed), **kwargs)
     conf = float(eff["conf_level"])
     fmes = res.results["fme"].to_numpy(dtype=float)
     kept = res.results
@@ -211,11 +219,14 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         "ame": s["mean"], "sd": s["sd"], "se": s["se"], "ci_low": s["ci_low"], "ci_high": s["ci_high"],
         "q25": s["q25"], "q75": s["q75"], "n_negative": int((fmes < 0).sum()),
         "nlm": use_nlm, "nlm_method": res.nlm_method, "nlm_nodes": res.nlm_nodes,
+        "detector_spec": det_spec,
     }
+    summary.update(model_interval(res, conf))
     if res.on_extrapolation == "shrink":
         step_cols = [f"step_{st.feature}" for st in res.steps]
         full = np.array([st.value for st in res.steps], dtype=float)
         summary["n_shrunk"] = int((~np.isclose(kept[step_cols].to_numpy(dtype=float), full)).any(axis=1).sum())
+        summary["effective_steps"] = effective_steps(res)
     if use_nlm:
         t = _stats(res.results["nlm"].to_numpy(dtype=float), conf, upper=1.0)
         summary.update(anlm=t["mean"], sd_nlm=t["sd"], anlm_ci_low=t["ci_low"], anlm_ci_high=t["ci_high"],
@@ -224,25 +235,17 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
                        median_nlm=_num(res.median_nlm), share_linear=_num(res.share_linear),
                        n_nlm_flat=res.n_nlm_flat, n_nlm_constant=res.n_nlm_constant,
                        n_nlm_inaccurate=res.n_nlm_inaccurate)
-    # where the extrapolation points are: per stepped numeric feature, range of x among EPs
-    where = []
-    if res.detector is not None:
-        ep_idx = res.extrapolated.index if res.on_extrapolation != "keep" else kept.index[kept["extrapolation"]]
-        for f in steps:
-            if f in data.columns and not is_categorical(data[f]) and len(ep_idx):
-                col = data.loc[ep_idx, f].astype(float)
-                where.append({"feature": f, "min": float(col.min()), "max": float(col.max())})
-    summary["extrapolation_where"] = where
+    # where the extrapolation points are: the features that put x or x + h outside the reference data
+    summary["extrapolation_where"] = extrapolation_causes(res, data, reference) if res.detector is not None else []
     summary["with_eps"] = None
     if res.detector is not None and res.on_extrapolation == "exclude":
         # §1.6: the same effect over all rows, extrapolation points included (fMEs computed for them too)
-        with_eps = fme.fme(model, data, steps, extrapolation=detector, on_extrapolation="keep",
+        with_eps = fme.fme(model, data, steps, extrapolation=make_detector(det_spec, seed), on_extrapolation="keep",
                            reference_data=reference, random_state=seed, target_class=target_class)
         w = _stats(with_eps.results["fme"].to_numpy(dtype=float), conf)
         summary["with_eps"] = {"n": w["n"], "n_extrapolation": int(with_eps.results["extrapolation"].sum()),
                                "ame": w["mean"], "ci_low": w["ci_low"], "ci_high": w["ci_high"]}
-    summary["sensitivity"] = _step_sensitivity(model, data, reference, res, summary, detector, eff, seed,
-                                               target_class)
+    summary["sensitivity"] = _step_sensitivity(model, data, reference, res, summary, eff, seed, target_class)
     part = None
     if eff["partition"] is not False and res.n >= 2:
         params = {k: v for k, v in eff["partition"].items()}
@@ -250,15 +253,18 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         feats = params.pop("features", None)
         part = fme.came(res, method=method, features=feats, conf_level=conf, **params)
         leaves = []
+        support = leaf_support(part).set_index("node")  # issue 16 item 5: where each cAME holds
         for _, row in part.leaves.iterrows():
             leaf = {k: _num(v) for k, v in row.items()}
             box = part.describe(int(row["node"]))
-            leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"])}
+            leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"]),
+                            "kind": str(b["kind"]), "eval_min": _num(b["min"]), "eval_max": _num(b["max"])}
                            for f, b in box.iterrows()]
+            leaf["n_extrapolation"] = _num(support.at[int(row["node"]), "n_extrapolation"])
             leaves.append(leaf)
         summary["partition"] = {"method": method, "params": eff["partition"], "leaves": leaves,
                                 "root": {k: _num(v) for k, v in part.root.items()}, "notes": list(part.notes),
-                                "features": part.features}
+                                "features": part.features, "root_split": _root_split(part)}
     else:
         summary["partition"] = None
     stab = None
@@ -267,6 +273,16 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
                                        fraction=float(eff["stability"]["fraction"]), random_state=seed)
     summary["stability"] = None if stab is None else _stability_summary(stab, part, summary["ame"], eff["stability"])
     return {"result": res, "partition": part, "summary": summary, "stability": stab}
+
+
+def _root_split(part: Any) -> dict | None:
+    """The first split of the (reduced) tree: feature and threshold or level sets (None: a single leaf)."""
+    nodes = part.nodes
+    if nodes.at[1, "is_leaf"]:
+        return None
+    levels = nodes.at[1, "split_levels"]
+    return {"feature": str(nodes.at[1, "split_feature"]), "value": _num(nodes.at[1, "split_value"]),
+            "levels": None if not isinstance(levels, dict) else {str(k): int(v) for k, v in levels.items()}}
 
 
 def _stability_summary(stab: pd.DataFrame, part: Any, ame: float, spec: dict) -> dict:
@@ -295,7 +311,7 @@ STEP_FACTORS = (0.5, 1.0, 2.0)
 
 
 def _step_sensitivity(model: Any, data: pd.DataFrame, reference: pd.DataFrame, res: Any, summary: dict,
-                      detector: str | None, eff: dict, seed: int, target_class: Any = None) -> list[dict] | None:
+                      eff: dict, seed: int, target_class: Any = None) -> list[dict] | None:
     """AME (CI, n) at h/2, h and 2h, every step component scaled together; None for categorical steps.
 
     The resolved step values (rules such as ``sd`` already turned into numbers) are scaled; detector and
@@ -314,8 +330,9 @@ def _step_sensitivity(model: Any, data: pd.DataFrame, reference: pd.DataFrame, r
             continue
         steps = {f: h * factor for f, h in base.items()}
         kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
-        if detector is not None:
-            kwargs.update(extrapolation=detector, on_extrapolation=eff["on_extrapolation"])
+        if eff["extrapolation"]["method"] != "none":
+            kwargs.update(extrapolation=make_detector(eff["extrapolation"], seed),
+                          on_extrapolation=eff["on_extrapolation"])
         row: dict[str, Any] = {"factor": factor, "steps": steps}
         try:
             r = fme.fme(model, data, steps, **kwargs)
@@ -332,6 +349,21 @@ def _step_sensitivity(model: Any, data: pd.DataFrame, reference: pd.DataFrame, r
     return rows
 
 
+def load_train_data(cfg: dict, spec: dict, key: tuple, cache: dict) -> pd.DataFrame | None:
+    """The ``train_data`` frame of a bootstrap inference spec (features and target; None otherwise)."""
+    if spec["method"] != "bootstrap":
+        return None
+    data_spec = spec["train_data"]
+    ident = repr(sorted(data_spec.items()))
+    if ident not in cache:
+        frame, info = load_data(cfg, data_spec, key[0])
+        if cfg["target"] not in frame.columns:
+            raise config_error(cfg, key + ("train_data",), f"the training data lack the target column "
+                                                           f"{cfg['target']!r}; bootstrap refits need it")
+        cache[ident] = (frame, info)
+    return cache[ident][0]
+
+
 def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: dict, out_dir: Path,
                 target_class: Any = None) -> list[dict]:
     """Compute every configured effect, write its tables and figures, return the summaries.
@@ -343,7 +375,12 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
     (out_dir / "tables").mkdir(parents=True, exist_ok=True)
     (out_dir / "figures").mkdir(parents=True, exist_ok=True)
     summaries = []
+    train_cache: dict = {}
+    # figures draw fMEs on the model's own scale: probabilities for a classifier (tables use percentage points)
+    fig_cfg = cfg if target_class is None else {**cfg, "target_unit": f"probability of {target_class}"}
     for i, eff in enumerate(cfg["effects"], start=1):
+        key = ("effects", i - 1, "inference") if "inference" in cfg["_raw_effects"][i - 1] else ("inference",)
+        train = load_train_data(cfg, eff["inference"], key, train_cache)
         print(f"[fme report] effect {i}/{len(cfg['effects'])}: {eff['id']}", flush=True)
         single = list(eff["steps"].items())
         variants = [(eff["id"], eff)]
@@ -354,12 +391,12 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
         group = []
         for vid, veff in variants:
             try:
-                out = compute_effect(model, data, reference, veff, cfg["seed"], target_class)
+                out = compute_effect(model, data, reference, veff, cfg["seed"], target_class, train, cfg["target"])
                 summ = out["summary"]
                 summ["id"] = vid
                 summ["level"] = _num(veff.get("level"))
                 summ["target_class"] = _num(target_class)
-                summ["figures"] = figures.effect_figures(out["result"], out["partition"], veff, cfg, out_dir, vid)
+                summ["figures"] = figures.effect_figures(out["result"], out["partition"], veff, fig_cfg, out_dir, vid)
                 _write_tables(out, summ, out_dir, vid)
             except Exception as exc:  # noqa: BLE001 - loud, one line, naming the effect (and level)
                 err = analysis_error(cfg, ("effects", i - 1, "steps"), exc)
@@ -392,17 +429,6 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]
     return _num(obj)
-
-
-def model_fit(model: Any, test: pd.DataFrame | None, target: str) -> dict | None:
-    """R² and RMSE on configured test data (None when no test data is configured)."""
-    if test is None or target not in test.columns:
-        return None
-    y = test[target].to_numpy(dtype=float)
-    pred = np.asarray(model.predict(test.drop(columns=target)), dtype=float)
-    rmse = float(np.sqrt(np.mean((y - pred) ** 2)))
-    r2 = float(1 - np.sum((y - pred) ** 2) / np.sum((y - y.mean()) ** 2))
-    return {"n": int(len(y)), "rmse": rmse, "r2": r2}
 
 
 def write_results(path: Path, payload: dict) -> None:

@@ -66,6 +66,26 @@ PARTITION_PARAMS = {"ctree": tuple(_CTREE_PARAMS), "cart": tuple(_CART_PARAMS)}
 #: A parameter of one method -> its counterpart in the other (for "did you mean" messages).
 _COUNTERPART = {"minbucket": "min_samples_leaf", "minsplit": "min_samples_split", "maxdepth": "max_depth"}
 _COUNTERPART.update({v: k for k, v in list(_COUNTERPART.items())})
+_DETECTOR = {
+    "anyOf": [
+        {"enum": [*DETECTOR_NAMES, "none"]},
+        {"type": "object", "required": ["method"],
+         "properties": {"method": {"enum": [*DETECTOR_NAMES, "none"]}},
+         "additionalProperties": {"type": ["number", "string", "boolean", "null"]},
+         "description": "a detector with parameters (checked against its constructor)"},
+    ],
+}
+_INFERENCE_METHODS = ["auto", "delta", "bootstrap", "sample"]
+_INFERENCE = {
+    "anyOf": [
+        {"enum": _INFERENCE_METHODS},
+        {"type": "object", "additionalProperties": False, "required": ["method"],
+         "properties": {"method": {"enum": _INFERENCE_METHODS}, "train_data": _DATA,
+                        "n_resamples": {"type": "integer", "minimum": 2, "maximum": 100000},
+                        "ci": {"enum": ["percentile", "normal"]},
+                        "n_jobs": {"type": "integer"}}},
+    ],
+}
 _PARTITION = {
     "type": "object",
     "additionalProperties": False,
@@ -97,7 +117,8 @@ _EFFECT = {
         "why": {"type": "string"},
         "nlm": {"type": "boolean"},
         "nlm_method": {"enum": ["auto", "exact", "gauss-kronrod", "gauss-legendre", "simpson38"]},
-        "extrapolation": {"enum": [*DETECTOR_NAMES, "none"]},
+        "extrapolation": _DETECTOR,
+        "inference": _INFERENCE,
         "on_extrapolation": {"enum": ["exclude", "keep", "shrink"]},
         "partition": {"oneOf": [{"type": "boolean", "const": False}, _PARTITION]},
         "stability": {"oneOf": [{"type": "boolean", "const": False}, _STABILITY]},
@@ -137,6 +158,7 @@ SCHEMA: dict[str, Any] = {
                 "joblib": _NAME,
                 "description": {"type": "string"},
                 "prediction_scale": {"type": "string"},
+                "version": {"type": ["string", "number"], "description": "the model's version (audit trail)"},
                 "target_class": {"type": ["string", "integer", "boolean"],
                                  "description": "class whose predicted probability is explained (classifiers)"},
             },
@@ -148,6 +170,24 @@ SCHEMA: dict[str, Any] = {
         "target": _NAME,
         "target_unit": {"type": "string"},
         "units": {"type": "object", "additionalProperties": {"type": "string"}},
+        "descriptions": {"type": "object", "additionalProperties": {"type": "string"},
+                         "description": "feature -> what it measures (feature dictionary)"},
+        "inference": _INFERENCE,
+        "flags": {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "ep_share": {"type": "number", "minimum": 0, "maximum": 1},
+                "anlm": {"type": "number", "maximum": 1},
+                "leaf_anlm": {"type": "number", "maximum": 1},
+                "leaf_n": {"type": "integer", "minimum": 1},
+                "ari": {"type": "number", "minimum": -1, "maximum": 1},
+            },
+        },
+        "overview": {"oneOf": [
+            {"type": "boolean", "const": False},
+            {"type": "object", "additionalProperties": False,
+             "properties": {"step": {"enum": ["unit", "sd"]}, "extrapolation": _DETECTOR}},
+        ]},
         "conf_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
         "seed": {"type": "integer", "minimum": 0},
         "timestamp": {"type": "boolean"},
@@ -163,12 +203,14 @@ SCHEMA: dict[str, Any] = {
             },
         },
         "pdf": {"type": "boolean"},
+        "previous": {**_NAME, "description": "results.json of an earlier build: adds a change-log section"},
     },
 }
 
 DEFAULTS: dict[str, Any] = {
     "status": "Draft", "conf_level": 0.95, "seed": 0, "timestamp": False, "pdf": True,
-    "out_of_scope": "", "units": {}, "target_unit": "",
+    "out_of_scope": "", "units": {}, "target_unit": "", "descriptions": {}, "inference": "auto", "flags": {},
+    "overview": {"step": "sd", "extrapolation": "envelope"},
     "figures": {"max_points": 2000, "width": 6.4, "png_dpi": 200},
     "signoff": [{"role": "Preparer", "name": ""}, {"role": "Independent reviewer", "name": ""},
                 {"role": "Approver", "name": ""}],
@@ -234,6 +276,11 @@ def _schema_message(err: Any) -> tuple[tuple, str]:
             return path + (extra[0],), f"unknown key {extra[0]!r}; allowed keys here: {allowed}"
     if err.validator == "required":
         return path, err.message.replace("is a required property", "is missing (required)")
+    if err.validator == "anyOf" and not isinstance(err.instance, dict):
+        # a name where a name or a mapping is allowed (extrapolation, inference): name the valid names
+        enums = [s["enum"] for s in err.schema["anyOf"] if "enum" in s]
+        if enums:
+            return path, f"{err.instance!r} is not one of {enums[0]!r}"
     if err.validator == "oneOf" and isinstance(err.instance, dict):
         options = [s.get("required", [None])[0] for s in err.schema["oneOf"] if "required" in s]
         if options:
@@ -336,6 +383,17 @@ def load_config(path: str | Path) -> dict[str, Any]:
             cfg[key] = {**cfg[key], **value}
         else:
             cfg[key] = value
+    from .specs import FLAG_DEFAULTS, normalise_detector, normalise_inference
+
+    cfg["flags"] = {**FLAG_DEFAULTS, **cfg["flags"]}
+    cfg["inference"], problem = normalise_inference(raw.get("inference", "auto"))
+    if problem:
+        raise _fail(str(path), lines, ("inference",), problem)
+    if cfg["overview"] is not False:
+        cfg["overview"] = {"step": "sd", "extrapolation": "envelope", **cfg["overview"]}
+        cfg["overview"]["extrapolation"], bad = normalise_detector(cfg["overview"]["extrapolation"])
+        if bad:
+            raise _fail(str(path), lines, ("overview", "extrapolation", bad[0]), bad[1])
     ids = set()
     for i, eff in enumerate(cfg["effects"]):
         full = {**copy.deepcopy(EFFECT_DEFAULTS), **eff}
@@ -347,7 +405,14 @@ def load_config(path: str | Path) -> dict[str, Any]:
         if full["id"] in ids:
             full["id"] = f"{full['id']}-{i + 1}"
         ids.add(full["id"])
-        if full["extrapolation"] == "none" and "on_extrapolation" in eff:
+        full["extrapolation"], bad = normalise_detector(full["extrapolation"])
+        if bad:
+            key = ("effects", i, "extrapolation") + (() if isinstance(eff.get("extrapolation"), str) else (bad[0],))
+            raise _fail(str(path), lines, key, bad[1])
+        full["inference"], problem = normalise_inference(eff.get("inference", cfg["inference"]), cfg["inference"])
+        if problem:
+            raise _fail(str(path), lines, ("effects", i, "inference"), problem)
+        if full["extrapolation"]["method"] == "none" and "on_extrapolation" in eff:
             raise _fail(str(path), lines, ("effects", i, "on_extrapolation"),
                         "a policy needs a detector; remove it or set extrapolation: envelope")
         lists = [f for f, v in full["steps"].items() if isinstance(v, list)]
@@ -366,4 +431,5 @@ def load_config(path: str | Path) -> dict[str, Any]:
     cfg["_dir"] = str(path.resolve().parent)
     cfg["_name"] = path.stem
     cfg["_lines"] = {_key_text(k): v for k, v in lines.items()}
+    cfg["_raw_effects"] = copy.deepcopy(raw["effects"])  # which keys an effect set itself (error lines)
     return cfg

@@ -10,15 +10,19 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any
 
-from . import sentences
+from . import audit, changelog, sentences
+from .display import ci_method_text, interval_rows, prepare_variant, scale_of, target_phrase
+from .flags import flag_rows, threshold_rows
+from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
+from .specs import CI_COVERS, CI_SHORT
 from .formatting import decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
 
 __all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS", "with_eps_rows", "sensitivity_rows",
            "stability_cells",
            "sign_agreement", "report_id"]
 
-#: Flag rules printed in the report with their thresholds.
-FLAG_THRESHOLDS = {"ep_share": 0.5, "anlm": 0.9, "leaf_n": 30, "ari": 0.5}
+#: Default flag thresholds (a config's ``flags:`` overrides them; see fme.report.specs.FLAG_DEFAULTS).
+from .specs import FLAG_DEFAULTS as FLAG_THRESHOLDS  # noqa: E402
 
 
 def effect_cells(v: dict) -> dict[str, str]:
@@ -31,6 +35,11 @@ def effect_cells(v: dict) -> dict[str, str]:
          "n_flagged": fmt_int(v.get("n_flagged_kept")), "n_shrunk": fmt_int(v.get("n_shrunk")),
          "n_at_level": fmt_int(v.get("n_at_level")),
          "detector": "not checked" if v["detector"] is None else f"{v['detector']} ({v['policy']})"}
+    method = v.get("ci_inference", "sample")
+    d["covers"] = CI_COVERS[method]
+    d["ci_kind"] = CI_SHORT[method]
+    d["ci_phrase"] = ("fixed model only: model-estimation uncertainty not computed" if method == "sample"
+                      else f"model uncertainty by {'the delta method' if method == 'delta' else 'bootstrap refits'}")
     if v["detector"] is not None and v["policy"] == "exclude":
         d["ep_share"] = fmt_share(v["n_extrapolation"] or 0, v["n"] + (v["n_extrapolation"] or 0))
     else:
@@ -143,13 +152,13 @@ def report_id(config_name: str, config_sha256: str) -> str:
     return f"{config_name}-{config_sha256[:12]}"
 
 
-def _leaf_rows(part: dict, n_all: int) -> list[dict[str, str]]:
+def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -> list[dict[str, str]]:
     rows = []
     for leaf in [{**part["root"], "node": "all"}] + part["leaves"]:
         est, lo, hi = fmt_est(leaf["came"], leaf["came_ci_low"], leaf["came_ci_high"])
         row = {"node": "all rows *" if leaf["node"] == "all" else str(leaf["node"]), "rule": leaf["rule"],
                "n": fmt_int(leaf["n"]), "share": fmt_share(int(leaf["n"]), n_all), "came": est,
-               "ci": f"[{lo}, {hi}]", "cov": fmt_num(leaf["cov_fme"], 2), "small": int(leaf["n"]) < FLAG_THRESHOLDS["leaf_n"]}
+               "ci": f"[{lo}, {hi}]", "cov": fmt_num(leaf["cov_fme"], 2), "small": int(leaf["n"]) < leaf_n}
         row.update(canlm="-", canlm_ci="-")
         if "canlm" in leaf:
             c, clo, chi = fmt_est(leaf["canlm"], leaf["canlm_ci_low"], leaf["canlm_ci_high"])
@@ -158,14 +167,59 @@ def _leaf_rows(part: dict, n_all: int) -> list[dict[str, str]]:
     return rows
 
 
+def effect_title(group: dict) -> str:
+    """The configured title, else the stepped features as written in the config ("a|b and Größe"), never the
+    id (which replaces every character outside [A-Za-z0-9_-] by "_": "<b>radius</b>" became "_b_radius__b_")."""
+    if group.get("title"):
+        return group["title"]
+    steps = (group.get("config") or {}).get("steps")
+    return " and ".join(str(f) for f in steps) if steps else group["id"]
+
+
+def _g(x: float) -> str:
+    """A range bound as the hyperrectangle prints it (6 significant digits), so both read alike."""
+    return f"{x:.6g}"
+
+
+def _evaluated(b: dict) -> str | None:
+    """'evaluated 5.09017 to 14.4383' for a numeric feature of a leaf (None: not numeric / older results)."""
+    if b.get("kind", "numeric") != "numeric" or b.get("eval_min") is None:
+        return None
+    return f"evaluated {_g(b['eval_min'])} to {_g(b['eval_max'])}"
+
+
 def _boxes(part: dict) -> dict[str, Any]:
+    """Hyperrectangle of every leaf beside its evaluated range (issue 16 item 5), plus EPs per leaf."""
     leaves = part["leaves"]
     feats = [b["feature"] for b in leaves[0]["box"]] if leaves else []
     rows = []
     for i, f in enumerate(feats):
-        cells = [{"text": leaf["box"][i]["range"], "restricted": leaf["box"][i]["restricted"]} for leaf in leaves]
+        cells = []
+        for leaf in leaves:
+            b = leaf["box"][i]
+            ev = _evaluated(b)
+            cells.append({"text": b["range"], "evaluated": ev or "", "restricted": b["restricted"]})
         rows.append({"feature": f, "cells": cells})
-    return {"header": [f"leaf {leaf['node']}" for leaf in leaves], "rows": rows}
+    counts = [leaf.get("n_extrapolation") for leaf in leaves]
+    eps = None if all(c is None for c in counts) else [fmt_int(c) for c in counts]
+    return {"header": [f"leaf {leaf['node']}" for leaf in leaves], "rows": rows, "n_evaluated":
+            [fmt_int(leaf["n"]) for leaf in leaves], "n_extrapolation": eps}
+
+
+def where_came_holds(part: dict, noun: str = "observations") -> list[str]:
+    """One sentence per leaf: the cAME applies only to the evaluated range of the features split on."""
+    out = []
+    for leaf in part["leaves"]:
+        split = [b for b in leaf["box"] if b["restricted"] and _evaluated(b)]
+        ranges = "; ".join(f"{b['feature']} {_evaluated(b)} (hyperrectangle {b['range']})" for b in split)
+        text = (f"The cAME of leaf {leaf['node']} ({leaf['rule']}) applies only where it was evaluated, "
+                f"to its {fmt_int(leaf['n'])} {noun}" + (f": {ranges}" if ranges else ""))
+        n_ep = leaf.get("n_extrapolation")
+        if n_ep:
+            text += (f"; {fmt_int(n_ep)} extrapolation points fall inside this hyperrectangle and are not "
+                     "in its cAME")
+        out.append(text + ".")
+    return out
 
 
 def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
@@ -176,8 +230,10 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
         counter[0] += 1
         k = fig["kind"]
         if k == "extrapolation":
-            where = next((w for w in v["extrapolation_where"] if w["feature"] == fig["feature"]), None)
-            loc = (f"; the extrapolation points have {fig['feature']} from {fmt_num(where['min'], 3)} to "
+            where = next((w for w in v["extrapolation_where"] if w["feature"] == fig["feature"]
+                          and w.get("kind", "outside range") == "outside range" and "min" in w), None)
+            loc = (f"; the {fmt_int(where.get('n'))} extrapolation points outside the reference data in "
+                   f"{fig['feature']} have {fig['feature']} from {fmt_num(where['min'], 3)} to "
                    f"{fmt_num(where['max'], 3)}") if where else ""
             alt = (f"Stacked histogram of {fig['feature']}: {cells['n']} observations evaluated (solid) and "
                    f"{cells['n_extrapolation'] if v['policy'] != 'keep' else cells['n_flagged']} extrapolation "
@@ -222,6 +278,9 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
                    f"(leaf {lo['node']}, {lo['rule']}) to {e} (leaf {hi['node']}, {hi['rule']}); the AME of all "
                    f"rows is {cells['ame']}.")
             cap = f"cAMEs of {step} per subspace found by {v['partition']['method']} (n per leaf in the labels)."
+            if fig.get("tree_omitted"):
+                cap += (f" The tree diagram is drawn up to 16 leaves; this partition has {fig['tree_omitted']}, so "
+                        "the leaf tables give its structure.")
         else:  # pragma: no cover - new figure kinds must add wording here
             raise ValueError(f"no alt text for figure kind {k!r}")
         if fig.get("n_undefined"):
@@ -233,71 +292,44 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
     return out
 
 
-def _flags(v: dict, cells: dict, label: str) -> list[dict[str, str]]:
-    t = FLAG_THRESHOLDS
-    rows = []
-    if v["detector"] is None:
-        rows.append({"effect": label, "rule": "extrapolation checked", "threshold": "yes", "value": "not checked",
-                     "status": "FLAG"})
-    elif v["policy"] == "exclude":
-        n_ep = v["n_extrapolation"] or 0
-        share = n_ep / (v["n"] + n_ep)
-        rows.append({"effect": label, "rule": "share of extrapolation points", "threshold": f"> {t['ep_share']:.0%}",
-                     "value": cells["ep_share"], "status": "FLAG" if share > t["ep_share"] else "ok"})
-    inc = v["ci_low"] is None or v["ci_low"] <= 0 <= v["ci_high"]
-    rows.append({"effect": label, "rule": "CI of the AME includes zero", "threshold": "yes",
-                 "value": f"[{cells['ci_low']}, {cells['ci_high']}]", "status": "FLAG" if inc else "ok"})
-    if v.get("nlm") and v.get("anlm") is not None:
-        rows.append({"effect": label, "rule": "ANLM below threshold", "threshold": f"< {t['anlm']}",
-                     "value": cells["anlm"], "status": "FLAG" if v["anlm"] < t["anlm"] else "ok"})
-    expected = v.get("expected_sign")
-    if expected is not None:
-        sa = sign_agreement(expected, v["ame"], v["ci_low"], v["ci_high"])
-        rows.append({"effect": label, "rule": "observed sign differs from expected",
-                     "threshold": f"expected {expected}", "value": f"{sa['observed']} (AME {cells['ame']})",
-                     "status": "FLAG" if sa["differs"] else "ok"})
-    st = v.get("stability")
-    if st and st.get("ari_median") is not None:
-        rows.append({"effect": label, "rule": "partition unstable across subsamples (median ARI)",
-                     "threshold": f"< {t['ari']}", "value": fmt_num(st["ari_median"], 3),
-                     "status": "FLAG" if st["ari_median"] < t["ari"] else "ok"})
-    if v.get("partition"):
-        small = min(int(leaf["n"]) for leaf in v["partition"]["leaves"])
-        rows.append({"effect": label, "rule": "smallest cAME leaf", "threshold": f"n < {t['leaf_n']}",
-                     "value": fmt_int(small), "status": "FLAG" if small < t["leaf_n"] else "ok"})
-    return rows
-
-
 def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) -> dict[str, Any]:
     """Everything the report template needs, as display strings."""
-    target, unit = results["target"], cfg.get("target_unit", "")
+    target, unit, prediction_scale = target_phrase(results, cfg)
+    scale = scale_of(results)
+    thresholds = cfg.get("flags") or dict(FLAG_THRESHOLDS)
+    model_view = whole_model(results, cfg, scale, 5)
     noun = cfg.get("observations", "observations")
     units = cfg.get("units", {})
     fig_counter = [0]
-    table_no = [3]  # Table 1: sign-off, Table 2: overview, Table 3: flags
+    # Table 1: sign-off, 2: overview, 3: flags, 4: flag thresholds, then the whole model's tables
+    table_no = [model_view["table_dictionary"]]
 
     def next_table() -> int:
         table_no[0] += 1
         return table_no[0]
 
     effects, summary, overview, flags, plausibility = [], [], [], [], []
+    ci_methods: set[str] = set()
+    ci_captions: set[str] = set()
     for group in results["effects"]:
         variants = []
         for v in group["variants"]:
             if "error" in v:  # results.json of an older fme: the analysis now fails loudly instead
                 raise ValueError(f"effect {v['id']} was not computed ({v['error']}); rebuild the report")
-            v = dict(v)
+            v = prepare_variant(v, scale)
             v["level_label"] = str(v.get("level"))
             v["expected_sign"] = group.get("config", {}).get("expected_sign")
             cells = effect_cells(v)
+            ci_methods.add(v["ci_inference"])
+            ci_captions.add(cells["ci_kind"])
             sentence = sentences.effect_sentence(v, cells, target, unit, noun, units)
             lin = sentences.linearity_sentence(v, cells)
-            label = group.get("title") or group["id"]
+            label = effect_title(group)
             if v.get("level") is not None:
                 label = f"{label}: to level {v['level']}"
             summary.append({"text": sentence + (" " + lin if lin else ""), "anchor": f"sec-{v['id']}"})
             overview.append({"label": label, **cells})
-            flags.extend(_flags(v, cells, label))
+            flags.extend(flag_rows(v, cells, label, thresholds))
             plausibility.append({"label": label, "ame": cells["ame"], "ci": f"[{cells['ci_low']}, {cells['ci_high']}]",
                                  **sign_agreement(v["expected_sign"], v["ame"], v["ci_low"], v["ci_high"])})
             eps = with_eps_rows(v, cells)
@@ -307,10 +339,13 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                    "heading": f"Level {v['level']}" if v.get("level") is not None else None,
                    "detector": v["detector"], "policy": v["policy"], "nlm": v.get("nlm"),
                    "nlm_method": v.get("nlm_method"), "nlm_nodes": v.get("nlm_nodes"),
-                   "where": [{"feature": w["feature"], "min": fmt_num(w["min"], 3), "max": fmt_num(w["max"], 3)}
-                             for w in v["extrapolation_where"]],
+                   "where": causes_phrase(v["extrapolation_where"],
+                                          v.get("n_extrapolation") or v.get("n_flagged_kept") or 0),
                    "with_eps": eps, "table_eps": next_table() if eps else None,
                    "table_effect": next_table(),
+                   "intervals": interval_rows(v, cells["level"]), "table_intervals": next_table(),
+                   "effective_steps": effective_step_rows(v),
+                   "table_shrink": next_table() if v.get("effective_steps") else None,
                    "sensitivity": sens, "sensitivity_sentence": sens_sentence,
                    "table_sensitivity": next_table() if sens else None,
                    "figures": _figures(v, cells, cfg, fig_counter)}
@@ -319,8 +354,9 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                 p = v["partition"]
                 var["partition"] = {"method": p["method"], "params": ", ".join(
                     f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
-                    "rows": _leaf_rows(p, v["n"]), "boxes": _boxes(p), "notes": p["notes"],
-                    "table_leaves": next_table(), "table_boxes": next_table()}
+                    "rows": _leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": _boxes(p), "notes": p["notes"],
+                    "holds": where_came_holds(p, noun),
+                    "table_leaves": next_table(), "table_boxes": next_table(), "stability": None}
                 if v.get("stability"):
                     half = None if v["ci_low"] is None else (v["ci_high"] - v["ci_low"]) / 2
                     sc = stability_cells(v["stability"], decimals_for(half))
@@ -329,9 +365,11 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                         "rows": sc["rows"], "table": tab,
                         "sentence": sentences.stability_sentence(sc["cells"], v["stability"].get("ari_median"), tab)}
             variants.append(var)
-        effects.append({"id": group["id"], "title": group.get("title") or group["id"], "why": group["why"],
+        effects.append({"id": group["id"], "title": effect_title(group), "why": group["why"],
                         "variants": variants})
     table_plausibility = next_table()
+    changes = changelog.changelog(results, build_info.get("previous"))
+    table_changes = next_table() if changes and changes["rows"] else None
     n_fig_tables = table_no[0]
     versions = [{"name": k, "version": val} for k, val in sorted(results["versions"].items())]
     versions += [{"name": k, "version": val} for k, val in sorted(build_info.get("tools", {}).items())]
@@ -340,26 +378,34 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
     ctx = {
         "title": cfg["title"], "owner": cfg["owner"], "status": cfg["status"], "intended_use": cfg["intended_use"],
         "out_of_scope": cfg.get("out_of_scope", ""), "target": target, "target_unit": unit,
-        "prediction_scale": cfg["model"].get("prediction_scale", "the model's prediction"),
+        "prediction_scale": prediction_scale,
+        "target_class": results.get("target_class"), "whole_model": model_view,
+        "threshold_rows": threshold_rows(thresholds), "table_thresholds": 4,
+        "ci_method": ci_method_text(ci_methods, fmt_level(cfg["conf_level"])),
+        "ci_caption": "; ".join(sorted(ci_captions)),
+        "only_fixed": ci_methods == {"sample"},
+        "extrapolation_method": detector_text([e["extrapolation"] for e in cfg["effects"]]),
         "model": {"description": cfg["model"].get("description", ""), **results["model"]},
-        "data": results["data"], "reference": results["reference_data"], "test_fit": _fit(results["test_fit"]),
+        "data": results["data"], "reference": results["reference_data"], "test_fit": fit_text(results["test_fit"]),
         "config_name": results["config_name"], "config_sha256": results["config_sha256"],
         "inputs_sha256": build_info.get("inputs_sha256", ""), "seed": cfg["seed"],
         "conf_level": fmt_level(cfg["conf_level"]), "versions": versions, "summary": summary,
         "overview": overview, "flags": flags, "effects": effects, "warnings": results["warnings"],
-        "config_text": config_text, "fence": fence, "thresholds": FLAG_THRESHOLDS,
+        "config_text": config_text, "fence": fence, "thresholds": thresholds,
         "linearity": [{"min": t, "word": w} for t, w in sentences.LINEARITY if t > float("-inf")],
         "stability_words": [{"min": t, "word": w} for t, w in sentences.STABILITY if t > float("-inf")],
         "generated": (_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if cfg["timestamp"] else None),
         "rebuild": f"fme report {build_info.get('config_arg', 'reports/' + results['config_name'] + '.yaml')} --force",
         "table_signoff": 1, "table_overview": 2, "table_flags": 3, "table_plausibility": table_plausibility,
-        "table_versions": n_fig_tables + 1,
+        "table_versions": n_fig_tables + 1, "table_hashes": n_fig_tables + 2,
         "report_id": report_id(results["config_name"], results["config_sha256"]),
         "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg["signoff"]],
+        "changes": changes, "table_changes": table_changes,
         "plausibility": plausibility, "any_expected": any(p["expected"] != "not stated" for p in plausibility),
         "fme_version": results["versions"].get("fme", ""),
         "environment": _environment_line(env),
     }
+    ctx.update(audit.audit_context(results, cfg, build_info))
     return ctx
 
 
@@ -385,9 +431,3 @@ def _longest_backtick_run(text: str) -> int:
         run = run + 1 if ch == "`" else 0
         best = max(best, run)
     return best
-
-
-def _fit(fit: dict | None) -> dict | None:
-    if fit is None:
-        return None
-    return {"n": fmt_int(fit["n"]), "rmse": fmt_num(fit["rmse"], 3), "r2": fmt_num(fit["r2"], 3)}

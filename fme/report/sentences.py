@@ -70,6 +70,8 @@ def effect_sentence(v: dict, cells: dict[str, str], target: str, unit: str, noun
     phrase = step_phrase(v["steps"], v["numeric"], units)
     u = f" {unit}" if unit else ""
     ci = f"{cells['level']} CI {cells['ci_low']} to {cells['ci_high']}"
+    if cells.get("ci_phrase"):  # which uncertainty the interval covers (model or fixed-model only)
+        ci += f", {cells['ci_phrase']}"
     if lo is not None and hi is not None and lo > 0:
         head = f"{phrase} raises the model's predicted {target} on average: AME {cells['ame']}{u}"
     elif lo is not None and hi is not None and hi < 0:
@@ -105,7 +107,7 @@ def with_eps_phrase(all_rows: dict[str, str], noun: str, table: int) -> str:
                 f"reported one (Table {table})")
     return (f"over all {all_rows['n']} {noun} evaluated, the {all_rows['n_extrapolation']} extrapolation points "
             f"included, the AME would be {all_rows['ame']} ({all_rows['level']} CI {all_rows['ci_low']} to "
-            f"{all_rows['ci_high']}; Table {table})")
+            f"{all_rows['ci_high']}, fixed model; Table {table})")
 
 
 def sensitivity_sentence(rows: list[dict], cells: list[dict[str, str]]) -> str | None:

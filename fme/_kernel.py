@@ -1,0 +1,484 @@
+"""The batch kernel of :func:`fme.fme`: a batch of rows in, its fMEs, NLMs and mergeable summaries out.
+
+:func:`fme.fme` validates its arguments once and resolves them into a
+:class:`Plan` (parsed steps, NLM method, fitted detector, inference method);
+:func:`evaluate_batch` then evaluates any batch of rows under that plan
+(paper §3.2 fME, §5.1 categorical ME, §5.2 multivariate fME, §5.4 NLM), and
+:func:`summarise` turns a batch into a :class:`Summary` of sums that merge
+exactly (counts, Chan's pairwise mean and sum of squares, NLM counts, the
+delta method's Jacobian sums). The pandas path runs the kernel on the whole
+frame (it batches predictions inside); the Dask path (:mod:`fme._dask`) maps
+it over partitions and tree-reduces the summaries.
+
+The one quantity that is not local to a batch is the scale of the flat-path
+test (the SD of all predictions, :func:`fme._nlm_eval.classify`): a plan may
+carry it (``Plan.spread``, computed by a first pass on Dask); otherwise the
+batch's own predictions give it, as for a pandas frame evaluated at once.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._delta import evaluate_with_jacobian
+from ._guards import call_detector, check_flags
+from ._nlm_eval import NLMSettings, classify
+from ._nlm_eval import nlm_values as _nlm_values
+from ._progress import progress_bar
+from ._shrink import MIN_STEP_FRACTION, shrink_steps
+from .exceptions import ExtrapolationError, ParameterError
+from .inference import RowInference, compute_rows, sample_inference
+from .nlm import QuadratureRule, nlm_from_path
+from .predictors import Predictor
+from .steps import Step, apply_steps, stack_path
+
+__all__ = ["Plan", "Batch", "Moments", "Summary", "evaluate_batch", "summarise", "results_meta"]
+
+#: Cells (rows x columns) of one stacked NLM frame; bounds memory to a few hundred MB.
+_CELL_BUDGET = 50_000_000
+_MIN_BATCH = 100_000
+#: Values of ``nlm_status`` counted in a :class:`Summary`, in order.
+_STATUS = ("ok", "constant", "flat", "inaccurate")
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """Everything :func:`fme.fme` resolved up front; the same for every batch.
+
+    ``detector`` is already fitted on the reference data; ``spread`` (one
+    value per output) fixes the scale of the flat-path test, None to take it
+    from the batch.
+    """
+
+    model: Any
+    predictor: Predictor
+    steps: tuple[Step, ...]
+    settings: NLMSettings | None
+    batch_size: int | None
+    method: str
+    target_class: Any = None
+    bootstrap: Any = None
+    detector: Any = None
+    detector_cols: list[str] | None = None
+    policy: str | None = None
+    spread: np.ndarray | None = None
+    progress: bool | None = None
+
+    @property
+    def rule(self) -> QuadratureRule | None:
+        return None if self.settings is None else self.settings.rule
+
+    @property
+    def names(self) -> list | None:
+        return self.predictor.output_names
+
+
+@dataclass(eq=False)
+class Batch:
+    """One evaluated batch: ``results``/``predictions`` of its evaluated rows and its exclusions."""
+
+    results: pd.DataFrame
+    predictions: pd.DataFrame
+    code: np.ndarray
+    notes: list
+    index: pd.Index
+    cand: np.ndarray
+    f0: np.ndarray
+    f1: np.ndarray
+    rows: RowInference | None
+    n_candidates: int
+
+    @property
+    def excluded(self) -> pd.DataFrame:
+        return _excluded_frame(self.code, self.notes, self.index)
+
+
+# ----------------------------------------------------------------- helpers
+def _check_batch_size(batch_size: Any) -> int | None:
+    if batch_size is None:
+        return None
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ParameterError(f"batch_size must be a positive integer or None, got {batch_size!r}.")
+    return int(batch_size)
+
+
+def _default_batch(n: int, n_cols: int, rule: QuadratureRule | None) -> int:
+    if rule is None:
+        return max(n, 1)
+    per_row = max(1, n_cols) * max(1, rule.n_evaluations)
+    return max(_MIN_BATCH, _CELL_BUDGET // per_row)
+
+
+def _evaluate(
+    predictor: Predictor,
+    X: pd.DataFrame,
+    steps: tuple[Step, ...],
+    rule: QuadratureRule | None,
+    batch_size: int | None,
+    h: Mapping[str, np.ndarray] | None = None,
+    progress: bool | None = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """f(x), f(x + h) and (with ``rule``) the NLM for all rows of ``X``, batched."""
+    n = len(X)
+    size = batch_size or _default_batch(n, X.shape[1], rule)
+    f0_parts, f1_parts, nlm_parts, sd_parts = [], [], [], []
+    label = ", ".join(s.describe() for s in steps) + (" (per-row shrunk)" if h is not None else "")
+    t_int = None if rule is None else rule.nodes[rule.interior]
+    # One buffer for every batch's stacked NLM frame (only used when all columns are float).
+    buffer = np.empty(X.shape[1] * t_int.size * min(size, n)) if rule is not None and n > size else None
+    starts = range(0, n, size)
+    for start in progress_bar(starts, total=len(starts), desc=f"fME {label}", progress=progress):
+        sl = slice(start, min(start + size, n))
+        xb = X.iloc[sl]
+        hb = None if h is None else {k: v[sl] for k, v in h.items()}
+        rows = (start, sl.stop, n)
+        # Every frame is built before any predict call, so a model that modifies its input
+        # in place cannot leak into x + h or the path nodes (each frame goes to predict once).
+        moved = apply_steps(xb, steps, hb)
+        path = stack_path(xb, steps, t_int, hb, buffer) if rule is not None and t_int.size else None
+        f0 = predictor(xb, stage="f(x)", rows=rows)
+        f1 = predictor(moved, stage=f"f(x + h) for the step {label}", rows=rows)
+        del moved
+        f0_parts.append(f0)
+        f1_parts.append(f1)
+        if rule is not None:
+            if t_int.size:
+                stacked = predictor(path, stage=f"the NLM nodes x + t h for the step {label}", rows=rows)
+                del path
+                f_int = stacked.reshape((t_int.size, len(xb)) + stacked.shape[1:])
+            else:
+                f_int = np.empty((0,) + f0.shape)
+            v, sd = nlm_from_path(f0, f1, f_int, rule, return_sd=True)
+            nlm_parts.append(v)
+            sd_parts.append(sd)
+    f0 = np.concatenate(f0_parts)
+    f1 = np.concatenate(f1_parts)
+    if rule is None:
+        return f0, f1, None, None
+    return f0, f1, np.concatenate(nlm_parts), np.concatenate(sd_parts)
+
+
+def _detector_columns(predictor: Predictor, data: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
+    cols = predictor.feature_names if predictor.feature_names is not None else [c for c in data.columns]
+    missing = [c for c in cols if c not in reference.columns]
+    if missing:
+        raise ExtrapolationError(
+            f"reference_data lacks the model feature(s) {missing}; pass the training data with all of {cols}."
+        )
+    return list(cols)
+
+
+def _check_flags(flags: Any, n: int, detector: Any) -> np.ndarray:
+    return check_flags(flags, n, detector)
+
+
+def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarray:
+    """Reason per point, asked of the detector for the flagged points only (strings are costly)."""
+    out = np.full(len(points), "", dtype=object)
+    idx = np.flatnonzero(flags)
+    if idx.size == 0:
+        return out
+    if hasattr(detector, "explain"):
+        out[idx] = np.asarray(detector.explain(points.iloc[idx], np.ones(idx.size, dtype=bool)), dtype=object)
+    else:
+        out[idx] = f"flagged by {type(detector).__name__}"
+    return out
+
+
+def _all_excluded_message(steps: tuple[Step, ...], reference: pd.DataFrame, n: int) -> str:
+    ranges = []
+    for s in steps:
+        if s.is_numeric and s.feature in reference.columns:
+            col = reference[s.feature]
+            ranges.append(f"{s.feature} in [{col.min():.6g}, {col.max():.6g}]")
+    where = f" (reference range: {', '.join(ranges)})" if ranges else ""
+    return (
+        f"all {n} rows are extrapolation points for the step {', '.join(s.describe() for s in steps)}{where}; "
+        "use a smaller step, on_extrapolation='shrink', or check reference_data."
+    )
+
+
+_REASON_TYPES = np.array(["", "missing", "at_level", "extrapolation"], dtype=object)
+
+
+def _excluded_frame(code: np.ndarray, notes: list[tuple[np.ndarray, Any, Any]], index: pd.Index) -> pd.DataFrame:
+    """The ``excluded`` table from per-row codes and (positions, point, reason) notes."""
+    ex = np.flatnonzero(code)
+    slot = np.full(code.size, -1)
+    slot[ex] = np.arange(ex.size)
+    point = np.full(ex.size, "", dtype=object)
+    reason = np.full(ex.size, "", dtype=object)
+    for pos, pts, why in notes:
+        point[slot[pos]] = pts
+        reason[slot[pos]] = why
+    return pd.DataFrame(
+        {"reason_type": _REASON_TYPES[code[ex]].astype(str), "point": point.astype(str), "reason": reason.astype(str)},
+        index=index[ex],
+    )
+
+
+# ----------------------------------------------------------------- the kernel
+def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Batch:
+    """fMEs (and NLMs, exclusions, inference ingredients) of every row of ``data`` under ``plan``.
+
+    Never raises for a batch without evaluable rows (a Dask partition may
+    have none); the caller decides whether the whole data had any.
+    """
+    predictor, parsed, rule, settings = plan.predictor, plan.steps, plan.rule, plan.settings
+    X_all = predictor.select(data)
+    n_all = len(data)
+    index = data.index
+    # Exclusion bookkeeping: an int code per row, strings only for the rows left out
+    # (object arrays over all rows cost more than a cheap model's predict).
+    code = np.zeros(n_all, dtype=np.int8)
+    notes: list[tuple[np.ndarray, Any, Any]] = []
+    for s in parsed:
+        col = data[s.feature]
+        miss = col.isna().to_numpy() & (code == 0)
+        code[miss] = 1
+        notes.append((np.flatnonzero(miss), "", f"missing value in {s.feature}"))
+        if s.is_numeric:
+            # +-inf: no finite step from there; left out and counted like a missing value
+            inf = np.isinf(col.to_numpy(dtype=float, na_value=np.nan)) & (code == 0)
+            code[inf] = 1
+            notes.append((np.flatnonzero(inf), "", f"infinite value in {s.feature}"))
+        if not s.is_numeric:
+            # nullable dtypes ("string", "boolean") compare to <NA> on missing values
+            at = (col == s.value).to_numpy(dtype=bool, na_value=False) & (code == 0)
+            code[at] = 2
+            notes.append((np.flatnonzero(at), "", f"{s.feature} already at level {s.value!r}"))
+    cand = np.flatnonzero(code == 0)
+    n_candidates = int(cand.size)
+    X = X_all.iloc[cand]
+    h = None
+    extra_cols: dict[str, np.ndarray] = {}
+    if plan.detector is not None and cand.size:
+        detector, cols, policy = plan.detector, plan.detector_cols, plan.policy
+        flag_x = _check_flags(call_detector(detector, "flag", X[cols], "x"), len(X), detector)
+        moved = apply_steps(X, parsed)[cols]
+        flag_xh = _check_flags(call_detector(detector, "flag", moved, "x + h"), len(X), detector)
+        if policy == "shrink":
+            h = shrink_steps(detector, cols, X, parsed, flag_xh & ~flag_x)
+            flag_xh = flag_xh & ~flag_x & (np.abs(np.column_stack(list(h.values()))).max(axis=1) == 0)
+        ep = flag_x | flag_xh
+        pts = np.where(flag_x & flag_xh, "x and x+h", np.where(flag_x, "x", np.where(flag_xh, "x+h", "")))
+        why = _explain(detector, X[cols], flag_x)
+        why_h = _explain(detector, moved, flag_xh)
+        why = np.where(flag_x & flag_xh, why + " | x+h: " + why_h, np.where(flag_xh, why_h, why))
+        if policy == "shrink":
+            why = np.where(flag_xh & ~flag_x, f"no step of at least {MIN_STEP_FRACTION:g} h stays inside", why)
+        if policy == "keep":
+            extra_cols["extrapolation"] = ep
+            extra_cols["extrapolation_point"] = pts
+        else:
+            code[cand[ep]] = 3
+            notes.append((cand[ep], pts[ep], why[ep]))
+            keep = ~ep
+            cand, X = cand[keep], X.iloc[keep]
+            if h is not None:
+                h = {k: v[keep] for k, v in h.items()}
+    elif plan.detector is not None:  # no candidate rows: the same columns, empty
+        if plan.policy == "shrink":
+            h = {s.feature: np.empty(0) for s in parsed}
+        if plan.policy == "keep":
+            extra_cols = {"extrapolation": np.empty(0, dtype=bool), "extrapolation_point": np.empty(0, dtype=object)}
+    names = plan.names
+    shape0 = (0,) if names is None else (0, len(names))
+    fast = None
+    status = nlm_values = None
+    rows = None
+    if cand.size == 0:
+        f0 = f1 = np.empty(shape0)
+        if settings is not None:
+            nlm_values, status = np.empty(shape0), np.empty(shape0, dtype=object)
+    else:
+        if plan.method == "delta" and settings is None and names is None:
+            # statsmodels GLM-type models: predictions and Jacobian from one design matrix per point set
+            fast = evaluate_with_jacobian(plan.model, X, apply_steps(X, parsed, h))
+        if fast is not None:
+            f0, f1, rows = fast
+        else:
+            f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
+            if settings is not None and rule is not None:
+                nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread)
+            elif settings is not None:
+                nlm_values, status = _nlm_values(settings, predictor, X, parsed, h, f0, f1, plan.batch_size,
+                                                 spread=plan.spread)
+    out_index = index[cand]
+    res: dict[str, Any] = {}
+    if names is None:
+        res["fme"] = f1 - f0
+        if nlm_values is not None:
+            res["nlm"] = nlm_values
+            res["nlm_status"] = status
+    else:
+        for j, c in enumerate(names):
+            res[f"fme_{c}"] = f1[:, j] - f0[:, j]
+        if nlm_values is not None:
+            for j, c in enumerate(names):
+                res[f"nlm_{c}"] = nlm_values[:, j]
+            for j, c in enumerate(names):
+                res[f"nlm_status_{c}"] = status[:, j]
+    if h is not None:
+        for feat, values in h.items():
+            res[f"step_{feat}"] = values
+    res.update(extra_cols)
+    results = pd.DataFrame(res, index=out_index)
+    if names is None:
+        predictions = pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=out_index)
+    else:
+        predictions = pd.DataFrame(
+            {**{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},
+             **{f"f_x_step_{c}": f1[:, j] for j, c in enumerate(names)}}, index=out_index)
+    if with_rows and names is None and rows is None and cand.size:
+        # 'sample' needs only the fMEs: the stepped frame is built for delta and bootstrap alone
+        rows = sample_inference(res["fme"]) if plan.method == "sample" else compute_rows(
+            plan.method, plan.model, [(X, apply_steps(X, parsed, h))], [res["fme"]], [f0], plan.bootstrap,
+            plan.target_class)[0]
+    return Batch(results=results, predictions=predictions, code=code, notes=notes, index=index, cand=cand,
+                 f0=f0, f1=f1, rows=rows, n_candidates=n_candidates)
+
+
+# ----------------------------------------------------------------- mergeable summaries
+@dataclass(frozen=True)
+class Moments:
+    """Count, mean and sum of squared deviations of columns of values (NaN ignored).
+
+    Two sets merge exactly in the sense of Chan, Golub & LeVeque (1979): the
+    merged mean and M2 equal those of the pooled values up to rounding, so an
+    AME and SD from partitions agree with the in-memory ones to ~1e-15
+    relative (unless the mean is nearly cancelled).
+    """
+
+    n: np.ndarray
+    mean: np.ndarray
+    m2: np.ndarray
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> "Moments":
+        v = np.asarray(values, dtype=float)
+        v = v[:, None] if v.ndim == 1 else v
+        ok = ~np.isnan(v)
+        n = ok.sum(axis=0).astype(np.int64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(n > 0, np.where(ok, v, 0.0).sum(axis=0) / np.maximum(n, 1), 0.0)
+            # two-pass within a batch: the deviations from the batch's own mean
+            m2 = np.where(ok, (v - mean) ** 2, 0.0).sum(axis=0)
+        return cls(n, mean, m2)
+
+    def merge(self, other: "Moments") -> "Moments":
+        n = self.n + other.n
+        with np.errstate(invalid="ignore", divide="ignore"):
+            delta = other.mean - self.mean
+            w = np.where(n > 0, other.n / np.maximum(n, 1), 0.0)
+            mean = self.mean + delta * w
+            m2 = self.m2 + other.m2 + delta ** 2 * self.n * w
+        return Moments(n, mean, m2)
+
+    def sd(self, ddof: int = 1) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.n > ddof, np.sqrt(self.m2 / (self.n - ddof)), np.nan)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Mergeable summaries of evaluated batches (one entry per output column).
+
+    Attributes
+    ----------
+    codes : ndarray (4,)
+        Rows evaluated, missing/infinite, already at the level, extrapolation.
+    fme, nlm, spread : Moments
+        Of the fMEs, of the defined NLMs, of the predictions f(x) and f(x + h)
+        (the scale of the flat-path test).
+    n_linear : ndarray
+        Defined NLMs >= the threshold.
+    status : ndarray (4, m)
+        Counts of ``ok``, ``constant``, ``flat``, ``inaccurate``.
+    jacobian : ndarray (k,) or None
+        Delta method: the sum of the rows' Jacobians d fME_i / d theta
+        (the AME's gradient is this over n); ``vcov`` the parameter covariance.
+    n_kept_extrapolation : int
+        With ``on_extrapolation='keep'``: evaluated rows flagged as extrapolation.
+    """
+
+    codes: np.ndarray
+    fme: Moments
+    nlm: Moments | None = None
+    spread: Moments | None = None
+    n_linear: np.ndarray | None = None
+    status: np.ndarray | None = None
+    jacobian: np.ndarray | None = None
+    vcov: np.ndarray | None = field(default=None, repr=False)
+    info: dict = field(default_factory=dict, repr=False)
+    n_kept_extrapolation: int = 0
+
+    def merge(self, other: "Summary") -> "Summary":
+        def add(a, b):
+            return b if a is None else a if b is None else a + b
+
+        def mrg(a, b):
+            return b if a is None else a if b is None else a.merge(b)
+
+        return replace(self, codes=self.codes + other.codes, fme=self.fme.merge(other.fme),
+                       nlm=mrg(self.nlm, other.nlm), spread=mrg(self.spread, other.spread),
+                       n_linear=add(self.n_linear, other.n_linear), status=add(self.status, other.status),
+                       jacobian=add(self.jacobian, other.jacobian),
+                       vcov=self.vcov if self.vcov is not None else other.vcov, info={**other.info, **self.info},
+                       n_kept_extrapolation=self.n_kept_extrapolation + other.n_kept_extrapolation)
+
+
+def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
+    """The mergeable :class:`Summary` of one evaluated batch."""
+    names = plan.names
+    res = batch.results
+    fcols = ["fme"] if names is None else [f"fme_{c}" for c in names]
+    fm = Moments.of(res[fcols].to_numpy(dtype=float))
+    codes = np.bincount(batch.code, minlength=4).astype(np.int64)
+    spread = Moments.of(np.concatenate([batch.f0, batch.f1]))
+    nlm = n_linear = status = None
+    if plan.settings is not None:
+        ncols = ["nlm"] if names is None else [f"nlm_{c}" for c in names]
+        scols = ["nlm_status"] if names is None else [f"nlm_status_{c}" for c in names]
+        v = res[ncols].to_numpy(dtype=float)
+        nlm = Moments.of(v)
+        with np.errstate(invalid="ignore"):
+            n_linear = (v >= threshold).sum(axis=0).astype(np.int64)
+        st = res[scols].to_numpy()
+        status = np.array([(st == s).sum(axis=0) for s in _STATUS], dtype=np.int64)
+    jac = vcov = None
+    info: dict = {}
+    rows = batch.rows
+    if rows is not None and rows.method == "delta":
+        jac, vcov, info = rows.jacobian.sum(axis=0), rows.vcov, dict(rows.info)
+    kept = int(res["extrapolation"].sum()) if "extrapolation" in res.columns else 0
+    return Summary(codes=codes, fme=fm, nlm=nlm, spread=spread, n_linear=n_linear, status=status, jacobian=jac,
+                   vcov=vcov, info=info, n_kept_extrapolation=kept)
+
+
+def results_meta(plan: Plan, index: pd.Index) -> pd.DataFrame:
+    """The empty ``results`` frame of ``plan`` (the columns and dtypes every batch gives)."""
+    empty = pd.DataFrame(index=index[:0])
+    names = plan.names
+    cols: dict[str, Any] = {}
+    outs = [""] if names is None else [f"_{c}" for c in names]
+    for o in outs:
+        cols[f"fme{o}"] = np.empty(0)
+    if plan.settings is not None:
+        for o in outs:
+            cols[f"nlm{o}"] = np.empty(0)
+        for o in outs:
+            cols[f"nlm_status{o}"] = np.empty(0, dtype=object)
+    if plan.detector is not None and plan.policy == "shrink":
+        for s in plan.steps:
+            cols[f"step_{s.feature}"] = np.empty(0)
+    if plan.detector is not None and plan.policy == "keep":
+        cols["extrapolation"] = np.empty(0, dtype=bool)
+        cols["extrapolation_point"] = np.empty(0, dtype=object)
+    return pd.DataFrame(cols, index=empty.index)

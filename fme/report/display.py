@@ -1,0 +1,122 @@
+"""Prepare an effect's numbers for display: the scale (percentage points for probabilities) and the
+interval that decides (model uncertainty when it was computed).
+
+:func:`prepare_variant` returns a copy of one ``results.json`` effect variant in which
+
+* every effect-scale number (AME, SD, quartiles, CIs, cAMEs, the with/without-EP and step-size
+  AMEs, the stability range) is multiplied by ``scale`` (100 for a classifier: probabilities
+  become percentage points; NLMs, counts and shares are scale-free and stay);
+* ``ci_low``/``ci_high`` (and each leaf's ``came_ci_low``/``came_ci_high``) are the interval of the
+  inference method actually used: the model-uncertainty interval (delta method, bootstrap) when
+  one was computed, else the fixed-model interval. The fixed-model interval is kept in
+  ``fixed_ci_low``/``fixed_ci_high``; ``ci_inference`` names which one ``ci_low`` is.
+
+So sentences, direction words, flags and the plausibility check, which all read ``ci_low`` and
+``ci_high``, use the model-uncertainty interval whenever it exists (issue 12, Reports).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from .formatting import fmt_est, fmt_int
+from .specs import CI_COVERS, CI_SHORT
+
+__all__ = ["prepare_variant", "scale_of", "target_phrase", "interval_rows", "ci_method_text"]
+
+_EFFECT_KEYS = ("ame", "sd", "se", "ci_low", "ci_high", "q25", "q75")
+_LEAF_KEYS = ("came", "sd_fme", "came_ci_low", "came_ci_high", "std_error", "conf_low", "conf_high")
+
+
+def _mul(d: dict, keys: tuple, factor: float) -> None:
+    for k in keys:
+        if d.get(k) is not None:
+            d[k] = d[k] * factor
+
+
+def scale_of(results: dict) -> float:
+    """100 when the report explains a class probability (shown in percentage points), else 1."""
+    return 100.0 if results.get("target_class") is not None else 1.0
+
+
+def target_phrase(results: dict, cfg: dict) -> tuple[str, str, str]:
+    """(what the model predicts, unit of the AMEs, prediction scale) as the report words them."""
+    cls = results.get("target_class")
+    if cls is None:
+        return (results["target"], cfg.get("target_unit", ""),
+                cfg["model"].get("prediction_scale", "the model's prediction"))
+    scale = cfg["model"].get("prediction_scale") or f"predicted probability of class {cls}"
+    return f"probability of {cls}", "percentage points", f"{scale}; effects in percentage points"
+
+
+def prepare_variant(v: dict, scale: float) -> dict:
+    """A display copy of one effect variant (see the module docstring)."""
+    v = copy.deepcopy(v)
+    if scale != 1.0:
+        _mul(v, _EFFECT_KEYS, scale)
+        if v.get("model_ci"):
+            _mul(v["model_ci"], ("std_error", "conf_low", "conf_high"), scale)
+        if v.get("with_eps"):
+            _mul(v["with_eps"], ("ame", "ci_low", "ci_high"), scale)
+        for r in v.get("sensitivity") or []:
+            _mul(r, ("ame", "ci_low", "ci_high"), scale)
+        if v.get("stability"):
+            _mul(v["stability"], ("ame_min", "ame_max", "ame_sd"), scale)
+        if v.get("partition"):
+            for leaf in [v["partition"]["root"], *v["partition"]["leaves"]]:
+                _mul(leaf, _LEAF_KEYS, scale)
+    v["fixed_ci_low"], v["fixed_ci_high"] = v.get("ci_low"), v.get("ci_high")
+    method = v.get("inference", "sample")
+    mc = v.get("model_ci")
+    if mc and mc.get("conf_low") is not None:
+        v["ci_low"], v["ci_high"] = mc["conf_low"], mc["conf_high"]
+        v["ci_inference"] = method
+        if v.get("partition"):
+            for leaf in [v["partition"]["root"], *v["partition"]["leaves"]]:
+                if leaf.get("conf_low") is not None:
+                    leaf["came_ci_low"], leaf["came_ci_high"] = leaf["conf_low"], leaf["conf_high"]
+    else:
+        v["ci_inference"] = "sample"
+    return v
+
+
+def interval_rows(v: dict, level: str) -> list[dict[str, str]]:
+    """Display rows (interval, covers, CI, SE) of the AME's intervals: the deciding one first."""
+    rows = []
+    mc = v.get("model_ci")
+    if mc and mc.get("conf_low") is not None:
+        _, lo, hi = fmt_est(v["ame"], mc["conf_low"], mc["conf_high"])
+        extra = ""
+        if v["inference"] == "bootstrap":
+            extra = f" ({fmt_int(mc['n_resamples'])} resamples, {fmt_int(mc['n_failed'])} failed refits, {mc['ci']})"
+        se = fmt_est(mc["std_error"], mc["conf_low"], mc["conf_high"])[0]
+        rows.append({"interval": CI_SHORT[v["inference"]] + extra, "covers": CI_COVERS[v["inference"]],
+                     "ci": f"[{lo}, {hi}]", "se": se, "used": "yes"})
+    _, lo, hi = fmt_est(v["ame"], v["fixed_ci_low"], v["fixed_ci_high"])
+    se = fmt_est(v.get("se"), v["fixed_ci_low"], v["fixed_ci_high"])[0]
+    rows.append({"interval": CI_SHORT["sample"], "covers": CI_COVERS["sample"], "ci": f"[{lo}, {hi}]", "se": se,
+                 "used": "no" if rows else "yes"})
+    return rows
+
+
+def ci_method_text(methods: set[str], level: str) -> str:
+    """The method section's sentence on confidence intervals for the inference methods used."""
+    parts = []
+    if "delta" in methods:
+        parts.append("delta method: the gradient of the AME with respect to the model's parameters and their "
+                     "covariance (z statistics, normal quantiles); this covers the uncertainty of estimating the "
+                     "model's parameters")
+    if "bootstrap" in methods:
+        parts.append("bootstrap: the model is refitted on resamples of the training data and the AME recomputed "
+                     "for each refit (percentile or normal interval, as configured); this covers the uncertainty "
+                     "of fitting the model")
+    fixed = (f"fixed model: t-based, mean ± t × SD / √n over the evaluated rows at the {level} level; this "
+             "describes the spread of the effects over the data given the fitted model and does not include "
+             "the uncertainty of fitting the model")
+    if not parts:
+        return (f"{fixed}. No model-uncertainty interval was computed for any effect (config key inference: "
+                "the model supports no delta method and no bootstrap was configured), so the direction words and "
+                "the plausibility check rest on the fixed-model interval only.")
+    return ("; ".join(parts) + f". Where one of these was computed it is the interval shown beside the AME and the "
+            "one the direction words, flags and plausibility check use; the " + fixed + ", is shown beside it. "
+            "Effects without one use the fixed-model interval, and say so.")

@@ -1,0 +1,137 @@
+"""Display strings for the report's model-wide parts and new per-effect details.
+
+* :func:`whole_model` : the ranked AME of every model feature and the feature dictionary;
+* :func:`fit_text` : the model's fit on test data (regression or classification metrics);
+* :func:`causes_phrase` : where the extrapolation points are, by the features that caused them;
+* :func:`effective_step_rows` : the distribution of effective steps under ``shrink``;
+* :func:`detector_text` : the method section's description of every detector used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .formatting import fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
+from .specs import CI_SHORT, describe_detector
+
+__all__ = ["whole_model", "fit_text", "causes_phrase", "effective_step_rows", "detector_text"]
+
+#: What each detector checks (method section).
+DETECTOR_TEXT = {
+    "envelope": "a point outside the per-feature [min, max] of the reference data, or with an unseen level "
+                "(it cannot see empty regions inside the box)",
+    "hull": "a point outside the convex hull of the (standardised) reference data",
+    "mcec": "Monte-Carlo extrapolation classification: a classifier tells the reference rows from uniform "
+            "background points; a point is flagged when its estimated extrapolation risk exceeds the threshold",
+    "cert": "a classification tree separating the reference rows from uniform background points; a point is "
+            "flagged when its leaf's extrapolation risk exceeds the threshold",
+    "isolation_forest": "an isolation forest fitted on the reference data; the given contamination share of "
+                        "the reference is treated as outlying",
+    "lof": "the local outlier factor against the reference data (n_neighbors, contamination)",
+}
+
+
+def _step_text(r: dict, units: dict) -> str:
+    if r["level"] is not None:
+        return f"to level {r['level']}"
+    if r["step"] is None:
+        return "-"
+    u = f" {units[r['feature']]}" if units.get(r["feature"]) else ""
+    return f"{r['step']:+,.4g}{u}"
+
+
+def whole_model(results: dict, cfg: dict, scale: float, first_table: int) -> dict[str, Any] | None:
+    """Ranked overview rows and feature-dictionary rows, with their table numbers."""
+    ov = results.get("overview")
+    dic = results.get("dictionary") or []
+    units = cfg.get("units", {})
+    level = fmt_level(cfg["conf_level"])
+    out: dict[str, Any] = {"overview": None, "dictionary": [], "table_dictionary": first_table}
+    if ov:
+        rows = []
+        for rank, r in enumerate(ov["rows"], start=1):
+            if r["error"]:
+                rows.append({"rank": "-", "feature": r["feature"], "step": "-", "n": "0", "n_excluded": "-",
+                             "ame": "-", "ci": "-", "covers": f"not computed: {r['error']}"})
+                continue
+            lo = None if r["conf_low"] is None else r["conf_low"] * scale
+            hi = None if r["conf_high"] is None else r["conf_high"] * scale
+            ame, clo, chi = fmt_est(r["ame"] * scale, lo, hi)
+            rows.append({"rank": fmt_int(rank), "feature": r["feature"], "step": _step_text(r, units),
+                         "n": fmt_int(r["n"]), "n_excluded": fmt_int(r["n_excluded"]), "ame": ame,
+                         "ci": f"[{clo}, {chi}]", "covers": CI_SHORT.get(r["inference"], r["inference"])})
+        what = "one standard deviation (of the reference data)" if ov["step"] == "sd" else "one unit"
+        out["overview"] = {"rows": rows, "step": what, "detector": describe_detector(ov["detector"]),
+                           "level": level, "table": first_table}
+        out["table_dictionary"] = first_table + 1
+    for r in dic:
+        if r["type"] == "categorical":
+            rng = ", ".join(r["levels"][:12]) + (f", ... ({len(r['levels'])} levels)" if len(r["levels"]) > 12 else "")
+            sd = "-"
+        else:
+            rng = f"{r['min']:,.6g} to {r['max']:,.6g}" if r["min"] is not None else "-"
+            sd = "-" if r["sd"] is None else f"{r['sd']:,.4g}"
+        out["dictionary"].append({"feature": r["feature"], "type": r["type"], "unit": r["unit"] or "not stated",
+                                  "description": r["description"] or "not stated", "range": rng, "sd": sd,
+                                  "missing": fmt_int(r["n_missing"])})
+    return out
+
+
+def fit_text(fit: dict | None) -> str | None:
+    """One clause with the model's fit on the test data (None without test data)."""
+    if fit is None:
+        return None
+    if fit.get("kind") == "classification":
+        auc = fmt_num(fit["auc"], 3) if fit["auc"] is not None else "not defined (one class only)"
+        return (f"n = {fmt_int(fit['n'])} ({fmt_int(fit['n_target'])} of class {fit['target_class']}); on the "
+                f"probability scale: AUC of class {fit['target_class']} against the rest {auc}, Brier score "
+                f"{fmt_num(fit['brier'], 4)}, log loss {fmt_num(fit['log_loss'], 4)} "
+                f"({fit['n_classes']} classes)")
+    return f"n = {fmt_int(fit['n'])}, RMSE {fmt_num(fit['rmse'], 3)}, R² {fmt_num(fit['r2'], 3)}"
+
+
+def causes_phrase(causes: list[dict], n_ep: int) -> str | None:
+    """'x + h leaves the reference range in crim for 400 of them (observed crim 0.006 to 4.9); ...'."""
+    if not causes or not n_ep:
+        return None
+    parts = []
+    for c in causes:
+        if c["kind"] == "outside range":
+            rng = (f": observed {c['feature']} from {fmt_num(c['min'], 3)} to {fmt_num(c['max'], 3)}"
+                   if "min" in c else "")
+            parts.append(f"outside the reference data in {c['feature']} for {fmt_int(c['n'])}{rng}")
+    joint = [c for c in causes if c["kind"] == "joint"]
+    if joint:
+        n = joint[0]["n"]
+        named = [c for c in joint if c["feature"] is not None]
+        text = f"{fmt_int(n)} inside every feature's range, flagged for the combination of features"
+        if named:
+            text += " (they differ most from the evaluated rows in " + ", ".join(
+                f"{c['feature']}: {fmt_num(c['min'], 3)} to {fmt_num(c['max'], 3)}" for c in named) + ")"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def effective_step_rows(v: dict) -> list[dict[str, str]] | None:
+    """Display rows of the effective steps (share of h) under ``shrink``; None otherwise."""
+    rows = v.get("effective_steps")
+    if not rows:
+        return None
+    out = []
+    for r in rows:
+        out.append({"feature": r["feature"], "h": f"{r['h']:+,.6g}",
+                    **{k: fmt_num(r[k], 3) for k in ("min", "q25", "median", "q75", "max")},
+                    "n_shrunk": f"{fmt_int(r['n_shrunk'])} of {fmt_int(r['n'])} ({fmt_share(r['n_shrunk'], r['n'])})",
+                    "min_fraction": f"{r['min_fraction']:g}"})
+    return out
+
+
+def detector_text(specs: list[dict]) -> str:
+    """Every detector used in the report, with all its parameters and what it flags."""
+    seen: dict[str, str] = {}
+    for s in specs:
+        if s and s["method"] != "none":
+            seen.setdefault(describe_detector(s), DETECTOR_TEXT[s["method"]])
+    if not seen:
+        return "no effect was checked for extrapolation (\"not checked\" is shown as such, never as zero)."
+    return "; ".join(f"{name}: {what}" for name, what in seen.items()) + "."

@@ -1,0 +1,170 @@
+"""The whole model before the configured effects: a ranked AME of every feature, a feature dictionary,
+and the model's fit on test data (regression or, for classifiers, probability-scale metrics).
+
+Run inside the analysis notebook; returns JSON-ready dicts for ``results.json``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import fme
+
+from .._validation import is_categorical
+from .config import config_error
+from .specs import bootstrap_kwargs, make_detector
+
+__all__ = ["model_features", "feature_dictionary", "feature_overview", "model_fit"]
+
+
+def _num(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def model_features(model: Any, features: pd.DataFrame) -> list[str]:
+    """The model's inputs (``feature_names_in_`` when it records them), else every column of ``features``."""
+    names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        return [str(c) for c in features.columns]
+    return [str(c) for c in names if str(c) in set(map(str, features.columns))]
+
+
+def feature_dictionary(model: Any, features: pd.DataFrame, cfg: dict) -> list[dict]:
+    """One row per model feature: type, unit, description, observed range or levels, SD (data)."""
+    rows = []
+    for f in model_features(model, features):
+        col = features[f]
+        row: dict[str, Any] = {"feature": f, "unit": cfg["units"].get(f, ""),
+                               "description": cfg["descriptions"].get(f, ""), "n_missing": int(col.isna().sum())}
+        if is_categorical(col):
+            levels = sorted(map(str, col.dropna().unique()))
+            row.update(type="categorical", levels=levels)
+        else:
+            v = col.to_numpy(dtype=float)
+            v = v[np.isfinite(v)]
+            row.update(type="numeric", min=_num(v.min()) if v.size else None, max=_num(v.max()) if v.size else None,
+                       sd=_num(v.std(ddof=1)) if v.size > 1 else None)
+        rows.append(row)
+    return rows
+
+
+def _level(features: pd.DataFrame, feature: str, level: Any) -> Any:
+    """The data's own level for the ``level`` cell of ``fme.ame`` (a float column when mixed with NaN)."""
+    if level is None or (isinstance(level, float) and math.isnan(level)):
+        return None
+    for u in pd.unique(features[feature].dropna()):
+        if u == level or str(u) == str(level):
+            return u.item() if hasattr(u, "item") else u
+    return level.item() if hasattr(level, "item") else level
+
+
+def _rows(table: pd.DataFrame, conf_level: float, features: pd.DataFrame) -> list[dict]:
+    out = []
+    for _, r in table.iterrows():  # one row per feature (or level): a handful
+        level = _level(features, str(r["feature"]), r.get("level"))
+        out.append({"feature": str(r["feature"]), "step": _num(r.get("step")) if pd.notna(r.get("step")) else None,
+                    "level": level,
+                    "ame": _num(r["ame"]), "std_error": _num(r["std_error"]), "conf_low": _num(r["conf_low"]),
+                    "conf_high": _num(r["conf_high"]), "inference": str(r["inference"]), "n": int(r["n"]),
+                    "n_excluded": int(r["n_excluded"]), "conf_level": conf_level, "error": None})
+    return out
+
+
+def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame, cfg: dict, target_class: Any,
+                     train: pd.DataFrame | None = None) -> dict | None:
+    """AME of every model feature for one unit or SD step (categorical: each level), ranked by |AME|.
+
+    Uses ``fme.ame`` once for all features (one bootstrap run shared by all of them); a feature
+    whose AME cannot be computed (e.g. every step leaves the data) is kept in the table with the
+    reason instead of its numbers. ``cfg['overview']`` gives the step and the detector.
+    """
+    spec = cfg["overview"]
+    if spec is False:
+        return None
+    names = model_features(model, features)
+    steps = {f: (None if is_categorical(features[f]) else ("sd" if spec["step"] == "sd" else 1)) for f in names}
+    conf = float(cfg["conf_level"])
+    seed = int(cfg["seed"])
+    inference = bootstrap_kwargs(cfg["inference"], train, cfg["target"], seed)
+    det = spec["extrapolation"]
+
+    def run(sub: dict) -> pd.DataFrame:
+        kw: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
+        if det["method"] != "none":
+            kw.update(extrapolation=make_detector(det, seed))
+        return fme.ame(model, features, sub, conf_level=conf, **inference, **kw)
+
+    try:
+        rows = _rows(run(steps), conf, features)
+    except fme.FMEError:  # one feature fails (e.g. all rows extrapolate): compute the others one by one
+        rows = []
+        for f, h in steps.items():
+            try:
+                rows.extend(_rows(run({f: h}), conf, features))
+            except fme.FMEError as exc:
+                rows.append({"feature": f, "step": None, "level": None, "ame": None, "std_error": None,
+                             "conf_low": None, "conf_high": None, "inference": None, "n": 0, "n_excluded": None,
+                             "conf_level": conf, "error": " ".join(str(exc).split())})
+    except Exception as exc:  # noqa: BLE001 - model failures: one line naming the overview key
+        from .validate import analysis_error
+
+        raise analysis_error(cfg, ("overview",), exc) from exc
+    rows.sort(key=lambda r: (r["ame"] is None, -abs(r["ame"] or 0.0), r["feature"]))
+    return {"step": spec["step"], "detector": det, "rows": rows}
+
+
+def _class_codes(y: pd.Series, classes: list) -> np.ndarray:
+    """Position of each label in ``classes`` (-1 when unknown); labels match by value, then by text."""
+    by_value = {c: k for k, c in enumerate(classes)}
+    by_text = {str(c): k for k, c in enumerate(classes)}
+    labels = pd.Series(y.to_numpy(dtype=object))
+    codes = labels.map(by_value)
+    miss = codes.isna().to_numpy()
+    codes[miss] = labels[miss].astype(str).map(by_text)
+    return codes.fillna(-1).to_numpy(dtype=int)
+
+
+def model_fit(model: Any, test: pd.DataFrame | None, target: str, target_class: Any = None,
+              cfg: dict | None = None) -> dict | None:
+    """Fit on configured test data (None without test data or without the target column).
+
+    Regressors: RMSE and R². Classifiers (``target_class`` given): on the probability scale, the
+    AUC of ``target_class`` against the rest, the Brier score of its probability and the log loss
+    of all classes (``sklearn.metrics``); labels may be strings or numbers and are matched to
+    ``classes_``. An unknown label is a ConfigError at ``test_data``.
+    """
+    if test is None or target not in test.columns:
+        return None
+    X = test.drop(columns=target)
+    if target_class is None:
+        y = test[target].to_numpy(dtype=float)
+        pred = np.asarray(model.predict(X), dtype=float)
+        rmse = float(np.sqrt(np.mean((y - pred) ** 2)))
+        r2 = float(1 - np.sum((y - pred) ** 2) / np.sum((y - y.mean()) ** 2))
+        return {"kind": "regression", "n": int(len(y)), "rmse": rmse, "r2": r2}
+    from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
+
+    classes = list(np.asarray(model.classes_).tolist())
+    codes = _class_codes(test[target], classes)
+    if (codes < 0).any():
+        bad = test[target].iloc[int(np.flatnonzero(codes < 0)[0])]
+        msg = (f"test label {bad!r} in column {target!r} is not a class of the model; its classes are "
+               f"{', '.join(map(repr, classes))}")
+        if cfg is None:
+            raise ValueError(msg)
+        raise config_error(cfg, ("test_data",), msg)
+    k = next(i for i, c in enumerate(classes) if c == target_class or str(c) == str(target_class))
+    proba = np.asarray(model.predict_proba(X), dtype=float)
+    y_bin = (codes == k).astype(int)
+    auc = float(roc_auc_score(y_bin, proba[:, k])) if 0 < y_bin.sum() < len(y_bin) else None
+    return {"kind": "classification", "n": int(len(codes)), "target_class": target_class,
+            "n_classes": len(classes), "n_target": int(y_bin.sum()), "auc": auc,
+            "brier": float(brier_score_loss(y_bin, proba[:, k])),
+            "log_loss": float(log_loss(codes, proba, labels=list(range(len(classes)))))}

@@ -1,0 +1,302 @@
+"""fme on Dask DataFrames (issue 14): equal to the pandas results on the same rows.
+
+One module-scoped 2-process LocalCluster; the data are small (the machine has
+2 cores), split into several partitions so that merging matters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+import fme  # noqa: E402
+from fme.exceptions import ExtrapolationError, ParameterError  # noqa: E402
+from fme._dask import order_statistics  # noqa: E402
+
+from conftest import make_regression_frame  # noqa: E402
+
+RTOL = 1e-12
+FIGURES = ["ame", "std_error", "statistic", "conf_low", "conf_high", "q25", "q75"]
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def frame():
+    return make_regression_frame(n=3000, seed=3)
+
+
+@pytest.fixture(scope="module")
+def X(frame):
+    return frame[["x1", "x2", "x3"]]
+
+
+@pytest.fixture(scope="module")
+def hgb(X, frame):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    return HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(X, frame["y"])
+
+
+@pytest.fixture(scope="module")
+def svr(X, frame):
+    from sklearn.svm import SVR
+
+    return SVR(C=1.0).fit(X, frame["y"])
+
+
+def _dd(frame: pd.DataFrame, npartitions: int):
+    """Partitions in the frame's row order (from_pandas sorts by the index by default)."""
+    return dd.from_pandas(frame, npartitions=npartitions, sort=False)
+
+
+def _close(a, b, rtol=RTOL):
+    np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=rtol, atol=0)
+
+
+def _close_sd(u: pd.DataFrame, t: pd.DataFrame) -> None:
+    """SDs to 1e-12 relative, or 1e-12 of |AME| absolute: a term linear in the model has constant fMEs whose
+    SD is pure rounding noise (~1e-16 |AME|), different for any other order of summation."""
+    for k in range(len(t)):
+        np.testing.assert_allclose(u["sd"].iloc[k], t["sd"].iloc[k], rtol=RTOL, atol=RTOL * abs(t["ame"].iloc[k]))
+
+
+def _close_p(u: pd.DataFrame, t: pd.DataFrame) -> None:
+    """p-values: a tail probability turns a relative error e of z into about z**2 e (d log p / d z ~ -z)."""
+    z = np.abs(t["statistic"].to_numpy(dtype=float))
+    for k in range(len(t)):
+        _close(u["p_value"].iloc[k], t["p_value"].iloc[k], rtol=RTOL * max(1.0, z[k] ** 2))
+
+
+def _same_summaries(res, dres):
+    assert dres.n == res.n and dres.n_excluded == res.n_excluded
+    _close(dres.ame, res.ame)
+    _close(dres.sd, res.sd)
+    t, u = res.tidy(), dres.tidy()
+    for c in FIGURES:
+        _close(u[c].iloc[0], t[c].iloc[0])
+    _close_p(u, t)
+    _close_sd(u, t)
+    assert u["inference"].iloc[0] == t["inference"].iloc[0]
+    assert float(dres.median) == float(np.median(res.results["fme"]))
+    if res.has_nlm:
+        _close(dres.anlm, res.anlm)
+        assert dres.median_nlm == res.median_nlm
+        assert dres.share_linear == res.share_linear
+        assert (dres.n_nlm_constant, dres.n_nlm_flat, dres.n_nlm_inaccurate) == \
+            (res.n_nlm_constant, res.n_nlm_flat, res.n_nlm_inaccurate)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"nlm": True},  # exact NLM of a tree ensemble
+    {"nlm": True, "extrapolation": "envelope", "on_extrapolation": "keep"},
+    {"extrapolation": "envelope"},
+    {"extrapolation": "envelope", "on_extrapolation": "shrink"},
+])
+def test_fme_equals_pandas_hgb(client, X, hgb, kwargs):
+    ref = X.iloc[:1500]  # a narrower reference: some rows are extrapolation points
+    kw = dict(kwargs)
+    if "extrapolation" in kw:
+        kw["reference_data"] = ref
+    res = fme.fme(hgb, X, {"x1": 0.7, "x2": -0.4}, **kw)
+    D = _dd(X, 5)
+    dkw = dict(kw)
+    if "reference_data" in dkw:
+        dkw["reference_data"] = _dd(ref, 3)
+    dres = fme.fme(hgb, D, {"x1": 0.7, "x2": -0.4}, **dkw)
+    _same_summaries(res, dres)
+    if "extrapolation" in kw:
+        assert dres.n_excluded > 0 or kw.get("on_extrapolation") == "keep"
+    pd.testing.assert_frame_equal(dres.results.compute(), res.results)
+    pd.testing.assert_frame_equal(dres.excluded.compute(), res.excluded)
+
+
+def test_fme_quadrature_nlm_and_rules_equal_pandas(client, X, svr):
+    """A smooth model: adaptive Gauss-Kronrod NLM; the step is a rule ('sd') computed over all rows."""
+    res = fme.fme(svr, X, {"x2": "0.5*sd"}, nlm=True)
+    dres = fme.fme(svr, _dd(X, 4), {"x2": "0.5*sd"}, nlm=True)
+    assert dres.steps == res.steps and dres.nlm_method == res.nlm_method == "gauss-kronrod"
+    _same_summaries(res, dres)
+    pd.testing.assert_frame_equal(dres.results.compute(), res.results)
+
+
+def test_flat_paths_use_the_scale_of_all_rows(client, X):
+    """The flat test compares each path's SD with the SD of all predictions (not the partition's)."""
+    def model(d):
+        x = d["x1"].to_numpy()
+        # nearly flat for x1 < 0 except a tiny wiggle; steep elsewhere
+        return np.where(x < 0, 1e-9 * np.sin(40 * x), 10 * x ** 2)
+
+    D = _dd(X.sort_values("x1"), 6)  # some partitions are entirely x1 < 0
+    res = fme.fme(model, X.sort_values("x1"), {"x1": 0.1}, nlm=True, nlm_method="gauss-legendre", nlm_points=8)
+    dres = fme.fme(model, D, {"x1": 0.1}, nlm=True, nlm_method="gauss-legendre", nlm_points=8)
+    assert res.n_nlm_flat > 100
+    assert dres.n_nlm_flat == res.n_nlm_flat
+    pd.testing.assert_frame_equal(dres.results.compute(), res.results)
+
+
+def test_ame_delta_equals_pandas_statsmodels(client, frame):
+    import statsmodels.formula.api as smf
+
+    m = smf.ols("y ~ x1 + I(x1**2) + x2 + cat", data=frame).fit()
+    steps = {"x1": 1.0, "x2": "sd", "cat": None}
+    a = fme.ame(m, frame, steps)
+    b = fme.ame(m, _dd(frame, 4), steps)
+    assert (b["inference"] == "delta").all()
+    pd.testing.assert_frame_equal(b[["feature", "level", "inference", "n", "n_excluded"]],
+                                  a[["feature", "level", "inference", "n", "n_excluded"]], check_dtype=False)
+    for c in FIGURES + ["step"]:
+        _close(b[c], a[c])
+    _close_p(b, a)
+    _close_sd(b, a)
+
+
+def test_ame_sample_equals_pandas(client, X, hgb):
+    a = fme.ame(hgb, X, {"x1": 1.0, "x3": -0.5})
+    b = fme.ame(hgb, _dd(X, 3), {"x1": 1.0, "x3": -0.5})
+    assert (b["inference"] == "sample").all()
+    for c in FIGURES + ["step", "n", "n_excluded"]:
+        _close(b[c], a[c])
+    _close_p(b, a)
+    _close_sd(b, a)
+
+
+@pytest.mark.parametrize("name", ["isolation_forest", "lof"])
+def test_sampled_detectors_equal_pandas_on_the_same_sample(client, X, hgb, name):
+    D = _dd(X, 4)
+    # no more rows than sample_size: fitted on all of them, as pandas
+    res = fme.fme(hgb, X, {"x1": 1.0}, extrapolation=name, random_state=1)
+    dres = fme.fme(hgb, D, {"x1": 1.0}, extrapolation=name, random_state=1)
+    assert dres.detector_fit["n_fit"] == len(X)
+    _same_summaries(res, dres)
+    pd.testing.assert_frame_equal(dres.excluded.compute(), res.excluded)
+    # a seeded sample: the same as pandas with that sample as reference data
+    dres = fme.fme(hgb, D, {"x1": 1.0}, extrapolation=name, random_state=1, sample_size=800)
+    sample = D.sample(frac=800 / len(X), random_state=1).compute()
+    assert dres.detector_fit["n_fit"] == len(sample) and "seeded sample" in dres.summary()
+    res = fme.fme(hgb, X, {"x1": 1.0}, extrapolation=name, random_state=1, reference_data=sample)
+    _same_summaries(res, dres)
+    pd.testing.assert_frame_equal(dres.results.compute(), res.results)
+
+
+def test_envelope_categorical_levels(client, frame):
+    """The envelope from reductions: unseen levels of a categorical are flagged as with pandas."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    X = frame[["x1", "x2", "cat"]]
+    m = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["cat"]),
+                                              remainder="passthrough"), LinearRegression()).fit(X, frame["y"])
+    D = _dd(X, 3)
+    ref = X[X["x1"] < 1.0]  # x in a mixed numeric/categorical box: rows with x1 >= 1 are flagged
+    res = fme.fme(m, X, {"cat": "b"}, extrapolation="envelope", reference_data=ref)
+    dres = fme.fme(m, D, {"cat": "b"}, extrapolation="envelope", reference_data=_dd(ref, 2))
+    assert 0 < res.n_excluded == dres.n_excluded
+    _same_summaries(res, dres)
+    pd.testing.assert_frame_equal(dres.excluded.compute(), res.excluded)
+    ref = X[X["cat"] != "c"]  # level c unseen: every x + h flagged, kept and marked
+    res = fme.fme(m, X, {"cat": "c"}, extrapolation="envelope", reference_data=ref, on_extrapolation="keep")
+    dres = fme.fme(m, D, {"cat": "c"}, extrapolation="envelope", reference_data=_dd(ref, 2),
+                   on_extrapolation="keep")
+    got = dres.results.compute()
+    assert got["extrapolation"].all() and dres.summary_data.n_kept_extrapolation == res.n
+    pd.testing.assert_frame_equal(got, res.results)
+
+
+def test_errors_are_the_library_s(client, X, hgb):
+    D = _dd(X, 2)
+    with pytest.raises(ParameterError, match="bootstrap"):
+        fme.fme(hgb, D, {"x1": 1.0}, inference="bootstrap")
+    with pytest.raises(ParameterError, match="sample_size"):
+        fme.fme(hgb, D, {"x1": 1.0}, sample_size=0)
+    with pytest.raises(ParameterError, match="Dask data only"):
+        fme.fme(hgb, X, {"x1": 1.0}, sample_size=10)
+    with pytest.raises(ExtrapolationError, match="all 3000 rows are extrapolation points"):
+        fme.fme(hgb, D, {"x1": 100.0}, extrapolation="envelope")
+    with pytest.raises(ParameterError, match="by="):
+        fme.ame(hgb, D, {"x1": 1.0}, by="x2")
+    with pytest.raises(ParameterError, match="mem on Dask data"):
+        fme.mem(hgb, D, {"x1": 1.0})
+    with pytest.raises(ParameterError, match="Dask effects only"):
+        fme.came(fme.fme(hgb, X, {"x1": 1.0}), sample_size=100)
+
+
+def test_order_statistics_exact_with_ties_across_partitions():
+    import dask
+
+    rng = np.random.default_rng(0)
+    values = np.round(rng.normal(size=20_011), 1)  # many ties
+    parts = np.array_split(values, 7)
+    with dask.config.set(scheduler="sync"):
+        from dask import delayed
+
+        sorted_parts = [delayed(np.sort)(p) for p in parts]
+        ranks = [0, 1, 5000, 10_005, 20_010]
+        got = order_statistics(sorted_parts, ranks)
+    np.testing.assert_array_equal(got, np.sort(values)[ranks])
+
+
+@pytest.mark.parametrize("nlm", [False, True])
+def test_came_equals_pandas_when_the_data_fit_the_sample(client, X, hgb, nlm):
+    res = fme.fme(hgb, X, {"x1": 0.7}, nlm=nlm)
+    dres = fme.fme(hgb, _dd(X, 4), {"x1": 0.7}, nlm=nlm)
+    a = fme.came(res, minbucket=200, maxdepth=3)
+    b = fme.came(dres, minbucket=200, maxdepth=3)
+    assert b.grown_on_sample is False and "all 3000 of 3000" in b.notes[-1]
+    assert b.leaf_ids == a.leaf_ids and len(a.leaf_ids) > 2
+    pd.testing.assert_series_equal(b.leaves["rule"], a.leaves["rule"])
+    num = [c for c in a.leaves.columns if c not in ("rule", "inference")]
+    for c in num:
+        _close(b.leaves[c], a.leaves[c])
+        _close(b.root[c], a.root[c])
+    assert (b.leaves["inference"] == a.leaves["inference"]).all()
+
+
+def test_came_on_a_sample_aggregates_over_all_rows(client, X, hgb):
+    res = fme.fme(hgb, X, {"x1": 0.7}, nlm=True)
+    dres = fme.fme(hgb, _dd(X, 4), {"x1": 0.7}, nlm=True)
+    b = fme.came(dres, minbucket=100, maxdepth=2, sample_size=1000, random_state=3)
+    assert b.grown_on_sample and b.sample_rows < 3000 and "seeded sample" in b.notes[-1]
+    assert b.leaves["n"].sum() == res.n == 3000
+    # reference: the grown tree applied to every row in memory
+    node = b._subspace[np.asarray(b.tree.apply(X[b.features]), dtype=int)]
+    fmes = res.results["fme"].to_numpy()
+    nlms = res.results["nlm"].to_numpy()
+    for _, row in b.leaves.iterrows():
+        m = node == row["node"]
+        assert row["n"] == m.sum()
+        _close(row["came"], fmes[m].mean())
+        _close(row["sd_fme"], fmes[m].std(ddof=1))
+        _close(row["canlm"], np.nanmean(nlms[m]))
+        assert row["median_nlm"] == np.nanmedian(nlms[m])
+    # same seed, same tree
+    again = fme.came(dres, minbucket=100, maxdepth=2, sample_size=1000, random_state=3)
+    pd.testing.assert_frame_equal(again.leaves, b.leaves)
+
+
+def test_bootstrap_equals_pandas(client, X, frame):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    model = HistGradientBoostingRegressor(max_iter=10, random_state=0).fit(X, frame["y"])
+    spec = {"X": X, "y": frame["y"], "n_resamples": 12, "random_state": 7}
+    res = fme.fme(model, X, {"x1": 0.5}, inference="bootstrap", bootstrap=spec, extrapolation="envelope")
+    dres = fme.fme(model, _dd(X, 3), {"x1": 0.5}, inference="bootstrap", bootstrap=spec, extrapolation="envelope")
+    assert res.inference == dres.inference == "bootstrap"
+    _same_summaries(res, dres)
+    a = fme.ame(model, X, {"x1": 0.5, "x2": 1.0}, bootstrap=spec)
+    b = fme.ame(model, _dd(X, 3), {"x1": 0.5, "x2": 1.0}, bootstrap=spec)
+    for c in FIGURES + ["n"]:
+        _close(b[c], a[c])
