@@ -263,13 +263,7 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
         elif err not in errors and len(errors) < 5:
             errors.append(err)
     n_ok = store.n_ok
-    n_failed = B - n_ok
-    if n_ok < 2:
-        raise ModelError(f"{n_failed} of {B} bootstrap refits failed (first: {errors[0] if errors else '?'}); "
-                         "check the training data passed in bootstrap=.")
-    if n_failed:
-        warnings.warn(f"{n_failed} of {B} bootstrap refits failed and are left out (first error: {errors[0]}); "
-                      f"the intervals use the {n_ok} successful refits.", RuntimeWarning, stacklevel=3)
+    n_failed = check_refits(B, n_ok, errors)
     info = {"n_resamples": B, "random_state": spec["random_state"], "n_ok": n_ok,
             "memory_limit": int(spec["memory_limit"])}
     draws = store.finish()
@@ -279,3 +273,16 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
                 for (codes, m), v, d in zip(groupings, values, draws)]
     return [RowInference("bootstrap", np.asarray(v, dtype=float), draws=d, ci=spec["ci"], n_failed=n_failed,
                          errors=tuple(errors), info=info) for v, d in zip(values, draws)]
+
+
+def check_refits(n_resamples: int, n_ok: int, errors: list[str]) -> int:
+    """The number of failed refits; an error when fewer than two succeeded, else a warning naming the first."""
+    n_failed = n_resamples - n_ok
+    if n_ok < 2:
+        raise ModelError(f"{n_failed} of {n_resamples} bootstrap refits failed (first: "
+                         f"{errors[0] if errors else '?'}); check the training data passed in bootstrap=.")
+    if n_failed:
+        warnings.warn(f"{n_failed} of {n_resamples} bootstrap refits failed and are left out (first error: "
+                      f"{errors[0] if errors else 'prediction failed'}); the intervals use the {n_ok} successful "
+                      "refits.", RuntimeWarning, stacklevel=4)
+    return n_failed
