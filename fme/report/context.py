@@ -57,9 +57,9 @@ def effect_cells(v: dict) -> dict[str, str]:
 
 
 def _nlm_method(v: dict) -> str:
-    """The NLM method actually used ('exact', 'gauss-legendre, 16 nodes'), as the effect's NLM line says it."""
-    method = v.get("nlm_method") or "-"
-    return f"{method}, {v['nlm_nodes']} nodes" if v.get("nlm_nodes") else method
+    """The NLM method actually used ('exact', 'gauss-legendre'), as the effect's NLM line says it (the number
+    of nodes is in the effect table's caption)."""
+    return v.get("nlm_method") or "-"
 
 
 def _est_cells(r: dict, level: str) -> dict[str, str]:

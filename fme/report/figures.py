@@ -352,7 +352,9 @@ def effect_figures(res, part, eff: dict, cfg: dict, out_dir: Path, vid: str, sca
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    res, part = shown(res, part, float(eff["conf_level"]), scale)
+    # a resolved config always has conf_level; a bare effect dict (tests, notebooks) uses the partition's
+    conf = eff["conf_level"] if "conf_level" in eff else (part.conf_level if part is not None else 0.95)
+    res, part = shown(res, part, float(conf), scale)
     out = []
     with plt.rc_context(RC):
         ex = _extrapolation(res, cfg, eff["steps"], out_dir, vid)
