@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from ._kernel import logged_kernel_manager
 from .config import ConfigError, config_error, load_config
+from .sources import data_files, files_sha256
 from .validate import check_inputs
 
 __all__ = ["build_report", "inputs_sha256", "default_out_dir"]
@@ -76,9 +77,8 @@ def inputs_sha256(cfg: dict, templates: Path) -> str:
     add("resolved config", json.dumps(resolved, sort_keys=True, default=str).encode("utf-8"))
     for key in ("data", "reference_data", "test_data"):
         spec = cfg.get(key)
-        if spec and "path" in spec:
-            p = Path(spec["path"])
-            add(key, (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes())
+        if spec and "path" in spec:  # one file, or the files of a Parquet dataset / glob (engine: dask)
+            add(key, files_sha256(data_files(cfg["_dir"], spec["path"]), cfg["_dir"]).encode())
     if "joblib" in cfg["model"]:
         p = Path(cfg["model"]["joblib"])
         add("model", (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes())
