@@ -17,13 +17,12 @@ than two successful refits is an error.
 * common keys: ``n_resamples`` (200), ``random_state`` (None: fresh entropy,
   recorded in the result), ``n_jobs`` (None: sequential; joblib semantics),
   ``ci`` (``"percentile"`` or ``"normal"``), ``progress`` (None: a tqdm bar
-  when stderr is a terminal).
+  when stderr is a terminal, unless ``FME_PROGRESS=0``).
 """
 
 from __future__ import annotations
 
 import numbers
-import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -144,7 +143,8 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
         ``method='bootstrap'``, one per set, with the n_i x B_ok draws.
     """
     from joblib import Parallel, delayed
-    from tqdm.auto import tqdm
+
+    from ._progress import progress_bar
 
     if spec["kind"] == "sklearn":
         from sklearn.base import clone
@@ -160,10 +160,11 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     draws = np.empty((n, B))
     ok = np.zeros(B, dtype=bool)
     errors: list[str] = []
-    progress = spec["progress"] if spec["progress"] is not None else sys.stderr.isatty()
     jobs = (delayed(_one_resample)(spec["kind"], template, train, n_train, s, frame, n, target_class) for s in seeds)
     results = Parallel(n_jobs=spec["n_jobs"], return_as="generator")(jobs)
-    for b, (fmes, err) in enumerate(tqdm(results, total=B, disable=not progress, desc="bootstrap refits")):
+    # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._progress)
+    bar = progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"])
+    for b, (fmes, err) in enumerate(bar):
         if err is None:
             draws[:, b] = fmes
             ok[b] = True
