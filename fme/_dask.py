@@ -44,7 +44,8 @@ from .extrapolation import EnvelopeDetector
 from .inference import Estimates
 from .steps import Step
 
-__all__ = ["DEFAULT_SAMPLE_SIZE", "DaskFMEResult", "fme_dask", "envelope_frame", "reference_sample", "require_dask", "order_statistics", "as_dask"]
+__all__ = ["DEFAULT_SAMPLE_SIZE", "DaskFMEResult", "fme_dask", "envelope_frame", "reference_sample", "require_dask",
+           "order_statistics", "as_dask"]
 
 #: Rows of the seeded sample non-envelope detectors (and ``came``'s tree) are fitted on.
 DEFAULT_SAMPLE_SIZE = 1_000_000

@@ -132,7 +132,8 @@ def local_view(model: Any, data: Any, steps: Any, at: Any, fme_kwargs: dict) -> 
             # without a detector only the levels of the reference matter, which this frame has too
             fme_kwargs["reference_data"] = envelope_frame(ref)
         else:
-            fme_kwargs["reference_data"] = reference_sample(ref, sample_size, _seed(fme_kwargs.get("random_state")))[0]
+            seed = _seed(fme_kwargs.get("random_state"))
+            fme_kwargs["reference_data"] = reference_sample(ref, sample_size, seed)[0]
     return local, resolved, base, fme_kwargs
 
 

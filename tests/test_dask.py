@@ -315,7 +315,8 @@ def _same_table(b: pd.DataFrame, a: pd.DataFrame, keys: list[str], grouped: pd.D
     assert b[["sd", "q25", "q75"]].isna().all().all() and a[["sd", "q25", "q75"]].isna().all().all()
     key = grouped.assign(abs_ame=grouped["ame"].abs(), level=grouped["level"].fillna("-").astype(str))
     sums = key.groupby(["feature", "level"], sort=False)[["abs_ame", "std_error"]].sum().reset_index()
-    sc = a[["feature"]].assign(level=a["level"].fillna("-").astype(str)).merge(sums, on=["feature", "level"], how="left")
+    sc = a[["feature"]].assign(level=a["level"].fillna("-").astype(str)).merge(sums, on=["feature", "level"],
+                                                                                how="left")
     e_est, e_se = RTOL * sc["abs_ame"].to_numpy(), RTOL * sc["std_error"].to_numpy()
     se = a["std_error"].to_numpy(dtype=float)
     z = np.abs(a["statistic"].to_numpy(dtype=float))

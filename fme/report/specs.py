@@ -19,8 +19,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-__all__ = ["FLAG_DEFAULTS", "engine_problem", "FLAG_MEANING", "CI_COVERS", "detector_parameters", "normalise_detector",
-           "normalise_inference", "make_detector", "describe_detector", "bootstrap_kwargs"]
+__all__ = ["FLAG_DEFAULTS", "engine_problem", "FLAG_MEANING", "CI_COVERS", "detector_parameters",
+           "normalise_detector", "normalise_inference", "make_detector", "describe_detector", "bootstrap_kwargs"]
 
 #: Default flag thresholds (printed in every report; ``flags:`` in a config overrides them).
 FLAG_DEFAULTS: dict[str, float] = {"ep_share": 0.5, "anlm": 0.9, "leaf_anlm": 0.5, "leaf_n": 30, "ari": 0.5}
