@@ -1,4 +1,5 @@
-"""Command line: ``fme report <config.yaml>...`` and ``fme demo`` (also ``python -m fme``)."""
+"""Command line: ``fme report <config.yaml>...``, ``fme render <report dir>...`` and ``fme demo`` (also
+``python -m fme``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-pdf", action="store_true", help="skip the PDF")
     r.add_argument("--renderer", choices=["auto", "pandoc", "quarto"], default="auto",
                    help="auto (default): quarto when on PATH, else pandoc + typst")
+    rr = sub.add_parser("render", help="re-render report.{qmd,html,pdf} of built report folder(s) from their "
+                                       "results.json, without recomputing",
+                        description="Re-render a built report (e.g. reports/boston-svm/) from its kept "
+                                    "results.json and build.json with the current templates: the model is not "
+                                    "loaded and the analysis notebook is not run.")
+    rr.add_argument("dirs", nargs="+", help="report folder(s) written by `fme report`")
+    rr.add_argument("--no-pdf", action="store_true", help="skip the PDF (default: re-render it if the folder has one)")
+    rr.add_argument("--renderer", choices=["auto", "pandoc", "quarto"], default="auto")
     d = sub.add_parser("demo", help="build the bundled Boston SVM report (reports/boston-svm.yaml)")
     d.add_argument("--force", action="store_true")
     return p
@@ -47,6 +56,19 @@ def main(argv: list[str] | None = None) -> int:
     from .report.build import build_report
     from .report.config import ConfigError
 
+    if args.command == "render":
+        from .report.build import render_report
+
+        status = 0
+        for folder in args.dirs:
+            try:
+                res = render_report(folder, pdf=False if args.no_pdf else None, renderer=args.renderer)
+            except ConfigError as exc:
+                print(str(exc), file=sys.stderr)
+                status = 1
+                continue
+            print(f"  html: {res['html']}" + (f"\n  pdf:  {res['pdf']}" if res["pdf"] else ""))
+        return status
     if args.command == "demo":
         _worked_example()
         configs, out, force, pdf = [str(DEMO_CONFIG)], None, args.force, None

@@ -4,7 +4,9 @@ Each resample b draws n_train training rows with replacement (its own seed,
 spawned from ``random_state`` by :class:`numpy.random.SeedSequence`, so the
 numbers do not depend on ``n_jobs``), refits the model and predicts the
 evaluation points and the stepped points in one call; only the n fMEs are
-kept (never the refitted model), written into an n x B matrix. Refits that
+kept (never the refitted model), written into an n x B matrix (RAM up to
+``memory_limit``, else a temporary memory-mapped file), or, when the averages
+are known in advance (``ame``), reduced at once to the group averages. Refits that
 raise are counted, their messages kept, and reported by a warning; fewer
 than two successful refits is an error.
 
@@ -17,7 +19,9 @@ than two successful refits is an error.
 * common keys: ``n_resamples`` (200), ``random_state`` (None: fresh entropy,
   recorded in the result), ``n_jobs`` (None: sequential; joblib semantics),
   ``ci`` (``"percentile"`` or ``"normal"``), ``progress`` (None: a tqdm bar
-  when stderr is a terminal, unless ``FME_PROGRESS=0``).
+  when stderr is a terminal, unless ``FME_PROGRESS=0``), ``memory_limit`` (bytes
+  of RAM for the n x B per-row draws, default 256 MiB; larger draws go to a
+  temporary memory-mapped file with the same float64 numbers).
 """
 
 from __future__ import annotations
@@ -31,12 +35,14 @@ import numpy as np
 import pandas as pd
 
 from .exceptions import DataError, ModelError, ParameterError
-from .inference import BOOTSTRAP_CIS, RowInference
+from .inference import BOOTSTRAP_CIS, Estimates, RowInference, alloc_draws, group_matrix
 from .predictors import _is_statsmodels_results, make_predictor
 
 __all__ = ["check_bootstrap", "bootstrap_rows"]
 
-_KEYS = {"X", "y", "data", "n_resamples", "random_state", "n_jobs", "ci", "progress"}
+_KEYS = {"X", "y", "data", "n_resamples", "random_state", "n_jobs", "ci", "progress", "memory_limit"}
+#: Default RAM for the per-row draws (bytes); beyond it they go to a temporary memory-mapped file.
+MEMORY_LIMIT = 256 * 2 ** 20
 
 
 def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
@@ -49,11 +55,24 @@ def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
     unknown = set(spec) - _KEYS
     if unknown:
         raise ParameterError(f"unknown bootstrap key(s) {sorted(unknown)}; allowed: {sorted(_KEYS)}.")
-    out = {"n_resamples": 200, "random_state": None, "n_jobs": None, "ci": "percentile", "progress": None}
+    out = {"n_resamples": 200, "random_state": None, "n_jobs": None, "ci": "percentile", "progress": None,
+           "memory_limit": MEMORY_LIMIT}
     out.update(spec)
+    lim = out["memory_limit"]
+    if isinstance(lim, bool) or not isinstance(lim, numbers.Integral) or lim < 0:
+        raise ParameterError(f"bootstrap memory_limit must be a number of bytes >= 0, got {lim!r}.")
     b = out["n_resamples"]
     if isinstance(b, bool) or not isinstance(b, numbers.Integral) or b < 2:
         raise ParameterError(f"bootstrap n_resamples must be an integer >= 2, got {b!r}.")
+    rs = out["random_state"]
+    if rs is not None and (isinstance(rs, bool) or not isinstance(rs, numbers.Integral) or rs < 0):
+        raise ParameterError(f"bootstrap random_state must be a non-negative integer or None, got {rs!r}.")
+    nj = out["n_jobs"]
+    if nj is not None and (isinstance(nj, bool) or not isinstance(nj, numbers.Integral) or nj == 0):
+        raise ParameterError(f"bootstrap n_jobs must be None or a non-zero integer (-1: all cores), got {nj!r}.")
+    if out["progress"] is not None and not isinstance(out["progress"], (bool, np.bool_)):
+        raise ParameterError(f"bootstrap progress must be True, False or None (a bar when stderr is a terminal), "
+                             f"got {out['progress']!r}.")
     if out["ci"] not in BOOTSTRAP_CIS:
         raise ParameterError(f"bootstrap ci must be one of {BOOTSTRAP_CIS}, got {out['ci']!r}.")
     if _is_statsmodels_results(model):
@@ -77,6 +96,15 @@ def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
     elif callable(getattr(model, "fit", None)) and callable(getattr(model, "get_params", None)):
         if "X" not in out or "y" not in out:
             raise ParameterError("bootstrap of a scikit-learn model needs {'X': X_train, 'y': y_train}.")
+        for key, ndim in (("X", 2), ("y", 1)):
+            value = out[key]
+            shape = np.shape(value) if not isinstance(value, (str, bytes)) else ()
+            if isinstance(value, (str, bytes)) or len(shape) not in ((2,) if ndim == 2 else (1, 2)):
+                raise ParameterError(
+                    f"bootstrap {key} must be {'a DataFrame or 2-d array' if ndim == 2 else 'a Series or 1-d array'} "
+                    f"of training {'features' if ndim == 2 else 'targets'}, got {type(value).__name__}"
+                    f"{'' if not shape else f' of shape {shape}'}."
+                )
         if len(out["X"]) != len(out["y"]) or len(out["X"]) < 2:
             raise DataError(f"bootstrap X has {len(out['X'])} rows and y {len(out['y'])}; they must match (>= 2).")
         out["kind"] = "sklearn"
@@ -115,14 +143,70 @@ def _one_resample(kind: str, template: Any, train: Any, n_train: int, seed: np.r
     idx = np.random.default_rng(seed).integers(0, n_train, n_train)
     try:
         fitted = _refit(kind, template, train, idx)
-        pred = make_predictor(fitted, target_class)(frame)
+        # a fresh frame per refit: a predict that modifies its input cannot leak into the next refit
+        pred = make_predictor(fitted, target_class)(frame.copy(deep=False), "bootstrap refit")
     except Exception as exc:  # a failed refit is counted and reported, never silently dropped
         return None, f"{type(exc).__name__}: {exc}"
     return pred[n:] - pred[:n], None
 
 
+class _DrawStore:
+    """Where the successful refits' results go, column by column, as they arrive.
+
+    ``groupings is None``: the n x B per-row draws, in RAM up to ``memory_limit`` bytes, else in a
+    temporary file (a memory map: the same float64 numbers, read by the OS in pages as averages need
+    them). With ``groupings`` (codes, n_groups) per set: only the group averages of each refit,
+    sum(n_groups) x B, computed when the refit's fMEs arrive (the n fMEs are then dropped).
+    """
+
+    def __init__(self, sizes: list[int], B: int, groupings: Sequence[tuple[np.ndarray, int]] | None,
+                 memory_limit: int) -> None:
+        self.sizes, self.B, self.n_ok = sizes, B, 0
+        self.bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        if groupings is None:
+            self.W = None
+            self.draws = alloc_draws(int(self.bounds[-1]), B, memory_limit)
+        else:
+            self.W = [group_matrix(codes, m) for codes, m in groupings]
+            self.draws = [np.empty((m, B)) for _, m in groupings]
+
+    def add(self, fmes: np.ndarray) -> None:
+        j = self.n_ok
+        if self.W is None:
+            self.draws[:, j] = fmes
+        else:
+            for s, W in enumerate(self.W):
+                # column j of W @ draws, the same float64 sums as averaging the stored n x B draws
+                self.draws[s][:, j] = W @ fmes[self.bounds[s]:self.bounds[s + 1]]
+        self.n_ok += 1
+
+    def finish(self) -> list[np.ndarray]:
+        """The draws of each set, the successful refits' columns only (contiguous, no full copy)."""
+        k = self.n_ok
+        if self.W is not None:
+            return [np.ascontiguousarray(d[:, :k]) for d in self.draws]
+        draws = _compact(self.draws, k)
+        return [draws[a:b] for a, b in zip(self.bounds[:-1], self.bounds[1:])]
+
+
+def _compact(draws: np.ndarray, k: int) -> np.ndarray:
+    """The first k columns of a C-contiguous n x B array as a contiguous n x k view of the same buffer,
+    moved in place in row batches (never a second n x B array)."""
+    n, B = draws.shape
+    if k == B:
+        return draws
+    flat = draws.reshape(-1)
+    step = max(1, (1 << 20) // max(B, 1))
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        block = np.array(draws[a:b, :k])  # read before the write below can reach these rows
+        flat[a * k:b * k] = block.reshape(-1)
+    return flat[:n * k].reshape(n, k)
+
+
 def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]], values: Sequence[np.ndarray],
-                   spec: dict[str, Any], target_class: Any = None) -> list[RowInference]:
+                   spec: dict[str, Any], target_class: Any = None,
+                   groupings: Sequence[tuple[np.ndarray, int]] | None = None) -> list[RowInference] | list[Estimates]:
     """Bootstrap ingredients for several sets of fMEs, all from the same refits.
 
     Parameters
@@ -136,11 +220,22 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
         From :func:`check_bootstrap`.
     target_class : label, optional
         For classifiers, as in :func:`fme.fme`.
+    groupings : sequence of (codes, n_groups), optional
+        When the averages are known in advance (``ame``'s overall or ``by`` rows): per set, the group
+        of each row (-1: unused). Only the group averages of each refit are kept.
 
     Returns
     -------
-    list of RowInference
-        ``method='bootstrap'``, one per set, with the n_i x B_ok draws.
+    list of RowInference, or list of Estimates with ``groupings``
+        ``method='bootstrap'``, one per set: the n_i x B_ok per-row draws, or the
+        :meth:`RowInference.average` of them (the same numbers) for the given groups.
+
+    Notes
+    -----
+    Memory: per-row draws take 8 n B bytes (n = all sets' rows, B = n_resamples). Up to
+    ``spec['memory_limit']`` bytes they are held in RAM, beyond that in a temporary file mapped into
+    memory (deleted with the result). With ``groupings`` only 8 B sum(n_groups) bytes are kept. Each
+    refit in flight also holds its predictions for the 2 n stacked points.
     """
     from joblib import Parallel, delayed
 
@@ -157,31 +252,37 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     frame = pd.concat([x0 for x0, _ in pairs] + [x1 for _, x1 in pairs], ignore_index=True)
     B = int(spec["n_resamples"])
     seeds = np.random.SeedSequence(spec["random_state"]).spawn(B)
-    draws = np.empty((n, B))
-    ok = np.zeros(B, dtype=bool)
+    store = _DrawStore(sizes, B, groupings, int(spec["memory_limit"]))
     errors: list[str] = []
     jobs = (delayed(_one_resample)(spec["kind"], template, train, n_train, s, frame, n, target_class) for s in seeds)
     results = Parallel(n_jobs=spec["n_jobs"], return_as="generator")(jobs)
     # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._progress)
-    bar = progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"])
-    for b, (fmes, err) in enumerate(bar):
+    for fmes, err in progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"]):
         if err is None:
-            draws[:, b] = fmes
-            ok[b] = True
+            store.add(fmes)
         elif err not in errors and len(errors) < 5:
             errors.append(err)
-    n_failed = int(B - ok.sum())
-    if ok.sum() < 2:
-        raise ModelError(f"{n_failed} of {B} bootstrap refits failed (first: {errors[0] if errors else '?'}); "
-                         "check the training data passed in bootstrap=.")
+    n_ok = store.n_ok
+    n_failed = check_refits(B, n_ok, errors)
+    info = {"n_resamples": B, "random_state": spec["random_state"], "n_ok": n_ok,
+            "memory_limit": int(spec["memory_limit"])}
+    draws = store.finish()
+    if groupings is not None:
+        return [Estimates("bootstrap", group_matrix(codes, m) @ np.asarray(v, dtype=float), draws=d, ci=spec["ci"],
+                          n_failed=n_failed, errors=tuple(errors))
+                for (codes, m), v, d in zip(groupings, values, draws)]
+    return [RowInference("bootstrap", np.asarray(v, dtype=float), draws=d, ci=spec["ci"], n_failed=n_failed,
+                         errors=tuple(errors), info=info) for v, d in zip(values, draws)]
+
+
+def check_refits(n_resamples: int, n_ok: int, errors: list[str]) -> int:
+    """The number of failed refits; an error when fewer than two succeeded, else a warning naming the first."""
+    n_failed = n_resamples - n_ok
+    if n_ok < 2:
+        raise ModelError(f"{n_failed} of {n_resamples} bootstrap refits failed (first: "
+                         f"{errors[0] if errors else '?'}); check the training data passed in bootstrap=.")
     if n_failed:
-        warnings.warn(f"{n_failed} of {B} bootstrap refits failed and are left out (first error: {errors[0]}); "
-                      f"the intervals use the {B - n_failed} successful refits.", RuntimeWarning, stacklevel=3)
-    draws = draws[:, ok]
-    info = {"n_resamples": B, "random_state": spec["random_state"], "n_ok": int(ok.sum())}
-    out, start = [], 0
-    for size, v in zip(sizes, values):
-        out.append(RowInference("bootstrap", np.asarray(v, dtype=float), draws=draws[start:start + size],
-                                ci=spec["ci"], n_failed=n_failed, errors=tuple(errors), info=info))
-        start += size
-    return out
+        warnings.warn(f"{n_failed} of {n_resamples} bootstrap refits failed and are left out (first error: "
+                      f"{errors[0] if errors else 'prediction failed'}); the intervals use the {n_ok} successful "
+                      "refits.", RuntimeWarning, stacklevel=4)
+    return n_failed

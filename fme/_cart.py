@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from sklearn.tree import DecisionTreeRegressor
 
-from ._validation import check_data, is_categorical
+from ._validation import check_data, check_real_columns, is_categorical
 from .exceptions import NotFittedError, ParameterError
 
 __all__ = ["CartTree"]
@@ -49,6 +49,7 @@ class CartTree:
 
     def fit(self, X: pd.DataFrame, y: Any) -> "CartTree":
         check_data(X, "X")
+        check_real_columns(X, "X")  # as CTree: a cast to float would drop the imaginary part
         self.feature_names_in_ = list(X.columns)
         self.levels_ = {}
         for feat in X.columns:

@@ -11,13 +11,12 @@ data per chunk), which bounds the models held at once.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .exceptions import ModelError
+from ._bootstrap import check_refits
 
 __all__ = ["CHUNK", "bootstrap_draws"]
 
@@ -128,14 +127,7 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
                 group_draws[:, where] = np.where(counts[:, None] > 0, sums[:-1] / counts[:, None], 0.0)
         del models, fits
     ok = np.isfinite(draws)
-    n_failed = int(B - ok.sum())
-    if ok.sum() < 2:
-        raise ModelError(f"{n_failed} of {B} bootstrap refits failed (first: {errors[0] if errors else '?'}); "
-                         "check the training data passed in bootstrap=.")
-    if n_failed:
-        warnings.warn(f"{n_failed} of {B} bootstrap refits failed and are left out (first error: "
-                      f"{errors[0] if errors else 'prediction failed'}); the intervals use the {B - n_failed} "
-                      "successful refits.", RuntimeWarning, stacklevel=3)
+    n_failed = check_refits(B, int(ok.sum()), errors)
     info = {"n_resamples": B, "random_state": spec["random_state"], "n_ok": int(ok.sum()), "n_failed": n_failed,
             "ci": spec["ci"], "errors": tuple(errors)}
     if groups is not None:

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from .exceptions import DataError, ModelError
+from .exceptions import DataError, FMEError, ModelError, PredictionError
 from .inference import RowInference
 from .predictors import _is_statsmodels_results
 
@@ -172,15 +172,35 @@ def _statsmodels_rows(results: Any, X0: pd.DataFrame, X1: pd.DataFrame, f0: np.n
     return RowInference("delta", np.empty(0), jacobian=jac, vcov=vcov, info={"kernel": "numerical"})
 
 
+def _protocol_call(model: Any, method: str, *args: Any, stage: str) -> np.ndarray:
+    """``model.<method>(*args)`` as a float array; its exceptions become library errors naming the model,
+    the method and the stage, chained from the original."""
+    name = type(model).__name__
+    try:
+        raw = getattr(model, method)(*args)
+    except FMEError:
+        raise
+    except Exception as exc:
+        raise PredictionError(f"{name}.{method}() raised {type(exc).__name__} at {stage}: {exc}.") from exc
+    try:
+        return np.asarray(raw, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{name}.{method}() returned non-numeric values ({type(raw).__name__}) at {stage}; "
+                         "the delta-method protocol needs numbers (see fme._delta).") from exc
+
+
 def _protocol_rows(model: Any, X0: pd.DataFrame, X1: pd.DataFrame) -> RowInference:
     name = type(model).__name__
-    params = np.asarray(model.get_coef(), dtype=float).reshape(-1)
-    vcov = _check_vcov(np.asarray(model.get_vcov(), dtype=float), params.size, name)
+    params = _protocol_call(model, "get_coef", stage="the delta method's parameters").reshape(-1)
+    vcov = _check_vcov(_protocol_call(model, "get_vcov", stage="the delta method's covariance"), params.size, name)
     stacked = pd.concat([X0, X1], ignore_index=True)
     n = len(X0)
 
     def predict_at(p: np.ndarray) -> np.ndarray:
-        out = np.asarray(model.get_predict(p, stacked), dtype=float).reshape(-1)
+        # a fresh frame per call: a get_predict that modifies its input cannot leak into the next one
+        out = _protocol_call(model, "get_predict", p, stacked.copy(deep=False),
+                             stage=f"the delta Jacobian (perturbed parameters; rows 0-{2 * n - 1} of x and x + h "
+                                   f"stacked)").reshape(-1)
         if out.shape != (2 * n,):
             raise ModelError(f"{name}.get_predict returned {out.shape[0]} values for {2 * n} rows; "
                              "it must return one prediction per row.")

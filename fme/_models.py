@@ -9,13 +9,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .exceptions import ModelError, NotFittedError, ParameterError
+from .exceptions import DataError, ModelError, NotFittedError, ParameterError
 
 __all__ = ["check_model", "booster_predictor"]
 
@@ -125,23 +126,65 @@ def _names_in(code: str, columns: Any) -> list:
     return [c for c in dict.fromkeys(found) if c in cols]
 
 
+def _formulaic_factors(spec: Any, columns: Any) -> list[tuple[list, list | None]]:
+    """(data columns, categorical levels or None) per factor of a formulaic ``ModelSpec``."""
+    data_vars = set(getattr(spec, "variables_by_source", {}).get("data", ()))
+    cols = set(columns)
+    out = []
+    for factor, variables in spec.factor_variables.items():
+        code = str(getattr(factor, "expr", factor))
+        names = _names_in(code, columns) or sorted(v for v in variables if v in data_vars and v in cols)
+        kind, state = spec.encoder_state.get(code, (None, {}))
+        categorical = getattr(kind, "value", kind) == "categorical"
+        out.append((names, list(state.get("categories", ())) if categorical else None))
+    return out
+
+
+def _patsy_factors(spec: Any, columns: Any) -> list[tuple[list, list | None]]:
+    """(data columns, categorical levels or None) per factor of a patsy ``DesignInfo``."""
+    return [(_names_in(getattr(factor, "code", ""), columns),
+             list(info.categories) if info.type == "categorical" else None)
+            for factor, info in spec.factor_infos.items()]
+
+
+def _rhs_position(formula: Any, name: Any) -> int:
+    """Where ``name`` first occurs on the formula's right-hand side (engines order terms differently)."""
+    rhs = str(formula).split("~", 1)[-1]
+    hit = re.search(r"(?<![\w.])" + re.escape(str(name)) + r"(?!\w)", rhs)
+    return hit.start() if hit else len(rhs)
+
+
 def formula_info(model: Any) -> tuple[list, dict[Any, list]] | None:
-    """For statsmodels results fitted with a (patsy) formula: the right-hand-side data columns and,
-    for numeric columns used as categorical factors (``C(x)``), their levels; else None."""
+    """For statsmodels results fitted with a formula (patsy or formulaic engine): the right-hand-side
+    data columns, in the order they appear in the formula, and, for numeric columns used as categorical
+    factors (``C(x)``), their levels; else None.
+
+    statsmodels >= 0.15 fits formulas with patsy or formulaic
+    (``statsmodels.formula.options.formula_engine``, or ``SM_FORMULA_ENGINE``); the design information is
+    ``model.data.model_spec``: a patsy ``DesignInfo`` (``factor_infos``) or a formulaic ``ModelSpec``
+    (``factor_variables`` and ``encoder_state``).
+    """
     data = getattr(getattr(model, "model", None), "data", None)
     spec = getattr(data, "model_spec", None) or getattr(data, "design_info", None)
     frame = getattr(data, "frame", None)
-    factor_infos = getattr(spec, "factor_infos", None)
-    if factor_infos is None or not isinstance(frame, pd.DataFrame):
+    if not isinstance(frame, pd.DataFrame) or spec is None:
+        return None
+    if getattr(spec, "factor_infos", None) is not None:
+        factors = _patsy_factors(spec, frame.columns)
+    elif getattr(spec, "factor_variables", None) is not None and getattr(spec, "encoder_state", None) is not None:
+        factors = _formulaic_factors(spec, frame.columns)
+    else:
         return None
     rhs: list = []
     levels: dict[Any, list] = {}
-    for factor, info in factor_infos.items():
-        names = _names_in(getattr(factor, "code", ""), frame.columns)
+    for names, cats in factors:
         rhs.extend(n for n in names if n not in rhs)
-        if info.type == "categorical" and len(names) == 1 and pd.api.types.is_numeric_dtype(frame[names[0]].dtype) \
+        if cats is not None and len(names) == 1 and pd.api.types.is_numeric_dtype(frame[names[0]].dtype) \
                 and not pd.api.types.is_bool_dtype(frame[names[0]].dtype):
-            levels[names[0]] = list(info.categories)
+            levels[names[0]] = cats
+    formula = getattr(model.model, "formula", None)
+    if formula is not None:
+        rhs.sort(key=lambda n: _rhs_position(formula, n))
     return rhs, levels
 
 
@@ -158,5 +201,13 @@ def model_frame(model: Any, data: pd.DataFrame) -> pd.DataFrame:
         return data
     out = data.copy(deep=False)
     for c, lv in todo.items():
+        unknown = (data[c].notna() & ~data[c].isin(lv)).to_numpy(dtype=bool)
+        if unknown.any():
+            shown = list(dict.fromkeys(data[c][unknown].tolist()))[:5]
+            raise DataError(
+                f"column {c!r} is categorical in the model's formula (C({c})) with levels {lv[:10]}, but the data "
+                f"holds other values such as {shown} in {int(unknown.sum())} row(s); the model cannot predict them. "
+                f"Drop those rows or map them to one of the formula's levels."
+            )
         out[c] = pd.Categorical(data[c], categories=lv)
     return out

@@ -1,7 +1,9 @@
 """Choosing and running the NLM method of :func:`fme.fme` (paper §5.4).
 
 * :func:`resolve_method`: ``nlm_method="auto"`` -> ``"exact"`` for the tree
-  models of :mod:`fme.nlm_exact`, ``"gauss-kronrod"`` otherwise.
+  models of :mod:`fme.nlm_exact`, ``"gauss-kronrod"`` otherwise. The exact
+  NLM traverses the trees (:mod:`fme._tree_paths`) where it can read them,
+  else predicts at segment midpoints (:func:`fme.nlm_exact.exact_nlm`).
 * :func:`adaptive_nlm`: Gauss-Kronrod (10, 21) NLM with a per-row error
   estimate |NLM_K21 - NLM_G10|; rows above ``nlm_tol`` are recomputed on
   2, 4, ..., 2**max_level equal sub-intervals (only those rows).
@@ -23,6 +25,7 @@ import pandas as pd
 from .exceptions import ParameterError
 from .nlm import (DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, NLM_METHODS, QuadratureRule, gauss_kronrod_rules,
                   nlm_from_path, quadrature_rule)
+from ._tree_paths import read_forest, traverse_nlm
 from .nlm_exact import exact_nlm, exact_support
 from .steps import Step, _numeric_shift, stack_path
 
@@ -34,14 +37,18 @@ NLM_STATUS = ("ok", "constant", "flat", "inaccurate")
 #: times the SD of the predictions f(x), f(x + h) over all evaluated rows.
 DEFAULT_FLAT_TOL = 1e-6
 _CELL_BUDGET = 50_000_000
+_UNKNOWN = object()
 
 
 class NLMSettings:
     """The resolved NLM method: name, fixed rule (quadrature methods), thresholds (exact)."""
 
     def __init__(self, method: str, rule: QuadratureRule | None = None, thresholds: dict | None = None,
-                 tol: float = DEFAULT_NLM_TOL, max_level: int = DEFAULT_MAX_LEVEL, flat_tol: float = DEFAULT_FLAT_TOL):
+                 tol: float = DEFAULT_NLM_TOL, max_level: int = DEFAULT_MAX_LEVEL, flat_tol: float = DEFAULT_FLAT_TOL,
+                 forest=None):
         self.method, self.rule, self.thresholds = method, rule, thresholds
+        #: the model's trees (fme._tree_paths.Forest) when the exact NLM traverses them, else None (midpoints)
+        self.forest = forest
         self.tol, self.max_level, self.flat_tol = tol, max_level, flat_tol
 
     @property
@@ -58,8 +65,13 @@ def _nonneg(value: Any, name: str) -> float:
 
 
 def resolve_method(model: Any, method: str, points: int | None, intervals: int | None, steps: tuple[Step, ...],
-                   columns: list[str], tol: Any, max_level: Any, flat_tol: Any) -> NLMSettings:
-    """Validate the NLM arguments and pick the method (``auto`` resolved here)."""
+                   columns: list[str], tol: Any, max_level: Any, flat_tol: Any,
+                   target_class: Any = _UNKNOWN) -> NLMSettings:
+    """Validate the NLM arguments and pick the method (``auto`` resolved here).
+
+    ``target_class`` (as given to :func:`fme.predictors.make_predictor`) lets the exact method traverse the
+    trees of a classifier; without it classifiers use the midpoint route.
+    """
     if method not in NLM_METHODS:
         raise ParameterError(f"unknown nlm_method {method!r}; use one of {', '.join(NLM_METHODS)}.")
     tol = DEFAULT_NLM_TOL if tol is None else _nonneg(tol, "nlm_tol")
@@ -80,7 +92,9 @@ def resolve_method(model: Any, method: str, points: int | None, intervals: int |
         return NLMSettings(method, **kw)
     thresholds, why = exact_support(model, [s.feature for s in steps], columns)
     if thresholds is not None:
-        return NLMSettings("exact", thresholds=thresholds, **kw)
+        forest = None if target_class is _UNKNOWN and hasattr(model, "classes_") else read_forest(
+            model, None if target_class is _UNKNOWN else target_class)
+        return NLMSettings("exact", thresholds=thresholds, forest=forest, **kw)
     if method == "exact":
         name = type(model).__name__ if model is not None else "this model"
         raise ParameterError(
@@ -158,6 +172,13 @@ def classify(nlm: np.ndarray, sd: np.ndarray, f0: np.ndarray, f1: np.ndarray, fl
     return out, status
 
 
+def _traversable(forest, X: pd.DataFrame) -> bool:
+    """The forest was read and ``X`` is the all-numeric matrix its feature indices refer to."""
+    if forest is None or X.shape[1] != forest.n_features:
+        return False
+    return all(pd.api.types.is_numeric_dtype(dt) for dt in X.dtypes)
+
+
 def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[Step, ...],
                 h: Mapping[str, np.ndarray] | None, f0: np.ndarray, f1: np.ndarray, batch_size: int | None,
                 spread: np.ndarray | None = None):
@@ -165,7 +186,10 @@ def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[S
     if settings.method == "exact":
         shifts = {s.feature: np.broadcast_to(np.asarray(h[s.feature] if h is not None and s.feature in h
                                                          else s.value, dtype=float), (len(X),)) for s in steps}
-        nlm, sd, _ = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1)
+        if _traversable(settings.forest, X):
+            nlm, sd, _ = traverse_nlm(settings.forest, X, shifts, f0, f1)
+        else:
+            nlm, sd, _ = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1)
         return classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread)
     nlm, sd, err, _ = adaptive_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.max_level, batch_size)
     return classify(nlm, sd, f0, f1, settings.flat_tol, err, settings.tol, spread=spread)

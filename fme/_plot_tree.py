@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import _numfmt as _shared
 from ._plot_data import histogram_edges
 
 __all__ = ["PartitionDisplay", "fmt_num", "fmt_ci", "fmt_p", "tree_layout", "edge_label", "leaf_label",
@@ -69,14 +70,13 @@ def fmt_ci(est: float, low: float, high: float) -> tuple[str, str, str]:
     Returns
     -------
     tuple of str
-        ``(estimate, low, high)``; without a usable interval the bounds are
-        ``"NA"`` and the estimate gets three significant digits.
+        ``(estimate, low, high)`` as :func:`fme._numfmt.fmt_est` (the report's table cells); without an
+        interval the bounds are ``"NA"`` and the estimate gets three decimals.
     """
-    half = (high - low) / 2 if np.isfinite(low) and np.isfinite(high) else float("nan")
-    if not np.isfinite(half) or half <= 0:
-        return fmt_num(est), "NA", "NA"
-    decimals = min(8, max(0, 1 - int(math.floor(math.log10(half)))))
-    return tuple(f"{v:,.{decimals}f}" if np.isfinite(v) else "NA" for v in (est, low, high))  # type: ignore[return-value]
+    # the report's own function: a figure's numbers equal its table cells (issue 16 item 6)
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return _shared.fmt_est(est, None, None)[0], "NA", "NA"
+    return _shared.fmt_est(est, low, high)
 
 
 def fmt_p(p: float) -> str:
@@ -200,7 +200,7 @@ def edge_label(nodes: pd.DataFrame, parent: int, child: int) -> str:
     value = nodes.at[parent, "split_value"]
     if value is None or pd.isna(value):
         return ""
-    text = fmt_num(float(value), 4, trim=True)
+    text = _shared.fmt_bound(float(value))
     return f"<= {text}" if position == 1 else f"> {text}"
 
 
@@ -237,12 +237,12 @@ def leaf_label(row: Mapping[str, Any] | pd.Series, n_total: int | None = None) -
     str
     """
     n = int(row["n"])
-    share = f" ({100 * n / n_total:.0f}%)" if n_total else ""
+    share = f" ({_shared.fmt_share(n, n_total)})" if n_total else ""
     est, lo, hi = fmt_ci(_get(row, "came"), _get(row, "came_ci_low"), _get(row, "came_ci_high"))
     lines = [f"Node {int(row['node'])}: n = {n:,}{share}", f"cAME {est} [{lo}, {hi}]"]
     cov = _get(row, "cov_fme")
     if np.isfinite(cov):
-        lines.append(f"CoV {fmt_num(cov, 2)}")
+        lines.append(f"CoV {_shared.fmt_num(cov, 2)}")  # 2 decimals, as the report's leaf table
     canlm = _get(row, "canlm")
     if np.isfinite(canlm):
         est, lo, hi = fmt_ci(canlm, _get(row, "canlm_ci_low"), _get(row, "canlm_ci_high"))
@@ -325,6 +325,23 @@ def draw_tree(
     return out
 
 
+def _widen_to_fit(ax: Any, boxes: list, gap_inches: float = 0.15, rounds: int = 3) -> None:
+    """Widen the figure until neighbouring leaves (one layout unit apart) are farther apart than the widest
+    boxed label plus a gap: leaf boxes never overlap, however long their numbers (issue 16 item 6)."""
+    fig = ax.figure
+    for _ in range(rounds):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        widest = max((t.get_bbox_patch().get_window_extent(renderer).width for t in boxes
+                      if t.get_bbox_patch() is not None), default=0.0)
+        unit = abs(ax.transData.transform((1.0, 0.0))[0] - ax.transData.transform((0.0, 0.0))[0])
+        needed = widest + gap_inches * fig.dpi
+        if unit >= needed or unit <= 0:
+            return
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width * needed / unit * 1.02, height)
+
+
 # ----------------------------------------------------------------- display
 class PartitionDisplay:
     """The cAME tree: split boxes, edge conditions, and per leaf a histogram of fMEs.
@@ -346,6 +363,9 @@ class PartitionDisplay:
         The step, for the note under the tree.
     root_label : str, optional
         Extra line in the root box (default: the AME with CI).
+    average_text : str, optional
+        The global AME as printed in the note under the tree (default: 3 significant digits;
+        :meth:`from_partition` passes the root label's estimate, so both read alike).
 
     Attributes
     ----------
@@ -360,7 +380,8 @@ class PartitionDisplay:
 
     def __init__(self, *, nodes: pd.DataFrame, leaves: pd.DataFrame, leaf_values: Mapping[int, np.ndarray],
                  average: float, n_total: int, conf_level: float, step_text: str,
-                 root_label: str | None = None) -> None:
+                 root_label: str | None = None, average_text: str | None = None) -> None:
+        self.average_text = average_text if average_text is not None else fmt_num(float(average))
         self.nodes = nodes
         self.leaves = leaves
         self.leaf_values = dict(leaf_values)
@@ -391,13 +412,14 @@ class PartitionDisplay:
         display = cls(nodes=getattr(part, "nodes", part.tree.nodes_), leaves=part.leaves, leaf_values=leaf_values,
                       average=float(root["came"]), n_total=int(root["n"]), conf_level=float(part.conf_level),
                       step_text=", ".join(_step_text(s, dict(units or {})) for s in effects.steps),
-                      root_label=f"AME {est} [{lo}, {hi}]")
+                      root_label=f"AME {est} [{lo}, {hi}]", average_text=est)
         return display.plot(ax=ax, **plot_kw)
 
     def plot(self, *, ax: Any = None, bins: int = 20, fontsize: float = 9.0) -> PartitionDisplay:
         """Draw the tree top-down (new figure sized to the tree by default); returns self."""
         from .plotting import COLORS, _pyplot
 
+        own_figure = ax is None
         if ax is None:
             depth = float(self.nodes["depth"].max())
             n_leaves = len(self.leaves)
@@ -407,9 +429,11 @@ class PartitionDisplay:
                             n_total=self.n_total, average=self.average, colors=COLORS, fontsize=fontsize, bins=bins)
         for name, value in artists.items():
             setattr(self, f"{name}_", value)
+        if own_figure:
+            _widen_to_fit(ax, list(self.leaf_labels_.values()) + list(self.node_boxes_.values()))
         level = f"{100 * self.conf_level:g}%"
         self.note_ = ax.text(
             0.0, 0.0, f"Leaf panels: fME of {self.step_text} (shared axes). Solid line: cAME; dashed: global AME "
-            f"{fmt_num(self.average)}. Intervals: {level} CI.", transform=ax.transAxes, ha="left", va="bottom",
+            f"{self.average_text}. Intervals: {level} CI.", transform=ax.transAxes, ha="left", va="top", wrap=True,
             fontsize=fontsize, color=COLORS["text"])
         return self

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ._cart import CartTree
+from ._numfmt import fmt_bound
 from ._tree_args import check_tree_params, string_columns
 from ._stats import describe
 from ._validation import check_conf_level, check_data, check_random_state, is_categorical
@@ -218,7 +219,7 @@ class PartitionResult:
             high = gmax if b[1] is None else b[1]
             sv = sub.to_numpy(dtype=float)
             out.append({"feature": feat, "kind": "numeric", "low": low, "high": high, "low_open": b[0] is not None,
-                        "levels": None, "range": f"{'(' if b[0] is not None else '['}{low:.6g}, {high:.6g}]",
+                        "levels": None, "range": f"{'(' if b[0] is not None else '['}{fmt_bound(low)}, {fmt_bound(high)}]",
                         "restricted": b[0] is not None or b[1] is not None,
                         "min": float(np.nanmin(sv)) if sv.size else np.nan,
                         "max": float(np.nanmax(sv)) if sv.size else np.nan})
@@ -246,7 +247,8 @@ class PartitionResult:
 
     def rule(self, node: int) -> str:
         """Compact rule of a subspace: one condition per restricted feature,
-        e.g. ``"lstat <= 11.38 & rm <= 6.433"`` or ``"2.9 < x <= 4.1"``."""
+        e.g. ``"lstat <= 11.38 & rm <= 6.433"`` or ``"2.9 < x <= 4.1"``; bounds with 6 significant
+        digits (:func:`fme._numfmt.fmt_bound`, as the tree's edge labels)."""
         parts = []
         for feat, (low, high, levels) in self._bounds(node).items():
             if levels is not None:
@@ -259,11 +261,11 @@ class PartitionResult:
                 hi = len(cats) if high is None else int(high)
                 parts.append(f"{feat} in {{{', '.join(map(str, cats[lo:hi]))}}}")
             elif low is not None and high is not None:
-                parts.append(f"{low:.5g} < {feat} <= {high:.5g}")
+                parts.append(f"{fmt_bound(low)} < {feat} <= {fmt_bound(high)}")
             elif high is not None:
-                parts.append(f"{feat} <= {high:.5g}")
+                parts.append(f"{feat} <= {fmt_bound(high)}")
             else:
-                parts.append(f"{feat} > {low:.5g}")
+                parts.append(f"{feat} > {fmt_bound(low)}")
         return " & ".join(parts) if parts else "(all)"
 
     def _rows_in(self, node: int) -> np.ndarray:

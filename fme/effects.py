@@ -481,7 +481,8 @@ def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], refer
             )
         columns = list(predictor.select(data.iloc[:0]).columns)
         settings = resolve_method(None if isinstance(model, Predictor) else model, nlm_method, nlm_points,
-                                  nlm_intervals, parsed, columns, nlm_tol, nlm_max_level, nlm_flat_tol)
+                                  nlm_intervals, parsed, columns, nlm_tol, nlm_max_level, nlm_flat_tol,
+                                  target_class=target_class)
     elif any(v is not None for v in (nlm_points, nlm_intervals, nlm_tol, nlm_max_level, nlm_flat_tol)):
         raise ParameterError("nlm_points/nlm_intervals/nlm_tol/nlm_max_level/nlm_flat_tol were given but "
                              "nlm=False; pass nlm=True.")

@@ -19,8 +19,8 @@ import pandas as pd
 from ._validation import check_data
 from .effects import _check_batch_size, _evaluate
 from .exceptions import ParameterError, StepError
-from .nlm import quadrature_rule
-from .predictors import make_predictor
+from ._nlm_eval import nlm_values, resolve_method
+from .predictors import Predictor, make_predictor
 from .steps import parse_steps
 
 __all__ = ["max_linear_step", "LINEAR_STEP_STATUS"]
@@ -68,7 +68,7 @@ def max_linear_step(
     max_scale: float = 1e3,
     growth: float = 2.0,
     tol: float = 1e-9,
-    nlm_method: str = "gauss-legendre",
+    nlm_method: str = "auto",
     nlm_points: int | None = None,
     nlm_intervals: int | None = None,
     reference_data: pd.DataFrame | None = None,
@@ -125,7 +125,13 @@ def max_linear_step(
     tol : float, default=1e-9
         Relative width of the final bracket.
     nlm_method, nlm_points, nlm_intervals
-        Quadrature of the NLM; see :func:`fme.fme`.
+        How the NLM is computed, as in :func:`fme.fme`: the default ``"auto"``
+        is exact for the tree models of :mod:`fme.nlm_exact` (no quadrature
+        error, so the bracketing sees the model's true NLM) and error-controlled
+        Gauss-Kronrod otherwise; ``"gauss-legendre"`` (``nlm_points``) or
+        ``"simpson38"`` (``nlm_intervals``) fix a rule. Paths are never
+        classed ``flat`` here (``nlm_flat_tol=0``): the search starts from
+        deliberately small steps, whose variation is small by design.
     reference_data : DataFrame, optional
         Data for rule components (default: ``x``).
     target_class : label, optional
@@ -167,12 +173,14 @@ def max_linear_step(
         raise ParameterError(f"growth must be > 1, got {growth}.")
     tol = _positive(tol, "tol")
     batch_size = _check_batch_size(batch_size)
-    rule = quadrature_rule(nlm_method, nlm_points, nlm_intervals)
     steps = parse_steps(x, _direction(features, direction), rule_data=reference_data)
     categorical = [s.feature for s in steps if not s.is_numeric]
     if categorical:
         raise StepError(f"the NLM is defined along a numeric path only; feature(s) {categorical} are categorical.")
     X = predictor.select(x)
+    settings = resolve_method(None if isinstance(model, Predictor) else model, nlm_method, nlm_points, nlm_intervals,
+                              steps, list(X.columns), None, None, 0.0, target_class=target_class)
+    rule = settings.rule
     for s in steps:
         vals = x[s.feature].to_numpy(dtype=float, na_value=np.nan)
         bad = ~np.isfinite(vals)
@@ -187,7 +195,12 @@ def max_linear_step(
 
     def nlm_at(rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
         h = {f: comp * scale for f, comp in v.items()}
-        _, _, out, _ = _evaluate(predictor, X.iloc[rows], steps, rule, batch_size, h)
+        if rule is not None:  # a fixed rule, as before
+            _, _, out, _ = _evaluate(predictor, X.iloc[rows], steps, rule, batch_size, h)
+        else:  # exact (trees) or adaptive Gauss-Kronrod
+            Xr = X.iloc[rows]
+            f0, f1, _, _ = _evaluate(predictor, Xr, steps, None, batch_size, h)
+            out, _ = nlm_values(settings, predictor, Xr, steps, h, f0, f1, batch_size)
         out = np.asarray(out, dtype=float)
         if out.ndim != 1:
             raise ParameterError("max_linear_step needs a single output; pass target_class for classifiers.")

@@ -17,7 +17,8 @@ import pandas as pd
 from ._stats import describe
 from ._validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
 from .effects import fme, is_dask_collection, stepped_frames
-from .inference import INFERENCE_COLUMNS, RowInference, compute_rows, pairwise_matrix, resolve_method
+from .inference import (INFERENCE_COLUMNS, Estimates, RowInference, compute_averages, pairwise_matrix,
+                        resolve_method)
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._models import model_frame
 from .predictors import make_predictor
@@ -43,15 +44,20 @@ class _Spec:
     pair: tuple[pd.DataFrame, pd.DataFrame] | None
     f0: np.ndarray | None = None
     inf: RowInference | None = None
+    est: Estimates | None = None
 
 
 def _check_by(data: pd.DataFrame, by: Any) -> list[str]:
     if by is None:
         return []
-    cols = [by] if isinstance(by, str) else list(by)
-    if not cols or not all(isinstance(c, str) for c in cols):
+    # a column label of any type (integer labels too), or a list/tuple of them
+    cols = list(by) if isinstance(by, (list, tuple, np.ndarray, pd.Index)) else [by]
+    try:
+        missing = [c for c in cols if c not in data.columns]
+    except TypeError:  # an unhashable entry
+        missing = None
+    if not cols or missing is None or any(isinstance(c, (list, tuple, dict, set)) for c in cols):
         raise ParameterError(f"by must be a column name or a list of column names, got {by!r}.")
-    missing = [c for c in cols if c not in data.columns]
     if missing:
         raise FeatureError(f"by column(s) {missing} are not columns of the data; use some of {list(data.columns)[:20]}.")
     return cols
@@ -67,11 +73,10 @@ def _groups(data: pd.DataFrame, by_cols: list[str]) -> tuple[np.ndarray, pd.Data
     return codes, keys
 
 
-def _spec_rows(spec: _Spec, inf: RowInference, codes_all: np.ndarray, keys: pd.DataFrame, by_cols: list[str],
+def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.DataFrame, by_cols: list[str],
                hypothesis: str | None, conf_level: float) -> list[dict[str, Any]]:
     m = len(keys)
     codes = codes_all[spec.positions]
-    est = inf.average(codes, m)
     head = {"feature": spec.feature, "step": spec.step, "level": spec.level, "reference": spec.reference}
     size_all = np.bincount(codes_all[codes_all >= 0], minlength=m)
     size_used = np.bincount(codes[codes >= 0], minlength=m)
@@ -164,6 +169,8 @@ def ame(
         ame, std_error, statistic, p_value, conf_low, conf_high, inference,
         and the descriptive sd, q25, q75 (of the fMEs), n, n_excluded.
         ``statistic`` is z (delta, bootstrap) or t with n - 1 df (sample).
+        With bootstrap, ``attrs['bootstrap']`` counts the refits: ``n_resamples``, ``n_failed`` and
+        the distinct ``errors`` of the failed ones (also warned about).
     """
     if is_dask_collection(data):
         from ._dask_tables import ame_dask
@@ -204,22 +211,32 @@ def ame(
             res = fme(model, data, {feature: value}, inference=_direct(method), **fme_kwargs)
             specs.append(_Spec(feature, res.steps[0].value, None, None, res.results["fme"].to_numpy(dtype=float),
                                res.positions, *_pair(res, model, method, target_class)))
-    live = [s for s in specs if s.pair is not None]
-    infs = compute_rows(method, model, [s.pair for s in live], [s.values for s in live], [s.f0 for s in live],
-                        bootstrap, target_class) if live else []
-    for spec, inf in zip(live, infs):
-        spec.inf = inf
     codes_all, keys = _groups(data, by_cols)
+    live = [s for s in specs if s.pair is not None]
+    # The groups are known here: bootstrap refits are averaged per group as they arrive (no n x B draws).
+    ests = compute_averages(method, model, [s.pair for s in live], [s.values for s in live],
+                            [(codes_all[s.positions], len(keys)) for s in live], [s.f0 for s in live],
+                            bootstrap, target_class) if live else []
+    for spec, est in zip(live, ests):
+        spec.est = est
     rows = []
     for spec in specs:
-        # A level no row could move to keeps its row, with NaN figures and the method asked for.
-        inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
-        new = _spec_rows(spec, inf, codes_all, keys, by_cols, hypothesis, conf_level)
+        if spec.est is None:
+            # A level no row could move to keeps its row, with NaN figures and the method asked for.
+            inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
+            spec.est = inf.average(codes_all[spec.positions], len(keys))
+        new = _spec_rows(spec, spec.est, codes_all, keys, by_cols, hypothesis, conf_level)
         for row in new:
             row["inference"] = method
         rows.extend(new)
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
-    return pd.DataFrame(rows, columns=_AME_COLUMNS[:4] + middle + _AME_COLUMNS[4:])
+    out = pd.DataFrame(rows, columns=_AME_COLUMNS[:4] + middle + _AME_COLUMNS[4:])
+    if ests and method == "bootstrap":
+        # failed refits are counted with the table, not only warned about
+        e = ests[0]
+        out.attrs["bootstrap"] = {"n_resamples": int(e.draws.shape[1] + e.n_failed), "n_failed": int(e.n_failed),
+                                  "errors": list(e.errors)}
+    return out
 
 
 def _check_single_output(target_class: Any, name: str) -> None:

@@ -18,8 +18,15 @@ segment values are the model's own predictions at the segment midpoints,
 made in stacked batches (rows x segments), so link functions (probabilities
 of boosted classifiers) and pipelines need no special handling.
 
-Caveat: scikit-learn trees and XGBoost compare in float32, so a breakpoint
-is exact up to the float32 rounding of x + t h (relative 6e-8 in t near it).
+scikit-learn trees compare float32(v) <= threshold: their breakpoints are the
+float64 boundaries of that set (:func:`float32_boundary`). Caveat: XGBoost
+also compares in float32 and its breakpoints here are the raw split values,
+exact up to the float32 rounding of x + t h (relative 6e-8 in t near it).
+
+:mod:`fme._tree_paths` computes the same segments for most tree models by
+traversing their trees instead (only breakpoints a row's path reaches);
+this module's midpoint route serves the others (XGBoost, pipelines,
+categorical HistGradientBoosting).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["tree_thresholds", "exact_nlm", "exact_support"]
+__all__ = ["tree_thresholds", "exact_nlm", "exact_support", "float32_boundary"]
 
 #: Cells (segments x columns) of one stacked frame of midpoints.
 _CELL_BUDGET = 20_000_000
@@ -42,11 +49,31 @@ class Unsupported(Exception):
     """The model is not one whose path is provably piecewise constant (message: why)."""
 
 
+def float32_boundary(threshold: np.ndarray) -> np.ndarray:
+    """The float64 b with ``float32(v) <= threshold`` iff ``v < b`` (up to a tie exactly at b).
+
+    float32(v) <= thr iff float32(v) <= a, a the largest float32 <= thr,
+    iff v is below the midpoint between a and the next float32 (round to
+    nearest). Exact in float64 (both neighbours and their mean are).
+    """
+    thr = np.asarray(threshold, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        a = thr.astype(np.float32)
+    down = a.astype(np.float64) > thr
+    a[down] = np.nextafter(a[down], np.float32(-np.inf))
+    b = np.nextafter(a, np.float32(np.inf))
+    out = 0.5 * a.astype(np.float64) + 0.5 * b.astype(np.float64)
+    # beyond float32 range (inf thresholds): the comparison is decided by the sign alone
+    return np.where(np.isfinite(a) & np.isfinite(b), out, thr)
+
+
+
 # ----------------------------------------------------------------- adapters: (feature index/name, thresholds)
 def _sklearn_tree(tree) -> tuple[np.ndarray, np.ndarray]:
+    # the tree compares float32(v) <= threshold: the path crosses at the float64 boundary of that set
     t = tree.tree_
     split = t.feature >= 0
-    return t.feature[split].astype(np.int64), t.threshold[split].astype(float)
+    return t.feature[split].astype(np.int64), float32_boundary(t.threshold[split])
 
 
 def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

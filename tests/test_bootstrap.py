@@ -154,3 +154,169 @@ def test_bootstrap_and_delta_coverage():
         hit_delta += dl["conf_low"] <= truth <= dl["conf_high"]
     assert 0.90 <= hit_boot / reps <= 0.98, hit_boot / reps
     assert 0.90 <= hit_delta / reps <= 0.98, hit_delta / reps
+
+
+def _hand_draws(model, X_train, y_train, X0, X1, B, random_state):
+    """Per-row bootstrap fMEs by hand: the documented seeds, clone + fit on the resample, predict."""
+    from sklearn.base import clone
+
+    out = []
+    for seed in np.random.SeedSequence(random_state).spawn(B):
+        idx = np.random.default_rng(seed).integers(0, len(X_train), len(X_train))
+        refit = clone(model).fit(X_train.iloc[idx], y_train.iloc[idx])
+        out.append(refit.predict(X1) - refit.predict(X0))
+    return np.column_stack(out)
+
+
+def test_ame_keeps_only_group_averages_with_the_same_numbers(data, pipe, monkeypatch):
+    """ame() knows its groups up front: no n x B per-row draws are allocated, and the group averages of
+    every refit are exactly those of the per-row draws fme() stores (and of refits done by hand)."""
+    import fme._bootstrap as fb
+    import fme.inference as fi
+
+    X, y = data[["age", "income", "g"]], data["y"]
+    spec = {"X": X[["age", "income"]], "y": y, "n_resamples": 25, "random_state": 4}
+    res = fme.fme(pipe, X, {"age": 1}, bootstrap=spec)
+    codes, keys = X["g"].astype("category").cat.codes.to_numpy(), sorted(X["g"].unique())
+    want = res.inference_rows.average(codes, len(keys))
+    hand = _hand_draws(pipe, X[["age", "income"]], y, X[["age", "income"]], X[["age", "income"]].assign(
+        age=X["age"] + 1), 25, 4)
+    np.testing.assert_allclose(res.inference_rows.draws, hand, rtol=1e-12, atol=1e-12)
+
+    def refuse(n, B, limit):
+        raise AssertionError(f"an {n} x {B} draws array was allocated")
+
+    monkeypatch.setattr(fb, "alloc_draws", refuse)
+    monkeypatch.setattr(fi, "alloc_draws", refuse)
+    by = fme.ame(pipe, X, {"age": 1}, by="g", bootstrap=spec)
+    assert by["g"].tolist() == keys
+    table = want.table()
+    for col in ["std_error", "statistic", "p_value", "conf_low", "conf_high"]:
+        np.testing.assert_array_equal(by[col].to_numpy(dtype=float), table[col].to_numpy(dtype=float))
+    pw = fme.ame(pipe, X, {"age": 1}, by="g", hypothesis="pairwise", bootstrap=spec)
+    L = np.array([[-1.0, 1, 0], [-1, 0, 1], [0, -1, 1]])
+    np.testing.assert_array_equal(pw["std_error"].to_numpy(dtype=float),
+                                  want.contrast(L).table()["std_error"].to_numpy())
+    with pytest.raises(AssertionError, match="draws array was allocated"):
+        fme.fme(pipe, X, {"age": 1}, bootstrap=spec)
+
+
+def test_draws_beyond_memory_limit_live_in_a_memory_map_with_the_same_numbers(data, pipe):
+    X, y = data[["age", "income", "g"]], data["y"]
+    spec = {"X": X[["age", "income"]], "y": y, "n_resamples": 12, "random_state": 9}
+    ram = fme.fme(pipe, X, {"age": 1, "income": -0.5}, bootstrap=spec)
+    disk = fme.fme(pipe, X, {"age": 1, "income": -0.5}, bootstrap={**spec, "memory_limit": 0})
+    assert not isinstance(ram.inference_rows.draws, np.memmap)
+    assert isinstance(disk.inference_rows.draws, np.memmap) and disk.inference_rows.draws.shape == (len(X), 12)
+    np.testing.assert_array_equal(disk.inference_rows.draws, ram.inference_rows.draws)
+    pd.testing.assert_frame_equal(disk.tidy(), ram.tidy(), check_exact=True)
+    # cAME leaves and subsets (partition_stability) average the stored rows: same numbers, still mapped
+    a = fme.came(ram, features=["age", "income"], method="cart", n_partitions=3).leaves
+    b = fme.came(disk, features=["age", "income"], method="cart", n_partitions=3).leaves
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    sub = disk.inference_rows.take(np.arange(0, len(X), 2))
+    assert isinstance(sub.draws, np.memmap)
+    np.testing.assert_array_equal(sub.draws, ram.inference_rows.draws[::2])
+    one_fits = fme.fme(pipe, X, {"age": 1}, bootstrap={**spec, "memory_limit": 8 * len(X) * 12})
+    assert not isinstance(one_fits.inference_rows.draws, np.memmap)
+    with pytest.raises(ParameterError, match="memory_limit must be a number of bytes"):
+        fme.fme(pipe, X, {"age": 1}, bootstrap={**spec, "memory_limit": "1GB"})
+
+
+def test_failed_refits_leave_contiguous_draws_and_are_reported_by_ame(data):
+    X, y = data[["age", "income"]], data["y"]
+    model = Flaky().fit(X.iloc[1:], y.iloc[1:]) if y.iloc[1] <= 1.5 else Flaky().fit(X.iloc[2:], y.iloc[2:])
+    spec = {"X": X, "y": y, "n_resamples": 30, "random_state": 2}
+    with pytest.warns(RuntimeWarning, match="bootstrap refits failed"):
+        res = fme.fme(model, X, {"age": 1}, bootstrap={**spec, "memory_limit": 0})
+    draws = res.inference_rows.draws
+    assert draws.flags["C_CONTIGUOUS"] and draws.shape[1] == 30 - res.inference_rows.n_failed
+    seeds = np.random.SeedSequence(2).spawn(30)
+    ok = [s for s in seeds if y.to_numpy()[np.random.default_rng(s).integers(0, len(y), len(y))][0] <= 1.5]
+    hand = []
+    for s in ok:
+        idx = np.random.default_rng(s).integers(0, len(y), len(y))
+        lr = LinearRegression().fit(X.iloc[idx], y.iloc[idx])
+        hand.append(lr.predict(X.assign(age=X["age"] + 1)) - lr.predict(X))
+    np.testing.assert_allclose(draws, np.column_stack(hand), rtol=1e-12, atol=1e-12)
+    with pytest.warns(RuntimeWarning, match="bootstrap refits failed"):
+        out = fme.ame(model, X, {"age": 1}, bootstrap=spec)
+    info = out.attrs["bootstrap"]
+    assert info["n_resamples"] == 30 and info["n_failed"] == 30 - len(ok)
+    assert info["errors"] == ["RuntimeError: refused this resample"]
+
+
+def test_bootstrap_memory_is_bounded(data, pipe):
+    """Traced peak memory: ame() with by-groups stays well below the 8 n B bytes of per-row draws, as does
+    fme() with memory_limit=0 (draws in a temporary memory map); fme() in RAM holds them."""
+    import tracemalloc
+
+    X, y = data[["age", "income"]], data["y"]
+    big = pd.concat([data[["age", "income", "g"]]] * 100, ignore_index=True)
+    B = 64
+    draws_bytes = 8 * len(big) * B
+    spec = {"X": X, "y": y, "n_resamples": B, "random_state": 0}
+    peaks = {}
+    for name, call in [("ame", lambda: fme.ame(pipe, big, {"age": 1}, by="g", bootstrap=spec)),
+                       ("fme_ram", lambda: fme.fme(pipe, big, {"age": 1}, bootstrap=spec)),
+                       ("fme_map", lambda: fme.fme(pipe, big, {"age": 1}, bootstrap={**spec, "memory_limit": 0}))]:
+        tracemalloc.start()
+        try:
+            call()
+            peaks[name] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peaks["fme_ram"] > draws_bytes, peaks
+    assert peaks["ame"] < 0.5 * draws_bytes, peaks
+    assert peaks["fme_map"] < 0.5 * draws_bytes, peaks
+
+
+class Rescaling(RegressorMixin, BaseEstimator):
+    """A linear regression whose predict rescales its input frame in place (issue 11 item 1)."""
+
+    def fit(self, X, y):
+        self.lr_ = LinearRegression().fit(X, y)
+        self.feature_names_in_ = self.lr_.feature_names_in_
+        return self
+
+    def predict(self, X):
+        out = self.lr_.predict(X)
+        X["age"] = X["age"] * 10.0
+        return out
+
+
+def test_item1_refits_whose_predict_modifies_its_input_each_get_their_own_frame(data):
+    X, y = data[["age", "income"]], data["y"]
+    before = X.copy()
+    spec = {"X": X, "y": y, "n_resamples": 8, "random_state": 3}
+    got = fme.fme(Rescaling().fit(X, y), X, {"age": 1}, bootstrap=spec).inference_rows.draws
+    want = fme.fme(LinearRegression().fit(X, y), X, {"age": 1}, bootstrap=spec).inference_rows.draws
+    np.testing.assert_array_equal(got, want)
+    pd.testing.assert_frame_equal(X, before)
+
+
+def test_item11_bootstrap_options_validated_up_front(data, pipe):
+    X, y = data[["age", "income"]], data["y"]
+    spec = {"X": X, "y": y, "n_resamples": 4}
+    cases = [({"random_state": "x"}, "bootstrap random_state must be a non-negative integer or None, got 'x'"),
+             ({"random_state": -1}, "bootstrap random_state must be a non-negative integer"),
+             ({"n_jobs": "2"}, r"bootstrap n_jobs must be None or a non-zero integer \(-1: all cores\), got '2'"),
+             ({"n_jobs": 0}, "bootstrap n_jobs must be None or a non-zero integer"),
+             ({"progress": "yes"}, "bootstrap progress must be True, False or None"),
+             ({"X": "train.csv"}, "bootstrap X must be a DataFrame or 2-d array of training features, got str"),
+             ({"X": 3}, "bootstrap X must be a DataFrame or 2-d array of training features, got int"),
+             ({"y": 5}, "bootstrap y must be a Series or 1-d array of training targets, got int")]
+    for extra, message in cases:
+        with pytest.raises(ParameterError, match=message):
+            fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, **extra})
+
+
+def test_progress_bar_shows_the_refits(data, pipe, capsys):
+    X, y = data[["age", "income"]], data["y"]
+    spec = {"X": X, "y": y, "n_resamples": 5, "random_state": 0}
+    quiet = fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, "progress": False})
+    assert "bootstrap refits" not in capsys.readouterr().err
+    loud = fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, "progress": True})
+    err = capsys.readouterr().err
+    assert "bootstrap refits" in err and "5/5" in err
+    pd.testing.assert_frame_equal(quiet, loud)

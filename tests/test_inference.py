@@ -16,6 +16,7 @@ import statsmodels.formula.api as smf
 from scipy import stats
 
 import fme
+from fme.margins import typical_values
 from fme.exceptions import ModelError, ParameterError
 
 REFS = Path(__file__).parent / "fixtures" / "marginaleffects"
@@ -251,3 +252,81 @@ def test_came_leaves_have_model_uncertainty(data, models):
                      method="cart", max_depth=2, min_samples_leaf=40).leaves
     np.testing.assert_allclose(fixed["conf_low"], fixed["came_ci_low"], rtol=1e-12)
     np.testing.assert_allclose(fixed["conf_high"], fixed["came_ci_high"], rtol=1e-12)
+
+
+class _MutatingProtocol(_Protocol):
+    """The same model, but get_predict shifts its input frame's x in place (issue 11 item 1)."""
+
+    def get_predict(self, params, data):
+        out = super().get_predict(params, data)
+        data["x"] = data["x"] + 100.0
+        return out
+
+
+def test_item1_protocol_get_predict_modifying_its_input_gives_the_correct_delta_se():
+    X = pd.DataFrame({"x": np.linspace(0, 1, 11)})
+    before = X.copy()
+    c = np.mean((X["x"] + 0.5) ** 2 - X["x"] ** 2)
+    res = fme.fme(_MutatingProtocol(), X, {"x": 0.5})
+    assert res.ame == pytest.approx(2 * c, rel=1e-12)
+    assert res.std_error == pytest.approx(c * 0.3, rel=1e-7)
+    pd.testing.assert_frame_equal(X, before)
+
+
+class _RaisingProtocol(_Protocol):
+    def get_predict(self, params, data):
+        if params[1] != self.coef[1]:
+            raise ValueError("cannot predict at these parameters")
+        return super().get_predict(params, data)
+
+
+class _TextVcov(_Protocol):
+    def get_vcov(self):
+        return "diag(0.04, 0.09)"
+
+
+def test_item6_protocol_failures_are_library_errors_naming_the_method_and_stage():
+    X = pd.DataFrame({"x": np.linspace(0, 1, 11)})
+    with pytest.raises(fme.PredictionError, match=r"_RaisingProtocol.get_predict\(\) raised ValueError at the delta "
+                                                  r"Jacobian .*rows 0-21 .*cannot predict at these parameters") as info:
+        fme.fme(_RaisingProtocol(), X, {"x": 0.5})
+    assert isinstance(info.value.__cause__, ValueError)
+    with pytest.raises(ModelError, match=r"_TextVcov.get_vcov\(\) returned non-numeric values \(str\)"):
+        fme.ame(_TextVcov(), X, {"x": 0.5})
+    # the fixed-model interval needs no parameters: still available
+    assert fme.fme(_RaisingProtocol(), X, {"x": 0.5}, inference="sample").inference == "sample"
+
+
+def test_item8_by_accepts_integer_column_labels(data, models):
+    """Integer column labels work for by= (and a list of them); a label that is not a column is named."""
+    from sklearn.linear_model import LinearRegression
+
+    X = pd.DataFrame({0: data["age"].to_numpy(), 1: data["income"].to_numpy(), 2: data["g"].to_numpy()})
+    lr = LinearRegression().fit(X[[0, 1]].set_axis(["a", "b"], axis=1), data["y"])
+    model = lambda d: lr.predict(d[[0, 1]].set_axis(["a", "b"], axis=1))  # noqa: E731
+    out = fme.ame(model, X, {0: 1.0}, by=2)
+    assert out[2].tolist() == sorted(data["g"].unique())
+    np.testing.assert_allclose(out["ame"], lr.coef_[0], rtol=1e-12)
+    assert out["n"].sum() == len(X)
+    assert fme.ame(model, X, {0: 1.0}, by=[2]).equals(out)
+    with pytest.raises(fme.FeatureError, match=r"by column\(s\) \[3\] are not columns of the data"):
+        fme.ame(model, X, {0: 1.0}, by=3)
+    with pytest.raises(ParameterError, match="by must be a column name or a list of column names"):
+        fme.ame(model, X, {0: 1.0}, by=[[2]])
+
+
+def test_mem_and_mer_carry_model_uncertainty(data, models):
+    """mem is the fME at the typical values with the same delta uncertainty as mer at those values."""
+    m = models["ols"]
+    mem = fme.mem(m, data, {"age": 1})
+    tv = typical_values(data)
+    mer = fme.mer(m, data, {"age": 1}, at={c: tv[c].iloc[0] for c in ["age", "income", "g"]})
+    assert mem["inference"].iloc[0] == "delta" == mer["inference"].iloc[0]
+    for c in ["fme", "std_error", "p_value", "conf_low", "conf_high"]:
+        assert mem[c].iloc[0] == pytest.approx(mer[c].iloc[0], rel=1e-12), c
+    # OLS y ~ age + age^2 + ...: fME of age + 1 at a = b1 + b2 (2a + 1); its delta SE by hand
+    a = float(tv["age"].iloc[0])
+    g = np.zeros(len(m.params))
+    g[list(m.params.index).index("age")] = 1.0
+    g[list(m.params.index).index("I(age ** 2)")] = 2 * a + 1
+    assert mem["std_error"].iloc[0] == pytest.approx(float(np.sqrt(g @ m.cov_params().to_numpy() @ g)), rel=1e-9)

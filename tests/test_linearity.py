@@ -115,3 +115,27 @@ def test_item13_max_linear_step_with_nan_names_the_feature():
     with pytest.raises(StepError, match=r"feature 'x' has 1 missing or infinite value\(s\) \(first at index label "
                        r"'b'\).*dropna\(subset=\['x'\]\)"):
         max_linear_step(lambda d: d["x"] ** 2, x, "x", {"x": 1.0})
+
+
+def test_tree_model_uses_the_exact_nlm_by_default():
+    """nlm_method='auto' (the default) is exact for trees: the search sees the model's true NLM."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 2)), columns=["a", "b"])
+    rf = RandomForestRegressor(20, max_depth=5, random_state=0).fit(X, X["a"] ** 2 + 0.1 * X["b"])
+    x = X.iloc[:8]
+    auto = max_linear_step(rf, x, "a", {"a": 1.0}, min_scale=0.05, max_scale=4.0, tol=1e-6)
+    exact = max_linear_step(rf, x, "a", {"a": 1.0}, min_scale=0.05, max_scale=4.0, tol=1e-6, nlm_method="exact")
+    pd.testing.assert_frame_equal(auto, exact)
+    assert (auto["status"] == "ok").sum() >= 3
+    for label, row in auto.iterrows():
+        if row["status"] != "ok":
+            continue
+        res = fme(rf, x.loc[[label]], {"a": row["step_a"]}, nlm=True, nlm_method="exact")
+        got = res.results["nlm"].iloc[0]
+        assert (np.isnan(got) and np.isnan(row["nlm"])) or got == pytest.approx(row["nlm"], rel=1e-12, abs=1e-12)
+        assert np.isnan(got) or got >= 0.9
+    gl = max_linear_step(rf, x, "a", {"a": 1.0}, min_scale=0.05, max_scale=4.0, tol=1e-6,
+                         nlm_method="gauss-legendre")
+    assert not np.allclose(gl["nlm"].to_numpy(), auto["nlm"].to_numpy(), equal_nan=True)  # quadrature error

@@ -18,17 +18,32 @@ from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fme
+import fme._nlm_eval
+from fme._tree_paths import read_forest, traverse_nlm
+from fme.nlm_exact import float32_boundary
 from fme.exceptions import ParameterError
 
 FEATURES = ["x1", "x2", "x3"]
 
 
 # ------------------------------------------------------------ independent reference
+def _float32_crossing(thr):
+    """Where float32(v) <= thr stops holding, by bisection on v (scikit-learn trees cast inputs to float32)."""
+    thr = np.asarray(thr, dtype=float)
+    lo = thr - 1e-6 * np.abs(thr) - 1e-300
+    hi = thr + 1e-6 * np.abs(thr) + 1e-300
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        below = mid.astype(np.float32).astype(float) <= thr
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return hi
+
+
 def _sk_thresholds(est, j):
     trees = getattr(est, "estimators_", [est])
     out = []
     for t in np.ravel(np.asarray(trees, dtype=object)):
-        out.extend(t.tree_.threshold[t.tree_.feature == j].tolist())
+        out.extend(_float32_crossing(t.tree_.threshold[t.tree_.feature == j]).tolist())
     return out
 
 
@@ -180,10 +195,22 @@ KINDS = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg
          "hgb_clf", "lgbm_reg", "lgbm_clf3", "lgbm_booster", "xgb_reg", "xgb_clf", "xgb_booster", "pipe_scaled_rf"]
 
 
+#: families whose exact NLM comes from fme._tree_paths (the others: midpoint predictions)
+TRAVERSED = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg", "gb_clf", "gb_clf3", "hgb_reg",
+             "hgb_clf", "lgbm_reg", "lgbm_clf3", "lgbm_booster"]
+
+
 @pytest.mark.parametrize("steps", [{"x1": 0.9}, {"x2": -1.1, "x3": 1.7}], ids=["uni", "bi"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_exact_equals_segment_reference(df, data, kind, steps):
+def test_exact_equals_segment_reference(df, data, kind, steps, monkeypatch):
     model, target = _fit(kind, df)
+    if kind in TRAVERSED:  # the values must come from the tree traversal, not from midpoint predictions
+        assert read_forest(model, target) is not None
+
+        def no_midpoints(*args, **kwargs):
+            raise AssertionError("midpoint route used")
+
+        monkeypatch.setattr(fme._nlm_eval, "exact_nlm", no_midpoints)
     res = fme.fme(model, data, steps, nlm=True, nlm_method="exact", target_class=target)
     assert res.nlm_method == "exact"
     pred = fme.predictors.make_predictor(model, target)
@@ -264,9 +291,91 @@ def test_exact_respects_batching_budget(df, data, monkeypatch):
     thr = ne.tree_thresholds(model, ["x1", "x2"], FEATURES)
     pred = fme.predictors.make_predictor(model)
     f0, f1 = full.predictions["f_x"].to_numpy(), full.predictions["f_x_step"].to_numpy()
+    one, _, _ = ne.exact_nlm(pred, X, shifts, thr, f0, f1)
+    calls = pred.n_calls
     small, _, n_seg = ne.exact_nlm(pred, X, shifts, thr, f0, f1, cell_budget=3 * 50)
-    assert pred.n_calls > 5 and n_seg > len(X)
-    np.testing.assert_array_equal(small, full.results["nlm"].to_numpy())
+    assert pred.n_calls - calls > 5 and n_seg > len(X)
+    np.testing.assert_array_equal(small, one)
+    # the traversal route (what fme() uses for forests) in chunks of 1 to 40 rows
+    forest = read_forest(model)
+    whole, _, _ = traverse_nlm(forest, X, shifts, f0, f1)
+    np.testing.assert_allclose(whole, one, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(whole, full.results["nlm"].to_numpy())
+    for budget in (30, 7 * 30):  # 30 trees: 1 and 7 rows per chunk, serial and on threads
+        chunked, _, _ = traverse_nlm(forest, X, shifts, f0, f1, entry_budget=budget, n_threads=1)
+        # a row's NLM does not depend on which other rows share its chunk (Dask partitions, batches)
+        np.testing.assert_array_equal(chunked, whole)
+        threaded, _, _ = traverse_nlm(forest, X, shifts, f0, f1, entry_budget=budget, n_threads=3)
+        np.testing.assert_array_equal(threaded, chunked)
+
+
+def _lgbm(**kw):
+    import lightgbm as lgb
+
+    return lgb.LGBMRegressor(verbose=-1, random_state=0, **kw)
+
+
+@pytest.mark.parametrize("kind", ["hgb_reg", "hgb_clf", "rf_reg", "dt_clf", "lgbm_nan", "lgbm_zero"])
+def test_traversal_follows_missing_value_directions(df, kind, monkeypatch):
+    """NaN in a non-stepped feature: each node's learned missing direction, as in the model's predict."""
+    from sklearn import ensemble as E
+    from sklearn import tree as T
+
+    rng = np.random.default_rng(3)
+    X = df[FEATURES].copy()
+    X.loc[rng.random(len(X)) < 0.3, "x3"] = np.nan
+    X.loc[rng.random(len(X)) < 0.2, "x2"] = 0.0  # LightGBM's missing type Zero treats these as missing
+    y, yb = df["y"], df["yb"]
+    model = {"hgb_reg": lambda: E.HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(X, y),
+             "hgb_clf": lambda: E.HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, yb),
+             "rf_reg": lambda: E.RandomForestRegressor(20, max_depth=6, random_state=0).fit(X, y),
+             "dt_clf": lambda: T.DecisionTreeClassifier(max_depth=6, random_state=0).fit(X, yb),
+             "lgbm_nan": lambda: _lgbm(n_estimators=30, num_leaves=8).fit(X, y),
+             "lgbm_zero": lambda: _lgbm(n_estimators=30, num_leaves=8, zero_as_missing=True).fit(X, y)}[kind]()
+    if kind == "lgbm_zero":
+        assert read_forest(model).zero_missing is not None
+    data = X.iloc[:40]
+    assert data["x3"].isna().sum() >= 5
+    monkeypatch.setattr(fme._nlm_eval, "exact_nlm", lambda *a, **k: pytest.fail("midpoint route used"))
+    steps = {"x1": 1.3, "x2": -0.8}
+    res = fme.fme(model, data, steps, nlm=True, nlm_method="exact")
+    pred = fme.predictors.make_predictor(model)
+    ref = np.array([reference_nlm(model, pred, row, steps) for _, row in data.iterrows()])
+    got = res.results["nlm"].to_numpy()
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(ref))
+    np.testing.assert_allclose(got[np.isfinite(ref)], ref[np.isfinite(ref)], rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(-1e30, 1e30, allow_nan=False, allow_subnormal=False))
+def test_float32_boundary_splits_the_float32_comparison(thr):
+    b = float32_boundary(np.array([thr]))[0]
+    below, above = np.nextafter(b, -np.inf), np.nextafter(b, np.inf)
+    # compared in float64, as the trees compare (NEP 50 would cast a Python float to float32)
+    assert float(np.float32(below)) <= thr  # every v < b passes float32(v) <= thr ...
+    assert float(np.float32(above)) > thr  # ... and every v > b fails it
+    assert abs(b - thr) <= np.spacing(np.float32(abs(thr)), dtype=np.float32) + 1e-300
+
+
+def test_traversal_handles_shrunk_zero_steps(df):
+    """Per-row steps with zeros (on_extrapolation='shrink' can give h = 0): those rows route by value."""
+    model, _ = _fit("hgb_reg", df)
+    X = df[FEATURES].iloc[:30]
+    h = np.where(np.arange(30) % 3 == 0, 0.0, 1.2)
+    shifts = {"x1": h, "x2": np.where(np.arange(30) % 2 == 0, 0.0, -0.7)}
+    pred = fme.predictors.make_predictor(model)
+    moved = X.copy()
+    moved["x1"] += shifts["x1"]
+    moved["x2"] += shifts["x2"]
+    f0, f1 = pred(X), pred(moved)
+    import fme.nlm_exact as ne
+
+    thr = ne.tree_thresholds(model, ["x1", "x2"], FEATURES)
+    mid, _, _ = ne.exact_nlm(pred, X, shifts, thr, f0, f1)
+    trav, _, _ = traverse_nlm(read_forest(model), X, shifts, f0, f1)
+    np.testing.assert_array_equal(np.isfinite(trav), np.isfinite(mid))
+    assert np.isnan(trav[(h == 0) & (shifts["x2"] == 0)]).all()  # no step: constant path
+    np.testing.assert_allclose(trav, mid, rtol=1e-9, atol=1e-12)
 
 
 # ------------------------------------------------------------ property: quadrature converges to exact
@@ -289,3 +398,39 @@ def test_gauss_legendre_converges_to_exact(df, depth, seed, h, neg):
         errs.append(np.nanmax(e) if np.isfinite(e).any() else 0.0)
     assert errs[2] <= errs[0] + 1e-12
     assert errs[2] < 0.05
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(family=st.sampled_from(["rf", "hgb_clf"]), seed=st.integers(0, 10_000), h1=st.floats(0.2, 3.0),
+       h2=st.floats(-2.0, 2.0))
+def test_gauss_legendre_converges_to_exact_on_ensembles(df, family, seed, h1, h2):
+    """The same property for ensembles (exact by traversal), bivariate steps, a classifier's probability."""
+    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestRegressor
+
+    if family == "rf":
+        model = RandomForestRegressor(15, max_depth=5, random_state=seed).fit(df[FEATURES], df["y"])
+    else:
+        model = HistGradientBoostingClassifier(max_iter=15, max_leaf_nodes=8, random_state=seed).fit(
+            df[FEATURES], df["yb"])
+    assert read_forest(model) is not None
+    data = df[FEATURES].iloc[seed % 100: seed % 100 + 5]
+    step = {"x1": h1, "x2": h2} if h2 != 0 else {"x1": h1}
+    exact = fme.fme(model, data, step, nlm=True, nlm_method="exact").results["nlm"].to_numpy()
+    errs = []
+    for m in (16, 256, 4096):
+        gl = fme.fme(model, data, step, nlm=True, nlm_method="gauss-legendre", nlm_points=m).results["nlm"]
+        e = np.abs(gl.to_numpy() - exact) / np.maximum(1.0, np.abs(exact))
+        errs.append(np.nanmax(e) if np.isfinite(e).any() else 0.0)
+    assert errs[2] <= errs[0] + 1e-12
+    assert errs[2] < 0.05
+
+
+@pytest.mark.parametrize("kind", ["hgb_reg", "rf_reg"])
+def test_exact_nlm_of_a_row_does_not_depend_on_the_other_rows(df, data, kind):
+    """Same row, same NLM to the last bit, whether evaluated with all rows or a slice of them."""
+    model, _ = _fit(kind, df)
+    steps = {"x1": 1.5, "x2": 0.5}
+    whole = fme.fme(model, data, steps, nlm=True).results["nlm"].to_numpy()
+    part = fme.fme(model, data.iloc[7:41], steps, nlm=True).results["nlm"].to_numpy()
+    np.testing.assert_array_equal(part, whole[7:41])

@@ -317,14 +317,15 @@ def test_partition_into_given_axes(pyplot, part):
 def test_leaf_label_without_nlm():
     row = pd.Series({"node": 7, "n": 1234, "came": 6.789, "came_ci_low": 6.58, "came_ci_high": 7.0,
                      "cov_fme": 0.31})
-    assert leaf_label(row, 2468) == "Node 7: n = 1,234 (50%)\ncAME 6.79 [6.58, 7.00]\nCoV 0.31"
+    # the share as the report table prints it (one decimal, fme._numfmt.fmt_share)
+    assert leaf_label(row, 2468) == "Node 7: n = 1,234 (50.0%)\ncAME 6.79 [6.58, 7.00]\nCoV 0.31"
 
 
 @pytest.mark.parametrize("args, expected", [
     ((6.789, 6.58, 7.0), ("6.79", "6.58", "7.00")),
     ((0.8612, 0.6503, 1.0721), ("0.86", "0.65", "1.07")),
     ((1234.5, 1000.0, 1469.0), ("1,234", "1,000", "1,469")),
-    ((5.0, np.nan, np.nan), ("5.00", "NA", "NA")),
+    ((5.0, np.nan, np.nan), ("5.000", "NA", "NA")),  # as the report table: 3 decimals without a CI
 ])
 def test_fmt_ci(args, expected):
     assert fmt_ci(*args) == expected
@@ -453,3 +454,62 @@ def test_partition_display_with_float_flat_fmes(pyplot, data):
     disp = PartitionDisplay.from_partition(part)
     for node, bars in disp.leaf_hists_.items():
         assert len(bars) == 1 and bars[0].get_x() < 2.0 < bars[0].get_x() + bars[0].get_width()
+
+
+# ------------------------------------------------------------------ issue 16 item 6: legible trees
+def _synthetic_tree(k: int, chain: bool):
+    """Nodes and leaves of a tree with k leaves (balanced, or a chain of depth k - 1) and long numbers."""
+    rows: dict[int, dict] = {}
+    counter = [0]
+
+    def make(n_leaves, parent, depth):
+        counter[0] += 1
+        me = counter[0]
+        rows[me] = {"parent": np.nan if parent is None else parent, "depth": depth, "n": 1000 * n_leaves,
+                    "is_leaf": n_leaves == 1, "children": (), "split_feature": None, "split_value": np.nan,
+                    "split_levels": None, "p_value": np.nan, "statistic": np.nan}
+        if n_leaves > 1:
+            left = 1 if chain else n_leaves // 2
+            rows[me].update(split_feature="a_long_feature_name", split_value=1234.56789, p_value=1e-4)
+            rows[me]["children"] = (make(left, me, depth + 1), make(n_leaves - left, me, depth + 1))
+        return me
+
+    make(k, None, 0)
+    nodes = pd.DataFrame.from_dict(rows, orient="index")
+    leaf_ids = [int(i) for i in nodes.index[nodes["is_leaf"].astype(bool)]]
+    leaves = pd.DataFrame([{"node": i, "n": 12345, "came": -1234.5678, "came_ci_low": -1299.1,
+                            "came_ci_high": -1170.2, "cov_fme": 12.3456, "canlm": 0.99681, "canlm_ci_low": 0.99372,
+                            "canlm_ci_high": 0.99991} for i in leaf_ids])
+    rng = np.random.default_rng(k)
+    return nodes, leaves, {i: rng.normal(-1234.0, 100.0, 200) for i in leaf_ids}
+
+
+@pytest.mark.parametrize("chain", [False, True])
+@pytest.mark.parametrize("k", [2, 3, 4, 6, 9, 12, 16])
+def test_tree_boxes_never_overlap_or_clip_up_to_16_leaves(k, chain):
+    import io
+
+    import matplotlib.pyplot as plt
+
+    nodes, leaves, values = _synthetic_tree(k, chain)
+    with plt.rc_context({"font.size": 10.0, "figure.dpi": 100}):  # as the report draws it
+        disp = PartitionDisplay(nodes=nodes, leaves=leaves, leaf_values=values, average=-1234.5,
+                                n_total=12345 * k, conf_level=0.95, step_text="x + 1",
+                                root_label="AME -1,234.6 [-1,299.1, -1,170.2]").plot()
+        fig = disp.figure_
+        fig.savefig(io.BytesIO(), format="svg")  # the report saves without bbox_inches="tight"
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        boxes = [("leaf label", n, t.get_bbox_patch().get_window_extent(r)) for n, t in disp.leaf_labels_.items()]
+        boxes += [("leaf panel", n, a.get_tightbbox(r)) for n, a in disp.leaf_axes_.items()]
+        boxes += [("node", n, t.get_bbox_patch().get_window_extent(r)) for n, t in disp.node_boxes_.items()]
+        boxes += [("edge label", n, t.get_bbox_patch().get_window_extent(r)) for n, t in disp.edge_labels_.items()]
+        boxes += [("note", 0, disp.note_.get_window_extent(r))]
+        page = fig.bbox
+        plt.close(fig)
+    assert len(disp.leaf_labels_) == k
+    overlaps = [(a[:2], b[:2]) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a[2].overlaps(b[2])]
+    assert overlaps == []
+    clipped = [b[:2] for b in boxes
+               if b[2].x0 < page.x0 - 0.5 or b[2].x1 > page.x1 + 0.5 or b[2].y0 < page.y0 - 0.5 or b[2].y1 > page.y1 + 0.5]
+    assert clipped == []

@@ -357,6 +357,17 @@ def test_item19_readable_classifier_descriptions(df):
     assert make_predictor(model, "all").description == "HistGradientBoostingClassifier, P(class) for each class"
 
 
+@pytest.fixture(params=["patsy", "formulaic"])
+def formula_engine(request):
+    """statsmodels >= 0.15 fits formulas with patsy or formulaic (a global option): run under each."""
+    pytest.importorskip(request.param)
+    sm_formula = pytest.importorskip("statsmodels.formula")
+    before = sm_formula.options.formula_engine
+    sm_formula.options.formula_engine = request.param
+    yield request.param
+    sm_formula.options.formula_engine = before
+
+
 def _religious_frame():
     rng = np.random.default_rng(5)
     n = 200
@@ -367,11 +378,12 @@ def _religious_frame():
     return d
 
 
-def test_item18_statsmodels_formula_c_of_numeric_column_is_categorical():
+def test_item18_statsmodels_formula_c_of_numeric_column_is_categorical(formula_engine):
     smf = pytest.importorskip("statsmodels.formula.api")
     d = _religious_frame()
     before = d.copy()
     res = smf.ols("y ~ age + C(religious)", d).fit()
+    assert type(res.model.data.model_spec).__module__.split(".")[0] == formula_engine
     eff = fme.fme(res, d, {"religious": 4.0})
     assert eff.steps[0].kind == "categorical" and eff.steps[0].value == 4.0
     other = d["religious"] != 4.0
@@ -383,12 +395,55 @@ def test_item18_statsmodels_formula_c_of_numeric_column_is_categorical():
     pd.testing.assert_frame_equal(d, before)
 
 
-def test_item18_ame_without_steps_uses_the_formulas_right_hand_side():
+def test_item18_ame_without_steps_uses_the_formulas_right_hand_side(formula_engine):
     smf = pytest.importorskip("statsmodels.formula.api")
     d = _religious_frame()
     res = smf.ols("y ~ np.log(age) + C(religious)", d).fit()
+    assert type(res.model.data.model_spec).__module__.split(".")[0] == formula_engine
     out = fme.ame(res, d)
     assert out["feature"].tolist() == ["age"] + ["religious"] * 5
     assert out.loc[out["feature"] == "religious", "level"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
     with pytest.raises(fme.FeatureError, match=r"feature\(s\) \['unused'\] are not inputs of the model"):
         fme.fme(res, d, {"unused": 1.0})
+
+
+def test_item18_patsy_and_formulaic_fits_give_the_same_effects_and_inference():
+    smf = pytest.importorskip("statsmodels.formula.api")
+    pytest.importorskip("formulaic")
+    sm_formula = pytest.importorskip("statsmodels.formula")
+    d = _religious_frame()
+    d["yb"] = (d["y"] > d["y"].median()).astype(float)
+    before = sm_formula.options.formula_engine
+    tables = {}
+    try:
+        for engine in ("patsy", "formulaic"):
+            sm_formula.options.formula_engine = engine
+            ols = smf.ols("y ~ C(religious) + np.log(age) + I(age ** 2)", d).fit()
+            logit = smf.logit("yb ~ np.log(age) + C(religious)", d).fit(disp=0)
+            tables[engine] = (fme.ame(ols, d), fme.ame(logit, d, {"religious": None, "age": 5.0}))
+    finally:
+        sm_formula.options.formula_engine = before
+    for got, want in zip(tables["formulaic"], tables["patsy"]):
+        assert got["inference"].eq("delta").all()
+        pd.testing.assert_frame_equal(got, want, rtol=1e-9)
+    # right-hand-side order as written in the formula, whatever order the engine gives its terms
+    assert tables["formulaic"][0]["feature"].tolist() == ["religious"] * 5 + ["age"]
+    assert np.isfinite(tables["formulaic"][1]["std_error"]).all()
+
+
+def test_item18_values_outside_the_formulas_levels_name_the_column(formula_engine):
+    smf = pytest.importorskip("statsmodels.formula.api")
+    d = _religious_frame()
+    res = smf.ols("y ~ age + C(religious)", d).fit()
+    new = d.assign(religious=d["religious"].replace(5.0, 9.0))
+    before = new.copy()
+    with pytest.raises(fme.DataError, match=r"column 'religious' is categorical in the model's formula "
+                                            r"\(C\(religious\)\) with levels \[1.0, 2.0, 3.0, 4.0, 5.0\], but the "
+                                            r"data holds other values such as \[9.0\]"):
+        fme.fme(res, new, {"age": 1.0})
+    with pytest.raises(fme.DataError, match=r"such as \['x'\] in 200 row\(s\)"):
+        fme.ame(res, d.assign(religious="x"), {"age": 1.0})
+    pd.testing.assert_frame_equal(new, before)
+    # missing values stay missing values (rows left out as usual), not an error
+    na = d.assign(religious=d["religious"].where(d.index % 10 != 0))
+    assert fme.fme(res, na, {"religious": 4.0}).excluded["reason_type"].eq("missing").sum() == 20

@@ -103,7 +103,8 @@ def _pdftotext(pdf: Path) -> str:
     if shutil.which("pdftotext") is None:
         pytest.skip("pdftotext (poppler-utils) is not installed")
     text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
-    return text.replace("\u2212", "-")  # typst sets a hyphen before a digit as a minus sign
+    # typst sets a hyphen before a digit as a minus sign; zero-width spaces are break points in digests
+    return text.replace("\u2212", "-").replace("\u200b", "")
 
 
 # ------------------------------------------------------------------ determinism, size, time, incremental
@@ -579,7 +580,8 @@ def test_every_html_table_cell_is_in_the_pdf(which, request):
     assert len(cells) > 50
     _pdftotext(Path(res["pdf"]))  # skips without pdftotext; reading order (not -layout) keeps a cell's lines together
     pdf = subprocess.run(["pdftotext", str(res["pdf"]), "-"], capture_output=True, text=True, check=True).stdout
-    pdf = pdf.replace("\u2212", "-").replace("\u00ad\n", "").replace("\u00ad", "")
+    # soft hyphens (hyphenated words) and zero-width spaces (break points in SHA-256 digests) are not text
+    pdf = pdf.replace("\u2212", "-").replace("\u00ad\n", "").replace("\u00ad", "").replace("\u200b", "")
     flat = "".join(pdf.split())
     # pdftotext joins a line that ends in "-" to the next without the hyphen ("ptratio -" / "2" in a wrapped
     # cell): compare without hyphens, and separately every cell that starts with a marker, hyphen included
@@ -591,3 +593,186 @@ def test_every_html_table_cell_is_in_the_pdf(which, request):
     assert "1. (AME" not in pdf and "•" not in "".join(pdf.split("\n\n")[-1:])
     if which == "boston":
         assert "+ (AME 5.43)" in cells and "+(AME5.43)" in flat
+
+
+@pytest.mark.parametrize("which", ["boston", "nasty"])
+def test_pdf_figures_are_tagged_with_the_html_alt_text(which, request):
+    """Issue 16 item 2: every PDF figure is a tagged Figure whose /Alt is the HTML image's alt text."""
+    from pdf_struct import struct_elements
+
+    res = request.getfixturevalue(which)
+    html_alts = [htmllib.unescape(a) for a in re.findall(r'<img[^>]*\balt="([^"]*)"', _html(res))]
+    pdf_alts = [e["alt"] for e in struct_elements(Path(res["pdf"]).read_bytes()) if e["role"] == "Figure"]
+    assert len(html_alts) >= 3
+    assert pdf_alts == html_alts
+
+
+@pytest.mark.parametrize("which", ["boston", "nasty"])
+def test_pdf_table_headers_do_not_run_together(which, request):
+    """Issue 16 item 2: adjacent header cells stay apart in the PDF text ("n" + "Extrapolation" was read as
+    "nExtrapolation")."""
+    res = request.getfixturevalue(which)
+    _pdftotext(Path(res["pdf"]))
+    words = set(subprocess.run(["pdftotext", "-layout", str(res["pdf"]), "-"], capture_output=True, text=True,
+                               check=True).stdout.replace("\u2212", "-").split())
+    glued = []
+    for table in _tables(_html(res)).values():
+        head = [h.split() for h in table["header"] if h.split()]
+        for left, right in zip(head, head[1:]):
+            joined = left[-1] + right[0]
+            if joined in words and joined not in {w for h in head for w in h}:
+                glued.append(joined)
+    assert glued == []
+
+
+# ------------------------------------------------------------------ issue 16 item 7: audit trail, fme render
+def test_audit_trail_hashes_equal_independent_hashes(boston):
+    import hashlib
+    import pickle
+
+    from fme._environment import find_lock
+    from fme.paper import boston_svm
+
+    out = Path(boston["out_dir"])
+    table = _table(_html(boston), "SHA-256 of every input")
+    got = {row[0]: row[2] for row in table["rows"]}
+    sha = lambda b: hashlib.sha256(b).hexdigest()  # noqa: E731
+    assert got["Fitted model"] == sha(pickle.dumps(boston_svm(), protocol=4))  # the returned (model, train)
+    assert got["Evaluation data"] == sha((REPO / "fme" / "data" / "boston.csv").read_bytes())
+    assert got["Results file"] == sha((out / "results.json").read_bytes())
+    assert got["Dependency lock"] == sha(Path(find_lock()).read_bytes())
+    assert got["Reference data"] == "in the model hash" and got["Test data"] == "-"
+    text = " ".join(_visible_text(_html(boston)).split())
+    env = _results(boston)["environment"]
+    assert f"Operating system and CPU architecture: {env['os']} {env['os_release']}, {env['machine']}" in text
+    assert "Model version: not stated in the config (model.version)" in text
+    # the resolved config: every default filled in, equal to the config the notebook used
+    block = re.findall(r'<code>(\{.*?\})</code>', _html(boston), flags=re.S)[-1]
+    resolved = json.loads(htmllib.unescape(block))
+    assert resolved == _results(boston)["config"]
+    assert resolved["effects"][0]["stability"] == {"fraction": 0.5, "subsamples": 20}  # a default, not in the YAML
+
+
+def test_fme_render_reproduces_without_recomputing(boston, tmp_path, monkeypatch):
+    """`fme render <dir>` re-renders report.{qmd,html,pdf} from results.json + build.json: byte-identical,
+    without running the notebook, loading the model or hashing the inputs again."""
+    import papermill
+
+    from fme.__main__ import main
+    from fme.report import analysis, build
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("fme render must not recompute")
+
+    monkeypatch.setattr(papermill, "execute_notebook", forbidden)
+    monkeypatch.setattr(analysis, "load_model", forbidden)
+    monkeypatch.setattr(build, "input_digests", forbidden)
+    folder = tmp_path / "copy"
+    shutil.copytree(boston["out_dir"], folder)
+    for name in ("report.qmd", "report.html", "report.pdf"):
+        (folder / name).unlink()
+    assert main(["render", str(folder)]) == 0  # no report.pdf in the folder: HTML only by default
+    assert not (folder / "report.pdf").exists()
+    assert (folder / "report.html").read_bytes() == (Path(boston["out_dir"]) / "report.html").read_bytes()
+    build.render_report(folder, pdf=True, log=lambda s: None)
+    for name in ("report.qmd", "report.html", "report.pdf"):
+        assert (folder / name).read_bytes() == (Path(boston["out_dir"]) / name).read_bytes(), name
+    assert not list(tmp_path.glob(".copy.render"))
+    assert main(["render", str(tmp_path / "missing")]) == 1
+
+
+def test_came_leaves_show_where_they_hold(boston):
+    """Issue 16 item 5: each leaf's evaluated range beside its hyperrectangle, EPs per leaf, and the sentence."""
+    html = _html(boston)
+    text = " ".join(_visible_text(html).split())
+    checked = 0
+    for g in _results(boston)["effects"]:
+        for v in g["variants"]:
+            p = v.get("partition")
+            if not p:
+                continue
+            label = g["title"]
+            table = _table(html, f"Each leaf of {label} as a hyperrectangle")
+            rows = {r[0]: r[1:] for r in table["rows"]}
+            assert rows["evaluated rows (n)"] == [f"{leaf['n']:,}" for leaf in p["leaves"]]
+            eps = [leaf["n_extrapolation"] for leaf in p["leaves"]]
+            assert rows["extrapolation points in the hyperrectangle"] == [f"{e:,}" for e in eps]
+            assert sum(eps) == v["n_extrapolation"]  # every EP falls into exactly one leaf
+            for leaf_i, leaf in enumerate(p["leaves"]):
+                for b in leaf["box"]:
+                    if b["kind"] == "numeric":
+                        want = f"evaluated {b['eval_min']:.6g} to {b['eval_max']:.6g}"
+                        assert rows[b["feature"]][leaf_i].replace(" ;", ";") == f"{b['range']}; {want}"  # bold: tag gap
+                assert f"The cAME of leaf {leaf['node']} ({leaf['rule']}) applies only where it was evaluated" in text
+            checked += 1
+    assert checked >= 2
+    crim = next(g for g in _results(boston)["effects"] if g["id"] == "crim")["variants"][0]["partition"]
+    low = [b for leaf in crim["leaves"] for b in leaf["box"] if b["feature"] == "crim" and b["range"].startswith("[0.00632")]
+    assert low and all(b["eval_min"] > 5 for b in low)  # the issue's example: no evaluated row below crim 5
+
+
+# ------------------------------------------------------------------ issue 16 item 11: change log
+def test_change_log_against_previous_results(boston, tmp_path):
+    old = _results(boston)
+    crim = next(g for g in old["effects"] if g["id"] == "crim")["variants"][0]
+    crim.update(ame=crim["ame"] - 1.0, ci_low=crim["ci_low"] - 1.0, ci_high=crim["ci_high"] - 1.0,
+                n=crim["n"] + 50, n_extrapolation=crim["n_extrapolation"] - 50)
+    crim["partition"]["root_split"] = {"feature": "lstat", "value": 9.5, "levels": None}
+    old["effects"] = [g for g in old["effects"] if g["id"] != "chas"]
+    (tmp_path / "old.json").write_text(json.dumps(old), encoding="utf-8")
+    text = (REPO / "reports" / "boston-svm.yaml").read_text(encoding="utf-8") + "previous: old.json\n"
+    (tmp_path / "boston-svm.yaml").write_text(text, encoding="utf-8")
+    res = build_report(tmp_path / "boston-svm.yaml", tmp_path / "out", force=True, pdf=False, log=lambda s: None)
+    html = _html(res)
+    table = _table(html, "Changes of every effect present in both reports")
+    rows = {r[0]: r for r in table["rows"]}
+    assert set(rows) == {g["title"] for g in old["effects"]}
+    now = next(g for g in _results(res)["effects"] if g["id"] == "crim")["variants"][0]
+    r = rows["Lower crime rate"]
+    assert r[4] == "+1.000" and r[5] == "no"  # AME moved by exactly 1; CIs of half-width ~0.08 apart
+    share_old = crim["n_extrapolation"] / (crim["n"] + crim["n_extrapolation"])
+    share_new = now["n_extrapolation"] / (now["n"] + now["n_extrapolation"])
+    assert r[6] == f"{100 * (share_new - share_old):+.1f} pp ({100 * share_old:.1f}% to {100 * share_new:.1f}%)"
+    assert r[7].startswith("changed: lstat <= 9.5 to crim <= ")
+    assert rows["One more room"][4] == "0.00" and rows["One more room"][5] == "yes"
+    flat = " ".join(_visible_text(html).split())
+    assert ("Effects added since the previous report: Bordering the Charles River: to level 0; "
+            "Bordering the Charles River: to level 1") in flat
+    assert "Effects removed since the previous report: none" in flat
+    hashes = {row[0]: row[2] for row in _table(html, "SHA-256 of every input")["rows"]}
+    import hashlib
+
+    assert hashes["Previous results (change log)"] == hashlib.sha256((tmp_path / "old.json").read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------------ issue 16 item 10: a 390 px phone
+@pytest.mark.parametrize("which", ["boston", "nasty"])
+def test_no_page_level_horizontal_scroll_at_390_px(which, request):
+    """The page never scrolls sideways on a 390 px viewport: wide tables scroll in their own focusable
+    container, figures in theirs, drawn at their natural size (so their 9-10 pt text stays legible)."""
+    res = request.getfixturevalue(which)
+    with _browser() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            page.goto(Path(res["html"]).resolve().as_uri())
+            page.wait_for_load_state("load")
+            widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            outside = page.evaluate(
+                "Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right >"
+                " window.innerWidth + 0.5 && !e.closest('.table-scroll, figure, pre')).map(e => e.tagName)")
+            scales = page.evaluate("Array.from(document.querySelectorAll('figure img')).map(i =>"
+                                   " i.getBoundingClientRect().width / i.naturalWidth)")
+            tables = page.evaluate("Array.from(document.querySelectorAll('table')).map(t => {"
+                                   " const w = t.parentElement; return [w.className, getComputedStyle(w).overflowX,"
+                                   " w.tabIndex, w.getAttribute('aria-label') || '']; })")
+            wide = page.evaluate("Array.from(document.querySelectorAll('.table-scroll')).filter(w =>"
+                                 " w.scrollWidth > w.clientWidth).length")
+        finally:
+            browser.close()
+    assert widths == [390, 390]
+    assert outside == []
+    assert scales and min(scales) >= 0.999
+    assert tables and all(c == "table-scroll" and o == "auto" and t == 0 and lab.startswith("Table ")
+                          for c, o, t, lab in tables)
+    assert wide >= 1  # some table is wider than the phone, and it scrolls inside its own box

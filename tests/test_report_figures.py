@@ -111,3 +111,69 @@ def test_one_and_two_rows(tmp_path, frame, linear, n_rows):
         v = _variant(res, i)
         assert v["n"] == n_rows
         assert [f["kind"] for f in v["figures"]] == [kind, "nlm"]
+
+
+# ------------------------------------------------------------------ issue 16 item 6: tree numbers = table cells
+def _staircase(n_steps: int, seed: int = 0):
+    import fme
+
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"x": rng.uniform(0, n_steps, 1500), "z": rng.normal(0, 1, 1500)})
+
+    def model(d):
+        x = d["x"].to_numpy()
+        return np.floor(x) ** 2 * 0.37 + 1.234567 * x + 0.01 * d["z"].to_numpy()
+
+    eff = fme.fme(model, X, {"x": 0.5}, nlm=True)
+    return fme.came(eff, features=["x"], minbucket=20)
+
+
+def _leaf_dicts(part) -> dict:
+    leaves = []
+    for _, row in part.leaves.iterrows():
+        leaves.append({k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()})
+    return {"root": part.root.to_dict(), "leaves": leaves}
+
+
+def test_tree_figure_numbers_equal_the_leaf_table_cells():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fme.plotting import PartitionDisplay
+    from fme.report.context import _leaf_rows
+    from fme.report.formatting import fmt_est
+
+    part = _staircase(4)
+    assert 2 <= len(part.leaves) <= 16
+    disp = PartitionDisplay.from_partition(part)
+    rows = {r["node"]: r for r in _leaf_rows(_leaf_dicts(part), int(part.root["n"]))}
+    for node, text in disp.leaf_labels_.items():
+        lines = text.get_text().split("\n")
+        r = rows[str(node)]
+        assert lines[0] == f"Node {node}: n = {r['n']} ({r['share']})"
+        assert lines[1] == f"cAME {r['came']} {r['ci']}"
+        assert lines[2] == f"CoV {r['cov']}"
+        assert lines[3] == f"cANLM {r['canlm']} {r['canlm_ci']}"
+    est, lo, hi = fmt_est(part.root["came"], part.root["came_ci_low"], part.root["came_ci_high"])
+    root_box = disp.node_boxes_[1].get_text()
+    assert f"AME {est} [{lo}, {hi}]" in root_box and f"global AME {est}." in disp.note_.get_text()
+    rules = " & ".join(part.leaves["rule"])
+    for label in disp.edge_labels_.values():  # "<= 1.99871": the same digits as the rules and leaf boxes
+        assert label.get_text().split(" ", 1)[1] in rules
+    plt.close(disp.figure_)
+
+
+def test_more_than_16_leaves_gives_dot_plot_and_tables_only(tmp_path):
+    from fme.report import figures
+
+    part = _staircase(24)
+    assert len(part.leaves) > 16
+    (tmp_path / "figures").mkdir()
+    cfg = {"figures": {"width": 6.4, "png_dpi": 50, "max_points": 100}, "seed": 0, "units": {}}
+    out = figures.effect_figures(part.effects, part, {"steps": {"x": 0.5}}, cfg, tmp_path, "v")
+    kinds = [f["kind"] for f in out]
+    assert "came-tree" not in kinds and kinds[-1] == "came"
+    assert out[-1]["tree_omitted"] == len(part.leaves)
+    assert not (tmp_path / "figures" / "v-tree.svg").exists()

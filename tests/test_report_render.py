@@ -341,3 +341,83 @@ def test_typst_reads_no_cell_as_a_list_marker(tmp_path):
         assert lines.count(cell) == (1 if cell == "-" else 2), (cell, lines)  # paragraph and table cell, literally
     assert not any(line.startswith(("1. (AME", "• ")) for line in lines)
     assert "•" not in text and "1. (AME" not in text
+
+
+# ------------------------------------------------------------------ issue 16 item 2: alt text, captions in the PDF
+def _typst_pdf(tmp_path, qmd: str):
+    pytest.importorskip("pypandoc")
+    pytest.importorskip("typst")
+    from fme.report.render import render_pdf
+
+    (tmp_path / "report.qmd").write_text(qmd, encoding="utf-8")
+    return render_pdf(tmp_path / "report.qmd")
+
+
+def test_pdf_figures_carry_their_alt_text(tmp_path):
+    from fme.report.render import attr_escape, md_escape
+    from pdf_struct import struct_elements
+
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" '
+           'fill="#0072B2"/></svg>')
+    (tmp_path / "a.svg").write_text(svg, encoding="utf-8")
+    alts = ['Scatter plot of "a|b" against $cost$: the AME is -1.34 (dashed line)',
+            "Histogram of Größe µ with a back\\slash and (parentheses)"]
+    qmd = "\n".join(f'![Figure {i}: {md_escape(a)}](a.svg){{#fig-{i} fig-alt="{attr_escape(a)}" '
+                    f'alt="{attr_escape(a)}"}}\n' for i, a in enumerate(alts, 1))
+    pdf = _typst_pdf(tmp_path, qmd)
+    figures = [e for e in struct_elements(pdf.read_bytes()) if e["role"] == "Figure"]
+    assert [f["alt"] for f in figures] == alts
+
+
+def test_pdf_table_caption_never_alone_at_a_page_foot(tmp_path):
+    """The caption sits above its table; with text filling the page up to it, it moves with the table."""
+    import shutil
+    import subprocess
+
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) is not installed")
+    rows = "\n".join(f"| {i} | {i * 2} |" for i in range(60))
+    orphans_possible = 0
+    for words in range(40, 58):  # paragraphs of filler so that the caption lands near the page foot
+        filler = "\n\n".join(" ".join(["word"] * 60) for _ in range(words // 2 + 1)) + "\n\n"
+        filler += " ".join(["more"] * (20 * (words % 2))) + "\n\n"
+        qmd = filler + "| Head A | Head B |\n|---|---:|\n" + rows + "\n\n: Table 9: CAPTIONTEXT of the table.\n"
+        sub = tmp_path / f"w{words}"
+        sub.mkdir()
+        pdf = _typst_pdf(sub, qmd)
+        n_pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", str(pdf)], capture_output=True,
+                                                                    text=True).stdout).group(1))
+        for page in range(1, n_pages + 1):
+            text = subprocess.run(["pdftotext", "-f", str(page), "-l", str(page), str(pdf), "-"],
+                                  capture_output=True, text=True, check=True).stdout
+            if "CAPTIONTEXT" in text:
+                assert "Head A" in text.split("CAPTIONTEXT", 1)[1], (words, page)
+                assert re.search(r"^0\s*$", text.split("CAPTIONTEXT", 1)[1], flags=re.M), (words, page)
+                orphans_possible += page > 1
+    assert orphans_possible >= 1  # the sweep did push the table (and its caption) to the next page
+
+
+# ------------------------------------------------------------------ issue 16 item 10: precision, titles, layout
+@pytest.mark.parametrize("x, d, want", [(0.9999999979, 6, "0.999999998"), (-0.9999999979, 6, "-0.999999998"),
+                                        (1.0, 6, "1.000000"), (0.99999999999999, 6, "< 1.000000"),
+                                        (2.0000001, 6, "2.0000001"), (5.0004, 2, "5.00"), (12345.0001, 1, "12,345.0")])
+def test_fmt_num_never_shows_a_whole_number_the_value_is_not(x, d, want):
+    """At the decimals cap (6) a value is never shown as a whole number it is not; below the cap the CI's
+    precision rules (5.0004 with a CI half-width of 0.3 is 5.00)."""
+    assert fmt_num(x, d) == want
+
+
+def test_anlm_interval_just_below_one_is_not_printed_as_one():
+    v = {**_variant(0.5, 1.5), "nlm": True, "anlm": 0.9999999971, "anlm_ci_low": 0.9999999963,
+         "anlm_ci_high": 0.9999999979, "median_nlm": 1.0, "share_linear": 1.0, "n_nlm_flat": 0, "n_nlm_constant": 0}
+    c = effect_cells(v)
+    assert "1.000000" not in (c["anlm"], c["anlm_ci_low"], c["anlm_ci_high"])
+    assert c["anlm_ci_high"] == "0.999999998"
+
+
+def test_default_effect_title_uses_feature_names_as_written():
+    from fme.report.context import effect_title
+
+    group = {"id": "_b_radius__b_", "config": {"steps": {"<b>radius</b>": 1, "a|b": -2}}}
+    assert effect_title(group) == "<b>radius</b> and a|b"
+    assert effect_title({**group, "title": "Given"}) == "Given"

@@ -100,3 +100,16 @@ def test_random_frames_work_or_raise_fme_errors_and_are_not_modified(kinds, n, s
     except fme.FMEError:
         pass
     pd.testing.assert_frame_equal(data, before)
+
+
+@pytest.mark.parametrize("method", ["ctree", "cart"])
+def test_item3_came_refuses_a_complex_covariate_on_both_tree_paths(method):
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60),
+                      "z": rng.normal(size=60) + 1j * rng.normal(size=60)})
+    before = X.copy()
+    eff = fme.fme(lambda d: 2.0 * d["a"].to_numpy() + d["b"].to_numpy() ** 2, X, {"a": 1.0})
+    with pytest.raises(fme.DataError, match=r"column\(s\) \['z'\] of `X` are complex-valued.*z.real and z.imag"):
+        fme.came(eff, features=["b", "z"], method=method)
+    pd.testing.assert_frame_equal(X, before)
+    assert fme.came(eff, features=["b"], method=method).leaves["n"].sum() == 60

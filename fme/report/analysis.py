@@ -21,6 +21,7 @@ import pandas as pd
 
 import fme
 
+from .._came_support import leaf_support
 from .._validation import is_categorical
 from . import figures
 from .config import ConfigError, config_error
@@ -251,15 +252,18 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         feats = params.pop("features", None)
         part = fme.came(res, method=method, features=feats, conf_level=conf, **params)
         leaves = []
+        support = leaf_support(part).set_index("node")  # issue 16 item 5: where each cAME holds
         for _, row in part.leaves.iterrows():
             leaf = {k: _num(v) for k, v in row.items()}
             box = part.describe(int(row["node"]))
-            leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"])}
+            leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"]),
+                            "kind": str(b["kind"]), "eval_min": _num(b["min"]), "eval_max": _num(b["max"])}
                            for f, b in box.iterrows()]
+            leaf["n_extrapolation"] = _num(support.at[int(row["node"]), "n_extrapolation"])
             leaves.append(leaf)
         summary["partition"] = {"method": method, "params": eff["partition"], "leaves": leaves,
                                 "root": {k: _num(v) for k, v in part.root.items()}, "notes": list(part.notes),
-                                "features": part.features}
+                                "features": part.features, "root_split": _root_split(part)}
     else:
         summary["partition"] = None
     stab = None
@@ -268,6 +272,16 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
                                        fraction=float(eff["stability"]["fraction"]), random_state=seed)
     summary["stability"] = None if stab is None else _stability_summary(stab, part, summary["ame"], eff["stability"])
     return {"result": res, "partition": part, "summary": summary, "stability": stab}
+
+
+def _root_split(part: Any) -> dict | None:
+    """The first split of the (reduced) tree: feature and threshold or level sets (None: a single leaf)."""
+    nodes = part.nodes
+    if nodes.at[1, "is_leaf"]:
+        return None
+    levels = nodes.at[1, "split_levels"]
+    return {"feature": str(nodes.at[1, "split_feature"]), "value": _num(nodes.at[1, "split_value"]),
+            "levels": None if not isinstance(levels, dict) else {str(k): int(v) for k, v in levels.items()}}
 
 
 def _stability_summary(stab: pd.DataFrame, part: Any, ame: float, spec: dict) -> dict:

@@ -17,10 +17,11 @@ from typing import Any, Callable
 
 from ._kernel import logged_kernel_manager
 from .config import ConfigError, config_error, load_config
+from .changelog import load_previous
 from .sources import data_files, files_sha256
 from .validate import check_inputs
 
-__all__ = ["build_report", "inputs_sha256", "default_out_dir"]
+__all__ = ["build_report", "render_report", "inputs_sha256", "input_digests", "default_out_dir"]
 
 PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -55,17 +56,62 @@ def _entry_point_bytes(cfg: dict) -> tuple[bytes, bytes]:
     return fitted, (info["sha256"] or "").encode()
 
 
-def inputs_sha256(cfg: dict, templates: Path) -> str:
-    """Hash of everything a report depends on.
+def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
+    """sha256 of each input a report rests on, for the audit trail and the cache (:func:`inputs_sha256`).
 
-    The config file and the resolved config (defaults filled in), the fitted model (a joblib file's
-    bytes; for an entry point the pickled returned model, training data included, and its module's
-    source), the data, reference and test data files, fme's version and sources (bundled datasets
-    included), the templates and the repository's ``requirements.lock`` (when fme runs from a checkout).
+    Keys ``model``, ``model module source`` (entry points), ``data``, ``reference_data``, ``test_data``,
+    ``requirements.lock``; each value ``{"sha256": hex, "of": what was hashed}``. The model is the fitted
+    object: a joblib file's bytes, or for an entry point the pickled object it returns (training data
+    included), so a changed hyper-parameter changes the hash even when the module's source does not.
     An entry point is *called* to hash its model.
     """
-    from .. import __version__
     from .._environment import find_lock
+
+    out: dict[str, dict[str, str]] = {}
+
+    def add(label: str, data: bytes, of: str) -> None:
+        out[label] = {"sha256": hashlib.sha256(data).hexdigest(), "of": of}
+
+    for key in ("data", "reference_data", "test_data"):
+        spec = cfg.get(key)
+        if spec and "path" in spec:  # one file, or the files of a Parquet dataset / glob (engine: dask)
+            files = data_files(cfg["_dir"], spec["path"])
+            of = f"file {spec['path']}" if len(files) == 1 else (
+                f"{len(files)} files of {spec['path']} (sha256 of their sorted names and sha256s)")
+            out[key] = {"sha256": files_sha256(files, cfg["_dir"]), "of": of}
+        elif spec and "dataset" in spec:
+            add(key, (PACKAGE / "data" / f"{spec['dataset']}.csv").read_bytes(),
+                f"bundled dataset {spec['dataset']} (fme/data/{spec['dataset']}.csv)")
+    if "joblib" in cfg["model"]:
+        p = Path(cfg["model"]["joblib"])
+        add("model", (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes(),
+            f"fitted model: file {cfg['model']['joblib']}")
+    else:
+        fitted, source = _entry_point_bytes(cfg)
+        add("model", fitted, f"fitted model: pickled return value of {cfg['model']['entry_point']}")
+        out["model module source"] = {"sha256": source.decode(), "of": "source file of the entry point's module"}
+    if cfg.get("previous"):
+        p = Path(cfg["previous"])
+        p = p if p.is_absolute() else Path(cfg["_dir"]) / p
+        if p.is_file():  # a missing file is reported by changelog.load_previous, naming the key
+            add("previous", p.read_bytes(), f"file {cfg['previous']} (the previous report's results)")
+    lock = find_lock()
+    if lock is not None and Path(lock).is_file():
+        add("requirements.lock", Path(lock).read_bytes(), "requirements.lock")
+    else:
+        add("requirements.lock", b"no lock", "no requirements.lock found")
+    return out
+
+
+def inputs_sha256(cfg: dict, templates: Path, digests: dict[str, dict[str, str]] | None = None) -> str:
+    """Hash of everything a report depends on.
+
+    The config file and the resolved config (defaults filled in), the inputs of :func:`input_digests` (the
+    fitted model, the data, reference and test data files, the lock), fme's version and sources (bundled
+    datasets included) and the templates. ``digests``: :func:`input_digests` already computed (it calls an
+    entry point).
+    """
+    from .. import __version__
 
     h = hashlib.sha256()
 
@@ -75,20 +121,9 @@ def inputs_sha256(cfg: dict, templates: Path) -> str:
     add("config", Path(cfg["_path"]).read_bytes())
     resolved = {k: v for k, v in cfg.items() if not k.startswith("_")}
     add("resolved config", json.dumps(resolved, sort_keys=True, default=str).encode("utf-8"))
-    for key in ("data", "reference_data", "test_data"):
-        spec = cfg.get(key)
-        if spec and "path" in spec:  # one file, or the files of a Parquet dataset / glob (engine: dask)
-            add(key, files_sha256(data_files(cfg["_dir"], spec["path"]), cfg["_dir"]).encode())
-    if "joblib" in cfg["model"]:
-        p = Path(cfg["model"]["joblib"])
-        add("model", (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes())
-    else:
-        fitted, source = _entry_point_bytes(cfg)
-        add("model", fitted)
-        add("model module source", source)
+    for label, d in sorted((digests if digests is not None else input_digests(cfg)).items()):
+        h.update(label.encode() + b"\0" + d["sha256"].encode())
     add("fme version", __version__.encode())
-    lock = find_lock()
-    add("requirements.lock", lock.read_bytes() if lock is not None and Path(lock).is_file() else b"no lock")
     for p in _files(PACKAGE, ("*.py", "*.csv")):
         add(str(p.relative_to(PACKAGE)), p.read_bytes())
     for p in _files(Path(templates), ("*",)):
@@ -109,10 +144,12 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     t0 = time.perf_counter()
     cfg = load_config(config_path)
     check_inputs(cfg)
+    previous = load_previous(cfg)  # before any computing: a bad `previous` fails at once
     tdir = Path(templates) if templates is not None else render.TEMPLATES
     out = Path(out_dir) if out_dir is not None else default_out_dir(config_path)
     want_pdf = cfg["pdf"] if pdf is None else pdf
-    digest = inputs_sha256(cfg, tdir)
+    digests = input_digests(cfg)
+    digest = inputs_sha256(cfg, tdir, digests)
     stamp = out / ".inputs.sha256"
     expected = [out / "report.qmd", out / "report.html"] + ([out / "report.pdf"] if want_pdf else [])
     stamp_text = f"{digest} pdf={int(bool(want_pdf))}\n"
@@ -129,7 +166,7 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     kernel_log = work / "kernel.log"
     try:
         html, pdf_path, used = _build_into(work, cfg, config_path, tdir, digest, bool(want_pdf), renderer, log,
-                                           timings, kernel_log)
+                                           timings, kernel_log, digests, previous)
     except BaseException as exc:
         kernel = kernel_log.read_text(encoding="utf-8", errors="replace") if kernel_log.is_file() else ""
         shutil.rmtree(work, ignore_errors=True)
@@ -150,7 +187,7 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
 
 def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, digest: str, want_pdf: bool,
                 renderer: str, log: Callable[[str], Any], timings: dict,
-                kernel_log: Path) -> tuple[Path, Path | None, str]:
+                kernel_log: Path, digests: dict, previous: dict | None = None) -> tuple[Path, Path | None, str]:
     """Run the notebook and render into ``work`` (a fresh folder); returns (html, pdf or None, renderer used)."""
     from . import render
     from .context import build_context
@@ -167,15 +204,80 @@ def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, dige
                                kernel_manager_class=logged_kernel_manager(kernel_log))
     timings["analysis"] = time.perf_counter() - t
     log(f"[fme report] {cfg['_name']}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
-    results = json.loads((work / "results.json").read_text(encoding="utf-8"))
-    build_info = {"inputs_sha256": digest, "tools": render.tool_versions(),
-                  "config_arg": str(config_path)}
-    ctx = build_context(results, cfg, Path(config_path).read_text(encoding="utf-8"), build_info)
+    build_info = {"inputs_sha256": digest, "tools": render.tool_versions(), "config_arg": str(config_path),
+                  "hashes": digests, "config_text": Path(config_path).read_text(encoding="utf-8"),
+                  "previous": previous}
+    # everything `fme render <dir>` needs besides results.json: the report is re-rendered without the model
+    (work / BUILD_INFO).write_text(json.dumps(build_info, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                                   encoding="utf-8")
     t = time.perf_counter()
-    qmd = render.render_qmd(ctx, work, tdir)
-    html, pdf_path, used = render.render_documents(qmd, ctx, tdir, pdf=want_pdf, renderer=renderer)
+    html, pdf_path, used = _render_from_results(work, tdir, want_pdf, renderer, cfg)
     timings["render"] = time.perf_counter() - t
     return html, pdf_path, used
+
+
+#: Sidecar of a built report with the build's own facts (input hashes, tool versions, the config's text).
+BUILD_INFO = "build.json"
+
+
+def _render_from_results(folder: Path, tdir: Path, want_pdf: bool, renderer: str,
+                         cfg: dict | None = None) -> tuple[Path, Path | None, str]:
+    """results.json + build.json in ``folder`` -> report.qmd -> report.html (+ report.pdf) in ``folder``.
+
+    ``cfg``: the loaded config; without it the resolved config kept in results.json is used (the two are
+    equal for a report built by this fme: the notebook stores the loaded config there).
+    """
+    from . import render
+    from .context import build_context
+
+    raw = (folder / "results.json").read_bytes()
+    results = json.loads(raw.decode("utf-8"))
+    build_info = json.loads((folder / BUILD_INFO).read_text(encoding="utf-8"))
+    build_info["results_sha256"] = hashlib.sha256(raw).hexdigest()
+    cfg = results["config"] if cfg is None else cfg
+    ctx = build_context(results, cfg, build_info["config_text"], build_info)
+    qmd = render.render_qmd(ctx, folder, tdir)
+    return render.render_documents(qmd, ctx, tdir, pdf=want_pdf, renderer=renderer)
+
+
+def render_report(report_dir: str | Path, *, pdf: bool | None = None, templates: str | Path | None = None,
+                  renderer: str = "auto", log: Callable[[str], Any] = print) -> dict[str, Any]:
+    """Re-render ``report.{qmd,html,pdf}`` of a built report from its kept ``results.json`` and ``build.json``.
+
+    Nothing is recomputed: the model is not loaded and the notebook is not run; the figures already in
+    ``<report_dir>/figures`` are used. The documents are rendered in a scratch copy and replace the old
+    ones only when all of them were written. ``pdf``: default, whether the folder has a report.pdf.
+    Raises :class:`~fme.report.config.ConfigError` when the folder is not a built report.
+    """
+    from . import render
+
+    t0 = time.perf_counter()
+    folder = Path(report_dir)
+    missing = [n for n in ("results.json", BUILD_INFO) if not (folder / n).is_file()]
+    if missing:
+        raise ConfigError(f"{folder}: not a built report (no {', '.join(missing)}); build it with "
+                          "`fme report <config.yaml>` first")
+    want_pdf = (folder / "report.pdf").is_file() if pdf is None else pdf
+    tdir = Path(templates) if templates is not None else render.TEMPLATES
+    work = folder.parent / f".{folder.name}.render"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    try:
+        for name in ("results.json", BUILD_INFO):
+            shutil.copy2(folder / name, work / name)
+        if (folder / "figures").is_dir():
+            shutil.copytree(folder / "figures", work / "figures")
+        html, pdf_path, used = _render_from_results(work, tdir, bool(want_pdf), renderer)
+        written = [work / "report.qmd", html] + ([pdf_path] if pdf_path else [])
+        if (work / "report.typ").is_file():
+            written.append(work / "report.typ")
+        for p in written:
+            p.replace(folder / p.name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log(f"[fme render] {folder}: re-rendered with {used} in {time.perf_counter() - t0:.1f} s (no recomputation)")
+    return {"out_dir": folder, "html": folder / "report.html", "pdf": folder / "report.pdf" if want_pdf else None}
 
 
 def _replace_dir(work: Path, out: Path) -> None:

@@ -159,6 +159,7 @@ SCHEMA: dict[str, Any] = {
                 "joblib": _NAME,
                 "description": {"type": "string"},
                 "prediction_scale": {"type": "string"},
+                "version": {"type": ["string", "number"], "description": "the model's version (audit trail)"},
                 "target_class": {"type": ["string", "integer", "boolean"],
                                  "description": "class whose predicted probability is explained (classifiers)"},
             },
@@ -207,6 +208,7 @@ SCHEMA: dict[str, Any] = {
                    "description": "dask: data paths may be Parquet dataset directories or globs, read with Dask"},
         "scheduler": {**_NAME, "description": "address of a Dask scheduler (engine: dask; default: a local "
                                               "cluster started and closed by the build)"},
+        "previous": {**_NAME, "description": "results.json of an earlier build: adds a change-log section"},
     },
 }
 

@@ -10,7 +10,7 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any
 
-from . import sentences
+from . import audit, changelog, sentences
 from .display import ci_method_text, interval_rows, prepare_variant, scale_of, target_phrase
 from .flags import flag_rows, threshold_rows
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
@@ -167,14 +167,59 @@ def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) 
     return rows
 
 
+def effect_title(group: dict) -> str:
+    """The configured title, else the stepped features as written in the config ("a|b and Größe"), never the
+    id (which replaces every character outside [A-Za-z0-9_-] by "_": "<b>radius</b>" became "_b_radius__b_")."""
+    if group.get("title"):
+        return group["title"]
+    steps = (group.get("config") or {}).get("steps")
+    return " and ".join(str(f) for f in steps) if steps else group["id"]
+
+
+def _g(x: float) -> str:
+    """A range bound as the hyperrectangle prints it (6 significant digits), so both read alike."""
+    return f"{x:.6g}"
+
+
+def _evaluated(b: dict) -> str | None:
+    """'evaluated 5.09017 to 14.4383' for a numeric feature of a leaf (None: not numeric / older results)."""
+    if b.get("kind", "numeric") != "numeric" or b.get("eval_min") is None:
+        return None
+    return f"evaluated {_g(b['eval_min'])} to {_g(b['eval_max'])}"
+
+
 def _boxes(part: dict) -> dict[str, Any]:
+    """Hyperrectangle of every leaf beside its evaluated range (issue 16 item 5), plus EPs per leaf."""
     leaves = part["leaves"]
     feats = [b["feature"] for b in leaves[0]["box"]] if leaves else []
     rows = []
     for i, f in enumerate(feats):
-        cells = [{"text": leaf["box"][i]["range"], "restricted": leaf["box"][i]["restricted"]} for leaf in leaves]
+        cells = []
+        for leaf in leaves:
+            b = leaf["box"][i]
+            ev = _evaluated(b)
+            cells.append({"text": b["range"], "evaluated": ev or "", "restricted": b["restricted"]})
         rows.append({"feature": f, "cells": cells})
-    return {"header": [f"leaf {leaf['node']}" for leaf in leaves], "rows": rows}
+    counts = [leaf.get("n_extrapolation") for leaf in leaves]
+    eps = None if all(c is None for c in counts) else [fmt_int(c) for c in counts]
+    return {"header": [f"leaf {leaf['node']}" for leaf in leaves], "rows": rows, "n_evaluated":
+            [fmt_int(leaf["n"]) for leaf in leaves], "n_extrapolation": eps}
+
+
+def where_came_holds(part: dict, noun: str = "observations") -> list[str]:
+    """One sentence per leaf: the cAME applies only to the evaluated range of the features split on."""
+    out = []
+    for leaf in part["leaves"]:
+        split = [b for b in leaf["box"] if b["restricted"] and _evaluated(b)]
+        ranges = "; ".join(f"{b['feature']} {_evaluated(b)} (hyperrectangle {b['range']})" for b in split)
+        text = (f"The cAME of leaf {leaf['node']} ({leaf['rule']}) applies only where it was evaluated, "
+                f"to its {fmt_int(leaf['n'])} {noun}" + (f": {ranges}" if ranges else ""))
+        n_ep = leaf.get("n_extrapolation")
+        if n_ep:
+            text += (f"; {fmt_int(n_ep)} extrapolation points fall inside this hyperrectangle and are not "
+                     "in its cAME")
+        out.append(text + ".")
+    return out
 
 
 def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
@@ -233,6 +278,9 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
                    f"(leaf {lo['node']}, {lo['rule']}) to {e} (leaf {hi['node']}, {hi['rule']}); the AME of all "
                    f"rows is {cells['ame']}.")
             cap = f"cAMEs of {step} per subspace found by {v['partition']['method']} (n per leaf in the labels)."
+            if fig.get("tree_omitted"):
+                cap += (f" The tree diagram is drawn up to 16 leaves; this partition has {fig['tree_omitted']}, so "
+                        "the leaf tables give its structure.")
         else:  # pragma: no cover - new figure kinds must add wording here
             raise ValueError(f"no alt text for figure kind {k!r}")
         if fig.get("n_undefined"):
@@ -276,7 +324,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
             ci_captions.add(cells["ci_kind"])
             sentence = sentences.effect_sentence(v, cells, target, unit, noun, units)
             lin = sentences.linearity_sentence(v, cells)
-            label = group.get("title") or group["id"]
+            label = effect_title(group)
             if v.get("level") is not None:
                 label = f"{label}: to level {v['level']}"
             summary.append({"text": sentence + (" " + lin if lin else ""), "anchor": f"sec-{v['id']}"})
@@ -307,6 +355,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                 var["partition"] = {"method": p["method"], "params": ", ".join(
                     f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
                     "rows": _leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": _boxes(p), "notes": p["notes"],
+                    "holds": where_came_holds(p, noun),
                     "table_leaves": next_table(), "table_boxes": next_table(), "stability": None}
                 if v.get("stability"):
                     half = None if v["ci_low"] is None else (v["ci_high"] - v["ci_low"]) / 2
@@ -316,9 +365,11 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                         "rows": sc["rows"], "table": tab,
                         "sentence": sentences.stability_sentence(sc["cells"], v["stability"].get("ari_median"), tab)}
             variants.append(var)
-        effects.append({"id": group["id"], "title": group.get("title") or group["id"], "why": group["why"],
+        effects.append({"id": group["id"], "title": effect_title(group), "why": group["why"],
                         "variants": variants})
     table_plausibility = next_table()
+    changes = changelog.changelog(results, build_info.get("previous"))
+    table_changes = next_table() if changes and changes["rows"] else None
     n_fig_tables = table_no[0]
     versions = [{"name": k, "version": val} for k, val in sorted(results["versions"].items())]
     versions += [{"name": k, "version": val} for k, val in sorted(build_info.get("tools", {}).items())]
@@ -346,13 +397,15 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "generated": (_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if cfg["timestamp"] else None),
         "rebuild": f"fme report {build_info.get('config_arg', 'reports/' + results['config_name'] + '.yaml')} --force",
         "table_signoff": 1, "table_overview": 2, "table_flags": 3, "table_plausibility": table_plausibility,
-        "table_versions": n_fig_tables + 1,
+        "table_versions": n_fig_tables + 1, "table_hashes": n_fig_tables + 2,
         "report_id": report_id(results["config_name"], results["config_sha256"]),
         "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg["signoff"]],
+        "changes": changes, "table_changes": table_changes,
         "plausibility": plausibility, "any_expected": any(p["expected"] != "not stated" for p in plausibility),
         "fme_version": results["versions"].get("fme", ""),
         "environment": _environment_line(env),
     }
+    ctx.update(audit.audit_context(results, cfg, build_info))
     return ctx
 
 

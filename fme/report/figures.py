@@ -236,9 +236,15 @@ def _came_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict:
     return {"kind": "came", **save(fig, out_dir, f"{vid}-came", cfg["figures"]["png_dpi"])}
 
 
+#: Largest tree drawn as a diagram: up to this many leaves the boxes never overlap or clip (tested
+#: geometrically); a larger partition gets the dot plot and the leaf tables only.
+MAX_TREE_LEAVES = 16
+
+
 def _tree_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict | None:
-    """The cAME tree of :class:`fme.plotting.PartitionDisplay` (None for a single-node tree)."""
-    if len(part.leaves) < 2:
+    """The cAME tree of :class:`fme.plotting.PartitionDisplay` (None for a single-node tree or one with more
+    than :data:`MAX_TREE_LEAVES` leaves)."""
+    if not 2 <= len(part.leaves) <= MAX_TREE_LEAVES:
         return None
     from ..plotting import PartitionDisplay
 
@@ -273,5 +279,8 @@ def effect_figures(res, part, eff: dict, cfg: dict, out_dir: Path, vid: str) -> 
             tree = _tree_plot(part, cfg, out_dir, vid)
             if tree is not None:
                 out.append(tree)
-            out.append(_came_plot(part, cfg, out_dir, vid))
+            dots = _came_plot(part, cfg, out_dir, vid)
+            if len(part.leaves) > MAX_TREE_LEAVES:
+                dots["tree_omitted"] = len(part.leaves)
+            out.append(dots)
     return out

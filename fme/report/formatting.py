@@ -1,4 +1,4 @@
-"""Number formatting for reports: one place, used by tables and sentences alike.
+"""Number formatting for reports: re-exports :mod:`fme._numfmt`, shared with the figures.
 
 Rules (report checklist §2.4): estimates and their CI bounds share the
 decimals of about two significant figures of the CI half-width; thousands
@@ -8,63 +8,8 @@ never rounded to 0 % or 100 % unless exact; ASCII minus signs.
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from .._numfmt import (MAX_DECIMALS, MAX_EXTRA_DECIMALS, decimals_for, fmt_bound, fmt_est, fmt_int, fmt_level,
+                       fmt_num, fmt_share)
 
-__all__ = ["decimals_for", "fmt_num", "fmt_est", "fmt_int", "fmt_share", "fmt_level"]
-
-MAX_DECIMALS = 6
-
-
-def decimals_for(half_width: float | None, default: int = 3) -> int:
-    """Decimals showing ~2 significant figures of ``half_width``."""
-    if half_width is None or not math.isfinite(half_width) or half_width <= 0:
-        return default
-    return int(min(MAX_DECIMALS, max(0, 1 - math.floor(math.log10(half_width)))))
-
-
-def fmt_num(x: Any, decimals: int = 3) -> str:
-    """Fixed decimals with thousands separators; '-' for missing; no false zeros."""
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "-"
-    x = float(x)
-    text = f"{x:,.{decimals}f}"
-    if float(text.replace(",", "")) == 0.0 and x != 0.0:
-        tiny = f"{10 ** -decimals:.{decimals}f}"
-        return f"< {tiny}" if x > 0 else f"> -{tiny}"
-    if text.startswith("-") and float(text.replace(",", "")) == 0.0:
-        text = text[1:]
-    return text
-
-
-def fmt_est(est: Any, low: Any, high: Any) -> tuple[str, str, str]:
-    """Estimate and CI bounds with shared decimals (~2 significant figures of the half-width)."""
-    half = None
-    if low is not None and high is not None:
-        half = (float(high) - float(low)) / 2
-    d = decimals_for(half)
-    return fmt_num(est, d), fmt_num(low, d), fmt_num(high, d)
-
-
-def fmt_int(n: Any) -> str:
-    return "-" if n is None else f"{int(n):,}"
-
-
-def fmt_share(part: int, total: int) -> str:
-    """Percentage with one decimal; never shows 0 % or 100 % unless exact."""
-    if not total:
-        return "-"
-    if part == 0:
-        return "0%"
-    if part == total:
-        return "100%"
-    p = 100.0 * part / total
-    if p < 0.1:
-        return "< 0.1%"
-    if p > 99.9:
-        return "> 99.9%"
-    return f"{p:.1f}%"
-
-
-def fmt_level(conf_level: float) -> str:
-    return f"{round(conf_level * 100, 6):g}%"
+__all__ = ["decimals_for", "fmt_num", "fmt_est", "fmt_int", "fmt_share", "fmt_level", "fmt_bound", "MAX_DECIMALS",
+           "MAX_EXTRA_DECIMALS"]

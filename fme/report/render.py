@@ -132,10 +132,26 @@ _TH = re.compile(r"<th(?=[\s>])(?![^>]*\bscope=)")
 _IMG = re.compile(r'<img role="img" aria-label="([^"]*)"')
 
 
+_TABLE = re.compile(r"<table\b.*?</table>", flags=re.S)
+_CAPTION = re.compile(r"<caption>(.*?)</caption>", flags=re.S)
+
+
+def _scroll_box(match: re.Match) -> str:
+    """A table in its own horizontal scroll container (a focusable region named by the caption), so a wide
+    table scrolls by itself on a narrow screen instead of the whole page."""
+    table = match.group(0)
+    cap = _CAPTION.search(table)
+    name = " ".join(re.sub(r"<[^>]+>", " ", cap.group(1)).split()).replace('"', "&quot;") if cap else "table"
+    return f'<div class="table-scroll" role="region" tabindex="0" aria-label="{name}">{table}</div>'
+
+
 def _postprocess_html(html: str) -> str:
-    """Header cells get ``scope="col"``; images get an ``alt`` equal to their accessible name."""
+    """Header cells get ``scope="col"``; images get an ``alt`` equal to their accessible name; tables and
+    figures scroll in their own container (keyboard-focusable) on narrow screens."""
     html = _TH.sub('<th scope="col"', html)
     html = re.sub(r"<pre(?![^>]*tabindex)", '<pre tabindex="0"', html)
+    html = _TABLE.sub(_scroll_box, html)
+    html = re.sub(r"<figure(?=[\s>])(?![^>]*tabindex)", '<figure tabindex="0"', html)
     return _IMG.sub(r'<img role="img" aria-label="\1" alt="\1"', html)
 
 
@@ -183,7 +199,22 @@ local function escape_first(block)
   end
 end
 
-return {{Plain = escape_first, Para = escape_first}}
+-- PDF figures carry their alt text: pandoc's typst writer drops the image's alt attribute, so the image is
+-- written as a typst call with `alt:` (tagged PDF: a Figure structure element with /Alt).
+local function typst_string(s)
+  local escaped = s:gsub('\\\\', '\\\\\\\\'):gsub('"', '\\\\"')
+  return '"' .. escaped .. '"'
+end
+
+local function image_with_alt(img)
+  local alt = img.attributes["alt"] or img.attributes["fig-alt"]
+  if alt == nil or alt == "" then
+    return nil
+  end
+  return pandoc.RawInline("typst", "#image(" .. typst_string(img.src) .. ", alt: " .. typst_string(alt) .. ")")
+end
+
+return {{Plain = escape_first, Para = escape_first}, {Image = image_with_alt}}
 """
 
 

@@ -1,0 +1,91 @@
+"""Number formatting: one place for report tables, sentences and the figures (tree labels included).
+
+:mod:`fme.report.formatting` re-exports it for the report; :mod:`fme._plot_tree` and :mod:`fme.came` use it
+so that a number in a figure equals its table cell at the same precision (issue 16 item 6).
+
+Rules (report checklist §2.4): estimates and their CI bounds share the
+decimals of about two significant figures of the CI half-width; thousands
+separators; never a false zero (``< 0.001`` instead of ``0.000``); shares are
+never rounded to 0 % or 100 % unless exact; ASCII minus signs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["decimals_for", "fmt_num", "fmt_est", "fmt_int", "fmt_share", "fmt_level", "fmt_bound"]
+
+MAX_DECIMALS = 6
+#: Decimals at most when a whole number would otherwise hide that the value is not whole.
+MAX_EXTRA_DECIMALS = 12
+
+
+def decimals_for(half_width: float | None, default: int = 3) -> int:
+    """Decimals showing ~2 significant figures of ``half_width``."""
+    if half_width is None or not math.isfinite(half_width) or half_width <= 0:
+        return default
+    return int(min(MAX_DECIMALS, max(0, 1 - math.floor(math.log10(half_width)))))
+
+
+def fmt_num(x: Any, decimals: int = 3) -> str:
+    """Fixed decimals with thousands separators; '-' for missing; no false zeros."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    x = float(x)
+    text = f"{x:,.{decimals}f}"
+    if float(text.replace(",", "")) == 0.0 and x != 0.0:
+        tiny = f"{10 ** -decimals:.{decimals}f}"
+        return f"< {tiny}" if x > 0 else f"> -{tiny}"
+    if text.startswith("-") and float(text.replace(",", "")) == 0.0:
+        text = text[1:]
+    whole = float(text.replace(",", ""))
+    if decimals >= MAX_DECIMALS and text.rstrip("0").endswith(".") and whole != x:
+        # At the decimals cap the CI is narrower than the display: a whole number with six zeros ("1.000000"
+        # for 0.9999999979, an ANLM bound just below the NLM's maximum 1) would claim a value it is not.
+        # More decimals until the difference shows; beyond MAX_EXTRA_DECIMALS say "< 1.000000" instead.
+        for more in range(decimals + 1, MAX_EXTRA_DECIMALS + 1):
+            longer = f"{x:,.{more}f}"
+            if not longer.rstrip("0").endswith("."):
+                return longer
+        return f"< {text}" if x < whole else f"> {text}"
+    return text
+
+
+def fmt_est(est: Any, low: Any, high: Any) -> tuple[str, str, str]:
+    """Estimate and CI bounds with shared decimals (~2 significant figures of the half-width)."""
+    half = None
+    if low is not None and high is not None:
+        half = (float(high) - float(low)) / 2
+    d = decimals_for(half)
+    return fmt_num(est, d), fmt_num(low, d), fmt_num(high, d)
+
+
+def fmt_int(n: Any) -> str:
+    return "-" if n is None else f"{int(n):,}"
+
+
+def fmt_share(part: int, total: int) -> str:
+    """Percentage with one decimal; never shows 0 % or 100 % unless exact."""
+    if not total:
+        return "-"
+    if part == 0:
+        return "0%"
+    if part == total:
+        return "100%"
+    p = 100.0 * part / total
+    if p < 0.1:
+        return "< 0.1%"
+    if p > 99.9:
+        return "> 99.9%"
+    return f"{p:.1f}%"
+
+
+def fmt_level(conf_level: float) -> str:
+    return f"{round(conf_level * 100, 6):g}%"
+
+
+def fmt_bound(x: Any) -> str:
+    """A split threshold or hyperrectangle bound: 6 significant digits (``14.4383``), in rules, tree edge
+    labels and the report's leaf tables alike."""
+    return f"{float(x):.6g}"

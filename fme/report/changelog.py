@@ -1,0 +1,128 @@
+"""Change log against a previous report (issue 16 item 11; checklist §1.7 "a diff against the previous report").
+
+``previous: path/to/results.json`` in a config: at build time :func:`load_previous` reads that file and keeps
+a compact record of it in ``build.json`` (so ``fme render`` needs only the report folder); :func:`changelog`
+compares it with the new results: ΔAME and whether the two CIs overlap, Δ share of extrapolation points,
+changed first splits of the cAME trees, and effects added or removed (matched by effect id, and level).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from .config import config_error
+from .formatting import decimals_for, fmt_num
+
+__all__ = ["load_previous", "compact", "changelog"]
+
+
+def _ep_share(v: dict) -> float | None:
+    """Share of the evaluated rows left out as extrapolation points (None: not checked or not excluded)."""
+    if v.get("detector") is None or v.get("policy") != "exclude" or v.get("n_extrapolation") is None:
+        return None
+    total = v["n"] + v["n_extrapolation"]
+    return v["n_extrapolation"] / total if total else None
+
+
+def _split_text(split: dict | None) -> str:
+    if split is None:
+        return "no split"
+    if split.get("levels"):
+        left = sorted(k for k, side in split["levels"].items() if side == 1)
+        return f"{split['feature']} in {{{', '.join(left)}}}"
+    return f"{split['feature']} <= {split['value']:.5g}"
+
+
+def compact(results: dict) -> dict[str, Any]:
+    """The numbers of a results.json the change log compares, per effect variant id."""
+    from .context import effect_title  # the report's own heading (lazy: context imports this module)
+
+    out = {}
+    for g in results["effects"]:
+        for v in g["variants"]:
+            p = v.get("partition")
+            out[v["id"]] = {"label": effect_title(g) + (f": to level {v['level']}"
+                                                                   if v.get("level") is not None else ""),
+                            "step": v["step_label"], "ame": v["ame"], "ci_low": v["ci_low"], "ci_high": v["ci_high"],
+                            "ep_share": _ep_share(v),
+                            "first_split": None if not p else _split_text(p.get("root_split"))}
+    return {"config_name": results.get("config_name"), "config_sha256": results.get("config_sha256"),
+            "effects": out}
+
+
+def load_previous(cfg: dict) -> dict | None:
+    """Read ``cfg['previous']`` (relative to the config file): its sha256 and :func:`compact` record.
+
+    Raises :class:`~fme.report.config.ConfigError` naming the key when the file is missing or not a
+    results.json of fme.
+    """
+    rel = cfg.get("previous")
+    if not rel:
+        return None
+    path = Path(rel) if Path(rel).is_absolute() else Path(cfg["_dir"]) / rel
+    if not path.is_file():
+        raise config_error(cfg, ("previous",), f"file {rel!r} not found; give the results.json of an earlier "
+                                               "build (e.g. a copy of reports/<name>/results.json)")
+    raw = path.read_bytes()
+    try:
+        results = json.loads(raw.decode("utf-8"))
+        record = compact(results)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise config_error(cfg, ("previous",), f"{rel!r} is not a results.json written by fme report "
+                                               f"({type(exc).__name__}: {exc})") from None
+    return {"path": str(rel), "sha256": hashlib.sha256(raw).hexdigest(), **record}
+
+
+def _overlap(a: dict, b: dict) -> str:
+    if None in (a["ci_low"], a["ci_high"], b["ci_low"], b["ci_high"]):
+        return "-"
+    return "yes" if a["ci_low"] <= b["ci_high"] and b["ci_low"] <= a["ci_high"] else "no"
+
+
+def _signed(x: float | None, d: int) -> str:
+    """A difference with its sign ("+0.12", "-0.12"; "0.00" when exactly zero)."""
+    text = fmt_num(x, d)
+    return "+" + text if x is not None and x > 0 and text[0].isdigit() else text
+
+
+def _decimals(*rows: dict) -> int:
+    halves = [(r["ci_high"] - r["ci_low"]) / 2 for r in rows if r["ci_low"] is not None and r["ci_high"] is not None]
+    return max((decimals_for(h) for h in halves), default=3)
+
+
+def changelog(results: dict, previous: dict | None) -> dict[str, Any] | None:
+    """Display rows of the change log (None without a previous report)."""
+    if previous is None:
+        return None
+    now = compact(results)["effects"]
+    before = previous["effects"]
+    rows = []
+    for vid, new in now.items():
+        old = before.get(vid)
+        if old is None:
+            continue
+        d = _decimals(new, old)
+        delta = None if new["ame"] is None or old["ame"] is None else new["ame"] - old["ame"]
+        if new["ep_share"] is None or old["ep_share"] is None:
+            ep = "-"
+        else:
+            ep = f"{100 * (new['ep_share'] - old['ep_share']):+.1f} pp ({100 * old['ep_share']:.1f}% to " \
+                 f"{100 * new['ep_share']:.1f}%)"
+        split = "-"
+        if new["first_split"] is not None or old["first_split"] is not None:
+            a, b = old["first_split"] or "no tree", new["first_split"] or "no tree"
+            split = f"unchanged: {b}" if a == b else f"changed: {a} to {b}"
+        rows.append({"label": new["label"], "step": new["step"] if new["step"] == old["step"]
+                     else f"{old['step']} to {new['step']}",
+                     "previous": f"{fmt_num(old['ame'], d)} [{fmt_num(old['ci_low'], d)}, {fmt_num(old['ci_high'], d)}]",
+                     "now": f"{fmt_num(new['ame'], d)} [{fmt_num(new['ci_low'], d)}, {fmt_num(new['ci_high'], d)}]",
+                     "delta": _signed(delta, d),
+                     "overlap": _overlap(new, old), "ep_share": ep, "first_split": split})
+    return {"path": previous["path"], "sha256": previous["sha256"],
+            "previous_id": f"{previous.get('config_name')}-{(previous.get('config_sha256') or '')[:12]}",
+            "rows": rows,
+            "added": [now[k]["label"] for k in now if k not in before],
+            "removed": [before[k]["label"] for k in before if k not in now]}
