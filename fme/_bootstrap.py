@@ -257,7 +257,7 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     jobs = (delayed(_one_resample)(spec["kind"], template, train, n_train, s, frame, n, target_class) for s in seeds)
     results = Parallel(n_jobs=spec["n_jobs"], return_as="generator")(jobs)
     # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._progress)
-    for fmes, err in progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"]):
+    for fmes, err in progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"], leave=True):
         if err is None:
             store.add(fmes)
         elif err not in errors and len(errors) < 5:
