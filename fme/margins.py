@@ -297,14 +297,6 @@ def _categorical_specs(model, data, feature, value, categorical, fme_kwargs, met
     return specs
 
 
-def _refuse_dask(data: Any, name: str) -> None:
-    if is_dask_collection(data):
-        raise ParameterError(
-            f"{name} on Dask data is not available yet: its grid needs the typical values and step rules of "
-            f"the data; compute them into a pandas frame (e.g. data.sample(frac=...).compute()) and pass that."
-        )
-
-
 def typical_values(data: pd.DataFrame) -> pd.DataFrame:
     """One row of typical values: the mean of numeric columns, the mode of the others.
 
@@ -379,15 +371,32 @@ def mer(
         (and ``nlm``), NaN where a point was not evaluated (already at a
         categorical level, or an extrapolation point) with the reason in
         ``note``. For ``target_class='all'``: ``fme_<class>`` columns only.
+
+    ``data`` (or ``reference_data``) may be a ``dask.dataframe.DataFrame``:
+    the typical values, levels, step rules and the detector's reference come
+    from reductions (:mod:`fme._dask_margins`; ``sample_size`` as in
+    :func:`fme.fme`), then the grid is evaluated in memory.
     """
-    _refuse_dask(data, "mer")
+    base = None
+    if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
+        from ._dask_margins import local_view
+
+        data, steps, base, fme_kwargs = local_view(model, data, steps, at, fme_kwargs)
+    return _mer(model, data, steps, at, base, inference=inference, bootstrap=bootstrap, conf_level=conf_level,
+                **fme_kwargs)
+
+
+def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[str, Any] | None,
+         base: pd.DataFrame | None, *, inference: str, bootstrap: Any, conf_level: float,
+         **fme_kwargs: Any) -> pd.DataFrame:
+    """:func:`mer` with the typical values ``base`` given (Dask data: from reductions) or taken from ``data``."""
     data = model_frame(model, check_data(data))
     conf_level = check_conf_level(conf_level)
     at = {} if at is None else dict(at)
     for f in at:
         if f not in data.columns:
             raise FeatureError(f"unknown feature {f!r} in `at`: not a column of the data.")
-    base = typical_values(data)
+    base = typical_values(data) if base is None else base
     keys = list(at)
     values = [v if isinstance(v, (list, tuple, np.ndarray, pd.Index)) else [v] for v in at.values()]
     grid = list(itertools.product(*values)) if keys else [()]
@@ -443,11 +452,17 @@ def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: 
     Keywords (``inference``, ``bootstrap``, ``conf_level``, ...) and the
     columns are those of :func:`mer`.
     """
-    _refuse_dask(data, "mem")
+    base = None
+    if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
+        from ._dask_margins import local_view
+
+        data, steps, base, fme_kwargs = local_view(model, data, steps, None, fme_kwargs)
     data = model_frame(model, check_data(data))
     parsed = parse_steps(data, steps)
     at = {s.feature: [lv for lv in _levels(data[s.feature]) if lv != s.value] for s in parsed if not s.is_numeric}
-    return mer(model, data, steps, at=at, **fme_kwargs)
+    kw = {k: fme_kwargs.pop(k) for k in ("inference", "bootstrap", "conf_level") if k in fme_kwargs}
+    return _mer(model, data, steps, at, base, **{"inference": "auto", "bootstrap": None, "conf_level": 0.95, **kw},
+                **fme_kwargs)
 
 
 def dme(

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from ._kernel import logged_kernel_manager
 from .config import ConfigError, config_error, load_config
 from .changelog import load_previous
+from .sources import data_files, files_sha256
 from .validate import check_inputs
 
 __all__ = ["build_report", "render_report", "inputs_sha256", "input_digests", "default_out_dir"]
@@ -73,9 +74,11 @@ def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
 
     for key in ("data", "reference_data", "test_data"):
         spec = cfg.get(key)
-        if spec and "path" in spec:
-            p = Path(spec["path"])
-            add(key, (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes(), f"file {spec['path']}")
+        if spec and "path" in spec:  # one file, or the files of a Parquet dataset / glob (engine: dask)
+            files = data_files(cfg["_dir"], spec["path"])
+            of = f"file {spec['path']}" if len(files) == 1 else (
+                f"{len(files)} files of {spec['path']} (sha256 of their sorted names and sha256s)")
+            out[key] = {"sha256": files_sha256(files, cfg["_dir"]), "of": of}
         elif spec and "dataset" in spec:
             add(key, (PACKAGE / "data" / f"{spec['dataset']}.csv").read_bytes(),
                 f"bundled dataset {spec['dataset']} (fme/data/{spec['dataset']}.csv)")
