@@ -169,7 +169,7 @@ def _group_quartiles(res: DaskFMEResult, g: int, n: int) -> dict[float, float]:
 def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, conf_level: float,
                 method: str) -> list[dict[str, Any]]:
     """The table rows of one step: one per group, or one per pair of groups (``hypothesis='pairwise'``)."""
-    from .inference import pairwise_matrix
+    from .inference import pairwise_matrix, undefined_where
 
     g = res.summary_data.groups
     used = g.fme.n.astype(np.int64)
@@ -178,13 +178,15 @@ def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, co
     keys = groups.keys
     if hypothesis == "pairwise":
         L, pairs = pairwise_matrix(groups.n_groups)
-        table = est.contrast(L).table(conf_level)
+        empty_pair = np.array([used[i] == 0 or used[j] == 0 for i, j in pairs], dtype=bool)
+        table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
         labels = [" - ".join(f"({', '.join(str(v) for v in keys.iloc[k])})" for k in (j, i)) for i, j in pairs]
-        return [{**head, "hypothesis": labels[r], "ame": float(L[r] @ est.estimate), **table.iloc[r].to_dict(),
+        return [{**head, "hypothesis": labels[r], "ame": np.nan if empty_pair[r] else float(L[r] @ est.estimate),
+                 **table.iloc[r].to_dict(),
                  "inference": method, "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": int(used[i] + used[j]),
                  "n_excluded": int(size_all[i] + size_all[j] - used[i] - used[j])}
                 for r, (i, j) in enumerate(pairs)]
-    table = est.table(conf_level)
+    table = undefined_where(est.table(conf_level), used == 0)
     sd = g.fme.sd()
     rows = []
     for k in range(groups.n_groups):

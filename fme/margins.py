@@ -18,7 +18,7 @@ from ._stats import describe
 from ._validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
 from .effects import fme, is_dask_collection, stepped_frames
 from .inference import (INFERENCE_COLUMNS, Estimates, RowInference, compute_averages, pairwise_matrix,
-                        resolve_method)
+                        resolve_method, undefined_where)
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._models import model_frame
 from .predictors import make_predictor
@@ -82,15 +82,17 @@ def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.Data
     size_used = np.bincount(codes[codes >= 0], minlength=m)
     if hypothesis == "pairwise":
         L, pairs = pairwise_matrix(m)
-        table = est.contrast(L).table(conf_level)
+        empty_pair = np.array([size_used[i] == 0 or size_used[j] == 0 for i, j in pairs], dtype=bool)
+        table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
         labels = [" - ".join(f"({', '.join(str(v) for v in keys.iloc[g])})" for g in (j, i)) for i, j in pairs]
         rows = []
         for r, (i, j) in enumerate(pairs):
-            rows.append({**head, "hypothesis": labels[r], "ame": float(L[r] @ est.estimate), **table.iloc[r].to_dict(),
+            diff = np.nan if empty_pair[r] else float(L[r] @ est.estimate)
+            rows.append({**head, "hypothesis": labels[r], "ame": diff, **table.iloc[r].to_dict(),
                          "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": int(size_used[i] + size_used[j]),
                          "n_excluded": int(size_all[i] + size_all[j] - size_used[i] - size_used[j])})
         return rows
-    table = est.table(conf_level)
+    table = undefined_where(est.table(conf_level), size_used == 0)
     rows = []
     for g in range(m):
         d = describe(spec.values[codes == g], conf_level)

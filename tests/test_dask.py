@@ -347,6 +347,18 @@ def test_ame_by_and_pairwise_delta_equal_pandas(client, frame):
     b = fme.ame(m, D, {"x1": 1.0}, by=["g", "cat"], extrapolation="envelope")
     assert len(a) == 9 and a["n_excluded"].sum() > 40
     _same_table(b, a, ["feature", "g", "cat"])
+    # a group none of whose rows is evaluated: NaN figures and NaN differences on both paths
+    ref = data[data["g"] != "high"]
+    moved = data.assign(x1=np.where(data["g"] == "high", data["x1"] + 100.0, data["x1"]))
+    for hyp in (None, "pairwise"):
+        a = fme.ame(m, moved, {"x1": 1.0}, by="g", hypothesis=hyp, reference_data=ref, extrapolation="envelope")
+        b = fme.ame(m, _dd(moved, 4), {"x1": 1.0}, by="g", hypothesis=hyp, reference_data=ref,
+                    extrapolation="envelope")
+        empty = (a["g"] == "high") if hyp is None else a["hypothesis"].str.contains("high")
+        assert empty.sum() == (1 if hyp is None else 2)
+        for t in (a, b):
+            assert t.loc[empty.to_numpy(), ["ame", "std_error", "p_value", "conf_low"]].isna().all(axis=None)
+            assert t.loc[~empty.to_numpy(), ["ame", "std_error", "p_value", "conf_low"]].notna().all(axis=None)
 
 
 def test_ame_by_sample_and_bootstrap_equal_pandas(client, X, frame, hgb):
