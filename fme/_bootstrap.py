@@ -19,15 +19,14 @@ than two successful refits is an error.
 * common keys: ``n_resamples`` (200), ``random_state`` (None: fresh entropy,
   recorded in the result), ``n_jobs`` (None: sequential; joblib semantics),
   ``ci`` (``"percentile"`` or ``"normal"``), ``progress`` (None: a tqdm bar
-  when stderr is a terminal), ``memory_limit`` (bytes of RAM for the n x B
-  per-row draws, default 256 MiB; larger draws go to a temporary
-  memory-mapped file with the same float64 numbers).
+  when stderr is a terminal, unless ``FME_PROGRESS=0``), ``memory_limit`` (bytes
+  of RAM for the n x B per-row draws, default 256 MiB; larger draws go to a
+  temporary memory-mapped file with the same float64 numbers).
 """
 
 from __future__ import annotations
 
 import numbers
-import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -239,7 +238,8 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     refit in flight also holds its predictions for the 2 n stacked points.
     """
     from joblib import Parallel, delayed
-    from tqdm.auto import tqdm
+
+    from ._progress import progress_bar
 
     if spec["kind"] == "sklearn":
         from sklearn.base import clone
@@ -254,10 +254,10 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     seeds = np.random.SeedSequence(spec["random_state"]).spawn(B)
     store = _DrawStore(sizes, B, groupings, int(spec["memory_limit"]))
     errors: list[str] = []
-    progress = spec["progress"] if spec["progress"] is not None else sys.stderr.isatty()
     jobs = (delayed(_one_resample)(spec["kind"], template, train, n_train, s, frame, n, target_class) for s in seeds)
     results = Parallel(n_jobs=spec["n_jobs"], return_as="generator")(jobs)
-    for fmes, err in tqdm(results, total=B, disable=not progress, desc="bootstrap refits"):
+    # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._progress)
+    for fmes, err in progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"], leave=True):
         if err is None:
             store.add(fmes)
         elif err not in errors and len(errors) < 5:

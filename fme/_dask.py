@@ -20,7 +20,8 @@
 ``results`` and ``excluded`` are lazy Dask DataFrames (the kernel again, per
 partition, when computed) with the index and columns of the pandas result.
 Bootstrap inference refits in memory and evaluates each refit per partition
-(:mod:`fme._dask_bootstrap`). ``target_class='all'`` and ``by`` groups are not
+(:mod:`fme._dask_bootstrap`). ``by`` groups of :func:`fme.ame` are summed in
+the same pass (:mod:`fme._dask_groups`). ``target_class='all'`` is not
 available on Dask data yet (a :class:`~fme.exceptions.ParameterError` says so).
 """
 
@@ -43,7 +44,8 @@ from .extrapolation import EnvelopeDetector
 from .inference import Estimates
 from .steps import Step
 
-__all__ = ["DEFAULT_SAMPLE_SIZE", "DaskFMEResult", "fme_dask", "require_dask", "order_statistics", "as_dask"]
+__all__ = ["DEFAULT_SAMPLE_SIZE", "DaskFMEResult", "fme_dask", "envelope_frame", "reference_sample", "require_dask",
+           "order_statistics", "as_dask"]
 
 #: Rows of the seeded sample non-envelope detectors (and ``came``'s tree) are fitted on.
 DEFAULT_SAMPLE_SIZE = 1_000_000
@@ -119,16 +121,22 @@ def _partition_excluded(part: pd.DataFrame, plan: Plan) -> pd.DataFrame:
     return evaluate_batch(plan, part, with_rows=False).excluded
 
 
-def _partition_pass(part: pd.DataFrame, plan: Plan, threshold: float) -> tuple:
+def _partition_pass(part: pd.DataFrame, plan: Plan, threshold: float, groups: Any = None) -> tuple:
     batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
     summary = summarise(batch, plan, threshold)
+    group_parts = None
+    if groups is not None:
+        from ._dask_groups import group_codes, group_sums
+
+        sums, group_parts = group_sums(batch, group_codes(part, groups), groups.n_groups)
+        summary = replace(summary, groups=sums)
     fm = np.sort(batch.results["fme"].to_numpy(dtype=float))
     fm = fm[~np.isnan(fm)]
     nl = None
     if "nlm" in batch.results.columns:
         nl = np.sort(batch.results["nlm"].to_numpy(dtype=float))
         nl = nl[~np.isnan(nl)]
-    return summary, fm, nl
+    return summary, fm, nl, group_parts
 
 
 def _spread_pass(part: pd.DataFrame, plan: Plan) -> Summary:
@@ -163,42 +171,52 @@ def _envelope_parts(part: pd.DataFrame, numeric: list[str], categorical: list[st
 
 def _fit_detector(plan: Plan, reference: Any, sample_size: int, seed: int) -> dict:
     """Fit ``plan.detector`` on the reference data (see module docstring); returns what it was fitted on."""
+    detector, cols = plan.detector, plan.detector_cols
+    ref = reference[cols]
+    if isinstance(detector, EnvelopeDetector):
+        call_detector(detector, "fit", envelope_frame(ref), "fit(reference_data)")
+        return {"fitted_on": "min/max reductions over all reference rows", "n_fit": None}
+    sample, n_ref = reference_sample(ref, sample_size, seed)
+    call_detector(detector, "fit", sample, "fit(reference_data sample)")
+    return {"fitted_on": f"a seeded sample of {len(sample)} of {n_ref} reference rows", "n_fit": len(sample)}
+
+
+def reference_sample(ref: Any, sample_size: int, seed: int) -> tuple[pd.DataFrame, int]:
+    """All rows of the Dask ``ref`` when there are at most ``sample_size``, else a seeded sample; and its length."""
+    n_ref = int(ref.shape[0].compute())
+    if n_ref <= sample_size:
+        return ref.compute(), n_ref
+    return ref.sample(frac=min(1.0, sample_size / n_ref), random_state=seed).compute(), n_ref
+
+
+def envelope_frame(ref: Any) -> pd.DataFrame:
+    """A small pandas frame with the finite min/max of every numeric column and the categorical levels
+    of the Dask ``ref`` (one pass): the envelope detector fitted on it equals the one fitted on ``ref``."""
     import dask
     from dask import delayed
 
     from ._validation import is_categorical
 
-    detector, cols = plan.detector, plan.detector_cols
-    ref = reference[cols]
-    if isinstance(detector, EnvelopeDetector):
-        meta = ref._meta
-        categorical = [c for c in cols if is_categorical(meta[c])]
-        numeric = [c for c in cols if c not in categorical]
-        parts = dask.compute(*[delayed(_envelope_parts)(p, numeric, categorical) for p in ref.to_delayed()])
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            lo = np.nanmin(np.vstack([p[0] for p in parts]), axis=0)
-            hi = np.nanmax(np.vstack([p[1] for p in parts]), axis=0)
-        levels = {c: set().union(*[p[2][c] for p in parts]) for c in categorical}
-        # A frame with the same bounds and levels: the detector's own fit then gives the pandas envelope.
-        size = max([2] + [len(v) for v in levels.values()])
-        frame = {}
-        for j, c in enumerate(numeric):
-            frame[c] = np.r_[lo[j], hi[j], np.full(size - 2, lo[j])]
-        for c in categorical:
-            vals = sorted(levels[c], key=repr) or [None]
-            vals = vals + [vals[0]] * (size - len(vals))
-            frame[c] = pd.Series(vals, dtype=meta[c].dtype)
-        fit_frame = pd.DataFrame(frame)[cols]
-        call_detector(detector, "fit", fit_frame, "fit(reference_data)")
-        return {"fitted_on": "min/max reductions over all reference rows", "n_fit": None}
-    n_ref = int(ref.shape[0].compute())
-    if n_ref <= sample_size:
-        sample = ref.compute()
-    else:
-        sample = ref.sample(frac=min(1.0, sample_size / n_ref), random_state=seed).compute()
-    call_detector(detector, "fit", sample, "fit(reference_data sample)")
-    return {"fitted_on": f"a seeded sample of {len(sample)} of {n_ref} reference rows", "n_fit": len(sample)}
+    cols = list(ref.columns)
+    meta = ref._meta
+    categorical = [c for c in cols if is_categorical(meta[c])]
+    numeric = [c for c in cols if c not in categorical]
+    parts = dask.compute(*[delayed(_envelope_parts)(p, numeric, categorical) for p in ref.to_delayed()])
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo = np.nanmin(np.vstack([p[0] for p in parts]), axis=0)
+        hi = np.nanmax(np.vstack([p[1] for p in parts]), axis=0)
+    levels = {c: set().union(*[p[2][c] for p in parts]) for c in categorical}
+    # A frame with the same bounds and levels: the detector's own fit then gives the pandas envelope.
+    size = max([2] + [len(v) for v in levels.values()])
+    frame = {}
+    for j, c in enumerate(numeric):
+        frame[c] = np.r_[lo[j], hi[j], np.full(size - 2, lo[j])]
+    for c in categorical:
+        vals = sorted(levels[c], key=repr) or [None]
+        vals = vals + [vals[0]] * (size - len(vals))
+        frame[c] = pd.Series(vals, dtype=meta[c].dtype)
+    return pd.DataFrame(frame)[cols]
 
 
 # ----------------------------------------------------------------- exact quantiles
@@ -303,6 +321,8 @@ class DaskFMEResult:
     plan: Plan | None = field(default=None, repr=False)
     model_features: tuple[str, ...] | None = None
     bootstrap_draws: tuple | None = field(default=None, repr=False)
+    groups: Any = field(default=None, repr=False)
+    group_parts: list = field(default_factory=list, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------- columns
@@ -475,8 +495,13 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
              nlm_intervals: Any, nlm_tol: Any, nlm_max_level: Any, nlm_flat_tol: Any, nlm_linear_threshold: Any,
              extrapolation: Any, reference_data: Any, on_extrapolation: Any, target_class: Any, batch_size: Any,
              random_state: Any, inference: str, bootstrap: Any, conf_level: Any, sample_size: Any = None,
-             progress: bool | None = None) -> DaskFMEResult:
-    """:func:`fme.fme` on Dask data (see the module docstring)."""
+             progress: bool | None = None, groups: Any = None) -> DaskFMEResult:
+    """:func:`fme.fme` on Dask data (see the module docstring).
+
+    ``groups`` (a :class:`fme._dask_groups.GroupSpec`, for ``fme.ame(by=)``):
+    the same pass also sums every ``by`` group (``summary_data.groups``,
+    ``group_parts``; bootstrap draws per group).
+    """
     import dask
 
     from .effects import check_evaluated, resolve_plan
@@ -529,15 +554,17 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
         spread = _tree_reduce([delayed(_spread_pass)(p, first) for p in parts]).compute().spread
         with np.errstate(invalid="ignore", divide="ignore"):
             plan = replace(plan, spread=np.sqrt(spread.m2 / np.maximum(spread.n, 1))[0])
-    outs = [delayed(_partition_pass, nout=3)(p, plan, threshold) for p in parts]
+    outs = [delayed(_partition_pass, nout=4)(p, plan, threshold, groups) for p in parts]
     tree = _tree_reduce([o[0] for o in outs])
     fm = [o[1] for o in outs]
     nl = [o[2] for o in outs] if plan.settings is not None else []
-    persisted = dask.persist(tree, *fm, *nl)
+    gp = [o[3] for o in outs] if groups is not None else []
+    persisted = dask.persist(tree, *fm, *nl, *gp)
     dask_progress(list(persisted), progress)
     summary = persisted[0].compute()
     fm_p = list(persisted[1:1 + len(fm)])
-    nl_p = list(persisted[1 + len(fm):])
+    nl_p = list(persisted[1 + len(fm):1 + len(fm) + len(nl)])
+    gp_p = list(persisted[1 + len(fm) + len(nl):])
 
     def bounds() -> pd.DataFrame:
         cols = [s.feature for s in plan.steps if s.is_numeric and s.feature in reference.columns]
@@ -549,7 +576,8 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     if boot_method:
         from ._dask_bootstrap import bootstrap_draws
 
-        boot = bootstrap_draws(model, data, plan, bootstrap, int(summary.codes[0]))
+        counts = summary.codes[:1] if groups is None else summary.groups.fme.n
+        boot = bootstrap_draws(model, data, plan, bootstrap, counts, groups)
     # the column dtypes of a real batch (pandas may infer str for text columns)
     probe_batch = evaluate_batch(plan, probe.iloc[:50], with_rows=False)
     meta = probe_batch.results.iloc[:0] if len(probe_batch.results) else results_meta(plan, data._meta.index)
@@ -567,6 +595,6 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
         detector=None if plan.detector is None else getattr(plan.detector, "name", type(plan.detector).__name__),
         on_extrapolation=plan.policy, inference_method="bootstrap" if boot_method else plan.method,
         conf_level=conf_level, detector_fit=fit_info, bootstrap_draws=boot,
-        sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan,
+        sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan, groups=groups, group_parts=gp_p,
         model_features=None if plan.predictor.feature_names is None else tuple(plan.predictor.feature_names))
 

@@ -34,16 +34,27 @@ def _refit_or_error(kind: str, template: Any, train: Any, n_train: int, seed: np
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def _sums(part: pd.DataFrame, plan: Any, models: list, target_class: Any) -> np.ndarray:
-    """Per refit: the sum of its fMEs over the partition's evaluated rows (NaN if its predict fails)."""
+def _sums(part: pd.DataFrame, plan: Any, models: list, target_class: Any, groups: Any = None) -> np.ndarray:
+    """Per refit: the sum of its fMEs over the partition's evaluated rows (NaN if its predict fails).
+
+    With ``groups`` (:class:`fme._dask_groups.GroupSpec`): a (groups + 1) x refits matrix, the sums
+    over each group's evaluated rows, then over all of them.
+    """
     from ._kernel import evaluate_batch
     from .predictors import make_predictor
     from .steps import apply_steps
 
     batch = evaluate_batch(plan, part, with_rows=False)
-    out = np.zeros(len(models))
+    n_groups = 0 if groups is None else groups.n_groups
+    out = np.zeros(len(models)) if groups is None else np.zeros((n_groups + 1, len(models)))
     if batch.cand.size == 0:
         return out
+    if groups is not None:
+        from ._dask_groups import _indicator, group_codes
+
+        codes = group_codes(part, groups)[batch.cand]
+        # one row of ones for the total: all evaluated rows, whatever their group
+        total = np.vstack([_indicator(codes, n_groups).toarray(), np.ones((1, codes.size))])
     X = plan.predictor.select(part).iloc[batch.cand]
     h = None
     if any(f"step_{s.feature}" in batch.results.columns for s in plan.steps):
@@ -54,14 +65,25 @@ def _sums(part: pd.DataFrame, plan: Any, models: list, target_class: Any) -> np.
         try:
             pred = make_predictor(model, target_class)(frame)
         except Exception:  # noqa: BLE001 - a failed refit prediction: left out below, like a failed refit
-            out[b] = np.nan
+            out[..., b] = np.nan
             continue
-        out[b] = float(np.sum(pred[n:] - pred[:n]))
+        diff = pred[n:] - pred[:n]
+        if groups is None:
+            out[b] = float(np.sum(diff))
+        else:
+            out[:, b] = total @ diff
     return out
 
 
-def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: int) -> tuple[np.ndarray, dict]:
-    """AME_b of every successful refit over all ``n`` evaluated rows of the Dask ``data``; and info."""
+def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
+                    groups: Any = None) -> tuple[np.ndarray, dict]:
+    """AME_b of every successful refit over the evaluated rows of the Dask ``data``; and info.
+
+    ``n``: the number of evaluated rows, or with ``groups`` the array of each
+    group's; the groups' draws (groups x successful refits, 0 for a group
+    without evaluated rows, as the pandas averaging matrix gives) are then
+    ``info["group_draws"]``.
+    """
     import dask
     from dask import delayed
     from joblib import Parallel
@@ -79,7 +101,10 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: int) ->
         template, train, n_train = model, spec["data"], len(spec["data"])
     B = int(spec["n_resamples"])
     seeds = np.random.SeedSequence(spec["random_state"]).spawn(B)
+    counts = np.atleast_1d(np.asarray(n, dtype=float))
+    total_n = float(counts.sum()) if groups is None else None
     draws = np.full(B, np.nan)
+    group_draws = None if groups is None else np.full((groups.n_groups, B), np.nan)
     errors: list[str] = []
     parts = data.to_delayed()
     starts = range(0, B, CHUNK)
@@ -92,11 +117,19 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: int) ->
         errors += [e for _, e in fits if e is not None and e not in errors][:5 - len(errors)]
         if not models:
             continue
-        sums = dask.compute(*[delayed(_sums)(p, plan, models, plan.target_class) for p in parts])
-        draws[where] = np.sum(sums, axis=0) / n
+        sums = np.sum(dask.compute(*[delayed(_sums)(p, plan, models, plan.target_class, groups) for p in parts]),
+                      axis=0)
+        if groups is None:
+            draws[where] = sums / total_n
+        else:
+            draws[where] = sums[-1] / counts.sum()
+            with np.errstate(invalid="ignore", divide="ignore"):
+                group_draws[:, where] = np.where(counts[:, None] > 0, sums[:-1] / counts[:, None], 0.0)
         del models, fits
     ok = np.isfinite(draws)
     n_failed = check_refits(B, int(ok.sum()), errors)
     info = {"n_resamples": B, "random_state": spec["random_state"], "n_ok": int(ok.sum()), "n_failed": n_failed,
             "ci": spec["ci"], "errors": tuple(errors)}
+    if groups is not None:
+        info["group_draws"] = group_draws[:, ok]
     return draws[ok], info

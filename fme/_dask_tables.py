@@ -2,7 +2,9 @@
 
 * :func:`ame_dask`: :func:`fme.ame` on Dask data, one pass of the kernel per
   table row (numeric steps, rules, observation-wise categorical levels;
-  delta, bootstrap (one seed for every row) and sample inference).
+  delta, bootstrap (one seed for every row) and sample inference; ``by``
+  groups and their pairwise differences from per-group sums of the same
+  pass, :mod:`fme._dask_groups`).
 * :func:`came_dask`: :func:`fme.came` on Dask effects: the tree is grown on
   a seeded sample of at most ``sample_size`` evaluated rows (default 10**6;
   all rows, hence the pandas tree, when there are no more), then one pass
@@ -33,13 +35,24 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
     from ._validation import is_categorical
     from .steps import _levels
 
-    if by is not None or hypothesis is not None:
-        raise ParameterError("by= and hypothesis= are not available on Dask data yet; filter the data per group "
-                             "(data[data.g == value]) or pass a pandas frame.")
+    from .margins import _HYPOTHESES, _check_by
+
+    if categorical not in ("observation", "classic"):
+        raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
     if categorical != "observation":
         raise ParameterError("categorical='classic' is not available on Dask data yet; use 'observation'.")
+    if hypothesis not in _HYPOTHESES:
+        raise ParameterError(f"hypothesis must be None or 'pairwise', got {hypothesis!r}.")
     data = _model_frames(model, as_dask(data, "data"))
     meta = data._meta
+    by_cols = _check_by(meta, by)
+    if hypothesis == "pairwise" and not by_cols:
+        raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
+    groups = None
+    if by_cols:
+        from ._dask_groups import group_keys
+
+        groups = group_keys(data, by_cols)
     method = resolve_method(inference, model, bootstrap)
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:
         # one seed for every row of the table: the same resamples, as the pandas path's shared refits
@@ -73,13 +86,21 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
         for step, level in targets:
             head = {"feature": feature, "step": np.nan if level is not None else None, "level": level,
                     "reference": None}
+            step_arg = {feature: level if level is not None else step}
             try:
                 # bootstrap: each row refits with the same seeds (the same resamples), not one shared run
-                res = fme(model, data, {feature: level if level is not None else step}, inference=method,
-                          bootstrap=bootstrap, conf_level=conf_level, **fme_kwargs)
+                if groups is None:
+                    res = fme(model, data, step_arg, inference=method, bootstrap=bootstrap, conf_level=conf_level,
+                              **fme_kwargs)
+                else:
+                    res = _fme_grouped(model, data, step_arg, groups, inference=method, bootstrap=bootstrap,
+                                       conf_level=conf_level, **fme_kwargs)
             except DataError:
                 if level is None:
                     raise
+                if groups is not None:
+                    rows.extend(_empty_group_rows(head, data, groups, hypothesis, method))
+                    continue
                 rows.append({**head, "ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan,
                              "conf_low": np.nan, "conf_high": np.nan, "inference": method, "sd": np.nan,
                              "q25": np.nan, "q75": np.nan, "n": 0, "n_excluded": int(data.shape[0].compute())})
@@ -88,12 +109,111 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
                 head["step"] = res.steps[0].value
             else:
                 head["level"] = res.steps[0].value
+            if groups is not None:
+                rows.extend(_group_rows(res, head, groups, hypothesis, conf_level, method))
+                res.release()
+                continue
             t = res.tidy(conf_level).iloc[0].to_dict()
             t.pop("step")
             t["inference"] = method
             rows.append({**head, **t})
             res.release()
-    return pd.DataFrame(rows, columns=columns)
+    middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
+    return pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
+
+
+# ----------------------------------------------------------------- by groups
+def _fme_grouped(model: Any, data: Any, step: dict, groups: Any, **kwargs: Any) -> DaskFMEResult:
+    """:func:`fme.fme` on Dask data with ``groups`` summed in the same pass (fme's own defaults)."""
+    import inspect
+
+    from ._dask import fme_dask
+    from .effects import fme
+
+    bound = inspect.signature(fme).bind(model, data, step, **kwargs)
+    bound.apply_defaults()
+    args = {k: v for k, v in bound.arguments.items() if k not in ("model", "data", "steps")}
+    return fme_dask(model, data, step, groups=groups, **args)
+
+
+def _group_estimates(res: DaskFMEResult) -> Any:
+    """The groups' AMEs with their uncertainty, as :meth:`RowInference.average` gives them in memory."""
+    from .inference import Estimates
+
+    g = res.summary_data.groups
+    n = g.fme.n.astype(float)
+    # a group without evaluated rows: estimate 0 and zero gradient, as the pandas averaging matrix gives
+    est = np.where(n > 0, g.fme.mean, 0.0)
+    if res.inference_method == "delta":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            grad = np.where(n[:, None] > 0, g.jacobian / n[:, None], 0.0)
+        return Estimates("delta", est, grad=grad, vcov=res.summary_data.vcov)
+    if res.inference_method == "bootstrap":
+        _, info = res.bootstrap_draws
+        return Estimates("bootstrap", est, draws=info["group_draws"], ci=info["ci"])
+    sd = g.fme.sd()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.where(n >= 2, sd / np.sqrt(n), np.nan)
+    return Estimates("sample", est, se=se, df=np.maximum(n - 1.0, 1.0))
+
+
+def _group_quartiles(res: DaskFMEResult, g: int, n: int) -> dict[float, float]:
+    from dask import delayed
+
+    from ._dask import _quantiles
+
+    parts = [delayed(lambda d, k=g: (d or {}).get(k, np.empty(0)))(p) for p in res.group_parts]
+    return _quantiles(parts, n, [0.25, 0.75])
+
+
+def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, conf_level: float,
+                method: str) -> list[dict[str, Any]]:
+    """The table rows of one step: one per group, or one per pair of groups (``hypothesis='pairwise'``)."""
+    from .inference import pairwise_matrix, undefined_where
+
+    g = res.summary_data.groups
+    used = g.fme.n.astype(np.int64)
+    size_all = g.size_all
+    est = _group_estimates(res)
+    keys = groups.keys
+    if hypothesis == "pairwise":
+        L, pairs = pairwise_matrix(groups.n_groups)
+        empty_pair = np.array([used[i] == 0 or used[j] == 0 for i, j in pairs], dtype=bool)
+        table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
+        labels = [" - ".join(f"({', '.join(str(v) for v in keys.iloc[k])})" for k in (j, i)) for i, j in pairs]
+        return [{**head, "hypothesis": labels[r], "ame": np.nan if empty_pair[r] else float(L[r] @ est.estimate),
+                 **table.iloc[r].to_dict(),
+                 "inference": method, "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": int(used[i] + used[j]),
+                 "n_excluded": int(size_all[i] + size_all[j] - used[i] - used[j])}
+                for r, (i, j) in enumerate(pairs)]
+    table = undefined_where(est.table(conf_level), used == 0)
+    sd = g.fme.sd()
+    rows = []
+    for k in range(groups.n_groups):
+        n = int(used[k])
+        q = _group_quartiles(res, k, n)
+        rows.append({**head, **{c: keys[c].iloc[k] for c in groups.by},
+                     "ame": float(g.fme.mean[k]) if n else np.nan, **table.iloc[k].to_dict(),
+                     "inference": method, "sd": float(sd[k]), "q25": q[0.25], "q75": q[0.75], "n": n,
+                     "n_excluded": int(size_all[k] - n)})
+    return rows
+
+
+def _empty_group_rows(head: dict, data: Any, groups: Any, hypothesis: Any, method: str) -> list[dict[str, Any]]:
+    """A level no row could move to: its rows per group (or pair) with NaN figures, as the pandas path."""
+    from ._dask_groups import group_sizes
+    from .inference import pairwise_matrix
+
+    size = group_sizes(data, groups)
+    nan = {"ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan, "conf_low": np.nan,
+           "conf_high": np.nan, "inference": method, "sd": np.nan, "q25": np.nan, "q75": np.nan}
+    keys = groups.keys
+    if hypothesis == "pairwise":
+        _, pairs = pairwise_matrix(groups.n_groups)
+        return [{**head, "hypothesis": " - ".join(f"({', '.join(str(v) for v in keys.iloc[k])})" for k in (j, i)),
+                 **nan, "n": 0, "n_excluded": int(size[i] + size[j])} for i, j in pairs]
+    return [{**head, **{c: keys[c].iloc[k] for c in groups.by}, **nan, "n": 0, "n_excluded": int(size[k])}
+            for k in range(groups.n_groups)]
 
 
 # ----------------------------------------------------------------- cAMEs

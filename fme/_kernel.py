@@ -406,6 +406,8 @@ class Summary:
         (the AME's gradient is this over n); ``vcov`` the parameter covariance.
     n_kept_extrapolation : int
         With ``on_extrapolation='keep'``: evaluated rows flagged as extrapolation.
+    groups : object with ``merge``, optional
+        Per-group sums of ``by`` groups (:class:`fme._dask_groups.GroupSums`).
     """
 
     codes: np.ndarray
@@ -418,6 +420,7 @@ class Summary:
     vcov: np.ndarray | None = field(default=None, repr=False)
     info: dict = field(default_factory=dict, repr=False)
     n_kept_extrapolation: int = 0
+    groups: Any = field(default=None, repr=False)
 
     def merge(self, other: "Summary") -> "Summary":
         def add(a, b):
@@ -431,7 +434,8 @@ class Summary:
                        n_linear=add(self.n_linear, other.n_linear), status=add(self.status, other.status),
                        jacobian=add(self.jacobian, other.jacobian),
                        vcov=self.vcov if self.vcov is not None else other.vcov, info={**other.info, **self.info},
-                       n_kept_extrapolation=self.n_kept_extrapolation + other.n_kept_extrapolation)
+                       n_kept_extrapolation=self.n_kept_extrapolation + other.n_kept_extrapolation,
+                       groups=mrg(self.groups, other.groups))
 
 
 def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:

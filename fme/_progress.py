@@ -26,13 +26,14 @@ def progress_enabled(progress: bool | None = None) -> bool:
 
 
 def progress_bar(iterable: Iterable, *, total: int | None = None, desc: str = "", progress: bool | None = None,
-                 min_items: int = 2) -> Iterable:
-    """``iterable`` wrapped in a tqdm bar when progress is on and there are at least ``min_items`` items."""
+                 min_items: int = 2, leave: bool = False) -> Iterable:
+    """``iterable`` wrapped in a tqdm bar when progress is on and there are at least ``min_items`` items
+    (``leave``: keep the finished bar on screen)."""
     if total is not None and total < min_items or not progress_enabled(progress):
         return iterable
     from tqdm.auto import tqdm
 
-    return tqdm(iterable, total=total, desc=desc, leave=False)
+    return tqdm(iterable, total=total, desc=desc, leave=leave)
 
 
 def dask_progress(collections: Any, progress: bool | None = None) -> None:

@@ -566,6 +566,7 @@ def partition_stability(
     fraction: float = 0.5,
     random_state: int | None = 0,
     scale_sizes: bool = True,
+    progress: bool | None = None,
 ) -> pd.DataFrame:
     """Refit a partition on random subsamples of its rows: how stable are the AME and the subspaces?
 
@@ -593,6 +594,9 @@ def partition_stability(
         as finely, relative to its rows, as the full tree. Defaults that
         :func:`came` derives from n (``n_partitions``/``max_sd``) follow the
         subsample anyway.
+    progress : bool, optional
+        A progress bar over the refits: default on a terminal only, unless
+        ``FME_PROGRESS=0`` (:mod:`fme._progress`).
 
     Returns
     -------
@@ -632,7 +636,10 @@ def partition_stability(
             if isinstance(v, numbers.Real) and not isinstance(v, bool) and v >= 1:
                 params[key] = max(1, round(v * m / n)) if isinstance(v, numbers.Integral) else v * m / n
     rows = []
-    for b in range(int(n_subsamples)):
+    from ._progress import progress_bar
+
+    for b in progress_bar(range(int(n_subsamples)), total=int(n_subsamples), desc="stability refits",
+                          progress=progress):
         pos = np.sort(rng.choice(n, size=m, replace=False))
         row: dict[str, Any] = {"subsample": b + 1, "n": m, "ame": float(fmes[pos].mean()), "n_leaves": pd.NA,
                                "root_split": None, "same_root_split": pd.NA, "ari": np.nan, "error": None}

@@ -250,6 +250,19 @@ def sample_inference(values: np.ndarray) -> RowInference:
     return RowInference("sample", np.asarray(values, dtype=float))
 
 
+def undefined_where(table: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
+    """``table`` with its uncertainty figures NaN where ``mask``: an estimate over no evaluated rows.
+
+    An empty group's average is undefined; its averaging row is all zeros, which would otherwise read as an
+    estimate of 0 known exactly (std_error 0) and give differences with other groups a spurious p-value.
+    """
+    if not np.any(mask):
+        return table
+    out = table.copy()
+    out.loc[np.asarray(mask, dtype=bool), ["std_error", "statistic", "p_value", "conf_low", "conf_high"]] = np.nan
+    return out
+
+
 def pairwise_matrix(m: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
     """Rows e_j - e_i for i < j: "(b) - (a)", "(c) - (a)", "(c) - (b)" (marginaleffects' order and sign)."""
     pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]

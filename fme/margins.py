@@ -18,7 +18,7 @@ from ._stats import describe
 from ._validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
 from .effects import fme, is_dask_collection, stepped_frames
 from .inference import (INFERENCE_COLUMNS, Estimates, RowInference, compute_averages, pairwise_matrix,
-                        resolve_method)
+                        resolve_method, undefined_where)
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._models import model_frame
 from .predictors import make_predictor
@@ -82,15 +82,17 @@ def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.Data
     size_used = np.bincount(codes[codes >= 0], minlength=m)
     if hypothesis == "pairwise":
         L, pairs = pairwise_matrix(m)
-        table = est.contrast(L).table(conf_level)
+        empty_pair = np.array([size_used[i] == 0 or size_used[j] == 0 for i, j in pairs], dtype=bool)
+        table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
         labels = [" - ".join(f"({', '.join(str(v) for v in keys.iloc[g])})" for g in (j, i)) for i, j in pairs]
         rows = []
         for r, (i, j) in enumerate(pairs):
-            rows.append({**head, "hypothesis": labels[r], "ame": float(L[r] @ est.estimate), **table.iloc[r].to_dict(),
+            diff = np.nan if empty_pair[r] else float(L[r] @ est.estimate)
+            rows.append({**head, "hypothesis": labels[r], "ame": diff, **table.iloc[r].to_dict(),
                          "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": int(size_used[i] + size_used[j]),
                          "n_excluded": int(size_all[i] + size_all[j] - size_used[i] - size_used[j])})
         return rows
-    table = est.table(conf_level)
+    table = undefined_where(est.table(conf_level), size_used == 0)
     rows = []
     for g in range(m):
         d = describe(spec.values[codes == g], conf_level)
@@ -297,14 +299,6 @@ def _categorical_specs(model, data, feature, value, categorical, fme_kwargs, met
     return specs
 
 
-def _refuse_dask(data: Any, name: str) -> None:
-    if is_dask_collection(data):
-        raise ParameterError(
-            f"{name} on Dask data is not available yet: its grid needs the typical values and step rules of "
-            f"the data; compute them into a pandas frame (e.g. data.sample(frac=...).compute()) and pass that."
-        )
-
-
 def typical_values(data: pd.DataFrame) -> pd.DataFrame:
     """One row of typical values: the mean of numeric columns, the mode of the others.
 
@@ -379,15 +373,32 @@ def mer(
         (and ``nlm``), NaN where a point was not evaluated (already at a
         categorical level, or an extrapolation point) with the reason in
         ``note``. For ``target_class='all'``: ``fme_<class>`` columns only.
+
+    ``data`` (or ``reference_data``) may be a ``dask.dataframe.DataFrame``:
+    the typical values, levels, step rules and the detector's reference come
+    from reductions (:mod:`fme._dask_margins`; ``sample_size`` as in
+    :func:`fme.fme`), then the grid is evaluated in memory.
     """
-    _refuse_dask(data, "mer")
+    base = None
+    if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
+        from ._dask_margins import local_view
+
+        data, steps, base, fme_kwargs = local_view(model, data, steps, at, fme_kwargs)
+    return _mer(model, data, steps, at, base, inference=inference, bootstrap=bootstrap, conf_level=conf_level,
+                **fme_kwargs)
+
+
+def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[str, Any] | None,
+         base: pd.DataFrame | None, *, inference: str, bootstrap: Any, conf_level: float,
+         **fme_kwargs: Any) -> pd.DataFrame:
+    """:func:`mer` with the typical values ``base`` given (Dask data: from reductions) or taken from ``data``."""
     data = model_frame(model, check_data(data))
     conf_level = check_conf_level(conf_level)
     at = {} if at is None else dict(at)
     for f in at:
         if f not in data.columns:
             raise FeatureError(f"unknown feature {f!r} in `at`: not a column of the data.")
-    base = typical_values(data)
+    base = typical_values(data) if base is None else base
     keys = list(at)
     values = [v if isinstance(v, (list, tuple, np.ndarray, pd.Index)) else [v] for v in at.values()]
     grid = list(itertools.product(*values)) if keys else [()]
@@ -443,11 +454,17 @@ def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: 
     Keywords (``inference``, ``bootstrap``, ``conf_level``, ...) and the
     columns are those of :func:`mer`.
     """
-    _refuse_dask(data, "mem")
+    base = None
+    if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
+        from ._dask_margins import local_view
+
+        data, steps, base, fme_kwargs = local_view(model, data, steps, None, fme_kwargs)
     data = model_frame(model, check_data(data))
     parsed = parse_steps(data, steps)
     at = {s.feature: [lv for lv in _levels(data[s.feature]) if lv != s.value] for s in parsed if not s.is_numeric}
-    return mer(model, data, steps, at=at, **fme_kwargs)
+    kw = {k: fme_kwargs.pop(k) for k in ("inference", "bootstrap", "conf_level") if k in fme_kwargs}
+    return _mer(model, data, steps, at, base, **{"inference": "auto", "bootstrap": None, "conf_level": 0.95, **kw},
+                **fme_kwargs)
 
 
 def dme(

@@ -226,10 +226,6 @@ def test_errors_are_the_library_s(client, X, hgb):
         fme.fme(hgb, X, {"x1": 1.0}, sample_size=10)
     with pytest.raises(ExtrapolationError, match="all 3000 rows are extrapolation points"):
         fme.fme(hgb, D, {"x1": 100.0}, extrapolation="envelope")
-    with pytest.raises(ParameterError, match="by="):
-        fme.ame(hgb, D, {"x1": 1.0}, by="x2")
-    with pytest.raises(ParameterError, match="mem on Dask data"):
-        fme.mem(hgb, D, {"x1": 1.0})
     with pytest.raises(ParameterError, match="Dask effects only"):
         fme.came(fme.fme(hgb, X, {"x1": 1.0}), sample_size=100)
 
@@ -300,3 +296,169 @@ def test_bootstrap_equals_pandas(client, X, frame):
     b = fme.ame(model, _dd(X, 3), {"x1": 0.5, "x2": 1.0}, bootstrap=spec)
     for c in FIGURES + ["n"]:
         _close(b[c], a[c])
+
+
+# ----------------------------------------------------------------- ame by groups (per-group sums in one pass)
+def _same_table(b: pd.DataFrame, a: pd.DataFrame, keys: list[str], grouped: pd.DataFrame | None = None) -> None:
+    """Group tables to 1e-12 relative. Pairwise differences (``grouped``: the by-group table they come from):
+    a difference of two nearly equal AMEs (and of their gradients) cancels their relative rounding, so the
+    difference is held to 1e-12 of sum |AME_g| and its standard error to 1e-12 of sum SE_g over the groups."""
+    assert list(b.columns) == list(a.columns)
+    pd.testing.assert_frame_equal(b[keys + ["inference", "n", "n_excluded"]],
+                                  a[keys + ["inference", "n", "n_excluded"]], check_dtype=False)
+    if grouped is None:
+        for c in ["ame", "std_error", "statistic", "conf_low", "conf_high", "q25", "q75"]:
+            _close(b[c], a[c])
+        _close_p(b, a)
+        _close_sd(b.fillna({"sd": 0.0}), a.fillna({"sd": 0.0}))
+        return
+    assert b[["sd", "q25", "q75"]].isna().all().all() and a[["sd", "q25", "q75"]].isna().all().all()
+    key = grouped.assign(abs_ame=grouped["ame"].abs(), level=grouped["level"].fillna("-").astype(str))
+    sums = key.groupby(["feature", "level"], sort=False)[["abs_ame", "std_error"]].sum().reset_index()
+    sc = a[["feature"]].assign(level=a["level"].fillna("-").astype(str)).merge(sums, on=["feature", "level"],
+                                                                                how="left")
+    e_est, e_se = RTOL * sc["abs_ame"].to_numpy(), RTOL * sc["std_error"].to_numpy()
+    se = a["std_error"].to_numpy(dtype=float)
+    z = np.abs(a["statistic"].to_numpy(dtype=float))
+    e_z = (e_est + z * e_se) / se
+    for c, err in [("ame", e_est), ("std_error", e_se), ("conf_low", e_est + 3 * e_se),
+                   ("conf_high", e_est + 3 * e_se), ("statistic", e_z), ("p_value", e_z)]:  # |dp/dz| < 1
+        diff = np.abs(b[c].to_numpy(dtype=float) - a[c].to_numpy(dtype=float))
+        assert np.all(diff <= err), (c, diff, err)
+
+
+def test_ame_by_and_pairwise_delta_equal_pandas(client, frame):
+    import statsmodels.formula.api as smf
+
+    m = smf.ols("y ~ x1 + I(x1**2) + x2 + cat", data=frame).fit()
+    data = frame.assign(g=np.where(frame["k"] < 3, "low", np.where(frame["k"] < 7, "mid", "high")))
+    data.loc[data.index[:40], "g"] = None  # rows in no group
+    steps = {"x1": 1.0, "cat": None}
+    D = _dd(data, 4)
+    grouped = None
+    for hyp in (None, "pairwise"):
+        a = fme.ame(m, data, steps, by="g", hypothesis=hyp)
+        b = fme.ame(m, D, steps, by="g", hypothesis=hyp)
+        assert (b["inference"] == "delta").all() and len(b) == len(a) > 6
+        _same_table(b, a, ["feature", "level", "g" if hyp is None else "hypothesis"], grouped)
+        grouped = a
+    # groups of two columns, with an extrapolation detector excluding rows of some groups
+    a = fme.ame(m, data, {"x1": 1.0}, by=["g", "cat"], extrapolation="envelope")
+    b = fme.ame(m, D, {"x1": 1.0}, by=["g", "cat"], extrapolation="envelope")
+    assert len(a) == 9 and a["n_excluded"].sum() > 40
+    _same_table(b, a, ["feature", "g", "cat"])
+    # a group none of whose rows is evaluated: NaN figures and NaN differences on both paths
+    ref = data[data["g"] != "high"]
+    moved = data.assign(x1=np.where(data["g"] == "high", data["x1"] + 100.0, data["x1"]))
+    for hyp in (None, "pairwise"):
+        a = fme.ame(m, moved, {"x1": 1.0}, by="g", hypothesis=hyp, reference_data=ref, extrapolation="envelope")
+        b = fme.ame(m, _dd(moved, 4), {"x1": 1.0}, by="g", hypothesis=hyp, reference_data=ref,
+                    extrapolation="envelope")
+        empty = (a["g"] == "high") if hyp is None else a["hypothesis"].str.contains("high")
+        assert empty.sum() == (1 if hyp is None else 2)
+        for t in (a, b):
+            assert t.loc[empty.to_numpy(), ["ame", "std_error", "p_value", "conf_low"]].isna().all(axis=None)
+            assert t.loc[~empty.to_numpy(), ["ame", "std_error", "p_value", "conf_low"]].notna().all(axis=None)
+
+
+def test_ame_by_sample_and_bootstrap_equal_pandas(client, X, frame, hgb):
+    data = X.assign(cat=frame["cat"])
+    D = _dd(data, 3)
+    grouped = None
+    for hyp in (None, "pairwise"):
+        a = fme.ame(hgb, data, {"x1": 1.0, "x3": -0.5}, by="cat", hypothesis=hyp)
+        b = fme.ame(hgb, D, {"x1": 1.0, "x3": -0.5}, by="cat", hypothesis=hyp)
+        assert (b["inference"] == "sample").all()
+        _same_table(b, a, ["feature", "cat" if hyp is None else "hypothesis"], grouped)
+        grouped = a
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    model = HistGradientBoostingRegressor(max_iter=10, random_state=0).fit(X, frame["y"])
+    spec = {"X": X, "y": frame["y"], "n_resamples": 12, "random_state": 7}
+    grouped = None
+    for hyp in (None, "pairwise"):
+        a = fme.ame(model, data, {"x1": 0.5}, by="cat", hypothesis=hyp, bootstrap=spec)
+        b = fme.ame(model, D, {"x1": 0.5}, by="cat", hypothesis=hyp, bootstrap=spec)
+        assert (b["inference"] == "bootstrap").all() and len(b) == 3
+        _same_table(b, a, ["feature", "cat" if hyp is None else "hypothesis"], grouped)
+        grouped = a
+
+
+def test_ame_by_errors_on_dask(client, X, hgb):
+    D = _dd(X, 2)
+    with pytest.raises(fme.exceptions.FeatureError, match="nope"):
+        fme.ame(hgb, D, {"x1": 1.0}, by="nope")
+    with pytest.raises(ParameterError, match="pass by="):
+        fme.ame(hgb, D, {"x1": 1.0}, hypothesis="pairwise")
+    with pytest.raises(ParameterError, match="hypothesis must be"):
+        fme.ame(hgb, D, {"x1": 1.0}, by="x2", hypothesis="all")
+
+
+# ----------------------------------------------------------------- mer / mem (reductions, then the grid in memory)
+def _same_grid(b: pd.DataFrame, a: pd.DataFrame) -> None:
+    assert list(b.columns) == list(a.columns) and len(b) == len(a)
+    num = [c for c in a.columns if pd.api.types.is_float_dtype(a[c])]
+    other = [c for c in a.columns if c not in num]
+    pd.testing.assert_frame_equal(b[other], a[other], check_dtype=False)
+    for c in num:
+        _close(b[c], a[c])
+
+
+def test_typical_values_equal_pandas(client, frame):
+    from fme._dask_margins import typical_values_dask
+
+    data = frame.assign(s=np.where(frame["k"] % 3 == 0, "u", np.where(frame["k"] % 3 == 1, "v", "w")),
+                        flag=frame["k"] > 4)
+    data.loc[data.index[:5], "x1"] = np.inf  # not finite: left out of the mean, as pandas
+    data.loc[data.index[5:9], "s"] = None
+    a = fme.margins.typical_values(data)
+    D = _dd(data, 5)
+    b = typical_values_dask(D)
+    # means are floats; the other columns keep the dtype of their data (Dask reads text as its string dtype)
+    assert list(b.columns) == list(a.columns) and (b.dtypes == a.dtypes)[["x1", "k", "cat", "flag"]].all()
+    assert b["s"].dtype == D["s"].dtype
+    _same_grid(b, a)
+    # a tie between modes goes to the value seen first in row order, as with pandas
+    tie = pd.DataFrame({"s": ["b", "a", "a", "b"], "x": [1.0, 2.0, 3.0, 4.0]})
+    assert typical_values_dask(_dd(tie, 2))["s"].iloc[0] == fme.margins.typical_values(tie)["s"].iloc[0] == "b"
+
+
+def test_mer_and_mem_equal_pandas(client, frame, X, hgb):
+    import statsmodels.formula.api as smf
+
+    m = smf.ols("y ~ x1 + I(x1**2) + x2 + cat", data=frame).fit()
+    D = _dd(frame, 4)
+    a = fme.mem(m, frame, {"x1": 1.0, "cat": "b"})
+    b = fme.mem(m, D, {"x1": 1.0, "cat": "b"})
+    assert (b["inference"] == "delta").all() and len(a) == 2
+    _same_grid(b, a)
+    a = fme.mer(m, frame, {"x2": "sd"}, at={"x1": [-1.0, 0.5], "cat": ["a", "c"]})
+    b = fme.mer(m, D, {"x2": "sd"}, at={"x1": [-1.0, 0.5], "cat": ["a", "c"]})
+    assert len(a) == 4
+    _same_grid(b, a)
+    # a detector: the envelope of all rows; a grid point outside is left out with its reason
+    a = fme.mer(hgb, X, {"x1": 1.0}, at={"x1": [0.0, 1.9]}, extrapolation="envelope")
+    b = fme.mer(hgb, _dd(X, 3), {"x1": 1.0}, at={"x1": [0.0, 1.9]}, extrapolation="envelope")
+    assert a["note"].iloc[1] != "" and np.isnan(a["fme"].iloc[1])
+    _same_grid(b, a)
+    # a Dask reference_data with pandas data
+    ref = X[X["x2"] < 1.0]
+    a = fme.mer(hgb, X, {"x2": 0.5}, at={"x2": [0.2, 0.7]}, extrapolation="envelope", reference_data=ref)
+    b = fme.mer(hgb, X, {"x2": 0.5}, at={"x2": [0.2, 0.7]}, extrapolation="envelope",
+                reference_data=_dd(ref, 2))
+    _same_grid(b, a)
+
+
+def test_mem_object_levels_on_dask(client, frame):
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    data = frame[["x1", "x2"]].assign(s=np.asarray(frame["cat"]).astype(object))
+    model = make_pipeline(make_column_transformer((OneHotEncoder(), ["s"]), remainder="passthrough"),
+                          LinearRegression()).fit(data, frame["y"])
+    a = fme.mem(model, data, {"s": "c", "x1": 0.5})
+    b = fme.mem(model, _dd(data, 3), {"s": "c", "x1": 0.5})
+    assert len(a) == 2  # the other levels a and b
+    _same_grid(b, a)

@@ -330,3 +330,24 @@ def test_mem_and_mer_carry_model_uncertainty(data, models):
     g[list(m.params.index).index("age")] = 1.0
     g[list(m.params.index).index("I(age ** 2)")] = 2 * a + 1
     assert mem["std_error"].iloc[0] == pytest.approx(float(np.sqrt(g @ m.cov_params().to_numpy() @ g)), rel=1e-9)
+
+
+@pytest.mark.parametrize("inference", ["delta", "sample"])
+def test_a_by_group_without_evaluated_rows_has_no_uncertainty_and_no_differences(inference):
+    """Every row of group b leaves the reference envelope: its AME, interval and its differences are NaN
+    (they read as an exactly known 0 before, with a pairwise p-value of 8e-44)."""
+    rng = np.random.default_rng(0)
+    n = 200
+    d = pd.DataFrame({"x": rng.normal(size=n), "g": np.where(np.arange(n) < 100, "a", "b")})
+    d.loc[d["g"] == "b", "x"] += 10.0
+    d["y"] = d["x"] + rng.normal(size=n)
+    res = smf.ols("y ~ x + I(x**2)", d).fit()
+    ref = d[d["g"] == "a"]
+    t = fme.ame(res, d, {"x": 1}, by="g", reference_data=ref, extrapolation="envelope", inference=inference)
+    a, b = t.set_index("g").loc["a"], t.set_index("g").loc["b"]
+    assert b["n"] == 0 and b["n_excluded"] == 100
+    assert b[["ame", "std_error", "statistic", "p_value", "conf_low", "conf_high"]].isna().all()
+    assert a["n"] == 80 and np.isfinite(a[["ame", "std_error", "conf_low", "conf_high"]].astype(float)).all()
+    p = fme.ame(res, d, {"x": 1}, by="g", reference_data=ref, extrapolation="envelope", inference=inference,
+                hypothesis="pairwise")
+    assert len(p) == 1 and p[["ame", "std_error", "statistic", "p_value", "conf_low", "conf_high"]].isna().all(axis=None)

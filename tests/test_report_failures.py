@@ -338,8 +338,8 @@ def test_inputs_hash_and_audit_cover_bootstrap_train_data(tmp_path):
                           ("Training data (bootstrap refits) 2", "effects.1.inference.train_data: file train2.csv")]
     # a missing training-data file is one line naming its key, before anything is hashed or computed
     (tmp_path / "train2.csv").unlink()
-    with pytest.raises(ConfigError, match=r"c\.yaml:\d+: effects\[1\]\.inference\.train_data\.path: training data "
-                                          r"file not found"):
+    with pytest.raises(ConfigError, match=r"c\.yaml:\d+: effects\[1\]\.inference\.train_data\.path: data file not "
+                                          r"found"):
         check_inputs(cfg)
 
 

@@ -99,12 +99,11 @@ def _load_data(cfg: dict, spec: dict) -> tuple[pd.DataFrame, dict]:
         info = {"source": f"bundled dataset '{spec['dataset']}' (fme/data/boston.csv)",
                 "sha256": hashlib.sha256(raw).hexdigest()}
     else:
-        path = _resolve(cfg, spec["path"])
-        if path.suffix.lower() in (".parquet", ".pq"):
-            frame = pd.read_parquet(path)
-        else:
-            frame = pd.read_csv(path)
-        info = {"source": spec["path"], "sha256": _sha256_file(path)}
+        from .sources import data_files, files_sha256, read_frame
+
+        files = data_files(cfg["_dir"], spec["path"])
+        frame = read_frame(files, cfg.get("engine", "pandas"), cfg.get("scheduler"))
+        info = {"source": spec["path"], "sha256": files_sha256(files, cfg["_dir"]), "n_files": len(files)}
     drop = [c for c in spec.get("drop", []) if c in frame.columns]
     frame = frame.drop(columns=drop)
     info.update(n_rows=int(len(frame)), n_cols=int(frame.shape[1]), date=spec.get("date", ""),

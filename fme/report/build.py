@@ -18,6 +18,7 @@ from typing import Any, Callable
 from ._kernel import logged_kernel_manager
 from .config import ConfigError, config_error, load_config
 from .changelog import load_previous
+from .sources import data_files, files_sha256
 from .validate import check_inputs, train_data_specs
 
 __all__ = ["build_report", "render_report", "inputs_sha256", "input_digests", "default_out_dir"]
@@ -73,9 +74,11 @@ def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
         out[label] = {"sha256": hashlib.sha256(data).hexdigest(), "of": of}
 
     def add_data(label: str, spec: dict | None, what: str = "") -> None:
-        if spec and "path" in spec:
-            p = Path(spec["path"])
-            add(label, (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes(), f"{what}file {spec['path']}")
+        if spec and "path" in spec:  # one file, or the files of a Parquet dataset / glob (engine: dask)
+            files = data_files(cfg["_dir"], spec["path"])
+            of = f"file {spec['path']}" if len(files) == 1 else (
+                f"{len(files)} files of {spec['path']} (sha256 of their sorted names and sha256s)")
+            out[label] = {"sha256": files_sha256(files, cfg["_dir"]), "of": what + of}
         elif spec and "dataset" in spec:
             add(label, (PACKAGE / "data" / f"{spec['dataset']}.csv").read_bytes(),
                 f"{what}bundled dataset {spec['dataset']} (fme/data/{spec['dataset']}.csv)")

@@ -34,7 +34,8 @@ _DATA = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "path": {**_NAME, "description": "CSV or Parquet file, relative to the config file"},
+        "path": {**_NAME, "description": "CSV or Parquet file, relative to the config file; with engine: dask "
+                                         "also a Parquet dataset directory or a glob"},
         "dataset": {"enum": ["boston"], "description": "a bundled dataset"},
         "description": {"type": "string"},
         "date": {"type": "string", "description": "date (or period) the data describe"},
@@ -203,6 +204,10 @@ SCHEMA: dict[str, Any] = {
             },
         },
         "pdf": {"type": "boolean"},
+        "engine": {"enum": ["pandas", "dask"],
+                   "description": "dask: data paths may be Parquet dataset directories or globs, read with Dask"},
+        "scheduler": {**_NAME, "description": "address of a Dask scheduler (engine: dask; default: a local "
+                                              "cluster started and closed by the build)"},
         "previous": {**_NAME, "description": "results.json of an earlier build: adds a change-log section"},
     },
 }
@@ -383,7 +388,11 @@ def load_config(path: str | Path) -> dict[str, Any]:
             cfg[key] = {**cfg[key], **value}
         else:
             cfg[key] = value
-    from .specs import FLAG_DEFAULTS, normalise_detector, normalise_inference
+    from .specs import FLAG_DEFAULTS, engine_problem, normalise_detector, normalise_inference
+
+    problem = engine_problem(raw)
+    if problem:
+        raise _fail(str(path), lines, problem[0], problem[1])
 
     cfg["flags"] = {**FLAG_DEFAULTS, **cfg["flags"]}
     cfg["inference"], problem = normalise_inference(raw.get("inference", "auto"))

@@ -19,8 +19,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-__all__ = ["FLAG_DEFAULTS", "FLAG_MEANING", "CI_COVERS", "detector_parameters", "normalise_detector",
-           "normalise_inference", "make_detector", "describe_detector", "bootstrap_kwargs"]
+__all__ = ["FLAG_DEFAULTS", "engine_problem", "FLAG_MEANING", "CI_COVERS", "detector_parameters",
+           "normalise_detector", "normalise_inference", "make_detector", "describe_detector", "bootstrap_kwargs"]
 
 #: Default flag thresholds (printed in every report; ``flags:`` in a config overrides them).
 FLAG_DEFAULTS: dict[str, float] = {"ep_share": 0.5, "anlm": 0.9, "leaf_anlm": 0.5, "leaf_n": 30, "ari": 0.5}
@@ -141,3 +141,29 @@ def bootstrap_kwargs(spec: dict[str, Any], train: Any, target: str, seed: int) -
     if spec.get("n_jobs") is not None:
         boot["n_jobs"] = int(spec["n_jobs"])
     return {"inference": "bootstrap", "bootstrap": boot}
+
+
+def engine_problem(raw: dict[str, Any]) -> tuple[tuple, str] | None:
+    """(key path, problem) of the ``engine``/``scheduler`` keys and of glob paths, or None when they are fine."""
+    import importlib.util
+
+    engine = raw.get("engine", "pandas")
+    if "scheduler" in raw and engine != "dask":
+        return ("scheduler",), "a scheduler address needs engine: dask; add engine: dask or remove scheduler"
+    if engine == "dask":
+        missing = [m for m in ("dask", "distributed", "pyarrow") if importlib.util.find_spec(m) is None]
+        if missing:
+            return ("engine",), (f"engine: dask needs {', '.join(missing)}: pip install 'fme[dask]' (or remove "
+                                 "engine: dask)")
+        return None
+    from .sources import is_glob
+
+    keys = [((k,), raw.get(k)) for k in ("data", "reference_data", "test_data")]
+    inference = [(("inference",), raw.get("inference"))] + [
+        (("effects", i, "inference"), e.get("inference")) for i, e in enumerate(raw.get("effects") or [])]
+    keys += [(k + ("train_data",), v.get("train_data")) for k, v in inference if isinstance(v, dict)]
+    for key, spec in keys:
+        if isinstance(spec, dict) and isinstance(spec.get("path"), str) and is_glob(spec["path"]):
+            return key + ("path",), (f"{spec['path']!r} is a glob; several files are read with engine: dask (add "
+                                     "engine: dask at the top level) or name one file")
+    return None

@@ -5,7 +5,8 @@ duplicate keys, parameter names); this module checks what needs the outside
 world:
 
 * :func:`check_inputs` (cheap, before the analysis starts): the model file,
-  the data files and the entry point's module exist;
+  the data files (a directory or glob only with ``engine: dask``, and then
+  holding files) and the entry point's module exist;
 * :func:`check_against_data` (inside the analysis, after loading): every
   stepped feature, level and partition feature exists in the data, step rules
   resolve, and a classifier's ``model.target_class`` is one of its classes
@@ -69,15 +70,19 @@ def check_inputs(cfg: dict) -> None:
         A config from :func:`~fme.report.config.load_config` (not modified).
     """
     base = Path(cfg["_dir"])
-    files = [(("model", "joblib"), cfg["model"].get("joblib"), "model file")]
-    files += [((key, "path"), (cfg.get(key) or {}).get("path"), "data file") for key in _DATA_KEYS]
-    files += [(key + ("path",), spec.get("path"), "training data file") for key, spec in train_data_specs(cfg)]
-    for key_path, rel, what in files:
-        if rel is None:
-            continue
+    rel = cfg["model"].get("joblib")
+    if rel is not None:
         p = Path(rel) if Path(rel).is_absolute() else base / rel
         if not p.is_file():
-            raise config_error(cfg, key_path, f"{what} not found: {p}; fix the path (relative to the config)")
+            raise config_error(cfg, ("model", "joblib"), f"model file not found: {p}; fix the path (relative to "
+                                                          "the config)")
+    data_keys = [((key,), cfg.get(key)) for key in _DATA_KEYS]
+    inference = [(("inference",), cfg.get("inference"))] + [
+        (("effects", i, "inference"), eff.get("inference")) for i, eff in enumerate(cfg["effects"])]
+    data_keys += [(k + ("train_data",), spec.get("train_data")) for k, spec in inference if isinstance(spec, dict)]
+    for key, spec in data_keys:
+        if spec and "path" in spec:
+            _check_data_path(cfg, key + ("path",), spec["path"], base)
     entry = cfg["model"].get("entry_point")
     if entry is not None:
         module = entry.split(":")[0]
@@ -91,6 +96,25 @@ def check_inputs(cfg: dict) -> None:
             raise config_error(cfg, ("model", "entry_point"),
                                f"module {module!r} cannot be imported{detail}; check the name and that its "
                                "package is installed or on PYTHONPATH")
+
+
+def _check_data_path(cfg: dict, key: tuple, rel: str, base: Path) -> None:
+    """One existing file, or (``engine: dask``) a Parquet dataset directory or a glob matching files."""
+    from .sources import data_files, is_glob
+
+    p = Path(rel) if Path(rel).is_absolute() else base / rel
+    dask = cfg.get("engine", "pandas") == "dask"
+    if is_glob(rel) or p.is_dir():
+        what = "a glob" if is_glob(rel) else "a directory (a Parquet dataset)"
+        if not dask:
+            raise config_error(cfg, key, f"{p} is {what}; several files are read with engine: dask (add "
+                                         "engine: dask at the top level) or name one file")
+        if not data_files(base, rel):
+            found = "no file matches it" if is_glob(rel) else "it holds no .parquet/.pq file"
+            raise config_error(cfg, key, f"{p} is {what} but {found}; fix the path (relative to the config)")
+        return
+    if not p.is_file():
+        raise config_error(cfg, key, f"data file not found: {p}; fix the path (relative to the config)")
 
 
 def model_classes(model: Any) -> list | None:
