@@ -26,6 +26,10 @@ _LEAF_LABEL_HEIGHT = 0.62
 _LEAF_HIST_HEIGHT = 0.85
 _LEAF_HIST_WIDTH = 0.84
 _MAX_LEVELS_SHOWN = 4
+#: Space (tree-level units) between a leaf panel's tick labels and the staggered row below.
+_LEAF_ROW_GAP = 0.4
+#: From this many leaves on, leaf labels alternate between two rows.
+STAGGER_FROM = 5
 
 
 # ----------------------------------------------------------------- formatting
@@ -71,11 +75,11 @@ def fmt_ci(est: float, low: float, high: float) -> tuple[str, str, str]:
     -------
     tuple of str
         ``(estimate, low, high)`` as :func:`fme._numfmt.fmt_est` (the report's table cells); without an
-        interval the bounds are ``"NA"`` and the estimate gets three decimals.
+        interval the bounds are ``"-"`` (the tables' missing value) and the estimate gets three decimals.
     """
     # the report's own function: a figure's numbers equal its table cells (issue 16 item 6)
     if not (np.isfinite(low) and np.isfinite(high)):
-        return _shared.fmt_est(est, None, None)[0], "NA", "NA"
+        return _shared.fmt_est(est, None, None)[0], "-", "-"
     return _shared.fmt_est(est, low, high)
 
 
@@ -263,8 +267,12 @@ def draw_tree(
     colors: Mapping[str, str],
     fontsize: float,
     bins: int,
+    stagger: bool = False,
 ) -> dict[str, Any]:
     """Draw the tree into ``ax`` (axis off, data coordinates = layout units).
+
+    ``stagger``: every second leaf's label and panel one row lower (joined to its leaf by a dotted line), so
+    neighbouring leaves may be closer than a label is wide; large trees stay narrow enough for a page.
 
     Returns
     -------
@@ -280,12 +288,16 @@ def draw_tree(
                                             "leaf_labels", "leaf_hists", "leaf_came_lines")}
     box = dict(boxstyle="round,pad=0.35", facecolor="white", edgecolor=colors["text"], linewidth=1.0)
     for node, (x, y) in pos.items():
-        for child in _children(nodes, node):
+        kids = _children(nodes, node)
+        for i, child in enumerate(kids):
             cx, cy = pos[child]
             (line,) = ax.plot([x, cx], [y, cy], color=colors["edge"], linewidth=1.2, zorder=1)
             out["edge_lines"][child] = line
+            # siblings' conditions at different heights along their edges (1/3, 2/3): side by side they would
+            # need a layout unit as wide as two labels
+            f = (i + 1) / (len(kids) + 1)
             out["edge_labels"][child] = ax.text(
-                (x + cx) / 2, (y + cy) / 2, edge_label(nodes, node, child), ha="center", va="center",
+                x + f * (cx - x), y + f * (cy - y), edge_label(nodes, node, child), ha="center", va="center",
                 fontsize=fontsize, color=colors["text"], zorder=3,
                 bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none"))
         if _children(nodes, node):
@@ -297,12 +309,17 @@ def draw_tree(
     edges = histogram_edges(finite, bins)
     lo, hi = float(edges[0]), float(edges[-1])
     top = 0.0
+    row_height = _LEAF_LABEL_HEIGHT + _LEAF_HIST_HEIGHT + _LEAF_ROW_GAP
+    order = {node: i for i, node in enumerate(sorted(leaf_ids, key=lambda n: pos[n][0]))}
     for _, row in leaves.iterrows():
         node = int(row["node"])
         x, _ = pos[node]
-        out["leaf_labels"][node] = ax.text(x, bottom, leaf_label(row, n_total), ha="center", va="top",
+        y = bottom - (row_height if stagger and order[node] % 2 else 0.0)
+        if y != bottom:
+            ax.plot([x, x], [bottom, y], color=colors["edge"], linewidth=0.8, linestyle=":", zorder=1)
+        out["leaf_labels"][node] = ax.text(x, y, leaf_label(row, n_total), ha="center", va="top",
                                            fontsize=fontsize, color=colors["text"], zorder=4, bbox=box)
-        inset = ax.inset_axes([x - _LEAF_HIST_WIDTH / 2, bottom - _LEAF_LABEL_HEIGHT - _LEAF_HIST_HEIGHT,
+        inset = ax.inset_axes([x - _LEAF_HIST_WIDTH / 2, y - _LEAF_LABEL_HEIGHT - _LEAF_HIST_HEIGHT,
                                _LEAF_HIST_WIDTH, _LEAF_HIST_HEIGHT], transform=ax.transData)
         values = np.asarray(leaf_values.get(node, np.empty(0)), dtype=float)
         values = values[np.isfinite(values)]
@@ -311,7 +328,7 @@ def draw_tree(
         top = max(top, max((b.get_height() for b in bars), default=0.0))
         out["leaf_came_lines"][node] = inset.axvline(float(row["came"]), color=colors["came"], linewidth=1.8)
         inset.axvline(average, color=colors["text"], linestyle="--", linewidth=1.0)
-        inset.tick_params(labelsize=fontsize - 1)
+        inset.tick_params(labelsize=fontsize)
         inset.set_yticks([])
         out["leaf_axes"][node] = inset
         out["leaf_hists"][node] = bars
@@ -320,26 +337,54 @@ def draw_tree(
         inset.set_xlim(lo, hi)
         inset.set_ylim(0, top * 1.08 if top > 0 else 1.0)
     ax.set_xlim(-0.55, max(len(leaf_ids) - 0.45, 0.55))
-    ax.set_ylim(bottom - _LEAF_LABEL_HEIGHT - _LEAF_HIST_HEIGHT - 0.3, 0.45)
+    ax.set_ylim(bottom - (row_height if stagger else 0.0) - _LEAF_LABEL_HEIGHT - _LEAF_HIST_HEIGHT - 0.3, 0.45)
     ax.set_axis_off()
     return out
 
 
-def _widen_to_fit(ax: Any, boxes: list, gap_inches: float = 0.15, rounds: int = 3) -> None:
-    """Widen the figure until neighbouring leaves (one layout unit apart) are farther apart than the widest
-    boxed label plus a gap: leaf boxes never overlap, however long their numbers (issue 16 item 6)."""
+def _fit_width(ax: Any, boxes: list, gap_inches: float = 0.15, rounds: int = 4, min_width: float = 6.4) -> None:
+    """Set the figure's width to what its boxed texts need (issue 16 item 6, follow-up 7).
+
+    Any two boxes that share a vertical extent must be ``gap_inches`` apart; their distance in layout
+    units is fixed by the tree, so the width of one layout unit follows from the tightest pair. The
+    x-limits leave room for the outermost boxes. Neither too wide (a page scales a wide figure and its
+    text down) nor overlapping; at least ``min_width`` inches.
+    """
     fig = ax.figure
     for _ in range(rounds):
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
-        widest = max((t.get_bbox_patch().get_window_extent(renderer).width for t in boxes
-                      if t.get_bbox_patch() is not None), default=0.0)
+        to_data = ax.transData.inverted()
         unit = abs(ax.transData.transform((1.0, 0.0))[0] - ax.transData.transform((0.0, 0.0))[0])
-        needed = widest + gap_inches * fig.dpi
-        if unit >= needed or unit <= 0:
+        items = []
+        for t in boxes:
+            patch = t.get_bbox_patch()
+            if patch is None:
+                continue
+            ext = patch.get_window_extent(renderer)
+            x = float(to_data.transform(((ext.x0 + ext.x1) / 2, 0))[0])
+            items.append((x, ext.width, ext.y0, ext.y1))
+        gap = gap_inches * fig.dpi
+        needed = 0.0
+        for i, a in enumerate(items):
+            for b in items[i + 1:]:
+                dx = abs(a[0] - b[0])
+                if dx > 1e-9 and a[2] < b[3] and b[2] < a[3]:  # side by side: the width of a unit separates them
+                    needed = max(needed, ((a[1] + b[1]) / 2 + gap) / dx)
+        x_lo, x_hi = ax.get_xlim()
+        left = min((x - w / 2 / max(needed, 1e-9) for x, w, _, _ in items), default=x_lo)
+        right = max((x + w / 2 / max(needed, 1e-9) for x, w, _, _ in items), default=x_hi)
+        pad = gap / 2 / max(needed, 1e-9)
+        ax.set_xlim(min(-0.55, left - pad), max(x_hi if x_hi <= 0.55 else 0.55, right + pad))
+        if needed <= 0 or unit <= 0:
             return
         width, height = fig.get_size_inches()
-        fig.set_size_inches(width * needed / unit * 1.02, height)
+        span = ax.get_xlim()[1] - ax.get_xlim()[0]
+        axes_share = ax.get_window_extent(renderer).width / (width * fig.dpi)
+        target = max(min_width, needed * span / fig.dpi / max(axes_share, 1e-9) * 1.01)
+        if abs(target - width) < 0.01 * width:
+            return
+        fig.set_size_inches(target, height)
 
 
 # ----------------------------------------------------------------- display
@@ -423,14 +468,20 @@ class PartitionDisplay:
         if ax is None:
             depth = float(self.nodes["depth"].max())
             n_leaves = len(self.leaves)
-            _, ax = _pyplot().subplots(figsize=(max(6.4, 2.5 * n_leaves), 1.5 * depth + 3.2), layout="constrained")
+            stagger = n_leaves >= STAGGER_FROM
+            height = 1.5 * depth + 3.2 + (2.5 if stagger else 0.0)
+            _, ax = _pyplot().subplots(figsize=(max(6.4, 1.2 * n_leaves), height), layout="constrained")
+        else:
+            stagger = False
         self.ax_, self.figure_ = ax, ax.figure
         artists = draw_tree(ax, self.nodes, self.leaves, self.leaf_values, root_label=self.root_label,
-                            n_total=self.n_total, average=self.average, colors=COLORS, fontsize=fontsize, bins=bins)
+                            n_total=self.n_total, average=self.average, colors=COLORS, fontsize=fontsize, bins=bins,
+                            stagger=stagger)
         for name, value in artists.items():
             setattr(self, f"{name}_", value)
         if own_figure:
-            _widen_to_fit(ax, list(self.leaf_labels_.values()) + list(self.node_boxes_.values()))
+            _fit_width(ax, list(self.leaf_labels_.values()) + list(self.node_boxes_.values())
+                       + list(self.edge_labels_.values()))
         level = f"{100 * self.conf_level:g}%"
         self.note_ = ax.text(
             0.0, 0.0, f"Leaf panels: fME of {self.step_text} (shared axes). Solid line: cAME; dashed: global AME "

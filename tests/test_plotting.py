@@ -325,7 +325,7 @@ def test_leaf_label_without_nlm():
     ((6.789, 6.58, 7.0), ("6.79", "6.58", "7.00")),
     ((0.8612, 0.6503, 1.0721), ("0.86", "0.65", "1.07")),
     ((1234.5, 1000.0, 1469.0), ("1,234", "1,000", "1,469")),
-    ((5.0, np.nan, np.nan), ("5.000", "NA", "NA")),  # as the report table: 3 decimals without a CI
+    ((5.0, np.nan, np.nan), ("5.000", "-", "-")),  # as the report table: 3 decimals and "-" without a CI
 ])
 def test_fmt_ci(args, expected):
     assert fmt_ci(*args) == expected

@@ -305,6 +305,44 @@ def test_inputs_hash_covers_joblib_test_and_reference_data(tmp_path):
     assert len(seen) == 5
 
 
+def test_inputs_hash_and_audit_cover_bootstrap_train_data(tmp_path):
+    from fme.report import build
+    from fme.report.audit import hash_rows
+    from fme.report.render import TEMPLATES
+
+    _frame().to_csv(tmp_path / "data.csv", index=False)
+    _frame(seed=3).to_csv(tmp_path / "train.csv", index=False)
+    _frame(seed=4).to_csv(tmp_path / "train2.csv", index=False)
+    (tmp_path / "model.joblib").write_bytes(b"model-1")
+    config = _config(tmp_path, "  - steps: {x1: 1}\n  - steps: {x2: 1}\n    inference: {method: bootstrap, "
+                     "train_data: {path: train2.csv}}\n",
+                     HEAD.replace("effects:\n", "inference: {method: bootstrap, train_data: {path: train.csv}}\n"
+                                  "effects:\n"))
+    cfg = load_config(config)
+    digests = build.input_digests(cfg)
+    import hashlib
+
+    assert digests["train_data"] == {"sha256": hashlib.sha256((tmp_path / "train.csv").read_bytes()).hexdigest(),
+                                     "of": "inference.train_data: file train.csv"}
+    assert digests["train_data 2"] == {"sha256": hashlib.sha256((tmp_path / "train2.csv").read_bytes()).hexdigest(),
+                                       "of": "effects.1.inference.train_data: file train2.csv"}
+    before = build.inputs_sha256(cfg, TEMPLATES)
+    _frame(seed=5).to_csv(tmp_path / "train.csv", index=False)
+    after = build.inputs_sha256(cfg, TEMPLATES)
+    assert after != before
+    _frame(seed=6).to_csv(tmp_path / "train2.csv", index=False)
+    assert build.inputs_sha256(cfg, TEMPLATES) not in (before, after)
+    rows = hash_rows({"config": {}}, {"hashes": build.input_digests(cfg)})
+    train_rows = [(r["input"], r["of"]) for r in rows if r["input"].startswith("Training data")]
+    assert train_rows == [("Training data (bootstrap refits)", "inference.train_data: file train.csv"),
+                          ("Training data (bootstrap refits) 2", "effects.1.inference.train_data: file train2.csv")]
+    # a missing training-data file is one line naming its key, before anything is hashed or computed
+    (tmp_path / "train2.csv").unlink()
+    with pytest.raises(ConfigError, match=r"c\.yaml:\d+: effects\[1\]\.inference\.train_data\.path: data file not "
+                                          r"found"):
+        check_inputs(cfg)
+
+
 def test_entry_point_raising_is_one_line_before_the_notebook(tmp_path, capsys, monkeypatch):
     (tmp_path / "fme_t16_models.py").write_text(MODULE, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -421,3 +421,20 @@ def test_default_effect_title_uses_feature_names_as_written():
     group = {"id": "_b_radius__b_", "config": {"steps": {"<b>radius</b>": 1, "a|b": -2}}}
     assert effect_title(group) == "<b>radius</b> and a|b"
     assert effect_title({**group, "title": "Given"}) == "Given"
+
+
+def test_effect_cells_nlm_method_median_and_share_beside_anlm():
+    from fme.report.context import effect_cells
+
+    base = {"ame": 1.0, "ci_low": 0.5, "ci_high": 1.5, "n": 10, "n_total": 12, "conf_level": 0.95, "sd": 1.0,
+            "q25": 0.1, "q75": 2.0, "step_label": "x + 1", "detector": None, "n_extrapolation": None,
+            "policy": "exclude"}
+    nlm = {"nlm": True, "anlm": 0.8, "anlm_ci_low": 0.7, "anlm_ci_high": 0.9, "median_nlm": 0.95123,
+           "share_linear": 0.6, "n_nlm_flat": 0, "n_nlm_constant": 0}
+    c = effect_cells({**base, **nlm, "nlm_method": "gauss-legendre", "nlm_nodes": 16})
+    assert (c["anlm"], c["nlm_method"], c["median_nlm"], c["share_linear"]) == \
+        ("0.80", "gauss-legendre", "0.951", "60.0%")
+    assert effect_cells({**base, **nlm, "nlm_method": "exact", "nlm_nodes": None})["nlm_method"] == "exact"
+    none = effect_cells({**base, "nlm": False})
+    assert (none["anlm"], none["nlm_method"], none["median_nlm"], none["share_linear"]) == \
+        ("-", "not computed", "-", "-")

@@ -375,8 +375,9 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
     (out_dir / "figures").mkdir(parents=True, exist_ok=True)
     summaries = []
     train_cache: dict = {}
-    # figures draw fMEs on the model's own scale: probabilities for a classifier (tables use percentage points)
-    fig_cfg = cfg if target_class is None else {**cfg, "target_unit": f"probability of {target_class}"}
+    # figures show what the tables show: a class probability's effects in percentage points
+    fig_cfg = cfg if target_class is None else {**cfg, "target_unit": f"percentage points of P({target_class})"}
+    fig_scale = 1.0 if target_class is None else 100.0
     for i, eff in enumerate(cfg["effects"], start=1):
         key = ("effects", i - 1, "inference") if "inference" in cfg["_raw_effects"][i - 1] else ("inference",)
         train = load_train_data(cfg, eff["inference"], key, train_cache)
@@ -395,7 +396,8 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
                 summ["id"] = vid
                 summ["level"] = _num(veff.get("level"))
                 summ["target_class"] = _num(target_class)
-                summ["figures"] = figures.effect_figures(out["result"], out["partition"], veff, fig_cfg, out_dir, vid)
+                summ["figures"] = figures.effect_figures(out["result"], out["partition"], veff, fig_cfg, out_dir, vid,
+                                                         fig_scale)
                 _write_tables(out, summ, out_dir, vid)
             except Exception as exc:  # noqa: BLE001 - loud, one line, naming the effect (and level)
                 err = analysis_error(cfg, ("effects", i - 1, "steps"), exc)

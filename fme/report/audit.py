@@ -14,6 +14,7 @@ __all__ = ["audit_context", "hash_rows"]
 #: Row order and display names of the hashed inputs.
 _INPUTS = (("model", "Fitted model"), ("model module source", "Model entry point's module (source)"),
            ("data", "Evaluation data"), ("reference_data", "Reference data"), ("test_data", "Test data"),
+           ("train_data", "Training data (bootstrap refits)"),
            ("previous", "Previous results (change log)"), ("requirements.lock", "Dependency lock"))
 
 
@@ -35,6 +36,10 @@ def hash_rows(results: dict, build_info: dict) -> list[dict[str, str]]:
         elif key == "data":  # a build.json without hashes (older fme): the notebook's own record
             rows.append({"input": name, "of": (results.get("data") or {}).get("source", "-"),
                          "sha256": (results.get("data") or {}).get("sha256", "-")})
+        if key == "train_data":  # further training-data files named by single effects
+            extra = sorted((k for k in hashes if k.startswith("train_data ")), key=lambda k: int(k.split()[1]))
+            rows += [{"input": f"{name} {k.split()[1]}", "of": hashes[k]["of"], "sha256": hashes[k]["sha256"]}
+                     for k in extra]
     if "results_sha256" in build_info:
         rows.append({"input": "Results file", "of": "results.json (every number of this report, full precision)",
                      "sha256": build_info["results_sha256"]})

@@ -19,7 +19,7 @@ from ._kernel import logged_kernel_manager
 from .config import ConfigError, config_error, load_config
 from .changelog import load_previous
 from .sources import data_files, files_sha256
-from .validate import check_inputs
+from .validate import check_inputs, train_data_specs
 
 __all__ = ["build_report", "render_report", "inputs_sha256", "input_digests", "default_out_dir"]
 
@@ -60,6 +60,7 @@ def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
     """sha256 of each input a report rests on, for the audit trail and the cache (:func:`inputs_sha256`).
 
     Keys ``model``, ``model module source`` (entry points), ``data``, ``reference_data``, ``test_data``,
+    ``train_data`` (bootstrap inference; ``train_data 2``, ... when effects name other files), ``previous``,
     ``requirements.lock``; each value ``{"sha256": hex, "of": what was hashed}``. The model is the fitted
     object: a joblib file's bytes, or for an entry point the pickled object it returns (training data
     included), so a changed hyper-parameter changes the hash even when the module's source does not.
@@ -72,16 +73,22 @@ def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
     def add(label: str, data: bytes, of: str) -> None:
         out[label] = {"sha256": hashlib.sha256(data).hexdigest(), "of": of}
 
-    for key in ("data", "reference_data", "test_data"):
-        spec = cfg.get(key)
+    def add_data(label: str, spec: dict | None, what: str = "") -> None:
         if spec and "path" in spec:  # one file, or the files of a Parquet dataset / glob (engine: dask)
             files = data_files(cfg["_dir"], spec["path"])
             of = f"file {spec['path']}" if len(files) == 1 else (
                 f"{len(files)} files of {spec['path']} (sha256 of their sorted names and sha256s)")
-            out[key] = {"sha256": files_sha256(files, cfg["_dir"]), "of": of}
+            out[label] = {"sha256": files_sha256(files, cfg["_dir"]), "of": what + of}
         elif spec and "dataset" in spec:
-            add(key, (PACKAGE / "data" / f"{spec['dataset']}.csv").read_bytes(),
-                f"bundled dataset {spec['dataset']} (fme/data/{spec['dataset']}.csv)")
+            add(label, (PACKAGE / "data" / f"{spec['dataset']}.csv").read_bytes(),
+                f"{what}bundled dataset {spec['dataset']} (fme/data/{spec['dataset']}.csv)")
+
+    for key in ("data", "reference_data", "test_data"):
+        add_data(key, cfg.get(key))
+    # bootstrap refits use the training data: a changed file changes every model-uncertainty CI
+    for i, (key, spec) in enumerate(train_data_specs(cfg)):
+        where = ".".join(str(k) for k in key)
+        add_data("train_data" if i == 0 else f"train_data {i + 1}", spec, f"{where}: ")
     if "joblib" in cfg["model"]:
         p = Path(cfg["model"]["joblib"])
         add("model", (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes(),

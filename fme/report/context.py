@@ -48,11 +48,18 @@ def effect_cells(v: dict) -> dict[str, str]:
         a, alo, ahi = fmt_est(v["anlm"], v["anlm_ci_low"], v["anlm_ci_high"])
         d.update(anlm=a, anlm_ci_low=alo, anlm_ci_high=ahi, median_nlm=fmt_est(v.get("median_nlm"), None, None)[0],
                  share_linear="-" if v.get("share_linear") is None else f"{100 * v['share_linear']:.1f}%",
-                 n_nlm_flat=fmt_int(v.get("n_nlm_flat") or 0), n_nlm_constant=fmt_int(v.get("n_nlm_constant") or 0))
+                 n_nlm_flat=fmt_int(v.get("n_nlm_flat") or 0), n_nlm_constant=fmt_int(v.get("n_nlm_constant") or 0),
+                 nlm_method=_nlm_method(v))
     else:
         d.update(anlm="-", anlm_ci_low="-", anlm_ci_high="-", median_nlm="-", share_linear="-", n_nlm_flat="-",
-                 n_nlm_constant="-")
+                 n_nlm_constant="-", nlm_method="not computed")
     return d
+
+
+def _nlm_method(v: dict) -> str:
+    """The NLM method actually used ('exact', 'gauss-legendre'), as the effect's NLM line says it (the number
+    of nodes is in the effect table's caption)."""
+    return v.get("nlm_method") or "-"
 
 
 def _est_cells(r: dict, level: str) -> dict[str, str]:
@@ -288,7 +295,8 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
         if fig.get("not_drawn"):
             cap += f" {fig['not_drawn'][0].upper()}{fig['not_drawn'][1:]}."
         out.append({"svg": fig["svg"], "png": fig["png"], "alt": alt,
-                    "caption": f"Figure {counter[0]}: {cap}", "id": f"fig-{Path(fig['svg']).stem}"})
+                    "caption": f"Figure {counter[0]}: {cap}", "id": f"fig-{Path(fig['svg']).stem}",
+                    "pdf_page": fig.get("pdf_page"), "pdf_width": fig.get("pdf_width_in")})
     return out
 
 

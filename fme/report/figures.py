@@ -17,8 +17,9 @@ import pandas as pd
 
 from .._plot_data import finite_part, finite_rows, histogram_edges, kde_curve
 from .._validation import is_categorical
+from ._svg import compact_svg
 
-__all__ = ["PALETTE", "RC", "effect_figures", "save"]
+__all__ = ["PALETTE", "RC", "PDF_TEXT", "effect_figures", "save", "shown", "pdf_page", "min_font_pt"]
 
 #: Colours used for data marks; all >= 3:1 against white (WCAG 1.4.11).
 PALETTE = {"kept": "#0072B2", "excluded": "#6E6E6E", "reference": "#000000", "accent": "#B35300"}
@@ -46,6 +47,8 @@ def save(fig: Any, out_dir: Path, name: str, dpi: int, tight: bool = True) -> di
     png = Path(out_dir) / "figures" / f"{name}.png"
     box = "tight" if tight else None
     fig.savefig(svg, format="svg", metadata={"Date": None}, bbox_inches=box)
+    # the HTML embeds every SVG (base64): compacted, the Boston report is ~0.5 MB smaller (issue 16: <= 2 MB)
+    svg.write_text(compact_svg(svg.read_text(encoding="utf-8")), encoding="utf-8")
     fig.savefig(png, format="png", dpi=dpi, metadata={"Software": None}, bbox_inches=box)
     plt.close(fig)
     return {"svg": f"figures/{name}.svg", "png": f"figures/{name}.png"}
@@ -241,6 +244,32 @@ def _came_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict:
 MAX_TREE_LEAVES = 16
 
 
+#: Text area of a PDF page in inches (US letter; the typst template's 1.25 in margins, 0.75 in on a landscape
+#: page), less 1 in of height for the caption.
+PDF_TEXT = {"portrait": (6.0, 7.5), "landscape": (9.5, 6.0)}
+
+
+def pdf_page(width: float, height: float) -> tuple[str, float]:
+    """(page orientation, scale) that shows a ``width`` x ``height`` inch figure largest in the PDF.
+
+    Landscape only when it shows the figure more than 15 % larger.
+
+    typst shrinks a figure to the text area; its text shrinks with it (follow-up 7: a wide tree goes on a
+    landscape page when that shrinks it less).
+    """
+    scales = {o: min(1.0, w / width, h / height) for o, (w, h) in PDF_TEXT.items()}
+    # a landscape page breaks the reading flow: only for a clear gain
+    best = "landscape" if scales["landscape"] > 1.15 * scales["portrait"] else "portrait"
+    return best, scales[best]
+
+
+def min_font_pt(fig: Any) -> float:
+    """Smallest font size (pt, before any scaling) of the visible texts of a figure."""
+    sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+             if t.get_text().strip() and t.get_visible()]
+    return float(min(sizes)) if sizes else 0.0
+
+
 def _tree_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict | None:
     """The cAME tree of :class:`fme.plotting.PartitionDisplay` (None for a single-node tree or one with more
     than :data:`MAX_TREE_LEAVES` leaves)."""
@@ -257,16 +286,75 @@ def _tree_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict | None:
         raw = text.get_text()
         if "$" in raw and "\\$" not in raw:
             text.set_text(_t(raw))
-    return {"kind": "came-tree", **save(fig, out_dir, f"{vid}-tree", cfg["figures"]["png_dpi"], tight=False)}
+    width, height = (float(v) for v in fig.get_size_inches())
+    page, scale = pdf_page(width, height)
+    smallest = min_font_pt(fig)
+    return {"kind": "came-tree", "pdf_page": page, "pdf_width_in": round(width * scale, 3),
+            "pdf_min_font_pt": round(smallest * scale, 2),
+            **save(fig, out_dir, f"{vid}-tree", cfg["figures"]["png_dpi"], tight=False)}
 
 
-def effect_figures(res, part, eff: dict, cfg: dict, out_dir: Path, vid: str) -> list[dict]:
-    """Write the figures of one effect; return their descriptors (files and facts)."""
+#: Effect-scale columns of a partition's leaves and root (cAMEs, their spread and every interval).
+_LEAF_EFFECT_COLUMNS = ("came", "sd_fme", "came_ci_low", "came_ci_high", "std_error", "conf_low", "conf_high")
+
+
+def shown(res, part, conf_level: float, scale: float = 1.0) -> tuple[Any, Any]:
+    """Shallow copies of ``res`` and ``part`` carrying the numbers the report's tables show.
+
+    Every effect-scale number (fMEs, cAMEs, CIs) is multiplied by ``scale`` (100 for a class probability:
+    percentage points, as :func:`fme.report.display.prepare_variant` does for the tables), and when the
+    effect has a model-uncertainty interval (delta method, bootstrap) each leaf's CI is that interval, as
+    in the leaf table. So a tree figure's numbers are the table cells (issue 16 item 6). The caller's
+    objects are not modified.
+    """
+    import copy
+
+    from .details import model_interval
+
+    use_model = model_interval(res, conf_level)["model_ci"] is not None
+    if scale == 1.0 and not use_model:
+        return res, part
+    res2 = res
+    if scale != 1.0:  # a frozen dataclass: a new one with the scaled fME columns
+        import dataclasses
+
+        cols = [c for c in res.results.columns if c == "fme" or str(c).startswith("fme_")]
+        res2 = dataclasses.replace(res, results=res.results.assign(**{c: res.results[c] * scale for c in cols}))
+    if part is None:
+        return res2, None
+
+    def table(frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame.copy()
+        for c in _LEAF_EFFECT_COLUMNS:
+            if c in frame:
+                frame[c] = frame[c].astype(float) * scale
+        if use_model and "conf_low" in frame:
+            has = frame["conf_low"].notna()
+            frame.loc[has, "came_ci_low"] = frame.loc[has, "conf_low"]
+            frame.loc[has, "came_ci_high"] = frame.loc[has, "conf_high"]
+        return frame
+
+    part2 = copy.copy(part)
+    root = part.root.to_frame().T if isinstance(part.root, pd.Series) else part.root
+    part2.effects, part2.leaves = res2, table(part.leaves)
+    part2.root = table(root).iloc[0] if isinstance(part.root, pd.Series) else table(root)
+    return res2, part2
+
+
+def effect_figures(res, part, eff: dict, cfg: dict, out_dir: Path, vid: str, scale: float = 1.0) -> list[dict]:
+    """Write the figures of one effect; return their descriptors (files and facts).
+
+    ``scale``: factor of the effect-scale numbers as the tables show them (100 for a class probability,
+    with ``cfg["target_unit"]`` naming percentage points); see :func:`shown`.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # a resolved config always has conf_level; a bare effect dict (tests, notebooks) uses the partition's
+    conf = eff["conf_level"] if "conf_level" in eff else (part.conf_level if part is not None else 0.95)
+    res, part = shown(res, part, float(conf), scale)
     out = []
     with plt.rc_context(RC):
         ex = _extrapolation(res, cfg, eff["steps"], out_dir, vid)

@@ -211,10 +211,23 @@ local function image_with_alt(img)
   if alt == nil or alt == "" then
     return nil
   end
-  return pandoc.RawInline("typst", "#image(" .. typst_string(img.src) .. ", alt: " .. typst_string(alt) .. ")")
+  local width = ""
+  if img.attributes["pdf-width"] then
+    width = ", width: " .. img.attributes["pdf-width"]:gsub("[^%d%.in]", "")
+  end
+  return pandoc.RawInline("typst", "#image(" .. typst_string(img.src) .. width .. ", alt: " .. typst_string(alt) .. ")")
 end
 
-return {{Plain = escape_first, Para = escape_first}, {Image = image_with_alt}}
+-- A wide figure (a large cAME tree) on its own landscape page when that shrinks its text less.
+local function landscape(fig)
+  local wide = false
+  fig:walk({Image = function(img) if img.attributes["pdf-page"] == "landscape" then wide = true end end})
+  if wide then
+    return {pandoc.RawBlock("typst", "#page(flipped: true, margin: 0.75in)["), fig, pandoc.RawBlock("typst", "]")}
+  end
+end
+
+return {{Plain = escape_first, Para = escape_first}, {Figure = landscape}, {Image = image_with_alt}}
 """
 
 

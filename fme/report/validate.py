@@ -30,7 +30,8 @@ from .._validation import is_categorical
 from ..exceptions import FMEError
 from .config import ConfigError, config_error
 
-__all__ = ["check_inputs", "check_against_data", "model_classes", "resolve_target_class", "levels_of"]
+__all__ = ["check_inputs", "check_against_data", "model_classes", "resolve_target_class", "levels_of",
+           "train_data_specs"]
 
 _DATA_KEYS = ("data", "reference_data", "test_data")
 
@@ -38,6 +39,26 @@ _DATA_KEYS = ("data", "reference_data", "test_data")
 def _names(values: list, limit: int = 12) -> str:
     shown = ", ".join(repr(v) for v in values[:limit])
     return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+def train_data_specs(cfg: dict) -> list[tuple[tuple, dict]]:
+    """``(config key path, data spec)`` of every distinct bootstrap ``train_data``, in config order.
+
+    The top-level ``inference`` first, then each effect's (an effect inheriting the top level's
+    ``train_data`` adds nothing new).
+    """
+    found: list[tuple[tuple, dict]] = []
+    seen: set[str] = set()
+    candidates = [(("inference",), cfg.get("inference"))]
+    candidates += [(("effects", i, "inference"), eff.get("inference")) for i, eff in enumerate(cfg.get("effects", []))]
+    for key, spec in candidates:
+        if not isinstance(spec, dict) or spec.get("method") != "bootstrap" or "train_data" not in spec:
+            continue
+        ident = repr(sorted(spec["train_data"].items()))
+        if ident not in seen:
+            seen.add(ident)
+            found.append((key + ("train_data",), spec["train_data"]))
+    return found
 
 
 def check_inputs(cfg: dict) -> None:
