@@ -27,14 +27,11 @@ from . import figures
 from .config import ConfigError, config_error
 from .model_view import feature_dictionary, feature_overview, model_fit  # noqa: F401 - used by the notebook
 from .details import effective_steps, extrapolation_causes, model_interval
+from .sources import data_files, file_sha256, files_sha256, read_frame
 from .specs import bootstrap_kwargs, make_detector
 from .validate import analysis_error, levels_of
 
 __all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment", "write_results"]
-
-
-def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _resolve(cfg: dict, rel: str) -> Path:
@@ -58,7 +55,7 @@ def load_model(cfg: dict) -> tuple[Any, pd.DataFrame | None, dict]:
             model = joblib.load(path)
         except Exception as exc:  # noqa: BLE001 - any unpickling failure is a config problem
             raise analysis_error(cfg, ("model", "joblib"), exc) from exc
-        return model, None, {"kind": "joblib", "source": spec["joblib"], "sha256": _sha256_file(path),
+        return model, None, {"kind": "joblib", "source": spec["joblib"], "sha256": file_sha256(path),
                              "sha256_of": None}
     module_name, func_name = spec["entry_point"].split(":")
     try:
@@ -75,7 +72,7 @@ def load_model(cfg: dict) -> tuple[Any, pd.DataFrame | None, dict]:
     model, train = (out if isinstance(out, tuple) else (out, None))
     source = getattr(module, "__file__", None)
     info = {"kind": "entry point", "source": spec["entry_point"],
-            "sha256": _sha256_file(Path(source)) if source else None,
+            "sha256": file_sha256(Path(source)) if source else None,
             "sha256_of": f"source of {module_name}"}
     return model, train, info
 
@@ -99,7 +96,6 @@ def _load_data(cfg: dict, spec: dict) -> tuple[pd.DataFrame, dict]:
         info = {"source": f"bundled dataset '{spec['dataset']}' (fme/data/boston.csv)",
                 "sha256": hashlib.sha256(raw).hexdigest()}
     else:
-        from .sources import data_files, files_sha256, read_frame
 
         files = data_files(cfg["_dir"], spec["path"])
         frame = read_frame(files, cfg.get("engine", "pandas"), cfg.get("scheduler"))

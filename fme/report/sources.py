@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["GLOB_CHARS", "is_glob", "data_files", "files_sha256", "read_frame", "dask_session"]
+__all__ = ["GLOB_CHARS", "is_glob", "data_files", "file_sha256", "files_sha256", "read_frame", "dask_session"]
 
 GLOB_CHARS = frozenset("*?[")
 _PARQUET = (".parquet", ".pq")
@@ -56,7 +56,8 @@ def data_files(base: str | Path, rel: str) -> list[Path]:
     return [p] if p.is_file() else []
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a file's bytes, read in 1 MiB chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -67,14 +68,14 @@ def _file_sha256(path: Path) -> str:
 def files_sha256(files: list[Path], base: str | Path) -> str:
     """sha256 of one file's bytes; for several, of their sorted names (relative to ``base``) and sha256s."""
     if len(files) == 1:
-        return _file_sha256(files[0])
+        return file_sha256(files[0])
     h = hashlib.sha256()
     for f in files:
         try:
             name = str(f.relative_to(base))
         except ValueError:
             name = str(f)
-        h.update(name.encode() + b"\0" + bytes.fromhex(_file_sha256(f)))
+        h.update(name.encode() + b"\0" + bytes.fromhex(file_sha256(f)))
     return h.hexdigest()
 
 
