@@ -193,7 +193,8 @@ def test_nlm_bounded_and_affine_invariant(s, c1, h, a, b, method):
     # relative rounding rho = 6.7e-8 and an NLM that moved by 4.3e-7; the factor 100 covers the secant
     # deviations being a fraction of the fME and the squares of the NLM's ratio.
     fx = res.predictions["f_x"].to_numpy()
-    rho = np.finfo(float).eps * (abs(b) + abs(a) * np.max(np.abs(fx))) / (abs(a) * np.abs(res.results["fme"].to_numpy()))
+    path = np.abs(a) * np.abs(res.results["fme"].to_numpy())
+    rho = np.finfo(float).eps * (abs(b) + abs(a) * np.max(np.abs(fx))) / path
     tol = (1e-7 + 100.0 * rho) * (1.0 + np.abs(v))  # the former rtol = atol = 1e-7, plus the rounding
     assert np.all(np.abs(vt[ok] - v[ok]) <= tol[ok])
     np.testing.assert_allclose(res_t.results["fme"].to_numpy(), a * res.results["fme"].to_numpy(),
