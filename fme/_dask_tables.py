@@ -2,7 +2,8 @@
 
 * :func:`ame_dask`: :func:`fme.ame` on Dask data, one pass of the kernel per
   table row (numeric steps, rules, observation-wise categorical levels;
-  delta, bootstrap (one seed for every row) and sample inference; ``by``
+  classic categorical levels, all of a feature's levels in one pass,
+  :mod:`fme._dask_classic`; delta, bootstrap (one seed for every row) and sample inference; ``by``
   groups and their pairwise differences from per-group sums of the same
   pass, :mod:`fme._dask_groups`).
 * :func:`came_dask`: :func:`fme.came` on Dask effects: the tree is grown on
@@ -33,14 +34,10 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
     from .inference import resolve_method
     from .predictors import make_predictor
     from ._validation import is_categorical
-    from .steps import _levels
-
     from .margins import _HYPOTHESES, _check_by
 
     if categorical not in ("observation", "classic"):
         raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
-    if categorical != "observation":
-        raise ParameterError("categorical='classic' is not available on Dask data yet; use 'observation'.")
     if hypothesis not in _HYPOTHESES:
         raise ParameterError(f"hypothesis must be None or 'pairwise', got {hypothesis!r}.")
     data = _model_frames(model, as_dask(data, "data"))
@@ -73,13 +70,18 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
             raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
         if is_categorical(meta[feature]):
             if value is None:
-                col = meta[feature]
-                from dask.dataframe.utils import has_known_categories
-
-                known = isinstance(col.dtype, pd.CategoricalDtype) and has_known_categories(col)
-                levels = _levels(col) if known else _levels(data[feature].dropna().drop_duplicates().compute())
+                levels = _all_levels(data, feature)
             else:
                 levels = [value]
+            if categorical == "classic":
+                from ._dask_classic import classic_rows
+
+                if value is not None:
+                    levels = _all_levels(data, feature)
+                rows.extend(classic_rows(model, data, feature, value, levels, method=method, bootstrap=bootstrap,
+                                         conf_level=conf_level, groups=groups, hypothesis=hypothesis,
+                                         fme_kwargs=fme_kwargs))
+                continue
             targets = [(np.nan, lv) for lv in levels]
         else:
             targets = [(value, None)]
@@ -120,6 +122,17 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
             res.release()
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     return pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
+
+
+def _all_levels(data: Any, feature: str) -> list:
+    """The levels of a categorical column of the Dask ``data``, as :func:`fme.steps._levels` of all rows."""
+    from dask.dataframe.utils import has_known_categories
+
+    from .steps import _levels
+
+    col = data._meta[feature]
+    known = isinstance(col.dtype, pd.CategoricalDtype) and has_known_categories(col)
+    return _levels(col) if known else _levels(data[feature].dropna().drop_duplicates().compute())
 
 
 # ----------------------------------------------------------------- by groups

@@ -68,7 +68,8 @@ def _groups(data: pd.DataFrame, by_cols: list[str]) -> tuple[np.ndarray, pd.Data
     if not by_cols:
         return np.zeros(len(data), dtype=np.int64), pd.DataFrame(index=[0])
     gb = data[by_cols].groupby(by_cols, sort=True, observed=True, dropna=True)
-    codes = gb.ngroup().to_numpy(dtype=np.int64)
+    # ngroup() is NaN (float) for rows whose key is missing: -1 before the cast (NaN has no int64 value)
+    codes = gb.ngroup().fillna(-1).to_numpy(dtype=np.int64)
     keys = gb.size().index.to_frame(index=False)
     return codes, keys
 
