@@ -408,6 +408,10 @@ class Summary:
         With ``on_extrapolation='keep'``: evaluated rows flagged as extrapolation.
     groups : object with ``merge``, optional
         Per-group sums of ``by`` groups (:class:`fme._dask_groups.GroupSums`).
+    rows_any : ndarray (4,) or None
+        Several outputs with NLMs: rows with ``constant``, ``flat``,
+        ``inaccurate`` status in any output, and rows with an undefined
+        (NaN) NLM in any output (the counts of :class:`fme.FMEResult`).
     """
 
     codes: np.ndarray
@@ -421,6 +425,7 @@ class Summary:
     info: dict = field(default_factory=dict, repr=False)
     n_kept_extrapolation: int = 0
     groups: Any = field(default=None, repr=False)
+    rows_any: np.ndarray | None = None
 
     def merge(self, other: "Summary") -> "Summary":
         def add(a, b):
@@ -435,7 +440,7 @@ class Summary:
                        jacobian=add(self.jacobian, other.jacobian),
                        vcov=self.vcov if self.vcov is not None else other.vcov, info={**other.info, **self.info},
                        n_kept_extrapolation=self.n_kept_extrapolation + other.n_kept_extrapolation,
-                       groups=mrg(self.groups, other.groups))
+                       groups=mrg(self.groups, other.groups), rows_any=add(self.rows_any, other.rows_any))
 
 
 def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
@@ -446,7 +451,7 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
     fm = Moments.of(res[fcols].to_numpy(dtype=float))
     codes = np.bincount(batch.code, minlength=4).astype(np.int64)
     spread = Moments.of(np.concatenate([batch.f0, batch.f1]))
-    nlm = n_linear = status = None
+    nlm = n_linear = status = rows_any = None
     if plan.settings is not None:
         ncols = ["nlm"] if names is None else [f"nlm_{c}" for c in names]
         scols = ["nlm_status"] if names is None else [f"nlm_status_{c}" for c in names]
@@ -456,6 +461,9 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
             n_linear = (v >= threshold).sum(axis=0).astype(np.int64)
         st = res[scols].to_numpy()
         status = np.array([(st == s).sum(axis=0) for s in _STATUS], dtype=np.int64)
+        if names is not None:
+            rows_any = np.array([(st == s).any(axis=1).sum() for s in _STATUS[1:]]
+                                + [np.isnan(v).any(axis=1).sum()], dtype=np.int64)
     jac = vcov = None
     info: dict = {}
     rows = batch.rows
@@ -463,7 +471,7 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
         jac, vcov, info = rows.jacobian.sum(axis=0), rows.vcov, dict(rows.info)
     kept = int(res["extrapolation"].sum()) if "extrapolation" in res.columns else 0
     return Summary(codes=codes, fme=fm, nlm=nlm, spread=spread, n_linear=n_linear, status=status, jacobian=jac,
-                   vcov=vcov, info=info, n_kept_extrapolation=kept)
+                   vcov=vcov, info=info, n_kept_extrapolation=kept, rows_any=rows_any)
 
 
 def results_meta(plan: Plan, index: pd.Index) -> pd.DataFrame:
