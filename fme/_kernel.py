@@ -309,7 +309,7 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
                 nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread)
             elif settings is not None:
                 nlm_values, status = _nlm_values(settings, predictor, X, parsed, h, f0, f1, plan.batch_size,
-                                                 spread=plan.spread)
+                                                 spread=plan.spread, progress=plan.progress)
     out_index = index[cand]
     res: dict[str, Any] = {}
     if names is None:
