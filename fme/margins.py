@@ -160,7 +160,9 @@ def ame(
         ``observation``: the observation-wise categorical ME (§5.1), rows
         already at the level are left out. ``classic``: every row is set to
         the reference level (the first level, or the value given in
-        ``steps``), then to each other level (Eq. categorical_me).
+        ``steps``), then to each other level (Eq. categorical_me). On Dask
+        data both work; classic evaluates all levels of a feature in one pass
+        (:mod:`fme._dask_classic`).
     **fme_kwargs
         Passed to :func:`fme.fme` (``extrapolation``, ``reference_data``, ...).
 
