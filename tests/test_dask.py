@@ -578,6 +578,8 @@ def test_target_class_all_equals_pandas(client, X, frame, kwargs):
     assert "fme_mid: AME" in dres.summary() and "DaskMultiFMEResult" in repr(dres)
     with pytest.raises(ParameterError, match="works on one output"):
         fme.fme(clf, _dd(X, 4), {"x1": 0.5}, target_class="all", inference="delta")
+    with pytest.raises(ParameterError, match="single target_class"):
+        fme.came(dres)
 
 
 def test_multi_output_model_flat_paths_per_output(client, X):
