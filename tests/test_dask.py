@@ -25,7 +25,9 @@ FIGURES = ["ame", "std_error", "statistic", "conf_low", "conf_high", "q25", "q75
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0")
+    # dashboard_address=None would still bind the scheduler's HTTP server to 8787 (a warning when taken)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address="127.0.0.1:0")
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
