@@ -85,6 +85,18 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _task_seconds(stream: list) -> dict:
+    """Seconds the workers spent computing each kind of task (the key's prefix), from distributed's task stream."""
+    out: dict = {}
+    for t in stream:
+        name = t["key"][0] if isinstance(t["key"], tuple) else t["key"]
+        prefix = name.rsplit("-", 1)[0] if "-" in name else name
+        for s in t.get("startstops", ()):
+            if s["action"] == "compute":
+                out[prefix] = out.get(prefix, 0.0) + s["stop"] - s["start"]
+    return {k: round(v, 2) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
+
+
 def _peak_rss() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
@@ -150,10 +162,14 @@ def main() -> None:
             D["x0"].sum().compute()
             t_gen = time.perf_counter() - start
             cpu0 = sum(client.run(_cpu).values())
+            from distributed import get_task_stream
+
             start = time.perf_counter()
-            res = fme.fme(model, D, {"x0": 1.0}, nlm=True, progress=False)
+            with get_task_stream(client) as ts:
+                res = fme.fme(model, D, {"x0": 1.0}, nlm=True, progress=False)
             t_dask = time.perf_counter() - start
             cpu_dask = sum(client.run(_cpu).values()) - cpu0
+            print("task compute seconds by kind:", _task_seconds(ts.data), flush=True)
             peaks = client.run(_peak_rss)
             summary = res.summary()
         per_single = t_single / args.single_rows * 1e7

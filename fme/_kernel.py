@@ -36,13 +36,12 @@ from .exceptions import ExtrapolationError, ParameterError
 from .inference import RowInference, compute_rows, sample_inference
 from .nlm import QuadratureRule, nlm_from_path
 from .predictors import Predictor
-from .steps import Step, apply_steps, stack_path
+from .steps import STACK_CELL_BUDGET, Step, apply_steps, stack_path
 
 __all__ = ["Plan", "Batch", "Moments", "Summary", "evaluate_batch", "summarise", "results_meta"]
 
-#: Cells (rows x columns) of one stacked NLM frame; bounds memory to a few hundred MB.
-_CELL_BUDGET = 50_000_000
-_MIN_BATCH = 100_000
+#: Rows of a batch however wide the stacked frame (bounds the per-batch overhead).
+_MIN_BATCH = 10_000
 #: Values of ``nlm_status`` counted in a :class:`Summary`, in order.
 _STATUS = ("ok", "constant", "flat", "inaccurate")
 
@@ -112,7 +111,7 @@ def _default_batch(n: int, n_cols: int, rule: QuadratureRule | None) -> int:
     if rule is None:
         return max(n, 1)
     per_row = max(1, n_cols) * max(1, rule.n_evaluations)
-    return max(_MIN_BATCH, _CELL_BUDGET // per_row)
+    return max(_MIN_BATCH, STACK_CELL_BUDGET // per_row)
 
 
 def _evaluate(

@@ -27,7 +27,7 @@ from .nlm import (DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, NLM_METHODS, QuadratureRul
                   nlm_from_path, quadrature_rule)
 from ._tree_paths import read_forest, traverse_nlm
 from .nlm_exact import exact_nlm, exact_support
-from .steps import Step, _numeric_shift, stack_path
+from .steps import STACK_CELL_BUDGET, Step, _numeric_shift, stack_path
 
 __all__ = ["NLMSummaryMixin", "nlm_values", "NLMSettings", "resolve_method", "adaptive_nlm", "classify", "NLM_STATUS", "DEFAULT_FLAT_TOL"]
 
@@ -36,7 +36,6 @@ NLM_STATUS = ("ok", "constant", "flat", "inaccurate")
 #: Default ``nlm_flat_tol``: a path is flat when the SD of f along it is at most this
 #: times the SD of the predictions f(x), f(x + h) over all evaluated rows.
 DEFAULT_FLAT_TOL = 1e-6
-_CELL_BUDGET = 50_000_000
 _UNKNOWN = object()
 
 
@@ -124,7 +123,7 @@ def adaptive_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.
         k = 2 ** level
         kron, gauss = gauss_kronrod_rules(k)
         per = max(1, X.shape[1]) * kron.nodes.size
-        size = batch_size or max(1000, _CELL_BUDGET // per)
+        size = batch_size or max(1000, STACK_CELL_BUDGET // per)
         for start in range(0, todo.size, size):  # batches of rows, never one row at a time
             idx = todo[start:start + size]
             xb = X.iloc[idx]
