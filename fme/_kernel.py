@@ -92,6 +92,8 @@ class Batch:
     f1: np.ndarray
     rows: RowInference | None
     n_candidates: int
+    #: The SD of f along each evaluated row's path (the flat-path test's numerator; None without NLMs).
+    nlm_sd: np.ndarray | None = None
 
     @property
     def excluded(self) -> pd.DataFrame:
@@ -290,12 +292,12 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
     names = plan.names
     shape0 = (0,) if names is None else (0, len(names))
     fast = None
-    status = nlm_values = None
+    status = nlm_values = nlm_sd = None
     rows = None
     if cand.size == 0:
         f0 = f1 = np.empty(shape0)
         if settings is not None:
-            nlm_values, status = np.empty(shape0), np.empty(shape0, dtype=object)
+            nlm_values, status, nlm_sd = np.empty(shape0), np.empty(shape0, dtype=object), np.empty(shape0)
     else:
         if plan.method == "delta" and settings is None and names is None:
             # statsmodels GLM-type models: predictions and Jacobian from one design matrix per point set
@@ -307,8 +309,8 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
             if settings is not None and rule is not None:
                 nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread)
             elif settings is not None:
-                nlm_values, status = _nlm_values(settings, predictor, X, parsed, h, f0, f1, plan.batch_size,
-                                                 spread=plan.spread)
+                nlm_values, status, nlm_sd = _nlm_values(settings, predictor, X, parsed, h, f0, f1,
+                                                         plan.batch_size, spread=plan.spread, return_sd=True)
     out_index = index[cand]
     res: dict[str, Any] = {}
     if names is None:
@@ -341,7 +343,8 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
             plan.method, plan.model, [(X, apply_steps(X, parsed, h))], [res["fme"]], [f0], plan.bootstrap,
             plan.target_class)[0]
     return Batch(results=results, predictions=predictions, code=code, notes=notes, index=index, cand=cand,
-                 f0=f0, f1=f1, rows=rows, n_candidates=n_candidates)
+                 f0=f0, f1=f1, rows=rows, n_candidates=n_candidates,
+                 nlm_sd=nlm_sd if settings is not None else None)
 
 
 # ----------------------------------------------------------------- mergeable summaries

@@ -180,8 +180,12 @@ def _traversable(forest, X: pd.DataFrame) -> bool:
 
 def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[Step, ...],
                 h: Mapping[str, np.ndarray] | None, f0: np.ndarray, f1: np.ndarray, batch_size: int | None,
-                spread: np.ndarray | None = None):
-    """(nlm, status) by the resolved method: exact or adaptive Gauss-Kronrod (fixed rules: in fme.effects)."""
+                spread: np.ndarray | None = None, return_sd: bool = False):
+    """(nlm, status) by the resolved method: exact or adaptive Gauss-Kronrod (fixed rules: in fme.effects).
+
+    ``return_sd``: also the SD of f along each path (nlm, status, sd), the
+    flat-path test's numerator (a Dask pass classifies flat paths at its end).
+    """
     if settings.method == "exact":
         shifts = {s.feature: np.broadcast_to(np.asarray(h[s.feature] if h is not None and s.feature in h
                                                          else s.value, dtype=float), (len(X),)) for s in steps}
@@ -189,9 +193,11 @@ def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[S
             nlm, sd, _ = traverse_nlm(settings.forest, X, shifts, f0, f1)
         else:
             nlm, sd, _ = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1)
-        return classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread)
-    nlm, sd, err, _ = adaptive_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.max_level, batch_size)
-    return classify(nlm, sd, f0, f1, settings.flat_tol, err, settings.tol, spread=spread)
+        out = classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread)
+    else:
+        nlm, sd, err, _ = adaptive_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.max_level, batch_size)
+        out = classify(nlm, sd, f0, f1, settings.flat_tol, err, settings.tol, spread=spread)
+    return (*out, sd) if return_sd else out
 
 
 class NLMSummaryMixin:
