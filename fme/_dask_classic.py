@@ -10,7 +10,7 @@ on it for every other level (nothing is excluded: no row is at c or
 missing), returning per level the mergeable :class:`~fme._kernel.Summary`,
 the ``by`` groups' sums (groups of the rows' own values, as pandas) and the
 sorted fMEs for exact quartiles. The table rows then come from the same code
-as the observation-wise rows (:mod:`fme._dask_tables`). Bootstrap draws
+as the observation-wise rows (:func:`fme._dask_tables.ame_dask`). Bootstrap draws
 evaluate each refit on the data set to c_ref (:mod:`fme._dask_bootstrap`,
 one seed for every level: the pandas path's shared refits).
 
@@ -31,7 +31,7 @@ from ._dask import DaskFMEResult, _tree_reduce
 from ._kernel import Plan, evaluate_batch, summarise
 from .steps import Step, _set_level
 
-__all__ = ["classic_rows"]
+__all__ = ["classic_reference", "classic_results"]
 
 
 def _at_level(part: pd.DataFrame, feature: str, level: Any) -> pd.DataFrame:
@@ -67,7 +67,16 @@ def _classic_pass(part: pd.DataFrame, plans: list[Plan], feature: str, reference
 def classic_results(model: Any, data: Any, feature: str, reference: Any, levels: list, *, method: str,
                     bootstrap: Any, conf_level: float, groups: Any, target_class: Any, batch_size: Any,
                     progress: bool | None) -> list[DaskFMEResult]:
-    """One :class:`DaskFMEResult` per level other than ``reference`` (their summaries from one pass)."""
+    """One :class:`DaskFMEResult` per level other than ``reference`` (their summaries from one pass).
+
+    ``levels``: the feature's levels over all rows (sorted as pandas); ``groups``: the ``by`` groups
+    (:class:`fme._dask_groups.GroupSpec`) or None.
+    """
+    if groups is not None and method == "bootstrap" and feature in groups.by:
+        from .exceptions import ParameterError
+
+        raise ParameterError(f"categorical='classic' with bootstrap inference cannot group by the stepped feature "
+                             f"{feature!r} on Dask data; group by another column or use inference='delta'/'sample'.")
     import dask
     from dask import delayed
 
@@ -114,40 +123,14 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
     return results
 
 
-def classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list, *, method: str, bootstrap: Any,
-                 conf_level: float, groups: Any, hypothesis: Any, fme_kwargs: dict) -> list[dict[str, Any]]:
-    """The rows of :func:`fme.ame`'s table for the categorical ``feature`` with ``categorical='classic'``.
-
-    ``levels``: the feature's levels over all rows (sorted as pandas);
-    ``value``: the reference level (None: the first level).
-    """
-    from ._dask_tables import _group_rows
-    from .exceptions import ParameterError, StepError
+def classic_reference(feature: str, value: Any, levels: list) -> Any:
+    """The reference level: ``value`` matched to one of ``levels`` (None: the first level)."""
+    from .exceptions import StepError
     from .steps import _same_level
 
     if value is None:
-        reference = levels[0]
-    else:
-        match = [lv for lv in levels if _same_level(value, lv)]
-        if not match:
-            raise StepError(f"{value!r} is not a level of the categorical feature {feature!r}; use one of "
-                            f"{levels[:20]}.")
-        reference = match[0]
-    if groups is not None and method == "bootstrap" and feature in groups.by:
-        raise ParameterError(f"categorical='classic' with bootstrap inference cannot group by the stepped feature "
-                             f"{feature!r} on Dask data; group by another column or use inference='delta'/'sample'.")
-    results = classic_results(model, data, feature, reference, levels, method=method, bootstrap=bootstrap,
-                              conf_level=conf_level, groups=groups, target_class=fme_kwargs.get("target_class"),
-                              batch_size=fme_kwargs.get("batch_size"), progress=fme_kwargs.get("progress"))
-    rows: list[dict[str, Any]] = []
-    for res in results:
-        head = {"feature": feature, "step": np.nan, "level": res.steps[0].value, "reference": reference}
-        if groups is not None:
-            rows.extend(_group_rows(res, head, groups, hypothesis, conf_level, method))
-        else:
-            t = res.tidy(conf_level).iloc[0].to_dict()
-            t.pop("step")
-            t["inference"] = method
-            rows.append({**head, **t})
-        res.release()
-    return rows
+        return levels[0]
+    match = [lv for lv in levels if _same_level(value, lv)]
+    if not match:
+        raise StepError(f"{value!r} is not a level of the categorical feature {feature!r}; use one of {levels[:20]}.")
+    return match[0]

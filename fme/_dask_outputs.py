@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._dask import DaskFMEResult, _quantiles
+from ._dask import DaskFMEResult
+from ._dask_quantiles import quantiles as _quantiles
 from .inference import Estimates
 
 __all__ = ["DaskMultiFMEResult", "sorted_outputs"]

@@ -74,13 +74,9 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
             else:
                 levels = [value]
             if categorical == "classic":
-                from ._dask_classic import classic_rows
-
-                if value is not None:
-                    levels = _all_levels(data, feature)
-                rows.extend(classic_rows(model, data, feature, value, levels, method=method, bootstrap=bootstrap,
-                                         conf_level=conf_level, groups=groups, hypothesis=hypothesis,
-                                         fme_kwargs=fme_kwargs))
+                rows.extend(_classic_rows(model, data, feature, value, levels if value is None else
+                                          _all_levels(data, feature), method, bootstrap, conf_level, groups,
+                                          hypothesis, fme_kwargs))
                 continue
             targets = [(np.nan, lv) for lv in levels]
         else:
@@ -122,6 +118,30 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
             res.release()
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     return pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
+
+
+def _classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list, method: str, bootstrap: Any,
+                  conf_level: float, groups: Any, hypothesis: Any, fme_kwargs: dict) -> list[dict[str, Any]]:
+    """The table rows of the categorical ``feature`` with ``categorical='classic'`` (one pass for all levels,
+    :mod:`fme._dask_classic`)."""
+    from ._dask_classic import classic_reference, classic_results
+
+    reference = classic_reference(feature, value, levels)
+    results = classic_results(model, data, feature, reference, levels, method=method, bootstrap=bootstrap,
+                              conf_level=conf_level, groups=groups, target_class=fme_kwargs.get("target_class"),
+                              batch_size=fme_kwargs.get("batch_size"), progress=fme_kwargs.get("progress"))
+    rows: list[dict[str, Any]] = []
+    for res in results:
+        head = {"feature": feature, "step": np.nan, "level": res.steps[0].value, "reference": reference}
+        if groups is not None:
+            rows.extend(_group_rows(res, head, groups, hypothesis, conf_level, method))
+        else:
+            t = res.tidy(conf_level).iloc[0].to_dict()
+            t.pop("step")
+            t["inference"] = method
+            rows.append({**head, **t})
+        res.release()
+    return rows
 
 
 def _all_levels(data: Any, feature: str) -> list:
@@ -173,7 +193,7 @@ def _group_estimates(res: DaskFMEResult) -> Any:
 def _group_quartiles(res: DaskFMEResult, g: int, n: int) -> dict[float, float]:
     from dask import delayed
 
-    from ._dask import _quantiles
+    from ._dask_quantiles import quantiles as _quantiles
 
     parts = [delayed(lambda d, k=g: (d or {}).get(k, np.empty(0)))(p) for p in res.group_parts]
     return _quantiles(parts, n, [0.25, 0.75])
@@ -335,7 +355,8 @@ def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: 
     import dask
     from dask import delayed
 
-    from ._dask import _check_sample_size, _quantiles
+    from ._dask import _check_sample_size
+    from ._dask_quantiles import quantiles as _quantiles
     from .came import _LEAF_COLUMNS, _NLM_COLUMNS, came
     from .effects import FMEResult
     from .inference import INFERENCE_COLUMNS, sample_inference
