@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 import fme
-from fme._plot_tree import edge_label, fmt_ci, fmt_p, leaf_label, tree_layout
+from fme.plotting._common import fmt_ci, fmt_p
+from fme.plotting.tree import edge_label, leaf_label, tree_layout
 from fme.plotting import (
     COLORS,
     EffectsDisplay,
@@ -364,7 +365,7 @@ def test_per_class_output_needs_choice(pyplot, data):
     np.testing.assert_allclose(disp.ame_line_.get_ydata()[0], eff.results["fme_1"].mean())
 
 
-# ----------------------------------------------------------------- awkward distributions (fme._plot_data)
+# ----------------------------------------------------------------- awkward distributions (fme.plotting._data)
 EPS = np.finfo(float).eps
 AWKWARD = {
     "equal": np.full(6, 2.5),

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._plot_data import finite_part, finite_rows, histogram_edges, kde_curve
+from ..plotting._data import finite_part, finite_rows, histogram_edges, kde_curve
 from .._validation import is_categorical
 from ._svg import compact_svg
 
