@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = ["KINDS", "FMEDisplay", "NLMDisplay", "EffectsDisplay", "plot_fme_nlm"]
 
+#: Layouts of ``plot(kind=...)``.
 KINDS = ("auto", "scatter", "hexbin", "map", "density")
 
 
