@@ -208,6 +208,9 @@ SCHEMA: dict[str, Any] = {
                    "description": "dask: data paths may be Parquet dataset directories or globs, read with Dask"},
         "scheduler": {**_NAME, "description": "address of a Dask scheduler (engine: dask; default: a local "
                                               "cluster started and closed by the build)"},
+        "sample_size": {"type": "integer", "minimum": 10,
+                        "description": "engine: dask: rows of the seeded sample behind the per-row figures and "
+                                       "tables (default 100000; the summaries are over all rows)"},
         "previous": {**_NAME, "description": "results.json of an earlier build: adds a change-log section"},
     },
 }
