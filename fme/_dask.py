@@ -531,7 +531,9 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
         steps, rules = column_sd_steps(steps, reference, need)
         need = [f for f in need if f not in rules]
     if need and all(f in reference.columns for f in need):
-        rule_ref = reference[need].compute().reindex(columns=list(reference.columns))
+        from ._dask_steps import rule_frame
+
+        rule_ref = rule_frame(reference, need)
     elif reference_data is None:
         rule_ref = probe
     else:

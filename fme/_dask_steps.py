@@ -3,7 +3,8 @@
 :func:`fme._dask.fme_dask` needs the numbers behind rules such as ``"sd"`` or ``"-2*sd"``
 (paper §3.2) before the passes over the data. Before this module, the stepped columns of the
 reference data were gathered into memory for them; the ``sd`` and ``unit`` rules now come from
-merged per-partition moments. ``iqr`` and ``mad`` still need the column's values.
+merged per-partition moments, and the levels of a text column from its distinct values
+(:func:`rule_frame`). ``iqr`` and ``mad`` still need the column's values.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd  # noqa: F401 - partitions are pandas frames
+import pandas as pd
 
-__all__ = ["column_sd_steps"]
+__all__ = ["column_sd_steps", "rule_frame"]
 
 
 def _finite_moments(part: pd.DataFrame, cols: list[str]) -> Any:
@@ -60,3 +61,27 @@ def column_sd_steps(steps: Any, reference: Any, features: list[str]) -> tuple[di
         if np.isfinite(h) and h != 0:
             out[f], rules[f] = h, steps[f].strip()
     return out, rules
+
+
+def rule_frame(reference: Any, features: list[str]) -> pd.DataFrame:
+    """The reference columns ``features`` as step rules read them: the distinct values of a text (non-
+    categorical dtype) column, repeated to the frame's length (its level set is what counts); numeric
+    columns (``iqr``/``mad`` rules) in full. Other columns of ``reference`` are empty (NaN)."""
+    import dask
+
+    from ._validation import is_categorical
+
+    text = [f for f in features if is_categorical(reference._meta[f])]
+    numeric = [f for f in features if f not in text]
+    levels = dict(zip(text, dask.compute(*[reference[f].dropna().unique() for f in text])))
+    full = reference[numeric].compute() if numeric else None
+    length = max([len(full) if full is not None else 0] + [len(v) for v in levels.values()] + [1])
+    cols = {}
+    for f in features:
+        if f in levels:
+            v = pd.Series(levels[f]).reset_index(drop=True)
+            cols[f] = v.iloc[np.arange(length) % len(v)].reset_index(drop=True) if len(v) else pd.Series(
+                [None] * length, dtype=reference._meta[f].dtype)
+        else:
+            cols[f] = full[f].reset_index(drop=True)
+    return pd.DataFrame(cols).reindex(columns=list(reference.columns))

@@ -65,12 +65,20 @@ def _dask_dictionary(model: Any, features: Any, cfg: dict) -> list[dict]:
 
     from .validate import levels_of
 
+    from dask import delayed
+
+    from .._dask import _tree_reduce
+    from .._dask_steps import _finite_moments
+
     names = model_features(model, features)
     numeric = [f for f in names if not is_categorical(features[f])]
     num = features[numeric].astype(float)
     finite = num.where(num.abs() < np.inf)  # the pandas dictionary drops infinite values, like NaN
-    missing, lo, hi, sd = dask.compute(features[names].isna().sum(), finite.min(), finite.max(), finite.std(ddof=1))
-    count = dask.compute(finite.count())[0]
+    # SD from merged moments (Chan et al.), not Dask's sum-of-squares variance: no cancellation at large means
+    moments = _tree_reduce([delayed(_finite_moments)(p, numeric) for p in features.to_delayed()])
+    missing, lo, hi, m = dask.compute(features[names].isna().sum(), finite.min(), finite.max(), moments)
+    count = dict(zip(numeric, m.n))
+    sd = dict(zip(numeric, m.sd(ddof=1)))
     rows = []
     for f in names:
         row: dict[str, Any] = {"feature": f, "unit": cfg["units"].get(f, ""),
