@@ -257,7 +257,7 @@ def compute_effect_dask(model: Any, data: Any, reference: Any, eff: dict, seed: 
         stab = fme.partition_stability(part, n_subsamples=int(eff["stability"]["subsamples"]),
                                        fraction=float(eff["stability"]["fraction"]), random_state=seed)
     summary["stability"] = None if stab is None else _stability_summary(stab, part, summary["ame"], eff["stability"])
-    res.release()
+    res.sorted_parts.clear()  # the quantiles used above are cached; free the workers' sorted values
     return {"result": small, "partition": part, "summary": summary, "stability": stab, "dask_result": res}
 
 
@@ -294,6 +294,6 @@ def _sensitivity(model: Any, data: Any, reference: Any, res: Any, summary: dict,
         row.update(step_label=r.describe_steps(), n=st["n"],
                    n_extrapolation=int(r.summary_data.codes[3]) if r.detector is not None else None,
                    ame=st["mean"], ci_low=st["ci_low"], ci_high=st["ci_high"])
-        r.release()
+        r.sorted_parts.clear()  # drop the sorted values kept on the workers (no quantile needed here)
         rows.append(row)
     return rows

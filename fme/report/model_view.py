@@ -76,7 +76,8 @@ def _dask_dictionary(model: Any, features: Any, cfg: dict) -> list[dict]:
     finite = num.where(num.abs() < np.inf)  # the pandas dictionary drops infinite values, like NaN
     # SD from merged moments (Chan et al.), not Dask's sum-of-squares variance: no cancellation at large means
     moments = _tree_reduce([delayed(_finite_moments)(p, numeric) for p in features.to_delayed()])
-    missing, lo, hi, m = dask.compute(features[names].isna().sum(), finite.min(), finite.max(), moments)
+    missing, lo, hi = dask.compute(features[names].isna().sum(), finite.min(), finite.max())
+    m = moments.compute()
     count = dict(zip(numeric, m.n))
     sd = dict(zip(numeric, m.sd(ddof=1)))
     rows = []
