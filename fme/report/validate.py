@@ -154,7 +154,7 @@ def resolve_target_class(cfg: dict, model: Any) -> Any:
 def levels_of(data: pd.DataFrame, feature: str) -> list:
     """Levels of a categorical column (categories in order, else sorted distinct values)."""
     col = data[feature]
-    if isinstance(col.dtype, pd.CategoricalDtype) and col.cat.known:
+    if isinstance(col.dtype, pd.CategoricalDtype) and getattr(col.cat, "known", True):  # known: Dask only
         return list(col.cat.categories)
     values = col.dropna().unique()
     if hasattr(values, "compute"):  # a Dask column: only its distinct values come back
