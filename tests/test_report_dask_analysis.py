@@ -124,8 +124,10 @@ def _differences(a, b, exempt: tuple = tuple(DIFFERENT_BY_DESIGN), path: str = "
         return out
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
+            if (k not in a or k not in b) and not any(re.fullmatch(p, f"{path}/{k}") for p in exempt):
                 out.append((f"{path}/{k}", "only in one"))
+            elif k not in a or k not in b:
+                continue
             else:
                 _differences(a[k], b[k], exempt, f"{path}/{k}", out, rel)
     elif isinstance(a, list) and isinstance(b, list):
