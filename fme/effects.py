@@ -46,9 +46,6 @@ def is_dask_collection(obj: Any) -> bool:
 __all__ = ["FMEResult", "fme", "ON_EXTRAPOLATION"]
 
 ON_EXTRAPOLATION = ("exclude", "keep", "shrink")
-#: Cells (rows x columns) of one stacked NLM frame; bounds memory to a few hundred MB.
-_CELL_BUDGET = 50_000_000
-_MIN_BATCH = 100_000
 
 
 @dataclass(frozen=True, eq=False)
