@@ -209,6 +209,7 @@ def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, dige
                 stages: "_Stages | None" = None) -> tuple[Path, Path | None, str]:
     """Run the notebook and render into ``work`` (a fresh folder); returns (html, pdf or None, renderer used)."""
     from . import render
+    from ._notebook import stabilise
     from .context import build_context
 
     stages = stages or _Stages(cfg["_name"], want_pdf, False)
@@ -223,6 +224,7 @@ def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, dige
                                            "out_dir": str(work.resolve())},
                                progress_bar=stages.enabled, log_output=False, kernel_name="python3",
                                kernel_manager_class=logged_kernel_manager(kernel_log))
+    stabilise(work / "analysis.ipynb")  # no wall-clock times: same inputs, same notebook
     timings["analysis"] = time.perf_counter() - t
     log(f"[fme report] {cfg['_name']}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
     build_info = {"inputs_sha256": digest, "tools": render.tool_versions(), "config_arg": str(config_path),
