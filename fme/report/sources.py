@@ -128,7 +128,8 @@ def session(scheduler: str | None) -> Any:
     if scheduler:
         client, cluster = Client(scheduler, timeout="30s", set_as_default=True), None
     else:
-        cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address=None)
+        # a free port, not 8787 (see dask_session)
+        cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address="127.0.0.1:0")
         try:
             client = Client(cluster, set_as_default=True)
         except BaseException:
