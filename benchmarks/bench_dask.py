@@ -161,7 +161,7 @@ def main() -> None:
         if args.malloc == "distributed":
             environ["MALLOC_TRIM_THRESHOLD_"] = 65536
         with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), \
-                LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
                              memory_limit="8GiB") as cluster, Client(cluster) as client:
             D = dd.from_map(make_chunk, list(range(n_parts)), rows=args.chunk, meta=meta)
             start = time.perf_counter()

@@ -22,6 +22,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-pdf", action="store_true", help="skip the PDF")
     r.add_argument("--renderer", choices=["auto", "pandoc", "quarto"], default="auto",
                    help="auto (default): quarto when on PATH, else pandoc + typst")
+    r.add_argument("--no-progress", action="store_true",
+                   help="no progress bars (default: shown on a terminal only, unless FME_PROGRESS=0)")
     rr = sub.add_parser("render", help="re-render report.{qmd,html,pdf} of built report folder(s) from their "
                                        "results.json, without recomputing",
                         description="Re-render a built report (e.g. reports/boston-svm/) from its kept "
@@ -32,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     rr.add_argument("--renderer", choices=["auto", "pandoc", "quarto"], default="auto")
     d = sub.add_parser("demo", help="build the bundled Boston SVM report (reports/boston-svm.yaml)")
     d.add_argument("--force", action="store_true")
+    d.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
 
 
@@ -83,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     for cfg in configs:
         try:
-            res = build_report(cfg, out, force=force, pdf=pdf, renderer=getattr(args, "renderer", "auto"))
+            res = build_report(cfg, out, force=force, pdf=pdf, renderer=getattr(args, "renderer", "auto"),
+                               progress=False if args.no_progress else None)
         except ConfigError as exc:  # one line <config>:<line>: <key>: <problem>; details in the log it names
             print(str(exc), file=sys.stderr)
             status = 1

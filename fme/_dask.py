@@ -23,8 +23,9 @@
 partition, when computed) with the index and columns of the pandas result.
 Bootstrap inference refits in memory and evaluates each refit per partition
 (:mod:`fme._dask_bootstrap`). ``by`` groups of :func:`fme.ame` are summed in
-the same pass (:mod:`fme._dask_groups`). ``target_class='all'`` is not
-available on Dask data yet (a :class:`~fme.exceptions.ParameterError` says so).
+the same pass (:mod:`fme._dask_groups`). Several outputs (``target_class='all'``,
+multi-output models) give a :class:`fme._dask_outputs.DaskMultiFMEResult`
+with figures per class.
 """
 
 from __future__ import annotations
@@ -133,6 +134,11 @@ def _partition_pass(part: pd.DataFrame, plan: Plan, threshold: float, groups: An
 
         sums, group_parts = group_sums(batch, group_codes(part, groups), groups.n_groups)
         summary = replace(summary, groups=sums)
+    if plan.names is not None:  # several outputs: sorted values per output (fme._dask_outputs)
+        from ._dask_outputs import sorted_outputs
+
+        fm, nl = sorted_outputs(batch.results, plan)
+        return summary, fm, nl, group_parts
     fm = np.sort(batch.results["fme"].to_numpy(dtype=float))
     fm = fm[~np.isnan(fm)]
     nl = None
@@ -256,7 +262,7 @@ class DaskFMEResult:
     conf_level: float = 0.95
     detector_fit: dict = field(default_factory=dict)
     sorted_parts: dict = field(default_factory=dict, repr=False)
-    output_names: None = None
+    output_names: tuple | None = None
     data: Any = field(default=None, repr=False)
     plan: Plan | None = field(default=None, repr=False)
     model_features: tuple[str, ...] | None = None
@@ -449,9 +455,6 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
 
     require_dask()
     sample_size = _check_sample_size(sample_size)
-    if target_class == "all":
-        raise ParameterError("target_class='all' is not available on Dask data yet; pass one class "
-                             "(target_class=<label>) per call.")
     data = _model_frames(model, as_dask(data, "data"))
     reference = data if reference_data is None else _model_frames(model, as_dask(reference_data, "reference_data"))
     probe = _probe(data, "data")
@@ -491,8 +494,6 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     if boot_method:  # the main pass needs only the fMEs; the refits' sums come from their own passes
         plan = replace(plan, method="sample", bootstrap=None)
     plan = replace(plan, progress=False)  # per-partition bars would interleave; distributed's progress instead
-    if plan.names is not None:
-        raise ParameterError("multi-output models are not available on Dask data yet; pass target_class=<label>.")
     fit_info: dict = {}
     if plan.detector is not None:
         fit_info = _fit_detector(plan, reference, sample_size, _seed(random_state))
@@ -507,7 +508,8 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
         first = replace(plan, settings=None, method="sample")
         spread = _tree_reduce([delayed(_spread_pass)(p, first) for p in parts]).compute().spread
         with np.errstate(invalid="ignore", divide="ignore"):
-            plan = replace(plan, spread=np.sqrt(spread.m2 / np.maximum(spread.n, 1))[0])
+            scale = np.sqrt(spread.m2 / np.maximum(spread.n, 1))
+            plan = replace(plan, spread=scale[0] if plan.names is None else scale)  # one per output
     pass_plan = replace(plan, spread=np.zeros(1)) if deferred else plan
     outs = [delayed(_partition_pass, nout=4)(p, pass_plan, threshold, groups, deferred) for p in parts]
     tree = _tree_reduce([o[0] for o in outs])
@@ -549,7 +551,10 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     ex_meta = _excluded_frame(np.zeros(0, dtype=np.int8), [], data._meta.index[:0])
     excluded = data.map_partitions(_partition_excluded, plan, meta=ex_meta)
     settings = plan.settings
-    return DaskFMEResult(
+    cls = DaskFMEResult
+    if plan.names is not None:  # several outputs: figures per class (fme._dask_outputs)
+        from ._dask_outputs import DaskMultiFMEResult as cls
+    return cls(
         results=results, excluded=excluded, steps=plan.steps, summary_data=summary,
         model_description=plan.predictor.description,
         nlm_method=None if settings is None else settings.method,
@@ -560,5 +565,6 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
         on_extrapolation=plan.policy, inference_method="bootstrap" if boot_method else plan.method,
         conf_level=conf_level, detector_fit=fit_info, bootstrap_draws=boot,
         sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan, groups=groups, group_parts=gp_p,
+        output_names=None if plan.names is None else tuple(plan.names),
         model_features=None if plan.predictor.feature_names is None else tuple(plan.predictor.feature_names))
 

@@ -2,7 +2,8 @@
 
 * :func:`ame_dask`: :func:`fme.ame` on Dask data, one pass of the kernel per
   table row (numeric steps, rules, observation-wise categorical levels;
-  delta, bootstrap (one seed for every row) and sample inference; ``by``
+  classic categorical levels, all of a feature's levels in one pass,
+  :mod:`fme._dask_classic`; delta, bootstrap (one seed for every row) and sample inference; ``by``
   groups and their pairwise differences from per-group sums of the same
   pass, :mod:`fme._dask_groups`).
 * :func:`came_dask`: :func:`fme.came` on Dask effects: the tree is grown on
@@ -33,14 +34,10 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
     from .inference import resolve_method
     from .predictors import make_predictor
     from ._validation import is_categorical
-    from .steps import _levels
-
     from .margins import _HYPOTHESES, _check_by
 
     if categorical not in ("observation", "classic"):
         raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
-    if categorical != "observation":
-        raise ParameterError("categorical='classic' is not available on Dask data yet; use 'observation'.")
     if hypothesis not in _HYPOTHESES:
         raise ParameterError(f"hypothesis must be None or 'pairwise', got {hypothesis!r}.")
     data = _model_frames(model, as_dask(data, "data"))
@@ -73,13 +70,14 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
             raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
         if is_categorical(meta[feature]):
             if value is None:
-                col = meta[feature]
-                from dask.dataframe.utils import has_known_categories
-
-                known = isinstance(col.dtype, pd.CategoricalDtype) and has_known_categories(col)
-                levels = _levels(col) if known else _levels(data[feature].dropna().drop_duplicates().compute())
+                levels = _all_levels(data, feature)
             else:
                 levels = [value]
+            if categorical == "classic":
+                rows.extend(_classic_rows(model, data, feature, value, levels if value is None else
+                                          _all_levels(data, feature), method, bootstrap, conf_level, groups,
+                                          hypothesis, fme_kwargs))
+                continue
             targets = [(np.nan, lv) for lv in levels]
         else:
             targets = [(value, None)]
@@ -120,6 +118,41 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
             res.release()
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     return pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
+
+
+def _classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list, method: str, bootstrap: Any,
+                  conf_level: float, groups: Any, hypothesis: Any, fme_kwargs: dict) -> list[dict[str, Any]]:
+    """The table rows of the categorical ``feature`` with ``categorical='classic'`` (one pass for all levels,
+    :mod:`fme._dask_classic`)."""
+    from ._dask_classic import classic_reference, classic_results
+
+    reference = classic_reference(feature, value, levels)
+    results = classic_results(model, data, feature, reference, levels, method=method, bootstrap=bootstrap,
+                              conf_level=conf_level, groups=groups, target_class=fme_kwargs.get("target_class"),
+                              batch_size=fme_kwargs.get("batch_size"), progress=fme_kwargs.get("progress"))
+    rows: list[dict[str, Any]] = []
+    for res in results:
+        head = {"feature": feature, "step": np.nan, "level": res.steps[0].value, "reference": reference}
+        if groups is not None:
+            rows.extend(_group_rows(res, head, groups, hypothesis, conf_level, method))
+        else:
+            t = res.tidy(conf_level).iloc[0].to_dict()
+            t.pop("step")
+            t["inference"] = method
+            rows.append({**head, **t})
+        res.release()
+    return rows
+
+
+def _all_levels(data: Any, feature: str) -> list:
+    """The levels of a categorical column of the Dask ``data``, as :func:`fme.steps._levels` of all rows."""
+    from dask.dataframe.utils import has_known_categories
+
+    from .steps import _levels
+
+    col = data._meta[feature]
+    known = isinstance(col.dtype, pd.CategoricalDtype) and has_known_categories(col)
+    return _levels(col) if known else _levels(data[feature].dropna().drop_duplicates().compute())
 
 
 # ----------------------------------------------------------------- by groups

@@ -310,7 +310,8 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
                 nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread)
             elif settings is not None:
                 nlm_values, status, nlm_sd = _nlm_values(settings, predictor, X, parsed, h, f0, f1,
-                                                         plan.batch_size, spread=plan.spread, return_sd=True)
+                                                         plan.batch_size, spread=plan.spread, return_sd=True,
+                                                         progress=plan.progress)
     out_index = index[cand]
     res: dict[str, Any] = {}
     if names is None:
@@ -410,6 +411,10 @@ class Summary:
         With ``on_extrapolation='keep'``: evaluated rows flagged as extrapolation.
     groups : object with ``merge``, optional
         Per-group sums of ``by`` groups (:class:`fme._dask_groups.GroupSums`).
+    rows_any : ndarray (4,) or None
+        Several outputs with NLMs: rows with ``constant``, ``flat``,
+        ``inaccurate`` status in any output, and rows with an undefined
+        (NaN) NLM in any output (the counts of :class:`fme.FMEResult`).
     """
 
     codes: np.ndarray
@@ -423,6 +428,7 @@ class Summary:
     info: dict = field(default_factory=dict, repr=False)
     n_kept_extrapolation: int = 0
     groups: Any = field(default=None, repr=False)
+    rows_any: np.ndarray | None = None
 
     def merge(self, other: "Summary") -> "Summary":
         def add(a, b):
@@ -437,7 +443,7 @@ class Summary:
                        jacobian=add(self.jacobian, other.jacobian),
                        vcov=self.vcov if self.vcov is not None else other.vcov, info={**other.info, **self.info},
                        n_kept_extrapolation=self.n_kept_extrapolation + other.n_kept_extrapolation,
-                       groups=mrg(self.groups, other.groups))
+                       groups=mrg(self.groups, other.groups), rows_any=add(self.rows_any, other.rows_any))
 
 
 def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
@@ -448,7 +454,7 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
     fm = Moments.of(res[fcols].to_numpy(dtype=float))
     codes = np.bincount(batch.code, minlength=4).astype(np.int64)
     spread = Moments.of(np.concatenate([batch.f0, batch.f1]))
-    nlm = n_linear = status = None
+    nlm = n_linear = status = rows_any = None
     if plan.settings is not None:
         ncols = ["nlm"] if names is None else [f"nlm_{c}" for c in names]
         scols = ["nlm_status"] if names is None else [f"nlm_status_{c}" for c in names]
@@ -458,6 +464,9 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
             n_linear = (v >= threshold).sum(axis=0).astype(np.int64)
         st = res[scols].to_numpy()
         status = np.array([(st == s).sum(axis=0) for s in _STATUS], dtype=np.int64)
+        if names is not None:
+            rows_any = np.array([(st == s).any(axis=1).sum() for s in _STATUS[1:]]
+                                + [np.isnan(v).any(axis=1).sum()], dtype=np.int64)
     jac = vcov = None
     info: dict = {}
     rows = batch.rows
@@ -465,7 +474,7 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
         jac, vcov, info = rows.jacobian.sum(axis=0), rows.vcov, dict(rows.info)
     kept = int(res["extrapolation"].sum()) if "extrapolation" in res.columns else 0
     return Summary(codes=codes, fme=fm, nlm=nlm, spread=spread, n_linear=n_linear, status=status, jacobian=jac,
-                   vcov=vcov, info=info, n_kept_extrapolation=kept)
+                   vcov=vcov, info=info, n_kept_extrapolation=kept, rows_any=rows_any)
 
 
 def results_meta(plan: Plan, index: pd.Index) -> pd.DataFrame:

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .exceptions import ParameterError
+from ._progress import progress_bar
 from .nlm import (DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, NLM_METHODS, QuadratureRule, gauss_kronrod_rules,
                   nlm_from_path, quadrature_rule)
 from ._tree_paths import read_forest, traverse_nlm
@@ -105,8 +106,11 @@ def resolve_method(model: Any, method: str, points: int | None, intervals: int |
 
 
 def adaptive_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.ndarray, f1: np.ndarray,
-                 tol: float, max_level: int, batch_size: int | None = None):
+                 tol: float, max_level: int, batch_size: int | None = None, progress: bool | None = False):
     """Gauss-Kronrod NLM with error control (see module docstring).
+
+    ``progress``: a bar over the batches of each refinement level that spans
+    more than one batch (:func:`fme._progress.progress_bar`).
 
     Returns
     -------
@@ -124,7 +128,9 @@ def adaptive_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.
         kron, gauss = gauss_kronrod_rules(k)
         per = max(1, X.shape[1]) * kron.nodes.size
         size = batch_size or max(1000, STACK_CELL_BUDGET // per)
-        for start in range(0, todo.size, size):  # batches of rows, never one row at a time
+        starts = range(0, todo.size, size)  # batches of rows, never one row at a time
+        for start in progress_bar(starts, total=len(starts), progress=progress,
+                                  desc=f"NLM Gauss-Kronrod, {k} sub-interval{'s' if k > 1 else ''}"):
             idx = todo[start:start + size]
             xb = X.iloc[idx]
             hb = {s.feature: np.broadcast_to(_numeric_shift(s, h), (n,))[idx] for s in steps if s.is_numeric}
@@ -180,22 +186,24 @@ def _traversable(forest, X: pd.DataFrame) -> bool:
 
 def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[Step, ...],
                 h: Mapping[str, np.ndarray] | None, f0: np.ndarray, f1: np.ndarray, batch_size: int | None,
-                spread: np.ndarray | None = None, return_sd: bool = False):
+                spread: np.ndarray | None = None, return_sd: bool = False, progress: bool | None = False):
     """(nlm, status) by the resolved method: exact or adaptive Gauss-Kronrod (fixed rules: in fme.effects).
 
     ``return_sd``: also the SD of f along each path (nlm, status, sd), the
     flat-path test's numerator (a Dask pass classifies flat paths at its end).
+    ``progress``: bars over the method's batches (chunks of rows, refinement levels) when there are several.
     """
     if settings.method == "exact":
         shifts = {s.feature: np.broadcast_to(np.asarray(h[s.feature] if h is not None and s.feature in h
                                                          else s.value, dtype=float), (len(X),)) for s in steps}
         if _traversable(settings.forest, X):
-            nlm, sd, _ = traverse_nlm(settings.forest, X, shifts, f0, f1)
+            nlm, sd, _ = traverse_nlm(settings.forest, X, shifts, f0, f1, progress=progress)
         else:
-            nlm, sd, _ = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1)
+            nlm, sd, _ = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1, progress=progress)
         out = classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread)
     else:
-        nlm, sd, err, _ = adaptive_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.max_level, batch_size)
+        nlm, sd, err, _ = adaptive_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.max_level, batch_size,
+                                       progress)
         out = classify(nlm, sd, f0, f1, settings.flat_tol, err, settings.tol, spread=spread)
     return (*out, sd) if return_sd else out
 

@@ -41,6 +41,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from ._progress import progress_bar
 from .nlm_exact import _closed_forms, float32_boundary
 
 __all__ = ["Forest", "read_forest", "traverse_nlm"]
@@ -499,7 +500,7 @@ def _default_threads() -> int:
 
 def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarray], f0: np.ndarray,
                  f1: np.ndarray, entry_budget: int = _ENTRY_BUDGET,
-                 n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+                 n_threads: int | None = None, progress: bool | None = False) -> tuple[np.ndarray, np.ndarray, int]:
     """Exact NLMs by tree traversal: same outputs as :func:`fme.nlm_exact.exact_nlm` (nlm, sd, segments).
 
     ``X`` holds the model's columns in the model's order, all numeric; the
@@ -507,7 +508,8 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
     on ``n_threads`` threads (default: the usable cores, at most 4 and at most ``OMP_NUM_THREADS``; NumPy
     releases the GIL in the array operations, as the ensembles' own
     ``predict`` runs on all cores). Chunks are independent, so the result
-    does not depend on the number of threads.
+    does not depend on the number of threads. ``progress``: a bar over the
+    chunks when there are several (:func:`fme._progress.progress_bar`).
     """
     n, p = X.shape
     arr = X.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -531,10 +533,11 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
         return nl, sd, srow.size
 
     workers = min(len(chunks), n_threads if n_threads is not None else _default_threads())
+    bar = dict(total=len(chunks), desc="exact NLM (tree traversal, chunks of rows)", progress=progress)
     if workers > 1:
         with ThreadPoolExecutor(workers) as pool:
-            parts = list(pool.map(one, chunks))
+            parts = list(progress_bar(pool.map(one, chunks), **bar))
     else:
-        parts = [one(sl) for sl in chunks]
+        parts = [one(sl) for sl in progress_bar(chunks, **bar)]
     return (np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts]),
             int(sum(q[2] for q in parts)))

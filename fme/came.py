@@ -459,6 +459,8 @@ def came(
     >>> part = fme.came(eff, minbucket=100, testtype="teststatistic", mincriterion=0.99)  # doctest: +SKIP
     >>> part.leaves[["node", "n", "came", "came_ci_low", "came_ci_high"]]              # doctest: +SKIP
     """
+    if type(effects).__name__ == "DaskMultiFMEResult":  # several outputs of Dask data, as for FMEResult below
+        raise ParameterError("came needs one fME per row; compute effects with a single target_class, not 'all'.")
     if type(effects).__name__ == "DaskFMEResult":
         from ._dask_tables import came_dask
 

@@ -394,14 +394,17 @@ def fme(
         (default 10**6; all rows when there are no more). The envelope always
         uses all rows (min/max reductions).
     progress : bool, optional
-        Progress bars for long work (more than one batch; Dask passes):
-        default on a terminal only, unless ``FME_PROGRESS=0``.
+        Progress bars for long work (more than one batch of fMEs or of the
+        NLM's rows; Dask passes): default on a terminal only, unless
+        ``FME_PROGRESS=0``.
 
     ``data`` may be a ``dask.dataframe.DataFrame`` (``pip install 'fme[dask]'``):
     the result is then a :class:`fme._dask.DaskFMEResult` whose summaries equal
     those of the pandas result on the same rows (to ~1e-15 relative; quartiles
-    and medians exactly) and whose ``results`` is a lazy Dask DataFrame; see
-    :mod:`fme._dask` for what is not available there yet.
+    and medians exactly) and whose ``results`` is a lazy Dask DataFrame (for
+    several outputs, ``target_class='all'``, a
+    :class:`fme._dask_outputs.DaskMultiFMEResult` with figures per class); see
+    :mod:`fme._dask`.
 
     Returns
     -------

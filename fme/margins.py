@@ -68,7 +68,8 @@ def _groups(data: pd.DataFrame, by_cols: list[str]) -> tuple[np.ndarray, pd.Data
     if not by_cols:
         return np.zeros(len(data), dtype=np.int64), pd.DataFrame(index=[0])
     gb = data[by_cols].groupby(by_cols, sort=True, observed=True, dropna=True)
-    codes = gb.ngroup().to_numpy(dtype=np.int64)
+    # ngroup() is NaN (float) for rows whose key is missing: -1 before the cast (NaN has no int64 value)
+    codes = gb.ngroup().fillna(-1).to_numpy(dtype=np.int64)
     keys = gb.size().index.to_frame(index=False)
     return codes, keys
 
@@ -159,7 +160,9 @@ def ame(
         ``observation``: the observation-wise categorical ME (§5.1), rows
         already at the level are left out. ``classic``: every row is set to
         the reference level (the first level, or the value given in
-        ``steps``), then to each other level (Eq. categorical_me).
+        ``steps``), then to each other level (Eq. categorical_me). On Dask
+        data both work; classic evaluates all levels of a feature in one pass
+        (:mod:`fme._dask_classic`).
     **fme_kwargs
         Passed to :func:`fme.fme` (``extrapolation``, ``reference_data``, ...).
 

@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._progress import progress_bar
+
 __all__ = ["tree_thresholds", "exact_nlm", "exact_support", "float32_boundary"]
 
 #: Cells (segments x columns) of one stacked frame of midpoints.
@@ -317,6 +319,7 @@ def exact_nlm(
     f0: np.ndarray,
     f1: np.ndarray,
     cell_budget: int = _CELL_BUDGET,
+    progress: bool | None = False,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Exact NLMs of piecewise-constant paths (paper §5.4), all rows at once.
 
@@ -332,6 +335,11 @@ def exact_nlm(
         From :func:`tree_thresholds`.
     f0, f1 : ndarray of shape (n,) or (n, c)
         f(x) and f(x + h).
+    cell_budget : int
+        Cells (segments x columns) of one stacked prediction frame.
+    progress : bool or None, default=False
+        A bar over the chunks of rows when there are several
+        (:func:`fme._progress.progress_bar`; None: on a terminal).
 
     Returns
     -------
@@ -359,7 +367,9 @@ def exact_nlm(
         bounds.append(min(n, max(stop, start + 1)))
     nlm_parts, sd_parts, total = [], [], 0
     float_frame = all(isinstance(dt, np.dtype) and np.issubdtype(dt, np.floating) for dt in X.dtypes)
-    for start, stop in zip(bounds[:-1], bounds[1:]):
+    spans = list(zip(bounds[:-1], bounds[1:]))
+    for start, stop in progress_bar(spans, total=len(spans), desc="exact NLM (segment midpoints, chunks of rows)",
+                                    progress=progress):
         sl = slice(start, stop)
         m = stop - start
         rows, ts = [np.arange(m), np.arange(m)], [np.zeros(m), np.ones(m)]

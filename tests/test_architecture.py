@@ -35,7 +35,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("effects, margins, inference", ("fme.inference", "fme._bootstrap", "fme._delta", "fme._kernel", "fme.effects",
                                      "fme.margins", "fme.linearity", "fme._dask", "fme._dask_bootstrap",
                                      "fme._dask_groups", "fme._dask_margins", "fme._dask_nlm",
-                                     "fme._dask_quantiles", "fme._dask_steps")),
+                                     "fme._dask_quantiles", "fme._dask_steps", "fme._dask_classic",
+                                     "fme._dask_outputs")),
     # _dask_tables holds came_dask (and ame_dask, see ALLOWANCES).
     ("trees and cAMEs", ("fme.ctree", "fme._ctree_stats", "fme._cart", "fme._tree_args", "fme.came",
                          "fme._came_support", "fme._dask_tables")),

@@ -25,7 +25,9 @@ FIGURES = ["ame", "std_error", "statistic", "conf_low", "conf_high", "q25", "q75
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    # dashboard_address=None would still bind the scheduler's HTTP server to 8787 (a warning when taken)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address="127.0.0.1:0")
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
@@ -467,6 +469,142 @@ def test_mem_object_levels_on_dask(client, frame):
     b = fme.mem(model, _dd(data, 3), {"s": "c", "x1": 0.5})
     assert len(a) == 2  # the other levels a and b
     _same_grid(b, a)
+
+
+# ----------------------------------------------------------------- classic categorical AME (one pass, all levels)
+def test_ame_classic_equals_pandas(client, frame, X, hgb):
+    """Every row set to the reference, then to each level (rows already there and missing ones count)."""
+    import statsmodels.formula.api as smf
+
+    # an interaction: the level effects vary over the rows (an additive one differs between groups by rounding only)
+    m = smf.ols("y ~ x1 + I(x1**2) + x2 * cat", data=frame).fit()
+    data = frame.assign(g=np.where(frame["k"] < 4, "low", "high"))
+    D = _dd(data, 4)
+    for steps in ({"cat": None, "x1": 1.0}, {"cat": "b"}):
+        a = fme.ame(m, data, steps, categorical="classic")
+        b = fme.ame(m, D, steps, categorical="classic")
+        assert (b["inference"] == "delta").all() and list(b.columns) == list(a.columns)
+        pd.testing.assert_frame_equal(b[["feature", "level", "reference", "inference", "n", "n_excluded"]],
+                                      a[["feature", "level", "reference", "inference", "n", "n_excluded"]],
+                                      check_dtype=False)
+        assert (a.loc[a["feature"] == "cat", "n"] == len(data)).all()
+        for c in FIGURES + ["step"]:
+            _close(b[c], a[c])
+        _close_p(b, a)
+        _close_sd(b, a)
+    grouped = None
+    for hyp in (None, "pairwise"):  # groups by another column, and by the stepped feature itself
+        for by in ("g", "cat"):
+            a = fme.ame(m, data, {"cat": None}, categorical="classic", by=by, hypothesis=hyp)
+            b = fme.ame(m, D, {"cat": None}, categorical="classic", by=by, hypothesis=hyp)
+            _same_table(b, a, ["feature", "level", "reference", by if hyp is None else "hypothesis"],
+                        None if hyp is None else grouped[by])
+        grouped = {by: fme.ame(m, data, {"cat": None}, categorical="classic", by=by) for by in ("g", "cat")}
+    # a model without parameters (sample inference), a missing level value counted like pandas
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OrdinalEncoder
+
+    cats = frame[["x1", "x2", "cat"]].copy()
+    cats.loc[cats.index[:7], "cat"] = np.nan
+    pipe = make_pipeline(make_column_transformer((OrdinalEncoder(), ["cat"]), remainder="passthrough"),
+                         HistGradientBoostingRegressor(max_iter=20, random_state=0)).fit(cats, frame["y"])
+    a = fme.ame(pipe, cats, {"cat": "c"}, categorical="classic")
+    b = fme.ame(pipe, _dd(cats, 3), {"cat": "c"}, categorical="classic")
+    assert (b["inference"] == "sample").all() and (b["n"] == len(cats)).all() and len(b) == 2
+    for c in FIGURES + ["n", "n_excluded"]:
+        _close(b[c], a[c])
+    assert list(b["level"]) == list(a["level"]) and list(b["reference"]) == list(a["reference"])
+
+
+def test_ame_classic_bootstrap_equals_pandas(client, frame):
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    data = frame[["x1", "x2", "cat"]]
+    model = make_pipeline(make_column_transformer((OneHotEncoder(), ["cat"]), remainder="passthrough"),
+                          LinearRegression()).fit(data, frame["y"])
+    spec = {"X": data, "y": frame["y"], "n_resamples": 8, "random_state": 5}
+    a = fme.ame(model, data, {"cat": None}, categorical="classic", bootstrap=spec)
+    b = fme.ame(model, _dd(data, 3), {"cat": None}, categorical="classic", bootstrap=spec)
+    assert (b["inference"] == "bootstrap").all() and len(b) == 2
+    for c in FIGURES + ["n"]:
+        _close(b[c], a[c])
+    with pytest.raises(fme.exceptions.StepError, match="not a level"):
+        fme.ame(model, _dd(data, 3), {"cat": "zz"}, categorical="classic")
+
+
+# ----------------------------------------------------------------- several outputs (target_class='all', multi-output)
+def _same_outputs(res, dres):
+    assert dres.output_names == res.output_names and dres.n == res.n and dres.n_excluded == res.n_excluded
+    for name in ["ame", "sd", "std_error"] + (["anlm"] if res.has_nlm else []):
+        got, want = getattr(dres, name), getattr(res, name)
+        pd.testing.assert_index_equal(got.index, want.index)
+        _close(got, want)
+    if res.has_nlm:
+        for name in ["median_nlm", "share_linear"]:  # exact: order statistics and counts
+            pd.testing.assert_series_equal(getattr(dres, name), getattr(res, name))
+        assert (dres.n_nlm_undefined, dres.n_nlm_constant, dres.n_nlm_flat, dres.n_nlm_inaccurate) == \
+            (res.n_nlm_undefined, res.n_nlm_constant, res.n_nlm_flat, res.n_nlm_inaccurate)
+    t, u = res.tidy(), dres.tidy()
+    assert list(u.columns) == list(t.columns) and list(u["class"]) == list(t["class"])
+    pd.testing.assert_frame_equal(u[["step", "class", "inference", "n", "n_excluded"]],
+                                  t[["step", "class", "inference", "n", "n_excluded"]])
+    for c in FIGURES:
+        _close(u[c], t[c])
+    _close_p(u, t)
+    _close_sd(u, t)
+    _close(dres.p_value, u["p_value"].set_axis(list(res.output_names)))
+    _close(dres.conf_int(0.9), res.conf_int(0.9))
+    pd.testing.assert_index_equal(dres.conf_int().index, res.conf_int().index)
+    for k in res.ame.index:
+        assert float(dres.median[k]) == float(np.median(res.results[f"fme_{k}"]))
+    pd.testing.assert_frame_equal(dres.results.compute(), res.results)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"nlm": True}, {"nlm": True, "extrapolation": "envelope"}])
+def test_target_class_all_equals_pandas(client, X, frame, kwargs):
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    y = pd.cut(frame["y"], 3, labels=["lo", "mid", "hi"]).astype(str)
+    clf = HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, y)
+    kw = dict(kwargs)
+    if "extrapolation" in kw:
+        kw["reference_data"] = X.iloc[:2000]
+    res = fme.fme(clf, X, {"x1": 0.5}, target_class="all", **kw)
+    if "reference_data" in kw:
+        kw["reference_data"] = _dd(X.iloc[:2000], 2)
+    dres = fme.fme(clf, _dd(X, 4), {"x1": 0.5}, target_class="all", **kw)
+    assert res.has_nlm == dres.has_nlm == ("nlm" in kw) and len(res.output_names) == 3
+    if res.has_nlm:
+        assert res.n_nlm_undefined > 0 and res.nlm_method == dres.nlm_method == "exact"
+    _same_outputs(res, dres)
+    assert "fme_mid: AME" in dres.summary() and "DaskMultiFMEResult" in repr(dres)
+    with pytest.raises(ParameterError, match="works on one output"):
+        fme.fme(clf, _dd(X, 4), {"x1": 0.5}, target_class="all", inference="delta")
+    with pytest.raises(ParameterError, match="single target_class"):
+        fme.came(dres)
+
+
+def test_multi_output_model_flat_paths_per_output(client, X):
+    """A two-output model on very different scales: the flat-path test uses each output's own spread."""
+    from fme.predictors import Predictor
+
+    def two(d):
+        x = d["x1"].to_numpy()
+        wiggle = 1e-9 * np.sin(40 * x)
+        return np.column_stack([np.where(x < 0, wiggle, x ** 2), 1e6 * np.where(x < 0.5, wiggle, np.cos(x))])
+
+    model = Predictor(two, output_names=["small", "large"], description="two outputs")
+    Xs = X.sort_values("x1")
+    res = fme.fme(model, Xs, {"x1": 0.1}, nlm=True, nlm_method="gauss-legendre", nlm_points=8)
+    dres = fme.fme(model, _dd(Xs, 6), {"x1": 0.1}, nlm=True, nlm_method="gauss-legendre", nlm_points=8)
+    assert res.n_nlm_flat > 100 and (res.results["nlm_status_large"] == "flat").sum() > \
+        (res.results["nlm_status_small"] == "flat").sum()
+    _same_outputs(res, dres)
 
 
 def test_order_statistics_with_heavy_ties_move_distinct_values_only():

@@ -9,10 +9,12 @@ them: chromium, chromium-driver, poppler-utils; axe: npm @axe-core/cli).
 from __future__ import annotations
 
 import html as htmllib
+import io
 import json
 import re
 import shutil
 import subprocess
+import sys
 import textwrap
 import time
 from html.parser import HTMLParser
@@ -50,10 +52,24 @@ def boston(tmp_path_factory):
     return first
 
 
+class _TTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
 @pytest.fixture(scope="module")
 def boston_again(boston, tmp_path_factory):
+    """The same report built again with progress bars on (standard error captured): the same outputs."""
     out2 = tmp_path_factory.mktemp("boston2")
-    return build_report(REPO / "reports" / "boston-svm.yaml", out2, force=True, log=lambda s: None)
+    tty, saved = _TTY(), sys.stderr
+    sys.stderr = tty
+    try:
+        res = build_report(REPO / "reports" / "boston-svm.yaml", out2, force=True, log=lambda s: None,
+                           progress=True)
+    finally:
+        sys.stderr = saved
+    res["stderr"] = tty.getvalue()
+    return res
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +146,53 @@ def test_deterministic_html(boston, boston_again):
         a = a.replace(h1.encode(), b"<inputs hash>")
         b = b.replace(h2.encode(), b"<inputs hash>")
     assert a == b
+
+
+def test_progress_bars_only_on_stderr_and_outputs_unchanged(boston, boston_again):
+    """Progress on (boston_again): the build's stages and papermill's cell bar on standard error; every
+    output file as without progress (boston), up to the inputs hash the HTML/PDF/results show."""
+    text = boston_again["stderr"]
+    for stage in ("analysis notebook: load model and data", "report.qmd", "render HTML", "render PDF"):
+        assert f"[fme report] boston-svm: {stage}" in text, stage
+    assert "Executing" in text and "cell" in text  # papermill's bar over the notebook's cells
+    a_dir, b_dir = Path(boston["out_dir"]), Path(boston_again["out_dir"])
+    h1, h2 = ((d / ".inputs.sha256").read_text().split()[0] for d in (a_dir, b_dir))
+    names = sorted(p.relative_to(a_dir).as_posix() for p in a_dir.rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(b_dir).as_posix() for p in b_dir.rglob("*") if p.is_file())
+    for name in names:
+        if name.endswith((".pdf", ".ipynb")) or name in (".inputs.sha256", "kernel.log"):
+            continue  # the notebook (timestamps, paths: its outputs below) and the kernel's own log differ
+        a, b = (a_dir / name).read_bytes(), (b_dir / name).read_bytes()
+        assert a.replace(h1.encode(), b"") == b.replace(h2.encode(), b""), name
+    cells = [json.loads((d / "analysis.ipynb").read_text(encoding="utf-8"))["cells"] for d in (a_dir, b_dir)]
+    outputs = [[json.dumps(c.get("outputs", [])).replace(str(d.parent / f".{d.name}.partial"), "<out>")
+                for c in cs] for cs, d in zip(cells, (a_dir, b_dir))]
+    assert outputs[0] == outputs[1]  # nothing of the bars in the executed notebook
+
+
+def test_progress_off_writes_nothing_and_cli_switch(monkeypatch, tmp_path):
+    from fme.__main__ import main
+    from fme.report import build
+
+    tty = _TTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    monkeypatch.delenv("FME_PROGRESS", raising=False)
+    stages = build._Stages("x", True, False)
+    stages.start("render HTML")
+    stages.close()
+    assert not stages.enabled and tty.getvalue() == ""
+    monkeypatch.setenv("FME_PROGRESS", "0")
+    assert not build._Stages("x", True, None).enabled  # on a terminal, switched off by the environment
+    seen = []
+
+    def fake(cfg, out, **kw):
+        seen.append(kw["progress"])
+        return {"skipped": True}
+
+    monkeypatch.setattr(build, "build_report", fake)
+    assert main(["report", str(tmp_path / "a.yaml"), "--no-progress"]) == 0
+    assert main(["report", str(tmp_path / "a.yaml")]) == 0
+    assert seen == [False, None]
 
 
 def test_figures_have_no_timestamps(boston):

@@ -200,7 +200,7 @@ def test_dask_report_equals_pandas_report(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def cluster():
-    cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0")
     yield cl
     sources.close_session()
     cl.close()

@@ -63,7 +63,7 @@ def _config(tmp_path: Path, path: str, extra: str = "") -> Path:
 
 @pytest.fixture(scope="module")
 def cluster():
-    cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0")
     yield cl
     cl.close()
 

@@ -1,5 +1,10 @@
 """Build one report: config -> notebook (papermill) -> results -> report.qmd -> HTML + PDF.
 
+Progress: on a terminal (and not with ``progress=False``, ``fme report --no-progress`` or
+``FME_PROGRESS=0``; :mod:`fme._progress`) a bar over the stages (analysis notebook: load model and
+data, effects, model fit; report.qmd; HTML; PDF) and papermill's bar over the notebook's cells, on
+standard error only: the outputs are the same with or without.
+
 Incremental: the build is skipped when the hash of its inputs (:func:`inputs_sha256`:
 config, fitted model, data, fme, templates, lock) equals the one stored in
 ``<out>/.inputs.sha256`` from the last successful build and the outputs exist.
@@ -141,9 +146,12 @@ def inputs_sha256(cfg: dict, templates: Path, digests: dict[str, dict[str, str]]
 
 def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, force: bool = False,
                  pdf: bool | None = None, templates: str | Path | None = None,
-                 log: Callable[[str], Any] = print, renderer: str = "auto") -> dict[str, Any]:
+                 log: Callable[[str], Any] = print, renderer: str = "auto",
+                 progress: bool | None = None) -> dict[str, Any]:
     """Build ``<out>/report.{qmd,html,pdf}`` (and results) for one config.
 
+    ``progress``: bars over the build's stages and the notebook's cells on standard error (default: on a
+    terminal only, unless ``FME_PROGRESS=0``); the outputs do not depend on it.
     Returns a dict with ``skipped`` (bool), the output paths and per-step timings.
     """
     from . import render
@@ -171,15 +179,18 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
         shutil.rmtree(work)
     work.mkdir(parents=True)
     kernel_log = work / "kernel.log"
+    stages = _Stages(cfg["_name"], bool(want_pdf), progress)
     try:
         html, pdf_path, used = _build_into(work, cfg, config_path, tdir, digest, bool(want_pdf), renderer, log,
-                                           timings, kernel_log, digests, previous)
+                                           timings, kernel_log, digests, previous, stages)
     except BaseException as exc:
+        stages.close()
         kernel = kernel_log.read_text(encoding="utf-8", errors="replace") if kernel_log.is_file() else ""
         shutil.rmtree(work, ignore_errors=True)
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         raise _loud(exc, cfg, error_log, kernel) from None
+    stages.close()
     (work / ".inputs.sha256").write_text(stamp_text)
     _replace_dir(work, out)
     if error_log.exists():
@@ -194,13 +205,16 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
 
 def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, digest: str, want_pdf: bool,
                 renderer: str, log: Callable[[str], Any], timings: dict,
-                kernel_log: Path, digests: dict, previous: dict | None = None) -> tuple[Path, Path | None, str]:
+                kernel_log: Path, digests: dict, previous: dict | None = None,
+                stages: "_Stages | None" = None) -> tuple[Path, Path | None, str]:
     """Run the notebook and render into ``work`` (a fresh folder); returns (html, pdf or None, renderer used)."""
     from . import render
     from ._notebook import stabilise
     from .context import build_context
 
+    stages = stages or _Stages(cfg["_name"], want_pdf, False)
     log(f"[fme report] {cfg['_name']}: running the analysis notebook (papermill) ...")
+    stages.start("analysis notebook: load model and data, effects, model fit")
     t = time.perf_counter()
     import papermill
 
@@ -208,7 +222,7 @@ def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, dige
     papermill.execute_notebook(str(tdir / "analysis.ipynb"), str(work / "analysis.ipynb"),
                                parameters={"config_path": str(Path(config_path).resolve()),
                                            "out_dir": str(work.resolve())},
-                               progress_bar=False, log_output=False, kernel_name="python3",
+                               progress_bar=stages.enabled, log_output=False, kernel_name="python3",
                                kernel_manager_class=logged_kernel_manager(kernel_log))
     stabilise(work / "analysis.ipynb")  # no wall-clock times: same inputs, same notebook
     timings["analysis"] = time.perf_counter() - t
@@ -220,9 +234,40 @@ def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, dige
     (work / BUILD_INFO).write_text(json.dumps(build_info, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
                                    encoding="utf-8")
     t = time.perf_counter()
-    html, pdf_path, used = _render_from_results(work, tdir, want_pdf, renderer, cfg)
+    html, pdf_path, used = _render_from_results(work, tdir, want_pdf, renderer, cfg, stages.start)
     timings["render"] = time.perf_counter() - t
+    stages.start(None)
     return html, pdf_path, used
+
+
+class _Stages:
+    """A tqdm bar over a build's stages on standard error when progress is on (:mod:`fme._progress`)."""
+
+    def __init__(self, name: str, pdf: bool, progress: bool | None) -> None:
+        from .._progress import progress_enabled
+
+        self.enabled = progress_enabled(progress)
+        self.name, self.bar, self.current = name, None, None
+        if self.enabled:
+            from tqdm.auto import tqdm
+
+            # analysis notebook, report.qmd, HTML (+ PDF)
+            self.bar = tqdm(total=3 + int(pdf), desc=f"[fme report] {name}", unit="stage", leave=False)
+
+    def start(self, stage: str | None) -> None:
+        """Mark the previous stage done and show ``stage`` (None: all done)."""
+        if self.bar is None:
+            return
+        if self.current is not None:
+            self.bar.update(1)
+        self.current = stage
+        if stage is not None:
+            self.bar.set_description(f"[fme report] {self.name}: {stage}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 #: Sidecar of a built report with the build's own facts (input hashes, tool versions, the config's text).
@@ -230,7 +275,8 @@ BUILD_INFO = "build.json"
 
 
 def _render_from_results(folder: Path, tdir: Path, want_pdf: bool, renderer: str,
-                         cfg: dict | None = None) -> tuple[Path, Path | None, str]:
+                         cfg: dict | None = None, stage: Callable[[str], Any] | None = None
+                         ) -> tuple[Path, Path | None, str]:
     """results.json + build.json in ``folder`` -> report.qmd -> report.html (+ report.pdf) in ``folder``.
 
     ``cfg``: the loaded config; without it the resolved config kept in results.json is used (the two are
@@ -244,9 +290,11 @@ def _render_from_results(folder: Path, tdir: Path, want_pdf: bool, renderer: str
     build_info = json.loads((folder / BUILD_INFO).read_text(encoding="utf-8"))
     build_info["results_sha256"] = hashlib.sha256(raw).hexdigest()
     cfg = results["config"] if cfg is None else cfg
+    if stage is not None:
+        stage("report.qmd")
     ctx = build_context(results, cfg, build_info["config_text"], build_info)
     qmd = render.render_qmd(ctx, folder, tdir)
-    return render.render_documents(qmd, ctx, tdir, pdf=want_pdf, renderer=renderer)
+    return render.render_documents(qmd, ctx, tdir, pdf=want_pdf, renderer=renderer, stage=stage)
 
 
 def render_report(report_dir: str | Path, *, pdf: bool | None = None, templates: str | Path | None = None,

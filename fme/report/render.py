@@ -267,14 +267,22 @@ def render_quarto(qmd: Path, pdf: bool = True) -> tuple[Path, Path | None]:
 
 
 def render_documents(qmd: Path, context: dict, templates: Path | None = None, *, pdf: bool = True,
-                     renderer: str = "auto") -> tuple[Path, Path | None, str]:
-    """HTML and (optionally) PDF from ``report.qmd``; returns (html, pdf, renderer used)."""
+                     renderer: str = "auto", stage: Any = None) -> tuple[Path, Path | None, str]:
+    """HTML and (optionally) PDF from ``report.qmd``; returns (html, pdf, renderer used).
+
+    ``stage``: called with the name of each rendering stage as it starts (the build's progress display).
+    """
+    stage = stage or (lambda name: None)
     if renderer not in RENDERERS:
         raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}.")
     if renderer == "quarto" and not quarto_available():
         raise FileNotFoundError("renderer='quarto' but quarto is not on PATH; use renderer='auto' or 'pandoc'.")
     if renderer == "quarto" or (renderer == "auto" and quarto_available()):
+        stage("render HTML and PDF (quarto)" if pdf else "render HTML (quarto)")
         html, pdf_path = render_quarto(qmd, pdf)
         return html, pdf_path, "quarto"
+    stage("render HTML")
     html = render_html(qmd, context, templates)
+    if pdf:
+        stage("render PDF")
     return html, (render_pdf(qmd, templates) if pdf else None), "pandoc"

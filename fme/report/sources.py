@@ -98,7 +98,9 @@ def dask_session(scheduler: str | None) -> Iterator[Any]:
         with Client(scheduler, timeout="30s") as client:
             yield client
         return
-    cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address=None)
+    # dashboard_address=None still binds the scheduler's HTTP server to port 8787 ("Port 8787 is already in
+    # use" when another cluster has it): a free port on localhost instead
+    cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address="127.0.0.1:0")
     try:
         with Client(cluster) as client:
             yield client
@@ -126,7 +128,8 @@ def session(scheduler: str | None) -> Any:
     if scheduler:
         client, cluster = Client(scheduler, timeout="30s", set_as_default=True), None
     else:
-        cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address=None)
+        # a free port, not 8787 (see dask_session)
+        cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address="127.0.0.1:0")
         try:
             client = Client(cluster, set_as_default=True)
         except BaseException:

@@ -1,0 +1,136 @@
+"""The classic categorical AME of Dask data: ``fme.ame(..., categorical='classic')`` (issue 14).
+
+The pandas path (:func:`fme.margins._categorical_specs`) sets every row to
+the reference level c_ref, then to each other level c, and averages
+f(x with c) - f(x with c_ref) over all rows (Eq. categorical_me; rows
+already at c or with a missing value count too). On Dask data one pass does
+the same: each partition is set to c_ref once and the batch kernel
+(:func:`fme._kernel.evaluate_batch`) evaluates the categorical step "-> c"
+on it for every other level (nothing is excluded: no row is at c or
+missing), returning per level the mergeable :class:`~fme._kernel.Summary`,
+the ``by`` groups' sums (groups of the rows' own values, as pandas) and the
+sorted fMEs for exact quartiles. The table rows then come from the same code
+as the observation-wise rows (:func:`fme._dask_tables.ame_dask`). Bootstrap draws
+evaluate each refit on the data set to c_ref (:mod:`fme._dask_bootstrap`,
+one seed for every level: the pandas path's shared refits).
+
+Cost: each level's kernel call predicts f(x with c_ref) again (2 predictions
+per row and level instead of 1 + 1/levels), the price of using the kernel
+unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._dask import DaskFMEResult, _tree_reduce
+from ._kernel import Plan, evaluate_batch, summarise
+from .steps import Step, _set_level
+
+__all__ = ["classic_reference", "classic_results"]
+
+
+def _at_level(part: pd.DataFrame, feature: str, level: Any) -> pd.DataFrame:
+    """A shallow copy of ``part`` with every row of ``feature`` set to ``level``."""
+    out = part.copy(deep=False)
+    out[feature] = _set_level(part[feature], level, len(part))
+    return out
+
+
+def _classic_pass(part: pd.DataFrame, plans: list[Plan], feature: str, reference: Any, groups: Any) -> tuple:
+    """Per level: (Summary, sorted fMEs, per-group sorted fMEs) of one partition set to ``reference``."""
+    codes = None
+    if groups is not None:
+        from ._dask_groups import group_codes
+
+        codes = group_codes(part, groups)  # the rows' own groups, before the level is overwritten
+    at_ref = _at_level(part, feature, reference)
+    out: list = []
+    for plan in plans:
+        batch = evaluate_batch(plan, at_ref, with_rows=plan.method == "delta")
+        summary = summarise(batch, plan)
+        group_parts = None
+        if groups is not None:
+            from ._dask_groups import group_sums
+
+            sums, group_parts = group_sums(batch, codes, groups.n_groups)
+            summary = replace(summary, groups=sums)
+        fm = np.sort(batch.results["fme"].to_numpy(dtype=float))
+        out += [summary, fm[~np.isnan(fm)], group_parts]
+    return tuple(out)
+
+
+def classic_results(model: Any, data: Any, feature: str, reference: Any, levels: list, *, method: str,
+                    bootstrap: Any, conf_level: float, groups: Any, target_class: Any, batch_size: Any,
+                    progress: bool | None) -> list[DaskFMEResult]:
+    """One :class:`DaskFMEResult` per level other than ``reference`` (their summaries from one pass).
+
+    ``levels``: the feature's levels over all rows (sorted as pandas); ``groups``: the ``by`` groups
+    (:class:`fme._dask_groups.GroupSpec`) or None.
+    """
+    if groups is not None and method == "bootstrap" and feature in groups.by:
+        from .exceptions import ParameterError
+
+        raise ParameterError(f"categorical='classic' with bootstrap inference cannot group by the stepped feature "
+                             f"{feature!r} on Dask data; group by another column or use inference='delta'/'sample'.")
+    import dask
+    from dask import delayed
+
+    from ._kernel import _check_batch_size
+    from ._progress import dask_progress
+    from .predictors import make_predictor
+
+    predictor = make_predictor(model, target_class)
+    others = [lv for lv in levels if lv != reference]
+    base = Plan(model=model, predictor=predictor, steps=(), settings=None, batch_size=_check_batch_size(batch_size),
+                method="sample" if method == "bootstrap" else method, target_class=target_class, progress=False)
+    plans = [replace(base, steps=(Step(feature, "categorical", lv),)) for lv in others]
+    if not plans:
+        return []
+    k = len(plans)
+    outs = [delayed(_classic_pass, nout=3 * k)(p, plans, feature, reference, groups) for p in data.to_delayed()]
+    trees = [_tree_reduce([o[3 * j] for o in outs]) for j in range(k)]
+    fms = [[o[3 * j + 1] for o in outs] for j in range(k)]
+    gps = [[o[3 * j + 2] for o in outs] for j in range(k)] if groups is not None else [[] for _ in range(k)]
+    flat = [x for j in range(k) for x in [trees[j], *fms[j], *gps[j]]]
+    persisted = dask.persist(*flat)
+    dask_progress(list(persisted), progress)
+    at_ref = None
+    results = []
+    pos = 0
+    for j, plan in enumerate(plans):
+        summary = persisted[pos].compute()
+        fm_p = list(persisted[pos + 1:pos + 1 + len(fms[j])])
+        gp_p = list(persisted[pos + 1 + len(fms[j]):pos + 1 + len(fms[j]) + len(gps[j])])
+        pos += 1 + len(fms[j]) + len(gps[j])
+        boot = None
+        if method == "bootstrap":
+            from ._dask_bootstrap import bootstrap_draws
+
+            if at_ref is None:
+                at_ref = data.map_partitions(_at_level, feature, reference, meta=data._meta)
+            counts = summary.codes[:1] if groups is None else summary.groups.fme.n
+            boot = bootstrap_draws(model, at_ref, plan, bootstrap, counts, groups)
+        results.append(DaskFMEResult(
+            results=None, excluded=None, steps=plan.steps, summary_data=summary,
+            model_description=predictor.description, inference_method=method, conf_level=conf_level,
+            bootstrap_draws=boot, sorted_parts={"fme": fm_p, "nlm": []}, plan=plan, groups=groups,
+            group_parts=gp_p))
+    return results
+
+
+def classic_reference(feature: str, value: Any, levels: list) -> Any:
+    """The reference level: ``value`` matched to one of ``levels`` (None: the first level)."""
+    from .exceptions import StepError
+    from .steps import _same_level
+
+    if value is None:
+        return levels[0]
+    match = [lv for lv in levels if _same_level(value, lv)]
+    if not match:
+        raise StepError(f"{value!r} is not a level of the categorical feature {feature!r}; use one of {levels[:20]}.")
+    return match[0]
