@@ -527,10 +527,14 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
         plan = replace(plan, spread=np.asarray(scale))
         fin = [delayed(finish, nout=2)(p, scale, plan.settings.flat_tol, threshold) for p in nl_p]
         done = dask.persist(_tree_reduce([f[0] for f in fin]), *[f[1] for f in fin])
+        # the client lets go of the open rows now, so each partition's are freed as soon as they are classified
+        # (not all at the end: at 10^8 rows on 2 workers that held 0.4 GiB more per worker)
+        del fin
+        persisted = nl_p = None
         pieces = done[0].compute()
         nl_p = list(done[1:])
         summary = replace(summary, nlm=pieces.nlm, n_linear=pieces.n_linear, status=pieces.status)
-        del persisted, fin, done
+        del done
 
     def bounds() -> pd.DataFrame:
         cols = [s.feature for s in plan.steps if s.is_numeric and s.feature in reference.columns]
