@@ -13,8 +13,10 @@ For each model (``LinearRegression``; ``HistGradientBoostingRegressor`` with
 * ``dask``: the same call on the lazy Dask frame of ``--dask-rows`` rows on
   ``LocalCluster(n_workers=2, threads_per_worker=1, processes=True)``; the
   time includes generating the chunks on the workers (``gen`` below times a
-  pass that only generates them), and peak memory is each worker process's
-  peak RSS (``ru_maxrss``) after the run.
+  pass that only generates them; fME + NLM read the data in one pass, and the
+  first partition once more for the arguments' checks), and peak memory is
+  each worker process's peak RSS (``ru_maxrss``) after the run. The compute
+  seconds of each kind of task (distributed's task stream) are printed too.
 
 Reported: seconds per 10^7 rows for both, their ratio, and the per-core
 ratio ``dask_rate x 2 / single_rate`` (1.0 = perfect scaling over 2 cores;
@@ -24,13 +26,14 @@ machine depend on everyone else's load, the CPU seconds (user + system) per
 ratio (the work Dask adds per row, whatever the load).
 
 Usage: ``python benchmarks/bench_dask.py [--single-rows 10000000] [--dask-rows 100000000]
-[--models linear hgb] [--chunk 1000000]``.
+[--models linear hgb] [--chunk 1000000] [--hgb-iter 50]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import os
 import resource
 import time
 
@@ -48,7 +51,7 @@ def make_chunk(seed: int, rows: int) -> pd.DataFrame:
     return frame
 
 
-def make_model(kind: str):
+def make_model(kind: str, hgb_iter: int = 50):
     X = make_chunk(10_000, 100_000)
     rng = np.random.default_rng(1)
     y = X["x0"] ** 2 + np.sin(X["x1"]) + 0.5 * X["x2"] * X["x3"] + rng.normal(size=len(X)) * 0.1
@@ -58,18 +61,20 @@ def make_model(kind: str):
         return LinearRegression().fit(X, y)
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    return HistGradientBoostingRegressor(max_iter=50, random_state=0).fit(X, y)
+    return HistGradientBoostingRegressor(max_iter=hgb_iter, random_state=0).fit(X, y)
 
 
-def _single(kind: str, rows: int, chunk: int) -> tuple[float, float, float]:
+def _single(kind: str, rows: int, chunk: int, hgb_iter: int = 50) -> tuple[float, float, float]:
     from threadpoolctl import threadpool_limits
 
     import fme
 
-    # one core, as each Dask worker (distributed sets OMP/OPENBLAS_NUM_THREADS=1 in its workers)
+    # one core, as each Dask worker (distributed sets OMP/OPENBLAS_NUM_THREADS=1 in its workers; the
+    # exact NLM's traversal threads follow OMP_NUM_THREADS too)
     threadpool_limits(1)
+    os.environ["OMP_NUM_THREADS"] = "1"
 
-    model = make_model(kind)
+    model = make_model(kind, hgb_iter)
     X = pd.concat([make_chunk(i, chunk) for i in range(rows // chunk)])
     cpu0 = _cpu()
     start = time.perf_counter()
@@ -85,6 +90,18 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _task_seconds(stream: list) -> dict:
+    """Seconds the workers spent computing each kind of task (the key's prefix), from distributed's task stream."""
+    out: dict = {}
+    for t in stream:
+        name = t["key"][0] if isinstance(t["key"], tuple) else t["key"]
+        prefix = name.rsplit("-", 1)[0] if "-" in name else name
+        for s in t.get("startstops", ()):
+            if s["action"] == "compute":
+                out[prefix] = out.get(prefix, 0.0) + s["stop"] - s["start"]
+    return {k: round(v, 2) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
+
+
 def _peak_rss() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
@@ -95,6 +112,7 @@ def main() -> None:
     ap.add_argument("--dask-rows", type=int, default=100_000_000)
     ap.add_argument("--chunk", type=int, default=1_000_000)
     ap.add_argument("--models", nargs="+", default=["linear", "hgb"])
+    ap.add_argument("--hgb-iter", type=int, default=50, help="boosting iterations of the HistGradientBoosting model")
     ap.add_argument("--scheduler", choices=["cluster", "sync"], default="cluster",
                     help="sync: the Dask path in this process on dask's synchronous scheduler (its overhead "
                          "without distributed's worker processes)")
@@ -114,8 +132,8 @@ def main() -> None:
         # the baseline first, in a fresh process, while the cluster does not exist yet
         with cf.ProcessPoolExecutor(1) as pool:
             t_single, cpu_single, peak_single, ame_single = pool.submit(
-                _single, kind, args.single_rows, args.chunk).result()
-        model = make_model(kind)
+                _single, kind, args.single_rows, args.chunk, args.hgb_iter).result()
+        model = make_model(kind, args.hgb_iter)
         n_parts = args.dask_rows // args.chunk
         meta = make_chunk(0, 0)
         if args.scheduler == "sync":
@@ -150,10 +168,14 @@ def main() -> None:
             D["x0"].sum().compute()
             t_gen = time.perf_counter() - start
             cpu0 = sum(client.run(_cpu).values())
+            from distributed import get_task_stream
+
             start = time.perf_counter()
-            res = fme.fme(model, D, {"x0": 1.0}, nlm=True, progress=False)
+            with get_task_stream(client) as ts:
+                res = fme.fme(model, D, {"x0": 1.0}, nlm=True, progress=False)
             t_dask = time.perf_counter() - start
             cpu_dask = sum(client.run(_cpu).values()) - cpu0
+            print("task compute seconds by kind:", _task_seconds(ts.data), flush=True)
             peaks = client.run(_peak_rss)
             summary = res.summary()
         per_single = t_single / args.single_rows * 1e7

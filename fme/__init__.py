@@ -20,14 +20,16 @@ from .exceptions import (
     PredictionError,
     StepError,
 )
-from ._detectors import (
+from .extrapolation import (
+    DETECTORS,
     CERTDetector,
     ConvexHullDetector,
+    EnvelopeDetector,
+    ExtrapolationDetector,
     IsolationForestDetector,
     LOFDetector,
     MCECDetector,
 )
-from .extrapolation import DETECTORS, EnvelopeDetector, ExtrapolationDetector
 from .linearity import max_linear_step
 from .margins import ame, dme, mem, mer
 from .steps import step_size

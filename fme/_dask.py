@@ -10,12 +10,14 @@
    categorical levels over all reference rows (identical to pandas); every
    other detector on a seeded sample of at most ``sample_size`` reference rows
    (default :data:`DEFAULT_SAMPLE_SIZE`; all rows when there are no more);
-3. with NLMs, a first pass of f(x), f(x + h) gives the scale of the flat-path
-   test over all rows (:func:`fme._nlm_eval.classify`);
-4. one pass of :func:`fme._kernel.evaluate_batch` per partition gives the
+3. one pass of :func:`fme._kernel.evaluate_batch` per partition gives the
    mergeable :class:`~fme._kernel.Summary` (tree-reduced) and, kept on the
-   workers, the partition's sorted fMEs and defined NLMs, from which exact
-   quartiles and medians are selected by two small rounds of counting.
+   workers, the partition's sorted fMEs and NLMs, from which exact quartiles
+   and medians are selected by two small rounds of counting;
+4. with NLMs, the flat-path test's scale (the SD of all f(x), f(x + h),
+   :func:`fme._nlm_eval.classify`) is merged by that pass, and the rows it
+   left open are classified on the workers (:mod:`fme._dask_nlm`; a
+   multi-output model gets the scale from a first pass instead).
 
 ``results`` and ``excluded`` are lazy Dask DataFrames (the kernel again, per
 partition, when computed) with the index and columns of the pandas result.
@@ -36,6 +38,8 @@ import numpy as np
 import pandas as pd
 
 from ._guards import call_detector
+from ._dask_nlm import finish, flat_scale, pending
+from ._dask_quantiles import quantiles as _quantiles
 from ._kernel import Plan, Summary, _excluded_frame, evaluate_batch, results_meta, summarise
 from ._models import model_frame
 from ._progress import dask_progress
@@ -45,12 +49,10 @@ from .inference import Estimates
 from .steps import Step
 
 __all__ = ["DEFAULT_SAMPLE_SIZE", "DaskFMEResult", "fme_dask", "envelope_frame", "reference_sample", "require_dask",
-           "order_statistics", "as_dask"]
+           "as_dask"]
 
 #: Rows of the seeded sample non-envelope detectors (and ``came``'s tree) are fitted on.
 DEFAULT_SAMPLE_SIZE = 1_000_000
-#: Every k-th value of each sorted partition is a pivot of the exact quantile selection.
-_PIVOT_STEP = 1024
 _TREE_FAN_IN = 16
 
 
@@ -121,7 +123,8 @@ def _partition_excluded(part: pd.DataFrame, plan: Plan) -> pd.DataFrame:
     return evaluate_batch(plan, part, with_rows=False).excluded
 
 
-def _partition_pass(part: pd.DataFrame, plan: Plan, threshold: float, groups: Any = None) -> tuple:
+def _partition_pass(part: pd.DataFrame, plan: Plan, threshold: float, groups: Any = None,
+                    defer_flat: bool = False) -> tuple:
     batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
     summary = summarise(batch, plan, threshold)
     group_parts = None
@@ -133,7 +136,9 @@ def _partition_pass(part: pd.DataFrame, plan: Plan, threshold: float, groups: An
     fm = np.sort(batch.results["fme"].to_numpy(dtype=float))
     fm = fm[~np.isnan(fm)]
     nl = None
-    if "nlm" in batch.results.columns:
+    if "nlm" in batch.results.columns and defer_flat:
+        nl = pending(batch)  # the flat-path test waits for the scale of the whole pass (fme._dask_nlm)
+    elif "nlm" in batch.results.columns:
         nl = np.sort(batch.results["nlm"].to_numpy(dtype=float))
         nl = nl[~np.isnan(nl)]
     return summary, fm, nl, group_parts
@@ -217,71 +222,6 @@ def envelope_frame(ref: Any) -> pd.DataFrame:
         vals = vals + [vals[0]] * (size - len(vals))
         frame[c] = pd.Series(vals, dtype=meta[c].dtype)
     return pd.DataFrame(frame)[cols]
-
-
-# ----------------------------------------------------------------- exact quantiles
-def _pivots(a: np.ndarray, step: int) -> tuple[np.ndarray, int]:
-    return a[::step].copy(), int(a.size)
-
-
-def _bracket(a: np.ndarray, bounds: list[tuple[float | None, float | None]]) -> list[tuple[int, np.ndarray]]:
-    out = []
-    for lo, hi in bounds:
-        i = 0 if lo is None else int(np.searchsorted(a, lo, side="left"))
-        j = a.size if hi is None else int(np.searchsorted(a, hi, side="left"))
-        out.append((i, a[i:j].copy()))
-    return out
-
-
-def order_statistics(parts: list, ranks: list[int]) -> np.ndarray:
-    """The values of 0-based ``ranks`` among the union of sorted arrays ``parts`` (persisted Dask delayed
-    objects), exactly: pivots bound each rank's value, then only the values between the bounds move."""
-    import dask
-    from dask import delayed
-
-    piv = dask.compute(*[delayed(_pivots)(a, _PIVOT_STEP) for a in parts])
-    cand = np.unique(np.concatenate([p for p, _ in piv] + [np.empty(0)]))
-    lower = np.zeros(cand.size, dtype=np.int64)  # bounds on #values < candidate, summed over parts
-    upper = np.zeros(cand.size, dtype=np.int64)
-    for p, length in piv:
-        a = np.searchsorted(p, cand, side="left")
-        lower += np.where(a >= 1, (a - 1) * _PIVOT_STEP + 1, 0)
-        upper += np.minimum(a * _PIVOT_STEP, length)
-    bounds = []
-    for r in ranks:
-        ok_lo = np.flatnonzero(upper <= r)
-        ok_hi = np.flatnonzero(lower > r)
-        bounds.append((None if ok_lo.size == 0 else float(cand[ok_lo[-1]]),
-                       None if ok_hi.size == 0 else float(cand[ok_hi[0]])))
-    got = dask.compute(*[delayed(_bracket)(a, bounds) for a in parts])
-    out = np.empty(len(ranks))
-    for k, r in enumerate(ranks):
-        below = sum(g[k][0] for g in got)
-        window = np.sort(np.concatenate([g[k][1] for g in got]))
-        out[k] = window[r - below]
-    return out
-
-
-def _quantiles(parts: list, n: int, probs: list[float]) -> dict[float, float]:
-    """np.quantile (linear) and np.median of the pooled values at ``probs``; 0.5 is the median."""
-    if n == 0:
-        return {p: float("nan") for p in probs}
-    ranks: set[int] = set()
-    for p in probs:
-        pos = p * (n - 1)
-        ranks.update({int(np.floor(pos)), int(np.ceil(pos))})
-    ordered = sorted(ranks)
-    values = dict(zip(ordered, order_statistics(parts, ordered)))
-    out = {}
-    for p in probs:
-        pos = p * (n - 1)
-        a, b = values[int(np.floor(pos))], values[int(np.ceil(pos))]
-        if p == 0.5:
-            out[p] = float(a) if n % 2 else float(np.median(np.array([a, b])))
-        else:
-            # the same interpolation np.quantile applies between the two order statistics
-            out[p] = float(np.quantile(np.array([a, b]), pos - np.floor(pos)))
-    return out
 
 
 # ----------------------------------------------------------------- the result
@@ -548,13 +488,16 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     parts = data.to_delayed()
     from dask import delayed
 
-    if plan.settings is not None:
-        # the flat-path test's scale: the SD of all f(x), f(x + h) (a pass without the NLM)
+    # The flat-path test's scale (the SD of all f(x), f(x + h)) is known at the end of the pass: single-output
+    # NLMs are classified then (fme._dask_nlm); multi-output ones get it from a first pass without the NLM.
+    deferred = plan.settings is not None and plan.names is None
+    if plan.settings is not None and not deferred:
         first = replace(plan, settings=None, method="sample")
         spread = _tree_reduce([delayed(_spread_pass)(p, first) for p in parts]).compute().spread
         with np.errstate(invalid="ignore", divide="ignore"):
             plan = replace(plan, spread=np.sqrt(spread.m2 / np.maximum(spread.n, 1))[0])
-    outs = [delayed(_partition_pass, nout=4)(p, plan, threshold, groups) for p in parts]
+    pass_plan = replace(plan, spread=np.zeros(1)) if deferred else plan
+    outs = [delayed(_partition_pass, nout=4)(p, pass_plan, threshold, groups, deferred) for p in parts]
     tree = _tree_reduce([o[0] for o in outs])
     fm = [o[1] for o in outs]
     nl = [o[2] for o in outs] if plan.settings is not None else []
@@ -565,6 +508,15 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     fm_p = list(persisted[1:1 + len(fm)])
     nl_p = list(persisted[1 + len(fm):1 + len(fm) + len(nl)])
     gp_p = list(persisted[1 + len(fm) + len(nl):])
+    if deferred:
+        scale = flat_scale(summary.spread)
+        plan = replace(plan, spread=np.asarray(scale))
+        fin = [delayed(finish, nout=2)(p, scale, plan.settings.flat_tol, threshold) for p in nl_p]
+        done = dask.persist(_tree_reduce([f[0] for f in fin]), *[f[1] for f in fin])
+        pieces = done[0].compute()
+        nl_p = list(done[1:])
+        summary = replace(summary, nlm=pieces.nlm, n_linear=pieces.n_linear, status=pieces.status)
+        del persisted, fin, done
 
     def bounds() -> pd.DataFrame:
         cols = [s.feature for s in plan.steps if s.is_numeric and s.feature in reference.columns]

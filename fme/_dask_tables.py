@@ -160,7 +160,7 @@ def _group_estimates(res: DaskFMEResult) -> Any:
 def _group_quartiles(res: DaskFMEResult, g: int, n: int) -> dict[float, float]:
     from dask import delayed
 
-    from ._dask import _quantiles
+    from ._dask_quantiles import quantiles as _quantiles
 
     parts = [delayed(lambda d, k=g: (d or {}).get(k, np.empty(0)))(p) for p in res.group_parts]
     return _quantiles(parts, n, [0.25, 0.75])
@@ -322,7 +322,8 @@ def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: 
     import dask
     from dask import delayed
 
-    from ._dask import _check_sample_size, _quantiles
+    from ._dask import _check_sample_size
+    from ._dask_quantiles import quantiles as _quantiles
     from .came import _LEAF_COLUMNS, _NLM_COLUMNS, came
     from .effects import FMEResult
     from .inference import INFERENCE_COLUMNS, sample_inference

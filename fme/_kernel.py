@@ -37,13 +37,12 @@ from .exceptions import ExtrapolationError, ParameterError
 from .inference import RowInference, compute_rows, sample_inference
 from .nlm import QuadratureRule, nlm_from_path
 from .predictors import Predictor
-from .steps import Step, apply_steps, stack_path
+from .steps import STACK_CELL_BUDGET, Step, apply_steps, stack_path
 
 __all__ = ["Plan", "Batch", "Moments", "Summary", "evaluate_batch", "summarise", "results_meta"]
 
-#: Cells (rows x columns) of one stacked NLM frame; bounds memory to a few hundred MB.
-_CELL_BUDGET = 50_000_000
-_MIN_BATCH = 100_000
+#: Rows of a batch however wide the stacked frame (bounds the per-batch overhead).
+_MIN_BATCH = 10_000
 #: Values of ``nlm_status`` counted in a :class:`Summary`, in order.
 _STATUS = ("ok", "constant", "flat", "inaccurate")
 
@@ -94,6 +93,8 @@ class Batch:
     f1: np.ndarray
     rows: RowInference | None
     n_candidates: int
+    #: The SD of f along each evaluated row's path (the flat-path test's numerator; None without NLMs).
+    nlm_sd: np.ndarray | None = None
 
     @property
     def excluded(self) -> pd.DataFrame:
@@ -113,7 +114,7 @@ def _default_batch(n: int, n_cols: int, rule: QuadratureRule | None) -> int:
     if rule is None:
         return max(n, 1)
     per_row = max(1, n_cols) * max(1, rule.n_evaluations)
-    return max(_MIN_BATCH, _CELL_BUDGET // per_row)
+    return max(_MIN_BATCH, STACK_CELL_BUDGET // per_row)
 
 
 def _evaluate(
@@ -189,7 +190,7 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
     cand = np.flatnonzero(code == 0)
     n_candidates = int(cand.size)
     cand, X, h, extra_cols = _extrapolation_exclusions(plan, X_all.iloc[cand], cand, code, notes)
-    f0, f1, nlm_values, status, rows = _evaluate_rows(plan, X, h)
+    f0, f1, nlm_values, status, nlm_sd, rows = _evaluate_rows(plan, X, h)
     out_index = data.index[cand]
     res = _result_columns(plan.names, f0, f1, nlm_values, status, h, extra_cols)
     results = pd.DataFrame(res, index=out_index)
@@ -200,24 +201,25 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
             plan.method, plan.model, [(X, apply_steps(X, plan.steps, h))], [res["fme"]], [f0], plan.bootstrap,
             plan.target_class)[0]
     return Batch(results=results, predictions=predictions, code=code, notes=notes, index=data.index, cand=cand,
-                 f0=f0, f1=f1, rows=rows, n_candidates=n_candidates)
+                 f0=f0, f1=f1, rows=rows, n_candidates=n_candidates,
+                 nlm_sd=nlm_sd if plan.settings is not None else None)
 
 
 def _evaluate_rows(
     plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, RowInference | None]:
-    """f(x), f(x + h), the NLMs with their status (if the plan asks for them) and, from the
-    delta method's design-matrix route only, the inference rows, for the rows ``X`` to evaluate."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None, RowInference | None]:
+    """f(x), f(x + h), the NLMs with their status and path SDs (if the plan asks for NLMs) and, from
+    the delta method's design-matrix route only, the inference rows, for the rows ``X`` to evaluate."""
     predictor, parsed, rule, settings, names = plan.predictor, plan.steps, plan.rule, plan.settings, plan.names
     shape0 = (0,) if names is None else (0, len(names))
     fast = None
-    status = nlm_values = None
+    status = nlm_values = nlm_sd = None
     rows = None
     if len(X) == 0:
         f0 = f1 = np.empty(shape0)
         if settings is not None:
-            nlm_values, status = np.empty(shape0), np.empty(shape0, dtype=object)
-        return f0, f1, nlm_values, status, rows
+            nlm_values, status, nlm_sd = np.empty(shape0), np.empty(shape0, dtype=object), np.empty(shape0)
+        return f0, f1, nlm_values, status, nlm_sd, rows
     if plan.method == "delta" and settings is None and names is None:
         # statsmodels GLM-type models: predictions and Jacobian from one design matrix per point set
         fast = evaluate_with_jacobian(plan.model, X, apply_steps(X, parsed, h))
@@ -228,9 +230,9 @@ def _evaluate_rows(
         if settings is not None and rule is not None:
             nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread)
         elif settings is not None:
-            nlm_values, status = _nlm_values(settings, predictor, X, parsed, h, f0, f1, plan.batch_size,
-                                             spread=plan.spread)
-    return f0, f1, nlm_values, status, rows
+            nlm_values, status, nlm_sd = _nlm_values(settings, predictor, X, parsed, h, f0, f1,
+                                                     plan.batch_size, spread=plan.spread, return_sd=True)
+    return f0, f1, nlm_values, status, nlm_sd, rows
 
 
 def _result_columns(names: list | None, f0: np.ndarray, f1: np.ndarray, nlm_values: np.ndarray | None,

@@ -27,7 +27,7 @@ from .nlm import (DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, NLM_METHODS, QuadratureRul
                   nlm_from_path, quadrature_rule)
 from ._tree_paths import read_forest, traverse_nlm
 from .nlm_exact import exact_nlm, exact_support
-from .steps import Step, _numeric_shift, stack_path
+from .steps import STACK_CELL_BUDGET, Step, _numeric_shift, stack_path
 
 __all__ = ["NLMSummaryMixin", "nlm_values", "NLMSettings", "resolve_method", "adaptive_nlm", "classify", "NLM_STATUS", "DEFAULT_FLAT_TOL"]
 
@@ -36,7 +36,6 @@ NLM_STATUS = ("ok", "constant", "flat", "inaccurate")
 #: Default ``nlm_flat_tol``: a path is flat when the SD of f along it is at most this
 #: times the SD of the predictions f(x), f(x + h) over all evaluated rows.
 DEFAULT_FLAT_TOL = 1e-6
-_CELL_BUDGET = 50_000_000
 _UNKNOWN = object()
 
 
@@ -124,7 +123,7 @@ def adaptive_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.
         k = 2 ** level
         kron, gauss = gauss_kronrod_rules(k)
         per = max(1, X.shape[1]) * kron.nodes.size
-        size = batch_size or max(1000, _CELL_BUDGET // per)
+        size = batch_size or max(1000, STACK_CELL_BUDGET // per)
         for start in range(0, todo.size, size):  # batches of rows, never one row at a time
             idx = todo[start:start + size]
             xb = X.iloc[idx]
@@ -181,8 +180,12 @@ def _traversable(forest, X: pd.DataFrame) -> bool:
 
 def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[Step, ...],
                 h: Mapping[str, np.ndarray] | None, f0: np.ndarray, f1: np.ndarray, batch_size: int | None,
-                spread: np.ndarray | None = None):
-    """(nlm, status) by the resolved method: exact or adaptive Gauss-Kronrod (fixed rules: in fme.effects)."""
+                spread: np.ndarray | None = None, return_sd: bool = False):
+    """(nlm, status) by the resolved method: exact or adaptive Gauss-Kronrod (fixed rules: in fme.effects).
+
+    ``return_sd``: also the SD of f along each path (nlm, status, sd), the
+    flat-path test's numerator (a Dask pass classifies flat paths at its end).
+    """
     if settings.method == "exact":
         shifts = {s.feature: np.broadcast_to(np.asarray(h[s.feature] if h is not None and s.feature in h
                                                          else s.value, dtype=float), (len(X),)) for s in steps}
@@ -190,9 +193,11 @@ def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[S
             nlm, sd, _ = traverse_nlm(settings.forest, X, shifts, f0, f1)
         else:
             nlm, sd, _ = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1)
-        return classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread)
-    nlm, sd, err, _ = adaptive_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.max_level, batch_size)
-    return classify(nlm, sd, f0, f1, settings.flat_tol, err, settings.tol, spread=spread)
+        out = classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread)
+    else:
+        nlm, sd, err, _ = adaptive_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.max_level, batch_size)
+        out = classify(nlm, sd, f0, f1, settings.flat_tol, err, settings.tol, spread=spread)
+    return (*out, sd) if return_sd else out
 
 
 class NLMSummaryMixin:

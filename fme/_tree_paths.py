@@ -483,6 +483,20 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def _default_threads() -> int:
+    """The usable cores, at most 4, and at most ``OMP_NUM_THREADS`` when that is set.
+
+    Dask's workers (and other process pools) set ``OMP_NUM_THREADS=1`` so that
+    each process uses the one core it was given; the traversal honours that as
+    the models' own OpenMP ``predict`` does, instead of oversubscribing.
+    """
+    n = min(4, _cpu_count())
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if omp.isdigit() and int(omp) >= 1:
+        n = min(n, int(omp))
+    return n
+
+
 def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarray], f0: np.ndarray,
                  f1: np.ndarray, entry_budget: int = _ENTRY_BUDGET,
                  n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
@@ -490,7 +504,7 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
 
     ``X`` holds the model's columns in the model's order, all numeric; the
     rows are processed in chunks of about ``entry_budget / n_trees`` rows,
-    on ``n_threads`` threads (default: the usable cores, at most 4; NumPy
+    on ``n_threads`` threads (default: the usable cores, at most 4 and at most ``OMP_NUM_THREADS``; NumPy
     releases the GIL in the array operations, as the ensembles' own
     ``predict`` runs on all cores). Chunks are independent, so the result
     does not depend on the number of threads.
@@ -516,7 +530,7 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
         nl, sd = _closed_forms(c, srow, first, b - a, 0.5 * (a + b), f0[sl], f1[sl])
         return nl, sd, srow.size
 
-    workers = min(len(chunks), n_threads if n_threads is not None else min(4, _cpu_count()))
+    workers = min(len(chunks), n_threads if n_threads is not None else _default_threads())
     if workers > 1:
         with ThreadPoolExecutor(workers) as pool:
             parts = list(pool.map(one, chunks))

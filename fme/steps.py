@@ -22,10 +22,16 @@ from scipy import stats
 from ._validation import check_data, is_categorical, is_complex, is_numeric, mixed_object_numbers
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 
-__all__ = ["Step", "STEP_RULES", "step_size", "parse_steps", "apply_steps", "stack_path"]
+__all__ = ["Step", "STEP_RULES", "STACK_CELL_BUDGET", "step_size", "parse_steps", "apply_steps", "stack_path"]
 
 #: Dispersion rules for choosing a numeric step (paper §3.2, "Step Size and Extrapolation Risk").
 STEP_RULES = ("sd", "iqr", "mad", "unit")
+#: Cells (rows x columns) of one stacked NLM frame (:func:`stack_path`): 4e6 float64 cells, 32 MB.
+#: Kept below glibc's largest mmap threshold (32 MB) so the stack and the model's prediction arrays
+#: are reused from the heap instead of being page-faulted anew for every batch; with 5e7 cells
+#: (400 MB) a Dask worker thread spent three times the CPU of the kernel itself on page faults
+#: (107 000 against 14 000 minor faults per 5e5-row partition; benchmarks/README.md, "Dask").
+STACK_CELL_BUDGET = 4_000_000
 _RULE_RE = re.compile(r"^\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)?\s*\*?\s*(sd|iqr|mad|unit)\s*$", re.IGNORECASE)
 
 

@@ -15,7 +15,7 @@ distributed = pytest.importorskip("distributed")
 
 import fme  # noqa: E402
 from fme.exceptions import ExtrapolationError, ParameterError  # noqa: E402
-from fme._dask import order_statistics  # noqa: E402
+from fme._dask_quantiles import order_statistics  # noqa: E402
 
 from conftest import make_regression_frame  # noqa: E402
 
@@ -131,18 +131,23 @@ def test_fme_quadrature_nlm_and_rules_equal_pandas(client, X, svr):
     pd.testing.assert_frame_equal(dres.results.compute(), res.results)
 
 
-def test_flat_paths_use_the_scale_of_all_rows(client, X):
-    """The flat test compares each path's SD with the SD of all predictions (not the partition's)."""
+@pytest.mark.parametrize("method", [{"nlm_method": "gauss-legendre", "nlm_points": 8}, {"nlm_method": "gauss-kronrod"}])
+def test_flat_paths_use_the_scale_of_all_rows(client, X, method):
+    """The flat test compares each path's SD with the SD of all predictions (not the partition's): on Dask it
+    is decided after the one pass, when that scale is known (fme._dask_nlm), for fixed and adaptive rules."""
     def model(d):
         x = d["x1"].to_numpy()
         # nearly flat for x1 < 0 except a tiny wiggle; steep elsewhere
         return np.where(x < 0, 1e-9 * np.sin(40 * x), 10 * x ** 2)
 
     D = _dd(X.sort_values("x1"), 6)  # some partitions are entirely x1 < 0
-    res = fme.fme(model, X.sort_values("x1"), {"x1": 0.1}, nlm=True, nlm_method="gauss-legendre", nlm_points=8)
-    dres = fme.fme(model, D, {"x1": 0.1}, nlm=True, nlm_method="gauss-legendre", nlm_points=8)
+    res = fme.fme(model, X.sort_values("x1"), {"x1": 0.1}, nlm=True, **method)
+    dres = fme.fme(model, D, {"x1": 0.1}, nlm=True, **method)
     assert res.n_nlm_flat > 100
-    assert dres.n_nlm_flat == res.n_nlm_flat
+    assert (dres.n_nlm_flat, dres.n_nlm_constant, dres.n_nlm_inaccurate) == \
+        (res.n_nlm_flat, res.n_nlm_constant, res.n_nlm_inaccurate)
+    _close(dres.anlm, res.anlm)
+    assert dres.median_nlm == res.median_nlm and dres.share_linear == res.share_linear
     pd.testing.assert_frame_equal(dres.results.compute(), res.results)
 
 

@@ -202,7 +202,7 @@ def test_hull_high_dimension_matches_naive_lp():
 
 def test_hull_lp_fallback_agrees(gauss, monkeypatch):
     """With Frank-Wolfe and the refinement switched off, the undecided points go to the LPs: same flags."""
-    import fme._hull as hull_module
+    import fme.extrapolation._hull as hull_module
 
     rng = np.random.default_rng(6)
     pts = pd.DataFrame(1.3 * rng.standard_normal((120, 3)), columns=["a", "b", "c"])
@@ -408,6 +408,32 @@ def test_detector_object_not_fitted_by_user_is_fitted_by_fme_but_raw_use_raises(
 
 def test_package_exports_detectors():
     assert fme_pkg.EnvelopeDetector is EnvelopeDetector
+
+
+def test_extrapolation_package_public_names_and_registry_order():
+    """fme.extrapolation (a subpackage since issue 15) exports the names the former module did, as the same
+    objects as fme's, and registers the detectors in the former order."""
+    import fme.extrapolation as ext
+
+    assert ext.__all__ == ["ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector", "MCECDetector",
+                           "CERTDetector", "IsolationForestDetector", "LOFDetector", "DETECTORS", "make_detector"]
+    for name in ext.__all__:
+        if name != "make_detector":
+            assert getattr(fme_pkg, name) is getattr(ext, name)
+    assert list(DETECTORS) == ["envelope", "hull", "mcec", "cert", "isolation_forest", "lof"]
+    assert DETECTORS == {cls.name: cls for cls in (EnvelopeDetector, ConvexHullDetector, MCECDetector,
+                                                    CERTDetector, IsolationForestDetector, LOFDetector)}
+
+
+def test_registering_a_second_detector_under_a_taken_name_is_refused():
+    from fme.extrapolation._base import register_detector
+
+    class Clash(EnvelopeDetector):
+        pass
+
+    with pytest.raises(ExtrapolationError, match="two detectors are named 'envelope': EnvelopeDetector and Clash"):
+        register_detector(Clash)
+    assert DETECTORS["envelope"] is EnvelopeDetector
 
 
 # ------------------------------------------------------------------ issue 11 item 20: shrink in many dimensions

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -83,3 +84,22 @@ def test_batch_without_evaluable_rows_gives_empty_columns():
     assert (batch.excluded["reason_type"] == "at_level").all()
     s = summarise(batch, plan)
     assert s.codes.tolist() == [0, 0, int((X["cat"] == "a").sum()), 0] and s.fme.n[0] == 0
+
+
+@pytest.mark.parametrize("nlm_points", [None, 16])
+def test_batching_does_not_change_any_row(nlm_points):
+    # The NLM stacks are cut into batches of STACK_CELL_BUDGET cells (32 MB): a row's fME and NLM are the
+    # same bits whatever batch it falls in (adaptive Gauss-Kronrod and a fixed rule alike).
+    from sklearn.neural_network import MLPRegressor
+
+    from fme.steps import STACK_CELL_BUDGET
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(3000, 4)), columns=list("abcd"))
+    y = np.sin(X["a"]) * X["b"] + X["c"] ** 2
+    model = MLPRegressor(hidden_layer_sizes=(8,), max_iter=200, random_state=0).fit(X, y)
+    whole = fme.fme(model, X, {"a": 1.0, "c": -0.5}, nlm=True, nlm_points=nlm_points, progress=False).results
+    pieces = fme.fme(model, X, {"a": 1.0, "c": -0.5}, nlm=True, nlm_points=nlm_points, batch_size=257,
+                     progress=False).results
+    pd.testing.assert_frame_equal(whole, pieces, check_exact=True)
+    assert STACK_CELL_BUDGET * 8 <= 32 * 2**20  # below glibc's largest mmap threshold (see fme.steps)

@@ -1,8 +1,9 @@
-"""Convex-hull extrapolation detector (King & Zeng); registered as ``"hull"``.
+"""Convex-hull extrapolation detector (King & Zeng; paper Appendix "Model Extrapolation").
 
-Private module: :mod:`fme._detectors` imports :class:`ConvexHullDetector`
-from here (after its shared base class exists) and
-:mod:`fme.extrapolation` registers it in ``DETECTORS``.
+Registered as ``"hull"``. Membership is decided exactly up to ``tol``: Qhull
+facets in few dimensions, otherwise certified projections (batched pairwise
+Frank-Wolfe, per-point active-set refinement) and cutting-plane linear
+programs; see :class:`ConvexHullDetector`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ import pandas as pd
 from scipy.optimize import linprog, nnls
 from scipy.spatial import ConvexHull, QhullError
 
-from ._detectors import _check_fraction, _check_int, _EncodedDetector
-from ._validation import check_random_state
-from .exceptions import ExtrapolationError
+from .._validation import check_random_state
+from ..exceptions import ExtrapolationError
+from ._base import register_detector
+from ._encoded import _check_fraction, _check_int, _EncodedDetector
+
+__all__ = ["ConvexHullDetector"]
 
 #: Largest (points x reference rows) block of inner products built at once (32 MB of floats).
 _BLOCK = 1 << 22
@@ -171,6 +175,7 @@ def _warn_degenerate(share: float, n: int, d: int) -> None:
         )
 
 
+@register_detector
 class ConvexHullDetector(_EncodedDetector):
     """Outside the convex hull of the reference data (King & Zeng).
 

@@ -1,22 +1,11 @@
-"""Extrapolation detectors beyond the envelope (paper Appendix "Model Extrapolation").
+"""Extrapolation-risk detectors MCEC and CERT (Hooker; paper Appendix "Model Extrapolation").
 
-Registered in :data:`fme.extrapolation.DETECTORS` under the names ``"hull"``,
-``"mcec"``, ``"cert"``, ``"isolation_forest"`` and ``"lof"``. All of them
-share the conventions of :class:`fme.extrapolation.ExtrapolationDetector`:
-``fit(reference) -> self``, ``flag(points) -> bool array``, ``score`` (larger
-= more extrapolated) and ``explain`` (a reason per flagged point).
-
-Conventions shared by every detector here:
-
-* Numeric features are standardised with the reference mean and SD (SD 0 ->
-  1) before any geometry, so that features on different scales weigh alike
-  and the linear programs stay well conditioned.
-* The reference data must have no missing value in the columns used
-  (:class:`~fme.exceptions.ExtrapolationError` otherwise); a *point* with a
-  missing value is flagged ("missing value in <feature>"), because no
-  detector can place it.
-* A categorical level the reference data lacks is always flagged, as in the
-  envelope.
+Both estimate R(x) = U(x) / (U(x) + P(x)), the probability that x came from a
+uniform distribution over the reference box rather than from the data (paper
+Eq. extrapolation_risk), and flag R(x) > threshold: MCEC with a classifier
+against a Monte-Carlo uniform background, CERT with a tree whose background
+counts are the expected uniform counts of its boxes (Eq. cert_hypervolume).
+Registered as ``"mcec"`` and ``"cert"``.
 """
 
 from __future__ import annotations
@@ -28,165 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._validation import check_random_state, is_categorical
-from .exceptions import ExtrapolationError, ParameterError
-from .extrapolation import ExtrapolationDetector
+from .._validation import check_random_state
+from ..exceptions import ParameterError
+from ._base import register_detector
+from ._encoded import _check_fraction, _check_int, _EncodedDetector, _seed
 
-__all__ = [
-    "ConvexHullDetector",
-    "MCECDetector",
-    "CERTDetector",
-    "IsolationForestDetector",
-    "LOFDetector",
-]
-
-
-# ----------------------------------------------------------------- helpers
-def _check_fraction(value: Any, name: str, low: float, high: float, *, closed_high: bool = False) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if ok:
-        ok = low < float(value) < high or (closed_high and float(value) == high)
-    if not ok:
-        right = "]" if closed_high else ")"
-        raise ParameterError(f"{name} must be a number in ({low:g}, {high:g}{right}, got {value!r}.")
-    return float(value)
-
-
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ParameterError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
-
-
-def _seed(rng: np.random.Generator) -> int:
-    """An int seed for scikit-learn estimators, drawn from the detector's generator."""
-    return int(rng.integers(0, 2**31 - 1))
-
-
-def _join(parts: list[np.ndarray], n: int) -> np.ndarray:
-    out = np.full(n, "", dtype=object)
-    for p in parts:
-        sep = np.where((out != "") & (p != ""), "; ", "")
-        out = out + sep + p
-    return out
-
-
-class _Encoding:
-    """Standardised numeric columns and reference levels of categorical ones.
-
-    Parameters
-    ----------
-    reference : DataFrame
-        The reference (training) data.
-    """
-
-    def __init__(self, reference: pd.DataFrame) -> None:
-        self.numeric = [c for c in reference.columns if not is_categorical(reference[c])]
-        self.categorical = [c for c in reference.columns if is_categorical(reference[c])]
-        for c in self.numeric:
-            if not pd.api.types.is_numeric_dtype(reference[c].dtype):
-                raise ExtrapolationError(f"reference column {c!r} has dtype {reference[c].dtype}; expected numbers.")
-        num = reference[self.numeric].to_numpy(dtype=float)
-        bad = [c for j, c in enumerate(self.numeric) if np.isnan(num[:, j]).any()]
-        bad += [c for c in self.categorical if reference[c].isna().any()]
-        if bad:
-            raise ExtrapolationError(
-                f"reference_data has missing values in {bad}; detectors need complete reference rows "
-                "(drop or impute them first)."
-            )
-        if not np.isfinite(num).all():
-            raise ExtrapolationError("reference_data has infinite values in numeric columns.")
-        self.mean = num.mean(axis=0) if num.size else np.empty(0)
-        sd = num.std(axis=0) if num.size else np.empty(0)
-        self.sd = np.where(sd > 0, sd, 1.0)
-        self.levels = {c: list(pd.unique(reference[c])) for c in self.categorical}
-        self.z_reference = self.standardise(reference)
-        self.low = self.z_reference.min(axis=0) if num.size else np.empty(0)
-        self.high = self.z_reference.max(axis=0) if num.size else np.empty(0)
-
-    def standardise(self, frame: pd.DataFrame) -> np.ndarray:
-        return (frame[self.numeric].to_numpy(dtype=float) - self.mean) / self.sd
-
-    def unseen(self, frame: pd.DataFrame) -> dict[str, np.ndarray]:
-        """Per categorical column, True where the level is not in the reference data."""
-        return {c: ~frame[c].isin(self.levels[c]).to_numpy() & frame[c].notna().to_numpy() for c in self.categorical}
-
-    def missing(self, frame: pd.DataFrame) -> dict[str, np.ndarray]:
-        return {c: frame[c].isna().to_numpy() for c in self.numeric + self.categorical}
-
-    def one_hot(self, frame: pd.DataFrame) -> np.ndarray:
-        """Standardised numeric columns followed by 0/1 indicators of the reference levels."""
-        blocks = [self.standardise(frame)]
-        for c in self.categorical:
-            col = frame[c].to_numpy(dtype=object)
-            blocks.append(np.column_stack([col == lv for lv in self.levels[c]]).astype(float))
-        return np.hstack(blocks) if blocks else np.empty((len(frame), 0))
-
-    def outside_box(self, z: np.ndarray, tol: float = 0.0) -> np.ndarray:
-        if z.shape[1] == 0:
-            return np.zeros(len(z), dtype=bool)
-        with np.errstate(invalid="ignore"):
-            return ((z < self.low - tol) | (z > self.high + tol)).any(axis=1)
-
-    def basic_reasons(self, frame: pd.DataFrame) -> tuple[np.ndarray, list[np.ndarray]]:
-        """Rows with a missing value or an unseen level, and the reasons for them."""
-        n = len(frame)
-        hit = np.zeros(n, dtype=bool)
-        parts = []
-        for c, m in self.missing(frame).items():
-            hit |= m
-            parts.append(np.where(m, f"missing value in {c}", ""))
-        for c, m in self.unseen(frame).items():
-            hit |= m
-            parts.append(np.where(m, f"{c} level not in reference data", ""))
-        return hit, parts
-
-
-class _EncodedDetector(ExtrapolationDetector):
-    """Shared fit/flag plumbing: encode, then a numeric test on complete, seen rows."""
-
-    def _fit(self, reference: pd.DataFrame) -> None:
-        self.encoding_ = _Encoding(reference)
-        self._fit_encoded(reference)
-
-    @abstractmethod
-    def _fit_encoded(self, reference: pd.DataFrame) -> None:
-        """Fit on the reference data once it is encoded."""
-
-    @abstractmethod
-    def _numeric_flags(self, pts: pd.DataFrame, usable: np.ndarray) -> np.ndarray:
-        """Flags for points without missing values or unseen levels."""
-
-    def flag(self, points: pd.DataFrame) -> np.ndarray:
-        """Boolean array, True where a point is an extrapolation point."""
-        pts = self._check_fitted(points)
-        basic, _ = self.encoding_.basic_reasons(pts)
-        out = basic.copy()
-        usable = ~basic
-        if usable.any():
-            out[usable] = self._numeric_flags(pts.iloc[np.flatnonzero(usable)], usable)
-        return out
-
-    @abstractmethod
-    def _reason(self, pts: pd.DataFrame, flagged: np.ndarray) -> np.ndarray:
-        """Reason per point (only read where flagged)."""
-
-    def explain(self, points: pd.DataFrame, flagged: np.ndarray) -> np.ndarray:
-        """Reason per point (empty string where not flagged)."""
-        pts = self._check_fitted(points)
-        flagged = np.asarray(flagged, dtype=bool)
-        basic, parts = self.encoding_.basic_reasons(pts)
-        out = _join(parts, len(pts))
-        rest = flagged & ~basic
-        if rest.any():
-            out[rest] = self._reason(pts.iloc[np.flatnonzero(rest)], rest)
-        out[~flagged] = ""
-        return out
-
-
-# ----------------------------------------------------------------- convex hull
-# In its own module (it needs _EncodedDetector, defined above, hence the late import).
-from ._hull import ConvexHullDetector  # noqa: E402
+__all__ = ["MCECDetector", "CERTDetector"]
 
 
 # ----------------------------------------------------------------- MCEC
@@ -218,6 +54,7 @@ class _RiskDetector(_EncodedDetector):
         return out
 
 
+@register_detector
 class MCECDetector(_RiskDetector):
     """Monte-Carlo extrapolation classification (Hooker; paper Appendix, Eq. extrapolation_risk).
 
@@ -321,6 +158,7 @@ class MCECDetector(_RiskDetector):
 
 
 # ----------------------------------------------------------------- CERT
+@register_detector
 class CERTDetector(_RiskDetector):
     """Confidence and extrapolation representation tree (Hooker; paper Appendix, Eq. cert_hypervolume).
 
@@ -483,97 +321,3 @@ class CERTDetector(_RiskDetector):
         r = self._risk(pts)
         return np.array([f"CERT leaf R(x)={v:.2f} > {self.threshold:g}" for v in r], dtype=object)
 
-
-# ----------------------------------------------------------------- outlier detectors
-class _OutlierDetector(_EncodedDetector):
-    """scikit-learn novelty detector on standardised numeric + one-hot categorical features."""
-
-    label = "outlier detector"
-
-    def __init__(self, contamination: float = 0.01, random_state: Any = None) -> None:
-        self.contamination = _check_fraction(contamination, "contamination", 0.0, 0.5, closed_high=True)
-        self.random_state = random_state
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(contamination={self.contamination!r})"
-
-    @abstractmethod
-    def _make(self, rng: np.random.Generator) -> Any:
-        """The unfitted scikit-learn outlier estimator."""
-
-    def _fit_encoded(self, reference: pd.DataFrame) -> None:
-        rng = check_random_state(self.random_state)
-        self.estimator_ = self._make(rng).fit(self.encoding_.one_hot(reference))
-
-    def _decision(self, pts: pd.DataFrame) -> np.ndarray:
-        return self.estimator_.decision_function(self.encoding_.one_hot(pts))
-
-    def _numeric_flags(self, pts: pd.DataFrame, usable: np.ndarray) -> np.ndarray:
-        return self._decision(pts) < 0
-
-    def score(self, points: pd.DataFrame) -> np.ndarray:
-        """Minus scikit-learn's ``decision_function`` (> 0 flagged; NaN with missing values or unseen levels)."""
-        pts = self._check_fitted(points)
-        basic, _ = self.encoding_.basic_reasons(pts)
-        out = np.full(len(pts), np.nan)
-        if (~basic).any():
-            out[~basic] = -self._decision(pts.iloc[np.flatnonzero(~basic)])
-        return out
-
-    def _reason(self, pts: pd.DataFrame, flagged: np.ndarray) -> np.ndarray:
-        v = self._decision(pts)
-        return np.array([f"{self.label} decision_function={x:.3g} < 0" for x in v], dtype=object)
-
-
-class IsolationForestDetector(_OutlierDetector):
-    """Isolation forest outliers (Liu et al.; paper Appendix "Model Extrapolation").
-
-    ``sklearn.ensemble.IsolationForest(contamination=contamination)`` fitted
-    on the reference data (numeric features standardised, categorical ones
-    one-hot); a point is flagged when its ``decision_function`` is < 0, so
-    about a ``contamination`` share of the reference rows themselves would be
-    flagged (default 1%). An unseen categorical level is flagged.
-
-    Parameters
-    ----------
-    contamination : float in (0, 0.5], default=0.01
-    random_state : None, int or numpy Generator
-        Seeds the forest; deterministic given it.
-    """
-
-    name = "isolation_forest"
-    label = "isolation forest"
-
-    def _make(self, rng: np.random.Generator) -> Any:
-        from sklearn.ensemble import IsolationForest
-
-        return IsolationForest(contamination=self.contamination, random_state=_seed(rng))
-
-
-class LOFDetector(_OutlierDetector):
-    """Local outlier factor (Breunig et al.; paper Appendix, local density-based outlier scores).
-
-    ``sklearn.neighbors.LocalOutlierFactor(novelty=True,
-    n_neighbors=n_neighbors, contamination=contamination)`` fitted on the
-    reference data (numeric features standardised, categorical ones one-hot);
-    a point is flagged when its ``decision_function`` is < 0 (about a
-    ``contamination`` share of reference rows would be flagged, default 1%).
-    An unseen categorical level is flagged. Deterministic.
-
-    Parameters
-    ----------
-    contamination : float in (0, 0.5], default=0.01
-    n_neighbors : int, default=20
-    """
-
-    name = "lof"
-    label = "LOF"
-
-    def __init__(self, contamination: float = 0.01, n_neighbors: int = 20, random_state: Any = None) -> None:
-        super().__init__(contamination, random_state)
-        self.n_neighbors = _check_int(n_neighbors, "n_neighbors", 1)
-
-    def _make(self, rng: np.random.Generator) -> Any:
-        from sklearn.neighbors import LocalOutlierFactor
-
-        return LocalOutlierFactor(n_neighbors=self.n_neighbors, novelty=True, contamination=self.contamination)
