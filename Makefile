@@ -62,7 +62,8 @@ lock: $(UV)
 	$(MAKE) --no-print-directory $(STAMP)
 	$(BIN)/python -m fme._environment --conda $(LOCK) > environment.yml
 
-# Reproduce the paper (simulations/*.ipynb via papermill) into reports/paper/; exits non-zero on a mismatch.
+# Reproduce the paper into reports/paper/ (the percent scripts simulations/NN_name.py, converted by jupytext to
+# the paired .ipynb, run by papermill); exits non-zero on a mismatch.
 # The SVM is solved to convergence (tol 1e-6): see reports/paper/replication.md for the tol sensitivity.
 paper: $(STAMP)
 	$(BIN)/python simulations/run_paper.py --svm-tol 1e-6

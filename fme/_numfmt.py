@@ -1,6 +1,6 @@
 """Number formatting: one place for report tables, sentences and the figures (tree labels included).
 
-:mod:`fme.report.formatting` re-exports it for the report; :mod:`fme._plot_tree` and :mod:`fme.came` use it
+:mod:`fme.report.formatting` re-exports it for the report; :mod:`fme.plotting` and :mod:`fme.came` use it
 so that a number in a figure equals its table cell at the same precision (issue 16 item 6).
 
 Rules (report checklist §2.4): estimates and their CI bounds share the

@@ -13,12 +13,36 @@ Jupyter configuration is touched), writes the executed notebooks, figures and
 section | quantity | paper | ours | match. Exits with status 1 when a number
 does not equal the paper's at the paper's printed precision (or a notebook
 fails), 0 otherwise. ``07_lime`` runs only when the ``lime`` package is
-installed.
+installed. ``--sync`` only rewrites the paired notebooks from their scripts.
+
+Sources: the notebooks are kept as code
+---------------------------------------
+The source of each notebook is the jupytext percent-format script
+``simulations/NN_name.py`` (``# %%`` starts a code cell, ``# %% [markdown]`` a
+markdown cell; the cell tagged ``parameters`` holds papermill's annotated
+parameters, ``name: type = default  # help``). Edit the script, never the
+``.ipynb``: before running, :func:`sync_notebook` converts each script with
+jupytext into the paired ``simulations/NN_name.ipynb`` that papermill executes
+(rewritten only when its text changes), and ``tests/test_paper.py`` asserts the
+committed ``.ipynb`` equal the conversion byte for byte, so the two cannot drift
+(``python simulations/run_paper.py --sync`` refreshes them without running).
+
+The conversion fixes what jupytext would otherwise vary, so that the executed
+notebooks do not change when nothing but the tooling does:
+
+* cell ids come from the scripts' cell headers (``# %% id="44f75899"``); a cell
+  without one gets ``sha256(notebook name, position, source)[:8]``, so a new
+  cell needs no hand-made id and its id is still reproducible;
+* jupytext's own header section (``jupytext:``, e.g. ``comment_magics: false``,
+  which keeps a markdown heading such as ``## rm + 1`` from being read as the
+  shell magic ``rm``) is dropped; the notebook metadata is the header's
+  ``kernelspec`` and ``language_info``, nothing else.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
@@ -26,39 +50,23 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 KERNEL_NAME = "fme-paper"
-
-HTML_TEMPLATE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Replication of the paper's numbers</title>
-<style>
-body { font-family: system-ui, sans-serif; margin: 2em; max-width: 70em; }
-table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.miss { background: #fde2e2; } tr.ok td.match { color: #186a3b; }
-</style></head><body>
-<h1>Replication of the paper's numbers</h1>
-<p>{{ n_match }} of {{ n_total }} printed numbers reproduced at the paper's printed precision
-({{ settings }}).</p>
-<table><thead><tr><th>section</th><th>quantity</th><th>paper</th><th>ours</th><th>ours (rounded)</th><th>match</th></tr></thead>
-<tbody>
-{% for r in rows %}<tr class="{{ 'ok' if r.match else 'miss' }}"><td>{{ r.section }}</td><td>{{ r.quantity }}</td>
-<td class="num">{{ r.paper }}</td><td class="num">{{ r.ours }}</td><td class="num">{{ r.ours_rounded }}</td>
-<td class="match">{{ 'yes' if r.match else 'NO' }}</td></tr>
-{% endfor %}</tbody></table>
-{% if notes %}<h2>Notes</h2><ul>{% for n in notes %}<li>{{ n }}</li>{% endfor %}</ul>{% endif %}
-<h2>Notebooks</h2><ul>{% for nb in notebooks %}<li>{{ nb.name }}: {{ nb.status }} ({{ '%.1f' % nb.seconds }} s)</li>{% endfor %}</ul>
-</body></html>
-"""
+# jupytext's bookkeeping in a script's header; not part of the notebook (see the module docstring)
+_JUPYTEXT_KEY = "jupytext"
 
 
-def notebooks(only: list[str] | None = None) -> list[Path]:
-    """The replication notebooks in run order (optionally a subset by name)."""
-    paths = sorted(HERE.glob("[0-9][0-9]_*.ipynb"))
+def scripts(only: list[str] | None = None) -> list[Path]:
+    """The notebooks' sources, ``simulations/NN_name.py``, in run order (optionally a subset by name)."""
+    paths = sorted(HERE.glob("[0-9][0-9]_*.py"))
     if only:
         wanted = set(only)
         paths = [p for p in paths if p.stem in wanted]
@@ -66,6 +74,53 @@ def notebooks(only: list[str] | None = None) -> list[Path]:
         if missing:
             raise SystemExit(f"unknown notebook(s): {sorted(missing)}")
     return paths
+
+
+def notebooks(only: list[str] | None = None) -> list[Path]:
+    """The paired notebooks papermill executes, ``simulations/NN_name.ipynb``, in run order."""
+    return [p.with_suffix(".ipynb") for p in scripts(only)]
+
+
+def script_to_notebook(script: Path) -> NotebookNode:
+    """The notebook of a percent-format script (an ``nbformat`` v4 node), with ids and metadata fixed.
+
+    Cell ids are taken from the ``id`` cell metadata of the script, else derived from the notebook's name,
+    the cell's position and its source; the ``jupytext`` header section is dropped.
+    """
+    import jupytext
+    import nbformat
+
+    script = Path(script)
+    nb = jupytext.read(script, fmt="py:percent")
+    nb.metadata.pop(_JUPYTEXT_KEY, None)
+    for i, cell in enumerate(nb.cells):
+        given = cell.metadata.pop("id", None)
+        cell.id = given if given is not None else hashlib.sha256(
+            f"{script.stem}\0{i}\0{cell.source}".encode()).hexdigest()[:8]
+    nbformat.validate(nb)  # also rejects duplicate or malformed ids
+    return nb
+
+
+def _ipynb_text(nb: NotebookNode) -> str:
+    import jupytext
+
+    return jupytext.writes(nb, fmt="ipynb") + "\n"  # jupytext.write ends the file with a newline
+
+
+def notebook_text(script: Path) -> str:
+    """The text of the ``.ipynb`` paired with ``script``, as :func:`sync_notebook` writes it."""
+    return _ipynb_text(script_to_notebook(script))
+
+
+def sync_notebook(script: Path) -> Path:
+    """Write the ``.ipynb`` paired with ``script`` (only when its text changes); returns its path."""
+    import jupytext
+
+    target = Path(script).with_suffix(".ipynb")
+    nb = script_to_notebook(script)
+    if not target.is_file() or target.read_text(encoding="utf-8") != _ipynb_text(nb):
+        jupytext.write(nb, target, fmt="ipynb")
+    return target
 
 
 def lime_available() -> bool:
@@ -114,7 +169,7 @@ def collect(out: Path, names: list[str] | None = None) -> tuple[dict, dict]:
 
 def render(table: pd.DataFrame, notes: list[str], runs: list[dict], settings: str) -> tuple[str, str]:
     """Markdown and HTML of the replication table."""
-    from jinja2 import Environment, select_autoescape
+    from fme.report.render import html_env
 
     shown = table[["section", "quantity", "paper", "ours", "ours_rounded", "match"]].copy()
     shown["match"] = shown["match"].map({True: "yes", False: "**NO**"})
@@ -127,8 +182,7 @@ def render(table: pd.DataFrame, notes: list[str], runs: list[dict], settings: st
     if notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
     lines += ["", "## Notebooks", ""] + [f"- {r['name']}: {r['status']} ({r['seconds']:.1f} s)" for r in runs]
-    env = Environment(autoescape=select_autoescape(default=True, default_for_string=True))
-    html = env.from_string(HTML_TEMPLATE).render(
+    html = html_env().get_template("replication.html.j2").render(
         rows=table.to_dict(orient="records"), n_match=int(table["match"].sum()), n_total=len(table),
         notes=notes, notebooks=runs, settings=settings)
     return "\n".join(lines) + "\n", html
@@ -155,7 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--svm-tol", type=float, default=None,
                     help="libsvm tolerance of the Boston SVM (default: the notebook's, kernlab's 1e-3)")
     ap.add_argument("--only", nargs="*", help="run only these notebooks (names without .ipynb)")
+    ap.add_argument("--sync", action="store_true",
+                    help="only rewrite the paired .ipynb from the scripts (simulations/NN_name.py), run nothing")
     args = ap.parse_args(argv)
+    if args.sync:
+        for script in scripts(args.only):
+            print(sync_notebook(script).relative_to(ROOT))
+        return 0
 
     sys.path.insert(0, str(ROOT))
     from fme.paper import compare_numbers
@@ -166,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     kernel = install_kernel(Path(kernel_dir.name))
     runs, failed = [], False
     t_all = time.perf_counter()
-    for path in notebooks(args.only):
+    for path in map(sync_notebook, scripts(args.only)):
         if path.stem == "07_lime" and not lime_available():
             runs.append({"name": path.stem, "status": "skipped (the lime package is not installed)", "seconds": 0.0})
             print(f"{path.stem}: skipped (lime not installed)")

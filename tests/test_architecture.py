@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # _dask_tables holds came_dask (and ame_dask, see ALLOWANCES).
     ("trees and cAMEs", ("fme.ctree", "fme._ctree_stats", "fme._cart", "fme._tree_args", "fme._partition",
                          "fme.came", "fme._came_support", "fme._dask_tables")),
-    ("plotting", ("fme.plotting", "fme._plot_tree", "fme._plot_data")),
+    ("plotting", ("fme.plotting",)),
     # The package root re-exports the public API of the layers below for users and the report.
     ("public API", ("fme",)),
     ("report and replication", ("fme.report", "fme.paper", "fme.__main__")),

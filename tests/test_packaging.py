@@ -95,7 +95,26 @@ def test_core_dependencies_have_lower_bounds() -> None:
     for req in reqs:
         assert re.search(r">=\s*\d", req), f"{req!r} has no lower bound"
     names = {re.split(r"[<>=\[ ]", r)[0].lower() for r in project["dependencies"]}
-    assert {"numpy", "scipy", "pandas", "scikit-learn", "statsmodels", "matplotlib", "seaborn", "jinja2"} <= names
+    assert {"numpy", "scipy", "pandas", "scikit-learn", "statsmodels", "matplotlib", "jinja2"} <= names
+
+
+def test_every_core_dependency_is_imported_by_fme() -> None:
+    """No dependency stays declared and unused (issue 15: seaborn was declared and never imported)."""
+    import ast
+
+    from packaging.requirements import Requirement
+
+    imported = set()
+    for path in (ROOT / "fme").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    distributions = metadata.packages_distributions()  # import name -> installed distributions
+    used = {canonical(d) for name in imported for d in distributions.get(name, [])}
+    declared = {canonical(Requirement(r).name) for r in _pyproject()["project"]["dependencies"]}
+    assert declared - used == set(), "declared in pyproject.toml but never imported by fme"
 
 
 def test_ci_runs_the_readme_test_command() -> None:

@@ -214,16 +214,113 @@ def _run_paper():
     return mod
 
 
-def test_notebooks_are_generated_from_the_sources(tmp_path):
-    spec = importlib.util.spec_from_file_location("_build_notebooks", SIM / "_build_notebooks.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+def test_committed_notebooks_equal_their_scripts():
+    """The .ipynb papermill runs are exactly what the percent scripts convert to (no drift)."""
+    rp = _run_paper()
+    scripts = rp.scripts()
+    assert [p.stem for p in scripts] == [p.stem for p in sorted(SIM.glob("[0-9][0-9]_*.ipynb"))]
+    assert len(scripts) == 7
+    for script in scripts:
+        committed = script.with_suffix(".ipynb").read_text(encoding="utf-8")
+        assert rp.notebook_text(script) == committed, (
+            f"{script.name} and its .ipynb differ: run `python simulations/run_paper.py --sync` and commit both")
+
+
+def test_scripts_compile_as_code():
+    """Every notebook source parses and compiles as plain Python, with compiler warnings as errors."""
+    import ast
+    import warnings
+
+    for script in _run_paper().scripts():
+        source = script.read_text(encoding="utf-8")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # e.g. an invalid escape sequence (SyntaxWarning)
+            compile(source, str(script), "exec", dont_inherit=True)
+        names = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        assert {"output_dir", "fast", "NOTEBOOK", "numbers", "checks"} <= names, script.name
+
+
+def test_scripts_share_the_setup_and_record_cells():
+    """The set-up cell (after the parameters) and the record-writing last cell are the same in every notebook."""
+    rp = _run_paper()
+    nbs = [rp.script_to_notebook(s) for s in rp.scripts()]
+    for nb in nbs:
+        tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1 and nb.cells[tagged[0]].cell_type == "code"
+        assert nb.cells[tagged[0] + 1].source == nbs[0].cells[2].source
+        assert nb.cells[-1].source == nbs[0].cells[-1].source
+    assert nbs[0].cells[2].source.startswith("import json\n") and "def save(fig, name):" in nbs[0].cells[2].source
+    assert 'write_text(json.dumps(record, indent=2))' in nbs[0].cells[-1].source
+
+
+def test_script_to_notebook_ids_metadata_and_sync(tmp_path):
+    rp = _run_paper()
+    script = tmp_path / "99_example.py"
+    script.write_text(
+        "# ---\n# jupyter:\n#   jupytext:\n#     comment_magics: false\n#   kernelspec:\n"
+        "#     display_name: Python 3\n#     language: python\n#     name: python3\n# ---\n\n"
+        '# %% [markdown] id="0a1b2c3d"\n# ## rm + 1: a heading\n\n'
+        '# %% tags=["parameters"]\nfast: bool = False  # CI mode\n\n'
+        "# %%\nx = 1\n\n# %%\nx = 1\n")
+    nb = rp.script_to_notebook(script)
+    assert [c.cell_type for c in nb.cells] == ["markdown", "code", "code", "code"]
+    assert nb.cells[0].source == "## rm + 1: a heading"     # not read as the magic `rm`
+    assert nb.cells[0].id == "0a1b2c3d" and nb.cells[0].metadata == {}
+    assert nb.cells[1].metadata == {"tags": ["parameters"]}
+    import hashlib
+
+    expected = [hashlib.sha256(f"99_example\0{i}\0{c.source}".encode()).hexdigest()[:8] for i, c in
+                enumerate(nb.cells[1:], start=1)]
+    assert [c.id for c in nb.cells[1:]] == expected
+    assert len({c.id for c in nb.cells}) == 4                # same source, different position: different ids
+    assert dict(nb.metadata) == {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
+    assert [c.id for c in rp.script_to_notebook(script).cells] == [c.id for c in nb.cells]
+
+    target = rp.sync_notebook(script)
+    assert target == tmp_path / "99_example.ipynb"
+    assert target.read_text(encoding="utf-8") == rp.notebook_text(script)
+    written = json.loads(target.read_text(encoding="utf-8"))
+    assert "jupytext" not in written["metadata"] and [c["id"] for c in written["cells"]] == [c.id for c in nb.cells]
+    target.write_text("stale")
+    rp.sync_notebook(script)
+    assert target.read_text(encoding="utf-8") == rp.notebook_text(script)
+    before = target.stat().st_mtime_ns
+    import os
+
+    os.utime(target, ns=(before - 10**9, before - 10**9))
+    rp.sync_notebook(script)                                  # unchanged text: not rewritten
+    assert target.stat().st_mtime_ns == before - 10**9
+
+    script.write_text(script.read_text().replace('id="0a1b2c3d"', 'id="not an id!"'))
     import nbformat
 
-    for path in mod.build(tmp_path):
-        fresh = nbformat.read(path, as_version=4)
-        committed = nbformat.read(SIM / path.name, as_version=4)
-        assert [c.source for c in fresh.cells] == [c.source for c in committed.cells], path.name
+    with pytest.raises(nbformat.ValidationError):
+        rp.script_to_notebook(script)
+
+
+def test_replication_page_uses_the_report_html_environment():
+    """The page renders templates/replication.html.j2 with fme.report.render.html_env: escaped, strict."""
+    rp = _run_paper()
+    table = pd.DataFrame([{"key": "k1", "section": "§8", "quantity": "a <b> & c", "paper": "0.32", "ours": "0.315",
+                           "ours_rounded": "0.32", "match": True},
+                          {"key": "k2", "section": "§7", "quantity": "q", "paper": "2", "ours": "1.9",
+                           "ours_rounded": "2", "match": False}])
+    runs = [{"name": "01_x", "status": "ok", "seconds": 1.25}]
+    md, html = rp.render(table, ["note <script>"], runs, "SVM tol 1e-06")
+    assert html.startswith("<!DOCTYPE html>\n") and html.endswith("</body></html>")
+    assert "<p>1 of 2 printed numbers reproduced at the paper's printed precision\n(SVM tol 1e-06).</p>" in html
+    assert ('<tr class="ok"><td>§8</td><td>a &lt;b&gt; &amp; c</td>\n<td class="num">0.32</td>'
+            '<td class="num">0.315</td><td class="num">0.32</td>\n<td class="match">yes</td></tr>') in html
+    assert '<tr class="miss"><td>§7</td>' in html and '<td class="match">NO</td>' in html
+    assert "<li>note &lt;script&gt;</li>" in html and "<li>01_x: ok (1.2 s)</li>" in html
+    assert "{#" not in html and "replication.html.j2" not in html
+    assert md.splitlines()[2] == "1 of 2 printed numbers reproduced at the paper's printed precision (SVM tol 1e-06)."
+    import jinja2
+
+    with pytest.raises(jinja2.UndefinedError):
+        from fme.report.render import html_env
+
+        html_env().get_template("replication.html.j2").render(rows=[], n_match=0, n_total=0, notes=[], notebooks=[])
 
 
 def test_notebook_parameters_parse(caplog):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,7 +14,8 @@ import pandas as pd
 import pytest
 
 import fme
-from fme._plot_tree import edge_label, fmt_ci, fmt_p, leaf_label, tree_layout
+from fme.plotting._common import fmt_ci, fmt_p
+from fme.plotting.tree import edge_label, leaf_label, tree_layout
 from fme.plotting import (
     COLORS,
     EffectsDisplay,
@@ -352,6 +356,78 @@ def test_import_fme_does_not_import_matplotlib():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+# ----------------------------------------------------------------- package layout (issue 15)
+PLOTTING = Path(fme.__file__).parent / "plotting"
+#: The lower modules: every display imports from them, they import no display.
+HELPERS = {"_common", "_data"}
+
+
+def _fme_imports(path: Path) -> set[str]:
+    """Modules of fme imported by ``path`` (any depth, also inside functions), as dotted names under fme."""
+    package = ["fme", *path.parent.relative_to(PLOTTING.parent).parts]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            if target == "fme.plotting" or not node.module:  # ``from . import x`` / ``from fme.plotting import X``
+                out |= {f"{target}.{a.name}" for a in node.names}
+            out.add(target)
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+    return {m for m in out if m == "fme" or m.startswith("fme.")}
+
+
+def test_plotting_helpers_import_no_display():
+    displays = {p.stem for p in PLOTTING.glob("*.py")} - HELPERS - {"__init__"}
+    assert displays == {"effects", "secant", "tree"}
+    for helper in HELPERS:
+        imported = _fme_imports(PLOTTING / f"{helper}.py")
+        assert not {m for m in imported if m.startswith("fme.plotting.") and m.split(".")[2] not in HELPERS}, helper
+        assert "fme.plotting" not in imported and not any(m.startswith("fme.report") for m in imported), helper
+
+
+def test_plotting_displays_import_one_way():
+    """Displays import the helpers and the layers below (effects, margins, steps), never each other or the report."""
+    for path in PLOTTING.glob("*.py"):
+        if path.stem in HELPERS or path.stem == "__init__":
+            continue
+        imported = _fme_imports(path)
+        inside = {m.split(".")[2] for m in imported if m.startswith("fme.plotting.")}
+        assert inside <= HELPERS, (path.stem, inside)
+        assert not any(m.startswith("fme.report") for m in imported), path.stem
+
+
+def test_plotting_reexports_the_display_objects():
+    import fme.plotting as plotting
+    from fme.plotting import _common, effects, secant, tree
+
+    for name, module in [("FMEDisplay", effects), ("NLMDisplay", effects), ("EffectsDisplay", effects),
+                         ("plot_fme_nlm", effects), ("SecantTangentDisplay", secant), ("PartitionDisplay", tree),
+                         ("COLORS", _common), ("OKABE_ITO", _common)]:
+        assert getattr(plotting, name) is getattr(module, name)
+    assert sorted(plotting.__all__) == sorted(["OKABE_ITO", "COLORS", "FMEDisplay", "NLMDisplay", "EffectsDisplay",
+                                               "SecantTangentDisplay", "PartitionDisplay", "plot_fme_nlm"])
+
+
+@pytest.mark.parametrize("path", sorted(PLOTTING.glob("*.py")), ids=lambda p: p.name)
+def test_plotting_modules_stay_small(path):
+    assert len(path.read_text(encoding="utf-8").splitlines()) <= 600
+
+
+def test_plotting_does_not_use_seaborn():
+    """The package docstring says why each figure is drawn without seaborn; seaborn is no dependency."""
+    import fme.plotting as plotting
+
+    paths = [*PLOTTING.glob("*.py"), PLOTTING.parent / "report" / "figures.py"]
+    sources = [p.read_text(encoding="utf-8") for p in paths]
+    assert not any(re.search(r"^\s*(import|from)\s+seaborn\b", s, re.M) for s in sources)
+    doc = plotting.__doc__
+    assert "Why matplotlib and not seaborn" in doc
+    for figure in ("Histogram + density", "NLM histogram", "coloured by NLM", "Per-leaf distributions"):
+        assert figure in doc, figure
+
+
 def test_per_class_output_needs_choice(pyplot, data):
     sklearn = pytest.importorskip("sklearn.linear_model")
     y = (data["x"] > 0).astype(int)
@@ -364,7 +440,7 @@ def test_per_class_output_needs_choice(pyplot, data):
     np.testing.assert_allclose(disp.ame_line_.get_ydata()[0], eff.results["fme_1"].mean())
 
 
-# ----------------------------------------------------------------- awkward distributions (fme._plot_data)
+# ----------------------------------------------------------------- awkward distributions (fme.plotting._data)
 EPS = np.finfo(float).eps
 AWKWARD = {
     "equal": np.full(6, 2.5),

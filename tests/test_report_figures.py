@@ -3,7 +3,7 @@
 Each case is a small config (a joblib model, a CSV): all fMEs equal (a constant model, whose NLMs are all
 undefined), fMEs equal up to rounding (a linear model: a spread of ~1e-15 relative, which numpy cannot cut
 into 30 bins), one row, two rows, and NaN in the stepped feature. The figures must be drawn, and what they
-leave out must be said in the caption. ``fme._plot_data`` has the unit tests; ``test_plotting`` the displays.
+leave out must be said in the caption. ``fme.plotting._data`` has the unit tests; ``test_plotting`` the displays.
 """
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
 
 
 def test_leaf_without_ci_reads_as_in_the_table():
-    from fme._plot_tree import leaf_label
+    from fme.plotting.tree import leaf_label
     from fme.report.context import _leaf_rows
 
     leaf = {"node": 3, "n": 1, "came": 0.5, "came_ci_low": None, "came_ci_high": None, "cov_fme": None,

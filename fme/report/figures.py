@@ -5,6 +5,7 @@ metadata, so rebuilding gives byte-identical files. Colours are the
 Okabe-Ito palette with a second encoding (marker, hatch or line style), each
 with at least 3:1 contrast on white (checked in the tests via :data:`PALETTE`).
 Alt text and captions are written from the numbers in :mod:`fme.report.context`.
+Drawn with matplotlib, not seaborn: the reasons, figure by figure, are in :mod:`fme.plotting`'s docstring.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._plot_data import finite_part, finite_rows, histogram_edges, kde_curve
+from ..plotting._data import finite_part, finite_rows, histogram_edges, kde_curve
 from .._validation import is_categorical
 from ._svg import compact_svg
 

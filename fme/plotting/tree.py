@@ -1,25 +1,33 @@
-"""Private helpers of :mod:`fme.plotting`: number formatting, the step arrow and the cAME tree.
+"""The cAME tree: :class:`PartitionDisplay` and its layout, labels and drawing (paper §5.5, Figs. 11-12).
 
-:class:`PartitionDisplay` lives here (re-exported by :mod:`fme.plotting`) to
-keep that module under ~600 lines. Nothing here imports matplotlib at module
-level, and palette/label helpers are imported from :mod:`fme.plotting` inside
-methods (at call time it is loaded; at import time it would be circular).
+Split boxes with the test's p-value, edge conditions, and under each leaf its
+label (n, share, cAME [CI], CoV, cANLM) and a histogram of its fMEs; all leaf
+panels share one set of bin edges and one y scale (report checklist §2.7). The
+numbers are the report's table cells (:mod:`fme._numfmt` via
+:func:`~fme.plotting._common.fmt_ci`).
+
+Drawn with matplotlib, not seaborn (see :mod:`fme.plotting`): the leaf panels
+are inset axes placed in the tree's data coordinates, which a seaborn
+``FacetGrid`` (its own figure, a grid of facets) cannot give, and ``sns.histplot``
+per inset would only take the shared edges of :mod:`fme.plotting._data` that
+``ax.hist`` takes; a KDE per leaf would smooth leaves whose fMEs sit on a few
+atoms (a tree model's piecewise-constant predictions give exactly that).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from . import _numfmt as _shared
-from ._plot_data import histogram_edges
+from .. import _numfmt as _shared
+from ._common import COLORS, fmt_ci, fmt_num, fmt_p, measure_column, pyplot, step_label
+from ._data import histogram_edges
 
-__all__ = ["PartitionDisplay", "fmt_num", "fmt_ci", "fmt_p", "tree_layout", "edge_label", "leaf_label",
-           "inner_label", "centred_norm", "place_arrow"]
+__all__ = ["PartitionDisplay", "STAGGER_FROM", "tree_layout", "edge_label", "leaf_label", "inner_label",
+           "draw_tree"]
 
 #: Vertical room (in tree-level units) below the leaf row: label, then histogram.
 _LEAF_LABEL_HEIGHT = 0.62
@@ -30,114 +38,6 @@ _MAX_LEVELS_SHOWN = 4
 _LEAF_ROW_GAP = 0.4
 #: From this many leaves on, leaf labels alternate between two rows.
 STAGGER_FROM = 5
-
-
-# ----------------------------------------------------------------- formatting
-def fmt_num(x: float, sig: int = 3, *, trim: bool = False) -> str:
-    """``x`` with ``sig`` significant digits, thousands separators, no exponent.
-
-    Parameters
-    ----------
-    x : float
-        Number to format.
-    sig : int, default=3
-        Significant digits.
-    trim : bool, default=False
-        Drop trailing zeros (split thresholds: ``0.1`` rather than ``0.1000``).
-
-    Returns
-    -------
-    str
-        ``"NA"`` for NaN.
-    """
-    if x is None or not np.isfinite(x):
-        return "NA"
-    if x == 0:
-        return "0"
-    decimals = max(0, sig - 1 - int(math.floor(math.log10(abs(x)))))
-    text = f"{x:,.{min(decimals, 8)}f}"
-    return text.rstrip("0").rstrip(".") if trim and "." in text else text
-
-
-def fmt_ci(est: float, low: float, high: float) -> tuple[str, str, str]:
-    """Estimate and bounds rounded to the CI precision (report checklist §2.4).
-
-    The number of decimals gives the half-width two significant figures, and
-    the estimate and both bounds share it, so "6.79 [6.58, 7.00]" never mixes
-    precisions.
-
-    Parameters
-    ----------
-    est, low, high : float
-        Estimate and interval bounds.
-
-    Returns
-    -------
-    tuple of str
-        ``(estimate, low, high)`` as :func:`fme._numfmt.fmt_est` (the report's table cells); without an
-        interval the bounds are ``"-"`` (the tables' missing value) and the estimate gets three decimals.
-    """
-    # the report's own function: a figure's numbers equal its table cells (issue 16 item 6)
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return _shared.fmt_est(est, None, None)[0], "-", "-"
-    return _shared.fmt_est(est, low, high)
-
-
-def fmt_p(p: float) -> str:
-    """A p-value as ``p = 0.012`` or ``p < 0.001`` (never ``p = 0.000``)."""
-    if p is None or not np.isfinite(p):
-        return "p = NA"
-    if p < 0.001:
-        return "p < 0.001"
-    return f"p = {p:.3f}"
-
-
-# ----------------------------------------------------------------- shared drawing helpers
-def centred_norm(values: np.ndarray, *, vmax: float | None = None, vmin_floor: float | None = None):
-    """TwoSlopeNorm centred at 0 (both sides kept non-empty so the centre is valid)."""
-    from matplotlib.colors import TwoSlopeNorm
-
-    finite = values[np.isfinite(values)]
-    lo = float(finite.min()) if finite.size else -1.0
-    hi = float(finite.max()) if finite.size else 1.0
-    hi = vmax if vmax is not None else hi
-    if vmin_floor is not None:
-        lo = min(lo, vmin_floor)
-    span = max(abs(lo), abs(hi), 1e-12)
-    return TwoSlopeNorm(vcenter=0.0, vmin=min(lo, -1e-6 * span), vmax=max(hi, 1e-6 * span))
-
-
-def place_arrow(ax: Any, h: Sequence[float], text: str, *, color: str, fontsize: float) -> tuple[Any, Any]:
-    """One arrow of length ``h`` (data units) in the upper corner, as the paper's figures.
-
-    ``h`` has one component (horizontal arrow; its height is in axes units so
-    it sits above the points) or two (an arrow in the (x1, x2) plane). The
-    limits are widened when the arrow would not fit, so its length stays exact.
-    """
-    ax.autoscale_view()
-    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    w, hgt = x1 - x0, y1 - y0
-    hx = float(h[0])
-    start_x = x0 + 0.05 * w if hx >= 0 else x1 - 0.05 * w
-    end_x = start_x + hx
-    if len(h) == 1:
-        coords: Any = ("data", "axes fraction")
-        start_y = end_y = 0.9
-    else:
-        # Above the data, so the arrow never hides hexagons; the y limit grows by |h2|.
-        coords = "data"
-        hy = float(h[1])
-        start_y = y1 + 0.04 * hgt + max(-hy, 0.0)
-        end_y = start_y + hy
-        ax.set_ylim(y0, max(start_y, end_y) + 0.1 * hgt)
-    ax.set_xlim(min(x0, end_x - 0.02 * w), max(x1, end_x + 0.02 * w))
-    arrow = ax.annotate("", xy=(end_x, end_y), xytext=(start_x, start_y), xycoords=coords, textcoords=coords,
-                        arrowprops=dict(arrowstyle="-|>", color=color, lw=2.0, shrinkA=0, shrinkB=0,
-                                        mutation_scale=14), annotation_clip=False, zorder=5)
-    label = ax.annotate(text, xy=((start_x + end_x) / 2, max(start_y, end_y)), xycoords=coords,
-                        xytext=(0, 4), textcoords="offset points", ha="center", va="bottom",
-                        fontsize=fontsize, color=color, zorder=5)
-    return arrow, label
 
 
 # ----------------------------------------------------------------- tree layout
@@ -444,10 +344,8 @@ class PartitionDisplay:
         Uses only ``part.nodes`` (the reduced tree; ``part.tree.nodes_`` when absent), ``part.leaves``, ``part.root``,
         ``part.effects``, ``part.leaf_of_row`` and ``part.conf_level``.
         """
-        from .plotting import _measure_column, _step_text
-
         effects = part.effects
-        column = _measure_column(effects, "fme", output)
+        column = measure_column(effects, "fme", output)
         values = effects.results[column]
         leaf_of_row = part.leaf_of_row.reindex(values.index)
         leaf_values = {int(node): values[leaf_of_row == node].to_numpy(dtype=float) for node in part.leaves["node"]}
@@ -456,21 +354,19 @@ class PartitionDisplay:
                              float(root.get("came_ci_high", np.nan)))
         display = cls(nodes=getattr(part, "nodes", part.tree.nodes_), leaves=part.leaves, leaf_values=leaf_values,
                       average=float(root["came"]), n_total=int(root["n"]), conf_level=float(part.conf_level),
-                      step_text=", ".join(_step_text(s, dict(units or {})) for s in effects.steps),
+                      step_text=", ".join(step_label(s, dict(units or {})) for s in effects.steps),
                       root_label=f"AME {est} [{lo}, {hi}]", average_text=est)
         return display.plot(ax=ax, **plot_kw)
 
     def plot(self, *, ax: Any = None, bins: int = 20, fontsize: float = 9.0) -> PartitionDisplay:
         """Draw the tree top-down (new figure sized to the tree by default); returns self."""
-        from .plotting import COLORS, _pyplot
-
         own_figure = ax is None
         if ax is None:
             depth = float(self.nodes["depth"].max())
             n_leaves = len(self.leaves)
             stagger = n_leaves >= STAGGER_FROM
             height = 1.5 * depth + 3.2 + (2.5 if stagger else 0.0)
-            _, ax = _pyplot().subplots(figsize=(max(6.4, 1.2 * n_leaves), height), layout="constrained")
+            _, ax = pyplot().subplots(figsize=(max(6.4, 1.2 * n_leaves), height), layout="constrained")
         else:
             stagger = False
         self.ax_, self.figure_ = ax, ax.figure

@@ -1,17 +1,18 @@
-"""Plots of forward marginal effects, NLMs and cAME trees (scikit-learn Display style).
+"""fMEs and NLMs of one step: :class:`FMEDisplay`, :class:`NLMDisplay`, both side by side (:class:`EffectsDisplay`).
 
-Each Display stores numbers already computed by :func:`fme.fme` (or a cAME
-partition); ``from_effects`` / ``from_model`` / ``from_partition`` build one and
-call :meth:`plot`, which draws, keeps the artists in trailing-underscore
-attributes and returns ``self``. matplotlib is imported inside ``plot`` only,
-so ``import fme`` stays free of it. The figures follow the paper (§7, §8):
-fME against the feature with an arrow of the step length, hexagon maps for two
-features, densities for three or more, and the cAME tree. Figures carry no
-title: captions come from the report.
+The paper's §7/§8 figures: the fME (or NLM) against the feature with an arrow
+of the step length (a scatter, or log-count hexagons above ``hexbin_threshold``
+rows), a map of the mean over two features, or a histogram with a kernel
+density for three or more features and categorical steps.
 
->>> from fme.plotting import FMEDisplay             # doctest: +SKIP
->>> disp = FMEDisplay.from_effects(fme.fme(model, X, {"rm": 1}), units={"rm": "rooms"})  # doctest: +SKIP
->>> disp.figure_.savefig("fme_rm.png")              # doctest: +SKIP
+Drawn with matplotlib, not seaborn (see :mod:`fme.plotting` for the whole
+argument): the density layout takes its bin edges and its KDE from
+:mod:`fme.plotting._data` (one bar and no curve for flat fMEs, at most
+:data:`~fme.plotting._data.MAX_BINS` bins, non-finite values counted in the
+legend), which ``sns.histplot``/``sns.kdeplot`` would replace with their own
+rules; the maps need a diverging norm centred at 0 (NLM capped at 1) with a
+colorbar, and the hexbins a log count norm, neither of which seaborn's
+``hue`` legends give; and the arrow and every legend number are ours.
 """
 
 from __future__ import annotations
@@ -22,88 +23,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ._plot_data import finite_rows, histogram_edges, kde_curve
-from ._plot_tree import PartitionDisplay, centred_norm, fmt_num, place_arrow
+from ._common import (CMAP_COUNTS, CMAP_DIVERGING_FME, CMAP_NLM, CMAP_SEQUENTIAL, COLORS, FONTSIZE, centred_norm,
+                      feature_label, fmt_num, measure_column, new_axes, place_arrow, pyplot, step_label, style_axes)
+from ._data import finite_rows, histogram_edges, kde_curve
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
 
-    from .effects import FMEResult
-    from .steps import Step
+    from ..effects import FMEResult
+    from ..steps import Step
 
-__all__ = ["OKABE_ITO", "COLORS", "FMEDisplay", "NLMDisplay", "EffectsDisplay", "SecantTangentDisplay",
-           "PartitionDisplay", "plot_fme_nlm"]
+__all__ = ["KINDS", "FMEDisplay", "NLMDisplay", "EffectsDisplay", "plot_fme_nlm"]
 
-#: Okabe & Ito (2008) colour-blind-safe palette.
-OKABE_ITO = {
-    "black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9", "green": "#009E73",
-    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7",
-}
-#: Colour roles; data marks use only hues with >= 3:1 contrast on white (WCAG 1.4.11).
-COLORS = {
-    "points": OKABE_ITO["blue"], "average": OKABE_ITO["vermillion"], "negative": OKABE_ITO["vermillion"],
-    "extrapolation": OKABE_ITO["green"], "arrow": OKABE_ITO["black"], "reference": "#595959",
-    "text": "#222222", "edge": "#595959", "bars": OKABE_ITO["blue"], "came": OKABE_ITO["vermillion"],
-}
-FONTSIZE = {"label": 11, "tick": 10, "legend": 9, "note": 9}
+#: Layouts of ``plot(kind=...)``.
 KINDS = ("auto", "scatter", "hexbin", "map", "density")
-#: Colormaps: sequential for one-signed values, diverging (centred at 0) otherwise.
-_CMAP_SEQUENTIAL = "viridis"
-_CMAP_DIVERGING_FME = "PuOr"
-_CMAP_NLM = "RdBu"  # red = negative NLM, as the paper's maps
-_CMAP_COUNTS = "Blues"
-
-
-# ----------------------------------------------------------------- helpers
-def _pyplot():
-    """Import pyplot lazily with a helpful error (sklearn's check_matplotlib_support)."""
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - matplotlib is a dependency
-        raise ImportError("fme.plotting needs matplotlib: pip install matplotlib") from exc
-    return plt
-
-
-def _new_axes(ax: Axes | None, figsize: tuple[float, float] = (6.4, 4.6)) -> Axes:
-    if ax is not None:
-        return ax
-    _, ax = _pyplot().subplots(figsize=figsize, layout="constrained")
-    return ax
-
-
-def _style_axes(ax: Axes, xlabel: str, ylabel: str) -> None:
-    ax.set_xlabel(xlabel, fontsize=FONTSIZE["label"])
-    ax.set_ylabel(ylabel, fontsize=FONTSIZE["label"])
-    ax.tick_params(labelsize=FONTSIZE["tick"])
-    ax.spines[["top", "right"]].set_visible(False)
-
-
-def _step_text(step: Step, units: Mapping[str, str]) -> str:
-    """``rm + 1 rooms`` / ``crim − 5`` / ``chas → 1``: the step as shown in labels."""
-    if not step.is_numeric:
-        return f"{step.feature} → {step.value}"
-    unit = units.get(step.feature)
-    sign = "−" if step.value < 0 else "+"
-    return f"{step.feature} {sign} {abs(step.value):.4g}" + (f" {unit}" if unit else "")
-
-
-def _feature_label(feature: str, units: Mapping[str, str]) -> str:
-    unit = units.get(feature)
-    return f"{feature} ({unit})" if unit else feature
-
-
-def _measure_column(effects: FMEResult, measure: str, output: Any) -> str:
-    cols = effects.fme_columns if measure == "fme" else effects.nlm_columns
-    if not cols:
-        raise ValueError("these effects have no NLM; recompute with fme.fme(..., nlm=True).")
-    if output is None:
-        if len(cols) > 1:
-            raise ValueError(f"the effects have one {measure} column per class {cols}; pass output=<class>.")
-        return cols[0]
-    col = f"{measure}_{output}"
-    if col not in cols:
-        raise ValueError(f"output={output!r} is not one of the classes {list(effects.output_names or [])}.")
-    return col
 
 
 def _resolve_kind(kind: str, steps: Sequence[Step], features: Sequence[str], numeric: Sequence[bool],
@@ -202,7 +135,7 @@ class FMEDisplay:
     @classmethod
     def _from_result(cls, effects: FMEResult, features: Sequence[str] | None, output: Any,
                      units: Mapping[str, str] | None, prediction_unit: str | None):
-        column = _measure_column(effects, cls.measure, output)
+        column = measure_column(effects, cls.measure, output)
         features = [s.feature for s in effects.steps] if features is None else list(features)
         unknown = [f for f in features if f not in effects.data.columns]
         if unknown:
@@ -259,7 +192,7 @@ class FMEDisplay:
     @property
     def step_text(self) -> str:
         """All steps as shown in labels, e.g. ``crim − 5, nox − 0.1``."""
-        return ", ".join(_step_text(s, self.units) for s in self.steps)
+        return ", ".join(step_label(s, self.units) for s in self.steps)
 
     @property
     def value_label(self) -> str:
@@ -311,7 +244,7 @@ class FMEDisplay:
         numeric = [pd.api.types.is_numeric_dtype(self.feature_values[f]) and
                    not pd.api.types.is_bool_dtype(self.feature_values[f]) for f in features]
         self.kind_ = _resolve_kind(kind, self.steps, features, numeric, len(self.values), hexbin_threshold)
-        ax = _new_axes(ax)
+        ax = new_axes(ax)
         self.ax_, self.figure_ = ax, ax.figure
         for name in ("scatter_", "hexbin_", "colorbar_", "hist_", "kde_line_", "arrow_", "arrow_label_",
                      "ame_line_", "zero_line_", "extrapolation_", "extrapolation_kept_", "legend_"):
@@ -370,7 +303,7 @@ class FMEDisplay:
             from matplotlib.colors import ListedColormap, LogNorm
 
             # Drop the near-white low end so single-point hexagons stay visible on white.
-            cmap = ListedColormap(colormaps[_CMAP_COUNTS](np.linspace(0.3, 1.0, 256)))
+            cmap = ListedColormap(colormaps[CMAP_COUNTS](np.linspace(0.3, 1.0, 256)))
             self.hexbin_ = ax.hexbin(x[ok], y[ok], gridsize=gridsize, mincnt=1, cmap=cmap, norm=LogNorm(),
                                      linewidths=0.2)
             self.colorbar_ = ax.figure.colorbar(self.hexbin_, ax=ax)
@@ -398,13 +331,13 @@ class FMEDisplay:
                                              label=f"left out (extrapolation): {xe.size}")
         y0, y1 = ax.get_ylim()
         ax.set_ylim(y0 - 0.04 * (y1 - y0), y1 + 0.18 * (y1 - y0))  # room for the rug and the arrow
-        _style_axes(ax, _feature_label(feature, self.units), self.value_label)
+        style_axes(ax, feature_label(feature, self.units), self.value_label)
 
     def _map_norm_cmap(self, values: np.ndarray) -> tuple[Any, str]:
         finite = values[np.isfinite(values)]
         if finite.size and finite.min() < 0 < finite.max():
-            return centred_norm(values), _CMAP_DIVERGING_FME
-        return None, _CMAP_SEQUENTIAL
+            return centred_norm(values), CMAP_DIVERGING_FME
+        return None, CMAP_SEQUENTIAL
 
     def _plot_map(self, ax: Axes, gridsize: int) -> None:
         f1, f2 = self.feature_values.columns
@@ -424,11 +357,11 @@ class FMEDisplay:
                 self.extrapolated[f1].to_numpy(dtype=float), self.extrapolated[f2].to_numpy(dtype=float),
                 marker="x", s=22, linewidths=1.2, color=COLORS["extrapolation"], zorder=4,
                 label=f"left out (extrapolation): {len(self.extrapolated)}")
-        _style_axes(ax, _feature_label(f1, self.units), _feature_label(f2, self.units))
+        style_axes(ax, feature_label(f1, self.units), feature_label(f2, self.units))
 
     def _plot_density(self, ax: Axes, bins: int | str) -> None:
         v = self.values[self._finite()]
-        # (Nearly) constant effects: one bar of visible width and no KDE (fme._plot_data).
+        # (Nearly) constant effects: one bar of visible width and no KDE (fme.plotting._data).
         _, _, self.hist_ = ax.hist(v, bins=histogram_edges(v, bins), density=v.size > 0,
                                    color=COLORS["points"], alpha=0.45, edgecolor="white", linewidth=0.5,
                                    label="histogram")
@@ -437,7 +370,7 @@ class FMEDisplay:
             (self.kde_line_,) = ax.plot(*curve, color=COLORS["points"], linewidth=2.0, label="kernel density")
         self._reference_lines(ax, vertical=True)
         self._average_line(ax, vertical=True)
-        _style_axes(ax, self.value_label, "density")
+        style_axes(ax, self.value_label, "density")
 
     def _legend_extras(self) -> list[str]:
         """Legend lines without an artist of their own (counts only)."""
@@ -490,7 +423,7 @@ class NLMDisplay(FMEDisplay):
 
     def _map_norm_cmap(self, values: np.ndarray) -> tuple[Any, str]:
         # NLM <= 1: the positive side ends at 1, the negative side at least at -1.
-        return centred_norm(values, vmax=1.0, vmin_floor=-1.0), _CMAP_NLM
+        return centred_norm(values, vmax=1.0, vmin_floor=-1.0), CMAP_NLM
 
     def _not_drawn_notes(self) -> list[str]:
         # An undefined NLM (constant path) is NaN by definition: counted as such, not as "non-finite".
@@ -532,7 +465,7 @@ class EffectsDisplay:
     def plot(self, *, axes: Sequence[Axes] | None = None, **plot_kw: Any) -> EffectsDisplay:
         """Draw into two axes (new figure by default); ``plot_kw`` go to both panels."""
         if axes is None:
-            _, axes = _pyplot().subplots(1, 2, figsize=(12, 4.6), layout="constrained")
+            _, axes = pyplot().subplots(1, 2, figsize=(12, 4.6), layout="constrained")
         if len(axes) != 2:
             raise ValueError(f"axes must hold two Axes (fME, NLM), got {len(axes)}.")
         self.fme_display.plot(ax=axes[0], **plot_kw)
@@ -560,111 +493,3 @@ def plot_fme_nlm(effects: FMEResult, *, axes: Sequence[Axes] | None = None, **kw
     """
     return EffectsDisplay.from_effects(effects, axes=axes, **kw).figure_
 
-
-# ----------------------------------------------------------------- secant vs tangent
-class SecantTangentDisplay:
-    """fME (secant) against the dME's linear extrapolation dME·h (tangent), paper §4.1.
-
-    On the identity line the derivative read as "change for a step h" would be
-    right; the vertical distance of a point from it is the interpretation error
-    of the dME for that observation.
-
-    Parameters
-    ----------
-    fme_values : ndarray of shape (n,)
-    tangent_values : ndarray of shape (n,)
-        dME · h of the same rows.
-    step : Step
-    units : dict, optional
-    prediction_unit : str, optional
-
-    Attributes
-    ----------
-    figure_, ax_, scatter_, identity_line_, legend_
-    """
-
-    def __init__(self, *, fme_values: np.ndarray, tangent_values: np.ndarray, step: Step,
-                 units: Mapping[str, str] | None = None, prediction_unit: str | None = None) -> None:
-        self.fme_values = np.asarray(fme_values, dtype=float)
-        self.tangent_values = np.asarray(tangent_values, dtype=float)
-        self.step = step
-        self.units = dict(units or {})
-        self.prediction_unit = prediction_unit
-
-    @property
-    def mean_abs_error(self) -> float:
-        """Mean |fME − dME·h|: the average interpretation error of the derivative."""
-        diff = np.abs(self.fme_values - self.tangent_values)
-        diff = diff[np.isfinite(diff)]
-        return float(diff.mean()) if diff.size else float("nan")
-
-    @classmethod
-    def from_effects(cls, effects: FMEResult, dme_frame: pd.DataFrame, *, units: Mapping[str, str] | None = None,
-                     prediction_unit: str | None = None, ax: Axes | None = None, **plot_kw: Any):
-        """From an univariate numeric fME and :func:`fme.dme` output (aligned on the index).
-
-        Raises
-        ------
-        ValueError
-            For multivariate or categorical steps, or a dME frame missing rows.
-        """
-        if len(effects.steps) != 1 or not effects.steps[0].is_numeric:
-            raise ValueError(f"secant vs tangent needs one numeric step, got {effects.describe_steps()!r}.")
-        if effects.output_names is not None:
-            raise ValueError("secant vs tangent needs a single-output fME (not target_class='all').")
-        missing = effects.results.index.difference(dme_frame.index)
-        if len(missing):
-            raise ValueError(f"dme_frame lacks {len(missing)} evaluated rows (e.g. {list(missing[:3])}); compute "
-                             "fme.dme on the same data.")
-        step = effects.steps[0]
-        tangent = dme_frame.loc[effects.results.index, "dme"].to_numpy(dtype=float) * float(step.value)
-        disp = cls(fme_values=effects.results["fme"].to_numpy(dtype=float), tangent_values=tangent, step=step,
-                   units=units, prediction_unit=prediction_unit)
-        return disp.plot(ax=ax, **plot_kw)
-
-    @classmethod
-    def from_model(cls, model: Any, data: pd.DataFrame, feature: str, step: Any, *, eps: float | None = None,
-                   units: Mapping[str, str] | None = None, prediction_unit: str | None = None,
-                   ax: Axes | None = None, plot_kw: Mapping[str, Any] | None = None, **fme_kw: Any):
-        """Compute ``fme.fme(model, data, {feature: step})`` and ``fme.dme`` and plot.
-
-        ``fme_kw`` go to :func:`fme.fme` (``extrapolation``, ``target_class`` ...).
-        """
-        from .effects import fme
-        from .margins import dme
-
-        effects = fme(model, data, {feature: step}, **fme_kw)
-        derivative = dme(model, data, feature, eps=eps, target_class=fme_kw.get("target_class"))
-        return cls.from_effects(effects, derivative, units=units, prediction_unit=prediction_unit, ax=ax,
-                                **dict(plot_kw or {}))
-
-    def plot(self, *, ax: Axes | None = None, scatter_kw: Mapping[str, Any] | None = None):
-        """Scatter of (dME·h, fME) with the identity line; returns self."""
-        ax = _new_axes(ax, figsize=(5.2, 4.8))
-        self.ax_, self.figure_ = ax, ax.figure
-        kw = dict(s=14, alpha=0.7, linewidths=0, color=COLORS["points"], zorder=2)
-        kw.update(scatter_kw or {})
-        self.drawn_ = finite_rows(self.tangent_values, self.fme_values)
-        ok = self.drawn_.mask
-        self.scatter_ = ax.scatter(self.tangent_values[ok], self.fme_values[ok], **kw)
-        both = np.concatenate([self.tangent_values[ok], self.fme_values[ok]])
-        lo, hi = (both.min(), both.max()) if both.size else (0.0, 1.0)
-        pad = 0.05 * (hi - lo) if hi > lo else 0.5
-        (self.identity_line_,) = ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color=COLORS["average"],
-                                         linestyle="--", linewidth=1.5, zorder=3, label="fME = dME · h")
-        ax.set_xlim(lo - pad, hi + pad)
-        ax.set_ylim(lo - pad, hi + pad)
-        ax.set_aspect("equal", adjustable="box")
-        unit = f" ({self.prediction_unit})" if self.prediction_unit else ""
-        text = _step_text(self.step, self.units)
-        _style_axes(ax, f"dME · h, tangent for {text}{unit}", f"fME of {text}, secant{unit}")
-        from matplotlib.lines import Line2D
-
-        handles, labels = ax.get_legend_handles_labels()
-        handles.append(Line2D([], [], linestyle="none"))
-        labels.append(f"mean |fME − dME · h| = {fmt_num(self.mean_abs_error)}")
-        if self.drawn_.note:
-            handles.append(Line2D([], [], linestyle="none"))
-            labels.append(self.drawn_.note)
-        self.legend_ = ax.legend(handles, labels, fontsize=FONTSIZE["legend"], loc="upper left")
-        return self

@@ -1,0 +1,217 @@
+"""Shared helpers of the plotting package: palette, fonts, axes set-up, labels and number formatting glue.
+
+The lowest module of :mod:`fme.plotting`: it imports nothing from the displays
+(:mod:`~fme.plotting.effects`, :mod:`~fme.plotting.secant`, :mod:`~fme.plotting.tree`),
+which all import from here. No matplotlib at module level (``import fme.plotting``
+stays free of it); :func:`pyplot` and :func:`centred_norm` import it when called.
+
+Numbers printed in figures go through :mod:`fme._numfmt`, the report's own
+formatting, so a figure's cAME, CI or split threshold reads exactly as the
+table cell beside it (issue 16 item 6); :func:`fmt_num` is the figures' plain
+3-significant-digit form for numbers that have no table cell.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _numfmt as _shared
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from matplotlib.axes import Axes
+
+    from ..effects import FMEResult
+    from ..steps import Step
+
+__all__ = ["OKABE_ITO", "COLORS", "FONTSIZE", "CMAP_SEQUENTIAL", "CMAP_DIVERGING_FME", "CMAP_NLM", "CMAP_COUNTS",
+           "pyplot", "new_axes", "style_axes", "step_label", "feature_label", "measure_column", "fmt_num",
+           "fmt_ci", "fmt_p", "centred_norm", "place_arrow"]
+
+#: Okabe & Ito (2008) colour-blind-safe palette.
+OKABE_ITO = {
+    "black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9", "green": "#009E73",
+    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7",
+}
+#: Colour roles; data marks use only hues with >= 3:1 contrast on white (WCAG 1.4.11).
+COLORS = {
+    "points": OKABE_ITO["blue"], "average": OKABE_ITO["vermillion"], "negative": OKABE_ITO["vermillion"],
+    "extrapolation": OKABE_ITO["green"], "arrow": OKABE_ITO["black"], "reference": "#595959",
+    "text": "#222222", "edge": "#595959", "bars": OKABE_ITO["blue"], "came": OKABE_ITO["vermillion"],
+}
+FONTSIZE = {"label": 11, "tick": 10, "legend": 9, "note": 9}
+#: Colormaps: sequential for one-signed values, diverging (centred at 0) otherwise.
+CMAP_SEQUENTIAL = "viridis"
+CMAP_DIVERGING_FME = "PuOr"
+CMAP_NLM = "RdBu"  # red = negative NLM, as the paper's maps
+CMAP_COUNTS = "Blues"
+
+
+# ----------------------------------------------------------------- axes
+def pyplot():
+    """Import pyplot lazily with a helpful error (sklearn's check_matplotlib_support)."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - matplotlib is a dependency
+        raise ImportError("fme.plotting needs matplotlib: pip install matplotlib") from exc
+    return plt
+
+
+def new_axes(ax: Axes | None, figsize: tuple[float, float] = (6.4, 4.6)) -> Axes:
+    """``ax``, or the axes of a new constrained-layout figure of ``figsize`` inches."""
+    if ax is not None:
+        return ax
+    _, ax = pyplot().subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def style_axes(ax: Axes, xlabel: str, ylabel: str) -> None:
+    """Axis labels and tick sizes of :data:`FONTSIZE`; no top or right spine."""
+    ax.set_xlabel(xlabel, fontsize=FONTSIZE["label"])
+    ax.set_ylabel(ylabel, fontsize=FONTSIZE["label"])
+    ax.tick_params(labelsize=FONTSIZE["tick"])
+    ax.spines[["top", "right"]].set_visible(False)
+
+
+# ----------------------------------------------------------------- labels
+def step_label(step: Step, units: Mapping[str, str]) -> str:
+    """``rm + 1 rooms`` / ``crim − 5`` / ``chas → 1``: the step as shown in labels."""
+    if not step.is_numeric:
+        return f"{step.feature} → {step.value}"
+    unit = units.get(step.feature)
+    sign = "−" if step.value < 0 else "+"
+    return f"{step.feature} {sign} {abs(step.value):.4g}" + (f" {unit}" if unit else "")
+
+
+def feature_label(feature: str, units: Mapping[str, str]) -> str:
+    """``rm (rooms)``: a feature's axis label with its unit, when one is given."""
+    unit = units.get(feature)
+    return f"{feature} ({unit})" if unit else feature
+
+
+def measure_column(effects: FMEResult, measure: str, output: Any) -> str:
+    """The results column of ``measure`` (``'fme'`` or ``'nlm'``) for ``output`` (a class, or None)."""
+    cols = effects.fme_columns if measure == "fme" else effects.nlm_columns
+    if not cols:
+        raise ValueError("these effects have no NLM; recompute with fme.fme(..., nlm=True).")
+    if output is None:
+        if len(cols) > 1:
+            raise ValueError(f"the effects have one {measure} column per class {cols}; pass output=<class>.")
+        return cols[0]
+    col = f"{measure}_{output}"
+    if col not in cols:
+        raise ValueError(f"output={output!r} is not one of the classes {list(effects.output_names or [])}.")
+    return col
+
+
+# ----------------------------------------------------------------- formatting
+def fmt_num(x: float, sig: int = 3, *, trim: bool = False) -> str:
+    """``x`` with ``sig`` significant digits, thousands separators, no exponent.
+
+    Parameters
+    ----------
+    x : float
+        Number to format.
+    sig : int, default=3
+        Significant digits.
+    trim : bool, default=False
+        Drop trailing zeros (split thresholds: ``0.1`` rather than ``0.1000``).
+
+    Returns
+    -------
+    str
+        ``"NA"`` for NaN.
+    """
+    if x is None or not np.isfinite(x):
+        return "NA"
+    if x == 0:
+        return "0"
+    decimals = max(0, sig - 1 - int(math.floor(math.log10(abs(x)))))
+    text = f"{x:,.{min(decimals, 8)}f}"
+    return text.rstrip("0").rstrip(".") if trim and "." in text else text
+
+
+def fmt_ci(est: float, low: float, high: float) -> tuple[str, str, str]:
+    """Estimate and bounds rounded to the CI precision (report checklist §2.4).
+
+    The number of decimals gives the half-width two significant figures, and
+    the estimate and both bounds share it, so "6.79 [6.58, 7.00]" never mixes
+    precisions.
+
+    Parameters
+    ----------
+    est, low, high : float
+        Estimate and interval bounds.
+
+    Returns
+    -------
+    tuple of str
+        ``(estimate, low, high)`` as :func:`fme._numfmt.fmt_est` (the report's table cells); without an
+        interval the bounds are ``"-"`` (the tables' missing value) and the estimate gets three decimals.
+    """
+    # the report's own function: a figure's numbers equal its table cells (issue 16 item 6)
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return _shared.fmt_est(est, None, None)[0], "-", "-"
+    return _shared.fmt_est(est, low, high)
+
+
+def fmt_p(p: float) -> str:
+    """A p-value as ``p = 0.012`` or ``p < 0.001`` (never ``p = 0.000``)."""
+    if p is None or not np.isfinite(p):
+        return "p = NA"
+    if p < 0.001:
+        return "p < 0.001"
+    return f"p = {p:.3f}"
+
+
+# ----------------------------------------------------------------- shared drawing helpers
+def centred_norm(values: np.ndarray, *, vmax: float | None = None, vmin_floor: float | None = None):
+    """TwoSlopeNorm centred at 0 (both sides kept non-empty so the centre is valid)."""
+    from matplotlib.colors import TwoSlopeNorm
+
+    finite = values[np.isfinite(values)]
+    lo = float(finite.min()) if finite.size else -1.0
+    hi = float(finite.max()) if finite.size else 1.0
+    hi = vmax if vmax is not None else hi
+    if vmin_floor is not None:
+        lo = min(lo, vmin_floor)
+    span = max(abs(lo), abs(hi), 1e-12)
+    return TwoSlopeNorm(vcenter=0.0, vmin=min(lo, -1e-6 * span), vmax=max(hi, 1e-6 * span))
+
+
+def place_arrow(ax: Any, h: Sequence[float], text: str, *, color: str, fontsize: float) -> tuple[Any, Any]:
+    """One arrow of length ``h`` (data units) in the upper corner, as the paper's figures.
+
+    ``h`` has one component (horizontal arrow; its height is in axes units so
+    it sits above the points) or two (an arrow in the (x1, x2) plane). The
+    limits are widened when the arrow would not fit, so its length stays exact.
+    """
+    ax.autoscale_view()
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    w, hgt = x1 - x0, y1 - y0
+    hx = float(h[0])
+    start_x = x0 + 0.05 * w if hx >= 0 else x1 - 0.05 * w
+    end_x = start_x + hx
+    if len(h) == 1:
+        coords: Any = ("data", "axes fraction")
+        start_y = end_y = 0.9
+    else:
+        # Above the data, so the arrow never hides hexagons; the y limit grows by |h2|.
+        coords = "data"
+        hy = float(h[1])
+        start_y = y1 + 0.04 * hgt + max(-hy, 0.0)
+        end_y = start_y + hy
+        ax.set_ylim(y0, max(start_y, end_y) + 0.1 * hgt)
+    ax.set_xlim(min(x0, end_x - 0.02 * w), max(x1, end_x + 0.02 * w))
+    arrow = ax.annotate("", xy=(end_x, end_y), xytext=(start_x, start_y), xycoords=coords, textcoords=coords,
+                        arrowprops=dict(arrowstyle="-|>", color=color, lw=2.0, shrinkA=0, shrinkB=0,
+                                        mutation_scale=14), annotation_clip=False, zorder=5)
+    label = ax.annotate(text, xy=((start_x + end_x) / 2, max(start_y, end_y)), xycoords=coords,
+                        xytext=(0, 4), textcoords="offset points", ha="center", va="bottom",
+                        fontsize=fontsize, color=color, zorder=5)
+    return arrow, label
+
+

@@ -1,0 +1,134 @@
+"""Secant against tangent: :class:`SecantTangentDisplay`, the fME against dME·h (paper §4.1, Fig. 3).
+
+Drawn with matplotlib, not seaborn (see :mod:`fme.plotting`): one scatter and
+the identity line on equal axes, and a legend line with the mean
+interpretation error in the figures' number format; ``sns.scatterplot`` would
+add nothing but its own labels from column names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ._common import COLORS, FONTSIZE, fmt_num, new_axes, step_label, style_axes
+from ._data import finite_rows
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from matplotlib.axes import Axes
+
+    from ..effects import FMEResult
+    from ..steps import Step
+
+__all__ = ["SecantTangentDisplay"]
+
+
+class SecantTangentDisplay:
+    """fME (secant) against the dME's linear extrapolation dME·h (tangent), paper §4.1.
+
+    On the identity line the derivative read as "change for a step h" would be
+    right; the vertical distance of a point from it is the interpretation error
+    of the dME for that observation.
+
+    Parameters
+    ----------
+    fme_values : ndarray of shape (n,)
+    tangent_values : ndarray of shape (n,)
+        dME · h of the same rows.
+    step : Step
+    units : dict, optional
+    prediction_unit : str, optional
+
+    Attributes
+    ----------
+    figure_, ax_, scatter_, identity_line_, legend_
+    """
+
+    def __init__(self, *, fme_values: np.ndarray, tangent_values: np.ndarray, step: Step,
+                 units: Mapping[str, str] | None = None, prediction_unit: str | None = None) -> None:
+        self.fme_values = np.asarray(fme_values, dtype=float)
+        self.tangent_values = np.asarray(tangent_values, dtype=float)
+        self.step = step
+        self.units = dict(units or {})
+        self.prediction_unit = prediction_unit
+
+    @property
+    def mean_abs_error(self) -> float:
+        """Mean |fME − dME·h|: the average interpretation error of the derivative."""
+        diff = np.abs(self.fme_values - self.tangent_values)
+        diff = diff[np.isfinite(diff)]
+        return float(diff.mean()) if diff.size else float("nan")
+
+    @classmethod
+    def from_effects(cls, effects: FMEResult, dme_frame: pd.DataFrame, *, units: Mapping[str, str] | None = None,
+                     prediction_unit: str | None = None, ax: Axes | None = None, **plot_kw: Any):
+        """From an univariate numeric fME and :func:`fme.dme` output (aligned on the index).
+
+        Raises
+        ------
+        ValueError
+            For multivariate or categorical steps, or a dME frame missing rows.
+        """
+        if len(effects.steps) != 1 or not effects.steps[0].is_numeric:
+            raise ValueError(f"secant vs tangent needs one numeric step, got {effects.describe_steps()!r}.")
+        if effects.output_names is not None:
+            raise ValueError("secant vs tangent needs a single-output fME (not target_class='all').")
+        missing = effects.results.index.difference(dme_frame.index)
+        if len(missing):
+            raise ValueError(f"dme_frame lacks {len(missing)} evaluated rows (e.g. {list(missing[:3])}); compute "
+                             "fme.dme on the same data.")
+        step = effects.steps[0]
+        tangent = dme_frame.loc[effects.results.index, "dme"].to_numpy(dtype=float) * float(step.value)
+        disp = cls(fme_values=effects.results["fme"].to_numpy(dtype=float), tangent_values=tangent, step=step,
+                   units=units, prediction_unit=prediction_unit)
+        return disp.plot(ax=ax, **plot_kw)
+
+    @classmethod
+    def from_model(cls, model: Any, data: pd.DataFrame, feature: str, step: Any, *, eps: float | None = None,
+                   units: Mapping[str, str] | None = None, prediction_unit: str | None = None,
+                   ax: Axes | None = None, plot_kw: Mapping[str, Any] | None = None, **fme_kw: Any):
+        """Compute ``fme.fme(model, data, {feature: step})`` and ``fme.dme`` and plot.
+
+        ``fme_kw`` go to :func:`fme.fme` (``extrapolation``, ``target_class`` ...).
+        """
+        from ..effects import fme
+        from ..margins import dme
+
+        effects = fme(model, data, {feature: step}, **fme_kw)
+        derivative = dme(model, data, feature, eps=eps, target_class=fme_kw.get("target_class"))
+        return cls.from_effects(effects, derivative, units=units, prediction_unit=prediction_unit, ax=ax,
+                                **dict(plot_kw or {}))
+
+    def plot(self, *, ax: Axes | None = None, scatter_kw: Mapping[str, Any] | None = None):
+        """Scatter of (dME·h, fME) with the identity line; returns self."""
+        ax = new_axes(ax, figsize=(5.2, 4.8))
+        self.ax_, self.figure_ = ax, ax.figure
+        kw = dict(s=14, alpha=0.7, linewidths=0, color=COLORS["points"], zorder=2)
+        kw.update(scatter_kw or {})
+        self.drawn_ = finite_rows(self.tangent_values, self.fme_values)
+        ok = self.drawn_.mask
+        self.scatter_ = ax.scatter(self.tangent_values[ok], self.fme_values[ok], **kw)
+        both = np.concatenate([self.tangent_values[ok], self.fme_values[ok]])
+        lo, hi = (both.min(), both.max()) if both.size else (0.0, 1.0)
+        pad = 0.05 * (hi - lo) if hi > lo else 0.5
+        (self.identity_line_,) = ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color=COLORS["average"],
+                                         linestyle="--", linewidth=1.5, zorder=3, label="fME = dME · h")
+        ax.set_xlim(lo - pad, hi + pad)
+        ax.set_ylim(lo - pad, hi + pad)
+        ax.set_aspect("equal", adjustable="box")
+        unit = f" ({self.prediction_unit})" if self.prediction_unit else ""
+        text = step_label(self.step, self.units)
+        style_axes(ax, f"dME · h, tangent for {text}{unit}", f"fME of {text}, secant{unit}")
+        from matplotlib.lines import Line2D
+
+        handles, labels = ax.get_legend_handles_labels()
+        handles.append(Line2D([], [], linestyle="none"))
+        labels.append(f"mean |fME − dME · h| = {fmt_num(self.mean_abs_error)}")
+        if self.drawn_.note:
+            handles.append(Line2D([], [], linestyle="none"))
+            labels.append(self.drawn_.note)
+        self.legend_ = ax.legend(handles, labels, fontsize=FONTSIZE["legend"], loc="upper left")
+        return self
