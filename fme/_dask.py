@@ -463,8 +463,17 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
                                        or is_categorical(probe[f])
                                        and not isinstance(probe[f].dtype, pd.CategoricalDtype)):
                 need.append(f)
+    rules: dict[str, str] = {}
     if need and all(f in reference.columns for f in need):
-        rule_ref = reference[need].compute().reindex(columns=list(reference.columns))
+        # sd and unit rules by a moments reduction: no column is gathered (iqr/mad need the column's values)
+        from ._dask_steps import column_sd_steps
+
+        steps, rules = column_sd_steps(steps, reference, need)
+        need = [f for f in need if f not in rules]
+    if need and all(f in reference.columns for f in need):
+        from ._dask_steps import rule_frame
+
+        rule_ref = rule_frame(reference, need)
     elif reference_data is None:
         rule_ref = probe
     else:
@@ -475,6 +484,9 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
         nlm_linear_threshold=nlm_linear_threshold, extrapolation=extrapolation, on_extrapolation=on_extrapolation,
         target_class=target_class, batch_size=batch_size, inference=inference, bootstrap=bootstrap,
         conf_level=conf_level, random_state=random_state)
+    if rules:  # the steps resolved here keep their rule's label ("x2 + 1.02 (sd)"), as on the pandas path
+        plan = replace(plan, steps=tuple(replace(st, rule=rules[st.feature]) if st.feature in rules else st
+                                         for st in plan.steps))
     boot_method = plan.method == "bootstrap"
     if boot_method:  # the main pass needs only the fMEs; the refits' sums come from their own passes
         plan = replace(plan, method="sample", bootstrap=None)

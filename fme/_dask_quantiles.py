@@ -21,18 +21,20 @@ def _pivots(a: np.ndarray, step: int) -> tuple[np.ndarray, int]:
     return a[::step].copy(), int(a.size)
 
 
-def _bracket(a: np.ndarray, bounds: list[tuple[float | None, float | None]]) -> list[tuple[int, np.ndarray]]:
+def _bracket(a: np.ndarray, bounds: list[tuple[float | None, float | None]]) -> list[tuple[int, tuple]]:
     out = []
     for lo, hi in bounds:
         i = 0 if lo is None else int(np.searchsorted(a, lo, side="left"))
         j = a.size if hi is None else int(np.searchsorted(a, hi, side="left"))
-        out.append((i, a[i:j].copy()))
+        # distinct values and their counts: a heavily tied window (e.g. many fMEs of exactly 0) moves as one value
+        out.append((i, np.unique(a[i:j], return_counts=True)))
     return out
 
 
 def order_statistics(parts: list, ranks: list[int]) -> np.ndarray:
     """The values of 0-based ``ranks`` among the union of sorted arrays ``parts`` (persisted Dask delayed
-    objects), exactly: pivots bound each rank's value, then only the values between the bounds move."""
+    objects), exactly: pivots bound each rank's value, then only the distinct values between the bounds
+    (with their counts) move to the client."""
     import dask
     from dask import delayed
 
@@ -54,8 +56,11 @@ def order_statistics(parts: list, ranks: list[int]) -> np.ndarray:
     out = np.empty(len(ranks))
     for k, r in enumerate(ranks):
         below = sum(g[k][0] for g in got)
-        window = np.sort(np.concatenate([g[k][1] for g in got]))
-        out[k] = window[r - below]
+        values = np.concatenate([g[k][1][0] for g in got])
+        counts = np.concatenate([g[k][1][1] for g in got])
+        order = np.argsort(values, kind="stable")
+        ends = np.cumsum(counts[order])  # rank (exclusive) after each value in sorted order
+        out[k] = values[order][int(np.searchsorted(ends, r - below, side="right"))]
     return out
 
 

@@ -45,9 +45,10 @@ checks: dict = {}    # further verified statements (not printed in the paper)
 
 
 def save(fig, name):
-    """Save a figure as PNG and SVG into output_dir."""
-    for ext in ("png", "svg"):
-        fig.savefig(out / f"{name}.{ext}", dpi=150, bbox_inches="tight")
+    """Save a figure as PNG and SVG into output_dir: no date, fixed SVG ids (same inputs, same bytes)."""
+    with plt.rc_context({"svg.hashsalt": "fme-paper"}):
+        for ext, meta in (("png", {"Software": None}), ("svg", {"Date": None})):
+            fig.savefig(out / f"{name}.{ext}", dpi=150, bbox_inches="tight", metadata=meta)
     return fig
 
 

@@ -149,9 +149,13 @@ def run_notebook(path: Path, out: Path, parameters: dict, kernel: str, prepare_o
     target = folder / path.name
     from fme.report._kernel import logged_kernel_manager
 
-    pm.execute_notebook(str(path), str(target), parameters={"output_dir": str(folder), **parameters},
+    from fme.report._notebook import stabilise
+
+    # output_dir "." (the kernel runs in the folder): the executed notebook does not name the checkout's path
+    pm.execute_notebook(str(path), str(target), parameters={"output_dir": ".", **parameters},
                         kernel_name=kernel, cwd=str(folder), progress_bar=False, prepare_only=prepare_only,
                         kernel_manager_class=logged_kernel_manager(folder / "kernel.log"))
+    stabilise(target)  # no wall-clock times: same inputs, same notebook
     return target
 
 
@@ -181,7 +185,8 @@ def render(table: pd.DataFrame, notes: list[str], runs: list[dict], settings: st
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in r) + " |")
     if notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
-    lines += ["", "## Notebooks", ""] + [f"- {r['name']}: {r['status']} ({r['seconds']:.1f} s)" for r in runs]
+    lines += ["", "## Notebooks", ""] + [f"- {r['name']}: {r['status']}" + (f" ({r['seconds']:.1f} s)" if "seconds" in r
+                                                                          else "") for r in runs]
     html = html_env().get_template("replication.html.j2").render(
         rows=table.to_dict(orient="records"), n_match=int(table["match"].sum()), n_total=len(table),
         notes=notes, notebooks=runs, settings=settings)
@@ -209,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--svm-tol", type=float, default=None,
                     help="libsvm tolerance of the Boston SVM (default: the notebook's, kernlab's 1e-3)")
     ap.add_argument("--only", nargs="*", help="run only these notebooks (names without .ipynb)")
+    ap.add_argument("--timings", action="store_true",
+                    help="write each notebook's wall time into replication.{md,html,json} (by default they are "
+                         "only printed, so that the same inputs give the same files)")
     ap.add_argument("--sync", action="store_true",
                     help="only rewrite the paired .ipynb from the scripts (simulations/NN_name.py), run nothing")
     args = ap.parse_args(argv)
@@ -244,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         runs.append({"name": path.stem, "status": status, "seconds": time.perf_counter() - t0})
         print(f"{path.stem}: {status} ({runs[-1]['seconds']:.1f} s)", flush=True)
 
+    if not args.timings:
+        runs = [{k: v for k, v in r.items() if k != "seconds"} for r in runs]
     numbers, checks = collect(out, [r["name"] for r in runs if r["status"] == "ok"])
     table = compare_numbers({k: v for k, v in numbers.items()})
     settings = f"SVM tol {args.svm_tol if args.svm_tol is not None else 1e-3:g}" + (", fast mode" if args.fast else "")

@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                                      "fme._kernel", "fme.effects",
                                      "fme.margins", "fme.linearity", "fme._dask", "fme._dask_bootstrap",
                                      "fme._dask_groups", "fme._dask_margins", "fme._dask_nlm",
-                                     "fme._dask_quantiles")),
+                                     "fme._dask_quantiles", "fme._dask_steps")),
     # _dask_tables holds came_dask (and ame_dask, see ALLOWANCES).
     ("trees and cAMEs", ("fme.ctree", "fme._ctree_stats", "fme._cart", "fme._tree_args", "fme._partition",
                          "fme.came", "fme._came_support", "fme._dask_tables")),

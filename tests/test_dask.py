@@ -467,3 +467,22 @@ def test_mem_object_levels_on_dask(client, frame):
     b = fme.mem(model, _dd(data, 3), {"s": "c", "x1": 0.5})
     assert len(a) == 2  # the other levels a and b
     _same_grid(b, a)
+
+
+def test_order_statistics_with_heavy_ties_move_distinct_values_only():
+    """Many equal values (fMEs of exactly 0 on a flat region): exact ranks, and each part sends its window as
+    distinct values with counts, not one value per row (the report's memory guard relies on it)."""
+    import dask
+    from dask import delayed
+
+    from fme._dask_quantiles import _bracket, order_statistics
+
+    rng = np.random.default_rng(4)
+    v = np.where(rng.uniform(size=30_000) < 0.6, 0.0, rng.normal(size=30_000))
+    parts = [np.sort(x) for x in np.array_split(v, 3)]
+    ranks = [0, 9_000, 14_999, 15_000, 22_500, 29_999]
+    with dask.config.set(scheduler="sync"):
+        got = order_statistics([delayed(p) for p in parts], ranks)
+    np.testing.assert_array_equal(got, np.sort(v)[ranks])
+    (i, (values, counts)), = _bracket(parts[0], [(-1e-9, 1e-9)])
+    assert values.tolist() == [0.0] and counts[0] == int((parts[0] == 0).sum()) > 5_000

@@ -23,11 +23,12 @@ import fme
 
 from .._came_support import leaf_support
 from .._validation import is_categorical
+from ..effects import is_dask_collection
 from . import figures
 from .config import ConfigError, config_error
 from .model_view import feature_dictionary, feature_overview, model_fit  # noqa: F401 - used by the notebook
 from .details import effective_steps, extrapolation_causes, model_interval
-from .sources import data_files, file_sha256, files_sha256, read_frame
+from .sources import data_files, file_sha256, files_sha256, read_dask, read_frame, sample_rows
 from .specs import bootstrap_kwargs, make_detector
 from .validate import analysis_error, levels_of
 
@@ -77,15 +78,25 @@ def load_model(cfg: dict) -> tuple[Any, pd.DataFrame | None, dict]:
     return model, train, info
 
 
+#: Config keys whose data stay Dask DataFrames with ``engine: dask`` (the others are gathered into memory).
+LAZY_KEYS = ("data", "reference_data")
+
+
 def load_data(cfg: dict, spec: dict, key: str = "data") -> tuple[pd.DataFrame, dict]:
-    """A data frame and its provenance (source, sha256, rows, columns); ``key`` names the config key in errors."""
+    """A data frame and its provenance (source, sha256, rows, columns); ``key`` names the config key in errors.
+
+    With ``engine: dask`` the frame of ``data`` and ``reference_data`` (:data:`LAZY_KEYS`) given by a
+    path is a lazy Dask DataFrame on the kernel's cluster (:func:`fme.report.sources.read_dask`); the
+    provenance of ``data`` then also describes the seeded sample behind the per-row figures
+    (``sample``: :func:`fme.report.dask_analysis.sample_info`).
+    """
     try:
-        return _load_data(cfg, spec)
+        return _load_data(cfg, spec, key)
     except Exception as exc:  # noqa: BLE001 - unreadable file, bad CSV, missing pyarrow: one line naming the key
         raise analysis_error(cfg, (key, "path" if "path" in spec else "dataset"), exc) from exc
 
 
-def _load_data(cfg: dict, spec: dict) -> tuple[pd.DataFrame, dict]:
+def _load_data(cfg: dict, spec: dict, key: str = "data") -> tuple[pd.DataFrame, dict]:
     if "dataset" in spec:
         from importlib import resources
 
@@ -98,13 +109,32 @@ def _load_data(cfg: dict, spec: dict) -> tuple[pd.DataFrame, dict]:
     else:
 
         files = data_files(cfg["_dir"], spec["path"])
-        frame = read_frame(files, cfg.get("engine", "pandas"), cfg.get("scheduler"))
         info = {"source": spec["path"], "sha256": files_sha256(files, cfg["_dir"]), "n_files": len(files)}
+        if cfg.get("engine", "pandas") == "dask" and key in LAZY_KEYS:
+            frame, n = read_dask(files, cfg.get("scheduler"))
+            info["engine"] = "dask"
+            if key == "data":
+                from .dask_analysis import sample_info
+
+                info["sample"] = sample_info(n, sample_size(cfg), int(cfg["seed"]))
+            drop = [c for c in spec.get("drop", []) if c in frame.columns]
+            frame = frame.drop(columns=drop)
+            info.update(n_rows=n, n_cols=int(len(frame.columns)), date=spec.get("date", ""),
+                        description=spec.get("description", ""), dropped=drop)
+            return frame, info
+        frame = read_frame(files, cfg.get("engine", "pandas"), cfg.get("scheduler"))
     drop = [c for c in spec.get("drop", []) if c in frame.columns]
     frame = frame.drop(columns=drop)
     info.update(n_rows=int(len(frame)), n_cols=int(frame.shape[1]), date=spec.get("date", ""),
                 description=spec.get("description", ""), dropped=drop)
     return frame, info
+
+
+def sample_size(cfg: dict) -> int:
+    """Rows of the seeded sample behind an ``engine: dask`` report's per-row figures (config ``sample_size``)."""
+    from .dask_analysis import DEFAULT_SAMPLE_SIZE
+
+    return int(cfg.get("sample_size", DEFAULT_SAMPLE_SIZE))
 
 
 def versions() -> dict[str, str]:
@@ -170,13 +200,24 @@ def _levels_for(data: pd.DataFrame, feature: str, value: Any) -> list:
 
 # ------------------------------------------------------------------ one effect
 def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff: dict, seed: int,
-                   target_class: Any = None, train: pd.DataFrame | None = None, target: str | None = None) -> dict:
+                   target_class: Any = None, train: pd.DataFrame | None = None, target: str | None = None,
+                   sample: pd.DataFrame | None = None) -> dict:
     """fMEs, NLMs, extrapolation counts, inference and cAMEs of one configured effect.
 
     ``train`` (features and ``target``) is the loaded ``inference.train_data`` for bootstrap inference.
     Returns a dict with the FMEResult (``"result"``), the PartitionResult
     (``"partition"``, or None) and the JSON-ready numbers (``"summary"``).
+    Dask ``data`` (``engine: dask``): :func:`fme.report.dask_analysis.compute_effect_dask` with
+    ``sample`` (the seeded sample of the rows; drawn here when not given).
     """
+    if is_dask_collection(data):
+        from .dask_analysis import compute_effect_dask
+
+        if sample is None:
+            from .dask_analysis import DEFAULT_SAMPLE_SIZE
+
+            sample = sample_rows(data, int(data.shape[0].compute()), DEFAULT_SAMPLE_SIZE, seed)[0]
+        return compute_effect_dask(model, data, reference, eff, seed, target_class, train, target, sample)
     steps = dict(eff["steps"])
     numeric = all(not is_categorical(data[f]) for f in steps if f in data.columns)
     det_spec = eff["extrapolation"]
@@ -374,6 +415,9 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
     # figures show what the tables show: a class probability's effects in percentage points
     fig_cfg = cfg if target_class is None else {**cfg, "target_unit": f"percentage points of P({target_class})"}
     fig_scale = 1.0 if target_class is None else 100.0
+    sample = None
+    if is_dask_collection(data):  # engine: dask: one seeded sample of the rows for every effect's per-row figures
+        sample = sample_rows(data, int(data.shape[0].compute()), sample_size(cfg), int(cfg["seed"]))[0]
     for i, eff in enumerate(cfg["effects"], start=1):
         key = ("effects", i - 1, "inference") if "inference" in cfg["_raw_effects"][i - 1] else ("inference",)
         train = load_train_data(cfg, eff["inference"], key, train_cache)
@@ -387,7 +431,8 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
         group = []
         for vid, veff in variants:
             try:
-                out = compute_effect(model, data, reference, veff, cfg["seed"], target_class, train, cfg["target"])
+                out = compute_effect(model, data, reference, veff, cfg["seed"], target_class, train, cfg["target"],
+                                     sample)
                 summ = out["summary"]
                 summ["id"] = vid
                 summ["level"] = _num(veff.get("level"))
@@ -407,10 +452,11 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
 
 
 def _write_tables(out: dict, summ: dict, out_dir: Path, vid: str) -> None:
-    res = out["result"]
+    res = out["result"]  # engine: dask: the sampled rows (the per-row table); the counts are of all rows
+    n_excluded = (res if out.get("dask_result") is None else out["dask_result"]).n_excluded
     row = {"term": " & ".join(summ["features"]), "contrast": summ["step_label"], "estimate": summ["ame"],
            "std.error": summ["se"], "conf.low": summ["ci_low"], "conf.high": summ["ci_high"], "n": summ["n"],
-           "n_excluded": res.n_excluded, "sd_fme": summ["sd"], "q25": summ["q25"], "q75": summ["q75"],
+           "n_excluded": n_excluded, "sd_fme": summ["sd"], "q25": summ["q25"], "q75": summ["q75"],
            "anlm": summ.get("anlm")}
     pd.DataFrame([row]).to_csv(out_dir / "tables" / f"{vid}-ame.csv", index=False, lineterminator="\n")
     if out.get("stability") is not None:

@@ -197,6 +197,7 @@ def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, dige
                 kernel_log: Path, digests: dict, previous: dict | None = None) -> tuple[Path, Path | None, str]:
     """Run the notebook and render into ``work`` (a fresh folder); returns (html, pdf or None, renderer used)."""
     from . import render
+    from ._notebook import stabilise
     from .context import build_context
 
     log(f"[fme report] {cfg['_name']}: running the analysis notebook (papermill) ...")
@@ -209,6 +210,7 @@ def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, dige
                                            "out_dir": str(work.resolve())},
                                progress_bar=False, log_output=False, kernel_name="python3",
                                kernel_manager_class=logged_kernel_manager(kernel_log))
+    stabilise(work / "analysis.ipynb")  # no wall-clock times: same inputs, same notebook
     timings["analysis"] = time.perf_counter() - t
     log(f"[fme report] {cfg['_name']}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
     build_info = {"inputs_sha256": digest, "tools": render.tool_versions(), "config_arg": str(config_path),

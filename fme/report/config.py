@@ -205,9 +205,14 @@ SCHEMA: dict[str, Any] = {
         },
         "pdf": {"type": "boolean"},
         "engine": {"enum": ["pandas", "dask"],
-                   "description": "dask: data paths may be Parquet dataset directories or globs, read with Dask"},
+                   "description": "dask: data paths may be Parquet dataset directories or globs, read with Dask; "
+                                  "the analysis runs out of core (summaries over all rows, per-row figures from "
+                                  "a seeded sample of sample_size rows)"},
         "scheduler": {**_NAME, "description": "address of a Dask scheduler (engine: dask; default: a local "
                                               "cluster started and closed by the build)"},
+        "sample_size": {"type": "integer", "minimum": 10,
+                        "description": "engine: dask: rows of the seeded sample behind the per-row figures and "
+                                       "tables (default 100000; the summaries are over all rows)"},
         "previous": {**_NAME, "description": "results.json of an earlier build: adds a change-log section"},
     },
 }

@@ -412,9 +412,36 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "plausibility": plausibility, "any_expected": any(p["expected"] != "not stated" for p in plausibility),
         "fme_version": results["versions"].get("fme", ""),
         "environment": _environment_line(env),
+        "sample_note": sample_note(results["data"]),
     }
     ctx.update(audit.audit_context(results, cfg, build_info))
     return ctx
+
+
+def sample_note(data: dict) -> dict[str, str] | None:
+    """engine: dask: which numbers are over all rows and which rest on the seeded sample (None otherwise).
+
+    ``effect``: the sentence beside each effect's figures; ``appendix``: the reproducibility entry.
+    """
+    info = data.get("sample")
+    if not info:
+        return None
+    from .._dask import DEFAULT_SAMPLE_SIZE as TREE_SIZE
+
+    n, k = fmt_int(info["of"]), fmt_int(info["rows"])
+    drawn = (f"every one of the {n} rows (the data have no more rows than sample_size {fmt_int(info['size'])})"
+             if info["all_rows"] else f"a seeded sample of {k} of the {n} rows (seed {info['seed']}, sample_size "
+                                      f"{fmt_int(info['size'])})")
+    effect = (f"Computed out of core (engine: dask). Over all {n} rows: the row counts and exclusions, the AME with "
+              "its CI and quartiles, the NLM summaries, the AME with extrapolation points, the step sensitivity "
+              f"and the cAMEs of the subspaces. From {drawn}: the figures below, the per-row table, where the "
+              "extrapolation points are and the stability refits; the cAME tree is grown on fme's own seeded "
+              f"sample of at most {fmt_int(TREE_SIZE)} evaluated rows.")
+    appendix = (f"engine: dask; summaries over all {n} rows, per-row figures and tables from {drawn}. Based on the "
+                f"sample: {', '.join(info['based_on_sample'])}; the cAME tree's splits and its subspaces' "
+                f"evaluated ranges: fme's seeded sample of at most {fmt_int(TREE_SIZE)} evaluated rows. Over all "
+                f"rows: {', '.join(info['all_rows_items'])}.")
+    return {"effect": effect, "appendix": appendix}
 
 
 def _environment_line(env: dict) -> str:

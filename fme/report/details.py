@@ -39,8 +39,12 @@ def model_interval(res: Any, conf_level: float) -> dict[str, Any]:
     lo, hi = res.conf_int(conf_level)
     out = {"std_error": _finite(res.std_error), "p_value": _finite(res.p_value), "conf_low": _finite(lo),
            "conf_high": _finite(hi), "conf_level": float(conf_level)}
-    rows = res.inference_rows
-    if method == "bootstrap":
+    if method == "bootstrap" and getattr(res, "bootstrap_draws", None) is not None:  # Dask data
+        info = res.bootstrap_draws[1]
+        out.update(n_resamples=int(info["n_resamples"]), n_failed=int(info["n_failed"]), ci=info["ci"],
+                   errors=list(info["errors"]))
+    elif method == "bootstrap":
+        rows = res.inference_rows
         out.update(n_resamples=int(rows.draws.shape[1]) + int(rows.n_failed), n_failed=int(rows.n_failed),
                    ci=rows.ci, errors=list(rows.errors))
     return {"inference": method, "model_ci": out}

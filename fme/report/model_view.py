@@ -38,6 +38,10 @@ def model_features(model: Any, features: pd.DataFrame) -> list[str]:
 
 def feature_dictionary(model: Any, features: pd.DataFrame, cfg: dict) -> list[dict]:
     """One row per model feature: type, unit, description, observed range or levels, SD (data)."""
+    from ..effects import is_dask_collection
+
+    if is_dask_collection(features):
+        return _dask_dictionary(model, features, cfg)
     rows = []
     for f in model_features(model, features):
         col = features[f]
@@ -55,11 +59,50 @@ def feature_dictionary(model: Any, features: pd.DataFrame, cfg: dict) -> list[di
     return rows
 
 
+def _dask_dictionary(model: Any, features: Any, cfg: dict) -> list[dict]:
+    """:func:`feature_dictionary` of a Dask frame: counts, min/max and SD by reductions over all rows."""
+    import dask
+
+    from .validate import levels_of
+
+    from dask import delayed
+
+    from .._dask import _tree_reduce
+    from .._dask_steps import _finite_moments
+
+    names = model_features(model, features)
+    numeric = [f for f in names if not is_categorical(features[f])]
+    num = features[numeric].astype(float)
+    finite = num.where(num.abs() < np.inf)  # the pandas dictionary drops infinite values, like NaN
+    # SD from merged moments (Chan et al.), not Dask's sum-of-squares variance: no cancellation at large means
+    moments = _tree_reduce([delayed(_finite_moments)(p, numeric) for p in features.to_delayed()])
+    missing, lo, hi = dask.compute(features[names].isna().sum(), finite.min(), finite.max())
+    m = moments.compute()
+    count = dict(zip(numeric, m.n))
+    sd = dict(zip(numeric, m.sd(ddof=1)))
+    rows = []
+    for f in names:
+        row: dict[str, Any] = {"feature": f, "unit": cfg["units"].get(f, ""),
+                               "description": cfg["descriptions"].get(f, ""), "n_missing": int(missing[f])}
+        if f not in numeric:
+            row.update(type="categorical", levels=sorted(map(str, levels_of(features, f))))
+        else:
+            k = int(count[f])
+            row.update(type="numeric", min=_num(lo[f]) if k else None, max=_num(hi[f]) if k else None,
+                       sd=_num(sd[f]) if k > 1 else None)
+        rows.append(row)
+    return rows
+
+
 def _level(features: pd.DataFrame, feature: str, level: Any) -> Any:
     """The data's own level for the ``level`` cell of ``fme.ame`` (a float column when mixed with NaN)."""
     if level is None or (isinstance(level, float) and math.isnan(level)):
         return None
-    for u in pd.unique(features[feature].dropna()):
+    from ..effects import is_dask_collection
+    from .validate import levels_of
+
+    values = levels_of(features, feature) if is_dask_collection(features) else pd.unique(features[feature].dropna())
+    for u in values:
         if u == level or str(u) == str(level):
             return u.item() if hasattr(u, "item") else u
     return level.item() if hasattr(level, "item") else level

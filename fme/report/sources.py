@@ -11,9 +11,16 @@ A config's ``data.path`` (and ``reference_data``, ``test_data``,
   cluster started and closed for the read.
 
 The files are read in sorted order, so the rows come in the same order on
-every run. The rows are then gathered into one pandas frame for the
-analysis: ``engine: dask`` reads many files in parallel, it does not (yet)
-run the report's effects out of core.
+every run. With ``engine: dask`` the evaluation data (``data``) and
+``reference_data`` stay Dask DataFrames (:func:`read_dask`: lazy, numbered
+0..n-1 across files) and the report's effects run out of core on the cluster;
+``test_data`` and ``train_data`` (model fit, bootstrap refits: in memory by
+nature) are gathered into pandas frames (:func:`read_frame`).
+
+The cluster: one distributed client per analysis kernel (:func:`session`), on
+the configured ``scheduler`` or on a local cluster started on first use and
+closed by :func:`close_session` -- called at interpreter exit, so the
+papermill kernel closes it after the last cell and after a failing one alike.
 
 Provenance: one file's sha256 is that of its bytes; several files' is the
 sha256 of their sorted relative names and each file's sha256.
@@ -21,6 +28,7 @@ sha256 of their sorted relative names and each file's sha256.
 
 from __future__ import annotations
 
+import atexit
 import glob
 import hashlib
 from contextlib import contextmanager
@@ -28,9 +36,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["GLOB_CHARS", "is_glob", "data_files", "file_sha256", "files_sha256", "read_frame", "dask_session"]
+__all__ = ["GLOB_CHARS", "is_glob", "data_files", "file_sha256", "files_sha256", "read_frame", "read_dask",
+           "dask_session", "session", "close_session", "sample_rows"]
 
 GLOB_CHARS = frozenset("*?[")
 _PARQUET = (".parquet", ".pq")
@@ -96,19 +106,132 @@ def dask_session(scheduler: str | None) -> Iterator[Any]:
         cluster.close()
 
 
-def read_frame(files: list[Path], engine: str, scheduler: str | None = None) -> pd.DataFrame:
-    """The rows of ``files`` (all Parquet or all CSV) as one pandas frame, in file order."""
+#: The kernel-wide client of ``engine: dask`` (:func:`session`): (scheduler address or None, client, cluster).
+_SESSION: dict[str, Any] = {}
+
+
+def session(scheduler: str | None) -> Any:
+    """The analysis kernel's distributed client, started on first use (a local cluster unless ``scheduler``).
+
+    Every later call with the same ``scheduler`` returns the same client, so the lazy Dask frames of
+    ``data`` and ``reference_data`` are computed on one cluster for the whole analysis. Closed by
+    :func:`close_session` (registered with :mod:`atexit`: the papermill kernel's exit closes it, after
+    a failed cell too).
+    """
+    if _SESSION and _SESSION["scheduler"] == scheduler and _SESSION["client"].status == "running":
+        return _SESSION["client"]
+    close_session()
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        client, cluster = Client(scheduler, timeout="30s", set_as_default=True), None
+    else:
+        cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address=None)
+        try:
+            client = Client(cluster, set_as_default=True)
+        except BaseException:
+            cluster.close()
+            raise
+    _SESSION.update(scheduler=scheduler, client=client, cluster=cluster)
+    return client
+
+
+def close_session() -> None:
+    """Close the client of :func:`session` and the local cluster it started (no-op without one)."""
+    if not _SESSION:
+        return
+    client, cluster = _SESSION["client"], _SESSION["cluster"]
+    _SESSION.clear()
+    try:
+        client.close()
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+atexit.register(close_session)
+
+
+def _read(files: list[Path]) -> Any:
     parquet = [f.suffix.lower() in _PARQUET for f in files]
-    if engine != "dask":
-        f = files[0]
-        return pd.read_parquet(f) if parquet[0] else pd.read_csv(f)
     if any(parquet) and not all(parquet):
         raise ValueError("the path matches both Parquet and other files; name files of one format")
     import dask.dataframe as dd
 
-    ddf = dd.read_parquet([str(f) for f in files]) if all(parquet) else dd.read_csv([str(f) for f in files])
-    with dask_session(scheduler):
+    return dd.read_parquet([str(f) for f in files]) if all(parquet) else dd.read_csv([str(f) for f in files])
+
+
+def read_frame(files: list[Path], engine: str, scheduler: str | None = None) -> pd.DataFrame:
+    """The rows of ``files`` (all Parquet or all CSV) as one pandas frame, in file order.
+
+    With ``engine: dask`` the files are read in parallel on the kernel's :func:`session` when one is
+    open, else on a cluster started and closed for this read (:func:`dask_session`).
+    """
+    if engine != "dask":
+        f = files[0]
+        return pd.read_parquet(f) if f.suffix.lower() in _PARQUET else pd.read_csv(f)
+    ddf = _read(files)
+    if _SESSION and _SESSION["scheduler"] == scheduler:
         frame = ddf.compute()
+    else:
+        with dask_session(scheduler):
+            frame = ddf.compute()
     if not frame.index.is_unique:  # every file has its own 0..k index
         frame = frame.reset_index(drop=True)
     return frame
+
+
+def _renumber(part: pd.DataFrame, start: int) -> pd.DataFrame:
+    part = part.copy(deep=False)
+    part.index = pd.RangeIndex(start, start + len(part))
+    return part
+
+
+def _part_length(part: pd.DataFrame) -> int:
+    return len(part)
+
+
+def read_dask(files: list[Path], scheduler: str | None = None) -> tuple[Any, int]:
+    """The rows of ``files`` as a lazy Dask DataFrame indexed 0..n-1 in file order, and n.
+
+    One pass counts each partition's rows (only the counts reach the client); the index then
+    equals that of the same rows read into pandas and numbered (:func:`read_frame`), so the
+    fMEs of a row carry the same label under both engines.
+    """
+    import dask
+    import dask.dataframe as dd
+    from dask import delayed
+
+    session(scheduler)
+    ddf = _read(files)
+    parts = ddf.to_delayed()
+    lengths = dask.compute(*[delayed(_part_length)(p) for p in parts])
+    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
+    n = int(starts[-1])
+    meta = ddf._meta.copy()
+    meta.index = pd.RangeIndex(0, 0)
+    renumbered = [delayed(_renumber)(p, int(s)) for p, s in zip(parts, starts[:-1])]
+    keep = [k for k, length in enumerate(lengths) if length]  # empty files add nothing (and would break divisions)
+    if not keep:
+        raise ValueError("the files hold no rows")
+    divisions = tuple(int(starts[k]) for k in keep) + (n - 1,)  # known: a row number finds its partition
+    frame = dd.from_delayed([renumbered[k] for k in keep], meta=meta, divisions=divisions, verify_meta=False)
+    return frame, n
+
+
+def _pick(part: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    pos = np.asarray(part.index, dtype=np.int64)
+    return part[np.isin(pos, rows)]
+
+
+def sample_rows(frame: Any, n: int, size: int, seed: int) -> tuple[pd.DataFrame, bool]:
+    """A seeded sample of ``size`` rows of the Dask ``frame`` (indexed 0..n-1 by :func:`read_dask`), in row order.
+
+    All ``n`` rows when there are no more than ``size`` (second value True). The rows drawn depend on
+    ``n``, ``size`` and ``seed`` only, not on how the files are split into partitions; only the
+    sampled rows reach the client.
+    """
+    if n <= size:
+        return frame.compute(), True
+    rows = np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
+    return frame.map_partitions(_pick, rows, meta=frame._meta).compute(), False

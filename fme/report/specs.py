@@ -150,6 +150,9 @@ def engine_problem(raw: dict[str, Any]) -> tuple[tuple, str] | None:
     engine = raw.get("engine", "pandas")
     if "scheduler" in raw and engine != "dask":
         return ("scheduler",), "a scheduler address needs engine: dask; add engine: dask or remove scheduler"
+    if "sample_size" in raw and engine != "dask":
+        return ("sample_size",), ("sample_size applies to engine: dask (pandas reports use every row); add "
+                                  "engine: dask or remove sample_size")
     if engine == "dask":
         missing = [m for m in ("dask", "distributed", "pyarrow") if importlib.util.find_spec(m) is None]
         if missing:

@@ -154,15 +154,32 @@ def resolve_target_class(cfg: dict, model: Any) -> Any:
 def levels_of(data: pd.DataFrame, feature: str) -> list:
     """Levels of a categorical column (categories in order, else sorted distinct values)."""
     col = data[feature]
-    if isinstance(col.dtype, pd.CategoricalDtype):
+    if isinstance(col.dtype, pd.CategoricalDtype) and getattr(col.cat, "known", True):  # known: Dask only
         return list(col.cat.categories)
-    return sorted(col.dropna().unique().tolist(), key=str)
+    values = col.dropna().unique()
+    if hasattr(values, "compute"):  # a Dask column: only its distinct values come back
+        values = values.compute()
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return list(values.cat.categories)
+    return sorted(values.tolist(), key=str)
 
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b or (isinstance(a, (bool, np.bool_)) and isinstance(b, (bool, np.bool_)) and bool(a) == bool(b))
     return a == b or str(a) == str(b)
+
+
+def _head(frame: Any) -> pd.DataFrame:
+    from ..effects import is_dask_collection
+
+    if not is_dask_collection(frame):
+        return frame
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "fewer rows than requested": fine here
+        return frame.head(1000, npartitions=min(frame.npartitions, 8))
 
 
 def _check_step(cfg: dict, i: int, feature: str, value: Any, data: pd.DataFrame, reference: pd.DataFrame) -> None:
@@ -185,8 +202,8 @@ def _check_step(cfg: dict, i: int, feature: str, value: Any, data: pd.DataFrame,
     if isinstance(value, list) or value == "all":
         raise config_error(cfg, key, f"feature {feature!r} is numeric: give a number or a rule such as sd, "
                                      "not a list of levels")
-    try:
-        parse_steps(data, {feature: value}, rule_data=reference)
+    try:  # the spec's form only: a Dask frame's first rows stand in (rules are resolved over all rows later)
+        parse_steps(_head(data), {feature: value}, rule_data=_head(reference))
     except FMEError as exc:
         raise config_error(cfg, key, str(exc)) from None
 

@@ -1,0 +1,54 @@
+"""Executed notebooks without run-specific bytes: same inputs, same notebook.
+
+papermill and the Jupyter kernel stamp an executed notebook with wall-clock
+times (``start_time``, ``end_time``, ``duration`` of the notebook and of each
+cell, the kernel's ``execution`` timestamps), give the injected-parameters
+cell a random id, and split a cell's printed output into as many stream
+messages as the kernel happened to flush. :func:`stabilise` removes the
+times, names that cell ``injected-parameters`` and joins consecutive
+outputs of the same stream, so two runs of the same inputs write the same
+bytes (the report's and the replication's executed notebooks). Everything
+else (sources, outputs, papermill's parameters and paths) is kept.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["stabilise"]
+
+_TIMES = ("start_time", "end_time", "duration")
+
+
+def _join_streams(outputs: list) -> list:
+    joined: list = []
+    for out in outputs:
+        prev = joined[-1] if joined else None
+        if (prev is not None and out.get("output_type") == "stream" and prev.get("output_type") == "stream"
+                and prev.get("name") == out.get("name")):
+            prev["text"] = "".join(prev["text"]) + "".join(out["text"])
+        else:
+            joined.append(out)
+    return joined
+
+
+def stabilise(path: str | Path) -> None:
+    """Rewrite the executed notebook at ``path`` without its run-specific bytes (see the module docstring)."""
+    import nbformat
+
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    meta: Any = nb.metadata.get("papermill", {})
+    for key in _TIMES:
+        meta.pop(key, None)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        pm = cell.metadata.get("papermill", {})
+        for key in _TIMES:
+            pm.pop(key, None)
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell.id = "injected-parameters"
+        if cell.cell_type == "code":
+            cell.outputs = _join_streams(cell.outputs)
+    nbformat.write(nb, path)
