@@ -3,7 +3,9 @@
 :func:`fme.fme` validates its arguments once and resolves them into a
 :class:`Plan` (parsed steps, NLM method, fitted detector, inference method);
 :func:`evaluate_batch` then evaluates any batch of rows under that plan
-(paper §3.2 fME, §5.1 categorical ME, §5.2 multivariate fME, §5.4 NLM), and
+(paper §3.2 fME, §5.1 categorical ME, §5.2 multivariate fME, §5.4 NLM) in
+three steps: exclusion bookkeeping (:mod:`fme._exclusions`), predictions
+(:func:`_evaluate_rows`) and the result frames; and
 :func:`summarise` turns a batch into a :class:`Summary` of sums that merge
 exactly (counts, Chan's pairwise mean and sum of squares, NLM counts, the
 delta method's Jacobian sums). The pandas path runs the kernel on the whole
@@ -27,11 +29,10 @@ import numpy as np
 import pandas as pd
 
 from ._delta import evaluate_with_jacobian
-from ._guards import call_detector, check_flags
+from ._exclusions import _excluded_frame, _extrapolation_exclusions, _value_exclusions
 from ._nlm_eval import NLMSettings, classify
 from ._nlm_eval import nlm_values as _nlm_values
 from ._progress import progress_bar
-from ._shrink import MIN_STEP_FRACTION, shrink_steps
 from .exceptions import ExtrapolationError, ParameterError
 from .inference import RowInference, compute_rows, sample_inference
 from .nlm import QuadratureRule, nlm_from_path
@@ -175,144 +176,70 @@ def _detector_columns(predictor: Predictor, data: pd.DataFrame, reference: pd.Da
     return list(cols)
 
 
-def _check_flags(flags: Any, n: int, detector: Any) -> np.ndarray:
-    return check_flags(flags, n, detector)
-
-
-def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarray:
-    """Reason per point, asked of the detector for the flagged points only (strings are costly)."""
-    out = np.full(len(points), "", dtype=object)
-    idx = np.flatnonzero(flags)
-    if idx.size == 0:
-        return out
-    if hasattr(detector, "explain"):
-        out[idx] = np.asarray(detector.explain(points.iloc[idx], np.ones(idx.size, dtype=bool)), dtype=object)
-    else:
-        out[idx] = f"flagged by {type(detector).__name__}"
-    return out
-
-
-def _all_excluded_message(steps: tuple[Step, ...], reference: pd.DataFrame, n: int) -> str:
-    ranges = []
-    for s in steps:
-        if s.is_numeric and s.feature in reference.columns:
-            col = reference[s.feature]
-            ranges.append(f"{s.feature} in [{col.min():.6g}, {col.max():.6g}]")
-    where = f" (reference range: {', '.join(ranges)})" if ranges else ""
-    return (
-        f"all {n} rows are extrapolation points for the step {', '.join(s.describe() for s in steps)}{where}; "
-        "use a smaller step, on_extrapolation='shrink', or check reference_data."
-    )
-
-
-_REASON_TYPES = np.array(["", "missing", "at_level", "extrapolation"], dtype=object)
-
-
-def _excluded_frame(code: np.ndarray, notes: list[tuple[np.ndarray, Any, Any]], index: pd.Index) -> pd.DataFrame:
-    """The ``excluded`` table from per-row codes and (positions, point, reason) notes."""
-    ex = np.flatnonzero(code)
-    slot = np.full(code.size, -1)
-    slot[ex] = np.arange(ex.size)
-    point = np.full(ex.size, "", dtype=object)
-    reason = np.full(ex.size, "", dtype=object)
-    for pos, pts, why in notes:
-        point[slot[pos]] = pts
-        reason[slot[pos]] = why
-    return pd.DataFrame(
-        {"reason_type": _REASON_TYPES[code[ex]].astype(str), "point": point.astype(str), "reason": reason.astype(str)},
-        index=index[ex],
-    )
-
-
 # ----------------------------------------------------------------- the kernel
 def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Batch:
     """fMEs (and NLMs, exclusions, inference ingredients) of every row of ``data`` under ``plan``.
 
-    Never raises for a batch without evaluable rows (a Dask partition may
-    have none); the caller decides whether the whole data had any.
+    Exclusion bookkeeping first (:mod:`fme._exclusions`: missing, already at
+    the level, extrapolation), then the predictions of the rows left, then the
+    frames. Never raises for a batch without evaluable rows (a Dask partition
+    may have none); the caller decides whether the whole data had any.
     """
-    predictor, parsed, rule, settings = plan.predictor, plan.steps, plan.rule, plan.settings
-    X_all = predictor.select(data)
-    n_all = len(data)
-    index = data.index
-    # Exclusion bookkeeping: an int code per row, strings only for the rows left out
-    # (object arrays over all rows cost more than a cheap model's predict).
-    code = np.zeros(n_all, dtype=np.int8)
-    notes: list[tuple[np.ndarray, Any, Any]] = []
-    for s in parsed:
-        col = data[s.feature]
-        miss = col.isna().to_numpy() & (code == 0)
-        code[miss] = 1
-        notes.append((np.flatnonzero(miss), "", f"missing value in {s.feature}"))
-        if s.is_numeric:
-            # +-inf: no finite step from there; left out and counted like a missing value
-            inf = np.isinf(col.to_numpy(dtype=float, na_value=np.nan)) & (code == 0)
-            code[inf] = 1
-            notes.append((np.flatnonzero(inf), "", f"infinite value in {s.feature}"))
-        if not s.is_numeric:
-            # nullable dtypes ("string", "boolean") compare to <NA> on missing values
-            at = (col == s.value).to_numpy(dtype=bool, na_value=False) & (code == 0)
-            code[at] = 2
-            notes.append((np.flatnonzero(at), "", f"{s.feature} already at level {s.value!r}"))
+    X_all = plan.predictor.select(data)
+    code, notes = _value_exclusions(data, plan.steps)
     cand = np.flatnonzero(code == 0)
     n_candidates = int(cand.size)
-    X = X_all.iloc[cand]
-    h = None
-    extra_cols: dict[str, np.ndarray] = {}
-    if plan.detector is not None and cand.size:
-        detector, cols, policy = plan.detector, plan.detector_cols, plan.policy
-        flag_x = _check_flags(call_detector(detector, "flag", X[cols], "x"), len(X), detector)
-        moved = apply_steps(X, parsed)[cols]
-        flag_xh = _check_flags(call_detector(detector, "flag", moved, "x + h"), len(X), detector)
-        if policy == "shrink":
-            h = shrink_steps(detector, cols, X, parsed, flag_xh & ~flag_x)
-            flag_xh = flag_xh & ~flag_x & (np.abs(np.column_stack(list(h.values()))).max(axis=1) == 0)
-        ep = flag_x | flag_xh
-        pts = np.where(flag_x & flag_xh, "x and x+h", np.where(flag_x, "x", np.where(flag_xh, "x+h", "")))
-        why = _explain(detector, X[cols], flag_x)
-        why_h = _explain(detector, moved, flag_xh)
-        why = np.where(flag_x & flag_xh, why + " | x+h: " + why_h, np.where(flag_xh, why_h, why))
-        if policy == "shrink":
-            why = np.where(flag_xh & ~flag_x, f"no step of at least {MIN_STEP_FRACTION:g} h stays inside", why)
-        if policy == "keep":
-            extra_cols["extrapolation"] = ep
-            extra_cols["extrapolation_point"] = pts
-        else:
-            code[cand[ep]] = 3
-            notes.append((cand[ep], pts[ep], why[ep]))
-            keep = ~ep
-            cand, X = cand[keep], X.iloc[keep]
-            if h is not None:
-                h = {k: v[keep] for k, v in h.items()}
-    elif plan.detector is not None:  # no candidate rows: the same columns, empty
-        if plan.policy == "shrink":
-            h = {s.feature: np.empty(0) for s in parsed}
-        if plan.policy == "keep":
-            extra_cols = {"extrapolation": np.empty(0, dtype=bool), "extrapolation_point": np.empty(0, dtype=object)}
-    names = plan.names
+    cand, X, h, extra_cols = _extrapolation_exclusions(plan, X_all.iloc[cand], cand, code, notes)
+    f0, f1, nlm_values, status, nlm_sd, rows = _evaluate_rows(plan, X, h)
+    out_index = data.index[cand]
+    res = _result_columns(plan.names, f0, f1, nlm_values, status, h, extra_cols)
+    results = pd.DataFrame(res, index=out_index)
+    predictions = _predictions_frame(plan.names, f0, f1, out_index)
+    if with_rows and plan.names is None and rows is None and cand.size:
+        # 'sample' needs only the fMEs: the stepped frame is built for delta and bootstrap alone
+        rows = sample_inference(res["fme"]) if plan.method == "sample" else compute_rows(
+            plan.method, plan.model, [(X, apply_steps(X, plan.steps, h))], [res["fme"]], [f0], plan.bootstrap,
+            plan.target_class)[0]
+    return Batch(results=results, predictions=predictions, code=code, notes=notes, index=data.index, cand=cand,
+                 f0=f0, f1=f1, rows=rows, n_candidates=n_candidates,
+                 nlm_sd=nlm_sd if plan.settings is not None else None)
+
+
+def _evaluate_rows(
+    plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None, RowInference | None]:
+    """f(x), f(x + h), the NLMs with their status and path SDs (if the plan asks for NLMs) and, from
+    the delta method's design-matrix route only, the inference rows, for the rows ``X`` to evaluate."""
+    predictor, parsed, rule, settings, names = plan.predictor, plan.steps, plan.rule, plan.settings, plan.names
     shape0 = (0,) if names is None else (0, len(names))
     fast = None
     status = nlm_values = nlm_sd = None
     rows = None
-    if cand.size == 0:
+    if len(X) == 0:
         f0 = f1 = np.empty(shape0)
         if settings is not None:
             nlm_values, status, nlm_sd = np.empty(shape0), np.empty(shape0, dtype=object), np.empty(shape0)
+        return f0, f1, nlm_values, status, nlm_sd, rows
+    if plan.method == "delta" and settings is None and names is None:
+        # statsmodels GLM-type models: predictions and Jacobian from one design matrix per point set
+        fast = evaluate_with_jacobian(plan.model, X, apply_steps(X, parsed, h))
+    if fast is not None:
+        f0, f1, rows = fast
     else:
-        if plan.method == "delta" and settings is None and names is None:
-            # statsmodels GLM-type models: predictions and Jacobian from one design matrix per point set
-            fast = evaluate_with_jacobian(plan.model, X, apply_steps(X, parsed, h))
-        if fast is not None:
-            f0, f1, rows = fast
-        else:
-            f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
-            if settings is not None and rule is not None:
-                nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread)
-            elif settings is not None:
-                nlm_values, status, nlm_sd = _nlm_values(settings, predictor, X, parsed, h, f0, f1,
-                                                         plan.batch_size, spread=plan.spread, return_sd=True,
-                                                         progress=plan.progress)
-    out_index = index[cand]
+        f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
+        if settings is not None and rule is not None:
+            nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread)
+        elif settings is not None:
+            nlm_values, status, nlm_sd = _nlm_values(settings, predictor, X, parsed, h, f0, f1,
+                                                     plan.batch_size, spread=plan.spread, return_sd=True,
+                                                     progress=plan.progress)
+    return f0, f1, nlm_values, status, nlm_sd, rows
+
+
+def _result_columns(names: list | None, f0: np.ndarray, f1: np.ndarray, nlm_values: np.ndarray | None,
+                    status: np.ndarray | None, h: Mapping[str, np.ndarray] | None,
+                    extra_cols: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The columns of ``results``: fME, NLM and status per output, effective steps, extrapolation flags."""
     res: dict[str, Any] = {}
     if names is None:
         res["fme"] = f1 - f0
@@ -331,21 +258,15 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
         for feat, values in h.items():
             res[f"step_{feat}"] = values
     res.update(extra_cols)
-    results = pd.DataFrame(res, index=out_index)
+    return res
+
+
+def _predictions_frame(names: list | None, f0: np.ndarray, f1: np.ndarray, index: pd.Index) -> pd.DataFrame:
     if names is None:
-        predictions = pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=out_index)
-    else:
-        predictions = pd.DataFrame(
-            {**{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},
-             **{f"f_x_step_{c}": f1[:, j] for j, c in enumerate(names)}}, index=out_index)
-    if with_rows and names is None and rows is None and cand.size:
-        # 'sample' needs only the fMEs: the stepped frame is built for delta and bootstrap alone
-        rows = sample_inference(res["fme"]) if plan.method == "sample" else compute_rows(
-            plan.method, plan.model, [(X, apply_steps(X, parsed, h))], [res["fme"]], [f0], plan.bootstrap,
-            plan.target_class)[0]
-    return Batch(results=results, predictions=predictions, code=code, notes=notes, index=index, cand=cand,
-                 f0=f0, f1=f1, rows=rows, n_candidates=n_candidates,
-                 nlm_sd=nlm_sd if settings is not None else None)
+        return pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=index)
+    return pd.DataFrame(
+        {**{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},
+         **{f"f_x_step_{c}": f1[:, j] for j, c in enumerate(names)}}, index=index)
 
 
 # ----------------------------------------------------------------- mergeable summaries

@@ -10,6 +10,14 @@ leaving out (or shrinking) steps that leave the data (extrapolation).
 
 Cost: two batched ``predict`` calls per batch for the fMEs, plus one for all
 interior quadrature nodes of the NLM; never a call per row.
+
+Structure (scikit-learn inspection style): :func:`fme` validates its
+arguments and resolves them into a plan (:func:`resolve_plan`), then
+:func:`_evaluate_frame` fits the detector and runs the batch kernel
+(:func:`fme._kernel.evaluate_batch`: exclusion bookkeeping by
+:mod:`fme._exclusions`, then the predictions), then
+:func:`fme._exclusions.check_evaluated` refuses a step that leaves no row and
+:func:`_result` assembles the :class:`FMEResult`.
 """
 
 from __future__ import annotations
@@ -24,12 +32,12 @@ import pandas as pd
 
 from ._stats import describe
 from ._validation import check_conf_level, check_data
+from ._exclusions import check_evaluated
 from ._guards import call_detector
-from ._kernel import (Plan, _all_excluded_message, _check_batch_size, _default_batch, _detector_columns,  # noqa: F401
-                      _evaluate, evaluate_batch)
+from ._kernel import Batch, Plan, _check_batch_size, _detector_columns, evaluate_batch
 from ._models import model_frame
 from ._shrink import MIN_STEP_FRACTION
-from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
+from .exceptions import FeatureError, ParameterError, StepError
 from .extrapolation import make_detector
 from .inference import RowInference, sample_inference
 from .inference import resolve_method as resolve_inference
@@ -432,6 +440,7 @@ def fme(
                         on_extrapolation=on_extrapolation, target_class=target_class, batch_size=batch_size,
                         random_state=random_state, inference=inference, bootstrap=bootstrap,
                         conf_level=conf_level, sample_size=sample_size, progress=progress)
+    # Everything is validated here, once (resolve_plan is shared with the Dask path); the workers trust the plan.
     check_data(data)
     data = model_frame(model, data)  # C(x) of a statsmodels formula: x is categorical
     if reference_data is not None:
@@ -446,11 +455,9 @@ def fme(
     if sample_size is not None:
         raise ParameterError("sample_size applies to Dask data only (the sample the detectors are fitted on); "
                              "a pandas frame is used whole.")
-    if plan.detector is not None:
-        call_detector(plan.detector, "fit", reference[plan.detector_cols], "fit(reference_data)")
-    batch = evaluate_batch(replace(plan, progress=progress), data)
+    batch = _evaluate_frame(replace(plan, progress=progress), data, reference)
     check_evaluated(plan, batch.code, lambda: reference)
-    return _result(plan, batch, data, float(nlm_linear_threshold), conf_level, extrapolation)
+    return _result(plan, batch, data, float(nlm_linear_threshold), conf_level)
 
 
 def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], reference: pd.DataFrame, *,
@@ -510,22 +517,16 @@ def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], refer
     return plan, conf_level
 
 
-def check_evaluated(plan: Plan, code: np.ndarray | None, reference: Any, counts: np.ndarray | None = None) -> None:
-    """Raise when no row at all was evaluated (``counts``: rows per exclusion code, if ``code`` is None)."""
-    counts = np.bincount(code, minlength=4) if counts is None else counts
-    if counts[0] > 0:
-        return
-    label = ", ".join(s.describe() for s in plan.steps)
-    if counts[3] == 0:
-        raise DataError(
-            f"no row can be evaluated for the step {label}: every row has a "
-            "missing or infinite value in a stepped feature or is already at the target level."
-        )
-    raise ExtrapolationError(_all_excluded_message(plan.steps, reference(), int(counts[3])))
+def _evaluate_frame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame) -> Batch:
+    """Fit ``plan``'s detector on ``reference`` and evaluate every row of ``data`` at once (the kernel
+    batches the predictions inside): exclusions, fMEs, NLMs and inference ingredients."""
+    if plan.detector is not None:
+        call_detector(plan.detector, "fit", reference[plan.detector_cols], "fit(reference_data)")
+    return evaluate_batch(plan, data)
 
 
-def _result(plan: Plan, batch: Any, data: pd.DataFrame, threshold: float, conf_level: float,
-            extrapolation: Any) -> FMEResult:
+def _result(plan: Plan, batch: Batch, data: pd.DataFrame, threshold: float, conf_level: float) -> FMEResult:
+    """The :class:`FMEResult` of an evaluated ``batch`` with at least one evaluated row."""
     settings, names, predictor = plan.settings, plan.names, plan.predictor
     detector_name = None
     if plan.detector is not None:

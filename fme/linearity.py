@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_data
-from .effects import _check_batch_size, _evaluate
+from ._kernel import _check_batch_size, _evaluate
 from .exceptions import ParameterError, StepError
 from ._nlm_eval import nlm_values, resolve_method
 from .predictors import Predictor, make_predictor

@@ -120,3 +120,26 @@ def logit(df):
 @pytest.fixture
 def recorder() -> CallRecorder:
     return CallRecorder()
+
+
+def piecewise_sim(d: pd.DataFrame) -> np.ndarray:
+    # Paper §7.1: f(x) = x for x < 0, 5 sin(2x) otherwise.
+    x = d["x"].to_numpy()
+    return np.where(x < 0, x, 5 * np.sin(2 * x))
+
+
+@pytest.fixture(scope="module")
+def sim_effects():
+    """fMEs and NLMs (Simpson 3/8) of the paper's piecewise simulation, step 2, 1500 rows (test_came, test_partition)."""
+    import fme
+
+    rng = np.random.default_rng(123)
+    X = pd.DataFrame({"x": rng.uniform(-5, 5, 1500)})
+    return fme.fme(piecewise_sim, X, {"x": 2}, nlm=True, nlm_method="simpson38")
+
+
+@pytest.fixture(scope="module")
+def sim_part(sim_effects):
+    import fme
+
+    return fme.came(sim_effects, minbucket=30, testtype="teststatistic", mincriterion=0.99)

@@ -1,4 +1,5 @@
-"""cAMEs (paper §5.5): subspace statistics, reduction, hyperrectangles, prediction, bad input."""
+"""cAMEs (paper §5.5): growing and reducing the tree, categorical rules, refits (partition_stability), bad
+input; the result's tables and prediction (fme._partition) are tested in test_partition.py."""
 
 from __future__ import annotations
 
@@ -10,23 +11,7 @@ from scipy import stats
 import fme
 from fme.exceptions import DataError, FeatureError, ParameterError
 
-
-def _piecewise(d: pd.DataFrame) -> np.ndarray:
-    # Paper §7.1: f(x) = x for x < 0, 5 sin(2x) otherwise.
-    x = d["x"].to_numpy()
-    return np.where(x < 0, x, 5 * np.sin(2 * x))
-
-
-@pytest.fixture(scope="module")
-def sim_effects() -> fme.FMEResult:
-    rng = np.random.default_rng(123)
-    X = pd.DataFrame({"x": rng.uniform(-5, 5, 1500)})
-    return fme.fme(_piecewise, X, {"x": 2}, nlm=True, nlm_method="simpson38")
-
-
-@pytest.fixture(scope="module")
-def sim_part(sim_effects):
-    return fme.came(sim_effects, minbucket=30, testtype="teststatistic", mincriterion=0.99)
+from conftest import piecewise_sim as _piecewise
 
 
 def test_paper_simulation_linear_leaf_is_exact(sim_part) -> None:
@@ -37,34 +22,6 @@ def test_paper_simulation_linear_leaf_is_exact(sim_part) -> None:
     assert first["came"] == pytest.approx(2.0, abs=1e-9)
     assert first["canlm"] == pytest.approx(1.0, abs=1e-9)
     assert first["sd_fme"] == pytest.approx(0.0, abs=1e-9)
-
-
-def test_leaf_statistics_match_hand_computation(sim_effects, sim_part) -> None:
-    fmes = sim_effects.results["fme"]
-    nlms = sim_effects.results["nlm"]
-    for _, leaf in sim_part.leaves.iterrows():
-        rows = sim_part.leaf_of_row == leaf["node"]
-        v = fmes[rows].to_numpy()
-        n = v.size
-        sd = v.std(ddof=1)
-        half = stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
-        assert leaf["n"] == n
-        assert leaf["came"] == pytest.approx(v.mean(), rel=1e-12)
-        assert leaf["sd_fme"] == pytest.approx(sd, rel=1e-12, abs=1e-15)
-        if abs(v.mean()) > 0:
-            assert leaf["cov_fme"] == pytest.approx(sd / abs(v.mean()), rel=1e-12, abs=1e-15)
-        assert leaf["came_ci_low"] == pytest.approx(v.mean() - half, rel=1e-12, abs=1e-12)
-        assert leaf["came_ci_high"] == pytest.approx(v.mean() + half, rel=1e-12, abs=1e-12)
-        w = nlms[rows].dropna().to_numpy()
-        assert leaf["n_nlm"] == w.size
-        assert leaf["canlm"] == pytest.approx(w.mean(), rel=1e-12)
-
-
-def test_rows_map_to_exactly_one_leaf(sim_effects, sim_part) -> None:
-    assert sim_part.leaf_of_row.index.equals(sim_effects.results.index)
-    assert set(sim_part.leaf_of_row.unique()) == set(sim_part.leaf_ids)
-    assert sim_part.leaves["n"].sum() == sim_effects.n == sim_part.root["n"]
-    assert sim_part.root["came"] == pytest.approx(sim_effects.ame, rel=1e-12)
 
 
 def test_conf_level_changes_interval_width(sim_effects) -> None:
@@ -134,22 +91,6 @@ def test_max_sd_picks_fewest_leaves_meeting_threshold() -> None:
         fme.came(eff, minbucket=20, max_sd=1e-6)
 
 
-def test_describe_is_the_hyperrectangle(sim_part) -> None:
-    nodes = sim_part.tree.nodes_
-    for node in sim_part.leaf_ids:
-        desc = sim_part.describe(node)
-        row = desc.loc["x"]
-        rows = sim_part.leaf_of_row == node
-        xs = sim_part.effects.data.loc[rows[rows].index, "x"]
-        assert row["min"] == xs.min() and row["max"] == xs.max()
-        assert row["low"] <= xs.min() and xs.max() <= row["high"]
-        assert bool(row["restricted"])
-        # Bounds are split values (or the global range where unrestricted).
-        splits = set(nodes["split_value"].dropna()) | {sim_part.effects.data["x"].min(),
-                                                        sim_part.effects.data["x"].max()}
-        assert row["low"] in splits and row["high"] in splits
-
-
 def test_categorical_rules_and_cart() -> None:
     rng = np.random.default_rng(3)
     X = pd.DataFrame({"x": rng.uniform(-1, 1, 600), "g": pd.Categorical(rng.choice(["a", "b", "c"], 600))})
@@ -164,16 +105,6 @@ def test_categorical_rules_and_cart() -> None:
         assert desc.loc["g", "restricted"] and not desc.loc["x", "restricted"]
 
 
-def test_predict_flags_rows_outside_observed_subspace(sim_part) -> None:
-    new = pd.DataFrame({"x": [-4.5, 12.0]}, index=["inside", "far"])
-    out = sim_part.predict(new)
-    assert list(out.index) == ["inside", "far"]
-    assert not out.loc["inside", "outside_observed"] and out.loc["far", "outside_observed"]
-    assert out.loc["far", "outside_features"] == "x"
-    first = sim_part.leaves.iloc[0]
-    assert out.loc["inside", "node"] == first["node"] and out.loc["inside", "came"] == first["came"]
-
-
 def test_tiny_scale_fmes_still_partition() -> None:
     # CTREE's absolute tolerance stops trees on tiny responses (spec §9); came standardises first.
     rng = np.random.default_rng(5)
@@ -184,16 +115,6 @@ def test_tiny_scale_fmes_still_partition() -> None:
     assert len(part.leaf_ids) > 1
     raw = fme.came(eff, standardize=False)
     assert len(raw.leaf_ids) == 1
-
-
-def test_undefined_nlms_are_ignored_and_counted() -> None:
-    X = pd.DataFrame({"x": np.linspace(-3, 3, 100)})
-    eff = fme.fme(lambda d: np.maximum(d["x"], 0.0), X, {"x": 1.0}, nlm=True)
-    assert eff.results["nlm"].isna().any()
-    part = fme.came(eff, maxdepth=1)
-    total = part.leaves["n_nlm"].sum()
-    assert total == eff.results["nlm"].notna().sum()
-    assert part.leaves["canlm"].notna().all()
 
 
 def test_single_node_when_fewer_rows_than_minsplit() -> None:

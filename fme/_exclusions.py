@@ -1,0 +1,177 @@
+"""Exclusion bookkeeping of :func:`fme.fme`: which rows are left out, and why.
+
+A row is not evaluated when a stepped feature is missing or infinite (no
+finite step from there), when it is already at a categorical step's target
+level (the observation-wise categorical ME of paper §5.1, Eq.
+new_categorical_me, is taken over the other rows), or when x or x + h is an
+extrapolation point (paper §3.2 and the appendix; policy ``exclude`` or
+``shrink``).
+
+Each row gets an int8 code (0 evaluated, 1 missing or infinite, 2 already at
+the level, 3 extrapolation: the order of the ``Summary.codes`` counts) and
+only the rows left out get strings, as ``(positions, point, reason)`` notes:
+object arrays over all rows would cost more than a cheap model's predict.
+:func:`_excluded_frame` turns codes and notes into ``FMEResult.excluded``.
+
+These are private workers of :mod:`fme._kernel`; they trust the plan that
+:func:`fme.effects.resolve_plan` validated.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ._guards import call_detector, check_flags
+from ._shrink import MIN_STEP_FRACTION, shrink_steps
+from .exceptions import DataError, ExtrapolationError
+from .steps import Step, apply_steps
+
+if TYPE_CHECKING:  # the plan's class lives in the kernel, which imports this module
+    from ._kernel import Plan
+
+__all__ = ["check_evaluated"]
+
+#: ``reason_type`` of each exclusion code (code 0: evaluated, never shown).
+_REASON_TYPES = np.array(["", "missing", "at_level", "extrapolation"], dtype=object)
+
+Notes = list[tuple[np.ndarray, Any, Any]]
+
+
+def _value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...]) -> tuple[np.ndarray, Notes]:
+    """Codes 1 (missing or infinite value in a stepped feature) and 2 (already at the target level).
+
+    A row keeps the first code it gets, in the order of ``steps``.
+    """
+    code = np.zeros(len(data), dtype=np.int8)
+    notes: Notes = []
+    for s in steps:
+        col = data[s.feature]
+        miss = col.isna().to_numpy() & (code == 0)
+        code[miss] = 1
+        notes.append((np.flatnonzero(miss), "", f"missing value in {s.feature}"))
+        if s.is_numeric:
+            # +-inf: no finite step from there; left out and counted like a missing value
+            inf = np.isinf(col.to_numpy(dtype=float, na_value=np.nan)) & (code == 0)
+            code[inf] = 1
+            notes.append((np.flatnonzero(inf), "", f"infinite value in {s.feature}"))
+        if not s.is_numeric:
+            # nullable dtypes ("string", "boolean") compare to <NA> on missing values
+            at = (col == s.value).to_numpy(dtype=bool, na_value=False) & (code == 0)
+            code[at] = 2
+            notes.append((np.flatnonzero(at), "", f"{s.feature} already at level {s.value!r}"))
+    return code, notes
+
+
+def _extrapolation_exclusions(
+    plan: Plan, X: pd.DataFrame, cand: np.ndarray, code: np.ndarray, notes: Notes,
+) -> tuple[np.ndarray, pd.DataFrame, dict[str, np.ndarray] | None, dict[str, np.ndarray]]:
+    """Apply ``plan``'s fitted detector and policy to the candidate rows ``X`` (positions ``cand``).
+
+    Both x and x + h are flagged. ``exclude``/``shrink`` set code 3 and a note
+    on ``code``/``notes`` (in place) for the rows left out; ``shrink`` also
+    gives each remaining row's effective steps ``h``; ``keep`` only adds the
+    ``extrapolation`` and ``extrapolation_point`` columns.
+
+    Returns
+    -------
+    cand, X : the rows still to evaluate (positions in the batch and their model columns)
+    h : dict of per-row numeric steps, or None (the plan's steps)
+    extra_cols : dict of extra ``results`` columns (``keep`` only)
+    """
+    parsed = plan.steps
+    h = None
+    extra_cols: dict[str, np.ndarray] = {}
+    if plan.detector is not None and cand.size:
+        detector, cols, policy = plan.detector, plan.detector_cols, plan.policy
+        flag_x = check_flags(call_detector(detector, "flag", X[cols], "x"), len(X), detector)
+        moved = apply_steps(X, parsed)[cols]
+        flag_xh = check_flags(call_detector(detector, "flag", moved, "x + h"), len(X), detector)
+        if policy == "shrink":
+            h = shrink_steps(detector, cols, X, parsed, flag_xh & ~flag_x)
+            flag_xh = flag_xh & ~flag_x & (np.abs(np.column_stack(list(h.values()))).max(axis=1) == 0)
+        ep = flag_x | flag_xh
+        pts = np.where(flag_x & flag_xh, "x and x+h", np.where(flag_x, "x", np.where(flag_xh, "x+h", "")))
+        why = _explain(detector, X[cols], flag_x)
+        why_h = _explain(detector, moved, flag_xh)
+        why = np.where(flag_x & flag_xh, why + " | x+h: " + why_h, np.where(flag_xh, why_h, why))
+        if policy == "shrink":
+            why = np.where(flag_xh & ~flag_x, f"no step of at least {MIN_STEP_FRACTION:g} h stays inside", why)
+        if policy == "keep":
+            extra_cols["extrapolation"] = ep
+            extra_cols["extrapolation_point"] = pts
+        else:
+            code[cand[ep]] = 3
+            notes.append((cand[ep], pts[ep], why[ep]))
+            keep = ~ep
+            cand, X = cand[keep], X.iloc[keep]
+            if h is not None:
+                h = {k: v[keep] for k, v in h.items()}
+    elif plan.detector is not None:  # no candidate rows: the same columns, empty
+        if plan.policy == "shrink":
+            h = {s.feature: np.empty(0) for s in parsed}
+        if plan.policy == "keep":
+            extra_cols = {"extrapolation": np.empty(0, dtype=bool), "extrapolation_point": np.empty(0, dtype=object)}
+    return cand, X, h, extra_cols
+
+
+def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarray:
+    """Reason per point, asked of the detector for the flagged points only (strings are costly)."""
+    out = np.full(len(points), "", dtype=object)
+    idx = np.flatnonzero(flags)
+    if idx.size == 0:
+        return out
+    if hasattr(detector, "explain"):
+        out[idx] = np.asarray(detector.explain(points.iloc[idx], np.ones(idx.size, dtype=bool)), dtype=object)
+    else:
+        out[idx] = f"flagged by {type(detector).__name__}"
+    return out
+
+
+def _excluded_frame(code: np.ndarray, notes: Notes, index: pd.Index) -> pd.DataFrame:
+    """The ``excluded`` table from per-row codes and (positions, point, reason) notes."""
+    ex = np.flatnonzero(code)
+    slot = np.full(code.size, -1)
+    slot[ex] = np.arange(ex.size)
+    point = np.full(ex.size, "", dtype=object)
+    reason = np.full(ex.size, "", dtype=object)
+    for pos, pts, why in notes:
+        point[slot[pos]] = pts
+        reason[slot[pos]] = why
+    return pd.DataFrame(
+        {"reason_type": _REASON_TYPES[code[ex]].astype(str), "point": point.astype(str), "reason": reason.astype(str)},
+        index=index[ex],
+    )
+
+
+def _all_excluded_message(steps: tuple[Step, ...], reference: pd.DataFrame, n: int) -> str:
+    ranges = []
+    for s in steps:
+        if s.is_numeric and s.feature in reference.columns:
+            col = reference[s.feature]
+            ranges.append(f"{s.feature} in [{col.min():.6g}, {col.max():.6g}]")
+    where = f" (reference range: {', '.join(ranges)})" if ranges else ""
+    return (
+        f"all {n} rows are extrapolation points for the step {', '.join(s.describe() for s in steps)}{where}; "
+        "use a smaller step, on_extrapolation='shrink', or check reference_data."
+    )
+
+
+def check_evaluated(plan: Plan, code: np.ndarray | None, reference: Any, counts: np.ndarray | None = None) -> None:
+    """Raise when no row at all was evaluated (``counts``: rows per exclusion code, if ``code`` is None).
+
+    ``reference`` is a callable giving the reference data, called only then
+    (on Dask data it is a computation), for the range named in the message.
+    """
+    counts = np.bincount(code, minlength=4) if counts is None else counts
+    if counts[0] > 0:
+        return
+    label = ", ".join(s.describe() for s in plan.steps)
+    if counts[3] == 0:
+        raise DataError(
+            f"no row can be evaluated for the step {label}: every row has a "
+            "missing or infinite value in a stepped feature or is already at the target level."
+        )
+    raise ExtrapolationError(_all_excluded_message(plan.steps, reference(), int(counts[3])))

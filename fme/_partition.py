@@ -1,0 +1,348 @@
+"""The result of :func:`fme.came`: subspaces, their cAMEs and tables (paper §5.5).
+
+:class:`PartitionResult` holds a grown tree reduced to its subspaces and, per
+subspace, the conditional AME and ANLM with their SDs, coefficients of
+variation and t-based confidence intervals
+
+    mean +- t(1 - alpha/2, n - 1) * SD / sqrt(n),
+
+the cAME's uncertainty under the effects' inference method, the
+hyperrectangle of each subspace (paper Table 3) and its readable rule. It
+is built by :func:`fme.came.came` (which grows and reduces the tree) and
+re-exported there; this module knows the result, not how trees are grown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._numfmt import fmt_bound
+from ._stats import describe
+from ._tree_args import string_columns
+from ._validation import check_data, is_categorical
+from .effects import FMEResult
+from .exceptions import FeatureError, ParameterError
+from .inference import INFERENCE_COLUMNS, sample_inference
+
+__all__ = ["PartitionResult"]
+
+_LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
+_NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "median_nlm",
+                "share_linear"]
+
+
+def _figures(fmes: np.ndarray, nlms: np.ndarray | None, conf_level: float,
+             linear_threshold: float = 0.9) -> dict[str, float]:
+    d = describe(fmes, conf_level)
+    row = {"n": int(d["n"]), "came": d["mean"], "sd_fme": d["sd"], "cov_fme": d["cov"],
+           "came_ci_low": d["ci_low"], "came_ci_high": d["ci_high"]}
+    if nlms is not None:
+        # ignores undefined (NaN) NLMs and counts the rest; the t-interval of the mean is
+        # truncated at 1, the NLM's upper bound (paper §5.4: NLM <= 1)
+        e = describe(nlms, conf_level, upper=1.0)
+        ok = nlms[~np.isnan(nlms)]
+        row.update(canlm=e["mean"], sd_nlm=e["sd"], cov_nlm=e["cov"], canlm_ci_low=e["ci_low"],
+                   canlm_ci_high=e["ci_high"], n_nlm=int(e["n"]),
+                   median_nlm=float(np.median(ok)) if ok.size else np.nan,
+                   share_linear=float(np.mean(ok >= linear_threshold)) if ok.size else np.nan)
+    return row
+
+
+class PartitionResult:
+    """Subspaces with their cAMEs, returned by :func:`fme.came`.
+
+    Attributes
+    ----------
+    leaves : DataFrame
+        One row per subspace in node order: node, n, came, sd_fme, cov_fme,
+        came_ci_low, came_ci_high (the fixed-model t interval of §5.5),
+        the cAME's std_error, statistic, p_value, conf_low, conf_high and
+        ``inference`` under the effects' method (:mod:`fme.inference`: delta
+        or bootstrap from the same per-row ingredients, or ``sample``, then
+        equal to the §5.5 interval), (with NLMs) canlm, sd_nlm, cov_nlm,
+        canlm_ci_low, canlm_ci_high (t-interval of the mean truncated at 1,
+        the NLM's upper bound), n_nlm, median_nlm, share_linear (share of
+        NLMs >= the result's ``nlm_linear_threshold``), and the readable ``rule``.
+    root : Series
+        The same figures for all evaluated rows (the global AME).
+    tree : CTree or CartTree
+        The fitted tree (before any reduction by ``n_partitions``/``max_sd``).
+    leaf_ids : list of int
+        Node ids of the subspaces (after reduction).
+    leaf_of_row : Series
+        Subspace (node id) of each evaluated row, indexed like ``effects.results``.
+    effects : FMEResult
+    features : list of str
+        Partitioning variables.
+    conf_level : float
+    notes : list of str
+        Remarks such as "single node: fewer rows than minsplit".
+    params : dict
+        The arguments of :func:`fme.came` that grew and reduced the tree, as given
+        (``features``, ``n_partitions``, ``max_sd``, ``standardize`` and the
+        tree parameters), so the same partition can be refitted on other rows.
+    """
+
+    def __init__(self, effects: FMEResult, tree: Any, X: pd.DataFrame, leaf_ids: list[int],
+                 tree_leaf: np.ndarray, conf_level: float, method: str, notes: list[str],
+                 params: dict[str, Any] | None = None) -> None:
+        self.params = dict(params or {})
+        self.effects = effects
+        self.tree = tree
+        self.features = list(X.columns)
+        self.leaf_ids = leaf_ids
+        self._subspace = _subspace_lookup(tree, leaf_ids)
+        self._tree_leaf = tree_leaf  # leaf of the grown tree per evaluated row
+        self.leaf_of_row = pd.Series(self._subspace[tree_leaf], index=X.index, name="node")
+        self.conf_level = conf_level
+        self.method = method
+        self.notes = notes
+        self._X = X
+        fmes = effects.results["fme"].to_numpy(dtype=float)
+        nlms = effects.results["nlm"].to_numpy(dtype=float) if effects.has_nlm else None
+        rows = []
+        lin = getattr(effects, "nlm_linear_threshold", 0.9)
+        node_of_row = self.leaf_of_row.to_numpy()
+        # Uncertainty of each cAME from the effects' per-row ingredients (no new predictions).
+        inf = effects.inference_rows if effects.inference_rows is not None else sample_inference(fmes)
+        slot = {node: j for j, node in enumerate(leaf_ids)}
+        codes = np.fromiter((slot[v] for v in node_of_row), dtype=np.int64, count=node_of_row.size)
+        leaf_table = inf.average(codes, len(leaf_ids)).table(conf_level)
+        for j, node in enumerate(leaf_ids):
+            mask = node_of_row == node
+            row = {"node": node, **_figures(fmes[mask], None if nlms is None else nlms[mask], conf_level, lin),
+                   **leaf_table.iloc[j].to_dict()}
+            row["rule"] = self.rule(node)
+            rows.append(row)
+        cols = _LEAF_COLUMNS + INFERENCE_COLUMNS + (_NLM_COLUMNS if nlms is not None else []) + ["rule"]
+        self.leaves = pd.DataFrame(rows, columns=cols)
+        root = {"node": 1, **_figures(fmes, nlms, conf_level, lin), **inf.average().table(conf_level).iloc[0].to_dict(),
+                "rule": "(all)"}
+        self.root = pd.Series(root)[cols]
+
+    @property
+    def nodes(self) -> pd.DataFrame:
+        """Node table of the tree as reduced to the subspaces: the subspaces are
+        its leaves (their subtrees dropped); same columns as ``tree.nodes_``."""
+        nodes = self.tree.nodes_
+        keep = set()
+        for leaf in self.leaf_ids:
+            cur = leaf
+            while True:
+                keep.add(int(cur))
+                par = nodes.at[cur, "parent"]
+                if pd.isna(par):
+                    break
+                cur = int(par)
+        out = nodes.loc[sorted(keep)].copy()
+        for leaf in self.leaf_ids:
+            out.at[leaf, "is_leaf"] = True
+            out.at[leaf, "children"] = ()
+            out.at[leaf, "split_feature"] = None
+            out.at[leaf, "split_levels"] = None
+            out.at[leaf, "split_value"] = np.nan
+        return out
+
+    @property
+    def root_split(self) -> str | None:
+        """Feature of the first split of the (reduced) tree; None for a single subspace."""
+        nodes = self.nodes
+        return None if nodes.at[1, "is_leaf"] else str(nodes.at[1, "split_feature"])
+
+    # ------------------------------------------------------------ subspaces
+    def _path(self, node: int) -> list[tuple[int, int]]:
+        """(parent, child) pairs from the root to ``node``."""
+        nodes = self.tree.nodes_
+        if node not in nodes.index:
+            raise ParameterError(f"unknown node {node!r}; subspaces are {self.leaf_ids}.")
+        path = []
+        cur = int(node)
+        while not pd.isna(nodes.at[cur, "parent"]):
+            par = int(nodes.at[cur, "parent"])
+            path.append((par, cur))
+            cur = par
+        return path[::-1]
+
+    def describe(self, node: int) -> pd.DataFrame:
+        """The subspace of ``node`` as a hyperrectangle (paper Table 3).
+
+        Returns
+        -------
+        DataFrame
+            One row per partitioning variable: ``kind``, ``low``/``high``
+            (numeric: the subspace bounds, the global observed range where
+            unrestricted, over all rows of the data, including rows left out
+            as extrapolation; ``low_open`` says whether ``low`` is excluded),
+            ``levels`` (categorical), ``range`` (readable), ``restricted``
+            (whether a split on the path limits the feature), and the observed
+            ``min``/``max`` of the subspace's rows.
+        """
+        X = self._X
+        rows_in = self._rows_in(node)
+        out = []
+        bounds = self._bounds(node)
+        full = self.effects.data
+        for feat in self.features:
+            # Unrestricted features span the whole data's range (paper Table 3), not only the evaluated rows.
+            col = full[feat]
+            sub = X[feat][rows_in]
+            b = bounds.get(feat, [None, None, None])
+            ordered = isinstance(col.dtype, pd.CategoricalDtype) and col.cat.ordered
+            if is_categorical(col) and not ordered:
+                all_levels = list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(
+                    col.dropna().unique().tolist(), key=str)
+                levels = [lv for lv in all_levels if b[2] is None or lv in b[2]]
+                out.append({"feature": feat, "kind": "categorical", "low": np.nan, "high": np.nan, "low_open": False,
+                            "levels": levels, "range": "{" + ", ".join(map(str, levels)) + "}",
+                            "restricted": b[2] is not None, "min": np.nan, "max": np.nan})
+                continue
+            if isinstance(col.dtype, pd.CategoricalDtype):  # ordered factor: bounds are level positions
+                cats = list(col.cat.categories)
+                lo_i = 0 if b[0] is None else int(b[0])
+                hi_i = len(cats) if b[1] is None else int(b[1])
+                levels = cats[lo_i:hi_i]
+                out.append({"feature": feat, "kind": "ordered", "low": np.nan, "high": np.nan, "low_open": False,
+                            "levels": levels, "range": "{" + ", ".join(map(str, levels)) + "}",
+                            "restricted": b[0] is not None or b[1] is not None, "min": np.nan, "max": np.nan})
+                continue
+            values = col.to_numpy(dtype=float)
+            gmin, gmax = np.nanmin(values), np.nanmax(values)
+            low = gmin if b[0] is None else b[0]
+            high = gmax if b[1] is None else b[1]
+            sv = sub.to_numpy(dtype=float)
+            out.append({"feature": feat, "kind": "numeric", "low": low, "high": high, "low_open": b[0] is not None,
+                        "levels": None, "range": f"{'(' if b[0] is not None else '['}{fmt_bound(low)}, {fmt_bound(high)}]",
+                        "restricted": b[0] is not None or b[1] is not None,
+                        "min": float(np.nanmin(sv)) if sv.size else np.nan,
+                        "max": float(np.nanmax(sv)) if sv.size else np.nan})
+        return pd.DataFrame(out).set_index("feature")
+
+    def _bounds(self, node: int) -> dict[str, list]:
+        """Per restricted feature: [exclusive lower, inclusive upper, allowed level set]."""
+        nodes = self.tree.nodes_
+        bounds: dict[str, list] = {}
+        for par, child in self._path(node):
+            feat = nodes.at[par, "split_feature"]
+            first = nodes.at[par, "children"][0] == child
+            b = bounds.setdefault(feat, [None, None, None])
+            levels = nodes.at[par, "split_levels"]
+            if isinstance(levels, dict):
+                keep = {lv for lv, c in levels.items() if c == (1 if first else 2)}
+                b[2] = keep if b[2] is None else b[2] & keep
+            else:
+                v = float(nodes.at[par, "split_value"])
+                if first:
+                    b[1] = v if b[1] is None else min(b[1], v)
+                else:
+                    b[0] = v if b[0] is None else max(b[0], v)
+        return bounds
+
+    def rule(self, node: int) -> str:
+        """Compact rule of a subspace: one condition per restricted feature,
+        e.g. ``"lstat <= 11.38 & rm <= 6.433"`` or ``"2.9 < x <= 4.1"``; bounds with 6 significant
+        digits (:func:`fme._numfmt.fmt_bound`, as the tree's edge labels)."""
+        parts = []
+        for feat, (low, high, levels) in self._bounds(node).items():
+            if levels is not None:
+                col = self._X[feat]
+                order = list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(levels, key=str)
+                parts.append(f"{feat} in {{{', '.join(str(lv) for lv in order if lv in levels)}}}")
+            elif isinstance(self._X[feat].dtype, pd.CategoricalDtype):
+                cats = list(self._X[feat].cat.categories)
+                lo = 0 if low is None else int(low)
+                hi = len(cats) if high is None else int(high)
+                parts.append(f"{feat} in {{{', '.join(map(str, cats[lo:hi]))}}}")
+            elif low is not None and high is not None:
+                parts.append(f"{fmt_bound(low)} < {feat} <= {fmt_bound(high)}")
+            elif high is not None:
+                parts.append(f"{feat} <= {fmt_bound(high)}")
+            else:
+                parts.append(f"{feat} > {fmt_bound(low)}")
+        return " & ".join(parts) if parts else "(all)"
+
+    def _rows_in(self, node: int) -> np.ndarray:
+        """Boolean mask of evaluated rows in the subtree of ``node``."""
+        nodes = self.tree.nodes_
+        inside = set()
+        stack = [int(node)]
+        while stack:
+            cur = stack.pop()
+            inside.add(cur)
+            stack.extend(int(c) for c in nodes.at[cur, "children"])
+        return np.isin(self._tree_leaf, list(inside))
+
+    def predict(self, new_rows: pd.DataFrame) -> pd.DataFrame:
+        """Subspace, cAME and CI (and cANLM) for hypothetical observations.
+
+        ``outside_observed`` flags rows outside the observed data of their
+        subspace (a numeric value outside the rows' [min, max] there, or an
+        unseen level): the cAME is then an extrapolation of the tree (paper
+        §5.5, last paragraph); ``outside_features`` names the culprits.
+        """
+        check_data(new_rows, "new_rows")
+        missing = [f for f in self.features if f not in map(str, new_rows.columns)]
+        if missing:
+            raise FeatureError(f"new_rows lack the partitioning feature(s) {missing}.")
+        Xn = string_columns(new_rows, "new_rows")[self.features]
+        node = self._subspace[np.asarray(self.tree.apply(Xn), dtype=int)]
+        stats = self.leaves.set_index("node")
+        cols = [c for c in stats.columns if c != "rule"]
+        out = stats.loc[node, cols].set_index(new_rows.index)
+        out.insert(0, "node", node)
+        culprits = np.full(len(Xn), "", dtype=object)
+        for leaf in np.unique(node):
+            rows = node == leaf
+            obs = self._X[self.leaf_of_row.to_numpy() == leaf]
+            for feat in self.features:
+                col, new = obs[feat], Xn.loc[rows, feat]
+                if is_categorical(col):
+                    bad = ~new.isin(set(col.dropna().unique().tolist())).to_numpy()
+                else:
+                    v = new.to_numpy(dtype=float)
+                    bad = (v < np.nanmin(col.to_numpy(dtype=float))) | (v > np.nanmax(col.to_numpy(dtype=float)))
+                idx = np.flatnonzero(rows)[bad]
+                culprits[idx] = np.where(culprits[idx] == "", feat, culprits[idx] + ", " + feat)
+        out["outside_observed"] = culprits != ""
+        out["outside_features"] = culprits
+        return out
+
+    # ------------------------------------------------------------ display
+    def summary(self) -> str:
+        """Readable table of the subspaces with the global figures first."""
+        def fmt(r: pd.Series) -> str:
+            txt = (f"n = {int(r['n'])}, cAME = {r['came']:.4g} [{r['came_ci_low']:.4g}, {r['came_ci_high']:.4g}], "
+                   f"CoV = {r['cov_fme']:.3g}")
+            if "canlm" in r.index:
+                txt += f", cANLM = {r['canlm']:.3g} [{r['canlm_ci_low']:.3g}, {r['canlm_ci_high']:.3g}]"
+            return txt
+        lines = [f"cAMEs of {self.effects.describe_steps()} ({self.method}, {int(self.conf_level * 100)}% CIs)",
+                 f"  all rows: {fmt(self.root)}"]
+        for _, r in self.leaves.iterrows():
+            lines.append(f"  [{int(r['node'])}] {r['rule']}: {fmt(r)}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"PartitionResult(method={self.method!r}, n_leaves={len(self.leaf_ids)}, n={int(self.root['n'])})"
+
+    def plot(self, **kwargs: Any) -> Any:
+        """Draw the tree with per-leaf fME histograms (see :class:`fme.plotting.PartitionDisplay`)."""
+        from .plotting import PartitionDisplay
+
+        return PartitionDisplay.from_partition(self, **kwargs)
+
+
+def _subspace_lookup(tree: Any, leaf_set: list[int]) -> np.ndarray:
+    """Array indexed by node id: the subspace (ancestor in ``leaf_set``) of each grown leaf."""
+    nodes = tree.nodes_
+    keep = set(leaf_set)
+    out = np.zeros(int(nodes.index.max()) + 1, dtype=int)
+    for leaf in nodes.index[nodes["is_leaf"].to_numpy(dtype=bool)]:
+        cur = int(leaf)
+        while cur not in keep:
+            cur = int(nodes.at[cur, "parent"])
+        out[int(leaf)] = cur
+    return out

@@ -1,0 +1,152 @@
+"""Exclusion bookkeeping of fme() (fme._exclusions): per-row codes, notes, the ``excluded`` table, the
+extrapolation policies and the error when no row is left."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fme
+from fme._exclusions import _excluded_frame, _extrapolation_exclusions, _value_exclusions, check_evaluated
+from fme.effects import resolve_plan
+from fme.exceptions import DataError, ExtrapolationError
+from fme.steps import parse_steps
+
+
+class AboveDetector:
+    """Flags points whose x exceeds a fixed bound; explains with the value."""
+
+    name = "above"
+
+    def __init__(self, bound: float) -> None:
+        self.bound = bound
+        self.explained: list[int] = []
+
+    def fit(self, reference: pd.DataFrame) -> "AboveDetector":
+        return self
+
+    def flag(self, points: pd.DataFrame) -> np.ndarray:
+        return points["x"].to_numpy(dtype=float) > self.bound
+
+    def explain(self, points: pd.DataFrame, flags: np.ndarray) -> list[str]:
+        self.explained.append(len(points))
+        return [f"x = {v:g} > {self.bound:g}" for v in points["x"]]
+
+
+def _plan(data: pd.DataFrame, steps: dict, **kw):
+    args = dict(nlm=False, nlm_method="auto", nlm_points=None, nlm_intervals=None, nlm_tol=None, nlm_max_level=None,
+                nlm_flat_tol=None, nlm_linear_threshold=0.9, extrapolation=None, on_extrapolation=None,
+                target_class=None, batch_size=None, inference="sample", bootstrap=None, conf_level=0.95)
+    args.update(kw)
+    plan, _ = resolve_plan(lambda d: d["x"].to_numpy(dtype=float), data, steps, data, **args)
+    return plan
+
+
+def test_value_exclusions_first_code_wins_in_step_order():
+    data = pd.DataFrame({"x": [0.0, np.nan, np.inf, -np.inf, 1.0, 2.0, 3.0],
+                         "g": pd.array(["b", "a", pd.NA, "b", "a", pd.NA, "b"], dtype="string")},
+                        index=list("pqrstuv"))
+    steps = parse_steps(data, {"x": 1.0, "g": "a"})
+    code, notes = _value_exclusions(data, steps)
+    # p evaluated; q missing x (not also 'already at a'); r, s infinite x; t at the level; u missing g; v evaluated
+    np.testing.assert_array_equal(code, np.array([0, 1, 1, 1, 2, 1, 0], dtype=np.int8))
+    assert code.dtype == np.int8
+    ex = _excluded_frame(code, notes, data.index)
+    assert ex.index.tolist() == list("qrstu")
+    assert ex["reason_type"].tolist() == ["missing", "missing", "missing", "at_level", "missing"]
+    assert ex["point"].tolist() == [""] * 5
+    assert ex["reason"].tolist() == ["missing value in x", "infinite value in x", "infinite value in x",
+                                     "g already at level 'a'", "missing value in g"]
+
+
+def test_excluded_frame_of_no_exclusion_is_empty_with_the_columns():
+    ex = _excluded_frame(np.zeros(3, dtype=np.int8), [], pd.Index([10, 11, 12]))
+    assert ex.empty and list(ex.columns) == ["reason_type", "point", "reason"]
+
+
+@pytest.mark.parametrize("policy", ["exclude", "keep"])
+def test_extrapolation_flags_x_and_x_plus_h_per_policy(policy):
+    # x + 1 > 2.5 for x = 2, 3; x itself > 2.5 for x = 3
+    data = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0]}, index=[5, 6, 7, 8])
+    det = AboveDetector(2.5)
+    plan = _plan(data, {"x": 1.0}, extrapolation=det, on_extrapolation=policy)
+    code = np.zeros(4, dtype=np.int8)
+    notes: list = []
+    cand, X, h, extra = _extrapolation_exclusions(plan, data[["x"]], np.arange(4), code, notes)
+    assert h is None
+    assert det.explained == [1, 2]  # asked for the flagged points only: x at x = 3, x + h at x = 2, 3
+    if policy == "keep":
+        np.testing.assert_array_equal(cand, [0, 1, 2, 3])
+        assert X.index.tolist() == [5, 6, 7, 8]
+        np.testing.assert_array_equal(code, np.zeros(4))
+        assert notes == []
+        np.testing.assert_array_equal(extra["extrapolation"], [False, False, True, True])
+        assert list(extra["extrapolation_point"]) == ["", "", "x+h", "x and x+h"]
+    else:
+        np.testing.assert_array_equal(cand, [0, 1])
+        assert X.index.tolist() == [5, 6]
+        np.testing.assert_array_equal(code, [0, 0, 3, 3])
+        assert extra == {}
+        ex = _excluded_frame(code, notes, data.index)
+        assert ex.index.tolist() == [7, 8]
+        assert ex["point"].tolist() == ["x+h", "x and x+h"]
+        assert ex["reason"].tolist() == ["x = 3 > 2.5", "x = 3 > 2.5 | x+h: x = 4 > 2.5"]
+
+
+def test_extrapolation_shrink_gives_effective_steps_and_excludes_x_outside():
+    data = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0]})
+    plan = _plan(data, {"x": 1.0}, extrapolation=AboveDetector(2.5), on_extrapolation="shrink")
+    code = np.zeros(4, dtype=np.int8)
+    notes: list = []
+    cand, X, h, extra = _extrapolation_exclusions(plan, data[["x"]], np.arange(4), code, notes)
+    np.testing.assert_array_equal(cand, [0, 1, 2])  # x = 3 is itself outside: excluded, not shrunk
+    np.testing.assert_array_equal(code, [0, 0, 0, 3])
+    assert extra == {}
+    assert set(h) == {"x"} and h["x"].shape == (3,)
+    np.testing.assert_array_equal(h["x"][:2], [1.0, 1.0])
+    # the largest step keeping 2 + h <= 2.5, found by bisection (40 halvings) from inside
+    assert h["x"][2] <= 0.5 and h["x"][2] == pytest.approx(0.5, abs=1e-9)
+
+
+@pytest.mark.parametrize("policy, expected", [
+    ("exclude", {}), ("keep", {"extrapolation": (0, bool), "extrapolation_point": (0, object)})])
+def test_extrapolation_without_candidates_gives_the_same_columns_empty(policy, expected):
+    data = pd.DataFrame({"x": [np.nan, np.nan]})
+    det = AboveDetector(0.0)
+    plan = _plan(data.fillna(0.0), {"x": 1.0}, extrapolation=det, on_extrapolation=policy)
+    cand, X, h, extra = _extrapolation_exclusions(plan, data.iloc[:0], np.arange(0), np.ones(2, dtype=np.int8), [])
+    assert cand.size == 0 and len(X) == 0 and h is None
+    assert {k: (v.size, v.dtype) for k, v in extra.items()} == expected
+    assert det.explained == []
+
+
+def test_check_evaluated_names_the_cause_and_reads_the_reference_only_when_needed():
+    data = pd.DataFrame({"x": [1.0, 4.0]})
+    plan = _plan(data, {"x": 1.0})
+    calls: list[int] = []
+
+    def reference():
+        calls.append(1)
+        return data
+
+    check_evaluated(plan, np.array([0, 3], dtype=np.int8), reference)
+    assert calls == []
+    with pytest.raises(DataError, match=r"^no row can be evaluated for the step x \+ 1: every row has a missing"):
+        check_evaluated(plan, np.array([1, 2], dtype=np.int8), reference)
+    assert calls == []
+    with pytest.raises(ExtrapolationError, match=r"^all 2 rows are extrapolation points for the step x \+ 1 "
+                                                 r"\(reference range: x in \[1, 4\]\); use a smaller step"):
+        check_evaluated(plan, None, reference, counts=np.array([0, 0, 0, 2]))
+    assert calls == [1]
+
+
+def test_fme_excluded_equals_the_bookkeeping():
+    # the public path: fme()'s excluded table is the workers' table, evaluated rows are the rest
+    data = pd.DataFrame({"x": [0.0, np.nan, 1.0, 2.0, 3.0]}, index=list("abcde"))
+    res = fme.fme(lambda d: 2 * d["x"].to_numpy(dtype=float), data, {"x": 1.0}, extrapolation=AboveDetector(2.5))
+    assert res.results.index.tolist() == ["a", "c"]
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(), [2.0, 2.0])
+    assert res.excluded["reason_type"].tolist() == ["missing", "extrapolation", "extrapolation"]
+    assert res.excluded.index.tolist() == ["b", "d", "e"]
+    np.testing.assert_array_equal(res.positions, [0, 2])
