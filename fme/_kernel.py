@@ -14,7 +14,8 @@ it over partitions and tree-reduces the summaries.
 
 The one quantity that is not local to a batch is the scale of the flat-path
 test (the SD of all predictions, :func:`fme._nlm_eval.classify`): a plan may
-carry it (``Plan.spread``, computed by a first pass on Dask); otherwise the
+carry it (``Plan.spread``: on Dask merged by the pass itself, :mod:`fme._dask_nlm`, or for
+several outputs by a first pass); otherwise the
 batch's own predictions give it, as for a pandas frame evaluated at once.
 """
 
