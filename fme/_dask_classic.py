@@ -10,7 +10,7 @@ on it for every other level (nothing is excluded: no row is at c or
 missing), returning per level the mergeable :class:`~fme._kernel.Summary`,
 the ``by`` groups' sums (groups of the rows' own values, as pandas) and the
 sorted fMEs for exact quartiles. The table rows then come from the same code
-as the observation-wise rows (:func:`fme._dask_tables.ame_dask`). Bootstrap draws
+as the observation-wise rows (:func:`fme._dask_ame.ame_dask`). Bootstrap draws
 evaluate each refit on the data set to c_ref (:mod:`fme._dask_bootstrap`,
 one seed for every level: the pandas path's shared refits).
 

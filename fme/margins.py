@@ -178,7 +178,7 @@ def ame(
         the distinct ``errors`` of the failed ones (also warned about).
     """
     if is_dask_collection(data):
-        from ._dask_tables import ame_dask
+        from ._dask_ame import ame_dask
 
         _check_single_output(fme_kwargs.get("target_class"), "ame")
         return ame_dask(model, data, steps, inference=inference, by=by, hypothesis=hypothesis, bootstrap=bootstrap,

@@ -36,9 +36,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                                      "fme._kernel", "fme.effects",
                                      "fme.margins", "fme.linearity", "fme._dask", "fme._dask_bootstrap",
                                      "fme._dask_groups", "fme._dask_margins", "fme._dask_nlm",
-                                     "fme._dask_quantiles", "fme._dask_steps", "fme._dask_classic",
+                                     "fme._dask_quantiles", "fme._dask_ame", "fme._dask_steps", "fme._dask_classic",
                                      "fme._dask_outputs")),
-    # _dask_tables holds came_dask (and ame_dask, see ALLOWANCES).
+    # _dask_tables holds came_dask; ame_dask is in _dask_ame (effects layer).
     ("trees and cAMEs", ("fme.ctree", "fme._ctree_stats", "fme._cart", "fme._tree_args", "fme._partition",
                          "fme.came", "fme._came_support", "fme._dask_tables")),
     ("plotting", ("fme.plotting",)),
@@ -53,11 +53,6 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     ("fme._partition", "fme.plotting"): (
         "PartitionResult.plot() is the scikit-learn-style shortcut to PartitionDisplay.from_partition; the "
         "Display belongs to plotting, and the import is deferred so that fme.came never loads matplotlib."
-    ),
-    ("fme.margins", "fme._dask_tables"): (
-        "ame() on Dask data dispatches to ame_dask, which lives in _dask_tables beside came_dask (trees and "
-        "cAMEs layer). The fix is moving ame_dask to fme._dask_margins; fme/_dask*.py belong to issue 14's work, "
-        "so it is left to them."
     ),
 }
 
