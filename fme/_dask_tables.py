@@ -190,6 +190,12 @@ def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: 
     s = effects.summary_data
     root = {"node": 1, **_leaf_row(effects, s.fme, s.nlm, None if s.n_linear is None else s.n_linear[0],
                                    s.jacobian, effects.median_nlm, conf_level), "rule": "(all)"}
+    # describe(): an unrestricted feature spans the range of all rows of the data (excluded ones too), as in
+    # memory, not only the sampled evaluated rows the tree was grown on
+    numeric = [f for f in features if pd.api.types.is_numeric_dtype(data._meta[f].dtype)]
+    if numeric:
+        lo, hi = dask.compute(data[numeric].min(), data[numeric].max())
+        grown.data_ranges = {f: (float(lo[f]), float(hi[f])) for f in numeric}
     grown.leaves = pd.DataFrame(leaf_rows, columns=columns)
     grown.root = pd.Series(root)[columns]
     # describe(), predict() and plots use the sampled rows (grown.effects); the figures are over all rows

@@ -90,6 +90,9 @@ class PartitionResult:
                  tree_leaf: np.ndarray, conf_level: float, method: str, notes: list[str],
                  params: dict[str, Any] | None = None) -> None:
         self.params = dict(params or {})
+        #: Observed (min, max) per numeric feature over all rows of the data, when ``effects.data`` holds only
+        #: some of them (cAMEs of Dask data); else the ranges come from ``effects.data``.
+        self.data_ranges: dict[str, tuple[float, float]] = {}
         self.effects = effects
         self.tree = tree
         self.features = list(X.columns)
@@ -208,8 +211,11 @@ class PartitionResult:
                             "levels": levels, "range": "{" + ", ".join(map(str, levels)) + "}",
                             "restricted": b[0] is not None or b[1] is not None, "min": np.nan, "max": np.nan})
                 continue
-            values = col.to_numpy(dtype=float)
-            gmin, gmax = np.nanmin(values), np.nanmax(values)
+            if feat in self.data_ranges:  # Dask effects: the tree's rows are a sample; the range is all rows'
+                gmin, gmax = self.data_ranges[feat]
+            else:
+                values = col.to_numpy(dtype=float)
+                gmin, gmax = np.nanmin(values), np.nanmax(values)
             low = gmin if b[0] is None else b[0]
             high = gmax if b[1] is None else b[1]
             sv = sub.to_numpy(dtype=float)

@@ -268,6 +268,24 @@ def test_came_equals_pandas_when_the_data_fit_the_sample(client, X, hgb, nlm):
     assert (b.leaves["inference"] == a.leaves["inference"]).all()
 
 
+def test_came_boxes_span_all_rows_of_the_data(client, X, hgb):
+    """Unrestricted sides of a subspace's box are the range of all rows (excluded extrapolation points
+    too), as in memory, though the tree is grown on the evaluated rows only."""
+    ref = X[(X["x2"].abs() < 1.5) & (X["x3"].abs() < 1.5)]
+    res = fme.fme(hgb, X, {"x1": 0.7}, extrapolation="envelope", reference_data=ref)
+    dres = fme.fme(hgb, _dd(X, 4), {"x1": 0.7}, extrapolation="envelope", reference_data=_dd(ref, 2))
+    assert res.n_excluded > 0 and dres.n_excluded == res.n_excluded
+    a = fme.came(res, minbucket=200, maxdepth=2)
+    b = fme.came(dres, minbucket=200, maxdepth=2)
+    assert b.leaf_ids == a.leaf_ids
+    for node in a.leaf_ids:
+        da, db = a.describe(node), b.describe(node)
+        cols = ["low", "high", "range", "restricted"]
+        pd.testing.assert_frame_equal(db[cols], da[cols])
+    # the data's extreme rows were excluded: the evaluated rows alone would give a narrower box
+    assert X["x2"].max() > res.data.loc[res.results.index, "x2"].max()
+
+
 def test_came_on_a_sample_aggregates_over_all_rows(client, X, hgb):
     res = fme.fme(hgb, X, {"x1": 0.7}, nlm=True)
     dres = fme.fme(hgb, _dd(X, 4), {"x1": 0.7}, nlm=True)

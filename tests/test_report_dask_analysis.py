@@ -58,9 +58,6 @@ DIFFERENT_BY_DESIGN = [
     r"/data/(source|sha256|n_files|engine|sample)",  # the files themselves, and the sample's description
     r"/effects/\d+/variants/\d+/partition/notes",  # fme.came on Dask data adds "tree grown on ... rows"
     r"/effects/\d+/variants/\d+/partition/tree_(rows|on_sample)",  # Dask only: the rows the tree was grown on
-    # an unrestricted side of a subspace's box: fme.came on Dask data bounds it by the evaluated rows the tree
-    # was grown on, the pandas tree by all rows of the data (extrapolation points too); a known difference
-    r"/effects/\d+/variants/\d+/partition/leaves/\d+/box/\d+/range",
 ]
 
 
