@@ -468,7 +468,7 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
                 need.append(f)
     rules: dict[str, str] = {}
     if need and all(f in reference.columns for f in need):
-        # sd and unit rules by a moments reduction: no column is gathered (iqr/mad need the column's values)
+        # sd/unit rules by a moments reduction, iqr/mad by exact order statistics: no column is gathered
         from ._dask_steps import column_sd_steps
 
         steps, rules = column_sd_steps(steps, reference, need)

@@ -4,7 +4,8 @@
 (paper §3.2) before the passes over the data. Before this module, the stepped columns of the
 reference data were gathered into memory for them; the ``sd`` and ``unit`` rules now come from
 merged per-partition moments, and the levels of a text column from its distinct values
-(:func:`rule_frame`). ``iqr`` and ``mad`` still need the column's values.
+(:func:`rule_frame`); ``iqr`` and ``mad`` from exact order statistics of the column's sorted
+partitions (:mod:`fme._dask_quantiles`: only the values near the quartiles or the median move).
 """
 
 from __future__ import annotations
@@ -24,13 +25,44 @@ def _finite_moments(part: pd.DataFrame, cols: list[str]) -> Any:
     return Moments.of(np.where(np.isfinite(v), v, np.nan))
 
 
+def _sorted_finite(part: pd.DataFrame, col: str) -> np.ndarray:
+    v = part[col].to_numpy(dtype=float, na_value=np.nan)
+    return np.sort(v[np.isfinite(v)])
+
+
+def _sorted_abs_dev(a: np.ndarray, centre: float) -> np.ndarray:
+    return np.sort(np.abs(a - centre))
+
+
+def _spread_by_order(reference: Any, col: str, rule: str) -> float:
+    """``iqr`` (np.quantile 0.75 - 0.25) or ``mad`` (scipy's median_abs_deviation, scale 1) of the
+    finite values of ``col``, exactly, from per-partition sorted values kept on the workers."""
+    import dask
+    from dask import delayed
+
+    from ._dask_quantiles import quantiles
+
+    parts = list(dask.persist(*[delayed(_sorted_finite)(p, col) for p in reference.to_delayed()]))
+    n = int(sum(dask.compute(*[delayed(len)(p) for p in parts])))
+    if n < 2:
+        return float("nan")
+    if rule == "iqr":
+        q = quantiles(parts, n, [0.25, 0.75])
+        return float(q[0.75] - q[0.25])
+    med = quantiles(parts, n, [0.5])[0.5]
+    dev = list(dask.persist(*[delayed(_sorted_abs_dev)(p, med) for p in parts]))
+    return float(quantiles(dev, n, [0.5])[0.5])
+
+
 def column_sd_steps(steps: Any, reference: Any, features: list[str]) -> tuple[dict, dict[str, str]]:
-    """``steps`` with their ``sd``/``unit`` rules (e.g. ``"-2*sd"``) of ``features`` turned into numbers.
+    """``steps`` with their ``sd``/``unit``/``iqr``/``mad`` rules (e.g. ``"-2*sd"``) turned into numbers.
 
     The SD (n - 1) of the finite reference values, as :func:`fme.steps.step_size` computes it, from
     per-partition moments merged exactly (Chan et al.): equal to the in-memory SD to ~1e-15 relative,
-    without gathering the column. Returns the new steps and ``{feature: rule text}`` of those resolved;
-    a rule giving no valid step (fewer than 2 values, no spread) is left to the usual path and its error.
+    without gathering the column; the IQR and the MAD from exact order statistics
+    (:func:`_spread_by_order`), equal to the in-memory ones. Returns the new steps and
+    ``{feature: rule text}`` of those resolved; a rule giving no valid step (fewer than 2 values, no
+    spread) is left to the usual path and its error.
     """
     import dask
     from dask import delayed
@@ -55,7 +87,9 @@ def column_sd_steps(steps: Any, reference: Any, features: list[str]) -> tuple[di
         sd = dict(zip(sd_cols, merged.sd(ddof=1)))
     out, rules = dict(steps), {}
     for f, (sign, mult, rule) in todo.items():
-        base = 1.0 if rule.lower() == "unit" else float(sd.get(f, np.nan)) if rule.lower() == "sd" else np.nan
+        kind = rule.lower()
+        base = (1.0 if kind == "unit" else float(sd.get(f, np.nan)) if kind == "sd"
+                else _spread_by_order(reference, f, kind))
         scale = (float(mult) if mult else 1.0) * (-1.0 if sign == "-" else 1.0)  # as fme.steps._parse_numeric
         h = base * scale
         if np.isfinite(h) and h != 0:
@@ -66,7 +100,8 @@ def column_sd_steps(steps: Any, reference: Any, features: list[str]) -> tuple[di
 def rule_frame(reference: Any, features: list[str]) -> pd.DataFrame:
     """The reference columns ``features`` as step rules read them: the distinct values of a text (non-
     categorical dtype) column, repeated to the frame's length (its level set is what counts); numeric
-    columns (``iqr``/``mad`` rules) in full. Other columns of ``reference`` are empty (NaN)."""
+    columns (a rule :func:`column_sd_steps` could not resolve, for its error message) in full. Other
+    columns of ``reference`` are empty (NaN)."""
     import dask
 
     from ._validation import is_categorical

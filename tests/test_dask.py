@@ -133,6 +133,24 @@ def test_fme_quadrature_nlm_and_rules_equal_pandas(client, X, svr):
     pd.testing.assert_frame_equal(dres.results.compute(), res.results)
 
 
+def test_iqr_and_mad_steps_from_order_statistics(client, X, svr, monkeypatch):
+    """Rules iqr and mad on Dask data: exact order statistics of the reference column (not gathered)."""
+    import fme._dask_steps as dask_steps
+
+    def gather(*args, **kwargs):
+        raise AssertionError("the stepped column was gathered")
+
+    monkeypatch.setattr(dask_steps, "rule_frame", gather)
+    steps = {"x2": "iqr", "x3": "-0.5*mad"}
+    X = X.copy()
+    X.loc[X.index[::97], "x2"] = np.nan  # missing values carry no spread, as in memory
+    res = fme.fme(svr, X, steps)
+    dres = fme.fme(svr, _dd(X, 5), steps)
+    assert [s.value for s in dres.steps] == [s.value for s in res.steps]
+    assert dres.describe_steps() == res.describe_steps()
+    _close(dres.ame, res.ame)
+
+
 @pytest.mark.parametrize("method", [{"nlm_method": "gauss-legendre", "nlm_points": 8}, {"nlm_method": "gauss-kronrod"}])
 def test_flat_paths_use_the_scale_of_all_rows(client, X, method):
     """The flat test compares each path's SD with the SD of all predictions (not the partition's): on Dask it
