@@ -507,9 +507,7 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     if plan.settings is not None and not deferred:
         first = replace(plan, settings=None, method="sample")
         spread = _tree_reduce([delayed(_spread_pass)(p, first) for p in parts]).compute().spread
-        with np.errstate(invalid="ignore", divide="ignore"):
-            scale = np.sqrt(spread.m2 / np.maximum(spread.n, 1))
-            plan = replace(plan, spread=scale[0] if plan.names is None else scale)  # one per output
+        plan = replace(plan, spread=flat_scale(spread))  # one per output
     pass_plan = replace(plan, spread=np.zeros(1)) if deferred else plan
     outs = [delayed(_partition_pass, nout=4)(p, pass_plan, threshold, groups, deferred) for p in parts]
     tree = _tree_reduce([o[0] for o in outs])
@@ -523,7 +521,7 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     nl_p = list(persisted[1 + len(fm):1 + len(fm) + len(nl)])
     gp_p = list(persisted[1 + len(fm) + len(nl):])
     if deferred:
-        scale = flat_scale(summary.spread)
+        scale = float(flat_scale(summary.spread)[0])
         plan = replace(plan, spread=np.asarray(scale))
         fin = [delayed(finish, nout=2)(p, scale, plan.settings.flat_tol, threshold) for p in nl_p]
         done = dask.persist(_tree_reduce([f[0] for f in fin]), *[f[1] for f in fin])

@@ -55,10 +55,10 @@ def pending(batch: Batch) -> PendingNLM:
                       n_constant=int((st == "constant").sum()), n_flat=int((st == "flat").sum()))
 
 
-def flat_scale(spread: Moments) -> float:
-    """The flat-path test's scale: the (population) SD of all f(x), f(x + h) of the pass."""
+def flat_scale(spread: Moments) -> np.ndarray:
+    """The flat-path test's scale per output: the (population) SD of all f(x), f(x + h) of the pass."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return float(np.sqrt(spread.m2 / np.maximum(spread.n, 1))[0])
+        return np.sqrt(spread.m2 / np.maximum(spread.n, 1))
 
 
 def finish(p: PendingNLM, scale: float, flat_tol: float, threshold: float) -> tuple[Summary, np.ndarray]:

@@ -282,33 +282,50 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         summary["with_eps"] = {"n": w["n"], "n_extrapolation": int(with_eps.results["extrapolation"].sum()),
                                "ame": w["mean"], "ci_low": w["ci_low"], "ci_high": w["ci_high"]}
     summary["sensitivity"] = _step_sensitivity(model, data, reference, res, summary, eff, seed, target_class)
-    part = None
-    if eff["partition"] is not False and res.n >= 2:
-        params = {k: v for k, v in eff["partition"].items()}
-        method = params.pop("method", "ctree")
-        feats = params.pop("features", None)
-        part = fme.came(res, method=method, features=feats, conf_level=conf, **params)
-        leaves = []
+    part = _grow_partition(res, eff, conf)
+    summary["partition"] = None
+    if part is not None:
         support = leaf_support(part).set_index("node")  # issue 16 item 5: where each cAME holds
-        for _, row in part.leaves.iterrows():
-            leaf = {k: _num(v) for k, v in row.items()}
-            box = part.describe(int(row["node"]))
-            leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"]),
-                            "kind": str(b["kind"]), "eval_min": _num(b["min"]), "eval_max": _num(b["max"])}
-                           for f, b in box.iterrows()]
-            leaf["n_extrapolation"] = _num(support.at[int(row["node"]), "n_extrapolation"])
-            leaves.append(leaf)
-        summary["partition"] = {"method": method, "params": eff["partition"], "leaves": leaves,
-                                "root": {k: _num(v) for k, v in part.root.items()}, "notes": list(part.notes),
-                                "features": part.features, "root_split": _root_split(part)}
-    else:
-        summary["partition"] = None
-    stab = None
-    if part is not None and eff.get("stability"):
-        stab = fme.partition_stability(part, n_subsamples=int(eff["stability"]["subsamples"]),
-                                       fraction=float(eff["stability"]["fraction"]), random_state=seed)
-    summary["stability"] = None if stab is None else _stability_summary(stab, part, summary["ame"], eff["stability"])
+        summary["partition"] = _partition_summary(part, eff,
+                                                  lambda node: _num(support.at[node, "n_extrapolation"]))
+    stab, summary["stability"] = _stability(part, eff, seed, summary["ame"])
     return {"result": res, "partition": part, "summary": summary, "stability": stab}
+
+
+def _grow_partition(res: Any, eff: dict, conf: float, **came_kwargs: Any) -> Any:
+    """The effect's cAME partition (:func:`fme.came` with the config's ``partition``), or None when the
+    config switches it off or fewer than 2 rows were evaluated."""
+    if eff["partition"] is False or res.n < 2:
+        return None
+    params = dict(eff["partition"])
+    method = params.pop("method", "ctree")
+    feats = params.pop("features", None)
+    return fme.came(res, method=method, features=feats, conf_level=conf, **came_kwargs, **params)
+
+
+def _partition_summary(part: Any, eff: dict, n_extrapolation: Any) -> dict:
+    """The JSON-ready subspaces of ``part``: each leaf's figures, box and ``n_extrapolation(node)``."""
+    leaves = []
+    for _, row in part.leaves.iterrows():
+        leaf = {k: _num(v) for k, v in row.items()}
+        box = part.describe(int(row["node"]))
+        leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"]),
+                        "kind": str(b["kind"]), "eval_min": _num(b["min"]), "eval_max": _num(b["max"])}
+                       for f, b in box.iterrows()]
+        leaf["n_extrapolation"] = n_extrapolation(int(row["node"]))
+        leaves.append(leaf)
+    return {"method": eff["partition"].get("method", "ctree"), "params": eff["partition"], "leaves": leaves,
+            "root": {k: _num(v) for k, v in part.root.items()}, "notes": list(part.notes),
+            "features": part.features, "root_split": _root_split(part)}
+
+
+def _stability(part: Any, eff: dict, seed: int, ame: Any) -> tuple[Any, dict | None]:
+    """The partition-stability refits the config asks for, and their summary (None, None without)."""
+    if part is None or not eff.get("stability"):
+        return None, None
+    stab = fme.partition_stability(part, n_subsamples=int(eff["stability"]["subsamples"]),
+                                   fraction=float(eff["stability"]["fraction"]), random_state=seed)
+    return stab, _stability_summary(stab, part, ame, eff["stability"])
 
 
 def _root_split(part: Any) -> dict | None:
@@ -346,12 +363,21 @@ def _stability_summary(stab: pd.DataFrame, part: Any, ame: float, spec: dict) ->
 STEP_FACTORS = (0.5, 1.0, 2.0)
 
 
-def _step_sensitivity(model: Any, data: pd.DataFrame, reference: pd.DataFrame, res: Any, summary: dict,
-                      eff: dict, seed: int, target_class: Any = None) -> list[dict] | None:
+def _row_figures(r: Any, conf: float) -> dict:
+    """n, extrapolation points, AME and CI of an in-memory :class:`fme.FMEResult` (a sensitivity row)."""
+    st = _stats(r.results["fme"].to_numpy(dtype=float), conf)
+    n_ep = int((r.excluded["reason_type"] == "extrapolation").sum()) if r.detector is not None else None
+    return {"n": st["n"], "n_extrapolation": n_ep, "ame": st["mean"], "ci_low": st["ci_low"],
+            "ci_high": st["ci_high"]}
+
+
+def _step_sensitivity(model: Any, data: Any, reference: Any, res: Any, summary: dict, eff: dict, seed: int,
+                      target_class: Any = None, row_figures: Any = _row_figures) -> list[dict] | None:
     """AME (CI, n) at h/2, h and 2h, every step component scaled together; None for categorical steps.
 
     The resolved step values (rules such as ``sd`` already turned into numbers) are scaled; detector and
-    policy are those of the effect. The row for h repeats the effect's own numbers.
+    policy are those of the effect. The row for h repeats the effect's own numbers. ``row_figures(result,
+    conf)`` gives a row's numbers (the Dask report passes its own, from the all-row summaries).
     """
     if not summary["numeric"]:
         return None
@@ -377,10 +403,7 @@ def _step_sensitivity(model: Any, data: pd.DataFrame, reference: pd.DataFrame, r
                        n_extrapolation=None, ame=None, ci_low=None, ci_high=None)
             rows.append(row)
             continue
-        st = _stats(r.results["fme"].to_numpy(dtype=float), conf)
-        n_ep = int((r.excluded["reason_type"] == "extrapolation").sum()) if r.detector is not None else None
-        row.update(step_label=r.describe_steps(), n=st["n"], n_extrapolation=n_ep, ame=st["mean"],
-                   ci_low=st["ci_low"], ci_high=st["ci_high"])
+        row.update(step_label=r.describe_steps(), **row_figures(r, conf))
         rows.append(row)
     return rows
 

@@ -164,7 +164,7 @@ def compute_effect_dask(model: Any, data: Any, reference: Any, eff: dict, seed: 
     ``"summary"`` the all-row numbers; ``"dask_result"`` is the all-row :class:`fme._dask.DaskFMEResult`.
     """
     from .._validation import is_categorical
-    from .analysis import _num, _root_split, _stability_summary
+    from .analysis import _grow_partition, _num, _partition_summary, _stability, _step_sensitivity
 
     steps = dict(eff["steps"])
     numeric = all(not is_categorical(data[f]) for f in steps if f in data.columns)
@@ -229,71 +229,23 @@ def compute_effect_dask(model: Any, data: Any, reference: Any, eff: dict, seed: 
         w = _stats(with_eps.n, with_eps.ame, with_eps.sd, float("nan"), float("nan"), conf)
         summary["with_eps"] = {"n": w["n"], "n_extrapolation": int(with_eps.summary_data.n_kept_extrapolation),
                                "ame": w["mean"], "ci_low": w["ci_low"], "ci_high": w["ci_high"]}
-    summary["sensitivity"] = _sensitivity(model, data, reference, res, summary, eff, seed, target_class)
-    part = None
-    if eff["partition"] is not False and res.n >= 2:
-        params = dict(eff["partition"])
-        method = params.pop("method", "ctree")
-        feats = params.pop("features", None)
-        part = fme.came(res, method=method, features=feats, conf_level=conf, random_state=seed, **params)
-        leaves = []
+    summary["sensitivity"] = _step_sensitivity(model, data, reference, res, summary, eff, seed, target_class,
+                                               row_figures=_dask_row_figures)
+    part = _grow_partition(res, eff, conf, random_state=seed)
+    summary["partition"] = None
+    if part is not None:
         eps = leaf_extrapolation(part, res)  # over all rows; the boxes' evaluated ranges: the tree's rows
-        for _, row in part.leaves.iterrows():
-            leaf = {k: _num(v) for k, v in row.items()}
-            box = part.describe(int(row["node"]))
-            leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"]),
-                            "kind": str(b["kind"]), "eval_min": _num(b["min"]), "eval_max": _num(b["max"])}
-                           for f, b in box.iterrows()]
-            leaf["n_extrapolation"] = None if eps is None else int(eps.get(int(row["node"]), 0))
-            leaves.append(leaf)
-        summary["partition"] = {"method": method, "params": eff["partition"], "leaves": leaves,
-                                "root": {k: _num(v) for k, v in part.root.items()}, "notes": list(part.notes),
-                                "features": part.features, "root_split": _root_split(part),
-                                "tree_rows": int(part.sample_rows), "tree_on_sample": bool(part.grown_on_sample)}
-    else:
-        summary["partition"] = None
-    stab = None
-    if part is not None and eff.get("stability"):
-        stab = fme.partition_stability(part, n_subsamples=int(eff["stability"]["subsamples"]),
-                                       fraction=float(eff["stability"]["fraction"]), random_state=seed)
-    summary["stability"] = None if stab is None else _stability_summary(stab, part, summary["ame"], eff["stability"])
+        summary["partition"] = _partition_summary(part, eff,
+                                                  lambda node: None if eps is None else int(eps.get(node, 0)))
+        summary["partition"].update(tree_rows=int(part.sample_rows), tree_on_sample=bool(part.grown_on_sample))
+    stab, summary["stability"] = _stability(part, eff, seed, summary["ame"])
     res.sorted_parts.clear()  # the quantiles used above are cached; free the workers' sorted values
     return {"result": small, "partition": part, "summary": summary, "stability": stab, "dask_result": res}
 
 
-def _sensitivity(model: Any, data: Any, reference: Any, res: Any, summary: dict, eff: dict, seed: int,
-                 target_class: Any) -> list[dict] | None:
-    """``analysis._step_sensitivity`` over all rows of the Dask ``data``."""
-    from .analysis import STEP_FACTORS
-
-    if not summary["numeric"]:
-        return None
-    conf = float(eff["conf_level"])
-    base = {x.feature: float(x.value) for x in res.steps}
-    rows = []
-    for factor in STEP_FACTORS:
-        if factor == 1.0:
-            rows.append({"factor": factor, "steps": base, "step_label": summary["step_label"], "n": summary["n"],
-                         "n_extrapolation": summary["n_extrapolation"], "ame": summary["ame"],
-                         "ci_low": summary["ci_low"], "ci_high": summary["ci_high"]})
-            continue
-        steps = {f: h * factor for f, h in base.items()}
-        kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
-        if eff["extrapolation"]["method"] != "none":
-            kwargs.update(extrapolation=make_detector(eff["extrapolation"], seed),
-                          on_extrapolation=eff["on_extrapolation"])
-        row: dict[str, Any] = {"factor": factor, "steps": steps}
-        try:
-            r = fme.fme(model, data, steps, **kwargs)
-        except fme.FMEError as exc:
-            row.update(step_label=", ".join(f"{f} {h:+g}" for f, h in steps.items()), error=str(exc), n=0,
-                       n_extrapolation=None, ame=None, ci_low=None, ci_high=None)
-            rows.append(row)
-            continue
-        st = _stats(r.n, r.ame, r.sd, float("nan"), float("nan"), conf)
-        row.update(step_label=r.describe_steps(), n=st["n"],
-                   n_extrapolation=int(r.summary_data.codes[3]) if r.detector is not None else None,
-                   ame=st["mean"], ci_low=st["ci_low"], ci_high=st["ci_high"])
-        r.sorted_parts.clear()  # drop the sorted values kept on the workers (no quantile needed here)
-        rows.append(row)
-    return rows
+def _dask_row_figures(r: Any, conf: float) -> dict:
+    """A sensitivity row's numbers from the all-row summaries of a :class:`fme._dask.DaskFMEResult`."""
+    st = _stats(r.n, r.ame, r.sd, float("nan"), float("nan"), conf)
+    r.sorted_parts.clear()  # drop the sorted values kept on the workers (no quantile needed here)
+    return {"n": st["n"], "n_extrapolation": int(r.summary_data.codes[3]) if r.detector is not None else None,
+            "ame": st["mean"], "ci_low": st["ci_low"], "ci_high": st["ci_high"]}
