@@ -36,7 +36,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import fme
-from fme._kernel import _default_batch
+from fme._core.kernel import _default_batch
 from fme.nlm import nlm_from_path, quadrature_rule
 from fme.steps import apply_steps, parse_steps, stack_path
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 import fme
-from fme._tree_paths import read_forest, traverse_nlm
+from fme._nlm.tree_paths import read_forest, traverse_nlm
 from fme.nlm_exact import exact_nlm, tree_thresholds
 from fme.predictors import make_predictor
 

@@ -9,7 +9,7 @@ after one detector call, and the detector warns that it is degenerate.
 
 Baseline in the same run: the search as it was before (``_bisect_every_row``, commit 2455dab^: 40
 bisection calls per stage, each on every row, no minimum share), timed against
-:func:`fme._shrink.shrink_steps` on the same rows and steps, for the one-feature step (the two-feature
+:func:`fme._core.shrink.shrink_steps` on the same rows and steps, for the one-feature step (the two-feature
 baseline makes three times as many detector calls; ``--both`` runs it too). The baseline is stopped
 after ``--budget`` seconds (default 600) and then reports how many of its calls it made: the ratio is
 then an upper bound.
@@ -29,8 +29,8 @@ from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestRegressor
 
 import fme
-from fme._guards import call_detector, check_flags
-from fme._shrink import MIN_STEP_FRACTION, shrink_steps
+from fme._utils.guards import call_detector, check_flags
+from fme._core.shrink import MIN_STEP_FRACTION, shrink_steps
 from fme.extrapolation import make_detector
 from fme.steps import apply_steps, parse_steps
 

@@ -14,7 +14,7 @@ paper); ``method="cart"`` a scikit-learn CART tree. ``n_partitions`` and
 
 This module grows, reduces and refits the trees (:func:`came`,
 :func:`partition_stability`); the result, :class:`PartitionResult` with its
-tables, lives in :mod:`fme._partition` and is re-exported here.
+tables, lives in :mod:`fme._trees.partition` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._cart import CartTree
-# the column lists are re-exported for fme._dask_tables, which builds the same tables from per-partition sums
-from ._partition import _LEAF_COLUMNS, _NLM_COLUMNS, PartitionResult, _subspace_lookup  # noqa: F401
-from ._tree_args import check_tree_params, string_columns
-from ._validation import check_conf_level, check_random_state
+from ._trees.cart import CartTree
+# the column lists are re-exported for fme._dask.came, which builds the same tables from per-partition sums
+from ._trees.partition import _LEAF_COLUMNS, _NLM_COLUMNS, PartitionResult, _subspace_lookup  # noqa: F401
+from ._trees.args import check_tree_params, string_columns
+from ._utils.validation import check_conf_level, check_random_state
 from .ctree import CTree
 from .effects import FMEResult
 from .exceptions import DataError, FeatureError, FMEError, ParameterError
@@ -147,7 +147,7 @@ def came(
     if type(effects).__name__ == "DaskMultiFMEResult":  # several outputs of Dask data, as for FMEResult below
         raise ParameterError("came needs one fME per row; compute effects with a single target_class, not 'all'.")
     if type(effects).__name__ == "DaskFMEResult":
-        from ._dask_tables import came_dask
+        from ._dask.came import came_dask
 
         return came_dask(effects, sample_size=sample_size, random_state=random_state, method=method,
                          features=features, n_partitions=n_partitions, max_sd=max_sd, conf_level=conf_level,
@@ -283,7 +283,7 @@ def partition_stability(
         subsample anyway.
     progress : bool, optional
         A progress bar over the refits: default on a terminal only, unless
-        ``FME_PROGRESS=0`` (:mod:`fme._progress`).
+        ``FME_PROGRESS=0`` (:mod:`fme._utils.progress`).
 
     Returns
     -------
@@ -323,7 +323,7 @@ def partition_stability(
             if isinstance(v, numbers.Real) and not isinstance(v, bool) and v >= 1:
                 params[key] = max(1, round(v * m / n)) if isinstance(v, numbers.Integral) else v * m / n
     rows = []
-    from ._progress import progress_bar
+    from ._utils.progress import progress_bar
 
     for b in progress_bar(range(int(n_subsamples)), total=int(n_subsamples), desc="stability refits",
                           progress=progress):

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from . import _ctree_stats as S
-from ._validation import check_random_state, check_real_columns
+from ._trees import ctree_stats as S
+from ._utils.validation import check_random_state, check_real_columns
 from .exceptions import DataError, FeatureError, NotFittedError, ParameterError
 
 __all__ = ["CTree"]

@@ -14,9 +14,9 @@ interior quadrature nodes of the NLM; never a call per row.
 Structure (scikit-learn inspection style): :func:`fme` validates its
 arguments and resolves them into a plan (:func:`resolve_plan`), then
 :func:`_evaluate_frame` fits the detector and runs the batch kernel
-(:func:`fme._kernel.evaluate_batch`: exclusion bookkeeping by
-:mod:`fme._exclusions`, then the predictions), then
-:func:`fme._exclusions.check_evaluated` refuses a step that leaves no row and
+(:func:`fme._core.kernel.evaluate_batch`: exclusion bookkeeping by
+:mod:`fme._core.exclusions`, then the predictions), then
+:func:`fme._core.exclusions.check_evaluated` refuses a step that leaves no row and
 :func:`_result` assembles the :class:`FMEResult`.
 """
 
@@ -30,18 +30,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._stats import describe
-from ._validation import check_conf_level, check_data
-from ._exclusions import check_evaluated
-from ._guards import call_detector
-from ._kernel import Batch, Plan, _check_batch_size, _detector_columns, evaluate_batch
+from ._utils.stats import describe
+from ._utils.validation import check_conf_level, check_data
+from ._core.exclusions import check_evaluated
+from ._utils.guards import call_detector
+from ._core.kernel import Batch, Plan, _check_batch_size, _detector_columns, evaluate_batch
 from ._models import model_frame
-from ._shrink import MIN_STEP_FRACTION
+from ._core.shrink import MIN_STEP_FRACTION
 from .exceptions import FeatureError, ParameterError, StepError
 from .extrapolation import make_detector
-from .inference import RowInference, sample_inference
-from .inference import resolve_method as resolve_inference
-from ._nlm_eval import NLMSummaryMixin, resolve_method
+from .inference._estimates import RowInference, sample_inference
+from .inference._methods import resolve_method as resolve_inference
+from ._nlm.evaluate import NLMSummaryMixin, resolve_method
 from .predictors import Predictor, make_predictor
 from .steps import Step, apply_steps, parse_steps
 
@@ -375,7 +375,7 @@ def fme(
         detector is set): leave them out, keep and flag them, or shrink each
         row's numeric steps until x + h is inside (rows whose x is outside are
         excluded, and so are rows whose step would shrink below
-        ``fme._shrink.MIN_STEP_FRACTION`` = 1 % of h; ``summary()`` shows the
+        ``fme._core.shrink.MIN_STEP_FRACTION`` = 1 % of h; ``summary()`` shows the
         distribution of the effective steps).
     target_class : label or 'all', optional
         For classifiers: the class whose probability is explained.
@@ -388,12 +388,12 @@ def fme(
         Uncertainty of the AME (:attr:`FMEResult.std_error`, ``conf_int()``,
         ``tidy()``), see :mod:`fme.inference`: ``delta`` (parameter
         covariance; statsmodels results or the protocol of
-        :mod:`fme._delta`), ``bootstrap`` (refits, needs ``bootstrap``),
+        :mod:`fme.inference._delta`), ``bootstrap`` (refits, needs ``bootstrap``),
         ``sample`` (spread over the rows with the model fixed, paper §5.5).
         ``auto``: bootstrap if ``bootstrap`` is given, else delta where
         supported, else sample.
     bootstrap : dict, optional
-        Training data and options of the refits, see :mod:`fme._bootstrap`.
+        Training data and options of the refits, see :mod:`fme.inference._bootstrap`.
     conf_level : float, default=0.95
         Default level of ``conf_int()`` and ``tidy()``.
     sample_size : int, optional
@@ -407,12 +407,12 @@ def fme(
         ``FME_PROGRESS=0``.
 
     ``data`` may be a ``dask.dataframe.DataFrame`` (``pip install 'fme[dask]'``):
-    the result is then a :class:`fme._dask.DaskFMEResult` whose summaries equal
+    the result is then a :class:`fme._dask.effects.DaskFMEResult` whose summaries equal
     those of the pandas result on the same rows (to ~1e-15 relative; quartiles
     and medians exactly) and whose ``results`` is a lazy Dask DataFrame (for
     several outputs, ``target_class='all'``, a
-    :class:`fme._dask_outputs.DaskMultiFMEResult` with figures per class); see
-    :mod:`fme._dask`.
+    :class:`fme._dask.outputs.DaskMultiFMEResult` with figures per class); see
+    :mod:`fme._dask.effects`.
 
     Returns
     -------
@@ -431,7 +431,7 @@ def fme(
     [-3.0, 1.0, 3.0]
     """
     if is_dask_collection(data) or is_dask_collection(reference_data):
-        from ._dask import fme_dask
+        from ._dask.effects import fme_dask
 
         return fme_dask(model, data, steps, nlm=nlm, nlm_method=nlm_method, nlm_points=nlm_points,
                         nlm_intervals=nlm_intervals, nlm_tol=nlm_tol, nlm_max_level=nlm_max_level,
@@ -466,7 +466,7 @@ def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], refer
                  target_class: Any, batch_size: Any, inference: str, bootstrap: Any, conf_level: Any,
                  random_state: Any = None) -> tuple[Plan, float]:
     """Validate :func:`fme`'s arguments against ``data`` (any rows with the real columns and dtypes) and
-    ``reference`` (rules, detector columns); the :class:`~fme._kernel.Plan` with an unfitted detector."""
+    ``reference`` (rules, detector columns); the :class:`~fme._core.kernel.Plan` with an unfitted detector."""
     conf_level = check_conf_level(conf_level)
     predictor = make_predictor(model, target_class)
     method = resolve_inference(inference, model, bootstrap, predictor.output_names is not None)

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._validation import check_data
-from ._kernel import _check_batch_size, _evaluate
+from ._utils.validation import check_data
+from ._core.kernel import _check_batch_size, _evaluate
 from .exceptions import ParameterError, StepError
-from ._nlm_eval import nlm_values, resolve_method
+from ._nlm.evaluate import nlm_values, resolve_method
 from .predictors import Predictor, make_predictor
 from .steps import parse_steps
 

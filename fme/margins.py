@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._stats import describe
-from ._validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
+from ._utils.stats import describe
+from ._utils.validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
 from .effects import fme, is_dask_collection, stepped_frames
-from .inference import (INFERENCE_COLUMNS, Estimates, RowInference, compute_averages, pairwise_matrix,
-                        resolve_method, undefined_where)
+from .inference._estimates import INFERENCE_COLUMNS, Estimates, RowInference, pairwise_matrix, undefined_where
+from .inference._methods import compute_averages, resolve_method
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._models import model_frame
 from .predictors import make_predictor
@@ -151,7 +151,7 @@ def ame(
         pair (later minus earlier group, as marginaleffects), with their
         uncertainty under the same method (a ``hypothesis`` column names them).
     bootstrap : dict, optional
-        Training data and options of the refits (:mod:`fme._bootstrap`); all
+        Training data and options of the refits (:mod:`fme.inference._bootstrap`); all
         rows of the table share the same refits.
     conf_level : float, default=0.95
     features : sequence of str, optional
@@ -162,7 +162,7 @@ def ame(
         the reference level (the first level, or the value given in
         ``steps``), then to each other level (Eq. categorical_me). On Dask
         data both work; classic evaluates all levels of a feature in one pass
-        (:mod:`fme._dask_classic`).
+        (:mod:`fme._dask.classic`).
     **fme_kwargs
         Passed to :func:`fme.fme` (``extrapolation``, ``reference_data``, ...).
 
@@ -178,7 +178,7 @@ def ame(
         the distinct ``errors`` of the failed ones (also warned about).
     """
     if is_dask_collection(data):
-        from ._dask_ame import ame_dask
+        from ._dask.ame import ame_dask
 
         _check_single_output(fme_kwargs.get("target_class"), "ame")
         return ame_dask(model, data, steps, inference=inference, by=by, hypothesis=hypothesis, bootstrap=bootstrap,
@@ -379,12 +379,12 @@ def mer(
 
     ``data`` (or ``reference_data``) may be a ``dask.dataframe.DataFrame``:
     the typical values, levels, step rules and the detector's reference come
-    from reductions (:mod:`fme._dask_margins`; ``sample_size`` as in
+    from reductions (:mod:`fme._dask.margins`; ``sample_size`` as in
     :func:`fme.fme`), then the grid is evaluated in memory.
     """
     base = None
     if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
-        from ._dask_margins import local_view
+        from ._dask.margins import local_view
 
         data, steps, base, fme_kwargs = local_view(model, data, steps, at, fme_kwargs)
     return _mer(model, data, steps, at, base, inference=inference, bootstrap=bootstrap, conf_level=conf_level,
@@ -459,7 +459,7 @@ def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: 
     """
     base = None
     if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
-        from ._dask_margins import local_view
+        from ._dask.margins import local_view
 
         data, steps, base, fme_kwargs = local_view(model, data, steps, None, fme_kwargs)
     data = model_frame(model, check_data(data))

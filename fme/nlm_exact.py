@@ -23,7 +23,7 @@ float64 boundaries of that set (:func:`float32_boundary`). Caveat: XGBoost
 also compares in float32 and its breakpoints here are the raw split values,
 exact up to the float32 rounding of x + t h (relative 6e-8 in t near it).
 
-:mod:`fme._tree_paths` computes the same segments for most tree models by
+:mod:`fme._nlm.tree_paths` computes the same segments for most tree models by
 traversing their trees instead (only breakpoints a row's path reaches);
 this module's midpoint route serves the others (XGBoost, pipelines,
 categorical HistGradientBoosting).
@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._progress import progress_bar
+from ._utils.progress import progress_bar
 
 __all__ = ["tree_thresholds", "exact_nlm", "exact_support", "float32_boundary"]
 
@@ -339,7 +339,7 @@ def exact_nlm(
         Cells (segments x columns) of one stacked prediction frame.
     progress : bool or None, default=False
         A bar over the chunks of rows when there are several
-        (:func:`fme._progress.progress_bar`; None: on a terminal).
+        (:func:`fme._utils.progress.progress_bar`; None: on a terminal).
 
     Returns
     -------

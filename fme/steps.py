@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._validation import check_data, is_categorical, is_complex, is_numeric, mixed_object_numbers
+from ._utils.validation import check_data, is_categorical, is_complex, is_numeric, mixed_object_numbers
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 
 __all__ = ["Step", "STEP_RULES", "STACK_CELL_BUDGET", "step_size", "parse_steps", "apply_steps", "stack_path"]

@@ -1,4 +1,4 @@
-"""Bootstrap inference (fme._bootstrap): agreement with the delta method, seeds, failures, coverage."""
+"""Bootstrap inference (fme.inference._bootstrap): agreement with the delta method, seeds, failures, coverage."""
 
 from __future__ import annotations
 
@@ -171,7 +171,7 @@ def _hand_draws(model, X_train, y_train, X0, X1, B, random_state):
 def test_ame_keeps_only_group_averages_with_the_same_numbers(data, pipe, monkeypatch):
     """ame() knows its groups up front: no n x B per-row draws are allocated, and the group averages of
     every refit are exactly those of the per-row draws fme() stores (and of refits done by hand)."""
-    import fme._bootstrap as fb
+    import fme.inference._bootstrap as fb
     import fme.inference as fi
 
     X, y = data[["age", "income", "g"]], data["y"]

@@ -1,5 +1,5 @@
 """cAMEs (paper §5.5): growing and reducing the tree, categorical rules, refits (partition_stability), bad
-input; the result's tables and prediction (fme._partition) are tested in test_partition.py."""
+input; the result's tables and prediction (fme._trees.partition) are tested in test_partition.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""fme._came_support.leaf_support: where each cAME holds (issue 16 item 5)."""
+"""fme._trees.support.leaf_support: where each cAME holds (issue 16 item 5)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import fme
-from fme._came_support import leaf_support
+from fme._trees.support import leaf_support
 
 
 @pytest.fixture(scope="module")

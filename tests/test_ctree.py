@@ -358,7 +358,7 @@ def test_random_data_invariants(seed: int, n: int, nan_frac: float, weighted: bo
 
 
 def test_many_level_factor_ordering_search_matches_exhaustive(monkeypatch: pytest.MonkeyPatch) -> None:
-    import fme._ctree_stats as S
+    import fme._trees.ctree_stats as S
 
     rng = np.random.default_rng(8)
     lv = rng.integers(0, 10, size=1500)

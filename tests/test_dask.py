@@ -15,7 +15,7 @@ distributed = pytest.importorskip("distributed")
 
 import fme  # noqa: E402
 from fme.exceptions import ExtrapolationError, ParameterError  # noqa: E402
-from fme._dask_quantiles import order_statistics  # noqa: E402
+from fme._dask.quantiles import order_statistics  # noqa: E402
 
 from conftest import make_regression_frame  # noqa: E402
 
@@ -135,7 +135,7 @@ def test_fme_quadrature_nlm_and_rules_equal_pandas(client, X, svr):
 
 def test_iqr_and_mad_steps_from_order_statistics(client, X, svr, monkeypatch):
     """Rules iqr and mad on Dask data: exact order statistics of the reference column (not gathered)."""
-    import fme._dask_steps as dask_steps
+    import fme._dask.steps as dask_steps
 
     def gather(*args, **kwargs):
         raise AssertionError("the stepped column was gathered")
@@ -154,7 +154,7 @@ def test_iqr_and_mad_steps_from_order_statistics(client, X, svr, monkeypatch):
 @pytest.mark.parametrize("method", [{"nlm_method": "gauss-legendre", "nlm_points": 8}, {"nlm_method": "gauss-kronrod"}])
 def test_flat_paths_use_the_scale_of_all_rows(client, X, method):
     """The flat test compares each path's SD with the SD of all predictions (not the partition's): on Dask it
-    is decided after the one pass, when that scale is known (fme._dask_nlm), for fixed and adaptive rules."""
+    is decided after the one pass, when that scale is known (fme._dask.nlm), for fixed and adaptive rules."""
     def model(d):
         x = d["x1"].to_numpy()
         # nearly flat for x1 < 0 except a tiny wiggle; steep elsewhere
@@ -448,7 +448,7 @@ def _same_grid(b: pd.DataFrame, a: pd.DataFrame) -> None:
 
 
 def test_typical_values_equal_pandas(client, frame):
-    from fme._dask_margins import typical_values_dask
+    from fme._dask.margins import typical_values_dask
 
     data = frame.assign(s=np.where(frame["k"] % 3 == 0, "u", np.where(frame["k"] % 3 == 1, "v", "w")),
                         flag=frame["k"] > 4)
@@ -649,7 +649,7 @@ def test_order_statistics_with_heavy_ties_move_distinct_values_only():
     import dask
     from dask import delayed
 
-    from fme._dask_quantiles import _bracket, order_statistics
+    from fme._dask.quantiles import _bracket, order_statistics
 
     rng = np.random.default_rng(4)
     v = np.where(rng.uniform(size=30_000) < 0.6, 0.0, rng.normal(size=30_000))

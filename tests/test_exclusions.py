@@ -1,4 +1,4 @@
-"""Exclusion bookkeeping of fme() (fme._exclusions): per-row codes, notes, the ``excluded`` table, the
+"""Exclusion bookkeeping of fme() (fme._core.exclusions): per-row codes, notes, the ``excluded`` table, the
 extrapolation policies and the error when no row is left."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import fme
-from fme._exclusions import _excluded_frame, _extrapolation_exclusions, _value_exclusions, check_evaluated
+from fme._core.exclusions import _excluded_frame, _extrapolation_exclusions, _value_exclusions, check_evaluated
 from fme.effects import resolve_plan
 from fme.exceptions import DataError, ExtrapolationError
 from fme.steps import parse_steps

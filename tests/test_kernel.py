@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fme
-from fme._kernel import Moments, evaluate_batch, summarise
+from fme._core.kernel import Moments, evaluate_batch, summarise
 from fme.effects import resolve_plan
 
 from conftest import make_regression_frame

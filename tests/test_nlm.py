@@ -328,7 +328,7 @@ def test_median_and_share_linear_resist_one_extreme_row(grid):
 
 
 def test_nlm_intervals_never_exceed_one(grid):
-    from fme._stats import describe
+    from fme._utils.stats import describe
 
     d = describe(np.array([1.0, 1.0, 1.0, 0.96, 1.0]), upper=1.0)
     assert d["ci_high"] == 1.0 and d["ci_low"] < d["mean"] < 1.0
@@ -343,7 +343,7 @@ def test_nlm_intervals_never_exceed_one(grid):
 def test_gauss_kronrod_smooth_rows_need_no_subdivision(df):
     from sklearn.svm import SVR
 
-    from fme._nlm_eval import adaptive_nlm
+    from fme._nlm.evaluate import adaptive_nlm
     from fme.predictors import make_predictor
     from fme.steps import parse_steps
 

@@ -18,8 +18,8 @@ from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fme
-import fme._nlm_eval
-from fme._tree_paths import read_forest, traverse_nlm
+import fme._nlm.evaluate
+from fme._nlm.tree_paths import read_forest, traverse_nlm
 from fme.nlm_exact import float32_boundary
 from fme.exceptions import ParameterError
 
@@ -195,7 +195,7 @@ KINDS = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg
          "hgb_clf", "lgbm_reg", "lgbm_clf3", "lgbm_booster", "xgb_reg", "xgb_clf", "xgb_booster", "pipe_scaled_rf"]
 
 
-#: families whose exact NLM comes from fme._tree_paths (the others: midpoint predictions)
+#: families whose exact NLM comes from fme._nlm.tree_paths (the others: midpoint predictions)
 TRAVERSED = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg", "gb_clf", "gb_clf3", "hgb_reg",
              "hgb_clf", "lgbm_reg", "lgbm_clf3", "lgbm_booster"]
 
@@ -210,7 +210,7 @@ def test_exact_equals_segment_reference(df, data, kind, steps, monkeypatch):
         def no_midpoints(*args, **kwargs):
             raise AssertionError("midpoint route used")
 
-        monkeypatch.setattr(fme._nlm_eval, "exact_nlm", no_midpoints)
+        monkeypatch.setattr(fme._nlm.evaluate, "exact_nlm", no_midpoints)
     res = fme.fme(model, data, steps, nlm=True, nlm_method="exact", target_class=target)
     assert res.nlm_method == "exact"
     pred = fme.predictors.make_predictor(model, target)
@@ -336,7 +336,7 @@ def test_traversal_follows_missing_value_directions(df, kind, monkeypatch):
         assert read_forest(model).zero_missing is not None
     data = X.iloc[:40]
     assert data["x3"].isna().sum() >= 5
-    monkeypatch.setattr(fme._nlm_eval, "exact_nlm", lambda *a, **k: pytest.fail("midpoint route used"))
+    monkeypatch.setattr(fme._nlm.evaluate, "exact_nlm", lambda *a, **k: pytest.fail("midpoint route used"))
     steps = {"x1": 1.3, "x2": -0.8}
     res = fme.fme(model, data, steps, nlm=True, nlm_method="exact")
     pred = fme.predictors.make_predictor(model)

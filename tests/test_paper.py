@@ -94,7 +94,7 @@ def test_boston_crim_numbers(crim_effects):
     assert e.sd / abs(e.ame) == pytest.approx(0.31497, abs=5e-6)
     part = fme.came(e, minbucket=30, testtype="teststatistic", mincriterion=0.99)
     right = part.leaves.iloc[-1]
-    # split bounds with 6 significant digits, as the tree edge labels and leaf tables (fme._numfmt.fmt_bound)
+    # split bounds with 6 significant digits, as the tree edge labels and leaf tables (fme._utils.numfmt.fmt_bound)
     assert right["rule"] == "crim > 14.4383" and right["n"] == 30
     for col, printed in (("came", "0.86"), ("came_ci_low", "0.65"), ("came_ci_high", "1.07"),
                          ("canlm", "0.99"), ("canlm_ci_low", "0.98")):

@@ -1,4 +1,4 @@
-"""The cAME result (fme._partition.PartitionResult, paper §5.5): subspace statistics, rows per subspace,
+"""The cAME result (fme._trees.partition.PartitionResult, paper §5.5): subspace statistics, rows per subspace,
 hyperrectangles and prediction for new rows."""
 
 from __future__ import annotations

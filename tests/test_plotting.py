@@ -321,7 +321,7 @@ def test_partition_into_given_axes(pyplot, part):
 def test_leaf_label_without_nlm():
     row = pd.Series({"node": 7, "n": 1234, "came": 6.789, "came_ci_low": 6.58, "came_ci_high": 7.0,
                      "cov_fme": 0.31})
-    # the share as the report table prints it (one decimal, fme._numfmt.fmt_share)
+    # the share as the report table prints it (one decimal, fme._utils.numfmt.fmt_share)
     assert leaf_label(row, 2468) == "Node 7: n = 1,234 (50.0%)\ncAME 6.79 [6.58, 7.00]\nCoV 0.31"
 
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from fme._progress import progress_bar, progress_enabled
+from fme._utils.progress import progress_bar, progress_enabled
 
 
 class _TTY(io.StringIO):
@@ -120,7 +120,7 @@ def test_exact_nlm_chunks_show_a_bar_when_on(monkeypatch):
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     from conftest import make_regression_frame
-    from fme._tree_paths import read_forest, traverse_nlm
+    from fme._nlm.tree_paths import read_forest, traverse_nlm
     from fme.nlm_exact import exact_nlm, tree_thresholds
     from fme.predictors import make_predictor
 

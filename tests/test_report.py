@@ -719,7 +719,7 @@ def test_audit_trail_hashes_equal_independent_hashes(boston):
     import hashlib
     import pickle
 
-    from fme._environment import find_lock
+    from fme.report.environment import find_lock
     from fme.paper import boston_svm
 
     out = Path(boston["out_dir"])

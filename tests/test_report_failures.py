@@ -277,7 +277,7 @@ def test_inputs_hash_covers_entry_point_model_module_and_lock(tmp_path, monkeypa
     assert build.inputs_sha256({**cfg, "seed": 7}, TEMPLATES) != edited
     lock = tmp_path / "requirements.lock"
     lock.write_text("numpy==1.0\n", encoding="utf-8")
-    monkeypatch.setattr("fme._environment.find_lock", lambda start=None: lock)
+    monkeypatch.setattr("fme.report.environment.find_lock", lambda start=None: lock)
     with_lock = build.inputs_sha256(cfg, TEMPLATES)
     lock.write_text("numpy==2.0\n", encoding="utf-8")
     assert build.inputs_sha256(cfg, TEMPLATES) != with_lock

@@ -2,7 +2,7 @@
 
 def test_default_threads_honour_omp_num_threads(monkeypatch):
     # Dask workers set OMP_NUM_THREADS=1: the traversal must not start more threads than that
-    from fme import _tree_paths
+    from fme._nlm import tree_paths as _tree_paths
 
     monkeypatch.setattr(_tree_paths, "_cpu_count", lambda: 8)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)

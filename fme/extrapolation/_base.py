@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_data, check_real_columns
+from .._utils.validation import check_data, check_real_columns
 from ..exceptions import ExtrapolationError, NotFittedError
 
 __all__ = ["ExtrapolationDetector", "DETECTORS", "register_detector", "make_detector"]

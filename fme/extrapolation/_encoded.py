@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import is_categorical
+from .._utils.validation import is_categorical
 from ..exceptions import ExtrapolationError, ParameterError
 from ._base import ExtrapolationDetector
 

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._validation import is_categorical
+from .._utils.validation import is_categorical
 from ._base import ExtrapolationDetector, register_detector
 
 __all__ = ["EnvelopeDetector"]

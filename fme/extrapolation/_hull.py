@@ -17,7 +17,7 @@ import pandas as pd
 from scipy.optimize import linprog, nnls
 from scipy.spatial import ConvexHull, QhullError
 
-from .._validation import check_random_state
+from .._utils.validation import check_random_state
 from ..exceptions import ExtrapolationError
 from ._base import register_detector
 from ._encoded import _check_fraction, _check_int, _EncodedDetector

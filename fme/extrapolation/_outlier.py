@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_random_state
+from .._utils.validation import check_random_state
 from ._base import register_detector
 from ._encoded import _check_fraction, _check_int, _EncodedDetector, _seed
 

@@ -51,7 +51,7 @@ against seaborn 0.13.2 (the version the lock pinned):
   axes placed in the tree's data coordinates with shared bin edges and one y
   scale; ``FacetGrid``/``displot`` make their own figure and grid, and
   ``sns.histplot`` per inset would take the same edges ``ax.hist`` takes. Its
-  numbers are the report's table cells via :mod:`fme._numfmt`.
+  numbers are the report's table cells via :mod:`fme._utils.numfmt`.
 * Secant vs tangent, cAME dot plot, extrapolation histogram: one scatter with
   an identity line, error bars, a stacked hatched histogram; nothing seaborn
   does better.

@@ -5,7 +5,7 @@ The lowest module of :mod:`fme.plotting`: it imports nothing from the displays
 which all import from here. No matplotlib at module level (``import fme.plotting``
 stays free of it); :func:`pyplot` and :func:`centred_norm` import it when called.
 
-Numbers printed in figures go through :mod:`fme._numfmt`, the report's own
+Numbers printed in figures go through :mod:`fme._utils.numfmt`, the report's own
 formatting, so a figure's cAME, CI or split threshold reads exactly as the
 table cell beside it (issue 16 item 6); :func:`fmt_num` is the figures' plain
 3-significant-digit form for numbers that have no table cell.
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _numfmt as _shared
+from .._utils import numfmt as _shared
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
@@ -149,7 +149,7 @@ def fmt_ci(est: float, low: float, high: float) -> tuple[str, str, str]:
     Returns
     -------
     tuple of str
-        ``(estimate, low, high)`` as :func:`fme._numfmt.fmt_est` (the report's table cells); without an
+        ``(estimate, low, high)`` as :func:`fme._utils.numfmt.fmt_est` (the report's table cells); without an
         interval the bounds are ``"-"`` (the tables' missing value) and the estimate gets three decimals.
     """
     # the report's own function: a figure's numbers equal its table cells (issue 16 item 6)

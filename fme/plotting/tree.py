@@ -3,7 +3,7 @@
 Split boxes with the test's p-value, edge conditions, and under each leaf its
 label (n, share, cAME [CI], CoV, cANLM) and a histogram of its fMEs; all leaf
 panels share one set of bin edges and one y scale (report checklist §2.7). The
-numbers are the report's table cells (:mod:`fme._numfmt` via
+numbers are the report's table cells (:mod:`fme._utils.numfmt` via
 :func:`~fme.plotting._common.fmt_ci`).
 
 Drawn with matplotlib, not seaborn (see :mod:`fme.plotting`): the leaf panels
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import _numfmt as _shared
+from .._utils import numfmt as _shared
 from ._common import COLORS, fmt_ci, fmt_num, fmt_p, measure_column, pyplot, step_label
 from ._data import histogram_edges
 

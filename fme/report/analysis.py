@@ -21,8 +21,8 @@ import pandas as pd
 
 import fme
 
-from .._came_support import leaf_support
-from .._validation import is_categorical
+from .._trees.support import leaf_support
+from .._utils.validation import is_categorical
 from ..effects import is_dask_collection
 from . import figures
 from .config import ConfigError, config_error
@@ -155,10 +155,10 @@ def versions() -> dict[str, str]:
 def environment() -> dict:
     """Operating system, CPU architecture and the lock the environment was installed from.
 
-    ``lock``: :func:`fme._environment.lock_record` (the lock's sha256 and whether every
+    ``lock``: :func:`fme.report.environment.lock_record` (the lock's sha256 and whether every
     installed package equals its pin), so a report shows whether it ran in the locked set-up.
     """
-    from .._environment import lock_record
+    from .environment import lock_record
 
     return {"os": platform.system(), "os_release": platform.release(), "machine": platform.machine(),
             "lock": lock_record()}

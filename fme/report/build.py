@@ -1,7 +1,7 @@
 """Build one report: config -> notebook (papermill) -> results -> report.qmd -> HTML + PDF.
 
 Progress: on a terminal (and not with ``progress=False``, ``fme report --no-progress`` or
-``FME_PROGRESS=0``; :mod:`fme._progress`) a bar over the stages (analysis notebook: load model and
+``FME_PROGRESS=0``; :mod:`fme._utils.progress`) a bar over the stages (analysis notebook: load model and
 data, effects, model fit; report.qmd; HTML; PDF) and papermill's bar over the notebook's cells, on
 standard error only: the outputs are the same with or without.
 
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ._kernel import logged_kernel_manager
+from ._jupyter import logged_kernel_manager
 from .config import ConfigError, config_error, load_config
 from .changelog import load_previous
 from .sources import data_files, files_sha256
@@ -71,7 +71,7 @@ def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
     included), so a changed hyper-parameter changes the hash even when the module's source does not.
     An entry point is *called* to hash its model.
     """
-    from .._environment import find_lock
+    from .environment import find_lock
 
     out: dict[str, dict[str, str]] = {}
 
@@ -241,10 +241,10 @@ def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, dige
 
 
 class _Stages:
-    """A tqdm bar over a build's stages on standard error when progress is on (:mod:`fme._progress`)."""
+    """A tqdm bar over a build's stages on standard error when progress is on (:mod:`fme._utils.progress`)."""
 
     def __init__(self, name: str, pdf: bool, progress: bool | None) -> None:
-        from .._progress import progress_enabled
+        from .._utils.progress import progress_enabled
 
         self.enabled = progress_enabled(progress)
         self.name, self.bar, self.current = name, None, None

@@ -426,7 +426,7 @@ def sample_note(data: dict) -> dict[str, str] | None:
     info = data.get("sample")
     if not info:
         return None
-    from .._dask import DEFAULT_SAMPLE_SIZE as TREE_SIZE
+    from .._dask.effects import DEFAULT_SAMPLE_SIZE as TREE_SIZE
 
     n, k = fmt_int(info["of"]), fmt_int(info["rows"])
     drawn = (f"every one of the {n} rows (the data have no more rows than sample_size {fmt_int(info['size'])})"

@@ -14,7 +14,7 @@ DataFrame (:func:`fme.report.sources.read_dask`). What comes from where (the rep
   :data:`DEFAULT_SAMPLE_SIZE`): the per-row figures (fME and NLM distributions, the extrapolation
   map), ``tables/<id>-fme.csv``, where the extrapolation points are (``extrapolation_where``), the
   shrunk steps (``on_extrapolation: shrink``), and the partition stability refits; the cAME tree
-  is grown on fme's own seeded sample (:data:`fme._dask.DEFAULT_SAMPLE_SIZE` rows), so the leaves'
+  is grown on fme's own seeded sample (:data:`fme._dask.effects.DEFAULT_SAMPLE_SIZE` rows), so the leaves'
   evaluated ranges and the tree figure rest on that sample.
 
 With no more rows than ``sample_size`` the sample is every row (in order) and the report's numbers
@@ -94,10 +94,10 @@ def _stats(n: int, mean: float, sd: float, q25: float, q75: float, conf: float,
 def _fit_reference(reference: Any, det_spec: dict, seed: int) -> Any:
     """A pandas frame on which the detector fits as fme's Dask path fits it on the Dask ``reference``.
 
-    The envelope: the min/max/levels frame of :func:`fme._dask.envelope_frame` (identical fit); other
+    The envelope: the min/max/levels frame of :func:`fme._dask.effects.envelope_frame` (identical fit); other
     detectors: fme's seeded reference sample (all rows when there are no more than its sample size).
     """
-    from .._dask import DEFAULT_SAMPLE_SIZE as FIT_SIZE, envelope_frame, reference_sample
+    from .._dask.effects import DEFAULT_SAMPLE_SIZE as FIT_SIZE, envelope_frame, reference_sample
     from ..effects import is_dask_collection
 
     if not is_dask_collection(reference):
@@ -142,7 +142,7 @@ def leaf_extrapolation(part: Any, res: Any) -> dict[int, int] | None:
 
 
 def _leaf_counts(frame: pd.DataFrame, plan: Any, features: list[str], tree: Any, subspace: np.ndarray) -> dict:
-    from .._kernel import evaluate_batch
+    from .._core.kernel import evaluate_batch
 
     ex = evaluate_batch(plan, frame, with_rows=False).excluded
     idx = ex.index[ex["reason_type"].to_numpy() == "extrapolation"]
@@ -161,9 +161,9 @@ def compute_effect_dask(model: Any, data: Any, reference: Any, eff: dict, seed: 
 
     ``sample``: the seeded sample of the rows of ``data`` (pandas). Returns the dict of
     ``compute_effect`` whose ``"result"`` is the sample's FMEResult (figures and per-row table) and
-    ``"summary"`` the all-row numbers; ``"dask_result"`` is the all-row :class:`fme._dask.DaskFMEResult`.
+    ``"summary"`` the all-row numbers; ``"dask_result"`` is the all-row :class:`fme._dask.effects.DaskFMEResult`.
     """
-    from .._validation import is_categorical
+    from .._utils.validation import is_categorical
     from .analysis import _grow_partition, _num, _partition_summary, _stability, _step_sensitivity
 
     steps = dict(eff["steps"])
@@ -244,7 +244,7 @@ def compute_effect_dask(model: Any, data: Any, reference: Any, eff: dict, seed: 
 
 
 def _dask_row_figures(r: Any, conf: float) -> dict:
-    """A sensitivity row's numbers from the all-row summaries of a :class:`fme._dask.DaskFMEResult`."""
+    """A sensitivity row's numbers from the all-row summaries of a :class:`fme._dask.effects.DaskFMEResult`."""
     st = _stats(r.n, r.ame, r.sd, float("nan"), float("nan"), conf)
     r.sorted_parts.clear()  # drop the sorted values kept on the workers (no quantile needed here)
     return {"n": st["n"], "n_extrapolation": int(r.summary_data.codes[3]) if r.detector is not None else None,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import is_categorical
+from .._utils.validation import is_categorical
 
 __all__ = ["model_interval", "extrapolation_causes", "effective_steps"]
 
@@ -134,7 +134,7 @@ def extrapolation_causes(res: Any, data: pd.DataFrame, reference: pd.DataFrame, 
 
 def effective_steps(res: Any) -> list[dict]:
     """Per stepped feature: quantiles of the effective step as a share of h, and how many rows shrank."""
-    from .._shrink import MIN_STEP_FRACTION
+    from .._core.shrink import MIN_STEP_FRACTION
 
     out = []
     for st in res.steps:

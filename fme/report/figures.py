@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..plotting._data import finite_part, finite_rows, histogram_edges, kde_curve
-from .._validation import is_categorical
+from .._utils.validation import is_categorical
 from ._svg import compact_svg
 
 __all__ = ["PALETTE", "RC", "PDF_TEXT", "effect_figures", "save", "shown", "pdf_page", "min_font_pt"]

@@ -14,7 +14,7 @@ import pandas as pd
 
 import fme
 
-from .._validation import is_categorical
+from .._utils.validation import is_categorical
 from .config import config_error
 from .specs import bootstrap_kwargs, make_detector
 
@@ -67,8 +67,8 @@ def _dask_dictionary(model: Any, features: Any, cfg: dict) -> list[dict]:
 
     from dask import delayed
 
-    from .._dask import _tree_reduce
-    from .._dask_steps import _finite_moments
+    from .._dask.effects import _tree_reduce
+    from .._dask.steps import _finite_moments
 
     names = model_features(model, features)
     numeric = [f for f in names if not is_categorical(features[f])]

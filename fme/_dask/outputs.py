@@ -2,7 +2,7 @@
 
 The batch kernel already evaluates every output (``plan.names``: columns
 ``fme_<class>``, ``nlm_<class>``, ``nlm_status_<class>``) and its
-:class:`~fme._kernel.Summary` holds one entry per output, plus the rows
+:class:`~fme._core.kernel.Summary` holds one entry per output, plus the rows
 counted across outputs (``rows_any``). :class:`DaskMultiFMEResult` turns
 them into the figures of a multi-output :class:`fme.FMEResult`: a Series per
 class for the AME, SD, ANLM, median NLM, share linear, standard error and
@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._dask import DaskFMEResult
-from ._dask_quantiles import quantiles as _quantiles
-from .inference import Estimates
+from .effects import DaskFMEResult
+from .quantiles import quantiles as _quantiles
+from ..inference._estimates import Estimates
 
 __all__ = ["DaskMultiFMEResult", "sorted_outputs"]
 
@@ -46,7 +46,7 @@ def sorted_outputs(results: pd.DataFrame, plan: Any) -> tuple[Any, Any]:
 
 
 class DaskMultiFMEResult(DaskFMEResult):
-    """:class:`~fme._dask.DaskFMEResult` of several outputs: figures per class, as :class:`fme.FMEResult`."""
+    """:class:`~fme._dask.effects.DaskFMEResult` of several outputs: figures per class, as :class:`fme.FMEResult`."""
 
     # ------------------------------------------------------------- columns
     @property

@@ -4,17 +4,17 @@
 :class:`Plan` (parsed steps, NLM method, fitted detector, inference method);
 :func:`evaluate_batch` then evaluates any batch of rows under that plan
 (paper §3.2 fME, §5.1 categorical ME, §5.2 multivariate fME, §5.4 NLM) in
-three steps: exclusion bookkeeping (:mod:`fme._exclusions`), predictions
+three steps: exclusion bookkeeping (:mod:`fme._core.exclusions`), predictions
 (:func:`_evaluate_rows`) and the result frames; and
 :func:`summarise` turns a batch into a :class:`Summary` of sums that merge
 exactly (counts, Chan's pairwise mean and sum of squares, NLM counts, the
 delta method's Jacobian sums). The pandas path runs the kernel on the whole
-frame (it batches predictions inside); the Dask path (:mod:`fme._dask`) maps
+frame (it batches predictions inside); the Dask path (:mod:`fme._dask.effects`) maps
 it over partitions and tree-reduces the summaries.
 
 The one quantity that is not local to a batch is the scale of the flat-path
-test (the SD of all predictions, :func:`fme._nlm_eval.classify`): a plan may
-carry it (``Plan.spread``: on Dask merged by the pass itself, :mod:`fme._dask_nlm`, or for
+test (the SD of all predictions, :func:`fme._nlm.evaluate.classify`): a plan may
+carry it (``Plan.spread``: on Dask merged by the pass itself, :mod:`fme._dask.nlm`, or for
 several outputs by a first pass); otherwise the
 batch's own predictions give it, as for a pandas frame evaluated at once.
 """
@@ -29,16 +29,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._delta import evaluate_with_jacobian
-from ._exclusions import _excluded_frame, _extrapolation_exclusions, _value_exclusions
-from ._nlm_eval import NLMSettings, classify
-from ._nlm_eval import nlm_values as _nlm_values
-from ._progress import progress_bar
-from .exceptions import ExtrapolationError, ParameterError
-from .inference import RowInference, compute_rows, sample_inference
-from .nlm import QuadratureRule, nlm_from_path
-from .predictors import Predictor
-from .steps import STACK_CELL_BUDGET, Step, apply_steps, stack_path
+from ..inference._delta import evaluate_with_jacobian
+from .exclusions import _excluded_frame, _extrapolation_exclusions, _value_exclusions
+from .._nlm.evaluate import NLMSettings, classify
+from .._nlm.evaluate import nlm_values as _nlm_values
+from .._utils.progress import progress_bar
+from ..exceptions import ExtrapolationError, ParameterError
+from ..inference._estimates import RowInference, sample_inference
+from ..inference._methods import compute_rows
+from ..nlm import QuadratureRule, nlm_from_path
+from ..predictors import Predictor
+from ..steps import STACK_CELL_BUDGET, Step, apply_steps, stack_path
 
 __all__ = ["Plan", "Batch", "Moments", "Summary", "evaluate_batch", "summarise", "results_meta"]
 
@@ -181,7 +182,7 @@ def _detector_columns(predictor: Predictor, data: pd.DataFrame, reference: pd.Da
 def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Batch:
     """fMEs (and NLMs, exclusions, inference ingredients) of every row of ``data`` under ``plan``.
 
-    Exclusion bookkeeping first (:mod:`fme._exclusions`: missing, already at
+    Exclusion bookkeeping first (:mod:`fme._core.exclusions`: missing, already at
     the level, extrapolation), then the predictions of the rows left, then the
     frames. Never raises for a batch without evaluable rows (a Dask partition
     may have none); the caller decides whether the whole data had any.
@@ -332,7 +333,7 @@ class Summary:
     n_kept_extrapolation : int
         With ``on_extrapolation='keep'``: evaluated rows flagged as extrapolation.
     groups : object with ``merge``, optional
-        Per-group sums of ``by`` groups (:class:`fme._dask_groups.GroupSums`).
+        Per-group sums of ``by`` groups (:class:`fme._dask.groups.GroupSums`).
     rows_any : ndarray (4,) or None
         Several outputs with NLMs: rows with ``constant``, ``flat``,
         ``inaccurate`` status in any output, and rows with an undefined

@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .exceptions import DataError, ModelError, ParameterError
-from .inference import BOOTSTRAP_CIS, Estimates, RowInference, alloc_draws, group_matrix
-from .predictors import _is_statsmodels_results, make_predictor
+from ..exceptions import DataError, ModelError, ParameterError
+from ._estimates import BOOTSTRAP_CIS, Estimates, RowInference, alloc_draws, group_matrix
+from ..predictors import _is_statsmodels_results, make_predictor
 
 __all__ = ["check_bootstrap", "bootstrap_rows"]
 
@@ -239,7 +239,7 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     """
     from joblib import Parallel, delayed
 
-    from ._progress import progress_bar
+    from .._utils.progress import progress_bar
 
     if spec["kind"] == "sklearn":
         from sklearn.base import clone
@@ -256,7 +256,7 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     errors: list[str] = []
     jobs = (delayed(_one_resample)(spec["kind"], template, train, n_train, s, frame, n, target_class) for s in seeds)
     results = Parallel(n_jobs=spec["n_jobs"], return_as="generator")(jobs)
-    # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._progress)
+    # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._utils.progress)
     for fmes, err in progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"], leave=True):
         if err is None:
             store.add(fmes)

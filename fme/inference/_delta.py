@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from .exceptions import DataError, FMEError, ModelError, PredictionError
-from .inference import RowInference
-from .predictors import _is_statsmodels_results
+from ..exceptions import DataError, FMEError, ModelError, PredictionError
+from ._estimates import RowInference
+from ..predictors import _is_statsmodels_results
 
 __all__ = ["supports_delta", "delta_rows"]
 
@@ -186,7 +186,7 @@ def _protocol_call(model: Any, method: str, *args: Any, stage: str) -> np.ndarra
         return np.asarray(raw, dtype=float)
     except (TypeError, ValueError) as exc:
         raise ModelError(f"{name}.{method}() returned non-numeric values ({type(raw).__name__}) at {stage}; "
-                         "the delta-method protocol needs numbers (see fme._delta).") from exc
+                         "the delta-method protocol needs numbers (see fme.inference._delta).") from exc
 
 
 def _protocol_rows(model: Any, X0: pd.DataFrame, X1: pd.DataFrame) -> RowInference:
@@ -236,7 +236,7 @@ def delta_rows(model: Any, X0: pd.DataFrame, X1: pd.DataFrame, values: np.ndarra
     else:
         raise ModelError(
             f"inference='delta' needs parameters and their covariance; a {type(model).__name__} has neither. "
-            "Use a statsmodels results object, implement get_coef/get_vcov/get_predict (see fme._delta), "
+            "Use a statsmodels results object, implement get_coef/get_vcov/get_predict (see fme.inference._delta), "
             "or use inference='bootstrap' (refits) or 'sample' (fixed model)."
         )
     from dataclasses import replace

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._validation import is_categorical, is_numeric
-from .exceptions import DataError
+from .._utils.validation import is_categorical, is_numeric
+from ..exceptions import DataError
 
 __all__ = ["typical_values_dask", "local_view"]
 
@@ -95,10 +95,10 @@ def local_view(model: Any, data: Any, steps: Any, at: Any, fme_kwargs: dict) -> 
     ``reference_data`` (or, with a detector, the data itself) is replaced by a
     pandas frame the detector is fitted on.
     """
-    from ._dask import _check_sample_size, _model_frames, _seed, as_dask, envelope_frame, reference_sample
-    from .exceptions import StepError
-    from .extrapolation import EnvelopeDetector
-    from .steps import parse_steps
+    from .effects import _check_sample_size, _model_frames, _seed, as_dask, envelope_frame, reference_sample
+    from ..exceptions import StepError
+    from ..extrapolation import EnvelopeDetector
+    from ..steps import parse_steps
 
     fme_kwargs = dict(fme_kwargs)
     sample_size = _check_sample_size(fme_kwargs.pop("sample_size", None))
@@ -138,6 +138,6 @@ def local_view(model: Any, data: Any, steps: Any, at: Any, fme_kwargs: dict) -> 
 
 
 def _is_dask(obj: Any) -> bool:
-    from .effects import is_dask_collection
+    from ..effects import is_dask_collection
 
     return is_dask_collection(obj)

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._guards import call_detector, check_flags
-from .steps import Step, apply_steps
+from .._utils.guards import call_detector, check_flags
+from ..steps import Step, apply_steps
 
 __all__ = ["MIN_STEP_FRACTION", "SHRINK_ITERATIONS", "shrink_steps"]
 

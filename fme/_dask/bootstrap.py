@@ -1,7 +1,7 @@
-"""Bootstrap inference of the AME on Dask data (issue 14 on top of issue 12's :mod:`fme._bootstrap`).
+"""Bootstrap inference of the AME on Dask data (issue 14 on top of issue 12's :mod:`fme.inference._bootstrap`).
 
 The refits use the same seeds, resamples and refit function as the pandas
-path (:func:`fme._bootstrap._refit`; the training data stay in memory on the
+path (:func:`fme.inference._bootstrap._refit`; the training data stay in memory on the
 client). Their fMEs are then evaluated per partition: each partition returns,
 for every refit b, the sum of fME_b over its evaluated rows, and the sums are
 added up, so AME_b = sum / n equals the pandas draw to ~1e-15 relative. The
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._bootstrap import check_refits
+from ..inference._bootstrap import check_refits
 
 __all__ = ["CHUNK", "bootstrap_draws"]
 
@@ -25,9 +25,9 @@ CHUNK = 50
 
 
 def _refit_or_error(kind: str, template: Any, train: Any, n_train: int, seed: np.random.SeedSequence):
-    from ._bootstrap import _refit
+    from ..inference._bootstrap import _refit
 
-    idx = np.random.default_rng(seed).integers(0, n_train, n_train)  # as fme._bootstrap._one_resample
+    idx = np.random.default_rng(seed).integers(0, n_train, n_train)  # as fme.inference._bootstrap._one_resample
     try:
         return _refit(kind, template, train, idx), None
     except Exception as exc:  # counted and reported like the pandas path
@@ -37,12 +37,12 @@ def _refit_or_error(kind: str, template: Any, train: Any, n_train: int, seed: np
 def _sums(part: pd.DataFrame, plan: Any, models: list, target_class: Any, groups: Any = None) -> np.ndarray:
     """Per refit: the sum of its fMEs over the partition's evaluated rows (NaN if its predict fails).
 
-    With ``groups`` (:class:`fme._dask_groups.GroupSpec`): a (groups + 1) x refits matrix, the sums
+    With ``groups`` (:class:`fme._dask.groups.GroupSpec`): a (groups + 1) x refits matrix, the sums
     over each group's evaluated rows, then over all of them.
     """
-    from ._kernel import evaluate_batch
-    from .predictors import make_predictor
-    from .steps import apply_steps
+    from .._core.kernel import evaluate_batch
+    from ..predictors import make_predictor
+    from ..steps import apply_steps
 
     batch = evaluate_batch(plan, part, with_rows=False)
     n_groups = 0 if groups is None else groups.n_groups
@@ -50,7 +50,7 @@ def _sums(part: pd.DataFrame, plan: Any, models: list, target_class: Any, groups
     if batch.cand.size == 0:
         return out
     if groups is not None:
-        from ._dask_groups import _indicator, group_codes
+        from .groups import _indicator, group_codes
 
         codes = group_codes(part, groups)[batch.cand]
         # one row of ones for the total: all evaluated rows, whatever their group
@@ -89,8 +89,8 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     from joblib import Parallel
     from joblib import delayed as jdelayed
 
-    from ._bootstrap import check_bootstrap
-    from ._progress import progress_bar
+    from ..inference._bootstrap import check_bootstrap
+    from .._utils.progress import progress_bar
 
     spec = check_bootstrap(bootstrap, model)
     if spec["kind"] == "sklearn":

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from .exceptions import DataError, ParameterError
+from ..exceptions import DataError, ParameterError
 
 #: libcoin's zero-variance threshold, an *absolute* one (§3.1, §9.1).
 TOL = float(np.sqrt(np.finfo(float).eps))

@@ -41,8 +41,8 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ._progress import progress_bar
-from .nlm_exact import _closed_forms, float32_boundary
+from .._utils.progress import progress_bar
+from ..nlm_exact import _closed_forms, float32_boundary
 
 __all__ = ["Forest", "read_forest", "traverse_nlm"]
 
@@ -128,7 +128,7 @@ def _sk_tree(est, scale: float = 1.0, col: int | None = None) -> dict | None:
 
 def _output_index(model, target_class: Any) -> int | None | str:
     """Column of the model's predict_proba the predictor reports, None for all ('all'), 0 for regressors."""
-    from .predictors import _class_index
+    from ..predictors import _class_index
 
     classes = getattr(model, "classes_", None)
     if classes is None or not hasattr(model, "predict_proba"):
@@ -509,7 +509,7 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
     releases the GIL in the array operations, as the ensembles' own
     ``predict`` runs on all cores). Chunks are independent, so the result
     does not depend on the number of threads. ``progress``: a bar over the
-    chunks when there are several (:func:`fme._progress.progress_bar`).
+    chunks when there are several (:func:`fme._utils.progress.progress_bar`).
     """
     n, p = X.shape
     arr = X.to_numpy(dtype=np.float64, na_value=np.nan)

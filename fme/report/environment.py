@@ -9,7 +9,7 @@ module is what the rest of the project knows of it:
   universal lock may pin, e.g., one numpy for Python 3.11 and another for 3.12);
 * :func:`lock_record` is what a report records: the lock's sha256 and whether
   the running interpreter's packages equal its pins (and which do not);
-* ``python -m fme._environment --conda LOCK`` writes ``environment.yml`` from the
+* ``python -m fme.report.environment --conda LOCK`` writes ``environment.yml`` from the
   lock (Linux, CPython 3.11) and ``--diff LOCK`` lists the installed packages
   that differ from it (``make test-latest`` prints this).
 
@@ -140,7 +140,7 @@ def _main(argv: list[str]) -> int:
             print(f"{d['name']}: locked {d['locked']}, installed {d['installed'] or 'nothing'}")
         print(f"{len(diff)} package(s) differ from {argv[1]}")
         return 0
-    print("usage: python -m fme._environment (--conda | --diff) requirements.lock", file=sys.stderr)
+    print("usage: python -m fme.report.environment (--conda | --diff) requirements.lock", file=sys.stderr)
     return 2
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .exceptions import DataError, FeatureError, ParameterError
+from ..exceptions import DataError, FeatureError, ParameterError
 
 __all__ = ["check_data", "is_categorical", "is_numeric", "is_complex", "check_real_columns", "check_feature_name",
            "mixed_object_numbers", "check_conf_level", "check_random_state"]

@@ -1,35 +1,7 @@
-"""Uncertainty of fMEs and of their averages (AME, MER/MEM, by-groups, cAME leaves).
+"""The types every inference method shares: :class:`Estimates` (averages with their uncertainty, as tables)
+and :class:`RowInference` (per-row ingredients any average over a subset of rows is computed from).
 
-Three meanings of "the uncertainty of an AME" (paper §3.2 defines the AME;
-§5.5 the t-based CI of a cAME):
-
-``delta``
-    Model uncertainty by the delta method: with the parameter covariance V
-    and the Jacobian g = d AME / d theta, Var(AME) ~ g' V g; z statistics and
-    normal quantiles (as Stata's ``margins`` and R/Python ``marginaleffects``).
-``bootstrap``
-    Model uncertainty by refitting the model on resamples of its training
-    data; percentile (default) or normal CIs.
-``sample``
-    The spread of the fMEs over the evaluated rows with the model held fixed:
-    mean +- t(1 - alpha/2, n - 1) SD / sqrt(n) (the paper's cAME CI, §5.5).
-    It is *not* the uncertainty of the model.
-
-Per evaluated row we keep what any average needs: the row's Jacobian
-(``delta``; n x k) or its fMEs under each refit (``bootstrap``; n x B). An
-average over any subset of rows (the AME, a ``by`` group, a cAME leaf) then
-gets its uncertainty from those rows by one sparse product, without
-predicting again (:meth:`RowInference.average`).
-
-Memory: the Jacobian takes 8 n k bytes, the bootstrap draws 8 n B bytes
-(160 MB at n = 10^5, B = 200). Draws beyond the bootstrap's ``memory_limit``
-(256 MiB by default) live in a temporary memory-mapped file, the same float64
-numbers. When the groups are known up front (:func:`fme.ame`, with or without
-``by``), :func:`compute_averages` never stores per-row draws: each refit's fMEs
-are averaged per group as they arrive (8 B x groups bytes).
-
-The delta Jacobians and the bootstrap refits live in :mod:`fme._delta` and
-:mod:`fme._bootstrap`.
+See :mod:`fme.inference` for the three meanings of an AME's uncertainty (delta, bootstrap, sample).
 """
 
 from __future__ import annotations
@@ -41,9 +13,10 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
-from .exceptions import ParameterError
+from ..exceptions import ParameterError
 
-__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "RowInference", "Estimates", "check_inference", "compute_averages"]
+__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "BOOTSTRAP_CIS", "RowInference", "Estimates", "check_inference",
+           "group_matrix", "alloc_draws", "sample_inference", "undefined_where", "pairwise_matrix"]
 
 INFERENCE_METHODS = ("auto", "delta", "bootstrap", "sample")
 #: The uncertainty columns of every aggregated table (ame, mer, mem, cAME leaves), in order.
@@ -270,70 +243,3 @@ def pairwise_matrix(m: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
     for r, (i, j) in enumerate(pairs):
         L[r, j], L[r, i] = 1.0, -1.0
     return L, pairs
-
-
-def resolve_method(inference: str, model: Any, bootstrap: Any, multi_output: bool = False) -> str:
-    """The method ``inference`` means for ``model``.
-
-    ``auto``: ``bootstrap`` when a ``bootstrap`` specification is given, else
-    ``delta`` when the model supports it (statsmodels results, the protocol of
-    :mod:`fme._delta`), else ``sample``. Multi-output (``target_class='all'``)
-    results only have ``sample``.
-    """
-    from ._delta import supports_delta
-
-    check_inference(inference)
-    if multi_output:
-        if inference in ("delta", "bootstrap"):
-            raise ParameterError(
-                f"inference={inference!r} works on one output; with target_class='all' use inference='sample' "
-                "or pass one class (target_class=<label>) per call."
-            )
-        return "sample"
-    if inference == "auto":
-        if bootstrap is not None:
-            return "bootstrap"
-        return "delta" if supports_delta(model) else "sample"
-    if bootstrap is not None and inference != "bootstrap":
-        raise ParameterError(f"bootstrap= was given but inference={inference!r}; use inference='bootstrap' "
-                             "(or 'auto') to refit, or drop bootstrap=.")
-    return inference
-
-
-def compute_rows(method: str, model: Any, pairs: list[tuple[pd.DataFrame, pd.DataFrame]],
-                 values: list[np.ndarray], f0s: list[np.ndarray | None] | None = None,
-                 bootstrap: Any = None, target_class: Any = None) -> list[RowInference]:
-    """Per-row ingredients for sets of fMEs ``values[s] = f(X1_s) - f(X0_s)`` (``pairs[s] = (X0_s, X1_s)``).
-
-    All sets share one bootstrap run (the same refits), so AMEs of several
-    features come from B refits, not B per feature.
-    """
-    if method == "sample":
-        return [sample_inference(v) for v in values]
-    if method == "delta":
-        from ._delta import delta_rows
-
-        f0s = f0s or [None] * len(pairs)
-        return [delta_rows(model, x0, x1, v, f0) for (x0, x1), v, f0 in zip(pairs, values, f0s)]
-    from ._bootstrap import bootstrap_rows, check_bootstrap
-
-    spec = check_bootstrap(bootstrap, model)
-    return bootstrap_rows(model, pairs, values, spec, target_class)
-
-
-def compute_averages(method: str, model: Any, pairs: list[tuple[pd.DataFrame, pd.DataFrame]],
-                     values: list[np.ndarray], groupings: list[tuple[np.ndarray, int]],
-                     f0s: list[np.ndarray | None] | None = None, bootstrap: Any = None,
-                     target_class: Any = None) -> list[Estimates]:
-    """Group averages of sets of fMEs with their uncertainty: ``compute_rows(...)[s].average(*groupings[s])``.
-
-    For ``bootstrap`` the same numbers without the n x B per-row draws: each refit's fMEs are averaged
-    over the groups as they arrive (memory sum(n_groups) x B instead of n x B).
-    """
-    if method == "bootstrap":
-        from ._bootstrap import bootstrap_rows, check_bootstrap
-
-        spec = check_bootstrap(bootstrap, model)
-        return bootstrap_rows(model, pairs, values, spec, target_class, groupings=groupings)
-    rows = compute_rows(method, model, pairs, values, f0s, bootstrap, target_class)
-    return [r.average(codes, m) for r, (codes, m) in zip(rows, groupings)]

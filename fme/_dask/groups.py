@@ -4,11 +4,11 @@ The pandas path (:func:`fme.margins.ame`) averages the rows of each ``by``
 group with a sparse averaging matrix (:func:`fme.inference.group_matrix`).
 On Dask data every partition returns, for each group g, mergeable sums of its
 evaluated rows in the same pass as the overall summary
-(:func:`fme._dask._partition_pass`): the row count of the group over all rows
-(excluded ones too), the :class:`~fme._kernel.Moments` of its fMEs, the sum
+(:func:`fme._dask.effects._partition_pass`): the row count of the group over all rows
+(excluded ones too), the :class:`~fme._core.kernel.Moments` of its fMEs, the sum
 of its rows' delta-method Jacobians, and its sorted fMEs (kept on the workers
 for exact quartiles). The bootstrap sums each refit's fMEs per group
-(:mod:`fme._dask_bootstrap`). Group g's AME is Σ fME / n_g, its delta-method
+(:mod:`fme._dask.bootstrap`). Group g's AME is Σ fME / n_g, its delta-method
 gradient Σ J / n_g and its bootstrap draw b Σ fME_b / n_g: the pandas figures
 up to rounding (~1e-15 relative).
 
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from ._kernel import Moments
+from .._core.kernel import Moments
 
 __all__ = ["GroupSpec", "GroupSums", "group_keys", "group_codes", "group_sums", "group_sizes"]
 

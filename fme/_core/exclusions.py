@@ -13,7 +13,7 @@ only the rows left out get strings, as ``(positions, point, reason)`` notes:
 object arrays over all rows would cost more than a cheap model's predict.
 :func:`_excluded_frame` turns codes and notes into ``FMEResult.excluded``.
 
-These are private workers of :mod:`fme._kernel`; they trust the plan that
+These are private workers of :mod:`fme._core.kernel`; they trust the plan that
 :func:`fme.effects.resolve_plan` validated.
 """
 
@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ._guards import call_detector, check_flags
-from ._shrink import MIN_STEP_FRACTION, shrink_steps
-from .exceptions import DataError, ExtrapolationError
-from .steps import Step, apply_steps
+from .._utils.guards import call_detector, check_flags
+from .shrink import MIN_STEP_FRACTION, shrink_steps
+from ..exceptions import DataError, ExtrapolationError
+from ..steps import Step, apply_steps
 
 if TYPE_CHECKING:  # the plan's class lives in the kernel, which imports this module
-    from ._kernel import Plan
+    from .kernel import Plan
 
 __all__ = ["check_evaluated"]
 

@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._numfmt import fmt_bound
-from ._stats import describe
-from ._tree_args import string_columns
-from ._validation import check_data, is_categorical
-from .effects import FMEResult
-from .exceptions import FeatureError, ParameterError
-from .inference import INFERENCE_COLUMNS, sample_inference
+from .._utils.numfmt import fmt_bound
+from .._utils.stats import describe
+from .args import string_columns
+from .._utils.validation import check_data, is_categorical
+from ..effects import FMEResult
+from ..exceptions import FeatureError, ParameterError
+from ..inference._estimates import INFERENCE_COLUMNS, sample_inference
 
 __all__ = ["PartitionResult"]
 
@@ -249,7 +249,7 @@ class PartitionResult:
     def rule(self, node: int) -> str:
         """Compact rule of a subspace: one condition per restricted feature,
         e.g. ``"lstat <= 11.38 & rm <= 6.433"`` or ``"2.9 < x <= 4.1"``; bounds with 6 significant
-        digits (:func:`fme._numfmt.fmt_bound`, as the tree's edge labels)."""
+        digits (:func:`fme._utils.numfmt.fmt_bound`, as the tree's edge labels)."""
         parts = []
         for feat, (low, high, levels) in self._bounds(node).items():
             if levels is not None:
@@ -336,7 +336,7 @@ class PartitionResult:
 
     def plot(self, **kwargs: Any) -> Any:
         """Draw the tree with per-leaf fME histograms (see :class:`fme.plotting.PartitionDisplay`)."""
-        from .plotting import PartitionDisplay
+        from ..plotting import PartitionDisplay
 
         return PartitionDisplay.from_partition(self, **kwargs)
 

@@ -2,10 +2,10 @@
 
 :func:`ame_dask` runs one pass of the kernel per table row (numeric steps,
 rules, observation-wise categorical levels; classic categorical levels, all
-of a feature's levels in one pass, :mod:`fme._dask_classic`; delta,
+of a feature's levels in one pass, :mod:`fme._dask.classic`; delta,
 bootstrap (one seed for every row) and sample inference; ``by`` groups and
 their pairwise differences from per-group sums of the same pass,
-:mod:`fme._dask_groups`). The cAMEs of Dask data are in :mod:`fme._dask_tables`.
+:mod:`fme._dask.groups`). The cAMEs of Dask data are in :mod:`fme._dask.came`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._dask import DaskFMEResult, _model_frames, as_dask
-from .exceptions import DataError, ParameterError
+from .effects import DaskFMEResult, _model_frames, as_dask
+from ..exceptions import DataError, ParameterError
 
 __all__ = ["ame_dask"]
 
@@ -24,12 +24,12 @@ __all__ = ["ame_dask"]
 def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypothesis: Any, bootstrap: Any,
              conf_level: float, features: Any, categorical: str, columns: list[str], **fme_kwargs: Any) -> pd.DataFrame:
     """:func:`fme.ame` on Dask data: one :func:`fme_dask` pass per row of the table (univariate steps)."""
-    from .effects import fme
-    from .exceptions import FeatureError, StepError
-    from .inference import resolve_method
-    from .predictors import make_predictor
-    from ._validation import is_categorical
-    from .margins import _HYPOTHESES, _check_by
+    from ..effects import fme
+    from ..exceptions import FeatureError, StepError
+    from ..inference._methods import resolve_method
+    from ..predictors import make_predictor
+    from .._utils.validation import is_categorical
+    from ..margins import _HYPOTHESES, _check_by
 
     if categorical not in ("observation", "classic"):
         raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
@@ -42,7 +42,7 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
         raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
     groups = None
     if by_cols:
-        from ._dask_groups import group_keys
+        from .groups import group_keys
 
         groups = group_keys(data, by_cols)
     method = resolve_method(inference, model, bootstrap)
@@ -118,8 +118,8 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
 def _classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list, method: str, bootstrap: Any,
                   conf_level: float, groups: Any, hypothesis: Any, fme_kwargs: dict) -> list[dict[str, Any]]:
     """The table rows of the categorical ``feature`` with ``categorical='classic'`` (one pass for all levels,
-    :mod:`fme._dask_classic`)."""
-    from ._dask_classic import classic_reference, classic_results
+    :mod:`fme._dask.classic`)."""
+    from .classic import classic_reference, classic_results
 
     reference = classic_reference(feature, value, levels)
     results = classic_results(model, data, feature, reference, levels, method=method, bootstrap=bootstrap,
@@ -143,7 +143,7 @@ def _all_levels(data: Any, feature: str) -> list:
     """The levels of a categorical column of the Dask ``data``, as :func:`fme.steps._levels` of all rows."""
     from dask.dataframe.utils import has_known_categories
 
-    from .steps import _levels
+    from ..steps import _levels
 
     col = data._meta[feature]
     known = isinstance(col.dtype, pd.CategoricalDtype) and has_known_categories(col)
@@ -155,8 +155,8 @@ def _fme_grouped(model: Any, data: Any, step: dict, groups: Any, **kwargs: Any) 
     """:func:`fme.fme` on Dask data with ``groups`` summed in the same pass (fme's own defaults)."""
     import inspect
 
-    from ._dask import fme_dask
-    from .effects import fme
+    from .effects import fme_dask
+    from ..effects import fme
 
     bound = inspect.signature(fme).bind(model, data, step, **kwargs)
     bound.apply_defaults()
@@ -166,7 +166,7 @@ def _fme_grouped(model: Any, data: Any, step: dict, groups: Any, **kwargs: Any) 
 
 def _group_estimates(res: DaskFMEResult) -> Any:
     """The groups' AMEs with their uncertainty, as :meth:`RowInference.average` gives them in memory."""
-    from .inference import Estimates
+    from ..inference._estimates import Estimates
 
     g = res.summary_data.groups
     n = g.fme.n.astype(float)
@@ -188,7 +188,7 @@ def _group_estimates(res: DaskFMEResult) -> Any:
 def _group_quartiles(res: DaskFMEResult, g: int, n: int) -> dict[float, float]:
     from dask import delayed
 
-    from ._dask_quantiles import quantiles as _quantiles
+    from .quantiles import quantiles as _quantiles
 
     parts = [delayed(lambda d, k=g: (d or {}).get(k, np.empty(0)))(p) for p in res.group_parts]
     return _quantiles(parts, n, [0.25, 0.75])
@@ -197,7 +197,7 @@ def _group_quartiles(res: DaskFMEResult, g: int, n: int) -> dict[float, float]:
 def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, conf_level: float,
                 method: str) -> list[dict[str, Any]]:
     """The table rows of one step: one per group, or one per pair of groups (``hypothesis='pairwise'``)."""
-    from .inference import pairwise_matrix, undefined_where
+    from ..inference._estimates import pairwise_matrix, undefined_where
 
     g = res.summary_data.groups
     used = g.fme.n.astype(np.int64)
@@ -229,8 +229,8 @@ def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, co
 
 def _empty_group_rows(head: dict, data: Any, groups: Any, hypothesis: Any, method: str) -> list[dict[str, Any]]:
     """A level no row could move to: its rows per group (or pair) with NaN figures, as the pandas path."""
-    from ._dask_groups import group_sizes
-    from .inference import pairwise_matrix
+    from .groups import group_sizes
+    from ..inference._estimates import pairwise_matrix
 
     size = group_sizes(data, groups)
     nan = {"ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan, "conf_low": np.nan,

@@ -1,4 +1,4 @@
-"""cAMEs of Dask data (issue 14), on top of :mod:`fme._dask` (AME tables: :mod:`fme._dask_ame`).
+"""cAMEs of Dask data (issue 14), on top of :mod:`fme._dask.effects` (AME tables: :mod:`fme._dask.ame`).
 
 * :func:`came_dask`: :func:`fme.came` on Dask effects: the tree is grown on
   a seeded sample of at most ``sample_size`` evaluated rows (default 10**6;
@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._dask import DaskFMEResult, _seed
-from .exceptions import DataError
+from .effects import DaskFMEResult, _seed
+from ..exceptions import DataError
 
 __all__ = ["came_dask"]
 
 
 def _rows_with_features(part: pd.DataFrame, plan: Any, features: list[str]) -> pd.DataFrame:
     """The evaluated rows of a partition: their fME (and NLM) beside the partitioning features."""
-    from ._kernel import evaluate_batch
+    from .._core.kernel import evaluate_batch
 
     batch = evaluate_batch(plan, part, with_rows=False)
     cols = [c for c in ("fme", "nlm") if c in batch.results.columns]
@@ -33,8 +33,8 @@ def _rows_with_features(part: pd.DataFrame, plan: Any, features: list[str]) -> p
 def _leaf_pass(part: pd.DataFrame, plan: Any, features: list[str], tree: Any, lookup: np.ndarray,
                leaf_ids: list[int], threshold: float) -> tuple:
     """Per subspace: merged-sum ingredients of the cAME figures, and the sorted defined NLMs."""
-    from ._kernel import Moments, evaluate_batch
-    from ._tree_args import string_columns
+    from .._core.kernel import Moments, evaluate_batch
+    from .._trees.args import string_columns
 
     batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
     out: dict[int, tuple] = {}
@@ -77,7 +77,7 @@ def _merge_leaves(*parts: tuple) -> dict:
 
 
 def _describe_moments(m: Any, conf_level: float, upper: float | None = None) -> dict[str, float]:
-    """:func:`fme._stats.describe` (without quartiles) from merged moments."""
+    """:func:`fme._utils.stats.describe` (without quartiles) from merged moments."""
     from scipy import stats
 
     n = int(m.n[0])
@@ -98,7 +98,7 @@ def _describe_moments(m: Any, conf_level: float, upper: float | None = None) -> 
 
 def _leaf_row(effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, median_nlm: float,
               conf_level: float) -> dict[str, Any]:
-    from .inference import Estimates
+    from ..inference._estimates import Estimates
 
     d = _describe_moments(fm, conf_level)
     row = {"n": int(d["n"]), "came": d["mean"], "sd_fme": d["sd"], "cov_fme": d["cov"],
@@ -121,15 +121,15 @@ def _leaf_row(effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, med
 
 
 def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, **came_kwargs: Any):
-    """:func:`fme.came` for :class:`~fme._dask.DaskFMEResult` (see the module docstring)."""
+    """:func:`fme.came` for :class:`~fme._dask.effects.DaskFMEResult` (see the module docstring)."""
     import dask
     from dask import delayed
 
-    from ._dask import _check_sample_size
-    from ._dask_quantiles import quantiles as _quantiles
-    from .came import _LEAF_COLUMNS, _NLM_COLUMNS, came
-    from .effects import FMEResult
-    from .inference import INFERENCE_COLUMNS, sample_inference
+    from .effects import _check_sample_size
+    from .quantiles import quantiles as _quantiles
+    from ..came import _LEAF_COLUMNS, _NLM_COLUMNS, came
+    from ..effects import FMEResult
+    from ..inference._estimates import INFERENCE_COLUMNS, sample_inference
 
     sample_size = _check_sample_size(sample_size)
     if effects.n == 0:
@@ -142,7 +142,7 @@ def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: 
         features = list(effects.model_features) if effects.model_features is not None else list(data.columns)
     missing = [f for f in features if f not in data.columns]
     if missing:
-        from .exceptions import FeatureError
+        from ..exceptions import FeatureError
 
         raise FeatureError(f"partitioning feature(s) {missing} are not columns of the data the effects were "
                            "computed on.")

@@ -10,21 +10,21 @@
    categorical levels over all reference rows (identical to pandas); every
    other detector on a seeded sample of at most ``sample_size`` reference rows
    (default :data:`DEFAULT_SAMPLE_SIZE`; all rows when there are no more);
-3. one pass of :func:`fme._kernel.evaluate_batch` per partition gives the
-   mergeable :class:`~fme._kernel.Summary` (tree-reduced) and, kept on the
+3. one pass of :func:`fme._core.kernel.evaluate_batch` per partition gives the
+   mergeable :class:`~fme._core.kernel.Summary` (tree-reduced) and, kept on the
    workers, the partition's sorted fMEs and NLMs, from which exact quartiles
    and medians are selected by two small rounds of counting;
 4. with NLMs, the flat-path test's scale (the SD of all f(x), f(x + h),
-   :func:`fme._nlm_eval.classify`) is merged by that pass, and the rows it
-   left open are classified on the workers (:mod:`fme._dask_nlm`; a
+   :func:`fme._nlm.evaluate.classify`) is merged by that pass, and the rows it
+   left open are classified on the workers (:mod:`fme._dask.nlm`; a
    multi-output model gets the scale from a first pass instead).
 
 ``results`` and ``excluded`` are lazy Dask DataFrames (the kernel again, per
 partition, when computed) with the index and columns of the pandas result.
 Bootstrap inference refits in memory and evaluates each refit per partition
-(:mod:`fme._dask_bootstrap`). ``by`` groups of :func:`fme.ame` are summed in
-the same pass (:mod:`fme._dask_groups`). Several outputs (``target_class='all'``,
-multi-output models) give a :class:`fme._dask_outputs.DaskMultiFMEResult`
+(:mod:`fme._dask.bootstrap`). ``by`` groups of :func:`fme.ame` are summed in
+the same pass (:mod:`fme._dask.groups`). Several outputs (``target_class='all'``,
+multi-output models) give a :class:`fme._dask.outputs.DaskMultiFMEResult`
 with figures per class.
 """
 
@@ -38,16 +38,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._guards import call_detector
-from ._dask_nlm import finish, flat_scale, pending
-from ._dask_quantiles import quantiles as _quantiles
-from ._kernel import Plan, Summary, _excluded_frame, evaluate_batch, results_meta, summarise
-from ._models import model_frame
-from ._progress import dask_progress
-from .exceptions import DataError, ParameterError
-from .extrapolation import EnvelopeDetector
-from .inference import Estimates
-from .steps import Step
+from .._utils.guards import call_detector
+from .nlm import finish, flat_scale, pending
+from .quantiles import quantiles as _quantiles
+from .._core.kernel import Plan, Summary, _excluded_frame, evaluate_batch, results_meta, summarise
+from .._models import model_frame
+from .._utils.progress import dask_progress
+from ..exceptions import DataError, ParameterError
+from ..extrapolation import EnvelopeDetector
+from ..inference._estimates import Estimates
+from ..steps import Step
 
 __all__ = ["DEFAULT_SAMPLE_SIZE", "DaskFMEResult", "fme_dask", "envelope_frame", "reference_sample", "require_dask",
            "as_dask"]
@@ -67,7 +67,7 @@ def require_dask():
 
 
 def _is_dask(obj: Any) -> bool:
-    from .effects import is_dask_collection
+    from ..effects import is_dask_collection
 
     return is_dask_collection(obj)
 
@@ -130,12 +130,12 @@ def _partition_pass(part: pd.DataFrame, plan: Plan, threshold: float, groups: An
     summary = summarise(batch, plan, threshold)
     group_parts = None
     if groups is not None:
-        from ._dask_groups import group_codes, group_sums
+        from .groups import group_codes, group_sums
 
         sums, group_parts = group_sums(batch, group_codes(part, groups), groups.n_groups)
         summary = replace(summary, groups=sums)
-    if plan.names is not None:  # several outputs: sorted values per output (fme._dask_outputs)
-        from ._dask_outputs import sorted_outputs
+    if plan.names is not None:  # several outputs: sorted values per output (fme._dask.outputs)
+        from .outputs import sorted_outputs
 
         fm, nl = sorted_outputs(batch.results, plan)
         return summary, fm, nl, group_parts
@@ -143,7 +143,7 @@ def _partition_pass(part: pd.DataFrame, plan: Plan, threshold: float, groups: An
     fm = fm[~np.isnan(fm)]
     nl = None
     if "nlm" in batch.results.columns and defer_flat:
-        nl = pending(batch)  # the flat-path test waits for the scale of the whole pass (fme._dask_nlm)
+        nl = pending(batch)  # the flat-path test waits for the scale of the whole pass (fme._dask.nlm)
     elif "nlm" in batch.results.columns:
         nl = np.sort(batch.results["nlm"].to_numpy(dtype=float))
         nl = nl[~np.isnan(nl)]
@@ -206,7 +206,7 @@ def envelope_frame(ref: Any) -> pd.DataFrame:
     import dask
     from dask import delayed
 
-    from ._validation import is_categorical
+    from .._utils.validation import is_categorical
 
     cols = list(ref.columns)
     meta = ref._meta
@@ -367,7 +367,7 @@ class DaskFMEResult:
         return Estimates("sample", est, se=se, df=np.array([max(n - 1.0, 1.0)]))
 
     def _inference_table(self, conf_level: float | None = None) -> pd.DataFrame:
-        from ._validation import check_conf_level
+        from .._utils.validation import check_conf_level
 
         level = self.conf_level if conf_level is None else check_conf_level(conf_level)
         return self._estimates().table(level)
@@ -444,14 +444,14 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
              progress: bool | None = None, groups: Any = None) -> DaskFMEResult:
     """:func:`fme.fme` on Dask data (see the module docstring).
 
-    ``groups`` (a :class:`fme._dask_groups.GroupSpec`, for ``fme.ame(by=)``):
+    ``groups`` (a :class:`fme._dask.groups.GroupSpec`, for ``fme.ame(by=)``):
     the same pass also sums every ``by`` group (``summary_data.groups``,
     ``group_parts``; bootstrap draws per group).
     """
     import dask
 
-    from .effects import check_evaluated, resolve_plan
-    from ._validation import is_categorical
+    from ..effects import check_evaluated, resolve_plan
+    from .._utils.validation import is_categorical
 
     require_dask()
     sample_size = _check_sample_size(sample_size)
@@ -469,12 +469,12 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     rules: dict[str, str] = {}
     if need and all(f in reference.columns for f in need):
         # sd/unit rules by a moments reduction, iqr/mad by exact order statistics: no column is gathered
-        from ._dask_steps import column_sd_steps
+        from .steps import column_sd_steps
 
         steps, rules = column_sd_steps(steps, reference, need)
         need = [f for f in need if f not in rules]
     if need and all(f in reference.columns for f in need):
-        from ._dask_steps import rule_frame
+        from .steps import rule_frame
 
         rule_ref = rule_frame(reference, need)
     elif reference_data is None:
@@ -502,7 +502,7 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     from dask import delayed
 
     # The flat-path test's scale (the SD of all f(x), f(x + h)) is known at the end of the pass: single-output
-    # NLMs are classified then (fme._dask_nlm); multi-output ones get it from a first pass without the NLM.
+    # NLMs are classified then (fme._dask.nlm); multi-output ones get it from a first pass without the NLM.
     deferred = plan.settings is not None and plan.names is None
     if plan.settings is not None and not deferred:
         first = replace(plan, settings=None, method="sample")
@@ -542,7 +542,7 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     check_evaluated(plan, None, bounds, counts=summary.codes)
     boot = None
     if boot_method:
-        from ._dask_bootstrap import bootstrap_draws
+        from .bootstrap import bootstrap_draws
 
         counts = summary.codes[:1] if groups is None else summary.groups.fme.n
         boot = bootstrap_draws(model, data, plan, bootstrap, counts, groups)
@@ -554,8 +554,8 @@ def fme_dask(model: Any, data: Any, steps: Any, *, nlm: bool, nlm_method: str, n
     excluded = data.map_partitions(_partition_excluded, plan, meta=ex_meta)
     settings = plan.settings
     cls = DaskFMEResult
-    if plan.names is not None:  # several outputs: figures per class (fme._dask_outputs)
-        from ._dask_outputs import DaskMultiFMEResult as cls
+    if plan.names is not None:  # several outputs: figures per class (fme._dask.outputs)
+        from .outputs import DaskMultiFMEResult as cls
     return cls(
         results=results, excluded=excluded, steps=plan.steps, summary_data=summary,
         model_description=plan.predictor.description,

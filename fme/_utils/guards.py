@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .exceptions import ExtrapolationError, FMEError
+from ..exceptions import ExtrapolationError, FMEError
 
 __all__ = ["check_flags", "call_detector"]
 

@@ -2,7 +2,7 @@
 
 * :func:`resolve_method`: ``nlm_method="auto"`` -> ``"exact"`` for the tree
   models of :mod:`fme.nlm_exact`, ``"gauss-kronrod"`` otherwise. The exact
-  NLM traverses the trees (:mod:`fme._tree_paths`) where it can read them,
+  NLM traverses the trees (:mod:`fme._nlm.tree_paths`) where it can read them,
   else predicts at segment midpoints (:func:`fme.nlm_exact.exact_nlm`).
 * :func:`adaptive_nlm`: Gauss-Kronrod (10, 21) NLM with a per-row error
   estimate |NLM_K21 - NLM_G10|; rows above ``nlm_tol`` are recomputed on
@@ -22,13 +22,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .exceptions import ParameterError
-from ._progress import progress_bar
-from .nlm import (DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, NLM_METHODS, QuadratureRule, gauss_kronrod_rules,
-                  nlm_from_path, quadrature_rule)
-from ._tree_paths import read_forest, traverse_nlm
-from .nlm_exact import exact_nlm, exact_support
-from .steps import STACK_CELL_BUDGET, Step, _numeric_shift, stack_path
+from ..exceptions import ParameterError
+from .._utils.progress import progress_bar
+from ..nlm import (DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, NLM_METHODS, QuadratureRule, gauss_kronrod_rules, nlm_from_path, quadrature_rule)
+from .tree_paths import read_forest, traverse_nlm
+from ..nlm_exact import exact_nlm, exact_support
+from ..steps import STACK_CELL_BUDGET, Step, _numeric_shift, stack_path
 
 __all__ = ["NLMSummaryMixin", "nlm_values", "NLMSettings", "resolve_method", "adaptive_nlm", "classify", "NLM_STATUS", "DEFAULT_FLAT_TOL"]
 
@@ -47,7 +46,7 @@ class NLMSettings:
                  tol: float = DEFAULT_NLM_TOL, max_level: int = DEFAULT_MAX_LEVEL, flat_tol: float = DEFAULT_FLAT_TOL,
                  forest=None):
         self.method, self.rule, self.thresholds = method, rule, thresholds
-        #: the model's trees (fme._tree_paths.Forest) when the exact NLM traverses them, else None (midpoints)
+        #: the model's trees (fme._nlm.tree_paths.Forest) when the exact NLM traverses them, else None (midpoints)
         self.forest = forest
         self.tol, self.max_level, self.flat_tol = tol, max_level, flat_tol
 
@@ -110,7 +109,7 @@ def adaptive_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.
     """Gauss-Kronrod NLM with error control (see module docstring).
 
     ``progress``: a bar over the batches of each refinement level that spans
-    more than one batch (:func:`fme._progress.progress_bar`).
+    more than one batch (:func:`fme._utils.progress.progress_bar`).
 
     Returns
     -------

@@ -5,13 +5,13 @@ the reference level c_ref, then to each other level c, and averages
 f(x with c) - f(x with c_ref) over all rows (Eq. categorical_me; rows
 already at c or with a missing value count too). On Dask data one pass does
 the same: each partition is set to c_ref once and the batch kernel
-(:func:`fme._kernel.evaluate_batch`) evaluates the categorical step "-> c"
+(:func:`fme._core.kernel.evaluate_batch`) evaluates the categorical step "-> c"
 on it for every other level (nothing is excluded: no row is at c or
-missing), returning per level the mergeable :class:`~fme._kernel.Summary`,
+missing), returning per level the mergeable :class:`~fme._core.kernel.Summary`,
 the ``by`` groups' sums (groups of the rows' own values, as pandas) and the
 sorted fMEs for exact quartiles. The table rows then come from the same code
-as the observation-wise rows (:func:`fme._dask_ame.ame_dask`). Bootstrap draws
-evaluate each refit on the data set to c_ref (:mod:`fme._dask_bootstrap`,
+as the observation-wise rows (:func:`fme._dask.ame.ame_dask`). Bootstrap draws
+evaluate each refit on the data set to c_ref (:mod:`fme._dask.bootstrap`,
 one seed for every level: the pandas path's shared refits).
 
 Cost: each level's kernel call predicts f(x with c_ref) again (2 predictions
@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._dask import DaskFMEResult, _tree_reduce
-from ._kernel import Plan, evaluate_batch, summarise
-from .steps import Step, _set_level
+from .effects import DaskFMEResult, _tree_reduce
+from .._core.kernel import Plan, evaluate_batch, summarise
+from ..steps import Step, _set_level
 
 __all__ = ["classic_reference", "classic_results"]
 
@@ -45,7 +45,7 @@ def _classic_pass(part: pd.DataFrame, plans: list[Plan], feature: str, reference
     """Per level: (Summary, sorted fMEs, per-group sorted fMEs) of one partition set to ``reference``."""
     codes = None
     if groups is not None:
-        from ._dask_groups import group_codes
+        from .groups import group_codes
 
         codes = group_codes(part, groups)  # the rows' own groups, before the level is overwritten
     at_ref = _at_level(part, feature, reference)
@@ -55,7 +55,7 @@ def _classic_pass(part: pd.DataFrame, plans: list[Plan], feature: str, reference
         summary = summarise(batch, plan)
         group_parts = None
         if groups is not None:
-            from ._dask_groups import group_sums
+            from .groups import group_sums
 
             sums, group_parts = group_sums(batch, codes, groups.n_groups)
             summary = replace(summary, groups=sums)
@@ -70,19 +70,19 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
     """One :class:`DaskFMEResult` per level other than ``reference`` (their summaries from one pass).
 
     ``levels``: the feature's levels over all rows (sorted as pandas); ``groups``: the ``by`` groups
-    (:class:`fme._dask_groups.GroupSpec`) or None.
+    (:class:`fme._dask.groups.GroupSpec`) or None.
     """
     if groups is not None and method == "bootstrap" and feature in groups.by:
-        from .exceptions import ParameterError
+        from ..exceptions import ParameterError
 
         raise ParameterError(f"categorical='classic' with bootstrap inference cannot group by the stepped feature "
                              f"{feature!r} on Dask data; group by another column or use inference='delta'/'sample'.")
     import dask
     from dask import delayed
 
-    from ._kernel import _check_batch_size
-    from ._progress import dask_progress
-    from .predictors import make_predictor
+    from .._core.kernel import _check_batch_size
+    from .._utils.progress import dask_progress
+    from ..predictors import make_predictor
 
     predictor = make_predictor(model, target_class)
     others = [lv for lv in levels if lv != reference]
@@ -109,7 +109,7 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
         pos += 1 + len(fms[j]) + len(gps[j])
         boot = None
         if method == "bootstrap":
-            from ._dask_bootstrap import bootstrap_draws
+            from .bootstrap import bootstrap_draws
 
             if at_ref is None:
                 at_ref = data.map_partitions(_at_level, feature, reference, meta=data._meta)
@@ -125,8 +125,8 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
 
 def classic_reference(feature: str, value: Any, levels: list) -> Any:
     """The reference level: ``value`` matched to one of ``levels`` (None: the first level)."""
-    from .exceptions import StepError
-    from .steps import _same_level
+    from ..exceptions import StepError
+    from ..steps import _same_level
 
     if value is None:
         return levels[0]

@@ -2,7 +2,7 @@
 
 A path is *flat* when the SD of f along it is at most ``nlm_flat_tol`` times
 the SD of all predictions f(x), f(x + h) over the evaluated rows
-(:func:`fme._nlm_eval.classify`, paper §5.4): a scale that is known only after
+(:func:`fme._nlm.evaluate.classify`, paper §5.4): a scale that is known only after
 every partition has been evaluated. Instead of a first pass over the data for
 that scale (the model's f(x), f(x + h) and the partition's reading or
 generation once more: 10-20 % of a linear model's fME + NLM time), each
@@ -16,7 +16,7 @@ defined NLMs.
 
 Memory: 17 bytes per row with a defined NLM while the pass runs (the NLM, its
 SD and a flag), against the 8 bytes of the sorted NLMs kept afterwards.
-Multi-output models keep the first pass (:func:`fme._dask.fme_dask`).
+Multi-output models keep the first pass (:func:`fme._dask.effects.fme_dask`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._kernel import Batch, Moments, Summary
+from .._core.kernel import Batch, Moments, Summary
 
 __all__ = ["PendingNLM", "pending", "finish", "flat_scale"]
 
@@ -64,7 +64,7 @@ def flat_scale(spread: Moments) -> np.ndarray:
 def finish(p: PendingNLM, scale: float, flat_tol: float, threshold: float) -> tuple[Summary, np.ndarray]:
     """The NLM figures of a partition (a :class:`Summary` holding only them) and its sorted defined NLMs.
 
-    The same rule as :func:`fme._nlm_eval.classify`: flat when
+    The same rule as :func:`fme._nlm.evaluate.classify`: flat when
     ``sd <= flat_tol * scale``; inaccurate only when not flat.
     """
     flat = p.sd <= flat_tol * scale

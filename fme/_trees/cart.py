@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 from sklearn.tree import DecisionTreeRegressor
 
-from ._validation import check_data, check_real_columns, is_categorical
-from .exceptions import NotFittedError, ParameterError
+from .._utils.validation import check_data, check_real_columns, is_categorical
+from ..exceptions import NotFittedError, ParameterError
 
 __all__ = ["CartTree"]
 

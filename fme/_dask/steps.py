@@ -1,11 +1,11 @@
 """Step rules of Dask data resolved by reductions (issue 14): no stepped column is gathered for ``sd``.
 
-:func:`fme._dask.fme_dask` needs the numbers behind rules such as ``"sd"`` or ``"-2*sd"``
+:func:`fme._dask.effects.fme_dask` needs the numbers behind rules such as ``"sd"`` or ``"-2*sd"``
 (paper §3.2) before the passes over the data. Before this module, the stepped columns of the
 reference data were gathered into memory for them; the ``sd`` and ``unit`` rules now come from
 merged per-partition moments, and the levels of a text column from its distinct values
 (:func:`rule_frame`); ``iqr`` and ``mad`` from exact order statistics of the column's sorted
-partitions (:mod:`fme._dask_quantiles`: only the values near the quartiles or the median move).
+partitions (:mod:`fme._dask.quantiles`: only the values near the quartiles or the median move).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ __all__ = ["column_sd_steps", "rule_frame"]
 
 
 def _finite_moments(part: pd.DataFrame, cols: list[str]) -> Any:
-    from ._kernel import Moments
+    from .._core.kernel import Moments
 
     v = part[cols].to_numpy(dtype=float, na_value=np.nan)
     return Moments.of(np.where(np.isfinite(v), v, np.nan))
@@ -40,7 +40,7 @@ def _spread_by_order(reference: Any, col: str, rule: str) -> float:
     import dask
     from dask import delayed
 
-    from ._dask_quantiles import quantiles
+    from .quantiles import quantiles
 
     parts = list(dask.persist(*[delayed(_sorted_finite)(p, col) for p in reference.to_delayed()]))
     n = int(sum(dask.compute(*[delayed(len)(p) for p in parts])))
@@ -67,9 +67,9 @@ def column_sd_steps(steps: Any, reference: Any, features: list[str]) -> tuple[di
     import dask
     from dask import delayed
 
-    from ._dask import _tree_reduce
-    from ._validation import is_categorical
-    from .steps import _RULE_RE
+    from .effects import _tree_reduce
+    from .._utils.validation import is_categorical
+    from ..steps import _RULE_RE
 
     todo = {}
     for f in features:
@@ -104,7 +104,7 @@ def rule_frame(reference: Any, features: list[str]) -> pd.DataFrame:
     columns of ``reference`` are empty (NaN)."""
     import dask
 
-    from ._validation import is_categorical
+    from .._utils.validation import is_categorical
 
     text = [f for f in features if is_categorical(reference._meta[f])]
     numeric = [f for f in features if f not in text]
