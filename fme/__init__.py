@@ -6,6 +6,7 @@ categorical and multivariate steps (§5.1-5.2), the NLM (§5.4), cAMEs on
 CTREE subspaces (§5.5) and extrapolation checks (§3.2, Appendix).
 """
 
+from ._utils import legacy as _legacy
 from .came import PartitionResult, came, partition_stability
 from .ctree import CTree
 from .effects import FMEResult, fme
@@ -35,6 +36,8 @@ from .margins import ame, dme, mem, mer
 from .steps import step_size
 
 __version__ = "0.1.0"
+
+_legacy.install()  # results pickled before the house moved (fme._partition, ...) still load
 
 __all__ = [
     "fme", "FMEResult", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",

@@ -12,9 +12,12 @@ variation CoV = SD / |mean| and t-based confidence intervals
 paper); ``method="cart"`` a scikit-learn CART tree. ``n_partitions`` and
 ``max_sd`` reduce the grown tree as R's fmeffects does.
 
-This module grows, reduces and refits the trees (:func:`came`,
-:func:`partition_stability`); the result, :class:`PartitionResult` with its
-tables, lives in :mod:`fme._trees.partition` and is re-exported here.
+This module is the front door: :func:`came` validates its arguments once
+(:func:`_check_came_args`, on in-memory or Dask effects alike) and hands them
+to the in-memory worker (:func:`fme._trees.grow.grow_partition`) or the Dask
+engine (:func:`fme._dask.came.came_dask`); :func:`partition_stability` refits
+on subsamples. The result, :class:`PartitionResult` with its tables, lives in
+:mod:`fme._trees.partition` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -26,56 +29,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._trees.cart import CartTree
-# the column lists are re-exported for fme._dask.came, which builds the same tables from per-partition sums
-from ._trees.partition import _LEAF_COLUMNS, _NLM_COLUMNS, PartitionResult, _subspace_lookup  # noqa: F401
-from ._trees.args import check_tree_params, string_columns
+from ._core.results import FMEResult
+from ._dask.came import came_dask
+from ._dask.outputs import DaskMultiFMEResult
+from ._dask.result import DaskFMEResult
+from ._trees.args import check_tree_params
+from ._trees.grow import grow_partition
+from ._trees.partition import PartitionResult
+from ._utils.progress import progress_bar
 from ._utils.validation import check_conf_level, check_random_state
-from .ctree import CTree
-from .effects import FMEResult
 from .exceptions import DataError, FeatureError, FMEError, ParameterError
 
 __all__ = ["came", "PartitionResult", "partition_stability"]
-
-
-# ---------------------------------------------------------------- reduction
-def _prune_sequence(tree: Any, fmes: np.ndarray, leaf_of_row: np.ndarray) -> list[list[int]]:
-    """Greedy merging of sibling leaves, smallest pooled SD first (fmeffects' pruning).
-
-    Returns the leaf sets from the grown tree down to the root.
-    """
-    nodes = tree.nodes_
-    rows_of: dict[int, np.ndarray] = {}
-    for node in nodes.index[::-1]:  # post-order accumulation: children have larger ids
-        kids = nodes.at[node, "children"]
-        rows_of[int(node)] = (np.flatnonzero(leaf_of_row == node) if not kids
-                              else np.concatenate([rows_of[int(k)] for k in kids]))
-    leaves = {int(i) for i in nodes.index[nodes["is_leaf"].to_numpy(dtype=bool)]}
-    seq = [sorted(leaves)]
-    while len(leaves) > 1:
-        best, best_sd = None, np.inf
-        for node in sorted(leaves):
-            par = nodes.at[node, "parent"]
-            if pd.isna(par):
-                continue
-            kids = nodes.at[int(par), "children"]
-            if all(int(k) in leaves for k in kids):
-                vals = fmes[rows_of[int(par)]]
-                sd = float(np.std(vals, ddof=1)) if vals.size > 1 else 0.0
-                if sd < best_sd:
-                    best, best_sd = int(par), sd
-        leaves -= {int(k) for k in nodes.at[best, "children"]}
-        leaves.add(best)
-        seq.append(sorted(leaves))
-    return seq
-
-
-def _max_leaf_sd(leaf_set: list[int], fmes: np.ndarray, mapping: np.ndarray) -> float:
-    sds = []
-    for node in leaf_set:
-        vals = fmes[mapping == node]
-        sds.append(float(np.std(vals, ddof=1)) if vals.size > 1 else 0.0)
-    return max(sds)
 
 
 # ---------------------------------------------------------------- public API
@@ -144,23 +109,32 @@ def came(
     >>> part = fme.came(eff, minbucket=100, testtype="teststatistic", mincriterion=0.99)  # doctest: +SKIP
     >>> part.leaves[["node", "n", "came", "came_ci_low", "came_ci_high"]]              # doctest: +SKIP
     """
-    if type(effects).__name__ == "DaskMultiFMEResult":  # several outputs of Dask data, as for FMEResult below
+    if isinstance(effects, DaskMultiFMEResult):  # several outputs of Dask data, as for FMEResult below
         raise ParameterError("came needs one fME per row; compute effects with a single target_class, not 'all'.")
-    if type(effects).__name__ == "DaskFMEResult":
-        from ._dask.came import came_dask
-
-        return came_dask(effects, sample_size=sample_size, random_state=random_state, method=method,
-                         features=features, n_partitions=n_partitions, max_sd=max_sd, conf_level=conf_level,
-                         standardize=standardize, **tree_params)
-    if sample_size is not None:
+    on_dask = isinstance(effects, DaskFMEResult)
+    if not on_dask and sample_size is not None:
         raise ParameterError("sample_size applies to Dask effects only (the tree is then grown on a sample); "
                              "in-memory effects use every row.")
-    if not isinstance(effects, FMEResult):
+    if not on_dask and not isinstance(effects, FMEResult):
         raise DataError(f"`effects` must be the FMEResult of fme.fme(...), got {type(effects).__name__}.")
     if effects.output_names is not None:
         raise ParameterError("came needs one fME per row; compute effects with a single target_class, not 'all'.")
     if effects.n == 0:
         raise DataError("the effects have no evaluated rows; nothing to partition.")
+    conf_level, features, params = _check_came_args(effects, method, features, n_partitions, max_sd, conf_level,
+                                                    standardize, tree_params)
+    if on_dask:
+        return came_dask(effects, sample_size=sample_size, random_state=random_state, method=method,
+                         features=features, n_partitions=n_partitions, max_sd=max_sd, conf_level=conf_level,
+                         standardize=standardize, params=params, tree_params=tree_params)
+    return grow_partition(effects, method=method, features=features, n_partitions=n_partitions, max_sd=max_sd,
+                          conf_level=conf_level, standardize=standardize, params=params, tree_params=tree_params)
+
+
+def _check_came_args(effects: Any, method: Any, features: Any, n_partitions: Any, max_sd: Any, conf_level: Any,
+                     standardize: bool, tree_params: dict) -> tuple[float, list[str], dict]:
+    """:func:`came`'s arguments checked against ``effects`` (in memory or Dask): the confidence level, the
+    partitioning features (defaults resolved) and the record of the arguments (``PartitionResult.params``)."""
     conf_level = check_conf_level(conf_level)
     if method not in ("ctree", "cart"):
         raise ParameterError(f"method must be 'ctree' or 'cart', got {method!r}.")
@@ -178,59 +152,14 @@ def came(
     check_tree_params(method, tree_params)
     params = {"features": None if features is None else list(features), "n_partitions": n_partitions,
               "max_sd": max_sd, "standardize": standardize, **tree_params}
-    data = effects.data
+    columns = effects.data.columns
     if features is None:
-        features = list(effects.model_features) if effects.model_features is not None else list(data.columns)
-    for f in features:
-        if f not in data.columns:
-            raise FeatureError(f"partitioning feature {f!r} is not a column of the data the effects were computed on.")
-    # by position: the evaluated rows in order, whatever the index; the trees name features by text
-    X = string_columns(data.iloc[data.index.get_indexer(effects.results.index)][list(features)], "features")
-    y = effects.results["fme"].to_numpy(dtype=float)
-    n = y.size
-    fit_y = y
-    if standardize:
-        sd = float(np.std(y))
-        fit_y = (y - y.mean()) / sd if sd > 0 else y - y.mean()
-    notes: list[str] = []
-    reduce = n_partitions is not None or max_sd is not None
-    if method == "ctree":
-        if reduce:
-            tree_params.setdefault("alpha", 0.35)
-            tree_params.setdefault("minbucket", 0.02 * n)
-        tree = CTree(**tree_params).fit(X, fit_y)
-        minsplit = tree_params.get("minsplit", 20)
-        if n < minsplit:
-            notes.append(f"the tree is a single node: {n} rows are fewer than minsplit = {minsplit}.")
-    else:
-        if reduce:
-            tree_params.setdefault("min_samples_leaf", max(1, int(round(0.02 * n))))
-        tree = CartTree(**tree_params).fit(X, fit_y)
-    leaf_of_row = np.asarray(tree.apply(X), dtype=int)
-    grown = sorted(int(i) for i in tree.nodes_.index[tree.nodes_["is_leaf"].to_numpy(dtype=bool)])
-    leaf_set = grown
-    if n_partitions is not None:
-        if n_partitions > len(grown):
-            raise ParameterError(
-                f"n_partitions={n_partitions} but the grown tree has only {len(grown)} leaves; use 2..{len(grown)} "
-                "or grow a larger tree (smaller minbucket, larger alpha)."
-            )
-        seq = _prune_sequence(tree, y, leaf_of_row)
-        leaf_set = next(s for s in seq if len(s) == n_partitions)
-    elif max_sd is not None:
-        seq = _prune_sequence(tree, y, leaf_of_row)
-        # As fmeffects: reductions down to two subspaces (the root only when nothing was split).
-        ok = [s for s in seq if (len(s) >= 2 or len(grown) == 1)
-              and _max_leaf_sd(s, y, _subspace_lookup(tree, s)[leaf_of_row]) < max_sd]
-        if not ok:
-            raise ParameterError(
-                f"no reduction of the grown tree ({len(grown)} leaves) has every leaf's fME SD below max_sd={max_sd}; "
-                "increase max_sd or grow a larger tree."
-            )
-        leaf_set = min(ok, key=len)
-    if len(grown) == 1 and not notes:
-        notes.append("no split was significant: one subspace (the whole data).")
-    return PartitionResult(effects, tree, X, leaf_set, leaf_of_row, conf_level, method, notes, params)
+        features = list(effects.model_features) if effects.model_features is not None else list(columns)
+    missing = [f for f in features if f not in columns]
+    if missing:
+        raise FeatureError(f"partitioning feature(s) {missing} are not columns of the data the effects were "
+                           "computed on.")
+    return conf_level, list(features), params
 
 
 #: Absolute size parameters per tree method, scaled to the subsample by :func:`partition_stability`.
@@ -323,8 +252,6 @@ def partition_stability(
             if isinstance(v, numbers.Real) and not isinstance(v, bool) and v >= 1:
                 params[key] = max(1, round(v * m / n)) if isinstance(v, numbers.Integral) else v * m / n
     rows = []
-    from ._utils.progress import progress_bar
-
     for b in progress_bar(range(int(n_subsamples)), total=int(n_subsamples), desc="stability refits",
                           progress=progress):
         pos = np.sort(rng.choice(n, size=m, replace=False))

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ._utils.validation import check_data
-from ._core.kernel import _check_batch_size, _evaluate
+from ._core.plan import _check_batch_size
+from ._core.kernel import _evaluate
 from .exceptions import ParameterError, StepError
 from ._nlm.evaluate import nlm_values, resolve_method
 from .predictors import Predictor, make_predictor

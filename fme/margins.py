@@ -16,7 +16,12 @@ import pandas as pd
 
 from ._utils.stats import describe
 from ._utils.validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
-from .effects import fme, is_dask_collection, stepped_frames
+from .effects import fme
+from ._utils.validation import is_dask_collection
+from ._core.plan import FMEOptions
+from ._core.results import stepped_frames
+from ._dask.ame import ame_dask
+from ._dask.margins import local_view
 from .inference._estimates import INFERENCE_COLUMNS, Estimates, RowInference, pairwise_matrix, undefined_where
 from .inference._methods import compute_averages, resolve_method
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
@@ -177,14 +182,9 @@ def ame(
         With bootstrap, ``attrs['bootstrap']`` counts the refits: ``n_resamples``, ``n_failed`` and
         the distinct ``errors`` of the failed ones (also warned about).
     """
-    if is_dask_collection(data):
-        from ._dask.ame import ame_dask
-
-        _check_single_output(fme_kwargs.get("target_class"), "ame")
-        return ame_dask(model, data, steps, inference=inference, by=by, hypothesis=hypothesis, bootstrap=bootstrap,
-                        conf_level=check_conf_level(conf_level), features=features, categorical=categorical,
-                        columns=_AME_COLUMNS, **fme_kwargs)
-    data = model_frame(model, check_data(data))
+    # Validated once, on the rows (pandas) or on the Dask frame's _meta; the engine trusts what it is handed.
+    on_dask = is_dask_collection(data)
+    frame = model_frame(model, data._meta if on_dask else check_data(data))
     conf_level = check_conf_level(conf_level)
     target_class = fme_kwargs.get("target_class")
     _check_single_output(target_class, "ame")
@@ -192,24 +192,31 @@ def ame(
         raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
     if hypothesis not in _HYPOTHESES:
         raise ParameterError(f"hypothesis must be None or 'pairwise', got {hypothesis!r}.")
-    by_cols = _check_by(data, by)
+    by_cols = _check_by(frame, by)
     if hypothesis == "pairwise" and not by_cols:
         raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
     method = resolve_method(inference, model, bootstrap)
     if steps is None:
         if features is None:
             names = make_predictor(model, target_class).feature_names
-            features = names if names is not None else list(data.columns)
+            features = names if names is not None else list(frame.columns)
         for f in features:
-            if f not in data.columns:
+            if f not in frame.columns:
                 raise FeatureError(f"unknown feature {f!r}: not a column of the data.")
-        steps = {f: (None if is_categorical(data[f]) else 1.0) for f in features}
+        steps = {f: (None if is_categorical(frame[f]) else 1.0) for f in features}
     elif not isinstance(steps, Mapping) or len(steps) == 0:
         raise StepError("`steps` must be a non-empty dict such as {'age': 1, 'sex': None}, or None for all features.")
+    for feature in steps:
+        if feature not in frame.columns:
+            raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
+    if on_dask:
+        options = FMEOptions.from_kwargs(fme_kwargs, "fme.ame")
+        return ame_dask(model, data, steps, method=method, by_cols=by_cols, hypothesis=hypothesis,
+                        bootstrap=bootstrap, conf_level=conf_level, categorical=categorical, columns=_AME_COLUMNS,
+                        options=options)
+    data = frame
     specs: list[_Spec] = []
     for feature, value in steps.items():
-        if feature not in data.columns:
-            raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
         if is_categorical(data[feature]):
             specs.extend(_categorical_specs(model, data, feature, value, categorical, fme_kwargs, method))
         else:
@@ -384,8 +391,6 @@ def mer(
     """
     base = None
     if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
-        from ._dask.margins import local_view
-
         data, steps, base, fme_kwargs = local_view(model, data, steps, at, fme_kwargs)
     return _mer(model, data, steps, at, base, inference=inference, bootstrap=bootstrap, conf_level=conf_level,
                 **fme_kwargs)
@@ -459,8 +464,6 @@ def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: 
     """
     base = None
     if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
-        from ._dask.margins import local_view
-
         data, steps, base, fme_kwargs = local_view(model, data, steps, None, fme_kwargs)
     data = model_frame(model, check_data(data))
     parsed = parse_steps(data, steps)

@@ -63,7 +63,7 @@ def test_greedy_reduction_merges_smallest_pooled_sd() -> None:
     # A balanced hand-made tree: 1 -> (2 -> (3, 4), 5 -> (6, 7)); pooled SD of (3, 4) is 0.5, of (6, 7) 5.
     from types import SimpleNamespace
 
-    from fme.came import _prune_sequence
+    from fme._trees.grow import _prune_sequence
 
     nodes = pd.DataFrame(
         {"parent": pd.array([pd.NA, 1, 2, 2, 1, 5, 5], dtype="Int64"),

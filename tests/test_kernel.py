@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fme
-from fme._core.kernel import Moments, evaluate_batch, summarise
+from fme._core.summary import Moments, summarise
+from fme._core.kernel import evaluate_batch
 from fme.effects import resolve_plan
 
 from conftest import make_regression_frame

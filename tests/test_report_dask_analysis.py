@@ -225,12 +225,12 @@ def test_analysis_never_gathers_the_data(tmp_path, monkeypatch, cluster):
     """20,000 rows in two files, figures from 500 rows, tree and detectors from 800: no object of more
     than a quarter of the rows reaches the client (fme's own probes and quantile windows hold about
     1,000 values), and the all-row numbers equal the pandas analysis of the same rows."""
-    import fme._dask.effects
+    import fme._dask.common
 
     n = 20_000
     df = _inputs(tmp_path, n, parts=2, extra=f"scheduler: {cluster.scheduler_address}\nsample_size: 500\n",
                  effects=SMALL_EFFECTS)
-    monkeypatch.setattr(fme._dask.effects, "DEFAULT_SAMPLE_SIZE", 800)
+    monkeypatch.setattr(fme._dask.common, "FIT_SAMPLE_SIZE", 800)
     seen = _Gathered()
     real = distributed.Client.gather
 

@@ -19,7 +19,7 @@ These are private workers of :mod:`fme._core.kernel`; they trust the plan that
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,9 +28,7 @@ from .._utils.guards import call_detector, check_flags
 from .shrink import MIN_STEP_FRACTION, shrink_steps
 from ..exceptions import DataError, ExtrapolationError
 from ..steps import Step, apply_steps
-
-if TYPE_CHECKING:  # the plan's class lives in the kernel, which imports this module
-    from .kernel import Plan
+from .plan import Plan
 
 __all__ = ["check_evaluated"]
 

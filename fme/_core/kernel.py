@@ -1,12 +1,12 @@
 """The batch kernel of :func:`fme.fme`: a batch of rows in, its fMEs, NLMs and mergeable summaries out.
 
 :func:`fme.fme` validates its arguments once and resolves them into a
-:class:`Plan` (parsed steps, NLM method, fitted detector, inference method);
+:class:`~fme._core.plan.Plan` (parsed steps, NLM method, fitted detector, inference method);
 :func:`evaluate_batch` then evaluates any batch of rows under that plan
 (paper §3.2 fME, §5.1 categorical ME, §5.2 multivariate fME, §5.4 NLM) in
 three steps: exclusion bookkeeping (:mod:`fme._core.exclusions`), predictions
 (:func:`_evaluate_rows`) and the result frames; and
-:func:`summarise` turns a batch into a :class:`Summary` of sums that merge
+:func:`fme._core.summary.summarise` turns a batch into a :class:`~fme._core.summary.Summary` of sums that merge
 exactly (counts, Chan's pairwise mean and sum of squares, NLM counts, the
 delta method's Jacobian sums). The pandas path runs the kernel on the whole
 frame (it batches predictions inside); the Dask path (:mod:`fme._dask.effects`) maps
@@ -21,9 +21,8 @@ batch's own predictions give it, as for a pandas frame evaluated at once.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,54 +30,20 @@ import pandas as pd
 
 from ..inference._delta import evaluate_with_jacobian
 from .exclusions import _excluded_frame, _extrapolation_exclusions, _value_exclusions
-from .._nlm.evaluate import NLMSettings, classify
+from .._nlm.evaluate import classify
 from .._nlm.evaluate import nlm_values as _nlm_values
 from .._utils.progress import progress_bar
-from ..exceptions import ExtrapolationError, ParameterError
 from ..inference._estimates import RowInference, sample_inference
 from ..inference._methods import compute_rows
 from ..nlm import QuadratureRule, nlm_from_path
 from ..predictors import Predictor
 from ..steps import STACK_CELL_BUDGET, Step, apply_steps, stack_path
+from .plan import Plan
 
-__all__ = ["Plan", "Batch", "Moments", "Summary", "evaluate_batch", "summarise", "results_meta"]
+__all__ = ["Batch", "evaluate_batch", "results_meta"]
 
 #: Rows of a batch however wide the stacked frame (bounds the per-batch overhead).
 _MIN_BATCH = 10_000
-#: Values of ``nlm_status`` counted in a :class:`Summary`, in order.
-_STATUS = ("ok", "constant", "flat", "inaccurate")
-
-
-@dataclass(frozen=True, eq=False)
-class Plan:
-    """Everything :func:`fme.fme` resolved up front; the same for every batch.
-
-    ``detector`` is already fitted on the reference data; ``spread`` (one
-    value per output) fixes the scale of the flat-path test, None to take it
-    from the batch.
-    """
-
-    model: Any
-    predictor: Predictor
-    steps: tuple[Step, ...]
-    settings: NLMSettings | None
-    batch_size: int | None
-    method: str
-    target_class: Any = None
-    bootstrap: Any = None
-    detector: Any = None
-    detector_cols: list[str] | None = None
-    policy: str | None = None
-    spread: np.ndarray | None = None
-    progress: bool | None = None
-
-    @property
-    def rule(self) -> QuadratureRule | None:
-        return None if self.settings is None else self.settings.rule
-
-    @property
-    def names(self) -> list | None:
-        return self.predictor.output_names
 
 
 @dataclass(eq=False)
@@ -101,15 +66,6 @@ class Batch:
     @property
     def excluded(self) -> pd.DataFrame:
         return _excluded_frame(self.code, self.notes, self.index)
-
-
-# ----------------------------------------------------------------- helpers
-def _check_batch_size(batch_size: Any) -> int | None:
-    if batch_size is None:
-        return None
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-        raise ParameterError(f"batch_size must be a positive integer or None, got {batch_size!r}.")
-    return int(batch_size)
 
 
 def _default_batch(n: int, n_cols: int, rule: QuadratureRule | None) -> int:
@@ -166,16 +122,6 @@ def _evaluate(
     if rule is None:
         return f0, f1, None, None
     return f0, f1, np.concatenate(nlm_parts), np.concatenate(sd_parts)
-
-
-def _detector_columns(predictor: Predictor, data: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
-    cols = predictor.feature_names if predictor.feature_names is not None else [c for c in data.columns]
-    missing = [c for c in cols if c not in reference.columns]
-    if missing:
-        raise ExtrapolationError(
-            f"reference_data lacks the model feature(s) {missing}; pass the training data with all of {cols}."
-        )
-    return list(cols)
 
 
 # ----------------------------------------------------------------- the kernel
@@ -269,135 +215,6 @@ def _predictions_frame(names: list | None, f0: np.ndarray, f1: np.ndarray, index
     return pd.DataFrame(
         {**{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},
          **{f"f_x_step_{c}": f1[:, j] for j, c in enumerate(names)}}, index=index)
-
-
-# ----------------------------------------------------------------- mergeable summaries
-@dataclass(frozen=True)
-class Moments:
-    """Count, mean and sum of squared deviations of columns of values (NaN ignored).
-
-    Two sets merge exactly in the sense of Chan, Golub & LeVeque (1979): the
-    merged mean and M2 equal those of the pooled values up to rounding, so an
-    AME and SD from partitions agree with the in-memory ones to ~1e-15
-    relative (unless the mean is nearly cancelled).
-    """
-
-    n: np.ndarray
-    mean: np.ndarray
-    m2: np.ndarray
-
-    @classmethod
-    def of(cls, values: np.ndarray) -> "Moments":
-        v = np.asarray(values, dtype=float)
-        v = v[:, None] if v.ndim == 1 else v
-        ok = ~np.isnan(v)
-        n = ok.sum(axis=0).astype(np.int64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(n > 0, np.where(ok, v, 0.0).sum(axis=0) / np.maximum(n, 1), 0.0)
-            # two-pass within a batch: the deviations from the batch's own mean
-            m2 = np.where(ok, (v - mean) ** 2, 0.0).sum(axis=0)
-        return cls(n, mean, m2)
-
-    def merge(self, other: "Moments") -> "Moments":
-        n = self.n + other.n
-        with np.errstate(invalid="ignore", divide="ignore"):
-            delta = other.mean - self.mean
-            w = np.where(n > 0, other.n / np.maximum(n, 1), 0.0)
-            mean = self.mean + delta * w
-            m2 = self.m2 + other.m2 + delta ** 2 * self.n * w
-        return Moments(n, mean, m2)
-
-    def sd(self, ddof: int = 1) -> np.ndarray:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.n > ddof, np.sqrt(self.m2 / (self.n - ddof)), np.nan)
-
-
-@dataclass(frozen=True)
-class Summary:
-    """Mergeable summaries of evaluated batches (one entry per output column).
-
-    Attributes
-    ----------
-    codes : ndarray (4,)
-        Rows evaluated, missing/infinite, already at the level, extrapolation.
-    fme, nlm, spread : Moments
-        Of the fMEs, of the defined NLMs, of the predictions f(x) and f(x + h)
-        (the scale of the flat-path test).
-    n_linear : ndarray
-        Defined NLMs >= the threshold.
-    status : ndarray (4, m)
-        Counts of ``ok``, ``constant``, ``flat``, ``inaccurate``.
-    jacobian : ndarray (k,) or None
-        Delta method: the sum of the rows' Jacobians d fME_i / d theta
-        (the AME's gradient is this over n); ``vcov`` the parameter covariance.
-    n_kept_extrapolation : int
-        With ``on_extrapolation='keep'``: evaluated rows flagged as extrapolation.
-    groups : object with ``merge``, optional
-        Per-group sums of ``by`` groups (:class:`fme._dask.groups.GroupSums`).
-    rows_any : ndarray (4,) or None
-        Several outputs with NLMs: rows with ``constant``, ``flat``,
-        ``inaccurate`` status in any output, and rows with an undefined
-        (NaN) NLM in any output (the counts of :class:`fme.FMEResult`).
-    """
-
-    codes: np.ndarray
-    fme: Moments
-    nlm: Moments | None = None
-    spread: Moments | None = None
-    n_linear: np.ndarray | None = None
-    status: np.ndarray | None = None
-    jacobian: np.ndarray | None = None
-    vcov: np.ndarray | None = field(default=None, repr=False)
-    info: dict = field(default_factory=dict, repr=False)
-    n_kept_extrapolation: int = 0
-    groups: Any = field(default=None, repr=False)
-    rows_any: np.ndarray | None = None
-
-    def merge(self, other: "Summary") -> "Summary":
-        def add(a, b):
-            return b if a is None else a if b is None else a + b
-
-        def mrg(a, b):
-            return b if a is None else a if b is None else a.merge(b)
-
-        return replace(self, codes=self.codes + other.codes, fme=self.fme.merge(other.fme),
-                       nlm=mrg(self.nlm, other.nlm), spread=mrg(self.spread, other.spread),
-                       n_linear=add(self.n_linear, other.n_linear), status=add(self.status, other.status),
-                       jacobian=add(self.jacobian, other.jacobian),
-                       vcov=self.vcov if self.vcov is not None else other.vcov, info={**other.info, **self.info},
-                       n_kept_extrapolation=self.n_kept_extrapolation + other.n_kept_extrapolation,
-                       groups=mrg(self.groups, other.groups), rows_any=add(self.rows_any, other.rows_any))
-
-
-def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
-    """The mergeable :class:`Summary` of one evaluated batch."""
-    names = plan.names
-    res = batch.results
-    fcols = ["fme"] if names is None else [f"fme_{c}" for c in names]
-    fm = Moments.of(res[fcols].to_numpy(dtype=float))
-    codes = np.bincount(batch.code, minlength=4).astype(np.int64)
-    spread = Moments.of(np.concatenate([batch.f0, batch.f1]))
-    nlm = n_linear = status = rows_any = None
-    if plan.settings is not None:
-        ncols = ["nlm"] if names is None else [f"nlm_{c}" for c in names]
-        scols = ["nlm_status"] if names is None else [f"nlm_status_{c}" for c in names]
-        v = res[ncols].to_numpy(dtype=float)
-        nlm = Moments.of(v)
-        with np.errstate(invalid="ignore"):
-            n_linear = (v >= threshold).sum(axis=0).astype(np.int64)
-        st = res[scols].to_numpy()
-        status = np.array([(st == s).sum(axis=0) for s in _STATUS], dtype=np.int64)
-        if names is not None:
-            rows_any = np.array([(st == s).any(axis=1).sum() for s in _STATUS[1:]]
-                                + [np.isnan(v).any(axis=1).sum()], dtype=np.int64)
-    jac = vcov = None
-    info: dict = {}
-    rows = batch.rows
-    if rows is not None and rows.method == "delta":
-        jac, vcov, info = rows.jacobian.sum(axis=0), rows.vcov, dict(rows.info)
-    kept = int(res["extrapolation"].sum()) if "extrapolation" in res.columns else 0
-    return Summary(codes=codes, fme=fm, nlm=nlm, spread=spread, n_linear=n_linear, status=status, jacobian=jac,
-                   vcov=vcov, info=info, n_kept_extrapolation=kept, rows_any=rows_any)
 
 
 def results_meta(plan: Plan, index: pd.Index) -> pd.DataFrame:

@@ -10,59 +10,42 @@ their pairwise differences from per-group sums of the same pass,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .effects import DaskFMEResult, _model_frames, as_dask
-from ..exceptions import DataError, ParameterError
+from .._core.plan import FMEOptions
+from .._utils.validation import is_categorical
+from ..exceptions import DataError
+from ..inference._estimates import Estimates, pairwise_matrix, undefined_where
+from ..steps import _levels
+from .classic import classic_reference, classic_results
+from .common import _model_frames, as_dask
+from .effects import fme_dask
+from .groups import group_keys, group_sizes
+from .quantiles import quantiles as _quantiles
+from .result import DaskFMEResult
 
 __all__ = ["ame_dask"]
 
 
-def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypothesis: Any, bootstrap: Any,
-             conf_level: float, features: Any, categorical: str, columns: list[str], **fme_kwargs: Any) -> pd.DataFrame:
-    """:func:`fme.ame` on Dask data: one :func:`fme_dask` pass per row of the table (univariate steps)."""
-    from ..effects import fme
-    from ..exceptions import FeatureError, StepError
-    from ..inference._methods import resolve_method
-    from ..predictors import make_predictor
-    from .._utils.validation import is_categorical
-    from ..margins import _HYPOTHESES, _check_by
-
-    if categorical not in ("observation", "classic"):
-        raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
-    if hypothesis not in _HYPOTHESES:
-        raise ParameterError(f"hypothesis must be None or 'pairwise', got {hypothesis!r}.")
+def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by_cols: list, hypothesis: Any,
+             bootstrap: Any, conf_level: float, categorical: str, columns: list[str],
+             options: FMEOptions) -> pd.DataFrame:
+    """:func:`fme.ame` on Dask data, its arguments validated by :func:`fme.ame` (``steps`` resolved, ``method``
+    the inference method, ``by_cols`` the by columns): one :func:`fme_dask` pass per row of the table
+    (univariate steps), with ``options`` the keywords passed on to :func:`fme.fme`."""
     data = _model_frames(model, as_dask(data, "data"))
     meta = data._meta
-    by_cols = _check_by(meta, by)
-    if hypothesis == "pairwise" and not by_cols:
-        raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
-    groups = None
-    if by_cols:
-        from .groups import group_keys
-
-        groups = group_keys(data, by_cols)
-    method = resolve_method(inference, model, bootstrap)
+    groups = group_keys(data, by_cols) if by_cols else None
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:
         # one seed for every row of the table: the same resamples, as the pandas path's shared refits
         bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
-    if steps is None:
-        if features is None:
-            names = make_predictor(model, fme_kwargs.get("target_class")).feature_names
-            features = names if names is not None else list(meta.columns)
-        for f in features:
-            if f not in meta.columns:
-                raise FeatureError(f"unknown feature {f!r}: not a column of the data.")
-        steps = {f: (None if is_categorical(meta[f]) else 1.0) for f in features}
-    elif not hasattr(steps, "items") or len(steps) == 0:
-        raise StepError("`steps` must be a non-empty dict such as {'age': 1, 'sex': None}, or None for all features.")
+    options = options.replace(inference=method, bootstrap=bootstrap, conf_level=conf_level)
     rows = []
     for feature, value in steps.items():
-        if feature not in meta.columns:
-            raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
         if is_categorical(meta[feature]):
             if value is None:
                 levels = _all_levels(data, feature)
@@ -71,7 +54,7 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
             if categorical == "classic":
                 rows.extend(_classic_rows(model, data, feature, value, levels if value is None else
                                           _all_levels(data, feature), method, bootstrap, conf_level, groups,
-                                          hypothesis, fme_kwargs))
+                                          hypothesis, options))
                 continue
             targets = [(np.nan, lv) for lv in levels]
         else:
@@ -82,12 +65,7 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
             step_arg = {feature: level if level is not None else step}
             try:
                 # bootstrap: each row refits with the same seeds (the same resamples), not one shared run
-                if groups is None:
-                    res = fme(model, data, step_arg, inference=method, bootstrap=bootstrap, conf_level=conf_level,
-                              **fme_kwargs)
-                else:
-                    res = _fme_grouped(model, data, step_arg, groups, inference=method, bootstrap=bootstrap,
-                                       conf_level=conf_level, **fme_kwargs)
+                res = fme_dask(model, data, step_arg, options, groups=groups)
             except DataError:
                 if level is None:
                     raise
@@ -116,15 +94,13 @@ def ame_dask(model: Any, data: Any, steps: Any, *, inference: str, by: Any, hypo
 
 
 def _classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list, method: str, bootstrap: Any,
-                  conf_level: float, groups: Any, hypothesis: Any, fme_kwargs: dict) -> list[dict[str, Any]]:
+                  conf_level: float, groups: Any, hypothesis: Any, options: FMEOptions) -> list[dict[str, Any]]:
     """The table rows of the categorical ``feature`` with ``categorical='classic'`` (one pass for all levels,
     :mod:`fme._dask.classic`)."""
-    from .classic import classic_reference, classic_results
-
     reference = classic_reference(feature, value, levels)
     results = classic_results(model, data, feature, reference, levels, method=method, bootstrap=bootstrap,
-                              conf_level=conf_level, groups=groups, target_class=fme_kwargs.get("target_class"),
-                              batch_size=fme_kwargs.get("batch_size"), progress=fme_kwargs.get("progress"))
+                              conf_level=conf_level, groups=groups, target_class=options.target_class,
+                              batch_size=options.batch_size, progress=options.progress)
     rows: list[dict[str, Any]] = []
     for res in results:
         head = {"feature": feature, "step": np.nan, "level": res.steps[0].value, "reference": reference}
@@ -143,31 +119,14 @@ def _all_levels(data: Any, feature: str) -> list:
     """The levels of a categorical column of the Dask ``data``, as :func:`fme.steps._levels` of all rows."""
     from dask.dataframe.utils import has_known_categories
 
-    from ..steps import _levels
-
     col = data._meta[feature]
     known = isinstance(col.dtype, pd.CategoricalDtype) and has_known_categories(col)
     return _levels(col) if known else _levels(data[feature].dropna().drop_duplicates().compute())
 
 
 # ----------------------------------------------------------------- by groups
-def _fme_grouped(model: Any, data: Any, step: dict, groups: Any, **kwargs: Any) -> DaskFMEResult:
-    """:func:`fme.fme` on Dask data with ``groups`` summed in the same pass (fme's own defaults)."""
-    import inspect
-
-    from .effects import fme_dask
-    from ..effects import fme
-
-    bound = inspect.signature(fme).bind(model, data, step, **kwargs)
-    bound.apply_defaults()
-    args = {k: v for k, v in bound.arguments.items() if k not in ("model", "data", "steps")}
-    return fme_dask(model, data, step, groups=groups, **args)
-
-
 def _group_estimates(res: DaskFMEResult) -> Any:
     """The groups' AMEs with their uncertainty, as :meth:`RowInference.average` gives them in memory."""
-    from ..inference._estimates import Estimates
-
     g = res.summary_data.groups
     n = g.fme.n.astype(float)
     # a group without evaluated rows: estimate 0 and zero gradient, as the pandas averaging matrix gives
@@ -188,8 +147,6 @@ def _group_estimates(res: DaskFMEResult) -> Any:
 def _group_quartiles(res: DaskFMEResult, g: int, n: int) -> dict[float, float]:
     from dask import delayed
 
-    from .quantiles import quantiles as _quantiles
-
     parts = [delayed(lambda d, k=g: (d or {}).get(k, np.empty(0)))(p) for p in res.group_parts]
     return _quantiles(parts, n, [0.25, 0.75])
 
@@ -197,8 +154,6 @@ def _group_quartiles(res: DaskFMEResult, g: int, n: int) -> dict[float, float]:
 def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, conf_level: float,
                 method: str) -> list[dict[str, Any]]:
     """The table rows of one step: one per group, or one per pair of groups (``hypothesis='pairwise'``)."""
-    from ..inference._estimates import pairwise_matrix, undefined_where
-
     g = res.summary_data.groups
     used = g.fme.n.astype(np.int64)
     size_all = g.size_all
@@ -229,9 +184,6 @@ def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, co
 
 def _empty_group_rows(head: dict, data: Any, groups: Any, hypothesis: Any, method: str) -> list[dict[str, Any]]:
     """A level no row could move to: its rows per group (or pair) with NaN figures, as the pandas path."""
-    from .groups import group_sizes
-    from ..inference._estimates import pairwise_matrix
-
     size = group_sizes(data, groups)
     nan = {"ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan, "conf_low": np.nan,
            "conf_high": np.nan, "inference": method, "sd": np.nan, "q25": np.nan, "q75": np.nan}

@@ -14,16 +14,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .effects import DaskFMEResult, _seed
-from ..exceptions import DataError
+from .._core.kernel import evaluate_batch
+from .._core.results import FMEResult
+from .._core.summary import Moments
+from .._trees.args import string_columns
+from .._trees.grow import grow_partition
+from .._trees.partition import _LEAF_COLUMNS, _NLM_COLUMNS, PartitionResult
+from ..inference._estimates import INFERENCE_COLUMNS, Estimates, sample_inference
+from .common import _check_sample_size, _seed
+from .quantiles import quantiles as _quantiles
+from .result import DaskFMEResult
 
 __all__ = ["came_dask"]
 
 
 def _rows_with_features(part: pd.DataFrame, plan: Any, features: list[str]) -> pd.DataFrame:
     """The evaluated rows of a partition: their fME (and NLM) beside the partitioning features."""
-    from .._core.kernel import evaluate_batch
-
     batch = evaluate_batch(plan, part, with_rows=False)
     cols = [c for c in ("fme", "nlm") if c in batch.results.columns]
     feats = part.iloc[batch.cand][features]
@@ -33,9 +39,6 @@ def _rows_with_features(part: pd.DataFrame, plan: Any, features: list[str]) -> p
 def _leaf_pass(part: pd.DataFrame, plan: Any, features: list[str], tree: Any, lookup: np.ndarray,
                leaf_ids: list[int], threshold: float) -> tuple:
     """Per subspace: merged-sum ingredients of the cAME figures, and the sorted defined NLMs."""
-    from .._core.kernel import Moments, evaluate_batch
-    from .._trees.args import string_columns
-
     batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
     out: dict[int, tuple] = {}
     sorted_nlm: dict[int, np.ndarray] = {}
@@ -98,8 +101,6 @@ def _describe_moments(m: Any, conf_level: float, upper: float | None = None) -> 
 
 def _leaf_row(effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, median_nlm: float,
               conf_level: float) -> dict[str, Any]:
-    from ..inference._estimates import Estimates
-
     d = _describe_moments(fm, conf_level)
     row = {"n": int(d["n"]), "came": d["mean"], "sd_fme": d["sd"], "cov_fme": d["cov"],
            "came_ci_low": d["ci_low"], "came_ci_high": d["ci_high"]}
@@ -120,33 +121,16 @@ def _leaf_row(effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, med
     return row
 
 
-def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, **came_kwargs: Any):
-    """:func:`fme.came` for :class:`~fme._dask.effects.DaskFMEResult` (see the module docstring)."""
+def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, method: str,
+              features: list[str], n_partitions: int | None, max_sd: float | None, conf_level: float,
+              standardize: bool, params: dict, tree_params: dict) -> PartitionResult:
+    """:func:`fme.came` for :class:`~fme._dask.result.DaskFMEResult`, its arguments validated by
+    :func:`fme.came` (see the module docstring)."""
     import dask
     from dask import delayed
 
-    from .effects import _check_sample_size
-    from .quantiles import quantiles as _quantiles
-    from ..came import _LEAF_COLUMNS, _NLM_COLUMNS, came
-    from ..effects import FMEResult
-    from ..inference._estimates import INFERENCE_COLUMNS, sample_inference
-
     sample_size = _check_sample_size(sample_size)
-    if effects.n == 0:
-        raise DataError("the effects have no evaluated rows; nothing to partition.")
     data, plan = effects.data, effects.plan
-    features = came_kwargs.get("features")
-    if isinstance(features, str):
-        features = [features]
-    if features is None:
-        features = list(effects.model_features) if effects.model_features is not None else list(data.columns)
-    missing = [f for f in features if f not in data.columns]
-    if missing:
-        from ..exceptions import FeatureError
-
-        raise FeatureError(f"partitioning feature(s) {missing} are not columns of the data the effects were "
-                           "computed on.")
-    features = list(features)
     meta = pd.concat([pd.DataFrame({c: pd.Series(dtype=float) for c in effects.fme_columns + effects.nlm_columns}),
                       data._meta[features].rename(columns=lambda c: f"__x_{c}")], axis=1)
     rows = data.map_partitions(_rows_with_features, plan, features, meta=meta)
@@ -155,7 +139,7 @@ def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: 
         sample = rows.compute()
     else:
         sample = rows.sample(frac=min(1.0, sample_size / n), random_state=_seed(random_state)).compute()
-    # the tree, grown by fme.came itself on an in-memory FMEResult of the sampled rows
+    # the tree, grown by fme.came's own worker on an in-memory FMEResult of the sampled rows
     cols = [c for c in ("fme", "nlm") if c in sample.columns]
     X = sample[[f"__x_{c}" for c in features]].rename(columns=lambda c: c[4:])
     small = FMEResult(results=sample[cols], steps=effects.steps, excluded=pd.DataFrame(), data=X,
@@ -163,9 +147,8 @@ def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: 
                       nlm_method=effects.nlm_method, nlm_linear_threshold=effects.nlm_linear_threshold,
                       model_features=tuple(features), inference_rows=sample_inference(sample["fme"].to_numpy()),
                       conf_level=effects.conf_level, positions=np.arange(len(X)))
-    kwargs = dict(came_kwargs)
-    kwargs["features"] = features
-    grown = came(small, **kwargs)
+    grown = grow_partition(small, method=method, features=features, n_partitions=n_partitions, max_sd=max_sd,
+                           conf_level=conf_level, standardize=standardize, params=params, tree_params=tree_params)
     conf_level = grown.conf_level
     # every evaluated row to its subspace; figures merged over all rows
     leaf_ids = list(grown.leaf_ids)

@@ -27,8 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .effects import DaskFMEResult, _tree_reduce
-from .._core.kernel import Plan, evaluate_batch, summarise
+from .result import DaskFMEResult
+from .common import _tree_reduce
+from .._core.plan import Plan
+from .._core.kernel import evaluate_batch
+from .._core.summary import summarise
 from ..steps import Step, _set_level
 
 __all__ = ["classic_reference", "classic_results"]
@@ -80,7 +83,7 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
     import dask
     from dask import delayed
 
-    from .._core.kernel import _check_batch_size
+    from .._core.plan import _check_batch_size
     from .._utils.progress import dask_progress
     from ..predictors import make_predictor
 

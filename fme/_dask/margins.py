@@ -95,7 +95,7 @@ def local_view(model: Any, data: Any, steps: Any, at: Any, fme_kwargs: dict) -> 
     ``reference_data`` (or, with a detector, the data itself) is replaced by a
     pandas frame the detector is fitted on.
     """
-    from .effects import _check_sample_size, _model_frames, _seed, as_dask, envelope_frame, reference_sample
+    from .common import _check_sample_size, _model_frames, _seed, as_dask, envelope_frame, reference_sample
     from ..exceptions import StepError
     from ..extrapolation import EnvelopeDetector
     from ..steps import parse_steps
@@ -138,6 +138,6 @@ def local_view(model: Any, data: Any, steps: Any, at: Any, fme_kwargs: dict) -> 
 
 
 def _is_dask(obj: Any) -> bool:
-    from ..effects import is_dask_collection
+    from .._utils.validation import is_dask_collection
 
     return is_dask_collection(obj)

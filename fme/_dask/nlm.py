@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core.kernel import Batch, Moments, Summary
+from .._core.kernel import Batch
+from .._core.summary import Moments, Summary
 
 __all__ = ["PendingNLM", "pending", "finish", "flat_scale"]
 

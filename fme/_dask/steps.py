@@ -19,7 +19,7 @@ __all__ = ["column_sd_steps", "rule_frame"]
 
 
 def _finite_moments(part: pd.DataFrame, cols: list[str]) -> Any:
-    from .._core.kernel import Moments
+    from .._core.summary import Moments
 
     v = part[cols].to_numpy(dtype=float, na_value=np.nan)
     return Moments.of(np.where(np.isfinite(v), v, np.nan))
@@ -67,7 +67,7 @@ def column_sd_steps(steps: Any, reference: Any, features: list[str]) -> tuple[di
     import dask
     from dask import delayed
 
-    from .effects import _tree_reduce
+    from .common import _tree_reduce
     from .._utils.validation import is_categorical
     from ..steps import _RULE_RE
 

@@ -8,14 +8,13 @@ from typing import Any
 import pandas as pd
 
 from ..exceptions import DataError, ParameterError
+from .ctree import CTree
 
 __all__ = ["check_tree_params", "string_columns"]
 
 
 def _valid_names(method: str) -> list[str]:
     if method == "ctree":
-        from ..ctree import CTree
-
         return [p for p in inspect.signature(CTree.__init__).parameters if p != "self"]
     from sklearn.tree import DecisionTreeRegressor
 

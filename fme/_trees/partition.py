@@ -23,7 +23,7 @@ from .._utils.numfmt import fmt_bound
 from .._utils.stats import describe
 from .args import string_columns
 from .._utils.validation import check_data, is_categorical
-from ..effects import FMEResult
+from .._core.results import FMEResult
 from ..exceptions import FeatureError, ParameterError
 from ..inference._estimates import INFERENCE_COLUMNS, sample_inference
 
@@ -352,3 +352,7 @@ def _subspace_lookup(tree: Any, leaf_set: list[int]) -> np.ndarray:
             cur = int(nodes.at[cur, "parent"])
         out[int(leaf)] = cur
     return out
+
+
+# Pickles name the class by its public path, which does not move when the house is rearranged.
+PartitionResult.__module__ = "fme.came"

@@ -123,3 +123,8 @@ def check_random_state(random_state: Any) -> np.random.Generator:
     raise ParameterError(
         f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}."
     )
+
+
+def is_dask_collection(obj: Any) -> bool:
+    """True for a Dask DataFrame (checked by module name: dask stays an optional dependency)."""
+    return type(obj).__module__.split(".")[0] in ("dask", "dask_expr") and hasattr(obj, "npartitions")

@@ -24,7 +24,7 @@ from .._utils import numfmt as _shared
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
 
-    from ..effects import FMEResult
+    from .._core.results import FMEResult
     from ..steps import Step
 
 __all__ = ["OKABE_ITO", "COLORS", "FONTSIZE", "CMAP_SEQUENTIAL", "CMAP_DIVERGING_FME", "CMAP_NLM", "CMAP_COUNTS",

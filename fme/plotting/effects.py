@@ -30,7 +30,7 @@ from ._data import finite_rows, histogram_edges, kde_curve
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
 
-    from ..effects import FMEResult
+    from .._core.results import FMEResult
     from ..steps import Step
 
 __all__ = ["KINDS", "FMEDisplay", "NLMDisplay", "EffectsDisplay", "plot_fme_nlm"]

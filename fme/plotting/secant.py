@@ -20,7 +20,7 @@ from ._data import finite_rows
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
 
-    from ..effects import FMEResult
+    from .._core.results import FMEResult
     from ..steps import Step
 
 __all__ = ["SecantTangentDisplay"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import config_error
+from .display import effect_title
 from .formatting import decimals_for, fmt_num
 
 __all__ = ["load_previous", "compact", "changelog"]
@@ -38,8 +39,6 @@ def _split_text(split: dict | None) -> str:
 
 def compact(results: dict) -> dict[str, Any]:
     """The numbers of a results.json the change log compares, per effect variant id."""
-    from .context import effect_title  # the report's own heading (lazy: context imports this module)
-
     out = {}
     for g in results["effects"]:
         for v in g["variants"]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import audit, changelog, sentences
-from .display import ci_method_text, interval_rows, prepare_variant, scale_of, target_phrase
+from .display import ci_method_text, effect_title, interval_rows, prepare_variant, scale_of, target_phrase
 from .flags import flag_rows, threshold_rows
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
 from .specs import CI_COVERS, CI_SHORT
@@ -172,15 +172,6 @@ def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) 
             row.update(canlm=c, canlm_ci=f"[{clo}, {chi}]")
         rows.append(row)
     return rows
-
-
-def effect_title(group: dict) -> str:
-    """The configured title, else the stepped features as written in the config ("a|b and Größe"), never the
-    id (which replaces every character outside [A-Za-z0-9_-] by "_": "<b>radius</b>" became "_b_radius__b_")."""
-    if group.get("title"):
-        return group["title"]
-    steps = (group.get("config") or {}).get("steps")
-    return " and ".join(str(f) for f in steps) if steps else group["id"]
 
 
 def _g(x: float) -> str:
@@ -426,7 +417,7 @@ def sample_note(data: dict) -> dict[str, str] | None:
     info = data.get("sample")
     if not info:
         return None
-    from .._dask.effects import DEFAULT_SAMPLE_SIZE as TREE_SIZE
+    from .._dask.common import FIT_SAMPLE_SIZE as TREE_SIZE
 
     n, k = fmt_int(info["of"]), fmt_int(info["rows"])
     drawn = (f"every one of the {n} rows (the data have no more rows than sample_size {fmt_int(info['size'])})"

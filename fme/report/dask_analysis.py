@@ -11,10 +11,10 @@ DataFrame (:func:`fme.report.sources.read_dask`). What comes from where (the rep
   extrapolation points kept, the h/2-h-2h sensitivity table, and every cAME figure of the subspaces
   (n, cAME, CI, SD, cANLM) and their extrapolation points;
 * on a **seeded sample** of ``sample_size`` rows (:func:`fme.report.sources.sample_rows`; default
-  :data:`DEFAULT_SAMPLE_SIZE`): the per-row figures (fME and NLM distributions, the extrapolation
+  :data:`fme.report.effect_parts.REPORT_SAMPLE_SIZE`): the per-row figures (fME and NLM distributions, the extrapolation
   map), ``tables/<id>-fme.csv``, where the extrapolation points are (``extrapolation_where``), the
   shrunk steps (``on_extrapolation: shrink``), and the partition stability refits; the cAME tree
-  is grown on fme's own seeded sample (:data:`fme._dask.effects.DEFAULT_SAMPLE_SIZE` rows), so the leaves'
+  is grown on fme's own seeded sample (:data:`fme._dask.common.FIT_SAMPLE_SIZE` rows), so the leaves'
   evaluated ranges and the tree figure rest on that sample.
 
 With no more rows than ``sample_size`` the sample is every row (in order) and the report's numbers
@@ -32,28 +32,10 @@ import pandas as pd
 import fme
 
 from .details import effective_steps, extrapolation_causes, model_interval
+from .effect_parts import _grow_partition, _num, _partition_summary, _stability, _step_sensitivity
 from .specs import bootstrap_kwargs, make_detector
 
-__all__ = ["DEFAULT_SAMPLE_SIZE", "SAMPLE_BASED", "ALL_ROWS", "sample_info", "compute_effect_dask", "leaf_extrapolation"]
-
-#: Rows of the seeded sample behind the per-row figures of an ``engine: dask`` report.
-DEFAULT_SAMPLE_SIZE = 100_000
-
-#: What an ``engine: dask`` report computes on the sample (words for the report and results.json).
-SAMPLE_BASED = ("the fME and NLM distribution figures", "the extrapolation map",
-                "the per-row table tables/<effect>-fme.csv", "where the extrapolation points are",
-                "the shrunk steps", "the partition stability refits")
-#: ... and over all rows.
-ALL_ROWS = ("row counts and exclusions", "AMEs with their standard errors, CIs and quartiles",
-            "the NLM summaries", "model-uncertainty intervals", "the AME with extrapolation points kept",
-            "the step sensitivity table", "the cAME subspace figures", "the feature overview",
-            "the feature dictionary")
-
-
-def sample_info(n: int, size: int, seed: int) -> dict[str, Any]:
-    """JSON-ready description of the sample of :func:`fme.report.sources.sample_rows`."""
-    return {"size": int(size), "rows": int(min(n, size)), "of": int(n), "all_rows": bool(n <= size),
-            "seed": int(seed), "based_on_sample": list(SAMPLE_BASED), "all_rows_items": list(ALL_ROWS)}
+__all__ = ["compute_effect_dask", "leaf_extrapolation"]
 
 
 def _count_below(a: np.ndarray, x: float) -> int:
@@ -97,8 +79,8 @@ def _fit_reference(reference: Any, det_spec: dict, seed: int) -> Any:
     The envelope: the min/max/levels frame of :func:`fme._dask.effects.envelope_frame` (identical fit); other
     detectors: fme's seeded reference sample (all rows when there are no more than its sample size).
     """
-    from .._dask.effects import DEFAULT_SAMPLE_SIZE as FIT_SIZE, envelope_frame, reference_sample
-    from ..effects import is_dask_collection
+    from .._dask.common import FIT_SAMPLE_SIZE as FIT_SIZE, envelope_frame, reference_sample
+    from .._utils.validation import is_dask_collection
 
     if not is_dask_collection(reference):
         return reference
@@ -164,7 +146,6 @@ def compute_effect_dask(model: Any, data: Any, reference: Any, eff: dict, seed: 
     ``"summary"`` the all-row numbers; ``"dask_result"`` is the all-row :class:`fme._dask.effects.DaskFMEResult`.
     """
     from .._utils.validation import is_categorical
-    from .analysis import _grow_partition, _num, _partition_summary, _stability, _step_sensitivity
 
     steps = dict(eff["steps"])
     numeric = all(not is_categorical(data[f]) for f in steps if f in data.columns)

@@ -120,3 +120,12 @@ def ci_method_text(methods: set[str], level: str) -> str:
     return ("; ".join(parts) + f". Where one of these was computed it is the interval shown beside the AME and the "
             "one the direction words, flags and plausibility check use; the " + fixed + ", is shown beside it. "
             "Effects without one use the fixed-model interval, and say so.")
+
+
+def effect_title(group: dict) -> str:
+    """The configured title, else the stepped features as written in the config ("a|b and Größe"), never the
+    id (which replaces every character outside [A-Za-z0-9_-] by "_": "<b>radius</b>" became "_b_radius__b_")."""
+    if group.get("title"):
+        return group["title"]
+    steps = (group.get("config") or {}).get("steps")
+    return " and ".join(str(f) for f in steps) if steps else group["id"]

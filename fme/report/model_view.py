@@ -38,7 +38,7 @@ def model_features(model: Any, features: pd.DataFrame) -> list[str]:
 
 def feature_dictionary(model: Any, features: pd.DataFrame, cfg: dict) -> list[dict]:
     """One row per model feature: type, unit, description, observed range or levels, SD (data)."""
-    from ..effects import is_dask_collection
+    from .._utils.validation import is_dask_collection
 
     if is_dask_collection(features):
         return _dask_dictionary(model, features, cfg)
@@ -67,7 +67,7 @@ def _dask_dictionary(model: Any, features: Any, cfg: dict) -> list[dict]:
 
     from dask import delayed
 
-    from .._dask.effects import _tree_reduce
+    from .._dask.common import _tree_reduce
     from .._dask.steps import _finite_moments
 
     names = model_features(model, features)
@@ -98,7 +98,7 @@ def _level(features: pd.DataFrame, feature: str, level: Any) -> Any:
     """The data's own level for the ``level`` cell of ``fme.ame`` (a float column when mixed with NaN)."""
     if level is None or (isinstance(level, float) and math.isnan(level)):
         return None
-    from ..effects import is_dask_collection
+    from .._utils.validation import is_dask_collection
     from .validate import levels_of
 
     values = levels_of(features, feature) if is_dask_collection(features) else pd.unique(features[feature].dropna())

@@ -171,7 +171,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _head(frame: Any) -> pd.DataFrame:
-    from ..effects import is_dask_collection
+    from .._utils.validation import is_dask_collection
 
     if not is_dask_collection(frame):
         return frame

@@ -1,0 +1,74 @@
+"""The in-memory (pandas) engine of :func:`fme.fme`: fit the plan's detector, evaluate every row, build
+the :class:`~fme._core.results.FMEResult`. The Dask engine's counterpart is :mod:`fme._dask.effects`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pandas as pd
+
+from .._models import model_frame
+from .._utils.guards import call_detector
+from .._utils.validation import check_data
+from ..exceptions import ParameterError
+from .exclusions import check_evaluated
+from .kernel import Batch, evaluate_batch
+from .plan import FMEOptions, Plan, resolve_plan
+from .results import FMEResult
+
+__all__ = ["fme_local", "evaluate_frame", "result"]
+
+
+def fme_local(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -> FMEResult:
+    """:func:`fme.fme` on a pandas frame: validate into a plan (once; the workers trust it), evaluate, check
+    that a row was evaluated, assemble the result."""
+    check_data(data)
+    data = model_frame(model, data)  # C(x) of a statsmodels formula: x is categorical
+    reference_data = options.reference_data
+    if reference_data is not None:
+        reference_data = model_frame(model, check_data(reference_data, "reference_data"))
+    reference = data if reference_data is None else reference_data
+    plan, conf_level = resolve_plan(model, data, steps, reference, **options.plan_kwargs())
+    if options.sample_size is not None:
+        raise ParameterError("sample_size applies to Dask data only (the sample the detectors are fitted on); "
+                             "a pandas frame is used whole.")
+    batch = evaluate_frame(replace(plan, progress=options.progress), data, reference)
+    check_evaluated(plan, batch.code, lambda: reference)
+    return result(plan, batch, data, float(options.nlm_linear_threshold), conf_level)
+
+
+def evaluate_frame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame) -> Batch:
+    """Fit ``plan``'s detector on ``reference`` and evaluate every row of ``data`` at once (the kernel
+    batches the predictions inside): exclusions, fMEs, NLMs and inference ingredients."""
+    if plan.detector is not None:
+        call_detector(plan.detector, "fit", reference[plan.detector_cols], "fit(reference_data)")
+    return evaluate_batch(plan, data)
+
+
+def result(plan: Plan, batch: Batch, data: pd.DataFrame, threshold: float, conf_level: float) -> FMEResult:
+    """The :class:`FMEResult` of an evaluated ``batch`` with at least one evaluated row."""
+    settings, names, predictor = plan.settings, plan.names, plan.predictor
+    detector_name = None
+    if plan.detector is not None:
+        detector_name = getattr(plan.detector, "name", type(plan.detector).__name__)
+    return FMEResult(
+        results=batch.results,
+        steps=plan.steps,
+        excluded=batch.excluded,
+        data=data,
+        predictions=batch.predictions,
+        model_description=predictor.description,
+        output_names=None if names is None else tuple(names),
+        nlm_method=None if settings is None else settings.method,
+        nlm_nodes=None if settings is None else settings.nodes,
+        nlm_tol=None if settings is None or settings.method != "gauss-kronrod" else settings.tol,
+        nlm_linear_threshold=threshold,
+        detector=detector_name,
+        on_extrapolation=plan.policy,
+        model_features=None if predictor.feature_names is None else tuple(predictor.feature_names),
+        inference_rows=batch.rows,
+        conf_level=conf_level,
+        positions=batch.cand,
+    )

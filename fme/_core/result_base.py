@@ -1,0 +1,133 @@
+"""What every fME result shows, built once on a few primitives (in memory and on Dask data alike).
+
+:class:`~fme._core.results.FMEResult`, :class:`~fme._dask.result.DaskFMEResult` and
+:class:`~fme._dask.outputs.DaskMultiFMEResult` differ in where their figures come from (the rows in
+memory; summaries merged over chunks; one summary per output), not in how they are presented. Each
+provides the primitives below; :class:`EffectsPresentation` builds ``tidy()``, ``conf_int()``,
+``std_error``, ``p_value``, ``summary()`` and ``repr()`` from them, so the engines print the same text.
+
+Primitives: ``output_names``, ``steps``, ``model_description``, ``detector``, ``on_extrapolation``,
+``nlm_method``, ``nlm_nodes``, ``nlm_tol``, ``nlm_linear_threshold``, ``fme_columns``, ``nlm_columns``,
+``n``, ``n_excluded``, ``ame``; ``_inference_table(conf_level)`` (one row per output),
+``_figures(column)`` (mean, sd, q25, median, q75, n of a column of fMEs), ``_nlm_figures(column)``,
+``_exclusion_counts()``; optional hooks ``_summary_title``, ``_fitted_on()``, ``_step_lines()`` and
+``_nlm_footer()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["EffectsPresentation", "EXCLUSION_LABELS"]
+
+#: Readable labels of the exclusion reasons, in the order the summaries list them.
+EXCLUSION_LABELS = {"missing": "missing or infinite value in a stepped feature",
+                    "at_level": "already at the target level", "extrapolation": "extrapolation"}
+
+
+class EffectsPresentation:
+    """``tidy()``, ``conf_int()``, ``std_error``, ``p_value``, ``summary()`` and ``repr()`` of an fME result."""
+
+    _summary_title = "Forward marginal effects of {model}"
+
+    # ------------------------------------------------------------- steps
+    def describe_steps(self) -> str:
+        return ", ".join(s.describe() for s in self.steps)
+
+    @property
+    def step_dict(self) -> dict[str, Any]:
+        return {s.feature: s.value for s in self.steps}
+
+    # ------------------------------------------------------------- inference
+    def _one_or_series(self, col: str) -> Any:
+        values = self._inference_table()[col].to_numpy(dtype=float)
+        if self.output_names is None:
+            return float(values[0])
+        return pd.Series(values, index=list(self.output_names), dtype=float)
+
+    @property
+    def std_error(self) -> Any:
+        """Standard error of the AME under :attr:`inference` (a Series per class for several outputs)."""
+        return self._one_or_series("std_error")
+
+    @property
+    def p_value(self) -> Any:
+        """Two-sided p-value of AME = 0 (z for delta/bootstrap, t for sample)."""
+        return self._one_or_series("p_value")
+
+    def conf_int(self, conf_level: float | None = None) -> Any:
+        """(low, high) CI of the AME (a DataFrame with one row per class for several outputs)."""
+        t = self._inference_table(conf_level)
+        if self.output_names is None:
+            return float(t["conf_low"].iloc[0]), float(t["conf_high"].iloc[0])
+        return t[["conf_low", "conf_high"]].set_axis(list(self.output_names))
+
+    def tidy(self, conf_level: float | None = None) -> pd.DataFrame:
+        """The AME as a table: step, (class), ame, std_error, statistic, p_value, conf_low, conf_high,
+        inference, sd, q25, q75, n, n_excluded (one row; one per class for several outputs)."""
+        t = self._inference_table(conf_level)
+        rows = []
+        for j, col in enumerate(self.fme_columns):
+            d = self._figures(col)
+            row: dict[str, Any] = {"step": self.describe_steps()}
+            if self.output_names is not None:
+                row["class"] = self.output_names[j]
+            row.update({"ame": d["mean"], **t.iloc[j].to_dict(), "sd": d["sd"], "q25": d["q25"], "q75": d["q75"],
+                        "n": int(d["n"]), "n_excluded": self.n_excluded})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    # ------------------------------------------------------------- summary
+    def _fitted_on(self) -> str | None:
+        return None
+
+    def _step_lines(self) -> list[str]:
+        return []
+
+    def _nlm_footer(self) -> list[str]:
+        return []
+
+    def _method_text(self) -> str:
+        method = self.nlm_method if self.nlm_nodes is None else f"{self.nlm_method}, {self.nlm_nodes} nodes"
+        if self.nlm_method == "gauss-kronrod" and self.nlm_tol is not None:
+            method += f", tol {self.nlm_tol:g}"
+        return method
+
+    def summary(self) -> str:
+        """Readable summary: steps, rows evaluated/excluded, extrapolation, AME, SD, quartiles, ANLM."""
+        lines = [self._summary_title.format(model=self.model_description), f"  step: {self.describe_steps()}",
+                 *self._step_lines(), f"  rows evaluated: {self.n} of {self.n + self.n_excluded}"]
+        counts = self._exclusion_counts()
+        lines += [f"  excluded ({label}): {counts[key]}" for key, label in EXCLUSION_LABELS.items()
+                  if counts.get(key, 0)]
+        if self.detector is None:
+            lines.append("  extrapolation: not checked (pass extrapolation='envelope' and reference_data)")
+        else:
+            fitted = self._fitted_on()
+            lines.append(f"  extrapolation: {self.detector}, policy {self.on_extrapolation}"
+                         + ("" if fitted is None else f", fitted on {fitted}"))
+        for col in self.fme_columns:
+            d = self._figures(col)
+            lines.append(f"  {col}: AME {d['mean']:.6g}  SD {d['sd']:.6g}  q25 {d['q25']:.6g}  "
+                         f"median {d['median']:.6g}  q75 {d['q75']:.6g}")
+        t = self.nlm_linear_threshold
+        for col in self.nlm_columns:
+            f = self._nlm_figures(col)
+            text = (f"  {col}: ANLM {f['mean']:.6g}  median {f['median']:.6g}  share >= {t:g} {f['share']:.3g}  "
+                    f"SD {f['sd']:.6g}  ")
+            if f.get("q25") is not None:
+                text += f"q25 {f['q25']:.6g}  q75 {f['q75']:.6g}  "
+            if f.get("undefined") is not None:
+                text += (f"undefined {f['undefined']} (constant {f['constant']}, flat {f['flat']})  "
+                         f"inaccurate {f['inaccurate']}  ")
+            lines.append(text + f"(method: {self._method_text()})")
+        lines += self._nlm_footer()
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        ame = self.ame
+        ame_txt = f"{ame:.6g}" if isinstance(ame, float) else ame.round(6).to_dict()
+        return (f"{type(self).__name__}(step={self.describe_steps()!r}, n={self.n}, excluded={self.n_excluded}, "
+                f"ame={ame_txt})")

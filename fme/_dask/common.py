@@ -1,0 +1,144 @@
+"""Chunk plumbing every module of the Dask engine shares: the optional import, seeds and sample sizes,
+model frames per chunk, the probe of the first rows, the tree reduction of summaries, and the
+reference data's envelope and seeded sample.
+
+Dask calls the pieces of a DataFrame "partitions"; here they are chunks, since fme's partitions are the
+cAME subspaces.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._core.summary import Summary
+from .._models import model_frame
+from .._utils.validation import is_categorical, is_dask_collection
+from ..exceptions import DataError, ParameterError
+
+__all__ = ["FIT_SAMPLE_SIZE", "require_dask", "as_dask", "reference_sample", "envelope_frame"]
+
+
+#: Rows of the seeded sample non-envelope detectors (and ``came``'s tree) are fitted on.
+FIT_SAMPLE_SIZE = 1_000_000
+
+
+_TREE_FAN_IN = 16
+
+
+def require_dask():
+    """``dask.dataframe``, or a ParameterError naming the extra to install."""
+    try:
+        import dask.dataframe as dd
+    except ImportError as exc:  # pragma: no cover - the test environment has dask
+        raise ParameterError("Dask data need the optional dependencies: pip install 'fme[dask]'.") from exc
+    return dd
+
+
+def _check_sample_size(sample_size: Any) -> int:
+    if sample_size is None:
+        return FIT_SAMPLE_SIZE
+    if isinstance(sample_size, bool) or not isinstance(sample_size, numbers.Integral) or sample_size < 1:
+        raise ParameterError(f"sample_size must be a positive integer, got {sample_size!r}.")
+    return int(sample_size)
+
+
+def _seed(random_state: Any) -> int:
+    if random_state is None:
+        return 0
+    if isinstance(random_state, numbers.Integral):
+        return int(random_state)
+    return int(np.random.default_rng(random_state).integers(2**31 - 1))
+
+
+def as_dask(frame: Any, name: str) -> Any:
+    """A Dask DataFrame as given, a pandas one as one partition."""
+    dd = require_dask()
+    if is_dask_collection(frame):
+        return frame
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(f"`{name}` must be a pandas or Dask DataFrame, got {type(frame).__name__}.")
+    return dd.from_pandas(frame, npartitions=1)
+
+
+def _model_frames(model: Any, frame: Any) -> Any:
+    meta = model_frame(model, frame._meta)
+    if meta is frame._meta:
+        return frame
+    return frame.map_partitions(lambda part: model_frame(model, part), meta=meta)
+
+
+def _probe(frame: Any, name: str) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "fewer rows than requested": fine for a probe
+        probe = frame.head(1000, npartitions=min(frame.npartitions, 8))
+    if len(probe) == 0:
+        raise DataError(f"`{name}` has no rows in its first partitions; pass data with rows "
+                        "(or repartition away empty partitions).")
+    return probe
+
+
+def _merge(*summaries: Summary) -> Summary:
+    out = summaries[0]
+    for s in summaries[1:]:
+        out = out.merge(s)
+    return out
+
+
+def _tree_reduce(items: list) -> Any:
+    from dask import delayed
+
+    while len(items) > 1:
+        items = [delayed(_merge)(*items[i:i + _TREE_FAN_IN]) for i in range(0, len(items), _TREE_FAN_IN)]
+    return items[0]
+
+
+def _envelope_parts(part: pd.DataFrame, numeric: list[str], categorical: list[str]) -> tuple:
+    num = part[numeric].to_numpy(dtype=float)
+    num = np.where(np.isfinite(num), num, np.nan)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo = np.nanmin(num, axis=0) if num.shape[0] else np.full(len(numeric), np.nan)
+        hi = np.nanmax(num, axis=0) if num.shape[0] else np.full(len(numeric), np.nan)
+    levels = {c: set(part[c].dropna().unique().tolist()) for c in categorical}
+    return lo, hi, levels
+
+
+def reference_sample(ref: Any, sample_size: int, seed: int) -> tuple[pd.DataFrame, int]:
+    """All rows of the Dask ``ref`` when there are at most ``sample_size``, else a seeded sample; and its length."""
+    n_ref = int(ref.shape[0].compute())
+    if n_ref <= sample_size:
+        return ref.compute(), n_ref
+    return ref.sample(frac=min(1.0, sample_size / n_ref), random_state=seed).compute(), n_ref
+
+
+def envelope_frame(ref: Any) -> pd.DataFrame:
+    """A small pandas frame with the finite min/max of every numeric column and the categorical levels
+    of the Dask ``ref`` (one pass): the envelope detector fitted on it equals the one fitted on ``ref``."""
+    import dask
+    from dask import delayed
+
+    cols = list(ref.columns)
+    meta = ref._meta
+    categorical = [c for c in cols if is_categorical(meta[c])]
+    numeric = [c for c in cols if c not in categorical]
+    parts = dask.compute(*[delayed(_envelope_parts)(p, numeric, categorical) for p in ref.to_delayed()])
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo = np.nanmin(np.vstack([p[0] for p in parts]), axis=0)
+        hi = np.nanmax(np.vstack([p[1] for p in parts]), axis=0)
+    levels = {c: set().union(*[p[2][c] for p in parts]) for c in categorical}
+    # A frame with the same bounds and levels: the detector's own fit then gives the pandas envelope.
+    size = max([2] + [len(v) for v in levels.values()])
+    frame = {}
+    for j, c in enumerate(numeric):
+        frame[c] = np.r_[lo[j], hi[j], np.full(size - 2, lo[j])]
+    for c in categorical:
+        vals = sorted(levels[c], key=repr) or [None]
+        vals = vals + [vals[0]] * (size - len(vals))
+        frame[c] = pd.Series(vals, dtype=meta[c].dtype)
+    return pd.DataFrame(frame)[cols]

@@ -1,0 +1,196 @@
+"""The result of :func:`fme.fme` on Dask data: :class:`DaskFMEResult`, the summaries of
+:class:`fme.FMEResult` merged over all chunks, with lazy row tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import operator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._core.plan import Plan
+from .._core.summary import Summary
+from .._utils.validation import check_conf_level
+from ..inference._estimates import Estimates
+from .._core.result_base import EffectsPresentation
+from ..steps import Step
+from .quantiles import quantiles as _quantiles
+
+__all__ = ["DaskFMEResult"]
+
+
+# ----------------------------------------------------------------- the result
+@dataclass(frozen=True, eq=False, repr=False)
+class DaskFMEResult(EffectsPresentation):
+    """Forward marginal effects of Dask data: the summaries of :class:`fme.FMEResult`, lazy row tables.
+
+    Attributes
+    ----------
+    results, excluded : dask.dataframe.DataFrame
+        As :attr:`FMEResult.results` / :attr:`FMEResult.excluded`, computed
+        lazily (each computation evaluates the kernel on the partitions again).
+    summary_data : Summary
+        The merged summaries of all partitions (one pass).
+    detector_fit : dict
+        What the detector was fitted on (all rows for the envelope, else a
+        seeded sample of ``sample_size`` rows).
+    """
+
+    results: Any
+    excluded: Any
+    steps: tuple[Step, ...]
+    summary_data: Summary = field(repr=False)
+    model_description: str = "model"
+    nlm_method: str | None = None
+    nlm_nodes: int | None = None
+    nlm_tol: float | None = None
+    nlm_linear_threshold: float = 0.9
+    detector: str | None = None
+    on_extrapolation: str | None = None
+    inference_method: str = "sample"
+    conf_level: float = 0.95
+    detector_fit: dict = field(default_factory=dict)
+    sorted_parts: dict = field(default_factory=dict, repr=False)
+    output_names: tuple | None = None
+    data: Any = field(default=None, repr=False)
+    plan: Plan | None = field(default=None, repr=False)
+    model_features: tuple[str, ...] | None = None
+    bootstrap_draws: tuple | None = field(default=None, repr=False)
+    groups: Any = field(default=None, repr=False)
+    group_parts: list = field(default_factory=list, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------- columns
+    fme_columns = property(lambda self: ["fme"])
+
+    @property
+    def nlm_columns(self) -> list[str]:
+        return ["nlm"] if self.summary_data.nlm is not None else []
+
+    @property
+    def has_nlm(self) -> bool:
+        return self.summary_data.nlm is not None
+
+    # ------------------------------------------------------------- figures (one pass, exact merges)
+    @property
+    def n(self) -> int:
+        return int(self.summary_data.codes[0])
+
+    @property
+    def n_excluded(self) -> int:
+        return int(self.summary_data.codes[1:].sum())
+
+    @property
+    def ame(self) -> float:
+        return float(self.summary_data.fme.mean[0]) if self.n else float("nan")
+
+    @property
+    def sd(self) -> float:
+        return float(self.summary_data.fme.sd()[0])
+
+    @property
+    def anlm(self) -> float:
+        m = self.summary_data.nlm
+        return float("nan") if m is None or m.n[0] == 0 else float(m.mean[0])
+
+    @property
+    def share_linear(self) -> float:
+        m = self.summary_data.nlm
+        return float("nan") if m is None or m.n[0] == 0 else float(self.summary_data.n_linear[0] / m.n[0])
+
+    def _status(self, i: int) -> int:
+        st = self.summary_data.status
+        return 0 if st is None else int(st[i, 0])
+
+    n_nlm_constant = property(lambda self: self._status(1))
+    n_nlm_flat = property(lambda self: self._status(2))
+    n_nlm_inaccurate = property(lambda self: self._status(3))
+
+    @property
+    def n_nlm_undefined(self) -> int:
+        return self.n_nlm_constant + self.n_nlm_flat
+
+    # ------------------------------------------------------------- exact quantiles (two rounds of counting)
+    # ------------------------------------------------------------- exact quantiles (two rounds of counting)
+    def _quantile_of(self, which: str, j: int, p: float) -> float:
+        """The ``p`` quantile of output ``j``'s fMEs (``which='fme'``) or defined NLMs (``'nlm'``), exact, from
+        the sorted values kept on the workers (cached: computed once for the quartiles and the median)."""
+        key = (which, j, p)
+        if key not in self._cache:
+            parts = self.sorted_parts.get(which)
+            if not parts:
+                return float("nan")
+            from dask import delayed
+
+            m = self.summary_data.fme if which == "fme" else self.summary_data.nlm
+            # one output: a chunk's sorted values are one array; several: a tuple of arrays, one per output
+            mine = parts if self.output_names is None else [delayed(operator.getitem)(part, j) for part in parts]
+            for k, v in _quantiles(mine, int(m.n[j]), [0.25, 0.5, 0.75]).items():
+                self._cache[(which, j, k)] = v
+        return self._cache[key]
+
+    def _quantiles_of(self, which: str, p: float) -> Any:
+        return self._quantile_of(which, 0, p)
+
+    q25 = property(lambda self: self._quantiles_of("fme", 0.25))
+    q75 = property(lambda self: self._quantiles_of("fme", 0.75))
+    median = property(lambda self: self._quantiles_of("fme", 0.5))
+
+    @property
+    def median_nlm(self) -> Any:
+        return self._quantiles_of("nlm", 0.5) if self.has_nlm else float("nan")
+
+    def release(self) -> None:
+        """Drop the sorted values kept on the workers for the quantiles (computed ones stay cached)."""
+        for which in ("fme", "nlm"):
+            if self.sorted_parts.get(which):
+                for j in range(1 if self.output_names is None else len(self.output_names)):
+                    self._quantile_of(which, j, 0.5)
+        self.sorted_parts.clear()
+
+    # ------------------------------------------------------------- presentation primitives
+    def _figures(self, col: str) -> dict[str, float]:
+        j = self.fme_columns.index(col)
+        m = self.summary_data.fme
+        n = int(m.n[j])
+        return {"mean": float(m.mean[j]) if n else float("nan"), "sd": float(m.sd()[j]), "n": n,
+                "q25": self._quantile_of("fme", j, 0.25), "median": self._quantile_of("fme", j, 0.5),
+                "q75": self._quantile_of("fme", j, 0.75)}
+
+    def _nlm_figures(self, col: str) -> dict[str, Any]:
+        m = self.summary_data.nlm
+        return {"mean": self.anlm, "median": self.median_nlm, "share": self.share_linear, "sd": float(m.sd()[0]),
+                "undefined": self.n_nlm_undefined, "constant": self.n_nlm_constant, "flat": self.n_nlm_flat,
+                "inaccurate": self.n_nlm_inaccurate}
+
+    def _exclusion_counts(self) -> dict[str, int]:
+        c = self.summary_data.codes
+        return {"missing": int(c[1]), "at_level": int(c[2]), "extrapolation": int(c[3])}
+
+    _summary_title = "Forward marginal effects of {model} (Dask data)"
+
+    def _fitted_on(self) -> str:
+        return self.detector_fit.get("fitted_on", "the reference data")
+
+    # ------------------------------------------------------------- inference
+    @property
+    def inference(self) -> str:
+        return self.inference_method
+
+    def _estimates(self) -> Estimates:
+        s, n = self.summary_data, self.n
+        est = np.array([self.ame])
+        if self.inference_method == "delta":
+            return Estimates("delta", est, grad=(s.jacobian / n)[None, :], vcov=s.vcov)
+        if self.inference_method == "bootstrap":
+            draws, info = self.bootstrap_draws
+            return Estimates("bootstrap", est, draws=draws[None, :], ci=info["ci"])
+        se = np.array([self.sd / np.sqrt(n) if n >= 2 else np.nan])
+        return Estimates("sample", est, se=se, df=np.array([max(n - 1.0, 1.0)]))
+
+    def _inference_table(self, conf_level: float | None = None) -> pd.DataFrame:
+        level = self.conf_level if conf_level is None else check_conf_level(conf_level)
+        return self._estimates().table(level)
+

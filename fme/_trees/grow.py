@@ -1,0 +1,121 @@
+"""Growing and reducing the cAME tree (paper §5.5): the worker behind :func:`fme.came`.
+
+:func:`grow_partition` trusts its arguments (:func:`fme.came` validated them) and serves both engines:
+the in-memory path calls it on the effects, the Dask engine (:mod:`fme._dask.came`) on an in-memory
+:class:`~fme._core.results.FMEResult` of its seeded sample. ``n_partitions`` and ``max_sd`` reduce the
+grown tree as R's fmeffects does (:func:`_prune_sequence`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._core.results import FMEResult
+from ..exceptions import ParameterError
+from .args import string_columns
+from .cart import CartTree
+from .ctree import CTree
+from .partition import PartitionResult, _subspace_lookup
+
+__all__ = ["grow_partition"]
+
+
+# ---------------------------------------------------------------- reduction
+def _prune_sequence(tree: Any, fmes: np.ndarray, leaf_of_row: np.ndarray) -> list[list[int]]:
+    """Greedy merging of sibling leaves, smallest pooled SD first (fmeffects' pruning).
+
+    Returns the leaf sets from the grown tree down to the root.
+    """
+    nodes = tree.nodes_
+    rows_of: dict[int, np.ndarray] = {}
+    for node in nodes.index[::-1]:  # post-order accumulation: children have larger ids
+        kids = nodes.at[node, "children"]
+        rows_of[int(node)] = (np.flatnonzero(leaf_of_row == node) if not kids
+                              else np.concatenate([rows_of[int(k)] for k in kids]))
+    leaves = {int(i) for i in nodes.index[nodes["is_leaf"].to_numpy(dtype=bool)]}
+    seq = [sorted(leaves)]
+    while len(leaves) > 1:
+        best, best_sd = None, np.inf
+        for node in sorted(leaves):
+            par = nodes.at[node, "parent"]
+            if pd.isna(par):
+                continue
+            kids = nodes.at[int(par), "children"]
+            if all(int(k) in leaves for k in kids):
+                vals = fmes[rows_of[int(par)]]
+                sd = float(np.std(vals, ddof=1)) if vals.size > 1 else 0.0
+                if sd < best_sd:
+                    best, best_sd = int(par), sd
+        leaves -= {int(k) for k in nodes.at[best, "children"]}
+        leaves.add(best)
+        seq.append(sorted(leaves))
+    return seq
+
+
+def _max_leaf_sd(leaf_set: list[int], fmes: np.ndarray, mapping: np.ndarray) -> float:
+    sds = []
+    for node in leaf_set:
+        vals = fmes[mapping == node]
+        sds.append(float(np.std(vals, ddof=1)) if vals.size > 1 else 0.0)
+    return max(sds)
+
+
+def grow_partition(effects: FMEResult, *, method: str, features: list[str], n_partitions: int | None,
+                   max_sd: float | None, conf_level: float, standardize: bool, params: dict,
+                   tree_params: dict) -> PartitionResult:
+    """Grow the tree on ``effects``' fMEs over ``features`` and reduce it (arguments as :func:`fme.came`'s,
+    already validated; ``params`` is the record kept in :attr:`PartitionResult.params`)."""
+    tree_params = dict(tree_params)
+    data = effects.data
+    # by position: the evaluated rows in order, whatever the index; the trees name features by text
+    X = string_columns(data.iloc[data.index.get_indexer(effects.results.index)][list(features)], "features")
+    y = effects.results["fme"].to_numpy(dtype=float)
+    n = y.size
+    fit_y = y
+    if standardize:
+        sd = float(np.std(y))
+        fit_y = (y - y.mean()) / sd if sd > 0 else y - y.mean()
+    notes: list[str] = []
+    reduce = n_partitions is not None or max_sd is not None
+    if method == "ctree":
+        if reduce:
+            tree_params.setdefault("alpha", 0.35)
+            tree_params.setdefault("minbucket", 0.02 * n)
+        tree = CTree(**tree_params).fit(X, fit_y)
+        minsplit = tree_params.get("minsplit", 20)
+        if n < minsplit:
+            notes.append(f"the tree is a single node: {n} rows are fewer than minsplit = {minsplit}.")
+    else:
+        if reduce:
+            tree_params.setdefault("min_samples_leaf", max(1, int(round(0.02 * n))))
+        tree = CartTree(**tree_params).fit(X, fit_y)
+    leaf_of_row = np.asarray(tree.apply(X), dtype=int)
+    grown = sorted(int(i) for i in tree.nodes_.index[tree.nodes_["is_leaf"].to_numpy(dtype=bool)])
+    leaf_set = grown
+    if n_partitions is not None:
+        if n_partitions > len(grown):
+            raise ParameterError(
+                f"n_partitions={n_partitions} but the grown tree has only {len(grown)} leaves; use 2..{len(grown)} "
+                "or grow a larger tree (smaller minbucket, larger alpha)."
+            )
+        seq = _prune_sequence(tree, y, leaf_of_row)
+        leaf_set = next(s for s in seq if len(s) == n_partitions)
+    elif max_sd is not None:
+        seq = _prune_sequence(tree, y, leaf_of_row)
+        # As fmeffects: reductions down to two subspaces (the root only when nothing was split).
+        ok = [s for s in seq if (len(s) >= 2 or len(grown) == 1)
+              and _max_leaf_sd(s, y, _subspace_lookup(tree, s)[leaf_of_row]) < max_sd]
+        if not ok:
+            raise ParameterError(
+                f"no reduction of the grown tree ({len(grown)} leaves) has every leaf's fME SD below max_sd={max_sd}; "
+                "increase max_sd or grow a larger tree."
+            )
+        leaf_set = min(ok, key=len)
+    if len(grown) == 1 and not notes:
+        notes.append("no split was significant: one subspace (the whole data).")
+    return PartitionResult(effects, tree, X, leaf_set, leaf_of_row, conf_level, method, notes, params)
+
+

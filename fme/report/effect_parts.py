@@ -1,0 +1,190 @@
+"""The pieces of an effect's analysis that both report engines share (in memory and ``engine: dask``).
+
+:mod:`fme.report.analysis` (pandas) and :mod:`fme.report.dask_analysis` (Dask) both import from here
+and never from each other's internals: the JSON-ready statistics, the cAME partition with its summary
+and stability refits, the step-sensitivity table, and the words of what a Dask report computes on its
+seeded sample and over all rows.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import fme
+
+from .specs import make_detector
+
+__all__ = ["REPORT_SAMPLE_SIZE", "SAMPLE_BASED", "ALL_ROWS", "STEP_FACTORS", "sample_info"]
+
+
+# ------------------------------------------------------------------ statistics
+def _stats(values: np.ndarray, conf_level: float, upper: float | None = None) -> dict[str, float | None]:
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    n = int(v.size)
+    out: dict[str, float | None] = {"n": n, "mean": None, "sd": None, "se": None, "ci_low": None,
+                                    "ci_high": None, "q25": None, "q75": None}
+    if n == 0:
+        return out
+    out["mean"] = float(v.mean())
+    out["q25"], out["q75"] = (float(q) for q in np.quantile(v, [0.25, 0.75]))
+    if n >= 2:
+        sd = float(v.std(ddof=1))
+        half = float(stats.t.ppf(0.5 + conf_level / 2, n - 1)) * sd / math.sqrt(n)
+        high = out["mean"] + half if upper is None else min(out["mean"] + half, upper)  # NLM <= 1: truncate
+        out.update(sd=sd, se=sd / math.sqrt(n), ci_low=out["mean"] - half, ci_high=high)
+    return out
+
+
+def _num(x: Any) -> Any:
+    """JSON-safe number: NaN/inf -> None, numpy scalars -> Python."""
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(float(x)) else None
+    return x
+
+
+def _grow_partition(res: Any, eff: dict, conf: float, **came_kwargs: Any) -> Any:
+    """The effect's cAME partition (:func:`fme.came` with the config's ``partition``), or None when the
+    config switches it off or fewer than 2 rows were evaluated."""
+    if eff["partition"] is False or res.n < 2:
+        return None
+    params = dict(eff["partition"])
+    method = params.pop("method", "ctree")
+    feats = params.pop("features", None)
+    return fme.came(res, method=method, features=feats, conf_level=conf, **came_kwargs, **params)
+
+
+def _partition_summary(part: Any, eff: dict, n_extrapolation: Any) -> dict:
+    """The JSON-ready subspaces of ``part``: each leaf's figures, box and ``n_extrapolation(node)``."""
+    leaves = []
+    for _, row in part.leaves.iterrows():
+        leaf = {k: _num(v) for k, v in row.items()}
+        box = part.describe(int(row["node"]))
+        leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"]),
+                        "kind": str(b["kind"]), "eval_min": _num(b["min"]), "eval_max": _num(b["max"])}
+                       for f, b in box.iterrows()]
+        leaf["n_extrapolation"] = n_extrapolation(int(row["node"]))
+        leaves.append(leaf)
+    return {"method": eff["partition"].get("method", "ctree"), "params": eff["partition"], "leaves": leaves,
+            "root": {k: _num(v) for k, v in part.root.items()}, "notes": list(part.notes),
+            "features": part.features, "root_split": _root_split(part)}
+
+
+def _stability(part: Any, eff: dict, seed: int, ame: Any) -> tuple[Any, dict | None]:
+    """The partition-stability refits the config asks for, and their summary (None, None without)."""
+    if part is None or not eff.get("stability"):
+        return None, None
+    stab = fme.partition_stability(part, n_subsamples=int(eff["stability"]["subsamples"]),
+                                   fraction=float(eff["stability"]["fraction"]), random_state=seed)
+    return stab, _stability_summary(stab, part, ame, eff["stability"])
+
+
+def _root_split(part: Any) -> dict | None:
+    """The first split of the (reduced) tree: feature and threshold or level sets (None: a single leaf)."""
+    nodes = part.nodes
+    if nodes.at[1, "is_leaf"]:
+        return None
+    levels = nodes.at[1, "split_levels"]
+    return {"feature": str(nodes.at[1, "split_feature"]), "value": _num(nodes.at[1, "split_value"]),
+            "levels": None if not isinstance(levels, dict) else {str(k): int(v) for k, v in levels.items()}}
+
+
+def _stability_summary(stab: pd.DataFrame, part: Any, ame: float, spec: dict) -> dict:
+    """Checklist §1.7: how the AME and the subspaces vary across random subsamples (JSON-ready)."""
+    ok = stab[stab["error"].isna()]
+    same_sign = np.sign(stab["ame"].to_numpy(dtype=float)) == np.sign(ame)
+    out: dict[str, Any] = {
+        "subsamples": int(spec["subsamples"]), "fraction": float(spec["fraction"]), "n_each": int(stab["n"].iloc[0]),
+        "ame_min": float(stab["ame"].min()), "ame_max": float(stab["ame"].max()),
+        "ame_sd": float(stab["ame"].std(ddof=1)) if len(stab) > 1 else None,
+        "n_same_sign": int(same_sign.sum()), "root_split": part.root_split, "n_rows": int(part.effects.n),
+        "n_leaves_full": len(part.leaf_ids), "n_refits": int(len(ok)), "n_failed": int(len(stab) - len(ok)),
+        "errors": sorted(set(stab["error"].dropna().astype(str))),
+    }
+    if len(ok):
+        ari = ok["ari"].to_numpy(dtype=float)
+        leaves = ok["n_leaves"].to_numpy(dtype=float)
+        out.update(n_same_root=int(ok["same_root_split"].astype(bool).sum()), ari_median=float(np.median(ari)),
+                   ari_min=float(ari.min()), ari_max=float(ari.max()), leaves_median=float(np.median(leaves)),
+                   leaves_min=int(leaves.min()), leaves_max=int(leaves.max()))
+    return out
+
+
+#: Step multipliers of the sensitivity table (§1.7): h/2, h, 2h.
+STEP_FACTORS = (0.5, 1.0, 2.0)
+
+
+def _row_figures(r: Any, conf: float) -> dict:
+    """n, extrapolation points, AME and CI of an in-memory :class:`fme.FMEResult` (a sensitivity row)."""
+    st = _stats(r.results["fme"].to_numpy(dtype=float), conf)
+    n_ep = int((r.excluded["reason_type"] == "extrapolation").sum()) if r.detector is not None else None
+    return {"n": st["n"], "n_extrapolation": n_ep, "ame": st["mean"], "ci_low": st["ci_low"],
+            "ci_high": st["ci_high"]}
+
+
+def _step_sensitivity(model: Any, data: Any, reference: Any, res: Any, summary: dict, eff: dict, seed: int,
+                      target_class: Any = None, row_figures: Any = _row_figures) -> list[dict] | None:
+    """AME (CI, n) at h/2, h and 2h, every step component scaled together; None for categorical steps.
+
+    The resolved step values (rules such as ``sd`` already turned into numbers) are scaled; detector and
+    policy are those of the effect. The row for h repeats the effect's own numbers. ``row_figures(result,
+    conf)`` gives a row's numbers (the Dask report passes its own, from the all-row summaries).
+    """
+    if not summary["numeric"]:
+        return None
+    conf = float(eff["conf_level"])
+    base = {st.feature: float(st.value) for st in res.steps}
+    rows = []
+    for factor in STEP_FACTORS:
+        if factor == 1.0:
+            rows.append({"factor": factor, "steps": base, "step_label": summary["step_label"], "n": summary["n"],
+                         "n_extrapolation": summary["n_extrapolation"], "ame": summary["ame"],
+                         "ci_low": summary["ci_low"], "ci_high": summary["ci_high"]})
+            continue
+        steps = {f: h * factor for f, h in base.items()}
+        kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
+        if eff["extrapolation"]["method"] != "none":
+            kwargs.update(extrapolation=make_detector(eff["extrapolation"], seed),
+                          on_extrapolation=eff["on_extrapolation"])
+        row: dict[str, Any] = {"factor": factor, "steps": steps}
+        try:
+            r = fme.fme(model, data, steps, **kwargs)
+        except fme.FMEError as exc:  # e.g. every row extrapolates at 2h: say so in the table
+            row.update(step_label=", ".join(f"{f} {h:+g}" for f, h in steps.items()), error=str(exc), n=0,
+                       n_extrapolation=None, ame=None, ci_low=None, ci_high=None)
+            rows.append(row)
+            continue
+        row.update(step_label=r.describe_steps(), **row_figures(r, conf))
+        rows.append(row)
+    return rows
+
+
+#: Rows of the seeded sample behind the per-row figures of an ``engine: dask`` report.
+REPORT_SAMPLE_SIZE = 100_000
+
+
+#: What an ``engine: dask`` report computes on the sample (words for the report and results.json).
+SAMPLE_BASED = ("the fME and NLM distribution figures", "the extrapolation map",
+                "the per-row table tables/<effect>-fme.csv", "where the extrapolation points are",
+                "the shrunk steps", "the partition stability refits")
+
+
+#: ... and over all rows.
+ALL_ROWS = ("row counts and exclusions", "AMEs with their standard errors, CIs and quartiles",
+            "the NLM summaries", "model-uncertainty intervals", "the AME with extrapolation points kept",
+            "the step sensitivity table", "the cAME subspace figures", "the feature overview",
+            "the feature dictionary")
+
+
+def sample_info(n: int, size: int, seed: int) -> dict[str, Any]:
+    """JSON-ready description of the sample of :func:`fme.report.sources.sample_rows`."""
+    return {"size": int(size), "rows": int(min(n, size)), "of": int(n), "all_rows": bool(n <= size),
+            "seed": int(seed), "based_on_sample": list(SAMPLE_BASED), "all_rows_items": list(ALL_ROWS)}
