@@ -163,3 +163,10 @@ def test_installed_layout_finds_the_shipped_templates(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": ""},
                          capture_output=True, text=True, check=True).stdout.strip()
     assert Path(out) == site / "fme" / "_templates"
+
+
+def test_find_lock_finds_the_checkouts_lock() -> None:
+    """A report built from this checkout records its lock (it was lost once when the module moved)."""
+    from fme.report.environment import find_lock
+
+    assert find_lock() == (ROOT / "requirements.lock").resolve()

@@ -63,7 +63,8 @@ def canonical(name: str) -> str:
 
 def find_lock(start: Path | None = None) -> Path | None:
     """The lock of the checkout fme runs from (None for an installed wheel)."""
-    root = Path(start) if start is not None else Path(__file__).resolve().parents[1]
+    # this file is <checkout>/fme/report/environment.py: the lock sits beside the fme package
+    root = Path(start) if start is not None else Path(__file__).resolve().parents[2]
     path = root / LOCK_NAME
     return path if path.is_file() else None
 
