@@ -37,7 +37,7 @@ from ._trees.args import check_tree_params
 from ._trees.grow import grow_partition
 from ._trees.partition import PartitionResult
 from ._utils.progress import progress_bar
-from ._utils.validation import check_conf_level, check_random_state
+from ._utils.validation import check_conf_level, check_random_state, seed_of
 from .exceptions import DataError, FeatureError, FMEError, ParameterError
 
 __all__ = ["came", "PartitionResult", "partition_stability"]
@@ -55,9 +55,21 @@ def came(
     standardize: bool = True,
     sample_size: int | None = None,
     random_state: Any = None,
+    honest: bool = True,
+    honest_fraction: float = 0.5,
+    n_splits: int = 1,
     **tree_params: Any,
 ) -> PartitionResult:
-    """Conditional AMEs on subspaces found by a tree (paper §5.5).
+    """Conditional AMEs on subspaces found by a tree (paper §5.5), honest by default.
+
+    The paper, R's fmeffects and marginaleffects' heterogeneity recipe grow the tree and estimate each
+    leaf's cAME and CI on the same rows; the tree picks the splits that separate the fMEs most, so those
+    intervals are too narrow and leaf differences look more significant than they are (Athey & Imbens,
+    PNAS 2016). With ``honest=True`` (the default) the tree is grown and reduced on a seeded part of the
+    evaluated rows and every leaf figure (cAME, SD, CI, cANLM, inference columns) comes from the other
+    part only (:attr:`PartitionResult.grown_on`, :attr:`PartitionResult.estimated_on`, ``n``/``n_grown``
+    in :attr:`PartitionResult.leaves`). Pass ``honest=False`` for the paper's procedure (the replication
+    notebooks do); its leaves table then says that the intervals are not adjusted for the selection.
 
     Parameters
     ----------
@@ -94,7 +106,19 @@ def came(
         aggregated over all rows exactly. ``notes`` and ``grown_on_sample``
         say whether a sample was used.
     random_state : int, optional
-        Seed of that sample (default 0).
+        Seed of that sample and of the honest split (default 0).
+    honest : bool, default=True
+        Grow the tree on one part of the rows and estimate the leaves on the other (see above). Which part
+        a row falls in depends only on the seed and the row's index label (a seeded hash), so reordered
+        rows, or the same rows as Dask data, give the same partition.
+    honest_fraction : float, default=0.5
+        Share of the evaluated rows that grow the tree (the rest estimate the leaves), in (0, 1).
+    n_splits : int, default=1
+        Repeat the honest split this many times (seeds derived from ``random_state``; the first is the
+        partition returned) and report, in :attr:`PartitionResult.splits` and
+        :attr:`PartitionResult.split_summary`, how often the first split recurs, the spread of the leaf
+        cAMEs and the median p-value of the global test across splits (as in Chernozhukov et al.'s GATES;
+        twice the median is a valid p-value over the splits).
     **tree_params
         Tree parameters by partykit's names (``minbucket``, ``alpha``,
         ``testtype``, ``mincriterion``, ``maxdepth``, ...) or, for CART,
@@ -123,12 +147,53 @@ def came(
         raise DataError("the effects have no evaluated rows; nothing to partition.")
     conf_level, features, params = _check_came_args(effects, method, features, n_partitions, max_sd, conf_level,
                                                     standardize, tree_params)
-    if on_dask:
-        return came_dask(effects, sample_size=sample_size, random_state=random_state, method=method,
-                         features=features, n_partitions=n_partitions, max_sd=max_sd, conf_level=conf_level,
-                         standardize=standardize, params=params, tree_params=tree_params)
-    return grow_partition(effects, method=method, features=features, n_partitions=n_partitions, max_sd=max_sd,
-                          conf_level=conf_level, standardize=standardize, params=params, tree_params=tree_params)
+    if not isinstance(honest, (bool, np.bool_)):
+        raise ParameterError(f"honest must be True or False, got {honest!r}.")
+    if isinstance(honest_fraction, bool) or not isinstance(honest_fraction, numbers.Real) \
+            or not 0 < honest_fraction < 1:
+        raise ParameterError(f"honest_fraction must be a number strictly between 0 and 1, got {honest_fraction!r}.")
+    if isinstance(n_splits, bool) or not isinstance(n_splits, numbers.Integral) or n_splits < 1:
+        raise ParameterError(f"n_splits must be a positive integer, got {n_splits!r}.")
+    if n_splits > 1 and not honest:
+        raise ParameterError("n_splits repeats the honest split; pass honest=True (or n_splits=1).")
+    seed = seed_of(random_state)
+    params = {**params, "honest": bool(honest), "honest_fraction": float(honest_fraction)}
+    seeds = [seed] + [int(s) for s in np.random.SeedSequence(seed).generate_state(n_splits - 1)]
+
+    def one(split_seed: int) -> PartitionResult:
+        kw = dict(method=method, features=features, n_partitions=n_partitions, max_sd=max_sd, conf_level=conf_level,
+                  standardize=standardize, params=params, tree_params=tree_params, honest=bool(honest),
+                  honest_fraction=float(honest_fraction), seed=split_seed)
+        if on_dask:
+            return came_dask(effects, sample_size=sample_size, random_state=random_state, **kw)
+        return grow_partition(effects, **kw)
+
+    part = one(seeds[0])
+    if n_splits > 1:
+        part.splits, part.split_summary = _split_stability(part, [part] + [one(s) for s in seeds[1:]], seeds)
+    return part
+
+
+def _split_stability(part: PartitionResult, parts: list[PartitionResult],
+                     seeds: list[int]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Per honest split: its seed, first split, leaves, range of leaf cAMEs and the global test's p-value;
+    and their summary (share of splits with the first split of ``part``, median p-value, 2 x median)."""
+    rows = []
+    for k, (p, s) in enumerate(zip(parts, seeds)):
+        came_values = p.leaves["came"].to_numpy(dtype=float)
+        glob = p.test().attrs["global"] if len(p.leaf_ids) > 1 else {"p_value": np.nan}
+        rows.append({"split": k + 1, "seed": s, "root_split": p.root_split, "n_leaves": len(p.leaf_ids),
+                     "came_min": float(np.nanmin(came_values)), "came_max": float(np.nanmax(came_values)),
+                     "global_p_value": glob["p_value"]})
+    table = pd.DataFrame(rows)
+    p = table["global_p_value"].to_numpy(dtype=float)
+    med = float(np.nanmedian(p)) if np.isfinite(p).any() else float("nan")
+    summary = {"n_splits": len(parts), "root_split": part.root_split,
+               "share_same_root_split": float(np.mean([r == part.root_split for r in table["root_split"]])),
+               "n_leaves_min": int(table["n_leaves"].min()), "n_leaves_max": int(table["n_leaves"].max()),
+               "came_min": float(table["came_min"].min()), "came_max": float(table["came_max"].max()),
+               "median_global_p_value": med, "global_p_value_split_adjusted": min(1.0, 2.0 * med)}
+    return table, summary
 
 
 def _check_came_args(effects: Any, method: Any, features: Any, n_partitions: Any, max_sd: Any, conf_level: Any,

@@ -142,4 +142,4 @@ def sim_effects():
 def sim_part(sim_effects):
     import fme
 
-    return fme.came(sim_effects, minbucket=30, testtype="teststatistic", mincriterion=0.99)
+    return fme.came(sim_effects, honest=False, minbucket=30, testtype="teststatistic", mincriterion=0.99)

@@ -45,14 +45,14 @@ def _four_groups() -> fme.FMEResult:
 
 def test_n_partitions_follows_the_tree() -> None:
     eff = _four_groups()
-    full = fme.came(eff, minbucket=20)
+    full = fme.came(eff, honest=False, minbucket=20)
     nodes = full.tree.nodes_
     # The grown tree is root -> [2] -> ([3] -> (4, 5), 6) and 7: only (4, 5) are sibling leaves,
     # so three subspaces are {3, 6, 7}; then only (3, 6) are siblings, so two are {2, 7}.
     assert full.leaf_ids == [4, 5, 6, 7]
     assert nodes.loc[[4, 5], "parent"].tolist() == [3, 3] and nodes.at[6, "parent"] == 2
-    assert fme.came(eff, minbucket=20, n_partitions=3).leaf_ids == [3, 6, 7]
-    two = fme.came(eff, minbucket=20, n_partitions=2)
+    assert fme.came(eff, honest=False, minbucket=20, n_partitions=3).leaf_ids == [3, 6, 7]
+    two = fme.came(eff, honest=False, minbucket=20, n_partitions=2)
     assert two.leaf_ids == [2, 7]
     x = eff.data["x"]
     assert two.leaves["n"].tolist() == [(x <= nodes.at[1, "split_value"]).sum(), (x > nodes.at[1, "split_value"]).sum()]
@@ -83,12 +83,12 @@ def test_max_sd_picks_fewest_leaves_meeting_threshold() -> None:
     sd_low = fmes[x < 2].std(ddof=1)
     sd_three = fmes[x < 2.88].std(ddof=1)
     assert sd_low < 3.5 < sd_three
-    part = fme.came(eff, minbucket=20, max_sd=3.5)
+    part = fme.came(eff, honest=False, minbucket=20, max_sd=3.5)
     assert part.leaves["sd_fme"].max() < 3.5
     # Three subspaces suffice (blocks 0+1 pooled); the two-subspace reduction pools blocks 0-2.
     assert len(part.leaves) == 3 and part.leaves.iloc[0]["sd_fme"] == pytest.approx(sd_low)
     with pytest.raises(ParameterError, match="max_sd"):
-        fme.came(eff, minbucket=20, max_sd=1e-6)
+        fme.came(eff, honest=False, minbucket=20, max_sd=1e-6)
 
 
 def test_categorical_rules_and_cart() -> None:
@@ -97,7 +97,7 @@ def test_categorical_rules_and_cart() -> None:
     model = lambda d: d["x"] * np.where(d["g"] == "a", 5.0, 1.0)  # noqa: E731
     eff = fme.fme(model, X, {"x": 1.0})
     for method, params in [("ctree", {}), ("cart", {"max_depth": 1})]:
-        part = fme.came(eff, method=method, **params)
+        part = fme.came(eff, honest=False, method=method, **params)
         assert len(part.leaves) == 2
         assert set(part.leaves["came"].round(12)) == {5.0, 1.0}
         assert any("g in {a}" == r for r in part.leaves["rule"])
@@ -230,7 +230,7 @@ def test_stability_needs_a_partition(sim_effects) -> None:
 def test_stability_scales_absolute_sizes(two_groups) -> None:
     # minbucket 150 lets the 400 rows split into the groups (about 200 each); a half-sample has about
     # 100 per group, so it can split only if minbucket is scaled to 75
-    part = fme.came(two_groups, minbucket=150)
+    part = fme.came(two_groups, honest=False, minbucket=150)
     assert len(part.leaf_ids) == 2
     scaled = fme.partition_stability(part, n_subsamples=3)
     raw = fme.partition_stability(part, n_subsamples=3, scale_sizes=False)

@@ -274,8 +274,8 @@ def test_order_statistics_exact_with_ties_across_partitions():
 def test_came_equals_pandas_when_the_data_fit_the_sample(client, X, hgb, nlm):
     res = fme.fme(hgb, X, {"x1": 0.7}, nlm=nlm)
     dres = fme.fme(hgb, _dd(X, 4), {"x1": 0.7}, nlm=nlm)
-    a = fme.came(res, minbucket=200, maxdepth=3)
-    b = fme.came(dres, minbucket=200, maxdepth=3)
+    a = fme.came(res, honest=False, minbucket=200, maxdepth=3)
+    b = fme.came(dres, honest=False, minbucket=200, maxdepth=3)
     assert b.grown_on_sample is False and "all 3000 of 3000" in b.notes[-1]
     assert b.leaf_ids == a.leaf_ids and len(a.leaf_ids) > 2
     pd.testing.assert_series_equal(b.leaves["rule"], a.leaves["rule"])
@@ -307,7 +307,7 @@ def test_came_boxes_span_all_rows_of_the_data(client, X, hgb):
 def test_came_on_a_sample_aggregates_over_all_rows(client, X, hgb):
     res = fme.fme(hgb, X, {"x1": 0.7}, nlm=True)
     dres = fme.fme(hgb, _dd(X, 4), {"x1": 0.7}, nlm=True)
-    b = fme.came(dres, minbucket=100, maxdepth=2, sample_size=1000, random_state=3)
+    b = fme.came(dres, honest=False, minbucket=100, maxdepth=2, sample_size=1000, random_state=3)
     assert b.grown_on_sample and b.sample_rows < 3000 and "seeded sample" in b.notes[-1]
     assert b.leaves["n"].sum() == res.n == 3000
     # reference: the grown tree applied to every row in memory

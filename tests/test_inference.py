@@ -237,7 +237,7 @@ def test_came_leaves_have_model_uncertainty(data, models):
     """Each leaf's delta-method SE is the SE of the AME over the leaf's own rows (same Jacobian rows)."""
     m = models["logit"]
     eff = fme.fme(m, data, {"age": 1})
-    part = fme.came(eff, features=["age", "income", "g"], method="cart", max_depth=2, min_samples_leaf=40)
+    part = fme.came(eff, honest=False, features=["age", "income", "g"], method="cart", max_depth=2, min_samples_leaf=40)
     leaves = part.leaves
     assert len(leaves) >= 2 and (leaves["inference"] == "delta").all()
     for _, leaf in leaves.iterrows():
@@ -248,7 +248,7 @@ def test_came_leaves_have_model_uncertainty(data, models):
             assert leaf[c] == pytest.approx(own[c], rel=1e-9), c
     assert part.root["std_error"] == pytest.approx(eff.std_error, rel=1e-12)
     # with inference='sample' the leaf interval is the paper's §5.5 t interval
-    fixed = fme.came(fme.fme(m, data, {"age": 1}, inference="sample"), features=["age", "income", "g"],
+    fixed = fme.came(fme.fme(m, data, {"age": 1}, inference="sample"), honest=False, features=["age", "income", "g"],
                      method="cart", max_depth=2, min_samples_leaf=40).leaves
     np.testing.assert_allclose(fixed["conf_low"], fixed["came_ci_low"], rtol=1e-12)
     np.testing.assert_allclose(fixed["conf_high"], fixed["came_ci_high"], rtol=1e-12)

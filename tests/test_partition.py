@@ -69,7 +69,7 @@ def test_undefined_nlms_are_ignored_and_counted() -> None:
     X = pd.DataFrame({"x": np.linspace(-3, 3, 100)})
     eff = fme.fme(lambda d: np.maximum(d["x"], 0.0), X, {"x": 1.0}, nlm=True)
     assert eff.results["nlm"].isna().any()
-    part = fme.came(eff, maxdepth=1)
+    part = fme.came(eff, honest=False, maxdepth=1)
     total = part.leaves["n_nlm"].sum()
     assert total == eff.results["nlm"].notna().sum()
     assert part.leaves["canlm"].notna().all()

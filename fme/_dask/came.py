@@ -18,7 +18,7 @@ from .._core.kernel import evaluate_batch
 from .._core.results import FMEResult
 from .._core.summary import Moments
 from .._trees.args import string_columns
-from .._trees.grow import grow_partition
+from .._trees.grow import grow_partition, honest_mask
 from .._trees.partition import _LEAF_COLUMNS, _NLM_COLUMNS, PartitionResult
 from ..inference._estimates import INFERENCE_COLUMNS, Estimates, sample_inference
 from .common import _check_sample_size, _seed
@@ -28,17 +28,20 @@ from .result import DaskFMEResult
 __all__ = ["came_dask"]
 
 
-def _rows_with_features(part: pd.DataFrame, plan: Any, features: list[str]) -> pd.DataFrame:
-    """The evaluated rows of a partition: their fME (and NLM) beside the partitioning features."""
+def _rows_with_features(part: pd.DataFrame, plan: Any, features: list[str], honest: tuple | None) -> pd.DataFrame:
+    """The evaluated rows of a chunk: their fME (and NLM) beside the partitioning features (with ``honest``
+    = (fraction, seed), only the rows of the growing part)."""
     batch = evaluate_batch(plan, part, with_rows=False)
     cols = [c for c in ("fme", "nlm") if c in batch.results.columns]
     feats = part.iloc[batch.cand][features]
-    return pd.concat([batch.results[cols], feats.rename(columns=lambda c: f"__x_{c}")], axis=1)
+    out = pd.concat([batch.results[cols], feats.rename(columns=lambda c: f"__x_{c}")], axis=1)
+    return out if honest is None else out[honest_mask(out.index, *honest)]
 
 
 def _leaf_pass(part: pd.DataFrame, plan: Any, features: list[str], tree: Any, lookup: np.ndarray,
-               leaf_ids: list[int], threshold: float) -> tuple:
-    """Per subspace: merged-sum ingredients of the cAME figures, and the sorted defined NLMs."""
+               leaf_ids: list[int], threshold: float, honest: tuple | None) -> tuple:
+    """Per subspace: merged-sum ingredients of the cAME figures, and the sorted defined NLMs (with ``honest``
+    = (fraction, seed), over the estimation rows only, and the count of growing rows per subspace)."""
     batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
     out: dict[int, tuple] = {}
     sorted_nlm: dict[int, np.ndarray] = {}
@@ -46,6 +49,10 @@ def _leaf_pass(part: pd.DataFrame, plan: Any, features: list[str], tree: Any, lo
         return out, sorted_nlm
     X = string_columns(part.iloc[batch.cand][features], "features")
     node = lookup[np.asarray(tree.apply(X), dtype=int)]
+    if honest is not None:
+        grow = honest_mask(batch.results.index, *honest)
+        out["grown"] = {leaf: int(((node == leaf) & grow).sum()) for leaf in leaf_ids}
+        node = np.where(grow, -1, node)  # the growing rows take no part in the leaves' figures
     fm = batch.results["fme"].to_numpy(dtype=float)
     nl = batch.results["nlm"].to_numpy(dtype=float) if "nlm" in batch.results.columns else None
     jac = None if batch.rows is None or batch.rows.jacobian is None else batch.rows.jacobian
@@ -64,10 +71,18 @@ def _leaf_pass(part: pd.DataFrame, plan: Any, features: list[str], tree: Any, lo
     return out, sorted_nlm
 
 
+def _estimation_labels(results: pd.DataFrame, split: tuple) -> pd.Series:
+    """The index labels of a chunk's estimation rows (lazy :attr:`PartitionResult.estimated_on` on Dask)."""
+    return results.index.to_series()[~honest_mask(results.index, *split)].astype(object)
+
+
 def _merge_leaves(*parts: tuple) -> dict:
     total: dict[int, list] = {}
     for stats, _ in parts:
-        for leaf, (fm, nm, nlin, jac) in stats.items():
+        for key, counts in stats.get("grown", {}).items():
+            total.setdefault("grown", {}).setdefault(key, 0)
+            total["grown"][key] += counts
+        for leaf, (fm, nm, nlin, jac) in ((k, v) for k, v in stats.items() if k != "grown"):
             if leaf not in total:
                 total[leaf] = [fm, nm, nlin, jac]
                 continue
@@ -100,14 +115,17 @@ def _describe_moments(m: Any, conf_level: float, upper: float | None = None) -> 
 
 
 def _leaf_row(effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, median_nlm: float,
-              conf_level: float) -> dict[str, Any]:
+              conf_level: float) -> tuple[dict[str, Any], Estimates]:
+    """A subspace's figures (from merged moments) and its cAME's :class:`Estimates` (for the leaf tests)."""
     d = _describe_moments(fm, conf_level)
     row = {"n": int(d["n"]), "came": d["mean"], "sd_fme": d["sd"], "cov_fme": d["cov"],
            "came_ci_low": d["ci_low"], "came_ci_high": d["ci_high"]}
     n = int(fm.n[0])
     est = np.array([d["mean"]])
     if effects.inference_method == "delta":
-        e = Estimates("delta", est, grad=(jac / n)[None, :], vcov=effects.summary_data.vcov)
+        vcov = effects.summary_data.vcov
+        grad = (jac / n)[None, :] if n else np.zeros((1, vcov.shape[0]))
+        e = Estimates("delta", est, grad=grad, vcov=vcov)
     else:
         se = np.array([d["sd"] / np.sqrt(n) if n >= 2 else np.nan])
         e = Estimates("sample", est, se=se, df=np.array([max(n - 1.0, 1.0)]))
@@ -118,14 +136,26 @@ def _leaf_row(effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, med
         row.update(canlm=e2["mean"], sd_nlm=e2["sd"], cov_nlm=e2["cov"], canlm_ci_low=e2["ci_low"],
                    canlm_ci_high=e2["ci_high"], n_nlm=k, median_nlm=median_nlm,
                    share_linear=float(nlin / k) if k else np.nan)
-    return row
+    return row, e
+
+
+def _stack(estimates: list[Estimates]) -> Estimates:
+    """One :class:`Estimates` of several subspaces' cAMEs (disjoint rows) from one per subspace."""
+    est = np.concatenate([e.estimate for e in estimates])
+    if estimates[0].method == "delta":
+        return Estimates("delta", est, grad=np.vstack([e.grad for e in estimates]), vcov=estimates[0].vcov)
+    return Estimates("sample", est, se=np.concatenate([e.se for e in estimates]),
+                     df=np.concatenate([e.df for e in estimates]))
 
 
 def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, method: str,
               features: list[str], n_partitions: int | None, max_sd: float | None, conf_level: float,
-              standardize: bool, params: dict, tree_params: dict) -> PartitionResult:
+              standardize: bool, params: dict, tree_params: dict, honest: bool = False,
+              honest_fraction: float = 0.5, seed: int = 0) -> PartitionResult:
     """:func:`fme.came` for :class:`~fme._dask.result.DaskFMEResult`, its arguments validated by
-    :func:`fme.came` (see the module docstring)."""
+    :func:`fme.came` (see the module docstring). ``honest``: the tree is grown on the seeded sample of the
+    growing part (:func:`fme._trees.grow.honest_mask`, the same rows as in memory) and every subspace's
+    figures are summed over all estimation rows."""
     import dask
     from dask import delayed
 
@@ -133,8 +163,9 @@ def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: 
     data, plan = effects.data, effects.plan
     meta = pd.concat([pd.DataFrame({c: pd.Series(dtype=float) for c in effects.fme_columns + effects.nlm_columns}),
                       data._meta[features].rename(columns=lambda c: f"__x_{c}")], axis=1)
-    rows = data.map_partitions(_rows_with_features, plan, features, meta=meta)
-    n = effects.n
+    split = (float(honest_fraction), int(seed)) if honest else None
+    rows = data.map_partitions(_rows_with_features, plan, features, split, meta=meta)
+    n = effects.n if split is None else int(rows.shape[0].compute())
     if n <= sample_size:
         sample = rows.compute()
     else:
@@ -153,39 +184,54 @@ def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: 
     # every evaluated row to its subspace; figures merged over all rows
     leaf_ids = list(grown.leaf_ids)
     threshold = effects.nlm_linear_threshold
-    outs = [delayed(_leaf_pass, nout=2)(p, plan, features, grown.tree, grown._subspace, leaf_ids, threshold)
+    outs = [delayed(_leaf_pass, nout=2)(p, plan, features, grown.tree, grown._subspace, leaf_ids, threshold, split)
             for p in data.to_delayed()]
     merged = delayed(_merge_leaves)(*outs)
     persisted = dask.persist(merged, *[o[1] for o in outs])
     totals = persisted[0].compute()
     sorted_parts = persisted[1:]
-    leaf_rows = []
+    leaf_rows, leaf_estimates = [], []
+    has_nlm = effects.has_nlm
+    empty = [Moments.of(np.empty(0)), Moments.of(np.empty(0)) if has_nlm else None, 0 if has_nlm else None,
+             None if effects.summary_data.jacobian is None else np.zeros_like(effects.summary_data.jacobian)]
     for leaf in leaf_ids:
-        fm, nm, nlin, jac = totals[leaf]
+        fm, nm, nlin, jac = totals.get(leaf, empty)  # a subspace without estimation rows: NaN figures
         med = np.nan
         if nm is not None and int(nm.n[0]):
             parts = [delayed(lambda d, k=leaf: d.get(k, np.empty(0)))(p) for p in sorted_parts]
             med = _quantiles(parts, int(nm.n[0]), [0.5])[0.5]
-        leaf_rows.append({"node": leaf, **_leaf_row(effects, fm, nm, nlin, jac, med, conf_level),
-                          "rule": grown.rule(leaf)})
-    has_nlm = effects.has_nlm
-    columns = _LEAF_COLUMNS + INFERENCE_COLUMNS + (_NLM_COLUMNS if has_nlm else []) + ["rule"]
+        row, est = _leaf_row(effects, fm, nm, nlin, jac, med, conf_level)
+        if split is not None:
+            row["n_grown"] = int(totals.get("grown", {}).get(leaf, 0))
+        leaf_rows.append({"node": leaf, **row, "rule": grown.rule(leaf)})
+        leaf_estimates.append(est)
+    columns = (_LEAF_COLUMNS + (["n_grown"] if split is not None else []) + INFERENCE_COLUMNS
+               + (_NLM_COLUMNS if has_nlm else []) + ["rule"])
     s = effects.summary_data
     root = {"node": 1, **_leaf_row(effects, s.fme, s.nlm, None if s.n_linear is None else s.n_linear[0],
-                                   s.jacobian, effects.median_nlm, conf_level), "rule": "(all)"}
+                                   s.jacobian, effects.median_nlm, conf_level)[0], "rule": "(all)"}
     # describe(): an unrestricted feature spans the range of all rows of the data (excluded ones too), as in
     # memory, not only the sampled evaluated rows the tree was grown on
     numeric = [f for f in features if pd.api.types.is_numeric_dtype(data._meta[f].dtype)]
     if numeric:
         lo, hi = dask.compute(data[numeric].min(), data[numeric].max())
         grown.data_ranges = {f: (float(lo[f]), float(hi[f])) for f in numeric}
+    grown._leaf_estimates = _stack(leaf_estimates)
+    if split is not None:
+        grown.honest, grown.seed = True, int(seed)
+        n_est = int(sum(r["n"] for r in leaf_rows))
+        grown._split_counts = (n, n + n_est, n_est)  # growing rows (all, not only the sample), total, estimating
+        grown.estimated_on = effects.results.map_partitions(_estimation_labels, split,
+                                                            meta=pd.Series(dtype=object))
     grown.leaves = pd.DataFrame(leaf_rows, columns=columns)
-    grown.root = pd.Series(root)[columns]
+    grown.leaves.attrs["intervals"] = grown.honesty
+    grown.root = pd.Series(root)[[c for c in columns if c != "n_grown"]]
     # describe(), predict() and plots use the sampled rows (grown.effects); the figures are over all rows
     grown.dask_effects = effects
     grown.grown_on_sample = len(sample) < n
     grown.sample_rows = len(sample)
     grown.notes = list(grown.notes) + [
-        f"tree grown on {'a seeded sample of ' if len(sample) < n else 'all '}{len(sample)} of {n} evaluated rows; "
+        f"tree grown on {'a seeded sample of ' if len(sample) < n else 'all '}{len(sample)} of {n} evaluated rows"
+        f"{' of the growing part' if split is not None else ''}; "
         "subspace figures over all rows."]
     return grown

@@ -52,7 +52,7 @@ def _seed(random_state: Any) -> int:
         return 0
     if isinstance(random_state, numbers.Integral):
         return int(random_state)
-    return int(np.random.default_rng(random_state).integers(2**31 - 1))
+    return int(np.random.default_rng(random_state).integers(2**31 - 1))  # as the Dask sample always drew it
 
 
 def as_dask(frame: Any, name: str) -> Any:

@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 
 from .._core.results import FMEResult
-from ..exceptions import ParameterError
+from ..exceptions import DataError, ParameterError
 from .args import string_columns
 from .cart import CartTree
 from .ctree import CTree
 from .partition import PartitionResult, _subspace_lookup
 
-__all__ = ["grow_partition"]
+__all__ = ["grow_partition", "honest_mask"]
 
 
 # ---------------------------------------------------------------- reduction
@@ -63,16 +63,51 @@ def _max_leaf_sd(leaf_set: list[int], fmes: np.ndarray, mapping: np.ndarray) -> 
     return max(sds)
 
 
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 arrays (wrapping arithmetic): a well-mixed 64-bit hash."""
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def honest_mask(index: pd.Index, fraction: float, seed: int) -> np.ndarray:
+    """True for the rows that grow the tree, False for those that estimate its leaves (honest cAMEs).
+
+    A row's part depends only on ``seed`` and its index label, never on its position: the label's
+    64-bit hash (pandas' ``hash_pandas_object``) is mixed with the seed by SplitMix64 and the row grows
+    the tree when the result / 2**64 < ``fraction``. Reordered rows, or the same rows as Dask data split
+    into any chunks, fall in the same parts."""
+    labels = pd.util.hash_pandas_object(pd.Index(index), index=False).to_numpy(dtype=np.uint64)
+    key = _splitmix64(np.array([int(seed) % 2 ** 64], dtype=np.uint64))[0]
+    return (_splitmix64(labels ^ key) / np.float64(2.0 ** 64)) < fraction
+
+
 def grow_partition(effects: FMEResult, *, method: str, features: list[str], n_partitions: int | None,
                    max_sd: float | None, conf_level: float, standardize: bool, params: dict,
-                   tree_params: dict) -> PartitionResult:
+                   tree_params: dict, honest: bool = False, honest_fraction: float = 0.5,
+                   seed: int = 0) -> PartitionResult:
     """Grow the tree on ``effects``' fMEs over ``features`` and reduce it (arguments as :func:`fme.came`'s,
-    already validated; ``params`` is the record kept in :attr:`PartitionResult.params`)."""
+    already validated; ``params`` is the record kept in :attr:`PartitionResult.params`).
+
+    ``honest``: the tree is grown and reduced on the rows of :func:`honest_mask` (``honest_fraction`` of
+    them, ``seed``) and every leaf figure is computed from the other rows only (Athey & Imbens 2016)."""
     tree_params = dict(tree_params)
     data = effects.data
     # by position: the evaluated rows in order, whatever the index; the trees name features by text
-    X = string_columns(data.iloc[data.index.get_indexer(effects.results.index)][list(features)], "features")
-    y = effects.results["fme"].to_numpy(dtype=float)
+    X_all = string_columns(data.iloc[data.index.get_indexer(effects.results.index)][list(features)], "features")
+    y_all = effects.results["fme"].to_numpy(dtype=float)
+    grow_rows = np.ones(y_all.size, dtype=bool)
+    if honest:
+        grow_rows = honest_mask(effects.results.index, honest_fraction, seed)
+        n_grow = int(grow_rows.sum())
+        if n_grow < 2 or y_all.size - n_grow < 2:
+            raise DataError(
+                f"honest cAMEs split the {y_all.size} evaluated rows into {n_grow} to grow the tree and "
+                f"{y_all.size - n_grow} to estimate its leaves; each part needs at least 2 rows. Evaluate more "
+                "rows, change honest_fraction, or pass honest=False.")
+    X, y = X_all[grow_rows], y_all[grow_rows]
     n = y.size
     fit_y = y
     if standardize:
@@ -92,7 +127,8 @@ def grow_partition(effects: FMEResult, *, method: str, features: list[str], n_pa
         if reduce:
             tree_params.setdefault("min_samples_leaf", max(1, int(round(0.02 * n))))
         tree = CartTree(**tree_params).fit(X, fit_y)
-    leaf_of_row = np.asarray(tree.apply(X), dtype=int)
+    leaf_all = np.asarray(tree.apply(X_all), dtype=int)
+    leaf_of_row = leaf_all[grow_rows]
     grown = sorted(int(i) for i in tree.nodes_.index[tree.nodes_["is_leaf"].to_numpy(dtype=bool)])
     leaf_set = grown
     if n_partitions is not None:
@@ -116,6 +152,7 @@ def grow_partition(effects: FMEResult, *, method: str, features: list[str], n_pa
         leaf_set = min(ok, key=len)
     if len(grown) == 1 and not notes:
         notes.append("no split was significant: one subspace (the whole data).")
-    return PartitionResult(effects, tree, X, leaf_set, leaf_of_row, conf_level, method, notes, params)
+    return PartitionResult(effects, tree, X_all, leaf_set, leaf_all, conf_level, method, notes, params,
+                           estimate_rows=~grow_rows if honest else None, seed=seed)
 
 

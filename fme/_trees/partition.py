@@ -22,10 +22,11 @@ import pandas as pd
 from .._utils.numfmt import fmt_bound
 from .._utils.stats import describe
 from .args import string_columns
-from .._utils.validation import check_data, is_categorical
+from .._utils.validation import check_conf_level, check_data, is_categorical
 from .._core.results import FMEResult
 from ..exceptions import FeatureError, ParameterError
-from ..inference._estimates import INFERENCE_COLUMNS, sample_inference
+from ..inference._estimates import INFERENCE_COLUMNS, sample_inference, undefined_where
+from ..inference._hypotheses import MULTCOMP, contrast_matrix, contrast_table, wald_test
 
 __all__ = ["PartitionResult"]
 
@@ -88,8 +89,23 @@ class PartitionResult:
 
     def __init__(self, effects: FMEResult, tree: Any, X: pd.DataFrame, leaf_ids: list[int],
                  tree_leaf: np.ndarray, conf_level: float, method: str, notes: list[str],
-                 params: dict[str, Any] | None = None) -> None:
+                 params: dict[str, Any] | None = None, estimate_rows: np.ndarray | None = None,
+                 seed: int | None = None) -> None:
         self.params = dict(params or {})
+        #: Honest cAMEs: the tree was grown on some rows and every leaf figure comes from the others.
+        self.honest = estimate_rows is not None
+        self.seed = seed
+        est_rows = np.ones(len(X), dtype=bool) if estimate_rows is None else np.asarray(estimate_rows, dtype=bool)
+        #: Index labels of the rows that grew the tree and of those that estimate its leaves (the same rows
+        #: unless honest).
+        self.grown_on = X.index if not self.honest else X.index[~est_rows]
+        self.estimated_on = X.index[est_rows]
+        self._est_rows = est_rows
+        #: (rows that grew the tree, evaluated rows, rows that estimate the leaves)
+        self._split_counts = (len(self.grown_on), len(X), len(self.estimated_on))
+        #: With ``came(..., n_splits=k)``: one row per honest split, and their summary (else None).
+        self.splits: pd.DataFrame | None = None
+        self.split_summary: dict[str, Any] | None = None
         #: Observed (min, max) per numeric feature over all rows of the data, when ``effects.data`` holds only
         #: some of them (cAMEs of Dask data); else the ranges come from ``effects.data``.
         self.data_ranges: dict[str, tuple[float, float]] = {}
@@ -113,18 +129,74 @@ class PartitionResult:
         inf = effects.inference_rows if effects.inference_rows is not None else sample_inference(fmes)
         slot = {node: j for j, node in enumerate(leaf_ids)}
         codes = np.fromiter((slot[v] for v in node_of_row), dtype=np.int64, count=node_of_row.size)
-        leaf_table = inf.average(codes, len(leaf_ids)).table(conf_level)
+        # honest: the rows that grew the tree take no part in the leaves' figures (code -1: unused)
+        self._leaf_estimates = inf.average(np.where(est_rows, codes, -1), len(leaf_ids))
+        leaf_table = undefined_where(self._leaf_estimates.table(conf_level),
+                                     np.bincount(codes[est_rows], minlength=len(leaf_ids)) == 0)
         for j, node in enumerate(leaf_ids):
-            mask = node_of_row == node
+            mask = (node_of_row == node) & est_rows
             row = {"node": node, **_figures(fmes[mask], None if nlms is None else nlms[mask], conf_level, lin),
                    **leaf_table.iloc[j].to_dict()}
+            if self.honest:
+                row["n_grown"] = int(((node_of_row == node) & ~est_rows).sum())
             row["rule"] = self.rule(node)
             rows.append(row)
-        cols = _LEAF_COLUMNS + INFERENCE_COLUMNS + (_NLM_COLUMNS if nlms is not None else []) + ["rule"]
+        cols = (_LEAF_COLUMNS + (["n_grown"] if self.honest else []) + INFERENCE_COLUMNS
+                + (_NLM_COLUMNS if nlms is not None else []) + ["rule"])
         self.leaves = pd.DataFrame(rows, columns=cols)
+        self.leaves.attrs["intervals"] = self.honesty
         root = {"node": 1, **_figures(fmes, nlms, conf_level, lin), **inf.average().table(conf_level).iloc[0].to_dict(),
                 "rule": "(all)"}
-        self.root = pd.Series(root)[cols]
+        self.root = pd.Series(root)[[c for c in cols if c != "n_grown"]]
+
+    @property
+    def honesty(self) -> str:
+        """What the leaf intervals and tests cover, in one sentence."""
+        if self.honest:
+            grown, total, est = self._split_counts
+            return (f"honest: the tree was grown on {grown} of the {total} evaluated rows (chosen by a seeded "
+                    f"hash of their index labels, seed {self.seed}) and every leaf figure comes from the other "
+                    f"{est}, so the intervals and tests hold for the leaves the tree chose.")
+        return ("not honest: the tree was grown and its leaves estimated on the same rows, so the leaf intervals "
+                "and tests are not adjusted for the tree's choice of splits (too narrow); came(..., honest=True) "
+                "estimates them on rows the tree never saw.")
+
+    def test(self, hypothesis: str = "pairwise", multcomp: str | None = "holm",
+             conf_level: float | None = None) -> pd.DataFrame:
+        """Differences between leaf cAMEs with their uncertainty, and a global test that all are equal.
+
+        Parameters
+        ----------
+        hypothesis : {'pairwise', 'reference'}, default='pairwise'
+            Every difference "[j] - [i]" of two leaves (later minus earlier in node order), or every leaf
+            minus the first.
+        multcomp : {'holm', 'bonferroni', 'fdr_bh'} or None, default='holm'
+            Adjustment of the p-values over the family of differences (column ``p_value_adj``).
+        conf_level : float, optional
+            Default: the partition's.
+
+        Returns
+        -------
+        DataFrame
+            One row per difference: ``hypothesis``, ``estimate``, ``std_error``, ``statistic``,
+            ``p_value``, ``conf_low``, ``conf_high``, ``inference`` (the effects' method, from the same
+            per-row ingredients as the leaves: honest rows only when the partition is honest), and
+            ``p_value_adj``/``multcomp``. ``attrs["global"]``: the Wald test that all leaf cAMEs are
+            equal (``statistic``, chi-squared ``df``, ``p_value``); ``attrs["honest"]``.
+        """
+        if multcomp is not None and multcomp not in MULTCOMP:
+            raise ParameterError(f"multcomp must be one of {MULTCOMP} or None, got {multcomp!r}.")
+        conf = self.conf_level if conf_level is None else check_conf_level(conf_level)
+        m = len(self.leaf_ids)
+        if m < 2:
+            raise ParameterError("the partition has a single subspace; there is no difference to test.")
+        L, pairs = contrast_matrix(m, hypothesis)
+        labels = [f"[{self.leaf_ids[j]}] - [{self.leaf_ids[i]}]" for i, j in pairs]
+        out = contrast_table(self._leaf_estimates, L, labels, conf, multcomp)
+        ref, _ = contrast_matrix(m, "reference")
+        out.attrs["global"] = wald_test(self._leaf_estimates, ref)
+        out.attrs["honest"] = self.honest
+        return out
 
     @property
     def nodes(self) -> pd.DataFrame:
@@ -329,6 +401,7 @@ class PartitionResult:
         for _, r in self.leaves.iterrows():
             lines.append(f"  [{int(r['node'])}] {r['rule']}: {fmt(r)}")
         lines += [f"  note: {n}" for n in self.notes]
+        lines.append(f"  {self.honesty}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -125,6 +125,19 @@ def check_random_state(random_state: Any) -> np.random.Generator:
     )
 
 
+def seed_of(random_state: Any) -> int:
+    """An integer seed from ``random_state``: 0 for None, the int itself, else a draw from the generator."""
+    if random_state is None:
+        return 0
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**31 - 1))
+    raise ParameterError(
+        f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}."
+    )
+
+
 def is_dask_collection(obj: Any) -> bool:
     """True for a Dask DataFrame (checked by module name: dask stays an optional dependency)."""
     return type(obj).__module__.split(".")[0] in ("dask", "dask_expr") and hasattr(obj, "npartitions")
