@@ -10,6 +10,7 @@ from ._utils import legacy as _legacy
 from .came import PartitionResult, came, partition_stability
 from .ctree import CTree
 from .effects import FMEResult, fme
+from .hypotheses import hypotheses
 from .exceptions import (
     DataError,
     ExtrapolationError,
@@ -40,7 +41,7 @@ __version__ = "0.1.0"
 _legacy.install()  # results pickled before the house moved (fme._partition, ...) still load
 
 __all__ = [
-    "fme", "FMEResult", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",
+    "fme", "FMEResult", "hypotheses", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",
     "max_linear_step", "DETECTORS", "ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector",
     "MCECDetector", "CERTDetector", "IsolationForestDetector", "LOFDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",

@@ -22,6 +22,7 @@ from ._core.plan import FMEOptions
 from ._core.results import stepped_frames
 from ._dask.ame import ame_dask
 from ._dask.margins import local_view
+from .hypotheses import hypotheses, stack_estimates
 from .inference._estimates import INFERENCE_COLUMNS, Estimates, RowInference, pairwise_matrix, undefined_where
 from .inference._methods import compute_averages, resolve_method
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
@@ -121,6 +122,8 @@ def ame(
     conf_level: float = 0.95,
     features: Sequence[str] | None = None,
     categorical: str = "observation",
+    equivalence: Sequence[float] | None = None,
+    multcomp: str | None = None,
     **fme_kwargs: Any,
 ) -> pd.DataFrame:
     """Average marginal effects, one row per feature (and per category, per ``by`` group).
@@ -151,10 +154,20 @@ def ame(
     by : str or list of str, optional
         One row per group of ``data`` (the group's own evaluated rows), the
         group's value(s) in column(s) named like ``by``.
-    hypothesis : {None, 'pairwise'}
-        With ``by``: the differences between groups, "(b) - (a)" for every
-        pair (later minus earlier group, as marginaleffects), with their
-        uncertainty under the same method (a ``hypothesis`` column names them).
+    hypothesis : None, str or ndarray
+        ``'pairwise'`` with ``by``: the differences between groups, "(b) - (a)" for every
+        pair (later minus earlier group), per feature, with their uncertainty
+        under the same method (a ``hypothesis`` column names them). Any other
+        hypothesis of :func:`fme.hypotheses` (``'revpairwise'``, ``'reference'``,
+        ``'sequential'``, ..., an equation over the rows such as ``'b1 - b2 = 0'``
+        or ``'b2 / b1 = 1'``, a matrix of contrast weights) is applied to the
+        table's rows as printed and returns the :func:`fme.hypotheses` table.
+    equivalence : [low, high], optional
+        Two one-sided tests of every row (or hypothesis) against the band
+        (``p_value_noninf``, ``p_value_nonsup``, ``p_value_equiv``; see
+        :func:`fme.hypotheses`).
+    multcomp : {'holm', 'bonferroni', 'fdr_bh'}, optional
+        Adjusted p-values over the rows (or hypotheses): ``p_value_adj``.
     bootstrap : dict, optional
         Training data and options of the refits (:mod:`fme.inference._bootstrap`); all
         rows of the table share the same refits.
@@ -190,8 +203,15 @@ def ame(
     _check_single_output(target_class, "ame")
     if categorical not in ("observation", "classic"):
         raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
-    if hypothesis not in _HYPOTHESES:
-        raise ParameterError(f"hypothesis must be None or 'pairwise', got {hypothesis!r}.")
+    # the margins vocabulary beyond by-group pairs: computed on the table's rows (fme.hypotheses)
+    # 'pairwise' is fme's by-group comparison (per feature; it needs by=); fme.hypotheses(table, 'pairwise')
+    # compares the rows of any table
+    by_pairs = hypothesis is None or (isinstance(hypothesis, str) and hypothesis == "pairwise")
+    if not by_pairs or equivalence is not None or multcomp is not None:
+        table = ame(model, data, steps, inference=inference, by=by, hypothesis=hypothesis if by_pairs else None,
+                    bootstrap=bootstrap, conf_level=conf_level, features=features, categorical=categorical,
+                    **fme_kwargs)
+        return hypotheses(table, None if by_pairs else hypothesis, equivalence=equivalence, multcomp=multcomp)
     by_cols = _check_by(frame, by)
     if hypothesis == "pairwise" and not by_cols:
         raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
@@ -243,6 +263,12 @@ def ame(
         rows.extend(new)
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     out = pd.DataFrame(rows, columns=_AME_COLUMNS[:4] + middle + _AME_COLUMNS[4:])
+    # the joint uncertainty of the rows as printed, for fme.hypotheses (and hypothesis=/equivalence= here)
+    pair_matrix = pairwise_matrix(len(keys))[0] if hypothesis == "pairwise" else None
+    out.attrs["estimates"] = stack_estimates([s.est if pair_matrix is None else s.est.contrast(pair_matrix)
+                                              for s in specs])
+    out.attrs["estimates_index"] = list(out.index)
+    out.attrs["conf_level"] = conf_level
     if ests and method == "bootstrap":
         # failed refits are counted with the table, not only warned about
         e = ests[0]

@@ -193,6 +193,16 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
                     f"(below {MIN_STEP_FRACTION:g} h: excluded)")
         return lines
 
+    def _joint_estimates(self) -> tuple:
+        """For :func:`fme.hypotheses`: the AME's estimates, row label, undefined mask, confidence level."""
+        if self.output_names is not None:
+            from ..exceptions import ParameterError
+
+            raise ParameterError("hypotheses works on one output; compute the effects for one target_class.")
+        rows = self.inference_rows
+        est = (rows if rows is not None else sample_inference(self.results["fme"].to_numpy(dtype=float))).average()
+        return est, ["b1"], np.zeros(1, dtype=bool), self.conf_level
+
     def to_frame(self) -> pd.DataFrame:
         """A copy of :attr:`results`."""
         return self.results.copy()

@@ -198,6 +198,11 @@ class PartitionResult:
         out.attrs["honest"] = self.honest
         return out
 
+    def _joint_estimates(self) -> tuple:
+        """For :func:`fme.hypotheses`: the leaf cAMEs' estimates, row labels, undefined mask, confidence level."""
+        return (self._leaf_estimates, [f"b{k + 1}" for k in range(len(self.leaf_ids))],
+                self.leaves["std_error"].isna().to_numpy(), self.conf_level)
+
     @property
     def nodes(self) -> pd.DataFrame:
         """Node table of the tree as reduced to the subspaces: the subspaces are

@@ -7,6 +7,8 @@ diagonal for ``sample`` estimates over disjoint rows (cAME leaves, by-groups).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -87,4 +89,119 @@ def contrast_table(est: Estimates, L: np.ndarray, labels: list[str], conf_level:
     if multcomp is not None:
         out["p_value_adj"] = adjust_pvalues(out["p_value"].to_numpy(), multcomp)
         out["multcomp"] = multcomp
+    return out
+
+
+# ----------------------------------------------------------------- the margins vocabulary (issue 24)
+#: Named hypotheses (marginaleffects' names); "pairwise" keeps fme's order "(b) - (a)" (later minus earlier).
+NAMED = ("pairwise", "revpairwise", "reference", "revreference", "sequential", "revsequential")
+
+
+def named_matrix(m: int, hypothesis: str) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Contrast rows for a named hypothesis over m estimates, with the (minuend, subtrahend) of each row.
+
+    ``pairwise``: b_j - b_i for i < j; ``revpairwise``: b_i - b_j; ``reference``: b_j - b_1;
+    ``revreference``: b_1 - b_j; ``sequential``: b_{j+1} - b_j; ``revsequential``: b_j - b_{j+1}."""
+    if hypothesis in ("pairwise", "revpairwise"):
+        idx = [(j, i) for i in range(m) for j in range(i + 1, m)]
+    elif hypothesis in ("reference", "revreference"):
+        idx = [(j, 0) for j in range(1, m)]
+    elif hypothesis in ("sequential", "revsequential"):
+        idx = [(j + 1, j) for j in range(m - 1)]
+    else:
+        raise ParameterError(f"hypothesis must be one of {NAMED}, an equation such as 'b1 - b2 = 0' or a "
+                             f"matrix, got {hypothesis!r}.")
+    if hypothesis.startswith("rev"):
+        idx = [(b, a) for a, b in idx]
+    L = np.zeros((len(idx), m))
+    for r, (a, b) in enumerate(idx):
+        L[r, a], L[r, b] = 1.0, -1.0
+    return L, idx
+
+
+_FUNCS = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs}
+
+
+def parse_equation(text: str, m: int):
+    """``"b1 - b2 = 0"`` or ``"b2 / b1 = 1"`` -> (function of the estimate vector giving lhs - rhs, label).
+
+    Terms ``b1`` .. ``bm`` are the rows in the order printed (numbered from 1); numbers, + - * / ** and
+    exp, log, sqrt, abs are allowed; anything else is refused (the string is parsed, never executed)."""
+    import ast
+
+    if text.count("=") != 1:
+        raise ParameterError(f"an equation hypothesis needs exactly one '=', e.g. 'b1 - b2 = 0'; got {text!r}.")
+    lhs, rhs = (part.strip() for part in text.split("="))
+    expr = ast.parse(f"({lhs}) - ({rhs})", mode="eval")
+    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Call, ast.Load, ast.Add,
+               ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.USub, ast.UAdd)
+    for node in ast.walk(expr):
+        if not isinstance(node, allowed) or (isinstance(node, ast.Constant) and not isinstance(node.value, (int, float))):
+            raise ParameterError(f"hypothesis {text!r}: only b1..b{m}, numbers, + - * / ** and exp/log/sqrt/abs "
+                                 f"are allowed ({type(node).__name__} is not).")
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _FUNCS):
+            raise ParameterError(f"hypothesis {text!r}: the functions allowed are {sorted(_FUNCS)}.")
+        if isinstance(node, ast.Name) and node.id not in _FUNCS:
+            if not (node.id[0] == "b" and node.id[1:].isdigit() and 1 <= int(node.id[1:]) <= m):
+                raise ParameterError(f"hypothesis {text!r}: {node.id!r} is not a row; the rows are b1..b{m} "
+                                     "(numbered from 1 in the order printed).")
+    code = compile(expr, "<hypothesis>", "eval")
+
+    def g(b: np.ndarray) -> np.ndarray:
+        env = {f"b{k + 1}": b[k] for k in range(m)}
+        with np.errstate(all="ignore"):
+            return np.asarray(eval(code, {"__builtins__": {}, **_FUNCS}, env), dtype=float)  # noqa: S307 - AST checked
+    return g, f"{lhs} = {rhs}"
+
+
+def _jacobian(g, b: np.ndarray) -> np.ndarray:
+    """d g / d b by central differences (step 1e-6 * max(1, |b_k|)): error O(step^2) for smooth g."""
+    out = np.empty(b.size)
+    for k in range(b.size):
+        h = 1e-6 * max(1.0, abs(b[k]))
+        up, dn = b.copy(), b.copy()
+        up[k] += h
+        dn[k] -= h
+        out[k] = (g(up) - g(dn)) / (2 * h)
+    return out
+
+
+def transform(est: Estimates, g, cov: np.ndarray | None = None) -> Estimates:
+    """The estimate of a (possibly non-linear) function ``g`` of the estimates, with its uncertainty: the
+    delta method (gradient by central differences) for ``delta`` and ``sample`` estimates, ``g`` of each
+    refit's draws for the bootstrap."""
+    b = np.asarray(est.estimate, dtype=float)
+    value = np.atleast_1d(g(b))
+    if est.method == "bootstrap":
+        draws = np.array([g(est.draws[:, k]) for k in range(est.draws.shape[1])], dtype=float)[None, :]
+        return Estimates("bootstrap", value, draws=draws, ci=est.ci, n_failed=est.n_failed, errors=est.errors)
+    grad = _jacobian(g, b)[None, :]
+    if est.method == "delta":
+        return Estimates("delta", value, grad=grad @ est.grad, vcov=est.vcov)
+    c = covariance(est) if cov is None else cov
+    se = np.sqrt(np.maximum(grad @ c @ grad.T, 0.0)).ravel()
+    return Estimates("sample", value, se=se, df=np.full(1, np.inf))
+
+
+def equivalence_columns(table: pd.DataFrame, estimate: np.ndarray, equivalence: Any,
+                        df: np.ndarray | None = None) -> pd.DataFrame:
+    """Two one-sided tests (TOST) against ``equivalence = [low, high]``, with marginaleffects' names:
+    ``statistic_noninf`` = (estimate - low) / se, ``p_value_noninf`` its upper tail (H0: theta <= low);
+    ``statistic_nonsup`` = (estimate - high) / se, ``p_value_nonsup`` its lower tail (H0: theta >= high);
+    ``p_value_equiv`` the larger of the two. Normal quantiles, t with ``df`` where given (sample)."""
+    try:
+        low, high = (float(v) for v in equivalence)
+    except (TypeError, ValueError):
+        raise ParameterError(f"equivalence must be [low, high], got {equivalence!r}.") from None
+    if not (np.isfinite(low) and np.isfinite(high)) or low > high:
+        raise ParameterError(f"equivalence must be two finite numbers with low <= high, got {equivalence!r}.")
+    se = table["std_error"].to_numpy(dtype=float)
+    dist = stats.norm if df is None else stats.t(np.asarray(df, dtype=float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s_lo = (estimate - low) / se
+        s_hi = (estimate - high) / se
+    out = table.copy()
+    out["statistic_noninf"], out["p_value_noninf"] = s_lo, dist.sf(s_lo)
+    out["statistic_nonsup"], out["p_value_nonsup"] = s_hi, dist.cdf(s_hi)
+    out["p_value_equiv"] = np.fmax(out["p_value_noninf"].to_numpy(), out["p_value_nonsup"].to_numpy())
     return out

@@ -1,0 +1,144 @@
+"""Hypothesis and equivalence tests on estimates fme computed (issue 24; marginaleffects' vocabulary).
+
+``fme.hypotheses(result, hypothesis=..., equivalence=..., multcomp=...)`` takes any result that keeps the
+joint uncertainty of its estimates: the frame of :func:`fme.ame` (``attrs["estimates"]``: the rows in the
+order printed), an :class:`~fme.FMEResult` (its AME) or a :class:`~fme.PartitionResult` (its leaf
+cAMEs). The joint covariance is ``G V G'`` under the delta method, the covariance of the shared refits'
+draws under the bootstrap, and diagonal for ``sample`` estimates (disjoint rows: groups, leaves; between
+rows of different steps over the same rows the fixed-model covariance is not kept and taken as 0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._utils.validation import check_conf_level
+from .exceptions import ParameterError
+from .inference._estimates import Estimates
+from .inference._hypotheses import (MULTCOMP, NAMED, adjust_pvalues, equivalence_columns, named_matrix,
+                                    parse_equation, transform)
+
+__all__ = ["hypotheses", "stack_estimates"]
+
+
+def stack_estimates(parts: list[Estimates]) -> Estimates | None:
+    """One :class:`Estimates` of the rows of several (the table's rows in order); None when they do not
+    share one method (then no joint covariance is known)."""
+    parts = [p for p in parts if p is not None]
+    if not parts or len({p.method for p in parts}) != 1:
+        return None
+    est = np.concatenate([np.asarray(p.estimate, dtype=float) for p in parts])
+    method = parts[0].method
+    if method == "delta":
+        return Estimates("delta", est, grad=np.vstack([p.grad for p in parts]), vcov=parts[0].vcov)
+    if method == "bootstrap":
+        if len({p.draws.shape[1] for p in parts}) != 1:
+            return None
+        return Estimates("bootstrap", est, draws=np.vstack([p.draws for p in parts]), ci=parts[0].ci,
+                         n_failed=parts[0].n_failed, errors=parts[0].errors)
+    return Estimates("sample", est, se=np.concatenate([p.se for p in parts]),
+                     df=np.concatenate([p.df for p in parts]))
+
+
+def _estimates_of(result: Any) -> tuple[Estimates, list[str], np.ndarray, float]:
+    """(joint estimates, row labels, rows whose estimate is undefined, default confidence level)."""
+    if isinstance(result, pd.DataFrame):
+        est = result.attrs.get("estimates")
+        if est is None:
+            raise ParameterError(
+                "this frame keeps no joint covariance of its rows (attrs['estimates']); pass the frame that "
+                "fme.ame returned for pandas data (not a copy made by selecting rows or columns; tables of Dask data "
+                "do not keep it yet), an FMEResult or a PartitionResult.")
+        index = result.attrs.get("estimates_index")
+        if index is None or len(index) != len(result) or list(result.index) != list(index) or (
+                "ame" in result.columns and not np.allclose(result["ame"].to_numpy(dtype=float), est.estimate,
+                                                            rtol=1e-12, atol=0, equal_nan=True)
+                and not result["ame"].isna().any()):
+            raise ParameterError(
+                "the rows of this frame are not those its joint covariance describes (rows were selected, "
+                "reordered or changed after fme.ame); call fme.hypotheses on the frame fme.ame returned and "
+                "select rows with a hypothesis (e.g. a matrix of weights) instead.")
+        undefined = result["std_error"].isna().to_numpy() if "std_error" in result.columns else np.zeros(len(result),
+                                                                                                          bool)
+        return est, [f"b{k + 1}" for k in range(len(result))], undefined, float(result.attrs.get("conf_level", 0.95))
+    if hasattr(result, "_joint_estimates"):  # FMEResult (its AME), PartitionResult (its leaves)
+        return result._joint_estimates()
+    raise ParameterError(f"hypotheses takes the frame of fme.ame, an FMEResult or a PartitionResult, got "
+                         f"{type(result).__name__}.")
+
+
+def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, multcomp: str | None = None,
+               conf_level: float | None = None) -> pd.DataFrame:
+    """Tests on the estimates of ``result``: contrasts, equations, equivalence (TOST), multiple comparisons.
+
+    Parameters
+    ----------
+    result : DataFrame of :func:`fme.ame`, FMEResult or PartitionResult
+        Rows are numbered from 1 in the order printed (``b1``, ``b2``, ...); a partition's rows are its
+        leaves in node order.
+    hypothesis : None, str or ndarray
+        None: the rows themselves. ``"pairwise"`` (b_j - b_i, i < j: later minus earlier, fme's "(b) - (a)"),
+        ``"revpairwise"``, ``"reference"`` (b_j - b1), ``"revreference"``, ``"sequential"``
+        (b_{j+1} - b_j), ``"revsequential"``; an equation over the rows such as ``"b1 - b2 = 0"`` or
+        ``"b2 / b1 = 1"`` (estimate: left minus right side; non-linear ones by the delta method, or per
+        refit under the bootstrap); or a matrix of contrast weights with one column per hypothesis.
+    equivalence : [low, high], optional
+        Adds the two one-sided tests: ``statistic_noninf``/``p_value_noninf`` (H0: theta <= low),
+        ``statistic_nonsup``/``p_value_nonsup`` (H0: theta >= high), ``p_value_equiv`` (the larger).
+    multcomp : {'holm', 'bonferroni', 'fdr_bh'}, optional
+        Adjusts the p-values of the family (``p_value_adj``, and ``multcomp`` naming the method; with
+        ``equivalence``, ``p_value_equiv_adj`` too).
+    conf_level : float, optional
+        Default: the result's.
+
+    Returns
+    -------
+    DataFrame
+        ``hypothesis``, ``estimate``, ``std_error``, ``statistic``, ``p_value``, ``conf_low``,
+        ``conf_high``, ``inference``, then the adjusted and equivalence columns asked for.
+    """
+    est, labels, undefined, default_level = _estimates_of(result)
+    level = default_level if conf_level is None else check_conf_level(conf_level)
+    if multcomp is not None and multcomp not in MULTCOMP:
+        raise ParameterError(f"multcomp must be one of {MULTCOMP} or None, got {multcomp!r}.")
+    m = est.estimate.size
+    if hypothesis is None:
+        L, names = np.eye(m), labels
+        out_est = est
+    elif isinstance(hypothesis, str) and hypothesis in NAMED:
+        if m < 2:
+            raise ParameterError(f"hypothesis={hypothesis!r} compares rows; the result has only {m}.")
+        L, pairs = named_matrix(m, hypothesis)
+        names = [f"{labels[a]} - {labels[b]}" for a, b in pairs]
+        out_est = est.contrast(L)
+    elif isinstance(hypothesis, str):
+        g, name = parse_equation(hypothesis, m)
+        out_est, names = transform(est, g), [name]
+        L = np.ones((1, m))  # which rows the equation involves: all of them (conservative for undefined rows)
+    else:
+        M = np.asarray(hypothesis, dtype=float)
+        if M.ndim == 1:
+            M = M[:, None]
+        if M.ndim != 2 or M.shape[0] != m:
+            raise ParameterError(f"a hypothesis matrix needs {m} rows (one per estimate) and one column per "
+                                 f"hypothesis, got shape {M.shape}.")
+        L, names = M.T, [f"H{k + 1}" for k in range(M.shape[1])]
+        out_est = est.contrast(L)
+    table = out_est.table(level)
+    # a hypothesis that involves an undefined row (an empty group) is undefined itself
+    bad = (np.abs(L) > 0) @ undefined.astype(float) > 0
+    value = np.where(bad, np.nan, out_est.estimate)
+    table.loc[bad, ["std_error", "statistic", "p_value", "conf_low", "conf_high"]] = np.nan
+    out = pd.concat([pd.DataFrame({"hypothesis": names, "estimate": value}), table], axis=1)
+    if equivalence is not None:
+        df = out_est.df if out_est.method == "sample" and np.isfinite(out_est.df).all() else None
+        out = equivalence_columns(out, out["estimate"].to_numpy(dtype=float), equivalence, df)
+    if multcomp is not None:
+        out["p_value_adj"] = adjust_pvalues(out["p_value"].to_numpy(), multcomp)
+        if equivalence is not None:
+            out["p_value_equiv_adj"] = adjust_pvalues(out["p_value_equiv"].to_numpy(), multcomp)
+        out["multcomp"] = multcomp
+    return out
