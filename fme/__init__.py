@@ -11,6 +11,7 @@ from .came import PartitionResult, came, partition_stability
 from .ctree import CTree
 from .effects import FMEResult, fme
 from .hypotheses import hypotheses
+from .interactions import interaction
 from .exceptions import (
     DataError,
     ExtrapolationError,
@@ -41,7 +42,7 @@ __version__ = "0.1.0"
 _legacy.install()  # results pickled before the house moved (fme._partition, ...) still load
 
 __all__ = [
-    "fme", "FMEResult", "hypotheses", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",
+    "fme", "FMEResult", "hypotheses", "interaction", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",
     "max_linear_step", "DETECTORS", "ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector",
     "MCECDetector", "CERTDetector", "IsolationForestDetector", "LOFDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
