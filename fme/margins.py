@@ -25,7 +25,7 @@ from ._dask.margins import local_view
 from .inference._estimates import INFERENCE_COLUMNS, Estimates, RowInference, pairwise_matrix, undefined_where
 from .inference._methods import compute_averages, resolve_method
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
-from ._models import model_frame
+from ._adapters import model_frame
 from .predictors import make_predictor
 from .steps import _levels, _same_level, _set_level, parse_steps
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._models import model_frame
+from .._adapters import model_frame
 from .._utils.guards import call_detector
 from .._utils.validation import check_data
 from ..exceptions import ParameterError

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.summary import Summary
-from .._models import model_frame
+from .._adapters import model_frame
 from .._utils.validation import is_categorical, is_dask_collection
 from ..exceptions import DataError, ParameterError
 
