@@ -180,11 +180,14 @@ def ame(
         and the descriptive sd, q25, q75 (of the fMEs), n, n_excluded.
         ``statistic`` is z (delta, bootstrap) or t with n - 1 df (sample).
         With bootstrap, ``attrs['bootstrap']`` counts the refits: ``n_resamples``, ``n_failed`` and
-        the distinct ``errors`` of the failed ones (also warned about).
+        the distinct ``errors`` of the failed ones (also warned about). For a model with an exposure or
+        offset, ``attrs['scale']`` says which was used (see ``exposure`` in :func:`fme.fme`).
     """
     # Validated once, on the rows (pandas) or on the Dask frame's _meta; the engine trusts what it is handed.
     on_dask = is_dask_collection(data)
-    frame = model_frame(model, data._meta if on_dask else check_data(data))
+    # the offset columns are added once here; fme() then finds them in the frame
+    exposure, offset = fme_kwargs.pop("exposure", None), fme_kwargs.pop("offset", None)
+    frame = model_frame(model, data._meta if on_dask else check_data(data), exposure=exposure, offset=offset)
     conf_level = check_conf_level(conf_level)
     target_class = fme_kwargs.get("target_class")
     _check_single_output(target_class, "ame")
@@ -210,7 +213,7 @@ def ame(
         if feature not in frame.columns:
             raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
     if on_dask:
-        options = FMEOptions.from_kwargs(fme_kwargs, "fme.ame")
+        options = FMEOptions.from_kwargs({**fme_kwargs, "exposure": exposure, "offset": offset}, "fme.ame")
         return ame_dask(model, data, steps, method=method, by_cols=by_cols, hypothesis=hypothesis,
                         bootstrap=bootstrap, conf_level=conf_level, categorical=categorical, columns=_AME_COLUMNS,
                         options=options)
@@ -248,6 +251,10 @@ def ame(
         e = ests[0]
         out.attrs["bootstrap"] = {"n_resamples": int(e.draws.shape[1] + e.n_failed), "n_failed": int(e.n_failed),
                                   "errors": list(e.errors)}
+    adapter = make_predictor(model, target_class).adapter
+    scale = None if adapter is None else adapter.scale_note(data.columns)
+    if scale is not None:
+        out.attrs["scale"] = scale
     return out
 
 

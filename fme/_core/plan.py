@@ -60,6 +60,8 @@ class FMEOptions:
     conf_level: Any = 0.95
     sample_size: Any = None
     progress: Any = None
+    exposure: Any = None
+    offset: Any = None
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any], caller: str = "fme.fme") -> "FMEOptions":
@@ -75,9 +77,10 @@ class FMEOptions:
         return dataclasses.replace(self, **changes)
 
     def plan_kwargs(self) -> dict[str, Any]:
-        """The arguments of :func:`resolve_plan` (all but ``reference_data``, ``sample_size`` and ``progress``)."""
+        """The arguments of :func:`resolve_plan` (all but ``reference_data``, ``sample_size``, ``progress`` and
+        the ``exposure``/``offset`` the engines add to the data before planning)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name not in ("reference_data", "sample_size", "progress")}
+                if f.name not in ("reference_data", "sample_size", "progress", "exposure", "offset")}
 
 
 @dataclass(frozen=True, eq=False)

@@ -37,7 +37,7 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
     """:func:`fme.ame` on Dask data, its arguments validated by :func:`fme.ame` (``steps`` resolved, ``method``
     the inference method, ``by_cols`` the by columns): one :func:`fme_dask` pass per row of the table
     (univariate steps), with ``options`` the keywords passed on to :func:`fme.fme`."""
-    data = _model_frames(model, as_dask(data, "data"))
+    data = _model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
     meta = data._meta
     groups = group_keys(data, by_cols) if by_cols else None
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:

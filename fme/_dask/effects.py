@@ -114,7 +114,7 @@ def fme_dask(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any
     require_dask()
     sample_size = _check_sample_size(options.sample_size)
     reference_data, random_state = options.reference_data, options.random_state
-    data = _model_frames(model, as_dask(data, "data"))
+    data = _model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
     reference = data if reference_data is None else _model_frames(model, as_dask(reference_data, "reference_data"))
     probe = _probe(data, "data")
     # Rules ("sd", "iqr", ...) and levels of non-categorical columns need the stepped columns in full.
