@@ -27,7 +27,7 @@ from .inference._methods import compute_averages, resolve_method
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._adapters import model_frame
 from .predictors import make_predictor
-from .steps import _levels, _same_level, _set_level, parse_steps
+from .steps import Step, _levels, _same_level, _set_level, check_training_levels, parse_steps
 
 __all__ = ["ame", "mem", "mer", "dme", "typical_values"]
 
@@ -296,6 +296,8 @@ def _categorical_specs(model, data, feature, value, categorical, fme_kwargs, met
         return specs
     reference = levels[0] if value is None else parse_steps(data, {feature: value})[0].value
     predictor = make_predictor(model, target_class)
+    if predictor.adapter is not None:
+        check_training_levels([Step(feature, "categorical", lv) for lv in levels], predictor.adapter.training_levels())
     X0 = predictor.select(data)
 
     def at_level(level: Any) -> pd.DataFrame:

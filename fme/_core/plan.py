@@ -26,7 +26,7 @@ from ..extrapolation import make_detector
 from ..inference._methods import resolve_method as resolve_inference
 from ..nlm import QuadratureRule
 from ..predictors import Predictor, make_predictor
-from ..steps import Step, parse_steps
+from ..steps import Step, check_training_levels, parse_steps
 
 __all__ = ["Plan", "FMEOptions", "resolve_plan", "ON_EXTRAPOLATION"]
 
@@ -145,6 +145,8 @@ def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], refer
     predictor = make_predictor(model, target_class)
     method = resolve_inference(inference, model, bootstrap, predictor.output_names is not None)
     parsed = parse_steps(data, steps, rule_data=reference)
+    if predictor.adapter is not None:
+        check_training_levels(parsed, predictor.adapter.training_levels())
     if predictor.feature_names is not None:
         unused = [s.feature for s in parsed if s.feature not in predictor.feature_names]
         if unused:
