@@ -34,8 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .._adapters import adapt
-from .._adapters.base import check_vcov, numerical_jacobian as _numerical  # noqa: F401 - the kernels' helpers
-from .._adapters.statsmodels import design_matrix as _design  # noqa: F401
+from .._adapters.base import check_vcov
 from ..exceptions import ModelError
 from ._estimates import RowInference
 
