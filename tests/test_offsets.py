@@ -108,3 +108,17 @@ def test_unmatched_exposure_is_an_error_naming_it(glm, rh):
         fme.ame(ols, rh, {"disea": 1}, exposure="expo")
     with pytest.raises(DataError, match="has 5 values for 3000 rows"):
         fme.ame(glm, rh, {"disea": 1}, exposure=np.ones(5))
+
+
+def test_dask_data_uses_the_exposure_too(glm, rh):
+    dd = pytest.importorskip("dask.dataframe")
+    ddf = dd.from_pandas(rh, npartitions=3)
+    local = fme.ame(glm, rh, {"disea": 1})
+    out = fme.ame(glm, ddf, {"disea": 1})
+    assert out.iloc[0]["ame"] == pytest.approx(local.iloc[0]["ame"], rel=1e-12)
+    assert out.iloc[0]["std_error"] == pytest.approx(local.iloc[0]["std_error"], rel=1e-10)
+    assert out.attrs["scale"] == local.attrs["scale"]
+    res = fme.fme(glm, ddf, {"disea": 1}, exposure=1)
+    assert "exposure=" in res.scale and "scale:" in res.summary()
+    with pytest.raises(fme.exceptions.ParameterError, match="on Dask data, exposure= must be a column name"):
+        fme.fme(glm, ddf, {"disea": 1}, exposure=rh["expo"].to_numpy())

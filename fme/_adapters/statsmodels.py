@@ -202,10 +202,13 @@ class StatsmodelsAdapter(ModelAdapter):
         except DataError:
             return None
         parts = []
-        for kind, (col, _) in src.items():
-            given = col == OFFSET_COLUMNS[kind]
-            parts.append(f"the {kind} {'given by ' + kind + '=' if given else 'of column ' + repr(col)}")
-        return "predictions on the count scale: each row's " + " and ".join(parts) + " (as Stata's margins)"
+        for kind, (col, transform) in src.items():
+            if col == OFFSET_COLUMNS[kind]:
+                parts.append(f"the {kind} given by {kind}=")
+            else:
+                of = f"log of column {col!r}" if kind == "offset" and transform == "log" else f"column {col!r}"
+                parts.append(f"each row's {kind} ({of})")
+        return "predictions on the count scale at " + " and ".join(parts) + ", as Stata's margins"
 
     def prepare(self, data: Any, exposure: Any = None, offset: Any = None) -> Any:
         out = self._categorical_columns(data)

@@ -22,6 +22,7 @@ from ..exceptions import DataError
 from ..inference._estimates import Estimates, pairwise_matrix, undefined_where
 from ..steps import _levels
 from .classic import classic_reference, classic_results
+from .._adapters import adapt
 from .common import _model_frames, as_dask
 from .effects import fme_dask
 from .groups import group_keys, group_sizes
@@ -90,7 +91,11 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
             rows.append({**head, **t})
             res.release()
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
-    return pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
+    out = pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
+    scale = adapt(model).scale_note(meta.columns)  # an offset or exposure taken into account, as fme.ame says
+    if scale is not None:
+        out.attrs["scale"] = scale
+    return out
 
 
 def _classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list, method: str, bootstrap: Any,

@@ -221,5 +221,6 @@ def fme_dask(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any
         conf_level=conf_level, detector_fit=fit_info, bootstrap_draws=boot,
         sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan, groups=groups, group_parts=gp_p,
         output_names=None if plan.names is None else tuple(plan.names),
-        model_features=None if plan.predictor.feature_names is None else tuple(plan.predictor.feature_names))
+        model_features=None if plan.predictor.feature_names is None else tuple(plan.predictor.feature_names),
+        scale=None if plan.predictor.adapter is None else plan.predictor.adapter.scale_note(data.columns))
 
