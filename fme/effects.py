@@ -63,6 +63,8 @@ def fme(
     conf_level: float = 0.95,
     sample_size: int | None = None,
     progress: bool | None = None,
+    exposure: Any = None,
+    offset: Any = None,
 ) -> FMEResult:
     """Forward marginal effects (and NLMs) of ``model`` for every row of ``data``.
 
@@ -148,6 +150,14 @@ def fme(
         Progress bars for long work (more than one batch of fMEs or of the
         NLM's rows; Dask passes): default on a terminal only, unless
         ``FME_PROGRESS=0``.
+    exposure, offset : str, number or array-like, optional
+        For statsmodels count models fitted with ``exposure=`` or ``offset=``: each row's exposure
+        (offset), as a column name of ``data``, one number for all rows (``exposure=1``: the rate per
+        unit of exposure) or an array with one value per row. By default the model's own exposure is
+        used, as Stata's ``margins`` does, when a column of ``data`` holds it (found by value among the
+        training data's columns); a model whose exposure no column provides raises
+        :class:`~fme.DataError` naming it. ``result.scale`` and ``summary()`` say which scale was used.
+        The delta method differentiates the same predictions.
 
     ``data`` may be a ``dask.dataframe.DataFrame`` (``pip install 'fme[dask]'``):
     the result is then a :class:`fme._dask.effects.DaskFMEResult` whose summaries equal
@@ -178,7 +188,8 @@ def fme(
         nlm_max_level=nlm_max_level, nlm_flat_tol=nlm_flat_tol, nlm_linear_threshold=nlm_linear_threshold,
         extrapolation=extrapolation, reference_data=reference_data, on_extrapolation=on_extrapolation,
         target_class=target_class, batch_size=batch_size, random_state=random_state, inference=inference,
-        bootstrap=bootstrap, conf_level=conf_level, sample_size=sample_size, progress=progress)
+        bootstrap=bootstrap, conf_level=conf_level, sample_size=sample_size, progress=progress, exposure=exposure,
+        offset=offset)
     # The engines validate the options once (resolve_plan) and trust the plan; neither calls back here.
     if is_dask_collection(data) or is_dask_collection(reference_data):
         return fme_dask(model, data, steps, options)

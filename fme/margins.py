@@ -26,9 +26,9 @@ from .hypotheses import hypotheses, stack_estimates
 from .inference._estimates import INFERENCE_COLUMNS, Estimates, RowInference, pairwise_matrix, undefined_where
 from .inference._methods import compute_averages, resolve_method
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
-from ._models import model_frame
+from ._adapters import model_frame
 from .predictors import make_predictor
-from .steps import _levels, _same_level, _set_level, parse_steps
+from .steps import Step, _levels, _same_level, _set_level, check_training_levels, parse_steps
 
 __all__ = ["ame", "mem", "mer", "dme", "typical_values"]
 
@@ -193,11 +193,14 @@ def ame(
         and the descriptive sd, q25, q75 (of the fMEs), n, n_excluded.
         ``statistic`` is z (delta, bootstrap) or t with n - 1 df (sample).
         With bootstrap, ``attrs['bootstrap']`` counts the refits: ``n_resamples``, ``n_failed`` and
-        the distinct ``errors`` of the failed ones (also warned about).
+        the distinct ``errors`` of the failed ones (also warned about). For a model with an exposure or
+        offset, ``attrs['scale']`` says which was used (see ``exposure`` in :func:`fme.fme`).
     """
     # Validated once, on the rows (pandas) or on the Dask frame's _meta; the engine trusts what it is handed.
     on_dask = is_dask_collection(data)
-    frame = model_frame(model, data._meta if on_dask else check_data(data))
+    # the offset columns are added once here; fme() then finds them in the frame
+    exposure, offset = fme_kwargs.pop("exposure", None), fme_kwargs.pop("offset", None)
+    frame = model_frame(model, data._meta if on_dask else check_data(data), exposure=exposure, offset=offset)
     conf_level = check_conf_level(conf_level)
     target_class = fme_kwargs.get("target_class")
     _check_single_output(target_class, "ame")
@@ -230,7 +233,7 @@ def ame(
         if feature not in frame.columns:
             raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
     if on_dask:
-        options = FMEOptions.from_kwargs(fme_kwargs, "fme.ame")
+        options = FMEOptions.from_kwargs({**fme_kwargs, "exposure": exposure, "offset": offset}, "fme.ame")
         return ame_dask(model, data, steps, method=method, by_cols=by_cols, hypothesis=hypothesis,
                         bootstrap=bootstrap, conf_level=conf_level, categorical=categorical, columns=_AME_COLUMNS,
                         options=options)
@@ -274,6 +277,10 @@ def ame(
         e = ests[0]
         out.attrs["bootstrap"] = {"n_resamples": int(e.draws.shape[1] + e.n_failed), "n_failed": int(e.n_failed),
                                   "errors": list(e.errors)}
+    adapter = make_predictor(model, target_class).adapter
+    scale = None if adapter is None else adapter.scale_note(data.columns)
+    if scale is not None:
+        out.attrs["scale"] = scale
     return out
 
 
@@ -315,6 +322,8 @@ def _categorical_specs(model, data, feature, value, categorical, fme_kwargs, met
         return specs
     reference = levels[0] if value is None else parse_steps(data, {feature: value})[0].value
     predictor = make_predictor(model, target_class)
+    if predictor.adapter is not None:
+        check_training_levels([Step(feature, "categorical", lv) for lv in levels], predictor.adapter.training_levels())
     X0 = predictor.select(data)
 
     def at_level(level: Any) -> pd.DataFrame:

@@ -12,7 +12,7 @@ F = fME, width w_k = b_k - a_k and midpoint m_k = (a_k + b_k) / 2:
 
 with the secant g(t) = f(x) + t F: no discretisation error. The candidate
 breakpoints are the union of the split thresholds of every stepped feature
-over all trees (one adapter per model family below); segments that do not
+over all trees (read by the model's adapter, :mod:`fme._adapters`); segments that do not
 change the prediction cost an evaluation but do not change the result. The
 segment values are the model's own predictions at the segment midpoints,
 made in stacked batches (rows x segments), so link functions (probabilities
@@ -37,230 +37,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._adapters import adapt
+from ._adapters._forest import float32_boundary
+from ._adapters.base import Unsupported
 from ._utils.progress import progress_bar
 
-__all__ = ["tree_thresholds", "exact_nlm", "exact_support", "float32_boundary"]
+__all__ = ["tree_thresholds", "exact_nlm", "exact_support", "float32_boundary", "Unsupported"]
 
 #: Cells (segments x columns) of one stacked frame of midpoints.
 _CELL_BUDGET = 20_000_000
-_PER_FEATURE_SCALERS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "PowerTransformer",
-                        "QuantileTransformer")
 
 
-class Unsupported(Exception):
-    """The model is not one whose path is provably piecewise constant (message: why)."""
-
-
-def float32_boundary(threshold: np.ndarray) -> np.ndarray:
-    """The float64 b with ``float32(v) <= threshold`` iff ``v < b`` (up to a tie exactly at b).
-
-    float32(v) <= thr iff float32(v) <= a, a the largest float32 <= thr,
-    iff v is below the midpoint between a and the next float32 (round to
-    nearest). Exact in float64 (both neighbours and their mean are).
-    """
-    thr = np.asarray(threshold, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        a = thr.astype(np.float32)
-    down = a.astype(np.float64) > thr
-    a[down] = np.nextafter(a[down], np.float32(-np.inf))
-    b = np.nextafter(a, np.float32(np.inf))
-    out = 0.5 * a.astype(np.float64) + 0.5 * b.astype(np.float64)
-    # beyond float32 range (inf thresholds): the comparison is decided by the sign alone
-    return np.where(np.isfinite(a) & np.isfinite(b), out, thr)
-
-
-
-# ----------------------------------------------------------------- adapters: (feature index/name, thresholds)
-def _sklearn_tree(tree) -> tuple[np.ndarray, np.ndarray]:
-    # the tree compares float32(v) <= threshold: the path crosses at the float64 boundary of that set
-    t = tree.tree_
-    split = t.feature >= 0
-    return t.feature[split].astype(np.int64), float32_boundary(t.threshold[split])
-
-
-def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    if not parts:
-        return np.empty(0, dtype=np.int64), np.empty(0)
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-
-
-def _sklearn_splits(model) -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier,
-                                  GradientBoostingRegressor, HistGradientBoostingClassifier,
-                                  HistGradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor)
-    from sklearn.tree import BaseDecisionTree
-
-    if isinstance(model, BaseDecisionTree):
-        return _sklearn_tree(model)
-    if isinstance(model, (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier, ExtraTreesRegressor)):
-        return _concat([_sklearn_tree(t) for t in model.estimators_])
-    if isinstance(model, (GradientBoostingClassifier, GradientBoostingRegressor)):
-        init = getattr(model, "init_", None)
-        if not (init == "zero" or type(init).__name__ == "DummyClassifier" or type(init).__name__ == "DummyRegressor"):
-            raise Unsupported(f"{type(model).__name__} has a non-constant init estimator {type(init).__name__}")
-        return _concat([_sklearn_tree(t) for t in np.ravel(model.estimators_)])
-    if isinstance(model, (HistGradientBoostingClassifier, HistGradientBoostingRegressor)):
-        nodes = np.concatenate([p.nodes for it in model._predictors for p in it])
-        split = nodes["is_leaf"] == 0
-        cat = split & (nodes["is_categorical"] == 1)
-        feats = nodes["feature_idx"][split & ~cat].astype(np.int64)
-        cat_feats = np.unique(nodes["feature_idx"][cat]).astype(np.int64)
-        pre = getattr(model, "_preprocessor", None)
-        if pre is not None:  # categorical columns are encoded and moved first: map back to input positions
-            perm = np.zeros(model.n_features_in_, dtype=np.int64)
-            for name, _, cols in pre.transformers_:
-                idx = np.arange(model.n_features_in_)[cols]
-                perm[pre.output_indices_[name]] = idx
-            feats, cat_feats = perm[feats], perm[cat_feats]
-        if getattr(model, "is_categorical_", None) is not None:  # input order
-            cat_feats = np.union1d(cat_feats, np.flatnonzero(model.is_categorical_))
-        # categorical splits: mark with NaN thresholds (rejected if a stepped feature has one)
-        return (np.concatenate([feats, cat_feats]),
-                np.concatenate([nodes["num_threshold"][split & ~cat], np.full(cat_feats.size, np.nan)]))
-    raise Unsupported(type(model).__name__)
-
-
-def _lightgbm_splits(booster) -> tuple[list[Any], np.ndarray]:
-    dump = booster.dump_model()
-    names = list(dump.get("feature_names", []))
-    feats, thr = [], []
-    for info in dump["tree_info"]:
-        stack = [info["tree_structure"]]
-        while stack:  # loop over nodes of the fitted model, not over rows
-            node = stack.pop()
-            if "split_feature" not in node:
-                if "leaf_coeff" in node:
-                    raise Unsupported("LightGBM with linear_tree=True (leaves are linear, not constant)")
-                continue
-            feats.append(names[node["split_feature"]] if names else node["split_feature"])
-            thr.append(float(node["threshold"]) if node.get("decision_type", "<=") != "==" else np.nan)
-            stack.extend((node["left_child"], node["right_child"]))
-    return feats, np.asarray(thr, dtype=float)
-
-
-def _xgboost_splits(booster) -> tuple[list[Any], np.ndarray]:
-    try:
-        df = booster.trees_to_dataframe()
-    except Exception as exc:  # gblinear has no trees
-        raise Unsupported(f"XGBoost booster without trees ({exc})") from exc
-    split = df["Feature"] != "Leaf"
-    split_val = df.loc[split, "Split"].to_numpy(dtype=float)  # NaN for categorical splits
-    return list(df.loc[split, "Feature"]), split_val
-
-
-def _model_splits(model) -> tuple[list[Any] | np.ndarray, np.ndarray, list[str] | None]:
-    """(feature ids, thresholds, the model's own feature names or None) of any supported model."""
-    mod = type(model).__module__
-    if mod.startswith("lightgbm"):
-        booster = model.booster_ if hasattr(model, "booster_") else model
-        if type(booster).__name__ != "Booster":
-            raise Unsupported(type(model).__name__)
-        f, t = _lightgbm_splits(booster)
-        return f, t, booster.feature_name()
-    if mod.startswith("xgboost"):
-        booster = model.get_booster() if hasattr(model, "get_booster") else model
-        if type(booster).__name__ != "Booster":
-            raise Unsupported(type(model).__name__)
-        if getattr(model, "booster", None) == "gblinear":
-            raise Unsupported("XGBoost gblinear")
-        f, t = _xgboost_splits(booster)
-        return f, t, booster.feature_names
-    if mod.startswith("sklearn"):
-        f, t = _sklearn_splits(model)
-        return f, t, None
-    raise Unsupported(type(model).__name__)
-
-
-def _per_feature(feats, thr, columns: list[str], own_names: list[str] | None) -> dict[str, np.ndarray]:
-    """Map split features to column names; thresholds per column (NaN marks a categorical split)."""
-    out: dict[str, list[np.ndarray]] = {}
-    feats = list(feats)
-    if feats and isinstance(feats[0], str):
-        by_name = own_names is not None and set(own_names) <= set(columns)
-        if by_name:
-            keys = feats
-        else:  # model fitted on arrays: names are positional (Column_3, f3)
-            pos = {n: i for i, n in enumerate(own_names or [])}
-            keys = [columns[pos[f]] if f in pos else columns[int(str(f).lstrip("fColumn_"))] for f in feats]
-    else:
-        keys = [columns[int(i)] for i in feats]
-    keys_arr = np.asarray(keys, dtype=object)
-    for name in set(keys):
-        out[name] = thr[keys_arr == name]
-    return {k: v for k, v in out.items()}
-
-
-# ----------------------------------------------------------------- pipelines
-def _feature_map(transformer, feature: str, columns: list[str]):
-    """(output position, inverse map of output-space values to input values) for one stepped feature."""
-    identity = type(transformer).__name__ == "FunctionTransformer" and transformer.func is None
-    if transformer is None or identity or (isinstance(transformer, str) and transformer == "passthrough"):
-        return columns.index(feature), (lambda v: v)
-    name = type(transformer).__name__
-    if name in _PER_FEATURE_SCALERS:
-        j = columns.index(feature)
-
-        def inverse(v, tr=transformer, j=j, m=len(columns)):
-            arr = np.zeros((v.size, m))
-            arr[:, j] = v
-            return tr.inverse_transform(arr)[:, j]
-
-        return j, inverse
-    if name == "ColumnTransformer":
-        found = []
-        names_in = list(transformer.feature_names_in_) if hasattr(transformer, "feature_names_in_") else columns
-        for tname, tr, cols in transformer.transformers_:
-            if isinstance(tr, str) and tr == "drop":
-                continue
-            sel = np.arange(len(names_in))[cols] if not isinstance(cols, (list, tuple)) or (
-                cols and not isinstance(cols[0], str)) else [names_in.index(c) for c in cols]
-            sel_names = [names_in[i] for i in np.atleast_1d(sel)]
-            if feature in sel_names:
-                found.append((tname, tr, sel_names))
-        if not found:
-            return None, None
-        if len(found) > 1:
-            raise Unsupported(f"ColumnTransformer uses {feature!r} in several transformers")
-        tname, tr, sel_names = found[0]
-        inner = _feature_map(tr, feature, sel_names)
-        if inner[0] is None:
-            return None, None
-        return transformer.output_indices_[tname].start + inner[0], inner[1]
-    raise Unsupported(f"pipeline step {name} (not a pass-through or monotone per-feature transform of {feature!r})")
-
-
-def _pipeline_thresholds(pipe, features: list[str], columns: list[str]) -> dict[str, np.ndarray]:
-    steps = [s for _, s in pipe.steps]
-    final = steps[-1]
-    maps = {}
-    for f in features:
-        pos, inverses, cols = f, [], list(columns)
-        for tr in steps[:-1]:
-            j, inv = _feature_map(tr, pos if isinstance(pos, str) else cols[pos], cols)
-            if j is None:
-                maps[f] = None
-                break
-            inverses.append(inv)
-            out_cols = [str(c) for c in tr.get_feature_names_out()] if hasattr(tr, "get_feature_names_out") else cols
-            cols, pos = out_cols, j
-        else:
-            maps[f] = (cols[pos] if not isinstance(pos, str) else pos, cols, inverses)
-    out = {}
-    for f, m in maps.items():
-        if m is None:
-            out[f] = np.empty(0)
-            continue
-        name, cols, inverses = m
-        inner = tree_thresholds(final, [name], cols)[name]
-        for inv in reversed(inverses):
-            inner = np.asarray(inv(inner), dtype=float) if inner.size else inner
-        out[f] = inner
-    return out
-
-
-# ----------------------------------------------------------------- public helpers
 def tree_thresholds(model: Any, features: list[str], columns: list[str]) -> dict[str, np.ndarray]:
     """Sorted distinct split thresholds of each stepped feature, in the input space of ``model``.
+
+    The thresholds are read by the model's adapter (:meth:`fme._adapters.ModelAdapter.split_thresholds`:
+    scikit-learn trees and Pipelines ending in one, LightGBM, XGBoost).
 
     Parameters
     ----------
@@ -275,12 +67,7 @@ def tree_thresholds(model: Any, features: list[str], columns: list[str]) -> dict
     Unsupported
         With the reason, when the model's path is not known to be piecewise constant.
     """
-    if type(model).__name__ == "Pipeline" and type(model).__module__.startswith("sklearn"):
-        raw = _pipeline_thresholds(model, features, columns)
-    else:
-        feats, thr, own = _model_splits(model)
-        per = _per_feature(feats, thr, columns, own)
-        raw = {f: per.get(f, np.empty(0)) for f in features}
+    raw = adapt(model).split_thresholds(features, columns)
     out = {}
     for f, t in raw.items():
         if np.isnan(t).any():

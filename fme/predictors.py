@@ -1,6 +1,6 @@
-"""Model adapters: one place that turns any model into ``f(DataFrame) -> ndarray``.
+"""Any model as ``f(DataFrame) -> ndarray``: :class:`Predictor` over the model's adapter (:mod:`fme._adapters`).
 
-Supported (dispatch by capability, no hard dependency on a backend):
+Supported (one adapter module per backend, chosen by capability or module name; no hard dependency):
 
 * scikit-learn estimators and Pipelines (raw feature columns go in; the
   pipeline does its own encoding). Classifiers give the probability of
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._models import booster_predictor, check_model, formula_info
-from .exceptions import DataError, ModelError, ParameterError, PredictionError
+from ._adapters import ModelAdapter, adapt
+from .exceptions import DataError, PredictionError
 
 __all__ = ["Predictor", "make_predictor"]
 
@@ -40,6 +40,9 @@ class Predictor:
         (``target_class='all'``); None for a single output.
     description : str
         Readable description for summaries and reports.
+    adapter : ModelAdapter or None
+        The model's adapter (:mod:`fme._adapters`) when made by :func:`make_predictor`; it may ask for
+        auxiliary columns (an offset) beside ``feature_names``.
     """
 
     def __init__(
@@ -48,11 +51,13 @@ class Predictor:
         feature_names: Sequence[str] | None = None,
         output_names: Sequence[str] | None = None,
         description: str = "model",
+        adapter: ModelAdapter | None = None,
     ) -> None:
         self.func = func
         self.feature_names = None if feature_names is None else [str(c) for c in feature_names]
         self.output_names = None if output_names is None else list(output_names)
         self.description = description
+        self.adapter = adapter
         self.n_calls = 0
         self.n_rows = 0
 
@@ -70,9 +75,10 @@ class Predictor:
                 f"the data lacks feature(s) {missing} that the model was fitted on; "
                 f"pass a DataFrame with all of {self.feature_names}."
             )
-        if list(frame.columns) == self.feature_names:
+        cols = self.feature_names if self.adapter is None else self.adapter.columns_for(frame.columns)
+        if list(frame.columns) == cols:
             return frame
-        return frame[self.feature_names]
+        return frame[cols]
 
     def _where(self, stage: str | None, rows: tuple[int, int, int] | None) -> str:
         where = f" at {stage}" if stage else ""
@@ -141,24 +147,12 @@ class Predictor:
         return out
 
 
-def _is_statsmodels_results(model: Any) -> bool:
-    return hasattr(model, "model") and hasattr(model, "params") and hasattr(model, "predict")
-
-
-def _label(value: Any) -> str:
-    """A class label as the user wrote it: ``1``, ``lo``, ``True`` (no ``np.int64(1)``)."""
-    return str(value.item() if isinstance(value, np.generic) else value)
-
-
-def _class_index(classes: np.ndarray, target_class: Any) -> int:
-    for i, c in enumerate(classes):
-        if c == target_class or str(c) == str(target_class):
-            return i
-    raise ParameterError(f"target_class {target_class!r} is not one of the model's classes {list(classes)}.")
-
-
 def make_predictor(model: Any, target_class: Any = None) -> Predictor:
     """Wrap ``model`` as a :class:`Predictor`.
+
+    The model's backend is recognised once, by :func:`fme._adapters.adapt` (one adapter module per
+    backend: scikit-learn, statsmodels, LightGBM, XGBoost, plain objects and callables); the adapter
+    is kept as ``Predictor.adapter`` for the delta method, the bootstrap and the exact NLM.
 
     Parameters
     ----------
@@ -171,40 +165,6 @@ def make_predictor(model: Any, target_class: Any = None) -> Predictor:
     """
     if isinstance(model, Predictor):
         return model
-    check_model(model)
-    booster = booster_predictor(model, target_class)
-    if booster is not None:
-        return Predictor(*booster[:2], None, booster[2])
-    feature_names = getattr(model, "feature_names_in_", None)
-    name = type(model).__name__
-    classes = getattr(model, "classes_", None)
-    if hasattr(model, "predict_proba") and classes is not None and not _is_statsmodels_results(model):
-        classes = np.asarray(classes)
-        if isinstance(target_class, str) and target_class == "all":
-            return Predictor(lambda X: model.predict_proba(X), feature_names, [str(c) for c in classes],
-                             f"{name}, P(class) for each class")
-        if target_class is None:
-            if classes.size != 2:
-                raise ParameterError(
-                    f"{name} has {classes.size} classes {list(classes)}; pass target_class=<one of them> "
-                    "or target_class='all' for one output per class."
-                )
-            idx = 1
-        else:
-            idx = _class_index(classes, target_class)
-        return Predictor(lambda X: model.predict_proba(X)[:, idx], feature_names, None,
-                         f"{name}, P(class = {_label(classes[idx])})")
-    if target_class is not None:
-        raise ParameterError(f"target_class={target_class!r} was given but {name} is not a classifier with predict_proba.")
-    if hasattr(model, "predict") and callable(model.predict):
-        if _is_statsmodels_results(model):
-            info = formula_info(model)
-            rhs = None if not info or not info[0] else info[0]
-            return Predictor(lambda X: np.asarray(model.predict(X)), rhs, None, f"{name}.predict")
-        return Predictor(model.predict, feature_names, None, f"{name}.predict")
-    if callable(model):
-        return Predictor(model, None, None, getattr(model, "__name__", "callable"))
-    raise ModelError(
-        f"cannot use a {name} as a model: it has neither predict nor predict_proba and is not callable; "
-        "pass a fitted estimator or a function f(DataFrame) -> array."
-    )
+    adapter = adapt(model, target_class)
+    func, feature_names, output_names, description = adapter.prediction()
+    return Predictor(func, feature_names, output_names, description, adapter=adapter)

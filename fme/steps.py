@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,6 +229,34 @@ def parse_steps(data: pd.DataFrame, steps: Any, rule_data: pd.DataFrame | None =
         else:
             raise StepError(f"feature {feature!r} has dtype {col.dtype}, which is neither numeric nor categorical.")
     return tuple(parsed)
+
+
+def check_training_levels(steps: Iterable[Step], known: Mapping[str, Sequence[Any]]) -> None:
+    """Refuse a categorical step to a level the fitted model never saw (issue 23, item 7).
+
+    ``known`` maps columns to the training levels the model states (its adapter's
+    :meth:`~fme._adapters.ModelAdapter.training_levels`: scikit-learn encoders' ``categories_``,
+    HistGradientBoosting's categorical features, LightGBM's and XGBoost's stored categories, a statsmodels
+    formula's ``C()`` levels). Such a step would ask the model to extrapolate to a category it cannot
+    represent (most encode it as "unknown" and predict silently), so it is refused whatever the
+    extrapolation detector (paper §5.1: the categorical ME moves rows to a level of the feature).
+
+    Raises
+    ------
+    StepError
+        Naming the feature, the level and the model's levels.
+    """
+    for step in steps:
+        if step.is_numeric or step.feature not in known:
+            continue
+        levels = list(known[step.feature])
+        if not any(_same_level(step.value, lv) for lv in levels):
+            raise StepError(
+                f"feature {step.feature!r}: the model never saw the level {step.value!r} when it was fitted (its "
+                f"levels are {levels[:20]}{' ...' if len(levels) > 20 else ''}); it cannot predict at that level "
+                "(an unknown category), so the fME would be meaningless. Step to one of the model's levels, or refit "
+                "the model on data that contains it."
+            )
 
 
 def _same_level(value: Any, level: Any) -> bool:

@@ -28,7 +28,8 @@ SOURCE = Path(__file__).resolve().parents[1] / "fme"
 #: test_every_module_has_a_layer until it is placed here.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("fme.exceptions", "fme._utils", "fme.datasets")),
-    ("model adapters", ("fme._models", "fme.predictors")),
+    # one adapter module per backend (fme._adapters) and the Predictor over them
+    ("model adapters", ("fme._adapters", "fme.predictors")),
     ("steps, NLM, extrapolation", ("fme.steps", "fme.nlm", "fme.nlm_exact", "fme._nlm", "fme.extrapolation")),
     ("inference", ("fme.inference",)),
     # the plan, the batch kernel, mergeable summaries, exclusions, the in-memory engine and FMEResult

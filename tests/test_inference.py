@@ -152,7 +152,8 @@ def test_linear_term_has_positive_se_unlike_the_sample_interval(data, models):
 def test_numerical_kernel_agrees_with_analytic(data, models):
     """A statsmodels model without an analytic mean derivative (NegativeBinomial) uses central
     differences; on the Poisson GLM the numerical kernel must reproduce the analytic Jacobian."""
-    from fme.inference._delta import _numerical, _design
+    from fme._adapters.base import numerical_jacobian as _numerical
+    from fme._adapters.statsmodels import design_matrix as _design
 
     m = models["poisson"]
     res = fme.fme(m, data, {"age": 1})

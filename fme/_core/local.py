@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._models import model_frame
+from .._adapters import model_frame
 from .._utils.guards import call_detector
 from .._utils.validation import check_data
 from ..exceptions import ParameterError
@@ -25,7 +25,8 @@ def fme_local(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -
     """:func:`fme.fme` on a pandas frame: validate into a plan (once; the workers trust it), evaluate, check
     that a row was evaluated, assemble the result."""
     check_data(data)
-    data = model_frame(model, data)  # C(x) of a statsmodels formula: x is categorical
+    # C(x) of a statsmodels formula: x is categorical; exposure=/offset= become the model's offset columns
+    data = model_frame(model, data, exposure=options.exposure, offset=options.offset)
     reference_data = options.reference_data
     if reference_data is not None:
         reference_data = model_frame(model, check_data(reference_data, "reference_data"))
@@ -71,4 +72,5 @@ def result(plan: Plan, batch: Batch, data: pd.DataFrame, threshold: float, conf_
         inference_rows=batch.rows,
         conf_level=conf_level,
         positions=batch.cand,
+        scale=None if predictor.adapter is None else predictor.adapter.scale_note(data.columns),
     )

@@ -26,7 +26,7 @@ from ..extrapolation import make_detector
 from ..inference._methods import resolve_method as resolve_inference
 from ..nlm import QuadratureRule
 from ..predictors import Predictor, make_predictor
-from ..steps import Step, parse_steps
+from ..steps import Step, check_training_levels, parse_steps
 
 __all__ = ["Plan", "FMEOptions", "resolve_plan", "ON_EXTRAPOLATION"]
 
@@ -60,6 +60,8 @@ class FMEOptions:
     conf_level: Any = 0.95
     sample_size: Any = None
     progress: Any = None
+    exposure: Any = None
+    offset: Any = None
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any], caller: str = "fme.fme") -> "FMEOptions":
@@ -75,9 +77,10 @@ class FMEOptions:
         return dataclasses.replace(self, **changes)
 
     def plan_kwargs(self) -> dict[str, Any]:
-        """The arguments of :func:`resolve_plan` (all but ``reference_data``, ``sample_size`` and ``progress``)."""
+        """The arguments of :func:`resolve_plan` (all but ``reference_data``, ``sample_size``, ``progress`` and
+        the ``exposure``/``offset`` the engines add to the data before planning)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name not in ("reference_data", "sample_size", "progress")}
+                if f.name not in ("reference_data", "sample_size", "progress", "exposure", "offset")}
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,6 +145,8 @@ def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], refer
     predictor = make_predictor(model, target_class)
     method = resolve_inference(inference, model, bootstrap, predictor.output_names is not None)
     parsed = parse_steps(data, steps, rule_data=reference)
+    if predictor.adapter is not None:
+        check_training_levels(parsed, predictor.adapter.training_levels())
     if predictor.feature_names is not None:
         unused = [s.feature for s in parsed if s.feature not in predictor.feature_names]
         if unused:

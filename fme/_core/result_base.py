@@ -99,6 +99,8 @@ class EffectsPresentation:
         """Readable summary: steps, rows evaluated/excluded, extrapolation, AME, SD, quartiles, ANLM."""
         lines = [self._summary_title.format(model=self.model_description), f"  step: {self.describe_steps()}",
                  *self._step_lines(), f"  rows evaluated: {self.n} of {self.n + self.n_excluded}"]
+        if getattr(self, "scale", None):
+            lines.append(f"  scale: {self.scale}")
         counts = self._exclusion_counts()
         lines += [f"  excluded ({label}): {counts[key]}" for key, label in EXCLUSION_LABELS.items()
                   if counts.get(key, 0)]

@@ -65,6 +65,10 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
         Default confidence level of :meth:`conf_int` and :meth:`tidy`.
     positions : ndarray
         Positions (0-based) in ``data`` of the evaluated rows.
+    scale : str or None
+        The scale of the predictions when it is not the model's plain ``predict``: e.g. a count model
+        with an exposure or offset, predicted at each row's exposure (as Stata's ``margins``); also a
+        line of :meth:`summary`. None otherwise.
     """
 
     results: pd.DataFrame
@@ -84,6 +88,7 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
     inference_rows: RowInference | None = field(default=None, repr=False)
     conf_level: float = 0.95
     positions: np.ndarray | None = field(default=None, repr=False)
+    scale: str | None = None
 
     # ----------------------------------------------------------------- columns
     @property

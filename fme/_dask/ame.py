@@ -22,6 +22,7 @@ from ..exceptions import DataError
 from ..inference._estimates import Estimates, pairwise_matrix, undefined_where
 from ..steps import _levels
 from .classic import classic_reference, classic_results
+from .._adapters import adapt
 from .common import _model_frames, as_dask
 from .effects import fme_dask
 from .groups import group_keys, group_sizes
@@ -37,7 +38,7 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
     """:func:`fme.ame` on Dask data, its arguments validated by :func:`fme.ame` (``steps`` resolved, ``method``
     the inference method, ``by_cols`` the by columns): one :func:`fme_dask` pass per row of the table
     (univariate steps), with ``options`` the keywords passed on to :func:`fme.fme`."""
-    data = _model_frames(model, as_dask(data, "data"))
+    data = _model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
     meta = data._meta
     groups = group_keys(data, by_cols) if by_cols else None
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:
@@ -90,7 +91,11 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
             rows.append({**head, **t})
             res.release()
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
-    return pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
+    out = pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
+    scale = adapt(model).scale_note(meta.columns)  # an offset or exposure taken into account, as fme.ame says
+    if scale is not None:
+        out.attrs["scale"] = scale
+    return out
 
 
 def _classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list, method: str, bootstrap: Any,

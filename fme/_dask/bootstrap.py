@@ -24,12 +24,12 @@ __all__ = ["CHUNK", "bootstrap_draws"]
 CHUNK = 50
 
 
-def _refit_or_error(kind: str, template: Any, train: Any, n_train: int, seed: np.random.SeedSequence):
+def _refit_or_error(adapter: Any, train: Any, n_train: int, seed: np.random.SeedSequence):
     from ..inference._bootstrap import _refit
 
     idx = np.random.default_rng(seed).integers(0, n_train, n_train)  # as fme.inference._bootstrap._one_resample
     try:
-        return _refit(kind, template, train, idx), None
+        return _refit(adapter, train, idx), None
     except Exception as exc:  # counted and reported like the pandas path
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -89,16 +89,11 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     from joblib import Parallel
     from joblib import delayed as jdelayed
 
-    from ..inference._bootstrap import check_bootstrap
+    from ..inference._bootstrap import check_bootstrap, refit_setup
     from .._utils.progress import progress_bar
 
     spec = check_bootstrap(bootstrap, model)
-    if spec["kind"] == "sklearn":
-        from sklearn.base import clone
-
-        template, train, n_train = clone(model), (spec["X"], spec["y"]), len(spec["X"])
-    else:
-        template, train, n_train = model, spec["data"], len(spec["data"])
+    adapter, train, n_train = refit_setup(model, spec)
     B = int(spec["n_resamples"])
     seeds = np.random.SeedSequence(spec["random_state"]).spawn(B)
     counts = np.atleast_1d(np.asarray(n, dtype=float))
@@ -111,7 +106,7 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     for start in progress_bar(starts, total=len(starts), desc="bootstrap refits (chunks)", progress=spec["progress"]):
         chunk = seeds[start:start + CHUNK]
         fits = Parallel(n_jobs=spec["n_jobs"])(
-            jdelayed(_refit_or_error)(spec["kind"], template, train, n_train, s) for s in chunk)
+            jdelayed(_refit_or_error)(adapter, train, n_train, s) for s in chunk)
         models = [m for m, _ in fits if m is not None]
         where = [start + j for j, (m, _) in enumerate(fits) if m is not None]
         errors += [e for _, e in fits if e is not None and e not in errors][:5 - len(errors)]

@@ -32,7 +32,7 @@ from .common import _tree_reduce
 from .._core.plan import Plan
 from .._core.kernel import evaluate_batch
 from .._core.summary import summarise
-from ..steps import Step, _set_level
+from ..steps import Step, _set_level, check_training_levels
 
 __all__ = ["classic_reference", "classic_results"]
 
@@ -88,6 +88,8 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
     from ..predictors import make_predictor
 
     predictor = make_predictor(model, target_class)
+    if predictor.adapter is not None:
+        check_training_levels([Step(feature, "categorical", lv) for lv in levels], predictor.adapter.training_levels())
     others = [lv for lv in levels if lv != reference]
     base = Plan(model=model, predictor=predictor, steps=(), settings=None, batch_size=_check_batch_size(batch_size),
                 method="sample" if method == "bootstrap" else method, target_class=target_class, progress=False)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.summary import Summary
-from .._models import model_frame
+from .._adapters import model_frame
 from .._utils.validation import is_categorical, is_dask_collection
 from ..exceptions import DataError, ParameterError
 
@@ -65,11 +65,17 @@ def as_dask(frame: Any, name: str) -> Any:
     return dd.from_pandas(frame, npartitions=1)
 
 
-def _model_frames(model: Any, frame: Any) -> Any:
-    meta = model_frame(model, frame._meta)
+def _model_frames(model: Any, frame: Any, exposure: Any = None, offset: Any = None) -> Any:
+    """``frame`` as the model reads it, partition by partition (:func:`fme._adapters.model_frame`); on Dask
+    data ``exposure=``/``offset=`` are a column name or a number (an array cannot follow the partitions)."""
+    for kind, value in (("exposure", exposure), ("offset", offset)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (str, numbers.Real))):
+            raise ParameterError(f"on Dask data, {kind}= must be a column name or a number, got "
+                                 f"{type(value).__name__}; add the values as a column and pass its name.")
+    meta = model_frame(model, frame._meta, exposure=exposure, offset=offset)
     if meta is frame._meta:
         return frame
-    return frame.map_partitions(lambda part: model_frame(model, part), meta=meta)
+    return frame.map_partitions(lambda part: model_frame(model, part, exposure=exposure, offset=offset), meta=meta)
 
 
 def _probe(frame: Any, name: str) -> pd.DataFrame:

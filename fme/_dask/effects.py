@@ -114,7 +114,7 @@ def fme_dask(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any
     require_dask()
     sample_size = _check_sample_size(options.sample_size)
     reference_data, random_state = options.reference_data, options.random_state
-    data = _model_frames(model, as_dask(data, "data"))
+    data = _model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
     reference = data if reference_data is None else _model_frames(model, as_dask(reference_data, "reference_data"))
     probe = _probe(data, "data")
     # Rules ("sd", "iqr", ...) and levels of non-categorical columns need the stepped columns in full.
@@ -221,5 +221,6 @@ def fme_dask(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any
         conf_level=conf_level, detector_fit=fit_info, bootstrap_draws=boot,
         sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan, groups=groups, group_parts=gp_p,
         output_names=None if plan.names is None else tuple(plan.names),
-        model_features=None if plan.predictor.feature_names is None else tuple(plan.predictor.feature_names))
+        model_features=None if plan.predictor.feature_names is None else tuple(plan.predictor.feature_names),
+        scale=None if plan.predictor.adapter is None else plan.predictor.adapter.scale_note(data.columns))
 

@@ -61,6 +61,7 @@ class DaskFMEResult(EffectsPresentation):
     groups: Any = field(default=None, repr=False)
     group_parts: list = field(default_factory=list, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
+    scale: str | None = None
 
     # ------------------------------------------------------------- columns
     fme_columns = property(lambda self: ["fme"])

@@ -24,9 +24,10 @@ Comparisons replicate the model's: scikit-learn's ``tree_`` compares the
 float32-cast input with a float64 threshold, so a row's value routes by
 ``float32(x) <= threshold`` and a stepped feature crosses at the float64
 boundary of that set (:func:`fme.nlm_exact.float32_boundary`); HistGradientBoosting
-compares float64 values. Models read here: scikit-learn ``DecisionTree*``,
-``ExtraTree*``, ``RandomForest*``, ``ExtraTrees*``, ``GradientBoosting*``
-(constant init) and ``HistGradientBoosting*`` without categorical features.
+compares float64 values. The trees are read by the model's adapter
+(:mod:`fme._adapters`: scikit-learn ``DecisionTree*``, ``ExtraTree*``, ``RandomForest*``,
+``ExtraTrees*``, ``GradientBoosting*`` (constant init) and ``HistGradientBoosting*`` without
+categorical features in :mod:`fme._adapters._sktrees`; LightGBM in :mod:`fme._adapters.lightgbm`).
 Other supported models use the midpoint route.
 """
 
@@ -35,282 +36,31 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .._adapters import adapt
+from .._adapters._forest import LGB_ZERO as _LGB_ZERO
+from .._adapters._forest import Forest
 from .._utils.progress import progress_bar
-from ..nlm_exact import _closed_forms, float32_boundary
+from ..nlm_exact import _closed_forms
 
 __all__ = ["Forest", "read_forest", "traverse_nlm"]
 
 #: (row, interval, node) entries started per chunk (~100 bytes each; small chunks stay in cache: 200k was
 #: 25 % faster than 1M on HistGradientBoosting, 100 trees).
 _ENTRY_BUDGET = 200_000
-#: LightGBM's kZeroThreshold (float 1e-35): |v| at most this is "zero" for missing type Zero.
-_LGB_ZERO = float(np.float32(1e-35))
-_LGB_IDENTITY = ("regression", "regression_l1", "huber", "fair", "quantile", "mape")
-
-
-@dataclass
-class Forest:
-    """All trees of one model as flat node arrays (node ids global across trees).
-
-    ``threshold`` is the boundary in float64 input space: a value v goes left
-    iff ``v <= threshold`` (``v < threshold`` when ``strict``); ``float32``
-    means non-stepped values are cast to float32 before that comparison (the
-    model's own casting); ``zero_missing`` marks nodes (LightGBM's missing
-    type Zero) that send |v| <= 1e-35 the missing way. ``value[node]`` (leaves) is the node's additive
-    contribution to the raw scores; ``link`` maps raw scores (m, K) to the
-    model's predictions (m, C); ``output`` picks the predictor's column(s).
-    """
-
-    feature: np.ndarray
-    threshold: np.ndarray
-    boundary: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    missing_left: np.ndarray
-    is_leaf: np.ndarray
-    value: np.ndarray
-    roots: np.ndarray
-    baseline: np.ndarray
-    link: Callable[[np.ndarray], np.ndarray]
-    float32: bool
-    strict: bool = False
-    output: int | None = None
-    name: str = ""
-    n_features: int = 0
-    zero_missing: np.ndarray | None = None
-
-    @property
-    def n_trees(self) -> int:
-        return int(self.roots.size)
-
-    def __post_init__(self) -> None:
-        # per level one gather of the feature (-1 at leaves) and one of the child: kids[2 node + goes right]
-        self.node_feature = np.where(self.is_leaf, -1, self.feature).astype(np.int64)
-        self.node_kids = np.column_stack([self.left, self.right]).astype(np.int64).ravel()
-
-
-# ------------------------------------------------------------------ readers
-def _stack(trees: list[dict], n_out: int) -> dict:
-    """Concatenate per-tree node arrays; ``trees[i]['col']`` is the raw-score column of tree i (or None: all)."""
-    sizes = np.array([t["feature"].size for t in trees], dtype=np.int64)
-    offs = np.r_[0, np.cumsum(sizes)[:-1]]
-    total = int(sizes.sum())
-    value = np.zeros((total, n_out))
-    for t, o in zip(trees, offs):
-        v = t["value"]
-        if t.get("col") is None:
-            value[o:o + v.shape[0], :] = v
-        else:
-            value[o:o + v.shape[0], t["col"]] = v[:, 0]
-    cat = {k: np.concatenate([np.asarray(t[k]) for t in trees])
-           for k in ("feature", "threshold", "missing_left", "is_leaf")}
-    left = np.concatenate([np.where(t["is_leaf"], 0, t["left"]) + o for t, o in zip(trees, offs)])
-    right = np.concatenate([np.where(t["is_leaf"], 0, t["right"]) + o for t, o in zip(trees, offs)])
-    return dict(cat, left=left.astype(np.int64), right=right.astype(np.int64), value=value, roots=offs)
-
-
-def _sk_tree(est, scale: float = 1.0, col: int | None = None) -> dict | None:
-    t = est.tree_
-    if t.n_outputs != 1:
-        return None
-    leaf = t.children_left < 0
-    value = t.value[:, 0, :] * scale if scale != 1.0 else t.value[:, 0, :].copy()
-    return dict(feature=np.where(leaf, 0, t.feature).astype(np.int64), threshold=t.threshold.astype(np.float64),
-                missing_left=np.asarray(t.missing_go_to_left, dtype=bool), is_leaf=leaf,
-                left=t.children_left.astype(np.int64), right=t.children_right.astype(np.int64), value=value, col=col)
-
-
-def _output_index(model, target_class: Any) -> int | None | str:
-    """Column of the model's predict_proba the predictor reports, None for all ('all'), 0 for regressors."""
-    from ..predictors import _class_index
-
-    classes = getattr(model, "classes_", None)
-    if classes is None or not hasattr(model, "predict_proba"):
-        return 0
-    if isinstance(target_class, str) and target_class == "all":
-        return None
-    if target_class is None:
-        return 1 if len(classes) == 2 else "unknown"
-    return _class_index(np.asarray(classes), target_class)
-
-
-def _read_sklearn(model) -> tuple[list[dict], int, np.ndarray, Callable, bool] | None:
-    from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier,
-                                  GradientBoostingRegressor, HistGradientBoostingClassifier,
-                                  HistGradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor)
-    from sklearn.tree import BaseDecisionTree
-
-    def ident(raw):
-        return raw
-
-    if isinstance(model, BaseDecisionTree):
-        tr = _sk_tree(model)
-        if tr is None:
-            return None
-        return [tr], tr["value"].shape[1], np.zeros(tr["value"].shape[1]), ident, True
-    if isinstance(model, (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier, ExtraTreesRegressor)):
-        trees = [_sk_tree(e) for e in model.estimators_]
-        if any(t is None for t in trees):
-            return None
-        n_est = len(model.estimators_)
-
-        def mean(raw, n_est=n_est):  # the forest's own order: sum of the trees, then /= n
-            return raw / n_est
-
-        k = trees[0]["value"].shape[1]
-        return trees, k, np.zeros(k), mean, True
-    if isinstance(model, (GradientBoostingClassifier, GradientBoostingRegressor)):
-        est = np.asarray(model.estimators_, dtype=object)
-        k = est.shape[1]
-        lr = float(model.learning_rate)
-        trees = [_sk_tree(est[i, j], col=j) for i in range(est.shape[0]) for j in range(k)]
-        for t in trees:  # the stage's own product learning_rate * leaf value
-            t["value"] = lr * t["value"]
-        zero = np.zeros((1, model.n_features_in_), dtype=np.float32)
-        baseline = np.asarray(model._raw_predict_init(zero), dtype=np.float64).reshape(-1)
-        if isinstance(model, GradientBoostingClassifier):
-            def link(raw, model=model):
-                return model._loss.predict_proba(raw.ravel() if raw.shape[1] == 1 else raw)
-        else:
-            link = ident
-        return trees, k, baseline, link, True
-    if isinstance(model, (HistGradientBoostingClassifier, HistGradientBoostingRegressor)):
-        if getattr(model, "_preprocessor", None) is not None or (
-                getattr(model, "is_categorical_", None) is not None and np.any(model.is_categorical_)):
-            return None  # categorical splits route through bitsets: midpoint route
-        trees = []
-        for it in model._predictors:
-            for j, p in enumerate(it):
-                nd = p.nodes
-                leaf = nd["is_leaf"].astype(bool)
-                trees.append(dict(feature=np.where(leaf, 0, nd["feature_idx"]).astype(np.int64),
-                                  threshold=nd["num_threshold"].astype(np.float64),
-                                  missing_left=nd["missing_go_to_left"].astype(bool), is_leaf=leaf,
-                                  left=nd["left"].astype(np.int64), right=nd["right"].astype(np.int64),
-                                  value=nd["value"].astype(np.float64)[:, None], col=j))
-        k = int(model.n_trees_per_iteration_)
-        baseline = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
-        if isinstance(model, HistGradientBoostingClassifier):
-            def link(raw, model=model):
-                return model._loss.predict_proba(raw)
-        else:
-            def link(raw, model=model):
-                return model._loss.link.inverse(raw.ravel())[:, None]
-        return trees, k, baseline, link, False
-    return None
-
-
-def _read_lightgbm(model, target_class: Any) -> Forest | None:
-    """LightGBM (scikit-learn wrapper or Booster) from ``dump_model()``: double precision, ``<=`` splits,
-    missing types None (NaN compares as 0), Zero and NaN; numerical splits and constant leaves only."""
-    booster = model.booster_ if hasattr(model, "booster_") else model
-    if type(booster).__name__ != "Booster":
-        return None
-    dump = booster.dump_model()
-    obj = str(dump.get("objective", "")).split()
-    name = obj[0] if obj else ""
-    params = dict(o.split(":", 1) for o in obj[1:] if ":" in o)
-    k = int(dump["num_tree_per_iteration"])
-    if "sqrt" in obj:
-        return None
-    if hasattr(model, "booster_") and hasattr(model, "classes_"):  # LGBMClassifier: predict_proba columns
-        out = _output_index(model, target_class)
-        if isinstance(out, str):
-            return None
-    elif k > 1:  # Booster: the predictor picks an output column by index
-        if not isinstance(target_class, (int, np.integer)) or isinstance(target_class, bool):
-            return None
-        out = int(target_class)
-    else:
-        out = 0
-    trees = []
-    for i, info in enumerate(dump["tree_info"]):
-        nodes: list[dict] = []
-        stack = [info["tree_structure"]]
-        while stack:  # nodes of the fitted model in pre-order (ids assigned when first seen)
-            node = stack.pop()
-            nodes.append(node)
-            if "split_feature" in node:
-                if node.get("decision_type", "<=") != "<=":
-                    return None  # categorical split
-                stack.extend((node["right_child"], node["left_child"]))
-            elif "leaf_coeff" in node:
-                return None  # linear_tree
-        ids = {id(nd): j for j, nd in enumerate(nodes)}
-        leaf = np.array(["split_feature" not in nd for nd in nodes])
-        get = (lambda key, default, nodes=nodes: [nd.get(key, default) for nd in nodes])
-        mtype = np.array(get("missing_type", "None"))
-        thr = np.array(get("threshold", np.inf), dtype=float)
-        dleft = np.array(get("default_left", True), dtype=bool)
-        trees.append(dict(
-            feature=np.array(get("split_feature", 0), dtype=np.int64), threshold=thr,
-            # missing type None: NaN is compared as 0.0
-            missing_left=np.where(mtype == "None", 0.0 <= thr, dleft), is_leaf=leaf, zero=(mtype == "Zero") & ~leaf,
-            left=np.array([ids[id(nd["left_child"])] if "left_child" in nd else 0 for nd in nodes], dtype=np.int64),
-            right=np.array([ids[id(nd["right_child"])] if "right_child" in nd else 0 for nd in nodes], dtype=np.int64),
-            value=np.array(get("leaf_value", 0.0), dtype=float)[:, None], col=i % k))
-    n_iter = len(trees) // k
-    sigma = float(params.get("sigmoid", 1.0))
-    average = bool(dump.get("average_output", False))
-    wrapper_proba = hasattr(model, "booster_") and hasattr(model, "classes_")
-
-    def link(raw):
-        if average:
-            raw = raw / n_iter
-        if name in _LGB_IDENTITY:
-            return raw
-        if name in ("poisson", "gamma", "tweedie"):
-            return np.exp(raw)
-        if name in ("binary", "cross_entropy", "xentropy"):
-            p = 1.0 / (1.0 + np.exp(-sigma * raw))
-            return np.column_stack([1.0 - p[:, 0], p[:, 0]]) if wrapper_proba else p
-        if name == "multiclass":
-            e = np.exp(raw - raw.max(axis=1, keepdims=True))
-            return e / e.sum(axis=1, keepdims=True)
-        if name == "multiclassova":
-            return 1.0 / (1.0 + np.exp(-sigma * raw))
-        raise AssertionError(name)
-
-    if name not in _LGB_IDENTITY + ("poisson", "gamma", "tweedie", "binary", "cross_entropy", "xentropy",
-                                    "multiclass", "multiclassova"):
-        return None
-    st = _stack(trees, k)
-    zero = np.concatenate([t["zero"] for t in trees])
-    return Forest(feature=st["feature"], threshold=st["threshold"], boundary=st["threshold"], left=st["left"],
-                  right=st["right"], missing_left=st["missing_left"], is_leaf=st["is_leaf"], value=st["value"],
-                  roots=st["roots"], baseline=np.zeros(k), link=link, float32=False, output=out,
-                  name=type(model).__name__, n_features=int(booster.num_feature()),
-                  zero_missing=zero if zero.any() else None)
 
 
 def read_forest(model: Any, target_class: Any = None) -> Forest | None:
-    """The model's trees as a :class:`Forest`, or None when this module does not read it (midpoint route)."""
-    if type(model).__module__.startswith("lightgbm"):
-        return _read_lightgbm(model, target_class)
-    if not type(model).__module__.startswith("sklearn") or type(model).__name__ == "Pipeline":
-        return None
-    if getattr(model, "n_outputs_", 1) != 1:
-        return None
-    out = _output_index(model, target_class)
-    if isinstance(out, str):
-        return None
-    got = _read_sklearn(model)
-    if got is None:
-        return None
-    trees, k, baseline, link, f32 = got
-    st = _stack(trees, k)
-    thr = st["threshold"]
-    boundary = float32_boundary(thr) if f32 else thr
-    return Forest(feature=st["feature"], threshold=thr, boundary=boundary, left=st["left"], right=st["right"],
-                  missing_left=st["missing_left"], is_leaf=st["is_leaf"], value=st["value"], roots=st["roots"],
-                  baseline=baseline, link=link, float32=f32, output=out, name=type(model).__name__,
-                  n_features=int(model.n_features_in_))
+    """The model's trees as a :class:`Forest`, or None when they are not read (midpoint route).
+
+    Which models have readable trees is their adapter's business
+    (:meth:`fme._adapters.ModelAdapter.forest`: scikit-learn trees and ensembles, LightGBM).
+    """
+    return adapt(model, target_class).forest()
 
 
 # ------------------------------------------------------------------ traversal

@@ -36,9 +36,10 @@ import pandas as pd
 
 from ..exceptions import DataError, ModelError, ParameterError
 from ._estimates import BOOTSTRAP_CIS, Estimates, RowInference, alloc_draws, group_matrix
-from ..predictors import _is_statsmodels_results, make_predictor
+from .._adapters import ModelAdapter, adapt
+from ..predictors import make_predictor
 
-__all__ = ["check_bootstrap", "bootstrap_rows"]
+__all__ = ["check_bootstrap", "bootstrap_rows", "refit_setup"]
 
 _KEYS = {"X", "y", "data", "n_resamples", "random_state", "n_jobs", "ci", "progress", "memory_limit"}
 #: Default RAM for the per-row draws (bytes); beyond it they go to a temporary memory-mapped file.
@@ -75,74 +76,33 @@ def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
                              f"got {out['progress']!r}.")
     if out["ci"] not in BOOTSTRAP_CIS:
         raise ParameterError(f"bootstrap ci must be one of {BOOTSTRAP_CIS}, got {out['ci']!r}.")
-    if _is_statsmodels_results(model):
-        if not isinstance(out.get("data"), pd.DataFrame):
-            raise ParameterError("bootstrap of a statsmodels result needs {'data': <training DataFrame>}.")
-        if getattr(model.model, "formula", None) is None:
-            raise ModelError(
-                f"bootstrap refits of statsmodels results need the formula API (smf.{type(model.model).__name__.lower()}"
-                "(formula, data)); this result was fitted from arrays."
-            )
-        for attr in ("offset", "exposure"):
-            if getattr(model.model, attr, None) is not None:
-                raise ModelError(f"bootstrap refits of a {type(model.model).__name__} with {attr} are not supported; "
-                                 "use inference='delta'.")
-        for attr in ("weights", "freq_weights", "var_weights"):
-            w = getattr(model.model, attr, None)
-            if w is not None and np.ndim(w) > 0 and not np.all(np.asarray(w) == 1):
-                raise ModelError(f"bootstrap refits of a {type(model.model).__name__} with {attr} are not "
-                                 "supported; use inference='delta'.")
-        out["kind"] = "statsmodels"
-    elif callable(getattr(model, "fit", None)) and callable(getattr(model, "get_params", None)):
-        if "X" not in out or "y" not in out:
-            raise ParameterError("bootstrap of a scikit-learn model needs {'X': X_train, 'y': y_train}.")
-        for key, ndim in (("X", 2), ("y", 1)):
-            value = out[key]
-            shape = np.shape(value) if not isinstance(value, (str, bytes)) else ()
-            if isinstance(value, (str, bytes)) or len(shape) not in ((2,) if ndim == 2 else (1, 2)):
-                raise ParameterError(
-                    f"bootstrap {key} must be {'a DataFrame or 2-d array' if ndim == 2 else 'a Series or 1-d array'} "
-                    f"of training {'features' if ndim == 2 else 'targets'}, got {type(value).__name__}"
-                    f"{'' if not shape else f' of shape {shape}'}."
-                )
-        if len(out["X"]) != len(out["y"]) or len(out["X"]) < 2:
-            raise DataError(f"bootstrap X has {len(out['X'])} rows and y {len(out['y'])}; they must match (>= 2).")
-        out["kind"] = "sklearn"
-    else:
-        raise ModelError(
-            f"cannot refit a {type(model).__name__}: bootstrap needs a scikit-learn estimator/pipeline "
-            "(clone + fit) or a statsmodels formula result. Use inference='delta' or 'sample'."
-        )
+    # the backend's refit recipe: its checks of the training data (X, y or data) and its refit
+    adapter = adapt(model, None)
+    adapter.bootstrap_training(out)
+    out["kind"] = adapter.name
     if out["random_state"] is None:
         out["random_state"] = int(np.random.SeedSequence().entropy % (2 ** 63))
     return out
 
 
-def _take(a: Any, idx: np.ndarray) -> Any:
-    return a.iloc[idx] if isinstance(a, (pd.DataFrame, pd.Series)) else np.asarray(a)[idx]
+def refit_setup(model: Any, spec: dict[str, Any]) -> tuple[ModelAdapter, Any, int]:
+    """(the model's adapter, its training data, the number of training rows) for the refits of ``spec``."""
+    adapter = adapt(model, None)
+    train, n_train = adapter.bootstrap_training(spec)
+    return adapter, train, n_train
 
 
-def _refit(kind: str, template: Any, train: Any, idx: np.ndarray) -> Any:
-    if kind == "sklearn":
-        from sklearn.base import clone
-
-        X, y = train
-        return clone(template).fit(_take(X, idx), _take(y, idx))
-    from statsmodels.discrete.discrete_model import DiscreteModel
-    from statsmodels.genmod.generalized_linear_model import GLM
-
-    model = template.model
-    kw = {"family": model.family} if isinstance(model, GLM) else {}
-    fitted = type(model).from_formula(model.formula, data=train.iloc[idx].reset_index(drop=True), **kw)
-    return fitted.fit(disp=0) if isinstance(fitted, DiscreteModel) else fitted.fit()
+def _refit(adapter: ModelAdapter, train: Any, idx: np.ndarray) -> Any:
+    """The model refitted on the training rows ``idx`` by its adapter's recipe (clone + fit, formula refit)."""
+    return adapter.refit(train, idx)
 
 
-def _one_resample(kind: str, template: Any, train: Any, n_train: int, seed: np.random.SeedSequence,
+def _one_resample(adapter: ModelAdapter, train: Any, n_train: int, seed: np.random.SeedSequence,
                   frame: pd.DataFrame, n: int, target_class: Any) -> tuple[np.ndarray | None, str | None]:
     """fMEs of one refit: predictions of [X0; X1] differenced; (None, message) if the refit fails."""
     idx = np.random.default_rng(seed).integers(0, n_train, n_train)
     try:
-        fitted = _refit(kind, template, train, idx)
+        fitted = _refit(adapter, train, idx)
         # a fresh frame per refit: a predict that modifies its input cannot leak into the next refit
         pred = make_predictor(fitted, target_class)(frame.copy(deep=False), "bootstrap refit")
     except Exception as exc:  # a failed refit is counted and reported, never silently dropped
@@ -241,12 +201,7 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
 
     from .._utils.progress import progress_bar
 
-    if spec["kind"] == "sklearn":
-        from sklearn.base import clone
-
-        template, train, n_train = clone(model), (spec["X"], spec["y"]), len(spec["X"])
-    else:
-        template, train, n_train = model, spec["data"], len(spec["data"])
+    adapter, train, n_train = refit_setup(model, spec)
     sizes = [len(x0) for x0, _ in pairs]
     n = int(sum(sizes))
     frame = pd.concat([x0 for x0, _ in pairs] + [x1 for _, x1 in pairs], ignore_index=True)
@@ -254,7 +209,7 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     seeds = np.random.SeedSequence(spec["random_state"]).spawn(B)
     store = _DrawStore(sizes, B, groupings, int(spec["memory_limit"]))
     errors: list[str] = []
-    jobs = (delayed(_one_resample)(spec["kind"], template, train, n_train, s, frame, n, target_class) for s in seeds)
+    jobs = (delayed(_one_resample)(adapter, train, n_train, s, frame, n, target_class) for s in seeds)
     results = Parallel(n_jobs=spec["n_jobs"], return_as="generator")(jobs)
     # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._utils.progress)
     for fmes, err in progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"], leave=True):
