@@ -12,6 +12,8 @@ from .ctree import CTree
 from .effects import FMEResult, fme
 from .hypotheses import hypotheses
 from .interactions import interaction
+from .predictions import avg_predictions, predictions
+from .slopes import avg_slopes
 from .exceptions import (
     DataError,
     ExtrapolationError,
@@ -42,7 +44,7 @@ __version__ = "0.1.0"
 _legacy.install()  # results pickled before the house moved (fme._partition, ...) still load
 
 __all__ = [
-    "fme", "FMEResult", "hypotheses", "interaction", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",
+    "fme", "FMEResult", "hypotheses", "interaction", "avg_slopes", "predictions", "avg_predictions", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",
     "max_linear_step", "DETECTORS", "ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector",
     "MCECDetector", "CERTDetector", "IsolationForestDetector", "LOFDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",

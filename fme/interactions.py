@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._models import model_frame
+from ._adapters import model_frame
 from ._utils.guards import call_detector, check_flags
 from ._utils.validation import check_conf_level, check_data, is_dask_collection
 from .exceptions import DataError, ParameterError, StepError

@@ -228,6 +228,11 @@ class ModelAdapter:
         """(n x k Jacobian of f(X1) - f(X0) in the parameters, k x k covariance, ``'analytic'``/``'numerical'``)."""
         raise ModelError(self.delta_support().reason)
 
+    def level_jacobian(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(f(X), n x k Jacobian of f(X) itself in the parameters, k x k covariance): what predictions,
+        slopes and elasticities need beyond the fME's Jacobian."""
+        raise ModelError(self.delta_support().reason)
+
     def predict_with_jacobian(self, X0: pd.DataFrame, X1: pd.DataFrame
                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """(f(X0), f(X1), Jacobian, covariance) from one computation per point set, or None (predict separately)."""

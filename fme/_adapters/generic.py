@@ -99,6 +99,23 @@ class ObjectAdapter(ModelAdapter):
         return Support(False, f"a {self.type_name} has no parameters and covariance (it lacks {', '.join(missing)} "
                               "of the get_coef/get_vcov/get_predict protocol)")
 
+    def level_jacobian(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """f(X) = get_predict(get_coef(), X) and its Jacobian by central differences in the parameters."""
+        model, name = self.model, self.type_name
+        params = _protocol_call(model, "get_coef", stage="the delta method's parameters").reshape(-1)
+        vcov = check_vcov(_protocol_call(model, "get_vcov", stage="the delta method's covariance"), params.size, name)
+        n = len(X)
+
+        def at(p: np.ndarray) -> np.ndarray:
+            out = _protocol_call(model, "get_predict", p, X.copy(deep=False), stage="the prediction's Jacobian"
+                                 ).reshape(-1)
+            if out.shape != (n,):
+                raise ModelError(f"{name}.get_predict returned {out.shape[0]} values for {n} rows; "
+                                 "it must return one prediction per row.")
+            return out
+
+        return at(params), numerical_jacobian(lambda p: np.concatenate([np.zeros(n), at(p)]), params, n), vcov
+
     def fme_jacobian(self, X0: pd.DataFrame, X1: pd.DataFrame, f0: np.ndarray | None = None
                      ) -> tuple[np.ndarray, np.ndarray, str]:
         model, name = self.model, self.type_name

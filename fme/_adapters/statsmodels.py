@@ -305,6 +305,23 @@ class StatsmodelsAdapter(ModelAdapter):
         jac = dmu(eta1)[:, None] * D1 - dmu(eta0)[:, None] * D0
         return f0, f1, jac, vcov
 
+    def level_jacobian(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """f(X) as ``results.model.predict(params, design, offset)`` and its Jacobian: analytic
+        mu'(x'beta + offset) x for the means fme knows, central differences otherwise."""
+        params = np.asarray(self.model.params, dtype=float)
+        D, off = design_matrix(self.model, X), self.offset_values(X)
+        f = self._model_predict(params, D, off)
+        vcov = self._vcov(params.size)
+        fns = _mean_functions(self.model)
+        if fns is not None and D.shape[1] == params.size:
+            mu, dmu = fns
+            eta = D @ params + (0.0 if off is None else off)
+            if np.allclose(mu(eta), f, rtol=1e-9, atol=1e-12):
+                return f, dmu(eta)[:, None] * D, vcov
+        n = len(X)
+        jac = numerical_jacobian(lambda p: np.concatenate([np.zeros(n), self._model_predict(p, D, off)]), params, n)
+        return f, jac, vcov
+
     def fme_jacobian(self, X0: pd.DataFrame, X1: pd.DataFrame, f0: np.ndarray | None = None
                      ) -> tuple[np.ndarray, np.ndarray, str]:
         params = np.asarray(self.model.params, dtype=float)

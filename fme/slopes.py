@@ -1,0 +1,126 @@
+"""Average slopes (derivatives) and elasticities: marginaleffects' ``avg_slopes``, Stata's ``margins, dydx()``.
+
+The paper (§4.1, "Forward Difference versus Derivative") contrasts the forward marginal effect with the
+derivative marginal effect; :func:`avg_slopes` gives the derivative one with the vocabulary statisticians
+expect: per row the partial derivative of the prediction in ``variable`` by a central difference
+
+    dydx_i = (f(x_i + eps/2) - f(x_i - eps/2)) / eps,   eps = 1e-4 * (max - min of the variable)
+
+(marginaleffects' default step; the central difference's error is O(eps^2)), transformed to
+``eyex`` = dydx x / y, ``eydx`` = dydx / y or ``dyex`` = dydx x, and averaged over the rows (or ``by``
+groups). Uncertainty: the delta method (the difference quotient's Jacobian rows, and for ``ey..`` the
+prediction's own Jacobian), the bootstrap (``dydx``, ``dyex``: the same refits as fME's), or the spread
+over the rows with the model held fixed (``sample``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._adapters import model_frame
+from ._utils.validation import check_conf_level, check_data, is_categorical, is_dask_collection
+from .exceptions import FeatureError, ParameterError
+from .inference._estimates import INFERENCE_COLUMNS, RowInference, sample_inference
+from .inference._methods import compute_rows, resolve_method
+from .predictions import _by_codes, level_rows
+from .predictors import make_predictor
+
+__all__ = ["avg_slopes", "SLOPES"]
+
+SLOPES = ("dydx", "eyex", "eydx", "dyex")
+
+
+def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | None = None, *,
+               slope: str = "dydx", eps: float | None = None, by: str | Sequence[str] | None = None,
+               inference: str = "auto", bootstrap: Any = None, conf_level: float = 0.95,
+               target_class: Any = None) -> pd.DataFrame:
+    """Average derivatives (or elasticities) of the prediction, with their uncertainty (module docstring).
+
+    Parameters
+    ----------
+    model, data, target_class, inference, bootstrap, conf_level :
+        As in :func:`fme.ame`.
+    variables : str or list of str, optional
+        Numeric features (default: every numeric input of the model).
+    slope : {'dydx', 'eyex', 'eydx', 'dyex'}, default='dydx'
+    eps : float, optional
+        Step of the central difference (default 1e-4 times the variable's range in ``data``).
+    by : str or list of str, optional
+        One row per group.
+
+    Returns
+    -------
+    DataFrame
+        ``term``, the ``by`` columns, ``slope``, ``estimate``, ``std_error``, ``statistic``, ``p_value``,
+        ``conf_low``, ``conf_high``, ``inference``, ``n``.
+    """
+    if slope not in SLOPES:
+        raise ParameterError(f"slope must be one of {SLOPES}, got {slope!r}.")
+    if is_dask_collection(data):
+        raise ParameterError("avg_slopes takes a pandas frame; use fme.ame(..., steps) for Dask data.")
+    data = model_frame(model, check_data(data))
+    conf_level = check_conf_level(conf_level)
+    predictor = make_predictor(model, target_class)
+    if predictor.output_names is not None:
+        raise ParameterError("avg_slopes works on one output; pass one class (target_class=<label>).")
+    method = resolve_method(inference, model, bootstrap)
+    if method == "bootstrap" and slope in ("eyex", "eydx"):
+        raise ParameterError(f"slope={slope!r} divides by the prediction, which the bootstrap refits do not keep; "
+                             "use inference='delta' (models with a parameter covariance) or 'sample'.")
+    if variables is None:
+        names = predictor.feature_names or list(data.columns)
+        variables = [v for v in names if v in data.columns and not is_categorical(data[v])]
+    elif isinstance(variables, str):
+        variables = [variables]
+    for v in variables:
+        if v not in data.columns:
+            raise FeatureError(f"unknown variable {v!r}: not a column of the data.")
+        if is_categorical(data[v]):
+            raise FeatureError(f"variable {v!r} is categorical: it has no derivative; use fme.ame(model, data, "
+                               f"{{{v!r}: None}}) for the effect of each level.")
+    codes, keys, by_cols = _by_codes(data, by)
+    X = predictor.select(data)
+    f = None
+    rows_out = []
+    for v in variables:
+        x = data[v].to_numpy(dtype=float)
+        step = float(eps) if eps is not None else 1e-4 * float(np.nanmax(x) - np.nanmin(x))
+        if not np.isfinite(step) or step <= 0:
+            raise ParameterError(f"eps must be a positive number (the range of {v!r} is 0: pass eps=...).")
+        lo, hi = X.assign(**{v: X[v] - step / 2}), X.assign(**{v: X[v] + step / 2})
+        both = predictor(pd.concat([lo, hi], ignore_index=True), stage=f"f(x -+ eps/2) of {v}")
+        s = (both[len(X):] - both[:len(X)]) / step
+        if slope in ("eyex", "eydx") and f is None:
+            f = predictor(X, stage="f(x)")
+        g = {"dydx": s, "dyex": s * x, "eydx": None if f is None else s / f,
+             "eyex": None if f is None else s * x / f}[slope]
+        if method == "sample":
+            inf = sample_inference(g)
+        elif method == "delta" and slope in ("eyex", "eydx"):
+            d = compute_rows("delta", model, [(lo, hi)], [s * step], target_class=target_class)[0]
+            f0, jf, vcov = level_rows(model, X, target_class)
+            js = d.jacobian / step
+            jac = js / f0[:, None] - (s / f0 ** 2)[:, None] * jf
+            if slope == "eyex":
+                jac = jac * x[:, None]
+            inf = RowInference("delta", g, jacobian=jac, vcov=vcov)
+        else:
+            d = compute_rows(method, model, [(lo, hi)], [s * step], bootstrap=bootstrap, target_class=target_class)[0]
+            scale = (1.0 / step) * (x if slope == "dyex" else 1.0)
+            if method == "delta":
+                inf = replace(d, values=g, jacobian=d.jacobian * np.asarray(scale).reshape(-1, 1))
+            else:
+                inf = replace(d, values=g, draws=np.asarray(d.draws) * np.asarray(scale).reshape(-1, 1))
+        est = inf.average(codes, len(keys))
+        table = est.table(conf_level)
+        counts = np.bincount(codes[codes >= 0], minlength=len(keys))
+        for k in range(len(keys)):
+            rows_out.append({"term": v, **{c: keys[c].iloc[k] for c in by_cols}, "slope": slope,
+                             "estimate": float(est.estimate[k]), **table.iloc[k][INFERENCE_COLUMNS].to_dict(),
+                             "n": int(counts[k])})
+    return pd.DataFrame(rows_out)
