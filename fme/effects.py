@@ -34,6 +34,7 @@ from ._core.plan import ON_EXTRAPOLATION, FMEOptions, resolve_plan  # noqa: F401
 from ._core.results import FMEResult, stepped_frames  # noqa: F401 - FMEResult's public path
 from ._dask.effects import fme_dask
 from ._utils.validation import is_dask_collection
+from .inference._vcov import with_vcov
 
 __all__ = ["FMEResult", "fme", "ON_EXTRAPOLATION"]
 
@@ -65,6 +66,7 @@ def fme(
     progress: bool | None = None,
     exposure: Any = None,
     offset: Any = None,
+    vcov: Any = None,
 ) -> FMEResult:
     """Forward marginal effects (and NLMs) of ``model`` for every row of ``data``.
 
@@ -146,6 +148,8 @@ def fme(
         seeded sample (``random_state``) of at most this many reference rows
         (default 10**6; all rows when there are no more). The envelope always
         uses all rows (min/max reductions).
+    vcov : {'HC0', 'HC1', 'HC2', 'HC3'}, {'cluster': column} or array, optional
+        The delta method's parameter covariance (see :func:`fme.ame`); the caller's model is not modified.
     progress : bool, optional
         Progress bars for long work (more than one batch of fMEs or of the
         NLM's rows; Dask passes): default on a terminal only, unless
@@ -183,6 +187,7 @@ def fme(
     >>> res.results["fme"].tolist()
     [-3.0, 1.0, 3.0]
     """
+    model = with_vcov(model, vcov)[0]
     options = FMEOptions(
         nlm=nlm, nlm_method=nlm_method, nlm_points=nlm_points, nlm_intervals=nlm_intervals, nlm_tol=nlm_tol,
         nlm_max_level=nlm_max_level, nlm_flat_tol=nlm_flat_tol, nlm_linear_threshold=nlm_linear_threshold,

@@ -134,7 +134,7 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
     table.loc[bad, ["std_error", "statistic", "p_value", "conf_low", "conf_high"]] = np.nan
     out = pd.concat([pd.DataFrame({"hypothesis": names, "estimate": value}), table], axis=1)
     if equivalence is not None:
-        df = out_est.df if out_est.method == "sample" and np.isfinite(out_est.df).all() else None
+        df = out_est.df if out_est.df is not None and np.isfinite(out_est.df).all() else None
         out = equivalence_columns(out, out["estimate"].to_numpy(dtype=float), equivalence, df)
     if multcomp is not None:
         out["p_value_adj"] = adjust_pvalues(out["p_value"].to_numpy(), multcomp)

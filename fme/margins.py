@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from ._dask.margins import local_view
 from .hypotheses import hypotheses, stack_estimates
 from .inference._estimates import INFERENCE_COLUMNS, Estimates, RowInference, pairwise_matrix, undefined_where
 from .inference._methods import compute_averages, resolve_method
+from .inference._vcov import residual_df, with_vcov
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._adapters import model_frame
 from .predictors import make_predictor
@@ -124,6 +125,8 @@ def ame(
     categorical: str = "observation",
     equivalence: Sequence[float] | None = None,
     multcomp: str | None = None,
+    vcov: Any = None,
+    df: Any = None,
     **fme_kwargs: Any,
 ) -> pd.DataFrame:
     """Average marginal effects, one row per feature (and per category, per ``by`` group).
@@ -168,6 +171,13 @@ def ame(
         :func:`fme.hypotheses`).
     multcomp : {'holm', 'bonferroni', 'fdr_bh'}, optional
         Adjusted p-values over the rows (or hypotheses): ``p_value_adj``.
+    vcov : {'HC0', 'HC1', 'HC2', 'HC3'}, {'cluster': column} or array, optional
+        The delta method's parameter covariance (:mod:`fme.inference._vcov`): heteroskedasticity-robust,
+        cluster-robust by a column of the model's training data, or a k x k matrix; the ``inference``
+        column names it (``delta (HC3)``).
+    df : float or 'residual', optional
+        Delta method: t quantiles with these degrees of freedom (``'residual'``: the model's
+        ``df_resid``, as marginaleffects does for OLS) instead of normal ones.
     bootstrap : dict, optional
         Training data and options of the refits (:mod:`fme.inference._bootstrap`); all
         rows of the table share the same refits.
@@ -197,6 +207,8 @@ def ame(
         offset, ``attrs['scale']`` says which was used (see ``exposure`` in :func:`fme.fme`).
     """
     # Validated once, on the rows (pandas) or on the Dask frame's _meta; the engine trusts what it is handed.
+    model, delta_label = with_vcov(model, vcov)
+    t_df = residual_df(model, df)
     on_dask = is_dask_collection(data)
     # the offset columns are added once here; fme() then finds them in the frame
     exposure, offset = fme_kwargs.pop("exposure", None), fme_kwargs.pop("offset", None)
@@ -213,7 +225,7 @@ def ame(
     if not by_pairs or equivalence is not None or multcomp is not None:
         table = ame(model, data, steps, inference=inference, by=by, hypothesis=hypothesis if by_pairs else None,
                     bootstrap=bootstrap, conf_level=conf_level, features=features, categorical=categorical,
-                    **fme_kwargs)
+                    df=t_df, **fme_kwargs)
         return hypotheses(table, None if by_pairs else hypothesis, equivalence=equivalence, multcomp=multcomp)
     by_cols = _check_by(frame, by)
     if hypothesis == "pairwise" and not by_cols:
@@ -260,9 +272,11 @@ def ame(
             # A level no row could move to keeps its row, with NaN figures and the method asked for.
             inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
             spec.est = inf.average(codes_all[spec.positions], len(keys))
+        if t_df is not None and spec.est.method == "delta":
+            spec.est = replace(spec.est, df=np.full(spec.est.estimate.size, t_df))
         new = _spec_rows(spec, spec.est, codes_all, keys, by_cols, hypothesis, conf_level)
         for row in new:
-            row["inference"] = method
+            row["inference"] = delta_label if method == "delta" else method
         rows.extend(new)
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     out = pd.DataFrame(rows, columns=_AME_COLUMNS[:4] + middle + _AME_COLUMNS[4:])

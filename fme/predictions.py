@@ -9,6 +9,7 @@ model held fixed (``sample``, t-based).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from ._utils.validation import check_conf_level, check_data, is_dask_collection
 from .exceptions import FeatureError, ParameterError
 from .inference._estimates import INFERENCE_COLUMNS, Estimates, RowInference, sample_inference
 from .inference._methods import resolve_method
+from .inference._vcov import residual_df, with_vcov
 from .predictors import make_predictor
 
 __all__ = ["predictions", "avg_predictions", "level_rows"]
@@ -55,7 +57,7 @@ def _prepare(model: Any, data: Any, inference: str, bootstrap: Any, target_class
 
 
 def predictions(model: Any, data: pd.DataFrame, *, inference: str = "auto", conf_level: float = 0.95,
-                target_class: Any = None) -> pd.DataFrame:
+                target_class: Any = None, vcov: Any = None) -> pd.DataFrame:
     """The prediction of every row with its uncertainty (delta method), indexed like ``data``.
 
     Returns
@@ -64,12 +66,14 @@ def predictions(model: Any, data: pd.DataFrame, *, inference: str = "auto", conf
         ``estimate``, ``std_error``, ``statistic``, ``p_value``, ``conf_low``, ``conf_high``, ``inference``
         (NaN uncertainty and ``inference='none'`` when the model has no parameter covariance).
     """
+    model, delta_label = with_vcov(model, vcov)
     data, predictor, method = _prepare(model, data, inference, None, target_class, "predictions")
     conf_level = check_conf_level(conf_level)
     X = predictor.select(data)
     if method == "delta":
-        f, jac, vcov = level_rows(model, X, target_class)
-        table = Estimates("delta", f, grad=jac, vcov=vcov).table(conf_level)
+        f, jac, V = level_rows(model, X, target_class)
+        table = Estimates("delta", f, grad=jac, vcov=V).table(conf_level)
+        table["inference"] = delta_label
     else:
         f = predictor(X, stage="f(x)")
         table = pd.DataFrame({c: np.nan for c in INFERENCE_COLUMNS}, index=range(len(f)))
@@ -78,7 +82,8 @@ def predictions(model: Any, data: pd.DataFrame, *, inference: str = "auto", conf
 
 
 def avg_predictions(model: Any, data: pd.DataFrame, *, by: str | Sequence[str] | None = None,
-                    inference: str = "auto", conf_level: float = 0.95, target_class: Any = None) -> pd.DataFrame:
+                    inference: str = "auto", conf_level: float = 0.95, target_class: Any = None,
+                    vcov: Any = None, df: Any = None) -> pd.DataFrame:
     """The average prediction over the rows (or per ``by`` group) with its uncertainty.
 
     Returns
@@ -87,17 +92,23 @@ def avg_predictions(model: Any, data: pd.DataFrame, *, by: str | Sequence[str] |
         The ``by`` columns, ``estimate``, ``std_error``, ``statistic``, ``p_value``, ``conf_low``,
         ``conf_high``, ``inference``, ``n``.
     """
+    model, delta_label = with_vcov(model, vcov)
+    t_df = residual_df(model, df)
     data, predictor, method = _prepare(model, data, inference, None, target_class, "avg_predictions")
     conf_level = check_conf_level(conf_level)
     codes, keys, by_cols = _by_codes(data, by)
     X = predictor.select(data)
     if method == "delta":
-        f, jac, vcov = level_rows(model, X, target_class)
-        inf = RowInference("delta", f, jacobian=jac, vcov=vcov)
+        f, jac, V = level_rows(model, X, target_class)
+        inf = RowInference("delta", f, jacobian=jac, vcov=V)
     else:
         inf = sample_inference(predictor(X, stage="f(x)"))
     est = inf.average(codes, len(keys))
+    if t_df is not None and est.method == "delta":
+        est = replace(est, df=np.full(est.estimate.size, t_df))
     table = est.table(conf_level)
+    if est.method == "delta":
+        table["inference"] = delta_label
     counts = np.bincount(codes, minlength=len(keys))
     out = pd.concat([keys.reset_index(drop=True)[by_cols], pd.DataFrame({"estimate": est.estimate}), table,
                      pd.DataFrame({"n": counts})], axis=1)

@@ -27,6 +27,7 @@ from ._utils.validation import check_conf_level, check_data, is_categorical, is_
 from .exceptions import FeatureError, ParameterError
 from .inference._estimates import INFERENCE_COLUMNS, RowInference, sample_inference
 from .inference._methods import compute_rows, resolve_method
+from .inference._vcov import residual_df, with_vcov
 from .predictions import _by_codes, level_rows
 from .predictors import make_predictor
 
@@ -38,7 +39,7 @@ SLOPES = ("dydx", "eyex", "eydx", "dyex")
 def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | None = None, *,
                slope: str = "dydx", eps: float | None = None, by: str | Sequence[str] | None = None,
                inference: str = "auto", bootstrap: Any = None, conf_level: float = 0.95,
-               target_class: Any = None) -> pd.DataFrame:
+               target_class: Any = None, vcov: Any = None, df: Any = None) -> pd.DataFrame:
     """Average derivatives (or elasticities) of the prediction, with their uncertainty (module docstring).
 
     Parameters
@@ -52,6 +53,8 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
         Step of the central difference (default 1e-4 times the variable's range in ``data``).
     by : str or list of str, optional
         One row per group.
+    vcov, df :
+        The delta method's covariance and t degrees of freedom, as in :func:`fme.ame`.
 
     Returns
     -------
@@ -63,6 +66,8 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
         raise ParameterError(f"slope must be one of {SLOPES}, got {slope!r}.")
     if is_dask_collection(data):
         raise ParameterError("avg_slopes takes a pandas frame; use fme.ame(..., steps) for Dask data.")
+    model, delta_label = with_vcov(model, vcov)
+    t_df = residual_df(model, df)
     data = model_frame(model, check_data(data))
     conf_level = check_conf_level(conf_level)
     predictor = make_predictor(model, target_class)
@@ -117,7 +122,11 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
             else:
                 inf = replace(d, values=g, draws=np.asarray(d.draws) * np.asarray(scale).reshape(-1, 1))
         est = inf.average(codes, len(keys))
+        if t_df is not None and est.method == "delta":
+            est = replace(est, df=np.full(est.estimate.size, t_df))
         table = est.table(conf_level)
+        if est.method == "delta":
+            table["inference"] = delta_label
         counts = np.bincount(codes[codes >= 0], minlength=len(keys))
         for k in range(len(keys)):
             rows_out.append({"term": v, **{c: keys[c].iloc[k] for c in by_cols}, "slope": slope,

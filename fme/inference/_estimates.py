@@ -57,7 +57,8 @@ class Estimates:
     draws : ndarray (m, B) or None
         Bootstrap: the estimates under each successful refit.
     se, df : ndarray (m,) or None
-        Sample: the standard errors SD/sqrt(n) and t degrees of freedom.
+        Sample: the standard errors SD/sqrt(n) and t degrees of freedom. Delta: t degrees of freedom
+        when given (``df=``), else normal quantiles.
     ci : {'percentile', 'normal'}
         Bootstrap CI type.
     n_failed : int
@@ -86,7 +87,8 @@ class Estimates:
         L = np.asarray(L, dtype=float)
         est = L @ self.estimate
         if self.method == "delta":
-            return replace(self, estimate=est, grad=L @ self.grad)
+            df = None if self.df is None else np.full(est.size, float(np.min(self.df)))
+            return replace(self, estimate=est, grad=L @ self.grad, df=df)
         if self.method == "bootstrap":
             return replace(self, estimate=est, draws=L @ self.draws)
         se = np.sqrt((L ** 2) @ (self.se ** 2))
@@ -102,8 +104,10 @@ class Estimates:
                 var = np.einsum("mk,kl,ml->m", self.grad, self.vcov, self.grad) if m else np.empty(0)
                 se = np.sqrt(np.maximum(var, 0.0))
                 z = est / se
-                p = 2.0 * stats.norm.sf(np.abs(z))
-                q = stats.norm.ppf(1.0 - alpha / 2.0)
+                # z and normal quantiles; t with ``df`` when given (marginaleffects' df= for linear models)
+                dist = stats.norm if self.df is None else stats.t(np.asarray(self.df, dtype=float))
+                p = 2.0 * dist.sf(np.abs(z))
+                q = dist.ppf(1.0 - alpha / 2.0)
                 lo, hi = est - q * se, est + q * se
             elif self.method == "bootstrap":
                 b = self.draws.shape[1]

@@ -177,7 +177,8 @@ def transform(est: Estimates, g, cov: np.ndarray | None = None) -> Estimates:
         return Estimates("bootstrap", value, draws=draws, ci=est.ci, n_failed=est.n_failed, errors=est.errors)
     grad = _jacobian(g, b)[None, :]
     if est.method == "delta":
-        return Estimates("delta", value, grad=grad @ est.grad, vcov=est.vcov)
+        df = None if est.df is None else np.full(1, float(np.min(est.df)))
+        return Estimates("delta", value, grad=grad @ est.grad, vcov=est.vcov, df=df)
     c = covariance(est) if cov is None else cov
     se = np.sqrt(np.maximum(grad @ c @ grad.T, 0.0)).ravel()
     return Estimates("sample", value, se=se, df=np.full(1, np.inf))
