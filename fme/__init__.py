@@ -14,6 +14,7 @@ from .hypotheses import hypotheses
 from .interactions import interaction
 from .predictions import avg_predictions, predictions
 from .slopes import avg_slopes
+from .comparisons import avg_comparisons
 from .exceptions import (
     DataError,
     ExtrapolationError,
@@ -44,7 +45,7 @@ __version__ = "0.1.0"
 _legacy.install()  # results pickled before the house moved (fme._partition, ...) still load
 
 __all__ = [
-    "fme", "FMEResult", "hypotheses", "interaction", "avg_slopes", "predictions", "avg_predictions", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",
+    "fme", "FMEResult", "hypotheses", "interaction", "avg_slopes", "avg_comparisons", "predictions", "avg_predictions", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",
     "max_linear_step", "DETECTORS", "ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector",
     "MCECDetector", "CERTDetector", "IsolationForestDetector", "LOFDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",

@@ -22,6 +22,7 @@ from ._core.plan import FMEOptions
 from ._core.results import stepped_frames
 from ._dask.ame import ame_dask
 from ._dask.margins import local_view
+from .comparisons import avg_comparisons
 from .hypotheses import hypotheses, stack_estimates
 from .inference._estimates import INFERENCE_COLUMNS, Estimates, RowInference, pairwise_matrix, undefined_where
 from .inference._methods import compute_averages, resolve_method
@@ -127,6 +128,7 @@ def ame(
     multcomp: str | None = None,
     vcov: Any = None,
     df: Any = None,
+    comparison: str = "difference",
     **fme_kwargs: Any,
 ) -> pd.DataFrame:
     """Average marginal effects, one row per feature (and per category, per ``by`` group).
@@ -178,6 +180,10 @@ def ame(
     df : float or 'residual', optional
         Delta method: t quantiles with these degrees of freedom (``'residual'``: the model's
         ``df_resid``, as marginaleffects does for OLS) instead of normal ones.
+    comparison : str, default='difference'
+        The paper's fME compares on the difference scale; ``'ratio'``, ``'lnratio'``, ``'lnor'``,
+        ``'lift'`` and their ``...avg`` forms return :func:`fme.avg_comparisons` of each step (pandas
+        data; the NLM and cAMEs stay on the difference scale).
     bootstrap : dict, optional
         Training data and options of the refits (:mod:`fme.inference._bootstrap`); all
         rows of the table share the same refits.
@@ -206,6 +212,12 @@ def ame(
         the distinct ``errors`` of the failed ones (also warned about). For a model with an exposure or
         offset, ``attrs['scale']`` says which was used (see ``exposure`` in :func:`fme.fme`).
     """
+    if comparison != "difference":
+        if not isinstance(steps, Mapping) or not steps:
+            raise StepError("comparison scales need steps={feature: step or level, ...}.")
+        return pd.concat([avg_comparisons(model, data, {f: v}, comparison=comparison, by=by, inference=inference,
+                                          conf_level=conf_level, vcov=vcov, df=df, **fme_kwargs)
+                          for f, v in steps.items()], ignore_index=True)
     # Validated once, on the rows (pandas) or on the Dask frame's _meta; the engine trusts what it is handed.
     model, delta_label = with_vcov(model, vcov)
     t_df = residual_df(model, df)

@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # the Dask engine: below the front doors, which validate and hand it a resolved plan
     ("dask engine", ("fme._dask",)),
     ("front doors", ("fme.effects", "fme.margins", "fme.came", "fme.ctree", "fme.linearity", "fme.hypotheses", "fme.interactions",
-                     "fme.predictions", "fme.slopes")),
+                     "fme.predictions", "fme.slopes", "fme.comparisons")),
     ("plotting", ("fme.plotting",)),
     # The package root re-exports the public API of the layers below for users and the report.
     ("public API", ("fme",)),
