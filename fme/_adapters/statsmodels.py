@@ -91,7 +91,59 @@ class StatsmodelsAdapter(ModelAdapter):
             )
 
     # ------------------------------------------------------------- predictions
+    # ------------------------------------------------------------- multinomial models (MNLogit)
+    def _outcomes(self) -> list[str] | None:
+        """The outcome labels of a multinomial model (one predicted probability each), else None."""
+        ynames = getattr(self.model.model, "_ynames_map", None)
+        if ynames is None or np.ndim(self.model.params) != 2:
+            return None
+        return [str(ynames[k]) for k in range(len(ynames))]
+
+    def _outcome_index(self) -> int:
+        outcomes = self._outcomes()
+        label = str(self.target_class)
+        if label not in outcomes:
+            raise ParameterError(f"target_class {self.target_class!r} is not an outcome of the {self.type_name}; "
+                                 f"its outcomes are {outcomes}.")
+        return outcomes.index(label)
+
+    def _multinomial_prediction(self, outcomes: list[str]) -> Prediction:
+        info = formula_info(self.model)
+        rhs = None if not info or not info[0] else [str(c) for c in info[0]]
+        if self.target_class is None:
+            raise ParameterError(f"a {self.type_name} predicts one probability per outcome {outcomes}; pass "
+                                 "target_class=<outcome> (or 'all' with fme.fme for every outcome).")
+        if isinstance(self.target_class, str) and self.target_class == "all":
+            return Prediction(lambda f: np.asarray(self.model.predict(f)), rhs, outcomes,
+                              f"{self.type_name}.predict (all outcomes)")
+        j = self._outcome_index()
+        return Prediction(lambda f: np.asarray(self.model.predict(f))[:, j], rhs, None,
+                          f"{self.type_name}.predict (P(y = {outcomes[j]}))")
+
+    def _multinomial_jacobian(self, frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        """Probabilities of the target outcome at each frame, and the Jacobian of their stack in the
+        flattened parameters (outcome by outcome, statsmodels' cov_params order), by central differences."""
+        P = np.asarray(self.model.params, dtype=float)
+        K, M = P.shape
+        flat = P.ravel(order="F")
+        vcov = self._vcov(flat.size)
+        j = self._outcome_index()
+        designs = [design_matrix(self.model, f) for f in frames]
+        D = np.vstack(designs)
+
+        def at(p: np.ndarray) -> np.ndarray:
+            return np.asarray(self.model.model.predict(p.reshape(K, M, order="F"), D), dtype=float)[:, j]
+
+        sizes = np.cumsum([0] + [len(f) for f in frames])
+        n = int(sizes[-1])
+        jac = numerical_jacobian(lambda p: np.concatenate([np.zeros(n), at(p)]), flat, n)
+        f = at(flat)
+        return [f[a:b] for a, b in zip(sizes[:-1], sizes[1:])], jac, vcov
+
     def _make_prediction(self) -> Prediction:
+        outcomes = self._outcomes()
+        if outcomes is not None:
+            return self._multinomial_prediction(outcomes)
         if self.target_class is not None:
             raise ParameterError(f"target_class={self.target_class!r} was given but {self.type_name} is not a "
                                  "classifier with predict_proba.")
@@ -283,6 +335,12 @@ class StatsmodelsAdapter(ModelAdapter):
 
     def predict_with_jacobian(self, X0: pd.DataFrame, X1: pd.DataFrame
                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        if self._outcomes() is not None:
+            return None
+        return self._predict_with_jacobian(X0, X1)
+
+    def _predict_with_jacobian(self, X0: pd.DataFrame, X1: pd.DataFrame
+                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """f(X0), f(X1) (``results.model.predict(params, design, offset)``, what ``results.predict`` computes
         with the offset), the analytic Jacobian and the covariance; None without an analytic mean."""
         fns = _mean_functions(self.model)
@@ -308,6 +366,9 @@ class StatsmodelsAdapter(ModelAdapter):
     def level_jacobian(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """f(X) as ``results.model.predict(params, design, offset)`` and its Jacobian: analytic
         mu'(x'beta + offset) x for the means fme knows, central differences otherwise."""
+        if self._outcomes() is not None:
+            (f,), jac, vcov = self._multinomial_jacobian([X])
+            return f, jac, vcov
         params = np.asarray(self.model.params, dtype=float)
         D, off = design_matrix(self.model, X), self.offset_values(X)
         f = self._model_predict(params, D, off)
@@ -324,6 +385,10 @@ class StatsmodelsAdapter(ModelAdapter):
 
     def fme_jacobian(self, X0: pd.DataFrame, X1: pd.DataFrame, f0: np.ndarray | None = None
                      ) -> tuple[np.ndarray, np.ndarray, str]:
+        if self._outcomes() is not None:
+            _, jac, vcov = self._multinomial_jacobian([X0, X1])
+            n = len(X0)
+            return jac[n:] - jac[:n], vcov, "numerical"
         params = np.asarray(self.model.params, dtype=float)
         vcov = self._vcov(params.size)
         D0, D1 = design_matrix(self.model, X0), design_matrix(self.model, X1)

@@ -64,7 +64,7 @@ def evaluate_with_jacobian(model: Any, X0: pd.DataFrame, X1: pd.DataFrame
 
 
 def delta_rows(model: Any, X0: pd.DataFrame, X1: pd.DataFrame, values: np.ndarray,
-               f0: np.ndarray | None = None) -> RowInference:
+               f0: np.ndarray | None = None, target_class: Any = None) -> RowInference:
     """Delta-method ingredients for fMEs ``values`` = f(X1) - f(X0), row by row.
 
     Parameters
@@ -77,13 +77,15 @@ def delta_rows(model: Any, X0: pd.DataFrame, X1: pd.DataFrame, values: np.ndarra
         The fMEs.
     f0 : ndarray (n,), optional
         f(X0) as predicted; used to check the analytic mean of statsmodels models.
+    target_class : label, optional
+        The outcome of a multinomial model whose probability the fMEs are of.
 
     Returns
     -------
     RowInference
         ``method='delta'`` with the n x k Jacobian and the k x k covariance.
     """
-    adapter = adapt(model)
+    adapter = adapt(model, target_class)
     support = adapter.delta_support()
     if not support:
         raise ModelError(

@@ -62,7 +62,7 @@ def compute_rows(method: str, model: Any, pairs: list[tuple[pd.DataFrame, pd.Dat
     if method == "delta":
 
         f0s = f0s or [None] * len(pairs)
-        return [delta_rows(model, x0, x1, v, f0) for (x0, x1), v, f0 in zip(pairs, values, f0s)]
+        return [delta_rows(model, x0, x1, v, f0, target_class) for (x0, x1), v, f0 in zip(pairs, values, f0s)]
 
     spec = check_bootstrap(bootstrap, model)
     return bootstrap_rows(model, pairs, values, spec, target_class)
