@@ -23,7 +23,6 @@ with the model held fixed. The NLM and the cAMEs stay defined on the difference 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -36,7 +35,7 @@ from .exceptions import ParameterError
 from .inference._estimates import INFERENCE_COLUMNS, Estimates, sample_inference
 from .inference._methods import resolve_method
 from .inference._vcov import residual_df, with_vcov
-from .predictions import _by_codes, level_rows
+from .predictions import _by_codes, delta_table, level_rows
 
 __all__ = ["avg_comparisons", "COMPARISONS"]
 
@@ -124,11 +123,7 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
             est = Estimates("delta", W @ c, grad=W @ jac, vcov=V)
         else:
             est = sample_inference(c).average(codes, m)
-    if t_df is not None and est.method == "delta":
-        est = replace(est, df=np.full(m, t_df))
-    table = est.table(conf_level)
-    if est.method == "delta":
-        table["inference"] = delta_label
+    est, table = delta_table(est, t_df, delta_label, conf_level)
     out = pd.concat([pd.DataFrame({"step": [res.describe_steps()] * m}), keys.reset_index(drop=True)[by_cols],
                      pd.DataFrame({"comparison": [comparison] * m, "estimate": est.estimate}),
                      table[INFERENCE_COLUMNS], pd.DataFrame({"n": counts})], axis=1)

@@ -23,12 +23,23 @@ from .inference._methods import resolve_method
 from .inference._vcov import residual_df, with_vcov
 from .predictors import make_predictor
 
-__all__ = ["predictions", "avg_predictions", "level_rows"]
+__all__ = ["predictions", "avg_predictions", "level_rows", "delta_table"]
 
 
 def level_rows(model: Any, X: pd.DataFrame, target_class: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """f(X), the n x k Jacobian of f(X) in the model's parameters and their k x k covariance (delta method)."""
     return adapt(model, target_class).level_jacobian(X)
+
+
+def delta_table(est: Estimates, t_df: float | None, label: str, conf_level: float) -> tuple[Estimates, pd.DataFrame]:
+    """``est`` with t degrees of freedom (delta method, when ``df=`` asked for them) and its table, whose
+    ``inference`` column names the covariance used (``delta (HC3)``)."""
+    if t_df is not None and est.method == "delta":
+        est = replace(est, df=np.full(est.estimate.size, t_df))
+    table = est.table(conf_level)
+    if est.method == "delta":
+        table["inference"] = label
+    return est, table
 
 
 def _by_codes(data: pd.DataFrame, by: Any) -> tuple[np.ndarray, pd.DataFrame, list]:
@@ -103,12 +114,7 @@ def avg_predictions(model: Any, data: pd.DataFrame, *, by: str | Sequence[str] |
         inf = RowInference("delta", f, jacobian=jac, vcov=V)
     else:
         inf = sample_inference(predictor(X, stage="f(x)"))
-    est = inf.average(codes, len(keys))
-    if t_df is not None and est.method == "delta":
-        est = replace(est, df=np.full(est.estimate.size, t_df))
-    table = est.table(conf_level)
-    if est.method == "delta":
-        table["inference"] = delta_label
+    est, table = delta_table(inf.average(codes, len(keys)), t_df, delta_label, conf_level)
     counts = np.bincount(codes, minlength=len(keys))
     out = pd.concat([keys.reset_index(drop=True)[by_cols], pd.DataFrame({"estimate": est.estimate}), table,
                      pd.DataFrame({"n": counts})], axis=1)

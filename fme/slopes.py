@@ -28,7 +28,7 @@ from .exceptions import FeatureError, ParameterError
 from .inference._estimates import INFERENCE_COLUMNS, RowInference, sample_inference
 from .inference._methods import compute_rows, resolve_method
 from .inference._vcov import residual_df, with_vcov
-from .predictions import _by_codes, level_rows
+from .predictions import _by_codes, delta_table, level_rows
 from .predictors import make_predictor
 
 __all__ = ["avg_slopes", "SLOPES"]
@@ -121,12 +121,7 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
                 inf = replace(d, values=g, jacobian=d.jacobian * np.asarray(scale).reshape(-1, 1))
             else:
                 inf = replace(d, values=g, draws=np.asarray(d.draws) * np.asarray(scale).reshape(-1, 1))
-        est = inf.average(codes, len(keys))
-        if t_df is not None and est.method == "delta":
-            est = replace(est, df=np.full(est.estimate.size, t_df))
-        table = est.table(conf_level)
-        if est.method == "delta":
-            table["inference"] = delta_label
+        est, table = delta_table(inf.average(codes, len(keys)), t_df, delta_label, conf_level)
         counts = np.bincount(codes[codes >= 0], minlength=len(keys))
         for k in range(len(keys)):
             rows_out.append({"term": v, **{c: keys[c].iloc[k] for c in by_cols}, "slope": slope,

@@ -20,8 +20,8 @@ import pandas as pd
 
 from ._forest import Forest, stack_trees
 from ._sktrees import output_index, per_feature
-from .base import Prediction, Unsupported, module_of, pick_output, register_adapter
-from .sklearn import SklearnAdapter
+from .base import Prediction, Unsupported, pick_output, register_adapter
+from .sklearn import BoosterAdapter
 
 __all__ = ["LightGBMAdapter"]
 
@@ -135,23 +135,11 @@ def read_lightgbm_forest(model, target_class: Any) -> Forest | None:
 
 
 @register_adapter
-class LightGBMAdapter(SklearnAdapter):
+class LightGBMAdapter(BoosterAdapter):
     """LightGBM Boosters and scikit-learn wrappers (recognised by module name)."""
 
     name = "lightgbm"
-    priority = 10
-
-    @classmethod
-    def accepts(cls, model: Any) -> bool:
-        return module_of(model).startswith("lightgbm")
-
-    @property
-    def is_booster(self) -> bool:
-        return type(self.model).__name__ == "Booster"
-
-    def check(self) -> None:
-        if not self.is_booster:
-            super().check()
+    module_prefix = "lightgbm"
 
     def _make_prediction(self) -> Prediction:
         if not self.is_booster:

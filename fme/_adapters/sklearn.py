@@ -154,3 +154,24 @@ class SklearnAdapter(ModelAdapter):
         if pre is not None:
             return _encoder_levels(pre, names)
         return _encoder_levels(model, names)
+
+
+class BoosterAdapter(SklearnAdapter):
+    """Boosting libraries with a native ``Booster`` beside their scikit-learn wrappers (LightGBM, XGBoost):
+    recognised by ``module_prefix``; a wrapper is checked as any scikit-learn estimator, a Booster is not.
+    Not registered itself: each library's subclass is."""
+
+    module_prefix = "\0"  # no module starts with it: subclasses set theirs
+    priority = 10
+
+    @classmethod
+    def accepts(cls, model: Any) -> bool:
+        return module_of(model).startswith(cls.module_prefix)
+
+    @property
+    def is_booster(self) -> bool:
+        return type(self.model).__name__ == "Booster"
+
+    def check(self) -> None:
+        if not self.is_booster:
+            super().check()

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ._sktrees import per_feature
-from .base import Prediction, Unsupported, module_of, pick_output, register_adapter
-from .sklearn import SklearnAdapter
+from .base import Prediction, Unsupported, pick_output, register_adapter
+from .sklearn import BoosterAdapter
 
 __all__ = ["XGBoostAdapter"]
 
@@ -42,23 +42,11 @@ def _xgboost_splits(booster) -> tuple[list[Any], np.ndarray]:
 
 
 @register_adapter
-class XGBoostAdapter(SklearnAdapter):
+class XGBoostAdapter(BoosterAdapter):
     """XGBoost Boosters and scikit-learn wrappers (recognised by module name)."""
 
     name = "xgboost"
-    priority = 10
-
-    @classmethod
-    def accepts(cls, model: Any) -> bool:
-        return module_of(model).startswith("xgboost")
-
-    @property
-    def is_booster(self) -> bool:
-        return type(self.model).__name__ == "Booster"
-
-    def check(self) -> None:
-        if not self.is_booster:
-            super().check()
+    module_prefix = "xgboost"
 
     def _make_prediction(self) -> Prediction:
         if not self.is_booster:
