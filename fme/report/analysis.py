@@ -26,7 +26,7 @@ from .._utils.validation import is_dask_collection
 from . import figures
 from .config import ConfigError, config_error
 from .model_view import feature_dictionary, feature_overview, model_fit  # noqa: F401 - used by the notebook
-from .details import effective_steps, extrapolation_causes, model_interval
+from .details import effective_steps, extrapolation_causes, interval_records, model_interval
 from .effect_parts import (REPORT_SAMPLE_SIZE, _grow_partition, _num, _partition_summary, _stability, _stats,
                            _step_sensitivity, sample_info)
 from .sources import data_files, file_sha256, files_sha256, read_dask, read_frame, sample_rows
@@ -223,6 +223,8 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         "detector_spec": det_spec,
     }
     summary.update(model_interval(res, conf))
+    # issue 22 item 1: both intervals, labelled; ci_low/ci_high are the fixed-model one ("sample")
+    summary.update(intervals=interval_records(summary), ci_inference="sample")
     if res.on_extrapolation == "shrink":
         step_cols = [f"step_{st.feature}" for st in res.steps]
         full = np.array([st.value for st in res.steps], dtype=float)
@@ -326,11 +328,12 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
 def _write_tables(out: dict, summ: dict, out_dir: Path, vid: str) -> None:
     res = out["result"]  # engine: dask: the sampled rows (the per-row table); the counts are of all rows
     n_excluded = (res if out.get("dask_result") is None else out["dask_result"]).n_excluded
-    row = {"term": " & ".join(summ["features"]), "contrast": summ["step_label"], "estimate": summ["ame"],
-           "std.error": summ["se"], "conf.low": summ["ci_low"], "conf.high": summ["ci_high"], "n": summ["n"],
-           "n_excluded": n_excluded, "sd_fme": summ["sd"], "q25": summ["q25"], "q75": summ["q75"],
-           "anlm": summ.get("anlm")}
-    pd.DataFrame([row]).to_csv(out_dir / "tables" / f"{vid}-ame.csv", index=False, lineterminator="\n")
+    base = {"term": " & ".join(summ["features"]), "contrast": summ["step_label"]}
+    rest = {"n": summ["n"], "n_excluded": n_excluded, "sd_fme": summ["sd"], "q25": summ["q25"], "q75": summ["q75"],
+            "anlm": summ.get("anlm")}
+    # one row per interval, the report's primary interval first, each labelled (issue 22 item 1)
+    rows = [{**base, **iv, **rest} for iv in summ["intervals"]]
+    pd.DataFrame(rows).to_csv(out_dir / "tables" / f"{vid}-ame.csv", index=False, lineterminator="\n")
     if out.get("stability") is not None:
         out["stability"].to_csv(out_dir / "tables" / f"{vid}-stability.csv", index=False, lineterminator="\n")
     res.results.to_csv(out_dir / "tables" / f"{vid}-fme.csv", lineterminator="\n")
