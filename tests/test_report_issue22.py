@@ -92,3 +92,100 @@ def test_sidecars_and_changelog_carry_the_primary_interval_labelled(tmp_path):
     (row,) = changelog(new, {"path": "p", "sha256": "0", **compact(old)})["rows"]
     assert row["interval"] == "fixed model (rows) to model (delta method)"
     assert row["overlap"] == "no (fixed-model intervals; the primary ones differ in kind)"
+
+
+# ------------------------------------------------------------------ item 2: readable cAME trees that never crash
+def _fair(n: int | None = None) -> pd.DataFrame:
+    import statsmodels.api as sm
+
+    d = sm.datasets.fair.load_pandas().data
+    d = d if n is None else d.iloc[:n].copy()
+    d["religious"] = pd.Categorical(d["religious"].map({1: "not", 2: "mildly", 3: "fairly", 4: "strongly"}),
+                                    categories=["not", "mildly", "fairly", "strongly"])
+    d["occupation"] = pd.Categorical(d["occupation"].astype(int).astype(str))
+    return d
+
+
+def _hgb(d: pd.DataFrame):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    return HistGradientBoostingRegressor(max_iter=30, categorical_features="from_dtype", random_state=0).fit(
+        d.drop(columns="affairs"), d["affairs"])
+
+
+def test_tree_figure_with_a_level_absent_from_a_node(tmp_path):
+    """A categorical split of a node that lacks some levels (CTree maps them to None) is drawn and summarised."""
+    import fme
+    from fme.plotting.tree import edge_label
+    from fme.report.effect_parts import _root_split
+    from fme.report.figures import _tree_plot
+
+    d = _fair()
+    X = d.drop(columns="affairs")
+    res = fme.fme(_hgb(d), X, {"age": 5.0})
+    part = fme.came(res)  # the full grown tree (the case of the issue): splits with absent levels
+    nodes = part.nodes
+    absent = [i for i, lv in nodes["split_levels"].items() if isinstance(lv, dict) and None in lv.values()]
+    assert absent
+    node = absent[0]
+    lv = nodes.at[node, "split_levels"]
+    kids = [int(c) for c in nodes.at[node, "children"]]
+    first, second = edge_label(nodes, node, kids[0]), edge_label(nodes, node, kids[1])
+    assert first == "{" + ", ".join(k for k, s in lv.items() if s == 1) + "}"
+    assert second == "{" + ", ".join(k for k, s in lv.items() if s == 2) + "}"
+    assert _root_split(part)["levels"] == {"not": 1, "mildly": 2, "fairly": 2, "strongly": 2}
+    # a drawn tree (16 leaves) with such a split: the figure is written and shows only the levels present
+    drawn = fme.came(res, n_partitions=16, alpha=0.35, minbucket=0.02 * res.n)
+    split = next(i for i, lv in drawn.nodes["split_levels"].items() if isinstance(lv, dict) and None in lv.values())
+    cfg = {"figures": {"png_dpi": 50}}
+    (tmp_path / "figures").mkdir()
+    fig = _tree_plot(drawn, cfg, tmp_path, "age")
+    kids = [int(c) for c in drawn.nodes.at[split, "children"]]
+    assert [edge_label(drawn.nodes, split, k) for k in kids] == ["{mildly}", "{fairly, strongly}"]
+    assert fig["kind"] == "came-tree" and (tmp_path / fig["svg"]).stat().st_size > 0
+
+
+def test_default_tree_is_readable_on_a_smooth_4000_row_glm(tmp_path):
+    """The defaults grew 134-228 leaves of n = 7 on a 4,000-row Poisson GLM; now at most 8, none below 2 %."""
+    from fme.report.effect_parts import _grow_partition
+
+    import fme
+
+    d = _randhie(4000)
+    model = _poisson(d)
+    cfg = _config(tmp_path, model, d, """\
+        effects:
+          - steps: {lpi: 1}
+          - steps: {lpi: 1}
+            partition: {max_leaves: null}
+        """)
+    eff, full = cfg["effects"]
+    assert eff["partition"] == {"method": "ctree", "max_leaves": 8}
+    res = fme.fme(model, d.drop(columns="mdvis"), {"lpi": 1.0})
+    assert res.n == 4000
+    part = _grow_partition(res, eff, 0.95)
+    assert 2 <= len(part.leaf_ids) <= 8
+    assert part.leaves["n"].min() >= 0.02 * res.n
+    unpruned = _grow_partition(res, full, 0.95)  # one config key away: the grown tree, the method's defaults
+    assert len(unpruned.leaf_ids) > 8 and unpruned.leaf_ids == fme.came(res).leaf_ids
+    assert unpruned.leaves["n"].min() < 0.01 * res.n  # the leaves of n = 7 of the issue
+    # such a tree in the report: 16 subspaces shown, the rest named with where they are
+    from fme.report.context import MAX_LEAVES_SHOWN, shown_leaves
+    from fme.report.effect_parts import _partition_summary
+
+    summ = _partition_summary(unpruned, full, lambda node: 0)
+    shown, note = shown_leaves(summ, "lpi-2")
+    k = len(unpruned.leaf_ids)
+    assert len(shown["leaves"]) == MAX_LEAVES_SHOWN == 16
+    biggest = sorted(unpruned.leaves["n"], reverse=True)[:16]
+    assert sorted((r["n"] for r in shown["leaves"]), reverse=True) == biggest
+    assert note.startswith(f"This partition has {k} subspaces; the tables below show the 16 with the most rows "
+                           f"and leave out {k - 16} subspaces holding {4000 - sum(biggest):,} rows.")
+    assert "tables/lpi-2-leaves.csv" in note and "max_leaves" in note
+    assert shown_leaves(_partition_summary(part, eff, lambda node: 0), "lpi")[1] is None
+    with pytest.raises(ConfigError, match="max_leaves: give either n_partitions"):
+        _config(tmp_path, model, d, """\
+            effects:
+              - steps: {lpi: 1}
+                partition: {n_partitions: 4, max_leaves: 6}
+            """)

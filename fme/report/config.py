@@ -94,6 +94,9 @@ _PARTITION = {
         "method": {"enum": ["ctree", "cart"]},
         "features": {"type": "array", "items": _NAME, "minItems": 1},
         "n_partitions": {"type": "integer", "minimum": 2},
+        "max_leaves": {"type": ["integer", "null"], "minimum": 2,
+                       "description": "prune the grown tree to at most this many subspaces (default 8; null: the "
+                                      "grown tree, unpruned, with the method's own defaults)"},
         **_CTREE_PARAMS,
         **_CART_PARAMS,
     },
@@ -227,7 +230,7 @@ DEFAULTS: dict[str, Any] = {
 }
 EFFECT_DEFAULTS: dict[str, Any] = {
     "why": "", "nlm": True, "nlm_method": "auto", "extrapolation": "envelope",
-    "on_extrapolation": "exclude", "partition": {"method": "ctree"},
+    "on_extrapolation": "exclude", "partition": {"method": "ctree", "max_leaves": 8},
     "stability": {"subsamples": 20, "fraction": 0.5},
 }
 
@@ -339,6 +342,20 @@ def _check_partition(file: str, lines: dict, i: int, part: dict) -> None:
                         f"method {method}'s ({', '.join(PARTITION_PARAMS[method])}); {fix}")
 
 
+#: Largest number of subspaces of a cAME tree by default (issue 22 item 2: a readable tree, paper §5.5).
+MAX_LEAVES = 8
+
+
+def _partition_defaults(file: str, lines: dict, i: int, part: dict) -> dict:
+    """The partition with ``max_leaves`` filled in (8) unless ``n_partitions`` fixes the number of subspaces."""
+    if "n_partitions" in part:
+        if part.get("max_leaves") is not None:
+            raise _fail(file, lines, ("effects", i, "partition", "max_leaves"),
+                        "give either n_partitions (exactly that many subspaces) or max_leaves (at most), not both")
+        return {**part, "max_leaves": None}
+    return {"method": "ctree", "max_leaves": MAX_LEAVES, **part}
+
+
 # ------------------------------------------------------------------ public API
 def config_sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -435,6 +452,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
                         "a list of levels (one effect per level) is allowed only for a single categorical step")
         if isinstance(full["partition"], dict):
             _check_partition(str(path), lines, i, full["partition"])
+            full["partition"] = _partition_defaults(str(path), lines, i, full["partition"])
         if "expected_sign" in eff and len(full["steps"]) == 1 and (
                 lists or next(iter(full["steps"].values())) == "all"):
             raise _fail(str(path), lines, ("effects", i, "expected_sign"),

@@ -174,6 +174,28 @@ def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) 
     return rows
 
 
+#: Most subspaces the leaf tables, hyperrectangles and where-sentences show (issue 22 item 2: a tree of
+#: ``max_leaves: null`` may have hundreds; the rest are in ``tables/<effect>-leaves.csv`` and results.json).
+MAX_LEAVES_SHOWN = 16
+
+
+def shown_leaves(part: dict, vid: str) -> tuple[dict, str | None]:
+    """The partition with at most :data:`MAX_LEAVES_SHOWN` leaves (the largest by n, in node order) and the
+    sentence saying what was left out and where it is (None when every leaf is shown)."""
+    leaves = part["leaves"]
+    if len(leaves) <= MAX_LEAVES_SHOWN:
+        return part, None
+    keep = sorted(sorted(leaves, key=lambda r: (-int(r["n"]), int(r["node"])))[:MAX_LEAVES_SHOWN],
+                  key=lambda r: int(r["node"]))
+    n_left = sum(int(r["n"]) for r in leaves) - sum(int(r["n"]) for r in keep)
+    note = (f"This partition has {fmt_int(len(leaves))} subspaces; the tables below show the "
+            f"{MAX_LEAVES_SHOWN} with the most rows and leave out {fmt_int(len(leaves) - MAX_LEAVES_SHOWN)} "
+            f"subspaces holding {fmt_int(n_left)} rows. Every subspace, with its rule, n, cAME and CI, is in "
+            f"tables/{vid}-leaves.csv, and with its hyperrectangle in results.json (partition.leaves). "
+            "The config key partition: max_leaves (default 8) prunes the tree to a readable size.")
+    return {**part, "leaves": keep}, note
+
+
 def _g(x: float) -> str:
     """A range bound as the hyperrectangle prints it (6 significant digits), so both read alike."""
     return f"{x:.6g}"
@@ -350,8 +372,8 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                    "figures": _figures(v, cells, cfg, fig_counter)}
             var["with_eps_phrase"] = sentences.with_eps_phrase(eps[1], noun, var["table_eps"]) if eps else None
             if v.get("partition"):
-                p = v["partition"]
-                var["partition"] = {"method": p["method"], "params": ", ".join(
+                p, omitted = shown_leaves(v["partition"], v["id"])
+                var["partition"] = {"method": p["method"], "omitted": omitted, "params": ", ".join(
                     f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
                     "rows": _leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": _boxes(p), "notes": p["notes"],
                     "holds": where_came_holds(p, noun),
