@@ -108,9 +108,11 @@ def _fair(n: int | None = None) -> pd.DataFrame:
 
 def _hgb(d: pd.DataFrame):
     from sklearn.ensemble import HistGradientBoostingRegressor
+    from threadpoolctl import threadpool_limits
 
-    return HistGradientBoostingRegressor(max_iter=30, categorical_features="from_dtype", random_state=0).fit(
-        d.drop(columns="affairs"), d["affairs"])
+    with threadpool_limits(1):  # OpenMP threads on a shared 2-core machine: far slower than one
+        return HistGradientBoostingRegressor(max_iter=30, categorical_features="from_dtype", random_state=0).fit(
+            d.drop(columns="affairs"), d["affairs"])
 
 
 def test_tree_figure_with_a_level_absent_from_a_node(tmp_path):
@@ -189,3 +191,52 @@ def test_default_tree_is_readable_on_a_smooth_4000_row_glm(tmp_path):
               - steps: {lpi: 1}
                 partition: {n_partitions: 4, max_leaves: 6}
             """)
+
+
+# ------------------------------------------------------------------ item 3: a stable model hash
+def test_identical_fits_hash_alike_and_a_changed_fit_does_not(tmp_path, monkeypatch):
+    import pickle
+
+    from fme.report.build import input_digests
+    from fme.report.model_hash import model_sha256
+
+    d = _randhie(400)
+    a, b = _poisson(d), _poisson(d)  # two separate, identical fits
+    assert pickle.dumps(a, protocol=4) != pickle.dumps(b, protocol=4)  # the case of the issue
+    assert model_sha256(a) == model_sha256(b)
+    assert model_sha256(a) != model_sha256(_poisson(_randhie(401)))  # other data
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+
+    other = smf.glm("mdvis ~ lncoins + lpi + physlm + disea + C(idp) + C(health)", data=d,
+                    family=sm.families.NegativeBinomial(alpha=1.0)).fit()
+    assert model_sha256(a) != model_sha256(other)  # other family
+    assert model_sha256(a) != model_sha256(_poisson(d).model.fit(cov_type="HC0"))  # other covariance
+    # scikit-learn and LightGBM: identical fits alike, another fit not
+    f = _fair(800)
+    assert model_sha256(_hgb(f)) == model_sha256(_hgb(f)) != model_sha256(_hgb(_fair(801)))
+    lgb = pytest.importorskip("lightgbm")
+    X, y = f.drop(columns="affairs"), f["affairs"]
+    fit = lambda s: lgb.LGBMRegressor(n_estimators=5, verbose=-1, random_state=s).fit(X, y)  # noqa: E731
+    assert model_sha256(fit(0)) == model_sha256(fit(0))
+    # the build's digest of an entry point that refits on every call: the same for unchanged inputs
+    (tmp_path / "glm_entry_i22.py").write_text(textwrap.dedent("""\
+        import numpy as np
+        import statsmodels.api as sm
+        import statsmodels.formula.api as smf
+
+
+        def fit():
+            d = sm.datasets.randhie.load_pandas().data.iloc[:300]
+            m = smf.glm("mdvis ~ lncoins + lpi + C(idp)", data=d, family=sm.families.Poisson()).fit()
+            return m, d.drop(columns="mdvis")
+        """), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    d.to_csv(tmp_path / "data.csv", index=False)
+    (tmp_path / "e.yaml").write_text("title: T\nowner: O\nintended_use: U\nmodel: {entry_point: 'glm_entry_i22:fit'}\n"
+                                     "data: {path: data.csv}\ntarget: mdvis\neffects:\n  - steps: {lpi: 1}\n",
+                                     encoding="utf-8")
+    cfg = load_config(tmp_path / "e.yaml")
+    first, second = input_digests(cfg), input_digests(cfg)
+    assert first["model"] == second["model"]
+    assert "canonical serialisation" in first["model"]["of"]
