@@ -240,3 +240,100 @@ def test_identical_fits_hash_alike_and_a_changed_fit_does_not(tmp_path, monkeypa
     first, second = input_digests(cfg), input_digests(cfg)
     assert first["model"] == second["model"]
     assert "canonical serialisation" in first["model"]["of"]
+
+
+# ------------------------------------------------------------------ item 4: every sentence is true
+def test_categorical_step_names_the_level_rows_already_at_are_left_out(tmp_path):
+    from fme.report.analysis import compute_effect
+    from fme.report.context import effect_cells, level_label
+    from fme.report.display import prepare_variant
+    from fme.report.sentences import effect_sentence
+
+    d = _fair(1500)
+    model = _hgb(d)
+    cfg = _config(tmp_path, model, d, """\
+        effects:
+          - steps: {religious: strongly}
+            partition: false
+            stability: false
+        """, target="affairs")
+    X = d.drop(columns="affairs")
+    v = compute_effect(model, X, X, cfg["effects"][0], 0)["summary"]
+    v = prepare_variant({**v, "level": None}, 1.0)
+    n_at = int((X["religious"] == "strongly").sum())
+    assert v["n_at_level"] == n_at and level_label(v) == "strongly"
+    v["level_label"] = level_label(v)
+    text = effect_sentence(v, effect_cells(v), "affairs", "", "observations", {})
+    assert f"; {n_at:,} already at level strongly left out" in text and "None" not in text
+    assert level_label({"steps": {"a": "x", "b": "y"}}) == "a x, b y"
+
+
+def test_limitations_say_what_a_model_interval_covers_and_what_not():
+    from fme.report.display import ci_method_text, model_ci_scope
+
+    delta = model_ci_scope({"delta", "sample"})
+    assert "sqrt(g'Vg)" in delta and "evaluation rows are held fixed" in delta
+    assert "do not cover which rows were evaluated" in delta and "cov_type HC0" in delta
+    assert "also cover the uncertainty of fitting the model" not in delta
+    boot = model_ci_scope({"bootstrap"})
+    assert boot.startswith("CIs marked model (bootstrap refits)") and "do not cover which rows" in boot
+    assert model_ci_scope({"sample"}) == ""
+    assert "the evaluation rows held fixed" in ci_method_text({"delta"}, "95%")
+    template = (Path(__file__).resolve().parents[1] / "templates" / "report.qmd.j2").read_text(encoding="utf-8")
+    assert "also cover the uncertainty of fitting the model" not in template and "{{ model_ci_scope }}" in template
+
+
+@pytest.mark.parametrize("rows", [
+    [(-0.004, -0.02, 0.012), (0.003, -0.01, 0.016), (0.01, -0.005, 0.025)],  # three "no clear direction"
+    [(0.0, 0.0, 0.0), (0.02, -0.01, 0.05), (0.05, -0.02, 0.12)],  # h/2: every fME exactly 0 (a tree model)
+])
+def test_step_size_sentence_only_when_the_ci_direction_changes(rows):
+    from fme.report.context import sensitivity_rows
+    from fme.report.sentences import sensitivity_sentence
+
+    sens = [{"factor": f, "steps": {"x": f}, "step_label": f"x + {f:g}", "n": 50, "n_extrapolation": 0,
+             "ame": a, "ci_low": lo, "ci_high": hi} for f, (a, lo, hi) in zip((0.5, 1.0, 2.0), rows)]
+    cells = sensitivity_rows({"sensitivity": sens}, "95%")
+    assert {c["direction"] for c in cells} == {"no clear direction"}
+    assert sensitivity_sentence(sens, cells) is None
+
+
+def test_linearity_sentence_states_the_rows_the_anlm_covers():
+    from fme.report.context import effect_cells
+    from fme.report.sentences import linearity_sentence
+
+    v = {"nlm": True, "anlm": -0.91, "anlm_ci_low": -1.4, "anlm_ci_high": -0.42, "n": 554, "n_nlm": 106,
+         "n_nlm_flat": 440, "n_nlm_constant": 8, "ame": 0.1, "ci_low": 0.05, "ci_high": 0.15, "n_total": 554,
+         "conf_level": 0.95, "sd": 1, "q25": 0, "q75": 1, "step_label": "x + 1", "detector": None,
+         "policy": None, "nlm_method": "exact"}
+    text = linearity_sentence(v, effect_cells(v))
+    assert text == ("Along the step the model's prediction is strongly non-linear on average (ANLM -0.91, 95% CI "
+                    "-1.40 to -0.42, over 106 of the 554 rows: the NLM is undefined for 448 (440 flat paths; "
+                    "8 constant paths)).")
+    assert linearity_sentence({**v, "n_nlm": 554, "n_nlm_flat": 0, "n_nlm_constant": 0},
+                              effect_cells(v)).endswith("over all 554 rows).")
+
+
+def test_classifier_alt_text_is_in_percentage_points(tmp_path):
+    from fme.report.context import _figures
+    from fme.report.display import target_phrase
+
+    cfg = {"target_unit": "probability", "model": {}}
+    _, unit, _ = target_phrase({"target_class": "malignant", "target": "diagnosis"}, cfg)
+    v = {"figures": [{"kind": "fme-density", "svg": "figures/a-density.svg", "png": "figures/a-density.png"}]}
+    cells = {"step": "mean radius + 1", "ame": "1.09", "q25": "0.5", "q75": "1.5", "n": "100"}
+    (fig,) = _figures(v, cells, cfg, [0], unit)
+    assert "the AME is 1.09 percentage points" in fig["alt"] and "probability" not in fig["alt"]
+
+
+def test_numbers_and_plurals_as_the_tables_print_them():
+    from fme._utils.numfmt import fmt_est
+    from fme.report.formatting import count
+    from fme.report.sentences import step_phrase
+
+    assert step_phrase({"x": 6.141071763}, True, {}) == "Raising x by 6.14107"
+    assert step_phrase({"x": -1234567.0}, True, {"x": "EUR"}) == "Lowering x by 1.23457e+06 EUR"
+    assert count(1, "point") == "1 point" and count(2, "subspace") == "2 subspaces"
+    assert count(1234, "point") == "1,234 points"
+    assert fmt_est(0.99989, 0.99989, 0.99989) == ("0.999890", "0.999890", "0.999890")
+    assert fmt_est(1.0, 1.0, 1.0) == ("1.00000", "1.00000", "1.00000")  # a zero-width CI: 6 significant digits

@@ -15,7 +15,7 @@ from .display import ci_method_text, effect_title, interval_rows, prepare_varian
 from .flags import flag_rows, threshold_rows
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
 from .specs import CI_COVERS, CI_SHORT
-from .formatting import decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
+from .formatting import count, decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
 
 __all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS", "with_eps_rows", "sensitivity_rows",
            "stability_cells",
@@ -54,6 +54,18 @@ def effect_cells(v: dict) -> dict[str, str]:
         d.update(anlm="-", anlm_ci_low="-", anlm_ci_high="-", median_nlm="-", share_linear="-", n_nlm_flat="-",
                  n_nlm_constant="-", nlm_method="not computed")
     return d
+
+
+def level_label(v: dict) -> str:
+    """The level rows already at are left out at: the variant's level (``all`` or a list), else the level of a
+    single categorical step (``{feature: level}``), else ``feature level`` per stepped feature (issue 22 item 4a:
+    never "level None")."""
+    if v.get("level") is not None:
+        return str(v["level"])
+    steps = v.get("steps") or {}
+    if len(steps) == 1:
+        return str(next(iter(steps.values())))
+    return ", ".join(f"{f} {val}" for f, val in steps.items())
 
 
 def _nlm_method(v: dict) -> str:
@@ -236,15 +248,18 @@ def where_came_holds(part: dict, noun: str = "observations") -> list[str]:
                 f"to its {fmt_int(leaf['n'])} {noun}" + (f": {ranges}" if ranges else ""))
         n_ep = leaf.get("n_extrapolation")
         if n_ep:
-            text += (f"; {fmt_int(n_ep)} extrapolation points fall inside this hyperrectangle and are not "
-                     "in its cAME")
+            text += (f"; {count(n_ep, 'extrapolation point')} "
+                     f"{'falls' if int(n_ep) == 1 else 'fall'} inside this hyperrectangle and "
+                     f"{'is' if int(n_ep) == 1 else 'are'} not in its cAME")
         out.append(text + ".")
     return out
 
 
-def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
+def _figures(v: dict, cells: dict, cfg: dict, counter: list[int], unit: str | None = None) -> list[dict]:
+    """Alt text and captions of an effect's figures; ``unit`` is the unit the tables give the AME in (a
+    classifier's: percentage points, never the config's ``target_unit`` such as "probability")."""
     out = []
-    step, unit = cells["step"], cfg.get("target_unit", "")
+    step, unit = cells["step"], cfg.get("target_unit", "") if unit is None else unit
     u = f" {unit}" if unit else ""
     for fig in v["figures"]:
         counter[0] += 1
@@ -252,7 +267,7 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
         if k == "extrapolation":
             where = next((w for w in v["extrapolation_where"] if w["feature"] == fig["feature"]
                           and w.get("kind", "outside range") == "outside range" and "min" in w), None)
-            loc = (f"; the {fmt_int(where.get('n'))} extrapolation points outside the reference data in "
+            loc = (f"; the {count(where.get('n'), 'extrapolation point')} outside the reference data in "
                    f"{fig['feature']} have {fig['feature']} from {fmt_num(where['min'], 3)} to "
                    f"{fmt_num(where['max'], 3)}") if where else ""
             alt = (f"Stacked histogram of {fig['feature']}: {cells['n']} observations evaluated (solid) and "
@@ -263,7 +278,7 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
             alt = (f"Scatter plot of the fMEs of {step} against {fig['feature']}: the AME is {cells['ame']}{u} "
                    f"(dashed line), half of the fMEs lie between {cells['q25']} and {cells['q75']}, and "
                    f"{fmt_int(v['n_negative'])} of {cells['n']} are negative.")
-            cap = (f"fMEs of {step} against {fig['feature']} (n = {cells['n']}; {fmt_int(fig['n_drawn'])} points "
+            cap = (f"fMEs of {step} against {fig['feature']} (n = {cells['n']}; {count(fig['n_drawn'], 'point')} "
                    f"drawn), with the AME (dashed), zero (solid) and a rug of all observed {fig['feature']} values.")
         elif k == "fme-hexbin":
             f1, f2 = fig["features"]
@@ -304,7 +319,9 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
         else:  # pragma: no cover - new figure kinds must add wording here
             raise ValueError(f"no alt text for figure kind {k!r}")
         if fig.get("n_undefined"):
-            cap += f" The NLM is undefined (constant path) for {fmt_int(fig['n_undefined'])} rows, not drawn."
+            cap += (f" The NLM is undefined for {count(fig['n_undefined'], 'row')}, not drawn: "
+                    f"{count(fig.get('n_flat', 0), 'flat path')} (the prediction varies negligibly) and "
+                    f"{count(fig.get('n_constant', 0), 'constant path')} (exactly constant).")
         if fig.get("not_drawn"):
             cap += f" {fig['not_drawn'][0].upper()}{fig['not_drawn'][1:]}."
         out.append({"svg": fig["svg"], "png": fig["png"], "alt": alt,
@@ -338,7 +355,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
             if "error" in v:  # results.json of an older fme: the analysis now fails loudly instead
                 raise ValueError(f"effect {v['id']} was not computed ({v['error']}); rebuild the report")
             v = prepare_variant(v, scale)
-            v["level_label"] = str(v.get("level"))
+            v["level_label"] = level_label(v)
             v["expected_sign"] = group.get("config", {}).get("expected_sign")
             cells = effect_cells(v)
             ci_methods.add(v["ci_inference"])
@@ -369,7 +386,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                    "table_shrink": next_table() if v.get("effective_steps") else None,
                    "sensitivity": sens, "sensitivity_sentence": sens_sentence,
                    "table_sensitivity": next_table() if sens else None,
-                   "figures": _figures(v, cells, cfg, fig_counter)}
+                   "figures": _figures(v, cells, cfg, fig_counter, unit)}
             var["with_eps_phrase"] = sentences.with_eps_phrase(eps[1], noun, var["table_eps"]) if eps else None
             if v.get("partition"):
                 p, omitted = shown_leaves(v["partition"], v["id"])
@@ -405,6 +422,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "ci_method": ci_method_text(ci_methods, fmt_level(cfg["conf_level"])),
         "ci_caption": "; ".join(sorted(ci_captions)),
         "only_fixed": ci_methods == {"sample"},
+        "model_ci_scope": model_ci_scope(ci_methods),
         "extrapolation_method": detector_text([e["extrapolation"] for e in cfg["effects"]]),
         "model": {"description": cfg["model"].get("description", ""), **results["model"]},
         "data": results["data"], "reference": results["reference_data"], "test_fit": fit_text(results["test_fit"]),

@@ -204,8 +204,9 @@ def _nlm_plot(res, cfg: dict, out_dir: Path, vid: str) -> dict:
     if v.size:
         ax.axvline(float(v.mean()), color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="ANLM")
     n_undefined = int(np.isnan(raw).sum())
-    if n_undefined:
-        _note(ax, f"NLM undefined (constant path): {n_undefined} of {raw.size}")
+    n_flat, n_constant = int(getattr(res, "n_nlm_flat", 0) or 0), int(getattr(res, "n_nlm_constant", 0) or 0)
+    if n_undefined:  # flat and constant paths counted apart (issue 22 item 4d)
+        _note(ax, f"NLM undefined: {n_undefined} of {raw.size} ({n_flat} flat, {n_constant} constant paths)")
     not_drawn = _note(ax, finite_part(raw[~np.isnan(raw)]).note)
     ax.axvline(1, color=PALETTE["reference"], linewidth=0.8, linestyle=":", label="linear (NLM = 1)")
     ax.set_xlabel("NLM (values below -1 shown at -1)")
@@ -213,6 +214,7 @@ def _nlm_plot(res, cfg: dict, out_dir: Path, vid: str) -> dict:
     ax.set_title(_t(f"Non-linearity of the fMEs of {res.describe_steps()}"))
     ax.legend(frameon=False, fontsize=8, loc="upper left")
     return {"kind": "nlm", "n_clipped": int((v < -1).sum()), "n_undefined": n_undefined, "not_drawn": not_drawn,
+            "n_flat": n_flat, "n_constant": n_constant,
             **save(fig, out_dir, f"{vid}-nlm",
                                                                      cfg["figures"]["png_dpi"])}
 
