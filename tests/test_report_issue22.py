@@ -337,3 +337,72 @@ def test_numbers_and_plurals_as_the_tables_print_them():
     assert count(1234, "point") == "1,234 points"
     assert fmt_est(0.99989, 0.99989, 0.99989) == ("0.999890", "0.999890", "0.999890")
     assert fmt_est(1.0, 1.0, 1.0) == ("1.00000", "1.00000", "1.00000")  # a zero-width CI: 6 significant digits
+
+
+# ------------------------------------------------------------------ item 6: errors name the key and fail fast
+def test_bootstrap_train_data_with_a_text_column_fails_at_its_key_before_any_refit(tmp_path):
+    from fme.report.analysis import run_effects
+
+    d = _fair(600)
+    d["occupation"] = d["occupation"].astype(int)
+    model = _hgb(d)
+    d.to_csv(tmp_path / "train.csv", index=False)  # the categorical religious becomes text
+    cfg = _config(tmp_path, model, d, """\
+        inference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 200}
+        effects:
+          - steps: {age: 5}
+            partition: false
+            stability: false
+        """, target="affairs")
+    X = d.drop(columns="affairs")
+    with pytest.raises(ConfigError) as info:
+        run_effects(model, X, X, cfg, tmp_path / "out")
+    msg = str(info.value)
+    assert "c.yaml:7: inference.train_data: column 'religious' is text in the training data but categorical" in msg
+    assert "store the training data as Parquet" in msg and "steps" not in msg
+    # a numeric column with a stray string: the values named
+    bad = d.copy()
+    bad["educ"] = bad["educ"].astype(object)
+    bad.loc[3, "educ"] = "unknown"
+    bad["religious"] = bad["religious"].astype(str)
+    bad.to_csv(tmp_path / "train.csv", index=False)
+    X2 = X.assign(religious=X["religious"].astype(str))
+    with pytest.raises(ConfigError, match=r"column 'educ' is text .* correct the non-numeric values \(e.g. 'unknown'\)"):
+        run_effects(model, X2, X2, cfg, tmp_path / "out2")
+    # types agree, but the model cannot be refitted on them: the one probe refit fails at the key, at once
+    d.assign(religious=d["religious"].astype(str)).to_csv(tmp_path / "train.csv", index=False)
+    with pytest.raises(ConfigError, match=r"c.yaml:7: inference.train_data: refitting the model on the training "
+                                          r"data fails \(ValueError: could not convert string to float"):
+        run_effects(model, X2, X2, cfg, tmp_path / "out3")
+
+
+def test_yaml_tab_error_names_the_line_and_the_fix(tmp_path):
+    p = tmp_path / "t.yaml"
+    p.write_text("title: T\nowner: O\neffects:\n  - steps:\n\t  a: 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"t.yaml:5: \(YAML\): invalid YAML: .*indent with spaces"):
+        load_config(p)
+
+
+def test_hull_error_in_high_dimension_says_x_is_outside_and_names_the_key(tmp_path):
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LinearRegression
+
+    from fme.report.analysis import run_effects
+
+    X = load_breast_cancer(as_frame=True).frame.iloc[:120, :25]
+    d = X.assign(y=X.iloc[:, 0] * 2)
+    model = LinearRegression().fit(X, d["y"])
+    ref = X.iloc[:60]
+    cfg = _config(tmp_path, model, d, """\
+        effects:
+          - steps: {mean texture: 1}
+            extrapolation: hull
+            partition: false
+            stability: false
+        """, target="y")
+    with pytest.raises(ConfigError) as info:
+        run_effects(model, X.iloc[60:], ref, cfg, tmp_path / "out")
+    msg = str(info.value)
+    assert "effects[0].extrapolation: every row is an extrapolation point because x itself lies outside" in msg
+    assert "60 of 60 evaluated rows are flagged before any step, in 25 dimensions with 60 reference rows" in msg
+    assert "extrapolation: envelope" in msg

@@ -31,7 +31,7 @@ from .effect_parts import (REPORT_SAMPLE_SIZE, _grow_partition, _num, _partition
                            _step_sensitivity, sample_info)
 from .sources import data_files, file_sha256, files_sha256, read_dask, read_frame, sample_rows
 from .specs import bootstrap_kwargs, make_detector
-from .validate import analysis_error, levels_of
+from .validate import all_extrapolation_error, analysis_error, check_train_data, levels_of
 
 __all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment", "write_results"]
 
@@ -259,8 +259,13 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
     return {"result": res, "partition": part, "summary": summary, "stability": stab}
 
 
-def load_train_data(cfg: dict, spec: dict, key: tuple, cache: dict) -> pd.DataFrame | None:
-    """The ``train_data`` frame of a bootstrap inference spec (features and target; None otherwise)."""
+def load_train_data(cfg: dict, spec: dict, key: tuple, cache: dict, model: Any = None,
+                    data: Any = None) -> pd.DataFrame | None:
+    """The ``train_data`` frame of a bootstrap inference spec (features and target; None otherwise).
+
+    With ``model`` and the evaluation ``data``: :func:`fme.report.validate.check_train_data` before the
+    bootstrap (column types, one refit), so a refit that cannot work fails at ``<key>.train_data`` at once.
+    """
     if spec["method"] != "bootstrap":
         return None
     data_spec = spec["train_data"]
@@ -270,6 +275,8 @@ def load_train_data(cfg: dict, spec: dict, key: tuple, cache: dict) -> pd.DataFr
         if cfg["target"] not in frame.columns:
             raise config_error(cfg, key + ("train_data",), f"the training data lack the target column "
                                                            f"{cfg['target']!r}; bootstrap refits need it")
+        if model is not None and data is not None:
+            check_train_data(cfg, key, model, frame, data)
         cache[ident] = (frame, info)
     return cache[ident][0]
 
@@ -294,7 +301,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
         sample = sample_rows(data, int(data.shape[0].compute()), sample_size(cfg), int(cfg["seed"]))[0]
     for i, eff in enumerate(cfg["effects"], start=1):
         key = ("effects", i - 1, "inference") if "inference" in cfg["_raw_effects"][i - 1] else ("inference",)
-        train = load_train_data(cfg, eff["inference"], key, train_cache)
+        train = load_train_data(cfg, eff["inference"], key, train_cache, model, data)
         print(f"[fme report] effect {i}/{len(cfg['effects'])}: {eff['id']}", flush=True)
         single = list(eff["steps"].items())
         variants = [(eff["id"], eff)]
@@ -315,7 +322,10 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
                                                          fig_scale)
                 _write_tables(out, summ, out_dir, vid)
             except Exception as exc:  # noqa: BLE001 - loud, one line, naming the effect (and level)
-                err = analysis_error(cfg, ("effects", i - 1, "steps"), exc)
+                err = None
+                if isinstance(exc, fme.ExtrapolationError):  # x itself outside the detector's region?
+                    err = all_extrapolation_error(cfg, i - 1, veff, data, reference, int(cfg["seed"]))
+                err = err or analysis_error(cfg, ("effects", i - 1, "steps"), exc)
                 if "level" in veff and not isinstance(exc, ConfigError):
                     err = ConfigError(f"{err} (level {veff['level']!r})")
                 raise err from exc

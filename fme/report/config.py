@@ -392,7 +392,11 @@ def load_config(path: str | Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
-        raise ConfigError(f"{path}:{line}: (YAML): invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        problem = str(getattr(exc, "problem", None) or exc)
+        rows = text.splitlines()
+        tab = "\t" in problem or "tab" in problem.lower() or (line <= len(rows) and "\t" in rows[line - 1])
+        fix = "; the line contains a tab: YAML does not allow tabs for indentation, indent with spaces" if tab else ""
+        raise ConfigError(f"{path}:{line}: (YAML): invalid YAML: {problem}{fix}") from None
     except _DuplicateKey as dup:
         raise ConfigError(f"{path}:{dup.line}: {_key_text(dup.path)}: duplicate key (first given on line "
                           f"{dup.first}); give each key once") from None
@@ -409,7 +413,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
         if isinstance(value, dict) and isinstance(cfg.get(key), dict):
             cfg[key] = {**cfg[key], **value}
         else:
-            cfg[key] = value
+            cfg[key] = copy.deepcopy(value)  # never the raw effects themselves (_raw_effects)
     from .specs import FLAG_DEFAULTS, engine_problem, normalise_detector, normalise_inference
 
     problem = engine_problem(raw)

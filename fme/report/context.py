@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from . import audit, changelog, sentences
-from .display import ci_method_text, effect_title, interval_rows, prepare_variant, scale_of, target_phrase
+from .display import (ci_method_text, effect_title, interval_rows, model_ci_scope, prepare_variant, scale_of,
+                      target_phrase)
 from .flags import flag_rows, threshold_rows
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
 from .specs import CI_COVERS, CI_SHORT

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 
-from .formatting import count, fmt_est, fmt_int
+from .formatting import count, fmt_est
 from .specs import CI_COVERS, CI_SHORT
 
 __all__ = ["prepare_variant", "scale_of", "target_phrase", "interval_rows", "ci_method_text", "model_ci_scope"]
