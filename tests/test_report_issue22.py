@@ -406,3 +406,54 @@ def test_hull_error_in_high_dimension_says_x_is_outside_and_names_the_key(tmp_pa
     assert "effects[0].extrapolation: every row is an extrapolation point because x itself lies outside" in msg
     assert "60 of 60 evaluated rows are flagged before any step, in 25 dimensions with 60 reference rows" in msg
     assert "extrapolation: envelope" in msg
+
+
+# ------------------------------------------------------------------ item 5: model identity and the whole model
+def test_packages_list_what_the_model_and_the_analysis_imported():
+    import importlib.metadata as md
+
+    from sklearn.datasets import load_breast_cancer
+
+    from fme.report.analysis import versions
+
+    lgb = pytest.importorskip("lightgbm")
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    v = versions(lgb.LGBMClassifier(n_estimators=3, verbose=-1).fit(X.iloc[:200], y.iloc[:200]))
+    assert v["lightgbm"] == md.version("lightgbm") and v["scikit-learn"] and v["statsmodels"]
+    glm = versions(_poisson(_randhie(300)))
+    formula_pkg = {"patsy", "formulaic"} & set(glm)
+    assert formula_pkg and all(glm[p] == md.version(p) for p in formula_pkg)
+
+
+def test_formula_c_terms_are_categorical_and_glm_dispersion_is_flagged():
+    from fme.report.flags import dispersion_text, model_flag_rows
+    from fme.report.model_context import whole_model
+    from fme.report.model_view import feature_dictionary, feature_overview, glm_dispersion
+    from fme.report.specs import FLAG_DEFAULTS
+
+    d = _randhie(800)
+    model = _poisson(d)
+    X = d.drop(columns="mdvis")
+    cfg = {"overview": {"step": "sd", "extrapolation": {"method": "envelope"}}, "conf_level": 0.95, "seed": 0,
+           "inference": {"method": "delta"}, "target": "mdvis", "units": {}, "descriptions": {}}
+    dic = {r["feature"]: r for r in feature_dictionary(model, X, cfg)}
+    assert dic["idp"]["type"] == "categorical" and dic["idp"]["levels"] == ["0", "1"]
+    assert dic["idp"]["encoding"] == "treatment coding (C() in the model formula), reference level 0"
+    assert dic["lpi"]["type"] == "numeric"
+    ov = feature_overview(model, X, X, cfg, None)
+    idp = [r for r in ov["rows"] if r["feature"] == "idp"]
+    assert sorted(r["level"] for r in idp) == [0, 1] and all(r["step"] is None for r in idp)
+    shown = whole_model({"overview": ov, "dictionary": list(dic.values())}, {**cfg, "units": {}}, 1.0, 5)
+    row = next(r for r in shown["dictionary"] if r["feature"] == "idp")
+    assert row["type"].startswith("categorical (treatment coding (C() in the model formula)") and row["range"] == "0, 1"
+    disp = glm_dispersion(model)
+    resid = np.asarray(model.resid_pearson)
+    assert disp["dispersion"] == pytest.approx(float(resid @ resid) / model.df_resid, rel=1e-10)
+    assert disp["dispersion"] > FLAG_DEFAULTS["dispersion"]
+    (flag,) = model_flag_rows({"dispersion": disp}, FLAG_DEFAULTS)
+    assert flag["status"] == "FLAG (!)" and flag["threshold"] == "> 1.5"
+    text = dispersion_text(disp, FLAG_DEFAULTS)
+    assert f"= {disp['dispersion']:.2f} (1 under the model" in text and "fit(cov_type='HC0')" in text
+    robust = glm_dispersion(model.model.fit(cov_type="HC0"))
+    assert model_flag_rows({"dispersion": robust}, FLAG_DEFAULTS)[0]["status"] == "ok"
+    assert glm_dispersion(_hgb(_fair(300))) is None

@@ -25,7 +25,7 @@ from .._utils.validation import is_categorical
 from .._utils.validation import is_dask_collection
 from . import figures
 from .config import ConfigError, config_error
-from .model_view import feature_dictionary, feature_overview, model_fit  # noqa: F401 - used by the notebook
+from .model_view import feature_dictionary, feature_overview, glm_dispersion, model_fit  # noqa: F401 - notebook
 from .details import effective_steps, extrapolation_causes, interval_records, model_interval
 from .effect_parts import (REPORT_SAMPLE_SIZE, _grow_partition, _num, _partition_summary, _stability, _stats,
                            _step_sensitivity, sample_info)
@@ -58,7 +58,7 @@ def load_model(cfg: dict) -> tuple[Any, pd.DataFrame | None, dict]:
         except Exception as exc:  # noqa: BLE001 - any unpickling failure is a config problem
             raise analysis_error(cfg, ("model", "joblib"), exc) from exc
         return model, None, {"kind": "joblib", "source": spec["joblib"], "sha256": file_sha256(path),
-                             "sha256_of": None}
+                             "sha256_of": None, "dispersion": glm_dispersion(model)}
     module_name, func_name = spec["entry_point"].split(":")
     try:
         module = importlib.import_module(module_name)
@@ -75,7 +75,7 @@ def load_model(cfg: dict) -> tuple[Any, pd.DataFrame | None, dict]:
     source = getattr(module, "__file__", None)
     info = {"kind": "entry point", "source": spec["entry_point"],
             "sha256": file_sha256(Path(source)) if source else None,
-            "sha256_of": f"source of {module_name}"}
+            "sha256_of": f"source of {module_name}", "dispersion": glm_dispersion(model)}
     return model, train, info
 
 
@@ -134,7 +134,9 @@ def sample_size(cfg: dict) -> int:
     return int(cfg.get("sample_size", REPORT_SAMPLE_SIZE))
 
 
-def versions() -> dict[str, str]:
+def versions(model: Any = None, model_info: dict | None = None) -> dict[str, str]:
+    """Versions of the core packages and (issue 22 item 5) of every package the model, its entry point's
+    module and the analysis imported (:func:`fme.report.packages.model_packages`)."""
     import jinja2
     import matplotlib
     import scipy
@@ -146,6 +148,13 @@ def versions() -> dict[str, str]:
            "pandas": pd.__version__, "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
            "statsmodels": statsmodels.__version__, "matplotlib": matplotlib.__version__,
            "jinja2": jinja2.__version__}
+    from .packages import model_packages
+
+    module_file = None
+    if (model_info or {}).get("kind") == "entry point":  # the module the entry point imported from
+        module_file = getattr(sys.modules.get(model_info["source"].split(":")[0]), "__file__", None)
+    extra = model_packages(model, module_file) if model is not None else {}
+    out.update({k: v for k, v in extra.items() if k not in out})
     return out
 
 

@@ -185,6 +185,8 @@ SCHEMA: dict[str, Any] = {
                 "leaf_anlm": {"type": "number", "maximum": 1},
                 "leaf_n": {"type": "integer", "minimum": 1},
                 "ari": {"type": "number", "minimum": -1, "maximum": 1},
+                "dispersion": {"type": "number", "minimum": 0},
+                "bootstrap_resamples": {"type": "integer", "minimum": 2},
             },
         },
         "overview": {"oneOf": [

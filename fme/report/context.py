@@ -13,7 +13,7 @@ from typing import Any
 from . import audit, changelog, sentences
 from .display import (ci_method_text, effect_title, interval_rows, model_ci_scope, prepare_variant, scale_of,
                       target_phrase)
-from .flags import flag_rows, threshold_rows
+from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
 from .specs import CI_COVERS, CI_SHORT
 from .formatting import count, decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
@@ -306,8 +306,8 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int], unit: str | No
                    "its fMEs; the table after the next figure gives the same numbers.")
         elif k == "came":
             leaves = v["partition"]["leaves"]
-            lo = min(leaves, key=lambda r: r["came"])
-            hi = max(leaves, key=lambda r: r["came"])
+            lo = min(leaves, key=lambda r: (r["came"], int(r["node"])))  # ties: the lowest node, in both engines
+            hi = max(leaves, key=lambda r: (r["came"], -int(r["node"])))
             d = fmt_est(lo["came"], lo["came_ci_low"], lo["came_ci_high"])[0]
             e = fmt_est(hi["came"], hi["came_ci_low"], hi["came_ci_high"])[0]
             alt = (f"Dot plot of the cAME with {cells['level']} CI for {len(leaves)} subspaces: from {d} "
@@ -406,6 +406,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
             variants.append(var)
         effects.append({"id": group["id"], "title": effect_title(group), "why": group["why"],
                         "variants": variants})
+    flags.extend(model_flag_rows(results.get("model") or {}, thresholds))
     table_plausibility = next_table()
     changes = changelog.changelog(results, build_info.get("previous"))
     table_changes = next_table() if changes and changes["rows"] else None
@@ -424,6 +425,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "ci_caption": "; ".join(sorted(ci_captions)),
         "only_fixed": ci_methods == {"sample"},
         "model_ci_scope": model_ci_scope(ci_methods),
+        "dispersion": dispersion_text((results.get("model") or {}).get("dispersion"), thresholds),
         "extrapolation_method": detector_text([e["extrapolation"] for e in cfg["effects"]]),
         "model": {"description": cfg["model"].get("description", ""), **results["model"]},
         "data": results["data"], "reference": results["reference_data"], "test_fit": fit_text(results["test_fit"]),
