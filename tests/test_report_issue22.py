@@ -457,3 +457,71 @@ def test_formula_c_terms_are_categorical_and_glm_dispersion_is_flagged():
     robust = glm_dispersion(model.model.fit(cov_type="HC0"))
     assert model_flag_rows({"dispersion": robust}, FLAG_DEFAULTS)[0]["status"] == "ok"
     assert glm_dispersion(_hgb(_fair(300))) is None
+
+
+# ------------------------------------------------------------------ items 7 and 8: engines agree; sizes
+def _flag_variant(**kw):
+    v = {"detector": None, "policy": None, "ame": 0.5, "ci_low": 0.1, "ci_high": 0.9, "n": 100, "conf_level": 0.95,
+         "inference": "sample", "model_ci": None}
+    v.update(kw)
+    return v
+
+
+def test_lowest_canlm_leaf_breaks_ties_by_node_whatever_the_order():
+    from fme.report.flags import flag_rows
+    from fme.report.specs import FLAG_DEFAULTS
+
+    leaves = [{"node": 7, "n": 40, "canlm": 0.2, "canlm_ci_low": 0.1, "canlm_ci_high": 0.3},
+              {"node": 3, "n": 40, "canlm": 0.2, "canlm_ci_low": 0.1, "canlm_ci_high": 0.3},
+              {"node": 5, "n": 40, "canlm": 0.9, "canlm_ci_low": 0.8, "canlm_ci_high": 0.95}]
+    cells = {"ci_low": "0.1", "ci_high": "0.9", "ame": "0.5", "ep_share": "-"}
+    values = []
+    for order in (leaves, leaves[::-1]):
+        rows = flag_rows(_flag_variant(partition={"leaves": order}), cells, "x", FLAG_DEFAULTS)
+        values.append(next(r["value"] for r in rows if r["rule"].startswith("non-linear cAME leaf")))
+    assert values[0] == values[1] == "0.20 (leaf 3; 2 of 3 leaves below)"
+
+
+def test_percentile_bootstrap_with_few_resamples_is_flagged():
+    from fme.report.flags import flag_rows
+    from fme.report.specs import FLAG_DEFAULTS
+
+    cells = {"ci_low": "0.1", "ci_high": "0.9", "ame": "0.5", "ep_share": "-"}
+
+    def row(n, ci="percentile", conf=0.95, failed=0):
+        v = _flag_variant(inference="bootstrap", conf_level=conf,
+                          model_ci={"ci": ci, "n_resamples": n, "n_failed": failed, "conf_low": 0.1, "conf_high": 0.9})
+        return [r for r in flag_rows(v, cells, "x", FLAG_DEFAULTS) if r["rule"].startswith("percentile bootstrap")]
+
+    (r,) = row(50)
+    assert (r["threshold"], r["value"], r["status"]) == ("< 200 at 95%", "50 successful refits", "FLAG (!)")
+    assert row(200)[0]["status"] == "ok" and row(210, failed=20)[0]["status"] == "FLAG (!)"
+    assert row(50, ci="normal") == [] and row(50, conf=0.9) == []
+
+
+def test_rug_draws_at_most_max_points_marks():
+    from fme.report.figures import rug_values
+
+    v = np.random.default_rng(0).normal(size=100_000)
+    marks, label = rug_values(v, 2000)
+    assert marks.size == 2000 and label == "observed values (2,000 quantiles of all rows)"
+    assert marks[0] == v.min() and marks[-1] == v.max()
+    few, label = rug_values(np.r_[np.repeat([1.0, 2.0, 3.0], 10_000), np.nan], 2000)
+    assert few.tolist() == [1.0, 2.0, 3.0] and label == "observed values (all rows)"
+
+
+def test_fme_scatter_of_many_rows_stays_small(tmp_path):
+    import fme
+    from sklearn.linear_model import LinearRegression
+
+    from fme.report.figures import _fme_plot
+
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"x": rng.normal(size=100_000), "z": rng.normal(size=100_000)})
+    model = LinearRegression().fit(X, X["x"] ** 2 + X["z"])
+    res = fme.fme(model, X, {"x": 0.1})
+    (tmp_path / "figures").mkdir()
+    cfg = {"figures": {"max_points": 2000, "width": 6.4, "png_dpi": 50}, "seed": 0, "target_unit": "", "units": {}}
+    info = _fme_plot(res, cfg, {"x": 0.1}, tmp_path, "x")
+    assert info["n_drawn"] == 2000 and info["rug_drawn"] == 2000
+    assert (tmp_path / info["svg"]).stat().st_size < 400_000

@@ -280,7 +280,9 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int], unit: str | No
                    f"(dashed line), half of the fMEs lie between {cells['q25']} and {cells['q75']}, and "
                    f"{fmt_int(v['n_negative'])} of {cells['n']} are negative.")
             cap = (f"fMEs of {step} against {fig['feature']} (n = {cells['n']}; {count(fig['n_drawn'], 'point')} "
-                   f"drawn), with the AME (dashed), zero (solid) and a rug of all observed {fig['feature']} values.")
+                   f"drawn), with the AME (dashed), zero (solid) and a rug of all observed {fig['feature']} values"
+                   + (f" ({count(fig['rug_drawn'], 'quantile')} of all rows drawn)." if fig.get("rug_quantiles")
+                      else "."))
         elif k == "fme-hexbin":
             f1, f2 = fig["features"]
             alt = (f"Hexagon map of the mean fME of {step} over {f1} and {f2}: the AME is {cells['ame']}{u} and "
