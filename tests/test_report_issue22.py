@@ -525,3 +525,28 @@ def test_fme_scatter_of_many_rows_stays_small(tmp_path):
     info = _fme_plot(res, cfg, {"x": 0.1}, tmp_path, "x")
     assert info["n_drawn"] == 2000 and info["rug_drawn"] == 2000
     assert (tmp_path / info["svg"]).stat().st_size < 400_000
+
+
+def test_unrestricted_categorical_side_lists_every_level_of_the_data_in_both_engines():
+    """The Dask partition's data are the evaluated rows of its sample; the report lists the data's levels."""
+    import fme
+    from fme.report.effect_parts import _partition_summary
+    from fme.report.validate import levels_of
+
+    d = _randhie(1500)
+    model = _poisson(d)
+    X = d.drop(columns="mdvis")
+    eff = {"partition": {"method": "ctree"}}
+
+    def unrestricted(summary):
+        return {b["range"] for leaf in summary["leaves"] for b in leaf["box"]
+                if b["feature"] == "health" and not b["restricted"]}
+
+    full = fme.came(fme.fme(model, X, {"lpi": 1.0}), features=["lpi", "physlm", "health"], n_partitions=3)
+    evaluated = X[X["health"] != "poor"]  # as the Dask sample of evaluated rows can be
+    sub = fme.came(fme.fme(model, evaluated, {"lpi": 1.0}), features=["lpi", "physlm", "health"], n_partitions=3)
+    every = "{excellent, fair, good, poor}"
+    assert unrestricted(_partition_summary(full, eff, lambda n: 0)) == {every}
+    assert unrestricted(_partition_summary(sub, eff, lambda n: 0)) == {"{excellent, fair, good}"}
+    levels = {"health": levels_of(X, "health")}
+    assert unrestricted(_partition_summary(sub, eff, lambda n: 0, levels)) == {every}

@@ -218,8 +218,12 @@ def compute_effect_dask(model: Any, data: Any, reference: Any, eff: dict, seed: 
     summary["partition"] = None
     if part is not None:
         eps = leaf_extrapolation(part, res)  # over all rows; the boxes' evaluated ranges: the tree's rows
+        from .validate import levels_of
+
+        levels = {f: levels_of(data, f) for f in part.features if f in data.columns and is_categorical(data[f])}
         summary["partition"] = _partition_summary(part, eff,
-                                                  lambda node: None if eps is None else int(eps.get(node, 0)))
+                                                  lambda node: None if eps is None else int(eps.get(node, 0)),
+                                                  levels)
         summary["partition"].update(tree_rows=int(part.sample_rows), tree_on_sample=bool(part.grown_on_sample))
     stab, summary["stability"] = _stability(part, eff, seed, summary["ame"])
     res.sorted_parts.clear()  # the quantiles used above are cached; free the workers' sorted values

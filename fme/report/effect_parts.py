@@ -87,15 +87,25 @@ def _grow_partition(res: Any, eff: dict, conf: float, **came_kwargs: Any) -> Any
                     **params)
 
 
-def _partition_summary(part: Any, eff: dict, n_extrapolation: Any) -> dict:
-    """The JSON-ready subspaces of ``part``: each leaf's figures, box and ``n_extrapolation(node)``."""
+def _partition_summary(part: Any, eff: dict, n_extrapolation: Any, levels: dict | None = None) -> dict:
+    """The JSON-ready subspaces of ``part``: each leaf's figures, box and ``n_extrapolation(node)``.
+
+    ``levels`` (``engine: dask``): every categorical feature's levels over all rows of the data. An unrestricted
+    categorical side of a box then lists them, as the pandas report does from the whole data; the Dask
+    partition's own data are the evaluated rows of its sample, which lack the rows already at a level or left
+    out as extrapolation points (issue 22 item 7: {excellent, fair, good} where pandas lists {..., poor}).
+    """
     leaves = []
+    levels = levels or {}
     for _, row in part.leaves.iterrows():
         leaf = {k: _num(v) for k, v in row.items()}
         box = part.describe(int(row["node"]))
         leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"]),
                         "kind": str(b["kind"]), "eval_min": _num(b["min"]), "eval_max": _num(b["max"])}
                        for f, b in box.iterrows()]
+        for b in leaf["box"]:
+            if b["kind"] == "categorical" and not b["restricted"] and b["feature"] in levels:
+                b["range"] = "{" + ", ".join(map(str, levels[b["feature"]])) + "}"
         leaf["n_extrapolation"] = n_extrapolation(int(row["node"]))
         leaves.append(leaf)
     return {"method": eff["partition"].get("method", "ctree"), "params": eff["partition"], "leaves": leaves,
