@@ -550,3 +550,33 @@ def test_unrestricted_categorical_side_lists_every_level_of_the_data_in_both_eng
     assert unrestricted(_partition_summary(sub, eff, lambda n: 0)) == {"{excellent, fair, good}"}
     levels = {"health": levels_of(X, "health")}
     assert unrestricted(_partition_summary(sub, eff, lambda n: 0, levels)) == {every}
+
+
+@pytest.mark.slow
+def test_report_of_a_smooth_4000_row_glm_stays_small(tmp_path):
+    """Issue 22 item 2b: with the default tree the report is small; a tree of 184 leaves (max_leaves: null) is
+    shown by its 16 largest subspaces, with what was left out and where it is."""
+    from fme.__main__ import main
+
+    d = _randhie(4000)
+    _config(tmp_path, _poisson(d), d, """\
+        overview: false
+        effects:
+          - id: lpi
+            steps: {lpi: 1}
+            extrapolation: none
+            stability: false
+          - id: full
+            steps: {lpi: 1}
+            extrapolation: none
+            partition: {max_leaves: null}
+            stability: false
+        """)
+    assert main(["report", str(tmp_path / "c.yaml"), "--no-pdf"]) == 0
+    html = (tmp_path / "c" / "report.html").read_bytes()
+    assert len(html) < 2_000_000
+    text = html.decode("utf-8")
+    assert "This partition has 184 subspaces; the tables below show the 16 with the most rows" in text
+    assert "tables/full-leaves.csv" in text
+    leaves = pd.read_csv(tmp_path / "c" / "tables" / "full-leaves.csv")
+    assert len(leaves) == 184 and len(pd.read_csv(tmp_path / "c" / "tables" / "lpi-leaves.csv")) <= 8
