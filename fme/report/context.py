@@ -189,7 +189,7 @@ def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) 
 
 #: Most subspaces the leaf tables, hyperrectangles and where-sentences show (issue 22 item 2: a tree of
 #: ``max_leaves: null`` may have hundreds; the rest are in ``tables/<effect>-leaves.csv`` and results.json).
-MAX_LEAVES_SHOWN = 16
+MAX_LEAVES_SHOWN = 16  # = fme.report.figures.MAX_TREE_LEAVES: the dot plot draws the same leaves
 
 
 def shown_leaves(part: dict, vid: str) -> tuple[dict, str | None]:
@@ -307,12 +307,14 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int], unit: str | No
             cap = (f"cAME tree of {step} ({p['method']}): each leaf shows n, cAME with CI and the distribution of "
                    "its fMEs; the table after the next figure gives the same numbers.")
         elif k == "came":
-            leaves = v["partition"]["leaves"]
+            n_all = len(v["partition"]["leaves"])
+            leaves = shown_leaves(v["partition"], v["id"])[0]["leaves"]  # as drawn: the largest 16 of more
             lo = min(leaves, key=lambda r: (r["came"], int(r["node"])))  # ties: the lowest node, in both engines
             hi = max(leaves, key=lambda r: (r["came"], -int(r["node"])))
             d = fmt_est(lo["came"], lo["came_ci_low"], lo["came_ci_high"])[0]
             e = fmt_est(hi["came"], hi["came_ci_low"], hi["came_ci_high"])[0]
-            alt = (f"Dot plot of the cAME with {cells['level']} CI for {len(leaves)} subspaces: from {d} "
+            which = f"{len(leaves)}" if len(leaves) == n_all else f"the {len(leaves)} largest of {n_all}"
+            alt = (f"Dot plot of the cAME with {cells['level']} CI for {which} subspaces: from {d} "
                    f"(leaf {lo['node']}, {lo['rule']}) to {e} (leaf {hi['node']}, {hi['rule']}); the AME of all "
                    f"rows is {cells['ame']}.")
             cap = f"cAMEs of {step} per subspace found by {v['partition']['method']} (n per leaf in the labels)."
