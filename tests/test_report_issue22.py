@@ -585,3 +585,26 @@ def test_report_of_a_smooth_4000_row_glm_stays_small(tmp_path):
     assert "Dot plot of the cAME with 95% CI for the 16 largest of 184 subspaces" in text
     leaves = pd.read_csv(tmp_path / "c" / "tables" / "full-leaves.csv")
     assert len(leaves) == 184 and len(pd.read_csv(tmp_path / "c" / "tables" / "lpi-leaves.csv")) <= 8
+
+
+def test_single_subspace_is_singular_in_the_dot_plot(tmp_path):
+    import fme
+    from sklearn.linear_model import LinearRegression
+
+    from fme.report.figures import _came_plot
+
+    X = pd.DataFrame({"x": np.linspace(0, 1, 60), "z": np.linspace(1, 2, 60)})
+    model = LinearRegression().fit(X, 2 * X["x"] + X["z"])
+    part = fme.came(fme.fme(model, X, {"x": 0.1}), minsplit=1000)  # fewer rows than minsplit: one node
+    assert len(part.leaves) == 1
+    (tmp_path / "figures").mkdir()
+    import matplotlib.pyplot as plt
+
+    titles = []
+    orig = plt.Axes.set_title
+    try:
+        plt.Axes.set_title = lambda self, label, *a, **k: titles.append(label) or orig(self, label, *a, **k)
+        _came_plot(part, {"figures": {"width": 6.4, "png_dpi": 50}, "target_unit": ""}, tmp_path, "x")
+    finally:
+        plt.Axes.set_title = orig
+    assert titles[-1].startswith("cAMEs on 1 subspace (")

@@ -301,7 +301,7 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int], unit: str | No
         elif k == "came-tree":
             p = v["partition"]
             split_on = sorted({c["feature"] for leaf in p["leaves"] for c in leaf["box"] if c["restricted"]})
-            alt = (f"Tree diagram of the {len(p['leaves'])} cAME subspaces of {step}, split on "
+            alt = (f"Tree diagram of the {count(len(p['leaves']), 'cAME subspace')} of {step}, split on "
                    f"{', '.join(split_on)}, with a histogram of the fMEs in each leaf; the AME of all rows is "
                    f"{cells['ame']}.")
             cap = (f"cAME tree of {step} ({p['method']}): each leaf shows n, cAME with CI and the distribution of "
@@ -313,8 +313,9 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int], unit: str | No
             hi = max(leaves, key=lambda r: (r["came"], -int(r["node"])))
             d = fmt_est(lo["came"], lo["came_ci_low"], lo["came_ci_high"])[0]
             e = fmt_est(hi["came"], hi["came_ci_low"], hi["came_ci_high"])[0]
-            which = f"{len(leaves)}" if len(leaves) == n_all else f"the {len(leaves)} largest of {n_all}"
-            alt = (f"Dot plot of the cAME with {cells['level']} CI for {which} subspaces: from {d} "
+            which = (count(len(leaves), "subspace") if len(leaves) == n_all
+                     else f"the {len(leaves)} largest of {n_all} subspaces")
+            alt = (f"Dot plot of the cAME with {cells['level']} CI for {which}: from {d} "
                    f"(leaf {lo['node']}, {lo['rule']}) to {e} (leaf {hi['node']}, {hi['rule']}); the AME of all "
                    f"rows is {cells['ame']}.")
             cap = f"cAMEs of {step} per subspace found by {v['partition']['method']} (n per leaf in the labels)."

@@ -255,8 +255,9 @@ def _came_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict:
     ax.axvline(est[0], color=PALETTE["reference"], linewidth=0.8, linestyle="--")
     ax.set_yticks(y, [_t(s) for s in labels])
     ax.set_xlabel(_t(f"cAME of {part.effects.describe_steps()}{_unit(cfg)}"))
-    which = f"{len(leaves)}" if len(leaves) == n_all else f"the {len(leaves)} largest of {n_all}"
-    ax.set_title(_t(f"cAMEs on {which} subspaces ({part.method}, {round(part.conf_level * 100, 6):g}% CIs)"))
+    which = (f"{len(leaves)} subspace" + ("s" if len(leaves) != 1 else "") if len(leaves) == n_all
+             else f"the {len(leaves)} largest of {n_all} subspaces")
+    ax.set_title(_t(f"cAMEs on {which} ({part.method}, {round(part.conf_level * 100, 6):g}% CIs)"))
     ax.legend(frameon=False, fontsize=8, loc="best")
     return {"kind": "came", "leaves_drawn": int(len(leaves)),
             **save(fig, out_dir, f"{vid}-came", cfg["figures"]["png_dpi"])}
