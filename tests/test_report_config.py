@@ -38,7 +38,7 @@ def test_bundled_config_is_valid():
     assert cfg["_name"] == "boston-svm"
     assert [e["id"] for e in cfg["effects"]] == ["rm", "crim", "crim-nox", "crim-nox-ptratio", "chas"]
     assert cfg["effects"][0]["partition"] == {"method": "ctree", "minbucket": 100, "testtype": "teststatistic",
-                                              "mincriterion": 0.99}
+                                              "mincriterion": 0.99, "max_leaves": 8}
 
 
 def test_defaults_filled(tmp_path):
@@ -175,7 +175,7 @@ def test_partition_parameter_names_per_method(tmp_path, partition, key, phrase):
 
 def test_cart_parameters_accepted(tmp_path):
     cfg = load_config(_write(tmp_path, GOOD + "    partition: {method: cart, max_depth: 3, min_samples_leaf: 20}\n"))
-    assert cfg["effects"][0]["partition"] == {"method": "cart", "max_depth": 3, "min_samples_leaf": 20}
+    assert cfg["effects"][0]["partition"] == {"method": "cart", "max_depth": 3, "min_samples_leaf": 20, "max_leaves": 8}
 
 
 def test_unknown_detector_names_valid_ones(tmp_path):

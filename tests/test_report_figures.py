@@ -74,7 +74,9 @@ def test_constant_model_equal_fmes_and_undefined_nlms(tmp_path, frame):
     assert kinds[:3] == ["extrapolation", "fme-scatter", "nlm"]
     nlm = next(f for f in v["figures"] if f["kind"] == "nlm")
     assert nlm["n_undefined"] == v["n"] > 0 and nlm["not_drawn"] is None
-    assert f"The NLM is undefined (constant path) for {v['n']} rows, not drawn." in _captions(tmp_path / "constant")
+    # issue 22 item 4d: flat and constant paths counted apart (a constant model: every path constant)
+    assert (f"The NLM is undefined for {v['n']} rows, not drawn: 0 flat paths (the prediction varies negligibly) "
+            f"and {v['n']} constant paths (exactly constant).") in _captions(tmp_path / "constant")
     for f in v["figures"]:
         assert (tmp_path / "constant" / f["svg"]).stat().st_size > 0
 

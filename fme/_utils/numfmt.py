@@ -58,6 +58,9 @@ def fmt_est(est: Any, low: Any, high: Any) -> tuple[str, str, str]:
     if low is not None and high is not None:
         half = (float(high) - float(low)) / 2
     d = decimals_for(half)
+    if half == 0.0 and est is not None and math.isfinite(float(est)) and float(est) != 0.0:
+        # a zero-width CI gives no precision: 6 significant digits, so 0.99989 is not shown as "1.000"
+        d = int(min(MAX_DECIMALS, max(3, 5 - math.floor(math.log10(abs(float(est)))))))
     return fmt_num(est, d), fmt_num(low, d), fmt_num(high, d)
 
 

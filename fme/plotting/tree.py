@@ -97,7 +97,8 @@ def edge_label(nodes: pd.DataFrame, parent: int, child: int) -> str:
     position = kids.index(child) + 1
     levels = nodes.at[parent, "split_levels"]
     if isinstance(levels, Mapping) and levels:
-        chosen = [str(lv) for lv, side in levels.items() if int(side) == position]
+        # a level absent from the parent node maps to no child (None; CTree)
+        chosen = [str(lv) for lv, side in levels.items() if side is not None and int(side) == position]
         shown = chosen[:_MAX_LEVELS_SHOWN]
         more = ", …" if len(chosen) > len(shown) else ""
         return "{" + ", ".join(shown) + more + "}"

@@ -25,13 +25,13 @@ from .._utils.validation import is_categorical
 from .._utils.validation import is_dask_collection
 from . import figures
 from .config import ConfigError, config_error
-from .model_view import feature_dictionary, feature_overview, model_fit  # noqa: F401 - used by the notebook
-from .details import effective_steps, extrapolation_causes, model_interval
+from .model_view import feature_dictionary, feature_overview, glm_dispersion, model_fit  # noqa: F401 - notebook
+from .details import effective_steps, extrapolation_causes, interval_records, model_interval
 from .effect_parts import (REPORT_SAMPLE_SIZE, _grow_partition, _num, _partition_summary, _stability, _stats,
                            _step_sensitivity, sample_info)
 from .sources import data_files, file_sha256, files_sha256, read_dask, read_frame, sample_rows
 from .specs import bootstrap_kwargs, make_detector
-from .validate import analysis_error, levels_of
+from .validate import all_extrapolation_error, analysis_error, check_train_data, levels_of
 
 __all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment", "write_results"]
 
@@ -58,7 +58,7 @@ def load_model(cfg: dict) -> tuple[Any, pd.DataFrame | None, dict]:
         except Exception as exc:  # noqa: BLE001 - any unpickling failure is a config problem
             raise analysis_error(cfg, ("model", "joblib"), exc) from exc
         return model, None, {"kind": "joblib", "source": spec["joblib"], "sha256": file_sha256(path),
-                             "sha256_of": None}
+                             "sha256_of": None, "dispersion": glm_dispersion(model)}
     module_name, func_name = spec["entry_point"].split(":")
     try:
         module = importlib.import_module(module_name)
@@ -75,7 +75,7 @@ def load_model(cfg: dict) -> tuple[Any, pd.DataFrame | None, dict]:
     source = getattr(module, "__file__", None)
     info = {"kind": "entry point", "source": spec["entry_point"],
             "sha256": file_sha256(Path(source)) if source else None,
-            "sha256_of": f"source of {module_name}"}
+            "sha256_of": f"source of {module_name}", "dispersion": glm_dispersion(model)}
     return model, train, info
 
 
@@ -134,7 +134,9 @@ def sample_size(cfg: dict) -> int:
     return int(cfg.get("sample_size", REPORT_SAMPLE_SIZE))
 
 
-def versions() -> dict[str, str]:
+def versions(model: Any = None, model_info: dict | None = None) -> dict[str, str]:
+    """Versions of the core packages and (issue 22 item 5) of every package the model, its entry point's
+    module and the analysis imported (:func:`fme.report.packages.model_packages`)."""
     import jinja2
     import matplotlib
     import scipy
@@ -146,6 +148,13 @@ def versions() -> dict[str, str]:
            "pandas": pd.__version__, "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
            "statsmodels": statsmodels.__version__, "matplotlib": matplotlib.__version__,
            "jinja2": jinja2.__version__}
+    from .packages import model_packages
+
+    module_file = None
+    if (model_info or {}).get("kind") == "entry point":  # the module the entry point imported from
+        module_file = getattr(sys.modules.get(model_info["source"].split(":")[0]), "__file__", None)
+    extra = model_packages(model, module_file) if model is not None else {}
+    out.update({k: v for k, v in extra.items() if k not in out})
     return out
 
 
@@ -223,6 +232,8 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         "detector_spec": det_spec,
     }
     summary.update(model_interval(res, conf))
+    # issue 22 item 1: both intervals, labelled; ci_low/ci_high are the fixed-model one ("sample")
+    summary.update(intervals=interval_records(summary), ci_inference="sample")
     if res.on_extrapolation == "shrink":
         step_cols = [f"step_{st.feature}" for st in res.steps]
         full = np.array([st.value for st in res.steps], dtype=float)
@@ -257,8 +268,13 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
     return {"result": res, "partition": part, "summary": summary, "stability": stab}
 
 
-def load_train_data(cfg: dict, spec: dict, key: tuple, cache: dict) -> pd.DataFrame | None:
-    """The ``train_data`` frame of a bootstrap inference spec (features and target; None otherwise)."""
+def load_train_data(cfg: dict, spec: dict, key: tuple, cache: dict, model: Any = None,
+                    data: Any = None) -> pd.DataFrame | None:
+    """The ``train_data`` frame of a bootstrap inference spec (features and target; None otherwise).
+
+    With ``model`` and the evaluation ``data``: :func:`fme.report.validate.check_train_data` before the
+    bootstrap (column types, one refit), so a refit that cannot work fails at ``<key>.train_data`` at once.
+    """
     if spec["method"] != "bootstrap":
         return None
     data_spec = spec["train_data"]
@@ -268,6 +284,8 @@ def load_train_data(cfg: dict, spec: dict, key: tuple, cache: dict) -> pd.DataFr
         if cfg["target"] not in frame.columns:
             raise config_error(cfg, key + ("train_data",), f"the training data lack the target column "
                                                            f"{cfg['target']!r}; bootstrap refits need it")
+        if model is not None and data is not None:
+            check_train_data(cfg, key, model, frame, data)
         cache[ident] = (frame, info)
     return cache[ident][0]
 
@@ -292,7 +310,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
         sample = sample_rows(data, int(data.shape[0].compute()), sample_size(cfg), int(cfg["seed"]))[0]
     for i, eff in enumerate(cfg["effects"], start=1):
         key = ("effects", i - 1, "inference") if "inference" in cfg["_raw_effects"][i - 1] else ("inference",)
-        train = load_train_data(cfg, eff["inference"], key, train_cache)
+        train = load_train_data(cfg, eff["inference"], key, train_cache, model, data)
         print(f"[fme report] effect {i}/{len(cfg['effects'])}: {eff['id']}", flush=True)
         single = list(eff["steps"].items())
         variants = [(eff["id"], eff)]
@@ -313,7 +331,10 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
                                                          fig_scale)
                 _write_tables(out, summ, out_dir, vid)
             except Exception as exc:  # noqa: BLE001 - loud, one line, naming the effect (and level)
-                err = analysis_error(cfg, ("effects", i - 1, "steps"), exc)
+                err = None
+                if isinstance(exc, fme.ExtrapolationError):  # x itself outside the detector's region?
+                    err = all_extrapolation_error(cfg, i - 1, veff, data, reference, int(cfg["seed"]))
+                err = err or analysis_error(cfg, ("effects", i - 1, "steps"), exc)
                 if "level" in veff and not isinstance(exc, ConfigError):
                     err = ConfigError(f"{err} (level {veff['level']!r})")
                 raise err from exc
@@ -326,11 +347,12 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
 def _write_tables(out: dict, summ: dict, out_dir: Path, vid: str) -> None:
     res = out["result"]  # engine: dask: the sampled rows (the per-row table); the counts are of all rows
     n_excluded = (res if out.get("dask_result") is None else out["dask_result"]).n_excluded
-    row = {"term": " & ".join(summ["features"]), "contrast": summ["step_label"], "estimate": summ["ame"],
-           "std.error": summ["se"], "conf.low": summ["ci_low"], "conf.high": summ["ci_high"], "n": summ["n"],
-           "n_excluded": n_excluded, "sd_fme": summ["sd"], "q25": summ["q25"], "q75": summ["q75"],
-           "anlm": summ.get("anlm")}
-    pd.DataFrame([row]).to_csv(out_dir / "tables" / f"{vid}-ame.csv", index=False, lineterminator="\n")
+    base = {"term": " & ".join(summ["features"]), "contrast": summ["step_label"]}
+    rest = {"n": summ["n"], "n_excluded": n_excluded, "sd_fme": summ["sd"], "q25": summ["q25"], "q75": summ["q75"],
+            "anlm": summ.get("anlm")}
+    # one row per interval, the report's primary interval first, each labelled (issue 22 item 1)
+    rows = [{**base, **iv, **rest} for iv in summ["intervals"]]
+    pd.DataFrame(rows).to_csv(out_dir / "tables" / f"{vid}-ame.csv", index=False, lineterminator="\n")
     if out.get("stability") is not None:
         out["stability"].to_csv(out_dir / "tables" / f"{vid}-stability.csv", index=False, lineterminator="\n")
     res.results.to_csv(out_dir / "tables" / f"{vid}-fme.csv", lineterminator="\n")

@@ -44,19 +44,19 @@ def _files(root: Path, patterns: tuple[str, ...]) -> list[Path]:
 
 
 def _entry_point_bytes(cfg: dict) -> tuple[bytes, bytes]:
-    """(pickled model and training data the entry point returns, sha256 of its module's source).
+    """(canonical serialisation of the model and training data the entry point returns, sha256 of its module's
+    source; :func:`fme.report.model_hash.model_fingerprint`).
 
     Loads the model as the notebook does (:func:`fme.report.analysis.load_model`): calls the entry point
     (runs code); the source is read from disk, never a cached copy.
     """
-    import pickle
-
     from .analysis import load_model
+    from .model_hash import model_fingerprint
 
     model, train, info = load_model(cfg)
-    try:
-        fitted = pickle.dumps(model if train is None else (model, train), protocol=4)
-    except Exception:  # noqa: BLE001 - an unpicklable model: its repr and the module source still count
+    try:  # what identifies the fit, not its pickle: identical fits hash alike (issue 22 item 3)
+        fitted = model_fingerprint(model if train is None else (model, train))
+    except Exception:  # noqa: BLE001 - an unserialisable model: its repr and the module source still count
         fitted = repr(model).encode("utf-8")
     return fitted, (info["sha256"] or "").encode()
 
@@ -67,8 +67,8 @@ def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
     Keys ``model``, ``model module source`` (entry points), ``data``, ``reference_data``, ``test_data``,
     ``train_data`` (bootstrap inference; ``train_data 2``, ... when effects name other files), ``previous``,
     ``requirements.lock``; each value ``{"sha256": hex, "of": what was hashed}``. The model is the fitted
-    object: a joblib file's bytes, or for an entry point the pickled object it returns (training data
-    included), so a changed hyper-parameter changes the hash even when the module's source does not.
+    object: a joblib file's bytes, or for an entry point a canonical serialisation of what it returns (training
+    data included; :mod:`fme.report.model_hash`), so a changed hyper-parameter changes the hash even when the module's source does not.
     An entry point is *called* to hash its model.
     """
     from .environment import find_lock
@@ -100,7 +100,8 @@ def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
             f"fitted model: file {cfg['model']['joblib']}")
     else:
         fitted, source = _entry_point_bytes(cfg)
-        add("model", fitted, f"fitted model: pickled return value of {cfg['model']['entry_point']}")
+        add("model", fitted, f"fitted model: canonical serialisation of the return value of "
+                             f"{cfg['model']['entry_point']} (class, parameters, fitted state, design and data)")
         out["model module source"] = {"sha256": source.decode(), "of": "source file of the entry point's module"}
     if cfg.get("previous"):
         p = Path(cfg["previous"])

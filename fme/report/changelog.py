@@ -16,6 +16,7 @@ from typing import Any
 from .config import config_error
 from .display import effect_title
 from .formatting import decimals_for, fmt_num
+from .specs import CI_SHORT
 
 __all__ = ["load_previous", "compact", "changelog"]
 
@@ -37,15 +38,30 @@ def _split_text(split: dict | None) -> str:
     return f"{split['feature']} <= {split['value']:.5g}"
 
 
+def _primary(v: dict) -> tuple[str, Any, Any]:
+    """(inference, conf_low, conf_high) of the report's primary interval: the model-uncertainty interval
+    when it was computed, else the fixed-model one (also for results.json files written before issue 22)."""
+    mc = v.get("model_ci")
+    if mc and mc.get("conf_low") is not None:
+        return v.get("inference", "sample"), mc["conf_low"], mc["conf_high"]
+    return "sample", v["ci_low"], v["ci_high"]
+
+
 def compact(results: dict) -> dict[str, Any]:
-    """The numbers of a results.json the change log compares, per effect variant id."""
+    """The numbers of a results.json the change log compares, per effect variant id.
+
+    ``inference``/``ci_low``/``ci_high``: the report's primary interval (issue 22 item 1); ``fixed_ci_low``/
+    ``fixed_ci_high``: the fixed-model interval over the rows, present in every build.
+    """
     out = {}
     for g in results["effects"]:
         for v in g["variants"]:
             p = v.get("partition")
+            method, lo, hi = _primary(v)
             out[v["id"]] = {"label": effect_title(g) + (f": to level {v['level']}"
                                                                    if v.get("level") is not None else ""),
-                            "step": v["step_label"], "ame": v["ame"], "ci_low": v["ci_low"], "ci_high": v["ci_high"],
+                            "step": v["step_label"], "ame": v["ame"], "inference": method, "ci_low": lo,
+                            "ci_high": hi, "fixed_ci_low": v["ci_low"], "fixed_ci_high": v["ci_high"],
                             "ep_share": _ep_share(v),
                             "first_split": None if not p else _split_text(p.get("root_split"))}
     return {"config_name": results.get("config_name"), "config_sha256": results.get("config_sha256"),
@@ -75,10 +91,20 @@ def load_previous(cfg: dict) -> dict | None:
     return {"path": str(rel), "sha256": hashlib.sha256(raw).hexdigest(), **record}
 
 
-def _overlap(a: dict, b: dict) -> str:
-    if None in (a["ci_low"], a["ci_high"], b["ci_low"], b["ci_high"]):
+def _overlap(a: dict, b: dict, lo: str = "ci_low", hi: str = "ci_high") -> str:
+    if None in (a.get(lo), a.get(hi), b.get(lo), b.get(hi)):
         return "-"
-    return "yes" if a["ci_low"] <= b["ci_high"] and b["ci_low"] <= a["ci_high"] else "no"
+    return "yes" if a[lo] <= b[hi] and b[lo] <= a[hi] else "no"
+
+
+def _interval_cells(new: dict, old: dict) -> tuple[str, str]:
+    """(which interval, whether the CIs overlap): the primary intervals when both builds computed the same
+    kind; otherwise the fixed-model intervals, which every build has, and the cell says so."""
+    a, b = old.get("inference", "sample"), new.get("inference", "sample")
+    if a == b:
+        return CI_SHORT[b], _overlap(new, old)
+    fixed = _overlap(new, old, "fixed_ci_low", "fixed_ci_high")
+    return f"{CI_SHORT[a]} to {CI_SHORT[b]}", f"{fixed} (fixed-model intervals; the primary ones differ in kind)"
 
 
 def _signed(x: float | None, d: int) -> str:
@@ -104,6 +130,7 @@ def changelog(results: dict, previous: dict | None) -> dict[str, Any] | None:
         if old is None:
             continue
         d = _decimals(new, old)
+        interval, overlap = _interval_cells(new, old)
         delta = None if new["ame"] is None or old["ame"] is None else new["ame"] - old["ame"]
         if new["ep_share"] is None or old["ep_share"] is None:
             ep = "-"
@@ -119,7 +146,7 @@ def changelog(results: dict, previous: dict | None) -> dict[str, Any] | None:
                      "previous": f"{fmt_num(old['ame'], d)} [{fmt_num(old['ci_low'], d)}, {fmt_num(old['ci_high'], d)}]",
                      "now": f"{fmt_num(new['ame'], d)} [{fmt_num(new['ci_low'], d)}, {fmt_num(new['ci_high'], d)}]",
                      "delta": _signed(delta, d),
-                     "overlap": _overlap(new, old), "ep_share": ep, "first_split": split})
+                     "interval": interval, "overlap": overlap, "ep_share": ep, "first_split": split})
     return {"path": previous["path"], "sha256": previous["sha256"],
             "previous_id": f"{previous.get('config_name')}-{(previous.get('config_sha256') or '')[:12]}",
             "rows": rows,

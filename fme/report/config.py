@@ -94,6 +94,9 @@ _PARTITION = {
         "method": {"enum": ["ctree", "cart"]},
         "features": {"type": "array", "items": _NAME, "minItems": 1},
         "n_partitions": {"type": "integer", "minimum": 2},
+        "max_leaves": {"type": ["integer", "null"], "minimum": 2,
+                       "description": "prune the grown tree to at most this many subspaces (default 8; null: the "
+                                      "grown tree, unpruned, with the method's own defaults)"},
         **_CTREE_PARAMS,
         **_CART_PARAMS,
     },
@@ -182,6 +185,8 @@ SCHEMA: dict[str, Any] = {
                 "leaf_anlm": {"type": "number", "maximum": 1},
                 "leaf_n": {"type": "integer", "minimum": 1},
                 "ari": {"type": "number", "minimum": -1, "maximum": 1},
+                "dispersion": {"type": "number", "minimum": 0},
+                "bootstrap_resamples": {"type": "integer", "minimum": 2},
             },
         },
         "overview": {"oneOf": [
@@ -227,7 +232,7 @@ DEFAULTS: dict[str, Any] = {
 }
 EFFECT_DEFAULTS: dict[str, Any] = {
     "why": "", "nlm": True, "nlm_method": "auto", "extrapolation": "envelope",
-    "on_extrapolation": "exclude", "partition": {"method": "ctree"},
+    "on_extrapolation": "exclude", "partition": {"method": "ctree", "max_leaves": 8},
     "stability": {"subsamples": 20, "fraction": 0.5},
 }
 
@@ -339,6 +344,20 @@ def _check_partition(file: str, lines: dict, i: int, part: dict) -> None:
                         f"method {method}'s ({', '.join(PARTITION_PARAMS[method])}); {fix}")
 
 
+#: Largest number of subspaces of a cAME tree by default (issue 22 item 2: a readable tree, paper §5.5).
+MAX_LEAVES = 8
+
+
+def _partition_defaults(file: str, lines: dict, i: int, part: dict) -> dict:
+    """The partition with ``max_leaves`` filled in (8) unless ``n_partitions`` fixes the number of subspaces."""
+    if "n_partitions" in part:
+        if part.get("max_leaves") is not None:
+            raise _fail(file, lines, ("effects", i, "partition", "max_leaves"),
+                        "give either n_partitions (exactly that many subspaces) or max_leaves (at most), not both")
+        return {**part, "max_leaves": None}
+    return {"method": "ctree", "max_leaves": MAX_LEAVES, **part}
+
+
 # ------------------------------------------------------------------ public API
 def config_sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -375,7 +394,11 @@ def load_config(path: str | Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
-        raise ConfigError(f"{path}:{line}: (YAML): invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        problem = str(getattr(exc, "problem", None) or exc)
+        rows = text.splitlines()
+        tab = "\t" in problem or "tab" in problem.lower() or (line <= len(rows) and "\t" in rows[line - 1])
+        fix = "; the line contains a tab: YAML does not allow tabs for indentation, indent with spaces" if tab else ""
+        raise ConfigError(f"{path}:{line}: (YAML): invalid YAML: {problem}{fix}") from None
     except _DuplicateKey as dup:
         raise ConfigError(f"{path}:{dup.line}: {_key_text(dup.path)}: duplicate key (first given on line "
                           f"{dup.first}); give each key once") from None
@@ -392,7 +415,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
         if isinstance(value, dict) and isinstance(cfg.get(key), dict):
             cfg[key] = {**cfg[key], **value}
         else:
-            cfg[key] = value
+            cfg[key] = copy.deepcopy(value)  # never the raw effects themselves (_raw_effects)
     from .specs import FLAG_DEFAULTS, engine_problem, normalise_detector, normalise_inference
 
     problem = engine_problem(raw)
@@ -435,6 +458,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
                         "a list of levels (one effect per level) is allowed only for a single categorical step")
         if isinstance(full["partition"], dict):
             _check_partition(str(path), lines, i, full["partition"])
+            full["partition"] = _partition_defaults(str(path), lines, i, full["partition"])
         if "expected_sign" in eff and len(full["steps"]) == 1 and (
                 lists or next(iter(full["steps"].values())) == "all"):
             raise _fail(str(path), lines, ("effects", i, "expected_sign"),

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from . import audit, changelog, sentences
-from .display import ci_method_text, effect_title, interval_rows, prepare_variant, scale_of, target_phrase
-from .flags import flag_rows, threshold_rows
+from .display import (ci_method_text, effect_title, interval_rows, model_ci_scope, prepare_variant, scale_of,
+                      target_phrase)
+from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
 from .specs import CI_COVERS, CI_SHORT
-from .formatting import decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
+from .formatting import count, decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
 
 __all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS", "with_eps_rows", "sensitivity_rows",
            "stability_cells",
@@ -54,6 +55,18 @@ def effect_cells(v: dict) -> dict[str, str]:
         d.update(anlm="-", anlm_ci_low="-", anlm_ci_high="-", median_nlm="-", share_linear="-", n_nlm_flat="-",
                  n_nlm_constant="-", nlm_method="not computed")
     return d
+
+
+def level_label(v: dict) -> str:
+    """The level rows already at are left out at: the variant's level (``all`` or a list), else the level of a
+    single categorical step (``{feature: level}``), else ``feature level`` per stepped feature (issue 22 item 4a:
+    never "level None")."""
+    if v.get("level") is not None:
+        return str(v["level"])
+    steps = v.get("steps") or {}
+    if len(steps) == 1:
+        return str(next(iter(steps.values())))
+    return ", ".join(f"{f} {val}" for f, val in steps.items())
 
 
 def _nlm_method(v: dict) -> str:
@@ -174,6 +187,28 @@ def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) 
     return rows
 
 
+#: Most subspaces the leaf tables, hyperrectangles and where-sentences show (issue 22 item 2: a tree of
+#: ``max_leaves: null`` may have hundreds; the rest are in ``tables/<effect>-leaves.csv`` and results.json).
+MAX_LEAVES_SHOWN = 16  # = fme.report.figures.MAX_TREE_LEAVES: the dot plot draws the same leaves
+
+
+def shown_leaves(part: dict, vid: str) -> tuple[dict, str | None]:
+    """The partition with at most :data:`MAX_LEAVES_SHOWN` leaves (the largest by n, in node order) and the
+    sentence saying what was left out and where it is (None when every leaf is shown)."""
+    leaves = part["leaves"]
+    if len(leaves) <= MAX_LEAVES_SHOWN:
+        return part, None
+    keep = sorted(sorted(leaves, key=lambda r: (-int(r["n"]), int(r["node"])))[:MAX_LEAVES_SHOWN],
+                  key=lambda r: int(r["node"]))
+    n_left = sum(int(r["n"]) for r in leaves) - sum(int(r["n"]) for r in keep)
+    note = (f"This partition has {fmt_int(len(leaves))} subspaces; the tables below show the "
+            f"{MAX_LEAVES_SHOWN} with the most rows and leave out {fmt_int(len(leaves) - MAX_LEAVES_SHOWN)} "
+            f"subspaces holding {fmt_int(n_left)} rows. Every subspace, with its rule, n, cAME and CI, is in "
+            f"tables/{vid}-leaves.csv, and with its hyperrectangle in results.json (partition.leaves). "
+            "The config key partition: max_leaves (default 8) prunes the tree to a readable size.")
+    return {**part, "leaves": keep}, note
+
+
 def _g(x: float) -> str:
     """A range bound as the hyperrectangle prints it (6 significant digits), so both read alike."""
     return f"{x:.6g}"
@@ -214,15 +249,18 @@ def where_came_holds(part: dict, noun: str = "observations") -> list[str]:
                 f"to its {fmt_int(leaf['n'])} {noun}" + (f": {ranges}" if ranges else ""))
         n_ep = leaf.get("n_extrapolation")
         if n_ep:
-            text += (f"; {fmt_int(n_ep)} extrapolation points fall inside this hyperrectangle and are not "
-                     "in its cAME")
+            text += (f"; {count(n_ep, 'extrapolation point')} "
+                     f"{'falls' if int(n_ep) == 1 else 'fall'} inside this hyperrectangle and "
+                     f"{'is' if int(n_ep) == 1 else 'are'} not in its cAME")
         out.append(text + ".")
     return out
 
 
-def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
+def _figures(v: dict, cells: dict, cfg: dict, counter: list[int], unit: str | None = None) -> list[dict]:
+    """Alt text and captions of an effect's figures; ``unit`` is the unit the tables give the AME in (a
+    classifier's: percentage points, never the config's ``target_unit`` such as "probability")."""
     out = []
-    step, unit = cells["step"], cfg.get("target_unit", "")
+    step, unit = cells["step"], cfg.get("target_unit", "") if unit is None else unit
     u = f" {unit}" if unit else ""
     for fig in v["figures"]:
         counter[0] += 1
@@ -230,7 +268,7 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
         if k == "extrapolation":
             where = next((w for w in v["extrapolation_where"] if w["feature"] == fig["feature"]
                           and w.get("kind", "outside range") == "outside range" and "min" in w), None)
-            loc = (f"; the {fmt_int(where.get('n'))} extrapolation points outside the reference data in "
+            loc = (f"; the {count(where.get('n'), 'extrapolation point')} outside the reference data in "
                    f"{fig['feature']} have {fig['feature']} from {fmt_num(where['min'], 3)} to "
                    f"{fmt_num(where['max'], 3)}") if where else ""
             alt = (f"Stacked histogram of {fig['feature']}: {cells['n']} observations evaluated (solid) and "
@@ -241,8 +279,10 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
             alt = (f"Scatter plot of the fMEs of {step} against {fig['feature']}: the AME is {cells['ame']}{u} "
                    f"(dashed line), half of the fMEs lie between {cells['q25']} and {cells['q75']}, and "
                    f"{fmt_int(v['n_negative'])} of {cells['n']} are negative.")
-            cap = (f"fMEs of {step} against {fig['feature']} (n = {cells['n']}; {fmt_int(fig['n_drawn'])} points "
-                   f"drawn), with the AME (dashed), zero (solid) and a rug of all observed {fig['feature']} values.")
+            cap = (f"fMEs of {step} against {fig['feature']} (n = {cells['n']}; {count(fig['n_drawn'], 'point')} "
+                   f"drawn), with the AME (dashed), zero (solid) and a rug of all observed {fig['feature']} values"
+                   + (f" ({count(fig['rug_drawn'], 'quantile')} of all rows drawn)." if fig.get("rug_quantiles")
+                      else "."))
         elif k == "fme-hexbin":
             f1, f2 = fig["features"]
             alt = (f"Hexagon map of the mean fME of {step} over {f1} and {f2}: the AME is {cells['ame']}{u} and "
@@ -261,18 +301,21 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
         elif k == "came-tree":
             p = v["partition"]
             split_on = sorted({c["feature"] for leaf in p["leaves"] for c in leaf["box"] if c["restricted"]})
-            alt = (f"Tree diagram of the {len(p['leaves'])} cAME subspaces of {step}, split on "
+            alt = (f"Tree diagram of the {count(len(p['leaves']), 'cAME subspace')} of {step}, split on "
                    f"{', '.join(split_on)}, with a histogram of the fMEs in each leaf; the AME of all rows is "
                    f"{cells['ame']}.")
             cap = (f"cAME tree of {step} ({p['method']}): each leaf shows n, cAME with CI and the distribution of "
                    "its fMEs; the table after the next figure gives the same numbers.")
         elif k == "came":
-            leaves = v["partition"]["leaves"]
-            lo = min(leaves, key=lambda r: r["came"])
-            hi = max(leaves, key=lambda r: r["came"])
+            n_all = len(v["partition"]["leaves"])
+            leaves = shown_leaves(v["partition"], v["id"])[0]["leaves"]  # as drawn: the largest 16 of more
+            lo = min(leaves, key=lambda r: (r["came"], int(r["node"])))  # ties: the lowest node, in both engines
+            hi = max(leaves, key=lambda r: (r["came"], -int(r["node"])))
             d = fmt_est(lo["came"], lo["came_ci_low"], lo["came_ci_high"])[0]
             e = fmt_est(hi["came"], hi["came_ci_low"], hi["came_ci_high"])[0]
-            alt = (f"Dot plot of the cAME with {cells['level']} CI for {len(leaves)} subspaces: from {d} "
+            which = (count(len(leaves), "subspace") if len(leaves) == n_all
+                     else f"the {len(leaves)} largest of {n_all} subspaces")
+            alt = (f"Dot plot of the cAME with {cells['level']} CI for {which}: from {d} "
                    f"(leaf {lo['node']}, {lo['rule']}) to {e} (leaf {hi['node']}, {hi['rule']}); the AME of all "
                    f"rows is {cells['ame']}.")
             cap = f"cAMEs of {step} per subspace found by {v['partition']['method']} (n per leaf in the labels)."
@@ -282,7 +325,9 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int]) -> list[dict]:
         else:  # pragma: no cover - new figure kinds must add wording here
             raise ValueError(f"no alt text for figure kind {k!r}")
         if fig.get("n_undefined"):
-            cap += f" The NLM is undefined (constant path) for {fmt_int(fig['n_undefined'])} rows, not drawn."
+            cap += (f" The NLM is undefined for {count(fig['n_undefined'], 'row')}, not drawn: "
+                    f"{count(fig.get('n_flat', 0), 'flat path')} (the prediction varies negligibly) and "
+                    f"{count(fig.get('n_constant', 0), 'constant path')} (exactly constant).")
         if fig.get("not_drawn"):
             cap += f" {fig['not_drawn'][0].upper()}{fig['not_drawn'][1:]}."
         out.append({"svg": fig["svg"], "png": fig["png"], "alt": alt,
@@ -316,7 +361,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
             if "error" in v:  # results.json of an older fme: the analysis now fails loudly instead
                 raise ValueError(f"effect {v['id']} was not computed ({v['error']}); rebuild the report")
             v = prepare_variant(v, scale)
-            v["level_label"] = str(v.get("level"))
+            v["level_label"] = level_label(v)
             v["expected_sign"] = group.get("config", {}).get("expected_sign")
             cells = effect_cells(v)
             ci_methods.add(v["ci_inference"])
@@ -347,11 +392,11 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                    "table_shrink": next_table() if v.get("effective_steps") else None,
                    "sensitivity": sens, "sensitivity_sentence": sens_sentence,
                    "table_sensitivity": next_table() if sens else None,
-                   "figures": _figures(v, cells, cfg, fig_counter)}
+                   "figures": _figures(v, cells, cfg, fig_counter, unit)}
             var["with_eps_phrase"] = sentences.with_eps_phrase(eps[1], noun, var["table_eps"]) if eps else None
             if v.get("partition"):
-                p = v["partition"]
-                var["partition"] = {"method": p["method"], "params": ", ".join(
+                p, omitted = shown_leaves(v["partition"], v["id"])
+                var["partition"] = {"method": p["method"], "omitted": omitted, "params": ", ".join(
                     f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
                     "rows": _leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": _boxes(p), "notes": p["notes"],
                     "holds": where_came_holds(p, noun),
@@ -366,6 +411,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
             variants.append(var)
         effects.append({"id": group["id"], "title": effect_title(group), "why": group["why"],
                         "variants": variants})
+    flags.extend(model_flag_rows(results.get("model") or {}, thresholds))
     table_plausibility = next_table()
     changes = changelog.changelog(results, build_info.get("previous"))
     table_changes = next_table() if changes and changes["rows"] else None
@@ -383,6 +429,8 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "ci_method": ci_method_text(ci_methods, fmt_level(cfg["conf_level"])),
         "ci_caption": "; ".join(sorted(ci_captions)),
         "only_fixed": ci_methods == {"sample"},
+        "model_ci_scope": model_ci_scope(ci_methods),
+        "dispersion": dispersion_text((results.get("model") or {}).get("dispersion"), thresholds),
         "extrapolation_method": detector_text([e["extrapolation"] for e in cfg["effects"]]),
         "model": {"description": cfg["model"].get("description", ""), **results["model"]},
         "data": results["data"], "reference": results["reference_data"], "test_fit": fit_text(results["test_fit"]),

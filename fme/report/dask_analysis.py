@@ -31,7 +31,7 @@ import pandas as pd
 
 import fme
 
-from .details import effective_steps, extrapolation_causes, model_interval
+from .details import effective_steps, extrapolation_causes, interval_records, model_interval
 from .effect_parts import _grow_partition, _num, _partition_summary, _stability, _step_sensitivity
 from .specs import bootstrap_kwargs, make_detector
 
@@ -182,6 +182,8 @@ def compute_effect_dask(model: Any, data: Any, reference: Any, eff: dict, seed: 
         "detector_spec": det_spec,
     }
     summary.update(model_interval(res, conf))
+    # issue 22 item 1: both intervals, labelled; ci_low/ci_high are the fixed-model one ("sample")
+    summary.update(intervals=interval_records(summary), ci_inference="sample")
     ref_fit = _fit_reference(reference, det_spec, seed) if detector else None
     small = _sample_result(model, sample, ref_fit, res, eff, seed, target_class, use_nlm)
     if res.on_extrapolation == "shrink":  # per-row steps: from the sample
@@ -216,8 +218,12 @@ def compute_effect_dask(model: Any, data: Any, reference: Any, eff: dict, seed: 
     summary["partition"] = None
     if part is not None:
         eps = leaf_extrapolation(part, res)  # over all rows; the boxes' evaluated ranges: the tree's rows
+        from .validate import levels_of
+
+        levels = {f: levels_of(data, f) for f in part.features if f in data.columns and is_categorical(data[f])}
         summary["partition"] = _partition_summary(part, eff,
-                                                  lambda node: None if eps is None else int(eps.get(node, 0)))
+                                                  lambda node: None if eps is None else int(eps.get(node, 0)),
+                                                  levels)
         summary["partition"].update(tree_rows=int(part.sample_rows), tree_on_sample=bool(part.grown_on_sample))
     stab, summary["stability"] = _stability(part, eff, seed, summary["ame"])
     res.sorted_parts.clear()  # the quantiles used above are cached; free the workers' sorted values

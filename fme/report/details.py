@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from .._utils.validation import is_categorical
+from .specs import CI_COVERS
 
-__all__ = ["model_interval", "extrapolation_causes", "effective_steps"]
+__all__ = ["model_interval", "interval_records", "extrapolation_causes", "effective_steps"]
 
 
 def _finite(x: Any) -> float | None:
@@ -48,6 +49,31 @@ def model_interval(res: Any, conf_level: float) -> dict[str, Any]:
         out.update(n_resamples=int(rows.draws.shape[1]) + int(rows.n_failed), n_failed=int(rows.n_failed),
                    ci=rows.ci, errors=list(rows.errors))
     return {"inference": method, "model_ci": out}
+
+
+def interval_records(summary: dict) -> list[dict[str, Any]]:
+    """Both intervals of an effect's AME, each labelled by what it covers, the report's primary one first.
+
+    Rows in the contract's names (``inference``, ``covers``, ``primary``, ``estimate``, ``std_error``,
+    ``conf_low``, ``conf_high``, ``conf_level``): the model-uncertainty interval (delta method,
+    bootstrap) when it was computed, which is then the primary one (the interval the report shows, its
+    sentences, flags and plausibility check use), and the fixed-model interval over the rows
+    (``inference: sample``; the effect's ``ci_low``/``ci_high``). ``tables/<effect>-ame.csv``, results.json
+    (``intervals``) and the change log carry these rows, so a file never shows one interval beside the
+    label of the other (issue 22 item 1).
+    """
+    rows = []
+    mc = summary.get("model_ci")
+    conf = summary.get("conf_level")
+    if mc and mc.get("conf_low") is not None:
+        method = summary["inference"]
+        rows.append({"inference": method, "covers": CI_COVERS[method], "primary": True,
+                     "estimate": summary["ame"], "std_error": mc.get("std_error"), "conf_low": mc["conf_low"],
+                     "conf_high": mc["conf_high"], "conf_level": mc.get("conf_level", conf)})
+    rows.append({"inference": "sample", "covers": CI_COVERS["sample"], "primary": not rows,
+                 "estimate": summary["ame"], "std_error": summary.get("se"), "conf_low": summary.get("ci_low"),
+                 "conf_high": summary.get("ci_high"), "conf_level": conf})
+    return rows
 
 
 def _flagged(res: Any) -> tuple[pd.Index, np.ndarray]:

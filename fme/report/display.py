@@ -19,10 +19,24 @@ from __future__ import annotations
 
 import copy
 
-from .formatting import fmt_est, fmt_int
+from .formatting import count, fmt_est
 from .specs import CI_COVERS, CI_SHORT
 
-__all__ = ["prepare_variant", "scale_of", "target_phrase", "interval_rows", "ci_method_text"]
+__all__ = ["prepare_variant", "scale_of", "target_phrase", "interval_rows", "ci_method_text", "model_ci_scope"]
+
+#: What each model-uncertainty interval covers and what it does not (issue 22 item 4b; limitations section).
+MODEL_CI_SCOPE = {
+    "delta": ("CIs marked model (delta method) have the standard error sqrt(g'Vg): g is the gradient of the AME "
+              "with respect to the model's parameters, V their estimated covariance, and the evaluation rows are "
+              "held fixed. They cover the uncertainty of the estimated parameters under the model's own "
+              "assumptions (e.g. a GLM's variance function); they do not cover which rows were evaluated, a "
+              "misspecified model form or variance (a robust covariance, e.g. cov_type HC0, covers the "
+              "latter), or the choice of features."),
+    "bootstrap": ("CIs marked model (bootstrap refits) refit the model on resamples of the training data with the "
+                  "evaluation rows held fixed. They cover the variability of fitting the model to other training "
+                  "samples with its settings fixed; they do not cover which rows were evaluated, nor the choice "
+                  "of the model class, its hyper-parameters or its features."),
+}
 
 _EFFECT_KEYS = ("ame", "sd", "se", "ci_low", "ci_high", "q25", "q75")
 _LEAF_KEYS = ("came", "sd_fme", "came_ci_low", "came_ci_high", "std_error", "conf_low", "conf_high")
@@ -88,7 +102,8 @@ def interval_rows(v: dict, level: str) -> list[dict[str, str]]:
         _, lo, hi = fmt_est(v["ame"], mc["conf_low"], mc["conf_high"])
         extra = ""
         if v["inference"] == "bootstrap":
-            extra = f" ({fmt_int(mc['n_resamples'])} resamples, {fmt_int(mc['n_failed'])} failed refits, {mc['ci']})"
+            extra = (f" ({count(mc['n_resamples'], 'resample')}, {count(mc['n_failed'], 'failed refit')}, "
+                     f"{mc['ci']})")
         se = fmt_est(mc["std_error"], mc["conf_low"], mc["conf_high"])[0]
         rows.append({"interval": CI_SHORT[v["inference"]] + extra, "covers": CI_COVERS[v["inference"]],
                      "ci": f"[{lo}, {hi}]", "se": se, "used": "yes"})
@@ -99,17 +114,24 @@ def interval_rows(v: dict, level: str) -> list[dict[str, str]]:
     return rows
 
 
+def model_ci_scope(methods: set[str]) -> str:
+    """The limitations' sentences on the model-uncertainty intervals used (delta method, bootstrap)."""
+    return " ".join(MODEL_CI_SCOPE[m] for m in ("delta", "bootstrap") if m in methods)
+
+
 def ci_method_text(methods: set[str], level: str) -> str:
     """The method section's sentence on confidence intervals for the inference methods used."""
     parts = []
     if "delta" in methods:
         parts.append("delta method: the gradient of the AME with respect to the model's parameters and their "
-                     "covariance (z statistics, normal quantiles); this covers the uncertainty of estimating the "
-                     "model's parameters")
+                     "covariance (z statistics, normal quantiles), the evaluation rows held fixed; this covers the "
+                     "uncertainty of estimating the model's parameters under its own assumptions, not which rows "
+                     "were evaluated nor a misspecified model")
     if "bootstrap" in methods:
         parts.append("bootstrap: the model is refitted on resamples of the training data and the AME recomputed "
-                     "for each refit (percentile or normal interval, as configured); this covers the uncertainty "
-                     "of fitting the model")
+                     "for each refit on the same evaluation rows (percentile or normal interval, as configured); "
+                     "this covers the variability of fitting the model to other training samples, not which rows "
+                     "were evaluated nor the choice of model class or hyper-parameters")
     fixed = (f"fixed model: t-based, mean ± t × SD / √n over the evaluated rows at the {level} level; this "
              "describes the spread of the effects over the data given the fitted model and does not include "
              "the uncertainty of fitting the model")

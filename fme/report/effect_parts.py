@@ -51,26 +51,61 @@ def _num(x: Any) -> Any:
     return x
 
 
+#: The growth parameters of a reduction (paper §5.5, fmeffects): a few per cent of the rows per leaf.
+_REDUCE_SHARE = 0.02
+
+
 def _grow_partition(res: Any, eff: dict, conf: float, **came_kwargs: Any) -> Any:
     """The effect's cAME partition (:func:`fme.came` with the config's ``partition``), or None when the
-    config switches it off or fewer than 2 rows were evaluated."""
+    config switches it off or fewer than 2 rows were evaluated.
+
+    ``max_leaves`` (default 8, issue 22 item 2): the tree is pruned to at most that many subspaces (the
+    paper's reduction, §5.5); a grown tree with fewer leaves stays as grown. Without tree parameters in the
+    config it grows as for a reduction in fmeffects (CTree ``alpha`` 0.35 and ``minbucket`` 2 % of the rows,
+    CART ``min_samples_leaf`` 2 %); with them, as they say (the method's defaults for the rest).
+    ``max_leaves: null`` keeps every leaf of the grown tree.
+    """
     if eff["partition"] is False or res.n < 2:
         return None
     params = dict(eff["partition"])
     method = params.pop("method", "ctree")
     feats = params.pop("features", None)
-    return fme.came(res, method=method, features=feats, conf_level=conf, **came_kwargs, **params)
+    cap = params.pop("max_leaves", None)
+    if cap is None or "n_partitions" in params:
+        return fme.came(res, method=method, features=feats, conf_level=conf, **came_kwargs, **params)
+    n = int(res.n)
+    # fme.came's reduction would fill these in: give them explicitly, so the grown tree is the same either way
+    if method == "ctree":
+        fill = {"alpha": 0.35, "minbucket": _REDUCE_SHARE * n} if not params else {"alpha": 0.05, "minbucket": 7}
+    else:
+        fill = {"min_samples_leaf": max(1, int(round(_REDUCE_SHARE * n))) if not params else 1}
+    params = {**fill, **params}
+    grown = fme.came(res, method=method, features=feats, conf_level=conf, **came_kwargs, **params)
+    if len(grown.leaf_ids) <= int(cap):
+        return grown
+    return fme.came(res, method=method, features=feats, conf_level=conf, n_partitions=int(cap), **came_kwargs,
+                    **params)
 
 
-def _partition_summary(part: Any, eff: dict, n_extrapolation: Any) -> dict:
-    """The JSON-ready subspaces of ``part``: each leaf's figures, box and ``n_extrapolation(node)``."""
+def _partition_summary(part: Any, eff: dict, n_extrapolation: Any, levels: dict | None = None) -> dict:
+    """The JSON-ready subspaces of ``part``: each leaf's figures, box and ``n_extrapolation(node)``.
+
+    ``levels`` (``engine: dask``): every categorical feature's levels over all rows of the data. An unrestricted
+    categorical side of a box then lists them, as the pandas report does from the whole data; the Dask
+    partition's own data are the evaluated rows of its sample, which lack the rows already at a level or left
+    out as extrapolation points (issue 22 item 7: {excellent, fair, good} where pandas lists {..., poor}).
+    """
     leaves = []
+    levels = levels or {}
     for _, row in part.leaves.iterrows():
         leaf = {k: _num(v) for k, v in row.items()}
         box = part.describe(int(row["node"]))
         leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"]),
                         "kind": str(b["kind"]), "eval_min": _num(b["min"]), "eval_max": _num(b["max"])}
                        for f, b in box.iterrows()]
+        for b in leaf["box"]:
+            if b["kind"] == "categorical" and not b["restricted"] and b["feature"] in levels:
+                b["range"] = "{" + ", ".join(map(str, levels[b["feature"]])) + "}"
         leaf["n_extrapolation"] = n_extrapolation(int(row["node"]))
         leaves.append(leaf)
     return {"method": eff["partition"].get("method", "ctree"), "params": eff["partition"], "leaves": leaves,
@@ -94,7 +129,9 @@ def _root_split(part: Any) -> dict | None:
         return None
     levels = nodes.at[1, "split_levels"]
     return {"feature": str(nodes.at[1, "split_feature"]), "value": _num(nodes.at[1, "split_value"]),
-            "levels": None if not isinstance(levels, dict) else {str(k): int(v) for k, v in levels.items()}}
+            "levels": None if not isinstance(levels, dict)
+            # a level absent from the node goes to neither side (CTree: None; issue 22 item 2a)
+            else {str(k): (None if v is None else int(v)) for k, v in levels.items()}}
 
 
 def _stability_summary(stab: pd.DataFrame, part: Any, ame: float, spec: dict) -> dict:

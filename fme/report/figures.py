@@ -125,6 +125,18 @@ def _feature_unit(cfg: dict, feature: str) -> str:
     return f" [{unit}]" if unit else ""
 
 
+def rug_values(values: np.ndarray, max_points: int) -> tuple[np.ndarray, str]:
+    """The marks of a rug of all observed values, at most ``max_points`` (issue 22 item 8: an unsampled rug of
+    10^5 rows made one SVG 1.17 MB): the distinct values, or when there are more, ``max_points`` evenly
+    spaced quantiles of all rows (the rug's density is kept), and the legend label saying which."""
+    v = values[np.isfinite(values)]
+    distinct = np.unique(v)
+    if distinct.size <= max_points:
+        return distinct, "observed values (all rows)"
+    q = np.quantile(v, np.linspace(0.0, 1.0, int(max_points)), method="inverted_cdf")
+    return q, f"observed values ({int(max_points):,} quantiles of all rows)"
+
+
 def _fme_plot(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict:
     fm = res.results["fme"].to_numpy(dtype=float)
     ame = float(fm.mean())
@@ -142,10 +154,10 @@ def _fme_plot(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict:
         ax.scatter(x[sel], fm[sel], s=14, facecolors="none", edgecolors=PALETTE["kept"], linewidths=0.9,
                    marker="o", label="fME of one observation")
         info["not_drawn"] = _note(ax, drawn.note)
-        allx = res.data[f].to_numpy(dtype=float)
-        allx = allx[np.isfinite(allx)]
+        allx, rug_label = rug_values(res.data[f].to_numpy(dtype=float), cfg["figures"]["max_points"])
+        info["rug_drawn"], info["rug_quantiles"] = int(allx.size), "quantiles" in rug_label
         ax.plot(allx, np.full(allx.size, 0), "|", color=PALETTE["excluded"], markersize=8, alpha=0.6,
-                transform=ax.get_xaxis_transform(), label="observed values (all rows)")
+                transform=ax.get_xaxis_transform(), label=rug_label)
         ax.axhline(0, color=PALETTE["reference"], linewidth=0.8)
         ax.axhline(ame, color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="AME")
         ax.set_xlabel(_t(f"{f}{_feature_unit(cfg, f)}"))
@@ -204,8 +216,9 @@ def _nlm_plot(res, cfg: dict, out_dir: Path, vid: str) -> dict:
     if v.size:
         ax.axvline(float(v.mean()), color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="ANLM")
     n_undefined = int(np.isnan(raw).sum())
-    if n_undefined:
-        _note(ax, f"NLM undefined (constant path): {n_undefined} of {raw.size}")
+    n_flat, n_constant = int(getattr(res, "n_nlm_flat", 0) or 0), int(getattr(res, "n_nlm_constant", 0) or 0)
+    if n_undefined:  # flat and constant paths counted apart (issue 22 item 4d)
+        _note(ax, f"NLM undefined: {n_undefined} of {raw.size} ({n_flat} flat, {n_constant} constant paths)")
     not_drawn = _note(ax, finite_part(raw[~np.isnan(raw)]).note)
     ax.axvline(1, color=PALETTE["reference"], linewidth=0.8, linestyle=":", label="linear (NLM = 1)")
     ax.set_xlabel("NLM (values below -1 shown at -1)")
@@ -213,12 +226,19 @@ def _nlm_plot(res, cfg: dict, out_dir: Path, vid: str) -> dict:
     ax.set_title(_t(f"Non-linearity of the fMEs of {res.describe_steps()}"))
     ax.legend(frameon=False, fontsize=8, loc="upper left")
     return {"kind": "nlm", "n_clipped": int((v < -1).sum()), "n_undefined": n_undefined, "not_drawn": not_drawn,
+            "n_flat": n_flat, "n_constant": n_constant,
             **save(fig, out_dir, f"{vid}-nlm",
                                                                      cfg["figures"]["png_dpi"])}
 
 
 def _came_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict:
+    """Dot plot of the cAMEs; of a partition with more than :data:`MAX_TREE_LEAVES` leaves the largest ones
+    by n (ties: node order), as the report's tables show them (issue 22 item 2: 184 leaves made 1.6 MB)."""
     leaves = part.leaves
+    n_all = len(leaves)
+    if n_all > MAX_TREE_LEAVES:
+        leaves = leaves.assign(_neg=-leaves["n"]).sort_values(["_neg", "node"], kind="stable")
+        leaves = leaves.head(MAX_TREE_LEAVES).drop(columns="_neg").sort_values("node", kind="stable")
     root = part.root
     fig, ax = _fig(cfg, 0.9 + 0.55 * (len(leaves) + 1))
     labels = [f"all rows (n = {int(root['n'])})"] + [f"leaf {int(r['node'])}: {r['rule']} (n = {int(r['n'])})"
@@ -235,9 +255,12 @@ def _came_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict:
     ax.axvline(est[0], color=PALETTE["reference"], linewidth=0.8, linestyle="--")
     ax.set_yticks(y, [_t(s) for s in labels])
     ax.set_xlabel(_t(f"cAME of {part.effects.describe_steps()}{_unit(cfg)}"))
-    ax.set_title(_t(f"cAMEs on {len(leaves)} subspaces ({part.method}, {round(part.conf_level * 100, 6):g}% CIs)"))
+    which = (f"{len(leaves)} subspace" + ("s" if len(leaves) != 1 else "") if len(leaves) == n_all
+             else f"the {len(leaves)} largest of {n_all} subspaces")
+    ax.set_title(_t(f"cAMEs on {which} ({part.method}, {round(part.conf_level * 100, 6):g}% CIs)"))
     ax.legend(frameon=False, fontsize=8, loc="best")
-    return {"kind": "came", **save(fig, out_dir, f"{vid}-came", cfg["figures"]["png_dpi"])}
+    return {"kind": "came", "leaves_drawn": int(len(leaves)),
+            **save(fig, out_dir, f"{vid}-came", cfg["figures"]["png_dpi"])}
 
 
 #: Largest tree drawn as a diagram: up to this many leaves the boxes never overlap or clip (tested

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .formatting import fmt_est, fmt_int, fmt_num
 from .specs import FLAG_DEFAULTS, FLAG_MEANING
 
-__all__ = ["FLAG", "OK", "flag_rows", "threshold_rows"]
+__all__ = ["FLAG", "OK", "flag_rows", "model_flag_rows", "dispersion_text", "threshold_rows"]
 
 FLAG, OK = "FLAG (!)", "ok"
 
@@ -50,6 +50,13 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
         add("observed sign differs from expected", f"expected {expected}", f"{observed} (AME {cells['ame']})",
             observed != expected)
         add("CI covers zero although a sign is expected", f"expected {expected}", ci, inc)
+    mc = v.get("model_ci") or {}
+    if v.get("inference") == "bootstrap" and mc.get("ci") == "percentile" and mc.get("n_resamples") is not None:
+        k = int(mc["n_resamples"]) - int(mc.get("n_failed") or 0)
+        if float(v.get("conf_level", 0.95)) >= 0.95:  # issue 22 item 8: the tails rest on few refits
+            add("percentile bootstrap with few resamples", f"< {fmt_int(t['bootstrap_resamples'])} at "
+                f"{100 * float(v.get('conf_level', 0.95)):g}%", f"{fmt_int(k)} successful refits",
+                k < t["bootstrap_resamples"])
     st = v.get("stability")
     if st and st.get("ari_median") is not None:
         add("partition unstable across subsamples (median ARI)", f"< {t['ari']:g}", fmt_num(st["ari_median"], 3),
@@ -59,14 +66,39 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
         small = min(int(leaf["n"]) for leaf in part["leaves"])
         add("smallest cAME leaf", f"n < {fmt_int(t['leaf_n'])}", fmt_int(small), small < t["leaf_n"])
         with_nlm = [leaf for leaf in part["leaves"] if leaf.get("canlm") is not None]
-        if with_nlm:
-            worst = min(with_nlm, key=lambda leaf: leaf["canlm"])
+        if with_nlm:  # ties broken by node number, the same in both engines (issue 22 item 7)
+            worst = min(with_nlm, key=lambda leaf: (leaf["canlm"], int(leaf["node"])))
             below = sum(leaf["canlm"] < t["leaf_anlm"] for leaf in with_nlm)
             est = fmt_est(worst["canlm"], worst.get("canlm_ci_low"), worst.get("canlm_ci_high"))[0]
             add("non-linear cAME leaf (lowest cANLM)", f"< {t['leaf_anlm']:g}",
                 f"{est} (leaf {worst['node']}; {fmt_int(below)} of {fmt_int(len(with_nlm))} leaves below)",
                 below > 0)
     return rows
+
+
+def dispersion_text(d: dict | None, t: dict) -> str | None:
+    """The model section's sentence on a Poisson/binomial GLM's dispersion and how to get robust intervals."""
+    if not d:
+        return None
+    text = (f"{d['family']} model: Pearson chi2 / residual df = {fmt_num(d['pearson_chi2'], 1)} / "
+            f"{fmt_int(d['df_resid'])} = {fmt_num(d['dispersion'], 2)} (1 under the model; covariance "
+            f"{d['cov_type']}).")
+    if d["dispersion"] > t["dispersion"] and d["cov_type"] == "nonrobust":
+        text += (" Above the threshold: the delta-method intervals assume a dispersion of 1 and are too narrow. "
+                 "For robust intervals refit with a sandwich covariance (statsmodels: fit(cov_type='HC0')), a "
+                 "quasi-likelihood scale (GLM: fit(scale='X2')) or a negative binomial family, or set "
+                 "inference: bootstrap.")
+    return text
+
+
+def model_flag_rows(model_info: dict, t: dict) -> list[dict[str, str]]:
+    """Flags of the model as a whole: a Poisson or binomial GLM's overdispersion (Pearson chi2 / df)."""
+    d = (model_info or {}).get("dispersion")
+    if not d:
+        return []
+    flagged = d["dispersion"] > t["dispersion"] and d["cov_type"] == "nonrobust"
+    return [{"effect": "the model", "rule": f"dispersion of the {d['family']} model (Pearson chi2 / df)",
+             "threshold": f"> {t['dispersion']:g}", "value": fmt_num(d["dispersion"], 2), "status": _status(flagged)}]
 
 
 def threshold_rows(t: dict) -> list[dict[str, str]]:

@@ -10,5 +10,11 @@ from __future__ import annotations
 
 from .._utils.numfmt import (MAX_DECIMALS, MAX_EXTRA_DECIMALS, decimals_for, fmt_bound, fmt_est, fmt_int, fmt_level, fmt_num, fmt_share)
 
-__all__ = ["decimals_for", "fmt_num", "fmt_est", "fmt_int", "fmt_share", "fmt_level", "fmt_bound", "MAX_DECIMALS",
+__all__ = ["count", "decimals_for", "fmt_num", "fmt_est", "fmt_int", "fmt_share", "fmt_level", "fmt_bound", "MAX_DECIMALS",
            "MAX_EXTRA_DECIMALS"]
+
+
+def count(n: int | None, singular: str, plural: str | None = None) -> str:
+    """'1 point', '2 points', '1,234 subspaces' (issue 22 item 4f: never '1 points')."""
+    word = singular if n is not None and int(n) == 1 else (plural or singular + "s")
+    return f"{fmt_int(n)} {word}"

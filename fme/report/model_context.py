@@ -71,7 +71,8 @@ def whole_model(results: dict, cfg: dict, scale: float, first_table: int) -> dic
         else:
             rng = f"{r['min']:,.6g} to {r['max']:,.6g}" if r["min"] is not None else "-"
             sd = "-" if r["sd"] is None else f"{r['sd']:,.4g}"
-        out["dictionary"].append({"feature": r["feature"], "type": r["type"], "unit": r["unit"] or "not stated",
+        kind = r["type"] + (f" ({r['encoding']})" if r.get("encoding") else "")
+        out["dictionary"].append({"feature": r["feature"], "type": kind, "unit": r["unit"] or "not stated",
                                   "description": r["description"] or "not stated", "range": rng, "sd": sd,
                                   "missing": fmt_int(r["n_missing"])})
     return out

@@ -18,7 +18,42 @@ from .._utils.validation import is_categorical
 from .config import config_error
 from .specs import bootstrap_kwargs, make_detector
 
-__all__ = ["model_features", "feature_dictionary", "feature_overview", "model_fit"]
+__all__ = ["model_features", "feature_dictionary", "feature_overview", "model_fit", "glm_dispersion"]
+
+
+def formula_categoricals(model: Any) -> dict[str, str]:
+    """``{column: encoding}`` of the columns a statsmodels formula wraps in ``C()`` (issue 22 item 5): they are
+    categorical in the model whatever their dtype (``C(idp)`` of a 0/1 integer column)."""
+    import re
+
+    formula = getattr(getattr(model, "model", None), "formula", None)
+    if not isinstance(formula, str):
+        return {}
+    out = {}
+    for m in re.finditer(r"\bC\(\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(?:,\s*([^)]*))?\)", formula):
+        name, extra = m.group(1), (m.group(2) or "").strip()
+        coding = "treatment coding" if not extra or "Treatment" in extra else f"coding {extra}"
+        out[name] = f"{coding} (C() in the model formula)"
+    return out
+
+
+def glm_dispersion(model: Any) -> dict | None:
+    """Pearson chi2 / residual df of a statsmodels Poisson or binomial GLM (or a discrete Poisson/Logit
+    result), whose family fixes the dispersion at 1 (issue 22 item 5); None for other models."""
+    inner = getattr(model, "model", None)
+    family = getattr(inner, "family", None)
+    name = type(family).__name__ if family is not None else type(inner).__name__
+    if name not in ("Poisson", "Binomial", "Logit", "Probit"):
+        return None
+    try:
+        chi2 = float(getattr(model, "pearson_chi2", None) or np.sum(np.asarray(model.resid_pearson) ** 2))
+        df = float(model.df_resid)
+    except Exception:  # noqa: BLE001 - a result without Pearson residuals: nothing to report
+        return None
+    if not df > 0:
+        return None
+    return {"family": name, "pearson_chi2": chi2, "df_resid": df, "dispersion": chi2 / df,
+            "cov_type": str(getattr(model, "cov_type", "nonrobust"))}
 
 
 def _num(x: Any) -> float | None:
@@ -43,13 +78,16 @@ def feature_dictionary(model: Any, features: pd.DataFrame, cfg: dict) -> list[di
     if is_dask_collection(features):
         return _dask_dictionary(model, features, cfg)
     rows = []
+    coded = formula_categoricals(model)
     for f in model_features(model, features):
         col = features[f]
         row: dict[str, Any] = {"feature": f, "unit": cfg["units"].get(f, ""),
                                "description": cfg["descriptions"].get(f, ""), "n_missing": int(col.isna().sum())}
-        if is_categorical(col):
-            levels = sorted(map(str, col.dropna().unique()))
+        if is_categorical(col) or f in coded:
+            levels = [str(x) for x in sorted(col.dropna().unique(), key=lambda x: (str(type(x)), x))]
             row.update(type="categorical", levels=levels)
+            if f in coded:
+                row["encoding"] = f"{coded[f]}, reference level {levels[0]}" if levels else coded[f]
         else:
             v = col.to_numpy(dtype=float)
             v = v[np.isfinite(v)]
@@ -132,6 +170,11 @@ def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame
     if spec is False:
         return None
     names = model_features(model, features)
+    # C() columns of a statsmodels formula are categorical in the model: switch them to each level
+    coded = [f for f in formula_categoricals(model) if f in names and not is_categorical(features[f])]
+    if coded and not hasattr(features, "npartitions"):
+        features = features.assign(**{f: features[f].astype("category") for f in coded})
+        reference = reference.assign(**{f: reference[f].astype("category") for f in coded if f in reference})
     steps = {f: (None if is_categorical(features[f]) else ("sd" if spec["step"] == "sd" else 1)) for f in names}
     conf = float(cfg["conf_level"])
     seed = int(cfg["seed"])

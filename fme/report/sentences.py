@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .formatting import count, fmt_bound, fmt_int
+
 __all__ = ["step_phrase", "effect_sentence", "linearity_sentence", "extrapolation_phrase", "LINEARITY",
            "direction_word", "sensitivity_sentence", "with_eps_phrase", "STABILITY", "stability_sentence"]
 
@@ -19,8 +21,8 @@ LINEARITY = ((0.9, "close to linear"), (0.5, "moderately non-linear"), (float("-
 
 
 def _amount(value: Any) -> str:
-    v = float(value)
-    return f"{abs(v):,.10g}"
+    """The step's size as the tables print it (6 significant digits, :func:`fmt_bound`), without its sign."""
+    return fmt_bound(abs(float(value)))
 
 
 def step_phrase(steps: dict[str, Any], numeric: bool, units: dict[str, str]) -> str:
@@ -82,13 +84,31 @@ def effect_sentence(v: dict, cells: dict[str, str], target: str, unit: str, noun
     return f"{head} ({ci}; {extrapolation_phrase(v, cells, noun)})."
 
 
+def nlm_rows_phrase(v: dict) -> str:
+    """'over 106 of the 554 observations: the NLM is undefined for 448 (440 flat paths, 8 constant)' (issue 22
+    item 4d: the rows an ANLM covers; flat and constant paths counted apart)."""
+    n, k = v.get("n"), v.get("n_nlm")
+    if k is None or n is None or int(k) == int(n):
+        return f"over all {count(n, 'row')}" if n is not None else ""
+    flat, const = int(v.get("n_nlm_flat") or 0), int(v.get("n_nlm_constant") or 0)
+    other = int(n) - int(k) - flat - const
+    parts = [count(flat, "flat path") if flat else None, count(const, "constant path") if const else None,
+             f"{fmt_int(other)} otherwise undefined" if other > 0 else None]
+    why = "; ".join(p for p in parts if p)
+    return f"over {fmt_int(k)} of the {count(n, 'row')}: the NLM is undefined for {fmt_int(int(n) - int(k))}" + (
+        f" ({why})" if why else "")
+
+
 def linearity_sentence(v: dict, cells: dict[str, str]) -> str | None:
-    """'The effect is close to linear (ANLM 0.997, 95% CI ...).' or None without NLMs."""
+    """'Along the step the model's prediction is close to linear on average (ANLM 0.997, 95% CI ..., over ...).'
+    or None without NLMs; the rows the ANLM covers are stated."""
     if not v.get("nlm") or v.get("anlm") is None:
         return None
     word = next(w for t, w in LINEARITY if v["anlm"] >= t)
+    rows = nlm_rows_phrase(v)
     return (f"Along the step the model's prediction is {word} on average (ANLM {cells['anlm']}, "
-            f"{cells['level']} CI {cells['anlm_ci_low']} to {cells['anlm_ci_high']}).")
+            f"{cells['level']} CI {cells['anlm_ci_low']} to {cells['anlm_ci_high']}"
+            + (f", {rows}" if rows else "") + ").")
 
 
 def direction_word(lo: float | None, hi: float | None) -> str:
@@ -105,13 +125,14 @@ def with_eps_phrase(all_rows: dict[str, str], noun: str, table: int) -> str:
     if all_rows["n_extrapolation"] == "0":
         return (f"no extrapolation points were found, so the AME over all {all_rows['n']} {noun} evaluated is the "
                 f"reported one (Table {table})")
-    return (f"over all {all_rows['n']} {noun} evaluated, the {all_rows['n_extrapolation']} extrapolation points "
+    eps = "extrapolation point" if all_rows["n_extrapolation"] == "1" else "extrapolation points"
+    return (f"over all {all_rows['n']} {noun} evaluated, the {all_rows['n_extrapolation']} {eps} "
             f"included, the AME would be {all_rows['ame']} ({all_rows['level']} CI {all_rows['ci_low']} to "
             f"{all_rows['ci_high']}, fixed model; Table {table})")
 
 
 def sensitivity_sentence(rows: list[dict], cells: list[dict[str, str]]) -> str | None:
-    """One sentence when the AME's sign or its CI-based direction word changes across h/2, h, 2h; else None.
+    """One sentence when the CI-based direction word changes across h/2, h, 2h (naming a sign change too); else None.
 
     ``rows`` are the raw numbers (for the decision), ``cells`` the table's display strings (for the text),
     so every number in the sentence is a cell of the sensitivity table.
@@ -119,15 +140,18 @@ def sensitivity_sentence(rows: list[dict], cells: list[dict[str, str]]) -> str |
     ok = [(r, c) for r, c in zip(rows, cells) if r.get("ame") is not None]
     if len(ok) < 2:
         return None
-    signs = {(r["ame"] > 0) - (r["ame"] < 0) for r, _ in ok}
+    # only a change of the CI-based direction word is a change of the conclusion (issue 22 item 4c): three
+    # "no clear direction" rows whose AMEs differ in sign (or are exactly 0) say nothing
     words = {c["direction"] for _, c in ok}
-    if len(signs) == 1 and len(words) == 1:
+    if len(words) == 1:
         return None
-    what = "the sign of the AME" if len(signs) > 1 else "the direction supported by the CI"
+    signs = {(r["ame"] > 0) - (r["ame"] < 0) for r, _ in ok} - {0}
+    what = ("the direction supported by the CI changes, and so does the sign of the AME" if len(signs) > 1
+            else "the direction supported by the CI changes")
     parts = [f"at {c['size']} ({c['step']}) the AME is {c['ame']} ({c['level']} CI {c['ci_low']} to "
              f"{c['ci_high']}; {c['direction']})" for _, c in ok]
     listing = "; ".join(parts[:-1]) + "; and " + parts[-1]
-    return f"The conclusion depends on the step size, {what} changes: {listing}."
+    return f"The conclusion depends on the step size, {what}: {listing}."
 
 
 #: Median adjusted Rand index thresholds for the wording of partition stability.

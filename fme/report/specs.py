@@ -23,7 +23,8 @@ __all__ = ["FLAG_DEFAULTS", "engine_problem", "FLAG_MEANING", "CI_COVERS", "dete
            "normalise_detector", "normalise_inference", "make_detector", "describe_detector", "bootstrap_kwargs"]
 
 #: Default flag thresholds (printed in every report; ``flags:`` in a config overrides them).
-FLAG_DEFAULTS: dict[str, float] = {"ep_share": 0.5, "anlm": 0.9, "leaf_anlm": 0.5, "leaf_n": 30, "ari": 0.5}
+FLAG_DEFAULTS: dict[str, float] = {"ep_share": 0.5, "anlm": 0.9, "leaf_anlm": 0.5, "leaf_n": 30, "ari": 0.5,
+                                   "dispersion": 1.5, "bootstrap_resamples": 200}
 #: What each threshold means (for the report's list of thresholds and for reports/README.md).
 FLAG_MEANING = {
     "ep_share": "share of extrapolation points left out of an effect above which it is flagged",
@@ -31,6 +32,10 @@ FLAG_MEANING = {
     "leaf_anlm": "cANLM below which a cAME leaf is flagged as non-linear",
     "leaf_n": "cAME leaves with fewer rows are flagged as small",
     "ari": "median adjusted Rand index below which a partition is flagged as unstable",
+    "dispersion": "Pearson chi2 / residual df of a Poisson or binomial GLM above which its model-based intervals "
+                  "are flagged as too narrow (overdispersion)",
+    "bootstrap_resamples": "resamples below which a percentile bootstrap interval at 95% or more is flagged (its "
+                           "tails rest on too few refits)",
 }
 #: Which uncertainty an interval of each inference method covers (shown beside every CI).
 CI_COVERS = {

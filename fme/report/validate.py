@@ -264,3 +264,82 @@ def analysis_error(cfg: dict, key_path: tuple, exc: BaseException) -> ConfigErro
         return exc
     text = " ".join(str(exc).split()) or type(exc).__name__
     return config_error(cfg, key_path, f"{type(exc).__name__}: {text}")
+
+
+def _kind(col: pd.Series) -> str:
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return "categorical"
+    if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
+        return "numeric"
+    return "text"
+
+
+def check_train_data(cfg: dict, key: tuple, model: Any, train: pd.DataFrame, data: Any) -> None:
+    """Fail before the first bootstrap refit, naming ``<key>.train_data``, the column and the fix (issue 22 item 6).
+
+    Every feature column of the training data must have the kind (numeric, categorical, text) of the same
+    column in the evaluation data: a CSV turns a pandas categorical or a number with a stray string into text,
+    and each of 200 refits then failed alike, reported at the effect's ``steps`` line. Then one refit of the
+    model on all training rows, as the bootstrap refits it; its error is raised at ``<key>.train_data``.
+    """
+    from ..inference._bootstrap import _refit
+
+    target = cfg["target"]
+    where = key + ("train_data",)
+    dtypes = getattr(data, "dtypes", None)
+    for c in train.columns:
+        if c == target or dtypes is None or c not in dtypes.index:
+            continue
+        want = _kind(data._meta[c]) if hasattr(data, "_meta") else _kind(data[c])
+        got = _kind(train[c])
+        if want != got:
+            fix = ("store the training data as Parquet (it keeps the dtype) or have the model's entry point cast "
+                   "the column" if want == "categorical" else
+                   f"correct the non-numeric values (e.g. {_names(_bad_numbers(train[c]), 3)}) in the file"
+                   if want == "numeric" else "give the column the evaluation data's type")
+            raise config_error(cfg, where, f"column {c!r} is {got} in the training data but {want} in the "
+                                           f"evaluation data ({train[c].dtype} vs {data[c].dtype}); every "
+                                           f"bootstrap refit would fail: {fix}")
+    kind = "statsmodels" if hasattr(model, "model") and hasattr(model, "params") else "sklearn"
+    payload = train if kind == "statsmodels" else (train.drop(columns=[target]), train[target])
+    try:
+        _refit(kind, model, payload, np.arange(len(train)))
+    except Exception as exc:  # noqa: BLE001 - the first refit fails: all would; one line naming the key
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise config_error(cfg, where, f"refitting the model on the training data fails ({type(exc).__name__}: "
+                                       f"{text}); every bootstrap refit would fail. Check the columns and types of "
+                                       "the training data against the data the model was fitted on") from None
+
+
+def _bad_numbers(col: pd.Series) -> list:
+    """Values of a text column that are not numbers (for the fix of :func:`check_train_data`)."""
+    values = col.dropna().astype(str)
+    bad = values[pd.to_numeric(values, errors="coerce").isna()]
+    return sorted(set(bad))[:3]
+
+
+def all_extrapolation_error(cfg: dict, i: int, eff: dict, data: Any, reference: Any, seed: int) -> ConfigError | None:
+    """When every row is an extrapolation point because the detector flags x itself (the hull in many
+    dimensions: each row lies outside the convex hull of the reference data), a :class:`ConfigError` at
+    ``effects[i].extrapolation`` saying so and how to fix it; None when x is mostly inside (then the step is
+    the problem and the library's message stands). Issue 22 item 6."""
+    from .specs import make_detector
+
+    if hasattr(data, "npartitions") or eff["extrapolation"]["method"] == "none":
+        return None
+    cols = [c for c in reference.columns if c in data.columns]
+    try:
+        flagged = np.asarray(make_detector(eff["extrapolation"], seed).fit(reference[cols]).flag(data[cols]),
+                             dtype=bool)
+    except Exception:  # noqa: BLE001 - the diagnosis must not hide the original error
+        return None
+    if flagged.size == 0 or flagged.mean() < 0.5:
+        return None
+    method = eff["extrapolation"]["method"]
+    key = ("effects", i, "extrapolation") if "extrapolation" in cfg["_raw_effects"][i] else ("effects", i, "steps")
+    return config_error(cfg, key, (
+        f"every row is an extrapolation point because x itself lies outside the {method} detector's region: "
+        f"{int(flagged.sum()):,} of {flagged.size:,} evaluated rows are flagged before any step, in "
+        f"{len(cols)} dimensions with {len(reference):,} reference rows (in high dimension almost every point lies "
+        "outside the convex hull of the others). Set extrapolation: envelope (per-feature ranges) or a detector "
+        "that scales, e.g. {method: mcec} or {method: lof}, or give more reference rows (reference_data)"))
