@@ -26,6 +26,7 @@ from .comparisons import avg_comparisons
 from .hypotheses import hypotheses, stack_estimates
 from .inference._estimates import INFERENCE_COLUMNS, Estimates, RowInference, pairwise_matrix, undefined_where
 from .inference._methods import compute_averages, resolve_method
+from .inference._hypotheses import NAMED
 from .inference._vcov import residual_df, with_vcov
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._adapters import model_frame
@@ -234,6 +235,13 @@ def ame(
     # 'pairwise' is fme's by-group comparison (per feature; it needs by=); fme.hypotheses(table, 'pairwise')
     # compares the rows of any table
     by_pairs = hypothesis is None or (isinstance(hypothesis, str) and hypothesis == "pairwise")
+    if isinstance(hypothesis, str) and not by_pairs and hypothesis not in NAMED and "=" not in hypothesis:
+        raise ParameterError(f"hypothesis must be None, 'pairwise' (by-groups), one of {NAMED} (the table's rows), "
+                             f"an equation such as 'b1 - b2 = 0' or a matrix of contrast weights; got {hypothesis!r}.")
+    if (not by_pairs or equivalence is not None or multcomp is not None) and is_dask_collection(data):
+        raise ParameterError("hypothesis must be None or 'pairwise' on Dask data, without equivalence= or multcomp=: "
+                             "tables of Dask data do not keep the joint covariance of their rows yet; compute the "
+                             "table on a pandas sample, or test by-group pairs with hypothesis='pairwise'.")
     if not by_pairs or equivalence is not None or multcomp is not None:
         table = ame(model, data, steps, inference=inference, by=by, hypothesis=hypothesis if by_pairs else None,
                     bootstrap=bootstrap, conf_level=conf_level, features=features, categorical=categorical,

@@ -282,7 +282,7 @@ def check_train_data(cfg: dict, key: tuple, model: Any, train: pd.DataFrame, dat
     and each of 200 refits then failed alike, reported at the effect's ``steps`` line. Then one refit of the
     model on all training rows, as the bootstrap refits it; its error is raised at ``<key>.train_data``.
     """
-    from ..inference._bootstrap import _refit
+    from ..inference._bootstrap import _refit, refit_setup
 
     target = cfg["target"]
     where = key + ("train_data",)
@@ -300,10 +300,12 @@ def check_train_data(cfg: dict, key: tuple, model: Any, train: pd.DataFrame, dat
             raise config_error(cfg, where, f"column {c!r} is {got} in the training data but {want} in the "
                                            f"evaluation data ({train[c].dtype} vs {data[c].dtype}); every "
                                            f"bootstrap refit would fail: {fix}")
-    kind = "statsmodels" if hasattr(model, "model") and hasattr(model, "params") else "sklearn"
-    payload = train if kind == "statsmodels" else (train.drop(columns=[target]), train[target])
+    statsmodels = hasattr(model, "model") and hasattr(model, "params")
+    spec = {"data": train} if statsmodels else {"X": train.drop(columns=[target]), "y": train[target]}
     try:
-        _refit(kind, model, payload, np.arange(len(train)))
+        # the model's adapter refits it as the bootstrap will (its own checks of the training data first)
+        adapter, payload, n_train = refit_setup(model, spec)
+        _refit(adapter, payload, np.arange(n_train))
     except Exception as exc:  # noqa: BLE001 - the first refit fails: all would; one line naming the key
         text = " ".join(str(exc).split()) or type(exc).__name__
         raise config_error(cfg, where, f"refitting the model on the training data fails ({type(exc).__name__}: "
