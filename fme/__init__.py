@@ -16,6 +16,7 @@ from .exceptions import (
     FeatureError,
     FMEError,
     ModelError,
+    NameClashError,
     NotFittedError,
     ParameterError,
     PredictionError,
@@ -44,5 +45,5 @@ __all__ = [
     "max_linear_step", "DETECTORS", "ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector",
     "MCECDetector", "CERTDetector", "IsolationForestDetector", "LOFDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
-    "ExtrapolationError", "ParameterError", "NotFittedError",
+    "ExtrapolationError", "ParameterError", "NotFittedError", "NameClashError",
 ]

@@ -17,6 +17,7 @@ __all__ = [
     "ExtrapolationError",
     "ParameterError",
     "NotFittedError",
+    "NameClashError",
 ]
 
 
@@ -54,3 +55,11 @@ class ParameterError(FMEError, ValueError):
 
 class NotFittedError(FMEError, ValueError):
     """An estimator or detector was used before ``fit``."""
+
+
+class NameClashError(FeatureError):
+    """A user column passed in ``by=`` or ``at=`` has the name of one of fme's output columns.
+
+    The table would hold two columns of that name (or fme's would overwrite the user's values); the
+    message names the column and how to pass it under another name.
+    """

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ._utils.stats import describe
-from ._utils.validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
+from ._utils.validation import (check_conf_level, check_data, check_feature_name, check_name_clash, is_categorical,
+                                is_numeric)
 from .effects import fme
 from ._utils.validation import is_dask_collection
 from ._core.plan import FMEOptions
@@ -34,6 +35,11 @@ __all__ = ["ame", "mem", "mer", "dme", "typical_values"]
 _DESCRIPTIVE = ["sd", "q25", "q75", "n", "n_excluded"]
 _AME_COLUMNS = ["feature", "step", "level", "reference", "ame", *INFERENCE_COLUMNS, *_DESCRIPTIVE]
 _HYPOTHESES = (None, "pairwise")
+#: The columns mer()/mem() put beside the ``at`` columns (with ``step_<feature>`` under 'shrink').
+_MER_COLUMNS = ["fme", *INFERENCE_COLUMNS, *_DESCRIPTIVE, "nlm", "nlm_status", "extrapolation", "extrapolation_point",
+                "note"]
+_AT_FIX = ("Rename that feature in the data (and refit the model on the renamed column), or evaluate your own grid "
+           "rows with fme.fme(model, grid, steps): its results are indexed like grid, beside your columns.")
 
 
 @dataclass
@@ -150,7 +156,9 @@ def ame(
         which was used.
     by : str or list of str, optional
         One row per group of ``data`` (the group's own evaluated rows), the
-        group's value(s) in column(s) named like ``by``.
+        group's value(s) in column(s) named like ``by``. A ``by`` column named
+        like one of the table's own columns (``n``, ``feature``, ...) raises
+        :class:`~fme.exceptions.NameClashError` (pass it under another name).
     hypothesis : {None, 'pairwise'}
         With ``by``: the differences between groups, "(b) - (a)" for every
         pair (later minus earlier group, as marginaleffects), with their
@@ -193,6 +201,10 @@ def ame(
     if hypothesis not in _HYPOTHESES:
         raise ParameterError(f"hypothesis must be None or 'pairwise', got {hypothesis!r}.")
     by_cols = _check_by(frame, by)
+    if hypothesis is None:
+        # the by columns sit beside fme's in one table: a shared name would make it ambiguous
+        check_name_clash(by_cols, _AME_COLUMNS, "by", "Pass it under another name, e.g. "
+                         "data.assign({name}_group=data[{name!r}]) with by='{name}_group'.")
     if hypothesis == "pairwise" and not by_cols:
         raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
     method = resolve_method(inference, model, bootstrap)
@@ -365,7 +377,9 @@ def mer(
 
     Starts from :func:`typical_values` of ``data`` and overrides the features
     in ``at``; lists of values form a grid (every combination). Step rules
-    (``"sd"``) are computed on ``data``.
+    (``"sd"``) are computed on ``data``. An ``at`` feature named like one of
+    the table's own columns (``fme``, ``n``, ``note``, ...) raises
+    :class:`~fme.exceptions.NameClashError`.
 
     Parameters
     ----------
@@ -420,6 +434,7 @@ def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[s
         else:
             frame[f] = pd.Series(col, dtype=data[f].dtype if not is_numeric(data[f]) else float)
     parsed = parse_steps(data, steps)
+    check_name_clash(keys, _MER_COLUMNS + [f"step_{s.feature}" for s in parsed], "at", _AT_FIX)
     numeric_steps = {s.feature: s.value for s in parsed}
     fme_kwargs.setdefault("reference_data", data)
     multi = isinstance(fme_kwargs.get("target_class"), str) and fme_kwargs.get("target_class") == "all"
@@ -437,6 +452,7 @@ def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[s
         out["note"] = str(exc)
         return out
     if multi:
+        check_name_clash(keys, res.results.columns, "at", _AT_FIX)
         out = frame[keys].join(res.results)
     else:
         inf = res.inference_rows

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..exceptions import DataError, FeatureError, ParameterError
+from ..exceptions import DataError, FeatureError, NameClashError, ParameterError
 
 __all__ = ["check_data", "is_categorical", "is_numeric", "is_complex", "check_real_columns", "check_feature_name",
-           "mixed_object_numbers", "check_conf_level", "check_random_state"]
+           "mixed_object_numbers", "check_conf_level", "check_random_state", "check_name_clash"]
 
 
 def check_data(data: Any, name: str = "data") -> pd.DataFrame:
@@ -128,3 +128,17 @@ def check_random_state(random_state: Any) -> np.random.Generator:
 def is_dask_collection(obj: Any) -> bool:
     """True for a Dask DataFrame (checked by module name: dask stays an optional dependency)."""
     return type(obj).__module__.split(".")[0] in ("dask", "dask_expr") and hasattr(obj, "npartitions")
+
+
+def check_name_clash(names: Any, reserved: Any, argument: str, fix: str) -> None:
+    """Refuse user column names ``names`` (from ``argument``) that equal one of fme's output columns ``reserved``.
+
+    ``fix`` is the way out, with ``{name}`` standing for the clashing name.
+    """
+    reserved = list(reserved)
+    clash = [c for c in names if any(c == r for r in reserved)]
+    if clash:
+        raise NameClashError(
+            f"{argument} column {clash[0]!r} has the name of one of fme's output columns {reserved}: the table "
+            f"would hold two columns {clash[0]!r} (or fme's would overwrite yours). {fix.format(name=clash[0])}"
+        )
