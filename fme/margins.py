@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ._utils.stats import describe
-from ._utils.validation import (check_conf_level, check_data, check_feature_name, check_name_clash, is_categorical,
-                                is_numeric)
+from ._utils.validation import (BY_MISSING, check_by_missing, check_conf_level, check_data, check_feature_name,
+                                check_name_clash, is_categorical, is_numeric)
 from .effects import fme
 from ._utils.validation import is_dask_collection
 from ._core.plan import FMEOptions
@@ -75,12 +75,12 @@ def _check_by(data: pd.DataFrame, by: Any) -> list[str]:
 
 
 def _groups(data: pd.DataFrame, by_cols: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
-    """Group code of every row of ``data`` (-1: missing by value) and the group keys, sorted."""
+    """Group code of every row of ``data`` and the group keys, sorted (a missing value is a key of its own,
+    sorted last; :func:`check_by_missing` refused it first if asked to)."""
     if not by_cols:
         return np.zeros(len(data), dtype=np.int64), pd.DataFrame(index=[0])
-    gb = data[by_cols].groupby(by_cols, sort=True, observed=True, dropna=True)
-    # ngroup() is NaN (float) for rows whose key is missing: -1 before the cast (NaN has no int64 value)
-    codes = gb.ngroup().fillna(-1).to_numpy(dtype=np.int64)
+    gb = data[by_cols].groupby(by_cols, sort=True, observed=True, dropna=False)
+    codes = gb.ngroup().to_numpy(dtype=np.int64)
     keys = gb.size().index.to_frame(index=False)
     return codes, keys
 
@@ -127,6 +127,7 @@ def ame(
     conf_level: float = 0.95,
     features: Sequence[str] | None = None,
     categorical: str = "observation",
+    by_missing: str = "group",
     **fme_kwargs: Any,
 ) -> pd.DataFrame:
     """Average marginal effects, one row per feature (and per category, per ``by`` group).
@@ -176,6 +177,11 @@ def ame(
         ``steps``), then to each other level (Eq. categorical_me). On Dask
         data both work; classic evaluates all levels of a feature in one pass
         (:mod:`fme._dask.classic`).
+    by_missing : {'group', 'raise'}, default='group'
+        Rows whose ``by`` value is missing: ``group`` gives them a group of
+        their own (the missing value as its label, listed last); ``raise``
+        refuses them with a :class:`~fme.exceptions.DataError` naming the
+        column and the count. They are never dropped silently.
     **fme_kwargs
         Passed to :func:`fme.fme` (``extrapolation``, ``reference_data``, ...).
 
@@ -205,6 +211,8 @@ def ame(
         # the by columns sit beside fme's in one table: a shared name would make it ambiguous
         check_name_clash(by_cols, _AME_COLUMNS, "by", "Pass it under another name, e.g. "
                          "data.assign({name}_group=data[{name!r}]) with by='{name}_group'.")
+    if by_missing not in BY_MISSING:
+        raise ParameterError(f"by_missing must be one of {BY_MISSING}, got {by_missing!r}.")
     if hypothesis == "pairwise" and not by_cols:
         raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
     method = resolve_method(inference, model, bootstrap)
@@ -223,10 +231,12 @@ def ame(
             raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
     if on_dask:
         options = FMEOptions.from_kwargs(fme_kwargs, "fme.ame")
-        return ame_dask(model, data, steps, method=method, by_cols=by_cols, hypothesis=hypothesis,
+        return ame_dask(model, data, steps, method=method, by_cols=by_cols, by_missing=by_missing, hypothesis=hypothesis,
                         bootstrap=bootstrap, conf_level=conf_level, categorical=categorical, columns=_AME_COLUMNS,
                         options=options)
     data = frame
+    if by_cols and by_missing == "raise":
+        check_by_missing({c: int(data[c].isna().sum()) for c in by_cols}, len(data))
     specs: list[_Spec] = []
     for feature, value in steps.items():
         if is_categorical(data[feature]):

@@ -86,3 +86,95 @@ def test_at_without_clash_keeps_the_grid_values(diabetes, linreg):
     assert list(out["s1"]) == [-0.01, 0.02]
     np.testing.assert_allclose(out["fme"], linreg.coef_[list(X.columns).index("bmi")] * 0.01, rtol=1e-10)
     assert (out["note"] == "").all()
+
+
+# ----------------------------------------------------------------- item 6: missing by values, missing regressors
+def _with_missing_group(X):
+    g = np.where(X["sex"] > 0, "m", "f").astype(object)
+    g[:10] = None
+    return X.assign(g=g)
+
+
+def _nonlinear(d):
+    return d["bmi"].to_numpy(dtype=float) ** 2 * 100 + d["s5"].to_numpy(dtype=float)
+
+
+def test_missing_by_values_form_a_group_of_their_own(diabetes):
+    X, _ = diabetes
+    data = _with_missing_group(X)
+    out = fme.ame(_nonlinear, data, {"bmi": 0.01}, by="g", inference="sample")
+    assert len(out) == 3 and list(out["g"][:2]) == ["f", "m"] and pd.isna(out["g"].iloc[2])
+    assert out["n"].sum() == len(data) and list(out["n"]) == [int((data["g"] == "f").sum()),
+                                                            int((data["g"] == "m").sum()), 10]
+    bmi = data["bmi"].to_numpy()
+    fm = ((bmi + 0.01) ** 2 - bmi ** 2) * 100
+    np.testing.assert_allclose(out["ame"].iloc[2], fm[:10].mean(), rtol=1e-12)
+    np.testing.assert_allclose(out["std_error"].iloc[2], fm[:10].std(ddof=1) / np.sqrt(10), rtol=1e-10)
+    pair = fme.ame(_nonlinear, data, {"bmi": 0.01}, by="g", hypothesis="pairwise", inference="sample")
+    assert list(pair["hypothesis"]) == ["(m) - (f)", "(nan) - (f)", "(nan) - (m)"]
+
+
+def test_missing_by_values_raise_when_asked(diabetes):
+    X, _ = diabetes
+    data = _with_missing_group(X)
+    with pytest.raises(fme.DataError, match=r"'g' \(10 of 442 rows\).*by_missing='group'"):
+        fme.ame(_nonlinear, data, {"bmi": 0.01}, by="g", by_missing="raise")
+    with pytest.raises(fme.ParameterError, match="by_missing"):
+        fme.ame(_nonlinear, data, {"bmi": 0.01}, by="g", by_missing="drop")
+
+
+def test_missing_by_values_on_dask_data_equal_pandas(diabetes):
+    dd = pytest.importorskip("dask.dataframe")
+    X, _ = diabetes
+    data = _with_missing_group(X)
+    ddf = dd.from_pandas(data, npartitions=4)
+    a = fme.ame(_nonlinear, data, {"bmi": 0.01}, by="g", inference="sample")
+    b = fme.ame(_nonlinear, ddf, {"bmi": 0.01}, by="g", inference="sample")
+    assert list(b["n"]) == list(a["n"]) and pd.isna(b["g"].iloc[2])
+    np.testing.assert_allclose(b["ame"], a["ame"], rtol=1e-12)
+    np.testing.assert_allclose(b["std_error"], a["std_error"], rtol=1e-10)
+    with pytest.raises(fme.DataError, match=r"'g' \(10 of 442 rows\)"):
+        fme.ame(_nonlinear, ddf, {"bmi": 0.01}, by="g", by_missing="raise")
+
+
+@pytest.fixture(scope="module")
+def spector():
+    import statsmodels.api as sm
+
+    return sm.datasets.spector.load_pandas().data
+
+
+def test_statsmodels_rows_with_a_missing_regressor_are_excluded_and_counted(spector):
+    import statsmodels.formula.api as smf
+
+    data = spector.copy()
+    data.loc[[0, 3, 5], "TUCE"] = np.nan
+    before = data.copy()
+    m = smf.logit("GRADE ~ GPA + TUCE + PSI", data).fit(disp=0)
+    res = fme.fme(m, data, {"GPA": 0.5})
+    assert res.n == 29 and res.n_excluded == 3
+    assert list(res.excluded.index) == [0, 3, 5]
+    assert (res.excluded["reason_type"] == "incomplete").all()
+    assert (res.excluded["reason"] == "missing value in TUCE (a model input)").all()
+    assert "excluded (missing value in a model input, left out as the model's fit did): 3" in res.summary()
+    out = fme.ame(m, data, {"GPA": 0.5, "PSI": 1})
+    ref = fme.ame(m, data.dropna(subset=["TUCE"]), {"GPA": 0.5, "PSI": 1})  # Stata's e(sample)
+    np.testing.assert_allclose(out["ame"], ref["ame"], rtol=1e-13)
+    np.testing.assert_allclose(out["std_error"], ref["std_error"], rtol=1e-12)
+    assert list(out["n"]) == [29, 29] and list(out["n_excluded"]) == [3, 3] and list(ref["n_excluded"]) == [0, 0]
+    pd.testing.assert_frame_equal(data, before)
+
+
+def test_statsmodels_missing_regressor_on_dask_data(spector):
+    dd = pytest.importorskip("dask.dataframe")
+    import statsmodels.formula.api as smf
+
+    data = spector.copy()
+    data.loc[[0, 3, 5], "TUCE"] = np.nan
+    m = smf.logit("GRADE ~ GPA + TUCE + PSI", data).fit(disp=0)
+    a = fme.fme(m, data, {"GPA": 0.5})
+    b = fme.fme(m, dd.from_pandas(data, npartitions=3), {"GPA": 0.5})
+    assert b.n == 29 and b.n_excluded == 3
+    np.testing.assert_allclose(b.ame, a.ame, rtol=1e-12)
+    np.testing.assert_allclose(b.std_error, a.std_error, rtol=1e-10)
+    assert "excluded (missing value in a model input, left out as the model's fit did): 3" in b.summary()

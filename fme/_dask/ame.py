@@ -31,7 +31,7 @@ from .result import DaskFMEResult
 __all__ = ["ame_dask"]
 
 
-def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by_cols: list, hypothesis: Any,
+def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by_cols: list, by_missing: str, hypothesis: Any,
              bootstrap: Any, conf_level: float, categorical: str, columns: list[str],
              options: FMEOptions) -> pd.DataFrame:
     """:func:`fme.ame` on Dask data, its arguments validated by :func:`fme.ame` (``steps`` resolved, ``method``
@@ -39,7 +39,7 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
     (univariate steps), with ``options`` the keywords passed on to :func:`fme.fme`."""
     data = _model_frames(model, as_dask(data, "data"))
     meta = data._meta
-    groups = group_keys(data, by_cols) if by_cols else None
+    groups = group_keys(data, by_cols, by_missing) if by_cols else None
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:
         # one seed for every row of the table: the same resamples, as the pandas path's shared refits
         bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}

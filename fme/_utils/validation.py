@@ -11,7 +11,7 @@ import pandas as pd
 from ..exceptions import DataError, FeatureError, NameClashError, ParameterError
 
 __all__ = ["check_data", "is_categorical", "is_numeric", "is_complex", "check_real_columns", "check_feature_name",
-           "mixed_object_numbers", "check_conf_level", "check_random_state", "check_name_clash"]
+           "mixed_object_numbers", "check_conf_level", "check_random_state", "check_name_clash", "BY_MISSING", "check_by_missing"]
 
 
 def check_data(data: Any, name: str = "data") -> pd.DataFrame:
@@ -141,4 +141,20 @@ def check_name_clash(names: Any, reserved: Any, argument: str, fix: str) -> None
         raise NameClashError(
             f"{argument} column {clash[0]!r} has the name of one of fme's output columns {reserved}: the table "
             f"would hold two columns {clash[0]!r} (or fme's would overwrite yours). {fix.format(name=clash[0])}"
+        )
+
+
+#: What fme.ame(by=) does with rows whose by value is missing.
+BY_MISSING = ("group", "raise")
+
+
+def check_by_missing(counts: dict, n_rows: int) -> None:
+    """``by_missing='raise'``: a DataError naming the ``by`` columns with missing values (``counts``: column ->
+    number of missing values among the ``n_rows`` rows)."""
+    bad = {c: k for c, k in counts.items() if k}
+    if bad:
+        what = ", ".join(f"{c!r} ({k} of {n_rows} rows)" for c, k in bad.items())
+        raise DataError(
+            f"by column(s) {what} have missing values and by_missing='raise'; fill them (e.g. "
+            f"data.fillna({{{next(iter(bad))!r}: 'missing'}})), or pass by_missing='group' to get them as a group."
         )
