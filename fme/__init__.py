@@ -14,7 +14,9 @@ from .exceptions import (
     DataError,
     ExtrapolationError,
     FeatureError,
+    FixedModelWarning,
     FMEError,
+    FMEWarning,
     ModelError,
     NameClashError,
     NotFittedError,
@@ -46,4 +48,5 @@ __all__ = [
     "MCECDetector", "CERTDetector", "IsolationForestDetector", "LOFDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
     "ExtrapolationError", "ParameterError", "NotFittedError", "NameClashError",
+    "FMEWarning", "FixedModelWarning",
 ]

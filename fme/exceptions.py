@@ -18,6 +18,8 @@ __all__ = [
     "ParameterError",
     "NotFittedError",
     "NameClashError",
+    "FMEWarning",
+    "FixedModelWarning",
 ]
 
 
@@ -62,4 +64,19 @@ class NameClashError(FeatureError):
 
     The table would hold two columns of that name (or fme's would overwrite the user's values); the
     message names the column and how to pass it under another name.
+    """
+
+
+class FMEWarning(UserWarning):
+    """Base class of every warning issued by :mod:`fme`."""
+
+
+class FixedModelWarning(FMEWarning):
+    """Only the fixed-model ("sample") interval was available, and the caller did not ask for it.
+
+    ``inference='auto'`` falls back to ``sample`` for a model without a parameter covariance (a
+    scikit-learn estimator, a plain function): the standard error, p-value and interval then describe
+    the spread of the fMEs over the rows with the model held fixed, not the model's uncertainty. Pass
+    ``bootstrap={...}`` for the model's uncertainty by refits, or ``inference='sample'`` to ask for the
+    fixed-model interval (no warning).
     """

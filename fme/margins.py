@@ -23,7 +23,7 @@ from ._core.plan import FMEOptions
 from ._core.results import stepped_frames
 from ._dask.ame import ame_dask
 from ._dask.margins import local_view
-from .inference._estimates import INFERENCE_COLUMNS, Estimates, RowInference, pairwise_matrix, undefined_where
+from .inference._estimates import COVERS, INFERENCE_COLUMNS, Estimates, RowInference, pairwise_matrix, undefined_where
 from .inference._methods import compute_averages, resolve_method
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._models import model_frame
@@ -261,7 +261,7 @@ def ame(
             spec.est = inf.average(codes_all[spec.positions], len(keys))
         new = _spec_rows(spec, spec.est, codes_all, keys, by_cols, hypothesis, conf_level)
         for row in new:
-            row["inference"] = method
+            row["inference"], row["covers"] = method, COVERS[method]
         rows.extend(new)
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     out = pd.DataFrame(rows, columns=_AME_COLUMNS[:4] + middle + _AME_COLUMNS[4:])
@@ -457,7 +457,7 @@ def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[s
         out = frame[keys].assign(fme=np.nan)
         if not multi:
             for c in INFERENCE_COLUMNS:
-                out[c] = method if c == "inference" else np.nan
+                out[c] = {"inference": method, "covers": COVERS[method]}.get(c, np.nan)
             out = out.assign(sd=np.nan, q25=np.nan, q75=np.nan, n=0, n_excluded=1)
         out["note"] = str(exc)
         return out
@@ -475,6 +475,7 @@ def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[s
         out["n"] = out["n"].fillna(0).astype(int)
         out["n_excluded"] = out["n_excluded"].fillna(1).astype(int)
         out["inference"] = out["inference"].fillna(inf.method)
+        out["covers"] = out["covers"].fillna(COVERS[inf.method])
     out["note"] = res.excluded["reason"].reindex(frame.index).fillna("")
     return out
 

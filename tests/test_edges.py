@@ -178,3 +178,73 @@ def test_statsmodels_missing_regressor_on_dask_data(spector):
     np.testing.assert_allclose(b.ame, a.ame, rtol=1e-12)
     np.testing.assert_allclose(b.std_error, a.std_error, rtol=1e-10)
     assert "excluded (missing value in a model input, left out as the model's fit did): 3" in b.summary()
+
+
+# ----------------------------------------------------------------- item 3: what an interval covers
+def _fixed_model_warnings(fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn()
+    return out, [w for w in caught if issubclass(w.category, fme.FixedModelWarning)]
+
+
+def test_auto_falling_back_to_the_fixed_model_interval_warns_once(diabetes, linreg):
+    X, _ = diabetes
+    res, ws = _fixed_model_warnings(lambda: fme.fme(linreg, X, {"bmi": 0.01}))
+    assert len(ws) == 1 and issubclass(ws[0].category, fme.FMEWarning)
+    msg = str(ws[0].message)
+    assert "LinearRegression" in msg and "bootstrap=" in msg and "model held fixed" in msg
+    assert ws[0].filename == __file__  # attributed to the caller's line, not to fme's internals
+    assert res.inference == "sample"
+    # one warning per call, whatever the number of table rows
+    out, ws = _fixed_model_warnings(lambda: fme.ame(linreg, X, {"bmi": 0.01, "bp": 0.01, "s5": 0.01}))
+    assert len(ws) == 1 and len(out) == 3
+    _, ws = _fixed_model_warnings(lambda: fme.mer(linreg, X, {"bmi": 0.01}, at={"s1": [0.0, 0.01]}))
+    assert len(ws) == 1
+    # asked for: no warning; model uncertainty available: no warning
+    _, ws = _fixed_model_warnings(lambda: fme.ame(linreg, X, {"bmi": 0.01}, inference="sample"))
+    assert ws == []
+    boot = {"X": X, "y": diabetes[1], "n_resamples": 20, "random_state": 0}
+    _, ws = _fixed_model_warnings(lambda: fme.ame(linreg, X, {"bmi": 0.01}, bootstrap=boot))
+    assert ws == []
+
+
+def test_auto_with_delta_does_not_warn(spector):
+    import statsmodels.formula.api as smf
+
+    m = smf.logit("GRADE ~ GPA + TUCE + PSI", spector).fit(disp=0)
+    res, ws = _fixed_model_warnings(lambda: fme.fme(m, spector, {"GPA": 0.5}))
+    assert ws == [] and res.tidy()["covers"].iloc[0] == "model uncertainty"
+    assert "(delta: model uncertainty)" in res.summary()
+
+
+def test_auto_on_dask_data_warns_once(diabetes, linreg):
+    dd = pytest.importorskip("dask.dataframe")
+    X, _ = diabetes
+    ddf = dd.from_pandas(X, npartitions=3)
+    out, ws = _fixed_model_warnings(lambda: fme.ame(linreg, ddf, {"bmi": 0.01, "bp": 0.01}))
+    assert len(ws) == 1 and list(out["covers"]) == ["model held fixed"] * 2
+    res, ws = _fixed_model_warnings(lambda: fme.fme(linreg, ddf, {"bmi": 0.01}))
+    assert len(ws) == 1 and "(sample: model held fixed)" in res.summary()
+
+
+def test_summary_and_tidy_say_the_model_is_held_fixed(diabetes, linreg):
+    X, _ = diabetes
+    res = fme.fme(linreg, X, {"bmi": 0.01}, inference="sample")
+    t = res.tidy()
+    assert t["covers"].iloc[0] == "model held fixed" and t["inference"].iloc[0] == "sample"
+    lo, hi = res.conf_int()
+    assert (f"    std_error {res.std_error:.6g}  95% CI [{lo:.6g}, {hi:.6g}]  (sample: model held fixed)"
+            in res.summary().splitlines())
+
+
+@pytest.mark.parametrize("steps", [{"bmi": 0.01}, {"sex_cat": "m"}])
+def test_tidy_of_fme_and_ame_share_their_columns(diabetes, steps):
+    X, y = diabetes
+    data = X.assign(sex_cat=np.where(X["sex"] > 0, "m", "f"))
+    model = lambda d: _nonlinear(d) + (d["sex_cat"] == "m").to_numpy() * 3.0  # noqa: E731
+    t = fme.fme(model, data, steps, inference="sample").tidy()
+    a = fme.ame(model, data, steps, inference="sample")
+    assert list(a.columns) == [c for c in t.columns if c != "contrast"]
+    pd.testing.assert_frame_equal(t.drop(columns="contrast"), a, check_exact=False, rtol=1e-14)
+    assert t["contrast"].iloc[0] == ("bmi + 0.01" if "bmi" in steps else "sex_cat -> 'm'")

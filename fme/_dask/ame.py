@@ -19,7 +19,7 @@ import pandas as pd
 from .._core.plan import FMEOptions
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
-from ..inference._estimates import Estimates, pairwise_matrix, undefined_where
+from ..inference._estimates import COVERS, Estimates, pairwise_matrix, undefined_where
 from ..steps import _levels
 from .classic import classic_reference, classic_results
 from .common import _model_frames, as_dask
@@ -73,7 +73,8 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
                     rows.extend(_empty_group_rows(head, data, groups, hypothesis, method))
                     continue
                 rows.append({**head, "ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan,
-                             "conf_low": np.nan, "conf_high": np.nan, "inference": method, "sd": np.nan,
+                             "conf_low": np.nan, "conf_high": np.nan, "inference": method,
+                             "covers": COVERS[method], "sd": np.nan,
                              "q25": np.nan, "q75": np.nan, "n": 0, "n_excluded": int(data.shape[0].compute())})
                 continue
             if level is None:
@@ -84,9 +85,7 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
                 rows.extend(_group_rows(res, head, groups, hypothesis, conf_level, method))
                 res.release()
                 continue
-            t = res.tidy(conf_level).iloc[0].to_dict()
-            t.pop("step")
-            t["inference"] = method
+            t = _tidy_figures(res, conf_level, method)
             rows.append({**head, **t})
             res.release()
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
@@ -107,12 +106,18 @@ def _classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list,
         if groups is not None:
             rows.extend(_group_rows(res, head, groups, hypothesis, conf_level, method))
         else:
-            t = res.tidy(conf_level).iloc[0].to_dict()
-            t.pop("step")
-            t["inference"] = method
+            t = _tidy_figures(res, conf_level, method)
             rows.append({**head, **t})
         res.release()
     return rows
+
+
+def _tidy_figures(res: DaskFMEResult, conf_level: float, method: str) -> dict[str, Any]:
+    """The figures of ``res.tidy()`` for one table row (its step columns are the table's own)."""
+    t = res.tidy(conf_level).iloc[0].to_dict()
+    for key in ("feature", "step", "level", "reference", "contrast"):
+        t.pop(key)
+    return {**t, "inference": method, "covers": COVERS[method]}
 
 
 def _all_levels(data: Any, feature: str) -> list:
@@ -166,7 +171,8 @@ def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, co
         labels = [" - ".join(f"({', '.join(str(v) for v in keys.iloc[k])})" for k in (j, i)) for i, j in pairs]
         return [{**head, "hypothesis": labels[r], "ame": np.nan if empty_pair[r] else float(L[r] @ est.estimate),
                  **table.iloc[r].to_dict(),
-                 "inference": method, "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": int(used[i] + used[j]),
+                 "inference": method, "covers": COVERS[method], "sd": np.nan, "q25": np.nan, "q75": np.nan,
+                 "n": int(used[i] + used[j]),
                  "n_excluded": int(size_all[i] + size_all[j] - used[i] - used[j])}
                 for r, (i, j) in enumerate(pairs)]
     table = undefined_where(est.table(conf_level), used == 0)
@@ -177,7 +183,7 @@ def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, co
         q = _group_quartiles(res, k, n)
         rows.append({**head, **{c: keys[c].iloc[k] for c in groups.by},
                      "ame": float(g.fme.mean[k]) if n else np.nan, **table.iloc[k].to_dict(),
-                     "inference": method, "sd": float(sd[k]), "q25": q[0.25], "q75": q[0.75], "n": n,
+                     "inference": method, "covers": COVERS[method], "sd": float(sd[k]), "q25": q[0.25], "q75": q[0.75], "n": n,
                      "n_excluded": int(size_all[k] - n)})
     return rows
 
@@ -186,7 +192,8 @@ def _empty_group_rows(head: dict, data: Any, groups: Any, hypothesis: Any, metho
     """A level no row could move to: its rows per group (or pair) with NaN figures, as the pandas path."""
     size = group_sizes(data, groups)
     nan = {"ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan, "conf_low": np.nan,
-           "conf_high": np.nan, "inference": method, "sd": np.nan, "q25": np.nan, "q75": np.nan}
+           "conf_high": np.nan, "inference": method, "covers": COVERS[method], "sd": np.nan, "q25": np.nan,
+           "q75": np.nan}
     keys = groups.keys
     if hypothesis == "pairwise":
         _, pairs = pairwise_matrix(groups.n_groups)

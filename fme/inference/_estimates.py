@@ -15,12 +15,14 @@ from scipy import sparse, stats
 
 from ..exceptions import ParameterError
 
-__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "BOOTSTRAP_CIS", "RowInference", "Estimates", "check_inference",
+__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "COVERS", "BOOTSTRAP_CIS", "RowInference", "Estimates", "check_inference",
            "group_matrix", "alloc_draws", "sample_inference", "undefined_where", "pairwise_matrix"]
 
 INFERENCE_METHODS = ("auto", "delta", "bootstrap", "sample")
 #: The uncertainty columns of every aggregated table (ame, mer, mem, cAME leaves), in order.
-INFERENCE_COLUMNS = ["std_error", "statistic", "p_value", "conf_low", "conf_high", "inference"]
+INFERENCE_COLUMNS = ["std_error", "statistic", "p_value", "conf_low", "conf_high", "inference", "covers"]
+#: What the interval of each method covers (the ``covers`` column, beside ``inference``).
+COVERS = {"delta": "model uncertainty", "bootstrap": "model uncertainty", "sample": "model held fixed"}
 BOOTSTRAP_CIS = ("percentile", "normal")
 
 
@@ -93,7 +95,8 @@ class Estimates:
         return replace(self, estimate=est, se=se, df=np.full(est.size, np.inf))
 
     def table(self, conf_level: float = 0.95) -> pd.DataFrame:
-        """The columns :data:`INFERENCE_COLUMNS`, one row per estimate."""
+        """The columns :data:`INFERENCE_COLUMNS`, one row per estimate (``covers``: what the interval
+        covers, ``model uncertainty`` or ``model held fixed``)."""
         m = self.estimate.size
         alpha = 1.0 - conf_level
         est = self.estimate
@@ -126,7 +129,8 @@ class Estimates:
         z = np.where(se > 0, z, np.nan)
         p = np.where(se > 0, p, np.nan)
         return pd.DataFrame({"std_error": se, "statistic": z, "p_value": p, "conf_low": lo, "conf_high": hi,
-                             "inference": np.full(m, self.method, dtype=object)})
+                             "inference": np.full(m, self.method, dtype=object),
+                             "covers": np.full(m, COVERS[self.method], dtype=object)})
 
 
 @dataclass(frozen=True, eq=False)
