@@ -11,6 +11,7 @@ from .came import PartitionResult, came, partition_stability
 from .ctree import CTree
 from .effects import FMEResult, fme
 from .exceptions import (
+    BootstrapWarning,
     DataError,
     ExtrapolationError,
     FeatureError,
@@ -48,5 +49,5 @@ __all__ = [
     "MCECDetector", "CERTDetector", "IsolationForestDetector", "LOFDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
     "ExtrapolationError", "ParameterError", "NotFittedError", "NameClashError",
-    "FMEWarning", "FixedModelWarning",
+    "FMEWarning", "FixedModelWarning", "BootstrapWarning",
 ]

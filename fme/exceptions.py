@@ -20,6 +20,7 @@ __all__ = [
     "NameClashError",
     "FMEWarning",
     "FixedModelWarning",
+    "BootstrapWarning",
 ]
 
 
@@ -80,3 +81,8 @@ class FixedModelWarning(FMEWarning):
     ``bootstrap={...}`` for the model's uncertainty by refits, or ``inference='sample'`` to ask for the
     fixed-model interval (no warning).
     """
+
+
+class BootstrapWarning(FMEWarning, RuntimeWarning):
+    """Bootstrap refits failed or did not converge (and were left out), or a percentile interval rests on
+    too few refits for its level; the message gives the counts and what to change."""

@@ -23,7 +23,8 @@ from ._core.plan import FMEOptions
 from ._core.results import stepped_frames
 from ._dask.ame import ame_dask
 from ._dask.margins import local_view
-from .inference._estimates import COVERS, INFERENCE_COLUMNS, Estimates, RowInference, pairwise_matrix, undefined_where
+from .inference._estimates import (COVERS, INFERENCE_COLUMNS, Estimates, RowInference, pair_label, pairwise_matrix,
+                                   undefined_where)
 from .inference._methods import compute_averages, resolve_method
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._models import model_frame
@@ -96,7 +97,7 @@ def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.Data
         L, pairs = pairwise_matrix(m)
         empty_pair = np.array([size_used[i] == 0 or size_used[j] == 0 for i, j in pairs], dtype=bool)
         table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
-        labels = [" - ".join(f"({', '.join(str(v) for v in keys.iloc[g])})" for g in (j, i)) for i, j in pairs]
+        labels = [pair_label(keys, i, j) for i, j in pairs]
         rows = []
         for r, (i, j) in enumerate(pairs):
             diff = np.nan if empty_pair[r] else float(L[r] @ est.estimate)
@@ -193,7 +194,8 @@ def ame(
         ame, std_error, statistic, p_value, conf_low, conf_high, inference,
         and the descriptive sd, q25, q75 (of the fMEs), n, n_excluded.
         ``statistic`` is z (delta, bootstrap) or t with n - 1 df (sample).
-        With bootstrap, ``attrs['bootstrap']`` counts the refits: ``n_resamples``, ``n_failed`` and
+        With bootstrap, ``attrs['bootstrap']`` counts the refits: ``n_resamples``, ``n_failed`` (left
+        out: errors, and fits that did not converge unless ``keep_nonconverged``), ``n_nonconverged`` and
         the distinct ``errors`` of the failed ones (also warned about).
     """
     # Validated once, on the rows (pandas) or on the Dask frame's _meta; the engine trusts what it is handed.
@@ -269,7 +271,7 @@ def ame(
         # failed refits are counted with the table, not only warned about
         e = ests[0]
         out.attrs["bootstrap"] = {"n_resamples": int(e.draws.shape[1] + e.n_failed), "n_failed": int(e.n_failed),
-                                  "errors": list(e.errors)}
+                                  "n_nonconverged": int(e.n_nonconverged), "errors": list(e.errors)}
     return out
 
 

@@ -111,7 +111,7 @@ def test_missing_by_values_form_a_group_of_their_own(diabetes):
     np.testing.assert_allclose(out["ame"].iloc[2], fm[:10].mean(), rtol=1e-12)
     np.testing.assert_allclose(out["std_error"].iloc[2], fm[:10].std(ddof=1) / np.sqrt(10), rtol=1e-10)
     pair = fme.ame(_nonlinear, data, {"bmi": 0.01}, by="g", hypothesis="pairwise", inference="sample")
-    assert list(pair["hypothesis"]) == ["(m) - (f)", "(nan) - (f)", "(nan) - (m)"]
+    assert list(pair["hypothesis"]) == ["(m) - (f)", "(NA) - (f)", "(NA) - (m)"]
 
 
 def test_missing_by_values_raise_when_asked(diabetes):
@@ -248,3 +248,85 @@ def test_tidy_of_fme_and_ame_share_their_columns(diabetes, steps):
     assert list(a.columns) == [c for c in t.columns if c != "contrast"]
     pd.testing.assert_frame_equal(t.drop(columns="contrast"), a, check_exact=False, rtol=1e-14)
     assert t["contrast"].iloc[0] == ("bmi + 0.01" if "bmi" in steps else "sex_cat -> 'm'")
+
+
+# ----------------------------------------------------------------- item 4: refits that did not converge
+def _nonconverged_seeds(data, n_resamples, random_state):
+    """Independently: which resamples' logit refits do not converge (statsmodels' own flag)."""
+    import statsmodels.formula.api as smf
+
+    out = []
+    for s in np.random.SeedSequence(random_state).spawn(n_resamples):
+        idx = np.random.default_rng(s).integers(0, len(data), len(data))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = smf.logit("GRADE ~ GPA + TUCE + PSI", data.iloc[idx].reset_index(drop=True)).fit(disp=0)
+        out.append(not fit.mle_retvals["converged"])
+    return np.array(out)
+
+
+def test_statsmodels_refits_that_did_not_converge_count_as_failed(spector):
+    import statsmodels.formula.api as smf
+
+    m = smf.logit("GRADE ~ GPA + TUCE + PSI", spector).fit(disp=0)
+    expected = int(_nonconverged_seeds(spector, 60, 0).sum())
+    assert expected > 0
+    spec = {"data": spector, "n_resamples": 60, "random_state": 0}
+    with pytest.warns(fme.BootstrapWarning, match=rf"{expected} of 60 bootstrap refits failed.*{expected} of them "
+                      r"because the fit did not converge.*'keep_nonconverged': True"):
+        out = fme.ame(m, spector, {"GPA": 0.5}, bootstrap=spec)
+    assert out.attrs["bootstrap"]["n_failed"] == expected
+    assert out.attrs["bootstrap"]["n_nonconverged"] == expected
+    assert "ConvergenceWarning" in out.attrs["bootstrap"]["errors"][0]
+    with pytest.warns(fme.BootstrapWarning, match=rf"{expected} of 60 bootstrap refits did not converge and are kept"):
+        res = fme.fme(m, spector, {"GPA": 0.5}, bootstrap={**spec, "keep_nonconverged": True})
+    rows = res.inference_rows
+    assert rows.n_failed == 0 and rows.n_nonconverged == expected and rows.draws.shape[1] == 60
+    # the kept draws are those left out before, in seed order
+    kept = fme.fme(m, spector, {"GPA": 0.5}, bootstrap=spec, inference="bootstrap").inference_rows.draws
+    np.testing.assert_array_equal(rows.draws[:, ~_nonconverged_seeds(spector, 60, 0)], kept)
+
+
+def test_scikit_learn_convergence_warnings_count_as_failed(diabetes):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = diabetes
+    yb = (y > y.median()).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LogisticRegression(max_iter=2).fit(X, yb)
+    spec = {"X": X, "y": yb, "n_resamples": 10, "random_state": 0}
+    with pytest.raises(fme.ModelError, match="10 of 10 bootstrap refits failed.*ConvergenceWarning"):
+        fme.ame(clf, X, {"bmi": 0.01}, bootstrap=spec, target_class=1)
+    with pytest.warns(fme.BootstrapWarning, match="10 of 10 bootstrap refits did not converge and are kept"):
+        out = fme.ame(clf, X, {"bmi": 0.01}, bootstrap={**spec, "keep_nonconverged": True, "ci": "normal"},
+                      target_class=1)
+    assert out.attrs["bootstrap"] == {"n_resamples": 10, "n_failed": 0, "n_nonconverged": 10,
+                                      "errors": []}
+    with pytest.raises(fme.ParameterError, match="keep_nonconverged must be True or False"):
+        fme.ame(clf, X, {"bmi": 0.01}, bootstrap={**spec, "keep_nonconverged": "yes"}, target_class=1)
+
+
+def test_nonconverged_refits_on_dask_data(spector):
+    dd = pytest.importorskip("dask.dataframe")
+    import statsmodels.formula.api as smf
+
+    m = smf.logit("GRADE ~ GPA + TUCE + PSI", spector).fit(disp=0)
+    expected = int(_nonconverged_seeds(spector, 30, 1).sum())
+    spec = {"data": spector, "n_resamples": 30, "random_state": 1, "ci": "normal"}
+    with pytest.warns(fme.BootstrapWarning, match=f"{expected} of them because the fit did not converge"):
+        res = fme.fme(m, dd.from_pandas(spector, npartitions=2), {"GPA": 0.5}, bootstrap=spec)
+    draws, info = res.bootstrap_draws
+    assert info["n_nonconverged"] == expected == info["n_failed"] and draws.size == 30 - expected
+
+
+def test_percentile_interval_on_few_refits_warns(diabetes, linreg):
+    X, y = diabetes
+    spec = {"X": X, "y": y, "n_resamples": 50, "random_state": 0}
+    with pytest.warns(fme.BootstrapWarning, match=r"95% percentile bootstrap interval rests on 50 refits.*"
+                                                  r"'n_resamples': 200"):
+        fme.ame(linreg, X, {"bmi": 0.01}, bootstrap=spec)
+    for kw in ({"conf_level": 0.8}, {"bootstrap": {**spec, "ci": "normal"}}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", fme.BootstrapWarning)
+            fme.ame(linreg, X, {"bmi": 0.01}, **{"bootstrap": spec, **kw})

@@ -19,7 +19,7 @@ import pandas as pd
 from .._core.plan import FMEOptions
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
-from ..inference._estimates import COVERS, Estimates, pairwise_matrix, undefined_where
+from ..inference._estimates import COVERS, Estimates, pair_label, pairwise_matrix, undefined_where
 from ..steps import _levels
 from .classic import classic_reference, classic_results
 from .common import _model_frames, as_dask
@@ -168,7 +168,7 @@ def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, co
         L, pairs = pairwise_matrix(groups.n_groups)
         empty_pair = np.array([used[i] == 0 or used[j] == 0 for i, j in pairs], dtype=bool)
         table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
-        labels = [" - ".join(f"({', '.join(str(v) for v in keys.iloc[k])})" for k in (j, i)) for i, j in pairs]
+        labels = [pair_label(keys, i, j) for i, j in pairs]
         return [{**head, "hypothesis": labels[r], "ame": np.nan if empty_pair[r] else float(L[r] @ est.estimate),
                  **table.iloc[r].to_dict(),
                  "inference": method, "covers": COVERS[method], "sd": np.nan, "q25": np.nan, "q75": np.nan,
@@ -197,7 +197,7 @@ def _empty_group_rows(head: dict, data: Any, groups: Any, hypothesis: Any, metho
     keys = groups.keys
     if hypothesis == "pairwise":
         _, pairs = pairwise_matrix(groups.n_groups)
-        return [{**head, "hypothesis": " - ".join(f"({', '.join(str(v) for v in keys.iloc[k])})" for k in (j, i)),
+        return [{**head, "hypothesis": pair_label(keys, i, j),
                  **nan, "n": 0, "n_excluded": int(size[i] + size[j])} for i, j in pairs]
     return [{**head, **{c: keys[c].iloc[k] for c in groups.by}, **nan, "n": 0, "n_excluded": int(size[k])}
             for k in range(groups.n_groups)]
