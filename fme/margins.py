@@ -338,7 +338,7 @@ def typical_values(data: pd.DataFrame) -> pd.DataFrame:
 
     Column dtypes are kept (categoricals stay categorical).
     """
-    check_data(data)
+    data = check_data(data)
     out = {}
     for c in data.columns:
         col = data[c]
@@ -521,7 +521,7 @@ def dme(
         Indexed like ``data``; column ``dme``. Compare ``dme * h`` with the
         fME to see the derivative's interpretation error for a step ``h``.
     """
-    check_data(data)
+    data = check_data(data)
     check_feature_name(feature)
     if feature not in data.columns:
         raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")

@@ -330,3 +330,67 @@ def test_percentile_interval_on_few_refits_warns(diabetes, linreg):
         with warnings.catch_warnings():
             warnings.simplefilter("error", fme.BootstrapWarning)
             fme.ame(linreg, X, {"bmi": 0.01}, **{"bootstrap": spec, **kw})
+
+
+# ----------------------------------------------------------------- item 8: other data frames
+class _ArrowStream:
+    """Only the Arrow PyCapsule stream interface (as polars, DuckDB, ... offer it); counts conversions."""
+
+    calls = 0
+
+    def __init__(self, table):
+        self.table = table
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        type(self).calls += 1
+        return self.table.__arrow_c_stream__(requested_schema)
+
+
+class _Interchange:
+    """Only the dataframe interchange protocol."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def __dataframe__(self, nan_as_null=False, allow_copy=True):
+        return self.table.__dataframe__(nan_as_null, allow_copy)
+
+
+def test_arrow_and_interchange_frames_are_accepted(diabetes, linreg):
+    pa = pytest.importorskip("pyarrow")
+    X, _ = diabetes
+    data = X.assign(g=np.where(X["sex"] > 0, "m", "f")).reset_index(drop=True)
+    table = pa.table(data)
+    ref = fme.fme(linreg, data, {"bmi": 0.01}, inference="sample")
+    for frame in (table, _ArrowStream(table), _Interchange(table)):
+        res = fme.fme(linreg, frame, {"bmi": 0.01}, inference="sample")
+        assert isinstance(res.data, pd.DataFrame)
+        pd.testing.assert_frame_equal(res.results, ref.results)  # indexed by row position, as the input
+    # a model whose fMEs are not constant (a linear model's sample SE is rounding noise, layout-dependent)
+    a = fme.ame(_nonlinear, table, {"bmi": 0.01, "s5": 0.01}, by="g", inference="sample")
+    pd.testing.assert_frame_equal(a, fme.ame(_nonlinear, data, {"bmi": 0.01, "s5": 0.01}, by="g",
+                                             inference="sample"))
+    m = fme.mer(_nonlinear, table, {"bmi": 0.01}, at={"s1": [0.0, 0.01]}, inference="sample")
+    pd.testing.assert_frame_equal(m, fme.mer(_nonlinear, data, {"bmi": 0.01}, at={"s1": [0.0, 0.01]},
+                                             inference="sample"))
+    # converted once per call, however many table rows
+    _ArrowStream.calls = 0
+    fme.ame(linreg, _ArrowStream(table), {"bmi": 0.01, "s5": 0.01, "bp": 0.01}, inference="sample")
+    assert _ArrowStream.calls == 1
+
+
+def test_numpy_array_gets_an_error_naming_feature_names_in(diabetes, linreg):
+    X, _ = diabetes
+    for fn in (lambda d: fme.fme(linreg, d, {"bmi": 0.01}), lambda d: fme.ame(linreg, d, {"bmi": 0.01}),
+               lambda d: fme.mer(linreg, d, {"bmi": 0.01})):
+        with pytest.raises(fme.DataError, match=r"numpy array of shape \(442, 10\).*feature_names_in_"):
+            fn(X.to_numpy())
+
+
+def test_duplicated_index_gets_an_error_naming_it(diabetes, linreg):
+    X, _ = diabetes
+    dup = X.set_axis(np.repeat(np.arange(221), 2))
+    for fn in (lambda d: fme.fme(linreg, d, {"bmi": 0.01}), lambda d: fme.ame(linreg, d, {"bmi": 0.01}),
+               lambda d: fme.mer(linreg, d, {"bmi": 0.01}), lambda d: fme.dme(linreg, d, "bmi")):
+        with pytest.raises(fme.DataError, match=r"index of `data` has duplicate labels.*reset_index\(drop=True\)"):
+            fn(dup)
