@@ -394,3 +394,59 @@ def test_duplicated_index_gets_an_error_naming_it(diabetes, linreg):
                lambda d: fme.mer(linreg, d, {"bmi": 0.01}), lambda d: fme.dme(linreg, d, "bmi")):
         with pytest.raises(fme.DataError, match=r"index of `data` has duplicate labels.*reset_index\(drop=True\)"):
             fn(dup)
+
+
+# ----------------------------------------------------------------- item 5: parallel refits
+def _boot_rows(model, X, y, **spec):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fme.BootstrapWarning)
+        res = fme.fme(model, X, {"bmi": 0.01}, bootstrap={"X": X, "y": y, "random_state": 3, **spec})
+    return res.inference_rows
+
+
+def test_cheap_refits_start_no_workers(diabetes):
+    from sklearn.linear_model import Ridge
+
+    X, y = diabetes
+    model = Ridge().fit(X, y)
+    seq = _boot_rows(model, X, y, n_resamples=30)
+    par = _boot_rows(model, X, y, n_resamples=30, n_jobs=2)
+    assert par.info["execution"]["mode"] == "sequential" and par.info["execution"]["workers"] == 1
+    assert par.info["execution"]["estimated_sequential_seconds"] < 2 * 3.0  # below the processes' start-up rule
+    np.testing.assert_array_equal(par.draws, seq.draws)
+
+
+def test_tree_refits_run_on_threads_in_batches(diabetes):
+    from sklearn.ensemble import RandomForestRegressor
+
+    X, y = diabetes
+    model = RandomForestRegressor(n_estimators=20, random_state=0).fit(X, y)
+    seq = _boot_rows(model, X, y, n_resamples=24)
+    par = _boot_rows(model, X, y, n_resamples=24, n_jobs=2)
+    ex = par.info["execution"]
+    assert ex["mode"] == "threads" and ex["workers"] == 2 and ex["batches"] == 4
+    np.testing.assert_array_equal(par.draws, seq.draws)  # seeded per refit: the same numbers
+    assert seq.info["execution"]["mode"] == "sequential"
+
+
+@pytest.mark.parametrize("backend", ["threads", "processes"])
+def test_parallel_refits_count_nonconvergence_on_any_backend(diabetes, monkeypatch, backend):
+    from sklearn.linear_model import LogisticRegression
+
+    import fme.inference._bootstrap as boot
+
+    monkeypatch.setitem(boot.STARTUP, backend, 0.0)  # always worth it: the workers run
+    X, y = diabetes
+    yb = (y > y.median()).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LogisticRegression(max_iter=2).fit(X, yb)
+    spec = {"X": X, "y": yb, "n_resamples": 12, "random_state": 0, "keep_nonconverged": True, "ci": "normal",
+            "n_jobs": 2, "backend": backend}
+    with pytest.warns(fme.BootstrapWarning, match="12 of 12 bootstrap refits did not converge and are kept"):
+        res = fme.fme(clf, X, {"bmi": 0.01}, bootstrap=spec, target_class=1)
+    rows = res.inference_rows
+    assert rows.info["execution"]["mode"] == backend and rows.n_nonconverged == 12 and rows.n_failed == 0
+    with pytest.warns(fme.BootstrapWarning):
+        seq = fme.fme(clf, X, {"bmi": 0.01}, bootstrap={**spec, "n_jobs": None}, target_class=1).inference_rows
+    np.testing.assert_array_equal(rows.draws, seq.draws)

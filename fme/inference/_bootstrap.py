@@ -35,7 +35,8 @@ are reported by a :class:`~fme.exceptions.BootstrapWarning` and in
 fewer than 5 refits beyond each (fewer than 200 at 95%) gets a warning too.
 
 Parallel refits (``n_jobs`` > 1) never start workers for less work than their
-start-up: the first refit runs in the calling process and is timed; the rest
+start-up: the first refits (:data:`PROBE`) run in the calling process and are
+timed (the fastest but the first, which pays one-off costs, is the estimate); the rest
 run in parallel only if the estimated sequential time exceeds what the
 workers' start-up costs (:data:`STARTUP`), else sequentially. The refits go
 to the workers in a few batches (one task per batch, so the data are sent once
@@ -69,10 +70,14 @@ __all__ = ["check_bootstrap", "bootstrap_rows", "run_refits", "refit_one", "Refi
 _KEYS = {"X", "y", "data", "n_resamples", "random_state", "n_jobs", "ci", "progress", "memory_limit",
          "keep_nonconverged", "backend"}
 BACKENDS = ("auto", "threads", "processes")
-#: Seconds a pool of workers costs before its first refit (measured on the 2-core reference machine:
-#: loky processes about 1-2 s including sending the data; threads next to nothing). Parallel refits run only
+#: Seconds a pool of workers costs before its first refit (benchmarks/bench_refits.py on the shared 2-core
+#: machine: two loky processes with 4 batches of Ridge refits cost about 3 s over the sequential run, starting
+#: the processes, importing fme and scikit-learn there and sending the data; threads next to nothing). Parallel refits run only
 #: when the refits' estimated sequential time exceeds start-up * workers / (workers - 1).
-STARTUP = {"threads": 0.05, "processes": 2.0}
+STARTUP = {"threads": 0.05, "processes": 3.0}
+#: Refits run (and timed) in the calling process before deciding; the first pays one-off costs (imports,
+#: caches), so the estimate is the fastest of the others.
+PROBE = 3
 #: Batches per worker (a few, so that an uneven batch does not leave a worker idle for long).
 BATCHES_PER_WORKER = 2
 #: Default RAM for the per-row draws (bytes); beyond it they go to a temporary memory-mapped file.
@@ -305,8 +310,8 @@ def run_refits(task: Callable, seeds: Sequence, args: tuple, *, n_jobs: Any, bac
                execution: dict) -> Iterator:
     """``task(seed, *args)`` for every seed, yielded in seed order (see the module docstring).
 
-    The first runs here and is timed; the others run sequentially unless ``n_jobs`` asks for more than one
-    worker and their estimated time exceeds the start-up of the workers (:data:`STARTUP`); then in
+    The first :data:`PROBE` run here and are timed; the others run sequentially unless ``n_jobs`` asks for more
+    than one worker and their estimated time exceeds the start-up of the workers (:data:`STARTUP`); then in
     :data:`BATCHES_PER_WORKER` batches per worker, on threads or processes (``backend``; ``'auto'``:
     threads for :func:`_releases_gil` estimators). ``execution`` receives what ran.
     """
@@ -314,16 +319,21 @@ def run_refits(task: Callable, seeds: Sequence, args: tuple, *, n_jobs: Any, bac
 
     seeds = list(seeds)
     with _watch_convergence():
-        start = time.perf_counter()
-        yield task(seeds[0], *args)
-        first = time.perf_counter() - start
-        rest = seeds[1:]
+        probe = 1 if n_jobs is None else min(PROBE, len(seeds))
+        times = []
+        for s in seeds[:probe]:
+            start = time.perf_counter()
+            yield task(s, *args)
+            times.append(time.perf_counter() - start)
+        per_refit = min(times[1:]) if len(times) > 1 else times[0]
+        rest = seeds[probe:]
         workers = 1 if n_jobs is None or not rest else max(1, min(int(effective_n_jobs(n_jobs)), len(rest)))
         kind = backend if backend != "auto" else ("threads" if _releases_gil(model) else "processes")
-        estimate = first * len(rest)
+        estimate = per_refit * len(rest)
         parallel = workers > 1 and estimate > STARTUP[kind] * workers / (workers - 1)
         execution.update({"mode": kind if parallel else "sequential", "workers": workers if parallel else 1,
-                          "first_refit_seconds": first, "estimated_sequential_seconds": first * len(seeds)})
+                          "first_refit_seconds": times[0], "refit_seconds": per_refit,
+                          "estimated_sequential_seconds": per_refit * len(seeds)})
         if not parallel:
             for s in rest:
                 yield task(s, *args)
