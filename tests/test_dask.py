@@ -279,11 +279,12 @@ def test_came_equals_pandas_when_the_data_fit_the_sample(client, X, hgb, nlm):
     assert b.grown_on_sample is False and "all 3000 of 3000" in b.notes[-1]
     assert b.leaf_ids == a.leaf_ids and len(a.leaf_ids) > 2
     pd.testing.assert_series_equal(b.leaves["rule"], a.leaves["rule"])
-    num = [c for c in a.leaves.columns if c not in ("rule", "inference")]
+    num = [c for c in a.leaves.columns if c not in ("rule", "inference", "covers")]
     for c in num:
         _close(b.leaves[c], a.leaves[c])
         _close(b.root[c], a.root[c])
     assert (b.leaves["inference"] == a.leaves["inference"]).all()
+    assert (b.leaves["covers"] == a.leaves["covers"]).all() and (a.leaves["covers"] == "model held fixed").all()
 
 
 def test_came_boxes_span_all_rows_of_the_data(client, X, hgb):
