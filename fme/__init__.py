@@ -16,11 +16,15 @@ from .predictions import avg_predictions, predictions
 from .slopes import avg_slopes
 from .comparisons import avg_comparisons
 from .exceptions import (
+    BootstrapWarning,
     DataError,
     ExtrapolationError,
     FeatureError,
+    FixedModelWarning,
     FMEError,
+    FMEWarning,
     ModelError,
+    NameClashError,
     NotFittedError,
     ParameterError,
     PredictionError,
@@ -49,5 +53,6 @@ __all__ = [
     "max_linear_step", "DETECTORS", "ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector",
     "MCECDetector", "CERTDetector", "IsolationForestDetector", "LOFDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
-    "ExtrapolationError", "ParameterError", "NotFittedError",
+    "ExtrapolationError", "ParameterError", "NotFittedError", "NameClashError",
+    "FMEWarning", "FixedModelWarning", "BootstrapWarning",
 ]

@@ -17,6 +17,10 @@ __all__ = [
     "ExtrapolationError",
     "ParameterError",
     "NotFittedError",
+    "NameClashError",
+    "FMEWarning",
+    "FixedModelWarning",
+    "BootstrapWarning",
 ]
 
 
@@ -54,3 +58,31 @@ class ParameterError(FMEError, ValueError):
 
 class NotFittedError(FMEError, ValueError):
     """An estimator or detector was used before ``fit``."""
+
+
+class NameClashError(FeatureError):
+    """A user column passed in ``by=`` or ``at=`` has the name of one of fme's output columns.
+
+    The table would hold two columns of that name (or fme's would overwrite the user's values); the
+    message names the column and how to pass it under another name.
+    """
+
+
+class FMEWarning(UserWarning):
+    """Base class of every warning issued by :mod:`fme`."""
+
+
+class FixedModelWarning(FMEWarning):
+    """Only the fixed-model ("sample") interval was available, and the caller did not ask for it.
+
+    ``inference='auto'`` falls back to ``sample`` for a model without a parameter covariance (a
+    scikit-learn estimator, a plain function): the standard error, p-value and interval then describe
+    the spread of the fMEs over the rows with the model held fixed, not the model's uncertainty. Pass
+    ``bootstrap={...}`` for the model's uncertainty by refits, or ``inference='sample'`` to ask for the
+    fixed-model interval (no warning).
+    """
+
+
+class BootstrapWarning(FMEWarning, RuntimeWarning):
+    """Bootstrap refits failed or did not converge (and were left out), or a percentile interval rests on
+    too few refits for its level; the message gives the counts and what to change."""

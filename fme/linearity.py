@@ -160,7 +160,7 @@ def max_linear_step(
     >>> out["scale"].round(4).tolist()   # analytic: 2.0341 * x
     [2.0341, 4.0682]
     """
-    check_data(x, "x")
+    x = check_data(x, "x")
     predictor = make_predictor(model, target_class)
     if isinstance(nlm_threshold, bool) or not isinstance(nlm_threshold, numbers.Real) or not (
         np.isfinite(nlm_threshold) and nlm_threshold < 1.0

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ._utils.stats import describe
-from ._utils.validation import check_conf_level, check_data, check_feature_name, is_categorical, is_numeric
+from ._utils.validation import (BY_MISSING, check_by_missing, check_conf_level, check_data, check_feature_name,
+                                check_name_clash, is_categorical, is_numeric)
 from .effects import fme
 from ._utils.validation import is_dask_collection
 from ._core.plan import FMEOptions
@@ -24,7 +25,8 @@ from ._dask.ame import ame_dask
 from ._dask.margins import local_view
 from .comparisons import avg_comparisons
 from .hypotheses import hypotheses, stack_estimates
-from .inference._estimates import INFERENCE_COLUMNS, Estimates, RowInference, pairwise_matrix, undefined_where
+from .inference._estimates import (COVERS, INFERENCE_COLUMNS, Estimates, RowInference, pair_label, pairwise_matrix,
+                                   undefined_where)
 from .inference._methods import compute_averages, resolve_method
 from .inference._hypotheses import NAMED
 from .inference._vcov import residual_df, with_vcov
@@ -38,6 +40,11 @@ __all__ = ["ame", "mem", "mer", "dme", "typical_values"]
 _DESCRIPTIVE = ["sd", "q25", "q75", "n", "n_excluded"]
 _AME_COLUMNS = ["feature", "step", "level", "reference", "ame", *INFERENCE_COLUMNS, *_DESCRIPTIVE]
 _HYPOTHESES = (None, "pairwise")
+#: The columns mer()/mem() put beside the ``at`` columns (with ``step_<feature>`` under 'shrink').
+_MER_COLUMNS = ["fme", *INFERENCE_COLUMNS, *_DESCRIPTIVE, "nlm", "nlm_status", "extrapolation", "extrapolation_point",
+                "note"]
+_AT_FIX = ("Rename that feature in the data (and refit the model on the renamed column), or evaluate your own grid "
+           "rows with fme.fme(model, grid, steps): its results are indexed like grid, beside your columns.")
 
 
 @dataclass
@@ -73,12 +80,12 @@ def _check_by(data: pd.DataFrame, by: Any) -> list[str]:
 
 
 def _groups(data: pd.DataFrame, by_cols: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
-    """Group code of every row of ``data`` (-1: missing by value) and the group keys, sorted."""
+    """Group code of every row of ``data`` and the group keys, sorted (a missing value is a key of its own,
+    sorted last; :func:`check_by_missing` refused it first if asked to)."""
     if not by_cols:
         return np.zeros(len(data), dtype=np.int64), pd.DataFrame(index=[0])
-    gb = data[by_cols].groupby(by_cols, sort=True, observed=True, dropna=True)
-    # ngroup() is NaN (float) for rows whose key is missing: -1 before the cast (NaN has no int64 value)
-    codes = gb.ngroup().fillna(-1).to_numpy(dtype=np.int64)
+    gb = data[by_cols].groupby(by_cols, sort=True, observed=True, dropna=False)
+    codes = gb.ngroup().to_numpy(dtype=np.int64)
     keys = gb.size().index.to_frame(index=False)
     return codes, keys
 
@@ -94,7 +101,7 @@ def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.Data
         L, pairs = pairwise_matrix(m)
         empty_pair = np.array([size_used[i] == 0 or size_used[j] == 0 for i, j in pairs], dtype=bool)
         table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
-        labels = [" - ".join(f"({', '.join(str(v) for v in keys.iloc[g])})" for g in (j, i)) for i, j in pairs]
+        labels = [pair_label(keys, i, j) for i, j in pairs]
         rows = []
         for r, (i, j) in enumerate(pairs):
             diff = np.nan if empty_pair[r] else float(L[r] @ est.estimate)
@@ -130,6 +137,7 @@ def ame(
     vcov: Any = None,
     df: Any = None,
     comparison: str = "difference",
+    by_missing: str = "group",
     **fme_kwargs: Any,
 ) -> pd.DataFrame:
     """Average marginal effects, one row per feature (and per category, per ``by`` group).
@@ -159,7 +167,9 @@ def ame(
         which was used.
     by : str or list of str, optional
         One row per group of ``data`` (the group's own evaluated rows), the
-        group's value(s) in column(s) named like ``by``.
+        group's value(s) in column(s) named like ``by``. A ``by`` column named
+        like one of the table's own columns (``n``, ``feature``, ...) raises
+        :class:`~fme.exceptions.NameClashError` (pass it under another name).
     hypothesis : None, str or ndarray
         ``'pairwise'`` with ``by``: the differences between groups, "(b) - (a)" for every
         pair (later minus earlier group), per feature, with their uncertainty
@@ -198,6 +208,11 @@ def ame(
         ``steps``), then to each other level (Eq. categorical_me). On Dask
         data both work; classic evaluates all levels of a feature in one pass
         (:mod:`fme._dask.classic`).
+    by_missing : {'group', 'raise'}, default='group'
+        Rows whose ``by`` value is missing: ``group`` gives them a group of
+        their own (the missing value as its label, listed last); ``raise``
+        refuses them with a :class:`~fme.exceptions.DataError` naming the
+        column and the count. They are never dropped silently.
     **fme_kwargs
         Passed to :func:`fme.fme` (``extrapolation``, ``reference_data``, ...).
 
@@ -209,7 +224,8 @@ def ame(
         ame, std_error, statistic, p_value, conf_low, conf_high, inference,
         and the descriptive sd, q25, q75 (of the fMEs), n, n_excluded.
         ``statistic`` is z (delta, bootstrap) or t with n - 1 df (sample).
-        With bootstrap, ``attrs['bootstrap']`` counts the refits: ``n_resamples``, ``n_failed`` and
+        With bootstrap, ``attrs['bootstrap']`` counts the refits: ``n_resamples``, ``n_failed`` (left
+        out: errors, and fits that did not converge unless ``keep_nonconverged``), ``n_nonconverged`` and
         the distinct ``errors`` of the failed ones (also warned about). For a model with an exposure or
         offset, ``attrs['scale']`` says which was used (see ``exposure`` in :func:`fme.fme`).
     """
@@ -248,6 +264,12 @@ def ame(
                     df=t_df, **fme_kwargs)
         return hypotheses(table, None if by_pairs else hypothesis, equivalence=equivalence, multcomp=multcomp)
     by_cols = _check_by(frame, by)
+    if hypothesis is None:
+        # the by columns sit beside fme's in one table: a shared name would make it ambiguous
+        check_name_clash(by_cols, _AME_COLUMNS, "by", "Pass it under another name, e.g. "
+                         "data.assign({name}_group=data[{name!r}]) with by='{name}_group'.")
+    if by_missing not in BY_MISSING:
+        raise ParameterError(f"by_missing must be one of {BY_MISSING}, got {by_missing!r}.")
     if hypothesis == "pairwise" and not by_cols:
         raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
     method = resolve_method(inference, model, bootstrap)
@@ -266,10 +288,12 @@ def ame(
             raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
     if on_dask:
         options = FMEOptions.from_kwargs({**fme_kwargs, "exposure": exposure, "offset": offset}, "fme.ame")
-        return ame_dask(model, data, steps, method=method, by_cols=by_cols, hypothesis=hypothesis,
+        return ame_dask(model, data, steps, method=method, by_cols=by_cols, by_missing=by_missing, hypothesis=hypothesis,
                         bootstrap=bootstrap, conf_level=conf_level, categorical=categorical, columns=_AME_COLUMNS,
                         options=options)
     data = frame
+    if by_cols and by_missing == "raise":
+        check_by_missing({c: int(data[c].isna().sum()) for c in by_cols}, len(data))
     specs: list[_Spec] = []
     for feature, value in steps.items():
         if is_categorical(data[feature]):
@@ -296,7 +320,7 @@ def ame(
             spec.est = replace(spec.est, df=np.full(spec.est.estimate.size, t_df))
         new = _spec_rows(spec, spec.est, codes_all, keys, by_cols, hypothesis, conf_level)
         for row in new:
-            row["inference"] = delta_label if method == "delta" else method
+            row["inference"], row["covers"] = (delta_label if method == "delta" else method), COVERS[method]
         rows.extend(new)
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     out = pd.DataFrame(rows, columns=_AME_COLUMNS[:4] + middle + _AME_COLUMNS[4:])
@@ -310,7 +334,7 @@ def ame(
         # failed refits are counted with the table, not only warned about
         e = ests[0]
         out.attrs["bootstrap"] = {"n_resamples": int(e.draws.shape[1] + e.n_failed), "n_failed": int(e.n_failed),
-                                  "errors": list(e.errors)}
+                                  "n_nonconverged": int(e.n_nonconverged), "errors": list(e.errors)}
     adapter = make_predictor(model, target_class).adapter
     scale = None if adapter is None else adapter.scale_note(data.columns)
     if scale is not None:
@@ -383,7 +407,7 @@ def typical_values(data: pd.DataFrame) -> pd.DataFrame:
 
     Column dtypes are kept (categoricals stay categorical).
     """
-    check_data(data)
+    data = check_data(data)
     out = {}
     for c in data.columns:
         col = data[c]
@@ -434,7 +458,9 @@ def mer(
 
     Starts from :func:`typical_values` of ``data`` and overrides the features
     in ``at``; lists of values form a grid (every combination). Step rules
-    (``"sd"``) are computed on ``data``.
+    (``"sd"``) are computed on ``data``. An ``at`` feature named like one of
+    the table's own columns (``fme``, ``n``, ``note``, ...) raises
+    :class:`~fme.exceptions.NameClashError`.
 
     Parameters
     ----------
@@ -489,6 +515,7 @@ def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[s
         else:
             frame[f] = pd.Series(col, dtype=data[f].dtype if not is_numeric(data[f]) else float)
     parsed = parse_steps(data, steps)
+    check_name_clash(keys, _MER_COLUMNS + [f"step_{s.feature}" for s in parsed], "at", _AT_FIX)
     numeric_steps = {s.feature: s.value for s in parsed}
     fme_kwargs.setdefault("reference_data", data)
     multi = isinstance(fme_kwargs.get("target_class"), str) and fme_kwargs.get("target_class") == "all"
@@ -501,11 +528,12 @@ def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[s
         out = frame[keys].assign(fme=np.nan)
         if not multi:
             for c in INFERENCE_COLUMNS:
-                out[c] = method if c == "inference" else np.nan
+                out[c] = {"inference": method, "covers": COVERS[method]}.get(c, np.nan)
             out = out.assign(sd=np.nan, q25=np.nan, q75=np.nan, n=0, n_excluded=1)
         out["note"] = str(exc)
         return out
     if multi:
+        check_name_clash(keys, res.results.columns, "at", _AT_FIX)
         out = frame[keys].join(res.results)
     else:
         inf = res.inference_rows
@@ -518,6 +546,7 @@ def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[s
         out["n"] = out["n"].fillna(0).astype(int)
         out["n_excluded"] = out["n_excluded"].fillna(1).astype(int)
         out["inference"] = out["inference"].fillna(inf.method)
+        out["covers"] = out["covers"].fillna(COVERS[inf.method])
     out["note"] = res.excluded["reason"].reindex(frame.index).fillna("")
     return out
 
@@ -561,7 +590,7 @@ def dme(
         Indexed like ``data``; column ``dme``. Compare ``dme * h`` with the
         fME to see the derivative's interpretation error for a step ``h``.
     """
-    check_data(data)
+    data = check_data(data)
     check_feature_name(feature)
     if feature not in data.columns:
         raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")

@@ -90,7 +90,7 @@ def step_size(data: pd.DataFrame, feature: str, rule: str = "sd", scale: float =
     -------
     float
     """
-    check_data(data)
+    data = check_data(data)
     if feature not in data.columns:
         raise FeatureError(_unknown_feature_message(feature, data))
     if not is_numeric(data[feature]):

@@ -279,11 +279,12 @@ def test_came_equals_pandas_when_the_data_fit_the_sample(client, X, hgb, nlm):
     assert b.grown_on_sample is False and "all 3000 of 3000" in b.notes[-1]
     assert b.leaf_ids == a.leaf_ids and len(a.leaf_ids) > 2
     pd.testing.assert_series_equal(b.leaves["rule"], a.leaves["rule"])
-    num = [c for c in a.leaves.columns if c not in ("rule", "inference")]
+    num = [c for c in a.leaves.columns if c not in ("rule", "inference", "covers")]
     for c in num:
         _close(b.leaves[c], a.leaves[c])
         _close(b.root[c], a.root[c])
     assert (b.leaves["inference"] == a.leaves["inference"]).all()
+    assert (b.leaves["covers"] == a.leaves["covers"]).all() and (a.leaves["covers"] == "model held fixed").all()
 
 
 def test_came_boxes_span_all_rows_of_the_data(client, X, hgb):
@@ -375,7 +376,7 @@ def test_ame_by_and_pairwise_delta_equal_pandas(client, frame):
 
     m = smf.ols("y ~ x1 + I(x1**2) + x2 + cat", data=frame).fit()
     data = frame.assign(g=np.where(frame["k"] < 3, "low", np.where(frame["k"] < 7, "mid", "high")))
-    data.loc[data.index[:40], "g"] = None  # rows in no group
+    data.loc[data.index[:40], "g"] = None  # rows in the missing-value group (issue 23: never dropped silently)
     steps = {"x1": 1.0, "cat": None}
     D = _dd(data, 4)
     grouped = None
@@ -388,7 +389,7 @@ def test_ame_by_and_pairwise_delta_equal_pandas(client, frame):
     # groups of two columns, with an extrapolation detector excluding rows of some groups
     a = fme.ame(m, data, {"x1": 1.0}, by=["g", "cat"], extrapolation="envelope")
     b = fme.ame(m, D, {"x1": 1.0}, by=["g", "cat"], extrapolation="envelope")
-    assert len(a) == 9 and a["n_excluded"].sum() > 40
+    assert len(a) == 12 and a["g"].isna().sum() == 3 and a["n_excluded"].sum() > 40
     _same_table(b, a, ["feature", "g", "cat"])
     # a group none of whose rows is evaluated: NaN figures and NaN differences on both paths
     ref = data[data["g"] != "high"]
@@ -398,7 +399,7 @@ def test_ame_by_and_pairwise_delta_equal_pandas(client, frame):
         b = fme.ame(m, _dd(moved, 4), {"x1": 1.0}, by="g", hypothesis=hyp, reference_data=ref,
                     extrapolation="envelope")
         empty = (a["g"] == "high") if hyp is None else a["hypothesis"].str.contains("high")
-        assert empty.sum() == (1 if hyp is None else 2)
+        assert empty.sum() == (1 if hyp is None else 3)  # 4 groups with the missing-value one: 3 pairs with high
         for t in (a, b):
             assert t.loc[empty.to_numpy(), ["ame", "std_error", "p_value", "conf_low"]].isna().all(axis=None)
             assert t.loc[~empty.to_numpy(), ["ame", "std_error", "p_value", "conf_low"]].notna().all(axis=None)

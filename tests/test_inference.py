@@ -90,7 +90,10 @@ def test_numeric_ame_matches_marginaleffects(name, data, refs, models):
 def test_multivariate_tidy_matches_marginaleffects(name, data, refs, models):
     res = fme.fme(models[name], data, {"age": 1, "income": 0.5})
     tidy = res.tidy()
-    assert list(tidy.columns) == ["step", "ame", *INF_COLS, "inference", "sd", "q25", "q75", "n", "n_excluded"]
+    assert list(tidy.columns) == ["feature", "step", "level", "reference", "contrast", "ame", *INF_COLS, "inference",
+                                  "covers", "sd", "q25", "q75", "n", "n_excluded"]
+    assert tidy["feature"].iloc[0] == "age, income" and tidy["contrast"].iloc[0] == "age + 1, income + 0.5"
+    assert np.isnan(tidy["step"].iloc[0]) and tidy["covers"].iloc[0] == "model uncertainty"
     ref = _ref(refs, name, "multivariate").iloc[0]
     _assert_matches(tidy.iloc[0], ref, name)
     assert res.std_error == tidy["std_error"].iloc[0] and res.p_value == tidy["p_value"].iloc[0]

@@ -8,7 +8,9 @@ extrapolation point (paper §3.2 and the appendix; policy ``exclude`` or
 ``shrink``).
 
 Each row gets an int8 code (0 evaluated, 1 missing or infinite, 2 already at
-the level, 3 extrapolation: the order of the ``Summary.codes`` counts) and
+the level, 3 extrapolation, 4 a missing value in a non-stepped input of a
+statsmodels formula model, left out as its fit left such rows out, Stata's
+e(sample): the order of the ``Summary.codes`` counts) and
 only the rows left out get strings, as ``(positions, point, reason)`` notes:
 object arrays over all rows would cost more than a cheap model's predict.
 :func:`_excluded_frame` turns codes and notes into ``FMEResult.excluded``.
@@ -30,18 +32,22 @@ from ..exceptions import DataError, ExtrapolationError
 from ..steps import Step, apply_steps
 from .plan import Plan
 
-__all__ = ["check_evaluated"]
+__all__ = ["check_evaluated", "N_CODES"]
 
 #: ``reason_type`` of each exclusion code (code 0: evaluated, never shown).
-_REASON_TYPES = np.array(["", "missing", "at_level", "extrapolation"], dtype=object)
+_REASON_TYPES = np.array(["", "missing", "at_level", "extrapolation", "incomplete"], dtype=object)
+#: Number of exclusion codes (0 evaluated; 1 missing; 2 at level; 3 extrapolation; 4 incomplete model input).
+N_CODES = 5
 
 Notes = list[tuple[np.ndarray, Any, Any]]
 
 
-def _value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...]) -> tuple[np.ndarray, Notes]:
-    """Codes 1 (missing or infinite value in a stepped feature) and 2 (already at the target level).
+def _value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...],
+                      complete_cols: tuple = ()) -> tuple[np.ndarray, Notes]:
+    """Codes 1 (missing or infinite value in a stepped feature), 2 (already at the target level) and 4
+    (missing value in one of ``complete_cols``, the model inputs a statsmodels formula needs complete).
 
-    A row keeps the first code it gets, in the order of ``steps``.
+    A row keeps the first code it gets, in the order of ``steps``, then ``complete_cols``.
     """
     code = np.zeros(len(data), dtype=np.int8)
     notes: Notes = []
@@ -60,6 +66,11 @@ def _value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...]) -> tuple[np.n
             at = (col == s.value).to_numpy(dtype=bool, na_value=False) & (code == 0)
             code[at] = 2
             notes.append((np.flatnonzero(at), "", f"{s.feature} already at level {s.value!r}"))
+    for c in complete_cols:
+        miss = data[c].isna().to_numpy() & (code == 0)
+        if miss.any():
+            code[miss] = 4
+            notes.append((np.flatnonzero(miss), "", f"missing value in {c} (a model input)"))
     return code, notes
 
 
@@ -163,13 +174,14 @@ def check_evaluated(plan: Plan, code: np.ndarray | None, reference: Any, counts:
     ``reference`` is a callable giving the reference data, called only then
     (on Dask data it is a computation), for the range named in the message.
     """
-    counts = np.bincount(code, minlength=4) if counts is None else counts
+    counts = np.bincount(code, minlength=N_CODES) if counts is None else counts
     if counts[0] > 0:
         return
     label = ", ".join(s.describe() for s in plan.steps)
     if counts[3] == 0:
         raise DataError(
             f"no row can be evaluated for the step {label}: every row has a "
-            "missing or infinite value in a stepped feature or is already at the target level."
+            "missing or infinite value in a stepped feature or is already at the target level"
+            + (f", or a missing value in a model input ({int(counts[4])} rows)." if counts[4] else ".")
         )
     raise ExtrapolationError(_all_excluded_message(plan.steps, reference(), int(counts[3])))

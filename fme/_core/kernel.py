@@ -134,7 +134,7 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
     may have none); the caller decides whether the whole data had any.
     """
     X_all = plan.predictor.select(data)
-    code, notes = _value_exclusions(data, plan.steps)
+    code, notes = _value_exclusions(data, plan.steps, plan.complete_cols)
     cand = np.flatnonzero(code == 0)
     n_candidates = int(cand.size)
     cand, X, h, extra_cols = _extrapolation_exclusions(plan, X_all.iloc[cand], cand, code, notes)

@@ -24,9 +24,9 @@ __all__ = ["fme_local", "evaluate_frame", "result"]
 def fme_local(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -> FMEResult:
     """:func:`fme.fme` on a pandas frame: validate into a plan (once; the workers trust it), evaluate, check
     that a row was evaluated, assemble the result."""
-    check_data(data)
-    # C(x) of a statsmodels formula: x is categorical; exposure=/offset= become the model's offset columns
-    data = model_frame(model, data, exposure=options.exposure, offset=options.offset)
+    # another data frame (polars, Arrow) converted once; C(x) of a statsmodels formula: x is categorical;
+    # exposure=/offset= become the model's offset columns
+    data = model_frame(model, check_data(data), exposure=options.exposure, offset=options.offset)
     reference_data = options.reference_data
     if reference_data is not None:
         reference_data = model_frame(model, check_data(reference_data, "reference_data"))

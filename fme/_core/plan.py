@@ -25,6 +25,8 @@ from ..exceptions import ExtrapolationError, FeatureError, ParameterError, StepE
 from ..extrapolation import make_detector
 from ..inference._methods import resolve_method as resolve_inference
 from ..nlm import QuadratureRule
+from .._adapters._formula import formula_info
+from .._adapters.statsmodels import is_statsmodels_results
 from ..predictors import Predictor, make_predictor
 from ..steps import Step, check_training_levels, parse_steps
 
@@ -105,6 +107,9 @@ class Plan:
     policy: str | None = None
     spread: np.ndarray | None = None
     progress: bool | None = None
+    #: Model inputs whose missing values leave a row out (code 4, "incomplete"): a statsmodels formula
+    #: model's right-hand-side columns, as its fit leaves incomplete rows out (Stata's e(sample)).
+    complete_cols: tuple = ()
 
     @property
     def rule(self) -> QuadratureRule | None:
@@ -132,6 +137,16 @@ def _detector_columns(predictor: Predictor, data: pd.DataFrame, reference: pd.Da
             f"reference_data lacks the model feature(s) {missing}; pass the training data with all of {cols}."
         )
     return list(cols)
+
+
+def _complete_columns(model: Any, data: pd.DataFrame, steps: tuple[Step, ...]) -> tuple:
+    """The non-stepped model inputs whose missing values leave a row out: for a statsmodels formula model the
+    right-hand-side columns (its fit dropped incomplete rows; its predict would drop them silently)."""
+    info = formula_info(model) if is_statsmodels_results(model) else None
+    if not info:
+        return ()
+    stepped = {s.feature for s in steps}
+    return tuple(c for c in info[0] if c in data.columns and c not in stepped)
 
 
 def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], reference: pd.DataFrame, *,
@@ -189,5 +204,5 @@ def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], refer
         cols = _detector_columns(predictor, data, reference)
     plan = Plan(model=model, predictor=predictor, steps=parsed, settings=settings, batch_size=batch_size,
                 method=method, target_class=target_class, bootstrap=bootstrap, detector=detector,
-                detector_cols=cols, policy=policy)
+                detector_cols=cols, policy=policy, complete_cols=_complete_columns(model, data, parsed))
     return plan, conf_level

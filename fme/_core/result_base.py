@@ -24,7 +24,8 @@ __all__ = ["EffectsPresentation", "EXCLUSION_LABELS"]
 
 #: Readable labels of the exclusion reasons, in the order the summaries list them.
 EXCLUSION_LABELS = {"missing": "missing or infinite value in a stepped feature",
-                    "at_level": "already at the target level", "extrapolation": "extrapolation"}
+                    "at_level": "already at the target level", "extrapolation": "extrapolation",
+                    "incomplete": "missing value in a model input, left out as the model's fit did"}
 
 
 class EffectsPresentation:
@@ -64,14 +65,28 @@ class EffectsPresentation:
             return float(t["conf_low"].iloc[0]), float(t["conf_high"].iloc[0])
         return t[["conf_low", "conf_high"]].set_axis(list(self.output_names))
 
+    def _step_columns(self) -> dict[str, Any]:
+        """feature, step, level, reference as :func:`fme.ame` fills them (a multivariate step: the features
+        joined by ', ', step NaN), and ``contrast``, the readable step (``rm + 1``, ``chas -> 1``)."""
+        if len(self.steps) == 1:
+            s = self.steps[0]
+            head = {"feature": s.feature, "step": float(s.value) if s.is_numeric else float("nan"),
+                    "level": None if s.is_numeric else s.value, "reference": None}
+        else:
+            head = {"feature": ", ".join(str(s.feature) for s in self.steps), "step": float("nan"), "level": None,
+                    "reference": None}
+        return {**head, "contrast": self.describe_steps()}
+
     def tidy(self, conf_level: float | None = None) -> pd.DataFrame:
-        """The AME as a table: step, (class), ame, std_error, statistic, p_value, conf_low, conf_high,
-        inference, sd, q25, q75, n, n_excluded (one row; one per class for several outputs)."""
+        """The AME as a table, with the columns of :func:`fme.ame` where they mean the same:
+        feature, step, level, reference, contrast (the readable step), (class), ame, std_error,
+        statistic, p_value, conf_low, conf_high, inference, covers (``model uncertainty`` or
+        ``model held fixed``), sd, q25, q75, n, n_excluded (one row; one per class for several outputs)."""
         t = self._inference_table(conf_level)
         rows = []
         for j, col in enumerate(self.fme_columns):
             d = self._figures(col)
-            row: dict[str, Any] = {"step": self.describe_steps()}
+            row: dict[str, Any] = self._step_columns()
             if self.output_names is not None:
                 row["class"] = self.output_names[j]
             row.update({"ame": d["mean"], **t.iloc[j].to_dict(), "sd": d["sd"], "q25": d["q25"], "q75": d["q75"],
@@ -110,10 +125,15 @@ class EffectsPresentation:
             fitted = self._fitted_on()
             lines.append(f"  extrapolation: {self.detector}, policy {self.on_extrapolation}"
                          + ("" if fitted is None else f", fitted on {fitted}"))
-        for col in self.fme_columns:
+        t = self._inference_table()
+        level = getattr(self, "conf_level", 0.95)
+        for j, col in enumerate(self.fme_columns):
             d = self._figures(col)
             lines.append(f"  {col}: AME {d['mean']:.6g}  SD {d['sd']:.6g}  q25 {d['q25']:.6g}  "
                          f"median {d['median']:.6g}  q75 {d['q75']:.6g}")
+            r = t.iloc[j]
+            lines.append(f"    std_error {r['std_error']:.6g}  {100 * level:g}% CI [{r['conf_low']:.6g}, "
+                         f"{r['conf_high']:.6g}]  ({r['inference']}: {r['covers']})")
         t = self.nlm_linear_threshold
         for col in self.nlm_columns:
             f = self._nlm_figures(col)

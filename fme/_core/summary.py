@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .exclusions import N_CODES
 from .kernel import Batch
 from .plan import Plan
 
@@ -70,8 +71,8 @@ class Summary:
 
     Attributes
     ----------
-    codes : ndarray (4,)
-        Rows evaluated, missing/infinite, already at the level, extrapolation.
+    codes : ndarray (5,)
+        Rows evaluated, missing/infinite, already at the level, extrapolation, incomplete model input.
     fme, nlm, spread : Moments
         Of the fMEs, of the defined NLMs, of the predictions f(x) and f(x + h)
         (the scale of the flat-path test).
@@ -127,7 +128,7 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
     res = batch.results
     fcols = ["fme"] if names is None else [f"fme_{c}" for c in names]
     fm = Moments.of(res[fcols].to_numpy(dtype=float))
-    codes = np.bincount(batch.code, minlength=4).astype(np.int64)
+    codes = np.bincount(batch.code, minlength=N_CODES).astype(np.int64)
     spread = Moments.of(np.concatenate([batch.f0, batch.f1]))
     nlm = n_linear = status = rows_any = None
     if plan.settings is not None:

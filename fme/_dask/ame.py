@@ -19,7 +19,7 @@ import pandas as pd
 from .._core.plan import FMEOptions
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
-from ..inference._estimates import Estimates, pairwise_matrix, undefined_where
+from ..inference._estimates import COVERS, Estimates, pair_label, pairwise_matrix, undefined_where
 from ..steps import _levels
 from .classic import classic_reference, classic_results
 from .._adapters import adapt
@@ -32,7 +32,7 @@ from .result import DaskFMEResult
 __all__ = ["ame_dask"]
 
 
-def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by_cols: list, hypothesis: Any,
+def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by_cols: list, by_missing: str, hypothesis: Any,
              bootstrap: Any, conf_level: float, categorical: str, columns: list[str],
              options: FMEOptions) -> pd.DataFrame:
     """:func:`fme.ame` on Dask data, its arguments validated by :func:`fme.ame` (``steps`` resolved, ``method``
@@ -40,7 +40,7 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
     (univariate steps), with ``options`` the keywords passed on to :func:`fme.fme`."""
     data = _model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
     meta = data._meta
-    groups = group_keys(data, by_cols) if by_cols else None
+    groups = group_keys(data, by_cols, by_missing) if by_cols else None
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:
         # one seed for every row of the table: the same resamples, as the pandas path's shared refits
         bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
@@ -74,7 +74,8 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
                     rows.extend(_empty_group_rows(head, data, groups, hypothesis, method))
                     continue
                 rows.append({**head, "ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan,
-                             "conf_low": np.nan, "conf_high": np.nan, "inference": method, "sd": np.nan,
+                             "conf_low": np.nan, "conf_high": np.nan, "inference": method,
+                             "covers": COVERS[method], "sd": np.nan,
                              "q25": np.nan, "q75": np.nan, "n": 0, "n_excluded": int(data.shape[0].compute())})
                 continue
             if level is None:
@@ -85,9 +86,7 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
                 rows.extend(_group_rows(res, head, groups, hypothesis, conf_level, method))
                 res.release()
                 continue
-            t = res.tidy(conf_level).iloc[0].to_dict()
-            t.pop("step")
-            t["inference"] = method
+            t = _tidy_figures(res, conf_level, method)
             rows.append({**head, **t})
             res.release()
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
@@ -112,12 +111,18 @@ def _classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list,
         if groups is not None:
             rows.extend(_group_rows(res, head, groups, hypothesis, conf_level, method))
         else:
-            t = res.tidy(conf_level).iloc[0].to_dict()
-            t.pop("step")
-            t["inference"] = method
+            t = _tidy_figures(res, conf_level, method)
             rows.append({**head, **t})
         res.release()
     return rows
+
+
+def _tidy_figures(res: DaskFMEResult, conf_level: float, method: str) -> dict[str, Any]:
+    """The figures of ``res.tidy()`` for one table row (its step columns are the table's own)."""
+    t = res.tidy(conf_level).iloc[0].to_dict()
+    for key in ("feature", "step", "level", "reference", "contrast"):
+        t.pop(key)
+    return {**t, "inference": method, "covers": COVERS[method]}
 
 
 def _all_levels(data: Any, feature: str) -> list:
@@ -168,10 +173,11 @@ def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, co
         L, pairs = pairwise_matrix(groups.n_groups)
         empty_pair = np.array([used[i] == 0 or used[j] == 0 for i, j in pairs], dtype=bool)
         table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
-        labels = [" - ".join(f"({', '.join(str(v) for v in keys.iloc[k])})" for k in (j, i)) for i, j in pairs]
+        labels = [pair_label(keys, i, j) for i, j in pairs]
         return [{**head, "hypothesis": labels[r], "ame": np.nan if empty_pair[r] else float(L[r] @ est.estimate),
                  **table.iloc[r].to_dict(),
-                 "inference": method, "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": int(used[i] + used[j]),
+                 "inference": method, "covers": COVERS[method], "sd": np.nan, "q25": np.nan, "q75": np.nan,
+                 "n": int(used[i] + used[j]),
                  "n_excluded": int(size_all[i] + size_all[j] - used[i] - used[j])}
                 for r, (i, j) in enumerate(pairs)]
     table = undefined_where(est.table(conf_level), used == 0)
@@ -182,7 +188,7 @@ def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, co
         q = _group_quartiles(res, k, n)
         rows.append({**head, **{c: keys[c].iloc[k] for c in groups.by},
                      "ame": float(g.fme.mean[k]) if n else np.nan, **table.iloc[k].to_dict(),
-                     "inference": method, "sd": float(sd[k]), "q25": q[0.25], "q75": q[0.75], "n": n,
+                     "inference": method, "covers": COVERS[method], "sd": float(sd[k]), "q25": q[0.25], "q75": q[0.75], "n": n,
                      "n_excluded": int(size_all[k] - n)})
     return rows
 
@@ -191,11 +197,12 @@ def _empty_group_rows(head: dict, data: Any, groups: Any, hypothesis: Any, metho
     """A level no row could move to: its rows per group (or pair) with NaN figures, as the pandas path."""
     size = group_sizes(data, groups)
     nan = {"ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan, "conf_low": np.nan,
-           "conf_high": np.nan, "inference": method, "sd": np.nan, "q25": np.nan, "q75": np.nan}
+           "conf_high": np.nan, "inference": method, "covers": COVERS[method], "sd": np.nan, "q25": np.nan,
+           "q75": np.nan}
     keys = groups.keys
     if hypothesis == "pairwise":
         _, pairs = pairwise_matrix(groups.n_groups)
-        return [{**head, "hypothesis": " - ".join(f"({', '.join(str(v) for v in keys.iloc[k])})" for k in (j, i)),
+        return [{**head, "hypothesis": pair_label(keys, i, j),
                  **nan, "n": 0, "n_excluded": int(size[i] + size[j])} for i, j in pairs]
     return [{**head, **{c: keys[c].iloc[k] for c in groups.by}, **nan, "n": 0, "n_excluded": int(size[k])}
             for k in range(groups.n_groups)]

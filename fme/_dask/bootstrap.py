@@ -16,22 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..inference._bootstrap import check_refits
+from ..inference._bootstrap import RefitTally, check_refits, refit_one, run_refits
 
 __all__ = ["CHUNK", "bootstrap_draws"]
 
 #: Refitted models sent to the workers per pass over the data.
 CHUNK = 50
-
-
-def _refit_or_error(adapter: Any, train: Any, n_train: int, seed: np.random.SeedSequence):
-    from ..inference._bootstrap import _refit
-
-    idx = np.random.default_rng(seed).integers(0, n_train, n_train)  # as fme.inference._bootstrap._one_resample
-    try:
-        return _refit(adapter, train, idx), None
-    except Exception as exc:  # counted and reported like the pandas path
-        return None, f"{type(exc).__name__}: {exc}"
 
 
 def _sums(part: pd.DataFrame, plan: Any, models: list, target_class: Any, groups: Any = None) -> np.ndarray:
@@ -86,8 +76,6 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     """
     import dask
     from dask import delayed
-    from joblib import Parallel
-    from joblib import delayed as jdelayed
 
     from ..inference._bootstrap import check_bootstrap, refit_setup
     from .._utils.progress import progress_bar
@@ -100,16 +88,18 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     total_n = float(counts.sum()) if groups is None else None
     draws = np.full(B, np.nan)
     group_draws = None if groups is None else np.full((groups.n_groups, B), np.nan)
-    errors: list[str] = []
+    tally = RefitTally(spec["keep_nonconverged"])
+    execution: dict = {}
     parts = data.to_delayed()
     starts = range(0, B, CHUNK)
     for start in progress_bar(starts, total=len(starts), desc="bootstrap refits (chunks)", progress=spec["progress"]):
         chunk = seeds[start:start + CHUNK]
-        fits = Parallel(n_jobs=spec["n_jobs"])(
-            jdelayed(_refit_or_error)(adapter, train, n_train, s) for s in chunk)
-        models = [m for m, _ in fits if m is not None]
-        where = [start + j for j, (m, _) in enumerate(fits) if m is not None]
-        errors += [e for _, e in fits if e is not None and e not in errors][:5 - len(errors)]
+        # the same seeds, refit function, convergence checks and parallel execution as the pandas path
+        fits = list(run_refits(refit_one, chunk, (adapter, train, n_train), n_jobs=spec["n_jobs"],
+                               backend=spec["backend"], model=model, execution=execution))
+        keep = [tally.keep(e, note) for _, e, note in fits]
+        models = [m for (m, _, _), k in zip(fits, keep) if k]
+        where = [start + j for j, k in enumerate(keep) if k]
         if not models:
             continue
         sums = np.sum(dask.compute(*[delayed(_sums)(p, plan, models, plan.target_class, groups) for p in parts]),
@@ -122,9 +112,10 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
                 group_draws[:, where] = np.where(counts[:, None] > 0, sums[:-1] / counts[:, None], 0.0)
         del models, fits
     ok = np.isfinite(draws)
-    n_failed = check_refits(B, int(ok.sum()), errors)
+    n_failed = check_refits(B, int(ok.sum()), tally)
     info = {"n_resamples": B, "random_state": spec["random_state"], "n_ok": int(ok.sum()), "n_failed": n_failed,
-            "ci": spec["ci"], "errors": tuple(errors)}
+            "n_nonconverged": tally.n_nonconverged, "ci": spec["ci"], "errors": tuple(tally.errors),
+            "execution": execution}
     if groups is not None:
         info["group_draws"] = group_draws[:, ok]
     return draws[ok], info

@@ -13,7 +13,7 @@ gradient Σ J / n_g and its bootstrap draw b Σ fME_b / n_g: the pandas figures
 up to rounding (~1e-15 relative).
 
 Groups are the sorted distinct values of the ``by`` columns over all rows
-(rows with a missing ``by`` value belong to none), found by one
+(a missing ``by`` value is a group of its own, last, as in the pandas path), found by one
 ``drop_duplicates`` reduction and ordered by the same pandas ``groupby`` as
 the pandas path.
 """
@@ -28,6 +28,7 @@ import pandas as pd
 from scipy import sparse
 
 from .._core.summary import Moments
+from .._utils.validation import check_by_missing
 
 __all__ = ["GroupSpec", "GroupSums", "group_keys", "group_codes", "group_sums", "group_sizes"]
 
@@ -57,15 +58,21 @@ class GroupSums:
         return GroupSums(self.size_all + other.size_all, self.fme.merge(other.fme), jac)
 
 
-def group_keys(data: Any, by: list[str]) -> GroupSpec:
-    """The groups of the Dask ``data`` by ``by``: as the pandas path's ``groupby(sort=True, observed=True)``."""
+def group_keys(data: Any, by: list[str], missing: str = "group") -> GroupSpec:
+    """The groups of the Dask ``data`` by ``by``: as the pandas path's ``groupby(sort=True, observed=True,
+    dropna=False)`` (a missing value is a group, last); ``missing='raise'``: a DataError if there is one."""
     distinct = data[by].drop_duplicates().compute()
-    gb = distinct.groupby(by, sort=True, observed=True, dropna=True)
+    if missing == "raise" and distinct.isna().any().any():
+        import dask
+
+        counts = dask.compute(*[data[c].isna().sum() for c in by])
+        check_by_missing(dict(zip(by, (int(k) for k in counts))), int(data.shape[0].compute()))
+    gb = distinct.groupby(by, sort=True, observed=True, dropna=False)
     return GroupSpec(list(by), gb.size().index.to_frame(index=False))
 
 
 def group_codes(part: pd.DataFrame, spec: GroupSpec) -> np.ndarray:
-    """The group of every row of ``part`` (-1: a missing ``by`` value)."""
+    """The group of every row of ``part`` (a missing ``by`` value matches the missing key, as pandas merges)."""
     right = spec.keys.assign(__fme_group=np.arange(spec.n_groups))
     left = part[spec.by].reset_index(drop=True)
     # the keys are unique and hold no missing value: a left merge keeps the rows and their order

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.exclusions import N_CODES
 from .._core.kernel import Batch
 from .._core.summary import Moments, Summary
 
@@ -76,6 +77,6 @@ def finish(p: PendingNLM, scale: float, flat_tol: float, threshold: float) -> tu
                       dtype=np.int64)
     with np.errstate(invalid="ignore"):
         n_linear = np.array([(nl >= threshold).sum()], dtype=np.int64)
-    pieces = Summary(codes=np.zeros(4, dtype=np.int64), fme=Moments.of(np.empty(0)), nlm=Moments.of(nl),
+    pieces = Summary(codes=np.zeros(N_CODES, dtype=np.int64), fme=Moments.of(np.empty(0)), nlm=Moments.of(nl),
                      n_linear=n_linear, status=status)
     return pieces, nl

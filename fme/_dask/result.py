@@ -168,7 +168,7 @@ class DaskFMEResult(EffectsPresentation):
 
     def _exclusion_counts(self) -> dict[str, int]:
         c = self.summary_data.codes
-        return {"missing": int(c[1]), "at_level": int(c[2]), "extrapolation": int(c[3])}
+        return {"missing": int(c[1]), "at_level": int(c[2]), "extrapolation": int(c[3]), "incomplete": int(c[4])}
 
     _summary_title = "Forward marginal effects of {model} (Dask data)"
 

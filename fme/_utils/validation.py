@@ -8,18 +8,53 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..exceptions import DataError, FeatureError, ParameterError
+from ..exceptions import DataError, FeatureError, NameClashError, ParameterError
 
-__all__ = ["check_data", "is_categorical", "is_numeric", "is_complex", "check_real_columns", "check_feature_name",
-           "mixed_object_numbers", "check_conf_level", "check_random_state"]
+__all__ = ["check_data", "as_pandas", "is_categorical", "is_numeric", "is_complex", "check_real_columns", "check_feature_name",
+           "mixed_object_numbers", "check_conf_level", "check_random_state", "check_name_clash", "BY_MISSING", "check_by_missing"]
+
+
+def as_pandas(data: Any, name: str = "data") -> Any:
+    """``data`` as a pandas DataFrame when it is another data frame, converted once; else unchanged.
+
+    Accepted: pandas (returned as is); objects with the Arrow PyCapsule stream interface
+    (``__arrow_c_stream__``: polars, pyarrow tables, DuckDB results, ...) through :func:`pyarrow.table`;
+    objects with the dataframe interchange protocol (``__dataframe__``) through
+    :func:`pandas.api.interchange.from_dataframe`. They have no index: the result has the rows' positions
+    (0, 1, ...) as its index, as their own row numbers. A numpy array is refused with how to name its columns.
+    """
+    if isinstance(data, pd.DataFrame) or is_dask_collection(data):
+        return data
+    if isinstance(data, np.ndarray):
+        raise DataError(
+            f"`{name}` is a numpy array of shape {data.shape}; it must be a pandas DataFrame (or a polars/Arrow "
+            "data frame) whose columns have the model's feature names. Wrap it as "
+            f"pd.DataFrame({name}, columns=model.feature_names_in_) (a scikit-learn estimator fitted on a "
+            "DataFrame keeps its column names in feature_names_in_), or pass the DataFrame the model was fitted on."
+        )
+    if hasattr(data, "__arrow_c_stream__") and not isinstance(data, type):
+        try:
+            import pyarrow as pa
+        except ImportError:  # pragma: no cover - pyarrow comes with the dask extra
+            pa = None
+        if pa is not None:
+            return pa.table(data).to_pandas()
+        if not hasattr(data, "__dataframe__"):
+            raise DataError(f"`{name}` is an Arrow data frame ({type(data).__name__}); converting it needs pyarrow "
+                            "(pip install pyarrow, or 'fme[dask]'), or pass data.to_pandas().")
+    if hasattr(data, "__dataframe__") and not isinstance(data, type):
+        return pd.api.interchange.from_dataframe(data, allow_copy=True)
+    return data
 
 
 def check_data(data: Any, name: str = "data") -> pd.DataFrame:
-    """Return ``data`` unchanged after checking it is a non-empty DataFrame."""
+    """``data`` as a pandas DataFrame (another data frame converted once, :func:`as_pandas`) after checking it is
+    a non-empty DataFrame. Callers use the returned frame."""
+    data = as_pandas(data, name)
     if not isinstance(data, pd.DataFrame):
         raise DataError(
-            f"`{name}` must be a pandas DataFrame with one column per feature, got "
-            f"{type(data).__name__}; wrap arrays with pd.DataFrame(X, columns=[...])."
+            f"`{name}` must be a pandas DataFrame with one column per feature (or a polars/Arrow data frame), "
+            f"got {type(data).__name__}; wrap arrays with pd.DataFrame(X, columns=[...])."
         )
     if data.shape[0] == 0:
         raise DataError(f"`{name}` has no rows; pass at least one observation.")
@@ -141,3 +176,33 @@ def seed_of(random_state: Any) -> int:
 def is_dask_collection(obj: Any) -> bool:
     """True for a Dask DataFrame (checked by module name: dask stays an optional dependency)."""
     return type(obj).__module__.split(".")[0] in ("dask", "dask_expr") and hasattr(obj, "npartitions")
+
+
+def check_name_clash(names: Any, reserved: Any, argument: str, fix: str) -> None:
+    """Refuse user column names ``names`` (from ``argument``) that equal one of fme's output columns ``reserved``.
+
+    ``fix`` is the way out, with ``{name}`` standing for the clashing name.
+    """
+    reserved = list(reserved)
+    clash = [c for c in names if any(c == r for r in reserved)]
+    if clash:
+        raise NameClashError(
+            f"{argument} column {clash[0]!r} has the name of one of fme's output columns {reserved}: the table "
+            f"would hold two columns {clash[0]!r} (or fme's would overwrite yours). {fix.format(name=clash[0])}"
+        )
+
+
+#: What fme.ame(by=) does with rows whose by value is missing.
+BY_MISSING = ("group", "raise")
+
+
+def check_by_missing(counts: dict, n_rows: int) -> None:
+    """``by_missing='raise'``: a DataError naming the ``by`` columns with missing values (``counts``: column ->
+    number of missing values among the ``n_rows`` rows)."""
+    bad = {c: k for c, k in counts.items() if k}
+    if bad:
+        what = ", ".join(f"{c!r} ({k} of {n_rows} rows)" for c, k in bad.items())
+        raise DataError(
+            f"by column(s) {what} have missing values and by_missing='raise'; fill them (e.g. "
+            f"data.fillna({{{next(iter(bad))!r}: 'missing'}})), or pass by_missing='group' to get them as a group."
+        )

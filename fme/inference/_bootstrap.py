@@ -21,27 +21,66 @@ than two successful refits is an error.
   ``ci`` (``"percentile"`` or ``"normal"``), ``progress`` (None: a tqdm bar
   when stderr is a terminal, unless ``FME_PROGRESS=0``), ``memory_limit`` (bytes
   of RAM for the n x B per-row draws, default 256 MiB; larger draws go to a
-  temporary memory-mapped file with the same float64 numbers).
+  temporary memory-mapped file with the same float64 numbers),
+  ``keep_nonconverged`` (False: a refit that did not converge, a scikit-learn or
+  statsmodels ``ConvergenceWarning`` during its fit or statsmodels'
+  ``mle_retvals["converged"]`` False, is counted as failed and left out; True:
+  kept in the draws, still counted), ``backend`` (``"auto"``, ``"threads"``,
+  ``"processes"``; see below).
+
+Failures: ``n_failed`` counts the refits left out (errors, and non-converged
+ones unless kept), ``n_nonconverged`` the refits that did not converge; both
+are reported by a :class:`~fme.exceptions.BootstrapWarning` and in
+``fme.ame(...).attrs["bootstrap"]``. A percentile interval whose bounds rest on
+fewer than 5 refits beyond each (fewer than 200 at 95%) gets a warning too.
+
+Parallel refits (``n_jobs`` > 1) never start workers for less work than their
+start-up: the first refits (:data:`PROBE`) run in the calling process and are
+timed (the fastest but the first, which pays one-off costs, is the estimate); the rest
+run in parallel only if the estimated sequential time exceeds what the
+workers' start-up costs (:data:`STARTUP`), else sequentially. The refits go
+to the workers in a few batches (one task per batch, so the data are sent once
+per batch, not once per refit), on threads for estimators whose fit releases
+the GIL (scikit-learn trees and forests, :func:`_releases_gil`), else on
+processes (joblib's loky). The seeds are per refit, so the numbers do not
+depend on the backend, ``n_jobs`` or the batches. ``info["execution"]`` says
+what ran.
 """
 
 from __future__ import annotations
 
 import numbers
+import threading
+import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..exceptions import DataError, ModelError, ParameterError
+from ..exceptions import BootstrapWarning, ModelError, ParameterError
+from .._utils.warn import warn_caller
 from ._estimates import BOOTSTRAP_CIS, Estimates, RowInference, alloc_draws, group_matrix
 from .._adapters import ModelAdapter, adapt
 from ..predictors import make_predictor
 
-__all__ = ["check_bootstrap", "bootstrap_rows", "refit_setup"]
+__all__ = ["check_bootstrap", "bootstrap_rows", "refit_setup", "run_refits", "refit_one", "RefitTally", "check_refits"]
 
-_KEYS = {"X", "y", "data", "n_resamples", "random_state", "n_jobs", "ci", "progress", "memory_limit"}
+_KEYS = {"X", "y", "data", "n_resamples", "random_state", "n_jobs", "ci", "progress", "memory_limit",
+         "keep_nonconverged", "backend"}
+BACKENDS = ("auto", "threads", "processes")
+#: Seconds a pool of workers costs before its first refit (benchmarks/bench_refits.py on the shared 2-core
+#: machine: two loky processes with 4 batches of Ridge refits cost about 3 s over the sequential run, starting
+#: the processes, importing fme and scikit-learn there and sending the data; threads next to nothing). Parallel refits run only
+#: when the refits' estimated sequential time exceeds start-up * workers / (workers - 1).
+STARTUP = {"threads": 0.05, "processes": 3.0}
+#: Refits run (and timed) in the calling process before deciding; the first pays one-off costs (imports,
+#: caches), so the estimate is the fastest of the others.
+PROBE = 3
+#: Batches per worker (a few, so that an uneven batch does not leave a worker idle for long).
+BATCHES_PER_WORKER = 2
 #: Default RAM for the per-row draws (bytes); beyond it they go to a temporary memory-mapped file.
 MEMORY_LIMIT = 256 * 2 ** 20
 
@@ -57,7 +96,7 @@ def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
     if unknown:
         raise ParameterError(f"unknown bootstrap key(s) {sorted(unknown)}; allowed: {sorted(_KEYS)}.")
     out = {"n_resamples": 200, "random_state": None, "n_jobs": None, "ci": "percentile", "progress": None,
-           "memory_limit": MEMORY_LIMIT}
+           "memory_limit": MEMORY_LIMIT, "keep_nonconverged": False, "backend": "auto"}
     out.update(spec)
     lim = out["memory_limit"]
     if isinstance(lim, bool) or not isinstance(lim, numbers.Integral) or lim < 0:
@@ -74,6 +113,10 @@ def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
     if out["progress"] is not None and not isinstance(out["progress"], (bool, np.bool_)):
         raise ParameterError(f"bootstrap progress must be True, False or None (a bar when stderr is a terminal), "
                              f"got {out['progress']!r}.")
+    if not isinstance(out["keep_nonconverged"], (bool, np.bool_)):
+        raise ParameterError(f"bootstrap keep_nonconverged must be True or False, got {out['keep_nonconverged']!r}.")
+    if out["backend"] not in BACKENDS:
+        raise ParameterError(f"bootstrap backend must be one of {BACKENDS}, got {out['backend']!r}.")
     if out["ci"] not in BOOTSTRAP_CIS:
         raise ParameterError(f"bootstrap ci must be one of {BOOTSTRAP_CIS}, got {out['ci']!r}.")
     # the backend's refit recipe: its checks of the training data (X, y or data) and its refit
@@ -97,17 +140,170 @@ def _refit(adapter: ModelAdapter, train: Any, idx: np.ndarray) -> Any:
     return adapter.refit(train, idx)
 
 
-def _one_resample(adapter: ModelAdapter, train: Any, n_train: int, seed: np.random.SeedSequence,
-                  frame: pd.DataFrame, n: int, target_class: Any) -> tuple[np.ndarray | None, str | None]:
-    """fMEs of one refit: predictions of [X0; X1] differenced; (None, message) if the refit fails."""
-    idx = np.random.default_rng(seed).integers(0, n_train, n_train)
+# ----------------------------------------------------------------- convergence
+_LOCAL = threading.local()
+
+
+def _convergence_categories() -> tuple[type[Warning], ...]:
+    cats: list[type[Warning]] = []
+    try:
+        from sklearn.exceptions import ConvergenceWarning
+        cats.append(ConvergenceWarning)
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        pass
+    try:
+        from statsmodels.tools.sm_exceptions import ConvergenceWarning as StatsmodelsConvergenceWarning
+        cats.append(StatsmodelsConvergenceWarning)
+    except ImportError:  # pragma: no cover - statsmodels is a dependency
+        pass
+    return tuple(cats)
+
+
+@contextmanager
+def _watch_convergence() -> Iterator[None]:
+    """While active, a convergence warning raised inside a refit (:func:`_fit_checked`, on any thread of this
+    process) is recorded on that refit instead of shown; every other warning is shown as before.
+
+    Enter it once per process (the calling thread, or a worker process's task), never from worker threads:
+    the warning filters are process-wide."""
+    cats = _convergence_categories()
+    with warnings.catch_warnings():
+        for c in cats:
+            warnings.simplefilter("always", c)
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+            notes = getattr(_LOCAL, "notes", None)
+            if notes is not None and cats and issubclass(category, cats):
+                notes.append(f"{category.__name__}: {message}")
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
+def _fit_checked(adapter: ModelAdapter, train: Any, idx: np.ndarray) -> tuple[Any, str | None]:
+    """One refit and, if it did not converge, why (a ConvergenceWarning during the fit, or statsmodels'
+    ``mle_retvals['converged']`` False); None if it converged."""
+    _LOCAL.notes = notes = []
     try:
         fitted = _refit(adapter, train, idx)
+    finally:
+        _LOCAL.notes = None
+    note = notes[0] if notes else None
+    retvals = getattr(fitted, "mle_retvals", None)
+    if note is None and isinstance(retvals, Mapping) and retvals.get("converged") is False:
+        note = "not converged: mle_retvals['converged'] is False"
+    return fitted, note
+
+
+def refit_one(seed: np.random.SeedSequence, adapter: ModelAdapter, train: Any,
+              n_train: int) -> tuple[Any, str | None, str | None]:
+    """(refitted model or None, error or None, non-convergence note or None) of the resample of ``seed``."""
+    idx = np.random.default_rng(seed).integers(0, n_train, n_train)
+    try:
+        fitted, note = _fit_checked(adapter, train, idx)
+    except Exception as exc:  # a failed refit is counted and reported, never silently dropped
+        return None, f"{type(exc).__name__}: {exc}", None
+    return fitted, None, note
+
+
+def _one_resample(seed: np.random.SeedSequence, adapter: ModelAdapter, train: Any, n_train: int,
+                  frame: pd.DataFrame, n: int, target_class: Any) -> tuple[np.ndarray | None, str | None, str | None]:
+    """fMEs of one refit: predictions of [X0; X1] differenced; (None, message, None) if the refit fails; the
+    third item says why the refit did not converge (None if it did)."""
+    fitted, err, note = refit_one(seed, adapter, train, n_train)
+    if err is not None:
+        return None, err, None
+    try:
         # a fresh frame per refit: a predict that modifies its input cannot leak into the next refit
         pred = make_predictor(fitted, target_class)(frame.copy(deep=False), "bootstrap refit")
     except Exception as exc:  # a failed refit is counted and reported, never silently dropped
-        return None, f"{type(exc).__name__}: {exc}"
-    return pred[n:] - pred[:n], None
+        return None, f"{type(exc).__name__}: {exc}", None
+    return pred[n:] - pred[:n], None, note
+
+
+class RefitTally:
+    """Which refits' results are kept, and the counts and distinct messages of the others."""
+
+    def __init__(self, keep_nonconverged: bool) -> None:
+        self.keep_nonconverged = bool(keep_nonconverged)
+        self.errors: list[str] = []
+        self.n_nonconverged = 0
+        self.first_note: str | None = None
+
+    def keep(self, err: str | None, note: str | None) -> bool:
+        """True if the refit's result goes into the draws (``err``: its error; ``note``: non-convergence)."""
+        if err is None and note is not None:
+            self.n_nonconverged += 1
+            self.first_note = self.first_note or note
+            if self.keep_nonconverged:
+                return True
+            err = note
+        if err is None:
+            return True
+        if err not in self.errors and len(self.errors) < 5:
+            self.errors.append(err)
+        return False
+
+
+# ----------------------------------------------------------------- running the refits
+def _releases_gil(model: Any) -> bool:
+    """True for estimators whose fit runs mostly without the GIL (scikit-learn trees and forests): threads
+    then run refits in parallel without starting processes or copying the data."""
+    final = model.steps[-1][1] if isinstance(getattr(model, "steps", None), list) and model.steps else model
+    module = type(final).__module__
+    return module.startswith(("sklearn.tree", "sklearn.ensemble._forest"))
+
+
+def _batch(task: Callable, seeds: Sequence, args: tuple, in_process: bool) -> list:
+    """``task(seed, *args)`` for a batch of seeds (one worker task); a worker process watches its own
+    convergence warnings."""
+    if not in_process:
+        return [task(s, *args) for s in seeds]
+    with _watch_convergence():
+        return [task(s, *args) for s in seeds]
+
+
+def run_refits(task: Callable, seeds: Sequence, args: tuple, *, n_jobs: Any, backend: str, model: Any,
+               execution: dict) -> Iterator:
+    """``task(seed, *args)`` for every seed, yielded in seed order (see the module docstring).
+
+    The first :data:`PROBE` run here and are timed; the others run sequentially unless ``n_jobs`` asks for more
+    than one worker and their estimated time exceeds the start-up of the workers (:data:`STARTUP`); then in
+    :data:`BATCHES_PER_WORKER` batches per worker, on threads or processes (``backend``; ``'auto'``:
+    threads for :func:`_releases_gil` estimators). ``execution`` receives what ran.
+    """
+    from joblib import Parallel, delayed, effective_n_jobs
+
+    seeds = list(seeds)
+    with _watch_convergence():
+        probe = 1 if n_jobs is None else min(PROBE, len(seeds))
+        times = []
+        for s in seeds[:probe]:
+            start = time.perf_counter()
+            yield task(s, *args)
+            times.append(time.perf_counter() - start)
+        per_refit = min(times[1:]) if len(times) > 1 else times[0]
+        rest = seeds[probe:]
+        workers = 1 if n_jobs is None or not rest else max(1, min(int(effective_n_jobs(n_jobs)), len(rest)))
+        kind = backend if backend != "auto" else ("threads" if _releases_gil(model) else "processes")
+        estimate = per_refit * len(rest)
+        parallel = workers > 1 and estimate > STARTUP[kind] * workers / (workers - 1)
+        execution.update({"mode": kind if parallel else "sequential", "workers": workers if parallel else 1,
+                          "first_refit_seconds": times[0], "refit_seconds": per_refit,
+                          "estimated_sequential_seconds": per_refit * len(seeds)})
+        if not parallel:
+            for s in rest:
+                yield task(s, *args)
+            return
+        batches = [b for b in np.array_split(np.arange(len(rest)), min(len(rest), workers * BATCHES_PER_WORKER))
+                   if b.size]
+        execution["batches"] = len(batches)
+        pool = Parallel(n_jobs=workers, backend="threading" if kind == "threads" else "loky", return_as="generator")
+        for out in pool(delayed(_batch)(task, [rest[i] for i in b], args, kind == "processes") for b in batches):
+            yield from out
 
 
 class _DrawStore:
@@ -197,8 +393,6 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     memory (deleted with the result). With ``groupings`` only 8 B sum(n_groups) bytes are kept. Each
     refit in flight also holds its predictions for the 2 n stacked points.
     """
-    from joblib import Parallel, delayed
-
     from .._utils.progress import progress_bar
 
     adapter, train, n_train = refit_setup(model, spec)
@@ -208,36 +402,48 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     B = int(spec["n_resamples"])
     seeds = np.random.SeedSequence(spec["random_state"]).spawn(B)
     store = _DrawStore(sizes, B, groupings, int(spec["memory_limit"]))
-    errors: list[str] = []
-    jobs = (delayed(_one_resample)(adapter, train, n_train, s, frame, n, target_class) for s in seeds)
-    results = Parallel(n_jobs=spec["n_jobs"], return_as="generator")(jobs)
+    tally = RefitTally(spec["keep_nonconverged"])
+    execution: dict = {}
+    results = run_refits(_one_resample, seeds, (adapter, train, n_train, frame, n, target_class),
+                         n_jobs=spec["n_jobs"], backend=spec["backend"], model=model, execution=execution)
     # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._utils.progress)
-    for fmes, err in progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"], leave=True):
-        if err is None:
+    for fmes, err, note in progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"],
+                                        leave=True):
+        if tally.keep(err, note):
             store.add(fmes)
-        elif err not in errors and len(errors) < 5:
-            errors.append(err)
     n_ok = store.n_ok
-    n_failed = check_refits(B, n_ok, errors)
+    n_failed = check_refits(B, n_ok, tally)
+    errors = tuple(tally.errors)
     info = {"n_resamples": B, "random_state": spec["random_state"], "n_ok": n_ok,
-            "memory_limit": int(spec["memory_limit"])}
+            "n_nonconverged": tally.n_nonconverged, "memory_limit": int(spec["memory_limit"]),
+            "execution": execution}
     draws = store.finish()
     if groupings is not None:
         return [Estimates("bootstrap", group_matrix(codes, m) @ np.asarray(v, dtype=float), draws=d, ci=spec["ci"],
-                          n_failed=n_failed, errors=tuple(errors))
+                          n_failed=n_failed, errors=errors, n_nonconverged=tally.n_nonconverged)
                 for (codes, m), v, d in zip(groupings, values, draws)]
     return [RowInference("bootstrap", np.asarray(v, dtype=float), draws=d, ci=spec["ci"], n_failed=n_failed,
-                         errors=tuple(errors), info=info) for v, d in zip(values, draws)]
+                         errors=errors, info=info, n_nonconverged=tally.n_nonconverged)
+            for v, d in zip(values, draws)]
 
 
-def check_refits(n_resamples: int, n_ok: int, errors: list[str]) -> int:
-    """The number of failed refits; an error when fewer than two succeeded, else a warning naming the first."""
+def check_refits(n_resamples: int, n_ok: int, tally: RefitTally) -> int:
+    """The number of failed refits (non-converged ones included unless kept); an error when fewer than two
+    are left, else a :class:`BootstrapWarning` with the counts and the first message."""
     n_failed = n_resamples - n_ok
+    errors, nc = tally.errors, tally.n_nonconverged
     if n_ok < 2:
         raise ModelError(f"{n_failed} of {n_resamples} bootstrap refits failed (first: "
                          f"{errors[0] if errors else '?'}); check the training data passed in bootstrap=.")
     if n_failed:
-        warnings.warn(f"{n_failed} of {n_resamples} bootstrap refits failed and are left out (first error: "
-                      f"{errors[0] if errors else 'prediction failed'}); the intervals use the {n_ok} successful "
-                      "refits.", RuntimeWarning, stacklevel=4)
+        why = ""
+        if nc and not tally.keep_nonconverged:
+            why = (f", {nc} of them because the fit did not converge (pass bootstrap={{..., 'keep_nonconverged': "
+                   "True} to keep those)")
+        warn_caller(f"{n_failed} of {n_resamples} bootstrap refits failed and are left out{why} (first: "
+                    f"{errors[0] if errors else 'prediction failed'}); the intervals use the {n_ok} remaining "
+                    "refits.", BootstrapWarning)
+    elif nc:
+        warn_caller(f"{nc} of {n_resamples} bootstrap refits did not converge and are kept (keep_nonconverged="
+                    f"True; first: {tally.first_note}).", BootstrapWarning)
     return n_failed

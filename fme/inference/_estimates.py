@@ -13,14 +13,17 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
-from ..exceptions import ParameterError
+from .._utils.warn import warn_caller
+from ..exceptions import BootstrapWarning, ParameterError
 
-__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "BOOTSTRAP_CIS", "RowInference", "Estimates", "check_inference",
-           "group_matrix", "alloc_draws", "sample_inference", "undefined_where", "pairwise_matrix"]
+__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "COVERS", "BOOTSTRAP_CIS", "RowInference", "Estimates", "check_inference",
+           "group_matrix", "alloc_draws", "pair_label", "sample_inference", "undefined_where", "pairwise_matrix"]
 
 INFERENCE_METHODS = ("auto", "delta", "bootstrap", "sample")
 #: The uncertainty columns of every aggregated table (ame, mer, mem, cAME leaves), in order.
-INFERENCE_COLUMNS = ["std_error", "statistic", "p_value", "conf_low", "conf_high", "inference"]
+INFERENCE_COLUMNS = ["std_error", "statistic", "p_value", "conf_low", "conf_high", "inference", "covers"]
+#: What the interval of each method covers (the ``covers`` column, beside ``inference``).
+COVERS = {"delta": "model uncertainty", "bootstrap": "model uncertainty", "sample": "model held fixed"}
 BOOTSTRAP_CIS = ("percentile", "normal")
 
 
@@ -62,9 +65,11 @@ class Estimates:
     ci : {'percentile', 'normal'}
         Bootstrap CI type.
     n_failed : int
-        Bootstrap refits that failed (left out of ``draws``).
+        Bootstrap refits that failed (left out of ``draws``), non-converged ones included unless kept.
     errors : tuple of str
         Their distinct error messages (at most 5).
+    n_nonconverged : int
+        Bootstrap refits that did not converge (left out unless ``keep_nonconverged``).
     """
 
     method: str
@@ -77,6 +82,7 @@ class Estimates:
     ci: str = "percentile"
     n_failed: int = 0
     errors: tuple[str, ...] = ()
+    n_nonconverged: int = 0
 
     def contrast(self, L: np.ndarray) -> "Estimates":
         """Linear combinations ``L @ estimate`` (e.g. pairwise differences) with their uncertainty.
@@ -95,7 +101,8 @@ class Estimates:
         return replace(self, estimate=est, se=se, df=np.full(est.size, np.inf))
 
     def table(self, conf_level: float = 0.95) -> pd.DataFrame:
-        """The columns :data:`INFERENCE_COLUMNS`, one row per estimate."""
+        """The columns :data:`INFERENCE_COLUMNS`, one row per estimate (``covers``: what the interval
+        covers, ``model uncertainty`` or ``model held fixed``)."""
         m = self.estimate.size
         alpha = 1.0 - conf_level
         est = self.estimate
@@ -115,6 +122,7 @@ class Estimates:
                 z = est / se
                 p = 2.0 * stats.norm.sf(np.abs(z))
                 if self.ci == "percentile" and b > 1:
+                    _check_percentile_draws(b, conf_level)
                     lo, hi = np.quantile(self.draws, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1)
                 else:
                     q = stats.norm.ppf(1.0 - alpha / 2.0)
@@ -130,7 +138,24 @@ class Estimates:
         z = np.where(se > 0, z, np.nan)
         p = np.where(se > 0, p, np.nan)
         return pd.DataFrame({"std_error": se, "statistic": z, "p_value": p, "conf_low": lo, "conf_high": hi,
-                             "inference": np.full(m, self.method, dtype=object)})
+                             "inference": np.full(m, self.method, dtype=object),
+                             "covers": np.full(m, COVERS[self.method], dtype=object)})
+
+
+#: A percentile bound should rest on at least this many draws beyond it (200 draws at 95%).
+MIN_TAIL_DRAWS = 5
+
+
+def _check_percentile_draws(b: int, conf_level: float) -> None:
+    """Warn when a percentile interval at ``conf_level`` rests on fewer than :data:`MIN_TAIL_DRAWS` draws in each
+    tail (fewer than 200 draws at 95%)."""
+    tail = b * (1.0 - conf_level) / 2.0
+    if tail < MIN_TAIL_DRAWS - 1e-9:
+        need = int(np.ceil(MIN_TAIL_DRAWS * 2.0 / (1.0 - conf_level) - 1e-9))
+        warn_caller(
+            f"the {100 * conf_level:g}% percentile bootstrap interval rests on {b} refits, about {tail:.3g} beyond "
+            f"each bound; its bounds are noisy. Use bootstrap={{..., 'n_resamples': {need}}} or more (at least "
+            f"{need} successful refits at this level), or 'ci': 'normal'.", BootstrapWarning)
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,9 +175,12 @@ class RowInference:
         Bootstrap: fME_i under each successful refit.
     ci : {'percentile', 'normal'}
     n_failed : int
-        Bootstrap refits that failed (left out of ``draws``; counted and reported).
+        Bootstrap refits that failed (left out of ``draws``; counted and reported), non-converged ones
+        included unless kept.
     errors : tuple of str
         The distinct error messages of failed refits (at most 5).
+    n_nonconverged : int
+        Bootstrap refits that did not converge.
     info : dict
         Details (kernel: 'analytic'/'numerical'; n_resamples; random_state).
     """
@@ -166,6 +194,7 @@ class RowInference:
     n_failed: int = 0
     errors: tuple[str, ...] = ()
     info: dict = field(default_factory=dict)
+    n_nonconverged: int = 0
 
     @property
     def n(self) -> int:
@@ -196,7 +225,7 @@ class RowInference:
             return Estimates("delta", est, grad=np.asarray(W @ self.jacobian), vcov=self.vcov)
         if self.method == "bootstrap":
             return Estimates("bootstrap", est, draws=np.asarray(W @ self.draws), ci=self.ci, n_failed=self.n_failed,
-                             errors=self.errors)
+                             errors=self.errors, n_nonconverged=self.n_nonconverged)
         # sample: t-based over each group's rows (paper §5.5)
         codes = np.asarray(codes)
         used = codes >= 0
@@ -238,6 +267,13 @@ def undefined_where(table: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
     out = table.copy()
     out.loc[np.asarray(mask, dtype=bool), ["std_error", "statistic", "p_value", "conf_low", "conf_high"]] = np.nan
     return out
+
+
+def pair_label(keys: pd.DataFrame, i: int, j: int) -> str:
+    """"(b) - (a)" for groups j (b) and i (a) of ``keys``; a missing key value reads ``NA`` (whatever its dtype)."""
+    def one(g: int) -> str:
+        return "(" + ", ".join("NA" if pd.isna(v) else str(v) for v in keys.iloc[g]) + ")"
+    return f"{one(j)} - {one(i)}"
 
 
 def pairwise_matrix(m: int) -> tuple[np.ndarray, list[tuple[int, int]]]:

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..exceptions import ParameterError
+from .._utils.warn import warn_caller
+from ..exceptions import FixedModelWarning, ParameterError
 from ._bootstrap import bootstrap_rows, check_bootstrap
 from ._delta import delta_rows, supports_delta
 from ._estimates import Estimates, RowInference, check_inference, sample_inference
@@ -27,7 +28,8 @@ def resolve_method(inference: str, model: Any, bootstrap: Any, multi_output: boo
 
     ``auto``: ``bootstrap`` when a ``bootstrap`` specification is given, else
     ``delta`` when the model supports it (statsmodels results, the protocol of
-    :mod:`fme.inference._delta`), else ``sample``. Multi-output (``target_class='all'``)
+    :mod:`fme.inference._delta`), else ``sample`` with a
+    :class:`~fme.exceptions.FixedModelWarning` (the interval then holds the model fixed). Multi-output (``target_class='all'``)
     results only have ``sample``.
     """
 
@@ -42,7 +44,17 @@ def resolve_method(inference: str, model: Any, bootstrap: Any, multi_output: boo
     if inference == "auto":
         if bootstrap is not None:
             return "bootstrap"
-        return "delta" if supports_delta(model) else "sample"
+        if supports_delta(model):
+            return "delta"
+        # asked for 'auto', got only the fixed-model interval: say so once per call, the method then goes on
+        # as an explicit 'sample' (fme.ame/mer hand it to fme.fme), so no second warning
+        warn_caller(
+            f"inference='auto': a {type(model).__name__} has no parameter covariance, so std_error, p_value and "
+            "the interval describe the spread of the fMEs over the rows with the model held fixed (inference="
+            "'sample'), not the model's uncertainty. Pass bootstrap={'X': X_train, 'y': y_train} (scikit-learn) "
+            "or {'data': train_frame} (statsmodels formula results) to include the model's uncertainty by "
+            "refits, or inference='sample' to ask for the fixed-model interval.", FixedModelWarning)
+        return "sample"
     if bootstrap is not None and inference != "bootstrap":
         raise ParameterError(f"bootstrap= was given but inference={inference!r}; use inference='bootstrap' "
                              "(or 'auto') to refit, or drop bootstrap=.")
