@@ -665,3 +665,31 @@ def test_order_statistics_with_heavy_ties_move_distinct_values_only():
     np.testing.assert_array_equal(got, np.sort(v)[ranks])
     (i, (values, counts)), = _bracket(parts[0], [(-1e-9, 1e-9)])
     assert values.tolist() == [0.0] and counts[0] == int((parts[0] == 0).sum()) > 5_000
+
+
+def test_budget_columns_and_inaccurate_rows_equal_pandas(client, X):
+    """Issue 26: nlm_error and nlm_route are result columns on Dask too, and the inaccurate rows (with the
+    largest error estimate) are counted alike. A wrapped tree (a plain function) takes the jump route; the
+    budget of each partition is its own, so a budget that does not bind gives the pandas figures exactly."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    Xn = X[["x1", "x2", "x3"]]
+    tree = DecisionTreeRegressor(max_depth=4, random_state=0).fit(Xn, Xn["x1"] ** 2 + Xn["x2"])
+
+    def model(d):
+        return tree.predict(d[["x1", "x2", "x3"]])
+
+    kw = dict(nlm=True, nlm_tol=1e-9, nlm_budget=40)
+    res = fme.fme(model, Xn, {"x1": 0.5}, **kw)
+    dres = fme.fme(model, _dd(Xn, 4), {"x1": 0.5}, **kw)
+    got = dres.results.compute()
+    assert {"nlm_error", "nlm_route"} <= set(got.columns)
+    assert (got["nlm_route"] == res.results["nlm_route"]).all()
+    assert res.n_nlm_inaccurate > 0 and dres.n_nlm_inaccurate > 0
+    assert "included in the ANLM" in res.summary() and "included in the ANLM" in dres.summary()
+    big = dict(kw, nlm_budget=5000, nlm_tol=1e-6)
+    res, dres = fme.fme(model, Xn, {"x1": 0.5}, **big), fme.fme(model, _dd(Xn, 4), {"x1": 0.5}, **big)
+    pd.testing.assert_frame_equal(dres.results.compute(), res.results)
+    assert (dres.n_nlm_inaccurate, dres.n_nlm_constant, dres.n_nlm_flat) == \
+        (res.n_nlm_inaccurate, res.n_nlm_constant, res.n_nlm_flat)
+    _close(dres.anlm, res.anlm)

@@ -26,10 +26,13 @@ routes, chosen from its 23 values (``nlm_route``):
   one jump (more generally: f stays between its ends inside the bracket); a narrow excursion
   that returns to the same value between two tied nodes is invisible to any sampling.
 
-Greedy order: error per prediction (a bracket's contribution halves for 1 prediction; a
-sub-interval's mostly disappears for 42). Each round predicts all its picks in stacked frames of
-at most ``STACK_CELL_BUDGET`` cells and spends at most half of what is left (all of it when that
-covers every candidate), so the rounds are few (at most :data:`_MAX_ROUNDS`).
+Rounds: at most :data:`_MAX_ROUNDS`, each one stacked prediction (in frames of at most
+``STACK_CELL_BUDGET`` cells), because a model's ``predict`` call can cost far more than its rows
+(an OpenMP region per tree). Round i of R spends at most what is left / (R - i). When that covers
+every candidate, each active quadrature row bisects its worst sub-interval and every bracket of an
+active jump row gets k probes ((k + 1)-section, k <= :data:`_MAX_PROBES`, as many as the share
+allows); otherwise the candidates are taken greedily by error per prediction (a bracket's
+contribution halves for 1 prediction; a sub-interval's mostly disappears for 42).
 
 Which rows are refined depends on the other rows of the call when the budget binds (the worst ones
 are); rows are processed in blocks of :data:`_BLOCK_ROWS` (each with its own share), which bounds the
@@ -56,7 +59,10 @@ BASE_COST = 23
 #: Values of ``nlm_route``.
 ROUTES = ("quadrature", "jumps")
 _QUAD_COST = 42
-_MAX_ROUNDS = 48
+#: Refinement rounds (each one stacked prediction; a model's predict call can cost far more than its rows).
+_MAX_ROUNDS = 32
+#: At most this many probes per bracket and round ((k + 1)-section).
+_MAX_PROBES = 15
 #: Brackets narrower than this (in t) are not bisected further.
 _MIN_WIDTH = 2.0 ** -40
 _BLOCK_ROWS = 262_144
@@ -231,7 +237,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     del V, D0, full
     made = 0
     left = max(0.0, (float(budget) - BASE_COST) * n)
-    for _ in range(_MAX_ROUNDS):
+    for rnd in range(_MAX_ROUNDS):
         nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, qr, qK, qG, settled, br, ba, bb, dL, dR)
         active = np.any(err > tol, axis=1)
         # candidates: the worst sub-interval of each active quadrature row, every bracket of an active jump row
@@ -245,27 +251,33 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
         cost_all = _QUAD_COST * qcand.size + bcand.size
         if cost_all == 0 or left < 1:
             break
-        if cost_all <= left:
+        # this round's share: what is left over the rounds left (the last round spends all)
+        spend = left / (_MAX_ROUNDS - rnd)
+        probes = 1
+        if cost_all <= spend:
             qpick, bpick = qcand, bcand
+            if bcand.size:  # several probes per bracket: (k + 1)-section, fewer rounds (predict calls)
+                probes = int(min(_MAX_PROBES, max(1, (spend - _QUAD_COST * qcand.size) // bcand.size)))
         else:
-            spend = max(0.5 * left, min(left, _QUAD_COST))
             prio = np.r_[qe[qcand] / _QUAD_COST, 0.5 * be[bcand]]
             cost = np.r_[np.full(qcand.size, _QUAD_COST), np.ones(bcand.size)]
             order = np.argsort(-prio, kind="stable")
-            take = order[np.cumsum(cost[order]) <= spend]
+            take = order[np.cumsum(cost[order]) <= max(spend, min(left, _QUAD_COST))]
             if take.size == 0:
                 break
             qpick, bpick = qcand[take[take < qcand.size]], bcand[take[take >= qcand.size] - qcand.size]
-        # one stacked prediction for the round: 2 x 21 nodes per sub-interval, 1 midpoint per bracket
+        # one stacked prediction for the round: 2 x 21 nodes per sub-interval, `probes` points per bracket
         qa_p, qb_p = qa[qpick], qb[qpick]
         qm = 0.5 * (qa_p + qb_p)
         halves_a, halves_b = np.r_[qa_p, qm], np.r_[qm, qb_p]
         hrows = np.r_[qr[qpick], qr[qpick]]
         tq = (halves_a[None, :] + np.outer(u, halves_b - halves_a)).ravel()
         rq = np.tile(hrows, k)
-        bm = 0.5 * (ba[bpick] + bb[bpick])
-        rows_all = np.r_[rq, br[bpick]]
-        vals = paths.predict(rows_all, np.r_[tq, bm], C, offset, total) - f0[rows_all]
+        frac = np.arange(1, probes + 1) / (probes + 1.0)
+        r, a, b, l, rgt = br[bpick], ba[bpick], bb[bpick], dL[bpick], dR[bpick]
+        tb = a[:, None] + frac[None, :] * (b - a)[:, None]  # (P, probes)
+        rows_all = np.r_[rq, np.repeat(r, probes)]
+        vals = paths.predict(rows_all, np.r_[tq, tb.ravel()], C, offset, total) - f0[rows_all]
         made += rows_all.size
         left -= rows_all.size
         _raise_scale(scale, rows_all, vals, f0)
@@ -282,23 +294,22 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
             qdepth = np.r_[qdepth, qdepth[qpick]]
             qK, qG = np.concatenate([qK, hK[p:]]), np.concatenate([qG, hG[p:]])
         if bpick.size:
-            dm = vals[rq.size:]
-            r, a, b, l, rgt = br[bpick], ba[bpick], bb[bpick], dL[bpick], dR[bpick]
-            left_tie = np.all(dm == l, axis=1)
-            right_tie = np.all(dm == rgt, axis=1)
-            # settle tied halves
-            for mask, sa, sb in ((left_tie, a, bm), (right_tie, bm, b)):
-                if mask.any():
-                    settled += _rowsum(r[mask], _segment(sa[mask], sb[mask], dm[mask], c[r[mask]], F[r[mask]]), n)
+            # the bracket's points a < p_1 < ... < p_k < b: tied neighbours settle, the others stay brackets
+            P = bpick.size
+            pt = np.concatenate([a[:, None], tb, b[:, None]], axis=1)  # (P, k + 2)
+            pv = np.concatenate([l[:, None], vals[rq.size:].reshape(P, probes, C), rgt[:, None]], axis=1)
+            tie = np.all(pv[:, 1:] == pv[:, :-1], axis=2)  # (P, k + 1)
+            si, sj = np.nonzero(tie)
+            if si.size:
+                settled += _rowsum(r[si], _segment(pt[si, sj], pt[si, sj + 1], pv[si, sj], c[r[si]], F[r[si]]), n)
+            oi, oj = np.nonzero(~tie)
             keep = np.ones(br.size, dtype=bool)
             keep[bpick] = False
-            # open halves: [a, m] (l, dm) where not left_tie, [m, b] (dm, rgt) where not right_tie
-            nl, nr = ~left_tie, ~right_tie
-            br = np.r_[br[keep], r[nl], r[nr]]
-            ba = np.r_[ba[keep], a[nl], bm[nr]]
-            bb = np.r_[bb[keep], bm[nl], b[nr]]
-            dL = np.concatenate([dL[keep], l[nl], dm[nr]])
-            dR = np.concatenate([dR[keep], dm[nl], rgt[nr]])
+            br = np.r_[br[keep], r[oi]]
+            ba = np.r_[ba[keep], pt[oi, oj]]
+            bb = np.r_[bb[keep], pt[oi, oj + 1]]
+            dL = np.concatenate([dL[keep], pv[oi, oj]])
+            dR = np.concatenate([dR[keep], pv[oi, oj + 1]])
     nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, qr, qK, qG, settled, br, ba, bb, dL, dR)
     intervals = np.bincount(qr, minlength=n).astype(np.int64)
     return BudgetNLM(nlm=nlm, sd=np.sqrt(np.maximum(D, 0.0)), err=err, scale=scale, route=route,
