@@ -30,8 +30,9 @@ Rounds: at most :data:`_MAX_ROUNDS`, each one stacked prediction (in frames of a
 ``STACK_CELL_BUDGET`` cells), because a model's ``predict`` call can cost far more than its rows
 (an OpenMP region per tree). Round i of R spends at most what is left / (R - i). When that covers
 every candidate, each active quadrature row bisects its worst sub-interval and every bracket of an
-active jump row gets k probes ((k + 1)-section, k <= :data:`_MAX_PROBES`, as many as the share
-allows); otherwise the candidates are taken greedily by error per prediction (a bracket's
+active jump row gets k probes ((k + 1)-section, 1 <= k <= :data:`_MAX_PROBES`): as many as
+would bring its contribution to nlm_tol / (brackets of its row) in the rounds left at the same k,
+scaled down to the round's share; otherwise the candidates are taken greedily by error per prediction (a bracket's
 contribution halves for 1 prediction; a sub-interval's mostly disappears for 42).
 
 Which rows are refined depends on the other rows of the call when the budget binds (the worst ones
@@ -60,7 +61,7 @@ BASE_COST = 23
 ROUTES = ("quadrature", "jumps")
 _QUAD_COST = 42
 #: Refinement rounds (each one stacked prediction; a model's predict call can cost far more than its rows).
-_MAX_ROUNDS = 32
+_MAX_ROUNDS = 12
 #: At most this many probes per bracket and round ((k + 1)-section).
 _MAX_PROBES = 15
 #: Brackets narrower than this (in t) are not bisected further.
@@ -253,11 +254,16 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
             break
         # this round's share: what is left over the rounds left (the last round spends all)
         spend = left / (_MAX_ROUNDS - rnd)
-        probes = 1
+        kk = np.ones(bcand.size, dtype=np.int64)
         if cost_all <= spend:
             qpick, bpick = qcand, bcand
-            if bcand.size:  # several probes per bracket: (k + 1)-section, fewer rounds (predict calls)
-                probes = int(min(_MAX_PROBES, max(1, (spend - _QUAD_COST * qcand.size) // bcand.size)))
+            if bcand.size:  # probes by need: (k + 1)-section reaching nlm_tol over the rounds left
+                nb = np.bincount(br[bcand], minlength=n)[br[bcand]]
+                need = np.log2(np.maximum(be[bcand] * nb / max(tol, 1e-300), 1.0))
+                kk = np.clip(np.ceil(2.0 ** (need / (_MAX_ROUNDS - rnd))) - 1, 1, _MAX_PROBES).astype(np.int64)
+                room = spend - _QUAD_COST * qcand.size
+                if kk.sum() > room:  # scale down to this round's share (at least one probe each)
+                    kk = np.maximum(1, np.floor(kk * room / kk.sum())).astype(np.int64)
         else:
             prio = np.r_[qe[qcand] / _QUAD_COST, 0.5 * be[bcand]]
             cost = np.r_[np.full(qcand.size, _QUAD_COST), np.ones(bcand.size)]
@@ -266,6 +272,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
             if take.size == 0:
                 break
             qpick, bpick = qcand[take[take < qcand.size]], bcand[take[take >= qcand.size] - qcand.size]
+            kk = np.ones(bpick.size, dtype=np.int64)
         # one stacked prediction for the round: 2 x 21 nodes per sub-interval, `probes` points per bracket
         qa_p, qb_p = qa[qpick], qb[qpick]
         qm = 0.5 * (qa_p + qb_p)
@@ -273,11 +280,12 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
         hrows = np.r_[qr[qpick], qr[qpick]]
         tq = (halves_a[None, :] + np.outer(u, halves_b - halves_a)).ravel()
         rq = np.tile(hrows, k)
-        frac = np.arange(1, probes + 1) / (probes + 1.0)
         r, a, b, l, rgt = br[bpick], ba[bpick], bb[bpick], dL[bpick], dR[bpick]
-        tb = a[:, None] + frac[None, :] * (b - a)[:, None]  # (P, probes)
-        rows_all = np.r_[rq, np.repeat(r, probes)]
-        vals = paths.predict(rows_all, np.r_[tq, tb.ravel()], C, offset, total) - f0[rows_all]
+        grp = np.repeat(np.arange(bpick.size), kk)  # probe j = 1..k of bracket i at a + j (b - a) / (k + 1)
+        j = np.arange(grp.size) - (np.cumsum(kk) - kk)[grp] + 1
+        tb = a[grp] + j / (kk[grp] + 1.0) * (b - a)[grp]
+        rows_all = np.r_[rq, r[grp]]
+        vals = paths.predict(rows_all, np.r_[tq, tb], C, offset, total) - f0[rows_all]
         made += rows_all.size
         left -= rows_all.size
         _raise_scale(scale, rows_all, vals, f0)
@@ -296,20 +304,30 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
         if bpick.size:
             # the bracket's points a < p_1 < ... < p_k < b: tied neighbours settle, the others stay brackets
             P = bpick.size
-            pt = np.concatenate([a[:, None], tb, b[:, None]], axis=1)  # (P, k + 2)
-            pv = np.concatenate([l[:, None], vals[rq.size:].reshape(P, probes, C), rgt[:, None]], axis=1)
-            tie = np.all(pv[:, 1:] == pv[:, :-1], axis=2)  # (P, k + 1)
-            si, sj = np.nonzero(tie)
+            start = np.cumsum(kk + 2) - (kk + 2)
+            pt = np.empty(int((kk + 2).sum()))
+            pv = np.empty((pt.size, C))
+            pt[start], pv[start] = a, l
+            pt[start + kk + 1], pv[start + kk + 1] = b, rgt
+            inner = start[grp] + j
+            pt[inner], pv[inner] = tb, vals[rq.size:]
+            first = np.ones(pt.size - 1, dtype=bool)
+            first[(start + kk + 1)[:-1]] = False  # no pair across two brackets
+            owner = np.repeat(np.arange(P), kk + 2)[:-1]
+            tie = np.all(pv[1:] == pv[:-1], axis=1) & first
+            si = np.flatnonzero(tie)
             if si.size:
-                settled += _rowsum(r[si], _segment(pt[si, sj], pt[si, sj + 1], pv[si, sj], c[r[si]], F[r[si]]), n)
-            oi, oj = np.nonzero(~tie)
+                rs = r[owner[si]]
+                settled += _rowsum(rs, _segment(pt[si], pt[si + 1], pv[si], c[rs], F[rs]), n)
+            oi = np.flatnonzero(first & ~tie)
+            ro = r[owner[oi]]
             keep = np.ones(br.size, dtype=bool)
             keep[bpick] = False
-            br = np.r_[br[keep], r[oi]]
-            ba = np.r_[ba[keep], pt[oi, oj]]
-            bb = np.r_[bb[keep], pt[oi, oj + 1]]
-            dL = np.concatenate([dL[keep], pv[oi, oj]])
-            dR = np.concatenate([dR[keep], pv[oi, oj + 1]])
+            br = np.r_[br[keep], ro]
+            ba = np.r_[ba[keep], pt[oi]]
+            bb = np.r_[bb[keep], pt[oi + 1]]
+            dL = np.concatenate([dL[keep], pv[oi]])
+            dR = np.concatenate([dR[keep], pv[oi + 1]])
     nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, qr, qK, qG, settled, br, ba, bb, dL, dR)
     intervals = np.bincount(qr, minlength=n).astype(np.int64)
     return BudgetNLM(nlm=nlm, sd=np.sqrt(np.maximum(D, 0.0)), err=err, scale=scale, route=route,
