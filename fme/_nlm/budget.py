@@ -127,6 +127,9 @@ class _Paths:
         self.base = X.to_numpy(dtype=float) if floats else None
         self.chunk = max(1000, STACK_CELL_BUDGET // max(1, X.shape[1]))
 
+    def set_chunk(self, points: int) -> None:
+        self.chunk = max(1, int(points))
+
     def frame(self, rows: np.ndarray, t: np.ndarray) -> pd.DataFrame:
         if self.base is not None:
             arr = self.base[rows]
@@ -139,9 +142,11 @@ class _Paths:
             out[f] = self.x[f][rows] + t * s[rows]
         return out
 
-    def predict(self, rows: np.ndarray, t: np.ndarray, C: int, offset: int, total: int) -> np.ndarray:
+    def predict(self, rows: np.ndarray, t: np.ndarray, C: int, offset: int, total: int,
+                progress: bool | None = False, desc: str = "") -> np.ndarray:
         out = np.empty((rows.size, C))
-        for start in range(0, rows.size, self.chunk):  # chunks of points, never one row at a time
+        starts = range(0, rows.size, self.chunk)
+        for start in progress_bar(starts, total=len(starts), progress=progress, desc=desc):  # chunks of points
             sl = slice(start, start + self.chunk)
             r = rows[sl]
             v = self.predictor(self.frame(r, t[sl]), stage=f"the NLM's refinement points x + t h for the step "
@@ -188,6 +193,8 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
         return BudgetNLM(z, z, z, z, np.empty(0, dtype=np.int8), np.empty(0, dtype=np.int64), 0)
     label = ", ".join(s.describe() for s in steps)
     paths = _Paths(predictor, X, steps, h, label)
+    if batch_size:  # a refinement frame as large as a batch of the 21 nodes
+        paths.set_chunk(batch_size * 21)
     kron, gauss = gauss_kronrod_rules(1)
     u, wk, wg = kron.nodes, kron.weights, gauss.weights
     k = u.size
@@ -285,7 +292,8 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
         j = np.arange(grp.size) - (np.cumsum(kk) - kk)[grp] + 1
         tb = a[grp] + j / (kk[grp] + 1.0) * (b - a)[grp]
         rows_all = np.r_[rq, r[grp]]
-        vals = paths.predict(rows_all, np.r_[tq, tb], C, offset, total) - f0[rows_all]
+        vals = paths.predict(rows_all, np.r_[tq, tb], C, offset, total, progress=progress,
+                             desc=f"NLM refinement, round {rnd + 1}") - f0[rows_all]
         made += rows_all.size
         left -= rows_all.size
         _raise_scale(scale, rows_all, vals, f0)
