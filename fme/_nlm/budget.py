@@ -26,7 +26,9 @@ routes, chosen from its 23 values (``nlm_route``):
   one jump (more generally: f stays between its ends inside the bracket); a narrow excursion
   that returns to the same value between two tied nodes is invisible to any sampling.
 
-Rounds: at most :data:`_MAX_ROUNDS`, each one stacked prediction (in frames of at most
+Rounds: at most :data:`_MAX_ROUNDS` (:data:`_BINDING_ROUNDS` when the budget cannot give every
+open bracket one probe at the start: then most rows stay above ``nlm_tol`` whatever the split, and
+a predict call can be dear), each one stacked prediction (in frames of at most
 ``STACK_CELL_BUDGET`` cells), because a model's ``predict`` call can cost far more than its rows
 (an OpenMP region per tree). Round i of R spends at most what is left / (R - i). When that covers
 every candidate, each active quadrature row bisects its worst sub-interval and every bracket of an
@@ -62,6 +64,8 @@ ROUTES = ("quadrature", "jumps")
 _QUAD_COST = 42
 #: Refinement rounds (each one stacked prediction; a model's predict call can cost far more than its rows).
 _MAX_ROUNDS = 12
+#: Rounds when the budget cannot even give every open bracket one probe at the start (wrapped boosting).
+_BINDING_ROUNDS = 4
 #: At most this many probes per bracket and round ((k + 1)-section).
 _MAX_PROBES = 15
 #: Brackets narrower than this (in t) are not bisected further.
@@ -245,6 +249,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     del V, D0, full
     made = 0
     left = max(0.0, (float(budget) - BASE_COST) * n)
+    rounds = _MAX_ROUNDS
     for rnd in range(_MAX_ROUNDS):
         nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, qr, qK, qG, settled, br, ba, bb, dL, dR)
         active = np.any(err > tol, axis=1)
@@ -259,15 +264,21 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
         cost_all = _QUAD_COST * qcand.size + bcand.size
         if cost_all == 0 or left < 1:
             break
+        if rnd == 0 and cost_all > left:
+            # the budget cannot give every open bracket one probe: the rows will mostly stay above nlm_tol,
+            # and further rounds would only bisect the few worst brackets again; fewer, larger rounds
+            rounds = _BINDING_ROUNDS
+        if rnd >= rounds:
+            break
         # this round's share: what is left over the rounds left (the last round spends all)
-        spend = left / (_MAX_ROUNDS - rnd)
+        spend = left / (rounds - rnd)
         kk = np.ones(bcand.size, dtype=np.int64)
         if cost_all <= spend:
             qpick, bpick = qcand, bcand
             if bcand.size:  # probes by need: (k + 1)-section reaching nlm_tol over the rounds left
                 nb = np.bincount(br[bcand], minlength=n)[br[bcand]]
                 need = np.log2(np.maximum(be[bcand] * nb / max(tol, 1e-300), 1.0))
-                kk = np.clip(np.ceil(2.0 ** (need / (_MAX_ROUNDS - rnd))) - 1, 1, _MAX_PROBES).astype(np.int64)
+                kk = np.clip(np.ceil(2.0 ** (need / (rounds - rnd))) - 1, 1, _MAX_PROBES).astype(np.int64)
                 room = spend - _QUAD_COST * qcand.size
                 if kk.sum() > room:  # scale down to this round's share (at least one probe each)
                     kk = np.maximum(1, np.floor(kk * room / kk.sum())).astype(np.int64)
