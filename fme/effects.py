@@ -51,6 +51,7 @@ def fme(
     nlm_intervals: int | None = None,
     nlm_tol: float | None = None,
     nlm_max_level: int | None = None,
+    nlm_budget: float | None = None,
     nlm_flat_tol: float | None = None,
     nlm_linear_threshold: float = 0.9,
     extrapolation: Any = None,
@@ -89,7 +90,11 @@ def fme(
         a tree model (scikit-learn trees/forests/boosting, LightGBM, XGBoost,
         Pipelines ending in one; :mod:`fme.nlm_exact`); a ``ParameterError``
         for other models. ``gauss-kronrod``: 21-node Gauss-Kronrod with a
-        per-row error estimate and adaptive subdivision (``nlm_tol``).
+        per-row error estimate, refined within ``nlm_budget`` by adaptive
+        bisection or, where the predictions tie between neighbouring nodes
+        (a wrapped tree model), by locating the jumps and integrating the
+        constant pieces in closed form (columns ``nlm_error``, ``nlm_route``;
+        :mod:`fme._nlm.budget`).
         ``gauss-legendre``: fixed Gauss-Legendre nodes (default 16).
         ``simpson38``: the composite Simpson 3/8 rule of the paper's code
         and R's fmeffects. ``auto``: exact where supported, else
@@ -98,17 +103,28 @@ def fme(
     nlm_points, nlm_intervals : int, optional
         Gauss-Legendre nodes / Simpson 3/8 sub-intervals.
     nlm_tol : float, optional
-        Gauss-Kronrod only: bound on |NLM_K21 - NLM_G10| per row (default
-        1e-6). Rows above it are recomputed on 2, 4, ... sub-intervals.
+        Gauss-Kronrod only: the error per row to reach (default 1e-6): the
+        estimate max(|NLM_K21 - NLM_G10|, sum over sub-intervals) on the
+        quadrature route, a bound on the jump route. Rows still above it
+        after the budget get ``nlm_status='inaccurate'`` (their NLM is kept
+        and counted in the ANLM; the estimate is in ``nlm_error``).
     nlm_max_level : int, optional
-        Gauss-Kronrod only: at most 2**nlm_max_level sub-intervals (default
-        5, i.e. at most 21 * 32 = 672 predictions per row); rows still above
-        ``nlm_tol`` get ``nlm_status='inaccurate'``.
+        Gauss-Kronrod only: at most 2**nlm_max_level sub-intervals per row
+        on the quadrature route (default 5).
+    nlm_budget : float, optional
+        Gauss-Kronrod only: predictions per evaluated row on average for the
+        whole call, f(x) and f(x + h) included (default 34: the 23 of the
+        Gauss-Kronrod pair plus 11 per row of refinement, spent on the rows
+        and sub-intervals with the largest errors). At least 23. A larger
+        budget buys accuracy.
     nlm_flat_tol : float, optional
-        A path is ``flat`` (NLM set to NaN) when the SD of f along it is at
-        most ``nlm_flat_tol`` (default 1e-6) times the SD of all predictions
-        f(x), f(x + h) of the evaluated rows; ``constant`` paths (NLM 0/0)
-        are counted apart.
+        The NLM is undefined (NaN) when the path varies only at the level of
+        the floating-point rounding of its own values: ``constant`` up to
+        64 eps (|f(x)| + max |f - f(x)|), ``flat`` up to 256 eps times that
+        (:data:`fme.nlm.FLAT_ULPS`), whatever the other rows. With
+        ``nlm_flat_tol`` > 0 (default 0: off) a path is also ``flat`` when
+        the SD of f along it is at most ``nlm_flat_tol`` times the SD of all
+        predictions f(x), f(x + h) of the evaluated rows.
     nlm_linear_threshold : float, default=0.9
         NLM level counted by ``result.share_linear``.
     extrapolation : str or detector, optional
@@ -190,7 +206,8 @@ def fme(
     model = with_vcov(model, vcov)[0]
     options = FMEOptions(
         nlm=nlm, nlm_method=nlm_method, nlm_points=nlm_points, nlm_intervals=nlm_intervals, nlm_tol=nlm_tol,
-        nlm_max_level=nlm_max_level, nlm_flat_tol=nlm_flat_tol, nlm_linear_threshold=nlm_linear_threshold,
+        nlm_max_level=nlm_max_level, nlm_budget=nlm_budget, nlm_flat_tol=nlm_flat_tol,
+        nlm_linear_threshold=nlm_linear_threshold,
         extrapolation=extrapolation, reference_data=reference_data, on_extrapolation=on_extrapolation,
         target_class=target_class, batch_size=batch_size, random_state=random_state, inference=inference,
         bootstrap=bootstrap, conf_level=conf_level, sample_size=sample_size, progress=progress, exposure=exposure,

@@ -56,6 +56,15 @@ _GK21_G = (0.066671344308688137593568809893332, 0.149451349150580593145776339657
 #: Gauss-Legendre nodes by default: exact for polynomial paths of degree <= 2*16 - 1
 #: in (f - g)^2, and ~1e-12 on smooth kernels such as an RBF SVM over a moderate step.
 DEFAULT_GL_POINTS = 16
+#: The NLM is 0/0 (status ``constant``) when the SD of f along the path is at most
+#: CONSTANT_ULPS * eps * scale, scale = |f(x)| + max |f - f(x)| on the path (between
+#: max |f| and 3 max |f|): the path does not vary beyond the rounding of its own values.
+CONSTANT_ULPS = 64
+#: ... and undefined (status ``flat``, NLM NaN) up to FLAT_ULPS * eps * scale, a few
+#: hundred ulps of max |f|: values rounded to r ulps perturb the NLM by up to about
+#: 2 rho (sqrt(1 - NLM) + 1 - NLM), rho = r / (SD / (eps max |f|)), i.e. by a few
+#: percent at this threshold for r = 1-2, and in proportion to 1 / SD above it.
+FLAT_ULPS = 256
 
 
 @dataclass(frozen=True)
@@ -144,7 +153,7 @@ def gauss_kronrod_rules(intervals: int = 1) -> tuple[QuadratureRule, QuadratureR
 
 
 def nlm_from_path(f0: np.ndarray, f1: np.ndarray, f_interior: np.ndarray, rule: QuadratureRule,
-                  return_sd: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+                  return_sd: bool = False, return_scale: bool = False) -> np.ndarray | tuple[np.ndarray, ...]:
     """NLM for many paths at once from predictions along them.
 
     Parameters
@@ -157,13 +166,16 @@ def nlm_from_path(f0: np.ndarray, f1: np.ndarray, f_interior: np.ndarray, rule: 
 
     return_sd : bool, default=False
         Also return the SD of f along the path (square root of the second
-        integral), used to tell flat paths (:func:`fme.fme`, ``nlm_flat_tol``).
+        integral), used to tell flat paths (:func:`fme._nlm.evaluate.classify`).
+    return_scale : bool, default=False
+        Also return the level of the path's values, |f(x)| + max |f - f(x)|
+        over the nodes (the rounding scale of :data:`FLAT_ULPS`); implies ``return_sd``.
 
     Returns
     -------
     ndarray of shape (n,) or (n, c)
         NaN where f is constant along the path (the NLM is 0/0, undefined).
-        With ``return_sd``: (nlm, sd).
+        With ``return_sd``: (nlm, sd); with ``return_scale``: (nlm, sd, scale).
     """
     f0 = np.asarray(f0, dtype=float)
     f1 = np.asarray(f1, dtype=float)
@@ -197,10 +209,12 @@ def nlm_from_path(f0: np.ndarray, f1: np.ndarray, f_interior: np.ndarray, rule: 
         np.maximum(scale, np.abs(d), out=scale)
     scale += np.abs(f0)
     with np.errstate(over="ignore"):  # |f| near float max: the threshold is inf, the path counts as flat
-        undefined = den <= (64.0 * np.finfo(float).eps * scale) ** 2
+        undefined = den <= (CONSTANT_ULPS * np.finfo(float).eps * scale) ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
         out = 1.0 - num / den
     out[undefined] = np.nan
+    if return_scale:
+        return out, np.sqrt(den), scale
     if return_sd:
         return out, np.sqrt(den)
     return out

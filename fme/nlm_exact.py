@@ -41,6 +41,7 @@ from ._adapters import adapt
 from ._adapters._forest import float32_boundary
 from ._adapters.base import Unsupported
 from ._utils.progress import progress_bar
+from .nlm import CONSTANT_ULPS
 
 __all__ = ["tree_thresholds", "exact_nlm", "exact_support", "float32_boundary", "Unsupported"]
 
@@ -107,7 +108,8 @@ def exact_nlm(
     f1: np.ndarray,
     cell_budget: int = _CELL_BUDGET,
     progress: bool | None = False,
-) -> tuple[np.ndarray, np.ndarray, int]:
+    return_scale: bool = False,
+) -> tuple[np.ndarray, np.ndarray, int] | tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """Exact NLMs of piecewise-constant paths (paper §5.4), all rows at once.
 
     Parameters
@@ -134,6 +136,8 @@ def exact_nlm(
     sd : ndarray like ``f0``; the SD of f along the path (sqrt of the second integral).
     n_segments : int
         Predictions made.
+    scale : ndarray like ``f0``, with ``return_scale`` only
+        |f(x)| + max |f - f(x)| over the path (the rounding scale of :data:`fme.nlm.FLAT_ULPS`).
     """
     n = len(X)
     xs = {f: X[f].to_numpy(dtype=float) for f in shifts}
@@ -152,7 +156,7 @@ def exact_nlm(
         base = cum[start - 1] if start else 0
         stop = int(np.searchsorted(cum, base + limit, side="right"))
         bounds.append(min(n, max(stop, start + 1)))
-    nlm_parts, sd_parts, total = [], [], 0
+    nlm_parts, sd_parts, scale_parts, total = [], [], [], 0
     float_frame = all(isinstance(dt, np.dtype) and np.issubdtype(dt, np.floating) for dt in X.dtypes)
     spans = list(zip(bounds[:-1], bounds[1:]))
     for start, stop in progress_bar(spans, total=len(spans), desc="exact NLM (segment midpoints, chunks of rows)",
@@ -187,17 +191,19 @@ def exact_nlm(
                       rows=(sl.start, sl.stop, len(X)))
         total += r.size
         first = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
-        nl, sd = _closed_forms(c, r, first, w, mid, f0[sl], f1[sl])
+        nl, sd, sc = _closed_forms(c, r, first, w, mid, f0[sl], f1[sl])
         nlm_parts.append(nl)
         sd_parts.append(sd)
-    return np.concatenate(nlm_parts), np.concatenate(sd_parts), total
+        scale_parts.append(sc)
+    out = (np.concatenate(nlm_parts), np.concatenate(sd_parts), total)
+    return (*out, np.concatenate(scale_parts)) if return_scale else out
 
 
 def _closed_forms(c, r, first, w, mid, f0, f1):
-    """Closed-form integrals of piecewise-constant paths, segments sorted by row."""
+    """Closed-form integrals of piecewise-constant paths, segments sorted by row: (nlm, sd, scale)."""
     if c.ndim == 2:
         cols = [_closed_forms(c[:, j], r, first, w, mid, f0[:, j], f1[:, j]) for j in range(c.shape[1])]
-        return np.column_stack([x[0] for x in cols]), np.column_stack([x[1] for x in cols])
+        return tuple(np.column_stack([x[i] for x in cols]) for i in range(3))
     F = f1 - f0
     d = c - f0[r]
     mean = np.add.reduceat(w * d, first)
@@ -205,8 +211,8 @@ def _closed_forms(c, r, first, w, mid, f0, f1):
     den = np.add.reduceat(w * (d - mean[r]) ** 2, first)
     scale = np.maximum(np.maximum.reduceat(np.abs(d), first), np.abs(F)) + np.abs(f0)
     with np.errstate(over="ignore"):
-        undefined = den <= (64.0 * np.finfo(float).eps * scale) ** 2
+        undefined = den <= (CONSTANT_ULPS * np.finfo(float).eps * scale) ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
         out = 1.0 - num / den
     out[undefined] = np.nan
-    return out, np.sqrt(den)
+    return out, np.sqrt(den), scale

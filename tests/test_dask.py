@@ -151,7 +151,10 @@ def test_iqr_and_mad_steps_from_order_statistics(client, X, svr, monkeypatch):
     _close(dres.ame, res.ame)
 
 
-@pytest.mark.parametrize("method", [{"nlm_method": "gauss-legendre", "nlm_points": 8}, {"nlm_method": "gauss-kronrod"}])
+# Gauss-Kronrod: a budget that does not bind, so every row is refined as its own error asks on both engines (a
+# binding budget goes to the worst rows of each call, i.e. of each partition: fme._nlm.budget)
+@pytest.mark.parametrize("method", [{"nlm_method": "gauss-legendre", "nlm_points": 8},
+                                    {"nlm_method": "gauss-kronrod", "nlm_budget": 2000}])
 def test_flat_paths_use_the_scale_of_all_rows(client, X, method):
     """The flat test compares each path's SD with the SD of all predictions (not the partition's): on Dask it
     is decided after the one pass, when that scale is known (fme._dask.nlm), for fixed and adaptive rules."""
@@ -161,8 +164,9 @@ def test_flat_paths_use_the_scale_of_all_rows(client, X, method):
         return np.where(x < 0, 1e-9 * np.sin(40 * x), 10 * x ** 2)
 
     D = _dd(X.sort_values("x1"), 6)  # some partitions are entirely x1 < 0
-    res = fme.fme(model, X.sort_values("x1"), {"x1": 0.1}, nlm=True, **method)
-    dres = fme.fme(model, D, {"x1": 0.1}, nlm=True, **method)
+    # the relative rule is opt-in (nlm_flat_tol > 0) since issue 23 item 9
+    res = fme.fme(model, X.sort_values("x1"), {"x1": 0.1}, nlm=True, nlm_flat_tol=1e-6, **method)
+    dres = fme.fme(model, D, {"x1": 0.1}, nlm=True, nlm_flat_tol=1e-6, **method)
     assert res.n_nlm_flat > 100
     assert (dres.n_nlm_flat, dres.n_nlm_constant, dres.n_nlm_inaccurate) == \
         (res.n_nlm_flat, res.n_nlm_constant, res.n_nlm_inaccurate)
@@ -637,8 +641,9 @@ def test_multi_output_model_flat_paths_per_output(client, X):
 
     model = Predictor(two, output_names=["small", "large"], description="two outputs")
     Xs = X.sort_values("x1")
-    res = fme.fme(model, Xs, {"x1": 0.1}, nlm=True, nlm_method="gauss-legendre", nlm_points=8)
-    dres = fme.fme(model, _dd(Xs, 6), {"x1": 0.1}, nlm=True, nlm_method="gauss-legendre", nlm_points=8)
+    kw = dict(nlm=True, nlm_method="gauss-legendre", nlm_points=8, nlm_flat_tol=1e-6)  # the opt-in relative rule
+    res = fme.fme(model, Xs, {"x1": 0.1}, **kw)
+    dres = fme.fme(model, _dd(Xs, 6), {"x1": 0.1}, **kw)
     assert res.n_nlm_flat > 100 and (res.results["nlm_status_large"] == "flat").sum() > \
         (res.results["nlm_status_small"] == "flat").sum()
     _same_outputs(res, dres)
@@ -661,3 +666,31 @@ def test_order_statistics_with_heavy_ties_move_distinct_values_only():
     np.testing.assert_array_equal(got, np.sort(v)[ranks])
     (i, (values, counts)), = _bracket(parts[0], [(-1e-9, 1e-9)])
     assert values.tolist() == [0.0] and counts[0] == int((parts[0] == 0).sum()) > 5_000
+
+
+def test_budget_columns_and_inaccurate_rows_equal_pandas(client, X):
+    """Issue 26: nlm_error and nlm_route are result columns on Dask too, and the inaccurate rows (with the
+    largest error estimate) are counted alike. A wrapped tree (a plain function) takes the jump route; the
+    budget of each partition is its own, so a budget that does not bind gives the pandas figures exactly."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    Xn = X[["x1", "x2", "x3"]]
+    tree = DecisionTreeRegressor(max_depth=4, random_state=0).fit(Xn, Xn["x1"] ** 2 + Xn["x2"])
+
+    def model(d):
+        return tree.predict(d[["x1", "x2", "x3"]])
+
+    kw = dict(nlm=True, nlm_tol=1e-9, nlm_budget=40)
+    res = fme.fme(model, Xn, {"x1": 0.5}, **kw)
+    dres = fme.fme(model, _dd(Xn, 4), {"x1": 0.5}, **kw)
+    got = dres.results.compute()
+    assert {"nlm_error", "nlm_route"} <= set(got.columns)
+    assert (got["nlm_route"] == res.results["nlm_route"]).all()
+    assert res.n_nlm_inaccurate > 0 and dres.n_nlm_inaccurate > 0
+    assert "included in the ANLM" in res.summary() and "included in the ANLM" in dres.summary()
+    big = dict(kw, nlm_budget=5000, nlm_tol=1e-6)
+    res, dres = fme.fme(model, Xn, {"x1": 0.5}, **big), fme.fme(model, _dd(Xn, 4), {"x1": 0.5}, **big)
+    pd.testing.assert_frame_equal(dres.results.compute(), res.results)
+    assert (dres.n_nlm_inaccurate, dres.n_nlm_constant, dres.n_nlm_flat) == \
+        (res.n_nlm_inaccurate, res.n_nlm_constant, res.n_nlm_flat)
+    _close(dres.anlm, res.anlm)

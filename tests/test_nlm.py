@@ -287,13 +287,16 @@ def test_multiclass_all_nlm_equals_single_class(multiclass, Xnum):
 
 
 # ------------------------------------------------------------ robust summaries, flat paths, bounds
-def test_flat_paths_are_undefined_and_counted_apart(grid):
-    def f(d):  # near-flat (moves by ~1e-9) where x2 > 0, quadratic elsewhere, exactly constant where x3 > 2.5
-        x1, x2, x3 = (d[c].to_numpy() for c in ("x1", "x2", "x3"))
-        out = np.where(x2 > 0, 0.5 + 1e-9 * np.sin(5 * x1), x1 ** 2)
-        return np.where(x3 > 2.5, 0.25, out)
+def _near_flat(d):  # near-flat (moves by ~1e-9) where x2 > 0, quadratic elsewhere, exactly constant where x3 > 2.5
+    x1, x2, x3 = (d[c].to_numpy() for c in ("x1", "x2", "x3"))
+    out = np.where(x2 > 0, 0.5 + 1e-9 * np.sin(5 * x1), x1 ** 2)
+    return np.where(x3 > 2.5, 0.25, out)
 
-    res = fme.fme(f, grid, {"x1": 0.7}, nlm=True, nlm_method="gauss-legendre")
+
+def test_flat_paths_are_undefined_and_counted_apart(grid):
+    # the relative rule (issue 13) is opt-in since issue 23 item 9: nlm_flat_tol > 0
+    f = _near_flat
+    res = fme.fme(f, grid, {"x1": 0.7}, nlm=True, nlm_method="gauss-legendre", nlm_flat_tol=1e-6)
     x2, x3 = grid["x2"].to_numpy(), grid["x3"].to_numpy()
     const, flat = x3 > 2.5, (x2 > 0) & ~(x3 > 2.5)
     assert const.sum() >= 1 and flat.sum() >= 1 and (~const & ~flat).sum() >= 1
@@ -310,6 +313,112 @@ def test_flat_paths_are_undefined_and_counted_apart(grid):
     # without the relative threshold the near-flat paths get (meaningless) NLMs
     raw = fme.fme(f, grid, {"x1": 0.7}, nlm=True, nlm_method="gauss-legendre", nlm_flat_tol=0.0)
     assert np.isfinite(raw.results["nlm"].to_numpy()[flat]).all() and raw.n_nlm_flat == 0
+
+
+def test_small_scale_paths_keep_their_nlm_by_default(grid):
+    """Issue 23 item 9: a path varying by 1e-9 around 0.5 is ~10^7 ulps from rounding; its NLM is defined
+    (that of sin(5 x1) along the path: the NLM is invariant to f -> a + b f) whatever the other rows do."""
+    res = fme.fme(_near_flat, grid, {"x1": 0.7}, nlm=True, nlm_method="gauss-legendre")
+    x2, x3 = grid["x2"].to_numpy(), grid["x3"].to_numpy()
+    const, small = x3 > 2.5, (x2 > 0) & ~(x3 > 2.5)
+    st = res.results["nlm_status"].to_numpy()
+    np.testing.assert_array_equal(st[const], "constant")
+    np.testing.assert_array_equal(st[~const], "ok")
+    assert res.n_nlm_flat == 0
+    for i in np.flatnonzero(small):
+        ref = nlm_quad(lambda t, x=grid["x1"].iloc[i]: np.sin(5 * (x + 0.7 * t)))
+        # rounding of 0.5 + 1e-9 sin(.) (ulp 1.1e-16 against an SD ~ 1e-9): about 1e-7 in the NLM
+        assert res.results["nlm"].iloc[i] == pytest.approx(ref, abs=1e-6)
+
+
+@pytest.mark.parametrize("method", ["gauss-legendre", "gauss-kronrod"])
+def test_rounding_level_paths_are_flat(grid, method):
+    """Flat = the path's SD is at most FLAT_ULPS eps (|f(x)| + max |f - f(x)|): rounding of its own values."""
+    from fme.nlm import CONSTANT_ULPS, FLAT_ULPS
+
+    eps = np.finfo(float).eps
+    x = grid["x1"].to_numpy()
+
+    def run(amp):
+        def f(d):
+            return 0.5 + amp * d["x1"].to_numpy()  # linear: SD along the path |amp h| / sqrt(12)
+        return fme.fme(f, grid, {"x1": 1.0}, nlm=True, nlm_method=method)
+
+    level = 0.5 + np.maximum(0.0, 0.0)  # scale ~ 0.5 (+ |amp| h, negligible)
+    for ulps, status in ((0.5 * (CONSTANT_ULPS + FLAT_ULPS), "flat"), (8 * FLAT_ULPS, "ok")):
+        amp = ulps * eps * level * np.sqrt(12.0)
+        res = run(amp)
+        np.testing.assert_array_equal(res.results["nlm_status"].to_numpy(), status, err_msg=str(ulps))
+        if status == "ok":  # linear: NLM 1 up to the values' rounding (ulps / 8 FLAT_ULPS of the SD)
+            np.testing.assert_allclose(res.results["nlm"].to_numpy(), 1.0, atol=0.05)
+        else:
+            assert res.results["nlm"].isna().all() and res.n_nlm_flat == len(x)
+
+
+# mtcars (Henderson and Velleman 1981; public domain): hp, wt, am of the 32 cars
+_MTCARS = np.array([
+    [110, 2.620, 1], [110, 2.875, 1], [93, 2.320, 1], [110, 3.215, 0], [175, 3.440, 0], [105, 3.460, 0],
+    [245, 3.570, 0], [62, 3.190, 0], [95, 3.150, 0], [123, 3.440, 0], [123, 3.440, 0], [180, 4.070, 0],
+    [180, 3.730, 0], [180, 3.780, 0], [205, 5.250, 0], [215, 5.424, 0], [230, 5.345, 0], [66, 2.200, 1],
+    [52, 1.615, 1], [65, 1.835, 1], [97, 2.465, 0], [150, 3.520, 0], [150, 3.435, 0], [245, 3.840, 0],
+    [175, 3.845, 0], [66, 1.935, 1], [91, 2.140, 1], [113, 1.513, 1], [264, 3.170, 1], [175, 2.770, 1],
+    [335, 3.570, 1], [109, 2.780, 1]])
+
+
+def _logistic_path_nlm(eta0: float, deta: float, m: int = 200_000) -> float:
+    """NLM of t -> expit(eta0 + t deta) by composite Simpson on 2m intervals (float64), values divided by
+    f(0) first (the NLM is invariant to f -> b f): error O(m^-4) relative, ~1e-20 here."""
+    from scipy.special import expit
+
+    t = np.linspace(0.0, 1.0, 2 * m + 1)
+    w = np.full(t.size, 2.0)
+    w[1::2] = 4.0
+    w[0] = w[-1] = 1.0
+    w /= 3.0 * (2 * m)
+    f = expit(eta0 + t * deta) / expit(eta0)
+    sec = f[0] + t * (f[-1] - f[0])
+    fbar = np.sum(w * f)
+    return 1.0 - np.sum(w * (f - sec) ** 2) / np.sum(w * (f - fbar) ** 2)
+
+
+@pytest.mark.parametrize("method", ["gauss-kronrod", "gauss-legendre", "simpson38"])
+def test_mtcars_logit_small_probabilities_have_their_nlm(method):
+    """Issue 23 item 9 on R fmeffects' own example: glm(am ~ hp + wt, binomial) on mtcars, step hp + 10. The
+    heavy cars have P(am = 1) ~ 1e-8 (about 3e-8 for the Lincoln); the relative flat rule set their NLM to
+    NaN although it is well defined (fmeffects: 0.985): here it equals an independent dense Simpson rule."""
+    import statsmodels.api as sm
+    from scipy.special import expit
+
+    data = pd.DataFrame(_MTCARS, columns=["hp", "wt", "am"])
+    X = sm.add_constant(data[["hp", "wt"]])
+    fit = sm.Logit(data["am"], X).fit(disp=0)
+    b = fit.params.to_numpy()
+    np.testing.assert_allclose(b, [18.86630, 0.03626, -8.08348], atol=5e-5)  # R's glm estimates
+
+    def model(d):
+        return expit(b[0] + b[1] * d["hp"].to_numpy() + b[2] * d["wt"].to_numpy())
+
+    res = fme.fme(model, data[["hp", "wt"]], {"hp": 10}, nlm=True, nlm_method=method)
+    eta = b[0] + b[1] * data["hp"].to_numpy() + b[2] * data["wt"].to_numpy()
+    p = expit(eta)
+    tiny = p < 1e-7
+    assert tiny.sum() >= 2 and p.min() < 5e-8
+    st = res.results["nlm_status"].to_numpy()
+    assert (st == "ok").all(), st
+    nlm = res.results["nlm"].to_numpy()
+    ref = np.array([_logistic_path_nlm(e, 10 * b[1]) for e in eta])
+    # Gauss-Kronrod/Legendre on this analytic path: ~1e-15; Simpson 3/8 with one interval: its own rule.
+    # Near p = 1 the values' rounding (eps against a change |fME| ~ 1e-5) bounds both to ~eps / |fME|.
+    if method == "simpson38":
+        assert np.abs(nlm[tiny] - 0.985).max() < 5e-3
+    else:
+        np.testing.assert_allclose(nlm[tiny], ref[tiny], rtol=0, atol=1e-12)
+        fm = np.abs(res.results["fme"].to_numpy())
+        assert np.all(np.abs(nlm - ref) <= 1e-12 + 64 * np.finfo(float).eps * np.maximum(p, p + fm) / fm)
+    assert res.n_nlm_flat == 0 and res.n_nlm_undefined == 0
+    # the opt-in relative rule is what discarded them
+    old = fme.fme(model, data[["hp", "wt"]], {"hp": 10}, nlm=True, nlm_method=method, nlm_flat_tol=1e-6)
+    assert (old.results["nlm_status"].to_numpy()[tiny] == "flat").any()
 
 
 def test_median_and_share_linear_resist_one_extreme_row(grid):

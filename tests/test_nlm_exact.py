@@ -379,10 +379,20 @@ def test_traversal_handles_shrunk_zero_steps(df):
 
 
 # ------------------------------------------------------------ property: quadrature converges to exact
+def _rule_error(rule: np.ndarray, exact: np.ndarray) -> float:
+    """Largest error of a rule's NLMs, relative beyond |NLM| = 1; a row the rule finds constant (NaN) while
+    the exact NLM is defined is an infinite error (it used to count as none: a coarse rule that missed a
+    narrow jump then looked more accurate than a fine one)."""
+    e = np.abs(rule - exact) / np.maximum(1.0, np.abs(exact))
+    e[np.isnan(rule) & ~np.isnan(exact)] = np.inf
+    return float(np.nanmax(e)) if (~np.isnan(e)).any() else 0.0
+
+
 @pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(depth=st.integers(1, 6), seed=st.integers(0, 10_000), h=st.floats(0.2, 3.0), neg=st.booleans())
 @example(depth=3, seed=1769, h=1.5625, neg=True)  # NLM -31.6: absolute error 0.07 at 4096 nodes, 0.2 % relative
+@example(depth=3, seed=1406, h=0.9921875, neg=True)  # NLM -1116: 16 nodes miss the narrow jump (NaN)
 def test_gauss_legendre_converges_to_exact(df, depth, seed, h, neg):
     from sklearn.tree import DecisionTreeRegressor
 
@@ -394,8 +404,7 @@ def test_gauss_legendre_converges_to_exact(df, depth, seed, h, neg):
     for m in (16, 256, 4096):
         gl = fme.fme(model, data, step, nlm=True, nlm_method="gauss-legendre", nlm_points=m).results["nlm"]
         # The NLM is unbounded below: its quadrature error scales with |NLM| (relative beyond 1).
-        e = np.abs(gl.to_numpy() - exact) / np.maximum(1.0, np.abs(exact))
-        errs.append(np.nanmax(e) if np.isfinite(e).any() else 0.0)
+        errs.append(_rule_error(gl.to_numpy(), exact))
     assert errs[2] <= errs[0] + 1e-12
     assert errs[2] < 0.05
 
@@ -420,8 +429,7 @@ def test_gauss_legendre_converges_to_exact_on_ensembles(df, family, seed, h1, h2
     errs = []
     for m in (16, 256, 4096):
         gl = fme.fme(model, data, step, nlm=True, nlm_method="gauss-legendre", nlm_points=m).results["nlm"]
-        e = np.abs(gl.to_numpy() - exact) / np.maximum(1.0, np.abs(exact))
-        errs.append(np.nanmax(e) if np.isfinite(e).any() else 0.0)
+        errs.append(_rule_error(gl.to_numpy(), exact))
     assert errs[2] <= errs[0] + 1e-12
     assert errs[2] < 0.05
 

@@ -99,10 +99,12 @@ def test_nlm_batches_show_a_bar_when_on_and_give_the_same_values(monkeypatch):
         if progress is None:
             monkeypatch.setenv("FME_PROGRESS", "0")
         runs[progress] = _capture(monkeypatch, lambda p=progress: fme.fme(
-            svr, X, {"x1": 3.0}, nlm=True, nlm_method="gauss-kronrod", nlm_tol=1e-15, batch_size=150, progress=p))
+            svr, X, {"x1": 3.0}, nlm=True, nlm_method="gauss-kronrod", nlm_tol=1e-15, nlm_budget=200,
+            batch_size=150, progress=p))
     (on, text_on), (off, text_off), (env, text_env) = runs[True], runs[False], runs[None]
-    # a tolerance no row meets: every refinement level; those with more than 150 rows have a bar
-    assert "NLM Gauss-Kronrod, 1 sub-interval" in text_on and "NLM Gauss-Kronrod, 2 sub-intervals" in text_on
+    # a tolerance no row meets: the 21 nodes in batches of 150 rows, then refinement rounds of more than
+    # 150 x 21 points (the budget of 200 per row: 177 x 400 points over at most 12 rounds) have a bar
+    assert "NLM Gauss-Kronrod, 21 nodes" in text_on and "NLM refinement, round 1" in text_on
     assert "fME x1 + 3" in text_on  # f(x), f(x + h) in 3 batches of 150 rows
     assert text_off == "" and text_env == ""
     pd.testing.assert_frame_equal(on.results, off.results)

@@ -83,11 +83,13 @@ def _evaluate(
     batch_size: int | None,
     h: Mapping[str, np.ndarray] | None = None,
     progress: bool | None = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """f(x), f(x + h) and (with ``rule``) the NLM for all rows of ``X``, batched."""
+    return_scale: bool = False,
+) -> tuple:
+    """f(x), f(x + h) and (with ``rule``) the NLM and the SD of f along each path for all rows of ``X``,
+    batched; ``return_scale`` (with ``rule``): also each path's rounding scale (:func:`fme.nlm.nlm_from_path`)."""
     n = len(X)
     size = batch_size or _default_batch(n, X.shape[1], rule)
-    f0_parts, f1_parts, nlm_parts, sd_parts = [], [], [], []
+    f0_parts, f1_parts, nlm_parts, sd_parts, scale_parts = [], [], [], [], []
     label = ", ".join(s.describe() for s in steps) + (" (per-row shrunk)" if h is not None else "")
     t_int = None if rule is None else rule.nodes[rule.interior]
     # One buffer for every batch's stacked NLM frame (only used when all columns are float).
@@ -114,11 +116,14 @@ def _evaluate(
                 f_int = stacked.reshape((t_int.size, len(xb)) + stacked.shape[1:])
             else:
                 f_int = np.empty((0,) + f0.shape)
-            v, sd = nlm_from_path(f0, f1, f_int, rule, return_sd=True)
+            v, sd, sc = nlm_from_path(f0, f1, f_int, rule, return_scale=True)
             nlm_parts.append(v)
             sd_parts.append(sd)
+            scale_parts.append(sc)
     f0 = np.concatenate(f0_parts)
     f1 = np.concatenate(f1_parts)
+    if return_scale:
+        return f0, f1, np.concatenate(nlm_parts), np.concatenate(sd_parts), np.concatenate(scale_parts)
     if rule is None:
         return f0, f1, None, None
     return f0, f1, np.concatenate(nlm_parts), np.concatenate(sd_parts)
@@ -138,9 +143,9 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
     cand = np.flatnonzero(code == 0)
     n_candidates = int(cand.size)
     cand, X, h, extra_cols = _extrapolation_exclusions(plan, X_all.iloc[cand], cand, code, notes)
-    f0, f1, nlm_values, status, nlm_sd, rows = _evaluate_rows(plan, X, h)
+    f0, f1, nlm_values, status, nlm_sd, rows, nlm_extra = _evaluate_rows(plan, X, h)
     out_index = data.index[cand]
-    res = _result_columns(plan.names, f0, f1, nlm_values, status, h, extra_cols)
+    res = _result_columns(plan.names, f0, f1, nlm_values, status, h, extra_cols, nlm_extra)
     results = pd.DataFrame(res, index=out_index)
     predictions = _predictions_frame(plan.names, f0, f1, out_index)
     if with_rows and plan.names is None and rows is None and cand.size:
@@ -153,47 +158,58 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
                  nlm_sd=nlm_sd if plan.settings is not None else None)
 
 
-def _evaluate_rows(
-    plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None, RowInference | None]:
-    """f(x), f(x + h), the NLMs with their status and path SDs (if the plan asks for NLMs) and, from
-    the delta method's design-matrix route only, the inference rows, for the rows ``X`` to evaluate."""
+def _evaluate_rows(plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | None) -> tuple:
+    """f(x), f(x + h), the NLMs with their status and path SDs (if the plan asks for NLMs), from the delta
+    method's design-matrix route only the inference rows, and the NLM method's extra columns
+    (Gauss-Kronrod: ``err``, ``route``), for the rows ``X`` to evaluate."""
     predictor, parsed, rule, settings, names = plan.predictor, plan.steps, plan.rule, plan.settings, plan.names
     shape0 = (0,) if names is None else (0, len(names))
     fast = None
     status = nlm_values = nlm_sd = None
     rows = None
+    extra: dict = {}
     if len(X) == 0:
         f0 = f1 = np.empty(shape0)
         if settings is not None:
             nlm_values, status, nlm_sd = np.empty(shape0), np.empty(shape0, dtype=object), np.empty(shape0)
-        return f0, f1, nlm_values, status, nlm_sd, rows
+            if settings.method == "gauss-kronrod":
+                extra = {"err": np.empty(shape0), "route": np.empty(0, dtype=object)}
+        return f0, f1, nlm_values, status, nlm_sd, rows, extra
     if plan.method == "delta" and settings is None and names is None:
         # statsmodels GLM-type models: predictions and Jacobian from one design matrix per point set
         fast = evaluate_with_jacobian(plan.model, X, apply_steps(X, parsed, h))
     if fast is not None:
         f0, f1, rows = fast
     else:
-        f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
         if settings is not None and rule is not None:
-            nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread)
-        elif settings is not None:
-            nlm_values, status, nlm_sd = _nlm_values(settings, predictor, X, parsed, h, f0, f1,
-                                                     plan.batch_size, spread=plan.spread, return_sd=True,
-                                                     progress=plan.progress)
-    return f0, f1, nlm_values, status, nlm_sd, rows
+            f0, f1, nlm_values, nlm_sd, scale = _evaluate(predictor, X, parsed, rule, plan.batch_size, h,
+                                                          plan.progress, return_scale=True)
+            nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread,
+                                          scale=scale)
+        else:
+            f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
+        if settings is not None and rule is None:
+            nlm_values, status, nlm_sd, extra = _nlm_values(settings, predictor, X, parsed, h, f0, f1,
+                                                            plan.batch_size, spread=plan.spread, return_sd=True,
+                                                            progress=plan.progress)
+    return f0, f1, nlm_values, status, nlm_sd, rows, extra
 
 
 def _result_columns(names: list | None, f0: np.ndarray, f1: np.ndarray, nlm_values: np.ndarray | None,
                     status: np.ndarray | None, h: Mapping[str, np.ndarray] | None,
-                    extra_cols: dict[str, np.ndarray]) -> dict[str, Any]:
-    """The columns of ``results``: fME, NLM and status per output, effective steps, extrapolation flags."""
+                    extra_cols: dict[str, np.ndarray], nlm_extra: dict | None = None) -> dict[str, Any]:
+    """The columns of ``results``: fME, NLM and status per output (Gauss-Kronrod: ``nlm_error`` per output
+    and ``nlm_route``), effective steps, extrapolation flags."""
     res: dict[str, Any] = {}
+    nlm_extra = nlm_extra or {}
     if names is None:
         res["fme"] = f1 - f0
         if nlm_values is not None:
             res["nlm"] = nlm_values
             res["nlm_status"] = status
+            if "err" in nlm_extra:
+                res["nlm_error"] = nlm_extra["err"]
+                res["nlm_route"] = nlm_extra["route"]
     else:
         for j, c in enumerate(names):
             res[f"fme_{c}"] = f1[:, j] - f0[:, j]
@@ -202,6 +218,10 @@ def _result_columns(names: list | None, f0: np.ndarray, f1: np.ndarray, nlm_valu
                 res[f"nlm_{c}"] = nlm_values[:, j]
             for j, c in enumerate(names):
                 res[f"nlm_status_{c}"] = status[:, j]
+            if "err" in nlm_extra:
+                for j, c in enumerate(names):
+                    res[f"nlm_error_{c}"] = nlm_extra["err"][:, j]
+                res["nlm_route"] = nlm_extra["route"]
     if h is not None:
         for feat, values in h.items():
             res[f"step_{feat}"] = values
@@ -230,6 +250,10 @@ def results_meta(plan: Plan, index: pd.Index) -> pd.DataFrame:
             cols[f"nlm{o}"] = np.empty(0)
         for o in outs:
             cols[f"nlm_status{o}"] = np.empty(0, dtype=object)
+        if plan.settings.method == "gauss-kronrod":
+            for o in outs:
+                cols[f"nlm_error{o}"] = np.empty(0)
+            cols["nlm_route"] = np.empty(0, dtype=object)
     if plan.detector is not None and plan.policy == "shrink":
         for s in plan.steps:
             cols[f"step_{s.feature}"] = np.empty(0)

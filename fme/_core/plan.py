@@ -49,6 +49,7 @@ class FMEOptions:
     nlm_intervals: Any = None
     nlm_tol: Any = None
     nlm_max_level: Any = None
+    nlm_budget: Any = None
     nlm_flat_tol: Any = None
     nlm_linear_threshold: Any = 0.9
     extrapolation: Any = None
@@ -153,7 +154,7 @@ def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], refer
                  nlm: bool, nlm_method: str, nlm_points: Any, nlm_intervals: Any, nlm_tol: Any, nlm_max_level: Any,
                  nlm_flat_tol: Any, nlm_linear_threshold: Any, extrapolation: Any, on_extrapolation: Any,
                  target_class: Any, batch_size: Any, inference: str, bootstrap: Any, conf_level: Any,
-                 random_state: Any = None) -> tuple[Plan, float]:
+                 random_state: Any = None, nlm_budget: Any = None) -> tuple[Plan, float]:
     """Validate :func:`fme`'s arguments against ``data`` (any rows with the real columns and dtypes) and
     ``reference`` (rules, detector columns); the :class:`Plan` with an unfitted detector."""
     conf_level = check_conf_level(conf_level)
@@ -180,9 +181,9 @@ def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], refer
         columns = list(predictor.select(data.iloc[:0]).columns)
         settings = resolve_method(None if isinstance(model, Predictor) else model, nlm_method, nlm_points,
                                   nlm_intervals, parsed, columns, nlm_tol, nlm_max_level, nlm_flat_tol,
-                                  target_class=target_class)
-    elif any(v is not None for v in (nlm_points, nlm_intervals, nlm_tol, nlm_max_level, nlm_flat_tol)):
-        raise ParameterError("nlm_points/nlm_intervals/nlm_tol/nlm_max_level/nlm_flat_tol were given but "
+                                  target_class=target_class, budget=nlm_budget)
+    elif any(v is not None for v in (nlm_points, nlm_intervals, nlm_tol, nlm_max_level, nlm_flat_tol, nlm_budget)):
+        raise ParameterError("nlm_points/nlm_intervals/nlm_tol/nlm_max_level/nlm_budget/nlm_flat_tol were given but "
                              "nlm=False; pass nlm=True.")
     if isinstance(nlm_linear_threshold, bool) or not isinstance(nlm_linear_threshold, numbers.Real) \
             or not np.isfinite(nlm_linear_threshold) or nlm_linear_threshold > 1:

@@ -144,6 +144,10 @@ class EffectsPresentation:
             if f.get("undefined") is not None:
                 text += (f"undefined {f['undefined']} (constant {f['constant']}, flat {f['flat']})  "
                          f"inaccurate {f['inaccurate']}  ")
+                if f["inaccurate"]:  # their NLMs are kept: say so, with the largest error estimate
+                    worst = f.get("max_error")
+                    text += ("(included in the ANLM" + ("" if worst is None else f"; error estimate up to {worst:.3g}")
+                             + ")  ")
             lines.append(text + f"(method: {self._method_text()})")
         lines += self._nlm_footer()
         return "\n".join(lines)

@@ -37,7 +37,10 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
         ``ok``; ``constant`` (f constant along the path, NLM 0/0, NaN);
         ``flat`` (variation negligible, see ``nlm_flat_tol``; NLM NaN);
         ``inaccurate`` (Gauss-Kronrod error estimate above ``nlm_tol``
-        after the subdivision budget; the NLM is kept); with ``on_extrapolation='keep'`` a boolean
+        after the budget ``nlm_budget``; the NLM is kept and counted in the
+        ANLM). Gauss-Kronrod also gives ``nlm_error`` (the error estimate, a
+        bound on the jump route; ``nlm_error_<class>``) and ``nlm_route``
+        (``quadrature`` or ``jumps``, :mod:`fme._nlm.budget`); with ``on_extrapolation='keep'`` a boolean
         ``extrapolation``; with ``'shrink'`` one ``step_<feature>`` column per
         numeric step holding each row's effective step.
     steps : tuple of Step
@@ -181,7 +184,16 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
                 "median": float(np.nanmedian(v)) if defined else float("nan"),
                 "share": float(np.mean(v[~np.isnan(v)] >= self.nlm_linear_threshold)) if defined else float("nan"),
                 "undefined": int(np.isnan(v).sum()), "constant": int((st == "constant").sum()),
-                "flat": int((st == "flat").sum()), "inaccurate": int((st == "inaccurate").sum())}
+                "flat": int((st == "flat").sum()), "inaccurate": int((st == "inaccurate").sum()),
+                "max_error": self._max_error(col, st)}
+
+    def _max_error(self, col: str, status: pd.Series) -> float | None:
+        """The largest ``nlm_error`` of the rows marked inaccurate (None without that column or such rows)."""
+        ecol = col.replace("nlm", "nlm_error", 1)
+        bad = (status == "inaccurate").to_numpy()
+        if ecol not in self.results.columns or not bad.any():
+            return None
+        return float(np.max(self.results[ecol].to_numpy(dtype=float)[bad]))
 
     def _exclusion_counts(self) -> dict[str, int]:
         return {k: int(v) for k, v in self.excluded["reason_type"].value_counts().items()}

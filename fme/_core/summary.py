@@ -105,6 +105,8 @@ class Summary:
     n_kept_extrapolation: int = 0
     groups: Any = field(default=None, repr=False)
     rows_any: np.ndarray | None = None
+    #: The largest ``nlm_error`` of the rows marked inaccurate, per output (NaN: none).
+    nlm_max_error: np.ndarray | None = None
 
     def merge(self, other: "Summary") -> "Summary":
         def add(a, b):
@@ -119,7 +121,9 @@ class Summary:
                        jacobian=add(self.jacobian, other.jacobian),
                        vcov=self.vcov if self.vcov is not None else other.vcov, info={**other.info, **self.info},
                        n_kept_extrapolation=self.n_kept_extrapolation + other.n_kept_extrapolation,
-                       groups=mrg(self.groups, other.groups), rows_any=add(self.rows_any, other.rows_any))
+                       groups=mrg(self.groups, other.groups), rows_any=add(self.rows_any, other.rows_any),
+                       nlm_max_error=self.nlm_max_error if other.nlm_max_error is None else other.nlm_max_error
+                       if self.nlm_max_error is None else np.fmax(self.nlm_max_error, other.nlm_max_error))
 
 
 def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
@@ -130,7 +134,7 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
     fm = Moments.of(res[fcols].to_numpy(dtype=float))
     codes = np.bincount(batch.code, minlength=N_CODES).astype(np.int64)
     spread = Moments.of(np.concatenate([batch.f0, batch.f1]))
-    nlm = n_linear = status = rows_any = None
+    nlm = n_linear = status = rows_any = max_err = None
     if plan.settings is not None:
         ncols = ["nlm"] if names is None else [f"nlm_{c}" for c in names]
         scols = ["nlm_status"] if names is None else [f"nlm_status_{c}" for c in names]
@@ -140,6 +144,12 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
             n_linear = (v >= threshold).sum(axis=0).astype(np.int64)
         st = res[scols].to_numpy()
         status = np.array([(st == s).sum(axis=0) for s in _STATUS], dtype=np.int64)
+        ecols = ["nlm_error"] if names is None else [f"nlm_error_{c}" for c in names]
+        if all(c in res.columns for c in ecols):
+            err = np.where(st == "inaccurate", res[ecols].to_numpy(dtype=float), np.nan)
+            max_err = np.full(err.shape[1], np.nan)
+            has = (st == "inaccurate").any(axis=0)
+            max_err[has] = np.nanmax(err[:, has], axis=0)
         if names is not None:
             rows_any = np.array([(st == s).any(axis=1).sum() for s in _STATUS[1:]]
                                 + [np.isnan(v).any(axis=1).sum()], dtype=np.int64)
@@ -150,4 +160,4 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
         jac, vcov, info = rows.jacobian.sum(axis=0), rows.vcov, dict(rows.info)
     kept = int(res["extrapolation"].sum()) if "extrapolation" in res.columns else 0
     return Summary(codes=codes, fme=fm, nlm=nlm, spread=spread, n_linear=n_linear, status=status, jacobian=jac,
-                   vcov=vcov, info=info, n_kept_extrapolation=kept, rows_any=rows_any)
+                   vcov=vcov, info=info, n_kept_extrapolation=kept, rows_any=rows_any, nlm_max_error=max_err)

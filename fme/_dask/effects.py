@@ -14,10 +14,12 @@
    mergeable :class:`~fme._core.kernel.Summary` (tree-reduced) and, kept on the
    workers, the partition's sorted fMEs and NLMs, from which exact quartiles
    and medians are selected by two small rounds of counting;
-4. with NLMs, the flat-path test's scale (the SD of all f(x), f(x + h),
-   :func:`fme._nlm.evaluate.classify`) is merged by that pass, and the rows it
-   left open are classified on the workers (:mod:`fme._dask.nlm`; a
-   multi-output model gets the scale from a first pass instead).
+4. with NLMs and the opt-in relative flat rule (``nlm_flat_tol`` > 0), its
+   scale (the SD of all f(x), f(x + h), :func:`fme._nlm.evaluate.classify`)
+   is merged by that pass, and the rows it left open are classified on the
+   workers (:mod:`fme._dask.nlm`; a multi-output model gets the scale from a
+   first pass instead). The default rule (rounding of the path's own values)
+   is decided per row in the pass.
 
 ``results`` and ``excluded`` are lazy Dask DataFrames (the kernel again, per
 partition, when computed) with the index and columns of the pandas result.
@@ -157,8 +159,10 @@ def fme_dask(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any
 
     # The flat-path test's scale (the SD of all f(x), f(x + h)) is known at the end of the pass: single-output
     # NLMs are classified then (fme._dask.nlm); multi-output ones get it from a first pass without the NLM.
-    deferred = plan.settings is not None and plan.names is None
-    if plan.settings is not None and not deferred:
+    # Only the opt-in relative rule (nlm_flat_tol > 0) needs that scale; the default rounding rule is per row.
+    relative = plan.settings is not None and plan.settings.flat_tol > 0
+    deferred = relative and plan.names is None
+    if relative and not deferred:
         first = replace(plan, settings=None, method="sample")
         spread = _tree_reduce([delayed(_spread_pass)(p, first) for p in parts]).compute().spread
         plan = replace(plan, spread=flat_scale(spread))  # one per output

@@ -164,7 +164,11 @@ class DaskFMEResult(EffectsPresentation):
         m = self.summary_data.nlm
         return {"mean": self.anlm, "median": self.median_nlm, "share": self.share_linear, "sd": float(m.sd()[0]),
                 "undefined": self.n_nlm_undefined, "constant": self.n_nlm_constant, "flat": self.n_nlm_flat,
-                "inaccurate": self.n_nlm_inaccurate}
+                "inaccurate": self.n_nlm_inaccurate, "max_error": self._max_error(0)}
+
+    def _max_error(self, j: int) -> float | None:
+        e = self.summary_data.nlm_max_error
+        return None if e is None or np.isnan(e[j]) else float(e[j])
 
     def _exclusion_counts(self) -> dict[str, int]:
         c = self.summary_data.codes

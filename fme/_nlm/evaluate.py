@@ -4,12 +4,15 @@
   models of :mod:`fme.nlm_exact`, ``"gauss-kronrod"`` otherwise. The exact
   NLM traverses the trees (:mod:`fme._nlm.tree_paths`) where it can read them,
   else predicts at segment midpoints (:func:`fme.nlm_exact.exact_nlm`).
-* :func:`adaptive_nlm`: Gauss-Kronrod (10, 21) NLM with a per-row error
-  estimate |NLM_K21 - NLM_G10|; rows above ``nlm_tol`` are recomputed on
-  2, 4, ..., 2**max_level equal sub-intervals (only those rows).
-* :func:`classify`: per-row status ``ok``, ``constant`` (NLM 0/0),
-  ``flat`` (the path's variation is negligible relative to the spread of the
-  predictions over the data; NLM set to NaN) or ``inaccurate`` (error
+* :func:`adaptive_nlm` / :func:`fme._nlm.budget.budget_nlm`: Gauss-Kronrod (10, 21) NLM with a
+  per-row error estimate; the rows above ``nlm_tol`` share a budget of ``nlm_budget`` predictions
+  per row on average (adaptive bisection, or jump location for piecewise-constant paths).
+* :func:`classify`: per-row status ``ok``, ``constant`` (NLM 0/0: the path
+  varies by at most :data:`fme.nlm.CONSTANT_ULPS` eps times its own level),
+  ``flat`` (NLM set to NaN: it varies by at most :data:`fme.nlm.FLAT_ULPS`
+  eps times its own level, the rounding of its own values, so the NLM is
+  rounding noise; or, only when ``nlm_flat_tol`` > 0 is given, by at most
+  that fraction of the spread of all predictions) or ``inaccurate`` (error
   estimate above ``nlm_tol`` after the budget).
 """
 
@@ -23,19 +26,21 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ParameterError
-from .._utils.progress import progress_bar
-from ..nlm import (DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, NLM_METHODS, QuadratureRule, gauss_kronrod_rules, nlm_from_path, quadrature_rule)
+from ..nlm import DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, FLAT_ULPS, NLM_METHODS, QuadratureRule, quadrature_rule
+from .budget import BASE_COST, DEFAULT_BUDGET, ROUTES, budget_nlm
 from .tree_paths import read_forest, traverse_nlm
 from ..nlm_exact import exact_nlm, exact_support
-from ..steps import STACK_CELL_BUDGET, Step, _numeric_shift, stack_path
+from ..steps import Step
 
 __all__ = ["NLMSummaryMixin", "nlm_values", "NLMSettings", "resolve_method", "adaptive_nlm", "classify", "NLM_STATUS", "DEFAULT_FLAT_TOL"]
 
 #: Values of the ``nlm_status`` column.
 NLM_STATUS = ("ok", "constant", "flat", "inaccurate")
-#: Default ``nlm_flat_tol``: a path is flat when the SD of f along it is at most this
-#: times the SD of the predictions f(x), f(x + h) over all evaluated rows.
-DEFAULT_FLAT_TOL = 1e-6
+#: Default ``nlm_flat_tol``: 0, no relative rule. With a value > 0 a path is also flat when the SD of f
+#: along it is at most this times the SD of the predictions f(x), f(x + h) over all evaluated rows (the
+#: rule before issue 23 item 9, which discarded well-defined NLMs of small-scale paths, e.g. a logit's
+#: probabilities near 3e-8). Undefined by default means: varies only by rounding (:data:`fme.nlm.FLAT_ULPS`).
+DEFAULT_FLAT_TOL = 0.0
 _UNKNOWN = object()
 
 
@@ -44,11 +49,13 @@ class NLMSettings:
 
     def __init__(self, method: str, rule: QuadratureRule | None = None, thresholds: dict | None = None,
                  tol: float = DEFAULT_NLM_TOL, max_level: int = DEFAULT_MAX_LEVEL, flat_tol: float = DEFAULT_FLAT_TOL,
-                 forest=None):
+                 forest=None, budget: float = DEFAULT_BUDGET):
         self.method, self.rule, self.thresholds = method, rule, thresholds
         #: the model's trees (fme._nlm.tree_paths.Forest) when the exact NLM traverses them, else None (midpoints)
         self.forest = forest
         self.tol, self.max_level, self.flat_tol = tol, max_level, flat_tol
+        #: predictions per evaluated row on average for the error-controlled NLM (f(x), f(x + h) included)
+        self.budget = budget
 
     @property
     def nodes(self) -> int | None:
@@ -65,7 +72,7 @@ def _nonneg(value: Any, name: str) -> float:
 
 def resolve_method(model: Any, method: str, points: int | None, intervals: int | None, steps: tuple[Step, ...],
                    columns: list[str], tol: Any, max_level: Any, flat_tol: Any,
-                   target_class: Any = _UNKNOWN) -> NLMSettings:
+                   target_class: Any = _UNKNOWN, budget: Any = None) -> NLMSettings:
     """Validate the NLM arguments and pick the method (``auto`` resolved here).
 
     ``target_class`` (as given to :func:`fme.predictors.make_predictor`) lets the exact method traverse the
@@ -79,7 +86,14 @@ def resolve_method(model: Any, method: str, points: int | None, intervals: int |
         max_level = DEFAULT_MAX_LEVEL
     elif isinstance(max_level, bool) or not isinstance(max_level, numbers.Integral) or not 0 <= max_level <= 12:
         raise ParameterError(f"nlm_max_level must be an integer in [0, 12], got {max_level!r}.")
-    kw = dict(tol=tol, max_level=int(max_level), flat_tol=flat_tol)
+    if budget is None:
+        budget = DEFAULT_BUDGET
+    elif isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not np.isfinite(budget) \
+            or budget < BASE_COST:
+        raise ParameterError(f"nlm_budget must be a finite number >= {BASE_COST} (predictions per row on average: "
+                             f"f(x), f(x + h) and the 21 Gauss-Kronrod nodes), got {budget!r}; the default is "
+                             f"{DEFAULT_BUDGET:g}.")
+    kw = dict(tol=tol, max_level=int(max_level), flat_tol=flat_tol, budget=float(budget))
     if method == "auto":  # a fixed-rule argument means that rule
         method = "gauss-legendre" if points is not None else "simpson38" if intervals is not None else "auto"
     if method in ("gauss-legendre", "simpson38"):
@@ -105,68 +119,40 @@ def resolve_method(model: Any, method: str, points: int | None, intervals: int |
 
 
 def adaptive_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.ndarray, f1: np.ndarray,
-                 tol: float, max_level: int, batch_size: int | None = None, progress: bool | None = False):
-    """Gauss-Kronrod NLM with error control (see module docstring).
-
-    ``progress``: a bar over the batches of each refinement level that spans
-    more than one batch (:func:`fme._utils.progress.progress_bar`).
+                 tol: float, max_level: int, batch_size: int | None = None, progress: bool | None = False,
+                 budget: float = DEFAULT_BUDGET):
+    """Gauss-Kronrod NLM with error control within ``budget`` predictions per row (:mod:`fme._nlm.budget`).
 
     Returns
     -------
-    nlm, sd, err : ndarrays like ``f0`` (err: the final error estimate)
-    intervals : ndarray of shape (n,), the sub-intervals used per row
+    nlm, sd, err : ndarrays like ``f0`` (err: the final error estimate, or bound on the jump route)
+    intervals : ndarray of shape (n,), the quadrature sub-intervals per row (0 on the jump route)
     """
-    n = len(X)
-    nlm = np.full(f0.shape, np.nan)
-    sd = np.zeros(f0.shape)
-    err = np.full(f0.shape, np.inf)
-    intervals = np.zeros(n, dtype=np.int64)
-    todo = np.arange(n)
-    for level in range(max_level + 1):
-        k = 2 ** level
-        kron, gauss = gauss_kronrod_rules(k)
-        per = max(1, X.shape[1]) * kron.nodes.size
-        size = batch_size or max(1000, STACK_CELL_BUDGET // per)
-        starts = range(0, todo.size, size)  # batches of rows, never one row at a time
-        for start in progress_bar(starts, total=len(starts), progress=progress,
-                                  desc=f"NLM Gauss-Kronrod, {k} sub-interval{'s' if k > 1 else ''}"):
-            idx = todo[start:start + size]
-            xb = X.iloc[idx]
-            hb = {s.feature: np.broadcast_to(_numeric_shift(s, h), (n,))[idx] for s in steps if s.is_numeric}
-            label = ", ".join(s.describe() for s in steps)
-            stacked = predictor(stack_path(xb, steps, kron.nodes, hb),
-                                stage=f"the NLM nodes x + t h for the step {label}",
-                                rows=(int(idx.min()), int(idx.max()) + 1, n))
-            f_int = stacked.reshape((kron.nodes.size, idx.size) + stacked.shape[1:])
-            vk, sk = nlm_from_path(f0[idx], f1[idx], f_int, kron, return_sd=True)
-            vg = nlm_from_path(f0[idx], f1[idx], f_int, gauss)
-            both_nan = np.isnan(vk) & np.isnan(vg)
-            e = np.where(both_nan, 0.0, np.abs(vk - vg))
-            e[np.isnan(e)] = np.inf
-            nlm[idx], sd[idx], err[idx] = vk, sk, e
-            intervals[idx] = k
-        bad = err[todo] > tol
-        if bad.ndim == 2:
-            bad = bad.any(axis=1)
-        todo = todo[bad]
-        if todo.size == 0:
-            break
-    return nlm, sd, err, intervals
+    got = budget_nlm(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, progress)
+    return got.nlm, got.sd, got.err, got.intervals
 
 
 def classify(nlm: np.ndarray, sd: np.ndarray, f0: np.ndarray, f1: np.ndarray, flat_tol: float,
              err: np.ndarray | None = None, tol: float = np.inf,
-             spread: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+             spread: np.ndarray | None = None, scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """NLMs with flat paths set to NaN, and the status per row (and output column).
 
-    ``spread``: the SD of all predictions f(x), f(x + h) (per output) when it is known
-    beyond these rows (a Dask partition); by default that of ``f0`` and ``f1``.
+    Flat (paper §5.4's NLM is rounding noise): ``sd <= FLAT_ULPS * eps * scale``, ``scale`` the path's own
+    level |f(x)| + max |f - f(x)| (from the quadrature or closed forms; None skips this rule). With
+    ``flat_tol`` > 0 also ``sd <= flat_tol * spread``: ``spread`` is the SD of all predictions f(x),
+    f(x + h) (per output) when it is known beyond these rows (a Dask partition); by default that of
+    ``f0`` and ``f1``.
     """
-    if spread is None:
-        with np.errstate(over="ignore", invalid="ignore"):  # |f| near float max: spread inf, nothing counts as flat
-            spread = np.std(np.concatenate([f0, f1]), axis=0)
     constant = np.isnan(nlm)
-    flat = ~constant & (sd <= flat_tol * spread)
+    flat = np.zeros(nlm.shape, dtype=bool)
+    if scale is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            flat = ~constant & (sd <= FLAT_ULPS * np.finfo(float).eps * scale)
+    if flat_tol > 0:
+        if spread is None:
+            with np.errstate(over="ignore", invalid="ignore"):  # |f| near float max: spread inf, nothing is flat
+                spread = np.std(np.concatenate([f0, f1]), axis=0)
+        flat |= ~constant & (sd <= flat_tol * spread)
     status = np.full(nlm.shape, "ok", dtype=object)
     if err is not None:
         status[~constant & ~flat & ~(err <= tol)] = "inaccurate"
@@ -186,25 +172,31 @@ def _traversable(forest, X: pd.DataFrame) -> bool:
 def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[Step, ...],
                 h: Mapping[str, np.ndarray] | None, f0: np.ndarray, f1: np.ndarray, batch_size: int | None,
                 spread: np.ndarray | None = None, return_sd: bool = False, progress: bool | None = False):
-    """(nlm, status) by the resolved method: exact or adaptive Gauss-Kronrod (fixed rules: in fme.effects).
+    """(nlm, status) by the resolved method: exact or error-controlled Gauss-Kronrod (fixed rules: in the kernel).
 
-    ``return_sd``: also the SD of f along each path (nlm, status, sd), the
-    flat-path test's numerator (a Dask pass classifies flat paths at its end).
-    ``progress``: bars over the method's batches (chunks of rows, refinement levels) when there are several.
+    ``return_sd``: (nlm, status, sd, extra): also the SD of f along each path (the relative flat-path
+    test's numerator; a Dask pass classifies those at its end) and the extra result columns of the method
+    (Gauss-Kronrod: ``err``, the error estimate like ``nlm``, and ``route``, per row, see
+    :mod:`fme._nlm.budget`). ``progress``: bars over the method's batches when there are several.
     """
+    extra: dict[str, np.ndarray] = {}
     if settings.method == "exact":
         shifts = {s.feature: np.broadcast_to(np.asarray(h[s.feature] if h is not None and s.feature in h
                                                          else s.value, dtype=float), (len(X),)) for s in steps}
         if _traversable(settings.forest, X):
-            nlm, sd, _ = traverse_nlm(settings.forest, X, shifts, f0, f1, progress=progress)
+            nlm, sd, _, scale = traverse_nlm(settings.forest, X, shifts, f0, f1, progress=progress, return_scale=True)
         else:
-            nlm, sd, _ = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1, progress=progress)
-        out = classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread)
+            nlm, sd, _, scale = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1, progress=progress,
+                                          return_scale=True)
+        out = classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread, scale=scale)
     else:
-        nlm, sd, err, _ = adaptive_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.max_level, batch_size,
-                                       progress)
-        out = classify(nlm, sd, f0, f1, settings.flat_tol, err, settings.tol, spread=spread)
-    return (*out, sd) if return_sd else out
+        got = budget_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.budget, settings.max_level,
+                         batch_size, progress)
+        sd = got.sd
+        out = classify(got.nlm, sd, f0, f1, settings.flat_tol, got.err, settings.tol, spread=spread,
+                       scale=got.scale)
+        extra = {"err": got.err, "route": np.asarray(ROUTES, dtype=object)[got.route]}
+    return (*out, sd, extra) if return_sd else out
 
 
 class NLMSummaryMixin:

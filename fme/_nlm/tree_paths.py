@@ -250,8 +250,10 @@ def _default_threads() -> int:
 
 def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarray], f0: np.ndarray,
                  f1: np.ndarray, entry_budget: int = _ENTRY_BUDGET,
-                 n_threads: int | None = None, progress: bool | None = False) -> tuple[np.ndarray, np.ndarray, int]:
-    """Exact NLMs by tree traversal: same outputs as :func:`fme.nlm_exact.exact_nlm` (nlm, sd, segments).
+                 n_threads: int | None = None, progress: bool | None = False,
+                 return_scale: bool = False) -> tuple:
+    """Exact NLMs by tree traversal: same outputs as :func:`fme.nlm_exact.exact_nlm` (nlm, sd, segments
+    and, with ``return_scale``, the rounding scale of each path).
 
     ``X`` holds the model's columns in the model's order, all numeric; the
     rows are processed in chunks of about ``entry_budget / n_trees`` rows,
@@ -279,8 +281,8 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
         if pred.ndim == 1:
             pred = pred[:, None]
         c = pred if forest.output is None else pred[:, forest.output]
-        nl, sd = _closed_forms(c, srow, first, b - a, 0.5 * (a + b), f0[sl], f1[sl])
-        return nl, sd, srow.size
+        nl, sd, sc = _closed_forms(c, srow, first, b - a, 0.5 * (a + b), f0[sl], f1[sl])
+        return nl, sd, srow.size, sc
 
     workers = min(len(chunks), n_threads if n_threads is not None else _default_threads())
     bar = dict(total=len(chunks), desc="exact NLM (tree traversal, chunks of rows)", progress=progress)
@@ -289,5 +291,6 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
             parts = list(progress_bar(pool.map(one, chunks), **bar))
     else:
         parts = [one(sl) for sl in progress_bar(chunks, **bar)]
-    return (np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts]),
-            int(sum(q[2] for q in parts)))
+    out = (np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts]),
+           int(sum(q[2] for q in parts)))
+    return (*out, np.concatenate([q[3] for q in parts])) if return_scale else out

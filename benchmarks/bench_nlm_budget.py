@@ -1,0 +1,114 @@
+"""The error-controlled NLM of a black box at a bounded cost (issue 26): a wrapped HistGradientBoosting model.
+
+``fme.fme(f, X, {"x0": 1, "x1": 1}, nlm=True)`` where ``f`` is a plain function around the model's
+``predict`` (fme cannot read its trees, so the NLM is Gauss-Kronrod with the budget: the jump route
+for its piecewise-constant paths), against the model's own ``predict`` of the same number of rows in
+one call, timed alternately ``--repeat`` times in one run (best wall time of each: the machine is
+shared, the ratio is what matters). Also: rows predicted per observation, the routes and statuses,
+the mean error bound (``nlm_error``) and the mean distance to the exact NLM of the same model (read
+from its trees), and the peak memory of the fme call above the data (a fresh process; Linux's peak
+RSS, reset before the call through /proc/self/clear_refs).
+
+10 standard-normal features; y = sin(2 x0) + x1^2 + x2 x3 + noise; model fitted on 20 000 rows
+(100 iterations). Usage::
+
+    python benchmarks/bench_nlm_budget.py [--n 100000] [--repeat 2] [--budget 34 --budget 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+COLS = [f"x{i}" for i in range(10)]
+STEPS = {"x0": 1.0, "x1": 1.0}
+
+
+def setup(n: int):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(0)
+    train = pd.DataFrame(rng.normal(size=(20_000, 10)), columns=COLS)
+    y = np.sin(2 * train["x0"]) + train["x1"] ** 2 + train["x2"] * train["x3"] + rng.normal(0, 0.1, len(train))
+    model = HistGradientBoostingRegressor(max_iter=100, random_state=0).fit(train, y)
+    return model, pd.DataFrame(rng.normal(size=(n, 10)), columns=COLS)
+
+
+def _rss_kib(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field):
+                return int(line.split()[1])
+    return -1
+
+
+def memory_child(n: int, budget: float) -> None:
+    """In a fresh process: peak RSS of one fme call above the RSS with model and data loaded (MiB)."""
+    import fme
+
+    model, X = setup(n)
+    before = _rss_kib("VmRSS:")
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")  # reset the peak (VmHWM) to the current RSS
+    fme.fme(lambda d: model.predict(d), X, STEPS, nlm=True, nlm_budget=budget)
+    print(json.dumps({"peak_above_data_mib": (_rss_kib("VmHWM:") - before) / 1024}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--budget", type=float, action="append")
+    ap.add_argument("--memory-child", type=float, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.memory_child is not None:
+        memory_child(args.n, args.memory_child)
+        return
+    import fme
+
+    model, X = setup(args.n)
+    exact = fme.fme(model, X, STEPS, nlm=True, nlm_method="exact").results["nlm"].to_numpy()
+    print("| budget | n | rows predicted per row | fme wall s | predict (same rows, one call) wall s | ratio | "
+          "routes (jumps / quadrature) | inaccurate | mean nlm_error | mean abs error vs exact | "
+          "max abs error vs exact | peak above data |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for budget in args.budget or [34.0]:
+        count = {"rows": 0}
+
+        def f(d):
+            count["rows"] += len(d)
+            return model.predict(d)
+
+        best_fme = best_pred = np.inf
+        res = None
+        for _ in range(args.repeat):
+            count["rows"] = 0
+            w = time.perf_counter()
+            res = fme.fme(f, X, STEPS, nlm=True, nlm_budget=budget)
+            best_fme = min(best_fme, time.perf_counter() - w)
+            rows = count["rows"]
+            big = pd.DataFrame(np.tile(X.to_numpy(), (int(np.ceil(rows / len(X))), 1))[:rows], columns=COLS)
+            w = time.perf_counter()
+            model.predict(big)
+            best_pred = min(best_pred, time.perf_counter() - w)
+            del big
+        r = res.results
+        d = np.abs(r["nlm"].to_numpy() - exact)
+        routes = r["nlm_route"].value_counts()
+        mem = subprocess.run([sys.executable, __file__, "--n", str(args.n), "--memory-child", str(budget)],
+                             capture_output=True, text=True, check=True)
+        peak = json.loads(mem.stdout.strip().splitlines()[-1])["peak_above_data_mib"]
+        print(f"| {budget:g} | {args.n:,} | {rows / len(X):.2f} | {best_fme:.1f} | {best_pred:.1f} | "
+              f"**{best_fme / best_pred:.2f}** | {routes.get('jumps', 0):,} / {routes.get('quadrature', 0):,} | "
+              f"{res.n_nlm_inaccurate:,} | {np.nanmean(r['nlm_error']):.3g} | {np.nanmean(d):.3g} | "
+              f"{np.nanmax(d):.3g} | {peak:.0f} MiB |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

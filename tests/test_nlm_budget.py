@@ -1,0 +1,198 @@
+"""The error-controlled NLM at a bounded cost (fme._nlm.budget, paper §5.4; issue 26).
+
+References: the exact NLM of the same tree model read from its trees (fme.nlm_exact /
+fme._nlm.tree_paths, itself checked against an independent segment reference in
+test_nlm_exact.py), and closed forms / adaptive quadrature for smooth and kinked paths.
+The model is wrapped in a plain function, so fme cannot read its trees and must treat it as a
+black box; the wrapper counts every row it is asked to predict.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fme
+from fme.exceptions import ParameterError
+
+FEATURES = ["x1", "x2", "x3"]
+
+
+class Counting:
+    """A plain function around ``model.predict`` that counts the rows predicted."""
+
+    def __init__(self, model):
+        self.model, self.rows, self.calls = model, 0, 0
+
+    def __call__(self, d):
+        self.rows += len(d)
+        self.calls += 1
+        return self.model.predict(d)
+
+
+@pytest.fixture(scope="module")
+def rows(df):
+    rng = np.random.default_rng(7)
+    return pd.DataFrame(rng.normal(size=(1500, 3)) * df[FEATURES].std().to_numpy(), columns=FEATURES)
+
+
+@pytest.fixture(scope="module")
+def grid():
+    rng = np.random.default_rng(3)
+    return pd.DataFrame({"x1": rng.uniform(-2, 2, 8), "x2": rng.uniform(-1, 1, 8), "x3": rng.uniform(0, 3, 8)},
+                        index=list("abcdefgh"))
+
+
+def _tree(df, depth=4):
+    from sklearn.tree import DecisionTreeRegressor
+
+    return DecisionTreeRegressor(max_depth=depth, random_state=0).fit(df[FEATURES], df["y"])
+
+
+def _hgb(df, iters=5):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    return HistGradientBoostingRegressor(max_iter=iters, max_depth=3, random_state=0).fit(df[FEATURES], df["y"])
+
+
+def _check_against_exact(model, rows, steps, budget=None):
+    f = Counting(model)
+    kw = {} if budget is None else {"nlm_budget": budget}
+    res = fme.fme(f, rows, steps, nlm=True, **kw)
+    exact = fme.fme(model, rows, steps, nlm=True, nlm_method="exact")
+    assert res.nlm_method == "gauss-kronrod" and exact.nlm_method == "exact"
+    r, e = res.results, exact.results
+    # f(x), f(x + h) and everything on the path, per evaluated row
+    per_row = f.rows / len(rows)
+    assert per_row <= (34 if budget is None else budget) + 1e-9
+    # same undefined rows (constant paths are exact on the jump route: no bracket)
+    np.testing.assert_array_equal(np.isnan(r["nlm"].to_numpy()), np.isnan(e["nlm"].to_numpy()))
+    defined = ~np.isnan(e["nlm"].to_numpy())
+    diff = np.abs(r["nlm"].to_numpy() - e["nlm"].to_numpy())[defined]
+    bound = r["nlm_error"].to_numpy()[defined]
+    return res, exact, diff, bound, per_row
+
+
+def test_wrapped_tree_equals_exact_within_the_bracket_bound(df, rows):
+    """A wrapped depth-4 tree: every path is piecewise constant, so every row takes the jump route. The NLM
+    with jumps placed at the midpoints of brackets of width w differs from the exact one by at most the
+    bound derived from w (module docstring of fme._nlm.budget), which is the reported nlm_error."""
+    model = _tree(df)
+    res, exact, diff, bound, per_row = _check_against_exact(model, rows, {"x1": 1.0})
+    r = res.results
+    assert (r["nlm_route"] == "jumps").all()
+    assert np.all(diff <= bound + 1e-12)
+    # 11 probes per row on average locate the (one to three) jumps of each path to a few 2^-8 of the Kronrod
+    # node spacing (<= 0.074): bounds of ~1e-5 (measured mean 3e-5, max 1.6e-3)
+    assert bound.mean() <= 1e-4 and bound.max() <= 1e-2
+    # a budget of 60 locates them to nlm_tol = 1e-6 (the bound holds, so the distance to exact does too)
+    res60, _, diff60, bound60, _ = _check_against_exact(model, rows, {"x1": 1.0}, budget=60)
+    ok = (res60.results["nlm_status"] == "ok").to_numpy()[~np.isnan(exact.results["nlm"].to_numpy())]
+    assert ok.mean() > 0.99
+    assert np.all(diff60 <= bound60 + 1e-12) and np.all(diff60[ok] <= 1e-6)
+    # constant paths: NaN on both routes, status constant
+    const = np.isnan(exact.results["nlm"].to_numpy())
+    assert const.any() and (r["nlm_status"].to_numpy()[const] == "constant").all()
+
+
+def test_wrapped_boosting_bivariate_step_bounded_cost(df, rows):
+    """A wrapped HistGradientBoosting model, bivariate step: <= 34 rows predicted per row; where rows stay
+    inaccurate, their nlm_error still bounds the distance to the exact NLM (one jump per bracket here)."""
+    model = _hgb(df)
+    res, exact, diff, bound, per_row = _check_against_exact(model, rows, {"x1": 1.0, "x2": -0.5})
+    assert np.all(diff <= bound + 1e-12)
+    inacc = res.results["nlm_status"] == "inaccurate"
+    assert (res.results.loc[inacc, "nlm_error"] > res.nlm_tol).all()
+    assert res.n_nlm_inaccurate == int(inacc.sum())
+    if res.n_nlm_inaccurate:
+        assert f"inaccurate {res.n_nlm_inaccurate}  (included in the ANLM" in res.summary()
+
+
+def test_raising_the_budget_buys_accuracy(df, rows):
+    model = _hgb(df, iters=8)
+    steps = {"x1": 1.0, "x2": -0.5}
+    out = {}
+    for budget in (23, 34, 60, 120):
+        res, exact, diff, bound, per_row = _check_against_exact(model, rows, steps, budget)
+        out[budget] = (diff.mean(), bound.mean(), res.n_nlm_inaccurate, per_row)
+        assert np.all(diff <= bound + 1e-12)
+    for lo, hi in ((23, 34), (34, 60), (60, 120)):
+        assert out[hi][1] <= out[lo][1]  # the mean error bound falls (strictly while the budget binds)
+        assert out[hi][2] <= out[lo][2]  # and so does the number of inaccurate rows
+    assert out[34][1] < out[23][1] and out[60][1] < out[34][1]
+    assert out[120][0] < out[23][0] / 10  # the actual mean error with it
+    assert out[23][3] == 23  # no refinement at the least budget
+
+
+def test_smooth_rows_and_kinks_stay_within_budget(grid):
+    """|x1| with a kink inside some paths: the quadrature route bisects the kinked rows' worst sub-interval
+    within the budget; linear rows need no refinement (NLM 1 to 1e-12)."""
+    calls = {"rows": 0}
+
+    def kink(d):
+        calls["rows"] += len(d)
+        return np.abs(d["x1"].to_numpy())
+
+    res = fme.fme(kink, grid, {"x1": 1.0}, nlm=True, nlm_tol=1e-10)
+    assert calls["rows"] <= 34 * len(grid)
+    assert (res.results["nlm_route"] == "quadrature").all()
+    x = grid["x1"].to_numpy()
+    crossing = (x < 0) & (x + 1.0 > 0)
+    np.testing.assert_allclose(res.results["nlm"].to_numpy()[~crossing], 1.0, atol=1e-12)
+    np.testing.assert_array_equal(res.results["nlm_error"].to_numpy()[~crossing] <= 1e-10, True)
+    big = fme.fme(kink, grid, {"x1": 1.0}, nlm=True, nlm_tol=1e-10, nlm_budget=2000)
+    e_small = res.results["nlm_error"].to_numpy()[crossing]
+    e_big = big.results["nlm_error"].to_numpy()[crossing]
+    assert np.all(e_big <= e_small)
+
+
+def test_gauss_kronrod_error_estimates_match_actual_errors_on_smooth_paths(grid):
+    """The quadrature route's estimate is an upper bound in practice on analytic paths (reference: scipy quad)."""
+    from scipy import integrate
+
+    def f(d):
+        return np.exp(np.sin(3 * d["x1"].to_numpy())) + d["x2"].to_numpy()
+
+    res = fme.fme(f, grid, {"x1": 2.5}, nlm=True, nlm_tol=1e-12, nlm_budget=23)
+    for i, x in enumerate(grid["x1"]):
+        g = (lambda t, x=x: np.exp(np.sin(3 * (x + 2.5 * t))))
+        opts = dict(epsabs=1e-14, epsrel=1e-13, limit=200)
+        f0, f1 = g(0.0), g(1.0)
+        fbar = integrate.quad(g, 0, 1, **opts)[0]
+        num = integrate.quad(lambda t: (g(t) - f0 - t * (f1 - f0)) ** 2, 0, 1, **opts)[0]
+        den = integrate.quad(lambda t: (g(t) - fbar) ** 2, 0, 1, **opts)[0]
+        ref = 1.0 - num / den
+        assert abs(res.results["nlm"].iloc[i] - ref) <= max(res.results["nlm_error"].iloc[i], 1e-12)
+
+
+@pytest.mark.parametrize("value", [22, 22.9, float("inf"), "34", True, -1])
+def test_bad_budget(grid, value):
+    with pytest.raises(ParameterError, match="nlm_budget must be a finite number >= 23"):
+        fme.fme(lambda d: d["x1"].to_numpy() ** 2, grid, {"x1": 1.0}, nlm=True, nlm_budget=value)
+
+
+def test_budget_without_nlm(grid):
+    with pytest.raises(ParameterError, match="nlm=False; pass nlm=True"):
+        fme.fme(lambda d: d["x1"].to_numpy() ** 2, grid, {"x1": 1.0}, nlm_budget=40)
+
+
+def test_multi_output_black_box_takes_the_jump_route(df, rows):
+    """Two outputs of a wrapped classifier (target_class='all' of a plain Predictor): ties must hold in every
+    output; each output's NLM equals the exact one within its own bound."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from fme.predictors import Predictor
+
+    model = HistGradientBoostingClassifier(max_iter=5, max_depth=3, random_state=0).fit(df[FEATURES], df["yb"])
+    exact = fme.fme(model, rows, {"x1": 1.0}, nlm=True, nlm_method="exact", target_class="all")
+    names = list(exact.output_names)
+    wrapped = Predictor(lambda d: model.predict_proba(d), output_names=names, description="wrapped")
+    res = fme.fme(wrapped, rows, {"x1": 1.0}, nlm=True)
+    assert res.nlm_method == "gauss-kronrod"
+    for c in names:
+        a, b = res.results[f"nlm_{c}"].to_numpy(), exact.results[f"nlm_{c}"].to_numpy()
+        ok = ~np.isnan(b)
+        np.testing.assert_array_equal(np.isnan(a), ~ok)
+        assert np.all(np.abs(a - b)[ok] <= res.results[f"nlm_error_{c}"].to_numpy()[ok] + 1e-12)
+    assert set(res.results["nlm_route"]) <= {"jumps", "quadrature"}
