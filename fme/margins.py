@@ -91,7 +91,7 @@ def _groups(data: pd.DataFrame, by_cols: list[str]) -> tuple[np.ndarray, pd.Data
 
 
 def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.DataFrame, by_cols: list[str],
-               hypothesis: str | None, conf_level: float) -> list[dict[str, Any]]:
+               hypothesis: str | None, conf_level: float, weighted: bool = False) -> list[dict[str, Any]]:
     m = len(keys)
     codes = codes_all[spec.positions]
     head = {"feature": spec.feature, "step": spec.step, "level": spec.level, "reference": spec.reference}
@@ -115,7 +115,8 @@ def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.Data
         d = describe(spec.values[codes == g], conf_level)
         group = {c: keys[c].iloc[g] for c in by_cols}
         n_ex = int(size_all[g] - size_used[g]) if by_cols else len(codes_all) - spec.positions.size
-        rows.append({**head, **group, "ame": d["mean"], **table.iloc[g].to_dict(), "sd": d["sd"], "q25": d["q25"],
+        ame = d["mean"] if not weighted or d["n"] == 0 else float(est.estimate[g])
+        rows.append({**head, **group, "ame": ame, **table.iloc[g].to_dict(), "sd": d["sd"], "q25": d["q25"],
                      "q75": d["q75"], "n": int(d["n"]), "n_excluded": n_ex})
     return rows
 
@@ -138,6 +139,7 @@ def ame(
     df: Any = None,
     comparison: str = "difference",
     by_missing: str = "group",
+    wts: Any = None,
     **fme_kwargs: Any,
 ) -> pd.DataFrame:
     """Average marginal effects, one row per feature (and per category, per ``by`` group).
@@ -208,6 +210,12 @@ def ame(
         ``steps``), then to each other level (Eq. categorical_me). On Dask
         data both work; classic evaluates all levels of a feature in one pass
         (:mod:`fme._dask.classic`).
+    wts : str or array, optional
+        Weights of the rows (a column of ``data`` or one number per row; survey or frequency weights): each
+        AME (and ``by`` group, hypothesis) is the weighted mean of the rows' fMEs, with delta (weighted mean
+        of the Jacobian rows), bootstrap (each refit's weighted mean) or fixed-model inference
+        (the weighted mean's standard error with the weights held fixed). ``sd``, ``q25``, ``q75`` stay
+        the unweighted spread of the fMEs.
     by_missing : {'group', 'raise'}, default='group'
         Rows whose ``by`` value is missing: ``group`` gives them a group of
         their own (the missing value as its label, listed last); ``raise``
@@ -229,6 +237,8 @@ def ame(
         the distinct ``errors`` of the failed ones (also warned about). For a model with an exposure or
         offset, ``attrs['scale']`` says which was used (see ``exposure`` in :func:`fme.fme`).
     """
+    if wts is not None and (comparison != "difference" or is_dask_collection(data)):
+        raise ParameterError("wts= works with comparison='difference' on pandas data (for now).")
     if comparison != "difference":
         if not isinstance(steps, Mapping) or not steps:
             raise StepError("comparison scales need steps={feature: step or level, ...}.")
@@ -261,7 +271,7 @@ def ame(
     if not by_pairs or equivalence is not None or multcomp is not None:
         table = ame(model, data, steps, inference=inference, by=by, hypothesis=hypothesis if by_pairs else None,
                     bootstrap=bootstrap, conf_level=conf_level, features=features, categorical=categorical,
-                    df=t_df, **fme_kwargs)
+                    df=t_df, wts=wts, **fme_kwargs)
         return hypotheses(table, None if by_pairs else hypothesis, equivalence=equivalence, multcomp=multcomp)
     by_cols = _check_by(frame, by)
     if hypothesis is None:
@@ -303,10 +313,12 @@ def ame(
             specs.append(_Spec(feature, res.steps[0].value, None, None, res.results["fme"].to_numpy(dtype=float),
                                res.positions, *_pair(res, model, method, target_class)))
     codes_all, keys = _groups(data, by_cols)
+    w_all = _check_weights(wts, data)
     live = [s for s in specs if s.pair is not None]
     # The groups are known here: bootstrap refits are averaged per group as they arrive (no n x B draws).
     ests = compute_averages(method, model, [s.pair for s in live], [s.values for s in live],
-                            [(codes_all[s.positions], len(keys)) for s in live], [s.f0 for s in live],
+                            [(codes_all[s.positions], len(keys)) + (() if w_all is None else (w_all[s.positions],))
+                             for s in live], [s.f0 for s in live],
                             bootstrap, target_class) if live else []
     for spec, est in zip(live, ests):
         spec.est = est
@@ -315,10 +327,11 @@ def ame(
         if spec.est is None:
             # A level no row could move to keeps its row, with NaN figures and the method asked for.
             inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
-            spec.est = inf.average(codes_all[spec.positions], len(keys))
+            spec.est = inf.average(codes_all[spec.positions], len(keys),
+                                   None if w_all is None else w_all[spec.positions])
         if t_df is not None and spec.est.method == "delta":
             spec.est = replace(spec.est, df=np.full(spec.est.estimate.size, t_df))
-        new = _spec_rows(spec, spec.est, codes_all, keys, by_cols, hypothesis, conf_level)
+        new = _spec_rows(spec, spec.est, codes_all, keys, by_cols, hypothesis, conf_level, w_all is not None)
         for row in new:
             row["inference"], row["covers"] = (delta_label if method == "delta" else method), COVERS[method]
         rows.extend(new)
@@ -340,6 +353,23 @@ def ame(
     if scale is not None:
         out.attrs["scale"] = scale
     return out
+
+
+def _check_weights(wts: Any, data: pd.DataFrame) -> np.ndarray | None:
+    """The rows' weights as floats (a column name or one value per row); None without weights."""
+    if wts is None:
+        return None
+    if isinstance(wts, str):
+        if wts not in data.columns:
+            raise FeatureError(f"wts={wts!r} is not a column of the data.")
+        w = data[wts].to_numpy(dtype=float)
+    else:
+        w = np.asarray(wts, dtype=float).reshape(-1)
+        if w.size != len(data):
+            raise ParameterError(f"wts has {w.size} values for {len(data)} rows; pass one weight per row.")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
+        raise ParameterError("wts must be finite, non-negative and not all zero.")
+    return w
 
 
 def _check_single_output(target_class: Any, name: str) -> None:

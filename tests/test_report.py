@@ -871,3 +871,45 @@ def test_no_page_level_horizontal_scroll_at_390_px(which, request):
     assert tables and all(c == "table-scroll" and o == "auto" and t == 0 and lab.startswith("Table ")
                           for c, o, t, lab in tables)
     assert wide >= 1  # some table is wider than the phone, and it scrolls inside its own box
+
+
+def test_honest_leaves_and_their_tests_are_reported(boston, boston_model):
+    """Issue 25 item 6: the leaves are honest by default, the report says which rows grew the tree and which
+    estimated its leaves, shows the leaf-difference tests with Holm's adjustment (equal to the library's) and
+    flags leaves the global test cannot tell apart."""
+    import fme
+    from statsmodels.stats.multitest import multipletests
+
+    from fme.report.config import load_config
+
+    model, data, reference = boston_model
+    html = _html(boston)
+    cfg = {e["id"]: e for e in load_config(REPO / "reports" / "boston-svm.yaml")["effects"]}
+    checked = 0
+    for g, v in _variants(boston):
+        p = v.get("partition")
+        if not p:
+            continue
+        assert p["honest"] is True and p["n_grown"] + p["n_estimated"] == v["n"]
+        assert sum(leaf["n"] for leaf in p["leaves"]) == p["n_estimated"]
+        assert f"grown on {p['n_grown']:,}" in html and "Honest subspaces" in html
+        if not p["tests"]:
+            assert len(p["leaves"]) == 1
+            continue
+        eff = cfg[g["id"]]
+        r = fme.fme(model, data, dict(v["steps"]), nlm=v["nlm"], extrapolation="envelope", on_extrapolation="exclude",
+                    reference_data=reference, random_state=0)
+        params = {k: val for k, val in eff["partition"].items() if k not in ("method", "max_leaves")}
+        part = fme.came(r, method=eff["partition"].get("method", "ctree"), **params)
+        if len(part.leaf_ids) != len(p["leaves"]):
+            continue  # pruned by max_leaves in the report: compared through its own rows below
+        t = part.test()
+        got = [row["p_value_adj"] for row in p["tests"]["rows"]]
+        assert got == pytest.approx(t["p_value_adj"].tolist(), rel=1e-12)
+        raw = [row["p_value"] for row in p["tests"]["rows"]]
+        assert got == pytest.approx(multipletests(raw, method="holm")[1].tolist(), rel=1e-12)
+        assert p["tests"]["global"]["p_value"] == pytest.approx(t.attrs["global"]["p_value"], rel=1e-12)
+        assert "Global test that all leaf cAMEs are equal" in html
+        assert "leaves not distinguishable" in html
+        checked += 1
+    assert checked >= 1

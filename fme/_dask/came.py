@@ -217,6 +217,7 @@ def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: 
         lo, hi = dask.compute(data[numeric].min(), data[numeric].max())
         grown.data_ranges = {f: (float(lo[f]), float(hi[f])) for f in numeric}
     grown._leaf_estimates = _stack(leaf_estimates)
+    grown._split_counts = (len(sample), n, n)  # grown on the sample, every subspace's figures over all rows
     if split is not None:
         grown.honest, grown.seed = True, int(seed)
         n_est = int(sum(r["n"] for r in leaf_rows))

@@ -92,3 +92,16 @@ def fmt_bound(x: Any) -> str:
     """A split threshold or hyperrectangle bound: 6 significant digits (``14.4383``), in rules, tree edge
     labels and the report's leaf tables alike."""
     return f"{float(x):.6g}"
+
+
+def fmt_p(p: Any) -> str:
+    """A p-value: three decimals, ``< 0.001`` below (never a false zero), ``-`` when undefined."""
+    if p is None or not math.isfinite(float(p)):
+        return "-"
+    return "< 0.001" if float(p) < 0.001 else f"{float(p):.3f}"
+
+
+def p_phrase(p: Any) -> str:
+    """``p = 0.034`` or ``p < 0.001`` (``p undefined`` when there is none), for sentences and tables."""
+    text = fmt_p(p)
+    return "p undefined" if text == "-" else (f"p {text}" if text.startswith("<") else f"p = {text}")

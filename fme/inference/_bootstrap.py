@@ -323,8 +323,8 @@ class _DrawStore:
             self.W = None
             self.draws = alloc_draws(int(self.bounds[-1]), B, memory_limit)
         else:
-            self.W = [group_matrix(codes, m) for codes, m in groupings]
-            self.draws = [np.empty((m, B)) for _, m in groupings]
+            self.W = [group_matrix(g[0], g[1], g[2] if len(g) > 2 else None) for g in groupings]
+            self.draws = [np.empty((g[1], B)) for g in groupings]
 
     def add(self, fmes: np.ndarray) -> None:
         j = self.n_ok
@@ -419,9 +419,10 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
             "execution": execution}
     draws = store.finish()
     if groupings is not None:
-        return [Estimates("bootstrap", group_matrix(codes, m) @ np.asarray(v, dtype=float), draws=d, ci=spec["ci"],
-                          n_failed=n_failed, errors=errors, n_nonconverged=tally.n_nonconverged)
-                for (codes, m), v, d in zip(groupings, values, draws)]
+        return [Estimates("bootstrap", group_matrix(g[0], g[1], g[2] if len(g) > 2 else None)
+                          @ np.asarray(v, dtype=float), draws=d, ci=spec["ci"], n_failed=n_failed, errors=errors,
+                          n_nonconverged=tally.n_nonconverged)
+                for g, v, d in zip(groupings, values, draws)]
     return [RowInference("bootstrap", np.asarray(v, dtype=float), draws=d, ci=spec["ci"], n_failed=n_failed,
                          errors=errors, info=info, n_nonconverged=tally.n_nonconverged)
             for v, d in zip(values, draws)]

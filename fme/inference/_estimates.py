@@ -37,13 +37,15 @@ def check_inference(inference: Any) -> str:
     return inference
 
 
-def group_matrix(codes: np.ndarray, n_groups: int) -> sparse.csr_matrix:
-    """Sparse (n_groups x n) averaging matrix: row g holds 1/n_g on the rows with code g (codes < 0: unused)."""
+def group_matrix(codes: np.ndarray, n_groups: int, weights: np.ndarray | None = None) -> sparse.csr_matrix:
+    """Sparse (n_groups x n) averaging matrix: row g holds 1/n_g on the rows with code g (codes < 0: unused),
+    or with ``weights`` w_i / (sum of the group's weights): weighted means (survey or frequency weights)."""
     codes = np.asarray(codes, dtype=np.int64)
     used = np.flatnonzero(codes >= 0)
-    counts = np.bincount(codes[used], minlength=n_groups).astype(float)
-    with np.errstate(divide="ignore"):
-        w = 1.0 / counts[codes[used]]
+    w_used = np.ones(used.size) if weights is None else np.asarray(weights, dtype=float)[used]
+    totals = np.bincount(codes[used], weights=w_used, minlength=n_groups).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = w_used / totals[codes[used]]
     return sparse.csr_matrix((w, (codes[used], used)), shape=(n_groups, codes.size))
 
 
@@ -214,12 +216,16 @@ class RowInference:
         return replace(self, values=self.values[pos],
                        jacobian=None if self.jacobian is None else self.jacobian[pos], draws=draws)
 
-    def average(self, codes: np.ndarray | None = None, n_groups: int | None = None) -> Estimates:
-        """Averages over groups of rows (``codes[i]`` = group of row i, -1 = unused); one group by default."""
+    def average(self, codes: np.ndarray | None = None, n_groups: int | None = None,
+                weights: np.ndarray | None = None) -> Estimates:
+        """Averages over groups of rows (``codes[i]`` = group of row i, -1 = unused); one group by default.
+
+        ``weights``: weighted means. Their ``sample`` standard error is the weighted mean's with the weights
+        held fixed, sqrt(n/(n-1) sum w_i^2 (v_i - m)^2) / sum w_i, which equals SD/sqrt(n) for equal weights."""
         n = self.n
         if codes is None:
             codes, n_groups = np.zeros(n, dtype=np.int64), 1
-        W = group_matrix(codes, n_groups)
+        W = group_matrix(codes, n_groups, weights)
         est = W @ self.values
         if self.method == "delta":
             return Estimates("delta", est, grad=np.asarray(W @ self.jacobian), vcov=self.vcov)
@@ -232,10 +238,17 @@ class RowInference:
         cnt = np.bincount(codes[used], minlength=n_groups).astype(float)
         dev = np.zeros(n)
         dev[used] = self.values[used] - est[codes[used]]
-        ss = np.bincount(codes[used], weights=dev[used] ** 2, minlength=n_groups)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sd = np.sqrt(ss / (cnt - 1.0))
-            se = np.where(cnt >= 2, sd / np.sqrt(cnt), np.nan)
+        if weights is None:
+            ss = np.bincount(codes[used], weights=dev[used] ** 2, minlength=n_groups)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                sd = np.sqrt(ss / (cnt - 1.0))
+                se = np.where(cnt >= 2, sd / np.sqrt(cnt), np.nan)
+        else:
+            w = np.asarray(weights, dtype=float)[used]
+            tot = np.bincount(codes[used], weights=w, minlength=n_groups)
+            ss = np.bincount(codes[used], weights=(w * dev[used]) ** 2, minlength=n_groups)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                se = np.where(cnt >= 2, np.sqrt(cnt / (cnt - 1.0) * ss) / tot, np.nan)
         return Estimates("sample", est, se=se, df=np.maximum(cnt - 1.0, 1.0))
 
 

@@ -94,4 +94,5 @@ def compute_averages(method: str, model: Any, pairs: list[tuple[pd.DataFrame, pd
         spec = check_bootstrap(bootstrap, model)
         return bootstrap_rows(model, pairs, values, spec, target_class, groupings=groupings)
     rows = compute_rows(method, model, pairs, values, f0s, bootstrap, target_class)
-    return [r.average(codes, m) for r, (codes, m) in zip(rows, groupings)]
+    # a grouping is (codes, n_groups) or (codes, n_groups, weights)
+    return [r.average(*g) for r, g in zip(rows, groupings)]

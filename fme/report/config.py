@@ -97,6 +97,13 @@ _PARTITION = {
         "max_leaves": {"type": ["integer", "null"], "minimum": 2,
                        "description": "prune the grown tree to at most this many subspaces (default 8; null: the "
                                       "grown tree, unpruned, with the method's own defaults)"},
+        "honest": {"type": "boolean",
+                   "description": "grow the tree on a seeded part of the rows and estimate the leaves on the "
+                                  "other (default true; false: the paper's procedure, intervals not adjusted)"},
+        "honest_fraction": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
+                            "description": "share of the evaluated rows that grow the tree (default 0.5)"},
+        "n_splits": {"type": "integer", "minimum": 1, "maximum": 200,
+                     "description": "repeat the honest split this many times and report its stability"},
         **_CTREE_PARAMS,
         **_CART_PARAMS,
     },

@@ -16,7 +16,7 @@ from .display import (ci_method_text, effect_title, interval_rows, model_ci_scop
 from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
 from .specs import CI_COVERS, CI_SHORT
-from .formatting import count, decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
+from .formatting import count, decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_p, fmt_share, p_phrase
 
 __all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS", "with_eps_rows", "sensitivity_rows",
            "stability_cells",
@@ -170,6 +170,52 @@ def sign_agreement(expected: str | None, ame: float | None, lo: float | None, hi
 def report_id(config_name: str, config_sha256: str) -> str:
     """'<config name>-<first 12 hex digits of the config's sha256>'."""
     return f"{config_name}-{config_sha256[:12]}"
+
+
+def _honesty_sentence(p: dict) -> str:
+    """Which rows grew the tree and which estimated its leaves (issue 25), in the report's words."""
+    if p.get("honest") is None:  # a results.json written before honest cAMEs
+        return ""
+    if p["honest"]:
+        return (f"Honest subspaces: the tree was grown on {fmt_int(p['n_grown'])} of the evaluated rows and every "
+                f"leaf's cAME, interval and test uses only the other {fmt_int(p['n_estimated'])} (chosen by a "
+                "seeded hash of the row labels), so the intervals hold for the subspaces the tree chose. The "
+                "leaves' n counts those estimation rows.")
+    return ("Not honest (partition: honest: false): the tree was grown and its leaves estimated on the same rows, "
+            "so the leaf intervals and tests are not adjusted for the tree's choice of splits and are too narrow.")
+
+
+def _leaf_test_cells(tests: dict, conf_level: float, table: int) -> dict:
+    """The leaf-difference tests (Holm-adjusted) as display rows and the global test as a sentence."""
+    rows = []
+    for r in tests["rows"]:
+        est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
+        rows.append({"hypothesis": r["hypothesis"], "estimate": est, "ci": f"[{lo}, {hi}]",
+                     "p": fmt_p(r["p_value"]), "p_adj": fmt_p(r["p_value_adj"])})
+    g = tests["global"]
+    alpha = 1 - conf_level
+    if g.get("p_value") is None:
+        glob = "The global test of equal leaf cAMEs is undefined (no uncertainty for some leaf)."
+    else:
+        verdict = ("the leaves' cAMEs differ" if g["p_value"] < alpha
+                   else "the data do not show that the leaves' cAMEs differ")
+        glob = (f"Global test that all leaf cAMEs are equal (Wald, chi-squared with {fmt_int(g['df'])} df): "
+                f"statistic {fmt_num(g['statistic'], 2)}, {p_phrase(g['p_value'])}: {verdict} at the "
+                f"{fmt_num(100 * alpha, 0)}% level.")
+    return {"rows": rows, "global": glob, "table": table,
+            "basis": "estimation rows only (honest)" if tests.get("honest") else "the rows that grew the tree (not "
+                     "adjusted for the tree's selection)", "inference": tests.get("inference", "")}
+
+
+def _splits_sentence(s: dict | None) -> str | None:
+    if not s:
+        return None
+    return (f"Across {fmt_int(s['n_splits'])} honest splits (seeded), the first split was on {s['root_split']} in "
+            f"{fmt_num(100 * s['share_same_root_split'], 0)}% of them, the trees had {fmt_int(s['n_leaves_min'])} to "
+            f"{fmt_int(s['n_leaves_max'])} leaves, the leaf cAMEs ranged from {fmt_num(s['came_min'], 4)} to "
+            f"{fmt_num(s['came_max'], 4)}, and the median p-value of the global test was "
+            f"{fmt_p(s['median_global_p_value'])} (twice it, {fmt_p(s['global_p_value_split_adjusted'])}, is a valid "
+            "p-value over the splits).")
 
 
 def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -> list[dict[str, str]]:
@@ -400,7 +446,11 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
                     f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
                     "rows": _leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": _boxes(p), "notes": p["notes"],
                     "holds": where_came_holds(p, noun),
-                    "table_leaves": next_table(), "table_boxes": next_table(), "stability": None}
+                    "table_leaves": next_table(), "table_boxes": next_table(), "stability": None,
+                    "honesty": _honesty_sentence(p), "tests": None, "splits": _splits_sentence(p.get("splits"))}
+                if p.get("tests"):
+                    var["partition"]["tests"] = _leaf_test_cells(p["tests"], float(v.get("conf_level", 0.95)),
+                                                                 next_table())
                 if v.get("stability"):
                     half = None if v["ci_low"] is None else (v["ci_high"] - v["ci_low"]) / 2
                     sc = stability_cells(v["stability"], decimals_for(half))

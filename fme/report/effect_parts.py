@@ -71,6 +71,9 @@ def _grow_partition(res: Any, eff: dict, conf: float, **came_kwargs: Any) -> Any
     method = params.pop("method", "ctree")
     feats = params.pop("features", None)
     cap = params.pop("max_leaves", None)
+    # honest estimation (issue 25) is no tree parameter: it goes to fme.came beside them
+    came_kwargs = {**came_kwargs, **{k: params.pop(k) for k in ("honest", "honest_fraction", "n_splits")
+                                     if k in params}}
     if cap is None or "n_partitions" in params:
         return fme.came(res, method=method, features=feats, conf_level=conf, **came_kwargs, **params)
     n = int(res.n)
@@ -108,9 +111,29 @@ def _partition_summary(part: Any, eff: dict, n_extrapolation: Any, levels: dict 
                 b["range"] = "{" + ", ".join(map(str, levels[b["feature"]])) + "}"
         leaf["n_extrapolation"] = n_extrapolation(int(row["node"]))
         leaves.append(leaf)
-    return {"method": eff["partition"].get("method", "ctree"), "params": eff["partition"], "leaves": leaves,
-            "root": {k: _num(v) for k, v in part.root.items()}, "notes": list(part.notes),
-            "features": part.features, "root_split": _root_split(part)}
+    grown, total, estimated = part._split_counts
+    out = {"method": eff["partition"].get("method", "ctree"), "params": eff["partition"], "leaves": leaves,
+           "root": {k: _num(v) for k, v in part.root.items()}, "notes": list(part.notes),
+           "features": part.features, "root_split": _root_split(part),
+           "honest": bool(part.honest), "honesty": part.honesty, "n_grown": int(grown), "n_estimated": int(estimated),
+           "tests": _leaf_tests(part), "splits": None}
+    if part.split_summary is not None:
+        out["splits"] = {k: _num(v) for k, v in part.split_summary.items()}
+    return out
+
+
+def _leaf_tests(part: Any) -> dict | None:
+    """Differences between the leaf cAMEs with Holm-adjusted p-values, and the global test that all are equal
+    (issue 25 item 6); None for a single subspace."""
+    if len(part.leaf_ids) < 2:
+        return None
+    t = part.test(multcomp="holm")
+    rows = [{"hypothesis": str(r["hypothesis"]), **{c: _num(r[c]) for c in ("estimate", "std_error", "p_value",
+                                                                              "p_value_adj", "conf_low", "conf_high")}}
+            for _, r in t.iterrows()]
+    g = t.attrs["global"]
+    return {"rows": rows, "global": {k: _num(v) for k, v in g.items()}, "multcomp": "holm",
+            "inference": str(t["inference"].iloc[0]), "honest": bool(part.honest)}
 
 
 def _stability(part: Any, eff: dict, seed: int, ame: Any) -> tuple[Any, dict | None]:

@@ -7,7 +7,7 @@ status is text, never colour alone.
 
 from __future__ import annotations
 
-from .formatting import fmt_est, fmt_int, fmt_num
+from .formatting import fmt_est, fmt_int, fmt_num, p_phrase
 from .specs import FLAG_DEFAULTS, FLAG_MEANING
 
 __all__ = ["FLAG", "OK", "flag_rows", "model_flag_rows", "dispersion_text", "threshold_rows"]
@@ -62,6 +62,12 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
         add("partition unstable across subsamples (median ARI)", f"< {t['ari']:g}", fmt_num(st["ari_median"], 3),
             st["ari_median"] < t["ari"])
     part = v.get("partition")
+    if part and (part.get("tests") or {}).get("global", {}).get("p_value") is not None:
+        # issue 25: a tree whose leaves the data cannot tell apart describes noise, not subgroups
+        alpha = 1 - float(v.get("conf_level", 0.95))
+        p = part["tests"]["global"]["p_value"]
+        add("leaves not distinguishable (global test of equal leaf cAMEs)", f"p >= {alpha:g}",
+            p_phrase(p), p >= alpha)
     if part:
         small = min(int(leaf["n"]) for leaf in part["leaves"])
         add("smallest cAME leaf", f"n < {fmt_int(t['leaf_n'])}", fmt_int(small), small < t["leaf_n"])

@@ -8,9 +8,10 @@ never rounded to 0 % or 100 % unless exact; ASCII minus signs.
 
 from __future__ import annotations
 
-from .._utils.numfmt import (MAX_DECIMALS, MAX_EXTRA_DECIMALS, decimals_for, fmt_bound, fmt_est, fmt_int, fmt_level, fmt_num, fmt_share)
+from .._utils.numfmt import (MAX_DECIMALS, MAX_EXTRA_DECIMALS, decimals_for, fmt_bound, fmt_est, fmt_int, fmt_level,
+                             fmt_num, fmt_p, fmt_share, p_phrase)
 
-__all__ = ["count", "decimals_for", "fmt_num", "fmt_est", "fmt_int", "fmt_share", "fmt_level", "fmt_bound", "MAX_DECIMALS",
+__all__ = ["count", "decimals_for", "fmt_num", "fmt_p", "p_phrase", "fmt_est", "fmt_int", "fmt_share", "fmt_level", "fmt_bound", "MAX_DECIMALS",
            "MAX_EXTRA_DECIMALS"]
 
 
