@@ -19,6 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("configs", nargs="+", help="report config file(s) (YAML)")
     r.add_argument("--out", help="output folder (only with one config; default: <config dir>/<config name>)")
     r.add_argument("--force", action="store_true", help="rebuild even if the inputs are unchanged")
+    r.add_argument("--check", action="store_true",
+                   help="exit with status 3 when an effect contract (expect:) is not met (the report is still written)")
     r.add_argument("--no-pdf", action="store_true", help="skip the PDF")
     r.add_argument("--renderer", choices=["auto", "pandoc", "quarto"], default="auto",
                    help="auto (default): quarto when on PATH, else pandoc + typst")
@@ -94,7 +96,22 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if not res["skipped"]:
             print(f"  html: {res['html']}" + (f"\n  pdf:  {res['pdf']}" if res["pdf"] else ""))
+        if getattr(args, "check", False) and status == 0:
+            failed = _contracts_not_met(Path(res["out_dir"]) / "results.json")
+            if failed:
+                print(f"fme report --check: {len(failed)} effect contract(s) not met: " + "; ".join(failed),
+                      file=sys.stderr)
+                status = 3
     return status
+
+
+def _contracts_not_met(results_path: Path) -> list[str]:
+    """'effect: expected' of every contract whose verdict is 'not met' in a built report's results.json."""
+    import json
+
+    results = json.loads(results_path.read_text(encoding="utf-8"))
+    return [f"{v['id']}: {r['expected']}" for g in results["effects"] for v in g["variants"]
+            for r in v.get("contracts") or [] if r.get("verdict") == "not met"]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -25,6 +25,7 @@ from .._utils.validation import is_categorical
 from .._utils.validation import is_dask_collection
 from . import figures
 from .config import ConfigError, config_error
+from .contracts import adjust_contracts, contract_rows
 from .model_view import feature_dictionary, feature_overview, glm_dispersion, model_fit  # noqa: F401 - notebook
 from .details import effective_steps, extrapolation_causes, interval_records, model_interval
 from .effect_parts import (REPORT_SAMPLE_SIZE, _grow_partition, _num, _partition_summary, _stability, _stats,
@@ -241,7 +242,7 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         summary["effective_steps"] = effective_steps(res)
     if use_nlm:
         t = _stats(res.results["nlm"].to_numpy(dtype=float), conf, upper=1.0)
-        summary.update(anlm=t["mean"], sd_nlm=t["sd"], anlm_ci_low=t["ci_low"], anlm_ci_high=t["ci_high"],
+        summary.update(anlm=t["mean"], sd_nlm=t["sd"], anlm_ci_low=t["ci_low"], anlm_ci_high=t["ci_high"], anlm_se=t["se"],
                        n_nlm=t["n"], n_nlm_undefined=res.n_nlm_undefined,
                        n_nlm_linear=int((res.results["nlm"].to_numpy(dtype=float) >= 0.9).sum()),
                        median_nlm=_num(res.median_nlm), share_linear=_num(res.share_linear),
@@ -339,8 +340,11 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
                     err = ConfigError(f"{err} (level {veff['level']!r})")
                 raise err from exc
             group.append(summ)
+        for summ in group:  # effect contracts (issue 27): tested below, Holm-adjusted over the whole report
+            summ["contracts"] = contract_rows(summ, eff.get("expect"))
         summaries.append({"id": eff["id"], "title": eff.get("title"), "why": eff["why"], "config": _jsonable(eff),
                           "variants": group})
+    adjust_contracts([r for g in summaries for v in g["variants"] for r in v["contracts"]])
     return summaries
 
 

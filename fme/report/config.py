@@ -136,6 +136,15 @@ _EFFECT = {
         "conf_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
         "expected_sign": {"enum": ["+", "-"],
                           "description": "direction the domain owner expects for the AME (plausibility check)"},
+        "expect": {"type": "object", "additionalProperties": False, "minProperties": 1,
+                   "description": "effect contracts, tested (fme report --check exits 3 when one is not met)",
+                   "properties": {
+                       "sign": {"enum": ["+", "-"]},
+                       "within": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+                       "at_least": {"type": "number"}, "at_most": {"type": "number"},
+                       "nlm_at_least": {"type": "number", "maximum": 1},
+                       "share_linear_at_least": {"type": "number", "minimum": 0, "maximum": 1},
+                       "max_extrapolated": {"type": "number", "minimum": 0, "maximum": 1}}},
     },
 }
 _SIGNOFF = {

@@ -172,6 +172,28 @@ def report_id(config_name: str, config_sha256: str) -> str:
     return f"{config_name}-{config_sha256[:12]}"
 
 
+def contract_cells(groups: list[dict]) -> dict | None:
+    """The effect contracts of the whole report as display rows, and a count of the verdicts (issue 27)."""
+    rows = []
+    for g in groups:
+        for v in g["variants"]:
+            for r in v.get("contracts") or []:
+                if r["conf_low"] is not None:
+                    est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
+                    interval = f"[{lo}, {hi}] ({r['inference']})"
+                else:
+                    est, interval = (fmt_num(r["estimate"], 3) if r["estimate"] is not None else "-"), "-"
+                rows.append({"effect": v["id"], "expected": r["expected"], "estimate": est, "interval": interval,
+                             "statistic": "-" if r["statistic"] is None else fmt_num(r["statistic"], 2),
+                             "p": fmt_p(r["p_value"]), "p_adj": fmt_p(r["p_value_adj"]),
+                             "verdict": r["verdict"].upper() if r["verdict"] == "not met" else r["verdict"]})
+    if not rows:
+        return None
+    counts = {k: sum(r["verdict"].lower() == k for r in rows) for k in ("met", "not met", "inconclusive")}
+    return {"rows": rows, "sentence": (f"{count(len(rows), 'contract')}: {counts['met']} met, "
+                                       f"{counts['not met']} not met, {counts['inconclusive']} inconclusive.")}
+
+
 def _honesty_sentence(p: dict) -> str:
     """Which rows grew the tree and which estimated its leaves (issue 25), in the report's words."""
     if p.get("honest") is None:  # a results.json written before honest cAMEs
@@ -487,6 +509,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "config_name": results["config_name"], "config_sha256": results["config_sha256"],
         "inputs_sha256": build_info.get("inputs_sha256", ""), "seed": cfg["seed"],
         "conf_level": fmt_level(cfg["conf_level"]), "versions": versions, "summary": summary,
+        "contracts": contract_cells(results["effects"]),
         "overview": overview, "flags": flags, "effects": effects, "warnings": results["warnings"],
         "config_text": config_text, "fence": fence, "thresholds": thresholds,
         "linearity": [{"min": t, "word": w} for t, w in sentences.LINEARITY if t > float("-inf")],

@@ -197,7 +197,7 @@ def compute_effect_dask(model: Any, data: Any, reference: Any, eff: dict, seed: 
         k = int(m.n[0])
         t = _stats(k, float(m.mean[0]) if k else float("nan"), float(m.sd()[0]) if k else float("nan"),
                    float("nan"), float("nan"), conf, upper=1.0)
-        summary.update(anlm=t["mean"], sd_nlm=t["sd"], anlm_ci_low=t["ci_low"], anlm_ci_high=t["ci_high"],
+        summary.update(anlm=t["mean"], sd_nlm=t["sd"], anlm_ci_low=t["ci_low"], anlm_ci_high=t["ci_high"], anlm_se=t["se"],
                        n_nlm=t["n"], n_nlm_undefined=res.n_nlm_undefined,
                        n_nlm_linear=_count(res.sorted_parts["nlm"], _count_at_least, 0.9),
                        median_nlm=_num(res.median_nlm), share_linear=_num(res.share_linear),
