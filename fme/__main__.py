@@ -19,6 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("configs", nargs="+", help="report config file(s) (YAML)")
     r.add_argument("--out", help="output folder (only with one config; default: <config dir>/<config name>)")
     r.add_argument("--force", action="store_true", help="rebuild even if the inputs are unchanged")
+    r.add_argument("--model-card", action="store_true",
+                   help="also write model_card.json (Model Card Toolkit schema) from the built report")
     r.add_argument("--check", action="store_true",
                    help="exit with status 3 when an effect contract (expect:) is not met (the report is still written)")
     r.add_argument("--no-pdf", action="store_true", help="skip the PDF")
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     for cfg in configs:
         try:
             res = build_report(cfg, out, force=force, pdf=pdf, renderer=getattr(args, "renderer", "auto"),
-                               progress=False if args.no_progress else None)
+                               progress=False if args.no_progress else None,
+                               model_card=True if getattr(args, "model_card", False) else None)
         except ConfigError as exc:  # one line <config>:<line>: <key>: <problem>; details in the log it names
             print(str(exc), file=sys.stderr)
             status = 1

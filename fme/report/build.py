@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ._jupyter import logged_kernel_manager
+from .model_card import write_model_card
 from .config import ConfigError, config_error, load_config
 from .changelog import load_previous
 from .sources import data_files, files_sha256
@@ -148,8 +149,11 @@ def inputs_sha256(cfg: dict, templates: Path, digests: dict[str, dict[str, str]]
 def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, force: bool = False,
                  pdf: bool | None = None, templates: str | Path | None = None,
                  log: Callable[[str], Any] = print, renderer: str = "auto",
-                 progress: bool | None = None) -> dict[str, Any]:
+                 progress: bool | None = None, model_card: bool | None = None) -> dict[str, Any]:
     """Build ``<out>/report.{qmd,html,pdf}`` (and results) for one config.
+
+    ``model_card`` (default: the config's ``model_card`` key): also write ``model_card.json`` in the Model
+    Card Toolkit schema (:mod:`fme.report.model_card`), from the built report's results.
 
     ``progress``: bars over the build's stages and the notebook's cells on standard error (default: on a
     terminal only, unless ``FME_PROGRESS=0``); the outputs do not depend on it.
@@ -171,6 +175,8 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     stamp_text = f"{digest} pdf={int(bool(want_pdf))}\n"
     if not force and stamp.exists() and stamp.read_text() == stamp_text and all(p.exists() for p in expected):
         log(f"[fme report] {cfg['_name']}: up to date ({out})")
+        if (cfg.get("model_card", False) if model_card is None else model_card):
+            write_model_card(out)
         return {"skipped": True, "out_dir": out, "html": out / "report.html",
                 "pdf": out / "report.pdf" if want_pdf else None, "timings": {}}
     timings: dict[str, float] = {}
@@ -200,6 +206,8 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     timings["total"] = time.perf_counter() - t0
     log(f"[fme report] {cfg['_name']}: rendered with {used}: HTML {html} ({html.stat().st_size / 1e6:.2f} MB)"
         + (f", PDF {pdf_path}" if pdf_path else ""))
+    if (cfg.get("model_card", False) if model_card is None else model_card):
+        log(f"[fme report] {cfg['_name']}: model card {write_model_card(out)}")
     log(f"[fme report] {cfg['_name']}: done in {timings['total']:.1f} s")
     return {"skipped": False, "out_dir": out, "html": html, "pdf": pdf_path, "timings": timings}
 

@@ -213,6 +213,8 @@ SCHEMA: dict[str, Any] = {
         "conf_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
         "seed": {"type": "integer", "minimum": 0},
         "timestamp": {"type": "boolean"},
+        "model_card": {"type": "boolean",
+                       "description": "also write model_card.json (Model Card Toolkit schema 0.0.2)"},
         "observations": _NAME,
         "effects": {"type": "array", "minItems": 1, "items": _EFFECT},
         "figures": {
