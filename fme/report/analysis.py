@@ -25,6 +25,7 @@ from .._utils.validation import is_categorical
 from .._utils.validation import is_dask_collection
 from . import figures
 from .config import ConfigError, config_error
+from .challenger import challenger_summary
 from .contracts import adjust_contracts, contract_rows
 from .model_view import feature_dictionary, feature_overview, glm_dispersion, model_fit  # noqa: F401 - notebook
 from .details import effective_steps, extrapolation_causes, interval_records, model_interval
@@ -307,6 +308,11 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
     fig_cfg = cfg if target_class is None else {**cfg, "target_unit": f"percentage points of P({target_class})"}
     fig_scale = 1.0 if target_class is None else 100.0
     sample = None
+    challenger = None
+    if cfg.get("challenger"):  # champion and challenger (issue 27): the second model, loaded like the first
+        if is_dask_collection(data):
+            raise config_error(cfg, ("challenger",), "a challenger model works with engine: pandas (for now)")
+        challenger = load_model({**cfg, "model": cfg["challenger"]})[0]
     if is_dask_collection(data):  # engine: dask: one seeded sample of the rows for every effect's per-row figures
         sample = sample_rows(data, int(data.shape[0].compute()), sample_size(cfg), int(cfg["seed"]))[0]
     for i, eff in enumerate(cfg["effects"], start=1):
@@ -331,6 +337,9 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
                 summ["figures"] = figures.effect_figures(out["result"], out["partition"], veff, fig_cfg, out_dir, vid,
                                                          fig_scale)
                 _write_tables(out, summ, out_dir, vid)
+                if challenger is not None:
+                    summ["challenger"] = challenger_summary(model, challenger, data, reference, veff, summ,
+                                                            int(cfg["seed"]), target_class)
             except Exception as exc:  # noqa: BLE001 - loud, one line, naming the effect (and level)
                 err = None
                 if isinstance(exc, fme.ExtrapolationError):  # x itself outside the detector's region?

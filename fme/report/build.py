@@ -104,6 +104,15 @@ def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
         add("model", fitted, f"fitted model: canonical serialisation of the return value of "
                              f"{cfg['model']['entry_point']} (class, parameters, fitted state, design and data)")
         out["model module source"] = {"sha256": source.decode(), "of": "source file of the entry point's module"}
+    if cfg.get("challenger"):  # the champion-challenger comparison rests on the second model too
+        if "joblib" in cfg["challenger"]:
+            p = Path(cfg["challenger"]["joblib"])
+            add("challenger", (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes(),
+                f"challenger model: file {cfg['challenger']['joblib']}")
+        else:
+            fitted, _ = _entry_point_bytes({**cfg, "model": cfg["challenger"]})
+            add("challenger", fitted, f"challenger model: canonical serialisation of the return value of "
+                                      f"{cfg['challenger']['entry_point']}")
     if cfg.get("previous"):
         p = Path(cfg["previous"])
         p = p if p.is_absolute() else Path(cfg["_dir"]) / p

@@ -172,6 +172,37 @@ def report_id(config_name: str, config_sha256: str) -> str:
     return f"{config_name}-{config_sha256[:12]}"
 
 
+def challenger_cells(groups: list[dict]) -> dict | None:
+    """Champion and challenger side by side, effect by effect, and the sentences on their disagreements."""
+    rows, notes = [], []
+    for g in groups:
+        for v in g["variants"]:
+            c = v.get("challenger")
+            if not c:
+                continue
+            iv = (v.get("intervals") or [{}])[0]
+            a_est, a_lo, a_hi = fmt_est(iv.get("estimate"), iv.get("conf_low"), iv.get("conf_high"))
+            b_est, b_lo, b_hi = fmt_est(c["ame"], c["ci_low"], c["ci_high"])
+            d_est, d_lo, d_hi = fmt_est(c["difference"], c["difference_low"], c["difference_high"])
+            split = lambda r: "-" if not r else r["feature"]  # noqa: E731 - the first split's feature
+            rows.append({"effect": v["id"], "champion": f"{a_est} [{a_lo}, {a_hi}]",
+                         "challenger": f"{b_est} [{b_lo}, {b_hi}]", "difference": f"{d_est} [{d_lo}, {d_hi}]",
+                         "basis": c["difference_inference"], "n": fmt_int(c["n_common"]),
+                         "splits": f"{split(v.get('partition', {}).get('root_split') if v.get('partition') else None)}"
+                                   f" / {split(c['root_split'])}"})
+            if c["sign_disagrees"]:
+                notes.append(f"{v['id']}: the two models disagree in sign (champion {c['champion_direction']}, "
+                             f"challenger {c['direction']}, each by its interval).")
+            mine = {r["contract"]: r["verdict"] for r in v.get("contracts") or []}
+            for r in c.get("contracts") or []:
+                if r["contract"] in mine and mine[r["contract"]] != r["verdict"]:
+                    notes.append(f"{v['id']}: contract {r['expected']} is {mine[r['contract']]} for the champion "
+                                 f"and {r['verdict']} for the challenger.")
+    if not rows:
+        return None
+    return {"rows": rows, "notes": notes or ["The two models agree in sign and in every contract verdict."]}
+
+
 def contract_cells(groups: list[dict]) -> dict | None:
     """The effect contracts of the whole report as display rows, and a count of the verdicts (issue 27)."""
     rows = []
@@ -510,6 +541,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "inputs_sha256": build_info.get("inputs_sha256", ""), "seed": cfg["seed"],
         "conf_level": fmt_level(cfg["conf_level"]), "versions": versions, "summary": summary,
         "contracts": contract_cells(results["effects"]),
+        "challenger": challenger_cells(results["effects"]),
         "overview": overview, "flags": flags, "effects": effects, "warnings": results["warnings"],
         "config_text": config_text, "fence": fence, "thresholds": thresholds,
         "linearity": [{"min": t, "word": w} for t, w in sentences.LINEARITY if t > float("-inf")],
