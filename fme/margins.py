@@ -16,6 +16,7 @@ import pandas as pd
 
 from ._utils.stats import describe
 from ._utils.validation import (BY_MISSING, check_by_missing, check_conf_level, check_data, check_feature_name,
+                                check_single_output,
                                 check_name_clash, is_categorical, is_numeric)
 from .effects import fme
 from ._utils.validation import is_dask_collection
@@ -33,6 +34,8 @@ from .inference._vcov import residual_df, with_vcov
 from .exceptions import DataError, ExtrapolationError, FeatureError, ParameterError, StepError
 from ._adapters import model_frame
 from .predictors import make_predictor
+# dme (the derivative ME, paper §2.2, §3.1) lives with the other derivatives; fme.margins.dme is its public path
+from .slopes import dme  # noqa: F401
 from .steps import Step, _levels, _same_level, _set_level, check_training_levels, parse_steps
 
 __all__ = ["ame", "mem", "mer", "dme", "typical_values"]
@@ -254,7 +257,7 @@ def ame(
     frame = model_frame(model, data._meta if on_dask else check_data(data), exposure=exposure, offset=offset)
     conf_level = check_conf_level(conf_level)
     target_class = fme_kwargs.get("target_class")
-    _check_single_output(target_class, "ame")
+    check_single_output(target_class, "ame")
     if categorical not in ("observation", "classic"):
         raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
     # the margins vocabulary beyond by-group pairs: computed on the table's rows (fme.hypotheses)
@@ -370,14 +373,6 @@ def _check_weights(wts: Any, data: pd.DataFrame) -> np.ndarray | None:
     if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
         raise ParameterError("wts must be finite, non-negative and not all zero.")
     return w
-
-
-def _check_single_output(target_class: Any, name: str) -> None:
-    if isinstance(target_class, str) and target_class == "all":
-        raise ParameterError(
-            f"{name}() works on one output; target_class='all' is not supported here. Pass one class "
-            "(target_class=<label>) per call, or use fme.fme(..., target_class='all') for every class at once."
-        )
 
 
 def _direct(method: str) -> str:
@@ -601,53 +596,3 @@ def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: 
                 **fme_kwargs)
 
 
-def dme(
-    model: Any,
-    data: pd.DataFrame,
-    feature: str,
-    *,
-    eps: float | None = None,
-    target_class: Any = None,
-) -> pd.DataFrame:
-    """Derivative marginal effects by central differences (paper §2.2, §3.1).
-
-    dME(x) = (f(x_j + e, x_-j) - f(x_j - e, x_-j)) / (2 e), with
-    ``e = 1e-4 * (max - min)`` of the feature by default (as marginaleffects).
-
-    Returns
-    -------
-    DataFrame
-        Indexed like ``data``; column ``dme``. Compare ``dme * h`` with the
-        fME to see the derivative's interpretation error for a step ``h``.
-    """
-    data = check_data(data)
-    check_feature_name(feature)
-    if feature not in data.columns:
-        raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
-    if not is_numeric(data[feature]):
-        kind = "is categorical" if is_categorical(data[feature]) else f"has dtype {data[feature].dtype}"
-        raise StepError(f"feature {feature!r} {kind}; derivatives need a real numeric feature.")
-    _check_single_output(target_class, "dme")
-    if eps is not None and (isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real)
-                            or not np.isfinite(eps) or eps <= 0):
-        raise ParameterError(f"eps must be a positive finite number (or None for the default), got {eps!r}.")
-    x = data[feature].to_numpy(dtype=float, na_value=np.nan)
-    # Rows with a missing or infinite value in the feature get NaN (as fme() leaves them out).
-    ok = np.isfinite(x)
-    if not ok.any():
-        raise DataError(
-            f"feature {feature!r} has no finite value in any of the {len(x)} rows; dME needs at least one."
-        )
-    if eps is None:
-        span = float(x[ok].max() - x[ok].min())
-        eps = 1e-4 * (span if span > 0 else max(1.0, float(np.abs(x[ok]).max())))
-    eps = float(eps)
-    predictor = make_predictor(model, target_class)
-    X = predictor.select(data)[ok]
-    up = X.copy(deep=False)
-    down = X.copy(deep=False)
-    up[feature] = x[ok] + eps
-    down[feature] = x[ok] - eps
-    out = np.full(len(data), np.nan)
-    out[ok] = (predictor(up, stage=f"{feature} + eps") - predictor(down, stage=f"{feature} - eps")) / (2.0 * eps)
-    return pd.DataFrame({"dme": out}, index=data.index)

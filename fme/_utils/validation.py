@@ -206,3 +206,12 @@ def check_by_missing(counts: dict, n_rows: int) -> None:
             f"by column(s) {what} have missing values and by_missing='raise'; fill them (e.g. "
             f"data.fillna({{{next(iter(bad))!r}: 'missing'}})), or pass by_missing='group' to get them as a group."
         )
+
+
+def check_single_output(target_class: Any, name: str) -> None:
+    """Refuse ``target_class='all'`` where a function works on one output, naming the way out."""
+    if isinstance(target_class, str) and target_class == "all":
+        raise ParameterError(
+            f"{name}() works on one output; target_class='all' is not supported here. Pass one class "
+            "(target_class=<label>) per call, or use fme.fme(..., target_class='all') for every class at once."
+        )

@@ -30,7 +30,7 @@ from .contracts import adjust_contracts, contract_rows
 from .model_view import feature_dictionary, feature_overview, glm_dispersion, model_fit  # noqa: F401 - notebook
 from .details import effective_steps, extrapolation_causes, interval_records, model_interval
 from .effect_parts import (REPORT_SAMPLE_SIZE, _grow_partition, _num, _partition_summary, _stability, _stats,
-                           _step_sensitivity, sample_info)
+                           _step_sensitivity, run_effect_fme, sample_info)
 from .sources import data_files, file_sha256, files_sha256, read_dask, read_frame, sample_rows
 from .specs import bootstrap_kwargs, make_detector
 from .validate import all_extrapolation_error, analysis_error, check_train_data, levels_of
@@ -192,20 +192,10 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         from .dask_analysis import compute_effect_dask
 
         if sample is None:
-                    sample = sample_rows(data, int(data.shape[0].compute()), REPORT_SAMPLE_SIZE, seed)[0]
+            sample = sample_rows(data, int(data.shape[0].compute()), REPORT_SAMPLE_SIZE, seed)[0]
         return compute_effect_dask(model, data, reference, eff, seed, target_class, train, target, sample)
-    steps = dict(eff["steps"])
-    numeric = all(not is_categorical(data[f]) for f in steps if f in data.columns)
-    det_spec = eff["extrapolation"]
-    detector = det_spec["method"] != "none"
-    kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
-    if detector:
-        kwargs.update(extrapolation=make_detector(det_spec, seed), on_extrapolation=eff["on_extrapolation"])
-    use_nlm = bool(eff["nlm"]) and numeric
-    conf_in = float(eff["conf_level"])
-    res = fme.fme(model, data, steps, nlm=use_nlm, nlm_method=eff["nlm_method"], conf_level=conf_in,
-                  **bootstrap_kwargs(eff["inference"], train, target, seed), **kwargs)
-    conf = float(eff["conf_level"])
+    res, steps, numeric, det_spec, use_nlm, conf = run_effect_fme(model, data, reference, eff, seed, target_class,
+                                                                  train, target)
     fmes = res.results["fme"].to_numpy(dtype=float)
     kept = res.results
     if "extrapolation" in kept.columns:  # policy 'keep': statistics on all rows, EPs counted

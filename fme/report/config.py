@@ -87,6 +87,21 @@ _INFERENCE = {
                         "n_jobs": {"type": "integer"}}},
     ],
 }
+#: A fitted model: a joblib file or an entry point (module:function), for ``model`` and ``challenger``.
+_MODEL = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "entry_point": {"type": "string", "pattern": r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"},
+        "joblib": _NAME,
+        "description": {"type": "string"},
+        "prediction_scale": {"type": "string"},
+        "version": {"type": ["string", "number"], "description": "the model's version (audit trail)"},
+        "target_class": {"type": ["string", "integer", "boolean"],
+                         "description": "class whose predicted probability is explained (classifiers)"},
+    },
+    "oneOf": [{"required": ["entry_point"]}, {"required": ["joblib"]}],
+}
 _PARTITION = {
     "type": "object",
     "additionalProperties": False,
@@ -170,35 +185,9 @@ SCHEMA: dict[str, Any] = {
         "out_of_scope": {"type": "string"},
         "status": {"enum": ["Draft", "Final"]},
         "signoff": _SIGNOFF,
-        "model": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "entry_point": {"type": "string", "pattern": r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"},
-                "joblib": _NAME,
-                "description": {"type": "string"},
-                "prediction_scale": {"type": "string"},
-                "version": {"type": ["string", "number"], "description": "the model's version (audit trail)"},
-                "target_class": {"type": ["string", "integer", "boolean"],
-                                 "description": "class whose predicted probability is explained (classifiers)"},
-            },
-            "oneOf": [{"required": ["entry_point"]}, {"required": ["joblib"]}],
-        },
-        "challenger": {
-            "type": "object",
-            "description": "a second model compared effect by effect on the same rows (champion and challenger)",
-            "additionalProperties": False,
-            "properties": {
-                "entry_point": {"type": "string", "pattern": r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"},
-                "joblib": _NAME,
-                "description": {"type": "string"},
-                "prediction_scale": {"type": "string"},
-                "version": {"type": ["string", "number"], "description": "the model's version (audit trail)"},
-                "target_class": {"type": ["string", "integer", "boolean"],
-                                 "description": "class whose predicted probability is explained (classifiers)"},
-            },
-            "oneOf": [{"required": ["entry_point"]}, {"required": ["joblib"]}],
-        },
+        "model": _MODEL,
+        "challenger": {**_MODEL, "description": "a second model compared effect by effect on the same rows "
+                                                 "(champion and challenger)"},
         "data": _DATA,
         "reference_data": _DATA,
         "test_data": _DATA,

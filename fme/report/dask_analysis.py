@@ -32,7 +32,8 @@ import pandas as pd
 import fme
 
 from .details import effective_steps, extrapolation_causes, interval_records, model_interval
-from .effect_parts import _grow_partition, _num, _partition_summary, _stability, _step_sensitivity
+from .._utils.validation import is_categorical
+from .effect_parts import _grow_partition, _num, _partition_summary, _stability, _step_sensitivity, run_effect_fme
 from .specs import bootstrap_kwargs, make_detector
 
 __all__ = ["compute_effect_dask", "leaf_extrapolation"]
@@ -145,19 +146,9 @@ def compute_effect_dask(model: Any, data: Any, reference: Any, eff: dict, seed: 
     ``compute_effect`` whose ``"result"`` is the sample's FMEResult (figures and per-row table) and
     ``"summary"`` the all-row numbers; ``"dask_result"`` is the all-row :class:`fme._dask.effects.DaskFMEResult`.
     """
-    from .._utils.validation import is_categorical
-
-    steps = dict(eff["steps"])
-    numeric = all(not is_categorical(data[f]) for f in steps if f in data.columns)
-    det_spec = eff["extrapolation"]
+    res, steps, numeric, det_spec, use_nlm, conf = run_effect_fme(model, data, reference, eff, seed, target_class,
+                                                                  train, target)
     detector = det_spec["method"] != "none"
-    kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
-    if detector:
-        kwargs.update(extrapolation=make_detector(det_spec, seed), on_extrapolation=eff["on_extrapolation"])
-    use_nlm = bool(eff["nlm"]) and numeric
-    conf = float(eff["conf_level"])
-    res = fme.fme(model, data, steps, nlm=use_nlm, nlm_method=eff["nlm_method"], conf_level=conf,
-                  **bootstrap_kwargs(eff["inference"], train, target, seed), **kwargs)
     s = res.summary_data
     st = _stats(res.n, res.ame, res.sd, res.q25, res.q75, conf)
     codes = s.codes

@@ -16,7 +16,7 @@ import pandas as pd
 
 import fme
 
-from .specs import make_detector
+from .specs import bootstrap_kwargs, make_detector
 
 __all__ = ["REPORT_SAMPLE_SIZE", "SAMPLE_BASED", "ALL_ROWS", "STEP_FACTORS", "sample_info"]
 
@@ -53,6 +53,26 @@ def _num(x: Any) -> Any:
 
 #: The growth parameters of a reduction (paper §5.5, fmeffects): a few per cent of the rows per leaf.
 _REDUCE_SHARE = 0.02
+
+
+def run_effect_fme(model: Any, data: Any, reference: Any, eff: dict, seed: int, target_class: Any,
+                   train: pd.DataFrame | None, target: str | None) -> tuple[Any, dict, bool, dict, bool, float]:
+    """The effect's :func:`fme.fme` as both engines run it (pandas frame or Dask data): its result, the
+    steps, whether every stepped feature is numeric, the detector spec, whether NLMs were computed and the
+    confidence level."""
+    from .._utils.validation import is_categorical
+
+    steps = dict(eff["steps"])
+    numeric = all(not is_categorical(data[f]) for f in steps if f in data.columns)
+    det_spec = eff["extrapolation"]
+    kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
+    if det_spec["method"] != "none":
+        kwargs.update(extrapolation=make_detector(det_spec, seed), on_extrapolation=eff["on_extrapolation"])
+    use_nlm = bool(eff["nlm"]) and numeric
+    conf = float(eff["conf_level"])
+    res = fme.fme(model, data, steps, nlm=use_nlm, nlm_method=eff["nlm_method"], conf_level=conf,
+                  **bootstrap_kwargs(eff["inference"], train, target, seed), **kwargs)
+    return res, steps, numeric, det_spec, use_nlm, conf
 
 
 def _grow_partition(res: Any, eff: dict, conf: float, **came_kwargs: Any) -> Any:

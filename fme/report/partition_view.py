@@ -1,0 +1,140 @@
+"""The cAME partition of an effect as the report shows it: leaf rows, hyperrectangles, where each cAME holds,
+the honest-subspace sentence, the leaf-difference tests and the split-stability sentence (display strings
+only; the numbers come from results.json)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .formatting import count, fmt_est, fmt_int, fmt_num, fmt_p, fmt_share, p_phrase
+from .specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
+
+
+def _honesty_sentence(p: dict) -> str:
+    """Which rows grew the tree and which estimated its leaves (issue 25), in the report's words."""
+    if p.get("honest") is None:  # a results.json written before honest cAMEs
+        return ""
+    if p["honest"]:
+        return (f"Honest subspaces: the tree was grown on {fmt_int(p['n_grown'])} of the evaluated rows and every "
+                f"leaf's cAME, interval and test uses only the other {fmt_int(p['n_estimated'])} (chosen by a "
+                "seeded hash of the row labels), so the intervals hold for the subspaces the tree chose. The "
+                "leaves' n counts those estimation rows.")
+    return ("Not honest (partition: honest: false): the tree was grown and its leaves estimated on the same rows, "
+            "so the leaf intervals and tests are not adjusted for the tree's choice of splits and are too narrow.")
+
+
+def _leaf_test_cells(tests: dict, conf_level: float, table: int) -> dict:
+    """The leaf-difference tests (Holm-adjusted) as display rows and the global test as a sentence."""
+    rows = []
+    for r in tests["rows"]:
+        est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
+        rows.append({"hypothesis": r["hypothesis"], "estimate": est, "ci": f"[{lo}, {hi}]",
+                     "p": fmt_p(r["p_value"]), "p_adj": fmt_p(r["p_value_adj"])})
+    g = tests["global"]
+    alpha = 1 - conf_level
+    if g.get("p_value") is None:
+        glob = "The global test of equal leaf cAMEs is undefined (no uncertainty for some leaf)."
+    else:
+        verdict = ("the leaves' cAMEs differ" if g["p_value"] < alpha
+                   else "the data do not show that the leaves' cAMEs differ")
+        glob = (f"Global test that all leaf cAMEs are equal (Wald, chi-squared with {fmt_int(g['df'])} df): "
+                f"statistic {fmt_num(g['statistic'], 2)}, {p_phrase(g['p_value'])}: {verdict} at the "
+                f"{fmt_num(100 * alpha, 0)}% level.")
+    return {"rows": rows, "global": glob, "table": table,
+            "basis": "estimation rows only (honest)" if tests.get("honest") else "the rows that grew the tree (not "
+                     "adjusted for the tree's selection)", "inference": tests.get("inference", "")}
+
+
+def _splits_sentence(s: dict | None) -> str | None:
+    if not s:
+        return None
+    return (f"Across {fmt_int(s['n_splits'])} honest splits (seeded), the first split was on {s['root_split']} in "
+            f"{fmt_num(100 * s['share_same_root_split'], 0)}% of them, the trees had {fmt_int(s['n_leaves_min'])} to "
+            f"{fmt_int(s['n_leaves_max'])} leaves, the leaf cAMEs ranged from {fmt_num(s['came_min'], 4)} to "
+            f"{fmt_num(s['came_max'], 4)}, and the median p-value of the global test was "
+            f"{fmt_p(s['median_global_p_value'])} (twice it, {fmt_p(s['global_p_value_split_adjusted'])}, is a valid "
+            "p-value over the splits).")
+
+
+def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -> list[dict[str, str]]:
+    rows = []
+    for leaf in [{**part["root"], "node": "all"}] + part["leaves"]:
+        est, lo, hi = fmt_est(leaf["came"], leaf["came_ci_low"], leaf["came_ci_high"])
+        row = {"node": "all rows *" if leaf["node"] == "all" else str(leaf["node"]), "rule": leaf["rule"],
+               "n": fmt_int(leaf["n"]), "share": fmt_share(int(leaf["n"]), n_all), "came": est,
+               "ci": f"[{lo}, {hi}]", "cov": fmt_num(leaf["cov_fme"], 2), "small": int(leaf["n"]) < leaf_n}
+        row.update(canlm="-", canlm_ci="-")
+        if "canlm" in leaf:
+            c, clo, chi = fmt_est(leaf["canlm"], leaf["canlm_ci_low"], leaf["canlm_ci_high"])
+            row.update(canlm=c, canlm_ci=f"[{clo}, {chi}]")
+        rows.append(row)
+    return rows
+
+
+#: Most subspaces the leaf tables, hyperrectangles and where-sentences show (issue 22 item 2: a tree of
+#: ``max_leaves: null`` may have hundreds; the rest are in ``tables/<effect>-leaves.csv`` and results.json).
+MAX_LEAVES_SHOWN = 16  # = fme.report.figures.MAX_TREE_LEAVES: the dot plot draws the same leaves
+
+
+def shown_leaves(part: dict, vid: str) -> tuple[dict, str | None]:
+    """The partition with at most :data:`MAX_LEAVES_SHOWN` leaves (the largest by n, in node order) and the
+    sentence saying what was left out and where it is (None when every leaf is shown)."""
+    leaves = part["leaves"]
+    if len(leaves) <= MAX_LEAVES_SHOWN:
+        return part, None
+    keep = sorted(sorted(leaves, key=lambda r: (-int(r["n"]), int(r["node"])))[:MAX_LEAVES_SHOWN],
+                  key=lambda r: int(r["node"]))
+    n_left = sum(int(r["n"]) for r in leaves) - sum(int(r["n"]) for r in keep)
+    note = (f"This partition has {fmt_int(len(leaves))} subspaces; the tables below show the "
+            f"{MAX_LEAVES_SHOWN} with the most rows and leave out {fmt_int(len(leaves) - MAX_LEAVES_SHOWN)} "
+            f"subspaces holding {fmt_int(n_left)} rows. Every subspace, with its rule, n, cAME and CI, is in "
+            f"tables/{vid}-leaves.csv, and with its hyperrectangle in results.json (partition.leaves). "
+            "The config key partition: max_leaves (default 8) prunes the tree to a readable size.")
+    return {**part, "leaves": keep}, note
+
+
+def _g(x: float) -> str:
+    """A range bound as the hyperrectangle prints it (6 significant digits), so both read alike."""
+    return f"{x:.6g}"
+
+
+def _evaluated(b: dict) -> str | None:
+    """'evaluated 5.09017 to 14.4383' for a numeric feature of a leaf (None: not numeric / older results)."""
+    if b.get("kind", "numeric") != "numeric" or b.get("eval_min") is None:
+        return None
+    return f"evaluated {_g(b['eval_min'])} to {_g(b['eval_max'])}"
+
+
+def _boxes(part: dict) -> dict[str, Any]:
+    """Hyperrectangle of every leaf beside its evaluated range (issue 16 item 5), plus EPs per leaf."""
+    leaves = part["leaves"]
+    feats = [b["feature"] for b in leaves[0]["box"]] if leaves else []
+    rows = []
+    for i, f in enumerate(feats):
+        cells = []
+        for leaf in leaves:
+            b = leaf["box"][i]
+            ev = _evaluated(b)
+            cells.append({"text": b["range"], "evaluated": ev or "", "restricted": b["restricted"]})
+        rows.append({"feature": f, "cells": cells})
+    counts = [leaf.get("n_extrapolation") for leaf in leaves]
+    eps = None if all(c is None for c in counts) else [fmt_int(c) for c in counts]
+    return {"header": [f"leaf {leaf['node']}" for leaf in leaves], "rows": rows, "n_evaluated":
+            [fmt_int(leaf["n"]) for leaf in leaves], "n_extrapolation": eps}
+
+
+def where_came_holds(part: dict, noun: str = "observations") -> list[str]:
+    """One sentence per leaf: the cAME applies only to the evaluated range of the features split on."""
+    out = []
+    for leaf in part["leaves"]:
+        split = [b for b in leaf["box"] if b["restricted"] and _evaluated(b)]
+        ranges = "; ".join(f"{b['feature']} {_evaluated(b)} (hyperrectangle {b['range']})" for b in split)
+        text = (f"The cAME of leaf {leaf['node']} ({leaf['rule']}) applies only where it was evaluated, "
+                f"to its {fmt_int(leaf['n'])} {noun}" + (f": {ranges}" if ranges else ""))
+        n_ep = leaf.get("n_extrapolation")
+        if n_ep:
+            text += (f"; {count(n_ep, 'extrapolation point')} "
+                     f"{'falls' if int(n_ep) == 1 else 'fall'} inside this hyperrectangle and "
+                     f"{'is' if int(n_ep) == 1 else 'are'} not in its cAME")
+        out.append(text + ".")
+    return out
