@@ -890,6 +890,9 @@ def test_honest_leaves_and_their_tests_are_reported(boston, boston_model):
         p = v.get("partition")
         if not p:
             continue
+        if g["id"] == "crim":  # the paper's tree, pinned honest: false in the config: the report says so
+            assert p["honest"] is False and "Not honest" in html
+            continue
         assert p["honest"] is True and p["n_grown"] + p["n_estimated"] == v["n"]
         assert sum(leaf["n"] for leaf in p["leaves"]) == p["n_estimated"]
         assert f"grown on {p['n_grown']:,}" in html and "Honest subspaces" in html

@@ -43,6 +43,8 @@ target: y
 seed: 7
 effects:
   - steps: {{x1: 1}}
+    # the engines compared on the paper's procedure (honest subspaces: tests/test_honest.py, Dask = pandas there)
+    partition: {{honest: false}}
     stability: {{subsamples: 3, fraction: 0.5}}
   - steps: {{x2: sd}}
     partition: false
@@ -83,6 +85,7 @@ def _model(df: pd.DataFrame):
 #: Fewer computations for the memory test: one partition, one stepped rule, one level.
 SMALL_EFFECTS = """\
   - steps: {x1: 1}
+    partition: {honest: false}
     stability: false
   - steps: {x2: sd}
     partition: false

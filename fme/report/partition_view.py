@@ -9,6 +9,9 @@ from typing import Any
 from .formatting import count, fmt_est, fmt_int, fmt_num, fmt_p, fmt_share, p_phrase
 from .specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
 
+#: Most leaf differences the report's table shows (the rest are in results.json).
+MAX_TESTS_SHOWN = 10
+
 
 def _honesty_sentence(p: dict) -> str:
     """Which rows grew the tree and which estimated its leaves (issue 25), in the report's words."""
@@ -26,7 +29,10 @@ def _honesty_sentence(p: dict) -> str:
 def _leaf_test_cells(tests: dict, conf_level: float, table: int) -> dict:
     """The leaf-difference tests (Holm-adjusted) as display rows and the global test as a sentence."""
     rows = []
-    for r in tests["rows"]:
+    # at most MAX_TESTS_SHOWN differences, the smallest adjusted p-values first (8 leaves have 28 pairs); all are in
+    # results.json (partition.tests)
+    ordered = sorted(tests["rows"], key=lambda r: (r["p_value_adj"] is None, r["p_value_adj"] or 0.0))
+    for r in ordered[:MAX_TESTS_SHOWN]:
         est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
         rows.append({"hypothesis": r["hypothesis"], "estimate": est, "ci": f"[{lo}, {hi}]",
                      "p": fmt_p(r["p_value"]), "p_adj": fmt_p(r["p_value_adj"])})
@@ -40,6 +46,10 @@ def _leaf_test_cells(tests: dict, conf_level: float, table: int) -> dict:
         glob = (f"Global test that all leaf cAMEs are equal (Wald, chi-squared with {fmt_int(g['df'])} df): "
                 f"statistic {fmt_num(g['statistic'], 2)}, {p_phrase(g['p_value'])}: {verdict} at the "
                 f"{fmt_num(100 * alpha, 0)}% level.")
+    more = len(tests["rows"]) - len(rows)
+    if more > 0:
+        glob = (f"The table shows the {len(rows)} differences with the smallest adjusted p-values; the other {more} "
+                "are in results.json (partition.tests). ") + glob
     return {"rows": rows, "global": glob, "table": table,
             "basis": "estimation rows only (honest)" if tests.get("honest") else "the rows that grew the tree (not "
                      "adjusted for the tree's selection)", "inference": tests.get("inference", "")}
