@@ -30,8 +30,21 @@ from .inference._estimates import INFERENCE_COLUMNS, sample_inference
 from .inference._methods import compute_rows, resolve_method
 from .predictors import make_predictor
 from .steps import apply_steps, parse_steps
+from ._dask.interactions import interaction_dask
 
 __all__ = ["interaction"]
+
+
+def _has_rules(*specs: Mapping[str, Any]) -> bool:
+    """Whether a step is a rule such as 'sd' (resolved from the reference rows, here the first rows)."""
+    return any(isinstance(v, str) for spec in specs for v in dict(spec).values())
+
+
+def _vcov_of(model: Any) -> np.ndarray:
+    """The parameter covariance of a model that supports the delta method."""
+    if callable(getattr(model, "cov_params", None)):
+        return np.asarray(model.cov_params(), dtype=float)
+    return np.asarray(model.get_vcov(), dtype=float)
 
 
 def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], steps_b: Mapping[str, Any], *,
@@ -58,16 +71,40 @@ def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], step
         ``n_excluded``, ``tol``, ``share_above_tol``. ``attrs["values"]``: the per-row interactions
         (indexed like ``data``); the frame works with :func:`fme.hypotheses` (e.g. ``equivalence=``).
     """
-    if is_dask_collection(data):
-        raise ParameterError("fme.interaction takes a pandas frame; compute it on a (seeded) sample of the Dask "
-                             "data, e.g. data.sample(frac=...).compute().")
-    check_data(data)
-    data = model_frame(model, data)
+    on_dask = is_dask_collection(data)
+    if not on_dask:
+        check_data(data)
+    data = model_frame(model, data._meta if on_dask else data) if not on_dask else data
     conf_level = check_conf_level(conf_level)
     predictor = make_predictor(model, target_class)
     if predictor.output_names is not None:
         raise ParameterError("fme.interaction works on one output; pass one class (target_class=<label>).")
     method = resolve_method(inference, model, bootstrap)
+    if on_dask:
+        if method == "bootstrap" or extrapolation is not None:
+            raise ParameterError("fme.interaction on Dask data takes inference='delta' or 'sample' without a "
+                                 "detector; compute bootstrap or extrapolation checks on a pandas sample.")
+        if _has_rules(steps_a, steps_b):
+            raise ParameterError("step rules such as 'sd' need all rows; on Dask data give numeric steps (e.g. the "
+                                 "SD computed with data[feature].std().compute()) or levels.")
+        probe = model_frame(model, data.head(1000, npartitions=min(data.npartitions, 8)))
+        sa = parse_steps(probe, steps_a)
+        sb = parse_steps(probe, steps_b)
+        shared = sorted({s.feature for s in sa} & {s.feature for s in sb})
+        if shared:
+            raise StepError(f"steps_a and steps_b share the feature(s) {shared}; an interaction needs two steps "
+                            "on different features.")
+        vcov = _vcov_of(model) if method == "delta" else None
+        got = interaction_dask(model, data, sa, sb, method=method, conf_level=conf_level, tol=tol,
+                               target_class=target_class, vcov=vcov)
+        t = got["table"]
+        out = pd.DataFrame([{"steps_a": ", ".join(s.describe() for s in sa),
+                             "steps_b": ", ".join(s.describe() for s in sb), "estimate": got["estimate"],
+                             **{c: t[c] for c in INFERENCE_COLUMNS}, "sd": got["sd"], "n": got["n"],
+                             "n_excluded": got["n_rows"] - got["n"], "tol": got["tol"],
+                             "share_above_tol": got["share_above_tol"]}])
+        out.attrs["conf_level"] = conf_level
+        return out
     reference = data if reference_data is None else model_frame(model, check_data(reference_data, "reference_data"))
     sa = parse_steps(data, steps_a, rule_data=reference)
     sb = parse_steps(data, steps_b, rule_data=reference)

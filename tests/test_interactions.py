@@ -123,3 +123,18 @@ def test_hypotheses_and_equivalence_on_an_interaction(frame):
 def test_bad_steps_name_the_culprit(frame, a, b, match):
     with pytest.raises(fme.FMEError, match=match):
         fme.interaction(lambda d: d["x1"].to_numpy(), frame[["x1", "x2"]], a, b)
+
+
+
+@pytest.mark.parametrize("inference", ["delta", "sample"])
+def test_dask_data_give_the_pandas_interaction(frame, inference):
+    dd = pytest.importorskip("dask.dataframe")
+    m = smf.logit("z ~ x1 * x2", data=frame).fit(disp=0)
+    X = frame[["x1", "x2"]]
+    a = fme.interaction(m, X, {"x1": 1.0}, {"x2": 0.5}, inference=inference)
+    b = fme.interaction(m, dd.from_pandas(X, npartitions=3, sort=False), {"x1": 1.0}, {"x2": 0.5}, inference=inference)
+    for c in ("estimate", "std_error", "conf_low", "conf_high", "sd", "tol", "share_above_tol"):
+        np.testing.assert_allclose(b[c].iloc[0], a[c].iloc[0], rtol=1e-10, err_msg=c)
+    assert (b["n"].iloc[0], b["inference"].iloc[0]) == (a["n"].iloc[0], a["inference"].iloc[0])
+    with pytest.raises(fme.ParameterError, match="rules"):
+        fme.interaction(m, dd.from_pandas(X, npartitions=2), {"x1": "sd"}, {"x2": 0.5})

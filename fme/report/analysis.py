@@ -26,6 +26,7 @@ from .._utils.validation import is_dask_collection
 from . import figures
 from .config import ConfigError, config_error
 from .challenger import challenger_summary
+from .interactions import run_interactions  # noqa: F401 - used by the notebook
 from .contracts import adjust_contracts, contract_rows
 from .model_view import feature_dictionary, feature_overview, glm_dispersion, model_fit  # noqa: F401 - notebook
 from .details import effective_steps, extrapolation_causes, interval_records, model_interval

@@ -186,6 +186,15 @@ SCHEMA: dict[str, Any] = {
         "status": {"enum": ["Draft", "Final"]},
         "signoff": _SIGNOFF,
         "model": _MODEL,
+        "interactions": {
+            "description": "feature pairs whose interaction (second difference) the report estimates, or auto",
+            "oneOf": [{"const": "auto"},
+                      {"type": "object", "additionalProperties": False, "required": ["auto"],
+                       "properties": {"auto": {"type": "integer", "minimum": 2, "maximum": 20}}},
+                      {"type": "array", "minItems": 1, "items": {
+                          "type": "object", "additionalProperties": False, "required": ["a", "b"],
+                          "properties": {"a": {"type": "object", "minProperties": 1},
+                                         "b": {"type": "object", "minProperties": 1}}}}]},
         "challenger": {**_MODEL, "description": "a second model compared effect by effect on the same rows "
                                                  "(champion and challenger)"},
         "data": _DATA,

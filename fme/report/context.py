@@ -174,6 +174,28 @@ def report_id(config_name: str, config_sha256: str) -> str:
     return f"{config_name}-{config_sha256[:12]}"
 
 
+def interaction_cells(block: dict | None) -> dict | None:
+    """The interactions of the config as display rows and one sentence per pair (issue 27 item 3)."""
+    if not block or not block.get("rows"):
+        return None
+    rows, sentences_ = [], []
+    for r in block["rows"]:
+        est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
+        share = "-" if r["share_above_tol"] is None else f"{100 * r['share_above_tol']:.1f}%"
+        rows.append({"a": r["steps_a"], "b": r["steps_b"], "estimate": est, "ci": f"[{lo}, {hi}]",
+                     "p": fmt_p(r["p_value"]), "share": share, "inference": r["inference"]})
+        # an interval away from zero, and an average above the rounding-level tolerance (an additive model's
+        # interactions are exactly 0 up to rounding, with a zero-width interval)
+        clear = (r["conf_low"] is not None and (r["conf_low"] > 0 or r["conf_high"] < 0)
+                 and abs(r["estimate"]) > (r.get("tol") or 0.0))
+        sentences_.append(
+            f"{r['steps_a']} and {r['steps_b']}: " + (
+                f"the effect of one step changes when the other is taken too, by {est} on average "
+                f"(interval [{lo}, {hi}], {r['inference']}); {share} of the rows interact beyond the tolerance."
+                if clear else f"no clear interaction: {est} on average, interval [{lo}, {hi}] ({r['inference']})."))
+    return {"rows": rows, "sentences": sentences_, "auto": block.get("auto", False)}
+
+
 def challenger_cells(groups: list[dict]) -> dict | None:
     """Champion and challenger side by side, effect by effect, and the sentences on their disagreements."""
     rows, notes = [], []
@@ -414,6 +436,7 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "conf_level": fmt_level(cfg["conf_level"]), "versions": versions, "summary": summary,
         "contracts": contract_cells(results["effects"]),
         "challenger": challenger_cells(results["effects"]),
+        "interactions": interaction_cells(results.get("interactions")),
         "overview": overview, "flags": flags, "effects": effects, "warnings": results["warnings"],
         "config_text": config_text, "fence": fence, "thresholds": thresholds,
         "linearity": [{"min": t, "word": w} for t, w in sentences.LINEARITY if t > float("-inf")],

@@ -1,0 +1,70 @@
+"""Interactions in reports (issue 27 item 3): ``interactions:`` lists feature pairs with their steps, or
+``auto`` screens every pair of the top k numeric features of the overview (k = 5 by default).
+
+Each pair gets :func:`fme.interaction`: the average second difference f(x + h_a + h_b) - f(x + h_a) -
+f(x + h_b) + f(x) with its interval (delta where the model has a parameter covariance, else the fixed-model
+spread; the screen refits nothing) and the share of rows interacting by more than the tolerance. Rows are
+ordered by |estimate| / standard error, the largest first, and each gets a sentence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import fme
+
+from .effect_parts import _num
+
+__all__ = ["run_interactions", "DEFAULT_TOP"]
+
+DEFAULT_TOP = 5
+
+
+def _pairs(spec: Any, overview: dict | None, data: pd.DataFrame) -> list[tuple[dict, dict]]:
+    if isinstance(spec, list):
+        return [(dict(p["a"]), dict(p["b"])) for p in spec]
+    k = DEFAULT_TOP if spec == "auto" else int(spec["auto"])
+    ranked = []
+    for r in (overview or {}).get("rows", []):
+        f = r["feature"]
+        if r.get("ame") is None or r.get("level") is not None or f in ranked or f not in data.columns:
+            continue
+        if pd.api.types.is_numeric_dtype(data[f]) and not isinstance(data[f].dtype, pd.CategoricalDtype):
+            ranked.append(f)
+    top = ranked[:k]
+    step = (overview or {}).get("step", "sd")
+    h = "sd" if step == "sd" else 1.0
+    return [({a: h}, {b: h}) for i, a in enumerate(top) for b in top[i + 1:]]
+
+
+def run_interactions(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: dict, overview: dict | None,
+                     target_class: Any = None) -> dict | None:
+    """The configured interactions as JSON-ready rows (None when the config has none)."""
+    spec = cfg.get("interactions")
+    if not spec or hasattr(data, "npartitions"):
+        return None
+    method = cfg["inference"]["method"] if isinstance(cfg.get("inference"), dict) else "auto"
+    inference = "auto" if method == "bootstrap" else method  # no refits for a screen
+    rows = []
+    for a, b in _pairs(spec, overview, data):
+        out = fme.interaction(model, data, a, b, inference=inference, conf_level=float(cfg["conf_level"]),
+                              target_class=target_class, reference_data=reference)
+        r = out.iloc[0]
+        rows.append({"steps_a": str(r["steps_a"]), "steps_b": str(r["steps_b"]),
+                     **{c: _num(r[c]) for c in ("estimate", "std_error", "conf_low", "conf_high", "p_value", "sd",
+                                                 "tol", "share_above_tol")},
+                     "inference": str(r["inference"]), "n": int(r["n"])})
+
+    def strength(r: dict) -> float:
+        # without uncertainty (zero SE: the model is additive in the pair, or fixed-model rows all alike) the
+        # estimate itself decides: above the tolerance it is a sure interaction, at rounding level none
+        est, se = abs(r["estimate"] or 0.0), r["std_error"]
+        if se:
+            return est / se
+        return np.inf if est > (r["tol"] or 0.0) else 0.0
+
+    rows.sort(key=lambda r: -strength(r))
+    return {"auto": not isinstance(spec, list), "rows": rows}
