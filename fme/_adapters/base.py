@@ -27,6 +27,7 @@ module level). Adding a backend means one module with a subclass decorated by
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
@@ -137,7 +138,7 @@ def pick_output(out: Any, target_class: Any, name: str) -> np.ndarray:
     return out
 
 
-class ModelAdapter:
+class ModelAdapter(abc.ABC):
     """One fitted model as fme sees it; subclass per backend and register with :func:`register_adapter`.
 
     Parameters
@@ -184,8 +185,9 @@ class ModelAdapter:
             self._prediction = self._make_prediction()
         return self._prediction
 
+    @abc.abstractmethod
     def _make_prediction(self) -> Prediction:
-        raise NotImplementedError
+        """The backend's prediction function and names: every adapter module defines it."""
 
     def predict(self, frame: pd.DataFrame) -> np.ndarray:
         """The model's predictions for ``frame`` (the adapter's columns), as a float array."""

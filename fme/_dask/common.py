@@ -18,6 +18,7 @@ import pandas as pd
 from .._core.summary import Summary
 from .._adapters import model_frame
 from .._utils.validation import is_categorical, is_dask_collection
+from .._utils.validation import seed_of as _seed  # noqa: F401 - the engine's seeded samples
 from ..exceptions import DataError, ParameterError
 
 __all__ = ["FIT_SAMPLE_SIZE", "require_dask", "as_dask", "reference_sample", "envelope_frame"]
@@ -45,14 +46,6 @@ def _check_sample_size(sample_size: Any) -> int:
     if isinstance(sample_size, bool) or not isinstance(sample_size, numbers.Integral) or sample_size < 1:
         raise ParameterError(f"sample_size must be a positive integer, got {sample_size!r}.")
     return int(sample_size)
-
-
-def _seed(random_state: Any) -> int:
-    if random_state is None:
-        return 0
-    if isinstance(random_state, numbers.Integral):
-        return int(random_state)
-    return int(np.random.default_rng(random_state).integers(2**31 - 1))  # as the Dask sample always drew it
 
 
 def as_dask(frame: Any, name: str) -> Any:

@@ -161,13 +161,14 @@ def check_random_state(random_state: Any) -> np.random.Generator:
 
 
 def seed_of(random_state: Any) -> int:
-    """An integer seed from ``random_state``: 0 for None, the int itself, else a draw from the generator."""
+    """An integer seed from ``random_state``: 0 for None, the int itself, else a draw from the generator
+    (``numpy.random.default_rng(random_state)``), as every seeded sample and split of fme takes it."""
     if random_state is None:
         return 0
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+    if isinstance(random_state, numbers.Integral):
         return int(random_state)
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(2**31 - 1))
+    if isinstance(random_state, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator)):
+        return int(np.random.default_rng(random_state).integers(2**31 - 1))
     raise ParameterError(
         f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}."
     )
