@@ -337,3 +337,67 @@ def test_sample_size_needs_engine_dask(tmp_path):
     d.write_text(d.read_text(encoding="utf-8") + "sample_size: 5\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"d\.yaml:\d+: sample_size: "):
         load_config(d)
+
+
+@pytest.mark.slow
+def test_dask_and_pandas_reports_of_a_poisson_glm_with_c_terms_say_the_same(tmp_path, monkeypatch):
+    """Issue 22 item 7, on the case that found it: a statsmodels Poisson GLM with ``C()`` terms on randhie, delta
+    inference and the default (honest, pruned) cAME trees, built from one CSV (pandas) and a Parquet dataset
+    (Dask): results.json and the tables agree, the leaf boxes list the same levels and the flags pick the same
+    leaves."""
+    import joblib
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+
+    from fme.__main__ import main
+
+    monkeypatch.chdir(tmp_path)
+    d = sm.datasets.randhie.load_pandas().data.iloc[:1200].copy()
+    d["health"] = np.select([d["hlthp"] == 1, d["hlthf"] == 1, d["hlthg"] == 1], ["poor", "fair", "good"],
+                            "excellent")
+    d = d.drop(columns=["hlthg", "hlthf", "hlthp"])
+    model = smf.glm("mdvis ~ lncoins + lpi + physlm + disea + C(idp) + C(health)", data=d,
+                    family=sm.families.Poisson()).fit()
+    joblib.dump(model, tmp_path / "model.joblib")
+    X = d.drop(columns="mdvis")
+    X.to_csv(tmp_path / "one.csv", index=False)
+    (tmp_path / "ds").mkdir()
+    for i, rows in enumerate(np.array_split(np.arange(len(X)), 3)):
+        X.iloc[rows].reset_index(drop=True).to_parquet(tmp_path / "ds" / f"part-{i:03d}.parquet")
+    body = """\
+        title: T
+        owner: O
+        intended_use: U
+        model: {{joblib: model.joblib}}
+        data: {{path: {path}}}
+        target: mdvis
+        seed: 3
+        overview: false
+        inference: {{method: delta}}
+        effects:
+          - steps: {{lpi: 1}}
+            stability: false
+          - steps: {{health: poor}}
+            stability: false
+          - steps: {{idp: 1}}
+            partition: false
+            stability: false
+        """
+    for name, path, more in (("p", "one.csv", ""), ("d", "ds", "engine: dask\n")):
+        (tmp_path / f"{name}.yaml").write_text(textwrap.dedent(body.format(path=path)) + more, encoding="utf-8")
+    assert main(["report", "p.yaml", "--no-pdf"]) == 0
+    assert main(["report", "d.yaml", "--no-pdf"]) == 0
+    p = json.loads((tmp_path / "p" / "results.json").read_text(encoding="utf-8"))
+    dd_ = json.loads((tmp_path / "d" / "results.json").read_text(encoding="utf-8"))
+    assert _differences(p, dd_, tuple(DIFFERENT_BY_DESIGN + _noise_leaves(p)), rel=1e-10) == []
+    # the trees were grown (pruned to at most 8 subspaces), and a C() column is stepped to a level, NLM off
+    parts = [v["partition"] for g in p["effects"] for v in g["variants"] if v.get("partition")]
+    assert len(parts) == 2 and all(2 <= len(q["leaves"]) <= 8 for q in parts)
+    idp = p["effects"][2]["variants"][0]
+    assert (idp["numeric"], idp["nlm"], idp["step_label"]) == (False, False, "idp -> 1")
+    assert (idp["n_at_level"], idp["n"]) == (int((X["idp"] == 1).sum()), int((X["idp"] != 1).sum()))
+    dic = {r["feature"]: r for r in p["dictionary"]}
+    assert dic["idp"]["type"] == "categorical" and dic["idp"]["encoding"].endswith("reference level 0")
+    for name in sorted(f.name for f in (tmp_path / "p" / "tables").glob("*.csv")):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "p" / "tables" / name),
+                                      pd.read_csv(tmp_path / "d" / "tables" / name), rtol=1e-10)

@@ -461,6 +461,25 @@ def test_formula_c_terms_are_categorical_and_glm_dispersion_is_flagged():
     assert glm_dispersion(_hgb(_fair(300))) is None
 
 
+def test_a_c_term_stepped_by_its_own_effect_is_a_level_change_without_nlm():
+    """A ``C(idp)`` column of integers, stepped in an effect: a change of level (rows already at it left out), no
+    NLM (defined along numeric paths only); the build failed with the NLM's StepError before."""
+    from fme.report.effect_parts import run_effect_fme
+
+    d = _randhie(600)
+    model = _poisson(d)
+    X = d.drop(columns="mdvis")
+    eff = {"steps": {"idp": 1}, "extrapolation": {"method": "none"}, "on_extrapolation": "exclude", "nlm": True,
+           "nlm_method": "auto", "conf_level": 0.95, "inference": {"method": "delta"}}
+    res, steps, numeric, _, use_nlm, _ = run_effect_fme(model, X, X, eff, 0, None, None, "mdvis")
+    assert (numeric, use_nlm) == (False, False)
+    (st,) = res.steps
+    assert (st.kind, st.value) == ("categorical", 1) and res.n == int((X["idp"] != 1).sum()) and res.n_excluded == int((X["idp"] == 1).sum())
+    lam = model.predict(X)
+    at1 = model.predict(X.assign(idp=1))
+    assert res.ame == pytest.approx(float(np.mean((at1 - lam)[X["idp"] != 1])), rel=1e-12)
+
+
 # ------------------------------------------------------------------ items 7 and 8: engines agree; sizes
 def _flag_variant(**kw):
     v = {"detector": None, "policy": None, "ame": 0.5, "ci_low": 0.1, "ci_high": 0.9, "n": 100, "conf_level": 0.95,
@@ -574,7 +593,7 @@ def test_report_of_a_smooth_4000_row_glm_stays_small(tmp_path):
             partition: {max_leaves: null, honest: false}
             stability: false
         """)  # the issue's tree: grown on every row (honest trees grow on half of them)
-    assert main(["report", str(tmp_path / "c.yaml"), "--no-pdf"]) == 0
+    assert main(["report", str(tmp_path / "c.yaml")]) == 0
     html = (tmp_path / "c" / "report.html").read_bytes()
     assert len(html) < 2_000_000
     text = " ".join(html.decode("utf-8").split())  # pandoc wraps lines
@@ -587,6 +606,20 @@ def test_report_of_a_smooth_4000_row_glm_stays_small(tmp_path):
     assert "Dot plot of the cAME with 95% CI for the 16 largest of 184 subspaces" in text
     leaves = pd.read_csv(tmp_path / "c" / "tables" / "full-leaves.csv")
     assert len(leaves) == 184 and len(pd.read_csv(tmp_path / "c" / "tables" / "lpi-leaves.csv")) <= 8
+    # the PDF of the same report: about 60 pages at most (the issue's build printed 375, leaf tables overprinted)
+    import re
+    import shutil
+    import subprocess
+
+    pdf = tmp_path / "c" / "report.pdf"
+    assert pdf.stat().st_size > 0
+    if shutil.which("pdfinfo") is None:
+        pytest.skip("pdfinfo (poppler-utils, installed by .ci/run) is needed to count the PDF's pages")
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
+    pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
+    assert 10 <= pages <= 60, pages
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    assert "This partition has 184 subspaces" in " ".join(text.split())
 
 
 def test_single_subspace_is_singular_in_the_dot_plot(tmp_path):

@@ -251,7 +251,7 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         summary["with_eps"] = {"n": w["n"], "n_extrapolation": int(with_eps.results["extrapolation"].sum()),
                                "ame": w["mean"], "ci_low": w["ci_low"], "ci_high": w["ci_high"]}
     summary["sensitivity"] = _step_sensitivity(model, data, reference, res, summary, eff, seed, target_class)
-    part = _grow_partition(res, eff, conf)
+    part = _grow_partition(res, eff, conf, random_state=seed)
     summary["partition"] = None
     if part is not None:
         support = leaf_support(part).set_index("node")  # issue 16 item 5: where each cAME holds

@@ -16,6 +16,7 @@ import pandas as pd
 
 import fme
 
+from .model_view import formula_categoricals
 from .specs import bootstrap_kwargs, make_detector
 
 __all__ = ["REPORT_SAMPLE_SIZE", "SAMPLE_BASED", "ALL_ROWS", "STEP_FACTORS", "sample_info"]
@@ -63,7 +64,9 @@ def run_effect_fme(model: Any, data: Any, reference: Any, eff: dict, seed: int, 
     from .._utils.validation import is_categorical
 
     steps = dict(eff["steps"])
-    numeric = all(not is_categorical(data[f]) for f in steps if f in data.columns)
+    # a C() column of a statsmodels formula is categorical in the model whatever its dtype: its step is a level
+    coded = formula_categoricals(model)
+    numeric = all(not is_categorical(data[f]) and f not in coded for f in steps if f in data.columns)
     det_spec = eff["extrapolation"]
     kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
     if det_spec["method"] != "none":

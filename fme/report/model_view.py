@@ -84,10 +84,7 @@ def feature_dictionary(model: Any, features: pd.DataFrame, cfg: dict) -> list[di
         row: dict[str, Any] = {"feature": f, "unit": cfg["units"].get(f, ""),
                                "description": cfg["descriptions"].get(f, ""), "n_missing": int(col.isna().sum())}
         if is_categorical(col) or f in coded:
-            levels = [str(x) for x in sorted(col.dropna().unique(), key=lambda x: (str(type(x)), x))]
-            row.update(type="categorical", levels=levels)
-            if f in coded:
-                row["encoding"] = f"{coded[f]}, reference level {levels[0]}" if levels else coded[f]
+            row.update(_categorical_entry(f, col.dropna().unique(), coded))
         else:
             v = col.to_numpy(dtype=float)
             v = v[np.isfinite(v)]
@@ -95,6 +92,16 @@ def feature_dictionary(model: Any, features: pd.DataFrame, cfg: dict) -> list[di
                        sd=_num(v.std(ddof=1)) if v.size > 1 else None)
         rows.append(row)
     return rows
+
+
+def _categorical_entry(feature: str, values: Any, coded: dict[str, str]) -> dict[str, Any]:
+    """The dictionary cells of a categorical feature, the same in both engines: its levels in one order (by
+    type, then value: 2 before 10) and, for a ``C()`` column, the formula's encoding and reference level."""
+    levels = [str(x) for x in sorted(values, key=lambda x: (str(type(x)), x))]
+    out: dict[str, Any] = {"type": "categorical", "levels": levels}
+    if feature in coded:
+        out["encoding"] = f"{coded[feature]}, reference level {levels[0]}" if levels else coded[feature]
+    return out
 
 
 def _dask_dictionary(model: Any, features: Any, cfg: dict) -> list[dict]:
@@ -109,7 +116,8 @@ def _dask_dictionary(model: Any, features: Any, cfg: dict) -> list[dict]:
     from .._dask.steps import _finite_moments
 
     names = model_features(model, features)
-    numeric = [f for f in names if not is_categorical(features[f])]
+    coded = formula_categoricals(model)
+    numeric = [f for f in names if not is_categorical(features[f]) and f not in coded]
     num = features[numeric].astype(float)
     finite = num.where(num.abs() < np.inf)  # the pandas dictionary drops infinite values, like NaN
     # SD from merged moments (Chan et al.), not Dask's sum-of-squares variance: no cancellation at large means
@@ -123,7 +131,7 @@ def _dask_dictionary(model: Any, features: Any, cfg: dict) -> list[dict]:
         row: dict[str, Any] = {"feature": f, "unit": cfg["units"].get(f, ""),
                                "description": cfg["descriptions"].get(f, ""), "n_missing": int(missing[f])}
         if f not in numeric:
-            row.update(type="categorical", levels=sorted(map(str, levels_of(features, f))))
+            row.update(_categorical_entry(f, levels_of(features, f), coded))
         else:
             k = int(count[f])
             row.update(type="numeric", min=_num(lo[f]) if k else None, max=_num(hi[f]) if k else None,
