@@ -32,11 +32,10 @@ import numpy as np
 import pandas as pd
 
 from ._core.averages import RowQuantity, average_in_memory
+from ._core.local import points_local
 from ._core.plan import FMEOptions
-from ._core.results import stepped_frames
 from ._dask.vocab import comparisons_dask, dask_groups
 from ._utils.validation import check_conf_level, is_dask_collection
-from .effects import fme
 from .exceptions import FeatureError, ParameterError
 from .inference._methods import resolve_method
 from .inference._vcov import residual_df, with_vcov
@@ -109,8 +108,9 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     quantity = RowQuantity(partial(_comparison_values, model=model, kind=kind, averaged=averaged,
                                    target_class=target_class),
                            partial(_finish_averages, kind=kind) if averaged else None)
+    options = FMEOptions.from_kwargs({**fme_kwargs, "target_class": target_class, "inference": "sample"},
+                                     "fme.avg_comparisons")
     if is_dask_collection(data):
-        options = FMEOptions.from_kwargs({**fme_kwargs, "target_class": target_class}, "fme.avg_comparisons")
         by_cols = [] if by is None else ([by] if isinstance(by, str) else list(by))
         missing = [c for c in by_cols if c not in data.columns]
         if missing:
@@ -118,13 +118,11 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
         groups, keys = dask_groups(data, by_cols)
         est, counts, described = comparisons_dask(model, data, steps, options, quantity, method, groups, bootstrap)
     else:
-        res = fme(model, data, steps, inference="sample", target_class=target_class, **fme_kwargs)
-        X0, X1 = stepped_frames(res, model, target_class)
-        codes, keys, by_cols = _by_codes(res.data.iloc[res.positions], by)
-        piece = (X0, X1, res.predictions["f_x"].to_numpy(dtype=float),
-                 res.predictions["f_x_step"].to_numpy(dtype=float))
-        est = average_in_memory(quantity, piece, model, method, codes, len(keys), None, bootstrap)
-        counts, described = np.bincount(codes, minlength=len(keys)), res.describe_steps()
+        # the rows and points fme.fme evaluates, not predicted yet: each method predicts them once, its own way
+        X0, X1, rows, described = points_local(model, data, steps, options)
+        codes, keys, by_cols = _by_codes(rows, by)
+        est = average_in_memory(quantity, (X0, X1, None, None), model, method, codes, len(keys), None, bootstrap)
+        counts = np.bincount(codes, minlength=len(keys))
     out = average_table(est, keys[by_cols], counts, t_df, delta_label, conf_level)
     out.insert(0, "step", described)
     out.insert(1 + len(by_cols), "comparison", comparison)
@@ -141,8 +139,10 @@ def _comparison_values(piece: tuple, refit: Any, method: str, *, model: Any, kin
     if refit is None and method == "delta":
         f0, j0, V = level_rows(model, X0, target_class)
         f1, j1, _ = level_rows(model, X1, target_class)
-    elif refit is not None:
-        both = make_predictor(refit, target_class)(pd.concat([X0, X1], ignore_index=True), "bootstrap refit")
+    elif refit is not None or f0 is None:
+        # a refit, or the fitted model's points not predicted yet (the Dask kernel hands its predictions)
+        m = model if refit is None else refit
+        both = make_predictor(m, target_class)(pd.concat([X0, X1], ignore_index=True), "f(x), f(x + h)")
         f0, f1 = both[:len(X0)], both[len(X0):]
     if kind == "lnor" and (np.any((f0 <= 0) | (f0 >= 1)) or np.any((f1 <= 0) | (f1 >= 1))):
         raise ParameterError("comparison='lnor' needs predicted probabilities strictly between 0 and 1.")
