@@ -131,9 +131,10 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
 
 def _comparison_values(piece: tuple, refit: Any, method: str, *, model: Any, kind: str, averaged: bool,
                        target_class: Any) -> tuple:
-    """Per-row values of the comparison on the evaluated rows ``piece = (X0, X1, f(X0), f(X1))``: the per-row
-    scale (one column), or f(x + h) and f(x) (two columns) for the ``...avg`` forms; under the fitted model
-    (``refit`` None: with the level Jacobians for ``delta``) or a refitted one."""
+    """Per-row values of the comparison on the evaluated rows ``piece = (X0, X1, f(X0), f(X1))`` (the
+    predictions None: not made yet): the per-row scale (one column), or f(x + h) and f(x) (two columns, their
+    Jacobians as a list) for the ``...avg`` forms; under the fitted model (``refit`` None: with the level
+    Jacobians for ``delta``) or a refitted one."""
     X0, X1, f0, f1 = piece
     j0 = j1 = V = None
     if refit is None and method == "delta":
@@ -147,7 +148,7 @@ def _comparison_values(piece: tuple, refit: Any, method: str, *, model: Any, kin
     if kind == "lnor" and (np.any((f0 <= 0) | (f0 >= 1)) or np.any((f1 <= 0) | (f1 >= 1))):
         raise ParameterError("comparison='lnor' needs predicted probabilities strictly between 0 and 1.")
     if averaged:
-        return np.column_stack([f1, f0]), None if j0 is None else np.stack([j1, j0], axis=1), V
+        return np.column_stack([f1, f0]), None if j0 is None else [j1, j0], V
     c, d1, d0 = _h(kind, f1, f0)
     jac = None if j0 is None else (d1[:, None] * j1 + d0[:, None] * j0)[:, None, :]
     return c[:, None], jac, V

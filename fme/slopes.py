@@ -30,6 +30,7 @@ from ._utils.validation import (check_conf_level, check_data, check_feature_name
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 from ._core.averages import RowQuantity, average_in_memory
 from ._dask.vocab import average_dask, column_range, dask_groups
+from .inference._delta import evaluate_with_jacobian
 from .inference._methods import compute_rows, resolve_method
 from .inference._vcov import residual_df, with_vcov
 from .predictions import _by_codes, _by_columns, average_table, level_rows
@@ -128,20 +129,29 @@ def _slope_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, p
     n = len(X)
     f = f0 = jf = vcov = None
     if slope in ("eyex", "eydx"):
-        f = p(X, stage="f(x)")
-        if delta:
+        if delta:  # f(x) and its Jacobian from one design matrix
             f0, jf, vcov = level_rows(model, X, target_class)
+            f = f0
+        else:
+            f = p(X, stage="f(x)")
     values, jacs = [], []
     for v, step in zip(variables, steps):
         x = piece[v].to_numpy(dtype=float)
         lo, hi = X.assign(**{v: X[v] - step / 2}), X.assign(**{v: X[v] + step / 2})
-        both = p(pd.concat([lo, hi], ignore_index=True), stage=f"f(x -+ eps/2) of {v}")
-        s = (both[n:] - both[:n]) / step
+        # statsmodels GLM-type models: both predictions and the difference's Jacobian from one design matrix
+        # per point set (no separate predict); other models predict, then differentiate
+        fast = evaluate_with_jacobian(model, lo, hi) if delta else None
+        if fast is None:
+            both = p(pd.concat([lo, hi], ignore_index=True), stage=f"f(x -+ eps/2) of {v}")
+            s = (both[n:] - both[:n]) / step
+        else:
+            s = (fast[1] - fast[0]) / step
         values.append({"dydx": s, "dyex": s * x, "eydx": s / f if f is not None else None,
                        "eyex": s * x / f if f is not None else None}[slope])
         if not delta:
             continue
-        d = compute_rows("delta", model, [(lo, hi)], [s * step], target_class=target_class)[0]
+        d = fast[2] if fast is not None else compute_rows("delta", model, [(lo, hi)], [s * step],
+                                                          target_class=target_class)[0]
         js, vcov = d.jacobian / step, d.vcov
         if slope in ("eyex", "eydx"):
             # d (s / f) = ds / f - s / f^2 df, with f's own Jacobian

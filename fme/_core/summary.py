@@ -142,7 +142,8 @@ class RowSums:
     @classmethod
     def of(cls, values: np.ndarray, jacobian: np.ndarray | None, codes: np.ndarray, n_groups: int,
            weights: np.ndarray | None = None, vcov: np.ndarray | None = None) -> "RowSums":
-        """Of rows with values (n, c) and Jacobians (n, c, k) or None; ``codes`` their groups (-1: unused)."""
+        """Of rows with values (n, c) and Jacobians (n, c, k), or a list of c (n, k) Jacobians (no copy into one
+        array), or None; ``codes`` their groups (-1: unused)."""
         from scipy import sparse
 
         codes = np.asarray(codes, dtype=np.int64)
@@ -150,11 +151,16 @@ class RowSums:
         v = v[:, None] if v.ndim == 1 else v
         jac = None
         if jacobian is not None:
-            J = np.asarray(jacobian, dtype=float)
-            used = np.flatnonzero(codes >= 0)
-            w = np.ones(used.size) if weights is None else np.asarray(weights, dtype=float)[used]
-            S = sparse.csr_matrix((w, (codes[used], used)), shape=(n_groups, codes.size))
-            jac = np.stack([np.asarray(S @ J[:, j, :]) for j in range(J.shape[1])], axis=1)
+            cols = list(jacobian) if isinstance(jacobian, (list, tuple)) else [jacobian[:, j, :]
+                                                                                 for j in range(jacobian.shape[1])]
+            if n_groups == 1 and weights is None and bool(np.all(codes == 0)):
+                sums = [np.asarray(J, dtype=float).sum(axis=0)[None, :] for J in cols]  # one group of all rows
+            else:
+                used = np.flatnonzero(codes >= 0)
+                w = np.ones(used.size) if weights is None else np.asarray(weights, dtype=float)[used]
+                S = sparse.csr_matrix((w, (codes[used], used)), shape=(n_groups, codes.size))
+                sums = [np.asarray(S @ np.asarray(J, dtype=float)) for J in cols]
+            jac = np.stack(sums, axis=1)
         return cls(WMoments.of(v, codes, weights, n_groups), jac, vcov)
 
     def merge(self, other: "RowSums") -> "RowSums":
