@@ -136,14 +136,16 @@ def average_in_memory(quantity: RowQuantity, piece: Any, model: Any, method: str
     groups), under ``method`` ('delta', 'bootstrap' with the specification ``bootstrap``, or 'sample')."""
     # None: the fitted model the quantity was built with
     values, jac, vcov = quantity.rows(piece, None, "delta" if method == "delta" else "sample")
-    sums = RowSums.of(values, jac, codes, n_groups, weights, vcov)
+    # the spread over the rows only for the fixed-model interval
+    sums = RowSums.of(values, jac, codes, n_groups, weights, vcov, spread=method == "sample")
     if method != "bootstrap":
         return estimates_of(quantity, sums, method)
     spec = check_bootstrap(bootstrap, model)
 
     def evaluate(models: list) -> np.ndarray:
         many = model_values(quantity, piece, models)
-        return draws_of_means(quantity, RowSums.of(many, None, codes, n_groups, weights).means, len(models))
+        return draws_of_means(quantity, RowSums.of(many, None, codes, n_groups, weights, spread=False).means,
+                              len(models))
 
     draws, info = refit_draws(model, spec, evaluate)
     return bootstrap_of(quantity.of_means(sums.means, None)[0], draws, info)

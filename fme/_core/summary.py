@@ -84,25 +84,36 @@ class WMoments:
     s2: np.ndarray
 
     @classmethod
-    def of(cls, values: np.ndarray, codes: np.ndarray, weights: np.ndarray | None, n_groups: int) -> "WMoments":
+    def of(cls, values: np.ndarray, codes: np.ndarray, weights: np.ndarray | None, n_groups: int,
+           spread: bool = True) -> "WMoments":
         """Of the rows with ``codes >= 0`` (values (n,) or (n, c); NaN values are kept: they make the mean NaN,
-        as the in-memory averaging matrix does)."""
+        as the in-memory averaging matrix does). ``spread=False``: the means only (``q``, ``s1`` NaN, so a
+        standard error asked of them is NaN), for the delta method and the bootstrap, which do not use it."""
         v = np.asarray(values, dtype=float)
         v = v[:, None] if v.ndim == 1 else v
         ok = codes >= 0
-        c, v = codes[ok], v[ok]
-        w = np.ones(c.size) if weights is None else np.asarray(weights, dtype=float)[ok]
+        if not ok.all():
+            codes, v = codes[ok], v[ok]
+            weights = None if weights is None else np.asarray(weights, dtype=float)[ok]
+        c = codes
+        w = None if weights is None else np.asarray(weights, dtype=float)
         n = np.bincount(c, minlength=n_groups).astype(np.int64)
-        tot = np.bincount(c, weights=w, minlength=n_groups)
+        tot = n.astype(float) if w is None else np.bincount(c, weights=w, minlength=n_groups)
         cols = range(v.shape[1])
+        wv = v if w is None else w[:, None] * v
         with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.column_stack([np.bincount(c, weights=w * v[:, j], minlength=n_groups) for j in cols])
+            mean = np.column_stack([np.bincount(c, weights=wv[:, j], minlength=n_groups) for j in cols])
             mean = np.where(tot[:, None] > 0, mean / np.where(tot > 0, tot, 1.0)[:, None], 0.0)
+        w2 = np.ones(c.size) if w is None else w ** 2
+        s2 = n.astype(float) if w is None else np.bincount(c, weights=w2, minlength=n_groups)
+        if not spread:
+            nan = np.full(mean.shape, np.nan)
+            return cls(n, tot, mean, nan, nan.copy(), s2)
+        with np.errstate(invalid="ignore"):
             dev = v - mean[c]
-        w2 = w ** 2
         q = np.column_stack([np.bincount(c, weights=w2 * dev[:, j] ** 2, minlength=n_groups) for j in cols])
         s1 = np.column_stack([np.bincount(c, weights=w2 * dev[:, j], minlength=n_groups) for j in cols])
-        return cls(n, tot, mean, q, s1, np.bincount(c, weights=w2, minlength=n_groups))
+        return cls(n, tot, mean, q, s1, s2)
 
     def merge(self, other: "WMoments") -> "WMoments":
         w = self.w + other.w
@@ -141,7 +152,7 @@ class RowSums:
 
     @classmethod
     def of(cls, values: np.ndarray, jacobian: np.ndarray | None, codes: np.ndarray, n_groups: int,
-           weights: np.ndarray | None = None, vcov: np.ndarray | None = None) -> "RowSums":
+           weights: np.ndarray | None = None, vcov: np.ndarray | None = None, spread: bool = True) -> "RowSums":
         """Of rows with values (n, c) and Jacobians (n, c, k), or a list of c (n, k) Jacobians (no copy into one
         array), or None; ``codes`` their groups (-1: unused)."""
         from scipy import sparse
@@ -161,7 +172,7 @@ class RowSums:
                 S = sparse.csr_matrix((w, (codes[used], used)), shape=(n_groups, codes.size))
                 sums = [np.asarray(S @ np.asarray(J, dtype=float)) for J in cols]
             jac = np.stack(sums, axis=1)
-        return cls(WMoments.of(v, codes, weights, n_groups), jac, vcov)
+        return cls(WMoments.of(v, codes, weights, n_groups, spread), jac, vcov)
 
     def merge(self, other: "RowSums") -> "RowSums":
         jac = None if self.jacobian is None or other.jacobian is None else self.jacobian + other.jacobian

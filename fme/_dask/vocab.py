@@ -69,18 +69,18 @@ def _tree(items: list) -> Any:
 
 
 def _chunk_sums(part: pd.DataFrame, quantity: RowQuantity, method: str, groups: GroupSpec | None,
-                n_groups: int) -> RowSums | None:
+                n_groups: int, spread: bool = True) -> RowSums | None:
     if len(part) == 0:
         return None
     values, jac, vcov = quantity.rows(part, None, method)
-    return RowSums.of(values, jac, _codes(part, groups), n_groups, None, vcov)
+    return RowSums.of(values, jac, _codes(part, groups), n_groups, None, vcov, spread)
 
 
 def _chunk_refits(part: pd.DataFrame, quantity: RowQuantity, models: list, groups: GroupSpec | None,
                   n_groups: int) -> RowSums | None:
     if len(part) == 0:
         return None
-    return RowSums.of(model_values(quantity, part, models), None, _codes(part, groups), n_groups)
+    return RowSums.of(model_values(quantity, part, models), None, _codes(part, groups), n_groups, spread=False)
 
 
 def average_dask(model: Any, data: Any, quantity: RowQuantity, method: str, groups: GroupSpec | None,
@@ -96,7 +96,8 @@ def average_dask(model: Any, data: Any, quantity: RowQuantity, method: str, grou
     n_groups = 1 if groups is None else groups.n_groups
     parts = data.to_delayed()
     base = "delta" if method == "delta" else "sample"
-    sums = _tree([delayed(_chunk_sums)(p, quantity, base, groups, n_groups) for p in parts]).compute()
+    spread = method == "sample"  # the spread over the rows only for the fixed-model interval
+    sums = _tree([delayed(_chunk_sums)(p, quantity, base, groups, n_groups, spread) for p in parts]).compute()
     counts = sums.moments.n.copy()
     if method != "bootstrap":
         return estimates_of(quantity, sums, method), counts
@@ -122,11 +123,11 @@ def _stepped(part: pd.DataFrame, batch: Any, plan: Any) -> tuple:
 
 
 def _comparison_hook(part: pd.DataFrame, batch: Any, plan: Any, quantity: RowQuantity, method: str,
-                     groups: GroupSpec | None, n_groups: int) -> RowSums | None:
+                     groups: GroupSpec | None, n_groups: int, spread: bool = True) -> RowSums | None:
     if batch.cand.size == 0:
         return None
     values, jac, vcov = quantity.rows(_stepped(part, batch, plan), None, method)
-    return RowSums.of(values, jac, _codes(part, groups)[batch.cand], n_groups, None, vcov)
+    return RowSums.of(values, jac, _codes(part, groups)[batch.cand], n_groups, None, vcov, spread)
 
 
 def _comparison_refits(part: pd.DataFrame, plan: Any, quantity: RowQuantity, models: list,
@@ -137,7 +138,8 @@ def _comparison_refits(part: pd.DataFrame, plan: Any, quantity: RowQuantity, mod
     if batch.cand.size == 0:
         return None
     piece = _stepped(part, batch, plan)
-    return RowSums.of(model_values(quantity, piece, models), None, _codes(part, groups)[batch.cand], n_groups)
+    return RowSums.of(model_values(quantity, piece, models), None, _codes(part, groups)[batch.cand], n_groups,
+                      spread=False)
 
 
 def comparisons_dask(model: Any, data: Any, steps: Any, options: FMEOptions, quantity: RowQuantity, method: str,
@@ -151,7 +153,8 @@ def comparisons_dask(model: Any, data: Any, steps: Any, options: FMEOptions, qua
 
     n_groups = 1 if groups is None else groups.n_groups
     base = "delta" if method == "delta" else "sample"
-    hook = partial(_comparison_hook, quantity=quantity, method=base, groups=groups, n_groups=n_groups)
+    hook = partial(_comparison_hook, quantity=quantity, method=base, groups=groups, n_groups=n_groups,
+                   spread=method == "sample")
     res = fme_dask(model, data, steps, options.replace(inference="sample", bootstrap=None), extra=hook)
     sums = res.summary_data.extra
     counts = sums.moments.n.copy()
