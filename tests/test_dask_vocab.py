@@ -115,6 +115,11 @@ def test_weighted_ame_equals_pandas(which, data, logit, forest):
         b = fme.ame(model, D, {"x": 1.0, "w": 1.0}, wts="k", by=by, **kw)
         _same(b, a, est="ame")
         _same(fme.hypotheses(b, "b1 - b2 = 0"), fme.hypotheses(a, "b1 - b2 = 0"))
+    if which == "logit":  # categorical levels, observation-wise and classic (all levels in one pass)
+        for categorical in ("observation", "classic"):
+            a = fme.ame(model, frame, {"g": None}, wts="k", categorical=categorical)
+            b = fme.ame(model, D, {"g": None}, wts="k", categorical=categorical)
+            _same(b, a, est="ame")
     # weights change the estimate (a check that they are used at all)
     plain = fme.ame(model, D, {"x": 1.0}, **kw)
     assert abs(plain["ame"].iloc[0] - b["ame"].iloc[0]) > 1e-6

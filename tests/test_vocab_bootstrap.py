@@ -148,5 +148,12 @@ def test_dask_bootstrap_equals_pandas(setup):
             assert (b["inference"] == "bootstrap").all()
             for c in ("estimate", "std_error", "conf_low", "conf_high"):
                 np.testing.assert_allclose(b[c], a[c], rtol=1e-10, err_msg=c)
+        # weighted AMEs by group: each refit's weighted sums per chunk
+        k = pd.Series(np.arange(len(X)) % 3 + 1.0, index=X.index)
+        a = fme.ame(clf, data.assign(k=k), {"x": 0.5}, by="g", wts="k", target_class=1, bootstrap=small)
+        b = fme.ame(clf, dd.from_pandas(data.assign(k=k), npartitions=3, sort=False), {"x": 0.5}, by="g", wts="k",
+                    target_class=1, bootstrap=small)
+        for c in ("ame", "std_error", "conf_low", "conf_high"):
+            np.testing.assert_allclose(b[c], a[c], rtol=1e-10, err_msg=c)
         with pytest.raises(fme.ParameterError, match="per-row bootstrap"):
             fme.predictions(clf, D, target_class=1, bootstrap=small)
