@@ -155,5 +155,10 @@ def test_dask_bootstrap_equals_pandas(setup):
                     target_class=1, bootstrap=small)
         for c in ("ame", "std_error", "conf_low", "conf_high"):
             np.testing.assert_allclose(b[c], a[c], rtol=1e-10, err_msg=c)
+        # a hypothesis over the groups' rows: the refits' joint draws, the same on both
+        ha, hb = fme.hypotheses(a, "b1 - b2 = 0"), fme.hypotheses(b, "b1 - b2 = 0")
+        assert ha["inference"].iloc[0] == "bootstrap"
+        for c in ("estimate", "std_error", "conf_low", "conf_high"):
+            np.testing.assert_allclose(hb[c], ha[c], rtol=1e-9, err_msg=c)
         with pytest.raises(fme.ParameterError, match="per-row bootstrap"):
             fme.predictions(clf, D, target_class=1, bootstrap=small)
