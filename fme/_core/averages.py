@@ -5,8 +5,8 @@
 its quantity by a :class:`RowQuantity`:
 
 * ``rows(piece, refit, method) -> (values (n, c), jacobian (n, c, k) or None, vcov or None)``: the per-row
-  values under the fitted model (``refit`` None) or a refitted one of a piece of data (the whole frame in memory, one chunk on Dask), with their
-  Jacobians in the model's parameters for ``method='delta'``;
+  values under the fitted model (``refit`` None) or a refitted one of a piece of data (the whole frame in
+  memory, one chunk on Dask), with their Jacobians in the model's parameters for ``method='delta'``;
 * ``finish(means (G, c), mean_jacobian (G, c, k) or None) -> (estimate (G,), gradient (G, k) or None)``: the
   quantity as a function of the groups' means (None: the mean of the one column; the ``...avg`` comparison
   scales: a function of the means of f(x + h) and f(x)).
@@ -60,29 +60,25 @@ def estimates_of(quantity: RowQuantity, sums: RowSums, method: str) -> Estimates
         return Estimates("delta", est, grad=grad, vcov=sums.vcov)
     m = sums.moments
     c = m.mean.shape[1]
-    return Estimates("sample", m.mean.T.reshape(-1), se=m.se().T.reshape(-1), df=np.tile(np.maximum(m.n - 1.0, 1.0), c))
+    return Estimates("sample", m.mean.T.reshape(-1), se=m.se().T.reshape(-1),
+                     df=np.tile(np.maximum(m.n - 1.0, 1.0), c))
 
 
 def model_values(quantity: RowQuantity, piece: Any, models: Sequence[Any]) -> np.ndarray:
     """The per-row values of each model side by side (n, c * len(models)); a model whose prediction fails
     gives NaN columns (that refit is then left out and counted as failed, as in :mod:`fme.inference._bootstrap`)."""
-    cols = []
+    cols: list[np.ndarray | None] = []
     for model in models:
         try:
-            values = np.asarray(quantity.rows(piece, model, "sample")[0], dtype=float)
-        except Exception as exc:  # noqa: BLE001 - a failed refit prediction: counted, never silently dropped
-            values = exc
-        cols.append(values)
-    shape = next((c.shape for c in cols if isinstance(c, np.ndarray)), None)
-    if shape is None:
-        return np.full((0 if piece is None else _length(piece), len(models)), np.nan)
-    out = [c.reshape(shape[0], -1) if isinstance(c, np.ndarray) else np.full((shape[0], int(np.prod(shape[1:]))),
-                                                                              np.nan) for c in cols]
-    return np.hstack(out)
-
-
-def _length(piece: Any) -> int:
-    return len(piece[0]) if isinstance(piece, tuple) else len(piece)
+            v = np.asarray(quantity.rows(piece, model, "sample")[0], dtype=float)
+            cols.append(v.reshape(v.shape[0], -1))
+        except Exception:  # noqa: BLE001 - a failed refit prediction: counted below, never silently dropped
+            cols.append(None)
+    shape = next((c.shape for c in cols if c is not None), None)
+    if shape is None:  # every refit failed here: the fitted model's values give the shape of the NaN columns
+        v = np.asarray(quantity.rows(piece, None, "sample")[0], dtype=float)
+        shape = v.reshape(v.shape[0], -1).shape
+    return np.hstack([np.full(shape, np.nan) if c is None else c for c in cols])
 
 
 def refit_draws(model: Any, spec: dict, evaluate: Callable[[list], np.ndarray]) -> tuple[np.ndarray, dict]:

@@ -5,7 +5,12 @@ rules, observation-wise categorical levels; classic categorical levels, all
 of a feature's levels in one pass, :mod:`fme._dask.classic`; delta,
 bootstrap (one seed for every row) and sample inference; ``by`` groups and
 their pairwise differences from per-group sums of the same pass,
-:mod:`fme._dask.groups`). The cAMEs of Dask data are in :mod:`fme._dask.came`.
+:mod:`fme._dask.groups`; with ``wts=`` weighted sums beside them, one group of
+all rows without ``by``). The table keeps the joint uncertainty of its rows
+(``attrs["estimates"]``: delta gradients from the Jacobian sums, the refits'
+draws, or the groups' fixed-model SEs), so :func:`fme.hypotheses`,
+``hypothesis=``, ``equivalence=`` and ``multcomp=`` work as on pandas data.
+The cAMEs of Dask data are in :mod:`fme._dask.came`.
 """
 
 from __future__ import annotations

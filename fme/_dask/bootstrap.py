@@ -73,7 +73,8 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     """AME_b of every successful refit over the evaluated rows of the Dask ``data``; and info.
 
     ``n``: the number of evaluated rows, or with ``groups`` the array of each
-    group's (with weights, each group's sum of weights: the draws are weighted means); the groups' draws (groups x successful refits, 0 for a group
+    group's (with weights, each group's sum of weights: the draws are weighted
+    means); the groups' draws (groups x successful refits, 0 for a group
     without evaluated rows, as the pandas averaging matrix gives) are then
     ``info["group_draws"]``.
     """

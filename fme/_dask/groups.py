@@ -12,6 +12,11 @@ for exact quartiles). The bootstrap sums each refit's fMEs per group
 gradient Σ J / n_g and its bootstrap draw b Σ fME_b / n_g: the pandas figures
 up to rounding (~1e-15 relative).
 
+With ``wts=`` (a column of the data) each chunk also returns the groups'
+weighted sums (:class:`fme._core.summary.WMoments`, the weighted Jacobian sums,
+each refit's weighted sums), so the weighted AMEs and their uncertainty equal
+the pandas ones up to rounding; without ``by`` all rows are one group.
+
 Groups are the sorted distinct values of the ``by`` columns over all rows
 (a missing ``by`` value is a group of its own, last, as in the pandas path), found by one
 ``drop_duplicates`` reduction and ordered by the same pandas ``groupby`` as

@@ -23,6 +23,7 @@ import pandas as pd
 from .._core.averages import RowQuantity, bootstrap_of, draws_of_means, estimates_of, model_values, refit_draws
 from .._core.plan import FMEOptions
 from .._core.summary import RowSums
+from ..exceptions import DataError
 from ..inference._bootstrap import check_bootstrap
 from ..inference._estimates import Estimates
 from ..steps import apply_steps
@@ -98,6 +99,8 @@ def average_dask(model: Any, data: Any, quantity: RowQuantity, method: str, grou
     base = "delta" if method == "delta" else "sample"
     spread = method == "sample"  # the spread over the rows only for the fixed-model interval
     sums = _tree([delayed(_chunk_sums)(p, quantity, base, groups, n_groups, spread) for p in parts]).compute()
+    if sums is None:
+        raise DataError("`data` has no rows; pass a Dask DataFrame with rows.")
     counts = sums.moments.n.copy()
     if method != "bootstrap":
         return estimates_of(quantity, sums, method), counts
