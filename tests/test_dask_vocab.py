@@ -190,3 +190,26 @@ def test_avg_comparisons_equal_pandas(which, data, logit, forest):
     b = fme.ame(model, D, {"x": 0.5}, comparison="lnratio", extrapolation="envelope", reference_data=ref, **kw)
     assert a["n"].iloc[0] < len(frame)
     _same(b, a)
+
+
+def test_multinomial_outcomes_equal_pandas():
+    """statsmodels MNLogit (issue 24 item 6) on Dask data: one outcome's AMEs with a hypothesis, its average
+    slope, prediction and log risk ratio, delta SEs through the softmax's Jacobian, as on pandas data."""
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(6)
+    n = 600
+    d = pd.DataFrame({"x": rng.normal(size=n), "w": rng.normal(size=n)})
+    u = np.column_stack([np.zeros(n), 0.5 + d.x, -0.3 + 0.8 * d.w])
+    p = np.exp(u) / np.exp(u).sum(1, keepdims=True)
+    d["y"] = (p.cumsum(1) < rng.uniform(size=(n, 1))).sum(1)
+    m = smf.mnlogit("y ~ x + w", data=d).fit(disp=0)
+    D = _dd(d, 3)
+    for outcome in (0, 2):
+        kw = {"target_class": outcome}
+        _same(fme.ame(m, D, {"x": 1.0, "w": 1.0}, hypothesis="b1 - b2 = 0", **kw),
+              fme.ame(m, d, {"x": 1.0, "w": 1.0}, hypothesis="b1 - b2 = 0", **kw))
+        _same(fme.avg_slopes(m, D, "x", **kw), fme.avg_slopes(m, d, "x", **kw))
+        _same(fme.avg_predictions(m, D, **kw), fme.avg_predictions(m, d, **kw))
+        _same(fme.avg_comparisons(m, D, {"w": 0.5}, comparison="lnratio", **kw),
+              fme.avg_comparisons(m, d, {"w": 0.5}, comparison="lnratio", **kw))
