@@ -91,8 +91,9 @@ def _prediction_table(piece: pd.DataFrame, method: str, quantity: RowQuantity, m
         table = Estimates("delta", f, grad=jac[:, 0, :], vcov=V).table(conf_level)
         table["inference"] = label
     elif method == "bootstrap":
+        errors: list[str] = []
         draws, info = refit_draws(model, check_bootstrap(bootstrap, model),
-                                  lambda models: model_values(quantity, piece, models))
+                                  lambda models: model_values(quantity, piece, models, errors), np.isfinite(f), errors)
         table = bootstrap_of(f, draws, info).table(conf_level)
     else:
         table = pd.DataFrame({c: np.nan for c in INFERENCE_COLUMNS}, index=range(len(f)))

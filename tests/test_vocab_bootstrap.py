@@ -162,3 +162,40 @@ def test_dask_bootstrap_equals_pandas(setup):
             np.testing.assert_allclose(hb[c], ha[c], rtol=1e-9, err_msg=c)
         with pytest.raises(fme.ParameterError, match="per-row bootstrap"):
             fme.predictions(clf, D, target_class=1, bootstrap=small)
+
+
+class _Flaky:
+    """A least-squares regressor whose prediction fails when its training rows hold an odd number of distinct
+    index labels: some refits fail, deterministically per resample."""
+
+    def get_params(self, deep=True):
+        return {}
+
+    def set_params(self, **params):
+        return self
+
+    def fit(self, X, y):
+        A = np.column_stack([np.ones(len(X)), np.asarray(X, dtype=float)])
+        self.coef_ = np.linalg.lstsq(A, np.asarray(y, dtype=float), rcond=None)[0]
+        self.bad_ = len(np.unique(np.asarray(X.index))) % 2 == 1
+        return self
+
+    def predict(self, X):
+        if self.bad_:
+            raise ValueError("flaky refit")
+        return np.column_stack([np.ones(len(X)), np.asarray(X, dtype=float)]) @ self.coef_
+
+
+def test_failed_refit_predictions_are_counted_and_named():
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame({"x": rng.normal(size=200)})
+    y = 1 + 2 * X["x"] + rng.normal(size=200)
+    model = _Flaky().fit(X, y)
+    spec = {"X": X, "y": y, "n_resamples": 30, "random_state": 2, "ci": "normal"}
+    seeds = np.random.SeedSequence(2).spawn(30)
+    odd = sum(len(np.unique(np.random.default_rng(s).integers(0, 200, 200))) % 2 == 1 for s in seeds)
+    assert 0 < odd < 28
+    with pytest.warns(fme.exceptions.BootstrapWarning, match="flaky refit"):
+        out = fme.avg_predictions(model, X, bootstrap=spec)
+    assert out.attrs["bootstrap"]["n_failed"] == odd and out.attrs["bootstrap"]["n_resamples"] == 30
+    assert out["estimate"].iloc[0] == pytest.approx(model.predict(X).mean(), rel=1e-12)

@@ -64,16 +64,19 @@ def estimates_of(quantity: RowQuantity, sums: RowSums, method: str) -> Estimates
                      df=np.tile(np.maximum(m.n - 1.0, 1.0), c))
 
 
-def model_values(quantity: RowQuantity, piece: Any, models: Sequence[Any]) -> np.ndarray:
+def model_values(quantity: RowQuantity, piece: Any, models: Sequence[Any], errors: list | None = None) -> np.ndarray:
     """The per-row values of each model side by side (n, c * len(models)); a model whose prediction fails
-    gives NaN columns (that refit is then left out and counted as failed, as in :mod:`fme.inference._bootstrap`)."""
+    gives NaN columns (that refit is then left out and counted as failed, as in :mod:`fme.inference._bootstrap`),
+    its message appended to ``errors`` when given."""
     cols: list[np.ndarray | None] = []
     for model in models:
         try:
             v = np.asarray(quantity.rows(piece, model, "sample")[0], dtype=float)
             cols.append(v.reshape(v.shape[0], -1))
-        except Exception:  # noqa: BLE001 - a failed refit prediction: counted below, never silently dropped
+        except Exception as exc:  # noqa: BLE001 - a failed refit prediction: counted, never silently dropped
             cols.append(None)
+            if errors is not None:
+                errors.append(f"{type(exc).__name__}: {exc}")
     shape = next((c.shape for c in cols if c is not None), None)
     if shape is None:  # every refit failed here: the fitted model's values give the shape of the NaN columns
         v = np.asarray(quantity.rows(piece, None, "sample")[0], dtype=float)
@@ -81,11 +84,13 @@ def model_values(quantity: RowQuantity, piece: Any, models: Sequence[Any]) -> np
     return np.hstack([np.full(shape, np.nan) if c is None else c for c in cols])
 
 
-def refit_draws(model: Any, spec: dict, evaluate: Callable[[list], np.ndarray]) -> tuple[np.ndarray, dict]:
+def refit_draws(model: Any, spec: dict, evaluate: Callable[[list], np.ndarray], defined: np.ndarray | None = None,
+                errors: list | None = None) -> tuple[np.ndarray, dict]:
     """Bootstrap draws of estimates: ``evaluate(models) -> (m, len(models))`` for each chunk of successful
     refits (:data:`REFIT_CHUNK` at a time: the same seeds, refit function and convergence checks as every
-    bootstrap of fme); a column with a NaN is a refit whose prediction failed. Returns the (m, B_ok) draws and
-    the refits' record (``n_resamples``, ``n_failed``, ``n_nonconverged``, ``errors``, ``ci``)."""
+    bootstrap of fme); a column with a NaN where the fitted model's estimate is ``defined`` is a refit whose
+    prediction failed (``errors``: the messages ``evaluate`` collected). Returns the (m, B_ok) draws and the
+    refits' record (``n_resamples``, ``n_failed``, ``n_nonconverged``, ``errors``, ``ci``)."""
     from .._utils.progress import progress_bar
 
     adapter, train, n_train = refit_setup(model, spec)
@@ -103,9 +108,12 @@ def refit_draws(model: Any, spec: dict, evaluate: Callable[[list], np.ndarray]) 
             columns.append(np.asarray(evaluate(models), dtype=float).reshape(-1, len(models)))
         del fits, models
     draws = np.hstack(columns) if columns else np.empty((0, 0))
-    ok = np.all(np.isfinite(draws), axis=0) if draws.size else np.zeros(draws.shape[1], dtype=bool)
+    # an estimate the fitted model leaves undefined (a ratio of an empty group's zeros) is undefined per refit too
+    must = np.ones(draws.shape[0], dtype=bool) if defined is None else np.asarray(defined, dtype=bool)
+    ok = np.all(np.isfinite(draws[must]), axis=0) if draws.size else np.zeros(draws.shape[1], dtype=bool)
+    messages = list(errors or []) + ["the prediction of a refitted model failed"]
     for _ in range(int((~ok).sum())):
-        tally.keep("prediction of a refitted model failed", None)
+        tally.keep(messages[0], None)
     n_failed = check_refits(B, int(ok.sum()), tally)
     info = {"n_resamples": B, "n_failed": n_failed, "n_nonconverged": tally.n_nonconverged,
             "errors": tuple(tally.errors), "ci": spec["ci"], "random_state": spec["random_state"],
@@ -138,10 +146,13 @@ def average_in_memory(quantity: RowQuantity, piece: Any, model: Any, method: str
         return estimates_of(quantity, sums, method)
     spec = check_bootstrap(bootstrap, model)
 
+    errors: list[str] = []
+
     def evaluate(models: list) -> np.ndarray:
-        many = model_values(quantity, piece, models)
+        many = model_values(quantity, piece, models, errors)
         return draws_of_means(quantity, RowSums.of(many, None, codes, n_groups, weights, spread=False).means,
                               len(models))
 
-    draws, info = refit_draws(model, spec, evaluate)
-    return bootstrap_of(quantity.of_means(sums.means, None)[0], draws, info)
+    estimate = quantity.of_means(sums.means, None)[0]
+    draws, info = refit_draws(model, spec, evaluate, np.isfinite(estimate), errors)
+    return bootstrap_of(estimate, draws, info)

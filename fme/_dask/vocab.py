@@ -111,8 +111,9 @@ def average_dask(model: Any, data: Any, quantity: RowQuantity, method: str, grou
                                      for p in parts]))[0]
         return draws_of_means(quantity, merged.means, len(models))
 
-    draws, info = refit_draws(model, spec, evaluate)
-    return bootstrap_of(quantity.of_means(sums.means, None)[0], draws, info), counts
+    estimate = quantity.of_means(sums.means, None)[0]
+    draws, info = refit_draws(model, spec, evaluate, np.isfinite(estimate))
+    return bootstrap_of(estimate, draws, info), counts
 
 
 # ----------------------------------------------------------------- comparisons: on the rows fme evaluates
@@ -174,8 +175,9 @@ def comparisons_dask(model: Any, data: Any, steps: Any, options: FMEOptions, qua
                                      for p in parts]))[0]
         return draws_of_means(quantity, merged.means, len(models))
 
-    draws, info = refit_draws(model, spec, evaluate)
-    return bootstrap_of(quantity.of_means(sums.means, None)[0], draws, info), counts, description
+    estimate = quantity.of_means(sums.means, None)[0]
+    draws, info = refit_draws(model, spec, evaluate, np.isfinite(estimate))
+    return bootstrap_of(estimate, draws, info), counts, description
 
 
 # ----------------------------------------------------------------- predictions: one row each, lazily
