@@ -37,12 +37,13 @@ from ._core.plan import FMEOptions
 from ._dask.vocab import comparisons_dask, dask_groups
 from ._utils.validation import check_conf_level, is_dask_collection
 from .exceptions import FeatureError, ParameterError
+from .inference._hypotheses import stack_estimates
 from .inference._methods import resolve_method
 from .inference._vcov import residual_df, with_vcov
 from .predictions import _by_codes, average_table, level_rows
 from .predictors import make_predictor
 
-__all__ = ["avg_comparisons", "COMPARISONS"]
+__all__ = ["avg_comparisons", "comparisons_by_step", "COMPARISONS"]
 
 _ROW = ("difference", "ratio", "lnratio", "lnor", "lift")
 COMPARISONS = _ROW + tuple(f"{c}avg" for c in _ROW)
@@ -161,3 +162,18 @@ def _finish_averages(means: np.ndarray, mean_jacobian: np.ndarray | None, *, kin
     if mean_jacobian is None:
         return value, None
     return value, d1[:, None] * mean_jacobian[:, 0, :] + d0[:, None] * mean_jacobian[:, 1, :]
+
+
+def comparisons_by_step(model: Any, data: Any, steps: Mapping[str, Any], *, bootstrap: Any = None,
+                        **kwargs: Any) -> pd.DataFrame:
+    """:func:`avg_comparisons` of each step of ``steps`` on its own (as :func:`fme.ame` evaluates each entry),
+    one table whose ``attrs["estimates"]`` keep the rows' joint uncertainty (for :func:`fme.hypotheses`): the
+    same parameter covariance, or under the bootstrap the same seeded refits for every step."""
+    if bootstrap is not None and dict(bootstrap).get("random_state") is None:
+        # one seed for every step: the same resamples, so the steps' draws are joint
+        bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
+    tables = [avg_comparisons(model, data, {f: v}, bootstrap=bootstrap, **kwargs) for f, v in steps.items()]
+    out = pd.concat(tables, ignore_index=True)
+    out.attrs = {"estimates": stack_estimates([t.attrs.get("estimates") for t in tables]),
+                 "estimates_index": list(out.index), "conf_level": tables[0].attrs.get("conf_level", 0.95)}
+    return out

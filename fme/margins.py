@@ -24,7 +24,7 @@ from ._core.plan import FMEOptions
 from ._core.results import stepped_frames
 from ._dask.ame import ame_dask
 from ._dask.margins import local_view
-from .comparisons import avg_comparisons
+from .comparisons import comparisons_by_step
 from .hypotheses import hypotheses, stack_estimates
 from .inference._estimates import (COVERS, INFERENCE_COLUMNS, Estimates, RowInference, pair_label, pairwise_matrix,
                                    undefined_where)
@@ -246,9 +246,11 @@ def ame(
     if comparison != "difference":
         if not isinstance(steps, Mapping) or not steps:
             raise StepError("comparison scales need steps={feature: step or level, ...}.")
-        return pd.concat([avg_comparisons(model, data, {f: v}, comparison=comparison, by=by, inference=inference,
-                                          bootstrap=bootstrap, conf_level=conf_level, vcov=vcov, df=df, **fme_kwargs)
-                          for f, v in steps.items()], ignore_index=True)
+        table = comparisons_by_step(model, data, steps, comparison=comparison, by=by, inference=inference,
+                                    bootstrap=bootstrap, conf_level=conf_level, vcov=vcov, df=df, **fme_kwargs)
+        # hypotheses on the table's rows as printed (by-groups too), with their joint uncertainty
+        return table if hypothesis is None and equivalence is None and multcomp is None else hypotheses(
+            table, hypothesis, equivalence=equivalence, multcomp=multcomp)
     # Validated once, on the rows (pandas) or on the Dask frame's _meta; the engine trusts what it is handed.
     model, delta_label = with_vcov(model, vcov)
     t_df = residual_df(model, df)
