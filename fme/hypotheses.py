@@ -18,29 +18,11 @@ import pandas as pd
 from ._utils.validation import check_conf_level
 from .exceptions import ParameterError
 from .inference._estimates import Estimates
+# stack_estimates lives with the other tests' types (the Dask engine stacks its rows too); re-exported here
 from .inference._hypotheses import (MULTCOMP, NAMED, adjust_pvalues, equivalence_columns, named_matrix,
-                                    parse_equation, transform)
+                                    parse_equation, stack_estimates, transform)
 
 __all__ = ["hypotheses", "stack_estimates"]
-
-
-def stack_estimates(parts: list[Estimates]) -> Estimates | None:
-    """One :class:`Estimates` of the rows of several (the table's rows in order); None when they do not
-    share one method (then no joint covariance is known)."""
-    parts = [p for p in parts if p is not None]
-    if not parts or len({p.method for p in parts}) != 1:
-        return None
-    est = np.concatenate([np.asarray(p.estimate, dtype=float) for p in parts])
-    method = parts[0].method
-    if method == "delta":
-        return Estimates("delta", est, grad=np.vstack([p.grad for p in parts]), vcov=parts[0].vcov)
-    if method == "bootstrap":
-        if len({p.draws.shape[1] for p in parts}) != 1:
-            return None
-        return Estimates("bootstrap", est, draws=np.vstack([p.draws for p in parts]), ci=parts[0].ci,
-                         n_failed=parts[0].n_failed, errors=parts[0].errors)
-    return Estimates("sample", est, se=np.concatenate([p.se for p in parts]),
-                     df=np.concatenate([p.df for p in parts]))
 
 
 def _estimates_of(result: Any) -> tuple[Estimates, list[str], np.ndarray, float]:
@@ -50,8 +32,8 @@ def _estimates_of(result: Any) -> tuple[Estimates, list[str], np.ndarray, float]
         if est is None:
             raise ParameterError(
                 "this frame keeps no joint covariance of its rows (attrs['estimates']); pass the frame that "
-                "fme.ame returned for pandas data (not a copy made by selecting rows or columns; tables of Dask data "
-                "do not keep it yet), an FMEResult or a PartitionResult.")
+                "fme.ame returned (not a copy made by selecting rows or columns), an FMEResult or a "
+                "PartitionResult.")
         index = result.attrs.get("estimates_index")
         if index is None or len(index) != len(result) or list(result.index) != list(index) or (
                 "ame" in result.columns and not np.allclose(result["ame"].to_numpy(dtype=float), est.estimate,

@@ -24,7 +24,7 @@ from ._core.plan import FMEOptions
 from ._core.results import stepped_frames
 from ._dask.ame import ame_dask
 from ._dask.margins import local_view
-from .comparisons import avg_comparisons
+from .comparisons import comparisons_by_step
 from .hypotheses import hypotheses, stack_estimates
 from .inference._estimates import (COVERS, INFERENCE_COLUMNS, Estimates, RowInference, pair_label, pairwise_matrix,
                                    undefined_where)
@@ -199,7 +199,7 @@ def ame(
     comparison : str, default='difference'
         The paper's fME compares on the difference scale; ``'ratio'``, ``'lnratio'``, ``'lnor'``,
         ``'lift'`` and their ``...avg`` forms return :func:`fme.avg_comparisons` of each step (pandas
-        data; the NLM and cAMEs stay on the difference scale).
+        or Dask data, delta, bootstrap or sample; the NLM and cAMEs stay on the difference scale).
     bootstrap : dict, optional
         Training data and options of the refits (:mod:`fme.inference._bootstrap`); all
         rows of the table share the same refits.
@@ -214,9 +214,9 @@ def ame(
         data both work; classic evaluates all levels of a feature in one pass
         (:mod:`fme._dask.classic`).
     wts : str or array, optional
-        Weights of the rows (a column of ``data`` or one number per row; survey or frequency weights): each
-        AME (and ``by`` group, hypothesis) is the weighted mean of the rows' fMEs, with delta (weighted mean
-        of the Jacobian rows), bootstrap (each refit's weighted mean) or fixed-model inference
+        Weights of the rows (a column of ``data``; for pandas data also one number per row; survey or frequency
+        weights): each AME (and ``by`` group, hypothesis) is the weighted mean of the rows' fMEs, with delta
+        (weighted mean of the Jacobian rows), bootstrap (each refit's weighted mean) or fixed-model inference
         (the weighted mean's standard error with the weights held fixed). ``sd``, ``q25``, ``q75`` stay
         the unweighted spread of the fMEs.
     by_missing : {'group', 'raise'}, default='group'
@@ -240,14 +240,17 @@ def ame(
         the distinct ``errors`` of the failed ones (also warned about). For a model with an exposure or
         offset, ``attrs['scale']`` says which was used (see ``exposure`` in :func:`fme.fme`).
     """
-    if wts is not None and (comparison != "difference" or is_dask_collection(data)):
-        raise ParameterError("wts= works with comparison='difference' on pandas data (for now).")
+    if wts is not None and comparison != "difference":
+        raise ParameterError("wts= works with comparison='difference'; weight the rows of fme.avg_comparisons "
+                             "by passing them repeated (frequency weights), or use the difference scale.")
     if comparison != "difference":
         if not isinstance(steps, Mapping) or not steps:
             raise StepError("comparison scales need steps={feature: step or level, ...}.")
-        return pd.concat([avg_comparisons(model, data, {f: v}, comparison=comparison, by=by, inference=inference,
-                                          conf_level=conf_level, vcov=vcov, df=df, **fme_kwargs)
-                          for f, v in steps.items()], ignore_index=True)
+        table = comparisons_by_step(model, data, steps, comparison=comparison, by=by, inference=inference,
+                                    bootstrap=bootstrap, conf_level=conf_level, vcov=vcov, df=df, **fme_kwargs)
+        # hypotheses on the table's rows as printed (by-groups too), with their joint uncertainty
+        return table if hypothesis is None and equivalence is None and multcomp is None else hypotheses(
+            table, hypothesis, equivalence=equivalence, multcomp=multcomp)
     # Validated once, on the rows (pandas) or on the Dask frame's _meta; the engine trusts what it is handed.
     model, delta_label = with_vcov(model, vcov)
     t_df = residual_df(model, df)
@@ -267,10 +270,6 @@ def ame(
     if isinstance(hypothesis, str) and not by_pairs and hypothesis not in NAMED and "=" not in hypothesis:
         raise ParameterError(f"hypothesis must be None, 'pairwise' (by-groups), one of {NAMED} (the table's rows), "
                              f"an equation such as 'b1 - b2 = 0' or a matrix of contrast weights; got {hypothesis!r}.")
-    if (not by_pairs or equivalence is not None or multcomp is not None) and is_dask_collection(data):
-        raise ParameterError("hypothesis must be None or 'pairwise' on Dask data, without equivalence= or multcomp=: "
-                             "tables of Dask data do not keep the joint covariance of their rows yet; compute the "
-                             "table on a pandas sample, or test by-group pairs with hypothesis='pairwise'.")
     if not by_pairs or equivalence is not None or multcomp is not None:
         table = ame(model, data, steps, inference=inference, by=by, hypothesis=hypothesis if by_pairs else None,
                     bootstrap=bootstrap, conf_level=conf_level, features=features, categorical=categorical,
@@ -300,10 +299,13 @@ def ame(
         if feature not in frame.columns:
             raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
     if on_dask:
+        if wts is not None and (not isinstance(wts, str) or wts not in frame.columns):
+            raise FeatureError(f"on Dask data wts= names a column of the data (an array cannot follow the chunks); "
+                               f"got {wts!r}: add the weights as a column and pass its name.")
         options = FMEOptions.from_kwargs({**fme_kwargs, "exposure": exposure, "offset": offset}, "fme.ame")
         return ame_dask(model, data, steps, method=method, by_cols=by_cols, by_missing=by_missing, hypothesis=hypothesis,
                         bootstrap=bootstrap, conf_level=conf_level, categorical=categorical, columns=_AME_COLUMNS,
-                        options=options)
+                        options=options, t_df=t_df, delta_label=delta_label, wts=wts)
     data = frame
     if by_cols and by_missing == "raise":
         check_by_missing({c: int(data[c].isna().sum()) for c in by_cols}, len(data))

@@ -9,15 +9,16 @@ expect: per row the partial derivative of the prediction in ``variable`` by a ce
 (marginaleffects' default step; the central difference's error is O(eps^2)), transformed to
 ``eyex`` = dydx x / y, ``eydx`` = dydx / y or ``dyex`` = dydx x, and averaged over the rows (or ``by``
 groups). Uncertainty: the delta method (the difference quotient's Jacobian rows, and for ``ey..`` the
-prediction's own Jacobian), the bootstrap (``dydx``, ``dyex``: the same refits as fME's), or the spread
-over the rows with the model held fixed (``sample``).
+prediction's own Jacobian), the bootstrap (every slope type: each refit's average slopes on the same rows,
+:mod:`fme._core.averages`), or the spread over the rows with the model held fixed (``sample``). Pandas or Dask
+data (the rows' sums chunk by chunk, :mod:`fme._dask.vocab`).
 """
 
 from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,10 +28,12 @@ from ._adapters import model_frame
 from ._utils.validation import (check_conf_level, check_data, check_feature_name, check_single_output,
                                 is_categorical, is_dask_collection, is_numeric)
 from .exceptions import DataError, FeatureError, ParameterError, StepError
-from .inference._estimates import INFERENCE_COLUMNS, RowInference, sample_inference
+from ._core.averages import RowQuantity, average_in_memory
+from ._dask.vocab import average_dask, column_range, dask_groups
+from .inference._delta import evaluate_with_jacobian
 from .inference._methods import compute_rows, resolve_method
 from .inference._vcov import residual_df, with_vcov
-from .predictions import _by_codes, delta_table, level_rows
+from .predictions import _by_codes, _by_columns, average_table, level_rows
 from .predictors import make_predictor
 
 __all__ = ["avg_slopes", "dme", "SLOPES"]
@@ -66,70 +69,95 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
     """
     if slope not in SLOPES:
         raise ParameterError(f"slope must be one of {SLOPES}, got {slope!r}.")
-    if is_dask_collection(data):
-        raise ParameterError("avg_slopes takes a pandas frame; use fme.ame(..., steps) for Dask data.")
     model, delta_label = with_vcov(model, vcov)
     t_df = residual_df(model, df)
-    data = model_frame(model, check_data(data))
+    on_dask = is_dask_collection(data)
+    # validated on the rows, or on the Dask frame's _meta (the engine sums the rows chunk by chunk)
+    frame = model_frame(model, data._meta if on_dask else check_data(data))
     conf_level = check_conf_level(conf_level)
     predictor = make_predictor(model, target_class)
     if predictor.output_names is not None:
         raise ParameterError("avg_slopes works on one output; pass one class (target_class=<label>).")
     method = resolve_method(inference, model, bootstrap)
-    if method == "bootstrap" and slope in ("eyex", "eydx"):
-        raise ParameterError(f"slope={slope!r} divides by the prediction, which the bootstrap refits do not keep; "
-                             "use inference='delta' (models with a parameter covariance) or 'sample'.")
     if variables is None:
-        names = predictor.feature_names or list(data.columns)
-        variables = [v for v in names if v in data.columns and not is_categorical(data[v])]
+        names = predictor.feature_names or list(frame.columns)
+        variables = [v for v in names if v in frame.columns and not is_categorical(frame[v])]
     elif isinstance(variables, str):
         variables = [variables]
     for v in variables:
-        if v not in data.columns:
+        if v not in frame.columns:
             raise FeatureError(f"unknown variable {v!r}: not a column of the data.")
-        if is_categorical(data[v]):
+        if is_categorical(frame[v]):
             raise FeatureError(f"variable {v!r} is categorical: it has no derivative; use fme.ame(model, data, "
                                f"{{{v!r}: None}}) for the effect of each level.")
-    codes, keys, by_cols = _by_codes(data, by)
-    X = predictor.select(data)
-    f = None
-    rows_out = []
+    steps = []
     for v in variables:
-        x = data[v].to_numpy(dtype=float)
-        step = float(eps) if eps is not None else 1e-4 * float(np.nanmax(x) - np.nanmin(x))
+        if eps is None:
+            # marginaleffects' default: 1e-4 of the variable's range over all rows (one reduction on Dask data)
+            span = column_range(data, v) if on_dask else float(np.nanmax(frame[v].to_numpy(dtype=float))
+                                                               - np.nanmin(frame[v].to_numpy(dtype=float)))
+        step = float(eps) if eps is not None else 1e-4 * span
         if not np.isfinite(step) or step <= 0:
             raise ParameterError(f"eps must be a positive number (the range of {v!r} is 0: pass eps=...).")
-        lo, hi = X.assign(**{v: X[v] - step / 2}), X.assign(**{v: X[v] + step / 2})
-        both = predictor(pd.concat([lo, hi], ignore_index=True), stage=f"f(x -+ eps/2) of {v}")
-        s = (both[len(X):] - both[:len(X)]) / step
-        if slope in ("eyex", "eydx") and f is None:
-            f = predictor(X, stage="f(x)")
-        g = {"dydx": s, "dyex": s * x, "eydx": None if f is None else s / f,
-             "eyex": None if f is None else s * x / f}[slope]
-        if method == "sample":
-            inf = sample_inference(g)
-        elif method == "delta" and slope in ("eyex", "eydx"):
-            d = compute_rows("delta", model, [(lo, hi)], [s * step], target_class=target_class)[0]
-            f0, jf, vcov = level_rows(model, X, target_class)
-            js = d.jacobian / step
-            jac = js / f0[:, None] - (s / f0 ** 2)[:, None] * jf
-            if slope == "eyex":
-                jac = jac * x[:, None]
-            inf = RowInference("delta", g, jacobian=jac, vcov=vcov)
-        else:
-            d = compute_rows(method, model, [(lo, hi)], [s * step], bootstrap=bootstrap, target_class=target_class)[0]
-            scale = (1.0 / step) * (x if slope == "dyex" else 1.0)
-            if method == "delta":
-                inf = replace(d, values=g, jacobian=d.jacobian * np.asarray(scale).reshape(-1, 1))
-            else:
-                inf = replace(d, values=g, draws=np.asarray(d.draws) * np.asarray(scale).reshape(-1, 1))
-        est, table = delta_table(inf.average(codes, len(keys)), t_df, delta_label, conf_level)
+        steps.append(step)
+    # every variable in one pass over the rows (and one set of refits): one column of values each
+    quantity = RowQuantity(partial(_slope_values, model=model, predictor=predictor, variables=tuple(variables),
+                                   steps=tuple(steps), slope=slope, target_class=target_class))
+    if on_dask:
+        by_cols = _by_columns(frame, by)
+        groups, keys = dask_groups(data, by_cols)
+        est, counts = average_dask(model, data, quantity, method, groups, bootstrap)
+    else:
+        codes, keys, by_cols = _by_codes(frame, by)
+        est = average_in_memory(quantity, frame, model, method, codes, len(keys), None, bootstrap)
         counts = np.bincount(codes[codes >= 0], minlength=len(keys))
-        for k in range(len(keys)):
-            rows_out.append({"term": v, **{c: keys[c].iloc[k] for c in by_cols}, "slope": slope,
-                             "estimate": float(est.estimate[k]), **table.iloc[k][INFERENCE_COLUMNS].to_dict(),
-                             "n": int(counts[k])})
-    return pd.DataFrame(rows_out)
+    k = len(variables)
+    out = average_table(est, pd.concat([keys[by_cols]] * k, ignore_index=True), np.tile(counts, k), t_df,
+                        delta_label, conf_level)
+    out.insert(0, "term", np.repeat(np.asarray(variables, dtype=object), len(keys)))
+    out.insert(1 + len(by_cols), "slope", slope)
+    return out
+
+
+def _slope_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, predictor: Any, variables: tuple,
+                  steps: tuple, slope: str, target_class: Any) -> tuple:
+    """Per-row slopes of each variable (one column each) on a piece of the model's frame, under the fitted model
+    (``refit`` None; with their Jacobians for ``delta``) or a refitted one (module docstring)."""
+    X = predictor.select(piece)
+    p = predictor if refit is None else make_predictor(refit, target_class)
+    delta = refit is None and method == "delta"
+    n = len(X)
+    f = f0 = jf = vcov = None
+    if slope in ("eyex", "eydx"):
+        if delta:  # f(x) and its Jacobian from one design matrix
+            f0, jf, vcov = level_rows(model, X, target_class)
+            f = f0
+        else:
+            f = p(X, stage="f(x)")
+    values, jacs = [], []
+    for v, step in zip(variables, steps):
+        x = piece[v].to_numpy(dtype=float)
+        lo, hi = X.assign(**{v: X[v] - step / 2}), X.assign(**{v: X[v] + step / 2})
+        # statsmodels GLM-type models: both predictions and the difference's Jacobian from one design matrix
+        # per point set (no separate predict); other models predict, then differentiate
+        fast = evaluate_with_jacobian(model, lo, hi) if delta else None
+        if fast is None:
+            both = p(pd.concat([lo, hi], ignore_index=True), stage=f"f(x -+ eps/2) of {v}")
+            s = (both[n:] - both[:n]) / step
+        else:
+            s = (fast[1] - fast[0]) / step
+        values.append({"dydx": s, "dyex": s * x, "eydx": s / f if f is not None else None,
+                       "eyex": s * x / f if f is not None else None}[slope])
+        if not delta:
+            continue
+        d = fast[2] if fast is not None else compute_rows("delta", model, [(lo, hi)], [s * step],
+                                                          target_class=target_class)[0]
+        js, vcov = d.jacobian / step, d.vcov
+        if slope in ("eyex", "eydx"):
+            # d (s / f) = ds / f - s / f^2 df, with f's own Jacobian
+            js = js / f0[:, None] - (s / f0 ** 2)[:, None] * jf
+        jacs.append(js * x[:, None] if slope in ("eyex", "dyex") else js)
+    return np.column_stack(values), np.stack(jacs, axis=1) if delta else None, vcov
 
 
 def dme(

@@ -95,3 +95,16 @@ def test_sample_inference_and_refusals():
         fme.avg_comparisons(clf, X, {"x": 1.0}, comparison="ratioavg", target_class=1)
     with pytest.raises(fme.ParameterError, match="comparison must be"):
         fme.avg_comparisons(clf, X, {"x": 1.0}, comparison="odds", target_class=1)
+
+
+def test_ame_comparison_rows_keep_their_joint_covariance(logit):
+    m, d = logit
+    table = fme.ame(m, d, {"x": 1.0, "w": 1.0}, comparison="lnratio")
+    a = fme.avg_comparisons(m, d, {"x": 1.0}, comparison="lnratio").attrs["estimates"]
+    b = fme.avg_comparisons(m, d, {"w": 1.0}, comparison="lnratio").attrs["estimates"]
+    g = a.grad[0] - b.grad[0]   # the difference's gradient: both rows share the model's covariance
+    out = fme.ame(m, d, {"x": 1.0, "w": 1.0}, comparison="lnratio", hypothesis="b1 - b2 = 0").iloc[0]
+    assert out["estimate"] == pytest.approx(table["estimate"].iloc[0] - table["estimate"].iloc[1], rel=1e-10)
+    assert out["std_error"] == pytest.approx(np.sqrt(g @ a.vcov @ g), rel=1e-6)
+    eq = fme.ame(m, d, {"x": 1.0}, comparison="lnratio", equivalence=[-1.0, 1.0])
+    assert eq["p_value_equiv"].iloc[0] < 0.05

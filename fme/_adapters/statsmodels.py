@@ -39,6 +39,10 @@ def is_statsmodels_results(model: Any) -> bool:
     return hasattr(model, "model") and hasattr(model, "params") and hasattr(model, "predict")
 
 
+#: Rows on which the analytic mean mu(x'beta + offset) is checked against the model's own predict.
+_CHECK_ROWS = 2048
+
+
 def design_matrix(results: Any, frame: pd.DataFrame) -> np.ndarray:
     """The design matrix statsmodels' own ``results.predict(frame)`` would use."""
     exog, _ = results._transform_predict_exog(frame, transform=True)
@@ -365,20 +369,25 @@ class StatsmodelsAdapter(ModelAdapter):
 
     def level_jacobian(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """f(X) as ``results.model.predict(params, design, offset)`` and its Jacobian: analytic
-        mu'(x'beta + offset) x for the means fme knows, central differences otherwise."""
+        mu'(x'beta + offset) x for the means fme knows (f = mu(x'beta + offset), checked against the model's
+        own predict on the first rows: one mean function for all rows, so a wrong one shows there), central
+        differences otherwise."""
         if self._outcomes() is not None:
             (f,), jac, vcov = self._multinomial_jacobian([X])
             return f, jac, vcov
         params = np.asarray(self.model.params, dtype=float)
         D, off = design_matrix(self.model, X), self.offset_values(X)
-        f = self._model_predict(params, D, off)
         vcov = self._vcov(params.size)
         fns = _mean_functions(self.model)
         if fns is not None and D.shape[1] == params.size:
             mu, dmu = fns
             eta = D @ params + (0.0 if off is None else off)
-            if np.allclose(mu(eta), f, rtol=1e-9, atol=1e-12):
+            f = mu(eta)
+            k = min(len(f), _CHECK_ROWS)
+            head = self._model_predict(params, D[:k], None if off is None else off[:k])
+            if np.all(np.isfinite(f)) and np.allclose(f[:k], head, rtol=1e-9, atol=1e-12):
                 return f, dmu(eta)[:, None] * D, vcov
+        f = self._model_predict(params, D, off)
         n = len(X)
         jac = numerical_jacobian(lambda p: np.concatenate([np.zeros(n), self._model_predict(p, D, off)]), params, n)
         return f, jac, vcov

@@ -40,7 +40,7 @@ from ..predictors import Predictor
 from ..steps import STACK_CELL_BUDGET, Step, apply_steps, stack_path
 from .plan import Plan
 
-__all__ = ["Batch", "evaluate_batch", "results_meta"]
+__all__ = ["Batch", "evaluate_batch", "evaluation_points", "results_meta"]
 
 #: Rows of a batch however wide the stacked frame (bounds the per-batch overhead).
 _MIN_BATCH = 10_000
@@ -138,11 +138,7 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
     frames. Never raises for a batch without evaluable rows (a Dask partition
     may have none); the caller decides whether the whole data had any.
     """
-    X_all = plan.predictor.select(data)
-    code, notes = _value_exclusions(data, plan.steps, plan.complete_cols)
-    cand = np.flatnonzero(code == 0)
-    n_candidates = int(cand.size)
-    cand, X, h, extra_cols = _extrapolation_exclusions(plan, X_all.iloc[cand], cand, code, notes)
+    cand, X, h, extra_cols, code, notes, n_candidates = _points(plan, data)
     f0, f1, nlm_values, status, nlm_sd, rows, nlm_extra = _evaluate_rows(plan, X, h)
     out_index = data.index[cand]
     res = _result_columns(plan.names, f0, f1, nlm_values, status, h, extra_cols, nlm_extra)
@@ -156,6 +152,26 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
     return Batch(results=results, predictions=predictions, code=code, notes=notes, index=data.index, cand=cand,
                  f0=f0, f1=f1, rows=rows, n_candidates=n_candidates,
                  nlm_sd=nlm_sd if plan.settings is not None else None)
+
+
+def _points(plan: Plan, data: pd.DataFrame) -> tuple:
+    """The exclusion bookkeeping of a batch (no prediction): the rows to evaluate (positions, model columns),
+    their effective steps, the detector's extra columns, the exclusion codes and notes, the candidates' count."""
+    X_all = plan.predictor.select(data)
+    code, notes = _value_exclusions(data, plan.steps, plan.complete_cols)
+    cand = np.flatnonzero(code == 0)
+    n_candidates = int(cand.size)
+    cand, X, h, extra_cols = _extrapolation_exclusions(plan, X_all.iloc[cand], cand, code, notes)
+    return cand, X, h, extra_cols, code, notes, n_candidates
+
+
+def evaluation_points(plan: Plan, data: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """The rows :func:`evaluate_batch` would evaluate, without predicting: their positions, the points x and
+    x + h (model columns; the effective steps under ``shrink``) and every row's exclusion code. For quantities
+    of the same two point sets that predict them their own way (the delta method's level Jacobians of
+    :func:`fme.avg_comparisons` build each design matrix once)."""
+    cand, X, h, _, code, _, _ = _points(plan, data)
+    return cand, X, apply_steps(X, plan.steps, h), code
 
 
 def _evaluate_rows(plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | None) -> tuple:

@@ -14,11 +14,11 @@ from .._utils.guards import call_detector
 from .._utils.validation import check_data
 from ..exceptions import ParameterError
 from .exclusions import check_evaluated
-from .kernel import Batch, evaluate_batch
+from .kernel import Batch, evaluate_batch, evaluation_points
 from .plan import FMEOptions, Plan, resolve_plan
 from .results import FMEResult
 
-__all__ = ["fme_local", "evaluate_frame", "result"]
+__all__ = ["fme_local", "points_local", "evaluate_frame", "result"]
 
 
 def fme_local(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -> FMEResult:
@@ -38,6 +38,25 @@ def fme_local(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -
     batch = evaluate_frame(replace(plan, progress=options.progress), data, reference)
     check_evaluated(plan, batch.code, lambda: reference)
     return result(plan, batch, data, float(options.nlm_linear_threshold), conf_level)
+
+
+def points_local(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -> tuple:
+    """The points :func:`fme.fme` would evaluate on a pandas frame, without predicting them (the same
+    validation, detector and exclusions as :func:`fme_local`): (x, x + h, the evaluated rows of the model's
+    frame, the steps' description)."""
+    data = model_frame(model, check_data(data), exposure=options.exposure, offset=options.offset)
+    reference_data = options.reference_data
+    if reference_data is not None:
+        reference_data = model_frame(model, check_data(reference_data, "reference_data"))
+    reference = data if reference_data is None else reference_data
+    plan, _ = resolve_plan(model, data, steps, reference, **options.plan_kwargs())
+    if options.sample_size is not None:
+        raise ParameterError("sample_size applies to Dask data only; a pandas frame is used whole.")
+    if plan.detector is not None:
+        call_detector(plan.detector, "fit", reference[plan.detector_cols], "fit(reference_data)")
+    cand, X0, X1, code = evaluation_points(plan, data)
+    check_evaluated(plan, code, lambda: reference)
+    return X0, X1, data.iloc[cand], ", ".join(s.describe() for s in plan.steps)
 
 
 def evaluate_frame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame) -> Batch:

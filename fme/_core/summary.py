@@ -17,7 +17,7 @@ from .exclusions import N_CODES
 from .kernel import Batch
 from .plan import Plan
 
-__all__ = ["Moments", "Summary", "summarise"]
+__all__ = ["Moments", "WMoments", "RowSums", "Summary", "summarise"]
 
 
 #: Values of ``nlm_status`` counted in a :class:`Summary`, in order.
@@ -65,6 +65,132 @@ class Moments:
             return np.where(self.n > ddof, np.sqrt(self.m2 / (self.n - ddof)), np.nan)
 
 
+@dataclass(frozen=True, eq=False)
+class WMoments:
+    """Mergeable weighted moments per group of columns of values (weights w, 1 for unweighted means).
+
+    ``n`` rows and ``w`` = sum w per group (G,); ``mean`` = sum w v / sum w, ``q`` = sum w^2 (v - mean)^2 and
+    ``s1`` = sum w^2 (v - mean) per group and column (G, c); ``s2`` = sum w^2 (G,). Two sets merge exactly (the
+    sums about the merged mean follow from those about each set's own mean), so the weighted mean and its
+    fixed-weights standard error, sqrt(n/(n-1) sum w^2 (v - m)^2) / sum w (:meth:`RowInference.average`),
+    equal the in-memory ones up to rounding.
+    """
+
+    n: np.ndarray
+    w: np.ndarray
+    mean: np.ndarray
+    q: np.ndarray
+    s1: np.ndarray
+    s2: np.ndarray
+
+    @classmethod
+    def of(cls, values: np.ndarray, codes: np.ndarray, weights: np.ndarray | None, n_groups: int,
+           spread: bool = True) -> "WMoments":
+        """Of the rows with ``codes >= 0`` (values (n,) or (n, c); NaN values are kept: they make the mean NaN,
+        as the in-memory averaging matrix does). ``spread=False``: the means only (``q``, ``s1`` NaN, so a
+        standard error asked of them is NaN), for the delta method and the bootstrap, which do not use it."""
+        v = np.asarray(values, dtype=float)
+        v = v[:, None] if v.ndim == 1 else v
+        ok = codes >= 0
+        if not ok.all():
+            codes, v = codes[ok], v[ok]
+            weights = None if weights is None else np.asarray(weights, dtype=float)[ok]
+        c = codes
+        w = None if weights is None else np.asarray(weights, dtype=float)
+        n = np.bincount(c, minlength=n_groups).astype(np.int64)
+        tot = n.astype(float) if w is None else np.bincount(c, weights=w, minlength=n_groups)
+        cols = range(v.shape[1])
+        wv = v if w is None else w[:, None] * v
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.column_stack([np.bincount(c, weights=wv[:, j], minlength=n_groups) for j in cols])
+            mean = np.where(tot[:, None] > 0, mean / np.where(tot > 0, tot, 1.0)[:, None], 0.0)
+        w2 = np.ones(c.size) if w is None else w ** 2
+        s2 = n.astype(float) if w is None else np.bincount(c, weights=w2, minlength=n_groups)
+        if not spread:
+            nan = np.full(mean.shape, np.nan)
+            return cls(n, tot, mean, nan, nan.copy(), s2)
+        with np.errstate(invalid="ignore"):
+            dev = v - mean[c]
+        q = np.column_stack([np.bincount(c, weights=w2 * dev[:, j] ** 2, minlength=n_groups) for j in cols])
+        s1 = np.column_stack([np.bincount(c, weights=w2 * dev[:, j], minlength=n_groups) for j in cols])
+        return cls(n, tot, mean, q, s1, s2)
+
+    def merge(self, other: "WMoments") -> "WMoments":
+        w = self.w + other.w
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(w > 0, other.w / np.where(w > 0, w, 1.0), 0.0)[:, None]
+        mean = self.mean + (other.mean - self.mean) * share
+
+        def about(m: "WMoments") -> tuple[np.ndarray, np.ndarray]:
+            d = m.mean - mean  # the set's own mean minus the merged one
+            return m.q + 2.0 * d * m.s1 + d ** 2 * m.s2[:, None], m.s1 + d * m.s2[:, None]
+
+        (qa, sa), (qb, sb) = about(self), about(other)
+        return WMoments(self.n + other.n, w, mean, qa + qb, sa + sb, self.s2 + other.s2)
+
+    def se(self) -> np.ndarray:
+        """The weighted mean's standard error with the weights held fixed (G, c); NaN below two rows."""
+        n = self.n.astype(float)[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n >= 2, np.sqrt(n / (n - 1.0) * self.q) / self.w[:, None], np.nan)
+
+
+@dataclass(frozen=True, eq=False)
+class RowSums:
+    """Mergeable per-group sums of per-row values and their delta-method Jacobians (the margins vocabulary:
+    predictions, slopes, comparisons, averaged over the rows or ``by`` groups, weighted or not).
+
+    ``moments``: the (weighted) means and spread of the c columns of values per group; ``jacobian``: per group
+    and column the (weighted) sum of the rows' Jacobians in the model's k parameters (G, c, k), or None;
+    ``vcov``: their covariance. The in-memory path computes them over all rows at once, the Dask engine per
+    chunk and merged, so both give the same estimates up to rounding.
+    """
+
+    moments: WMoments
+    jacobian: np.ndarray | None = None
+    vcov: np.ndarray | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, values: np.ndarray, jacobian: np.ndarray | None, codes: np.ndarray, n_groups: int,
+           weights: np.ndarray | None = None, vcov: np.ndarray | None = None, spread: bool = True) -> "RowSums":
+        """Of rows with values (n, c) and Jacobians (n, c, k), or a list of c (n, k) Jacobians (no copy into one
+        array), or None; ``codes`` their groups (-1: unused)."""
+        from scipy import sparse
+
+        codes = np.asarray(codes, dtype=np.int64)
+        v = np.asarray(values, dtype=float)
+        v = v[:, None] if v.ndim == 1 else v
+        jac = None
+        if jacobian is not None:
+            cols = list(jacobian) if isinstance(jacobian, (list, tuple)) else [jacobian[:, j, :]
+                                                                                 for j in range(jacobian.shape[1])]
+            if n_groups == 1 and weights is None and bool(np.all(codes == 0)):
+                sums = [np.asarray(J, dtype=float).sum(axis=0)[None, :] for J in cols]  # one group of all rows
+            else:
+                used = np.flatnonzero(codes >= 0)
+                w = np.ones(used.size) if weights is None else np.asarray(weights, dtype=float)[used]
+                S = sparse.csr_matrix((w, (codes[used], used)), shape=(n_groups, codes.size))
+                sums = [np.asarray(S @ np.asarray(J, dtype=float)) for J in cols]
+            jac = np.stack(sums, axis=1)
+        return cls(WMoments.of(v, codes, weights, n_groups, spread), jac, vcov)
+
+    def merge(self, other: "RowSums") -> "RowSums":
+        jac = None if self.jacobian is None or other.jacobian is None else self.jacobian + other.jacobian
+        return RowSums(self.moments.merge(other.moments), jac, self.vcov if self.vcov is not None else other.vcov)
+
+    @property
+    def means(self) -> np.ndarray:
+        """The groups' (weighted) means of each column (G, c); 0 for a group without rows (as an averaging
+        matrix gives)."""
+        return self.moments.mean
+
+    def mean_jacobian(self) -> np.ndarray:
+        """The groups' (weighted) mean Jacobians (G, c, k): the gradients of :attr:`means`."""
+        w = self.moments.w
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(w[:, None, None] > 0, self.jacobian / np.where(w > 0, w, 1.0)[:, None, None], 0.0)
+
+
 @dataclass(frozen=True)
 class Summary:
     """Mergeable summaries of evaluated batches (one entry per output column).
@@ -107,6 +233,9 @@ class Summary:
     rows_any: np.ndarray | None = None
     #: The largest ``nlm_error`` of the rows marked inaccurate, per output (NaN: none).
     nlm_max_error: np.ndarray | None = None
+    #: What a caller's per-chunk hook summed beside the fMEs (an object with ``merge``; the Dask engine's
+    #: comparison scales, :mod:`fme._dask.vocab`), or None.
+    extra: Any = field(default=None, repr=False)
 
     def merge(self, other: "Summary") -> "Summary":
         def add(a, b):
@@ -122,6 +251,7 @@ class Summary:
                        vcov=self.vcov if self.vcov is not None else other.vcov, info={**other.info, **self.info},
                        n_kept_extrapolation=self.n_kept_extrapolation + other.n_kept_extrapolation,
                        groups=mrg(self.groups, other.groups), rows_any=add(self.rows_any, other.rows_any),
+                       extra=mrg(self.extra, other.extra),
                        nlm_max_error=self.nlm_max_error if other.nlm_max_error is None else other.nlm_max_error
                        if self.nlm_max_error is None else np.fmax(self.nlm_max_error, other.nlm_max_error))
 

@@ -5,12 +5,18 @@ rules, observation-wise categorical levels; classic categorical levels, all
 of a feature's levels in one pass, :mod:`fme._dask.classic`; delta,
 bootstrap (one seed for every row) and sample inference; ``by`` groups and
 their pairwise differences from per-group sums of the same pass,
-:mod:`fme._dask.groups`). The cAMEs of Dask data are in :mod:`fme._dask.came`.
+:mod:`fme._dask.groups`; with ``wts=`` weighted sums beside them, one group of
+all rows without ``by``). The table keeps the joint uncertainty of its rows
+(``attrs["estimates"]``: delta gradients from the Jacobian sums, the refits'
+draws, or the groups' fixed-model SEs), so :func:`fme.hypotheses`,
+``hypothesis=``, ``equivalence=`` and ``multcomp=`` work as on pandas data.
+The cAMEs of Dask data are in :mod:`fme._dask.came`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,12 +26,13 @@ from .._core.plan import FMEOptions
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
 from ..inference._estimates import COVERS, Estimates, pair_label, pairwise_matrix, undefined_where
+from ..inference._hypotheses import stack_estimates
 from ..steps import _levels
 from .classic import classic_reference, classic_results
 from .._adapters import adapt
 from .common import _model_frames, as_dask
 from .effects import fme_dask
-from .groups import group_keys, group_sizes
+from .groups import check_weights_dask, group_keys, group_sizes, one_group
 from .quantiles import quantiles as _quantiles
 from .result import DaskFMEResult
 
@@ -34,13 +41,26 @@ __all__ = ["ame_dask"]
 
 def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by_cols: list, by_missing: str, hypothesis: Any,
              bootstrap: Any, conf_level: float, categorical: str, columns: list[str],
-             options: FMEOptions) -> pd.DataFrame:
+             options: FMEOptions, t_df: float | None = None, delta_label: str = "delta",
+             wts: str | None = None) -> pd.DataFrame:
     """:func:`fme.ame` on Dask data, its arguments validated by :func:`fme.ame` (``steps`` resolved, ``method``
     the inference method, ``by_cols`` the by columns): one :func:`fme_dask` pass per row of the table
-    (univariate steps), with ``options`` the keywords passed on to :func:`fme.fme`."""
+    (univariate steps), with ``options`` the keywords passed on to :func:`fme.fme`.
+
+    ``t_df``: t degrees of freedom of the delta method (``df=``); ``delta_label``: the ``inference`` column's
+    name of the delta method's covariance (``vcov=``); ``wts``: the column of the rows' weights (weighted
+    means, summed per chunk beside the groups). The table keeps the joint uncertainty of its rows as
+    printed in ``attrs["estimates"]`` (for :func:`fme.hypotheses`), as the pandas table does.
+    """
     data = _model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
     meta = data._meta
     groups = group_keys(data, by_cols, by_missing) if by_cols else None
+    if wts is not None:
+        check_weights_dask(data, wts)
+        # the weighted sums ride on the groups' per-chunk sums (one group of all rows without by=)
+        groups = one_group(wts) if groups is None else replace(groups, weights=wts)
+    label = delta_label if method == "delta" else method
+    ests: list[Estimates] = []
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:
         # one seed for every row of the table: the same resamples, as the pandas path's shared refits
         bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
@@ -55,7 +75,7 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
             if categorical == "classic":
                 rows.extend(_classic_rows(model, data, feature, value, levels if value is None else
                                           _all_levels(data, feature), method, bootstrap, conf_level, groups,
-                                          hypothesis, options))
+                                          hypothesis, options, ests, t_df))
                 continue
             targets = [(np.nan, lv) for lv in levels]
         else:
@@ -72,25 +92,29 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
                     raise
                 if groups is not None:
                     rows.extend(_empty_group_rows(head, data, groups, hypothesis, method))
-                    continue
-                rows.append({**head, "ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan,
-                             "conf_low": np.nan, "conf_high": np.nan, "inference": method,
-                             "covers": COVERS[method], "sd": np.nan,
-                             "q25": np.nan, "q75": np.nan, "n": 0, "n_excluded": int(data.shape[0].compute())})
+                else:
+                    rows.append({**head, "ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan,
+                                 "conf_low": np.nan, "conf_high": np.nan, "inference": method,
+                                 "covers": COVERS[method], "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": 0,
+                                 "n_excluded": int(data.shape[0].compute())})
+                # as the pandas path: a level no row could move to has a fixed-model estimate without figures
+                m = 1 if groups is None else (len(pairwise_matrix(groups.n_groups)[1]) if hypothesis == "pairwise"
+                                              else groups.n_groups)
+                ests.append(Estimates("sample", np.zeros(m), se=np.full(m, np.nan), df=np.ones(m)))
                 continue
             if level is None:
                 head["step"] = res.steps[0].value
             else:
                 head["level"] = res.steps[0].value
-            if groups is not None:
-                rows.extend(_group_rows(res, head, groups, hypothesis, conf_level, method))
-                res.release()
-                continue
-            t = _tidy_figures(res, conf_level, method)
-            rows.append({**head, **t})
+            rows.extend(_result_rows(res, head, groups, hypothesis, conf_level, method, ests, t_df))
             res.release()
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     out = pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
+    if method == "delta":
+        out["inference"] = label
+    out.attrs["estimates"] = stack_estimates(ests)
+    out.attrs["estimates_index"] = list(out.index)
+    out.attrs["conf_level"] = conf_level
     scale = adapt(model).scale_note(meta.columns)  # an offset or exposure taken into account, as fme.ame says
     if scale is not None:
         out.attrs["scale"] = scale
@@ -98,9 +122,10 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
 
 
 def _classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list, method: str, bootstrap: Any,
-                  conf_level: float, groups: Any, hypothesis: Any, options: FMEOptions) -> list[dict[str, Any]]:
+                  conf_level: float, groups: Any, hypothesis: Any, options: FMEOptions, ests: list,
+                  t_df: float | None) -> list[dict[str, Any]]:
     """The table rows of the categorical ``feature`` with ``categorical='classic'`` (one pass for all levels,
-    :mod:`fme._dask.classic`)."""
+    :mod:`fme._dask.classic`); their estimates are appended to ``ests``."""
     reference = classic_reference(feature, value, levels)
     results = classic_results(model, data, feature, reference, levels, method=method, bootstrap=bootstrap,
                               conf_level=conf_level, groups=groups, target_class=options.target_class,
@@ -108,21 +133,31 @@ def _classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list,
     rows: list[dict[str, Any]] = []
     for res in results:
         head = {"feature": feature, "step": np.nan, "level": res.steps[0].value, "reference": reference}
-        if groups is not None:
-            rows.extend(_group_rows(res, head, groups, hypothesis, conf_level, method))
-        else:
-            t = _tidy_figures(res, conf_level, method)
-            rows.append({**head, **t})
+        rows.extend(_result_rows(res, head, groups, hypothesis, conf_level, method, ests, t_df))
         res.release()
     return rows
 
 
-def _tidy_figures(res: DaskFMEResult, conf_level: float, method: str) -> dict[str, Any]:
-    """The figures of ``res.tidy()`` for one table row (its step columns are the table's own)."""
+def _with_df(est: Estimates, t_df: float | None) -> Estimates:
+    """Delta estimates with t degrees of freedom (``df=``), as the pandas path gives them."""
+    if t_df is None or est.method != "delta":
+        return est
+    return replace(est, df=np.full(est.estimate.size, t_df))
+
+
+def _result_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, conf_level: float, method: str,
+                 ests: list, t_df: float | None) -> list[dict[str, Any]]:
+    """The table rows of one pass (one row, or one per group or pair of groups); the rows' estimates, as
+    printed, are appended to ``ests``."""
+    if groups is not None:
+        return _group_rows(res, head, groups, hypothesis, conf_level, method, ests, t_df)
+    est = _with_df(res._estimates(), t_df)
+    ests.append(est)
     t = res.tidy(conf_level).iloc[0].to_dict()
     for key in ("feature", "step", "level", "reference", "contrast"):
         t.pop(key)
-    return {**t, "inference": method, "covers": COVERS[method]}
+    return [{**head, **t, **est.table(conf_level).iloc[0].to_dict(), "inference": method,
+             "covers": COVERS[method]}]
 
 
 def _all_levels(data: Any, feature: str) -> list:
@@ -138,6 +173,8 @@ def _all_levels(data: Any, feature: str) -> list:
 def _group_estimates(res: DaskFMEResult) -> Any:
     """The groups' AMEs with their uncertainty, as :meth:`RowInference.average` gives them in memory."""
     g = res.summary_data.groups
+    if g.weighted is not None:
+        return _weighted_estimates(res)
     n = g.fme.n.astype(float)
     # a group without evaluated rows: estimate 0 and zero gradient, as the pandas averaging matrix gives
     est = np.where(n > 0, g.fme.mean, 0.0)
@@ -154,6 +191,22 @@ def _group_estimates(res: DaskFMEResult) -> Any:
     return Estimates("sample", est, se=se, df=np.maximum(n - 1.0, 1.0))
 
 
+def _weighted_estimates(res: DaskFMEResult) -> Estimates:
+    """The groups' weighted AMEs (``wts=``) with their uncertainty: the weighted mean Jacobian (delta), the
+    refits' weighted means (bootstrap) or the weighted mean's fixed-weights SE (sample)."""
+    g = res.summary_data.groups
+    wm = g.weighted
+    est = wm.mean[:, 0]
+    if res.inference_method == "delta":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            grad = np.where(wm.w[:, None] > 0, g.jacobian / np.where(wm.w > 0, wm.w, 1.0)[:, None], 0.0)
+        return Estimates("delta", est, grad=grad, vcov=res.summary_data.vcov)
+    if res.inference_method == "bootstrap":
+        _, info = res.bootstrap_draws
+        return Estimates("bootstrap", est, draws=info["group_draws"], ci=info["ci"])
+    return Estimates("sample", est, se=wm.se()[:, 0], df=np.maximum(wm.n - 1.0, 1.0))
+
+
 def _group_quartiles(res: DaskFMEResult, g: int, n: int) -> dict[float, float]:
     from dask import delayed
 
@@ -162,16 +215,17 @@ def _group_quartiles(res: DaskFMEResult, g: int, n: int) -> dict[float, float]:
 
 
 def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, conf_level: float,
-                method: str) -> list[dict[str, Any]]:
+                method: str, ests: list, t_df: float | None) -> list[dict[str, Any]]:
     """The table rows of one step: one per group, or one per pair of groups (``hypothesis='pairwise'``)."""
     g = res.summary_data.groups
     used = g.fme.n.astype(np.int64)
     size_all = g.size_all
-    est = _group_estimates(res)
+    est = _with_df(_group_estimates(res), t_df)
     keys = groups.keys
     if hypothesis == "pairwise":
         L, pairs = pairwise_matrix(groups.n_groups)
         empty_pair = np.array([used[i] == 0 or used[j] == 0 for i, j in pairs], dtype=bool)
+        ests.append(est.contrast(L))
         table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
         labels = [pair_label(keys, i, j) for i, j in pairs]
         return [{**head, "hypothesis": labels[r], "ame": np.nan if empty_pair[r] else float(L[r] @ est.estimate),
@@ -180,14 +234,17 @@ def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, co
                  "n": int(used[i] + used[j]),
                  "n_excluded": int(size_all[i] + size_all[j] - used[i] - used[j])}
                 for r, (i, j) in enumerate(pairs)]
+    ests.append(est)
     table = undefined_where(est.table(conf_level), used == 0)
     sd = g.fme.sd()
+    # the weighted mean with wts=; sd and quartiles stay the unweighted spread (as in memory)
+    mean = g.fme.mean if g.weighted is None else est.estimate
     rows = []
     for k in range(groups.n_groups):
         n = int(used[k])
         q = _group_quartiles(res, k, n)
         rows.append({**head, **{c: keys[c].iloc[k] for c in groups.by},
-                     "ame": float(g.fme.mean[k]) if n else np.nan, **table.iloc[k].to_dict(),
+                     "ame": float(mean[k]) if n else np.nan, **table.iloc[k].to_dict(),
                      "inference": method, "covers": COVERS[method], "sd": float(sd[k]), "q25": q[0.25], "q75": q[0.75], "n": n,
                      "n_excluded": int(size_all[k] - n)})
     return rows

@@ -40,11 +40,14 @@ def _sums(part: pd.DataFrame, plan: Any, models: list, target_class: Any, groups
     if batch.cand.size == 0:
         return out
     if groups is not None:
-        from .groups import _indicator, group_codes
+        from .groups import _indicator, group_codes, row_weights
 
         codes = group_codes(part, groups)[batch.cand]
-        # one row of ones for the total: all evaluated rows, whatever their group
-        total = np.vstack([_indicator(codes, n_groups).toarray(), np.ones((1, codes.size))])
+        w = row_weights(part, groups)
+        w = None if w is None else w[batch.cand]
+        # one row for the total: all evaluated rows, whatever their group (weighted sums with wts=)
+        total = np.vstack([_indicator(codes, n_groups, w).toarray(),
+                           np.ones((1, codes.size)) if w is None else w[None, :]])
     X = plan.predictor.select(part).iloc[batch.cand]
     h = None
     if any(f"step_{s.feature}" in batch.results.columns for s in plan.steps):
@@ -70,7 +73,8 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     """AME_b of every successful refit over the evaluated rows of the Dask ``data``; and info.
 
     ``n``: the number of evaluated rows, or with ``groups`` the array of each
-    group's; the groups' draws (groups x successful refits, 0 for a group
+    group's (with weights, each group's sum of weights: the draws are weighted
+    means); the groups' draws (groups x successful refits, 0 for a group
     without evaluated rows, as the pandas averaging matrix gives) are then
     ``info["group_draws"]``.
     """

@@ -48,9 +48,10 @@ def _classic_pass(part: pd.DataFrame, plans: list[Plan], feature: str, reference
     """Per level: (Summary, sorted fMEs, per-group sorted fMEs) of one partition set to ``reference``."""
     codes = None
     if groups is not None:
-        from .groups import group_codes
+        from .groups import group_codes, row_weights
 
         codes = group_codes(part, groups)  # the rows' own groups, before the level is overwritten
+        weights = row_weights(part, groups)
     at_ref = _at_level(part, feature, reference)
     out: list = []
     for plan in plans:
@@ -60,7 +61,7 @@ def _classic_pass(part: pd.DataFrame, plans: list[Plan], feature: str, reference
         if groups is not None:
             from .groups import group_sums
 
-            sums, group_parts = group_sums(batch, codes, groups.n_groups)
+            sums, group_parts = group_sums(batch, codes, groups.n_groups, weights)
             summary = replace(summary, groups=sums)
         fm = np.sort(batch.results["fme"].to_numpy(dtype=float))
         out += [summary, fm[~np.isnan(fm)], group_parts]
@@ -118,7 +119,8 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
 
             if at_ref is None:
                 at_ref = data.map_partitions(_at_level, feature, reference, meta=data._meta)
-            counts = summary.codes[:1] if groups is None else summary.groups.fme.n
+            counts = summary.codes[:1] if groups is None else (
+                summary.groups.fme.n if summary.groups.weighted is None else summary.groups.weighted.w)
             boot = bootstrap_draws(model, at_ref, plan, bootstrap, counts, groups)
         results.append(DaskFMEResult(
             results=None, excluded=None, steps=plan.steps, summary_data=summary,

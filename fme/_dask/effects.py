@@ -48,7 +48,7 @@ from .._utils.validation import is_categorical
 from ..extrapolation import EnvelopeDetector
 from .common import (_check_sample_size, _model_frames, _probe, _seed, _tree_reduce, as_dask, envelope_frame,
                      reference_sample, require_dask)
-from .groups import group_codes, group_sums
+from .groups import group_codes, group_sums, row_weights
 from .nlm import finish, flat_scale, pending
 from .outputs import DaskMultiFMEResult, sorted_outputs
 from .result import DaskFMEResult
@@ -66,12 +66,14 @@ def _chunk_excluded(part: pd.DataFrame, plan: Plan) -> pd.DataFrame:
 
 
 def _chunk_pass(part: pd.DataFrame, plan: Plan, threshold: float, groups: Any = None,
-                    defer_flat: bool = False) -> tuple:
+                    defer_flat: bool = False, extra: Any = None) -> tuple:
     batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
     summary = summarise(batch, plan, threshold)
+    if extra is not None:  # a caller's sums over the same evaluated rows (Summary.extra)
+        summary = replace(summary, extra=extra(part, batch, plan))
     group_parts = None
     if groups is not None:
-        sums, group_parts = group_sums(batch, group_codes(part, groups), groups.n_groups)
+        sums, group_parts = group_sums(batch, group_codes(part, groups), groups.n_groups, row_weights(part, groups))
         summary = replace(summary, groups=sums)
     if plan.names is not None:  # several outputs: sorted values per output (fme._dask.outputs)
         fm, nl = sorted_outputs(batch.results, plan)
@@ -104,12 +106,15 @@ def _fit_detector(plan: Plan, reference: Any, sample_size: int, seed: int) -> di
 
 
 # ----------------------------------------------------------------- entry point
-def fme_dask(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any = None) -> DaskFMEResult:
+def fme_dask(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any = None,
+             extra: Any = None) -> DaskFMEResult:
     """:func:`fme.fme` on Dask data (see the module docstring).
 
     ``groups`` (a :class:`fme._dask.groups.GroupSpec`, for ``fme.ame(by=)``):
     the same pass also sums every ``by`` group (``summary_data.groups``,
-    ``group_parts``; bootstrap draws per group).
+    ``group_parts``; bootstrap draws per group). ``extra(part, batch, plan)``:
+    sums of the caller's over each chunk's evaluated rows, merged into
+    ``summary_data.extra`` (an object with ``merge``).
     """
     import dask
 
@@ -167,7 +172,7 @@ def fme_dask(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any
         spread = _tree_reduce([delayed(_spread_pass)(p, first) for p in parts]).compute().spread
         plan = replace(plan, spread=flat_scale(spread))  # one per output
     pass_plan = replace(plan, spread=np.zeros(1)) if deferred else plan
-    outs = [delayed(_chunk_pass, nout=4)(p, pass_plan, threshold, groups, deferred) for p in parts]
+    outs = [delayed(_chunk_pass, nout=4)(p, pass_plan, threshold, groups, deferred, extra) for p in parts]
     tree = _tree_reduce([o[0] for o in outs])
     fm = [o[1] for o in outs]
     nl = [o[2] for o in outs] if plan.settings is not None else []
@@ -202,7 +207,9 @@ def fme_dask(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any
     if boot_method:
         from .bootstrap import bootstrap_draws
 
-        counts = summary.codes[:1] if groups is None else summary.groups.fme.n
+        # the draws are (weighted) sums over these totals: rows, or with wts= the groups' weights
+        counts = summary.codes[:1] if groups is None else (
+            summary.groups.fme.n if summary.groups.weighted is None else summary.groups.weighted.w)
         boot = bootstrap_draws(model, data, plan, options.bootstrap, counts, groups)
     # the column dtypes of a real batch (pandas may infer str for text columns)
     probe_batch = evaluate_batch(plan, probe.iloc[:50], with_rows=False)

@@ -12,6 +12,11 @@ for exact quartiles). The bootstrap sums each refit's fMEs per group
 gradient Σ J / n_g and its bootstrap draw b Σ fME_b / n_g: the pandas figures
 up to rounding (~1e-15 relative).
 
+With ``wts=`` (a column of the data) each chunk also returns the groups'
+weighted sums (:class:`fme._core.summary.WMoments`, the weighted Jacobian sums,
+each refit's weighted sums), so the weighted AMEs and their uncertainty equal
+the pandas ones up to rounding; without ``by`` all rows are one group.
+
 Groups are the sorted distinct values of the ``by`` columns over all rows
 (a missing ``by`` value is a group of its own, last, as in the pandas path), found by one
 ``drop_duplicates`` reduction and ordered by the same pandas ``groupby`` as
@@ -27,18 +32,21 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from .._core.summary import Moments
+from .._core.summary import Moments, WMoments
 from .._utils.validation import check_by_missing
 
-__all__ = ["GroupSpec", "GroupSums", "group_keys", "group_codes", "group_sums", "group_sizes"]
+__all__ = ["GroupSpec", "GroupSums", "group_keys", "group_codes", "group_sums", "group_sizes",
+           "check_weights_dask", "one_group"]
 
 
 @dataclass(frozen=True, eq=False)
 class GroupSpec:
-    """The ``by`` columns and their sorted distinct values (one row per group)."""
+    """The ``by`` columns and their sorted distinct values (one row per group); ``by=[]``: one group of all
+    rows. ``weights``: the column of the rows' weights (``wts=``), or None."""
 
     by: list[str]
     keys: pd.DataFrame
+    weights: str | None = None
 
     @property
     def n_groups(self) -> int:
@@ -47,15 +55,48 @@ class GroupSpec:
 
 @dataclass(frozen=True, eq=False)
 class GroupSums:
-    """Mergeable per-group sums (arrays over groups)."""
+    """Mergeable per-group sums (arrays over groups); with weights, ``jacobian`` is the weighted sum and
+    ``weighted`` the rows' weighted moments."""
 
     size_all: np.ndarray
     fme: Moments
     jacobian: np.ndarray | None = None
+    weighted: WMoments | None = None
 
     def merge(self, other: "GroupSums") -> "GroupSums":
         jac = None if self.jacobian is None or other.jacobian is None else self.jacobian + other.jacobian
-        return GroupSums(self.size_all + other.size_all, self.fme.merge(other.fme), jac)
+        wm = None if self.weighted is None else self.weighted.merge(other.weighted)
+        return GroupSums(self.size_all + other.size_all, self.fme.merge(other.fme), jac, wm)
+
+
+def one_group(weights: str | None = None) -> GroupSpec:
+    """All rows as one group (``fme.ame(wts=)`` without ``by``)."""
+    return GroupSpec([], pd.DataFrame(index=[0]), weights)
+
+
+def _weight_checks(part: pd.DataFrame, column: str) -> np.ndarray:
+    w = part[column].to_numpy(dtype=float)
+    return np.array([np.sum(~np.isfinite(w)), np.sum(w < 0), np.sum(w > 0)], dtype=np.int64)
+
+
+def check_weights_dask(data: Any, column: str) -> None:
+    """The checks of the pandas path's weights (finite, non-negative, not all zero) over all rows, one
+    reduction of the column."""
+    import dask
+    from dask import delayed
+
+    from ..exceptions import ParameterError
+
+    bad, negative, positive = np.sum(dask.compute(*[delayed(_weight_checks)(p, column)
+                                                    for p in data.to_delayed()]), axis=0)
+    if bad or negative or not positive:
+        raise ParameterError(f"wts={column!r} must be finite, non-negative and not all zero ({bad} non-finite, "
+                             f"{negative} negative, {positive} positive values).")
+
+
+def row_weights(part: pd.DataFrame, spec: GroupSpec) -> np.ndarray | None:
+    """The weights of the rows of ``part`` (None without ``wts=``)."""
+    return None if spec.weights is None else part[spec.weights].to_numpy(dtype=float)
 
 
 def group_keys(data: Any, by: list[str], missing: str = "group") -> GroupSpec:
@@ -73,6 +114,8 @@ def group_keys(data: Any, by: list[str], missing: str = "group") -> GroupSpec:
 
 def group_codes(part: pd.DataFrame, spec: GroupSpec) -> np.ndarray:
     """The group of every row of ``part`` (a missing ``by`` value matches the missing key, as pandas merges)."""
+    if not spec.by:
+        return np.zeros(len(part), dtype=np.int64)
     right = spec.keys.assign(__fme_group=np.arange(spec.n_groups))
     left = part[spec.by].reset_index(drop=True)
     # the keys are unique and hold no missing value: a left merge keeps the rows and their order
@@ -80,9 +123,11 @@ def group_codes(part: pd.DataFrame, spec: GroupSpec) -> np.ndarray:
     return merged["__fme_group"].fillna(-1).to_numpy(dtype=np.int64)
 
 
-def _indicator(codes: np.ndarray, n_groups: int) -> sparse.csr_matrix:
+def _indicator(codes: np.ndarray, n_groups: int, weights: np.ndarray | None = None) -> sparse.csr_matrix:
+    """Sparse (groups x rows) sums: 1 (or the row's weight) where the row is in the group."""
     used = np.flatnonzero(codes >= 0)
-    return sparse.csr_matrix((np.ones(used.size), (codes[used], used)), shape=(n_groups, codes.size))
+    w = np.ones(used.size) if weights is None else np.asarray(weights, dtype=float)[used]
+    return sparse.csr_matrix((w, (codes[used], used)), shape=(n_groups, codes.size))
 
 
 def _moments(values: np.ndarray, codes: np.ndarray, n_groups: int) -> Moments:
@@ -96,16 +141,23 @@ def _moments(values: np.ndarray, codes: np.ndarray, n_groups: int) -> Moments:
     return Moments(n, mean, m2)
 
 
-def group_sums(batch: Any, codes_all: np.ndarray, n_groups: int) -> tuple[GroupSums, dict[int, np.ndarray]]:
-    """A partition's :class:`GroupSums` and, per group, its sorted fMEs (NaN dropped)."""
+def group_sums(batch: Any, codes_all: np.ndarray, n_groups: int,
+               weights_all: np.ndarray | None = None) -> tuple[GroupSums, dict[int, np.ndarray]]:
+    """A partition's :class:`GroupSums` and, per group, its sorted fMEs (NaN dropped); ``weights_all``: the
+    weights of the partition's rows (weighted sums beside the unweighted spread)."""
     size_all = np.bincount(codes_all[codes_all >= 0], minlength=n_groups).astype(np.int64)
     codes = codes_all[batch.cand]
     fm = batch.results["fme"].to_numpy(dtype=float)
+    w = None if weights_all is None else weights_all[batch.cand]
     jac = None
     rows = batch.rows
     if rows is not None and rows.method == "delta":
-        jac = np.asarray(_indicator(codes, n_groups) @ rows.jacobian)
-    sums = GroupSums(size_all, _moments(fm, codes, n_groups), jac)
+        jac = np.asarray(_indicator(codes, n_groups, w) @ rows.jacobian)
+    weighted = None
+    if w is not None:
+        # the rows the unweighted moments count (a NaN fME is left out of both)
+        weighted = WMoments.of(fm, np.where(np.isnan(fm), -1, codes), w, n_groups)
+    sums = GroupSums(size_all, _moments(fm, codes, n_groups), jac, weighted)
     ok = (codes >= 0) & ~np.isnan(fm)
     order = np.lexsort((fm[ok], codes[ok]))
     c, v = codes[ok][order], fm[ok][order]

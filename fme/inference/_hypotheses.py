@@ -16,7 +16,7 @@ from scipy import stats
 from ..exceptions import ParameterError
 from ._estimates import Estimates, pairwise_matrix
 
-__all__ = ["MULTCOMP", "covariance", "contrast_matrix", "wald_test", "adjust_pvalues"]
+__all__ = ["MULTCOMP", "covariance", "contrast_matrix", "wald_test", "adjust_pvalues", "stack_estimates"]
 
 #: Multiple-comparison adjustments (statsmodels' names).
 MULTCOMP = ("holm", "bonferroni", "fdr_bh")
@@ -206,3 +206,24 @@ def equivalence_columns(table: pd.DataFrame, estimate: np.ndarray, equivalence: 
     out["statistic_nonsup"], out["p_value_nonsup"] = s_hi, dist.cdf(s_hi)
     out["p_value_equiv"] = np.fmax(out["p_value_noninf"].to_numpy(), out["p_value_nonsup"].to_numpy())
     return out
+
+
+def stack_estimates(parts: list[Estimates]) -> Estimates | None:
+    """One :class:`Estimates` of the rows of several (the table's rows in order); None when they do not
+    share one method (then no joint covariance is known)."""
+    parts = [p for p in parts if p is not None]
+    if not parts or len({p.method for p in parts}) != 1:
+        return None
+    est = np.concatenate([np.asarray(p.estimate, dtype=float) for p in parts])
+    method = parts[0].method
+    if method == "delta":
+        # t degrees of freedom (df=) stay with the rows when every part has them
+        df = None if any(p.df is None for p in parts) else np.concatenate([np.asarray(p.df, float) for p in parts])
+        return Estimates("delta", est, grad=np.vstack([p.grad for p in parts]), vcov=parts[0].vcov, df=df)
+    if method == "bootstrap":
+        if len({p.draws.shape[1] for p in parts}) != 1:
+            return None
+        return Estimates("bootstrap", est, draws=np.vstack([p.draws for p in parts]), ci=parts[0].ci,
+                         n_failed=parts[0].n_failed, errors=parts[0].errors)
+    return Estimates("sample", est, se=np.concatenate([p.se for p in parts]),
+                     df=np.concatenate([p.df for p in parts]))

@@ -1,0 +1,158 @@
+"""Averages of per-row values with their uncertainty: the machinery the margins vocabulary shares (issue 24).
+
+:func:`fme.avg_predictions`, :func:`fme.avg_slopes` and :func:`fme.avg_comparisons` average per-row values
+(predictions, derivatives, comparisons) over the rows or ``by`` groups, weighted or not. A front door describes
+its quantity by a :class:`RowQuantity`:
+
+* ``rows(piece, refit, method) -> (values (n, c), jacobian (n, c, k) or None, vcov or None)``: the per-row
+  values under the fitted model (``refit`` None) or a refitted one of a piece of data (the whole frame in
+  memory, one chunk on Dask), with their Jacobians in the model's parameters for ``method='delta'``;
+* ``finish(means (G, c), mean_jacobian (G, c, k) or None) -> (estimate (G,), gradient (G, k) or None)``: the
+  quantity as a function of the groups' means (None: the mean of the one column; the ``...avg`` comparison
+  scales: a function of the means of f(x + h) and f(x)).
+
+The groups' means and mean Jacobians are sums (:class:`~fme._core.summary.RowSums`), so the in-memory path
+and the Dask engine (:mod:`fme._dask.vocab`, per chunk, merged) give the same estimates up to rounding. The
+uncertainty: the delta method (the gradient of ``finish`` times the mean Jacobian), the bootstrap (``finish``
+of each refit's means, :func:`refit_draws`: the refits of :mod:`fme.inference._bootstrap`, evaluated on
+the same rows), or the spread over the rows with the model held fixed (``sample``; per-row forms only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..inference._bootstrap import RefitTally, check_bootstrap, check_refits, refit_one, refit_setup, run_refits
+from ..inference._estimates import Estimates
+from .summary import RowSums
+
+__all__ = ["RowQuantity", "estimates_of", "refit_draws", "bootstrap_of", "model_values", "REFIT_CHUNK"]
+
+#: Refitted models held at once (evaluated together, then dropped).
+REFIT_CHUNK = 50
+
+
+@dataclass(frozen=True, eq=False)
+class RowQuantity:
+    """A quantity averaged over rows (module docstring): its per-row values and its function of the means."""
+
+    rows: Callable[..., tuple]
+    finish: Callable[..., tuple] | None = None
+
+    def of_means(self, means: np.ndarray, mean_jacobian: np.ndarray | None) -> tuple[np.ndarray, Any]:
+        """(estimates, gradients (one row each) or None) from the groups' means; without ``finish``, the mean of
+        each column over each group, column after column (G * c estimates: the table's rows in order)."""
+        if self.finish is None:
+            grad = None if mean_jacobian is None else mean_jacobian.transpose(1, 0, 2).reshape(
+                -1, mean_jacobian.shape[2])
+            return means.T.reshape(-1), grad
+        return self.finish(means, mean_jacobian)
+
+
+def estimates_of(quantity: RowQuantity, sums: RowSums, method: str) -> Estimates:
+    """The groups' estimates with their delta-method or fixed-model uncertainty, from the rows' sums."""
+    if method == "delta":
+        est, grad = quantity.of_means(sums.means, sums.mean_jacobian())
+        return Estimates("delta", est, grad=grad, vcov=sums.vcov)
+    m = sums.moments
+    c = m.mean.shape[1]
+    return Estimates("sample", m.mean.T.reshape(-1), se=m.se().T.reshape(-1),
+                     df=np.tile(np.maximum(m.n - 1.0, 1.0), c))
+
+
+def model_values(quantity: RowQuantity, piece: Any, models: Sequence[Any], errors: list | None = None) -> np.ndarray:
+    """The per-row values of each model side by side (n, c * len(models)); a model whose prediction fails
+    gives NaN columns (that refit is then left out and counted as failed, as in :mod:`fme.inference._bootstrap`),
+    its message appended to ``errors`` when given."""
+    cols: list[np.ndarray | None] = []
+    for model in models:
+        try:
+            v = np.asarray(quantity.rows(piece, model, "sample")[0], dtype=float)
+            cols.append(v.reshape(v.shape[0], -1))
+        except Exception as exc:  # noqa: BLE001 - a failed refit prediction: counted, never silently dropped
+            cols.append(None)
+            if errors is not None:
+                errors.append(f"{type(exc).__name__}: {exc}")
+    shape = next((c.shape for c in cols if c is not None), None)
+    if shape is None:  # every refit failed here: the fitted model's values give the shape of the NaN columns
+        v = np.asarray(quantity.rows(piece, None, "sample")[0], dtype=float)
+        shape = v.reshape(v.shape[0], -1).shape
+    return np.hstack([np.full(shape, np.nan) if c is None else c for c in cols])
+
+
+def refit_draws(model: Any, spec: dict, evaluate: Callable[[list], np.ndarray], defined: np.ndarray | None = None,
+                errors: list | None = None) -> tuple[np.ndarray, dict]:
+    """Bootstrap draws of estimates: ``evaluate(models) -> (m, len(models))`` for each chunk of successful
+    refits (:data:`REFIT_CHUNK` at a time: the same seeds, refit function and convergence checks as every
+    bootstrap of fme); a column with a NaN where the fitted model's estimate is ``defined`` is a refit whose
+    prediction failed (``errors``: the messages ``evaluate`` collected). Returns the (m, B_ok) draws and the
+    refits' record (``n_resamples``, ``n_failed``, ``n_nonconverged``, ``errors``, ``ci``)."""
+    from .._utils.progress import progress_bar
+
+    adapter, train, n_train = refit_setup(model, spec)
+    B = int(spec["n_resamples"])
+    seeds = np.random.SeedSequence(spec["random_state"]).spawn(B)
+    tally = RefitTally(spec["keep_nonconverged"])
+    execution: dict = {}
+    columns: list[np.ndarray] = []
+    starts = range(0, B, REFIT_CHUNK)
+    for start in progress_bar(starts, total=len(starts), desc="bootstrap refits (chunks)", progress=spec["progress"]):
+        fits = list(run_refits(refit_one, seeds[start:start + REFIT_CHUNK], (adapter, train, n_train),
+                               n_jobs=spec["n_jobs"], backend=spec["backend"], model=model, execution=execution))
+        models = [m for (m, err, note) in fits if tally.keep(err, note)]
+        if models:
+            columns.append(np.asarray(evaluate(models), dtype=float).reshape(-1, len(models)))
+        del fits, models
+    draws = np.hstack(columns) if columns else np.empty((0, 0))
+    # an estimate the fitted model leaves undefined (a ratio of an empty group's zeros) is undefined per refit too
+    must = np.ones(draws.shape[0], dtype=bool) if defined is None else np.asarray(defined, dtype=bool)
+    ok = np.all(np.isfinite(draws[must]), axis=0) if draws.size else np.zeros(draws.shape[1], dtype=bool)
+    messages = list(errors or []) + ["the prediction of a refitted model failed"]
+    for _ in range(int((~ok).sum())):
+        tally.keep(messages[0], None)
+    n_failed = check_refits(B, int(ok.sum()), tally)
+    info = {"n_resamples": B, "n_failed": n_failed, "n_nonconverged": tally.n_nonconverged,
+            "errors": tuple(tally.errors), "ci": spec["ci"], "random_state": spec["random_state"],
+            "execution": execution}
+    return draws[:, ok], info
+
+
+def bootstrap_of(estimate: np.ndarray, draws: np.ndarray, info: dict) -> Estimates:
+    """:class:`Estimates` of the bootstrap from the fitted model's estimates and the refits' draws."""
+    return Estimates("bootstrap", np.asarray(estimate, dtype=float), draws=draws, ci=info["ci"],
+                     n_failed=info["n_failed"], errors=info["errors"], n_nonconverged=info["n_nonconverged"])
+
+
+def draws_of_means(quantity: RowQuantity, means: np.ndarray, n_models: int) -> np.ndarray:
+    """(G, n_models) estimates from the groups' means of ``n_models`` models' values side by side (G, c * M)."""
+    G = means.shape[0]
+    per = means.reshape(G, n_models, -1)
+    return np.column_stack([quantity.of_means(per[:, b, :], None)[0] for b in range(n_models)])
+
+
+def average_in_memory(quantity: RowQuantity, piece: Any, model: Any, method: str, codes: np.ndarray,
+                      n_groups: int, weights: np.ndarray | None = None, bootstrap: Any = None) -> Estimates:
+    """The groups' estimates of ``quantity`` over the rows of an in-memory ``piece`` (codes: the rows'
+    groups), under ``method`` ('delta', 'bootstrap' with the specification ``bootstrap``, or 'sample')."""
+    # None: the fitted model the quantity was built with
+    values, jac, vcov = quantity.rows(piece, None, "delta" if method == "delta" else "sample")
+    # the spread over the rows only for the fixed-model interval
+    sums = RowSums.of(values, jac, codes, n_groups, weights, vcov, spread=method == "sample")
+    if method != "bootstrap":
+        return estimates_of(quantity, sums, method)
+    spec = check_bootstrap(bootstrap, model)
+
+    errors: list[str] = []
+
+    def evaluate(models: list) -> np.ndarray:
+        many = model_values(quantity, piece, models, errors)
+        return draws_of_means(quantity, RowSums.of(many, None, codes, n_groups, weights, spread=False).means,
+                              len(models))
+
+    estimate = quantity.of_means(sums.means, None)[0]
+    draws, info = refit_draws(model, spec, evaluate, np.isfinite(estimate), errors)
+    return bootstrap_of(estimate, draws, info)

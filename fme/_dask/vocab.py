@@ -1,0 +1,188 @@
+"""The margins vocabulary on Dask data (issue 24): averages of per-row values summed chunk by chunk.
+
+:func:`fme.avg_predictions`, :func:`fme.avg_slopes` and :func:`fme.avg_comparisons` describe their quantity
+by a :class:`~fme._core.averages.RowQuantity` (per-row values and Jacobians of a piece of data, and the
+quantity as a function of the groups' means). On Dask data every chunk returns the
+:class:`~fme._core.summary.RowSums` of its rows (per ``by`` group: weighted means, the spread, the Jacobian
+sums), the chunks' sums are tree-reduced, and the estimates follow as in memory
+(:func:`fme._core.averages.estimates_of`): equal to the pandas ones up to rounding. Comparisons need the rows
+:func:`fme.fme` evaluates (its exclusions and extrapolation policy): their sums ride on the kernel's pass
+(:func:`fme._dask.effects.fme_dask`, ``extra=``). The bootstrap refits the model in memory, as everywhere in
+fme, and evaluates :data:`~fme._core.averages.REFIT_CHUNK` refits per pass over the chunks.
+:func:`predictions_dask` maps the per-row table over the chunks lazily.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._core.averages import RowQuantity, bootstrap_of, draws_of_means, estimates_of, model_values, refit_draws
+from .._core.plan import FMEOptions
+from .._core.summary import RowSums
+from ..exceptions import DataError
+from ..inference._bootstrap import check_bootstrap
+from ..inference._estimates import Estimates
+from ..steps import apply_steps
+from .common import _model_frames, as_dask
+from .groups import GroupSpec, group_codes, group_keys
+
+__all__ = ["average_dask", "comparisons_dask", "predictions_dask", "dask_groups", "column_range"]
+
+
+def dask_groups(data: Any, by_cols: list) -> tuple[GroupSpec | None, pd.DataFrame]:
+    """The ``by`` groups of the Dask ``data`` (sorted as the pandas path's ``groupby``) and their keys."""
+    if not by_cols:
+        return None, pd.DataFrame(index=[0])
+    spec = group_keys(data, list(by_cols))
+    return spec, spec.keys
+
+
+def column_range(data: Any, column: str) -> float:
+    """max - min of a numeric column over all rows (NaN ignored), one reduction."""
+    import dask
+
+    lo, hi = dask.compute(data[column].min(), data[column].max())
+    return float(hi) - float(lo)
+
+
+def _codes(part: pd.DataFrame, groups: GroupSpec | None) -> np.ndarray:
+    return np.zeros(len(part), dtype=np.int64) if groups is None else group_codes(part, groups)
+
+
+def _merge_all(*items: Any) -> Any:
+    """Merge the chunks' sums; a chunk without rows gives None."""
+    out = None
+    for item in items:
+        out = item if out is None else out if item is None else out.merge(item)
+    return out
+
+
+def _tree(items: list) -> Any:
+    from dask import delayed
+
+    while len(items) > 1:
+        items = [delayed(_merge_all)(*items[i:i + 16]) for i in range(0, len(items), 16)]
+    return items[0]
+
+
+def _chunk_sums(part: pd.DataFrame, quantity: RowQuantity, method: str, groups: GroupSpec | None,
+                n_groups: int, spread: bool = True) -> RowSums | None:
+    if len(part) == 0:
+        return None
+    values, jac, vcov = quantity.rows(part, None, method)
+    return RowSums.of(values, jac, _codes(part, groups), n_groups, None, vcov, spread)
+
+
+def _chunk_refits(part: pd.DataFrame, quantity: RowQuantity, models: list, groups: GroupSpec | None,
+                  n_groups: int) -> RowSums | None:
+    if len(part) == 0:
+        return None
+    return RowSums.of(model_values(quantity, part, models), None, _codes(part, groups), n_groups, spread=False)
+
+
+def average_dask(model: Any, data: Any, quantity: RowQuantity, method: str, groups: GroupSpec | None,
+                 bootstrap: Any = None) -> tuple[Estimates, np.ndarray]:
+    """The groups' estimates of ``quantity`` over all rows of the Dask ``data`` and the groups' row counts.
+
+    ``quantity.rows(chunk, None, method)`` evaluates the fitted model (``None``: the one the quantity was
+    built with) on a chunk of the model's frame; ``rows(chunk, refit, 'sample')`` a refitted one."""
+    import dask
+    from dask import delayed
+
+    data = _model_frames(model, as_dask(data, "data"))
+    n_groups = 1 if groups is None else groups.n_groups
+    parts = data.to_delayed()
+    base = "delta" if method == "delta" else "sample"
+    spread = method == "sample"  # the spread over the rows only for the fixed-model interval
+    sums = _tree([delayed(_chunk_sums)(p, quantity, base, groups, n_groups, spread) for p in parts]).compute()
+    if sums is None:
+        raise DataError("`data` has no rows; pass a Dask DataFrame with rows.")
+    counts = sums.moments.n.copy()
+    if method != "bootstrap":
+        return estimates_of(quantity, sums, method), counts
+    spec = check_bootstrap(bootstrap, model)
+
+    def evaluate(models: list) -> np.ndarray:
+        merged = dask.compute(_tree([delayed(_chunk_refits)(p, quantity, models, groups, n_groups)
+                                     for p in parts]))[0]
+        return draws_of_means(quantity, merged.means, len(models))
+
+    estimate = quantity.of_means(sums.means, None)[0]
+    draws, info = refit_draws(model, spec, evaluate, np.isfinite(estimate))
+    return bootstrap_of(estimate, draws, info), counts
+
+
+# ----------------------------------------------------------------- comparisons: on the rows fme evaluates
+def _stepped(part: pd.DataFrame, batch: Any, plan: Any) -> tuple:
+    """(X0, X1, f(X0), f(X1)) of a chunk's evaluated rows, as :func:`fme._core.results.stepped_frames`."""
+    X0 = plan.predictor.select(part).iloc[batch.cand]
+    h = None
+    if any(f"step_{s.feature}" in batch.results.columns for s in plan.steps):
+        h = {s.feature: batch.results[f"step_{s.feature}"].to_numpy(dtype=float) for s in plan.steps}
+    return X0, apply_steps(X0, plan.steps, h), batch.f0, batch.f1
+
+
+def _comparison_hook(part: pd.DataFrame, batch: Any, plan: Any, quantity: RowQuantity, method: str,
+                     groups: GroupSpec | None, n_groups: int, spread: bool = True) -> RowSums | None:
+    if batch.cand.size == 0:
+        return None
+    values, jac, vcov = quantity.rows(_stepped(part, batch, plan), None, method)
+    return RowSums.of(values, jac, _codes(part, groups)[batch.cand], n_groups, None, vcov, spread)
+
+
+def _comparison_refits(part: pd.DataFrame, plan: Any, quantity: RowQuantity, models: list,
+                       groups: GroupSpec | None, n_groups: int) -> RowSums | None:
+    from .._core.kernel import evaluate_batch
+
+    batch = evaluate_batch(plan, part, with_rows=False)
+    if batch.cand.size == 0:
+        return None
+    piece = _stepped(part, batch, plan)
+    return RowSums.of(model_values(quantity, piece, models), None, _codes(part, groups)[batch.cand], n_groups,
+                      spread=False)
+
+
+def comparisons_dask(model: Any, data: Any, steps: Any, options: FMEOptions, quantity: RowQuantity, method: str,
+                     groups: GroupSpec | None, bootstrap: Any = None) -> tuple[Estimates, np.ndarray, str]:
+    """The groups' comparisons on the rows :func:`fme.fme` evaluates on the Dask ``data`` (one pass of the
+    kernel, the comparison's sums beside the fMEs), their row counts and the steps' description."""
+    import dask
+    from dask import delayed
+
+    from .effects import fme_dask
+
+    n_groups = 1 if groups is None else groups.n_groups
+    base = "delta" if method == "delta" else "sample"
+    hook = partial(_comparison_hook, quantity=quantity, method=base, groups=groups, n_groups=n_groups,
+                   spread=method == "sample")
+    res = fme_dask(model, data, steps, options.replace(inference="sample", bootstrap=None), extra=hook)
+    sums = res.summary_data.extra
+    counts = sums.moments.n.copy()
+    description = res.describe_steps()
+    if method != "bootstrap":
+        res.release()
+        return estimates_of(quantity, sums, method), counts, description
+    spec = check_bootstrap(bootstrap, model)
+    parts, plan = res.data.to_delayed(), res.plan
+    res.release()
+
+    def evaluate(models: list) -> np.ndarray:
+        merged = dask.compute(_tree([delayed(_comparison_refits)(p, plan, quantity, models, groups, n_groups)
+                                     for p in parts]))[0]
+        return draws_of_means(quantity, merged.means, len(models))
+
+    estimate = quantity.of_means(sums.means, None)[0]
+    draws, info = refit_draws(model, spec, evaluate, np.isfinite(estimate))
+    return bootstrap_of(estimate, draws, info), counts, description
+
+
+# ----------------------------------------------------------------- predictions: one row each, lazily
+def predictions_dask(model: Any, data: Any, table: Any, meta: pd.DataFrame) -> Any:
+    """The per-row table ``table(chunk)`` (indexed like the chunk) of every chunk of the model's frame of the
+    Dask ``data``: a lazy Dask DataFrame."""
+    data = _model_frames(model, as_dask(data, "data"))
+    return data.map_partitions(lambda part: table(part) if len(part) else meta, meta=meta)
