@@ -24,10 +24,13 @@ Comparisons replicate the model's: scikit-learn's ``tree_`` compares the
 float32-cast input with a float64 threshold, so a row's value routes by
 ``float32(x) <= threshold`` and a stepped feature crosses at the float64
 boundary of that set (:func:`fme.nlm_exact.float32_boundary`); HistGradientBoosting
-compares float64 values. The trees are read by the model's adapter
+compares float64 values; XGBoost goes left iff ``float32(x) < split_condition`` (``strict``), so its
+crossings are the float64 boundaries of that set, and it sums float32 leaves where the traversal sums
+float64 (its predictions agree to float32 rounding). The trees are read by the model's adapter
 (:mod:`fme._adapters`: scikit-learn ``DecisionTree*``, ``ExtraTree*``, ``RandomForest*``,
 ``ExtraTrees*``, ``GradientBoosting*`` (constant init) and ``HistGradientBoosting*`` without
-categorical features in :mod:`fme._adapters._sktrees`; LightGBM in :mod:`fme._adapters.lightgbm`).
+categorical features in :mod:`fme._adapters._sktrees`; LightGBM in :mod:`fme._adapters.lightgbm`;
+XGBoost ``gbtree`` regressors and binary classifiers in :mod:`fme._adapters.xgboost`).
 Other supported models use the midpoint route.
 """
 
@@ -58,7 +61,7 @@ def read_forest(model: Any, target_class: Any = None) -> Forest | None:
     """The model's trees as a :class:`Forest`, or None when they are not read (midpoint route).
 
     Which models have readable trees is their adapter's business
-    (:meth:`fme._adapters.ModelAdapter.forest`: scikit-learn trees and ensembles, LightGBM).
+    (:meth:`fme._adapters.ModelAdapter.forest`: scikit-learn trees and ensembles, LightGBM, XGBoost).
     """
     return adapt(model, target_class).forest()
 
