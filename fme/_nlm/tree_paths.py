@@ -85,7 +85,8 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
     m, p = X.shape
     K = forest.value.shape[1]
     Xf = X.ravel()
-    Xc = X.astype(np.float32).ravel() if forest.float32 else Xf
+    # float32-rounded values held as float64: compared with float64 thresholds without a cast per level
+    Xc = X.astype(np.float32).astype(np.float64).ravel() if forest.float32 else Xf
     Sf = S.ravel()
     any_nan = bool(np.isnan(Xf).any())
     # cells whose value moves along the path: stepped, a non-zero step and a value (a missing value
@@ -93,7 +94,7 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
     moving = (np.broadcast_to(stepped, (m, p)) & (S != 0) & ~np.isnan(X)).ravel()
     feat, kids, thr_all, bnd_all = forest.node_feature, forest.node_kids, forest.threshold, forest.boundary
     # (boolean masks are avoided: flatnonzero + take is several times faster than mask indexing)
-    r = np.tile(np.arange(m, dtype=np.int64), forest.n_trees)
+    r = np.tile(np.arange(m, dtype=np.int64) * p, forest.n_trees)  # row * p: the row's first cell
     node = np.repeat(forest.roots, m)
     lo, hi = np.zeros(r.size), np.ones(r.size)
     le, re = np.full(r.size, -1, dtype=np.int64), np.full(r.size, -1, dtype=np.int64)
@@ -117,7 +118,7 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
                 break
             r, lo, hi, le, re, node, f = (r.take(ki), lo.take(ki), hi.take(ki), le.take(ki), re.take(ki),
                                           node.take(ki), f.take(ki))
-        cell = r * p + f
+        cell = r + f
         xv = Xc.take(cell)
         thr = thr_all.take(node)
         go_right = (xv >= thr) if forest.strict else (xv > thr)
@@ -163,7 +164,7 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
         node = new_node
     cat = (lambda xs, dt: np.concatenate(xs) if xs else np.empty(0, dtype=dt))
     start = np.empty((m, K))
-    sr, sv = cat(s_r, np.int64), forest.value.take(cat(s_node, np.int64), axis=0)
+    sr, sv = cat(s_r, np.int64) // p, forest.value.take(cat(s_node, np.int64), axis=0)
     ids, jv = cat(j_id, np.int64), forest.value.take(cat(j_node, np.int64), axis=0)
     # the left edge of a piece gains its value at the boundary, the right edge loses it
     sign = np.repeat(np.tile([1.0, -1.0], len(j_sign) // 2), j_sign)
@@ -171,7 +172,7 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
     for k in range(K):
         start[:, k] = np.bincount(sr, weights=sv[:, k], minlength=m)
         jump[:, k] = np.bincount(ids, weights=sign * jv[:, k], minlength=nb)
-    return start, cat(b_r, np.int64), cat(b_t, float), jump
+    return start, cat(b_r, np.int64) // p, cat(b_t, float), jump
 
 
 #: Padded (rows x longest row) blocks are used while they hold at most this many cells per entry.
