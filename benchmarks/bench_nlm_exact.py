@@ -5,9 +5,9 @@ m = "exact" and "gauss-legendre", timed alternately ``--repeat`` times (best wal
 CPU time of each; the machine is shared, the ratio is what matters). Reports the route of
 the exact NLM (tree traversal or midpoint predictions), the rows predicted by Gauss-Legendre
 (18 per row) and the segments of the exact NLM, the ANLM by both, and the mean
-|NLM_GL - NLM_exact| (the quadrature error). Peak memory: each method once more in a forked child
-process, its peak resident set (``VmHWM``) minus its resident set when it started (Linux; the model's
-own allocations included), after the timings.
+|NLM_GL - NLM_exact| (the quadrature error). Peak memory: each method once more in a spawned child
+process (given the model and rows), its peak resident set (``VmHWM``) minus its resident set just before
+the call (Linux; the model's own allocations included), after the timings.
 
 10 standard-normal features; y = sin(2 x0) + x1^2 + x2 x3 + noise; models fitted
 on 20 000 rows. Usage::
@@ -65,17 +65,19 @@ def _status_kib(key: str) -> int:
     raise KeyError(key)
 
 
-def _peak_child(fn, queue) -> None:
+def _peak_child(model, X, steps, method, queue) -> None:
+    warnings.simplefilter("ignore", FixedModelWarning)
     start = _status_kib("VmRSS")
-    fn()
+    fme.fme(model, X, steps, nlm=True, nlm_method=method)
     queue.put((_status_kib("VmHWM") - start) / 1024.0)
 
 
-def peak_mib(fn) -> float:
-    """Peak resident memory of ``fn()`` above the process's at its start, in a forked child (MiB)."""
-    ctx = mp.get_context("fork")
+def peak_mib(model, X, steps, method) -> float:
+    """Peak resident memory of one ``fme.fme`` call above the process's at its start, in a fresh (spawned)
+    child process, MiB (a forked child of a process that ran OpenMP code can hang in it)."""
+    ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_peak_child, args=(fn, queue))
+    proc = ctx.Process(target=_peak_child, args=(model, X, steps, method, queue))
     proc.start()
     out = queue.get()
     proc.join()
@@ -112,7 +114,7 @@ def main() -> None:
                 out[m], w, c = timed(lambda: fme.fme(model, X, steps, nlm=True, nlm_method=m))
                 best[m] = [min(best[m][0], w), min(best[m][1], c)]
         ex, gl = out["exact"], out["gauss-legendre"]
-        peak = {m: peak_mib(lambda m=m: fme.fme(model, X, steps, nlm=True, nlm_method=m)) for m in best}
+        peak = {m: peak_mib(model, X, steps, m) for m in best}
         forest = read_forest(model)
         shifts = {f: np.full(n, h) for f, h in steps.items()}
         f0, f1 = ex.predictions["f_x"].to_numpy(), ex.predictions["f_x_step"].to_numpy()
