@@ -5,23 +5,28 @@ m = "exact" and "gauss-legendre", timed alternately ``--repeat`` times (best wal
 CPU time of each; the machine is shared, the ratio is what matters). Reports the route of
 the exact NLM (tree traversal or midpoint predictions), the rows predicted by Gauss-Legendre
 (18 per row) and the segments of the exact NLM, the ANLM by both, and the mean
-|NLM_GL - NLM_exact| (the quadrature error).
+|NLM_GL - NLM_exact| (the quadrature error). Peak memory: each method once more in a spawned child
+process (given the model and rows), its peak resident set (``VmHWM``) minus its resident set just before
+the call (Linux; the model's own allocations included), after the timings.
 
 10 standard-normal features; y = sin(2 x0) + x1^2 + x2 x3 + noise; models fitted
 on 20 000 rows. Usage::
 
-    python benchmarks/bench_nlm_exact.py [--n-hgb 100000] [--n-other 10000] [--repeat 3]
+    python benchmarks/bench_nlm_exact.py [--n-hgb 100000] [--n-xgb 100000] [--n-other 10000] [--only A,B] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import time
+import warnings
 
 import numpy as np
 import pandas as pd
 
 import fme
+from fme.exceptions import FixedModelWarning
 from fme._nlm.tree_paths import read_forest, traverse_nlm
 from fme.nlm_exact import exact_nlm, tree_thresholds
 from fme.predictors import make_predictor
@@ -52,26 +57,55 @@ def timed(fn):
     return out, time.perf_counter() - w, time.process_time() - c
 
 
+def _status_kib(key: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
+
+
+def _peak_child(model, X, steps, method, queue) -> None:
+    warnings.simplefilter("ignore", FixedModelWarning)
+    start = _status_kib("VmRSS")
+    fme.fme(model, X, steps, nlm=True, nlm_method=method)
+    queue.put((_status_kib("VmHWM") - start) / 1024.0)
+
+
+def peak_mib(model, X, steps, method) -> float:
+    """Peak resident memory of one ``fme.fme`` call above the process's at its start, in a fresh (spawned)
+    child process, MiB (a forked child of a process that ran OpenMP code can hang in it)."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_peak_child, args=(model, X, steps, method, queue))
+    proc.start()
+    out = queue.get()
+    proc.join()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n-hgb", type=int, default=100_000)
+    ap.add_argument("--n-xgb", type=int, default=100_000)
     ap.add_argument("--n-other", type=int, default=10_000)
-    ap.add_argument("--only", default="", help="run only models whose name contains this")
+    ap.add_argument("--only", default="", help="run only models whose name contains this (comma-separated: any)")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    warnings.simplefilter("ignore", FixedModelWarning)  # fixed-model intervals are what is timed here
     rng = np.random.default_rng(0)
     cols = [f"x{i}" for i in range(10)]
     train = pd.DataFrame(rng.normal(size=(20_000, 10)), columns=cols)
     y = np.sin(2 * train["x0"]) + train["x1"] ** 2 + train["x2"] * train["x3"] + rng.normal(0, 0.1, len(train))
     steps = {"x0": 1.0, "x1": 1.0}
     print("| model | n | exact route | segments exact / rows predicted GL | exact wall s | GL16 wall s | ratio wall "
-          "| ratio CPU | ANLM exact | ANLM GL16 | mean abs NLM error GL16 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| ratio CPU | peak MiB exact | peak MiB GL16 | ANLM exact | ANLM GL16 | mean abs NLM error GL16 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, model in models().items():
-        if args.only not in name:
+        if not any(part in name for part in args.only.split(",")):
             continue
         model.fit(train, y)
-        n = args.n_hgb if name.startswith("HistGradient") else args.n_other
+        n = args.n_hgb if name.startswith("HistGradient") else args.n_xgb if name.startswith("XGB") else args.n_other
         X = pd.DataFrame(rng.normal(size=(n, 10)), columns=cols)
         best = {"exact": [np.inf, np.inf], "gauss-legendre": [np.inf, np.inf]}
         out = {}
@@ -80,6 +114,7 @@ def main() -> None:
                 out[m], w, c = timed(lambda: fme.fme(model, X, steps, nlm=True, nlm_method=m))
                 best[m] = [min(best[m][0], w), min(best[m][1], c)]
         ex, gl = out["exact"], out["gauss-legendre"]
+        peak = {m: peak_mib(model, X, steps, m) for m in best}
         forest = read_forest(model)
         shifts = {f: np.full(n, h) for f, h in steps.items()}
         f0, f1 = ex.predictions["f_x"].to_numpy(), ex.predictions["f_x_step"].to_numpy()
@@ -92,7 +127,7 @@ def main() -> None:
         err = np.nanmean(np.abs(gl.results["nlm"].to_numpy() - ex.results["nlm"].to_numpy()))
         (we, ce), (wg, cg) = best["exact"], best["gauss-legendre"]
         print(f"| {name} | {n:,} | {route} | {segs:,} / {18 * n:,} | {we:.2f} | {wg:.2f} | {we / wg:.2f} | "
-              f"{ce / cg:.2f} | {ex.anlm:.4f} | {gl.anlm:.4f} | {err:.3g} |", flush=True)
+              f"{ce / cg:.2f} | {peak['exact']:.0f} | {peak['gauss-legendre']:.0f} | {ex.anlm:.4f} | {gl.anlm:.4f} | {err:.3g} |", flush=True)
 
 
 if __name__ == "__main__":

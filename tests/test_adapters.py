@@ -115,12 +115,14 @@ def test_xgboost_wrapper_and_booster(df, Xnum):
     ad = adapt(model)
     assert ad.name == "xgboost"
     np.testing.assert_array_equal(ad.predict(Xnum), model.predict(Xnum))
-    assert ad.forest() is None and ad.refit_support() and not ad.delta_support()
+    assert ad.forest() is not None and ad.refit_support() and not ad.delta_support()  # traversal (paper §5.4)
     booster = model.get_booster()
     bad = adapt(booster)
     np.testing.assert_array_equal(bad.predict(Xnum), booster.predict(xgb.DMatrix(Xnum)))
     assert bad.split_thresholds(["x1"], FEATURES)["x1"].size > 0
-    assert not bad.refit_support()
+    assert bad.forest() is not None and not bad.refit_support()
+    dart = xgb.XGBRegressor(n_estimators=3, booster="dart", random_state=0).fit(df[FEATURES], df["y"])
+    assert adapt(dart).forest() is None  # dart: the midpoint route
 
 
 # ------------------------------------------------------------ plain callables and objects

@@ -10,6 +10,7 @@ path. Written plainly, with loops over rows and trees.
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -39,6 +40,18 @@ def _float32_crossing(thr):
     return hi
 
 
+def _float32_strict_crossing(s):
+    """Where float32(v) < s stops holding (XGBoost's split test), by bisection on v."""
+    s = np.asarray(s, dtype=float)
+    lo = s - 1e-6 * np.abs(s) - 1e-300
+    hi = s + 1e-6 * np.abs(s) + 1e-300
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        below = mid.astype(np.float32).astype(float) < s
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return hi
+
+
 def _sk_thresholds(est, j):
     trees = getattr(est, "estimators_", [est])
     out = []
@@ -63,13 +76,60 @@ def _xgb_thresholds(booster, name):
     def walk(node):
         if "split" in node:
             if node["split"] == name:
-                out.append(float(node["split_condition"]))
+                out.append(float(np.float32(node["split_condition"])))  # 9 digits: the float32 exactly
             for child in node["children"]:
                 walk(child)
 
     for tree in booster.get_dump(dump_format="json"):
         walk(json.loads(tree))
-    return out
+    # XGBoost goes left iff float32(x) < split_condition: the path crosses where that stops holding
+    out = np.asarray(out, dtype=float)
+    return _float32_strict_crossing(out[np.isfinite(out)]).tolist()
+
+
+def xgb_dense_predict(model, target_index=1):
+    """Predictions of an XGBoost model in float64 along the segment midpoints (the traversal's arithmetic).
+
+    XGBoost's own routing (``pred_leaf``: its float32 comparisons and default directions), the leaf
+    values of the text dump (9 significant digits: the float32 values) summed in float64 on the base
+    margin, then the objective's link. XGBoost itself sums in float32 (see
+    test_xgboost_forest_reproduces_predict).
+    """
+    import xgboost as xgb
+
+    booster = model.get_booster() if hasattr(model, "get_booster") else model
+    leaf_values = []
+    for tree in booster.get_dump(dump_format="json"):
+        vals, stack = {}, [json.loads(tree)]
+        while stack:
+            node = stack.pop()
+            if "leaf" in node:
+                vals[node["nodeid"]] = float(np.float32(node["leaf"]))
+            else:
+                stack.extend(node["children"])
+        leaf_values.append(vals)
+    learner = json.loads(booster.save_config())["learner"]
+    base = np.float32(str(learner["learner_model_param"]["base_score"]).strip("[]"))
+    logistic = learner["objective"]["name"] in ("binary:logistic", "reg:logistic")
+    log_link = learner["objective"]["name"] in ("count:poisson", "reg:gamma", "reg:tweedie")
+    if logistic:  # ProbToMargin: -logf(1.0f / base_score - 1.0f), float32 arithmetic
+        base = np.float32(-math.log(float(np.float32(1.0) / base - np.float32(1.0))))
+    if log_link:  # ProbToMargin: logf(base_score)
+        base = np.float32(math.log(float(base)))
+
+    def predict(frame):
+        leaves = booster.predict(xgb.DMatrix(frame), pred_leaf=True).reshape(len(frame), -1)
+        raw = np.full(len(frame), float(base))
+        for i in range(len(frame)):
+            raw[i] += sum(leaf_values[t][int(node)] for t, node in enumerate(leaves[i]))
+        if log_link:
+            return np.exp(raw)
+        if not logistic:
+            return raw
+        p = 1.0 / (1.0 + np.exp(-raw))
+        return p if target_index == 1 or not hasattr(model, "classes_") else 1.0 - p
+
+    return predict
 
 
 def reference_thresholds(model, feature):
@@ -97,7 +157,9 @@ def reference_thresholds(model, feature):
     return _sk_thresholds(model, j)
 
 
-def reference_nlm(model, predict, row: pd.Series, steps: dict) -> float:
+def reference_nlm(model, predict, row: pd.Series, steps: dict, mids_predict=None) -> float:
+    """The exact NLM of one row; ``mids_predict``: the segment values' predictor if not ``predict``
+    (XGBoost: float64 sums of its leaves, :func:`xgb_dense_predict`)."""
     f0 = float(predict(row.to_frame().T.astype(float))[0])
     moved = row.copy()
     for f, h in steps.items():
@@ -115,7 +177,7 @@ def reference_nlm(model, predict, row: pd.Series, steps: dict) -> float:
     mids = pd.DataFrame([row] * (len(ts) - 1)).astype(float)  # one predict call per row
     for f, h in steps.items():
         mids[f] = [row[f] + 0.5 * (a + b) * h for a, b in zip(ts[:-1], ts[1:])]
-    values = predict(mids)
+    values = (mids_predict or predict)(mids)
     segs = []
     for a, b, c in zip(ts[:-1], ts[1:], values):
         c = float(c)
@@ -197,7 +259,7 @@ KINDS = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg
 
 #: families whose exact NLM comes from fme._nlm.tree_paths (the others: midpoint predictions)
 TRAVERSED = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg", "gb_clf", "gb_clf3", "hgb_reg",
-             "hgb_clf", "lgbm_reg", "lgbm_clf3", "lgbm_booster"]
+             "hgb_clf", "lgbm_reg", "lgbm_clf3", "lgbm_booster", "xgb_reg", "xgb_clf", "xgb_booster"]
 
 
 @pytest.mark.parametrize("steps", [{"x1": 0.9}, {"x2": -1.1, "x3": 1.7}], ids=["uni", "bi"])
@@ -215,7 +277,8 @@ def test_exact_equals_segment_reference(df, data, kind, steps, monkeypatch):
     assert res.nlm_method == "exact"
     pred = fme.predictors.make_predictor(model, target)
     got = res.results["nlm"].to_numpy()
-    ref = np.array([reference_nlm(model, pred, row, steps) for _, row in data.iterrows()])
+    mids = xgb_dense_predict(model) if kind.startswith("xgb") else None
+    ref = np.array([reference_nlm(model, pred, row, steps, mids) for _, row in data.iterrows()])
     defined = np.isfinite(ref)
     assert defined.sum() >= 10
     np.testing.assert_array_equal(np.isfinite(got), defined)
@@ -442,3 +505,128 @@ def test_exact_nlm_of_a_row_does_not_depend_on_the_other_rows(df, data, kind):
     whole = fme.fme(model, data, steps, nlm=True).results["nlm"].to_numpy()
     part = fme.fme(model, data.iloc[7:41], steps, nlm=True).results["nlm"].to_numpy()
     np.testing.assert_array_equal(part, whole[7:41])
+
+
+def _xgb_models(X, y, yb):
+    import xgboost as xgb
+
+    from sklearn.model_selection import train_test_split
+
+    Xa, Xb, ya, yb_ = train_test_split(X, y, test_size=0.3, random_state=0)
+    early = xgb.XGBRegressor(n_estimators=300, max_depth=3, early_stopping_rounds=3, n_jobs=1, random_state=0)
+    early.fit(Xa, ya, eval_set=[(Xb, yb_)], verbose=False)
+    return {"xgb_reg": xgb.XGBRegressor(n_estimators=40, max_depth=4, n_jobs=1, random_state=0).fit(X, y),
+            "xgb_clf": xgb.XGBClassifier(n_estimators=30, max_depth=3, n_jobs=1, random_state=0).fit(X, yb),
+            "xgb_booster": xgb.train({"objective": "binary:logistic", "max_depth": 3, "nthread": 1},
+                                     xgb.DMatrix(X, label=yb), num_boost_round=20),
+            "xgb_poisson": xgb.XGBRegressor(n_estimators=20, max_depth=3, objective="count:poisson", n_jobs=1,
+                                            random_state=0).fit(X, np.exp(y / 3)),
+            "xgb_early_stopping": early}
+
+
+def _xgb_frame(df):
+    """Features with NaN (default directions) and values exactly at split conditions and their float32 boundaries."""
+    rng = np.random.default_rng(5)
+    X = df[FEATURES].copy()
+    X.loc[rng.random(len(X)) < 0.25, "x3"] = np.nan
+    X.loc[rng.random(len(X)) < 0.1, "x1"] = np.nan
+    return X
+
+
+@pytest.fixture(scope="module")
+def xgb_case(df):
+    X = _xgb_frame(df)
+    models = _xgb_models(X, df["y"], df["yb"])
+    data = X.iloc[:60].copy()
+    # per feature, rows on its split conditions s, on the float64 boundaries b of float32(v) < s and one
+    # float64 ulp either side of b
+    row = 0
+    for f in FEATURES:
+        conds = np.unique([float(np.float32(c)) for c in _xgb_raw_conditions(models["xgb_reg"], f)])
+        bounds = np.asarray(reference_thresholds(models["xgb_reg"], f))
+        vals = np.concatenate([conds[:3], bounds[:3], np.nextafter(bounds[:2], np.inf),
+                               np.nextafter(bounds[:2], -np.inf)])
+        data.iloc[row:row + vals.size, FEATURES.index(f)] = vals
+        row += vals.size
+    # and rows whose path ends on a split condition of x1 (x1 + h = s for the step h = 1.3 of x1 below)
+    data.iloc[row:row + 4, 0] = np.unique([float(np.float32(c)) for c in _xgb_raw_conditions(models["xgb_reg"], "x1")])[:4] - 1.3
+    return models, data
+
+
+def _xgb_raw_conditions(model, feature):
+    out = []
+    for tree in model.get_booster().get_dump(dump_format="json"):
+        stack = [json.loads(tree)]
+        while stack:
+            node = stack.pop()
+            if "split" in node:
+                if node["split"] == feature:
+                    out.append(node["split_condition"])
+                stack.extend(node["children"])
+    return out
+
+
+@pytest.mark.parametrize("kind", ["xgb_reg", "xgb_clf", "xgb_booster", "xgb_poisson", "xgb_early_stopping"])
+def test_xgboost_forest_reproduces_predict(xgb_case, kind):
+    """The trees read from XGBoost's JSON model predict as XGBoost does: summing the leaves in float32 in
+    tree order (as its predict does) gives its margins bit for bit; the float64 sum of the traversal is
+    within float32 rounding of ``predict``."""
+    import xgboost as xgb
+
+    from fme._nlm.tree_paths import _jumps
+
+    models, data = xgb_case
+    model = models[kind]
+    forest = read_forest(model)
+    assert forest is not None and forest.float32 and forest.strict
+    Xa = data.to_numpy(dtype=float)
+    xc = Xa.astype(np.float32)
+    margin = np.full(len(Xa), np.float32(forest.baseline[0]), dtype=np.float32)
+    for root in forest.roots:  # dense walk, float32 accumulation in tree order
+        node = np.full(len(Xa), root)
+        while not forest.is_leaf[node].all():
+            v = xc[np.arange(len(Xa)), forest.feature[node]]
+            right = np.where(np.isnan(v), ~forest.missing_left[node], v >= forest.threshold[node])
+            node = np.where(forest.is_leaf[node], node, np.where(right, forest.right[node], forest.left[node]))
+        margin = (margin + forest.value[node, 0].astype(np.float32)).astype(np.float32)
+    if kind == "xgb_booster":
+        want_margin = model.predict(xgb.DMatrix(data), output_margin=True)
+        want = model.predict(xgb.DMatrix(data))
+    else:
+        want_margin = model.predict(data, output_margin=True)
+        want = model.predict_proba(data)[:, 1] if kind == "xgb_clf" else model.predict(data)
+    np.testing.assert_array_equal(margin, want_margin)
+    start, _, _, _ = _jumps(forest, Xa, np.zeros_like(Xa), np.zeros(Xa.shape[1], dtype=bool))
+    got = np.asarray(forest.link(start + forest.baseline))[:, forest.output]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("kind", ["xgb_reg", "xgb_clf", "xgb_booster", "xgb_poisson"])
+def test_xgboost_traversal_equals_dense_reference(xgb_case, kind, monkeypatch):
+    """NaN (default directions; a NaN stepped value stays missing) and rows on split conditions and on
+    their float32 boundaries: the traversal equals the independent dense reference to 1e-9, and the
+    midpoint route (XGBoost's float32 predictions) to float32 rounding."""
+    import fme.nlm_exact as ne
+
+    models, data = xgb_case
+    model = models[kind]
+    steps = {"x1": 1.3, "x2": -0.7}
+    monkeypatch.setattr(fme._nlm.evaluate, "exact_nlm", lambda *a, **k: pytest.fail("midpoint route used"))
+    res = fme.fme(model, data, steps, nlm=True, nlm_method="exact")
+    got = res.results["nlm"].to_numpy()
+    assert data["x1"].isna().sum() >= 3  # fme leaves out rows whose stepped feature is missing
+    data = data.loc[res.results.index]
+    pred = fme.predictors.make_predictor(model)
+    ref = np.array([reference_nlm(model, pred, row, steps, xgb_dense_predict(model)) for _, row in data.iterrows()])
+    defined = np.isfinite(ref)
+    assert defined.sum() >= 30 and data["x3"].isna().sum() >= 10
+    np.testing.assert_array_equal(np.isfinite(got), defined)
+    np.testing.assert_allclose(got[defined], ref[defined], rtol=1e-9, atol=1e-12)
+    # the midpoint route on XGBoost's own predictions, summed in float32 (one rounding per tree): the NLMs
+    # differ by float32 rounding of f relative to the path's SD (measured: at most 2.6 such units)
+    shifts = {f: np.full(len(data), h) for f, h in steps.items()}
+    f0, f1 = res.predictions["f_x"].to_numpy(), res.predictions["f_x_step"].to_numpy()
+    mid, path_sd, _ = ne.exact_nlm(pred, data, shifts, ne.tree_thresholds(model, list(steps), FEATURES), f0, f1)
+    ok = np.isfinite(got)
+    unit = np.finfo(np.float32).eps * (1 + np.abs(got[ok])) * np.maximum(np.abs(f0), np.abs(f1))[ok] / path_sd[ok]
+    assert np.all(np.abs(got[ok] - mid[ok]) <= read_forest(model).n_trees * unit)

@@ -4,8 +4,11 @@
   ``enable_categorical`` when it has categorical features), a multi-class one needs
   ``target_class=<output column index>``;
 * bootstrap: the wrappers by clone + fit (a raw Booster cannot be refitted);
-* exact NLM (paper §5.4): split thresholds from ``trees_to_dataframe()`` (the midpoint route; XGBoost
-  compares in float32, so breakpoints are exact up to the float32 rounding of x + t h);
+* exact NLM (paper §5.4): the trees from the JSON model (``save_raw("json")``) for the traversal of
+  :mod:`fme._nlm.tree_paths` (:func:`read_xgboost_forest`: ``gbtree`` with numerical splits and one output,
+  i.e. regressors and binary classifiers, the objectives of ``_OBJECTIVES``); split thresholds from
+  ``trees_to_dataframe()`` for the midpoint route of :mod:`fme.nlm_exact`, which serves the rest
+  (categorical splits, multi-class, multi-output, ``dart``; ``gblinear`` has no exact NLM);
 * training levels: the categories the Booster stores (``get_categories``, XGBoost >= 3.1).
 
 ``xgboost`` is imported only when a Booster predicts (it is an optional dependency).
@@ -19,11 +22,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._sktrees import per_feature
+from ._forest import Forest, float32_boundary, stack_trees
+from ._sktrees import output_index, per_feature
 from .base import Prediction, Unsupported, pick_output, register_adapter
 from .sklearn import BoosterAdapter
 
-__all__ = ["XGBoostAdapter"]
+__all__ = ["XGBoostAdapter", "read_xgboost_forest"]
+
+#: objective -> (link, base_score transform): the objective's ``PredTransform`` and its ``ProbToMargin``,
+#: by which XGBoost turns the stored ``base_score`` into the margin every prediction starts from
+_OBJECTIVES = {
+    "reg:squarederror": ("identity", "identity"), "reg:squaredlogerror": ("identity", "identity"),
+    "reg:pseudohubererror": ("identity", "identity"), "reg:absoluteerror": ("identity", "identity"),
+    "reg:logistic": ("sigmoid", "logit"), "binary:logistic": ("sigmoid", "logit"),
+    "count:poisson": ("exp", "log"), "reg:gamma": ("exp", "log"), "reg:tweedie": ("exp", "log"),
+}
 
 
 def _booster(model: Any) -> Any:
@@ -39,6 +52,113 @@ def _xgboost_splits(booster) -> tuple[list[Any], np.ndarray]:
     split = df["Feature"] != "Leaf"
     split_val = df.loc[split, "Split"].to_numpy(dtype=float)  # NaN for categorical splits
     return list(df.loc[split, "Feature"]), split_val
+
+
+def _base_margin(base_score: np.float32, how: str) -> float:
+    """XGBoost's ``ProbToMargin`` of the stored ``base_score``, in float32 as XGBoost computes it
+    (``-logf(1.0f / b - 1.0f)`` for logistic objectives, ``logf(b)`` for the log-link ones)."""
+    one = np.float32(1.0)
+    if how == "logit":
+        # the logarithm rounded once to float32 (what a correctly rounded logf returns)
+        return float(-np.float32(np.log(np.float64(one / base_score - one))))
+    if how == "log":
+        return float(np.float32(np.log(np.float64(base_score))))
+    return float(base_score)
+
+
+def read_xgboost_forest(model: Any, target_class: Any = None) -> Forest | None:
+    """The trees of an XGBoost model as a :class:`Forest` for the exact NLM's traversal (paper §5.4), or None.
+
+    Read from the JSON model (``save_raw("json")``): per node ``split_indices``, ``split_conditions`` (at
+    leaves: the leaf value), ``left_children``/``right_children`` and ``default_left``. XGBoost's predict
+    (``GetNextNode``) sends a missing value (NaN) to the default child and otherwise goes left iff
+    ``float32(x) < split_condition``, both in float32: so ``threshold`` is the split condition with a
+    strict comparison on float32-cast values, and a stepped feature crosses at the float64 boundary of
+    ``{v : float32(v) < s}``, i.e. of ``float32(v) <= s'`` with s' the float32 below s
+    (:func:`~fme._adapters._forest.float32_boundary`). The raw score starts at ``base_score`` turned into
+    a margin by the objective (:func:`_base_margin`) and the objective's link gives the predictions;
+    a wrapper fitted with early stopping predicts with the trees up to ``best_iteration`` and so does the
+    forest. Leaf values are summed in float64 where XGBoost sums float32: the reconstructed predictions
+    agree with ``predict`` to float32 rounding (about 1e-7 relative), and the NLM is that of the trees'
+    real-valued sum.
+
+    None (the midpoint route of :mod:`fme.nlm_exact` then applies) for: ``dart`` and ``gblinear``
+    boosters, multi-class and multi-output models, categorical splits, vector leaves, a ``missing``
+    other than NaN, objectives outside ``_OBJECTIVES``, and a classifier without a chosen class column.
+    """
+    import json
+
+    booster = _booster(model)
+    if booster is None or (hasattr(model, "get_booster") and not _nan_missing(getattr(model, "missing", np.nan))):
+        return None
+    learner = json.loads(bytes(booster.save_raw("json")))["learner"]
+    gb = learner["gradient_booster"]
+    mp = learner["learner_model_param"]
+    name = learner["objective"]["name"]
+    if gb.get("name") != "gbtree" or name not in _OBJECTIVES or int(mp.get("num_class", 0)) > 1 \
+            or int(mp.get("num_target", 1)) != 1:
+        return None
+    base = np.asarray(json.loads(mp["base_score"]) if mp["base_score"].startswith("[") else [mp["base_score"]],
+                      dtype=np.float32)
+    if base.size != 1:
+        return None
+    if hasattr(model, "get_booster") and hasattr(model, "classes_"):  # XGBClassifier: predict_proba columns
+        out = output_index(model, target_class)
+        if isinstance(out, str) or len(model.classes_) != 2:
+            return None
+    else:
+        out = 0
+    tm = gb["model"]
+    trees_json = tm["trees"]
+    if hasattr(model, "get_booster"):  # the wrapper's predict uses the trees up to best_iteration
+        try:
+            best = int(model.best_iteration)
+        except (AttributeError, TypeError, ValueError):
+            best = None
+        if best is not None:
+            trees_json = trees_json[:int(tm["iteration_indptr"][best + 1])]
+    trees = []
+    for t in trees_json:  # loop over the fitted trees, not over rows
+        if int(t["tree_param"].get("size_leaf_vector", "1")) > 1 or any(int(v) != 0 for v in t["split_type"]):
+            return None  # vector leaves, categorical splits
+        left = np.asarray(t["left_children"], dtype=np.int64)
+        leaf = left < 0
+        cond = np.asarray(t["split_conditions"], dtype=np.float32).astype(np.float64)
+        trees.append(dict(feature=np.asarray(t["split_indices"], dtype=np.int64), threshold=np.where(leaf, np.inf, cond),
+                          missing_left=np.asarray(t["default_left"], dtype=bool), is_leaf=leaf, left=left,
+                          right=np.asarray(t["right_children"], dtype=np.int64),
+                          value=np.where(leaf, cond, 0.0)[:, None], col=0))
+    if not trees:
+        return None
+    link_name, base_how = _OBJECTIVES[name]
+    proba = hasattr(model, "classes_") and hasattr(model, "get_booster")  # predict_proba: [1 - p, p]
+
+    def link(raw):
+        if link_name == "identity":
+            return raw
+        if link_name == "exp":
+            return np.exp(raw)
+        with np.errstate(over="ignore"):
+            p = 1.0 / (1.0 + np.exp(-raw[:, 0]))
+        return np.column_stack([1.0 - p, p]) if proba else p[:, None]
+
+    st = stack_trees(trees, 1)
+    thr = st["threshold"]
+    # float32(v) < s iff float32(v) <= the float32 just below s
+    split = np.flatnonzero(~st["is_leaf"])
+    boundary = np.full(thr.size, np.inf)
+    boundary[split] = float32_boundary(np.nextafter(thr[split].astype(np.float32), np.float32(-np.inf)))
+    return Forest(feature=st["feature"], threshold=thr, boundary=boundary, left=st["left"], right=st["right"],
+                  missing_left=st["missing_left"], is_leaf=st["is_leaf"], value=st["value"], roots=st["roots"],
+                  baseline=np.array([_base_margin(base[0], base_how)]), link=link, float32=True, strict=True,
+                  output=out, name=type(model).__name__, n_features=int(booster.num_features()))
+
+
+def _nan_missing(missing: Any) -> bool:
+    try:
+        return bool(np.isnan(missing))
+    except TypeError:
+        return False
 
 
 @register_adapter
@@ -72,6 +192,9 @@ class XGBoostAdapter(BoosterAdapter):
         feats, thr = _xgboost_splits(booster)
         per = per_feature(feats, thr, list(columns), booster.feature_names)
         return {f: per.get(f, np.empty(0)) for f in features}
+
+    def forest(self) -> Forest | None:
+        return read_xgboost_forest(self.model, self.target_class)
 
     def training_levels(self) -> dict[str, list]:
         booster = _booster(self.model)
