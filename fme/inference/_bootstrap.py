@@ -407,16 +407,18 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     results = run_refits(_one_resample, seeds, (adapter, train, n_train, frame, n, target_class),
                          n_jobs=spec["n_jobs"], backend=spec["backend"], model=model, execution=execution)
     # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._utils.progress)
-    for fmes, err, note in progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"],
-                                        leave=True):
+    kept = []  # which resamples (positions in the seed order) the draws' columns are: pairs two models' refits
+    for b, (fmes, err, note) in enumerate(progress_bar(results, total=B, desc="bootstrap refits",
+                                                       progress=spec["progress"], leave=True)):
         if tally.keep(err, note):
             store.add(fmes)
+            kept.append(b)
     n_ok = store.n_ok
     n_failed = check_refits(B, n_ok, tally)
     errors = tuple(tally.errors)
     info = {"n_resamples": B, "random_state": spec["random_state"], "n_ok": n_ok,
             "n_nonconverged": tally.n_nonconverged, "memory_limit": int(spec["memory_limit"]),
-            "execution": execution}
+            "execution": execution, "kept": np.asarray(kept, dtype=np.int64)}
     draws = store.finish()
     if groupings is not None:
         return [Estimates("bootstrap", group_matrix(g[0], g[1], g[2] if len(g) > 2 else None)
