@@ -430,6 +430,31 @@ def test_tree_refits_run_on_threads_in_batches(diabetes):
 
 
 @pytest.mark.parametrize("backend", ["threads", "processes"])
+def test_workers_refit_an_unfitted_single_threaded_clone_with_the_same_numbers(diabetes, monkeypatch, backend):
+    """The workers get the model's parameters, not the fitted model, with every scikit-learn n_jobs at 1 (the
+    workers are the parallelism); the draws equal the sequential ones, and the user's model is untouched."""
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    import fme.inference._bootstrap as boot
+    from fme._adapters import adapt
+
+    X, y = diabetes
+    model = make_pipeline(StandardScaler(), RandomForestRegressor(n_estimators=8, random_state=0, n_jobs=2))
+    model.fit(X, y)
+    worker = adapt(model, None).for_workers()
+    assert worker.model.get_params()["randomforestregressor__n_jobs"] == 1
+    assert not hasattr(worker.model[-1], "estimators_")          # unfitted: nothing fitted is sent
+    assert model.get_params()["randomforestregressor__n_jobs"] == 2 and hasattr(model[-1], "estimators_")
+    monkeypatch.setitem(boot.STARTUP, backend, 0.0)  # always worth it: the workers run
+    seq = _boot_rows(model, X, y, n_resamples=8)
+    par = _boot_rows(model, X, y, n_resamples=8, n_jobs=2, backend=backend)
+    assert par.info["execution"]["mode"] == backend
+    np.testing.assert_array_equal(par.draws, seq.draws)
+
+
+@pytest.mark.parametrize("backend", ["threads", "processes"])
 def test_parallel_refits_count_nonconvergence_on_any_backend(diabetes, monkeypatch, backend):
     from sklearn.linear_model import LogisticRegression
 

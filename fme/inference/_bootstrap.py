@@ -42,9 +42,14 @@ workers' start-up costs (:data:`STARTUP`), else sequentially. The refits go
 to the workers in a few batches (one task per batch, so the data are sent once
 per batch, not once per refit), on threads for estimators whose fit releases
 the GIL (scikit-learn trees and forests, :func:`_releases_gil`), else on
-processes (joblib's loky). The seeds are per refit, so the numbers do not
+processes (joblib's loky). The workers refit from the adapter's
+:meth:`~fme._adapters.ModelAdapter.for_workers` form: for scikit-learn an
+unfitted clone (a process receives the parameters, not the fitted model) with
+every ``n_jobs`` at 1, so an estimator's own threads do not oversubscribe the
+cores beside the workers. The seeds are per refit, so the numbers do not
 depend on the backend, ``n_jobs`` or the batches. ``info["execution"]`` says
-what ran.
+what ran; ``info["kept"]`` which resamples (positions in the seed order) the
+draws' columns are.
 """
 
 from __future__ import annotations
@@ -301,6 +306,8 @@ def run_refits(task: Callable, seeds: Sequence, args: tuple, *, n_jobs: Any, bac
         batches = [b for b in np.array_split(np.arange(len(rest)), min(len(rest), workers * BATCHES_PER_WORKER))
                    if b.size]
         execution["batches"] = len(batches)
+        # the workers refit from the adapter's worker form: for scikit-learn an unfitted clone with n_jobs=1
+        args = tuple(a.for_workers() if isinstance(a, ModelAdapter) else a for a in args)
         pool = Parallel(n_jobs=workers, backend="threading" if kind == "threads" else "loky", return_as="generator")
         for out in pool(delayed(_batch)(task, [rest[i] for i in b], args, kind == "processes") for b in batches):
             yield from out
