@@ -429,6 +429,33 @@ def test_tree_refits_run_on_threads_in_batches(diabetes):
     assert seq.info["execution"]["mode"] == "sequential"
 
 
+def test_the_backend_is_the_faster_by_start_up_and_gil_share():
+    """A forest on small data holds the GIL for about a third of each refit (its per-tree Python work): on two
+    workers threads would take 0.69 of the sequential time, processes 0.5 plus their start-up, so a minute of
+    refits goes to processes; a forest on large data (GIL share 2 %) to threads; cheap work to neither."""
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    import fme.inference._bootstrap as boot
+
+    rf = RandomForestRegressor(n_estimators=100)
+    share = boot._gil_share(rf, 0.31)                       # Boston: 0.31 s CPU per refit
+    assert share == pytest.approx(100 * boot.GIL_SECONDS_PER_TREE / 0.31)
+    assert boot._gil_share(make_pipeline(StandardScaler(), rf), 0.31) == share
+    assert boot._gil_share(Ridge(), 0.01) == 1.0 and boot._gil_share(rf, 1e-3) == 1.0
+    kind, parallel, predicted = boot._plan(60.0, 2, "auto", share)
+    assert (kind, parallel) == ("processes", True)
+    assert predicted["threads"] == pytest.approx(boot.STARTUP["threads"] + 60 * (share + (1 - share) / 2))
+    assert predicted["processes"] == pytest.approx(boot.STARTUP["processes"] + 30)
+    assert boot._plan(60.0, 2, "auto", 0.02)[:2] == ("threads", True)
+    assert boot._plan(2.0, 2, "auto", 1.0)[1] is False      # Ridge: 2 s of refits start no worker
+    # a forced backend runs when the work exceeds its start-up, whatever the GIL share
+    assert boot._plan(10.0, 2, "threads", 1.0)[:2] == ("threads", True)
+    assert boot._plan(5.0, 2, "processes", 0.0)[:2] == ("processes", False)
+
+
 @pytest.mark.parametrize("backend", ["threads", "processes"])
 def test_workers_refit_an_unfitted_single_threaded_clone_with_the_same_numbers(diabetes, monkeypatch, backend):
     """The workers get the model's parameters, not the fitted model, with every scikit-learn n_jobs at 1 (the
