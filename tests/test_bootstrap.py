@@ -239,6 +239,10 @@ def test_failed_refits_leave_contiguous_draws_and_are_reported_by_ame(data):
         lr = LinearRegression().fit(X.iloc[idx], y.iloc[idx])
         hand.append(lr.predict(X.assign(age=X["age"] + 1)) - lr.predict(X))
     np.testing.assert_allclose(draws, np.column_stack(hand), rtol=1e-12, atol=1e-12)
+    # which resamples the columns are (positions in the seed order): what pairs two models' refits
+    kept = [b for b, s in enumerate(seeds) if y.to_numpy()[np.random.default_rng(s).integers(0, len(y), len(y))][0]
+            <= 1.5]
+    np.testing.assert_array_equal(res.inference_rows.info["kept"], kept)
     with pytest.warns(RuntimeWarning, match="bootstrap refits failed"):
         out = fme.ame(model, X, {"age": 1}, bootstrap=spec)
     info = out.attrs["bootstrap"]

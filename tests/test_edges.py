@@ -429,6 +429,58 @@ def test_tree_refits_run_on_threads_in_batches(diabetes):
     assert seq.info["execution"]["mode"] == "sequential"
 
 
+def test_the_backend_is_the_faster_by_start_up_and_gil_share():
+    """A forest on small data holds the GIL for about a third of each refit (its per-tree Python work): on two
+    workers threads would take 0.69 of the sequential time, processes 0.5 plus their start-up, so a minute of
+    refits goes to processes; a forest on large data (GIL share 2 %) to threads; cheap work to neither."""
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    import fme.inference._bootstrap as boot
+
+    rf = RandomForestRegressor(n_estimators=100)
+    share = boot._gil_share(rf, 0.31)                       # Boston: 0.31 s CPU per refit
+    assert share == pytest.approx(100 * boot.GIL_SECONDS_PER_TREE / 0.31)
+    assert boot._gil_share(make_pipeline(StandardScaler(), rf), 0.31) == share
+    assert boot._gil_share(Ridge(), 0.01) == 1.0 and boot._gil_share(rf, 1e-3) == 1.0
+    kind, parallel, predicted = boot._plan(60.0, 2, "auto", share)
+    assert (kind, parallel) == ("processes", True)
+    assert predicted["threads"] == pytest.approx(boot.STARTUP["threads"] + 60 * (share + (1 - share) / 2))
+    assert predicted["processes"] == pytest.approx(boot.STARTUP["processes"] + 30)
+    assert boot._plan(60.0, 2, "auto", 0.02)[:2] == ("threads", True)
+    assert boot._plan(2.0, 2, "auto", 1.0)[1] is False      # Ridge: 2 s of refits start no worker
+    # a forced backend runs when the work exceeds its start-up, whatever the GIL share
+    assert boot._plan(10.0, 2, "threads", 1.0)[:2] == ("threads", True)
+    assert boot._plan(5.0, 2, "processes", 0.0)[:2] == ("processes", False)
+
+
+@pytest.mark.parametrize("backend", ["threads", "processes"])
+def test_workers_refit_an_unfitted_single_threaded_clone_with_the_same_numbers(diabetes, monkeypatch, backend):
+    """The workers get the model's parameters, not the fitted model, with every scikit-learn n_jobs at 1 (the
+    workers are the parallelism); the draws equal the sequential ones, and the user's model is untouched."""
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    import fme.inference._bootstrap as boot
+    from fme._adapters import adapt
+
+    X, y = diabetes
+    model = make_pipeline(StandardScaler(), RandomForestRegressor(n_estimators=8, random_state=0, n_jobs=2))
+    model.fit(X, y)
+    worker = adapt(model, None).for_workers()
+    assert worker.model.get_params()["randomforestregressor__n_jobs"] == 1
+    assert not hasattr(worker.model[-1], "estimators_")          # unfitted: nothing fitted is sent
+    assert model.get_params()["randomforestregressor__n_jobs"] == 2 and hasattr(model[-1], "estimators_")
+    monkeypatch.setitem(boot.STARTUP, backend, 0.0)  # always worth it: the workers run
+    seq = _boot_rows(model, X, y, n_resamples=8)
+    par = _boot_rows(model, X, y, n_resamples=8, n_jobs=2, backend=backend)
+    assert par.info["execution"]["mode"] == backend
+    np.testing.assert_array_equal(par.draws, seq.draws)
+
+
 @pytest.mark.parametrize("backend", ["threads", "processes"])
 def test_parallel_refits_count_nonconvergence_on_any_backend(diabetes, monkeypatch, backend):
     from sklearn.linear_model import LogisticRegression

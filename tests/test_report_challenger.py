@@ -85,3 +85,93 @@ def test_a_model_without_covariance_gets_the_paired_fixed_model_interval(tmp_pat
     assert c["difference"] == pytest.approx(diff, rel=1e-8)
     assert c["difference_inference"] == "fixed model, paired over the rows"
     assert not c["sign_disagrees"]
+
+
+def test_bootstrap_difference_equals_the_same_seeded_refits_by_hand(tmp_path):
+    """Both models refitted on the same resamples (the report's seed): the per-resample AME difference by hand,
+    from the same seeds, gives the report's interval to rounding; the challenger's own interval is bootstrap."""
+    import warnings
+
+    import joblib
+    from scipy import stats
+    from sklearn.base import clone
+    from sklearn.linear_model import Ridge
+    from sklearn.tree import DecisionTreeRegressor
+
+    from fme.report.analysis import run_effects
+    from fme.report.config import load_config
+
+    rng = np.random.default_rng(11)
+    n, B, seed = 120, 40, 7
+    d = pd.DataFrame({"x": rng.normal(size=n), "w": rng.normal(size=n)})
+    d["y"] = 1 + 0.8 * d["x"] + 0.3 * d["x"] ** 2 + rng.normal(size=n)
+    X, y = d[["x", "w"]], d["y"]
+    a = Ridge(alpha=1.0).fit(X, y)
+    b = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
+    joblib.dump(a, tmp_path / "a.joblib")
+    joblib.dump(b, tmp_path / "b.joblib")
+    X.to_csv(tmp_path / "data.csv", index=False)
+    d.to_csv(tmp_path / "train.csv", index=False)
+    for ci in ("percentile", "normal"):
+        (tmp_path / "c.yaml").write_text(textwrap.dedent(f"""\
+            title: T
+            owner: O
+            intended_use: U
+            model: {{joblib: a.joblib}}
+            challenger: {{joblib: b.joblib}}
+            data: {{path: data.csv}}
+            target: y
+            seed: {seed}
+            inference: {{method: bootstrap, train_data: {{path: train.csv}}, n_resamples: {B}, ci: {ci}}}
+            effects:
+              - id: x
+                steps: {{x: 1}}
+                extrapolation: none
+                partition: false
+                stability: false
+            """), encoding="utf-8")
+        cfg = load_config(tmp_path / "c.yaml")
+        train = pd.read_csv(tmp_path / "train.csv")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # 40 percentile refits: the few-resamples warning is expected
+            (g,) = run_effects(a, X, X, cfg, tmp_path / f"out-{ci}")
+        c = g["variants"][0]["challenger"]
+        # by hand: resample r draws the same rows for both models (one seed per resample, spawned from the seed)
+        Xt, yt = train[["x", "w"]], train["y"]
+        X1 = X.assign(x=X["x"] + 1)
+        diffs = []
+        for s in np.random.SeedSequence(seed).spawn(B):
+            idx = np.random.default_rng(s).integers(0, n, n)
+            ra = clone(a).fit(Xt.iloc[idx], yt.iloc[idx])
+            rb = clone(b).fit(Xt.iloc[idx], yt.iloc[idx])
+            diffs.append(np.mean(ra.predict(X1) - ra.predict(X)) - np.mean(rb.predict(X1) - rb.predict(X)))
+        diffs = np.array(diffs)
+        est = np.mean((a.predict(X1) - a.predict(X)) - (b.predict(X1) - b.predict(X)))
+        assert c["difference"] == pytest.approx(est, rel=1e-12)
+        assert c["difference_inference"] == f"bootstrap, both models refitted on the same {B} resamples (paired)"
+        assert c["difference_n_resamples"] == B and c["inference"] == "bootstrap"
+        assert c["difference_std_error"] == pytest.approx(diffs.std(ddof=1), rel=1e-12)
+        if ci == "percentile":
+            lo, hi = np.quantile(diffs, [0.025, 0.975])
+        else:
+            q = stats.norm.ppf(0.975)
+            lo, hi = est - q * diffs.std(ddof=1), est + q * diffs.std(ddof=1)
+        assert [c["difference_low"], c["difference_high"]] == pytest.approx([lo, hi], rel=1e-12, abs=1e-14)
+
+
+def test_bootstrap_difference_pairs_only_resamples_where_both_refits_succeeded():
+    """A refit that failed for one model drops that resample from the difference (never a shifted pairing)."""
+    import fme
+    from fme.inference import RowInference
+    from fme.report.challenger import _paired_bootstrap
+
+    rng = np.random.default_rng(2)
+    da, db = rng.normal(size=(3, 5)), rng.normal(size=(3, 4))
+    ra = RowInference("bootstrap", np.zeros(3), draws=da, info={"kept": np.array([0, 1, 2, 3, 5])})
+    rb = RowInference("bootstrap", np.zeros(3), draws=db, info={"kept": np.array([0, 2, 3, 4])})
+    pa = pb = np.array([0, 2])  # the rows both models evaluated
+    with pytest.warns(fme.BootstrapWarning, match="rests on 3 refits"):  # 3 draws: the percentile warning
+        se, lo, hi, k = _paired_bootstrap(ra, rb, pa, pb, 0.0, 0.9)
+    paired = da[[0, 2]][:, [0, 2, 3]].mean(axis=0) - db[[0, 2]][:, [0, 1, 2]].mean(axis=0)  # resamples 0, 2, 3
+    assert k == 3 and se == pytest.approx(paired.std(ddof=1), rel=1e-12)
+    assert [lo, hi] == pytest.approx(np.quantile(paired, [0.05, 0.95]).tolist(), rel=1e-12)

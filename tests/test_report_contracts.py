@@ -92,3 +92,78 @@ def test_bad_contracts_are_config_errors(tmp_path):
     _ols_case(tmp_path, "{sign: up}")
     with pytest.raises(ConfigError, match="expect"):
         load_config(tmp_path / "c.yaml")
+
+
+def test_bootstrap_contracts_on_a_sklearn_model_match_a_hand_tost_and_gate_the_release(tmp_path):
+    """A Ridge model with bootstrap inference: every contract row uses the bootstrap interval (SE of the refits'
+    AMEs, percentile bounds), its p-values are a hand TOST / one-sided z-test from the same seeded refits, the
+    verdicts follow from them, and the failing contract makes `fme report --check` exit 3 with the report
+    written."""
+    import json
+
+    import joblib
+    from sklearn.base import clone
+    from sklearn.linear_model import Ridge
+    from statsmodels.stats.multitest import multipletests
+
+    from fme.__main__ import main
+
+    rng = np.random.default_rng(8)
+    n, B, seed = 150, 200, 3
+    d = pd.DataFrame({"x": rng.normal(size=n), "w": rng.normal(size=n)})
+    d["y"] = 1 + 0.8 * d["x"] + 0.1 * d["w"] + rng.normal(size=n)
+    X, y = d[["x", "w"]], d["y"]
+    model = Ridge(alpha=1.0).fit(X, y)
+    joblib.dump(model, tmp_path / "model.joblib")
+    X.to_csv(tmp_path / "data.csv", index=False)
+    d.to_csv(tmp_path / "train.csv", index=False)
+    (tmp_path / "c.yaml").write_text(textwrap.dedent(f"""\
+        title: T
+        owner: O
+        intended_use: U
+        model: {{joblib: model.joblib}}
+        data: {{path: data.csv}}
+        target: y
+        seed: {seed}
+        inference: {{method: bootstrap, train_data: {{path: train.csv}}, n_resamples: {B}}}
+        effects:
+          - id: x
+            steps: {{x: 1}}
+            extrapolation: none
+            partition: false
+            stability: false
+            expect: {{sign: '+', within: [0.5, 1.2], at_least: 0.75, at_most: 0.5}}
+        """), encoding="utf-8")
+    status = main(["report", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r"), "--no-pdf", "--check",
+                   "--no-progress"])
+    assert status == 3                                        # 'at most 0.5' is not met
+    html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert "Effect contracts" in html and "NOT MET" in html
+    results = json.loads((tmp_path / "r" / "results.json").read_text(encoding="utf-8"))
+    rows = {r["contract"]: r for r in results["effects"][0]["variants"][0]["contracts"]}
+    # by hand: the same seeded resamples (one seed per refit, spawned from the report's seed); a Ridge model's
+    # AME of a unit step of x is its x coefficient, on the fitted model and on every refit
+    train = pd.read_csv(tmp_path / "train.csv")
+    Xt, yt = train[["x", "w"]], train["y"]
+    draws = np.array([clone(model).fit(Xt.iloc[idx], yt.iloc[idx]).coef_[0]
+                      for idx in (np.random.default_rng(s).integers(0, n, n)
+                                  for s in np.random.SeedSequence(seed).spawn(B))])
+    est, se = model.coef_[0], draws.std(ddof=1)
+    lo, hi = np.quantile(draws, [0.025, 0.975])
+    for r in rows.values():
+        assert r["inference"] == "bootstrap"
+        assert r["estimate"] == pytest.approx(est, rel=1e-10) and r["std_error"] == pytest.approx(se, rel=1e-10)
+        assert [r["conf_low"], r["conf_high"]] == pytest.approx([lo, hi], rel=1e-10)
+    z = stats.norm                                             # bootstrap statistics are z statistics
+    hand = {"sign": z.sf(est / se),
+            "within": max(z.sf((est - 0.5) / se), z.cdf((est - 1.2) / se)),  # TOST: the larger one-sided p
+            "at_least": z.sf((est - 0.75) / se),
+            "at_most": z.cdf((est - 0.5) / se)}
+    order = list(hand)
+    assert [rows[k]["p_value"] for k in order] == pytest.approx([hand[k] for k in order], rel=1e-8)
+    adj = multipletests([hand[k] for k in order], method="holm")[1]
+    assert [rows[k]["p_value_adj"] for k in order] == pytest.approx(adj.tolist(), rel=1e-8)
+    wrong = {"sign": hi < 0, "within": hi < 0.5 or lo > 1.2, "at_least": hi < 0.75, "at_most": lo > 0.5}
+    for k, a in zip(order, adj):
+        assert rows[k]["verdict"] == ("met" if a < 0.05 else "not met" if wrong[k] else "inconclusive")
+    assert rows["at_most"]["verdict"] == "not met" and rows["sign"]["verdict"] == "met"

@@ -254,6 +254,11 @@ class ModelAdapter(abc.ABC):
         """A new fitted model on the training rows ``idx`` (drawn with replacement); never touches ``model``."""
         raise ModelError(self.refit_support().reason)
 
+    def for_workers(self) -> "ModelAdapter":
+        """The adapter whose :meth:`refit` the parallel refits (worker threads or processes) call: the same
+        refits, possibly lighter to send and without the model's own parallelism. By default this one."""
+        return self
+
     # ------------------------------------------------------------- exact NLM
     def split_thresholds(self, features: Sequence[str], columns: Sequence[str]) -> dict[str, np.ndarray]:
         """Split thresholds of each stepped feature in the model's input space (NaN: a categorical split);

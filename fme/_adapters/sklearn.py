@@ -131,6 +131,27 @@ class SklearnAdapter(ModelAdapter):
         X, y = train
         return clone(self.model).fit(take_rows(X, idx), take_rows(y, idx))
 
+    def for_workers(self) -> ModelAdapter:
+        """An unfitted clone of the model (a worker process receives its parameters, not the fitted model, which
+        the refits never read) with every ``n_jobs`` of a scikit-learn estimator in it set to 1.
+
+        The workers are the parallelism: a forest's own threads beside them would oversubscribe the cores.
+        scikit-learn's ``n_jobs`` never changes the fitted numbers (forests seed their trees before dispatching
+        them), so the refits equal the sequential ones; other libraries' thread settings are left alone.
+        """
+        from sklearn.base import clone
+
+        try:
+            template = clone(self.model)
+        except Exception:  # noqa: BLE001 - every refit clones too and reports the same error, counted as failed
+            return self
+        params = template.get_params(deep=True)
+        single = {k: 1 for k, v in params.items() if k.rpartition("__")[2] == "n_jobs" and v not in (None, 1)
+                  and module_of(params[k.rpartition("__")[0]] if "__" in k else template).startswith("sklearn")}
+        if single:
+            template.set_params(**single)
+        return type(self)(template, self.target_class)
+
     # ------------------------------------------------------------- exact NLM
     def split_thresholds(self, features: Sequence[str], columns: Sequence[str]) -> dict[str, np.ndarray]:
         if _is_pipeline(self.model):

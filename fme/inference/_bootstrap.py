@@ -37,14 +37,22 @@ fewer than 5 refits beyond each (fewer than 200 at 95%) gets a warning too.
 Parallel refits (``n_jobs`` > 1) never start workers for less work than their
 start-up: the first refits (:data:`PROBE`) run in the calling process and are
 timed (the fastest but the first, which pays one-off costs, is the estimate); the rest
-run in parallel only if the estimated sequential time exceeds what the
-workers' start-up costs (:data:`STARTUP`), else sequentially. The refits go
-to the workers in a few batches (one task per batch, so the data are sent once
-per batch, not once per refit), on threads for estimators whose fit releases
-the GIL (scikit-learn trees and forests, :func:`_releases_gil`), else on
-processes (joblib's loky). The seeds are per refit, so the numbers do not
+run in parallel only if that is predicted to be faster than running them
+sequentially, else sequentially. The prediction (:func:`_plan`) counts the
+workers' start-up (:data:`STARTUP`) and, for threads, the share of a refit
+that holds the GIL and so runs one thread at a time (:func:`_gil_share`: 1 for
+most models; for scikit-learn trees and forests, whose tree building releases
+it, their per-tree Python work over the refit's CPU time, which is large for
+small training data); ``'auto'`` takes the faster of threads and processes
+(joblib's loky). The refits go to the workers in a few batches (one task per
+batch, so the data are sent once per batch, not once per refit). The workers refit from the adapter's
+:meth:`~fme._adapters.ModelAdapter.for_workers` form: for scikit-learn an
+unfitted clone (a process receives the parameters, not the fitted model) with
+every ``n_jobs`` at 1, so an estimator's own threads do not oversubscribe the
+cores beside the workers. The seeds are per refit, so the numbers do not
 depend on the backend, ``n_jobs`` or the batches. ``info["execution"]`` says
-what ran.
+what ran; ``info["kept"]`` which resamples (positions in the seed order) the
+draws' columns are.
 """
 
 from __future__ import annotations
@@ -73,12 +81,18 @@ _KEYS = {"X", "y", "data", "n_resamples", "random_state", "n_jobs", "ci", "progr
 BACKENDS = ("auto", "threads", "processes")
 #: Seconds a pool of workers costs before its first refit (benchmarks/bench_refits.py on the shared 2-core
 #: machine: two loky processes with 4 batches of Ridge refits cost about 3 s over the sequential run, starting
-#: the processes, importing fme and scikit-learn there and sending the data; threads next to nothing). Parallel refits run only
-#: when the refits' estimated sequential time exceeds start-up * workers / (workers - 1).
+#: the processes, importing fme and scikit-learn there and sending the data; threads next to nothing). Parallel
+#: refits run only when the predicted parallel time, start-up included, is below the estimated sequential one
+#: (:func:`_plan`).
 STARTUP = {"threads": 0.05, "processes": 3.0}
 #: Refits run (and timed) in the calling process before deciding; the first pays one-off costs (imports,
 #: caches), so the estimate is the fastest of the others.
 PROBE = 3
+#: CPU seconds per tree that refitting a scikit-learn tree or forest spends holding the GIL (cloning the tree
+#: and checking its parameters, drawing its rows, predicting tree by tree): on Boston (506 rows) a 100-tree
+#: forest's fit takes 0.31 s CPU, 0.11 s of it with depth-1 trees (whose building is next to nothing), and its
+#: prediction of 1,012 rows 17 ms (benchmarks/README.md, parallel refits). Threads run that share one at a time.
+GIL_SECONDS_PER_TREE = 1.2e-3
 #: Batches per worker (a few, so that an uneven batch does not leave a worker idle for long).
 BATCHES_PER_WORKER = 2
 #: Default RAM for the per-row draws (bytes); beyond it they go to a temporary memory-mapped file.
@@ -257,6 +271,35 @@ def _releases_gil(model: Any) -> bool:
     return module.startswith(("sklearn.tree", "sklearn.ensemble._forest"))
 
 
+def _gil_share(model: Any, cpu_per_refit: float) -> float:
+    """The share of a refit's CPU time spent holding the GIL, which threads cannot run side by side: for
+    scikit-learn trees and forests (:func:`_releases_gil`) their per-tree Python work
+    (:data:`GIL_SECONDS_PER_TREE` per tree) over the refit's CPU seconds; 1 for other models."""
+    if not _releases_gil(model):
+        return 1.0
+    final = model.steps[-1][1] if isinstance(getattr(model, "steps", None), list) and model.steps else model
+    trees = getattr(final, "n_estimators", 1)
+    trees = trees if isinstance(trees, numbers.Integral) and trees > 0 else 1
+    return min(1.0, trees * GIL_SECONDS_PER_TREE / max(cpu_per_refit, 1e-9))
+
+
+def _plan(estimate: float, workers: int, backend: str, share: float) -> tuple[str, bool, dict]:
+    """(kind, whether to start workers, predicted seconds per kind) for refits worth ``estimate`` sequential
+    seconds on ``workers`` workers.
+
+    Threads: their start-up plus the GIL-held share run one at a time (Amdahl), the rest split over the
+    workers; processes: their start-up plus an even split. ``'auto'`` takes the faster, and starts workers
+    only when that beats running sequentially; a forced backend starts them when the estimate exceeds their
+    start-up times workers / (workers - 1) (the split alone).
+    """
+    predicted = {"threads": STARTUP["threads"] + estimate * (share + (1.0 - share) / workers),
+                 "processes": STARTUP["processes"] + estimate / workers}
+    if backend != "auto":
+        return backend, workers > 1 and estimate > STARTUP[backend] * workers / (workers - 1), predicted
+    kind = min(predicted, key=predicted.get)
+    return kind, workers > 1 and predicted[kind] < estimate, predicted
+
+
 def _batch(task: Callable, seeds: Sequence, args: tuple, in_process: bool) -> list:
     """``task(seed, *args)`` for a batch of seeds (one worker task); a worker process watches its own
     convergence warnings."""
@@ -270,30 +313,34 @@ def run_refits(task: Callable, seeds: Sequence, args: tuple, *, n_jobs: Any, bac
                execution: dict) -> Iterator:
     """``task(seed, *args)`` for every seed, yielded in seed order (see the module docstring).
 
-    The first :data:`PROBE` run here and are timed; the others run sequentially unless ``n_jobs`` asks for more
-    than one worker and their estimated time exceeds the start-up of the workers (:data:`STARTUP`); then in
-    :data:`BATCHES_PER_WORKER` batches per worker, on threads or processes (``backend``; ``'auto'``:
-    threads for :func:`_releases_gil` estimators). ``execution`` receives what ran.
+    The first :data:`PROBE` run here and are timed (wall and CPU seconds); the others run sequentially unless
+    ``n_jobs`` asks for more than one worker and running them on workers is predicted to be faster
+    (:func:`_plan`: the workers' start-up, :data:`STARTUP`, and for threads the share of the refit that holds
+    the GIL, :func:`_gil_share`); then in :data:`BATCHES_PER_WORKER` batches per worker, on threads or
+    processes (``backend``; ``'auto'``: the faster by that prediction). ``execution`` receives what ran.
     """
     from joblib import Parallel, delayed, effective_n_jobs
 
     seeds = list(seeds)
     with _watch_convergence():
         probe = 1 if n_jobs is None else min(PROBE, len(seeds))
-        times = []
+        times, cpu = [], []
         for s in seeds[:probe]:
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             yield task(s, *args)
             times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
         per_refit = min(times[1:]) if len(times) > 1 else times[0]
+        # the GIL share from CPU seconds: wall seconds on a busy machine include waiting for a core
+        share = _gil_share(model, min(cpu[1:]) if len(cpu) > 1 else cpu[0])
         rest = seeds[probe:]
         workers = 1 if n_jobs is None or not rest else max(1, min(int(effective_n_jobs(n_jobs)), len(rest)))
-        kind = backend if backend != "auto" else ("threads" if _releases_gil(model) else "processes")
         estimate = per_refit * len(rest)
-        parallel = workers > 1 and estimate > STARTUP[kind] * workers / (workers - 1)
+        kind, parallel, predicted = _plan(estimate, workers, backend, share)
         execution.update({"mode": kind if parallel else "sequential", "workers": workers if parallel else 1,
                           "first_refit_seconds": times[0], "refit_seconds": per_refit,
-                          "estimated_sequential_seconds": per_refit * len(seeds)})
+                          "estimated_sequential_seconds": per_refit * len(seeds), "gil_share": share,
+                          "predicted_seconds": predicted if workers > 1 else {}})
         if not parallel:
             for s in rest:
                 yield task(s, *args)
@@ -301,6 +348,8 @@ def run_refits(task: Callable, seeds: Sequence, args: tuple, *, n_jobs: Any, bac
         batches = [b for b in np.array_split(np.arange(len(rest)), min(len(rest), workers * BATCHES_PER_WORKER))
                    if b.size]
         execution["batches"] = len(batches)
+        # the workers refit from the adapter's worker form: for scikit-learn an unfitted clone with n_jobs=1
+        args = tuple(a.for_workers() if isinstance(a, ModelAdapter) else a for a in args)
         pool = Parallel(n_jobs=workers, backend="threading" if kind == "threads" else "loky", return_as="generator")
         for out in pool(delayed(_batch)(task, [rest[i] for i in b], args, kind == "processes") for b in batches):
             yield from out
@@ -407,16 +456,18 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     results = run_refits(_one_resample, seeds, (adapter, train, n_train, frame, n, target_class),
                          n_jobs=spec["n_jobs"], backend=spec["backend"], model=model, execution=execution)
     # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._utils.progress)
-    for fmes, err, note in progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"],
-                                        leave=True):
+    kept = []  # which resamples (positions in the seed order) the draws' columns are: pairs two models' refits
+    for b, (fmes, err, note) in enumerate(progress_bar(results, total=B, desc="bootstrap refits",
+                                                       progress=spec["progress"], leave=True)):
         if tally.keep(err, note):
             store.add(fmes)
+            kept.append(b)
     n_ok = store.n_ok
     n_failed = check_refits(B, n_ok, tally)
     errors = tuple(tally.errors)
     info = {"n_resamples": B, "random_state": spec["random_state"], "n_ok": n_ok,
             "n_nonconverged": tally.n_nonconverged, "memory_limit": int(spec["memory_limit"]),
-            "execution": execution}
+            "execution": execution, "kept": np.asarray(kept, dtype=np.int64)}
     draws = store.finish()
     if groupings is not None:
         return [Estimates("bootstrap", group_matrix(g[0], g[1], g[2] if len(g) > 2 else None)

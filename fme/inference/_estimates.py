@@ -184,7 +184,9 @@ class RowInference:
     n_nonconverged : int
         Bootstrap refits that did not converge.
     info : dict
-        Details (kernel: 'analytic'/'numerical'; n_resamples; random_state).
+        Details (kernel: 'analytic'/'numerical'; n_resamples; random_state; for bootstrap ``kept``: the
+        positions, in the seed order, of the resamples whose refits are the columns of ``draws``, so that two
+        models' draws from the same seeds can be paired resample by resample).
     """
 
     method: str

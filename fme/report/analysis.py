@@ -295,6 +295,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
     (out_dir / "figures").mkdir(parents=True, exist_ok=True)
     summaries = []
     train_cache: dict = {}
+    challenger_checked: set = set()
     # figures show what the tables show: a class probability's effects in percentage points
     fig_cfg = cfg if target_class is None else {**cfg, "target_unit": f"percentage points of P({target_class})"}
     fig_scale = 1.0 if target_class is None else 100.0
@@ -309,6 +310,9 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
     for i, eff in enumerate(cfg["effects"], start=1):
         key = ("effects", i - 1, "inference") if "inference" in cfg["_raw_effects"][i - 1] else ("inference",)
         train = load_train_data(cfg, eff["inference"], key, train_cache, model, data)
+        if challenger is not None and train is not None and id(train) not in challenger_checked:
+            check_train_data(cfg, key, challenger, train, data)  # the challenger's refits, checked before the first
+            challenger_checked.add(id(train))  # the frame is cached per file: one check per file
         print(f"[fme report] effect {i}/{len(cfg['effects'])}: {eff['id']}", flush=True)
         single = list(eff["steps"].items())
         variants = [(eff["id"], eff)]
@@ -330,7 +334,8 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: di
                 _write_tables(out, summ, out_dir, vid)
                 if challenger is not None:
                     summ["challenger"] = challenger_summary(model, challenger, data, reference, veff, summ,
-                                                            int(cfg["seed"]), target_class)
+                                                            int(cfg["seed"]), target_class, train, cfg["target"],
+                                                            out["result"])
             except Exception as exc:  # noqa: BLE001 - loud, one line, naming the effect (and level)
                 err = None
                 if isinstance(exc, fme.ExtrapolationError):  # x itself outside the detector's region?
