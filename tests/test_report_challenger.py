@@ -175,3 +175,44 @@ def test_bootstrap_difference_pairs_only_resamples_where_both_refits_succeeded()
     paired = da[[0, 2]][:, [0, 2, 3]].mean(axis=0) - db[[0, 2]][:, [0, 1, 2]].mean(axis=0)  # resamples 0, 2, 3
     assert k == 3 and se == pytest.approx(paired.std(ddof=1), rel=1e-12)
     assert [lo, hi] == pytest.approx(np.quantile(paired, [0.05, 0.95]).tolist(), rel=1e-12)
+
+
+def test_the_challengers_tree_grows_with_the_reports_seed(tmp_path):
+    """The same model as champion and challenger: with the report's seed (5) for both honest trees, their first
+    splits and leaves are the same (the challenger's tree grew with seed 0 before)."""
+    import joblib
+    import statsmodels.formula.api as smf
+
+    from fme.report.analysis import run_effects
+    from fme.report.config import load_config
+
+    rng = np.random.default_rng(8)
+    n = 400
+    d = pd.DataFrame({"x": rng.normal(size=n), "w": rng.uniform(-2, 2, size=n)})
+    d["y"] = 1 + d["x"] + 0.7 * d["x"] * d["w"] + rng.normal(size=n)
+    a = smf.ols("y ~ x * w", data=d).fit()  # fME of x + 1: b_x + b_xw w, so the tree splits on w
+    joblib.dump(a, tmp_path / "a.joblib")
+    joblib.dump(a, tmp_path / "b.joblib")
+    d[["x", "w"]].to_csv(tmp_path / "data.csv", index=False)
+    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
+        title: T
+        owner: O
+        intended_use: U
+        model: {joblib: a.joblib}
+        challenger: {joblib: b.joblib}
+        data: {path: data.csv}
+        target: y
+        seed: 5
+        inference: delta
+        effects:
+          - id: x
+            steps: {x: 1}
+            extrapolation: none
+            stability: false
+        """), encoding="utf-8")
+    X = d[["x", "w"]]
+    (g,) = run_effects(a, X, X, load_config(tmp_path / "c.yaml"), tmp_path / "out")
+    v = g["variants"][0]
+    assert v["partition"]["root_split"]["feature"] == "w"
+    assert v["challenger"]["root_split"] == v["partition"]["root_split"]
+    assert v["challenger"]["difference"] == pytest.approx(0.0, abs=1e-12)

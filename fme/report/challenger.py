@@ -147,7 +147,7 @@ def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, refer
     if low is None and est is not None and se is not None:
         low, high = est - q * se, est + q * se
     lo_b, hi_b = b.conf_int(conf)
-    part_b = _grow_partition(b, eff, conf)
+    part_b = _grow_partition(b, eff, conf, random_state=seed)  # the same seed as the champion's tree
     summary = {"ame": _num(b.ame), "ci_low": _num(lo_b), "ci_high": _num(hi_b), "inference": b.inference,
                "n": int(b.n), "n_common": int(n), "difference": _num(est), "difference_low": _num(low),
                "difference_high": _num(high), "difference_inference": label, "difference_std_error": _num(se),
