@@ -1,6 +1,7 @@
 """The two routes of the error-controlled NLM: their sums, error estimates and bounds (paper §5.4; issue 26).
 
-Helpers of :mod:`fme._nlm.budget`, which holds the derivations in its docstring and drives the rounds.
+Helpers of :mod:`fme._nlm.budget`, which describes the routes and drives the rounds; :func:`jump_state`
+derives the jump route's bound.
 Everything here is element-wise over rows, sub-intervals or brackets plus per-row sums by ``bincount``:
 no per-row Python loop. The three integrals of the NLM along a path, relative to f(x) and with the
 fixed centre ``c`` (the level-0 Kronrod mean), are
