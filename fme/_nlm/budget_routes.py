@@ -122,12 +122,13 @@ def bracket_statics(ba, bb, dL, dR):
     return s, (0.5 * (ba + bb))[:, None], 0.5 * (dL + dR), np.abs(dL - dR)
 
 
-def jump_state(n, c, F, scale, est, br, s, m, g, J, dense):
+def jump_state(n, c, F, scale, est, br, s, m, g, J, dense, shares=True):
     """Jump route: per row NLM, error bound and D (n, C) with every open bracket's jump at its midpoint;
     per bracket its share of the bound (max over outputs), which the rounds spend probes on.
 
     ``est``: the per-row sums (S1, S2, N) of the settled segments and of the open brackets with their jumps
-    at the midpoints (:func:`bracket_sums`); ``s, m, g, J``: :func:`bracket_statics` of the open brackets.
+    at the midpoints (:func:`bracket_sums`); ``s, m, g, J``: :func:`bracket_statics` of the open brackets;
+    ``shares``: False skips the brackets' shares (the final state needs none).
 
     The truth on an open bracket i (half-width s_i, ends dL_i, dR_i, midpoint m_i) is taken to be one jump
     J_i = dL_i - dR_i at an unknown m_i + x_i, |x_i| <= s_i, plus, on a ``dense`` row, an excursion e_i(t)
@@ -172,6 +173,8 @@ def jump_state(n, c, F, scale, est, br, s, m, g, J, dense):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         bound = np.where(D > ED, num / (D - ED), np.inf)
         bound = np.where(num + ED == 0, 0.0, bound)  # no jump left to place: the closed form is exact
+        if not shares:
+            return nlm, bound, D, np.zeros(0)
         # a bracket's share: its first-order part of the bound (a probe halves its s)
         Hb = H[br]
         share = (aj * (2.0 * A + aF[br] * s) + 4.0 * Hb * s * (A + om[br] * (0.5 * J + Hb) + aF[br] * s)
