@@ -36,6 +36,12 @@ routes, chosen from its 23 values (``nlm_route``):
   the mean error itself fell (the excursion term spreads the probes over wide brackets whose
   ends nearly agree).
 
+A path with a jump in every level-0 interval ties nowhere among its 23 values and starts on the
+quadrature route, where the Kronrod estimate of a staircase is no bound (4 of 10^5 rows of the
+wrapped boosting model had errors above it). So a quadrature row's first bisection comes before any
+bracket when the budget binds, and when exact ties appear between neighbouring nodes of its halves
+the row moves to the jump route with all 65 values (a later bisection does not move it).
+
 Rounds: at most :data:`_MAX_ROUNDS` (:data:`_BINDING_ROUNDS` when the budget cannot give every
 open bracket one probe at the start: then most rows stay above ``nlm_tol`` whatever the split, and
 a predict call can be dear), each one stacked prediction (in frames of at most
@@ -269,20 +275,18 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     # ------------------------------------------------ jump route: settled segments and open brackets
     jrows = np.flatnonzero(jumps)
     tfull = np.r_[0.0, u, 1.0]
-    tj = tied[:, jrows]  # (k + 1, m)
-    pi, pj = np.nonzero(tj)  # tied pairs: constant segments
-    rr = jrows[pj]
-    settled = rowsum(rr, segment(tfull[:-1][pi], tfull[1:][pi], full[pi, rr], c[rr], F[rr]), n)
-    bi, bj = np.nonzero(~tj)
-    br = jrows[bj]
-    B = {"r": br, "a": tfull[:-1][bi], "b": tfull[1:][bi], "l": full[bi, br], "rt": full[bi + 1, br]}
-    B["s"], B["m"], B["g"], B["J"] = bracket_statics(B["a"], B["b"], B["l"], B["rt"])
+    settled, B, tj = _pieces(tfull, full[:, jrows], jrows, c, F, n)
     # per-row sums of the open brackets with their jumps at the midpoints: kept up to date as brackets are cut
     # (the rounds' states), recomputed from scratch for the result
     B["sums"] = _open_sums(B, c, F, n)
     # dense rows: fewer than half of the level-0 intervals tied (more than ln 2 jumps per interval expected),
     # or a probe found a third value inside a bracket; their open brackets may hide further jumps
-    dense = jumps & (tied.sum(axis=0) * 2 < k + 1)
+    dense = np.zeros(n, dtype=bool)
+    dense[jrows] = tj.sum(axis=0) * 2 < k + 1
+    # the quadrature rows' level-0 values: a path with a jump in every level-0 interval ties nowhere there,
+    # but its first bisection's 42 nodes show it (then it moves to the jump route with all 65 values)
+    Q["full"], Q["pos"] = full[:, qrows], np.full(n, -1)
+    Q["pos"][qrows] = np.arange(qrows.size)
     del D0, full
     made = 0
     left = max(0.0, (float(budget) - BASE_COST) * n)
@@ -301,7 +305,8 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
             # the budget cannot give every open bracket one probe: the rows will mostly stay above nlm_tol,
             # and further rounds would only bisect the few worst brackets again; fewer, larger rounds
             rounds = _BINDING_ROUNDS
-        qpick, bpick, kk = _allocate(left / (rounds - rnd), left, rounds - rnd, qcand, bcand, qe, be, B["r"], n, tol)
+        qpick, bpick, kk = _allocate(left / (rounds - rnd), left, rounds - rnd, qcand, bcand, qe, be, B["r"], n, tol,
+                                     Q["depth"])
         if qpick.size + bpick.size == 0:
             break
         # one stacked prediction for the round: 2 x 21 nodes per sub-interval, kk points per bracket
@@ -322,8 +327,28 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
         left -= rows_all.size
         np.maximum.at(scale, rows_all, np.abs(vals) + np.abs(f0[rows_all]))  # the path's level seen so far
         if qpick.size:
-            _split_intervals(Q, qpick, halves_a, halves_b, hrows,
-                             vals[:rq.size].reshape(k, hrows.size, C), u, wk, wg, c, F)
+            Vq = vals[:rq.size].reshape(k, hrows.size, C)
+            whole = (qa_p == 0.0) & (qb_p == 1.0)  # first bisections
+            _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, u, wk, wg, c, F)
+            p = qpick.size
+            tie = np.all(Vq[1:] == Vq[:-1], axis=2)
+            conv = np.flatnonzero(whole & (tie[:, :p].any(axis=0) | tie[:, p:].any(axis=0)))
+            if conv.size:
+                rows_c = hrows[conv]
+                t_all = np.r_[tfull, 0.5 * u, 0.5 + 0.5 * u]
+                order = np.argsort(t_all, kind="stable")
+                v_all = np.concatenate([Q["full"][:, Q["pos"][rows_c]], Vq[:, conv], Vq[:, p + conv]])[order]
+                done, Bc, tc = _pieces(t_all[order], v_all, rows_c, c, F, n)
+                settled += done
+                Bc["sums"] = _open_sums(Bc, c, F, n)
+                for key, v in Bc.items():
+                    B[key] = B[key] + v if key == "sums" else np.concatenate([B[key], v])
+                dense[rows_c] = tc.sum(axis=0) * 2 < t_all.size - 1
+                jumps[rows_c] = True
+                route[rows_c] = 1
+                keepq = ~np.isin(Q["r"], rows_c)
+                for key in ("r", "a", "b", "depth", "K", "G"):
+                    Q[key] = Q[key][keepq]
         if bpick.size:
             done, third = _split_brackets(B, bpick, kk, grp, j, tb, vals[rq.size:], c, F, n)
             settled += done
@@ -348,7 +373,7 @@ def _worst_intervals(Q, active, max_level):
     return worst[active[qr[worst]] & (Q["depth"][worst] < max_level)]
 
 
-def _allocate(spend, left, rounds_left, qcand, bcand, qe, be, br, n, tol):
+def _allocate(spend, left, rounds_left, qcand, bcand, qe, be, br, n, tol, depth):
     """This round's picks: quadrature sub-intervals, brackets and probes per bracket (module docstring)."""
     cost_all = _QUAD_COST * qcand.size + bcand.size
     if cost_all <= spend:
@@ -362,7 +387,14 @@ def _allocate(spend, left, rounds_left, qcand, bcand, qe, be, br, n, tol):
                 kk = np.maximum(1, np.floor(kk * room / kk.sum())).astype(np.int64)
         return qcand, bcand, kk
     cap = max(spend, min(left, _QUAD_COST))
-    prio = np.r_[qe[qcand] / _QUAD_COST, 0.5 * be[bcand]]
+    bprio = 0.5 * be[bcand]
+    qprio = qe[qcand] / _QUAD_COST
+    if bcand.size:
+        # a quadrature row's first bisection comes before any bracket: its Kronrod estimate is no bound on a
+        # path with a jump in every level-0 interval, and the bisection's 42 nodes show such a path
+        finite = bprio[np.isfinite(bprio)]
+        qprio = qprio + (depth[qcand] == 0) * (finite.max() if finite.size else 0.0)
+    prio = np.r_[qprio, bprio]
     cost = np.r_[np.full(qcand.size, _QUAD_COST), np.ones(bcand.size)]
     # greedy by error per prediction: every pick costs >= 1, so the picks are among the `cap` largest
     # priorities; a partition finds those (linear time), and only they are sorted
@@ -373,6 +405,20 @@ def _allocate(spend, left, rounds_left, qcand, bcand, qe, be, br, n, tol):
     take = order[np.cumsum(cost[order]) <= cap]
     qpick, bpick = qcand[take[take < qcand.size]], bcand[take[take >= qcand.size] - qcand.size]
     return qpick, bpick, np.ones(bpick.size, dtype=np.int64)
+
+
+def _pieces(t, vals, rows, c, F, n):
+    """Rows whose path values ``vals`` (P, m, C) are known at the sorted points ``t`` (P,), the same for all
+    ``rows`` (m,): per-row sums (n, 3, C) of the constant segments (tied neighbours), the open brackets (the
+    other neighbours) and the ties (P - 1, m)."""
+    tied = np.all(vals[1:] == vals[:-1], axis=2)
+    pi, pj = np.nonzero(tied)
+    rr = rows[pj]
+    settled = rowsum(rr, segment(t[:-1][pi], t[1:][pi], vals[pi, pj], c[rr], F[rr]), n)
+    bi, bj = np.nonzero(~tied)
+    B = {"r": rows[bj], "a": t[:-1][bi], "b": t[1:][bi], "l": vals[bi, bj], "rt": vals[bi + 1, bj]}
+    B["s"], B["m"], B["g"], B["J"] = bracket_statics(B["a"], B["b"], B["l"], B["rt"])
+    return settled, B, tied
 
 
 def _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, u, wk, wg, c, F):
