@@ -23,9 +23,9 @@ routes, chosen from its 23 values (``nlm_route``):
   or more. The reported error is a bound
   (:func:`fme._nlm.budget_routes.jump_state` derives it) on the change of the NLM when every
   open bracket's jump moves anywhere inside it and, on a *dense* row, every open bracket also
-  hides an excursion of at most H, the row's mean |jump| over its open brackets. Dense: fewer
-  than half of the row's 22 level-0 intervals are tied (more than ln 2 jumps per interval
-  expected), or a probe found a third value. The excursion term is needed: a wrapped 100-tree
+  hides an excursion of at most H, the row's mean |jump| over its open brackets. Dense: more
+  than :data:`_SPARSE_JUMPS` of the row's 22 level-0 intervals hold jumps, or a probe found a
+  third value. The excursion term is needed: a wrapped 100-tree
   HistGradientBoosting model has about 42 jumps per path (two-feature step), and the earlier
   bound (one jump per bracket) was below the true error on 0.2% and 0.8% of its rows at budgets
   60 and 120 (up to 13x: brackets where two opposite jumps nearly cancel, so that the ends
@@ -92,6 +92,10 @@ _MAX_PROBES = 15
 #: Brackets narrower than this (in t) are not bisected further.
 _MIN_WIDTH = 2.0 ** -40
 _BLOCK_ROWS = 262_144
+#: A jump row with more open level-0 brackets than this is *dense* (its brackets may hide further jumps): a
+#: single tree's path has a few jumps; with "more than half of the 22 intervals", 2 of 10^5 rows of the wrapped
+#: 100-tree boosting model at budget 60 (at most 11 open brackets, no third value found) had errors 5% above the bound.
+_SPARSE_JUMPS = 4
 #: Cells (rows x columns) of one frame sent to ``predict``: 8 x the kernel's frames (256 MB of floats), so that
 #: 10^5 rows' 23 path points go in one call (a call can cost far more than its rows: an OpenMP region per tree).
 FRAME_CELLS = 8 * STACK_CELL_BUDGET
@@ -279,10 +283,10 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     # per-row sums of the open brackets with their jumps at the midpoints: kept up to date as brackets are cut
     # (the rounds' states), recomputed from scratch for the result
     B["sums"] = _open_sums(B, c, F, n)
-    # dense rows: fewer than half of the level-0 intervals tied (more than ln 2 jumps per interval expected),
-    # or a probe found a third value inside a bracket; their open brackets may hide further jumps
+    # dense rows: more than _SPARSE_JUMPS open level-0 brackets, or a probe found a third value inside a
+    # bracket; their open brackets may hide further jumps
     dense = np.zeros(n, dtype=bool)
-    dense[jrows] = tj.sum(axis=0) * 2 < k + 1
+    dense[jrows] = (~tj).sum(axis=0) > _SPARSE_JUMPS
     # the quadrature rows' level-0 values: a path with a jump in every level-0 interval ties nowhere there,
     # but its first bisection's 42 nodes show it (then it moves to the jump route with all 65 values)
     Q["full"], Q["pos"] = full[:, qrows], np.full(n, -1)
@@ -343,7 +347,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
                 Bc["sums"] = _open_sums(Bc, c, F, n)
                 for key, v in Bc.items():
                     B[key] = B[key] + v if key == "sums" else np.concatenate([B[key], v])
-                dense[rows_c] = tc.sum(axis=0) * 2 < t_all.size - 1
+                dense[rows_c] = (~tc).sum(axis=0) > _SPARSE_JUMPS
                 jumps[rows_c] = True
                 route[rows_c] = 1
                 keepq = ~np.isin(Q["r"], rows_c)
