@@ -224,13 +224,15 @@ def budget_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.nd
     return out
 
 
-def _level0(predictor, X, steps, h, ts, batch_size, progress, offset, total, label):
-    """Predictions at x + t h for every t in ``ts``, shape (ts.size, n, C), and the model's own output ndim."""
+def _level0(predictor, X, steps, h, ts, batch_size, progress, offset, total, label, ends):
+    """Predictions at x + t h for every t in ``ts``, shape (ts.size, n, C), and the model's own output ndim;
+    ``ends``: ``ts`` holds t = 0 and t = 1 (f(x), f(x + h)), so the progress bar is the fME's too."""
     n = len(X)
     size = batch_size or max(1000, FRAME_CELLS // max(1, X.shape[1] * ts.size))
     V, ndim = None, 1
     bstarts = range(0, n, size)
-    for start in progress_bar(bstarts, total=len(bstarts), progress=progress, desc="NLM Gauss-Kronrod, 21 nodes"):
+    desc = f"fME {label} and NLM Gauss-Kronrod, 21 nodes" if ends else "NLM Gauss-Kronrod, 21 nodes"
+    for start in progress_bar(bstarts, total=len(bstarts), progress=progress, desc=desc):
         sl = slice(start, min(n, start + size))
         hb = None if h is None else {f: v[sl] for f, v in h.items()}
         got = np.asarray(predictor(stack_path(X.iloc[sl], steps, ts, hb),
@@ -258,7 +260,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     # ------------------------------------------------ level 0: the Gauss-Kronrod nodes of every row
     ends = f0 is None
     V, ndim = _level0(predictor, X, steps, h, np.r_[0.0, u, 1.0] if ends else u, batch_size, progress,
-                      offset, total, label)
+                      offset, total, label, ends)
     if ends:
         f0, f1, V = V[0].copy(), V[-1].copy(), V[1:-1]
     C = f0.shape[1]
