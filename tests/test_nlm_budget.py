@@ -196,3 +196,64 @@ def test_multi_output_black_box_takes_the_jump_route(df, rows):
         np.testing.assert_array_equal(np.isnan(a), ~ok)
         assert np.all(np.abs(a - b)[ok] <= res.results[f"nlm_error_{c}"].to_numpy()[ok] + 1e-12)
     assert set(res.results["nlm_route"]) <= {"jumps", "quadrature"}
+
+
+@pytest.fixture(scope="module")
+def boosted():
+    """The benchmark's model (benchmarks/bench_nlm_budget.py): 100 iterations of HistGradientBoosting on 10
+    standard-normal features, about 42 jumps per path of the two-feature step, 2-3 per level-0 interval."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    cols = [f"x{i}" for i in range(10)]
+    train = pd.DataFrame(rng.normal(size=(20_000, 10)), columns=cols)
+    y = np.sin(2 * train["x0"]) + train["x1"] ** 2 + train["x2"] * train["x3"] + rng.normal(0, 0.1, len(train))
+    with threadpool_limits(1):  # OpenMP threads wait for each other on a loaded machine (one region per tree)
+        model = HistGradientBoostingRegressor(max_iter=100, random_state=0).fit(train, y)
+    rows = pd.DataFrame(rng.normal(size=(100_000, 10)), columns=cols)  # the benchmark's rows
+    # the first 800, and four whose paths have a jump in every level-0 interval (no tie among the 23 values:
+    # quadrature route until their first bisection's nodes tie)
+    return model, rows.iloc[np.r_[np.arange(800), [7478, 10674, 18454, 82197]]].reset_index(drop=True)
+
+
+def test_wrapped_100_tree_boosting_bound_holds_on_every_row(boosted):
+    """Several jumps per bracket: the bound (with its excursion term) is at least the distance to the exact
+    NLM on every row at every budget, and more budget gives a smaller mean error and a smaller mean bound."""
+    from threadpoolctl import threadpool_limits
+
+    model, rows = boosted
+    steps = {"x0": 1.0, "x1": 1.0}
+    out = {}
+    for budget in (34, 60, 120):
+        with threadpool_limits(1):
+            res, exact, diff, bound, per_row = _check_against_exact(model, rows, steps, budget)
+        assert (res.results["nlm_route"] == "jumps").all()
+        assert np.all(diff <= bound + 1e-12)
+        finite = np.isfinite(bound)
+        out[budget] = (diff.mean(), np.median(bound), finite.mean())
+    assert out[60][0] < out[34][0] / 2 and out[120][0] < out[60][0] / 2
+    assert out[60][1] < out[34][1] and out[120][1] < out[60][1]
+    assert out[60][2] == 1.0 and out[120][2] == 1.0
+
+
+def test_ends_predicted_with_the_nodes(grid):
+    """All-float rows and numeric steps: f(x), f(x + h) and the 21 nodes go to the model in one call (and the
+    fMEs equal those of the separate predictions exactly); with an integer column they stay separate calls."""
+    calls = []
+
+    def f(d):
+        calls.append(len(d))
+        return np.exp(np.sin(d["x1"].to_numpy())) + d["x2"].to_numpy() * d["x3"].to_numpy()
+
+    res = fme.fme(f, grid, {"x1": 0.7, "x3": -0.2}, nlm=True, nlm_budget=23)
+    assert calls == [23 * len(grid)]
+    moved = grid.assign(x1=grid["x1"] + 0.7, x3=grid["x3"] - 0.2)
+    np.testing.assert_array_equal(res.results["fme"].to_numpy(), f(moved) - f(grid))
+    np.testing.assert_array_equal(res.predictions["f_x"].to_numpy(), f(grid))
+    calls.clear()
+    as_int = grid.assign(x3=np.arange(len(grid)))
+    res_int = fme.fme(f, as_int, {"x1": 0.7}, nlm=True, nlm_budget=23)
+    assert calls == [len(grid), len(grid), 21 * len(grid)]
+    np.testing.assert_array_equal(res_int.results["fme"].to_numpy(),
+                                  f(as_int.assign(x1=as_int["x1"] + 0.7)) - f(as_int))

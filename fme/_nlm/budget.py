@@ -16,21 +16,39 @@ routes, chosen from its 23 values (``nlm_route``):
 * ``jumps``: the path's values tie exactly between neighbouring nodes (a wrapped tree model,
   any piecewise-constant predictor). Neighbours with equal values are taken as one constant
   segment; neighbours with different values bracket a jump, placed at the bracket's midpoint.
-  The integrals are then closed forms over constant segments (as :mod:`fme.nlm_exact`), and
-  moving each jump anywhere inside its bracket changes them by at most (per bracket of width w
-  and values dL, dR relative to f(x), J = dL - dR, secant slope F, midpoint m)
-  |J| w/2 (S1), |J| |dL + dR - 2c| w/2 (S2) and |J| w/2 (|dL + dR - 2 m F| + |F| w/2) (N),
-  so |NLM error| <= (E_N + |N/D| E_D) / (D - E_D) with E_D = E_2 + 2|S1 - c| E_1 + E_1^2: the
-  reported error is this bound. Bisecting a bracket (one prediction at its midpoint) halves its
-  width; a midpoint equal to one end settles that half. The bound holds when each bracket holds
-  one jump (more generally: f stays between its ends inside the bracket); a narrow excursion
-  that returns to the same value between two tied nodes is invisible to any sampling.
+  The integrals are then closed forms over constant segments (as :mod:`fme.nlm_exact`). Probing
+  a bracket cuts it; a probe equal to one end settles that part (a sum of trees along a straight
+  path visits each tree's leaf once, so equal values at two points mean no jump between them but
+  for an exact coincidence), a probe equal to neither end shows that the bracket held two jumps
+  or more. The reported error is a bound
+  (:func:`fme._nlm.budget_routes.jump_state` derives it) on the change of the NLM when every
+  open bracket's jump moves anywhere inside it and, on a *dense* row, every open bracket also
+  hides an excursion of at most H, the row's mean |jump| over its open brackets. Dense: more
+  than :data:`_SPARSE_JUMPS` of the row's 22 level-0 intervals hold jumps, or a probe found a
+  third value. The excursion term is needed: a wrapped 100-tree
+  HistGradientBoosting model has about 42 jumps per path (two-feature step), and the earlier
+  bound (one jump per bracket) was below the true error on 0.2% and 0.8% of its rows at budgets
+  60 and 120 (up to 13x: brackets where two opposite jumps nearly cancel, so that the ends
+  agree while the path leaves them); with it, no row of 3000 at budgets 34-240 (largest
+  error / bound 0.40) nor of 10^5 at budgets 34 and 60. It is an
+  assumption, not a guarantee: no sampling bounds a black box, and a narrow excursion between
+  two tied points is invisible to any sampling. Cost: the bound is 5-7x the one-jump bound;
+  the mean error itself fell (the excursion term spreads the probes over wide brackets whose
+  ends nearly agree).
+
+A path with a jump in every level-0 interval ties nowhere among its 23 values and starts on the
+quadrature route, where the Kronrod estimate of a staircase is no bound (4 of 10^5 rows of the
+wrapped boosting model had errors above it). So a quadrature row's first bisection comes before any
+bracket when the budget binds, and when exact ties appear between neighbouring nodes of its halves
+the row moves to the jump route with all 65 values (a later bisection does not move it).
 
 Rounds: at most :data:`_MAX_ROUNDS` (:data:`_BINDING_ROUNDS` when the budget cannot give every
 open bracket one probe at the start: then most rows stay above ``nlm_tol`` whatever the split, and
 a predict call can be dear), each one stacked prediction (in frames of at most
-``STACK_CELL_BUDGET`` cells), because a model's ``predict`` call can cost far more than its rows
-(an OpenMP region per tree). Round i of R spends at most what is left / (R - i). When that covers
+:data:`FRAME_CELLS` cells), because a model's ``predict`` call can cost far more than its rows
+(an OpenMP region per tree); for the same reason f(x), f(x + h) and the 21 nodes are predicted
+in one call where the path's ends are exactly x and x + h (:func:`path_holds_ends`). Round i of
+R spends at most what is left / (R - i). When that covers
 every candidate, each active quadrature row bisects its worst sub-interval and every bracket of an
 active jump row gets k probes ((k + 1)-section, 1 <= k <= :data:`_MAX_PROBES`): as many as
 would bring its contribution to nlm_tol / (brackets of its row) in the rounds left at the same k,
@@ -39,7 +57,7 @@ contribution halves for 1 prediction; a sub-interval's mostly disappears for 42)
 
 Which rows are refined depends on the other rows of the call when the budget binds (the worst ones
 are); rows are processed in blocks of :data:`_BLOCK_ROWS` (each with its own share), which bounds the
-memory (about 0.9 KB per row at most) whatever the number of rows. A Dask partition is its own call.
+memory whatever the number of rows. A Dask partition is its own call.
 """
 
 from __future__ import annotations
@@ -50,10 +68,11 @@ import numpy as np
 import pandas as pd
 
 from .._utils.progress import progress_bar
-from ..nlm import CONSTANT_ULPS, gauss_kronrod_rules
-from ..steps import STACK_CELL_BUDGET, Step, _numeric_shift, stack_path
+from ..nlm import gauss_kronrod_rules
+from ..steps import STACK_CELL_BUDGET, Step, _all_float, _numeric_shift, stack_path
+from .budget_routes import bracket_statics, bracket_sums, gk_sums, jump_state, quad_state, rowsum, segment
 
-__all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm"]
+__all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm", "path_holds_ends"]
 
 #: Default ``nlm_budget``: predictions per evaluated row on average, f(x) and f(x + h) included.
 DEFAULT_BUDGET = 34.0
@@ -64,14 +83,22 @@ ROUTES = ("quadrature", "jumps")
 _QUAD_COST = 42
 #: Refinement rounds (each one stacked prediction; a model's predict call can cost far more than its rows).
 _MAX_ROUNDS = 12
-#: Rounds when the budget cannot even give every open bracket one probe at the start (wrapped boosting).
-_BINDING_ROUNDS = 4
+#: Rounds when the budget cannot even give every open bracket one probe at the start (wrapped boosting): each
+#: round is a predict call (on a loaded 2-core machine about 1 s beyond its rows for 100 trees); 3 rounds instead
+#: of 4 cost 5% in mean error on the benchmark's model (2 rounds: 24%).
+_BINDING_ROUNDS = 3
 #: At most this many probes per bracket and round ((k + 1)-section).
 _MAX_PROBES = 15
 #: Brackets narrower than this (in t) are not bisected further.
 _MIN_WIDTH = 2.0 ** -40
 _BLOCK_ROWS = 262_144
-_EPS = np.finfo(float).eps
+#: A jump row with more open level-0 brackets than this is *dense* (its brackets may hide further jumps): a
+#: single tree's path has a few jumps; with "more than half of the 22 intervals", 2 of 10^5 rows of the wrapped
+#: 100-tree boosting model at budget 60 (at most 11 open brackets, no third value found) had errors 5% above the bound.
+_SPARSE_JUMPS = 4
+#: Cells (rows x columns) of one frame sent to ``predict``: 8 x the kernel's frames (256 MB of floats), so that
+#: 10^5 rows' 23 path points go in one call (a call can cost far more than its rows: an OpenMP region per tree).
+FRAME_CELLS = 8 * STACK_CELL_BUDGET
 
 
 @dataclass
@@ -79,7 +106,8 @@ class BudgetNLM:
     """Per row (and output): ``nlm``, ``sd`` (SD of f along the path), ``err`` (the error estimate or
     bound), ``scale`` (|f(x)| + max |f - f(x)| over the values seen); per row: ``route`` (index into
     :data:`ROUTES`), ``intervals`` (quadrature sub-intervals; 0 on the jump route); ``predictions``:
-    predictions made on the path (f(x) and f(x + h) not counted)."""
+    predictions made on the path (f(x) and f(x + h) counted only when computed here); ``f0``, ``f1``:
+    f(x) and f(x + h) (computed here, as t = 0 and t = 1 of the path, when they were not given)."""
 
     nlm: np.ndarray
     sd: np.ndarray
@@ -88,38 +116,19 @@ class BudgetNLM:
     route: np.ndarray
     intervals: np.ndarray
     predictions: int
+    f0: np.ndarray | None = None
+    f1: np.ndarray | None = None
 
 
-def _rowsum(rows: np.ndarray, vals: np.ndarray, n: int) -> np.ndarray:
-    """Sums of ``vals`` (k, ...) per row (n, ...), one bincount per trailing column."""
-    flat = vals.reshape(vals.shape[0], int(np.prod(vals.shape[1:])))
-    out = np.empty((n, flat.shape[1]))
-    for j in range(flat.shape[1]):
-        out[:, j] = np.bincount(rows, weights=flat[:, j], minlength=n)
-    return out.reshape((n,) + vals.shape[1:])
-
-
-def _segment(a, b, d, c, F):
-    """(S1, S2, N) of a constant value d (relative to f(x)) on [a, b]: stacked on axis 1, shape (k, 3, C)."""
-    w = (b - a)[:, None]
-    m = (0.5 * (a + b))[:, None]
-    return np.stack([w * d, w * (d - c) ** 2, w * (d - m * F) ** 2 + F ** 2 * w ** 3 / 12.0], axis=1)
-
-
-def _nlm_of(T: np.ndarray, c: np.ndarray, scale: np.ndarray):
-    """NLM, D, N/D from summed (S1, S2, N) ``T`` (n, 3, C); NaN where D is at rounding level."""
-    D = T[:, 1] - (T[:, 0] - c) ** 2
-    with np.errstate(over="ignore"):
-        undefined = D <= (CONSTANT_ULPS * _EPS * scale) ** 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = T[:, 2] / D
-    nlm = 1.0 - ratio
-    nlm[undefined] = np.nan
-    return nlm, D, np.where(undefined, 0.0, ratio), undefined
+def path_holds_ends(X: pd.DataFrame, steps: tuple[Step, ...]) -> bool:
+    """The path's points at t = 0 and t = 1 are exactly x and x + h as :func:`fme.steps.apply_steps` builds them
+    (all-float frame, numeric steps: x + 0 h = x and x + 1 h = x + h in floating point), so f(x) and f(x + h)
+    can be predicted in the same call as the nodes (one ``predict`` call fewer, two frames fewer)."""
+    return _all_float(X) and all(s.is_numeric for s in steps)
 
 
 class _Paths:
-    """The path geometry of a block of rows: point frames x + t h for any (row, t)."""
+    """The path geometry of a block of rows: point frames x + t h for any (row, t), one float block each."""
 
     def __init__(self, predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, label: str):
         self.predictor, self.X, self.steps, self.h, self.label = predictor, X, steps, h, label
@@ -127,19 +136,20 @@ class _Paths:
         self.shift = {s.feature: np.broadcast_to(np.asarray(_numeric_shift(s, h), dtype=float), (n,))
                       for s in steps if s.is_numeric}
         self.x = {f: X[f].to_numpy(dtype=float) for f in self.shift}
-        floats = all(isinstance(dt, np.dtype) and np.issubdtype(dt, np.floating) for dt in X.dtypes)
-        self.base = X.to_numpy(dtype=float) if floats else None
-        self.chunk = max(1000, STACK_CELL_BUDGET // max(1, X.shape[1]))
+        self.col = {f: X.columns.get_loc(f) for f in self.shift}
+        self.base = X.to_numpy(dtype=float) if _all_float(X) else None
+        self.chunk = max(1000, FRAME_CELLS // max(1, X.shape[1]))
 
     def set_chunk(self, points: int) -> None:
         self.chunk = max(1, int(points))
 
     def frame(self, rows: np.ndarray, t: np.ndarray) -> pd.DataFrame:
         if self.base is not None:
-            arr = self.base[rows]
+            # (columns, points) in C order: the frame wraps it as one float block, no copy by pandas
+            arr = self.base.T[:, rows]
             for f, s in self.shift.items():
-                arr[:, self.X.columns.get_loc(f)] = self.x[f][rows] + t * s[rows]
-            return pd.DataFrame(arr, columns=self.X.columns, copy=False)
+                arr[self.col[f]] = self.x[f][rows] + t * s[rows]
+            return pd.DataFrame(arr.T, columns=self.X.columns, copy=False)
         out = self.X.take(rows)
         out.index = pd.RangeIndex(rows.size)
         for f, s in self.shift.items():
@@ -150,7 +160,7 @@ class _Paths:
                 progress: bool | None = False, desc: str = "") -> np.ndarray:
         out = np.empty((rows.size, C))
         starts = range(0, rows.size, self.chunk)
-        for start in progress_bar(starts, total=len(starts), progress=progress, desc=desc):  # chunks of points
+        for start in progress_bar(starts, total=len(starts), progress=progress, desc=desc):  # frames of points
             sl = slice(start, start + self.chunk)
             r = rows[sl]
             v = self.predictor(self.frame(r, t[sl]), stage=f"the NLM's refinement points x + t h for the step "
@@ -159,42 +169,87 @@ class _Paths:
         return out
 
 
-def budget_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.ndarray, f1: np.ndarray,
-               tol: float, budget: float = DEFAULT_BUDGET, max_level: int = 5, batch_size: int | None = None,
-               progress: bool | None = False) -> BudgetNLM:
-    """Error-controlled NLMs of every row of ``X`` within ``budget`` predictions per row (module docstring).
+def budget_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.ndarray | None,
+               f1: np.ndarray | None, tol: float, budget: float = DEFAULT_BUDGET, max_level: int = 5,
+               batch_size: int | None = None, progress: bool | None = False) -> BudgetNLM:
+    """Error-controlled NLMs of every row of ``X`` within ``budget`` predictions per row (paper §5.4).
 
-    ``f0``, ``f1``: f(x), f(x + h), shape (n,) or (n, C). ``batch_size``: rows per stacked frame of the
-    21 Gauss-Kronrod nodes (default: frames of about ``STACK_CELL_BUDGET`` cells).
+    Parameters
+    ----------
+    predictor : fme.predictors.Predictor
+        The model, called with frames of path points (``stage`` and ``rows`` enrich its errors).
+    X : DataFrame
+        The rows to evaluate; ``steps`` their step and ``h`` the per-row effective steps or None.
+    f0, f1 : ndarray of shape (n,) or (n, C), or None
+        f(x) and f(x + h); None (both): predicted here in the call of the 21 nodes, as the path's
+        points t = 0 and t = 1 (only where :func:`path_holds_ends`).
+    tol, budget, max_level : float, float, int
+        ``nlm_tol``, ``nlm_budget`` (predictions per row on average, f(x) and f(x + h) included) and the
+        deepest bisection of a quadrature sub-interval.
+    batch_size : int, optional
+        Rows per stacked frame of the level-0 nodes (default: frames of about :data:`FRAME_CELLS` cells).
+
+    Returns
+    -------
+    BudgetNLM
+        See the module docstring for the routes, the estimates and the bound.
     """
     n = len(X)
-    squeeze = np.ndim(f0) == 1
-    F0 = np.asarray(f0, dtype=float).reshape(n, -1)
-    F1 = np.asarray(f1, dtype=float).reshape(n, -1)
+    ends = f0 is None
+    C = None if ends else int(np.prod(np.shape(f0)[1:], dtype=int))
     parts = []
     starts = range(0, max(n, 1), _BLOCK_ROWS)
     for start in progress_bar(starts, total=len(starts), progress=progress if len(starts) > 1 else False,
                               desc="NLM Gauss-Kronrod with a budget, blocks of rows"):
         sl = slice(start, min(n, start + _BLOCK_ROWS))
         hb = None if h is None else {k: np.broadcast_to(np.asarray(v, dtype=float), (n,))[sl] for k, v in h.items()}
-        parts.append(_block(predictor, X.iloc[sl], steps, hb, F0[sl], F1[sl], tol, budget, max_level, batch_size,
+        fb = (None, None) if ends else (np.asarray(f0, dtype=float).reshape(n, -1)[sl],
+                                        np.asarray(f1, dtype=float).reshape(n, -1)[sl])
+        parts.append(_block(predictor, X.iloc[sl], steps, hb, *fb, tol, budget, max_level, batch_size,
                             progress if len(starts) == 1 else False, start, n))
-    cat = (lambda k: np.concatenate([getattr(p, k) for p in parts]) if parts else np.empty((0, F0.shape[1])))
-    out = BudgetNLM(nlm=cat("nlm"), sd=cat("sd"), err=cat("err"), scale=cat("scale"),
-                    route=np.concatenate([p.route for p in parts]) if parts else np.empty(0, dtype=np.int8),
-                    intervals=np.concatenate([p.intervals for p in parts]) if parts else np.empty(0, dtype=np.int64),
-                    predictions=int(sum(p.predictions for p in parts)))
+    parts = [p for p in parts if p is not None]
+    if not parts:  # no rows
+        z = np.empty((0,) if ends or np.ndim(f0) == 1 else (0, C))
+        return BudgetNLM(z, z, z, z, np.empty(0, dtype=np.int8), np.empty(0, dtype=np.int64), 0,
+                         z if ends else None, z if ends else None)
+    cat = (lambda k: np.concatenate([getattr(p, k) for p in parts]))
+    out = BudgetNLM(nlm=cat("nlm"), sd=cat("sd"), err=cat("err"), scale=cat("scale"), route=cat("route"),
+                    intervals=cat("intervals"), predictions=int(sum(p.predictions for p in parts)),
+                    f0=cat("f0") if ends else None, f1=cat("f1") if ends else None)
+    # one output: the shape of the given f(x), or of the model's own 1-D predictions when computed here
+    squeeze = (not ends and np.ndim(f0) == 1) or (ends and parts[0].f0.ndim == 1)
     if squeeze:
         for k in ("nlm", "sd", "err", "scale"):
             setattr(out, k, getattr(out, k)[:, 0])
     return out
 
 
-def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, progress, offset, total) -> BudgetNLM:
-    n, C = f0.shape
+def _level0(predictor, X, steps, h, ts, batch_size, progress, offset, total, label, ends):
+    """Predictions at x + t h for every t in ``ts``, shape (ts.size, n, C), and the model's own output ndim;
+    ``ends``: ``ts`` holds t = 0 and t = 1 (f(x), f(x + h)), so the progress bar is the fME's too."""
+    n = len(X)
+    size = batch_size or max(1000, FRAME_CELLS // max(1, X.shape[1] * ts.size))
+    V, ndim = None, 1
+    bstarts = range(0, n, size)
+    desc = f"fME {label} and NLM Gauss-Kronrod, 21 nodes" if ends else "NLM Gauss-Kronrod, 21 nodes"
+    for start in progress_bar(bstarts, total=len(bstarts), progress=progress, desc=desc):
+        sl = slice(start, min(n, start + size))
+        hb = None if h is None else {f: v[sl] for f, v in h.items()}
+        got = np.asarray(predictor(stack_path(X.iloc[sl], steps, ts, hb),
+                                   stage=f"the NLM nodes x + t h for the step {label}",
+                                   rows=(offset + start, offset + sl.stop, total)), dtype=float)
+        ndim = got.ndim
+        got = got.reshape(ts.size, sl.stop - start, -1)
+        if V is None:
+            V = np.empty((ts.size, n, got.shape[2]))
+        V[:, sl] = got
+    return V, ndim
+
+
+def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, progress, offset, total):
+    n = len(X)
     if n == 0:
-        z = np.empty((0, C))
-        return BudgetNLM(z, z, z, z, np.empty(0, dtype=np.int8), np.empty(0, dtype=np.int64), 0)
+        return None
     label = ", ".join(s.describe() for s in steps)
     paths = _Paths(predictor, X, steps, h, label)
     if batch_size:  # a refinement frame as large as a batch of the 21 nodes
@@ -202,24 +257,18 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     kron, gauss = gauss_kronrod_rules(1)
     u, wk, wg = kron.nodes, kron.weights, gauss.weights
     k = u.size
-    F = f1 - f0
     # ------------------------------------------------ level 0: the Gauss-Kronrod nodes of every row
-    V = np.empty((k, n, C))
-    size = batch_size or max(1000, STACK_CELL_BUDGET // max(1, X.shape[1] * k))
-    bstarts = range(0, n, size)
-    for start in progress_bar(bstarts, total=len(bstarts), progress=progress,
-                              desc="NLM Gauss-Kronrod, 21 nodes"):
-        sl = slice(start, min(n, start + size))
-        hb = None if h is None else {f: v[sl] for f, v in h.items()}
-        got = predictor(stack_path(X.iloc[sl], steps, u, hb),
-                        stage=f"the NLM nodes x + t h for the step {label}",
-                        rows=(offset + start, offset + sl.stop, total))
-        V[:, sl] = np.asarray(got, dtype=float).reshape(k, sl.stop - start, C)
+    ends = f0 is None
+    V, ndim = _level0(predictor, X, steps, h, np.r_[0.0, u, 1.0] if ends else u, batch_size, progress,
+                      offset, total, label, ends)
+    if ends:
+        f0, f1, V = V[0].copy(), V[-1].copy(), V[1:-1]
+    C = f0.shape[1]
+    F = f1 - f0
     D0 = V - f0[None]
+    del V
     scale = np.maximum(np.abs(D0).max(axis=0), np.abs(F)) + np.abs(f0)
-    c = np.zeros((n, C))
-    for j in range(k):  # element-wise, node by node: a row's sums do not depend on the other rows
-        c += wk[j] * D0[j]
+    c = np.einsum("j,jnc->nc", wk, D0)  # the level-0 Kronrod mean: the fixed centre of S2
     # route: exact ties between neighbouring values (t = 0, the nodes, t = 1) in every output
     full = np.concatenate([np.zeros((1, n, C)), D0, F[None]])
     tied = np.all(full[1:] == full[:-1], axis=2)  # (k + 1, n)
@@ -227,197 +276,227 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     route = jumps.astype(np.int8)
     # ------------------------------------------------ quadrature route: one interval per row
     qrows = np.flatnonzero(~jumps)
-    qa, qb = np.zeros(qrows.size), np.ones(qrows.size)
-    qdepth = np.zeros(qrows.size, dtype=np.int64)
-    qK, qG = _gk_sums(D0[:, qrows], u, wk, wg, qa, qb, c[qrows], F[qrows])
-    qr = qrows.copy()
-    # ------------------------------------------------ jump route: settled segments and brackets
+    Q = {"r": qrows, "a": np.zeros(qrows.size), "b": np.ones(qrows.size), "depth": np.zeros(qrows.size, np.int64)}
+    Q["K"], Q["G"] = gk_sums(D0[:, qrows], u, wk, wg, Q["a"], Q["b"], c[qrows], F[qrows])
+    # ------------------------------------------------ jump route: settled segments and open brackets
     jrows = np.flatnonzero(jumps)
     tfull = np.r_[0.0, u, 1.0]
-    settled = np.zeros((n, 3, C))
-    pair_a, pair_b = tfull[:-1], tfull[1:]
-    tj = tied[:, jrows]  # (k + 1, m)
-    pi, pj = np.nonzero(tj)  # tied pairs: constant segments
-    if pi.size:
-        rr = jrows[pj]
-        seg = _segment(pair_a[pi], pair_b[pi], full[pi, rr], c[rr], F[rr])
-        settled += _rowsum(rr, seg, n)
-    bi, bj = np.nonzero(~tj)
-    br = jrows[bj]
-    ba, bb = pair_a[bi].copy(), pair_b[bi].copy()
-    dL, dR = full[bi, br].copy(), full[bi + 1, br].copy()
-    del V, D0, full
+    settled, B, tj = _pieces(tfull, full[:, jrows], jrows, c, F, n)
+    # per-row sums of the open brackets with their jumps at the midpoints: kept up to date as brackets are cut
+    # (the rounds' states), recomputed from scratch for the result
+    B["sums"] = _open_sums(B, c, F, n)
+    # dense rows: more than _SPARSE_JUMPS open level-0 brackets, or a probe found a third value inside a
+    # bracket; their open brackets may hide further jumps
+    dense = np.zeros(n, dtype=bool)
+    dense[jrows] = (~tj).sum(axis=0) > _SPARSE_JUMPS
+    # the quadrature rows' level-0 values: a path with a jump in every level-0 interval ties nowhere there,
+    # but its first bisection's 42 nodes show it (then it moves to the jump route with all 65 values)
+    Q["full"], Q["pos"] = full[:, qrows], np.full(n, -1)
+    Q["pos"][qrows] = np.arange(qrows.size)
+    del D0, full
     made = 0
     left = max(0.0, (float(budget) - BASE_COST) * n)
     rounds = _MAX_ROUNDS
     for rnd in range(_MAX_ROUNDS):
-        nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, qr, qK, qG, settled, br, ba, bb, dL, dR)
+        if rnd >= rounds or left < 1:
+            break
+        nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense)
         active = np.any(err > tol, axis=1)
-        # candidates: the worst sub-interval of each active quadrature row, every bracket of an active jump row
-        qcand = np.empty(0, dtype=np.int64)
-        if qr.size:
-            order = np.lexsort((-qe, qr))
-            first = np.flatnonzero(np.r_[True, qr[order][1:] != qr[order][:-1]])
-            worst = order[first]
-            qcand = worst[active[qr[worst]] & (qdepth[worst] < max_level)]
-        bcand = np.flatnonzero(active[br] & (bb - ba > _MIN_WIDTH)) if br.size else np.empty(0, dtype=np.int64)
+        qcand = _worst_intervals(Q, active, max_level)
+        bcand = np.flatnonzero(active[B["r"]] & (B["b"] - B["a"] > _MIN_WIDTH))
         cost_all = _QUAD_COST * qcand.size + bcand.size
-        if cost_all == 0 or left < 1:
+        if cost_all == 0:
             break
         if rnd == 0 and cost_all > left:
             # the budget cannot give every open bracket one probe: the rows will mostly stay above nlm_tol,
             # and further rounds would only bisect the few worst brackets again; fewer, larger rounds
             rounds = _BINDING_ROUNDS
-        if rnd >= rounds:
+        qpick, bpick, kk = _allocate(left / (rounds - rnd), left, rounds - rnd, qcand, bcand, qe, be, B["r"], n, tol,
+                                     Q["depth"])
+        if qpick.size + bpick.size == 0:
             break
-        # this round's share: what is left over the rounds left (the last round spends all)
-        spend = left / (rounds - rnd)
-        kk = np.ones(bcand.size, dtype=np.int64)
-        if cost_all <= spend:
-            qpick, bpick = qcand, bcand
-            if bcand.size:  # probes by need: (k + 1)-section reaching nlm_tol over the rounds left
-                nb = np.bincount(br[bcand], minlength=n)[br[bcand]]
-                need = np.log2(np.maximum(be[bcand] * nb / max(tol, 1e-300), 1.0))
-                kk = np.clip(np.ceil(2.0 ** (need / (rounds - rnd))) - 1, 1, _MAX_PROBES).astype(np.int64)
-                room = spend - _QUAD_COST * qcand.size
-                if kk.sum() > room:  # scale down to this round's share (at least one probe each)
-                    kk = np.maximum(1, np.floor(kk * room / kk.sum())).astype(np.int64)
-        else:
-            prio = np.r_[qe[qcand] / _QUAD_COST, 0.5 * be[bcand]]
-            cost = np.r_[np.full(qcand.size, _QUAD_COST), np.ones(bcand.size)]
-            order = np.argsort(-prio, kind="stable")
-            take = order[np.cumsum(cost[order]) <= max(spend, min(left, _QUAD_COST))]
-            if take.size == 0:
-                break
-            qpick, bpick = qcand[take[take < qcand.size]], bcand[take[take >= qcand.size] - qcand.size]
-            kk = np.ones(bpick.size, dtype=np.int64)
-        # one stacked prediction for the round: 2 x 21 nodes per sub-interval, `probes` points per bracket
-        qa_p, qb_p = qa[qpick], qb[qpick]
+        # one stacked prediction for the round: 2 x 21 nodes per sub-interval, kk points per bracket
+        qa_p, qb_p = Q["a"][qpick], Q["b"][qpick]
         qm = 0.5 * (qa_p + qb_p)
         halves_a, halves_b = np.r_[qa_p, qm], np.r_[qm, qb_p]
-        hrows = np.r_[qr[qpick], qr[qpick]]
+        hrows = np.r_[Q["r"][qpick], Q["r"][qpick]]
         tq = (halves_a[None, :] + np.outer(u, halves_b - halves_a)).ravel()
         rq = np.tile(hrows, k)
-        r, a, b, l, rgt = br[bpick], ba[bpick], bb[bpick], dL[bpick], dR[bpick]
         grp = np.repeat(np.arange(bpick.size), kk)  # probe j = 1..k of bracket i at a + j (b - a) / (k + 1)
         j = np.arange(grp.size) - (np.cumsum(kk) - kk)[grp] + 1
-        tb = a[grp] + j / (kk[grp] + 1.0) * (b - a)[grp]
-        rows_all = np.r_[rq, r[grp]]
+        a_p, b_p = B["a"][bpick], B["b"][bpick]
+        tb = a_p[grp] + j / (kk[grp] + 1.0) * (b_p - a_p)[grp]
+        rows_all = np.r_[rq, B["r"][bpick][grp]]
         vals = paths.predict(rows_all, np.r_[tq, tb], C, offset, total, progress=progress,
                              desc=f"NLM refinement, round {rnd + 1}") - f0[rows_all]
         made += rows_all.size
         left -= rows_all.size
-        _raise_scale(scale, rows_all, vals, f0)
-        # quadrature: replace each picked interval by its left half, append the right halves
+        np.maximum.at(scale, rows_all, np.abs(vals) + np.abs(f0[rows_all]))  # the path's level seen so far
         if qpick.size:
             Vq = vals[:rq.size].reshape(k, hrows.size, C)
-            hK, hG = _gk_sums(Vq, u, wk, wg, halves_a, halves_b, c[hrows], F[hrows])
+            whole = (qa_p == 0.0) & (qb_p == 1.0)  # first bisections
+            _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, u, wk, wg, c, F)
             p = qpick.size
-            qa[qpick], qb[qpick] = halves_a[:p], halves_b[:p]
-            qdepth[qpick] += 1
-            qK[qpick], qG[qpick] = hK[:p], hG[:p]
-            qr = np.r_[qr, hrows[p:]]
-            qa, qb = np.r_[qa, halves_a[p:]], np.r_[qb, halves_b[p:]]
-            qdepth = np.r_[qdepth, qdepth[qpick]]
-            qK, qG = np.concatenate([qK, hK[p:]]), np.concatenate([qG, hG[p:]])
+            tie = np.all(Vq[1:] == Vq[:-1], axis=2)
+            conv = np.flatnonzero(whole & (tie[:, :p].any(axis=0) | tie[:, p:].any(axis=0)))
+            if conv.size:
+                rows_c = hrows[conv]
+                t_all = np.r_[tfull, 0.5 * u, 0.5 + 0.5 * u]
+                order = np.argsort(t_all, kind="stable")
+                v_all = np.concatenate([Q["full"][:, Q["pos"][rows_c]], Vq[:, conv], Vq[:, p + conv]])[order]
+                done, Bc, tc = _pieces(t_all[order], v_all, rows_c, c, F, n)
+                settled += done
+                Bc["sums"] = _open_sums(Bc, c, F, n)
+                for key, v in Bc.items():
+                    B[key] = B[key] + v if key == "sums" else np.concatenate([B[key], v])
+                dense[rows_c] = (~tc).sum(axis=0) > _SPARSE_JUMPS
+                jumps[rows_c] = True
+                route[rows_c] = 1
+                keepq = ~np.isin(Q["r"], rows_c)
+                for key in ("r", "a", "b", "depth", "K", "G"):
+                    Q[key] = Q[key][keepq]
         if bpick.size:
-            # the bracket's points a < p_1 < ... < p_k < b: tied neighbours settle, the others stay brackets
-            P = bpick.size
-            start = np.cumsum(kk + 2) - (kk + 2)
-            pt = np.empty(int((kk + 2).sum()))
-            pv = np.empty((pt.size, C))
-            pt[start], pv[start] = a, l
-            pt[start + kk + 1], pv[start + kk + 1] = b, rgt
-            inner = start[grp] + j
-            pt[inner], pv[inner] = tb, vals[rq.size:]
-            first = np.ones(pt.size - 1, dtype=bool)
-            first[(start + kk + 1)[:-1]] = False  # no pair across two brackets
-            owner = np.repeat(np.arange(P), kk + 2)[:-1]
-            tie = np.all(pv[1:] == pv[:-1], axis=1) & first
-            si = np.flatnonzero(tie)
-            if si.size:
-                rs = r[owner[si]]
-                settled += _rowsum(rs, _segment(pt[si], pt[si + 1], pv[si], c[rs], F[rs]), n)
-            oi = np.flatnonzero(first & ~tie)
-            ro = r[owner[oi]]
-            keep = np.ones(br.size, dtype=bool)
-            keep[bpick] = False
-            br = np.r_[br[keep], ro]
-            ba = np.r_[ba[keep], pt[oi]]
-            bb = np.r_[bb[keep], pt[oi + 1]]
-            dL = np.concatenate([dL[keep], pv[oi]])
-            dR = np.concatenate([dR[keep], pv[oi + 1]])
-    nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, qr, qK, qG, settled, br, ba, bb, dL, dR)
-    intervals = np.bincount(qr, minlength=n).astype(np.int64)
+            done, third = _split_brackets(B, bpick, kk, grp, j, tb, vals[rq.size:], c, F, n)
+            settled += done
+            dense |= third
+    B["sums"] = _open_sums(B, c, F, n)
+    nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=False)
     return BudgetNLM(nlm=nlm, sd=np.sqrt(np.maximum(D, 0.0)), err=err, scale=scale, route=route,
-                     intervals=intervals, predictions=made + k * n)
+                     intervals=np.bincount(Q["r"], minlength=n).astype(np.int64),
+                     predictions=made + (k + 2 if ends else k) * n,
+                     f0=(f0[:, 0] if ndim == 1 else f0) if ends else None,
+                     f1=(f1[:, 0] if ndim == 1 else f1) if ends else None)
 
 
-def _raise_scale(scale, rows, vals, f0):
-    """scale[row] = max(scale[row], |f0| + |value - f0|) for the new values (several per row)."""
-    np.maximum.at(scale, rows, np.abs(vals) + np.abs(f0[rows]))
+def _worst_intervals(Q, active, max_level):
+    """The sub-interval with the largest contribution of every active quadrature row, if it may be bisected."""
+    qr = Q["r"]
+    if not qr.size:
+        return np.empty(0, dtype=np.int64)
+    order = np.lexsort((-Q["e"], qr))
+    first = np.flatnonzero(np.r_[True, qr[order][1:] != qr[order][:-1]])
+    worst = order[first]
+    return worst[active[qr[worst]] & (Q["depth"][worst] < max_level)]
 
 
-def _gk_sums(Dv, u, wk, wg, a, b, c, F):
-    """Kronrod and Gauss values of (S1, S2, N) on intervals [a, b]: ``Dv`` (21, I, C) values minus f(x)."""
-    w = (b - a)[:, None]
-    K = np.zeros((a.size, 3, Dv.shape[2]))
-    G = np.zeros_like(K)
-    for j in range(u.size):  # node by node, element-wise
-        t = (a + u[j] * (b - a))[:, None]
-        d = Dv[j]
-        terms = np.stack([d, (d - c) ** 2, (d - t * F) ** 2], axis=1)
-        K += (wk[j] * w)[:, :, None] * terms
-        if wg[j]:
-            G += (wg[j] * w)[:, :, None] * terms
-    return K, G
+def _allocate(spend, left, rounds_left, qcand, bcand, qe, be, br, n, tol, depth):
+    """This round's picks: quadrature sub-intervals, brackets and probes per bracket (module docstring)."""
+    cost_all = _QUAD_COST * qcand.size + bcand.size
+    if cost_all <= spend:
+        kk = np.ones(bcand.size, dtype=np.int64)
+        if bcand.size:  # probes by need: (k + 1)-section reaching nlm_tol over the rounds left
+            nb = np.bincount(br[bcand], minlength=n)[br[bcand]]
+            need = np.log2(np.maximum(be[bcand] * nb / max(tol, 1e-300), 1.0))
+            kk = np.clip(np.ceil(2.0 ** (need / rounds_left)) - 1, 1, _MAX_PROBES).astype(np.int64)
+            room = spend - _QUAD_COST * qcand.size
+            if kk.sum() > room:  # scale down to this round's share (at least one probe each)
+                kk = np.maximum(1, np.floor(kk * room / kk.sum())).astype(np.int64)
+        return qcand, bcand, kk
+    cap = max(spend, min(left, _QUAD_COST))
+    bprio = 0.5 * be[bcand]
+    qprio = qe[qcand] / _QUAD_COST
+    if bcand.size:
+        # a quadrature row's first bisection comes before any bracket: its Kronrod estimate is no bound on a
+        # path with a jump in every level-0 interval, and the bisection's 42 nodes show such a path
+        finite = bprio[np.isfinite(bprio)]
+        qprio = qprio + (depth[qcand] == 0) * (finite.max() if finite.size else 0.0)
+    prio = np.r_[qprio, bprio]
+    cost = np.r_[np.full(qcand.size, _QUAD_COST), np.ones(bcand.size)]
+    # greedy by error per prediction: every pick costs >= 1, so the picks are among the `cap` largest
+    # priorities; a partition finds those (linear time), and only they are sorted
+    top = np.arange(prio.size)
+    if int(cap) < prio.size:
+        top = np.argpartition(-prio, int(cap))[:int(cap) + 1]
+    order = top[np.argsort(-prio[top], kind="stable")]
+    take = order[np.cumsum(cost[order]) <= cap]
+    qpick, bpick = qcand[take[take < qcand.size]], bcand[take[take >= qcand.size] - qcand.size]
+    return qpick, bpick, np.ones(bpick.size, dtype=np.int64)
 
 
-def _state(n, C, c, F, scale, jumps, qr, qK, qG, settled, br, ba, bb, dL, dR):
-    """Per row NLM and error (n, C); per sub-interval and per bracket error contributions (max over outputs)."""
+def _pieces(t, vals, rows, c, F, n):
+    """Rows whose path values ``vals`` (P, m, C) are known at the sorted points ``t`` (P,), the same for all
+    ``rows`` (m,): per-row sums (n, 3, C) of the constant segments (tied neighbours), the open brackets (the
+    other neighbours) and the ties (P - 1, m)."""
+    tied = np.all(vals[1:] == vals[:-1], axis=2)
+    pi, pj = np.nonzero(tied)
+    rr = rows[pj]
+    settled = rowsum(rr, segment(t[:-1][pi], t[1:][pi], vals[pi, pj], c[rr], F[rr]), n)
+    bi, bj = np.nonzero(~tied)
+    B = {"r": rows[bj], "a": t[:-1][bi], "b": t[1:][bi], "l": vals[bi, bj], "rt": vals[bi + 1, bj]}
+    B["s"], B["m"], B["g"], B["J"] = bracket_statics(B["a"], B["b"], B["l"], B["rt"])
+    return settled, B, tied
+
+
+def _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, u, wk, wg, c, F):
+    """Replace each picked sub-interval by its left half and append the right halves (21 nodes each)."""
+    hK, hG = gk_sums(Vq, u, wk, wg, halves_a, halves_b, c[hrows], F[hrows])
+    p = qpick.size
+    Q["a"][qpick], Q["b"][qpick] = halves_a[:p], halves_b[:p]
+    Q["depth"][qpick] += 1
+    Q["K"][qpick], Q["G"][qpick] = hK[:p], hG[:p]
+    Q["r"] = np.r_[Q["r"], hrows[p:]]
+    Q["a"], Q["b"] = np.r_[Q["a"], halves_a[p:]], np.r_[Q["b"], halves_b[p:]]
+    Q["depth"] = np.r_[Q["depth"], Q["depth"][qpick]]
+    Q["K"], Q["G"] = np.concatenate([Q["K"], hK[p:]]), np.concatenate([Q["G"], hG[p:]])
+
+
+def _split_brackets(B, bpick, kk, grp, j, tb, vals, c, F, n):
+    """Cut each picked bracket at its probes: tied neighbours settle (their sums are returned per row), the
+    other neighbouring pairs stay open brackets. Also returns, per row, whether a probe found a third value."""
+    P = bpick.size
+    r, a, b, lv, rv = B["r"][bpick], B["a"][bpick], B["b"][bpick], B["l"][bpick], B["rt"][bpick]
+    start = np.cumsum(kk + 2) - (kk + 2)  # the bracket's points a < p_1 < ... < p_k < b
+    pt = np.empty(int((kk + 2).sum()))
+    pv = np.empty((pt.size, vals.shape[1]))
+    pt[start], pv[start] = a, lv
+    pt[start + kk + 1], pv[start + kk + 1] = b, rv
+    inner = start[grp] + j
+    pt[inner], pv[inner] = tb, vals
+    # a probe equal to neither end: its bracket held two jumps or more
+    third = np.bincount(r[grp], weights=~(np.all(vals == lv[grp], axis=1) | np.all(vals == rv[grp], axis=1)),
+                        minlength=n) > 0
+    first = np.ones(pt.size - 1, dtype=bool)
+    first[(start + kk + 1)[:-1]] = False  # no pair across two brackets
+    owner = np.repeat(np.arange(P), kk + 2)[:-1]
+    tie = np.all(pv[1:] == pv[:-1], axis=1) & first
+    si = np.flatnonzero(tie)
+    rs = r[owner[si]]
+    done = rowsum(rs, segment(pt[si], pt[si + 1], pv[si], c[rs], F[rs]), n)
+    oi = np.flatnonzero(first & ~tie)
+    new = {"r": r[owner[oi]], "a": pt[oi], "b": pt[oi + 1], "l": pv[oi], "rt": pv[oi + 1]}
+    new["s"], new["m"], new["g"], new["J"] = bracket_statics(new["a"], new["b"], new["l"], new["rt"])
+    B["sums"] += _open_sums(new, c, F, n) - rowsum(r, bracket_sums(a, b, lv, rv, c[r], F[r]), n)
+    # each picked bracket keeps at least one open pair (its ends differ): the first takes its slot, the
+    # others are appended (no masked copy of all brackets)
+    _, first = np.unique(owner[oi], return_index=True)
+    rest = np.ones(oi.size, dtype=bool)
+    rest[first] = False
+    for key, v in new.items():
+        B[key][bpick] = v[first]
+        B[key] = np.concatenate([B[key], v[rest]])
+    return done, third
+
+
+def _open_sums(B, c, F, n):
+    """Per-row (S1, S2, N) of the open brackets ``B`` with their jumps at the midpoints, (n, 3, C)."""
+    r = B["r"]
+    return rowsum(r, bracket_sums(B["a"], B["b"], B["l"], B["rt"], c[r], F[r]), n)
+
+
+def _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True):
+    """Per row NLM, error (n, C) and D; per sub-interval (``Q["e"]``) and per bracket error contributions."""
     nlm = np.full((n, C), np.nan)
     err = np.zeros((n, C))
     D = np.zeros((n, C))
-    qe = np.zeros(qr.size)
-    be = np.zeros(br.size)
-    if qr.size:
-        TK, TG = _rowsum(qr, qK, n), _rowsum(qr, qG, n)
-        vK, DK, ratio, undK = _nlm_of(TK, c, scale)
-        vG, _, _, undG = _nlm_of(TG, c, scale)
-        dq = qK - qG
-        s1c = (TK[:, 0] - c)[qr]
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            contrib = np.abs(dq[:, 2] - ratio[qr] * (dq[:, 1] - 2.0 * s1c * dq[:, 0])) / DK[qr]
-        contrib = np.where(undK[qr], np.where(undG[qr], 0.0, np.inf), contrib)
-        contrib[np.isnan(contrib)] = np.inf
-        total = _rowsum(qr, contrib, n)
-        e = np.maximum(np.abs(vK - vG), total)
-        e = np.where(undK & undG, 0.0, e)
-        e[np.isnan(e)] = np.inf
+    qe = np.zeros(Q["r"].size)
+    be = np.zeros(B["r"].size)
+    if Q["r"].size:
+        v, e, d, qe = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"])
         rows = ~jumps
-        nlm[rows], err[rows], D[rows] = vK[rows], e[rows], DK[rows]
-        qe = contrib.max(axis=1)
-    jr = jumps
-    if jr.any():
-        m = 0.5 * (ba + bb)
-        est = settled.copy()
-        if br.size:
-            est += _rowsum(br, _segment(ba, m, dL, c[br], F[br]) + _segment(m, bb, dR, c[br], F[br]), n)
-        v, Dj, ratio, und = _nlm_of(est, c, scale)
-        hw = (0.5 * (bb - ba))[:, None]
-        J = np.abs(dL - dR)
-        e1 = J * hw
-        e2 = J * np.abs(dL + dR - 2.0 * c[br]) * hw
-        eN = J * hw * (np.abs(dL + dR - 2.0 * m[:, None] * F[br]) + np.abs(F[br]) * hw)
-        E = _rowsum(br, np.stack([e1, e2, eN], axis=1), n)
-        s1c = np.abs(est[:, 0] - c)
-        ED = E[:, 1] + 2.0 * s1c * E[:, 0] + E[:, 0] ** 2
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            bound = (E[:, 2] + np.abs(ratio) * ED) / (Dj - ED)
-            bound = np.where(Dj > ED, bound, np.inf)
-            bound = np.where(E[:, 2] + ED == 0, 0.0, bound)  # no bracket: the closed form is exact
-            contrib = (eN + np.abs(ratio[br]) * (e2 + 2.0 * s1c[br] * e1)) / np.abs(Dj[br])
-        contrib[~np.isfinite(contrib)] = np.inf
-        nlm[jr], err[jr], D[jr] = v[jr], bound[jr], Dj[jr]
-        be = contrib.max(axis=1) if br.size else be
+        nlm[rows], err[rows], D[rows] = v[rows], e[rows], d[rows]
+    if jumps.any():
+        v, e, d, be = jump_state(n, c, F, scale, settled + B["sums"], B["r"], B["s"], B["m"], B["g"], B["J"], dense,
+                                 shares)
+        nlm[jumps], err[jumps], D[jumps] = v[jumps], e[jumps], d[jumps]
+    Q["e"] = qe
     return nlm, err, qe, be, D
