@@ -169,16 +169,23 @@ def avg_predictions(model: Any, data: pd.DataFrame, *, by: str | Sequence[str] |
     frame, predictor, method, quantity = _prepare(model, data, inference, bootstrap, target_class,
                                                   "avg_predictions")
     conf_level = check_conf_level(conf_level)
+    est, counts, keys, by_cols = grouped_average(model, data, frame, quantity, method, by, bootstrap)
+    return average_table(est, keys[by_cols] if by_cols else keys.iloc[:, :0], counts, t_df, delta_label,
+                         conf_level)
+
+
+def grouped_average(model: Any, data: Any, frame: pd.DataFrame, quantity: RowQuantity, method: str, by: Any,
+                    bootstrap: Any) -> tuple[Estimates, np.ndarray, pd.DataFrame, list]:
+    """The averages of ``quantity`` per ``by`` group on either engine: (estimates, rows per group, the groups'
+    keys, the ``by`` columns). Dask data are reduced per chunk, a pandas ``frame`` in memory."""
     if is_dask_collection(data):
         by_cols = _by_columns(frame, by)
         groups, keys = dask_groups(data, by_cols)
         est, counts = average_dask(model, data, quantity, method, groups, bootstrap)
-    else:
-        codes, keys, by_cols = _by_codes(frame, by)
-        est = average_in_memory(quantity, frame, model, method, codes, len(keys), None, bootstrap)
-        counts = np.bincount(codes, minlength=len(keys))
-    return average_table(est, keys[by_cols] if by_cols else keys.iloc[:, :0], counts, t_df, delta_label,
-                         conf_level)
+        return est, counts, keys, by_cols
+    codes, keys, by_cols = _by_codes(frame, by)
+    est = average_in_memory(quantity, frame, model, method, codes, len(keys), None, bootstrap)
+    return est, np.bincount(codes[codes >= 0], minlength=len(keys)), keys, by_cols
 
 
 def _by_columns(frame: pd.DataFrame, by: Any) -> list:

@@ -28,12 +28,12 @@ from ._adapters import model_frame
 from ._utils.validation import (check_conf_level, check_data, check_feature_name, check_single_output,
                                 is_categorical, is_dask_collection, is_numeric)
 from .exceptions import DataError, FeatureError, ParameterError, StepError
-from ._core.averages import RowQuantity, average_in_memory
-from ._dask.vocab import average_dask, column_range, dask_groups
+from ._core.averages import RowQuantity
+from ._dask.vocab import column_range
 from .inference._delta import evaluate_with_jacobian
 from .inference._methods import compute_rows, resolve_method
 from .inference._vcov import residual_df, with_vcov
-from .predictions import _by_codes, _by_columns, average_table, level_rows
+from .predictions import average_table, grouped_average, level_rows
 from .predictors import make_predictor
 
 __all__ = ["avg_slopes", "dme", "SLOPES"]
@@ -103,14 +103,7 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
     # every variable in one pass over the rows (and one set of refits): one column of values each
     quantity = RowQuantity(partial(_slope_values, model=model, predictor=predictor, variables=tuple(variables),
                                    steps=tuple(steps), slope=slope, target_class=target_class))
-    if on_dask:
-        by_cols = _by_columns(frame, by)
-        groups, keys = dask_groups(data, by_cols)
-        est, counts = average_dask(model, data, quantity, method, groups, bootstrap)
-    else:
-        codes, keys, by_cols = _by_codes(frame, by)
-        est = average_in_memory(quantity, frame, model, method, codes, len(keys), None, bootstrap)
-        counts = np.bincount(codes[codes >= 0], minlength=len(keys))
+    est, counts, keys, by_cols = grouped_average(model, data, frame, quantity, method, by, bootstrap)
     k = len(variables)
     out = average_table(est, pd.concat([keys[by_cols]] * k, ignore_index=True), np.tile(counts, k), t_df,
                         delta_label, conf_level)

@@ -24,6 +24,14 @@ __all__ = ["fme_local", "points_local", "evaluate_frame", "result"]
 def fme_local(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -> FMEResult:
     """:func:`fme.fme` on a pandas frame: validate into a plan (once; the workers trust it), evaluate, check
     that a row was evaluated, assemble the result."""
+    data, reference, plan, conf_level = _planned(model, data, steps, options)
+    batch = evaluate_frame(replace(plan, progress=options.progress), data, reference)
+    check_evaluated(plan, batch.code, lambda: reference)
+    return result(plan, batch, data, float(options.nlm_linear_threshold), conf_level)
+
+
+def _planned(model: Any, data: Any, steps: Any, options: FMEOptions) -> tuple[pd.DataFrame, pd.DataFrame, Plan, float]:
+    """The model's frame of ``data``, the reference rows, the validated plan and the confidence level."""
     # another data frame (polars, Arrow) converted once; C(x) of a statsmodels formula: x is categorical;
     # exposure=/offset= become the model's offset columns
     data = model_frame(model, check_data(data), exposure=options.exposure, offset=options.offset)
@@ -35,23 +43,14 @@ def fme_local(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -
     if options.sample_size is not None:
         raise ParameterError("sample_size applies to Dask data only (the sample the detectors are fitted on); "
                              "a pandas frame is used whole.")
-    batch = evaluate_frame(replace(plan, progress=options.progress), data, reference)
-    check_evaluated(plan, batch.code, lambda: reference)
-    return result(plan, batch, data, float(options.nlm_linear_threshold), conf_level)
+    return data, reference, plan, conf_level
 
 
 def points_local(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -> tuple:
     """The points :func:`fme.fme` would evaluate on a pandas frame, without predicting them (the same
     validation, detector and exclusions as :func:`fme_local`): (x, x + h, the evaluated rows of the model's
     frame, the steps' description)."""
-    data = model_frame(model, check_data(data), exposure=options.exposure, offset=options.offset)
-    reference_data = options.reference_data
-    if reference_data is not None:
-        reference_data = model_frame(model, check_data(reference_data, "reference_data"))
-    reference = data if reference_data is None else reference_data
-    plan, _ = resolve_plan(model, data, steps, reference, **options.plan_kwargs())
-    if options.sample_size is not None:
-        raise ParameterError("sample_size applies to Dask data only; a pandas frame is used whole.")
+    data, reference, plan, _ = _planned(model, data, steps, options)
     if plan.detector is not None:
         call_detector(plan.detector, "fit", reference[plan.detector_cols], "fit(reference_data)")
     cand, X0, X1, code = evaluation_points(plan, data)
