@@ -22,7 +22,7 @@ from ._core.averages import RowQuantity, average_in_memory, bootstrap_of, model_
 from ._dask.vocab import average_dask, dask_groups, predictions_dask
 from .inference._bootstrap import check_bootstrap
 from ._utils.validation import check_conf_level, check_data, is_dask_collection
-from .exceptions import FeatureError, ParameterError
+from .exceptions import FeatureError, ModelError, ParameterError
 from .inference._estimates import INFERENCE_COLUMNS, Estimates
 from .inference._methods import resolve_method
 from .inference._vcov import residual_df, with_vcov
@@ -101,6 +101,36 @@ def _prediction_table(piece: pd.DataFrame, method: str, quantity: RowQuantity, m
     return pd.concat([pd.DataFrame({"estimate": f}), table], axis=1).set_axis(piece.index)
 
 
+def _kept_refits(model: Any, spec: dict) -> tuple[list, dict]:
+    """The successful refits of the bootstrap ``spec`` (the seeds, refit function and convergence rules of every
+    bootstrap of fme) and their record; their predictions are made later, per chunk."""
+    models: list = []
+
+    def keep(fitted: list) -> np.ndarray:
+        models.extend(fitted)
+        return np.zeros((1, len(fitted)))
+
+    _, info = refit_draws(model, spec, keep)
+    return models, info
+
+
+def _refits_table(piece: pd.DataFrame, quantity: RowQuantity, models: list, info: dict,
+                  conf_level: float) -> pd.DataFrame:
+    """:func:`_prediction_table` under the bootstrap from refits fitted beforehand (a Dask chunk). A refit whose
+    prediction fails here is an error: on pandas data it would be left out of every row, which one chunk cannot
+    do for the others."""
+    f = np.asarray(quantity.rows(piece, None, "sample")[0], dtype=float).reshape(len(piece), -1)[:, 0]
+    errors: list[str] = []
+    draws = model_values(quantity, piece, models, errors)
+    bad = ~np.all(np.isfinite(draws[np.isfinite(f)]), axis=0)
+    if bad.any():
+        raise ModelError(f"the prediction of {int(bad.sum())} of {len(models)} refitted models failed on a chunk of the "
+                       f"Dask data ({errors[0] if errors else 'a non-finite prediction'}); compute the predictions "
+                       "of these rows on a pandas frame, where such refits are left out and counted.")
+    table = bootstrap_of(f, draws, info).table(conf_level)
+    return pd.concat([pd.DataFrame({"estimate": f}), table], axis=1).set_axis(piece.index)
+
+
 def predictions(model: Any, data: pd.DataFrame, *, inference: str = "auto", bootstrap: Any = None,
                 conf_level: float = 0.95, target_class: Any = None, vcov: Any = None) -> pd.DataFrame:
     """The prediction of every row with its uncertainty, indexed like ``data``.
@@ -109,11 +139,12 @@ def predictions(model: Any, data: pd.DataFrame, *, inference: str = "auto", boot
     ----------
     model, data, target_class, vcov :
         As in :func:`fme.ame`. ``data`` may be a Dask DataFrame: the result is then a lazy Dask DataFrame,
-        each chunk's rows computed when asked for (delta method or none).
+        each chunk's rows computed when asked for.
     inference : {'auto', 'delta', 'bootstrap', 'sample'}
         ``delta``: the prediction's delta-method interval (models with a parameter covariance);
         ``bootstrap``: the refits' predictions of each row (``bootstrap={...}``, as in :func:`fme.ame`;
-        standard error and percentile or normal interval; pandas data); ``sample``: no interval (one row has
+        standard error and percentile or normal interval; on Dask data the refits are fitted once and each
+        chunk's task gets them); ``sample``: no interval (one row has
         no spread over rows): NaN uncertainty and ``inference='none'``.
     bootstrap : dict, optional
         Training data and options of the refits (:mod:`fme.inference._bootstrap`).
@@ -131,9 +162,10 @@ def predictions(model: Any, data: pd.DataFrame, *, inference: str = "auto", boot
                     label=delta_label, conf_level=conf_level)
     if is_dask_collection(data):
         if method == "bootstrap":
-            raise ParameterError("per-row bootstrap intervals of Dask data would keep every refit for every chunk; "
-                                 "use fme.avg_predictions (averages, by= groups) with the bootstrap, or "
-                                 "inference='delta' for per-row intervals.")
+            # refit once, here: every chunk's task gets the same fitted refits (a chunk that refitted would
+            # repeat all B fits per chunk)
+            models, info = _kept_refits(model, check_bootstrap(bootstrap, model))
+            table = partial(_refits_table, quantity=quantity, models=models, info=info, conf_level=conf_level)
         meta = pd.DataFrame({"estimate": pd.Series(dtype=float),
                              **{c: pd.Series(dtype=object if c in ("inference", "covers") else float)
                                 for c in INFERENCE_COLUMNS}}, index=frame.index[:0])

@@ -213,3 +213,41 @@ def test_multinomial_outcomes_equal_pandas():
         _same(fme.avg_predictions(m, D, **kw), fme.avg_predictions(m, d, **kw))
         _same(fme.avg_comparisons(m, D, {"w": 0.5}, comparison="lnratio", **kw),
               fme.avg_comparisons(m, d, {"w": 0.5}, comparison="lnratio", **kw))
+
+
+def test_per_row_bootstrap_predictions_equal_pandas(data):
+    """``fme.predictions(..., bootstrap=)`` on Dask data: the refits are fitted once and every chunk predicts its
+    rows with them, so each row's SE and percentile interval equal the pandas ones (same seeds)."""
+    from sklearn.linear_model import LogisticRegression
+
+    X = data[["x", "w", "v"]]
+    clf = LogisticRegression().fit(X, data["y"])
+    spec = {"X": X, "y": data["y"], "n_resamples": 30, "random_state": 2}
+    a = fme.predictions(clf, X, target_class=1, bootstrap=spec)
+    b = fme.predictions(clf, _dd(X), target_class=1, bootstrap=spec).compute()
+    assert b.index.equals(a.index) and (a["inference"] == "bootstrap").all()
+    assert (a["std_error"] > 0).all()
+    _same(b, a)
+
+
+def test_a_refit_whose_prediction_fails_on_a_chunk_is_an_error(data, monkeypatch):
+    from sklearn.linear_model import LogisticRegression
+
+    import sys
+
+    fp = sys.modules["fme.predictions"]  # the module (fme.predictions is also the function's name)
+    X = data[["x", "w", "v"]]
+    clf = LogisticRegression().fit(X, data["y"])
+    real = fp.model_values
+
+    def one_fails(quantity, piece, models, errors=None):
+        out = real(quantity, piece, models, errors)
+        out[:, 3] = np.nan  # the 4th refit's prediction failed on this chunk
+        if errors is not None:
+            errors.append("ValueError: boom")
+        return out
+
+    monkeypatch.setattr(fp, "model_values", one_fails)
+    spec = {"X": X, "y": data["y"], "n_resamples": 10, "random_state": 2, "ci": "normal"}
+    with pytest.raises(fme.ModelError, match=r"prediction of 1 of 10 refitted models failed on a chunk.*ValueError: boom"):
+        fme.predictions(clf, _dd(X), target_class=1, bootstrap=spec).compute()
