@@ -32,7 +32,6 @@ from ..inference._delta import evaluate_with_jacobian
 from .exclusions import _excluded_frame, _extrapolation_exclusions, _value_exclusions
 from .._nlm.evaluate import classify
 from .._nlm.evaluate import nlm_values as _nlm_values
-from .._nlm.evaluate import path_holds_ends as _path_holds_ends
 from .._utils.progress import progress_bar
 from ..inference._estimates import RowInference, sample_inference
 from ..inference._methods import compute_rows
@@ -203,14 +202,6 @@ def _evaluate_rows(plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | No
                                                           plan.progress, return_scale=True)
             nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread,
                                           scale=scale)
-        elif settings is not None and settings.method == "gauss-kronrod" and _path_holds_ends(X, parsed):
-            # f(x) and f(x + h) are the path's points t = 0 and t = 1: predicted in the nodes' call (issue 26:
-            # a model's predict call can cost far more than its rows)
-            nlm_values, status, nlm_sd, extra = _nlm_values(settings, predictor, X, parsed, h, None, None,
-                                                            plan.batch_size, spread=plan.spread, return_sd=True,
-                                                            progress=plan.progress)
-            f0, f1 = extra.pop("f0"), extra.pop("f1")
-            return f0, f1, nlm_values, status, nlm_sd, rows, extra
         else:
             f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
         if settings is not None and rule is None:

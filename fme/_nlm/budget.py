@@ -46,8 +46,9 @@ Rounds: at most :data:`_MAX_ROUNDS` (:data:`_BINDING_ROUNDS` when the budget can
 open bracket one probe at the start: then most rows stay above ``nlm_tol`` whatever the split, and
 a predict call can be dear), each one stacked prediction (in frames of at most
 :data:`FRAME_CELLS` cells), because a model's ``predict`` call can cost far more than its rows
-(an OpenMP region per tree); for the same reason f(x), f(x + h) and the 21 nodes are predicted
-in one call where the path's ends are exactly x and x + h (:func:`path_holds_ends`). Round i of
+(an OpenMP region per tree). f(x) and f(x + h) come from the caller's own predictions, never
+from the stacked path: a model's last bits can depend on a row's place in the frame it predicts (BLAS
+kernels, SIMD tails), and a row's fME must not depend on the NLM or the batching. Round i of
 R spends at most what is left / (R - i). When that covers
 every candidate, each active quadrature row bisects its worst sub-interval and every bracket of an
 active jump row gets k probes ((k + 1)-section, 1 <= k <= :data:`_MAX_PROBES`): as many as
@@ -72,7 +73,7 @@ from ..nlm import gauss_kronrod_rules
 from ..steps import STACK_CELL_BUDGET, Step, _all_float, _numeric_shift, stack_path
 from .budget_routes import bracket_statics, bracket_sums, gk_sums, jump_state, quad_state, rowsum, segment
 
-__all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm", "path_holds_ends"]
+__all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm"]
 
 #: Default ``nlm_budget``: predictions per evaluated row on average, f(x) and f(x + h) included.
 DEFAULT_BUDGET = 34.0
@@ -116,15 +117,6 @@ class BudgetNLM:
     route: np.ndarray
     intervals: np.ndarray
     predictions: int
-    f0: np.ndarray | None = None
-    f1: np.ndarray | None = None
-
-
-def path_holds_ends(X: pd.DataFrame, steps: tuple[Step, ...]) -> bool:
-    """The path's points at t = 0 and t = 1 are exactly x and x + h as :func:`fme.steps.apply_steps` builds them
-    (all-float frame, numeric steps: x + 0 h = x and x + 1 h = x + h in floating point), so f(x) and f(x + h)
-    can be predicted in the same call as the nodes (one ``predict`` call fewer, two frames fewer)."""
-    return _all_float(X) and all(s.is_numeric for s in steps)
 
 
 class _Paths:
@@ -180,9 +172,8 @@ def budget_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.nd
         The model, called with frames of path points (``stage`` and ``rows`` enrich its errors).
     X : DataFrame
         The rows to evaluate; ``steps`` their step and ``h`` the per-row effective steps or None.
-    f0, f1 : ndarray of shape (n,) or (n, C), or None
-        f(x) and f(x + h); None (both): predicted here in the call of the 21 nodes, as the path's
-        points t = 0 and t = 1 (only where :func:`path_holds_ends`).
+    f0, f1 : ndarray of shape (n,) or (n, C)
+        f(x) and f(x + h).
     tol, budget, max_level : float, float, int
         ``nlm_tol``, ``nlm_budget`` (predictions per row on average, f(x) and f(x + h) included) and the
         deepest bisection of a quadrature sub-interval.
@@ -195,43 +186,36 @@ def budget_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.nd
         See the module docstring for the routes, the estimates and the bound.
     """
     n = len(X)
-    ends = f0 is None
-    C = None if ends else int(np.prod(np.shape(f0)[1:], dtype=int))
+    C = int(np.prod(np.shape(f0)[1:], dtype=int))
     parts = []
     starts = range(0, max(n, 1), _BLOCK_ROWS)
     for start in progress_bar(starts, total=len(starts), progress=progress if len(starts) > 1 else False,
                               desc="NLM Gauss-Kronrod with a budget, blocks of rows"):
         sl = slice(start, min(n, start + _BLOCK_ROWS))
         hb = None if h is None else {k: np.broadcast_to(np.asarray(v, dtype=float), (n,))[sl] for k, v in h.items()}
-        fb = (None, None) if ends else (np.asarray(f0, dtype=float).reshape(n, -1)[sl],
-                                        np.asarray(f1, dtype=float).reshape(n, -1)[sl])
+        fb = (np.asarray(f0, dtype=float).reshape(n, -1)[sl], np.asarray(f1, dtype=float).reshape(n, -1)[sl])
         parts.append(_block(predictor, X.iloc[sl], steps, hb, *fb, tol, budget, max_level, batch_size,
                             progress if len(starts) == 1 else False, start, n))
     parts = [p for p in parts if p is not None]
     if not parts:  # no rows
-        z = np.empty((0,) if ends or np.ndim(f0) == 1 else (0, C))
-        return BudgetNLM(z, z, z, z, np.empty(0, dtype=np.int8), np.empty(0, dtype=np.int64), 0,
-                         z if ends else None, z if ends else None)
+        z = np.empty((0,) if np.ndim(f0) == 1 else (0, C))
+        return BudgetNLM(z, z, z, z, np.empty(0, dtype=np.int8), np.empty(0, dtype=np.int64), 0)
     cat = (lambda k: np.concatenate([getattr(p, k) for p in parts]))
     out = BudgetNLM(nlm=cat("nlm"), sd=cat("sd"), err=cat("err"), scale=cat("scale"), route=cat("route"),
-                    intervals=cat("intervals"), predictions=int(sum(p.predictions for p in parts)),
-                    f0=cat("f0") if ends else None, f1=cat("f1") if ends else None)
-    # one output: the shape of the given f(x), or of the model's own 1-D predictions when computed here
-    squeeze = (not ends and np.ndim(f0) == 1) or (ends and parts[0].f0.ndim == 1)
-    if squeeze:
+                    intervals=cat("intervals"), predictions=int(sum(p.predictions for p in parts)))
+    if np.ndim(f0) == 1:  # one output: the shape of the given f(x)
         for k in ("nlm", "sd", "err", "scale"):
             setattr(out, k, getattr(out, k)[:, 0])
     return out
 
 
-def _level0(predictor, X, steps, h, ts, batch_size, progress, offset, total, label, ends):
-    """Predictions at x + t h for every t in ``ts``, shape (ts.size, n, C), and the model's own output ndim;
-    ``ends``: ``ts`` holds t = 0 and t = 1 (f(x), f(x + h)), so the progress bar is the fME's too."""
+def _level0(predictor, X, steps, h, ts, batch_size, progress, offset, total, label):
+    """Predictions at x + t h for every t in ``ts``, shape (ts.size, n, C), and the model's own output ndim."""
     n = len(X)
     size = batch_size or max(1000, FRAME_CELLS // max(1, X.shape[1] * ts.size))
     V, ndim = None, 1
     bstarts = range(0, n, size)
-    desc = f"fME {label} and NLM Gauss-Kronrod, 21 nodes" if ends else "NLM Gauss-Kronrod, 21 nodes"
+    desc = "NLM Gauss-Kronrod, 21 nodes"
     for start in progress_bar(bstarts, total=len(bstarts), progress=progress, desc=desc):
         sl = slice(start, min(n, start + size))
         hb = None if h is None else {f: v[sl] for f, v in h.items()}
@@ -258,11 +242,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     u, wk, wg = kron.nodes, kron.weights, gauss.weights
     k = u.size
     # ------------------------------------------------ level 0: the Gauss-Kronrod nodes of every row
-    ends = f0 is None
-    V, ndim = _level0(predictor, X, steps, h, np.r_[0.0, u, 1.0] if ends else u, batch_size, progress,
-                      offset, total, label, ends)
-    if ends:
-        f0, f1, V = V[0].copy(), V[-1].copy(), V[1:-1]
+    V, _ = _level0(predictor, X, steps, h, u, batch_size, progress, offset, total, label)
     C = f0.shape[1]
     F = f1 - f0
     D0 = V - f0[None]
@@ -363,9 +343,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=False)
     return BudgetNLM(nlm=nlm, sd=np.sqrt(np.maximum(D, 0.0)), err=err, scale=scale, route=route,
                      intervals=np.bincount(Q["r"], minlength=n).astype(np.int64),
-                     predictions=made + (k + 2 if ends else k) * n,
-                     f0=(f0[:, 0] if ndim == 1 else f0) if ends else None,
-                     f1=(f1[:, 0] if ndim == 1 else f1) if ends else None)
+                     predictions=made + k * n)
 
 
 def _worst_intervals(Q, active, max_level):

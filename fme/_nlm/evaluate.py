@@ -27,12 +27,12 @@ import pandas as pd
 
 from ..exceptions import ParameterError
 from ..nlm import DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, FLAT_ULPS, NLM_METHODS, QuadratureRule, quadrature_rule
-from .budget import BASE_COST, DEFAULT_BUDGET, ROUTES, budget_nlm, path_holds_ends
+from .budget import BASE_COST, DEFAULT_BUDGET, ROUTES, budget_nlm
 from .tree_paths import read_forest, traverse_nlm
 from ..nlm_exact import exact_nlm, exact_support
 from ..steps import Step
 
-__all__ = ["NLMSummaryMixin", "nlm_values", "path_holds_ends", "NLMSettings", "resolve_method", "adaptive_nlm", "classify", "NLM_STATUS", "DEFAULT_FLAT_TOL"]
+__all__ = ["NLMSummaryMixin", "nlm_values", "NLMSettings", "resolve_method", "adaptive_nlm", "classify", "NLM_STATUS", "DEFAULT_FLAT_TOL"]
 
 #: Values of the ``nlm_status`` column.
 NLM_STATUS = ("ok", "constant", "flat", "inaccurate")
@@ -178,8 +178,6 @@ def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[S
     test's numerator; a Dask pass classifies those at its end) and the extra result columns of the method
     (Gauss-Kronrod: ``err``, the error estimate like ``nlm``, and ``route``, per row, see
     :mod:`fme._nlm.budget`). ``progress``: bars over the method's batches when there are several.
-    Gauss-Kronrod only: ``f0`` and ``f1`` None (where :func:`fme._nlm.budget.path_holds_ends`) predicts
-    f(x) and f(x + h) in the call of the nodes and returns them as ``extra["f0"]``, ``extra["f1"]``.
     """
     extra: dict[str, np.ndarray] = {}
     if settings.method == "exact":
@@ -194,9 +192,6 @@ def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[S
     else:
         got = budget_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.budget, settings.max_level,
                          batch_size, progress)
-        if f0 is None:  # predicted with the nodes (path_holds_ends): handed back through ``extra``
-            f0, f1 = got.f0, got.f1
-            extra.update(f0=f0, f1=f1)
         sd = got.sd
         out = classify(got.nlm, sd, f0, f1, settings.flat_tol, got.err, settings.tol, spread=spread,
                        scale=got.scale)
