@@ -122,7 +122,12 @@ def came(
     **tree_params
         Tree parameters by partykit's names (``minbucket``, ``alpha``,
         ``testtype``, ``mincriterion``, ``maxdepth``, ...) or, for CART,
-        scikit-learn's (``min_samples_leaf``, ``max_depth``, ...).
+        scikit-learn's (``min_samples_leaf``, ``max_depth``, ...). CTree's
+        ``majority`` defaults to True here (partykit: False): a row with a
+        missing value or a level absent from a node (an honest estimation row,
+        an extrapolation point) goes to the child with more training rows, not
+        to a random one, so its subspace is the same in every run and engine.
+        The trees grown on the evaluated rows are the same either way.
 
     Returns
     -------

@@ -212,3 +212,36 @@ def test_coverage_and_fwer_under_no_heterogeneity():
         out[honest] = (cov, np.mean([r[2] for r in res]))
     assert out[True][0] >= 0.90 and out[True][1] <= 0.12
     assert out[False][0] < 0.8 and out[False][1] > 0.5
+
+
+def test_rows_with_a_level_absent_from_a_node_go_to_its_majority_child():
+    """An estimation row (or an extrapolation point) whose level is absent from a node goes to the child with
+    more training rows (CTree majority=True, fme.came's default), so its subspace is the same whatever rows
+    share the call (a Dask chunk) and in every run; partykit's default routes it at random."""
+    rng = np.random.default_rng(11)
+    n = 800
+    g = np.where(rng.uniform(size=n) < 0.5, "a", "b")
+    X = pd.DataFrame({"x1": rng.uniform(0, 1, n), "x2": rng.uniform(0, 1, n), "g": pd.Categorical(g)})
+    f = lambda d: d["x1"].to_numpy() * (4 * d["x2"].to_numpy() + 3 * (d["g"] == "b").to_numpy())
+    part = fme.came(fme.fme(f, X, {"x1": 0.5}), features=["x2", "g"])
+    tree = part.tree
+    assert tree.majority is True and tree.random_state is None
+    # the level "c" is absent from every node: each split on g sends it to its majority child
+    new = pd.DataFrame({"x2": rng.uniform(0, 1, 400), "g": pd.Categorical(["c"] * 400, categories=["a", "b", "c"])})
+    leaves = tree.apply(new)
+    np.testing.assert_array_equal(leaves, tree.apply(new))  # the same in a second call
+    np.testing.assert_array_equal(leaves, np.concatenate([tree.apply(new.iloc[i:i + 57]) for i in range(0, 400, 57)]))
+    assert part.root_split.startswith("g")  # the level matters, so the routing rule did something
+    nodes = tree.nodes_
+    kids = nodes.at[1, "children"]
+    major = kids[0] if nodes.at[kids[0], "n"] >= nodes.at[kids[1], "n"] else kids[1]
+    assert set(leaves) <= set(nodes.index) and all(_descends(nodes, int(leaf), major) for leaf in leaves)
+
+
+def _descends(nodes: pd.DataFrame, node: int, ancestor: int) -> bool:
+    while node != ancestor:
+        parent = nodes.at[node, "parent"]
+        if parent is None or (isinstance(parent, float) and np.isnan(parent)) or int(parent) < 1:
+            return False
+        node = int(parent)
+    return True

@@ -160,8 +160,11 @@ def test_dask_bootstrap_equals_pandas(setup):
         assert ha["inference"].iloc[0] == "bootstrap"
         for c in ("estimate", "std_error", "conf_low", "conf_high"):
             np.testing.assert_allclose(hb[c], ha[c], rtol=1e-9, err_msg=c)
-        with pytest.raises(fme.ParameterError, match="per-row bootstrap"):
-            fme.predictions(clf, D, target_class=1, bootstrap=small)
+        # per-row predictions: the refits fitted once, each chunk predicted with all of them
+        pa = fme.predictions(clf, data, target_class=1, bootstrap=small)
+        pb = fme.predictions(clf, D, target_class=1, bootstrap=small).compute()
+        for c in ("estimate", "std_error", "conf_low", "conf_high"):
+            np.testing.assert_allclose(pb[c], pa[c], rtol=1e-10, err_msg=c)
 
 
 class _Flaky:

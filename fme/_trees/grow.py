@@ -119,6 +119,10 @@ def grow_partition(effects: FMEResult, *, method: str, features: list[str], n_pa
         if reduce:
             tree_params.setdefault("alpha", 0.35)
             tree_params.setdefault("minbucket", 0.02 * n)
+        # rows the tree did not grow on (the honest estimation rows, extrapolation points) can carry a level
+        # absent from a node: the majority child, not partykit's random one, so that a row's subspace does not
+        # depend on which other rows share the call (a Dask chunk, the pandas frame) or on the run
+        tree_params.setdefault("majority", True)
         tree = CTree(**tree_params).fit(X, fit_y)
         minsplit = tree_params.get("minsplit", 20)
         if n < minsplit:
