@@ -29,7 +29,7 @@ from .extrapolation import make_detector
 from .inference._estimates import INFERENCE_COLUMNS, sample_inference
 from .inference._methods import compute_rows, resolve_method
 from .predictors import make_predictor
-from .steps import apply_steps, parse_steps
+from .steps import apply_steps, parse_steps, stepped_rows
 from ._dask.interactions import interaction_dask
 
 __all__ = ["interaction"]
@@ -116,12 +116,7 @@ def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], step
         raise ParameterError(f"tol must be a non-negative number, got {tol!r}.")
     X = predictor.select(data)
     # rows whose stepped features are missing, or already at a categorical step's level, have no fME there
-    keep = np.ones(len(X), dtype=bool)
-    for st in (*sa, *sb):
-        col = data[st.feature]
-        keep &= col.notna().to_numpy()
-        if not st.is_numeric:
-            keep &= (col != st.value).to_numpy()
+    keep = stepped_rows(data, (*sa, *sb))
     Xa, Xb = apply_steps(X, sa), apply_steps(X, sb)
     Xab = apply_steps(Xa, sb)
     if extrapolation is not None:

@@ -22,7 +22,7 @@ from scipy import stats
 from ._utils.validation import check_data, is_categorical, is_complex, is_numeric, mixed_object_numbers
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 
-__all__ = ["Step", "STEP_RULES", "STACK_CELL_BUDGET", "step_size", "parse_steps", "apply_steps", "stack_path"]
+__all__ = ["Step", "STEP_RULES", "STACK_CELL_BUDGET", "step_size", "parse_steps", "apply_steps", "stack_path", "stepped_rows"]
 
 #: Dispersion rules for choosing a numeric step (paper §3.2, "Step Size and Extrapolation Risk").
 STEP_RULES = ("sd", "iqr", "mad", "unit")
@@ -283,6 +283,18 @@ def _numeric_shift(step: Step, h: Mapping[str, Any] | None) -> Any:
     if h is not None and step.feature in h:
         return np.asarray(h[step.feature], dtype=float)
     return step.value
+
+
+def stepped_rows(data: pd.DataFrame, steps: tuple[Step, ...]) -> np.ndarray:
+    """True for the rows every step can move: no missing stepped feature, not already at a categorical step's
+    level (the rows with an fME)."""
+    keep = np.ones(len(data), dtype=bool)
+    for st in steps:
+        col = data[st.feature]
+        keep &= col.notna().to_numpy()
+        if not st.is_numeric:
+            keep &= (col != st.value).to_numpy()
+    return keep
 
 
 def apply_steps(frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, Any] | None = None) -> pd.DataFrame:

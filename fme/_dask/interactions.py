@@ -18,7 +18,7 @@ from ..exceptions import DataError
 from ..inference._estimates import Estimates
 from ..inference._methods import compute_rows
 from ..predictors import make_predictor
-from ..steps import apply_steps
+from ..steps import apply_steps, stepped_rows
 from .common import _model_frames, as_dask, require_dask
 
 __all__ = ["interaction_dask"]
@@ -29,12 +29,7 @@ _FAN_IN = 16
 def _chunk(part: pd.DataFrame, model: Any, sa: tuple, sb: tuple, target_class: Any, with_jac: bool) -> tuple:
     """(rows, Moments, max |f|, Jacobian sum or None, the chunk's second differences)."""
     predictor = make_predictor(model, target_class)
-    keep = np.ones(len(part), dtype=bool)
-    for st in (*sa, *sb):
-        col = part[st.feature]
-        keep &= col.notna().to_numpy()
-        if not st.is_numeric:
-            keep &= (col != st.value).to_numpy()
+    keep = stepped_rows(part, (*sa, *sb))
     X = predictor.select(part).iloc[np.flatnonzero(keep)]
     n = len(X)
     if n == 0:
