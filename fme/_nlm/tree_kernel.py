@@ -1,0 +1,261 @@
+"""Compiled kernel of the tree traversal (paper §5.4): each row's path through every tree, one row at a time.
+
+:func:`fme._nlm.tree_paths._jumps` and :func:`~fme._nlm.tree_paths._segments` do the same work as whole-array
+NumPy passes, one pass per depth level over all (row, interval, node) entries of a chunk: about 70 ns per entry
+and level, most of a 200-tree forest's exact NLM. Here numba compiles the depth-first walk of one row through
+one tree, so an entry costs a few nanoseconds and no entry arrays are built. The rules are those of the NumPy
+route, which stays as the reference the tests hold this kernel to and as the fallback where numba is missing:
+
+* a node splitting on a moving cell (stepped, non-zero step, a value) at crossing ``t* = (boundary - x) / h``
+  inside the interval (lo, hi) splits it: the lower part goes to the child the row reaches first;
+* any other node routes the whole interval by the row's value: ``float32(x)`` when the model casts, ``<`` when
+  its comparison is strict, the missing-value direction for NaN (and, for LightGBM's missing type Zero,
+  for |x| <= 1e-35);
+* a leaf piece starting at 0 adds its values to the path's start, every other edge is a jump at its t; the jumps
+  of a row are sorted by t (stable: ties in tree order, so a row's sums never depend on the other rows of the
+  chunk), summed per distinct t and accumulated left to right into one segment per distinct t.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._adapters._forest import LGB_ZERO
+
+try:  # numba is a declared dependency; the NumPy route covers a Python it has no wheel for yet
+    import numba
+except ImportError:  # pragma: no cover - exercised only without numba
+    numba = None
+
+__all__ = ["available", "forest_segments"]
+
+
+def available() -> bool:
+    """Whether the compiled kernel can run (numba imports)."""
+    return numba is not None
+
+
+def _grow(a: np.ndarray, need: int) -> np.ndarray:
+    """``a`` with room for at least ``need`` entries along axis 0 (doubling), contents kept."""
+    cap = a.shape[0]
+    if need <= cap:
+        return a
+    while cap < need:
+        cap *= 2
+    out = np.empty((cap,) + a.shape[1:], dtype=a.dtype)
+    out[:a.shape[0]] = a
+    return out
+
+
+#: One node per 32-byte record: the walk is bound by memory latency, and one record is one cache line read
+#: where five separate arrays (feature, children, threshold, boundary, flags) were five.
+NODE = np.dtype([("feature", np.int32), ("left", np.int32), ("right", np.int32), ("flags", np.int32),
+                 ("threshold", np.float64), ("boundary", np.float64)])
+_MISSING_LEFT, _ZERO_MISSING = 1, 2
+#: Rows walked together through one tree.
+_BLOCK = 64
+
+
+def _walk_tree(i, tree, X, Xc, S, moving, nodes, strict, value, roots, zero_eps, st_node, st_lo, st_hi, start,
+               ev_t, ev_jump, ne):
+    """Row i's path through one tree: adds its piece at t = 0 to ``start`` and writes its boundaries
+    (t, jump of the tree's value) from ``ev_*[ne]`` on; returns the new count, or -1 when they do not fit."""
+    K = value.shape[1]
+    cap = ev_t.shape[0]
+    st_node[0] = roots[tree]
+    st_lo[0] = 0.0
+    st_hi[0] = 1.0
+    top = 1
+    last = -1
+    # depth first, the lower part of a split interval first: a tree's pieces come in increasing t
+    while top > 0:
+        top -= 1
+        node = st_node[top]
+        lo = st_lo[top]
+        hi = st_hi[top]
+        while True:
+            rec = nodes[node]
+            f = rec.feature
+            if f < 0:
+                break
+            if moving[i, f]:
+                s = S[i, f]
+                tstar = (rec.boundary - X[i, f]) / s
+                if s > 0:
+                    low_child = rec.left
+                    up_child = rec.right
+                else:
+                    low_child = rec.right
+                    up_child = rec.left
+                if tstar > lo:
+                    if tstar < hi:
+                        st_node[top] = up_child
+                        st_lo[top] = tstar
+                        st_hi[top] = hi
+                        top += 1
+                        hi = tstar
+                    node = low_child
+                else:
+                    node = up_child
+                continue
+            xv = Xc[i, f]
+            if strict:
+                right = xv >= rec.threshold
+            else:
+                right = xv > rec.threshold
+            if np.isnan(xv) or ((rec.flags & 2) != 0 and abs(xv) <= zero_eps):
+                right = (rec.flags & 1) == 0
+            node = rec.right if right else rec.left
+        if lo == 0.0:
+            for k in range(K):
+                start[k] += value[node, k]
+        else:
+            if ne == cap:
+                return -1
+            ev_t[ne] = lo
+            for k in range(K):
+                ev_jump[ne, k] = value[node, k] - value[last, k]
+            ne += 1
+        last = node
+    return ne
+
+
+def _emit_row(ne, start, ev_t, ev_jump, seg_a, seg_raw, ns):
+    """The row's segments from its boundaries, written at ``seg_*[ns:]``; returns their number.
+
+    Boundaries are ordered by t (ties in a fixed order that depends on this row's boundaries alone), the jumps
+    at one t are summed, then added to the running raw score."""
+    K = start.shape[0]
+    order = np.argsort(ev_t[:ne])
+    seg_a[ns] = 0.0
+    for k in range(K):
+        seg_raw[ns, k] = start[k]
+    c = 1
+    e = 0
+    while e < ne:
+        t = ev_t[order[e]]
+        for k in range(K):
+            seg_raw[ns + c, k] = 0.0
+        while e < ne and ev_t[order[e]] == t:
+            j = order[e]
+            for k in range(K):
+                seg_raw[ns + c, k] += ev_jump[j, k]
+            e += 1
+        seg_a[ns + c] = t
+        for k in range(K):
+            seg_raw[ns + c, k] += seg_raw[ns + c - 1, k]
+        c += 1
+    return c
+
+
+def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, zero_eps, depth, block, cap, seg_cap):
+    m = X.shape[0]
+    K = value.shape[1]
+    # a depth-first stack holds at most one pending upper part per level
+    st_node = np.empty(depth + 2, dtype=np.int64)
+    st_lo = np.empty(depth + 2)
+    st_hi = np.empty(depth + 2)
+    seg_a = np.empty(seg_cap)
+    seg_raw = np.empty((seg_cap, K))
+    counts = np.zeros(m, dtype=np.int64)
+    ns = 0
+    for b0 in range(0, m, block):
+        b1 = min(m, b0 + block)
+        while True:
+            # tree by tree over a block of rows: a tree's nodes stay in cache while the block walks it
+            start = np.empty((b1 - b0, K))
+            ev_t, ev_jump = np.empty((b1 - b0, cap)), np.empty((b1 - b0, cap, K))
+            ne = np.zeros(b1 - b0, dtype=np.int64)
+            for r in range(b1 - b0):
+                start[r] = baseline
+            full = False
+            for tree in range(roots.shape[0]):
+                for r in range(b1 - b0):
+                    got = _walk_tree(b0 + r, tree, X, Xc, S, moving, nodes, strict, value, roots, zero_eps,
+                                     st_node, st_lo, st_hi, start[r], ev_t[r], ev_jump[r], ne[r])
+                    if got < 0:
+                        full = True
+                        break
+                    ne[r] = got
+                if full:
+                    break
+            if not full:
+                break
+            cap *= 2  # more boundaries than room: grow and walk the block again
+        for r in range(b1 - b0):
+            if ns + ne[r] + 1 > seg_cap:
+                seg_cap = max(2 * seg_cap, ns + ne[r] + 1)
+                seg_a = _grow(seg_a, seg_cap)
+                seg_raw = _grow(seg_raw, seg_cap)
+            c = _emit_row(ne[r], start[r], ev_t[r], ev_jump[r], seg_a, seg_raw, ns)
+            counts[b0 + r] = c
+            ns += c
+    return seg_a[:ns].copy(), seg_raw[:ns].copy(), counts
+
+
+def node_records(forest) -> np.ndarray:
+    """The forest's nodes as :data:`NODE` records (cached on the forest: built once per model)."""
+    rec = getattr(forest, "_node_records", None)
+    if rec is None:
+        n = forest.node_feature.size
+        if n >= 2 ** 31:
+            raise OverflowError("more than 2**31 tree nodes")  # int32 ids; never reached by real models
+        rec = np.zeros(n, dtype=NODE)
+        rec["feature"] = forest.node_feature
+        rec["left"] = forest.node_kids[0::2]
+        rec["right"] = forest.node_kids[1::2]
+        flags = np.where(np.asarray(forest.missing_left, dtype=bool), _MISSING_LEFT, 0)
+        if forest.zero_missing is not None:
+            flags |= np.where(np.asarray(forest.zero_missing, dtype=bool), _ZERO_MISSING, 0)
+        rec["flags"] = flags
+        rec["threshold"] = forest.threshold
+        rec["boundary"] = forest.boundary
+        forest._node_records = rec
+        forest._max_depth = _max_depth(forest)
+    return rec
+
+
+def _max_depth(forest) -> int:
+    """The deepest leaf's depth over all trees (levels from the roots, vectorised over the nodes)."""
+    node, depth = np.asarray(forest.roots, dtype=np.int64), 0
+    while True:
+        node = node[forest.node_feature[node] >= 0]
+        if not node.size:
+            return depth
+        node = np.concatenate([forest.node_kids[2 * node], forest.node_kids[2 * node + 1]])
+        depth += 1
+
+
+if numba is not None:
+    _grow = numba.njit(cache=True, nogil=True)(_grow)
+    _walk_tree = numba.njit(cache=True, nogil=True)(_walk_tree)
+    _emit_row = numba.njit(cache=True, nogil=True)(_emit_row)
+    _forest_segments = numba.njit(cache=True, nogil=True)(_forest_segments)
+
+
+def forest_segments(forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray, ev_cap: int | None = None,
+                    seg_cap: int | None = None):
+    """Per-row segments of the summed trees along each row's path, baseline included.
+
+    ``X`` (m, p) rows, ``S`` (m, p) shifts, ``stepped`` (p,) bool. Returns ``(srow, a, b, raw, first)`` as
+    :func:`fme._nlm.tree_paths._segments`: segments sorted by row and t, raw scores (n_segments, K).
+    ``ev_cap`` (boundaries per row) and ``seg_cap`` (segments) are the buffers' first sizes; they grow as
+    needed (small values test that).
+    """
+    m, p = X.shape
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    S = np.ascontiguousarray(S, dtype=np.float64)
+    Xc = X.astype(np.float32).astype(np.float64) if forest.float32 else X
+    moving = np.ascontiguousarray(np.broadcast_to(stepped, (m, p)) & (S != 0) & ~np.isnan(X))
+    nodes = node_records(forest)
+    a, raw, counts = _forest_segments(
+        X, Xc, S, moving, nodes, bool(forest.strict), np.ascontiguousarray(forest.value, dtype=np.float64),
+        np.asarray(forest.roots, dtype=np.int64), np.asarray(forest.baseline, dtype=np.float64).reshape(-1),
+        LGB_ZERO, forest._max_depth, _BLOCK,
+        4 * forest.n_trees + 16 if ev_cap is None else max(1, ev_cap),
+        4 * m * forest.n_trees + 16 if seg_cap is None else max(1, seg_cap))
+    first = np.cumsum(counts) - counts
+    srow = np.repeat(np.arange(m), counts)
+    b = np.ones(a.size)
+    b[:-1] = np.where(srow[1:] == srow[:-1], a[1:], 1.0)
+    return srow, a, b, raw, first

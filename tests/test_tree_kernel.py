@@ -1,0 +1,127 @@
+"""The compiled traversal (fme._nlm.tree_kernel) against the NumPy traversal (fme._nlm.tree_paths._jumps and
+_segments), which is independent code for the same rules: the same segments bit for bit, the same raw scores
+to rounding, on every kind of forest the adapters read (float32 casts, strict comparisons, missing-value
+directions, LightGBM's missing type Zero, several outputs), rows on thresholds, negative and zero steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fme
+from fme._nlm import tree_kernel, tree_paths
+from fme._nlm.tree_paths import read_forest
+
+pytestmark = pytest.mark.skipif(not tree_kernel.available(), reason="numba is not installed")
+
+
+def _frame(seed=0, n=400):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.normal(size=(n, 4)), columns=["a", "b", "c", "d"])
+    y = np.sin(2 * X["a"]) + X["b"] ** 2 + X["c"] * X["d"] + 0.1 * rng.normal(size=n)
+    return X, y
+
+
+def _models():
+    import lightgbm as lgb
+    import xgboost as xgb
+    from sklearn import ensemble as E
+
+    X, y = _frame()
+    Xn = X.copy()
+    rng = np.random.default_rng(1)
+    Xn.loc[rng.random(len(X)) < 0.15, "c"] = np.nan
+    Xn.loc[rng.random(len(X)) < 0.15, "b"] = 0.0
+    y3 = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    return {
+        "rf": (E.RandomForestRegressor(25, max_depth=8, random_state=0).fit(X, y), X, None),
+        "hgb3": (E.HistGradientBoostingClassifier(max_iter=15, random_state=0).fit(Xn, y3), Xn, "all"),
+        "gb": (E.GradientBoostingRegressor(n_estimators=20, random_state=0).fit(X, y), X, None),
+        "lgb_zero": (lgb.LGBMRegressor(n_estimators=25, num_leaves=8, zero_as_missing=True, verbose=-1,
+                                       random_state=0).fit(Xn, y), Xn, None),
+        "xgb": (xgb.XGBRegressor(n_estimators=25, max_depth=4, n_jobs=1, random_state=0).fit(Xn, y), Xn, None),
+    }
+
+
+@pytest.fixture(scope="module")
+def models():
+    return _models()
+
+
+def _rows(forest, X: pd.DataFrame):
+    """The frame's first 150 rows plus rows whose values sit on split thresholds and boundaries."""
+    A = X.to_numpy(dtype=float)[:150].copy()
+    thr = np.asarray(forest.threshold)[~np.asarray(forest.is_leaf)]
+    bnd = np.asarray(forest.boundary)[~np.asarray(forest.is_leaf)]
+    A[:20, 0] = thr[:20]
+    A[20:40, 1] = bnd[:20]
+    A[40:50, 0] = np.nextafter(bnd[:10], np.inf)
+    return A
+
+
+def _shifts(A, stepped):
+    rng = np.random.default_rng(2)
+    S = np.zeros_like(A)
+    S[:, 0] = rng.normal(size=len(A))  # both signs
+    S[:, 1] = -0.8
+    S[::7, 0] = 0.0  # a zero step on a stepped feature
+    return S, np.array(stepped)
+
+
+@pytest.mark.parametrize("kind", ["rf", "hgb3", "gb", "lgb_zero", "xgb"])
+@pytest.mark.parametrize("caps", [None, (1, 1)], ids=["default", "grown"])
+def test_kernel_equals_numpy_traversal(models, kind, caps):
+    model, X, target = models[kind]
+    forest = read_forest(model, target)
+    assert forest is not None
+    A = _rows(forest, X)
+    S, stepped = _shifts(A, [True, True, False, False])
+    start, br, bt, jump = tree_paths._jumps(forest, A, S, stepped)
+    want = tree_paths._segments(len(A), start + forest.baseline, br, bt, jump)
+    ev_cap, seg_cap = caps or (None, None)
+    got = tree_kernel.forest_segments(forest, A, S, stepped, ev_cap=ev_cap, seg_cap=seg_cap)
+    for w, g in zip([want[0], want[1], want[2], want[4]], [got[0], got[1], got[2], got[4]]):
+        np.testing.assert_array_equal(g, w)  # rows, segment ends, first segments: identical
+    assert got[3].shape == want[3].shape
+    scale = np.abs(forest.value).sum(axis=0).max() + np.abs(forest.baseline).max()
+    np.testing.assert_allclose(got[3], want[3], rtol=0, atol=1e-13 * scale)
+    if kind == "hgb3":
+        assert got[3].shape[1] == 3
+    if kind == "lgb_zero":
+        assert forest.zero_missing is not None and np.isnan(A).any()
+
+
+def test_no_step_gives_one_segment_at_the_model_prediction(models):
+    """With every step zero the path is the point itself: one segment per row, its raw score the model's."""
+    model, X, _ = models["xgb"]
+    forest = read_forest(model)
+    A = X.to_numpy(dtype=float)[:100]
+    srow, a, b, raw, first = tree_kernel.forest_segments(forest, A, np.zeros_like(A), np.ones(4, dtype=bool))
+    np.testing.assert_array_equal(srow, np.arange(100))
+    np.testing.assert_array_equal(a, 0.0)
+    np.testing.assert_array_equal(b, 1.0)
+    np.testing.assert_allclose(forest.link(raw)[:, 0], model.predict(X.iloc[:100]), rtol=1e-6, atol=1e-6)
+
+
+def test_fallback_without_numba_gives_the_same_nlm(models, monkeypatch):
+    """Where numba is missing the NumPy traversal runs: the NLMs agree to rounding."""
+    model, X, _ = models["rf"]
+    steps = {"a": 0.9, "b": -0.5}
+    compiled = fme.fme(model, X.iloc[:120], steps, nlm=True, nlm_method="exact", inference="sample").results["nlm"].to_numpy()
+    monkeypatch.setattr(tree_kernel, "available", lambda: False)
+    numpy_route = fme.fme(model, X.iloc[:120], steps, nlm=True, nlm_method="exact", inference="sample").results["nlm"].to_numpy()
+    np.testing.assert_allclose(compiled, numpy_route, rtol=1e-10, atol=1e-12)
+
+
+def test_a_row_does_not_depend_on_its_block(models):
+    """Rows walked in blocks: a row's segments and raw scores are bit-identical alone and among others."""
+    model, X, _ = models["gb"]
+    forest = read_forest(model)
+    A = X.to_numpy(dtype=float)[:130]
+    S, stepped = _shifts(A, [True, True, False, False])
+    whole = tree_kernel.forest_segments(forest, A, S, stepped)
+    part = tree_kernel.forest_segments(forest, A[67:69], S[67:69], stepped)
+    sel = (whole[0] >= 67) & (whole[0] < 69)
+    np.testing.assert_array_equal(part[1], whole[1][sel])
+    np.testing.assert_array_equal(part[3], whole[3][sel])
