@@ -125,3 +125,18 @@ def test_a_row_does_not_depend_on_its_block(models):
     sel = (whole[0] >= 67) & (whole[0] < 69)
     np.testing.assert_array_equal(part[1], whole[1][sel])
     np.testing.assert_array_equal(part[3], whole[3][sel])
+
+
+def test_threads_on_a_fresh_forest(models):
+    """Threads that meet a forest for the first time together (its node records are built on first use)."""
+    from fme._nlm.tree_paths import traverse_nlm
+
+    model, X, _ = models["rf"]
+    data = X.iloc[:300]
+    shifts = {"a": np.full(300, 0.9), "b": np.full(300, -0.5)}
+    f0 = model.predict(data)
+    f1 = model.predict(data.assign(a=data["a"] + 0.9, b=data["b"] - 0.5))
+    one, _, _ = traverse_nlm(read_forest(model), data, shifts, f0, f1, entry_budget=500, n_threads=1)
+    for _ in range(3):
+        many, _, _ = traverse_nlm(read_forest(model), data, shifts, f0, f1, entry_budget=500, n_threads=4)
+        np.testing.assert_array_equal(many, one)

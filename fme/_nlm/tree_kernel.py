@@ -193,10 +193,13 @@ def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, ze
     return seg_a[:ns].copy(), seg_raw[:ns].copy(), counts
 
 
-def node_records(forest) -> np.ndarray:
-    """The forest's nodes as :data:`NODE` records (cached on the forest: built once per model)."""
-    rec = getattr(forest, "_node_records", None)
-    if rec is None:
+def node_records(forest) -> tuple[np.ndarray, int]:
+    """The forest's nodes as :data:`NODE` records and its deepest leaf's depth, built once per forest.
+
+    Cached on the forest in one assignment: threads of :func:`fme._nlm.tree_paths.traverse_nlm` may ask at the
+    same time, and each sees either nothing (and builds the same pair) or the whole pair."""
+    got = getattr(forest, "_kernel_nodes", None)
+    if got is None:
         n = forest.node_feature.size
         if n >= 2 ** 31:
             raise OverflowError("more than 2**31 tree nodes")  # int32 ids; never reached by real models
@@ -210,9 +213,9 @@ def node_records(forest) -> np.ndarray:
         rec["flags"] = flags
         rec["threshold"] = forest.threshold
         rec["boundary"] = forest.boundary
-        forest._node_records = rec
-        forest._max_depth = _max_depth(forest)
-    return rec
+        got = (rec, _max_depth(forest))
+        forest._kernel_nodes = got
+    return got
 
 
 def _max_depth(forest) -> int:
@@ -247,11 +250,11 @@ def forest_segments(forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray, e
     S = np.ascontiguousarray(S, dtype=np.float64)
     Xc = X.astype(np.float32).astype(np.float64) if forest.float32 else X
     moving = np.ascontiguousarray(np.broadcast_to(stepped, (m, p)) & (S != 0) & ~np.isnan(X))
-    nodes = node_records(forest)
+    nodes, depth = node_records(forest)
     a, raw, counts = _forest_segments(
         X, Xc, S, moving, nodes, bool(forest.strict), np.ascontiguousarray(forest.value, dtype=np.float64),
         np.asarray(forest.roots, dtype=np.int64), np.asarray(forest.baseline, dtype=np.float64).reshape(-1),
-        LGB_ZERO, forest._max_depth, _BLOCK,
+        LGB_ZERO, depth, _BLOCK,
         4 * forest.n_trees + 16 if ev_cap is None else max(1, ev_cap),
         4 * m * forest.n_trees + 16 if seg_cap is None else max(1, seg_cap))
     first = np.cumsum(counts) - counts
