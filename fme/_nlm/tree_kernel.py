@@ -56,77 +56,122 @@ _MISSING_LEFT, _ZERO_MISSING = 1, 2
 _BLOCK = 64
 
 
-def _walk_tree(i, tree, X, Xc, S, moving, nodes, strict, value, roots, zero_eps, st_node, st_lo, st_hi, start,
-               ev_t, ev_jump, ne):
-    """Row i's path through one tree: adds its piece at t = 0 to ``start`` and writes its boundaries
-    (t, jump of the tree's value) from ``ev_*[ne]`` on; returns the new count, or -1 when they do not fit."""
+def _walk_block(b0, rows, X, Xc, S, moving, nodes, strict, value, roots, zero_eps, st_node, st_lo, st_hi, start,
+                ev_t, ev_jump, ne):
+    """Rows ``b0 .. b0 + rows`` through every tree, tree by tree (a tree's nodes stay in cache while the block
+    walks it): adds each row's piece at t = 0 to ``start[r]`` and appends its boundaries (t, jump of the tree's
+    value) to ``ev_*[r]``; returns False when some row's boundaries do not fit (the caller grows the buffers).
+    One call per block: a call per (row, tree) cost more than the walk (reference counts of its array arguments)."""
     K = value.shape[1]
-    cap = ev_t.shape[0]
-    st_node[0] = roots[tree]
-    st_lo[0] = 0.0
-    st_hi[0] = 1.0
-    top = 1
-    last = -1
-    # depth first, the lower part of a split interval first: a tree's pieces come in increasing t
-    while top > 0:
-        top -= 1
-        node = st_node[top]
-        lo = st_lo[top]
-        hi = st_hi[top]
-        while True:
-            rec = nodes[node]
-            f = rec.feature
-            if f < 0:
-                break
-            if moving[i, f]:
-                s = S[i, f]
-                tstar = (rec.boundary - X[i, f]) / s
-                if s > 0:
-                    low_child = rec.left
-                    up_child = rec.right
+    cap = ev_t.shape[1]
+    for tree in range(roots.shape[0]):
+        for r in range(rows):
+            i = b0 + r
+            n_ev = ne[r]
+            st_node[0] = roots[tree]
+            st_lo[0] = 0.0
+            st_hi[0] = 1.0
+            top = 1
+            last = -1
+            # depth first, the lower part of a split interval first: a tree's pieces come in increasing t
+            while top > 0:
+                top -= 1
+                node = st_node[top]
+                lo = st_lo[top]
+                hi = st_hi[top]
+                while True:
+                    rec = nodes[node]
+                    f = rec.feature
+                    if f < 0:
+                        break
+                    if moving[i, f]:
+                        s = S[i, f]
+                        tstar = (rec.boundary - X[i, f]) / s
+                        if s > 0:
+                            low_child = rec.left
+                            up_child = rec.right
+                        else:
+                            low_child = rec.right
+                            up_child = rec.left
+                        if tstar > lo:
+                            if tstar < hi:
+                                st_node[top] = up_child
+                                st_lo[top] = tstar
+                                st_hi[top] = hi
+                                top += 1
+                                hi = tstar
+                            node = low_child
+                        else:
+                            node = up_child
+                        continue
+                    xv = Xc[i, f]
+                    if strict:
+                        right = xv >= rec.threshold
+                    else:
+                        right = xv > rec.threshold
+                    if np.isnan(xv) or ((rec.flags & 2) != 0 and abs(xv) <= zero_eps):
+                        right = (rec.flags & 1) == 0
+                    node = rec.right if right else rec.left
+                if lo == 0.0:
+                    for k in range(K):
+                        start[r, k] += value[node, k]
                 else:
-                    low_child = rec.right
-                    up_child = rec.left
-                if tstar > lo:
-                    if tstar < hi:
-                        st_node[top] = up_child
-                        st_lo[top] = tstar
-                        st_hi[top] = hi
-                        top += 1
-                        hi = tstar
-                    node = low_child
-                else:
-                    node = up_child
-                continue
-            xv = Xc[i, f]
-            if strict:
-                right = xv >= rec.threshold
-            else:
-                right = xv > rec.threshold
-            if np.isnan(xv) or ((rec.flags & 2) != 0 and abs(xv) <= zero_eps):
-                right = (rec.flags & 1) == 0
-            node = rec.right if right else rec.left
-        if lo == 0.0:
-            for k in range(K):
-                start[k] += value[node, k]
-        else:
-            if ne == cap:
-                return -1
-            ev_t[ne] = lo
-            for k in range(K):
-                ev_jump[ne, k] = value[node, k] - value[last, k]
-            ne += 1
-        last = node
-    return ne
+                    if n_ev == cap:
+                        return False
+                    ev_t[r, n_ev] = lo
+                    for k in range(K):
+                        ev_jump[r, n_ev, k] = value[node, k] - value[last, k]
+                    n_ev += 1
+                last = node
+            ne[r] = n_ev
+    return True
 
 
-def _emit_row(ne, start, ev_t, ev_jump, seg_a, seg_raw, ns):
+def _order(t, ne, order, cnt):
+    """``order[:ne]``: the indices of ``t[:ne]`` (values in (0, 1)) sorted by value, ties by index.
+
+    A bucket pass (ne buckets over (0, 1), filled in index order) and an insertion sort within each bucket:
+    linear for spread values, where a comparison sort of a row's few hundred boundaries cost more than its
+    walk. A row whose values crowd one bucket (more than 64) is sorted by a stable merge sort instead."""
+    nb = ne
+    for q in range(nb + 1):
+        cnt[q] = 0
+    for e in range(ne):
+        q = min(int(t[e] * nb), nb - 1)
+        cnt[q + 1] += 1
+    for q in range(nb):
+        if cnt[q + 1] > 64:
+            o = np.argsort(t[:ne], kind="mergesort")
+            for e in range(ne):
+                order[e] = o[e]
+            return
+        cnt[q + 1] += cnt[q]
+    for e in range(ne):
+        q = min(int(t[e] * nb), nb - 1)
+        order[cnt[q]] = e
+        cnt[q] += 1
+    # cnt[q] is now the end of bucket q: insertion sort (stable) within each bucket
+    lo = 0
+    for q in range(nb):
+        hi = cnt[q]
+        for x in range(lo + 1, hi):
+            e = order[x]
+            v = t[e]
+            y = x - 1
+            while y >= lo and t[order[y]] > v:
+                order[y + 1] = order[y]
+                y -= 1
+            order[y + 1] = e
+        lo = hi
+
+
+def _emit_row(ne, start, ev_t, ev_jump, seg_a, seg_raw, ns, order, cnt):
     """The row's segments from its boundaries, written at ``seg_*[ns:]``; returns their number.
 
-    Boundaries are ordered by t (ties in a fixed order that depends on this row's boundaries alone), the jumps
-    at one t are summed, then added to the running raw score."""
+    Boundaries are ordered by t (ties in creation order: a row's sums depend on its own boundaries alone), the
+    jumps at one t are summed, then added to the running raw score."""
     K = start.shape[0]
-    order = np.argsort(ev_t[:ne])
+    _order(ev_t, ne, order, cnt)
     seg_a[ns] = 0.0
     for k in range(K):
         seg_raw[ns, k] = start[k]
@@ -166,20 +211,11 @@ def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, ze
             start = np.empty((b1 - b0, K))
             ev_t, ev_jump = np.empty((b1 - b0, cap)), np.empty((b1 - b0, cap, K))
             ne = np.zeros(b1 - b0, dtype=np.int64)
+            order, cnt = np.empty(cap, dtype=np.int64), np.empty(cap + 1, dtype=np.int64)
             for r in range(b1 - b0):
                 start[r] = baseline
-            full = False
-            for tree in range(roots.shape[0]):
-                for r in range(b1 - b0):
-                    got = _walk_tree(b0 + r, tree, X, Xc, S, moving, nodes, strict, value, roots, zero_eps,
-                                     st_node, st_lo, st_hi, start[r], ev_t[r], ev_jump[r], ne[r])
-                    if got < 0:
-                        full = True
-                        break
-                    ne[r] = got
-                if full:
-                    break
-            if not full:
+            if _walk_block(b0, b1 - b0, X, Xc, S, moving, nodes, strict, value, roots, zero_eps, st_node, st_lo,
+                           st_hi, start, ev_t, ev_jump, ne):
                 break
             cap *= 2  # more boundaries than room: grow and walk the block again
         for r in range(b1 - b0):
@@ -187,7 +223,7 @@ def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, ze
                 seg_cap = max(2 * seg_cap, ns + ne[r] + 1)
                 seg_a = _grow(seg_a, seg_cap)
                 seg_raw = _grow(seg_raw, seg_cap)
-            c = _emit_row(ne[r], start[r], ev_t[r], ev_jump[r], seg_a, seg_raw, ns)
+            c = _emit_row(ne[r], start[r], ev_t[r], ev_jump[r], seg_a, seg_raw, ns, order, cnt)
             counts[b0 + r] = c
             ns += c
     return seg_a[:ns].copy(), seg_raw[:ns].copy(), counts
@@ -231,7 +267,8 @@ def _max_depth(forest) -> int:
 
 if numba is not None:
     _grow = numba.njit(cache=True, nogil=True)(_grow)
-    _walk_tree = numba.njit(cache=True, nogil=True)(_walk_tree)
+    _walk_block = numba.njit(cache=True, nogil=True)(_walk_block)
+    _order = numba.njit(cache=True, nogil=True)(_order)
     _emit_row = numba.njit(cache=True, nogil=True)(_emit_row)
     _forest_segments = numba.njit(cache=True, nogil=True)(_forest_segments)
 
