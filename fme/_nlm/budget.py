@@ -71,7 +71,8 @@ import pandas as pd
 from .._utils.progress import progress_bar
 from ..nlm import gauss_kronrod_rules
 from ..steps import STACK_CELL_BUDGET, Step, _all_float, _numeric_shift, stack_path
-from .budget_routes import bracket_statics, bracket_sums, gk_sums, jump_state, quad_state, rowsum, segment
+from .bracket_kernel import bracket_rowsums, segment_rowsums, split_brackets
+from .budget_routes import gk_sums, jump_state, quad_state
 
 __all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm"]
 
@@ -335,10 +336,8 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
                 keepq = ~np.isin(Q["r"], rows_c)
                 for key in ("r", "a", "b", "depth", "K", "G"):
                     Q[key] = Q[key][keepq]
-        if bpick.size:
-            done, third = _split_brackets(B, bpick, kk, grp, j, tb, vals[rq.size:], c, F, n)
-            settled += done
-            dense |= third
+        if bpick.size:  # cut the brackets at their probes (compiled; updates B, settled and dense in place)
+            split_brackets(B, bpick, kk, tb, vals[rq.size:], c, F, settled, dense)
     B["sums"] = _open_sums(B, c, F, n)
     nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=False)
     return BudgetNLM(nlm=nlm, sd=np.sqrt(np.maximum(D, 0.0)), err=err, scale=scale, route=route,
@@ -382,11 +381,17 @@ def _allocate(spend, left, rounds_left, qcand, bcand, qe, be, br, n, tol, depth)
     cost = np.r_[np.full(qcand.size, _QUAD_COST), np.ones(bcand.size)]
     # greedy by error per prediction: every pick costs >= 1, so the picks are among the `cap` largest
     # priorities; a partition finds those (linear time), and only they are sorted
-    top = np.arange(prio.size)
-    if int(cap) < prio.size:
-        top = np.argpartition(-prio, int(cap))[:int(cap) + 1]
-    order = top[np.argsort(-prio[top], kind="stable")]
-    take = order[np.cumsum(cost[order]) <= cap]
+    if not qcand.size:  # brackets only, one prediction each: the floor(cap) largest priorities, no sort needed
+        take = np.arange(prio.size) if int(cap) >= prio.size else np.argpartition(-prio, int(cap))[:int(cap)]
+    else:
+        top = np.arange(prio.size)
+        if int(cap) < prio.size:
+            top = np.argpartition(-prio, int(cap))[:int(cap) + 1]
+        order = top[np.argsort(-prio[top], kind="stable")]
+        take = order[np.cumsum(cost[order]) <= cap]
+    sel = np.zeros(prio.size, dtype=bool)  # in candidate order (a linear pass instead of a sort)
+    sel[take] = True
+    take = np.flatnonzero(sel)
     qpick, bpick = qcand[take[take < qcand.size]], bcand[take[take >= qcand.size] - qcand.size]
     return qpick, bpick, np.ones(bpick.size, dtype=np.int64)
 
@@ -398,10 +403,11 @@ def _pieces(t, vals, rows, c, F, n):
     tied = np.all(vals[1:] == vals[:-1], axis=2)
     pi, pj = np.nonzero(tied)
     rr = rows[pj]
-    settled = rowsum(rr, segment(t[:-1][pi], t[1:][pi], vals[pi, pj], c[rr], F[rr]), n)
-    bi, bj = np.nonzero(~tied)
+    settled = segment_rowsums(rr, t[:-1][pi], t[1:][pi], vals[pi, pj], c, F, n)
+    # brackets row by row (a row's brackets adjacent): the rounds' cuts then read and update their rows' sums
+    # in memory order
+    bj, bi = np.nonzero(~tied.T)
     B = {"r": rows[bj], "a": t[:-1][bi], "b": t[1:][bi], "l": vals[bi, bj], "rt": vals[bi + 1, bj]}
-    B["s"], B["m"], B["g"], B["J"] = bracket_statics(B["a"], B["b"], B["l"], B["rt"])
     return settled, B, tied
 
 
@@ -418,47 +424,9 @@ def _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, u, wk, wg, c, F):
     Q["K"], Q["G"] = np.concatenate([Q["K"], hK[p:]]), np.concatenate([Q["G"], hG[p:]])
 
 
-def _split_brackets(B, bpick, kk, grp, j, tb, vals, c, F, n):
-    """Cut each picked bracket at its probes: tied neighbours settle (their sums are returned per row), the
-    other neighbouring pairs stay open brackets. Also returns, per row, whether a probe found a third value."""
-    P = bpick.size
-    r, a, b, lv, rv = B["r"][bpick], B["a"][bpick], B["b"][bpick], B["l"][bpick], B["rt"][bpick]
-    start = np.cumsum(kk + 2) - (kk + 2)  # the bracket's points a < p_1 < ... < p_k < b
-    pt = np.empty(int((kk + 2).sum()))
-    pv = np.empty((pt.size, vals.shape[1]))
-    pt[start], pv[start] = a, lv
-    pt[start + kk + 1], pv[start + kk + 1] = b, rv
-    inner = start[grp] + j
-    pt[inner], pv[inner] = tb, vals
-    # a probe equal to neither end: its bracket held two jumps or more
-    third = np.bincount(r[grp], weights=~(np.all(vals == lv[grp], axis=1) | np.all(vals == rv[grp], axis=1)),
-                        minlength=n) > 0
-    first = np.ones(pt.size - 1, dtype=bool)
-    first[(start + kk + 1)[:-1]] = False  # no pair across two brackets
-    owner = np.repeat(np.arange(P), kk + 2)[:-1]
-    tie = np.all(pv[1:] == pv[:-1], axis=1) & first
-    si = np.flatnonzero(tie)
-    rs = r[owner[si]]
-    done = rowsum(rs, segment(pt[si], pt[si + 1], pv[si], c[rs], F[rs]), n)
-    oi = np.flatnonzero(first & ~tie)
-    new = {"r": r[owner[oi]], "a": pt[oi], "b": pt[oi + 1], "l": pv[oi], "rt": pv[oi + 1]}
-    new["s"], new["m"], new["g"], new["J"] = bracket_statics(new["a"], new["b"], new["l"], new["rt"])
-    B["sums"] += _open_sums(new, c, F, n) - rowsum(r, bracket_sums(a, b, lv, rv, c[r], F[r]), n)
-    # each picked bracket keeps at least one open pair (its ends differ): the first takes its slot, the
-    # others are appended (no masked copy of all brackets)
-    _, first = np.unique(owner[oi], return_index=True)
-    rest = np.ones(oi.size, dtype=bool)
-    rest[first] = False
-    for key, v in new.items():
-        B[key][bpick] = v[first]
-        B[key] = np.concatenate([B[key], v[rest]])
-    return done, third
-
-
 def _open_sums(B, c, F, n):
     """Per-row (S1, S2, N) of the open brackets ``B`` with their jumps at the midpoints, (n, 3, C)."""
-    r = B["r"]
-    return rowsum(r, bracket_sums(B["a"], B["b"], B["l"], B["rt"], c[r], F[r]), n)
+    return bracket_rowsums(B["r"], B["a"], B["b"], B["l"], B["rt"], c, F, np.zeros((n, 3, c.shape[1])))
 
 
 def _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True):
@@ -473,7 +441,7 @@ def _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True):
         rows = ~jumps
         nlm[rows], err[rows], D[rows] = v[rows], e[rows], d[rows]
     if jumps.any():
-        v, e, d, be = jump_state(n, c, F, scale, settled + B["sums"], B["r"], B["s"], B["m"], B["g"], B["J"], dense,
+        v, e, d, be = jump_state(n, c, F, scale, settled + B["sums"], B["r"], B["a"], B["b"], B["l"], B["rt"], dense,
                                  shares)
         nlm[jumps], err[jumps], D[jumps] = v[jumps], e[jumps], d[jumps]
     Q["e"] = qe

@@ -2,8 +2,8 @@
 
 Helpers of :mod:`fme._nlm.budget`, which describes the routes and drives the rounds; :func:`jump_state`
 derives the jump route's bound.
-Everything here is element-wise over rows, sub-intervals or brackets plus per-row sums by ``bincount``:
-no per-row Python loop. The three integrals of the NLM along a path, relative to f(x) and with the
+Everything here is element-wise over rows, sub-intervals or brackets plus per-row sums, which run compiled
+(:mod:`fme._nlm.bracket_kernel`): no per-row Python loop. The three integrals of the NLM along a path, relative to f(x) and with the
 fixed centre ``c`` (the level-0 Kronrod mean), are
 
     S1 = int (f - f(x)),   S2 = int (f - f(x) - c)^2,   N = int (f - f(x) - t F)^2,
@@ -17,26 +17,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..nlm import CONSTANT_ULPS
+from . import bracket_kernel as _kernel
 
 __all__ = ["rowsum", "segment", "nlm_of", "gk_sums", "quad_state", "bracket_sums", "bracket_statics", "jump_state"]
 
 _EPS = np.finfo(float).eps
 
 
-def rowsum(rows: np.ndarray, vals, n: int) -> np.ndarray:
-    """Sums per row (n, ...) of ``vals``, an array (k, ...) or a list of arrays (k, C) (then (n, len, C)):
-    one ``bincount`` per column, on contiguous weights."""
-    if isinstance(vals, list):
-        out = np.empty((n, len(vals), vals[0].shape[1]))
-        for i, v in enumerate(vals):
-            for j in range(v.shape[1]):  # outputs, not rows
-                out[:, i, j] = np.bincount(rows, weights=np.ascontiguousarray(v[:, j]), minlength=n)
-        return out
-    flat = vals.reshape(vals.shape[0], int(np.prod(vals.shape[1:], dtype=int)))
-    out = np.empty((n, flat.shape[1]))
-    for j in range(flat.shape[1]):  # 3 C columns, not rows
-        out[:, j] = np.bincount(rows, weights=np.ascontiguousarray(flat[:, j]), minlength=n)
-    return out.reshape((n,) + vals.shape[1:])
+def rowsum(rows: np.ndarray, vals: np.ndarray, n: int) -> np.ndarray:
+    """Sums per row (n, ...) of ``vals`` (k, ...), added in index order (compiled:
+    :func:`fme._nlm.bracket_kernel.rowsum`)."""
+    return _kernel.rowsum(rows, vals, n)
 
 
 def segment(a: np.ndarray, b: np.ndarray, d: np.ndarray, c: np.ndarray, F: np.ndarray) -> np.ndarray:
@@ -122,12 +113,13 @@ def bracket_statics(ba, bb, dL, dR):
     return s, (0.5 * (ba + bb))[:, None], 0.5 * (dL + dR), np.abs(dL - dR)
 
 
-def jump_state(n, c, F, scale, est, br, s, m, g, J, dense, shares=True):
+def jump_state(n, c, F, scale, est, br, ba, bb, dL, dR, dense, shares=True):
     """Jump route: per row NLM, error bound and D (n, C) with every open bracket's jump at its midpoint;
     per bracket its share of the bound (max over outputs), which the rounds spend probes on.
 
     ``est``: the per-row sums (S1, S2, N) of the settled segments and of the open brackets with their jumps
-    at the midpoints (:func:`bracket_sums`); ``s, m, g, J``: :func:`bracket_statics` of the open brackets;
+    at the midpoints (:func:`bracket_sums`); ``br, ba, bb, dL, dR``: the open brackets' rows, ends and values
+    (their :func:`bracket_statics` s, m, g, J are derived in the compiled sums);
     ``shares``: False skips the brackets' shares (the final state needs none).
 
     The truth on an open bracket i (half-width s_i, ends dL_i, dR_i, midpoint m_i) is taken to be one jump
@@ -156,11 +148,8 @@ def jump_state(n, c, F, scale, est, br, s, m, g, J, dense, shares=True):
     if not br.size:
         return nlm, np.zeros_like(nlm), D, np.zeros(0)
     s1 = est[:, 0]
-    aj = J * s
-    A = np.abs((1.0 - ratio)[br] * g + (ratio * s1)[br] - m * F[br])
-    G = np.abs(g - s1[br])
     cnt = np.maximum(np.bincount(br, minlength=n), 1)[:, None]
-    sums = rowsum(br, [aj * A, s * A, aj * G, s * G, aj, aj * s, s, s * J, s * s, J], n)
+    sums = _kernel.jump_sums(br, ba, bb, dL, dR, F, ratio, s1, n)  # one pass over the brackets for the ten sums
     sA1, sA2, sG1, sG2, Saj, Sajs, Ss, SsJ, Ss2, SJ = (sums[:, i] for i in range(10))
     H = SJ / cnt * dense[:, None]
     om = np.abs(1.0 - ratio)
@@ -173,12 +162,7 @@ def jump_state(n, c, F, scale, est, br, s, m, g, J, dense, shares=True):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         bound = np.where(D > ED, num / (D - ED), np.inf)
         bound = np.where(num + ED == 0, 0.0, bound)  # no jump left to place: the closed form is exact
-        if not shares:
-            return nlm, bound, D, np.zeros(0)
-        # a bracket's share: its first-order part of the bound (a probe halves its s)
-        Hb = H[br]
-        share = (aj * (2.0 * A + aF[br] * s) + 4.0 * Hb * s * (A + om[br] * (0.5 * J + Hb) + aF[br] * s)
-                 + np.minimum(bound[br], 1.0) * (2.0 * aj * G + 4.0 * Hb * s * (G + 0.5 * J + Hb)))
-        contrib = share / np.abs(D[br])
-    contrib[~np.isfinite(contrib)] = np.inf
-    return nlm, bound, D, contrib.max(axis=1)
+    if not shares:
+        return nlm, bound, D, np.zeros(0)
+    # a bracket's share: its first-order part of the bound (a probe halves its s), the largest over outputs
+    return nlm, bound, D, _kernel.bracket_shares(br, ba, bb, dL, dR, F, ratio, s1, H, bound, D)

@@ -1,0 +1,151 @@
+"""The sums and bounds of the error-controlled NLM's routes (fme._nlm.budget_routes, fme._nlm.bracket_kernel)
+on random brackets: compiled per-row sums equal the NumPy formulas summed by a plain loop, and several outputs
+give each output exactly what it gets alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fme._nlm import bracket_kernel as K
+from fme._nlm import budget_routes as R
+
+
+def _brackets(seed: int, n: int = 50, k: int = 400, C: int = 3):
+    rng = np.random.default_rng(seed)
+    br = np.sort(rng.integers(0, n, size=k))
+    a = rng.random(k) * 0.9
+    b = a + rng.random(k) * 0.1 + 1e-3
+    dL, dR = rng.normal(size=(k, C)), rng.normal(size=(k, C))
+    c, F = rng.normal(size=(n, C)), rng.normal(size=(n, C))
+    scale = np.abs(rng.normal(size=(n, C))) + 3.0
+    dense = rng.random(n) < 0.5
+    est = R.rowsum(br, R.bracket_sums(a, b, dL, dR, c[br], F[br]), n)
+    est[:, 1] += 5.0  # a variance well above the brackets' own
+    return br, a, b, dL, dR, c, F, scale, dense, est
+
+
+def test_rowsum_equals_a_loop():
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, 7, size=200)
+    vals = rng.normal(size=(200, 3, 2))
+    want = np.zeros((7, 3, 2))
+    for i, r in enumerate(rows):
+        want[r] += vals[i]
+    np.testing.assert_array_equal(R.rowsum(rows, vals, 7), want)  # same additions in the same order
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_compiled_sums_equal_the_formulas(seed):
+    """The kernels' fused per-row sums equal the NumPy formulas of budget_routes summed row by row."""
+    br, a, b, dL, dR, c, F, scale, dense, est = _brackets(seed)
+    n = c.shape[0]
+
+    def loop(vals):
+        out = np.zeros((n,) + vals.shape[1:])
+        for i, r in enumerate(br):
+            out[r] += vals[i]
+        return out
+
+    want = loop(R.bracket_sums(a, b, dL, dR, c[br], F[br]))
+    got = K.bracket_rowsums(br, a, b, dL, dR, c, F, np.zeros((n, 3, c.shape[1])))
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(K.bracket_rowsums(br, a, b, dL, dR, c, F, got.copy(), -1.0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(K.segment_rowsums(br, a, b, dL, c, F, n), loop(R.segment(a, b, dL, c[br], F[br])),
+                               rtol=1e-13, atol=1e-13)
+    s, m, g, J = R.bracket_statics(a, b, dL, dR)
+    _, _, ratio, _ = R.nlm_of(est, c, scale)
+    s1 = est[:, 0]
+    A = np.abs((1.0 - ratio)[br] * g + (ratio * s1)[br] - m * F[br])
+    G = np.abs(g - s1[br])
+    aj = J * s
+    cols = [aj * A, s * A, aj * G, s * G, aj, aj * s, s, s * J, s * s, J]
+    want10 = np.stack([loop(np.broadcast_to(v, J.shape)) for v in cols], axis=1)
+    np.testing.assert_allclose(K.jump_sums(br, a, b, dL, dR, F, ratio, s1, n), want10, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_jump_state_of_several_outputs_is_each_output_alone(seed):
+    """Dense rows included (their excursion term multiplies per-bracket sums that do not depend on the
+    output): output j's NLM, bound, D and bracket shares equal a call with output j alone."""
+    br, a, b, dL, dR, c, F, scale, dense, est = _brackets(seed)
+    n, C = c.shape
+    nlm, bound, D, share = R.jump_state(n, c, F, scale, est, br, a, b, dL, dR, dense)
+    assert np.isfinite(bound).any()
+    shares = []
+    for j in range(C):
+        o = slice(j, j + 1)
+        v1, b1, d1, sh1 = R.jump_state(n, c[:, o], F[:, o], scale[:, o], est[:, :, o], br, a, b, dL[:, o],
+                                       dR[:, o], dense)
+        np.testing.assert_array_equal(nlm[:, o], v1)
+        np.testing.assert_allclose(bound[:, o], b1, rtol=1e-12, atol=0)
+        np.testing.assert_array_equal(D[:, o], d1)
+        shares.append(sh1)
+    np.testing.assert_allclose(share, np.max(shares, axis=0), rtol=1e-12, atol=0)
+
+
+def _reference_split(B, bpick, kk, grp, j, tb, vals, c, F, n):
+    """The NumPy cut of the brackets that fme._nlm.budget used before the compiled one (kept as reference)."""
+    P = bpick.size
+    r, a, b, lv, rv = B["r"][bpick], B["a"][bpick], B["b"][bpick], B["l"][bpick], B["rt"][bpick]
+    start = np.cumsum(kk + 2) - (kk + 2)
+    pt = np.empty(int((kk + 2).sum()))
+    pv = np.empty((pt.size, vals.shape[1]))
+    pt[start], pv[start] = a, lv
+    pt[start + kk + 1], pv[start + kk + 1] = b, rv
+    inner = start[grp] + j
+    pt[inner], pv[inner] = tb, vals
+    third = np.bincount(r[grp], weights=~(np.all(vals == lv[grp], axis=1) | np.all(vals == rv[grp], axis=1)),
+                        minlength=n) > 0
+    first = np.ones(pt.size - 1, dtype=bool)
+    first[(start + kk + 1)[:-1]] = False
+    owner = np.repeat(np.arange(P), kk + 2)[:-1]
+    tie = np.all(pv[1:] == pv[:-1], axis=1) & first
+    si = np.flatnonzero(tie)
+    rs = r[owner[si]]
+    done = R.rowsum(rs, R.segment(pt[si], pt[si + 1], pv[si], c[rs], F[rs]), n)
+    oi = np.flatnonzero(first & ~tie)
+    new = {"r": r[owner[oi]], "a": pt[oi], "b": pt[oi + 1], "l": pv[oi], "rt": pv[oi + 1]}
+    B["sums"] = (B["sums"] + R.rowsum(new["r"], R.bracket_sums(new["a"], new["b"], new["l"], new["rt"], c[new["r"]],
+                                                               F[new["r"]]), n)
+                 - R.rowsum(r, R.bracket_sums(a, b, lv, rv, c[r], F[r]), n))
+    _, first = np.unique(owner[oi], return_index=True)
+    rest = np.ones(oi.size, dtype=bool)
+    rest[first] = False
+    for key, v in new.items():
+        B[key][bpick] = v[first]
+        B[key] = np.concatenate([B[key], v[rest]])
+    return done, third
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_cut_equals_the_numpy_cut(seed):
+    """Brackets cut at 1-4 probes whose values are the left end, the right end or a third value: the same open
+    brackets in the same slots, the same settled sums, running sums and rows with a third value."""
+    rng = np.random.default_rng(seed)
+    n, k, C = 40, 300, 2
+    br = rng.integers(0, n, size=k)
+    a = rng.random(k) * 0.9
+    b = a + rng.random(k) * 0.1 + 1e-3
+    L, Rt = rng.integers(0, 3, size=(k, C)).astype(float), rng.integers(3, 6, size=(k, C)).astype(float)
+    c, F = rng.normal(size=(n, C)), rng.normal(size=(n, C))
+    B = {"r": br, "a": a, "b": b, "l": L, "rt": Rt}
+    B["sums"] = K.bracket_rowsums(br, a, b, L, Rt, c, F, np.zeros((n, 3, C)))
+    bpick = np.sort(rng.choice(k, size=120, replace=False))
+    kk = rng.integers(1, 5, size=bpick.size)
+    grp = np.repeat(np.arange(bpick.size), kk)
+    j = np.arange(grp.size) - (np.cumsum(kk) - kk)[grp] + 1
+    tb = a[bpick][grp] + j / (kk[grp] + 1.0) * (b - a)[bpick][grp]
+    pick = rng.integers(0, 3, size=grp.size)  # probe = left end, right end, or a third value
+    vals = np.where((pick == 0)[:, None], L[bpick][grp], np.where((pick == 1)[:, None], Rt[bpick][grp], 9.0))
+    want = {key: v.copy() for key, v in B.items()}
+    done, third = _reference_split(want, bpick, kk, grp, j, tb, vals, c, F, n)
+    got = {key: v.copy() for key, v in B.items()}
+    settled, dense = np.zeros((n, 3, C)), np.zeros(n, dtype=bool)
+    K.split_brackets(got, bpick, kk, tb, vals, c, F, settled, dense)
+    for key in ("r", "a", "b", "l", "rt"):
+        np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+    np.testing.assert_allclose(settled, done, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(got["sums"], want["sums"], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(dense, third)
+    assert third.any() and got["r"].size > k
