@@ -36,20 +36,26 @@ def rowsum(rows: np.ndarray, vals: np.ndarray, n: int) -> np.ndarray:
     return _rowsum(np.asarray(rows, dtype=np.int64), flat, n).reshape((n,) + vals.shape[1:])
 
 
+@_inline
+def _terms(i, r, j, ba, bb, dL, dR, F, ratio, s1):
+    """Bracket i (of row r), output j: half-width s, |J|, |J| s, A = |(1 - r) g + r S1 - m F|, G = |g - S1|
+    (s, m, g, J as :func:`fme._nlm.budget_routes.bracket_statics`)."""
+    si = 0.5 * (bb[i] - ba[i])
+    mi = 0.5 * (ba[i] + bb[i])
+    gij = 0.5 * (dL[i, j] + dR[i, j])
+    Jij = abs(dL[i, j] - dR[i, j])
+    A = abs((1.0 - ratio[r, j]) * gij + ratio[r, j] * s1[r, j] - mi * F[r, j])
+    return si, Jij, Jij * si, A, abs(gij - s1[r, j])
+
+
 @_jit
 def _jump_sums(br, ba, bb, dL, dR, F, ratio, s1, n):
     C = dL.shape[1]
     out = np.zeros((n, 10, C))
     for i in range(br.shape[0]):
         r = br[i]
-        si = 0.5 * (bb[i] - ba[i])  # the statics of budget_routes.bracket_statics
-        mi = 0.5 * (ba[i] + bb[i])
         for j in range(C):
-            gij = 0.5 * (dL[i, j] + dR[i, j])
-            Jij = abs(dL[i, j] - dR[i, j])
-            aj = Jij * si
-            A = abs((1.0 - ratio[r, j]) * gij + ratio[r, j] * s1[r, j] - mi * F[r, j])
-            G = abs(gij - s1[r, j])
+            si, Jij, aj, A, G = _terms(i, r, j, ba, bb, dL, dR, F, ratio, s1)
             out[r, 0, j] += aj * A
             out[r, 1, j] += si * A
             out[r, 2, j] += aj * G
@@ -78,15 +84,9 @@ def _bracket_shares(br, ba, bb, dL, dR, F, ratio, s1, H, bound, D):
     out = np.empty(br.shape[0])
     for i in range(br.shape[0]):
         r = br[i]
-        si = 0.5 * (bb[i] - ba[i])
-        mi = 0.5 * (ba[i] + bb[i])
         best = -np.inf
         for j in range(C):
-            gij = 0.5 * (dL[i, j] + dR[i, j])
-            Jij = abs(dL[i, j] - dR[i, j])
-            aj = Jij * si
-            A = abs((1.0 - ratio[r, j]) * gij + ratio[r, j] * s1[r, j] - mi * F[r, j])
-            G = abs(gij - s1[r, j])
+            si, Jij, aj, A, G = _terms(i, r, j, ba, bb, dL, dR, F, ratio, s1)
             Hb = H[r, j]
             aF = abs(F[r, j])
             om = abs(1.0 - ratio[r, j])
