@@ -59,6 +59,10 @@ contribution halves for 1 prediction; a sub-interval's mostly disappears for 42)
 Which rows are refined depends on the other rows of the call when the budget binds (the worst ones
 are); rows are processed in blocks of :data:`_BLOCK_ROWS` (each with its own share), which bounds the
 memory whatever the number of rows. A Dask partition is its own call.
+
+The rounds' bookkeeping (per-row sums over millions of brackets, cutting brackets at their probes) runs
+compiled (:mod:`fme._nlm.bracket_kernel`): what is left beside the model's ``predict`` is about 1 s per 10^5
+rows at the default budget (benchmarks/README.md).
 """
 
 from __future__ import annotations
