@@ -1,6 +1,6 @@
 """The classic categorical AME of Dask data: ``fme.ame(..., categorical='classic')`` (issue 14).
 
-The pandas path (:func:`fme.margins._categorical_specs`) sets every row to
+The pandas path (:func:`fme.margins._ame._categorical_specs`) sets every row to
 the reference level c_ref, then to each other level c, and averages
 f(x with c) - f(x with c_ref) over all rows (Eq. categorical_me; rows
 already at c or with a missing value count too). On Dask data one pass does
