@@ -140,3 +140,17 @@ def test_threads_on_a_fresh_forest(models):
     for _ in range(3):
         many, _, _ = traverse_nlm(read_forest(model), data, shifts, f0, f1, entry_budget=500, n_threads=4)
         np.testing.assert_array_equal(many, one)
+
+
+@pytest.mark.parametrize("kind", ["spread", "crowded", "ties", "one", "none"])
+def test_boundary_order_is_a_stable_sort(kind):
+    """A row's boundaries ordered by value, ties by creation: the bucket pass with insertion sorts (spread values)
+    and the merge sort (values crowding one bucket) both give NumPy's stable argsort."""
+    rng = np.random.default_rng(4)
+    t = {"spread": rng.random(500), "crowded": 0.5 + 1e-9 * rng.random(500),
+         "ties": rng.choice([0.25, 0.5, 0.5000001], size=400), "one": np.array([0.3]),
+         "none": np.empty(0)}[kind]
+    ne = t.size
+    order, cnt = np.empty(ne + 1, dtype=np.int64), np.empty(ne + 2, dtype=np.int64)
+    tree_kernel._order(np.r_[t, 0.9], ne, order, cnt)  # a trailing unused value: only t[:ne] counts
+    np.testing.assert_array_equal(order[:ne], np.argsort(t, kind="stable"))
