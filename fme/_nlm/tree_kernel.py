@@ -318,7 +318,7 @@ if numba is not None:
     _walk_block = numba.njit(cache=True, nogil=True)(_walk_block)
     _merge_sort = numba.njit(cache=True, nogil=True)(_merge_sort)
     _order = numba.njit(cache=True, nogil=True)(_order)
-    _emit_row = numba.njit(cache=True, nogil=True)(_emit_row)
+    _emit_row = numba.njit(cache=True, nogil=True, inline="always")(_emit_row)
     _forest_segments = numba.njit(cache=True, nogil=True)(_forest_segments)
 
 
