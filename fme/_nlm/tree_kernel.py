@@ -93,16 +93,16 @@ def _walk_block(b0, rows, X, Xc, S, moving, nodes, strict, value, roots, zero_ep
                         else:
                             low_child = rec.right
                             up_child = rec.left
-                        if tstar > lo:
-                            if tstar < hi:
-                                st_node[top] = up_child
-                                st_lo[top] = tstar
-                                st_hi[top] = hi
-                                top += 1
-                                hi = tstar
-                            node = low_child
-                        else:
-                            node = up_child
+                        # branch-free: whether t* falls inside (lo, hi) is unpredictable; the upper part is always written
+                        # to the stack (it has room: depth + 2) and kept only on a split
+                        above = tstar > lo
+                        split = above & (tstar < hi)
+                        st_node[top] = up_child
+                        st_lo[top] = tstar
+                        st_hi[top] = hi
+                        top += split
+                        hi = tstar if split else hi
+                        node = low_child if above else up_child
                         continue
                     xv = Xc[i, f]
                     if strict:
