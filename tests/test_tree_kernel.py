@@ -13,8 +13,6 @@ import fme
 from fme._nlm import tree_kernel, tree_paths
 from fme._nlm.tree_paths import read_forest
 
-pytestmark = pytest.mark.skipif(not tree_kernel.available(), reason="numba is not installed")
-
 
 def _frame(seed=0, n=400):
     rng = np.random.default_rng(seed)
@@ -104,8 +102,8 @@ def test_no_step_gives_one_segment_at_the_model_prediction(models):
     np.testing.assert_allclose(forest.link(raw)[:, 0], model.predict(X.iloc[:100]), rtol=1e-6, atol=1e-6)
 
 
-def test_fallback_without_numba_gives_the_same_nlm(models, monkeypatch):
-    """Where numba is missing the NumPy traversal runs: the NLMs agree to rounding."""
+def test_numpy_route_through_the_same_caller_gives_the_same_nlm(models, monkeypatch):
+    """fme.fme with the kernel switched off runs the NumPy traversal: the NLMs agree to rounding."""
     model, X, _ = models["rf"]
     steps = {"a": 0.9, "b": -0.5}
     compiled = fme.fme(model, X.iloc[:120], steps, nlm=True, nlm_method="exact", inference="sample").results["nlm"].to_numpy()

@@ -1,10 +1,10 @@
-"""Compiled kernel of the tree traversal (paper §5.4): each row's path through every tree, one row at a time.
+"""Compiled kernel of the tree traversal (paper §5.4): each row's path through every tree, depth first.
 
 :func:`fme._nlm.tree_paths._jumps` and :func:`~fme._nlm.tree_paths._segments` do the same work as whole-array
 NumPy passes, one pass per depth level over all (row, interval, node) entries of a chunk: about 70 ns per entry
-and level, most of a 200-tree forest's exact NLM. Here numba compiles the depth-first walk of one row through
-one tree, so an entry costs a few nanoseconds and no entry arrays are built. The rules are those of the NumPy
-route, which stays as the reference the tests hold this kernel to and as the fallback where numba is missing:
+and level, most of a 200-tree forest's exact NLM. Here numba compiles the depth-first walk of each row through
+each tree (a block of rows tree by tree), so a node visit costs tens of nanoseconds and no entry arrays are
+built. The rules are those of the NumPy route, which stays as the reference the tests hold this kernel to:
 
 * a node splitting on a moving cell (stepped, non-zero step, a value) at crossing ``t* = (boundary - x) / h``
   inside the interval (lo, hi) splits it: the lower part goes to the child the row reaches first;
@@ -22,16 +22,16 @@ import numpy as np
 
 from .._adapters._forest import LGB_ZERO
 
-try:  # numba is a declared dependency; the NumPy route covers a Python it has no wheel for yet
+try:  # numba is a declared dependency (fme._nlm.bracket_kernel needs it too)
     import numba
-except ImportError:  # pragma: no cover - exercised only without numba
+except ImportError:  # pragma: no cover - an installation without its dependencies
     numba = None
 
 __all__ = ["available", "forest_segments"]
 
 
 def available() -> bool:
-    """Whether the compiled kernel can run (numba imports)."""
+    """Whether the compiled kernel runs; the tests set it False to run the NumPy route through the same caller."""
     return numba is not None
 
 
@@ -47,8 +47,8 @@ def _grow(a: np.ndarray, need: int) -> np.ndarray:
     return out
 
 
-#: One node per 32-byte record: the walk is bound by memory latency, and one record is one cache line read
-#: where five separate arrays (feature, children, threshold, boundary, flags) were five.
+#: One node per 32-byte record: one cache line read per node visited where five separate arrays (feature,
+#: children, threshold, boundary, flags) were five.
 NODE = np.dtype([("feature", np.int32), ("left", np.int32), ("right", np.int32), ("flags", np.int32),
                  ("threshold", np.float64), ("boundary", np.float64)])
 _MISSING_LEFT, _ZERO_MISSING = 1, 2

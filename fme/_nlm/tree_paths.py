@@ -35,7 +35,7 @@ Other supported models use the midpoint route.
 
 Steps 1 and 2 run compiled (:mod:`fme._nlm.tree_kernel`, numba: a depth-first walk per row and tree, a few ns
 per node instead of NumPy's ~70 ns per entry and level); :func:`_jumps` and :func:`_segments` below are the
-NumPy route of the same rules, the reference the kernel's tests compare with and the fallback without numba.
+NumPy route of the same rules, the reference the kernel's tests compare with.
 """
 
 from __future__ import annotations
