@@ -107,6 +107,7 @@ def test_wrapped_boosting_bivariate_step_bounded_cost(df, rows):
     assert res.n_nlm_inaccurate == int(inacc.sum())
     if res.n_nlm_inaccurate:
         assert f"inaccurate {res.n_nlm_inaccurate}  (included in the ANLM" in res.summary()
+        assert "a larger nlm_budget tightens it)" in res.summary()  # what to do about it
 
 
 def test_raising_the_budget_buys_accuracy(df, rows):

@@ -146,8 +146,9 @@ class EffectsPresentation:
                          f"inaccurate {f['inaccurate']}  ")
                 if f["inaccurate"]:  # their NLMs are kept: say so, with the largest error estimate
                     worst = f.get("max_error")
+                    hint = "; a larger nlm_budget tightens it" if self.nlm_method == "gauss-kronrod" else ""
                     text += ("(included in the ANLM" + ("" if worst is None else f"; error estimate up to {worst:.3g}")
-                             + ")  ")
+                             + hint + ")  ")
             lines.append(text + f"(method: {self._method_text()})")
         lines += self._nlm_footer()
         return "\n".join(lines)
