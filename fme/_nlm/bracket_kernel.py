@@ -10,14 +10,15 @@ adds in: the sums are the same floating-point numbers.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from .._utils.jit import njit
 
 __all__ = ["rowsum", "jump_sums", "bracket_shares", "bracket_rowsums", "segment_rowsums", "split_brackets"]
 
-_jit = numba.njit(cache=True, nogil=True)
+_jit = njit(nogil=True)
 #: Small helpers inlined where called: a compiled call with array arguments costs reference counting per call.
-_inline = numba.njit(cache=True, nogil=True, inline="always")
+_inline = njit(nogil=True, inline="always")
 
 
 @_jit

@@ -24,6 +24,8 @@ from .._adapters._forest import LGB_ZERO
 
 try:  # numba is a declared dependency (fme._nlm.bracket_kernel needs it too)
     import numba
+
+    from .._utils.jit import njit
 except ImportError:  # pragma: no cover - an installation without its dependencies
     numba = None
 
@@ -314,12 +316,12 @@ def _max_depth(forest) -> int:
 
 
 if numba is not None:
-    _grow = numba.njit(cache=True, nogil=True)(_grow)
-    _walk_block = numba.njit(cache=True, nogil=True)(_walk_block)
-    _merge_sort = numba.njit(cache=True, nogil=True)(_merge_sort)
-    _order = numba.njit(cache=True, nogil=True)(_order)
-    _emit_row = numba.njit(cache=True, nogil=True, inline="always")(_emit_row)
-    _forest_segments = numba.njit(cache=True, nogil=True)(_forest_segments)
+    _grow = njit(nogil=True)(_grow)
+    _walk_block = njit(nogil=True)(_walk_block)
+    _merge_sort = njit(nogil=True)(_merge_sort)
+    _order = njit(nogil=True)(_order)
+    _emit_row = njit(nogil=True, inline="always")(_emit_row)
+    _forest_segments = njit(nogil=True)(_forest_segments)
 
 
 def forest_segments(forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray, ev_cap: int | None = None,
