@@ -149,3 +149,29 @@ def test_compiled_cut_equals_the_numpy_cut(seed):
     np.testing.assert_allclose(got["sums"], want["sums"], rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(dense, third)
     assert third.any() and got["r"].size > k
+
+
+def test_compiled_gauss_kronrod_sums_equal_the_numpy_ones():
+    """Same sums in the same order: equal to the last bit, several outputs, a Gauss weight of zero skipped."""
+    from fme.nlm import gauss_kronrod_rules
+
+    rng = np.random.default_rng(7)
+    kron, gauss = gauss_kronrod_rules(1)
+    I, C = 300, 2
+    a = rng.random(I) * 0.5
+    b = a + rng.random(I) * 0.5
+    Dv, c, F = rng.normal(size=(kron.nodes.size, I, C)), rng.normal(size=(I, C)), rng.normal(size=(I, C))
+    want = R.gk_sums(Dv, kron.nodes, kron.weights, gauss.weights, a, b, c, F)
+    got = K.gk_sums(Dv, kron.nodes, kron.weights, gauss.weights, a, b, c, F)
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_row_argmax_is_the_first_largest_per_row():
+    rng = np.random.default_rng(8)
+    rows = rng.integers(0, 30, size=500)
+    vals = rng.integers(0, 5, size=500).astype(float)  # many ties
+    vals[rng.random(500) < 0.05] = np.inf
+    order = np.lexsort((-vals, rows))  # the NumPy reference: by row, then largest first, ties by index
+    first = np.flatnonzero(np.r_[True, rows[order][1:] != rows[order][:-1]])
+    np.testing.assert_array_equal(K.row_argmax(rows, vals, 40), order[first])

@@ -14,7 +14,8 @@ import numpy as np
 
 from .._utils.jit import njit
 
-__all__ = ["rowsum", "jump_sums", "bracket_shares", "bracket_rowsums", "segment_rowsums", "split_brackets"]
+__all__ = ["rowsum", "jump_sums", "bracket_shares", "bracket_rowsums", "segment_rowsums", "split_brackets", "gk_sums",
+           "row_argmax"]
 
 _jit = njit(nogil=True)
 #: Small helpers inlined where called: a compiled call with array arguments costs reference counting per call.
@@ -291,3 +292,53 @@ def split_brackets(B: dict, bpick, kk, tb, vals, c, F, settled, third) -> None:
     end = _cut(*(store[key] for key in _KEYS), k0, bpick, kk, tb, vals, f(c), f(F), B["sums"], settled, third)
     for key in _KEYS:
         B[key] = store[key][:end]
+
+
+@_jit
+def _gk_sums(Dv, u, wk, wg, a, b, c, F):
+    n_nodes, n_int, C = Dv.shape
+    K = np.zeros((n_int, 3, C))
+    G = np.zeros((n_int, 3, C))
+    for i in range(n_int):
+        w = b[i] - a[i]
+        for j in range(n_nodes):
+            t = a[i] + u[j] * (b[i] - a[i])
+            wkj = wk[j] * w
+            wgj = wg[j] * w
+            for k in range(C):
+                d = Dv[j, i, k]
+                t0 = d
+                t1 = (d - c[i, k]) ** 2
+                t2 = (d - t * F[i, k]) ** 2
+                K[i, 0, k] += wkj * t0
+                K[i, 1, k] += wkj * t1
+                K[i, 2, k] += wkj * t2
+                if wg[j] != 0.0:
+                    G[i, 0, k] += wgj * t0
+                    G[i, 1, k] += wgj * t1
+                    G[i, 2, k] += wgj * t2
+    return K, G
+
+
+def gk_sums(Dv, u, wk, wg, a, b, c, F):
+    """Kronrod and Gauss values (I, 3, C) of (S1, S2, N) on intervals [a, b] from the values minus f(x) at the
+    21 nodes, ``Dv`` (21, I, C), with the intervals' own ``c`` and ``F`` (I, C)
+    (:func:`fme._nlm.budget_routes.gk_sums`: the same sums in the same order, node by node)."""
+    f = (lambda x: np.ascontiguousarray(x, dtype=np.float64))
+    return _gk_sums(f(Dv), f(u), f(wk), f(wg), f(a), f(b), f(c), f(F))
+
+
+@_jit
+def _row_argmax(rows, values, n):
+    best = np.full(n, -1, dtype=np.int64)
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        if best[r] < 0 or values[i] > values[best[r]]:
+            best[r] = i
+    return best
+
+
+def row_argmax(rows: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per row (ascending) that has entries: the index of its largest value, the first one among ties."""
+    best = _row_argmax(np.asarray(rows, dtype=np.int64), np.ascontiguousarray(values, dtype=np.float64), n)
+    return best[best >= 0]

@@ -75,8 +75,8 @@ import pandas as pd
 from .._utils.progress import progress_bar
 from ..nlm import gauss_kronrod_rules
 from ..steps import STACK_CELL_BUDGET, Step, _all_float, _numeric_shift, stack_path
-from .bracket_kernel import bracket_rowsums, segment_rowsums, split_brackets
-from .budget_routes import gk_sums, jump_state, quad_state
+from .bracket_kernel import bracket_rowsums, gk_sums, row_argmax, segment_rowsums, split_brackets
+from .budget_routes import jump_state, quad_state
 
 __all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm"]
 
@@ -354,9 +354,7 @@ def _worst_intervals(Q, active, max_level):
     qr = Q["r"]
     if not qr.size:
         return np.empty(0, dtype=np.int64)
-    order = np.lexsort((-Q["e"], qr))
-    first = np.flatnonzero(np.r_[True, qr[order][1:] != qr[order][:-1]])
-    worst = order[first]
+    worst = row_argmax(qr, Q["e"], active.size)  # rows ascending; the first sub-interval among equal ones
     return worst[active[qr[worst]] & (Q["depth"][worst] < max_level)]
 
 

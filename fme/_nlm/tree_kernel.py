@@ -132,50 +132,30 @@ def _walk_block(b0, rows, X, Xc, S, moving, nodes, strict, value, roots, zero_ep
 def _merge_sort(t, ne, order, tmp):
     """``order[:ne]``: the indices of ``t[:ne]`` sorted by value, ties by index (a bottom-up merge sort; numba's
     own ``argsort(kind="mergesort")`` added 1.3 s to the kernel's one-time compilation)."""
+    src, dst = order, tmp
     for e in range(ne):
-        order[e] = e
+        src[e] = e
+    swapped = False
     width = 1
-    in_order = True  # which buffer holds the current runs
     while width < ne:
         for lo in range(0, ne, 2 * width):
             mid = min(lo + width, ne)
             hi = min(lo + 2 * width, ne)
-            i, j, k = lo, mid, lo
-            while i < mid and j < hi:
-                a = order[i] if in_order else tmp[i]
-                b = order[j] if in_order else tmp[j]
-                if t[b] < t[a]:  # strict: a tie takes the left run's first (stable)
-                    x = b
-                    j += 1
-                else:
-                    x = a
+            i, j = lo, mid
+            for k in range(lo, hi):
+                # the left run's next unless the right run's is strictly smaller: ties keep their order
+                if j >= hi or (i < mid and not t[src[j]] < t[src[i]]):
+                    dst[k] = src[i]
                     i += 1
-                if in_order:
-                    tmp[k] = x
                 else:
-                    order[k] = x
-                k += 1
-            while i < mid:
-                x = order[i] if in_order else tmp[i]
-                if in_order:
-                    tmp[k] = x
-                else:
-                    order[k] = x
-                i += 1
-                k += 1
-            while j < hi:
-                x = order[j] if in_order else tmp[j]
-                if in_order:
-                    tmp[k] = x
-                else:
-                    order[k] = x
-                j += 1
-                k += 1
-        in_order = not in_order
+                    dst[k] = src[j]
+                    j += 1
+        src, dst = dst, src
+        swapped = not swapped
         width *= 2
-    if not in_order:
+    if swapped:  # the sorted runs are in tmp
         for e in range(ne):
-            order[e] = tmp[e]
+            order[e] = src[e]
 
 
 def _order(t, ne, order, cnt):
