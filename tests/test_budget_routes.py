@@ -20,7 +20,7 @@ def _brackets(seed: int, n: int = 50, k: int = 400, C: int = 3):
     c, F = rng.normal(size=(n, C)), rng.normal(size=(n, C))
     scale = np.abs(rng.normal(size=(n, C))) + 3.0
     dense = rng.random(n) < 0.5
-    est = R.rowsum(br, R.bracket_sums(a, b, dL, dR, c[br], F[br]), n)
+    est = K.rowsum(br, R.bracket_sums(a, b, dL, dR, c[br], F[br]), n)
     est[:, 1] += 5.0  # a variance well above the brackets' own
     return br, a, b, dL, dR, c, F, scale, dense, est
 
@@ -32,7 +32,7 @@ def test_rowsum_equals_a_loop():
     want = np.zeros((7, 3, 2))
     for i, r in enumerate(rows):
         want[r] += vals[i]
-    np.testing.assert_array_equal(R.rowsum(rows, vals, 7), want)  # same additions in the same order
+    np.testing.assert_array_equal(K.rowsum(rows, vals, 7), want)  # same additions in the same order
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -103,12 +103,12 @@ def _reference_split(B, bpick, kk, grp, j, tb, vals, c, F, n):
     tie = np.all(pv[1:] == pv[:-1], axis=1) & first
     si = np.flatnonzero(tie)
     rs = r[owner[si]]
-    done = R.rowsum(rs, R.segment(pt[si], pt[si + 1], pv[si], c[rs], F[rs]), n)
+    done = K.rowsum(rs, R.segment(pt[si], pt[si + 1], pv[si], c[rs], F[rs]), n)
     oi = np.flatnonzero(first & ~tie)
     new = {"r": r[owner[oi]], "a": pt[oi], "b": pt[oi + 1], "l": pv[oi], "rt": pv[oi + 1]}
-    B["sums"] = (B["sums"] + R.rowsum(new["r"], R.bracket_sums(new["a"], new["b"], new["l"], new["rt"], c[new["r"]],
+    B["sums"] = (B["sums"] + K.rowsum(new["r"], R.bracket_sums(new["a"], new["b"], new["l"], new["rt"], c[new["r"]],
                                                                F[new["r"]]), n)
-                 - R.rowsum(r, R.bracket_sums(a, b, lv, rv, c[r], F[r]), n))
+                 - K.rowsum(r, R.bracket_sums(a, b, lv, rv, c[r], F[r]), n))
     _, first = np.unique(owner[oi], return_index=True)
     rest = np.ones(oi.size, dtype=bool)
     rest[first] = False

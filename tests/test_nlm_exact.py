@@ -28,26 +28,16 @@ FEATURES = ["x1", "x2", "x3"]
 
 
 # ------------------------------------------------------------ independent reference
-def _float32_crossing(thr):
-    """Where float32(v) <= thr stops holding, by bisection on v (scikit-learn trees cast inputs to float32)."""
+def _float32_crossing(thr, strict: bool = False):
+    """Where float32(v) <= thr (``strict``: float32(v) < thr, XGBoost's split test) stops holding, by bisection on
+    v (scikit-learn trees cast inputs to float32)."""
     thr = np.asarray(thr, dtype=float)
     lo = thr - 1e-6 * np.abs(thr) - 1e-300
     hi = thr + 1e-6 * np.abs(thr) + 1e-300
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        below = mid.astype(np.float32).astype(float) <= thr
-        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-    return hi
-
-
-def _float32_strict_crossing(s):
-    """Where float32(v) < s stops holding (XGBoost's split test), by bisection on v."""
-    s = np.asarray(s, dtype=float)
-    lo = s - 1e-6 * np.abs(s) - 1e-300
-    hi = s + 1e-6 * np.abs(s) + 1e-300
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        below = mid.astype(np.float32).astype(float) < s
+        v = mid.astype(np.float32).astype(float)
+        below = v < thr if strict else v <= thr
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
     return hi
 
@@ -84,7 +74,7 @@ def _xgb_thresholds(booster, name):
         walk(json.loads(tree))
     # XGBoost goes left iff float32(x) < split_condition: the path crosses where that stops holding
     out = np.asarray(out, dtype=float)
-    return _float32_strict_crossing(out[np.isfinite(out)]).tolist()
+    return _float32_crossing(out[np.isfinite(out)], strict=True).tolist()
 
 
 def xgb_dense_predict(model, target_index=1):

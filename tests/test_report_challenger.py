@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 
 import numpy as np
 import pandas as pd
@@ -11,8 +10,23 @@ import pytest
 pytest.importorskip("jsonschema")
 
 
-def _case(tmp_path, slope_b: float):
+_HEAD = ("title: T\nowner: O\nintended_use: U\nmodel: {joblib: a.joblib}\nchallenger: {joblib: b.joblib}\n"
+         "data: {path: data.csv}\ntarget: y\n")
+_EFFECT_X = "effects:\n  - id: x\n    steps: {x: 1}\n    extrapolation: none\n"
+
+
+def _write_case(tmp_path, champion, challenger, X: pd.DataFrame, settings: str, effect: str) -> None:
+    """The champion and challenger as a.joblib and b.joblib, the rows as data.csv, and c.yaml: the common
+    header, then ``settings`` (top-level lines), then the effect of x + 1 with ``effect`` (its further lines)."""
     import joblib
+
+    joblib.dump(champion, tmp_path / "a.joblib")
+    joblib.dump(challenger, tmp_path / "b.joblib")
+    X.to_csv(tmp_path / "data.csv", index=False)
+    (tmp_path / "c.yaml").write_text(_HEAD + settings + _EFFECT_X + effect, encoding="utf-8")
+
+
+def _case(tmp_path, slope_b: float):
     import statsmodels.formula.api as smf
 
     rng = np.random.default_rng(4)
@@ -22,26 +36,8 @@ def _case(tmp_path, slope_b: float):
     d["y2"] = 1 + slope_b * d["x"] + rng.normal(size=n)
     a = smf.ols("y ~ x + w", data=d).fit()
     b = smf.ols("y2 ~ x + w", data=d).fit()
-    joblib.dump(a, tmp_path / "a.joblib")
-    joblib.dump(b, tmp_path / "b.joblib")
-    d[["x", "w"]].to_csv(tmp_path / "data.csv", index=False)
-    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
-        title: T
-        owner: O
-        intended_use: U
-        model: {joblib: a.joblib}
-        challenger: {joblib: b.joblib}
-        data: {path: data.csv}
-        target: y
-        inference: delta
-        effects:
-          - id: x
-            steps: {x: 1}
-            extrapolation: none
-            partition: false
-            stability: false
-            expect: {sign: '+'}
-        """), encoding="utf-8")
+    _write_case(tmp_path, a, b, d[["x", "w"]], "inference: delta\n",
+                "    partition: false\n    stability: false\n    expect: {sign: '+'}\n")
     return a, b, d
 
 
@@ -92,7 +88,6 @@ def test_bootstrap_difference_equals_the_same_seeded_refits_by_hand(tmp_path):
     from the same seeds, gives the report's interval to rounding; the challenger's own interval is bootstrap."""
     import warnings
 
-    import joblib
     from scipy import stats
     from sklearn.base import clone
     from sklearn.linear_model import Ridge
@@ -108,28 +103,10 @@ def test_bootstrap_difference_equals_the_same_seeded_refits_by_hand(tmp_path):
     X, y = d[["x", "w"]], d["y"]
     a = Ridge(alpha=1.0).fit(X, y)
     b = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
-    joblib.dump(a, tmp_path / "a.joblib")
-    joblib.dump(b, tmp_path / "b.joblib")
-    X.to_csv(tmp_path / "data.csv", index=False)
     d.to_csv(tmp_path / "train.csv", index=False)
     for ci in ("percentile", "normal"):
-        (tmp_path / "c.yaml").write_text(textwrap.dedent(f"""\
-            title: T
-            owner: O
-            intended_use: U
-            model: {{joblib: a.joblib}}
-            challenger: {{joblib: b.joblib}}
-            data: {{path: data.csv}}
-            target: y
-            seed: {seed}
-            inference: {{method: bootstrap, train_data: {{path: train.csv}}, n_resamples: {B}, ci: {ci}}}
-            effects:
-              - id: x
-                steps: {{x: 1}}
-                extrapolation: none
-                partition: false
-                stability: false
-            """), encoding="utf-8")
+        _write_case(tmp_path, a, b, X, f"seed: {seed}\ninference: {{method: bootstrap, train_data: {{path: train.csv}}, "
+                    f"n_resamples: {B}, ci: {ci}}}\n", "    partition: false\n    stability: false\n")
         cfg = load_config(tmp_path / "c.yaml")
         train = pd.read_csv(tmp_path / "train.csv")
         with warnings.catch_warnings():
@@ -180,7 +157,6 @@ def test_bootstrap_difference_pairs_only_resamples_where_both_refits_succeeded()
 def test_the_challengers_tree_grows_with_the_reports_seed(tmp_path):
     """The same model as champion and challenger: with the report's seed (5) for both honest trees, their first
     splits and leaves are the same (the challenger's tree grew with seed 0 before)."""
-    import joblib
     import statsmodels.formula.api as smf
 
     from fme.report.analysis import run_effects
@@ -191,25 +167,7 @@ def test_the_challengers_tree_grows_with_the_reports_seed(tmp_path):
     d = pd.DataFrame({"x": rng.normal(size=n), "w": rng.uniform(-2, 2, size=n)})
     d["y"] = 1 + d["x"] + 0.7 * d["x"] * d["w"] + rng.normal(size=n)
     a = smf.ols("y ~ x * w", data=d).fit()  # fME of x + 1: b_x + b_xw w, so the tree splits on w
-    joblib.dump(a, tmp_path / "a.joblib")
-    joblib.dump(a, tmp_path / "b.joblib")
-    d[["x", "w"]].to_csv(tmp_path / "data.csv", index=False)
-    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
-        title: T
-        owner: O
-        intended_use: U
-        model: {joblib: a.joblib}
-        challenger: {joblib: b.joblib}
-        data: {path: data.csv}
-        target: y
-        seed: 5
-        inference: delta
-        effects:
-          - id: x
-            steps: {x: 1}
-            extrapolation: none
-            stability: false
-        """), encoding="utf-8")
+    _write_case(tmp_path, a, a, d[["x", "w"]], "seed: 5\ninference: delta\n", "    stability: false\n")
     X = d[["x", "w"]]
     (g,) = run_effects(a, X, X, load_config(tmp_path / "c.yaml"), tmp_path / "out")
     v = g["variants"][0]

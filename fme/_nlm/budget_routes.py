@@ -18,16 +18,11 @@ import numpy as np
 
 from ..nlm import CONSTANT_ULPS
 from . import bracket_kernel as _kernel
+from .bracket_kernel import rowsum
 
-__all__ = ["rowsum", "segment", "nlm_of", "gk_sums", "quad_state", "bracket_sums", "bracket_statics", "jump_state"]
+__all__ = ["segment", "nlm_of", "gk_sums", "quad_state", "bracket_sums", "bracket_statics", "jump_state"]
 
 _EPS = np.finfo(float).eps
-
-
-def rowsum(rows: np.ndarray, vals: np.ndarray, n: int) -> np.ndarray:
-    """Sums per row (n, ...) of ``vals`` (k, ...), added in index order (compiled:
-    :func:`fme._nlm.bracket_kernel.rowsum`)."""
-    return _kernel.rowsum(rows, vals, n)
 
 
 def segment(a: np.ndarray, b: np.ndarray, d: np.ndarray, c: np.ndarray, F: np.ndarray) -> np.ndarray:
