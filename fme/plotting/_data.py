@@ -95,7 +95,10 @@ def _flat_edges(values: np.ndarray) -> np.ndarray:
     """One bin centred on the values, 10% of their magnitude wide (1 wide around 0)."""
     centre = float(np.mean(values)) if values.size else 0.0
     half = 0.05 * abs(centre) if centre != 0.0 else 0.5
-    return np.array([centre - half, centre + half])
+    edges = np.array([centre - half, centre + half])
+    if not edges[0] < edges[1]:  # 5% of a subnormal centre underflows to 0: a unit bin, as around 0
+        edges = np.array([centre - 0.5, centre + 0.5])
+    return edges
 
 
 def histogram_edges(values, bins: int | str = 30, range: tuple[float, float] | None = None) -> np.ndarray:
