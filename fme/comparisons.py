@@ -31,36 +31,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._core.averages import RowQuantity, average_in_memory
-from ._core.local import points_local
+from ._adapters import model_frame
+from ._core.averages import RowQuantity, average_table
+from ._core.estimands import COMPARISONS, comparison_values, finish_averages
+from ._core.groups import check_by
 from ._core.plan import FMEOptions
-from ._dask.vocab import comparisons_dask, dask_groups
-from ._utils.validation import check_conf_level, is_dask_collection
-from .exceptions import FeatureError, ParameterError
+from ._dask import vocab as dask_vocab
+from ._local import vocab as local_vocab
+from ._utils.validation import check_conf_level, check_data, is_dask_collection
+from .exceptions import ParameterError
+from .inference._estimates import INFERENCE_COLUMNS
 from .inference._hypotheses import stack_estimates
 from .inference._methods import resolve_method
 from .inference._vcov import residual_df, with_vcov
-from .predictions import _by_codes, average_table, level_rows
-from .predictors import make_predictor
 
 __all__ = ["avg_comparisons", "comparisons_by_step", "COMPARISONS"]
 
-_ROW = ("difference", "ratio", "lnratio", "lnor", "lift")
-COMPARISONS = _ROW + tuple(f"{c}avg" for c in _ROW)
-
-
-def _h(kind: str, f1: np.ndarray, f0: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The comparison and its partial derivatives in f1 and f0."""
-    with np.errstate(all="ignore"):
-        if kind == "difference":
-            return f1 - f0, np.ones_like(f1), -np.ones_like(f0)
-        if kind == "ratio":
-            return f1 / f0, 1 / f0, -f1 / f0 ** 2
-        if kind == "lnratio":
-            return np.log(f1 / f0), 1 / f1, -1 / f0
-        if kind == "lnor":
-            return (np.log(f1 / (1 - f1)) - np.log(f0 / (1 - f0)), 1 / (f1 * (1 - f1)), -1 / (f0 * (1 - f0)))
-        return (f1 - f0) / f0, 1 / f0, -f1 / f0 ** 2  # lift
+#: The columns of an :func:`avg_comparisons` table beside the ``by`` columns.
+COMPARISON_COLUMNS = ["step", "comparison", "estimate", *INFERENCE_COLUMNS, "n"]
 
 
 def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, comparison: str = "difference",
@@ -106,62 +94,22 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     if averaged and method == "sample":
         raise ParameterError(f"comparison={comparison!r} is a function of two averages; its fixed-model spread is "
                              "not defined here: use inference='delta', 'bootstrap' or the per-row form.")
-    quantity = RowQuantity(partial(_comparison_values, model=model, kind=kind, averaged=averaged,
+    quantity = RowQuantity(partial(comparison_values, model=model, kind=kind, averaged=averaged,
                                    target_class=target_class),
-                           partial(_finish_averages, kind=kind) if averaged else None)
+                           partial(finish_averages, kind=kind) if averaged else None)
     options = FMEOptions.from_kwargs({**fme_kwargs, "target_class": target_class, "inference": "sample"},
                                      "fme.avg_comparisons")
-    if is_dask_collection(data):
-        by_cols = [] if by is None else ([by] if isinstance(by, str) else list(by))
-        missing = [c for c in by_cols if c not in data.columns]
-        if missing:
-            raise FeatureError(f"by column(s) {missing} are not columns of the data.")
-        groups, keys = dask_groups(data, by_cols)
-        est, counts, described = comparisons_dask(model, data, steps, options, quantity, method, groups, bootstrap)
-    else:
-        # the rows and points fme.fme evaluates, not predicted yet: each method predicts them once, its own way
-        X0, X1, rows, described = points_local(model, data, steps, options)
-        codes, keys, by_cols = _by_codes(rows, by)
-        est = average_in_memory(quantity, (X0, X1, None, None), model, method, codes, len(keys), None, bootstrap)
-        counts = np.bincount(codes, minlength=len(keys))
+    on_dask = is_dask_collection(data)
+    # by= checked on the model's frame (or the Dask frame's _meta); the engine finds the evaluated rows
+    frame = model_frame(model, data._meta if on_dask else check_data(data), exposure=options.exposure,
+                        offset=options.offset)
+    by_cols = check_by(frame.columns, by, COMPARISON_COLUMNS)
+    vocab = dask_vocab if on_dask else local_vocab
+    est, counts, keys, described = vocab.comparisons(model, data, steps, options, quantity, method, by_cols, bootstrap)
     out = average_table(est, keys[by_cols], counts, t_df, delta_label, conf_level)
     out.insert(0, "step", described)
     out.insert(1 + len(by_cols), "comparison", comparison)
     return out
-
-
-def _comparison_values(piece: tuple, refit: Any, method: str, *, model: Any, kind: str, averaged: bool,
-                       target_class: Any) -> tuple:
-    """Per-row values of the comparison on the evaluated rows ``piece = (X0, X1, f(X0), f(X1))`` (the
-    predictions None: not made yet): the per-row scale (one column), or f(x + h) and f(x) (two columns, their
-    Jacobians as a list) for the ``...avg`` forms; under the fitted model (``refit`` None: with the level
-    Jacobians for ``delta``) or a refitted one."""
-    X0, X1, f0, f1 = piece
-    j0 = j1 = V = None
-    if refit is None and method == "delta":
-        f0, j0, V = level_rows(model, X0, target_class)
-        f1, j1, _ = level_rows(model, X1, target_class)
-    elif refit is not None or f0 is None:
-        # a refit, or the fitted model's points not predicted yet (the Dask kernel hands its predictions)
-        m = model if refit is None else refit
-        both = make_predictor(m, target_class)(pd.concat([X0, X1], ignore_index=True), "f(x), f(x + h)")
-        f0, f1 = both[:len(X0)], both[len(X0):]
-    if kind == "lnor" and (np.any((f0 <= 0) | (f0 >= 1)) or np.any((f1 <= 0) | (f1 >= 1))):
-        raise ParameterError("comparison='lnor' needs predicted probabilities strictly between 0 and 1.")
-    if averaged:
-        return np.column_stack([f1, f0]), None if j0 is None else [j1, j0], V
-    c, d1, d0 = _h(kind, f1, f0)
-    jac = None if j0 is None else (d1[:, None] * j1 + d0[:, None] * j0)[:, None, :]
-    return c[:, None], jac, V
-
-
-def _finish_averages(means: np.ndarray, mean_jacobian: np.ndarray | None, *, kind: str) -> tuple:
-    """The ``...avg`` forms: the scale applied to the groups' means of f(x + h) and f(x) (columns 0 and 1), its
-    gradient by the chain rule through the mean Jacobians."""
-    value, d1, d0 = _h(kind, means[:, 0], means[:, 1])
-    if mean_jacobian is None:
-        return value, None
-    return value, d1[:, None] * mean_jacobian[:, 0, :] + d0[:, None] * mean_jacobian[:, 1, :]
 
 
 def comparisons_by_step(model: Any, data: Any, steps: Mapping[str, Any], *, bootstrap: Any = None,

@@ -13,7 +13,7 @@ interior quadrature nodes of the NLM; never a call per row.
 
 Structure (scikit-learn inspection style): :func:`fme` gathers its keyword
 arguments into one :class:`~fme._core.plan.FMEOptions` record and hands it to
-an engine, the in-memory one (:func:`fme._core.local.fme_local`) or the Dask
+an engine, the in-memory one (:func:`fme._local.effects.fme`) or the Dask
 one (:func:`fme._dask.effects.fme_dask`). Each validates the arguments once
 into a plan (:func:`fme._core.plan.resolve_plan`), runs the batch kernel
 (:func:`fme._core.kernel.evaluate_batch`: exclusion bookkeeping by
@@ -29,10 +29,10 @@ from typing import Any
 
 import pandas as pd
 
-from ._core.local import fme_local
 from ._core.plan import ON_EXTRAPOLATION, FMEOptions, resolve_plan  # noqa: F401 - public path of the plan
 from ._core.results import FMEResult, stepped_frames  # noqa: F401 - FMEResult's public path
-from ._dask.effects import fme_dask
+from ._dask import effects as dask_effects
+from ._local import effects as local_effects
 from ._utils.validation import is_dask_collection
 from .inference._vcov import with_vcov
 
@@ -214,5 +214,5 @@ def fme(
         offset=offset)
     # The engines validate the options once (resolve_plan) and trust the plan; neither calls back here.
     if is_dask_collection(data) or is_dask_collection(reference_data):
-        return fme_dask(model, data, steps, options)
-    return fme_local(model, data, steps, options)
+        return dask_effects.fme_dask(model, data, steps, options)
+    return local_effects.fme(model, data, steps, options)

@@ -25,26 +25,29 @@ import numpy as np
 import pandas as pd
 
 from ._adapters import model_frame
+from ._adapters.predictor import make_predictor
+from ._core.averages import RowQuantity, average_table
+from ._core.estimands import SLOPES, slope_values
+from ._core.groups import check_by
+from ._dask import vocab as dask_vocab
+from ._local import vocab as local_vocab
 from ._utils.validation import (check_conf_level, check_data, check_feature_name, check_single_output,
-                                is_categorical, is_dask_collection, is_numeric)
+                                check_weights, is_categorical, is_dask_collection, is_numeric)
 from .exceptions import DataError, FeatureError, ParameterError, StepError
-from ._core.averages import RowQuantity
-from ._dask.vocab import column_range
-from .inference._delta import evaluate_with_jacobian
-from .inference._methods import compute_rows, resolve_method
+from .inference._estimates import INFERENCE_COLUMNS
+from .inference._methods import resolve_method
 from .inference._vcov import residual_df, with_vcov
-from .predictions import average_table, grouped_average, level_rows
-from .predictors import make_predictor
 
 __all__ = ["avg_slopes", "dme", "SLOPES"]
 
-SLOPES = ("dydx", "eyex", "eydx", "dyex")
+#: The columns of an :func:`avg_slopes` table beside the ``by`` columns.
+SLOPE_COLUMNS = ["term", "slope", "estimate", *INFERENCE_COLUMNS, "n"]
 
 
 def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | None = None, *,
                slope: str = "dydx", eps: float | None = None, by: str | Sequence[str] | None = None,
                inference: str = "auto", bootstrap: Any = None, conf_level: float = 0.95,
-               target_class: Any = None, vcov: Any = None, df: Any = None) -> pd.DataFrame:
+               target_class: Any = None, vcov: Any = None, df: Any = None, wts: Any = None) -> pd.DataFrame:
     """Average derivatives (or elasticities) of the prediction, with their uncertainty (module docstring).
 
     Parameters
@@ -60,6 +63,8 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
         One row per group.
     vcov, df :
         The delta method's covariance and t degrees of freedom, as in :func:`fme.ame`.
+    wts : str or array, optional
+        Weights of the rows, as in :func:`fme.ame`: each average is the weighted mean of the rows' slopes.
 
     Returns
     -------
@@ -79,6 +84,8 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
     if predictor.output_names is not None:
         raise ParameterError("avg_slopes works on one output; pass one class (target_class=<label>).")
     method = resolve_method(inference, model, bootstrap)
+    by_cols = check_by(frame.columns, by, SLOPE_COLUMNS)
+    weights = check_weights(wts, frame, on_dask)
     if variables is None:
         names = predictor.feature_names or list(frame.columns)
         variables = [v for v in names if v in frame.columns and not is_categorical(frame[v])]
@@ -94,63 +101,23 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
     for v in variables:
         if eps is None:
             # marginaleffects' default: 1e-4 of the variable's range over all rows (one reduction on Dask data)
-            span = column_range(data, v) if on_dask else float(np.nanmax(frame[v].to_numpy(dtype=float))
+            span = dask_vocab.column_range(data, v) if on_dask else float(np.nanmax(frame[v].to_numpy(dtype=float))
                                                                - np.nanmin(frame[v].to_numpy(dtype=float)))
         step = float(eps) if eps is not None else 1e-4 * span
         if not np.isfinite(step) or step <= 0:
             raise ParameterError(f"eps must be a positive number (the range of {v!r} is 0: pass eps=...).")
         steps.append(step)
     # every variable in one pass over the rows (and one set of refits): one column of values each
-    quantity = RowQuantity(partial(_slope_values, model=model, predictor=predictor, variables=tuple(variables),
+    quantity = RowQuantity(partial(slope_values, model=model, predictor=predictor, variables=tuple(variables),
                                    steps=tuple(steps), slope=slope, target_class=target_class))
-    est, counts, keys, by_cols = grouped_average(model, data, frame, quantity, method, by, bootstrap)
+    vocab = dask_vocab if on_dask else local_vocab
+    est, counts, keys = vocab.average(model, data if on_dask else frame, quantity, method, by_cols, bootstrap, weights)
     k = len(variables)
     out = average_table(est, pd.concat([keys[by_cols]] * k, ignore_index=True), np.tile(counts, k), t_df,
                         delta_label, conf_level)
     out.insert(0, "term", np.repeat(np.asarray(variables, dtype=object), len(keys)))
     out.insert(1 + len(by_cols), "slope", slope)
     return out
-
-
-def _slope_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, predictor: Any, variables: tuple,
-                  steps: tuple, slope: str, target_class: Any) -> tuple:
-    """Per-row slopes of each variable (one column each) on a piece of the model's frame, under the fitted model
-    (``refit`` None; with their Jacobians for ``delta``) or a refitted one (module docstring)."""
-    X = predictor.select(piece)
-    p = predictor if refit is None else make_predictor(refit, target_class)
-    delta = refit is None and method == "delta"
-    n = len(X)
-    f = f0 = jf = vcov = None
-    if slope in ("eyex", "eydx"):
-        if delta:  # f(x) and its Jacobian from one design matrix
-            f0, jf, vcov = level_rows(model, X, target_class)
-            f = f0
-        else:
-            f = p(X, stage="f(x)")
-    values, jacs = [], []
-    for v, step in zip(variables, steps):
-        x = piece[v].to_numpy(dtype=float)
-        lo, hi = X.assign(**{v: X[v] - step / 2}), X.assign(**{v: X[v] + step / 2})
-        # statsmodels GLM-type models: both predictions and the difference's Jacobian from one design matrix
-        # per point set (no separate predict); other models predict, then differentiate
-        fast = evaluate_with_jacobian(model, lo, hi) if delta else None
-        if fast is None:
-            both = p(pd.concat([lo, hi], ignore_index=True), stage=f"f(x -+ eps/2) of {v}")
-            s = (both[n:] - both[:n]) / step
-        else:
-            s = (fast[1] - fast[0]) / step
-        values.append({"dydx": s, "dyex": s * x, "eydx": s / f if f is not None else None,
-                       "eyex": s * x / f if f is not None else None}[slope])
-        if not delta:
-            continue
-        d = fast[2] if fast is not None else compute_rows("delta", model, [(lo, hi)], [s * step],
-                                                          target_class=target_class)[0]
-        js, vcov = d.jacobian / step, d.vcov
-        if slope in ("eyex", "eydx"):
-            # d (s / f) = ds / f - s / f^2 df, with f's own Jacobian
-            js = js / f0[:, None] - (s / f0 ** 2)[:, None] * jf
-        jacs.append(js * x[:, None] if slope in ("eyex", "dyex") else js)
-    return np.column_stack(values), np.stack(jacs, axis=1) if delta else None, vcov
 
 
 def dme(

@@ -1,4 +1,4 @@
-"""Averages of per-row values with their uncertainty: the machinery the margins vocabulary shares (issue 24).
+"""Averages of per-row values with their uncertainty: the machinery the margins vocabulary shares.
 
 :func:`fme.avg_predictions`, :func:`fme.avg_slopes` and :func:`fme.avg_comparisons` average per-row values
 (predictions, derivatives, comparisons) over the rows or ``by`` groups, weighted or not. A front door describes
@@ -21,16 +21,17 @@ the same rows), or the spread over the rows with the model held fixed (``sample`
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..inference._bootstrap import RefitTally, check_bootstrap, check_refits, refit_one, refit_setup, run_refits
-from ..inference._estimates import Estimates
-from .summary import RowSums
+from ..inference._estimates import INFERENCE_COLUMNS, Estimates
 
-__all__ = ["RowQuantity", "estimates_of", "refit_draws", "bootstrap_of", "model_values", "REFIT_CHUNK"]
+__all__ = ["RowQuantity", "estimates_of", "refit_draws", "bootstrap_of", "model_values", "draws_of_means",
+           "delta_table", "average_table", "prediction_table", "REFIT_CHUNK"]
 
 #: Refitted models held at once (evaluated together, then dropped).
 REFIT_CHUNK = 50
@@ -53,7 +54,7 @@ class RowQuantity:
         return self.finish(means, mean_jacobian)
 
 
-def estimates_of(quantity: RowQuantity, sums: RowSums, method: str) -> Estimates:
+def estimates_of(quantity: RowQuantity, sums: Any, method: str) -> Estimates:
     """The groups' estimates with their delta-method or fixed-model uncertainty, from the rows' sums."""
     if method == "delta":
         est, grad = quantity.of_means(sums.means, sums.mean_jacobian())
@@ -134,25 +135,49 @@ def draws_of_means(quantity: RowQuantity, means: np.ndarray, n_models: int) -> n
     return np.column_stack([quantity.of_means(per[:, b, :], None)[0] for b in range(n_models)])
 
 
-def average_in_memory(quantity: RowQuantity, piece: Any, model: Any, method: str, codes: np.ndarray,
-                      n_groups: int, weights: np.ndarray | None = None, bootstrap: Any = None) -> Estimates:
-    """The groups' estimates of ``quantity`` over the rows of an in-memory ``piece`` (codes: the rows'
-    groups), under ``method`` ('delta', 'bootstrap' with the specification ``bootstrap``, or 'sample')."""
-    # None: the fitted model the quantity was built with
-    values, jac, vcov = quantity.rows(piece, None, "delta" if method == "delta" else "sample")
-    # the spread over the rows only for the fixed-model interval
-    sums = RowSums.of(values, jac, codes, n_groups, weights, vcov, spread=method == "sample")
-    if method != "bootstrap":
-        return estimates_of(quantity, sums, method)
-    spec = check_bootstrap(bootstrap, model)
+def delta_table(est: Estimates, t_df: float | None, label: str, conf_level: float) -> tuple[Estimates, pd.DataFrame]:
+    """``est`` with t degrees of freedom (delta method, when ``df=`` asked for them) and its table, whose
+    ``inference`` column names the covariance used (``delta (HC3)``)."""
+    if t_df is not None and est.method == "delta":
+        est = replace(est, df=np.full(est.estimate.size, t_df))
+    table = est.table(conf_level)
+    if est.method == "delta":
+        table["inference"] = label
+    return est, table
 
-    errors: list[str] = []
 
-    def evaluate(models: list) -> np.ndarray:
-        many = model_values(quantity, piece, models, errors)
-        return draws_of_means(quantity, RowSums.of(many, None, codes, n_groups, weights, spread=False).means,
-                              len(models))
+def average_table(est: Estimates, keys: pd.DataFrame, counts: np.ndarray, t_df: float | None, label: str,
+                  conf_level: float, head: dict | None = None) -> pd.DataFrame:
+    """The table of averaged estimates: ``head`` columns, the ``by`` keys, ``estimate``, the inference columns and
+    ``n``; ``attrs`` keep the joint uncertainty (for :func:`fme.hypotheses`) and the bootstrap's record."""
+    est, table = delta_table(est, t_df, label, conf_level)
+    m = est.estimate.size
+    out = pd.concat([pd.DataFrame({k: [v] * m for k, v in (head or {}).items()}), keys.reset_index(drop=True),
+                     pd.DataFrame({"estimate": est.estimate}), table, pd.DataFrame({"n": counts})], axis=1)
+    out.attrs["estimates"] = est
+    out.attrs["estimates_index"] = list(out.index)
+    out.attrs["conf_level"] = conf_level
+    if est.method == "bootstrap":
+        out.attrs["bootstrap"] = {"n_resamples": int(est.draws.shape[1] + est.n_failed), "n_failed": est.n_failed,
+                                  "n_nonconverged": est.n_nonconverged, "errors": list(est.errors)}
+    return out
 
-    estimate = quantity.of_means(sums.means, None)[0]
-    draws, info = refit_draws(model, spec, evaluate, np.isfinite(estimate), errors)
-    return bootstrap_of(estimate, draws, info)
+
+def prediction_table(piece: pd.DataFrame, method: str, quantity: RowQuantity, model: Any, bootstrap: Any,
+                     label: str, conf_level: float) -> pd.DataFrame:
+    """The per-row table of :func:`fme.predictions` for an in-memory piece of the model's frame (the whole frame,
+    or one Dask chunk): ``estimate`` and the inference columns, indexed like ``piece``."""
+    values, jac, V = quantity.rows(piece, None, method)
+    f = values[:, 0]
+    if method == "delta":
+        table = Estimates("delta", f, grad=jac[:, 0, :], vcov=V).table(conf_level)
+        table["inference"] = label
+    elif method == "bootstrap":
+        errors: list[str] = []
+        draws, info = refit_draws(model, check_bootstrap(bootstrap, model),
+                                  lambda models: model_values(quantity, piece, models, errors), np.isfinite(f), errors)
+        table = bootstrap_of(f, draws, info).table(conf_level)
+    else:
+        table = pd.DataFrame({c: np.nan for c in INFERENCE_COLUMNS}, index=range(len(f)))
+        table["inference"] = "none"
+    return pd.concat([pd.DataFrame({"estimate": f}), table], axis=1).set_axis(piece.index)

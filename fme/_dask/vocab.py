@@ -1,4 +1,5 @@
-"""The margins vocabulary on Dask data (issue 24): averages of per-row values summed chunk by chunk.
+"""The margins vocabulary on Dask data: averages of per-row values summed chunk by chunk (the in-memory mirror:
+:mod:`fme._local.vocab`).
 
 :func:`fme.avg_predictions`, :func:`fme.avg_slopes` and :func:`fme.avg_comparisons` describe their quantity
 by a :class:`~fme._core.averages.RowQuantity` (per-row values and Jacobians of a piece of data, and the
@@ -9,7 +10,7 @@ sums), the chunks' sums are tree-reduced, and the estimates follow as in memory
 :func:`fme.fme` evaluates (its exclusions and extrapolation policy): their sums ride on the kernel's pass
 (:func:`fme._dask.effects.fme_dask`, ``extra=``). The bootstrap refits the model in memory, as everywhere in
 fme, and evaluates :data:`~fme._core.averages.REFIT_CHUNK` refits per pass over the chunks.
-:func:`predictions_dask` maps the per-row table over the chunks lazily.
+:func:`predictions` maps the per-row table over the chunks lazily.
 """
 
 from __future__ import annotations
@@ -20,25 +21,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._core.averages import RowQuantity, bootstrap_of, draws_of_means, estimates_of, model_values, refit_draws
+from .._core.averages import (RowQuantity, bootstrap_of, draws_of_means, estimates_of, model_values,
+                              prediction_table, refit_draws)
 from .._core.plan import FMEOptions
 from .._core.summary import RowSums
-from ..exceptions import DataError
+from ..exceptions import DataError, ModelError
 from ..inference._bootstrap import check_bootstrap
-from ..inference._estimates import Estimates
+from ..inference._estimates import INFERENCE_COLUMNS, Estimates
 from ..steps import apply_steps
 from .common import _model_frames, as_dask
-from .groups import GroupSpec, group_codes, group_keys
+from .groups import GroupSpec, check_weights_dask, group_codes, group_keys
 
-__all__ = ["average_dask", "comparisons_dask", "predictions_dask", "dask_groups", "column_range"]
+__all__ = ["average", "comparisons", "predictions", "column_range"]
 
 
-def dask_groups(data: Any, by_cols: list) -> tuple[GroupSpec | None, pd.DataFrame]:
-    """The ``by`` groups of the Dask ``data`` (sorted as the pandas path's ``groupby``) and their keys."""
-    if not by_cols:
-        return None, pd.DataFrame(index=[0])
-    spec = group_keys(data, list(by_cols))
-    return spec, spec.keys
+def _groups(data: Any, by: list) -> GroupSpec | None:
+    """The ``by`` groups of the Dask ``data`` (:mod:`fme._core.groups`: the pandas path's order), None without."""
+    return group_keys(data, list(by)) if by else None
+
+
+def _keys(groups: GroupSpec | None) -> pd.DataFrame:
+    return pd.DataFrame(index=[0]) if groups is None else groups.keys
 
 
 def column_range(data: Any, column: str) -> float:
@@ -69,24 +72,30 @@ def _tree(items: list) -> Any:
     return items[0]
 
 
+def _row_weights(part: pd.DataFrame, weights: str | None) -> np.ndarray | None:
+    return None if weights is None else part[weights].to_numpy(dtype=float)
+
+
 def _chunk_sums(part: pd.DataFrame, quantity: RowQuantity, method: str, groups: GroupSpec | None,
-                n_groups: int, spread: bool = True) -> RowSums | None:
+                n_groups: int, spread: bool = True, weights: str | None = None) -> RowSums | None:
     if len(part) == 0:
         return None
     values, jac, vcov = quantity.rows(part, None, method)
-    return RowSums.of(values, jac, _codes(part, groups), n_groups, None, vcov, spread)
+    return RowSums.of(values, jac, _codes(part, groups), n_groups, _row_weights(part, weights), vcov, spread)
 
 
 def _chunk_refits(part: pd.DataFrame, quantity: RowQuantity, models: list, groups: GroupSpec | None,
-                  n_groups: int) -> RowSums | None:
+                  n_groups: int, weights: str | None = None) -> RowSums | None:
     if len(part) == 0:
         return None
-    return RowSums.of(model_values(quantity, part, models), None, _codes(part, groups), n_groups, spread=False)
+    return RowSums.of(model_values(quantity, part, models), None, _codes(part, groups), n_groups,
+                      _row_weights(part, weights), spread=False)
 
 
-def average_dask(model: Any, data: Any, quantity: RowQuantity, method: str, groups: GroupSpec | None,
-                 bootstrap: Any = None) -> tuple[Estimates, np.ndarray]:
-    """The groups' estimates of ``quantity`` over all rows of the Dask ``data`` and the groups' row counts.
+def average(model: Any, data: Any, quantity: RowQuantity, method: str, by: list, bootstrap: Any,
+            weights: str | None = None) -> tuple[Estimates, np.ndarray, pd.DataFrame]:
+    """The ``by`` groups' estimates of ``quantity`` over all rows of the Dask ``data``, the groups' row counts
+    and their keys (``weights``: a column of ``data``).
 
     ``quantity.rows(chunk, None, method)`` evaluates the fitted model (``None``: the one the quantity was
     built with) on a chunk of the model's frame; ``rows(chunk, refit, 'sample')`` a refitted one."""
@@ -94,26 +103,30 @@ def average_dask(model: Any, data: Any, quantity: RowQuantity, method: str, grou
     from dask import delayed
 
     data = _model_frames(model, as_dask(data, "data"))
+    groups = _groups(data, by)
+    if weights is not None:
+        check_weights_dask(data, weights)
     n_groups = 1 if groups is None else groups.n_groups
     parts = data.to_delayed()
     base = "delta" if method == "delta" else "sample"
     spread = method == "sample"  # the spread over the rows only for the fixed-model interval
-    sums = _tree([delayed(_chunk_sums)(p, quantity, base, groups, n_groups, spread) for p in parts]).compute()
+    sums = _tree([delayed(_chunk_sums)(p, quantity, base, groups, n_groups, spread, weights)
+                  for p in parts]).compute()
     if sums is None:
         raise DataError("`data` has no rows; pass a Dask DataFrame with rows.")
     counts = sums.moments.n.copy()
     if method != "bootstrap":
-        return estimates_of(quantity, sums, method), counts
+        return estimates_of(quantity, sums, method), counts, _keys(groups)
     spec = check_bootstrap(bootstrap, model)
 
     def evaluate(models: list) -> np.ndarray:
-        merged = dask.compute(_tree([delayed(_chunk_refits)(p, quantity, models, groups, n_groups)
+        merged = dask.compute(_tree([delayed(_chunk_refits)(p, quantity, models, groups, n_groups, weights)
                                      for p in parts]))[0]
         return draws_of_means(quantity, merged.means, len(models))
 
     estimate = quantity.of_means(sums.means, None)[0]
     draws, info = refit_draws(model, spec, evaluate, np.isfinite(estimate))
-    return bootstrap_of(estimate, draws, info), counts
+    return bootstrap_of(estimate, draws, info), counts, _keys(groups)
 
 
 # ----------------------------------------------------------------- comparisons: on the rows fme evaluates
@@ -146,15 +159,16 @@ def _comparison_refits(part: pd.DataFrame, plan: Any, quantity: RowQuantity, mod
                       spread=False)
 
 
-def comparisons_dask(model: Any, data: Any, steps: Any, options: FMEOptions, quantity: RowQuantity, method: str,
-                     groups: GroupSpec | None, bootstrap: Any = None) -> tuple[Estimates, np.ndarray, str]:
-    """The groups' comparisons on the rows :func:`fme.fme` evaluates on the Dask ``data`` (one pass of the
-    kernel, the comparison's sums beside the fMEs), their row counts and the steps' description."""
+def comparisons(model: Any, data: Any, steps: Any, options: FMEOptions, quantity: RowQuantity, method: str,
+                by: list, bootstrap: Any) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
+    """The ``by`` groups' comparisons on the rows :func:`fme.fme` evaluates on the Dask ``data`` (one pass of the
+    kernel, the comparison's sums beside the fMEs), their row counts, keys and the steps' description."""
     import dask
     from dask import delayed
 
     from .effects import fme_dask
 
+    groups = _groups(data, by)
     n_groups = 1 if groups is None else groups.n_groups
     base = "delta" if method == "delta" else "sample"
     hook = partial(_comparison_hook, quantity=quantity, method=base, groups=groups, n_groups=n_groups,
@@ -165,7 +179,7 @@ def comparisons_dask(model: Any, data: Any, steps: Any, options: FMEOptions, qua
     description = res.describe_steps()
     if method != "bootstrap":
         res.release()
-        return estimates_of(quantity, sums, method), counts, description
+        return estimates_of(quantity, sums, method), counts, _keys(groups), description
     spec = check_bootstrap(bootstrap, model)
     parts, plan = res.data.to_delayed(), res.plan
     res.release()
@@ -177,12 +191,53 @@ def comparisons_dask(model: Any, data: Any, steps: Any, options: FMEOptions, qua
 
     estimate = quantity.of_means(sums.means, None)[0]
     draws, info = refit_draws(model, spec, evaluate, np.isfinite(estimate))
-    return bootstrap_of(estimate, draws, info), counts, description
+    return bootstrap_of(estimate, draws, info), counts, _keys(groups), description
 
 
 # ----------------------------------------------------------------- predictions: one row each, lazily
-def predictions_dask(model: Any, data: Any, table: Any, meta: pd.DataFrame) -> Any:
-    """The per-row table ``table(chunk)`` (indexed like the chunk) of every chunk of the model's frame of the
-    Dask ``data``: a lazy Dask DataFrame."""
+def _kept_refits(model: Any, spec: dict) -> tuple[list, dict]:
+    """The successful refits of the bootstrap ``spec`` (the seeds, refit function and convergence rules of every
+    bootstrap of fme) and their record; their predictions are made later, per chunk."""
+    models: list = []
+
+    def keep(fitted: list) -> np.ndarray:
+        models.extend(fitted)
+        return np.zeros((1, len(fitted)))
+
+    _, info = refit_draws(model, spec, keep)
+    return models, info
+
+
+def _refits_table(piece: pd.DataFrame, quantity: RowQuantity, models: list, info: dict,
+                  conf_level: float) -> pd.DataFrame:
+    """The per-row table under the bootstrap from refits fitted beforehand (a Dask chunk). A refit whose
+    prediction fails here is an error: on pandas data it would be left out of every row, which one chunk cannot
+    do for the others."""
+    f = np.asarray(quantity.rows(piece, None, "sample")[0], dtype=float).reshape(len(piece), -1)[:, 0]
+    errors: list[str] = []
+    draws = model_values(quantity, piece, models, errors)
+    bad = ~np.all(np.isfinite(draws[np.isfinite(f)]), axis=0)
+    if bad.any():
+        raise ModelError(f"the prediction of {int(bad.sum())} of {len(models)} refitted models failed on a chunk of the "
+                         f"Dask data ({errors[0] if errors else 'a non-finite prediction'}); compute the predictions "
+                         "of these rows on a pandas frame, where such refits are left out and counted.")
+    table = bootstrap_of(f, draws, info).table(conf_level)
+    return pd.concat([pd.DataFrame({"estimate": f}), table], axis=1).set_axis(piece.index)
+
+
+def predictions(model: Any, data: Any, quantity: RowQuantity, method: str, bootstrap: Any, label: str,
+                conf_level: float) -> Any:
+    """The prediction of every row of the Dask ``data`` with its uncertainty: a lazy Dask DataFrame, each chunk's
+    table computed when asked for (under the bootstrap the refits are fitted once, here, and every chunk's task
+    gets them: a chunk that refitted would repeat all B fits)."""
     data = _model_frames(model, as_dask(data, "data"))
+    if method == "bootstrap":
+        models, info = _kept_refits(model, check_bootstrap(bootstrap, model))
+        table = partial(_refits_table, quantity=quantity, models=models, info=info, conf_level=conf_level)
+    else:
+        table = partial(prediction_table, method=method, quantity=quantity, model=model, bootstrap=bootstrap,
+                        label=label, conf_level=conf_level)
+    meta = pd.DataFrame({"estimate": pd.Series(dtype=float),
+                         **{c: pd.Series(dtype=object if c in ("inference", "covers") else float)
+                            for c in INFERENCE_COLUMNS}}, index=data._meta.index[:0])
     return data.map_partitions(lambda part: table(part) if len(part) else meta, meta=meta)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,8 @@ import pandas as pd
 from ..exceptions import DataError, FeatureError, NameClashError, ParameterError
 
 __all__ = ["check_data", "as_pandas", "is_categorical", "is_numeric", "is_complex", "check_real_columns", "check_feature_name",
-           "mixed_object_numbers", "check_conf_level", "check_random_state", "check_name_clash", "BY_MISSING", "check_by_missing"]
+           "mixed_object_numbers", "check_conf_level", "check_random_state", "check_name_clash", "BY_MISSING", "check_by_missing",
+           "check_weights"]
 
 
 def as_pandas(data: Any, name: str = "data") -> Any:
@@ -207,6 +209,38 @@ def check_by_missing(counts: dict, n_rows: int) -> None:
             f"by column(s) {what} have missing values and by_missing='raise'; fill them (e.g. "
             f"data.fillna({{{next(iter(bad))!r}: 'missing'}})), or pass by_missing='group' to get them as a group."
         )
+
+
+def check_weights(wts: Any, data: pd.DataFrame, on_dask: bool = False) -> Any:
+    """The rows' weights of ``wts=`` (survey or frequency weights of the averaging verbs): a column of ``data``
+    or one value per row, as floats (None without weights); on Dask data the column's name (its values are
+    checked by the engine, chunk by chunk).
+
+    Raises
+    ------
+    FeatureError
+        A name that is not a column (or, on Dask data, anything but a column name).
+    ParameterError
+        Weights that are not finite, negative, all zero, or not one per row.
+    """
+    if wts is None:
+        return None
+    if on_dask:
+        if not isinstance(wts, Hashable) or wts not in data.columns:
+            raise FeatureError(f"on Dask data wts= names a column of the data (an array cannot follow the chunks); "
+                               f"got {wts!r}: add the weights as a column and pass its name.")
+        return wts
+    if isinstance(wts, str):
+        if wts not in data.columns:
+            raise FeatureError(f"wts={wts!r} is not a column of the data; use one of {list(data.columns)[:20]}.")
+        w = data[wts].to_numpy(dtype=float)
+    else:
+        w = np.asarray(wts, dtype=float).reshape(-1)
+        if w.size != len(data):
+            raise ParameterError(f"wts has {w.size} values for {len(data)} rows; pass one weight per row.")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
+        raise ParameterError("wts must be finite, non-negative and not all zero.")
+    return w
 
 
 def check_single_output(target_class: Any, name: str) -> None:

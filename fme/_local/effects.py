@@ -10,18 +10,18 @@ from typing import Any
 import pandas as pd
 
 from .._adapters import model_frame
+from .._core.exclusions import check_evaluated
+from .._core.kernel import Batch, evaluate_batch, evaluation_points
+from .._core.plan import FMEOptions, Plan, resolve_plan
+from .._core.results import FMEResult
 from .._utils.guards import call_detector
 from .._utils.validation import check_data
 from ..exceptions import ParameterError
-from .exclusions import check_evaluated
-from .kernel import Batch, evaluate_batch, evaluation_points
-from .plan import FMEOptions, Plan, resolve_plan
-from .results import FMEResult
 
-__all__ = ["fme_local", "points_local", "evaluate_frame", "result"]
+__all__ = ["fme", "points", "evaluate_frame", "result"]
 
 
-def fme_local(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -> FMEResult:
+def fme(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -> FMEResult:
     """:func:`fme.fme` on a pandas frame: validate into a plan (once; the workers trust it), evaluate, check
     that a row was evaluated, assemble the result."""
     data, reference, plan, conf_level = _planned(model, data, steps, options)
@@ -46,9 +46,9 @@ def _planned(model: Any, data: Any, steps: Any, options: FMEOptions) -> tuple[pd
     return data, reference, plan, conf_level
 
 
-def points_local(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -> tuple:
+def points(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions) -> tuple:
     """The points :func:`fme.fme` would evaluate on a pandas frame, without predicting them (the same
-    validation, detector and exclusions as :func:`fme_local`): (x, x + h, the evaluated rows of the model's
+    validation, detector and exclusions as :func:`fme`): (x, x + h, the evaluated rows of the model's
     frame, the steps' description)."""
     data, reference, plan, _ = _planned(model, data, steps, options)
     if plan.detector is not None:

@@ -1,0 +1,170 @@
+"""Any model as ``f(DataFrame) -> ndarray``: :class:`Predictor` over the model's adapter (:mod:`fme._adapters`).
+
+Supported (one adapter module per backend, chosen by capability or module name; no hard dependency):
+
+* scikit-learn estimators and Pipelines (raw feature columns go in; the
+  pipeline does its own encoding). Classifiers give the probability of
+  ``target_class``.
+* statsmodels results objects (formula API: ``predict(DataFrame)``).
+* raw ``xgboost.Booster`` (predicts on a ``DMatrix``) and ``lightgbm.Booster``.
+* any object with ``predict(DataFrame)``.
+* a plain callable ``f(DataFrame) -> array``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import ModelAdapter, adapt
+from ..exceptions import DataError, PredictionError
+
+__all__ = ["Predictor", "make_predictor"]
+
+
+class Predictor:
+    """A model wrapped as ``f(frame) -> ndarray`` with validated output.
+
+    Parameters
+    ----------
+    func : callable
+        Maps a DataFrame to predictions.
+    feature_names : sequence of str or None
+        Columns the model was fitted on, when the model says so
+        (``feature_names_in_``); those columns, in that order, are passed.
+    output_names : sequence of str or None
+        Names of the output columns for multi-output predictions
+        (``target_class='all'``); None for a single output.
+    description : str
+        Readable description for summaries and reports.
+    adapter : ModelAdapter or None
+        The model's adapter (:mod:`fme._adapters`) when made by :func:`make_predictor`; it may ask for
+        auxiliary columns (an offset) beside ``feature_names``.
+    """
+
+    def __init__(
+        self,
+        func: Callable[[pd.DataFrame], Any],
+        feature_names: Sequence[str] | None = None,
+        output_names: Sequence[str] | None = None,
+        description: str = "model",
+        adapter: ModelAdapter | None = None,
+    ) -> None:
+        self.func = func
+        self.feature_names = None if feature_names is None else [str(c) for c in feature_names]
+        self.output_names = None if output_names is None else list(output_names)
+        self.description = description
+        self.adapter = adapter
+        self.n_calls = 0
+        self.n_rows = 0
+
+    @property
+    def n_outputs(self) -> int:
+        return 1 if self.output_names is None else len(self.output_names)
+
+    def select(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The columns the model needs, in its order (all columns if unknown)."""
+        if self.feature_names is None:
+            return frame
+        missing = [c for c in self.feature_names if c not in frame.columns]
+        if missing:
+            raise DataError(
+                f"the data lacks feature(s) {missing} that the model was fitted on; "
+                f"pass a DataFrame with all of {self.feature_names}."
+            )
+        cols = self.feature_names if self.adapter is None else self.adapter.columns_for(frame.columns)
+        if list(frame.columns) == cols:
+            return frame
+        return frame[cols]
+
+    def _where(self, stage: str | None, rows: tuple[int, int, int] | None) -> str:
+        where = f" at {stage}" if stage else ""
+        if rows is not None:
+            start, stop, total = rows
+            where += f" (rows {start}-{stop - 1} of {total})" if (start, stop) != (0, total) else f" ({total} rows)"
+        return where
+
+    def __call__(
+        self, frame: pd.DataFrame, stage: str | None = None, rows: tuple[int, int, int] | None = None
+    ) -> np.ndarray:
+        """Predict and validate: length, shape, numeric and finite.
+
+        ``stage`` (e.g. ``"f(x + h)"``) and ``rows`` (``(start, stop, n)`` of the batch) only
+        enrich error messages. An exception of the model is re-raised as
+        :class:`~fme.PredictionError`, chained from the original.
+        """
+        n = len(frame)
+        try:
+            raw = self.func(frame)
+        except Exception as exc:
+            raise PredictionError(
+                f"{self.description} raised {type(exc).__name__}{self._where(stage, rows)}: {exc}. "
+                "Check that the model accepts a DataFrame of the data's columns and dtypes."
+            ) from exc
+        self.n_calls += 1
+        self.n_rows += n
+        if isinstance(raw, (pd.Series, pd.DataFrame)):
+            raw = raw.to_numpy()
+        try:
+            out = np.asarray(raw, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise PredictionError(
+                f"{self.description} returned non-numeric predictions ({np.asarray(raw).dtype}); "
+                "for classifiers fme uses predict_proba, so pass a fitted classifier or a callable returning numbers."
+            ) from exc
+        if out.ndim == 0 or out.shape[0] != n:
+            got = "a scalar" if out.ndim == 0 else f"{out.shape[0]} predictions"
+            raise PredictionError(f"{self.description} returned {got} for {n} rows; it must return one prediction per row.")
+        if self.output_names is None:
+            if out.ndim == 2 and out.shape[1] == 1:
+                out = out[:, 0]
+            if out.ndim != 1:
+                raise PredictionError(
+                    f"{self.description} returned an array of shape {out.shape}; fme needs one number per row. "
+                    "For a multi-output model wrap it in a callable returning one column, or for a classifier "
+                    "pass target_class."
+                )
+        elif out.shape != (n, len(self.output_names)):
+            raise PredictionError(
+                f"{self.description} returned shape {out.shape}, expected ({n}, {len(self.output_names)})."
+            )
+        # One summing pass settles the usual all-finite case: the sum is non-finite only if
+        # some prediction is (or the total overflows, which the element-wise check then clears).
+        with np.errstate(over="ignore"):
+            total = np.add.reduce(out, axis=None)
+        if not np.isfinite(total) and (bad := ~np.isfinite(out)).any():
+            bad_rows = np.flatnonzero(bad.reshape(n, -1).any(axis=1))
+            err = PredictionError(
+                f"{self.description} returned {bad_rows.size} non-finite prediction(s){self._where(stage, rows)} "
+                f"(first at stacked row {bad_rows[0]}); check the model for NaN inputs or, "
+                "when f(x) is finite, overflow from a step too large (use a smaller step)."
+            )
+            err.non_finite = True
+            raise err
+        return out
+
+
+def make_predictor(model: Any, target_class: Any = None) -> Predictor:
+    """Wrap ``model`` as a :class:`Predictor`.
+
+    The model's backend is recognised once, by :func:`fme._adapters.adapt` (one adapter module per
+    backend: scikit-learn, statsmodels, LightGBM, XGBoost, plain objects and callables); the adapter
+    is kept as ``Predictor.adapter`` for the delta method, the bootstrap and the exact NLM.
+
+    Parameters
+    ----------
+    model : estimator, statsmodels results, object with ``predict`` or callable
+    target_class : label or 'all', optional
+        For classifiers with ``predict_proba``: the class whose probability is
+        the prediction. Default for binary classifiers: the positive class
+        (``classes_[1]``); required for multi-class (or ``'all'`` for one
+        output per class).
+    """
+    if isinstance(model, Predictor):
+        return model
+    adapter = adapt(model, target_class)
+    func, feature_names, output_names, description = adapter.prediction()
+    return Predictor(func, feature_names, output_names, description, adapter=adapter)
