@@ -1,4 +1,4 @@
-"""Interactions of two steps: the per-row second difference of the prediction (issue 27 item 3).
+"""Interactions of two steps: the per-row second difference of the prediction .
 
 For steps ``a`` and ``b`` (each one or several features, numeric or categorical, as in :func:`fme.fme`)
 
@@ -15,22 +15,21 @@ in one batched call; no row is predicted on its own.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ._adapters import model_frame
-from ._utils.guards import call_detector, check_flags
+from ._adapters.predictor import make_predictor
+from ._dask import interactions as dask_interactions
+from ._local import interactions as local_interactions
 from ._utils.validation import check_conf_level, check_data, is_dask_collection
-from .exceptions import DataError, ParameterError, StepError
+from .exceptions import ParameterError, StepError
 from .extrapolation import make_detector
-from .inference._estimates import INFERENCE_COLUMNS, sample_inference
-from .inference._methods import compute_rows, resolve_method
-from .predictors import make_predictor
-from .steps import apply_steps, parse_steps, stepped_rows
-from ._dask.interactions import interaction_dask
+from .inference._estimates import INFERENCE_COLUMNS
+from .inference._methods import resolve_method
+from .steps import parse_steps
 
 __all__ = ["interaction"]
 
@@ -38,13 +37,6 @@ __all__ = ["interaction"]
 def _has_rules(*specs: Mapping[str, Any]) -> bool:
     """Whether a step is a rule such as 'sd' (resolved from the reference rows, here the first rows)."""
     return any(isinstance(v, str) for spec in specs for v in dict(spec).values())
-
-
-def _vcov_of(model: Any) -> np.ndarray:
-    """The parameter covariance of a model that supports the delta method."""
-    if callable(getattr(model, "cov_params", None)):
-        return np.asarray(model.cov_params(), dtype=float)
-    return np.asarray(model.get_vcov(), dtype=float)
 
 
 def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], steps_b: Mapping[str, Any], *,
@@ -72,14 +64,15 @@ def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], step
         (indexed like ``data``); the frame works with :func:`fme.hypotheses` (e.g. ``equivalence=``).
     """
     on_dask = is_dask_collection(data)
-    if not on_dask:
-        check_data(data)
-    data = model_frame(model, data._meta if on_dask else data) if not on_dask else data
+    frame = data if on_dask else model_frame(model, check_data(data))
     conf_level = check_conf_level(conf_level)
     predictor = make_predictor(model, target_class)
     if predictor.output_names is not None:
         raise ParameterError("fme.interaction works on one output; pass one class (target_class=<label>).")
     method = resolve_method(inference, model, bootstrap)
+    if tol is not None and (isinstance(tol, bool) or not np.isfinite(tol) or tol < 0):
+        raise ParameterError(f"tol must be a non-negative number, got {tol!r}.")
+    detector = reference = None
     if on_dask:
         if method == "bootstrap" or extrapolation is not None:
             raise ParameterError("fme.interaction on Dask data takes inference='delta' or 'sample' without a "
@@ -88,74 +81,29 @@ def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], step
             raise ParameterError("step rules such as 'sd' need all rows; on Dask data give numeric steps (e.g. the "
                                  "SD computed with data[feature].std().compute()) or levels.")
         probe = model_frame(model, data.head(1000, npartitions=min(data.npartitions, 8)))
-        sa = parse_steps(probe, steps_a)
-        sb = parse_steps(probe, steps_b)
-        shared = sorted({s.feature for s in sa} & {s.feature for s in sb})
-        if shared:
-            raise StepError(f"steps_a and steps_b share the feature(s) {shared}; an interaction needs two steps "
-                            "on different features.")
-        vcov = _vcov_of(model) if method == "delta" else None
-        got = interaction_dask(model, data, sa, sb, method=method, conf_level=conf_level, tol=tol,
-                               target_class=target_class, vcov=vcov)
-        t = got["table"]
-        out = pd.DataFrame([{"steps_a": ", ".join(s.describe() for s in sa),
-                             "steps_b": ", ".join(s.describe() for s in sb), "estimate": got["estimate"],
-                             **{c: t[c] for c in INFERENCE_COLUMNS}, "sd": got["sd"], "n": got["n"],
-                             "n_excluded": got["n_rows"] - got["n"], "tol": got["tol"],
-                             "share_above_tol": got["share_above_tol"]}])
-        out.attrs["conf_level"] = conf_level
-        return out
-    reference = data if reference_data is None else model_frame(model, check_data(reference_data, "reference_data"))
-    sa = parse_steps(data, steps_a, rule_data=reference)
-    sb = parse_steps(data, steps_b, rule_data=reference)
+        sa, sb = parse_steps(probe, steps_a), parse_steps(probe, steps_b)
+    else:
+        reference = frame if reference_data is None else model_frame(model, check_data(reference_data,
+                                                                                      "reference_data"))
+        sa = parse_steps(frame, steps_a, rule_data=reference)
+        sb = parse_steps(frame, steps_b, rule_data=reference)
+        detector = None if extrapolation is None else make_detector(extrapolation, random_state)
     shared = sorted({s.feature for s in sa} & {s.feature for s in sb})
     if shared:
         raise StepError(f"steps_a and steps_b share the feature(s) {shared}; an interaction needs two steps on "
                         "different features.")
-    if tol is not None and (isinstance(tol, bool) or not np.isfinite(tol) or tol < 0):
-        raise ParameterError(f"tol must be a non-negative number, got {tol!r}.")
-    X = predictor.select(data)
-    # rows whose stepped features are missing, or already at a categorical step's level, have no fME there
-    keep = stepped_rows(data, (*sa, *sb))
-    Xa, Xb = apply_steps(X, sa), apply_steps(X, sb)
-    Xab = apply_steps(Xa, sb)
-    if extrapolation is not None:
-        detector = make_detector(extrapolation, random_state)
-        cols = list(X.columns)
-        call_detector(detector, "fit", reference[cols], "fit(reference_data)")
-        for name, pts in (("x", X), ("x + h_a", Xa), ("x + h_b", Xb), ("x + h_a + h_b", Xab)):
-            keep &= ~check_flags(call_detector(detector, "flag", pts[cols], f"flag({name})"), len(pts), detector)
-    if not keep.any():
-        raise DataError("no row can be evaluated: every row has a missing stepped value, is already at a "
-                        "categorical step's level or is an extrapolation point; check the steps.")
-    rows = np.flatnonzero(keep)
-    X, Xa, Xb, Xab = (frame.iloc[rows] for frame in (X, Xa, Xb, Xab))
-    n = rows.size
-    f = predictor(pd.concat([X, Xa, Xb, Xab], ignore_index=True), stage="f(x), f(x + h_a), f(x + h_b), f(x + h_a + h_b)")
-    f0, fa, fb, fab = f[:n], f[n:2 * n], f[2 * n:3 * n], f[3 * n:]
-    values = fab - fa - fb + f0
-    if method == "sample":
-        inf = sample_inference(values)
-    else:
-        # both fMEs of b from the same parameters / the same refits: their difference keeps its uncertainty
-        at_a, at_x = compute_rows(method, model, [(Xa, Xab), (X, Xb)], [fab - fa, fb - f0],
-                                  bootstrap=bootstrap, target_class=target_class)
-        if method == "delta":
-            inf = replace(at_a, values=values, jacobian=at_a.jacobian - at_x.jacobian)
-        else:
-            inf = replace(at_a, values=values, draws=np.asarray(at_a.draws) - np.asarray(at_x.draws))
-    est = inf.average()
-    table = est.table(conf_level).iloc[0].to_dict()
-    scale = float(np.max(np.abs(f))) if f.size else 0.0
-    tol_used = 1e-8 * scale if tol is None else float(tol)
+    engine = dask_interactions if on_dask else local_interactions
+    got = engine.interaction(model, frame, tuple(sa), tuple(sb), method=method, conf_level=conf_level, tol=tol,
+                             target_class=target_class, bootstrap=bootstrap, detector=detector, reference=reference)
+    t = got["table"]
     out = pd.DataFrame([{"steps_a": ", ".join(s.describe() for s in sa),
-                         "steps_b": ", ".join(s.describe() for s in sb), "estimate": float(values.mean()),
-                         **{c: table[c] for c in INFERENCE_COLUMNS},
-                         "sd": float(values.std(ddof=1)) if n > 1 else np.nan, "n": int(n),
-                         "n_excluded": int(len(data) - n), "tol": tol_used,
-                         "share_above_tol": float(np.mean(np.abs(values) > tol_used))}])
-    out.attrs["values"] = pd.Series(values, index=data.index[rows], name="interaction")
-    out.attrs["estimates"] = est
+                         "steps_b": ", ".join(s.describe() for s in sb), "estimate": got["estimate"],
+                         **{c: t[c] for c in INFERENCE_COLUMNS}, "sd": got["sd"], "n": got["n"],
+                         "n_excluded": got["n_rows"] - got["n"], "tol": got["tol"],
+                         "share_above_tol": got["share_above_tol"]}])
+    if got["values"] is not None:
+        out.attrs["values"] = got["values"]
+    out.attrs["estimates"] = got["estimates"]
     out.attrs["estimates_index"] = list(out.index)
     out.attrs["conf_level"] = conf_level
     return out

@@ -22,7 +22,8 @@ from scipy import stats
 from ._utils.validation import check_data, is_categorical, is_complex, is_numeric, mixed_object_numbers
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 
-__all__ = ["Step", "STEP_RULES", "STACK_CELL_BUDGET", "step_size", "parse_steps", "apply_steps", "stack_path", "stepped_rows"]
+__all__ = ["Step", "STEP_RULES", "STACK_CELL_BUDGET", "step_size", "parse_steps", "apply_steps", "stack_path", "stepped_rows",
+           "levels", "same_level", "set_level", "check_training_levels"]
 
 #: Dispersion rules for choosing a numeric step (paper §3.2, "Step Size and Extrapolation Risk").
 STEP_RULES = ("sd", "iqr", "mad", "unit")
@@ -127,7 +128,7 @@ def _unknown_feature_message(feature: Any, data: pd.DataFrame) -> str:
     return f"unknown feature {feature!r}: not a column of the data (columns: {shown})."
 
 
-def _levels(series: pd.Series) -> list:
+def levels(series: pd.Series) -> list:
     if isinstance(series.dtype, pd.CategoricalDtype):
         return list(series.cat.categories)
     if pd.api.types.is_bool_dtype(series.dtype):
@@ -201,19 +202,19 @@ def parse_steps(data: pd.DataFrame, steps: Any, rule_data: pd.DataFrame | None =
         if is_categorical(col):
             if pd.api.types.is_bool_dtype(col.dtype) and not isinstance(value, (bool, np.bool_)):
                 raise StepError(f"feature {feature!r} is boolean: its step is a level, True or False, not {value!r}.")
-            levels = _levels(col)
+            known = levels(col)
             if (rule_data is not data and feature in rule_data.columns
                     and not isinstance(col.dtype, pd.CategoricalDtype)):
                 # the reference (training) data knows levels a subset or a grid (MEM/MER) may lack;
                 # a pandas categorical's own categories are its complete set of levels
-                levels += [lv for lv in _levels(rule_data[feature]) if not any(_same_level(lv, k) for k in levels)]
-            if not any(_same_level(value, lv) for lv in levels):
+                known += [lv for lv in levels(rule_data[feature]) if not any(same_level(lv, k) for k in known)]
+            if not any(same_level(value, lv) for lv in known):
                 kind = "a numeric step" if isinstance(value, numbers.Real) and not isinstance(value, bool) else "level"
                 raise StepError(
-                    f"feature {feature!r} is categorical: give one of its levels {levels[:20]}, "
+                    f"feature {feature!r} is categorical: give one of its levels {known[:20]}, "
                     f"not {kind} {value!r}."
                 )
-            level = next(lv for lv in levels if _same_level(value, lv))
+            level = next(lv for lv in known if same_level(value, lv))
             parsed.append(Step(feature, "categorical", level))
         elif is_numeric(col):
             if rule_data is not data and feature not in rule_data.columns:
@@ -249,24 +250,24 @@ def check_training_levels(steps: Iterable[Step], known: Mapping[str, Sequence[An
     for step in steps:
         if step.is_numeric or step.feature not in known:
             continue
-        levels = list(known[step.feature])
-        if not any(_same_level(step.value, lv) for lv in levels):
+        model_levels = list(known[step.feature])
+        if not any(same_level(step.value, lv) for lv in model_levels):
             raise StepError(
                 f"feature {step.feature!r}: the model never saw the level {step.value!r} when it was fitted (its "
-                f"levels are {levels[:20]}{' ...' if len(levels) > 20 else ''}); it cannot predict at that level "
+                f"levels are {model_levels[:20]}{' ...' if len(model_levels) > 20 else ''}); it cannot predict at that level "
                 "(an unknown category), so the fME would be meaningless. Step to one of the model's levels, or refit "
                 "the model on data that contains it."
             )
 
 
-def _same_level(value: Any, level: Any) -> bool:
+def same_level(value: Any, level: Any) -> bool:
     try:
         return bool(value == level)
     except (TypeError, ValueError):
         return False
 
 
-def _set_level(col: pd.Series, level: Any, n: int) -> Any:
+def set_level(col: pd.Series, level: Any, n: int) -> Any:
     if isinstance(col.dtype, pd.CategoricalDtype):
         code = col.cat.categories.get_loc(level)
         return pd.Categorical.from_codes(np.full(n, code, dtype=np.int64), dtype=col.dtype)
@@ -317,7 +318,7 @@ def apply_steps(frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, An
         if step.is_numeric:
             out[step.feature] = col.to_numpy(dtype=float) + _numeric_shift(step, h)
         else:
-            out[step.feature] = _set_level(col, step.value, n)
+            out[step.feature] = set_level(col, step.value, n)
     return out
 
 
@@ -359,3 +360,7 @@ def stack_path(
         shift = np.broadcast_to(_numeric_shift(step, h), (n,))
         out[step.feature] = (x[None, :] + ts[:, None] * shift[None, :]).ravel()
     return out
+
+
+# the names the Dask engine still imports under their former private spelling
+_levels, _same_level, _set_level = levels, same_level, set_level

@@ -15,7 +15,7 @@ from sklearn.linear_model import LinearRegression
 
 import fme
 from fme.exceptions import FMEError, NameClashError
-from fme.margins import _AME_COLUMNS, _MER_COLUMNS
+from fme.margins import AME_COLUMNS as _AME_COLUMNS, MER_COLUMNS as _MER_COLUMNS
 
 
 @pytest.fixture(scope="module")

@@ -64,8 +64,8 @@ def check_by(columns: Iterable[Any], by: Any, reserved: Iterable[Any] = ()) -> l
     shown = columns[:20]
     cols = list(by) if isinstance(by, (list, tuple, np.ndarray, pd.Index)) else [by]
     if not cols or any(not isinstance(c, Hashable) or isinstance(c, tuple) for c in cols):
-        raise ParameterError(f"by must be a column label or a list of column labels, got {by!r}; "
-                             f"use some of the data's columns {shown}.")
+        raise ParameterError(f"by must be a column name or a list of column names (labels of any hashable type), "
+                             f"got {by!r}; use some of the data's columns {shown}.")
     missing = [c for c in cols if c not in columns]
     if missing:
         raise FeatureError(f"by column(s) {missing} are not columns of the data; use some of {shown}.")

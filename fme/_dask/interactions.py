@@ -17,7 +17,7 @@ from .._core.summary import Moments
 from ..exceptions import DataError
 from ..inference._estimates import Estimates
 from ..inference._methods import compute_rows
-from ..predictors import make_predictor
+from .._adapters.predictor import make_predictor
 from ..steps import apply_steps, stepped_rows
 from .common import _model_frames, as_dask, require_dask
 
@@ -61,9 +61,18 @@ def _above(part: tuple, tol: float) -> int:
     return int(np.sum(np.abs(part[4]) > tol))
 
 
-def interaction_dask(model: Any, data: Any, sa: tuple, sb: tuple, *, method: str, conf_level: float, tol: Any,
-                     target_class: Any, vcov: np.ndarray | None) -> dict:
-    """The interaction's figures on Dask data; ``method`` is 'delta' (with ``vcov``) or 'sample'."""
+def _vcov_of(model: Any) -> np.ndarray:
+    """The parameter covariance of a model that supports the delta method."""
+    if callable(getattr(model, "cov_params", None)):
+        return np.asarray(model.cov_params(), dtype=float)
+    return np.asarray(model.get_vcov(), dtype=float)
+
+
+def interaction(model: Any, data: Any, sa: tuple, sb: tuple, *, method: str, conf_level: float, tol: Any,
+                target_class: Any, bootstrap: Any = None, detector: Any = None, reference: Any = None) -> dict:
+    """The interaction's figures on Dask data, as :func:`fme._local.interactions.interaction` gives them in memory
+    but for the per-row values; ``method`` is 'delta' or 'sample' (the front door refuses the bootstrap and a
+    detector here: ``bootstrap``, ``detector`` and ``reference`` are None)."""
     import dask
     from dask import delayed
 
@@ -81,11 +90,12 @@ def interaction_dask(model: Any, data: Any, sa: tuple, sb: tuple, *, method: str
     mean = float(m.mean[0])
     sd = float(m.sd()[0]) if n > 1 else float("nan")
     if with_jac:
-        est = Estimates("delta", np.array([mean]), grad=(jac / n)[None, :], vcov=vcov)
+        est = Estimates("delta", np.array([mean]), grad=(jac / n)[None, :], vcov=_vcov_of(model))
     else:
         est = Estimates("sample", np.array([mean]), se=np.array([sd / np.sqrt(n) if n > 1 else np.nan]),
                         df=np.array([max(n - 1.0, 1.0)]))
     tol_used = 1e-8 * mx if tol is None else float(tol)
     above = sum(dask.compute(*[delayed(_above)(o, tol_used) for o in outs]))
-    return {"estimate": mean, "table": est.table(conf_level).iloc[0].to_dict(), "sd": sd, "n": int(n),
-            "tol": tol_used, "share_above_tol": above / n, "n_rows": int(data.shape[0].compute())}
+    return {"estimate": mean, "estimates": est, "table": est.table(conf_level).iloc[0].to_dict(), "sd": sd,
+            "n": int(n), "tol": tol_used, "share_above_tol": above / n, "n_rows": int(data.shape[0].compute()),
+            "values": None}

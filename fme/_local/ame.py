@@ -1,0 +1,196 @@
+"""AME tables in memory: :func:`fme.ame` on a pandas frame (the Dask mirror: :mod:`fme._dask.ame`).
+
+:func:`ame` evaluates one univariate fME per table row (a numeric step or rule, an observation-wise categorical
+level, or, with ``categorical='classic'``, every row set to the reference level and then to each other level,
+paper Eq. categorical_me), averages each row's fMEs per ``by`` group (paper §3.2; the groups of
+:mod:`fme._core.groups`) and attaches the chosen inference: the delta method and the fixed-model interval from
+the rows' own ingredients, the bootstrap from one set of refits shared by every row of the table (each refit's
+fMEs averaged per group as they arrive).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._adapters.predictor import make_predictor
+from .._core.groups import frame_groups
+from .._core.plan import FMEOptions
+from .._core.results import stepped_frames
+from .._utils.stats import describe
+from .._utils.validation import check_by_missing, is_categorical
+from ..exceptions import DataError
+from ..inference._estimates import COVERS, Estimates, RowInference, pair_label, pairwise_matrix, undefined_where
+from ..inference._hypotheses import stack_estimates
+from ..inference._methods import compute_averages
+from ..steps import Step, check_training_levels, levels, parse_steps, set_level
+from .effects import fme
+
+__all__ = ["ame"]
+
+
+@dataclass
+class _Spec:
+    """One AME row (before grouping): its fMEs, evaluated positions in ``data`` and the point sets."""
+
+    feature: str
+    step: float
+    level: Any
+    reference: Any
+    values: np.ndarray
+    positions: np.ndarray
+    pair: tuple[pd.DataFrame, pd.DataFrame] | None
+    f0: np.ndarray | None = None
+    inf: RowInference | None = None
+    est: Estimates | None = None
+
+
+def ame(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, method: str, by_cols: list, by_missing: str,
+        hypothesis: Any, bootstrap: Any, conf_level: float, categorical: str, columns: list[str],
+        options: FMEOptions, t_df: float | None = None, delta_label: str = "delta",
+        wts: np.ndarray | None = None) -> pd.DataFrame:
+    """:func:`fme.ame` on the model's frame ``data``, its arguments validated by :func:`fme.ame` (``steps``
+    resolved, ``method`` the inference method, ``by_cols`` the by columns, ``wts`` the rows' weights or None):
+    one fME per row of the table (univariate steps), with ``options`` the keywords passed on to :func:`fme.fme`.
+    The table keeps the joint uncertainty of its rows as printed (for :func:`fme.hypotheses`)."""
+    if by_cols and by_missing == "raise":
+        check_by_missing({c: int(data[c].isna().sum()) for c in by_cols}, len(data))
+    target_class = options.target_class
+    direct = options.replace(inference=_direct(method))
+    specs: list[_Spec] = []
+    for feature, value in steps.items():
+        if is_categorical(data[feature]):
+            specs.extend(_categorical_specs(model, data, feature, value, categorical, direct, method))
+        else:
+            res = fme(model, data, {feature: value}, direct)
+            specs.append(_Spec(feature, res.steps[0].value, None, None, res.results["fme"].to_numpy(dtype=float),
+                               res.positions, *_pair(res, model, method, target_class)))
+    codes_all, groups = frame_groups(data, by_cols)
+    keys = groups.keys
+    live = [s for s in specs if s.pair is not None]
+    # The groups are known here: bootstrap refits are averaged per group as they arrive (no n x B draws).
+    ests = compute_averages(method, model, [s.pair for s in live], [s.values for s in live],
+                            [(codes_all[s.positions], len(keys)) + (() if wts is None else (wts[s.positions],))
+                             for s in live], [s.f0 for s in live],
+                            bootstrap, target_class) if live else []
+    for spec, est in zip(live, ests):
+        spec.est = est
+    rows = []
+    for spec in specs:
+        if spec.est is None:
+            # A level no row could move to keeps its row, with NaN figures and the method asked for.
+            inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
+            spec.est = inf.average(codes_all[spec.positions], len(keys), None if wts is None else wts[spec.positions])
+        if t_df is not None and spec.est.method == "delta":
+            spec.est = replace(spec.est, df=np.full(spec.est.estimate.size, t_df))
+        new = _spec_rows(spec, spec.est, codes_all, keys, by_cols, hypothesis, conf_level, wts is not None)
+        for row in new:
+            row["inference"], row["covers"] = (delta_label if method == "delta" else method), COVERS[method]
+        rows.extend(new)
+    middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
+    out = pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
+    # the joint uncertainty of the rows as printed, for fme.hypotheses (and hypothesis=/equivalence= there)
+    pair_matrix = pairwise_matrix(len(keys))[0] if hypothesis == "pairwise" else None
+    out.attrs["estimates"] = stack_estimates([s.est if pair_matrix is None else s.est.contrast(pair_matrix)
+                                              for s in specs])
+    out.attrs["estimates_index"] = list(out.index)
+    out.attrs["conf_level"] = conf_level
+    if ests and method == "bootstrap":
+        # failed refits are counted with the table, not only warned about
+        e = ests[0]
+        out.attrs["bootstrap"] = {"n_resamples": int(e.draws.shape[1] + e.n_failed), "n_failed": int(e.n_failed),
+                                  "n_nonconverged": int(e.n_nonconverged), "errors": list(e.errors)}
+    adapter = make_predictor(model, target_class).adapter
+    scale = None if adapter is None else adapter.scale_note(data.columns)
+    if scale is not None:
+        out.attrs["scale"] = scale
+    return out
+
+
+def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.DataFrame, by_cols: list,
+               hypothesis: str | None, conf_level: float, weighted: bool = False) -> list[dict[str, Any]]:
+    m = len(keys)
+    codes = codes_all[spec.positions]
+    head = {"feature": spec.feature, "step": spec.step, "level": spec.level, "reference": spec.reference}
+    size_all = np.bincount(codes_all[codes_all >= 0], minlength=m)
+    size_used = np.bincount(codes[codes >= 0], minlength=m)
+    if hypothesis == "pairwise":
+        L, pairs = pairwise_matrix(m)
+        empty_pair = np.array([size_used[i] == 0 or size_used[j] == 0 for i, j in pairs], dtype=bool)
+        table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
+        labels = [pair_label(keys, i, j) for i, j in pairs]
+        rows = []
+        for r, (i, j) in enumerate(pairs):
+            diff = np.nan if empty_pair[r] else float(L[r] @ est.estimate)
+            rows.append({**head, "hypothesis": labels[r], "ame": diff, **table.iloc[r].to_dict(),
+                         "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": int(size_used[i] + size_used[j]),
+                         "n_excluded": int(size_all[i] + size_all[j] - size_used[i] - size_used[j])})
+        return rows
+    table = undefined_where(est.table(conf_level), size_used == 0)
+    rows = []
+    for g in range(m):
+        d = describe(spec.values[codes == g], conf_level)
+        group = {c: keys[c].iloc[g] for c in by_cols}
+        n_ex = int(size_all[g] - size_used[g]) if by_cols else len(codes_all) - spec.positions.size
+        ame = d["mean"] if not weighted or d["n"] == 0 else float(est.estimate[g])
+        rows.append({**head, **group, "ame": ame, **table.iloc[g].to_dict(), "sd": d["sd"], "q25": d["q25"],
+                     "q75": d["q75"], "n": int(d["n"]), "n_excluded": n_ex})
+    return rows
+
+
+def _direct(method: str) -> str:
+    """The method the fME engine computes itself: all but bootstrap (whose refits ame() shares across rows)."""
+    return "sample" if method == "bootstrap" else method
+
+
+def _pair(res: Any, model: Any, method: str, target_class: Any) -> tuple:
+    """(point sets, f(x), ready ingredients) of a spec: the point sets only where ame() still has to compute."""
+    if method == "bootstrap":
+        return stepped_frames(res, model, target_class), res.predictions["f_x"].to_numpy(), None
+    return None, None, res.inference_rows
+
+
+def _categorical_specs(model: Any, data: pd.DataFrame, feature: str, value: Any, categorical: str,
+                       options: FMEOptions, method: str) -> list[_Spec]:
+    all_levels = levels(data[feature])
+    target_class = options.target_class
+    if categorical == "observation":
+        targets = all_levels if value is None else [parse_steps(data, {feature: value})[0].value]
+        specs = []
+        for level in targets:
+            try:
+                res = fme(model, data, {feature: level}, options)
+            except DataError:
+                # Every row is already at this level: nothing to evaluate.
+                specs.append(_Spec(feature, np.nan, level, None, np.empty(0), np.empty(0, dtype=np.int64), None))
+                continue
+            specs.append(_Spec(feature, np.nan, level, None, res.results["fme"].to_numpy(dtype=float), res.positions,
+                               *_pair(res, model, method, target_class)))
+        return specs
+    reference = all_levels[0] if value is None else parse_steps(data, {feature: value})[0].value
+    predictor = make_predictor(model, target_class)
+    if predictor.adapter is not None:
+        check_training_levels([Step(feature, "categorical", lv) for lv in all_levels],
+                              predictor.adapter.training_levels())
+    X0 = predictor.select(data)
+
+    def at_level(level: Any) -> pd.DataFrame:
+        # a fresh frame per predict call: a model that modifies its input cannot leak into the next
+        out = X0.copy(deep=False)
+        out[feature] = set_level(data[feature], level, len(data))
+        return out
+
+    X_ref = None if method == "sample" else at_level(reference)
+    base = predictor(at_level(reference), stage=f"{feature} = {reference!r}")
+    specs = []
+    for level in all_levels:
+        if level == reference:
+            continue
+        pred = predictor(at_level(level), stage=f"{feature} = {level!r}")
+        pair = None if method == "sample" else (X_ref, at_level(level))
+        specs.append(_Spec(feature, np.nan, level, reference, pred - base, np.arange(len(data)), pair, base))
+    return specs

@@ -1,0 +1,386 @@
+"""Aggregations of forward marginal effects (paper §3.2): the average marginal effect (AME), the effects at
+representative values (MER) and at the means (MEM), the typical values MEM evaluates at, and the derivative ME
+(dME, paper §4.1, "Forward Difference versus Derivative") to compare against.
+
+These are front doors: they validate once, resolve the steps, the ``by`` columns (:mod:`fme._core.groups`), the
+inference method and an :class:`~fme._core.plan.FMEOptions` record, and hand them to the in-memory engine
+(:mod:`fme._local.ame`, :mod:`fme._local.margins`) or the Dask one (:mod:`fme._dask.ame`,
+:mod:`fme._dask.margins`). Other comparison scales than the difference compose :func:`fme.avg_comparisons`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._adapters import model_frame
+from ._adapters.predictor import make_predictor
+from ._core.groups import check_by
+from ._core.plan import FMEOptions
+from ._dask import ame as dask_ame
+from ._dask import margins as dask_margins
+from ._local import ame as local_ame
+from ._local import margins as local_margins
+from ._local.margins import AT_FIX
+from ._utils.validation import (BY_MISSING, check_conf_level, check_data, check_name_clash, check_single_output,
+                                check_weights, is_categorical, is_dask_collection, is_numeric)
+from .comparisons import comparisons_by_step
+from .exceptions import DataError, FeatureError, ParameterError, StepError
+from .hypotheses import hypotheses
+from .inference._estimates import INFERENCE_COLUMNS
+from .inference._hypotheses import NAMED
+from .inference._methods import resolve_method
+from .inference._vcov import residual_df, with_vcov
+# dme (the derivative ME, paper §2.2, §3.1) lives with the other derivatives; fme.margins.dme is its public path
+from .slopes import dme
+from .steps import levels, parse_steps, same_level
+
+__all__ = ["ame", "mem", "mer", "dme", "typical_values", "AME_COLUMNS", "MER_COLUMNS"]
+
+DESCRIPTIVE = ["sd", "q25", "q75", "n", "n_excluded"]
+#: The columns of an :func:`ame` table (the ``by`` columns, or ``hypothesis``, after ``reference``).
+AME_COLUMNS = ["feature", "step", "level", "reference", "ame", *INFERENCE_COLUMNS, *DESCRIPTIVE]
+#: The columns mer()/mem() put beside the ``at`` columns (with ``step_<feature>`` under 'shrink').
+MER_COLUMNS = ["fme", *INFERENCE_COLUMNS, *DESCRIPTIVE, "nlm", "nlm_status", "extrapolation", "extrapolation_point",
+               "note"]
+
+
+def ame(
+    model: Any,
+    data: pd.DataFrame,
+    steps: Mapping[str, Any] | None = None,
+    *,
+    inference: str = "auto",
+    by: str | Sequence[str] | None = None,
+    hypothesis: str | None = None,
+    bootstrap: Mapping[str, Any] | None = None,
+    conf_level: float = 0.95,
+    features: Sequence[str] | None = None,
+    categorical: str = "observation",
+    equivalence: Sequence[float] | None = None,
+    multcomp: str | None = None,
+    vcov: Any = None,
+    df: Any = None,
+    comparison: str = "difference",
+    by_missing: str = "group",
+    wts: Any = None,
+    **fme_kwargs: Any,
+) -> pd.DataFrame:
+    """Average marginal effects, one row per feature (and per category, per ``by`` group).
+
+    The AME is the mean fME over the evaluated rows (paper §3.2). Each entry
+    of ``steps`` is evaluated as its own *univariate* fME (use :func:`fme.fme`
+    and :meth:`FMEResult.tidy` for a multivariate step). ``steps=None`` uses
+    every feature in ``features`` (default: the model's inputs if it knows
+    them, else every column of ``data``): numeric features get the unit step
+    ``h = 1``, categorical features one row per level.
+
+    Parameters
+    ----------
+    model, data :
+        As in :func:`fme.fme`.
+    steps : dict, optional
+        ``{feature: h or rule}`` for numeric, ``{feature: level}`` or
+        ``{feature: None}`` (every level) for categorical features.
+    inference : {'auto', 'delta', 'bootstrap', 'sample'}, default='auto'
+        What ``std_error``/``conf_low``/``conf_high``/``p_value`` describe
+        (:mod:`fme.inference`): ``delta`` and ``bootstrap`` the uncertainty of
+        the AME due to the fitted model (parameter covariance; refits);
+        ``sample`` the spread of the fMEs over the rows with the model held
+        fixed (t-based, the paper's cAME CI of §5.5). ``auto``: bootstrap when
+        ``bootstrap`` is given, else delta where the model supports it
+        (statsmodels results), else sample. The ``inference`` column says
+        which was used.
+    by : column label or list of them, optional
+        One row per group of ``data`` (the group's own evaluated rows), the
+        group's value(s) in column(s) named like ``by`` (a label of any hashable
+        type; the groups sorted, a missing value a group of its own, listed last:
+        the same rules for every averaging verb). A ``by`` column named
+        like one of the table's own columns (``n``, ``feature``, ...) raises
+        :class:`~fme.exceptions.NameClashError` (pass it under another name).
+    hypothesis : None, str or ndarray
+        ``'pairwise'`` with ``by``: the differences between groups, "(b) - (a)" for every
+        pair (later minus earlier group), per feature, with their uncertainty
+        under the same method (a ``hypothesis`` column names them). Any other
+        hypothesis of :func:`fme.hypotheses` (``'revpairwise'``, ``'reference'``,
+        ``'sequential'``, ..., an equation over the rows such as ``'b1 - b2 = 0'``
+        or ``'b2 / b1 = 1'``, a matrix of contrast weights) is applied to the
+        table's rows as printed and returns the :func:`fme.hypotheses` table.
+    equivalence : [low, high], optional
+        Two one-sided tests of every row (or hypothesis) against the band
+        (``p_value_noninf``, ``p_value_nonsup``, ``p_value_equiv``; see
+        :func:`fme.hypotheses`).
+    multcomp : {'holm', 'bonferroni', 'fdr_bh'}, optional
+        Adjusted p-values over the rows (or hypotheses): ``p_value_adj``.
+    vcov : {'HC0', 'HC1', 'HC2', 'HC3'}, {'cluster': column} or array, optional
+        The delta method's parameter covariance (:mod:`fme.inference._vcov`): heteroskedasticity-robust,
+        cluster-robust by a column of the model's training data, or a k x k matrix; the ``inference``
+        column names it (``delta (HC3)``).
+    df : float or 'residual', optional
+        Delta method: t quantiles with these degrees of freedom (``'residual'``: the model's
+        ``df_resid``, as marginaleffects does for OLS) instead of normal ones.
+    comparison : str, default='difference'
+        The paper's fME compares on the difference scale; ``'ratio'``, ``'lnratio'``, ``'lnor'``,
+        ``'lift'`` and their ``...avg`` forms return :func:`fme.avg_comparisons` of each step (pandas
+        or Dask data, delta, bootstrap or sample; the NLM and cAMEs stay on the difference scale).
+    bootstrap : dict, optional
+        Training data and options of the refits (:mod:`fme.inference._bootstrap`); all
+        rows of the table share the same refits.
+    conf_level : float, default=0.95
+    features : sequence of str, optional
+        Features for ``steps=None``.
+    categorical : {'observation', 'classic'}, default='observation'
+        ``observation``: the observation-wise categorical ME (§5.1), rows
+        already at the level are left out. ``classic``: every row is set to
+        the reference level (the first level, or the value given in
+        ``steps``), then to each other level (Eq. categorical_me). On Dask
+        data both work; classic evaluates all levels of a feature in one pass
+        (:mod:`fme._dask.classic`).
+    wts : str or array, optional
+        Weights of the rows (a column of ``data``; for pandas data also one number per row; survey or frequency
+        weights): each AME (and ``by`` group, hypothesis) is the weighted mean of the rows' fMEs, with delta
+        (weighted mean of the Jacobian rows), bootstrap (each refit's weighted mean) or fixed-model inference
+        (the weighted mean's standard error with the weights held fixed). ``sd``, ``q25``, ``q75`` stay
+        the unweighted spread of the fMEs.
+    by_missing : {'group', 'raise'}, default='group'
+        Rows whose ``by`` value is missing: ``group`` gives them a group of
+        their own (the missing value as its label, listed last); ``raise``
+        refuses them with a :class:`~fme.exceptions.DataError` naming the
+        column and the count. They are never dropped silently.
+    **fme_kwargs
+        Passed to :func:`fme.fme` (``extrapolation``, ``reference_data``, ...).
+
+    Returns
+    -------
+    DataFrame
+        Columns feature, step (NaN for categorical), level (None for numeric),
+        reference (classic only), the ``by`` column(s) (or ``hypothesis``),
+        ame, std_error, statistic, p_value, conf_low, conf_high, inference,
+        and the descriptive sd, q25, q75 (of the fMEs), n, n_excluded.
+        ``statistic`` is z (delta, bootstrap) or t with n - 1 df (sample).
+        With bootstrap, ``attrs['bootstrap']`` counts the refits: ``n_resamples``, ``n_failed`` (left
+        out: errors, and fits that did not converge unless ``keep_nonconverged``), ``n_nonconverged`` and
+        the distinct ``errors`` of the failed ones (also warned about). For a model with an exposure or
+        offset, ``attrs['scale']`` says which was used (see ``exposure`` in :func:`fme.fme`).
+    """
+    if wts is not None and comparison != "difference":
+        raise ParameterError("wts= works with comparison='difference'; weight the rows of fme.avg_comparisons "
+                             "by passing them repeated (frequency weights), or use the difference scale.")
+    if comparison != "difference":
+        if not isinstance(steps, Mapping) or not steps:
+            raise StepError("comparison scales need steps={feature: step or level, ...}.")
+        table = comparisons_by_step(model, data, steps, comparison=comparison, by=by, inference=inference,
+                                    bootstrap=bootstrap, conf_level=conf_level, vcov=vcov, df=df, **fme_kwargs)
+        # hypotheses on the table's rows as printed (by-groups too), with their joint uncertainty
+        return table if hypothesis is None and equivalence is None and multcomp is None else hypotheses(
+            table, hypothesis, equivalence=equivalence, multcomp=multcomp)
+    # Validated once, on the rows (pandas) or on the Dask frame's _meta; the engine trusts what it is handed.
+    model, delta_label = with_vcov(model, vcov)
+    t_df = residual_df(model, df)
+    on_dask = is_dask_collection(data)
+    # the offset columns are added once here; the engines then find them in the frame
+    exposure, offset = fme_kwargs.pop("exposure", None), fme_kwargs.pop("offset", None)
+    frame = model_frame(model, data._meta if on_dask else check_data(data), exposure=exposure, offset=offset)
+    conf_level = check_conf_level(conf_level)
+    target_class = fme_kwargs.get("target_class")
+    check_single_output(target_class, "ame")
+    if categorical not in ("observation", "classic"):
+        raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
+    # the margins vocabulary beyond by-group pairs: computed on the table's rows (fme.hypotheses)
+    # 'pairwise' is fme's by-group comparison (per feature; it needs by=); fme.hypotheses(table, 'pairwise')
+    # compares the rows of any table
+    by_pairs = hypothesis is None or (isinstance(hypothesis, str) and hypothesis == "pairwise")
+    if isinstance(hypothesis, str) and not by_pairs and hypothesis not in NAMED and "=" not in hypothesis:
+        raise ParameterError(f"hypothesis must be None, 'pairwise' (by-groups), one of {NAMED} (the table's rows), "
+                             f"an equation such as 'b1 - b2 = 0' or a matrix of contrast weights; got {hypothesis!r}.")
+    if not by_pairs or equivalence is not None or multcomp is not None:
+        table = ame(model, data, steps, inference=inference, by=by, hypothesis=hypothesis if by_pairs else None,
+                    bootstrap=bootstrap, conf_level=conf_level, features=features, categorical=categorical,
+                    df=t_df, wts=wts, by_missing=by_missing, exposure=exposure, offset=offset, **fme_kwargs)
+        return hypotheses(table, None if by_pairs else hypothesis, equivalence=equivalence, multcomp=multcomp)
+    # the by columns sit beside fme's in one table: a shared name would make it ambiguous
+    by_cols = check_by(frame.columns, by, AME_COLUMNS if hypothesis is None else ())
+    if by_missing not in BY_MISSING:
+        raise ParameterError(f"by_missing must be one of {BY_MISSING}, got {by_missing!r}.")
+    if hypothesis == "pairwise" and not by_cols:
+        raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
+    method = resolve_method(inference, model, bootstrap)
+    steps = _resolve_steps(model, frame, steps, features, target_class)
+    weights = check_weights(wts, frame, on_dask)
+    common = dict(method=method, by_cols=by_cols, by_missing=by_missing, hypothesis=hypothesis, bootstrap=bootstrap,
+                  conf_level=conf_level, categorical=categorical, columns=AME_COLUMNS, t_df=t_df,
+                  delta_label=delta_label, wts=weights)
+    if on_dask:
+        options = FMEOptions.from_kwargs({**fme_kwargs, "exposure": exposure, "offset": offset}, "fme.ame")
+        return dask_ame.ame_dask(model, data, steps, options=options, **common)
+    return local_ame.ame(model, frame, steps, options=FMEOptions.from_kwargs(fme_kwargs, "fme.ame"), **common)
+
+
+def _resolve_steps(model: Any, frame: pd.DataFrame, steps: Any, features: Any, target_class: Any) -> dict:
+    """``steps`` checked against the model's frame; ``steps=None``: every feature of ``features`` (default: the
+    model's inputs if it knows them, else every column), the unit step for numeric ones, every level for
+    categorical ones."""
+    if steps is None:
+        if features is None:
+            names = make_predictor(model, target_class).feature_names
+            features = names if names is not None else list(frame.columns)
+        for f in features:
+            if f not in frame.columns:
+                raise FeatureError(f"unknown feature {f!r}: not a column of the data.")
+        steps = {f: (None if is_categorical(frame[f]) else 1.0) for f in features}
+    elif not isinstance(steps, Mapping) or len(steps) == 0:
+        raise StepError("`steps` must be a non-empty dict such as {'age': 1, 'sex': None}, or None for all features.")
+    for feature in steps:
+        if feature not in frame.columns:
+            raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
+    return dict(steps)
+
+
+def typical_values(data: pd.DataFrame) -> pd.DataFrame:
+    """One row of typical values: the mean of numeric columns, the mode of the others.
+
+    Column dtypes are kept (categoricals stay categorical).
+    """
+    data = check_data(data)
+    out = {}
+    for c in data.columns:
+        col = data[c]
+        if is_numeric(col):
+            finite = col.to_numpy(dtype=float, na_value=np.nan)
+            finite = finite[np.isfinite(finite)]
+            if finite.size == 0:
+                raise DataError(f"column {c!r} has no finite value; cannot take its mean.")
+            out[c] = pd.Series([float(finite.mean())])
+        else:
+            counts = col.value_counts(sort=False)
+            if counts.empty:
+                raise DataError(f"column {c!r} has no non-missing value; cannot take its mode.")
+            # nullable dtypes compare to <NA> on missing values: those rows are not the mode
+            first = np.flatnonzero((col == counts.idxmax()).to_numpy(dtype=bool, na_value=False))[0]
+            out[c] = col.iloc[[int(first)]].reset_index(drop=True)
+    return pd.DataFrame(out)
+
+
+def _check_at_values(data: pd.DataFrame, feature: str, values: Sequence[Any]) -> None:
+    """Representative values must be levels of a categorical feature / real numbers for a numeric one."""
+    if is_categorical(data[feature]):
+        known = levels(data[feature])
+        bad = [v for v in values if not any(same_level(v, lv) for lv in known)]
+        if bad:
+            raise ParameterError(
+                f"`at` gives {bad} for the categorical feature {feature!r}; use its levels {known[:20]}."
+            )
+        return
+    bad = [v for v in values
+           if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(float(v))]
+    if bad:
+        raise ParameterError(f"`at` gives {bad} for the numeric feature {feature!r}; use finite numbers.")
+
+
+def mer(
+    model: Any,
+    data: pd.DataFrame,
+    steps: Mapping[str, Any],
+    at: Mapping[str, Any] | None = None,
+    *,
+    inference: str = "auto",
+    bootstrap: Mapping[str, Any] | None = None,
+    conf_level: float = 0.95,
+    **fme_kwargs: Any,
+) -> pd.DataFrame:
+    """Forward marginal effects at representative values (MER, paper §3.2).
+
+    Starts from :func:`typical_values` of ``data`` and overrides the features
+    in ``at``; lists of values form a grid (every combination). Step rules
+    (``"sd"``) are computed on ``data``. An ``at`` feature named like one of
+    the table's own columns (``fme``, ``n``, ``note``, ...) raises
+    :class:`~fme.exceptions.NameClashError`.
+
+    Parameters
+    ----------
+    inference, bootstrap, conf_level :
+        Uncertainty of each grid point's fME, as in :func:`fme.ame`. With
+        ``sample`` (the fallback of ``auto`` for models without parameters) a
+        single point has no interval: NaN.
+
+    Returns
+    -------
+    DataFrame
+        One row per grid point: the ``at`` columns, then ``fme``, std_error,
+        statistic, p_value, conf_low, conf_high, inference, the descriptive
+        sd (NaN), q25 = q75 = fme, n (1, or 0 if not evaluated), n_excluded,
+        (and ``nlm``), NaN where a point was not evaluated (already at a
+        categorical level, or an extrapolation point) with the reason in
+        ``note``. For ``target_class='all'``: ``fme_<class>`` columns only.
+
+    ``data`` (or ``reference_data``) may be a ``dask.dataframe.DataFrame``:
+    the typical values, levels, step rules and the detector's reference come
+    from reductions (:mod:`fme._dask.margins`; ``sample_size`` as in
+    :func:`fme.fme`), then the grid is evaluated in memory.
+    """
+    base = None
+    if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
+        data, steps, base, fme_kwargs = dask_margins.local_view(model, data, steps, at, fme_kwargs)
+    return _mer(model, data, steps, at, base, inference=inference, bootstrap=bootstrap, conf_level=conf_level,
+                **fme_kwargs)
+
+
+def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[str, Any] | None,
+         base: pd.DataFrame | None, *, inference: str, bootstrap: Any, conf_level: float,
+         **fme_kwargs: Any) -> pd.DataFrame:
+    """:func:`mer` with the typical values ``base`` given (Dask data: from reductions) or taken from ``data``:
+    the grid resolved here, evaluated by the engine (:func:`fme._local.margins.mer`)."""
+    model = with_vcov(model, fme_kwargs.pop("vcov", None))[0]
+    data = model_frame(model, check_data(data))
+    conf_level = check_conf_level(conf_level)
+    at = {} if at is None else dict(at)
+    for f in at:
+        if f not in data.columns:
+            raise FeatureError(f"unknown feature {f!r} in `at`: not a column of the data.")
+    base = typical_values(data) if base is None else base
+    keys = list(at)
+    values = [v if isinstance(v, (list, tuple, np.ndarray, pd.Index)) else [v] for v in at.values()]
+    grid = list(itertools.product(*values)) if keys else [()]
+    frame = base.loc[np.zeros(len(grid), dtype=int)].reset_index(drop=True)
+    for f, vals in zip(keys, values):
+        _check_at_values(data, f, vals)
+    for j, f in enumerate(keys):
+        col = [g[j] for g in grid]
+        if isinstance(data[f].dtype, pd.CategoricalDtype):
+            frame[f] = pd.Categorical(col, dtype=data[f].dtype)
+        else:
+            frame[f] = pd.Series(col, dtype=data[f].dtype if not is_numeric(data[f]) else float)
+    parsed = parse_steps(data, steps)
+    check_name_clash(keys, MER_COLUMNS + [f"step_{s.feature}" for s in parsed], "at", AT_FIX)
+    numeric_steps = {s.feature: s.value for s in parsed}
+    fme_kwargs.setdefault("reference_data", data)
+    multi = isinstance(fme_kwargs.get("target_class"), str) and fme_kwargs.get("target_class") == "all"
+    method = resolve_method(inference, model, bootstrap, multi)
+    options = FMEOptions.from_kwargs({**fme_kwargs, "inference": method, "bootstrap": bootstrap,
+                                      "conf_level": conf_level}, "fme.mer")
+    return local_margins.mer(model, frame, keys, numeric_steps, options, multi)
+
+
+def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: Any) -> pd.DataFrame:
+    """Forward marginal effect at the means (MEM, paper §3.2).
+
+    Numeric features at their means, categorical ones at their modes. For a
+    categorical step the stepped feature is evaluated at each other level
+    (Williams' categorical MEM), since the mode may already be the target.
+    Keywords (``inference``, ``bootstrap``, ``conf_level``, ...) and the
+    columns are those of :func:`mer`.
+    """
+    base = None
+    if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
+        data, steps, base, fme_kwargs = dask_margins.local_view(model, data, steps, None, fme_kwargs)
+    data = model_frame(model, check_data(data))
+    parsed = parse_steps(data, steps)
+    at = {s.feature: [lv for lv in levels(data[s.feature]) if lv != s.value] for s in parsed if not s.is_numeric}
+    kw = {k: fme_kwargs.pop(k) for k in ("inference", "bootstrap", "conf_level") if k in fme_kwargs}
+    return _mer(model, data, steps, at, base, **{"inference": "auto", "bootstrap": None, "conf_level": 0.95, **kw},
+                **fme_kwargs)
