@@ -14,7 +14,7 @@ paper); ``method="cart"`` a scikit-learn CART tree. ``n_partitions`` and
 
 This module is the front door: :func:`came` validates its arguments once
 (:func:`_check_came_args`, on in-memory or Dask effects alike) and hands them
-to the in-memory worker (:func:`fme._trees.grow.grow_partition`) or the Dask
+to the in-memory engine (:func:`fme._local.came.came`) or the Dask
 engine (:func:`fme._dask.came.came_dask`); :func:`partition_stability` refits
 on subsamples. The result, :class:`PartitionResult` with its tables, lives in
 :mod:`fme._trees.partition` and is re-exported here.
@@ -30,11 +30,11 @@ import numpy as np
 import pandas as pd
 
 from ._core.results import FMEResult
-from ._dask.came import came_dask
+from ._local import came as local_came
+from ._dask import came as dask_came
 from ._dask.outputs import DaskMultiFMEResult
 from ._dask.result import DaskFMEResult
 from ._trees.args import check_tree_params
-from ._trees.grow import grow_partition
 from ._trees.partition import PartitionResult
 from ._utils.progress import progress_bar
 from ._utils.validation import check_conf_level, check_random_state, seed_of
@@ -170,8 +170,8 @@ def came(
                   standardize=standardize, params=params, tree_params=tree_params, honest=bool(honest),
                   honest_fraction=float(honest_fraction), seed=split_seed)
         if on_dask:
-            return came_dask(effects, sample_size=sample_size, random_state=random_state, **kw)
-        return grow_partition(effects, **kw)
+            return dask_came.came_dask(effects, sample_size=sample_size, random_state=random_state, **kw)
+        return local_came.came(effects, sample_size=None, random_state=random_state, **kw)
 
     part = one(seeds[0])
     if n_splits > 1:

@@ -35,8 +35,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # the plan, the batch kernel, mergeable summaries, exclusions, the in-memory engine and FMEResult
     ("core", ("fme._core",)),
     ("trees and cAMEs", ("fme._trees",)),
-    # the Dask engine: below the front doors, which validate and hand it a resolved plan
-    ("dask engine", ("fme._dask",)),
+    # the two engines, in memory and on Dask, mirrored module for module: below the front doors, which validate
+    # and hand them a resolved plan; they never import each other (test_engines_do_not_import_each_other)
+    ("engines", ("fme._local", "fme._dask")),
     ("front doors", ("fme.effects", "fme.margins", "fme.came", "fme.ctree", "fme.linearity", "fme.hypotheses", "fme.interactions",
                      "fme.predictions", "fme.slopes", "fme.comparisons")),
     ("plotting", ("fme.plotting",)),
@@ -264,8 +265,17 @@ def test_a_planted_deferred_cycle_in_fme_is_caught(tmp_path):
     g = import_graph(copy)
     assert cycles({m: e[MODULE] for m, e in g.items()}) == []          # invisible at module level
     found = cycles(every_import(g))
-    assert len(found) == 1 and {"fme._core.kernel", "fme.effects", "fme._core.local"} <= set(found[0])
+    assert len(found) == 1 and {"fme._core.kernel", "fme.effects", "fme._local.effects"} <= set(found[0])
     assert upward_imports(g)[("fme._core", "fme.effects")] == ["deferred: fme._core.kernel -> fme.effects"]
+
+
+def test_engines_do_not_import_each_other(graph):
+    """The in-memory and the Dask engine share only what lives in fme._core (or lower): neither imports the
+    other, whatever the kind of import."""
+    crossing = sorted(f"{m} -> {t}" for m, targets in every_import(graph).items() for t in targets
+                      for a, b in (("fme._local", "fme._dask"), ("fme._dask", "fme._local"))
+                      if (m == a or m.startswith(a + ".")) and (t == b or t.startswith(b + ".")))
+    assert crossing == []
 
 
 def test_extrapolation_families_import_only_the_base_downwards(graph):

@@ -32,7 +32,7 @@ from .._utils.validation import check_name_clash
 from .summary import Moments, WMoments
 
 __all__ = ["check_by", "sorted_keys", "frame_groups", "GroupSpec", "GroupSums", "one_group", "row_weights",
-           "group_codes", "group_sums", "BY_FIX"]
+           "group_codes", "group_sums", "indicator", "BY_FIX"]
 
 #: The way out of a ``by`` column named like one of the table's own columns.
 BY_FIX = ("Pass it under another name, e.g. data.assign({name}_group=data[{name!r}]) with by='{name}_group'.")
@@ -144,7 +144,7 @@ def group_codes(part: pd.DataFrame, spec: GroupSpec) -> np.ndarray:
     return merged[code].fillna(-1).to_numpy(dtype=np.int64)
 
 
-def _indicator(codes: np.ndarray, n_groups: int, weights: np.ndarray | None = None) -> sparse.csr_matrix:
+def indicator(codes: np.ndarray, n_groups: int, weights: np.ndarray | None = None) -> sparse.csr_matrix:
     """Sparse (groups x rows) sums: 1 (or the row's weight) where the row is in the group."""
     used = np.flatnonzero(codes >= 0)
     w = np.ones(used.size) if weights is None else np.asarray(weights, dtype=float)[used]
@@ -173,7 +173,7 @@ def group_sums(batch: Any, codes_all: np.ndarray, n_groups: int,
     jac = None
     rows = batch.rows
     if rows is not None and rows.method == "delta":
-        jac = np.asarray(_indicator(codes, n_groups, w) @ rows.jacobian)
+        jac = np.asarray(indicator(codes, n_groups, w) @ rows.jacobian)
     weighted = None
     if w is not None:
         # the rows the unweighted moments count (a NaN fME is left out of both)

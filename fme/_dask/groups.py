@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.groups import GroupSpec, GroupSums, group_codes, group_sums, one_group, row_weights  # noqa: F401
+from .._core.groups import indicator as _indicator  # noqa: F401 - the bootstrap's former import path
 from .._utils.validation import check_by_missing
 
 __all__ = ["GroupSpec", "GroupSums", "group_keys", "group_codes", "group_sums", "group_sizes",
