@@ -73,7 +73,9 @@ def slope_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, pr
     values, jacs = [], []
     for v, step in zip(variables, steps):
         x = piece[v].to_numpy(dtype=float)
-        lo, hi = X.assign(**{v: X[v] - step / 2}), X.assign(**{v: X[v] + step / 2})
+        lo, hi = X.copy(deep=False), X.copy(deep=False)
+        # set by item, not assign(**): a column label need not be a string
+        lo[v], hi[v] = X[v] - step / 2, X[v] + step / 2
         # statsmodels GLM-type models: both predictions and the difference's Jacobian from one design matrix
         # per point set (no separate predict); other models predict, then differentiate
         fast = evaluate_with_jacobian(model, lo, hi) if delta else None
