@@ -28,6 +28,7 @@ from .exceptions import DataError, ParameterError, StepError
 from .extrapolation import make_detector
 from .inference._estimates import INFERENCE_COLUMNS, sample_inference
 from .inference._methods import compute_rows, resolve_method
+from .inference.table import EstimatesTable
 from .predictors import make_predictor
 from .steps import apply_steps, parse_steps, stepped_rows
 from ._dask.interactions import interaction_dask
@@ -65,7 +66,7 @@ def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], step
 
     Returns
     -------
-    DataFrame
+    EstimatesTable
         One row: ``steps_a``, ``steps_b``, ``estimate`` (the average interaction), ``std_error``,
         ``statistic``, ``p_value``, ``conf_low``, ``conf_high``, ``inference``, ``sd``, ``n``,
         ``n_excluded``, ``tol``, ``share_above_tol``. ``attrs["values"]``: the per-row interactions
@@ -103,8 +104,7 @@ def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], step
                              **{c: t[c] for c in INFERENCE_COLUMNS}, "sd": got["sd"], "n": got["n"],
                              "n_excluded": got["n_rows"] - got["n"], "tol": got["tol"],
                              "share_above_tol": got["share_above_tol"]}])
-        out.attrs["conf_level"] = conf_level
-        return out
+        return EstimatesTable.from_frame(out, got["est"], conf_level=conf_level)
     reference = data if reference_data is None else model_frame(model, check_data(reference_data, "reference_data"))
     sa = parse_steps(data, steps_a, rule_data=reference)
     sb = parse_steps(data, steps_b, rule_data=reference)
@@ -155,7 +155,4 @@ def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], step
                          "n_excluded": int(len(data) - n), "tol": tol_used,
                          "share_above_tol": float(np.mean(np.abs(values) > tol_used))}])
     out.attrs["values"] = pd.Series(values, index=data.index[rows], name="interaction")
-    out.attrs["estimates"] = est
-    out.attrs["estimates_index"] = list(out.index)
-    out.attrs["conf_level"] = conf_level
-    return out
+    return EstimatesTable.from_frame(out, est, conf_level=conf_level)

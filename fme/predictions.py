@@ -26,6 +26,7 @@ from .exceptions import FeatureError, ModelError, ParameterError
 from .inference._estimates import INFERENCE_COLUMNS, Estimates
 from .inference._methods import resolve_method
 from .inference._vcov import residual_df, with_vcov
+from .inference.table import EstimatesTable
 from .predictors import make_predictor
 
 __all__ = ["predictions", "avg_predictions", "level_rows", "delta_table", "average_table"]
@@ -191,10 +192,10 @@ def avg_predictions(model: Any, data: pd.DataFrame, *, by: str | Sequence[str] |
 
     Returns
     -------
-    DataFrame
+    EstimatesTable
         The ``by`` columns, ``estimate``, ``std_error``, ``statistic``, ``p_value``, ``conf_low``,
-        ``conf_high``, ``inference``, ``covers``, ``n``; ``attrs["estimates"]`` keeps the rows' joint
-        uncertainty for :func:`fme.hypotheses`.
+        ``conf_high``, ``inference``, ``covers``, ``n``; it keeps the rows' joint uncertainty for
+        :func:`fme.hypotheses`.
     """
     model, delta_label = with_vcov(model, vcov)
     t_df = residual_df(model, df)
@@ -234,15 +235,14 @@ def _by_columns(frame: pd.DataFrame, by: Any) -> list:
 def average_table(est: Estimates, keys: pd.DataFrame, counts: np.ndarray, t_df: float | None, label: str,
                   conf_level: float, head: dict | None = None) -> pd.DataFrame:
     """The table of averaged estimates: ``head`` columns, the ``by`` keys, ``estimate``, the inference columns and
-    ``n``; ``attrs`` keep the joint uncertainty (for :func:`fme.hypotheses`) and the bootstrap's record."""
+    ``n``: an :class:`~fme.EstimatesTable` keeping the joint uncertainty (for :func:`fme.hypotheses`) and the
+    bootstrap's record."""
     est, table = delta_table(est, t_df, label, conf_level)
     m = est.estimate.size
     out = pd.concat([pd.DataFrame({k: [v] * m for k, v in (head or {}).items()}), keys.reset_index(drop=True),
                      pd.DataFrame({"estimate": est.estimate}), table, pd.DataFrame({"n": counts})], axis=1)
-    out.attrs["estimates"] = est
-    out.attrs["estimates_index"] = list(out.index)
-    out.attrs["conf_level"] = conf_level
+    out = EstimatesTable.from_frame(out, est, conf_level=conf_level)
     if est.method == "bootstrap":
-        out.attrs["bootstrap"] = {"n_resamples": int(est.draws.shape[1] + est.n_failed), "n_failed": est.n_failed,
-                                  "n_nonconverged": est.n_nonconverged, "errors": list(est.errors)}
+        out.bootstrap = {"n_resamples": int(est.draws.shape[1] + est.n_failed), "n_failed": est.n_failed,
+                         "n_nonconverged": est.n_nonconverged, "errors": list(est.errors)}
     return out

@@ -87,5 +87,5 @@ def interaction_dask(model: Any, data: Any, sa: tuple, sb: tuple, *, method: str
                         df=np.array([max(n - 1.0, 1.0)]))
     tol_used = 1e-8 * mx if tol is None else float(tol)
     above = sum(dask.compute(*[delayed(_above)(o, tol_used) for o in outs]))
-    return {"estimate": mean, "table": est.table(conf_level).iloc[0].to_dict(), "sd": sd, "n": int(n),
+    return {"estimate": mean, "est": est, "table": est.table(conf_level).iloc[0].to_dict(), "sd": sd, "n": int(n),
             "tol": tol_used, "share_above_tol": above / n, "n_rows": int(data.shape[0].compute())}

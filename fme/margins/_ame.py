@@ -28,6 +28,7 @@ from ..inference._estimates import (COVERS, INFERENCE_COLUMNS, Estimates, RowInf
 from ..inference._hypotheses import NAMED
 from ..inference._methods import compute_averages, resolve_method
 from ..inference._vcov import residual_df, with_vcov
+from ..inference.table import EstimatesTable
 from ..predictors import make_predictor
 from ..steps import Step, _levels, _set_level, check_training_levels, parse_steps
 
@@ -216,16 +217,17 @@ def ame(
 
     Returns
     -------
-    DataFrame
-        Columns feature, step (NaN for categorical), level (None for numeric),
+    EstimatesTable
+        A DataFrame keeping the rows' joint uncertainty (:func:`fme.hypotheses`). Columns feature,
+        step (NaN for categorical), level (None for numeric),
         reference (classic only), the ``by`` column(s) (or ``hypothesis``),
         ame, std_error, statistic, p_value, conf_low, conf_high, inference,
         and the descriptive sd, q25, q75 (of the fMEs), n, n_excluded.
         ``statistic`` is z (delta, bootstrap) or t with n - 1 df (sample).
-        With bootstrap, ``attrs['bootstrap']`` counts the refits: ``n_resamples``, ``n_failed`` (left
+        With bootstrap, ``.bootstrap`` counts the refits: ``n_resamples``, ``n_failed`` (left
         out: errors, and fits that did not converge unless ``keep_nonconverged``), ``n_nonconverged`` and
         the distinct ``errors`` of the failed ones (also warned about). For a model with an exposure or
-        offset, ``attrs['scale']`` says which was used (see ``exposure`` in :func:`fme.fme`).
+        offset, ``.scale`` says which was used (see ``exposure`` in :func:`fme.fme`).
     """
     if wts is not None and comparison != "difference":
         raise ParameterError("wts= works with comparison='difference'; weight the rows of fme.avg_comparisons "
@@ -331,19 +333,17 @@ def ame(
     out = pd.DataFrame(rows, columns=_AME_COLUMNS[:4] + middle + _AME_COLUMNS[4:])
     # the joint uncertainty of the rows as printed, for fme.hypotheses (and hypothesis=/equivalence= here)
     pair_matrix = pairwise_matrix(len(keys))[0] if hypothesis == "pairwise" else None
-    out.attrs["estimates"] = stack_estimates([s.est if pair_matrix is None else s.est.contrast(pair_matrix)
-                                              for s in specs])
-    out.attrs["estimates_index"] = list(out.index)
-    out.attrs["conf_level"] = conf_level
+    out = EstimatesTable.from_frame(out, stack_estimates([s.est if pair_matrix is None else s.est.contrast(pair_matrix)
+                                                          for s in specs]), conf_level=conf_level)
     if ests and method == "bootstrap":
         # failed refits are counted with the table, not only warned about
         e = ests[0]
-        out.attrs["bootstrap"] = {"n_resamples": int(e.draws.shape[1] + e.n_failed), "n_failed": int(e.n_failed),
-                                  "n_nonconverged": int(e.n_nonconverged), "errors": list(e.errors)}
+        out.bootstrap = {"n_resamples": int(e.draws.shape[1] + e.n_failed), "n_failed": int(e.n_failed),
+                         "n_nonconverged": int(e.n_nonconverged), "errors": list(e.errors)}
     adapter = make_predictor(model, target_class).adapter
     scale = None if adapter is None else adapter.scale_note(data.columns)
     if scale is not None:
-        out.attrs["scale"] = scale
+        out.scale = scale
     return out
 
 
