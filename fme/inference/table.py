@@ -214,18 +214,21 @@ class EstimatesTable(pd.DataFrame):
         self._relabel(self if out is None else out, est)
         return out
 
-    def sort_values(self, *args: Any, ignore_index: bool = False, inplace: bool = False, **kwargs: Any) -> Any:
+    def sort_values(self, *args: Any, ignore_index: bool = False, **kwargs: Any) -> Any:
         # sorted with the labels first, so the rows find their estimates, then relabelled
-        out = super().sort_values(*args, inplace=inplace, **kwargs)
-        if not ignore_index:
-            return out
-        return self.reset_index(drop=True, inplace=True) if inplace else out.reset_index(drop=True)
+        out = super().sort_values(*args, **kwargs)
+        return out if not ignore_index else self._reset_sorted(out)
 
-    def sort_index(self, *args: Any, ignore_index: bool = False, inplace: bool = False, **kwargs: Any) -> Any:
-        out = super().sort_index(*args, inplace=inplace, **kwargs)
-        if not ignore_index:
-            return out
-        return self.reset_index(drop=True, inplace=True) if inplace else out.reset_index(drop=True)
+    def sort_index(self, *args: Any, ignore_index: bool = False, **kwargs: Any) -> Any:
+        out = super().sort_index(*args, **kwargs)
+        return out if not ignore_index else self._reset_sorted(out)
+
+    def _reset_sorted(self, out: Any) -> Any:
+        """``ignore_index=True`` of a sort: the sorted rows (``out``, or ``self`` in place) relabelled 0..n-1."""
+        if out is None:
+            self.reset_index(drop=True, inplace=True)
+            return None
+        return out.reset_index(drop=True)
 
     def __finalize__(self, other: Any, method: str | None = None, **kwargs: Any) -> EstimatesTable:
         out = super().__finalize__(other, method=method, **kwargs)
