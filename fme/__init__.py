@@ -15,6 +15,7 @@ from .interactions import interaction
 from .predictions import avg_predictions, predictions
 from .slopes import avg_slopes
 from .comparisons import avg_comparisons
+from .inference import EstimatesTable
 from .exceptions import (
     BootstrapWarning,
     DataError,
@@ -50,7 +51,7 @@ _legacy.install()  # results pickled before the house moved (fme._partition, ...
 
 __all__ = [
     "fme", "FMEResult", "hypotheses", "interaction", "avg_slopes", "avg_comparisons", "predictions", "avg_predictions", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",
-    "max_linear_step", "DETECTORS", "ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector",
+    "EstimatesTable", "max_linear_step", "DETECTORS", "ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector",
     "MCECDetector", "CERTDetector", "IsolationForestDetector", "LOFDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
     "ExtrapolationError", "ParameterError", "NotFittedError", "NameClashError",

@@ -44,6 +44,7 @@ from .inference._estimates import INFERENCE_COLUMNS
 from .inference._hypotheses import stack_estimates
 from .inference._methods import resolve_method
 from .inference._vcov import residual_df, with_vcov
+from .inference.table import EstimatesTable
 
 __all__ = ["avg_comparisons", "comparisons_by_step", "COMPARISONS"]
 
@@ -78,10 +79,10 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
 
     Returns
     -------
-    DataFrame
+    EstimatesTable
         ``step``, the ``by`` columns, ``comparison``, ``estimate``, ``std_error``, ``statistic``,
-        ``p_value``, ``conf_low``, ``conf_high``, ``inference``, ``covers``, ``n``; ``attrs["estimates"]``
-        keeps the rows' joint uncertainty for :func:`fme.hypotheses`.
+        ``p_value``, ``conf_low``, ``conf_high``, ``inference``, ``covers``, ``n``; it keeps the rows'
+        joint uncertainty for :func:`fme.hypotheses`.
     """
     if comparison not in COMPARISONS:
         raise ParameterError(f"comparison must be one of {COMPARISONS}, got {comparison!r}.")
@@ -115,13 +116,13 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
 def comparisons_by_step(model: Any, data: Any, steps: Mapping[str, Any], *, bootstrap: Any = None,
                         **kwargs: Any) -> pd.DataFrame:
     """:func:`avg_comparisons` of each step of ``steps`` on its own (as :func:`fme.ame` evaluates each entry),
-    one table whose ``attrs["estimates"]`` keep the rows' joint uncertainty (for :func:`fme.hypotheses`): the
+    one :class:`~fme.EstimatesTable` keeping the rows' joint uncertainty (for :func:`fme.hypotheses`): the
     same parameter covariance, or under the bootstrap the same seeded refits for every step."""
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:
         # one seed for every step: the same resamples, so the steps' draws are joint
         bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
     tables = [avg_comparisons(model, data, {f: v}, bootstrap=bootstrap, **kwargs) for f, v in steps.items()]
     out = pd.concat(tables, ignore_index=True)
-    out.attrs = {"estimates": stack_estimates([t.attrs.get("estimates") for t in tables]),
-                 "estimates_index": list(out.index), "conf_level": tables[0].attrs.get("conf_level", 0.95)}
+    out = EstimatesTable.from_frame(out, stack_estimates([t.estimates for t in tables]),
+                                    conf_level=tables[0].conf_level)
     return out

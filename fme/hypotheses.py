@@ -1,8 +1,8 @@
-"""Hypothesis and equivalence tests on estimates fme computed (issue 24; marginaleffects' vocabulary).
+"""Hypothesis and equivalence tests on estimates fme computed (marginaleffects' vocabulary).
 
 ``fme.hypotheses(result, hypothesis=..., equivalence=..., multcomp=...)`` takes any result that keeps the
-joint uncertainty of its estimates: the frame of :func:`fme.ame` (``attrs["estimates"]``: the rows in the
-order printed), an :class:`~fme.FMEResult` (its AME) or a :class:`~fme.PartitionResult` (its leaf
+joint uncertainty of its estimates: the table of :func:`fme.ame` (an :class:`~fme.EstimatesTable`: the rows
+in the order printed), an :class:`~fme.FMEResult` (its AME) or a :class:`~fme.PartitionResult` (its leaf
 cAMEs). The joint covariance is ``G V G'`` under the delta method, the covariance of the shared refits'
 draws under the bootstrap, and diagonal for ``sample`` estimates (disjoint rows: groups, leaves; between
 rows of different steps over the same rows the fixed-model covariance is not kept and taken as 0).
@@ -17,7 +17,7 @@ import pandas as pd
 
 from ._utils.validation import check_conf_level
 from .exceptions import ParameterError
-from .inference._estimates import Estimates
+from .inference import EstimatesTable, JointEstimates
 # stack_estimates lives with the other tests' types (the Dask engine stacks its rows too); re-exported here
 from .inference._hypotheses import (MULTCOMP, NAMED, adjust_pvalues, equivalence_columns, named_matrix,
                                     parse_equation, stack_estimates, transform)
@@ -25,31 +25,20 @@ from .inference._hypotheses import (MULTCOMP, NAMED, adjust_pvalues, equivalence
 __all__ = ["hypotheses", "stack_estimates"]
 
 
-def _estimates_of(result: Any) -> tuple[Estimates, list[str], np.ndarray, float]:
+def _estimates_of(result: Any) -> JointEstimates:
     """(joint estimates, row labels, rows whose estimate is undefined, default confidence level)."""
+    if isinstance(result, EstimatesTable):
+        return result.joint_estimates()
     if isinstance(result, pd.DataFrame):
-        est = result.attrs.get("estimates")
-        if est is None:
-            raise ParameterError(
-                "this frame keeps no joint covariance of its rows (attrs['estimates']); pass the frame that "
-                "fme.ame returned (not a copy made by selecting rows or columns), an FMEResult or a "
-                "PartitionResult.")
-        index = result.attrs.get("estimates_index")
-        if index is None or len(index) != len(result) or list(result.index) != list(index) or (
-                "ame" in result.columns and not np.allclose(result["ame"].to_numpy(dtype=float), est.estimate,
-                                                            rtol=1e-12, atol=0, equal_nan=True)
-                and not result["ame"].isna().any()):
-            raise ParameterError(
-                "the rows of this frame are not those its joint covariance describes (rows were selected, "
-                "reordered or changed after fme.ame); call fme.hypotheses on the frame fme.ame returned and "
-                "select rows with a hypothesis (e.g. a matrix of weights) instead.")
-        undefined = result["std_error"].isna().to_numpy() if "std_error" in result.columns else np.zeros(len(result),
-                                                                                                          bool)
-        return est, [f"b{k + 1}" for k in range(len(result))], undefined, float(result.attrs.get("conf_level", 0.95))
-    if hasattr(result, "_joint_estimates"):  # FMEResult (its AME), PartitionResult (its leaves)
-        return result._joint_estimates()
-    raise ParameterError(f"hypotheses takes the frame of fme.ame, an FMEResult or a PartitionResult, got "
-                         f"{type(result).__name__}.")
+        raise ParameterError(
+            "this DataFrame keeps no joint covariance of its rows: pass the table fme.ame (or avg_predictions, "
+            "avg_slopes, avg_comparisons, interaction, hypotheses) returned, an fme.EstimatesTable, which keeps "
+            "it through copies, row and column selection, sorting and pickling (not through pd.DataFrame(table)); "
+            "or an FMEResult or a PartitionResult.")
+    if callable(getattr(result, "joint_estimates", None)):  # FMEResult (its AME), PartitionResult (its leaves)
+        return JointEstimates(*result.joint_estimates())
+    raise ParameterError(f"hypotheses takes the table of fme.ame (an fme.EstimatesTable), an FMEResult or a "
+                         f"PartitionResult, got {type(result).__name__}.")
 
 
 def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, multcomp: str | None = None,
@@ -58,9 +47,10 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
 
     Parameters
     ----------
-    result : DataFrame of :func:`fme.ame`, FMEResult or PartitionResult
-        Rows are numbered from 1 in the order printed (``b1``, ``b2``, ...); a partition's rows are its
-        leaves in node order.
+    result : EstimatesTable, FMEResult or PartitionResult
+        The table of :func:`fme.ame` (or ``avg_*``, :func:`fme.interaction`, ``hypotheses``; rows may be
+        selected or reordered first). Rows are numbered from 1 in the order printed (``b1``, ``b2``, ...);
+        a partition's rows are its leaves in node order.
     hypothesis : None, str or ndarray
         None: the rows themselves. ``"pairwise"`` (b_j - b_i, i < j: later minus earlier, fme's "(b) - (a)"),
         ``"revpairwise"``, ``"reference"`` (b_j - b1), ``"revreference"``, ``"sequential"``
@@ -78,7 +68,7 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
 
     Returns
     -------
-    DataFrame
+    EstimatesTable
         ``hypothesis``, ``estimate``, ``std_error``, ``statistic``, ``p_value``, ``conf_low``,
         ``conf_high``, ``inference``, then the adjusted and equivalence columns asked for.
     """
@@ -123,4 +113,7 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
         if equivalence is not None:
             out["p_value_equiv_adj"] = adjust_pvalues(out["p_value_equiv"].to_numpy(), multcomp)
         out["multcomp"] = multcomp
-    return out
+    # the hypotheses keep their joint uncertainty: they can be tested in turn
+    return EstimatesTable.from_frame(out, out_est, conf_level=level, bootstrap=getattr(result, "bootstrap", None),
+                                     scale=getattr(result, "scale", None) if isinstance(result, EstimatesTable)
+                                     else None)

@@ -29,6 +29,7 @@ from .exceptions import ParameterError, StepError
 from .extrapolation import make_detector
 from .inference._estimates import INFERENCE_COLUMNS
 from .inference._methods import resolve_method
+from .inference.table import EstimatesTable
 from .steps import parse_steps
 
 __all__ = ["interaction"]
@@ -57,7 +58,7 @@ def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], step
 
     Returns
     -------
-    DataFrame
+    EstimatesTable
         One row: ``steps_a``, ``steps_b``, ``estimate`` (the average interaction), ``std_error``,
         ``statistic``, ``p_value``, ``conf_low``, ``conf_high``, ``inference``, ``sd``, ``n``,
         ``n_excluded``, ``tol``, ``share_above_tol``. ``attrs["values"]``: the per-row interactions
@@ -101,9 +102,7 @@ def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], step
                          **{c: t[c] for c in INFERENCE_COLUMNS}, "sd": got["sd"], "n": got["n"],
                          "n_excluded": got["n_rows"] - got["n"], "tol": got["tol"],
                          "share_above_tol": got["share_above_tol"]}])
+    out = EstimatesTable.from_frame(out, got["estimates"], conf_level=conf_level)
     if got["values"] is not None:
         out.attrs["values"] = got["values"]
-    out.attrs["estimates"] = got["estimates"]
-    out.attrs["estimates_index"] = list(out.index)
-    out.attrs["conf_level"] = conf_level
     return out

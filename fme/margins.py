@@ -157,16 +157,17 @@ def ame(
 
     Returns
     -------
-    DataFrame
-        Columns feature, step (NaN for categorical), level (None for numeric),
+    EstimatesTable
+        A DataFrame keeping the rows' joint uncertainty (:func:`fme.hypotheses`). Columns feature,
+        step (NaN for categorical), level (None for numeric),
         reference (classic only), the ``by`` column(s) (or ``hypothesis``),
         ame, std_error, statistic, p_value, conf_low, conf_high, inference,
         and the descriptive sd, q25, q75 (of the fMEs), n, n_excluded.
         ``statistic`` is z (delta, bootstrap) or t with n - 1 df (sample).
-        With bootstrap, ``attrs['bootstrap']`` counts the refits: ``n_resamples``, ``n_failed`` (left
+        With bootstrap, ``.bootstrap`` counts the refits: ``n_resamples``, ``n_failed`` (left
         out: errors, and fits that did not converge unless ``keep_nonconverged``), ``n_nonconverged`` and
         the distinct ``errors`` of the failed ones (also warned about). For a model with an exposure or
-        offset, ``attrs['scale']`` says which was used (see ``exposure`` in :func:`fme.fme`).
+        offset, ``.scale`` says which was used (see ``exposure`` in :func:`fme.fme`).
     """
     if wts is not None and comparison != "difference":
         raise ParameterError("wts= works with comparison='difference'; weight the rows of fme.avg_comparisons "

@@ -97,10 +97,10 @@ def avg_predictions(model: Any, data: pd.DataFrame, *, by: str | Sequence[str] |
 
     Returns
     -------
-    DataFrame
+    EstimatesTable
         The ``by`` columns, ``estimate``, ``std_error``, ``statistic``, ``p_value``, ``conf_low``,
-        ``conf_high``, ``inference``, ``covers``, ``n``; ``attrs["estimates"]`` keeps the rows' joint
-        uncertainty for :func:`fme.hypotheses`.
+        ``conf_high``, ``inference``, ``covers``, ``n``; it keeps the rows' joint uncertainty for
+        :func:`fme.hypotheses`.
     """
     model, delta_label = with_vcov(model, vcov)
     t_df = residual_df(model, df)

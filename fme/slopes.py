@@ -68,7 +68,7 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
 
     Returns
     -------
-    DataFrame
+    EstimatesTable
         ``term``, the ``by`` columns, ``slope``, ``estimate``, ``std_error``, ``statistic``, ``p_value``,
         ``conf_low``, ``conf_high``, ``inference``, ``n``.
     """

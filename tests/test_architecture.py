@@ -350,3 +350,12 @@ def test_cycle_finder_on_longer_cycles_and_self_free_chains():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"e"}, "e": set(), "f": {"d"}}
     assert cycles(edges) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_module_keeps_estimates_in_dataframe_attrs():
+    """Tables keep their joint uncertainty as fme.EstimatesTable attributes: pandas' attrs are experimental and
+    many operations drop them."""
+    found = sorted(str(p.relative_to(SOURCE)) for p in SOURCE.rglob("*.py")
+                   if 'attrs["estimates"]' in (text := p.read_text(encoding="utf-8"))
+                   or "attrs.get(\"estimates\"" in text or "attrs['estimates']" in text)
+    assert found == [], f"use fme.inference.EstimatesTable instead of DataFrame.attrs in: {found}"

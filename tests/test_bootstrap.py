@@ -245,7 +245,7 @@ def test_failed_refits_leave_contiguous_draws_and_are_reported_by_ame(data):
     np.testing.assert_array_equal(res.inference_rows.info["kept"], kept)
     with pytest.warns(RuntimeWarning, match="bootstrap refits failed"):
         out = fme.ame(model, X, {"age": 1}, bootstrap=spec)
-    info = out.attrs["bootstrap"]
+    info = out.bootstrap
     assert info["n_resamples"] == 30 and info["n_failed"] == 30 - len(ok)
     assert info["errors"] == ["RuntimeError: refused this resample"]
 

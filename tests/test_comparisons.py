@@ -100,8 +100,8 @@ def test_sample_inference_and_refusals():
 def test_ame_comparison_rows_keep_their_joint_covariance(logit):
     m, d = logit
     table = fme.ame(m, d, {"x": 1.0, "w": 1.0}, comparison="lnratio")
-    a = fme.avg_comparisons(m, d, {"x": 1.0}, comparison="lnratio").attrs["estimates"]
-    b = fme.avg_comparisons(m, d, {"w": 1.0}, comparison="lnratio").attrs["estimates"]
+    a = fme.avg_comparisons(m, d, {"x": 1.0}, comparison="lnratio").estimates
+    b = fme.avg_comparisons(m, d, {"w": 1.0}, comparison="lnratio").estimates
     g = a.grad[0] - b.grad[0]   # the difference's gradient: both rows share the model's covariance
     out = fme.ame(m, d, {"x": 1.0, "w": 1.0}, comparison="lnratio", hypothesis="b1 - b2 = 0").iloc[0]
     assert out["estimate"] == pytest.approx(table["estimate"].iloc[0] - table["estimate"].iloc[1], rel=1e-10)

@@ -87,8 +87,7 @@ def test_ame_hypotheses_equal_pandas(which, data, logit, forest):
     steps = {"x": 1.0, "w": 0.5, "v": 0.25}
     a = fme.ame(model, frame, steps, **kw)
     b = fme.ame(model, D, steps, **kw)
-    assert b.attrs["estimates"] is not None and b.attrs["estimates"].method == ("delta" if which == "logit"
-                                                                                else "sample")
+    assert b.estimates is not None and b.estimates.method == ("delta" if which == "logit" else "sample")
     for hyp in ("pairwise", "b1 - b2 = 0", "b2 / b1 = 1"):
         _same(fme.hypotheses(b, hyp), fme.hypotheses(a, hyp))
     for args in ({"hypothesis": "reference"}, {"hypothesis": "b1 - b3 = 0"},

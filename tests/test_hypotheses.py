@@ -133,7 +133,7 @@ def test_bootstrap_equations_use_each_refit():
     y = 2 * X["x1"] + X["x2"] + rng.normal(size=200)
     lr = LinearRegression().fit(X, y)
     t = fme.ame(lr, X, {"x1": 1, "x2": 1}, bootstrap={"X": X, "y": y, "n_resamples": 60, "random_state": 0})
-    est = t.attrs["estimates"]
+    est = t.estimates
     h = fme.hypotheses(t, "b1 / b2 = 2")
     ratio = est.draws[0] / est.draws[1] - 2
     assert h["estimate"].iloc[0] == pytest.approx(t["ame"].iloc[0] / t["ame"].iloc[1] - 2, rel=1e-9)
@@ -170,10 +170,32 @@ def test_bad_hypotheses_are_refused_with_the_reason(ols, hyp, match):
 def test_a_frame_without_its_covariance_says_why(ols):
     m, d = ols
     t = fme.ame(m, d, {"x1": 1, "x2": 1})
-    with pytest.raises(fme.ParameterError, match="joint covariance"):
-        fme.hypotheses(pd.DataFrame(t.to_dict()))                      # a rebuilt frame: no attrs
-    for changed in (t.iloc[[1]], t.iloc[::-1], t.sort_values("ame")):  # attrs survive these in pandas
-        with pytest.raises(fme.ParameterError, match="rows were selected, reordered"):
+    assert isinstance(t, fme.EstimatesTable)
+    with pytest.raises(fme.ParameterError, match="this DataFrame keeps no joint covariance") as info:
+        fme.hypotheses(pd.DataFrame(t.to_dict()))                      # a rebuilt, plain frame
+    assert "attrs" not in str(info.value) and "EstimatesTable" in str(info.value)
+    with pytest.raises(fme.ParameterError, match="got list"):
+        fme.hypotheses([1.0, 2.0])
+    swapped = t.iloc[::-1].copy()
+    swapped.index = t.index                                            # the labels no longer follow the rows
+    rescaled = t.assign(ame=t["ame"] * 100)                            # estimates changed after fme.ame
+    for changed in (swapped, rescaled):
+        with pytest.raises(fme.ParameterError, match="rows of this table are not those"):
             fme.hypotheses(changed)
+    with pytest.raises(fme.ParameterError, match="keeps no joint covariance"):
+        fme.hypotheses(t.merge(pd.DataFrame({"feature": ["x1", "x2"], "note": 1}), on="feature"))
     same = fme.hypotheses(t[["feature", "ame", "std_error"]])             # columns only: still the same rows
     np.testing.assert_allclose(same["estimate"], t["ame"], rtol=1e-12)
+    np.testing.assert_allclose(same["std_error"], t["std_error"], rtol=1e-12)
+
+
+def test_hypotheses_tables_can_be_tested_again(ols):
+    """The table of hypotheses keeps their joint uncertainty: a contrast of contrasts equals the direct one."""
+    m, d = ols
+    t = fme.ame(m, d, {"x1": 1, "x2": 1, "x3": 1})
+    seq = fme.hypotheses(t, "sequential")                              # b2 - b1, b3 - b2
+    assert isinstance(seq, fme.EstimatesTable) and seq.conf_level == 0.95
+    twice = fme.hypotheses(seq, "b2 - b1 = 0")                         # b3 - 2 b2 + b1
+    direct = fme.hypotheses(t, np.array([1.0, -2.0, 1.0]))
+    assert twice["estimate"].iloc[0] == pytest.approx(direct["estimate"].iloc[0], rel=1e-12)
+    assert twice["std_error"].iloc[0] == pytest.approx(direct["std_error"].iloc[0], rel=1e-12)

@@ -88,7 +88,7 @@ def test_bootstrap_uses_the_same_refits_for_both_effects(frame):
         idx = np.random.default_rng(seed).integers(0, len(X), len(X))
         coefs.append(make_pipeline(PolynomialFeatures(2, interaction_only=True, include_bias=False),
                                    LinearRegression()).fit(X.iloc[idx], y.iloc[idx])[-1].coef_[2])
-    np.testing.assert_allclose(out.attrs["estimates"].draws[0], coefs, rtol=1e-8)
+    np.testing.assert_allclose(out.estimates.draws[0], coefs, rtol=1e-8)
     assert out["std_error"].iloc[0] == pytest.approx(np.std(coefs, ddof=1), rel=1e-8)
 
 

@@ -53,7 +53,7 @@ def test_ame_on_the_count_scale_with_delta_se(glm, rh):
     np.testing.assert_allclose(fd, g, rtol=1e-7)
     V = glm.cov_params().to_numpy()
     assert row["std_error"] == pytest.approx(float(np.sqrt(g @ V @ g)), rel=1e-8)
-    assert "expo" in out.attrs["scale"] and "count scale" in out.attrs["scale"]
+    assert "expo" in out.scale and "count scale" in out.scale
     # statsmodels' own predict(newdata) drops the exposure: the rate scale, which fme no longer gives silently
     rate = np.mean(np.exp(X1 @ b) - np.exp(X0 @ b))
     assert abs(row["ame"] - rate) > 1e-3
@@ -75,7 +75,7 @@ def test_exposure_keyword_array_number_and_column(glm, rh):
     by_array = fme.ame(glm, bare, {"disea": 1}, exposure=rh["expo"].to_numpy())
     assert by_array.iloc[0]["ame"] == pytest.approx(named["ame"], rel=1e-12)
     assert by_array.iloc[0]["std_error"] == pytest.approx(named["std_error"], rel=1e-10)
-    assert "exposure=" in by_array.attrs["scale"]
+    assert "exposure=" in by_array.scale
     assert "(exposure)" not in bare.columns and "expo" not in bare.columns    # the caller's frame is untouched
     by_name = fme.ame(glm, rh.rename(columns={"expo": "t"}), {"disea": 1}, exposure="t").iloc[0]
     assert by_name["ame"] == pytest.approx(named["ame"], rel=1e-12)
@@ -117,7 +117,7 @@ def test_dask_data_uses_the_exposure_too(glm, rh):
     out = fme.ame(glm, ddf, {"disea": 1})
     assert out.iloc[0]["ame"] == pytest.approx(local.iloc[0]["ame"], rel=1e-12)
     assert out.iloc[0]["std_error"] == pytest.approx(local.iloc[0]["std_error"], rel=1e-10)
-    assert out.attrs["scale"] == local.attrs["scale"]
+    assert out.scale == local.scale
     res = fme.fme(glm, ddf, {"disea": 1}, exposure=1)
     assert "exposure=" in res.scale and "scale:" in res.summary()
     with pytest.raises(fme.exceptions.ParameterError, match="on Dask data, exposure= must be a column name"):

@@ -200,5 +200,5 @@ def test_failed_refit_predictions_are_counted_and_named():
     assert 0 < odd < 28
     with pytest.warns(fme.exceptions.BootstrapWarning, match="flaky refit"):
         out = fme.avg_predictions(model, X, bootstrap=spec)
-    assert out.attrs["bootstrap"]["n_failed"] == odd and out.attrs["bootstrap"]["n_resamples"] == 30
+    assert out.bootstrap["n_failed"] == odd and out.bootstrap["n_resamples"] == 30
     assert out["estimate"].iloc[0] == pytest.approx(model.predict(X).mean(), rel=1e-12)

@@ -29,6 +29,7 @@ import pandas as pd
 
 from ..inference._bootstrap import RefitTally, check_bootstrap, check_refits, refit_one, refit_setup, run_refits
 from ..inference._estimates import INFERENCE_COLUMNS, Estimates
+from ..inference.table import EstimatesTable
 
 __all__ = ["RowQuantity", "estimates_of", "refit_draws", "bootstrap_of", "model_values", "draws_of_means",
            "delta_table", "average_table", "prediction_table", "REFIT_CHUNK"]
@@ -147,19 +148,18 @@ def delta_table(est: Estimates, t_df: float | None, label: str, conf_level: floa
 
 
 def average_table(est: Estimates, keys: pd.DataFrame, counts: np.ndarray, t_df: float | None, label: str,
-                  conf_level: float, head: dict | None = None) -> pd.DataFrame:
+                  conf_level: float, head: dict | None = None) -> EstimatesTable:
     """The table of averaged estimates: ``head`` columns, the ``by`` keys, ``estimate``, the inference columns and
-    ``n``; ``attrs`` keep the joint uncertainty (for :func:`fme.hypotheses`) and the bootstrap's record."""
+    ``n``: an :class:`~fme.EstimatesTable` keeping the joint uncertainty (for :func:`fme.hypotheses`) and the
+    bootstrap's record."""
     est, table = delta_table(est, t_df, label, conf_level)
     m = est.estimate.size
     out = pd.concat([pd.DataFrame({k: [v] * m for k, v in (head or {}).items()}), keys.reset_index(drop=True),
                      pd.DataFrame({"estimate": est.estimate}), table, pd.DataFrame({"n": counts})], axis=1)
-    out.attrs["estimates"] = est
-    out.attrs["estimates_index"] = list(out.index)
-    out.attrs["conf_level"] = conf_level
+    out = EstimatesTable.from_frame(out, est, conf_level=conf_level)
     if est.method == "bootstrap":
-        out.attrs["bootstrap"] = {"n_resamples": int(est.draws.shape[1] + est.n_failed), "n_failed": est.n_failed,
-                                  "n_nonconverged": est.n_nonconverged, "errors": list(est.errors)}
+        out.bootstrap = {"n_resamples": int(est.draws.shape[1] + est.n_failed), "n_failed": est.n_failed,
+                         "n_nonconverged": est.n_nonconverged, "errors": list(est.errors)}
     return out
 
 

@@ -210,8 +210,9 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
                     f"(below {MIN_STEP_FRACTION:g} h: excluded)")
         return lines
 
-    def _joint_estimates(self) -> tuple:
-        """For :func:`fme.hypotheses`: the AME's estimates, row label, undefined mask, confidence level."""
+    def joint_estimates(self) -> tuple:
+        """For :func:`fme.hypotheses`: (the AME's estimates, row label, undefined mask, confidence level), as
+        :meth:`fme.EstimatesTable.joint_estimates` gives them."""
         if self.output_names is not None:
             from ..exceptions import ParameterError
 

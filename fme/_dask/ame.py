@@ -7,7 +7,7 @@ bootstrap (one seed for every row) and sample inference; ``by`` groups and
 their pairwise differences from per-group sums of the same pass,
 :mod:`fme._dask.groups`; with ``wts=`` weighted sums beside them, one group of
 all rows without ``by``). The table keeps the joint uncertainty of its rows
-(``attrs["estimates"]``: delta gradients from the Jacobian sums, the refits'
+(an :class:`~fme.EstimatesTable`: delta gradients from the Jacobian sums, the refits'
 draws, or the groups' fixed-model SEs), so :func:`fme.hypotheses`,
 ``hypothesis=``, ``equivalence=`` and ``multcomp=`` work as on pandas data.
 The cAMEs of Dask data are in :mod:`fme._dask.came`.
@@ -27,6 +27,7 @@ from .._utils.validation import is_categorical
 from ..exceptions import DataError
 from ..inference._estimates import COVERS, Estimates, pair_label, pairwise_matrix, undefined_where
 from ..inference._hypotheses import stack_estimates
+from ..inference.table import EstimatesTable
 from ..steps import _levels
 from .classic import classic_reference, classic_results
 from .._adapters import adapt
@@ -50,7 +51,7 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
     ``t_df``: t degrees of freedom of the delta method (``df=``); ``delta_label``: the ``inference`` column's
     name of the delta method's covariance (``vcov=``); ``wts``: the column of the rows' weights (weighted
     means, summed per chunk beside the groups). The table keeps the joint uncertainty of its rows as
-    printed in ``attrs["estimates"]`` (for :func:`fme.hypotheses`), as the pandas table does.
+    printed (an :class:`~fme.EstimatesTable`, for :func:`fme.hypotheses`), as the pandas table does.
     """
     data = _model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
     meta = data._meta
@@ -112,12 +113,10 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
     out = pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
     if method == "delta":
         out["inference"] = label
-    out.attrs["estimates"] = stack_estimates(ests)
-    out.attrs["estimates_index"] = list(out.index)
-    out.attrs["conf_level"] = conf_level
+    out = EstimatesTable.from_frame(out, stack_estimates(ests), conf_level=conf_level)
     scale = adapt(model).scale_note(meta.columns)  # an offset or exposure taken into account, as fme.ame says
     if scale is not None:
-        out.attrs["scale"] = scale
+        out.scale = scale
     return out
 
 

@@ -27,6 +27,7 @@ from ..exceptions import DataError
 from ..inference._estimates import COVERS, Estimates, RowInference, pair_label, pairwise_matrix, undefined_where
 from ..inference._hypotheses import stack_estimates
 from ..inference._methods import compute_averages
+from ..inference.table import EstimatesTable
 from ..steps import Step, check_training_levels, levels, parse_steps, set_level
 from .effects import fme
 
@@ -52,7 +53,7 @@ class _Spec:
 def ame(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, method: str, by_cols: list, by_missing: str,
         hypothesis: Any, bootstrap: Any, conf_level: float, categorical: str, columns: list[str],
         options: FMEOptions, t_df: float | None = None, delta_label: str = "delta",
-        wts: np.ndarray | None = None) -> pd.DataFrame:
+        wts: np.ndarray | None = None) -> EstimatesTable:
     """:func:`fme.ame` on the model's frame ``data``, its arguments validated by :func:`fme.ame` (``steps``
     resolved, ``method`` the inference method, ``by_cols`` the by columns, ``wts`` the rows' weights or None):
     one fME per row of the table (univariate steps), with ``options`` the keywords passed on to :func:`fme.fme`.
@@ -95,19 +96,17 @@ def ame(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, method: str
     out = pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
     # the joint uncertainty of the rows as printed, for fme.hypotheses (and hypothesis=/equivalence= there)
     pair_matrix = pairwise_matrix(len(keys))[0] if hypothesis == "pairwise" else None
-    out.attrs["estimates"] = stack_estimates([s.est if pair_matrix is None else s.est.contrast(pair_matrix)
-                                              for s in specs])
-    out.attrs["estimates_index"] = list(out.index)
-    out.attrs["conf_level"] = conf_level
+    out = EstimatesTable.from_frame(out, stack_estimates([s.est if pair_matrix is None else s.est.contrast(pair_matrix)
+                                                          for s in specs]), conf_level=conf_level)
     if ests and method == "bootstrap":
         # failed refits are counted with the table, not only warned about
         e = ests[0]
-        out.attrs["bootstrap"] = {"n_resamples": int(e.draws.shape[1] + e.n_failed), "n_failed": int(e.n_failed),
-                                  "n_nonconverged": int(e.n_nonconverged), "errors": list(e.errors)}
+        out.bootstrap = {"n_resamples": int(e.draws.shape[1] + e.n_failed), "n_failed": int(e.n_failed),
+                         "n_nonconverged": int(e.n_nonconverged), "errors": list(e.errors)}
     adapter = make_predictor(model, target_class).adapter
     scale = None if adapter is None else adapter.scale_note(data.columns)
     if scale is not None:
-        out.attrs["scale"] = scale
+        out.scale = scale
     return out
 
 

@@ -198,8 +198,9 @@ class PartitionResult:
         out.attrs["honest"] = self.honest
         return out
 
-    def _joint_estimates(self) -> tuple:
-        """For :func:`fme.hypotheses`: the leaf cAMEs' estimates, row labels, undefined mask, confidence level."""
+    def joint_estimates(self) -> tuple:
+        """For :func:`fme.hypotheses`: (the leaf cAMEs' estimates, row labels, undefined mask, confidence level),
+        as :meth:`fme.EstimatesTable.joint_estimates` gives them."""
         return (self._leaf_estimates, [f"b{k + 1}" for k in range(len(self.leaf_ids))],
                 self.leaves["std_error"].isna().to_numpy(), self.conf_level)
 

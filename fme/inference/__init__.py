@@ -30,12 +30,18 @@ are averaged per group as they arrive (8 B x groups bytes).
 
 Layout: the shared types in :mod:`fme.inference._estimates`, the method choice and dispatch in
 :mod:`fme.inference._methods`, the delta Jacobians in :mod:`fme.inference._delta` and the bootstrap
-refits in :mod:`fme.inference._bootstrap`.
+refits in :mod:`fme.inference._bootstrap`. The tables of estimates with their joint uncertainty
+(:class:`EstimatesTable`) are in :mod:`fme.inference.table`.
 """
 
 from ._estimates import (BOOTSTRAP_CIS, INFERENCE_COLUMNS, INFERENCE_METHODS, Estimates, RowInference,
                          alloc_draws, check_inference, group_matrix, pairwise_matrix, sample_inference,
                          undefined_where)
 from ._methods import compute_averages, compute_rows, resolve_method
+from .table import EstimatesTable, JointEstimates
 
-__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "RowInference", "Estimates", "check_inference", "compute_averages"]
+# Pickles of tables name the estimates they carry by this public path, which does not move.
+Estimates.__module__ = "fme.inference"
+
+__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "RowInference", "Estimates", "EstimatesTable",
+           "JointEstimates", "check_inference", "compute_averages"]

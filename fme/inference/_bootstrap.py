@@ -31,7 +31,7 @@ than two successful refits is an error.
 Failures: ``n_failed`` counts the refits left out (errors, and non-converged
 ones unless kept), ``n_nonconverged`` the refits that did not converge; both
 are reported by a :class:`~fme.exceptions.BootstrapWarning` and in
-``fme.ame(...).attrs["bootstrap"]``. A percentile interval whose bounds rest on
+``fme.ame(...).bootstrap``. A percentile interval whose bounds rest on
 fewer than 5 refits beyond each (fewer than 200 at 95%) gets a warning too.
 
 Parallel refits (``n_jobs`` > 1) never start workers for less work than their
