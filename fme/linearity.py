@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ._utils.validation import check_data
-from ._core.plan import _check_batch_size
-from ._core.kernel import _evaluate
+from ._core.plan import check_batch_size
+from ._core.kernel import evaluate_steps
 from .exceptions import ParameterError, StepError
 from ._nlm.evaluate import nlm_values, resolve_method
 from .predictors import Predictor, make_predictor
@@ -173,7 +173,7 @@ def max_linear_step(
     if growth <= 1:
         raise ParameterError(f"growth must be > 1, got {growth}.")
     tol = _positive(tol, "tol")
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_batch_size(batch_size)
     steps = parse_steps(x, _direction(features, direction), rule_data=reference_data)
     categorical = [s.feature for s in steps if not s.is_numeric]
     if categorical:
@@ -197,10 +197,10 @@ def max_linear_step(
     def nlm_at(rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
         h = {f: comp * scale for f, comp in v.items()}
         if rule is not None:  # a fixed rule, as before
-            _, _, out, _ = _evaluate(predictor, X.iloc[rows], steps, rule, batch_size, h)
+            _, _, out, _ = evaluate_steps(predictor, X.iloc[rows], steps, rule, batch_size, h)
         else:  # exact (trees) or adaptive Gauss-Kronrod
             Xr = X.iloc[rows]
-            f0, f1, _, _ = _evaluate(predictor, Xr, steps, None, batch_size, h)
+            f0, f1, _, _ = evaluate_steps(predictor, Xr, steps, None, batch_size, h)
             out, _ = nlm_values(settings, predictor, Xr, steps, h, f0, f1, batch_size)
         out = np.asarray(out, dtype=float)
         if out.ndim != 1:

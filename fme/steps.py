@@ -23,7 +23,7 @@ from ._utils.validation import check_data, is_categorical, is_complex, is_numeri
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 
 __all__ = ["Step", "STEP_RULES", "STACK_CELL_BUDGET", "step_size", "parse_steps", "apply_steps", "stack_path", "stepped_rows",
-           "levels", "same_level", "set_level", "check_training_levels"]
+           "levels", "same_level", "set_level", "check_training_levels", "RULE_RE", "all_float", "numeric_shift"]
 
 #: Dispersion rules for choosing a numeric step (paper §3.2, "Step Size and Extrapolation Risk").
 STEP_RULES = ("sd", "iqr", "mad", "unit")
@@ -33,7 +33,7 @@ STEP_RULES = ("sd", "iqr", "mad", "unit")
 #: (400 MB) a Dask worker thread spent three times the CPU of the kernel itself on page faults
 #: (107 000 against 14 000 minor faults per 5e5-row partition; benchmarks/README.md, "Dask").
 STACK_CELL_BUDGET = 4_000_000
-_RULE_RE = re.compile(r"^\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)?\s*\*?\s*(sd|iqr|mad|unit)\s*$", re.IGNORECASE)
+RULE_RE = re.compile(r"^\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)?\s*\*?\s*(sd|iqr|mad|unit)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def levels(series: pd.Series) -> list:
 
 def _parse_numeric(feature: str, value: Any, rule_data: pd.DataFrame) -> Step:
     if isinstance(value, str):
-        m = _RULE_RE.match(value)
+        m = RULE_RE.match(value)
         if m is None:
             raise StepError(
                 f"feature {feature!r} is numeric: its step must be a number or a rule "
@@ -276,11 +276,11 @@ def set_level(col: pd.Series, level: Any, n: int) -> Any:
     return pd.array([level] * n, dtype=col.dtype)
 
 
-def _all_float(frame: pd.DataFrame) -> bool:
+def all_float(frame: pd.DataFrame) -> bool:
     return frame.shape[1] > 0 and all(dt == np.float64 for dt in frame.dtypes)
 
 
-def _numeric_shift(step: Step, h: Mapping[str, Any] | None) -> Any:
+def numeric_shift(step: Step, h: Mapping[str, Any] | None) -> Any:
     if h is not None and step.feature in h:
         return np.asarray(h[step.feature], dtype=float)
     return step.value
@@ -305,18 +305,18 @@ def apply_steps(frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, An
     step shrinking); otherwise each step's own value is added. Untouched
     columns keep their dtypes; categorical columns stay categorical.
     """
-    if _all_float(frame) and all(s.is_numeric for s in steps):
+    if all_float(frame) and all(s.is_numeric for s in steps):
         # One consolidated float block: the model's ``np.asarray(frame)`` is then a view, not a copy.
         arr = frame.to_numpy(dtype=float, copy=True)
         for step in steps:
-            arr[:, frame.columns.get_loc(step.feature)] += _numeric_shift(step, h)
+            arr[:, frame.columns.get_loc(step.feature)] += numeric_shift(step, h)
         return pd.DataFrame(arr, index=frame.index, columns=frame.columns, copy=False)
     out = frame.copy(deep=False)
     n = len(frame)
     for step in steps:
         col = frame[step.feature]
         if step.is_numeric:
-            out[step.feature] = col.to_numpy(dtype=float) + _numeric_shift(step, h)
+            out[step.feature] = col.to_numpy(dtype=float) + numeric_shift(step, h)
         else:
             out[step.feature] = set_level(col, step.value, n)
     return out
@@ -340,7 +340,7 @@ def stack_path(
     """
     n = len(frame)
     ts = np.asarray(ts, dtype=float)
-    if _all_float(frame):
+    if all_float(frame):
         # Build the block column by column, (features, nodes, rows) in C order: each write is
         # contiguous and the DataFrame wraps it without a copy (pandas keeps blocks as columns x rows).
         base_t = frame.to_numpy(dtype=float).T
@@ -350,17 +350,19 @@ def stack_path(
         arr[:] = base_t[:, None, :]
         for step in steps:
             j = frame.columns.get_loc(step.feature)
-            shift = np.broadcast_to(_numeric_shift(step, h), (n,))
+            shift = np.broadcast_to(numeric_shift(step, h), (n,))
             arr[j] += ts[:, None] * shift[None, :]
         return pd.DataFrame(arr.reshape(frame.shape[1], ts.size * n).T, columns=frame.columns, copy=False)
     out = frame.take(np.tile(np.arange(n), ts.size))
     out.index = pd.RangeIndex(out.shape[0])
     for step in steps:
         x = frame[step.feature].to_numpy(dtype=float)
-        shift = np.broadcast_to(_numeric_shift(step, h), (n,))
+        shift = np.broadcast_to(numeric_shift(step, h), (n,))
         out[step.feature] = (x[None, :] + ts[:, None] * shift[None, :]).ravel()
     return out
 
 
 # the names the Dask engine still imports under their former private spelling
 _levels, _same_level, _set_level = levels, same_level, set_level
+# likewise for the step rules' pattern and the NLM's shift helpers
+_RULE_RE, _all_float, _numeric_shift = RULE_RE, all_float, numeric_shift

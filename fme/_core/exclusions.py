@@ -13,7 +13,7 @@ statsmodels formula model, left out as its fit left such rows out, Stata's
 e(sample): the order of the ``Summary.codes`` counts) and
 only the rows left out get strings, as ``(positions, point, reason)`` notes:
 object arrays over all rows would cost more than a cheap model's predict.
-:func:`_excluded_frame` turns codes and notes into ``FMEResult.excluded``.
+:func:`excluded_frame` turns codes and notes into ``FMEResult.excluded``.
 
 These are private workers of :mod:`fme._core.kernel`; they trust the plan that
 :func:`fme.effects.resolve_plan` validated.
@@ -32,7 +32,7 @@ from ..exceptions import DataError, ExtrapolationError
 from ..steps import Step, apply_steps
 from .plan import Plan
 
-__all__ = ["check_evaluated", "N_CODES"]
+__all__ = ["check_evaluated", "excluded_frame", "N_CODES"]
 
 #: ``reason_type`` of each exclusion code (code 0: evaluated, never shown).
 _REASON_TYPES = np.array(["", "missing", "at_level", "extrapolation", "incomplete"], dtype=object)
@@ -139,7 +139,7 @@ def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarr
     return out
 
 
-def _excluded_frame(code: np.ndarray, notes: Notes, index: pd.Index) -> pd.DataFrame:
+def excluded_frame(code: np.ndarray, notes: Notes, index: pd.Index) -> pd.DataFrame:
     """The ``excluded`` table from per-row codes and (positions, point, reason) notes."""
     ex = np.flatnonzero(code)
     slot = np.full(code.size, -1)
@@ -185,3 +185,7 @@ def check_evaluated(plan: Plan, code: np.ndarray | None, reference: Any, counts:
             + (f", or a missing value in a model input ({int(counts[4])} rows)." if counts[4] else ".")
         )
     raise ExtrapolationError(_all_excluded_message(plan.steps, reference(), int(counts[3])))
+
+
+# the Dask engine's former import of the name
+_excluded_frame = excluded_frame

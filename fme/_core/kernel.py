@@ -40,7 +40,7 @@ from ..predictors import Predictor
 from ..steps import STACK_CELL_BUDGET, Step, apply_steps, stack_path
 from .plan import Plan
 
-__all__ = ["Batch", "evaluate_batch", "evaluation_points", "results_meta"]
+__all__ = ["Batch", "evaluate_batch", "evaluate_steps", "evaluation_points", "results_meta"]
 
 #: Rows of a batch however wide the stacked frame (bounds the per-batch overhead).
 _MIN_BATCH = 10_000
@@ -75,7 +75,7 @@ def _default_batch(n: int, n_cols: int, rule: QuadratureRule | None) -> int:
     return max(_MIN_BATCH, STACK_CELL_BUDGET // per_row)
 
 
-def _evaluate(
+def evaluate_steps(
     predictor: Predictor,
     X: pd.DataFrame,
     steps: tuple[Step, ...],
@@ -198,12 +198,12 @@ def _evaluate_rows(plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | No
         f0, f1, rows = fast
     else:
         if settings is not None and rule is not None:
-            f0, f1, nlm_values, nlm_sd, scale = _evaluate(predictor, X, parsed, rule, plan.batch_size, h,
+            f0, f1, nlm_values, nlm_sd, scale = evaluate_steps(predictor, X, parsed, rule, plan.batch_size, h,
                                                           plan.progress, return_scale=True)
             nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread,
                                           scale=scale)
         else:
-            f0, f1, nlm_values, nlm_sd = _evaluate(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
+            f0, f1, nlm_values, nlm_sd = evaluate_steps(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
         if settings is not None and rule is None:
             nlm_values, status, nlm_sd, extra = _nlm_values(settings, predictor, X, parsed, h, f0, f1,
                                                             plan.batch_size, spread=plan.spread, return_sd=True,

@@ -30,7 +30,7 @@ from .._adapters.statsmodels import is_statsmodels_results
 from ..predictors import Predictor, make_predictor
 from ..steps import Step, check_training_levels, parse_steps
 
-__all__ = ["Plan", "FMEOptions", "resolve_plan", "ON_EXTRAPOLATION"]
+__all__ = ["Plan", "FMEOptions", "resolve_plan", "check_batch_size", "ON_EXTRAPOLATION"]
 
 ON_EXTRAPOLATION = ("exclude", "keep", "shrink")
 
@@ -122,7 +122,7 @@ class Plan:
 
 
 # ----------------------------------------------------------------- helpers
-def _check_batch_size(batch_size: Any) -> int | None:
+def check_batch_size(batch_size: Any) -> int | None:
     if batch_size is None:
         return None
     if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
@@ -188,7 +188,7 @@ def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], refer
     if isinstance(nlm_linear_threshold, bool) or not isinstance(nlm_linear_threshold, numbers.Real) \
             or not np.isfinite(nlm_linear_threshold) or nlm_linear_threshold > 1:
         raise ParameterError(f"nlm_linear_threshold must be a finite number <= 1, got {nlm_linear_threshold!r}.")
-    batch_size = _check_batch_size(batch_size)
+    batch_size = check_batch_size(batch_size)
     if on_extrapolation is not None and on_extrapolation not in ON_EXTRAPOLATION:
         raise ParameterError(f"on_extrapolation must be one of {ON_EXTRAPOLATION}, got {on_extrapolation!r}.")
     if on_extrapolation is not None and extrapolation is None:
@@ -207,3 +207,7 @@ def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], refer
                 method=method, target_class=target_class, bootstrap=bootstrap, detector=detector,
                 detector_cols=cols, policy=policy, complete_cols=_complete_columns(model, data, parsed))
     return plan, conf_level
+
+
+# the Dask engine's former import of the name
+_check_batch_size = check_batch_size
