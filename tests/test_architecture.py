@@ -225,8 +225,8 @@ def test_graph_reads_fmes_imports(graph):
     """The reader is not vacuous on fme itself (the kinds are checked on a planted package below)."""
     assert "fme.extrapolation" in graph["fme._core.plan"][MODULE]         # from ..extrapolation import make_detector
     assert "fme.extrapolation._base" in graph["fme.extrapolation._hull"][MODULE]  # relative, inside the package
-    assert "fme" in graph["fme.report.analysis"][MODULE]                 # the package root
-    assert "fme.extrapolation" in graph["fme.report.specs"][DEFERRED]     # from ..extrapolation inside a function
+    assert "fme" in graph["fme.report.analysis.run"][MODULE]             # the package root
+    assert "fme.extrapolation" in graph["fme.report.inputs.specs"][DEFERRED]     # from ..extrapolation inside a function
     assert sum(len(e[MODULE]) for e in graph.values()) > 100
 
 
@@ -340,3 +340,4 @@ def test_cycle_finder_on_longer_cycles_and_self_free_chains():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"e"}, "e": set(), "f": {"d"}}
     assert cycles(edges) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
