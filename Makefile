@@ -46,7 +46,7 @@ test-fast: $(STAMP)
 test-latest: $(UV)
 	@test -x $(LATEST)/bin/python || $(UV) venv --quiet --python $(PYTHON) $(LATEST)
 	$(UV) pip install --quiet --python $(LATEST)/bin/python --upgrade --refresh -e '.[test]'
-	$(LATEST)/bin/python -m fme.report.environment --diff $(LOCK)
+	$(LATEST)/bin/python -m fme.report.analysis.environment --diff $(LOCK)
 	$(LATEST)/bin/python -m pytest -q -m "not lock"
 
 demo: $(STAMP)
@@ -60,7 +60,7 @@ lock: $(UV)
 	printf 'uv==%s\n' "$$($(UV) --version | cut -d' ' -f2)" | $(UV) pip compile --quiet --universal \
 		--python-version 3.11 --generate-hashes --custom-compile-command "make lock" - -o requirements-tools.lock
 	$(MAKE) --no-print-directory $(STAMP)
-	$(BIN)/python -m fme.report.environment --conda $(LOCK) > environment.yml
+	$(BIN)/python -m fme.report.analysis.environment --conda $(LOCK) > environment.yml
 
 # Reproduce the paper into reports/paper/ (the percent scripts simulations/NN_name.py, converted by jupytext to
 # the paired .ipynb, run by papermill); exits non-zero on a mismatch.

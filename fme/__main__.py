@@ -61,7 +61,7 @@ def _worked_example() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from .report.build import build_report
-    from .report.config import ConfigError
+    from .report.inputs.config import ConfigError
 
     if args.command == "render":
         from .report.build import render_report

@@ -147,7 +147,7 @@ def run_notebook(path: Path, out: Path, parameters: dict, kernel: str, prepare_o
     folder = out / path.stem
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / path.name
-    from fme.report._jupyter import logged_kernel_manager
+    from fme.report._notebook import logged_kernel_manager
 
     from fme.report._notebook import stabilise
 

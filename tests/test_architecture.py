@@ -226,8 +226,8 @@ def test_graph_reads_fmes_imports(graph):
     """The reader is not vacuous on fme itself (the kinds are checked on a planted package below)."""
     assert "fme.extrapolation" in graph["fme._core.plan"][MODULE]         # from ..extrapolation import make_detector
     assert "fme.extrapolation._base" in graph["fme.extrapolation._hull"][MODULE]  # relative, inside the package
-    assert "fme" in graph["fme.report.analysis"][MODULE]                 # the package root
-    assert "fme.extrapolation" in graph["fme.report.specs"][DEFERRED]     # from ..extrapolation inside a function
+    assert "fme" in graph["fme.report.analysis.run"][MODULE]             # the package root
+    assert "fme.extrapolation" in graph["fme.report.inputs.specs"][DEFERRED]     # from ..extrapolation inside a function
     assert sum(len(e[MODULE]) for e in graph.values()) > 100
 
 
@@ -359,3 +359,128 @@ def test_no_module_keeps_estimates_in_dataframe_attrs():
                    if 'attrs["estimates"]' in (text := p.read_text(encoding="utf-8"))
                    or "attrs.get(\"estimates\"" in text or "attrs['estimates']" in text)
     assert found == [], f"use fme.inference.EstimatesTable instead of DataFrame.attrs in: {found}"
+
+
+# ================================================================= the report's stages (fme/report)
+# The report is four stages joined by the config object and results.json (house rule 4). Within the
+# report's layer, each stage imports only downward: inputs < analysis < present < render; the
+# orchestration at fme/report/ (build, model_hash, _notebook) may import every stage, no stage imports it.
+REPORT = "fme.report"
+#: The stages, lowest first.
+REPORT_STAGES = ("inputs", "analysis", "present", "render")
+#: Modules of fme/report/ itself that run the stages (not a stage).
+REPORT_ORCHESTRATION = ("fme.report", "fme.report.build", "fme.report.model_hash", "fme.report._notebook")
+#: What each stage may import outside the report (besides the stages below it and its own modules): by
+#: prefix of the imported module.
+REPORT_STAGE_OUTSIDE = {
+    # the config: no model code; the detectors' registry and parameter checks, the library's exceptions
+    "inputs": ("fme.exceptions", "fme._utils", "fme.extrapolation"),
+    # the analysis: fme's public API (the root and the public modules), the foundation helpers
+    "analysis": ("fme", "fme._utils"),
+    # results.json -> strings: the number formatter only (not even a constant of an engine)
+    "present": ("fme._utils",),
+    # strings -> documents: nothing of fme
+    "render": (),
+}
+#: Private modules the analysis still reads (module -> why); each must still be imported
+#: (test_report_analysis_private_imports_are_current), and none may be added without a reason here.
+REPORT_ANALYSIS_PRIVATE = {
+    "fme._adapters": "the model's identity (dispersion, packages, class name) and the challenger's refit adapter",
+    "fme._core.kernel": "Dask: the extrapolation points of each cAME subspace, counted per chunk over all rows",
+    "fme._core.shrink": "the smallest share of a step 'shrink' keeps (MIN_STEP_FRACTION), printed with the steps",
+    "fme._dask.common": "Dask: the detector's fit frame, fme's tree sample size and the merged feature moments",
+    "fme._dask.steps": "Dask: the feature dictionary's SD from merged moments",
+    "fme._trees.support": "where each cAME holds: the extrapolation points in each subspace (in memory)",
+    "fme.inference._bootstrap": "one refit of the model before the first bootstrap refit (check_train_data)",
+    "fme.inference._hypotheses": "Holm's adjustment of the contracts' p-values",
+    "fme.plotting._data": "the histogram edges, KDE and finite rows every figure of the project shares",
+}
+
+
+def _stage_of(module: str) -> str | None:
+    parts = module.split(".")
+    if module.startswith(REPORT + ".") and len(parts) >= 3 and parts[2] in REPORT_STAGES:
+        return parts[2]
+    return None
+
+
+def _is_public(module: str) -> bool:
+    return not any(part.startswith("_") for part in module.split(".")[1:])
+
+
+def report_stage_violations(graph: dict[str, dict[str, set[str]]]) -> list[str]:
+    """Imports of a report stage that break the stage rules (every kind of import counts)."""
+    out = []
+    for module, targets in sorted(every_import(graph).items()):
+        stage = _stage_of(module)
+        if stage is None:
+            continue
+        rank = REPORT_STAGES.index(stage)
+        for target in sorted(targets):
+            other = _stage_of(target)
+            if other is not None:
+                if REPORT_STAGES.index(other) > rank:
+                    out.append(f"{module} -> {target}: a stage imports a later stage")
+                continue
+            if target in REPORT_ORCHESTRATION or target.startswith(REPORT + "."):
+                out.append(f"{module} -> {target}: a stage imports the orchestration")
+                continue
+            allowed = REPORT_STAGE_OUTSIDE[stage]
+            if stage == "analysis":
+                ok = (target == "fme" or (_is_public(target) and target.startswith("fme."))
+                      or target.startswith("fme._utils") or target in REPORT_ANALYSIS_PRIVATE)
+            else:
+                ok = any(target == p or target.startswith(p + ".") for p in allowed)
+            if not ok:
+                out.append(f"{module} -> {target}: outside what the {stage} stage may import")
+    return out
+
+
+def test_report_stages_import_only_downward(graph):
+    """inputs imports no model code and no other stage; analysis imports fme's public API, inputs and itself
+    (private reach-ins only those of REPORT_ANALYSIS_PRIVATE); present imports inputs, fme._utils and itself;
+    render imports present, inputs and itself; no stage imports the orchestration."""
+    assert {_stage_of(m) for m in graph if m.startswith(REPORT + ".")} - {None} == set(REPORT_STAGES)
+    assert report_stage_violations(graph) == []
+
+
+def test_report_modules_are_a_stage_or_the_orchestration(graph):
+    loose = sorted(m for m in graph if m.startswith(REPORT) and _stage_of(m) is None and m not in REPORT_ORCHESTRATION)
+    assert loose == [], f"put these report modules into a stage folder (or the orchestration list): {loose}"
+
+
+def test_report_analysis_private_imports_are_current(graph):
+    used = {t for m, ts in every_import(graph).items() if _stage_of(m) == "analysis" for t in ts}
+    assert sorted(set(REPORT_ANALYSIS_PRIVATE) - used) == []
+
+
+def test_report_stage_rules_catch_planted_imports(tmp_path):
+    """The stage rules are not vacuous: a present module reading an engine constant, an inputs module
+    importing the analysis and a render module computing through fme are all reported."""
+    import shutil
+
+    copy = tmp_path / "fme"
+    shutil.copytree(SOURCE, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    plants = {("report", "present", "flags.py"): "\n\ndef _planted():\n    from ..._dask.common import FIT_SAMPLE_SIZE\n",
+              ("report", "inputs", "validate.py"): "\n\ndef _planted():\n    from ..analysis import run\n",
+              ("report", "render", "documents.py"): "\n\ndef _planted():\n    import fme\n"}
+    for parts, code in plants.items():
+        path = copy.joinpath(*parts)
+        path.write_text(path.read_text(encoding="utf-8") + code, encoding="utf-8")
+    found = report_stage_violations(import_graph(copy))
+    assert found == ["fme.report.inputs.validate -> fme.report.analysis.run: a stage imports a later stage",
+                     "fme.report.present.flags -> fme._dask.common: outside what the present stage may import",
+                     "fme.report.render.documents -> fme: outside what the render stage may import"]
+
+
+def test_no_report_module_tests_a_model_type():
+    """A backend is known in one place (house rule 3): outside fme/_adapters/ no report module reads a model's
+    class or module name; the model's identity is the adapter's fingerprint."""
+    import re
+
+    hits = []
+    for path in sorted((SOURCE / "report").rglob("*.py")):
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if re.search(r"__module__|__qualname__|type\((model|obj|res|family|inner|info)\)", line):
+                hits.append(f"{path.relative_to(SOURCE)}:{i}: {line.strip()}")
+    assert hits == []

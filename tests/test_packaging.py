@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fme.report.environment import CONDA_MARKER_ENV, canonical, locked_pins, read_lock
+from fme.report.analysis.environment import CONDA_MARKER_ENV, canonical, locked_pins, read_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "requirements.lock"
@@ -21,7 +21,7 @@ def _pyproject() -> dict:
 
 
 def test_environment_yml_is_generated_from_the_lock() -> None:
-    from fme.report.environment import conda_environment
+    from fme.report.analysis.environment import conda_environment
 
     text = (ROOT / "environment.yml").read_text()
     assert text == conda_environment(LOCK), "environment.yml is stale: run `make lock`"
@@ -68,7 +68,7 @@ def test_makefile_installs_exactly_the_lock() -> None:
 
 @pytest.mark.lock
 def test_installed_versions_equal_the_lock() -> None:
-    from fme.report.environment import lock_differences
+    from fme.report.analysis.environment import lock_differences
 
     assert lock_differences(LOCK) == []
     for name in ("numpy", "pandas", "scipy", "scikit-learn", "matplotlib", "statsmodels"):
@@ -76,7 +76,7 @@ def test_installed_versions_equal_the_lock() -> None:
 
 
 def test_lock_record_reports_differences(tmp_path: Path) -> None:
-    from fme.report.environment import lock_record
+    from fme.report.analysis.environment import lock_record
 
     fake = tmp_path / "requirements.lock"
     fake.write_text("numpy==0.0.1 \\\n    --hash=sha256:00\nnot-a-package-fme==1.0 ; python_version < '3'\n")
@@ -167,6 +167,6 @@ def test_installed_layout_finds_the_shipped_templates(tmp_path: Path) -> None:
 
 def test_find_lock_finds_the_checkouts_lock() -> None:
     """A report built from this checkout records its lock (it was lost once when the module moved)."""
-    from fme.report.environment import find_lock
+    from fme.report.analysis.environment import find_lock
 
     assert find_lock() == (ROOT / "requirements.lock").resolve()

@@ -419,7 +419,7 @@ def test_plotting_does_not_use_seaborn():
     """The package docstring says why each figure is drawn without seaborn; seaborn is no dependency."""
     import fme.plotting as plotting
 
-    paths = [*PLOTTING.glob("*.py"), PLOTTING.parent / "report" / "figures.py"]
+    paths = [*PLOTTING.glob("*.py"), PLOTTING.parent / "report" / "analysis" / "figures.py"]
     sources = [p.read_text(encoding="utf-8") for p in paths]
     assert not any(re.search(r"^\s*(import|from)\s+seaborn\b", s, re.M) for s in sources)
     doc = plotting.__doc__

@@ -268,7 +268,7 @@ def _extra_numbers(res, effect_label: str) -> set[str]:
     """Numbers a sentence may carry besides the row: ANLM CI, level, at-level count, units with digits."""
     results = json.loads((Path(res["out_dir"]) / "results.json").read_text())
     out = {"10", "1000", "0", "1"}  # unit texts ("parts per 10 million", "1000 USD") and levels
-    from fme.report.context import effect_cells
+    from fme.report.present.context import effect_cells
 
     for g in results["effects"]:
         for v in g["variants"]:
@@ -407,7 +407,7 @@ def test_browser_renders_offline_without_errors(which, request):
     assert sizes and all(w > 0 and h > 0 and ok for w, h, ok in sizes)
     assert not dialogs
     results = json.loads((Path(res["out_dir"]) / "results.json").read_text())
-    from fme.report.context import effect_cells
+    from fme.report.present.context import effect_cells
 
     for g in results["effects"]:
         for v in g["variants"]:
@@ -430,7 +430,7 @@ def test_pdf_tagged_with_key_numbers(boston):
     assert page.stat().st_size > 5_000
     flat = " ".join(_pdftotext(pdf).split())
     results = json.loads((Path(boston["out_dir"]) / "results.json").read_text())
-    from fme.report.context import effect_cells
+    from fme.report.present.context import effect_cells
 
     for g in results["effects"]:
         for v in g["variants"]:
@@ -495,7 +495,7 @@ def boston_model():
 
 
 def test_signoff_block(boston):
-    from fme.report.config import config_sha256
+    from fme.report.inputs.config import config_sha256
 
     html = _html(boston)
     rid = "boston-svm-" + config_sha256(REPO / "reports" / "boston-svm.yaml")[:12]
@@ -530,7 +530,7 @@ def test_ame_with_and_without_eps_equal_fme(boston, boston_model):
         assert w["n_extrapolation"] == int(with_eps["extrapolation"].sum()) == v["n_extrapolation"]
         assert w["ame"] == pytest.approx(with_eps["fme"].mean(), rel=1e-12, abs=1e-12)
         # the table shows both, and the paragraph's numbers are the table's cells
-        from fme.report.context import effect_cells, with_eps_rows
+        from fme.report.present.context import effect_cells, with_eps_rows
 
         label = g["title"] + (f": to level {v['level']}" if v.get("level") is not None else "")
         rows = with_eps_rows(v, effect_cells(v))
@@ -546,7 +546,7 @@ def test_ame_with_and_without_eps_equal_fme(boston, boston_model):
 
 def test_step_sensitivity_equals_fme_with_scaled_steps(boston, boston_model):
     import fme
-    from fme.report.context import sensitivity_rows
+    from fme.report.present.context import sensitivity_rows
 
     model, data, reference = boston_model
     html = _html(boston)
@@ -580,7 +580,7 @@ def test_expected_sign_table_and_flag(boston):
     t = _table(html, "Expected vs observed sign of every AME")
     assert t["header"] == ["Effect", "Expected sign", "AME (1000 USD)", "Observed sign", "95% CI", "Agree"]
     by_label = {r[0]: r for r in t["rows"]}
-    from fme.report.context import effect_cells, sign_agreement
+    from fme.report.present.context import effect_cells, sign_agreement
 
     for g, v in _variants(boston):
         label = g["title"] + (f": to level {v['level']}" if v.get("level") is not None else "")
@@ -596,14 +596,14 @@ def test_expected_sign_table_and_flag(boston):
 
 def test_partition_stability_equals_library_and_csv(boston, boston_model):
     import fme
-    from fme.report.context import stability_cells
-    from fme.report.formatting import decimals_for
+    from fme.report.present.context import stability_cells
+    from fme._utils.numfmt import decimals_for
 
     model, data, reference = boston_model
     html = _html(boston)
-    from fme.report.config import load_config
+    from fme.report.inputs.config import load_config
 
-    cfg = {e["id"]: e for e in load_config(REPO / "reports" / "boston-svm.yaml")["effects"]}
+    cfg = {e.id: e for e in load_config(REPO / "reports" / "boston-svm.yaml").effects}
     checked = 0
     for g, v in _variants(boston):
         if not v.get("partition"):
@@ -614,11 +614,11 @@ def test_partition_stability_equals_library_and_csv(boston, boston_model):
         r = fme.fme(model, data, dict(v["steps"]), nlm=v["nlm"], extrapolation="envelope", on_extrapolation="exclude",
                     reference_data=reference, random_state=0)
         # max_leaves (issue 22, default 8) is the report's key, not fme.came's: these trees have fewer leaves
-        params = {k: val for k, val in eff["partition"].items() if k not in ("method", "max_leaves")}
-        part = fme.came(r, method=eff["partition"].get("method", "ctree"), **params)
-        assert len(part.leaves) <= eff["partition"]["max_leaves"] == 8
-        st = fme.partition_stability(part, n_subsamples=eff["stability"]["subsamples"],
-                                     fraction=eff["stability"]["fraction"], random_state=0)
+        params = {k: val for k, val in eff.partition.items() if k not in ("method", "max_leaves")}
+        part = fme.came(r, method=eff.partition.get("method", "ctree"), **params)
+        assert len(part.leaves) <= eff.partition["max_leaves"] == 8
+        st = fme.partition_stability(part, n_subsamples=eff.stability["subsamples"],
+                                     fraction=eff.stability["fraction"], random_state=0)
         csv = pd.read_csv(Path(boston["out_dir"]) / "tables" / f"{v['id']}-stability.csv")
         assert csv["ame"].to_numpy() == pytest.approx(st["ame"].to_numpy(), rel=1e-12)
         assert csv["ari"].to_numpy() == pytest.approx(st["ari"].to_numpy(dtype=float), rel=1e-12, nan_ok=True)
@@ -720,7 +720,7 @@ def test_pdf_table_headers_do_not_run_together(which, request):
 def test_audit_trail_hashes_equal_independent_hashes(boston):
     import hashlib
 
-    from fme.report.environment import find_lock
+    from fme.report.analysis.environment import find_lock
     from fme.paper import boston_svm
 
     out = Path(boston["out_dir"])
@@ -880,11 +880,11 @@ def test_honest_leaves_and_their_tests_are_reported(boston, boston_model):
     import fme
     from statsmodels.stats.multitest import multipletests
 
-    from fme.report.config import load_config
+    from fme.report.inputs.config import load_config
 
     model, data, reference = boston_model
     html = _html(boston)
-    cfg = {e["id"]: e for e in load_config(REPO / "reports" / "boston-svm.yaml")["effects"]}
+    cfg = {e.id: e for e in load_config(REPO / "reports" / "boston-svm.yaml").effects}
     checked = 0
     for g, v in _variants(boston):
         p = v.get("partition")
@@ -902,8 +902,8 @@ def test_honest_leaves_and_their_tests_are_reported(boston, boston_model):
         eff = cfg[g["id"]]
         r = fme.fme(model, data, dict(v["steps"]), nlm=v["nlm"], extrapolation="envelope", on_extrapolation="exclude",
                     reference_data=reference, random_state=0)
-        params = {k: val for k, val in eff["partition"].items() if k not in ("method", "max_leaves")}
-        part = fme.came(r, method=eff["partition"].get("method", "ctree"), **params)
+        params = {k: val for k, val in eff.partition.items() if k not in ("method", "max_leaves")}
+        part = fme.came(r, method=eff.partition.get("method", "ctree"), **params)
         if len(part.leaf_ids) != len(p["leaves"]):
             continue  # pruned by max_leaves in the report: compared through its own rows below
         t = part.test()

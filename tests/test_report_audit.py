@@ -1,8 +1,11 @@
-"""fme.report.audit: the audit-trail rows and context (issue 16 item 7)."""
+"""fme.report.present.audit: the audit-trail rows and context (issue 16 item 7)."""
 
 from __future__ import annotations
 
-from fme.report.audit import audit_context, hash_rows
+from pathlib import Path
+
+from fme.report.inputs.config import ReportConfig
+from fme.report.present.audit import audit_context, hash_rows
 
 H = {"model": {"sha256": "a" * 64, "of": "fitted model: file m.joblib"},
      "data": {"sha256": "b" * 64, "of": "file d.csv"},
@@ -21,12 +24,17 @@ def test_hash_rows_every_input_and_the_results_file():
         ("Dependency lock", "d" * 64), ("Results file", "e" * 64)]
 
 
+def _config(model: dict) -> ReportConfig:
+    return ReportConfig(title="T", owner="O", intended_use="U", model=model, data={}, target="y", effects=(),
+                        path=Path("c.yaml"), directory=Path("."), name="c")
+
+
 def test_audit_context_model_version_platform_and_resolved_config():
-    cfg = RESULTS["config"]
-    a = audit_context(RESULTS, cfg, {"hashes": H})["audit"]
+    a = audit_context(RESULTS, _config(RESULTS["config"]["model"]), {"hashes": H})["audit"]
     assert a["model_version"] == "2.1" and a["os"] == "Linux 6.1" and a["machine"] == "aarch64"
     assert a["model_sha256"] == "a" * 64
     assert '"version": "2.1"' in a["resolved_config"] and a["fence"] == "```"
     unversioned = {"model": {"joblib": "m.joblib"}}
-    b = audit_context({**RESULTS, "config": {**unversioned, "x": "``` four ````"}}, unversioned, {"hashes": H})
+    b = audit_context({**RESULTS, "config": {**unversioned, "x": "``` four ````"}}, _config(unversioned["model"]),
+                      {"hashes": H})
     assert b["audit"]["model_version"].startswith("not stated") and b["audit"]["fence"] == "`````"

@@ -43,8 +43,8 @@ def _case(tmp_path, slope_b: float):
 
 def test_paired_difference_by_hand_and_the_disagreement_sentences(tmp_path):
     from fme.report.analysis import run_effects
-    from fme.report.config import load_config
-    from fme.report.context import challenger_cells
+    from fme.report.inputs.config import load_config
+    from fme.report.present.context import challenger_cells
 
     a, b, d = _case(tmp_path, -0.6)
     cfg = load_config(tmp_path / "c.yaml")
@@ -68,7 +68,7 @@ def test_a_model_without_covariance_gets_the_paired_fixed_model_interval(tmp_pat
     from sklearn.linear_model import LinearRegression
 
     from fme.report.analysis import run_effects
-    from fme.report.config import load_config
+    from fme.report.inputs.config import load_config
 
     a, _, d = _case(tmp_path, 0.8)
     X = d[["x", "w"]]
@@ -94,7 +94,7 @@ def test_bootstrap_difference_equals_the_same_seeded_refits_by_hand(tmp_path):
     from sklearn.tree import DecisionTreeRegressor
 
     from fme.report.analysis import run_effects
-    from fme.report.config import load_config
+    from fme.report.inputs.config import load_config
 
     rng = np.random.default_rng(11)
     n, B, seed = 120, 40, 7
@@ -140,7 +140,7 @@ def test_bootstrap_difference_pairs_only_resamples_where_both_refits_succeeded()
     """A refit that failed for one model drops that resample from the difference (never a shifted pairing)."""
     import fme
     from fme.inference import RowInference
-    from fme.report.challenger import _paired_bootstrap
+    from fme.report.analysis.challenger import _paired_bootstrap
 
     rng = np.random.default_rng(2)
     da, db = rng.normal(size=(3, 5)), rng.normal(size=(3, 4))
@@ -160,7 +160,7 @@ def test_the_challengers_tree_grows_with_the_reports_seed(tmp_path):
     import statsmodels.formula.api as smf
 
     from fme.report.analysis import run_effects
-    from fme.report.config import load_config
+    from fme.report.inputs.config import load_config
 
     rng = np.random.default_rng(8)
     n = 400

@@ -1,4 +1,4 @@
-"""fme.report.changelog: the change log against a previous report (issue 16 item 11)."""
+"""fme.report.present.changelog: the change log against a previous report (issue 16 item 11)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from fme.report.changelog import changelog, compact, load_previous
-from fme.report.config import ConfigError, load_config
+from fme.report.present.changelog import changelog, compact, load_previous
+from fme.report.inputs.config import ConfigError, load_config
 
 
 def _variant(vid, ame, lo, hi, n=100, n_ep=0, split=None, level=None):

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("jsonschema")
 
-from fme.report.config import ConfigError, load_config  # noqa: E402
+from fme.report.inputs.config import ConfigError, load_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,17 +35,17 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 def test_bundled_config_is_valid():
     cfg = load_config(REPO / "reports" / "boston-svm.yaml")
-    assert cfg["_name"] == "boston-svm"
-    assert [e["id"] for e in cfg["effects"]] == ["rm", "crim", "crim-nox", "crim-nox-ptratio", "chas"]
-    assert cfg["effects"][0]["partition"] == {"method": "ctree", "minbucket": 100, "testtype": "teststatistic",
+    assert cfg.name == "boston-svm"
+    assert [e.id for e in cfg.effects] == ["rm", "crim", "crim-nox", "crim-nox-ptratio", "chas"]
+    assert cfg.effects[0].partition == {"method": "ctree", "minbucket": 100, "testtype": "teststatistic",
                                               "mincriterion": 0.99, "max_leaves": 8}
 
 
 def test_defaults_filled(tmp_path):
     cfg = load_config(_write(tmp_path, GOOD))
-    eff = cfg["effects"][0]
-    assert eff["id"] == "crim" and eff["extrapolation"] == {"method": "envelope"} and eff["on_extrapolation"] == "exclude"
-    assert eff["conf_level"] == 0.95 and cfg["timestamp"] is False and cfg["seed"] == 0
+    eff = cfg.effects[0]
+    assert eff.id == "crim" and eff.extrapolation == {"method": "envelope"} and eff.on_extrapolation == "exclude"
+    assert eff.conf_level == 0.95 and cfg.timestamp is False and cfg.seed == 0
 
 
 @pytest.mark.parametrize("text, line, pattern", [
@@ -96,31 +96,31 @@ def test_missing_file():
 
 def test_signoff_default_and_given(tmp_path):
     cfg = load_config(_write(tmp_path, GOOD))
-    assert cfg["signoff"] == [{"role": "Preparer", "name": ""}, {"role": "Independent reviewer", "name": ""},
+    assert list(cfg.signoff) == [{"role": "Preparer", "name": ""}, {"role": "Independent reviewer", "name": ""},
                               {"role": "Approver", "name": ""}]
     text = GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - {role: Preparer, name: A. B}\n"
                                           "  - {role: Validator}\n")
     cfg = load_config(_write(tmp_path, text))
-    assert cfg["signoff"] == [{"role": "Preparer", "name": "A. B"}, {"role": "Validator", "name": ""}]
+    assert list(cfg.signoff) == [{"role": "Preparer", "name": "A. B"}, {"role": "Validator", "name": ""}]
 
 
 def test_expected_sign_accepted():
     cfg = load_config(REPO / "reports" / "boston-svm.yaml")
-    signs = {e["id"]: e.get("expected_sign") for e in cfg["effects"]}
+    signs = {e.id: e.expected_sign for e in cfg.effects}
     assert signs == {"rm": "+", "crim": "+", "crim-nox": "+", "crim-nox-ptratio": "+", "chas": None}
 
 
 def test_expected_sign_on_single_level_is_fine(tmp_path):
     cfg = load_config(_write(tmp_path, GOOD.replace("{crim: -5}", "{chas: 1}\n    expected_sign: '-'")))
-    assert cfg["effects"][0]["expected_sign"] == "-"
+    assert cfg.effects[0].expected_sign == "-"
 
 
 def test_stability_defaults_merge_and_off(tmp_path):
-    eff = load_config(_write(tmp_path, GOOD))["effects"][0]
-    assert eff["stability"] == {"subsamples": 20, "fraction": 0.5}
-    eff = load_config(_write(tmp_path, GOOD + "    stability: {subsamples: 5}\n"))["effects"][0]
-    assert eff["stability"] == {"subsamples": 5, "fraction": 0.5}
-    assert load_config(_write(tmp_path, GOOD + "    stability: false\n"))["effects"][0]["stability"] is False
+    eff = load_config(_write(tmp_path, GOOD)).effects[0]
+    assert eff.stability == {"subsamples": 20, "fraction": 0.5}
+    eff = load_config(_write(tmp_path, GOOD + "    stability: {subsamples: 5}\n")).effects[0]
+    assert eff.stability == {"subsamples": 5, "fraction": 0.5}
+    assert load_config(_write(tmp_path, GOOD + "    stability: false\n")).effects[0].stability is False
     with pytest.raises(ConfigError, match=r":11: effects\[0\]\.stability"):
         load_config(_write(tmp_path, GOOD + "    stability: {fraction: 1.5}\n"))
 
@@ -142,7 +142,7 @@ def test_duplicate_top_level_key(tmp_path):
 def test_unique_key_loader_refuses_duplicates():
     import yaml
 
-    from fme.report.config import UniqueKeyLoader
+    from fme.report.inputs.config import UniqueKeyLoader
 
     assert yaml.load("a: {x: 1, y: 2}", Loader=UniqueKeyLoader) == {"a": {"x": 1, "y": 2}}
     with pytest.raises(yaml.YAMLError, match="duplicate key 'x'"):
@@ -175,7 +175,7 @@ def test_partition_parameter_names_per_method(tmp_path, partition, key, phrase):
 
 def test_cart_parameters_accepted(tmp_path):
     cfg = load_config(_write(tmp_path, GOOD + "    partition: {method: cart, max_depth: 3, min_samples_leaf: 20}\n"))
-    assert cfg["effects"][0]["partition"] == {"method": "cart", "max_depth": 3, "min_samples_leaf": 20, "max_leaves": 8}
+    assert cfg.effects[0].partition == {"method": "cart", "max_depth": 3, "min_samples_leaf": 20, "max_leaves": 8}
 
 
 def test_unknown_detector_names_valid_ones(tmp_path):
@@ -183,11 +183,11 @@ def test_unknown_detector_names_valid_ones(tmp_path):
     with pytest.raises(ConfigError, match=rf"^{p}:11: effects\[0\]\.extrapolation: 'hul' is not one of "
                                           r"\['envelope', 'hull', 'mcec', 'cert', 'isolation_forest', 'lof', 'none'\]"):
         load_config(p)
-    assert load_config(_write(tmp_path, GOOD + "    extrapolation: hull\n"))["effects"][0]["extrapolation"] == {"method": "hull"}
+    assert load_config(_write(tmp_path, GOOD + "    extrapolation: hull\n")).effects[0].extrapolation == {"method": "hull"}
 
 
 def test_detector_names_match_the_library():
     from fme.extrapolation import DETECTORS
-    from fme.report.config import DETECTOR_NAMES
+    from fme.report.inputs.config import DETECTOR_NAMES
 
     assert sorted(DETECTOR_NAMES) == sorted(DETECTORS)

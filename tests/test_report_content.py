@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("jsonschema")
 
 import fme  # noqa: E402
-from fme.report.config import ConfigError, load_config  # noqa: E402
+from fme.report.inputs.config import ConfigError, load_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "reports"
@@ -61,11 +61,11 @@ def test_detector_with_parameters_is_normalised(tmp_path):
           - steps: {x1: 1}
             extrapolation: lof
         """)
-    assert cfg["effects"][0]["extrapolation"] == {"method": "hull", "tol": 1e-6}
-    assert cfg["effects"][1]["extrapolation"] == {"method": "lof"}
-    from fme.report.specs import describe_detector, make_detector
+    assert cfg.effects[0].extrapolation == {"method": "hull", "tol": 1e-6}
+    assert cfg.effects[1].extrapolation == {"method": "lof"}
+    from fme.report.inputs.specs import describe_detector, make_detector
 
-    det = make_detector(cfg["effects"][0]["extrapolation"], seed=3)
+    det = make_detector(cfg.effects[0].extrapolation, seed=3)
     assert type(det).__name__ == "ConvexHullDetector" and det.tol == 1e-6 and det.random_state == 3
     assert describe_detector({"method": "lof", "n_neighbors": 7}) == \
         "lof (contamination = 0.01, n_neighbors = 7)"
@@ -78,9 +78,9 @@ def test_every_detector_name_is_accepted(tmp_path, name):
           - steps: {{x1: 1}}
             extrapolation: {name}
         """)
-    from fme.report.specs import make_detector
+    from fme.report.inputs.specs import make_detector
 
-    assert make_detector(cfg["effects"][0]["extrapolation"], 0).name == name
+    assert make_detector(cfg.effects[0].extrapolation, 0).name == name
 
 
 def test_unknown_detector_parameter_names_line_and_parameters(tmp_path):
@@ -122,8 +122,8 @@ def test_bootstrap_needs_train_data_and_effects_inherit_it(tmp_path):
             inference: bootstrap
         """)
     top = {"method": "bootstrap", "train_data": {"path": "train.csv"}, "n_resamples": 50, "ci": "percentile"}
-    assert cfg["inference"] == top
-    assert [e["inference"] for e in cfg["effects"]] == [top, {"method": "sample"}, top]
+    assert cfg.inference == top
+    assert [e.inference for e in cfg.effects] == [top, {"method": "sample"}, top]
 
 
 def test_bootstrap_settings_need_method_bootstrap(tmp_path):
@@ -136,7 +136,7 @@ def test_bootstrap_settings_need_method_bootstrap(tmp_path):
 
 
 def test_flags_and_overview_defaults(tmp_path):
-    from fme.report.specs import FLAG_DEFAULTS
+    from fme.report.inputs.specs import FLAG_DEFAULTS
 
     cfg = _load(tmp_path, """\
         flags: {ep_share: 0.2, leaf_n: 50}
@@ -144,9 +144,9 @@ def test_flags_and_overview_defaults(tmp_path):
         effects:
           - steps: {x1: 1}
         """)
-    assert cfg["flags"] == {**FLAG_DEFAULTS, "ep_share": 0.2, "leaf_n": 50}
-    assert cfg["overview"] is False
-    assert _load(tmp_path, "effects:\n  - steps: {x1: 1}\n")["overview"] == \
+    assert cfg.flags == {**FLAG_DEFAULTS, "ep_share": 0.2, "leaf_n": 50}
+    assert cfg.overview is False
+    assert _load(tmp_path, "effects:\n  - steps: {x1: 1}\n").overview == \
         {"step": "sd", "extrapolation": {"method": "envelope"}}
     msg = _error(tmp_path, "flags: {ep_shar: 0.2}\neffects:\n  - steps: {x1: 1}\n")
     assert ":9: flags.ep_shar: unknown key 'ep_shar'" in msg
@@ -159,7 +159,7 @@ def _grid(n: int = 400, seed: int = 0) -> pd.DataFrame:
 
 
 def test_extrapolation_causes_count_the_features_outside_the_reference():
-    from fme.report.details import extrapolation_causes
+    from fme.report.analysis.details import extrapolation_causes
 
     X = _grid()
     res = fme.fme(lambda d: d["a"] + d["b"], X, {"a": 2.0, "b": 0.3}, extrapolation="envelope")
@@ -175,7 +175,7 @@ def test_extrapolation_causes_count_the_features_outside_the_reference():
 
 
 def test_extrapolation_causes_joint_flags_name_the_features_that_differ():
-    from fme.report.details import extrapolation_causes
+    from fme.report.analysis.details import extrapolation_causes
 
     rng = np.random.default_rng(1)
     t, r = rng.uniform(0, 2 * np.pi, 500), np.sqrt(rng.uniform(0, 1, 500))
@@ -195,7 +195,7 @@ def test_extrapolation_causes_joint_flags_name_the_features_that_differ():
 
 
 def test_effective_steps_match_the_shrunk_steps():
-    from fme.report.details import effective_steps
+    from fme.report.analysis.details import effective_steps
 
     X = _grid()
     res = fme.fme(lambda d: d["a"] * d["b"], X, {"a": 3.0}, extrapolation="envelope", on_extrapolation="shrink")
@@ -225,7 +225,7 @@ def test_classifier_fit_metrics_on_the_probability_scale(labels):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from fme.report.model_view import model_fit
+    from fme.report.analysis.model_view import model_fit
 
     bc = load_breast_cancer(as_frame=True)
     X = bc.data[["mean radius", "mean texture", "worst concavity"]]
@@ -248,7 +248,7 @@ def test_classifier_fit_metrics_on_the_probability_scale(labels):
 def test_classifier_fit_refuses_an_unknown_label(tmp_path):
     from sklearn.linear_model import LogisticRegression
 
-    from fme.report.model_view import model_fit
+    from fme.report.analysis.model_view import model_fit
 
     X = _grid(100)
     y = np.where(X["a"] > 5, "hi", "lo")
@@ -272,11 +272,11 @@ def _variant(**kw) -> dict:
 
 
 def test_model_ci_decides_direction_flags_and_plausibility():
-    from fme.report import sentences
-    from fme.report.context import effect_cells, sign_agreement
-    from fme.report.display import prepare_variant
-    from fme.report.flags import FLAG, flag_rows
-    from fme.report.specs import FLAG_DEFAULTS
+    from fme.report.present import sentences
+    from fme.report.present.context import effect_cells, sign_agreement
+    from fme.report.present.display import prepare_variant
+    from fme.report.present.flags import FLAG, flag_rows
+    from fme.report.inputs.specs import FLAG_DEFAULTS
 
     v = prepare_variant(_variant(), scale=100.0)  # probabilities -> percentage points
     assert (v["ame"], v["ci_low"], v["ci_high"]) == pytest.approx((2.0, -1.0, 5.0))
@@ -300,10 +300,10 @@ def test_model_ci_decides_direction_flags_and_plausibility():
 
 
 def test_leaf_nonlinearity_flag_uses_the_configured_threshold():
-    from fme.report.context import effect_cells
-    from fme.report.display import prepare_variant
-    from fme.report.flags import FLAG, OK, flag_rows
-    from fme.report.specs import FLAG_DEFAULTS
+    from fme.report.present.context import effect_cells
+    from fme.report.present.display import prepare_variant
+    from fme.report.present.flags import FLAG, OK, flag_rows
+    from fme.report.inputs.specs import FLAG_DEFAULTS
 
     leaves = [{"node": 2, "n": 60, "canlm": 0.62, "canlm_ci_low": 0.55, "canlm_ci_high": 0.69},
               {"node": 3, "n": 80, "canlm": 0.97, "canlm_ci_low": 0.95, "canlm_ci_high": 0.99}]
@@ -426,7 +426,7 @@ def _table(res, starts: str) -> list[list[str]]:
 def test_logit_report_names_the_class_in_percentage_points(logit):
     import joblib
 
-    from fme.report.formatting import fmt_est, fmt_num
+    from fme._utils.numfmt import fmt_est, fmt_num
 
     res, d, results = logit
     text = _text(res)
@@ -465,7 +465,7 @@ def test_logit_report_names_the_class_in_percentage_points(logit):
 def test_logit_overview_ranks_every_feature_like_fme_ame(logit):
     import joblib
 
-    from fme.report.formatting import fmt_est
+    from fme._utils.numfmt import fmt_est
 
     res, d, results = logit
     model = joblib.load(d / "model.joblib")
@@ -494,7 +494,7 @@ def test_hgb_report_numeric_labels_exact_nlm_and_shrink(hgb):
     v = results["effects"][0]["variants"][0]
     assert v["nlm_method"] == "exact"
     # NLM lines of issues 13/16: method used, median, share >= 0.9, flat and constant paths
-    from fme.report.context import effect_cells
+    from fme.report.present.context import effect_cells
 
     c = effect_cells(v)
     assert (f"(method: exact): median {c['median_nlm']}, share of rows with NLM ≥ 0.9: {c['share_linear']}; "
@@ -553,7 +553,7 @@ def test_boston_flags_are_text_and_overview_covers_every_feature(tmp_path_factor
 def test_model_interval_is_the_delta_method_interval_for_statsmodels():
     import statsmodels.formula.api as smf
 
-    from fme.report.details import model_interval
+    from fme.report.analysis.details import model_interval
 
     X = _grid(300, seed=4)
     X["y"] = 1.0 + 2.0 * X["a"] - 3.0 * X["b"] + X["a"] * X["b"] + np.random.default_rng(4).normal(0, 1, 300)

@@ -46,7 +46,7 @@ def _ols_case(tmp_path: Path, expect: str) -> tuple:
 
 def test_contract_tests_equal_hand_computations(tmp_path):
     from fme.report.analysis import run_effects
-    from fme.report.config import load_config
+    from fme.report.inputs.config import load_config
 
     m, d = _ols_case(tmp_path, "{sign: '+', within: [0.5, 1.5], at_least: 0.6, at_most: 0.7}")
     cfg = load_config(tmp_path / "c.yaml")
@@ -84,7 +84,7 @@ def test_check_exits_3_on_a_contract_not_met_and_still_writes_the_report(tmp_pat
 
 
 def test_bad_contracts_are_config_errors(tmp_path):
-    from fme.report.config import ConfigError, load_config
+    from fme.report.inputs.config import ConfigError, load_config
 
     _ols_case(tmp_path, "{within: [1]}")
     with pytest.raises(ConfigError, match="expect"):

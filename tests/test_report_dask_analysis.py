@@ -28,8 +28,9 @@ distributed = pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")
 
 import fme  # noqa: E402
-from fme.report import analysis, sources  # noqa: E402
-from fme.report.config import load_config  # noqa: E402
+from fme.report import analysis
+from fme.report.inputs import sources  # noqa: E402
+from fme.report.inputs.config import load_config  # noqa: E402
 
 CONFIG = """\
 title: T
@@ -249,7 +250,7 @@ def test_analysis_never_gathers_the_data(tmp_path, monkeypatch, cluster):
 
     monkeypatch.setattr(distributed.Client, "gather", gather)
     cfg = load_config(tmp_path / "d.yaml")
-    data, info = analysis.load_data(cfg, cfg["data"])
+    data, info = analysis.load_data(cfg, cfg.data)
     assert info["n_rows"] == n and info["sample"]["rows"] == 500 and not info["sample"]["all_rows"]
     data.partitions[0].compute()
     assert seen.largest == n // 2  # the guard sees a gathered partition
@@ -326,7 +327,7 @@ def test_cluster_closed_after_a_failing_analysis(tmp_path, monkeypatch):
 
 
 def test_sample_size_needs_engine_dask(tmp_path):
-    from fme.report.config import ConfigError
+    from fme.report.inputs.config import ConfigError
 
     _inputs(tmp_path, 30)
     p = tmp_path / "p.yaml"
@@ -401,3 +402,4 @@ def test_dask_and_pandas_reports_of_a_poisson_glm_with_c_terms_say_the_same(tmp_
     for name in sorted(f.name for f in (tmp_path / "p" / "tables").glob("*.csv")):
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "p" / "tables" / name),
                                       pd.read_csv(tmp_path / "d" / "tables" / name), rtol=1e-10)
+

@@ -1,11 +1,12 @@
 """Issue 16 A: a report build fails loudly, in one line naming config, line and key, and writes no report.
 
-Fast tests check the config against data and model (:mod:`fme.report.validate`) and the command line for
+Fast tests check the config against data and model (:mod:`fme.report.inputs.validate`) and the command line for
 failures found before the notebook runs; the slow ones run the notebook into a failure.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
@@ -17,8 +18,9 @@ import pytest
 pytest.importorskip("jsonschema")
 
 from fme.__main__ import main  # noqa: E402
-from fme.report.config import ConfigError, load_config  # noqa: E402
-from fme.report.validate import check_against_data, check_inputs  # noqa: E402
+from fme.report.inputs.config import ConfigError, load_config  # noqa: E402
+from fme.report.analysis.checks import check_against_data  # noqa: E402
+from fme.report.inputs.validate import check_inputs  # noqa: E402
 
 HEAD = """\
 title: T
@@ -94,7 +96,7 @@ def test_unknown_names_are_config_errors(tmp_path, regressor, effects, line, key
 def test_valid_effects_pass_and_regressor_has_no_class(tmp_path, regressor):
     cfg, target_class = _check(tmp_path, "  - steps: {x1: sd}\n  - steps: {colour: all}\n"
                                          "    partition: {features: [x2]}\n", regressor)
-    assert target_class is None and cfg["effects"][1]["steps"] == {"colour": "all"}
+    assert target_class is None and cfg.effects[1].steps == {"colour": "all"}
 
 
 def test_multiclass_needs_target_class(tmp_path, three_classes):
@@ -116,9 +118,9 @@ def test_target_class_must_be_a_class(tmp_path, three_classes, regressor):
 
 def test_check_does_not_modify_config(tmp_path, regressor):
     cfg = load_config(_config(tmp_path, "  - steps: {colour: all}\n"))
-    before = json.dumps(cfg, sort_keys=True, default=str)
+    before = json.dumps(cfg.to_dict(), sort_keys=True, default=str)
     check_against_data(cfg, regressor, _frame().drop(columns="y"), _frame().drop(columns="y"))
-    assert json.dumps(cfg, sort_keys=True, default=str) == before
+    assert json.dumps(cfg.to_dict(), sort_keys=True, default=str) == before
 
 
 # ------------------------------------------------------------------ the command line, before the notebook (fast)
@@ -234,6 +236,7 @@ def test_failed_rebuild_keeps_previous_report_whole(tmp_path, capsys, regressor)
 
 # ------------------------------------------------------------------ issue 16 C: the cache notices a changed model
 HYPER_MODULE = '''\
+import dataclasses
 import json
 from pathlib import Path
 
@@ -274,10 +277,10 @@ def test_inputs_hash_covers_entry_point_model_module_and_lock(tmp_path, monkeypa
     assert build.inputs_sha256(cfg, TEMPLATES) not in (first, refit)
     # the resolved config and the lock are inputs too
     edited = build.inputs_sha256(cfg, TEMPLATES)
-    assert build.inputs_sha256({**cfg, "seed": 7}, TEMPLATES) != edited
+    assert build.inputs_sha256(dataclasses.replace(cfg, seed=7), TEMPLATES) != edited
     lock = tmp_path / "requirements.lock"
     lock.write_text("numpy==1.0\n", encoding="utf-8")
-    monkeypatch.setattr("fme.report.environment.find_lock", lambda start=None: lock)
+    monkeypatch.setattr("fme.report.analysis.environment.find_lock", lambda start=None: lock)
     with_lock = build.inputs_sha256(cfg, TEMPLATES)
     lock.write_text("numpy==2.0\n", encoding="utf-8")
     assert build.inputs_sha256(cfg, TEMPLATES) != with_lock
@@ -307,7 +310,7 @@ def test_inputs_hash_covers_joblib_test_and_reference_data(tmp_path):
 
 def test_inputs_hash_and_audit_cover_bootstrap_train_data(tmp_path):
     from fme.report import build
-    from fme.report.audit import hash_rows
+    from fme.report.present.audit import hash_rows
     from fme.report.render import TEMPLATES
 
     _frame().to_csv(tmp_path / "data.csv", index=False)

@@ -144,8 +144,8 @@ def test_tree_figure_numbers_equal_the_leaf_table_cells():
     import matplotlib.pyplot as plt
 
     from fme.plotting import PartitionDisplay
-    from fme.report.context import _leaf_rows
-    from fme.report.formatting import fmt_est
+    from fme.report.present.context import _leaf_rows
+    from fme._utils.numfmt import fmt_est
 
     part = _staircase(4)
     assert 2 <= len(part.leaves) <= 16
@@ -168,13 +168,18 @@ def test_tree_figure_numbers_equal_the_leaf_table_cells():
 
 
 def test_more_than_16_leaves_gives_dot_plot_and_tables_only(tmp_path):
-    from fme.report import figures
+    from fme.report.analysis import figures
+    from fme.report.inputs.config import EffectConfig, ReportConfig
 
     part = _staircase(24)
     assert len(part.leaves) > 16
     (tmp_path / "figures").mkdir()
-    cfg = {"figures": {"width": 6.4, "png_dpi": 50, "max_points": 100}, "seed": 0, "units": {}}
-    out = figures.effect_figures(part.effects, part, {"steps": {"x": 0.5}}, cfg, tmp_path, "v")
+    cfg = ReportConfig(title="t", owner="o", intended_use="u", model={}, data={}, target="y", effects=(),
+                       path=tmp_path / "c.yaml", directory=tmp_path, name="c",
+                       figures={"width": 6.4, "png_dpi": 50, "max_points": 100})
+    eff = EffectConfig(id="x", steps={"x": 0.5}, conf_level=0.95, inference={"method": "sample"},
+                       extrapolation={"method": "none"})
+    out = figures.effect_figures(part.effects, part, eff, cfg, tmp_path, "v")
     kinds = [f["kind"] for f in out]
     assert "came-tree" not in kinds and kinds[-1] == "came"
     assert out[-1]["tree_omitted"] == len(part.leaves)
@@ -194,11 +199,11 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
 
     from fme.plotting import PartitionDisplay
     from fme.report.analysis import compute_effect
-    from fme.report.config import load_config
-    from fme.report.context import _leaf_rows
-    from fme.report.display import prepare_variant
-    from fme.report.figures import shown
-    from fme.report.formatting import fmt_est
+    from fme.report.inputs.config import load_config
+    from fme.report.present.context import _leaf_rows
+    from fme.report.present.display import prepare_variant
+    from fme.report.analysis.figures import shown
+    from fme._utils.numfmt import fmt_est
 
     bc = load_breast_cancer(as_frame=True)
     X = bc.data[["mean radius", "mean texture", "worst concavity"]].iloc[:300]
@@ -214,14 +219,14 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
         "    extrapolation: none\n    partition: {method: cart, max_depth: 2, min_samples_leaf: 30}\n    stability: false\n",
         encoding="utf-8")
     cfg = load_config(tmp_path / "c.yaml")
-    eff = cfg["effects"][0]
+    eff = cfg.effects[0]
     out = compute_effect(model, X, X, eff, 0, "malignant", train, "diagnosis")
     leaves_before = out["partition"].leaves.copy()
     v = prepare_variant(out["summary"], 100.0)
     assert v["ci_inference"] == "bootstrap"  # the leaf table shows the bootstrap CIs, not the fixed-model ones
     assert any(leaf["conf_low"] != leaf["came_ci_low"] for leaf in out["summary"]["partition"]["leaves"])
     rows = {r["node"]: r for r in _leaf_rows(v["partition"], v["n"])}
-    res, part = shown(out["result"], out["partition"], float(eff["conf_level"]), 100.0)
+    res, part = shown(out["result"], out["partition"], float(eff.conf_level), 100.0)
     pd.testing.assert_frame_equal(out["partition"].leaves, leaves_before)  # the caller's partition untouched
     disp = PartitionDisplay.from_partition(part)
     assert 2 <= len(disp.leaf_labels_) == len(rows) - 1
@@ -243,7 +248,7 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
 
 def test_leaf_without_ci_reads_as_in_the_table():
     from fme.plotting.tree import leaf_label
-    from fme.report.context import _leaf_rows
+    from fme.report.present.context import _leaf_rows
 
     leaf = {"node": 3, "n": 1, "came": 0.5, "came_ci_low": None, "came_ci_high": None, "cov_fme": None,
             "rule": "x > 1"}
@@ -289,7 +294,7 @@ def test_tree_text_in_the_pdf_stays_legible(k):
     import matplotlib.pyplot as plt
 
     from fme.plotting import PartitionDisplay
-    from fme.report.figures import PDF_TEXT, min_font_pt, pdf_page
+    from fme.report.analysis.figures import PDF_TEXT, min_font_pt, pdf_page
 
     nodes, leaves, values = _tree(k)
     with plt.rc_context({"font.size": 10.0, "figure.dpi": 100}):  # as the report draws it

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("jsonschema")
 
-from fme.report.config import ConfigError, load_config  # noqa: E402
+from fme.report.inputs.config import ConfigError, load_config  # noqa: E402
 
 
 def _setup(tmp_path: Path, partition: str) -> tuple:
@@ -46,7 +46,7 @@ def _setup(tmp_path: Path, partition: str) -> tuple:
 def test_honest_default_with_splits_and_the_not_honest_sentence(tmp_path):
     import fme
     from fme.report.analysis import run_effects
-    from fme.report.context import _honesty_sentence, _leaf_test_cells, _splits_sentence
+    from fme.report.present.context import _honesty_sentence, _leaf_test_cells, _splits_sentence
 
     model, X, cfg = _setup(tmp_path, "{method: cart, max_depth: 2, n_splits: 3}")
     (g,) = run_effects(model, X, X, cfg, tmp_path / "out")

@@ -42,9 +42,9 @@ def _case(tmp_path, interactions: str):
 
 def test_listed_pairs_equal_the_library_and_the_coefficient(tmp_path):
     import fme
-    from fme.report.config import load_config
-    from fme.report.context import interaction_cells
-    from fme.report.interactions import run_interactions
+    from fme.report.inputs.config import load_config
+    from fme.report.present.context import interaction_cells
+    from fme.report.analysis.interactions import run_interactions
 
     m, d = _case(tmp_path, "[{a: {a: 1}, b: {b: 1}}, {a: {a: 1}, b: {c: 1}}]")
     cfg = load_config(tmp_path / "c.yaml")

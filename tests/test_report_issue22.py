@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("jsonschema")
 
-from fme.report.config import ConfigError, load_config  # noqa: E402
+from fme.report.inputs.config import ConfigError, load_config  # noqa: E402
 
 
 def _randhie(n: int = 600) -> pd.DataFrame:
@@ -44,10 +44,19 @@ def _config(tmp_path: Path, model, data: pd.DataFrame, body: str, target: str = 
     return load_config(tmp_path / "c.yaml")
 
 
+def _bare_config(tmp_path, **fields):
+    """A config object with the given fields (and placeholders for the required ones), without a file."""
+    from fme.report.inputs.config import ReportConfig
+
+    base = {"title": "T", "owner": "O", "intended_use": "U", "model": {}, "data": {}, "target": "y", "effects": (),
+            "path": tmp_path / "c.yaml", "directory": tmp_path, "name": "c"}
+    return ReportConfig(**{**base, **fields})
+
+
 # ------------------------------------------------------------------ item 1: the interval a file carries
 def test_sidecars_and_changelog_carry_the_primary_interval_labelled(tmp_path):
     from fme.report.analysis import run_effects
-    from fme.report.changelog import changelog, compact
+    from fme.report.present.changelog import changelog, compact
 
     d = _randhie()
     model = _poisson(d)
@@ -119,8 +128,8 @@ def test_tree_figure_with_a_level_absent_from_a_node(tmp_path):
     """A categorical split of a node that lacks some levels (CTree maps them to None) is drawn and summarised."""
     import fme
     from fme.plotting.tree import edge_label
-    from fme.report.effect_parts import _root_split
-    from fme.report.figures import _tree_plot
+    from fme.report.analysis.effect_parts import _root_split
+    from fme.report.analysis.figures import _tree_plot
 
     d = _fair()
     X = d.drop(columns="affairs")
@@ -139,7 +148,7 @@ def test_tree_figure_with_a_level_absent_from_a_node(tmp_path):
     # a drawn tree (16 leaves) with such a split: the figure is written and shows only the levels present
     drawn = fme.came(res, honest=False, n_partitions=16, alpha=0.35, minbucket=0.02 * res.n)
     split = next(i for i, lv in drawn.nodes["split_levels"].items() if isinstance(lv, dict) and None in lv.values())
-    cfg = {"figures": {"png_dpi": 50}}
+    cfg = _bare_config(tmp_path, figures={"png_dpi": 50})
     (tmp_path / "figures").mkdir()
     fig = _tree_plot(drawn, cfg, tmp_path, "age")
     kids = [int(c) for c in drawn.nodes.at[split, "children"]]
@@ -149,7 +158,7 @@ def test_tree_figure_with_a_level_absent_from_a_node(tmp_path):
 
 def test_default_tree_is_readable_on_a_smooth_4000_row_glm(tmp_path):
     """The defaults grew 134-228 leaves of n = 7 on a 4,000-row Poisson GLM; now at most 8, none below 2 %."""
-    from fme.report.effect_parts import _grow_partition
+    from fme.report.analysis.effect_parts import _grow_partition
 
     import fme
 
@@ -161,8 +170,8 @@ def test_default_tree_is_readable_on_a_smooth_4000_row_glm(tmp_path):
           - steps: {lpi: 1}
             partition: {max_leaves: null}
         """)
-    eff, full = cfg["effects"]
-    assert eff["partition"] == {"method": "ctree", "max_leaves": 8}
+    eff, full = cfg.effects
+    assert eff.partition == {"method": "ctree", "max_leaves": 8}
     res = fme.fme(model, d.drop(columns="mdvis"), {"lpi": 1.0})
     assert res.n == 4000
     part = _grow_partition(res, eff, 0.95)
@@ -172,8 +181,8 @@ def test_default_tree_is_readable_on_a_smooth_4000_row_glm(tmp_path):
     assert len(unpruned.leaf_ids) > 8 and unpruned.leaf_ids == fme.came(res).leaf_ids
     assert unpruned.leaves["n"].min() < 0.01 * res.n  # the leaves of n = 7 of the issue
     # such a tree in the report: 16 subspaces shown, the rest named with where they are
-    from fme.report.context import MAX_LEAVES_SHOWN, shown_leaves
-    from fme.report.effect_parts import _partition_summary
+    from fme.report.present.context import MAX_LEAVES_SHOWN, shown_leaves
+    from fme.report.analysis.effect_parts import _partition_summary
 
     summ = _partition_summary(unpruned, full, lambda node: 0)
     shown, note = shown_leaves(summ, "lpi-2")
@@ -247,9 +256,9 @@ def test_identical_fits_hash_alike_and_a_changed_fit_does_not(tmp_path, monkeypa
 # ------------------------------------------------------------------ item 4: every sentence is true
 def test_categorical_step_names_the_level_rows_already_at_are_left_out(tmp_path):
     from fme.report.analysis import compute_effect
-    from fme.report.context import effect_cells, level_label
-    from fme.report.display import prepare_variant
-    from fme.report.sentences import effect_sentence
+    from fme.report.present.context import effect_cells, level_label
+    from fme.report.present.display import prepare_variant
+    from fme.report.present.sentences import effect_sentence
 
     d = _fair(1500)
     model = _hgb(d)
@@ -260,7 +269,7 @@ def test_categorical_step_names_the_level_rows_already_at_are_left_out(tmp_path)
             stability: false
         """, target="affairs")
     X = d.drop(columns="affairs")
-    v = compute_effect(model, X, X, cfg["effects"][0], 0)["summary"]
+    v = compute_effect(model, X, X, cfg.effects[0], 0)["summary"]
     v = prepare_variant({**v, "level": None}, 1.0)
     n_at = int((X["religious"] == "strongly").sum())
     assert v["n_at_level"] == n_at and level_label(v) == "strongly"
@@ -271,7 +280,7 @@ def test_categorical_step_names_the_level_rows_already_at_are_left_out(tmp_path)
 
 
 def test_limitations_say_what_a_model_interval_covers_and_what_not():
-    from fme.report.display import ci_method_text, model_ci_scope
+    from fme.report.present.display import ci_method_text, model_ci_scope
 
     delta = model_ci_scope({"delta", "sample"})
     assert "sqrt(g'Vg)" in delta and "evaluation rows are held fixed" in delta
@@ -290,8 +299,8 @@ def test_limitations_say_what_a_model_interval_covers_and_what_not():
     [(0.0, 0.0, 0.0), (0.02, -0.01, 0.05), (0.05, -0.02, 0.12)],  # h/2: every fME exactly 0 (a tree model)
 ])
 def test_step_size_sentence_only_when_the_ci_direction_changes(rows):
-    from fme.report.context import sensitivity_rows
-    from fme.report.sentences import sensitivity_sentence
+    from fme.report.present.context import sensitivity_rows
+    from fme.report.present.sentences import sensitivity_sentence
 
     sens = [{"factor": f, "steps": {"x": f}, "step_label": f"x + {f:g}", "n": 50, "n_extrapolation": 0,
              "ame": a, "ci_low": lo, "ci_high": hi} for f, (a, lo, hi) in zip((0.5, 1.0, 2.0), rows)]
@@ -301,8 +310,8 @@ def test_step_size_sentence_only_when_the_ci_direction_changes(rows):
 
 
 def test_linearity_sentence_states_the_rows_the_anlm_covers():
-    from fme.report.context import effect_cells
-    from fme.report.sentences import linearity_sentence
+    from fme.report.present.context import effect_cells
+    from fme.report.present.sentences import linearity_sentence
 
     v = {"nlm": True, "anlm": -0.91, "anlm_ci_low": -1.4, "anlm_ci_high": -0.42, "n": 554, "n_nlm": 106,
          "n_nlm_flat": 440, "n_nlm_constant": 8, "ame": 0.1, "ci_low": 0.05, "ci_high": 0.15, "n_total": 554,
@@ -317,10 +326,10 @@ def test_linearity_sentence_states_the_rows_the_anlm_covers():
 
 
 def test_classifier_alt_text_is_in_percentage_points(tmp_path):
-    from fme.report.context import _figures
-    from fme.report.display import target_phrase
+    from fme.report.present.context import _figures
+    from fme.report.present.display import target_phrase
 
-    cfg = {"target_unit": "probability", "model": {}}
+    cfg = _bare_config(tmp_path, target_unit="probability")
     _, unit, _ = target_phrase({"target_class": "malignant", "target": "diagnosis"}, cfg)
     v = {"figures": [{"kind": "fme-density", "svg": "figures/a-density.svg", "png": "figures/a-density.png"}]}
     cells = {"step": "mean radius + 1", "ame": "1.09", "q25": "0.5", "q75": "1.5", "n": "100"}
@@ -330,8 +339,8 @@ def test_classifier_alt_text_is_in_percentage_points(tmp_path):
 
 def test_numbers_and_plurals_as_the_tables_print_them():
     from fme._utils.numfmt import fmt_est
-    from fme.report.formatting import count
-    from fme.report.sentences import step_phrase
+    from fme._utils.numfmt import count
+    from fme.report.present.sentences import step_phrase
 
     assert step_phrase({"x": 6.141071763}, True, {}) == "Raising x by 6.14107"
     assert step_phrase({"x": -1234567.0}, True, {"x": "EUR"}) == "Lowering x by 1.23457e+06 EUR"
@@ -427,17 +436,17 @@ def test_packages_list_what_the_model_and_the_analysis_imported():
     assert formula_pkg and all(glm[p] == md.version(p) for p in formula_pkg)
 
 
-def test_formula_c_terms_are_categorical_and_glm_dispersion_is_flagged():
-    from fme.report.flags import dispersion_text, model_flag_rows
-    from fme.report.model_context import whole_model
-    from fme.report.model_view import feature_dictionary, feature_overview, glm_dispersion
-    from fme.report.specs import FLAG_DEFAULTS
+def test_formula_c_terms_are_categorical_and_glm_dispersion_is_flagged(tmp_path):
+    from fme.report.present.flags import dispersion_text, model_flag_rows
+    from fme.report.present.model_context import whole_model
+    from fme.report.analysis.model_view import feature_dictionary, feature_overview, glm_dispersion
+    from fme.report.inputs.specs import FLAG_DEFAULTS
 
     d = _randhie(800)
     model = _poisson(d)
     X = d.drop(columns="mdvis")
-    cfg = {"overview": {"step": "sd", "extrapolation": {"method": "envelope"}}, "conf_level": 0.95, "seed": 0,
-           "inference": {"method": "delta"}, "target": "mdvis", "units": {}, "descriptions": {}}
+    cfg = _bare_config(tmp_path, overview={"step": "sd", "extrapolation": {"method": "envelope"}},
+                       inference={"method": "delta"}, target="mdvis")
     dic = {r["feature"]: r for r in feature_dictionary(model, X, cfg)}
     assert dic["idp"]["type"] == "categorical" and dic["idp"]["levels"] == ["0", "1"]
     assert dic["idp"]["encoding"] == "treatment coding (C() in the model formula), reference level 0"
@@ -445,7 +454,7 @@ def test_formula_c_terms_are_categorical_and_glm_dispersion_is_flagged():
     ov = feature_overview(model, X, X, cfg, None)
     idp = [r for r in ov["rows"] if r["feature"] == "idp"]
     assert sorted(r["level"] for r in idp) == [0, 1] and all(r["step"] is None for r in idp)
-    shown = whole_model({"overview": ov, "dictionary": list(dic.values())}, {**cfg, "units": {}}, 1.0, 5)
+    shown = whole_model({"overview": ov, "dictionary": list(dic.values())}, cfg, 1.0, 5)
     row = next(r for r in shown["dictionary"] if r["feature"] == "idp")
     assert row["type"].startswith("categorical (treatment coding (C() in the model formula)") and row["range"] == "0, 1"
     disp = glm_dispersion(model)
@@ -464,13 +473,14 @@ def test_formula_c_terms_are_categorical_and_glm_dispersion_is_flagged():
 def test_a_c_term_stepped_by_its_own_effect_is_a_level_change_without_nlm():
     """A ``C(idp)`` column of integers, stepped in an effect: a change of level (rows already at it left out), no
     NLM (defined along numeric paths only); the build failed with the NLM's StepError before."""
-    from fme.report.effect_parts import run_effect_fme
+    from fme.report.analysis.effect_parts import run_effect_fme
+    from fme.report.inputs.config import EffectConfig
 
     d = _randhie(600)
     model = _poisson(d)
     X = d.drop(columns="mdvis")
-    eff = {"steps": {"idp": 1}, "extrapolation": {"method": "none"}, "on_extrapolation": "exclude", "nlm": True,
-           "nlm_method": "auto", "conf_level": 0.95, "inference": {"method": "delta"}}
+    eff = EffectConfig(id="idp", steps={"idp": 1}, extrapolation={"method": "none"}, conf_level=0.95,
+                       inference={"method": "delta"})
     res, steps, numeric, _, use_nlm, _ = run_effect_fme(model, X, X, eff, 0, None, None, "mdvis")
     assert (numeric, use_nlm) == (False, False)
     (st,) = res.steps
@@ -489,8 +499,8 @@ def _flag_variant(**kw):
 
 
 def test_lowest_canlm_leaf_breaks_ties_by_node_whatever_the_order():
-    from fme.report.flags import flag_rows
-    from fme.report.specs import FLAG_DEFAULTS
+    from fme.report.present.flags import flag_rows
+    from fme.report.inputs.specs import FLAG_DEFAULTS
 
     leaves = [{"node": 7, "n": 40, "canlm": 0.2, "canlm_ci_low": 0.1, "canlm_ci_high": 0.3},
               {"node": 3, "n": 40, "canlm": 0.2, "canlm_ci_low": 0.1, "canlm_ci_high": 0.3},
@@ -504,8 +514,8 @@ def test_lowest_canlm_leaf_breaks_ties_by_node_whatever_the_order():
 
 
 def test_percentile_bootstrap_with_few_resamples_is_flagged():
-    from fme.report.flags import flag_rows
-    from fme.report.specs import FLAG_DEFAULTS
+    from fme.report.present.flags import flag_rows
+    from fme.report.inputs.specs import FLAG_DEFAULTS
 
     cells = {"ci_low": "0.1", "ci_high": "0.9", "ame": "0.5", "ep_share": "-"}
 
@@ -521,7 +531,7 @@ def test_percentile_bootstrap_with_few_resamples_is_flagged():
 
 
 def test_rug_draws_at_most_max_points_marks():
-    from fme.report.figures import rug_values
+    from fme.report.analysis.figures import rug_values
 
     v = np.random.default_rng(0).normal(size=100_000)
     marks, label = rug_values(v, 2000)
@@ -535,14 +545,14 @@ def test_fme_scatter_of_many_rows_stays_small(tmp_path):
     import fme
     from sklearn.linear_model import LinearRegression
 
-    from fme.report.figures import _fme_plot
+    from fme.report.analysis.figures import _fme_plot
 
     rng = np.random.default_rng(1)
     X = pd.DataFrame({"x": rng.normal(size=100_000), "z": rng.normal(size=100_000)})
     model = LinearRegression().fit(X, X["x"] ** 2 + X["z"])
     res = fme.fme(model, X, {"x": 0.1})
     (tmp_path / "figures").mkdir()
-    cfg = {"figures": {"max_points": 2000, "width": 6.4, "png_dpi": 50}, "seed": 0, "target_unit": "", "units": {}}
+    cfg = _bare_config(tmp_path, figures={"max_points": 2000, "width": 6.4, "png_dpi": 50})
     info = _fme_plot(res, cfg, {"x": 0.1}, tmp_path, "x")
     assert info["n_drawn"] == 2000 and info["rug_drawn"] == 2000
     assert (tmp_path / info["svg"]).stat().st_size < 400_000
@@ -551,13 +561,15 @@ def test_fme_scatter_of_many_rows_stays_small(tmp_path):
 def test_unrestricted_categorical_side_lists_every_level_of_the_data_in_both_engines():
     """The Dask partition's data are the evaluated rows of its sample; the report lists the data's levels."""
     import fme
-    from fme.report.effect_parts import _partition_summary
-    from fme.report.validate import levels_of
+    from fme.report.analysis.checks import levels_of
+    from fme.report.analysis.effect_parts import _partition_summary
+    from fme.report.inputs.config import EffectConfig
 
     d = _randhie(1500)
     model = _poisson(d)
     X = d.drop(columns="mdvis")
-    eff = {"partition": {"method": "ctree"}}
+    eff = EffectConfig(id="lpi", steps={"lpi": 1.0}, conf_level=0.95, inference={"method": "sample"},
+                       extrapolation={"method": "none"}, partition={"method": "ctree"})
 
     def unrestricted(summary):
         return {b["range"] for leaf in summary["leaves"] for b in leaf["box"]
@@ -599,8 +611,8 @@ def test_report_of_a_smooth_4000_row_glm_stays_small(tmp_path):
     text = " ".join(html.decode("utf-8").split())  # pandoc wraps lines
     assert "This partition has 184 subspaces; the tables below show the 16 with the most rows" in text
     assert "tables/full-leaves.csv" in text
-    from fme.report.context import MAX_LEAVES_SHOWN
-    from fme.report.figures import MAX_TREE_LEAVES
+    from fme.report.present.context import MAX_LEAVES_SHOWN
+    from fme.report.analysis.figures import MAX_TREE_LEAVES
 
     assert MAX_LEAVES_SHOWN == MAX_TREE_LEAVES
     assert "Dot plot of the cAME with 95% CI for the 16 largest of 184 subspaces" in text
@@ -626,7 +638,7 @@ def test_single_subspace_is_singular_in_the_dot_plot(tmp_path):
     import fme
     from sklearn.linear_model import LinearRegression
 
-    from fme.report.figures import _came_plot
+    from fme.report.analysis.figures import _came_plot
 
     X = pd.DataFrame({"x": np.linspace(0, 1, 60), "z": np.linspace(1, 2, 60)})
     model = LinearRegression().fit(X, 2 * X["x"] + X["z"])
@@ -639,7 +651,7 @@ def test_single_subspace_is_singular_in_the_dot_plot(tmp_path):
     orig = plt.Axes.set_title
     try:
         plt.Axes.set_title = lambda self, label, *a, **k: titles.append(label) or orig(self, label, *a, **k)
-        _came_plot(part, {"figures": {"width": 6.4, "png_dpi": 50}, "target_unit": ""}, tmp_path, "x")
+        _came_plot(part, _bare_config(tmp_path, figures={"width": 6.4, "png_dpi": 50}), tmp_path, "x")
     finally:
         plt.Axes.set_title = orig
     assert titles[-1].startswith("cAMEs on 1 subspace (")

@@ -14,7 +14,7 @@ def test_model_card_validates_and_carries_the_report(tmp_path):
     from test_report_contracts import _ols_case
 
     from fme.__main__ import main
-    from fme.report.model_card import SCHEMA
+    from fme.report.render.model_card import SCHEMA
 
     m, _ = _ols_case(tmp_path, "{sign: '+', at_most: 0.7}")
     assert main(["report", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r"), "--no-pdf", "--model-card",

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fme.report import sentences
-from fme.report.context import effect_cells
-from fme.report.figures import PALETTE
-from fme.report.formatting import fmt_est, fmt_num, fmt_share
+from fme.report.present import sentences
+from fme.report.present.context import effect_cells
+from fme.report.analysis.figures import PALETTE
+from fme._utils.numfmt import fmt_est, fmt_num, fmt_share
 
 REPO = Path(__file__).resolve().parents[1]
 NASTY = ['<script>alert(1)</script>', 'a|b', 'x*y*', '$cost$', '"quoted"', "it's", 'Größe µ', '_under_', '[link](x)',
@@ -109,9 +109,9 @@ def test_notebook_parameters():
 
 
 # ------------------------------------------------------------------ §1.8 expected vs observed sign
-from fme.report.flags import FLAG, flag_rows  # noqa: E402
-from fme.report.specs import FLAG_DEFAULTS  # noqa: E402
-from fme.report.context import (report_id, sensitivity_rows, sign_agreement,  # noqa: E402
+from fme.report.present.flags import FLAG, flag_rows  # noqa: E402
+from fme.report.inputs.specs import FLAG_DEFAULTS  # noqa: E402
+from fme.report.present.context import (report_id, sensitivity_rows, sign_agreement,  # noqa: E402
                                 with_eps_rows)
 
 
@@ -209,7 +209,7 @@ def test_with_eps_phrase_numbers_are_cells(n_ep):
 
 
 def test_postprocess_adds_scope_to_th_but_not_thead():
-    from fme.report.render import _postprocess_html
+    from fme.report.render.documents import _postprocess_html
 
     out = _postprocess_html('<table><thead><tr><th>a</th><th style="x">b</th><th scope="row">c</th></tr></thead>'
                             "</table>")
@@ -279,7 +279,7 @@ def _stab(ari_median, n_failed=0):
 
 @pytest.mark.parametrize("ari, word", [(0.3601, "unstable"), (0.62, "moderately stable"), (0.91, "stable")])
 def test_stability_rows_and_sentence_numbers_are_cells(ari, word):
-    from fme.report.context import stability_cells
+    from fme.report.present.context import stability_cells
 
     sc = stability_cells(_stab(ari), 2)
     values = {r["quantity"]: r["value"] for r in sc["rows"]}
@@ -305,7 +305,7 @@ def test_stability_flag_and_failed_refits():
     v["stability"] = _stab(0.8)
     rows = flag_rows(v, effect_cells(v), "rm", FLAG_DEFAULTS)
     assert [r["status"] for r in rows if r["rule"].startswith("partition")] == ["ok"]
-    from fme.report.context import stability_cells
+    from fme.report.present.context import stability_cells
 
     sc = stability_cells(_stab(None, n_failed=20), 2)
     values = {r["quantity"]: r["value"] for r in sc["rows"]}
@@ -416,7 +416,7 @@ def test_anlm_interval_just_below_one_is_not_printed_as_one():
 
 
 def test_default_effect_title_uses_feature_names_as_written():
-    from fme.report.context import effect_title
+    from fme.report.present.context import effect_title
 
     group = {"id": "_b_radius__b_", "config": {"steps": {"<b>radius</b>": 1, "a|b": -2}}}
     assert effect_title(group) == "<b>radius</b> and a|b"
@@ -424,7 +424,7 @@ def test_default_effect_title_uses_feature_names_as_written():
 
 
 def test_effect_cells_nlm_method_median_and_share_beside_anlm():
-    from fme.report.context import effect_cells
+    from fme.report.present.context import effect_cells
 
     base = {"ame": 1.0, "ci_low": 0.5, "ci_high": 1.5, "n": 10, "n_total": 12, "conf_level": 0.95, "sd": 1.0,
             "q25": 0.1, "q75": 2.0, "step_label": "x + 1", "detector": None, "n_extrapolation": None,

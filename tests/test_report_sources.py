@@ -1,7 +1,7 @@
 """Report data sources (fme/report/sources.py): Parquet datasets and globs with ``engine: dask``.
 
 Every dataset is written by the test into tmp_path (no network). The Dask reads run on a local cluster
-started and closed by :func:`fme.report.sources.dask_session`, or on a given scheduler address.
+started and closed by :func:`fme.report.inputs.sources.dask_session`, or on a given scheduler address.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ pytest.importorskip("jsonschema")
 pytest.importorskip("pyarrow")
 distributed = pytest.importorskip("distributed")
 
-from fme.report import analysis, sources  # noqa: E402
-from fme.report.config import ConfigError, load_config  # noqa: E402
-from fme.report.sources import data_files, files_sha256  # noqa: E402
-from fme.report.validate import check_inputs  # noqa: E402
+from fme.report import analysis
+from fme.report.inputs import sources  # noqa: E402
+from fme.report.inputs.config import ConfigError, load_config  # noqa: E402
+from fme.report.inputs.sources import data_files, files_sha256  # noqa: E402
+from fme.report.inputs.validate import check_inputs  # noqa: E402
 
 HEAD = """\
 title: T
@@ -75,13 +76,13 @@ def test_dataset_directory_and_glob_read_with_dask(tmp_path, cluster):
     assert [f.relative_to(d).as_posix() for f in files] == ["part-0.parquet", "part-1.parquet", "sub/part-2.parquet"]
     cfg = load_config(_config(tmp_path, "ds", f"engine: dask\nscheduler: {cluster.scheduler_address}\n"))
     check_inputs(cfg)
-    got, info = analysis.load_data(cfg, cfg["data"])  # data stay lazy (issue 14: the analysis runs out of core)
+    got, info = analysis.load_data(cfg, cfg.data)  # data stay lazy (issue 14: the analysis runs out of core)
     pd.testing.assert_frame_equal(got.compute(), frame.reset_index(drop=True))
     assert info["n_files"] == 3 and info["n_rows"] == 90
     # the same rows through a glob; the provenance hash covers every file and changes with any of them
     cfg = load_config(_config(tmp_path, "'ds/*.parquet'", f"engine: dask\nscheduler: {cluster.scheduler_address}\n"))
     check_inputs(cfg)
-    got, info2 = analysis.load_data(cfg, cfg["data"])
+    got, info2 = analysis.load_data(cfg, cfg.data)
     pd.testing.assert_frame_equal(got.compute(), frame.iloc[:60].reset_index(drop=True))
     sources.close_session()
     assert info2["n_files"] == 2 and info2["sha256"] != info["sha256"]
@@ -94,12 +95,12 @@ def test_default_local_cluster_is_started_and_closed(tmp_path):
     frame = _frame(40, seed=1)
     _dataset(tmp_path, frame)
     cfg = load_config(_config(tmp_path, "ds", "engine: dask\n"))
-    got, _ = analysis.load_data(cfg, cfg["data"])
+    got, _ = analysis.load_data(cfg, cfg.data)
     # the kernel's client serves the whole analysis (lazy data): open until close_session (run at exit)
     client = distributed.default_client()
     assert len(client.scheduler_info()["workers"]) >= 1
     pd.testing.assert_frame_equal(got.compute(), frame.reset_index(drop=True))
-    test, _ = analysis.load_data(cfg, cfg["data"], "test_data")  # test data: gathered, on the same client
+    test, _ = analysis.load_data(cfg, cfg.data, "test_data")  # test data: gathered, on the same client
     pd.testing.assert_frame_equal(test, frame.reset_index(drop=True))
     assert distributed.default_client() is client
     sources.close_session()
@@ -111,7 +112,7 @@ def test_single_file_unchanged_under_both_engines(tmp_path):
     frame = _frame(30)
     frame.to_parquet(tmp_path / "one.parquet")
     cfg = load_config(_config(tmp_path, "one.parquet"))
-    got, info = analysis.load_data(cfg, cfg["data"])
+    got, info = analysis.load_data(cfg, cfg.data)
     pd.testing.assert_frame_equal(got, frame)
     import hashlib
 

@@ -1,4 +1,4 @@
-"""fme.report._svg: compacted matplotlib SVGs draw the same picture in fewer bytes."""
+"""fme.report.analysis._svg: compacted matplotlib SVGs draw the same picture in fewer bytes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fme.report._svg import compact_svg
+from fme.report.analysis._svg import compact_svg
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -21,7 +21,7 @@ def _figure_svg(tmp_path: Path) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from fme.report.figures import RC, _t
+    from fme.report.analysis.figures import RC, _t
 
     rng = np.random.default_rng(0)
     x, y = rng.uniform(0, 10, 400), rng.normal(0, 1, 400)

@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from . import generic, lightgbm, sklearn, statsmodels, xgboost  # noqa: F401 - registers the adapters
-from .base import ModelAdapter, Prediction, Support, Unsupported, adapt, register_adapter, registered_adapters
+from .base import (ModelAdapter, Prediction, Support, Unsupported, adapt, fingerprint, register_adapter,
+                   registered_adapters)
+from .identity import class_name, glm_dispersion, model_modules
 
 __all__ = ["ModelAdapter", "Prediction", "Support", "Unsupported", "adapt", "register_adapter",
-           "registered_adapters", "model_frame"]
+           "registered_adapters", "model_frame", "fingerprint", "model_modules", "glm_dispersion", "class_name"]
 
 
 def model_frame(model: Any, data: Any, exposure: Any = None, offset: Any = None) -> Any:

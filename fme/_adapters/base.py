@@ -16,6 +16,8 @@ bootstrap refits            :meth:`~ModelAdapter.refit_support`,                
                             :meth:`~ModelAdapter.bootstrap_training`, :meth:`~ModelAdapter.refit`
 exact NLM (paper §5.4)      :meth:`~ModelAdapter.split_thresholds`, :meth:`~ModelAdapter.forest`  NLM
 training levels             :meth:`~ModelAdapter.training_levels`                            steps
+identity (fingerprint)      :meth:`~ModelAdapter.fingerprint`,                               report
+                            :meth:`~ModelAdapter.canonical_text`
 ==========================  ===============================================================  ==========
 
 A capability a backend lacks answers "no" with the reason (:class:`Support`), never by a type
@@ -35,9 +37,10 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ModelError, ParameterError
+from .identity import Walk, canonical, estimator_text, pickle_text
 
 __all__ = ["ModelAdapter", "Prediction", "Support", "Unsupported", "adapt", "register_adapter", "registered_adapters",
-           "numerical_jacobian", "module_of", "check_vcov", "pick_output"]
+           "numerical_jacobian", "module_of", "check_vcov", "pick_output", "fingerprint"]
 
 #: Relative step of the central differences in the parameters (about cbrt(machine eps)).
 REL_EPS = 6e-6
@@ -274,6 +277,32 @@ class ModelAdapter(abc.ABC):
         """Levels of categorical input columns as the fitted model states them (column -> levels)."""
         return {}
 
+    # ------------------------------------------------------------- identity
+    def fingerprint(self) -> bytes:
+        """The canonical serialisation of the fitted model: equal bytes for identical fits.
+
+        Identical fits (same data and settings) give the same bytes even where their pickles differ, and a
+        changed parameter, fitted value or training design changes them; a report's build cache and audit
+        trail hash it. Each backend writes what identifies its fits (:meth:`canonical_text`).
+
+        Returns
+        -------
+        bytes
+            UTF-8 text; see :func:`fingerprint` for an object that is not a model (e.g. a model and its
+            training data).
+        """
+        return fingerprint(self.model)
+
+    @classmethod
+    def canonical_text(cls, obj: Any, walk: Walk) -> str:
+        """The canonical text of ``obj``, an object this adapter accepts (the base class: any object that is
+        not a plain value); ``walk(part)`` gives the text of a part (a nested estimator, fitted attributes).
+
+        Default: an object with ``get_params`` (scikit-learn's API) is its class, its parameters and every
+        fitted attribute; anything else is the sha256 of its pickle.
+        """
+        return estimator_text(obj, walk) if callable(getattr(obj, "get_params", None)) else pickle_text(obj)
+
 
 _REGISTRY: list[type[ModelAdapter]] = []
 
@@ -298,6 +327,24 @@ def unregister_adapter(cls: type[ModelAdapter]) -> None:
 def registered_adapters() -> list[type[ModelAdapter]]:
     """The registered adapter classes in the order :func:`adapt` asks them."""
     return list(_REGISTRY)
+
+
+def _describe(obj: Any, walk: Walk) -> str:
+    """The text of an object that is not a plain value: by the first registered adapter that accepts it."""
+    for cls in _REGISTRY:
+        if cls.accepts(obj):
+            return cls.canonical_text(obj, walk)
+    return ModelAdapter.canonical_text(obj, walk)
+
+
+def fingerprint(obj: Any) -> bytes:
+    """The canonical serialisation of a fitted model and what travels with it (e.g. ``(model, training data)``).
+
+    Plain values (arrays, frames, lists, dicts) are written by :func:`fme._adapters.identity.canonical`;
+    every other object (the model, the estimators and fitted parts inside it) by the adapter that accepts
+    it (:meth:`ModelAdapter.canonical_text`). Identical fits give identical bytes.
+    """
+    return canonical(obj, _describe).encode("utf-8")
 
 
 def adapt(model: Any, target_class: Any = None) -> ModelAdapter:

@@ -21,6 +21,7 @@ import pandas as pd
 from ._forest import Forest, stack_trees
 from ._sktrees import output_index, per_feature
 from .base import Prediction, Unsupported, pick_output, register_adapter
+from .identity import Walk, class_path, estimator_text, pickle_text, sha256_hex
 from .sklearn import BoosterAdapter
 
 __all__ = ["LightGBMAdapter"]
@@ -140,6 +141,17 @@ class LightGBMAdapter(BoosterAdapter):
 
     name = "lightgbm"
     module_prefix = "lightgbm"
+
+    @classmethod
+    def canonical_text(cls, obj: Any, walk: Walk) -> str:
+        """A Booster by its model text (``model_to_string``); a scikit-learn wrapper by its class, parameters,
+        fitted attributes and its Booster's text."""
+        if callable(getattr(obj, "model_to_string", None)):
+            return f"{class_path(obj)}({sha256_hex(obj.model_to_string().encode('utf-8'))})"
+        if callable(getattr(obj, "get_params", None)):
+            booster = getattr(obj, "_Booster", None)
+            return estimator_text(obj, walk, None if booster is None else walk(booster))
+        return pickle_text(obj)
 
     def _make_prediction(self) -> Prediction:
         if not self.is_booster:

@@ -21,6 +21,7 @@ import pandas as pd
 from ..exceptions import DataError, NotFittedError, ParameterError
 from ._sktrees import per_feature, pipeline_thresholds, read_sklearn_forest, sklearn_splits
 from .base import ModelAdapter, Prediction, Support, module_of, register_adapter
+from .identity import Walk, class_path
 from .generic import estimator_prediction
 
 __all__ = ["SklearnAdapter", "take_rows"]
@@ -76,6 +77,15 @@ class SklearnAdapter(ModelAdapter):
             return True
         return (callable(getattr(model, "fit", None)) and callable(getattr(model, "get_params", None))
                 and any(callable(getattr(model, m, None)) for m in ("predict", "predict_proba")))
+
+    @classmethod
+    def canonical_text(cls, obj: Any, walk: Walk) -> str:
+        """An estimator by its class, parameters and fitted attributes; a fitted part of scikit-learn without
+        ``get_params`` (a tree's arrays, a binner) by its state."""
+        if not callable(getattr(obj, "get_params", None)) and module_of(obj).startswith("sklearn") \
+                and hasattr(obj, "__dict__"):
+            return f"{class_path(obj)}({walk(dict(vars(obj)))})"
+        return super().canonical_text(obj, walk)
 
     def check(self) -> None:
         try:

@@ -27,6 +27,7 @@ from .._utils.validation import is_dask_collection
 from ..exceptions import DataError, ModelError, ParameterError
 from ._formula import factor_levels, formula_info
 from .base import ModelAdapter, Prediction, Support, check_vcov, module_of, numerical_jacobian, register_adapter
+from .identity import Walk, array_text, class_path
 
 __all__ = ["StatsmodelsAdapter", "OFFSET_COLUMNS", "design_matrix", "is_statsmodels_results"]
 
@@ -85,6 +86,14 @@ class StatsmodelsAdapter(ModelAdapter):
     @classmethod
     def accepts(cls, model: Any) -> bool:
         return module_of(model).startswith("statsmodels") or is_statsmodels_results(model)
+
+    @classmethod
+    def canonical_text(cls, obj: Any, walk: Walk) -> str:
+        """A fitted result by what identifies the fit (:func:`results_text`), not its pickle: two identical fits
+        pickle to different bytes."""
+        if module_of(obj).startswith("statsmodels") and hasattr(obj, "model") and hasattr(obj, "params"):
+            return results_text(obj)
+        return super().canonical_text(obj, walk)
 
     def check(self) -> None:
         model = self.model
@@ -448,6 +457,31 @@ class StatsmodelsAdapter(ModelAdapter):
         kw = {"family": model.family} if isinstance(model, GLM) else {}
         fitted = type(model).from_formula(model.formula, data=train.iloc[idx].reset_index(drop=True), **kw)
         return fitted.fit(disp=0) if isinstance(fitted, DiscreteModel) else fitted.fit()
+
+
+def results_text(res: Any) -> str:
+    """What identifies a fitted statsmodels result: its class and the model's, the family and link (GLMs), the
+    formula and the design (endogenous and exogenous names, the design's and the response's sha256), the
+    parameters, their covariance and the covariance type, and the weights, offset and exposure when set."""
+    model = res.model
+    parts = [class_path(res), class_path(model)]
+    family = getattr(model, "family", None)
+    if family is not None:
+        parts += [class_path(family), class_path(getattr(family, "link", None))]
+    parts += [repr(getattr(model, "formula", None)), repr(list(getattr(model, "exog_names", None) or [])),
+              repr(getattr(model, "endog_names", None)), "endog " + array_text(np.asarray(model.endog)),
+              "exog " + (array_text(np.asarray(model.exog)) if getattr(model, "exog", None) is not None else "None"),
+              "params " + array_text(np.asarray(res.params, dtype=float)),
+              "cov_type " + repr(getattr(res, "cov_type", None))]
+    try:
+        parts.append("cov " + array_text(np.asarray(res.cov_params(), dtype=float)))
+    except Exception:  # noqa: BLE001 - a result without a covariance (e.g. regularised fits)
+        parts.append("cov None")
+    for name in ("weights", "var_weights", "freq_weights", "offset", "exposure"):
+        value = getattr(model, name, None)
+        if value is not None and np.ndim(value) > 0:
+            parts.append(f"{name} " + array_text(np.asarray(value, dtype=float)))
+    return "statsmodels(" + "|".join(parts) + ")"
 
 
 def _with_column(frame: pd.DataFrame, col: str, values: Any) -> pd.DataFrame:

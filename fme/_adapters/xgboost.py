@@ -25,6 +25,7 @@ import pandas as pd
 from ._forest import Forest, float32_boundary, stack_trees
 from ._sktrees import output_index, per_feature
 from .base import Prediction, Unsupported, pick_output, register_adapter
+from .identity import Walk, class_path, estimator_text, pickle_text, sha256_hex
 from .sklearn import BoosterAdapter
 
 __all__ = ["XGBoostAdapter", "read_xgboost_forest"]
@@ -182,6 +183,22 @@ class XGBoostAdapter(BoosterAdapter):
 
     name = "xgboost"
     module_prefix = "xgboost"
+
+    @classmethod
+    def canonical_text(cls, obj: Any, walk: Walk) -> str:
+        """A Booster by its raw JSON model (``save_raw``); a scikit-learn wrapper by its class, parameters,
+        fitted attributes and its Booster's text (None when it is not fitted)."""
+        if callable(getattr(obj, "save_raw", None)):
+            return f"{class_path(obj)}({sha256_hex(bytes(obj.save_raw('json')))})"
+        if callable(getattr(obj, "get_params", None)):
+            booster = None
+            if callable(getattr(obj, "get_booster", None)):
+                try:
+                    booster = walk(obj.get_booster())
+                except Exception:  # noqa: BLE001 - not fitted
+                    booster = None
+            return estimator_text(obj, walk, booster)
+        return pickle_text(obj)
 
     def _make_prediction(self) -> Prediction:
         if not self.is_booster:

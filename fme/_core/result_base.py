@@ -12,6 +12,14 @@ Primitives: ``output_names``, ``steps``, ``model_description``, ``detector``, ``
 ``_figures(column)`` (mean, sd, q25, median, q75, n of a column of fMEs), ``_nlm_figures(column)``,
 ``_exclusion_counts()``; optional hooks ``_summary_title``, ``_fitted_on()``, ``_step_lines()`` and
 ``_nlm_footer()``.
+
+On these primitives every result also has the same *public figures*, whatever engine computed it:
+:meth:`~EffectsPresentation.exclusion_counts`, :attr:`~EffectsPresentation.n_total`,
+:attr:`~EffectsPresentation.n_extrapolation`, :meth:`~EffectsPresentation.quantiles` and
+:meth:`~EffectsPresentation.nlm_figures` (and, per engine, ``n_negative``, ``n_nlm_linear`` and
+``n_kept_extrapolation``). A report or a user reads these, never the primitives: on the same rows the two
+engines give the same figures (the moments merged over chunks equal the pooled ones up to rounding, the
+Dask quantiles are exact).
 """
 
 from __future__ import annotations
@@ -93,6 +101,98 @@ class EffectsPresentation:
                         "n": int(d["n"]), "n_excluded": self.n_excluded})
             rows.append(row)
         return pd.DataFrame(rows)
+
+    # ------------------------------------------------------------- public figures (both engines)
+    def _output_column(self, columns: list[str], output: Any, what: str) -> str:
+        """The column of ``output`` among ``columns`` (``fme``/``nlm`` columns); one output needs none."""
+        from ..exceptions import ParameterError
+
+        if not columns:
+            raise ParameterError(f"these effects have no {what} figures; recompute with fme.fme(..., nlm=True).")
+        if output is None:
+            if len(columns) > 1:
+                raise ParameterError(f"the effects have one {what} column per class {columns}; pass output=<class>.")
+            return columns[0]
+        col = f"{columns[0].split('_', 1)[0]}_{output}"
+        if col not in columns:
+            raise ParameterError(f"output={output!r} is not one of the classes {list(self.output_names or [])}.")
+        return col
+
+    def exclusion_counts(self) -> dict[str, int]:
+        """Rows left out, by reason (paper §3.2, §5.1).
+
+        Returns
+        -------
+        dict
+            ``missing`` (missing or infinite value in a stepped feature), ``at_level`` (already at the
+            target level), ``extrapolation`` (left out as extrapolation points) and ``incomplete`` (missing
+            value in a model input); every reason is a key, 0 when no row was left out for it.
+        """
+        counts = self._exclusion_counts()
+        return {key: int(counts.get(key, 0)) for key in EXCLUSION_LABELS}
+
+    @property
+    def n_total(self) -> int:
+        """Rows of the data: the evaluated ones and those left out (:meth:`exclusion_counts`)."""
+        return int(self.n) + int(self.n_excluded)
+
+    @property
+    def n_extrapolation(self) -> int:
+        """Rows left out as extrapolation points (paper §5.1); 0 without a detector or when the policy keeps
+        them (see ``n_kept_extrapolation``)."""
+        return self.exclusion_counts()["extrapolation"]
+
+    def quantiles(self, output: Any = None) -> dict[str, float]:
+        """Quartiles and median of the fMEs (paper §5.5's description of their distribution).
+
+        Parameters
+        ----------
+        output : class label, optional
+            For effects with one column per class (``target_class='all'``): the class.
+
+        Returns
+        -------
+        dict
+            ``q25``, ``median`` and ``q75`` as :func:`numpy.quantile` (linear interpolation) gives them for
+            the pooled fMEs; NaN without evaluated rows. On Dask data they are exact too (order statistics
+            counted over the chunks, not estimated).
+        """
+        d = self._figures(self._output_column(self.fme_columns, output, "fME"))
+        return {"q25": float(d["q25"]), "median": float(d["median"]), "q75": float(d["q75"])}
+
+    def nlm_figures(self, output: Any = None) -> dict[str, Any]:
+        """The summary of the NLMs (paper §5.4): how far each fME is from a linear effect along its step.
+
+        Parameters
+        ----------
+        output : class label, optional
+            For effects with one column per class: the class.
+
+        Returns
+        -------
+        dict
+            ``n`` (rows with a defined NLM), ``mean`` (the ANLM), ``sd`` (n - 1), ``median``,
+            ``share_linear`` and ``n_linear`` (defined NLMs >= ``nlm_linear_threshold``), ``n_undefined``,
+            ``n_constant`` and ``n_flat`` (prediction constant or flat along the path: NLM undefined),
+            ``n_inaccurate`` (error estimate above ``nlm_tol``, NLM kept) and ``max_error`` (largest error
+            estimate of those, or None).
+
+        Raises
+        ------
+        ParameterError
+            When the effects have no NLMs.
+        """
+        col = self._output_column(self.nlm_columns, output, "NLM")
+        f = self._nlm_figures(col)
+        n, n_linear = self._nlm_counts(col)
+        return {"n": n, "mean": float(f["mean"]), "sd": float(f["sd"]), "median": float(f["median"]),
+                "share_linear": float(f["share"]), "n_linear": n_linear, "n_undefined": int(f["undefined"]),
+                "n_constant": int(f["constant"]), "n_flat": int(f["flat"]), "n_inaccurate": int(f["inaccurate"]),
+                "max_error": f.get("max_error")}
+
+    def release(self) -> None:
+        """Free what the engine keeps for later figures (in memory: nothing; on Dask data the sorted values
+        on the workers, after the quantiles were computed). The figures stay available."""
 
     # ------------------------------------------------------------- summary
     def _fitted_on(self) -> str | None:

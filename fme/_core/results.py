@@ -145,6 +145,33 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
             return 0
         return int(self.results[self.nlm_columns].isna().any(axis=1).sum())
 
+    def _counts(self, cols: list[str], fn) -> Any:
+        """``fn`` (a count) of each column's values: an int, or a Series per class for several outputs."""
+        vals = {c: int(fn(self.results[c].to_numpy(dtype=float))) for c in cols}
+        if self.output_names is None:
+            return next(iter(vals.values())) if vals else 0
+        return pd.Series({c.split("_", 1)[1]: v for c, v in vals.items()}, dtype="int64")
+
+    @property
+    def n_negative(self) -> Any:
+        """Evaluated rows whose fME is negative (a Series per class for ``target_class='all'``)."""
+        return self._counts(self.fme_columns, lambda v: (v < 0).sum())
+
+    @property
+    def n_nlm_linear(self) -> Any:
+        """Rows whose NLM is at least ``nlm_linear_threshold`` (paper §5.4's "approximately linear"); 0 without
+        NLMs (a Series per class for ``target_class='all'``)."""
+        t = self.nlm_linear_threshold
+        with np.errstate(invalid="ignore"):
+            return self._counts(self.nlm_columns, lambda v: (v >= t).sum())
+
+    @property
+    def n_kept_extrapolation(self) -> int:
+        """Rows flagged as extrapolation points but kept and evaluated (``on_extrapolation='keep'``); 0 otherwise."""
+        if "extrapolation" not in self.results.columns:
+            return 0
+        return int(self.results["extrapolation"].to_numpy(dtype=bool).sum())
+
     @property
     def extrapolated(self) -> pd.DataFrame:
         """Rows left out as extrapolation points, with the point and reason."""
@@ -186,6 +213,12 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
                 "undefined": int(np.isnan(v).sum()), "constant": int((st == "constant").sum()),
                 "flat": int((st == "flat").sum()), "inaccurate": int((st == "inaccurate").sum()),
                 "max_error": self._max_error(col, st)}
+
+    def _nlm_counts(self, col: str) -> tuple[int, int]:
+        """(defined NLMs, NLMs >= ``nlm_linear_threshold``) of one NLM column."""
+        v = self.results[col].to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            return int((~np.isnan(v)).sum()), int((v >= self.nlm_linear_threshold).sum())
 
     def _max_error(self, col: str, status: pd.Series) -> float | None:
         """The largest ``nlm_error`` of the rows marked inaccurate (None without that column or such rows)."""

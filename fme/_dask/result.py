@@ -21,6 +21,11 @@ from .quantiles import quantiles as _quantiles
 __all__ = ["DaskFMEResult"]
 
 
+def _count_below(a: np.ndarray, x: float) -> int:
+    """Values of the sorted array ``a`` below ``x``."""
+    return int(np.searchsorted(a, x, side="left"))
+
+
 # ----------------------------------------------------------------- the result
 @dataclass(frozen=True, eq=False, repr=False)
 class DaskFMEResult(EffectsPresentation):
@@ -113,7 +118,37 @@ class DaskFMEResult(EffectsPresentation):
     def n_nlm_undefined(self) -> int:
         return self.n_nlm_constant + self.n_nlm_flat
 
-    # ------------------------------------------------------------- exact quantiles (two rounds of counting)
+    @property
+    def n_nlm_linear(self) -> int:
+        """Rows whose NLM is at least ``nlm_linear_threshold`` (merged counts; 0 without NLMs)."""
+        return 0 if self.summary_data.n_linear is None else int(self.summary_data.n_linear[0])
+
+    @property
+    def n_kept_extrapolation(self) -> int:
+        """Rows flagged as extrapolation points but kept and evaluated (``on_extrapolation='keep'``); 0 otherwise."""
+        return int(self.summary_data.n_kept_extrapolation)
+
+    @property
+    def n_negative(self) -> int:
+        """Evaluated rows whose fME is negative: counted in the sorted values kept on the workers (only the counts
+        reach the client), once; :meth:`release` counts them before it frees those values."""
+        key = ("fme", "negative")
+        if key not in self._cache:
+            parts = self.sorted_parts.get("fme")
+            if not parts:
+                return 0 if not self.n else self._missing_parts("n_negative")
+            import dask
+            from dask import delayed
+
+            self._cache[key] = int(sum(dask.compute(*[delayed(_count_below)(a, 0.0) for a in parts])))
+        return self._cache[key]
+
+    def _missing_parts(self, what: str) -> int:
+        from ..exceptions import FMEError
+
+        raise FMEError(f"{what} needs the sorted fMEs, freed by release() before it was asked for; ask for it "
+                       "before release().")
+
     # ------------------------------------------------------------- exact quantiles (two rounds of counting)
     def _quantile_of(self, which: str, j: int, p: float) -> float:
         """The ``p`` quantile of output ``j``'s fMEs (``which='fme'``) or defined NLMs (``'nlm'``), exact, from
@@ -144,11 +179,14 @@ class DaskFMEResult(EffectsPresentation):
         return self._quantiles_of("nlm", 0.5) if self.has_nlm else float("nan")
 
     def release(self) -> None:
-        """Drop the sorted values kept on the workers for the quantiles (computed ones stay cached)."""
+        """Drop the sorted values kept on the workers for the quantiles (computed ones stay cached, and so does
+        :attr:`n_negative`)."""
         for which in ("fme", "nlm"):
             if self.sorted_parts.get(which):
                 for j in range(1 if self.output_names is None else len(self.output_names)):
                     self._quantile_of(which, j, 0.5)
+        if self.sorted_parts.get("fme") and self.output_names is None:
+            self.n_negative  # noqa: B018 - counted (and cached) while the sorted values are there
         self.sorted_parts.clear()
 
     # ------------------------------------------------------------- presentation primitives
@@ -165,6 +203,11 @@ class DaskFMEResult(EffectsPresentation):
         return {"mean": self.anlm, "median": self.median_nlm, "share": self.share_linear, "sd": float(m.sd()[0]),
                 "undefined": self.n_nlm_undefined, "constant": self.n_nlm_constant, "flat": self.n_nlm_flat,
                 "inaccurate": self.n_nlm_inaccurate, "max_error": self._max_error(0)}
+
+    def _nlm_counts(self, col: str) -> tuple[int, int]:
+        """(defined NLMs, NLMs >= ``nlm_linear_threshold``), merged over the chunks."""
+        j = self.nlm_columns.index(col)
+        return int(self.summary_data.nlm.n[j]), int(self.summary_data.n_linear[j])
 
     def _max_error(self, j: int) -> float | None:
         e = self.summary_data.nlm_max_error

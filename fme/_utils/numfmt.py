@@ -1,7 +1,8 @@
 """Number formatting: one place for report tables, sentences and the figures (tree labels included).
 
-:mod:`fme.report.formatting` re-exports it for the report; :mod:`fme.plotting` and :mod:`fme.came` use it
-so that a number in a figure equals its table cell at the same precision (issue 16 item 6).
+The report's stages, :mod:`fme.plotting` and :mod:`fme.came` all format through this module, so that a
+number in a figure equals its table cell at the same precision, and a missing number or p-value reads
+the same in a figure as in a table (``-``, ``p undefined``).
 
 Rules (report checklist §2.4): estimates and their CI bounds share the
 decimals of about two significant figures of the CI half-width; thousands
@@ -14,7 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["decimals_for", "fmt_num", "fmt_est", "fmt_int", "fmt_share", "fmt_level", "fmt_bound"]
+__all__ = ["decimals_for", "fmt_num", "fmt_sig", "fmt_est", "fmt_int", "fmt_share", "fmt_level", "fmt_bound",
+           "fmt_p", "p_phrase", "count", "MAX_DECIMALS", "MAX_EXTRA_DECIMALS"]
 
 MAX_DECIMALS = 6
 #: Decimals at most when a whole number would otherwise hide that the value is not whole.
@@ -105,3 +107,38 @@ def p_phrase(p: Any) -> str:
     """``p = 0.034`` or ``p < 0.001`` (``p undefined`` when there is none), for sentences and tables."""
     text = fmt_p(p)
     return "p undefined" if text == "-" else (f"p {text}" if text.startswith("<") else f"p = {text}")
+
+
+def fmt_sig(x: Any, sig: int = 3, *, trim: bool = False) -> str:
+    """``x`` with ``sig`` significant digits, thousands separators and no exponent (at most 8 decimals).
+
+    The figures' form for a number that has no table cell of its own (an average in a legend, a test
+    statistic in a tree node); ``-`` when it is missing or not finite, as in the tables.
+
+    Parameters
+    ----------
+    x : float or None
+        Number to format.
+    sig : int, default=3
+        Significant digits.
+    trim : bool, default=False
+        Drop trailing zeros (``0.1`` rather than ``0.100``).
+
+    Returns
+    -------
+    str
+    """
+    if x is None or not math.isfinite(float(x)):
+        return "-"
+    x = float(x)
+    if x == 0:
+        return "0"
+    decimals = max(0, sig - 1 - int(math.floor(math.log10(abs(x)))))
+    text = f"{x:,.{min(decimals, 8)}f}"
+    return text.rstrip("0").rstrip(".") if trim and "." in text else text
+
+
+def count(n: int | None, singular: str, plural: str | None = None) -> str:
+    """'1 point', '2 points', '1,234 subspaces' (never '1 points'); ``plural`` for irregular nouns."""
+    word = singular if n is not None and int(n) == 1 else (plural or singular + "s")
+    return f"{fmt_int(n)} {word}"

@@ -18,11 +18,11 @@ Modules, one per display family; imports go one way, displays -> helpers:
 * :mod:`~fme.plotting._common`: palette, fonts, axes set-up, labels, number
   formatting glue (imports no display);
 * :mod:`~fme.plotting._data`: pure NumPy rules for what a figure may draw
-  (finite rows, histogram edges, KDE), also used by :mod:`fme.report.figures`.
+  (finite rows, histogram edges, KDE), also used by :mod:`fme.report.analysis.figures`.
 
 Why matplotlib and not seaborn
 ------------------------------
-Every figure of the displays and of the report (:mod:`fme.report.figures`) is
+Every figure of the displays and of the report (:mod:`fme.report.analysis.figures`) is
 drawn with matplotlib directly; seaborn is not a dependency. Checked per figure
 against seaborn 0.13.2 (the version the lock pinned):
 

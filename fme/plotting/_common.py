@@ -6,20 +6,22 @@ which all import from here. No matplotlib at module level (``import fme.plotting
 stays free of it); :func:`pyplot` and :func:`centred_norm` import it when called.
 
 Numbers printed in figures go through :mod:`fme._utils.numfmt`, the report's own
-formatting, so a figure's cAME, CI or split threshold reads exactly as the
-table cell beside it (issue 16 item 6); :func:`fmt_num` is the figures' plain
-3-significant-digit form for numbers that have no table cell.
+formatting, so a figure's cAME, CI, p-value or split threshold reads exactly as the
+table cell beside it; :func:`fmt_num` (:func:`fme._utils.numfmt.fmt_sig`) is the
+figures' 3-significant-digit form for numbers that have no table cell, and
+:func:`fmt_p` is :func:`fme._utils.numfmt.p_phrase`. Both print a missing value as
+the tables do (``-``, ``p undefined``).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._utils import numfmt as _shared
+from .._utils.numfmt import fmt_sig as fmt_num, p_phrase as fmt_p
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
@@ -108,32 +110,6 @@ def measure_column(effects: FMEResult, measure: str, output: Any) -> str:
 
 
 # ----------------------------------------------------------------- formatting
-def fmt_num(x: float, sig: int = 3, *, trim: bool = False) -> str:
-    """``x`` with ``sig`` significant digits, thousands separators, no exponent.
-
-    Parameters
-    ----------
-    x : float
-        Number to format.
-    sig : int, default=3
-        Significant digits.
-    trim : bool, default=False
-        Drop trailing zeros (split thresholds: ``0.1`` rather than ``0.1000``).
-
-    Returns
-    -------
-    str
-        ``"NA"`` for NaN.
-    """
-    if x is None or not np.isfinite(x):
-        return "NA"
-    if x == 0:
-        return "0"
-    decimals = max(0, sig - 1 - int(math.floor(math.log10(abs(x)))))
-    text = f"{x:,.{min(decimals, 8)}f}"
-    return text.rstrip("0").rstrip(".") if trim and "." in text else text
-
-
 def fmt_ci(est: float, low: float, high: float) -> tuple[str, str, str]:
     """Estimate and bounds rounded to the CI precision (report checklist §2.4).
 
@@ -152,19 +128,10 @@ def fmt_ci(est: float, low: float, high: float) -> tuple[str, str, str]:
         ``(estimate, low, high)`` as :func:`fme._utils.numfmt.fmt_est` (the report's table cells); without an
         interval the bounds are ``"-"`` (the tables' missing value) and the estimate gets three decimals.
     """
-    # the report's own function: a figure's numbers equal its table cells (issue 16 item 6)
+    # the report's own function: a figure's numbers equal its table cells
     if not (np.isfinite(low) and np.isfinite(high)):
         return _shared.fmt_est(est, None, None)[0], "-", "-"
     return _shared.fmt_est(est, low, high)
-
-
-def fmt_p(p: float) -> str:
-    """A p-value as ``p = 0.012`` or ``p < 0.001`` (never ``p = 0.000``)."""
-    if p is None or not np.isfinite(p):
-        return "p = NA"
-    if p < 0.001:
-        return "p < 0.001"
-    return f"p = {p:.3f}"
 
 
 # ----------------------------------------------------------------- shared drawing helpers

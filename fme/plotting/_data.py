@@ -1,7 +1,7 @@
 """What a figure may draw: finite values, histogram edges and densities that survive any distribution.
 
 Pure NumPy (no matplotlib), used by the displays of :mod:`fme.plotting` and by
-:mod:`fme.report.figures`, so every histogram, density and scatter of the project
+:mod:`fme.report.analysis.figures`, so every histogram, density and scatter of the project
 handles the same awkward inputs the same way:
 
 * all values equal, or a spread below what 30 float bins can resolve (a linear

@@ -14,7 +14,7 @@ __all__ = ["load_config", "build_report"]
 
 def __getattr__(name: str):  # lazy: keep `import fme.report` cheap
     if name == "load_config":
-        from .config import load_config
+        from .inputs.config import load_config
 
         return load_config
     if name == "build_report":

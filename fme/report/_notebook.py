@@ -1,4 +1,11 @@
-"""Executed notebooks without run-specific bytes: same inputs, same notebook.
+"""Running the analysis notebook: a kernel that logs its own output, and executed notebooks without
+run-specific bytes (same inputs, same notebook).
+
+papermill starts an ipykernel for each notebook; the kernel's own chatter ("Kernel is running over TCP
+without encryption", "KeyboardInterrupt caught in kernel" at shutdown) is tool noise for a report build
+or ``make paper``: :func:`logged_kernel_manager` sends it to a log file. Cell outputs (including Python
+warnings raised by the analysis) are unaffected: they are captured in the executed notebook, and errors
+still fail the run.
 
 papermill and the Jupyter kernel stamp an executed notebook with wall-clock
 times (``start_time``, ``end_time``, ``duration`` of the notebook and of each
@@ -16,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["stabilise"]
+__all__ = ["stabilise", "logged_kernel_manager"]
 
 _TIMES = ("start_time", "end_time", "duration")
 
@@ -52,3 +59,23 @@ def stabilise(path: str | Path) -> None:
         if cell.cell_type == "code":
             cell.outputs = _join_streams(cell.outputs)
     nbformat.write(nb, path)
+
+
+def logged_kernel_manager(log_path: str | Path) -> type:
+    """A ``jupyter_client.AsyncKernelManager`` subclass whose kernels append stderr to ``log_path``.
+
+    Pass it to ``papermill.execute_notebook(..., kernel_manager_class=...)``.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    path = Path(log_path)
+
+    class LoggedKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("ab") as log:  # the child keeps its own copy of the descriptor
+                kw.setdefault("stderr", log)
+                kw.setdefault("stdout", log)
+                await super().start_kernel(**kw)
+
+    return LoggedKernelManager

@@ -18,14 +18,15 @@ import re
 import shutil
 import time
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Callable
 
-from ._jupyter import logged_kernel_manager
-from .model_card import write_model_card
-from .config import ConfigError, config_error, load_config
-from .changelog import load_previous
-from .sources import data_files, files_sha256
-from .validate import check_inputs, train_data_specs
+from ._notebook import logged_kernel_manager
+from .render.model_card import write_model_card
+from .inputs.config import ConfigError, ReportConfig, config_error, config_from_dict, load_config
+from .present.changelog import load_previous
+from .inputs.sources import data_files, files_sha256
+from .inputs.validate import check_inputs, train_data_specs
 
 __all__ = ["build_report", "render_report", "inputs_sha256", "input_digests", "default_out_dir"]
 
@@ -44,17 +45,17 @@ def _files(root: Path, patterns: tuple[str, ...]) -> list[Path]:
     return sorted(set(out))
 
 
-def _entry_point_bytes(cfg: dict) -> tuple[bytes, bytes]:
+def _entry_point_bytes(cfg: ReportConfig, key: str = "model") -> tuple[bytes, bytes]:
     """(canonical serialisation of the model and training data the entry point returns, sha256 of its module's
     source; :func:`fme.report.model_hash.model_fingerprint`).
 
-    Loads the model as the notebook does (:func:`fme.report.analysis.load_model`): calls the entry point
+    Loads the model as the notebook does (:func:`fme.report.analysis.run.load_model`): calls the entry point
     (runs code); the source is read from disk, never a cached copy.
     """
-    from .analysis import load_model
+    from .analysis.run import load_model
     from .model_hash import model_fingerprint
 
-    model, train, info = load_model(cfg)
+    model, train, info = load_model(cfg, getattr(cfg, key), key)
     try:  # what identifies the fit, not its pickle: identical fits hash alike (issue 22 item 3)
         fitted = model_fingerprint(model if train is None else (model, train))
     except Exception:  # noqa: BLE001 - an unserialisable model: its repr and the module source still count
@@ -62,7 +63,7 @@ def _entry_point_bytes(cfg: dict) -> tuple[bytes, bytes]:
     return fitted, (info["sha256"] or "").encode()
 
 
-def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
+def input_digests(cfg: ReportConfig) -> dict[str, dict[str, str]]:
     """sha256 of each input a report rests on, for the audit trail and the cache (:func:`inputs_sha256`).
 
     Keys ``model``, ``model module source`` (entry points), ``data``, ``reference_data``, ``test_data``,
@@ -72,52 +73,48 @@ def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
     data included; :mod:`fme.report.model_hash`), so a changed hyper-parameter changes the hash even when the module's source does not.
     An entry point is *called* to hash its model.
     """
-    from .environment import find_lock
+    from .analysis.environment import find_lock
 
     out: dict[str, dict[str, str]] = {}
 
     def add(label: str, data: bytes, of: str) -> None:
         out[label] = {"sha256": hashlib.sha256(data).hexdigest(), "of": of}
 
-    def add_data(label: str, spec: dict | None, what: str = "") -> None:
+    def add_data(label: str, spec: Mapping[str, Any] | None, what: str = "") -> None:
         if spec and "path" in spec:  # one file, or the files of a Parquet dataset / glob (engine: dask)
-            files = data_files(cfg["_dir"], spec["path"])
+            files = data_files(cfg.directory, spec["path"])
             of = f"file {spec['path']}" if len(files) == 1 else (
                 f"{len(files)} files of {spec['path']} (sha256 of their sorted names and sha256s)")
-            out[label] = {"sha256": files_sha256(files, cfg["_dir"]), "of": what + of}
+            out[label] = {"sha256": files_sha256(files, cfg.directory), "of": what + of}
         elif spec and "dataset" in spec:
             add(label, (PACKAGE / "data" / f"{spec['dataset']}.csv").read_bytes(),
                 f"{what}bundled dataset {spec['dataset']} (fme/data/{spec['dataset']}.csv)")
 
     for key in ("data", "reference_data", "test_data"):
-        add_data(key, cfg.get(key))
+        add_data(key, getattr(cfg, key))
     # bootstrap refits use the training data: a changed file changes every model-uncertainty CI
     for i, (key, spec) in enumerate(train_data_specs(cfg)):
         where = ".".join(str(k) for k in key)
         add_data("train_data" if i == 0 else f"train_data {i + 1}", spec, f"{where}: ")
-    if "joblib" in cfg["model"]:
-        p = Path(cfg["model"]["joblib"])
-        add("model", (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes(),
-            f"fitted model: file {cfg['model']['joblib']}")
+    if "joblib" in cfg.model:
+        add("model", cfg.resolve_path(cfg.model["joblib"]).read_bytes(), f"fitted model: file {cfg.model['joblib']}")
     else:
         fitted, source = _entry_point_bytes(cfg)
         add("model", fitted, f"fitted model: canonical serialisation of the return value of "
-                             f"{cfg['model']['entry_point']} (class, parameters, fitted state, design and data)")
+                             f"{cfg.model['entry_point']} (class, parameters, fitted state, design and data)")
         out["model module source"] = {"sha256": source.decode(), "of": "source file of the entry point's module"}
-    if cfg.get("challenger"):  # the champion-challenger comparison rests on the second model too
-        if "joblib" in cfg["challenger"]:
-            p = Path(cfg["challenger"]["joblib"])
-            add("challenger", (p if p.is_absolute() else Path(cfg["_dir"]) / p).read_bytes(),
-                f"challenger model: file {cfg['challenger']['joblib']}")
+    if cfg.challenger:  # the champion-challenger comparison rests on the second model too
+        if "joblib" in cfg.challenger:
+            add("challenger", cfg.resolve_path(cfg.challenger["joblib"]).read_bytes(),
+                f"challenger model: file {cfg.challenger['joblib']}")
         else:
-            fitted, _ = _entry_point_bytes({**cfg, "model": cfg["challenger"]})
+            fitted, _ = _entry_point_bytes(cfg, "challenger")
             add("challenger", fitted, f"challenger model: canonical serialisation of the return value of "
-                                      f"{cfg['challenger']['entry_point']}")
-    if cfg.get("previous"):
-        p = Path(cfg["previous"])
-        p = p if p.is_absolute() else Path(cfg["_dir"]) / p
+                                      f"{cfg.challenger['entry_point']}")
+    if cfg.previous:
+        p = cfg.resolve_path(cfg.previous)
         if p.is_file():  # a missing file is reported by changelog.load_previous, naming the key
-            add("previous", p.read_bytes(), f"file {cfg['previous']} (the previous report's results)")
+            add("previous", p.read_bytes(), f"file {cfg.previous} (the previous report's results)")
     lock = find_lock()
     if lock is not None and Path(lock).is_file():
         add("requirements.lock", Path(lock).read_bytes(), "requirements.lock")
@@ -126,7 +123,7 @@ def input_digests(cfg: dict) -> dict[str, dict[str, str]]:
     return out
 
 
-def inputs_sha256(cfg: dict, templates: Path, digests: dict[str, dict[str, str]] | None = None) -> str:
+def inputs_sha256(cfg: ReportConfig, templates: Path, digests: dict[str, dict[str, str]] | None = None) -> str:
     """Hash of everything a report depends on.
 
     The config file and the resolved config (defaults filled in), the inputs of :func:`input_digests` (the
@@ -141,9 +138,8 @@ def inputs_sha256(cfg: dict, templates: Path, digests: dict[str, dict[str, str]]
     def add(label: str, data: bytes) -> None:
         h.update(label.encode() + b"\0" + hashlib.sha256(data).digest())
 
-    add("config", Path(cfg["_path"]).read_bytes())
-    resolved = {k: v for k, v in cfg.items() if not k.startswith("_")}
-    add("resolved config", json.dumps(resolved, sort_keys=True, default=str).encode("utf-8"))
+    add("config", cfg.path.read_bytes())
+    add("resolved config", json.dumps(cfg.to_dict(), sort_keys=True, default=str).encode("utf-8"))
     for label, d in sorted((digests if digests is not None else input_digests(cfg)).items()):
         h.update(label.encode() + b"\0" + d["sha256"].encode())
     add("fme version", __version__.encode())
@@ -162,13 +158,13 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     """Build ``<out>/report.{qmd,html,pdf}`` (and results) for one config.
 
     ``model_card`` (default: the config's ``model_card`` key): also write ``model_card.json`` in the Model
-    Card Toolkit schema (:mod:`fme.report.model_card`), from the built report's results.
+    Card Toolkit schema (:mod:`fme.report.render.model_card`), from the built report's results.
 
     ``progress``: bars over the build's stages and the notebook's cells on standard error (default: on a
     terminal only, unless ``FME_PROGRESS=0``); the outputs do not depend on it.
     Returns a dict with ``skipped`` (bool), the output paths and per-step timings.
     """
-    from . import render
+    from .render import documents as render
 
     t0 = time.perf_counter()
     cfg = load_config(config_path)
@@ -176,15 +172,15 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     previous = load_previous(cfg)  # before any computing: a bad `previous` fails at once
     tdir = Path(templates) if templates is not None else render.TEMPLATES
     out = Path(out_dir) if out_dir is not None else default_out_dir(config_path)
-    want_pdf = cfg["pdf"] if pdf is None else pdf
+    want_pdf = cfg.pdf if pdf is None else pdf
     digests = input_digests(cfg)
     digest = inputs_sha256(cfg, tdir, digests)
     stamp = out / ".inputs.sha256"
     expected = [out / "report.qmd", out / "report.html"] + ([out / "report.pdf"] if want_pdf else [])
     stamp_text = f"{digest} pdf={int(bool(want_pdf))}\n"
     if not force and stamp.exists() and stamp.read_text() == stamp_text and all(p.exists() for p in expected):
-        log(f"[fme report] {cfg['_name']}: up to date ({out})")
-        if (cfg.get("model_card", False) if model_card is None else model_card):
+        log(f"[fme report] {cfg.name}: up to date ({out})")
+        if (cfg.model_card if model_card is None else model_card):
             write_model_card(out)
         return {"skipped": True, "out_dir": out, "html": out / "report.html",
                 "pdf": out / "report.pdf" if want_pdf else None, "timings": {}}
@@ -195,7 +191,7 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
         shutil.rmtree(work)
     work.mkdir(parents=True)
     kernel_log = work / "kernel.log"
-    stages = _Stages(cfg["_name"], bool(want_pdf), progress)
+    stages = _Stages(cfg.name, bool(want_pdf), progress)
     try:
         html, pdf_path, used = _build_into(work, cfg, config_path, tdir, digest, bool(want_pdf), renderer, log,
                                            timings, kernel_log, digests, previous, stages)
@@ -213,25 +209,25 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
         error_log.unlink()
     html, pdf_path = out / html.name, (out / pdf_path.name if pdf_path else None)
     timings["total"] = time.perf_counter() - t0
-    log(f"[fme report] {cfg['_name']}: rendered with {used}: HTML {html} ({html.stat().st_size / 1e6:.2f} MB)"
+    log(f"[fme report] {cfg.name}: rendered with {used}: HTML {html} ({html.stat().st_size / 1e6:.2f} MB)"
         + (f", PDF {pdf_path}" if pdf_path else ""))
-    if (cfg.get("model_card", False) if model_card is None else model_card):
-        log(f"[fme report] {cfg['_name']}: model card {write_model_card(out)}")
-    log(f"[fme report] {cfg['_name']}: done in {timings['total']:.1f} s")
+    if (cfg.model_card if model_card is None else model_card):
+        log(f"[fme report] {cfg.name}: model card {write_model_card(out)}")
+    log(f"[fme report] {cfg.name}: done in {timings['total']:.1f} s")
     return {"skipped": False, "out_dir": out, "html": html, "pdf": pdf_path, "timings": timings}
 
 
-def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, digest: str, want_pdf: bool,
+def _build_into(work: Path, cfg: ReportConfig, config_path: str | Path, tdir: Path, digest: str, want_pdf: bool,
                 renderer: str, log: Callable[[str], Any], timings: dict,
                 kernel_log: Path, digests: dict, previous: dict | None = None,
                 stages: "_Stages | None" = None) -> tuple[Path, Path | None, str]:
     """Run the notebook and render into ``work`` (a fresh folder); returns (html, pdf or None, renderer used)."""
-    from . import render
+    from .render import documents as render
     from ._notebook import stabilise
-    from .context import build_context
+    from .present.context import build_context
 
-    stages = stages or _Stages(cfg["_name"], want_pdf, False)
-    log(f"[fme report] {cfg['_name']}: running the analysis notebook (papermill) ...")
+    stages = stages or _Stages(cfg.name, want_pdf, False)
+    log(f"[fme report] {cfg.name}: running the analysis notebook (papermill) ...")
     stages.start("analysis notebook: load model and data, effects, model fit")
     t = time.perf_counter()
     import papermill
@@ -244,7 +240,7 @@ def _build_into(work: Path, cfg: dict, config_path: str | Path, tdir: Path, dige
                                kernel_manager_class=logged_kernel_manager(kernel_log))
     stabilise(work / "analysis.ipynb")  # no wall-clock times: same inputs, same notebook
     timings["analysis"] = time.perf_counter() - t
-    log(f"[fme report] {cfg['_name']}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
+    log(f"[fme report] {cfg.name}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
     build_info = {"inputs_sha256": digest, "tools": render.tool_versions(), "config_arg": str(config_path),
                   "hashes": digests, "config_text": Path(config_path).read_text(encoding="utf-8"),
                   "previous": previous}
@@ -293,21 +289,21 @@ BUILD_INFO = "build.json"
 
 
 def _render_from_results(folder: Path, tdir: Path, want_pdf: bool, renderer: str,
-                         cfg: dict | None = None, stage: Callable[[str], Any] | None = None
+                         cfg: ReportConfig | None = None, stage: Callable[[str], Any] | None = None
                          ) -> tuple[Path, Path | None, str]:
     """results.json + build.json in ``folder`` -> report.qmd -> report.html (+ report.pdf) in ``folder``.
 
     ``cfg``: the loaded config; without it the resolved config kept in results.json is used (the two are
     equal for a report built by this fme: the notebook stores the loaded config there).
     """
-    from . import render
-    from .context import build_context
+    from .render import documents as render
+    from .present.context import build_context
 
     raw = (folder / "results.json").read_bytes()
     results = json.loads(raw.decode("utf-8"))
     build_info = json.loads((folder / BUILD_INFO).read_text(encoding="utf-8"))
     build_info["results_sha256"] = hashlib.sha256(raw).hexdigest()
-    cfg = results["config"] if cfg is None else cfg
+    cfg = config_from_dict(results["config"], results["config_name"]) if cfg is None else cfg
     if stage is not None:
         stage("report.qmd")
     ctx = build_context(results, cfg, build_info["config_text"], build_info)
@@ -322,9 +318,9 @@ def render_report(report_dir: str | Path, *, pdf: bool | None = None, templates:
     Nothing is recomputed: the model is not loaded and the notebook is not run; the figures already in
     ``<report_dir>/figures`` are used. The documents are rendered in a scratch copy and replace the old
     ones only when all of them were written. ``pdf``: default, whether the folder has a report.pdf.
-    Raises :class:`~fme.report.config.ConfigError` when the folder is not a built report.
+    Raises :class:`~fme.report.inputs.config.ConfigError` when the folder is not a built report.
     """
-    from . import render
+    from .render import documents as render
 
     t0 = time.perf_counter()
     folder = Path(report_dir)
@@ -370,19 +366,21 @@ def _replace_dir(work: Path, out: Path) -> None:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _loud(exc: BaseException, cfg: dict, error_log: Path, kernel_stderr: str = "") -> ConfigError:
+def _loud(exc: BaseException, cfg: ReportConfig, error_log: Path, kernel_stderr: str = "") -> ConfigError:
     """One-line :class:`ConfigError` for a failed build; the details (traceback, notebook cell) go to ``error_log``."""
     import traceback
 
+    from papermill.exceptions import PapermillExecutionError
+
     ename, evalue = type(exc).__name__, str(exc)
-    if type(exc).__name__ == "PapermillExecutionError":  # the notebook raised: its exception's name and message
+    if isinstance(exc, PapermillExecutionError):  # the notebook raised: its exception's name and message
         ename, evalue = exc.ename, exc.evalue
         detail = _ANSI.sub("", "\n".join(exc.traceback))
     else:
         detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    error_log.write_text(f"fme report: {cfg['_path']}\n{ename}: {evalue}\n\n{detail}\n\n"
+    error_log.write_text(f"fme report: {cfg.path}\n{ename}: {evalue}\n\n{detail}\n\n"
                          f"kernel stderr:\n{kernel_stderr}\n", encoding="utf-8")
     first = " ".join(evalue.split())
-    if ename == "ConfigError" and first.startswith(cfg["_path"] + ":"):
+    if ename == "ConfigError" and first.startswith(str(cfg.path) + ":"):
         return ConfigError(f"{first} (details: {error_log})")
     return config_error(cfg, (), f"the build failed: {ename}: {first} (details: {error_log})")

@@ -1,120 +1,35 @@
-"""Check a loaded report config against its files, the data and the model, before anything is computed.
+"""Check the config against the loaded data and model, inside the analysis (stage 1), before any effect.
 
-:func:`fme.report.config.load_config` checks the config on its own (schema,
-duplicate keys, parameter names); this module checks what needs the outside
-world:
+:mod:`fme.report.inputs.validate` checks what needs only the files; this module checks what needs the
+loaded data and the fitted model:
 
-* :func:`check_inputs` (cheap, before the analysis starts): the model file,
-  the data files (a directory or glob only with ``engine: dask``, and then
-  holding files) and the entry point's module exist;
-* :func:`check_against_data` (inside the analysis, after loading): every
-  stepped feature, level and partition feature exists in the data, step rules
-  resolve, and a classifier's ``model.target_class`` is one of its classes
-  (required for more than two classes).
+* :func:`check_against_data`: every stepped feature, level and partition feature exists in the data, step
+  rules resolve, and a classifier's ``model.target_class`` is one of its classes (required for more than
+  two classes);
+* :func:`check_train_data`: bootstrap training data of the evaluation data's column kinds, and one refit
+  that succeeds, before the first of many refits;
+* :func:`all_extrapolation_error`: the diagnosis when a detector flags x itself for almost every row.
 
-Every problem is a :class:`~fme.report.config.ConfigError` with
-``<config>:<line>: <key>: <problem>``.
+Every problem is a :class:`~fme.report.inputs.config.ConfigError` with ``<config>:<line>: <key>: <problem>``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import numbers
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .._utils.validation import is_categorical
-from ..exceptions import FMEError
-from .config import ConfigError, config_error
+from ..._adapters import class_name
+from ..._utils.validation import is_categorical
+from ...exceptions import FMEError
+from ..inputs.config import ConfigError, EffectConfig, ReportConfig, config_error
+from ..inputs.validate import names_text as _names
 
-__all__ = ["check_inputs", "check_against_data", "model_classes", "resolve_target_class", "levels_of",
-           "train_data_specs"]
-
-_DATA_KEYS = ("data", "reference_data", "test_data")
-
-
-def _names(values: list, limit: int = 12) -> str:
-    shown = ", ".join(repr(v) for v in values[:limit])
-    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
-
-
-def train_data_specs(cfg: dict) -> list[tuple[tuple, dict]]:
-    """``(config key path, data spec)`` of every distinct bootstrap ``train_data``, in config order.
-
-    The top-level ``inference`` first, then each effect's (an effect inheriting the top level's
-    ``train_data`` adds nothing new).
-    """
-    found: list[tuple[tuple, dict]] = []
-    seen: set[str] = set()
-    candidates = [(("inference",), cfg.get("inference"))]
-    candidates += [(("effects", i, "inference"), eff.get("inference")) for i, eff in enumerate(cfg.get("effects", []))]
-    for key, spec in candidates:
-        if not isinstance(spec, dict) or spec.get("method") != "bootstrap" or "train_data" not in spec:
-            continue
-        ident = repr(sorted(spec["train_data"].items()))
-        if ident not in seen:
-            seen.add(ident)
-            found.append((key + ("train_data",), spec["train_data"]))
-    return found
-
-
-def check_inputs(cfg: dict) -> None:
-    """Raise :class:`ConfigError` when the model file, a data file or the entry point's module is missing.
-
-    Parameters
-    ----------
-    cfg : dict
-        A config from :func:`~fme.report.config.load_config` (not modified).
-    """
-    base = Path(cfg["_dir"])
-    rel = cfg["model"].get("joblib")
-    if rel is not None:
-        p = Path(rel) if Path(rel).is_absolute() else base / rel
-        if not p.is_file():
-            raise config_error(cfg, ("model", "joblib"), f"model file not found: {p}; fix the path (relative to "
-                                                          "the config)")
-    data_keys = [((key,), cfg.get(key)) for key in _DATA_KEYS]
-    inference = [(("inference",), cfg.get("inference"))] + [
-        (("effects", i, "inference"), eff.get("inference")) for i, eff in enumerate(cfg["effects"])]
-    data_keys += [(k + ("train_data",), spec.get("train_data")) for k, spec in inference if isinstance(spec, dict)]
-    for key, spec in data_keys:
-        if spec and "path" in spec:
-            _check_data_path(cfg, key + ("path",), spec["path"], base)
-    entry = cfg["model"].get("entry_point")
-    if entry is not None:
-        module = entry.split(":")[0]
-        try:
-            spec = importlib.util.find_spec(module)
-        except (ImportError, ValueError) as exc:
-            spec, detail = None, f" ({type(exc).__name__}: {exc})"
-        else:
-            detail = ""
-        if spec is None:
-            raise config_error(cfg, ("model", "entry_point"),
-                               f"module {module!r} cannot be imported{detail}; check the name and that its "
-                               "package is installed or on PYTHONPATH")
-
-
-def _check_data_path(cfg: dict, key: tuple, rel: str, base: Path) -> None:
-    """One existing file, or (``engine: dask``) a Parquet dataset directory or a glob matching files."""
-    from .sources import data_files, is_glob
-
-    p = Path(rel) if Path(rel).is_absolute() else base / rel
-    dask = cfg.get("engine", "pandas") == "dask"
-    if is_glob(rel) or p.is_dir():
-        what = "a glob" if is_glob(rel) else "a directory (a Parquet dataset)"
-        if not dask:
-            raise config_error(cfg, key, f"{p} is {what}; several files are read with engine: dask (add "
-                                         "engine: dask at the top level) or name one file")
-        if not data_files(base, rel):
-            found = "no file matches it" if is_glob(rel) else "it holds no .parquet/.pq file"
-            raise config_error(cfg, key, f"{p} is {what} but {found}; fix the path (relative to the config)")
-        return
-    if not p.is_file():
-        raise config_error(cfg, key, f"data file not found: {p}; fix the path (relative to the config)")
+__all__ = ["check_against_data", "check_train_data", "model_classes", "resolve_target_class", "levels_of",
+           "all_extrapolation_error"]
 
 
 def model_classes(model: Any) -> list | None:
@@ -125,18 +40,18 @@ def model_classes(model: Any) -> list | None:
     return list(np.asarray(classes).tolist())
 
 
-def resolve_target_class(cfg: dict, model: Any) -> Any:
+def resolve_target_class(cfg: ReportConfig, model: Any) -> Any:
     """The class whose probability the report explains: ``model.target_class`` or, for binary, ``classes_[1]``.
 
     Returns None for a regressor. Raises :class:`ConfigError` for an unknown class, a class given for a
     regressor, or a multi-class model without ``model.target_class``.
     """
     classes = model_classes(model)
-    given = cfg["model"].get("target_class")
+    given = cfg.model.get("target_class")
     if classes is None:
         if given is not None:
             raise config_error(cfg, ("model", "target_class"),
-                               f"the model ({type(model).__name__}) is not a classifier with predict_proba; "
+                               f"the model ({class_name(model)}) is not a classifier with predict_proba; "
                                "remove target_class")
         return None
     if given is None:
@@ -171,7 +86,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _head(frame: Any) -> pd.DataFrame:
-    from .._utils.validation import is_dask_collection
+    from ..._utils.validation import is_dask_collection
 
     if not is_dask_collection(frame):
         return frame
@@ -182,8 +97,8 @@ def _head(frame: Any) -> pd.DataFrame:
         return frame.head(1000, npartitions=min(frame.npartitions, 8))
 
 
-def _check_step(cfg: dict, i: int, feature: str, value: Any, data: pd.DataFrame, reference: pd.DataFrame) -> None:
-    from ..steps import parse_steps
+def _check_step(cfg: ReportConfig, i: int, feature: str, value: Any, data: pd.DataFrame, reference: pd.DataFrame) -> None:
+    from ...steps import parse_steps
 
     key = ("effects", i, "steps", feature)
     if feature not in data.columns:
@@ -208,13 +123,13 @@ def _check_step(cfg: dict, i: int, feature: str, value: Any, data: pd.DataFrame,
         raise config_error(cfg, key, str(exc)) from None
 
 
-def check_against_data(cfg: dict, model: Any, data: pd.DataFrame, reference: pd.DataFrame) -> Any:
+def check_against_data(cfg: ReportConfig, model: Any, data: pd.DataFrame, reference: pd.DataFrame) -> Any:
     """Check every effect of ``cfg`` against the data and the model before any effect is computed.
 
     Parameters
     ----------
-    cfg : dict
-        A config from :func:`~fme.report.config.load_config` (not modified).
+    cfg : ReportConfig
+        A config from :func:`~fme.report.inputs.config.load_config`.
     model : object
         The fitted model.
     data, reference : DataFrame
@@ -232,15 +147,15 @@ def check_against_data(cfg: dict, model: Any, data: pd.DataFrame, reference: pd.
     """
     target_class = resolve_target_class(cfg, model)
     model_features = getattr(model, "feature_names_in_", None)
-    for i, eff in enumerate(cfg["effects"]):
-        for feature, value in eff["steps"].items():
+    for i, eff in enumerate(cfg.effects):
+        for feature, value in eff.steps.items():
             _check_step(cfg, i, feature, value, data, reference)
             if model_features is not None and feature not in set(map(str, model_features)):
                 raise config_error(cfg, ("effects", i, "steps", feature),
                                    f"feature {feature!r} is in the data but not an input of the model; its "
                                    f"inputs are {_names(list(map(str, model_features)))}")
-        part = eff["partition"]
-        if isinstance(part, dict):
+        part = eff.partition
+        if isinstance(part, Mapping):
             for j, f in enumerate(part.get("features") or []):
                 if f not in data.columns:
                     raise config_error(cfg, ("effects", i, "partition", "features", j),
@@ -250,20 +165,11 @@ def check_against_data(cfg: dict, model: Any, data: pd.DataFrame, reference: pd.
             if isinstance(minbucket, numbers.Real) and minbucket > len(data):
                 raise config_error(cfg, ("effects", i, "partition", "minbucket"),
                                    f"{minbucket} is more than the {len(data)} rows of the data; lower it")
-    for key in ("units",):
-        for f in cfg.get(key, {}):
-            if f not in data.columns and f != cfg["target"]:
-                raise config_error(cfg, (key, f), f"unknown feature {f!r}; the data's features are "
+    for f in cfg.units:
+        if f not in data.columns and f != cfg.target:
+            raise config_error(cfg, ("units", f), f"unknown feature {f!r}; the data's features are "
                                                   f"{_names(list(data.columns))}")
     return target_class
-
-
-def analysis_error(cfg: dict, key_path: tuple, exc: BaseException) -> ConfigError:
-    """Wrap an exception raised while computing into a one-line :class:`ConfigError` at ``key_path``."""
-    if isinstance(exc, ConfigError):
-        return exc
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return config_error(cfg, key_path, f"{type(exc).__name__}: {text}")
 
 
 def _kind(col: pd.Series) -> str:
@@ -274,17 +180,17 @@ def _kind(col: pd.Series) -> str:
     return "text"
 
 
-def check_train_data(cfg: dict, key: tuple, model: Any, train: pd.DataFrame, data: Any) -> None:
-    """Fail before the first bootstrap refit, naming ``<key>.train_data``, the column and the fix (issue 22 item 6).
+def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFrame, data: Any) -> None:
+    """Fail before the first bootstrap refit, naming ``<key>.train_data``, the column and the fix.
 
     Every feature column of the training data must have the kind (numeric, categorical, text) of the same
     column in the evaluation data: a CSV turns a pandas categorical or a number with a stray string into text,
     and each of 200 refits then failed alike, reported at the effect's ``steps`` line. Then one refit of the
     model on all training rows, as the bootstrap refits it; its error is raised at ``<key>.train_data``.
     """
-    from ..inference._bootstrap import _refit, refit_setup
+    from ...inference._bootstrap import _refit, refit_setup
 
-    target = cfg["target"]
+    target = cfg.target
     where = key + ("train_data",)
     dtypes = getattr(data, "dtypes", None)
     for c in train.columns:
@@ -320,25 +226,27 @@ def _bad_numbers(col: pd.Series) -> list:
     return sorted(set(bad))[:3]
 
 
-def all_extrapolation_error(cfg: dict, i: int, eff: dict, data: Any, reference: Any, seed: int) -> ConfigError | None:
+def all_extrapolation_error(cfg: ReportConfig, eff: EffectConfig, data: Any, reference: Any,
+                            seed: int) -> ConfigError | None:
     """When every row is an extrapolation point because the detector flags x itself (the hull in many
     dimensions: each row lies outside the convex hull of the reference data), a :class:`ConfigError` at
     ``effects[i].extrapolation`` saying so and how to fix it; None when x is mostly inside (then the step is
-    the problem and the library's message stands). Issue 22 item 6."""
-    from .specs import make_detector
+    the problem and the library's message stands)."""
+    from ..inputs.specs import make_detector
 
-    if hasattr(data, "npartitions") or eff["extrapolation"]["method"] == "none":
+    if hasattr(data, "npartitions") or eff.extrapolation["method"] == "none":
         return None
     cols = [c for c in reference.columns if c in data.columns]
     try:
-        flagged = np.asarray(make_detector(eff["extrapolation"], seed).fit(reference[cols]).flag(data[cols]),
+        flagged = np.asarray(make_detector(eff.extrapolation, seed).fit(reference[cols]).flag(data[cols]),
                              dtype=bool)
     except Exception:  # noqa: BLE001 - the diagnosis must not hide the original error
         return None
     if flagged.size == 0 or flagged.mean() < 0.5:
         return None
-    method = eff["extrapolation"]["method"]
-    key = ("effects", i, "extrapolation") if "extrapolation" in cfg["_raw_effects"][i] else ("effects", i, "steps")
+    method = eff.extrapolation["method"]
+    i = eff.index
+    key = ("effects", i, "extrapolation") if "extrapolation" in eff.given else ("effects", i, "steps")
     return config_error(cfg, key, (
         f"every row is an extrapolation point because x itself lies outside the {method} detector's region: "
         f"{int(flagged.sum()):,} of {flagged.size:,} evaluated rows are flagged before any step, in "

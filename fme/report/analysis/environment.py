@@ -9,7 +9,7 @@ module is what the rest of the project knows of it:
   universal lock may pin, e.g., one numpy for Python 3.11 and another for 3.12);
 * :func:`lock_record` is what a report records: the lock's sha256 and whether
   the running interpreter's packages equal its pins (and which do not);
-* ``python -m fme.report.environment --conda LOCK`` writes ``environment.yml`` from the
+* ``python -m fme.report.analysis.environment --conda LOCK`` writes ``environment.yml`` from the
   lock (Linux, CPython 3.11) and ``--diff LOCK`` lists the installed packages
   that differ from it (``make test-latest`` prints this).
 
@@ -63,8 +63,8 @@ def canonical(name: str) -> str:
 
 def find_lock(start: Path | None = None) -> Path | None:
     """The lock of the checkout fme runs from (None for an installed wheel)."""
-    # this file is <checkout>/fme/report/environment.py: the lock sits beside the fme package
-    root = Path(start) if start is not None else Path(__file__).resolve().parents[2]
+    # this file is <checkout>/fme/report/analysis/environment.py: the lock sits beside the fme package
+    root = Path(start) if start is not None else Path(__file__).resolve().parents[3]
     path = root / LOCK_NAME
     return path if path.is_file() else None
 
@@ -141,7 +141,7 @@ def _main(argv: list[str]) -> int:
             print(f"{d['name']}: locked {d['locked']}, installed {d['installed'] or 'nothing'}")
         print(f"{len(diff)} package(s) differ from {argv[1]}")
         return 0
-    print("usage: python -m fme.report.environment (--conda | --diff) requirements.lock", file=sys.stderr)
+    print("usage: python -m fme.report.analysis.environment (--conda | --diff) requirements.lock", file=sys.stderr)
     return 2
 
 

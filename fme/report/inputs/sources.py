@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["GLOB_CHARS", "is_glob", "data_files", "file_sha256", "files_sha256", "read_frame", "read_dask",
-           "dask_session", "session", "close_session", "sample_rows"]
+           "dask_session", "session", "session_info", "close_session", "sample_rows"]
 
 GLOB_CHARS = frozenset("*?[")
 _PARQUET = (".parquet", ".pq")
@@ -137,6 +137,16 @@ def session(scheduler: str | None) -> Any:
             raise
     _SESSION.update(scheduler=scheduler, client=client, cluster=cluster)
     return client
+
+
+def session_info() -> dict[str, Any] | None:
+    """The cluster of the kernel's :func:`session`: ``scheduler`` (its address, or ``local`` for the local cluster
+    the build started), ``workers`` and ``threads`` (over all workers); None without an open session."""
+    if not _SESSION or _SESSION["client"].status != "running":
+        return None
+    workers = _SESSION["client"].scheduler_info().get("workers", {})
+    return {"scheduler": _SESSION["scheduler"] or "local", "workers": len(workers),
+            "threads": int(sum(int(w.get("nthreads", 0)) for w in workers.values()))}
 
 
 def close_session() -> None:

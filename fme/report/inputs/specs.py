@@ -1,6 +1,6 @@
 """Report config values that name library objects: detectors, inference and flag thresholds.
 
-:func:`fme.report.config.load_config` calls the ``normalise_*`` functions so that every
+:func:`fme.report.inputs.config.load_config` calls the ``normalise_*`` functions so that every
 such value is checked (names, parameter names *and* values, by building the object once)
 before anything is computed, and is stored in one resolved form:
 
@@ -51,7 +51,7 @@ _NOT_CONFIGURABLE = {"self", "random_state", "classifier"}
 
 
 def _detector_class(name: str) -> type:
-    from ..extrapolation import DETECTORS
+    from ...extrapolation import DETECTORS
 
     return DETECTORS[name]
 
@@ -71,7 +71,7 @@ def normalise_detector(value: Any) -> tuple[dict[str, Any], tuple[str, str] | No
     The parameters are checked by name against the detector's constructor and by value by
     building the detector once (its own validation).
     """
-    from ..exceptions import FMEError
+    from ...exceptions import FMEError
 
     spec = {"method": value} if isinstance(value, str) else dict(value)
     name = spec["method"]

@@ -1,7 +1,7 @@
 """Plain-language sentences generated from the numbers of one effect.
 
 Every number in a sentence is passed in already formatted, from the same
-strings the tables show (see :func:`fme.report.context.effect_cells`), so a
+strings the tables show (see :func:`fme.report.present.context.effect_cells`), so a
 sentence can never disagree with its table. The direction word ("raises",
 "lowers") is used only when the whole CI lies on one side of zero; the model is
 the subject ("the model's prediction"), never the world.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .formatting import count, fmt_bound, fmt_int
+from ..._utils.numfmt import count, fmt_bound, fmt_int
 
 __all__ = ["step_phrase", "effect_sentence", "linearity_sentence", "extrapolation_phrase", "LINEARITY",
            "direction_word", "sensitivity_sentence", "with_eps_phrase", "STABILITY", "stability_sentence"]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .formatting import fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
-from .specs import CI_SHORT, describe_detector
+from ..._utils.numfmt import fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
+from ..inputs.specs import CI_SHORT, describe_detector
+from ..inputs.config import ReportConfig
 
 __all__ = ["whole_model", "fit_text", "causes_phrase", "effective_step_rows", "detector_text"]
 
@@ -40,12 +41,12 @@ def _step_text(r: dict, units: dict) -> str:
     return f"{r['step']:+,.4g}{u}"
 
 
-def whole_model(results: dict, cfg: dict, scale: float, first_table: int) -> dict[str, Any] | None:
+def whole_model(results: dict, cfg: ReportConfig, scale: float, first_table: int) -> dict[str, Any] | None:
     """Ranked overview rows and feature-dictionary rows, with their table numbers."""
     ov = results.get("overview")
     dic = results.get("dictionary") or []
-    units = cfg.get("units", {})
-    level = fmt_level(cfg["conf_level"])
+    units = cfg.units
+    level = fmt_level(cfg.conf_level)
     out: dict[str, Any] = {"overview": None, "dictionary": [], "table_dictionary": first_table}
     if ov:
         rows = []

@@ -27,11 +27,12 @@ from scipy import stats
 
 import fme
 
-from .._adapters import adapt
-from ..inference import Estimates
+from ..._adapters import adapt
+from ...inference import Estimates
 from .contracts import contract_rows
 from .effect_parts import _grow_partition, _num, _root_split
-from .specs import bootstrap_kwargs, make_detector
+from ..inputs.specs import bootstrap_kwargs, make_detector
+from ..inputs.config import EffectConfig
 
 __all__ = ["challenger_summary"]
 
@@ -70,7 +71,7 @@ def _paired_bootstrap(ra: Any, rb: Any, pa: np.ndarray, pb: np.ndarray, est: flo
         ja.size)
 
 
-def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, reference: pd.DataFrame, eff: dict,
+def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, reference: pd.DataFrame, eff: EffectConfig,
                        v: dict, seed: int, target_class: Any = None, train: pd.DataFrame | None = None,
                        target: str | None = None, champion_result: Any = None) -> dict:
     """The challenger's figures for the effect variant ``v`` of the champion (its JSON summary).
@@ -103,14 +104,14 @@ def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, refer
     """
     steps = {f: (float(x) if isinstance(x, (int, float)) else x) for f, x in v["steps"].items()}
     kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class,
-                              "conf_level": float(eff["conf_level"])}
-    if eff["extrapolation"]["method"] != "none":
-        kwargs.update(extrapolation=make_detector(eff["extrapolation"], seed), on_extrapolation=eff["on_extrapolation"])
+                              "conf_level": float(eff.conf_level)}
+    if eff.extrapolation["method"] != "none":
+        kwargs.update(extrapolation=make_detector(eff.extrapolation, seed), on_extrapolation=eff.on_extrapolation)
     # bootstrap where both have training data: the same spec (seed, resamples, ci) for both models
-    boot = (train is not None and eff["inference"]["method"] == "bootstrap" and _refittable(champion)
+    boot = (train is not None and eff.inference["method"] == "bootstrap" and _refittable(champion)
             and _refittable(challenger))
     if boot:
-        bkw = bootstrap_kwargs(eff["inference"], train, target, seed)
+        bkw = bootstrap_kwargs(eff.inference, train, target, seed)
         a = (champion_result if champion_result is not None and champion_result.inference == "bootstrap"
              else fme.fme(champion, data, steps, **bkw, **kwargs))
         b = fme.fme(challenger, data, steps, **bkw, **kwargs)
@@ -122,7 +123,7 @@ def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, refer
     fb = b.results.loc[common, "fme"].to_numpy(dtype=float)
     d = fa - fb
     n = d.size
-    conf = float(eff["conf_level"])
+    conf = float(eff.conf_level)
     est = float(d.mean()) if n else None
     label = "fixed model, paired over the rows"
     se = float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else None
@@ -162,7 +163,7 @@ def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, refer
     b_v = {"id": v["id"], "ame": b.ame, "intervals": [{"estimate": b.ame, "std_error": b.std_error, "conf_low": lo_b,
                                                        "conf_high": hi_b, "inference": b.inference}],
            "n": b.n, "conf_level": conf}
-    rows = contract_rows(b_v, eff.get("expect"))
+    rows = contract_rows(b_v, eff.expect)
     for r in rows:
         alpha = 1 - conf
         r["verdict"] = ("met" if r["p_value"] is not None and r["p_value"] < alpha else

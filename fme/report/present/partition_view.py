@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .formatting import count, fmt_est, fmt_int, fmt_num, fmt_p, fmt_share, p_phrase
-from .specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
+from ..._utils.numfmt import count, fmt_est, fmt_int, fmt_num, fmt_p, fmt_share, p_phrase
+from ..inputs.specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
 
 #: Most leaf differences the report's table shows (the rest are in results.json).
 MAX_TESTS_SHOWN = 10
@@ -83,7 +83,7 @@ def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) 
 
 #: Most subspaces the leaf tables, hyperrectangles and where-sentences show (issue 22 item 2: a tree of
 #: ``max_leaves: null`` may have hundreds; the rest are in ``tables/<effect>-leaves.csv`` and results.json).
-MAX_LEAVES_SHOWN = 16  # = fme.report.figures.MAX_TREE_LEAVES: the dot plot draws the same leaves
+MAX_LEAVES_SHOWN = 16  # = fme.report.analysis.figures.MAX_TREE_LEAVES: the dot plot draws the same leaves
 
 
 def shown_leaves(part: dict, vid: str) -> tuple[dict, str | None]:

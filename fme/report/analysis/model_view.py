@@ -14,9 +14,10 @@ import pandas as pd
 
 import fme
 
-from .._utils.validation import is_categorical
-from .config import config_error
-from .specs import bootstrap_kwargs, make_detector
+from ..._adapters import glm_dispersion  # noqa: F401 - the notebook's name for the model's dispersion
+from ..._utils.validation import is_categorical
+from ..inputs.config import ReportConfig, config_error
+from ..inputs.specs import bootstrap_kwargs, make_detector
 
 __all__ = ["model_features", "feature_dictionary", "feature_overview", "model_fit", "glm_dispersion"]
 
@@ -37,25 +38,6 @@ def formula_categoricals(model: Any) -> dict[str, str]:
     return out
 
 
-def glm_dispersion(model: Any) -> dict | None:
-    """Pearson chi2 / residual df of a statsmodels Poisson or binomial GLM (or a discrete Poisson/Logit
-    result), whose family fixes the dispersion at 1 (issue 22 item 5); None for other models."""
-    inner = getattr(model, "model", None)
-    family = getattr(inner, "family", None)
-    name = type(family).__name__ if family is not None else type(inner).__name__
-    if name not in ("Poisson", "Binomial", "Logit", "Probit"):
-        return None
-    try:
-        chi2 = float(getattr(model, "pearson_chi2", None) or np.sum(np.asarray(model.resid_pearson) ** 2))
-        df = float(model.df_resid)
-    except Exception:  # noqa: BLE001 - a result without Pearson residuals: nothing to report
-        return None
-    if not df > 0:
-        return None
-    return {"family": name, "pearson_chi2": chi2, "df_resid": df, "dispersion": chi2 / df,
-            "cov_type": str(getattr(model, "cov_type", "nonrobust"))}
-
-
 def _num(x: Any) -> float | None:
     if x is None:
         return None
@@ -71,9 +53,9 @@ def model_features(model: Any, features: pd.DataFrame) -> list[str]:
     return [str(c) for c in names if str(c) in set(map(str, features.columns))]
 
 
-def feature_dictionary(model: Any, features: pd.DataFrame, cfg: dict) -> list[dict]:
+def feature_dictionary(model: Any, features: pd.DataFrame, cfg: ReportConfig) -> list[dict]:
     """One row per model feature: type, unit, description, observed range or levels, SD (data)."""
-    from .._utils.validation import is_dask_collection
+    from ..._utils.validation import is_dask_collection
 
     if is_dask_collection(features):
         return _dask_dictionary(model, features, cfg)
@@ -81,8 +63,8 @@ def feature_dictionary(model: Any, features: pd.DataFrame, cfg: dict) -> list[di
     coded = formula_categoricals(model)
     for f in model_features(model, features):
         col = features[f]
-        row: dict[str, Any] = {"feature": f, "unit": cfg["units"].get(f, ""),
-                               "description": cfg["descriptions"].get(f, ""), "n_missing": int(col.isna().sum())}
+        row: dict[str, Any] = {"feature": f, "unit": cfg.units.get(f, ""),
+                               "description": cfg.descriptions.get(f, ""), "n_missing": int(col.isna().sum())}
         if is_categorical(col) or f in coded:
             row.update(_categorical_entry(f, col.dropna().unique(), coded))
         else:
@@ -104,16 +86,16 @@ def _categorical_entry(feature: str, values: Any, coded: dict[str, str]) -> dict
     return out
 
 
-def _dask_dictionary(model: Any, features: Any, cfg: dict) -> list[dict]:
+def _dask_dictionary(model: Any, features: Any, cfg: ReportConfig) -> list[dict]:
     """:func:`feature_dictionary` of a Dask frame: counts, min/max and SD by reductions over all rows."""
     import dask
 
-    from .validate import levels_of
+    from .checks import levels_of
 
     from dask import delayed
 
-    from .._dask.common import _tree_reduce
-    from .._dask.steps import _finite_moments
+    from ..._dask.common import _tree_reduce
+    from ..._dask.steps import _finite_moments
 
     names = model_features(model, features)
     coded = formula_categoricals(model)
@@ -128,8 +110,8 @@ def _dask_dictionary(model: Any, features: Any, cfg: dict) -> list[dict]:
     sd = dict(zip(numeric, m.sd(ddof=1)))
     rows = []
     for f in names:
-        row: dict[str, Any] = {"feature": f, "unit": cfg["units"].get(f, ""),
-                               "description": cfg["descriptions"].get(f, ""), "n_missing": int(missing[f])}
+        row: dict[str, Any] = {"feature": f, "unit": cfg.units.get(f, ""),
+                               "description": cfg.descriptions.get(f, ""), "n_missing": int(missing[f])}
         if f not in numeric:
             row.update(_categorical_entry(f, levels_of(features, f), coded))
         else:
@@ -144,8 +126,8 @@ def _level(features: pd.DataFrame, feature: str, level: Any) -> Any:
     """The data's own level for the ``level`` cell of ``fme.ame`` (a float column when mixed with NaN)."""
     if level is None or (isinstance(level, float) and math.isnan(level)):
         return None
-    from .._utils.validation import is_dask_collection
-    from .validate import levels_of
+    from ..._utils.validation import is_dask_collection
+    from .checks import levels_of
 
     values = levels_of(features, feature) if is_dask_collection(features) else pd.unique(features[feature].dropna())
     for u in values:
@@ -166,15 +148,15 @@ def _rows(table: pd.DataFrame, conf_level: float, features: pd.DataFrame) -> lis
     return out
 
 
-def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame, cfg: dict, target_class: Any,
+def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame, cfg: ReportConfig, target_class: Any,
                      train: pd.DataFrame | None = None) -> dict | None:
     """AME of every model feature for one unit or SD step (categorical: each level), ranked by |AME|.
 
     Uses ``fme.ame`` once for all features (one bootstrap run shared by all of them); a feature
     whose AME cannot be computed (e.g. every step leaves the data) is kept in the table with the
-    reason instead of its numbers. ``cfg['overview']`` gives the step and the detector.
+    reason instead of its numbers. ``cfg.overview`` gives the step and the detector.
     """
-    spec = cfg["overview"]
+    spec = cfg.overview
     if spec is False:
         return None
     names = model_features(model, features)
@@ -184,9 +166,9 @@ def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame
         features = features.assign(**{f: features[f].astype("category") for f in coded})
         reference = reference.assign(**{f: reference[f].astype("category") for f in coded if f in reference})
     steps = {f: (None if is_categorical(features[f]) else ("sd" if spec["step"] == "sd" else 1)) for f in names}
-    conf = float(cfg["conf_level"])
-    seed = int(cfg["seed"])
-    inference = bootstrap_kwargs(cfg["inference"], train, cfg["target"], seed)
+    conf = float(cfg.conf_level)
+    seed = int(cfg.seed)
+    inference = bootstrap_kwargs(cfg.inference, train, cfg.target, seed)
     det = spec["extrapolation"]
 
     def run(sub: dict) -> pd.DataFrame:
@@ -207,7 +189,7 @@ def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame
                              "conf_low": None, "conf_high": None, "inference": None, "n": 0, "n_excluded": None,
                              "conf_level": conf, "error": " ".join(str(exc).split())})
     except Exception as exc:  # noqa: BLE001 - model failures: one line naming the overview key
-        from .validate import analysis_error
+        from ..inputs.validate import analysis_error
 
         raise analysis_error(cfg, ("overview",), exc) from exc
     rows.sort(key=lambda r: (r["ame"] is None, -abs(r["ame"] or 0.0), r["feature"]))
@@ -226,7 +208,7 @@ def _class_codes(y: pd.Series, classes: list) -> np.ndarray:
 
 
 def model_fit(model: Any, test: pd.DataFrame | None, target: str, target_class: Any = None,
-              cfg: dict | None = None) -> dict | None:
+              cfg: ReportConfig | None = None) -> dict | None:
     """Fit on configured test data (None without test data or without the target column).
 
     Regressors: RMSE and R². Classifiers (``target_class`` given): on the probability scale, the

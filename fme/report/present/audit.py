@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from ..inputs.config import ReportConfig
 
 __all__ = ["audit_context", "hash_rows"]
 
@@ -46,10 +47,10 @@ def hash_rows(results: dict, build_info: dict) -> list[dict[str, str]]:
     return rows
 
 
-def audit_context(results: dict, cfg: dict, build_info: dict) -> dict[str, Any]:
-    """Template context of the audit-trail appendix (merged into :func:`fme.report.context.build_context`)."""
+def audit_context(results: dict, cfg: ReportConfig, build_info: dict) -> dict[str, Any]:
+    """Template context of the audit-trail appendix (merged into :func:`fme.report.present.context.build_context`)."""
     env = results.get("environment") or {}
-    resolved = results.get("config") or {k: v for k, v in cfg.items() if not str(k).startswith("_")}
+    resolved = results.get("config") or cfg.to_dict()
     text = json.dumps(resolved, indent=1, sort_keys=True, ensure_ascii=False)
     import re
 
@@ -62,7 +63,7 @@ def audit_context(results: dict, cfg: dict, build_info: dict) -> dict[str, Any]:
         "audit": {
             "model_sha256": model["sha256"], "model_sha256_of": model["of"],
             "hashes": hash_rows(results, build_info),
-            "model_version": str(cfg["model"]["version"]) if cfg["model"].get("version") not in (None, "")
+            "model_version": str(cfg.model["version"]) if cfg.model.get("version") not in (None, "")
             else "not stated in the config (model.version)",
             "os": f"{env.get('os', '?')} {env.get('os_release', '')}".strip(),
             "machine": env.get("machine", "?"),

@@ -17,15 +17,16 @@ from .display import (ci_method_text, effect_title, interval_rows, model_ci_scop
                       target_phrase)
 from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
-from .specs import CI_COVERS, CI_SHORT
-from .formatting import count, decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_p, fmt_share, p_phrase
+from ..inputs.specs import CI_COVERS, CI_SHORT
+from ..._utils.numfmt import count, decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_p, fmt_share, p_phrase
 
 __all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS", "with_eps_rows", "sensitivity_rows",
            "stability_cells",
            "sign_agreement", "report_id"]
 
-#: Default flag thresholds (a config's ``flags:`` overrides them; see fme.report.specs.FLAG_DEFAULTS).
-from .specs import FLAG_DEFAULTS as FLAG_THRESHOLDS  # noqa: E402
+#: Default flag thresholds (a config's ``flags:`` overrides them; see fme.report.inputs.specs.FLAG_DEFAULTS).
+from ..inputs.specs import FLAG_DEFAULTS as FLAG_THRESHOLDS  # noqa: E402
+from ..inputs.config import ReportConfig
 
 
 def effect_cells(v: dict) -> dict[str, str]:
@@ -249,11 +250,11 @@ def contract_cells(groups: list[dict]) -> dict | None:
                                        f"{counts['not met']} not met, {counts['inconclusive']} inconclusive.")}
 
 
-def _figures(v: dict, cells: dict, cfg: dict, counter: list[int], unit: str | None = None) -> list[dict]:
+def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: str | None = None) -> list[dict]:
     """Alt text and captions of an effect's figures; ``unit`` is the unit the tables give the AME in (a
     classifier's: percentage points, never the config's ``target_unit`` such as "probability")."""
     out = []
-    step, unit = cells["step"], cfg.get("target_unit", "") if unit is None else unit
+    step, unit = cells["step"], cfg.target_unit if unit is None else unit
     u = f" {unit}" if unit else ""
     for fig in v["figures"]:
         counter[0] += 1
@@ -329,14 +330,14 @@ def _figures(v: dict, cells: dict, cfg: dict, counter: list[int], unit: str | No
     return out
 
 
-def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) -> dict[str, Any]:
+def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info: dict) -> dict[str, Any]:
     """Everything the report template needs, as display strings."""
     target, unit, prediction_scale = target_phrase(results, cfg)
     scale = scale_of(results)
-    thresholds = cfg.get("flags") or dict(FLAG_THRESHOLDS)
+    thresholds = cfg.flags or dict(FLAG_THRESHOLDS)
     model_view = whole_model(results, cfg, scale, 5)
-    noun = cfg.get("observations", "observations")
-    units = cfg.get("units", {})
+    noun = cfg.observations
+    units = cfg.units
     fig_counter = [0]
     # Table 1: sign-off, 2: overview, 3: flags, 4: flag thresholds, then the whole model's tables
     table_no = [model_view["table_dictionary"]]
@@ -418,22 +419,22 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
     fence = "`" * max(3, _longest_backtick_run(config_text) + 1)
     env = results.get("environment") or {}
     ctx = {
-        "title": cfg["title"], "owner": cfg["owner"], "status": cfg["status"], "intended_use": cfg["intended_use"],
-        "out_of_scope": cfg.get("out_of_scope", ""), "target": target, "target_unit": unit,
+        "title": cfg.title, "owner": cfg.owner, "status": cfg.status, "intended_use": cfg.intended_use,
+        "out_of_scope": cfg.out_of_scope, "target": target, "target_unit": unit,
         "prediction_scale": prediction_scale,
         "target_class": results.get("target_class"), "whole_model": model_view,
         "threshold_rows": threshold_rows(thresholds), "table_thresholds": 4,
-        "ci_method": ci_method_text(ci_methods, fmt_level(cfg["conf_level"])),
+        "ci_method": ci_method_text(ci_methods, fmt_level(cfg.conf_level)),
         "ci_caption": "; ".join(sorted(ci_captions)),
         "only_fixed": ci_methods == {"sample"},
         "model_ci_scope": model_ci_scope(ci_methods),
         "dispersion": dispersion_text((results.get("model") or {}).get("dispersion"), thresholds),
-        "extrapolation_method": detector_text([e["extrapolation"] for e in cfg["effects"]]),
-        "model": {"description": cfg["model"].get("description", ""), **results["model"]},
+        "extrapolation_method": detector_text([e.extrapolation for e in cfg.effects]),
+        "model": {"description": cfg.model.get("description", ""), **results["model"]},
         "data": results["data"], "reference": results["reference_data"], "test_fit": fit_text(results["test_fit"]),
         "config_name": results["config_name"], "config_sha256": results["config_sha256"],
-        "inputs_sha256": build_info.get("inputs_sha256", ""), "seed": cfg["seed"],
-        "conf_level": fmt_level(cfg["conf_level"]), "versions": versions, "summary": summary,
+        "inputs_sha256": build_info.get("inputs_sha256", ""), "seed": cfg.seed,
+        "conf_level": fmt_level(cfg.conf_level), "versions": versions, "summary": summary,
         "contracts": contract_cells(results["effects"]),
         "challenger": challenger_cells(results["effects"]),
         "interactions": interaction_cells(results.get("interactions")),
@@ -441,12 +442,12 @@ def build_context(results: dict, cfg: dict, config_text: str, build_info: dict) 
         "config_text": config_text, "fence": fence, "thresholds": thresholds,
         "linearity": [{"min": t, "word": w} for t, w in sentences.LINEARITY if t > float("-inf")],
         "stability_words": [{"min": t, "word": w} for t, w in sentences.STABILITY if t > float("-inf")],
-        "generated": (_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if cfg["timestamp"] else None),
+        "generated": (_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if cfg.timestamp else None),
         "rebuild": f"fme report {build_info.get('config_arg', 'reports/' + results['config_name'] + '.yaml')} --force",
         "table_signoff": 1, "table_overview": 2, "table_flags": 3, "table_plausibility": table_plausibility,
         "table_versions": n_fig_tables + 1, "table_hashes": n_fig_tables + 2,
         "report_id": report_id(results["config_name"], results["config_sha256"]),
-        "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg["signoff"]],
+        "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg.signoff],
         "changes": changes, "table_changes": table_changes,
         "plausibility": plausibility, "any_expected": any(p["expected"] != "not stated" for p in plausibility),
         "fme_version": results["versions"].get("fme", ""),
@@ -465,8 +466,8 @@ def sample_note(data: dict) -> dict[str, str] | None:
     info = data.get("sample")
     if not info:
         return None
-    from .._dask.common import FIT_SAMPLE_SIZE as TREE_SIZE
-
+    tree = info.get("tree_sample_size")  # results.json of an older fme lack it
+    at_most = f"at most {fmt_int(tree)} evaluated rows" if tree is not None else "evaluated rows"
     n, k = fmt_int(info["of"]), fmt_int(info["rows"])
     drawn = (f"every one of the {n} rows (the data have no more rows than sample_size {fmt_int(info['size'])})"
              if info["all_rows"] else f"a seeded sample of {k} of the {n} rows (seed {info['seed']}, sample_size "
@@ -475,10 +476,10 @@ def sample_note(data: dict) -> dict[str, str] | None:
               "its CI and quartiles, the NLM summaries, the AME with extrapolation points, the step sensitivity "
               f"and the cAMEs of the subspaces. From {drawn}: the figures below, the per-row table, where the "
               "extrapolation points are and the stability refits; the cAME tree is grown on fme's own seeded "
-              f"sample of at most {fmt_int(TREE_SIZE)} evaluated rows.")
+              f"sample of {at_most}.")
     appendix = (f"engine: dask; summaries over all {n} rows, per-row figures and tables from {drawn}. Based on the "
                 f"sample: {', '.join(info['based_on_sample'])}; the cAME tree's splits and its subspaces' "
-                f"evaluated ranges: fme's seeded sample of at most {fmt_int(TREE_SIZE)} evaluated rows. Over all "
+                f"evaluated ranges: fme's seeded sample of {at_most}. Over all "
                 f"rows: {', '.join(info['all_rows_items'])}.")
     return {"effect": effect, "appendix": appendix}
 
@@ -487,16 +488,19 @@ def _environment_line(env: dict) -> str:
     """One sentence on where the report ran: OS, architecture and the lock (or its absence)."""
     where = f"{env.get('os', '?')} {env.get('os_release', '')} on {env.get('machine', '?')}".replace("  ", " ")
     lock = env.get("lock") or {}
+    c = env.get("cluster")
+    cluster = "" if not c else (f" Cluster: {c['scheduler']} ({count(c['workers'], 'worker')}, "
+                                f"{count(c['threads'], 'thread')}).")
     if not lock.get("sha256"):
         return (f"{where}; no requirements.lock found (fme was installed from a wheel or an sdist), "
-                "so the package versions listed are the only record of the environment.")
+                "so the package versions listed are the only record of the environment." + cluster)
     text = f"{where}; {lock['file']} sha256 {lock['sha256']}"
     diff = lock.get("differences") or []
     if not diff:
-        return text + "; every installed package equals its pin in the lock."
+        return text + "; every installed package equals its pin in the lock." + cluster
     shown = ", ".join(f"{d['name']} {d['installed'] or 'not installed'} (locked {d['locked']})" for d in diff[:5])
     more = f" and {len(diff) - 5} more" if len(diff) > 5 else ""
-    return text + f"; {len(diff)} installed package(s) differ from the lock: {shown}{more}."
+    return text + f"; {len(diff)} installed package(s) differ from the lock: {shown}{more}." + cluster
 
 
 def _longest_backtick_run(text: str) -> int:

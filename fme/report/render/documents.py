@@ -35,10 +35,10 @@ RENDERERS = ("auto", "pandoc", "quarto")
 
 def _default_templates() -> Path:
     """The checkout's ``templates/`` (so edits apply at once), else the copy shipped in the wheel."""
-    checkout = Path(__file__).resolve().parents[2] / "templates"
+    checkout = Path(__file__).resolve().parents[3] / "templates"
     if (checkout / "report.qmd.j2").is_file():
         return checkout
-    return Path(__file__).resolve().parents[1] / "_templates"
+    return Path(__file__).resolve().parents[2] / "_templates"
 
 
 TEMPLATES = _default_templates()

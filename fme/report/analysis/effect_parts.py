@@ -1,6 +1,6 @@
 """The pieces of an effect's analysis that both report engines share (in memory and ``engine: dask``).
 
-:mod:`fme.report.analysis` (pandas) and :mod:`fme.report.dask_analysis` (Dask) both import from here
+:mod:`fme.report.analysis` (pandas) and :mod:`fme.report.analysis.dask_analysis` (Dask) both import from here
 and never from each other's internals: the JSON-ready statistics, the cAME partition with its summary
 and stability refits, the step-sensitivity table, and the words of what a Dask report computes on its
 seeded sample and over all rows.
@@ -17,30 +17,34 @@ import pandas as pd
 import fme
 
 from .model_view import formula_categoricals
-from .specs import bootstrap_kwargs, make_detector
+from ..inputs.specs import bootstrap_kwargs, make_detector
+from ..inputs.config import EffectConfig
 
-__all__ = ["REPORT_SAMPLE_SIZE", "SAMPLE_BASED", "ALL_ROWS", "STEP_FACTORS", "sample_info"]
+__all__ = ["REPORT_SAMPLE_SIZE", "SAMPLE_BASED", "ALL_ROWS", "STEP_FACTORS", "sample_info", "t_figures",
+           "figures_of", "run_effect_fme"]
 
 
 # ------------------------------------------------------------------ statistics
-def _stats(values: np.ndarray, conf_level: float, upper: float | None = None) -> dict[str, float | None]:
+def t_figures(n: int, mean: float, sd: float, conf: float, upper: float | None = None) -> dict[str, Any]:
+    """n, mean, SD, standard error and the t interval mean +- t(1 - alpha/2, n - 1) SD / sqrt(n) (paper §5.5's
+    fixed-model interval) from the moments; ``upper`` truncates the interval (1 for the NLM, paper §5.4)."""
     from scipy import stats
 
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    n = int(v.size)
-    out: dict[str, float | None] = {"n": n, "mean": None, "sd": None, "se": None, "ci_low": None,
-                                    "ci_high": None, "q25": None, "q75": None}
+    out: dict[str, Any] = {"n": int(n), "mean": None, "sd": None, "se": None, "ci_low": None, "ci_high": None}
     if n == 0:
         return out
-    out["mean"] = float(v.mean())
-    out["q25"], out["q75"] = (float(q) for q in np.quantile(v, [0.25, 0.75]))
+    out["mean"] = float(mean)
     if n >= 2:
-        sd = float(v.std(ddof=1))
-        half = float(stats.t.ppf(0.5 + conf_level / 2, n - 1)) * sd / math.sqrt(n)
-        high = out["mean"] + half if upper is None else min(out["mean"] + half, upper)  # NLM <= 1: truncate
-        out.update(sd=sd, se=sd / math.sqrt(n), ci_low=out["mean"] - half, ci_high=high)
+        half = float(stats.t.ppf(0.5 + conf / 2, n - 1)) * sd / math.sqrt(n)
+        high = mean + half if upper is None else min(mean + half, upper)
+        out.update(sd=float(sd), se=float(sd) / math.sqrt(n), ci_low=mean - half, ci_high=high)
     return out
+
+
+def figures_of(res: Any, conf: float) -> dict[str, Any]:
+    """n, AME, SD, SE and the fixed-model CI of an effect result of either engine, from its public figures."""
+    n = int(res.n)
+    return t_figures(n, res.ame if n else float("nan"), res.sd if n >= 2 else float("nan"), conf)
 
 
 def _num(x: Any) -> Any:
@@ -56,29 +60,29 @@ def _num(x: Any) -> Any:
 _REDUCE_SHARE = 0.02
 
 
-def run_effect_fme(model: Any, data: Any, reference: Any, eff: dict, seed: int, target_class: Any,
+def run_effect_fme(model: Any, data: Any, reference: Any, eff: EffectConfig, seed: int, target_class: Any,
                    train: pd.DataFrame | None, target: str | None) -> tuple[Any, dict, bool, dict, bool, float]:
     """The effect's :func:`fme.fme` as both engines run it (pandas frame or Dask data): its result, the
     steps, whether every stepped feature is numeric, the detector spec, whether NLMs were computed and the
     confidence level."""
-    from .._utils.validation import is_categorical
+    from ..._utils.validation import is_categorical
 
-    steps = dict(eff["steps"])
+    steps = dict(eff.steps)
     # a C() column of a statsmodels formula is categorical in the model whatever its dtype: its step is a level
     coded = formula_categoricals(model)
     numeric = all(not is_categorical(data[f]) and f not in coded for f in steps if f in data.columns)
-    det_spec = eff["extrapolation"]
+    det_spec = eff.extrapolation
     kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
     if det_spec["method"] != "none":
-        kwargs.update(extrapolation=make_detector(det_spec, seed), on_extrapolation=eff["on_extrapolation"])
-    use_nlm = bool(eff["nlm"]) and numeric
-    conf = float(eff["conf_level"])
-    res = fme.fme(model, data, steps, nlm=use_nlm, nlm_method=eff["nlm_method"], conf_level=conf,
-                  **bootstrap_kwargs(eff["inference"], train, target, seed), **kwargs)
+        kwargs.update(extrapolation=make_detector(det_spec, seed), on_extrapolation=eff.on_extrapolation)
+    use_nlm = bool(eff.nlm) and numeric
+    conf = float(eff.conf_level)
+    res = fme.fme(model, data, steps, nlm=use_nlm, nlm_method=eff.nlm_method, conf_level=conf,
+                  **bootstrap_kwargs(eff.inference, train, target, seed), **kwargs)
     return res, steps, numeric, det_spec, use_nlm, conf
 
 
-def _grow_partition(res: Any, eff: dict, conf: float, **came_kwargs: Any) -> Any:
+def _grow_partition(res: Any, eff: EffectConfig, conf: float, **came_kwargs: Any) -> Any:
     """The effect's cAME partition (:func:`fme.came` with the config's ``partition``), or None when the
     config switches it off or fewer than 2 rows were evaluated.
 
@@ -88,9 +92,9 @@ def _grow_partition(res: Any, eff: dict, conf: float, **came_kwargs: Any) -> Any
     CART ``min_samples_leaf`` 2 %); with them, as they say (the method's defaults for the rest).
     ``max_leaves: null`` keeps every leaf of the grown tree.
     """
-    if eff["partition"] is False or res.n < 2:
+    if eff.partition is False or res.n < 2:
         return None
-    params = dict(eff["partition"])
+    params = dict(eff.partition)
     method = params.pop("method", "ctree")
     feats = params.pop("features", None)
     cap = params.pop("max_leaves", None)
@@ -113,7 +117,7 @@ def _grow_partition(res: Any, eff: dict, conf: float, **came_kwargs: Any) -> Any
                     **params)
 
 
-def _partition_summary(part: Any, eff: dict, n_extrapolation: Any, levels: dict | None = None) -> dict:
+def _partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, levels: dict | None = None) -> dict:
     """The JSON-ready subspaces of ``part``: each leaf's figures, box and ``n_extrapolation(node)``.
 
     ``levels`` (``engine: dask``): every categorical feature's levels over all rows of the data. An unrestricted
@@ -135,7 +139,7 @@ def _partition_summary(part: Any, eff: dict, n_extrapolation: Any, levels: dict 
         leaf["n_extrapolation"] = n_extrapolation(int(row["node"]))
         leaves.append(leaf)
     grown, total, estimated = part._split_counts
-    out = {"method": eff["partition"].get("method", "ctree"), "params": eff["partition"], "leaves": leaves,
+    out = {"method": eff.partition.get("method", "ctree"), "params": eff.partition, "leaves": leaves,
            "root": {k: _num(v) for k, v in part.root.items()}, "notes": list(part.notes),
            "features": part.features, "root_split": _root_split(part),
            "honest": bool(part.honest), "honesty": part.honesty, "n_grown": int(grown), "n_estimated": int(estimated),
@@ -159,13 +163,13 @@ def _leaf_tests(part: Any) -> dict | None:
             "inference": str(t["inference"].iloc[0]), "honest": bool(part.honest)}
 
 
-def _stability(part: Any, eff: dict, seed: int, ame: Any) -> tuple[Any, dict | None]:
+def _stability(part: Any, eff: EffectConfig, seed: int, ame: Any) -> tuple[Any, dict | None]:
     """The partition-stability refits the config asks for, and their summary (None, None without)."""
-    if part is None or not eff.get("stability"):
+    if part is None or not eff.stability:
         return None, None
-    stab = fme.partition_stability(part, n_subsamples=int(eff["stability"]["subsamples"]),
-                                   fraction=float(eff["stability"]["fraction"]), random_state=seed)
-    return stab, _stability_summary(stab, part, ame, eff["stability"])
+    stab = fme.partition_stability(part, n_subsamples=int(eff.stability["subsamples"]),
+                                   fraction=float(eff.stability["fraction"]), random_state=seed)
+    return stab, _stability_summary(stab, part, ame, eff.stability)
 
 
 def _root_split(part: Any) -> dict | None:
@@ -206,24 +210,24 @@ STEP_FACTORS = (0.5, 1.0, 2.0)
 
 
 def _row_figures(r: Any, conf: float) -> dict:
-    """n, extrapolation points, AME and CI of an in-memory :class:`fme.FMEResult` (a sensitivity row)."""
-    st = _stats(r.results["fme"].to_numpy(dtype=float), conf)
-    n_ep = int((r.excluded["reason_type"] == "extrapolation").sum()) if r.detector is not None else None
+    """n, extrapolation points, AME and CI of a sensitivity row's result (either engine; public figures)."""
+    st = figures_of(r, conf)
+    n_ep = r.n_extrapolation if r.detector is not None else None
+    r.release()  # nothing else of it is needed
     return {"n": st["n"], "n_extrapolation": n_ep, "ame": st["mean"], "ci_low": st["ci_low"],
             "ci_high": st["ci_high"]}
 
 
-def _step_sensitivity(model: Any, data: Any, reference: Any, res: Any, summary: dict, eff: dict, seed: int,
-                      target_class: Any = None, row_figures: Any = _row_figures) -> list[dict] | None:
+def _step_sensitivity(model: Any, data: Any, reference: Any, res: Any, summary: dict, eff: EffectConfig, seed: int,
+                      target_class: Any = None) -> list[dict] | None:
     """AME (CI, n) at h/2, h and 2h, every step component scaled together; None for categorical steps.
 
     The resolved step values (rules such as ``sd`` already turned into numbers) are scaled; detector and
-    policy are those of the effect. The row for h repeats the effect's own numbers. ``row_figures(result,
-    conf)`` gives a row's numbers (the Dask report passes its own, from the all-row summaries).
+    policy are those of the effect. The row for h repeats the effect's own numbers.
     """
     if not summary["numeric"]:
         return None
-    conf = float(eff["conf_level"])
+    conf = float(eff.conf_level)
     base = {st.feature: float(st.value) for st in res.steps}
     rows = []
     for factor in STEP_FACTORS:
@@ -234,9 +238,9 @@ def _step_sensitivity(model: Any, data: Any, reference: Any, res: Any, summary: 
             continue
         steps = {f: h * factor for f, h in base.items()}
         kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
-        if eff["extrapolation"]["method"] != "none":
-            kwargs.update(extrapolation=make_detector(eff["extrapolation"], seed),
-                          on_extrapolation=eff["on_extrapolation"])
+        if eff.extrapolation["method"] != "none":
+            kwargs.update(extrapolation=make_detector(eff.extrapolation, seed),
+                          on_extrapolation=eff.on_extrapolation)
         row: dict[str, Any] = {"factor": factor, "steps": steps}
         try:
             r = fme.fme(model, data, steps, **kwargs)
@@ -245,7 +249,7 @@ def _step_sensitivity(model: Any, data: Any, reference: Any, res: Any, summary: 
                        n_extrapolation=None, ame=None, ci_low=None, ci_high=None)
             rows.append(row)
             continue
-        row.update(step_label=r.describe_steps(), **row_figures(r, conf))
+        row.update(step_label=r.describe_steps(), **_row_figures(r, conf))
         rows.append(row)
     return rows
 
@@ -268,6 +272,11 @@ ALL_ROWS = ("row counts and exclusions", "AMEs with their standard errors, CIs a
 
 
 def sample_info(n: int, size: int, seed: int) -> dict[str, Any]:
-    """JSON-ready description of the sample of :func:`fme.report.sources.sample_rows`."""
+    """JSON-ready description of the sample of :func:`fme.report.inputs.sources.sample_rows`, and the largest
+    number of evaluated rows fme grows a cAME tree on (``tree_sample_size``; the report's words need it and
+    read it here, in ``results.json``)."""
+    from ..._dask.common import FIT_SAMPLE_SIZE
+
     return {"size": int(size), "rows": int(min(n, size)), "of": int(n), "all_rows": bool(n <= size),
-            "seed": int(seed), "based_on_sample": list(SAMPLE_BASED), "all_rows_items": list(ALL_ROWS)}
+            "seed": int(seed), "based_on_sample": list(SAMPLE_BASED), "all_rows_items": list(ALL_ROWS),
+            "tree_sample_size": int(FIT_SAMPLE_SIZE)}

@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .config import config_error
+from ..inputs.config import ReportConfig, config_error
 from .display import effect_title
-from .formatting import decimals_for, fmt_num
-from .specs import CI_SHORT
+from ..._utils.numfmt import decimals_for, fmt_num
+from ..inputs.specs import CI_SHORT
 
 __all__ = ["load_previous", "compact", "changelog"]
 
@@ -68,16 +68,16 @@ def compact(results: dict) -> dict[str, Any]:
             "effects": out}
 
 
-def load_previous(cfg: dict) -> dict | None:
-    """Read ``cfg['previous']`` (relative to the config file): its sha256 and :func:`compact` record.
+def load_previous(cfg: ReportConfig) -> dict | None:
+    """Read ``cfg.previous`` (relative to the config file): its sha256 and :func:`compact` record.
 
-    Raises :class:`~fme.report.config.ConfigError` naming the key when the file is missing or not a
+    Raises :class:`~fme.report.inputs.config.ConfigError` naming the key when the file is missing or not a
     results.json of fme.
     """
-    rel = cfg.get("previous")
+    rel = cfg.previous
     if not rel:
         return None
-    path = Path(rel) if Path(rel).is_absolute() else Path(cfg["_dir"]) / rel
+    path = cfg.resolve_path(rel)
     if not path.is_file():
         raise config_error(cfg, ("previous",), f"file {rel!r} not found; give the results.json of an earlier "
                                                "build (e.g. a copy of reports/<name>/results.json)")

@@ -17,6 +17,7 @@ import pandas as pd
 import fme
 
 from .effect_parts import _num
+from ..inputs.config import ReportConfig
 
 __all__ = ["run_interactions", "DEFAULT_TOP"]
 
@@ -40,17 +41,17 @@ def _pairs(spec: Any, overview: dict | None, data: pd.DataFrame) -> list[tuple[d
     return [({a: h}, {b: h}) for i, a in enumerate(top) for b in top[i + 1:]]
 
 
-def run_interactions(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: dict, overview: dict | None,
+def run_interactions(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: ReportConfig, overview: dict | None,
                      target_class: Any = None) -> dict | None:
     """The configured interactions as JSON-ready rows (None when the config has none)."""
-    spec = cfg.get("interactions")
+    spec = cfg.interactions
     if not spec or hasattr(data, "npartitions"):
         return None
-    method = cfg["inference"]["method"] if isinstance(cfg.get("inference"), dict) else "auto"
+    method = cfg.inference["method"] if isinstance(cfg.inference, dict) else "auto"
     inference = "auto" if method == "bootstrap" else method  # no refits for a screen
     rows = []
     for a, b in _pairs(spec, overview, data):
-        out = fme.interaction(model, data, a, b, inference=inference, conf_level=float(cfg["conf_level"]),
+        out = fme.interaction(model, data, a, b, inference=inference, conf_level=float(cfg.conf_level),
                               target_class=target_class, reference_data=reference)
         r = out.iloc[0]
         rows.append({"steps_a": str(r["steps_a"]), "steps_b": str(r["steps_b"]),

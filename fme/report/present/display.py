@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import copy
 
-from .formatting import count, fmt_est
-from .specs import CI_COVERS, CI_SHORT
+from ..._utils.numfmt import count, fmt_est
+from ..inputs.specs import CI_COVERS, CI_SHORT
+from ..inputs.config import ReportConfig
 
 __all__ = ["prepare_variant", "scale_of", "target_phrase", "interval_rows", "ci_method_text", "model_ci_scope"]
 
@@ -53,13 +54,13 @@ def scale_of(results: dict) -> float:
     return 100.0 if results.get("target_class") is not None else 1.0
 
 
-def target_phrase(results: dict, cfg: dict) -> tuple[str, str, str]:
+def target_phrase(results: dict, cfg: ReportConfig) -> tuple[str, str, str]:
     """(what the model predicts, unit of the AMEs, prediction scale) as the report words them."""
     cls = results.get("target_class")
     if cls is None:
-        return (results["target"], cfg.get("target_unit", ""),
-                cfg["model"].get("prediction_scale", "the model's prediction"))
-    scale = cfg["model"].get("prediction_scale") or f"predicted probability of class {cls}"
+        return (results["target"], cfg.target_unit,
+                cfg.model.get("prediction_scale", "the model's prediction"))
+    scale = cfg.model.get("prediction_scale") or f"predicted probability of class {cls}"
     return f"probability of {cls}", "percentage points", f"{scale}; effects in percentage points"
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 __all__ = ["model_card", "write_model_card", "SCHEMA"]
 
-SCHEMA = Path(__file__).parent / "schemas" / "model_card.schema.json"
+SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "model_card.schema.json"
 
 
 def _metric(kind: str, value: Any, low: Any = None, high: Any = None, slice_: str | None = None) -> dict:

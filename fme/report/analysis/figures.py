@@ -4,7 +4,7 @@ SVGs get a fixed ``svg.hashsalt`` and no ``Date``; PNGs no ``Software``
 metadata, so rebuilding gives byte-identical files. Colours are the
 Okabe-Ito palette with a second encoding (marker, hatch or line style), each
 with at least 3:1 contrast on white (checked in the tests via :data:`PALETTE`).
-Alt text and captions are written from the numbers in :mod:`fme.report.context`.
+Alt text and captions are written from the numbers in :mod:`fme.report.present.context`.
 Drawn with matplotlib, not seaborn: the reasons, figure by figure, are in :mod:`fme.plotting`'s docstring.
 """
 
@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..plotting._data import finite_part, finite_rows, histogram_edges, kde_curve
-from .._utils.validation import is_categorical
+from ...plotting._data import finite_part, finite_rows, histogram_edges, kde_curve
+from ..._utils.validation import is_categorical
 from ._svg import compact_svg
+from ..inputs.config import EffectConfig, ReportConfig
 
 __all__ = ["PALETTE", "RC", "PDF_TEXT", "effect_figures", "save", "shown", "pdf_page", "min_font_pt"]
 
@@ -61,17 +62,17 @@ def _subsample(n: int, max_points: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=max_points, replace=False))
 
 
-def _unit(cfg: dict) -> str:
-    return f" [{cfg['target_unit']}]" if cfg.get("target_unit") else ""
+def _unit(cfg: ReportConfig) -> str:
+    return f" [{cfg.target_unit}]" if cfg.target_unit else ""
 
 
-def _fig(cfg: dict, height: float = 3.4):
+def _fig(cfg: ReportConfig, height: float = 3.4):
     import matplotlib.pyplot as plt
 
-    return plt.subplots(figsize=(cfg["figures"]["width"], height), layout="constrained")
+    return plt.subplots(figsize=(cfg.figures["width"], height), layout="constrained")
 
 
-def _extrapolation(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict | None:
+def _extrapolation(res, cfg: ReportConfig, steps: dict, out_dir: Path, vid: str) -> dict | None:
     if res.detector is None:
         return None
     not_drawn = None
@@ -108,7 +109,7 @@ def _extrapolation(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict
     ax.set_title(_t(f"Where the step {res.describe_steps()} leaves the data"))
     ax.legend(frameon=False)
     return {"kind": "extrapolation", "feature": feature, "not_drawn": not_drawn, **save(fig, out_dir, f"{vid}-extrapolation",
-                                                               cfg["figures"]["png_dpi"])}
+                                                               cfg.figures["png_dpi"])}
 
 
 def _note(ax, text: str | None) -> str | None:
@@ -120,8 +121,8 @@ def _note(ax, text: str | None) -> str | None:
     return text
 
 
-def _feature_unit(cfg: dict, feature: str) -> str:
-    unit = cfg.get("units", {}).get(feature)
+def _feature_unit(cfg: ReportConfig, feature: str) -> str:
+    unit = cfg.units.get(feature)
     return f" [{unit}]" if unit else ""
 
 
@@ -137,12 +138,12 @@ def rug_values(values: np.ndarray, max_points: int) -> tuple[np.ndarray, str]:
     return q, f"observed values ({int(max_points):,} quantiles of all rows)"
 
 
-def _fme_plot(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict:
+def _fme_plot(res, cfg: ReportConfig, steps: dict, out_dir: Path, vid: str) -> dict:
     fm = res.results["fme"].to_numpy(dtype=float)
     ame = float(fm.mean())
     X = res.data.loc[res.results.index]
     numeric = [f for f in steps if not is_categorical(res.data[f])]
-    idx = _subsample(len(fm), cfg["figures"]["max_points"], cfg["seed"])
+    idx = _subsample(len(fm), cfg.figures["max_points"], cfg.seed)
     ylab = _t(f"fME of {res.describe_steps()}{_unit(cfg)}")
     fig, ax = _fig(cfg)
     info: dict[str, Any] = {"n_drawn": int(idx.size), "n": int(fm.size)}
@@ -154,7 +155,7 @@ def _fme_plot(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict:
         ax.scatter(x[sel], fm[sel], s=14, facecolors="none", edgecolors=PALETTE["kept"], linewidths=0.9,
                    marker="o", label="fME of one observation")
         info["not_drawn"] = _note(ax, drawn.note)
-        allx, rug_label = rug_values(res.data[f].to_numpy(dtype=float), cfg["figures"]["max_points"])
+        allx, rug_label = rug_values(res.data[f].to_numpy(dtype=float), cfg.figures["max_points"])
         info["rug_drawn"], info["rug_quantiles"] = int(allx.size), "quantiles" in rug_label
         ax.plot(allx, np.full(allx.size, 0), "|", color=PALETTE["excluded"], markersize=8, alpha=0.6,
                 transform=ax.get_xaxis_transform(), label=rug_label)
@@ -189,7 +190,7 @@ def _fme_plot(res, cfg: dict, steps: dict, out_dir: Path, vid: str) -> dict:
         info["kind"] = "fme-density"
     if ax.get_legend_handles_labels()[0]:
         ax.legend(frameon=False, fontsize=8)
-    info.update(save(fig, out_dir, f"{vid}-fme", cfg["figures"]["png_dpi"]))
+    info.update(save(fig, out_dir, f"{vid}-fme", cfg.figures["png_dpi"]))
     return info
 
 
@@ -207,7 +208,7 @@ def _density(ax, values: np.ndarray, mean: float) -> str | None:
     return _note(ax, fin.note)
 
 
-def _nlm_plot(res, cfg: dict, out_dir: Path, vid: str) -> dict:
+def _nlm_plot(res, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
     raw = res.results["nlm"].to_numpy(dtype=float)
     v = raw[np.isfinite(raw)]  # NaN: undefined NLM (constant path), counted in the legend
     clipped = np.clip(v, -1, 1)
@@ -228,10 +229,10 @@ def _nlm_plot(res, cfg: dict, out_dir: Path, vid: str) -> dict:
     return {"kind": "nlm", "n_clipped": int((v < -1).sum()), "n_undefined": n_undefined, "not_drawn": not_drawn,
             "n_flat": n_flat, "n_constant": n_constant,
             **save(fig, out_dir, f"{vid}-nlm",
-                                                                     cfg["figures"]["png_dpi"])}
+                                                                     cfg.figures["png_dpi"])}
 
 
-def _came_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict:
+def _came_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
     """Dot plot of the cAMEs; of a partition with more than :data:`MAX_TREE_LEAVES` leaves the largest ones
     by n (ties: node order), as the report's tables show them (issue 22 item 2: 184 leaves made 1.6 MB)."""
     leaves = part.leaves
@@ -260,7 +261,7 @@ def _came_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict:
     ax.set_title(_t(f"cAMEs on {which} ({part.method}, {round(part.conf_level * 100, 6):g}% CIs)"))
     ax.legend(frameon=False, fontsize=8, loc="best")
     return {"kind": "came", "leaves_drawn": int(len(leaves)),
-            **save(fig, out_dir, f"{vid}-came", cfg["figures"]["png_dpi"])}
+            **save(fig, out_dir, f"{vid}-came", cfg.figures["png_dpi"])}
 
 
 #: Largest tree drawn as a diagram: up to this many leaves the boxes never overlap or clip (tested
@@ -294,12 +295,12 @@ def min_font_pt(fig: Any) -> float:
     return float(min(sizes)) if sizes else 0.0
 
 
-def _tree_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict | None:
+def _tree_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict | None:
     """The cAME tree of :class:`fme.plotting.PartitionDisplay` (None for a single-node tree or one with more
     than :data:`MAX_TREE_LEAVES` leaves)."""
     if not 2 <= len(part.leaves) <= MAX_TREE_LEAVES:
         return None
-    from ..plotting import PartitionDisplay
+    from ...plotting import PartitionDisplay
 
     import matplotlib.pyplot as plt
 
@@ -315,7 +316,7 @@ def _tree_plot(part, cfg: dict, out_dir: Path, vid: str) -> dict | None:
     smallest = min_font_pt(fig)
     return {"kind": "came-tree", "pdf_page": page, "pdf_width_in": round(width * scale, 3),
             "pdf_min_font_pt": round(smallest * scale, 2),
-            **save(fig, out_dir, f"{vid}-tree", cfg["figures"]["png_dpi"], tight=False)}
+            **save(fig, out_dir, f"{vid}-tree", cfg.figures["png_dpi"], tight=False)}
 
 
 #: Effect-scale columns of a partition's leaves and root (cAMEs, their spread and every interval).
@@ -326,7 +327,7 @@ def shown(res, part, conf_level: float, scale: float = 1.0) -> tuple[Any, Any]:
     """Shallow copies of ``res`` and ``part`` carrying the numbers the report's tables show.
 
     Every effect-scale number (fMEs, cAMEs, CIs) is multiplied by ``scale`` (100 for a class probability:
-    percentage points, as :func:`fme.report.display.prepare_variant` does for the tables), and when the
+    percentage points, as :func:`fme.report.present.display.prepare_variant` does for the tables), and when the
     effect has a model-uncertainty interval (delta method, bootstrap) each leaf's CI is that interval, as
     in the leaf table. So a tree figure's numbers are the table cells (issue 16 item 6). The caller's
     objects are not modified.
@@ -365,26 +366,25 @@ def shown(res, part, conf_level: float, scale: float = 1.0) -> tuple[Any, Any]:
     return res2, part2
 
 
-def effect_figures(res, part, eff: dict, cfg: dict, out_dir: Path, vid: str, scale: float = 1.0) -> list[dict]:
+def effect_figures(res: Any, part: Any, eff: EffectConfig, cfg: ReportConfig, out_dir: Path, vid: str,
+                   scale: float = 1.0) -> list[dict]:
     """Write the figures of one effect; return their descriptors (files and facts).
 
     ``scale``: factor of the effect-scale numbers as the tables show them (100 for a class probability,
-    with ``cfg["target_unit"]`` naming percentage points); see :func:`shown`.
+    with ``cfg.target_unit`` naming percentage points); see :func:`shown`.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    # a resolved config always has conf_level; a bare effect dict (tests, notebooks) uses the partition's
-    conf = eff["conf_level"] if "conf_level" in eff else (part.conf_level if part is not None else 0.95)
-    res, part = shown(res, part, float(conf), scale)
+    res, part = shown(res, part, float(eff.conf_level), scale)
     out = []
     with plt.rc_context(RC):
-        ex = _extrapolation(res, cfg, eff["steps"], out_dir, vid)
+        ex = _extrapolation(res, cfg, eff.steps, out_dir, vid)
         if ex is not None:
             out.append(ex)
-        out.append(_fme_plot(res, cfg, eff["steps"], out_dir, vid))
+        out.append(_fme_plot(res, cfg, eff.steps, out_dir, vid))
         if res.has_nlm:
             out.append(_nlm_plot(res, cfg, out_dir, vid))
         if part is not None and len(part.leaves) >= 1:

@@ -1,14 +1,14 @@
 """The report's automatic flags (checklist §1.1): rule, threshold, value, status, per effect.
 
-Thresholds come from the config's ``flags:`` key with :data:`fme.report.specs.FLAG_DEFAULTS` filled
+Thresholds come from the config's ``flags:`` key with :data:`fme.report.inputs.specs.FLAG_DEFAULTS` filled
 in; the report prints every threshold and its default. A flagged cell reads ``FLAG (!)``: the
 status is text, never colour alone.
 """
 
 from __future__ import annotations
 
-from .formatting import fmt_est, fmt_int, fmt_num, p_phrase
-from .specs import FLAG_DEFAULTS, FLAG_MEANING
+from ..._utils.numfmt import fmt_est, fmt_int, fmt_num, p_phrase
+from ..inputs.specs import FLAG_DEFAULTS, FLAG_MEANING
 
 __all__ = ["FLAG", "OK", "flag_rows", "model_flag_rows", "dispersion_text", "threshold_rows"]
 
@@ -26,7 +26,7 @@ def _sign(x: float | None) -> str:
 
 
 def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[str, str]]:
-    """Flag rows of one effect variant (a display copy from :func:`fme.report.display.prepare_variant`)."""
+    """Flag rows of one effect variant (a display copy from :func:`fme.report.present.display.prepare_variant`)."""
     rows = []
 
     def add(rule: str, threshold: str, value: str, flagged: bool) -> None:
@@ -61,6 +61,9 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
     if st and st.get("ari_median") is not None:
         add("partition unstable across subsamples (median ARI)", f"< {t['ari']:g}", fmt_num(st["ari_median"], 3),
             st["ari_median"] < t["ari"])
+    elif st:  # configured, but no refit succeeded: the check did not run, and the table says so
+        add("partition unstable across subsamples (median ARI)", f"< {t['ari']:g}",
+            f"not run: {fmt_int(st['n_failed'])} of {fmt_int(st['subsamples'])} refits failed", True)
     part = v.get("partition")
     if part and (part.get("tests") or {}).get("global", {}).get("p_value") is not None:
         # issue 25: a tree whose leaves the data cannot tell apart describes noise, not subgroups

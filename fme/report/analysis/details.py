@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._utils.validation import is_categorical
-from .specs import CI_COVERS
+from ..._utils.validation import is_categorical
+from ..inputs.specs import CI_COVERS
 
 __all__ = ["model_interval", "interval_records", "extrapolation_causes", "effective_steps"]
 
@@ -160,7 +160,7 @@ def extrapolation_causes(res: Any, data: pd.DataFrame, reference: pd.DataFrame, 
 
 def effective_steps(res: Any) -> list[dict]:
     """Per stepped feature: quantiles of the effective step as a share of h, and how many rows shrank."""
-    from .._core.shrink import MIN_STEP_FRACTION
+    from ..._core.shrink import MIN_STEP_FRACTION
 
     out = []
     for st in res.steps:

@@ -1,0 +1,308 @@
+"""The computations behind a report (run inside ``templates/analysis.ipynb``).
+
+Everything here reads the public API of :mod:`fme` and writes plain files:
+``results.json`` (full precision), ``tables/*.csv`` and ``figures/*.{svg,png}``.
+Formatting, wording and alt text happen later, in :mod:`fme.report.present.context`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import platform
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import fme
+
+from ..._utils.validation import is_dask_collection
+from ..inputs.config import ConfigError, ReportConfig, config_error
+from ..inputs.sources import data_files, file_sha256, files_sha256, read_dask, read_frame, sample_rows, session_info
+from ..inputs.validate import analysis_error
+from . import figures
+from .challenger import challenger_summary
+from .checks import all_extrapolation_error, check_train_data, levels_of
+from .contracts import adjust_contracts, contract_rows
+from .effect import compute_effect
+from .effect_parts import REPORT_SAMPLE_SIZE, _num, sample_info
+from .interactions import run_interactions  # noqa: F401 - re-exported for the notebook
+from .model_view import feature_dictionary, feature_overview, glm_dispersion, model_fit  # noqa: F401 - notebook
+
+__all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment_record", "write_results"]
+
+
+# ------------------------------------------------------------------ inputs
+def load_model(cfg: ReportConfig, spec: Mapping[str, Any] | None = None,
+               key: str = "model") -> tuple[Any, pd.DataFrame | None, dict]:
+    """The fitted model, its training features (if the source returns them) and provenance.
+
+    Both sources execute code: a joblib file unpickles arbitrary objects and
+    an entry point imports and calls a function. Only use trusted configs.
+    """
+    spec = cfg.model if spec is None else spec
+    if "joblib" in spec:
+        import joblib
+
+        path = cfg.resolve_path(spec["joblib"])
+        try:
+            model = joblib.load(path)
+        except Exception as exc:  # noqa: BLE001 - any unpickling failure is a config problem
+            raise analysis_error(cfg, (key, "joblib"), exc) from exc
+        return model, None, {"kind": "joblib", "source": spec["joblib"], "sha256": file_sha256(path),
+                             "sha256_of": None, "dispersion": glm_dispersion(model)}
+    module_name, func_name = spec["entry_point"].split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001
+        raise analysis_error(cfg, (key, "entry_point"), exc) from exc
+    if not callable(getattr(module, func_name, None)):
+        raise config_error(cfg, (key, "entry_point"),
+                           f"module {module_name!r} has no function {func_name!r}; check the name after the colon")
+    try:
+        out = getattr(module, func_name)()
+    except Exception as exc:  # noqa: BLE001
+        raise analysis_error(cfg, (key, "entry_point"), exc) from exc
+    model, train = (out if isinstance(out, tuple) else (out, None))
+    source = getattr(module, "__file__", None)
+    info = {"kind": "entry point", "source": spec["entry_point"],
+            "sha256": file_sha256(Path(source)) if source else None,
+            "sha256_of": f"source of {module_name}", "dispersion": glm_dispersion(model)}
+    return model, train, info
+
+
+#: Config keys whose data stay Dask DataFrames with ``engine: dask`` (the others are gathered into memory).
+LAZY_KEYS = ("data", "reference_data")
+
+
+def load_data(cfg: ReportConfig, spec: Mapping[str, Any], key: str = "data") -> tuple[pd.DataFrame, dict]:
+    """A data frame and its provenance (source, sha256, rows, columns); ``key`` names the config key in errors.
+
+    With ``engine: dask`` the frame of ``data`` and ``reference_data`` (:data:`LAZY_KEYS`) given by a
+    path is a lazy Dask DataFrame on the kernel's cluster (:func:`fme.report.inputs.sources.read_dask`); the
+    provenance of ``data`` then also describes the seeded sample behind the per-row figures
+    (``sample``: :func:`fme.report.analysis.effect_parts.sample_info`).
+    """
+    try:
+        return _load_data(cfg, spec, key)
+    except Exception as exc:  # noqa: BLE001 - unreadable file, bad CSV, missing pyarrow: one line naming the key
+        raise analysis_error(cfg, (key, "path" if "path" in spec else "dataset"), exc) from exc
+
+
+def _load_data(cfg: ReportConfig, spec: Mapping[str, Any], key: str = "data") -> tuple[pd.DataFrame, dict]:
+    if "dataset" in spec:
+        from importlib import resources
+
+        from ...datasets import load_boston
+
+        frame = load_boston()
+        raw = resources.files("fme").joinpath("data", "boston.csv").read_bytes()
+        info = {"source": f"bundled dataset '{spec['dataset']}' (fme/data/boston.csv)",
+                "sha256": hashlib.sha256(raw).hexdigest()}
+    else:
+
+        files = data_files(cfg.directory, spec["path"])
+        info = {"source": spec["path"], "sha256": files_sha256(files, cfg.directory), "n_files": len(files)}
+        if cfg.engine == "dask" and key in LAZY_KEYS:
+            frame, n = read_dask(files, cfg.scheduler)
+            info["engine"] = "dask"
+            if key == "data":
+                info["sample"] = sample_info(n, sample_size(cfg), int(cfg.seed))
+            drop = [c for c in spec.get("drop", []) if c in frame.columns]
+            frame = frame.drop(columns=drop)
+            info.update(n_rows=n, n_cols=int(len(frame.columns)), date=spec.get("date", ""),
+                        description=spec.get("description", ""), dropped=drop)
+            return frame, info
+        frame = read_frame(files, cfg.engine, cfg.scheduler)
+    drop = [c for c in spec.get("drop", []) if c in frame.columns]
+    frame = frame.drop(columns=drop)
+    info.update(n_rows=int(len(frame)), n_cols=int(frame.shape[1]), date=spec.get("date", ""),
+                description=spec.get("description", ""), dropped=drop)
+    return frame, info
+
+
+def sample_size(cfg: ReportConfig) -> int:
+    """Rows of the seeded sample behind an ``engine: dask`` report's per-row figures (config ``sample_size``)."""
+    return int(REPORT_SAMPLE_SIZE if cfg.sample_size is None else cfg.sample_size)
+
+
+def versions(model: Any = None, model_info: dict | None = None) -> dict[str, str]:
+    """Versions of the core packages and (issue 22 item 5) of every package the model, its entry point's
+    module and the analysis imported (:func:`fme.report.analysis.packages.model_packages`)."""
+    import jinja2
+    import matplotlib
+    import scipy
+    import sklearn
+
+    import statsmodels
+
+    out = {"fme": fme.__version__, "python": platform.python_version(), "numpy": np.__version__,
+           "pandas": pd.__version__, "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
+           "statsmodels": statsmodels.__version__, "matplotlib": matplotlib.__version__,
+           "jinja2": jinja2.__version__}
+    from .packages import model_packages
+
+    module_file = None
+    if (model_info or {}).get("kind") == "entry point":  # the module the entry point imported from
+        module_file = getattr(sys.modules.get(model_info["source"].split(":")[0]), "__file__", None)
+    extra = model_packages(model, module_file) if model is not None else {}
+    out.update({k: v for k, v in extra.items() if k not in out})
+    return out
+
+
+def environment_record() -> dict:
+    """Operating system, CPU architecture, the lock the environment was installed from and the Dask cluster.
+
+    ``lock``: :func:`fme.report.analysis.environment.lock_record` (the lock's sha256 and whether every
+    installed package equals its pin), so a report shows whether it ran in the locked set-up. ``cluster``
+    (``engine: dask`` only): the scheduler's address or ``local``, its workers and threads
+    (:func:`fme.report.inputs.sources.session_info`).
+    """
+    from .environment import lock_record
+
+    out = {"os": platform.system(), "os_release": platform.release(), "machine": platform.machine(),
+           "lock": lock_record()}
+    cluster = session_info()
+    if cluster is not None:
+        out["cluster"] = cluster
+    return out
+
+
+def _levels_for(data: pd.DataFrame, feature: str, value: Any) -> list:
+    return levels_of(data, feature) if value == "all" else list(value)
+
+
+def load_train_data(cfg: ReportConfig, spec: Mapping[str, Any], key: tuple, cache: dict, model: Any = None,
+                    data: Any = None) -> pd.DataFrame | None:
+    """The ``train_data`` frame of a bootstrap inference spec (features and target; None otherwise).
+
+    With ``model`` and the evaluation ``data``: :func:`fme.report.analysis.checks.check_train_data` before the
+    bootstrap (column types, one refit), so a refit that cannot work fails at ``<key>.train_data`` at once.
+    """
+    if spec["method"] != "bootstrap":
+        return None
+    data_spec = spec["train_data"]
+    ident = repr(sorted(data_spec.items()))
+    if ident not in cache:
+        frame, info = load_data(cfg, data_spec, key[0])
+        if cfg.target not in frame.columns:
+            raise config_error(cfg, key + ("train_data",), f"the training data lack the target column "
+                                                           f"{cfg.target!r}; bootstrap refits need it")
+        if model is not None and data is not None:
+            check_train_data(cfg, key, model, frame, data)
+        cache[ident] = (frame, info)
+    return cache[ident][0]
+
+
+def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: ReportConfig, out_dir: Path,
+                target_class: Any = None) -> list[dict]:
+    """Compute every configured effect, write its tables and figures, return the summaries.
+
+    Any failure is a :class:`~fme.report.inputs.config.ConfigError` naming the effect's ``steps`` line: a report
+    never silently drops an effect.
+    """
+    out_dir = Path(out_dir)
+    (out_dir / "tables").mkdir(parents=True, exist_ok=True)
+    (out_dir / "figures").mkdir(parents=True, exist_ok=True)
+    summaries = []
+    train_cache: dict = {}
+    challenger_checked: set = set()
+    # figures show what the tables show: a class probability's effects in percentage points
+    fig_cfg = cfg if target_class is None else cfg.with_target_unit(f"percentage points of P({target_class})")
+    fig_scale = 1.0 if target_class is None else 100.0
+    sample = None
+    challenger = None
+    if cfg.challenger:  # champion and challenger: the second model, loaded like the first
+        if is_dask_collection(data):
+            raise config_error(cfg, ("challenger",), "a challenger model works with engine: pandas (for now)")
+        challenger = load_model(cfg, cfg.challenger, "challenger")[0]
+    if is_dask_collection(data):  # engine: dask: one seeded sample of the rows for every effect's per-row figures
+        from .dask_analysis import compute_effect_dask
+
+        sample = sample_rows(data, int(data.shape[0].compute()), sample_size(cfg), int(cfg.seed))[0]
+    for i, eff in enumerate(cfg.effects, start=1):
+        key = ("effects", i - 1, "inference") if "inference" in eff.given else ("inference",)
+        train = load_train_data(cfg, eff.inference, key, train_cache, model, data)
+        if challenger is not None and train is not None and id(train) not in challenger_checked:
+            check_train_data(cfg, key, challenger, train, data)  # the challenger's refits, checked before the first
+            challenger_checked.add(id(train))  # the frame is cached per file: one check per file
+        print(f"[fme report] effect {i}/{len(cfg.effects)}: {eff.id}", flush=True)
+        single = list(eff.steps.items())
+        variants = [(eff.id, eff)]
+        if len(single) == 1 and (single[0][1] == "all" or isinstance(single[0][1], list)):
+            f, v = single[0]
+            variants = [(f"{eff.id}-{j}", eff.variant(f, lv))
+                        for j, lv in enumerate(_levels_for(data, f, v), start=1)]
+        group = []
+        for vid, veff in variants:
+            try:
+                if sample is None:
+                    out = compute_effect(model, data, reference, veff, cfg.seed, target_class, train, cfg.target)
+                else:
+                    out = compute_effect_dask(model, data, reference, veff, cfg.seed, target_class, train, cfg.target,
+                                              sample)
+                summ = out["summary"]
+                summ["id"] = vid
+                summ["level"] = _num(veff.level)
+                summ["target_class"] = _num(target_class)
+                summ["figures"] = figures.effect_figures(out["result"], out["partition"], veff, fig_cfg, out_dir, vid,
+                                                         fig_scale)
+                _write_tables(out, summ, out_dir, vid)
+                if challenger is not None:
+                    summ["challenger"] = challenger_summary(model, challenger, data, reference, veff, summ,
+                                                            int(cfg.seed), target_class, train, cfg.target,
+                                                            out["result"])
+            except Exception as exc:  # noqa: BLE001 - loud, one line, naming the effect (and level)
+                err = None
+                if isinstance(exc, fme.ExtrapolationError):  # x itself outside the detector's region?
+                    err = all_extrapolation_error(cfg, veff, data, reference, int(cfg.seed))
+                err = err or analysis_error(cfg, ("effects", i - 1, "steps"), exc)
+                if veff.level is not None and not isinstance(exc, ConfigError):
+                    err = ConfigError(f"{err} (level {veff.level!r})")
+                raise err from exc
+            group.append(summ)
+        for summ in group:  # effect contracts (issue 27): tested below, Holm-adjusted over the whole report
+            summ["contracts"] = contract_rows(summ, eff.expect)
+        summaries.append({"id": eff.id, "title": eff.title, "why": eff.why, "config": _jsonable(eff.to_dict()),
+                          "variants": group})
+    adjust_contracts([r for g in summaries for v in g["variants"] for r in v["contracts"]])
+    return summaries
+
+
+def _write_tables(out: dict, summ: dict, out_dir: Path, vid: str) -> None:
+    res = out["result"]  # engine: dask: the sampled rows (the per-row table); the counts are of all rows
+    n_excluded = (res if out.get("dask_result") is None else out["dask_result"]).n_excluded
+    base = {"term": " & ".join(summ["features"]), "contrast": summ["step_label"]}
+    rest = {"n": summ["n"], "n_excluded": n_excluded, "sd_fme": summ["sd"], "q25": summ["q25"], "q75": summ["q75"],
+            "anlm": summ.get("anlm")}
+    # one row per interval, the report's primary interval first, each labelled (issue 22 item 1)
+    rows = [{**base, **iv, **rest} for iv in summ["intervals"]]
+    pd.DataFrame(rows).to_csv(out_dir / "tables" / f"{vid}-ame.csv", index=False, lineterminator="\n")
+    if out.get("stability") is not None:
+        out["stability"].to_csv(out_dir / "tables" / f"{vid}-stability.csv", index=False, lineterminator="\n")
+    res.results.to_csv(out_dir / "tables" / f"{vid}-fme.csv", lineterminator="\n")
+    if out["partition"] is not None:
+        out["partition"].leaves.to_csv(out_dir / "tables" / f"{vid}-leaves.csv", index=False, lineterminator="\n")
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    return _num(obj)
+
+
+def write_results(path: Path, payload: dict) -> None:
+    """results.json with sorted keys and full precision (the report's only numeric input)."""
+    Path(path).write_text(json.dumps(_jsonable(payload), indent=1, sort_keys=True, allow_nan=False) + "\n",
+                          encoding="utf-8")
+
+
+def python_info() -> dict:
+    return {"executable": sys.executable, "platform": platform.platform()}
