@@ -51,12 +51,13 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
         The table of :func:`fme.ame` (or ``avg_*``, :func:`fme.interaction`, ``hypotheses``; rows may be
         selected or reordered first). Rows are numbered from 1 in the order printed (``b1``, ``b2``, ...);
         a partition's rows are its leaves in node order.
-    hypothesis : None, str or ndarray
+    hypothesis : None, str, list of str or ndarray
         None: the rows themselves. ``"pairwise"`` (b_j - b_i, i < j: later minus earlier, fme's "(b) - (a)"),
         ``"revpairwise"``, ``"reference"`` (b_j - b1), ``"revreference"``, ``"sequential"``
         (b_{j+1} - b_j), ``"revsequential"``; an equation over the rows such as ``"b1 - b2 = 0"`` or
         ``"b2 / b1 = 1"`` (estimate: left minus right side; non-linear ones by the delta method, or per
-        refit under the bootstrap); or a matrix of contrast weights with one column per hypothesis.
+        refit under the bootstrap), or a list of such equations (one row each, with their joint uncertainty);
+        or a matrix of contrast weights with one column per hypothesis.
     equivalence : [low, high], optional
         Adds the two one-sided tests: ``statistic_noninf``/``p_value_noninf`` (H0: theta <= low),
         ``statistic_nonsup``/``p_value_nonsup`` (H0: theta >= high), ``p_value_equiv`` (the larger).
@@ -86,10 +87,14 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
         L, pairs = named_matrix(m, hypothesis)
         names = [f"{labels[a]} - {labels[b]}" for a, b in pairs]
         out_est = est.contrast(L)
-    elif isinstance(hypothesis, str):
-        g, name = parse_equation(hypothesis, m)
-        out_est, names = transform(est, g), [name]
-        L = np.ones((1, m))  # which rows the equation involves: all of them (conservative for undefined rows)
+    elif isinstance(hypothesis, str) or (isinstance(hypothesis, (list, tuple)) and hypothesis
+                                         and all(isinstance(h, str) for h in hypothesis)):
+        # one equation, or several tested jointly (marginaleffects takes a list of them too)
+        parsed = [parse_equation(h, m) for h in ([hypothesis] if isinstance(hypothesis, str) else hypothesis)]
+        gs = [g for g, _ in parsed]
+        out_est = transform(est, lambda b: np.concatenate([np.atleast_1d(g(b)) for g in gs]))
+        names = [name for _, name in parsed]
+        L = np.ones((len(names), m))  # which rows an equation involves: all of them (conservative for undefined rows)
     else:
         M = np.asarray(hypothesis, dtype=float)
         if M.ndim == 1:

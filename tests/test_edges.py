@@ -386,6 +386,16 @@ def test_numpy_array_gets_an_error_naming_feature_names_in(diabetes, linreg):
             fn(X.to_numpy())
 
 
+def test_a_series_gets_the_data_error_with_the_way_out(diabetes, linreg):
+    """A pandas Series (one row taken with df.loc, or one column) speaks Arrow too; it is refused as data, not
+    handed to pyarrow."""
+    X, _ = diabetes
+    for fn in (lambda d: fme.fme(linreg, d, {"bmi": 0.01}), lambda d: fme.ame(linreg, d, {"bmi": 0.01}),
+               lambda d: fme.avg_predictions(linreg, d)):
+        with pytest.raises(fme.DataError, match=r"is a pandas Series \(0, 10 values\).*to_frame\(\)\.T"):
+            fn(X.iloc[0])
+
+
 def test_duplicated_index_gets_an_error_naming_it(diabetes, linreg):
     X, _ = diabetes
     dup = X.set_axis(np.repeat(np.arange(221), 2))

@@ -199,3 +199,30 @@ def test_hypotheses_tables_can_be_tested_again(ols):
     direct = fme.hypotheses(t, np.array([1.0, -2.0, 1.0]))
     assert twice["estimate"].iloc[0] == pytest.approx(direct["estimate"].iloc[0], rel=1e-12)
     assert twice["std_error"].iloc[0] == pytest.approx(direct["std_error"].iloc[0], rel=1e-12)
+
+
+def test_a_bad_equation_names_the_term_it_cannot_read(ols):
+    m, d = ols
+    t = fme.ame(m, d, {"x1": 1, "x2": 1})
+    with pytest.raises(fme.ParameterError, match=r"cannot be read near 'b\* /'"):
+        fme.hypotheses(t, "b* / b1 = 1")
+    with pytest.raises(fme.ParameterError, match=r"'b7' is not a row; the rows are b1..b2"):
+        fme.hypotheses(t, ["b1 = 0", "b7 = 0"])
+
+
+def test_a_list_of_equations_is_tested_jointly(ols):
+    """Each row equals the equation tested alone; the rows keep their joint covariance, so a test on them equals
+    the single equation of their sum (the delta method of the composite function)."""
+    m, d = ols
+    t = fme.ame(m, d, {"x1": 1, "x2": 1, "x3": 1})
+    eqs = ["b1 - b2 = 0", "b2 / b1 = 1"]
+    both = fme.hypotheses(t, eqs)
+    assert both["hypothesis"].tolist() == eqs
+    for k, eq in enumerate(eqs):
+        alone = fme.hypotheses(t, eq)
+        np.testing.assert_allclose(both[["estimate", "std_error"]].iloc[k].to_numpy(dtype=float),
+                                   alone[["estimate", "std_error"]].iloc[0].to_numpy(dtype=float), rtol=1e-10)
+    total = fme.hypotheses(both, "b1 + b2 = 0")
+    direct = fme.hypotheses(t, "(b1 - b2) + (b2 / b1 - 1) = 0")
+    np.testing.assert_allclose(total["estimate"], direct["estimate"], rtol=1e-12)
+    np.testing.assert_allclose(total["std_error"], direct["std_error"], rtol=1e-6)

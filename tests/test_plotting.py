@@ -219,6 +219,21 @@ def test_fme_nlm_side_by_side(pyplot, eff):
     assert len([a for a in fig.axes if a.get_label() != "<colorbar>"]) == 2
 
 
+def test_fme_nlm_side_by_side_takes_ax_as_every_display(pyplot, eff):
+    """ax= is two Axes, or one Axes whose place becomes the two panels (as scikit-learn's displays split it)."""
+    fig, axs = pyplot.subplots(1, 2)
+    disp = EffectsDisplay.from_effects(eff, ax=axs)
+    assert disp.fme_display.ax_ is axs[0] and disp.nlm_display.ax_ is axs[1]
+    fig, (left, right) = pyplot.subplots(1, 2)
+    disp = EffectsDisplay.from_effects(eff, ax=right)
+    assert left in fig.axes and right not in fig.axes
+    box = right.get_position()
+    panels = [disp.fme_display.ax_.get_position(), disp.nlm_display.ax_.get_position()]
+    assert all(box.x0 - 1e-9 <= p.x0 and p.x1 <= box.x1 + 1e-9 for p in panels)
+    with pytest.raises(ValueError, match="either ax= or axes="):
+        EffectsDisplay.from_effects(eff, ax=axs, axes=axs)
+
+
 # ----------------------------------------------------------------- secant / tangent
 def test_secant_tangent(pyplot, data):
     disp = SecantTangentDisplay.from_model(square, data, "x", 1.0)

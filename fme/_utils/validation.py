@@ -27,6 +27,13 @@ def as_pandas(data: Any, name: str = "data") -> Any:
     """
     if isinstance(data, pd.DataFrame) or is_dask_collection(data):
         return data
+    if isinstance(data, pd.Series):
+        # a Series speaks Arrow too, as one column: refused here with what to pass instead
+        raise DataError(
+            f"`{name}` is a pandas Series ({data.name!r}, {len(data)} values); it must be a pandas DataFrame with "
+            f"one column per feature: pass {name}.to_frame() for one feature, or {name}.to_frame().T for one "
+            "row whose index holds the feature names (e.g. a row taken with df.loc[label])."
+        )
     if isinstance(data, np.ndarray):
         raise DataError(
             f"`{name}` is a numpy array of shape {data.shape}; it must be a pandas DataFrame (or a polars/Arrow "

@@ -132,7 +132,12 @@ def parse_equation(text: str, m: int):
     if text.count("=") != 1:
         raise ParameterError(f"an equation hypothesis needs exactly one '=', e.g. 'b1 - b2 = 0'; got {text!r}.")
     lhs, rhs = (part.strip() for part in text.split("="))
-    expr = ast.parse(f"({lhs}) - ({rhs})", mode="eval")
+    try:
+        expr = ast.parse(f"({lhs}) - ({rhs})", mode="eval")
+    except SyntaxError as exc:
+        raise ParameterError(f"hypothesis {text!r} is not an equation of the rows b1..b{m}: it cannot be read "
+                             f"near {_term_near(lhs, rhs, exc.offset)!r}; write terms such as 'b2 / b1 = 1' "
+                             "(rows b1, b2, ..., numbers, + - * / ** and exp/log/sqrt/abs).") from None
     allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Call, ast.Load, ast.Add,
                ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.USub, ast.UAdd)
     for node in ast.walk(expr):
@@ -154,34 +159,50 @@ def parse_equation(text: str, m: int):
     return g, f"{lhs} = {rhs}"
 
 
+def _term_near(lhs: str, rhs: str, offset: int | None) -> str:
+    """The words of an equation around the place the parser stopped at (``offset`` into "(lhs) - (rhs)")."""
+    if offset is None:
+        return f"{lhs} = {rhs}"
+    pos = offset - 2  # 1-based, after "("
+    side, pos = (lhs, pos) if pos <= len(lhs) else (rhs, pos - len(lhs) - 5)
+    words = side.split()
+    ends = np.cumsum([len(w) + 1 for w in words])
+    k = int(np.searchsorted(ends, max(pos, 0), side="right")) if words else 0
+    return " ".join(words[max(k - 1, 0):k + 1]) or side
+
+
 def _jacobian(g, b: np.ndarray) -> np.ndarray:
-    """d g / d b by central differences (step 1e-6 * max(1, |b_k|)): error O(step^2) for smooth g."""
-    out = np.empty(b.size)
+    """d g / d b (one row per value of g) by central differences (step 1e-6 * max(1, |b_k|)): error O(step^2)
+    for smooth g."""
+    q = np.atleast_1d(g(b)).size
+    out = np.empty((q, b.size))
     for k in range(b.size):
         h = 1e-6 * max(1.0, abs(b[k]))
         up, dn = b.copy(), b.copy()
         up[k] += h
         dn[k] -= h
-        out[k] = (g(up) - g(dn)) / (2 * h)
+        out[:, k] = (np.atleast_1d(g(up)) - np.atleast_1d(g(dn))) / (2 * h)
     return out
 
 
 def transform(est: Estimates, g, cov: np.ndarray | None = None) -> Estimates:
-    """The estimate of a (possibly non-linear) function ``g`` of the estimates, with its uncertainty: the
-    delta method (gradient by central differences) for ``delta`` and ``sample`` estimates, ``g`` of each
-    refit's draws for the bootstrap."""
+    """The estimate of a (possibly non-linear, possibly vector-valued) function ``g`` of the estimates, with its
+    uncertainty: the delta method (gradient by central differences) for ``delta`` and ``sample`` estimates,
+    ``g`` of each refit's draws for the bootstrap."""
     b = np.asarray(est.estimate, dtype=float)
-    value = np.atleast_1d(g(b))
+    value = np.atleast_1d(g(b)).astype(float)
+    q = value.size
     if est.method == "bootstrap":
-        draws = np.array([g(est.draws[:, k]) for k in range(est.draws.shape[1])], dtype=float)[None, :]
-        return Estimates("bootstrap", value, draws=draws, ci=est.ci, n_failed=est.n_failed, errors=est.errors)
-    grad = _jacobian(g, b)[None, :]
+        draws = np.column_stack([np.atleast_1d(g(est.draws[:, k])) for k in range(est.draws.shape[1])])
+        return Estimates("bootstrap", value, draws=draws.astype(float).reshape(q, -1), ci=est.ci,
+                         n_failed=est.n_failed, errors=est.errors)
+    grad = _jacobian(g, b)
     if est.method == "delta":
-        df = None if est.df is None else np.full(1, float(np.min(est.df)))
+        df = None if est.df is None else np.full(q, float(np.min(est.df)))
         return Estimates("delta", value, grad=grad @ est.grad, vcov=est.vcov, df=df)
     c = covariance(est) if cov is None else cov
-    se = np.sqrt(np.maximum(grad @ c @ grad.T, 0.0)).ravel()
-    return Estimates("sample", value, se=se, df=np.full(1, np.inf))
+    se = np.sqrt(np.maximum(np.diag(grad @ c @ grad.T), 0.0))
+    return Estimates("sample", value, se=se, df=np.full(q, np.inf))
 
 
 def equivalence_columns(table: pd.DataFrame, estimate: np.ndarray, equivalence: Any,

@@ -457,13 +457,22 @@ class EffectsDisplay:
     @classmethod
     def from_effects(cls, effects: FMEResult, *, features: Sequence[str] | None = None, output: Any = None,
                      units: Mapping[str, str] | None = None, prediction_unit: str | None = None,
-                     axes: Sequence[Axes] | None = None, **plot_kw: Any) -> EffectsDisplay:
-        """Build both panels from an :class:`~fme.FMEResult` with NLMs and plot them."""
+                     axes: Sequence[Axes] | None = None, ax: Any = None, **plot_kw: Any) -> EffectsDisplay:
+        """Build both panels from an :class:`~fme.FMEResult` with NLMs and plot them (``ax``/``axes`` as in
+        :meth:`plot`)."""
         args = (effects, features, output, units, prediction_unit)
-        return cls(FMEDisplay._from_result(*args), NLMDisplay._from_result(*args)).plot(axes=axes, **plot_kw)
+        return cls(FMEDisplay._from_result(*args), NLMDisplay._from_result(*args)).plot(axes=axes, ax=ax, **plot_kw)
 
-    def plot(self, *, axes: Sequence[Axes] | None = None, **plot_kw: Any) -> EffectsDisplay:
-        """Draw into two axes (new figure by default); ``plot_kw`` go to both panels."""
+    def plot(self, *, axes: Sequence[Axes] | None = None, ax: Any = None, **plot_kw: Any) -> EffectsDisplay:
+        """Draw into two axes (new figure by default); ``plot_kw`` go to both panels.
+
+        ``ax`` is taken as every display takes it: two Axes (the fME and the NLM panel), or one Axes whose
+        place is split into the two panels (as scikit-learn's ``PartialDependenceDisplay`` splits its ``ax``);
+        ``axes`` is the same as two Axes."""
+        if ax is not None and axes is not None:
+            raise ValueError("pass either ax= or axes=, not both.")
+        if ax is not None:
+            axes = _split_axes(ax)
         if axes is None:
             _, axes = pyplot().subplots(1, 2, figsize=(12, 4.6), layout="constrained")
         if len(axes) != 2:
@@ -493,3 +502,17 @@ def plot_fme_nlm(effects: FMEResult, *, axes: Sequence[Axes] | None = None, **kw
     """
     return EffectsDisplay.from_effects(effects, axes=axes, **kw).figure_
 
+
+def _split_axes(ax: Any) -> Sequence[Axes]:
+    """Two Axes from ``ax``: a sequence of two as given, or one Axes replaced by two side by side in its place."""
+    if isinstance(ax, (list, tuple, np.ndarray)):
+        return list(np.asarray(ax, dtype=object).ravel())
+    spec = ax.get_subplotspec()
+    fig = ax.figure
+    if spec is None:  # an Axes placed by hand: split its rectangle
+        x0, y0, w, h = ax.get_position().bounds
+        ax.remove()
+        return [fig.add_axes((x0, y0, w * 0.45, h)), fig.add_axes((x0 + w * 0.55, y0, w * 0.45, h))]
+    inner = spec.subgridspec(1, 2)
+    ax.remove()
+    return [fig.add_subplot(inner[0, 0]), fig.add_subplot(inner[0, 1])]
