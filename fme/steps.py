@@ -233,7 +233,7 @@ def parse_steps(data: pd.DataFrame, steps: Any, rule_data: pd.DataFrame | None =
 
 
 def check_training_levels(steps: Iterable[Step], known: Mapping[str, Sequence[Any]]) -> None:
-    """Refuse a categorical step to a level the fitted model never saw (issue 23, item 7).
+    """Refuse a categorical step to a level the fitted model never saw.
 
     ``known`` maps columns to the training levels the model states (its adapter's
     :meth:`~fme._adapters.ModelAdapter.training_levels`: scikit-learn encoders' ``categories_``,

@@ -1,4 +1,4 @@
-"""Reference numbers from Python ``marginaleffects`` for tests/test_margins_vocabulary.py (issue 24).
+"""Reference numbers from Python ``marginaleffects`` for tests/test_margins_vocabulary.py.
 
 Run in a throwaway venv, never by the test suite (fme does not depend on marginaleffects)::
 

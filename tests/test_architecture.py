@@ -1,4 +1,4 @@
-"""Architecture of the package: fme's import graph flows one way (issue 15; developers' guide, "Layers").
+"""Architecture of the package: fme's import graph flows one way (developers' guide, "Layers").
 
 The graph is read from the sources with :mod:`ast`, never by importing them. An import counts as
 

@@ -276,7 +276,7 @@ def test_bootstrap_memory_is_bounded(data, pipe):
 
 
 class Rescaling(RegressorMixin, BaseEstimator):
-    """A linear regression whose predict rescales its input frame in place (issue 11 item 1)."""
+    """A linear regression whose predict rescales its input frame in place."""
 
     def fit(self, X, y):
         self.lr_ = LinearRegression().fit(X, y)

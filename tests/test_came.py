@@ -239,7 +239,7 @@ def test_stability_scales_absolute_sizes(two_groups) -> None:
     assert part.params["minbucket"] == 150  # the partition's own record is untouched
 
 
-# ------------------------------------------------------------------ issue 11: labels and arguments
+# ------------------------------------------------------------------ labels and arguments
 def _grade_effects(columns=("x", "grade")):
     rng = np.random.default_rng(0)
     X = pd.DataFrame({columns[0]: rng.uniform(-2, 2, 300), columns[1]: rng.choice(["a", "b", "c"], 300)})

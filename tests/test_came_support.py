@@ -1,4 +1,4 @@
-"""fme._trees.support.leaf_support: where each cAME holds (issue 16 item 5)."""
+"""fme._trees.support.leaf_support: where each cAME holds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""fme.avg_comparisons (issue 24 item 3): ratio, lnratio, lnor, lift and their ...avg forms.
+"""fme.avg_comparisons: ratio, lnratio, lnor, lift and their ...avg forms.
 
 References: a logit's log odds ratio for a step h in x is b_x h on every row (closed form, SE h se(b_x));
 other scales by hand-written Jacobians through statsmodels' covariance; the difference equals fme.ame.

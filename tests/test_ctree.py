@@ -378,7 +378,7 @@ def test_many_level_factor_ordering_search_matches_exhaustive(monkeypatch: pytes
     assert tb.criteria_["statistic"].iloc[0] == pytest.approx(tf.criteria_["statistic"].iloc[0], rel=1e-12)
 
 
-# ------------------------------------------------------------------ issue 11: argument types up front
+# ------------------------------------------------------------------ argument types up front
 def test_item3_ctree_refuses_complex_covariate() -> None:
     X = pd.DataFrame({"a": np.arange(30.0), "z": np.arange(30.0) + 1j})
     with pytest.raises(DataError, match=r"column\(s\) \['z'\] of `X` are complex-valued"):

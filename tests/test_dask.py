@@ -1,4 +1,4 @@
-"""fme on Dask DataFrames (issue 14): equal to the pandas results on the same rows.
+"""fme on Dask DataFrames: equal to the pandas results on the same rows.
 
 One module-scoped 2-process LocalCluster; the data are small (the machine has
 2 cores), split into several partitions so that merging matters.
@@ -164,7 +164,7 @@ def test_flat_paths_use_the_scale_of_all_rows(client, X, method):
         return np.where(x < 0, 1e-9 * np.sin(40 * x), 10 * x ** 2)
 
     D = _dd(X.sort_values("x1"), 6)  # some partitions are entirely x1 < 0
-    # the relative rule is opt-in (nlm_flat_tol > 0) since issue 23 item 9
+    # the relative rule is opt-in (nlm_flat_tol > 0)
     res = fme.fme(model, X.sort_values("x1"), {"x1": 0.1}, nlm=True, nlm_flat_tol=1e-6, **method)
     dres = fme.fme(model, D, {"x1": 0.1}, nlm=True, nlm_flat_tol=1e-6, **method)
     assert res.n_nlm_flat > 100
@@ -380,7 +380,7 @@ def test_ame_by_and_pairwise_delta_equal_pandas(client, frame):
 
     m = smf.ols("y ~ x1 + I(x1**2) + x2 + cat", data=frame).fit()
     data = frame.assign(g=np.where(frame["k"] < 3, "low", np.where(frame["k"] < 7, "mid", "high")))
-    data.loc[data.index[:40], "g"] = None  # rows in the missing-value group (issue 23: never dropped silently)
+    data.loc[data.index[:40], "g"] = None  # rows in the missing-value group (never dropped silently)
     steps = {"x1": 1.0, "cat": None}
     D = _dd(data, 4)
     grouped = None
@@ -606,7 +606,7 @@ def _same_outputs(res, dres):
     pd.testing.assert_frame_equal(dres.results.compute(), res.results)
 
 
-# nlm_flat_tol: the relative flat-path rule (opt-in since issue 23 item 9) leaves some paths undefined, whose counts
+# nlm_flat_tol: the relative flat-path rule (opt-in) leaves some paths undefined, whose counts
 # the two engines must agree on
 @pytest.mark.parametrize("kwargs", [{}, {"nlm": True, "nlm_flat_tol": 1e-6},
                                     {"nlm": True, "nlm_flat_tol": 1e-6, "extrapolation": "envelope"}])

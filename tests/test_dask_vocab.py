@@ -1,4 +1,4 @@
-"""The margins vocabulary on Dask data (issue 24): equal to the pandas results on the same rows.
+"""The margins vocabulary on Dask data: equal to the pandas results on the same rows.
 
 Hypotheses, equivalence and multiple comparisons on the tables of ``fme.ame`` (their joint uncertainty summed
 chunk by chunk), ``wts=`` (weighted sums per chunk), ``avg_slopes``, ``avg_predictions``/``predictions`` and
@@ -192,7 +192,7 @@ def test_avg_comparisons_equal_pandas(which, data, logit, forest):
 
 
 def test_multinomial_outcomes_equal_pandas():
-    """statsmodels MNLogit (issue 24 item 6) on Dask data: one outcome's AMEs with a hypothesis, its average
+    """statsmodels MNLogit on Dask data: one outcome's AMEs with a hypothesis, its average
     slope, prediction and log risk ratio, delta SEs through the softmax's Jacobian, as on pandas data."""
     import statsmodels.formula.api as smf
 

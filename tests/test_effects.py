@@ -162,7 +162,7 @@ def test_default_no_extrapolation_check(data):
     assert "extrapolation: not checked" in res.summary()
 
 
-# ------------------------------------------------------------------ issue 11: users' models and detectors
+# ------------------------------------------------------------------ users' models and detectors
 class _RescalingModel:
     """predict() rescales a column of its input frame in place (a common preprocessing slip)."""
 

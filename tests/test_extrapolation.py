@@ -411,7 +411,7 @@ def test_package_exports_detectors():
 
 
 def test_extrapolation_package_public_names_and_registry_order():
-    """fme.extrapolation (a subpackage since issue 15) exports the names the former module did, as the same
+    """fme.extrapolation (a subpackage) exports the names the former module did, as the same
     objects as fme's, and registers the detectors in the former order."""
     import fme.extrapolation as ext
 
@@ -436,7 +436,7 @@ def test_registering_a_second_detector_under_a_taken_name_is_refused():
     assert DETECTORS["envelope"] is EnvelopeDetector
 
 
-# ------------------------------------------------------------------ issue 11 item 20: shrink in many dimensions
+# ------------------------------------------------------------------ shrink in many dimensions
 def test_item20_steps_shrinking_below_the_minimum_share_are_excluded_and_summarised():
     data = pd.DataFrame({"x": np.arange(0.0, 10.5, 0.5)})
     # x + s * 4 <= 10 needs s <= (10 - x) / 4: x = 9.99... rows shrink below 1 % of h only at the top

@@ -1,4 +1,4 @@
-"""Honest cAMEs (issue 25): the tree grows on one part of the rows, the leaves are estimated on the other.
+"""Honest cAMEs: the tree grows on one part of the rows, the leaves are estimated on the other.
 
 References: hand computations on the estimation rows (t intervals, delta SEs through fme.ame on the
 leaf's rows), Cochran's Q for the global test of independent leaves, statsmodels' multipletests for

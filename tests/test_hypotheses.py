@@ -1,4 +1,4 @@
-"""fme.hypotheses and ame(hypothesis=, equivalence=, multcomp=) (issue 24 item 1).
+"""fme.hypotheses and ame(hypothesis=, equivalence=, multcomp=).
 
 Reference: for an OLS model the AME of a unit step of x_k is the coefficient b_k, and the delta method's
 joint covariance of those AMEs is the coefficients' covariance block, so every contrast, equation and

@@ -264,7 +264,7 @@ def test_came_leaves_have_model_uncertainty(data, models):
 
 
 class _MutatingProtocol(_Protocol):
-    """The same model, but get_predict shifts its input frame's x in place (issue 11 item 1)."""
+    """The same model, but get_predict shifts its input frame's x in place."""
 
     def get_predict(self, params, data):
         out = super().get_predict(params, data)

@@ -1,4 +1,4 @@
-"""fme.interaction: the per-row second difference and its average with inference (issue 27 item 3).
+"""fme.interaction: the per-row second difference and its average with inference.
 
 References: closed forms (additive models: 0; x1 * x2: h_a h_b), statsmodels' own coefficient SE for an
 OLS interaction term, and a central-difference Jacobian of the average over the model's parameters for a

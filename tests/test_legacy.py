@@ -1,4 +1,4 @@
-"""Results pickled before the house moved (issue 21) still load, with the same numbers.
+"""Results pickled before the house moved still load, with the same numbers.
 
 The fixtures in tests/fixtures/legacy/ were written by ``make_legacy_pickles.py`` (beside them) with the
 code of commit c6f6390, whose pickles name ``fme._partition``, ``fme._ctree_stats``, ``fme.effects`` and

@@ -282,7 +282,7 @@ def test_mer_with_every_grid_point_outside_returns_nan_rows_with_reason() -> Non
     assert out["note"].str.contains("extrapolation points").all()
 
 
-# ------------------------------------------------------------------ issue 11: dme validates like fme
+# ------------------------------------------------------------------ dme validates like fme
 def test_item4_dme_validates_like_fme(data):
     all_nan = data.assign(x1=np.nan)
     with pytest.raises(fme.DataError, match="feature 'x1' has no finite value in any of the 120 rows"):

@@ -1,4 +1,4 @@
-"""The margins vocabulary against Python marginaleffects 0.6 (issue 24): slopes, comparison scales,
+"""The margins vocabulary against Python marginaleffects 0.6: slopes, comparison scales,
 predictions and equivalence tests on the logit and Poisson models of tests/test_inference.py.
 
 References: tests/fixtures/marginaleffects/vocab.csv, written by tests/make_marginaleffects_vocab_refs.py in a

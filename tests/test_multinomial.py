@@ -1,4 +1,4 @@
-"""Multinomial models (issue 24 item 6): statsmodels MNLogit with target_class, delta SEs per outcome.
+"""Multinomial models: statsmodels MNLogit with target_class, delta SEs per outcome.
 
 Reference: the softmax's analytic Jacobian, dp_j / dB_m = p_j (1(j = m) - p_m) x for the non-base
 outcomes m, through statsmodels' own covariance (outcome by outcome, its cov_params order).

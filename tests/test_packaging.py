@@ -99,7 +99,7 @@ def test_core_dependencies_have_lower_bounds() -> None:
 
 
 def test_every_core_dependency_is_imported_by_fme() -> None:
-    """No dependency stays declared and unused (issue 15: seaborn was declared and never imported)."""
+    """No dependency stays declared and unused (seaborn was declared and never imported)."""
     import ast
 
     from packaging.requirements import Requirement

@@ -371,7 +371,7 @@ def test_import_fme_does_not_import_matplotlib():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-# ----------------------------------------------------------------- package layout (issue 15)
+# ----------------------------------------------------------------- package layout
 PLOTTING = Path(fme.__file__).parent / "plotting"
 #: The lower modules: every display imports from them, they import no display.
 HELPERS = {"_common", "_data"}
@@ -547,7 +547,7 @@ def test_partition_display_with_float_flat_fmes(pyplot, data):
         assert len(bars) == 1 and bars[0].get_x() < 2.0 < bars[0].get_x() + bars[0].get_width()
 
 
-# ------------------------------------------------------------------ issue 16 item 6: legible trees
+# ------------------------------------------------------------------ legible trees
 def _synthetic_tree(k: int, chain: bool):
     """Nodes and leaves of a tree with k leaves (balanced, or a chain of depth k - 1) and long numbers."""
     rows: dict[int, dict] = {}

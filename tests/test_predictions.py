@@ -1,4 +1,4 @@
-"""fme.predictions / fme.avg_predictions (issue 24 item 4) against statsmodels' own get_prediction."""
+"""fme.predictions / fme.avg_predictions against statsmodels' own get_prediction."""
 
 from __future__ import annotations
 

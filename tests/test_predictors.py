@@ -71,7 +71,7 @@ def test_multiclass_all_classes(multiclass, Xnum):
     P0 = multiclass.predict_proba(Xnum)
     P1 = multiclass.predict_proba(shifted(Xnum, steps))
     assert list(res.results.columns) == ([f"fme_{c}" for c in classes] + [f"nlm_{c}" for c in classes]
-                                         + [f"nlm_status_{c}" for c in classes]  # Gauss-Kronrod (issue 26):
+                                         + [f"nlm_status_{c}" for c in classes]  # Gauss-Kronrod:
                                          + [f"nlm_error_{c}" for c in classes] + ["nlm_route"])
     for j, c in enumerate(classes):
         np.testing.assert_array_equal(res.results[f"fme_{c}"].to_numpy(), P1[:, j] - P0[:, j])
@@ -287,7 +287,7 @@ def test_predictor_counts_calls():
     assert (p.n_calls, p.n_rows) == (2, 5)
 
 
-# ------------------------------------------------------------------ issue 11: unusable models, boosters
+# ------------------------------------------------------------------ unusable models, boosters
 def test_item7_unfitted_sklearn_estimator(Xnum):
     from sklearn.ensemble import GradientBoostingRegressor
 

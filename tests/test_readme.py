@@ -1,4 +1,4 @@
-"""Every Python code block of README.md runs as pasted, in a fresh namespace (issue 23, item 10)."""
+"""Every Python code block of README.md runs as pasted, in a fresh namespace."""
 
 from __future__ import annotations
 

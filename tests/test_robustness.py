@@ -1,4 +1,4 @@
-"""Property test (issue 11): random DataFrames of mixed dtypes either work or raise an
+"""Property test: random DataFrames of mixed dtypes either work or raise an
 :class:`fme.FMEError`, never another exception, and are never modified.
 
 Columns are drawn from nullable Int64/Float64/boolean/string with <NA>, categoricals with

@@ -1,4 +1,4 @@
-"""fme.avg_slopes (issue 24 item 4): derivatives and elasticities against closed forms.
+"""fme.avg_slopes: derivatives and elasticities against closed forms.
 
 For a logit the per-row derivative is p (1 - p) b_x, so every slope type and its delta-method SE has an
 analytic reference (the Jacobian of the average in the coefficients by hand).

@@ -248,7 +248,7 @@ def test_boolean_feature_needs_a_boolean_level() -> None:
     assert res.results["fme"].tolist() == [1.0]
 
 
-# ------------------------------------------------------------------ issue 11: columns that cannot be stepped
+# ------------------------------------------------------------------ columns that cannot be stepped
 def _lin(d):
     return d["a"].to_numpy(dtype=float)
 

@@ -1,4 +1,4 @@
-"""vcov= and df= (issue 24 item 5) against statsmodels' own robust, cluster and t-based inference.
+"""vcov= and df= against statsmodels' own robust, cluster and t-based inference.
 
 For OLS the AME of a unit step of x_k is b_k, so fme's delta SEs under each covariance must equal
 statsmodels' bse of a fit with that cov_type, and df='residual' its t-based p-values and intervals.

@@ -1,4 +1,4 @@
-"""Bootstrap intervals of the margins vocabulary (issue 24): predictions, slopes and comparison scales.
+"""Bootstrap intervals of the margins vocabulary: predictions, slopes and comparison scales.
 
 Reference: the same seeded refits by hand. fme's bootstrap draws resample b's training rows with
 ``np.random.default_rng(SeedSequence(random_state).spawn(B)[b]).integers(0, n, n)`` and refits

@@ -1,4 +1,4 @@
-"""wts= (issue 24 item 2): weighted AMEs, groups and hypotheses, with delta, bootstrap and fixed-model inference.
+"""wts=: weighted AMEs, groups and hypotheses, with delta, bootstrap and fixed-model inference.
 
 References: the weighted mean of the rows' fMEs by hand; frequency weights against replicated rows (same AME and
 delta SE exactly); a hand delta gradient; unit weights equal to no weights.

@@ -1,4 +1,4 @@
-"""fme.interaction on Dask data: the per-row second difference summed chunk by chunk (issue 27 item 3).
+"""fme.interaction on Dask data: the per-row second difference summed chunk by chunk.
 
 Each chunk predicts its four point sets in one call and keeps, on its worker, the second differences; the
 client merges per-chunk sums: the count, Chan's moments (:class:`~fme._core.summary.Moments`), the largest

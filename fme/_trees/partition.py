@@ -408,7 +408,7 @@ class PartitionResult:
             lines.append(f"  [{int(r['node'])}] {r['rule']}: {fmt(r)}")
         lines += [f"  note: {n}" for n in self.notes]
         bad = int(getattr(self.effects, "n_nlm_inaccurate", 0) or 0)
-        if bad and "canlm" in self.root.index:  # their NLMs are kept (issue 26): the cANLMs include them
+        if bad and "canlm" in self.root.index:  # their NLMs are kept: the cANLMs include them
             lines.append(f"  note: the cANLMs include {bad} row(s) whose NLM is inaccurate (error estimate above "
                          "nlm_tol after nlm_budget; see results['nlm_error'])")
         lines.append(f"  {self.honesty}")

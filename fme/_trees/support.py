@@ -1,4 +1,4 @@
-"""Where a cAME holds (issue 16 item 5): each subspace's evaluated range and its extrapolation points.
+"""Where a cAME holds: each subspace's evaluated range and its extrapolation points.
 
 A subspace of :func:`fme.came` is a hyperrectangle (paper §5.5, Table 3): unrestricted features span the
 whole data's range. Its cAME, however, averages only the fMEs of the *evaluated* rows inside it; rows left

@@ -1,4 +1,4 @@
-"""Old private module paths, for results pickled before the house moved (issue 21).
+"""Old private module paths, for results pickled before the house moved.
 
 A pickle names the module of each class it holds: results pickled by earlier versions name
 ``fme._partition`` (``PartitionResult``), ``fme._ctree_stats``, ``fme._kernel`` and so on, modules that

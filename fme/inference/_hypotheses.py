@@ -92,7 +92,7 @@ def contrast_table(est: Estimates, L: np.ndarray, labels: list[str], conf_level:
     return out
 
 
-# ----------------------------------------------------------------- the margins vocabulary (issue 24)
+# ----------------------------------------------------------------- the margins vocabulary
 #: Named hypotheses (marginaleffects' names); "pairwise" keeps fme's order "(b) - (a)" (later minus earlier).
 NAMED = ("pairwise", "revpairwise", "reference", "revreference", "sequential", "revsequential")
 

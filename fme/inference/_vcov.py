@@ -1,4 +1,4 @@
-"""Covariance choices for the delta method (issue 24 item 5): robust, cluster-robust or given.
+"""Covariance choices for the delta method: robust, cluster-robust or given.
 
 :func:`with_vcov` returns the model with the requested parameter covariance and a label for the
 ``inference`` column, never modifying the caller's object: a statsmodels results object is copied (its

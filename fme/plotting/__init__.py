@@ -55,7 +55,7 @@ against seaborn 0.13.2 (the version the lock pinned):
 * Secant vs tangent, cAME dot plot, extrapolation histogram: one scatter with
   an identity line, error bars, a stacked hatched histogram; nothing seaborn
   does better.
-* ``make paper`` and ``make report`` must stay byte-identical (issue 15): even
+* ``make paper`` and ``make report`` must stay byte-identical: even
   with the same bin edges, ``sns.histplot`` writes a different SVG from
   ``ax.hist`` (16 206 vs 21 354 bytes in the check above).
 

@@ -244,7 +244,7 @@ def draw_tree(
 
 
 def _fit_width(ax: Any, boxes: list, gap_inches: float = 0.15, rounds: int = 4, min_width: float = 6.4) -> None:
-    """Set the figure's width to what its boxed texts need (issue 16 item 6, follow-up 7).
+    """Set the figure's width to what its boxed texts need.
 
     Any two boxes that share a vertical extent must be ``gap_inches`` apart; their distance in layout
     units is fixed by the tree, so the width of one layout unit follows from the tightest pair. The
