@@ -15,7 +15,7 @@ paper); ``method="cart"`` a scikit-learn CART tree. ``n_partitions`` and
 This module is the front door: :func:`came` validates its arguments once
 (:func:`_check_came_args`, on in-memory or Dask effects alike) and hands them
 to the in-memory engine (:func:`fme._local.came.came`) or the Dask
-engine (:func:`fme._dask.came.came_dask`); :func:`partition_stability` refits
+engine (:func:`fme._dask.came.came`); :func:`partition_stability` refits
 on subsamples. The result, :class:`PartitionResult` with its tables, lives in
 :mod:`fme._trees.partition` and is re-exported here.
 """
@@ -170,7 +170,7 @@ def came(
                   standardize=standardize, params=params, tree_params=tree_params, honest=bool(honest),
                   honest_fraction=float(honest_fraction), seed=split_seed)
         if on_dask:
-            return dask_came.came_dask(effects, sample_size=sample_size, random_state=random_state, **kw)
+            return dask_came.came(effects, sample_size=sample_size, random_state=random_state, **kw)
         return local_came.came(effects, sample_size=None, random_state=random_state, **kw)
 
     part = one(seeds[0])

@@ -14,7 +14,7 @@ interior quadrature nodes of the NLM; never a call per row.
 Structure (scikit-learn inspection style): :func:`fme` gathers its keyword
 arguments into one :class:`~fme._core.plan.FMEOptions` record and hands it to
 an engine, the in-memory one (:func:`fme._local.effects.fme`) or the Dask
-one (:func:`fme._dask.effects.fme_dask`). Each validates the arguments once
+one (:func:`fme._dask.effects.fme`). Each validates the arguments once
 into a plan (:func:`fme._core.plan.resolve_plan`), runs the batch kernel
 (:func:`fme._core.kernel.evaluate_batch`: exclusion bookkeeping by
 :mod:`fme._core.exclusions`, then the predictions), refuses a step that leaves
@@ -214,5 +214,5 @@ def fme(
         offset=offset)
     # The engines validate the options once (resolve_plan) and trust the plan; neither calls back here.
     if is_dask_collection(data) or is_dask_collection(reference_data):
-        return dask_effects.fme_dask(model, data, steps, options)
+        return dask_effects.fme(model, data, steps, options)
     return local_effects.fme(model, data, steps, options)

@@ -218,7 +218,7 @@ def ame(
                   delta_label=delta_label, wts=weights)
     if on_dask:
         options = FMEOptions.from_kwargs({**fme_kwargs, "exposure": exposure, "offset": offset}, "fme.ame")
-        return dask_ame.ame_dask(model, data, steps, options=options, **common)
+        return dask_ame.ame(model, data, steps, options=options, **common)
     return local_ame.ame(model, frame, steps, options=FMEOptions.from_kwargs(fme_kwargs, "fme.ame"), **common)
 
 

@@ -361,8 +361,5 @@ def stack_path(
         out[step.feature] = (x[None, :] + ts[:, None] * shift[None, :]).ravel()
     return out
 
-
-# the names the Dask engine still imports under their former private spelling
-_levels, _same_level, _set_level = levels, same_level, set_level
-# likewise for the step rules' pattern and the NLM's shift helpers
+# the NLM modules' former spelling of the shift helpers
 _RULE_RE, _all_float, _numeric_shift = RULE_RE, all_float, numeric_shift

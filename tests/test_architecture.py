@@ -278,6 +278,42 @@ def test_engines_do_not_import_each_other(graph):
     assert crossing == []
 
 
+#: The engines' entry points, module -> names: fme/_local/<module>.py and fme/_dask/<module>.py both define each
+#: name with the same parameters (the front door hands either the same resolved plan).
+ENGINE_ENTRIES = {
+    "effects": ("fme",),
+    "ame": ("ame",),
+    "came": ("came",),
+    "vocab": ("average", "comparisons", "predictions"),
+    "interactions": ("interaction",),
+}
+
+
+def _functions(path: Path) -> dict[str, list[str]]:
+    """Top-level function name -> its parameter names (positional and keyword-only, in order)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.name: [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+            for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+@pytest.mark.parametrize("module", sorted(ENGINE_ENTRIES))
+def test_engines_are_mirrored(module):
+    """Two engines, one shape: each entry point exists in both engines with the same parameters, in the same
+    order (the Dask engine may take trailing parameters of its own that the other verbs' engines hand it,
+    such as the groups whose sums ride on the fME pass)."""
+    local, dask = _functions(SOURCE / "_local" / f"{module}.py"), _functions(SOURCE / "_dask" / f"{module}.py")
+    for name in ENGINE_ENTRIES[module]:
+        assert name in local and name in dask, (module, name)
+        assert dask[name][:len(local[name])] == local[name], (module, name, local[name], dask[name])
+
+
+def test_every_engine_module_is_listed_or_a_helper():
+    """A module of fme/_local/ is an engine entry (mirrored on Dask) or one of the in-memory engine's pieces
+    the Dask engine reaches differently (margins: the grid runs in memory for both)."""
+    local = sorted(p.stem for p in (SOURCE / "_local").glob("*.py") if p.stem != "__init__")
+    assert set(local) - set(ENGINE_ENTRIES) <= {"margins"}, local
+
+
 def test_extrapolation_families_import_only_the_base_downwards(graph):
     """fme.extrapolation: the families import _base (and the shared _encoded), never the package or each other."""
     families = ("fme.extrapolation._envelope", "fme.extrapolation._hull", "fme.extrapolation._risk",

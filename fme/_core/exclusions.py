@@ -185,7 +185,3 @@ def check_evaluated(plan: Plan, code: np.ndarray | None, reference: Any, counts:
             + (f", or a missing value in a model input ({int(counts[4])} rows)." if counts[4] else ".")
         )
     raise ExtrapolationError(_all_excluded_message(plan.steps, reference(), int(counts[3])))
-
-
-# the Dask engine's former import of the name
-_excluded_frame = excluded_frame

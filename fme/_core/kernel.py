@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..inference._delta import evaluate_with_jacobian
-from .exclusions import _excluded_frame, _extrapolation_exclusions, _value_exclusions
+from .exclusions import excluded_frame, _extrapolation_exclusions, _value_exclusions
 from .._nlm.evaluate import classify
 from .._nlm.evaluate import nlm_values as _nlm_values
 from .._utils.progress import progress_bar
@@ -65,7 +65,7 @@ class Batch:
 
     @property
     def excluded(self) -> pd.DataFrame:
-        return _excluded_frame(self.code, self.notes, self.index)
+        return excluded_frame(self.code, self.notes, self.index)
 
 
 def _default_batch(n: int, n_cols: int, rule: QuadratureRule | None) -> int:

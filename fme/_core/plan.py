@@ -207,7 +207,3 @@ def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], refer
                 method=method, target_class=target_class, bootstrap=bootstrap, detector=detector,
                 detector_cols=cols, policy=policy, complete_cols=_complete_columns(model, data, parsed))
     return plan, conf_level
-
-
-# the Dask engine's former import of the name
-_check_batch_size = check_batch_size

@@ -1,8 +1,9 @@
-"""AME tables of Dask data (issue 14): :func:`fme.ame` on a ``dask.dataframe.DataFrame``.
+"""AME tables of Dask data: :func:`fme.ame` on a ``dask.dataframe.DataFrame``.
 
-:func:`ame_dask` runs one pass of the kernel per table row (numeric steps,
-rules, observation-wise categorical levels; classic categorical levels, all
-of a feature's levels in one pass, :mod:`fme._dask.classic`; delta,
+:func:`ame` evaluates every row of the table in one pass of the kernel
+(:func:`fme._dask.effects.run_pass`: numeric steps, rules, observation-wise
+categorical levels; classic categorical levels, all of a feature's levels in
+a pass of their own, :mod:`fme._dask.classic`; delta,
 bootstrap (one seed for every row) and sample inference; ``by`` groups and
 their pairwise differences from per-group sums of the same pass,
 :mod:`fme._dask.groups`; with ``wts=`` weighted sums beside them, one group of
@@ -28,55 +29,64 @@ from ..exceptions import DataError
 from ..inference._estimates import COVERS, Estimates, pair_label, pairwise_matrix, undefined_where
 from ..inference._hypotheses import stack_estimates
 from ..inference.table import EstimatesTable
-from ..steps import _levels
+from ..steps import levels
 from .classic import classic_reference, classic_results
 from .._adapters import adapt
 from .common import _model_frames, as_dask
-from .effects import fme_dask
-from .groups import check_weights_dask, group_keys, group_sizes, one_group
+from .effects import PassOutput, prepare, resolve, run_pass
+from .groups import check_weights_dask, group_keys, group_sizes, lazy_group_keys, one_group
 from .quantiles import quantiles as _quantiles
 from .result import DaskFMEResult
 
-__all__ = ["ame_dask"]
+__all__ = ["ame"]
 
 
-def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by_cols: list, by_missing: str, hypothesis: Any,
+def ame(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by_cols: list, by_missing: str, hypothesis: Any,
              bootstrap: Any, conf_level: float, categorical: str, columns: list[str],
              options: FMEOptions, t_df: float | None = None, delta_label: str = "delta",
              wts: str | None = None) -> pd.DataFrame:
     """:func:`fme.ame` on Dask data, its arguments validated by :func:`fme.ame` (``steps`` resolved, ``method``
-    the inference method, ``by_cols`` the by columns): one :func:`fme_dask` pass per row of the table
-    (univariate steps), with ``options`` the keywords passed on to :func:`fme.fme`.
+    the inference method, ``by_cols`` the by columns): every row of the table (univariate steps) from one
+    pass over the chunks, with ``options`` the keywords passed on to :func:`fme.fme`.
 
     ``t_df``: t degrees of freedom of the delta method (``df=``); ``delta_label``: the ``inference`` column's
     name of the delta method's covariance (``vcov=``); ``wts``: the column of the rows' weights (weighted
     means, summed per chunk beside the groups). The table keeps the joint uncertainty of its rows as
     printed (an :class:`~fme.EstimatesTable`, for :func:`fme.hypotheses`), as the pandas table does.
+
+    Computations: one for the first rows, the groups' keys, the levels and the rule steps' reductions;
+    the pass with its summaries; one for the quartiles of every row (and group); a classic categorical
+    feature's levels have a pass of their own (:mod:`fme._dask.classic`), bootstrap refits theirs.
     """
     data = _model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
     meta = data._meta
-    groups = group_keys(data, by_cols, by_missing) if by_cols else None
     if wts is not None:
         check_weights_dask(data, wts)
-        # the weighted sums ride on the groups' per-chunk sums (one group of all rows without by=)
-        groups = one_group(wts) if groups is None else replace(groups, weights=wts)
     label = delta_label if method == "delta" else method
-    ests: list[Estimates] = []
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:
         # one seed for every row of the table: the same resamples, as the pandas path's shared refits
         bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
     options = options.replace(inference=method, bootstrap=bootstrap, conf_level=conf_level)
-    rows = []
-    for feature, value in steps.items():
+    fetch = {} if not by_cols else {("groups", k): v for k, v in lazy_group_keys(data, by_cols, by_missing).items()}
+    fetch.update({("all levels", f): v for f, v in _lazy_levels(data, steps).items()})
+    setup = prepare(model, data, steps, options, fetch=fetch)
+    fetched = setup.fetched
+    groups = None
+    if by_cols:
+        groups = group_keys(data, by_cols, by_missing,
+                            fetched={k[1]: v for k, v in fetched.items() if k[0] == "groups"})
+    if wts is not None:
+        # the weighted sums ride on the groups' per-chunk sums (one group of all rows without by=)
+        groups = one_group(wts) if groups is None else replace(groups, weights=wts)
+    # the table's rows in order: a classic feature's rows come from its own pass, every other row from one
+    entries: list[tuple] = []
+    jobs = []
+    for feature, value in setup.steps.items():
         if is_categorical(meta[feature]):
-            if value is None:
-                levels = _all_levels(data, feature)
-            else:
-                levels = [value]
+            levels = _all_levels(meta[feature], fetched.get(("all levels", feature))) if value is None else [value]
             if categorical == "classic":
-                rows.extend(_classic_rows(model, data, feature, value, levels if value is None else
-                                          _all_levels(data, feature), method, bootstrap, conf_level, groups,
-                                          hypothesis, options, ests, t_df))
+                entries.append(("classic", feature, value, levels if value is None else
+                                _all_levels(meta[feature], fetched.get(("all levels", feature)))))
                 continue
             targets = [(np.nan, lv) for lv in levels]
         else:
@@ -84,31 +94,51 @@ def ame_dask(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by
         for step, level in targets:
             head = {"feature": feature, "step": np.nan if level is not None else None, "level": level,
                     "reference": None}
-            step_arg = {feature: level if level is not None else step}
             try:
                 # bootstrap: each row refits with the same seeds (the same resamples), not one shared run
-                res = fme_dask(model, data, step_arg, options, groups=groups)
+                jobs.append(resolve(setup, {feature: level if level is not None else step}))
             except DataError:
                 if level is None:
                     raise
-                if groups is not None:
-                    rows.extend(_empty_group_rows(head, data, groups, hypothesis, method))
-                else:
-                    rows.append({**head, "ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan,
-                                 "conf_low": np.nan, "conf_high": np.nan, "inference": method,
-                                 "covers": COVERS[method], "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": 0,
-                                 "n_excluded": int(data.shape[0].compute())})
-                # as the pandas path: a level no row could move to has a fixed-model estimate without figures
-                m = 1 if groups is None else (len(pairwise_matrix(groups.n_groups)[1]) if hypothesis == "pairwise"
-                                              else groups.n_groups)
-                ests.append(Estimates("sample", np.zeros(m), se=np.full(m, np.nan), df=np.ones(m)))
+                entries.append(("empty", head, None))
                 continue
-            if level is None:
+            entries.append(("job", head, len(jobs) - 1))
+    out = PassOutput([], [], [])  # only classic rows or levels without rows: no pass
+    if jobs:
+        out = run_pass(setup, jobs, groups=groups, lazy_rows=False,
+                       quantiles=None if hypothesis == "pairwise" else "groups" if groups is not None else "overall")
+    ests: list[Estimates] = []
+    rows = []
+    for entry in entries:
+        if entry[0] == "classic":
+            _, feature, value, levels = entry
+            rows.extend(_classic_rows(model, data, feature, value, levels, method, bootstrap, conf_level, groups,
+                                      hypothesis, options, ests, t_df))
+            continue
+        _, head, j = entry
+        res = None if j is None else out.results[j]
+        if j is not None and not isinstance(res, Exception):
+            if head["level"] is None:
                 head["step"] = res.steps[0].value
             else:
                 head["level"] = res.steps[0].value
-            rows.extend(_result_rows(res, head, groups, hypothesis, conf_level, method, ests, t_df))
-            res.release()
+            rows.extend(_result_rows(res, head, groups, hypothesis, conf_level, method, ests, t_df, out.quantiles[j]))
+            continue
+        if head["level"] is None:  # a numeric step without an evaluated row: as on the pandas path, an error
+            raise res
+        # as the pandas path: a level no row could move to has a fixed-model estimate without figures
+        summary = None if j is None else out.summaries[j]
+        if groups is not None:
+            rows.extend(_empty_group_rows(head, data, groups, hypothesis, method, summary))
+        else:
+            total = int(summary.codes.sum()) if summary is not None else int(data.shape[0].compute())
+            rows.append({**head, "ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan,
+                         "conf_low": np.nan, "conf_high": np.nan, "inference": method,
+                         "covers": COVERS[method], "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": 0,
+                         "n_excluded": total})
+        m = 1 if groups is None else (len(pairwise_matrix(groups.n_groups)[1]) if hypothesis == "pairwise"
+                                      else groups.n_groups)
+        ests.append(Estimates("sample", np.zeros(m), se=np.full(m, np.nan), df=np.ones(m)))
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     out = pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
     if method == "delta":
@@ -145,11 +175,12 @@ def _with_df(est: Estimates, t_df: float | None) -> Estimates:
 
 
 def _result_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, conf_level: float, method: str,
-                 ests: list, t_df: float | None) -> list[dict[str, Any]]:
+                 ests: list, t_df: float | None, quantiles: dict | None = None) -> list[dict[str, Any]]:
     """The table rows of one pass (one row, or one per group or pair of groups); the rows' estimates, as
-    printed, are appended to ``ests``."""
+    printed, are appended to ``ests``. ``quantiles``: the groups' quartiles found with the pass
+    (:func:`fme._dask.effects.run_pass`); those missing are selected here."""
     if groups is not None:
-        return _group_rows(res, head, groups, hypothesis, conf_level, method, ests, t_df)
+        return _group_rows(res, head, groups, hypothesis, conf_level, method, ests, t_df, quantiles or {})
     est = _with_df(res._estimates(), t_df)
     ests.append(est)
     t = res.tidy(conf_level).iloc[0].to_dict()
@@ -159,13 +190,24 @@ def _result_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, c
              "covers": COVERS[method]}]
 
 
-def _all_levels(data: Any, feature: str) -> list:
-    """The levels of a categorical column of the Dask ``data``, as :func:`fme.steps._levels` of all rows."""
+def _known_categories(col: pd.Series) -> bool:
     from dask.dataframe.utils import has_known_categories
 
-    col = data._meta[feature]
-    known = isinstance(col.dtype, pd.CategoricalDtype) and has_known_categories(col)
-    return _levels(col) if known else _levels(data[feature].dropna().drop_duplicates().compute())
+    return isinstance(col.dtype, pd.CategoricalDtype) and has_known_categories(col)
+
+
+def _lazy_levels(data: Any, steps: Mapping[str, Any]) -> dict[str, Any]:
+    """The distinct values of the stepped categorical columns whose levels the dtype does not list, not yet
+    computed (with the set-up's other reductions)."""
+    meta = data._meta
+    return {f: data[f].dropna().drop_duplicates(split_out=1) for f in steps
+            if is_categorical(meta[f]) and not _known_categories(meta[f])}
+
+
+def _all_levels(col: pd.Series, distinct: Any) -> list:
+    """The levels of a categorical column (``col``: its Dask meta; ``distinct``: its computed distinct values
+    when the dtype does not list them), as :func:`fme.steps.levels` of all rows."""
+    return levels(col) if _known_categories(col) else levels(distinct)
 
 
 # ----------------------------------------------------------------- by groups
@@ -206,7 +248,10 @@ def _weighted_estimates(res: DaskFMEResult) -> Estimates:
     return Estimates("sample", est, se=wm.se()[:, 0], df=np.maximum(wm.n - 1.0, 1.0))
 
 
-def _group_quartiles(res: DaskFMEResult, g: int, n: int) -> dict[float, float]:
+def _group_quartiles(res: DaskFMEResult, g: int, n: int, found: dict) -> dict[float, float]:
+    """Group ``g``'s quartiles: found with the pass, else selected from the sorted values on the workers."""
+    if ("group", g, 0.25) in found:
+        return {p: found[("group", g, p)] for p in (0.25, 0.75)}
     from dask import delayed
 
     parts = [delayed(lambda d, k=g: (d or {}).get(k, np.empty(0)))(p) for p in res.group_parts]
@@ -214,7 +259,7 @@ def _group_quartiles(res: DaskFMEResult, g: int, n: int) -> dict[float, float]:
 
 
 def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, conf_level: float,
-                method: str, ests: list, t_df: float | None) -> list[dict[str, Any]]:
+                method: str, ests: list, t_df: float | None, found: dict) -> list[dict[str, Any]]:
     """The table rows of one step: one per group, or one per pair of groups (``hypothesis='pairwise'``)."""
     g = res.summary_data.groups
     used = g.fme.n.astype(np.int64)
@@ -241,7 +286,7 @@ def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, co
     rows = []
     for k in range(groups.n_groups):
         n = int(used[k])
-        q = _group_quartiles(res, k, n)
+        q = _group_quartiles(res, k, n, found)
         rows.append({**head, **{c: keys[c].iloc[k] for c in groups.by},
                      "ame": float(mean[k]) if n else np.nan, **table.iloc[k].to_dict(),
                      "inference": method, "covers": COVERS[method], "sd": float(sd[k]), "q25": q[0.25], "q75": q[0.75], "n": n,
@@ -249,9 +294,11 @@ def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, co
     return rows
 
 
-def _empty_group_rows(head: dict, data: Any, groups: Any, hypothesis: Any, method: str) -> list[dict[str, Any]]:
-    """A level no row could move to: its rows per group (or pair) with NaN figures, as the pandas path."""
-    size = group_sizes(data, groups)
+def _empty_group_rows(head: dict, data: Any, groups: Any, hypothesis: Any, method: str,
+                      summary: Any = None) -> list[dict[str, Any]]:
+    """A level no row could move to: its rows per group (or pair) with NaN figures, as the pandas path
+    (the groups' sizes from the pass's ``summary``, else counted)."""
+    size = group_sizes(data, groups) if summary is None else summary.groups.size_all
     nan = {"ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan, "conf_low": np.nan,
            "conf_high": np.nan, "inference": method, "covers": COVERS[method], "sd": np.nan, "q25": np.nan,
            "q75": np.nan}

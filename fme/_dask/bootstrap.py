@@ -40,13 +40,13 @@ def _sums(part: pd.DataFrame, plan: Any, models: list, target_class: Any, groups
     if batch.cand.size == 0:
         return out
     if groups is not None:
-        from .groups import _indicator, group_codes, row_weights
+        from .groups import group_codes, indicator, row_weights
 
         codes = group_codes(part, groups)[batch.cand]
         w = row_weights(part, groups)
         w = None if w is None else w[batch.cand]
         # one row for the total: all evaluated rows, whatever their group (weighted sums with wts=)
-        total = np.vstack([_indicator(codes, n_groups, w).toarray(),
+        total = np.vstack([indicator(codes, n_groups, w).toarray(),
                            np.ones((1, codes.size)) if w is None else w[None, :]])
     X = plan.predictor.select(part).iloc[batch.cand]
     h = None

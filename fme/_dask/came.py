@@ -1,10 +1,17 @@
-"""cAMEs of Dask data (issue 14), on top of :mod:`fme._dask.effects` (AME tables: :mod:`fme._dask.ame`).
+"""cAMEs of Dask data, on top of :mod:`fme._dask.effects` (AME tables: :mod:`fme._dask.ame`).
 
-* :func:`came_dask`: :func:`fme.came` on Dask effects: the tree is grown on
+* :func:`came`: :func:`fme.came` on Dask effects: the tree is grown on
   a seeded sample of at most ``sample_size`` evaluated rows (default 10**6;
   all rows, hence the pandas tree, when there are no more), then one pass
   assigns every evaluated row to its subspace and aggregates the cAMEs, their
   CIs and NLM summaries over all rows exactly (merged sums; exact medians).
+
+Computations: one for the sample (when all evaluated rows fit in it; else one
+more to count the growing rows and the seeded sample), one for the pass (the
+subspaces' sums, the data's ranges for ``describe()``), and with NLMs one
+more for every subspace's median. The plan and the tree go to each worker
+once (:func:`fme._dask.common.ship`); each chunk groups its rows by subspace
+once (a sort), so the pass costs O(rows log rows + subspaces) per chunk.
 """
 
 from __future__ import annotations
@@ -19,56 +26,83 @@ from .._core.results import FMEResult
 from .._core.summary import Moments
 from .._trees.args import string_columns
 from .._trees.grow import grow_partition, honest_mask
-from .._trees.partition import _LEAF_COLUMNS, _NLM_COLUMNS, PartitionResult
+from .._trees.partition import LEAF_COLUMNS, NLM_COLUMNS, PartitionResult
 from ..inference._estimates import INFERENCE_COLUMNS, Estimates, sample_inference
-from .common import _check_sample_size, _seed
-from .quantiles import quantiles as _quantiles
+from .common import Shipped, _check_sample_size, _seed, _tree_reduce, ship
+from .quantiles import select, store_pivots
 from .result import DaskFMEResult
 
-__all__ = ["came_dask"]
+__all__ = ["came"]
 
 
 def _rows_with_features(part: pd.DataFrame, plan: Any, features: list[str], honest: tuple | None) -> pd.DataFrame:
     """The evaluated rows of a chunk: their fME (and NLM) beside the partitioning features (with ``honest``
     = (fraction, seed), only the rows of the growing part)."""
-    batch = evaluate_batch(plan, part, with_rows=False)
+    batch = evaluate_batch(plan.value, part, with_rows=False)
     cols = [c for c in ("fme", "nlm") if c in batch.results.columns]
     feats = part.iloc[batch.cand][features]
     out = pd.concat([batch.results[cols], feats.rename(columns=lambda c: f"__x_{c}")], axis=1)
     return out if honest is None else out[honest_mask(out.index, *honest)]
 
 
-def _leaf_pass(part: pd.DataFrame, plan: Any, features: list[str], tree: Any, lookup: np.ndarray,
-               leaf_ids: list[int], threshold: float, honest: tuple | None) -> tuple:
-    """Per subspace: merged-sum ingredients of the cAME figures, and the sorted defined NLMs (with ``honest``
-    = (fraction, seed), over the estimation rows only, and the count of growing rows per subspace)."""
+def _concat(frames: list) -> pd.DataFrame:
+    from dask.dataframe.dispatch import concat
+
+    return concat(list(frames))  # as Dask joins a frame's chunks (categorical levels united)
+
+
+def _leaf_pass(part: pd.DataFrame, shipped: Any, features: list[str], leaf_ids: np.ndarray, threshold: float,
+               honest: tuple | None, numeric: list[str]) -> tuple:
+    """Per subspace: merged-sum ingredients of the cAME figures (arrays over ``leaf_ids``, sorted), with
+    ``honest`` = (fraction, seed) over the estimation rows only and the count of growing rows; the chunk's
+    min and max of the ``numeric`` columns (all rows); and a store of each subspace's sorted defined NLMs
+    with its pivots (for the exact medians)."""
+    plan, tree, lookup = shipped.value
     batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
-    out: dict[int, tuple] = {}
-    sorted_nlm: dict[int, np.ndarray] = {}
-    if batch.cand.size == 0:
-        return out, sorted_nlm
-    X = string_columns(part.iloc[batch.cand][features], "features")
-    node = lookup[np.asarray(tree.apply(X), dtype=int)]
-    if honest is not None:
-        grow = honest_mask(batch.results.index, *honest)
-        out["grown"] = {leaf: int(((node == leaf) & grow).sum()) for leaf in leaf_ids}
-        node = np.where(grow, -1, node)  # the growing rows take no part in the leaves' figures
-    fm = batch.results["fme"].to_numpy(dtype=float)
-    nl = batch.results["nlm"].to_numpy(dtype=float) if "nlm" in batch.results.columns else None
-    jac = None if batch.rows is None or batch.rows.jacobian is None else batch.rows.jacobian
-    for leaf in leaf_ids:
-        mask = node == leaf
-        if not mask.any():
-            continue
-        nm = nlin = None
-        if nl is not None:
-            v = nl[mask]
-            nm = Moments.of(v)
-            with np.errstate(invalid="ignore"):
-                nlin = int((v >= threshold).sum())
-            sorted_nlm[leaf] = np.sort(v[~np.isnan(v)])
-        out[leaf] = (Moments.of(fm[mask]), nm, nlin, None if jac is None else jac[mask].sum(axis=0))
-    return out, sorted_nlm
+    span = (part[numeric].min(), part[numeric].max())
+    n_leaves = leaf_ids.size
+    nl_all = batch.results["nlm"].to_numpy(dtype=float) if "nlm" in batch.results.columns else None
+    jac_all = None if batch.rows is None or batch.rows.jacobian is None else batch.rows.jacobian
+    fm = Moments(np.zeros(n_leaves, dtype=np.int64), np.zeros(n_leaves), np.zeros(n_leaves))
+    nm = None if nl_all is None else Moments(np.zeros(n_leaves, dtype=np.int64), np.zeros(n_leaves),
+                                             np.zeros(n_leaves))
+    nlin = None if nl_all is None else np.zeros(n_leaves, dtype=np.int64)
+    jac = None if jac_all is None else np.zeros((n_leaves, jac_all.shape[1]))
+    grown = np.zeros(n_leaves, dtype=np.int64) if honest is not None else None
+    store: dict = {}
+    if batch.cand.size:
+        X = string_columns(part.iloc[batch.cand][features], "features")
+        node = lookup[np.asarray(tree.apply(X), dtype=int)]
+        # each row's subspace as a position in leaf_ids (-1: none), then the rows grouped by it in row order
+        pos = np.minimum(np.searchsorted(leaf_ids, node), n_leaves - 1)
+        pos = np.where(leaf_ids[pos] == node, pos, -1)
+        if honest is not None:
+            grow = honest_mask(batch.results.index, *honest)
+            grown = np.bincount(pos[grow & (pos >= 0)], minlength=n_leaves).astype(np.int64)
+            pos = np.where(grow, -1, pos)  # the growing rows take no part in the leaves' figures
+        fm_all = batch.results["fme"].to_numpy(dtype=float)
+        order = np.argsort(pos, kind="stable")
+        cuts = np.searchsorted(pos[order], np.arange(n_leaves + 1))
+        fm_n, fm_mean, fm_m2 = fm.n.copy(), fm.mean.copy(), fm.m2.copy()
+        if nm is not None:
+            nm_n, nm_mean, nm_m2 = nm.n.copy(), nm.mean.copy(), nm.m2.copy()
+        for i in np.flatnonzero(cuts[1:] > cuts[:-1]):
+            rows = order[cuts[i]:cuts[i + 1]]  # the leaf's rows, in row order (the sums of a row mask)
+            m = Moments.of(fm_all[rows])
+            fm_n[i], fm_mean[i], fm_m2[i] = m.n[0], m.mean[0], m.m2[0]
+            if nm is not None:
+                v = nl_all[rows]
+                m = Moments.of(v)
+                nm_n[i], nm_mean[i], nm_m2[i] = m.n[0], m.mean[0], m.m2[0]
+                with np.errstate(invalid="ignore"):
+                    nlin[i] = int((v >= threshold).sum())
+                store[int(leaf_ids[i])] = np.sort(v[~np.isnan(v)])
+            if jac is not None:
+                jac[i] = jac_all[rows].sum(axis=0)
+        fm = Moments(fm_n, fm_mean, fm_m2)
+        if nm is not None:
+            nm = Moments(nm_n, nm_mean, nm_m2)
+    return ((fm, nm, nlin, jac, grown), [span], [store_pivots(store)]), store
 
 
 def _estimation_labels(results: pd.DataFrame, split: tuple) -> pd.Series:
@@ -76,22 +110,22 @@ def _estimation_labels(results: pd.DataFrame, split: tuple) -> pd.Series:
     return results.index.to_series()[~honest_mask(results.index, *split)].astype(object)
 
 
-def _merge_leaves(*parts: tuple) -> dict:
-    total: dict[int, list] = {}
-    for stats, _ in parts:
-        for key, counts in stats.get("grown", {}).items():
-            total.setdefault("grown", {}).setdefault(key, 0)
-            total["grown"][key] += counts
-        for leaf, (fm, nm, nlin, jac) in ((k, v) for k, v in stats.items() if k != "grown"):
-            if leaf not in total:
-                total[leaf] = [fm, nm, nlin, jac]
-                continue
-            t = total[leaf]
-            t[0] = t[0].merge(fm)
-            t[1] = nm if t[1] is None else t[1] if nm is None else t[1].merge(nm)
-            t[2] = None if nlin is None else (t[2] or 0) + nlin
-            t[3] = None if jac is None else t[3] + jac
-    return total
+def _merge_leaves(*heads: tuple) -> tuple:
+    """The chunks' leaf sums added up (arrays over the leaves), their spans and pivots listed in order."""
+    (fm, nm, nlin, jac, grown), spans, piv = heads[0][0], list(heads[0][1]), list(heads[0][2])
+    for (f, m, k, j, g), sp, pv in heads[1:]:
+        fm = fm.merge(f)
+        nm = None if nm is None else nm.merge(m)
+        nlin = None if nlin is None else nlin + k
+        jac = None if jac is None else jac + j
+        grown = None if grown is None else grown + g
+        spans += sp
+        piv += pv
+    return (fm, nm, nlin, jac, grown), spans, piv
+
+
+def _leaf_moments(m: Moments | None, i: int) -> Moments | None:
+    return None if m is None else Moments(m.n[i:i + 1], m.mean[i:i + 1], m.m2[i:i + 1])
 
 
 def _describe_moments(m: Any, conf_level: float, upper: float | None = None) -> dict[str, float]:
@@ -148,7 +182,7 @@ def _stack(estimates: list[Estimates]) -> Estimates:
                      df=np.concatenate([e.df for e in estimates]))
 
 
-def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, method: str,
+def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, method: str,
               features: list[str], n_partitions: int | None, max_sd: float | None, conf_level: float,
               standardize: bool, params: dict, tree_params: dict, honest: bool = False,
               honest_fraction: float = 0.5, seed: int = 0) -> PartitionResult:
@@ -164,12 +198,19 @@ def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: 
     meta = pd.concat([pd.DataFrame({c: pd.Series(dtype=float) for c in effects.fme_columns + effects.nlm_columns}),
                       data._meta[features].rename(columns=lambda c: f"__x_{c}")], axis=1)
     split = (float(honest_fraction), int(seed)) if honest else None
-    rows = data.map_partitions(_rows_with_features, plan, features, split, meta=meta)
-    n = effects.n if split is None else int(rows.shape[0].compute())
-    if n <= sample_size:
-        sample = rows.compute()
+    if effects.n <= sample_size:
+        # every (growing) row fits in the sample: one computation, the plan sent to each worker once
+        shipped = ship(plan)
+        sample = delayed(_concat)([delayed(_rows_with_features)(p, shipped, features, split)
+                                   for p in data.to_delayed()]).compute()
+        n = effects.n if split is None else len(sample)
     else:
-        sample = rows.sample(frac=min(1.0, sample_size / n), random_state=_seed(random_state)).compute()
+        rows = data.map_partitions(_rows_with_features, Shipped(plan), features, split, meta=meta)
+        n = effects.n if split is None else int(rows.shape[0].compute())
+        if n <= sample_size:
+            sample = rows.compute()
+        else:
+            sample = rows.sample(frac=min(1.0, sample_size / n), random_state=_seed(random_state)).compute()
     # the tree, grown by fme.came's own worker on an in-memory FMEResult of the sampled rows
     cols = [c for c in ("fme", "nlm") if c in sample.columns]
     X = sample[[f"__x_{c}" for c in features]].rename(columns=lambda c: c[4:])
@@ -181,40 +222,43 @@ def came_dask(effects: DaskFMEResult, *, sample_size: int | None, random_state: 
     grown = grow_partition(small, method=method, features=features, n_partitions=n_partitions, max_sd=max_sd,
                            conf_level=conf_level, standardize=standardize, params=params, tree_params=tree_params)
     conf_level = grown.conf_level
-    # every evaluated row to its subspace; figures merged over all rows
-    leaf_ids = list(grown.leaf_ids)
+    # every evaluated row to its subspace, figures merged over all rows; describe(): an unrestricted feature
+    # spans the range of all rows of the data (excluded ones too), as in memory, not only the sampled rows
+    leaf_ids = np.array(sorted(int(leaf) for leaf in grown.leaf_ids), dtype=np.int64)
     threshold = effects.nlm_linear_threshold
-    outs = [delayed(_leaf_pass, nout=2)(p, plan, features, grown.tree, grown._subspace, leaf_ids, threshold, split)
-            for p in data.to_delayed()]
-    merged = delayed(_merge_leaves)(*outs)
-    persisted = dask.persist(merged, *[o[1] for o in outs])
-    totals = persisted[0].compute()
-    sorted_parts = persisted[1:]
-    leaf_rows, leaf_estimates = [], []
+    numeric = [f for f in features if pd.api.types.is_numeric_dtype(data._meta[f].dtype)]
     has_nlm = effects.has_nlm
-    empty = [Moments.of(np.empty(0)), Moments.of(np.empty(0)) if has_nlm else None, 0 if has_nlm else None,
-             None if effects.summary_data.jacobian is None else np.zeros_like(effects.summary_data.jacobian)]
-    for leaf in leaf_ids:
-        fm, nm, nlin, jac = totals.get(leaf, empty)  # a subspace without estimation rows: NaN figures
-        med = np.nan
-        if nm is not None and int(nm.n[0]):
-            parts = [delayed(lambda d, k=leaf: d.get(k, np.empty(0)))(p) for p in sorted_parts]
-            med = _quantiles(parts, int(nm.n[0]), [0.5])[0.5]
-        row, est = _leaf_row(effects, fm, nm, nlin, jac, med, conf_level)
+    shipped = ship((plan, grown.tree, grown._subspace))
+    outs = [delayed(_leaf_pass, nout=2)(p, shipped, features, leaf_ids, threshold, split, numeric)
+            for p in data.to_delayed()]
+    tree = _tree_reduce([o[0] for o in outs], merge=_merge_leaves)
+    medians = {}
+    if has_nlm:  # the sorted NLMs stay on the workers for the exact medians (one more round for all leaves)
+        persisted = dask.persist(tree, *[o[1] for o in outs])
+        (fm, nm, nlin, jac, n_grown), spans, piv = persisted[0].compute()
+        problems = [(int(leaf), int(nm.n[i]), [0.5]) for i, leaf in enumerate(leaf_ids)]
+        medians = {int(leaf): q[0.5] for leaf, q in zip(leaf_ids, select(list(persisted[1:]), piv, problems))}
+        del persisted
+    else:
+        (fm, nm, nlin, jac, n_grown), spans, piv = tree.compute()
+    index = {int(leaf): i for i, leaf in enumerate(leaf_ids)}
+    leaf_rows, leaf_estimates = [], []
+    for leaf in grown.leaf_ids:
+        i = index[int(leaf)]  # a subspace without estimation rows: NaN figures
+        row, est = _leaf_row(effects, _leaf_moments(fm, i), _leaf_moments(nm, i), None if nlin is None else nlin[i],
+                             None if jac is None else jac[i], medians.get(int(leaf), np.nan), conf_level)
         if split is not None:
-            row["n_grown"] = int(totals.get("grown", {}).get(leaf, 0))
+            row["n_grown"] = int(n_grown[i])
         leaf_rows.append({"node": leaf, **row, "rule": grown.rule(leaf)})
         leaf_estimates.append(est)
-    columns = (_LEAF_COLUMNS + (["n_grown"] if split is not None else []) + INFERENCE_COLUMNS
-               + (_NLM_COLUMNS if has_nlm else []) + ["rule"])
+    columns = (LEAF_COLUMNS + (["n_grown"] if split is not None else []) + INFERENCE_COLUMNS
+               + (NLM_COLUMNS if has_nlm else []) + ["rule"])
     s = effects.summary_data
     root = {"node": 1, **_leaf_row(effects, s.fme, s.nlm, None if s.n_linear is None else s.n_linear[0],
                                    s.jacobian, effects.median_nlm, conf_level)[0], "rule": "(all)"}
-    # describe(): an unrestricted feature spans the range of all rows of the data (excluded ones too), as in
-    # memory, not only the sampled evaluated rows the tree was grown on
-    numeric = [f for f in features if pd.api.types.is_numeric_dtype(data._meta[f].dtype)]
     if numeric:
-        lo, hi = dask.compute(data[numeric].min(), data[numeric].max())
+        lo = pd.DataFrame([sp[0] for sp in spans]).infer_objects().min()  # chunks as rows: min per column
+        hi = pd.DataFrame([sp[1] for sp in spans]).infer_objects().max()
         grown.data_ranges = {f: (float(lo[f]), float(hi[f])) for f in numeric}
     grown._leaf_estimates = _stack(leaf_estimates)
     grown._split_counts = (len(sample), n, n)  # grown on the sample, every subspace's figures over all rows

@@ -10,7 +10,7 @@ on it for every other level (nothing is excluded: no row is at c or
 missing), returning per level the mergeable :class:`~fme._core.kernel.Summary`,
 the ``by`` groups' sums (groups of the rows' own values, as pandas) and the
 sorted fMEs for exact quartiles. The table rows then come from the same code
-as the observation-wise rows (:func:`fme._dask.ame.ame_dask`). Bootstrap draws
+as the observation-wise rows (:func:`fme._dask.ame.ame`). Bootstrap draws
 evaluate each refit on the data set to c_ref (:mod:`fme._dask.bootstrap`,
 one seed for every level: the pandas path's shared refits).
 
@@ -32,7 +32,7 @@ from .common import _tree_reduce
 from .._core.plan import Plan
 from .._core.kernel import evaluate_batch
 from .._core.summary import summarise
-from ..steps import Step, _set_level, check_training_levels
+from ..steps import Step, set_level, check_training_levels
 
 __all__ = ["classic_reference", "classic_results"]
 
@@ -40,7 +40,7 @@ __all__ = ["classic_reference", "classic_results"]
 def _at_level(part: pd.DataFrame, feature: str, level: Any) -> pd.DataFrame:
     """A shallow copy of ``part`` with every row of ``feature`` set to ``level``."""
     out = part.copy(deep=False)
-    out[feature] = _set_level(part[feature], level, len(part))
+    out[feature] = set_level(part[feature], level, len(part))
     return out
 
 
@@ -84,7 +84,7 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
     import dask
     from dask import delayed
 
-    from .._core.plan import _check_batch_size
+    from .._core.plan import check_batch_size
     from .._utils.progress import dask_progress
     from ..predictors import make_predictor
 
@@ -92,7 +92,7 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
     if predictor.adapter is not None:
         check_training_levels([Step(feature, "categorical", lv) for lv in levels], predictor.adapter.training_levels())
     others = [lv for lv in levels if lv != reference]
-    base = Plan(model=model, predictor=predictor, steps=(), settings=None, batch_size=_check_batch_size(batch_size),
+    base = Plan(model=model, predictor=predictor, steps=(), settings=None, batch_size=check_batch_size(batch_size),
                 method="sample" if method == "bootstrap" else method, target_class=target_class, progress=False)
     plans = [replace(base, steps=(Step(feature, "categorical", lv),)) for lv in others]
     if not plans:
@@ -133,11 +133,11 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
 def classic_reference(feature: str, value: Any, levels: list) -> Any:
     """The reference level: ``value`` matched to one of ``levels`` (None: the first level)."""
     from ..exceptions import StepError
-    from ..steps import _same_level
+    from ..steps import same_level
 
     if value is None:
         return levels[0]
-    match = [lv for lv in levels if _same_level(value, lv)]
+    match = [lv for lv in levels if same_level(value, lv)]
     if not match:
         raise StepError(f"{value!r} is not a level of the categorical feature {feature!r}; use one of {levels[:20]}.")
     return match[0]

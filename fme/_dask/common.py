@@ -21,7 +21,8 @@ from .._utils.validation import is_categorical, is_dask_collection
 from .._utils.validation import seed_of as _seed  # noqa: F401 - the engine's seeded samples
 from ..exceptions import DataError, ParameterError
 
-__all__ = ["FIT_SAMPLE_SIZE", "require_dask", "as_dask", "reference_sample", "envelope_frame"]
+__all__ = ["FIT_SAMPLE_SIZE", "require_dask", "as_dask", "reference_sample", "envelope_frame", "Shipped", "ship",
+           "lazy_probe", "checked_probe", "as_delayed"]
 
 
 #: Rows of the seeded sample non-envelope detectors (and ``came``'s tree) are fitted on.
@@ -71,14 +72,87 @@ def _model_frames(model: Any, frame: Any, exposure: Any = None, offset: Any = No
     return frame.map_partitions(lambda part: model_frame(model, part, exposure=exposure, offset=offset), meta=meta)
 
 
-def _probe(frame: Any, name: str) -> pd.DataFrame:
+class Shipped:
+    """One object every chunk's task reads (the plans with their model, a tree): :func:`ship` sends it to
+    each worker once instead of once per task, and its fixed token spares Dask from pickling it to name
+    a lazy collection (``map_partitions`` hashes its arguments; a statsmodels model unpickles by
+    rebuilding its design matrices, tens of milliseconds each time)."""
+
+    __slots__ = ("value", "token")
+
+    def __init__(self, value: Any) -> None:
+        import uuid
+
+        self.value = value
+        self.token = uuid.uuid4().hex
+
+    def __dask_tokenize__(self) -> str:
+        return self.token
+
+    def __reduce__(self) -> tuple:
+        return (_unpickle_shipped, (self.value, self.token))
+
+
+def _unpickle_shipped(value: Any, token: str) -> Shipped:
+    out = Shipped.__new__(Shipped)
+    out.value, out.token = value, token
+    return out
+
+
+def _current_client() -> Any:
+    """The distributed Client the current Dask scheduler sends its graphs to, or None (a local scheduler)."""
+    from dask.base import get_scheduler
+
+    try:
+        from distributed import Client
+    except ImportError:  # pragma: no cover - the test environment has distributed
+        return None
+    client = getattr(get_scheduler(), "__self__", None)
+    return client if isinstance(client, Client) else None
+
+
+def ship(value: Any) -> Any:
+    """``value`` as a :class:`Shipped` argument of chunk tasks: on a distributed cluster scattered to every
+    worker once (a future the tasks share), on a local scheduler the object itself."""
+    shipped = Shipped(value)
+    client = _current_client()
+    if client is None:
+        return shipped
+    return client.scatter(shipped, broadcast=True, hash=False)
+
+
+def as_delayed(obj: Any) -> Any:
+    """A Dask frame, series or scalar as one Delayed of its computed value, so that it can be computed with
+    Delayed reductions in one call (Dask warns about, and materialises, mixed collections)."""
+    from dask.delayed import Delayed
+
+    if isinstance(obj, Delayed):
+        return obj
+    if not hasattr(obj, "npartitions"):  # a scalar
+        return obj.to_delayed()
+    if obj.npartitions > 1:
+        obj = obj.repartition(npartitions=1)
+    return obj.to_delayed()[0]
+
+
+def lazy_probe(frame: Any) -> Any:
+    """The first rows of ``frame`` (at most 1000 from its first 8 chunks), not yet computed: computed with
+    the other small reductions a verb needs before its pass (one round trip), then :func:`checked_probe`."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "fewer rows than requested": fine for a probe
-        probe = frame.head(1000, npartitions=min(frame.npartitions, 8))
+        return frame.head(1000, npartitions=min(frame.npartitions, 8), compute=False)
+
+
+def checked_probe(probe: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The computed probe, or a DataError when it has no rows."""
     if len(probe) == 0:
         raise DataError(f"`{name}` has no rows in its first partitions; pass data with rows "
                         "(or repartition away empty partitions).")
     return probe
+
+
+def _probe(frame: Any, name: str) -> pd.DataFrame:
+    return checked_probe(lazy_probe(frame).compute(), name)
 
 
 def _merge(*summaries: Summary) -> Summary:
@@ -88,11 +162,12 @@ def _merge(*summaries: Summary) -> Summary:
     return out
 
 
-def _tree_reduce(items: list) -> Any:
+def _tree_reduce(items: list, merge: Any = _merge) -> Any:
+    """``merge`` of ``items`` (Dask delayed objects) by a tree of fan-in 16, in their order."""
     from dask import delayed
 
     while len(items) > 1:
-        items = [delayed(_merge)(*items[i:i + _TREE_FAN_IN]) for i in range(0, len(items), _TREE_FAN_IN)]
+        items = [delayed(merge)(*items[i:i + _TREE_FAN_IN]) for i in range(0, len(items), _TREE_FAN_IN)]
     return items[0]
 
 

@@ -1,11 +1,12 @@
 """fMEs, NLMs and AMEs of a Dask DataFrame (issue 14): the batch kernel mapped over partitions.
 
-:func:`fme_dask` is what :func:`fme.fme` runs when ``data`` (or
+:func:`fme` is what :func:`fme.fme` runs when ``data`` (or
 ``reference_data``) is a ``dask.dataframe.DataFrame``:
 
 1. the arguments are validated on the first rows (and on the stepped columns
    of the reference data when a step is a rule such as ``"sd"`` or a level of
-   a non-categorical column: those columns are computed);
+   a non-categorical column: their moments or distinct values are reduced);
+   the first rows and those reductions are one computation (:func:`prepare`);
 2. a detector is fitted: the envelope from min/max reductions and the
    categorical levels over all reference rows (identical to pandas); every
    other detector on a seeded sample of at most ``sample_size`` reference rows
@@ -13,7 +14,9 @@
 3. one pass of :func:`fme._core.kernel.evaluate_batch` per partition gives the
    mergeable :class:`~fme._core.kernel.Summary` (tree-reduced) and, kept on the
    workers, the partition's sorted fMEs and NLMs, from which exact quartiles
-   and medians are selected by two small rounds of counting;
+   and medians are selected by small rounds of counting
+   (:mod:`fme._dask.quantiles`); the pass returns the sorted values' pivots with
+   the summaries, so a caller that asks for quantiles at once needs one round;
 4. with NLMs and the opt-in relative flat rule (``nlm_flat_tol`` > 0), its
    scale (the SD of all f(x), f(x + h), :func:`fme._nlm.evaluate.classify`)
    is merged by that pass, and the rows it left open are classified on the
@@ -28,85 +31,416 @@ Bootstrap inference refits in memory and evaluates each refit per partition
 the same pass (:mod:`fme._dask.groups`). Several outputs (``target_class='all'``,
 multi-output models) give a :class:`fme._dask.outputs.DaskMultiFMEResult`
 with figures per class.
+
+Small jobs pay for every round trip to the scheduler and every copy of the
+model, so :func:`run_pass` evaluates several jobs (the table rows of
+:func:`fme.ame`, :mod:`fme._dask.ame`) in one task per chunk, the plans go to
+each worker once (:func:`fme._dask.common.ship`), and the summaries, the
+pivots and the caller's reductions come back in as few computations as the
+dependencies allow: :func:`fme` takes three (the set-up, the pass, its
+summaries).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .._core.exclusions import _excluded_frame, check_evaluated
+from .._core.exclusions import excluded_frame, check_evaluated
 from .._core.kernel import evaluate_batch, results_meta
 from .._core.plan import FMEOptions, Plan, resolve_plan
 from .._core.summary import Summary, summarise
 from .._utils.guards import call_detector
 from .._utils.progress import dask_progress
 from .._utils.validation import is_categorical
+from ..exceptions import DataError
 from ..extrapolation import EnvelopeDetector
-from .common import (_check_sample_size, _model_frames, _probe, _seed, _tree_reduce, as_dask, envelope_frame,
-                     reference_sample, require_dask)
+from .common import (Shipped, _check_sample_size, _merge, _model_frames, _seed, _tree_reduce, as_dask, as_delayed,
+                     checked_probe, envelope_frame, lazy_probe, reference_sample, require_dask, ship)
 from .groups import group_codes, group_sums, row_weights
 from .nlm import finish, flat_scale, pending
 from .outputs import DaskMultiFMEResult, sorted_outputs
+from .quantiles import select, store_pivots
 from .result import DaskFMEResult
 
-__all__ = ["fme_dask"]
+__all__ = ["fme", "Setup", "Job", "PassOutput", "prepare", "resolve", "run_pass"]
 
 
 # ----------------------------------------------------------------- per-chunk workers
-def _chunk_results(part: pd.DataFrame, plan: Plan) -> pd.DataFrame:
-    return evaluate_batch(plan, part, with_rows=False).results
+def _chunk_results(part: pd.DataFrame, plan: Any) -> pd.DataFrame:
+    return evaluate_batch(plan.value, part, with_rows=False).results
 
 
-def _chunk_excluded(part: pd.DataFrame, plan: Plan) -> pd.DataFrame:
-    return evaluate_batch(plan, part, with_rows=False).excluded
+def _chunk_excluded(part: pd.DataFrame, plan: Any) -> pd.DataFrame:
+    return evaluate_batch(plan.value, part, with_rows=False).excluded
 
 
-def _chunk_pass(part: pd.DataFrame, plan: Plan, threshold: float, groups: Any = None,
-                    defer_flat: bool = False, extra: Any = None) -> tuple:
-    batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
-    summary = summarise(batch, plan, threshold)
-    if extra is not None:  # a caller's sums over the same evaluated rows (Summary.extra)
-        summary = replace(summary, extra=extra(part, batch, plan))
-    group_parts = None
-    if groups is not None:
-        sums, group_parts = group_sums(batch, group_codes(part, groups), groups.n_groups, row_weights(part, groups))
-        summary = replace(summary, groups=sums)
-    if plan.names is not None:  # several outputs: sorted values per output (fme._dask.outputs)
-        fm, nl = sorted_outputs(batch.results, plan)
-        return summary, fm, nl, group_parts
-    fm = np.sort(batch.results["fme"].to_numpy(dtype=float))
-    fm = fm[~np.isnan(fm)]
-    nl = None
-    if "nlm" in batch.results.columns and defer_flat:
-        nl = pending(batch)  # the flat-path test waits for the scale of the whole pass (fme._dask.nlm)
-    elif "nlm" in batch.results.columns:
-        nl = np.sort(batch.results["nlm"].to_numpy(dtype=float))
-        nl = nl[~np.isnan(nl)]
-    return summary, fm, nl, group_parts
+def _sorted(values: np.ndarray) -> np.ndarray:
+    v = np.sort(values)
+    return v[~np.isnan(v)]
 
 
-def _spread_pass(part: pd.DataFrame, plan: Plan) -> Summary:
-    return summarise(evaluate_batch(plan, part, with_rows=False), plan)
+def _chunk_pass(part: pd.DataFrame, shipped: Any, threshold: float, groups: Any, deferred: tuple,
+                extra: Any) -> tuple:
+    """One chunk under every plan of ``shipped``: per plan its :class:`Summary` (with the ``by`` groups'
+    sums, the caller's ``extra`` sums), and a store of the sorted values the quantiles select from, keyed
+    ``(plan, "fme" | "nlm" | "group" | "pending", output or group)``, with the store's pivots."""
+    plans = shipped.value
+    codes = weights = None
+    if groups is not None:  # the rows' groups, once for every plan
+        codes, weights = group_codes(part, groups), row_weights(part, groups)
+    summaries, store = [], {}
+    for j, plan in enumerate(plans):
+        batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
+        summary = summarise(batch, plan, threshold)
+        if extra is not None:  # a caller's sums over the same evaluated rows (Summary.extra)
+            summary = replace(summary, extra=extra(part, batch, plan))
+        if groups is not None:
+            sums, group_parts = group_sums(batch, codes, groups.n_groups, weights)
+            summary = replace(summary, groups=sums)
+            store.update({(j, "group", g): a for g, a in group_parts.items()})
+        summaries.append(summary)
+        if plan.names is not None:  # several outputs: sorted values per output (fme._dask.outputs)
+            fm, nl = sorted_outputs(batch.results, plan)
+            store.update({(j, "fme", k): a for k, a in enumerate(fm)})
+            store.update({(j, "nlm", k): a for k, a in enumerate(nl or ())})
+            continue
+        store[(j, "fme", 0)] = _sorted(batch.results["fme"].to_numpy(dtype=float))
+        if "nlm" in batch.results.columns and deferred[j]:
+            store[(j, "pending", 0)] = pending(batch)  # the flat-path test waits for the pass's scale
+        elif "nlm" in batch.results.columns:
+            store[(j, "nlm", 0)] = _sorted(batch.results["nlm"].to_numpy(dtype=float))
+    piv = store_pivots({k: v for k, v in store.items() if k[1] != "pending"})
+    return (summaries, [piv]), store
 
 
-def _fit_detector(plan: Plan, reference: Any, sample_size: int, seed: int) -> dict:
-    """Fit ``plan.detector`` on the reference data (see module docstring); returns what it was fitted on."""
+def _finish_chunk(store: dict, scales: dict, flat_tol: dict, threshold: float) -> tuple:
+    """The deferred NLMs of a chunk classified with their pass's scale (:func:`fme._dask.nlm.finish`):
+    per plan the NLM figures, and the store with the sorted defined NLMs instead of the open rows."""
+    out, pieces = dict(store), {}
+    for j, scale in scales.items():
+        pieces[j], out[(j, "nlm", 0)] = finish(out.pop((j, "pending", 0)), scale, flat_tol[j], threshold)
+    new = {k: v for k, v in out.items() if k[1] == "nlm" and k[0] in scales}
+    return (pieces, [store_pivots(new)]), out
+
+
+def _merge_heads(*heads: tuple) -> tuple:
+    """Merge the chunks' (per-plan summaries, [pivots]) in chunk order: summaries added, pivots listed."""
+    summaries, piv = heads[0][0], list(heads[0][1])
+    for s, p in heads[1:]:
+        summaries = [a.merge(b) for a, b in zip(summaries, s)] if isinstance(summaries, list) else \
+            {j: summaries[j].merge(s[j]) for j in summaries}
+        piv += p
+    return summaries, piv
+
+
+def _spread_pass(part: pd.DataFrame, shipped: Any) -> list:
+    return [summarise(evaluate_batch(plan, part, with_rows=False), plan) for plan in shipped.value]
+
+
+def _merge_lists(*lists: list) -> list:
+    return [_merge(*items) for items in zip(*lists)]
+
+
+def _store_get(store: dict, key: tuple) -> np.ndarray:
+    return store.get(key, np.empty(0))
+
+
+def _store_outputs(store: dict, j: int, which: str, n: int) -> tuple:
+    return tuple(store.get((j, which, k), np.empty(0)) for k in range(n))
+
+
+def _store_groups(store: dict, j: int) -> dict:
+    return {k[2]: a for k, a in store.items() if k[0] == j and k[1] == "group"}
+
+
+# ----------------------------------------------------------------- set-up (before the pass)
+@dataclass
+class Setup:
+    """What a verb on Dask data reads before its pass: the model frames of the data and the reference
+    data, the probe (first rows), the rule steps resolved from all-row reductions, and caches of the
+    detectors' reference frames. Built by :func:`prepare` with one computation."""
+
+    model: Any
+    options: FMEOptions
+    data: Any
+    reference: Any
+    probe: pd.DataFrame
+    rule_ref: pd.DataFrame
+    steps: Any
+    rules: dict
+    fetched: dict
+    detector_frames: dict = field(default_factory=dict)
+
+
+#: Marks the set-up's own entries among the reductions computed with the caller's.
+_SETUP = "fme setup"
+
+
+def _need(steps: Any, meta: pd.DataFrame) -> list[str]:
+    """Rules ("sd", "iqr", ...) and levels of non-categorical columns need the stepped columns in full."""
+    need = []
+    if hasattr(steps, "items"):
+        for f, v in steps.items():
+            if f not in meta.columns:
+                continue
+            text = is_categorical(meta[f]) and not isinstance(meta[f].dtype, pd.CategoricalDtype)
+            if isinstance(v, str) and not is_categorical(meta[f]) or text:
+                need.append(f)
+    return need
+
+
+def prepare(model: Any, data: Any, steps: Any, options: FMEOptions, fetch: dict | None = None) -> Setup:
+    """The :class:`Setup` of ``steps`` (a mapping of every step the verb will take) on ``data``: the probe,
+    the reductions behind the rule steps and the caller's ``fetch`` (``{name: lazy Dask object}``, e.g. the
+    ``by`` groups' keys) computed together in one round trip (``Setup.fetched``; the caller's names are
+    strings or tuples not starting with the set-up's own marker)."""
+    import dask
+
+    from .steps import column_sd_steps, lazy_moments, rule_frame, sd_columns, text_levels
+
+    require_dask()
+    reference_data = options.reference_data
+    data = _model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
+    reference = data if reference_data is None else _model_frames(model, as_dask(reference_data, "reference_data"))
+    need = _need(steps, data._meta)
+    lazy: dict[Any, Any] = {**(fetch or {}), (_SETUP, "probe"): lazy_probe(data)}
+    if reference_data is not None:
+        lazy[(_SETUP, "reference probe")] = lazy_probe(reference)
+    in_ref = bool(need) and all(f in reference.columns for f in need)
+    if in_ref:
+        sd_cols = sd_columns(steps, reference, need)
+        if sd_cols:
+            lazy[(_SETUP, "sd moments")] = lazy_moments(reference, sd_cols)
+        lazy.update({(_SETUP, "levels", f): v for f, v in text_levels(reference, need).items()})
+    names = list(lazy)
+    fetched = dict(zip(names, dask.compute(*[as_delayed(lazy[k]) for k in names])))
+    probe = checked_probe(fetched.pop((_SETUP, "probe")), "data")
+    rules: dict[str, str] = {}
+    if in_ref:
+        # sd/unit rules by a moments reduction, iqr/mad by exact order statistics: no column is gathered
+        steps, rules = column_sd_steps(steps, reference, need, moments=fetched.pop((_SETUP, "sd moments"), None))
+        need = [f for f in need if f not in rules]
+    levels = {k[2]: fetched.pop(k) for k in list(fetched) if k[:2] == (_SETUP, "levels")}
+    if need and all(f in reference.columns for f in need):
+        rule_ref = rule_frame(reference, need, levels=levels)
+    elif reference_data is None:
+        rule_ref = probe
+    else:
+        rule_ref = checked_probe(fetched.pop((_SETUP, "reference probe")), "reference_data")
+    fetched.pop((_SETUP, "reference probe"), None)
+    return Setup(model, options, data, reference, probe, rule_ref, steps, rules, fetched)
+
+
+@dataclass
+class Job:
+    """One resolved computation of a pass: its plan, confidence level, whether its inference is the
+    bootstrap (whose refits run their own passes) and what its detector was fitted on."""
+
+    plan: Plan
+    conf_level: float
+    boot: bool
+    fit_info: dict
+
+
+def resolve(setup: Setup, steps: Any) -> Job:
+    """The :class:`Job` of ``steps`` (with the set-up's resolved values of its rules): the plan resolved on
+    the probe, its detector fitted (the envelope or the seeded sample computed once per set-up and columns)."""
+    options = setup.options
+    plan, conf_level = resolve_plan(setup.model, setup.probe, steps, setup.rule_ref, **options.plan_kwargs())
+    if any(st.feature in setup.rules for st in plan.steps):
+        # the steps resolved here keep their rule's label ("x2 + 1.02 (sd)"), as on the pandas path
+        plan = replace(plan, steps=tuple(replace(st, rule=setup.rules[st.feature]) if st.feature in setup.rules
+                                         else st for st in plan.steps))
+    boot = plan.method == "bootstrap"
+    if boot:  # the main pass needs only the fMEs; the refits' sums come from their own passes
+        plan = replace(plan, method="sample", bootstrap=None)
+    plan = replace(plan, progress=False)  # per-partition bars would interleave; distributed's progress instead
+    fit_info = {} if plan.detector is None else _fit_detector(setup, plan)
+    return Job(plan, conf_level, boot, fit_info)
+
+
+def _fit_detector(setup: Setup, plan: Plan) -> dict:
+    """Fit ``plan.detector`` on the reference data: the envelope from min/max reductions and the levels
+    over all reference rows (identical to pandas), every other detector on a seeded sample of at most
+    ``sample_size`` reference rows; returns what it was fitted on."""
     detector, cols = plan.detector, plan.detector_cols
-    ref = reference[cols]
-    if isinstance(detector, EnvelopeDetector):
-        call_detector(detector, "fit", envelope_frame(ref), "fit(reference_data)")
+    ref = setup.reference[cols]
+    envelope = isinstance(detector, EnvelopeDetector)
+    key = ("envelope" if envelope else "sample", tuple(cols))
+    if key not in setup.detector_frames:
+        if envelope:
+            setup.detector_frames[key] = (envelope_frame(ref), None)
+        else:
+            sample_size = _check_sample_size(setup.options.sample_size)
+            setup.detector_frames[key] = reference_sample(ref, sample_size, _seed(setup.options.random_state))
+    frame, n_ref = setup.detector_frames[key]
+    if envelope:
+        call_detector(detector, "fit", frame, "fit(reference_data)")
         return {"fitted_on": "min/max reductions over all reference rows", "n_fit": None}
-    sample, n_ref = reference_sample(ref, sample_size, seed)
-    call_detector(detector, "fit", sample, "fit(reference_data sample)")
-    return {"fitted_on": f"a seeded sample of {len(sample)} of {n_ref} reference rows", "n_fit": len(sample)}
+    call_detector(detector, "fit", frame, "fit(reference_data sample)")
+    return {"fitted_on": f"a seeded sample of {len(frame)} of {n_ref} reference rows", "n_fit": len(frame)}
+
+
+# ----------------------------------------------------------------- the pass
+@dataclass
+class PassOutput:
+    """What :func:`run_pass` leaves: per job its result (or the error :func:`check_evaluated` raised), its
+    merged summary, and the quantiles asked for (``{("fme", 0, p) | ("group", g, p): value}``)."""
+
+    results: list
+    summaries: list
+    quantiles: list
+
+
+def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = None, lazy_rows: bool = True,
+             quantiles: str | None = None) -> PassOutput:
+    """Every job of ``jobs`` in one pass over the chunks (see the module docstring): one task per chunk
+    evaluates them all, the summaries are tree-reduced and fetched with the pivots of the sorted values,
+    which stay on the workers. ``lazy_rows``: give each result its lazy ``results``/``excluded`` frames.
+
+    ``quantiles``: ``"overall"``, the quartiles and median of every job's fMEs (cached in its result);
+    ``"groups"``, the quartiles of every ``by`` group's fMEs; both in one more computation for all jobs."""
+    import dask
+    from dask import delayed
+
+    options, data = setup.options, setup.data
+    threshold = float(options.nlm_linear_threshold)
+    parts = data.to_delayed()
+    plans = [job.plan for job in jobs]
+    # The flat-path test's scale (the SD of all f(x), f(x + h)) is known at the end of the pass: single-output
+    # NLMs are classified then (fme._dask.nlm); multi-output ones get it from a first pass without the NLM.
+    # Only the opt-in relative rule (nlm_flat_tol > 0) needs that scale; the default rounding rule is per row.
+    relative = [p.settings is not None and p.settings.flat_tol > 0 for p in plans]
+    deferred = tuple(r and p.names is None for r, p in zip(relative, plans))
+    first = [j for j, (r, d) in enumerate(zip(relative, deferred)) if r and not d]
+    if first:
+        shipped = ship([replace(plans[j], settings=None, method="sample") for j in first])
+        spreads = _tree_reduce([delayed(_spread_pass)(p, shipped) for p in parts], merge=_merge_lists).compute()
+        for j, s in zip(first, spreads):
+            plans[j] = replace(plans[j], spread=flat_scale(s.spread))  # one per output
+    shipped = ship([replace(p, spread=np.zeros(1)) if d else p for p, d in zip(plans, deferred)])
+    outs = [delayed(_chunk_pass, nout=2)(p, shipped, threshold, groups, deferred, extra) for p in parts]
+    persisted = dask.persist(_tree_reduce([o[0] for o in outs], merge=_merge_heads), *[o[1] for o in outs])
+    dask_progress(list(persisted), options.progress)
+    summaries, pivots = persisted[0].compute()
+    stores = list(persisted[1:])
+    del persisted, outs
+    if any(deferred):
+        scales = {j: float(flat_scale(summaries[j].spread)[0]) for j, d in enumerate(deferred) if d}
+        tols = {j: plans[j].settings.flat_tol for j in scales}
+        fin = [delayed(_finish_chunk, nout=2)(s, scales, tols, threshold) for s in stores]
+        done = dask.persist(_tree_reduce([f[0] for f in fin], merge=_merge_heads), *[f[1] for f in fin])
+        # the client lets go of the open rows now, so each chunk's are freed as soon as they are classified
+        # (not all at the end: at 10^8 rows on 2 workers that held 0.4 GiB more per worker)
+        del fin
+        stores = None
+        pieces, new_pivots = done[0].compute()
+        stores = list(done[1:])
+        del done
+        for piv, new in zip(pivots, new_pivots):
+            piv.update(new)
+        for j, scale in scales.items():
+            summaries[j] = replace(summaries[j], nlm=pieces[j].nlm, n_linear=pieces[j].n_linear,
+                                   status=pieces[j].status)
+            plans[j] = replace(plans[j], spread=np.asarray(scale))
+    results = []
+    for j, (job, plan, summary) in enumerate(zip(jobs, plans, summaries)):
+        try:
+            results.append(_result(setup, job, plan, summary, j, stores, groups, lazy_rows))
+        except DataError as exc:  # no row evaluated (check_evaluated): the caller decides
+            results.append(exc)
+    found = _pass_quantiles(results, summaries, stores, pivots, groups, quantiles)
+    return PassOutput(results, summaries, found)
+
+
+def _pass_quantiles(results: list, summaries: list, stores: list, pivots: list, groups: Any,
+                    which: str | None) -> list[dict]:
+    """The quantiles :func:`run_pass` was asked for, per job, in one round (:func:`fme._dask.quantiles.select`)."""
+    found: list[dict] = [{} for _ in results]
+    if which is None:
+        return found
+    problems, owners = [], []
+    for j, (res, summary) in enumerate(zip(results, summaries)):
+        if isinstance(res, Exception) or res.output_names is not None:
+            continue
+        if which == "overall":
+            problems.append(((j, "fme", 0), int(summary.fme.n[0]), [0.25, 0.5, 0.75]))
+            owners.append((j, ("fme", 0)))
+        else:
+            for g, n in enumerate(summary.groups.fme.n):
+                problems.append(((j, "group", g), int(n), [0.25, 0.75]))
+                owners.append((j, ("group", g)))
+    for (j, head), values in zip(owners, select(stores, pivots, problems)):
+        found[j].update({(*head, p): v for p, v in values.items()})
+        if head[0] == "fme":  # what the result's own quartiles and median would select
+            results[j]._cache.update({("fme", 0, p): v for p, v in values.items()})
+    return found
+
+
+def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores: list, groups: Any,
+            lazy_rows: bool) -> DaskFMEResult:
+    """The :class:`DaskFMEResult` of job ``j`` of a pass."""
+    import dask
+    from dask import delayed
+
+    data, reference, options = setup.data, setup.reference, setup.options
+
+    def bounds() -> pd.DataFrame:
+        cols = [s.feature for s in plan.steps if s.is_numeric and s.feature in reference.columns]
+        lo, hi = dask.compute(reference[cols].min(), reference[cols].max())
+        return pd.DataFrame([lo, hi])
+
+    check_evaluated(plan, None, bounds, counts=summary.codes)
+    boot = None
+    if job.boot:
+        from .bootstrap import bootstrap_draws
+
+        # the draws are (weighted) sums over these totals: rows, or with wts= the groups' weights
+        counts = summary.codes[:1] if groups is None else (
+            summary.groups.fme.n if summary.groups.weighted is None else summary.groups.weighted.w)
+        boot = bootstrap_draws(setup.model, data, plan, options.bootstrap, counts, groups)
+    results = excluded = None
+    if lazy_rows:
+        # the column dtypes of a real batch (pandas may infer str for text columns)
+        probe_batch = evaluate_batch(plan, setup.probe.iloc[:50], with_rows=False)
+        meta = probe_batch.results.iloc[:0] if len(probe_batch.results) else results_meta(plan, data._meta.index)
+        token = Shipped(plan)  # a fixed token: Dask need not pickle the model to name the collections
+        results = data.map_partitions(_chunk_results, token, meta=meta)
+        ex_meta = excluded_frame(np.zeros(0, dtype=np.int8), [], data._meta.index[:0])
+        excluded = data.map_partitions(_chunk_excluded, token, meta=ex_meta)
+    settings = plan.settings
+    if plan.names is None:
+        fm_p = [delayed(_store_get)(s, (j, "fme", 0)) for s in stores]
+        nl_p = [delayed(_store_get)(s, (j, "nlm", 0)) for s in stores] if settings is not None else []
+    else:
+        k = len(plan.names)
+        fm_p = [delayed(_store_outputs)(s, j, "fme", k) for s in stores]
+        nl_p = [delayed(_store_outputs)(s, j, "nlm", k) for s in stores] if settings is not None else []
+    gp_p = [delayed(_store_groups)(s, j) for s in stores] if groups is not None else []
+    # several outputs: figures per class (fme._dask.outputs)
+    cls = DaskFMEResult if plan.names is None else DaskMultiFMEResult
+    return cls(
+        results=results, excluded=excluded, steps=plan.steps, summary_data=summary,
+        model_description=plan.predictor.description,
+        nlm_method=None if settings is None else settings.method,
+        nlm_nodes=None if settings is None else settings.nodes,
+        nlm_tol=None if settings is None or settings.method != "gauss-kronrod" else settings.tol,
+        nlm_linear_threshold=float(options.nlm_linear_threshold),
+        detector=None if plan.detector is None else getattr(plan.detector, "name", type(plan.detector).__name__),
+        on_extrapolation=plan.policy, inference_method="bootstrap" if job.boot else plan.method,
+        conf_level=job.conf_level, detector_fit=job.fit_info, bootstrap_draws=boot,
+        sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan, groups=groups, group_parts=gp_p,
+        output_names=None if plan.names is None else tuple(plan.names),
+        model_features=None if plan.predictor.feature_names is None else tuple(plan.predictor.feature_names),
+        scale=None if plan.predictor.adapter is None else plan.predictor.adapter.scale_note(data.columns))
 
 
 # ----------------------------------------------------------------- entry point
-def fme_dask(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any = None,
+def fme(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any = None,
              extra: Any = None) -> DaskFMEResult:
     """:func:`fme.fme` on Dask data (see the module docstring).
 
@@ -116,122 +450,9 @@ def fme_dask(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any
     sums of the caller's over each chunk's evaluated rows, merged into
     ``summary_data.extra`` (an object with ``merge``).
     """
-    import dask
-
-    require_dask()
-    sample_size = _check_sample_size(options.sample_size)
-    reference_data, random_state = options.reference_data, options.random_state
-    data = _model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
-    reference = data if reference_data is None else _model_frames(model, as_dask(reference_data, "reference_data"))
-    probe = _probe(data, "data")
-    # Rules ("sd", "iqr", ...) and levels of non-categorical columns need the stepped columns in full.
-    need = []
-    if hasattr(steps, "items"):
-        for f, v in steps.items():
-            if f in probe.columns and (isinstance(v, str) and not is_categorical(probe[f])
-                                       or is_categorical(probe[f])
-                                       and not isinstance(probe[f].dtype, pd.CategoricalDtype)):
-                need.append(f)
-    rules: dict[str, str] = {}
-    if need and all(f in reference.columns for f in need):
-        # sd/unit rules by a moments reduction, iqr/mad by exact order statistics: no column is gathered
-        from .steps import column_sd_steps
-
-        steps, rules = column_sd_steps(steps, reference, need)
-        need = [f for f in need if f not in rules]
-    if need and all(f in reference.columns for f in need):
-        from .steps import rule_frame
-
-        rule_ref = rule_frame(reference, need)
-    elif reference_data is None:
-        rule_ref = probe
-    else:
-        rule_ref = _probe(reference, "reference_data")
-    plan, conf_level = resolve_plan(model, probe, steps, rule_ref, **options.plan_kwargs())
-    if rules:  # the steps resolved here keep their rule's label ("x2 + 1.02 (sd)"), as on the pandas path
-        plan = replace(plan, steps=tuple(replace(st, rule=rules[st.feature]) if st.feature in rules else st
-                                         for st in plan.steps))
-    boot_method = plan.method == "bootstrap"
-    if boot_method:  # the main pass needs only the fMEs; the refits' sums come from their own passes
-        plan = replace(plan, method="sample", bootstrap=None)
-    plan = replace(plan, progress=False)  # per-partition bars would interleave; distributed's progress instead
-    fit_info: dict = {}
-    if plan.detector is not None:
-        fit_info = _fit_detector(plan, reference, sample_size, _seed(random_state))
-    threshold = float(options.nlm_linear_threshold)
-    parts = data.to_delayed()
-    from dask import delayed
-
-    # The flat-path test's scale (the SD of all f(x), f(x + h)) is known at the end of the pass: single-output
-    # NLMs are classified then (fme._dask.nlm); multi-output ones get it from a first pass without the NLM.
-    # Only the opt-in relative rule (nlm_flat_tol > 0) needs that scale; the default rounding rule is per row.
-    relative = plan.settings is not None and plan.settings.flat_tol > 0
-    deferred = relative and plan.names is None
-    if relative and not deferred:
-        first = replace(plan, settings=None, method="sample")
-        spread = _tree_reduce([delayed(_spread_pass)(p, first) for p in parts]).compute().spread
-        plan = replace(plan, spread=flat_scale(spread))  # one per output
-    pass_plan = replace(plan, spread=np.zeros(1)) if deferred else plan
-    outs = [delayed(_chunk_pass, nout=4)(p, pass_plan, threshold, groups, deferred, extra) for p in parts]
-    tree = _tree_reduce([o[0] for o in outs])
-    fm = [o[1] for o in outs]
-    nl = [o[2] for o in outs] if plan.settings is not None else []
-    gp = [o[3] for o in outs] if groups is not None else []
-    persisted = dask.persist(tree, *fm, *nl, *gp)
-    dask_progress(list(persisted), options.progress)
-    summary = persisted[0].compute()
-    fm_p = list(persisted[1:1 + len(fm)])
-    nl_p = list(persisted[1 + len(fm):1 + len(fm) + len(nl)])
-    gp_p = list(persisted[1 + len(fm) + len(nl):])
-    if deferred:
-        scale = float(flat_scale(summary.spread)[0])
-        plan = replace(plan, spread=np.asarray(scale))
-        fin = [delayed(finish, nout=2)(p, scale, plan.settings.flat_tol, threshold) for p in nl_p]
-        done = dask.persist(_tree_reduce([f[0] for f in fin]), *[f[1] for f in fin])
-        # the client lets go of the open rows now, so each partition's are freed as soon as they are classified
-        # (not all at the end: at 10^8 rows on 2 workers that held 0.4 GiB more per worker)
-        del fin
-        persisted = nl_p = None
-        pieces = done[0].compute()
-        nl_p = list(done[1:])
-        summary = replace(summary, nlm=pieces.nlm, n_linear=pieces.n_linear, status=pieces.status)
-        del done
-
-    def bounds() -> pd.DataFrame:
-        cols = [s.feature for s in plan.steps if s.is_numeric and s.feature in reference.columns]
-        lo, hi = dask.compute(reference[cols].min(), reference[cols].max())
-        return pd.DataFrame([lo, hi])
-
-    check_evaluated(plan, None, bounds, counts=summary.codes)
-    boot = None
-    if boot_method:
-        from .bootstrap import bootstrap_draws
-
-        # the draws are (weighted) sums over these totals: rows, or with wts= the groups' weights
-        counts = summary.codes[:1] if groups is None else (
-            summary.groups.fme.n if summary.groups.weighted is None else summary.groups.weighted.w)
-        boot = bootstrap_draws(model, data, plan, options.bootstrap, counts, groups)
-    # the column dtypes of a real batch (pandas may infer str for text columns)
-    probe_batch = evaluate_batch(plan, probe.iloc[:50], with_rows=False)
-    meta = probe_batch.results.iloc[:0] if len(probe_batch.results) else results_meta(plan, data._meta.index)
-    results = data.map_partitions(_chunk_results, plan, meta=meta)
-    ex_meta = _excluded_frame(np.zeros(0, dtype=np.int8), [], data._meta.index[:0])
-    excluded = data.map_partitions(_chunk_excluded, plan, meta=ex_meta)
-    settings = plan.settings
-    # several outputs: figures per class (fme._dask.outputs)
-    cls = DaskFMEResult if plan.names is None else DaskMultiFMEResult
-    return cls(
-        results=results, excluded=excluded, steps=plan.steps, summary_data=summary,
-        model_description=plan.predictor.description,
-        nlm_method=None if settings is None else settings.method,
-        nlm_nodes=None if settings is None else settings.nodes,
-        nlm_tol=None if settings is None or settings.method != "gauss-kronrod" else settings.tol,
-        nlm_linear_threshold=threshold,
-        detector=None if plan.detector is None else getattr(plan.detector, "name", type(plan.detector).__name__),
-        on_extrapolation=plan.policy, inference_method="bootstrap" if boot_method else plan.method,
-        conf_level=conf_level, detector_fit=fit_info, bootstrap_draws=boot,
-        sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan, groups=groups, group_parts=gp_p,
-        output_names=None if plan.names is None else tuple(plan.names),
-        model_features=None if plan.predictor.feature_names is None else tuple(plan.predictor.feature_names),
-        scale=None if plan.predictor.adapter is None else plan.predictor.adapter.scale_note(data.columns))
-
+    _check_sample_size(options.sample_size)
+    setup = prepare(model, data, steps, options)
+    out = run_pass(setup, [resolve(setup, setup.steps)], groups=groups, extra=extra)
+    if isinstance(out.results[0], Exception):
+        raise out.results[0]
+    return out.results[0]

@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._core.groups import GroupSpec, GroupSums, group_codes, group_sums, one_group, row_weights  # noqa: F401
-from .._core.groups import indicator as _indicator  # noqa: F401 - the bootstrap's former import path
+from .._core.groups import (GroupSpec, GroupSums, group_codes, group_sums, one_group, row_weights,  # noqa: F401
+                            sorted_keys)
+from .._core.groups import indicator  # noqa: F401 - public here for the bootstrap's sums
 from .._utils.validation import check_by_missing
 
 __all__ = ["GroupSpec", "GroupSums", "group_keys", "group_codes", "group_sums", "group_sizes",
@@ -56,17 +57,30 @@ def check_weights_dask(data: Any, column: str) -> None:
                              f"{negative} negative, {positive} positive values).")
 
 
-def group_keys(data: Any, by: list[str], missing: str = "group") -> GroupSpec:
+def lazy_group_keys(data: Any, by: list[str], missing: str = "group") -> dict[str, Any]:
+    """What :func:`group_keys` reads of the Dask ``data``, not yet computed (a verb computes it with its
+    other small reductions in one round trip): the distinct ``by`` rows, and with ``missing='raise'`` the
+    missing values per column and the row count (for the error's message)."""
+    lazy = {"distinct": data[by].drop_duplicates(split_out=1)}  # a tree reduction, not a shuffle
+    if missing == "raise":
+        lazy.update({("missing", c): data[c].isna().sum() for c in by})
+        lazy["rows"] = data.shape[0]
+    return lazy
+
+
+def group_keys(data: Any, by: list[str], missing: str = "group", fetched: dict | None = None) -> GroupSpec:
     """The groups of the Dask ``data`` by ``by``: as the pandas path's ``groupby(sort=True, observed=True,
-    dropna=False)`` (a missing value is a group, last); ``missing='raise'``: a DataError if there is one."""
-    distinct = data[by].drop_duplicates().compute()
-    if missing == "raise" and distinct.isna().any().any():
+    dropna=False)`` (a missing value is a group, last); ``missing='raise'``: a DataError if there is one.
+    ``fetched``: the computed :func:`lazy_group_keys` (computed here when None)."""
+    if fetched is None:
         import dask
 
-        counts = dask.compute(*[data[c].isna().sum() for c in by])
-        check_by_missing(dict(zip(by, (int(k) for k in counts))), int(data.shape[0].compute()))
-    gb = distinct.groupby(by, sort=True, observed=True, dropna=False)
-    return GroupSpec(list(by), gb.size().index.to_frame(index=False))
+        lazy = lazy_group_keys(data, by, missing)
+        fetched = dict(zip(lazy, dask.compute(*lazy.values())))
+    distinct = fetched["distinct"]
+    if missing == "raise" and distinct.isna().any().any():
+        check_by_missing({c: int(fetched[("missing", c)]) for c in by}, int(fetched["rows"]))
+    return GroupSpec(list(by), sorted_keys(distinct, list(by)))
 
 
 def _sizes(part: pd.DataFrame, spec: GroupSpec) -> np.ndarray:

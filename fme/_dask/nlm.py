@@ -16,7 +16,7 @@ defined NLMs.
 
 Memory: 17 bytes per row with a defined NLM while the pass runs (the NLM, its
 SD and a flag), against the 8 bytes of the sorted NLMs kept afterwards.
-Multi-output models keep the first pass (:func:`fme._dask.effects.fme_dask`).
+Multi-output models keep the first pass (:func:`fme._dask.effects.fme`).
 """
 
 from __future__ import annotations

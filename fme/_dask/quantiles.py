@@ -5,20 +5,39 @@ union is found by two small rounds of counting (every ``_PIVOT_STEP``-th value
 as pivots, then the values between the bracketing pivots), never by gathering
 the values: the same number as ``numpy.quantile`` (linear interpolation) of
 the pooled values.
+
+A pass that sorts the values can take the pivots itself (:func:`pivots`,
+:func:`store_pivots`) and hand them back with its summaries; :func:`select`
+then finds the quantiles of any number of value sets kept in per-chunk stores
+(dicts of sorted arrays) in one round: one task per chunk.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-__all__ = ["order_statistics", "quantiles"]
+__all__ = ["order_statistics", "quantiles", "pivots", "store_pivots", "select"]
 
 #: Every k-th value of each sorted partition is a pivot of the exact quantile selection.
 _PIVOT_STEP = 1024
 
+_EMPTY = (np.empty(0), 0)
+
 
 def _pivots(a: np.ndarray, step: int) -> tuple[np.ndarray, int]:
     return a[::step].copy(), int(a.size)
+
+
+def pivots(a: np.ndarray) -> tuple[np.ndarray, int]:
+    """The pivots of one sorted array (every ``_PIVOT_STEP``-th value) and its length."""
+    return _pivots(a, _PIVOT_STEP)
+
+
+def store_pivots(store: dict) -> dict:
+    """:func:`pivots` of every sorted array of a chunk's store (same keys)."""
+    return {key: pivots(a) for key, a in store.items()}
 
 
 def _bracket(a: np.ndarray, bounds: list[tuple[float | None, float | None]]) -> list[tuple[int, tuple]]:
@@ -31,14 +50,13 @@ def _bracket(a: np.ndarray, bounds: list[tuple[float | None, float | None]]) -> 
     return out
 
 
-def order_statistics(parts: list, ranks: list[int]) -> np.ndarray:
-    """The values of 0-based ``ranks`` among the union of sorted arrays ``parts`` (persisted Dask delayed
-    objects), exactly: pivots bound each rank's value, then only the distinct values between the bounds
-    (with their counts) move to the client."""
-    import dask
-    from dask import delayed
+def _bracket_store(store: dict, requests: list[tuple[Any, list]]) -> list[list[tuple[int, tuple]]]:
+    return [_bracket(store.get(key, np.empty(0)), bounds) for key, bounds in requests]
 
-    piv = dask.compute(*[delayed(_pivots)(a, _PIVOT_STEP) for a in parts])
+
+def _bounds(piv: list[tuple[np.ndarray, int]], ranks: list[int]) -> list[tuple[float | None, float | None]]:
+    """For each rank, pivots that bound its value from below and above (None: no bound), from the
+    pivots and lengths of every part."""
     cand = np.unique(np.concatenate([p for p, _ in piv] + [np.empty(0)]))
     lower = np.zeros(cand.size, dtype=np.int64)  # bounds on #values < candidate, summed over parts
     upper = np.zeros(cand.size, dtype=np.int64)
@@ -52,7 +70,11 @@ def order_statistics(parts: list, ranks: list[int]) -> np.ndarray:
         ok_hi = np.flatnonzero(lower > r)
         bounds.append((None if ok_lo.size == 0 else float(cand[ok_lo[-1]]),
                        None if ok_hi.size == 0 else float(cand[ok_hi[0]])))
-    got = dask.compute(*[delayed(_bracket)(a, bounds) for a in parts])
+    return bounds
+
+
+def _values(got: list, ranks: list[int]) -> np.ndarray:
+    """The values of ``ranks`` from every part's brackets (``got[part][k]`` for rank k)."""
     out = np.empty(len(ranks))
     for k, r in enumerate(ranks):
         below = sum(g[k][0] for g in got)
@@ -64,16 +86,28 @@ def order_statistics(parts: list, ranks: list[int]) -> np.ndarray:
     return out
 
 
-def quantiles(parts: list, n: int, probs: list[float]) -> dict[float, float]:
-    """np.quantile (linear) and np.median of the pooled values at ``probs``; 0.5 is the median."""
-    if n == 0:
-        return {p: float("nan") for p in probs}
+def order_statistics(parts: list, ranks: list[int]) -> np.ndarray:
+    """The values of 0-based ``ranks`` among the union of sorted arrays ``parts`` (persisted Dask delayed
+    objects), exactly: pivots bound each rank's value, then only the distinct values between the bounds
+    (with their counts) move to the client."""
+    import dask
+    from dask import delayed
+
+    piv = dask.compute(*[delayed(_pivots)(a, _PIVOT_STEP) for a in parts])
+    bounds = _bounds(list(piv), ranks)
+    got = dask.compute(*[delayed(_bracket)(a, bounds) for a in parts])
+    return _values(list(got), ranks)
+
+
+def _ranks(n: int, probs: list[float]) -> list[int]:
     ranks: set[int] = set()
     for p in probs:
         pos = p * (n - 1)
         ranks.update({int(np.floor(pos)), int(np.ceil(pos))})
-    ordered = sorted(ranks)
-    values = dict(zip(ordered, order_statistics(parts, ordered)))
+    return sorted(ranks)
+
+
+def _interpolate(values: dict[int, float], n: int, probs: list[float]) -> dict[float, float]:
     out = {}
     for p in probs:
         pos = p * (n - 1)
@@ -83,4 +117,40 @@ def quantiles(parts: list, n: int, probs: list[float]) -> dict[float, float]:
         else:
             # the same interpolation np.quantile applies between the two order statistics
             out[p] = float(np.quantile(np.array([a, b]), pos - np.floor(pos)))
+    return out
+
+
+def quantiles(parts: list, n: int, probs: list[float]) -> dict[float, float]:
+    """np.quantile (linear) and np.median of the pooled values at ``probs``; 0.5 is the median."""
+    if n == 0:
+        return {p: float("nan") for p in probs}
+    ordered = _ranks(n, probs)
+    return _interpolate(dict(zip(ordered, order_statistics(parts, ordered))), n, probs)
+
+
+def select(stores: list, chunk_pivots: list[dict], problems: list[tuple[Any, int, list[float]]]) -> list[dict]:
+    """:func:`quantiles` of several value sets in one round.
+
+    ``stores``: per chunk, a (persisted) dict of sorted arrays; ``chunk_pivots``: per chunk, the computed
+    :func:`store_pivots` of that dict; ``problems``: (key, n, probs), the values under ``key`` in every
+    chunk's store (a missing key: no values there), ``n`` of them in all. Returns, per problem,
+    ``{p: value}``, equal to :func:`quantiles` of the same values.
+    """
+    import dask
+    from dask import delayed
+
+    todo = []  # (problem index, ranks, bounds)
+    for i, (key, n, probs) in enumerate(problems):
+        if n == 0:
+            continue
+        ranks = _ranks(n, probs)
+        todo.append((i, ranks, _bounds([piv.get(key, _EMPTY) for piv in chunk_pivots], ranks)))
+    out: list[dict] = [{p: float("nan") for p in probs} for _, _, probs in problems]
+    if not todo:
+        return out
+    requests = [(problems[i][0], bounds) for i, _, bounds in todo]
+    got = dask.compute(*[delayed(_bracket_store)(s, requests) for s in stores])
+    for t, (i, ranks, _) in enumerate(todo):
+        values = _values([g[t] for g in got], ranks)
+        out[i] = _interpolate(dict(zip(ranks, values)), problems[i][1], problems[i][2])
     return out

@@ -1,6 +1,6 @@
 """Step rules of Dask data resolved by reductions (issue 14): no stepped column is gathered for ``sd``.
 
-:func:`fme._dask.effects.fme_dask` needs the numbers behind rules such as ``"sd"`` or ``"-2*sd"``
+:func:`fme._dask.effects.fme` needs the numbers behind rules such as ``"sd"`` or ``"-2*sd"``
 (paper §3.2) before the passes over the data. Before this module, the stepped columns of the
 reference data were gathered into memory for them; the ``sd`` and ``unit`` rules now come from
 merged per-partition moments, and the levels of a text column from its distinct values
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["column_sd_steps", "rule_frame"]
+__all__ = ["column_sd_steps", "rule_frame", "sd_columns", "lazy_moments", "text_levels"]
 
 
 def _finite_moments(part: pd.DataFrame, cols: list[str]) -> Any:
@@ -54,36 +54,56 @@ def _spread_by_order(reference: Any, col: str, rule: str) -> float:
     return float(quantiles(dev, n, [0.5])[0.5])
 
 
-def column_sd_steps(steps: Any, reference: Any, features: list[str]) -> tuple[dict, dict[str, str]]:
+def _rule_groups(steps: Any, meta: pd.DataFrame, features: list[str]) -> dict[str, tuple]:
+    """``{feature: (sign, multiplier, rule)}`` of the numeric features whose step is a rule."""
+    from .._utils.validation import is_categorical
+    from ..steps import RULE_RE
+
+    todo = {}
+    for f in features:
+        v = steps[f]
+        m = RULE_RE.match(v) if isinstance(v, str) else None
+        if m is not None and not is_categorical(meta[f]):
+            todo[f] = m.groups()
+    return todo
+
+
+def sd_columns(steps: Any, reference: Any, features: list[str]) -> list[str]:
+    """The features among ``features`` whose step is an ``sd`` rule (their SD comes from merged moments)."""
+    return [f for f, g in _rule_groups(steps, reference._meta, features).items() if g[2].lower() == "sd"]
+
+
+def lazy_moments(reference: Any, cols: list[str]) -> Any:
+    """The merged :class:`~fme._core.summary.Moments` of the finite values of ``cols``, not yet computed
+    (a verb computes it with its other small reductions in one round trip)."""
+    from dask import delayed
+
+    from .common import _tree_reduce
+
+    return _tree_reduce([delayed(_finite_moments)(p, cols) for p in reference.to_delayed()])
+
+
+def column_sd_steps(steps: Any, reference: Any, features: list[str],
+                    moments: Any = None) -> tuple[dict, dict[str, str]]:
     """``steps`` with their ``sd``/``unit``/``iqr``/``mad`` rules (e.g. ``"-2*sd"``) turned into numbers.
 
     The SD (n - 1) of the finite reference values, as :func:`fme.steps.step_size` computes it, from
     per-partition moments merged exactly (Chan et al.): equal to the in-memory SD to ~1e-15 relative,
     without gathering the column; the IQR and the MAD from exact order statistics
-    (:func:`_spread_by_order`), equal to the in-memory ones. Returns the new steps and
+    (:func:`_spread_by_order`), equal to the in-memory ones. ``moments``: the computed
+    :func:`lazy_moments` of :func:`sd_columns` (computed here when None). Returns the new steps and
     ``{feature: rule text}`` of those resolved; a rule giving no valid step (fewer than 2 values, no
     spread) is left to the usual path and its error.
     """
     import dask
-    from dask import delayed
 
-    from .common import _tree_reduce
-    from .._utils.validation import is_categorical
-    from ..steps import _RULE_RE
-
-    todo = {}
-    for f in features:
-        v = steps[f]
-        m = _RULE_RE.match(v) if isinstance(v, str) else None
-        if m is not None and not is_categorical(reference._meta[f]):
-            todo[f] = m.groups()
+    todo = _rule_groups(steps, reference._meta, features)
     if not todo:
         return steps, {}
     sd_cols = [f for f, g in todo.items() if g[2].lower() == "sd"]
     sd = {}
     if sd_cols:
-        parts = [delayed(_finite_moments)(p, sd_cols) for p in reference.to_delayed()]
-        merged = dask.compute(_tree_reduce(parts))[0]
+        merged = dask.compute(lazy_moments(reference, sd_cols))[0] if moments is None else moments
         sd = dict(zip(sd_cols, merged.sd(ddof=1)))
     out, rules = dict(steps), {}
     for f, (sign, mult, rule) in todo.items():
@@ -97,18 +117,31 @@ def column_sd_steps(steps: Any, reference: Any, features: list[str]) -> tuple[di
     return out, rules
 
 
-def rule_frame(reference: Any, features: list[str]) -> pd.DataFrame:
+def text_levels(reference: Any, features: list[str]) -> dict[str, Any]:
+    """The distinct values of the text (categorical, not pandas-categorical) columns among ``features``,
+    not yet computed: ``{feature: lazy unique values}`` for :func:`rule_frame`."""
+    from .._utils.validation import is_categorical
+
+    # split_out=1: a tree reduction (a handful of levels), not a shuffle
+    return {f: reference[f].dropna().unique(split_out=1) for f in features if is_categorical(reference._meta[f])}
+
+
+def rule_frame(reference: Any, features: list[str], levels: dict | None = None) -> pd.DataFrame:
     """The reference columns ``features`` as step rules read them: the distinct values of a text (non-
     categorical dtype) column, repeated to the frame's length (its level set is what counts); numeric
     columns (a rule :func:`column_sd_steps` could not resolve, for its error message) in full. Other
-    columns of ``reference`` are empty (NaN)."""
+    columns of ``reference`` are empty (NaN). ``levels``: the computed :func:`text_levels` (computed here
+    when None)."""
     import dask
 
     from .._utils.validation import is_categorical
 
     text = [f for f in features if is_categorical(reference._meta[f])]
     numeric = [f for f in features if f not in text]
-    levels = dict(zip(text, dask.compute(*[reference[f].dropna().unique() for f in text])))
+    if levels is None:
+        lazy = text_levels(reference, text)
+        levels = dict(zip(lazy, dask.compute(*lazy.values())))
+    levels = {f: levels[f] for f in text}
     full = reference[numeric].compute() if numeric else None
     length = max([len(full) if full is not None else 0] + [len(v) for v in levels.values()] + [1])
     cols = {}

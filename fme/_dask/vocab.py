@@ -8,7 +8,7 @@ quantity as a function of the groups' means). On Dask data every chunk returns t
 sums), the chunks' sums are tree-reduced, and the estimates follow as in memory
 (:func:`fme._core.averages.estimates_of`): equal to the pandas ones up to rounding. Comparisons need the rows
 :func:`fme.fme` evaluates (its exclusions and extrapolation policy): their sums ride on the kernel's pass
-(:func:`fme._dask.effects.fme_dask`, ``extra=``). The bootstrap refits the model in memory, as everywhere in
+(:func:`fme._dask.effects.fme`, ``extra=``). The bootstrap refits the model in memory, as everywhere in
 fme, and evaluates :data:`~fme._core.averages.REFIT_CHUNK` refits per pass over the chunks.
 :func:`predictions` maps the per-row table over the chunks lazily.
 """
@@ -166,14 +166,14 @@ def comparisons(model: Any, data: Any, steps: Any, options: FMEOptions, quantity
     import dask
     from dask import delayed
 
-    from .effects import fme_dask
+    from .effects import fme
 
     groups = _groups(data, by)
     n_groups = 1 if groups is None else groups.n_groups
     base = "delta" if method == "delta" else "sample"
     hook = partial(_comparison_hook, quantity=quantity, method=base, groups=groups, n_groups=n_groups,
                    spread=method == "sample")
-    res = fme_dask(model, data, steps, options.replace(inference="sample", bootstrap=None), extra=hook)
+    res = fme(model, data, steps, options.replace(inference="sample", bootstrap=None), extra=hook)
     sums = res.summary_data.extra
     counts = sums.moments.n.copy()
     description = res.describe_steps()

@@ -30,8 +30,8 @@ from ..inference._hypotheses import MULTCOMP, contrast_matrix, contrast_table, w
 
 __all__ = ["PartitionResult"]
 
-_LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
-_NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "median_nlm",
+LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
+NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "median_nlm",
                 "share_linear"]
 
 
@@ -141,8 +141,8 @@ class PartitionResult:
                 row["n_grown"] = int(((node_of_row == node) & ~est_rows).sum())
             row["rule"] = self.rule(node)
             rows.append(row)
-        cols = (_LEAF_COLUMNS + (["n_grown"] if self.honest else []) + INFERENCE_COLUMNS
-                + (_NLM_COLUMNS if nlms is not None else []) + ["rule"])
+        cols = (LEAF_COLUMNS + (["n_grown"] if self.honest else []) + INFERENCE_COLUMNS
+                + (NLM_COLUMNS if nlms is not None else []) + ["rule"])
         self.leaves = pd.DataFrame(rows, columns=cols)
         self.leaves.attrs["intervals"] = self.honesty
         root = {"node": 1, **_figures(fmes, nlms, conf_level, lin), **inf.average().table(conf_level).iloc[0].to_dict(),
