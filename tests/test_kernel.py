@@ -183,6 +183,9 @@ def test_batching_moves_blas_rows_by_a_few_ulps(kind, nlm_points):
         assert (np.abs(got["fme"].to_numpy() - whole.results["fme"].to_numpy()) <= delta[0] + delta[1]).all()
         assert (np.abs(got["nlm"].to_numpy() - nlm) <= nlm_tol).all()
         assert got["nlm_status"].tolist() == whole.results["nlm_status"].tolist()
-        if nlm_points is None:  # the adaptive route's error estimate is a difference of two such NLMs
+        if nlm_points is None:
+            # the error estimate adds what hidden jumps could do, from one-sided extrapolations of the path values
+            # that amplify their rounding up to 1000-fold (fme._nlm.budget_routes._MAX_LEBESGUE): the same
+            # estimate to its leading digits, not to the NLM's
             err, err_whole = got["nlm_error"].to_numpy(), whole.results["nlm_error"].to_numpy()
-            assert (np.abs(err - err_whole) <= 2.0 * nlm_tol).all()
+            assert (np.abs(err - err_whole) <= 2.0 * nlm_tol + 1e-9 * err_whole).all()
