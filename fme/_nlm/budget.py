@@ -265,7 +265,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     Q = {"r": qrows, "a": np.zeros(qrows.size), "b": np.ones(qrows.size), "depth": np.zeros(qrows.size, np.int64),
          "va": np.zeros((qrows.size, C)), "vb": F[qrows]}
     Q["K"], Q["G"] = gk_sums(D0[:, qrows], u, wk, wg, Q["a"], Q["b"], c[qrows], F[qrows])
-    Q["P"], Q["cut"] = hidden_jumps(np.concatenate([Q["va"][None], D0[:, qrows], Q["vb"][None]]), Q["a"], Q["b"],
+    Q["P"], Q["cut"], Q["iso"] = hidden_jumps(np.concatenate([Q["va"][None], D0[:, qrows], Q["vb"][None]]), Q["a"], Q["b"],
                                     c[qrows], F[qrows], scale[qrows])
     # ------------------------------------------------ jump route: settled segments and open brackets
     jrows = np.flatnonzero(jumps)
@@ -277,7 +277,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     # dense rows: more than _SPARSE_JUMPS open level-0 brackets, or a probe found a third value inside a
     # bracket; their open brackets may hide further jumps
     dense = np.zeros(n, dtype=bool)
-    dense[jrows] = (~tj).sum(axis=0) > _SPARSE_JUMPS
+    dense[jrows] = _dense(tfull, tj)
     # the quadrature rows' level-0 values: a path with a jump in every level-0 interval ties nowhere there,
     # but its first bisection's 42 nodes show it (then it moves to the jump route with all 65 values)
     Q["full"], Q["pos"] = full[:, qrows], np.full(n, -1)
@@ -306,7 +306,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
             break
         # one stacked prediction for the round: 2 x 21 nodes and the cut per sub-interval, kk points per bracket
         qa_p, qb_p = Q["a"][qpick], Q["b"][qpick]
-        qm = _cut_points(Q, qpick)
+        qm = _cut_points(Q, qpick, max_level)
         halves_a, halves_b = np.r_[qa_p, qm], np.r_[qm, qb_p]
         hrows = np.r_[Q["r"][qpick], Q["r"][qpick]]
         tq = np.r_[(halves_a[None, :] + np.outer(u, halves_b - halves_a)).ravel(), qm]
@@ -340,7 +340,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
                 Bc["sums"] = _open_sums(Bc, c, F, n)
                 for key, v in Bc.items():
                     B[key] = B[key] + v if key == "sums" else np.concatenate([B[key], v])
-                dense[rows_c] = (~tc).sum(axis=0) > _SPARSE_JUMPS
+                dense[rows_c] = _dense(t_all[order], tc)
                 jumps[rows_c] = True
                 route[rows_c] = 1
                 keepq = ~np.isin(Q["r"], rows_c)
@@ -356,22 +356,26 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
 
 
 #: Per sub-interval arrays of the quadrature route.
-_QKEYS = ("r", "a", "b", "depth", "K", "G", "va", "vb", "P", "cut")
+_QKEYS = ("r", "a", "b", "depth", "K", "G", "va", "vb", "P", "cut", "iso")
+
+
+def _at_jump(Q, max_level, pick=slice(None)):
+    """The sub-intervals to cut inside a jump's gap: hidden jumps make at least half of their contribution (their
+    Kronrod-Gauss difference does not see a jump) and the jump is isolated or bisection has reached
+    ``max_level``; while wider than :data:`_MIN_WIDTH`."""
+    jumpy = np.isfinite(Q["cut"][pick]) & (Q["ej"][pick] >= 0.5 * Q["e"][pick])
+    return jumpy & (Q["iso"][pick] | (Q["depth"][pick] >= max_level)) & (Q["b"][pick] - Q["a"][pick] > _MIN_WIDTH)
 
 
 def _cuttable(Q, max_level):
-    """Sub-intervals that may be cut: by bisection up to ``max_level``, inside a jump's gap while wider than
-    :data:`_MIN_WIDTH`."""
-    at_jump = np.isfinite(Q["cut"]) & (Q["ej"] >= 0.5 * Q["e"]) & (Q["b"] - Q["a"] > _MIN_WIDTH)
-    return at_jump | (Q["depth"] < max_level)
+    """Sub-intervals that may be cut: by bisection up to ``max_level``, or inside a jump's gap."""
+    return _at_jump(Q, max_level) | (Q["depth"] < max_level)
 
 
-def _cut_points(Q, pick):
-    """Where to cut the picked sub-intervals: inside the gap of an isolated jump when hidden jumps make at least
-    half of the sub-interval's contribution (its Kronrod-Gauss difference does not see such a jump), else at the
-    midpoint (QUADPACK's bisection)."""
-    at_jump = np.isfinite(Q["cut"][pick]) & (Q["ej"][pick] >= 0.5 * Q["e"][pick])
-    return np.where(at_jump, Q["cut"][pick], 0.5 * (Q["a"][pick] + Q["b"][pick]))
+def _cut_points(Q, pick, max_level):
+    """Where to cut the picked sub-intervals: inside a jump's gap (:func:`_at_jump`), else at the midpoint
+    (QUADPACK's bisection)."""
+    return np.where(_at_jump(Q, max_level, pick), Q["cut"][pick], 0.5 * (Q["a"][pick] + Q["b"][pick]))
 
 
 def _worst_intervals(Q, active, max_level, tol):
@@ -446,6 +450,25 @@ def _pieces(t, vals, rows, c, F, n):
     return settled, B, tied
 
 
+def _dense(t: np.ndarray, tied: np.ndarray) -> np.ndarray:
+    """Rows (columns of ``tied`` (P - 1, m), the ties between neighbours at the points ``t``) whose open brackets
+    may hide further jumps: more than :data:`_SPARSE_JUMPS` of them, or a constant piece between two brackets
+    shorter than the widest bracket (pieces that short fit inside a bracket: a wrapped KNeighborsRegressor
+    had two jumps 0.026 apart in one bracket of 0.065, the path leaving both its ends, 1.1x the one-jump bound)."""
+    w = np.diff(t)
+    opened = ~tied
+    widest = np.where(opened, w[:, None], 0.0).max(axis=0)
+    run = np.zeros(tied.shape[1])
+    after_open = np.zeros(tied.shape[1], dtype=bool)
+    shortest = np.full(tied.shape[1], np.inf)
+    for i in range(tied.shape[0]):  # the P - 1 intervals, element-wise over the rows
+        ends = opened[i] & after_open & (run > 0)
+        shortest[ends] = np.minimum(shortest[ends], run[ends])
+        run = np.where(opened[i], 0.0, run + w[i])
+        after_open |= opened[i]
+    return (opened.sum(axis=0) > _SPARSE_JUMPS) | (shortest < widest)
+
+
 def _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, vm, u, wk, wg, c, F, scale):
     """Replace each picked sub-interval by its left part and append the right parts (21 nodes each; ``vm`` the
     values at the cuts). A bisection deepens both parts by one level; a cut at a jump does not (the part
@@ -454,14 +477,14 @@ def _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, vm, u, wk, wg, c, 
     p = qpick.size
     va = np.concatenate([Q["va"][qpick], vm])
     vb = np.concatenate([vm, Q["vb"][qpick]])
-    hP, hcut = hidden_jumps(np.concatenate([va[None], Vq, vb[None]]), halves_a, halves_b, c[hrows], F[hrows],
-                            scale[hrows])
+    hP, hcut, hiso = hidden_jumps(np.concatenate([va[None], Vq, vb[None]]), halves_a, halves_b, c[hrows],
+                                  F[hrows], scale[hrows])
     bisected = halves_b[:p] == 0.5 * (Q["a"][qpick] + Q["b"][qpick])
     Q["depth"][qpick] += bisected
     new = {"r": hrows[p:], "a": halves_a[p:], "b": halves_b[p:], "depth": Q["depth"][qpick], "K": hK[p:],
-           "G": hG[p:], "va": va[p:], "vb": vb[p:], "P": hP[p:], "cut": hcut[p:]}
+           "G": hG[p:], "va": va[p:], "vb": vb[p:], "P": hP[p:], "cut": hcut[p:], "iso": hiso[p:]}
     for key, v in (("a", halves_a), ("b", halves_b), ("K", hK), ("G", hG), ("va", va), ("vb", vb), ("P", hP),
-                   ("cut", hcut)):
+                   ("cut", hcut), ("iso", hiso)):
         Q[key][qpick] = v[:p]
     for key in _QKEYS:
         Q[key] = np.concatenate([Q[key], new[key]])

@@ -261,9 +261,11 @@ def hidden_jumps(Vf: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, F:
     -------
     P : ndarray (I, 3, C)
     cut : ndarray (I,)
-        The midpoint of the gap whose jump is isolated (its miss, the largest over outputs, is more than
-        :data:`_OUTLIER` times every other gap's), NaN where none is: where to cut a sub-interval whose
-        hidden-jump part dominates its error.
+        The midpoint of the gap with the largest jump (over outputs), NaN where no gap holds one: where to cut
+        a sub-interval whose hidden-jump part dominates its error.
+    isolated : ndarray (I,) of bool
+        That jump's miss is more than :data:`_OUTLIER` times every other gap's (the cut then leaves no jump
+        on the far side; otherwise a bisection separates the jumps first).
     """
     Vf = np.asarray(Vf, dtype=float)
     w = b - a
@@ -313,7 +315,7 @@ def hidden_jumps(Vf: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, F:
     np.put_along_axis(rest, top[None], -np.inf, axis=0)
     isolated = (first > 0) & (first > _OUTLIER * rest.max(axis=0))
     mid = 0.5 * (_POINTS[top] + _POINTS[top + 1])
-    return P, np.where(isolated, a + mid * w, np.nan)
+    return P, np.where(first > 0, a + mid * w, np.nan), isolated
 
 
 def rounding_error(ratio: np.ndarray, T: np.ndarray, c: np.ndarray, D: np.ndarray) -> np.ndarray:
