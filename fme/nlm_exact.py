@@ -18,17 +18,14 @@ segment values are the model's own predictions at the segment midpoints,
 made in stacked batches (rows x segments), so link functions (probabilities
 of boosted classifiers) and pipelines need no special handling.
 
-scikit-learn trees compare float32(v) <= threshold: their breakpoints are the
-float64 boundaries of that set (:func:`float32_boundary`). Caveat: XGBoost
-compares float32(v) < split_condition and its breakpoints here are the raw
-split values, exact up to the float32 rounding of x + t h (relative 6e-8 in t
-near it); its segment values are its own float32 predictions.
+scikit-learn trees compare float32(v) <= threshold and XGBoost float32(v) <
+split_condition: their breakpoints are the float64 boundaries of those sets
+(:func:`float32_boundary`); XGBoost's segment values are its own float32 predictions.
 
 :mod:`fme._nlm.tree_paths` computes the same segments for most tree models by
 traversing their trees instead (only breakpoints a row's path reaches), XGBoost
-regressors and binary classifiers included (at the exact float32 boundaries;
-leaf values summed in float64, so those NLMs differ from this route's by the
-float32 rounding of XGBoost's predictions relative to the path's SD). This
+regressors and binary classifiers included (with XGBoost's own float32 sums and
+link: the same NLMs as this route's to rounding). This
 module's midpoint route serves the others: pipelines, categorical splits
 (HistGradientBoosting, LightGBM, XGBoost), XGBoost's multi-class, multi-output
 and ``dart`` models.

@@ -1,4 +1,4 @@
-"""The batch kernel: mergeable summaries equal the in-memory figures (issue 14)."""
+"""The batch kernel: mergeable summaries equal the in-memory figures; batching and row results."""
 
 from __future__ import annotations
 
@@ -87,21 +87,105 @@ def test_batch_without_evaluable_rows_gives_empty_columns():
     assert s.codes.tolist() == [0, 0, int((X["cat"] == "a").sum()), 0, 0] and s.fme.n[0] == 0
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # any smooth model will do
-@pytest.mark.parametrize("nlm_points", [None, 16])
-def test_batching_does_not_change_any_row(nlm_points):
-    # The NLM stacks are cut into batches of STACK_CELL_BUDGET cells (32 MB): a row's fME and NLM are the
-    # same bits whatever batch it falls in (adaptive Gauss-Kronrod and a fixed rule alike).
-    from sklearn.neural_network import MLPRegressor
+_STEP = {"a": 1.0, "c": -0.5}
 
-    from fme.steps import STACK_CELL_BUDGET
 
+def _batching_frame() -> tuple[pd.DataFrame, pd.Series]:
     rng = np.random.default_rng(3)
     X = pd.DataFrame(rng.normal(size=(3000, 4)), columns=list("abcd"))
-    y = np.sin(X["a"]) * X["b"] + X["c"] ** 2
-    model = MLPRegressor(hidden_layer_sizes=(8,), max_iter=200, random_state=0).fit(X, y)
-    whole = fme.fme(model, X, {"a": 1.0, "c": -0.5}, nlm=True, nlm_points=nlm_points, progress=False).results
-    pieces = fme.fme(model, X, {"a": 1.0, "c": -0.5}, nlm=True, nlm_points=nlm_points, batch_size=257,
-                     progress=False).results
-    pd.testing.assert_frame_equal(whole, pieces, check_exact=True)
+    return X, np.sin(X["a"]) * X["b"] + X["c"] ** 2
+
+
+def _independent_row_model(kind: str):
+    X, y = _batching_frame()
+    if kind == "forest":
+        from sklearn.ensemble import RandomForestRegressor
+
+        return RandomForestRegressor(n_estimators=10, max_depth=6, random_state=0).fit(X, y)
+    return lambda d: np.sin(d["a"].to_numpy()) * d["b"].to_numpy() + d["c"].to_numpy() ** 2
+
+
+@pytest.mark.parametrize("nlm_points", [None, 16])
+@pytest.mark.parametrize("kind", ["forest", "function"])
+def test_batching_does_not_change_any_row(kind, nlm_points):
+    # The NLM stacks are cut into batches of STACK_CELL_BUDGET cells (32 MB). Where the model computes each
+    # row on its own (tree traversals, element-wise functions), a row's fME and NLM are the same bits whatever
+    # batch it falls in: everything fme does per row is element-wise (adaptive Gauss-Kronrod and a fixed rule
+    # alike). Models that go through BLAS have no such promise (next test).
+    from fme.steps import STACK_CELL_BUDGET
+
+    X, _ = _batching_frame()
+    model = _independent_row_model(kind)
+    whole = fme.fme(model, X, _STEP, nlm=True, nlm_points=nlm_points, progress=False).results
+    for batch_size in (7, 257):
+        pieces = fme.fme(model, X, _STEP, nlm=True, nlm_points=nlm_points, batch_size=batch_size,
+                         progress=False).results
+        pd.testing.assert_frame_equal(whole, pieces, check_exact=True)
     assert STACK_CELL_BUDGET * 8 <= 32 * 2**20  # below glibc's largest mmap threshold (see fme.steps)
+
+
+#: BLAS gives a row's sums the same value to a few ulps of the sum of their terms' magnitudes, not the same
+#: bits, at another place in a matrix: its kernels block rows and split sums by position (OpenBLAS's Haswell
+#: kernels even on one thread; a 7-row batch takes other kernels than a 3000-row one on any CPU).
+_BLAS_ULPS = 4
+
+
+def _blas_model(kind: str):
+    X, y = _batching_frame()
+    if kind == "mlp":
+        from sklearn.neural_network import MLPRegressor
+
+        return MLPRegressor(hidden_layer_sizes=(8,), max_iter=200, random_state=0).fit(X, y)
+    from sklearn.linear_model import LinearRegression
+
+    return LinearRegression().fit(X, y)
+
+
+def _rounding_scale(model, frame: pd.DataFrame) -> np.ndarray:
+    """The magnitude a row's prediction is rounded against: sum of |terms| of each product, propagated."""
+    x = np.abs(frame.to_numpy())
+    if hasattr(model, "coefs_"):  # a ReLU MLP: the hidden layer's rounding passes through |W1|
+        hidden = np.maximum(frame.to_numpy() @ model.coefs_[0] + model.intercepts_[0], 0.0)
+        hidden_scale = x @ np.abs(model.coefs_[0]) + np.abs(model.intercepts_[0])
+        return ((np.abs(hidden) + hidden_scale) @ np.abs(model.coefs_[1]) + np.abs(model.intercepts_[1]))[:, 0]
+    return x @ np.abs(model.coef_) + abs(model.intercept_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # any smooth model will do
+@pytest.mark.filterwarnings("ignore::fme.exceptions.FixedModelWarning")
+@pytest.mark.parametrize("nlm_points", [None, 16])
+@pytest.mark.parametrize("kind", ["mlp", "linear"])
+def test_batching_moves_blas_rows_by_a_few_ulps(kind, nlm_points):
+    # fme adds nothing to BLAS's freedom: per row it is element-wise. So a row's fME moves by at most the
+    # rounding of f(x) and f(x + h), and its NLM by the propagation of a rounding delta of the path's values:
+    # 1 - A/B moves by at most 4 delta / SD (sqrt(1 - NLM) + 1 - NLM), SD = sqrt(B) (16 Gauss nodes here).
+    from fme.nlm import nlm_from_path, quadrature_rule
+
+    X, _ = _batching_frame()
+    model = _blas_model(kind)
+    whole = fme.fme(model, X, _STEP, nlm=True, nlm_points=nlm_points, progress=False)
+    eps = np.finfo(float).eps
+    rule = quadrature_rule("gauss-legendre", 16)
+    frames = [X.assign(a=X["a"] + t * _STEP["a"], c=X["c"] + t * _STEP["c"]) for t in (0.0, 1.0, *rule.nodes)]
+    delta = _BLAS_ULPS * eps * np.stack([_rounding_scale(model, f) for f in frames])
+    path = np.stack([model.predict(f) for f in frames[2:]])
+    f0, f1 = whole.predictions["f_x"].to_numpy(), whole.predictions["f_x_step"].to_numpy()
+    _, sd = nlm_from_path(f0, f1, path, rule, return_sd=True)
+    nlm = whole.results["nlm"].to_numpy()
+    gap = np.sqrt(np.clip(1.0 - nlm, 0.0, None))
+    nlm_tol = 4.0 * delta.max(axis=0) / sd * (gap + gap**2) + _BLAS_ULPS * np.spacing(np.abs(nlm))
+    assert np.isfinite(nlm).all() and (nlm_tol < 1e-9).all()  # the bound is informative on these paths
+    for batch_size in (7, 257):
+        pieces = fme.fme(model, X, _STEP, nlm=True, nlm_points=nlm_points, batch_size=batch_size, progress=False)
+        for col, d in (("f_x", delta[0]), ("f_x_step", delta[1])):
+            assert (np.abs(pieces.predictions[col].to_numpy() - whole.predictions[col].to_numpy()) <= d).all(), col
+        got = pieces.results
+        assert (np.abs(got["fme"].to_numpy() - whole.results["fme"].to_numpy()) <= delta[0] + delta[1]).all()
+        assert (np.abs(got["nlm"].to_numpy() - nlm) <= nlm_tol).all()
+        assert got["nlm_status"].tolist() == whole.results["nlm_status"].tolist()
+        if nlm_points is None:
+            # the error estimate adds what hidden jumps could do, from one-sided extrapolations of the path values
+            # that amplify their rounding up to 1000-fold (fme._nlm.budget_routes._MAX_LEBESGUE): the same
+            # estimate to its leading digits, not to the NLM's
+            err, err_whole = got["nlm_error"].to_numpy(), whole.results["nlm_error"].to_numpy()
+            assert (np.abs(err - err_whole) <= 2.0 * nlm_tol + 1e-9 * err_whole).all()

@@ -255,3 +255,63 @@ def test_fme_is_predicted_apart_from_the_nodes_and_never_depends_on_them(grid):
     np.testing.assert_array_equal(res.predictions["f_x"].to_numpy(), f(grid))
     plain = fme.fme(f, grid, {"x1": 0.7, "x3": -0.2}).results["fme"].to_numpy()
     np.testing.assert_array_equal(res.results["fme"].to_numpy(), plain)
+
+
+def _jump_function(d):
+    """A smooth path plus a jump of 3 where x3 crosses 0.5 (a plain function: the quadrature route)."""
+    x1, x2, x3, x4 = (d[c].to_numpy() for c in ("x1", "x2", "x3", "x4"))
+    return 2.0 * x1 + np.sin(x2) + 3.0 * (x3 > 0.5) + x1 * x4
+
+
+_JUMP_STEP = {"x1": 1.0, "x2": 1.0, "x3": 0.3}
+
+
+def _jump_reference(X):
+    """The NLM of _jump_function along each path, independently: 40-node Gauss-Legendre on the smooth pieces
+    either side of the jump at t* = (0.5 - x3) / 0.3 (exact to rounding for sin and polynomials of degree 79)."""
+    from scipy.special import roots_legendre
+
+    z, w = roots_legendre(40)
+    out = []
+    for x1, x2, x3, x4 in X[["x1", "x2", "x3", "x4"]].to_numpy():
+        def g(t):
+            return 2.0 * (x1 + t) + np.sin(x2 + t) + 3.0 * (x3 + 0.3 * t > 0.5) + (x1 + t) * x4
+
+        ts = (0.5 - x3) / 0.3
+        edges = [0.0, ts, 1.0] if 0.0 < ts < 1.0 else [0.0, 1.0]
+        t = np.concatenate([a + (z + 1.0) / 2.0 * (b - a) for a, b in zip(edges[:-1], edges[1:])])
+        wt = np.concatenate([w / 2.0 * (b - a) for a, b in zip(edges[:-1], edges[1:])])
+        v = g(t) - g(0.0)
+        F = g(1.0) - g(0.0)
+        fbar = np.sum(wt * v)
+        out.append(1.0 - np.sum(wt * (v - t * F) ** 2) / np.sum(wt * (v - fbar) ** 2))
+    return np.array(out)
+
+
+def test_a_jump_inside_a_quadrature_sub_interval_is_bounded_and_located():
+    """A smooth path with a jump: the jump at a sub-interval's centre (t* near 1/4, 3/8, 1/2, 3/4 after
+    bisections), where the Kronrod and Gauss values agree, and between the last node and t = 1 or t = 0, where no
+    node sees it, once got nlm_status 'ok' with nlm_error ~1e-16 and true errors up to 13; and more budget did not
+    help (bisection stops at nlm_max_level with the jump inside). Now the error bounds the true error on every
+    row, 'ok' rows are within nlm_tol, and more budget locates the jump: the worst error falls."""
+    rng = np.random.default_rng(11)
+    crossings = np.array([0.25 + 1e-4, 0.375 - 3e-4, 0.5 + 2e-4, 0.75 - 1e-4, 0.28125 + 1e-5, 0.09375 - 1e-5,
+                          0.9995, 0.99987, 0.0008, 0.3, 0.61])
+    t_star = np.r_[crossings, -0.5, 1.7]  # and two paths that do not cross
+    X = pd.DataFrame({"x1": rng.normal(size=t_star.size), "x2": rng.normal(size=t_star.size),
+                      "x3": 0.5 - 0.3 * t_star, "x4": rng.normal(size=t_star.size)})
+    ref = _jump_reference(X)
+    worst = {}
+    for budget in (34, 100, 300):
+        res = fme.fme(_jump_function, X, _JUMP_STEP, nlm=True, nlm_budget=budget, inference="sample")
+        r = res.results
+        assert (r["nlm_route"] == "quadrature").all()
+        diff = np.abs(r["nlm"].to_numpy() - ref)
+        err = r["nlm_error"].to_numpy()
+        assert np.all(diff <= err), (budget, diff / err)
+        ok = (r["nlm_status"] == "ok").to_numpy()
+        assert np.all(diff[ok] <= res.nlm_tol)
+        assert np.all(ok[-2:])  # the smooth paths need no refinement
+        worst[budget] = diff.max()
+    assert worst[300] < worst[100] / 100 < worst[34] / 1000
+    assert worst[300] <= 1e-6

@@ -77,49 +77,45 @@ def _xgb_thresholds(booster, name):
     return _float32_crossing(out[np.isfinite(out)], strict=True).tolist()
 
 
-def xgb_dense_predict(model, target_index=1):
-    """Predictions of an XGBoost model in float64 along the segment midpoints (the traversal's arithmetic).
+def own_path_reference(predict, data: pd.DataFrame, steps: dict, grid: int = 4096, iters: int = 56) -> np.ndarray:
+    """The NLM of the model's own predictions along each path, for models piecewise constant along it: ``predict``
+    on a grid of ``grid + 1`` points of [0, 1], every change between neighbours located by bisection on
+    ``predict`` (to 2^-56; a bracket whose midpoint equals neither end holds several changes and is split),
+    then the integrals of the piecewise-constant prediction in closed form. Independent of the trees: only the
+    model's ``predict``, vectorised over rows (one call per bisection step)."""
+    n = len(data)
+    base = data.to_numpy(dtype=float)
+    h = np.array([steps.get(c, 0.0) for c in data.columns])
 
-    XGBoost's own routing (``pred_leaf``: its float32 comparisons and default directions), the leaf
-    values of the text dump (9 significant digits: the float32 values) summed in float64 on the base
-    margin, then the objective's link. XGBoost itself sums in float32 (see
-    test_xgboost_forest_reproduces_predict).
-    """
-    import xgboost as xgb
+    def at(rows, t):
+        return np.asarray(predict(pd.DataFrame(base[rows] + t[:, None] * h, columns=data.columns)), dtype=float)
 
-    booster = model.get_booster() if hasattr(model, "get_booster") else model
-    leaf_values = []
-    for tree in booster.get_dump(dump_format="json"):
-        vals, stack = {}, [json.loads(tree)]
-        while stack:
-            node = stack.pop()
-            if "leaf" in node:
-                vals[node["nodeid"]] = float(np.float32(node["leaf"]))
-            else:
-                stack.extend(node["children"])
-        leaf_values.append(vals)
-    learner = json.loads(booster.save_config())["learner"]
-    base = np.float32(str(learner["learner_model_param"]["base_score"]).strip("[]"))
-    logistic = learner["objective"]["name"] in ("binary:logistic", "reg:logistic")
-    log_link = learner["objective"]["name"] in ("count:poisson", "reg:gamma", "reg:tweedie")
-    if logistic:  # ProbToMargin: -logf(1.0f / base_score - 1.0f), float32 arithmetic
-        base = np.float32(-math.log(float(np.float32(1.0) / base - np.float32(1.0))))
-    if log_link:  # ProbToMargin: logf(base_score)
-        base = np.float32(math.log(float(base)))
-
-    def predict(frame):
-        leaves = booster.predict(xgb.DMatrix(frame), pred_leaf=True).reshape(len(frame), -1)
-        raw = np.full(len(frame), float(base))
-        for i in range(len(frame)):
-            raw[i] += sum(leaf_values[t][int(node)] for t, node in enumerate(leaves[i]))
-        if log_link:
-            return np.exp(raw)
-        if not logistic:
-            return raw
-        p = 1.0 / (1.0 + np.exp(-raw))
-        return p if target_index == 1 or not hasattr(model, "classes_") else 1.0 - p
-
-    return predict
+    ts = np.linspace(0.0, 1.0, grid + 1)
+    V = at(np.repeat(np.arange(n), ts.size), np.tile(ts, n)).reshape(n, ts.size)
+    r, j = np.nonzero(V[:, 1:] != V[:, :-1])
+    lo, hi, vl, vh = ts[j], ts[j + 1], V[r, j], V[r, j + 1]
+    for _ in range(iters):
+        m = 0.5 * (lo + hi)
+        vm = at(r, m)
+        left, right = vm == vl, vm == vh
+        both = ~left & ~right
+        lo, hi = np.r_[np.where(left, m, lo), m[both]], np.r_[np.where(left, hi, m), hi[both]]
+        vl, vh = np.r_[np.where(left, vm, vl), vm[both]], np.r_[np.where(left, vh, vm), vh[both]]
+        r = np.r_[r, r[both]]
+    out = np.full(n, np.nan)
+    for i in range(n):  # the closed forms, row by row
+        sel = np.flatnonzero(r == i)
+        order = sel[np.argsort(lo[sel])]
+        edges = np.r_[0.0, 0.5 * (lo[order] + hi[order]), 1.0]
+        vals = np.r_[V[i, 0], vh[order]] - V[i, 0]
+        F = V[i, -1] - V[i, 0]
+        a, b = edges[:-1], edges[1:]
+        mean = np.sum((b - a) * vals)
+        num = (np.sum(((vals - a * F) ** 3 - (vals - b * F) ** 3) / (3 * F)) if F != 0
+               else np.sum((b - a) * vals ** 2))
+        den = np.sum((b - a) * (vals - mean) ** 2)
+        out[i] = 1.0 - num / den if den > 0 else np.nan
+    return out
 
 
 def reference_thresholds(model, feature):
@@ -148,8 +144,7 @@ def reference_thresholds(model, feature):
 
 
 def reference_nlm(model, predict, row: pd.Series, steps: dict, mids_predict=None) -> float:
-    """The exact NLM of one row; ``mids_predict``: the segment values' predictor if not ``predict``
-    (XGBoost: float64 sums of its leaves, :func:`xgb_dense_predict`)."""
+    """The exact NLM of one row; ``mids_predict``: the segment values' predictor if not ``predict``."""
     f0 = float(predict(row.to_frame().T.astype(float))[0])
     moved = row.copy()
     for f, h in steps.items():
@@ -267,8 +262,7 @@ def test_exact_equals_segment_reference(df, data, kind, steps, monkeypatch):
     assert res.nlm_method == "exact"
     pred = fme.predictors.make_predictor(model, target)
     got = res.results["nlm"].to_numpy()
-    mids = xgb_dense_predict(model) if kind.startswith("xgb") else None
-    ref = np.array([reference_nlm(model, pred, row, steps, mids) for _, row in data.iterrows()])
+    ref = np.array([reference_nlm(model, pred, row, steps) for _, row in data.iterrows()])
     defined = np.isfinite(ref)
     assert defined.sum() >= 10
     np.testing.assert_array_equal(np.isfinite(got), defined)
@@ -558,17 +552,18 @@ def _xgb_raw_conditions(model, feature):
 
 @pytest.mark.parametrize("kind", ["xgb_reg", "xgb_clf", "xgb_booster", "xgb_poisson", "xgb_early_stopping"])
 def test_xgboost_forest_reproduces_predict(xgb_case, kind):
-    """The trees read from XGBoost's JSON model predict as XGBoost does: summing the leaves in float32 in
-    tree order (as its predict does) gives its margins bit for bit; the float64 sum of the traversal is
-    within float32 rounding of ``predict``."""
+    """The trees read from XGBoost's JSON model predict as XGBoost does, bit for bit: a dense walk summing the
+    leaves in float32 in tree order gives its margins, and the traversal's segments (compiled and NumPy route,
+    a path of length zero: one segment per row) carry its predictions."""
     import xgboost as xgb
 
-    from fme._nlm.tree_paths import _jumps
+    from fme._nlm import tree_kernel
+    from fme._nlm.tree_paths import _sums32
 
     models, data = xgb_case
     model = models[kind]
     forest = read_forest(model)
-    assert forest is not None and forest.float32 and forest.strict
+    assert forest is not None and forest.float32 and forest.strict and forest.sum32
     Xa = data.to_numpy(dtype=float)
     xc = Xa.astype(np.float32)
     margin = np.full(len(Xa), np.float32(forest.baseline[0]), dtype=np.float32)
@@ -586,16 +581,21 @@ def test_xgboost_forest_reproduces_predict(xgb_case, kind):
         want_margin = model.predict(data, output_margin=True)
         want = model.predict_proba(data)[:, 1] if kind == "xgb_clf" else model.predict(data)
     np.testing.assert_array_equal(margin, want_margin)
-    start, _, _, _ = _jumps(forest, Xa, np.zeros_like(Xa), np.zeros(Xa.shape[1], dtype=bool))
-    got = np.asarray(forest.link(start + forest.baseline))[:, forest.output]
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
+    zero = np.zeros_like(Xa)
+    srow, a, b, raw, _ = tree_kernel.forest_segments(forest, Xa, zero, np.zeros(Xa.shape[1], dtype=bool))
+    np.testing.assert_array_equal(raw[:, 0], want_margin)
+    np.testing.assert_array_equal(_sums32(forest, Xa, zero, srow, a, b, np.zeros(Xa.shape[1], dtype=bool)), raw)
+    np.testing.assert_array_equal(np.asarray(forest.link(raw))[:, forest.output], want)
+    if kind == "xgb_clf":  # the first predict_proba column too
+        np.testing.assert_array_equal(np.asarray(forest.link(raw))[:, 0], model.predict_proba(data)[:, 0])
 
 
 @pytest.mark.parametrize("kind", ["xgb_reg", "xgb_clf", "xgb_booster", "xgb_poisson"])
-def test_xgboost_traversal_equals_dense_reference(xgb_case, kind, monkeypatch):
+def test_xgboost_traversal_equals_its_own_predictions(xgb_case, kind, monkeypatch):
     """NaN (default directions; a NaN stepped value stays missing) and rows on split conditions and on
-    their float32 boundaries: the traversal equals the independent dense reference to 1e-9, and the
-    midpoint route (XGBoost's float32 predictions) to float32 rounding."""
+    their float32 boundaries: the traversal's NLM is that of XGBoost's own predictions along the path
+    (:func:`own_path_reference`, ``predict`` alone) to 1e-9, and so is the midpoint route's. The traversal once
+    summed the leaves in float64 with a float64 link, 1e-4 relative from the NLM of ``predict``."""
     import fme.nlm_exact as ne
 
     models, data = xgb_case
@@ -607,16 +607,27 @@ def test_xgboost_traversal_equals_dense_reference(xgb_case, kind, monkeypatch):
     assert data["x1"].isna().sum() >= 3  # fme leaves out rows whose stepped feature is missing
     data = data.loc[res.results.index]
     pred = fme.predictors.make_predictor(model)
-    ref = np.array([reference_nlm(model, pred, row, steps, xgb_dense_predict(model)) for _, row in data.iterrows()])
+    ref = own_path_reference(pred, data, steps)
     defined = np.isfinite(ref)
     assert defined.sum() >= 30 and data["x3"].isna().sum() >= 10
     np.testing.assert_array_equal(np.isfinite(got), defined)
     np.testing.assert_allclose(got[defined], ref[defined], rtol=1e-9, atol=1e-12)
-    # the midpoint route on XGBoost's own predictions, summed in float32 (one rounding per tree): the NLMs
-    # differ by float32 rounding of f relative to the path's SD (measured: at most 2.6 such units)
+    # the midpoint route: XGBoost's predictions at the midpoints of the segments between all split thresholds
     shifts = {f: np.full(len(data), h) for f, h in steps.items()}
     f0, f1 = res.predictions["f_x"].to_numpy(), res.predictions["f_x_step"].to_numpy()
-    mid, path_sd, _ = ne.exact_nlm(pred, data, shifts, ne.tree_thresholds(model, list(steps), FEATURES), f0, f1)
-    ok = np.isfinite(got)
-    unit = np.finfo(np.float32).eps * (1 + np.abs(got[ok])) * np.maximum(np.abs(f0), np.abs(f1))[ok] / path_sd[ok]
-    assert np.all(np.abs(got[ok] - mid[ok]) <= read_forest(model).n_trees * unit)
+    mid, _, _ = ne.exact_nlm(pred, data, shifts, ne.tree_thresholds(model, list(steps), FEATURES), f0, f1)
+    np.testing.assert_allclose(got[defined], mid[defined], rtol=1e-9, atol=1e-12)
+
+
+def test_xgboost_numpy_route_carries_the_same_float32_sums(xgb_case, monkeypatch):
+    """The NumPy traversal (the kernel's reference) gives a sum32 forest the same NLMs as the kernel, bit for bit:
+    both carry XGBoost's float32 sums, one incrementally, one by walking every tree at the segment midpoints."""
+    from fme._nlm import tree_kernel
+
+    models, data = xgb_case
+    model = models["xgb_clf"]
+    steps = {"x1": 1.3, "x2": -0.7}
+    compiled = fme.fme(model, data, steps, nlm=True, nlm_method="exact").results["nlm"].to_numpy()
+    monkeypatch.setattr(tree_kernel, "available", lambda: False)
+    numpy_route = fme.fme(model, data, steps, nlm=True, nlm_method="exact").results["nlm"].to_numpy()
+    np.testing.assert_array_equal(numpy_route, compiled)

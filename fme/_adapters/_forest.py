@@ -42,7 +42,9 @@ class Forest:
     model's own casting); ``zero_missing`` marks nodes (LightGBM's missing
     type Zero) that send |v| <= 1e-35 the missing way. ``value[node]`` (leaves) is the node's additive
     contribution to the raw scores; ``link`` maps raw scores (m, K) to the
-    model's predictions (m, C); ``output`` picks the predictor's column(s).
+    model's predictions (m, C); ``output`` picks the predictor's column(s). ``sum32``: the model sums its
+    leaves in float32, tree by tree from float32(``baseline``) (XGBoost, one output): a segment's raw score
+    is then that sum, the model's own number, instead of the float64 sum of the leaves.
     """
 
     feature: np.ndarray
@@ -62,6 +64,7 @@ class Forest:
     name: str = ""
     n_features: int = 0
     zero_missing: np.ndarray | None = None
+    sum32: bool = False
 
     @property
     def n_trees(self) -> int:

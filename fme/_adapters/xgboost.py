@@ -7,8 +7,9 @@
 * exact NLM (paper §5.4): the trees from the JSON model (``save_raw("json")``) for the traversal of
   :mod:`fme._nlm.tree_paths` (:func:`read_xgboost_forest`: ``gbtree`` with numerical splits and one output,
   i.e. regressors and binary classifiers, the objectives of ``_OBJECTIVES``); split thresholds from the
-  same JSON model for the midpoint route of :mod:`fme.nlm_exact`, which serves the rest
-  (categorical splits, multi-class, multi-output, ``dart``; ``gblinear`` has no exact NLM);
+  same JSON model, as the float64 boundaries where ``float32(x) < s`` changes, for the midpoint route of
+  :mod:`fme.nlm_exact`, which serves the rest (categorical splits, multi-class, multi-output, ``dart``;
+  ``gblinear`` has no exact NLM). Both give the NLM of XGBoost's own predictions along the path;
 * training levels: the categories the Booster stores (``get_categories``, XGBoost >= 3.1).
 
 ``xgboost`` is imported only when a Booster predicts (it is an optional dependency).
@@ -94,9 +95,11 @@ def read_xgboost_forest(model: Any, target_class: Any = None) -> Forest | None:
     (:func:`~fme._adapters._forest.float32_boundary`). The raw score starts at ``base_score`` turned into
     a margin by the objective (:func:`_base_margin`) and the objective's link gives the predictions;
     a wrapper fitted with early stopping predicts with the trees up to ``best_iteration`` and so does the
-    forest. Leaf values are summed in float64 where XGBoost sums float32: the reconstructed predictions
-    agree with ``predict`` to float32 rounding (about 1e-7 relative), and the NLM is that of the trees'
-    real-valued sum.
+    forest. The forest is ``sum32``: a segment's margin is the float32 sum of its leaves in tree order from the
+    float32 base margin, as XGBoost's ``predict`` sums them, and its prediction XGBoost's own link of that
+    margin (:func:`_own_link`): the NLM is that of the model's own predictions along the path (a float64 sum of
+    the leaves with a float64 link differs from ``predict`` by float32 rounding, which moved NLMs by up to
+    1e-4 relative).
 
     None (the midpoint route of :mod:`fme.nlm_exact` then applies) for: ``dart`` and ``gblinear``
     boosters, multi-class and multi-output models, categorical splits, vector leaves, a ``missing``
@@ -148,15 +151,7 @@ def read_xgboost_forest(model: Any, target_class: Any = None) -> Forest | None:
         return None
     link_name, base_how = _OBJECTIVES[name]
     proba = hasattr(model, "classes_") and hasattr(model, "get_booster")  # predict_proba: [1 - p, p]
-
-    def link(raw):
-        if link_name == "identity":
-            return raw
-        if link_name == "exp":
-            return np.exp(raw)
-        with np.errstate(over="ignore"):
-            p = 1.0 / (1.0 + np.exp(-raw[:, 0]))
-        return np.column_stack([1.0 - p, p]) if proba else p[:, None]
+    link = _own_link(booster, link_name, proba)
 
     st = stack_trees(trees, 1)
     thr = st["threshold"]
@@ -167,7 +162,34 @@ def read_xgboost_forest(model: Any, target_class: Any = None) -> Forest | None:
     return Forest(feature=st["feature"], threshold=thr, boundary=boundary, left=st["left"], right=st["right"],
                   missing_left=st["missing_left"], is_leaf=st["is_leaf"], value=st["value"], roots=st["roots"],
                   baseline=np.array([_base_margin(base[0], base_how)]), link=link, float32=True, strict=True,
-                  output=out, name=type(model).__name__, n_features=int(booster.num_features()))
+                  output=out, name=type(model).__name__, n_features=int(booster.num_features()), sum32=True)
+
+
+def _own_link(booster, link_name: str, proba: bool):
+    """The objective's ``PredTransform`` of float32 margins (m, 1) as XGBoost computes it, bit for bit: XGBoost
+    itself, on a matrix without values whose base margins are the margins, with no trees
+    (``iteration_range=(1, 1)``, an empty range). Its float32 ``expf`` is not always the correctly rounded
+    exponential (2 of 8347 sigmoids of a classifier's segments were one float32 ulp apart), so no NumPy
+    formula reproduces it everywhere. A wrapper's ``predict_proba`` adds ``1 - p`` in float32."""
+    import threading
+
+    lock = threading.Lock()  # the traversal's threads share the Booster
+
+    def link(raw: np.ndarray) -> np.ndarray:
+        m = np.asarray(raw, dtype=np.float64)[:, 0].astype(np.float32)
+        if link_name == "identity":
+            return m.astype(np.float64)[:, None]
+        import xgboost as xgb
+        from scipy import sparse
+
+        with lock:
+            dm = xgb.DMatrix(sparse.csr_matrix((m.size, booster.num_features()), dtype=np.float32), base_margin=m,
+                             feature_names=booster.feature_names, feature_types=booster.feature_types)
+            p = np.asarray(booster.predict(dm, iteration_range=(1, 1)), dtype=np.float32).reshape(-1)
+        out = np.column_stack([np.float32(1.0) - p, p]) if proba else p[:, None]
+        return out.astype(np.float64)
+
+    return link
 
 
 def _nan_missing(missing: Any) -> bool:
@@ -222,6 +244,10 @@ class XGBoostAdapter(BoosterAdapter):
         if getattr(self.model, "booster", None) == "gblinear":
             raise Unsupported("XGBoost gblinear")
         feats, thr = _xgboost_splits(booster)
+        # XGBoost goes left iff float32(x) < s: the path crosses at the float64 boundary of that set, not at s
+        num = np.isfinite(thr)
+        thr = thr.copy()
+        thr[num] = float32_boundary(np.nextafter(thr[num].astype(np.float32), np.float32(-np.inf)))
         per = per_feature(feats, thr, list(columns), booster.feature_names)
         return {f: per.get(f, np.empty(0)) for f in features}
 

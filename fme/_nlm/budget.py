@@ -76,7 +76,7 @@ from .._utils.progress import progress_bar
 from ..nlm import gauss_kronrod_rules
 from ..steps import STACK_CELL_BUDGET, Step, _all_float, _numeric_shift, stack_path
 from .bracket_kernel import bracket_rowsums, gk_sums, row_argmax, segment_rowsums, split_brackets
-from .budget_routes import jump_state, quad_state
+from .budget_routes import hidden_jumps, jump_state, quad_state
 
 __all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm"]
 
@@ -86,7 +86,8 @@ DEFAULT_BUDGET = 34.0
 BASE_COST = 23
 #: Values of ``nlm_route``.
 ROUTES = ("quadrature", "jumps")
-_QUAD_COST = 42
+#: Cutting a sub-interval: 21 nodes on each part and the value at the cut (every sub-interval knows its ends).
+_QUAD_COST = 43
 #: Refinement rounds (each one stacked prediction; a model's predict call can cost far more than its rows).
 _MAX_ROUNDS = 12
 #: Rounds when the budget cannot even give every open bracket one probe at the start (wrapped boosting): each
@@ -261,8 +262,11 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     route = jumps.astype(np.int8)
     # ------------------------------------------------ quadrature route: one interval per row
     qrows = np.flatnonzero(~jumps)
-    Q = {"r": qrows, "a": np.zeros(qrows.size), "b": np.ones(qrows.size), "depth": np.zeros(qrows.size, np.int64)}
+    Q = {"r": qrows, "a": np.zeros(qrows.size), "b": np.ones(qrows.size), "depth": np.zeros(qrows.size, np.int64),
+         "va": np.zeros((qrows.size, C)), "vb": F[qrows]}
     Q["K"], Q["G"] = gk_sums(D0[:, qrows], u, wk, wg, Q["a"], Q["b"], c[qrows], F[qrows])
+    Q["P"], Q["cut"], Q["iso"] = hidden_jumps(np.concatenate([Q["va"][None], D0[:, qrows], Q["vb"][None]]), Q["a"], Q["b"],
+                                    c[qrows], F[qrows], scale[qrows])
     # ------------------------------------------------ jump route: settled segments and open brackets
     jrows = np.flatnonzero(jumps)
     tfull = np.r_[0.0, u, 1.0]
@@ -273,7 +277,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     # dense rows: more than _SPARSE_JUMPS open level-0 brackets, or a probe found a third value inside a
     # bracket; their open brackets may hide further jumps
     dense = np.zeros(n, dtype=bool)
-    dense[jrows] = (~tj).sum(axis=0) > _SPARSE_JUMPS
+    dense[jrows] = _dense(tfull, tj)
     # the quadrature rows' level-0 values: a path with a jump in every level-0 interval ties nowhere there,
     # but its first bisection's 42 nodes show it (then it moves to the jump route with all 65 values)
     Q["full"], Q["pos"] = full[:, qrows], np.full(n, -1)
@@ -287,26 +291,26 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
             break
         nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense)
         active = np.any(err > tol, axis=1)
-        qcand = _worst_intervals(Q, active, max_level)
+        qworst, qcand = _worst_intervals(Q, active, max_level, tol)
         bcand = np.flatnonzero(active[B["r"]] & (B["b"] - B["a"] > _MIN_WIDTH))
         cost_all = _QUAD_COST * qcand.size + bcand.size
         if cost_all == 0:
             break
-        if rnd == 0 and cost_all > left:
+        if rnd == 0 and _QUAD_COST * qworst.size + bcand.size > left:
             # the budget cannot give every open bracket one probe: the rows will mostly stay above nlm_tol,
             # and further rounds would only bisect the few worst brackets again; fewer, larger rounds
             rounds = _BINDING_ROUNDS
         qpick, bpick, kk = _allocate(left / (rounds - rnd), left, rounds - rnd, qcand, bcand, qe, be, B["r"], n, tol,
-                                     Q["depth"])
+                                     (Q["a"][qcand] == 0.0) & (Q["b"][qcand] == 1.0))
         if qpick.size + bpick.size == 0:
             break
-        # one stacked prediction for the round: 2 x 21 nodes per sub-interval, kk points per bracket
+        # one stacked prediction for the round: 2 x 21 nodes and the cut per sub-interval, kk points per bracket
         qa_p, qb_p = Q["a"][qpick], Q["b"][qpick]
-        qm = 0.5 * (qa_p + qb_p)
+        qm = _cut_points(Q, qpick, max_level)
         halves_a, halves_b = np.r_[qa_p, qm], np.r_[qm, qb_p]
         hrows = np.r_[Q["r"][qpick], Q["r"][qpick]]
-        tq = (halves_a[None, :] + np.outer(u, halves_b - halves_a)).ravel()
-        rq = np.tile(hrows, k)
+        tq = np.r_[(halves_a[None, :] + np.outer(u, halves_b - halves_a)).ravel(), qm]
+        rq = np.r_[np.tile(hrows, k), Q["r"][qpick]]
         grp = np.repeat(np.arange(bpick.size), kk)  # probe j = 1..k of bracket i at a + j (b - a) / (k + 1)
         j = np.arange(grp.size) - (np.cumsum(kk) - kk)[grp] + 1
         a_p, b_p = B["a"][bpick], B["b"][bpick]
@@ -318,27 +322,29 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
         left -= rows_all.size
         np.maximum.at(scale, rows_all, np.abs(vals) + np.abs(f0[rows_all]))  # the path's level seen so far
         if qpick.size:
-            Vq = vals[:rq.size].reshape(k, hrows.size, C)
-            whole = (qa_p == 0.0) & (qb_p == 1.0)  # first bisections
-            _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, u, wk, wg, c, F)
             p = qpick.size
+            Vq = vals[:k * 2 * p].reshape(k, hrows.size, C)
+            vm = vals[k * 2 * p:rq.size]
+            whole = (qa_p == 0.0) & (qb_p == 1.0) & (qm == 0.5)  # first bisections
+            _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, vm, u, wk, wg, c, F, scale)
             tie = np.all(Vq[1:] == Vq[:-1], axis=2)
             conv = np.flatnonzero(whole & (tie[:, :p].any(axis=0) | tie[:, p:].any(axis=0)))
             if conv.size:
                 rows_c = hrows[conv]
-                t_all = np.r_[tfull, 0.5 * u, 0.5 + 0.5 * u]
+                t_all = np.r_[tfull, 0.5 * u, 0.5, 0.5 + 0.5 * u]
                 order = np.argsort(t_all, kind="stable")
-                v_all = np.concatenate([Q["full"][:, Q["pos"][rows_c]], Vq[:, conv], Vq[:, p + conv]])[order]
+                v_all = np.concatenate([Q["full"][:, Q["pos"][rows_c]], Vq[:, conv], vm[None, conv],
+                                        Vq[:, p + conv]])[order]
                 done, Bc, tc = _pieces(t_all[order], v_all, rows_c, c, F, n)
                 settled += done
                 Bc["sums"] = _open_sums(Bc, c, F, n)
                 for key, v in Bc.items():
                     B[key] = B[key] + v if key == "sums" else np.concatenate([B[key], v])
-                dense[rows_c] = (~tc).sum(axis=0) > _SPARSE_JUMPS
+                dense[rows_c] = _dense(t_all[order], tc)
                 jumps[rows_c] = True
                 route[rows_c] = 1
                 keepq = ~np.isin(Q["r"], rows_c)
-                for key in ("r", "a", "b", "depth", "K", "G"):
+                for key in _QKEYS:
                     Q[key] = Q[key][keepq]
         if bpick.size:  # cut the brackets at their probes (compiled; updates B, settled and dense in place)
             split_brackets(B, bpick, kk, tb, vals[rq.size:], c, F, settled, dense)
@@ -349,16 +355,47 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
                      predictions=made + k * n)
 
 
-def _worst_intervals(Q, active, max_level):
-    """The sub-interval with the largest contribution of every active quadrature row, if it may be bisected."""
+#: Per sub-interval arrays of the quadrature route.
+_QKEYS = ("r", "a", "b", "depth", "K", "G", "va", "vb", "P", "cut", "iso")
+
+
+def _at_jump(Q, max_level, pick=slice(None)):
+    """The sub-intervals to cut inside a jump's gap: hidden jumps make at least half of their contribution (their
+    Kronrod-Gauss difference does not see a jump) and the jump is isolated or bisection has reached
+    ``max_level``; while wider than :data:`_MIN_WIDTH`."""
+    jumpy = np.isfinite(Q["cut"][pick]) & (Q["ej"][pick] >= 0.5 * Q["e"][pick])
+    return jumpy & (Q["iso"][pick] | (Q["depth"][pick] >= max_level)) & (Q["b"][pick] - Q["a"][pick] > _MIN_WIDTH)
+
+
+def _cuttable(Q, max_level):
+    """Sub-intervals that may be cut: by bisection up to ``max_level``, or inside a jump's gap."""
+    return _at_jump(Q, max_level) | (Q["depth"] < max_level)
+
+
+def _cut_points(Q, pick, max_level):
+    """Where to cut the picked sub-intervals: inside a jump's gap (:func:`_at_jump`), else at the midpoint
+    (QUADPACK's bisection)."""
+    return np.where(_at_jump(Q, max_level, pick), Q["cut"][pick], 0.5 * (Q["a"][pick] + Q["b"][pick]))
+
+
+def _worst_intervals(Q, active, max_level, tol):
+    """The sub-interval with the largest contribution of every active quadrature row, if it may be cut; and
+    the candidates of the round: those and every other cuttable sub-interval of an active row whose
+    contribution exceeds nlm_tol / (the row's sub-intervals), which a path with several jumps needs (one cut
+    per row and round would leave all but 12 of its jumps inside their sub-intervals whatever the budget)."""
     qr = Q["r"]
     if not qr.size:
-        return np.empty(0, dtype=np.int64)
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    ok = _cuttable(Q, max_level) & active[qr]
     worst = row_argmax(qr, Q["e"], active.size)  # rows ascending; the first sub-interval among equal ones
-    return worst[active[qr[worst]] & (Q["depth"][worst] < max_level)]
+    worst = worst[ok[worst]]
+    count = np.bincount(qr, minlength=active.size)
+    more = ok & (Q["e"] > tol / count[qr])
+    more[worst] = True
+    return worst, np.flatnonzero(more)
 
 
-def _allocate(spend, left, rounds_left, qcand, bcand, qe, be, br, n, tol, depth):
+def _allocate(spend, left, rounds_left, qcand, bcand, qe, be, br, n, tol, first):
     """This round's picks: quadrature sub-intervals, brackets and probes per bracket (module docstring)."""
     cost_all = _QUAD_COST * qcand.size + bcand.size
     if cost_all <= spend:
@@ -378,7 +415,7 @@ def _allocate(spend, left, rounds_left, qcand, bcand, qe, be, br, n, tol, depth)
         # a quadrature row's first bisection comes before any bracket: its Kronrod estimate is no bound on a
         # path with a jump in every level-0 interval, and the bisection's 42 nodes show such a path
         finite = bprio[np.isfinite(bprio)]
-        qprio = qprio + (depth[qcand] == 0) * (finite.max() if finite.size else 0.0)
+        qprio = qprio + first * (finite.max() if finite.size else 0.0)
     prio = np.r_[qprio, bprio]
     cost = np.r_[np.full(qcand.size, _QUAD_COST), np.ones(bcand.size)]
     # greedy by error per prediction: every pick costs >= 1, so the picks are among the `cap` largest
@@ -413,17 +450,44 @@ def _pieces(t, vals, rows, c, F, n):
     return settled, B, tied
 
 
-def _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, u, wk, wg, c, F):
-    """Replace each picked sub-interval by its left half and append the right halves (21 nodes each)."""
+def _dense(t: np.ndarray, tied: np.ndarray) -> np.ndarray:
+    """Rows (columns of ``tied`` (P - 1, m), the ties between neighbours at the points ``t``) whose open brackets
+    may hide further jumps: more than :data:`_SPARSE_JUMPS` of them, or a constant piece between two brackets
+    shorter than the widest bracket (pieces that short fit inside a bracket: a wrapped KNeighborsRegressor
+    had two jumps 0.026 apart in one bracket of 0.065, the path leaving both its ends, 1.1x the one-jump bound)."""
+    w = np.diff(t)
+    opened = ~tied
+    widest = np.where(opened, w[:, None], 0.0).max(axis=0)
+    run = np.zeros(tied.shape[1])
+    after_open = np.zeros(tied.shape[1], dtype=bool)
+    shortest = np.full(tied.shape[1], np.inf)
+    for i in range(tied.shape[0]):  # the P - 1 intervals, element-wise over the rows
+        ends = opened[i] & after_open & (run > 0)
+        shortest[ends] = np.minimum(shortest[ends], run[ends])
+        run = np.where(opened[i], 0.0, run + w[i])
+        after_open |= opened[i]
+    return (opened.sum(axis=0) > _SPARSE_JUMPS) | (shortest < widest)
+
+
+def _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, vm, u, wk, wg, c, F, scale):
+    """Replace each picked sub-interval by its left part and append the right parts (21 nodes each; ``vm`` the
+    values at the cuts). A bisection deepens both parts by one level; a cut at a jump does not (the part
+    around the jump shrinks by the gap's share, about 1/27, and the cut is bounded by its width instead)."""
     hK, hG = gk_sums(Vq, u, wk, wg, halves_a, halves_b, c[hrows], F[hrows])
     p = qpick.size
-    Q["a"][qpick], Q["b"][qpick] = halves_a[:p], halves_b[:p]
-    Q["depth"][qpick] += 1
-    Q["K"][qpick], Q["G"][qpick] = hK[:p], hG[:p]
-    Q["r"] = np.r_[Q["r"], hrows[p:]]
-    Q["a"], Q["b"] = np.r_[Q["a"], halves_a[p:]], np.r_[Q["b"], halves_b[p:]]
-    Q["depth"] = np.r_[Q["depth"], Q["depth"][qpick]]
-    Q["K"], Q["G"] = np.concatenate([Q["K"], hK[p:]]), np.concatenate([Q["G"], hG[p:]])
+    va = np.concatenate([Q["va"][qpick], vm])
+    vb = np.concatenate([vm, Q["vb"][qpick]])
+    hP, hcut, hiso = hidden_jumps(np.concatenate([va[None], Vq, vb[None]]), halves_a, halves_b, c[hrows],
+                                  F[hrows], scale[hrows])
+    bisected = halves_b[:p] == 0.5 * (Q["a"][qpick] + Q["b"][qpick])
+    Q["depth"][qpick] += bisected
+    new = {"r": hrows[p:], "a": halves_a[p:], "b": halves_b[p:], "depth": Q["depth"][qpick], "K": hK[p:],
+           "G": hG[p:], "va": va[p:], "vb": vb[p:], "P": hP[p:], "cut": hcut[p:], "iso": hiso[p:]}
+    for key, v in (("a", halves_a), ("b", halves_b), ("K", hK), ("G", hG), ("va", va), ("vb", vb), ("P", hP),
+                   ("cut", hcut), ("iso", hiso)):
+        Q[key][qpick] = v[:p]
+    for key in _QKEYS:
+        Q[key] = np.concatenate([Q[key], new[key]])
 
 
 def _open_sums(B, c, F, n):
@@ -438,8 +502,9 @@ def _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True):
     D = np.zeros((n, C))
     qe = np.zeros(Q["r"].size)
     be = np.zeros(B["r"].size)
+    Q["ej"] = np.zeros(Q["r"].size)
     if Q["r"].size:
-        v, e, d, qe = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"])
+        v, e, d, qe, Q["ej"] = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"], Q["P"])
         rows = ~jumps
         nlm[rows], err[rows], D[rows] = v[rows], e[rows], d[rows]
     if jumps.any():

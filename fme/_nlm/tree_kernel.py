@@ -59,10 +59,12 @@ _BLOCK = 64
 
 
 def _walk_block(b0, rows, X, Xc, S, moving, nodes, strict, value, roots, zero_eps, st_node, st_lo, st_hi, start,
-                ev_t, ev_jump, ne):
+                ev_t, ev_jump, ne, sum32, leaf0, ev_tree):
     """Rows ``b0 .. b0 + rows`` through every tree, tree by tree (a tree's nodes stay in cache while the block
     walks it): adds each row's piece at t = 0 to ``start[r]`` and appends its boundaries (t, jump of the tree's
     value) to ``ev_*[r]``; returns False when some row's boundaries do not fit (the caller grows the buffers).
+    ``sum32``: instead, each tree's value at t = 0 goes to ``leaf0[r, tree]`` and a boundary records the tree
+    (``ev_tree``) and its new value (in ``ev_jump``), for the float32 sums of :func:`_emit_row32`.
     One call per block: a call per (row, tree) cost more than the walk (reference counts of its array arguments)."""
     K = value.shape[1]
     cap = ev_t.shape[1]
@@ -115,14 +117,21 @@ def _walk_block(b0, rows, X, Xc, S, moving, nodes, strict, value, roots, zero_ep
                         right = (rec.flags & 1) == 0
                     node = rec.right if right else rec.left
                 if lo == 0.0:
-                    for k in range(K):
-                        start[r, k] += value[node, k]
+                    if sum32:
+                        leaf0[r, tree] = value[node, 0]
+                    else:
+                        for k in range(K):
+                            start[r, k] += value[node, k]
                 else:
                     if n_ev == cap:
                         return False
                     ev_t[r, n_ev] = lo
-                    for k in range(K):
-                        ev_jump[r, n_ev, k] = value[node, k] - value[last, k]
+                    if sum32:
+                        ev_tree[r, n_ev] = tree
+                        ev_jump[r, n_ev, 0] = value[node, 0]
+                    else:
+                        for k in range(K):
+                            ev_jump[r, n_ev, k] = value[node, k] - value[last, k]
                     n_ev += 1
                 last = node
             ne[r] = n_ev
@@ -223,7 +232,42 @@ def _emit_row(ne, start, ev_t, ev_jump, seg_a, seg_raw, ns, order, cnt):
     return c
 
 
-def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, zero_eps, depth, block, cap, seg_cap):
+def _emit_row32(ne, base, leaf0, ev_t, ev_tree, ev_val, seg_a, seg_raw, ns, order, cnt, cur, pre):
+    """As :func:`_emit_row`, but each segment's raw score is the float32 sum of its trees' values in tree order
+    from float32 ``base`` (XGBoost's own margin): ``pre[k]`` holds the partial sums, and a boundary recomputes
+    them from the first tree whose value changes there."""
+    T = leaf0.shape[0]
+    _order(ev_t, ne, order, cnt)
+    acc = base
+    for k in range(T):
+        cur[k] = np.float32(leaf0[k])
+        acc = np.float32(acc + cur[k])
+        pre[k] = acc
+    seg_a[ns] = 0.0
+    seg_raw[ns, 0] = acc
+    c = 1
+    e = 0
+    while e < ne:
+        t = ev_t[order[e]]
+        first = T
+        while e < ne and ev_t[order[e]] == t:
+            j = order[e]
+            tree = ev_tree[j]
+            cur[tree] = np.float32(ev_val[j, 0])
+            first = min(first, tree)
+            e += 1
+        acc = base if first == 0 else pre[first - 1]
+        for k in range(first, T):
+            acc = np.float32(acc + cur[k])
+            pre[k] = acc
+        seg_a[ns + c] = t
+        seg_raw[ns + c, 0] = acc
+        c += 1
+    return c
+
+
+def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, zero_eps, depth, block, cap, seg_cap,
+                     sum32):
     m = X.shape[0]
     K = value.shape[1]
     # a depth-first stack holds at most one pending upper part per level
@@ -233,6 +277,9 @@ def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, ze
     seg_a = np.empty(seg_cap)
     seg_raw = np.empty((seg_cap, K))
     counts = np.zeros(m, dtype=np.int64)
+    T = roots.shape[0]
+    base32 = np.float32(baseline[0])
+    cur, pre = np.empty(T, dtype=np.float32), np.empty(T, dtype=np.float32)
     ns = 0
     for b0 in range(0, m, block):
         b1 = min(m, b0 + block)
@@ -240,12 +287,14 @@ def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, ze
             # tree by tree over a block of rows: a tree's nodes stay in cache while the block walks it
             start = np.empty((b1 - b0, K))
             ev_t, ev_jump = np.empty((b1 - b0, cap)), np.empty((b1 - b0, cap, K))
+            ev_tree = np.empty((b1 - b0, cap if sum32 else 0), dtype=np.int64)
+            leaf0 = np.empty((b1 - b0, T if sum32 else 0))
             ne = np.zeros(b1 - b0, dtype=np.int64)
             order, cnt = np.empty(cap, dtype=np.int64), np.empty(cap + 1, dtype=np.int64)
             for r in range(b1 - b0):
                 start[r] = baseline
             if _walk_block(b0, b1 - b0, X, Xc, S, moving, nodes, strict, value, roots, zero_eps, st_node, st_lo,
-                           st_hi, start, ev_t, ev_jump, ne):
+                           st_hi, start, ev_t, ev_jump, ne, sum32, leaf0, ev_tree):
                 break
             cap *= 2  # more boundaries than room: grow and walk the block again
         for r in range(b1 - b0):
@@ -253,7 +302,11 @@ def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, ze
                 seg_cap = max(2 * seg_cap, ns + ne[r] + 1)
                 seg_a = _grow(seg_a, seg_cap)
                 seg_raw = _grow(seg_raw, seg_cap)
-            c = _emit_row(ne[r], start[r], ev_t[r], ev_jump[r], seg_a, seg_raw, ns, order, cnt)
+            if sum32:
+                c = _emit_row32(ne[r], base32, leaf0[r], ev_t[r], ev_tree[r], ev_jump[r], seg_a, seg_raw, ns, order,
+                                cnt, cur, pre)
+            else:
+                c = _emit_row(ne[r], start[r], ev_t[r], ev_jump[r], seg_a, seg_raw, ns, order, cnt)
             counts[b0 + r] = c
             ns += c
     return seg_a[:ns].copy(), seg_raw[:ns].copy(), counts
@@ -301,6 +354,7 @@ if numba is not None:
     _merge_sort = njit(nogil=True)(_merge_sort)
     _order = njit(nogil=True)(_order)
     _emit_row = njit(nogil=True, inline="always")(_emit_row)
+    _emit_row32 = njit(nogil=True)(_emit_row32)
     _forest_segments = njit(nogil=True)(_forest_segments)
 
 
@@ -309,7 +363,8 @@ def forest_segments(forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray, e
     """Per-row segments of the summed trees along each row's path, baseline included.
 
     ``X`` (m, p) rows, ``S`` (m, p) shifts, ``stepped`` (p,) bool. Returns ``(srow, a, b, raw, first)`` as
-    :func:`fme._nlm.tree_paths._segments`: segments sorted by row and t, raw scores (n_segments, K).
+    :func:`fme._nlm.tree_paths._segments`: segments sorted by row and t, raw scores (n_segments, K) (a
+    ``sum32`` forest: the model's float32 sums, :func:`_emit_row32`).
     ``ev_cap`` (boundaries per row) and ``seg_cap`` (segments) are the buffers' first sizes; they grow as
     needed (small values test that).
     """
@@ -324,7 +379,7 @@ def forest_segments(forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray, e
         np.asarray(forest.roots, dtype=np.int64), np.asarray(forest.baseline, dtype=np.float64).reshape(-1),
         LGB_ZERO, depth, _BLOCK,
         4 * forest.n_trees + 16 if ev_cap is None else max(1, ev_cap),
-        4 * m * forest.n_trees + 16 if seg_cap is None else max(1, seg_cap))
+        4 * m * forest.n_trees + 16 if seg_cap is None else max(1, seg_cap), bool(forest.sum32))
     first = np.cumsum(counts) - counts
     srow = np.repeat(np.arange(m), counts)
     b = np.ones(a.size)

@@ -180,6 +180,37 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
     return start, cat(b_r, np.int64) // p, cat(b_t, float), jump
 
 
+def _sums32(forest: Forest, X: np.ndarray, S: np.ndarray, srow: np.ndarray, a: np.ndarray, b: np.ndarray,
+            stepped: np.ndarray) -> np.ndarray:
+    """The raw scores (n_segments, 1) of a ``sum32`` forest as the model computes them: each tree's leaf on the
+    segment, summed in float32 in tree order from float32(baseline). The NumPy route's counterpart of the
+    kernel's incremental sums: every tree walked level by level for all segments at once, a moving cell routed
+    by where the segment's midpoint lies against the node's crossing t* (as the traversal cuts), not by
+    evaluating x + t h (a segment can be narrower than that sum's rounding), any other cell by its value."""
+    tm = 0.5 * (a + b)
+    x, s = X[srow], S[srow]
+    moving = np.broadcast_to(stepped, x.shape) & (s != 0) & ~np.isnan(x)
+    xc = x.astype(np.float32).astype(np.float64) if forest.float32 else x
+    acc = np.full(srow.size, np.float32(forest.baseline[0]), dtype=np.float32)
+    for root in forest.roots:  # a loop over the trees; each walks all segments at once
+        node = np.full(srow.size, root, dtype=np.int64)
+        inner = np.flatnonzero(~forest.is_leaf[node])
+        while inner.size:
+            nd, f = node[inner], forest.feature[node[inner]]
+            v = xc[inner, f]
+            right = (v >= forest.threshold[nd]) if forest.strict else (v > forest.threshold[nd])
+            right[np.isnan(v)] = ~forest.missing_left[nd[np.isnan(v)]]
+            mv = moving[inner, f]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tstar = (forest.boundary[nd] - x[inner, f]) / s[inner, f]
+            below = tm[inner] < tstar  # the lower part goes to the child the row reaches first
+            right = np.where(mv, below == (s[inner, f] < 0), right)
+            node[inner] = np.where(right, forest.right[nd], forest.left[nd])
+            inner = inner[~forest.is_leaf[node[inner]]]
+        acc = (acc + forest.value[node, 0].astype(np.float32)).astype(np.float32)
+    return acc.astype(np.float64)[:, None]
+
+
 #: Padded (rows x longest row) blocks are used while they hold at most this many cells per entry.
 _PAD_RATIO = 3
 
@@ -326,6 +357,8 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
         else:
             start_raw, br, bt, jump = _jumps(forest, arr[sl], S[sl], stepped)
             srow, a, b, raw, first = _segments(m, start_raw + forest.baseline, br, bt, jump)
+            if forest.sum32:
+                raw = _sums32(forest, arr[sl], S[sl], srow, a, b, stepped)
         pred = np.asarray(forest.link(raw), dtype=np.float64)
         if pred.ndim == 1:
             pred = pred[:, None]
