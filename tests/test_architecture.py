@@ -421,7 +421,8 @@ REPORT_STAGE_OUTSIDE = {
 #: Private modules the analysis still reads (module -> why); each must still be imported
 #: (test_report_analysis_private_imports_are_current), and none may be added without a reason here.
 REPORT_ANALYSIS_PRIVATE = {
-    "fme._adapters": "the model's identity (dispersion, packages, class name) and the challenger's refit adapter",
+    "fme._adapters": ("what only the adapters know of a model: its dispersion, packages, class name and formula C() "
+                      "columns, and the challenger's refit adapter"),
     "fme._core.kernel": "Dask: the extrapolation points of each cAME subspace, counted per chunk over all rows",
     "fme._core.shrink": "the smallest share of a step 'shrink' keeps (MIN_STEP_FRACTION), printed with the steps",
     "fme._dask.common": "Dask: the detector's fit frame, fme's tree sample size and the merged feature moments",

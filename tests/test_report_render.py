@@ -438,3 +438,37 @@ def test_effect_cells_nlm_method_median_and_share_beside_anlm():
     none = effect_cells({**base, "nlm": False})
     assert (none["anlm"], none["nlm_method"], none["median_nlm"], none["share_linear"]) == \
         ("-", "not computed", "-", "-")
+
+
+# ---------------------------------------------------------------- one formatter for tables, sentences and figures
+@pytest.mark.parametrize("x, kwargs, want", [
+    (0.5, {}, "0.5"), (30, {}, "30"), (1e-7, {}, "1e-07"), (1234567.891, {}, "1.23457e+06"),
+    (2.5, {"digits": 4, "sign": True, "thousands": True}, "+2.5"), (-1234.5678, {"digits": 6, "thousands": True}, "-1,234.57"),
+    (14.438345, {"digits": 5}, "14.438"), (None, {}, "-")])
+def test_fmt_g_is_the_general_form(x, kwargs, want):
+    from fme._utils.numfmt import fmt_g
+
+    assert fmt_g(x, **kwargs) == want
+
+
+def test_fmt_percent_rounds_plainly_and_signs_differences():
+    from fme._utils.numfmt import fmt_percent
+
+    assert [fmt_percent(s) for s in (0.0, 0.12345, 0.99951, 1.0, None)] == ["0.0%", "12.3%", "100.0%", "100.0%", "-"]
+    assert fmt_percent(0.015, sign=True, suffix=" pp") == "+1.5 pp" and fmt_percent(-0.2, sign=True, suffix=" pp") == "-20.0 pp"
+
+
+def test_figures_print_missing_values_as_the_tables_do():
+    """plotting's fmt_num/fmt_p are numfmt's fmt_sig/p_phrase: a figure's missing number is '-' and its missing
+    p-value 'p undefined', as in the tables and sentences (they were 'NA' and 'p = NA')."""
+    from fme._utils.numfmt import count, fmt_sig, p_phrase
+    from fme.plotting._common import fmt_num, fmt_p
+
+    assert fmt_num is fmt_sig and fmt_p is p_phrase
+    assert [fmt_sig(x) for x in (float("nan"), None, 0.0, 1234.5678, 0.000123456, -2.0)] == \
+        ["-", "-", "0", "1,235", "0.000123", "-2.00"]
+    assert fmt_sig(0.1, trim=True) == "0.1" and fmt_sig(float("inf")) == "-"
+    assert [fmt_p(p) for p in (None, float("nan"), 0.0004, 0.0123)] == ["p undefined", "p undefined", "p < 0.001",
+                                                                         "p = 0.012"]
+    assert (count(1, "point"), count(2, "point"), count(1234, "subspace"), count(2, "leaf", "leaves")) == \
+        ("1 point", "2 points", "1,234 subspaces", "2 leaves")

@@ -15,8 +15,9 @@ adapter module only:
 * anything else: its pickle (protocol 4).
 
 :func:`model_modules` lists the top-level packages of a model's class and of the estimators and models
-inside it, and :func:`glm_dispersion` a Poisson or binomial GLM's Pearson dispersion: both read the model's
-classes, which only this package does.
+inside it, :func:`formula_categoricals` the ``C()`` columns of a statsmodels formula and :func:`glm_dispersion`
+a Poisson or binomial GLM's Pearson dispersion: they read the model's classes and attributes, which only this
+package does.
 
 This module imports nothing else of :mod:`fme._adapters`.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -33,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["canonical", "array_text", "class_name", "class_path", "sha256_hex", "estimator_text", "pickle_text", "model_modules",
-           "glm_dispersion"]
+           "glm_dispersion", "formula_categoricals"]
 
 #: Nesting depth below which an object is described by its pickle instead (a guard against cycles).
 MAX_DEPTH = 20
@@ -180,6 +182,22 @@ def model_modules(model: Any) -> set[str]:
     """Top-level modules of ``model``'s class, of every estimator and model inside it (a pipeline's steps, a
     statsmodels result's model and family) and of a statsmodels formula's engine (patsy or formulaic)."""
     return _estimator_modules(model) | _formula_package(model)
+
+
+# ------------------------------------------------------------------ a formula's categorical columns
+def formula_categoricals(model: Any) -> dict[str, str]:
+    """``{column: encoding}`` of the columns a statsmodels formula wraps in ``C()``: they are categorical in the
+    model whatever their dtype (``C(idp)`` of a 0/1 integer column); empty for a model without a formula."""
+
+    formula = getattr(getattr(model, "model", None), "formula", None)
+    if not isinstance(formula, str):
+        return {}
+    out = {}
+    for m in re.finditer(r"\bC\(\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(?:,\s*([^)]*))?\)", formula):
+        name, extra = m.group(1), (m.group(2) or "").strip()
+        coding = "treatment coding" if not extra or "Treatment" in extra else f"coding {extra}"
+        out[name] = f"{coding} (C() in the model formula)"
+    return out
 
 
 # ------------------------------------------------------------------ a GLM's dispersion

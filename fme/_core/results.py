@@ -172,6 +172,16 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
             return 0
         return int(self.results["extrapolation"].to_numpy(dtype=bool).sum())
 
+    def bootstrap_figures(self) -> dict[str, Any] | None:
+        """The bootstrap's own figures: ``n_resamples`` (drawn), ``n_failed`` (refits that failed, left out),
+        ``ci`` (``percentile`` or ``normal``) and ``errors`` (their distinct messages); None unless
+        :attr:`inference` is ``bootstrap``."""
+        rows = self.inference_rows
+        if self.inference != "bootstrap" or rows is None or rows.draws is None:
+            return None
+        return {"n_resamples": int(rows.draws.shape[1]) + int(rows.n_failed), "n_failed": int(rows.n_failed),
+                "ci": rows.ci, "errors": list(rows.errors)}
+
     @property
     def extrapolated(self) -> pd.DataFrame:
         """Rows left out as extrapolation points, with the point and reason."""

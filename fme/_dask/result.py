@@ -143,6 +143,15 @@ class DaskFMEResult(EffectsPresentation):
             self._cache[key] = int(sum(dask.compute(*[delayed(_count_below)(a, 0.0) for a in parts])))
         return self._cache[key]
 
+    def bootstrap_figures(self) -> dict[str, Any] | None:
+        """The bootstrap's own figures, as :meth:`fme.FMEResult.bootstrap_figures`: ``n_resamples``,
+        ``n_failed``, ``ci`` and ``errors``; None unless the inference is ``bootstrap``."""
+        if self.inference_method != "bootstrap" or self.bootstrap_draws is None:
+            return None
+        info = self.bootstrap_draws[1]
+        return {"n_resamples": int(info["n_resamples"]), "n_failed": int(info["n_failed"]), "ci": info["ci"],
+                "errors": list(info["errors"])}
+
     def _missing_parts(self, what: str) -> int:
         from ..exceptions import FMEError
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["decimals_for", "fmt_num", "fmt_sig", "fmt_est", "fmt_int", "fmt_share", "fmt_level", "fmt_bound",
-           "fmt_p", "p_phrase", "count", "MAX_DECIMALS", "MAX_EXTRA_DECIMALS"]
+__all__ = ["decimals_for", "fmt_num", "fmt_sig", "fmt_g", "fmt_percent", "fmt_est", "fmt_int", "fmt_share",
+           "fmt_level", "fmt_bound", "fmt_p", "p_phrase", "count", "MAX_DECIMALS", "MAX_EXTRA_DECIMALS"]
 
 MAX_DECIMALS = 6
 #: Decimals at most when a whole number would otherwise hide that the value is not whole.
@@ -142,3 +142,21 @@ def count(n: int | None, singular: str, plural: str | None = None) -> str:
     """'1 point', '2 points', '1,234 subspaces' (never '1 points'); ``plural`` for irregular nouns."""
     word = singular if n is not None and int(n) == 1 else (plural or singular + "s")
     return f"{fmt_int(n)} {word}"
+
+
+def fmt_g(x: Any, digits: int = 6, *, sign: bool = False, thousands: bool = False) -> str:
+    """``x`` in the general form with ``digits`` significant digits (``14.4383``, ``1e-07``, ``0.5``): thresholds,
+    steps, data ranges and split values; ``sign`` prints ``+`` for a positive step, ``thousands`` separators;
+    ``-`` when missing."""
+    if x is None:
+        return "-"
+    return format(float(x), ("+" if sign else "") + ("," if thousands else "") + f".{digits}g")
+
+
+def fmt_percent(share: Any, decimals: int = 1, *, sign: bool = False, suffix: str = "%") -> str:
+    """A share (0.123) as a percentage with fixed decimals (``12.3%``), or a difference of shares in
+    percentage points (``sign=True, suffix=" pp"``: ``+1.5 pp``); ``-`` when missing. Unlike :func:`fmt_share`
+    (a count of a total) it rounds plainly."""
+    if share is None:
+        return "-"
+    return format(100 * float(share), ("+" if sign else "") + f".{decimals}f") + suffix

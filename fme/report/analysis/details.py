@@ -28,7 +28,7 @@ def _finite(x: Any) -> float | None:
 
 
 def model_interval(res: Any, conf_level: float) -> dict[str, Any]:
-    """``{"inference": method, "model_ci": {...} or None}`` for one FMEResult.
+    """``{"inference": method, "model_ci": {...} or None}`` for one effect result (either engine).
 
     ``model_ci`` (std_error, p_value, conf_low, conf_high, and for bootstrap n_resamples/n_failed) is
     given only for a model-uncertainty method (delta, bootstrap); ``sample`` is the paper's
@@ -40,14 +40,9 @@ def model_interval(res: Any, conf_level: float) -> dict[str, Any]:
     lo, hi = res.conf_int(conf_level)
     out = {"std_error": _finite(res.std_error), "p_value": _finite(res.p_value), "conf_low": _finite(lo),
            "conf_high": _finite(hi), "conf_level": float(conf_level)}
-    if method == "bootstrap" and getattr(res, "bootstrap_draws", None) is not None:  # Dask data
-        info = res.bootstrap_draws[1]
-        out.update(n_resamples=int(info["n_resamples"]), n_failed=int(info["n_failed"]), ci=info["ci"],
-                   errors=list(info["errors"]))
-    elif method == "bootstrap":
-        rows = res.inference_rows
-        out.update(n_resamples=int(rows.draws.shape[1]) + int(rows.n_failed), n_failed=int(rows.n_failed),
-                   ci=rows.ci, errors=list(rows.errors))
+    boot = res.bootstrap_figures() if method == "bootstrap" else None
+    if boot is not None:
+        out.update(boot)
     return {"inference": method, "model_ci": out}
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 import fme
 
-from .model_view import formula_categoricals
+from ..._adapters import formula_categoricals
 from ..inputs.specs import bootstrap_kwargs, make_detector
 from ..inputs.config import EffectConfig
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ...plotting._data import finite_part, finite_rows, histogram_edges, kde_curve
+from ..._utils.numfmt import fmt_int, fmt_level
 from ..._utils.validation import is_categorical
 from ._svg import compact_svg
 from ..inputs.config import EffectConfig, ReportConfig
@@ -135,7 +136,7 @@ def rug_values(values: np.ndarray, max_points: int) -> tuple[np.ndarray, str]:
     if distinct.size <= max_points:
         return distinct, "observed values (all rows)"
     q = np.quantile(v, np.linspace(0.0, 1.0, int(max_points)), method="inverted_cdf")
-    return q, f"observed values ({int(max_points):,} quantiles of all rows)"
+    return q, f"observed values ({fmt_int(max_points)} quantiles of all rows)"
 
 
 def _fme_plot(res, cfg: ReportConfig, steps: dict, out_dir: Path, vid: str) -> dict:
@@ -258,7 +259,7 @@ def _came_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
     ax.set_xlabel(_t(f"cAME of {part.effects.describe_steps()}{_unit(cfg)}"))
     which = (f"{len(leaves)} subspace" + ("s" if len(leaves) != 1 else "") if len(leaves) == n_all
              else f"the {len(leaves)} largest of {n_all} subspaces")
-    ax.set_title(_t(f"cAMEs on {which} ({part.method}, {round(part.conf_level * 100, 6):g}% CIs)"))
+    ax.set_title(_t(f"cAMEs on {which} ({part.method}, {fmt_level(part.conf_level)} CIs)"))
     ax.legend(frameon=False, fontsize=8, loc="best")
     return {"kind": "came", "leaves_drawn": int(len(leaves)),
             **save(fig, out_dir, f"{vid}-came", cfg.figures["png_dpi"])}

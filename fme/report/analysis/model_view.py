@@ -14,28 +14,12 @@ import pandas as pd
 
 import fme
 
-from ..._adapters import glm_dispersion  # noqa: F401 - the notebook's name for the model's dispersion
+from ..._adapters import formula_categoricals, glm_dispersion  # noqa: F401 - glm_dispersion: the notebook's name
 from ..._utils.validation import is_categorical
 from ..inputs.config import ReportConfig, config_error
 from ..inputs.specs import bootstrap_kwargs, make_detector
 
 __all__ = ["model_features", "feature_dictionary", "feature_overview", "model_fit", "glm_dispersion"]
-
-
-def formula_categoricals(model: Any) -> dict[str, str]:
-    """``{column: encoding}`` of the columns a statsmodels formula wraps in ``C()`` (issue 22 item 5): they are
-    categorical in the model whatever their dtype (``C(idp)`` of a 0/1 integer column)."""
-    import re
-
-    formula = getattr(getattr(model, "model", None), "formula", None)
-    if not isinstance(formula, str):
-        return {}
-    out = {}
-    for m in re.finditer(r"\bC\(\s*([A-Za-z_][A-Za-z0-9_.]*)\s*(?:,\s*([^)]*))?\)", formula):
-        name, extra = m.group(1), (m.group(2) or "").strip()
-        coding = "treatment coding" if not extra or "Treatment" in extra else f"coding {extra}"
-        out[name] = f"{coding} (C() in the model formula)"
-    return out
 
 
 def _num(x: Any) -> float | None:

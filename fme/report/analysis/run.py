@@ -31,8 +31,7 @@ from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
 from .effect import compute_effect
 from .effect_parts import REPORT_SAMPLE_SIZE, _num, sample_info
-from .interactions import run_interactions  # noqa: F401 - re-exported for the notebook
-from .model_view import feature_dictionary, feature_overview, glm_dispersion, model_fit  # noqa: F401 - notebook
+from .model_view import glm_dispersion
 
 __all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment_record", "write_results"]
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from .config import ConfigError, ReportConfig, config_error
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 from ..inputs.config import ReportConfig, config_error
 from .display import effect_title
-from ..._utils.numfmt import decimals_for, fmt_num
+from ..._utils.numfmt import decimals_for, fmt_g, fmt_num, fmt_percent
 from ..inputs.specs import CI_SHORT
 
 __all__ = ["load_previous", "compact", "changelog"]
@@ -35,7 +34,7 @@ def _split_text(split: dict | None) -> str:
     if split.get("levels"):
         left = sorted(k for k, side in split["levels"].items() if side == 1)
         return f"{split['feature']} in {{{', '.join(left)}}}"
-    return f"{split['feature']} <= {split['value']:.5g}"
+    return f"{split['feature']} <= {fmt_g(split['value'], 5)}"
 
 
 def _primary(v: dict) -> tuple[str, Any, Any]:
@@ -135,8 +134,8 @@ def changelog(results: dict, previous: dict | None) -> dict[str, Any] | None:
         if new["ep_share"] is None or old["ep_share"] is None:
             ep = "-"
         else:
-            ep = f"{100 * (new['ep_share'] - old['ep_share']):+.1f} pp ({100 * old['ep_share']:.1f}% to " \
-                 f"{100 * new['ep_share']:.1f}%)"
+            ep = (f"{fmt_percent(new['ep_share'] - old['ep_share'], sign=True, suffix=' pp')} "
+                  f"({fmt_percent(old['ep_share'])} to {fmt_percent(new['ep_share'])})")
         split = "-"
         if new["first_split"] is not None or old["first_split"] is not None:
             a, b = old["first_split"] or "no tree", new["first_split"] or "no tree"

@@ -18,7 +18,8 @@ from .display import (ci_method_text, effect_title, interval_rows, model_ci_scop
 from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
 from ..inputs.specs import CI_COVERS, CI_SHORT
-from ..._utils.numfmt import count, decimals_for, fmt_est, fmt_int, fmt_level, fmt_num, fmt_p, fmt_share, p_phrase
+from ..._utils.numfmt import (count, decimals_for, fmt_est, fmt_g, fmt_int, fmt_level, fmt_num, fmt_p, fmt_percent,
+                              fmt_share, p_phrase)
 
 __all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS", "with_eps_rows", "sensitivity_rows",
            "stability_cells",
@@ -51,7 +52,7 @@ def effect_cells(v: dict) -> dict[str, str]:
     if v.get("nlm") and v.get("anlm") is not None:
         a, alo, ahi = fmt_est(v["anlm"], v["anlm_ci_low"], v["anlm_ci_high"])
         d.update(anlm=a, anlm_ci_low=alo, anlm_ci_high=ahi, median_nlm=fmt_est(v.get("median_nlm"), None, None)[0],
-                 share_linear="-" if v.get("share_linear") is None else f"{100 * v['share_linear']:.1f}%",
+                 share_linear=fmt_percent(v.get("share_linear")),
                  n_nlm_flat=fmt_int(v.get("n_nlm_flat") or 0), n_nlm_constant=fmt_int(v.get("n_nlm_constant") or 0),
                  nlm_method=_nlm_method(v))
     else:
@@ -108,7 +109,7 @@ def sensitivity_rows(v: dict, level: str) -> list[dict[str, str]] | None:
         return None
     rows = []
     for r in v["sensitivity"]:
-        c = {**_est_cells(r, level), "size": STEP_SIZES.get(r["factor"], f"{r['factor']:g}h"), "step": r["step_label"]}
+        c = {**_est_cells(r, level), "size": STEP_SIZES.get(r["factor"], f"{fmt_g(r['factor'])}h"), "step": r["step_label"]}
         if r.get("error"):
             c.update(direction=f"not computed: {r['error']}", ci="-", n="-")
         else:
@@ -182,7 +183,7 @@ def interaction_cells(block: dict | None) -> dict | None:
     rows, sentences_ = [], []
     for r in block["rows"]:
         est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
-        share = "-" if r["share_above_tol"] is None else f"{100 * r['share_above_tol']:.1f}%"
+        share = fmt_percent(r["share_above_tol"])
         rows.append({"a": r["steps_a"], "b": r["steps_b"], "estimate": est, "ci": f"[{lo}, {hi}]",
                      "p": fmt_p(r["p_value"]), "share": share, "inference": r["inference"]})
         # an interval away from zero, and an average above the rounding-level tolerance (an additive model's

@@ -7,7 +7,7 @@ status is text, never colour alone.
 
 from __future__ import annotations
 
-from ..._utils.numfmt import fmt_est, fmt_int, fmt_num, p_phrase
+from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_num, p_phrase
 from ..inputs.specs import FLAG_DEFAULTS, FLAG_MEANING
 
 __all__ = ["FLAG", "OK", "flag_rows", "model_flag_rows", "dispersion_text", "threshold_rows"]
@@ -38,12 +38,12 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
     elif v["policy"] == "exclude":
         n_ep = v["n_extrapolation"] or 0
         share = n_ep / (v["n"] + n_ep)
-        add("share of extrapolation points", f"> {100 * t['ep_share']:g}%", cells["ep_share"], share > t["ep_share"])
+        add("share of extrapolation points", f"> {fmt_g(100 * t['ep_share'])}%", cells["ep_share"], share > t["ep_share"])
     inc = v["ci_low"] is None or v["ci_low"] <= 0 <= v["ci_high"]
     ci = f"[{cells['ci_low']}, {cells['ci_high']}]"
     add("CI of the AME includes zero", "yes", ci, inc)
     if v.get("nlm") and v.get("anlm") is not None:
-        add("ANLM below threshold", f"< {t['anlm']:g}", cells["anlm"], v["anlm"] < t["anlm"])
+        add("ANLM below threshold", f"< {fmt_g(t['anlm'])}", cells["anlm"], v["anlm"] < t["anlm"])
     expected = v.get("expected_sign")
     if expected is not None:
         observed = _sign(v["ame"])
@@ -55,21 +55,21 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
         k = int(mc["n_resamples"]) - int(mc.get("n_failed") or 0)
         if float(v.get("conf_level", 0.95)) >= 0.95:  # issue 22 item 8: the tails rest on few refits
             add("percentile bootstrap with few resamples", f"< {fmt_int(t['bootstrap_resamples'])} at "
-                f"{100 * float(v.get('conf_level', 0.95)):g}%", f"{fmt_int(k)} successful refits",
+                f"{fmt_g(100 * float(v.get('conf_level', 0.95)))}%", f"{fmt_int(k)} successful refits",
                 k < t["bootstrap_resamples"])
     st = v.get("stability")
     if st and st.get("ari_median") is not None:
-        add("partition unstable across subsamples (median ARI)", f"< {t['ari']:g}", fmt_num(st["ari_median"], 3),
+        add("partition unstable across subsamples (median ARI)", f"< {fmt_g(t['ari'])}", fmt_num(st["ari_median"], 3),
             st["ari_median"] < t["ari"])
     elif st:  # configured, but no refit succeeded: the check did not run, and the table says so
-        add("partition unstable across subsamples (median ARI)", f"< {t['ari']:g}",
+        add("partition unstable across subsamples (median ARI)", f"< {fmt_g(t['ari'])}",
             f"not run: {fmt_int(st['n_failed'])} of {fmt_int(st['subsamples'])} refits failed", True)
     part = v.get("partition")
     if part and (part.get("tests") or {}).get("global", {}).get("p_value") is not None:
         # issue 25: a tree whose leaves the data cannot tell apart describes noise, not subgroups
         alpha = 1 - float(v.get("conf_level", 0.95))
         p = part["tests"]["global"]["p_value"]
-        add("leaves not distinguishable (global test of equal leaf cAMEs)", f"p >= {alpha:g}",
+        add("leaves not distinguishable (global test of equal leaf cAMEs)", f"p >= {fmt_g(alpha)}",
             p_phrase(p), p >= alpha)
     if part:
         small = min(int(leaf["n"]) for leaf in part["leaves"])
@@ -79,7 +79,7 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
             worst = min(with_nlm, key=lambda leaf: (leaf["canlm"], int(leaf["node"])))
             below = sum(leaf["canlm"] < t["leaf_anlm"] for leaf in with_nlm)
             est = fmt_est(worst["canlm"], worst.get("canlm_ci_low"), worst.get("canlm_ci_high"))[0]
-            add("non-linear cAME leaf (lowest cANLM)", f"< {t['leaf_anlm']:g}",
+            add("non-linear cAME leaf (lowest cANLM)", f"< {fmt_g(t['leaf_anlm'])}",
                 f"{est} (leaf {worst['node']}; {fmt_int(below)} of {fmt_int(len(with_nlm))} leaves below)",
                 below > 0)
     return rows
@@ -107,10 +107,10 @@ def model_flag_rows(model_info: dict, t: dict) -> list[dict[str, str]]:
         return []
     flagged = d["dispersion"] > t["dispersion"] and d["cov_type"] == "nonrobust"
     return [{"effect": "the model", "rule": f"dispersion of the {d['family']} model (Pearson chi2 / df)",
-             "threshold": f"> {t['dispersion']:g}", "value": fmt_num(d["dispersion"], 2), "status": _status(flagged)}]
+             "threshold": f"> {fmt_g(t['dispersion'])}", "value": fmt_num(d["dispersion"], 2), "status": _status(flagged)}]
 
 
 def threshold_rows(t: dict) -> list[dict[str, str]]:
     """Every flag threshold used, its default and meaning (printed under the flags table)."""
-    return [{"key": k, "value": f"{t[k]:g}", "default": f"{FLAG_DEFAULTS[k]:g}", "meaning": FLAG_MEANING[k],
+    return [{"key": k, "value": fmt_g(t[k]), "default": fmt_g(FLAG_DEFAULTS[k]), "meaning": FLAG_MEANING[k],
              "changed": "yes" if t[k] != FLAG_DEFAULTS[k] else "no"} for k in FLAG_DEFAULTS]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._utils.numfmt import fmt_est, fmt_int, fmt_level, fmt_num, fmt_share
+from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_level, fmt_num, fmt_share
 from ..inputs.specs import CI_SHORT, describe_detector
 from ..inputs.config import ReportConfig
 
@@ -38,7 +38,7 @@ def _step_text(r: dict, units: dict) -> str:
     if r["step"] is None:
         return "-"
     u = f" {units[r['feature']]}" if units.get(r["feature"]) else ""
-    return f"{r['step']:+,.4g}{u}"
+    return f"{fmt_g(r['step'], 4, sign=True, thousands=True)}{u}"
 
 
 def whole_model(results: dict, cfg: ReportConfig, scale: float, first_table: int) -> dict[str, Any] | None:
@@ -70,8 +70,9 @@ def whole_model(results: dict, cfg: ReportConfig, scale: float, first_table: int
             rng = ", ".join(r["levels"][:12]) + (f", ... ({len(r['levels'])} levels)" if len(r["levels"]) > 12 else "")
             sd = "-"
         else:
-            rng = f"{r['min']:,.6g} to {r['max']:,.6g}" if r["min"] is not None else "-"
-            sd = "-" if r["sd"] is None else f"{r['sd']:,.4g}"
+            rng = (f"{fmt_g(r['min'], 6, thousands=True)} to {fmt_g(r['max'], 6, thousands=True)}"
+                   if r["min"] is not None else "-")
+            sd = fmt_g(r["sd"], 4, thousands=True)
         kind = r["type"] + (f" ({r['encoding']})" if r.get("encoding") else "")
         out["dictionary"].append({"feature": r["feature"], "type": kind, "unit": r["unit"] or "not stated",
                                   "description": r["description"] or "not stated", "range": rng, "sd": sd,
@@ -121,10 +122,10 @@ def effective_step_rows(v: dict) -> list[dict[str, str]] | None:
         return None
     out = []
     for r in rows:
-        out.append({"feature": r["feature"], "h": f"{r['h']:+,.6g}",
+        out.append({"feature": r["feature"], "h": fmt_g(r["h"], 6, sign=True, thousands=True),
                     **{k: fmt_num(r[k], 3) for k in ("min", "q25", "median", "q75", "max")},
                     "n_shrunk": f"{fmt_int(r['n_shrunk'])} of {fmt_int(r['n'])} ({fmt_share(r['n_shrunk'], r['n'])})",
-                    "min_fraction": f"{r['min_fraction']:g}"})
+                    "min_fraction": fmt_g(r["min_fraction"])})
     return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._utils.numfmt import count, fmt_est, fmt_int, fmt_num, fmt_p, fmt_share, p_phrase
+from ..._utils.numfmt import count, fmt_est, fmt_g, fmt_int, fmt_num, fmt_p, fmt_share, p_phrase
 from ..inputs.specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
 
 #: Most leaf differences the report's table shows (the rest are in results.json).
@@ -105,7 +105,7 @@ def shown_leaves(part: dict, vid: str) -> tuple[dict, str | None]:
 
 def _g(x: float) -> str:
     """A range bound as the hyperrectangle prints it (6 significant digits), so both read alike."""
-    return f"{x:.6g}"
+    return fmt_g(x, 6)
 
 
 def _evaluated(b: dict) -> str | None:
