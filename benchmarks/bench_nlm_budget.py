@@ -1,4 +1,4 @@
-"""The error-controlled NLM of a black box at a bounded cost (issue 26): a wrapped HistGradientBoosting model.
+"""The error-controlled NLM of a black box at a bounded cost: a wrapped HistGradientBoosting model.
 
 ``fme.fme(f, X, {"x0": 1, "x1": 1}, nlm=True)`` where ``f`` is a plain function around the model's
 ``predict`` (fme cannot read its trees, so the NLM is Gauss-Kronrod with the budget: the jump route

@@ -294,7 +294,7 @@ def _near_flat(d):  # near-flat (moves by ~1e-9) where x2 > 0, quadratic elsewhe
 
 
 def test_flat_paths_are_undefined_and_counted_apart(grid):
-    # the relative rule (issue 13) is opt-in since issue 23 item 9: nlm_flat_tol > 0
+    # the relative rule is opt-in: nlm_flat_tol > 0
     f = _near_flat
     res = fme.fme(f, grid, {"x1": 0.7}, nlm=True, nlm_method="gauss-legendre", nlm_flat_tol=1e-6)
     x2, x3 = grid["x2"].to_numpy(), grid["x3"].to_numpy()

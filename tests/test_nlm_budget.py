@@ -1,4 +1,4 @@
-"""The error-controlled NLM at a bounded cost (fme._nlm.budget, paper §5.4; issue 26).
+"""The error-controlled NLM at a bounded cost (fme._nlm.budget, paper §5.4).
 
 References: the exact NLM of the same tree model read from its trees (fme.nlm_exact /
 fme._nlm.tree_paths, itself checked against an independent segment reference in

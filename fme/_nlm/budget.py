@@ -1,4 +1,4 @@
-"""The error-controlled NLM of any model at a bounded cost (paper §5.4, eq. of the NLM; issue 26).
+"""The error-controlled NLM of any model at a bounded cost (paper §5.4, eq. of the NLM).
 
 Every row starts with the 21-node Gauss-Kronrod rule on [0, 1] (its embedded 10-node Gauss rule on
 the same nodes gives the error estimate), i.e. 23 predictions with f(x) and f(x + h). Then one
@@ -7,12 +7,22 @@ Gauss-Kronrod pair plus 11 per row for refinement), is spent greedily, in rounds
 error contributions of the rows whose estimate is still above ``tol``. Each row takes one of two
 routes, chosen from its 23 values (``nlm_route``):
 
-* ``quadrature``: adaptive bisection as in QUADPACK. The three integrals of the NLM
-  (int (f - f(x)), int (f - f(x) - c)^2 with a fixed centre c, the level-0 mean, and
-  int (f - secant)^2) are sums over sub-intervals, each with its Kronrod and Gauss value;
-  NLM = 1 - N / (S2 - (S1 - c)^2). The row's estimate is max(|NLM_K - NLM_G|, sum of the
-  sub-intervals' first-order contributions |dN_i - NLM' dD_i| / D); bisecting the sub-interval
-  with the largest contribution costs 42 predictions (at most ``2**max_level`` sub-intervals).
+* ``quadrature``: adaptive subdivision as in QUADPACK, with jumps located. The three integrals of
+  the NLM (int (f - f(x)), int (f - f(x) - c)^2 with a fixed centre c, the level-0 mean, and
+  int (f - secant)^2) are sums over sub-intervals, each with its Kronrod and Gauss value and its
+  two end values (f(x) and f(x + h) at level 0); NLM = 1 - N / (S2 - (S1 - c)^2). The row's
+  estimate is max(|NLM_K - NLM_G|, sum of the sub-intervals' first-order contributions
+  |dN_i - NLM' dD_i| / D), where each contribution also holds what a jump between two of the
+  sub-interval's 23 points could do (:func:`fme._nlm.budget_routes.hidden_jumps`), plus the
+  rounding of the sums. The Kronrod-Gauss difference alone is no bound on a path with a jump: a
+  jump near a sub-interval's centre splits both rules' weights alike (f = 2 x1 + sin(x2) +
+  3 (x3 > 0.5) + x1 x4 had rows with nlm_status "ok", nlm_error 1e-16 and true errors of 1e-4),
+  and a jump between the last node and t = 1 is seen by no node (true errors up to 13). Cutting a
+  sub-interval costs 43 predictions (21 nodes on each part and the value at the cut): at its
+  midpoint (at most ``2**max_level`` sub-intervals per row), or, when hidden jumps make at least
+  half of its contribution, inside the gap of its largest jump, which shrinks the part around the
+  jump by the gap's share (about 1/27) per cut, down to a width of :data:`_MIN_WIDTH`. A row may
+  cut several sub-intervals per round (those above nlm_tol / its sub-intervals).
 * ``jumps``: the path's values tie exactly between neighbouring nodes (a wrapped tree model,
   any piecewise-constant predictor). Neighbours with equal values are taken as one constant
   segment; neighbours with different values bracket a jump, placed at the bracket's midpoint.
@@ -24,8 +34,9 @@ routes, chosen from its 23 values (``nlm_route``):
   (:func:`fme._nlm.budget_routes.jump_state` derives it) on the change of the NLM when every
   open bracket's jump moves anywhere inside it and, on a *dense* row, every open bracket also
   hides an excursion of at most H, the row's mean |jump| over its open brackets. Dense: more
-  than :data:`_SPARSE_JUMPS` of the row's 22 level-0 intervals hold jumps, or a probe found a
-  third value. The excursion term is needed: a wrapped 100-tree
+  than :data:`_SPARSE_JUMPS` of the row's 22 level-0 intervals hold jumps, a constant piece between
+  two brackets is shorter than the widest bracket (:func:`_dense`), or a probe found a third
+  value. The excursion term is needed: a wrapped 100-tree
   HistGradientBoosting model has about 42 jumps per path (two-feature step), and the earlier
   bound (one jump per bracket) was below the true error on 0.2% and 0.8% of its rows at budgets
   60 and 120 (up to 13x: brackets where two opposite jumps nearly cancel, so that the ends
@@ -40,7 +51,7 @@ A path with a jump in every level-0 interval ties nowhere among its 23 values an
 quadrature route, where the Kronrod estimate of a staircase is no bound (4 of 10^5 rows of the
 wrapped boosting model had errors above it). So a quadrature row's first bisection comes before any
 bracket when the budget binds, and when exact ties appear between neighbouring nodes of its halves
-the row moves to the jump route with all 65 values (a later bisection does not move it).
+the row moves to the jump route with all 66 values (a later cut does not move it).
 
 Rounds: at most :data:`_MAX_ROUNDS` (:data:`_BINDING_ROUNDS` when the budget cannot give every
 open bracket one probe at the start: then most rows stay above ``nlm_tol`` whatever the split, and
@@ -50,11 +61,11 @@ a predict call can be dear), each one stacked prediction (in frames of at most
 from the stacked path: a model's last bits can depend on a row's place in the frame it predicts (BLAS
 kernels, SIMD tails), and a row's fME must not depend on the NLM or the batching. Round i of
 R spends at most what is left / (R - i). When that covers
-every candidate, each active quadrature row bisects its worst sub-interval and every bracket of an
+every candidate, each active quadrature row cuts its worst sub-intervals and every bracket of an
 active jump row gets k probes ((k + 1)-section, 1 <= k <= :data:`_MAX_PROBES`): as many as
 would bring its contribution to nlm_tol / (brackets of its row) in the rounds left at the same k,
 scaled down to the round's share; otherwise the candidates are taken greedily by error per prediction (a bracket's
-contribution halves for 1 prediction; a sub-interval's mostly disappears for 42).
+contribution halves for 1 prediction; a sub-interval's mostly disappears for 43).
 
 Which rows are refined depends on the other rows of the call when the budget binds (the worst ones
 are); rows are processed in blocks of :data:`_BLOCK_ROWS` (each with its own share), which bounds the

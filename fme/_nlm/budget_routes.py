@@ -1,4 +1,4 @@
-"""The two routes of the error-controlled NLM: their sums, error estimates and bounds (paper §5.4; issue 26).
+"""The two routes of the error-controlled NLM: their sums, error estimates and bounds (paper §5.4).
 
 Helpers of :mod:`fme._nlm.budget`, which describes the routes and drives the rounds; :func:`jump_state`
 derives the jump route's bound.
@@ -239,23 +239,27 @@ def _miss(Vf, target, side, floor):
 
 def hidden_jumps(Vf: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: np.ndarray,
                  level: np.ndarray | None = None):
-    """What a jump between two of a sub-interval's 23 points can do to its Gauss-Kronrod sums.
+    """What a jump between two of a sub-interval's 23 points can do to its Gauss-Kronrod sums (paper §5.4).
 
     ``Vf`` (23, I, C): the values minus f(x) at the ends and nodes of the sub-intervals [a, b] (``c``, ``F``
     (I, C) their rows' centre and fME; ``level`` (I, C) the path's level |f(x)| + max |f - f(x)|, for the
     rounding floor). Per gap j and degree, the better of two one-sided polynomials (:data:`_LOW`,
-    :data:`_HIGH` points, the nearest on each side) predicts the gap's far end and misses it by m_j. A jump J
-    in the gap makes both degrees miss by about J (the weights sum to 1; a gap next to it has one clean
-    side); on a smooth path the miss shrinks with the degree. So gap j is taken to hold a jump of size
-    m_j (high degree) when that exceeds :data:`_JUMP_SHARE` of the low degree's miss. A jump of size J at tau
-    in a gap of width w_j changes an integrand phi(f) by the step H(t - tau) psi(t), psi = phi(f + J) -
-    phi(f); the Kronrod rule places that step within w_j / 2 of tau and the Gauss rule within w_j (measured
-    on the 22 gaps), so the Kronrod value and the Kronrod - Gauss difference together miss it by at most
-    2 w_j max |psi| + _TV_FACTOR (b - a) TV(psi). With |psi| <= m_j (2 max |f - f(x) - z| + m_j) (z = c for
-    S2, t F for N; 1 for S1) and TV(psi) <= 2 m_j (TV of the values (+ |F| (b - a) for N)) this gives
-    per-sub-interval bounds P (I, 3, C) on |dS1|, |dS2|, |dN|, which :func:`quad_state` carries to the NLM.
-    It is an assumption, not a guarantee, like the jump route's bound: two jumps inside one gap that
-    nearly cancel, or a jump far smaller than the low degree's miss on a steep smooth path, go unseen.
+    :data:`_HIGH` points, the nearest on each side) predicts the gap's far end and misses it, less the
+    rounding of its points (:data:`_ROUND_ULPS`). A jump J in the gap makes both degrees miss by about J (the
+    weights sum to 1; a gap next to it has one clean side); on a smooth path the miss shrinks with the degree.
+    So gap j holds a jump when the high degree's miss exceeds :data:`_JUMP_SHARE` of the low degree's (over
+    the gap and its neighbours; counted in part between half that share and the share), of size m_j: the
+    smaller miss, at most the gap's own difference plus the neighbouring slopes over its width.
+
+    A jump of size J at tau in a gap of width w_j changes an integrand phi(f) by the step H(t - tau) psi(t),
+    psi = phi(f + J) - phi(f); the Kronrod rule places that step within w_j / 2 of tau and the Gauss rule
+    within w_j (measured on the 22 gaps), so the Kronrod value and the Kronrod - Gauss difference together miss
+    it by at most 2 w_j |psi(tau)| + :data:`_TV_FACTOR` (b - a) TV(psi). With |psi| <= m_j (2 |f - f(x) - z| +
+    m_j) at the gap's ends (z = c for S2, t F for N; |psi| = m_j for S1) and TV(psi) <= 2 m_j (TV of the values
+    (+ |F| (b - a) for N)) this gives per-sub-interval bounds P (I, 3, C) on |dS1|, |dS2|, |dN|, which
+    :func:`quad_state` carries to the NLM. A kink (ReLU) counts as a small jump, which bounds what it does too.
+    It is an assumption, not a guarantee, like the jump route's bound: two jumps inside one gap that nearly
+    cancel, or a jump far smaller than the low degree's miss on a steep smooth path, go unseen.
 
     Returns
     -------

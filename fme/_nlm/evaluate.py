@@ -38,7 +38,7 @@ __all__ = ["NLMSummaryMixin", "nlm_values", "NLMSettings", "resolve_method", "ad
 NLM_STATUS = ("ok", "constant", "flat", "inaccurate")
 #: Default ``nlm_flat_tol``: 0, no relative rule. With a value > 0 a path is also flat when the SD of f
 #: along it is at most this times the SD of the predictions f(x), f(x + h) over all evaluated rows (the
-#: rule before issue 23 item 9, which discarded well-defined NLMs of small-scale paths, e.g. a logit's
+#: earlier default rule, which discarded well-defined NLMs of small-scale paths, e.g. a logit's
 #: probabilities near 3e-8). Undefined by default means: varies only by rounding (:data:`fme.nlm.FLAT_ULPS`).
 DEFAULT_FLAT_TOL = 0.0
 _UNKNOWN = object()
@@ -200,7 +200,7 @@ def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[S
 
 
 class NLMSummaryMixin:
-    """Robust NLM figures of :class:`fme.effects.FMEResult` (paper §5.4 and issue 13)."""
+    """Robust NLM figures of :class:`fme.effects.FMEResult` (paper §5.4)."""
 
     @property
     def status_columns(self) -> list[str]:

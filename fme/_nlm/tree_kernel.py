@@ -232,38 +232,43 @@ def _emit_row(ne, start, ev_t, ev_jump, seg_a, seg_raw, ns, order, cnt):
     return c
 
 
-def _emit_row32(ne, base, leaf0, ev_t, ev_tree, ev_val, seg_a, seg_raw, ns, order, cnt, cur, pre):
+def _emit_row32(ne, base, leaf0, ev_t, ev_tree, ev_val, seg_a, seg_raw, ns, order, cnt, seg_of, acc):
     """As :func:`_emit_row`, but each segment's raw score is the float32 sum of its trees' values in tree order
-    from float32 ``base`` (XGBoost's own margin): ``pre[k]`` holds the partial sums, and a boundary recomputes
-    them from the first tree whose value changes there."""
+    from float32 ``base`` (XGBoost's own margin). The boundaries come tree by tree, in increasing t within a
+    tree (the walk's order), so tree by tree, each of its values is added to the running sums of the segments
+    it spans (a slice): every segment's sum takes its trees in tree order, the same float32 numbers as
+    XGBoost's, without recomputing a chain of partial sums at every boundary."""
     T = leaf0.shape[0]
     _order(ev_t, ne, order, cnt)
-    acc = base
-    for k in range(T):
-        cur[k] = np.float32(leaf0[k])
-        acc = np.float32(acc + cur[k])
-        pre[k] = acc
     seg_a[ns] = 0.0
-    seg_raw[ns, 0] = acc
-    c = 1
+    c = 0
     e = 0
-    while e < ne:
+    while e < ne:  # the segment each boundary opens: one per distinct t
         t = ev_t[order[e]]
-        first = T
-        while e < ne and ev_t[order[e]] == t:
-            j = order[e]
-            tree = ev_tree[j]
-            cur[tree] = np.float32(ev_val[j, 0])
-            first = min(first, tree)
-            e += 1
-        acc = base if first == 0 else pre[first - 1]
-        for k in range(first, T):
-            acc = np.float32(acc + cur[k])
-            pre[k] = acc
-        seg_a[ns + c] = t
-        seg_raw[ns + c, 0] = acc
         c += 1
-    return c
+        seg_a[ns + c] = t
+        while e < ne and ev_t[order[e]] == t:
+            seg_of[order[e]] = c
+            e += 1
+    nseg = c + 1
+    for q in range(nseg):
+        acc[q] = base
+    e = 0
+    for k in range(T):
+        v = np.float32(leaf0[k])
+        s0 = 0
+        while e < ne and ev_tree[e] == k:
+            s1 = seg_of[e]
+            for q in range(s0, s1):
+                acc[q] = acc[q] + v
+            v = np.float32(ev_val[e, 0])
+            s0 = s1
+            e += 1
+        for q in range(s0, nseg):
+            acc[q] = acc[q] + v
+    for q in range(nseg):
+        seg_raw[ns + q, 0] = acc[q]
+    return nseg
 
 
 def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, zero_eps, depth, block, cap, seg_cap,
@@ -279,7 +284,7 @@ def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, ze
     counts = np.zeros(m, dtype=np.int64)
     T = roots.shape[0]
     base32 = np.float32(baseline[0])
-    cur, pre = np.empty(T, dtype=np.float32), np.empty(T, dtype=np.float32)
+    seg_of, acc = np.empty(cap, dtype=np.int64), np.empty(cap + 1, dtype=np.float32)
     ns = 0
     for b0 in range(0, m, block):
         b1 = min(m, b0 + block)
@@ -297,6 +302,8 @@ def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, ze
                            st_hi, start, ev_t, ev_jump, ne, sum32, leaf0, ev_tree):
                 break
             cap *= 2  # more boundaries than room: grow and walk the block again
+        if sum32 and acc.shape[0] < cap + 1:
+            seg_of, acc = np.empty(cap, dtype=np.int64), np.empty(cap + 1, dtype=np.float32)
         for r in range(b1 - b0):
             if ns + ne[r] + 1 > seg_cap:
                 seg_cap = max(2 * seg_cap, ns + ne[r] + 1)
@@ -304,7 +311,7 @@ def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, ze
                 seg_raw = _grow(seg_raw, seg_cap)
             if sum32:
                 c = _emit_row32(ne[r], base32, leaf0[r], ev_t[r], ev_tree[r], ev_jump[r], seg_a, seg_raw, ns, order,
-                                cnt, cur, pre)
+                                cnt, seg_of, acc)
             else:
                 c = _emit_row(ne[r], start[r], ev_t[r], ev_jump[r], seg_a, seg_raw, ns, order, cnt)
             counts[b0 + r] = c
