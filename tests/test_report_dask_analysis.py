@@ -61,6 +61,7 @@ DIFFERENT_BY_DESIGN = [
     r"/data/(source|sha256|n_files|engine|sample)",  # the files themselves, and the sample's description
     r"/effects/\d+/variants/\d+/partition/notes",  # fme.came on Dask data adds "tree grown on ... rows"
     r"/effects/\d+/variants/\d+/partition/tree_(rows|on_sample)",  # Dask only: the rows the tree was grown on
+    r"/environment/cluster",  # the cluster that ran the Dask analysis (scheduler, workers, threads): Dask only
     r"/versions/(dask|distributed)",  # issue 22 item 5: packages the Dask analysis imported (pandas: not used)
 ]
 
