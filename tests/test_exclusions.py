@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import fme
-from fme._core.exclusions import _excluded_frame, _extrapolation_exclusions, _value_exclusions, check_evaluated
+from fme._core.exclusions import excluded_frame, _extrapolation_exclusions, _value_exclusions, check_evaluated
 from fme.effects import resolve_plan
 from fme.exceptions import DataError, ExtrapolationError
 from fme.steps import parse_steps
@@ -52,7 +52,7 @@ def test_value_exclusions_first_code_wins_in_step_order():
     # p evaluated; q missing x (not also 'already at a'); r, s infinite x; t at the level; u missing g; v evaluated
     np.testing.assert_array_equal(code, np.array([0, 1, 1, 1, 2, 1, 0], dtype=np.int8))
     assert code.dtype == np.int8
-    ex = _excluded_frame(code, notes, data.index)
+    ex = excluded_frame(code, notes, data.index)
     assert ex.index.tolist() == list("qrstu")
     assert ex["reason_type"].tolist() == ["missing", "missing", "missing", "at_level", "missing"]
     assert ex["point"].tolist() == [""] * 5
@@ -61,7 +61,7 @@ def test_value_exclusions_first_code_wins_in_step_order():
 
 
 def test_excluded_frame_of_no_exclusion_is_empty_with_the_columns():
-    ex = _excluded_frame(np.zeros(3, dtype=np.int8), [], pd.Index([10, 11, 12]))
+    ex = excluded_frame(np.zeros(3, dtype=np.int8), [], pd.Index([10, 11, 12]))
     assert ex.empty and list(ex.columns) == ["reason_type", "point", "reason"]
 
 
@@ -88,7 +88,7 @@ def test_extrapolation_flags_x_and_x_plus_h_per_policy(policy):
         assert X.index.tolist() == [5, 6]
         np.testing.assert_array_equal(code, [0, 0, 3, 3])
         assert extra == {}
-        ex = _excluded_frame(code, notes, data.index)
+        ex = excluded_frame(code, notes, data.index)
         assert ex.index.tolist() == [7, 8]
         assert ex["point"].tolist() == ["x+h", "x and x+h"]
         assert ex["reason"].tolist() == ["x = 3 > 2.5", "x = 3 > 2.5 | x+h: x = 4 > 2.5"]
