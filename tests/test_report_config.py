@@ -191,3 +191,57 @@ def test_detector_names_match_the_library():
     from fme.report.inputs.config import DETECTOR_NAMES
 
     assert sorted(DETECTOR_NAMES) == sorted(DETECTORS)
+
+
+# ------------------------------------------------------------------ the config object
+def test_config_is_a_frozen_typed_object(tmp_path):
+    """The stages receive a frozen dataclass: what the modules read by private keys is a typed attribute."""
+    import dataclasses
+
+    from fme.report.inputs.config import EffectConfig, ReportConfig
+
+    p = _write(tmp_path, GOOD + "    inference: sample\n  - steps: {chas: all}\n    extrapolation: none\n")
+    cfg = load_config(p)
+    assert isinstance(cfg, ReportConfig) and all(isinstance(e, EffectConfig) for e in cfg.effects)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.seed = 3
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.effects[0].id = "x"
+    assert (cfg.path, cfg.directory, cfg.name) == (p.resolve(), p.resolve().parent, "c")
+    assert cfg.lines["effects[0].steps"] == 10 and cfg.lines["effects[1].steps"] == 12 and cfg.lines["target"] == 8
+    assert cfg.given == {"title", "owner", "intended_use", "model", "data", "target", "effects"}
+    first, second = cfg.effects
+    assert (first.index, second.index) == (0, 1)
+    assert first.given == {"steps", "inference"} and second.given == {"steps", "extrapolation"}
+    assert (first.inference, second.extrapolation) == ({"method": "sample"}, {"method": "none"})
+    assert cfg.reference_data is None and cfg.engine == "pandas" and cfg.sample_size is None
+    assert cfg.resolve_path("d.csv") == p.resolve().parent / "d.csv" and cfg.resolve_path("/a/b") == Path("/a/b")
+    level = second.variant("chas", 1)
+    assert (level.steps, level.level, second.level, level.index) == ({"chas": 1}, 1, None, 1)
+
+
+def test_resolved_config_round_trips_and_has_no_private_keys(tmp_path):
+    """to_dict() is the resolved config results.json records (defaults and given keys, nothing else); fme render
+    reads it back into the same object (config_from_dict)."""
+    from fme.report.inputs.config import config_from_dict
+
+    cfg = load_config(REPO / "reports" / "boston-svm.yaml")
+    resolved = cfg.to_dict()
+    assert not [k for k in resolved if k.startswith("_")]
+    assert "engine" not in resolved and "reference_data" not in resolved  # neither given nor defaulted
+    assert resolved["effects"][0]["stability"] == {"subsamples": 20, "fraction": 0.5}
+    assert "title" in resolved["effects"][0] and "title" not in load_config(_write(tmp_path, GOOD)).to_dict()["effects"][0]
+    back = config_from_dict(resolved, cfg.name)
+    assert back.to_dict() == resolved and back.name == "boston-svm" and back.lines == {}
+    assert [e.id for e in back.effects] == [e.id for e in cfg.effects]
+    resolved["effects"][0]["steps"]["rm"] = 99  # the dict is a copy: the config object is unchanged
+    assert cfg.effects[0].steps == {"rm": 1}
+
+
+def test_config_errors_name_the_file_line_and_key_through_the_object(tmp_path):
+    from fme.report.inputs.config import config_error
+
+    cfg = load_config(_write(tmp_path, GOOD))
+    err = config_error(cfg, ("effects", 0, "steps", "crim"), "bad")
+    assert str(err) == f"{(tmp_path / 'c.yaml').resolve()}:10: effects[0].steps.crim: bad"
+    assert str(config_error(cfg, ("figures", "width"), "x")).startswith(f"{(tmp_path / 'c.yaml').resolve()}:1: ")

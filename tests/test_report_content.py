@@ -320,6 +320,27 @@ def test_leaf_nonlinearity_flag_uses_the_configured_threshold():
     assert flagged["threshold"] == "< 0.7"
 
 
+def test_stability_that_did_not_run_stays_in_the_flags_table():
+    """Every stability refit failed: the rule stays in the flags table, says "not run" with the count, and is
+    flagged (it was dropped silently); a stability section that ran is judged by its median ARI."""
+    from fme.report.inputs.specs import FLAG_DEFAULTS
+    from fme.report.present.context import effect_cells
+    from fme.report.present.display import prepare_variant
+    from fme.report.present.flags import FLAG, OK, flag_rows
+
+    rule = "partition unstable across subsamples (median ARI)"
+    failed = {"subsamples": 20, "n_refits": 0, "n_failed": 20, "errors": ["no rows"], "ari_median": None}
+    v = prepare_variant(_variant(inference="sample", model_ci=None, stability=failed), 1.0)
+    (row,) = [r for r in flag_rows(v, effect_cells(v), "x", FLAG_DEFAULTS) if r["rule"] == rule]
+    assert (row["value"], row["status"], row["threshold"]) == ("not run: 20 of 20 refits failed", FLAG, "< 0.5")
+    ran = {**failed, "n_refits": 20, "n_failed": 0, "errors": [], "ari_median": 0.8}
+    v = prepare_variant(_variant(inference="sample", model_ci=None, stability=ran), 1.0)
+    (row,) = [r for r in flag_rows(v, effect_cells(v), "x", FLAG_DEFAULTS) if r["rule"] == rule]
+    assert (row["value"], row["status"]) == ("0.800", OK)
+    v = prepare_variant(_variant(inference="sample", model_ci=None, stability=None), 1.0)
+    assert [r for r in flag_rows(v, effect_cells(v), "x", FLAG_DEFAULTS) if r["rule"] == rule] == []
+
+
 # ------------------------------------------------------------------ report builds (slow)
 def _breast_cancer(kind: str, d: Path) -> None:
     import joblib

@@ -60,9 +60,8 @@ DIFFERENT_BY_DESIGN = [
     r"/config/data/path", r"/config/engine", r"/config/sample_size", r"/config_name", r"/config_sha256",
     r"/data/(source|sha256|n_files|engine|sample)",  # the files themselves, and the sample's description
     r"/effects/\d+/variants/\d+/partition/notes",  # fme.came on Dask data adds "tree grown on ... rows"
-    r"/effects/\d+/variants/\d+/partition/tree_(rows|on_sample)",  # Dask only: the rows the tree was grown on
-    r"/environment/cluster",  # the cluster that ran the Dask analysis (scheduler, workers, threads): Dask only
-    r"/versions/(dask|distributed)",  # issue 22 item 5: packages the Dask analysis imported (pandas: not used)
+    r"/versions/(dask|distributed)",  # packages the Dask analysis imported (pandas: not used)
+    r"/environment/cluster",  # the cluster the Dask build ran on
 ]
 
 
@@ -404,3 +403,112 @@ def test_dask_and_pandas_reports_of_a_poisson_glm_with_c_terms_say_the_same(tmp_
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "p" / "tables" / name),
                                       pd.read_csv(tmp_path / "d" / "tables" / name), rtol=1e-10)
 
+
+#: results.json paths that name the engine itself: the files read, the sample's description, the packages
+#: and the cluster the Dask build used. Every other value, every number included, must be equal.
+ENGINE_IDENTIFICATION = [
+    r"/config/data/path", r"/config/engine", r"/config_name", r"/config_sha256",
+    r"/data/(source|sha256|n_files|engine|sample)",
+    r"/versions/(dask|distributed)",
+    r"/environment/cluster",
+    r"/effects/\d+/variants/\d+/partition/notes",  # fme.came on Dask data says which rows grew the tree
+]
+
+PARITY_EFFECTS = """\
+  - steps: {x1: 1}
+    partition: {max_leaves: null}
+    stability: {subsamples: 4, fraction: 0.5}
+  - steps: {x2: sd}
+    partition: false
+    stability: false
+  - steps: {k: all}
+    partition: false
+    stability: false
+"""
+
+
+def _numbers(value, path: str = "") -> dict[str, float]:
+    """Every number of a JSON value by its path (booleans excluded)."""
+    out: dict[str, float] = {}
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.update(_numbers(v, f"{path}/{k}"))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out.update(_numbers(v, f"{path}/{i}"))
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        out[path] = float(value)
+    return out
+
+
+@pytest.mark.slow
+def test_dask_report_on_rows_within_sample_size_equals_the_pandas_report(tmp_path, monkeypatch):
+    """An honest cAME tree (the default) with stability refits, 2,000 rows as one CSV (pandas) and as three Parquet
+    files (Dask, all rows within sample_size): every number and value of results.json is equal to 1e-10 but the
+    engine's own identification; the stability refits ran on both engines, over the same rows; the flags table
+    lists the same rules."""
+    from fme.__main__ import main
+
+    monkeypatch.chdir(tmp_path)
+    _inputs(tmp_path, 2000, effects=PARITY_EFFECTS)
+    assert main(["report", "p.yaml", "--no-pdf"]) == 0
+    assert main(["report", "d.yaml", "--no-pdf"]) == 0
+    p = json.loads((tmp_path / "p" / "results.json").read_text(encoding="utf-8"))
+    d = json.loads((tmp_path / "d" / "results.json").read_text(encoding="utf-8"))
+    assert d["data"]["sample"]["all_rows"] is True
+    exempt = tuple(ENGINE_IDENTIFICATION + _noise_leaves(p))
+    assert _differences(p, d, exempt, rel=1e-10) == []
+    numbers = _numbers(p)
+    assert len(numbers) > 300  # the comparison is not vacuous: every number of the pandas report is checked
+    for res in (p, d):
+        v = res["effects"][0]["variants"][0]
+        st = v["stability"]
+        assert v["partition"]["honest"] is True
+        assert st["n_refits"] == 4 and st["n_failed"] == 0 and st["errors"] == []
+        assert st["n_rows"] == v["n"] and st["n_each"] == round(0.5 * v["n"])  # half of the evaluated rows
+    p_html, d_html = (" ".join((tmp_path / e / "report.html").read_text(encoding="utf-8").split()) for e in "pd")
+    rule = "partition unstable across subsamples (median ARI)"
+    assert rule in p_html and rule in d_html
+    assert "(50.0% of the evaluated rows" in d_html and "(50.0% of the evaluated rows" in p_html
+    cluster = d["environment"]["cluster"]  # the local cluster the build started: its workers and threads
+    assert cluster["scheduler"] == "local" and cluster["workers"] >= 1 and cluster["threads"] >= cluster["workers"]
+    assert f"Cluster: local ({cluster['workers']} worker" in d_html and "Cluster:" not in p_html
+
+
+def _figures_of(res) -> dict:
+    """Every public figure of an effect result (the report's only way to read one)."""
+    out = {"counts": res.exclusion_counts(), "n": res.n, "n_total": res.n_total, "n_extrapolation": res.n_extrapolation,
+           "n_kept_extrapolation": res.n_kept_extrapolation, "n_negative": res.n_negative,
+           "n_nlm_linear": res.n_nlm_linear, "quantiles": res.quantiles(), "ame": res.ame, "sd": res.sd}
+    if res.has_nlm:
+        out["nlm"] = res.nlm_figures()
+    return out
+
+
+@pytest.mark.parametrize("steps, policy", [({"x1": 1.0}, "exclude"), ({"x1": 1.0}, "keep"), ({"k": "b"}, "exclude")])
+def test_public_figures_are_equal_on_both_engines(steps, policy):
+    """The figures compute_effect reads (exclusion counts, negative fMEs, NLMs >= 0.9, quartiles and median, the
+    NLM summary, flagged rows kept) are the same numbers in memory and on Dask data, for the same rows: missing
+    stepped values, rows already at the level and extrapolation points included."""
+    import dask.dataframe as dd
+
+    df = _frame(3000, seed=4)
+    if "x1" in steps:  # missing stepped values are left out (the model never sees them)
+        df.loc[np.random.default_rng(5).choice(3000, 40, replace=False), "x1"] = np.nan
+    model = _model(_frame(400))
+    X = df.drop(columns="y")
+    kwargs = dict(extrapolation="envelope", on_extrapolation=policy, reference_data=X[X["x1"] < 9],
+                  nlm="k" not in steps, random_state=0)
+    mem = fme.fme(model, X, steps, **kwargs)
+    lazy = fme.fme(model, dd.from_pandas(X, npartitions=4), steps, **kwargs)
+    a, b = _figures_of(mem), _figures_of(lazy)
+    lazy.release()  # the figures stay: n_negative and the quantiles are kept
+    assert _figures_of(lazy) == b
+    assert _differences(a, b, rel=1e-10) == []
+    assert a["counts"]["missing"] == (40 if "x1" in steps else 0) and a["n_total"] == 3000
+    if "k" in steps:
+        assert a["counts"]["at_level"] == int((X["k"] == "b").sum()) and "nlm" not in a
+    elif policy == "keep":
+        assert a["n_kept_extrapolation"] > 0 and a["n_extrapolation"] == 0
+    else:
+        assert a["n_extrapolation"] > 0 and a["n_kept_extrapolation"] == 0 and a["nlm"]["n"] > 0

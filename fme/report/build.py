@@ -56,7 +56,7 @@ def _entry_point_bytes(cfg: ReportConfig, key: str = "model") -> tuple[bytes, by
     from .model_hash import model_fingerprint
 
     model, train, info = load_model(cfg, getattr(cfg, key), key)
-    try:  # what identifies the fit, not its pickle: identical fits hash alike (issue 22 item 3)
+    try:  # what identifies the fit, not its pickle: identical fits hash alike
         fitted = model_fingerprint(model if train is None else (model, train))
     except Exception:  # noqa: BLE001 - an unserialisable model: its repr and the module source still count
         fitted = repr(model).encode("utf-8")

@@ -1,4 +1,4 @@
-"""Compact matplotlib SVGs for the self-contained report (issue 16: HTML <= 2 MB).
+"""Compact matplotlib SVGs for the self-contained report (HTML <= 2 MB).
 
 Matplotlib writes every scatter or rug marker as its own clip group with its own style, coordinates with
 six decimals, an indented tree and an RDF ``<metadata>`` block; a 500-point scatter is ~190 kB and the

@@ -1,4 +1,4 @@
-"""Champion and challenger (issue 27 item 2): every effect of a report for a second model on the same rows.
+"""Champion and challenger: every effect of a report for a second model on the same rows.
 
 For each effect variant the challenger's fMEs are computed with the champion's settings (steps resolved to
 the same numbers, detector, policy); on the rows both evaluated, the paired difference of the AMEs,

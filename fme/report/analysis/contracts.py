@@ -1,4 +1,4 @@
-"""Effect contracts (issue 27 item 1): what a model release promises about its effects, tested.
+"""Effect contracts: what a model release promises about its effects, tested.
 
 Per effect, ``expect:`` in the config states any of ``sign`` (``+``/``-``), ``within: [low, high]`` (two
 one-sided tests, TOST), ``at_least: x`` / ``at_most: x`` (non-inferiority / non-superiority),

@@ -12,8 +12,8 @@ says the same, :data:`~fme.report.analysis.effect_parts.SAMPLE_BASED` and
   the h/2-h-2h sensitivity table, and every cAME figure of the subspaces (n, cAME, CI, SD, cANLM) and their
   extrapolation points (:func:`leaf_extrapolation`);
 * on a **seeded sample** of ``sample_size`` rows (:func:`fme.report.inputs.sources.sample_rows`): the per-row
-  figures, ``tables/<id>-fme.csv``, where the extrapolation points are, the shrunk steps, and the partition
-  stability refits, which resample a partition grown in memory on the sampled rows (every sampled evaluated
+  figures, ``tables/<id>-fme.csv``, where the extrapolation points are, the shrunk steps, the evaluated ranges
+  of the subspaces' boxes (the sampled evaluated rows in each) and the partition stability refits, which resample a partition grown in memory on the sampled rows (every sampled evaluated
   row: those that grow an honest tree and those that estimate its leaves); the cAME tree itself is grown on
   fme's own seeded sample (``fme._dask.common.FIT_SAMPLE_SIZE`` rows).
 
@@ -36,7 +36,7 @@ from ..inputs.sources import sample_rows
 from ..inputs.specs import make_detector
 from .checks import levels_of
 from .effect import compute_effect
-from .effect_parts import REPORT_SAMPLE_SIZE, _grow_partition
+from .effect_parts import REPORT_SAMPLE_SIZE, _grow_partition, _num
 from ..inputs.config import EffectConfig
 
 __all__ = ["compute_effect_dask", "DaskRows", "leaf_extrapolation"]
@@ -140,6 +140,22 @@ class DaskRows:
     def tree_rows(self, part: Any, summary: dict) -> dict[str, Any]:
         """The rows the tree was grown on: fme's seeded sample of the growing rows (all when no more)."""
         return {"tree_rows": int(part.sample_rows), "tree_on_sample": bool(part.grown_on_sample)}
+
+    def box_ranges(self, part: Any, rows: Any, summary: dict) -> None:
+        """Each box's evaluated range over the sampled evaluated rows that fall into it (every evaluated row when
+        the data have no more rows than ``sample_size``, as in the pandas report), not only over the rows the
+        tree was grown on."""
+        X = rows.data.loc[rows.results.index, part.features]
+        X = X[X.notna().all(axis=1).to_numpy()]
+        if not len(X):
+            return
+        node = part.predict(X)["node"].to_numpy()
+        for leaf in summary["leaves"]:
+            inside = X[node == int(leaf["node"])]
+            for b in leaf["box"]:
+                if b["kind"] == "numeric":
+                    v = inside[b["feature"]].to_numpy(dtype=float)
+                    b["eval_min"], b["eval_max"] = (_num(np.nanmin(v)), _num(np.nanmax(v))) if v.size else (None, None)
 
     def stability_partition(self, part: Any, rows: Any, eff: EffectConfig, conf: float, seed: int) -> Any:
         """The partition grown in memory on the sampled rows (the Dask partition's own rows are the sample of the

@@ -5,7 +5,7 @@
 * :func:`extrapolation_causes`: which features put the flagged point (x or x + h) outside the
   reference data, so the report says where extrapolation points are *because of what*;
 * :func:`effective_steps`: the distribution of the per-row steps under ``on_extrapolation='shrink'``
-  (issue 11 item 20; the same quantiles as :meth:`fme.FMEResult.summary`).
+  (the same quantiles as :meth:`fme.FMEResult.summary`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def interval_records(summary: dict) -> list[dict[str, Any]]:
     sentences, flags and plausibility check use), and the fixed-model interval over the rows
     (``inference: sample``; the effect's ``ci_low``/``ci_high``). ``tables/<effect>-ame.csv``, results.json
     (``intervals``) and the change log carry these rows, so a file never shows one interval beside the
-    label of the other (issue 22 item 1).
+    label of the other.
     """
     rows = []
     mc = summary.get("model_ci")

@@ -97,6 +97,9 @@ class InMemory:
         """The rows the tree was grown on (all the growing rows in memory)."""
         return {"tree_rows": int(summary["n_grown"]), "tree_on_sample": False}
 
+    def box_ranges(self, part: Any, rows: Any, summary: dict) -> None:
+        """The boxes' evaluated ranges: the partition's own (every evaluated row in memory)."""
+
     def stability_partition(self, part: Any, rows: Any, eff: EffectConfig, conf: float, seed: int) -> Any:
         """The partition the stability refits resample: the effect's own."""
         return part
@@ -162,6 +165,7 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         summary["partition"] = _partition_summary(part, eff, engine.leaf_extrapolation(part, res),
                                                   engine.levels(part, data))
         summary["partition"].update(engine.tree_rows(part, summary["partition"]))
+        engine.box_ranges(part, rows, summary["partition"])
     stab, summary["stability"] = _stability(engine.stability_partition(part, rows, eff, conf, seed), eff, seed,
                                             summary["ame"])
     res.release()  # the quantiles used above are kept; a Dask result frees the workers' sorted values

@@ -86,7 +86,7 @@ def _grow_partition(res: Any, eff: EffectConfig, conf: float, **came_kwargs: Any
     """The effect's cAME partition (:func:`fme.came` with the config's ``partition``), or None when the
     config switches it off or fewer than 2 rows were evaluated.
 
-    ``max_leaves`` (default 8, issue 22 item 2): the tree is pruned to at most that many subspaces (the
+    ``max_leaves`` (default 8): the tree is pruned to at most that many subspaces (the
     paper's reduction, §5.5); a grown tree with fewer leaves stays as grown. Without tree parameters in the
     config it grows as for a reduction in fmeffects (CTree ``alpha`` 0.35 and ``minbucket`` 2 % of the rows,
     CART ``min_samples_leaf`` 2 %); with them, as they say (the method's defaults for the rest).
@@ -98,7 +98,7 @@ def _grow_partition(res: Any, eff: EffectConfig, conf: float, **came_kwargs: Any
     method = params.pop("method", "ctree")
     feats = params.pop("features", None)
     cap = params.pop("max_leaves", None)
-    # honest estimation (issue 25) is no tree parameter: it goes to fme.came beside them
+    # honest estimation is no tree parameter: it goes to fme.came beside them
     came_kwargs = {**came_kwargs, **{k: params.pop(k) for k in ("honest", "honest_fraction", "n_splits")
                                      if k in params}}
     if cap is None or "n_partitions" in params:
@@ -123,7 +123,7 @@ def _partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, level
     ``levels`` (``engine: dask``): every categorical feature's levels over all rows of the data. An unrestricted
     categorical side of a box then lists them, as the pandas report does from the whole data; the Dask
     partition's own data are the evaluated rows of its sample, which lack the rows already at a level or left
-    out as extrapolation points (issue 22 item 7: {excellent, fair, good} where pandas lists {..., poor}).
+    out as extrapolation points ({excellent, fair, good} where pandas lists {..., poor}).
     """
     leaves = []
     levels = levels or {}
@@ -150,8 +150,8 @@ def _partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, level
 
 
 def _leaf_tests(part: Any) -> dict | None:
-    """Differences between the leaf cAMEs with Holm-adjusted p-values, and the global test that all are equal
-    (issue 25 item 6); None for a single subspace."""
+    """Differences between the leaf cAMEs with Holm-adjusted p-values, and the global test that all are equal;
+    None for a single subspace."""
     if len(part.leaf_ids) < 2:
         return None
     t = part.test(multcomp="holm")
@@ -180,7 +180,7 @@ def _root_split(part: Any) -> dict | None:
     levels = nodes.at[1, "split_levels"]
     return {"feature": str(nodes.at[1, "split_feature"]), "value": _num(nodes.at[1, "split_value"]),
             "levels": None if not isinstance(levels, dict)
-            # a level absent from the node goes to neither side (CTree: None; issue 22 item 2a)
+            # a level absent from the node goes to neither side (CTree: None)
             else {str(k): (None if v is None else int(v)) for k, v in levels.items()}}
 
 
@@ -261,7 +261,7 @@ REPORT_SAMPLE_SIZE = 100_000
 #: What an ``engine: dask`` report computes on the sample (words for the report and results.json).
 SAMPLE_BASED = ("the fME and NLM distribution figures", "the extrapolation map",
                 "the per-row table tables/<effect>-fme.csv", "where the extrapolation points are",
-                "the shrunk steps", "the partition stability refits")
+                "the shrunk steps", "the evaluated ranges of the subspaces' boxes", "the partition stability refits")
 
 
 #: ... and over all rows.

@@ -50,7 +50,7 @@ def save(fig: Any, out_dir: Path, name: str, dpi: int, tight: bool = True) -> di
     png = Path(out_dir) / "figures" / f"{name}.png"
     box = "tight" if tight else None
     fig.savefig(svg, format="svg", metadata={"Date": None}, bbox_inches=box)
-    # the HTML embeds every SVG (base64): compacted, the Boston report is ~0.5 MB smaller (issue 16: <= 2 MB)
+    # the HTML embeds every SVG (base64): compacted, the Boston report is ~0.5 MB smaller (<= 2 MB)
     svg.write_text(compact_svg(svg.read_text(encoding="utf-8")), encoding="utf-8")
     fig.savefig(png, format="png", dpi=dpi, metadata={"Software": None}, bbox_inches=box)
     plt.close(fig)
@@ -128,7 +128,7 @@ def _feature_unit(cfg: ReportConfig, feature: str) -> str:
 
 
 def rug_values(values: np.ndarray, max_points: int) -> tuple[np.ndarray, str]:
-    """The marks of a rug of all observed values, at most ``max_points`` (issue 22 item 8: an unsampled rug of
+    """The marks of a rug of all observed values, at most ``max_points`` (an unsampled rug of
     10^5 rows made one SVG 1.17 MB): the distinct values, or when there are more, ``max_points`` evenly
     spaced quantiles of all rows (the rug's density is kept), and the legend label saying which."""
     v = values[np.isfinite(values)]
@@ -219,7 +219,7 @@ def _nlm_plot(res, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
         ax.axvline(float(v.mean()), color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="ANLM")
     n_undefined = int(np.isnan(raw).sum())
     n_flat, n_constant = int(getattr(res, "n_nlm_flat", 0) or 0), int(getattr(res, "n_nlm_constant", 0) or 0)
-    if n_undefined:  # flat and constant paths counted apart (issue 22 item 4d)
+    if n_undefined:  # flat and constant paths counted apart
         _note(ax, f"NLM undefined: {n_undefined} of {raw.size} ({n_flat} flat, {n_constant} constant paths)")
     not_drawn = _note(ax, finite_part(raw[~np.isnan(raw)]).note)
     ax.axvline(1, color=PALETTE["reference"], linewidth=0.8, linestyle=":", label="linear (NLM = 1)")
@@ -235,7 +235,7 @@ def _nlm_plot(res, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
 
 def _came_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
     """Dot plot of the cAMEs; of a partition with more than :data:`MAX_TREE_LEAVES` leaves the largest ones
-    by n (ties: node order), as the report's tables show them (issue 22 item 2: 184 leaves made 1.6 MB)."""
+    by n (ties: node order), as the report's tables show them (184 leaves made 1.6 MB)."""
     leaves = part.leaves
     n_all = len(leaves)
     if n_all > MAX_TREE_LEAVES:
@@ -330,7 +330,7 @@ def shown(res, part, conf_level: float, scale: float = 1.0) -> tuple[Any, Any]:
     Every effect-scale number (fMEs, cAMEs, CIs) is multiplied by ``scale`` (100 for a class probability:
     percentage points, as :func:`fme.report.present.display.prepare_variant` does for the tables), and when the
     effect has a model-uncertainty interval (delta method, bootstrap) each leaf's CI is that interval, as
-    in the leaf table. So a tree figure's numbers are the table cells (issue 16 item 6). The caller's
+    in the leaf table. So a tree figure's numbers are the table cells. The caller's
     objects are not modified.
     """
     import copy

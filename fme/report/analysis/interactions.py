@@ -1,4 +1,4 @@
-"""Interactions in reports (issue 27 item 3): ``interactions:`` lists feature pairs with their steps, or
+"""Interactions in reports: ``interactions:`` lists feature pairs with their steps, or
 ``auto`` screens every pair of the top k numeric features of the overview (k = 5 by default).
 
 Each pair gets :func:`fme.interaction`: the average second difference f(x + h_a + h_b) - f(x + h_a) -

@@ -131,7 +131,7 @@ def sample_size(cfg: ReportConfig) -> int:
 
 
 def versions(model: Any = None, model_info: dict | None = None) -> dict[str, str]:
-    """Versions of the core packages and (issue 22 item 5) of every package the model, its entry point's
+    """Versions of the core packages and of every package the model, its entry point's
     module and the analysis imported (:func:`fme.report.analysis.packages.model_packages`)."""
     import jinja2
     import matplotlib
@@ -265,7 +265,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                     err = ConfigError(f"{err} (level {veff.level!r})")
                 raise err from exc
             group.append(summ)
-        for summ in group:  # effect contracts (issue 27): tested below, Holm-adjusted over the whole report
+        for summ in group:  # effect contracts: tested below, Holm-adjusted over the whole report
             summ["contracts"] = contract_rows(summ, eff.expect)
         summaries.append({"id": eff.id, "title": eff.title, "why": eff.why, "config": _jsonable(eff.to_dict()),
                           "variants": group})
@@ -279,7 +279,7 @@ def _write_tables(out: dict, summ: dict, out_dir: Path, vid: str) -> None:
     base = {"term": " & ".join(summ["features"]), "contrast": summ["step_label"]}
     rest = {"n": summ["n"], "n_excluded": n_excluded, "sd_fme": summ["sd"], "q25": summ["q25"], "q75": summ["q75"],
             "anlm": summ.get("anlm")}
-    # one row per interval, the report's primary interval first, each labelled (issue 22 item 1)
+    # one row per interval, the report's primary interval first, each labelled
     rows = [{**base, **iv, **rest} for iv in summ["intervals"]]
     pd.DataFrame(rows).to_csv(out_dir / "tables" / f"{vid}-ame.csv", index=False, lineterminator="\n")
     if out.get("stability") is not None:

@@ -289,7 +289,7 @@ def _check_partition(file: str, lines: dict, i: int, part: dict) -> None:
                         f"method {method}'s ({', '.join(PARTITION_PARAMS[method])}); {fix}")
 
 
-#: Largest number of subspaces of a cAME tree by default (issue 22 item 2: a readable tree, paper §5.5).
+#: Largest number of subspaces of a cAME tree by default (a readable tree, paper §5.5).
 MAX_LEAVES = 8
 
 

@@ -1,4 +1,4 @@
-"""Audit trail of a report (issue 16 item 7): input hashes, model version, platform, resolved config.
+"""Audit trail of a report: input hashes, model version, platform, resolved config.
 
 Display strings only, from ``results.json`` and the build's ``build.json`` (:mod:`fme.report.build`), so a
 report re-rendered by ``fme render`` shows the same trail without the model or the data.

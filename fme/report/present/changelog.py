@@ -1,4 +1,4 @@
-"""Change log against a previous report (issue 16 item 11; checklist §1.7 "a diff against the previous report").
+"""Change log against a previous report (checklist §1.7 "a diff against the previous report").
 
 ``previous: path/to/results.json`` in a config: at build time :func:`load_previous` reads that file and keeps
 a compact record of it in ``build.json`` (so ``fme render`` needs only the report folder); :func:`changelog`
@@ -39,7 +39,7 @@ def _split_text(split: dict | None) -> str:
 
 def _primary(v: dict) -> tuple[str, Any, Any]:
     """(inference, conf_low, conf_high) of the report's primary interval: the model-uncertainty interval
-    when it was computed, else the fixed-model one (also for results.json files written before issue 22)."""
+    when it was computed, else the fixed-model one (also for results.json files written by an older fme)."""
     mc = v.get("model_ci")
     if mc and mc.get("conf_low") is not None:
         return v.get("inference", "sample"), mc["conf_low"], mc["conf_high"]
@@ -49,7 +49,7 @@ def _primary(v: dict) -> tuple[str, Any, Any]:
 def compact(results: dict) -> dict[str, Any]:
     """The numbers of a results.json the change log compares, per effect variant id.
 
-    ``inference``/``ci_low``/``ci_high``: the report's primary interval (issue 22 item 1); ``fixed_ci_low``/
+    ``inference``/``ci_low``/``ci_high``: the report's primary interval; ``fixed_ci_low``/
     ``fixed_ci_high``: the fixed-model interval over the rows, present in every build.
     """
     out = {}

@@ -63,8 +63,8 @@ def effect_cells(v: dict) -> dict[str, str]:
 
 def level_label(v: dict) -> str:
     """The level rows already at are left out at: the variant's level (``all`` or a list), else the level of a
-    single categorical step (``{feature: level}``), else ``feature level`` per stepped feature (issue 22 item 4a:
-    never "level None")."""
+    single categorical step (``{feature: level}``), else ``feature level`` per stepped feature (never
+    "level None")."""
     if v.get("level") is not None:
         return str(v["level"])
     steps = v.get("steps") or {}
@@ -177,7 +177,7 @@ def report_id(config_name: str, config_sha256: str) -> str:
 
 
 def interaction_cells(block: dict | None) -> dict | None:
-    """The interactions of the config as display rows and one sentence per pair (issue 27 item 3)."""
+    """The interactions of the config as display rows and one sentence per pair."""
     if not block or not block.get("rows"):
         return None
     rows, sentences_ = [], []
@@ -230,7 +230,7 @@ def challenger_cells(groups: list[dict]) -> dict | None:
 
 
 def contract_cells(groups: list[dict]) -> dict | None:
-    """The effect contracts of the whole report as display rows, and a count of the verdicts (issue 27)."""
+    """The effect contracts of the whole report as display rows, and a count of the verdicts."""
     rows = []
     for g in groups:
         for v in g["variants"]:
@@ -476,11 +476,11 @@ def sample_note(data: dict) -> dict[str, str] | None:
     effect = (f"Computed out of core (engine: dask). Over all {n} rows: the row counts and exclusions, the AME with "
               "its CI and quartiles, the NLM summaries, the AME with extrapolation points, the step sensitivity "
               f"and the cAMEs of the subspaces. From {drawn}: the figures below, the per-row table, where the "
-              "extrapolation points are and the stability refits; the cAME tree is grown on fme's own seeded "
-              f"sample of {at_most}.")
+              "extrapolation points are, the evaluated ranges of the subspaces and the stability refits; the cAME "
+              f"tree is grown on fme's own seeded sample of {at_most}.")
     appendix = (f"engine: dask; summaries over all {n} rows, per-row figures and tables from {drawn}. Based on the "
-                f"sample: {', '.join(info['based_on_sample'])}; the cAME tree's splits and its subspaces' "
-                f"evaluated ranges: fme's seeded sample of {at_most}. Over all "
+                f"sample: {', '.join(info['based_on_sample'])}; the cAME tree's splits: fme's seeded sample of "
+                f"{at_most}. Over all "
                 f"rows: {', '.join(info['all_rows_items'])}.")
     return {"effect": effect, "appendix": appendix}
 

@@ -12,7 +12,7 @@ interval that decides (model uncertainty when it was computed).
   ``fixed_ci_low``/``fixed_ci_high``; ``ci_inference`` names which one ``ci_low`` is.
 
 So sentences, direction words, flags and the plausibility check, which all read ``ci_low`` and
-``ci_high``, use the model-uncertainty interval whenever it exists (issue 12, Reports).
+``ci_high``, use the model-uncertainty interval whenever it exists.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..inputs.config import ReportConfig
 
 __all__ = ["prepare_variant", "scale_of", "target_phrase", "interval_rows", "ci_method_text", "model_ci_scope"]
 
-#: What each model-uncertainty interval covers and what it does not (issue 22 item 4b; limitations section).
+#: What each model-uncertainty interval covers and what it does not (limitations section).
 MODEL_CI_SCOPE = {
     "delta": ("CIs marked model (delta method) have the standard error sqrt(g'Vg): g is the gradient of the AME "
               "with respect to the model's parameters, V their estimated covariance, and the evaluation rows are "

@@ -53,7 +53,7 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
     mc = v.get("model_ci") or {}
     if v.get("inference") == "bootstrap" and mc.get("ci") == "percentile" and mc.get("n_resamples") is not None:
         k = int(mc["n_resamples"]) - int(mc.get("n_failed") or 0)
-        if float(v.get("conf_level", 0.95)) >= 0.95:  # issue 22 item 8: the tails rest on few refits
+        if float(v.get("conf_level", 0.95)) >= 0.95:  # the tails rest on few refits
             add("percentile bootstrap with few resamples", f"< {fmt_int(t['bootstrap_resamples'])} at "
                 f"{fmt_g(100 * float(v.get('conf_level', 0.95)))}%", f"{fmt_int(k)} successful refits",
                 k < t["bootstrap_resamples"])
@@ -66,7 +66,7 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
             f"not run: {fmt_int(st['n_failed'])} of {fmt_int(st['subsamples'])} refits failed", True)
     part = v.get("partition")
     if part and (part.get("tests") or {}).get("global", {}).get("p_value") is not None:
-        # issue 25: a tree whose leaves the data cannot tell apart describes noise, not subgroups
+        # a tree whose leaves the data cannot tell apart describes noise, not subgroups
         alpha = 1 - float(v.get("conf_level", 0.95))
         p = part["tests"]["global"]["p_value"]
         add("leaves not distinguishable (global test of equal leaf cAMEs)", f"p >= {fmt_g(alpha)}",
@@ -75,7 +75,7 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
         small = min(int(leaf["n"]) for leaf in part["leaves"])
         add("smallest cAME leaf", f"n < {fmt_int(t['leaf_n'])}", fmt_int(small), small < t["leaf_n"])
         with_nlm = [leaf for leaf in part["leaves"] if leaf.get("canlm") is not None]
-        if with_nlm:  # ties broken by node number, the same in both engines (issue 22 item 7)
+        if with_nlm:  # ties broken by node number, the same in both engines
             worst = min(with_nlm, key=lambda leaf: (leaf["canlm"], int(leaf["node"])))
             below = sum(leaf["canlm"] < t["leaf_anlm"] for leaf in with_nlm)
             est = fmt_est(worst["canlm"], worst.get("canlm_ci_low"), worst.get("canlm_ci_high"))[0]

@@ -14,7 +14,7 @@ MAX_TESTS_SHOWN = 10
 
 
 def _honesty_sentence(p: dict) -> str:
-    """Which rows grew the tree and which estimated its leaves (issue 25), in the report's words."""
+    """Which rows grew the tree and which estimated its leaves, in the report's words."""
     if p.get("honest") is None:  # a results.json written before honest cAMEs
         return ""
     if p["honest"]:
@@ -81,7 +81,7 @@ def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) 
     return rows
 
 
-#: Most subspaces the leaf tables, hyperrectangles and where-sentences show (issue 22 item 2: a tree of
+#: Most subspaces the leaf tables, hyperrectangles and where-sentences show (a tree of
 #: ``max_leaves: null`` may have hundreds; the rest are in ``tables/<effect>-leaves.csv`` and results.json).
 MAX_LEAVES_SHOWN = 16  # = fme.report.analysis.figures.MAX_TREE_LEAVES: the dot plot draws the same leaves
 
@@ -116,7 +116,7 @@ def _evaluated(b: dict) -> str | None:
 
 
 def _boxes(part: dict) -> dict[str, Any]:
-    """Hyperrectangle of every leaf beside its evaluated range (issue 16 item 5), plus EPs per leaf."""
+    """Hyperrectangle of every leaf beside its evaluated range, plus EPs per leaf."""
     leaves = part["leaves"]
     feats = [b["feature"] for b in leaves[0]["box"]] if leaves else []
     rows = []

@@ -85,8 +85,8 @@ def effect_sentence(v: dict, cells: dict[str, str], target: str, unit: str, noun
 
 
 def nlm_rows_phrase(v: dict) -> str:
-    """'over 106 of the 554 observations: the NLM is undefined for 448 (440 flat paths, 8 constant)' (issue 22
-    item 4d: the rows an ANLM covers; flat and constant paths counted apart)."""
+    """'over 106 of the 554 observations: the NLM is undefined for 448 (440 flat paths, 8 constant)' (the
+    rows an ANLM covers; flat and constant paths counted apart)."""
     n, k = v.get("n"), v.get("n_nlm")
     if k is None or n is None or int(k) == int(n):
         return f"over all {count(n, 'row')}" if n is not None else ""
@@ -140,7 +140,7 @@ def sensitivity_sentence(rows: list[dict], cells: list[dict[str, str]]) -> str |
     ok = [(r, c) for r, c in zip(rows, cells) if r.get("ame") is not None]
     if len(ok) < 2:
         return None
-    # only a change of the CI-based direction word is a change of the conclusion (issue 22 item 4c): three
+    # only a change of the CI-based direction word is a change of the conclusion: three
     # "no clear direction" rows whose AMEs differ in sign (or are exactly 0) say nothing
     words = {c["direction"] for _, c in ok}
     if len(words) == 1:

@@ -1,4 +1,4 @@
-"""A built report as a Model Card Toolkit model card (issue 27 item 4): ``model_card.json``, schema 0.0.2.
+"""A built report as a Model Card Toolkit model card: ``model_card.json``, schema 0.0.2.
 
 The effects become quantitative-analysis entries (each AME with the report's primary interval and what
 it covers; each cAME leaf as a slice; each effect contract with its verdict), the report's limitations and
