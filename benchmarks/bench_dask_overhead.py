@@ -24,7 +24,10 @@ Cases (each timed on pandas and on Dask alternately, ``--repeats`` times):
 * ``came_deep`` (not run by default): the same without ``n_partitions``: CTREE's defaults grow
   thousands of subspaces on smooth fMEs (3089 at 10^5 rows), which the Dask pass must sum separately.
 
-Printed per case: the medians of both times, the median of the paired ratios Dask/pandas, and the
+Printed per case: the medians of both times, the median of the paired ratios Dask/pandas (and their
+range), the CPU seconds of both (pandas: this process; Dask: this process, which also runs the
+scheduler, plus both workers) and their median ratio, which other sessions' load disturbs less than
+wall time (a starved worker waits without burning CPU), and the
 number of graph executions of one Dask call (every graph the client sends to the scheduler:
 ``compute``, ``persist`` and the ``compute`` of a persisted result, counted by wrapping
 ``distributed.Client._graph_to_futures``) and of its ``Client.scatter`` calls (objects sent to the
@@ -104,6 +107,11 @@ class Executions:
         return "\n".join(lines)
 
 
+def _cpu() -> float:
+    """CPU seconds (user + system, all threads) of the calling process."""
+    return time.process_time()
+
+
 def _caller() -> str:
     """The innermost frames of fme's own code on the stack (the pass's origin)."""
     frames = [f for f in traceback.extract_stack() if f"{os.sep}fme{os.sep}" in f.filename]
@@ -169,16 +177,19 @@ def main() -> None:
                 # a first untimed call on each engine: imports, numba caches and the workers' first unpickling
                 run(inputs[0])
                 run(inputs[1])
-                t_pd, t_dk, counts, scatters = [], [], [], []
+                t_pd, t_dk, counts, scatters, c_pd, c_dk = [], [], [], [], [], []
                 for r in range(args.repeats):
-                    start = time.perf_counter()
+                    cpu, start = _cpu(), time.perf_counter()
                     run(inputs[0])
                     t_pd.append(time.perf_counter() - start)
+                    c_pd.append(_cpu() - cpu)
                     execs.reset()
                     execs.trace = args.trace and r == 0
-                    start = time.perf_counter()
+                    workers = sum(client.run(_cpu).values())
+                    cpu, start = _cpu(), time.perf_counter()
                     run(inputs[1])
                     end = time.perf_counter()
+                    c_dk.append(_cpu() - cpu + sum(client.run(_cpu).values()) - workers)
                     t_dk.append(end - start)
                     counts.append(execs.count)
                     scatters.append(execs.scatters)
@@ -187,9 +198,12 @@ def main() -> None:
                         print(execs.report(end), flush=True)
                         execs.trace = False
                 ratios = [d / p for d, p in zip(t_dk, t_pd)]
+                cpu_ratios = [d / p for d, p in zip(c_dk, c_pd)]
                 row = {"case": name, "n": n, "partitions": args.partitions, "pandas s": round(statistics.median(t_pd), 4),
                        "dask s": round(statistics.median(t_dk), 4), "ratio": round(statistics.median(ratios), 2),
-                       "ratio range": f"{min(ratios):.2f}-{max(ratios):.2f}", "executions": counts[0],
+                       "ratio range": f"{min(ratios):.2f}-{max(ratios):.2f}", "pandas CPU s": round(statistics.median(c_pd), 3),
+                       "dask CPU s": round(statistics.median(c_dk), 3),
+                       "CPU ratio": round(statistics.median(cpu_ratios), 2), "executions": counts[0],
                        "scatters": scatters[0]}
                 assert len(set(counts)) == 1, counts  # the number of passes does not depend on timing
                 rows.append(row)

@@ -73,9 +73,9 @@ def _model_frames(model: Any, frame: Any, exposure: Any = None, offset: Any = No
 
 
 class Shipped:
-    """One object every chunk's task reads (the plans with their model, a tree): :func:`ship` sends it to
-    each worker once instead of once per task, and its fixed token spares Dask from pickling it to name
-    a lazy collection (``map_partitions`` hashes its arguments; a statsmodels model unpickles by
+    """One object every chunk's task reads (the plans with their model, a tree): :func:`ship` makes it one
+    node of the graph instead of a copy in every task, and its fixed token spares Dask from pickling it
+    to name a lazy collection (``map_partitions`` hashes its arguments; a statsmodels model unpickles by
     rebuilding its design matrices, tens of milliseconds each time)."""
 
     __slots__ = ("value", "token")
@@ -99,26 +99,14 @@ def _unpickle_shipped(value: Any, token: str) -> Shipped:
     return out
 
 
-def _current_client() -> Any:
-    """The distributed Client the current Dask scheduler sends its graphs to, or None (a local scheduler)."""
-    from dask.base import get_scheduler
-
-    try:
-        from distributed import Client
-    except ImportError:  # pragma: no cover - the test environment has distributed
-        return None
-    client = getattr(get_scheduler(), "__self__", None)
-    return client if isinstance(client, Client) else None
-
-
 def ship(value: Any) -> Any:
-    """``value`` as a :class:`Shipped` argument of chunk tasks: on a distributed cluster scattered to every
-    worker once (a future the tasks share), on a local scheduler the object itself."""
+    """``value`` as one node of the graph that every chunk's task takes (a :class:`Shipped`): serialised
+    once per graph, sent to each worker once and kept there for the graph's tasks, instead of a copy
+    inside every task (and without a round trip of its own, as ``Client.scatter`` would take)."""
+    from dask import delayed
+
     shipped = Shipped(value)
-    client = _current_client()
-    if client is None:
-        return shipped
-    return client.scatter(shipped, broadcast=True, hash=False)
+    return delayed(shipped, name=f"fme-shipped-{shipped.token}", traverse=False)
 
 
 def as_delayed(obj: Any) -> Any:
