@@ -315,3 +315,59 @@ def test_a_jump_inside_a_quadrature_sub_interval_is_bounded_and_located():
         worst[budget] = diff.max()
     assert worst[300] < worst[100] / 100 < worst[34] / 1000
     assert worst[300] <= 1e-6
+
+
+def _gk_exact_sums(g, tau, c, F):
+    """Kronrod sums of (S1, S2, N) of the path values g(t) - g(0) on [0, 1] at the 21 nodes, and the exact ones
+    (scipy quad split at tau)."""
+    from scipy import integrate
+
+    from fme.nlm import gauss_kronrod_rules
+
+    kron, _ = gauss_kronrod_rules(1)
+    u, w = kron.nodes, kron.weights
+    d = g(u) - g(0.0)
+    K = np.array([np.sum(w * d), np.sum(w * (d - c) ** 2), np.sum(w * (d - u * F) ** 2)])
+    opts = dict(epsabs=1e-14, epsrel=1e-13, limit=200, points=[tau] if 0 < tau < 1 else None)
+    exact = np.array([integrate.quad(lambda t: g(t) - g(0.0), 0, 1, **opts)[0],
+                      integrate.quad(lambda t: (g(t) - g(0.0) - c) ** 2, 0, 1, **opts)[0],
+                      integrate.quad(lambda t: (g(t) - g(0.0) - t * F) ** 2, 0, 1, **opts)[0]])
+    return K, exact
+
+
+def test_hidden_jumps_see_a_jump_and_not_a_smooth_path():
+    """fme._nlm.budget_routes.hidden_jumps on one sub-interval [0, 1] (its 23 points: the ends and the 21 nodes):
+    smooth paths hold no jump (P = 0, no cut); a jump of 3 anywhere, also where the Kronrod and Gauss sums
+    agree (near the centre) or where no node sees it (before t = 1, after t = 0), is found in its gap, isolated,
+    and P bounds what it does to the Kronrod sums; the compiled kernel equals the NumPy formulas bit for bit."""
+    from fme._nlm import budget_routes as R
+
+    pts = R._POINTS
+    one, zero = np.ones(1), np.zeros(1)
+
+    def run(g, c=0.3):
+        V = (g(pts) - g(0.0))[:, None, None]
+        return R.hidden_jumps(V, zero, one, np.full((1, 1), c), V[-1]), V
+
+    for g in (lambda t: np.sin(1.0 + 2.5 * t), lambda t: np.exp(-(t - 0.4) ** 2), lambda t: 3 * t ** 3 - t,
+              lambda t: 2.0 * t):
+        (P, cut, iso), _ = run(g)
+        assert np.all(P == 0.0) and np.isnan(cut[0]) and not iso[0]
+    for tau in (0.5 + 1e-4, 0.5 - 1e-4, 0.25 + 1e-3, 0.9995, 0.0008, 0.3, 0.61):
+        def g(t, tau=tau):
+            return np.sin(1.0 + 2.5 * t) + 0.7 * t + 3.0 * (t > tau)
+
+        (P, cut, iso), V = run(g)
+        j = np.searchsorted(pts, tau) - 1  # the gap holding tau
+        assert iso[0] and cut[0] == 0.5 * (pts[j] + pts[j + 1])
+        K, exact = _gk_exact_sums(g, tau, 0.3, V[-1, 0, 0])
+        assert np.all(np.abs(K - exact) <= P[0, :, 0]), (tau, np.abs(K - exact), P[0, :, 0])
+    rng = np.random.default_rng(5)
+    V = np.cumsum(rng.normal(size=(23, 300, 2)), axis=0)
+    V[12:, ::4, 0] += 3.0
+    a = rng.random(300) * 0.5
+    b = a + rng.random(300) * 0.5
+    c, lev = rng.normal(size=(300, 2)), np.abs(V).max(axis=0) + 1.0
+    got, want = R.hidden_jumps(V, a, b, c, V[-1], lev), R.hidden_jumps_numpy(V, a, b, c, V[-1], lev)
+    for x, y in zip(got, want):
+        np.testing.assert_array_equal(x, y)

@@ -168,8 +168,9 @@ def read_xgboost_forest(model: Any, target_class: Any = None) -> Forest | None:
 def _own_link(booster, link_name: str, proba: bool):
     """The objective's ``PredTransform`` of float32 margins (m, 1) as XGBoost computes it, bit for bit: XGBoost
     itself, on a sparse matrix without values whose base margins are the margins, with no trees
-    (``inplace_predict`` with ``iteration_range=(1, 1)``, an empty range; 0.1 s per 5 million margins). Its float32 ``expf`` is not always the correctly rounded
-    exponential (2 of 8347 sigmoids of a classifier's segments were one float32 ulp apart), so no NumPy
+    (``inplace_predict`` with ``iteration_range=(1, 1)``, an empty range; 0.1-0.3 s per 5 million margins).
+    Its float32 ``expf`` is not always the correctly rounded exponential (2 of 8347 sigmoids of a
+    classifier's segments were one float32 ulp apart, each within 0.002 ulp of a rounding tie), so no NumPy
     formula reproduces it everywhere. A wrapper's ``predict_proba`` adds ``1 - p`` in float32."""
     import threading
 

@@ -15,7 +15,7 @@ import numpy as np
 from .._utils.jit import njit
 
 __all__ = ["rowsum", "jump_sums", "bracket_shares", "bracket_rowsums", "segment_rowsums", "split_brackets", "gk_sums",
-           "row_argmax"]
+           "row_argmax", "hidden_jumps"]
 
 _jit = njit(nogil=True)
 #: Small helpers inlined where called: a compiled call with array arguments costs reference counting per call.
@@ -342,3 +342,96 @@ def row_argmax(rows: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """Per row (ascending) that has entries: the index of its largest value, the first one among ties."""
     best = _row_argmax(np.asarray(rows, dtype=np.int64), np.ascontiguousarray(values, dtype=np.float64), n)
     return best[best >= 0]
+
+
+@_jit
+def _hidden_jumps(Vf, a, b, c, F, level, idx, wts, npts, leb, pts, share_at, ulps, outlier, tv_factor, P, cut, iso):
+    n_pts, I, C = Vf.shape
+    G = n_pts - 1
+    eps = np.finfo(np.float64).eps
+    low = np.empty(G)
+    high = np.empty(G)
+    d = np.empty(G)
+    worst = np.empty(G)
+    v = np.empty(n_pts)  # one path's values: 23 loads instead of a stride of I * C per point
+    for i in range(I):
+        w = b[i] - a[i]
+        for g in range(G):
+            worst[g] = 0.0
+        for k in range(C):
+            big = level[i, k]
+            for p in range(n_pts):
+                v[p] = Vf[p, i, k]
+                big = max(big, abs(v[p]))
+            floor = ulps * eps * big
+            tv = 0.0
+            for g in range(G):
+                lo = np.inf
+                hi = np.inf
+                for side in range(4):
+                    target = g + 1 if side % 2 == 0 else g
+                    pred = 0.0
+                    for q in range(npts[g, side]):
+                        pred += wts[g, side, q] * v[idx[g, side, q]]
+                    miss = max(abs(pred - v[target]) - floor * leb[g, side], 0.0)
+                    if side < 2:
+                        lo = min(lo, miss)
+                    else:
+                        hi = min(hi, miss)
+                low[g] = lo
+                high[g] = hi
+                d[g] = abs(v[g + 1] - v[g])
+                tv += d[g]
+            for g in range(G):
+                near = low[g]
+                beside = 0.0
+                if g > 0:
+                    near = max(near, low[g - 1])
+                    beside = d[g - 1] / (pts[g] - pts[g - 1])
+                if g < G - 1:
+                    near = max(near, low[g + 1])
+                    beside = max(beside, d[g + 1] / (pts[g + 2] - pts[g + 1]))
+                den = share_at * near
+                if den > 0.0:
+                    share = min(max(2.0 * high[g] / den - 1.0, 0.0), 1.0)
+                else:
+                    share = 1.0 if high[g] > 0.0 else 0.0
+                gap = pts[g + 1] - pts[g]
+                m = share * min(min(high[g], low[g]), d[g] + beside * gap)
+                t0 = a[i] + pts[g] * w
+                t1 = a[i] + pts[g + 1] * w
+                zc = max(abs(v[g + 1] - c[i, k]), abs(v[g] - c[i, k]))
+                zn = max(abs(v[g + 1] - t1 * F[i, k]), abs(v[g] - t0 * F[i, k]))
+                wj = 2.0 * gap * w
+                tvw = tv_factor * w
+                P[i, 0, k] += m * wj
+                P[i, 1, k] += m * (wj * (2.0 * zc + m) + tvw * 2.0 * tv)
+                P[i, 2, k] += m * (wj * (2.0 * zn + m) + tvw * 2.0 * (tv + abs(F[i, k]) * w))
+                worst[g] = max(worst[g], m)
+        top = 0
+        for g in range(1, G):
+            if worst[g] > worst[top]:
+                top = g
+        rest = -np.inf
+        for g in range(G):
+            if g != top:
+                rest = max(rest, worst[g])
+        first = worst[top]
+        iso[i] = first > 0.0 and first > outlier * rest
+        if first > 0.0:
+            cut[i] = a[i] + 0.5 * (pts[top] + pts[top + 1]) * w
+
+
+def hidden_jumps(Vf, a, b, c, F, level, idx, wts, npts, leb, pts, share_at, ulps, outlier, tv_factor):
+    """Compiled :func:`fme._nlm.budget_routes.hidden_jumps_numpy` (the same misses, shares and sums, interval by
+    interval, output by output; its stencil tables ``idx``, ``wts``, ``npts``, ``leb`` and constants are passed
+    in): returns ``(P, cut, isolated)``."""
+    f = (lambda x: np.ascontiguousarray(x, dtype=np.float64))
+    Vf = f(Vf)
+    I, C = Vf.shape[1], Vf.shape[2]
+    P = np.zeros((I, 3, C))
+    cut = np.full(I, np.nan)
+    iso = np.zeros(I, dtype=np.bool_)
+    _hidden_jumps(Vf, f(a), f(b), f(c), f(F), f(np.broadcast_to(level, (I, C))), idx, wts, npts, leb, f(pts),
+                  float(share_at), float(ulps), float(outlier), float(tv_factor), P, cut, iso)
+    return P, cut, iso

@@ -276,8 +276,8 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     Q = {"r": qrows, "a": np.zeros(qrows.size), "b": np.ones(qrows.size), "depth": np.zeros(qrows.size, np.int64),
          "va": np.zeros((qrows.size, C)), "vb": F[qrows]}
     Q["K"], Q["G"] = gk_sums(D0[:, qrows], u, wk, wg, Q["a"], Q["b"], c[qrows], F[qrows])
-    Q["P"], Q["cut"], Q["iso"] = hidden_jumps(np.concatenate([Q["va"][None], D0[:, qrows], Q["vb"][None]]), Q["a"], Q["b"],
-                                    c[qrows], F[qrows], scale[qrows])
+    Q["P"], Q["cut"], Q["iso"] = hidden_jumps(np.concatenate([Q["va"][None], D0[:, qrows], Q["vb"][None]]),
+                                              Q["a"], Q["b"], c[qrows], F[qrows], scale[qrows])
     # ------------------------------------------------ jump route: settled segments and open brackets
     jrows = np.flatnonzero(jumps)
     tfull = np.r_[0.0, u, 1.0]
@@ -290,7 +290,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     dense = np.zeros(n, dtype=bool)
     dense[jrows] = _dense(tfull, tj)
     # the quadrature rows' level-0 values: a path with a jump in every level-0 interval ties nowhere there,
-    # but its first bisection's 42 nodes show it (then it moves to the jump route with all 65 values)
+    # but its first bisection's 43 values show it (then it moves to the jump route with all 66 values)
     Q["full"], Q["pos"] = full[:, qrows], np.full(n, -1)
     Q["pos"][qrows] = np.arange(qrows.size)
     del D0, full
@@ -424,7 +424,7 @@ def _allocate(spend, left, rounds_left, qcand, bcand, qe, be, br, n, tol, first)
     qprio = qe[qcand] / _QUAD_COST
     if bcand.size:
         # a quadrature row's first bisection comes before any bracket: its Kronrod estimate is no bound on a
-        # path with a jump in every level-0 interval, and the bisection's 42 nodes show such a path
+        # path with a jump in every level-0 interval, and the bisection's 43 values show such a path
         finite = bprio[np.isfinite(bprio)]
         qprio = qprio + first * (finite.max() if finite.size else 0.0)
     prio = np.r_[qprio, bprio]
