@@ -193,7 +193,7 @@ def exact_nlm(
                       rows=(sl.start, sl.stop, len(X)))
         total += r.size
         first = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
-        nl, sd, sc = _closed_forms(c, r, first, w, mid, f0[sl], f1[sl])
+        nl, sd, sc = closed_forms(c, r, first, w, mid, f0[sl], f1[sl])
         nlm_parts.append(nl)
         sd_parts.append(sd)
         scale_parts.append(sc)
@@ -201,10 +201,10 @@ def exact_nlm(
     return (*out, np.concatenate(scale_parts)) if return_scale else out
 
 
-def _closed_forms(c, r, first, w, mid, f0, f1):
+def closed_forms(c, r, first, w, mid, f0, f1):
     """Closed-form integrals of piecewise-constant paths, segments sorted by row: (nlm, sd, scale)."""
     if c.ndim == 2:
-        cols = [_closed_forms(c[:, j], r, first, w, mid, f0[:, j], f1[:, j]) for j in range(c.shape[1])]
+        cols = [closed_forms(c[:, j], r, first, w, mid, f0[:, j], f1[:, j]) for j in range(c.shape[1])]
         return tuple(np.column_stack([x[i] for x in cols]) for i in range(3))
     F = f1 - f0
     d = c - f0[r]

@@ -360,6 +360,3 @@ def stack_path(
         shift = np.broadcast_to(numeric_shift(step, h), (n,))
         out[step.feature] = (x[None, :] + ts[:, None] * shift[None, :]).ravel()
     return out
-
-# the NLM modules' former spelling of the shift helpers
-_RULE_RE, _all_float, _numeric_shift = RULE_RE, all_float, numeric_shift

@@ -314,6 +314,41 @@ def test_every_engine_module_is_listed_or_a_helper():
     assert set(local) - set(ENGINE_ENTRIES) <= {"margins"}, local
 
 
+def private_names_across_packages(root: Path = SOURCE, package: str = "fme") -> list[str]:
+    """``from X import _name`` where X's package is not the importer's own (a leading underscore means private
+    to its package: such a name becomes public there, or moves)."""
+    known = module_files(root, package)
+    out = []
+    for module, path in known.items():
+        own = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = own.split(".")[: len(own.split(".")) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            if origin.split(".")[0] != package:
+                continue
+            origin_pkg = origin if (origin in known and known[origin].name == "__init__.py") else origin.rsplit(".", 1)[0]
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__") and origin_pkg != own:
+                    out.append(f"{module}: from {origin} import {alias.name}")
+    return sorted(out)
+
+
+def test_no_private_name_is_imported_from_another_package():
+    assert private_names_across_packages() == []
+
+
+def test_the_private_name_check_finds_a_planted_import(tmp_path):
+    root = _write(tmp_path / "pkg", {"__init__.py": "", "a/__init__.py": "", "a/m.py": "_x = 1\n",
+                                     "a/n.py": "from .m import _x\n", "b/__init__.py": "",
+                                     "b/k.py": "from ..a.m import _x\n"})
+    assert private_names_across_packages(root, "pkg") == ["pkg.b.k: from pkg.a.m import _x"]
+
+
 def test_extrapolation_families_import_only_the_base_downwards(graph):
     """fme.extrapolation: the families import _base (and the shared _encoded), never the package or each other."""
     families = ("fme.extrapolation._envelope", "fme.extrapolation._hull", "fme.extrapolation._risk",

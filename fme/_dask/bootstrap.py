@@ -1,7 +1,7 @@
 """Bootstrap inference of the AME on Dask data (issue 14 on top of issue 12's :mod:`fme.inference._bootstrap`).
 
 The refits use the same seeds, resamples and refit function as the pandas
-path (:func:`fme.inference._bootstrap._refit`; the training data stay in memory on the
+path (:func:`fme.inference._bootstrap.refit_on`; the training data stay in memory on the
 client). Their fMEs are then evaluated per partition: each partition returns,
 for every refit b, the sum of fME_b over its evaluated rows, and the sums are
 added up, so AME_b = sum / n equals the pandas draw to ~1e-15 relative. The

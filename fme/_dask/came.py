@@ -28,7 +28,7 @@ from .._trees.args import string_columns
 from .._trees.grow import grow_partition, honest_mask
 from .._trees.partition import LEAF_COLUMNS, NLM_COLUMNS, PartitionResult
 from ..inference._estimates import INFERENCE_COLUMNS, Estimates, sample_inference
-from .common import Shipped, _check_sample_size, _seed, _tree_reduce, ship
+from .common import Shipped, _check_sample_size, _seed, tree_reduce, ship
 from .quantiles import select, store_pivots
 from .result import DaskFMEResult
 
@@ -231,7 +231,7 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     shipped = ship((plan, grown.tree, grown._subspace))
     outs = [delayed(_leaf_pass, nout=2)(p, shipped, features, leaf_ids, threshold, split, numeric)
             for p in data.to_delayed()]
-    tree = _tree_reduce([o[0] for o in outs], merge=_merge_leaves)
+    tree = tree_reduce([o[0] for o in outs], merge=_merge_leaves)
     medians = {}
     if has_nlm:  # the sorted NLMs stay on the workers for the exact medians (one more round for all leaves)
         persisted = dask.persist(tree, *[o[1] for o in outs])

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .result import DaskFMEResult
-from .common import _tree_reduce
+from .common import tree_reduce
 from .._core.plan import Plan
 from .._core.kernel import evaluate_batch
 from .._core.summary import summarise
@@ -99,7 +99,7 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
         return []
     k = len(plans)
     outs = [delayed(_classic_pass, nout=3 * k)(p, plans, feature, reference, groups) for p in data.to_delayed()]
-    trees = [_tree_reduce([o[3 * j] for o in outs]) for j in range(k)]
+    trees = [tree_reduce([o[3 * j] for o in outs]) for j in range(k)]
     fms = [[o[3 * j + 1] for o in outs] for j in range(k)]
     gps = [[o[3 * j + 2] for o in outs] for j in range(k)] if groups is not None else [[] for _ in range(k)]
     flat = [x for j in range(k) for x in [trees[j], *fms[j], *gps[j]]]

@@ -150,7 +150,7 @@ def _merge(*summaries: Summary) -> Summary:
     return out
 
 
-def _tree_reduce(items: list, merge: Any = _merge) -> Any:
+def tree_reduce(items: list, merge: Any = _merge) -> Any:
     """``merge`` of ``items`` (Dask delayed objects) by a tree of fan-in 16, in their order."""
     from dask import delayed
 

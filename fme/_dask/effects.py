@@ -58,7 +58,7 @@ from .._utils.progress import dask_progress
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
 from ..extrapolation import EnvelopeDetector
-from .common import (Shipped, _check_sample_size, _merge, _model_frames, _seed, _tree_reduce, as_dask, as_delayed,
+from .common import (Shipped, _check_sample_size, _merge, _model_frames, _seed, tree_reduce, as_dask, as_delayed,
                      checked_probe, envelope_frame, lazy_probe, reference_sample, require_dask, ship)
 from .groups import group_codes, group_sums, row_weights
 from .nlm import finish, flat_scale, pending
@@ -319,12 +319,12 @@ def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = Non
     first = [j for j, (r, d) in enumerate(zip(relative, deferred)) if r and not d]
     if first:
         shipped = ship([replace(plans[j], settings=None, method="sample") for j in first])
-        spreads = _tree_reduce([delayed(_spread_pass)(p, shipped) for p in parts], merge=_merge_lists).compute()
+        spreads = tree_reduce([delayed(_spread_pass)(p, shipped) for p in parts], merge=_merge_lists).compute()
         for j, s in zip(first, spreads):
             plans[j] = replace(plans[j], spread=flat_scale(s.spread))  # one per output
     shipped = ship([replace(p, spread=np.zeros(1)) if d else p for p, d in zip(plans, deferred)])
     outs = [delayed(_chunk_pass, nout=2)(p, shipped, threshold, groups, deferred, extra) for p in parts]
-    persisted = dask.persist(_tree_reduce([o[0] for o in outs], merge=_merge_heads), *[o[1] for o in outs])
+    persisted = dask.persist(tree_reduce([o[0] for o in outs], merge=_merge_heads), *[o[1] for o in outs])
     dask_progress(list(persisted), options.progress)
     summaries, pivots = persisted[0].compute()
     stores = list(persisted[1:])
@@ -333,7 +333,7 @@ def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = Non
         scales = {j: float(flat_scale(summaries[j].spread)[0]) for j, d in enumerate(deferred) if d}
         tols = {j: plans[j].settings.flat_tol for j in scales}
         fin = [delayed(_finish_chunk, nout=2)(s, scales, tols, threshold) for s in stores]
-        done = dask.persist(_tree_reduce([f[0] for f in fin], merge=_merge_heads), *[f[1] for f in fin])
+        done = dask.persist(tree_reduce([f[0] for f in fin], merge=_merge_heads), *[f[1] for f in fin])
         # the client lets go of the open rows now, so each chunk's are freed as soon as they are classified
         # (not all at the end: at 10^8 rows on 2 workers that held 0.4 GiB more per worker)
         del fin

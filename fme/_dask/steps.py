@@ -18,7 +18,7 @@ import pandas as pd
 __all__ = ["column_sd_steps", "rule_frame", "sd_columns", "lazy_moments", "text_levels"]
 
 
-def _finite_moments(part: pd.DataFrame, cols: list[str]) -> Any:
+def finite_moments(part: pd.DataFrame, cols: list[str]) -> Any:
     from .._core.summary import Moments
 
     v = part[cols].to_numpy(dtype=float, na_value=np.nan)
@@ -78,9 +78,9 @@ def lazy_moments(reference: Any, cols: list[str]) -> Any:
     (a verb computes it with its other small reductions in one round trip)."""
     from dask import delayed
 
-    from .common import _tree_reduce
+    from .common import tree_reduce
 
-    return _tree_reduce([delayed(_finite_moments)(p, cols) for p in reference.to_delayed()])
+    return tree_reduce([delayed(finite_moments)(p, cols) for p in reference.to_delayed()])
 
 
 def column_sd_steps(steps: Any, reference: Any, features: list[str],

@@ -85,7 +85,7 @@ import pandas as pd
 
 from .._utils.progress import progress_bar
 from ..nlm import gauss_kronrod_rules
-from ..steps import STACK_CELL_BUDGET, Step, _all_float, _numeric_shift, stack_path
+from ..steps import STACK_CELL_BUDGET, Step, all_float, numeric_shift, stack_path
 from .bracket_kernel import bracket_rowsums, gk_sums, row_argmax, segment_rowsums, split_brackets
 from .budget_routes import hidden_jumps, jump_state, quad_state
 
@@ -142,11 +142,11 @@ class _Paths:
     def __init__(self, predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, label: str):
         self.predictor, self.X, self.steps, self.h, self.label = predictor, X, steps, h, label
         n = len(X)
-        self.shift = {s.feature: np.broadcast_to(np.asarray(_numeric_shift(s, h), dtype=float), (n,))
+        self.shift = {s.feature: np.broadcast_to(np.asarray(numeric_shift(s, h), dtype=float), (n,))
                       for s in steps if s.is_numeric}
         self.x = {f: X[f].to_numpy(dtype=float) for f in self.shift}
         self.col = {f: X.columns.get_loc(f) for f in self.shift}
-        self.base = X.to_numpy(dtype=float) if _all_float(X) else None
+        self.base = X.to_numpy(dtype=float) if all_float(X) else None
         self.chunk = max(1000, FRAME_CELLS // max(1, X.shape[1]))
 
     def set_chunk(self, points: int) -> None:

@@ -52,7 +52,7 @@ from .._adapters import adapt
 from .._adapters._forest import LGB_ZERO as _LGB_ZERO
 from .._adapters._forest import Forest
 from .._utils.progress import progress_bar
-from ..nlm_exact import _closed_forms
+from ..nlm_exact import closed_forms
 from . import tree_kernel
 
 __all__ = ["Forest", "read_forest", "traverse_nlm"]
@@ -363,7 +363,7 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
         if pred.ndim == 1:
             pred = pred[:, None]
         c = pred if forest.output is None else pred[:, forest.output]
-        nl, sd, sc = _closed_forms(c, srow, first, b - a, 0.5 * (a + b), f0[sl], f1[sl])
+        nl, sd, sc = closed_forms(c, srow, first, b - a, 0.5 * (a + b), f0[sl], f1[sl])
         return nl, sd, srow.size, sc
 
     workers = min(len(chunks), n_threads if n_threads is not None else _default_threads())

@@ -149,7 +149,7 @@ def refit_setup(model: Any, spec: dict[str, Any]) -> tuple[ModelAdapter, Any, in
     return adapter, train, n_train
 
 
-def _refit(adapter: ModelAdapter, train: Any, idx: np.ndarray) -> Any:
+def refit_on(adapter: ModelAdapter, train: Any, idx: np.ndarray) -> Any:
     """The model refitted on the training rows ``idx`` by its adapter's recipe (clone + fit, formula refit)."""
     return adapter.refit(train, idx)
 
@@ -202,7 +202,7 @@ def _fit_checked(adapter: ModelAdapter, train: Any, idx: np.ndarray) -> tuple[An
     ``mle_retvals['converged']`` False); None if it converged."""
     _LOCAL.notes = notes = []
     try:
-        fitted = _refit(adapter, train, idx)
+        fitted = refit_on(adapter, train, idx)
     finally:
         _LOCAL.notes = None
     note = notes[0] if notes else None

@@ -188,7 +188,7 @@ def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFr
     and each of 200 refits then failed alike, reported at the effect's ``steps`` line. Then one refit of the
     model on all training rows, as the bootstrap refits it; its error is raised at ``<key>.train_data``.
     """
-    from ...inference._bootstrap import _refit, refit_setup
+    from ...inference._bootstrap import refit_on, refit_setup
 
     target = cfg.target
     where = key + ("train_data",)
@@ -211,7 +211,7 @@ def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFr
     try:
         # the model's adapter refits it as the bootstrap will (its own checks of the training data first)
         adapter, payload, n_train = refit_setup(model, spec)
-        _refit(adapter, payload, np.arange(n_train))
+        refit_on(adapter, payload, np.arange(n_train))
     except Exception as exc:  # noqa: BLE001 - the first refit fails: all would; one line naming the key
         text = " ".join(str(exc).split()) or type(exc).__name__
         raise config_error(cfg, where, f"refitting the model on the training data fails ({type(exc).__name__}: "

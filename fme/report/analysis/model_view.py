@@ -78,8 +78,8 @@ def _dask_dictionary(model: Any, features: Any, cfg: ReportConfig) -> list[dict]
 
     from dask import delayed
 
-    from ..._dask.common import _tree_reduce
-    from ..._dask.steps import _finite_moments
+    from ..._dask.common import tree_reduce
+    from ..._dask.steps import finite_moments
 
     names = model_features(model, features)
     coded = formula_categoricals(model)
@@ -87,7 +87,7 @@ def _dask_dictionary(model: Any, features: Any, cfg: ReportConfig) -> list[dict]
     num = features[numeric].astype(float)
     finite = num.where(num.abs() < np.inf)  # the pandas dictionary drops infinite values, like NaN
     # SD from merged moments (Chan et al.), not Dask's sum-of-squares variance: no cancellation at large means
-    moments = _tree_reduce([delayed(_finite_moments)(p, numeric) for p in features.to_delayed()])
+    moments = tree_reduce([delayed(finite_moments)(p, numeric) for p in features.to_delayed()])
     missing, lo, hi = dask.compute(features[names].isna().sum(), finite.min(), finite.max())
     m = moments.compute()
     count = dict(zip(numeric, m.n))
