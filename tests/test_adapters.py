@@ -123,18 +123,21 @@ def test_xgboost_wrapper_and_booster(df, Xnum):
     assert bad.forest() is not None and not bad.refit_support()
     dart = xgb.XGBRegressor(n_estimators=3, booster="dart", random_state=0).fit(df[FEATURES], df["y"])
     assert adapt(dart).forest() is None  # dart: the midpoint route
-    # the thresholds, read from the JSON model, are XGBoost's own table's split values (its text dump prints
-    # them rounded: equal as float32, which XGBoost compares in)
+    # the thresholds, read from the JSON model, are where XGBoost's own rule float32(x) < s changes for its
+    # table's split values s (its text dump prints them rounded: equal as float32, which XGBoost compares in):
+    # the float64 midpoint between s and the float32 below it
     for m in (model, dart):
         table = m.get_booster().trees_to_dataframe()
         table = table[table["Feature"] != "Leaf"]
         got = adapt(m).split_thresholds(FEATURES, FEATURES)
         for f in FEATURES:
-            want = np.sort(table.loc[table["Feature"] == f, "Split"].to_numpy(dtype=float))
+            s32 = np.sort(table.loc[table["Feature"] == f, "Split"].to_numpy(dtype=float).astype(np.float32))
+            want = 0.5 * np.nextafter(s32, np.float32(-np.inf)).astype(float) + 0.5 * s32.astype(float)
             have = np.sort(got[f])
             assert have.size == want.size
-            np.testing.assert_array_equal(have.astype(np.float32), want.astype(np.float32))
-            np.testing.assert_array_equal(have, have.astype(np.float32).astype(float))  # exact float32 values
+            np.testing.assert_array_equal(have, want)
+            below, above = np.nextafter(have, -np.inf), np.nextafter(have, np.inf)
+            assert np.all(below.astype(np.float32) < s32) and np.all(above.astype(np.float32) >= s32)
 
 
 # ------------------------------------------------------------ plain callables and objects
