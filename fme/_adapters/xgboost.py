@@ -172,9 +172,6 @@ def _own_link(booster, link_name: str, proba: bool):
     Its float32 ``expf`` is not always the correctly rounded exponential (2 of 8347 sigmoids of a
     classifier's segments were one float32 ulp apart, each within 0.002 ulp of a rounding tie), so no NumPy
     formula reproduces it everywhere. A wrapper's ``predict_proba`` adds ``1 - p`` in float32."""
-    import threading
-
-    lock = threading.Lock()  # the traversal's threads share the Booster
 
     def link(raw: np.ndarray) -> np.ndarray:
         m = np.asarray(raw, dtype=np.float64)[:, 0].astype(np.float32)
@@ -183,9 +180,10 @@ def _own_link(booster, link_name: str, proba: bool):
         from scipy import sparse
 
         empty = sparse.csr_matrix((m.size, booster.num_features()), dtype=np.float32)
-        with lock:
-            p = np.asarray(booster.inplace_predict(empty, iteration_range=(1, 1), base_margin=m),
-                           dtype=np.float32).reshape(-1)
+        # the traversal's threads call this at once: "calling only inplace_predict in multiple threads is safe
+        # and lock free" (XGBoost's docstring)
+        p = np.asarray(booster.inplace_predict(empty, iteration_range=(1, 1), base_margin=m),
+                       dtype=np.float32).reshape(-1)
         out = np.column_stack([np.float32(1.0) - p, p]) if proba else p[:, None]
         return out.astype(np.float64)
 
