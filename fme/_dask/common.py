@@ -116,7 +116,7 @@ def as_delayed(obj: Any) -> Any:
 
     if isinstance(obj, Delayed):
         return obj
-    if not hasattr(obj, "npartitions"):  # a scalar
+    if obj.ndim == 0:  # a Dask scalar (it has ``npartitions`` too, but one Delayed, not a list)
         return obj.to_delayed()
     if obj.npartitions > 1:
         obj = obj.repartition(npartitions=1)
