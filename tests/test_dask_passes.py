@@ -150,3 +150,63 @@ def test_came_with_nlm_medians_in_one_round(frame, executions):
     assert part.leaves["rule"].tolist() == ref.leaves["rule"].tolist()
     np.testing.assert_array_equal(part.leaves["median_nlm"], ref.leaves["median_nlm"])
     np.testing.assert_allclose(part.leaves["canlm"], ref.leaves["canlm"], rtol=1e-9)
+
+
+def test_shipped_model_is_unpickled_once_per_process(frame, logit):
+    """What a pass sends its workers (:class:`fme._dask.common.Shipped`): the model pickled apart from the plans
+    and named by its pickle's digest, so a worker that unpickled the same bytes before reuses its copy; a model
+    changed in place has other bytes and is unpickled anew. The plans still find their model inside."""
+    import pickle
+
+    import statsmodels.formula.api as smf
+
+    from fme._dask import common
+
+    common._KEPT.clear()
+    plans = [{"model": logit, "step": 1.0}, {"model": logit, "step": 2.0}]
+    first = pickle.loads(pickle.dumps(common.Shipped(plans, shared=(logit,))))
+    again = pickle.loads(pickle.dumps(common.Shipped(plans[:1], shared=(logit,))))
+    model = first.value[0]["model"]
+    assert model is not logit and model is first.value[1]["model"] and model is again.value[0]["model"]
+    assert [p["step"] for p in first.value] == [1.0, 2.0] and len(common._KEPT) == 1
+    np.testing.assert_allclose(model.predict(frame.head(50)), logit.predict(frame.head(50)), rtol=0, atol=0)
+    other = smf.logit("y ~ x1 + x2", data=frame).fit(disp=0)
+    got = pickle.loads(pickle.dumps(common.Shipped([other], shared=(other,)))).value[0]
+    assert got is not model and list(got.params.index) == list(other.params.index)
+    third = smf.logit("y ~ x1", data=frame).fit(disp=0)
+    pickle.loads(pickle.dumps(common.Shipped([third], shared=(third,))))
+    assert len(common._KEPT) == common.KEPT_MODELS  # the least recently used model was let go
+    assert pickle.loads(pickle.dumps(common.Shipped(plans, shared=(logit,)))).value[0]["model"] is not model
+
+
+def test_a_model_refitted_in_place_is_shipped_anew(frame):
+    """The same Python object fitted again (scikit-learn's fit returns itself): new bytes, a new copy."""
+    import pickle
+
+    from sklearn.linear_model import LinearRegression
+
+    from fme._dask import common
+
+    X = frame[["x1", "x2"]]
+    model = LinearRegression().fit(X, frame["x3"])
+    before = pickle.loads(pickle.dumps(common.Shipped([model], shared=(model,)))).value[0]
+    model.fit(X, frame["y"])
+    after = pickle.loads(pickle.dumps(common.Shipped([model], shared=(model,)))).value[0]
+    assert after is not before
+    np.testing.assert_array_equal(after.coef_, model.coef_)
+    assert not np.array_equal(before.coef_, model.coef_)
+
+
+def test_an_empty_first_chunk_costs_one_computation_more(frame, logit, executions):
+    """The first rows come from the first chunk with the set-up's other reductions; an empty first chunk
+    takes them from the next chunks (one more computation), and data without rows is a DataError."""
+    from fme.exceptions import DataError
+
+    parts = [frame.iloc[:0], frame.iloc[:1500], frame.iloc[1500:]]
+    D = dd.from_delayed([dask.delayed(p) for p in parts], meta=frame.iloc[:0], verify_meta=False)
+    res = fme.fme(logit, D, {"x1": 1.0}, inference="delta")
+    assert executions.count == 4
+    np.testing.assert_allclose(res.ame, fme.fme(logit, frame, {"x1": 1.0}, inference="delta").ame, rtol=RTOL)
+    empty = dd.from_pandas(frame.iloc[:0], npartitions=1)
+    with pytest.raises(DataError, match="`data` has no rows"):
+        fme.fme(logit, empty, {"x1": 1.0}, inference="delta")

@@ -1,4 +1,4 @@
-"""Bootstrap inference of the AME on Dask data (issue 14 on top of issue 12's :mod:`fme.inference._bootstrap`).
+"""Bootstrap inference of the AME on Dask data (on top of :mod:`fme.inference._bootstrap`).
 
 The refits use the same seeds, resamples and refit function as the pandas
 path (:func:`fme.inference._bootstrap.refit_on`; the training data stay in memory on the
@@ -24,8 +24,9 @@ __all__ = ["CHUNK", "bootstrap_draws"]
 CHUNK = 50
 
 
-def _sums(part: pd.DataFrame, plan: Any, models: list, target_class: Any, groups: Any = None) -> np.ndarray:
-    """Per refit: the sum of its fMEs over the partition's evaluated rows (NaN if its predict fails).
+def _sums(part: pd.DataFrame, shipped: Any, target_class: Any, groups: Any = None) -> np.ndarray:
+    """Per refit: the sum of its fMEs over the partition's evaluated rows (NaN if its predict fails);
+    ``shipped``: the plan and the refitted models (:func:`fme._dask.common.ship`).
 
     With ``groups`` (:class:`fme._dask.groups.GroupSpec`): a (groups + 1) x refits matrix, the sums
     over each group's evaluated rows, then over all of them.
@@ -34,6 +35,7 @@ def _sums(part: pd.DataFrame, plan: Any, models: list, target_class: Any, groups
     from ..predictors import make_predictor
     from ..steps import apply_steps
 
+    plan, models = shipped.value
     batch = evaluate_batch(plan, part, with_rows=False)
     n_groups = 0 if groups is None else groups.n_groups
     out = np.zeros(len(models)) if groups is None else np.zeros((n_groups + 1, len(models)))
@@ -83,6 +85,7 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
 
     from ..inference._bootstrap import check_bootstrap, refit_setup
     from .._utils.progress import progress_bar
+    from .common import ship
 
     spec = check_bootstrap(bootstrap, model)
     adapter, train, n_train = refit_setup(model, spec)
@@ -106,8 +109,9 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
         where = [start + j for j, k in enumerate(keep) if k]
         if not models:
             continue
-        sums = np.sum(dask.compute(*[delayed(_sums)(p, plan, models, plan.target_class, groups) for p in parts]),
-                      axis=0)
+        # the plan and this chunk of refits go to each worker once, not into every task
+        shipped = ship((plan, models), shared=(plan.model,))
+        sums = np.sum(dask.compute(*[delayed(_sums)(p, shipped, plan.target_class, groups) for p in parts]), axis=0)
         if groups is None:
             draws[where] = sums / total_n
         else:

@@ -200,12 +200,13 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     split = (float(honest_fraction), int(seed)) if honest else None
     if effects.n <= sample_size:
         # every (growing) row fits in the sample: one computation, the plan sent to each worker once
-        shipped = ship(plan)
+        shipped = ship(plan, shared=(plan.model,))
         sample = delayed(_concat)([delayed(_rows_with_features)(p, shipped, features, split)
                                    for p in data.to_delayed()]).compute()
         n = effects.n if split is None else len(sample)
     else:
-        rows = data.map_partitions(_rows_with_features, Shipped(plan), features, split, meta=meta)
+        rows = data.map_partitions(_rows_with_features, Shipped(plan, shared=(plan.model,)), features, split,
+                                   meta=meta)
         n = effects.n if split is None else int(rows.shape[0].compute())
         if n <= sample_size:
             sample = rows.compute()
@@ -228,7 +229,7 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     threshold = effects.nlm_linear_threshold
     numeric = [f for f in features if pd.api.types.is_numeric_dtype(data._meta[f].dtype)]
     has_nlm = effects.has_nlm
-    shipped = ship((plan, grown.tree, grown._subspace))
+    shipped = ship((plan, grown.tree, grown._subspace), shared=(plan.model,))
     outs = [delayed(_leaf_pass, nout=2)(p, shipped, features, leaf_ids, threshold, split, numeric)
             for p in data.to_delayed()]
     tree = tree_reduce([o[0] for o in outs], merge=_merge_leaves)

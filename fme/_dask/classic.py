@@ -1,4 +1,4 @@
-"""The classic categorical AME of Dask data: ``fme.ame(..., categorical='classic')`` (issue 14).
+"""The classic categorical AME of Dask data: ``fme.ame(..., categorical='classic')``.
 
 The pandas path (:func:`fme.margins._ame._categorical_specs`) sets every row to
 the reference level c_ref, then to each other level c, and averages
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .result import DaskFMEResult
-from .common import tree_reduce
+from .common import tree_reduce, ship
 from .._core.plan import Plan
 from .._core.kernel import evaluate_batch
 from .._core.summary import summarise
@@ -44,8 +44,10 @@ def _at_level(part: pd.DataFrame, feature: str, level: Any) -> pd.DataFrame:
     return out
 
 
-def _classic_pass(part: pd.DataFrame, plans: list[Plan], feature: str, reference: Any, groups: Any) -> tuple:
-    """Per level: (Summary, sorted fMEs, per-group sorted fMEs) of one partition set to ``reference``."""
+def _classic_pass(part: pd.DataFrame, shipped: Any, feature: str, reference: Any, groups: Any) -> tuple:
+    """Per level: (Summary, sorted fMEs, per-group sorted fMEs) of one partition set to ``reference``
+    (``shipped``: the levels' plans, :func:`fme._dask.common.ship`)."""
+    plans = shipped.value
     codes = None
     if groups is not None:
         from .groups import group_codes, row_weights
@@ -98,7 +100,8 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
     if not plans:
         return []
     k = len(plans)
-    outs = [delayed(_classic_pass, nout=3 * k)(p, plans, feature, reference, groups) for p in data.to_delayed()]
+    shipped = ship(plans, shared=(model,))  # the plans go to each worker once, not into every task
+    outs = [delayed(_classic_pass, nout=3 * k)(p, shipped, feature, reference, groups) for p in data.to_delayed()]
     trees = [tree_reduce([o[3 * j] for o in outs]) for j in range(k)]
     fms = [[o[3 * j + 1] for o in outs] for j in range(k)]
     gps = [[o[3 * j + 2] for o in outs] for j in range(k)] if groups is not None else [[] for _ in range(k)]

@@ -8,8 +8,11 @@ cAME subspaces.
 
 from __future__ import annotations
 
+import io
 import numbers
+import threading
 import warnings
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -72,40 +75,101 @@ def _model_frames(model: Any, frame: Any, exposure: Any = None, offset: Any = No
     return frame.map_partitions(lambda part: model_frame(model, part, exposure=exposure, offset=offset), meta=meta)
 
 
+#: Models a worker process keeps between graphs (:class:`Shipped`), most recently used last.
+_KEPT: "OrderedDict[bytes, Any]" = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+#: At most this many models are kept, each at most this large (pickled); larger ones are unpickled per graph.
+KEPT_MODELS, KEPT_BYTES = 2, 256 * 2 ** 20
+
+
 class Shipped:
     """One object every chunk's task reads (the plans with their model, a tree): :func:`ship` makes it one
-    node of the graph instead of a copy in every task, and its fixed token spares Dask from pickling it
-    to name a lazy collection (``map_partitions`` hashes its arguments; a statsmodels model unpickles by
-    rebuilding its design matrices, tens of milliseconds each time)."""
+    node of the graph instead of a copy in every task, and its fixed token spares Dask from pickling it to
+    name a lazy collection (``map_partitions`` hashes its arguments).
 
-    __slots__ = ("value", "token")
+    ``shared`` (the model) is pickled apart from ``value`` and named by the digest of its pickle: a worker
+    process that unpickled the same bytes before takes its kept copy (:data:`KEPT_MODELS`), so a model is
+    unpickled once per worker for a series of calls, not once per call. Unpickling costs more than it seems:
+    a statsmodels formula model rebuilds its design matrices from its training rows (70 ms for 20,000 rows).
+    Equal digests mean equal bytes, hence an equal object; a model refitted in place has new bytes.
+    """
 
-    def __init__(self, value: Any) -> None:
+    __slots__ = ("value", "token", "shared")
+
+    def __init__(self, value: Any, shared: tuple = ()) -> None:
         import uuid
 
         self.value = value
         self.token = uuid.uuid4().hex
+        self.shared = tuple(shared)
 
     def __dask_tokenize__(self) -> str:
         return self.token
 
     def __reduce__(self) -> tuple:
-        return (_unpickle_shipped, (self.value, self.token))
+        if not self.shared:
+            return (_unpickle_shipped, (self.value, self.token))
+        import hashlib
+
+        import cloudpickle
+
+        blobs = [cloudpickle.dumps(obj, protocol=5) for obj in self.shared]
+        shared = [(hashlib.blake2b(b, digest_size=20).digest(), b) for b in blobs]
+        ids = {id(obj): i for i, obj in enumerate(self.shared)}
+
+        class Packer(cloudpickle.CloudPickler):
+            def persistent_id(self, obj: Any) -> Any:
+                return ids.get(id(obj))
+
+        buf = io.BytesIO()
+        Packer(buf, protocol=5).dump(self.value)
+        return (_unpack_shipped, (buf.getvalue(), shared, self.token))
 
 
-def _unpickle_shipped(value: Any, token: str) -> Shipped:
+def _unpickle_shipped(value: Any, token: str, shared: tuple = ()) -> Shipped:
     out = Shipped.__new__(Shipped)
-    out.value, out.token = value, token
+    out.value, out.token, out.shared = value, token, shared
     return out
 
 
-def ship(value: Any) -> Any:
-    """``value`` as one node of the graph that every chunk's task takes (a :class:`Shipped`): serialised
-    once per graph, sent to each worker once and kept there for the graph's tasks, instead of a copy
-    inside every task (and without a round trip of its own, as ``Client.scatter`` would take)."""
+def _kept(digest: bytes, blob: bytes) -> Any:
+    """The object pickled as ``blob``: this process's kept copy when it has one, else unpickled (and kept)."""
+    import pickle
+
+    with _KEPT_LOCK:
+        if digest in _KEPT:
+            _KEPT.move_to_end(digest)
+            return _KEPT[digest]
+    obj = pickle.loads(blob)
+    if len(blob) <= KEPT_BYTES:
+        with _KEPT_LOCK:
+            obj = _KEPT.setdefault(digest, obj)
+            _KEPT.move_to_end(digest)
+            while len(_KEPT) > KEPT_MODELS:
+                _KEPT.popitem(last=False)
+    return obj
+
+
+def _unpack_shipped(payload: bytes, shared: list, token: str) -> Shipped:
+    import pickle
+
+    objs = [_kept(digest, blob) for digest, blob in shared]
+
+    class Unpacker(pickle.Unpickler):
+        def persistent_load(self, pid: Any) -> Any:
+            return objs[pid]
+
+    return _unpickle_shipped(Unpacker(io.BytesIO(payload)).load(), token, tuple(objs))
+
+
+def ship(value: Any, shared: tuple = ()) -> Any:
+    """``value`` as one node of the graph that every chunk's task takes (a :class:`Shipped`; ``shared``: the
+    model, pickled apart and kept by the workers): serialised once per graph, sent to each worker once and
+    kept there for the graph's tasks, instead of a copy inside every task (and without a round trip of its
+    own, as ``Client.scatter`` would take)."""
     from dask import delayed
 
-    shipped = Shipped(value)
+    shipped = Shipped(value, shared)
     return delayed(shipped, name=f"fme-shipped-{shipped.token}", traverse=False)
 
 
@@ -123,24 +187,30 @@ def as_delayed(obj: Any) -> Any:
     return obj.to_delayed()[0]
 
 
+_PROBE_ROWS = 1000
+
+
+def _head(part: pd.DataFrame) -> pd.DataFrame:
+    return part.head(_PROBE_ROWS)
+
+
 def lazy_probe(frame: Any) -> Any:
-    """The first rows of ``frame`` (at most 1000 from its first 8 chunks), not yet computed: computed with
-    the other small reductions a verb needs before its pass (one round trip), then :func:`checked_probe`."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "fewer rows than requested": fine for a probe
-        return frame.head(1000, npartitions=min(frame.npartitions, 8), compute=False)
+    """The first rows of ``frame`` (at most 1000 of its first chunk), not yet computed: computed with the
+    other small reductions a verb needs before its pass (one round trip), then :func:`checked_probe`."""
+    from dask import delayed
+
+    return delayed(_head)(frame.to_delayed()[0])
 
 
-def checked_probe(probe: pd.DataFrame, name: str) -> pd.DataFrame:
-    """The computed probe, or a DataError when it has no rows."""
+def checked_probe(probe: pd.DataFrame, frame: Any, name: str) -> pd.DataFrame:
+    """The computed probe; when the first chunk of ``frame`` has no rows, the first rows of its first 8
+    chunks (one more computation); a DataError when they have none either."""
+    if len(probe) == 0 and frame.npartitions > 1:
+        probe = frame.head(_PROBE_ROWS, npartitions=min(frame.npartitions, 8))
     if len(probe) == 0:
         raise DataError(f"`{name}` has no rows in its first partitions; pass data with rows "
                         "(or repartition away empty partitions).")
     return probe
-
-
-def _probe(frame: Any, name: str) -> pd.DataFrame:
-    return checked_probe(lazy_probe(frame).compute(), name)
 
 
 def _merge(*summaries: Summary) -> Summary:

@@ -1,4 +1,4 @@
-"""fMEs, NLMs and AMEs of a Dask DataFrame (issue 14): the batch kernel mapped over partitions.
+"""fMEs, NLMs and AMEs of a Dask DataFrame: the batch kernel mapped over partitions.
 
 :func:`fme` is what :func:`fme.fme` runs when ``data`` (or
 ``reference_data``) is a ``dask.dataframe.DataFrame``:
@@ -218,7 +218,7 @@ def prepare(model: Any, data: Any, steps: Any, options: FMEOptions, fetch: dict 
         lazy.update({(_SETUP, "levels", f): v for f, v in text_levels(reference, need).items()})
     names = list(lazy)
     fetched = dict(zip(names, dask.compute(*[as_delayed(lazy[k]) for k in names])))
-    probe = checked_probe(fetched.pop((_SETUP, "probe")), "data")
+    probe = checked_probe(fetched.pop((_SETUP, "probe")), data, "data")
     rules: dict[str, str] = {}
     if in_ref:
         # sd/unit rules by a moments reduction, iqr/mad by exact order statistics: no column is gathered
@@ -230,7 +230,7 @@ def prepare(model: Any, data: Any, steps: Any, options: FMEOptions, fetch: dict 
     elif reference_data is None:
         rule_ref = probe
     else:
-        rule_ref = checked_probe(fetched.pop((_SETUP, "reference probe")), "reference_data")
+        rule_ref = checked_probe(fetched.pop((_SETUP, "reference probe")), reference, "reference_data")
     fetched.pop((_SETUP, "reference probe"), None)
     return Setup(model, options, data, reference, probe, rule_ref, steps, rules, fetched)
 
@@ -318,11 +318,12 @@ def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = Non
     deferred = tuple(r and p.names is None for r, p in zip(relative, plans))
     first = [j for j, (r, d) in enumerate(zip(relative, deferred)) if r and not d]
     if first:
-        shipped = ship([replace(plans[j], settings=None, method="sample") for j in first])
+        shipped = ship([replace(plans[j], settings=None, method="sample") for j in first], shared=(setup.model,))
         spreads = tree_reduce([delayed(_spread_pass)(p, shipped) for p in parts], merge=_merge_lists).compute()
         for j, s in zip(first, spreads):
             plans[j] = replace(plans[j], spread=flat_scale(s.spread))  # one per output
-    shipped = ship([replace(p, spread=np.zeros(1)) if d else p for p, d in zip(plans, deferred)])
+    shipped = ship([replace(p, spread=np.zeros(1)) if d else p for p, d in zip(plans, deferred)],
+                   shared=(setup.model,))
     outs = [delayed(_chunk_pass, nout=2)(p, shipped, threshold, groups, deferred, extra) for p in parts]
     persisted = dask.persist(tree_reduce([o[0] for o in outs], merge=_merge_heads), *[o[1] for o in outs])
     dask_progress(list(persisted), options.progress)
@@ -408,7 +409,7 @@ def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores
         # the column dtypes of a real batch (pandas may infer str for text columns)
         probe_batch = evaluate_batch(plan, setup.probe.iloc[:50], with_rows=False)
         meta = probe_batch.results.iloc[:0] if len(probe_batch.results) else results_meta(plan, data._meta.index)
-        token = Shipped(plan)  # a fixed token: Dask need not pickle the model to name the collections
+        token = Shipped(plan, shared=(plan.model,))  # a fixed token: Dask need not pickle the model to name them
         results = data.map_partitions(_chunk_results, token, meta=meta)
         ex_meta = excluded_frame(np.zeros(0, dtype=np.int8), [], data._meta.index[:0])
         excluded = data.map_partitions(_chunk_excluded, token, meta=ex_meta)

@@ -1,4 +1,4 @@
-"""Exact order statistics of values spread over Dask partitions (issue 14).
+"""Exact order statistics of values spread over Dask partitions.
 
 Each partition keeps its values sorted on its worker; a quantile of the
 union is found by two small rounds of counting (every ``_PIVOT_STEP``-th value

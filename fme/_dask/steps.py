@@ -1,4 +1,4 @@
-"""Step rules of Dask data resolved by reductions (issue 14): no stepped column is gathered for ``sd``.
+"""Step rules of Dask data resolved by reductions: no stepped column is gathered for ``sd``.
 
 :func:`fme._dask.effects.fme` needs the numbers behind rules such as ``"sd"`` or ``"-2*sd"``
 (paper §3.2) before the passes over the data. Before this module, the stepped columns of the
