@@ -366,20 +366,18 @@ def _hidden_jumps(Vf, a, b, c, F, level, idx, wts, npts, leb, pts, share_at, ulp
             floor = ulps * eps * big
             tv = 0.0
             for g in range(G):
-                lo = np.inf
-                hi = np.inf
-                for side in range(4):
-                    target = g + 1 if side % 2 == 0 else g
-                    pred = 0.0
-                    for q in range(npts[g, side]):
-                        pred += wts[g, side, q] * v[idx[g, side, q]]
-                    miss = max(abs(pred - v[target]) - floor * leb[g, side], 0.0)
-                    if side < 2:
-                        lo = min(lo, miss)
-                    else:
-                        hi = min(hi, miss)
-                low[g] = lo
-                high[g] = hi
+                # the four one-sided predictions together: four independent sums per point (the tables pad the
+                # shorter sides with zero weights), not four chains one after the other
+                p0 = p1 = p2 = p3 = 0.0
+                for q in range(idx.shape[2]):
+                    p0 += wts[g, 0, q] * v[idx[g, 0, q]]
+                    p1 += wts[g, 1, q] * v[idx[g, 1, q]]
+                    p2 += wts[g, 2, q] * v[idx[g, 2, q]]
+                    p3 += wts[g, 3, q] * v[idx[g, 3, q]]
+                low[g] = min(max(abs(p0 - v[g + 1]) - floor * leb[g, 0], 0.0),
+                             max(abs(p1 - v[g]) - floor * leb[g, 1], 0.0))
+                high[g] = min(max(abs(p2 - v[g + 1]) - floor * leb[g, 2], 0.0),
+                              max(abs(p3 - v[g]) - floor * leb[g, 3], 0.0))
                 d[g] = abs(v[g + 1] - v[g])
                 tv += d[g]
             for g in range(G):

@@ -80,8 +80,10 @@ _GAPS = _stencils()
 
 def _tables():
     """The stencils as arrays for the compiled kernel: per gap and side (low left, low right, high left, high
-    right) the points, weights, their count and the weights' absolute sum."""
+    right) the points, weights, their count and the weights' absolute sum. Shorter sides are padded with
+    weight 0 on the gap's own left point (a finite value: 0 times it adds an exact 0)."""
     idx = np.zeros((len(_GAPS), 4, _HIGH), dtype=np.int64)
+    idx[:] = np.arange(len(_GAPS))[:, None, None]
     wts = np.zeros((len(_GAPS), 4, _HIGH))
     npts = np.zeros((len(_GAPS), 4), dtype=np.int64)
     leb = np.zeros((len(_GAPS), 4))
