@@ -118,21 +118,36 @@ def test_ame_by_groups_takes_four_computations(frame, logit, executions, hypothe
     _same(table, fme.ame(logit, frame, steps, by="h", hypothesis=hypothesis, inference="delta"))
 
 
-def test_came_takes_two_computations(frame, logit):
-    """The sample (all evaluated rows here) and the pass over the subspaces, which also takes the data's
-    ranges; the same partition and figures as in memory."""
+def test_came_takes_three_computations(frame, logit):
+    """The chunks evaluated and kept on the workers with the sample (all evaluated rows here), the sample
+    fetched, and the pass over the subspaces, which also takes the data's ranges; the same partition and
+    figures as in memory."""
     counter = Executions()
     with dask.config.set(scheduler=counter):
         effects = fme.fme(logit, _dd(frame), {"x1": 1.0}, inference="delta")
         counter.count = 0
         part = fme.came(effects, features=["x2", "x3", "g"], n_partitions=4, random_state=0)
-    assert counter.count <= 2
+    assert counter.count <= 3
     ref = fme.came(fme.fme(logit, frame, {"x1": 1.0}, inference="delta"), features=["x2", "x3", "g"],
                    n_partitions=4, random_state=0)
     assert part.leaves["rule"].tolist() == ref.leaves["rule"].tolist()
     assert part.leaves["n"].tolist() == ref.leaves["n"].tolist()
     for c in ("came", "sd_fme", "std_error", "conf_low", "conf_high"):
         np.testing.assert_allclose(part.leaves[c], ref.leaves[c], rtol=1e-9)
+
+
+def test_came_evaluates_twice_when_the_chunks_are_too_large_to_keep(frame, logit, monkeypatch):
+    """Beyond ``KEEP_BYTES`` the pass evaluates every chunk anew (two computations): the same figures."""
+    import fme._dask.came as dask_came
+
+    effects = fme.fme(logit, _dd(frame), {"x1": 1.0}, inference="delta")
+    kept = fme.came(effects, features=["x2", "x3", "g"], n_partitions=4, random_state=0)
+    monkeypatch.setattr(dask_came, "KEEP_BYTES", 0)
+    counter = Executions()
+    with dask.config.set(scheduler=counter):
+        again = fme.came(effects, features=["x2", "x3", "g"], n_partitions=4, random_state=0)
+    assert counter.count == 2
+    pd.testing.assert_frame_equal(again.leaves, kept.leaves)
 
 
 def test_came_with_nlm_medians_in_one_round(frame, executions):
@@ -145,7 +160,7 @@ def test_came_with_nlm_medians_in_one_round(frame, executions):
     effects.median_nlm  # noqa: B018 - the root's median, computed (and cached) before counting
     executions.count = 0
     part = fme.came(effects, features=["x1", "x2"], n_partitions=3, random_state=0)
-    assert executions.count <= 4
+    assert executions.count <= 5
     ref = fme.came(fme.fme(model, X, {"x1": 0.5}, nlm=True), features=["x1", "x2"], n_partitions=3, random_state=0)
     assert part.leaves["rule"].tolist() == ref.leaves["rule"].tolist()
     np.testing.assert_array_equal(part.leaves["median_nlm"], ref.leaves["median_nlm"])

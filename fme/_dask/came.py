@@ -6,17 +6,21 @@
   assigns every evaluated row to its subspace and aggregates the cAMEs, their
   CIs and NLM summaries over all rows exactly (merged sums; exact medians).
 
-Computations: one for the sample (when all evaluated rows fit in it; else one
-more to count the growing rows and the seeded sample), one for the pass (the
-subspaces' sums, the data's ranges for ``describe()``), and with NLMs one
-more for every subspace's median. The plan and the tree go to each worker
-once (:func:`fme._dask.common.ship`); each chunk groups its rows by subspace
-once (a sort), so the pass costs O(rows log rows + subspaces) per chunk.
+Computations: when all evaluated rows fit in the sample (and their fMEs,
+features and Jacobian rows take at most :data:`KEEP_BYTES`), the chunks are
+evaluated once and kept on the workers (one computation, then one to fetch the
+sample); else one for the sample (and, beyond ``sample_size`` rows, one more to
+count the growing rows and draw the seeded sample) and the pass evaluates the
+chunks anew. Then one for the pass (the subspaces' sums, the data's ranges for
+``describe()``), and with NLMs one more for every subspace's median. The plan
+and the tree go to each worker once (:func:`fme._dask.common.ship`); each
+chunk groups its rows by subspace once (a sort), so the pass costs
+O(rows log rows + subspaces) per chunk.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -34,15 +38,45 @@ from .result import DaskFMEResult
 
 __all__ = ["came"]
 
+#: The evaluated chunks (fMEs, NLMs, features and Jacobian rows) stay on the workers between the sample and the
+#: subspaces' pass when all evaluated rows fit in the sample and take at most this many bytes; else each pass
+#: evaluates its chunks anew.
+KEEP_BYTES = 256 * 2 ** 20
 
-def _rows_with_features(part: pd.DataFrame, plan: Any, features: list[str], honest: tuple | None) -> pd.DataFrame:
+
+class _Evaluated(NamedTuple):
+    """A chunk's evaluated rows as the cAME passes read them: the fMEs (and NLMs), the partitioning features
+    of those rows, their Jacobian rows (delta method; else None) and the chunk's min and max of the numeric
+    features over all its rows (for ``describe()``)."""
+
+    results: pd.DataFrame
+    X: pd.DataFrame
+    jacobian: np.ndarray | None
+    span: tuple
+
+
+def _evaluate(part: pd.DataFrame, plan: Any, features: list[str], numeric: list[str]) -> _Evaluated:
+    batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
+    cols = [c for c in ("fme", "nlm") if c in batch.results.columns]
+    jac = None if batch.rows is None or batch.rows.jacobian is None else batch.rows.jacobian
+    return _Evaluated(batch.results[cols], part.iloc[batch.cand][features], jac,
+                      (part[numeric].min(), part[numeric].max()))
+
+
+def _growing_rows(ev: _Evaluated, honest: tuple | None) -> pd.DataFrame:
     """The evaluated rows of a chunk: their fME (and NLM) beside the partitioning features (with ``honest``
     = (fraction, seed), only the rows of the growing part)."""
-    batch = evaluate_batch(plan.value, part, with_rows=False)
-    cols = [c for c in ("fme", "nlm") if c in batch.results.columns]
-    feats = part.iloc[batch.cand][features]
-    out = pd.concat([batch.results[cols], feats.rename(columns=lambda c: f"__x_{c}")], axis=1)
+    out = pd.concat([ev.results, ev.X.rename(columns=lambda c: f"__x_{c}")], axis=1)
     return out if honest is None else out[honest_mask(out.index, *honest)]
+
+
+def _evaluate_shipped(part: pd.DataFrame, shipped: Shipped, features: list[str], numeric: list[str]) -> _Evaluated:
+    return _evaluate(part, shipped.value, features, numeric)
+
+
+def _rows_with_features(part: pd.DataFrame, shipped: Shipped, features: list[str],
+                        honest: tuple | None) -> pd.DataFrame:
+    return _growing_rows(_evaluate(part, shipped.value, features, []), honest)
 
 
 def _concat(frames: list) -> pd.DataFrame:
@@ -51,18 +85,28 @@ def _concat(frames: list) -> pd.DataFrame:
     return concat(list(frames))  # as Dask joins a frame's chunks (categorical levels united)
 
 
-def _leaf_pass(part: pd.DataFrame, shipped: Any, features: list[str], leaf_ids: np.ndarray, threshold: float,
-               honest: tuple | None, numeric: list[str]) -> tuple:
+def _leaf_pass_of(part: pd.DataFrame, shipped: Shipped, features: list[str], leaf_ids: np.ndarray,
+                  threshold: float, honest: tuple | None, numeric: list[str]) -> tuple:
+    """:func:`_leaf_pass` of a chunk evaluated in this task (``shipped``: the plan, the tree, its lookup)."""
+    plan, tree, lookup = shipped.value
+    return _leaf_pass(_evaluate(part, plan, features, numeric), tree, lookup, leaf_ids, threshold, honest)
+
+
+def _leaf_pass_kept(ev: _Evaluated, shipped: Shipped, leaf_ids: np.ndarray, threshold: float,
+                    honest: tuple | None) -> tuple:
+    """:func:`_leaf_pass` of a chunk evaluated before and kept on its worker (``shipped``: tree, lookup)."""
+    return _leaf_pass(ev, *shipped.value, leaf_ids, threshold, honest)
+
+
+def _leaf_pass(ev: _Evaluated, tree: Any, lookup: np.ndarray, leaf_ids: np.ndarray, threshold: float,
+               honest: tuple | None) -> tuple:
     """Per subspace: merged-sum ingredients of the cAME figures (arrays over ``leaf_ids``, sorted), with
     ``honest`` = (fraction, seed) over the estimation rows only and the count of growing rows; the chunk's
-    min and max of the ``numeric`` columns (all rows); and a store of each subspace's sorted defined NLMs
+    min and max of the numeric features (all rows); and a store of each subspace's sorted defined NLMs
     with its pivots (for the exact medians)."""
-    plan, tree, lookup = shipped.value
-    batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
-    span = (part[numeric].min(), part[numeric].max())
+    results, jac_all, span = ev.results, ev.jacobian, ev.span
     n_leaves = leaf_ids.size
-    nl_all = batch.results["nlm"].to_numpy(dtype=float) if "nlm" in batch.results.columns else None
-    jac_all = None if batch.rows is None or batch.rows.jacobian is None else batch.rows.jacobian
+    nl_all = results["nlm"].to_numpy(dtype=float) if "nlm" in results.columns else None
     fm = Moments(np.zeros(n_leaves, dtype=np.int64), np.zeros(n_leaves), np.zeros(n_leaves))
     nm = None if nl_all is None else Moments(np.zeros(n_leaves, dtype=np.int64), np.zeros(n_leaves),
                                              np.zeros(n_leaves))
@@ -70,17 +114,17 @@ def _leaf_pass(part: pd.DataFrame, shipped: Any, features: list[str], leaf_ids: 
     jac = None if jac_all is None else np.zeros((n_leaves, jac_all.shape[1]))
     grown = np.zeros(n_leaves, dtype=np.int64) if honest is not None else None
     store: dict = {}
-    if batch.cand.size:
-        X = string_columns(part.iloc[batch.cand][features], "features")
+    if len(results):
+        X = string_columns(ev.X, "features")
         node = lookup[np.asarray(tree.apply(X), dtype=int)]
         # each row's subspace as a position in leaf_ids (-1: none), then the rows grouped by it in row order
         pos = np.minimum(np.searchsorted(leaf_ids, node), n_leaves - 1)
         pos = np.where(leaf_ids[pos] == node, pos, -1)
         if honest is not None:
-            grow = honest_mask(batch.results.index, *honest)
+            grow = honest_mask(results.index, *honest)
             grown = np.bincount(pos[grow & (pos >= 0)], minlength=n_leaves).astype(np.int64)
             pos = np.where(grow, -1, pos)  # the growing rows take no part in the leaves' figures
-        fm_all = batch.results["fme"].to_numpy(dtype=float)
+        fm_all = results["fme"].to_numpy(dtype=float)
         order = np.argsort(pos, kind="stable")
         cuts = np.searchsorted(pos[order], np.arange(n_leaves + 1))
         fm_n, fm_mean, fm_m2 = fm.n.copy(), fm.mean.copy(), fm.m2.copy()
@@ -198,8 +242,19 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     meta = pd.concat([pd.DataFrame({c: pd.Series(dtype=float) for c in effects.fme_columns + effects.nlm_columns}),
                       data._meta[features].rename(columns=lambda c: f"__x_{c}")], axis=1)
     split = (float(honest_fraction), int(seed)) if honest else None
-    if effects.n <= sample_size:
-        # every (growing) row fits in the sample: one computation, the plan sent to each worker once
+    numeric = [f for f in features if pd.api.types.is_numeric_dtype(data._meta[f].dtype)]
+    jac = effects.summary_data.jacobian
+    width = len(features) + 2 + (0 if jac is None else np.asarray(jac).shape[-1])
+    kept = None
+    if effects.n <= sample_size and effects.n * width * 8 <= KEEP_BYTES:
+        # every (growing) row fits in the sample: the chunks are evaluated once and kept on the workers for
+        # the subspaces' pass (no more than the sample the client holds), while the client grows the tree
+        shipped = ship(plan, shared=(plan.model,))
+        kept = [delayed(_evaluate_shipped)(p, shipped, features, numeric) for p in data.to_delayed()]
+        *kept, lazy = dask.persist(*kept, delayed(_concat)([delayed(_growing_rows)(e, split) for e in kept]))
+        sample = lazy.compute()
+        n = effects.n if split is None else len(sample)
+    elif effects.n <= sample_size:
         shipped = ship(plan, shared=(plan.model,))
         sample = delayed(_concat)([delayed(_rows_with_features)(p, shipped, features, split)
                                    for p in data.to_delayed()]).compute()
@@ -227,11 +282,14 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     # spans the range of all rows of the data (excluded ones too), as in memory, not only the sampled rows
     leaf_ids = np.array(sorted(int(leaf) for leaf in grown.leaf_ids), dtype=np.int64)
     threshold = effects.nlm_linear_threshold
-    numeric = [f for f in features if pd.api.types.is_numeric_dtype(data._meta[f].dtype)]
     has_nlm = effects.has_nlm
-    shipped = ship((plan, grown.tree, grown._subspace), shared=(plan.model,))
-    outs = [delayed(_leaf_pass, nout=2)(p, shipped, features, leaf_ids, threshold, split, numeric)
-            for p in data.to_delayed()]
+    if kept is not None:
+        shipped = ship((grown.tree, grown._subspace))
+        outs = [delayed(_leaf_pass_kept, nout=2)(e, shipped, leaf_ids, threshold, split) for e in kept]
+    else:
+        shipped = ship((plan, grown.tree, grown._subspace), shared=(plan.model,))
+        outs = [delayed(_leaf_pass_of, nout=2)(p, shipped, features, leaf_ids, threshold, split, numeric)
+                for p in data.to_delayed()]
     tree = tree_reduce([o[0] for o in outs], merge=_merge_leaves)
     medians = {}
     if has_nlm:  # the sorted NLMs stay on the workers for the exact medians (one more round for all leaves)
@@ -242,6 +300,7 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
         del persisted
     else:
         (fm, nm, nlin, jac, n_grown), spans, piv = tree.compute()
+    del kept, outs, tree  # the kept chunks are released on the workers
     index = {int(leaf): i for i, leaf in enumerate(leaf_ids)}
     leaf_rows, leaf_estimates = [], []
     for leaf in grown.leaf_ids:

@@ -127,8 +127,10 @@ class PartitionResult:
         node_of_row = self.leaf_of_row.to_numpy()
         # Uncertainty of each cAME from the effects' per-row ingredients (no new predictions).
         inf = effects.inference_rows if effects.inference_rows is not None else sample_inference(fmes)
-        slot = {node: j for j, node in enumerate(leaf_ids)}
-        codes = np.fromiter((slot[v] for v in node_of_row), dtype=np.int64, count=node_of_row.size)
+        # each row's position in leaf_ids (every row's node is one of them)
+        ids = np.asarray(leaf_ids)
+        order = np.argsort(ids, kind="stable")
+        codes = order[np.searchsorted(ids, node_of_row, sorter=order)].astype(np.int64)
         # honest: the rows that grew the tree take no part in the leaves' figures (code -1: unused)
         self._leaf_estimates = inf.average(np.where(est_rows, codes, -1), len(leaf_ids))
         leaf_table = undefined_where(self._leaf_estimates.table(conf_level),
