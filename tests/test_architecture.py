@@ -40,6 +40,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engines", ("fme._local", "fme._dask")),
     ("front doors", ("fme.effects", "fme.margins", "fme.came", "fme.ctree", "fme.linearity", "fme.hypotheses", "fme.interactions",
                      "fme.predictions", "fme.slopes", "fme.comparisons")),
+    # learner- and data-level AMEs: refits and cross-fitting around the front doors' verbs
+    ("levels of an effect", ("fme.levels",)),
     ("plotting", ("fme.plotting",)),
     # The package root re-exports the public API of the layers below for users and the report.
     ("public API", ("fme",)),
