@@ -225,3 +225,20 @@ def test_an_empty_first_chunk_costs_one_computation_more(frame, logit, execution
     empty = dd.from_pandas(frame.iloc[:0], npartitions=1)
     with pytest.raises(DataError, match="`data` has no rows"):
         fme.fme(logit, empty, {"x1": 1.0}, inference="delta")
+
+
+def test_parquet_files_with_a_column_selection(frame, logit, tmp_path):
+    """Eight Parquet files read with a column selection (Dask may then combine files into fewer chunks than
+    it announced), the first file without rows: the same AME as in memory."""
+    cols = ["x1", "x2", "x3", "g", "h"]
+    (tmp_path / "a").mkdir()
+    frame.iloc[:0][cols + ["y"]].to_parquet(tmp_path / "a" / "part-0.parquet")
+    for i, piece in enumerate(np.array_split(np.arange(len(frame)), 7), start=1):
+        frame.iloc[piece][cols + ["y"]].to_parquet(tmp_path / "a" / f"part-{i}.parquet")
+    data = dd.read_parquet(tmp_path / "a")[cols]
+    res = fme.fme(logit, data, {"x1": 1.0}, inference="delta")
+    ref = fme.fme(logit, frame, {"x1": 1.0}, inference="delta")
+    np.testing.assert_allclose(res.ame, ref.ame, rtol=RTOL)
+    table = fme.ame(logit, data, {"x2": 0.5}, by="g", inference="delta")
+    np.testing.assert_allclose(table["ame"], fme.ame(logit, frame, {"x2": 0.5}, by="g", inference="delta")["ame"],
+                               rtol=RTOL)

@@ -116,7 +116,9 @@ class GroupSums:
     weighted: WMoments | None = None
 
     def merge(self, other: "GroupSums") -> "GroupSums":
-        jac = None if self.jacobian is None or other.jacobian is None else self.jacobian + other.jacobian
+        # a chunk without evaluated rows has no Jacobian rows: it adds nothing
+        jac = other.jacobian if self.jacobian is None else self.jacobian if other.jacobian is None else \
+            self.jacobian + other.jacobian
         wm = None if self.weighted is None else self.weighted.merge(other.weighted)
         return GroupSums(self.size_all + other.size_all, self.fme.merge(other.fme), jac, wm)
 

@@ -175,7 +175,9 @@ class RowSums:
         return cls(WMoments.of(v, codes, weights, n_groups, spread), jac, vcov)
 
     def merge(self, other: "RowSums") -> "RowSums":
-        jac = None if self.jacobian is None or other.jacobian is None else self.jacobian + other.jacobian
+        # a chunk without evaluated rows has no Jacobian rows: it adds nothing
+        jac = other.jacobian if self.jacobian is None else self.jacobian if other.jacobian is None else \
+            self.jacobian + other.jacobian
         return RowSums(self.moments.merge(other.moments), jac, self.vcov if self.vcov is not None else other.vcov)
 
     @property

@@ -223,7 +223,13 @@ def checked_probe(probe: pd.DataFrame, frame: Any, name: str) -> pd.DataFrame:
     """The computed probe; when the first chunk of ``frame`` has no rows, the first rows of its first 8
     chunks (one more computation); a DataError when they have none either."""
     if len(probe) == 0 and frame.npartitions > 1:
-        probe = frame.head(_PROBE_ROWS, npartitions=min(frame.npartitions, 8))
+        # the chunks as Dask will compute them (a column selection of Parquet data may have fewer chunks than
+        # its npartitions said before optimisation: head(npartitions=k) then fails)
+        import dask
+        from dask import delayed
+
+        firsts = dask.compute(*[delayed(_head)(p) for p in frame.to_delayed()[:8]])
+        probe = pd.concat([f for f in firsts if len(f)] or [firsts[0]]).head(_PROBE_ROWS)
     if len(probe) == 0:
         raise DataError(f"`{name}` has no rows in its first partitions; pass data with rows "
                         "(or repartition away empty partitions).")
