@@ -86,6 +86,11 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     """
     if comparison not in COMPARISONS:
         raise ParameterError(f"comparison must be one of {COMPARISONS}, got {comparison!r}.")
+    if fme_kwargs.get("nlm"):
+        raise ParameterError(
+            "nlm=True: avg_comparisons does not compute the NLM. The NLM (paper §5.4) describes the prediction "
+            "along the step's path on the difference scale, whatever `comparison`: ask fme.fme(model, data, steps, "
+            "nlm=True) for the rows' NLMs (and .anlm for their average).")
     model, delta_label = with_vcov(model, vcov)
     t_df = residual_df(model, df)
     conf_level = check_conf_level(conf_level)

@@ -32,6 +32,7 @@ from ._utils.validation import (BY_MISSING, check_conf_level, check_data, check_
 from .comparisons import comparisons_by_step
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 from .hypotheses import hypotheses
+from .inference import EstimatesTable
 from .inference._estimates import INFERENCE_COLUMNS
 from .inference._hypotheses import NAMED
 from .inference._methods import resolve_method
@@ -169,6 +170,10 @@ def ame(
         the distinct ``errors`` of the failed ones (also warned about). For a model with an exposure or
         offset, ``.scale`` says which was used (see ``exposure`` in :func:`fme.fme`).
     """
+    if fme_kwargs.get("nlm"):
+        raise ParameterError(
+            "nlm=True: fme.ame does not compute the NLM (it would be computed and dropped). Ask fme.fme(model, data, "
+            "{feature: step}, nlm=True) for the rows' NLMs and .anlm for their average (paper §5.4).")
     if wts is not None and comparison != "difference":
         raise ParameterError("wts= works with comparison='difference'; weight the rows of fme.avg_comparisons "
                              "by passing them repeated (frequency weights), or use the difference scale.")
@@ -292,6 +297,7 @@ def mer(
     inference: str = "auto",
     bootstrap: Mapping[str, Any] | None = None,
     conf_level: float = 0.95,
+    hypothesis: Any = None,
     **fme_kwargs: Any,
 ) -> pd.DataFrame:
     """Forward marginal effects at representative values (MER, paper §3.2).
@@ -308,10 +314,15 @@ def mer(
         Uncertainty of each grid point's fME, as in :func:`fme.ame`. With
         ``sample`` (the fallback of ``auto`` for models without parameters) a
         single point has no interval: NaN.
+    hypothesis : str, list of str or array, optional
+        Tests on the grid points' fMEs, named ``b1``, ``b2``, ... in the table's order, as in
+        :func:`fme.hypotheses` (e.g. ``"pairwise"``, ``"b2 - b1 = 0"``): the table of the tests instead
+        (delta or bootstrap: jointly, with the covariance of the points' fMEs). Every grid point must be
+        evaluated.
 
     Returns
     -------
-    DataFrame
+    EstimatesTable
         One row per grid point: the ``at`` columns, then ``fme``, std_error,
         statistic, p_value, conf_low, conf_high, inference, the descriptive
         sd (NaN), q25 = q75 = fme, n (1, or 0 if not evaluated), n_excluded,
@@ -327,8 +338,17 @@ def mer(
     base = None
     if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
         data, steps, base, fme_kwargs = dask_margins.local_view(model, data, steps, at, fme_kwargs)
-    return _mer(model, data, steps, at, base, inference=inference, bootstrap=bootstrap, conf_level=conf_level,
-                **fme_kwargs)
+    table = _mer(model, data, steps, at, base, inference=inference, bootstrap=bootstrap, conf_level=conf_level,
+                 **fme_kwargs)
+    if hypothesis is None:
+        return table
+    if not isinstance(table, EstimatesTable):
+        raise ParameterError("hypothesis= works on one output; pass one target_class, not 'all'.")
+    if table.estimates is None:
+        skipped = table.loc[table["n"] == 0, "note"].tolist()
+        raise ParameterError(f"hypothesis= needs the fME of every grid point; {len(skipped)} of {len(table)} were "
+                             f"not evaluated ({skipped[0]!r}). Choose `at` values the step can be evaluated at.")
+    return hypotheses(table, hypothesis, conf_level=conf_level)
 
 
 def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[str, Any] | None,

@@ -90,3 +90,47 @@ def test_equivalence_matches_marginaleffects(name, data, refs):
     assert out["std_error"] == pytest.approx(r["std_error"], rel=1e-4)
     for c in ("p_value_noninf", "p_value_nonsup", "p_value_equiv"):
         assert out[c] == pytest.approx(r[c], rel=1e-3, abs=1e-12), c
+
+
+def test_mer_hypothesis_tests_the_grid_points_jointly():
+    import statsmodels.formula.api as smf
+    from scipy import stats
+
+    rng = np.random.default_rng(4)
+    d = pd.DataFrame({"x": rng.normal(size=400), "z": rng.normal(size=400)})
+    d["y"] = (rng.uniform(size=400) < 1 / (1 + np.exp(-(0.5 + d.x - 0.7 * d.z)))).astype(float)
+    m = smf.logit("y ~ x + z + I(x**2)", d).fit(disp=0)
+    out = fme.mer(m, d, {"x": 1.0}, at={"x": [-1.0, 0.5]}, hypothesis="b2 - b1 = 0", inference="delta")
+    # reference: the two grid rows' fMEs and their Jacobian rows from fme.fme on the same grid
+    grid = fme.mer(m, d, {"x": 1.0}, at={"x": [-1.0, 0.5]}, inference="delta")
+    rows = pd.DataFrame({"x": [-1.0, 0.5], "z": [d.z.mean()] * 2})
+    res = fme.fme(m, rows, {"x": 1.0}, inference="delta", reference_data=d)
+    np.testing.assert_allclose(grid["fme"], res.results["fme"], rtol=1e-12)
+    g = res.inference_rows.jacobian[1] - res.inference_rows.jacobian[0]
+    se = float(np.sqrt(g @ res.inference_rows.vcov @ g))
+    est = float(res.results["fme"].iloc[1] - res.results["fme"].iloc[0])
+    np.testing.assert_allclose(out["estimate"], [est], rtol=1e-10)
+    np.testing.assert_allclose(out["std_error"], [se], rtol=1e-6)  # hypotheses differentiates numerically
+    np.testing.assert_allclose(out["p_value"], [2 * stats.norm.sf(abs(est / se))], rtol=1e-5)
+    with pytest.raises(fme.ParameterError, match="every grid point"):
+        fme.mer(m, d.assign(c=np.where(d.x > 0, "u", "v")), {"x": 1.0}, at={"x": [0.0, 1e6]},
+                hypothesis="pairwise", inference="delta", extrapolation="envelope")
+
+
+def test_avg_comparisons_refuses_nlm_and_says_its_scale():
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(5)
+    d = pd.DataFrame({"x": rng.normal(size=200)})
+    d["y"] = (rng.uniform(size=200) < 1 / (1 + np.exp(-d.x))).astype(float)
+    m = smf.logit("y ~ x", d).fit(disp=0)
+    for comparison in ("difference", "ratio"):
+        with pytest.raises(fme.ParameterError, match="difference scale"):
+            fme.avg_comparisons(m, d, {"x": 1.0}, comparison=comparison, nlm=True)
+
+
+def test_ame_refuses_nlm_rather_than_dropping_it():
+    rng = np.random.default_rng(6)
+    d = pd.DataFrame({"x": rng.normal(size=50)})
+    with pytest.raises(fme.ParameterError, match=r"\.anlm"):
+        fme.ame(lambda X: X["x"] ** 2, d, {"x": 1.0}, nlm=True)

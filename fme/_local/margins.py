@@ -15,6 +15,7 @@ import pandas as pd
 from .._core.plan import FMEOptions
 from .._utils.validation import check_name_clash
 from ..exceptions import DataError, ExtrapolationError
+from ..inference import EstimatesTable
 from ..inference._estimates import COVERS, INFERENCE_COLUMNS
 from .effects import fme
 
@@ -48,7 +49,8 @@ def mer(model: Any, grid: pd.DataFrame, keys: list, steps: Mapping[str, Any], op
         out = grid[keys].join(res.results)
     else:
         inf = res.inference_rows
-        table = inf.average(np.arange(inf.n), inf.n).table(options.conf_level).set_index(res.results.index)
+        est = inf.average(np.arange(inf.n), inf.n)
+        table = est.table(options.conf_level).set_index(res.results.index)
         fm = res.results["fme"]
         cols = {"fme": fm, **{c: table[c] for c in INFERENCE_COLUMNS},
                 "sd": pd.Series(np.nan, index=fm.index), "q25": fm, "q75": fm,
@@ -59,4 +61,8 @@ def mer(model: Any, grid: pd.DataFrame, keys: list, steps: Mapping[str, Any], op
         out["inference"] = out["inference"].fillna(inf.method)
         out["covers"] = out["covers"].fillna(COVERS[inf.method])
     out["note"] = res.excluded["reason"].reindex(grid.index).fillna("")
-    return out
+    if multi:
+        return out
+    # every grid point evaluated, in order: the points' joint uncertainty rides along (for hypothesis=)
+    whole = len(res.results) == len(out) and res.results.index.equals(out.index)
+    return EstimatesTable.from_frame(out, est if whole else None, conf_level=options.conf_level)
