@@ -34,7 +34,7 @@ from .exceptions import DataError, FeatureError, ParameterError, StepError
 from .hypotheses import hypotheses
 from .inference import EstimatesTable
 from .inference._estimates import INFERENCE_COLUMNS
-from .inference._hypotheses import NAMED
+from .inference._hypotheses import NAMED, stack_estimates
 from .inference._methods import resolve_method
 from .inference._vcov import residual_df, with_vcov
 # dme (the derivative ME, paper §2.2, §3.1) lives with the other derivatives; fme.margins.dme is its public path
@@ -169,6 +169,9 @@ def ame(
         out: errors, and fits that did not converge unless ``keep_nonconverged``), ``n_nonconverged`` and
         the distinct ``errors`` of the failed ones (also warned about). For a model with an exposure or
         offset, ``.scale`` says which was used (see ``exposure`` in :func:`fme.fme`).
+        With ``target_class='all'`` (a classifier, a multinomial model): the table of every class in turn, a
+        ``class`` column after ``reference``, one joint covariance over all rows (``hypotheses`` can compare
+        classes).
     """
     if fme_kwargs.get("nlm"):
         raise ParameterError(
@@ -194,6 +197,11 @@ def ame(
     frame = model_frame(model, data._meta if on_dask else check_data(data), exposure=exposure, offset=offset)
     conf_level = check_conf_level(conf_level)
     target_class = fme_kwargs.get("target_class")
+    if isinstance(target_class, str) and target_class == "all":
+        return _every_class(model, data, steps, inference=inference, by=by, hypothesis=hypothesis,
+                            bootstrap=bootstrap, conf_level=conf_level, features=features, categorical=categorical,
+                            equivalence=equivalence, multcomp=multcomp, df=t_df, by_missing=by_missing, wts=wts,
+                            exposure=exposure, offset=offset, **fme_kwargs)
     check_single_output(target_class, "ame")
     if categorical not in ("observation", "classic"):
         raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
@@ -225,6 +233,34 @@ def ame(
         options = FMEOptions.from_kwargs({**fme_kwargs, "exposure": exposure, "offset": offset}, "fme.ame")
         return dask_ame.ame(model, data, steps, options=options, **common)
     return local_ame.ame(model, frame, steps, options=FMEOptions.from_kwargs(fme_kwargs, "fme.ame"), **common)
+
+
+def _every_class(model: Any, data: Any, steps: Any, *, hypothesis: Any, equivalence: Any, multcomp: Any,
+                 bootstrap: Any, conf_level: float, **kwargs: Any) -> EstimatesTable:
+    """:func:`ame` with ``target_class='all'``: the table of each output (class) in turn, a ``class`` column after
+    ``reference``, one table keeping the rows' joint uncertainty (the same parameter covariance; under the
+    bootstrap the same seeded refits for every class), then the tests asked for on all its rows."""
+    kwargs.pop("target_class")
+    names = make_predictor(model, "all").output_names
+    if names is None:
+        raise ParameterError("target_class='all' needs a model with several outputs (a classifier's classes); "
+                             "this model has one: leave target_class out.")
+    if bootstrap is not None and dict(bootstrap).get("random_state") is None:
+        # one seed for every class: the same resamples, so the classes' draws are joint
+        bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
+    pairs = hypothesis is None or (isinstance(hypothesis, str) and hypothesis == "pairwise")
+    tables = []
+    for name in names:
+        t = ame(model, data, steps, hypothesis=hypothesis if pairs else None, bootstrap=bootstrap,
+                conf_level=conf_level, target_class=name, **kwargs)
+        t.insert(t.columns.get_loc("reference") + 1 if "reference" in t.columns else 0, "class", name)
+        tables.append(t)
+    out = EstimatesTable.from_frame(pd.concat(tables, ignore_index=True),
+                                    stack_estimates([t.estimates for t in tables]), conf_level=conf_level,
+                                    bootstrap=tables[0].bootstrap, scale=tables[0].scale)
+    if pairs and equivalence is None and multcomp is None:
+        return out
+    return hypotheses(out, None if pairs else hypothesis, equivalence=equivalence, multcomp=multcomp)
 
 
 def _resolve_steps(model: Any, frame: pd.DataFrame, steps: Any, features: Any, target_class: Any) -> dict:

@@ -229,10 +229,12 @@ def test_margins_with_multiclass(multiclass, Xnum):
     one = fme.ame(multiclass, Xnum, {"x1": 0.5}, target_class="mid")
     assert one["ame"].item() == pytest.approx(fme.fme(multiclass, Xnum, {"x1": 0.5}, target_class="mid").ame,
                                               rel=1e-15)
-    for fn in (lambda: fme.ame(multiclass, Xnum, {"x1": 0.5}, target_class="all"),
-               lambda: fme.dme(multiclass, Xnum, "x1", target_class="all")):
-        with pytest.raises(ParameterError, match="target_class='all' is not supported"):
-            fn()
+    every = fme.ame(multiclass, Xnum, {"x1": 0.5}, target_class="all")  # one row per class
+    assert list(every["class"]) == [str(c) for c in multiclass.classes_]
+    assert every.loc[every["class"] == "mid", "ame"].item() == one["ame"].item()
+    assert every["ame"].sum() == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ParameterError, match="target_class='all' is not supported"):
+        fme.dme(multiclass, Xnum, "x1", target_class="all")
     m = fme.mem(multiclass, Xnum, {"x1": 0.5}, target_class="all")
     classes = [str(c) for c in multiclass.classes_]
     assert [c for c in m.columns if c.startswith("fme_")] == [f"fme_{c}" for c in classes]

@@ -134,3 +134,24 @@ def test_ame_refuses_nlm_rather_than_dropping_it():
     d = pd.DataFrame({"x": rng.normal(size=50)})
     with pytest.raises(fme.ParameterError, match=r"\.anlm"):
         fme.ame(lambda X: X["x"] ** 2, d, {"x": 1.0}, nlm=True)
+
+
+def test_ame_of_every_class_of_a_multinomial_model():
+    """target_class='all': one row per outcome, each equal to its own call; the classes' probabilities sum to
+    one, so their AMEs sum to zero with zero standard error under the joint covariance."""
+    rng = np.random.default_rng(7)
+    d = pd.DataFrame({"x": rng.normal(size=600), "z": rng.normal(size=600)})
+    eta = np.column_stack([np.zeros(600), 0.8 * d.x - 0.3 * d.z, -0.5 * d.x + 0.4 * d.z])
+    p = np.exp(eta) / np.exp(eta).sum(axis=1, keepdims=True)
+    d["k"] = (rng.uniform(size=600)[:, None] > p.cumsum(axis=1)).sum(axis=1)
+    m = smf.mnlogit("k ~ x + z", d).fit(disp=0)
+    t = fme.ame(m, d, {"x": 1.0, "z": 0.5}, target_class="all", inference="delta")
+    assert list(t["class"]) == ["0", "0", "1", "1", "2", "2"]
+    for k in ("0", "1", "2"):
+        one = fme.ame(m, d, {"x": 1.0, "z": 0.5}, target_class=k, inference="delta")
+        np.testing.assert_array_equal(t.loc[t["class"] == k, "ame"], one["ame"])
+        np.testing.assert_array_equal(t.loc[t["class"] == k, "std_error"], one["std_error"])
+    total = fme.hypotheses(t, "b1 + b3 + b5 = 0")
+    assert abs(total["estimate"].iloc[0]) < 1e-12 and total["std_error"].iloc[0] < 1e-6
+    with pytest.raises(fme.FMEError, match="not a classifier"):
+        fme.ame(smf.ols("x ~ z", d).fit(), d, {"z": 1.0}, target_class="all")
