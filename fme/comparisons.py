@@ -38,13 +38,14 @@ from ._core.groups import check_by
 from ._core.plan import FMEOptions
 from ._dask import vocab as dask_vocab
 from ._local import vocab as local_vocab
-from ._utils.validation import check_conf_level, check_data, is_dask_collection
+from ._utils.validation import check_conf_level, check_data, is_categorical, is_dask_collection
 from .exceptions import ParameterError
 from .inference._estimates import INFERENCE_COLUMNS
 from .inference._hypotheses import stack_estimates
 from .inference._methods import resolve_method
 from .inference._vcov import residual_df, with_vcov
 from .inference.table import EstimatesTable
+from .steps import levels, set_level
 
 __all__ = ["avg_comparisons", "comparisons_by_step", "COMPARISONS"]
 
@@ -66,6 +67,10 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
         (:mod:`fme._dask.vocab`).
     comparison : str, default='difference'
         One of :data:`COMPARISONS` (module docstring).
+
+        ``steps={feature: None}`` for a categorical feature: every other level against the first (the
+        reference), as marginaleffects contrasts a factor's levels: every row set to the reference level,
+        then to the level (f0 and f1 of the table), one table row per level, jointly.
     by : str or list of str, optional
         One row per group.
     inference : {'auto', 'delta', 'bootstrap', 'sample'}
@@ -86,6 +91,11 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     """
     if comparison not in COMPARISONS:
         raise ParameterError(f"comparison must be one of {COMPARISONS}, got {comparison!r}.")
+    every = _every_level_feature(data, steps)
+    if every is not None:
+        return _every_level(model, data, every, comparison=comparison, by=by, inference=inference,
+                            bootstrap=bootstrap, conf_level=conf_level, vcov=vcov, df=df, target_class=target_class,
+                            **fme_kwargs)
     if fme_kwargs.get("nlm"):
         raise ParameterError(
             "nlm=True: avg_comparisons does not compute the NLM. The NLM (paper §5.4) describes the prediction "
@@ -116,6 +126,53 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     out.insert(0, "step", described)
     out.insert(1 + len(by_cols), "comparison", comparison)
     return out
+
+
+def _every_level_feature(data: Any, steps: Any) -> str | None:
+    """The feature of ``steps={feature: None}`` when it is a categorical column of ``data`` (else None)."""
+    if not isinstance(steps, Mapping) or len(steps) != 1:
+        return None
+    (feature, value), = steps.items()
+    columns = data._meta if is_dask_collection(data) else data
+    if value is not None or not isinstance(columns, pd.DataFrame) or feature not in columns.columns:
+        return None
+    return feature if is_categorical(columns[feature]) else None
+
+
+def _at_level(data: Any, feature: str, level: Any) -> Any:
+    """``data`` with every row's ``feature`` at ``level`` (its dtype kept), pandas or Dask."""
+    def put(part: pd.DataFrame) -> pd.DataFrame:
+        return part.assign(**{feature: set_level(part[feature], level, len(part))})
+
+    return data.map_partitions(put, meta=data._meta) if is_dask_collection(data) else put(check_data(data))
+
+
+def _every_level(model: Any, data: Any, feature: str, *, bootstrap: Any, **kwargs: Any) -> EstimatesTable:
+    """:func:`avg_comparisons` of every level of ``feature`` but the first against the first: each row set to
+    the reference level, then stepped to the level; one table keeping the rows' joint uncertainty."""
+    if is_dask_collection(data):
+        meta = data._meta[feature]
+        known = isinstance(meta.dtype, pd.CategoricalDtype) and meta.cat.known
+        found = levels(meta if known else data[feature].drop_duplicates().compute())
+    else:
+        found = levels(check_data(data)[feature])
+    if len(found) < 2:
+        raise ParameterError(f"feature {feature!r} has {len(found)} level(s): no level to compare with the reference.")
+    if bootstrap is not None and dict(bootstrap).get("random_state") is None:
+        # one seed for every level: the same resamples, so the levels' draws are joint
+        bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
+    reference = found[0]
+    base = _at_level(data, feature, reference)
+    # the rows as given stay the reference: they know every level, and the detectors fit on them
+    kwargs.setdefault("reference_data", data)
+    tables = []
+    for level in found[1:]:
+        t = avg_comparisons(model, base, {feature: level}, bootstrap=bootstrap, **kwargs)
+        t["step"] = f"{feature}: {reference!r} -> {level!r}"
+        tables.append(t)
+    return EstimatesTable.from_frame(pd.concat(tables, ignore_index=True),
+                                     stack_estimates([t.estimates for t in tables]),
+                                     conf_level=tables[0].conf_level, bootstrap=tables[0].bootstrap)
 
 
 def comparisons_by_step(model: Any, data: Any, steps: Mapping[str, Any], *, bootstrap: Any = None,

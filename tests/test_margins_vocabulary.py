@@ -155,3 +155,30 @@ def test_ame_of_every_class_of_a_multinomial_model():
     assert abs(total["estimate"].iloc[0]) < 1e-12 and total["std_error"].iloc[0] < 1e-6
     with pytest.raises(fme.FMEError, match="not a classifier"):
         fme.ame(smf.ols("x ~ z", d).fit(), d, {"z": 1.0}, target_class="all")
+
+
+def test_every_level_against_the_reference_on_comparison_scales():
+    """steps={feature: None}: each level against the first, every row set to the reference then to the level.
+    For a logit the per-row log odds ratio of a level is its coefficient on every row, so its average and
+    delta standard error are the coefficient's; the difference equals fme.ame(categorical='classic')."""
+    dd = pytest.importorskip("dask.dataframe")
+    rng = np.random.default_rng(8)
+    d = pd.DataFrame({"x": rng.normal(size=500), "c": rng.choice(["a", "b", "c"], 500)})
+    d["y"] = (rng.uniform(size=500) < 1 / (1 + np.exp(-(d.x + (d.c == "b") - 0.5 * (d.c == "c"))))).astype(float)
+    m = smf.logit("y ~ x + C(c)", d).fit(disp=0)
+    t = fme.avg_comparisons(m, d, {"c": None}, comparison="lnor", inference="delta")
+    assert list(t["step"]) == ["c: 'a' -> 'b'", "c: 'a' -> 'c'"]
+    np.testing.assert_allclose(t["estimate"], m.params[["C(c)[T.b]", "C(c)[T.c]"]], rtol=1e-9)
+    np.testing.assert_allclose(t["std_error"], m.bse[["C(c)[T.b]", "C(c)[T.c]"]], rtol=1e-6)
+    diff = fme.avg_comparisons(m, d, {"c": None}, inference="delta")
+    classic = fme.ame(m, d, {"c": None}, categorical="classic", inference="delta")
+    np.testing.assert_allclose(diff["estimate"], classic["ame"], rtol=1e-12)
+    np.testing.assert_allclose(diff["std_error"], classic["std_error"], rtol=1e-9)
+    h = fme.hypotheses(t, "b1 - b2 = 0")  # joint: the coefficients' own covariance
+    V = m.cov_params().loc[["C(c)[T.b]", "C(c)[T.c]"], ["C(c)[T.b]", "C(c)[T.c]"]].to_numpy()
+    np.testing.assert_allclose(h["std_error"], [np.sqrt(V[0, 0] + V[1, 1] - 2 * V[0, 1])], rtol=1e-5)
+    on_dask = fme.avg_comparisons(m, dd.from_pandas(d, npartitions=3), {"c": None}, comparison="lnoravg",
+                                  inference="delta")
+    np.testing.assert_allclose(on_dask["estimate"],
+                               fme.avg_comparisons(m, d, {"c": None}, comparison="lnoravg",
+                                                   inference="delta")["estimate"], rtol=1e-10)
