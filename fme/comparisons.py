@@ -1,25 +1,26 @@
 """Comparisons on other scales than the difference: marginaleffects' ``avg_comparisons(comparison=...)``.
 
 The paper's fME is a difference, f(x + h) - f(x) (§3.2). Risk ratios, log odds ratios and lifts compare
-the same two predictions on other scales; per row (then averaged), or as a function of the two averages
-(the ``...avg`` forms):
+the same two predictions on other scales. As in marginaleffects' ``avg_comparisons``, a scale's plain name
+(and its ``...avg`` spelling) applies it to the two averages; ``..._rows`` averages the rows' values on it:
 
-==============  ===============================  =====================================
-comparison      per row                          of the averages (``...avg``)
-==============  ===============================  =====================================
-difference      f1 - f0                          mean f1 - mean f0 (the AME)
-ratio           f1 / f0                          mean f1 / mean f0
-lnratio         log(f1 / f0)                     log(mean f1 / mean f0)
-lnor            log(odds(f1) / odds(f0))         log(odds(mean f1) / odds(mean f0))
-lift            (f1 - f0) / f0                   (mean f1 - mean f0) / mean f0
-==============  ===============================  =====================================
+==============  ======================================  =====================================
+comparison      plain name and ``...avg``                ``..._rows`` (mean of the rows')
+==============  ======================================  =====================================
+difference      mean f1 - mean f0 (the AME)              (the same)
+ratio           mean f1 / mean f0                        mean of f1 / f0
+lnratio         log(mean f1 / mean f0)                   mean of log(f1 / f0)
+lnor            log(odds(mean f1) / odds(mean f0))       mean of log(odds(f1) / odds(f0))
+lift            (mean f1 - mean f0) / mean f0            mean of (f1 - f0) / f0
+==============  ======================================  =====================================
 
 with f0 = f(x), f1 = f(x + h) on the rows :func:`fme.fme` evaluates (its exclusions and extrapolation
 policy), odds(p) = p / (1 - p). Uncertainty by the delta method, from the Jacobians of f0 and f1 in the
 model's parameters (``vcov=``, ``df=`` as in :func:`fme.ame`), by the bootstrap (the comparison of each
-refit's f0 and f1 on the same rows), or (per-row forms) the spread over the rows with the model held fixed.
-Pandas or Dask data (:mod:`fme._core.averages`, :mod:`fme._dask.vocab`). The NLM and the cAMEs stay defined
-on the difference scale.
+refit's f0 and f1 on the same rows), or with the model held fixed: the spread over the rows of the rows'
+values, or for a function g of the two averages of its linearisation d1 f1 + d0 f0 (d the gradient of g at
+the averages). Pandas or Dask data (:mod:`fme._core.averages`, :mod:`fme._dask.vocab`). The NLM and the cAMEs
+stay defined on the difference scale.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import pandas as pd
 
 from ._adapters import model_frame
 from ._core.averages import RowQuantity, average_table
-from ._core.estimands import COMPARISONS, comparison_values, finish_averages
+from ._core.estimands import COMPARISONS, comparison_form, comparison_values, finish_averages
 from ._core.groups import check_by
 from ._core.plan import FMEOptions
 from ._dask import vocab as dask_vocab
@@ -105,11 +106,7 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     t_df = residual_df(model, df)
     conf_level = check_conf_level(conf_level)
     method = resolve_method(inference, model, bootstrap)
-    averaged = comparison.endswith("avg")
-    kind = comparison[:-3] if averaged else comparison
-    if averaged and method == "sample":
-        raise ParameterError(f"comparison={comparison!r} is a function of two averages; its fixed-model spread is "
-                             "not defined here: use inference='delta', 'bootstrap' or the per-row form.")
+    kind, averaged = comparison_form(comparison)
     quantity = RowQuantity(partial(comparison_values, model=model, kind=kind, averaged=averaged,
                                    target_class=target_class),
                            partial(finish_averages, kind=kind) if averaged else None)

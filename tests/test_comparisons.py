@@ -30,10 +30,13 @@ def _design(d, h=0.0):
 
 def test_lnor_of_a_logit_is_the_coefficient_times_the_step(logit):
     m, d = logit
-    out = fme.avg_comparisons(m, d, {"x": 0.5}, comparison="lnor")
+    out = fme.avg_comparisons(m, d, {"x": 0.5}, comparison="lnor_rows")
     assert out["estimate"].iloc[0] == pytest.approx(0.5 * m.params["x"], rel=1e-9)
     assert out["std_error"].iloc[0] == pytest.approx(0.5 * m.bse["x"], rel=1e-7)
     avg = fme.avg_comparisons(m, d, {"x": 0.5}, comparison="lnoravg")
+    # marginaleffects' convention: the plain name is the scale of the averages
+    pd.testing.assert_frame_equal(fme.avg_comparisons(m, d, {"x": 0.5}, comparison="lnor").drop(columns="comparison"),
+                                  avg.drop(columns="comparison"))
     b, V = m.params.to_numpy(), m.cov_params().to_numpy()
     p0, p1 = 1 / (1 + np.exp(-_design(d) @ b)), 1 / (1 + np.exp(-_design(d, 0.5) @ b))
     P0, P1 = p0.mean(), p1.mean()
@@ -57,10 +60,10 @@ def test_row_scales_by_hand_jacobians(logit, kind):
     else:
         c, J = (p1 - p0) / p0, J1 / p0[:, None] - (p1 / p0 ** 2)[:, None] * J0
     g = J.mean(0)
-    out = fme.avg_comparisons(m, d, {"x": 1.0}, comparison=kind)
+    out = fme.avg_comparisons(m, d, {"x": 1.0}, comparison=f"{kind}_rows")
     assert out["estimate"].iloc[0] == pytest.approx(c.mean(), rel=1e-10)
     assert out["std_error"].iloc[0] == pytest.approx(np.sqrt(g @ V @ g), rel=1e-7)
-    assert out["comparison"].iloc[0] == kind and out["inference"].iloc[0] == "delta"
+    assert out["comparison"].iloc[0] == f"{kind}_rows" and out["inference"].iloc[0] == "delta"
 
 
 def test_difference_equals_ame_and_ratioavg_by_group(logit):
@@ -84,15 +87,22 @@ def test_sample_inference_and_refusals():
     X = pd.DataFrame({"x": rng.normal(size=200)})
     y = (rng.uniform(size=200) < 1 / (1 + np.exp(-X["x"]))).astype(int)
     clf = LogisticRegression().fit(X, y)
-    out = fme.avg_comparisons(clf, X, {"x": 1.0}, comparison="ratio", target_class=1)
+    out = fme.avg_comparisons(clf, X, {"x": 1.0}, comparison="ratio_rows", target_class=1)
     p = clf.predict_proba(X)[:, 1]
     p1 = clf.predict_proba(X.assign(x=X["x"] + 1))[:, 1]
     r = p1 / p
     assert out["inference"].iloc[0] == "sample" and out["estimate"].iloc[0] == pytest.approx(r.mean(), rel=1e-10)
     half = stats.t.ppf(0.975, 199) * r.std(ddof=1) / np.sqrt(200)
     assert out["conf_high"].iloc[0] == pytest.approx(r.mean() + half, rel=1e-9)
-    with pytest.raises(fme.ParameterError, match="two averages"):
-        fme.avg_comparisons(clf, X, {"x": 1.0}, comparison="ratioavg", target_class=1)
+    # the ratio of the averages with the model held fixed: the linearisation d1 p1 + d0 p0 over the rows
+    avg = fme.avg_comparisons(clf, X, {"x": 1.0}, comparison="ratio", target_class=1)
+    P1, P0 = p1.mean(), p.mean()
+    psi = p1 / P0 - (P1 / P0 ** 2) * p
+    assert avg["inference"].iloc[0] == "sample" and avg["estimate"].iloc[0] == pytest.approx(P1 / P0, rel=1e-12)
+    assert avg["std_error"].iloc[0] == pytest.approx(psi.std(ddof=1) / np.sqrt(200), rel=1e-9)
+    lnor = fme.avg_comparisons(clf, X, {"x": 1.0}, comparison="lnoravg", target_class=1)
+    psi = p1 / (P1 * (1 - P1)) - p / (P0 * (1 - P0))
+    assert lnor["std_error"].iloc[0] == pytest.approx(psi.std(ddof=1) / np.sqrt(200), rel=1e-9)
     with pytest.raises(fme.ParameterError, match="comparison must be"):
         fme.avg_comparisons(clf, X, {"x": 1.0}, comparison="odds", target_class=1)
 

@@ -177,7 +177,8 @@ def test_avg_predictions_and_predictions_equal_pandas(which, data, logit, forest
 def test_avg_comparisons_equal_pandas(which, data, logit, forest):
     model, frame, kw = _models(which, data, logit, forest)
     D = _dd(frame)
-    scales = ("lnratio", "lnor", "lnratioavg", "lift") if which == "logit" else ("lnratio", "ratio")
+    scales = (("lnratio", "lnor", "lnratioavg", "lift", "lnor_rows") if which == "logit"
+              else ("lnratio", "ratio", "ratio_rows", "lift_rows"))
     for comparison in scales:
         for by in (None, "g"):
             a = fme.avg_comparisons(model, frame, {"x": 0.5}, comparison=comparison, by=by, **kw)

@@ -3,7 +3,8 @@ predictions and equivalence tests on the logit and Poisson models of tests/test_
 
 References: tests/fixtures/marginaleffects/vocab.csv, written by tests/make_marginaleffects_vocab_refs.py in a
 throwaway venv (versions in vocab_versions.txt). marginaleffects' avg_comparisons applies the ratio-type
-scales to the averages, i.e. fme's ``...avg`` forms.
+scales to the averages, and so does fme under the same names (``ratio`` = ``ratioavg``); fme's ``..._rows``
+forms average the rows' values instead.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ def test_avg_slopes_match_marginaleffects(name, slope, data, refs):
 
 
 @pytest.mark.parametrize("name, comparison", [(n, c) for n in ("logit", "poisson")
-                                              for c in ("ratioavg", "lnratioavg", "lnoravg", "liftavg")
-                                              if not (n == "poisson" and c == "lnoravg")])
+                                              for c in ("ratio", "lnratio", "lnor", "lift", "ratioavg",
+                                                        "lnratioavg", "lnoravg", "liftavg")
+                                              if not (n == "poisson" and c.startswith("lnor"))])
 def test_comparison_scales_match_marginaleffects(name, comparison, data, refs):
     out = fme.avg_comparisons(_model(name, data), data, {"income": 0.5}, comparison=comparison).iloc[0]
     r = _ref(refs, name, f"cmp_{comparison}")
@@ -166,7 +168,7 @@ def test_every_level_against_the_reference_on_comparison_scales():
     d = pd.DataFrame({"x": rng.normal(size=500), "c": rng.choice(["a", "b", "c"], 500)})
     d["y"] = (rng.uniform(size=500) < 1 / (1 + np.exp(-(d.x + (d.c == "b") - 0.5 * (d.c == "c"))))).astype(float)
     m = smf.logit("y ~ x + C(c)", d).fit(disp=0)
-    t = fme.avg_comparisons(m, d, {"c": None}, comparison="lnor", inference="delta")
+    t = fme.avg_comparisons(m, d, {"c": None}, comparison="lnor_rows", inference="delta")
     assert list(t["step"]) == ["c: 'a' -> 'b'", "c: 'a' -> 'c'"]
     np.testing.assert_allclose(t["estimate"], m.params[["C(c)[T.b]", "C(c)[T.c]"]], rtol=1e-9)
     np.testing.assert_allclose(t["std_error"], m.bse[["C(c)[T.b]", "C(c)[T.c]"]], rtol=1e-6)

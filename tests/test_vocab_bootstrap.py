@@ -56,7 +56,8 @@ def _p(m, X):
 @pytest.mark.filterwarnings("ignore::fme.exceptions.BootstrapWarning")  # 40 refits: a noisy percentile bound
 def test_lnratio_bootstrap_se_and_interval_by_hand(setup, refits):
     clf, X, y, _, spec = setup
-    out = fme.avg_comparisons(clf, X, {"x": 0.5}, comparison="lnratio", target_class=1, bootstrap=spec).iloc[0]
+    out = fme.avg_comparisons(clf, X, {"x": 0.5}, comparison="lnratio_rows", target_class=1,
+                              bootstrap=spec).iloc[0]
     X1 = X.assign(x=X["x"] + 0.5)
     draws = np.array([np.mean(np.log(_p(m, X1) / _p(m, X))) for m in refits])
     assert out["inference"] == "bootstrap" and out["n"] == len(X)
@@ -66,7 +67,7 @@ def test_lnratio_bootstrap_se_and_interval_by_hand(setup, refits):
     assert out["conf_low"] == pytest.approx(lo, rel=1e-10) and out["conf_high"] == pytest.approx(hi, rel=1e-10)
     # percentile interval: within the draws' range, around the estimate, nested in the wider level's
     assert draws.min() <= out["conf_low"] < out["estimate"] < out["conf_high"] <= draws.max()
-    narrow = fme.avg_comparisons(clf, X, {"x": 0.5}, comparison="lnratio", target_class=1, bootstrap=spec,
+    narrow = fme.avg_comparisons(clf, X, {"x": 0.5}, comparison="lnratio_rows", target_class=1, bootstrap=spec,
                                  conf_level=0.8).iloc[0]
     assert out["conf_low"] <= narrow["conf_low"] < narrow["conf_high"] <= out["conf_high"]
     assert narrow["std_error"] == out["std_error"]
@@ -74,13 +75,15 @@ def test_lnratio_bootstrap_se_and_interval_by_hand(setup, refits):
     avg = fme.avg_comparisons(clf, X, {"x": 0.5}, comparison="lnratioavg", target_class=1, bootstrap=spec).iloc[0]
     d_avg = np.array([np.log(_p(m, X1).mean() / _p(m, X).mean()) for m in refits])
     assert avg["std_error"] == pytest.approx(d_avg.std(ddof=1), rel=1e-10)
+    plain = fme.avg_comparisons(clf, X, {"x": 0.5}, comparison="lnratio", target_class=1, bootstrap=spec).iloc[0]
+    assert plain["estimate"] == avg["estimate"] and plain["std_error"] == avg["std_error"]
     # fme.ame's comparison= hands the bootstrap on
-    via_ame = fme.ame(clf, X, {"x": 0.5}, comparison="lnratio", target_class=1, bootstrap=spec).iloc[0]
+    via_ame = fme.ame(clf, X, {"x": 0.5}, comparison="lnratio_rows", target_class=1, bootstrap=spec).iloc[0]
     assert via_ame["std_error"] == out["std_error"]
 
 
 @pytest.mark.filterwarnings("ignore::fme.exceptions.BootstrapWarning")
-@pytest.mark.parametrize("comparison", ["ratio", "lnor", "lift", "differenceavg", "lnoravg"])
+@pytest.mark.parametrize("comparison", ["ratio_rows", "lnor_rows", "lift_rows", "differenceavg", "lnoravg", "lift"])
 def test_every_scale_bootstraps_by_hand(setup, refits, comparison):
     clf, X, y, g, spec = setup
     data = X.assign(g=g)
@@ -89,8 +92,8 @@ def test_every_scale_bootstraps_by_hand(setup, refits, comparison):
     X1 = X.assign(x=X["x"] + 1.0)
 
     def scale(p1, p0):
-        kind = comparison.removesuffix("avg")
-        if comparison.endswith("avg"):
+        kind = comparison.removesuffix("avg").removesuffix("_rows")
+        if not comparison.endswith("_rows"):  # the scale of the two averages (marginaleffects' convention)
             p1, p0 = p1.mean(), p0.mean()
         odds = (lambda p: p / (1 - p))
         v = {"ratio": p1 / p0, "lnor": np.log(odds(p1) / odds(p0)), "lift": (p1 - p0) / p0,

@@ -31,7 +31,7 @@ from ..inference._bootstrap import RefitTally, check_bootstrap, check_refits, re
 from ..inference._estimates import INFERENCE_COLUMNS, Estimates
 from ..inference.table import EstimatesTable
 
-__all__ = ["RowQuantity", "estimates_of", "refit_draws", "bootstrap_of", "model_values", "draws_of_means",
+__all__ = ["spread_values", "RowQuantity", "estimates_of", "refit_draws", "bootstrap_of", "model_values", "draws_of_means",
            "delta_table", "average_table", "prediction_table", "REFIT_CHUNK"]
 
 #: Refitted models held at once (evaluated together, then dropped).
@@ -55,12 +55,35 @@ class RowQuantity:
         return self.finish(means, mean_jacobian)
 
 
+def spread_values(quantity: RowQuantity, values: np.ndarray) -> np.ndarray:
+    """The columns whose spread the fixed-model interval reads: the rows' values, and for a function of two
+    means (``quantity.finish``) also their sum, whose spread gives the two columns' co-spread (the moments keep
+    each column's own: q(a + b) = q(a) + 2 q(a, b) + q(b))."""
+    if quantity.finish is None:
+        return values
+    v = np.asarray(values, dtype=float)
+    return np.column_stack([v, v[:, 0] + v[:, 1]])
+
+
 def estimates_of(quantity: RowQuantity, sums: Any, method: str) -> Estimates:
-    """The groups' estimates with their delta-method or fixed-model uncertainty, from the rows' sums."""
+    """The groups' estimates with their delta-method or fixed-model uncertainty, from the rows' sums. A function
+    g of two means (``quantity.finish``) with the model held fixed: the linearisation's standard error, the
+    weighted mean's of d1 f1 + d0 f0 with d = the gradient of g at the means (the rows' sums carry the column
+    of :func:`spread_values`)."""
     if method == "delta":
         est, grad = quantity.of_means(sums.means, sums.mean_jacobian())
         return Estimates("delta", est, grad=grad, vcov=sums.vcov)
     m = sums.moments
+    if quantity.finish is not None:
+        groups = m.mean.shape[0]
+        est, d = quantity.of_means(m.mean[:, :2], np.broadcast_to(np.eye(2), (groups, 2, 2)))
+        q11, q00, qsum = m.q[:, 0], m.q[:, 1], m.q[:, 2]
+        q10 = (qsum - q11 - q00) / 2.0
+        q = d[:, 0] ** 2 * q11 + 2.0 * d[:, 0] * d[:, 1] * q10 + d[:, 1] ** 2 * q00
+        n = m.n.astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se = np.where(n >= 2, np.sqrt(np.maximum(n / (n - 1.0) * q, 0.0)) / m.w, np.nan)
+        return Estimates("sample", np.asarray(est, dtype=float), se=se, df=np.maximum(n - 1.0, 1.0))
     c = m.mean.shape[1]
     return Estimates("sample", m.mean.T.reshape(-1), se=m.se().T.reshape(-1),
                      df=np.tile(np.maximum(m.n - 1.0, 1.0), c))

@@ -26,14 +26,27 @@ from ..exceptions import ParameterError
 from ..inference._delta import evaluate_with_jacobian
 from ..inference._methods import compute_rows
 
-__all__ = ["level_rows", "level_values", "slope_values", "SLOPES", "comparison_scale", "comparison_values",
+__all__ = ["comparison_form", "level_rows", "level_values", "slope_values", "SLOPES", "comparison_scale", "comparison_values",
            "finish_averages", "ROW_COMPARISONS", "COMPARISONS"]
 
 #: Slope types of ``avg_slopes``: the derivative and its elasticities.
 SLOPES = ("dydx", "eyex", "eydx", "dyex")
 #: Comparison scales per row; their ``...avg`` forms apply the scale to the averages.
 ROW_COMPARISONS = ("difference", "ratio", "lnratio", "lnor", "lift")
-COMPARISONS = ROW_COMPARISONS + tuple(f"{c}avg" for c in ROW_COMPARISONS)
+#: The scale applied to the averages of f(x + h) and f(x) (marginaleffects' avg_comparisons; ``...avg`` says it
+#: explicitly), and the average of the rows' values on that scale (``..._rows``; for the difference both agree).
+COMPARISONS = (ROW_COMPARISONS + tuple(f"{c}avg" for c in ROW_COMPARISONS)
+               + tuple(f"{c}_rows" for c in ROW_COMPARISONS[1:]))
+
+
+def comparison_form(comparison: str) -> tuple[str, bool]:
+    """(the scale, whether it applies to the averages) of a name of :data:`COMPARISONS`: ``ratio`` and
+    ``ratioavg`` the ratio of the averages, as marginaleffects' ``avg_comparisons``; ``ratio_rows`` the average
+    of the rows' ratios; the difference is the average of the rows' differences either way."""
+    if comparison.endswith("_rows"):
+        return comparison[:-5], False
+    kind = comparison[:-3] if comparison.endswith("avg") else comparison
+    return kind, kind != "difference"
 
 
 def level_rows(model: Any, X: pd.DataFrame, target_class: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.averages import (RowQuantity, bootstrap_of, draws_of_means, estimates_of, model_values,
-                              prediction_table, refit_draws)
+                              prediction_table, refit_draws, spread_values)
 from .._core.plan import FMEOptions
 from .._core.summary import RowSums
 from ..exceptions import DataError, ModelError
@@ -81,6 +81,7 @@ def _chunk_sums(part: pd.DataFrame, quantity: RowQuantity, method: str, groups: 
     if len(part) == 0:
         return None
     values, jac, vcov = quantity.rows(part, None, method)
+    values = spread_values(quantity, values) if spread else values
     return RowSums.of(values, jac, _codes(part, groups), n_groups, _row_weights(part, weights), vcov, spread)
 
 
@@ -144,6 +145,7 @@ def _comparison_hook(part: pd.DataFrame, batch: Any, plan: Any, quantity: RowQua
     if batch.cand.size == 0:
         return None
     values, jac, vcov = quantity.rows(_stepped(part, batch, plan), None, method)
+    values = spread_values(quantity, values) if spread else values
     return RowSums.of(values, jac, _codes(part, groups)[batch.cand], n_groups, None, vcov, spread)
 
 

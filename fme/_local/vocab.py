@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.averages import (RowQuantity, bootstrap_of, draws_of_means, estimates_of, model_values,
-                              prediction_table, refit_draws)
+                              prediction_table, refit_draws, spread_values)
 from .._core.groups import frame_groups
 from .._core.plan import FMEOptions
 from .._core.summary import RowSums
@@ -32,6 +32,8 @@ def _average_rows(quantity: RowQuantity, piece: Any, model: Any, method: str, co
     # None: the fitted model the quantity was built with
     values, jac, vcov = quantity.rows(piece, None, "delta" if method == "delta" else "sample")
     # the spread over the rows only for the fixed-model interval
+    if method == "sample":
+        values = spread_values(quantity, values)
     sums = RowSums.of(values, jac, codes, n_groups, weights, vcov, spread=method == "sample")
     if method != "bootstrap":
         return estimates_of(quantity, sums, method)
