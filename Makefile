@@ -3,7 +3,7 @@
 # Set-up (first run only, ~1 min): a bootstrap venv `.tools/` gets uv (pinned with hashes in
 # requirements-tools.lock, installed by pip); uv then makes `.venv/` hold exactly the packages of
 # requirements.lock (every package pinned, with hashes) plus fme itself (editable, built offline with the
-# locked setuptools). pyproject.toml keeps lower bounds for `pip install fme`; `make lock` refreshes the lock
+# locked setuptools). pyproject.toml keeps lower bounds for `pip install forward-marginal-effects`; `make lock` refreshes the lock
 # (and environment.yml from it); `make test-latest` runs the suite against the newest releases.
 PYTHON ?= python3
 VENV   := .venv

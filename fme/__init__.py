@@ -46,6 +46,8 @@ from .margins import ame, dme, mem, mer
 from .steps import step_size
 
 __version__ = "0.1.0"
+#: The distribution's name on the package index (``pip install forward-marginal-effects``); it imports as fme.
+__distribution__ = "forward-marginal-effects"
 
 _legacy.install()  # results pickled before the house moved (fme._partition, ...) still load
 

@@ -37,7 +37,7 @@ def test_every_dependency_is_pinned_in_the_lock_within_its_bounds() -> None:
     project = _pyproject()["project"]
     reqs = list(project["dependencies"])
     for extra in project["optional-dependencies"].values():
-        reqs += [r for r in extra if not r.startswith("fme[")]
+        reqs += [r for r in extra if not r.startswith(f"{project['name']}[")]  # the project's own extras
     reqs += _pyproject()["build-system"]["requires"]
     lock = read_lock(LOCK)
     for text in reqs:
@@ -91,7 +91,7 @@ def test_core_dependencies_have_lower_bounds() -> None:
     project = _pyproject()["project"]
     reqs = list(project["dependencies"])
     for extra in project["optional-dependencies"].values():
-        reqs += [r for r in extra if not r.startswith("fme[")]
+        reqs += [r for r in extra if not r.startswith(f"{project['name']}[")]  # the project's own extras
     for req in reqs:
         assert re.search(r">=\s*\d", req), f"{req!r} has no lower bound"
     names = {re.split(r"[<>=\[ ]", r)[0].lower() for r in project["dependencies"]}
@@ -170,3 +170,11 @@ def test_find_lock_finds_the_checkouts_lock() -> None:
     from fme.report.analysis.environment import find_lock
 
     assert find_lock() == (ROOT / "requirements.lock").resolve()
+
+
+def test_the_distribution_name_is_not_the_import_name_taken_on_the_index() -> None:
+    """``fme`` on the package index is another project: the distribution is named for what it is, imports as fme."""
+    import fme
+
+    assert _pyproject()["project"]["name"] == fme.__distribution__ == "forward-marginal-effects"
+    assert metadata.version("forward-marginal-effects") == fme.__version__

@@ -140,7 +140,7 @@ def versions(model: Any = None, model_info: dict | None = None) -> dict[str, str
 
     import statsmodels
 
-    out = {"fme": fme.__version__, "python": platform.python_version(), "numpy": np.__version__,
+    out = {fme.__distribution__: fme.__version__, "python": platform.python_version(), "numpy": np.__version__,
            "pandas": pd.__version__, "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
            "statsmodels": statsmodels.__version__, "matplotlib": matplotlib.__version__,
            "jinja2": jinja2.__version__}

@@ -451,7 +451,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg.signoff],
         "changes": changes, "table_changes": table_changes,
         "plausibility": plausibility, "any_expected": any(p["expected"] != "not stated" for p in plausibility),
-        "fme_version": results["versions"].get("fme", ""),
+        "fme_version": results["versions"].get("forward-marginal-effects", results["versions"].get("fme", "")),
         "environment": _environment_line(env),
         "sample_note": sample_note(results["data"]),
     }
