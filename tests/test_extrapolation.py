@@ -416,9 +416,10 @@ def test_extrapolation_package_public_names_and_registry_order():
     import fme.extrapolation as ext
 
     assert ext.__all__ == ["ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector", "MCECDetector",
-                           "CERTDetector", "IsolationForestDetector", "LOFDetector", "DETECTORS", "make_detector"]
+                           "CERTDetector", "IsolationForestDetector", "LOFDetector", "DETECTORS", "make_detector",
+                           "DETECTOR_NAMES"]
     for name in ext.__all__:
-        if name != "make_detector":
+        if name not in ("make_detector", "DETECTOR_NAMES"):
             assert getattr(fme_pkg, name) is getattr(ext, name)
     assert list(DETECTORS) == ["envelope", "hull", "mcec", "cert", "isolation_forest", "lof"]
     assert DETECTORS == {cls.name: cls for cls in (EnvelopeDetector, ConvexHullDetector, MCECDetector,
@@ -467,3 +468,15 @@ def test_envelope_ignores_infinite_reference_values():
     det = fme_pkg.extrapolation.make_detector("envelope").fit(ref)
     assert (det.min_[0], det.max_[0]) == (0.0, 2.0)
     np.testing.assert_array_equal(det.flag(pd.DataFrame({"a": [2.0, 2.5, -0.1]})), [False, True, True])
+
+
+def test_detector_names_known_without_importing_the_detectors_equal_the_registry():
+    import subprocess
+    import sys
+
+    from fme.extrapolation import DETECTOR_NAMES, DETECTORS
+
+    assert DETECTOR_NAMES == tuple(DETECTORS)
+    code = ("import sys; from fme.extrapolation import DETECTOR_NAMES; "
+            "print(any(m in sys.modules for m in ('pandas', 'scipy', 'sklearn')))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

@@ -178,3 +178,19 @@ def test_the_distribution_name_is_not_the_import_name_taken_on_the_index() -> No
 
     assert _pyproject()["project"]["name"] == fme.__distribution__ == "forward-marginal-effects"
     assert metadata.version("forward-marginal-effects") == fme.__version__
+
+
+def test_import_fme_and_the_help_load_no_numerical_stack() -> None:
+    """The public names load on first use: ``import fme``, ``fme --help`` and a config refused by the schema load
+    none of pandas, SciPy, scikit-learn, statsmodels, numba; ``fme.ame`` then works as before."""
+    import subprocess
+    import sys
+
+    probe = "import sys; print(sorted(m for m in ('pandas', 'scipy', 'sklearn', 'statsmodels', 'numba') if m in sys.modules))"
+    help_code = "from fme.__main__ import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+    for code in ("import fme", help_code):
+        out = subprocess.run([sys.executable, "-c", code + "\n" + probe], capture_output=True, text=True)
+        assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+    code = "import fme; print(callable(fme.came), callable(fme.hypotheses), callable(fme.predictions)); import fme.came; print(callable(fme.came))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["True", "True", "True", "True"], out.stdout + out.stderr

@@ -26,16 +26,35 @@ imports the families, nothing imports back):
 
 A new detector family is a module that subclasses :class:`ExtrapolationDetector`
 (or ``_encoded._EncodedDetector``), decorates its classes with
-``_base.register_detector`` and is imported below.
+``_base.register_detector`` and is listed in ``_FAMILIES`` below (its names in
+:data:`DETECTOR_NAMES`, which a test keeps equal to the registry). The package
+imports its families on first use of a public name, so that checking a name
+does not load them.
 """
 
-from ._base import DETECTORS, ExtrapolationDetector, make_detector
+import importlib as _importlib
 
-# Imported in registry order: each import registers its detectors in DETECTORS.
-from ._envelope import EnvelopeDetector  # isort: skip
-from ._hull import ConvexHullDetector  # isort: skip
-from ._risk import CERTDetector, MCECDetector  # isort: skip
-from ._outlier import IsolationForestDetector, LOFDetector  # isort: skip
+#: The detector families, in registry order: importing one registers its detectors in :data:`DETECTORS`.
+_FAMILIES = ("_envelope", "_hull", "_risk", "_outlier")
+#: The registered detectors' names in registry order, known without importing them (a report config's schema
+#: checks its ``extrapolation`` keys against them before any computation); equal to ``tuple(DETECTORS)``.
+DETECTOR_NAMES = ("envelope", "hull", "mcec", "cert", "isolation_forest", "lof")
+_PUBLIC = {"ExtrapolationDetector": "_base", "DETECTORS": "_base", "make_detector": "_base",
+           "EnvelopeDetector": "_envelope", "ConvexHullDetector": "_hull", "MCECDetector": "_risk",
+           "CERTDetector": "_risk", "IsolationForestDetector": "_outlier", "LOFDetector": "_outlier"}
+
+
+def __getattr__(name: str):
+    # the detectors (pandas, SciPy, scikit-learn) load on first use; the registry needs every family
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    for family in _FAMILIES:
+        _importlib.import_module(f"{__name__}.{family}")
+    value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ExtrapolationDetector",
@@ -47,4 +66,5 @@ __all__ = [
     "LOFDetector",
     "DETECTORS",
     "make_detector",
+    "DETECTOR_NAMES",
 ]

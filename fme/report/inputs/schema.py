@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...extrapolation import DETECTORS
+from ...extrapolation import DETECTOR_NAMES as _REGISTERED
 
 __all__ = ["SCHEMA", "DEFAULTS", "EFFECT_DEFAULTS", "DETECTOR_NAMES", "PARTITION_PARAMS", "COUNTERPART"]
 
@@ -32,7 +32,7 @@ _DATA = {
 }
 #: Detector names a config may give besides ``none``: the detectors' registry, so a detector added there is a
 #: valid config value at once.
-DETECTOR_NAMES: tuple[str, ...] = tuple(DETECTORS)
+DETECTOR_NAMES: tuple[str, ...] = _REGISTERED
 _CTREE_PARAMS = {
     "minbucket": {"type": "number", "exclusiveMinimum": 0},
     "minsplit": {"type": "number", "exclusiveMinimum": 0},

@@ -36,8 +36,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pandas and numpy load when data are read, not when a config is checked
+    import pandas as pd
 
 __all__ = ["GLOB_CHARS", "is_glob", "data_files", "file_sha256", "files_sha256", "read_frame", "read_dask",
            "dask_session", "session", "session_info", "close_session", "sample_rows"]
@@ -180,6 +182,7 @@ def read_frame(files: list[Path], engine: str, scheduler: str | None = None) -> 
     With ``engine: dask`` the files are read in parallel on the kernel's :func:`session` when one is
     open, else on a cluster started and closed for this read (:func:`dask_session`).
     """
+    import pandas as pd
     if engine != "dask":
         f = files[0]
         return pd.read_parquet(f) if f.suffix.lower() in _PARQUET else pd.read_csv(f)
@@ -195,6 +198,7 @@ def read_frame(files: list[Path], engine: str, scheduler: str | None = None) -> 
 
 
 def _renumber(part: pd.DataFrame, start: int) -> pd.DataFrame:
+    import pandas as pd
     part = part.copy(deep=False)
     part.index = pd.RangeIndex(start, start + len(part))
     return part
@@ -211,6 +215,8 @@ def read_dask(files: list[Path], scheduler: str | None = None) -> tuple[Any, int
     equals that of the same rows read into pandas and numbered (:func:`read_frame`), so the
     fMEs of a row carry the same label under both engines.
     """
+    import numpy as np
+    import pandas as pd
     import dask
     import dask.dataframe as dd
     from dask import delayed
@@ -233,6 +239,7 @@ def read_dask(files: list[Path], scheduler: str | None = None) -> tuple[Any, int
 
 
 def _pick(part: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    import numpy as np
     pos = np.asarray(part.index, dtype=np.int64)
     return part[np.isin(pos, rows)]
 
@@ -244,6 +251,7 @@ def sample_rows(frame: Any, n: int, size: int, seed: int) -> tuple[pd.DataFrame,
     ``n``, ``size`` and ``seed`` only, not on how the files are split into partitions; only the
     sampled rows reach the client.
     """
+    import numpy as np
     if n <= size:
         return frame.compute(), True
     rows = np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
