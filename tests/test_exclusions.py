@@ -150,3 +150,33 @@ def test_fme_excluded_equals_the_bookkeeping():
     assert res.excluded["reason_type"].tolist() == ["missing", "extrapolation", "extrapolation"]
     assert res.excluded.index.tolist() == ["b", "d", "e"]
     np.testing.assert_array_equal(res.positions, [0, 2])
+
+
+def test_rows_at_a_level_the_model_never_saw_are_left_out_and_counted():
+    """A OneHotEncoder(handle_unknown='ignore') predicts an unseen level silently as 'unknown': such rows are
+    left out (reason_type 'unknown_level'), counted in summary(), on pandas and Dask data alike; a step to an
+    unseen level is refused."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    d = pd.DataFrame({"x": rng.normal(size=300), "color": rng.choice(["red", "blue", "green"], 300)})
+    y = d.x + (d.color == "red") * 1.4
+    enc = make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["color"]), remainder="passthrough")
+    m = make_pipeline(enc, LinearRegression()).fit(d, y)
+    e = d.copy()
+    e.loc[:9, "color"] = "purple"
+    r = fme.fme(m, e, {"color": "red"})
+    unknown = r.excluded.index[r.excluded["reason_type"] == "unknown_level"]
+    assert list(unknown) == list(range(10))
+    np.testing.assert_allclose(r.results["fme"], 1.4, rtol=1e-12)  # every evaluated row: red against a known level
+    assert "a level the fitted model never saw): 10" in r.summary()
+    table = fme.ame(m, e, {"x": 1.0}, inference="sample")
+    assert int(table["n"].iloc[0]) == 290 and int(table["n_excluded"].iloc[0]) == 10
+    with pytest.raises(fme.StepError, match="never saw the level 'purple'"):
+        fme.fme(m, e, {"color": "purple"})
+    dd = pytest.importorskip("dask.dataframe")
+    lazy = fme.fme(m, dd.from_pandas(e, npartitions=3), {"x": 1.0})
+    assert lazy.n == 290 and "never saw): 10" in lazy.summary()

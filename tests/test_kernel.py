@@ -66,7 +66,7 @@ def test_summaries_of_batches_merge_to_the_fme_result():
     summary = summarise(batches[0], plan)
     for b in batches[1:]:
         summary = summary.merge(summarise(b, plan))
-    assert summary.codes.tolist() == [res.n, 0, 0, 0, 0]
+    assert summary.codes.tolist() == [res.n, 0, 0, 0, 0, 0]
     assert summary.fme.mean[0] == pytest.approx(res.ame, rel=1e-13)
     assert summary.fme.sd()[0] == pytest.approx(res.sd, rel=1e-12)
     assert summary.nlm.mean[0] == pytest.approx(res.anlm, rel=1e-12)
@@ -84,7 +84,7 @@ def test_batch_without_evaluable_rows_gives_empty_columns():
     assert len(batch.results) == 0 and list(batch.results.columns) == ["fme"]
     assert (batch.excluded["reason_type"] == "at_level").all()
     s = summarise(batch, plan)
-    assert s.codes.tolist() == [0, 0, int((X["cat"] == "a").sum()), 0, 0] and s.fme.n[0] == 0
+    assert s.codes.tolist() == [0, 0, int((X["cat"] == "a").sum()), 0, 0, 0] and s.fme.n[0] == 0
 
 
 _STEP = {"a": 1.0, "c": -0.5}

@@ -10,7 +10,8 @@ extrapolation point (paper §3.2 and the appendix; policy ``exclude`` or
 Each row gets an int8 code (0 evaluated, 1 missing or infinite, 2 already at
 the level, 3 extrapolation, 4 a missing value in a non-stepped input of a
 statsmodels formula model, left out as its fit left such rows out, Stata's
-e(sample): the order of the ``Summary.codes`` counts) and
+e(sample), 5 a categorical input at a level the fitted model never saw: the
+order of the ``Summary.codes`` counts) and
 only the rows left out get strings, as ``(positions, point, reason)`` notes:
 object arrays over all rows would cost more than a cheap model's predict.
 :func:`excluded_frame` turns codes and notes into ``FMEResult.excluded``.
@@ -35,19 +36,30 @@ from .plan import Plan
 __all__ = ["check_evaluated", "excluded_frame", "N_CODES"]
 
 #: ``reason_type`` of each exclusion code (code 0: evaluated, never shown).
-_REASON_TYPES = np.array(["", "missing", "at_level", "extrapolation", "incomplete"], dtype=object)
-#: Number of exclusion codes (0 evaluated; 1 missing; 2 at level; 3 extrapolation; 4 incomplete model input).
-N_CODES = 5
+_REASON_TYPES = np.array(["", "missing", "at_level", "extrapolation", "incomplete", "unknown_level"], dtype=object)
+#: Number of exclusion codes (0 evaluated; 1 missing; 2 at level; 3 extrapolation; 4 incomplete model input;
+#: 5 a level the fitted model never saw).
+N_CODES = 6
 
 Notes = list[tuple[np.ndarray, Any, Any]]
 
 
-def _value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...],
-                      complete_cols: tuple = ()) -> tuple[np.ndarray, Notes]:
-    """Codes 1 (missing or infinite value in a stepped feature), 2 (already at the target level) and 4
-    (missing value in one of ``complete_cols``, the model inputs a statsmodels formula needs complete).
+def _unknown(col: pd.Series, levels: tuple) -> np.ndarray:
+    """Rows of ``col`` with a value that is none of ``levels`` (missing values aside); a value matches a level
+    equal to it or written the same (a model may state its levels as text)."""
+    values = col.to_numpy(dtype=object)
+    known = pd.Index(list(levels), dtype=object)
+    ok = pd.Index(values).isin(known) | pd.Index(values.astype(str)).isin(known.astype(str))
+    return ~np.asarray(ok) & col.notna().to_numpy()
 
-    A row keeps the first code it gets, in the order of ``steps``, then ``complete_cols``.
+
+def _value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...], complete_cols: tuple = (),
+                      known_levels: tuple = ()) -> tuple[np.ndarray, Notes]:
+    """Codes 1 (missing or infinite value in a stepped feature), 2 (already at the target level), 4
+    (missing value in one of ``complete_cols``, the model inputs a statsmodels formula needs complete) and 5
+    (a value of one of ``known_levels``' columns that the fitted model never saw: it cannot predict there).
+
+    A row keeps the first code it gets, in the order of ``steps``, then ``complete_cols``, ``known_levels``.
     """
     code = np.zeros(len(data), dtype=np.int8)
     notes: Notes = []
@@ -71,6 +83,11 @@ def _value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...],
         if miss.any():
             code[miss] = 4
             notes.append((np.flatnonzero(miss), "", f"missing value in {c} (a model input)"))
+    for c, levels in known_levels:
+        unknown = _unknown(data[c], levels) & (code == 0)
+        if unknown.any():
+            code[unknown] = 5
+            notes.append((np.flatnonzero(unknown), "", f"{c} at a level the model never saw when it was fitted"))
     return code, notes
 
 

@@ -158,7 +158,7 @@ def _points(plan: Plan, data: pd.DataFrame) -> tuple:
     """The exclusion bookkeeping of a batch (no prediction): the rows to evaluate (positions, model columns),
     their effective steps, the detector's extra columns, the exclusion codes and notes, the candidates' count."""
     X_all = plan.predictor.select(data)
-    code, notes = _value_exclusions(data, plan.steps, plan.complete_cols)
+    code, notes = _value_exclusions(data, plan.steps, plan.complete_cols, plan.known_levels)
     cand = np.flatnonzero(code == 0)
     n_candidates = int(cand.size)
     cand, X, h, extra_cols = _extrapolation_exclusions(plan, X_all.iloc[cand], cand, code, notes)

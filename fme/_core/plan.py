@@ -111,6 +111,10 @@ class Plan:
     #: Model inputs whose missing values leave a row out (code 4, "incomplete"): a statsmodels formula
     #: model's right-hand-side columns, as its fit leaves incomplete rows out (Stata's e(sample)).
     complete_cols: tuple = ()
+    #: ((column, its levels as the fitted model states them), ...): a row at another level of such a column is
+    #: left out (code 5, "unknown_level"); the model cannot represent it (most encoders predict it silently
+    #: as "unknown").
+    known_levels: tuple = ()
 
     @property
     def rule(self) -> QuadratureRule | None:
@@ -148,6 +152,13 @@ def _complete_columns(model: Any, data: pd.DataFrame, steps: tuple[Step, ...]) -
         return ()
     stepped = {s.feature for s in steps}
     return tuple(c for c in info[0] if c in data.columns and c not in stepped)
+
+
+def _known_levels(predictor: Any, data: pd.DataFrame) -> tuple:
+    """The model's stated levels of the data's columns (:meth:`ModelAdapter.training_levels`)."""
+    adapter = getattr(predictor, "adapter", None)
+    stated = adapter.training_levels() if adapter is not None else {}
+    return tuple((c, tuple(v)) for c, v in stated.items() if c in data.columns)
 
 
 def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], reference: pd.DataFrame, *,
@@ -205,5 +216,6 @@ def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], refer
         cols = _detector_columns(predictor, data, reference)
     plan = Plan(model=model, predictor=predictor, steps=parsed, settings=settings, batch_size=batch_size,
                 method=method, target_class=target_class, bootstrap=bootstrap, detector=detector,
-                detector_cols=cols, policy=policy, complete_cols=_complete_columns(model, data, parsed))
+                detector_cols=cols, policy=policy, complete_cols=_complete_columns(model, data, parsed),
+                known_levels=_known_levels(predictor, data))
     return plan, conf_level

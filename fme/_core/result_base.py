@@ -33,7 +33,8 @@ __all__ = ["EffectsPresentation", "EXCLUSION_LABELS"]
 #: Readable labels of the exclusion reasons, in the order the summaries list them.
 EXCLUSION_LABELS = {"missing": "missing or infinite value in a stepped feature",
                     "at_level": "already at the target level", "extrapolation": "extrapolation",
-                    "incomplete": "missing value in a model input, left out as the model's fit did"}
+                    "incomplete": "missing value in a model input, left out as the model's fit did",
+                    "unknown_level": "a categorical input at a level the fitted model never saw"}
 
 
 class EffectsPresentation:

@@ -224,7 +224,8 @@ class DaskFMEResult(EffectsPresentation):
 
     def _exclusion_counts(self) -> dict[str, int]:
         c = self.summary_data.codes
-        return {"missing": int(c[1]), "at_level": int(c[2]), "extrapolation": int(c[3]), "incomplete": int(c[4])}
+        return {"missing": int(c[1]), "at_level": int(c[2]), "extrapolation": int(c[3]), "incomplete": int(c[4]),
+                "unknown_level": int(c[5])}
 
     _summary_title = "Forward marginal effects of {model} (Dask data)"
 
