@@ -604,3 +604,22 @@ def test_tree_boxes_never_overlap_or_clip_up_to_16_leaves(k, chain):
     clipped = [b[:2] for b in boxes
                if b[2].x0 < page.x0 - 0.5 or b[2].x1 > page.x1 + 0.5 or b[2].y0 < page.y0 - 0.5 or b[2].y1 > page.y1 + 0.5]
     assert clipped == []
+
+
+def test_honest_tree_counts_one_set_of_rows_and_says_which(pyplot):
+    """Every count and panel of an honest partition's figure is over the rows that estimate the leaves; the
+    root's AME names its own rows; the note says which rows the counts are."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"a": rng.normal(size=600), "b": rng.normal(size=600)})
+    m = RandomForestRegressor(n_estimators=20, random_state=0).fit(X, X.a * (X.b > 0) + rng.normal(size=600) * 0.1)
+    part = fme.came(fme.fme(m, X, {"a": 1.0}), features=["b"], n_partitions=2, random_state=0)
+    assert part.honest
+    d = part.plot()
+    n_est = int(part.leaves["n"].sum())
+    assert n_est == len(part.estimated_on) and n_est + len(part.grown_on) == 600
+    assert f"n = {n_est:,}" in d.node_boxes_[1].get_text() and "AME of all 600 rows" in d.node_boxes_[1].get_text()
+    assert {k: len(v) for k, v in d.leaf_values.items()} == dict(zip(part.leaves["node"], part.leaves["n"]))
+    assert f"the {n_est:,} rows that estimate the leaves" in d.note_.get_text()
+    pyplot.close("all")

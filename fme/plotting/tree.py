@@ -155,6 +155,21 @@ def leaf_label(row: Mapping[str, Any] | pd.Series, n_total: int | None = None) -
     return "\n".join(lines)
 
 
+def _counts_from_leaves(nodes: pd.DataFrame, leaves: pd.DataFrame) -> pd.DataFrame:
+    """``nodes`` with each node's ``n`` the sum of its leaves' ``n`` (the rows that estimate them)."""
+    out = nodes.copy()
+    counts = pd.Series(0, index=out.index, dtype="int64")
+    for node, n in zip(leaves["node"].astype(int), leaves["n"].astype(int)):
+        while node in counts.index:  # up to the root: a handful of nodes, not rows
+            counts[node] += n
+            parent = out.at[node, "parent"]
+            if pd.isna(parent):
+                break
+            node = int(parent)
+    out["n"] = counts.astype(float)
+    return out
+
+
 # ----------------------------------------------------------------- drawing
 def draw_tree(
     ax: Any,
@@ -312,6 +327,9 @@ class PartitionDisplay:
     average_text : str, optional
         The global AME as printed in the note under the tree (default: 3 significant digits;
         :meth:`from_partition` passes the root label's estimate, so both read alike).
+    rows_text : str, optional
+        Which rows the boxes' and leaves' counts and the leaf panels hold, said in the note under the tree
+        (:meth:`from_partition`: of an honest partition, the rows that estimate the leaves).
 
     Attributes
     ----------
@@ -326,8 +344,10 @@ class PartitionDisplay:
 
     def __init__(self, *, nodes: pd.DataFrame, leaves: pd.DataFrame, leaf_values: Mapping[int, np.ndarray],
                  average: float, n_total: int, conf_level: float, step_text: str,
-                 root_label: str | None = None, average_text: str | None = None) -> None:
+                 root_label: str | None = None, average_text: str | None = None,
+                 rows_text: str | None = None) -> None:
         self.average_text = average_text if average_text is not None else fmt_num(float(average))
+        self.rows_text = rows_text
         self.nodes = nodes
         self.leaves = leaves
         self.leaf_values = dict(leaf_values)
@@ -348,15 +368,30 @@ class PartitionDisplay:
         effects = part.effects
         column = measure_column(effects, "fme", output)
         values = effects.results[column]
-        leaf_of_row = part.leaf_of_row.reindex(values.index)
-        leaf_values = {int(node): values[leaf_of_row == node].to_numpy(dtype=float) for node in part.leaves["node"]}
+        nodes = getattr(part, "nodes", part.tree.nodes_)
         root = part.root.iloc[0] if isinstance(part.root, pd.DataFrame) else part.root
         est, lo, hi = fmt_ci(float(root["came"]), float(root.get("came_ci_low", np.nan)),
                              float(root.get("came_ci_high", np.nan)))
-        display = cls(nodes=getattr(part, "nodes", part.tree.nodes_), leaves=part.leaves, leaf_values=leaf_values,
-                      average=float(root["came"]), n_total=int(root["n"]), conf_level=float(part.conf_level),
+        n_all = int(root["n"])
+        root_label, rows_text, n_total = f"AME {est} [{lo}, {hi}]", None, n_all
+        if getattr(part, "honest", False) and getattr(part, "dask_effects", None) is None:
+            # one set of rows for every count and panel: those that estimate the leaves (the leaves' n)
+            values = values[values.index.isin(part.estimated_on)]
+            nodes = _counts_from_leaves(nodes, part.leaves)
+            n_total = int(part.leaves["n"].sum())
+            n_grown = len(part.grown_on)
+            root_label = f"AME of all {n_all:,} rows\n{est} [{lo}, {hi}]"
+            rows_text = (f"Counts and panels: the {n_total:,} rows that estimate the leaves (honest: the tree grew on "
+                         f"{n_grown:,} other rows).")
+        elif getattr(part, "dask_effects", None) is not None and getattr(part, "grown_on_sample", False):
+            rows_text = (f"Panels: the {len(values):,} sampled rows the tree grew on; leaf counts and figures: all "
+                         "evaluated rows.")
+        leaf_of_row = part.leaf_of_row.reindex(values.index)
+        leaf_values = {int(node): values[leaf_of_row == node].to_numpy(dtype=float) for node in part.leaves["node"]}
+        display = cls(nodes=nodes, leaves=part.leaves, leaf_values=leaf_values,
+                      average=float(root["came"]), n_total=n_total, conf_level=float(part.conf_level),
                       step_text=", ".join(step_label(s, dict(units or {})) for s in effects.steps),
-                      root_label=f"AME {est} [{lo}, {hi}]", average_text=est)
+                      root_label=root_label, average_text=est, rows_text=rows_text)
         return display.plot(ax=ax, **plot_kw)
 
     def plot(self, *, ax: Any = None, bins: int = 20, fontsize: float = 9.0) -> PartitionDisplay:
@@ -382,6 +417,6 @@ class PartitionDisplay:
         level = f"{100 * self.conf_level:g}%"
         self.note_ = ax.text(
             0.0, 0.0, f"Leaf panels: fME of {self.step_text} (shared axes). Solid line: cAME; dashed: global AME "
-            f"{self.average_text}. Intervals: {level} CI.", transform=ax.transAxes, ha="left", va="top", wrap=True,
+            f"{self.average_text}. Intervals: {level} CI." + (f" {self.rows_text}" if self.rows_text else ""), transform=ax.transAxes, ha="left", va="top", wrap=True,
             fontsize=fontsize, color=COLORS["text"])
         return self
