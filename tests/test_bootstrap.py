@@ -324,3 +324,23 @@ def test_progress_bar_shows_the_refits(data, pipe, capsys):
     err = capsys.readouterr().err
     assert "bootstrap refits" in err and "5/5" in err
     pd.testing.assert_frame_equal(quiet, loud)
+
+
+def test_parallel_refits_take_no_more_workers_than_idle_cores(monkeypatch):
+    """On a machine whose other processes keep every core busy, n_jobs=2 runs the refits in this process (the
+    cut is recorded), with the same numbers as n_jobs=None."""
+    import os
+
+    from sklearn.linear_model import Ridge
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    y = X.a + rng.normal(size=200)
+    model = Ridge().fit(X, y)
+    spec = {"X": X, "y": y, "n_resamples": 30, "random_state": 3, "progress": False}
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.0, 3.0, 3.0))  # two busy processes beside this one
+    busy = fme.fme(model, X, {"a": 1.0}, bootstrap={**spec, "n_jobs": 2, "backend": "threads"}).inference_rows
+    assert busy.info["execution"]["cores_free"] == 1.0 and busy.info["execution"]["mode"] == "sequential"
+    alone = fme.fme(model, X, {"a": 1.0}, bootstrap={**spec, "n_jobs": None}).inference_rows
+    np.testing.assert_array_equal(busy.draws, alone.draws)

@@ -49,7 +49,10 @@ batch, so the data are sent once per batch, not once per refit). The workers ref
 :meth:`~fme._adapters.ModelAdapter.for_workers` form: for scikit-learn an
 unfitted clone (a process receives the parameters, not the fitted model) with
 every ``n_jobs`` at 1, so an estimator's own threads do not oversubscribe the
-cores beside the workers. The seeds are per refit, so the numbers do not
+cores beside the workers, and BLAS and OpenMP run one thread per worker (threadpoolctl). Workers are
+never more than the cores other processes leave idle (the core count less the 1-minute load average beyond
+this process; ``info["execution"]["cores_free"]`` when it cut them): on a machine busy with other work,
+extra workers only wait for a core. The seeds are per refit, so the numbers do not
 depend on the backend, ``n_jobs`` or the batches. ``info["execution"]`` says
 what ran; ``info["kept"]`` which resamples (positions in the seed order) the
 draws' columns are.
@@ -58,6 +61,7 @@ draws' columns are.
 from __future__ import annotations
 
 import numbers
+import os
 import threading
 import time
 import warnings
@@ -300,12 +304,35 @@ def _plan(estimate: float, workers: int, backend: str, share: float) -> tuple[st
     return kind, workers > 1 and predicted[kind] < estimate, predicted
 
 
+def _free_cores() -> float:
+    """Cores not busy with other processes: the core count less the 1-minute load average beyond this process
+    (which is busy refitting); the core count where the system does not report a load."""
+    cores = float(os.cpu_count() or 1)
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return cores
+    return max(1.0, cores - max(0.0, load - 1.0))
+
+
+@contextmanager
+def _one_thread(active: bool = True) -> Iterator[None]:
+    """BLAS and OpenMP at one thread inside (threadpoolctl), when ``active``."""
+    if not active:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        yield
+
+
 def _batch(task: Callable, seeds: Sequence, args: tuple, in_process: bool) -> list:
     """``task(seed, *args)`` for a batch of seeds (one worker task); a worker process watches its own
-    convergence warnings."""
+    convergence warnings and runs BLAS and OpenMP at one thread."""
     if not in_process:
         return [task(s, *args) for s in seeds]
-    with _watch_convergence():
+    with _watch_convergence(), _one_thread():
         return [task(s, *args) for s in seeds]
 
 
@@ -335,6 +362,11 @@ def run_refits(task: Callable, seeds: Sequence, args: tuple, *, n_jobs: Any, bac
         share = _gil_share(model, min(cpu[1:]) if len(cpu) > 1 else cpu[0])
         rest = seeds[probe:]
         workers = 1 if n_jobs is None or not rest else max(1, min(int(effective_n_jobs(n_jobs)), len(rest)))
+        free = _free_cores()
+        if workers > 1 and free < workers:
+            # workers beyond the idle cores only wait for one (other processes hold the rest)
+            execution["cores_free"] = free
+            workers = max(1, int(np.floor(free + 0.5)))
         estimate = per_refit * len(rest)
         kind, parallel, predicted = _plan(estimate, workers, backend, share)
         execution.update({"mode": kind if parallel else "sequential", "workers": workers if parallel else 1,
@@ -351,8 +383,11 @@ def run_refits(task: Callable, seeds: Sequence, args: tuple, *, n_jobs: Any, bac
         # the workers refit from the adapter's worker form: for scikit-learn an unfitted clone with n_jobs=1
         args = tuple(a.for_workers() if isinstance(a, ModelAdapter) else a for a in args)
         pool = Parallel(n_jobs=workers, backend="threading" if kind == "threads" else "loky", return_as="generator")
-        for out in pool(delayed(_batch)(task, [rest[i] for i in b], args, kind == "processes") for b in batches):
-            yield from out
+        # one BLAS/OpenMP thread per worker (an estimator's own threads beside the workers oversubscribe the
+        # cores); threads share the process's pools, so the limit is set once around them
+        with _one_thread(kind == "threads"):
+            for out in pool(delayed(_batch)(task, [rest[i] for i in b], args, kind == "processes") for b in batches):
+                yield from out
 
 
 class _DrawStore:
