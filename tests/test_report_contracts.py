@@ -167,3 +167,25 @@ def test_bootstrap_contracts_on_a_sklearn_model_match_a_hand_tost_and_gate_the_r
     for k, a in zip(order, adj):
         assert rows[k]["verdict"] == ("met" if a < 0.05 else "not met" if wrong[k] else "inconclusive")
     assert rows["at_most"]["verdict"] == "not met" and rows["sign"]["verdict"] == "met"
+
+
+def test_bounds_are_read_on_the_scale_the_report_shows():
+    """A classifier's AMEs are shown in percentage points: an AME of 0.0139 (1.39 pp, CI 0.88 to 1.91 pp) against
+    ``at_most: 0.5`` is not met (it was 'met' when the bound was read as a probability); the row carries the
+    estimate and interval in percentage points with the unit, and the statistic does not depend on the scale."""
+    from fme.report.analysis.contracts import adjust_contracts, contract_rows
+
+    v = {"id": "x", "n": 500, "conf_level": 0.95,
+         "intervals": [{"estimate": 0.0139, "std_error": 0.0026, "conf_low": 0.0088, "conf_high": 0.0191,
+                        "inference": "delta"}]}
+    unit = "percentage points of P(1)"
+    shown = adjust_contracts(contract_rows(v, {"at_most": 0.5, "sign": "+"}, scale=100.0, unit=unit))
+    at_most = next(r for r in shown if r["contract"] == "at_most")
+    assert at_most["verdict"] == "not met" and at_most["expected"] == f"AME <= 0.5 {unit}"
+    assert at_most["estimate"] == pytest.approx(1.39) and at_most["conf_low"] == pytest.approx(0.88)
+    assert at_most["unit"] == unit
+    assert at_most["statistic"] == pytest.approx((1.39 - 0.5) / 0.26)
+    raw = adjust_contracts(contract_rows(v, {"at_most": 0.5}))  # the model's own scale: another question
+    assert raw[0]["verdict"] == "met"
+    sign = next(r for r in shown if r["contract"] == "sign")
+    assert sign["statistic"] == pytest.approx(0.0139 / 0.0026)

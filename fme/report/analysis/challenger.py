@@ -163,7 +163,9 @@ def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, refer
     b_v = {"id": v["id"], "ame": b.ame, "intervals": [{"estimate": b.ame, "std_error": b.std_error, "conf_low": lo_b,
                                                        "conf_high": hi_b, "inference": b.inference}],
            "n": b.n, "conf_level": conf}
-    rows = contract_rows(b_v, eff.expect)
+    # the bounds on the scale the report shows (a class probability's: percentage points), as the champion's
+    rows = contract_rows(b_v, eff.expect, scale=1.0 if target_class is None else 100.0,
+                         unit=None if target_class is None else f"percentage points of P({target_class})")
     for r in rows:
         alpha = 1 - conf
         r["verdict"] = ("met" if r["p_value"] is not None and r["p_value"] < alpha else

@@ -45,12 +45,22 @@ def _row(v: dict, kind: str, expected: str, estimate: Any, se: Any, low: Any, hi
             "p_value_adj": None, "wrong_side": bool(wrong_side), "deterministic": deterministic, "verdict": None}
 
 
-def contract_rows(v: dict, expect: dict | None) -> list[dict]:
-    """The contract rows of one effect variant ``v`` (its JSON summary), before the report-wide adjustment."""
+def _times(x: Any, scale: float) -> Any:
+    return None if x is None else float(x) * scale
+
+
+def contract_rows(v: dict, expect: dict | None, scale: float = 1.0, unit: str | None = None) -> list[dict]:
+    """The contract rows of one effect variant ``v`` (its JSON summary), before the report-wide adjustment.
+
+    The AME's bounds (``within``, ``at_least``, ``at_most``) are read on the scale the report shows the AME on:
+    ``scale`` times the model's (100 for a class probability, shown in percentage points), named ``unit``; each
+    row carries its estimate and interval on that scale with the ``unit``, so the table, ``results.json`` and
+    ``--check`` use the number the report prints. The test statistics do not depend on the scale."""
     if not expect:
         return []
     rows = []
-    est, se, low, high, inference = _primary(v)
+    est, se, low, high, inference = (*(_times(x, scale) for x in _primary(v)[:4]), _primary(v)[4])
+    in_unit = f" {unit}" if unit else ""
     dist = _dist(inference, v.get("n"))
     usable = est is not None and se is not None and se > 0
 
@@ -72,14 +82,15 @@ def contract_rows(v: dict, expect: dict | None) -> list[dict]:
         p = None if p1 is None else max(p1, p2)
         z = None if z1 is None else (z1 if p1 >= p2 else z2)
         wrong = high is not None and (high < lo or low > hi)
-        rows.append(_row(v, "within", f"{lo:g} <= AME <= {hi:g} (TOST)", est, se, low, high, inference, z, p, wrong))
+        rows.append(_row(v, "within", f"{lo:g} <= AME <= {hi:g}{in_unit} (TOST)", est, se, low, high, inference, z, p,
+                         wrong))
     for key, above in (("at_least", True), ("at_most", False)):
         if key in expect:
             b = float(expect[key])
             z, p = one_sided(b, above)
             wrong = high is not None and (high < b if above else low > b)
-            rows.append(_row(v, key, f"AME {'>=' if above else '<='} {b:g}", est, se, low, high, inference, z, p,
-                             wrong))
+            rows.append(_row(v, key, f"AME {'>=' if above else '<='} {b:g}{in_unit}", est, se, low, high, inference,
+                             z, p, wrong))
     if "nlm_at_least" in expect:
         b = float(expect["nlm_at_least"])
         a, lo_n, hi_n = v.get("anlm"), v.get("anlm_ci_low"), v.get("anlm_ci_high")
@@ -103,6 +114,7 @@ def contract_rows(v: dict, expect: dict | None) -> list[dict]:
                          "count", deterministic=share is not None and share <= b))
     for r in rows:
         r["conf_level"] = v.get("conf_level")
+        r["unit"] = (unit or None) if r["contract"] in ("sign", "within", "at_least", "at_most") else None
     return rows
 
 

@@ -266,7 +266,8 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                 raise err from exc
             group.append(summ)
         for summ in group:  # effect contracts: tested below, Holm-adjusted over the whole report
-            summ["contracts"] = contract_rows(summ, eff.expect)
+            # bounds on the scale the report shows the AME on (a class probability's: percentage points)
+            summ["contracts"] = contract_rows(summ, eff.expect, scale=fig_scale, unit=fig_cfg.target_unit)
         summaries.append({"id": eff.id, "title": eff.title, "why": eff.why, "config": _jsonable(eff.to_dict()),
                           "variants": group})
     adjust_contracts([r for g in summaries for v in g["variants"] for r in v["contracts"]])
