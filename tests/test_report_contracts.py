@@ -189,3 +189,18 @@ def test_bounds_are_read_on_the_scale_the_report_shows():
     assert raw[0]["verdict"] == "met"
     sign = next(r for r in shown if r["contract"] == "sign")
     assert sign["statistic"] == pytest.approx(0.0139 / 0.0026)
+
+
+def test_contracts_that_can_never_fail_or_hold_are_config_errors(tmp_path):
+    """A contract on the ANLM of an effect without NLMs, and an empty band: one line naming the key and its line,
+    before any computation."""
+    from fme.report.inputs.config import ConfigError, load_config
+
+    _ols_case(tmp_path, "{within: [5, 0]}")
+    with pytest.raises(ConfigError, match=r"c\.yaml:\d+: effects\[0\]\.expect\.within: an empty band \[5, 0\]"):
+        load_config(tmp_path / "c.yaml")
+    _ols_case(tmp_path, "{nlm_at_least: 0.9}")
+    text = (tmp_path / "c.yaml").read_text().replace("stability: false", "stability: false\n    nlm: false")
+    (tmp_path / "c.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=r"expect\.nlm_at_least: .*nlm: false"):
+        load_config(tmp_path / "c.yaml")

@@ -408,9 +408,27 @@ def load_config(path: str | Path) -> ReportConfig:
                 lists or next(iter(full["steps"].values())) == "all"):
             raise _fail(str(path), lines, ("effects", i, "expected_sign"),
                         "an expected sign is ambiguous for one effect per level; give a single level instead")
+        _check_expect(str(path), lines, i, full)
         cfg["effects"][i] = full
     cfg["signoff"] = [{"name": "", **row} for row in cfg["signoff"]]
     return _config_object(cfg, raw, path.resolve(), {_key_text(k): v for k, v in lines.items()})
+
+
+def _check_expect(path: str, lines: dict, i: int, full: dict) -> None:
+    """Contracts that could never be tested or never hold are config errors (before any computation): one on the
+    ANLM of an effect without NLMs, an empty band."""
+    expect = full.get("expect") or {}
+    if not full.get("nlm", True):
+        for key in ("nlm_at_least", "share_linear_at_least"):
+            if key in expect:
+                raise _fail(path, lines, ("effects", i, "expect", key),
+                            "a contract on the NLM of an effect computed without NLMs (nlm: false) can never be "
+                            "tested; set nlm: true or remove it")
+    if "within" in expect:
+        low, high = (float(b) for b in expect["within"])
+        if low > high:
+            raise _fail(path, lines, ("effects", i, "expect", "within"),
+                        f"an empty band [{low:g}, {high:g}]: give [low, high] with low <= high")
 
 
 #: Top-level keys of the schema that are attributes of :class:`ReportConfig` under the same name.
