@@ -140,6 +140,13 @@ def _parse_numeric(feature: str, value: Any, rule_data: pd.DataFrame) -> Step:
     if isinstance(value, str):
         m = RULE_RE.match(value)
         if m is None:
+            # a scaled word ('2*sdd'): a rule whose name is unknown, not a level
+            word = re.fullmatch(r"\s*[+-]?\s*(?:\d+(?:\.\d*)?|\.\d+)?\s*\*?\s*([A-Za-z_]\w*)\s*", value)
+            if word is not None and re.search(r"[\d*]", value):
+                raise StepError(
+                    f"feature {feature!r}: unknown step rule {word.group(1)!r} in {value!r}; the rules are "
+                    f"{', '.join(STEP_RULES)} (optionally scaled like '-2*sd')."
+                )
             raise StepError(
                 f"feature {feature!r} is numeric: its step must be a number or a rule "
                 f"({', '.join(STEP_RULES)}, optionally scaled like '-2*sd'), got the level-like {value!r}."

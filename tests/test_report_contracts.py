@@ -204,3 +204,15 @@ def test_contracts_that_can_never_fail_or_hold_are_config_errors(tmp_path):
     (tmp_path / "c.yaml").write_text(text)
     with pytest.raises(ConfigError, match=r"expect\.nlm_at_least: .*nlm: false"):
         load_config(tmp_path / "c.yaml")
+
+
+def test_a_model_file_that_is_not_a_pickle_says_so(tmp_path):
+    from fme.report.analysis.run import load_model
+    from fme.report.inputs.config import ConfigError, load_config
+
+    _ols_case(tmp_path, "{sign: '+'}")
+    cfg = load_config(tmp_path / "c.yaml")
+    assert load_model(cfg)[0].params.shape == (3,)  # the real pickle loads
+    (tmp_path / "model.joblib").write_text("this is a CSV file, not a model\n1,2,3\n")
+    with pytest.raises(ConfigError, match=r"model\.joblib: .*is not a joblib or pickle file.*joblib\.dump"):
+        load_model(cfg)

@@ -290,3 +290,13 @@ def test_item13_step_so_large_predictions_overflow_names_the_step():
     with pytest.raises(fme.PredictionError, match=r"non-finite prediction\(s\) at f\(x \+ h\) for the step a \+ 1e\+300"
                        r".*overflow from a step too large"):
         fme.fme(lambda d: d["a"].to_numpy() ** 2, X, {"a": 1e300})
+
+
+def test_an_unknown_rule_name_is_named_as_such():
+    import fme
+
+    d = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
+    with pytest.raises(fme.StepError, match=r"unknown step rule 'sdd' in '2\*sdd'; the rules are sd, iqr, mad, unit"):
+        fme.fme(lambda X: X["x"], d, {"x": "2*sdd"}, inference="sample")
+    with pytest.raises(fme.StepError, match="level-like 'red'"):
+        fme.fme(lambda X: X["x"], d, {"x": "red"}, inference="sample")

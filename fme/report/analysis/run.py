@@ -37,6 +37,19 @@ __all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions
 
 
 # ------------------------------------------------------------------ inputs
+def _looks_pickled(path: Path) -> bool:
+    """Whether the file starts as a pickle (protocol 2 or later: 0x80) or a compressed joblib file does
+    (zlib, gzip, bz2, xz, lzma, lz4)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+    except OSError:
+        return True  # the loader's own error says why
+    return head[:1] == b"\x80" or head[:2] in (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda",
+                                                b"\x1f\x8b", b"BZ") or head.startswith((b"\xfd7zXZ", b"\x5d\x00",
+                                                                                         b"\x04\x22\x4d\x18"))
+
+
 def load_model(cfg: ReportConfig, spec: Mapping[str, Any] | None = None,
                key: str = "model") -> tuple[Any, pd.DataFrame | None, dict]:
     """The fitted model, its training features (if the source returns them) and provenance.
@@ -52,6 +65,10 @@ def load_model(cfg: ReportConfig, spec: Mapping[str, Any] | None = None,
         try:
             model = joblib.load(path)
         except Exception as exc:  # noqa: BLE001 - any unpickling failure is a config problem
+            if not _looks_pickled(path):
+                raise config_error(cfg, (key, "joblib"),
+                                   f"{spec['joblib']} is not a joblib or pickle file (it does not start as one); "
+                                   "save the fitted model with joblib.dump(model, path)") from exc
             raise analysis_error(cfg, (key, "joblib"), exc) from exc
         return model, None, {"kind": "joblib", "source": spec["joblib"], "sha256": file_sha256(path),
                              "sha256_of": None, "dispersion": glm_dispersion(model)}
