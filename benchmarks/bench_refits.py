@@ -74,6 +74,7 @@ def _bench(name: str, model, X, y, resamples: int, repeat: int, backend: str = "
     np.testing.assert_array_equal(rows[None].draws, rows[2].draws)
     ex = rows[2].info["execution"]
     ran = ex["mode"] + (f", {ex['workers']} workers, {ex.get('batches', 0)} batches" if ex["mode"] != "sequential"
+                        else f" (idle cores {ex['cores_free']:.1f})" if "cores_free" in ex
                         else " (work below the workers' start-up)")
     print(f"{name}: {resamples} refits  sequential {best[None]:.2f} s ({cpu[None]:.2f} s CPU)  n_jobs=2 "
           f"{best[2]:.2f} s ({cpu[2]:.2f} s CPU)  ratio {best[2] / best[None]:.2f}  ({ran}; refit "
