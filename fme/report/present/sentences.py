@@ -50,7 +50,8 @@ def extrapolation_phrase(v: dict, cells: dict[str, str], noun: str) -> str:
     if v["detector"] is None:
         text = f"n = {n} {noun}; not checked for extrapolation"
     elif v["policy"] == "keep":
-        text = (f"n = {n} {noun}, of which {cells['n_flagged']} are extrapolation points "
+        are = "is an extrapolation point" if cells["n_flagged"] == "1" else "are extrapolation points"
+        text = (f"n = {n} {noun}, of which {cells['n_flagged']} {are} "
                 f"({v['detector']} detector) kept in the average")
     elif v["policy"] == "shrink":
         text = (f"n = {n} {noun}; {cells['n_shrunk']} steps shrunk to stay inside the data and "
