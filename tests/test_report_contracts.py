@@ -217,11 +217,3 @@ def test_a_model_file_that_is_not_a_pickle_says_so(tmp_path):
     with pytest.raises(ConfigError, match=r"model\.joblib: .*is not a joblib or pickle file.*joblib\.dump"):
         load_model(cfg)
 
-
-def test_one_extrapolation_point_is_singular():
-    from fme.report.present.sentences import extrapolation_phrase
-
-    v = {"detector": "envelope", "policy": "keep", "n_extrapolation": 0}
-    one = extrapolation_phrase(v, {"n": "10", "n_flagged": "1"}, "rows")
-    assert "of which 1 is an extrapolation point (envelope detector)" in one
-    assert "of which 2 are extrapolation points" in extrapolation_phrase(v, {"n": "10", "n_flagged": "2"}, "rows")
