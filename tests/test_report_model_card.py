@@ -39,3 +39,17 @@ def test_model_card_validates_and_carries_the_report(tmp_path):
     # a card that breaks the schema is caught by the validation above
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**card, "model_details": {"owners": "nobody"}}, json.loads(SCHEMA.read_text()))
+
+
+def test_model_card_carries_the_sha256_of_every_input():
+    """build.json records each input as {"sha256", "of"}: the card's version names every one of them."""
+    from fme.report.render.model_card import model_card
+
+    results = {"config": {"title": "T", "owner": "O", "intended_use": "U"}, "effects": []}
+    hashes = {"model": {"sha256": "a" * 64, "of": "model.joblib"}, "data": {"sha256": "b" * 64, "of": "data.csv"},
+              "config": {"sha256": "c" * 64, "of": "c.yaml"}}
+    card = model_card(results, {"inputs_sha256": "d" * 64, "hashes": hashes})
+    version = card["model_details"]["version"]
+    assert version["name"] == "build inputs " + "d" * 64
+    for label, h in hashes.items():
+        assert f"{label} sha256 {h['sha256']}" in version["diff"]

@@ -55,7 +55,9 @@ def model_card(results: dict, build_info: dict) -> dict:
     limitations.append({"description": "The effects describe how the fitted model's predictions respond to changes in "
                                        "its inputs; they are not causal evidence about the world."})
     hashes = build_info.get("hashes") or {}
-    diff = "; ".join(f"{k} sha256 {v}" for k, v in sorted(hashes.items()) if isinstance(v, str))
+    # build.json records each input as {"sha256": hex, "of": what was hashed} (older builds: the hex alone)
+    diff = "; ".join(f"{k} sha256 {v['sha256'] if isinstance(v, dict) else v}" for k, v in sorted(hashes.items())
+                     if isinstance(v, (str, dict)) and (not isinstance(v, dict) or v.get("sha256")))
     return {
         "schema_version": "0.0.2",
         "model_details": {
