@@ -170,6 +170,18 @@ def test_progress_bars_only_on_stderr_and_outputs_unchanged(boston, boston_again
     assert outputs[0] == outputs[1]  # nothing of the bars in the executed notebook
 
 
+def test_executed_notebook_holds_no_path_of_the_build_machine(boston):
+    """analysis.ipynb (parameters, papermill's metadata, outputs such as warnings' file names) names folders by
+    placeholders, not by the build machine's absolute paths."""
+    import sys
+
+    out = Path(boston["out_dir"])
+    text = (out / "analysis.ipynb").read_text(encoding="utf-8")
+    for root in (str(out.parent), str(Path(__file__).resolve().parents[1]), sys.prefix):
+        assert root not in text, root
+    assert "<report folder>" in text and "<config folder>" in text
+
+
 def test_progress_off_writes_nothing_and_cli_switch(monkeypatch, tmp_path):
     from fme.__main__ import main
     from fme.report import build

@@ -472,3 +472,26 @@ def test_figures_print_missing_values_as_the_tables_do():
                                                                          "p = 0.012"]
     assert (count(1, "point"), count(2, "point"), count(1234, "subspace"), count(2, "leaf", "leaves")) == \
         ("1 point", "2 points", "1,234 subspaces", "2 leaves")
+
+
+def test_stabilise_replaces_the_machine_paths(tmp_path):
+    import nbformat
+
+    from fme.report._notebook import stabilise
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell('config_path = "/home/u/proj/reports/c.yaml"\\nout_dir = "/tmp/x/.r.partial"')
+    cell.metadata["tags"] = ["injected-parameters"]
+    cell.outputs = [nbformat.v4.new_output("stream", name="stderr",
+                                           text="/venv/lib/python3.11/site-packages/fme/x.py:1: Warning\\n")]
+    nb.cells.append(cell)
+    nb.metadata["papermill"] = {"parameters": {"config_path": "/home/u/proj/reports/c.yaml"},
+                                "output_path": "/tmp/x/.r.partial/analysis.ipynb"}
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nb, path)
+    stabilise(path, {"/tmp/x/.r.partial": "<report folder>", "/home/u/proj/reports": "<config folder>",
+                     "/venv": "<python>", "/home/u": "<home>"})
+    text = path.read_text(encoding="utf-8")
+    assert "/home/u" not in text and "/tmp/x" not in text and "/venv" not in text
+    assert '<config folder>/c.yaml' in text and "<report folder>/analysis.ipynb" in text
+    assert "<python>/lib/python3.11" in text

@@ -14,8 +14,11 @@ cell a random id, and split a cell's printed output into as many stream
 messages as the kernel happened to flush. :func:`stabilise` removes the
 times, names that cell ``injected-parameters`` and joins consecutive
 outputs of the same stream, so two runs of the same inputs write the same
-bytes (the report's and the replication's executed notebooks). Everything
-else (sources, outputs, papermill's parameters and paths) is kept.
+bytes (the report's and the replication's executed notebooks). With ``roots``
+({absolute folder: placeholder}) it also replaces the build machine's absolute
+paths (the output folder, the config's folder, fme's and Python's installation)
+in sources, outputs and papermill's metadata by placeholders, so the notebook
+holds no path of the machine that built it. Everything else is kept.
 """
 
 from __future__ import annotations
@@ -40,12 +43,34 @@ def _join_streams(outputs: list) -> list:
     return joined
 
 
-def stabilise(path: str | Path) -> None:
-    """Rewrite the executed notebook at ``path`` without its run-specific bytes (see the module docstring)."""
+def _scrub(value: Any, roots: list[tuple[str, str]]) -> Any:
+    """``value`` (text, list, dict) with every root replaced by its placeholder, the longest root first."""
+    if isinstance(value, str):
+        for root, placeholder in roots:
+            value = value.replace(root, placeholder)
+        return value
+    if isinstance(value, list):
+        return [_scrub(v, roots) for v in value]
+    if isinstance(value, dict):
+        return type(value)((k, _scrub(v, roots)) for k, v in value.items())
+    return value
+
+
+def stabilise(path: str | Path, roots: dict[str, str] | None = None) -> None:
+    """Rewrite the executed notebook at ``path`` without its run-specific bytes (see the module docstring);
+    ``roots``: absolute folders and the placeholders that replace them."""
     import nbformat
 
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
+    pairs = sorted(((str(k).rstrip("/"), v) for k, v in (roots or {}).items() if str(k).rstrip("/")),
+                   key=lambda kv: -len(kv[0]))
+    if pairs:
+        nb.metadata = _scrub(nb.metadata, pairs)
+        for cell in nb.cells:
+            cell.source = _scrub(cell.source, pairs)
+            if cell.cell_type == "code":
+                cell.outputs = _scrub(cell.outputs, pairs)
     meta: Any = nb.metadata.get("papermill", {})
     for key in _TIMES:
         meta.pop(key, None)

@@ -151,6 +151,18 @@ def inputs_sha256(cfg: ReportConfig, templates: Path, digests: dict[str, dict[st
     return h.hexdigest()
 
 
+def _machine_roots(work: Path, config_path: Path, templates: Path) -> dict[str, str]:
+    """The build machine's absolute folders an executed notebook may mention, and their placeholders."""
+    import sys
+
+    import fme
+
+    return {str(work.resolve()): "<report folder>", str(config_path.resolve().parent): "<config folder>",
+            str(templates.resolve()): "<fme templates>", str(Path(fme.__file__).resolve().parent): "<fme>",
+            str(Path(fme.__file__).resolve().parent.parent): "<fme checkout>", sys.prefix: "<python>",
+            sys.base_prefix: "<python>", str(Path.home()): "<home>"}
+
+
 def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, force: bool = False,
                  pdf: bool | None = None, templates: str | Path | None = None,
                  log: Callable[[str], Any] = print, renderer: str = "auto",
@@ -238,7 +250,8 @@ def _build_into(work: Path, cfg: ReportConfig, config_path: str | Path, tdir: Pa
                                            "out_dir": str(work.resolve())},
                                progress_bar=stages.enabled, log_output=False, kernel_name="python3",
                                kernel_manager_class=logged_kernel_manager(kernel_log))
-    stabilise(work / "analysis.ipynb")  # no wall-clock times: same inputs, same notebook
+    # no wall-clock times and no path of this machine: same inputs, same notebook, wherever it was built
+    stabilise(work / "analysis.ipynb", _machine_roots(work, Path(config_path), tdir))
     timings["analysis"] = time.perf_counter() - t
     log(f"[fme report] {cfg.name}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
     build_info = {"inputs_sha256": digest, "tools": render.tool_versions(), "config_arg": str(config_path),
