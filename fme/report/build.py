@@ -26,7 +26,7 @@ from .render.model_card import write_model_card
 from .inputs.config import ConfigError, ReportConfig, config_error, config_from_dict, load_config
 from .present.changelog import load_previous
 from .inputs.sources import data_files, files_sha256
-from .inputs.validate import check_inputs, train_data_specs
+from .inputs.validate import check_inputs, check_interaction_features, train_data_specs
 
 __all__ = ["build_report", "render_report", "inputs_sha256", "input_digests", "default_out_dir"]
 
@@ -181,6 +181,7 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     t0 = time.perf_counter()
     cfg = load_config(config_path)
     check_inputs(cfg)
+    check_interaction_features(cfg)
     previous = load_previous(cfg)  # before any computing: a bad `previous` fails at once
     tdir = Path(templates) if templates is not None else render.TEMPLATES
     out = Path(out_dir) if out_dir is not None else default_out_dir(config_path)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .config import ConfigError, ReportConfig, config_error
 
-__all__ = ["check_inputs", "train_data_specs", "analysis_error", "names_text"]
+__all__ = ["check_interaction_features", "check_inputs", "train_data_specs", "analysis_error", "names_text"]
 
 _DATA_KEYS = ("data", "reference_data", "test_data")
 
@@ -88,6 +88,46 @@ def check_inputs(cfg: ReportConfig) -> None:
             raise config_error(cfg, ("model", "entry_point"),
                                f"module {module!r} cannot be imported{detail}; check the name and that its "
                                "package is installed or on PYTHONPATH")
+
+
+def _data_columns(cfg: ReportConfig) -> list[str] | None:
+    """The columns of the evaluation data, read from its header (a CSV's first line, a Parquet file's
+    schema) without reading rows; None when they cannot be read cheaply."""
+    from .sources import data_files
+
+    spec = cfg.data or {}
+    files = data_files(cfg.directory, spec["path"]) if "path" in spec else []
+    if not files:
+        return None
+    first = files[0]
+    try:
+        if first.suffix.lower() in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(first).names)
+        import pandas as pd
+
+        return [str(c) for c in pd.read_csv(first, nrows=0).columns]
+    except Exception:  # noqa: BLE001 - an unreadable header is reported when the notebook reads the data
+        return None
+
+
+def check_interaction_features(cfg: ReportConfig) -> None:
+    """Raise :class:`ConfigError` at its key and line when an ``interactions:`` pair names a feature that is not
+    a column of the data (found before the notebook starts)."""
+    pairs = cfg.interactions if isinstance(cfg.interactions, list) else []
+    if not pairs:
+        return
+    columns = _data_columns(cfg)
+    if columns is None:
+        return
+    for i, pair in enumerate(pairs):
+        for side in ("a", "b"):
+            for feature in pair.get(side) or {}:
+                if feature not in columns:
+                    raise config_error(cfg, ("interactions", i, side, feature),
+                                       f"unknown feature {feature!r}: not a column of the data (its columns: "
+                                       f"{', '.join(columns[:20])}{' ...' if len(columns) > 20 else ''})")
 
 
 def _check_data_path(cfg: ReportConfig, key: tuple, rel: str, base: Path) -> None:
