@@ -19,6 +19,7 @@ from .inference import EstimatesTable
 from .exceptions import (
     BootstrapWarning,
     DataError,
+    PositivityWarning,
     ExtrapolationError,
     FeatureError,
     FixedModelWarning,
@@ -44,6 +45,7 @@ from .extrapolation import (
 from .linearity import max_linear_step
 from .margins import ame, dme, mem, mer
 from .steps import step_size
+from .levels import dgp_ame
 
 __version__ = "0.1.0"
 
@@ -56,4 +58,5 @@ __all__ = [
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
     "ExtrapolationError", "ParameterError", "NotFittedError", "NameClashError",
     "FMEWarning", "FixedModelWarning", "BootstrapWarning",
+    "dgp_ame", "PositivityWarning",
 ]
