@@ -6,6 +6,6 @@ Every estimate here is a table with :func:`fme.ame`'s columns (:mod:`fme.levels.
 three levels side by side.
 """
 
-from .dgp import dgp_ame
+from .dgp import dgp_ame, shift_weights
 
-__all__ = ["dgp_ame"]
+__all__ = ["dgp_ame", "shift_weights"]

@@ -26,7 +26,7 @@ from ..steps import Step, apply_steps, levels, parse_steps, same_level, stepped_
 from ._positivity import diagnose
 from .table import LABEL_COLUMNS, level_table
 
-__all__ = ["dgp_ame", "ON_EXTRAPOLATION", "COVERS"]
+__all__ = ["dgp_ame", "shift_weights", "ON_EXTRAPOLATION", "COVERS"]
 
 #: What to do with moved rows outside the data (paper §3.2's remedies).
 ON_EXTRAPOLATION = ("warn", "shrink", "exclude")
@@ -104,7 +104,8 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
         is then withheld (NaN; under every policy; :func:`fme.hypotheses` still reads their influence-term
         covariance, so test them knowing it). ``shrink``: each flagged row's numeric step is shrunk into the support (the
         detector decides, as ``on_extrapolation='shrink'`` of :func:`fme.fme`; rows that would keep less than
-        1 % of h are left out). ``exclude``: flagged rows are left out and the estimand is restated (``note``)
+        1 % of h are left out); the shrunk rows pile up on the edge of the support, where the density ratio is
+        unbounded, so that the verdict is often "weak" or "fails" (the data barely hold that edge). ``exclude``: flagged rows are left out and the estimand is restated (``note``)
         as the effect on the rows kept. Categorical switches are excluded under both.
     separate : bool, default=False
         One row per feature of each dict instead of one joint shift.
@@ -178,7 +179,7 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
             est.append(theta)
             plug.append(float(np.sum((c["mu_s"] - mu_x)[Dg]) / nD))
             corr.append(theta - plug[-1])
-            carriers = (c["at"] & G) if c["at"] is not None else Dg
+            carriers = c["at"] & G
             d = diagnose(c["r"], carriers, c["flag_final"], Dg, c["pi"])
             nominal = float("nan") if c["flag_nominal"] is None else float(np.mean(c["flag_nominal"][c["D0"] & G]))
             diags.append((d, nominal))
@@ -236,6 +237,10 @@ def _contrast(X, Y, steps_c, design, Ex, fold, mus, mu_x, proba, ratio_learner, 
             D = D0 & ~out
             note = (f"effect on the {int(D.sum())} of {int(D0.sum())} rows ({D.sum() / max(D0.sum(), 1):.1%}) "
                     "whose moved point stays in the data; the others left out")
+    if not all(D[fold != j].any() for j in range(k)):
+        raise DataError(f"no row of the data can be moved by {_describe(steps_c)} in some training folds (all "
+                        "already at the level, or out of support and excluded); use a smaller step or a level more "
+                        "rows lack.")
     flag_final = None if detector is None else (
         flag_nominal if policy == "warn" else np.asarray(detector.flag(Xs), dtype=bool))
     Es = design.encode(Xs)
@@ -258,16 +263,46 @@ def _contrast(X, Y, steps_c, design, Ex, fold, mus, mu_x, proba, ratio_learner, 
         pi = np.clip(pi, _CLIP, 1.0)
         r[at] = (1.0 - pi[at]) / pi[at]
     else:
-        for j in range(k):
-            train, test = (fold != j) & D, (fold == j) & D
-            m = int(train.sum())
-            clf = _fit(ratio_learner, np.vstack([Ex[train], Es[train]]), np.repeat([0, 1], m), rng)
-            cj = np.clip(_proba(clf, Ex[test]), 0.0, 1.0 - _CLIP)
-            r[test] = cj / (1.0 - cj)
-    resid = np.where(D | (at if at is not None else False), Y - mu_x, 0.0)
-    T = np.where(D, mu_s - Y, 0.0) + r * resid
+        r = _ratio(Ex, Es, fold, D, ratio_learner, rng)
+        at = np.ones(n, dtype=bool)
+    T = np.where(D, mu_s - Y, 0.0) + r * np.where(at, Y - mu_x, 0.0)
     return dict(T=T, D=D, D0=D0, r=r, pi=pi, at=at, mu_s=mu_s, note=note, flag_nominal=flag_nominal,
                 flag_final=flag_final, Xs=Xs)
+
+
+def _ratio(Ex: np.ndarray, Es: np.ndarray, fold: np.ndarray, D: np.ndarray, learner: Any,
+           rng: np.random.Generator) -> np.ndarray:
+    """Cross-fitted density ratio of the moved rows ``D`` to every observed row, at the observed rows."""
+    r = np.zeros(fold.size)
+    # Observed rows (label 0) against the moved rows evaluated (label 1): c / (1 - c) is then
+    # p(x - h) 1{x - h evaluated} / p(x) over every observed row, the weight of the correction for the effect on
+    # the evaluated rows (the share evaluated, n_1 / n_0, cancels against its estimate in theta's denominator).
+    # Left-out rows (exclude, shrink) keep their residuals: mu at x + h may be learnt from them.
+    for j in range(int(fold.max()) + 1):
+        train, test = fold != j, fold == j
+        moved = train & D
+        clf = _fit(learner, np.vstack([Ex[train], Es[moved]]),
+                   np.repeat([0, 1], [int(train.sum()), int(moved.sum())]), rng)
+        cj = np.clip(_proba(clf, Ex[test]), 0.0, 1.0 - _CLIP)
+        r[test] = cj / (1.0 - cj)
+    return r
+
+
+def shift_weights(X: pd.DataFrame, steps: Mapping[str, Any], *, ratio_learner: Any = None,
+                  folds: int | Sequence[int] = 5, random_state: int | None = 0) -> np.ndarray:
+    """The cross-fitted density-ratio weights r(X_i) = p(X_i - h) / p(X_i) of :func:`dgp_ame`'s correction for one
+    numeric (joint) step, at the observed rows: the probability c that a classifier gives "moved" against
+    "observed", as c / (1 - c) (parameters as in :func:`dgp_ame`; folds from ``random_state`` alike)."""
+    X = check_data(X, "X")
+    contrasts = _contrasts(X, steps if isinstance(steps, Mapping) else None, False)
+    if len(contrasts) != 1 or not all(s.is_numeric for s in contrasts[0]):
+        raise StepError("shift_weights takes one dict of numeric steps, e.g. {'age': 1}; a categorical switch's "
+                        "weights are inverse propensities (see dgp_ame).")
+    rng = np.random.default_rng(random_state)
+    fold = _folds(folds, len(X), rng)
+    design = _Design(X)
+    return _ratio(design.encode(X), design.encode(apply_steps(X, contrasts[0])), fold, np.ones(len(X), dtype=bool),
+                  ratio_learner if ratio_learner is not None else _default_classifier(), rng)
 
 
 def _model_ame(model, X, rows, steps_c, c, detector, extrapolation, target_class, options) -> float:
