@@ -87,7 +87,8 @@ def coverage(setting: str, n: int, repeats: int) -> dict:
     half = 1.96 * np.sqrt(cover * (1 - cover) / repeats)
     return dict(setting=setting, theta=theta, theta_mc_se=mc, coverage=cover, coverage_mc=half,
                 bias=float(rows["est"].mean() - theta), mean_se=float(rows["se"].mean()),
-                sd_est=float(rows["est"].std()), bias_over_se=float(abs(rows["est"].mean() - theta) / rows["se"].mean()),
+                sd_est=float(rows["est"].std()),
+                bias_over_se=float(abs(rows["est"].mean() - theta) / rows["se"].mean()),
                 plug_in_bias=float(rows["plug"].mean() - theta),
                 model_bias=float(rows["model"].mean() - theta),
                 model_coverage=float(np.mean((rows["mlow"] <= theta) & (theta <= rows["mhigh"]))),

@@ -8,7 +8,6 @@ own uncertainty, and says (:mod:`fme.levels._positivity`) whether the data can s
 
 from __future__ import annotations
 
-import copy
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,12 +16,14 @@ import numpy as np
 import pandas as pd
 
 from .._core.shrink import MIN_STEP_FRACTION, shrink_steps
-from .._utils.validation import check_conf_level, check_data, is_categorical
+from .._utils.validation import check_conf_level, check_data
 from ..effects import fme as fme_effects
-from ..exceptions import DataError, FeatureError, ModelError, ParameterError, PositivityWarning, StepError
+from ..exceptions import DataError, FeatureError, ParameterError, PositivityWarning, StepError
 from ..extrapolation import make_detector
 from ..inference import EstimatesTable
-from ..steps import Step, apply_steps, levels, parse_steps, same_level, stepped_rows
+from ..steps import Step, apply_steps, parse_steps, same_level, stepped_rows
+from ._crossfit import (CLIP, Design, by_fold, class_proba, default_classifier, default_outcome, fit_learner,
+                        fold_labels, predict_mu, ratio_weights)
 from ._positivity import diagnose
 from .table import LABEL_COLUMNS, level_table
 
@@ -32,9 +33,6 @@ __all__ = ["dgp_ame", "shift_weights", "ON_EXTRAPOLATION", "COVERS"]
 ON_EXTRAPOLATION = ("warn", "shrink", "exclude")
 #: The ``covers`` column of the table: what the interval is about.
 COVERS = "the outcome in the data (population)"
-#: Classifier probabilities are kept this far from 0 and 1, so that a weight is finite (at most 1e9); the
-#: positivity verdict reports such weights, never hides them.
-_CLIP = 1e-9
 
 
 def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping[str, Any]], *,
@@ -100,13 +98,15 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
         The detector (:data:`fme.DETECTORS` name or object) fitted on X that flags moved rows outside the data
         (``share_extrapolated``); None for none.
     on_extrapolation : {'warn', 'shrink', 'exclude'}, default='warn'
-        ``warn``: a :class:`~fme.exceptions.PositivityWarning` for rows whose verdict is "fails", whose interval
-        is then withheld (NaN; under every policy; :func:`fme.hypotheses` still reads their influence-term
-        covariance, so test them knowing it). ``shrink``: each flagged row's numeric step is shrunk into the support (the
-        detector decides, as ``on_extrapolation='shrink'`` of :func:`fme.fme`; rows that would keep less than
-        1 % of h are left out); the shrunk rows pile up on the edge of the support, where the density ratio is
-        unbounded, so that the verdict is often "weak" or "fails" (the data barely hold that edge). ``exclude``: flagged rows are left out and the estimand is restated (``note``)
-        as the effect on the rows kept. Categorical switches are excluded under both.
+        Every policy: a :class:`~fme.exceptions.PositivityWarning` for rows whose verdict is "fails", whose
+        interval is then withheld (NaN; :func:`fme.hypotheses` still reads their influence-term covariance, so
+        test them knowing it). ``warn``: nothing more. ``shrink``: each flagged row's numeric step is shrunk
+        into the support (the detector decides, as ``on_extrapolation='shrink'`` of :func:`fme.fme`; rows that
+        would keep less than 1 % of h are left out); the shrunk rows pile up on the edge of the support, where
+        the density ratio is unbounded, so that the verdict is often "weak" or "fails" (the data barely hold
+        that edge). ``exclude``: flagged rows are left out and the estimand is restated (``note``) as the
+        effect on the rows kept (every row's residual still enters the correction). Categorical switches are
+        excluded under both.
     separate : bool, default=False
         One row per feature of each dict instead of one joint shift.
     **options
@@ -147,15 +147,15 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     by_cols = _by_columns(X, by, contrasts)
     Y, proba = _outcome(y, n, outcome_learner, target_class)
     rng = np.random.default_rng(random_state)
-    fold = _folds(folds, n, rng)
+    fold = fold_labels(folds, n, rng)
     k = int(fold.max()) + 1
-    outcome_learner = outcome_learner if outcome_learner is not None else _default_outcome(proba)
-    ratio_learner = ratio_learner if ratio_learner is not None else _default_classifier()
-    design = _Design(X)
+    outcome_learner = outcome_learner if outcome_learner is not None else default_outcome(proba)
+    ratio_learner = ratio_learner if ratio_learner is not None else default_classifier()
+    design = Design(X)
     Ex = design.encode(X)
-    mus = [_fit(outcome_learner, Ex[fold != j], (Y.astype(int) if proba else Y)[fold != j], rng)
+    mus = [fit_learner(outcome_learner, Ex[fold != j], (Y.astype(int) if proba else Y)[fold != j], rng)
            for j in range(k)]
-    mu_x = _by_fold(lambda est, rows: _mu(est, Ex[rows], proba), mus, fold, np.ones(n, bool))
+    mu_x = by_fold(lambda est, rows: predict_mu(est, Ex[rows], proba), mus, fold, np.ones(n, bool))
     detector = None
     if extrapolation is not None:
         detector = make_detector(extrapolation, random_state).fit(X)
@@ -244,7 +244,7 @@ def _contrast(X, Y, steps_c, design, Ex, fold, mus, mu_x, proba, ratio_learner, 
     flag_final = None if detector is None else (
         flag_nominal if policy == "warn" else np.asarray(detector.flag(Xs), dtype=bool))
     Es = design.encode(Xs)
-    mu_s = _by_fold(lambda est, rows: _mu(est, Es[rows], proba), mus, fold, D)
+    mu_s = by_fold(lambda est, rows: predict_mu(est, Es[rows], proba), mus, fold, D)
     r = np.zeros(n)
     pi = at = None
     if categorical:
@@ -258,34 +258,17 @@ def _contrast(X, Y, steps_c, design, Ex, fold, mus, mu_x, proba, ratio_learner, 
                 raise DataError(f"in the rows outside fold {j}, {'every' if at[train].all() else 'no'} row has "
                                 f"{feature} = {level!r}: the propensity of the switch cannot be fitted. Use fewer "
                                 "folds or a level more rows have.")
-            clf = _fit(ratio_learner, W[train], at[train].astype(int), rng)
-            pi[fold == j] = _proba(clf, W[fold == j])
-        pi = np.clip(pi, _CLIP, 1.0)
+            clf = fit_learner(ratio_learner, W[train], at[train].astype(int), rng)
+            pi[fold == j] = class_proba(clf, W[fold == j])
+        pi = np.clip(pi, CLIP, 1.0)
         r[at] = (1.0 - pi[at]) / pi[at]
     else:
-        r = _ratio(Ex, Es, fold, D, ratio_learner, rng)
+        r = ratio_weights(Ex, Es, fold, D, ratio_learner, rng)
         at = np.ones(n, dtype=bool)
     T = np.where(D, mu_s - Y, 0.0) + r * np.where(at, Y - mu_x, 0.0)
     return dict(T=T, D=D, D0=D0, r=r, pi=pi, at=at, mu_s=mu_s, note=note, flag_nominal=flag_nominal,
                 flag_final=flag_final, Xs=Xs)
 
-
-def _ratio(Ex: np.ndarray, Es: np.ndarray, fold: np.ndarray, D: np.ndarray, learner: Any,
-           rng: np.random.Generator) -> np.ndarray:
-    """Cross-fitted density ratio of the moved rows ``D`` to every observed row, at the observed rows."""
-    r = np.zeros(fold.size)
-    # Observed rows (label 0) against the moved rows evaluated (label 1): c / (1 - c) is then
-    # p(x - h) 1{x - h evaluated} / p(x) over every observed row, the weight of the correction for the effect on
-    # the evaluated rows (the share evaluated, n_1 / n_0, cancels against its estimate in theta's denominator).
-    # Left-out rows (exclude, shrink) keep their residuals: mu at x + h may be learnt from them.
-    for j in range(int(fold.max()) + 1):
-        train, test = fold != j, fold == j
-        moved = train & D
-        clf = _fit(learner, np.vstack([Ex[train], Es[moved]]),
-                   np.repeat([0, 1], [int(train.sum()), int(moved.sum())]), rng)
-        cj = np.clip(_proba(clf, Ex[test]), 0.0, 1.0 - _CLIP)
-        r[test] = cj / (1.0 - cj)
-    return r
 
 
 def shift_weights(X: pd.DataFrame, steps: Mapping[str, Any], *, ratio_learner: Any = None,
@@ -299,10 +282,11 @@ def shift_weights(X: pd.DataFrame, steps: Mapping[str, Any], *, ratio_learner: A
         raise StepError("shift_weights takes one dict of numeric steps, e.g. {'age': 1}; a categorical switch's "
                         "weights are inverse propensities (see dgp_ame).")
     rng = np.random.default_rng(random_state)
-    fold = _folds(folds, len(X), rng)
-    design = _Design(X)
-    return _ratio(design.encode(X), design.encode(apply_steps(X, contrasts[0])), fold, np.ones(len(X), dtype=bool),
-                  ratio_learner if ratio_learner is not None else _default_classifier(), rng)
+    fold = fold_labels(folds, len(X), rng)
+    design = Design(X)
+    return ratio_weights(design.encode(X), design.encode(apply_steps(X, contrasts[0])), fold,
+                         np.ones(len(X), dtype=bool),
+                         ratio_learner if ratio_learner is not None else default_classifier(), rng)
 
 
 def _model_ame(model, X, rows, steps_c, c, detector, extrapolation, target_class, options) -> float:
@@ -378,19 +362,6 @@ def _outcome(y: Any, n: int, learner: Any, target_class: Any) -> tuple[np.ndarra
     return Y, False
 
 
-def _folds(folds: Any, n: int, rng: np.random.Generator) -> np.ndarray:
-    if isinstance(folds, (int, np.integer)) and not isinstance(folds, bool):
-        if not 2 <= folds <= n // 2:
-            raise ParameterError(f"folds must be between 2 and n / 2 = {n // 2}, got {folds}.")
-        return rng.permutation(n) % int(folds)
-    labels = np.asarray(folds)
-    if labels.shape != (n,) or not np.issubdtype(labels.dtype, np.integer):
-        raise ParameterError(f"folds must be an int or one integer fold label per row ({n}), got {folds!r:.80}.")
-    _, codes = np.unique(labels, return_inverse=True)
-    if codes.max() < 1:
-        raise ParameterError("folds= labels name a single fold; cross-fitting needs at least two.")
-    return codes
-
 
 def _groups(X: pd.DataFrame, by_cols: list) -> list[tuple[tuple, np.ndarray]]:
     if not by_cols:
@@ -425,80 +396,3 @@ def _warn(failed: list[int], labels: list[dict], diags: list, detector: Any) -> 
                   "their interval is withheld (NaN): use a smaller step, on_extrapolation='shrink' (each row's "
                   "step shrunk into the support) or 'exclude' (the effect on the rows that stay in the data).",
                   PositivityWarning, stacklevel=3)
-
-
-# ----------------------------------------------------------------- learners
-class _Design:
-    """Features as one float matrix for any learner: numeric columns as they are, categorical ones one-hot on the
-    levels of X (so that a moved frame is encoded like the observed one)."""
-
-    def __init__(self, X: pd.DataFrame) -> None:
-        self.columns = list(X.columns)
-        self.levels = {c: levels(X[c]) for c in self.columns if is_categorical(X[c])}
-
-    def encode(self, frame: pd.DataFrame, drop: Any = None) -> np.ndarray:
-        parts = []
-        for c in self.columns:
-            if c == drop:
-                continue
-            if c in self.levels:
-                col = frame[c].to_numpy(dtype=object)
-                parts.extend((col == lv).astype(float) for lv in self.levels[c][1:])
-            else:
-                parts.append(frame[c].to_numpy(dtype=float))
-        return np.column_stack(parts) if parts else np.empty((len(frame), 0))
-
-
-def _default_outcome(proba: bool) -> Any:
-    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-    return HistGradientBoostingClassifier(max_iter=100) if proba else HistGradientBoostingRegressor(max_iter=100)
-
-
-def _default_classifier() -> Any:
-    from sklearn.ensemble import HistGradientBoostingClassifier
-    # A density ratio needs calibrated probabilities, not sharp decisions: smaller, slower-learning trees than the
-    # defaults (on X ~ N(0, S) moved by half an SD the defaults' ratios had 3x the error and half the true ESS).
-    return HistGradientBoostingClassifier(max_iter=100, learning_rate=0.05, max_leaf_nodes=8, min_samples_leaf=40)
-
-
-def _fit(template: Any, A: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> Any:
-    """A fresh copy of ``template`` (never the caller's object) fitted on (A, b), seeded from ``rng`` when it has
-    an unset ``random_state``."""
-    seed = int(rng.integers(2**31 - 1))
-    try:
-        from sklearn.base import clone
-        est = clone(template)
-    except Exception:  # not a scikit-learn estimator: a deep copy keeps the caller's object unfitted
-        est = copy.deepcopy(template)
-    if hasattr(est, "get_params") and est.get_params().get("random_state", 0) is None:
-        est.set_params(random_state=seed)
-    if not callable(getattr(est, "fit", None)):
-        raise ModelError(f"the learner {type(template).__name__} has no fit method; pass a scikit-learn style "
-                         "estimator.")
-    return est.fit(A, b)
-
-
-def _proba(clf: Any, A: np.ndarray) -> np.ndarray:
-    """P(label 1) of a fitted binary classifier."""
-    if not callable(getattr(clf, "predict_proba", None)):
-        raise ModelError(f"the ratio learner {type(clf).__name__} has no predict_proba; pass a probabilistic "
-                         "classifier (e.g. LogisticRegression, HistGradientBoostingClassifier).")
-    p = np.asarray(clf.predict_proba(A), dtype=float)
-    classes = list(getattr(clf, "classes_", [0, 1]))
-    return p[:, classes.index(1)]
-
-
-def _mu(est: Any, A: np.ndarray, proba: bool) -> np.ndarray:
-    if proba:
-        return _proba(est, A)
-    return np.asarray(est.predict(A), dtype=float).reshape(-1)
-
-
-def _by_fold(fn, fitted: list, fold: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``fn(fitted[j], rows of fold j)`` for every fold, in one array (NaN outside ``rows``)."""
-    out = np.full(fold.size, np.nan)
-    for j, est in enumerate(fitted):
-        sel = (fold == j) & rows
-        if sel.any():
-            out[sel] = fn(est, sel)
-    return out
