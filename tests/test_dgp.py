@@ -78,6 +78,18 @@ def test_by_groups_average_the_influence_terms_within_each_group():
     np.testing.assert_allclose(h["std_error"], [np.hypot(*t["std_error"])], rtol=1e-6)
 
 
+def test_separate_gives_one_row_per_feature():
+    X, rng = _gaussian(200, 12)
+    y = X["x1"].to_numpy() - X["x2"].to_numpy() + rng.normal(size=200)
+    kw = dict(outcome_learner=LinearRegression(), ratio_learner=LogisticRegression(), folds=np.arange(200) % 2)
+    sep = fme.dgp_ame(X, y, {"x1": 0.4, "x2": 0.3}, separate=True, **kw)
+    one = fme.dgp_ame(X, y, [{"x1": 0.4}, {"x2": 0.3}], **kw)
+    joint = fme.dgp_ame(X, y, {"x1": 0.4, "x2": 0.3}, **kw)
+    np.testing.assert_allclose(sep["ame"], one["ame"], rtol=1e-12)
+    assert list(sep["feature"]) == ["x1", "x2"] and list(joint["feature"]) == ["x1, x2"]
+    assert abs(joint["ame"].iloc[0] - sep["ame"].sum()) > 1e-6  # the joint shift is its own estimate
+
+
 def test_linear_dgp_recovers_beta_times_h():
     X, rng = _gaussian(3000, 3, rho=0.6)
     y = 1.5 * X["x1"].to_numpy() - X["x2"].to_numpy() + rng.normal(size=3000)

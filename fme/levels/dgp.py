@@ -262,6 +262,10 @@ def _contrast(X, Y, steps_c, design, Ex, fold, mus, mu_x, proba, ratio_learner, 
             pi[fold == j] = class_proba(clf, W[fold == j])
         pi = np.clip(pi, CLIP, 1.0)
         r[at] = (1.0 - pi[at]) / pi[at]
+        if policy != "warn" and flag_nominal is not None:
+            # the effect on the rows kept: a row at the level stands in for the moved rows with its W, which are
+            # kept exactly when it is (its moved point is itself)
+            r[at & flag_nominal] = 0.0
     else:
         r = ratio_weights(Ex, Es, fold, D, ratio_learner, rng)
         at = np.ones(n, dtype=bool)
