@@ -200,6 +200,31 @@ def test_categorical_switch_is_aipw_on_the_rows_not_at_the_level():
     assert 0 < r["ess_share"] <= 1
 
 
+def test_categorical_switch_against_a_hand_computation():
+    rng = np.random.default_rng(13)
+    n = 240
+    w = rng.normal(size=n)
+    a = np.where(rng.uniform(size=n) < expit(w), "t", "u")
+    y = w + (a == "t") * (1 + w) + rng.normal(size=n)
+    X = pd.DataFrame({"w": w, "a": a})
+    fold = np.arange(n) % 3
+    t = fme.dgp_ame(X, y, {"a": "t"}, outcome_learner=LinearRegression(), ratio_learner=LogisticRegression(),
+                    folds=fold, extrapolation=None).iloc[0]
+    at, D = a == "t", a != "t"
+    A = np.column_stack([w, at.astype(float)])
+    As = np.column_stack([w, np.ones(n)])
+    T = np.empty(n)
+    for j in range(3):
+        tr, te = fold != j, fold == j
+        lr = LinearRegression().fit(A[tr], y[tr])
+        pi = LogisticRegression().fit(w[tr, None], at[tr].astype(int)).predict_proba(w[te, None])[:, 1]
+        T[te] = D[te] * (lr.predict(As[te]) - y[te]) + at[te] * (1 - pi) / pi * (y[te] - lr.predict(A[te]))
+    theta = T.sum() / D.sum()
+    phi = (T - theta * D) / D.mean()
+    assert t["ame"] == pytest.approx(theta, rel=1e-10) and t["n"] == D.sum()
+    assert t["std_error"] == pytest.approx(np.sqrt(np.sum(phi ** 2)) / n, rel=1e-10)
+
+
 def test_model_ame_is_the_models_own_effect_on_the_same_rows():
     X, rng = _gaussian(400, 9)
     y = X["x1"].to_numpy() ** 2 + rng.normal(size=400)
