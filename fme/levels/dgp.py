@@ -368,10 +368,12 @@ def _outcome(y: Any, n: int, learner: Any, target_class: Any) -> tuple[np.ndarra
 
 
 def _groups(X: pd.DataFrame, by_cols: list) -> list[tuple[tuple, np.ndarray]]:
+    """The ``by`` groups (sorted, a missing value a group of its own) as (key, row mask)."""
     if not by_cols:
         return [((), np.ones(len(X), dtype=bool))]
-    keys = X[by_cols].astype(object).apply(tuple, axis=1) if len(by_cols) > 1 else X[by_cols[0]].map(lambda v: (v,))
-    return [(key, (keys == key).to_numpy()) for key in sorted(keys.unique(), key=lambda t: tuple(map(str, t)))]
+    codes = X.groupby(by_cols, sort=True, dropna=False, observed=True).ngroup().to_numpy()
+    first = pd.Series(np.arange(len(X))).groupby(codes).first()
+    return [(tuple(X[by_cols].iloc[int(row)]), codes == code) for code, row in first.items()]
 
 
 def _label(steps_c: tuple[Step, ...], by_cols: list, key: tuple) -> dict:
