@@ -204,7 +204,7 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     if model is not None:
         extra["model_ame"] = model_ames
     extra["note"] = notes
-    frame = pd.DataFrame([{c: lab[c] for c in LABEL_COLUMNS + by_cols} for lab in labels],
+    frame = pd.DataFrame([{col: lab[col] for col in LABEL_COLUMNS + by_cols} for lab in labels],
                          columns=LABEL_COLUMNS + by_cols)
     table = level_table(frame, np.array(est), V, df=None, conf_level=conf_level,
                         inference=f"one-step (cross-fitted, {k} folds)", covers=COVERS, extra=extra)
