@@ -14,6 +14,7 @@ from ._utils import legacy as _legacy
 from .exceptions import (
     BootstrapWarning,
     DataError,
+    PositivityWarning,
     ExtrapolationError,
     FeatureError,
     FixedModelWarning,
@@ -38,7 +39,7 @@ _PUBLIC: dict[str, str] = {
     "avg_slopes": "slopes", "avg_comparisons": "comparisons", "predictions": "predictions",
     "avg_predictions": "predictions", "ame": "margins", "mem": "margins", "mer": "margins", "dme": "margins",
     "step_size": "steps", "came": "came", "PartitionResult": "came", "partition_stability": "came",
-    "CTree": "ctree", "EstimatesTable": "inference", "max_linear_step": "linearity",
+    "CTree": "ctree", "EstimatesTable": "inference", "max_linear_step": "linearity", "dgp_ame": "levels",
     **{name: "extrapolation" for name in ("DETECTORS", "ExtrapolationDetector", "EnvelopeDetector",
                                           "ConvexHullDetector", "MCECDetector", "CERTDetector",
                                           "IsolationForestDetector", "LOFDetector")},
@@ -79,4 +80,5 @@ __all__ = [
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
     "ExtrapolationError", "ParameterError", "NotFittedError", "NameClashError",
     "FMEWarning", "FixedModelWarning", "BootstrapWarning",
+    "dgp_ame", "PositivityWarning",
 ]

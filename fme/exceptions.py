@@ -21,6 +21,7 @@ __all__ = [
     "FMEWarning",
     "FixedModelWarning",
     "BootstrapWarning",
+    "PositivityWarning",
 ]
 
 
@@ -86,3 +87,8 @@ class FixedModelWarning(FMEWarning):
 class BootstrapWarning(FMEWarning, RuntimeWarning):
     """Bootstrap refits failed or did not converge (and were left out), or a percentile interval rests on
     too few refits for its level; the message gives the counts and what to change."""
+
+
+class PositivityWarning(FMEWarning, RuntimeWarning):
+    """The moved rows of a data-level AME (:func:`fme.dgp_ame`) leave the support of the data (positivity
+    fails): the message names the step and the share of moved rows out of support, and the remedies."""

@@ -5,3 +5,7 @@ Every estimate here is a table with :func:`fme.ame`'s columns (:mod:`fme.levels.
 :func:`fme.hypotheses` tests differences, ratios and equivalence bands on it and a report prints the
 three levels side by side.
 """
+
+from .dgp import dgp_ame, shift_weights
+
+__all__ = ["dgp_ame", "shift_weights"]
