@@ -110,6 +110,13 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
     value = np.where(bad, np.nan, out_est.estimate)
     table.loc[bad, ["std_error", "statistic", "p_value", "conf_low", "conf_high"]] = np.nan
     out = pd.concat([pd.DataFrame({"hypothesis": names, "estimate": value}), table], axis=1)
+    if isinstance(result, pd.DataFrame):
+        # the rows' own labels of what their uncertainty is and covers ('delta (HC3)', a learner- or data-level
+        # table's), when the tested rows share them: the tests rest on the same estimates
+        for col in ("inference", "covers"):
+            shared = result[col].dropna().unique() if col in result.columns else []
+            if len(shared) == 1:
+                out[col] = shared[0]
     if equivalence is not None:
         df = out_est.df if out_est.df is not None and np.isfinite(out_est.df).all() else None
         out = equivalence_columns(out, out["estimate"].to_numpy(dtype=float), equivalence, df)

@@ -36,3 +36,8 @@ def test_hypotheses_use_the_joint_covariance():
     # hypotheses differentiates the equation numerically: exact up to its step's rounding
     np.testing.assert_allclose(h["std_error"], [se], rtol=1e-9)
     np.testing.assert_allclose(h["p_value"], [2 * stats.t.sf(0.5 / se, 9)], rtol=1e-8)
+
+
+def test_hypotheses_keep_the_tables_labels_of_what_the_interval_covers():
+    h = fme.hypotheses(_table(9.0), "b1 - b2 = 0")
+    assert h["inference"].iloc[0] == "learner (test)" and h["covers"].iloc[0] == "training sets"
