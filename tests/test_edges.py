@@ -425,7 +425,18 @@ def test_cheap_refits_start_no_workers(diabetes):
     np.testing.assert_array_equal(par.draws, seq.draws)
 
 
-def test_tree_refits_run_on_threads_in_batches(diabetes):
+@pytest.fixture
+def idle_machine(monkeypatch):
+    """The refits see both cores idle, whatever else runs on the machine (the tests check the parallel paths;
+    the idle-core rule has its own test in test_bootstrap.py)."""
+    import os
+
+    from fme.inference import _bootstrap
+
+    monkeypatch.setattr(_bootstrap, "_free_cores", lambda: float(os.cpu_count() or 2))
+
+
+def test_tree_refits_run_on_threads_in_batches(diabetes, idle_machine):
     from sklearn.ensemble import RandomForestRegressor
 
     X, y = diabetes
@@ -466,7 +477,8 @@ def test_the_backend_is_the_faster_by_start_up_and_gil_share():
 
 
 @pytest.mark.parametrize("backend", ["threads", "processes"])
-def test_workers_refit_an_unfitted_single_threaded_clone_with_the_same_numbers(diabetes, monkeypatch, backend):
+def test_workers_refit_an_unfitted_single_threaded_clone_with_the_same_numbers(diabetes, monkeypatch, backend,
+                                                                             idle_machine):
     """The workers get the model's parameters, not the fitted model, with every scikit-learn n_jobs at 1 (the
     workers are the parallelism); the draws equal the sequential ones, and the user's model is untouched."""
     from sklearn.ensemble import RandomForestRegressor
@@ -491,7 +503,7 @@ def test_workers_refit_an_unfitted_single_threaded_clone_with_the_same_numbers(d
 
 
 @pytest.mark.parametrize("backend", ["threads", "processes"])
-def test_parallel_refits_count_nonconvergence_on_any_backend(diabetes, monkeypatch, backend):
+def test_parallel_refits_count_nonconvergence_on_any_backend(diabetes, monkeypatch, backend, idle_machine):
     from sklearn.linear_model import LogisticRegression
 
     import fme.inference._bootstrap as boot

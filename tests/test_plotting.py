@@ -619,7 +619,7 @@ def test_honest_tree_counts_one_set_of_rows_and_says_which(pyplot):
     d = part.plot()
     n_est = int(part.leaves["n"].sum())
     assert n_est == len(part.estimated_on) and n_est + len(part.grown_on) == 600
-    assert f"n = {n_est:,}" in d.node_boxes_[1].get_text() and "AME of all 600 rows" in d.node_boxes_[1].get_text()
+    assert f"n = {n_est:,}" in d.node_boxes_[1].get_text() and "of all 600 rows" in d.node_boxes_[1].get_text()
     assert {k: len(v) for k, v in d.leaf_values.items()} == dict(zip(part.leaves["node"], part.leaves["n"]))
     assert f"the {n_est:,} rows that estimate the leaves" in d.note_.get_text()
     pyplot.close("all")

@@ -378,11 +378,12 @@ class PartitionDisplay:
             # one set of rows for every count and panel: those that estimate the leaves (the leaves' n)
             values = values[values.index.isin(part.estimated_on)]
             nodes = _counts_from_leaves(nodes, part.leaves)
-            n_total = int(part.leaves["n"].sum())
+            n_est = int(part.leaves["n"].sum())
             n_grown = len(part.grown_on)
-            root_label = f"AME of all {n_all:,} rows\n{est} [{lo}, {hi}]"
-            rows_text = (f"Counts and panels: the {n_total:,} rows that estimate the leaves (honest: the tree grew on "
-                         f"{n_grown:,} other rows).")
+            root_label = f"AME {est} [{lo}, {hi}]\nof all {n_all:,} rows"
+            # the leaves' shares keep the base of the report's leaf table: all evaluated rows
+            rows_text = (f"Counts and panels: the {n_est:,} rows that estimate the leaves (honest: the tree grew on "
+                         f"{n_grown:,} other rows); shares: of all {n_all:,} evaluated rows.")
         elif getattr(part, "dask_effects", None) is not None and getattr(part, "grown_on_sample", False):
             rows_text = (f"Panels: the {len(values):,} sampled rows the tree grew on; leaf counts and figures: all "
                          "evaluated rows.")
