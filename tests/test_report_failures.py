@@ -85,7 +85,7 @@ def _check(tmp_path, effects, model, head=HEAD):
     ("  - steps: {colour: [red, green]}\n", 10, r"effects\[0\]\.steps\.colour", "unknown level 'green'"),
     ("  - steps: {x1: 1}\n    partition: {features: [x1, x7]}\n", 11, r"effects\[0\]\.partition\.features\[1\]",
      "unknown partition feature 'x7'"),
-    ("  - steps: {x1: 2*iqq}\n", 10, r"effects\[0\]\.steps\.x1", "unknown step rule 'iqq' in '2\\*iqq'"),
+    ("  - steps: {x1: 2*iqq}\n", 10, r"effects\[0\]\.steps\.x1", "feature 'x1': unknown step rule 'iqq' in '2\\*iqq'"),
     ("  - steps: {x1: all}\n", 10, r"effects\[0\]\.steps\.x1", "feature 'x1' is numeric: give a number"),
 ])
 def test_unknown_names_are_config_errors(tmp_path, regressor, effects, line, key, phrase):
