@@ -22,6 +22,8 @@ from .exceptions import (
     ExtrapolationError,
     FeatureError,
     FixedModelWarning,
+    LearnerError,
+    LearnerWarning,
     FMEError,
     FMEWarning,
     ModelError,
@@ -43,6 +45,7 @@ from .extrapolation import (
 )
 from .linearity import max_linear_step
 from .margins import ame, dme, mem, mer
+from .levels import learner_ame
 from .steps import step_size
 
 __version__ = "0.1.0"
@@ -56,4 +59,5 @@ __all__ = [
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
     "ExtrapolationError", "ParameterError", "NotFittedError", "NameClashError",
     "FMEWarning", "FixedModelWarning", "BootstrapWarning",
+    "learner_ame", "LearnerError", "LearnerWarning",
 ]

@@ -21,6 +21,8 @@ __all__ = [
     "FMEWarning",
     "FixedModelWarning",
     "BootstrapWarning",
+    "LearnerError",
+    "LearnerWarning",
 ]
 
 
@@ -86,3 +88,12 @@ class FixedModelWarning(FMEWarning):
 class BootstrapWarning(FMEWarning, RuntimeWarning):
     """Bootstrap refits failed or did not converge (and were left out), or a percentile interval rests on
     too few refits for its level; the message gives the counts and what to change."""
+
+
+class LearnerError(FMEError, RuntimeError):
+    """The learner-level AME (:func:`fme.learner_ame`) has fewer than two successful splits to average."""
+
+
+class LearnerWarning(FMEWarning, RuntimeWarning):
+    """Some of :func:`fme.learner_ame`'s splits failed (fit or AME) and were left out; the message gives
+    the count and the first error."""

@@ -5,3 +5,7 @@ Every estimate here is a table with :func:`fme.ame`'s columns (:mod:`fme.levels.
 :func:`fme.hypotheses` tests differences, ratios and equivalence bands on it and a report prints the
 three levels side by side.
 """
+
+from .learner import learner_ame
+
+__all__ = ["learner_ame"]
