@@ -235,6 +235,37 @@ def test_anlm_rows(data):
     assert np.isfinite(t["std_error"]).all()
 
 
+def test_multivariate_steps_with_by_and_anlm(data):
+    X, y = data
+    Xab = X[["a", "b"]]
+
+    def learner(X_train, y_train):
+        return make_pipeline(PolynomialFeatures(degree=2, include_bias=False),
+                             LinearRegression()).fit(X_train[["a", "b"]], y_train)
+
+    steps = [{"a": 1, "b": 0.5}, {"a": 1, "b": 0.5}, {"b": -1}]
+    t = fme.learner_ame(learner, X[["a", "b", "g"]], y, steps, by="g", repeats=4, random_state=9, nlm=True)
+    assert list(t["feature"]) == ["a, b"] * 4 * 2 + ["b"] * 4
+    assert list(t["estimand"]) == ["AME", "AME", "ANLM", "ANLM"] * 3 and list(t["g"]) == ["u", "v"] * 6
+    assert list(t["contrast"][:2]) == ["a + 1, b + 0.5"] * 2
+    splits = learner_splits(len(X), 4, 0.2, 9)
+    V, N = [], []
+    for train, test in splits:
+        m = learner(Xab.iloc[train], y[train])
+        te = X.iloc[test]
+        f = m.predict(te[["a", "b"]].assign(a=te.a + 1, b=te.b + 0.5)) - m.predict(te[["a", "b"]])
+        V.append([f[te.g.to_numpy() == g].mean() for g in ("u", "v")])
+        r = fme.fme(m, te[["a", "b"]].reset_index(drop=True), steps[0], nlm=True, inference="sample")
+        nl = r.results["nlm"].to_numpy()
+        N.append([np.nanmean(nl[te.g.to_numpy()[r.results.index] == g]) for g in ("u", "v")])
+    V, N = np.array(V), np.array(N)
+    np.testing.assert_allclose(t["ame"].iloc[:2], V.mean(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(t["ame"].iloc[4:6], V.mean(axis=0), rtol=1e-10)  # the repeated step, its own rows
+    np.testing.assert_allclose(t["std_error"].iloc[:2] ** 2, np.var(V, axis=0, ddof=1) * (1 / 4 + 24 / 96),
+                               rtol=1e-8)
+    np.testing.assert_allclose(t["ame"].iloc[2:4], N.mean(axis=0), rtol=1e-10)
+
+
 @pytest.mark.parametrize("kwargs, exc, match", [
     ({"repeats": 1}, ParameterError, "repeats must be an integer >= 2"),
     ({"repeats": 2.5}, ParameterError, "repeats"),
@@ -245,13 +276,15 @@ def test_anlm_rows(data):
     ({"by": "nope"}, FeatureError, "by=.*not a column of X"),
     ({"inference": "delta"}, ParameterError, "drop \\['inference'\\]"),
     ({"hypothesis": "b1 = 0"}, ParameterError, "fme.hypotheses"),
-    ({"nlm": True, "by": "g"}, ParameterError, "nlm=True works without by"),
+    ({"steps": []}, ParameterError, "steps as a list must hold one or more dicts"),
+    ({"steps": [{"a": 1}, "b"]}, ParameterError, "steps as a list"),
     ({"conf_level": 95}, ParameterError, "conf_level"),
 ])
 def test_bad_arguments(data, kwargs, exc, match):
     X, y = data
+    kwargs = {"steps": {"a": 1}, **kwargs}
     with pytest.raises(exc, match=match):
-        fme.learner_ame(LinearRegression(), X[["a", "b", "g"]], y, {"a": 1}, **kwargs)
+        fme.learner_ame(LinearRegression(), X[["a", "b", "g"]], y, **kwargs)
 
 
 def test_bad_data_and_learner(data):

@@ -101,8 +101,10 @@ def learner_ame(
         All rows (features, and the ``by`` columns). Never modified.
     y : array-like
         The outcome, one value per row of ``X`` (taken by position).
-    steps : dict, optional
-        As in :func:`fme.ame`: numeric steps, rules and categorical levels; each is its own row.
+    steps : dict or list of dicts, optional
+        A dict as in :func:`fme.ame`: numeric steps, rules and categorical levels, each feature its own
+        row. A list of dicts: each dict is one fME of :func:`fme.fme` (multivariate when it names several
+        features, e.g. ``[{"a": 1, "b": 0.5}]``), one row each, with a ``contrast`` column naming it.
     repeats : int, default=15
         Number of random splits J (at least 2; 10-20 is the usual range).
     test_size : float or int, default=0.2
@@ -118,11 +120,11 @@ def learner_ame(
         the cores. The results do not depend on ``n_jobs``.
     nlm : bool, default=False
         Also the average NLM (paper §5.4) of each numeric step per split (:func:`fme.fme` with
-        ``nlm=True``, one fME per step), with the same correction: rows whose ``estimand`` is ``ANLM``.
-        Not with ``by``.
+        ``nlm=True``, one fME per step; per ``by`` group of the test rows), with the same correction:
+        rows whose ``estimand`` is ``ANLM``.
     **ame_kwargs
         Passed to :func:`fme.ame` (``target_class``, ``categorical``, ``features``, ``wts``,
-        ``extrapolation``, ...). Its inference arguments (``inference``, ``bootstrap``, ``vcov``,
+        ``extrapolation``, ...; to :func:`fme.fme` for a list of steps). Its inference arguments (``inference``, ``bootstrap``, ``vcov``,
         ``df``) and the hypothesis ones are refused: apply :func:`fme.hypotheses` to the table.
 
     Returns
@@ -168,8 +170,9 @@ def learner_ame(
     if refused:
         raise ParameterError(f"learner_ame() sets its own inference; drop {refused}. For hypotheses, "
                              "equivalence bands or adjusted p-values pass the table to fme.hypotheses().")
-    if nlm and by_cols:
-        raise ParameterError("nlm=True works without by=; compute the ANLM rows with by=None, or drop nlm.")
+    if isinstance(steps, (list, tuple)) and not (steps and _is_step_list(steps)):
+        raise ParameterError("steps as a list must hold one or more dicts, each one (multivariate) step such as "
+                             "{'a': 1, 'b': 0.5}; pass a dict for one row per feature.")
     task = _Task(learner, steps, by, by_cols, nlm, dict(ame_kwargs))
 
     # The fit on all rows comes first, in this process: it gives ame_full, the rows' canonical order, and
@@ -198,10 +201,12 @@ def learner_ame(
     J = len(ok)
     usable = counts[counts >= 2]
     df = float(usable.min() - 1) if usable.size else float(J - 1)
-    labels, estimand = full_labels.drop(columns="estimand"), full_labels["estimand"].to_numpy()
+    extra = {"contrast": full_labels["contrast"].to_numpy()} if "contrast" in full_labels else {}
+    labels = full_labels.drop(columns=[c for c in ("estimand", "contrast", "_step_no") if c in full_labels])
+    estimand = full_labels["estimand"].to_numpy()
     table = level_table(labels, estimate, vcov, df=df, conf_level=conf_level,
                         inference=f"learner (Nadeau-Bengio, {J} splits, n_train {n_train})", covers=COVERS,
-                        extra={"ame_full": full_values, "estimand": estimand, "repeats": repeats,
+                        extra={**extra, "ame_full": full_values, "estimand": estimand, "repeats": repeats,
                                "n_splits": counts, "n_failed": len(errors), "n_train": n_train,
                                "n_test": n_test})
     table.attrs["learner"] = {"split_estimates": M, "errors": errors, "n_train": n_train, "n_test": n_test}
@@ -247,26 +252,51 @@ class _Task:
     def estimates(self, model: Any, data: pd.DataFrame) -> tuple[list[tuple], pd.DataFrame, np.ndarray]:
         """The rows' keys (labels without the step, which a rule resolves on each split's rows), their
         labels and their estimates."""
-        t = _ame_verb(model, data, self.steps, by=self.by, inference="sample", **self.ame_kwargs)
-        labels = pd.DataFrame(t[LABEL_COLUMNS + self.by_cols]).reset_index(drop=True)
-        labels["estimand"] = "AME"
-        values = t["ame"].to_numpy(dtype=float)
-        if self.nlm:
-            nlm_labels, nlm_values = self._anlm(model, data, labels)
-            labels = pd.concat([labels, nlm_labels], ignore_index=True)
-            values = np.concatenate([values, nlm_values])
+        if _is_step_list(self.steps):
+            labels, values = self._fme_rows(model, data, list(self.steps), self.nlm, ame=True)
+        else:
+            t = _ame_verb(model, data, self.steps, by=self.by, inference="sample", **self.ame_kwargs)
+            labels = pd.DataFrame(t[LABEL_COLUMNS + self.by_cols]).reset_index(drop=True)
+            labels["estimand"] = "AME"
+            values = t["ame"].to_numpy(dtype=float)
+            if self.nlm:
+                numeric = labels.loc[labels["level"].map(_isna), ["feature", "step"]].drop_duplicates()
+                nlm_labels, nlm_values = self._fme_rows(
+                    model, data, [{f: h} for f, h in zip(numeric["feature"], numeric["step"])], True, ame=False)
+                labels = pd.concat([labels, nlm_labels.drop(columns=["contrast", "_step_no"])], ignore_index=True)
+                values = np.concatenate([values, nlm_values])
         key_cols = [c for c in labels.columns if c != "step"]
         keys = [tuple("<NA>" if _isna(v) else str(v) for v in row) for row in labels[key_cols].itertuples(index=False)]
         return keys, labels, values
 
-    def _anlm(self, model: Any, data: pd.DataFrame, labels: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-        numeric = labels[labels["level"].map(_isna)]
-        kwargs = {k: v for k, v in self.ame_kwargs.items() if k in _FME_KEYS or k.startswith("nlm_")}
-        values = [float(_fme_verb(model, data, {f: h}, nlm=True, inference="sample", **kwargs).anlm)
-                  for f, h in zip(numeric["feature"], numeric["step"])]
-        out = numeric.copy()
-        out["estimand"] = "ANLM"
-        return out, np.asarray(values, dtype=float)
+    def _fme_rows(self, model: Any, data: pd.DataFrame, step_list: list, nlm: bool, *, ame: bool
+                  ) -> tuple[pd.DataFrame, np.ndarray]:
+        """One fME per step dict (:func:`fme.fme`; multivariate when it names several features): its mean
+        (``ame``) and its mean NLM (``nlm``), per ``by`` group of the evaluated rows."""
+        data = data.reset_index(drop=True)  # the fMEs' index locates their rows' groups
+        frames, values = [], []
+        for i, step in enumerate(step_list):
+            kwargs = self.ame_kwargs if ame else {k: v for k, v in self.ame_kwargs.items()
+                                                  if k in _FME_KEYS or k.startswith("nlm_")}
+            r = _fme_verb(model, data, step, nlm=nlm, inference="sample", **kwargs)
+            head = r.tidy().iloc[0]
+            res = r.results
+            parts = [("AME", r.fme_columns[0])] if ame else []
+            parts += [("ANLM", r.nlm_columns[0])] if nlm else []
+            for estimand, col in parts:
+                if self.by_cols:
+                    means = res[col].groupby([data[c].loc[res.index] for c in self.by_cols], sort=True,
+                                             dropna=False).mean()
+                    groups = means.index.to_frame(index=False)
+                    groups.columns = self.by_cols
+                else:
+                    means, groups = pd.Series([float(np.nanmean(res[col].to_numpy(dtype=float)))]), pd.DataFrame(index=[0])
+                frame = pd.DataFrame({c: [head[c]] * len(means) for c in LABEL_COLUMNS})
+                frame = pd.concat([frame, groups.reset_index(drop=True)], axis=1)
+                frame["estimand"], frame["contrast"], frame["_step_no"] = estimand, head.get("contrast"), i
+                frames.append(frame)
+                values.append(np.asarray(means, dtype=float))
+        return pd.concat(frames, ignore_index=True), np.concatenate(values)
 
 
 def _one_split(task: _Task, X: pd.DataFrame, y: Any, train: np.ndarray, test: np.ndarray, limit: bool
@@ -348,6 +378,10 @@ def _check_by(by: Any, X: pd.DataFrame) -> list:
     if missing:
         raise FeatureError(f"by={missing!r}: not a column of X; pass column labels of X.")
     return cols
+
+
+def _is_step_list(steps: Any) -> bool:
+    return isinstance(steps, (list, tuple)) and all(isinstance(s, Mapping) for s in steps)
 
 
 def _is_estimator(learner: Any) -> bool:
