@@ -143,6 +143,15 @@ def test_fewer_than_two_successful_splits_raise(data):
     assert len(calls) == 4
 
 
+def test_nonconverged_fits_are_kept_and_counted(data):
+    X, y = data
+    yc = (y > np.median(y)).astype(int)
+    with pytest.warns(LearnerWarning, match="the fits of 3 of 3 splits warned that they did not converge"):
+        t = fme.learner_ame(LogisticRegression(max_iter=1), X[["a", "b"]], yc, {"a": 1}, repeats=3,
+                            target_class=1)
+    assert t.attrs["learner"]["n_nonconverged"] == 3 and list(t["n_failed"]) == [0]
+
+
 def test_classifier_with_target_class(data):
     X, y = data
     Xn = X[["a", "b"]]

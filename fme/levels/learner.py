@@ -138,7 +138,7 @@ def learner_ame(
         ``n_splits`` (splits with a value for the row), ``n_failed``, ``n_train``, ``n_test``. The
         rows' joint covariance comes from the splits, so :func:`fme.hypotheses` tests differences,
         ratios and equivalence bands across rows. ``table.attrs['learner']`` holds the splits'
-        estimates (``split_estimates``, J x rows) and the failed splits' errors.
+        estimates (``split_estimates``, J x rows), the failed splits' errors and ``n_nonconverged``.
 
     Raises
     ------
@@ -150,7 +150,9 @@ def learner_ame(
     Warns
     -----
     LearnerWarning
-        Some splits failed (fit or AME): they are counted in ``n_failed`` and left out.
+        Some splits failed (fit or AME): they are counted in ``n_failed`` and left out. Some fits warned
+        of non-convergence (a ``ConvergenceWarning``): they are kept and counted
+        (``table.attrs['learner']['n_nonconverged']``).
 
     References
     ----------
@@ -181,8 +183,9 @@ def learner_ame(
     splits = learner_splits(n, repeats, test_size, random_state)
     results = _run(task, X, y, splits, n_jobs)
 
-    errors = [err for _, _, err in results if err is not None]
-    ok = [(keys, vals) for keys, vals, err in results if err is None]
+    errors = [err for _, _, err, _ in results if err is not None]
+    ok = [(keys, vals) for keys, vals, err, _ in results if err is None]
+    n_nonconverged = sum(flag for *_, flag in results)
     if len(ok) < 2:
         raise LearnerError(f"learner_ame(): only {len(ok)} of {repeats} splits succeeded; at least 2 are "
                            f"needed. First error: {errors[0] if errors else 'none'}. Fix the learner or "
@@ -190,6 +193,10 @@ def learner_ame(
     if errors:
         warnings.warn(f"learner_ame(): {len(errors)} of {repeats} splits failed and were left out; the first "
                       f"error: {errors[0]}", LearnerWarning, stacklevel=2)
+    if n_nonconverged:
+        warnings.warn(f"learner_ame(): the fits of {n_nonconverged} of {len(ok)} splits warned that they did not "
+                      "converge (kept in the estimate); raise the learner's iteration limit or scale the "
+                      "features.", LearnerWarning, stacklevel=2)
 
     index = {k: i for i, k in enumerate(full_keys)}
     M = np.full((len(ok), len(full_keys)), np.nan)
@@ -209,7 +216,8 @@ def learner_ame(
                         extra={**extra, "ame_full": full_values, "estimand": estimand, "repeats": repeats,
                                "n_splits": counts, "n_failed": len(errors), "n_train": n_train,
                                "n_test": n_test})
-    table.attrs["learner"] = {"split_estimates": M, "errors": errors, "n_train": n_train, "n_test": n_test}
+    table.attrs["learner"] = {"split_estimates": M, "errors": errors, "n_nonconverged": n_nonconverged,
+                              "n_train": n_train, "n_test": n_test}
     return table
 
 
@@ -300,8 +308,9 @@ class _Task:
 
 
 def _one_split(task: _Task, X: pd.DataFrame, y: Any, train: np.ndarray, test: np.ndarray, limit: bool
-               ) -> tuple[list | None, np.ndarray | None, str | None]:
-    """(keys, estimates, None) of one split, or (None, None, the error) when its fit or AME failed."""
+               ) -> tuple[list | None, np.ndarray | None, str | None, bool]:
+    """(keys, estimates, None, not converged) of one split, or (None, None, the error, False) when its fit
+    or AME failed. A fit that warned of non-convergence is kept and flagged."""
     if limit:
         from threadpoolctl import threadpool_limits
 
@@ -309,14 +318,16 @@ def _one_split(task: _Task, X: pd.DataFrame, y: Any, train: np.ndarray, test: np
     else:
         context = nullcontext()
     try:
-        with context, warnings.catch_warnings():
-            # the fixed-model warnings of each split's table are not the learner table's
-            warnings.simplefilter("ignore")
+        with context, warnings.catch_warnings(record=True) as caught:
+            # the fixed-model warnings of each split's table are not the learner table's; the fit's
+            # ConvergenceWarning is counted for the caller
+            warnings.simplefilter("always")
             model = task.fit(X.iloc[train], _take(y, train))
+            nonconverged = any(w.category.__name__ == "ConvergenceWarning" for w in caught)
             keys, _, values = task.estimates(model, X.iloc[test])
     except Exception as err:  # noqa: BLE001 - a failed split is counted and reported, never fatal
-        return None, None, f"{type(err).__name__}: {err}"
-    return keys, values, None
+        return None, None, f"{type(err).__name__}: {err}", False
+    return keys, values, None, nonconverged
 
 
 def _run(task: _Task, X: pd.DataFrame, y: Any, splits: list, n_jobs: int | None) -> list:
