@@ -18,7 +18,9 @@ error is printed). Then ``--repeats`` (200) data sets of n rows, each giving
   bootstrap={"X": X, "y": y, "n_resamples": B, "ci": "normal"})`` (refits on resamples of the n rows);
 
 and the share of the 95 % intervals that cover the truth (binomial standard error beside it), with the
-mean interval width. Everything runs on one core (n_jobs=1, BLAS/OpenMP limited to one thread).
+mean interval width, the estimates' mean minus the truth (``bias``) and the ratio of the estimates'
+standard deviation over the data sets to their mean standard error (``sd_ratio``; 1 when the standard
+error is right). Everything runs on one core (n_jobs=1, BLAS/OpenMP limited to one thread).
 
 Usage: ``python benchmarks/bench_learner.py [--repeats 200] [--boot-repeats 30] [--quick]``.
 """
@@ -94,14 +96,17 @@ def coverage(learner, draw, kw, target: float, *, n: int, J: int, test_size: flo
             rows.append(("bootstrap", bt))
         for name, t in rows:
             lo, hi = float(t["conf_low"].iloc[0]), float(t["conf_high"].iloc[0])
-            hits[name].append((lo <= target <= hi, hi - lo))
+            hits[name].append((lo <= target <= hi, hi - lo, float(t["ame"].iloc[0]), float(t["std_error"].iloc[0])))
     out = []
     for name, h in hits.items():
         if h:
-            cover = np.array([c for c, _ in h], dtype=float)
+            cover, width, est, se = (np.array(c, dtype=float) for c in zip(*h))
+            # sd_ratio: the estimates' spread over the data sets against the mean reported standard error
+            # (about 1 when the standard error is right, for a target the estimate is unbiased for)
             out.append({"interval": name, "repetitions": len(h), "coverage": cover.mean(),
                         "coverage_se": np.sqrt(cover.mean() * (1 - cover.mean()) / len(h)),
-                        "mean_width": float(np.mean([w for _, w in h]))})
+                        "mean_width": width.mean(), "bias": est.mean() - target,
+                        "sd_ratio": est.std(ddof=1) / se.mean() if len(h) > 1 else float("nan")})
     return out
 
 
@@ -120,7 +125,7 @@ def main() -> None:
     p.add_argument("--population", type=int, default=20_000)
     p.add_argument("--n", type=int, default=500)
     p.add_argument("--splits", type=int, default=10, help="learner_ame's repeats J")
-    p.add_argument("--test-size", type=float, default=0.2)
+    p.add_argument("--test-size", type=float, default=0.5)
     p.add_argument("--settings", default="rf,hgb")
     p.add_argument("--quick", action="store_true", help="20 repetitions, 5 with bootstrap, 50 truth sets")
     a = p.parse_args()

@@ -182,7 +182,7 @@ def test_by_groups_use_each_groups_test_rows(data):
 
     t = fme.learner_ame(learner, X[["a", "b", "g"]], y, {"a": 1}, by="g", repeats=4, random_state=2)
     assert list(t["g"]) == ["u", "v"] and list(t["feature"]) == ["a", "a"]
-    splits = learner_splits(len(X), 4, 0.2, 2)
+    splits = learner_splits(len(X), 4, 0.5, 2)
     V = []
     for train, test in splits:
         coef = make_pipeline(PolynomialFeatures(degree=2, interaction_only=True, include_bias=False),
@@ -192,7 +192,7 @@ def test_by_groups_use_each_groups_test_rows(data):
         V.append([coef[0] + coef[2] * te.b[te.g == g].mean() for g in ("u", "v")])
     V = np.array(V)
     np.testing.assert_allclose(t["ame"], V.mean(axis=0), rtol=1e-10)
-    np.testing.assert_allclose(t["std_error"] ** 2, np.var(V, axis=0, ddof=1) * (1 / 4 + 24 / 96), rtol=1e-8)
+    np.testing.assert_allclose(t["std_error"] ** 2, np.var(V, axis=0, ddof=1) * (1 / 4 + 60 / 60), rtol=1e-8)
     assert t["ame"].iloc[0] != t["ame"].iloc[1]
 
 
@@ -216,14 +216,14 @@ def test_categorical_step_rows_per_level(data):
     t = fme.learner_ame(lambda Xt, yt: Dummies(learner(Xt, yt)), Xc, y, {"c": None}, repeats=4, random_state=4)
     assert list(t["feature"]) == ["c"] * 3 and list(t["level"]) == ["x", "y", "z"]
     V = []
-    for train, test in learner_splits(len(X), 4, 0.2, 4):
+    for train, test in learner_splits(len(X), 4, 0.5, 4):
         coef = dict(zip(["a", "x", "y", "z"], learner(Xc.iloc[train], y[train]).coef_))
         c = Xc.c.iloc[test].astype(str)
         # observation-wise categorical ME: rows already at the level are left out
         V.append([np.mean([coef[lev] - coef[v] for v in c[c != lev]]) for lev in ("x", "y", "z")])
     V = np.array(V)
     np.testing.assert_allclose(t["ame"], V.mean(axis=0), rtol=1e-10)
-    np.testing.assert_allclose(t["std_error"] ** 2, np.var(V, axis=0, ddof=1) * (1 / 4 + 24 / 96), rtol=1e-8)
+    np.testing.assert_allclose(t["std_error"] ** 2, np.var(V, axis=0, ddof=1) * (1 / 4 + 60 / 60), rtol=1e-8)
 
 
 def test_anlm_rows(data):
@@ -235,7 +235,7 @@ def test_anlm_rows(data):
     from sklearn.base import clone
 
     anlm = []
-    for train, test in learner_splits(len(X), 3, 0.2, 0):
+    for train, test in learner_splits(len(X), 3, 0.5, 0):
         m = clone(pipe).fit(Xn.iloc[train], y[train])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -257,7 +257,7 @@ def test_multivariate_steps_with_by_and_anlm(data):
     assert list(t["feature"]) == ["a, b"] * 4 * 2 + ["b"] * 4
     assert list(t["estimand"]) == ["AME", "AME", "ANLM", "ANLM"] * 3 and list(t["g"]) == ["u", "v"] * 6
     assert list(t["contrast"][:2]) == ["a + 1, b + 0.5"] * 2
-    splits = learner_splits(len(X), 4, 0.2, 9)
+    splits = learner_splits(len(X), 4, 0.5, 9)
     V, N = [], []
     for train, test in splits:
         m = learner(Xab.iloc[train], y[train])
@@ -270,7 +270,7 @@ def test_multivariate_steps_with_by_and_anlm(data):
     V, N = np.array(V), np.array(N)
     np.testing.assert_allclose(t["ame"].iloc[:2], V.mean(axis=0), rtol=1e-10)
     np.testing.assert_allclose(t["ame"].iloc[4:6], V.mean(axis=0), rtol=1e-10)  # the repeated step, its own rows
-    np.testing.assert_allclose(t["std_error"].iloc[:2] ** 2, np.var(V, axis=0, ddof=1) * (1 / 4 + 24 / 96),
+    np.testing.assert_allclose(t["std_error"].iloc[:2] ** 2, np.var(V, axis=0, ddof=1) * (1 / 4 + 60 / 60),
                                rtol=1e-8)
     np.testing.assert_allclose(t["ame"].iloc[2:4], N.mean(axis=0), rtol=1e-10)
 
