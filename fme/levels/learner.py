@@ -93,8 +93,8 @@ def learner_ame(
     set drives most of a split's spread, and the correlation can be larger: in simulations (random
     forest regression, gradient-boosting classifier, n = 500, J = 10; ``benchmarks/bench_learner.py``)
     a test fraction of 0.2 gave standard errors 1.4-1.8 times too small (95 % intervals covering 83-89
-    %), the default 0.5 about right ones. Prefer ``test_size`` near 0.5 and check the interval with
-    such a simulation for an unusual learner.
+    %), the default 0.5 slightly conservative ones (covering 98 %). Prefer ``test_size`` near 0.5, and
+    check the interval with such a simulation for an unusual learner.
 
     Parameters
     ----------
