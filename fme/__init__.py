@@ -18,6 +18,8 @@ from .exceptions import (
     ExtrapolationError,
     FeatureError,
     FixedModelWarning,
+    LearnerError,
+    LearnerWarning,
     FMEError,
     FMEWarning,
     ModelError,
@@ -40,6 +42,7 @@ _PUBLIC: dict[str, str] = {
     "avg_predictions": "predictions", "ame": "margins", "mem": "margins", "mer": "margins", "dme": "margins",
     "step_size": "steps", "came": "came", "PartitionResult": "came", "partition_stability": "came",
     "CTree": "ctree", "EstimatesTable": "inference", "max_linear_step": "linearity", "dgp_ame": "levels",
+    "learner_ame": "levels",
     **{name: "extrapolation" for name in ("DETECTORS", "ExtrapolationDetector", "EnvelopeDetector",
                                           "ConvexHullDetector", "MCECDetector", "CERTDetector",
                                           "IsolationForestDetector", "LOFDetector")},
@@ -80,5 +83,5 @@ __all__ = [
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",
     "ExtrapolationError", "ParameterError", "NotFittedError", "NameClashError",
     "FMEWarning", "FixedModelWarning", "BootstrapWarning",
-    "dgp_ame", "PositivityWarning",
+    "dgp_ame", "PositivityWarning", "learner_ame", "LearnerError", "LearnerWarning",
 ]

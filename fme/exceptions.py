@@ -22,6 +22,8 @@ __all__ = [
     "FixedModelWarning",
     "BootstrapWarning",
     "PositivityWarning",
+    "LearnerError",
+    "LearnerWarning",
 ]
 
 
@@ -92,3 +94,12 @@ class BootstrapWarning(FMEWarning, RuntimeWarning):
 class PositivityWarning(FMEWarning, RuntimeWarning):
     """The moved rows of a data-level AME (:func:`fme.dgp_ame`) leave the support of the data (positivity
     fails): the message names the step and the share of moved rows out of support, and the remedies."""
+
+
+class LearnerError(FMEError, RuntimeError):
+    """The learner-level AME (:func:`fme.learner_ame`) has fewer than two successful splits to average."""
+
+
+class LearnerWarning(FMEWarning, RuntimeWarning):
+    """Some of :func:`fme.learner_ame`'s splits failed (fit or AME) and were left out; the message gives
+    the count and the first error."""
