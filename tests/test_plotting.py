@@ -607,8 +607,8 @@ def test_tree_boxes_never_overlap_or_clip_up_to_16_leaves(k, chain):
 
 
 def test_honest_tree_counts_one_set_of_rows_and_says_which(pyplot):
-    """Every count and panel of an honest partition's figure is over the rows that estimate the leaves; the
-    root's AME names its own rows; the note says which rows the counts are."""
+    """Every count of an honest partition's figure is over the rows that estimate the leaves, every panel over
+    the rows the tree grew on; the root's AME names its own rows; the note says which rows each are."""
     from sklearn.ensemble import RandomForestRegressor
 
     rng = np.random.default_rng(1)
@@ -620,6 +620,8 @@ def test_honest_tree_counts_one_set_of_rows_and_says_which(pyplot):
     n_est = int(part.leaves["n"].sum())
     assert n_est == len(part.estimated_on) and n_est + len(part.grown_on) == 600
     assert f"n = {n_est:,}" in d.node_boxes_[1].get_text() and "of all 600 rows" in d.node_boxes_[1].get_text()
-    assert {k: len(v) for k, v in d.leaf_values.items()} == dict(zip(part.leaves["node"], part.leaves["n"]))
-    assert f"the {n_est:,} rows that estimate the leaves" in d.note_.get_text()
+    assert {k: len(v) for k, v in d.leaf_values.items()} == dict(zip(part.leaves["node"], part.leaves["n_grown"]))
+    n_grown = len(part.grown_on)
+    assert (f"Counts: the {n_est:,} rows that estimate the leaves; panels: the {n_grown:,} rows the tree grew on"
+            in d.note_.get_text())
     pyplot.close("all")

@@ -374,16 +374,18 @@ class PartitionDisplay:
                              float(root.get("came_ci_high", np.nan)))
         n_all = int(root["n"])
         root_label, rows_text, n_total = f"AME {est} [{lo}, {hi}]", None, n_all
-        if getattr(part, "honest", False) and getattr(part, "dask_effects", None) is None:
-            # one set of rows for every count and panel: those that estimate the leaves (the leaves' n)
-            values = values[values.index.isin(part.estimated_on)]
+        if getattr(part, "honest", False):
+            # counts: the rows that estimate the leaves (the leaves' n); panels: the rows the tree grew on (all an
+            # engine on Dask data holds in memory, so both engines draw the same rows); each said in the note
+            on_dask = getattr(part, "dask_effects", None) is not None
+            if not on_dask:
+                values = values[values.index.isin(part.grown_on)]
             nodes = _counts_from_leaves(nodes, part.leaves)
             n_est = int(part.leaves["n"].sum())
-            n_grown = len(part.grown_on)
             root_label = f"AME {est} [{lo}, {hi}]\nof all {n_all:,} rows"
-            # the leaves' shares keep the base of the report's leaf table: all evaluated rows
-            rows_text = (f"Counts and panels: the {n_est:,} rows that estimate the leaves (honest: the tree grew on "
-                         f"{n_grown:,} other rows); shares: of all {n_all:,} evaluated rows.")
+            sample = "a sample of " if on_dask and getattr(part, "grown_on_sample", False) else ""
+            rows_text = (f"Counts: the {n_est:,} rows that estimate the leaves; panels: {sample}the {len(values):,} rows "
+                         f"the tree grew on (honest); shares: of all {n_all:,} evaluated rows.")
         elif getattr(part, "dask_effects", None) is not None and getattr(part, "grown_on_sample", False):
             rows_text = (f"Panels: the {len(values):,} sampled rows the tree grew on; leaf counts and figures: all "
                          "evaluated rows.")
