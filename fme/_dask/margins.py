@@ -1,4 +1,4 @@
-"""MEM and MER of Dask data (issue 14): reductions first, then the small grid in memory.
+"""MEM and MER of Dask data: reductions first, then the small grid in memory.
 
 :func:`fme.mem` and :func:`fme.mer` evaluate a handful of grid rows; what
 they need of the data is small once reduced:

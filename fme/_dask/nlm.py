@@ -1,4 +1,4 @@
-"""The NLM's flat-path test on Dask data, decided at the end of the one pass (issue 14).
+"""The NLM's flat-path test on Dask data, decided at the end of the one pass.
 
 A path is *flat* when the SD of f along it is at most ``nlm_flat_tol`` times
 the SD of all predictions f(x), f(x + h) over the evaluated rows

@@ -1,4 +1,4 @@
-"""Several outputs on Dask data: ``fme.fme(..., target_class='all')`` and multi-output models (issue 14).
+"""Several outputs on Dask data: ``fme.fme(..., target_class='all')`` and multi-output models.
 
 The batch kernel already evaluates every output (``plan.names``: columns
 ``fme_<class>``, ``nlm_<class>``, ``nlm_status_<class>``) and its
