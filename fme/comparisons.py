@@ -48,7 +48,7 @@ from .inference._vcov import residual_df, with_vcov
 from .inference.table import EstimatesTable
 from .steps import levels, set_level
 
-__all__ = ["avg_comparisons", "comparisons_by_step", "COMPARISONS"]
+__all__ = ["avg_comparisons", "comparisons_by_step", "joint_bootstrap", "stacked", "COMPARISONS"]
 
 #: The columns of an :func:`avg_comparisons` table beside the ``by`` columns.
 COMPARISON_COLUMNS = ["step", "comparison", "estimate", *INFERENCE_COLUMNS, "n"]
@@ -125,6 +125,21 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     return out
 
 
+def joint_bootstrap(bootstrap: Any) -> Any:
+    """``bootstrap`` with one seed fixed for several calls (drawn here when it has none), so that their refits
+    are the same resamples and their draws are joint."""
+    if bootstrap is None or dict(bootstrap).get("random_state") is not None:
+        return bootstrap
+    return {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
+
+
+def stacked(tables: list, **meta: Any) -> EstimatesTable:
+    """The rows of several tables as one, with their joint uncertainty (``meta``: as
+    :meth:`EstimatesTable.from_frame`)."""
+    return EstimatesTable.from_frame(pd.concat(tables, ignore_index=True),
+                                     stack_estimates([t.estimates for t in tables]), **meta)
+
+
 def _every_level_feature(data: Any, steps: Any) -> str | None:
     """The feature of ``steps={feature: None}`` when it is a categorical column of ``data`` (else None)."""
     if not isinstance(steps, Mapping) or len(steps) != 1:
@@ -155,9 +170,7 @@ def _every_level(model: Any, data: Any, feature: str, *, bootstrap: Any, **kwarg
         found = levels(check_data(data)[feature])
     if len(found) < 2:
         raise ParameterError(f"feature {feature!r} has {len(found)} level(s): no level to compare with the reference.")
-    if bootstrap is not None and dict(bootstrap).get("random_state") is None:
-        # one seed for every level: the same resamples, so the levels' draws are joint
-        bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
+    bootstrap = joint_bootstrap(bootstrap)
     reference = found[0]
     base = _at_level(data, feature, reference)
     # the rows as given stay the reference: they know every level, and the detectors fit on them
@@ -167,9 +180,7 @@ def _every_level(model: Any, data: Any, feature: str, *, bootstrap: Any, **kwarg
         t = avg_comparisons(model, base, {feature: level}, bootstrap=bootstrap, **kwargs)
         t["step"] = f"{feature}: {reference!r} -> {level!r}"
         tables.append(t)
-    return EstimatesTable.from_frame(pd.concat(tables, ignore_index=True),
-                                     stack_estimates([t.estimates for t in tables]),
-                                     conf_level=tables[0].conf_level, bootstrap=tables[0].bootstrap)
+    return stacked(tables, conf_level=tables[0].conf_level, bootstrap=tables[0].bootstrap)
 
 
 def comparisons_by_step(model: Any, data: Any, steps: Mapping[str, Any], *, bootstrap: Any = None,
@@ -177,11 +188,6 @@ def comparisons_by_step(model: Any, data: Any, steps: Mapping[str, Any], *, boot
     """:func:`avg_comparisons` of each step of ``steps`` on its own (as :func:`fme.ame` evaluates each entry),
     one :class:`~fme.EstimatesTable` keeping the rows' joint uncertainty (for :func:`fme.hypotheses`): the
     same parameter covariance, or under the bootstrap the same seeded refits for every step."""
-    if bootstrap is not None and dict(bootstrap).get("random_state") is None:
-        # one seed for every step: the same resamples, so the steps' draws are joint
-        bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
+    bootstrap = joint_bootstrap(bootstrap)
     tables = [avg_comparisons(model, data, {f: v}, bootstrap=bootstrap, **kwargs) for f, v in steps.items()]
-    out = pd.concat(tables, ignore_index=True)
-    out = EstimatesTable.from_frame(out, stack_estimates([t.estimates for t in tables]),
-                                    conf_level=tables[0].conf_level)
-    return out
+    return stacked(tables, conf_level=tables[0].conf_level)

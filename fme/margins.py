@@ -29,12 +29,12 @@ from ._local import margins as local_margins
 from ._local.margins import AT_FIX
 from ._utils.validation import (BY_MISSING, check_conf_level, check_data, check_name_clash, check_single_output,
                                 check_weights, is_categorical, is_dask_collection, is_numeric)
-from .comparisons import comparisons_by_step
+from .comparisons import comparisons_by_step, joint_bootstrap, stacked
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 from .hypotheses import hypotheses
 from .inference import EstimatesTable
 from .inference._estimates import INFERENCE_COLUMNS
-from .inference._hypotheses import NAMED, stack_estimates
+from .inference._hypotheses import NAMED
 from .inference._methods import resolve_method
 from .inference._vcov import residual_df, with_vcov
 # dme (the derivative ME, paper §2.2, §3.1) lives with the other derivatives; fme.margins.dme is its public path
@@ -245,9 +245,7 @@ def _every_class(model: Any, data: Any, steps: Any, *, hypothesis: Any, equivale
     if names is None:
         raise ParameterError("target_class='all' needs a model with several outputs (a classifier's classes); "
                              "this model has one: leave target_class out.")
-    if bootstrap is not None and dict(bootstrap).get("random_state") is None:
-        # one seed for every class: the same resamples, so the classes' draws are joint
-        bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
+    bootstrap = joint_bootstrap(bootstrap)  # the same resamples for every class: their draws are joint
     pairs = hypothesis is None or (isinstance(hypothesis, str) and hypothesis == "pairwise")
     tables = []
     for name in names:
@@ -255,9 +253,7 @@ def _every_class(model: Any, data: Any, steps: Any, *, hypothesis: Any, equivale
                 conf_level=conf_level, target_class=name, **kwargs)
         t.insert(t.columns.get_loc("reference") + 1 if "reference" in t.columns else 0, "class", name)
         tables.append(t)
-    out = EstimatesTable.from_frame(pd.concat(tables, ignore_index=True),
-                                    stack_estimates([t.estimates for t in tables]), conf_level=conf_level,
-                                    bootstrap=tables[0].bootstrap, scale=tables[0].scale)
+    out = stacked(tables, conf_level=conf_level, bootstrap=tables[0].bootstrap, scale=tables[0].scale)
     if pairs and equivalence is None and multcomp is None:
         return out
     return hypotheses(out, None if pairs else hypothesis, equivalence=equivalence, multcomp=multcomp)

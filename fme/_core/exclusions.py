@@ -47,10 +47,12 @@ Notes = list[tuple[np.ndarray, Any, Any]]
 def _unknown(col: pd.Series, levels: tuple) -> np.ndarray:
     """Rows of ``col`` with a value that is none of ``levels`` (missing values aside); a value matches a level
     equal to it or written the same (a model may state its levels as text)."""
-    values = col.to_numpy(dtype=object)
     known = pd.Index(list(levels), dtype=object)
-    ok = pd.Index(values).isin(known) | pd.Index(values.astype(str)).isin(known.astype(str))
-    return ~np.asarray(ok) & col.notna().to_numpy()
+    out = ~col.isin(known).to_numpy() & col.notna().to_numpy()
+    if out.any():  # only the unmatched values are compared as text
+        text = col[out].astype(str).isin(known.astype(str)).to_numpy()
+        out[np.flatnonzero(out)[text]] = False
+    return out
 
 
 def _value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...], complete_cols: tuple = (),

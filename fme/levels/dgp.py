@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._core.groups import frame_groups
 from .._core.shrink import MIN_STEP_FRACTION, shrink_steps
 from .._utils.validation import check_conf_level, check_data
 from ..effects import fme as fme_effects
@@ -371,9 +372,8 @@ def _groups(X: pd.DataFrame, by_cols: list) -> list[tuple[tuple, np.ndarray]]:
     """The ``by`` groups (sorted, a missing value a group of its own) as (key, row mask)."""
     if not by_cols:
         return [((), np.ones(len(X), dtype=bool))]
-    codes = X.groupby(by_cols, sort=True, dropna=False, observed=True).ngroup().to_numpy()
-    first = pd.Series(np.arange(len(X))).groupby(codes).first()
-    return [(tuple(X[by_cols].iloc[int(row)]), codes == code) for code, row in first.items()]
+    codes, spec = frame_groups(X, by_cols)  # the group numbering of every verb
+    return [(tuple(spec.keys.iloc[g]), codes == g) for g in range(spec.n_groups)]
 
 
 def _label(steps_c: tuple[Step, ...], by_cols: list, key: tuple) -> dict:

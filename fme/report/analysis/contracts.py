@@ -59,7 +59,8 @@ def contract_rows(v: dict, expect: dict | None, scale: float = 1.0, unit: str | 
     if not expect:
         return []
     rows = []
-    est, se, low, high, inference = (*(_times(x, scale) for x in _primary(v)[:4]), _primary(v)[4])
+    *values, inference = _primary(v)
+    est, se, low, high = (_times(x, scale) for x in values)
     in_unit = f" {unit}" if unit else ""
     dist = _dist(inference, v.get("n"))
     usable = est is not None and se is not None and se > 0
