@@ -337,8 +337,8 @@ def test_inputs_hash_and_audit_cover_bootstrap_train_data(tmp_path):
     assert build.inputs_sha256(cfg, TEMPLATES) not in (before, after)
     rows = hash_rows({"config": {}}, {"hashes": build.input_digests(cfg)})
     train_rows = [(r["input"], r["of"]) for r in rows if r["input"].startswith("Training data")]
-    assert train_rows == [("Training data (bootstrap refits)", "inference.train_data: file train.csv"),
-                          ("Training data (bootstrap refits) 2", "effects.1.inference.train_data: file train2.csv")]
+    assert train_rows == [("Training data (refits)", "inference.train_data: file train.csv"),
+                          ("Training data (refits) 2", "effects.1.inference.train_data: file train2.csv")]
     # a missing training-data file is one line naming its key, before anything is hashed or computed
     (tmp_path / "train2.csv").unlink()
     with pytest.raises(ConfigError, match=r"c\.yaml:\d+: effects\[1\]\.inference\.train_data\.path: data file not "

@@ -31,6 +31,7 @@ from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
 from .effect import compute_effect
 from .effect_parts import REPORT_SAMPLE_SIZE, _num, sample_info
+from .levels import level_summaries
 from .model_view import glm_dispersion
 
 __all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment_record", "write_results"]
@@ -202,13 +203,24 @@ def load_train_data(cfg: ReportConfig, spec: Mapping[str, Any], key: tuple, cach
     """
     if spec["method"] != "bootstrap":
         return None
-    data_spec = spec["train_data"]
+    return load_training(cfg, spec["train_data"], key, cache, model, data)
+
+
+def load_training(cfg: ReportConfig, data_spec: Mapping[str, Any], key: tuple, cache: dict, model: Any = None,
+                  data: Any = None) -> pd.DataFrame:
+    """The training data ``data_spec`` names (features and target), loaded once per file (``cache``), in memory.
+
+    ``key`` is the config key whose ``train_data`` it is (bootstrap inference, ``learner``, ``data_level``): the
+    key path of its errors. With ``model`` and the evaluation ``data`` the frame is checked as the bootstrap's is.
+    """
     ident = repr(sorted(data_spec.items()))
     if ident not in cache:
         frame, info = load_data(cfg, data_spec, key[0])
+        if is_dask_collection(frame):  # refits and cross-fitting need the training rows in memory
+            frame = frame.compute()
         if cfg.target not in frame.columns:
             raise config_error(cfg, key + ("train_data",), f"the training data lack the target column "
-                                                           f"{cfg.target!r}; bootstrap refits need it")
+                                                           f"{cfg.target!r}; refits need it")
         if model is not None and data is not None:
             check_train_data(cfg, key, model, frame, data)
         cache[ident] = (frame, info)
@@ -247,6 +259,8 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
         if challenger is not None and train is not None and id(train) not in challenger_checked:
             check_train_data(cfg, key, challenger, train, data)  # the challenger's refits, checked before the first
             challenger_checked.add(id(train))  # the frame is cached per file: one check per file
+        trains = {k: load_training(cfg, getattr(eff, k)["train_data"], ("effects", i - 1, k), train_cache)
+                  for k in ("learner", "data_level") if getattr(eff, k)}
         print(f"[fme report] effect {i}/{len(cfg.effects)}: {eff.id}", flush=True)
         single = list(eff.steps.items())
         variants = [(eff.id, eff)]
@@ -273,6 +287,9 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                     summ["challenger"] = challenger_summary(model, challenger, data, reference, veff, summ,
                                                             int(cfg.seed), target_class, train, cfg.target,
                                                             out["result"])
+                levels = level_summaries(model, veff, summ, trains, cfg.target, target_class, int(cfg.seed))
+                if levels is not None:
+                    summ["levels"] = levels
             except Exception as exc:  # noqa: BLE001 - loud, one line, naming the effect (and level)
                 err = None
                 if isinstance(exc, fme.ExtrapolationError):  # x itself outside the detector's region?

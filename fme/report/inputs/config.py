@@ -132,9 +132,10 @@ class EffectConfig:
     Attributes
     ----------
     id, steps, why, nlm, nlm_method, extrapolation, inference, on_extrapolation, partition, stability,
-    conf_level, title, expected_sign, expect
+    learner, data_level, conf_level, title, expected_sign, expect
         The effect's keys (``extrapolation``: ``{"method": name, **parameters}``; ``inference``:
-        ``{"method": ..., ...}``; ``partition``/``stability``: a mapping or False).
+        ``{"method": ..., ...}``; ``partition``/``stability``: a mapping or False; ``learner``/``data_level``:
+        False or their settings with the ``train_data`` they refit on).
     index : int
         Position of the effect in the config's ``effects`` (the key path of its errors).
     given : frozenset of str
@@ -155,6 +156,8 @@ class EffectConfig:
     on_extrapolation: str = "exclude"
     partition: Mapping[str, Any] | bool = False
     stability: Mapping[str, Any] | bool = False
+    learner: Mapping[str, Any] | bool = False
+    data_level: Mapping[str, Any] | bool = False
     title: str | None = None
     expected_sign: str | None = None
     expect: Mapping[str, Any] | None = None
@@ -167,14 +170,14 @@ class EffectConfig:
         return dataclasses.replace(self, steps={feature: level}, level=level)
 
     def to_dict(self) -> dict[str, Any]:
-        """The effect as the resolved config records it (defaults filled in; ``title``, ``expected_sign``
-        and ``expect`` only when given)."""
+        """The effect as the resolved config records it (defaults filled in; ``title``, ``expected_sign``,
+        ``expect``, ``learner`` and ``data_level`` only when given)."""
         out = {"id": self.id, "steps": copy.deepcopy(dict(self.steps)), "why": self.why, "nlm": self.nlm,
                "nlm_method": self.nlm_method, "extrapolation": copy.deepcopy(dict(self.extrapolation)),
                "inference": copy.deepcopy(dict(self.inference)), "on_extrapolation": self.on_extrapolation,
                "partition": copy.deepcopy(self.partition), "stability": copy.deepcopy(self.stability),
                "conf_level": self.conf_level}
-        for key in ("title", "expected_sign", "expect"):
+        for key in ("title", "expected_sign", "expect", "learner", "data_level"):
             if key in self.given:
                 out[key] = copy.deepcopy(getattr(self, key))
         return out
@@ -361,7 +364,7 @@ def load_config(path: str | Path) -> ReportConfig:
             cfg[key] = {**cfg[key], **value}
         else:
             cfg[key] = copy.deepcopy(value)  # never the raw effects themselves (EffectConfig.given)
-    from .specs import FLAG_DEFAULTS, engine_problem, normalise_detector, normalise_inference
+    from .specs import FLAG_DEFAULTS, engine_problem, normalise_detector, normalise_inference, normalise_level
 
     problem = engine_problem(raw)
     if problem:
@@ -394,6 +397,11 @@ def load_config(path: str | Path) -> ReportConfig:
         full["inference"], problem = normalise_inference(eff.get("inference", cfg["inference"]), cfg["inference"])
         if problem:
             raise _fail(str(path), lines, ("effects", i, "inference"), problem)
+        for level_key in ("learner", "data_level"):
+            full[level_key], problem = normalise_level(level_key, eff.get(level_key, False), full["inference"],
+                                                       cfg["inference"])
+            if problem:
+                raise _fail(str(path), lines, ("effects", i, level_key), problem)
         if full["extrapolation"]["method"] == "none" and "on_extrapolation" in eff:
             raise _fail(str(path), lines, ("effects", i, "on_extrapolation"),
                         "a policy needs a detector; remove it or set extrapolation: envelope")

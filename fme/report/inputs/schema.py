@@ -12,7 +12,7 @@ from typing import Any
 
 from ...extrapolation import DETECTOR_NAMES as _REGISTERED
 
-__all__ = ["SCHEMA", "DEFAULTS", "EFFECT_DEFAULTS", "DETECTOR_NAMES", "PARTITION_PARAMS", "COUNTERPART"]
+__all__ = ["SCHEMA", "DEFAULTS", "EFFECT_DEFAULTS", "LEVEL_DEFAULTS", "DETECTOR_NAMES", "PARTITION_PARAMS", "COUNTERPART"]
 
 _NAME = {"type": "string", "minLength": 1}
 _STEP_VALUE = {"anyOf": [{"type": "number"}, {"type": "string", "minLength": 1}, {"type": "boolean"},
@@ -120,6 +120,24 @@ _STABILITY = {
         "fraction": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
     },
 }
+_LEARNER = {
+    "oneOf": [
+        {"type": "boolean"},
+        {"type": "object", "additionalProperties": False,
+         "description": "refit the model's learner on seeded splits of the training data (fme.learner_ame)",
+         "properties": {"repeats": {"type": "integer", "minimum": 2, "maximum": 200},
+                        "test_size": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+                        "n_jobs": {"type": "integer"}, "train_data": _DATA}},
+    ],
+}
+_DATA_LEVEL = {
+    "oneOf": [
+        {"type": "boolean"},
+        {"type": "object", "additionalProperties": False,
+         "description": "the debiased data-level shift effect with positivity diagnostics (fme.dgp_ame)",
+         "properties": {"folds": {"type": "integer", "minimum": 2, "maximum": 20}, "train_data": _DATA}},
+    ],
+}
 _EFFECT = {
     "type": "object",
     "additionalProperties": False,
@@ -136,6 +154,8 @@ _EFFECT = {
         "on_extrapolation": {"enum": ["exclude", "keep", "shrink"]},
         "partition": {"oneOf": [{"type": "boolean", "const": False}, _PARTITION]},
         "stability": {"oneOf": [{"type": "boolean", "const": False}, _STABILITY]},
+        "learner": _LEARNER,
+        "data_level": _DATA_LEVEL,
         "conf_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
         "expected_sign": {"enum": ["+", "-"],
                           "description": "direction the domain owner expects for the AME (plausibility check)"},
@@ -253,4 +273,10 @@ EFFECT_DEFAULTS: dict[str, Any] = {
     "why": "", "nlm": True, "nlm_method": "auto", "extrapolation": "envelope",
     "on_extrapolation": "exclude", "partition": {"method": "ctree", "max_leaves": 8},
     "stability": {"subsamples": 20, "fraction": 0.5},
+}
+#: Settings of an effect's learner-level (``learner:``) and data-level (``data_level:``) estimates when the config
+#: gives ``true`` or leaves a setting out.
+LEVEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "learner": {"repeats": 15, "test_size": 0.5},
+    "data_level": {"folds": 5},
 }

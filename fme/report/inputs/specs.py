@@ -134,6 +134,29 @@ def normalise_inference(value: Any, inherited: dict[str, Any] | None = None) -> 
     return spec, None
 
 
+def normalise_level(key: str, value: Any, *inference: dict[str, Any]) -> tuple[Any, str | None]:
+    """An effect's ``learner`` or ``data_level`` -> ``(False or {settings, "train_data": ...}, problem or None)``.
+
+    Both refit on the training data: their own ``train_data``, else that of the effect's or the top level's
+    bootstrap (``inference``, in that order).
+    """
+    from .schema import LEVEL_DEFAULTS
+
+    if value is False:
+        return False, None
+    spec = {**LEVEL_DEFAULTS[key], **(value if isinstance(value, dict) else {})}
+    if "train_data" not in spec:
+        for inf in inference:
+            if inf and inf.get("method") == "bootstrap" and "train_data" in inf:
+                spec["train_data"] = inf["train_data"]
+                break
+    if "train_data" not in spec:
+        what = "refits the learner on splits" if key == "learner" else "fits the outcome and the density ratio"
+        return spec, (f"{key} {what} of the training data and needs them: give train_data: {{path: ...}} (features "
+                      f"and the target column) here, or inference: {{method: bootstrap, train_data: ...}}")
+    return spec, None
+
+
 def bootstrap_kwargs(spec: dict[str, Any], train: Any, target: str, seed: int) -> dict[str, Any]:
     """``inference=`` and ``bootstrap=`` arguments of ``fme.fme`` for a resolved inference spec.
 

@@ -34,17 +34,20 @@ def names_text(values: list, limit: int = 12) -> str:
 
 
 def train_data_specs(cfg: ReportConfig) -> list[tuple[tuple, dict]]:
-    """``(config key path, data spec)`` of every distinct bootstrap ``train_data``, in config order.
+    """``(config key path, data spec)`` of every distinct ``train_data`` (bootstrap refits, learner- and
+    data-level estimates), in config order.
 
-    The top-level ``inference`` first, then each effect's (an effect inheriting the top level's
-    ``train_data`` adds nothing new).
+    The top-level ``inference`` first, then each effect's ``inference``, ``learner`` and ``data_level`` (a key
+    inheriting a ``train_data`` already named adds nothing new).
     """
     found: list[tuple[tuple, dict]] = []
     seen: set[str] = set()
     candidates = [(("inference",), cfg.inference)]
-    candidates += [(("effects", i, "inference"), eff.inference) for i, eff in enumerate(cfg.effects)]
+    for i, eff in enumerate(cfg.effects):
+        candidates += [(("effects", i, k), getattr(eff, k)) for k in ("inference", "learner", "data_level")]
     for key, spec in candidates:
-        if not isinstance(spec, Mapping) or spec.get("method") != "bootstrap" or "train_data" not in spec:
+        if not isinstance(spec, Mapping) or "train_data" not in spec or (
+                key[-1] == "inference" and spec.get("method") != "bootstrap"):
             continue
         ident = repr(sorted(spec["train_data"].items()))
         if ident not in seen:
@@ -69,9 +72,7 @@ def check_inputs(cfg: ReportConfig) -> None:
             raise config_error(cfg, ("model", "joblib"), f"model file not found: {p}; fix the path (relative to "
                                                           "the config)")
     data_keys = [((key,), getattr(cfg, key)) for key in _DATA_KEYS]
-    inference = [(("inference",), cfg.inference)] + [
-        (("effects", i, "inference"), eff.inference) for i, eff in enumerate(cfg.effects)]
-    data_keys += [(k + ("train_data",), spec.get("train_data")) for k, spec in inference if isinstance(spec, Mapping)]
+    data_keys += [(key, spec) for key, spec in train_data_specs(cfg)]
     for key, spec in data_keys:
         if spec and "path" in spec:
             _check_data_path(cfg, key + ("path",), spec["path"], base)

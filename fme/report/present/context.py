@@ -16,6 +16,7 @@ from .partition_view import (MAX_LEAVES_SHOWN, _boxes, _honesty_sentence, _leaf_
 from .display import (ci_method_text, effect_title, interval_rows, model_ci_scope, prepare_variant, scale_of,
                       target_phrase)
 from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
+from .levels import level_flag_rows, level_rows, level_sentences
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
 from ..inputs.specs import CI_COVERS, CI_SHORT
 from ..._utils.numfmt import (count, decimals_for, fmt_est, fmt_g, fmt_int, fmt_level, fmt_num, fmt_p, fmt_percent,
@@ -369,6 +370,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
             summary.append({"text": sentence + (" " + lin if lin else ""), "anchor": f"sec-{v['id']}"})
             overview.append({"label": label, **cells})
             flags.extend(flag_rows(v, cells, label, thresholds))
+            flags.extend(level_flag_rows(v, label))
             plausibility.append({"label": label, "ame": cells["ame"], "ci": f"[{cells['ci_low']}, {cells['ci_high']}]",
                                  **sign_agreement(v["expected_sign"], v["ame"], v["ci_low"], v["ci_high"])})
             eps = with_eps_rows(v, cells)
@@ -385,6 +387,9 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                    "intervals": interval_rows(v, cells["level"]), "table_intervals": next_table(),
                    "effective_steps": effective_step_rows(v),
                    "table_shrink": next_table() if v.get("effective_steps") else None,
+                   "levels": level_rows(v, cells, noun),
+                   "table_levels": next_table() if v.get("levels") else None,
+                   "level_sentences": level_sentences(v, label, unit, noun),
                    "sensitivity": sens, "sensitivity_sentence": sens_sentence,
                    "table_sensitivity": next_table() if sens else None,
                    "figures": _figures(v, cells, cfg, fig_counter, unit)}

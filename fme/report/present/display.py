@@ -4,7 +4,7 @@ interval that decides (model uncertainty when it was computed).
 :func:`prepare_variant` returns a copy of one ``results.json`` effect variant in which
 
 * every effect-scale number (AME, SD, quartiles, CIs, cAMEs, the with/without-EP and step-size
-  AMEs, the stability range) is multiplied by ``scale`` (100 for a classifier: probabilities
+  AMEs, the stability range, the learner- and data-level estimates) is multiplied by ``scale`` (100 for a classifier: probabilities
   become percentage points; NLMs, counts and shares are scale-free and stay);
 * ``ci_low``/``ci_high`` (and each leaf's ``came_ci_low``/``came_ci_high``) are the interval of the
   inference method actually used: the model-uncertainty interval (delta method, bootstrap) when
@@ -40,6 +40,9 @@ MODEL_CI_SCOPE = {
 }
 
 _EFFECT_KEYS = ("ame", "sd", "se", "ci_low", "ci_high", "q25", "q75")
+# the learner- and data-level records (fme.report.analysis.levels)
+_LEVEL_KEYS = {"learner": ("ame", "std_error", "conf_low", "conf_high", "ame_full"),
+               "data": ("ame", "std_error", "conf_low", "conf_high", "plug_in", "correction", "model_ame")}
 _LEAF_KEYS = ("came", "sd_fme", "came_ci_low", "came_ci_high", "std_error", "conf_low", "conf_high")
 
 
@@ -80,6 +83,9 @@ def prepare_variant(v: dict, scale: float) -> dict:
         if v.get("partition"):
             for leaf in [v["partition"]["root"], *v["partition"]["leaves"]]:
                 _mul(leaf, _LEAF_KEYS, scale)
+        for name, keys in _LEVEL_KEYS.items():
+            if (v.get("levels") or {}).get(name):
+                _mul(v["levels"][name], keys, scale)
     v["fixed_ci_low"], v["fixed_ci_high"] = v.get("ci_low"), v.get("ci_high")
     method = v.get("inference", "sample")
     mc = v.get("model_ci")
