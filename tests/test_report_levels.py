@@ -202,3 +202,25 @@ def test_the_rendered_report_shows_the_three_levels(tmp_path):
             "Nadeau-Bengio corrected)") in text
     assert "Data level: in the data, the outcome changes by " in text
     assert "positivity of the data-level step" in text
+
+
+def test_a_failing_positivity_withholds_the_interval_in_table_sentence_and_flag():
+    from fme.report.present.levels import level_flag_rows, level_rows, level_sentences
+
+    data = {"ame": 0.8, "std_error": 0.3, "conf_low": None, "conf_high": None, "inference": "one-step (cross-fitted, "
+            "5 folds)", "plug_in": 0.7, "correction": 0.1, "ess": 41.6, "max_weight": 88.0, "share_extrapolated": 0.46,
+            "positivity": "fails", "n": 500, "model_ame": 1.2, "note": "", "folds": 5}
+    v = {"conf_level": 0.9, "levels": {"learner": None, "data": data}, "ci_inference": "sample", "se": 0.05}
+    cells = {"n": "500", "ame": "1.20", "ci_low": "1.10", "ci_high": "1.30", "ci_kind": "fixed model (rows)"}
+    rows = level_rows(v, cells, "rows")
+    assert rows[1] == {"level": "data", "question": "Does the outcome itself change this way in the data (E[Y | X] "
+                       "moved by the step)?", "rows": "500 training rows (5 folds)", "ame": "0.800",
+                       "ci": "withheld (positivity fails)", "se": "0.3000",
+                       "inference": "one-step (cross-fitted, 5 folds); positivity fails"}
+    (text,) = level_sentences(v, "x", "", "rows")
+    assert text == ("Data level: in the data, the outcome changes by 0.800 on average under the same step (one-step "
+                    "estimate on 500 training rows; no interval: the moved rows leave the support of the data); "
+                    "positivity fails (effective sample size 42 of 500, largest weight 88.0, 46.0% of moved rows "
+                    "flagged as extrapolation). On the same rows the model predicts a change of 1.200.")
+    assert level_flag_rows(v, "x") == [{"effect": "x", "rule": "positivity of the data-level step",
+                                        "threshold": "weak or fails", "value": "fails", "status": "FLAG (!)"}]
