@@ -188,6 +188,7 @@ def test_the_rendered_report_shows_the_three_levels(tmp_path):
     assert set(radius["levels"]) == {"learner", "data"} and "levels" not in texture
     qmd = (tmp_path / "out" / "report.qmd").read_text(encoding="utf-8")
     assert qmd.count("**Three levels of the effect.**") == 1
+    assert "\n- **Environment:**" in qmd  # its own bullet, not run into the package versions
     assert "| learner | Would the algorithm, retrained on new data of the same size, show this effect? |" in qmd
     import html as htmllib
     import re

@@ -30,13 +30,21 @@ def decimals_for(half_width: float | None, default: int = 3) -> int:
     return int(min(MAX_DECIMALS, max(0, 1 - math.floor(math.log10(half_width)))))
 
 
-def fmt_num(x: Any, decimals: int = 3) -> str:
-    """Fixed decimals with thousands separators; '-' for missing; no false zeros."""
+def fmt_num(x: Any, decimals: int = 3, *, signed: bool = False) -> str:
+    """Fixed decimals with thousands separators; '-' for missing; no false zeros.
+
+    A value that would round to zero is written ``< 0.001`` (``> -0.001``) for a magnitude; with
+    ``signed`` (an estimate, an interval bound, a difference, whose sign is the point) it gets two
+    significant digits instead (``0.00025``, ``-0.000045``; ``3.0e-12`` below a millionth), so that its sign
+    and size show.
+    """
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
     x = float(x)
     text = f"{x:,.{decimals}f}"
     if float(text.replace(",", "")) == 0.0 and x != 0.0:
+        if signed:  # below a millionth the fixed form would need more decimals than fmt_sig shows
+            return fmt_sig(x, 2) if abs(x) >= 1e-6 else f"{x:.1e}"
         tiny = f"{10 ** -decimals:.{decimals}f}"
         return f"< {tiny}" if x > 0 else f"> -{tiny}"
     if text.startswith("-") and float(text.replace(",", "")) == 0.0:
@@ -63,7 +71,7 @@ def fmt_est(est: Any, low: Any, high: Any) -> tuple[str, str, str]:
     if half == 0.0 and est is not None and math.isfinite(float(est)) and float(est) != 0.0:
         # a zero-width CI gives no precision: 6 significant digits, so 0.99989 is not shown as "1.000"
         d = int(min(MAX_DECIMALS, max(3, 5 - math.floor(math.log10(abs(float(est)))))))
-    return fmt_num(est, d), fmt_num(low, d), fmt_num(high, d)
+    return fmt_num(est, d, signed=True), fmt_num(low, d, signed=True), fmt_num(high, d, signed=True)
 
 
 def fmt_int(n: Any) -> str:

@@ -185,8 +185,9 @@ def interaction_cells(block: dict | None) -> dict | None:
     for r in block["rows"]:
         est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
         share = fmt_percent(r["share_above_tol"])
+        kind = CI_SHORT.get(r["inference"], r["inference"])  # "sample" is the fixed-model interval: say so
         rows.append({"a": r["steps_a"], "b": r["steps_b"], "estimate": est, "ci": f"[{lo}, {hi}]",
-                     "p": fmt_p(r["p_value"]), "share": share, "inference": r["inference"]})
+                     "p": fmt_p(r["p_value"]), "share": share, "inference": kind})
         # an interval away from zero, and an average above the rounding-level tolerance (an additive model's
         # interactions are exactly 0 up to rounding, with a zero-width interval)
         clear = (r["conf_low"] is not None and (r["conf_low"] > 0 or r["conf_high"] < 0)
@@ -194,8 +195,8 @@ def interaction_cells(block: dict | None) -> dict | None:
         sentences_.append(
             f"{r['steps_a']} and {r['steps_b']}: " + (
                 f"the effect of one step changes when the other is taken too, by {est} on average "
-                f"(interval [{lo}, {hi}], {r['inference']}); {share} of the rows interact beyond the tolerance."
-                if clear else f"no clear interaction: {est} on average, interval [{lo}, {hi}] ({r['inference']})."))
+                f"(interval [{lo}, {hi}], {kind}); {share} of the rows interact beyond the tolerance."
+                if clear else f"no clear interaction: {est} on average, interval [{lo}, {hi}] ({kind})."))
     return {"rows": rows, "sentences": sentences_, "auto": block.get("auto", False)}
 
 

@@ -93,6 +93,15 @@ def fit_text(fit: dict | None) -> str | None:
     return f"n = {fmt_int(fit['n'])}, RMSE {fmt_num(fit['rmse'], 3)}, R² {fmt_num(fit['r2'], 3)}"
 
 
+def _observed(low: float, high: float, prefix: bool = True) -> str:
+    """Observed data values as the data hold them (6 significant digits, no padded decimals): one value when
+    the range is a single value ('1,680', not 'from 1,680.000 to 1,680.000')."""
+    a, b = fmt_g(low, thousands=True), fmt_g(high, thousands=True)
+    if a == b:
+        return a
+    return f"from {a} to {b}" if prefix else f"{a} to {b}"
+
+
 def causes_phrase(causes: list[dict], n_ep: int) -> str | None:
     """'x + h leaves the reference range in crim for 400 of them (observed crim 0.006 to 4.9); ...'."""
     if not causes or not n_ep:
@@ -100,8 +109,7 @@ def causes_phrase(causes: list[dict], n_ep: int) -> str | None:
     parts = []
     for c in causes:
         if c["kind"] == "outside range":
-            rng = (f": observed {c['feature']} from {fmt_num(c['min'], 3)} to {fmt_num(c['max'], 3)}"
-                   if "min" in c else "")
+            rng = f": observed {c['feature']} {_observed(c['min'], c['max'])}" if "min" in c else ""
             parts.append(f"outside the reference data in {c['feature']} for {fmt_int(c['n'])}{rng}")
     joint = [c for c in causes if c["kind"] == "joint"]
     if joint:
@@ -110,7 +118,7 @@ def causes_phrase(causes: list[dict], n_ep: int) -> str | None:
         text = f"{fmt_int(n)} inside every feature's range, flagged for the combination of features"
         if named:
             text += " (they differ most from the evaluated rows in " + ", ".join(
-                f"{c['feature']}: {fmt_num(c['min'], 3)} to {fmt_num(c['max'], 3)}" for c in named) + ")"
+                f"{c['feature']}: {_observed(c['min'], c['max'], prefix=False)}" for c in named) + ")"
         parts.append(text)
     return "; ".join(parts)
 

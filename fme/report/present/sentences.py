@@ -13,7 +13,7 @@ from typing import Any
 
 from ..._utils.numfmt import count, fmt_bound, fmt_int
 
-__all__ = ["step_phrase", "effect_sentence", "linearity_sentence", "extrapolation_phrase", "LINEARITY",
+__all__ = ["step_phrase", "unit_for", "effect_sentence", "linearity_sentence", "extrapolation_phrase", "LINEARITY",
            "direction_word", "sensitivity_sentence", "with_eps_phrase", "STABILITY", "stability_sentence"]
 
 #: ANLM thresholds for the wording (printed in the report's method section).
@@ -25,6 +25,21 @@ def _amount(value: Any) -> str:
     return fmt_bound(abs(float(value)))
 
 
+def unit_for(unit: str, amount: Any) -> str:
+    """The unit as it reads after ``amount``: a step of exactly 1 takes the singular of a unit whose first
+    word is a plain English plural ('1 pupil per teacher', '1 year'; '1 thousands of dollars' stays, as do
+    symbols such as '%' or 'mm')."""
+    if abs(float(amount)) != 1.0:
+        return unit
+    words = unit.split(" ")
+    first = words[0]
+    follows = words[1] if len(words) > 1 else ""
+    if (len(first) > 2 and first.isalpha() and first.endswith("s") and not first.endswith(("ss", "us", "is"))
+            and follows != "of"):
+        words[0] = first[:-3] + "y" if first.endswith("ies") else first[:-1]
+    return " ".join(words)
+
+
 def step_phrase(steps: dict[str, Any], numeric: bool, units: dict[str, str]) -> str:
     """'Lowering crim by 5', 'Lowering crim by 5 and nox by 0.1 together', 'Switching chas ... to 1'."""
     if not numeric:
@@ -34,7 +49,7 @@ def step_phrase(steps: dict[str, Any], numeric: bool, units: dict[str, str]) -> 
         return "Setting " + ", ".join(f"{f} to {v}" for f, v in steps.items())
     parts = []
     for i, (feature, h) in enumerate(steps.items()):
-        unit = f" {units[feature]}" if units.get(feature) else ""
+        unit = f" {unit_for(units[feature], h)}" if units.get(feature) else ""
         verb = "Lowering" if float(h) < 0 else "Raising"
         if i == 0:
             parts.append(f"{verb} {feature} by {_amount(h)}{unit}")

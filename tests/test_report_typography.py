@@ -1,0 +1,58 @@
+"""Typography and wording of report numbers: signed values never shown as '< 0.001', a single observed value
+not shown as a range, units after a step of 1, the interactions' interval named."""
+
+from __future__ import annotations
+
+import pytest
+
+from fme._utils.numfmt import fmt_est, fmt_num
+from fme.report.present.context import interaction_cells
+from fme.report.present.model_context import causes_phrase
+from fme.report.present.sentences import step_phrase, unit_for
+
+
+@pytest.mark.parametrize("args, want", [
+    ((0.0123, -0.0004, 0.00025), ("0.01230", "-0.00040", "0.00025")),   # an interval's upper end above zero
+    ((3e-12, 1e-13, 5e-12), ("3.0e-12", "1.0e-13", "5.0e-12")),
+    ((0.5, -4e-7, 1.0), ("0.50", "-4.0e-07", "1.00")),
+    ((0.0, -0.1, 0.1), ("0.00", "-0.10", "0.10")),
+])
+def test_estimates_and_bounds_keep_their_sign(args, want):
+    assert fmt_est(*args) == want
+
+
+def test_magnitudes_keep_the_bound_form_and_signed_values_show_digits():
+    assert fmt_num(0.0004, 3) == "< 0.001" and fmt_num(-0.0004, 3) == "> -0.001"
+    assert fmt_num(4.5e-5, 4, signed=True) == "0.000045" and fmt_num(-4.5e-5, 4, signed=True) == "-0.000045"
+
+
+@pytest.mark.parametrize("unit, one, two", [
+    ("pupils per teacher", "pupil per teacher", "pupils per teacher"), ("years", "year", "years"),
+    ("cities", "city", "cities"), ("thousands of dollars", "thousands of dollars", "thousands of dollars"),
+    ("%", "%", "%"), ("mm", "mm", "mm"), ("bus", "bus", "bus"), ("degrees Celsius", "degree Celsius",
+                                                                "degrees Celsius")])
+def test_a_step_of_one_takes_the_singular_unit(unit, one, two):
+    assert unit_for(unit, 1) == one and unit_for(unit, -1.0) == one and unit_for(unit, 2) == two
+
+
+def test_step_phrase_reads_with_its_unit():
+    assert step_phrase({"ptratio": 1}, True, {"ptratio": "pupils per teacher"}) == (
+        "Raising ptratio by 1 pupil per teacher")
+    assert step_phrase({"ptratio": -2}, True, {"ptratio": "pupils per teacher"}) == (
+        "Lowering ptratio by 2 pupils per teacher")
+
+
+def test_a_single_observed_value_is_not_a_range():
+    causes = [{"kind": "outside range", "feature": "tax", "n": 3, "min": 1680.0, "max": 1680.0},
+              {"kind": "outside range", "feature": "crim", "n": 2, "min": 0.00632, "max": 88.9762}]
+    assert causes_phrase(causes, 5) == ("outside the reference data in tax for 3: observed tax 1,680; outside the "
+                                        "reference data in crim for 2: observed crim from 0.00632 to 88.9762")
+
+
+def test_the_interactions_name_the_fixed_model_interval():
+    block = {"rows": [{"steps_a": "a + 1", "steps_b": "b + 1", "estimate": 0.5, "conf_low": 0.4, "conf_high": 0.6,
+                       "p_value": 1e-5, "share_above_tol": 1.0, "inference": "sample", "tol": 1e-8}]}
+    cells = interaction_cells(block)
+    assert cells["rows"][0]["inference"] == "fixed model (rows)"
+    assert cells["sentences"][0].endswith("(interval [0.40, 0.60], fixed model (rows)); 100.0% of the rows interact "
+                                          "beyond the tolerance.")
