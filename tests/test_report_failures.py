@@ -355,3 +355,24 @@ def test_entry_point_raising_is_one_line_before_the_notebook(tmp_path, capsys, m
     rc, lines = _run_cli(capsys, config)
     assert rc == 1 and lines == [f"{config}:5: model.entry_point: RuntimeError: training data server unreachable"]
     _no_report_left(config)
+
+
+def test_every_message_names_the_config_as_given(tmp_path, monkeypatch):
+    """Before the notebook (loading, checks) and after it (an error the notebook raised with the absolute path
+    it loads the config by), the message names the config as the caller gave it."""
+    from papermill.exceptions import PapermillExecutionError
+
+    from fme.report.build import _loud
+    from fme.report.inputs.config import config_error
+
+    (tmp_path / "c.yaml").write_text("title: T\nowner: O\nintended_use: U\nmodel: {joblib: m.joblib}\n"
+                                     "data: {path: d.csv}\ntarget: y\neffects:\n  - steps: {x: 1}\n",
+                                     encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config("c.yaml")
+    assert cfg.path == (tmp_path / "c.yaml").resolve() and cfg.shown == "c.yaml"
+    assert str(config_error(cfg, ("effects", 0, "steps"), "bad")) == "c.yaml:8: effects[0].steps: bad"
+    exc = PapermillExecutionError(3, 3, "run_effects(...)", "ConfigError",
+                                  f"{cfg.path}:8: effects[0].steps: the step failed", [])
+    assert str(_loud(exc, cfg, tmp_path / "c.error.log")) == (
+        f"c.yaml:8: effects[0].steps: the step failed (details: {tmp_path / 'c.error.log'})")

@@ -56,3 +56,15 @@ def test_the_interactions_name_the_fixed_model_interval():
     assert cells["rows"][0]["inference"] == "fixed model (rows)"
     assert cells["sentences"][0].endswith("(interval [0.40, 0.60], fixed model (rows)); 100.0% of the rows interact "
                                           "beyond the tolerance.")
+
+
+@pytest.mark.parametrize("args, want", [
+    ((0.9999999, 0.9999999, 0.9999999), ("> 0.999", "> 0.999", "> 0.999")),  # a zero-width interval near 1
+    ((0.9999999, 0.9999990, 1.0), ("> 0.9999", "> 0.9999", "1.0000")),
+    ((0.953, 0.941, 0.965), ("0.953", "0.941", "0.965")),
+    ((0.5, None, None), ("0.500", "-", "-")),
+])
+def test_an_nlm_average_shows_at_most_four_decimals_and_never_a_false_one(args, want):
+    from fme._utils.numfmt import fmt_nlm
+
+    assert fmt_nlm(*args) == want

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["decimals_for", "fmt_num", "fmt_sig", "fmt_g", "fmt_percent", "fmt_est", "fmt_int", "fmt_share",
+__all__ = ["decimals_for", "fmt_num", "fmt_sig", "fmt_g", "fmt_percent", "fmt_est", "fmt_nlm", "fmt_int", "fmt_share",
            "fmt_level", "fmt_bound", "fmt_p", "p_phrase", "count", "MAX_DECIMALS", "MAX_EXTRA_DECIMALS"]
 
 MAX_DECIMALS = 6
@@ -72,6 +72,28 @@ def fmt_est(est: Any, low: Any, high: Any) -> tuple[str, str, str]:
         # a zero-width CI gives no precision: 6 significant digits, so 0.99989 is not shown as "1.000"
         d = int(min(MAX_DECIMALS, max(3, 5 - math.floor(math.log10(abs(float(est)))))))
     return fmt_num(est, d, signed=True), fmt_num(low, d, signed=True), fmt_num(high, d, signed=True)
+
+
+#: Decimals an NLM is shown with at most: the integration error of a single NLM is rarely below 1e-6, so
+#: more digits would print noise (an ANLM of 0.9999999 with a zero-width interval).
+NLM_DECIMALS = 4
+
+
+def fmt_nlm(est: Any, low: Any, high: Any) -> tuple[str, str, str]:
+    """An NLM average and its interval (paper §5.4: NLM <= 1) as :func:`fmt_est` shows them, with at most
+    :data:`NLM_DECIMALS` decimals; a value below 1 that would round to 1 reads ``> 0.9999``, never ``1.0000``."""
+    half = None if low is None or high is None else (float(high) - float(low)) / 2
+    d = min(decimals_for(half), NLM_DECIMALS)
+
+    def one(x: Any) -> str:
+        if x is None or not math.isfinite(float(x)):
+            return "-"
+        x = float(x)
+        if x < 1.0 and round(x, d) >= 1.0:
+            return f"> {1 - 10 ** -d:.{d}f}"
+        return fmt_num(x, d, signed=True)
+
+    return one(est), one(low), one(high)
 
 
 def fmt_int(n: Any) -> str:

@@ -396,5 +396,8 @@ def _loud(exc: BaseException, cfg: ReportConfig, error_log: Path, kernel_stderr:
                          f"kernel stderr:\n{kernel_stderr}\n", encoding="utf-8")
     first = " ".join(evalue.split())
     if ename == "ConfigError" and first.startswith(str(cfg.path) + ":"):
+        # the notebook loads the config by its absolute path; the message names it as the caller did
+        return ConfigError(f"{cfg.shown or cfg.path}{first[len(str(cfg.path)):]} (details: {error_log})")
+    if ename == "ConfigError" and cfg.shown and first.startswith(cfg.shown + ":"):
         return ConfigError(f"{first} (details: {error_log})")
     return config_error(cfg, (), f"the build failed: {ename}: {first} (details: {error_log})")

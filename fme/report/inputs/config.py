@@ -204,6 +204,8 @@ class ReportConfig:
         Key text (``effects[0].steps.x1``) -> 1-based line in the file (:func:`config_error`).
     given : frozenset of str
         The top-level keys the file set (the others are defaults).
+    shown : str
+        The config's path as the caller gave it (relative or absolute): every message names the file so.
     """
 
     title: str
@@ -218,6 +220,7 @@ class ReportConfig:
     name: str
     lines: Mapping[str, int] = field(default_factory=dict, repr=False)
     given: frozenset[str] = frozenset()
+    shown: str = ""
     out_of_scope: str = ""
     status: str = "Draft"
     signoff: tuple[Mapping[str, str], ...] = ()
@@ -277,7 +280,7 @@ def config_error(cfg: ReportConfig, path: tuple, message: str) -> ConfigError:
     p = tuple(path)
     while p and _key_text(p) not in lines:
         p = p[:-1]
-    return ConfigError(f"{cfg.path}:{lines.get(_key_text(p), 1)}: {_key_text(tuple(path))}: {message}")
+    return ConfigError(f"{cfg.shown or cfg.path}:{lines.get(_key_text(p), 1)}: {_key_text(tuple(path))}: {message}")
 
 
 def _check_partition(file: str, lines: dict, i: int, part: dict) -> None:
@@ -419,7 +422,8 @@ def load_config(path: str | Path) -> ReportConfig:
         _check_expect(str(path), lines, i, full)
         cfg["effects"][i] = full
     cfg["signoff"] = [{"name": "", **row} for row in cfg["signoff"]]
-    return _config_object(cfg, raw, path.resolve(), {_key_text(k): v for k, v in lines.items()})
+    return dataclasses.replace(_config_object(cfg, raw, path.resolve(), {_key_text(k): v for k, v in lines.items()}),
+                               shown=str(path))
 
 
 def _check_expect(path: str, lines: dict, i: int, full: dict) -> None:

@@ -19,8 +19,8 @@ from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .levels import level_flag_rows, level_rows, level_sentences
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
 from ..inputs.specs import CI_COVERS, CI_SHORT
-from ..._utils.numfmt import (count, decimals_for, fmt_est, fmt_g, fmt_int, fmt_level, fmt_num, fmt_p, fmt_percent,
-                              fmt_share, p_phrase)
+from ..._utils.numfmt import (count, decimals_for, fmt_est, fmt_g, fmt_int, fmt_level, fmt_nlm, fmt_num, fmt_p,
+                              fmt_percent, fmt_share, p_phrase)
 
 __all__ = ["build_context", "effect_cells", "FLAG_THRESHOLDS", "with_eps_rows", "sensitivity_rows",
            "stability_cells",
@@ -51,7 +51,7 @@ def effect_cells(v: dict) -> dict[str, str]:
     else:
         d["ep_share"] = "-"
     if v.get("nlm") and v.get("anlm") is not None:
-        a, alo, ahi = fmt_est(v["anlm"], v["anlm_ci_low"], v["anlm_ci_high"])
+        a, alo, ahi = fmt_nlm(v["anlm"], v["anlm_ci_low"], v["anlm_ci_high"])
         d.update(anlm=a, anlm_ci_low=alo, anlm_ci_high=ahi, median_nlm=fmt_est(v.get("median_nlm"), None, None)[0],
                  share_linear=fmt_percent(v.get("share_linear")),
                  n_nlm_flat=fmt_int(v.get("n_nlm_flat") or 0), n_nlm_constant=fmt_int(v.get("n_nlm_constant") or 0),
