@@ -38,10 +38,11 @@ from ._estimates import (BOOTSTRAP_CIS, INFERENCE_COLUMNS, INFERENCE_METHODS, Es
                          alloc_draws, check_inference, group_matrix, pairwise_matrix, sample_inference,
                          undefined_where)
 from ._methods import compute_averages, compute_rows, resolve_method
+from .refit_cache import RefitCache
 from .table import EstimatesTable, JointEstimates
 
 # Pickles of tables name the estimates they carry by this public path, which does not move.
 Estimates.__module__ = "fme.inference"
 
 __all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "RowInference", "Estimates", "EstimatesTable",
-           "JointEstimates", "check_inference", "compute_averages"]
+           "JointEstimates", "RefitCache", "check_inference", "compute_averages"]

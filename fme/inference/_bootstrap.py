@@ -26,7 +26,9 @@ than two successful refits is an error.
   statsmodels ``ConvergenceWarning`` during its fit or statsmodels'
   ``mle_retvals["converged"]`` False, is counted as failed and left out; True:
   kept in the draws, still counted), ``backend`` (``"auto"``, ``"threads"``,
-  ``"processes"``; see below).
+  ``"processes"``; see below), ``cache`` (a :class:`~fme.inference.RefitCache`: the refitted models are
+  kept there, and a later call on the same model, training data and seed predicts with them instead of
+  refitting; :mod:`fme.inference.refit_cache`).
 
 Failures: ``n_failed`` counts the refits left out (errors, and non-converged
 ones unless kept), ``n_nonconverged`` the refits that did not converge; both
@@ -77,11 +79,12 @@ from .._utils.warn import warn_caller
 from ._estimates import BOOTSTRAP_CIS, Estimates, RowInference, alloc_draws, group_matrix
 from .._adapters import ModelAdapter, adapt
 from ..predictors import make_predictor
+from .refit_cache import RefitCache
 
 __all__ = ["check_bootstrap", "bootstrap_rows", "refit_setup", "run_refits", "refit_one", "RefitTally", "check_refits"]
 
 _KEYS = {"X", "y", "data", "n_resamples", "random_state", "n_jobs", "ci", "progress", "memory_limit",
-         "keep_nonconverged", "backend"}
+         "keep_nonconverged", "backend", "cache"}
 BACKENDS = ("auto", "threads", "processes")
 #: Seconds a pool of workers costs before its first refit (benchmarks/bench_refits.py on the shared 2-core
 #: machine: two loky processes with 4 batches of Ridge refits cost about 3 s over the sequential run, starting
@@ -135,6 +138,8 @@ def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
         raise ParameterError(f"bootstrap keep_nonconverged must be True or False, got {out['keep_nonconverged']!r}.")
     if out["backend"] not in BACKENDS:
         raise ParameterError(f"bootstrap backend must be one of {BACKENDS}, got {out['backend']!r}.")
+    if out.get("cache") is not None and not isinstance(out["cache"], RefitCache):
+        raise ParameterError(f"bootstrap cache must be a fme.inference.RefitCache, got {type(out['cache']).__name__}.")
     if out["ci"] not in BOOTSTRAP_CIS:
         raise ParameterError(f"bootstrap ci must be one of {BOOTSTRAP_CIS}, got {out['ci']!r}.")
     # the backend's refit recipe: its checks of the training data (X, y or data) and its refit
@@ -227,11 +232,10 @@ def refit_one(seed: np.random.SeedSequence, adapter: ModelAdapter, train: Any,
     return fitted, None, note
 
 
-def _one_resample(seed: np.random.SeedSequence, adapter: ModelAdapter, train: Any, n_train: int,
-                  frame: pd.DataFrame, n: int, target_class: Any) -> tuple[np.ndarray | None, str | None, str | None]:
-    """fMEs of one refit: predictions of [X0; X1] differenced; (None, message, None) if the refit fails; the
-    third item says why the refit did not converge (None if it did)."""
-    fitted, err, note = refit_one(seed, adapter, train, n_train)
+def _fmes_of(fitted: Any, err: str | None, note: str | None, frame: pd.DataFrame, n: int,
+             target_class: Any) -> tuple[np.ndarray | None, str | None, str | None]:
+    """fMEs of one refitted model: predictions of [X0; X1] differenced; (None, message, None) if the refit or
+    its prediction failed; the third item says why the refit did not converge (None if it did)."""
     if err is not None:
         return None, err, None
     try:
@@ -240,6 +244,66 @@ def _one_resample(seed: np.random.SeedSequence, adapter: ModelAdapter, train: An
     except Exception as exc:  # a failed refit is counted and reported, never silently dropped
         return None, f"{type(exc).__name__}: {exc}", None
     return pred[n:] - pred[:n], None, note
+
+
+def _fmes_split(fitted: Any, err: str | None, note: str | None, frame: pd.DataFrame, n: int, target_class: Any,
+                base: np.ndarray | None = None) -> tuple[np.ndarray | None, str | None, str | None, np.ndarray | None]:
+    """As :func:`_fmes_of` with X0 and X1 predicted by separate calls, and f(X0) returned (or taken from
+    ``base``): the calls sharing a :class:`RefitCache` predict the evaluation points once per refit, and the
+    first call's draws equal the later ones' bit for bit."""
+    if err is not None:
+        return None, err, None, None
+    try:
+        predict = make_predictor(fitted, target_class)
+        if base is None:
+            base = predict(frame.iloc[:n].copy(deep=False), "bootstrap refit")
+        stepped = predict(frame.iloc[n:].copy(deep=False), "bootstrap refit")
+    except Exception as exc:  # a failed refit is counted and reported, never silently dropped
+        return None, f"{type(exc).__name__}: {exc}", None, None
+    return stepped - base, None, note, base
+
+
+def _one_resample(seed: np.random.SeedSequence, adapter: ModelAdapter, train: Any, n_train: int,
+                  frame: pd.DataFrame, n: int, target_class: Any) -> tuple[np.ndarray | None, str | None, str | None]:
+    """fMEs of one refit (:func:`_fmes_of` of the model refitted on the resample of ``seed``)."""
+    return _fmes_of(*refit_one(seed, adapter, train, n_train), frame, n, target_class)
+
+
+def _one_resample_kept(seed: np.random.SeedSequence, adapter: ModelAdapter, train: Any, n_train: int,
+                       frame: pd.DataFrame, n: int, target_class: Any) -> tuple:
+    """:func:`_fmes_split` of one refit, and the refit itself (model, error, note) for a :class:`RefitCache`."""
+    refit = refit_one(seed, adapter, train, n_train)
+    return (*_fmes_split(*refit, frame, n, target_class), refit)
+
+
+def _refit_results(model: Any, spec: dict[str, Any], seeds: list, args: tuple, execution: dict) -> Iterator:
+    """(fMEs, error, note) of every resample in seed order: from the refits a ``spec["cache"]`` kept for this
+    model and these resamples (only predicting), else by refitting (:func:`run_refits`), keeping them there."""
+    cache = spec.get("cache")
+    entry = None if cache is None else cache.entry(model, spec)
+    adapter, train, n_train, frame, n, target_class = args
+    B = len(seeds)
+    if entry is None or not entry.keeping:
+        yield from run_refits(_one_resample, seeds, args, n_jobs=spec["n_jobs"], backend=spec["backend"],
+                              model=model, execution=execution)
+        return
+    points = cache.points_key(frame.iloc[:n], target_class)
+    if entry.complete(B):
+        execution.update({"mode": "cached", "workers": 1, "reused": B})
+        for b in range(B):
+            fitted, err, note = entry.results[b]
+            cache.reused += fitted is not None
+            fmes, err, note, base = _fmes_split(fitted, err, note, frame, n, target_class,
+                                                entry.base.get((points, b)))
+            cache.keep_base(entry, points, b, base)
+            yield fmes, err, note
+        return
+    for b, (fmes, err, note, base, refit) in enumerate(run_refits(
+            _one_resample_kept, seeds, args, n_jobs=spec["n_jobs"], backend=spec["backend"], model=model,
+            execution=execution)):
+        cache.keep(entry, b, *refit, B)
+        cache.keep_base(entry, points, b, base)
+        yield fmes, err, note
 
 
 class RefitTally:
@@ -488,8 +552,7 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     store = _DrawStore(sizes, B, groupings, int(spec["memory_limit"]))
     tally = RefitTally(spec["keep_nonconverged"])
     execution: dict = {}
-    results = run_refits(_one_resample, seeds, (adapter, train, n_train, frame, n, target_class),
-                         n_jobs=spec["n_jobs"], backend=spec["backend"], model=model, execution=execution)
+    results = _refit_results(model, spec, seeds, (adapter, train, n_train, frame, n, target_class), execution)
     # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._utils.progress)
     kept = []  # which resamples (positions in the seed order) the draws' columns are: pairs two models' refits
     for b, (fmes, err, note) in enumerate(progress_bar(results, total=B, desc="bootstrap refits",

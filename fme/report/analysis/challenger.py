@@ -73,7 +73,7 @@ def _paired_bootstrap(ra: Any, rb: Any, pa: np.ndarray, pb: np.ndarray, est: flo
 
 def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, reference: pd.DataFrame, eff: EffectConfig,
                        v: dict, seed: int, target_class: Any = None, train: pd.DataFrame | None = None,
-                       target: str | None = None, champion_result: Any = None) -> dict:
+                       target: str | None = None, champion_result: Any = None, refits: Any = None) -> dict:
     """The challenger's figures for the effect variant ``v`` of the champion (its JSON summary).
 
     Parameters
@@ -95,6 +95,8 @@ def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, refer
     champion_result : FMEResult, optional
         The champion's bootstrap result of this variant, computed with the same seed (its refits are reused
         instead of repeated).
+    refits : fme.inference.RefitCache, optional
+        The build's refits shared between effects: the challenger is refitted once for all of them.
 
     Returns
     -------
@@ -111,7 +113,7 @@ def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, refer
     boot = (train is not None and eff.inference["method"] == "bootstrap" and _refittable(champion)
             and _refittable(challenger))
     if boot:
-        bkw = bootstrap_kwargs(eff.inference, train, target, seed)
+        bkw = bootstrap_kwargs(eff.inference, train, target, seed, refits)
         a = (champion_result if champion_result is not None and champion_result.inference == "bootstrap"
              else fme.fme(champion, data, steps, **bkw, **kwargs))
         b = fme.fme(challenger, data, steps, **bkw, **kwargs)

@@ -107,7 +107,7 @@ class InMemory:
 
 def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff: EffectConfig, seed: int,
                    target_class: Any = None, train: pd.DataFrame | None = None, target: str | None = None,
-                   engine: Any = None) -> dict:
+                   engine: Any = None, refits: Any = None) -> dict:
     """fMEs, NLMs, extrapolation counts, inference and cAMEs of one configured effect, for either engine.
 
     Parameters
@@ -125,6 +125,8 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
     engine : InMemory or DaskRows, optional
         Where the per-row pieces come from; default :class:`InMemory`. Dask data need
         :func:`fme.report.analysis.dask_analysis.compute_effect_dask`, which passes its ``DaskRows``.
+    refits : fme.inference.RefitCache, optional
+        The bootstrap refits the build shares between its effects (refitted once, reused).
 
     Returns
     -------
@@ -139,7 +141,7 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
                                "fme.report.analysis.dask_analysis.compute_effect_dask")
         engine = InMemory()
     res, steps, numeric, det_spec, use_nlm, conf = run_effect_fme(model, data, reference, eff, seed, target_class,
-                                                                  train, target)
+                                                                  train, target, refits)
     summary = effect_summary(res, steps, numeric, det_spec, use_nlm, conf)
     rows, rows_data, rows_ref = engine.rows(model, data, reference, res, eff, seed, target_class, use_nlm)
     if res.on_extrapolation == "shrink":  # per-row steps

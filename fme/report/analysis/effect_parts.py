@@ -61,10 +61,12 @@ _REDUCE_SHARE = 0.02
 
 
 def run_effect_fme(model: Any, data: Any, reference: Any, eff: EffectConfig, seed: int, target_class: Any,
-                   train: pd.DataFrame | None, target: str | None) -> tuple[Any, dict, bool, dict, bool, float]:
+                   train: pd.DataFrame | None, target: str | None, refits: Any = None
+                   ) -> tuple[Any, dict, bool, dict, bool, float]:
     """The effect's :func:`fme.fme` as both engines run it (pandas frame or Dask data): its result, the
     steps, whether every stepped feature is numeric, the detector spec, whether NLMs were computed and the
-    confidence level."""
+    confidence level. ``refits``: the build's :class:`fme.inference.RefitCache` (bootstrap refits shared
+    between effects), or None."""
     from ..._utils.validation import is_categorical
 
     steps = dict(eff.steps)
@@ -78,7 +80,7 @@ def run_effect_fme(model: Any, data: Any, reference: Any, eff: EffectConfig, see
     use_nlm = bool(eff.nlm) and numeric
     conf = float(eff.conf_level)
     res = fme.fme(model, data, steps, nlm=use_nlm, nlm_method=eff.nlm_method, conf_level=conf,
-                  **bootstrap_kwargs(eff.inference, train, target, seed), **kwargs)
+                  **bootstrap_kwargs(eff.inference, train, target, seed, refits), **kwargs)
     return res, steps, numeric, det_spec, use_nlm, conf
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 import fme
+from fme.inference import RefitCache
 
 from ..._utils.validation import is_dask_collection
 from ..inputs.config import ConfigError, ReportConfig, config_error
@@ -245,6 +246,8 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
     fig_scale = 1.0 if target_class is None else 100.0
     sample = None
     challenger = None
+    # every effect with bootstrap refits the model on the same resamples (one seed): fitted once, then reused
+    refits = RefitCache()
     if cfg.challenger:  # champion and challenger: the second model, loaded like the first
         if is_dask_collection(data):
             raise config_error(cfg, ("challenger",), "a challenger model works with engine: pandas (for now)")
@@ -272,7 +275,8 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
         for vid, veff in variants:
             try:
                 if sample is None:
-                    out = compute_effect(model, data, reference, veff, cfg.seed, target_class, train, cfg.target)
+                    out = compute_effect(model, data, reference, veff, cfg.seed, target_class, train, cfg.target,
+                                         refits=refits)
                 else:
                     out = compute_effect_dask(model, data, reference, veff, cfg.seed, target_class, train, cfg.target,
                                               sample)
@@ -286,7 +290,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                 if challenger is not None:
                     summ["challenger"] = challenger_summary(model, challenger, data, reference, veff, summ,
                                                             int(cfg.seed), target_class, train, cfg.target,
-                                                            out["result"])
+                                                            out["result"], refits)
                 levels = level_summaries(model, veff, summ, trains, cfg.target, target_class, int(cfg.seed))
                 if levels is not None:
                     summ["levels"] = levels

@@ -157,10 +157,12 @@ def normalise_level(key: str, value: Any, *inference: dict[str, Any]) -> tuple[A
     return spec, None
 
 
-def bootstrap_kwargs(spec: dict[str, Any], train: Any, target: str, seed: int) -> dict[str, Any]:
+def bootstrap_kwargs(spec: dict[str, Any], train: Any, target: str, seed: int, cache: Any = None) -> dict[str, Any]:
     """``inference=`` and ``bootstrap=`` arguments of ``fme.fme`` for a resolved inference spec.
 
-    ``train`` is the loaded ``train_data`` frame (features and ``target``) for bootstrap, else None.
+    ``train`` is the loaded ``train_data`` frame (features and ``target``) for bootstrap, else None; ``cache``
+    a :class:`fme.inference.RefitCache` the build shares between its effects (the same model is refitted on the
+    same resamples for every effect: once, then reused).
     """
     if spec["method"] != "bootstrap":
         return {"inference": spec["method"]}
@@ -168,6 +170,8 @@ def bootstrap_kwargs(spec: dict[str, Any], train: Any, target: str, seed: int) -
             "random_state": seed, "ci": spec["ci"], "progress": False}
     if spec.get("n_jobs") is not None:
         boot["n_jobs"] = int(spec["n_jobs"])
+    if cache is not None:
+        boot["cache"] = cache
     return {"inference": "bootstrap", "bootstrap": boot}
 
 
