@@ -111,7 +111,7 @@ def test_stability_table_names_its_rows_and_what_did_not_run():
     assert rows["Subsamples"] == ("20 random subsamples of 6,710 rows each (50.0% of the 13,420 evaluated rows of "
                                   "the sample, itself 49.6% of all 27,061 evaluated rows; drawn without replacement)")
     assert rows["First split (x in the tree grown on the sample)"] == "the same in 19 of 20 refits"
-    assert rows["Subspaces (leaves)"].startswith("the tree grown on the sample 4; refits median 4.0")
+    assert rows["Subspaces (leaves)"].startswith("tree grown on the sample 4; refits median 4.0")
     full = stability_cells({**st, "of_sample": None}, 2)["rows"]
     assert full[0]["value"] == ("20 random subsamples of 6,710 rows each (50.0% of the 13,420 evaluated rows; drawn "
                                 "without replacement)")

@@ -143,7 +143,8 @@ def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
         rows.append({"quantity": f"First split ({root} in {full})" if root else f"First split (none in {full})",
                      "value": f"the same in {same} of {fmt_int(st['n_refits'])} refits"})
         rows.append({"quantity": "Subspaces (leaves)",
-                     "value": f"{full} {fmt_int(st['n_leaves_full'])}; refits median {fmt_num(st['leaves_median'], 1)} "
+                     "value": f"{'tree grown on the sample' if of else 'full data'} {fmt_int(st['n_leaves_full'])}; "
+                              f"refits median {fmt_num(st['leaves_median'], 1)} "
                               f"(range {fmt_int(st['leaves_min'])} to {fmt_int(st['leaves_max'])})"})
         rows.append({"quantity": f"Agreement with {'the sample' if of else 'the full'} partition (adjusted Rand index: 1 "
                                  "same grouping, 0 chance)",
@@ -312,6 +313,10 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
                    f"{cells['ame']}.")
             cap = (f"cAME tree of {step} ({p['method']}): each leaf shows n, cAME with CI and the distribution of "
                    "its fMEs; the table after the next figure gives the same numbers.")
+            if p.get("honest"):  # which rows each part of the diagram counts
+                cap += (f" Counts, cAMEs and CIs: the {fmt_int(p['n_estimated'])} rows that estimate the leaves; "
+                        f"fME panels: the {fmt_int(p.get('tree_rows', p['n_grown']))} rows the tree grew on; the "
+                        f"root's AME: all {fmt_int(v['n'])} evaluated rows.")
         elif k == "came":
             n_all = len(v["partition"]["leaves"])
             leaves = shown_leaves(v["partition"], v["id"])[0]["leaves"]  # as drawn: the largest 16 of more
@@ -325,6 +330,11 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
                    f"(leaf {lo['node']}, {lo['rule']}) to {e} (leaf {hi['node']}, {hi['rule']}); the AME of all "
                    f"rows is {cells['ame']}.")
             cap = f"cAMEs of {step} per subspace found by {v['partition']['method']} (n per leaf in the labels)."
+            if fig.get("rows"):  # honest: two sets of rows, each named
+                r = fig["rows"]
+                cap += (f" Each leaf's n and cAME are over the {fmt_int(r['estimation'])} rows that estimate the "
+                        f"leaves (honest); the AME line is over all {fmt_int(r['all'])} evaluated rows, so a leaf "
+                        "covering the whole data can differ from it.")
             if fig.get("tree_omitted"):
                 cap += (f" The tree diagram is drawn up to 16 leaves; this partition has {fig['tree_omitted']}, so "
                         "the leaf tables give its structure.")
