@@ -245,6 +245,17 @@ def _subset(effects: FMEResult, positions: np.ndarray) -> FMEResult:
                                positions=None if effects.positions is None else effects.positions[positions])
 
 
+def _refit(effects: FMEResult, partition: PartitionResult, params: dict, at_most: bool) -> PartitionResult:
+    """One refit of :func:`partition_stability` with the partition's method and ``params``."""
+    cap = params.get("n_partitions")
+    if at_most and cap is not None:
+        grown = came(effects, method=partition.method, conf_level=partition.conf_level,
+                     **{k: v for k, v in params.items() if k != "n_partitions"})
+        if len(grown.leaf_ids) <= int(cap):
+            return grown
+    return came(effects, method=partition.method, conf_level=partition.conf_level, **params)
+
+
 def partition_stability(
     partition: PartitionResult,
     *,
@@ -253,6 +264,7 @@ def partition_stability(
     random_state: int | None = 0,
     scale_sizes: bool = True,
     progress: bool | None = None,
+    at_most: bool = False,
 ) -> pd.DataFrame:
     """Refit a partition on random subsamples of its rows: how stable are the AME and the subspaces?
 
@@ -283,6 +295,13 @@ def partition_stability(
     progress : bool, optional
         A progress bar over the refits: default on a terminal only, unless
         ``FME_PROGRESS=0`` (:mod:`fme._utils.progress`).
+    at_most : bool, default=False
+        For a partition reduced with ``n_partitions``: True takes it as an upper bound, so a refit whose tree,
+        grown with the partition's other parameters, has no more leaves keeps it as grown (the reduction of
+        paper §5.5 applies only to a larger one); False repeats the exact call, and a refit that grows fewer
+        leaves fails (``error``). The growth parameters should then be explicit in :func:`came`'s call (CTREE
+        ``alpha``/``minbucket``, CART ``min_samples_leaf``): without ``n_partitions`` their defaults are not
+        those of a reduction.
 
     Returns
     -------
@@ -328,7 +347,7 @@ def partition_stability(
         row: dict[str, Any] = {"subsample": b + 1, "n": m, "ame": float(fmes[pos].mean()), "n_leaves": pd.NA,
                                "root_split": None, "same_root_split": pd.NA, "ari": np.nan, "error": None}
         try:
-            sub = came(_subset(effects, pos), method=partition.method, conf_level=partition.conf_level, **params)
+            sub = _refit(_subset(effects, pos), partition, params, at_most)
         except FMEError as exc:
             row["error"] = str(exc)
         else:

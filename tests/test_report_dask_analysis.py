@@ -469,7 +469,8 @@ def test_dask_report_on_rows_within_sample_size_equals_the_pandas_report(tmp_pat
     p_html, d_html = (" ".join((tmp_path / e / "report.html").read_text(encoding="utf-8").split()) for e in "pd")
     rule = "partition unstable across subsamples (median ARI)"
     assert rule in p_html and rule in d_html
-    assert "(50.0% of the evaluated rows" in d_html and "(50.0% of the evaluated rows" in p_html
+    n_rows = f"(50.0% of the {p['effects'][0]['variants'][0]['stability']['n_rows']:,} evaluated rows; drawn"
+    assert n_rows in d_html and n_rows in p_html
     cluster = d["environment"]["cluster"]  # the local cluster the build started: its workers and threads
     assert cluster["scheduler"] == "local" and cluster["workers"] >= 1 and cluster["threads"] >= cluster["workers"]
     assert f"Cluster: local ({cluster['workers']} worker" in d_html and "Cluster:" not in p_html

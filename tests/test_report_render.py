@@ -286,7 +286,7 @@ def test_stability_rows_and_sentence_numbers_are_cells(ari, word):
     assert values["First split (lstat in the full data)"] == "the same in 17 of 20 refits"
     assert values["Subspaces (leaves)"] == "full data 10; refits median 6.0 (range 4 to 8)"
     assert values["AME in the subsamples"] == "5.14 to 6.09 (SD 0.22); same sign as the AME in 20 of 20"
-    assert "253 rows each (50.0% of the evaluated rows" in values["Subsamples"]
+    assert "253 rows each (50.0% of the 506 evaluated rows; drawn" in values["Subsamples"]
     assert values["Refits that failed"] == "0"
     text = sentences.stability_sentence(sc["cells"], ari, 9)
     assert text.startswith(f"The subspaces are {word} across subsamples")

@@ -133,8 +133,9 @@ class PartitionResult:
         codes = order[np.searchsorted(ids, node_of_row, sorter=order)].astype(np.int64)
         # honest: the rows that grew the tree take no part in the leaves' figures (code -1: unused)
         self._leaf_estimates = inf.average(np.where(est_rows, codes, -1), len(leaf_ids))
+        # a leaf of fewer than 2 estimation rows has no spread to estimate from: no interval, no test
         leaf_table = undefined_where(self._leaf_estimates.table(conf_level),
-                                     np.bincount(codes[est_rows], minlength=len(leaf_ids)) == 0)
+                                     np.bincount(codes[est_rows], minlength=len(leaf_ids)) < 2)
         for j, node in enumerate(leaf_ids):
             mask = (node_of_row == node) & est_rows
             row = {"node": node, **_figures(fmes[mask], None if nlms is None else nlms[mask], conf_level, lin),
@@ -184,19 +185,28 @@ class PartitionResult:
             ``p_value``, ``conf_low``, ``conf_high``, ``inference`` (the effects' method, from the same
             per-row ingredients as the leaves: honest rows only when the partition is honest), and
             ``p_value_adj``/``multcomp``. ``attrs["global"]``: the Wald test that all leaf cAMEs are
-            equal (``statistic``, chi-squared ``df``, ``p_value``); ``attrs["honest"]``.
+            equal (``statistic``, chi-squared ``df``, ``p_value``); ``attrs["honest"]``; ``attrs["left_out"]``:
+            the leaves of fewer than 2 rows (estimation rows when honest), which have no interval and enter no
+            difference and no global test.
         """
         if multcomp is not None and multcomp not in MULTCOMP:
             raise ParameterError(f"multcomp must be one of {MULTCOMP} or None, got {multcomp!r}.")
         conf = self.conf_level if conf_level is None else check_conf_level(conf_level)
-        m = len(self.leaf_ids)
-        if m < 2:
+        if len(self.leaf_ids) < 2:
             raise ParameterError("the partition has a single subspace; there is no difference to test.")
-        L, pairs = contrast_matrix(m, hypothesis)
-        labels = [f"[{self.leaf_ids[j]}] - [{self.leaf_ids[i]}]" for i, j in pairs]
-        out = contrast_table(self._leaf_estimates, L, labels, conf, multcomp)
-        ref, _ = contrast_matrix(m, "reference")
-        out.attrs["global"] = wald_test(self._leaf_estimates, ref)
+        keep = np.flatnonzero(self.leaves["n"].to_numpy() >= 2)
+        if len(keep) < 2:
+            raise ParameterError("fewer than 2 subspaces have 2 or more rows to estimate their cAME from; there is "
+                                 "no difference to test.")
+        ids = [self.leaf_ids[k] for k in keep]
+        est = self._leaf_estimates.take(keep)
+        L, pairs = contrast_matrix(len(ids), hypothesis)
+        labels = [f"[{ids[j]}] - [{ids[i]}]" for i, j in pairs]
+        out = contrast_table(est, L, labels, conf, multcomp)
+        ref, _ = contrast_matrix(len(ids), "reference")
+        out.attrs["global"] = wald_test(est, ref)
+        # leaves of fewer than 2 estimation rows have no interval and enter no difference
+        out.attrs["left_out"] = [self.leaf_ids[k] for k in np.flatnonzero(self.leaves["n"].to_numpy() < 2)]
         out.attrs["honest"] = self.honest
         return out
 

@@ -102,6 +102,17 @@ class Estimates:
         se = np.sqrt((L ** 2) @ (self.se ** 2))
         return replace(self, estimate=est, se=se, df=np.full(est.size, np.inf))
 
+    def take(self, positions: np.ndarray) -> "Estimates":
+        """The estimates at ``positions`` with their uncertainty: an undefined one left out stays out of the
+        tests of the others (a NaN variance times a zero weight would make them undefined too)."""
+        pos = np.asarray(positions, dtype=int)
+
+        def pick(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[pos]
+
+        return replace(self, estimate=self.estimate[pos], grad=pick(self.grad), draws=pick(self.draws),
+                       se=pick(self.se), df=pick(self.df))
+
     def table(self, conf_level: float = 0.95) -> pd.DataFrame:
         """The columns :data:`INFERENCE_COLUMNS`, one row per estimate (``covers``: what the interval
         covers, ``model uncertainty`` or ``model held fixed``)."""

@@ -161,15 +161,25 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
                                "ci_low": w["ci_low"], "ci_high": w["ci_high"]}
         with_eps.release()
     summary["sensitivity"] = _step_sensitivity(model, data, reference, res, summary, eff, seed, target_class)
-    part = _grow_partition(res, eff, conf, random_state=seed)
-    summary["partition"] = None
+    summary["partition"], summary["partition_not_run"] = None, None
+    try:
+        part = _grow_partition(res, eff, conf, random_state=seed)
+    except fme.FMEError as exc:  # e.g. too few rows for an honest split: the report says it did not run
+        part, summary["partition_not_run"] = None, str(exc)
+    if part is None and eff.partition is not False and summary["partition_not_run"] is None:
+        summary["partition_not_run"] = f"fewer than 2 evaluated rows ({int(res.n)})"
     if part is not None:
         summary["partition"] = _partition_summary(part, eff, engine.leaf_extrapolation(part, res),
                                                   engine.levels(part, data))
         summary["partition"].update(engine.tree_rows(part, summary["partition"]))
         engine.box_ranges(part, rows, summary["partition"])
-    stab, summary["stability"] = _stability(engine.stability_partition(part, rows, eff, conf, seed), eff, seed,
-                                            summary["ame"])
+    why = None if part is not None else f"no cAME partition ({summary['partition_not_run']})"
+    try:
+        spart = engine.stability_partition(part, rows, eff, conf, seed)
+    except fme.FMEError as exc:  # the Dask sample's own tree could not be grown
+        spart, why = None, f"no partition of the sampled rows to resample ({exc})"
+    stab, summary["stability"] = _stability(spart, eff, seed, summary["ame"],
+                                            summary["n"] if engine.sampled else None, why)
     res.release()  # the quantiles used above are kept; a Dask result frees the workers' sorted values
     return {"result": rows, "partition": part, "summary": summary, "stability": stab,
             "dask_result": res if engine.sampled else None}

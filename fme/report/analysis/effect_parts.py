@@ -153,8 +153,9 @@ def _partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, level
 
 def _leaf_tests(part: Any) -> dict | None:
     """Differences between the leaf cAMEs with Holm-adjusted p-values, and the global test that all are equal;
-    None for a single subspace."""
-    if len(part.leaf_ids) < 2:
+    None for fewer than 2 subspaces of 2 or more (estimation) rows. ``left_out``: the leaves of fewer rows, which
+    have no interval and enter no test."""
+    if int((part.leaves["n"].to_numpy() >= 2).sum()) < 2:  # a leaf of fewer than 2 rows enters no test
         return None
     t = part.test(multcomp="holm")
     rows = [{"hypothesis": str(r["hypothesis"]), **{c: _num(r[c]) for c in ("estimate", "std_error", "p_value",
@@ -162,16 +163,36 @@ def _leaf_tests(part: Any) -> dict | None:
             for _, r in t.iterrows()]
     g = t.attrs["global"]
     return {"rows": rows, "global": {k: _num(v) for k, v in g.items()}, "multcomp": "holm",
-            "inference": str(t["inference"].iloc[0]), "honest": bool(part.honest)}
+            "inference": str(t["inference"].iloc[0]), "honest": bool(part.honest),
+            "left_out": [int(x) for x in t.attrs.get("left_out", [])]}
 
 
-def _stability(part: Any, eff: EffectConfig, seed: int, ame: Any) -> tuple[Any, dict | None]:
-    """The partition-stability refits the config asks for, and their summary (None, None without)."""
-    if part is None or not eff.stability:
+def _stability(part: Any, eff: EffectConfig, seed: int, ame: Any, n_evaluated: int | None = None,
+               why: str | None = None) -> tuple[Any, dict | None]:
+    """The partition-stability refits the config asks for, and their summary (None, None without).
+
+    ``part`` is the partition the refits resample (:meth:`InMemory.stability_partition`, ``DaskRows``'); with
+    ``n_evaluated`` (a Dask sample: all evaluated rows of the data) the summary says that its rows are a sample
+    of them. A reduction to ``max_leaves`` is an upper bound for the refits as for the full tree
+    (:func:`_grow_partition`): a refit that grows fewer leaves keeps them. When the refits cannot run at all
+    (no partition: ``why``; too few rows) the summary is ``{"not_run": reason}``, so the report says so.
+    """
+    if not eff.stability:
         return None, None
-    stab = fme.partition_stability(part, n_subsamples=int(eff.stability["subsamples"]),
-                                   fraction=float(eff.stability["fraction"]), random_state=seed)
-    return stab, _stability_summary(stab, part, ame, eff.stability)
+    spec = eff.stability
+    head = {"subsamples": int(spec["subsamples"]), "fraction": float(spec["fraction"])}
+    if part is None:
+        if eff.partition is False:  # switched off with the partition: nothing was configured to run
+            return None, None
+        return None, {**head, "not_run": why or "no cAME partition to resample"}
+    try:
+        stab = fme.partition_stability(part, n_subsamples=head["subsamples"], fraction=head["fraction"],
+                                       random_state=seed, at_most="n_partitions" not in eff.partition)
+    except fme.FMEError as exc:
+        return None, {**head, "not_run": str(exc)}
+    out = _stability_summary(stab, part, ame, spec)
+    out["of_sample"] = None if n_evaluated is None or int(part.effects.n) >= n_evaluated else int(n_evaluated)
+    return stab, out
 
 
 def _root_split(part: Any) -> dict | None:

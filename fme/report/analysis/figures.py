@@ -243,7 +243,10 @@ def _came_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
         leaves = leaves.head(MAX_TREE_LEAVES).drop(columns="_neg").sort_values("node", kind="stable")
     root = part.root
     fig, ax = _fig(cfg, 0.9 + 0.55 * (len(leaves) + 1))
-    labels = [f"all rows (n = {int(root['n'])})"] + [f"leaf {int(r['node'])}: {r['rule']} (n = {int(r['n'])})"
+    honest = bool(getattr(part, "honest", False))
+    # honest: the leaves count and average their estimation rows only, the AME all rows; the labels say so
+    leaf_n = "estimation rows" if honest else "n"
+    labels = [f"all rows (n = {int(root['n'])})"] + [f"leaf {int(r['node'])}: {r['rule']} ({leaf_n} = {int(r['n'])})"
                                                      for _, r in leaves.iterrows()]
     est = np.r_[root["came"], leaves["came"].to_numpy(dtype=float)]
     lo = np.r_[root["came_ci_low"], leaves["came_ci_low"].to_numpy(dtype=float)]
@@ -260,8 +263,12 @@ def _came_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
     which = (f"{len(leaves)} subspace" + ("s" if len(leaves) != 1 else "") if len(leaves) == n_all
              else f"the {len(leaves)} largest of {n_all} subspaces")
     ax.set_title(_t(f"cAMEs on {which} ({part.method}, {fmt_level(part.conf_level)} CIs)"))
+    rows = None
+    if honest:
+        rows = {"all": int(root["n"]), "estimation": int(part.leaves["n"].sum())}
+        _note(ax, f"cAMEs: the {rows['estimation']:,} estimation rows; AME: all {rows['all']:,} rows")
     ax.legend(frameon=False, fontsize=8, loc="best")
-    return {"kind": "came", "leaves_drawn": int(len(leaves)),
+    return {"kind": "came", "leaves_drawn": int(len(leaves)), "rows": rows,
             **save(fig, out_dir, f"{vid}-came", cfg.figures["png_dpi"])}
 
 

@@ -143,12 +143,14 @@ def session(scheduler: str | None) -> Any:
 
 def session_info() -> dict[str, Any] | None:
     """The cluster of the kernel's :func:`session`: ``scheduler`` (its address, or ``local`` for the local cluster
-    the build started), ``workers`` and ``threads`` (over all workers); None without an open session."""
+    the build started), ``workers``, ``threads`` (over all workers) and ``threads_per_worker`` (the distinct
+    counts, ascending); None without an open session."""
     if not _SESSION or _SESSION["client"].status != "running":
         return None
     workers = _SESSION["client"].scheduler_info().get("workers", {})
-    return {"scheduler": _SESSION["scheduler"] or "local", "workers": len(workers),
-            "threads": int(sum(int(w.get("nthreads", 0)) for w in workers.values()))}
+    each = [int(w.get("nthreads", 0)) for w in workers.values()]
+    return {"scheduler": _SESSION["scheduler"] or "local", "workers": len(workers), "threads": int(sum(each)),
+            "threads_per_worker": sorted(set(each))}
 
 
 def close_session() -> None:

@@ -120,23 +120,35 @@ def sensitivity_rows(v: dict, level: str) -> list[dict[str, str]] | None:
 
 
 def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
-    """§1.7: display rows (quantity, value) of the partition's stability across subsamples, and the cells."""
+    """§1.7: display rows (quantity, value) of the partition's stability across subsamples, and the cells.
+
+    Every share names its denominator: the evaluated rows the refits resample, which on a Dask sample
+    (``of_sample``: the evaluated rows of all the data) are the sample's; refits that could not run
+    (``not_run``) say why in one row."""
     k = st["subsamples"]
+    if st.get("not_run"):
+        return {"rows": [{"quantity": "Refits", "value": f"not run: {st['not_run']}"}],
+                "cells": {"k": fmt_int(k), "not_run": st["not_run"]}}
     c = {"ari_median": fmt_num(st.get("ari_median"), 3), "ari_min": fmt_num(st.get("ari_min"), 3),
          "ari_max": fmt_num(st.get("ari_max"), 3), "k": fmt_int(k), "n_each": fmt_int(st["n_each"])}
     d = ame_cell_decimals
+    of = st.get("of_sample")
+    rows_of = (f"the {fmt_int(st['n_rows'])} evaluated rows of the sample, itself {fmt_share(st['n_rows'], of)} of all "
+               f"{fmt_int(of)} evaluated rows" if of else f"the {fmt_int(st['n_rows'])} evaluated rows")
+    full = "the tree grown on the sample" if of else "the full data"
     rows = [{"quantity": "Subsamples", "value": f"{c['k']} random subsamples of {c['n_each']} rows each "
-             f"({fmt_share(st['n_each'], st['n_rows'])} of the evaluated rows, "
-             "drawn without replacement)"}]
+             f"({fmt_share(st['n_each'], st['n_rows'])} of {rows_of}; drawn without replacement)"}]
     root = st["root_split"]
     if st["n_refits"]:
         same = fmt_int(st["n_same_root"])
-        rows.append({"quantity": f"First split ({root} in the full data)" if root else "First split (none in the full data)",
+        rows.append({"quantity": f"First split ({root} in {full})" if root else f"First split (none in {full})",
                      "value": f"the same in {same} of {fmt_int(st['n_refits'])} refits"})
         rows.append({"quantity": "Subspaces (leaves)",
-                     "value": f"full data {fmt_int(st['n_leaves_full'])}; refits median {fmt_num(st['leaves_median'], 1)} "
+                     "value": f"{'tree grown on the sample' if of else 'full data'} {fmt_int(st['n_leaves_full'])}; "
+                              f"refits median {fmt_num(st['leaves_median'], 1)} "
                               f"(range {fmt_int(st['leaves_min'])} to {fmt_int(st['leaves_max'])})"})
-        rows.append({"quantity": "Agreement with the full partition (adjusted Rand index: 1 same grouping, 0 chance)",
+        rows.append({"quantity": f"Agreement with {'the sample' if of else 'the full'} partition (adjusted Rand index: 1 "
+                                 "same grouping, 0 chance)",
                      "value": f"median {c['ari_median']} (range {c['ari_min']} to {c['ari_max']})"})
     rows.append({"quantity": "AME in the subsamples",
                  "value": f"{fmt_num(st['ame_min'], d)} to {fmt_num(st['ame_max'], d)} (SD {fmt_num(st['ame_sd'], d)}); "
@@ -303,6 +315,10 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
                    f"{cells['ame']}.")
             cap = (f"cAME tree of {step} ({p['method']}): each leaf shows n, cAME with CI and the distribution of "
                    "its fMEs; the table after the next figure gives the same numbers.")
+            if p.get("honest"):  # which rows each part of the diagram counts
+                cap += (f" Counts, cAMEs and CIs: the {fmt_int(p['n_estimated'])} rows that estimate the leaves; "
+                        f"fME panels: the {fmt_int(p.get('tree_rows', p['n_grown']))} rows the tree grew on; the "
+                        f"root's AME: all {fmt_int(v['n'])} evaluated rows.")
         elif k == "came":
             n_all = len(v["partition"]["leaves"])
             leaves = shown_leaves(v["partition"], v["id"])[0]["leaves"]  # as drawn: the largest 16 of more
@@ -316,6 +332,11 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
                    f"(leaf {lo['node']}, {lo['rule']}) to {e} (leaf {hi['node']}, {hi['rule']}); the AME of all "
                    f"rows is {cells['ame']}.")
             cap = f"cAMEs of {step} per subspace found by {v['partition']['method']} (n per leaf in the labels)."
+            if fig.get("rows"):  # honest: two sets of rows, each named
+                r = fig["rows"]
+                cap += (f" Each leaf's n and cAME are over the {fmt_int(r['estimation'])} rows that estimate the "
+                        f"leaves (honest); the AME line is over all {fmt_int(r['all'])} evaluated rows, so a leaf "
+                        "covering the whole data can differ from it.")
             if fig.get("tree_omitted"):
                 cap += (f" The tree diagram is drawn up to 16 leaves; this partition has {fig['tree_omitted']}, so "
                         "the leaf tables give its structure.")
@@ -491,13 +512,21 @@ def sample_note(data: dict) -> dict[str, str] | None:
     return {"effect": effect, "appendix": appendix}
 
 
+def cluster_phrase(c: dict | None) -> str:
+    """' Cluster: <scheduler address or local> (2 workers, 1 thread per worker, 2 threads).' ('' without)."""
+    if not c:
+        return ""
+    per = c.get("threads_per_worker")  # results.json of an older fme lack it
+    each = "" if not per else (f"{count(per[0], 'thread')} per worker, " if len(per) == 1
+                               else f"{fmt_int(per[0])} to {fmt_int(per[-1])} threads per worker, ")
+    return f" Cluster: {c['scheduler']} ({count(c['workers'], 'worker')}, {each}{count(c['threads'], 'thread')} in all)."
+
+
 def _environment_line(env: dict) -> str:
     """One sentence on where the report ran: OS, architecture and the lock (or its absence)."""
     where = f"{env.get('os', '?')} {env.get('os_release', '')} on {env.get('machine', '?')}".replace("  ", " ")
     lock = env.get("lock") or {}
-    c = env.get("cluster")
-    cluster = "" if not c else (f" Cluster: {c['scheduler']} ({count(c['workers'], 'worker')}, "
-                                f"{count(c['threads'], 'thread')}).")
+    cluster = cluster_phrase(env.get("cluster"))
     if not lock.get("sha256"):
         return (f"{where}; no requirements.lock found (fme was installed from a wheel or an sdist), "
                 "so the package versions listed are the only record of the environment." + cluster)

@@ -7,6 +7,8 @@ status is text, never colour alone.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_num, p_phrase
 from ..inputs.specs import FLAG_DEFAULTS, FLAG_MEANING
 
@@ -44,6 +46,8 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
     add("CI of the AME includes zero", "yes", ci, inc)
     if v.get("nlm") and v.get("anlm") is not None:
         add("ANLM below threshold", f"< {fmt_g(t['anlm'])}", cells["anlm"], v["anlm"] < t["anlm"])
+    elif v.get("nlm"):  # asked for, but no row has a defined NLM
+        add("ANLM below threshold", f"< {fmt_g(t['anlm'])}", "not run: no evaluated row has a defined NLM", True)
     expected = v.get("expected_sign")
     if expected is not None:
         observed = _sign(v["ame"])
@@ -58,31 +62,50 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
                 f"{fmt_g(100 * float(v.get('conf_level', 0.95)))}%", f"{fmt_int(k)} successful refits",
                 k < t["bootstrap_resamples"])
     st = v.get("stability")
-    if st and st.get("ari_median") is not None:
-        add("partition unstable across subsamples (median ARI)", f"< {fmt_g(t['ari'])}", fmt_num(st["ari_median"], 3),
-            st["ari_median"] < t["ari"])
+    ari_rule = "partition unstable across subsamples (median ARI)"
+    if st and st.get("not_run"):
+        add(ari_rule, f"< {fmt_g(t['ari'])}", f"not run: {st['not_run']}", True)
+    elif st and st.get("ari_median") is not None:
+        add(ari_rule, f"< {fmt_g(t['ari'])}", fmt_num(st["ari_median"], 3), st["ari_median"] < t["ari"])
     elif st:  # configured, but no refit succeeded: the check did not run, and the table says so
-        add("partition unstable across subsamples (median ARI)", f"< {fmt_g(t['ari'])}",
+        add(ari_rule, f"< {fmt_g(t['ari'])}",
             f"not run: {fmt_int(st['n_failed'])} of {fmt_int(st['subsamples'])} refits failed", True)
     part = v.get("partition")
-    if part and (part.get("tests") or {}).get("global", {}).get("p_value") is not None:
-        # a tree whose leaves the data cannot tell apart describes noise, not subgroups
-        alpha = 1 - float(v.get("conf_level", 0.95))
-        p = part["tests"]["global"]["p_value"]
-        add("leaves not distinguishable (global test of equal leaf cAMEs)", f"p >= {fmt_g(alpha)}",
-            p_phrase(p), p >= alpha)
-    if part:
-        small = min(int(leaf["n"]) for leaf in part["leaves"])
-        add("smallest cAME leaf", f"n < {fmt_int(t['leaf_n'])}", fmt_int(small), small < t["leaf_n"])
-        with_nlm = [leaf for leaf in part["leaves"] if leaf.get("canlm") is not None]
-        if with_nlm:  # ties broken by node number, the same in both engines
-            worst = min(with_nlm, key=lambda leaf: (leaf["canlm"], int(leaf["node"])))
-            below = sum(leaf["canlm"] < t["leaf_anlm"] for leaf in with_nlm)
-            est = fmt_est(worst["canlm"], worst.get("canlm_ci_low"), worst.get("canlm_ci_high"))[0]
-            add("non-linear cAME leaf (lowest cANLM)", f"< {fmt_g(t['leaf_anlm'])}",
-                f"{est} (leaf {worst['node']}; {fmt_int(below)} of {fmt_int(len(with_nlm))} leaves below)",
-                below > 0)
+    _partition_rows(add, v, part, t)
     return rows
+
+
+def _partition_rows(add: Any, v: dict, part: dict | None, t: dict) -> None:
+    """The flags of the cAME partition; a check that could not run says so ("not run: why"), it never
+    disappears from the table."""
+    rule_test = "leaves not distinguishable (global test of equal leaf cAMEs)"
+    alpha = 1 - float(v.get("conf_level", 0.95))
+    if part is None:
+        why = v.get("partition_not_run")
+        if why:  # configured, but no tree: every check of it is a row that says so
+            add(rule_test, f"p >= {fmt_g(alpha)}", f"not run: {why}", True)
+            add("smallest cAME leaf", f"n < {fmt_int(t['leaf_n'])}", f"not run: {why}", True)
+        return
+    tests = part.get("tests")
+    if tests is None:
+        add(rule_test, f"p >= {fmt_g(alpha)}", "not run: a single subspace (no leaves to compare)", False)
+    elif tests.get("global", {}).get("p_value") is None:
+        add(rule_test, f"p >= {fmt_g(alpha)}", "not run: the global test is undefined (a leaf without an interval)",
+            True)
+    else:
+        # a tree whose leaves the data cannot tell apart describes noise, not subgroups
+        p = tests["global"]["p_value"]
+        add(rule_test, f"p >= {fmt_g(alpha)}", p_phrase(p), p >= alpha)
+    small = min(int(leaf["n"]) for leaf in part["leaves"])
+    add("smallest cAME leaf", f"n < {fmt_int(t['leaf_n'])}", fmt_int(small), small < t["leaf_n"])
+    with_nlm = [leaf for leaf in part["leaves"] if leaf.get("canlm") is not None]
+    if with_nlm:  # ties broken by node number, the same in both engines
+        worst = min(with_nlm, key=lambda leaf: (leaf["canlm"], int(leaf["node"])))
+        below = sum(leaf["canlm"] < t["leaf_anlm"] for leaf in with_nlm)
+        est = fmt_est(worst["canlm"], worst.get("canlm_ci_low"), worst.get("canlm_ci_high"))[0]
+        add("non-linear cAME leaf (lowest cANLM)", f"< {fmt_g(t['leaf_anlm'])}",
+            f"{est} (leaf {worst['node']}; {fmt_int(below)} of {fmt_int(len(with_nlm))} leaves below)",
+            below > 0)
 
 
 def dispersion_text(d: dict | None, t: dict) -> str | None:

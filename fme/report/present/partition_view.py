@@ -46,6 +46,9 @@ def _leaf_test_cells(tests: dict, conf_level: float, table: int) -> dict:
         glob = (f"Global test that all leaf cAMEs are equal (Wald, chi-squared with {fmt_int(g['df'])} df): "
                 f"statistic {fmt_num(g['statistic'], 2)}, {p_phrase(g['p_value'])}: {verdict} at the "
                 f"{fmt_num(100 * alpha, 0)}% level.")
+    if tests.get("left_out"):  # leaves of fewer than 2 estimation rows: no interval, no difference
+        glob += (f" Not tested: {', '.join(f'leaf {x}' for x in tests['left_out'])} (fewer than 2 rows to estimate "
+                 "the cAME from: no interval).")
     more = len(tests["rows"]) - len(rows)
     if more > 0:
         glob = (f"The table shows the {len(rows)} differences with the smallest adjusted p-values; the other {more} "
@@ -73,6 +76,8 @@ def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) 
         row = {"node": "all rows *" if leaf["node"] == "all" else str(leaf["node"]), "rule": leaf["rule"],
                "n": fmt_int(leaf["n"]), "share": fmt_share(int(leaf["n"]), n_all), "came": est,
                "ci": f"[{lo}, {hi}]", "cov": fmt_num(leaf["cov_fme"], 2), "small": int(leaf["n"]) < leaf_n}
+        if int(leaf["n"]) < 2:  # no spread to estimate from: no interval (and no test), whatever the method
+            row["ci"] = "- (fewer than 2 rows)"
         row.update(canlm="-", canlm_ci="-")
         if "canlm" in leaf:
             c, clo, chi = fmt_est(leaf["canlm"], leaf["canlm_ci_low"], leaf["canlm_ci_high"])

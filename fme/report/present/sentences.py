@@ -176,6 +176,8 @@ STABILITY = ((0.8, "stable"), (0.5, "moderately stable"), (float("-inf"), "unsta
 
 def stability_sentence(cells: dict[str, str], ari_median: float | None, table: int) -> str:
     """One sentence judging the subspaces by the median ARI of the refits (numbers are the table's cells)."""
+    if cells.get("not_run"):
+        return f"The stability refits did not run (Table {table}): {cells['not_run']}."
     if ari_median is None:
         return f"No refit on a subsample succeeded (Table {table}); the stability of the subspaces is unknown."
     word = next(w for t, w in STABILITY if ari_median >= t)
