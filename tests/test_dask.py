@@ -245,6 +245,27 @@ def test_envelope_categorical_levels(client, frame):
     pd.testing.assert_frame_equal(got, res.results)
 
 
+def test_envelope_of_parquet_categoricals_with_unknown_categories(client, tmp_path):
+    """A Parquet categorical read by Dask has unknown categories ('__UNKNOWN_CATEGORIES__'): its levels still
+    make the envelope (before, they became NaN and every row an extrapolation point)."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=400), "c": pd.Categorical(rng.choice(["a", "b", "c"], 400))})
+    df.to_parquet(tmp_path / "d.parquet")
+    D = dd.read_parquet(tmp_path / "d.parquet")
+    assert "__UNKNOWN_CATEGORIES__" in list(D._meta["c"].cat.categories)
+    m = make_pipeline(make_column_transformer((OneHotEncoder(), ["c"]), remainder="passthrough"),
+                      LinearRegression()).fit(df, df["x"] + (df["c"] == "b"))
+    got = fme.ame(m, D, {"x": 0.5}, extrapolation="envelope")
+    want = fme.ame(m, df, {"x": 0.5}, extrapolation="envelope")
+    assert got["n"].iloc[0] == want["n"].iloc[0] == 398  # the 2 rows whose x + 0.5 leaves the range
+    assert got["ame"].iloc[0] == pytest.approx(want["ame"].iloc[0], rel=1e-12)
+
+
 def test_errors_are_the_library_s(client, X, hgb):
     D = _dd(X, 2)
     with pytest.raises(ParameterError, match="bootstrap"):

@@ -295,5 +295,10 @@ def envelope_frame(ref: Any) -> pd.DataFrame:
     for c in categorical:
         vals = sorted(levels[c], key=repr) or [None]
         vals = vals + [vals[0]] * (size - len(vals))
-        frame[c] = pd.Series(vals, dtype=meta[c].dtype)
+        dtype = meta[c].dtype
+        if isinstance(dtype, pd.CategoricalDtype) and not levels[c] <= set(dtype.categories):
+            # a Parquet column read with unknown categories (Dask's placeholder '__UNKNOWN_CATEGORIES__'): cast
+            # to it, every level would become NaN and every row an extrapolation point
+            dtype = pd.CategoricalDtype(sorted(levels[c], key=repr), ordered=dtype.ordered)
+        frame[c] = pd.Series(vals, dtype=dtype)
     return pd.DataFrame(frame)[cols]
