@@ -68,3 +68,25 @@ def test_an_nlm_average_shows_at_most_four_decimals_and_never_a_false_one(args, 
     from fme._utils.numfmt import fmt_nlm
 
     assert fmt_nlm(*args) == want
+
+
+def test_pdf_tables_never_hyphenate_feature_names_nor_run_them_into_the_next_cell(tmp_path):
+    """The report's typst header on a table of narrow columns: 'LOWINC' stays whole (hyphenated it reads as
+    another name, 'LOW-INC'), a long name breaks without a hyphen instead of overflowing its cell."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    typst = pytest.importorskip("typst")
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) is not installed")
+    header = (Path(__file__).resolve().parents[1] / "templates" / "partials" / "typst-header.typ").read_text()
+    (tmp_path / "t.typ").write_text(header + "\n#table(columns: (8%, 8%, 30%), [LOWINC], [PERBLACK + 5], "
+                                    "[an extraordinarily long explanation], [PERBLACKPERBLACK], [x], [y])\n")
+    typst.compile(str(tmp_path / "t.typ"), output=str(tmp_path / "t.pdf"))
+    text = subprocess.run(["pdftotext", "-layout", str(tmp_path / "t.pdf"), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    assert lines[0][:2] == ["LOWINC", "PERBLACK"]  # whole, each in its own cell
+    assert "\u00ad" not in "".join(w for line in lines for w in line if w[:3].isupper())  # no hyphen in a name
+    assert ["PERB", "x", "y"] in [[w.replace("\u200b", "") for w in line] for line in lines]  # broken, not run on
