@@ -90,3 +90,21 @@ def test_pdf_tables_never_hyphenate_feature_names_nor_run_them_into_the_next_cel
     assert lines[0][:2] == ["LOWINC", "PERBLACK"]  # whole, each in its own cell
     assert "\u00ad" not in "".join(w for line in lines for w in line if w[:3].isupper())  # no hyphen in a name
     assert ["PERB", "x", "y"] in [[w.replace("\u200b", "") for w in line] for line in lines]  # broken, not run on
+
+
+def test_every_number_in_the_pdf_has_the_same_minus_glyph(tmp_path):
+    """typst draws an unescaped hyphen before a digit as U+2212 and pandoc's escaped one (a cell's start) as a
+    hyphen: the PDF route's filter makes every hyphen that starts a number U+2212, and leaves words, dates and
+    exponents alone."""
+    import subprocess
+
+    from fme.report.render.documents import TYPST_ESCAPE_LUA, pandoc_path
+
+    (tmp_path / "f.lua").write_text(TYPST_ESCAPE_LUA, encoding="utf-8")
+    (tmp_path / "m.md").write_text("| a | b |\n|---|---|\n| -1.34 | \\[-1.58, -1.11\\] |\n\nAME -1.34 (CI -1.58 to "
+                                   "-1.11); 2026-11-27, boston-svm-0815, 1.0e-07, x-1.\n", encoding="utf-8")
+    typ = subprocess.run([pandoc_path(), str(tmp_path / "m.md"), "--from", "markdown", "--to", "typst",
+                          "--lua-filter", str(tmp_path / "f.lua")], capture_output=True, text=True, check=True).stdout
+    flat = " ".join(typ.split())
+    assert "[−1.34], [\\[−1.58, −1.11\\]]" in flat
+    assert "AME −1.34 (CI −1.58 to −1.11); 2026-11-27, boston-svm-0815, 1.0e-07, x-1." in flat

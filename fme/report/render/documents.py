@@ -227,7 +227,18 @@ local function landscape(fig)
   end
 end
 
-return {{Plain = escape_first, Para = escape_first}, {Figure = landscape}, {Image = image_with_alt}}
+-- One minus glyph per number: typst draws a hyphen before a digit as a minus sign (U+2212) unless pandoc
+-- escaped it (at the start of a cell), so one interval printed both. Every hyphen that starts a number (not
+-- one inside a word, a date or an exponent) becomes U+2212 here.
+local function minus(s)
+  local t = s.text:gsub("^%-(%d)", "\\u{2212}%1"):gsub("([^%w%.])%-(%d)", "%1\\u{2212}%2")
+  if t ~= s.text then
+    s.text = t
+    return s
+  end
+end
+
+return {{Plain = escape_first, Para = escape_first}, {Str = minus}, {Figure = landscape}, {Image = image_with_alt}}
 """
 
 
