@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
+import statsmodels.api as sm
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import LinearRegression
 from sklearn.pipeline import make_pipeline
@@ -344,3 +345,18 @@ def test_parallel_refits_take_no_more_workers_than_idle_cores(monkeypatch):
     assert busy.info["execution"]["cores_free"] == 1.0 and busy.info["execution"]["mode"] == "sequential"
     alone = fme.fme(model, X, {"a": 1.0}, bootstrap={**spec, "n_jobs": None}).inference_rows
     np.testing.assert_array_equal(busy.draws, alone.draws)
+
+
+def test_a_weighted_glm_refusal_names_its_weights_and_only_the_relevant_advice():
+    """A GLM's `weights` attribute is the product of the user's weights: the message names the argument given
+    (var_weights) and advises the delta method, nothing about training-data columns."""
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(1)
+    d = pd.DataFrame({"a": rng.normal(size=80)})
+    d["y"] = rng.poisson(np.exp(0.3 * d["a"]))
+    glm = smf.glm("y ~ a", data=d, family=sm.families.Poisson(), var_weights=np.full(80, 2.0)).fit()
+    with pytest.raises(fme.ModelError) as err:
+        fme.ame(glm, d, {"a": 1.0}, bootstrap={"data": d})
+    assert str(err.value) == ("bootstrap refits of a GLM with var_weights are not supported (the weights are not a "
+                              "column the formula can take again); use inference='delta'.")

@@ -307,3 +307,26 @@ def test_bad_data_and_learner(data):
         fme.learner_ame(5, Xn, y, {"a": 1})
     with pytest.raises(ModelError, match="returned None"):
         fme.learner_ame(lambda X, y: None, Xn, y, {"a": 1})
+
+
+def test_a_statsmodels_formula_result_is_refitted_by_its_formula(data):
+    """An OLS formula result as the learner: each split refits y ~ a + b on its training rows, so the split's AME
+    of a + 1 is that fit's coefficient of a (computed here by hand with statsmodels on the same rows)."""
+    import statsmodels.formula.api as smf
+
+    X, y = data
+    frame = X[["a", "b"]].assign(y=y)
+    result = smf.ols("y ~ a + b", data=frame).fit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = fme.learner_ame(result, X[["a", "b"]], pd.Series(y, name="y"), {"a": 1.0}, repeats=6)
+    splits = learner_splits(len(X), 6, 0.5, 0)
+    est = np.array([smf.ols("y ~ a + b", data=frame.iloc[tr]).fit().params["a"] for tr, _ in splits])
+    assert table["ame"].iloc[0] == pytest.approx(est.mean(), rel=1e-10)
+    n_test = len(splits[0][1])
+    se = np.sqrt(est.var(ddof=1) * (1 / 6 + n_test / (len(X) - n_test)))
+    assert table["std_error"].iloc[0] == pytest.approx(se, rel=1e-8)
+    assert table["ame_full"].iloc[0] == pytest.approx(result.params["a"], rel=1e-10)
+    weighted = smf.glm("y ~ a + b", data=frame, var_weights=np.full(len(X), 2.0)).fit()
+    with pytest.raises(ModelError, match=r"learner: refits of a GLM with var_weights are not supported \(the weights are not a column the formula can take again\); pass a function"):
+        fme.learner_ame(weighted, X[["a", "b"]], y, {"a": 1.0})

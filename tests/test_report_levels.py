@@ -139,7 +139,8 @@ def test_levels_table_sentences_and_flags_on_the_report_scale(logit):
 
 
 def test_a_level_that_cannot_run_is_said_not_run_and_flagged(tmp_path):
-    """A statsmodels formula model has no clone + fit: the learner level is not run, with the reason."""
+    """A weighted statsmodels GLM cannot be refitted by its formula: the learner level is not run, with the
+    reason; the data level needs no refit of the model."""
     import joblib
     import statsmodels.formula.api as smf
 
@@ -149,7 +150,7 @@ def test_a_level_that_cannot_run_is_said_not_run_and_flagged(tmp_path):
     rng = np.random.default_rng(0)
     d = pd.DataFrame({"x": rng.normal(size=200), "w": rng.normal(size=200)})
     d["y"] = 1 + 0.5 * d["x"] + rng.normal(size=200)
-    model = smf.ols("y ~ x + w", data=d).fit()
+    model = smf.glm("y ~ x + w", data=d, var_weights=np.full(200, 2.0)).fit()
     joblib.dump(model, tmp_path / "m.joblib")
     d.to_csv(tmp_path / "train.csv", index=False)
     d[["x", "w"]].to_csv(tmp_path / "data.csv", index=False)
@@ -157,8 +158,10 @@ def test_a_level_that_cannot_run_is_said_not_run_and_flagged(tmp_path):
                                        "    data_level: {folds: 2, train_data: {path: train.csv}}\n"))
     (g,) = run_effects(model, d[["x", "w"]], d[["x", "w"]], cfg, tmp_path / "out")
     lv = g["variants"][0]["levels"]
-    assert lv["learner"]["error"].startswith("learner must be an unfitted scikit-learn estimator")
-    # the data level needs no refit of the model: its own AME is the OLS slope on every row
+    assert lv["learner"]["error"] == ("learner: refits of a GLM with var_weights are not supported (the weights are "
+                                      "not a column the formula can take again); pass a function (X_train, "
+                                      "y_train) -> fitted model instead.")
+    # the data level needs no refit of the model: its own AME is the Gaussian GLM's slope on every row
     assert lv["data"]["model_ame"] == pytest.approx(model.params["x"], rel=1e-12)
     assert lv["data"]["detector"] is None and lv["data"]["share_extrapolated"] is None
     v = g["variants"][0]

@@ -432,21 +432,26 @@ class StatsmodelsAdapter(ModelAdapter):
                                   "arrays")
         for attr in ("offset", "exposure"):
             if getattr(model, attr, None) is not None:
-                return Support(False, f"bootstrap refits of a {type(model).__name__} with {attr} are not supported; "
-                                      "use inference='delta'")
-        for attr in ("weights", "freq_weights", "var_weights"):
+                return Support(False, f"refits of a {type(model).__name__} with {attr} are not supported (the "
+                                      f"{attr} is not a column the formula can take again)")
+        # the user's own weight arguments first: a GLM's `weights` is their product
+        for attr in ("var_weights", "freq_weights", "weights"):
             w = getattr(model, attr, None)
             if w is not None and np.ndim(w) > 0 and not np.all(np.asarray(w) == 1):
-                return Support(False, f"bootstrap refits of a {type(model).__name__} with {attr} are not "
-                                      "supported; use inference='delta'")
+                return Support(False, f"refits of a {type(model).__name__} with {attr} are not supported (the "
+                                      "weights are not a column the formula can take again)")
         return Support(True)
 
     def bootstrap_training(self, spec: dict[str, Any]) -> tuple[Any, int]:
-        if not isinstance(spec.get("data"), pd.DataFrame):
-            raise ParameterError("bootstrap of a statsmodels result needs {'data': <training DataFrame>}.")
         support = self.refit_support()
         if not support:
-            raise ModelError(support.reason + ".")
+            # the delta method needs no refit: the weights are in the fitted covariance
+            raise ModelError(f"bootstrap {support.reason}; use inference='delta'.")
+        return self._bootstrap_data(spec)
+
+    def _bootstrap_data(self, spec: dict[str, Any]) -> tuple[Any, int]:
+        if not isinstance(spec.get("data"), pd.DataFrame):
+            raise ParameterError("bootstrap of a statsmodels result needs {'data': <training DataFrame>}.")
         return spec["data"], len(spec["data"])
 
     def refit(self, train: Any, idx: np.ndarray) -> Any:

@@ -98,10 +98,13 @@ def learner_ame(
 
     Parameters
     ----------
-    learner : scikit-learn estimator or Pipeline, or callable
+    learner : scikit-learn estimator or Pipeline, statsmodels formula result, or callable
         Unfitted; cloned for every split (``sklearn.base.clone``, so its own ``random_state`` is kept:
-        leave it ``None`` and the fits, hence the table, change from run to run). A callable
-        ``(X_train, y_train) -> fitted model`` is called instead (any model :func:`fme.ame` takes).
+        leave it ``None`` and the fits, hence the table, change from run to run). A fitted statsmodels
+        result of the formula API is refitted by its formula (same model class and family) on each split's
+        rows, the outcome column named ``y.name`` (a Series) or the formula's left-hand side (results with
+        weights, offset or exposure cannot be refitted). A callable ``(X_train, y_train) -> fitted model`` is
+        called instead (any model :func:`fme.ame` takes).
     X : pandas.DataFrame
         All rows (features, and the ``by`` columns). Never modified.
     y : array-like
@@ -255,6 +258,8 @@ class _Task:
         self.nlm, self.ame_kwargs = nlm, ame_kwargs
 
     def fit(self, X: pd.DataFrame, y: Any) -> Any:
+        if _is_formula_result(self.learner):
+            return _formula_refit(self.learner, X, y)
         if _is_estimator(self.learner):
             from sklearn.base import clone
 
@@ -347,9 +352,17 @@ def _run(task: _Task, X: pd.DataFrame, y: Any, splits: list, n_jobs: int | None)
 
 # ----------------------------------------------------------------- validation
 def _check_inputs(learner: Any, X: Any, y: Any) -> tuple[pd.DataFrame, Any, int]:
-    if not (_is_estimator(learner) or callable(learner)):
-        raise ModelError(f"learner must be an unfitted scikit-learn estimator (with fit and get_params) or a "
-                         f"function (X_train, y_train) -> fitted model, got {type(learner).__name__}.")
+    if _is_formula_result(learner):
+        from .._adapters import adapt
+
+        support = adapt(learner, None).refit_support()
+        if not support:
+            raise ModelError(f"learner: {support.reason}; pass a function (X_train, y_train) -> fitted model "
+                             "instead.")
+    elif not (_is_estimator(learner) or callable(learner)):
+        raise ModelError(f"learner must be an unfitted scikit-learn estimator (with fit and get_params), a fitted "
+                         f"statsmodels formula result or a function (X_train, y_train) -> fitted model, got "
+                         f"{type(learner).__name__}.")
     if not isinstance(X, pd.DataFrame):
         raise DataError(f"`X` must be a pandas DataFrame with one column per feature, got {type(X).__name__}; "
                         "wrap arrays with pd.DataFrame(X, columns=[...]).")
@@ -404,6 +417,25 @@ def _is_step_list(steps: Any) -> bool:
 
 def _is_estimator(learner: Any) -> bool:
     return hasattr(learner, "fit") and hasattr(learner, "get_params")
+
+
+def _is_formula_result(learner: Any) -> bool:
+    """A fitted statsmodels result (its model's class, formula and family are the learner)."""
+    return hasattr(learner, "params") and hasattr(getattr(learner, "model", None), "formula")
+
+
+def _formula_refit(result: Any, X: pd.DataFrame, y: Any) -> Any:
+    """The result's model refitted by its formula on the rows (X, y): the outcome is the column ``y.name`` (a
+    Series), else the formula's left-hand side; the model adapter's bootstrap recipe does the refit."""
+    from .._adapters import adapt
+
+    adapter = adapt(result, None)
+    support = adapter.refit_support()
+    if not support:
+        raise ModelError(f"the learner cannot be refitted: {support.reason}.")
+    name = y.name if isinstance(y, pd.Series) and y.name is not None else result.model.endog_names
+    data = X.assign(**{str(name): np.asarray(y)})
+    return adapter.refit(data, np.arange(len(data)))
 
 
 def _isna(v: Any) -> bool:
