@@ -718,3 +718,21 @@ def test_budget_columns_and_inaccurate_rows_equal_pandas(client, X):
     assert (dres.n_nlm_inaccurate, dres.n_nlm_constant, dres.n_nlm_flat) == \
         (res.n_nlm_inaccurate, res.n_nlm_constant, res.n_nlm_flat)
     _close(dres.anlm, res.anlm)
+
+
+def test_a_dask_leaf_of_one_row_has_no_interval_under_any_method():
+    """As in memory: a subspace of fewer than 2 (estimation) rows gets no std_error and no interval, with the
+    delta method too (its one row's gradient would otherwise give one)."""
+    from types import SimpleNamespace
+
+    from fme._core.summary import Moments
+    from fme._dask.came import _leaf_row
+
+    one = Moments(np.array([1.0]), np.array([0.7]), np.array([0.0]))
+    effects = SimpleNamespace(inference_method="delta", summary_data=SimpleNamespace(vcov=np.eye(2)))
+    row, _ = _leaf_row(effects, one, None, None, np.array([0.3, -0.2]), np.nan, 0.95)
+    assert row["came"] == 0.7 and row["n"] == 1
+    assert all(np.isnan(row[k]) for k in ("std_error", "conf_low", "conf_high", "p_value"))
+    two = Moments(np.array([2.0]), np.array([0.7]), np.array([0.02]))
+    row, _ = _leaf_row(effects, two, None, None, np.array([0.6, -0.4]), np.nan, 0.95)
+    assert row["std_error"] == pytest.approx(np.hypot(0.3, 0.2), rel=1e-12)  # grad = jac / n, vcov = I

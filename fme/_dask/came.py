@@ -31,7 +31,7 @@ from .._core.summary import Moments
 from .._trees.args import string_columns
 from .._trees.grow import grow_partition, honest_mask
 from .._trees.partition import LEAF_COLUMNS, NLM_COLUMNS, PartitionResult
-from ..inference._estimates import INFERENCE_COLUMNS, Estimates, sample_inference
+from ..inference._estimates import INFERENCE_COLUMNS, Estimates, sample_inference, undefined_where
 from .common import Shipped, _check_sample_size, _seed, tree_reduce, ship
 from .quantiles import select, store_pivots
 from .result import DaskFMEResult
@@ -207,7 +207,8 @@ def _leaf_row(effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, med
     else:
         se = np.array([d["sd"] / np.sqrt(n) if n >= 2 else np.nan])
         e = Estimates("sample", est, se=se, df=np.array([max(n - 1.0, 1.0)]))
-    row.update(e.table(conf_level).iloc[0].to_dict())
+    # a leaf of fewer than 2 (estimation) rows has no spread to estimate from: no interval, as in memory
+    row.update(undefined_where(e.table(conf_level), np.array([n < 2])).iloc[0].to_dict())
     if nm is not None:
         e2 = _describe_moments(nm, conf_level, upper=1.0)
         k = int(nm.n[0])
