@@ -2,6 +2,8 @@
 
 * :func:`model_interval`: the AME's interval under the inference method actually used
   (delta method or bootstrap refits: model uncertainty; ``sample``: none beyond the fixed-model CI);
+* :func:`interval_fields`: both intervals labelled, and the primary one (the interval the report shows)
+  under ``conf_low``/``conf_high`` beside ``inference``;
 * :func:`extrapolation_causes`: which features put the flagged point (x or x + h) outside the
   reference data, so the report says where extrapolation points are *because of what*;
 * :func:`effective_steps`: the distribution of the per-row steps under ``on_extrapolation='shrink'``
@@ -19,7 +21,7 @@ import pandas as pd
 from ..._utils.validation import is_categorical
 from ..inputs.specs import CI_COVERS
 
-__all__ = ["model_interval", "interval_records", "extrapolation_causes", "effective_steps"]
+__all__ = ["model_interval", "interval_records", "interval_fields", "extrapolation_causes", "effective_steps"]
 
 
 def _finite(x: Any) -> float | None:
@@ -46,6 +48,13 @@ def model_interval(res: Any, conf_level: float) -> dict[str, Any]:
     return {"inference": method, "model_ci": out}
 
 
+def _covers(method: str, covariance: str | None) -> str:
+    if covariance is None or method != "delta":
+        return CI_COVERS[method]
+    return (f"{CI_COVERS['delta']} scaled by its {covariance} (quasi-likelihood: the model's own covariance "
+            "assumes a dispersion of 1)")
+
+
 def interval_records(summary: dict) -> list[dict[str, Any]]:
     """Both intervals of an effect's AME, each labelled by what it covers, the report's primary one first.
 
@@ -55,20 +64,44 @@ def interval_records(summary: dict) -> list[dict[str, Any]]:
     sentences, flags and plausibility check use), and the fixed-model interval over the rows
     (``inference: sample``; the effect's ``ci_low``/``ci_high``). ``tables/<effect>-ame.csv``, results.json
     (``intervals``) and the change log carry these rows, so a file never shows one interval beside the
-    label of the other.
+    label of the other. A delta-method interval computed with a scaled covariance (``model_ci.covariance``,
+    :func:`fme.report.analysis.model_view.dispersion_scaled`) is labelled ``delta (<covariance>)``.
     """
     rows = []
     mc = summary.get("model_ci")
     conf = summary.get("conf_level")
     if mc and mc.get("conf_low") is not None:
         method = summary["inference"]
-        rows.append({"inference": method, "covers": CI_COVERS[method], "primary": True,
+        covariance = mc.get("covariance") if method == "delta" else None
+        rows.append({"inference": method if covariance is None else f"{method} ({covariance})",
+                     "covers": _covers(method, covariance), "primary": True,
                      "estimate": summary["ame"], "std_error": mc.get("std_error"), "conf_low": mc["conf_low"],
                      "conf_high": mc["conf_high"], "conf_level": mc.get("conf_level", conf)})
     rows.append({"inference": "sample", "covers": CI_COVERS["sample"], "primary": not rows,
                  "estimate": summary["ame"], "std_error": summary.get("se"), "conf_low": summary.get("ci_low"),
                  "conf_high": summary.get("ci_high"), "conf_level": conf})
     return rows
+
+
+def interval_fields(summary: dict, covariance: str | None = None) -> dict[str, Any]:
+    """The interval fields of an effect's summary in ``results.json`` (update the summary with them).
+
+    ``intervals`` (:func:`interval_records`); the primary interval, the one the report shows, under
+    ``conf_low``/``conf_high``/``std_error`` with ``covers`` beside ``inference`` and ``covariance`` (the
+    name of a scaled covariance of the delta method, else None); the fixed-model interval keeps
+    ``ci_low``/``ci_high``/``se``, labelled by ``ci_inference: sample`` and ``ci_covers``. With
+    ``covariance`` (the model's delta-method intervals were computed with that covariance) ``model_ci`` and
+    the labels say so.
+    """
+    if covariance is not None and summary.get("inference") == "delta" and summary.get("model_ci"):
+        summary = {**summary, "model_ci": {**summary["model_ci"], "covariance": covariance}}
+    records = interval_records(summary)
+    first = records[0]
+    mc = summary.get("model_ci")
+    return {"model_ci": mc, "intervals": records, "conf_low": first["conf_low"], "conf_high": first["conf_high"],
+            "std_error": first["std_error"], "covers": first["covers"],
+            "covariance": (mc or {}).get("covariance") if first["primary"] and first["inference"] != "sample"
+            else None, "ci_inference": "sample", "ci_covers": CI_COVERS["sample"]}
 
 
 def _flagged(res: Any) -> tuple[pd.Index, np.ndarray]:

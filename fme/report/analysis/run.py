@@ -31,7 +31,8 @@ from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
 from .effect import compute_effect
 from .effect_parts import REPORT_SAMPLE_SIZE, _num, sample_info
-from .model_view import glm_dispersion
+from .details import interval_fields
+from .model_view import dispersion_scaled, dispersion_threshold, glm_dispersion
 
 __all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment_record", "write_results"]
 
@@ -220,11 +221,13 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
     """Compute every configured effect, write its tables and figures, return the summaries.
 
     Any failure is a :class:`~fme.report.inputs.config.ConfigError` naming the effect's ``steps`` line: a report
-    never silently drops an effect.
+    never silently drops an effect. An overdispersed Poisson or binomial model's delta-method intervals use its
+    covariance scaled by the Pearson dispersion (:func:`fme.report.analysis.model_view.dispersion_scaled`).
     """
     out_dir = Path(out_dir)
     (out_dir / "tables").mkdir(parents=True, exist_ok=True)
     (out_dir / "figures").mkdir(parents=True, exist_ok=True)
+    model, covariance = dispersion_scaled(model, dispersion_threshold(cfg))
     summaries = []
     train_cache: dict = {}
     challenger_checked: set = set()
@@ -237,6 +240,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
         if is_dask_collection(data):
             raise config_error(cfg, ("challenger",), "a challenger model works with engine: pandas (for now)")
         challenger = load_model(cfg, cfg.challenger, "challenger")[0]
+        challenger = dispersion_scaled(challenger, dispersion_threshold(cfg))[0]
     if is_dask_collection(data):  # engine: dask: one seeded sample of the rows for every effect's per-row figures
         from .dask_analysis import compute_effect_dask
 
@@ -263,6 +267,8 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                     out = compute_effect_dask(model, data, reference, veff, cfg.seed, target_class, train, cfg.target,
                                               sample)
                 summ = out["summary"]
+                if covariance is not None:  # the delta intervals were computed with the scaled covariance
+                    summ.update(interval_fields(summ, covariance))
                 summ["id"] = vid
                 summ["level"] = _num(veff.level)
                 summ["target_class"] = _num(target_class)
