@@ -219,3 +219,57 @@ def test_model_section_and_overview_say_the_intervals_are_scaled(glm_case, tmp_p
     unscaled = fme.ame(model, X, {"x2": 1}).iloc[0]
     assert row["inference"] == f"delta (Pearson dispersion {disp['dispersion']:.2f})"
     assert row["std_error"] == pytest.approx(unscaled["std_error"] * np.sqrt(disp["dispersion"]), rel=1e-12)
+
+
+@pytest.mark.slow
+def test_boston_binomial_glm_report_is_small_and_says_its_intervals_are_scaled(tmp_path):
+    """The whole build of a Boston binomial GLM (var_weights 313: dispersion 13.49) with five effects and the
+    default partition: under 2 MB of HTML (2.59 MB before the figures were compacted further), and the page,
+    results.json and tables all carry the dispersion-scaled interval."""
+    import html as html_lib
+    import re
+
+    import joblib
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+
+    from fme.__main__ import main
+    from fme.datasets import load_boston
+
+    d = load_boston()
+    formula = "I(medv / 50) ~ " + " + ".join(c for c in d.columns if c != "medv")
+    model = smf.glm(formula, data=d, family=sm.families.Binomial(), var_weights=np.full(len(d), 313.0)).fit()
+    phi = _dispersion(model)
+    joblib.dump(model, tmp_path / "glm.joblib")
+    (tmp_path / "glm.yaml").write_text(textwrap.dedent("""\
+        title: Boston housing binomial GLM
+        owner: O
+        intended_use: U
+        model: {joblib: glm.joblib}
+        data: {dataset: boston}
+        target: medv
+        pdf: false
+        overview: {step: sd}
+        effects:
+          - {id: rm, steps: {rm: 1}}
+          - {id: crim, steps: {crim: -5}}
+          - {id: crim-nox, steps: {crim: -5, nox: -0.1}}
+          - {id: ptratio, steps: {ptratio: 1}, expect: {sign: "+"}}
+          - {id: chas, steps: {chas: all}}
+        """), encoding="utf-8")
+    assert main(["report", str(tmp_path / "glm.yaml")]) == 0
+    page = (tmp_path / "glm" / "report.html").read_bytes()
+    assert len(page) < 2_000_000, len(page)
+    text = html_lib.unescape(" ".join(re.sub(r"<[^>]+>", " ", page.decode("utf-8")).split()))
+    label = f"Pearson dispersion {phi:.2f}"
+    assert "too narrow" not in text and f"labelled delta ({label})" in text
+    assert text.count(f"with the covariance scaled by the {label}") >= 6  # one sentence per effect variant
+    results = json.loads((tmp_path / "glm" / "results.json").read_text(encoding="utf-8"))
+    variants = [v for g in results["effects"] for v in g["variants"]]
+    assert len(variants) == 6
+    for v in variants:
+        assert v["covariance"] == label and (v["conf_low"], v["conf_high"]) == (
+            v["model_ci"]["conf_low"], v["model_ci"]["conf_high"])
+        table = pd.read_csv(tmp_path / "glm" / "tables" / f"{v['id']}-ame.csv")
+        assert table.loc[0, "inference"] == f"delta ({label})"
+    assert {r["inference"] for r in results["overview"]["rows"] if r["error"] is None} == {f"delta ({label})"}
