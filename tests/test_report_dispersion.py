@@ -137,9 +137,19 @@ def test_results_and_tables_carry_the_shown_interval_labelled(glm_case):
     table = pd.read_csv(glm_case["out"] / "tables" / "x2-ame.csv")
     assert table["inference"].tolist() == [label, "sample"]
     assert table.loc[0, "conf_low"] == pytest.approx(v["conf_low"], rel=1e-12)
-    # the cAME leaves read the same (scaled) covariance: the root's interval is the AME's
+    # the cAME leaves read the same (scaled) covariance: the root's interval is the AME's, and say so
     root = v["partition"]["root"]
     assert root["std_error"] == pytest.approx(mc["std_error"], rel=1e-9)
+    leaves = v["partition"]["leaves"]
+    assert len(leaves) == 2 and {leaf["inference"] for leaf in leaves} == {label}
+    assert v["partition"]["tests"]["inference"] == label
+    unscaled = fme.came(fme.fme(model, glm_case["X"], {"x2": 1}), method="cart", max_depth=1, honest=False)
+    np.testing.assert_allclose(sorted(leaf["std_error"] for leaf in leaves),
+                               sorted(unscaled.leaves["std_error"] * np.sqrt(phi)), rtol=1e-9)
+    table = pd.read_csv(glm_case["out"] / "tables" / "x2-leaves.csv")
+    assert table["inference"].tolist() == [label, label] and table["covers"].str.contains("scaled by its").all()
+    # the other intervals of the effect are the fixed-model ones, labelled so
+    assert v["sensitivity"] and all(r["ci_inference"] == "sample" for r in v["sensitivity"])
 
 
 def test_sentence_direction_words_and_interval_use_the_scaled_interval(glm_case):
@@ -272,4 +282,6 @@ def test_boston_binomial_glm_report_is_small_and_says_its_intervals_are_scaled(t
             v["model_ci"]["conf_low"], v["model_ci"]["conf_high"])
         table = pd.read_csv(tmp_path / "glm" / "tables" / f"{v['id']}-ame.csv")
         assert table.loc[0, "inference"] == f"delta ({label})"
+        assert v["with_eps"] is None or v["with_eps"]["ci_inference"] == "sample"
+    assert variants[0]["with_eps"]["ci_covers"].startswith("fixed model")  # rm: envelope, points left out
     assert {r["inference"] for r in results["overview"]["rows"] if r["error"] is None} == {f"delta ({label})"}

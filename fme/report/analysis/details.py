@@ -3,7 +3,8 @@
 * :func:`model_interval`: the AME's interval under the inference method actually used
   (delta method or bootstrap refits: model uncertainty; ``sample``: none beyond the fixed-model CI);
 * :func:`interval_fields`: both intervals labelled, and the primary one (the interval the report shows)
-  under ``conf_low``/``conf_high`` beside ``inference``;
+  under ``conf_low``/``conf_high`` beside ``inference``; :func:`label_intervals` labels the effect's other
+  intervals (with extrapolation points, step sizes, cAME leaves) with what they cover;
 * :func:`extrapolation_causes`: which features put the flagged point (x or x + h) outside the
   reference data, so the report says where extrapolation points are *because of what*;
 * :func:`effective_steps`: the distribution of the per-row steps under ``on_extrapolation='shrink'``
@@ -21,7 +22,8 @@ import pandas as pd
 from ..._utils.validation import is_categorical
 from ..inputs.specs import CI_COVERS
 
-__all__ = ["model_interval", "interval_records", "interval_fields", "extrapolation_causes", "effective_steps"]
+__all__ = ["model_interval", "interval_records", "interval_fields", "label_intervals", "relabel_table",
+           "extrapolation_causes", "effective_steps"]
 
 
 def _finite(x: Any) -> float | None:
@@ -102,6 +104,48 @@ def interval_fields(summary: dict, covariance: str | None = None) -> dict[str, A
             "std_error": first["std_error"], "covers": first["covers"],
             "covariance": (mc or {}).get("covariance") if first["primary"] and first["inference"] != "sample"
             else None, "ci_inference": "sample", "ci_covers": CI_COVERS["sample"]}
+
+
+def _scaled(label: Any, covariance: str | None) -> Any:
+    return f"delta ({covariance})" if covariance is not None and label == "delta" else label
+
+
+def label_intervals(summary: dict, covariance: str | None = None) -> None:
+    """Label every interval of an effect's finished summary with what it covers (in place).
+
+    With ``covariance`` (the delta-method intervals were computed with the model's covariance scaled by its
+    dispersion, :func:`fme.report.analysis.model_view.dispersion_scaled`) the AME's intervals
+    (:func:`interval_fields`), each cAME leaf's and the leaf tests' ``inference`` read ``delta (<covariance>)``.
+    The fixed-model intervals of the AME with extrapolation points kept (``with_eps``) and at other step sizes
+    (``sensitivity``) get ``ci_inference: sample`` and ``ci_covers``.
+    """
+    if covariance is not None:
+        summary.update(interval_fields(summary, covariance))
+        part = summary.get("partition")
+        if part:
+            for leaf in [part.get("root") or {}, *part.get("leaves", [])]:
+                if leaf.get("inference") == "delta":
+                    leaf["inference"] = _scaled("delta", covariance)
+                    leaf["covers"] = _covers("delta", covariance)
+            if isinstance(part.get("tests"), dict):
+                part["tests"]["inference"] = _scaled(part["tests"].get("inference"), covariance)
+    fixed = {"ci_inference": "sample", "ci_covers": CI_COVERS["sample"]}
+    for row in [summary.get("with_eps") or {}, *(summary.get("sensitivity") or [])]:
+        if "ci_low" in row:
+            row.update(fixed)
+
+
+def relabel_table(frame: pd.DataFrame, covariance: str | None) -> pd.DataFrame:
+    """A table's ``inference``/``covers`` columns as :func:`label_intervals` labels them (a copy when changed)."""
+    if covariance is None or "inference" not in frame.columns:
+        return frame
+    delta = frame["inference"] == "delta"
+    if not delta.any():
+        return frame
+    out = frame.assign(inference=frame["inference"].where(~delta, _scaled("delta", covariance)))
+    if "covers" in out.columns:
+        out["covers"] = out["covers"].where(~delta, _covers("delta", covariance))
+    return out
 
 
 def _flagged(res: Any) -> tuple[pd.Index, np.ndarray]:

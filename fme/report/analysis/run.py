@@ -31,7 +31,7 @@ from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
 from .effect import compute_effect
 from .effect_parts import REPORT_SAMPLE_SIZE, _num, sample_info
-from .details import interval_fields
+from .details import label_intervals, relabel_table
 from .model_view import dispersion_scaled, dispersion_threshold, glm_dispersion
 
 __all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment_record", "write_results"]
@@ -267,8 +267,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                     out = compute_effect_dask(model, data, reference, veff, cfg.seed, target_class, train, cfg.target,
                                               sample)
                 summ = out["summary"]
-                if covariance is not None:  # the delta intervals were computed with the scaled covariance
-                    summ.update(interval_fields(summ, covariance))
+                label_intervals(summ, covariance)  # the delta ones computed with the scaled covariance say so
                 summ["id"] = vid
                 summ["level"] = _num(veff.level)
                 summ["target_class"] = _num(target_class)
@@ -310,7 +309,8 @@ def _write_tables(out: dict, summ: dict, out_dir: Path, vid: str) -> None:
         out["stability"].to_csv(out_dir / "tables" / f"{vid}-stability.csv", index=False, lineterminator="\n")
     res.results.to_csv(out_dir / "tables" / f"{vid}-fme.csv", lineterminator="\n")
     if out["partition"] is not None:
-        out["partition"].leaves.to_csv(out_dir / "tables" / f"{vid}-leaves.csv", index=False, lineterminator="\n")
+        leaves = relabel_table(out["partition"].leaves, summ.get("covariance"))
+        leaves.to_csv(out_dir / "tables" / f"{vid}-leaves.csv", index=False, lineterminator="\n")
 
 
 def _jsonable(obj: Any) -> Any:
