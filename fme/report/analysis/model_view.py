@@ -37,8 +37,9 @@ def dispersion_scaled(model: Any, threshold: float) -> tuple[Any, str | None]:
     covariance assumes a dispersion of 1. When its Pearson dispersion phi = chi2 / df_resid
     (:func:`glm_dispersion`) exceeds ``threshold`` (the config's ``flags.dispersion``), the report uses the
     quasi-likelihood covariance phi V, the covariance statsmodels' GLM ``fit(scale='X2')`` states for the same
-    parameters: every delta-method standard error is sqrt(phi) times the model's (sqrt(g' phi V g)), so every interval, direction word, contract, change-log comparison and
-    cAME interval that reads it agrees with the overdispersion the report warns of.
+    parameters: every delta-method standard error is sqrt(phi) times the model's (sqrt(g' phi V g)), so every
+    interval, direction word, contract, change-log comparison and cAME interval that reads it agrees with the
+    overdispersion the report warns of.
 
     Returns
     -------
