@@ -376,3 +376,26 @@ def test_every_message_names_the_config_as_given(tmp_path, monkeypatch):
                                   f"{cfg.path}:8: effects[0].steps: the step failed", [])
     assert str(_loud(exc, cfg, tmp_path / "c.error.log")) == (
         f"c.yaml:8: effects[0].steps: the step failed (details: {tmp_path / 'c.error.log'})")
+
+
+def test_a_refused_bootstrap_of_a_weighted_glm_gives_only_the_relevant_advice(tmp_path):
+    """A GLM with var_weights cannot be refitted: the message names the weights argument and the fix (another
+    method) at the inference method's line, and says nothing about the training data's columns."""
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+
+    from fme.report.analysis.checks import check_train_data
+
+    rng = np.random.default_rng(2)
+    d = pd.DataFrame({"x": rng.normal(size=60)})
+    d["y"] = rng.poisson(np.exp(0.2 * d["x"]))
+    glm = smf.glm("y ~ x", data=d, family=sm.families.Poisson(), var_weights=np.full(60, 3.0)).fit()
+    (tmp_path / "c.yaml").write_text("title: T\nowner: O\nintended_use: U\nmodel: {joblib: m.joblib}\n"
+                                     "data: {path: d.csv}\ntarget: y\ninference:\n  method: bootstrap\n"
+                                     "  train_data: {path: t.csv}\neffects:\n  - steps: {x: 1}\n", encoding="utf-8")
+    cfg = load_config(tmp_path / "c.yaml")
+    with pytest.raises(ConfigError) as err:
+        check_train_data(cfg, ("inference",), glm, d, d[["x"]])
+    assert str(err.value) == (f"{tmp_path / 'c.yaml'}:8: inference.method: bootstrap refits of a GLM with var_weights "
+                              "are not supported (the weights are not a column the formula can take again); set "
+                              "method: delta (it needs no refit) or sample")

@@ -73,15 +73,21 @@ def test_sidecars_and_changelog_carry_the_primary_interval_labelled(tmp_path):
     v = g["variants"][0]
     mc = v["model_ci"]
     assert v["inference"] == "delta" and v["ci_inference"] == "sample"
+    # the Poisson model is overdispersed: its delta intervals use the covariance scaled by the dispersion
+    from fme.report.analysis.model_view import glm_dispersion
+
+    scaled = f"Pearson dispersion {glm_dispersion(model)['dispersion']:.2f}"
+    assert mc["covariance"] == scaled
     primary, fixed = v["intervals"]
-    assert primary["inference"] == "delta" and primary["primary"] is True
+    assert primary["inference"] == f"delta ({scaled})" and primary["primary"] is True
     assert (primary["conf_low"], primary["conf_high"], primary["std_error"]) == (
         mc["conf_low"], mc["conf_high"], mc["std_error"])
     assert fixed["inference"] == "sample" and fixed["primary"] is False
     assert (fixed["conf_low"], fixed["conf_high"], fixed["std_error"]) == (v["ci_low"], v["ci_high"], v["se"])
     assert "model uncertainty" in primary["covers"] and "not included" in fixed["covers"]
     table = pd.read_csv(tmp_path / "out" / "tables" / "lpi-ame.csv")
-    assert table["inference"].tolist() == ["delta", "sample"] and table["primary"].tolist() == [True, False]
+    assert table["inference"].tolist() == [f"delta ({scaled})", "sample"]
+    assert table["primary"].tolist() == [True, False]
     assert {"estimate", "std_error", "conf_low", "conf_high", "conf_level", "covers"} <= set(table.columns)
     assert "std.error" not in table.columns and "ci_low" not in table.columns
     assert table.loc[0, "conf_low"] == pytest.approx(mc["conf_low"], rel=1e-12)
@@ -95,11 +101,11 @@ def test_sidecars_and_changelog_carry_the_primary_interval_labelled(tmp_path):
              "model_ci": {**mc, "conf_low": mc["conf_low"] + shift, "conf_high": mc["conf_high"] + shift}}
     new = {**results, "effects": [{**g, "variants": [moved]}]}
     (row,) = changelog(new, {"path": "p", "sha256": "0", **compact(results)})["rows"]
-    assert row["interval"] == "model (delta method)" and row["overlap"] == "yes"
+    assert row["interval"] == f"model (delta method, {scaled})" and row["overlap"] == "yes"
     # a previous build with only the fixed-model interval: compared on the fixed-model intervals, said so
     old = {**results, "effects": [{**g, "variants": [{**v, "model_ci": None, "inference": "sample"}]}]}
     (row,) = changelog(new, {"path": "p", "sha256": "0", **compact(old)})["rows"]
-    assert row["interval"] == "fixed model (rows) to model (delta method)"
+    assert row["interval"] == f"fixed model (rows) to model (delta method, {scaled})"
     assert row["overlap"] == "no (fixed-model intervals; the primary ones differ in kind)"
 
 

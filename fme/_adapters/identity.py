@@ -16,14 +16,15 @@ adapter module only:
 
 :func:`model_modules` lists the top-level packages of a model's class and of the estimators and models
 inside it, :func:`formula_categoricals` the ``C()`` columns of a statsmodels formula and :func:`glm_dispersion`
-a Poisson or binomial GLM's Pearson dispersion: they read the model's classes and attributes, which only this
-package does.
+a Poisson or binomial GLM's Pearson dispersion (:func:`dispersion_scaled_copy`: a copy whose covariance is
+scaled by it): they read the model's classes and attributes, which only this package does.
 
 This module imports nothing else of :mod:`fme._adapters`.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import pickle
 import re
@@ -35,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["canonical", "array_text", "class_name", "class_path", "sha256_hex", "estimator_text", "pickle_text", "model_modules",
-           "glm_dispersion", "formula_categoricals"]
+           "glm_dispersion", "dispersion_scaled_copy", "scaled_dispersion", "formula_categoricals"]
 
 #: Nesting depth below which an object is described by its pickle instead (a guard against cycles).
 MAX_DEPTH = 20
@@ -228,3 +229,31 @@ def glm_dispersion(model: Any) -> dict | None:
         return None
     return {"family": name, "pearson_chi2": chi2, "df_resid": df, "dispersion": chi2 / df,
             "cov_type": str(getattr(model, "cov_type", "nonrobust"))}
+
+
+#: Attribute of a copy made by :func:`dispersion_scaled_copy`: the dispersion it was scaled by.
+_SCALED_BY = "fme_dispersion_scale"
+
+
+def dispersion_scaled_copy(model: Any, dispersion: float) -> Any:
+    """A copy of a statsmodels results object whose ``cov_params()`` is ``dispersion`` times the model's.
+
+    The quasi-likelihood covariance of a Poisson or binomial model with Pearson dispersion phi (what GLM's
+    ``fit(scale='X2')`` states for the same parameters); parameters and predictions are unchanged, the
+    caller's object is not modified. A copy made here is returned as it is (never scaled twice):
+    :func:`scaled_dispersion` reads what it was scaled by.
+    """
+    if scaled_dispersion(model) is not None:
+        return model
+    cov = np.asarray(model.cov_params(), dtype=float) * float(dispersion)
+    wrapped = hasattr(model, "_results")
+    inner = copy.copy(model._results if wrapped else model)
+    inner._cache = {}  # standard errors cached from the unit-dispersion covariance must not be read again
+    inner.cov_params_default = cov  # what cov_params() returns from now on
+    setattr(inner, _SCALED_BY, float(dispersion))
+    return type(model)(inner) if wrapped else inner
+
+
+def scaled_dispersion(model: Any) -> float | None:
+    """The dispersion a :func:`dispersion_scaled_copy` was scaled by (None for any other model)."""
+    return getattr(model, _SCALED_BY, None)

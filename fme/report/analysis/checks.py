@@ -7,8 +7,10 @@ loaded data and the fitted model:
   rules resolve, and a classifier's ``model.target_class`` is one of its classes (required for more than
   two classes);
 * :func:`check_train_data`: bootstrap training data of the evaluation data's column kinds, and one refit
-  that succeeds, before the first of many refits;
-* :func:`all_extrapolation_error`: the diagnosis when a detector flags x itself for almost every row.
+  that succeeds (and predicts the evaluation rows), before the first of many refits;
+* :func:`all_extrapolation_error`: the diagnosis when a detector flags x itself for almost every row, or when
+  the convex hull is so degenerate (many dimensions, few rows) that the rows themselves lie outside the hull of
+  the others.
 
 Every problem is a :class:`~fme.report.inputs.config.ConfigError` with ``<config>:<line>: <key>: <problem>``.
 """
@@ -22,7 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..._adapters import class_name
+import fme
+
+from ..._adapters import adapt, class_name
 from ..._utils.validation import is_categorical
 from ...exceptions import FMEError
 from ..inputs.config import ConfigError, EffectConfig, ReportConfig, config_error
@@ -185,19 +189,32 @@ def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFr
 
     Every feature column of the training data must have the kind (numeric, categorical, text) of the same
     column in the evaluation data: a CSV turns a pandas categorical or a number with a stray string into text,
-    and each of 200 refits then failed alike, reported at the effect's ``steps`` line. Then one refit of the
-    model on all training rows, as the bootstrap refits it; its error is raised at ``<key>.train_data``.
+    and each of 200 refits then failed alike, reported at the effect's ``steps`` line. One exception: a column
+    categorical in the training data and text in the evaluation data (training Parquet, evaluation CSV) is
+    what the fitted model itself reads when it predicts the evaluation rows (it was fitted on the categorical
+    and reads their text as its levels), so its refits read it alike; the probe refit below predicts some
+    evaluation rows to show it. Then one refit of the model on all training rows, as the bootstrap refits it;
+    its error is raised at ``<key>.train_data``, naming the training data's text columns a text value of the
+    error belongs to.
     """
     from ...inference._bootstrap import refit_on, refit_setup
 
     target = cfg.target
     where = key + ("train_data",)
+    support = adapt(model, None).refit_support()
+    if not support:  # the model itself cannot be refitted: no training data would help, so none is blamed
+        raise config_error(cfg, key + ("method",), f"bootstrap {support.reason}; set method: delta (it needs no "
+                                                   "refit) or sample")
     dtypes = getattr(data, "dtypes", None)
+    as_levels = []  # categorical for training, text for evaluation: read as levels, checked by the probe
     for c in train.columns:
         if c == target or dtypes is None or c not in dtypes.index:
             continue
         want = _kind(data._meta[c]) if hasattr(data, "_meta") else _kind(data[c])
         got = _kind(train[c])
+        if want == "text" and got == "categorical":
+            as_levels.append(c)
+            continue
         if want != got:
             fix = ("store the training data as Parquet (it keeps the dtype) or have the model's entry point cast "
                    "the column" if want == "categorical" else
@@ -211,12 +228,47 @@ def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFr
     try:
         # the model's adapter refits it as the bootstrap will (its own checks of the training data first)
         adapter, payload, n_train = refit_setup(model, spec)
-        refit_on(adapter, payload, np.arange(n_train))
+        fitted = refit_on(adapter, payload, np.arange(n_train))
     except Exception as exc:  # noqa: BLE001 - the first refit fails: all would; one line naming the key
         text = " ".join(str(exc).split()) or type(exc).__name__
         raise config_error(cfg, where, f"refitting the model on the training data fails ({type(exc).__name__}: "
-                                       f"{text}); every bootstrap refit would fail. Check the columns and types of "
-                                       "the training data against the data the model was fitted on") from None
+                                       f"{text}); every bootstrap refit would fail. "
+                                       f"{_text_columns_hint(train, target, text)}") from None
+    if as_levels:
+        _check_refit_reads_levels(cfg, where, model, fitted, data, as_levels)
+
+
+def _text_columns_hint(train: pd.DataFrame, target: str, error: str) -> str:
+    """What to check after a failed probe refit: the text columns of the training data whose value the error
+    quotes (a CSV keeps no categorical dtype), else every text column, else the columns and types."""
+    text_cols = [c for c in train.columns if c != target and _kind(train[c]) == "text"]
+    quoted = [c for c in text_cols if any(f"'{v}'" in error or f'"{v}"' in error
+                                          for v in train[c].dropna().astype(str).unique()[:1000])]
+    named = quoted or text_cols
+    if not named:
+        return "Check the columns and types of the training data against the data the model was fitted on"
+    cols = ", ".join(repr(c) for c in named)
+    are = "is" if len(named) == 1 else "are"
+    return (f"Column{'s' if len(named) > 1 else ''} {cols} of the training data {are} text (e.g. "
+            f"{_names(sorted(map(str, train[named[0]].dropna().unique()))[:3], 3)}), which the model cannot fit: "
+            "store the training data as Parquet with the column's categorical dtype (a CSV keeps none), or have "
+            "the model's entry point cast it, as the model was fitted")
+
+
+def _check_refit_reads_levels(cfg: ReportConfig, where: tuple, model: Any, fitted: Any, data: Any,
+                              columns: list) -> None:
+    """The probe refit predicts some evaluation rows whose ``columns`` are text where the training data have
+    them categorical (as the fitted model reads them); if it cannot, every refit would fail: name the column."""
+    head = _head(data).iloc[:50]
+    target_class = resolve_target_class(cfg, model)
+    try:
+        fme.predictions(fitted, head, inference="sample", target_class=target_class)
+    except Exception as exc:  # noqa: BLE001 - one line naming the key and the column
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise config_error(cfg, where, f"column {columns[0]!r} is categorical in the training data but text in the "
+                                       f"evaluation data, and the model refitted on the training data cannot "
+                                       f"predict the evaluation rows ({type(exc).__name__}: {text}); every "
+                                       "bootstrap refit would fail: give the column the same type in both") from None
 
 
 def _bad_numbers(col: pd.Series) -> list:
@@ -229,27 +281,46 @@ def _bad_numbers(col: pd.Series) -> list:
 def all_extrapolation_error(cfg: ReportConfig, eff: EffectConfig, data: Any, reference: Any,
                             seed: int) -> ConfigError | None:
     """When every row is an extrapolation point because the detector flags x itself (the hull in many
-    dimensions: each row lies outside the convex hull of the reference data), a :class:`ConfigError` at
-    ``effects[i].extrapolation`` saying so and how to fix it; None when x is mostly inside (then the step is
-    the problem and the library's message stands)."""
+    dimensions: each row lies outside the convex hull of the reference data), or because the hull is
+    degenerate (x inside, but most reference rows lie outside the hull of the others, so every step leaves
+    it), a :class:`ConfigError` at ``effects[i].extrapolation`` saying so and how to fix it; None otherwise
+    (then the step is the problem and the library's message stands)."""
     from ..inputs.specs import make_detector
 
     if hasattr(data, "npartitions") or eff.extrapolation["method"] == "none":
         return None
     cols = [c for c in reference.columns if c in data.columns]
     try:
-        flagged = np.asarray(make_detector(eff.extrapolation, seed).fit(reference[cols]).flag(data[cols]),
-                             dtype=bool)
+        detector = make_detector(eff.extrapolation, seed).fit(reference[cols])
+        flagged = np.asarray(detector.flag(data[cols]), dtype=bool)
     except Exception:  # noqa: BLE001 - the diagnosis must not hide the original error
-        return None
-    if flagged.size == 0 or flagged.mean() < 0.5:
         return None
     method = eff.extrapolation["method"]
     i = eff.index
     key = ("effects", i, "extrapolation") if "extrapolation" in eff.given else ("effects", i, "steps")
+    if flagged.size and flagged.mean() < 0.5:
+        return _degenerate_hull_error(cfg, key, detector, len(cols), len(reference))
+    if flagged.size == 0:
+        return None
     return config_error(cfg, key, (
         f"every row is an extrapolation point because x itself lies outside the {method} detector's region: "
         f"{int(flagged.sum()):,} of {flagged.size:,} evaluated rows are flagged before any step, in "
         f"{len(cols)} dimensions with {len(reference):,} reference rows (in high dimension almost every point lies "
         "outside the convex hull of the others). Set extrapolation: envelope (per-feature ranges) or a detector "
         "that scales, e.g. {method: mcec} or {method: lof}, or give more reference rows (reference_data)"))
+
+
+def _degenerate_hull_error(cfg: ReportConfig, key: tuple, detector: Any, n_dims: int,
+                           n_reference: int) -> ConfigError | None:
+    """The hull detector's diagnosis when x is mostly inside but every step left: its ``boundary_share_`` (the
+    share of reference rows outside the hull of the others) says the hull is degenerate, so any step leaves it.
+    None for other detectors or a hull that is not degenerate (the library's message stands)."""
+    share = getattr(detector, "boundary_share_", None)
+    if share is None or share < 0.5:
+        return None
+    return config_error(cfg, key, (
+        f"every row is an extrapolation point because the convex hull is degenerate: in {n_dims} dimensions with "
+        f"{n_reference:,} reference rows about {share:.0%} of the rows themselves lie outside the hull of the "
+        "others (on its boundary), so any step of any row leaves the hull. Set extrapolation: envelope "
+        "(per-feature ranges) or a detector that scales, e.g. {method: mcec} or {method: lof}, check fewer "
+        "features (reference_data with the stepped ones), or give more reference rows"))

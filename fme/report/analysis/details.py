@@ -2,6 +2,9 @@
 
 * :func:`model_interval`: the AME's interval under the inference method actually used
   (delta method or bootstrap refits: model uncertainty; ``sample``: none beyond the fixed-model CI);
+* :func:`interval_fields`: both intervals labelled, and the primary one (the interval the report shows)
+  under ``conf_low``/``conf_high`` beside ``inference``; :func:`label_intervals` labels the effect's other
+  intervals (with extrapolation points, step sizes, cAME leaves) with what they cover;
 * :func:`extrapolation_causes`: which features put the flagged point (x or x + h) outside the
   reference data, so the report says where extrapolation points are *because of what*;
 * :func:`effective_steps`: the distribution of the per-row steps under ``on_extrapolation='shrink'``
@@ -19,7 +22,8 @@ import pandas as pd
 from ..._utils.validation import is_categorical
 from ..inputs.specs import CI_COVERS
 
-__all__ = ["model_interval", "interval_records", "extrapolation_causes", "effective_steps"]
+__all__ = ["model_interval", "interval_records", "interval_fields", "label_intervals", "relabel_table",
+           "extrapolation_causes", "effective_steps"]
 
 
 def _finite(x: Any) -> float | None:
@@ -46,6 +50,13 @@ def model_interval(res: Any, conf_level: float) -> dict[str, Any]:
     return {"inference": method, "model_ci": out}
 
 
+def _covers(method: str, covariance: str | None) -> str:
+    if covariance is None or method != "delta":
+        return CI_COVERS[method]
+    return (f"{CI_COVERS['delta']} scaled by its {covariance} (quasi-likelihood: the model's own covariance "
+            "assumes a dispersion of 1)")
+
+
 def interval_records(summary: dict) -> list[dict[str, Any]]:
     """Both intervals of an effect's AME, each labelled by what it covers, the report's primary one first.
 
@@ -55,20 +66,86 @@ def interval_records(summary: dict) -> list[dict[str, Any]]:
     sentences, flags and plausibility check use), and the fixed-model interval over the rows
     (``inference: sample``; the effect's ``ci_low``/``ci_high``). ``tables/<effect>-ame.csv``, results.json
     (``intervals``) and the change log carry these rows, so a file never shows one interval beside the
-    label of the other.
+    label of the other. A delta-method interval computed with a scaled covariance (``model_ci.covariance``,
+    :func:`fme.report.analysis.model_view.dispersion_scaled`) is labelled ``delta (<covariance>)``.
     """
     rows = []
     mc = summary.get("model_ci")
     conf = summary.get("conf_level")
     if mc and mc.get("conf_low") is not None:
         method = summary["inference"]
-        rows.append({"inference": method, "covers": CI_COVERS[method], "primary": True,
+        covariance = mc.get("covariance") if method == "delta" else None
+        rows.append({"inference": method if covariance is None else f"{method} ({covariance})",
+                     "covers": _covers(method, covariance), "primary": True,
                      "estimate": summary["ame"], "std_error": mc.get("std_error"), "conf_low": mc["conf_low"],
                      "conf_high": mc["conf_high"], "conf_level": mc.get("conf_level", conf)})
     rows.append({"inference": "sample", "covers": CI_COVERS["sample"], "primary": not rows,
                  "estimate": summary["ame"], "std_error": summary.get("se"), "conf_low": summary.get("ci_low"),
                  "conf_high": summary.get("ci_high"), "conf_level": conf})
     return rows
+
+
+def interval_fields(summary: dict, covariance: str | None = None) -> dict[str, Any]:
+    """The interval fields of an effect's summary in ``results.json`` (update the summary with them).
+
+    ``intervals`` (:func:`interval_records`); the primary interval, the one the report shows, under
+    ``conf_low``/``conf_high``/``std_error`` with ``covers`` beside ``inference`` and ``covariance`` (the
+    name of a scaled covariance of the delta method, else None); the fixed-model interval keeps
+    ``ci_low``/``ci_high``/``se``, labelled by ``ci_inference: sample`` and ``ci_covers``. With
+    ``covariance`` (the model's delta-method intervals were computed with that covariance) ``model_ci`` and
+    the labels say so.
+    """
+    if covariance is not None and summary.get("inference") == "delta" and summary.get("model_ci"):
+        summary = {**summary, "model_ci": {**summary["model_ci"], "covariance": covariance}}
+    records = interval_records(summary)
+    first = records[0]
+    mc = summary.get("model_ci")
+    return {"model_ci": mc, "intervals": records, "conf_low": first["conf_low"], "conf_high": first["conf_high"],
+            "std_error": first["std_error"], "covers": first["covers"],
+            "covariance": (mc or {}).get("covariance") if first["primary"] and first["inference"] != "sample"
+            else None, "ci_inference": "sample", "ci_covers": CI_COVERS["sample"]}
+
+
+def _scaled(label: Any, covariance: str | None) -> Any:
+    return f"delta ({covariance})" if covariance is not None and label == "delta" else label
+
+
+def label_intervals(summary: dict, covariance: str | None = None) -> None:
+    """Label every interval of an effect's finished summary with what it covers (in place).
+
+    With ``covariance`` (the delta-method intervals were computed with the model's covariance scaled by its
+    dispersion, :func:`fme.report.analysis.model_view.dispersion_scaled`) the AME's intervals
+    (:func:`interval_fields`), each cAME leaf's and the leaf tests' ``inference`` read ``delta (<covariance>)``.
+    The fixed-model intervals of the AME with extrapolation points kept (``with_eps``) and at other step sizes
+    (``sensitivity``) get ``ci_inference: sample`` and ``ci_covers``.
+    """
+    if covariance is not None:
+        summary.update(interval_fields(summary, covariance))
+        part = summary.get("partition")
+        if part:
+            for leaf in [part.get("root") or {}, *part.get("leaves", [])]:
+                if leaf.get("inference") == "delta":
+                    leaf["inference"] = _scaled("delta", covariance)
+                    leaf["covers"] = _covers("delta", covariance)
+            if isinstance(part.get("tests"), dict):
+                part["tests"]["inference"] = _scaled(part["tests"].get("inference"), covariance)
+    fixed = {"ci_inference": "sample", "ci_covers": CI_COVERS["sample"]}
+    for row in [summary.get("with_eps") or {}, *(summary.get("sensitivity") or [])]:
+        if "ci_low" in row:
+            row.update(fixed)
+
+
+def relabel_table(frame: pd.DataFrame, covariance: str | None) -> pd.DataFrame:
+    """A table's ``inference``/``covers`` columns as :func:`label_intervals` labels them (a copy when changed)."""
+    if covariance is None or "inference" not in frame.columns:
+        return frame
+    delta = frame["inference"] == "delta"
+    if not delta.any():
+        return frame
+    out = frame.assign(inference=frame["inference"].where(~delta, _scaled("delta", covariance)))
+    if "covers" in out.columns:
+        out["covers"] = out["covers"].where(~delta, _covers("delta", covariance))
+    return out
 
 
 def _flagged(res: Any) -> tuple[pd.Index, np.ndarray]:

@@ -27,7 +27,7 @@ from ..._trees.support import leaf_support
 from ..._utils.validation import is_dask_collection
 from ..inputs.config import EffectConfig
 from ..inputs.specs import make_detector
-from .details import effective_steps, extrapolation_causes, interval_records, model_interval
+from .details import effective_steps, extrapolation_causes, interval_fields, model_interval
 from .effect_parts import (_grow_partition, _num, _partition_summary, _stability, _step_sensitivity, figures_of,
                            run_effect_fme, t_figures)
 
@@ -61,8 +61,8 @@ def effect_summary(res: Any, steps: dict, numeric: bool, det_spec: dict, use_nlm
         "detector_spec": det_spec,
     }
     summary.update(model_interval(res, conf))
-    # both intervals, labelled; ci_low/ci_high are the fixed-model one ("sample")
-    summary.update(intervals=interval_records(summary), ci_inference="sample")
+    # both intervals, labelled; conf_low/conf_high the primary one, ci_low/ci_high the fixed-model one ("sample")
+    summary.update(interval_fields(summary))
     if use_nlm:
         f = res.nlm_figures()
         t = t_figures(f["n"], f["mean"], f["sd"], conf, upper=1.0)

@@ -17,6 +17,7 @@ import pandas as pd
 import fme
 
 from .effect_parts import _num
+from .model_view import dispersion_scaled, dispersion_threshold
 from ..inputs.config import ReportConfig
 
 __all__ = ["run_interactions", "DEFAULT_TOP"]
@@ -49,6 +50,7 @@ def run_interactions(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cf
         return None
     method = cfg.inference["method"] if isinstance(cfg.inference, dict) else "auto"
     inference = "auto" if method == "bootstrap" else method  # no refits for a screen
+    model, covariance = dispersion_scaled(model, dispersion_threshold(cfg))
     rows = []
     for a, b in _pairs(spec, overview, data):
         out = fme.interaction(model, data, a, b, inference=inference, conf_level=float(cfg.conf_level),
@@ -57,7 +59,8 @@ def run_interactions(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cf
         rows.append({"steps_a": str(r["steps_a"]), "steps_b": str(r["steps_b"]),
                      **{c: _num(r[c]) for c in ("estimate", "std_error", "conf_low", "conf_high", "p_value", "sd",
                                                  "tol", "share_above_tol")},
-                     "inference": str(r["inference"]), "n": int(r["n"])})
+                     "inference": str(r["inference"]) if covariance is None or r["inference"] != "delta"
+                     else f"delta ({covariance})", "n": int(r["n"])})
 
     def strength(r: dict) -> float:
         # without uncertainty (zero SE: the model is additive in the pair, or fixed-model rows all alike) the

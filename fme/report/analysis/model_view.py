@@ -1,5 +1,7 @@
 """The whole model before the configured effects: a ranked AME of every feature, a feature dictionary,
-and the model's fit on test data (regression or, for classifiers, probability-scale metrics).
+the model's fit on test data (regression or, for classifiers, probability-scale metrics), and the
+covariance its delta-method intervals use (:func:`dispersion_scaled`: an overdispersed Poisson or binomial
+GLM's covariance times its Pearson dispersion).
 
 Run inside the analysis notebook; returns JSON-ready dicts for ``results.json``.
 """
@@ -14,12 +16,44 @@ import pandas as pd
 
 import fme
 
-from ..._adapters import formula_categoricals, glm_dispersion  # noqa: F401 - glm_dispersion: the notebook's name
+from ..._adapters import dispersion_scaled_copy, formula_categoricals, glm_dispersion, scaled_dispersion
 from ..._utils.validation import is_categorical
 from ..inputs.config import ReportConfig, config_error
-from ..inputs.specs import bootstrap_kwargs, make_detector
+from ..inputs.specs import FLAG_DEFAULTS, bootstrap_kwargs, dispersion_covariance, make_detector, scales_dispersion
 
-__all__ = ["model_features", "feature_dictionary", "feature_overview", "model_fit", "glm_dispersion"]
+__all__ = ["model_features", "feature_dictionary", "feature_overview", "model_fit", "glm_dispersion",
+           "dispersion_scaled", "dispersion_threshold"]
+
+
+def dispersion_threshold(cfg: ReportConfig) -> float:
+    """The config's ``flags.dispersion`` (its default when the config object carries no flags)."""
+    return float((cfg.flags or {}).get("dispersion", FLAG_DEFAULTS["dispersion"]))
+
+
+def dispersion_scaled(model: Any, threshold: float) -> tuple[Any, str | None]:
+    """The model whose delta-method intervals the report computes, and the name of their covariance.
+
+    A statsmodels Poisson or binomial model (GLM, or discrete Poisson/Logit/Probit) with the non-robust
+    covariance assumes a dispersion of 1. When its Pearson dispersion phi = chi2 / df_resid
+    (:func:`glm_dispersion`) exceeds ``threshold`` (the config's ``flags.dispersion``), the report uses the
+    quasi-likelihood covariance phi V, the covariance statsmodels' GLM ``fit(scale='X2')`` states for the same
+    parameters: every delta-method standard error is sqrt(phi) times the model's (sqrt(g' phi V g)), so every
+    interval, direction word, contract, change-log comparison and cAME interval that reads it agrees with the
+    overdispersion the report warns of.
+
+    Returns
+    -------
+    (model, covariance)
+        A copy of the results object with that covariance (parameters and predictions unchanged; the
+        caller's object is not modified) and its name (``"Pearson dispersion 13.48"``), or the model itself
+        and None when nothing is scaled. A copy made here is returned as it is.
+    """
+    if scaled_dispersion(model) is not None:  # the report's own copy, scaled already
+        return model, dispersion_covariance({"dispersion": scaled_dispersion(model)})
+    d = glm_dispersion(model)
+    if not scales_dispersion(d, threshold):
+        return model, None
+    return dispersion_scaled_copy(model, d["dispersion"]), dispersion_covariance(d)
 
 
 def _num(x: Any) -> float | None:
@@ -143,6 +177,7 @@ def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame
     spec = cfg.overview
     if spec is False:
         return None
+    model, covariance = dispersion_scaled(model, dispersion_threshold(cfg))
     names = model_features(model, features)
     # C() columns of a statsmodels formula are categorical in the model: switch them to each level
     coded = [f for f in formula_categoricals(model) if f in names and not is_categorical(features[f])]
@@ -159,7 +194,10 @@ def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame
         kw: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
         if det["method"] != "none":
             kw.update(extrapolation=make_detector(det, seed))
-        return fme.ame(model, features, sub, conf_level=conf, **inference, **kw)
+        table = fme.ame(model, features, sub, conf_level=conf, **inference, **kw)
+        if covariance is not None:  # the delta rows computed with the scaled covariance say so
+            table["inference"] = table["inference"].where(table["inference"] != "delta", f"delta ({covariance})")
+        return table
 
     try:
         rows = _rows(run(steps), conf, features)

@@ -32,8 +32,9 @@ from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
 from .effect import compute_effect
 from .effect_parts import REPORT_SAMPLE_SIZE, _num, sample_info
+from .details import label_intervals, relabel_table
 from .levels import level_summaries
-from .model_view import glm_dispersion
+from .model_view import dispersion_scaled, dispersion_threshold, glm_dispersion
 
 __all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment_record", "write_results"]
 
@@ -233,11 +234,13 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
     """Compute every configured effect, write its tables and figures, return the summaries.
 
     Any failure is a :class:`~fme.report.inputs.config.ConfigError` naming the effect's ``steps`` line: a report
-    never silently drops an effect.
+    never silently drops an effect. An overdispersed Poisson or binomial model's delta-method intervals use its
+    covariance scaled by the Pearson dispersion (:func:`fme.report.analysis.model_view.dispersion_scaled`).
     """
     out_dir = Path(out_dir)
     (out_dir / "tables").mkdir(parents=True, exist_ok=True)
     (out_dir / "figures").mkdir(parents=True, exist_ok=True)
+    model, covariance = dispersion_scaled(model, dispersion_threshold(cfg))
     summaries = []
     train_cache: dict = {}
     challenger_checked: set = set()
@@ -252,6 +255,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
         if is_dask_collection(data):
             raise config_error(cfg, ("challenger",), "a challenger model works with engine: pandas (for now)")
         challenger = load_model(cfg, cfg.challenger, "challenger")[0]
+        challenger = dispersion_scaled(challenger, dispersion_threshold(cfg))[0]
     if is_dask_collection(data):  # engine: dask: one seeded sample of the rows for every effect's per-row figures
         from .dask_analysis import compute_effect_dask
 
@@ -281,6 +285,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                     out = compute_effect_dask(model, data, reference, veff, cfg.seed, target_class, train, cfg.target,
                                               sample)
                 summ = out["summary"]
+                label_intervals(summ, covariance)  # the delta ones computed with the scaled covariance say so
                 summ["id"] = vid
                 summ["level"] = _num(veff.level)
                 summ["target_class"] = _num(target_class)
@@ -325,7 +330,8 @@ def _write_tables(out: dict, summ: dict, out_dir: Path, vid: str) -> None:
         out["stability"].to_csv(out_dir / "tables" / f"{vid}-stability.csv", index=False, lineterminator="\n")
     res.results.to_csv(out_dir / "tables" / f"{vid}-fme.csv", lineterminator="\n")
     if out["partition"] is not None:
-        out["partition"].leaves.to_csv(out_dir / "tables" / f"{vid}-leaves.csv", index=False, lineterminator="\n")
+        leaves = relabel_table(out["partition"].leaves, summ.get("covariance"))
+        leaves.to_csv(out_dir / "tables" / f"{vid}-leaves.csv", index=False, lineterminator="\n")
 
 
 def _jsonable(obj: Any) -> Any:

@@ -20,7 +20,8 @@ import inspect
 from typing import Any
 
 __all__ = ["FLAG_DEFAULTS", "engine_problem", "FLAG_MEANING", "CI_COVERS", "detector_parameters",
-           "normalise_detector", "normalise_inference", "make_detector", "describe_detector", "bootstrap_kwargs"]
+           "normalise_detector", "normalise_inference", "make_detector", "describe_detector", "bootstrap_kwargs",
+           "scales_dispersion", "dispersion_covariance", "ci_short"]
 
 #: Default flag thresholds (printed in every report; ``flags:`` in a config overrides them).
 FLAG_DEFAULTS: dict[str, float] = {"ep_share": 0.5, "anlm": 0.9, "leaf_anlm": 0.5, "leaf_n": 30, "ari": 0.5,
@@ -32,8 +33,8 @@ FLAG_MEANING = {
     "leaf_anlm": "cANLM below which a cAME leaf is flagged as non-linear",
     "leaf_n": "cAME leaves with fewer rows are flagged as small",
     "ari": "median adjusted Rand index below which a partition is flagged as unstable",
-    "dispersion": "Pearson chi2 / residual df of a Poisson or binomial GLM above which its model-based intervals "
-                  "are flagged as too narrow (overdispersion)",
+    "dispersion": "Pearson chi2 / residual df of a Poisson or binomial GLM above which it is flagged as "
+                  "overdispersed and its delta-method intervals use the covariance scaled by that dispersion",
     "bootstrap_resamples": "resamples below which a percentile bootstrap interval at 95% or more is flagged (its "
                            "tails rest on too few refits)",
 }
@@ -45,6 +46,29 @@ CI_COVERS = {
 }
 #: Short labels of the same (table cells).
 CI_SHORT = {"sample": "fixed model (rows)", "delta": "model (delta method)", "bootstrap": "model (bootstrap refits)"}
+
+
+def scales_dispersion(dispersion: dict | None, threshold: float) -> bool:
+    """Whether a Poisson or binomial model's delta-method intervals use the covariance scaled by its Pearson
+    dispersion: the dispersion (``glm_dispersion``'s record) exceeds the ``flags.dispersion`` threshold and the
+    model's covariance is the non-robust one, which assumes a dispersion of 1 (a sandwich covariance needs no
+    scale). The analysis scales on this rule and the report words it on the same rule."""
+    return bool(dispersion) and dispersion["dispersion"] > float(threshold) and dispersion["cov_type"] == "nonrobust"
+
+
+def ci_short(inference: str) -> str:
+    """The short label of an ``inference`` value (:data:`CI_SHORT`), a covariance in brackets kept:
+    ``delta (Pearson dispersion 13.48)`` -> ``model (delta method, Pearson dispersion 13.48)``."""
+    method, _, rest = str(inference).partition(" (")
+    if method not in CI_SHORT:
+        return str(inference)
+    return CI_SHORT[method] if not rest else f"{CI_SHORT[method][:-1]}, {rest}"
+
+
+def dispersion_covariance(dispersion: dict) -> str:
+    """The name of the scaled covariance, e.g. ``Pearson dispersion 13.48`` (the ``inference`` label reads
+    ``delta (Pearson dispersion 13.48)``)."""
+    return f"Pearson dispersion {dispersion['dispersion']:.2f}"
 
 # Constructor arguments a config cannot give (objects, or set by the report itself).
 _NOT_CONFIGURABLE = {"self", "random_state", "classifier"}

@@ -15,7 +15,7 @@ from typing import Any
 from ..inputs.config import ReportConfig, config_error
 from .display import effect_title
 from ..._utils.numfmt import decimals_for, fmt_g, fmt_num, fmt_percent
-from ..inputs.specs import CI_SHORT
+from ..inputs.specs import ci_short
 
 __all__ = ["load_previous", "compact", "changelog"]
 
@@ -39,11 +39,21 @@ def _split_text(split: dict | None) -> str:
 
 def _primary(v: dict) -> tuple[str, Any, Any]:
     """(inference, conf_low, conf_high) of the report's primary interval: the model-uncertainty interval
-    when it was computed, else the fixed-model one (also for results.json files written by an older fme)."""
+    when it was computed, else the fixed-model one (also for results.json files written by an older fme).
+    A delta interval computed with a scaled covariance is labelled ``delta (<covariance>)``."""
     mc = v.get("model_ci")
     if mc and mc.get("conf_low") is not None:
-        return v.get("inference", "sample"), mc["conf_low"], mc["conf_high"]
+        method = v.get("inference", "sample")
+        covariance = mc.get("covariance") if method == "delta" else None
+        return (method if covariance is None else f"delta ({covariance})"), mc["conf_low"], mc["conf_high"]
     return "sample", v["ci_low"], v["ci_high"]
+
+
+def _kind(inference: str) -> tuple[str, bool]:
+    """(method, whether its covariance was scaled): two delta intervals scaled by different dispersions are
+    of one kind; a scaled and an unscaled one are not."""
+    method, _, rest = inference.partition(" (")
+    return method, bool(rest)
 
 
 def compact(results: dict) -> dict[str, Any]:
@@ -100,10 +110,10 @@ def _interval_cells(new: dict, old: dict) -> tuple[str, str]:
     """(which interval, whether the CIs overlap): the primary intervals when both builds computed the same
     kind; otherwise the fixed-model intervals, which every build has, and the cell says so."""
     a, b = old.get("inference", "sample"), new.get("inference", "sample")
-    if a == b:
-        return CI_SHORT[b], _overlap(new, old)
+    if _kind(a) == _kind(b):
+        return (ci_short(b) if a == b else f"{ci_short(a)} to {ci_short(b)}"), _overlap(new, old)
     fixed = _overlap(new, old, "fixed_ci_low", "fixed_ci_high")
-    return f"{CI_SHORT[a]} to {CI_SHORT[b]}", f"{fixed} (fixed-model intervals; the primary ones differ in kind)"
+    return f"{ci_short(a)} to {ci_short(b)}", f"{fixed} (fixed-model intervals; the primary ones differ in kind)"
 
 
 def _signed(x: float | None, d: int) -> str:

@@ -18,7 +18,7 @@ from .display import (ci_method_text, effect_title, interval_rows, model_ci_scop
 from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .levels import level_flag_rows, level_rows, level_sentences
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
-from ..inputs.specs import CI_COVERS, CI_SHORT
+from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 from ..._utils.numfmt import (count, decimals_for, fmt_est, fmt_g, fmt_int, fmt_level, fmt_nlm, fmt_num, fmt_p,
                               fmt_percent, fmt_share, p_phrase)
 
@@ -42,10 +42,13 @@ def effect_cells(v: dict) -> dict[str, str]:
          "n_at_level": fmt_int(v.get("n_at_level")),
          "detector": "not checked" if v["detector"] is None else f"{v['detector']} ({v['policy']})"}
     method = v.get("ci_inference", "sample")
-    d["covers"] = CI_COVERS[method]
-    d["ci_kind"] = CI_SHORT[method]
+    # a delta interval computed with the overdispersed model's scaled covariance says so wherever it is shown
+    covariance = (v.get("model_ci") or {}).get("covariance") if method == "delta" else None
+    d["covers"] = CI_COVERS[method] if covariance is None else v["intervals"][0]["covers"]
+    d["ci_kind"] = CI_SHORT[method] if covariance is None else ci_short(f"delta ({covariance})")
     d["ci_phrase"] = ("fixed model only: model-estimation uncertainty not computed" if method == "sample"
-                      else f"model uncertainty by {'the delta method' if method == 'delta' else 'bootstrap refits'}")
+                      else f"model uncertainty by {'the delta method' if method == 'delta' else 'bootstrap refits'}"
+                      + (f" with the covariance scaled by the {covariance}" if covariance else ""))
     if v["detector"] is not None and v["policy"] == "exclude":
         d["ep_share"] = fmt_share(v["n_extrapolation"] or 0, v["n"] + (v["n_extrapolation"] or 0))
     else:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 
 from ..._utils.numfmt import count, fmt_est
-from ..inputs.specs import CI_COVERS, CI_SHORT
+from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 from ..inputs.config import ReportConfig
 
 __all__ = ["prepare_variant", "scale_of", "target_phrase", "interval_rows", "ci_method_text", "model_ci_scope"]
@@ -112,7 +112,10 @@ def interval_rows(v: dict, level: str) -> list[dict[str, str]]:
             extra = (f" ({count(mc['n_resamples'], 'resample')}, {count(mc['n_failed'], 'failed refit')}, "
                      f"{mc['ci']})")
         se = fmt_est(mc["std_error"], mc["conf_low"], mc["conf_high"])[0]
-        rows.append({"interval": CI_SHORT[v["inference"]] + extra, "covers": CI_COVERS[v["inference"]],
+        covariance = mc.get("covariance") if v["inference"] == "delta" else None  # a scaled delta covariance
+        label = v["inference"] if covariance is None else f"delta ({covariance})"
+        covers = CI_COVERS[v["inference"]] if covariance is None else v["intervals"][0]["covers"]
+        rows.append({"interval": ci_short(label) + extra, "covers": covers,
                      "ci": f"[{lo}, {hi}]", "se": se, "used": "yes"})
     _, lo, hi = fmt_est(v["ame"], v["fixed_ci_low"], v["fixed_ci_high"])
     se = fmt_est(v.get("se"), v["fixed_ci_low"], v["fixed_ci_high"])[0]

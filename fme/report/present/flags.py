@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_num, p_phrase
-from ..inputs.specs import FLAG_DEFAULTS, FLAG_MEANING
+from ..inputs.specs import FLAG_DEFAULTS, FLAG_MEANING, dispersion_covariance, scales_dispersion
 
 __all__ = ["FLAG", "OK", "flag_rows", "model_flag_rows", "dispersion_text", "threshold_rows"]
 
@@ -115,11 +115,13 @@ def dispersion_text(d: dict | None, t: dict) -> str | None:
     text = (f"{d['family']} model: Pearson chi2 / residual df = {fmt_num(d['pearson_chi2'], 1)} / "
             f"{fmt_int(d['df_resid'])} = {fmt_num(d['dispersion'], 2)} (1 under the model; covariance "
             f"{d['cov_type']}).")
-    if d["dispersion"] > t["dispersion"] and d["cov_type"] == "nonrobust":
-        text += (" Above the threshold: the delta-method intervals assume a dispersion of 1 and are too narrow. "
-                 "For robust intervals refit with a sandwich covariance (statsmodels: fit(cov_type='HC0')), a "
-                 "quasi-likelihood scale (GLM: fit(scale='X2')) or a negative binomial family, or set "
-                 "inference: bootstrap.")
+    if scales_dispersion(d, t["dispersion"]):  # the analysis scaled the delta covariance on the same rule
+        text += (" Above the threshold: the model's own covariance assumes a dispersion of 1, so the report's "
+                 "delta-method intervals, and the direction words, contracts and change log that read them, use "
+                 f"it scaled by the dispersion (quasi-likelihood, as GLM fit(scale='X2'); labelled delta "
+                 f"({dispersion_covariance(d)})): their standard errors are {fmt_num(d['dispersion'] ** 0.5, 2)} "
+                 "times the model's. Alternatives: a sandwich covariance (statsmodels: fit(cov_type='HC0')), a "
+                 "negative binomial family, or inference: bootstrap.")
     return text
 
 

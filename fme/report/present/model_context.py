@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_level, fmt_num, fmt_share
-from ..inputs.specs import CI_SHORT, describe_detector
+from ..inputs.specs import ci_short, describe_detector
 from ..inputs.config import ReportConfig
 
 __all__ = ["whole_model", "fit_text", "causes_phrase", "effective_step_rows", "detector_text"]
@@ -60,7 +60,7 @@ def whole_model(results: dict, cfg: ReportConfig, scale: float, first_table: int
             ame, clo, chi = fmt_est(r["ame"] * scale, lo, hi)
             rows.append({"rank": fmt_int(rank), "feature": r["feature"], "step": _step_text(r, units),
                          "n": fmt_int(r["n"]), "n_excluded": fmt_int(r["n_excluded"]), "ame": ame,
-                         "ci": f"[{clo}, {chi}]", "covers": CI_SHORT.get(r["inference"], r["inference"])})
+                         "ci": f"[{clo}, {chi}]", "covers": ci_short(r["inference"])})
         what = "one standard deviation (of the reference data)" if ov["step"] == "sd" else "one unit"
         out["overview"] = {"rows": rows, "step": what, "detector": describe_detector(ov["detector"]),
                            "level": level, "table": first_table}
