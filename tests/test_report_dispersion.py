@@ -285,3 +285,18 @@ def test_boston_binomial_glm_report_is_small_and_says_its_intervals_are_scaled(t
         assert v["with_eps"] is None or v["with_eps"]["ci_inference"] == "sample"
     assert variants[0]["with_eps"]["ci_covers"].startswith("fixed model")  # rm: envelope, points left out
     assert {r["inference"] for r in results["overview"]["rows"] if r["error"] is None} == {f"delta ({label})"}
+
+
+def test_the_challenger_difference_says_which_covariance_each_side_used():
+    from fme.report.analysis.run import _label_difference
+
+    c = {"difference_inference": "delta, fits taken as independent"}
+    _label_difference(c, "Pearson dispersion 13.49", None)
+    assert c["difference_inference"] == ("delta, fits taken as independent; covariance: champion Pearson dispersion "
+                                         "13.49, challenger as fitted")
+    boot = {"difference_inference": "bootstrap, both models refitted on the same 200 resamples (paired)"}
+    _label_difference(boot, "Pearson dispersion 13.49", "Pearson dispersion 2.10")
+    assert boot["difference_inference"].endswith("(paired)")  # refits: no covariance involved
+    plain = {"difference_inference": "delta, fits taken as independent"}
+    _label_difference(plain, None, None)
+    assert plain["difference_inference"] == "delta, fits taken as independent"

@@ -248,14 +248,14 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
     fig_cfg = cfg if target_class is None else cfg.with_target_unit(f"percentage points of P({target_class})")
     fig_scale = 1.0 if target_class is None else 100.0
     sample = None
-    challenger = None
+    challenger, challenger_covariance = None, None
     # every effect with bootstrap refits the model on the same resamples (one seed): fitted once, then reused
     refits = RefitCache()
     if cfg.challenger:  # champion and challenger: the second model, loaded like the first
         if is_dask_collection(data):
             raise config_error(cfg, ("challenger",), "a challenger model works with engine: pandas (for now)")
         challenger = load_model(cfg, cfg.challenger, "challenger")[0]
-        challenger = dispersion_scaled(challenger, dispersion_threshold(cfg))[0]
+        challenger, challenger_covariance = dispersion_scaled(challenger, dispersion_threshold(cfg))
     if is_dask_collection(data):  # engine: dask: one seeded sample of the rows for every effect's per-row figures
         from .dask_analysis import compute_effect_dask
 
@@ -296,6 +296,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                     summ["challenger"] = challenger_summary(model, challenger, data, reference, veff, summ,
                                                             int(cfg.seed), target_class, train, cfg.target,
                                                             out["result"], refits)
+                    _label_difference(summ["challenger"], covariance, challenger_covariance)
                 levels = level_summaries(model, veff, summ, trains, cfg.target, target_class, int(cfg.seed))
                 if levels is not None:
                     summ["levels"] = levels
@@ -315,6 +316,14 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                           "variants": group})
     adjust_contracts([r for g in summaries for v in g["variants"] for r in v["contracts"]])
     return summaries
+
+
+def _label_difference(c: dict, champion: str | None, challenger: str | None) -> None:
+    """A delta interval of the champion-challenger difference says which covariance each model's side used when
+    either was scaled by its dispersion (in place)."""
+    if (champion or challenger) and str(c.get("difference_inference", "")).startswith("delta"):
+        c["difference_inference"] += (f"; covariance: champion {champion or 'as fitted'}, challenger "
+                                      f"{challenger or 'as fitted'}")
 
 
 def _write_tables(out: dict, summ: dict, out_dir: Path, vid: str) -> None:
