@@ -254,6 +254,10 @@ def test_leaf_without_ci_reads_as_in_the_table():
             "rule": "x > 1"}
     row = _leaf_rows({"root": {**leaf, "node": 1, "rule": "(all)"}, "leaves": [leaf]}, 1)[1]
     label = leaf_label(pd.Series({**leaf, "came_ci_low": np.nan, "came_ci_high": np.nan, "cov_fme": np.nan}), 1)
+    assert row["ci"] == "- (fewer than 2 rows)" and f"cAME {row['came']} {row['ci']}" in label.split("\n")
+    two = {**leaf, "n": 2}
+    row = _leaf_rows({"root": {**two, "node": 1, "rule": "(all)"}, "leaves": [two]}, 2)[1]
+    label = leaf_label(pd.Series({**two, "came_ci_low": np.nan, "came_ci_high": np.nan, "cov_fme": np.nan}), 2)
     assert row["ci"] == "[-, -]" and f"cAME {row['came']} {row['ci']}" in label.split("\n")
 
 

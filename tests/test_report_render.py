@@ -412,7 +412,8 @@ def test_anlm_interval_just_below_one_is_not_printed_as_one():
          "anlm_ci_high": 0.9999999979, "median_nlm": 1.0, "share_linear": 1.0, "n_nlm_flat": 0, "n_nlm_constant": 0}
     c = effect_cells(v)
     assert "1.000000" not in (c["anlm"], c["anlm_ci_low"], c["anlm_ci_high"])
-    assert c["anlm_ci_high"] == "0.999999998"
+    # at most 4 decimals (an NLM's integration error is rarely below 1e-6), and never a false 1
+    assert (c["anlm"], c["anlm_ci_low"], c["anlm_ci_high"]) == ("> 0.9999", "> 0.9999", "> 0.9999")
 
 
 def test_default_effect_title_uses_feature_names_as_written():

@@ -144,7 +144,9 @@ def leaf_label(row: Mapping[str, Any] | pd.Series, n_total: int | None = None) -
     n = int(row["n"])
     share = f" ({_shared.fmt_share(n, n_total)})" if n_total else ""
     est, lo, hi = fmt_ci(_get(row, "came"), _get(row, "came_ci_low"), _get(row, "came_ci_high"))
-    lines = [f"Node {int(row['node'])}: n = {n:,}{share}", f"cAME {est} [{lo}, {hi}]"]
+    # a leaf of fewer than 2 rows has no interval (no spread to estimate it from): said as the report's table says
+    ci = "- (fewer than 2 rows)" if n < 2 else f"[{lo}, {hi}]"
+    lines = [f"Node {int(row['node'])}: n = {n:,}{share}", f"cAME {est} {ci}"]
     cov = _get(row, "cov_fme")
     if np.isfinite(cov):
         lines.append(f"CoV {_shared.fmt_num(cov, 2)}")  # 2 decimals, as the report's leaf table
