@@ -19,7 +19,6 @@ data; the Dask engine's refits and those of the margins vocabulary ignore it.
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,27 +26,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._adapters import canonical
+
 __all__ = ["RefitCache"]
 
 #: Default memory budget of a cache (bytes of the pickled refitted models).
 CACHE_LIMIT = 512 * 2 ** 20
-
-
-def _digest(obj: Any) -> str:
-    """SHA-256 of training data: a frame's columns, dtypes, index and values (``hash_pandas_object``), or an
-    array's bytes, shape and dtype."""
-    h = hashlib.sha256()
-    if isinstance(obj, (pd.DataFrame, pd.Series)):
-        frame = obj.to_frame() if isinstance(obj, pd.Series) else obj
-        h.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode())
-        h.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
-    else:
-        arr = np.ascontiguousarray(np.asarray(obj))
-        if arr.dtype == object:  # text labels: hash them as pandas does
-            return _digest(pd.Series(arr.ravel()))
-        h.update(repr((arr.shape, str(arr.dtype))).encode())
-        h.update(arr.tobytes())
-    return h.hexdigest()
 
 
 @dataclass
@@ -59,11 +43,6 @@ class _Entry:
     keeping: bool = True
     # (evaluation points, resample) -> the refit's predictions of the points (x, before the step)
     base: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
-
-    @property
-    def nbytes(self) -> int:
-        models = (self.size_each or 0) * sum(r[0] is not None for r in self.results.values())
-        return models + sum(a.nbytes for a in self.base.values())
 
     def complete(self, n_resamples: int) -> bool:
         return self.keeping and len(self.results) == n_resamples
@@ -90,25 +69,28 @@ class RefitCache:
 
     Notes
     -----
-    A call finds its refits when it passes the same model object, training data of equal content (a
-    SHA-256 over columns, dtypes, index and values), the same ``random_state`` and ``n_resamples``. Pass it as
-    ``bootstrap={"X": X_train, "y": y_train, "random_state": 0, "cache": cache}``; ``random_state`` must be set
-    (with None each call draws new resamples, and nothing can be reused).
+    A call finds its refits when it passes the same model object, training data of equal content (their
+    canonical text: columns, dtypes, index and a SHA-256 of the values), the same ``random_state`` and
+    ``n_resamples``. Pass it as ``bootstrap={"X": X_train, "y": y_train, "random_state": 0, "cache": cache}``;
+    ``random_state`` must be set (with None each call draws new resamples, and nothing can be reused).
     """
 
     def __init__(self, memory_limit: int = CACHE_LIMIT) -> None:
         self.memory_limit = int(memory_limit)
         self._entries: list[_Entry] = []
         self.reused = self.fitted = self.skipped = 0
+        self._used = 0  # bytes kept, counted as models and predictions are kept (a running total, not a scan)
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the pickled refitted models kept."""
-        return sum(e.nbytes for e in self._entries)
+        """Bytes kept: the pickled refitted models and the kept predictions."""
+        return self._used
 
     def entry(self, model: Any, spec: dict[str, Any]) -> _Entry:
         """The entry of ``model`` refitted on the resamples ``spec`` draws (a new, empty one the first time)."""
-        train = (_digest(spec["data"]),) if "data" in spec else (_digest(spec["X"]), _digest(spec["y"]))
+        # the training data's canonical text (columns, dtypes, index and a SHA-256 of the values), as a model's
+        # identity names them
+        train = canonical(spec["data"]) if "data" in spec else canonical((spec["X"], spec["y"]))
         key = (train, int(spec["random_state"]), int(spec["n_resamples"]))
         for e in self._entries:
             if e.model is model and e.key == key:
@@ -120,14 +102,15 @@ class RefitCache:
     @staticmethod
     def points_key(points: pd.DataFrame, target_class: Any) -> str:
         """The key of a call's evaluation points (and explained class) for the kept predictions."""
-        return _digest(points) + repr(target_class)
+        return canonical((points, target_class))
 
     def keep_base(self, entry: _Entry, points: str, b: int, base: np.ndarray | None) -> None:
         """Keep refit ``b``'s predictions of the evaluation points ``points`` (within the memory budget): a later
         call on the same points predicts only the stepped ones."""
-        if base is None or (points, b) in entry.base or self.nbytes + base.nbytes > self.memory_limit:
+        if base is None or (points, b) in entry.base or self._used + base.nbytes > self.memory_limit:
             return
         entry.base[(points, b)] = base
+        self._used += base.nbytes
 
     def keep(self, entry: _Entry, b: int, fitted: Any, err: str | None, note: str | None, n_resamples: int) -> None:
         """Keep resample ``b``'s refit (or its error) in ``entry``, within the memory budget."""
@@ -137,10 +120,13 @@ class RefitCache:
             # the first refit's size stands for all of them (pickling each would cost a refit's worth for big
             # models): when all would exceed the budget, none is kept
             entry.size_each = len(pickle.dumps(fitted, protocol=pickle.HIGHEST_PROTOCOL))
-            if self.nbytes + entry.size_each * n_resamples > self.memory_limit:
+            if self._used + entry.size_each * n_resamples > self.memory_limit:
                 entry.keeping = False
-                entry.results.clear()
+                entry.results.clear()  # only failed refits so far: no bytes counted
                 self.skipped += 1
                 return
+        already = entry.results.get(b, (None,))[0] is not None  # a call interrupted before: counted then
         entry.results[b] = (fitted, err, note)
-        self.fitted += fitted is not None
+        if fitted is not None and not already:
+            self.fitted += 1
+            self._used += entry.size_each

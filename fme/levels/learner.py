@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._adapters import adapt
 from .._utils.validation import check_conf_level
 from ..effects import fme as _fme_verb
 from ..exceptions import DataError, FeatureError, LearnerError, LearnerWarning, ModelError, ParameterError
@@ -353,8 +354,6 @@ def _run(task: _Task, X: pd.DataFrame, y: Any, splits: list, n_jobs: int | None)
 # ----------------------------------------------------------------- validation
 def _check_inputs(learner: Any, X: Any, y: Any) -> tuple[pd.DataFrame, Any, int]:
     if _is_formula_result(learner):
-        from .._adapters import adapt
-
         support = adapt(learner, None).refit_support()
         if not support:
             raise ModelError(f"learner: {support.reason}; pass a function (X_train, y_train) -> fitted model "
@@ -427,12 +426,7 @@ def _is_formula_result(learner: Any) -> bool:
 def _formula_refit(result: Any, X: pd.DataFrame, y: Any) -> Any:
     """The result's model refitted by its formula on the rows (X, y): the outcome is the column ``y.name`` (a
     Series), else the formula's left-hand side; the model adapter's bootstrap recipe does the refit."""
-    from .._adapters import adapt
-
-    adapter = adapt(result, None)
-    support = adapter.refit_support()
-    if not support:
-        raise ModelError(f"the learner cannot be refitted: {support.reason}.")
+    adapter = adapt(result, None)  # its refit support was checked before any fit (_check_inputs)
     name = y.name if isinstance(y, pd.Series) and y.name is not None else result.model.endog_names
     data = X.assign(**{str(name): np.asarray(y)})
     return adapter.refit(data, np.arange(len(data)))

@@ -20,35 +20,20 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 import fme
 
 from ..inputs.config import EffectConfig
 from ..inputs.specs import make_detector
+from .effect_parts import _num
 
-__all__ = ["level_summaries", "LEARNER_KEYS", "DATA_KEYS"]
-
-#: Effect-scale numbers of each level's record (multiplied by 100 for a class probability when shown).
-LEARNER_KEYS = ("ame", "std_error", "conf_low", "conf_high", "ame_full")
-DATA_KEYS = ("ame", "std_error", "conf_low", "conf_high", "plug_in", "correction", "model_ame")
-
-
-def _val(x: Any) -> Any:
-    """A JSON-ready scalar: NaN -> None, NumPy scalars -> Python."""
-    if x is None:
-        return None
-    if isinstance(x, (np.floating, float)):
-        return None if not np.isfinite(x) else float(x)
-    if isinstance(x, (np.integer, int)) and not isinstance(x, bool):
-        return int(x)
-    return x.item() if isinstance(x, np.generic) else x
+__all__ = ["level_summaries"]
 
 
 def _row(table: pd.DataFrame, keys: tuple[str, ...]) -> dict[str, Any]:
     r = table.iloc[0]
-    return {k: _val(r[k]) for k in keys if k in table.columns}
+    return {k: _num(r[k]) for k in keys if k in table.columns}
 
 
 def _outcome(train: pd.DataFrame, target: str) -> tuple[pd.DataFrame, pd.Series]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_int, fmt_level, fmt_num, fmt_percent
+from .flags import FLAG, OK
 
 __all__ = ["level_rows", "level_sentences", "level_flag_rows", "QUESTIONS"]
 
@@ -48,30 +49,26 @@ def level_rows(v: dict, cells: dict[str, str], noun: str) -> list[dict[str, str]
     rows = [{"level": "model", "question": QUESTIONS["model"], "rows": f"{cells['n']} evaluation {noun}",
              "ame": cells["ame"], "ci": f"[{cells['ci_low']}, {cells['ci_high']}]", "se": fmt_num(se, 4),
              "inference": cells["ci_kind"]}]
-    ln = lv.get("learner")
-    if ln is not None:
-        if "error" in ln:
-            rows.append({"level": "learner", "question": QUESTIONS["learner"], "rows": "-", "ame": "not run",
-                         "ci": "-", "se": "-", "inference": ln["error"]})
+    for name in ("learner", "data"):
+        rec = lv.get(name)
+        if rec is None:
+            continue
+        if "error" in rec:
+            rows.append({"level": name, "question": QUESTIONS[name], "rows": "-", "ame": "not run", "ci": "-",
+                         "se": "-", "inference": rec["error"]})
+            continue
+        ame, ci = _ci(rec["ame"], rec["conf_low"], rec["conf_high"])
+        if name == "learner":
+            where = (f"test rows of {fmt_int(rec['n_splits'])} splits of {fmt_int(rec['n_rows'])} training {noun} "
+                     f"({fmt_int(rec['n_test'])} each)")
+            inference = rec["inference"]
         else:
-            ame, ci = _ci(ln["ame"], ln["conf_low"], ln["conf_high"])
-            rows.append({"level": "learner", "question": QUESTIONS["learner"],
-                         "rows": (f"test rows of {fmt_int(ln['n_splits'])} splits of {fmt_int(ln['n_rows'])} training "
-                                  f"{noun} ({fmt_int(ln['n_test'])} each)"),
-                         "ame": ame, "ci": ci, "se": fmt_num(ln["std_error"], 4), "inference": ln["inference"]})
-    dl = lv.get("data")
-    if dl is not None:
-        if "error" in dl:
-            rows.append({"level": "data", "question": QUESTIONS["data"], "rows": "-", "ame": "not run", "ci": "-",
-                         "se": "-", "inference": dl["error"]})
-        else:
-            ame, ci = _ci(dl["ame"], dl["conf_low"], dl["conf_high"])
-            if dl["conf_low"] is None:
+            where = f"{fmt_int(rec['n'])} training {noun} ({fmt_int(rec['folds'])} folds)"
+            inference = f"{rec['inference']}; positivity {rec['positivity']}"
+            if rec["conf_low"] is None:
                 ci = "withheld (positivity fails)"
-            rows.append({"level": "data", "question": QUESTIONS["data"],
-                         "rows": f"{fmt_int(dl['n'])} training {noun} ({fmt_int(dl['folds'])} folds)",
-                         "ame": ame, "ci": ci, "se": fmt_num(dl["std_error"], 4),
-                         "inference": f"{dl['inference']}; positivity {dl['positivity']}"})
+        rows.append({"level": name, "question": QUESTIONS[name], "rows": where, "ame": ame, "ci": ci,
+                     "se": fmt_num(rec["std_error"], 4), "inference": inference})
     return rows
 
 
@@ -125,7 +122,7 @@ def level_flag_rows(v: dict, label: str) -> list[dict[str, str]]:
 
     def add(rule: str, threshold: str, value: str, flagged: bool) -> None:
         rows.append({"effect": label, "rule": rule, "threshold": threshold, "value": value,
-                     "status": "FLAG (!)" if flagged else "ok"})
+                     "status": FLAG if flagged else OK})
 
     ln = lv.get("learner")
     if ln is not None:
