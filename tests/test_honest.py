@@ -112,6 +112,35 @@ def test_delta_leaves_are_the_ame_of_the_leafs_estimation_rows():
             assert leaf[c] == pytest.approx(own[c], rel=1e-9), c
 
 
+def test_estimation_root_is_the_ame_of_the_estimation_rows():
+    """The root's figures over the estimation rows: the leaves' counts add up to its n; its cAME, t interval
+    and delta SE are those of fme.ame on those rows (a logit, delta method); not honest, it is the root."""
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(3)
+    n = 700
+    d = pd.DataFrame({"age": rng.uniform(20, 70, n), "income": rng.normal(3, 1, n)})
+    d["y"] = (rng.uniform(size=n) < 1 / (1 + np.exp(4 - 0.06 * d["age"] - 0.4 * d["income"]))).astype(float)
+    m = smf.logit("y ~ age + income", data=d).fit(disp=0)
+    X = d[["age", "income"]]
+    eff = fme.fme(m, X, {"age": 1})
+    part = fme.came(eff, features=["income"], method="cart", max_depth=2, min_samples_leaf=60)
+    root = part.estimation_root
+    assert part.honest and root["n"] == part.leaves["n"].sum() == len(part.estimated_on) < n
+    own = fme.ame(m, X.loc[part.estimated_on], {"age": 1}).iloc[0]
+    assert root["came"] == pytest.approx(own["ame"], rel=1e-12) and root["inference"] == "delta"
+    for c in ("std_error", "conf_low", "conf_high", "p_value"):
+        assert root[c] == pytest.approx(own[c], rel=1e-9), c
+    values = eff.results["fme"].loc[part.estimated_on].to_numpy()
+    half = stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / np.sqrt(values.size)
+    assert (root["came_ci_low"], root["came_ci_high"]) == pytest.approx((values.mean() - half, values.mean() + half),
+                                                                        rel=1e-12)
+    assert part.estimation_sample is None  # in memory: effects.results at estimated_on
+    plain = fme.came(eff, honest=False, features=["income"], method="cart", max_depth=2, min_samples_leaf=60)
+    cols = ["n", "came", "came_ci_low", "came_ci_high", "std_error", "conf_low", "conf_high"]
+    assert plain.estimation_root[cols].tolist() == plain.root[cols].tolist()
+
+
 def test_leaf_tests_pairwise_holm_and_the_global_test():
     from statsmodels.stats.multitest import multipletests
 
@@ -190,6 +219,32 @@ def test_dask_effects_give_the_pandas_honest_partition():
     assert sorted(b.estimated_on.compute().tolist()) == sorted(a.estimated_on.tolist())
     ta, tb = a.test(), b.test()
     np.testing.assert_allclose(tb["p_value_adj"], ta["p_value_adj"], rtol=1e-9)
+    cols = ["n", "came", "sd_fme", "came_ci_low", "came_ci_high", "std_error", "conf_low", "conf_high"]
+    np.testing.assert_allclose(b.estimation_root[cols].to_numpy(float), a.estimation_root[cols].to_numpy(float),
+                               rtol=1e-12)
+    # the figure's panels: every estimation row's fME in its subspace, as in memory
+    panel = b.estimation_sample.sort_index()
+    assert panel.index.tolist() == sorted(a.estimated_on.tolist())
+    assert panel["fme"].tolist() == eff.results["fme"].loc[panel.index].tolist()
+    assert panel["node"].tolist() == a.leaf_of_row.loc[panel.index].tolist()
+
+
+def test_dask_panels_beyond_sample_size_are_a_seeded_sample_of_the_estimation_rows():
+    """Beyond sample_size estimation rows, the panels hold a seeded sample of them (by label: the same rows
+    for any chunking), each with its own fME and subspace; the figures stay over all estimation rows."""
+    dd = pytest.importorskip("dask.dataframe")
+    eff = _effects(n=3000)
+    f = lambda d: 2 * d["x1"].to_numpy() * d["x2"].to_numpy() + 4 * d["x1"].to_numpy() * (d["x3"].to_numpy() > 0.5)
+    parts = [fme.came(fme.fme(f, dd.from_pandas(eff.data, npartitions=k, sort=False), {"x1": 0.5}),
+                      features=["x3"], maxdepth=1, sample_size=600, random_state=6) for k in (2, 5)]
+    a, b = (p.estimation_sample for p in parts)
+    n_est = int(parts[0].leaves["n"].sum())
+    assert 1400 < n_est < 1600 and 450 < len(a) < 750  # about sample_size of the estimation rows
+    assert a.sort_index().equals(b.sort_index())
+    est = set(parts[0].estimated_on.compute().tolist())
+    assert set(a.index) <= est
+    assert a["fme"].tolist() == eff.results["fme"].loc[a.index].tolist()
+    assert parts[0].estimation_root["n"] == n_est
 
 
 @pytest.mark.slow

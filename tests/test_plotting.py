@@ -607,21 +607,34 @@ def test_tree_boxes_never_overlap_or_clip_up_to_16_leaves(k, chain):
 
 
 def test_honest_tree_counts_one_set_of_rows_and_says_which(pyplot):
-    """Every count of an honest partition's figure is over the rows that estimate the leaves, every panel over
-    the rows the tree grew on; the root's AME names its own rows; the note says which rows each are."""
+    """Every number and panel of an honest partition's figure is over the rows that estimate the leaves: the
+    boxes' counts add up, the shares are of those rows, the root box and the dashed line are their AME; the note
+    names them and gives the AME of all rows beside."""
     from sklearn.ensemble import RandomForestRegressor
 
     rng = np.random.default_rng(1)
     X = pd.DataFrame({"a": rng.normal(size=600), "b": rng.normal(size=600)})
     m = RandomForestRegressor(n_estimators=20, random_state=0).fit(X, X.a * (X.b > 0) + rng.normal(size=600) * 0.1)
-    part = fme.came(fme.fme(m, X, {"a": 1.0}), features=["b"], n_partitions=2, random_state=0)
+    eff = fme.fme(m, X, {"a": 1.0})
+    part = fme.came(eff, features=["b"], n_partitions=2, random_state=0)
     assert part.honest
     d = part.plot()
     n_est = int(part.leaves["n"].sum())
     assert n_est == len(part.estimated_on) and n_est + len(part.grown_on) == 600
-    assert f"n = {n_est:,}" in d.node_boxes_[1].get_text() and "of all 600 rows" in d.node_boxes_[1].get_text()
-    assert {k: len(v) for k, v in d.leaf_values.items()} == dict(zip(part.leaves["node"], part.leaves["n_grown"]))
-    n_grown = len(part.grown_on)
-    assert (f"Counts: the {n_est:,} rows that estimate the leaves; panels: the {n_grown:,} rows the tree grew on"
-            in d.note_.get_text())
+    root_box = d.node_boxes_[1].get_text()
+    came_est = eff.results["fme"].loc[part.estimated_on].mean()
+    assert f"n = {n_est:,}" in root_box and f"of these {n_est:,} rows" in root_box
+    assert d.average == pytest.approx(came_est, rel=1e-12) and d.n_total == n_est
+    assert d.leaf_came_lines_[int(part.leaves["node"].iloc[0])].get_xdata()[0] == part.leaves["came"].iloc[0]
+    # every panel holds exactly its leaf's estimation rows
+    assert {k: len(v) for k, v in d.leaf_values.items()} == dict(zip(part.leaves["node"], part.leaves["n"]))
+    for node, values in d.leaf_values.items():
+        rows = part.estimated_on[part.leaf_of_row.loc[part.estimated_on] == node]
+        assert sorted(values) == sorted(eff.results["fme"].loc[rows])
+    share = 100 * part.leaves["n"].iloc[0] / n_est
+    assert f"({share:.1f}%)" in d.leaf_labels_[int(part.leaves["node"].iloc[0])].get_text()
+    note = " ".join(d.note_.get_text().split())
+    assert (f"Rows: the {n_est:,} that estimate the leaves (honest; the tree grew on {600 - n_est:,} others): every "
+            f"count, share, cAME and CI, and the panels (all {n_est:,})." in note)
+    assert "The AME of all 600 evaluated rows is" in note and "dashed: their AME" in note
     pyplot.close("all")

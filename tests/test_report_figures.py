@@ -236,11 +236,14 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
         assert lines[0] == f"Node {node}: n = {r['n']} ({r['share']})"
         assert lines[1] == f"cAME {r['came']} {r['ci']}"
         assert lines[2] == f"CoV {r['cov']}"
-    root = v["partition"]["root"]
+    # honest (the default): the root box and the table's first row are the estimation rows' AME, the same cells
+    assert v["partition"]["honest"]
+    root = v["partition"]["estimation_root"]
     est, lo, hi = fmt_est(root["came"], root["came_ci_low"], root["came_ci_high"])
     assert f"AME {est} [{lo}, {hi}]" in disp.node_boxes_[1].get_text()
-    assert rows["all rows *"]["came"] == est
+    assert rows["estimation rows *"]["came"] == est and rows["estimation rows *"]["ci"] == f"[{lo}, {hi}]"
     assert part.root["came"] == pytest.approx(100 * out["partition"].root["came"], rel=1e-12)
+    assert part.estimation_root["came"] == pytest.approx(100 * out["partition"].estimation_root["came"], rel=1e-12)
     # percentage points: the fMEs drawn are 100 x the probability differences
     np.testing.assert_allclose(res.results["fme"], 100 * out["result"].results["fme"], rtol=0, atol=0)
     plt.close(disp.figure_)

@@ -73,3 +73,75 @@ def test_honest_default_with_splits_and_the_not_honest_sentence(tmp_path):
 def test_bad_honest_keys_name_themselves(tmp_path, bad, key):
     with pytest.raises(ConfigError, match=key):
         _setup(tmp_path, bad)
+
+
+def test_honest_figures_and_leaf_table_count_one_set_of_rows(tmp_path, monkeypatch):
+    """An honest partition's tree figure, cAME plot and leaf table are each over the rows that estimate the
+    leaves: the first row and the root are their AME (that of fme.came on the same rows), the leaves' n add up to
+    it and their shares to 100 %; the captions name those rows and give the AME of all rows beside."""
+    import fme
+    from fme.report.analysis import figures, run_effects
+    from fme.report.present.context import _figures, _leaf_rows, effect_cells, star_row
+    from fme.report.present.display import prepare_variant
+
+    model, X, cfg = _setup(tmp_path, "{method: cart, max_depth: 2}")
+    (g,) = run_effects(model, X, X, cfg, tmp_path / "out")
+    v = g["variants"][0]
+    p = v["partition"]
+    part = fme.came(fme.fme(model, X, {"x": 0.2}), method="cart", max_depth=2)
+    est = p["estimation_root"]
+    assert p["honest"] and est["n"] == p["n_estimated"] == sum(leaf["n"] for leaf in p["leaves"]) < v["n"]
+    assert est["came"] == pytest.approx(part.estimation_root["came"], rel=1e-12)
+    assert est["came"] == pytest.approx(part.effects.results["fme"].loc[part.estimated_on].mean(), rel=1e-12)
+    assert est["came"] != pytest.approx(p["root"]["came"], rel=1e-6)  # another set of rows, another number
+    tree = next(f for f in v["figures"] if f["kind"] == "came-tree")
+    assert tree["panel_rows"] == p["n_estimated"]
+    dots = next(f for f in v["figures"] if f["kind"] == "came")
+    assert dots["rows"] == {"all": v["n"], "estimation": p["n_estimated"]}
+
+    shown = prepare_variant(v, 1.0)
+    rows = _leaf_rows(shown["partition"], v["n"])
+    assert rows[0]["node"] == "estimation rows *" and rows[0]["n"] == f"{p['n_estimated']:,}"
+    shares = [float(r["share"].rstrip("%")) for r in rows[1:]]
+    assert sum(shares) == pytest.approx(100, abs=0.05 * len(shares))
+    sentence = star_row(shown["partition"])[1]
+    assert sentence.startswith(f"The row marked * is the {p['n_estimated']:,} rows that estimate the leaves")
+    assert f"The AME of all {v['n']:,} evaluated rows is" in sentence
+    cells = effect_cells(shown)
+    described = dict(zip([f["kind"] for f in v["figures"]], _figures(shown, {**cells, "step": "x + 0.2"}, cfg, [0])))
+    caps = {k: d["caption"] for k, d in described.items()}
+    alts = {k: d["alt"] for k, d in described.items()}
+    assert f"the AME of its {p['n_estimated']:,} estimation rows is" in alts["came-tree"] and "of all" in alts["came"]
+    assert (f"Every count, share, cAME, CI and fME panel is over the {p['n_estimated']:,} rows that estimate the "
+            f"leaves (honest; the tree grew on the other {p['n_grown']:,})") in caps["came-tree"]
+    assert f"the AME of all {v['n']:,} evaluated rows is {cells['ame']}" in caps["came"]
+
+    # the dot plot: its top row is the estimation rows' AME, named so; no row counts all rows
+    drawn = {}
+    monkeypatch.setattr(figures, "save", lambda fig, *a, **k: drawn.update(
+        labels=[t.get_text() for t in fig.axes[0].get_yticklabels()]) or {})
+    figures._came_plot(part, cfg, tmp_path, "x")
+    assert drawn["labels"][0] == f"estimation rows (n = {p['n_estimated']})"
+    assert all("estimation" not in s for s in drawn["labels"][1:]) and len(drawn["labels"]) == len(p["leaves"]) + 1
+
+
+def test_a_tree_whose_panels_draw_a_sample_says_so(tmp_path):
+    """On Dask data beyond sample_size estimation rows the panels draw a seeded sample of them: the caption gives
+    its size; with every estimation row drawn it says nothing of a sample."""
+    from fme.report.inputs.config import ReportConfig
+    from fme.report.present.context import _figures
+
+    cfg = ReportConfig(title="T", owner="O", intended_use="U", model={}, data={}, target="y", effects=(),
+                       path=tmp_path / "c.yaml", directory=tmp_path, name="c")
+    p = {"leaves": [{"box": [{"feature": "z", "restricted": True}]}] * 2, "method": "cart", "honest": True,
+         "n_estimated": 1_500_000, "n_grown": 1_500_000,
+         "estimation_root": {"n": 1_500_000, "came": 0.5, "came_ci_low": 0.4, "came_ci_high": 0.6}}
+    cells = {"step": "x + 1", "ame": "0.51"}
+
+    def caption(panel_rows: int) -> str:
+        v = {"figures": [{"kind": "came-tree", "svg": "a.svg", "png": "a.png", "panel_rows": panel_rows}],
+             "partition": p, "n": 3_000_000}
+        return _figures(v, cells, cfg, [0])[0]["caption"]
+
+    assert caption(1_000_000).endswith("The panels draw a seeded sample of 1,000,000 of those rows.")
+    assert "sample" not in caption(1_500_000)

@@ -30,7 +30,7 @@ from .._core.results import FMEResult
 from .._core.summary import Moments
 from .._trees.args import string_columns
 from .._trees.grow import grow_partition, honest_mask
-from .._trees.partition import LEAF_COLUMNS, NLM_COLUMNS, PartitionResult
+from .._trees.partition import ESTIMATION_COLUMNS, ESTIMATION_RULE, LEAF_COLUMNS, NLM_COLUMNS, PartitionResult
 from ..inference._estimates import INFERENCE_COLUMNS, Estimates, sample_inference, undefined_where
 from .common import Shipped, _check_sample_size, _seed, tree_reduce, ship
 from .quantiles import select, store_pivots
@@ -86,24 +86,25 @@ def _concat(frames: list) -> pd.DataFrame:
 
 
 def _leaf_pass_of(part: pd.DataFrame, shipped: Shipped, features: list[str], leaf_ids: np.ndarray,
-                  threshold: float, honest: tuple | None, numeric: list[str]) -> tuple:
+                  threshold: float, honest: tuple | None, numeric: list[str], panel: tuple | None) -> tuple:
     """:func:`_leaf_pass` of a chunk evaluated in this task (``shipped``: the plan, the tree, its lookup)."""
     plan, tree, lookup = shipped.value
-    return _leaf_pass(_evaluate(part, plan, features, numeric), tree, lookup, leaf_ids, threshold, honest)
+    return _leaf_pass(_evaluate(part, plan, features, numeric), tree, lookup, leaf_ids, threshold, honest, panel)
 
 
 def _leaf_pass_kept(ev: _Evaluated, shipped: Shipped, leaf_ids: np.ndarray, threshold: float,
-                    honest: tuple | None) -> tuple:
+                    honest: tuple | None, panel: tuple | None) -> tuple:
     """:func:`_leaf_pass` of a chunk evaluated before and kept on its worker (``shipped``: tree, lookup)."""
-    return _leaf_pass(ev, *shipped.value, leaf_ids, threshold, honest)
+    return _leaf_pass(ev, *shipped.value, leaf_ids, threshold, honest, panel)
 
 
 def _leaf_pass(ev: _Evaluated, tree: Any, lookup: np.ndarray, leaf_ids: np.ndarray, threshold: float,
-               honest: tuple | None) -> tuple:
+               honest: tuple | None, panel: tuple | None = None) -> tuple:
     """Per subspace: merged-sum ingredients of the cAME figures (arrays over ``leaf_ids``, sorted), with
     ``honest`` = (fraction, seed) over the estimation rows only and the count of growing rows; the chunk's
-    min and max of the numeric features (all rows); and a store of each subspace's sorted defined NLMs
-    with its pivots (for the exact medians)."""
+    min and max of the numeric features (all rows); the fME and subspace of its estimation rows kept by
+    ``panel`` = (fraction, seed) (:func:`_panel_rows`; none without); and a store of each subspace's sorted
+    defined NLMs with its pivots (for the exact medians)."""
     results, jac_all, span = ev.results, ev.jacobian, ev.span
     n_leaves = leaf_ids.size
     nl_all = results["nlm"].to_numpy(dtype=float) if "nlm" in results.columns else None
@@ -114,6 +115,7 @@ def _leaf_pass(ev: _Evaluated, tree: Any, lookup: np.ndarray, leaf_ids: np.ndarr
     jac = None if jac_all is None else np.zeros((n_leaves, jac_all.shape[1]))
     grown = np.zeros(n_leaves, dtype=np.int64) if honest is not None else None
     store: dict = {}
+    kept_rows = _panel_rows(results.iloc[:0], np.empty(0, dtype=np.int64), leaf_ids, None)
     if len(results):
         X = string_columns(ev.X, "features")
         node = lookup[np.asarray(tree.apply(X), dtype=int)]
@@ -124,6 +126,7 @@ def _leaf_pass(ev: _Evaluated, tree: Any, lookup: np.ndarray, leaf_ids: np.ndarr
             grow = honest_mask(results.index, *honest)
             grown = np.bincount(pos[grow & (pos >= 0)], minlength=n_leaves).astype(np.int64)
             pos = np.where(grow, -1, pos)  # the growing rows take no part in the leaves' figures
+        kept_rows = _panel_rows(results, pos, leaf_ids, panel)
         fm_all = results["fme"].to_numpy(dtype=float)
         order = np.argsort(pos, kind="stable")
         cuts = np.searchsorted(pos[order], np.arange(n_leaves + 1))
@@ -146,7 +149,20 @@ def _leaf_pass(ev: _Evaluated, tree: Any, lookup: np.ndarray, leaf_ids: np.ndarr
         fm = Moments(fm_n, fm_mean, fm_m2)
         if nm is not None:
             nm = Moments(nm_n, nm_mean, nm_m2)
-    return ((fm, nm, nlin, jac, grown), [span], [store_pivots(store)]), store
+    return ((fm, nm, nlin, jac, grown), [span], [store_pivots(store)], [kept_rows]), store
+
+
+def _panel_rows(results: pd.DataFrame, pos: np.ndarray, leaf_ids: np.ndarray, panel: tuple | None) -> pd.DataFrame:
+    """The ``fme`` and subspace (``node``) of a chunk's rows in a subspace (``pos`` >= 0) that a seeded hash of
+    their labels keeps (``panel`` = (fraction, seed); every row from fraction 1 on, none without ``panel``), so
+    the rows kept do not depend on the chunks."""
+    sel = pos >= 0
+    if panel is None:
+        sel = np.zeros_like(sel)
+    elif panel[0] < 1.0:
+        sel &= honest_mask(results.index, *panel)
+    return pd.DataFrame({"fme": results["fme"].to_numpy(dtype=float)[sel], "node": leaf_ids[pos[sel]]},
+                        index=results.index[sel])
 
 
 def _estimation_labels(results: pd.DataFrame, split: tuple) -> pd.Series:
@@ -156,8 +172,8 @@ def _estimation_labels(results: pd.DataFrame, split: tuple) -> pd.Series:
 
 def _merge_leaves(*heads: tuple) -> tuple:
     """The chunks' leaf sums added up (arrays over the leaves), their spans and pivots listed in order."""
-    (fm, nm, nlin, jac, grown), spans, piv = heads[0][0], list(heads[0][1]), list(heads[0][2])
-    for (f, m, k, j, g), sp, pv in heads[1:]:
+    (fm, nm, nlin, jac, grown), spans, piv, rows = heads[0][0], list(heads[0][1]), list(heads[0][2]), list(heads[0][3])
+    for (f, m, k, j, g), sp, pv, r in heads[1:]:
         fm = fm.merge(f)
         nm = None if nm is None else nm.merge(m)
         nlin = None if nlin is None else nlin + k
@@ -165,7 +181,16 @@ def _merge_leaves(*heads: tuple) -> tuple:
         grown = None if grown is None else grown + g
         spans += sp
         piv += pv
-    return (fm, nm, nlin, jac, grown), spans, piv
+        rows += r
+    return (fm, nm, nlin, jac, grown), spans, piv, rows
+
+
+def _all_leaves(m: Moments) -> Moments:
+    """The moments of every leaf's rows together."""
+    out = _leaf_moments(m, 0)
+    for i in range(1, m.n.size):
+        out = out.merge(_leaf_moments(m, i))
+    return out
 
 
 def _leaf_moments(m: Moments | None, i: int) -> Moments | None:
@@ -284,23 +309,26 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     leaf_ids = np.array(sorted(int(leaf) for leaf in grown.leaf_ids), dtype=np.int64)
     threshold = effects.nlm_linear_threshold
     has_nlm = effects.has_nlm
+    # honest: the figure's panels show the estimation rows' fMEs, every one when they fit in sample_size (the
+    # pandas figure), else a seeded sample (by label, another seed than the split's)
+    panel = None if split is None else (min(1.0, sample_size / max(effects.n - n, 1)), int(seed) + 1)
     if kept is not None:
         shipped = ship((grown.tree, grown._subspace))
-        outs = [delayed(_leaf_pass_kept, nout=2)(e, shipped, leaf_ids, threshold, split) for e in kept]
+        outs = [delayed(_leaf_pass_kept, nout=2)(e, shipped, leaf_ids, threshold, split, panel) for e in kept]
     else:
         shipped = ship((plan, grown.tree, grown._subspace), shared=(plan.model,))
-        outs = [delayed(_leaf_pass_of, nout=2)(p, shipped, features, leaf_ids, threshold, split, numeric)
+        outs = [delayed(_leaf_pass_of, nout=2)(p, shipped, features, leaf_ids, threshold, split, numeric, panel)
                 for p in data.to_delayed()]
     tree = tree_reduce([o[0] for o in outs], merge=_merge_leaves)
     medians = {}
     if has_nlm:  # the sorted NLMs stay on the workers for the exact medians (one more round for all leaves)
         persisted = dask.persist(tree, *[o[1] for o in outs])
-        (fm, nm, nlin, jac, n_grown), spans, piv = persisted[0].compute()
+        (fm, nm, nlin, jac, n_grown), spans, piv, panel_rows = persisted[0].compute()
         problems = [(int(leaf), int(nm.n[i]), [0.5]) for i, leaf in enumerate(leaf_ids)]
         medians = {int(leaf): q[0.5] for leaf, q in zip(leaf_ids, select(list(persisted[1:]), piv, problems))}
         del persisted
     else:
-        (fm, nm, nlin, jac, n_grown), spans, piv = tree.compute()
+        (fm, nm, nlin, jac, n_grown), spans, piv, panel_rows = tree.compute()
     del kept, outs, tree  # the kept chunks are released on the workers
     index = {int(leaf): i for i, leaf in enumerate(leaf_ids)}
     leaf_rows, leaf_estimates = [], []
@@ -332,6 +360,14 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     grown.leaves = pd.DataFrame(leaf_rows, columns=columns)
     grown.leaves.attrs["intervals"] = grown.honesty
     grown.root = pd.Series(root)[[c for c in columns if c != "n_grown"]]
+    grown.estimation_root = grown.root.reindex(ESTIMATION_COLUMNS)
+    grown.estimation_root["rule"] = ESTIMATION_RULE
+    if split is not None:  # the estimation rows' figures: the leaves' sums added up
+        grown.estimation_root = pd.Series({"node": 1, **_leaf_row(effects, _all_leaves(fm), None, None,
+                                                                    None if jac is None else jac.sum(axis=0),
+                                                                    np.nan, conf_level)[0],
+                                           "rule": ESTIMATION_RULE})[ESTIMATION_COLUMNS]
+        grown.estimation_sample = pd.concat(panel_rows)
     # describe(), predict() and plots use the sampled rows (grown.effects); the figures are over all rows
     grown.dask_effects = effects
     grown.grown_on_sample = len(sample) < n

@@ -31,6 +31,9 @@ from ..inference._hypotheses import MULTCOMP, contrast_matrix, contrast_table, w
 __all__ = ["PartitionResult"]
 
 LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
+#: Columns of :attr:`PartitionResult.estimation_root` (the cAME figures, no NLM summaries).
+ESTIMATION_COLUMNS = LEAF_COLUMNS + INFERENCE_COLUMNS + ["rule"]
+ESTIMATION_RULE = "(estimation rows)"
 NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "median_nlm",
                 "share_linear"]
 
@@ -69,6 +72,11 @@ class PartitionResult:
         NLMs >= the result's ``nlm_linear_threshold``), and the readable ``rule``.
     root : Series
         The same figures for all evaluated rows (the global AME).
+    estimation_root : Series
+        The cAME figures (``ESTIMATION_COLUMNS``: no NLM summaries) over the rows that estimate the leaves:
+        of an honest partition those only (the leaves' counts add up to its ``n``), else every evaluated row
+        (then equal to ``root``). An honest partition's figures show it in place of ``root``, so that each
+        figure counts one set of rows.
     tree : CTree or CartTree
         The fitted tree (before any reduction by ``n_partitions``/``max_sd``).
     leaf_ids : list of int
@@ -151,6 +159,16 @@ class PartitionResult:
         root = {"node": 1, **_figures(fmes, nlms, conf_level, lin), **inf.average().table(conf_level).iloc[0].to_dict(),
                 "rule": "(all)"}
         self.root = pd.Series(root)[[c for c in cols if c != "n_grown"]]
+        # the root's cAME over the estimation rows only: with the leaves' counts and panels, a figure of an honest
+        # partition then counts one set of rows (of a partition that is not honest: the root's figures)
+        est_table = undefined_where(inf.average(np.where(est_rows, 0, -1), 1).table(conf_level),
+                                    np.array([est_rows.sum() < 2]))
+        self.estimation_root = pd.Series({"node": 1, **_figures(fmes[est_rows], None, conf_level, lin),
+                                          **est_table.iloc[0].to_dict(), "rule": ESTIMATION_RULE})[ESTIMATION_COLUMNS]
+        #: Dask data only (else None): the fME (``fme``) and subspace (``node``) of the rows that estimate the
+        #: leaves, or of a seeded sample of them, indexed by row label, for figures; in memory they are
+        #: ``effects.results`` at :attr:`estimated_on`.
+        self.estimation_sample: pd.DataFrame | None = None
 
     @property
     def honesty(self) -> str:

@@ -318,9 +318,10 @@ class PartitionDisplay:
     leaf_values : dict
         Leaf id -> ndarray of that leaf's fMEs.
     average : float
-        The global AME (root), dashed in every leaf panel.
+        The root's AME, dashed in every leaf panel (:meth:`from_partition`: of all evaluated rows, or of an
+        honest partition's estimation rows).
     n_total : int
-        Rows in the root.
+        Rows in the root (the leaves' shares are of these).
     conf_level : float
     step_text : str
         The step, for the note under the tree.
@@ -332,6 +333,9 @@ class PartitionDisplay:
     rows_text : str, optional
         Which rows the boxes' and leaves' counts and the leaf panels hold, said in the note under the tree
         (:meth:`from_partition`: of an honest partition, the rows that estimate the leaves).
+    average_name : str, default='global AME'
+        What the dashed line is, in the note (:meth:`from_partition` of an honest partition: ``'their AME'``,
+        the AME of the rows that estimate the leaves, which the root box shows too).
 
     Attributes
     ----------
@@ -347,7 +351,8 @@ class PartitionDisplay:
     def __init__(self, *, nodes: pd.DataFrame, leaves: pd.DataFrame, leaf_values: Mapping[int, np.ndarray],
                  average: float, n_total: int, conf_level: float, step_text: str,
                  root_label: str | None = None, average_text: str | None = None,
-                 rows_text: str | None = None) -> None:
+                 rows_text: str | None = None, average_name: str = "global AME") -> None:
+        self.average_name = average_name
         self.average_text = average_text if average_text is not None else fmt_num(float(average))
         self.rows_text = rows_text
         self.nodes = nodes
@@ -365,7 +370,13 @@ class PartitionDisplay:
         """Build from a cAME partition (``fme.came`` output) and plot.
 
         Uses only ``part.nodes`` (the reduced tree; ``part.tree.nodes_`` when absent), ``part.leaves``, ``part.root``,
-        ``part.effects``, ``part.leaf_of_row`` and ``part.conf_level``.
+        ``part.effects``, ``part.leaf_of_row`` and ``part.conf_level``; of an honest partition also
+        ``part.estimation_root``, ``part.estimated_on`` and ``part.estimation_sample`` (Dask data).
+
+        An honest partition's figure counts one set of rows, those that estimate the leaves: the boxes' counts,
+        the leaves' shares, cAMEs and CIs, the root's AME and its dashed line, and the panels' fMEs (on Dask data
+        a seeded sample of them when they exceed ``sample_size``); the note names them and gives the AME of all
+        evaluated rows beside.
         """
         effects = part.effects
         column = measure_column(effects, "fme", output)
@@ -374,29 +385,39 @@ class PartitionDisplay:
         root = part.root.iloc[0] if isinstance(part.root, pd.DataFrame) else part.root
         est, lo, hi = fmt_ci(float(root["came"]), float(root.get("came_ci_low", np.nan)),
                              float(root.get("came_ci_high", np.nan)))
+        all_rows, average_name = f"{est} [{lo}, {hi}]", "global AME"
         n_all = int(root["n"])
-        root_label, rows_text, n_total = f"AME {est} [{lo}, {hi}]", None, n_all
+        root_label, rows_text, n_total, average = f"AME {est} [{lo}, {hi}]", None, n_all, float(root["came"])
+        leaf_of_row = part.leaf_of_row
         if getattr(part, "honest", False):
-            # counts: the rows that estimate the leaves (the leaves' n); panels: the rows the tree grew on (all an
-            # engine on Dask data holds in memory, so both engines draw the same rows); each said in the note
-            on_dask = getattr(part, "dask_effects", None) is not None
-            if not on_dask:
-                values = values[values.index.isin(part.grown_on)]
+            # one set of rows: counts, shares, cAMEs, the root's AME, its line and the panels are all over the rows
+            # that estimate the leaves; the note names them and gives the AME of all rows beside
+            sample = getattr(part, "estimation_sample", None)
+            if sample is not None:  # Dask: the estimation rows (or a seeded sample of them) the engine kept
+                values, leaf_of_row = sample["fme"], sample["node"]
+            else:
+                values = values[values.index.isin(part.estimated_on)]
+            sub = part.estimation_root
+            e_est, e_lo, e_hi = fmt_ci(float(sub["came"]), float(sub.get("came_ci_low", np.nan)),
+                                       float(sub.get("came_ci_high", np.nan)))
             nodes = _counts_from_leaves(nodes, part.leaves)
-            n_est = int(part.leaves["n"].sum())
-            root_label = f"AME {est} [{lo}, {hi}]\nof all {n_all:,} rows"
-            sample = "a sample of " if on_dask and getattr(part, "grown_on_sample", False) else ""
-            rows_text = (f"Counts: the {n_est:,} rows that estimate the leaves; panels: {sample}the {len(values):,} rows "
-                         f"the tree grew on (honest); shares: of all {n_all:,} evaluated rows.")
+            n_total, average, est = int(sub["n"]), float(sub["came"]), e_est
+            average_name = "their AME"
+            root_label = f"AME {e_est} [{e_lo}, {e_hi}]\nof these {n_total:,} rows"
+            kept = (f"a seeded sample of {len(values):,} of them" if len(values) < n_total
+                    else f"all {len(values):,}")
+            rows_text = (f"Rows: the {n_total:,} that estimate the leaves (honest; the tree grew on "
+                         f"{n_all - n_total:,} others): every count, share, cAME and CI, and the panels ({kept}). "
+                         f"The AME of all {n_all:,} evaluated rows is {all_rows}.")
         elif getattr(part, "dask_effects", None) is not None and getattr(part, "grown_on_sample", False):
             rows_text = (f"Panels: the {len(values):,} sampled rows the tree grew on; leaf counts and figures: all "
                          "evaluated rows.")
-        leaf_of_row = part.leaf_of_row.reindex(values.index)
+        leaf_of_row = leaf_of_row.reindex(values.index)
         leaf_values = {int(node): values[leaf_of_row == node].to_numpy(dtype=float) for node in part.leaves["node"]}
         display = cls(nodes=nodes, leaves=part.leaves, leaf_values=leaf_values,
-                      average=float(root["came"]), n_total=n_total, conf_level=float(part.conf_level),
+                      average=average, n_total=n_total, conf_level=float(part.conf_level),
                       step_text=", ".join(step_label(s, dict(units or {})) for s in effects.steps),
-                      root_label=root_label, average_text=est, rows_text=rows_text)
+                      root_label=root_label, average_text=est, rows_text=rows_text, average_name=average_name)
         return display.plot(ax=ax, **plot_kw)
 
     def plot(self, *, ax: Any = None, bins: int = 20, fontsize: float = 9.0) -> PartitionDisplay:
@@ -421,7 +442,7 @@ class PartitionDisplay:
                        + list(self.edge_labels_.values()))
         level = f"{100 * self.conf_level:g}%"
         self.note_ = ax.text(
-            0.0, 0.0, f"Leaf panels: fME of {self.step_text} (shared axes). Solid line: cAME; dashed: global AME "
-            f"{self.average_text}. Intervals: {level} CI." + (f" {self.rows_text}" if self.rows_text else ""), transform=ax.transAxes, ha="left", va="top", wrap=True,
+            0.0, 0.0, f"Leaf panels: fME of {self.step_text} (shared axes). Solid line: cAME; dashed: "
+            f"{self.average_name} {self.average_text}. Intervals: {level} CI." + (f" {self.rows_text}" if self.rows_text else ""), transform=ax.transAxes, ha="left", va="top", wrap=True,
             fontsize=fontsize, color=COLORS["text"])
         return self

@@ -123,7 +123,7 @@ def label_intervals(summary: dict, covariance: str | None = None) -> None:
         summary.update(interval_fields(summary, covariance))
         part = summary.get("partition")
         if part:
-            for leaf in [part.get("root") or {}, *part.get("leaves", [])]:
+            for leaf in [part.get("root") or {}, part.get("estimation_root") or {}, *part.get("leaves", [])]:
                 if leaf.get("inference") == "delta":
                     leaf["inference"] = _scaled("delta", covariance)
                     leaf["covers"] = _covers("delta", covariance)

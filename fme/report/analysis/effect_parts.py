@@ -142,7 +142,8 @@ def _partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, level
         leaves.append(leaf)
     grown, total, estimated = part._split_counts
     out = {"method": eff.partition.get("method", "ctree"), "params": eff.partition, "leaves": leaves,
-           "root": {k: _num(v) for k, v in part.root.items()}, "notes": list(part.notes),
+           "root": {k: _num(v) for k, v in part.root.items()},
+           "estimation_root": {k: _num(v) for k, v in part.estimation_root.items()}, "notes": list(part.notes),
            "features": part.features, "root_split": _root_split(part),
            "honest": bool(part.honest), "honesty": part.honesty, "n_grown": int(grown), "n_estimated": int(estimated),
            "tests": _leaf_tests(part), "splits": None}

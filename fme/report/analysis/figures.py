@@ -241,13 +241,13 @@ def _came_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
     if n_all > MAX_TREE_LEAVES:
         leaves = leaves.assign(_neg=-leaves["n"]).sort_values(["_neg", "node"], kind="stable")
         leaves = leaves.head(MAX_TREE_LEAVES).drop(columns="_neg").sort_values("node", kind="stable")
-    root = part.root
     fig, ax = _fig(cfg, 0.9 + 0.55 * (len(leaves) + 1))
     honest = bool(getattr(part, "honest", False))
-    # honest: the leaves count and average their estimation rows only, the AME all rows; the labels say so
-    leaf_n = "estimation rows" if honest else "n"
-    labels = [f"all rows (n = {int(root['n'])})"] + [f"leaf {int(r['node'])}: {r['rule']} ({leaf_n} = {int(r['n'])})"
-                                                     for _, r in leaves.iterrows()]
+    # honest: one set of rows, those that estimate the leaves: the top row is their AME, not all rows'
+    root = part.estimation_root if honest else part.root
+    first = "estimation rows" if honest else "all rows"
+    labels = [f"{first} (n = {int(root['n'])})"] + [f"leaf {int(r['node'])}: {r['rule']} (n = {int(r['n'])})"
+                                                    for _, r in leaves.iterrows()]
     est = np.r_[root["came"], leaves["came"].to_numpy(dtype=float)]
     lo = np.r_[root["came_ci_low"], leaves["came_ci_low"].to_numpy(dtype=float)]
     hi = np.r_[root["came_ci_high"], leaves["came_ci_high"].to_numpy(dtype=float)]
@@ -255,7 +255,7 @@ def _came_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
     ax.errorbar(est[1:], y[1:], xerr=[est[1:] - lo[1:], hi[1:] - est[1:]], fmt="o", color=PALETTE["kept"],
                 capsize=3, label="cAME with CI")
     ax.errorbar(est[:1], y[:1], xerr=[est[:1] - lo[:1], hi[:1] - est[:1]], fmt="D", color=PALETTE["reference"],
-                capsize=3, label="AME (all rows) with CI")
+                capsize=3, label=f"AME ({first}) with CI")
     ax.axvline(0, color=PALETTE["excluded"], linewidth=0.8)
     ax.axvline(est[0], color=PALETTE["reference"], linewidth=0.8, linestyle="--")
     ax.set_yticks(y, [_t(s) for s in labels])
@@ -265,8 +265,8 @@ def _came_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
     ax.set_title(_t(f"cAMEs on {which} ({part.method}, {fmt_level(part.conf_level)} CIs)"))
     rows = None
     if honest:
-        rows = {"all": int(root["n"]), "estimation": int(part.leaves["n"].sum())}
-        _note(ax, f"cAMEs: the {rows['estimation']:,} estimation rows; AME: all {rows['all']:,} rows")
+        rows = {"all": int(part.root["n"]), "estimation": int(root["n"])}
+        _note(ax, f"Every row: the {rows['estimation']:,} rows that estimate the leaves (honest)")
     ax.legend(frameon=False, fontsize=8, loc="best")
     return {"kind": "came", "leaves_drawn": int(len(leaves)), "rows": rows,
             **save(fig, out_dir, f"{vid}-came", cfg.figures["png_dpi"])}
@@ -322,7 +322,9 @@ def _tree_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict | None:
     width, height = (float(v) for v in fig.get_size_inches())
     page, scale = pdf_page(width, height)
     smallest = min_font_pt(fig)
-    return {"kind": "came-tree", "pdf_page": page, "pdf_width_in": round(width * scale, 3),
+    # the rows the panels draw (honest: the estimation rows, on Dask data a seeded sample of them beyond sample_size)
+    panel_rows = int(sum(len(v) for v in display.leaf_values.values()))
+    return {"kind": "came-tree", "pdf_page": page, "pdf_width_in": round(width * scale, 3), "panel_rows": panel_rows,
             "pdf_min_font_pt": round(smallest * scale, 2),
             **save(fig, out_dir, f"{vid}-tree", cfg.figures["png_dpi"], tight=False)}
 
@@ -371,6 +373,9 @@ def shown(res, part, conf_level: float, scale: float = 1.0) -> tuple[Any, Any]:
     root = part.root.to_frame().T if isinstance(part.root, pd.Series) else part.root
     part2.effects, part2.leaves = res2, table(part.leaves)
     part2.root = table(root).iloc[0] if isinstance(part.root, pd.Series) else table(root)
+    part2.estimation_root = table(part.estimation_root.to_frame().T).iloc[0]
+    if getattr(part, "estimation_sample", None) is not None:  # Dask: the estimation rows drawn in the panels
+        part2.estimation_sample = part.estimation_sample.assign(fme=part.estimation_sample["fme"] * scale)
     return res2, part2
 
 

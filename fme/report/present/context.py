@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import audit, changelog, sentences
-from .partition_view import (MAX_LEAVES_SHOWN, _boxes, _honesty_sentence, _leaf_rows,  # noqa: F401
+from .partition_view import (MAX_LEAVES_SHOWN, _boxes, _honesty_sentence, _leaf_rows, star_row,  # noqa: F401
                              _leaf_test_cells, _splits_sentence, shown_leaves, where_came_holds)
 from .display import (ci_method_text, effect_title, interval_rows, model_ci_scope, prepare_variant, scale_of,
                       target_phrase)
@@ -268,6 +268,18 @@ def contract_cells(groups: list[dict]) -> dict | None:
                                        f"{counts['not met']} not met, {counts['inconclusive']} inconclusive.")}
 
 
+def _root_phrase(v: dict, cells: dict) -> str:
+    """The AME a partition figure draws at its root, in its alt text: of an honest partition that of the rows
+    that estimate the leaves, with the AME of all rows beside."""
+    p = v["partition"]
+    est = p.get("estimation_root")
+    if not p.get("honest") or not est:
+        return f"the AME of all rows is {cells['ame']}"
+    ame = fmt_est(est["came"], est["came_ci_low"], est["came_ci_high"])[0]
+    n_est, n_all = fmt_int(est["n"]), fmt_int(v["n"])
+    return f"the AME of its {n_est} estimation rows is {ame} (of all {n_all} rows: {cells['ame']})"
+
+
 def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: str | None = None) -> list[dict]:
     """Alt text and captions of an effect's figures; ``unit`` is the unit the tables give the AME in (a
     classifier's: percentage points, never the config's ``target_unit`` such as "probability")."""
@@ -314,14 +326,16 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
             p = v["partition"]
             split_on = sorted({c["feature"] for leaf in p["leaves"] for c in leaf["box"] if c["restricted"]})
             alt = (f"Tree diagram of the {count(len(p['leaves']), 'cAME subspace')} of {step}, split on "
-                   f"{', '.join(split_on)}, with a histogram of the fMEs in each leaf; the AME of all rows is "
-                   f"{cells['ame']}.")
+                   f"{', '.join(split_on)}, with a histogram of the fMEs in each leaf; {_root_phrase(v, cells)}.")
             cap = (f"cAME tree of {step} ({p['method']}): each leaf shows n, cAME with CI and the distribution of "
                    "its fMEs; the table after the next figure gives the same numbers.")
-            if p.get("honest"):  # which rows each part of the diagram counts
-                cap += (f" Counts, cAMEs and CIs: the {fmt_int(p['n_estimated'])} rows that estimate the leaves; "
-                        f"fME panels: the {fmt_int(p.get('tree_rows', p['n_grown']))} rows the tree grew on; the "
-                        f"root's AME: all {fmt_int(v['n'])} evaluated rows.")
+            if p.get("honest"):  # one set of rows: those that estimate the leaves
+                cap += (f" Every count, share, cAME, CI and fME panel is over the {fmt_int(p['n_estimated'])} rows "
+                        f"that estimate the leaves (honest; the tree grew on the other {fmt_int(p['n_grown'])}), the "
+                        "root's AME and the dashed line too; the note under the tree gives the AME of all "
+                        f"{fmt_int(v['n'])} evaluated rows, {cells['ame']}.")
+                if fig.get("panel_rows") is not None and fig["panel_rows"] < p["n_estimated"]:
+                    cap += f" The panels draw a seeded sample of {fmt_int(fig['panel_rows'])} of those rows."
         elif k == "came":
             n_all = len(v["partition"]["leaves"])
             leaves = shown_leaves(v["partition"], v["id"])[0]["leaves"]  # as drawn: the largest 16 of more
@@ -332,14 +346,15 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
             which = (count(len(leaves), "subspace") if len(leaves) == n_all
                      else f"the {len(leaves)} largest of {n_all} subspaces")
             alt = (f"Dot plot of the cAME with {cells['level']} CI for {which}: from {d} "
-                   f"(leaf {lo['node']}, {lo['rule']}) to {e} (leaf {hi['node']}, {hi['rule']}); the AME of all "
-                   f"rows is {cells['ame']}.")
+                   f"(leaf {lo['node']}, {lo['rule']}) to {e} (leaf {hi['node']}, {hi['rule']}); "
+                   f"{_root_phrase(v, cells)}.")
             cap = f"cAMEs of {step} per subspace found by {v['partition']['method']} (n per leaf in the labels)."
-            if fig.get("rows"):  # honest: two sets of rows, each named
+            if fig.get("rows"):  # honest: one set of rows, named, and the AME of all rows beside
                 r = fig["rows"]
-                cap += (f" Each leaf's n and cAME are over the {fmt_int(r['estimation'])} rows that estimate the "
-                        f"leaves (honest); the AME line is over all {fmt_int(r['all'])} evaluated rows, so a leaf "
-                        "covering the whole data can differ from it.")
+                cap += (f" Every row of the plot, the top one and its dashed line too, is over the "
+                        f"{fmt_int(r['estimation'])} rows that estimate the leaves (honest); the AME of all "
+                        f"{fmt_int(r['all'])} evaluated rows is {cells['ame']}, which differs by the rows the tree "
+                        "grew on.")
             if fig.get("tree_omitted"):
                 cap += (f" The tree diagram is drawn up to 16 leaves; this partition has {fig['tree_omitted']}, so "
                         "the leaf tables give its structure.")
@@ -426,7 +441,8 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                     "rows": _leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": _boxes(p), "notes": p["notes"],
                     "holds": where_came_holds(p, noun),
                     "table_leaves": next_table(), "table_boxes": next_table(), "stability": None,
-                    "honesty": _honesty_sentence(p), "tests": None, "splits": _splits_sentence(p.get("splits"))}
+                    "honesty": _honesty_sentence(p), "tests": None, "splits": _splits_sentence(p.get("splits")),
+                    "star": star_row(p)[1]}
                 if p.get("tests"):
                     var["partition"]["tests"] = _leaf_test_cells(p["tests"], float(v.get("conf_level", 0.95)),
                                                                  next_table())

@@ -67,6 +67,11 @@ def target_phrase(results: dict, cfg: ReportConfig) -> tuple[str, str, str]:
     return f"probability of {cls}", "percentage points", f"{scale}; effects in percentage points"
 
 
+def _partition_rows(p: dict) -> list[dict]:
+    """The root, the estimation rows' root (results.json of honest cAMEs) and the leaves of a partition."""
+    return [p["root"], *([p["estimation_root"]] if p.get("estimation_root") else []), *p["leaves"]]
+
+
 def prepare_variant(v: dict, scale: float) -> dict:
     """A display copy of one effect variant (see the module docstring)."""
     v = copy.deepcopy(v)
@@ -81,7 +86,7 @@ def prepare_variant(v: dict, scale: float) -> dict:
         if v.get("stability"):
             _mul(v["stability"], ("ame_min", "ame_max", "ame_sd"), scale)
         if v.get("partition"):
-            for leaf in [v["partition"]["root"], *v["partition"]["leaves"]]:
+            for leaf in _partition_rows(v["partition"]):
                 _mul(leaf, _LEAF_KEYS, scale)
         for name, keys in _LEVEL_KEYS.items():
             if (v.get("levels") or {}).get(name):
@@ -93,7 +98,7 @@ def prepare_variant(v: dict, scale: float) -> dict:
         v["ci_low"], v["ci_high"] = mc["conf_low"], mc["conf_high"]
         v["ci_inference"] = method
         if v.get("partition"):
-            for leaf in [v["partition"]["root"], *v["partition"]["leaves"]]:
+            for leaf in _partition_rows(v["partition"]):
                 if leaf.get("conf_low") is not None:
                     leaf["came_ci_low"], leaf["came_ci_high"] = leaf["conf_low"], leaf["conf_high"]
     else:

@@ -69,11 +69,28 @@ def _splits_sentence(s: dict | None) -> str | None:
             "p-value over the splits).")
 
 
+def star_row(part: dict) -> tuple[dict, str]:
+    """The first row of the leaf table and the caption's sentence on it: of an honest partition the rows that
+    estimate the leaves (their n add up to its n, the shares are of it) with the AME of all rows named beside, so
+    the table counts one set of rows; else all evaluated rows (the AME)."""
+    root = part["root"]
+    est = part.get("estimation_root")
+    if not part.get("honest") or not est:  # not honest, or a results.json written before
+        return {**root, "node": "all", "label": "all rows *"}, "The row marked * is all rows (the AME)."
+    a, lo, hi = fmt_est(root["came"], root["came_ci_low"], root["came_ci_high"])
+    return ({**est, "node": "all", "label": "estimation rows *"},
+            f"The row marked * is the {fmt_int(est['n'])} rows that estimate the leaves (honest): every n and share "
+            f"is of these rows. The AME of all {fmt_int(root['n'])} evaluated rows is {a} [{lo}, {hi}].")
+
+
 def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -> list[dict[str, str]]:
+    """The leaf table's rows, the row of :func:`star_row` first; shares are of its n."""
     rows = []
-    for leaf in [{**part["root"], "node": "all"}] + part["leaves"]:
+    first = star_row(part)[0]
+    n_all = int(first["n"]) if part.get("honest") and part.get("estimation_root") else n_all
+    for leaf in [first] + part["leaves"]:
         est, lo, hi = fmt_est(leaf["came"], leaf["came_ci_low"], leaf["came_ci_high"])
-        row = {"node": "all rows *" if leaf["node"] == "all" else str(leaf["node"]), "rule": leaf["rule"],
+        row = {"node": first["label"] if leaf["node"] == "all" else str(leaf["node"]), "rule": leaf["rule"],
                "n": fmt_int(leaf["n"]), "share": fmt_share(int(leaf["n"]), n_all), "came": est,
                "ci": f"[{lo}, {hi}]", "cov": fmt_num(leaf["cov_fme"], 2), "small": int(leaf["n"]) < leaf_n}
         if int(leaf["n"]) < 2:  # no spread to estimate from: no interval (and no test), whatever the method
