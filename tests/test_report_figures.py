@@ -229,7 +229,7 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
     res, part = shown(out["result"], out["partition"], float(eff.conf_level), 100.0)
     pd.testing.assert_frame_equal(out["partition"].leaves, leaves_before)  # the caller's partition untouched
     disp = PartitionDisplay.from_partition(part)
-    assert 2 <= len(disp.leaf_labels_) == len(rows) - 1
+    assert 2 <= len(disp.leaf_labels_) == len(rows) - 2  # the all-rows and the estimation rows above the leaves
     for node, text in disp.leaf_labels_.items():
         lines = text.get_text().split("\n")
         r = rows[str(node)]
@@ -241,7 +241,7 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
     root = v["partition"]["estimation_root"]
     est, lo, hi = fmt_est(root["came"], root["came_ci_low"], root["came_ci_high"])
     assert f"AME {est} [{lo}, {hi}]" in disp.node_boxes_[1].get_text()
-    assert rows["estimation rows *"]["came"] == est and rows["estimation rows *"]["ci"] == f"[{lo}, {hi}]"
+    assert rows["estimation rows +"]["came"] == est and rows["estimation rows +"]["ci"] == f"[{lo}, {hi}]"
     assert part.root["came"] == pytest.approx(100 * out["partition"].root["came"], rel=1e-12)
     assert part.estimation_root["came"] == pytest.approx(100 * out["partition"].estimation_root["came"], rel=1e-12)
     # percentage points: the fMEs drawn are 100 x the probability differences

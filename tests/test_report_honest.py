@@ -81,7 +81,7 @@ def test_honest_figures_and_leaf_table_count_one_set_of_rows(tmp_path, monkeypat
     it and their shares to 100 %; the captions name those rows and give the AME of all rows beside."""
     import fme
     from fme.report.analysis import figures, run_effects
-    from fme.report.present.context import _figures, _leaf_rows, effect_cells, star_row
+    from fme.report.present.context import _figures, _leaf_rows, effect_cells, head_rows
     from fme.report.present.display import prepare_variant
 
     model, X, cfg = _setup(tmp_path, "{method: cart, max_depth: 2}")
@@ -101,12 +101,16 @@ def test_honest_figures_and_leaf_table_count_one_set_of_rows(tmp_path, monkeypat
 
     shown = prepare_variant(v, 1.0)
     rows = _leaf_rows(shown["partition"], v["n"])
-    assert rows[0]["node"] == "estimation rows *" and rows[0]["n"] == f"{p['n_estimated']:,}"
-    shares = [float(r["share"].rstrip("%")) for r in rows[1:]]
+    # the AME of all rows (the checklist's root row), then the rows the leaves partition, then the leaves
+    assert [r["node"] for r in rows[:2]] == ["all rows *", "estimation rows +"]
+    assert rows[0]["n"] == f"{v['n']:,}" and rows[0]["share"] == "-" and rows[1]["n"] == f"{p['n_estimated']:,}"
+    assert rows[1]["share"] == "100%"
+    shares = [float(r["share"].rstrip("%")) for r in rows[2:]]
     assert sum(shares) == pytest.approx(100, abs=0.05 * len(shares))
-    sentence = star_row(shown["partition"])[1]
-    assert sentence.startswith(f"The row marked * is the {p['n_estimated']:,} rows that estimate the leaves")
-    assert f"The AME of all {v['n']:,} evaluated rows is" in sentence
+    sentence = head_rows(shown["partition"])[1]
+    assert sentence.startswith(f"The row marked * is all {v['n']:,} evaluated rows (the AME). The row marked + is "
+                               f"the {p['n_estimated']:,} rows that estimate the leaves (honest; the tree grew on the "
+                               f"other {p['n_grown']:,}, so its AME differs)")
     cells = effect_cells(shown)
     described = dict(zip([f["kind"] for f in v["figures"]], _figures(shown, {**cells, "step": "x + 0.2"}, cfg, [0])))
     caps = {k: d["caption"] for k, d in described.items()}

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import audit, changelog, sentences
-from .partition_view import (MAX_LEAVES_SHOWN, _boxes, _honesty_sentence, _leaf_rows, star_row,  # noqa: F401
+from .partition_view import (MAX_LEAVES_SHOWN, _boxes, _honesty_sentence, _leaf_rows, head_rows,  # noqa: F401
                              _leaf_test_cells, _splits_sentence, shown_leaves, where_came_holds)
 from .display import (ci_method_text, effect_title, interval_rows, model_ci_scope, prepare_variant, scale_of,
                       target_phrase)
@@ -442,7 +442,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                     "holds": where_came_holds(p, noun),
                     "table_leaves": next_table(), "table_boxes": next_table(), "stability": None,
                     "honesty": _honesty_sentence(p), "tests": None, "splits": _splits_sentence(p.get("splits")),
-                    "star": star_row(p)[1]}
+                    "star": head_rows(p)[1]}
                 if p.get("tests"):
                     var["partition"]["tests"] = _leaf_test_cells(p["tests"], float(v.get("conf_level", 0.95)),
                                                                  next_table())

@@ -69,29 +69,33 @@ def _splits_sentence(s: dict | None) -> str | None:
             "p-value over the splits).")
 
 
-def star_row(part: dict) -> tuple[dict, str]:
-    """The first row of the leaf table and the caption's sentence on it: of an honest partition the rows that
-    estimate the leaves (their n add up to its n, the shares are of it) with the AME of all rows named beside, so
-    the table counts one set of rows; else all evaluated rows (the AME)."""
-    root = part["root"]
+def head_rows(part: dict) -> tuple[list[dict], str]:
+    """The leaf table's rows above the leaves and the caption's sentence on them: all evaluated rows (the AME,
+    marked *, as fmeffects' summary marks its root); of an honest partition, then, the rows that estimate the
+    leaves (marked +: the leaves' n add up to it and their shares are of it), so the leaves are counted against
+    one set of rows and the table says why the two AMEs differ."""
+    root = {**part["root"], "label": "all rows *"}
     est = part.get("estimation_root")
     if not part.get("honest") or not est:  # not honest, or a results.json written before
-        return {**root, "node": "all", "label": "all rows *"}, "The row marked * is all rows (the AME)."
-    a, lo, hi = fmt_est(root["came"], root["came_ci_low"], root["came_ci_high"])
-    return ({**est, "node": "all", "label": "estimation rows *"},
-            f"The row marked * is the {fmt_int(est['n'])} rows that estimate the leaves (honest): every n and share "
-            f"is of these rows. The AME of all {fmt_int(root['n'])} evaluated rows is {a} [{lo}, {hi}].")
+        return [root], "The row marked * is all rows (the AME)."
+    n_est, n_grown = int(est["n"]), int(part["root"]["n"]) - int(est["n"])
+    return ([{**root, "share_of": None}, {**est, "label": "estimation rows +"}],
+            f"The row marked * is all {fmt_int(part['root']['n'])} evaluated rows (the AME). The row marked + is the "
+            f"{fmt_int(n_est)} rows that estimate the leaves (honest; the tree grew on the other {fmt_int(n_grown)}, "
+            "so its AME differs): the leaves' n add up to it and every share is of it.")
 
 
 def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -> list[dict[str, str]]:
-    """The leaf table's rows, the row of :func:`star_row` first; shares are of its n."""
+    """The leaf table's rows, those of :func:`head_rows` first; the shares are of its last head row's n (of an
+    honest partition the estimation rows; the all-rows row then has none)."""
     rows = []
-    first = star_row(part)[0]
-    n_all = int(first["n"]) if part.get("honest") and part.get("estimation_root") else n_all
-    for leaf in [first] + part["leaves"]:
+    heads = head_rows(part)[0]
+    n_all = int(heads[-1]["n"]) if len(heads) > 1 else n_all
+    for leaf in heads + part["leaves"]:
         est, lo, hi = fmt_est(leaf["came"], leaf["came_ci_low"], leaf["came_ci_high"])
-        row = {"node": first["label"] if leaf["node"] == "all" else str(leaf["node"]), "rule": leaf["rule"],
-               "n": fmt_int(leaf["n"]), "share": fmt_share(int(leaf["n"]), n_all), "came": est,
+        share = "-" if "share_of" in leaf else fmt_share(int(leaf["n"]), n_all)
+        row = {"node": leaf.get("label", str(leaf["node"])), "rule": leaf["rule"],
+               "n": fmt_int(leaf["n"]), "share": share, "came": est,
                "ci": f"[{lo}, {hi}]", "cov": fmt_num(leaf["cov_fme"], 2), "small": int(leaf["n"]) < leaf_n}
         if int(leaf["n"]) < 2:  # no spread to estimate from: no interval (and no test), whatever the method
             row["ci"] = "- (fewer than 2 rows)"
