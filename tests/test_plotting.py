@@ -636,5 +636,5 @@ def test_honest_tree_counts_one_set_of_rows_and_says_which(pyplot):
     note = " ".join(d.note_.get_text().split())
     assert (f"Rows: the {n_est:,} that estimate the leaves (honest; the tree grew on {600 - n_est:,} others): every "
             f"count, share, cAME and CI, and the panels (all {n_est:,})." in note)
-    assert "The AME of all 600 evaluated rows is" in note and "dashed: their AME" in note
+    assert "The AME of all 600 evaluated rows is" in note and "dashed: the estimation rows' AME" in note
     pyplot.close("all")

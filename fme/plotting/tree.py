@@ -334,8 +334,8 @@ class PartitionDisplay:
         Which rows the boxes' and leaves' counts and the leaf panels hold, said in the note under the tree
         (:meth:`from_partition`: of an honest partition, the rows that estimate the leaves).
     average_name : str, default='global AME'
-        What the dashed line is, in the note (:meth:`from_partition` of an honest partition: ``'their AME'``,
-        the AME of the rows that estimate the leaves, which the root box shows too).
+        What the dashed line is, in the note (:meth:`from_partition` of an honest partition:
+        ``"the estimation rows' AME"``, the AME of the rows that estimate the leaves, as the root box shows).
 
     Attributes
     ----------
@@ -402,7 +402,7 @@ class PartitionDisplay:
                                        float(sub.get("came_ci_high", np.nan)))
             nodes = _counts_from_leaves(nodes, part.leaves)
             n_total, average, est = int(sub["n"]), float(sub["came"]), e_est
-            average_name = "their AME"
+            average_name = "the estimation rows' AME"
             root_label = f"AME {e_est} [{e_lo}, {e_hi}]\nof these {n_total:,} rows"
             kept = (f"a seeded sample of {len(values):,} of them" if len(values) < n_total
                     else f"all {len(values):,}")
