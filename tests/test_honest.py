@@ -136,6 +136,8 @@ def test_estimation_root_is_the_ame_of_the_estimation_rows():
     assert (root["came_ci_low"], root["came_ci_high"]) == pytest.approx((values.mean() - half, values.mean() + half),
                                                                         rel=1e-12)
     assert part.estimation_sample is None  # in memory: effects.results at estimated_on
+    line = next(x for x in part.summary().splitlines() if x.startswith("  estimation rows: "))
+    assert line.startswith(f"  estimation rows: n = {len(part.estimated_on)}, cAME = {root['came']:.4g} [")
     plain = fme.came(eff, honest=False, features=["income"], method="cart", max_depth=2, min_samples_leaf=60)
     cols = ["n", "came", "came_ci_low", "came_ci_high", "std_error", "conf_low", "conf_high"]
     assert plain.estimation_root[cols].tolist() == plain.root[cols].tolist()

@@ -434,6 +434,8 @@ class PartitionResult:
             return txt
         lines = [f"cAMEs of {self.effects.describe_steps()} ({self.method}, {int(self.conf_level * 100)}% CIs)",
                  f"  all rows: {fmt(self.root)}"]
+        if self.honest:  # the rows the leaves partition: their n add up to it
+            lines.append(f"  estimation rows: {fmt(self.estimation_root)}")
         for _, r in self.leaves.iterrows():
             lines.append(f"  [{int(r['node'])}] {r['rule']}: {fmt(r)}")
         lines += [f"  note: {n}" for n in self.notes]
