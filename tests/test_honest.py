@@ -123,7 +123,7 @@ def test_estimation_root_is_the_ame_of_the_estimation_rows():
     d["y"] = (rng.uniform(size=n) < 1 / (1 + np.exp(4 - 0.06 * d["age"] - 0.4 * d["income"]))).astype(float)
     m = smf.logit("y ~ age + income", data=d).fit(disp=0)
     X = d[["age", "income"]]
-    eff = fme.fme(m, X, {"age": 1})
+    eff = fme.fme(m, X, {"age": 1}, nlm=True)
     part = fme.came(eff, features=["income"], method="cart", max_depth=2, min_samples_leaf=60)
     root = part.estimation_root
     assert part.honest and root["n"] == part.leaves["n"].sum() == len(part.estimated_on) < n
@@ -136,6 +136,8 @@ def test_estimation_root_is_the_ame_of_the_estimation_rows():
     assert (root["came_ci_low"], root["came_ci_high"]) == pytest.approx((values.mean() - half, values.mean() + half),
                                                                         rel=1e-12)
     assert part.estimation_sample is None  # in memory: effects.results at estimated_on
+    nlms = eff.results["nlm"].loc[part.estimated_on].dropna()
+    assert root["canlm"] == pytest.approx(nlms.mean(), rel=1e-12) and root["n_nlm"] == len(nlms)
     line = next(x for x in part.summary().splitlines() if x.startswith("  estimation rows: "))
     assert line.startswith(f"  estimation rows: n = {len(part.estimated_on)}, cAME = {root['came']:.4g} [")
     plain = fme.came(eff, honest=False, features=["income"], method="cart", max_depth=2, min_samples_leaf=60)
@@ -212,7 +214,8 @@ def test_dask_effects_give_the_pandas_honest_partition():
     dd = pytest.importorskip("dask.dataframe")
     eff = _effects(n=1500)
     f = lambda d: 2 * d["x1"].to_numpy() * d["x2"].to_numpy() + 4 * d["x1"].to_numpy() * (d["x3"].to_numpy() > 0.5)
-    deff = fme.fme(f, dd.from_pandas(eff.data, npartitions=3, sort=False), {"x1": 0.5})
+    eff = fme.fme(f, eff.data, {"x1": 0.5}, nlm=True)
+    deff = fme.fme(f, dd.from_pandas(eff.data, npartitions=3, sort=False), {"x1": 0.5}, nlm=True)
     a = fme.came(eff, features=["x2", "x3"], maxdepth=2, random_state=6)
     b = fme.came(deff, features=["x2", "x3"], maxdepth=2, random_state=6)
     assert b.honest and a.leaf_ids == b.leaf_ids
@@ -221,7 +224,9 @@ def test_dask_effects_give_the_pandas_honest_partition():
     assert sorted(b.estimated_on.compute().tolist()) == sorted(a.estimated_on.tolist())
     ta, tb = a.test(), b.test()
     np.testing.assert_allclose(tb["p_value_adj"], ta["p_value_adj"], rtol=1e-9)
-    cols = ["n", "came", "sd_fme", "came_ci_low", "came_ci_high", "std_error", "conf_low", "conf_high"]
+    cols = ["n", "came", "sd_fme", "came_ci_low", "came_ci_high", "std_error", "conf_low", "conf_high", "canlm",
+            "sd_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "share_linear"]
+    assert eff.has_nlm and "median_nlm" not in a.estimation_root.index
     np.testing.assert_allclose(b.estimation_root[cols].to_numpy(float), a.estimation_root[cols].to_numpy(float),
                                rtol=1e-12)
     # the figure's panels: every estimation row's fME in its subspace, as in memory

@@ -31,11 +31,16 @@ from ..inference._hypotheses import MULTCOMP, contrast_matrix, contrast_table, w
 __all__ = ["PartitionResult"]
 
 LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
-#: Columns of :attr:`PartitionResult.estimation_root` (the cAME figures, no NLM summaries).
-ESTIMATION_COLUMNS = LEAF_COLUMNS + INFERENCE_COLUMNS + ["rule"]
-ESTIMATION_RULE = "(estimation rows)"
 NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "median_nlm",
                 "share_linear"]
+ESTIMATION_RULE = "(estimation rows)"
+
+
+def estimation_columns(has_nlm: bool) -> list[str]:
+    """Columns of :attr:`PartitionResult.estimation_root`: a leaf's, but the NLMs' median (on Dask data it would
+    take one more pass over every estimation row) and ``n_grown``."""
+    return (LEAF_COLUMNS + INFERENCE_COLUMNS + ([c for c in NLM_COLUMNS if c != "median_nlm"] if has_nlm else [])
+            + ["rule"])
 
 
 def _figures(fmes: np.ndarray, nlms: np.ndarray | None, conf_level: float,
@@ -73,7 +78,7 @@ class PartitionResult:
     root : Series
         The same figures for all evaluated rows (the global AME).
     estimation_root : Series
-        The cAME figures (``ESTIMATION_COLUMNS``: no NLM summaries) over the rows that estimate the leaves:
+        A leaf's figures (:func:`estimation_columns`: not the NLMs' median) over the rows that estimate the leaves:
         of an honest partition those only (the leaves' counts add up to its ``n``), else every evaluated row
         (then equal to ``root``). An honest partition's figures show it in place of ``root``, so that each
         figure counts one set of rows.
@@ -163,8 +168,9 @@ class PartitionResult:
         # partition then counts one set of rows (of a partition that is not honest: the root's figures)
         est_table = undefined_where(inf.average(np.where(est_rows, 0, -1), 1).table(conf_level),
                                     np.array([est_rows.sum() < 2]))
-        self.estimation_root = pd.Series({"node": 1, **_figures(fmes[est_rows], None, conf_level, lin),
-                                          **est_table.iloc[0].to_dict(), "rule": ESTIMATION_RULE})[ESTIMATION_COLUMNS]
+        self.estimation_root = pd.Series({
+            "node": 1, **_figures(fmes[est_rows], None if nlms is None else nlms[est_rows], conf_level, lin),
+            **est_table.iloc[0].to_dict(), "rule": ESTIMATION_RULE})[estimation_columns(nlms is not None)]
         #: Dask data only (else None): the fME (``fme``) and subspace (``node``) of the rows that estimate the
         #: leaves, or of a seeded sample of them, indexed by row label, for figures; in memory they are
         #: ``effects.results`` at :attr:`estimated_on`.
