@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("jsonschema")
 
 import fme  # noqa: E402
+from sklearn.base import BaseEstimator, RegressorMixin  # noqa: E402
 from fme.report.inputs.config import ConfigError, load_config  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -173,6 +174,60 @@ def test_a_level_that_cannot_run_is_said_not_run_and_flagged(tmp_path):
     assert rows[1]["ame"] == "not run" and rows[1]["inference"] == lv["learner"]["error"]
     assert level_flag_rows(v, "x")[0] == {"effect": "x", "rule": "learner-level AME computed", "threshold": "yes",
                                           "value": "not run", "status": "FLAG (!)"}
+
+
+def test_the_levels_of_a_categorical_effect_share_the_learner_refits(tmp_path):
+    """A categorical effect over all its levels refits the learner once per split for all of them (repeats + 1
+    fits, not one set per level), and each level's record equals fme.learner_ame called for it alone (its standard
+    error to 1e-12: the shared call's variances are the diagonal of one covariance matrix)."""
+    import joblib
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from fme.report.analysis import run_effects
+
+    rng = np.random.default_rng(4)
+    n = 300
+    d = pd.DataFrame({"x": rng.normal(size=n), "k": rng.choice(["a", "b", "c", "d"], n)})
+    d["y"] = d["x"] + 2 * (d["k"] == "b") - (d["k"] == "c") + rng.normal(size=n)
+    model = make_pipeline(make_column_transformer((OneHotEncoder(), ["k"]), remainder="passthrough"),
+                          _CountingLinear()).fit(d[["x", "k"]], d["y"])
+    joblib.dump(model, tmp_path / "m.joblib")
+    d.to_csv(tmp_path / "train.csv", index=False)
+    d[["x", "k"]].to_csv(tmp_path / "data.csv", index=False)
+    (tmp_path / "c.yaml").write_text(
+        _HEAD.replace("steps: {x: 1}", "steps: {k: all}") + "    extrapolation: none\n"
+        "    learner: {repeats: 3, train_data: {path: train.csv}}\n", encoding="utf-8")
+    cfg = load_config(tmp_path / "c.yaml")
+    _CountingLinear.fits = 0
+    (g,) = run_effects(model, d[["x", "k"]], d[["x", "k"]], cfg, tmp_path / "out")
+    assert _CountingLinear.fits == 3 + 1  # the splits' fits and the one on all rows, once for the 4 levels
+    assert [v["level"] for v in g["variants"]] == ["a", "b", "c", "d"]
+    X, y = d[["x", "k"]], d["y"]
+    for v in g["variants"]:
+        own = fme.learner_ame(model, X, y, {"k": v["level"]}, repeats=3, test_size=0.5, random_state=0)
+        got = v["levels"]["learner"]
+        assert (got["ame"], got["ame_full"]) == (own["ame"].iloc[0], own["ame_full"].iloc[0])
+        for col in ("std_error", "conf_low", "conf_high", "p_value"):  # one covariance matrix: the last bits differ
+            assert got[col] == pytest.approx(own[col].iloc[0], rel=1e-12), (v["level"], col)
+        assert (got["n_splits"], got["n_failed"], got["errors"]) == (3, 0, [])
+
+
+class _CountingLinear(RegressorMixin, BaseEstimator):
+    """A linear regression that counts its fits (clones share the count)."""
+
+    fits = 0
+
+    def fit(self, X, y) -> "_CountingLinear":
+        from sklearn.linear_model import LinearRegression
+
+        type(self).fits += 1
+        self.model_ = LinearRegression().fit(X, y)
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X)
 
 
 @pytest.mark.slow

@@ -28,7 +28,35 @@ from ..inputs.config import EffectConfig
 from ..inputs.specs import make_detector
 from .effect_parts import _num
 
-__all__ = ["level_summaries"]
+__all__ = ["LearnerShare", "level_summaries"]
+
+
+class LearnerShare:
+    """One :func:`fme.learner_ame` call for all variants of an effect (its categorical levels).
+
+    The learner is refitted on the same seeded splits for every level, so one call with the list of the
+    variants' steps fits each split once and gives every level's row, equal to a call of its own (the same
+    splits, fits and test rows; the standard errors to rounding, as the diagonal of one covariance matrix):
+    ``repeats + 1`` fits instead of ``k * (repeats + 1)`` for ``k`` levels.
+    A call that fails fails for every variant, each then "not run" with the reason.
+    """
+
+    def __init__(self, steps: list[dict]) -> None:
+        self.steps = [dict(s) for s in steps]
+        self._done: tuple | None = None  # (table, warnings) or (None, the error)
+
+    def row(self, position: int, compute: Any) -> tuple[pd.DataFrame, list]:
+        """The learner table's row of variant ``position`` and the call's warnings; ``compute(steps)`` makes the
+        one call (the first variant's)."""
+        if self._done is None:
+            try:
+                self._done = compute(self.steps)
+            except fme.FMEError as exc:
+                self._done = (None, exc)
+        table, extra = self._done
+        if table is None:
+            raise extra
+        return table.iloc[[position]], extra
 
 
 def _row(table: pd.DataFrame, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -41,20 +69,27 @@ def _outcome(train: pd.DataFrame, target: str) -> tuple[pd.DataFrame, pd.Series]
 
 
 def _learner(model: Any, eff: EffectConfig, steps: dict, train: pd.DataFrame, target: str, target_class: Any,
-             seed: int, conf: float) -> dict[str, Any]:
+             seed: int, conf: float, share: tuple | None = None) -> dict[str, Any]:
     spec = eff.learner
     X, y = _outcome(train, target)
     kwargs: dict[str, Any] = {} if target_class is None else {"target_class": target_class}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", fme.LearnerWarning)
-        table = fme.learner_ame(model, X, y, steps, repeats=int(spec["repeats"]), test_size=spec["test_size"],
-                                conf_level=conf, random_state=seed, n_jobs=spec.get("n_jobs"), **kwargs)
+
+    def compute(step_arg: Any) -> tuple[pd.DataFrame, list[str]]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", fme.LearnerWarning)
+            table = fme.learner_ame(model, X, y, step_arg, repeats=int(spec["repeats"]), test_size=spec["test_size"],
+                                    conf_level=conf, random_state=seed, n_jobs=spec.get("n_jobs"), **kwargs)
+        return table, sorted({str(w.message) for w in caught if issubclass(w.category, fme.LearnerWarning)})
+
+    if share is not None and share[0].steps[share[1]] == steps:  # one call for every level of the effect
+        table, caught = share[0].row(share[1], compute)
+    else:
+        table, caught = compute(steps)
     out = _row(table, ("ame", "std_error", "p_value", "conf_low", "conf_high", "inference", "ame_full",
                        "repeats", "n_splits", "n_failed", "n_train", "n_test"))
     out.update(test_size=float(spec["test_size"]), conf_level=conf, n_rows=len(X),
                errors=[str(e) for e in table.attrs["learner"]["errors"]][:3],
-               n_nonconverged=int(table.attrs["learner"]["n_nonconverged"]),
-               warnings=sorted({str(w.message) for w in caught if issubclass(w.category, fme.LearnerWarning)}))
+               n_nonconverged=int(table.attrs["learner"]["n_nonconverged"]), warnings=list(caught))
     return out
 
 
@@ -76,7 +111,8 @@ def _data_level(model: Any, eff: EffectConfig, steps: dict, det_spec: dict, trai
 
 
 def level_summaries(model: Any, eff: EffectConfig, summary: dict, trains: dict[str, pd.DataFrame | None],
-                    target: str, target_class: Any, seed: int) -> dict[str, Any] | None:
+                    target: str, target_class: Any, seed: int,
+                    share: tuple[LearnerShare, int] | None = None) -> dict[str, Any] | None:
     """The learner- and data-level records of one effect variant (None when it asks for neither).
 
     Parameters
@@ -92,6 +128,8 @@ def level_summaries(model: Any, eff: EffectConfig, summary: dict, trains: dict[s
         ``{"learner": frame, "data_level": frame}``: the loaded training data (features and ``target``).
     target, target_class, seed
         The config's target column, the explained class (classifiers) and seed.
+    share : (LearnerShare, int), optional
+        The effect's variants' shared learner call and this variant's position in it.
 
     Returns
     -------
@@ -106,7 +144,7 @@ def level_summaries(model: Any, eff: EffectConfig, summary: dict, trains: dict[s
     out: dict[str, Any] = {"learner": None, "data": None}
     if eff.learner:
         try:
-            out["learner"] = _learner(model, eff, steps, trains["learner"], target, target_class, seed, conf)
+            out["learner"] = _learner(model, eff, steps, trains["learner"], target, target_class, seed, conf, share)
         except fme.FMEError as exc:  # the learner cannot be refitted here: the report says why
             out["learner"] = {"error": str(exc)}
     if eff.data_level:

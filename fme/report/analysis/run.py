@@ -33,7 +33,7 @@ from .contracts import adjust_contracts, contract_rows
 from .effect import compute_effect
 from .effect_parts import REPORT_SAMPLE_SIZE, _num, sample_info
 from .details import label_intervals, relabel_table
-from .levels import level_summaries
+from .levels import LearnerShare, level_summaries
 from .model_view import dispersion_scaled, dispersion_threshold, glm_dispersion
 
 __all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment_record", "write_results"]
@@ -276,7 +276,9 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
             variants = [(f"{eff.id}-{j}", eff.variant(f, lv))
                         for j, lv in enumerate(_levels_for(data, f, v), start=1)]
         group = []
-        for vid, veff in variants:
+        # the levels of a categorical effect share the learner level's refits (the same splits for each)
+        share = LearnerShare([dict(v.steps) for _, v in variants]) if eff.learner and len(variants) > 1 else None
+        for position, (vid, veff) in enumerate(variants):
             try:
                 if sample is None:
                     out = compute_effect(model, data, reference, veff, cfg.seed, target_class, train, cfg.target,
@@ -297,7 +299,8 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                                                             int(cfg.seed), target_class, train, cfg.target,
                                                             out["result"], refits)
                     _label_difference(summ["challenger"], covariance, challenger_covariance)
-                levels = level_summaries(model, veff, summ, trains, cfg.target, target_class, int(cfg.seed))
+                levels = level_summaries(model, veff, summ, trains, cfg.target, target_class, int(cfg.seed),
+                                         None if share is None else (share, position))
                 if levels is not None:
                     summ["levels"] = levels
             except Exception as exc:  # noqa: BLE001 - loud, one line, naming the effect (and level)
