@@ -133,3 +133,35 @@ def test_a_report_refits_the_model_once_for_all_its_bootstrap_effects(tmp_path, 
         mc = g["variants"][0]["model_ci"]
         draws = _fme(model, X, {f: 1.0}, spec).inference_rows.draws
         assert mc["std_error"] == pytest.approx(float(draws.mean(axis=0).std(ddof=1)), rel=1e-12)
+
+
+def test_dask_data_share_the_refits_with_pandas_and_each_other(case):
+    """On Dask data the bootstrap takes its refits from the cache too (kept by a pandas call or an earlier Dask
+    call on the same model and resamples): no refit, and the same standard errors and intervals as without."""
+    dd = pytest.importorskip("dask.dataframe")
+    model, X, y, spec = case
+    lazy = dd.from_pandas(X, npartitions=3)
+
+    def ame(data, steps, boot):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fme.ame(model, data, steps, bootstrap=boot)
+
+    plain = ame(lazy, {"b": 1.0}, spec)
+    cache = RefitCache()
+    CountingRidge.fits = 0
+    _fme(model, X, {"a": 1.0}, {**spec, "cache": cache})
+    assert CountingRidge.fits == 12
+    shared = ame(lazy, {"b": 1.0}, {**spec, "cache": cache})
+    again = ame(lazy, {"c": 1.0}, {**spec, "cache": cache})
+    assert CountingRidge.fits == 12  # the pandas call's refits, for both Dask calls
+    cols = ["ame", "std_error", "conf_low", "conf_high", "p_value"]
+    assert shared[cols].to_numpy().tolist() == plain[cols].to_numpy().tolist()
+    assert cache.reused == 2 * cache.fitted and cache.fitted > 0
+    assert np.isfinite(again["std_error"]).all()
+
+    fresh = RefitCache()  # a Dask call keeps its refits for the next one
+    CountingRidge.fits = 0
+    first = ame(lazy, {"b": 1.0}, {**spec, "cache": fresh})
+    ame(lazy, {"c": 1.0}, {**spec, "cache": fresh})
+    assert CountingRidge.fits == 12 and first[cols].to_numpy().tolist() == plain[cols].to_numpy().tolist()

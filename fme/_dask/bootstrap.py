@@ -6,7 +6,10 @@ client). Their fMEs are then evaluated per partition: each partition returns,
 for every refit b, the sum of fME_b over its evaluated rows, and the sums are
 added up, so AME_b = sum / n equals the pandas draw to ~1e-15 relative. The
 refits go to the workers in chunks of :data:`CHUNK` models (one pass over the
-data per chunk), which bounds the models held at once.
+data per chunk), which bounds the models held at once. With ``bootstrap["cache"]``
+(:class:`fme.inference.RefitCache`) a chunk whose refits the cache holds (kept by a
+pandas or Dask call on the same model and resamples) is not refitted, and refits
+made here are kept there.
 """
 
 from __future__ import annotations
@@ -70,6 +73,25 @@ def _sums(part: pd.DataFrame, shipped: Any, target_class: Any, groups: Any = Non
     return out
 
 
+def _chunk_refits(chunk: list, start: int, B: int, args: tuple, spec: dict, model: Any, execution: dict,
+                  cache: Any, entry: Any) -> list:
+    """(model, error, note) of the refits of resamples ``start, start + 1, ...``: those a
+    :class:`~fme.inference.RefitCache` kept for this model and these resamples, else refitted with the same seeds,
+    refit function, convergence checks and parallel execution as the pandas path (and kept there)."""
+    idx = range(start, start + len(chunk))
+    if entry is not None and entry.keeping and all(b in entry.results for b in idx):
+        fits = [entry.results[b] for b in idx]
+        cache.reused += sum(f[0] is not None for f in fits)
+        execution.update({"mode": "cached", "workers": 1, "reused": execution.get("reused", 0) + len(fits)})
+        return fits
+    fits = list(run_refits(refit_one, chunk, args, n_jobs=spec["n_jobs"], backend=spec["backend"], model=model,
+                           execution=execution))
+    if entry is not None:
+        for b, fit in zip(idx, fits):
+            cache.keep(entry, b, *fit, B)
+    return fits
+
+
 def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
                     groups: Any = None) -> tuple[np.ndarray, dict]:
     """AME_b of every successful refit over the evaluated rows of the Dask ``data``; and info.
@@ -99,11 +121,11 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     execution: dict = {}
     parts = data.to_delayed()
     starts = range(0, B, CHUNK)
+    cache = spec.get("cache")
+    entry = None if cache is None else cache.entry(model, spec)
     for start in progress_bar(starts, total=len(starts), desc="bootstrap refits (chunks)", progress=spec["progress"]):
         chunk = seeds[start:start + CHUNK]
-        # the same seeds, refit function, convergence checks and parallel execution as the pandas path
-        fits = list(run_refits(refit_one, chunk, (adapter, train, n_train), n_jobs=spec["n_jobs"],
-                               backend=spec["backend"], model=model, execution=execution))
+        fits = _chunk_refits(chunk, start, B, (adapter, train, n_train), spec, model, execution, cache, entry)
         keep = [tally.keep(e, note) for _, e, note in fits]
         models = [m for (m, _, _), k in zip(fits, keep) if k]
         where = [start + j for j, k in enumerate(keep) if k]

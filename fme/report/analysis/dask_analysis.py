@@ -166,10 +166,13 @@ class DaskRows:
 
 
 def compute_effect_dask(model: Any, data: Any, reference: Any, eff: EffectConfig, seed: int, target_class: Any,
-                        train: pd.DataFrame | None, target: str | None, sample: pd.DataFrame | None = None) -> dict:
+                        train: pd.DataFrame | None, target: str | None, sample: pd.DataFrame | None = None,
+                        refits: Any = None) -> dict:
     """:func:`fme.report.analysis.effect.compute_effect` of Dask ``data``, with the per-row pieces from the seeded
     ``sample`` of its rows (drawn here, of :data:`~fme.report.analysis.effect_parts.REPORT_SAMPLE_SIZE` rows, when
-    not given). Returns its dict; ``"dask_result"`` is the all-row result."""
+    not given). ``refits``: the build's :class:`fme.inference.RefitCache` (the all-row bootstrap, the sample's and
+    the other effects' refit the model once). Returns its dict; ``"dask_result"`` is the all-row result."""
     if sample is None:
         sample = sample_rows(data, int(data.shape[0].compute()), REPORT_SAMPLE_SIZE, seed)[0]
-    return compute_effect(model, data, reference, eff, seed, target_class, train, target, engine=DaskRows(sample))
+    return compute_effect(model, data, reference, eff, seed, target_class, train, target, engine=DaskRows(sample),
+                          refits=refits)

@@ -285,7 +285,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                                          refits=refits)
                 else:
                     out = compute_effect_dask(model, data, reference, veff, cfg.seed, target_class, train, cfg.target,
-                                              sample)
+                                              sample, refits)
                 summ = out["summary"]
                 label_intervals(summ, covariance)  # the delta ones computed with the scaled covariance say so
                 summ["id"] = vid
