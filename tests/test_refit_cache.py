@@ -165,3 +165,35 @@ def test_dask_data_share_the_refits_with_pandas_and_each_other(case):
     first = ame(lazy, {"b": 1.0}, {**spec, "cache": fresh})
     ame(lazy, {"c": 1.0}, {**spec, "cache": fresh})
     assert CountingRidge.fits == 12 and first[cols].to_numpy().tolist() == plain[cols].to_numpy().tolist()
+
+
+def test_a_dask_report_refits_the_model_once_for_all_its_bootstrap_effects(tmp_path, case):
+    """engine: dask: the all-row bootstrap of every effect (on Dask data) and the sample's share the build's
+    refits: the 10 resamples are fitted once for the two effects."""
+    pytest.importorskip("jsonschema")
+    dd = pytest.importorskip("dask.dataframe")
+    from fme.report.analysis import run_effects
+    from fme.report.inputs.config import load_config
+
+    model, X, y, _ = case
+    X.assign(y=y).to_csv(tmp_path / "train.csv", index=False)
+    X.to_csv(tmp_path / "data.csv", index=False)
+    (tmp_path / "c.yaml").write_text(
+        "title: T\nowner: O\nintended_use: U\nmodel: {joblib: m.joblib}\ndata: {path: data.csv}\ntarget: y\n"
+        "engine: dask\ninference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 10}\neffects:\n"
+        "  - {id: a, steps: {a: 1}, extrapolation: none, partition: false, stability: false, nlm: false}\n"
+        "  - {id: b, steps: {b: 1}, extrapolation: none, partition: false, stability: false, nlm: false}\n",
+        encoding="utf-8")
+    cfg = load_config(tmp_path / "c.yaml")
+    lazy = dd.from_pandas(X, npartitions=2)
+    CountingRidge.fits = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        groups = run_effects(model, lazy, lazy, cfg, tmp_path / "out")
+    assert CountingRidge.fits == 1 + 10  # the check refit, then the resamples once for both effects
+    spec = {"X": X, "y": y, "n_resamples": 10, "random_state": 0, "progress": False, "ci": "percentile"}
+    for g, f in zip(groups, ("a", "b")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            own = fme.ame(model, lazy, {f: 1.0}, bootstrap=spec)
+        assert g["variants"][0]["model_ci"]["std_error"] == pytest.approx(own["std_error"].iloc[0], rel=1e-12)
