@@ -197,3 +197,33 @@ def test_a_dask_report_refits_the_model_once_for_all_its_bootstrap_effects(tmp_p
             warnings.simplefilter("ignore")
             own = fme.ame(model, lazy, {f: 1.0}, bootstrap=spec)
         assert g["variants"][0]["model_ci"]["std_error"] == pytest.approx(own["std_error"].iloc[0], rel=1e-12)
+
+
+def test_the_margins_vocabulary_shares_the_refits(case):
+    """fme.avg_comparisons and fme.predictions take their refits from the cache fme.fme filled (and keep theirs
+    for fme.fme): no refit, the same standard errors as refitting."""
+    model, X, y, spec = case
+
+    def quiet(fn, *a, **k):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*a, **k)
+
+    plain_cmp = quiet(fme.avg_comparisons, model, X, {"a": 1.0}, comparison="ratio", bootstrap=spec)
+    plain_pred = quiet(fme.predictions, model, X.head(5), bootstrap=spec)
+    cache = RefitCache()
+    CountingRidge.fits = 0
+    _fme(model, X, {"b": 1.0}, {**spec, "cache": cache})
+    assert CountingRidge.fits == 12
+    cmp_ = quiet(fme.avg_comparisons, model, X, {"a": 1.0}, comparison="ratio", bootstrap={**spec, "cache": cache})
+    pred = quiet(fme.predictions, model, X.head(5), bootstrap={**spec, "cache": cache})
+    assert CountingRidge.fits == 12
+    cols = ["estimate", "std_error", "conf_low", "conf_high"]
+    assert cmp_[cols].to_numpy().tolist() == plain_cmp[cols].to_numpy().tolist()
+    assert pred[cols].to_numpy().tolist() == plain_pred[cols].to_numpy().tolist()
+
+    fresh = RefitCache()  # and the other way: the vocabulary's refits serve fme.fme
+    CountingRidge.fits = 0
+    quiet(fme.predictions, model, X.head(5), bootstrap={**spec, "cache": fresh})
+    _fme(model, X, {"b": 1.0}, {**spec, "cache": fresh})
+    assert CountingRidge.fits == 12

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..inference._bootstrap import RefitTally, check_bootstrap, check_refits, refit_one, refit_setup, run_refits
+from ..inference._bootstrap import RefitTally, check_bootstrap, check_refits, refit_setup
+from ..inference._refit_chunks import chunk_refits
 from ..inference._estimates import INFERENCE_COLUMNS, Estimates
 from ..inference.table import EstimatesTable
 
@@ -126,8 +127,8 @@ def refit_draws(model: Any, spec: dict, evaluate: Callable[[list], np.ndarray], 
     columns: list[np.ndarray] = []
     starts = range(0, B, REFIT_CHUNK)
     for start in progress_bar(starts, total=len(starts), desc="bootstrap refits (chunks)", progress=spec["progress"]):
-        fits = list(run_refits(refit_one, seeds[start:start + REFIT_CHUNK], (adapter, train, n_train),
-                               n_jobs=spec["n_jobs"], backend=spec["backend"], model=model, execution=execution))
+        fits = chunk_refits(model, spec, seeds[start:start + REFIT_CHUNK], start, B, (adapter, train, n_train),
+                            execution)
         models = [m for (m, err, note) in fits if tally.keep(err, note)]
         if models:
             columns.append(np.asarray(evaluate(models), dtype=float).reshape(-1, len(models)))

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..inference._bootstrap import RefitTally, check_refits, refit_one, run_refits
+from ..inference._bootstrap import RefitTally, check_refits
+from ..inference._refit_chunks import chunk_refits
 
 __all__ = ["CHUNK", "bootstrap_draws"]
 
@@ -73,25 +74,6 @@ def _sums(part: pd.DataFrame, shipped: Any, target_class: Any, groups: Any = Non
     return out
 
 
-def _chunk_refits(chunk: list, start: int, B: int, args: tuple, spec: dict, model: Any, execution: dict,
-                  cache: Any, entry: Any) -> list:
-    """(model, error, note) of the refits of resamples ``start, start + 1, ...``: those a
-    :class:`~fme.inference.RefitCache` kept for this model and these resamples, else refitted with the same seeds,
-    refit function, convergence checks and parallel execution as the pandas path (and kept there)."""
-    idx = range(start, start + len(chunk))
-    if entry is not None and entry.keeping and all(b in entry.results for b in idx):
-        fits = [entry.results[b] for b in idx]
-        cache.reused += sum(f[0] is not None for f in fits)
-        execution.update({"mode": "cached", "workers": 1, "reused": execution.get("reused", 0) + len(fits)})
-        return fits
-    fits = list(run_refits(refit_one, chunk, args, n_jobs=spec["n_jobs"], backend=spec["backend"], model=model,
-                           execution=execution))
-    if entry is not None:
-        for b, fit in zip(idx, fits):
-            cache.keep(entry, b, *fit, B)
-    return fits
-
-
 def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
                     groups: Any = None) -> tuple[np.ndarray, dict]:
     """AME_b of every successful refit over the evaluated rows of the Dask ``data``; and info.
@@ -121,11 +103,9 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     execution: dict = {}
     parts = data.to_delayed()
     starts = range(0, B, CHUNK)
-    cache = spec.get("cache")
-    entry = None if cache is None else cache.entry(model, spec)
     for start in progress_bar(starts, total=len(starts), desc="bootstrap refits (chunks)", progress=spec["progress"]):
         chunk = seeds[start:start + CHUNK]
-        fits = _chunk_refits(chunk, start, B, (adapter, train, n_train), spec, model, execution, cache, entry)
+        fits = chunk_refits(model, spec, chunk, start, B, (adapter, train, n_train), execution)
         keep = [tally.keep(e, note) for _, e, note in fits]
         models = [m for (m, _, _), k in zip(fits, keep) if k]
         where = [start + j for j, k in enumerate(keep) if k]

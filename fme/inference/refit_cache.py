@@ -73,8 +73,9 @@ class RefitCache:
     canonical text: columns, dtypes, index and a SHA-256 of the values), the same ``random_state`` and
     ``n_resamples``. Pass it as ``bootstrap={"X": X_train, "y": y_train, "random_state": 0, "cache": cache}``;
     ``random_state`` must be set (with None each call draws new resamples, and nothing can be reused).
-    Calls on Dask data use the same entries (their refits are those of the pandas path); they keep the
-    refitted models, not predictions, since their evaluation points stay on the workers.
+    Calls on Dask data and the margins vocabulary (:func:`fme.predictions`, :func:`fme.avg_predictions`,
+    :func:`fme.avg_comparisons`, :func:`fme.avg_slopes`) use the same entries (their refits are those of
+    ``fme.fme``); they keep the refitted models, not predictions.
     """
 
     def __init__(self, memory_limit: int = CACHE_LIMIT) -> None:
