@@ -33,7 +33,8 @@ __all__ = ["PartitionResult"]
 LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
 NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "median_nlm",
                 "share_linear"]
-ESTIMATION_RULE = "(estimation rows)"
+#: The readable rule of :attr:`PartitionResult.estimation_root`: every leaf (of its estimation rows).
+ESTIMATION_RULE = "(all leaves)"
 
 
 def estimation_columns(has_nlm: bool) -> list[str]:
