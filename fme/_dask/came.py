@@ -5,6 +5,11 @@
   all rows, hence the pandas tree, when there are no more), then one pass
   assigns every evaluated row to its subspace and aggregates the cAMEs, their
   CIs and NLM summaries over all rows exactly (merged sums; exact medians).
+  Honest: the tree grows on the growing part only, the subspaces' figures and
+  the estimation rows' root (``estimation_root``) come from the estimation
+  rows, and the pass also returns their fMEs and subspaces for the tree's
+  panels (``estimation_sample``: all of them up to ``sample_size``, beyond a
+  seeded sample by row label).
 
 Computations: when all evaluated rows fit in the sample (and their fMEs,
 features and Jacobian rows take at most :data:`KEEP_BYTES`), the chunks are
@@ -172,8 +177,9 @@ def _estimation_labels(results: pd.DataFrame, split: tuple) -> pd.Series:
 
 
 def _merge_leaves(*heads: tuple) -> tuple:
-    """The chunks' leaf sums added up (arrays over the leaves), their spans and pivots listed in order."""
-    (fm, nm, nlin, jac, grown), spans, piv, rows = heads[0][0], list(heads[0][1]), list(heads[0][2]), list(heads[0][3])
+    """The chunks' leaf sums added up (arrays over the leaves), their spans, pivots and panel rows listed in
+    order."""
+    (fm, nm, nlin, jac, grown), spans, piv, rows = heads[0][0], *(list(x) for x in heads[0][1:])
     for (f, m, k, j, g), sp, pv, r in heads[1:]:
         fm = fm.merge(f)
         nm = None if nm is None else nm.merge(m)
