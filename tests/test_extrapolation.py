@@ -480,3 +480,31 @@ def test_detector_names_known_without_importing_the_detectors_equal_the_registry
     code = ("import sys; from fme.extrapolation import DETECTOR_NAMES; "
             "print(any(m in sys.modules for m in ('pandas', 'scipy', 'sklearn')))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_a_hull_nnls_that_does_not_converge_leaves_the_point_to_the_linear_program(monkeypatch):
+    """The NNLS refinement is a fast path: when scipy's NNLS stops at its iteration cap (it did on the diabetes
+    data under one BLAS build), the point goes to the exact linear program, and every flag is the same."""
+    import fme.extrapolation._hull as hull
+
+    rng = np.random.default_rng(1)
+    # 8 dimensions: above the exact Qhull range, so points reach the NNLS refinement
+    ref = pd.DataFrame(rng.normal(size=(300, 8)), columns=list("abcdefgh"))
+    points = pd.DataFrame(rng.normal(size=(300, 8)), columns=list("abcdefgh"))
+    with pytest.warns(UserWarning, match="degenerate"):
+        plain = fme_pkg.extrapolation.make_detector("hull").fit(ref)
+    expected = plain.flag(points)
+    assert plain.n_stage_["refinement"] > 0
+    calls = []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        raise RuntimeError("Maximum number of iterations reached.")
+
+    monkeypatch.setattr(hull, "nnls", failing)
+    with pytest.warns(UserWarning, match="degenerate"):
+        det = fme_pkg.extrapolation.make_detector("hull").fit(ref)
+    got = det.flag(points)
+    assert calls and det.n_stage_["refinement"] == 0 and det.n_stage_["linear program"] > 0
+    np.testing.assert_array_equal(got, expected)
+    assert 0 < expected.sum() < len(points)

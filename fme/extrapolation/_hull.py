@@ -118,12 +118,18 @@ def _refine(Z: np.ndarray, p: np.ndarray, S: np.ndarray, tol: float) -> tuple[in
     Projects p on the hull of the rows ``S`` by non-negative least squares (the sum(lambda) = 1
     row weighted by ``_SUM_WEIGHT``), certifies with :func:`_certify`'s tests against all rows,
     and otherwise adds the rows beyond the supporting hyperplane through the projection (the most
-    extreme ones in direction p - x) and solves again, at most ``_REFINE_ROUNDS`` times.
+    extreme ones in direction p - x) and solves again, at most ``_REFINE_ROUNDS`` times. An NNLS that does not
+    converge leaves the point undecided (status 0), for the linear program.
     """
     k = 4 * (Z.shape[1] + 1)
     for _ in range(_REFINE_ROUNDS):
         X = Z[S]
-        lam, _ = nnls(np.vstack([X.T, np.full(S.size, _SUM_WEIGHT)]), np.r_[p, _SUM_WEIGHT])
+        try:
+            lam, _ = nnls(np.vstack([X.T, np.full(S.size, _SUM_WEIGHT)]), np.r_[p, _SUM_WEIGHT])
+        except RuntimeError:
+            # scipy's iteration cap on a near-degenerate system (its path depends on the BLAS's rounding): this
+            # fast path gives up and the exact linear program decides the point
+            return 0, 0.0
         total = lam.sum()
         if not total > 0:
             return 0, 0.0
