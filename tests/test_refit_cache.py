@@ -106,7 +106,9 @@ def test_ame_rows_share_the_refits_of_fme(case):
                                                        rel=1e-12)
 
 
-def test_a_report_refits_the_model_once_for_all_its_bootstrap_effects(tmp_path, case):
+def _two_effect_report(tmp_path, case, engine: str = "", data=None) -> list:
+    """run_effects of a report with two bootstrap effects (10 resamples) of the case's model, counting fits from 0;
+    ``engine``: an extra top-level line (``engine: dask``), ``data``: the evaluation rows (default: the case's)."""
     pytest.importorskip("jsonschema")
     from fme.report.analysis import run_effects
     from fme.report.inputs.config import load_config
@@ -116,15 +118,21 @@ def test_a_report_refits_the_model_once_for_all_its_bootstrap_effects(tmp_path, 
     X.to_csv(tmp_path / "data.csv", index=False)
     (tmp_path / "c.yaml").write_text(
         "title: T\nowner: O\nintended_use: U\nmodel: {joblib: m.joblib}\ndata: {path: data.csv}\ntarget: y\n"
-        "inference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 10}\neffects:\n"
+        f"{engine}inference: {{method: bootstrap, train_data: {{path: train.csv}}, n_resamples: 10}}\neffects:\n"
         "  - {id: a, steps: {a: 1}, extrapolation: none, partition: false, stability: false, nlm: false}\n"
         "  - {id: b, steps: {b: 1}, extrapolation: none, partition: false, stability: false, nlm: false}\n",
         encoding="utf-8")
     cfg = load_config(tmp_path / "c.yaml")
+    data = X if data is None else data
     CountingRidge.fits = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        groups = run_effects(model, X, X, cfg, tmp_path / "out")
+        return run_effects(model, data, data, cfg, tmp_path / "out")
+
+
+def test_a_report_refits_the_model_once_for_all_its_bootstrap_effects(tmp_path, case):
+    model, X, y, _ = case
+    groups = _two_effect_report(tmp_path, case)
     # one check refit on all training rows, then the 10 resamples once (the second effect reuses them)
     assert CountingRidge.fits == 1 + 10
     spec = {"X": pd.read_csv(tmp_path / "train.csv").drop(columns="y"), "y": pd.read_csv(tmp_path / "train.csv")["y"],
@@ -170,26 +178,10 @@ def test_dask_data_share_the_refits_with_pandas_and_each_other(case):
 def test_a_dask_report_refits_the_model_once_for_all_its_bootstrap_effects(tmp_path, case):
     """engine: dask: the all-row bootstrap of every effect (on Dask data) and the sample's share the build's
     refits: the 10 resamples are fitted once for the two effects."""
-    pytest.importorskip("jsonschema")
     dd = pytest.importorskip("dask.dataframe")
-    from fme.report.analysis import run_effects
-    from fme.report.inputs.config import load_config
-
     model, X, y, _ = case
-    X.assign(y=y).to_csv(tmp_path / "train.csv", index=False)
-    X.to_csv(tmp_path / "data.csv", index=False)
-    (tmp_path / "c.yaml").write_text(
-        "title: T\nowner: O\nintended_use: U\nmodel: {joblib: m.joblib}\ndata: {path: data.csv}\ntarget: y\n"
-        "engine: dask\ninference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 10}\neffects:\n"
-        "  - {id: a, steps: {a: 1}, extrapolation: none, partition: false, stability: false, nlm: false}\n"
-        "  - {id: b, steps: {b: 1}, extrapolation: none, partition: false, stability: false, nlm: false}\n",
-        encoding="utf-8")
-    cfg = load_config(tmp_path / "c.yaml")
     lazy = dd.from_pandas(X, npartitions=2)
-    CountingRidge.fits = 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        groups = run_effects(model, lazy, lazy, cfg, tmp_path / "out")
+    groups = _two_effect_report(tmp_path, case, "engine: dask\n", lazy)
     assert CountingRidge.fits == 1 + 10  # the check refit, then the resamples once for both effects
     spec = {"X": X, "y": y, "n_resamples": 10, "random_state": 0, "progress": False, "ci": "percentile"}
     for g, f in zip(groups, ("a", "b")):

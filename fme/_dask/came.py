@@ -35,8 +35,7 @@ from .._core.results import FMEResult
 from .._core.summary import Moments
 from .._trees.args import string_columns
 from .._trees.grow import grow_partition, honest_mask
-from .._trees.partition import (ESTIMATION_RULE, LEAF_COLUMNS, NLM_COLUMNS, PartitionResult,
-                                estimation_columns)
+from .._trees.partition import LEAF_COLUMNS, NLM_COLUMNS, PartitionResult, estimation_root
 from ..inference._estimates import INFERENCE_COLUMNS, Estimates, sample_inference, undefined_where
 from .common import Shipped, _check_sample_size, _seed, tree_reduce, ship
 from .quantiles import select, store_pivots
@@ -367,14 +366,12 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     grown.leaves = pd.DataFrame(leaf_rows, columns=columns)
     grown.leaves.attrs["intervals"] = grown.honesty
     grown.root = pd.Series(root)[[c for c in columns if c != "n_grown"]]
-    est_columns = estimation_columns(has_nlm)
-    grown.estimation_root = grown.root.reindex(est_columns)
-    grown.estimation_root["rule"] = ESTIMATION_RULE
+    grown.estimation_root = estimation_root(grown.root, has_nlm)
     if split is not None:  # the estimation rows' figures: the leaves' sums added up
         row = _leaf_row(effects, _all_leaves(fm), None if nm is None else _all_leaves(nm),
                         None if nlin is None else nlin.sum(), None if jac is None else jac.sum(axis=0), np.nan,
                         conf_level)[0]
-        grown.estimation_root = pd.Series({"node": 1, **row, "rule": ESTIMATION_RULE})[est_columns]
+        grown.estimation_root = estimation_root(row, has_nlm)
         grown.estimation_sample = pd.concat(panel_rows)
     # describe(), predict() and plots use the sampled rows (grown.effects); the figures are over all rows
     grown.dask_effects = effects

@@ -44,6 +44,12 @@ def estimation_columns(has_nlm: bool) -> list[str]:
             + ["rule"])
 
 
+def estimation_root(figures: dict[str, Any] | pd.Series, has_nlm: bool) -> pd.Series:
+    """:attr:`PartitionResult.estimation_root` from the estimation rows' figures (of a partition that is not
+    honest: the root's)."""
+    return pd.Series({**dict(figures), "node": 1, "rule": ESTIMATION_RULE})[estimation_columns(has_nlm)]
+
+
 def _figures(fmes: np.ndarray, nlms: np.ndarray | None, conf_level: float,
              linear_threshold: float = 0.9) -> dict[str, float]:
     d = describe(fmes, conf_level)
@@ -167,11 +173,13 @@ class PartitionResult:
         self.root = pd.Series(root)[[c for c in cols if c != "n_grown"]]
         # the root's cAME over the estimation rows only: with the leaves' counts and panels, a figure of an honest
         # partition then counts one set of rows (of a partition that is not honest: the root's figures)
-        est_table = undefined_where(inf.average(np.where(est_rows, 0, -1), 1).table(conf_level),
-                                    np.array([est_rows.sum() < 2]))
-        self.estimation_root = pd.Series({
-            "node": 1, **_figures(fmes[est_rows], None if nlms is None else nlms[est_rows], conf_level, lin),
-            **est_table.iloc[0].to_dict(), "rule": ESTIMATION_RULE})[estimation_columns(nlms is not None)]
+        self.estimation_root = estimation_root(self.root, nlms is not None)
+        if self.honest:
+            est_table = undefined_where(inf.average(np.where(est_rows, 0, -1), 1).table(conf_level),
+                                        np.array([est_rows.sum() < 2]))
+            self.estimation_root = estimation_root(
+                {**_figures(fmes[est_rows], None if nlms is None else nlms[est_rows], conf_level, lin),
+                 **est_table.iloc[0].to_dict()}, nlms is not None)
         #: Dask data only (else None): the fME (``fme``) and subspace (``node``) of the rows that estimate the
         #: leaves, or of a seeded sample of them, indexed by row label, for figures; in memory they are
         #: ``effects.results`` at :attr:`estimated_on`.

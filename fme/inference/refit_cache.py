@@ -13,8 +13,8 @@ rows are computed independently (trees, linear models, plain functions) and agre
 place for models whose predictions go through BLAS matrix products, which do not promise a row the same bits
 at another place in the matrix.
 
-It is used by the bootstrap of :func:`fme.fme`, :func:`fme.ame` and the verbs built on them on in-memory
-data; the Dask engine's refits and those of the margins vocabulary ignore it.
+It is used by the bootstrap of :func:`fme.fme`, :func:`fme.ame` and the verbs built on them, in memory and on
+Dask data, and by the margins vocabulary (:mod:`fme.inference._refit_chunks`: the refitted models only).
 """
 
 from __future__ import annotations

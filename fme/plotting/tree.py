@@ -157,6 +157,12 @@ def leaf_label(row: Mapping[str, Any] | pd.Series, n_total: int | None = None) -
     return "\n".join(lines)
 
 
+def _ame_text(row: Mapping[str, Any] | pd.Series) -> tuple[str, str]:
+    """A root's AME as the figure prints it, alone and with its CI: ("5.43", "5.43 [5.10, 5.76]")."""
+    est, lo, hi = fmt_ci(_get(row, "came"), _get(row, "came_ci_low"), _get(row, "came_ci_high"))
+    return est, f"{est} [{lo}, {hi}]"
+
+
 def _counts_from_leaves(nodes: pd.DataFrame, leaves: pd.DataFrame) -> pd.DataFrame:
     """``nodes`` with each node's ``n`` the sum of its leaves' ``n`` (the rows that estimate them)."""
     out = nodes.copy()
@@ -383,11 +389,10 @@ class PartitionDisplay:
         values = effects.results[column]
         nodes = getattr(part, "nodes", part.tree.nodes_)
         root = part.root.iloc[0] if isinstance(part.root, pd.DataFrame) else part.root
-        est, lo, hi = fmt_ci(float(root["came"]), float(root.get("came_ci_low", np.nan)),
-                             float(root.get("came_ci_high", np.nan)))
-        all_rows, average_name = f"{est} [{lo}, {hi}]", "global AME"
+        est, all_rows = _ame_text(root)
         n_all = int(root["n"])
-        root_label, rows_text, n_total, average = f"AME {est} [{lo}, {hi}]", None, n_all, float(root["came"])
+        root_label, rows_text, n_total, average = f"AME {all_rows}", None, n_all, float(root["came"])
+        average_name = "global AME"
         leaf_of_row = part.leaf_of_row
         if getattr(part, "honest", False):
             # one set of rows: counts, shares, cAMEs, the root's AME, its line and the panels are all over the rows
@@ -398,12 +403,11 @@ class PartitionDisplay:
             else:
                 values = values[values.index.isin(part.estimated_on)]
             sub = part.estimation_root
-            e_est, e_lo, e_hi = fmt_ci(float(sub["came"]), float(sub.get("came_ci_low", np.nan)),
-                                       float(sub.get("came_ci_high", np.nan)))
+            est, sub_text = _ame_text(sub)
             nodes = _counts_from_leaves(nodes, part.leaves)
-            n_total, average, est = int(sub["n"]), float(sub["came"]), e_est
+            n_total, average = int(sub["n"]), float(sub["came"])
             average_name = "the estimation rows' AME"
-            root_label = f"AME {e_est} [{e_lo}, {e_hi}]\nof these {n_total:,} rows"
+            root_label = f"AME {sub_text}\nof these {n_total:,} rows"
             kept = (f"a seeded sample of {len(values):,} of them" if len(values) < n_total
                     else f"all {len(values):,}")
             rows_text = (f"Rows: the {n_total:,} that estimate the leaves (honest; the tree grew on "

@@ -43,20 +43,23 @@ class LearnerShare:
 
     def __init__(self, steps: list[dict]) -> None:
         self.steps = [dict(s) for s in steps]
-        self._done: tuple | None = None  # (table, warnings) or (None, the error)
+        self._table: pd.DataFrame | None = None
+        self._warnings: list[str] = []
+        self._error: fme.FMEError | None = None
 
-    def row(self, position: int, compute: Any) -> tuple[pd.DataFrame, list]:
-        """The learner table's row of variant ``position`` and the call's warnings; ``compute(steps)`` makes the
-        one call (the first variant's)."""
-        if self._done is None:
+    def row(self, steps: dict, compute: Any) -> tuple[pd.DataFrame, list[str]]:
+        """The learner table's row of the variant of ``steps`` and the call's warnings; ``compute(step_list)``
+        makes the one call (the first variant's). Steps of no variant here: a call of their own."""
+        if steps not in self.steps:
+            return compute(steps)
+        if self._table is None and self._error is None:
             try:
-                self._done = compute(self.steps)
+                self._table, self._warnings = compute(self.steps)
             except fme.FMEError as exc:
-                self._done = (None, exc)
-        table, extra = self._done
-        if table is None:
-            raise extra
-        return table.iloc[[position]], extra
+                self._error = exc
+        if self._error is not None:
+            raise self._error
+        return self._table.iloc[[self.steps.index(steps)]], self._warnings
 
 
 def _row(table: pd.DataFrame, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -69,7 +72,7 @@ def _outcome(train: pd.DataFrame, target: str) -> tuple[pd.DataFrame, pd.Series]
 
 
 def _learner(model: Any, eff: EffectConfig, steps: dict, train: pd.DataFrame, target: str, target_class: Any,
-             seed: int, conf: float, share: tuple | None = None) -> dict[str, Any]:
+             seed: int, conf: float, share: LearnerShare | None = None) -> dict[str, Any]:
     spec = eff.learner
     X, y = _outcome(train, target)
     kwargs: dict[str, Any] = {} if target_class is None else {"target_class": target_class}
@@ -81,10 +84,7 @@ def _learner(model: Any, eff: EffectConfig, steps: dict, train: pd.DataFrame, ta
                                     conf_level=conf, random_state=seed, n_jobs=spec.get("n_jobs"), **kwargs)
         return table, sorted({str(w.message) for w in caught if issubclass(w.category, fme.LearnerWarning)})
 
-    if share is not None and share[0].steps[share[1]] == steps:  # one call for every level of the effect
-        table, caught = share[0].row(share[1], compute)
-    else:
-        table, caught = compute(steps)
+    table, caught = compute(steps) if share is None else share.row(steps, compute)
     out = _row(table, ("ame", "std_error", "p_value", "conf_low", "conf_high", "inference", "ame_full",
                        "repeats", "n_splits", "n_failed", "n_train", "n_test"))
     out.update(test_size=float(spec["test_size"]), conf_level=conf, n_rows=len(X),
@@ -112,7 +112,7 @@ def _data_level(model: Any, eff: EffectConfig, steps: dict, det_spec: dict, trai
 
 def level_summaries(model: Any, eff: EffectConfig, summary: dict, trains: dict[str, pd.DataFrame | None],
                     target: str, target_class: Any, seed: int,
-                    share: tuple[LearnerShare, int] | None = None) -> dict[str, Any] | None:
+                    share: LearnerShare | None = None) -> dict[str, Any] | None:
     """The learner- and data-level records of one effect variant (None when it asks for neither).
 
     Parameters
@@ -128,8 +128,8 @@ def level_summaries(model: Any, eff: EffectConfig, summary: dict, trains: dict[s
         ``{"learner": frame, "data_level": frame}``: the loaded training data (features and ``target``).
     target, target_class, seed
         The config's target column, the explained class (classifiers) and seed.
-    share : (LearnerShare, int), optional
-        The effect's variants' shared learner call and this variant's position in it.
+    share : LearnerShare, optional
+        The shared learner call of the effect's variants (its categorical levels).
 
     Returns
     -------

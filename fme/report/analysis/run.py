@@ -278,7 +278,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
         group = []
         # the levels of a categorical effect share the learner level's refits (the same splits for each)
         share = LearnerShare([dict(v.steps) for _, v in variants]) if eff.learner and len(variants) > 1 else None
-        for position, (vid, veff) in enumerate(variants):
+        for vid, veff in variants:
             try:
                 if sample is None:
                     out = compute_effect(model, data, reference, veff, cfg.seed, target_class, train, cfg.target,
@@ -299,8 +299,7 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                                                             int(cfg.seed), target_class, train, cfg.target,
                                                             out["result"], refits)
                     _label_difference(summ["challenger"], covariance, challenger_covariance)
-                levels = level_summaries(model, veff, summ, trains, cfg.target, target_class, int(cfg.seed),
-                                         None if share is None else (share, position))
+                levels = level_summaries(model, veff, summ, trains, cfg.target, target_class, int(cfg.seed), share)
                 if levels is not None:
                     summ["levels"] = levels
             except Exception as exc:  # noqa: BLE001 - loud, one line, naming the effect (and level)

@@ -79,7 +79,7 @@ def head_rows(part: dict) -> tuple[list[dict], str]:
     if not part.get("honest") or not est:  # not honest, or a results.json written before
         return [root], "The row marked * is all rows (the AME)."
     n_est, n_grown = int(est["n"]), int(part["root"]["n"]) - int(est["n"])
-    return ([{**root, "share_of": None}, {**est, "label": "estimation rows +"}],
+    return ([root, {**est, "label": "estimation rows +"}],
             f"The row marked * is all {fmt_int(part['root']['n'])} evaluated rows (the AME). The row marked + is the "
             f"{fmt_int(n_est)} rows that estimate the leaves (honest; the tree grew on the other {fmt_int(n_grown)}, "
             "so its AME differs): the leaves' n add up to it and every share is of it.")
@@ -93,7 +93,7 @@ def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) 
     n_all = int(heads[-1]["n"]) if len(heads) > 1 else n_all
     for leaf in heads + part["leaves"]:
         est, lo, hi = fmt_est(leaf["came"], leaf["came_ci_low"], leaf["came_ci_high"])
-        share = "-" if "share_of" in leaf else fmt_share(int(leaf["n"]), n_all)
+        share = "-" if len(heads) > 1 and leaf is heads[0] else fmt_share(int(leaf["n"]), n_all)
         row = {"node": leaf.get("label", str(leaf["node"])), "rule": leaf["rule"],
                "n": fmt_int(leaf["n"]), "share": share, "came": est,
                "ci": f"[{lo}, {hi}]", "cov": fmt_num(leaf["cov_fme"], 2), "small": int(leaf["n"]) < leaf_n}
