@@ -1,4 +1,4 @@
-"""Benchmark of :class:`fme.ctree.CTree` on 10^5 rows x 11 covariates.
+"""Benchmark of :class:`fme.CTree` on 10^5 rows x 11 covariates.
 
 Data: 10 numeric covariates and one 5-level factor; fME-like response = a
 nonlinear function of three covariates (one of them the factor) plus noise. Seeded,
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from sklearn.tree import DecisionTreeRegressor
 
-from fme.ctree import CTree
+from fme import CTree
 
 
 def make_data(n: int = 100_000, seed: int = 20240601) -> tuple[pd.DataFrame, np.ndarray]:

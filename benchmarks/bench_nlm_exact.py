@@ -32,8 +32,8 @@ import pandas as pd
 import fme
 from fme.exceptions import FixedModelWarning
 from fme._nlm.tree_paths import read_forest, traverse_nlm
-from fme.nlm_exact import exact_nlm, tree_thresholds
-from fme.predictors import make_predictor
+from fme._nlm.exact import exact_nlm, tree_thresholds
+from fme._adapters.predictor import make_predictor
 
 
 def models():

@@ -7,10 +7,7 @@ CTREE subspaces (§5.5) and extrapolation checks (§3.2, Appendix).
 """
 
 import importlib as _importlib
-import sys as _sys
-import types as _types
 
-from ._utils import legacy as _legacy
 from .exceptions import (
     BootstrapWarning,
     DataError,
@@ -37,11 +34,11 @@ __distribution__ = "forward-marginal-effects"
 #: Where each public name lives. They are imported on first use (PEP 562), so that ``import fme`` and the
 #: command line's ``--help`` or a config error do not load pandas, scikit-learn, SciPy and numba first.
 _PUBLIC: dict[str, str] = {
-    "fme": "effects", "FMEResult": "effects", "hypotheses": "hypotheses", "interaction": "interactions",
-    "avg_slopes": "slopes", "avg_comparisons": "comparisons", "predictions": "predictions",
-    "avg_predictions": "predictions", "ame": "margins", "mem": "margins", "mer": "margins", "dme": "margins",
-    "step_size": "steps", "came": "came", "PartitionResult": "came", "partition_stability": "came",
-    "CTree": "ctree", "EstimatesTable": "inference", "max_linear_step": "linearity", "dgp_ame": "levels",
+    "fme": "effects", "FMEResult": "effects", "hypotheses": "margins.testing", "interaction": "margins.interactions",
+    "avg_slopes": "margins.slopes", "avg_comparisons": "margins.comparisons", "predictions": "margins.predicted",
+    "avg_predictions": "margins.predicted", "ame": "margins.marginal", "mem": "margins.marginal",
+    "mer": "margins.marginal", "dme": "margins.marginal", "step_size": "steps", "came": "conditional",
+    "PartitionResult": "conditional", "partition_stability": "conditional", "CTree": "_trees.ctree", "EstimatesTable": "inference", "max_linear_step": "linearity", "dgp_ame": "levels",
     "learner_ame": "levels",
     **{name: "extrapolation" for name in ("DETECTORS", "ExtrapolationDetector", "EnvelopeDetector",
                                           "ConvexHullDetector", "MCECDetector", "CERTDetector",
@@ -61,20 +58,6 @@ def __getattr__(name: str):
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_PUBLIC))
 
-
-class _Package(_types.ModuleType):
-    """The package module: importing the submodules ``fme.came``, ``fme.hypotheses`` or ``fme.predictions``
-    must not replace the functions of the same names (the import system binds a loaded submodule to its
-    parent's attribute; eager imports used to rebind the function right after)."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in _PUBLIC and isinstance(value, _types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Package
-_legacy.install()  # results pickled before the house moved (fme._partition, ...) still load
 
 __all__ = [
     "fme", "FMEResult", "hypotheses", "interaction", "avg_slopes", "avg_comparisons", "predictions", "avg_predictions", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",

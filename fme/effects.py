@@ -34,7 +34,7 @@ from ._core.results import FMEResult, stepped_frames  # noqa: F401 - FMEResult's
 from ._dask import effects as dask_effects
 from ._local import effects as local_effects
 from ._utils.validation import is_dask_collection
-from .inference._vcov import with_vcov
+from .inference.vcov import with_vcov
 
 __all__ = ["FMEResult", "fme", "ON_EXTRAPOLATION"]
 
@@ -74,7 +74,7 @@ def fme(
     Parameters
     ----------
     model : estimator, Pipeline, statsmodels results, object with ``predict`` or callable
-        Any prediction function; see :func:`fme.predictors.make_predictor`.
+        Any prediction function; see :func:`fme._adapters.predictor.make_predictor`.
     data : DataFrame
         Observations at which to evaluate (paper: the evaluation points D).
     steps : dict
@@ -88,7 +88,7 @@ def fme(
     nlm_method : {'auto', 'exact', 'gauss-kronrod', 'gauss-legendre', 'simpson38'}, default='auto'
         ``exact``: closed-form integrals over the piecewise-constant path of
         a tree model (scikit-learn trees/forests/boosting, LightGBM, XGBoost,
-        Pipelines ending in one; :mod:`fme.nlm_exact`); a ``ParameterError``
+        Pipelines ending in one; :mod:`fme._nlm.exact`); a ``ParameterError``
         for other models. ``gauss-kronrod``: 21-node Gauss-Kronrod with a
         per-row error estimate, refined within ``nlm_budget`` by adaptive
         bisection or, where the predictions tie between neighbouring nodes
@@ -151,12 +151,12 @@ def fme(
         Uncertainty of the AME (:attr:`FMEResult.std_error`, ``conf_int()``,
         ``tidy()``), see :mod:`fme.inference`: ``delta`` (parameter
         covariance; statsmodels results or the protocol of
-        :mod:`fme.inference._delta`), ``bootstrap`` (refits, needs ``bootstrap``),
+        :mod:`fme.inference.delta`), ``bootstrap`` (refits, needs ``bootstrap``),
         ``sample`` (spread over the rows with the model fixed, paper §5.5).
         ``auto``: bootstrap if ``bootstrap`` is given, else delta where
         supported, else sample.
     bootstrap : dict, optional
-        Training data and options of the refits, see :mod:`fme.inference._bootstrap`.
+        Training data and options of the refits, see :mod:`fme.inference.bootstrap`.
     conf_level : float, default=0.95
         Default level of ``conf_int()`` and ``tidy()``.
     sample_size : int, optional

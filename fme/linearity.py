@@ -21,7 +21,7 @@ from ._core.plan import check_batch_size
 from ._core.kernel import evaluate_steps
 from .exceptions import ParameterError, StepError
 from ._nlm.evaluate import nlm_values, resolve_method
-from .predictors import Predictor, make_predictor
+from ._adapters.predictor import Predictor, make_predictor
 from .steps import parse_steps
 
 __all__ = ["max_linear_step", "LINEAR_STEP_STATUS"]
@@ -108,7 +108,7 @@ def max_linear_step(
     Parameters
     ----------
     model : estimator, Pipeline, object with ``predict`` or callable
-        See :func:`fme.predictors.make_predictor`.
+        See :func:`fme._adapters.predictor.make_predictor`.
     x : DataFrame
         One observation (a 1-row DataFrame) or many; all rows are searched.
     features : str or sequence of str
@@ -127,7 +127,7 @@ def max_linear_step(
         Relative width of the final bracket.
     nlm_method, nlm_points, nlm_intervals
         How the NLM is computed, as in :func:`fme.fme`: the default ``"auto"``
-        is exact for the tree models of :mod:`fme.nlm_exact` (no quadrature
+        is exact for the tree models of :mod:`fme._nlm.exact` (no quadrature
         error, so the bracketing sees the model's true NLM) and error-controlled
         Gauss-Kronrod otherwise; ``"gauss-legendre"`` (``nlm_points``) or
         ``"simpson38"`` (``nlm_intervals``) fix a rule. Paths are never

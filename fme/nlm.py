@@ -10,7 +10,7 @@ The path length ||h|| of the line integrals cancels. Both integrals and
 ``fbar`` use the same quadrature rule, as the paper's code does.
 
 Methods (``nlm_method``): ``"exact"`` for tree ensembles (closed forms over
-the piecewise-constant path, :mod:`fme.nlm_exact`); ``"gauss-kronrod"``: the
+the piecewise-constant path, :mod:`fme._nlm.exact`); ``"gauss-kronrod"``: the
 10-node Gauss-Legendre rule with its 21-node Kronrod extension, whose
 difference is a per-row error estimate, with adaptive subdivision of the rows
 that miss ``nlm_tol``; ``"gauss-legendre"`` (fixed nodes, no estimate);

@@ -13,7 +13,7 @@ import fme
 from fme._adapters import ModelAdapter, Prediction, Support, Unsupported, adapt, register_adapter
 from fme._adapters.base import registered_adapters, unregister_adapter
 from fme.exceptions import ModelError, ParameterError
-from fme.predictors import make_predictor
+from fme._adapters.predictor import make_predictor
 
 
 def _kind(model, target_class=None) -> str:

@@ -1,4 +1,4 @@
-"""Bootstrap inference (fme.inference._bootstrap): agreement with the delta method, seeds, failures, coverage."""
+"""Bootstrap inference (fme.inference.bootstrap): agreement with the delta method, seeds, failures, coverage."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def _hand_draws(model, X_train, y_train, X0, X1, B, random_state):
 def test_ame_keeps_only_group_averages_with_the_same_numbers(data, pipe, monkeypatch):
     """ame() knows its groups up front: no n x B per-row draws are allocated, and the group averages of
     every refit are exactly those of the per-row draws fme() stores (and of refits done by hand)."""
-    import fme.inference._bootstrap as fb
+    import fme.inference.bootstrap as fb
     import fme.inference as fi
 
     X, y = data[["age", "income", "g"]], data["y"]
@@ -339,8 +339,12 @@ def test_parallel_refits_take_no_more_workers_than_idle_cores(monkeypatch):
     y = X.a + rng.normal(size=200)
     model = Ridge().fit(X, y)
     spec = {"X": X, "y": y, "n_resamples": 30, "random_state": 3, "progress": False}
+    import fme.inference.execution as execution
+
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(os, "getloadavg", lambda: (3.0, 3.0, 3.0))  # two busy processes beside this one
+    # refits slow enough that two idle cores would run them on threads: only the busy cores keep them here
+    monkeypatch.setattr(execution, "_probe_seconds", lambda wall, cpu: (0.5, 0.5))
     busy = fme.fme(model, X, {"a": 1.0}, bootstrap={**spec, "n_jobs": 2, "backend": "threads"}).inference_rows
     assert busy.info["execution"]["cores_free"] == 1.0 and busy.info["execution"]["mode"] == "sequential"
     alone = fme.fme(model, X, {"a": 1.0}, bootstrap={**spec, "n_jobs": None}).inference_rows

@@ -1,4 +1,4 @@
-"""Closed-form, property and input-validation tests of :class:`fme.ctree.CTree`.
+"""Closed-form, property and input-validation tests of :class:`fme.CTree`.
 
 Agreement with partykit itself is tested in ``test_ctree_fixtures.py``.
 """
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from fme.ctree import CTree
+from fme import CTree
 from fme.exceptions import DataError, FeatureError, NotFittedError, ParameterError
 
 FIX = Path(__file__).parent / "fixtures" / "ctree"

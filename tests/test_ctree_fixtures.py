@@ -1,4 +1,4 @@
-"""Agreement of :class:`fme.ctree.CTree` with partykit 1.2-16 reference fixtures.
+"""Agreement of :class:`fme.CTree` with partykit 1.2-16 reference fixtures.
 
 Fixtures (``tests/fixtures/ctree``) were produced by R's ``partykit::ctree`` on
 the datasets ``<dataset>_data.csv`` with the controls listed in README.txt.
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fme.ctree import CTree
+from fme import CTree
 
 FIX = Path(__file__).parent / "fixtures" / "ctree"
 ORD_LEVELS = ["low", "mid", "high", "top"]

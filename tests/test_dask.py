@@ -480,7 +480,7 @@ def test_typical_values_equal_pandas(client, frame):
                         flag=frame["k"] > 4)
     data.loc[data.index[:5], "x1"] = np.inf  # not finite: left out of the mean, as pandas
     data.loc[data.index[5:9], "s"] = None
-    a = fme.margins.typical_values(data)
+    a = fme.margins.marginal.typical_values(data)
     D = _dd(data, 5)
     b = typical_values_dask(D)
     # means are floats; the other columns keep the dtype of their data (Dask reads text as its string dtype)
@@ -489,7 +489,7 @@ def test_typical_values_equal_pandas(client, frame):
     _same_grid(b, a)
     # a tie between modes goes to the value seen first in row order, as with pandas
     tie = pd.DataFrame({"s": ["b", "a", "a", "b"], "x": [1.0, 2.0, 3.0, 4.0]})
-    assert typical_values_dask(_dd(tie, 2))["s"].iloc[0] == fme.margins.typical_values(tie)["s"].iloc[0] == "b"
+    assert typical_values_dask(_dd(tie, 2))["s"].iloc[0] == fme.margins.marginal.typical_values(tie)["s"].iloc[0] == "b"
 
 
 def test_mer_and_mem_equal_pandas(client, frame, X, hgb):
@@ -656,7 +656,7 @@ def test_target_class_all_equals_pandas(client, X, frame, kwargs):
 
 def test_multi_output_model_flat_paths_per_output(client, X):
     """A two-output model on very different scales: the flat-path test uses each output's own spread."""
-    from fme.predictors import Predictor
+    from fme._adapters.predictor import Predictor
 
     def two(d):
         x = d["x1"].to_numpy()

@@ -15,7 +15,7 @@ from sklearn.linear_model import LinearRegression
 
 import fme
 from fme.exceptions import FMEError, NameClashError
-from fme.margins import AME_COLUMNS as _AME_COLUMNS, MER_COLUMNS as _MER_COLUMNS
+from fme.margins.marginal import AME_COLUMNS as _AME_COLUMNS, MER_COLUMNS as _MER_COLUMNS
 
 
 @pytest.fixture(scope="module")
@@ -413,27 +413,39 @@ def _boot_rows(model, X, y, **spec):
     return res.inference_rows
 
 
-def test_cheap_refits_start_no_workers(diabetes):
+def test_cheap_refits_start_no_workers(diabetes, monkeypatch):
     from sklearn.linear_model import Ridge
+
+    import fme.inference.execution as execution
+
+    # two idle cores and a probe that timed a cheap refit: the decision's inputs, whatever the machine
+    monkeypatch.setattr(execution, "_free_cores", lambda: 2.0)
+    monkeypatch.setattr(execution, "_probe_seconds", lambda wall, cpu: (0.01, 0.01))
 
     X, y = diabetes
     model = Ridge().fit(X, y)
     seq = _boot_rows(model, X, y, n_resamples=30)
     par = _boot_rows(model, X, y, n_resamples=30, n_jobs=2)
     assert par.info["execution"]["mode"] == "sequential" and par.info["execution"]["workers"] == 1
-    assert par.info["execution"]["estimated_sequential_seconds"] < 2 * 3.0  # below the processes' start-up rule
+    assert par.info["execution"]["estimated_sequential_seconds"] == pytest.approx(0.3)  # 30 refits of 0.01 s
     np.testing.assert_array_equal(par.draws, seq.draws)
+
+
+#: What the probe measures on the machine the plan is written for: half a second of wall and CPU time a refit.
+PROBED_SECONDS = (0.5, 0.5)
 
 
 @pytest.fixture
 def idle_machine(monkeypatch):
-    """The refits see both cores idle, whatever else runs on the machine (the tests check the parallel paths;
-    the idle-core rule has its own test in test_bootstrap.py)."""
+    """Every input of the execution plan injected: both cores idle and a probe that timed half a second a
+    refit, whatever else runs on the machine and however fast it refits (the tests check the parallel paths;
+    the idle-core rule and the plan's arithmetic have their own tests)."""
     import os
 
-    from fme.inference import _bootstrap
+    import fme.inference.execution as execution
 
-    monkeypatch.setattr(_bootstrap, "_free_cores", lambda: float(os.cpu_count() or 2))
+    monkeypatch.setattr(execution, "_free_cores", lambda: 2.0)
+    monkeypatch.setattr(execution, "_probe_seconds", lambda wall, cpu: PROBED_SECONDS)
 
 
 def test_tree_refits_run_on_threads_in_batches(diabetes, idle_machine):
@@ -458,7 +470,7 @@ def test_the_backend_is_the_faster_by_start_up_and_gil_share():
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    import fme.inference._bootstrap as boot
+    import fme.inference.execution as boot
 
     rf = RandomForestRegressor(n_estimators=100)
     share = boot._gil_share(rf, 0.31)                       # Boston: 0.31 s CPU per refit
@@ -485,7 +497,7 @@ def test_workers_refit_an_unfitted_single_threaded_clone_with_the_same_numbers(d
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    import fme.inference._bootstrap as boot
+    import fme.inference.execution as boot
     from fme._adapters import adapt
 
     X, y = diabetes
@@ -506,7 +518,7 @@ def test_workers_refit_an_unfitted_single_threaded_clone_with_the_same_numbers(d
 def test_parallel_refits_count_nonconvergence_on_any_backend(diabetes, monkeypatch, backend, idle_machine):
     from sklearn.linear_model import LogisticRegression
 
-    import fme.inference._bootstrap as boot
+    import fme.inference.execution as boot
 
     monkeypatch.setitem(boot.STARTUP, backend, 0.0)  # always worth it: the workers run
     X, y = diabetes

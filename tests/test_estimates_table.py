@@ -19,7 +19,7 @@ import statsmodels.formula.api as smf
 
 import fme
 from fme.inference import Estimates, EstimatesTable
-from fme.inference._hypotheses import covariance
+from fme.inference.wald import covariance
 
 FEATURES = ["x1", "x2", "x3"]
 FIGURES = ["estimate", "std_error", "statistic", "p_value", "conf_low", "conf_high"]
@@ -121,7 +121,7 @@ def test_printed_columns_are_those_of_a_plain_frame(table):
 def test_pickles_name_public_paths(table):
     blob = pickle.dumps(table)
     assert b"fme.inference\x94\x8c\x0eEstimatesTable" in blob
-    assert b"fme.inference.table" not in blob and b"fme.inference._estimates" not in blob
+    assert b"fme.inference.table" not in blob and b"fme.inference.estimates" not in blob
     again = pickle.loads(blob)
     assert again.equals(table) and again.estimates_index == table.estimates_index
     np.testing.assert_array_equal(again.estimates.grad, table.estimates.grad)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import fme
-from fme._core.exclusions import excluded_frame, _extrapolation_exclusions, _value_exclusions, check_evaluated
+from fme._core.exclusions import excluded_frame, extrapolation_exclusions, value_exclusions, check_evaluated
 from fme.effects import resolve_plan
 from fme.exceptions import DataError, ExtrapolationError
 from fme.steps import parse_steps
@@ -48,7 +48,7 @@ def test_value_exclusions_first_code_wins_in_step_order():
                          "g": pd.array(["b", "a", pd.NA, "b", "a", pd.NA, "b"], dtype="string")},
                         index=list("pqrstuv"))
     steps = parse_steps(data, {"x": 1.0, "g": "a"})
-    code, notes = _value_exclusions(data, steps)
+    code, notes = value_exclusions(data, steps)
     # p evaluated; q missing x (not also 'already at a'); r, s infinite x; t at the level; u missing g; v evaluated
     np.testing.assert_array_equal(code, np.array([0, 1, 1, 1, 2, 1, 0], dtype=np.int8))
     assert code.dtype == np.int8
@@ -73,7 +73,7 @@ def test_extrapolation_flags_x_and_x_plus_h_per_policy(policy):
     plan = _plan(data, {"x": 1.0}, extrapolation=det, on_extrapolation=policy)
     code = np.zeros(4, dtype=np.int8)
     notes: list = []
-    cand, X, h, extra = _extrapolation_exclusions(plan, data[["x"]], np.arange(4), code, notes)
+    cand, X, h, extra = extrapolation_exclusions(plan, data[["x"]], np.arange(4), code, notes)
     assert h is None
     assert det.explained == [1, 2]  # asked for the flagged points only: x at x = 3, x + h at x = 2, 3
     if policy == "keep":
@@ -99,7 +99,7 @@ def test_extrapolation_shrink_gives_effective_steps_and_excludes_x_outside():
     plan = _plan(data, {"x": 1.0}, extrapolation=AboveDetector(2.5), on_extrapolation="shrink")
     code = np.zeros(4, dtype=np.int8)
     notes: list = []
-    cand, X, h, extra = _extrapolation_exclusions(plan, data[["x"]], np.arange(4), code, notes)
+    cand, X, h, extra = extrapolation_exclusions(plan, data[["x"]], np.arange(4), code, notes)
     np.testing.assert_array_equal(cand, [0, 1, 2])  # x = 3 is itself outside: excluded, not shrunk
     np.testing.assert_array_equal(code, [0, 0, 0, 3])
     assert extra == {}
@@ -115,7 +115,7 @@ def test_extrapolation_without_candidates_gives_the_same_columns_empty(policy, e
     data = pd.DataFrame({"x": [np.nan, np.nan]})
     det = AboveDetector(0.0)
     plan = _plan(data.fillna(0.0), {"x": 1.0}, extrapolation=det, on_extrapolation=policy)
-    cand, X, h, extra = _extrapolation_exclusions(plan, data.iloc[:0], np.arange(0), np.ones(2, dtype=np.int8), [])
+    cand, X, h, extra = extrapolation_exclusions(plan, data.iloc[:0], np.arange(0), np.ones(2, dtype=np.int8), [])
     assert cand.size == 0 and len(X) == 0 and h is None
     assert {k: (v.size, v.dtype) for k, v in extra.items()} == expected
     assert det.explained == []

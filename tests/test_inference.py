@@ -16,7 +16,7 @@ import statsmodels.formula.api as smf
 from scipy import stats
 
 import fme
-from fme.margins import typical_values
+from fme.margins.marginal import typical_values
 from fme.exceptions import ModelError, ParameterError
 
 REFS = Path(__file__).parent / "fixtures" / "marginaleffects"

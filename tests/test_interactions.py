@@ -82,7 +82,7 @@ def test_bootstrap_uses_the_same_refits_for_both_effects(frame):
     assert out["estimate"].iloc[0] == pytest.approx(coef, rel=1e-9)
     assert out["inference"].iloc[0] == "bootstrap"
     # each refit's interaction is that refit's own x1:x2 coefficient: refit on the same resamples by hand
-    # (fme.inference._bootstrap draws resample b with default_rng(SeedSequence(random_state).spawn(B)[b]))
+    # (fme.inference.bootstrap draws resample b with default_rng(SeedSequence(random_state).spawn(B)[b]))
     coefs = []
     for seed in np.random.SeedSequence(0).spawn(40):
         idx = np.random.default_rng(seed).integers(0, len(X), len(X))

@@ -8,7 +8,7 @@ import pytest
 
 import fme
 from fme.exceptions import FeatureError, ParameterError, StepError
-from fme.margins import typical_values
+from fme.margins.marginal import typical_values
 
 BETA = {"x1": 2.0, "x2": -3.0, "x3": 0.5}
 CAT = {"a": 0.0, "b": 1.5, "c": -1.0}

@@ -453,7 +453,7 @@ def test_gauss_kronrod_smooth_rows_need_no_subdivision(df):
     from sklearn.svm import SVR
 
     from fme._nlm.evaluate import adaptive_nlm
-    from fme.predictors import make_predictor
+    from fme._adapters.predictor import make_predictor
     from fme.steps import parse_steps
 
     Xs = df[["x1", "x2", "x3"]]

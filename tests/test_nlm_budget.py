@@ -1,6 +1,6 @@
 """The error-controlled NLM at a bounded cost (fme._nlm.budget, paper §5.4).
 
-References: the exact NLM of the same tree model read from its trees (fme.nlm_exact /
+References: the exact NLM of the same tree model read from its trees (fme._nlm.exact /
 fme._nlm.tree_paths, itself checked against an independent segment reference in
 test_nlm_exact.py), and closed forms / adaptive quadrature for smooth and kinked paths.
 The model is wrapped in a plain function, so fme cannot read its trees and must treat it as a
@@ -183,7 +183,7 @@ def test_multi_output_black_box_takes_the_jump_route(df, rows):
     output; each output's NLM equals the exact one within its own bound."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    from fme.predictors import Predictor
+    from fme._adapters.predictor import Predictor
 
     model = HistGradientBoostingClassifier(max_iter=5, max_depth=3, random_state=0).fit(df[FEATURES], df["yb"])
     exact = fme.fme(model, rows, {"x1": 1.0}, nlm=True, nlm_method="exact", target_class="all")

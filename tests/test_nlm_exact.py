@@ -1,4 +1,4 @@
-"""Exact NLM of tree models (fme.nlm_exact, paper §5.4).
+"""Exact NLM of tree models (fme._nlm.exact, paper §5.4).
 
 Reference: for each row separately, the breakpoints t = (threshold - x_j) / h_j
 of every split threshold of a stepped feature (collected here by an
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import fme
 import fme._nlm.evaluate
 from fme._nlm.tree_paths import read_forest, traverse_nlm
-from fme.nlm_exact import float32_boundary
+from fme._nlm.exact import float32_boundary
 from fme.exceptions import ParameterError
 
 FEATURES = ["x1", "x2", "x3"]
@@ -260,7 +260,7 @@ def test_exact_equals_segment_reference(df, data, kind, steps, monkeypatch):
         monkeypatch.setattr(fme._nlm.evaluate, "exact_nlm", no_midpoints)
     res = fme.fme(model, data, steps, nlm=True, nlm_method="exact", target_class=target)
     assert res.nlm_method == "exact"
-    pred = fme.predictors.make_predictor(model, target)
+    pred = fme._adapters.predictor.make_predictor(model, target)
     got = res.results["nlm"].to_numpy()
     ref = np.array([reference_nlm(model, pred, row, steps) for _, row in data.iterrows()])
     defined = np.isfinite(ref)
@@ -329,14 +329,14 @@ def test_exact_categorical_split_falls_back(df):
 
 
 def test_exact_respects_batching_budget(df, data, monkeypatch):
-    import fme.nlm_exact as ne
+    import fme._nlm.exact as ne
 
     model, _ = _fit("rf_reg", df)
     full = fme.fme(model, data, {"x1": 1.5, "x2": 0.5}, nlm=True)
     X = data
     shifts = {"x1": np.full(len(X), 1.5), "x2": np.full(len(X), 0.5)}
     thr = ne.tree_thresholds(model, ["x1", "x2"], FEATURES)
-    pred = fme.predictors.make_predictor(model)
+    pred = fme._adapters.predictor.make_predictor(model)
     f0, f1 = full.predictions["f_x"].to_numpy(), full.predictions["f_x_step"].to_numpy()
     one, _, _ = ne.exact_nlm(pred, X, shifts, thr, f0, f1)
     calls = pred.n_calls
@@ -386,7 +386,7 @@ def test_traversal_follows_missing_value_directions(df, kind, monkeypatch):
     monkeypatch.setattr(fme._nlm.evaluate, "exact_nlm", lambda *a, **k: pytest.fail("midpoint route used"))
     steps = {"x1": 1.3, "x2": -0.8}
     res = fme.fme(model, data, steps, nlm=True, nlm_method="exact")
-    pred = fme.predictors.make_predictor(model)
+    pred = fme._adapters.predictor.make_predictor(model)
     ref = np.array([reference_nlm(model, pred, row, steps) for _, row in data.iterrows()])
     got = res.results["nlm"].to_numpy()
     np.testing.assert_array_equal(np.isfinite(got), np.isfinite(ref))
@@ -410,12 +410,12 @@ def test_traversal_handles_shrunk_zero_steps(df):
     X = df[FEATURES].iloc[:30]
     h = np.where(np.arange(30) % 3 == 0, 0.0, 1.2)
     shifts = {"x1": h, "x2": np.where(np.arange(30) % 2 == 0, 0.0, -0.7)}
-    pred = fme.predictors.make_predictor(model)
+    pred = fme._adapters.predictor.make_predictor(model)
     moved = X.copy()
     moved["x1"] += shifts["x1"]
     moved["x2"] += shifts["x2"]
     f0, f1 = pred(X), pred(moved)
-    import fme.nlm_exact as ne
+    import fme._nlm.exact as ne
 
     thr = ne.tree_thresholds(model, ["x1", "x2"], FEATURES)
     mid, _, _ = ne.exact_nlm(pred, X, shifts, thr, f0, f1)
@@ -596,7 +596,7 @@ def test_xgboost_traversal_equals_its_own_predictions(xgb_case, kind, monkeypatc
     their float32 boundaries: the traversal's NLM is that of XGBoost's own predictions along the path
     (:func:`own_path_reference`, ``predict`` alone) to 1e-9, and so is the midpoint route's. The traversal once
     summed the leaves in float64 with a float64 link, 1e-4 relative from the NLM of ``predict``."""
-    import fme.nlm_exact as ne
+    import fme._nlm.exact as ne
 
     models, data = xgb_case
     model = models[kind]
@@ -606,7 +606,7 @@ def test_xgboost_traversal_equals_its_own_predictions(xgb_case, kind, monkeypatc
     got = res.results["nlm"].to_numpy()
     assert data["x1"].isna().sum() >= 3  # fme leaves out rows whose stepped feature is missing
     data = data.loc[res.results.index]
-    pred = fme.predictors.make_predictor(model)
+    pred = fme._adapters.predictor.make_predictor(model)
     ref = own_path_reference(pred, data, steps)
     defined = np.isfinite(ref)
     assert defined.sum() >= 30 and data["x3"].isna().sum() >= 10

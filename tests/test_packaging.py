@@ -191,6 +191,6 @@ def test_import_fme_and_the_help_load_no_numerical_stack() -> None:
     for code in ("import fme", help_code):
         out = subprocess.run([sys.executable, "-c", code + "\n" + probe], capture_output=True, text=True)
         assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
-    code = "import fme; print(callable(fme.came), callable(fme.hypotheses), callable(fme.predictions)); import fme.came; print(callable(fme.came))"
+    code = "import fme; print(callable(fme.came), callable(fme.hypotheses), callable(fme.predictions)); import fme.conditional; print(callable(fme.came))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split() == ["True", "True", "True", "True"], out.stdout + out.stderr

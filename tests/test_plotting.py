@@ -455,7 +455,7 @@ def test_per_class_output_needs_choice(pyplot, data):
     np.testing.assert_allclose(disp.ame_line_.get_ydata()[0], eff.results["fme_1"].mean())
 
 
-# ----------------------------------------------------------------- awkward distributions (fme.plotting._data)
+# ----------------------------------------------------------------- awkward distributions (fme.plotting.data)
 EPS = np.finfo(float).eps
 AWKWARD = {
     "equal": np.full(6, 2.5),

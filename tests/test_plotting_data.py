@@ -8,7 +8,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from fme.plotting._data import (FLAT_RTOL, MAX_BINS, dropped_text, finite_part, finite_rows, histogram_edges,
+from fme.plotting.data import (FLAT_RTOL, MAX_BINS, dropped_text, finite_part, finite_rows, histogram_edges,
                                 is_flat, kde_curve)
 
 TINY = 1.0 + np.arange(5) * np.finfo(float).eps  # a spread of ~1e-15 relative: a linear model's fMEs

@@ -13,7 +13,7 @@ from conftest import FEATURES, CallRecorder
 
 import fme
 from fme.exceptions import FMEError, ModelError, ParameterError, PredictionError
-from fme.predictors import Predictor, make_predictor
+from fme._adapters.predictor import Predictor, make_predictor
 
 
 def shifted(frame: pd.DataFrame, steps: dict) -> pd.DataFrame:

@@ -123,8 +123,8 @@ def test_exact_nlm_chunks_show_a_bar_when_on(monkeypatch):
 
     from conftest import make_regression_frame
     from fme._nlm.tree_paths import read_forest, traverse_nlm
-    from fme.nlm_exact import exact_nlm, tree_thresholds
-    from fme.predictors import make_predictor
+    from fme._nlm.exact import exact_nlm, tree_thresholds
+    from fme._adapters.predictor import make_predictor
 
     frame = make_regression_frame(n=300, seed=4)
     X = frame[["x1", "x2", "x3"]]

@@ -3,7 +3,7 @@
 Each case is a small config (a joblib model, a CSV): all fMEs equal (a constant model, whose NLMs are all
 undefined), fMEs equal up to rounding (a linear model: a spread of ~1e-15 relative, which numpy cannot cut
 into 30 bins), one row, two rows, and NaN in the stepped feature. The figures must be drawn, and what they
-leave out must be said in the caption. ``fme.plotting._data`` has the unit tests; ``test_plotting`` the displays.
+leave out must be said in the caption. ``fme.plotting.data`` has the unit tests; ``test_plotting`` the displays.
 """
 
 from __future__ import annotations

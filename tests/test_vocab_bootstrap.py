@@ -2,7 +2,7 @@
 
 Reference: the same seeded refits by hand. fme's bootstrap draws resample b's training rows with
 ``np.random.default_rng(SeedSequence(random_state).spawn(B)[b]).integers(0, n, n)`` and refits
-``sklearn.base.clone(model)`` on them (:mod:`fme.inference._bootstrap`); the draws of an average are the
+``sklearn.base.clone(model)`` on them (:mod:`fme.inference.bootstrap`); the draws of an average are the
 refitted model's average on the same evaluated rows, so the standard error (SD of the draws) and the
 percentile interval (their quantiles) follow exactly.
 """

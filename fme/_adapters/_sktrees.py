@@ -1,11 +1,11 @@
 """scikit-learn trees for the exact NLM (paper §5.4): split thresholds (also through a Pipeline's
-pass-through and monotone per-feature steps) for the midpoint route of :mod:`fme.nlm_exact`, and the
-fitted trees as a :class:`~fme._adapters._forest.Forest` for the traversal of :mod:`fme._nlm.tree_paths`.
+pass-through and monotone per-feature steps) for the midpoint route of :mod:`fme._nlm.exact`, and the
+fitted trees as a :class:`~fme._adapters.forest.Forest` for the traversal of :mod:`fme._nlm.tree_paths`.
 
 Models read: ``DecisionTree*``, ``ExtraTree*``, ``RandomForest*``, ``ExtraTrees*``,
 ``GradientBoosting*`` (constant init) and ``HistGradientBoosting*`` (traversal: without categorical
 features). Comparisons replicate the model's: ``tree_`` compares the float32-cast input with a float64
-threshold (:func:`~fme._adapters._forest.float32_boundary`); HistGradientBoosting compares float64 values.
+threshold (:func:`~fme._adapters.forest.float32_boundary`); HistGradientBoosting compares float64 values.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._forest import Forest, float32_boundary, stack_trees
+from .forest import Forest, float32_boundary, stack_trees
 from .base import Unsupported, adapt, class_index
 
 __all__ = ["sklearn_splits", "pipeline_thresholds", "read_sklearn_forest", "per_feature", "output_index"]

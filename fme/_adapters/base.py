@@ -150,7 +150,7 @@ class ModelAdapter(abc.ABC):
         The user's fitted model (never modified).
     target_class : label, 'all' or None
         For classifiers: the class whose probability is predicted (see
-        :func:`fme.predictors.make_predictor`); checked when the prediction is first asked for.
+        :func:`fme._adapters.predictor.make_predictor`); checked when the prediction is first asked for.
 
     Attributes
     ----------
@@ -269,7 +269,7 @@ class ModelAdapter(abc.ABC):
         raise Unsupported(self.type_name)
 
     def forest(self) -> Any:
-        """The model's trees as a :class:`fme._adapters._forest.Forest` for the traversal, or None."""
+        """The model's trees as a :class:`fme._adapters.forest.Forest` for the traversal, or None."""
         return None
 
     # ------------------------------------------------------------- categorical levels
@@ -354,7 +354,7 @@ def adapt(model: Any, target_class: Any = None) -> ModelAdapter:
     ----------
     model : fitted model, callable, or a :class:`ModelAdapter` (returned as is)
     target_class : label, 'all' or None
-        For classifiers (see :func:`fme.predictors.make_predictor`).
+        For classifiers (see :func:`fme._adapters.predictor.make_predictor`).
 
     Raises
     ------

@@ -26,7 +26,7 @@ _PROTOCOL = ("get_coef", "get_vcov", "get_predict")
 
 def estimator_prediction(model: Any, target_class: Any, feature_names: Any = None) -> Prediction:
     """The prediction of an estimator-like object: P(class) of a classifier (``predict_proba`` and
-    ``classes_``), else ``predict``. ``target_class`` as in :func:`fme.predictors.make_predictor`."""
+    ``classes_``), else ``predict``. ``target_class`` as in :func:`fme._adapters.predictor.make_predictor`."""
     name = type(model).__name__
     if feature_names is None:
         feature_names = getattr(model, "feature_names_in_", None)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._forest import Forest, stack_trees
+from .forest import Forest, stack_trees
 from ._sktrees import output_index, per_feature
 from .base import Prediction, Unsupported, pick_output, register_adapter
 from .identity import Walk, class_path, estimator_text, pickle_text, sha256_hex

@@ -25,7 +25,7 @@ from scipy import special, stats
 
 from .._utils.validation import is_dask_collection
 from ..exceptions import DataError, ModelError, ParameterError
-from ._formula import factor_levels, formula_info
+from .formula import factor_levels, formula_info
 from .base import ModelAdapter, Prediction, Support, check_vcov, module_of, numerical_jacobian, register_adapter
 from .identity import Walk, array_text, class_path
 

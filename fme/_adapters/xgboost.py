@@ -8,7 +8,7 @@
   :mod:`fme._nlm.tree_paths` (:func:`read_xgboost_forest`: ``gbtree`` with numerical splits and one output,
   i.e. regressors and binary classifiers, the objectives of ``_OBJECTIVES``); split thresholds from the
   same JSON model, as the float64 boundaries where ``float32(x) < s`` changes, for the midpoint route of
-  :mod:`fme.nlm_exact`, which serves the rest (categorical splits, multi-class, multi-output, ``dart``;
+  :mod:`fme._nlm.exact`, which serves the rest (categorical splits, multi-class, multi-output, ``dart``;
   ``gblinear`` has no exact NLM). Both give the NLM of XGBoost's own predictions along the path;
 * training levels: the categories the Booster stores (``get_categories``, XGBoost >= 3.1).
 
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._forest import Forest, float32_boundary, stack_trees
+from .forest import Forest, float32_boundary, stack_trees
 from ._sktrees import output_index, per_feature
 from .base import Prediction, Unsupported, pick_output, register_adapter
 from .identity import Walk, class_path, estimator_text, pickle_text, sha256_hex
@@ -92,7 +92,7 @@ def read_xgboost_forest(model: Any, target_class: Any = None) -> Forest | None:
     ``float32(x) < split_condition``, both in float32: so ``threshold`` is the split condition with a
     strict comparison on float32-cast values, and a stepped feature crosses at the float64 boundary of
     ``{v : float32(v) < s}``, i.e. of ``float32(v) <= s'`` with s' the float32 below s
-    (:func:`~fme._adapters._forest.float32_boundary`). The raw score starts at ``base_score`` turned into
+    (:func:`~fme._adapters.forest.float32_boundary`). The raw score starts at ``base_score`` turned into
     a margin by the objective (:func:`_base_margin`) and the objective's link gives the predictions;
     a wrapper fitted with early stopping predicts with the trees up to ``best_iteration`` and so does the
     forest. The forest is ``sum32``: a segment's margin is the float32 sum of its leaves in tree order from the
@@ -101,7 +101,7 @@ def read_xgboost_forest(model: Any, target_class: Any = None) -> Forest | None:
     the leaves with a float64 link differs from ``predict`` by float32 rounding, which moved NLMs by up to
     1e-4 relative).
 
-    None (the midpoint route of :mod:`fme.nlm_exact` then applies) for: ``dart`` and ``gblinear``
+    None (the midpoint route of :mod:`fme._nlm.exact` then applies) for: ``dart`` and ``gblinear``
     boosters, multi-class and multi-output models, categorical splits, vector leaves, a ``missing``
     other than NaN, objectives outside ``_OBJECTIVES``, and a classifier without a chosen class column.
     """

@@ -14,7 +14,7 @@ its quantity by a :class:`RowQuantity`:
 The groups' means and mean Jacobians are sums (:class:`~fme._core.summary.RowSums`), so the in-memory path
 and the Dask engine (:mod:`fme._dask.vocab`, per chunk, merged) give the same estimates up to rounding. The
 uncertainty: the delta method (the gradient of ``finish`` times the mean Jacobian), the bootstrap (``finish``
-of each refit's means, :func:`refit_draws`: the refits of :mod:`fme.inference._bootstrap`, evaluated on
+of each refit's means, :func:`refit_draws`: the refits of :mod:`fme.inference.bootstrap`, evaluated on
 the same rows), or the spread over the rows with the model held fixed (``sample``; per-row forms only).
 """
 
@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..inference._bootstrap import RefitTally, check_bootstrap, check_refits, refit_setup
-from ..inference._refit_chunks import chunk_refits
-from ..inference._estimates import INFERENCE_COLUMNS, Estimates
+from ..inference.bootstrap import RefitTally, check_bootstrap, check_refits, refit_setup
+from ..inference.refit_chunks import chunk_refits
+from ..inference.estimates import INFERENCE_COLUMNS, Estimates
 from ..inference.table import EstimatesTable
 
 __all__ = ["spread_values", "RowQuantity", "estimates_of", "refit_draws", "bootstrap_of", "model_values", "draws_of_means",
@@ -92,7 +92,7 @@ def estimates_of(quantity: RowQuantity, sums: Any, method: str) -> Estimates:
 
 def model_values(quantity: RowQuantity, piece: Any, models: Sequence[Any], errors: list | None = None) -> np.ndarray:
     """The per-row values of each model side by side (n, c * len(models)); a model whose prediction fails
-    gives NaN columns (that refit is then left out and counted as failed, as in :mod:`fme.inference._bootstrap`),
+    gives NaN columns (that refit is then left out and counted as failed, as in :mod:`fme.inference.bootstrap`),
     its message appended to ``errors`` when given."""
     cols: list[np.ndarray | None] = []
     for model in models:

@@ -23,8 +23,8 @@ import pandas as pd
 from .._adapters import adapt
 from .._adapters.predictor import make_predictor
 from ..exceptions import ParameterError
-from ..inference._delta import evaluate_with_jacobian
-from ..inference._methods import compute_rows
+from ..inference.delta import evaluate_with_jacobian
+from ..inference.methods import compute_rows
 
 __all__ = ["comparison_form", "level_rows", "level_values", "slope_values", "SLOPES", "comparison_scale", "comparison_values",
            "finish_averages", "ROW_COMPARISONS", "COMPARISONS"]

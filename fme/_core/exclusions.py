@@ -55,7 +55,7 @@ def _unknown(col: pd.Series, levels: tuple) -> np.ndarray:
     return out
 
 
-def _value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...], complete_cols: tuple = (),
+def value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...], complete_cols: tuple = (),
                       known_levels: tuple = ()) -> tuple[np.ndarray, Notes]:
     """Codes 1 (missing or infinite value in a stepped feature), 2 (already at the target level), 4
     (missing value in one of ``complete_cols``, the model inputs a statsmodels formula needs complete) and 5
@@ -93,7 +93,7 @@ def _value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...], complete_cols
     return code, notes
 
 
-def _extrapolation_exclusions(
+def extrapolation_exclusions(
     plan: Plan, X: pd.DataFrame, cand: np.ndarray, code: np.ndarray, notes: Notes,
 ) -> tuple[np.ndarray, pd.DataFrame, dict[str, np.ndarray] | None, dict[str, np.ndarray]]:
     """Apply ``plan``'s fitted detector and policy to the candidate rows ``X`` (positions ``cand``).

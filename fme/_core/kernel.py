@@ -28,15 +28,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..inference._delta import evaluate_with_jacobian
-from .exclusions import excluded_frame, _extrapolation_exclusions, _value_exclusions
+from ..inference.delta import evaluate_with_jacobian
+from .exclusions import excluded_frame, extrapolation_exclusions, value_exclusions
 from .._nlm.evaluate import classify
 from .._nlm.evaluate import nlm_values as _nlm_values
 from .._utils.progress import progress_bar
-from ..inference._estimates import RowInference, sample_inference
-from ..inference._methods import compute_rows
+from ..inference.estimates import RowInference, sample_inference
+from ..inference.methods import compute_rows
 from ..nlm import QuadratureRule, nlm_from_path
-from ..predictors import Predictor
+from .._adapters.predictor import Predictor
 from ..steps import STACK_CELL_BUDGET, Step, apply_steps, stack_path
 from .plan import Plan
 
@@ -158,10 +158,10 @@ def _points(plan: Plan, data: pd.DataFrame) -> tuple:
     """The exclusion bookkeeping of a batch (no prediction): the rows to evaluate (positions, model columns),
     their effective steps, the detector's extra columns, the exclusion codes and notes, the candidates' count."""
     X_all = plan.predictor.select(data)
-    code, notes = _value_exclusions(data, plan.steps, plan.complete_cols, plan.known_levels)
+    code, notes = value_exclusions(data, plan.steps, plan.complete_cols, plan.known_levels)
     cand = np.flatnonzero(code == 0)
     n_candidates = int(cand.size)
-    cand, X, h, extra_cols = _extrapolation_exclusions(plan, X_all.iloc[cand], cand, code, notes)
+    cand, X, h, extra_cols = extrapolation_exclusions(plan, X_all.iloc[cand], cand, code, notes)
     return cand, X, h, extra_cols, code, notes, n_candidates
 
 

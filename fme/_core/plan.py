@@ -23,11 +23,11 @@ from .._nlm.evaluate import NLMSettings, resolve_method
 from .._utils.validation import check_conf_level
 from ..exceptions import ExtrapolationError, FeatureError, ParameterError, StepError
 from ..extrapolation import make_detector
-from ..inference._methods import resolve_method as resolve_inference
+from ..inference.methods import resolve_method as resolve_inference
 from ..nlm import QuadratureRule
-from .._adapters._formula import formula_info
+from .._adapters.formula import formula_info
 from .._adapters.statsmodels import is_statsmodels_results
-from ..predictors import Predictor, make_predictor
+from .._adapters.predictor import Predictor, make_predictor
 from ..steps import Step, check_training_levels, parse_steps
 
 __all__ = ["Plan", "FMEOptions", "resolve_plan", "check_batch_size", "ON_EXTRAPOLATION"]

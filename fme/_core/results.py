@@ -15,8 +15,8 @@ import pandas as pd
 from .._nlm.evaluate import NLMSummaryMixin
 from .._utils.stats import describe
 from .._utils.validation import check_conf_level
-from ..inference._estimates import RowInference, sample_inference
-from ..predictors import make_predictor
+from ..inference.estimates import RowInference, sample_inference
+from .._adapters.predictor import make_predictor
 from ..steps import Step, apply_steps
 from .result_base import EffectsPresentation
 from .shrink import MIN_STEP_FRACTION
@@ -276,7 +276,3 @@ def stepped_frames(result: FMEResult, model: Any, target_class: Any = None) -> t
     if any(f"step_{s.feature}" in result.results.columns for s in result.steps):
         h = {s.feature: result.results[f"step_{s.feature}"].to_numpy(dtype=float) for s in result.steps}
     return X, apply_steps(X, result.steps, h)
-
-
-# Pickles name a class by its public path, which does not move when the house is rearranged.
-FMEResult.__module__ = "fme.effects"

@@ -26,13 +26,13 @@ import pandas as pd
 from .._core.plan import FMEOptions
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
-from ..inference._estimates import COVERS, Estimates, pair_label, pairwise_matrix, undefined_where
-from ..inference._hypotheses import stack_estimates
+from ..inference.estimates import COVERS, Estimates, pair_label, pairwise_matrix, undefined_where
+from ..inference.wald import stack_estimates
 from ..inference.table import EstimatesTable
 from ..steps import levels
 from .classic import classic_reference, classic_results
 from .._adapters import adapt
-from .common import _model_frames, as_dask
+from .common import model_frames, as_dask
 from .effects import PassOutput, prepare, resolve, run_pass
 from .groups import check_weights_dask, group_keys, group_sizes, lazy_group_keys, one_group
 from .quantiles import quantiles as _quantiles
@@ -58,7 +58,7 @@ def ame(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by_cols
     the pass with its summaries; one for the quartiles of every row (and group); a classic categorical
     feature's levels have a pass of their own (:mod:`fme._dask.classic`), bootstrap refits theirs.
     """
-    data = _model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
+    data = model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
     meta = data._meta
     if wts is not None:
         check_weights_dask(data, wts)

@@ -1,7 +1,7 @@
-"""Bootstrap inference of the AME on Dask data (on top of :mod:`fme.inference._bootstrap`).
+"""Bootstrap inference of the AME on Dask data (on top of :mod:`fme.inference.bootstrap`).
 
 The refits use the same seeds, resamples and refit function as the pandas
-path (:func:`fme.inference._bootstrap.refit_on`; the training data stay in memory on the
+path (:func:`fme.inference.bootstrap.refit_on`; the training data stay in memory on the
 client). Their fMEs are then evaluated per partition: each partition returns,
 for every refit b, the sum of fME_b over its evaluated rows, and the sums are
 added up, so AME_b = sum / n equals the pandas draw to ~1e-15 relative. The
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..inference._bootstrap import RefitTally, check_refits
-from ..inference._refit_chunks import chunk_refits
+from ..inference.bootstrap import RefitTally, check_refits
+from ..inference.refit_chunks import chunk_refits
 
 __all__ = ["CHUNK", "bootstrap_draws"]
 
@@ -36,7 +36,7 @@ def _sums(part: pd.DataFrame, shipped: Any, target_class: Any, groups: Any = Non
     over each group's evaluated rows, then over all of them.
     """
     from .._core.kernel import evaluate_batch
-    from ..predictors import make_predictor
+    from .._adapters.predictor import make_predictor
     from ..steps import apply_steps
 
     plan, models = shipped.value
@@ -87,7 +87,7 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     import dask
     from dask import delayed
 
-    from ..inference._bootstrap import check_bootstrap, refit_setup
+    from ..inference.bootstrap import check_bootstrap, refit_setup
     from .._utils.progress import progress_bar
     from .common import ship
 

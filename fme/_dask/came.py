@@ -36,8 +36,8 @@ from .._core.summary import Moments
 from .._trees.args import string_columns
 from .._trees.grow import grow_partition, honest_mask
 from .._trees.partition import LEAF_COLUMNS, NLM_COLUMNS, PartitionResult, estimation_root
-from ..inference._estimates import INFERENCE_COLUMNS, Estimates, sample_inference, undefined_where
-from .common import Shipped, _check_sample_size, _seed, tree_reduce, ship
+from ..inference.estimates import INFERENCE_COLUMNS, Estimates, sample_inference, undefined_where
+from .common import Shipped, check_sample_size, seed_of, tree_reduce, ship
 from .quantiles import select, store_pivots
 from .result import DaskFMEResult
 
@@ -269,7 +269,7 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     import dask
     from dask import delayed
 
-    sample_size = _check_sample_size(sample_size)
+    sample_size = check_sample_size(sample_size)
     data, plan = effects.data, effects.plan
     meta = pd.concat([pd.DataFrame({c: pd.Series(dtype=float) for c in effects.fme_columns + effects.nlm_columns}),
                       data._meta[features].rename(columns=lambda c: f"__x_{c}")], axis=1)
@@ -298,7 +298,7 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
         if n <= sample_size:
             sample = rows.compute()
         else:
-            sample = rows.sample(frac=min(1.0, sample_size / n), random_state=_seed(random_state)).compute()
+            sample = rows.sample(frac=min(1.0, sample_size / n), random_state=seed_of(random_state)).compute()
     # the tree, grown by fme.came's own worker on an in-memory FMEResult of the sampled rows
     cols = [c for c in ("fme", "nlm") if c in sample.columns]
     X = sample[[f"__x_{c}" for c in features]].rename(columns=lambda c: c[4:])

@@ -1,6 +1,6 @@
 """The classic categorical AME of Dask data: ``fme.ame(..., categorical='classic')``.
 
-The pandas path (:func:`fme.margins._ame._categorical_specs`) sets every row to
+The pandas path (:func:`fme.margins.marginal._ame._categorical_specs`) sets every row to
 the reference level c_ref, then to each other level c, and averages
 f(x with c) - f(x with c_ref) over all rows (Eq. categorical_me; rows
 already at c or with a missing value count too). On Dask data one pass does
@@ -88,7 +88,7 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
 
     from .._core.plan import check_batch_size
     from .._utils.progress import dask_progress
-    from ..predictors import make_predictor
+    from .._adapters.predictor import make_predictor
 
     predictor = make_predictor(model, target_class)
     if predictor.adapter is not None:

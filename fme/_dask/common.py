@@ -21,7 +21,7 @@ import pandas as pd
 from .._core.summary import Summary
 from .._adapters import model_frame
 from .._utils.validation import is_categorical, is_dask_collection
-from .._utils.validation import seed_of as _seed  # noqa: F401 - the engine's seeded samples
+from .._utils.validation import seed_of  # noqa: F401 - re-exported: the engines' seeded samples
 from ..exceptions import DataError, ParameterError
 
 __all__ = ["FIT_SAMPLE_SIZE", "require_dask", "as_dask", "reference_sample", "envelope_frame", "Shipped", "ship",
@@ -44,7 +44,7 @@ def require_dask():
     return dd
 
 
-def _check_sample_size(sample_size: Any) -> int:
+def check_sample_size(sample_size: Any) -> int:
     if sample_size is None:
         return FIT_SAMPLE_SIZE
     if isinstance(sample_size, bool) or not isinstance(sample_size, numbers.Integral) or sample_size < 1:
@@ -62,7 +62,7 @@ def as_dask(frame: Any, name: str) -> Any:
     return dd.from_pandas(frame, npartitions=1)
 
 
-def _model_frames(model: Any, frame: Any, exposure: Any = None, offset: Any = None) -> Any:
+def model_frames(model: Any, frame: Any, exposure: Any = None, offset: Any = None) -> Any:
     """``frame`` as the model reads it, partition by partition (:func:`fme._adapters.model_frame`); on Dask
     data ``exposure=``/``offset=`` are a column name or a number (an array cannot follow the partitions)."""
     for kind, value in (("exposure", exposure), ("offset", offset)):
@@ -236,14 +236,14 @@ def checked_probe(probe: pd.DataFrame, frame: Any, name: str) -> pd.DataFrame:
     return probe
 
 
-def _merge(*summaries: Summary) -> Summary:
+def merge_summaries(*summaries: Summary) -> Summary:
     out = summaries[0]
     for s in summaries[1:]:
         out = out.merge(s)
     return out
 
 
-def tree_reduce(items: list, merge: Any = _merge) -> Any:
+def tree_reduce(items: list, merge: Any = merge_summaries) -> Any:
     """``merge`` of ``items`` (Dask delayed objects) by a tree of fan-in 16, in their order."""
     from dask import delayed
 

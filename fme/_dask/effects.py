@@ -58,7 +58,7 @@ from .._utils.progress import dask_progress
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
 from ..extrapolation import EnvelopeDetector
-from .common import (Shipped, _check_sample_size, _merge, _model_frames, _seed, tree_reduce, as_dask, as_delayed,
+from .common import (Shipped, check_sample_size, merge_summaries, model_frames, seed_of, tree_reduce, as_dask, as_delayed,
                      checked_probe, envelope_frame, lazy_probe, reference_sample, require_dask, ship)
 from .groups import group_codes, group_sums, row_weights
 from .nlm import finish, flat_scale, pending
@@ -142,7 +142,7 @@ def _spread_pass(part: pd.DataFrame, shipped: Any) -> list:
 
 
 def _merge_lists(*lists: list) -> list:
-    return [_merge(*items) for items in zip(*lists)]
+    return [merge_summaries(*items) for items in zip(*lists)]
 
 
 def _store_get(store: dict, key: tuple) -> np.ndarray:
@@ -204,8 +204,8 @@ def prepare(model: Any, data: Any, steps: Any, options: FMEOptions, fetch: dict 
 
     require_dask()
     reference_data = options.reference_data
-    data = _model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
-    reference = data if reference_data is None else _model_frames(model, as_dask(reference_data, "reference_data"))
+    data = model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
+    reference = data if reference_data is None else model_frames(model, as_dask(reference_data, "reference_data"))
     need = _need(steps, data._meta)
     lazy: dict[Any, Any] = {**(fetch or {}), (_SETUP, "probe"): lazy_probe(data)}
     if reference_data is not None:
@@ -275,8 +275,8 @@ def _fit_detector(setup: Setup, plan: Plan) -> dict:
         if envelope:
             setup.detector_frames[key] = (envelope_frame(ref), None)
         else:
-            sample_size = _check_sample_size(setup.options.sample_size)
-            setup.detector_frames[key] = reference_sample(ref, sample_size, _seed(setup.options.random_state))
+            sample_size = check_sample_size(setup.options.sample_size)
+            setup.detector_frames[key] = reference_sample(ref, sample_size, seed_of(setup.options.random_state))
     frame, n_ref = setup.detector_frames[key]
     if envelope:
         call_detector(detector, "fit", frame, "fit(reference_data)")
@@ -451,7 +451,7 @@ def fme(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any = No
     sums of the caller's over each chunk's evaluated rows, merged into
     ``summary_data.extra`` (an object with ``merge``).
     """
-    _check_sample_size(options.sample_size)
+    check_sample_size(options.sample_size)
     setup = prepare(model, data, steps, options)
     out = run_pass(setup, [resolve(setup, setup.steps)], groups=groups, extra=extra)
     if isinstance(out.results[0], Exception):

@@ -15,11 +15,11 @@ import pandas as pd
 
 from .._core.summary import Moments
 from ..exceptions import DataError
-from ..inference._estimates import Estimates
-from ..inference._methods import compute_rows
+from ..inference.estimates import Estimates
+from ..inference.methods import compute_rows
 from .._adapters.predictor import make_predictor
 from ..steps import apply_steps, stepped_rows
-from .common import _model_frames, as_dask, require_dask
+from .common import model_frames, as_dask, require_dask
 
 __all__ = ["interaction_dask"]
 
@@ -77,7 +77,7 @@ def interaction(model: Any, data: Any, sa: tuple, sb: tuple, *, method: str, con
     from dask import delayed
 
     require_dask()
-    data = _model_frames(model, as_dask(data, "data"))
+    data = model_frames(model, as_dask(data, "data"))
     with_jac = method == "delta"
     outs = list(dask.persist(*[delayed(_chunk)(p, model, sa, sb, target_class, with_jac) for p in data.to_delayed()]))
     items = outs

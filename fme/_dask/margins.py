@@ -55,7 +55,7 @@ def _typical_parts(part: pd.DataFrame, numeric: list[str], others: list[str]) ->
 
 
 def typical_values_dask(data: Any) -> pd.DataFrame:
-    """:func:`fme.margins.typical_values` of a Dask DataFrame (with known categories), from reductions."""
+    """:func:`fme.margins.marginal.typical_values` of a Dask DataFrame (with known categories), from reductions."""
     import dask
     from dask import delayed
 
@@ -95,14 +95,14 @@ def local_view(model: Any, data: Any, steps: Any, at: Any, fme_kwargs: dict) -> 
     ``reference_data`` (or, with a detector, the data itself) is replaced by a
     pandas frame the detector is fitted on.
     """
-    from .common import _check_sample_size, _model_frames, _seed, as_dask, envelope_frame, reference_sample
+    from .common import check_sample_size, model_frames, seed_of, as_dask, envelope_frame, reference_sample
     from ..exceptions import StepError
     from ..extrapolation import EnvelopeDetector
     from ..steps import parse_steps
 
     fme_kwargs = dict(fme_kwargs)
-    sample_size = _check_sample_size(fme_kwargs.pop("sample_size", None))
-    data = _known(_model_frames(model, as_dask(data, "data")))
+    sample_size = check_sample_size(fme_kwargs.pop("sample_size", None))
+    data = _known(model_frames(model, as_dask(data, "data")))
     meta = data._meta
     base = typical_values_dask(data)
     if not hasattr(steps, "items"):
@@ -127,12 +127,12 @@ def local_view(model: Any, data: Any, steps: Any, at: Any, fme_kwargs: dict) -> 
     detector = fme_kwargs.get("extrapolation")
     reference = fme_kwargs.get("reference_data")
     if detector is not None or reference is not None and _is_dask(reference):
-        ref = data if reference is None else _known(_model_frames(model, as_dask(reference, "reference_data")))
+        ref = data if reference is None else _known(model_frames(model, as_dask(reference, "reference_data")))
         if detector is None or detector == "envelope" or isinstance(detector, EnvelopeDetector):
             # without a detector only the levels of the reference matter, which this frame has too
             fme_kwargs["reference_data"] = envelope_frame(ref)
         else:
-            seed = _seed(fme_kwargs.get("random_state"))
+            seed = seed_of(fme_kwargs.get("random_state"))
             fme_kwargs["reference_data"] = reference_sample(ref, sample_size, seed)[0]
     return local, resolved, base, fme_kwargs
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .result import DaskFMEResult
-from ..inference._estimates import Estimates
+from ..inference.estimates import Estimates
 
 __all__ = ["DaskMultiFMEResult", "sorted_outputs"]
 

@@ -13,7 +13,7 @@ import pandas as pd
 from .._core.plan import Plan
 from .._core.summary import Summary
 from .._utils.validation import check_conf_level
-from ..inference._estimates import Estimates
+from ..inference.estimates import Estimates
 from .._core.result_base import EffectsPresentation
 from ..steps import Step
 from .quantiles import quantiles as _quantiles

@@ -26,10 +26,10 @@ from .._core.averages import (RowQuantity, bootstrap_of, draws_of_means, estimat
 from .._core.plan import FMEOptions
 from .._core.summary import RowSums
 from ..exceptions import DataError, ModelError
-from ..inference._bootstrap import check_bootstrap
-from ..inference._estimates import INFERENCE_COLUMNS, Estimates
+from ..inference.bootstrap import check_bootstrap
+from ..inference.estimates import INFERENCE_COLUMNS, Estimates
 from ..steps import apply_steps
-from .common import _model_frames, as_dask
+from .common import model_frames, as_dask
 from .groups import GroupSpec, check_weights_dask, group_codes, group_keys
 
 __all__ = ["average", "comparisons", "predictions", "column_range"]
@@ -103,7 +103,7 @@ def average(model: Any, data: Any, quantity: RowQuantity, method: str, by: list,
     import dask
     from dask import delayed
 
-    data = _model_frames(model, as_dask(data, "data"))
+    data = model_frames(model, as_dask(data, "data"))
     groups = _groups(data, by)
     if weights is not None:
         check_weights_dask(data, weights)
@@ -232,7 +232,7 @@ def predictions(model: Any, data: Any, quantity: RowQuantity, method: str, boots
     """The prediction of every row of the Dask ``data`` with its uncertainty: a lazy Dask DataFrame, each chunk's
     table computed when asked for (under the bootstrap the refits are fitted once, here, and every chunk's task
     gets them: a chunk that refitted would repeat all B fits)."""
-    data = _model_frames(model, as_dask(data, "data"))
+    data = model_frames(model, as_dask(data, "data"))
     if method == "bootstrap":
         models, info = _kept_refits(model, check_bootstrap(bootstrap, model))
         table = partial(_refits_table, quantity=quantity, models=models, info=info, conf_level=conf_level)

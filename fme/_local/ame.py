@@ -24,9 +24,9 @@ from .._core.results import stepped_frames
 from .._utils.stats import describe
 from .._utils.validation import check_by_missing, is_categorical
 from ..exceptions import DataError
-from ..inference._estimates import COVERS, Estimates, RowInference, pair_label, pairwise_matrix, undefined_where
-from ..inference._hypotheses import stack_estimates
-from ..inference._methods import compute_averages
+from ..inference.estimates import COVERS, Estimates, RowInference, pair_label, pairwise_matrix, undefined_where
+from ..inference.wald import stack_estimates
+from ..inference.methods import compute_averages
 from ..inference.table import EstimatesTable
 from ..steps import Step, check_training_levels, levels, parse_steps, set_level
 from .effects import fme

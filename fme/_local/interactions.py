@@ -16,8 +16,8 @@ import pandas as pd
 from .._adapters.predictor import make_predictor
 from .._utils.guards import call_detector, check_flags
 from ..exceptions import DataError
-from ..inference._estimates import sample_inference
-from ..inference._methods import compute_rows
+from ..inference.estimates import sample_inference
+from ..inference.methods import compute_rows
 from ..steps import apply_steps, stepped_rows
 
 __all__ = ["interaction"]

@@ -16,7 +16,7 @@ from .._core.plan import FMEOptions
 from .._utils.validation import check_name_clash
 from ..exceptions import DataError, ExtrapolationError
 from ..inference import EstimatesTable
-from ..inference._estimates import COVERS, INFERENCE_COLUMNS
+from ..inference.estimates import COVERS, INFERENCE_COLUMNS
 from .effects import fme
 
 __all__ = ["mer", "AT_FIX"]

@@ -18,8 +18,8 @@ from .._core.averages import (RowQuantity, bootstrap_of, draws_of_means, estimat
 from .._core.groups import frame_groups
 from .._core.plan import FMEOptions
 from .._core.summary import RowSums
-from ..inference._bootstrap import check_bootstrap
-from ..inference._estimates import Estimates
+from ..inference.bootstrap import check_bootstrap
+from ..inference.estimates import Estimates
 from .effects import points
 
 __all__ = ["average", "comparisons", "predictions"]

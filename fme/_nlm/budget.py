@@ -26,7 +26,7 @@ routes, chosen from its 23 values (``nlm_route``):
 * ``jumps``: the path's values tie exactly between neighbouring nodes (a wrapped tree model,
   any piecewise-constant predictor). Neighbours with equal values are taken as one constant
   segment; neighbours with different values bracket a jump, placed at the bracket's midpoint.
-  The integrals are then closed forms over constant segments (as :mod:`fme.nlm_exact`). Probing
+  The integrals are then closed forms over constant segments (as :mod:`fme._nlm.exact`). Probing
   a bracket cuts it; a probe equal to one end settles that part (a sum of trees along a straight
   path visits each tree's leaf once, so equal values at two points mean no jump between them but
   for an exact coincidence), a probe equal to neither end shows that the bracket held two jumps
@@ -185,7 +185,7 @@ def budget_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.nd
 
     Parameters
     ----------
-    predictor : fme.predictors.Predictor
+    predictor : fme._adapters.predictor.Predictor
         The model, called with frames of path points (``stage`` and ``rows`` enrich its errors).
     X : DataFrame
         The rows to evaluate; ``steps`` their step and ``h`` the per-row effective steps or None.

@@ -1,9 +1,9 @@
 """Choosing and running the NLM method of :func:`fme.fme` (paper §5.4).
 
 * :func:`resolve_method`: ``nlm_method="auto"`` -> ``"exact"`` for the tree
-  models of :mod:`fme.nlm_exact`, ``"gauss-kronrod"`` otherwise. The exact
+  models of :mod:`fme._nlm.exact`, ``"gauss-kronrod"`` otherwise. The exact
   NLM traverses the trees (:mod:`fme._nlm.tree_paths`) where it can read them,
-  else predicts at segment midpoints (:func:`fme.nlm_exact.exact_nlm`).
+  else predicts at segment midpoints (:func:`fme._nlm.exact.exact_nlm`).
 * :func:`adaptive_nlm` / :func:`fme._nlm.budget.budget_nlm`: Gauss-Kronrod (10, 21) NLM with a
   per-row error estimate; the rows above ``nlm_tol`` share a budget of ``nlm_budget`` predictions
   per row on average (adaptive bisection, or jump location for piecewise-constant paths).
@@ -29,7 +29,7 @@ from ..exceptions import ParameterError
 from ..nlm import DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, FLAT_ULPS, NLM_METHODS, QuadratureRule, quadrature_rule
 from .budget import BASE_COST, DEFAULT_BUDGET, ROUTES, budget_nlm
 from .tree_paths import read_forest, traverse_nlm
-from ..nlm_exact import exact_nlm, exact_support
+from .exact import exact_nlm, exact_support
 from ..steps import Step
 
 __all__ = ["NLMSummaryMixin", "nlm_values", "NLMSettings", "resolve_method", "adaptive_nlm", "classify", "NLM_STATUS", "DEFAULT_FLAT_TOL"]
@@ -75,7 +75,7 @@ def resolve_method(model: Any, method: str, points: int | None, intervals: int |
                    target_class: Any = _UNKNOWN, budget: Any = None) -> NLMSettings:
     """Validate the NLM arguments and pick the method (``auto`` resolved here).
 
-    ``target_class`` (as given to :func:`fme.predictors.make_predictor`) lets the exact method traverse the
+    ``target_class`` (as given to :func:`fme._adapters.predictor.make_predictor`) lets the exact method traverse the
     trees of a classifier; without it classifiers use the midpoint route.
     """
     if method not in NLM_METHODS:

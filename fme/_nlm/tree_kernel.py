@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._adapters._forest import LGB_ZERO
+from .._adapters.forest import LGB_ZERO
 
 try:  # numba is a declared dependency (fme._nlm.bracket_kernel needs it too)
     import numba

@@ -1,6 +1,6 @@
 """Exact NLM of tree ensembles by traversing the trees along the path (paper §5.4).
 
-The midpoint route of :mod:`fme.nlm_exact` predicts at the midpoint of every
+The midpoint route of :mod:`fme._nlm.exact` predicts at the midpoint of every
 segment between the union of the stepped features' split thresholds over all
 trees; most of those thresholds sit in nodes the row never reaches. Here the
 fitted trees are read instead, and each row's path is pushed through every
@@ -18,12 +18,12 @@ tree at once:
    (row, t, +-value) are sorted and summed cumulatively per row.
 3. The ensemble's own link (averaging, learning rate and baseline, sigmoid or
    softmax through the model's loss object) maps the segment raw scores to
-   predictions, and the closed forms of :mod:`fme.nlm_exact` give the NLM.
+   predictions, and the closed forms of :mod:`fme._nlm.exact` give the NLM.
 
 Comparisons replicate the model's: scikit-learn's ``tree_`` compares the
 float32-cast input with a float64 threshold, so a row's value routes by
 ``float32(x) <= threshold`` and a stepped feature crosses at the float64
-boundary of that set (:func:`fme.nlm_exact.float32_boundary`); HistGradientBoosting
+boundary of that set (:func:`fme._nlm.exact.float32_boundary`); HistGradientBoosting
 compares float64 values; XGBoost goes left iff ``float32(x) < split_condition`` (``strict``), so its
 crossings are the float64 boundaries of that set, and it sums float32 leaves where the traversal sums
 float64 (its predictions agree to float32 rounding). The trees are read by the model's adapter
@@ -49,10 +49,10 @@ import numpy as np
 import pandas as pd
 
 from .._adapters import adapt
-from .._adapters._forest import LGB_ZERO as _LGB_ZERO
-from .._adapters._forest import Forest
+from .._adapters.forest import LGB_ZERO as _LGB_ZERO
+from .._adapters.forest import Forest
 from .._utils.progress import progress_bar
-from ..nlm_exact import closed_forms
+from .exact import closed_forms
 from . import tree_kernel
 
 __all__ = ["Forest", "read_forest", "traverse_nlm"]
@@ -329,7 +329,7 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
                  f1: np.ndarray, entry_budget: int = _ENTRY_BUDGET,
                  n_threads: int | None = None, progress: bool | None = False,
                  return_scale: bool = False) -> tuple:
-    """Exact NLMs by tree traversal: same outputs as :func:`fme.nlm_exact.exact_nlm` (nlm, sd, segments
+    """Exact NLMs by tree traversal: same outputs as :func:`fme._nlm.exact.exact_nlm` (nlm, sd, segments
     and, with ``return_scale``, the rounding scale of each path).
 
     ``X`` holds the model's columns in the model's order, all numeric; the

@@ -1,4 +1,4 @@
-"""CART partitioner for cAMEs with the same node table as :class:`fme.ctree.CTree`.
+"""CART partitioner for cAMEs with the same node table as :class:`fme.CTree`.
 
 Wraps scikit-learn's ``DecisionTreeRegressor`` (squared error, the same
 split objective as CTREE's split search for one response, but without the

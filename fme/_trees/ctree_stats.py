@@ -1,4 +1,4 @@
-"""Private numerical kernels of :class:`fme.ctree.CTree`.
+"""Private numerical kernels of :class:`fme.CTree`.
 
 Clean-room implementation written from the project's written specification
 (``ctree-spec.md``, sections cited as §n) of the documented behaviour of

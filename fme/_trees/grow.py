@@ -18,7 +18,7 @@ from ..exceptions import DataError, ParameterError
 from .args import string_columns
 from .cart import CartTree
 from .ctree import CTree
-from .partition import PartitionResult, _subspace_lookup
+from .partition import PartitionResult, subspace_lookup
 
 __all__ = ["grow_partition", "honest_mask"]
 
@@ -147,7 +147,7 @@ def grow_partition(effects: FMEResult, *, method: str, features: list[str], n_pa
         seq = _prune_sequence(tree, y, leaf_of_row)
         # As fmeffects: reductions down to two subspaces (the root only when nothing was split).
         ok = [s for s in seq if (len(s) >= 2 or len(grown) == 1)
-              and _max_leaf_sd(s, y, _subspace_lookup(tree, s)[leaf_of_row]) < max_sd]
+              and _max_leaf_sd(s, y, subspace_lookup(tree, s)[leaf_of_row]) < max_sd]
         if not ok:
             raise ParameterError(
                 f"no reduction of the grown tree ({len(grown)} leaves) has every leaf's fME SD below max_sd={max_sd}; "

@@ -8,7 +8,7 @@ variation and t-based confidence intervals
 
 the cAME's uncertainty under the effects' inference method, the
 hyperrectangle of each subspace (paper Table 3) and its readable rule. It
-is built by :func:`fme.came.came` (which grows and reduces the tree) and
+is built by :func:`fme.conditional.came` (which grows and reduces the tree) and
 re-exported there; this module knows the result, not how trees are grown.
 """
 
@@ -25,8 +25,8 @@ from .args import string_columns
 from .._utils.validation import check_conf_level, check_data, is_categorical
 from .._core.results import FMEResult
 from ..exceptions import FeatureError, ParameterError
-from ..inference._estimates import INFERENCE_COLUMNS, sample_inference, undefined_where
-from ..inference._hypotheses import MULTCOMP, contrast_matrix, contrast_table, wald_test
+from ..inference.estimates import INFERENCE_COLUMNS, sample_inference, undefined_where
+from ..inference.wald import MULTCOMP, contrast_matrix, contrast_table, wald_test
 
 __all__ = ["PartitionResult"]
 
@@ -133,7 +133,7 @@ class PartitionResult:
         self.tree = tree
         self.features = list(X.columns)
         self.leaf_ids = leaf_ids
-        self._subspace = _subspace_lookup(tree, leaf_ids)
+        self._subspace = subspace_lookup(tree, leaf_ids)
         self._tree_leaf = tree_leaf  # leaf of the grown tree per evaluated row
         self.leaf_of_row = pd.Series(self._subspace[tree_leaf], index=X.index, name="node")
         self.conf_level = conf_level
@@ -471,7 +471,7 @@ class PartitionResult:
         return PartitionDisplay.from_partition(self, **kwargs)
 
 
-def _subspace_lookup(tree: Any, leaf_set: list[int]) -> np.ndarray:
+def subspace_lookup(tree: Any, leaf_set: list[int]) -> np.ndarray:
     """Array indexed by node id: the subspace (ancestor in ``leaf_set``) of each grown leaf."""
     nodes = tree.nodes_
     keep = set(leaf_set)
@@ -482,7 +482,3 @@ def _subspace_lookup(tree: Any, leaf_set: list[int]) -> np.ndarray:
             cur = int(nodes.at[cur, "parent"])
         out[int(leaf)] = cur
     return out
-
-
-# Pickles name the class by its public path, which does not move when the house is rearranged.
-PartitionResult.__module__ = "fme.came"

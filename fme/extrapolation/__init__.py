@@ -25,7 +25,7 @@ imports the families, nothing imports back):
 * :mod:`._outlier`: :class:`IsolationForestDetector` and :class:`LOFDetector`.
 
 A new detector family is a module that subclasses :class:`ExtrapolationDetector`
-(or ``_encoded._EncodedDetector``), decorates its classes with
+(or ``_encoded.EncodedDetector``), decorates its classes with
 ``_base.register_detector`` and is listed in ``_FAMILIES`` below (its names in
 :data:`DETECTOR_NAMES`, which a test keeps equal to the registry). The package
 imports its families on first use of a public name, so that checking a name

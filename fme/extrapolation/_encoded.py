@@ -2,7 +2,7 @@
 
 The convex hull (:mod:`._hull`), the risk detectors MCEC and CERT
 (:mod:`._risk`) and the outlier detectors (:mod:`._outlier`) subclass
-:class:`_EncodedDetector`, which follows the conventions of
+:class:`EncodedDetector`, which follows the conventions of
 :class:`fme.extrapolation.ExtrapolationDetector` (``fit(reference) -> self``,
 ``flag(points) -> bool array``, ``score`` larger = more extrapolated,
 ``explain`` a reason per flagged point).
@@ -35,7 +35,7 @@ from ._base import ExtrapolationDetector
 
 
 # ----------------------------------------------------------------- helpers
-def _check_fraction(value: Any, name: str, low: float, high: float, *, closed_high: bool = False) -> float:
+def check_fraction(value: Any, name: str, low: float, high: float, *, closed_high: bool = False) -> float:
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
     if ok:
         ok = low < float(value) < high or (closed_high and float(value) == high)
@@ -45,13 +45,13 @@ def _check_fraction(value: Any, name: str, low: float, high: float, *, closed_hi
     return float(value)
 
 
-def _check_int(value: Any, name: str, minimum: int) -> int:
+def check_int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ParameterError(f"{name} must be an integer >= {minimum}, got {value!r}.")
     return int(value)
 
 
-def _seed(rng: np.random.Generator) -> int:
+def draw_seed(rng: np.random.Generator) -> int:
     """An int seed for scikit-learn estimators, drawn from the detector's generator."""
     return int(rng.integers(0, 2**31 - 1))
 
@@ -135,7 +135,7 @@ class _Encoding:
         return hit, parts
 
 
-class _EncodedDetector(ExtrapolationDetector):
+class EncodedDetector(ExtrapolationDetector):
     """Shared fit/flag plumbing: encode, then a numeric test on complete, seen rows."""
 
     def _fit(self, reference: pd.DataFrame) -> None:

@@ -20,7 +20,7 @@ from scipy.spatial import ConvexHull, QhullError
 from .._utils.validation import check_random_state
 from ..exceptions import ExtrapolationError
 from ._base import register_detector
-from ._encoded import _check_fraction, _check_int, _EncodedDetector
+from ._encoded import check_fraction, check_int, EncodedDetector
 
 __all__ = ["ConvexHullDetector"]
 
@@ -182,7 +182,7 @@ def _warn_degenerate(share: float, n: int, d: int) -> None:
 
 
 @register_detector
-class ConvexHullDetector(_EncodedDetector):
+class ConvexHullDetector(EncodedDetector):
     """Outside the convex hull of the reference data (King & Zeng).
 
     Paper, Appendix "Model Extrapolation": King and Zeng define extrapolation
@@ -266,10 +266,10 @@ class ConvexHullDetector(_EncodedDetector):
         n_inner: int = 30,
         random_state: Any = None,
     ) -> None:
-        self.tol = _check_fraction(tol, "tol", 0.0, 1.0)
-        self.qhull_max_dim = _check_int(qhull_max_dim, "qhull_max_dim", 1)
-        self.n_directions = _check_int(n_directions, "n_directions", 0)
-        self.n_inner = _check_int(n_inner, "n_inner", 0)
+        self.tol = check_fraction(tol, "tol", 0.0, 1.0)
+        self.qhull_max_dim = check_int(qhull_max_dim, "qhull_max_dim", 1)
+        self.n_directions = check_int(n_directions, "n_directions", 0)
+        self.n_inner = check_int(n_inner, "n_inner", 0)
         self.random_state = random_state
 
     def __repr__(self) -> str:

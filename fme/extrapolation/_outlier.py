@@ -15,18 +15,18 @@ import pandas as pd
 
 from .._utils.validation import check_random_state
 from ._base import register_detector
-from ._encoded import _check_fraction, _check_int, _EncodedDetector, _seed
+from ._encoded import check_fraction, check_int, EncodedDetector, draw_seed
 
 __all__ = ["IsolationForestDetector", "LOFDetector"]
 
 
-class _OutlierDetector(_EncodedDetector):
+class _OutlierDetector(EncodedDetector):
     """scikit-learn novelty detector on standardised numeric + one-hot categorical features."""
 
     label = "outlier detector"
 
     def __init__(self, contamination: float = 0.01, random_state: Any = None) -> None:
-        self.contamination = _check_fraction(contamination, "contamination", 0.0, 0.5, closed_high=True)
+        self.contamination = check_fraction(contamination, "contamination", 0.0, 0.5, closed_high=True)
         self.random_state = random_state
 
     def __repr__(self) -> str:
@@ -83,7 +83,7 @@ class IsolationForestDetector(_OutlierDetector):
     def _make(self, rng: np.random.Generator) -> Any:
         from sklearn.ensemble import IsolationForest
 
-        return IsolationForest(contamination=self.contamination, random_state=_seed(rng))
+        return IsolationForest(contamination=self.contamination, random_state=draw_seed(rng))
 
 
 @register_detector
@@ -108,7 +108,7 @@ class LOFDetector(_OutlierDetector):
 
     def __init__(self, contamination: float = 0.01, n_neighbors: int = 20, random_state: Any = None) -> None:
         super().__init__(contamination, random_state)
-        self.n_neighbors = _check_int(n_neighbors, "n_neighbors", 1)
+        self.n_neighbors = check_int(n_neighbors, "n_neighbors", 1)
 
     def _make(self, rng: np.random.Generator) -> Any:
         from sklearn.neighbors import LocalOutlierFactor

@@ -20,13 +20,13 @@ import pandas as pd
 from .._utils.validation import check_random_state
 from ..exceptions import ParameterError
 from ._base import register_detector
-from ._encoded import _check_fraction, _check_int, _EncodedDetector, _seed
+from ._encoded import check_fraction, check_int, EncodedDetector, draw_seed
 
 __all__ = ["MCECDetector", "CERTDetector"]
 
 
 # ----------------------------------------------------------------- MCEC
-class _RiskDetector(_EncodedDetector):
+class _RiskDetector(EncodedDetector):
     """Detectors with an estimated risk R(x) = U / (U + P) in [0, 1] (paper eq. extrapolation_risk),
     flagging R(x) > threshold."""
 
@@ -98,8 +98,8 @@ class MCECDetector(_RiskDetector):
         classifier: Any = None,
         random_state: Any = None,
     ) -> None:
-        self.threshold = _check_fraction(threshold, "threshold", 0.0, 1.0)
-        self.n_background = None if n_background is None else _check_int(n_background, "n_background", 1)
+        self.threshold = check_fraction(threshold, "threshold", 0.0, 1.0)
+        self.n_background = None if n_background is None else check_int(n_background, "n_background", 1)
         if classifier is not None and not (hasattr(classifier, "fit") and hasattr(classifier, "predict_proba")):
             raise ParameterError(
                 f"classifier must be a scikit-learn classifier with fit and predict_proba, got {classifier!r}."
@@ -129,11 +129,11 @@ class MCECDetector(_RiskDetector):
         X = np.vstack([enc.one_hot(reference), enc.one_hot(background)])
         y = np.r_[np.zeros(n, dtype=int), np.ones(nb, dtype=int)]
         if self.classifier is None:
-            clf = RandomForestClassifier(n_estimators=100, min_samples_leaf=5, random_state=_seed(rng))
+            clf = RandomForestClassifier(n_estimators=100, min_samples_leaf=5, random_state=draw_seed(rng))
         else:
             clf = clone(self.classifier)
             if "random_state" in clf.get_params():
-                clf.set_params(random_state=_seed(rng))
+                clf.set_params(random_state=draw_seed(rng))
         clf.fit(X, y)
         self.classifier_ = clf
         self._bg_col = int(np.flatnonzero(np.asarray(clf.classes_) == 1)[0])
@@ -210,14 +210,14 @@ class CERTDetector(_RiskDetector):
         purity: float = 0.05,
         random_state: Any = None,
     ) -> None:
-        self.threshold = _check_fraction(threshold, "threshold", 0.0, 1.0)
-        self.n_background = None if n_background is None else _check_int(n_background, "n_background", 1)
-        self.min_gain = _check_fraction(min_gain, "min_gain", 0.0, 1.0)
-        self.purity = _check_fraction(purity, "purity", 0.0, 0.5)
+        self.threshold = check_fraction(threshold, "threshold", 0.0, 1.0)
+        self.n_background = None if n_background is None else check_int(n_background, "n_background", 1)
+        self.min_gain = check_fraction(min_gain, "min_gain", 0.0, 1.0)
+        self.purity = check_fraction(purity, "purity", 0.0, 0.5)
         if isinstance(min_leaf, bool) or not isinstance(min_leaf, numbers.Real) or not min_leaf > 0:
             raise ParameterError(f"min_leaf must be a positive number, got {min_leaf!r}.")
         self.min_leaf = float(min_leaf)
-        self.max_depth = _check_int(max_depth, "max_depth", 0)
+        self.max_depth = check_int(max_depth, "max_depth", 0)
         self.random_state = random_state  # accepted for a uniform interface; the tree is deterministic
 
     def __repr__(self) -> str:

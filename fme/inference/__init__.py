@@ -28,21 +28,20 @@ numbers. When the groups are known up front (:func:`fme.ame`, with or without
 ``by``), :func:`compute_averages` never stores per-row draws: each refit's fMEs
 are averaged per group as they arrive (8 B x groups bytes).
 
-Layout: the shared types in :mod:`fme.inference._estimates`, the method choice and dispatch in
-:mod:`fme.inference._methods`, the delta Jacobians in :mod:`fme.inference._delta` and the bootstrap
-refits in :mod:`fme.inference._bootstrap`. The tables of estimates with their joint uncertainty
+Layout: the shared types in :mod:`fme.inference.estimates`, the method choice and dispatch in
+:mod:`fme.inference.methods`, the delta Jacobians in :mod:`fme.inference.delta` and the bootstrap
+refits in :mod:`fme.inference.bootstrap`. The tables of estimates with their joint uncertainty
 (:class:`EstimatesTable`) are in :mod:`fme.inference.table`.
 """
 
-from ._estimates import (BOOTSTRAP_CIS, INFERENCE_COLUMNS, INFERENCE_METHODS, Estimates, RowInference,
+from .estimates import (BOOTSTRAP_CIS, INFERENCE_COLUMNS, INFERENCE_METHODS, Estimates, RowInference,
                          alloc_draws, check_inference, group_matrix, pairwise_matrix, sample_inference,
                          undefined_where)
-from ._methods import compute_averages, compute_rows, resolve_method
+from .methods import compute_averages, compute_rows, resolve_method
 from .refit_cache import RefitCache
 from .table import EstimatesTable, JointEstimates
 
-# Pickles of tables name the estimates they carry by this public path, which does not move.
-Estimates.__module__ = "fme.inference"
+
 
 __all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "RowInference", "Estimates", "EstimatesTable",
            "JointEstimates", "RefitCache", "check_inference", "compute_averages"]

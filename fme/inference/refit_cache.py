@@ -14,7 +14,7 @@ place for models whose predictions go through BLAS matrix products, which do not
 at another place in the matrix.
 
 It is used by the bootstrap of :func:`fme.fme`, :func:`fme.ame` and the verbs built on them, in memory and on
-Dask data, and by the margins vocabulary (:mod:`fme.inference._refit_chunks`: the refitted models only).
+Dask data, and by the margins vocabulary (:mod:`fme.inference.refit_chunks`: the refitted models only).
 """
 
 from __future__ import annotations

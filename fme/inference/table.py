@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ParameterError
-from ._estimates import Estimates
-from ._hypotheses import covariance
+from .estimates import Estimates
+from .wald import covariance
 
 __all__ = ["EstimatesTable", "JointEstimates"]
 
@@ -258,7 +258,3 @@ def _concat_link(out: EstimatesTable, objs: list) -> None:
         out.estimates, out.estimates_index = first.estimates, first.estimates_index
     else:
         out._relabel(out, None)
-
-
-# Pickles name a class by its public path, which does not move when the house is rearranged.
-EstimatesTable.__module__ = "fme.inference"

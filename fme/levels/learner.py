@@ -25,7 +25,7 @@ from .._utils.validation import check_conf_level
 from ..effects import fme as _fme_verb
 from ..exceptions import DataError, FeatureError, LearnerError, LearnerWarning, ModelError, ParameterError
 from ..inference import EstimatesTable
-from ..margins import ame as _ame_verb
+from ..margins.marginal import ame as _ame_verb
 from .table import LABEL_COLUMNS, level_table
 
 __all__ = ["learner_ame", "learner_splits", "COVERS"]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..inference import EstimatesTable
-from ..inference._estimates import Estimates
+from ..inference.estimates import Estimates
 
 __all__ = ["LABEL_COLUMNS", "level_table"]
 

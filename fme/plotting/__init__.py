@@ -17,7 +17,7 @@ Modules, one per display family; imports go one way, displays -> helpers:
 * :mod:`~fme.plotting.tree`: :class:`PartitionDisplay` (layout, labels, drawing);
 * :mod:`~fme.plotting._common`: palette, fonts, axes set-up, labels, number
   formatting glue (imports no display);
-* :mod:`~fme.plotting._data`: pure NumPy rules for what a figure may draw
+* :mod:`~fme.plotting.data`: pure NumPy rules for what a figure may draw
   (finite rows, histogram edges, KDE), also used by :mod:`fme.report.analysis.figures`.
 
 Why matplotlib and not seaborn
@@ -30,8 +30,8 @@ against seaborn 0.13.2 (the version the lock pinned):
   the report's fME density): a linear model's fMEs differ by ~1e-16 relative;
   ``sns.histplot`` raises ``ValueError: Too many bins for data range`` on them
   and ``sns.kdeplot`` draws a spike of bandwidth ~1e-16, where
-  :func:`~fme.plotting._data.histogram_edges` gives one bar of visible width
-  and :func:`~fme.plotting._data.kde_curve` no curve. seaborn drops NaN and
+  :func:`~fme.plotting.data.histogram_edges` gives one bar of visible width
+  and :func:`~fme.plotting.data.kde_curve` no curve. seaborn drops NaN and
   ±inf silently; these figures count them in the legend and the caption.
 * NLM histogram (report) and NLM densities: NLM <= 1 with an atom at 1 (a
   linear path). ``sns.kdeplot``'s default ``cut=3`` puts density above 1 (a

@@ -7,8 +7,8 @@ density for three or more features and categorical steps.
 
 Drawn with matplotlib, not seaborn (see :mod:`fme.plotting` for the whole
 argument): the density layout takes its bin edges and its KDE from
-:mod:`fme.plotting._data` (one bar and no curve for flat fMEs, at most
-:data:`~fme.plotting._data.MAX_BINS` bins, non-finite values counted in the
+:mod:`fme.plotting.data` (one bar and no curve for flat fMEs, at most
+:data:`~fme.plotting.data.MAX_BINS` bins, non-finite values counted in the
 legend), which ``sns.histplot``/``sns.kdeplot`` would replace with their own
 rules; the maps need a diverging norm centred at 0 (NLM capped at 1) with a
 colorbar, and the hexbins a log count norm, neither of which seaborn's
@@ -25,7 +25,7 @@ import pandas as pd
 
 from ._common import (CMAP_COUNTS, CMAP_DIVERGING_FME, CMAP_NLM, CMAP_SEQUENTIAL, COLORS, FONTSIZE, centred_norm,
                       feature_label, fmt_num, measure_column, new_axes, place_arrow, pyplot, step_label, style_axes)
-from ._data import finite_rows, histogram_edges, kde_curve
+from .data import finite_rows, histogram_edges, kde_curve
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
@@ -361,7 +361,7 @@ class FMEDisplay:
 
     def _plot_density(self, ax: Axes, bins: int | str) -> None:
         v = self.values[self._finite()]
-        # (Nearly) constant effects: one bar of visible width and no KDE (fme.plotting._data).
+        # (Nearly) constant effects: one bar of visible width and no KDE (fme.plotting.data).
         _, _, self.hist_ = ax.hist(v, bins=histogram_edges(v, bins), density=v.size > 0,
                                    color=COLORS["points"], alpha=0.45, edgecolor="white", linewidth=0.5,
                                    label="histogram")

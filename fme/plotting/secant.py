@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ._common import COLORS, FONTSIZE, fmt_num, new_axes, step_label, style_axes
-from ._data import finite_rows
+from .data import finite_rows
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
@@ -95,7 +95,7 @@ class SecantTangentDisplay:
         ``fme_kw`` go to :func:`fme.fme` (``extrapolation``, ``target_class`` ...).
         """
         from ..effects import fme
-        from ..margins import dme
+        from ..margins.marginal import dme
 
         effects = fme(model, data, {feature: step}, **fme_kw)
         derivative = dme(model, data, feature, eps=eps, target_class=fme_kw.get("target_class"))

@@ -9,7 +9,7 @@ numbers are the report's table cells (:mod:`fme._utils.numfmt` via
 Drawn with matplotlib, not seaborn (see :mod:`fme.plotting`): the leaf panels
 are inset axes placed in the tree's data coordinates, which a seaborn
 ``FacetGrid`` (its own figure, a grid of facets) cannot give, and ``sns.histplot``
-per inset would only take the shared edges of :mod:`fme.plotting._data` that
+per inset would only take the shared edges of :mod:`fme.plotting.data` that
 ``ax.hist`` takes; a KDE per leaf would smooth leaves whose fMEs sit on a few
 atoms (a tree model's piecewise-constant predictions give exactly that).
 """
@@ -24,7 +24,7 @@ import pandas as pd
 
 from .._utils import numfmt as _shared
 from ._common import COLORS, fmt_ci, fmt_num, fmt_p, measure_column, pyplot, step_label
-from ._data import histogram_edges
+from .data import histogram_edges
 
 __all__ = ["PartitionDisplay", "STAGGER_FROM", "tree_layout", "edge_label", "leaf_label", "inner_label",
            "draw_tree"]

@@ -197,7 +197,7 @@ def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFr
     its error is raised at ``<key>.train_data``, naming the training data's text columns a text value of the
     error belongs to.
     """
-    from ...inference._bootstrap import refit_on, refit_setup
+    from ...inference.bootstrap import refit_on, refit_setup
 
     target = cfg.target
     where = key + ("train_data",)

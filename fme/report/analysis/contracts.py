@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ...inference._hypotheses import adjust_pvalues
+from ...inference.wald import adjust_pvalues
 
 __all__ = ["CONTRACT_KEYS", "contract_rows", "adjust_contracts", "any_not_met"]
 

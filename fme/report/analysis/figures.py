@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...plotting._data import finite_part, finite_rows, histogram_edges, kde_curve
+from ...plotting.data import finite_part, finite_rows, histogram_edges, kde_curve
 from ..._utils.numfmt import fmt_int, fmt_level
 from ..._utils.validation import is_categorical
 from ._svg import compact_svg

@@ -1,6 +1,6 @@
 """Tests on several estimates at once: contrasts, a joint Wald test and multiple-comparison adjustment.
 
-Built on :class:`~fme.inference._estimates.Estimates`, whatever its method: the joint covariance of the
+Built on :class:`~fme.inference.estimates.Estimates`, whatever its method: the joint covariance of the
 estimates is ``G V G'`` for the delta method, the covariance of the refits' draws for the bootstrap, and
 diagonal for ``sample`` estimates over disjoint rows (cAME leaves, by-groups).
 """
@@ -14,7 +14,7 @@ import pandas as pd
 from scipy import stats
 
 from ..exceptions import ParameterError
-from ._estimates import Estimates, pairwise_matrix
+from .estimates import Estimates, pairwise_matrix
 
 __all__ = ["MULTCOMP", "covariance", "contrast_matrix", "wald_test", "adjust_pvalues", "stack_estimates"]
 

@@ -16,18 +16,18 @@ from typing import Any
 
 import pandas as pd
 
-from ._adapters import model_frame
-from ._adapters.predictor import make_predictor
-from ._core.averages import RowQuantity, average_table
-from ._core.estimands import level_values
-from ._core.groups import check_by
-from ._dask import vocab as dask_vocab
-from ._local import vocab as local_vocab
-from ._utils.validation import check_conf_level, check_data, check_weights, is_dask_collection
-from .exceptions import ParameterError
-from .inference._estimates import INFERENCE_COLUMNS
-from .inference._methods import resolve_method
-from .inference._vcov import residual_df, with_vcov
+from .._adapters import model_frame
+from .._adapters.predictor import make_predictor
+from .._core.averages import RowQuantity, average_table
+from .._core.estimands import level_values
+from .._core.groups import check_by
+from .._dask import vocab as dask_vocab
+from .._local import vocab as local_vocab
+from .._utils.validation import check_conf_level, check_data, check_weights, is_dask_collection
+from ..exceptions import ParameterError
+from ..inference.estimates import INFERENCE_COLUMNS
+from ..inference.methods import resolve_method
+from ..inference.vcov import residual_df, with_vcov
 
 __all__ = ["predictions", "avg_predictions"]
 
@@ -63,7 +63,7 @@ def predictions(model: Any, data: pd.DataFrame, *, inference: str = "auto", boot
         chunk's task gets them); ``sample``: no interval (one row has
         no spread over rows): NaN uncertainty and ``inference='none'``.
     bootstrap : dict, optional
-        Training data and options of the refits (:mod:`fme.inference._bootstrap`).
+        Training data and options of the refits (:mod:`fme.inference.bootstrap`).
 
     Returns
     -------
@@ -93,7 +93,7 @@ def avg_predictions(model: Any, data: pd.DataFrame, *, by: str | Sequence[str] |
         ``delta``: the mean of the rows' Jacobians; ``bootstrap``: each refit's average prediction
         (``bootstrap={...}``); ``sample``: the spread over the rows with the model held fixed (t-based).
     bootstrap : dict, optional
-        Training data and options of the refits (:mod:`fme.inference._bootstrap`).
+        Training data and options of the refits (:mod:`fme.inference.bootstrap`).
 
     Returns
     -------

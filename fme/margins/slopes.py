@@ -24,19 +24,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._adapters import model_frame
-from ._adapters.predictor import make_predictor
-from ._core.averages import RowQuantity, average_table
-from ._core.estimands import SLOPES, slope_values
-from ._core.groups import check_by
-from ._dask import vocab as dask_vocab
-from ._local import vocab as local_vocab
-from ._utils.validation import (check_conf_level, check_data, check_feature_name, check_single_output,
+from .._adapters import model_frame
+from .._adapters.predictor import make_predictor
+from .._core.averages import RowQuantity, average_table
+from .._core.estimands import SLOPES, slope_values
+from .._core.groups import check_by
+from .._dask import vocab as dask_vocab
+from .._local import vocab as local_vocab
+from .._utils.validation import (check_conf_level, check_data, check_feature_name, check_single_output,
                                 check_weights, is_categorical, is_dask_collection, is_numeric)
-from .exceptions import DataError, FeatureError, ParameterError, StepError
-from .inference._estimates import INFERENCE_COLUMNS
-from .inference._methods import resolve_method
-from .inference._vcov import residual_df, with_vcov
+from ..exceptions import DataError, FeatureError, ParameterError, StepError
+from ..inference.estimates import INFERENCE_COLUMNS
+from ..inference.methods import resolve_method
+from ..inference.vcov import residual_df, with_vcov
 
 __all__ = ["avg_slopes", "dme", "SLOPES"]
 

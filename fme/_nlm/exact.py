@@ -39,11 +39,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._adapters import adapt
-from ._adapters._forest import float32_boundary
-from ._adapters.base import Unsupported
-from ._utils.progress import progress_bar
-from .nlm import CONSTANT_ULPS
+from .._adapters import adapt
+from .._adapters.forest import float32_boundary
+from .._adapters.base import Unsupported
+from .._utils.progress import progress_bar
+from ..nlm import CONSTANT_ULPS
 
 __all__ = ["tree_thresholds", "exact_nlm", "exact_support", "float32_boundary", "Unsupported"]
 

@@ -32,21 +32,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._adapters import model_frame
-from ._core.averages import RowQuantity, average_table
-from ._core.estimands import COMPARISONS, comparison_form, comparison_values, finish_averages
-from ._core.groups import check_by
-from ._core.plan import FMEOptions
-from ._dask import vocab as dask_vocab
-from ._local import vocab as local_vocab
-from ._utils.validation import check_conf_level, check_data, is_categorical, is_dask_collection
-from .exceptions import ParameterError
-from .inference._estimates import INFERENCE_COLUMNS
-from .inference._hypotheses import stack_estimates
-from .inference._methods import resolve_method
-from .inference._vcov import residual_df, with_vcov
-from .inference.table import EstimatesTable
-from .steps import levels, set_level
+from .._adapters import model_frame
+from .._core.averages import RowQuantity, average_table
+from .._core.estimands import COMPARISONS, comparison_form, comparison_values, finish_averages
+from .._core.groups import check_by
+from .._core.plan import FMEOptions
+from .._dask import vocab as dask_vocab
+from .._local import vocab as local_vocab
+from .._utils.validation import check_conf_level, check_data, is_categorical, is_dask_collection
+from ..exceptions import ParameterError
+from ..inference.estimates import INFERENCE_COLUMNS
+from ..inference.wald import stack_estimates
+from ..inference.methods import resolve_method
+from ..inference.vcov import residual_df, with_vcov
+from ..inference.table import EstimatesTable
+from ..steps import levels, set_level
 
 __all__ = ["avg_comparisons", "comparisons_by_step", "joint_bootstrap", "stacked", "COMPARISONS"]
 
@@ -79,7 +79,7 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
         comparison on the same rows; ``bootstrap={...}`` as in :func:`fme.ame`) or ``sample`` (per-row forms
         only).
     bootstrap : dict, optional
-        Training data and options of the refits (:mod:`fme.inference._bootstrap`).
+        Training data and options of the refits (:mod:`fme.inference.bootstrap`).
     vcov, df :
         As in :func:`fme.ame`.
 

@@ -4,14 +4,15 @@ The AME tables of Dask data and the margins vocabulary refit the model in chunks
 each chunk's models at once. :func:`chunk_refits` gives such a chunk: from the cache when it holds every refit
 of it (kept by any bootstrap call on the same model, training data, seed and number of resamples, the
 in-memory ``fme.fme`` included), else refitted with the seeds, refit function, convergence checks and parallel
-execution of every bootstrap of fme (:func:`fme.inference._bootstrap.run_refits`), and kept there.
+execution of every bootstrap of fme (:func:`fme.inference.execution.run_refits`), and kept there.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._bootstrap import refit_one, run_refits
+from .bootstrap import refit_one
+from .execution import run_refits
 
 __all__ = ["chunk_refits"]
 
@@ -19,7 +20,7 @@ __all__ = ["chunk_refits"]
 def chunk_refits(model: Any, spec: dict[str, Any], chunk: list, start: int, n_resamples: int, args: tuple,
                  execution: dict) -> list[tuple]:
     """(fitted model or None, error, non-convergence note) of the resamples ``start, start + 1, ...`` whose
-    seeds are ``chunk``; ``args`` = (adapter, training data, n_train) of :func:`~fme.inference._bootstrap.refit_setup`
+    seeds are ``chunk``; ``args`` = (adapter, training data, n_train) of :func:`~fme.inference.bootstrap.refit_setup`
     and ``spec`` the checked bootstrap spec (its ``cache``, if any)."""
     cache = spec.get("cache")
     entry = None if cache is None else cache.entry(model, spec)

@@ -8,7 +8,7 @@ variation CoV = SD / |mean| and t-based confidence intervals
 
     mean +- t(1 - alpha/2, n - 1) * SD / sqrt(n).
 
-``method="ctree"`` uses :class:`fme.ctree.CTree` (partykit's CTREE, as the
+``method="ctree"`` uses :class:`fme.CTree` (partykit's CTREE, as the
 paper); ``method="cart"`` a scikit-learn CART tree. ``n_partitions`` and
 ``max_sd`` reduce the grown tree as R's fmeffects does.
 
@@ -76,7 +76,7 @@ def came(
     effects : FMEResult
         From :func:`fme.fme`; a single output (not ``target_class='all'``).
     method : {'ctree', 'cart'}, default='ctree'
-        CTREE (:class:`fme.ctree.CTree`, partykit's algorithm, as the paper)
+        CTREE (:class:`fme.CTree`, partykit's algorithm, as the paper)
         or CART (scikit-learn's ``DecisionTreeRegressor``; categorical
         features are one-hot encoded and each split maps back to a level set).
     features : list of str, optional

@@ -18,28 +18,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._adapters import model_frame
-from ._adapters.predictor import make_predictor
-from ._core.groups import check_by
-from ._core.plan import FMEOptions
-from ._dask import ame as dask_ame
-from ._dask import margins as dask_margins
-from ._local import ame as local_ame
-from ._local import margins as local_margins
-from ._local.margins import AT_FIX
-from ._utils.validation import (BY_MISSING, check_conf_level, check_data, check_name_clash, check_single_output,
+from .._adapters import model_frame
+from .._adapters.predictor import make_predictor
+from .._core.groups import check_by
+from .._core.plan import FMEOptions
+from .._dask import ame as dask_ame
+from .._dask import margins as dask_margins
+from .._local import ame as local_ame
+from .._local import margins as local_margins
+from .._local.margins import AT_FIX
+from .._utils.validation import (BY_MISSING, check_conf_level, check_data, check_name_clash, check_single_output,
                                 check_weights, is_categorical, is_dask_collection, is_numeric)
 from .comparisons import comparisons_by_step, joint_bootstrap, stacked
-from .exceptions import DataError, FeatureError, ParameterError, StepError
-from .hypotheses import hypotheses
-from .inference import EstimatesTable
-from .inference._estimates import INFERENCE_COLUMNS
-from .inference._hypotheses import NAMED
-from .inference._methods import resolve_method
-from .inference._vcov import residual_df, with_vcov
-# dme (the derivative ME, paper §2.2, §3.1) lives with the other derivatives; fme.margins.dme is its public path
+from ..exceptions import DataError, FeatureError, ParameterError, StepError
+from .testing import hypotheses
+from ..inference import EstimatesTable
+from ..inference.estimates import INFERENCE_COLUMNS
+from ..inference.wald import NAMED
+from ..inference.methods import resolve_method
+from ..inference.vcov import residual_df, with_vcov
+# dme (the derivative ME, paper §2.2, §3.1) lives with the other derivatives; fme.margins.marginal.dme is its public path
 from .slopes import dme
-from .steps import levels, parse_steps, same_level
+from ..steps import levels, parse_steps, same_level
 
 __all__ = ["ame", "mem", "mer", "dme", "typical_values", "AME_COLUMNS", "MER_COLUMNS"]
 
@@ -119,7 +119,7 @@ def ame(
     multcomp : {'holm', 'bonferroni', 'fdr_bh'}, optional
         Adjusted p-values over the rows (or hypotheses): ``p_value_adj``.
     vcov : {'HC0', 'HC1', 'HC2', 'HC3'}, {'cluster': column} or array, optional
-        The delta method's parameter covariance (:mod:`fme.inference._vcov`): heteroskedasticity-robust,
+        The delta method's parameter covariance (:mod:`fme.inference.vcov`): heteroskedasticity-robust,
         cluster-robust by a column of the model's training data, or a k x k matrix; the ``inference``
         column names it (``delta (HC3)``).
     df : float or 'residual', optional
@@ -130,7 +130,7 @@ def ame(
         ``'lift'`` and their ``...avg`` forms return :func:`fme.avg_comparisons` of each step (pandas
         or Dask data, delta, bootstrap or sample; the NLM and cAMEs stay on the difference scale).
     bootstrap : dict, optional
-        Training data and options of the refits (:mod:`fme.inference._bootstrap`); all
+        Training data and options of the refits (:mod:`fme.inference.bootstrap`); all
         rows of the table share the same refits.
     conf_level : float, default=0.95
     features : sequence of str, optional

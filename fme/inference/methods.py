@@ -1,9 +1,9 @@
 """Which uncertainty a call gets, and the dispatch to its worker (delta method, bootstrap, fixed-model sample).
 
-The types every method shares (:class:`~fme.inference._estimates.Estimates`,
-:class:`~fme.inference._estimates.RowInference`) live in
-:mod:`fme.inference._estimates`; the workers in :mod:`fme.inference._delta` and
-:mod:`fme.inference._bootstrap` import only those, so this dispatch imports
+The types every method shares (:class:`~fme.inference.estimates.Estimates`,
+:class:`~fme.inference.estimates.RowInference`) live in
+:mod:`fme.inference.estimates`; the workers in :mod:`fme.inference.delta` and
+:mod:`fme.inference.bootstrap` import only those, so this dispatch imports
 them at the top (no cycle).
 """
 
@@ -16,9 +16,9 @@ import pandas as pd
 
 from .._utils.warn import warn_caller
 from ..exceptions import FixedModelWarning, ParameterError
-from ._bootstrap import bootstrap_rows, check_bootstrap
-from ._delta import delta_rows, supports_delta
-from ._estimates import Estimates, RowInference, check_inference, sample_inference
+from .bootstrap import bootstrap_rows, check_bootstrap
+from .delta import delta_rows, supports_delta
+from .estimates import Estimates, RowInference, check_inference, sample_inference
 
 __all__ = ["resolve_method", "compute_rows", "compute_averages"]
 
@@ -28,7 +28,7 @@ def resolve_method(inference: str, model: Any, bootstrap: Any, multi_output: boo
 
     ``auto``: ``bootstrap`` when a ``bootstrap`` specification is given, else
     ``delta`` when the model supports it (statsmodels results, the protocol of
-    :mod:`fme.inference._delta`), else ``sample`` with a
+    :mod:`fme.inference.delta`), else ``sample`` with a
     :class:`~fme.exceptions.FixedModelWarning` (the interval then holds the model fixed). Multi-output (``target_class='all'``)
     results only have ``sample``.
     """

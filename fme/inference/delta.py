@@ -22,7 +22,7 @@ Protocol for other models (all three methods)::
     model.get_vcov() -> array (k, k)          # their covariance
     model.get_predict(params, data) -> array  # predictions at theta = params for a DataFrame
 
-This module turns the adapter's ingredients into :class:`~fme.inference._estimates.RowInference`.
+This module turns the adapter's ingredients into :class:`~fme.inference.estimates.RowInference`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import pandas as pd
 from .._adapters import adapt
 from .._adapters.base import check_vcov
 from ..exceptions import ModelError
-from ._estimates import RowInference
+from .estimates import RowInference
 
 __all__ = ["supports_delta", "delta_rows", "evaluate_with_jacobian"]
 
@@ -90,7 +90,7 @@ def delta_rows(model: Any, X0: pd.DataFrame, X1: pd.DataFrame, values: np.ndarra
     if not support:
         raise ModelError(
             f"inference='delta' needs parameters and their covariance; {support.reason}. "
-            "Use a statsmodels results object, implement get_coef/get_vcov/get_predict (see fme.inference._delta), "
+            "Use a statsmodels results object, implement get_coef/get_vcov/get_predict (see fme.inference.delta), "
             "or use inference='bootstrap' (refits) or 'sample' (fixed model)."
         )
     jac, vcov, kernel = adapter.fme_jacobian(X0, X1, f0)

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._utils.validation import check_conf_level
-from .exceptions import ParameterError
-from .inference import EstimatesTable, JointEstimates
+from .._utils.validation import check_conf_level
+from ..exceptions import ParameterError
+from ..inference import EstimatesTable, JointEstimates
 # stack_estimates lives with the other tests' types (the Dask engine stacks its rows too); re-exported here
-from .inference._hypotheses import (MULTCOMP, NAMED, adjust_pvalues, equivalence_columns, named_matrix,
+from ..inference.wald import (MULTCOMP, NAMED, adjust_pvalues, equivalence_columns, named_matrix,
                                     parse_equation, stack_estimates, transform)
 
 __all__ = ["hypotheses", "stack_estimates"]

@@ -20,17 +20,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._adapters import model_frame
-from ._adapters.predictor import make_predictor
-from ._dask import interactions as dask_interactions
-from ._local import interactions as local_interactions
-from ._utils.validation import check_conf_level, check_data, is_dask_collection
-from .exceptions import ParameterError, StepError
-from .extrapolation import make_detector
-from .inference._estimates import INFERENCE_COLUMNS
-from .inference._methods import resolve_method
-from .inference.table import EstimatesTable
-from .steps import parse_steps
+from .._adapters import model_frame
+from .._adapters.predictor import make_predictor
+from .._dask import interactions as dask_interactions
+from .._local import interactions as local_interactions
+from .._utils.validation import check_conf_level, check_data, is_dask_collection
+from ..exceptions import ParameterError, StepError
+from ..extrapolation import make_detector
+from ..inference.estimates import INFERENCE_COLUMNS
+from ..inference.methods import resolve_method
+from ..inference.table import EstimatesTable
+from ..steps import parse_steps
 
 __all__ = ["interaction"]
 
