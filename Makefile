@@ -15,7 +15,7 @@ STAMP  := $(VENV)/.fme-installed
 SETUP_LOG := $(VENV)/setup.log
 LATEST := .venv-latest
 
-.PHONY: test test-fast test-latest demo paper report bench lock clean
+.PHONY: lint test test-fast test-latest demo paper report bench lock clean
 
 REPORT_CONFIGS := $(wildcard reports/*.yaml)
 
@@ -38,6 +38,12 @@ $(STAMP): $(LOCK) pyproject.toml $(UV)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# ruff (lint and format check; configuration in pyproject.toml) and mypy, strict on the computing layers.
+lint: $(STAMP)
+	$(BIN)/ruff check fme tests benchmarks simulations
+	$(BIN)/ruff format --check fme tests benchmarks simulations
+	$(BIN)/mypy
+
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 
@@ -56,7 +62,7 @@ demo: $(STAMP)
 # Python >= 3.11, and regenerate environment.yml from it. Review the diff, then run `make test`.
 lock: $(UV)
 	printf 'setuptools>=77\n' | $(UV) pip compile --quiet --upgrade --universal --python-version 3.11 \
-		--generate-hashes --extra test --custom-compile-command "make lock" pyproject.toml - -o $(LOCK)
+		--generate-hashes --extra test --extra lint --custom-compile-command "make lock" pyproject.toml - -o $(LOCK)
 	printf 'uv==%s\n' "$$($(UV) --version | cut -d' ' -f2)" | $(UV) pip compile --quiet --universal \
 		--python-version 3.11 --generate-hashes --custom-compile-command "make lock" - -o requirements-tools.lock
 	$(MAKE) --no-print-directory $(STAMP)
