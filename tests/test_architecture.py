@@ -316,39 +316,115 @@ def test_every_engine_module_is_listed_or_a_helper():
     assert set(local) - set(ENGINE_ENTRIES) <= {"margins"}, local
 
 
-def private_names_across_packages(root: Path = SOURCE, package: str = "fme") -> list[str]:
-    """``from X import _name`` where X's package is not the importer's own (a leading underscore means private
-    to its package: such a name becomes public there, or moves)."""
+def _is_private(segment: str) -> bool:
+    return segment.startswith("_") and not segment.startswith("__")
+
+
+def _owner_allows(importer: str, target: str) -> bool:
+    """A module with a private segment (``a._b.c``) belongs to the package above that segment (``a``): only
+    modules inside it may import it, for every private segment of the path."""
+    parts = target.split(".")
+    for i, segment in enumerate(parts):
+        if _is_private(segment):
+            owner = ".".join(parts[:i])
+            if not (importer == owner or importer.startswith(owner + ".")):
+                return False
+    return True
+
+
+def private_reaches(root: Path = SOURCE, package: str = "fme") -> list[str]:
+    """Every reach into another package's private module or another module's private name.
+
+    A leading underscore is private to where it stands: a module ``_m`` to its package (``fme._core`` to
+    ``fme``, ``fme.inference.execution``'s sibling ``_x`` to ``fme.inference``), a name ``_f`` to its module.
+    Found: ``import``/``from ... import`` of such a module from outside its package, ``from m import _f``
+    from another module, and ``m._f`` on a module ``m`` bound by an import.
+    """
     known = module_files(root, package)
     out = []
     for module, path in known.items():
         own = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.ImportFrom):
-                continue
-            if node.level:
-                base = own.split(".")[: len(own.split(".")) - (node.level - 1)]
-                origin = ".".join(base + ([node.module] if node.module else []))
-            else:
-                origin = node.module or ""
-            if origin.split(".")[0] != package:
-                continue
-            origin_pkg = origin if (origin in known and known[origin].name == "__init__.py") else origin.rsplit(".", 1)[0]
-            for alias in node.names:
-                if alias.name.startswith("_") and not alias.name.startswith("__") and origin_pkg != own:
-                    out.append(f"{module}: from {origin} import {alias.name}")
-    return sorted(out)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bound: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] != package:
+                        continue
+                    if not _owner_allows(module, alias.name):
+                        out.append(f"{module}: import {alias.name}")
+                    if alias.asname and alias.name in known:
+                        bound[alias.asname] = alias.name
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = own.split(".")[: len(own.split(".")) - (node.level - 1)]
+                    origin = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    origin = node.module or ""
+                if origin.split(".")[0] != package:
+                    continue
+                for alias in node.names:
+                    full = f"{origin}.{alias.name}"
+                    if full in known:
+                        if not _owner_allows(module, full):
+                            out.append(f"{module}: from {origin} import {alias.name}")
+                        bound[alias.asname or alias.name] = full
+                        continue
+                    if not _owner_allows(module, origin):
+                        out.append(f"{module}: from {origin} import {alias.name}")
+                    elif _is_private(alias.name) and origin != module:
+                        out.append(f"{module}: from {origin} import {alias.name}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
+                    and _is_private(node.attr) and bound[node.value.id] != module):
+                out.append(f"{module}: {bound[node.value.id]}.{node.attr}")
+    return sorted(set(out))
 
 
-def test_no_private_name_is_imported_from_another_package():
-    assert private_names_across_packages() == []
+def test_no_private_module_or_name_is_reached_from_outside():
+    """What another package uses is public there (a module without underscore, or a name without one);
+    what stays private is used only where it stands."""
+    assert private_reaches() == []
 
 
-def test_the_private_name_check_finds_a_planted_import(tmp_path):
-    root = _write(tmp_path / "pkg", {"__init__.py": "", "a/__init__.py": "", "a/m.py": "_x = 1\n",
-                                     "a/n.py": "from .m import _x\n", "b/__init__.py": "",
-                                     "b/k.py": "from ..a.m import _x\n"})
-    assert private_names_across_packages(root, "pkg") == ["pkg.b.k: from pkg.a.m import _x"]
+def test_the_private_reach_check_finds_each_planted_kind(tmp_path):
+    root = _write(tmp_path / "pkg", {
+        "__init__.py": "", "a/__init__.py": "", "a/m.py": "_x = 1\ny = 2\n", "a/_p.py": "z = 3\n",
+        "a/n.py": "from ._p import z\nfrom .m import y\n",          # inside a: its private module is fine
+        "a/o.py": "from .m import _x\n",                              # a private name of another module
+        "b/__init__.py": "",
+        "b/k.py": "from ..a._p import z\nfrom ..a import _p\nimport pkg.a._p\n",   # another package's private module
+        "b/l.py": "from ..a import m\nimport pkg.a.m as am\n\nv = m._x + am._x + m.y\n",  # attribute reach-ins
+    })
+    assert private_reaches(root, "pkg") == [
+        "pkg.a.o: from pkg.a.m import _x",
+        "pkg.b.k: from pkg.a import _p", "pkg.b.k: from pkg.a._p import z", "pkg.b.k: import pkg.a._p",
+        "pkg.b.l: pkg.a.m._x",
+    ]
+
+
+def test_no_module_shares_a_name_with_a_public_function():
+    """Importing a submodule binds it as an attribute of its package: a module fme/<name>.py beside a public
+    fme.<name> would replace the function (the reason the margins vocabulary lives in fme/margins/)."""
+    import fme
+
+    children = {p.stem for p in SOURCE.glob("*.py")} | {p.name for p in SOURCE.iterdir() if (p / "__init__.py").exists()}
+    assert sorted(children & set(fme.__all__)) == []
+
+
+def test_no_import_hooks_or_module_rewrites():
+    """fme has no users of an older layout to keep: no import hook, no module class swap, no __module__ rewrite."""
+    found = []
+    for path in SOURCE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and target.attr in ("__module__", "__class__"):
+                        found.append(f"{path.relative_to(SOURCE)}:{node.lineno}")
+            if isinstance(node, ast.Attribute) and node.attr in ("meta_path", "path_hooks"):
+                found.append(f"{path.relative_to(SOURCE)}:{node.lineno}")
+    assert found == []
 
 
 def test_extrapolation_families_import_only_the_base_downwards(graph):

@@ -1,4 +1,4 @@
-"""Issue 23, edges of the front doors: name clashes, what an interval covers, missing by values, other frames.
+"""Edges of the front doors: name clashes, what an interval covers, missing by values, other frames.
 
 Data shipped with scikit-learn (diabetes) and statsmodels (spector); no downloads.
 """
@@ -30,7 +30,7 @@ def linreg(diabetes):
     return LinearRegression().fit(X, y)
 
 
-# ----------------------------------------------------------------- item 2: name clashes
+# ----------------------------------------------------------------- name clashes
 @pytest.mark.parametrize("name", _AME_COLUMNS)
 def test_by_column_named_like_an_output_column_is_refused(diabetes, linreg, name):
     X, _ = diabetes
@@ -88,7 +88,7 @@ def test_at_without_clash_keeps_the_grid_values(diabetes, linreg):
     assert (out["note"] == "").all()
 
 
-# ----------------------------------------------------------------- item 6: missing by values, missing regressors
+# ----------------------------------------------------------------- missing by values, missing regressors
 def _with_missing_group(X):
     g = np.where(X["sex"] > 0, "m", "f").astype(object)
     g[:10] = None
@@ -180,7 +180,7 @@ def test_statsmodels_missing_regressor_on_dask_data(spector):
     assert "excluded (missing value in a model input, left out as the model's fit did): 3" in b.summary()
 
 
-# ----------------------------------------------------------------- item 3: what an interval covers
+# ----------------------------------------------------------------- what an interval covers
 def _fixed_model_warnings(fn):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -250,7 +250,7 @@ def test_tidy_of_fme_and_ame_share_their_columns(diabetes, steps):
     assert t["contrast"].iloc[0] == ("bmi + 0.01" if "bmi" in steps else "sex_cat -> 'm'")
 
 
-# ----------------------------------------------------------------- item 4: refits that did not converge
+# ----------------------------------------------------------------- refits that did not converge
 def _nonconverged_seeds(data, n_resamples, random_state):
     """Independently: which resamples' logit refits do not converge (statsmodels' own flag)."""
     import statsmodels.formula.api as smf
@@ -331,7 +331,7 @@ def test_percentile_interval_on_few_refits_warns(diabetes, linreg):
             fme.ame(linreg, X, {"bmi": 0.01}, **{"bootstrap": spec, **kw})
 
 
-# ----------------------------------------------------------------- item 8: other data frames
+# ----------------------------------------------------------------- other data frames
 class _ArrowStream:
     """Only the Arrow PyCapsule stream interface (as polars, DuckDB, ... offer it); counts conversions."""
 
@@ -405,7 +405,7 @@ def test_duplicated_index_gets_an_error_naming_it(diabetes, linreg):
             fn(dup)
 
 
-# ----------------------------------------------------------------- item 5: parallel refits
+# ----------------------------------------------------------------- parallel refits
 def _boot_rows(model, X, y, **spec):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", fme.BootstrapWarning)

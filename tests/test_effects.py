@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import CallRecorder
+from tests.conftest import CallRecorder
 
 import fme
 from fme.exceptions import ExtrapolationError, FMEError, ParameterError
@@ -176,7 +176,7 @@ def _rescaled_truth(d):
 
 
 @pytest.mark.parametrize("batch_size", [None, 3])
-def test_item1_predict_modifying_its_input_gives_correct_fme_and_nlm(data, batch_size):
+def test_predict_modifying_its_input_gives_correct_fme_and_nlm(data, batch_size):
     before = data.copy()
     got = fme.fme(_RescalingModel(), data, {"x1": 2.0}, nlm=True, batch_size=batch_size)
     want = fme.fme(_rescaled_truth, data, {"x1": 2.0}, nlm=True)
@@ -187,7 +187,7 @@ def test_item1_predict_modifying_its_input_gives_correct_fme_and_nlm(data, batch
     pd.testing.assert_frame_equal(data, before)
 
 
-def test_item1_max_linear_step_with_input_modifying_model(data):
+def test_max_linear_step_with_input_modifying_model(data):
     got = fme.max_linear_step(_RescalingModel(), data.iloc[1:4], "x1", {"x1": 1.0})
     want = fme.max_linear_step(_rescaled_truth, data.iloc[1:4], "x1", {"x1": 1.0})
     np.testing.assert_allclose(got["scale"], want["scale"], rtol=1e-12)
@@ -204,12 +204,12 @@ class _ScoreDetector:
         return np.linspace(0.0, 0.9, len(points))
 
 
-def test_item2_detector_returning_scores_is_refused(data):
+def test_detector_returning_scores_is_refused(data):
     with pytest.raises(ExtrapolationError, match=r"flag\(\) returned float64 values.*must return booleans"):
         fme.fme(cubic, data, {"x1": 1.0}, extrapolation=_ScoreDetector())
 
 
-def test_item2_detector_returning_0_1_integers_works(data):
+def test_detector_returning_0_1_integers_works(data):
     class Ints(_ScoreDetector):
         def flag(self, points):
             return (points["x1"].to_numpy() > 7).astype(np.int64)
@@ -218,7 +218,7 @@ def test_item2_detector_returning_0_1_integers_works(data):
     assert list(res.extrapolated.index) == ["obs7", "obs8", "obs9"]  # x + h > 7 for x1 >= 7
 
 
-def test_item6_predict_raising_in_a_later_batch_names_model_stage_rows(data):
+def test_predict_raising_in_a_later_batch_names_model_stage_rows(data):
     def model(d):
         if (d["x1"] > 8).any():
             raise RuntimeError("boom in the model")
@@ -234,7 +234,7 @@ def test_item6_predict_raising_in_a_later_batch_names_model_stage_rows(data):
         fme.fme(lambda d: model(d) if len(d) > 10 else d["x1"].to_numpy(), data, {"x1": 1.0}, nlm=True)
 
 
-def test_item6_detector_fit_and_flag_raising_name_the_detector_and_stage(data):
+def test_detector_fit_and_flag_raising_name_the_detector_and_stage(data):
     class Broken(_ScoreDetector):
         name = "broken"
 
@@ -256,7 +256,7 @@ def test_item6_detector_fit_and_flag_raising_name_the_detector_and_stage(data):
         fme.fme(cubic, data, {"x1": 1.0}, extrapolation=BadShrink(), on_extrapolation="shrink")
 
 
-def test_item7_detector_class_instead_of_instance(data):
+def test_detector_class_instead_of_instance(data):
     with pytest.raises(ExtrapolationError, match=r"is a detector class; pass an instance, e.g. "
                        r"extrapolation=ConvexHullDetector\(\)"):
         fme.fme(cubic, data, {"x1": 1.0}, extrapolation=fme.ConvexHullDetector)

@@ -110,7 +110,7 @@ def test_bad_direction():
         max_linear_step(square, x, "g", {"g": "a"})
 
 
-def test_item13_max_linear_step_with_nan_names_the_feature():
+def test_max_linear_step_with_nan_names_the_feature():
     x = pd.DataFrame({"x": [1.0, np.nan, 2.0], "y": [0.0, 1.0, 2.0]}, index=["a", "b", "c"])
     with pytest.raises(StepError, match=r"feature 'x' has 1 missing or infinite value\(s\) \(first at index label "
                        r"'b'\).*dropna\(subset=\['x'\]\)"):

@@ -316,7 +316,7 @@ def test_flat_paths_are_undefined_and_counted_apart(grid):
 
 
 def test_small_scale_paths_keep_their_nlm_by_default(grid):
-    """Issue 23 item 9: a path varying by 1e-9 around 0.5 is ~10^7 ulps from rounding; its NLM is defined
+    """A path varying by 1e-9 around 0.5 is ~10^7 ulps from rounding; its NLM is defined
     (that of sin(5 x1) along the path: the NLM is invariant to f -> a + b f) whatever the other rows do."""
     res = fme.fme(_near_flat, grid, {"x1": 0.7}, nlm=True, nlm_method="gauss-legendre")
     x2, x3 = grid["x2"].to_numpy(), grid["x3"].to_numpy()
@@ -383,7 +383,7 @@ def _logistic_path_nlm(eta0: float, deta: float, m: int = 200_000) -> float:
 
 @pytest.mark.parametrize("method", ["gauss-kronrod", "gauss-legendre", "simpson38"])
 def test_mtcars_logit_small_probabilities_have_their_nlm(method):
-    """Issue 23 item 9 on R fmeffects' own example: glm(am ~ hp + wt, binomial) on mtcars, step hp + 10. The
+    """On R fmeffects' own example: glm(am ~ hp + wt, binomial) on mtcars, step hp + 10. The
     heavy cars have P(am = 1) ~ 1e-8 (about 3e-8 for the Lincoln); the relative flat rule set their NLM to
     NaN although it is well defined (fmeffects: 0.985): here it equals an independent dense Simpson rule."""
     import statsmodels.api as sm

@@ -103,7 +103,7 @@ def test_random_frames_work_or_raise_fme_errors_and_are_not_modified(kinds, n, s
 
 
 @pytest.mark.parametrize("method", ["ctree", "cart"])
-def test_item3_came_refuses_a_complex_covariate_on_both_tree_paths(method):
+def test_came_refuses_a_complex_covariate_on_both_tree_paths(method):
     rng = np.random.default_rng(1)
     X = pd.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60),
                       "z": rng.normal(size=60) + 1j * rng.normal(size=60)})

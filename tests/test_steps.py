@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import CallRecorder
+from tests.conftest import CallRecorder
 
 import fme
 from fme.exceptions import DataError, FeatureError, StepError
@@ -253,13 +253,13 @@ def _lin(d):
     return d["a"].to_numpy(dtype=float)
 
 
-def test_item3_complex_column_cannot_be_stepped():
+def test_complex_column_cannot_be_stepped():
     X = pd.DataFrame({"a": [1.0, 2.0, 3.0], "z": np.array([1 + 1j, 2, 3])})
     with pytest.raises(StepError, match="feature 'z' is complex-valued: a step would drop its imaginary part"):
         fme.fme(_lin, X, {"z": 1.0})
 
 
-def test_item5_object_column_mixing_numbers_and_text_refuses_numeric_step():
+def test_object_column_mixing_numbers_and_text_refuses_numeric_step():
     X = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "o": pd.Series([1, 2, 3, "n/a"], dtype=object)})
     with pytest.raises(StepError, match=r"feature 'o' is an object column holding numbers.*the numeric step 1 would "
                        r"be read as a move to the level 1.*pd.to_numeric\(data\['o'\], errors='coerce'\)"):
@@ -268,7 +268,7 @@ def test_item5_object_column_mixing_numbers_and_text_refuses_numeric_step():
     assert fme.fme(_lin, X, {"o": "n/a"}).n == 3
 
 
-def test_item9_text_in_reference_datas_stepped_feature():
+def test_text_in_reference_datas_stepped_feature():
     X = pd.DataFrame({"a": [1.0, 2.0, 3.0]})
     ref = pd.DataFrame({"a": ["low", "high", "low"]})
     with pytest.raises(DataError, match=r"feature 'a' is numeric in the data but str in reference_data \(values such "
@@ -276,7 +276,7 @@ def test_item9_text_in_reference_datas_stepped_feature():
         fme.fme(_lin, X, {"a": 1.0}, reference_data=ref, extrapolation="envelope")
 
 
-def test_item13_infinite_stepped_value_is_left_out_and_counted():
+def test_infinite_stepped_value_is_left_out_and_counted():
     X = pd.DataFrame({"a": [1.0, np.inf, 3.0, -np.inf, np.nan]})
     res = fme.fme(lambda d: d["a"].to_numpy() ** 2, X, {"a": 1.0})
     assert list(res.results.index) == [0, 2]
@@ -285,7 +285,7 @@ def test_item13_infinite_stepped_value_is_left_out_and_counted():
     assert "excluded (missing or infinite value in a stepped feature): 3" in res.summary()
 
 
-def test_item13_step_so_large_predictions_overflow_names_the_step():
+def test_step_so_large_predictions_overflow_names_the_step():
     X = pd.DataFrame({"a": [1.0, 2.0]})
     with pytest.raises(fme.PredictionError, match=r"non-finite prediction\(s\) at f\(x \+ h\) for the step a \+ 1e\+300"
                        r".*overflow from a step too large"):

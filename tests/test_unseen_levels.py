@@ -1,4 +1,4 @@
-"""Issue 23, item 7: a categorical step to a level the fitted model never saw is refused, naming the level
+"""A categorical step to a level the fitted model never saw is refused, naming the level
 and the model's levels, whatever the extrapolation detector."""
 
 from __future__ import annotations
