@@ -32,14 +32,14 @@ def chunk_refits(model: Any, spec: dict[str, Any], chunk: list[np.random.SeedSeq
     idx = range(start, start + len(chunk))
     if entry is not None and entry.keeping and all(b in entry.results for b in idx):
         fits = [entry.results[b] for b in idx]
-        cache = cast(RefitCache, cache)  # entry came from it
+        cache = cast("RefitCache", cache)  # entry came from it
         cache.reused += sum(f[0] is not None for f in fits)
         execution.update({"mode": "cached", "workers": 1, "reused": execution.get("reused", 0) + len(fits)})
         return fits
     fits = list(run_refits(refit_one, chunk, args, n_jobs=spec["n_jobs"], backend=spec["backend"], model=model,
                            execution=execution))
     if entry is not None:
-        cache = cast(RefitCache, cache)  # entry came from it
+        cache = cast("RefitCache", cache)  # entry came from it
         for b, fit in zip(idx, fits):
             cache.keep(entry, b, *fit, n_resamples)
     return fits
