@@ -120,7 +120,8 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
         else:
             draws[where] = sums[-1] / counts.sum()
             with np.errstate(invalid="ignore", divide="ignore"):
-                cast(np.ndarray, group_draws)[:, where] = np.where(counts[:, None] > 0, sums[:-1] / counts[:, None], 0.0)
+                cast(np.ndarray, group_draws)[:, where] = np.where(counts[:, None] > 0, sums[:-1] / counts[:, None],
+                                                                   0.0)
         del models, fits
     ok = np.isfinite(draws)
     n_failed = check_refits(B, int(ok.sum()), tally)
