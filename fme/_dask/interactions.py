@@ -78,7 +78,7 @@ def interaction(model: Any, data: Any, sa: tuple[Step, ...], sb: tuple[Step, ...
     from dask.base import compute, persist
     from dask.delayed import delayed
 
-    cast(Any, require_dask)()  # (not annotated in fme._dask.common)
+    cast(Any, require_dask)()  # require_dask is not annotated yet (fme._dask.common)
     data = model_frames(model, as_dask(data, "data"))
     with_jac = method == "delta"
     chunks = [delayed(_chunk)(p, model, sa, sb, target_class, with_jac) for p in data.to_delayed()]
