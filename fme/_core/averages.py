@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -43,8 +43,8 @@ REFIT_CHUNK = 50
 class RowQuantity:
     """A quantity averaged over rows (module docstring): its per-row values and its function of the means."""
 
-    rows: Callable[..., tuple]
-    finish: Callable[..., tuple] | None = None
+    rows: Callable[..., tuple[Any, ...]]
+    finish: Callable[..., tuple[Any, ...]] | None = None
 
     def of_means(self, means: np.ndarray, mean_jacobian: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """(estimates, gradients (one row each) or None) from the groups' means; without ``finish``, the mean of
@@ -90,7 +90,8 @@ def estimates_of(quantity: RowQuantity, sums: Any, method: str) -> Estimates:
                      df=np.tile(np.maximum(m.n - 1.0, 1.0), c))
 
 
-def model_values(quantity: RowQuantity, piece: Any, models: Sequence[Any], errors: list | None = None) -> np.ndarray:
+def model_values(quantity: RowQuantity, piece: Any, models: Sequence[Any],
+                 errors: list[str] | None = None) -> np.ndarray:
     """The per-row values of each model side by side (n, c * len(models)); a model whose prediction fails
     gives NaN columns (that refit is then left out and counted as failed, as in :mod:`fme.inference.bootstrap`),
     its message appended to ``errors`` when given."""
@@ -110,8 +111,9 @@ def model_values(quantity: RowQuantity, piece: Any, models: Sequence[Any], error
     return np.hstack([np.full(shape, np.nan) if c is None else c for c in cols])
 
 
-def refit_draws(model: Any, spec: dict, evaluate: Callable[[list], np.ndarray], defined: np.ndarray | None = None,
-                errors: list | None = None) -> tuple[np.ndarray, dict]:
+def refit_draws(model: Any, spec: dict[str, Any], evaluate: Callable[[list[Any]], np.ndarray],
+                defined: np.ndarray | None = None,
+                errors: list[str] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     """Bootstrap draws of estimates: ``evaluate(models) -> (m, len(models))`` for each chunk of successful
     refits (:data:`REFIT_CHUNK` at a time: the same seeds, refit function and convergence checks as every
     bootstrap of fme); a column with a NaN where the fitted model's estimate is ``defined`` is a refit whose
@@ -123,7 +125,7 @@ def refit_draws(model: Any, spec: dict, evaluate: Callable[[list], np.ndarray], 
     B = int(spec["n_resamples"])
     seeds = np.random.SeedSequence(spec["random_state"]).spawn(B)
     tally = RefitTally(spec["keep_nonconverged"])
-    execution: dict = {}
+    execution: dict[str, Any] = {}
     columns: list[np.ndarray] = []
     starts = range(0, B, REFIT_CHUNK)
     for start in progress_bar(starts, total=len(starts), desc="bootstrap refits (chunks)", progress=spec["progress"]):
@@ -147,7 +149,7 @@ def refit_draws(model: Any, spec: dict, evaluate: Callable[[list], np.ndarray], 
     return draws[:, ok], info
 
 
-def bootstrap_of(estimate: np.ndarray, draws: np.ndarray, info: dict) -> Estimates:
+def bootstrap_of(estimate: np.ndarray, draws: np.ndarray, info: dict[str, Any]) -> Estimates:
     """:class:`Estimates` of the bootstrap from the fitted model's estimates and the refits' draws."""
     return Estimates("bootstrap", np.asarray(estimate, dtype=float), draws=draws, ci=info["ci"],
                      n_failed=info["n_failed"], errors=info["errors"], n_nonconverged=info["n_nonconverged"])
@@ -172,7 +174,7 @@ def delta_table(est: Estimates, t_df: float | None, label: str, conf_level: floa
 
 
 def average_table(est: Estimates, keys: pd.DataFrame, counts: np.ndarray, t_df: float | None, label: str,
-                  conf_level: float, head: dict | None = None) -> EstimatesTable:
+                  conf_level: float, head: dict[str, Any] | None = None) -> EstimatesTable:
     """The table of averaged estimates: ``head`` columns, the ``by`` keys, ``estimate``, the inference columns and
     ``n``: an :class:`~fme.EstimatesTable` keeping the joint uncertainty (for :func:`fme.hypotheses`) and the
     bootstrap's record."""
@@ -182,8 +184,8 @@ def average_table(est: Estimates, keys: pd.DataFrame, counts: np.ndarray, t_df: 
                      pd.DataFrame({"estimate": est.estimate}), table, pd.DataFrame({"n": counts})], axis=1)
     out = EstimatesTable.from_frame(out, est, conf_level=conf_level)
     if est.method == "bootstrap":
-        out.bootstrap = {"n_resamples": int(est.draws.shape[1] + est.n_failed), "n_failed": est.n_failed,
-                         "n_nonconverged": est.n_nonconverged, "errors": list(est.errors)}
+        out.bootstrap = {"n_resamples": int(cast(np.ndarray, est.draws).shape[1] + est.n_failed),
+                         "n_failed": est.n_failed, "n_nonconverged": est.n_nonconverged, "errors": list(est.errors)}
     return out
 
 

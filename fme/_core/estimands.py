@@ -15,7 +15,7 @@ the delta method) or under a refitted one (the bootstrap), in the form of
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -55,7 +55,7 @@ def level_rows(model: Any, X: pd.DataFrame, target_class: Any = None) -> tuple[n
 
 
 def level_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, predictor: Any,
-                 target_class: Any) -> tuple:
+                 target_class: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Per-row f(x) of the fitted model (``refit`` None, with its Jacobian for ``delta``) or of a refitted one,
     on a piece of the model's frame."""
     X = predictor.select(piece)
@@ -66,8 +66,9 @@ def level_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, pr
     return p(X, stage="f(x)")[:, None], None, None
 
 
-def slope_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, predictor: Any, variables: tuple,
-                 steps: tuple, slope: str, target_class: Any) -> tuple:
+def slope_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, predictor: Any,
+                 variables: tuple[Any, ...], steps: tuple[float, ...], slope: str,
+                 target_class: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Per-row slopes of each variable (one column each) on a piece of the model's frame: the central difference
     dydx = (f(x + eps/2) - f(x - eps/2)) / eps, transformed to ``eyex`` = dydx x / y, ``eydx`` = dydx / y or
     ``dyex`` = dydx x; under the fitted model (``refit`` None; with their Jacobians for ``delta``) or a refitted
@@ -103,10 +104,10 @@ def slope_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, pr
             continue
         d = fast[2] if fast is not None else compute_rows("delta", model, [(lo, hi)], [s * step],
                                                           target_class=target_class)[0]
-        js, vcov = d.jacobian / step, d.vcov
+        js, vcov = cast(np.ndarray, d.jacobian) / step, d.vcov
         if slope in ("eyex", "eydx"):
             # d (s / f) = ds / f - s / f^2 df, with f's own Jacobian
-            js = js / f0[:, None] - (s / f0 ** 2)[:, None] * jf
+            js = js / cast(np.ndarray, f0)[:, None] - (s / cast(np.ndarray, f0) ** 2)[:, None] * jf
         jacs.append(js * x[:, None] if slope in ("eyex", "dyex") else js)
     return np.column_stack(values), np.stack(jacs, axis=1) if delta else None, vcov
 
@@ -125,8 +126,8 @@ def comparison_scale(kind: str, f1: np.ndarray, f0: np.ndarray) -> tuple[np.ndar
         return (f1 - f0) / f0, 1 / f0, -f1 / f0 ** 2  # lift
 
 
-def comparison_values(piece: tuple, refit: Any, method: str, *, model: Any, kind: str, averaged: bool,
-                      target_class: Any) -> tuple:
+def comparison_values(piece: tuple[Any, ...], refit: Any, method: str, *, model: Any, kind: str, averaged: bool,
+                      target_class: Any) -> tuple[np.ndarray, np.ndarray | list[np.ndarray] | None, np.ndarray | None]:
     """Per-row values of the comparison on the evaluated rows ``piece = (X0, X1, f(X0), f(X1))`` (the
     predictions None: not made yet): the per-row scale (one column), or f(x + h) and f(x) (two columns, their
     Jacobians as a list) for the ``...avg`` forms; under the fitted model (``refit`` None: with the level
@@ -144,13 +145,14 @@ def comparison_values(piece: tuple, refit: Any, method: str, *, model: Any, kind
     if kind == "lnor" and (np.any((f0 <= 0) | (f0 >= 1)) or np.any((f1 <= 0) | (f1 >= 1))):
         raise ParameterError("comparison='lnor' needs predicted probabilities strictly between 0 and 1.")
     if averaged:
-        return np.column_stack([f1, f0]), None if j0 is None else [j1, j0], V
+        return np.column_stack([f1, f0]), None if j0 is None else [cast(np.ndarray, j1), j0], V
     c, d1, d0 = comparison_scale(kind, f1, f0)
     jac = None if j0 is None else (d1[:, None] * j1 + d0[:, None] * j0)[:, None, :]
     return c[:, None], jac, V
 
 
-def finish_averages(means: np.ndarray, mean_jacobian: np.ndarray | None, *, kind: str) -> tuple:
+def finish_averages(means: np.ndarray, mean_jacobian: np.ndarray | None, *,
+                    kind: str) -> tuple[np.ndarray, np.ndarray | None]:
     """The ``...avg`` forms: the scale applied to the groups' means of f(x + h) and f(x) (columns 0 and 1), its
     gradient by the chain rule through the mean Jacobians."""
     value, d1, d0 = comparison_scale(kind, means[:, 0], means[:, 1])

@@ -22,7 +22,7 @@ These are private workers of :mod:`fme._core.kernel`; they trust the plan that
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -44,19 +44,19 @@ N_CODES = 6
 Notes = list[tuple[np.ndarray, Any, Any]]
 
 
-def _unknown(col: pd.Series, levels: tuple) -> np.ndarray:
+def _unknown(col: pd.Series, levels: tuple[Any, ...]) -> np.ndarray:
     """Rows of ``col`` with a value that is none of ``levels`` (missing values aside); a value matches a level
     equal to it or written the same (a model may state its levels as text)."""
     known = pd.Index(list(levels), dtype=object)
-    out = ~col.isin(known).to_numpy() & col.notna().to_numpy()
+    out: np.ndarray = ~col.isin(known).to_numpy() & col.notna().to_numpy()
     if out.any():  # only the unmatched values are compared as text
         text = col[out].astype(str).isin(known.astype(str)).to_numpy()
         out[np.flatnonzero(out)[text]] = False
     return out
 
 
-def value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...], complete_cols: tuple = (),
-                      known_levels: tuple = ()) -> tuple[np.ndarray, Notes]:
+def value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...], complete_cols: tuple[Any, ...] = (),
+                      known_levels: tuple[tuple[Any, tuple[Any, ...]], ...] = ()) -> tuple[np.ndarray, Notes]:
     """Codes 1 (missing or infinite value in a stepped feature), 2 (already at the target level), 4
     (missing value in one of ``complete_cols``, the model inputs a statsmodels formula needs complete) and 5
     (a value of one of ``known_levels``' columns that the fitted model never saw: it cannot predict there).
@@ -118,7 +118,7 @@ def extrapolation_exclusions(
         moved = apply_steps(X, parsed)[cols]
         flag_xh = check_flags(call_detector(detector, "flag", moved, "x + h"), len(X), detector)
         if policy == "shrink":
-            h = shrink_steps(detector, cols, X, parsed, flag_xh & ~flag_x)
+            h = shrink_steps(detector, cast(list[str], cols), X, parsed, flag_xh & ~flag_x)
             flag_xh = flag_xh & ~flag_x & (np.abs(np.column_stack(list(h.values()))).max(axis=1) == 0)
         ep = flag_x | flag_xh
         pts = np.where(flag_x & flag_xh, "x and x+h", np.where(flag_x, "x", np.where(flag_xh, "x+h", "")))
@@ -193,7 +193,7 @@ def check_evaluated(plan: Plan, code: np.ndarray | None, reference: Any, counts:
     ``reference`` is a callable giving the reference data, called only then
     (on Dask data it is a computation), for the range named in the message.
     """
-    counts = np.bincount(code, minlength=N_CODES) if counts is None else counts
+    counts = np.bincount(cast(np.ndarray, code), minlength=N_CODES) if counts is None else counts
     if counts[0] > 0:
         return
     label = ", ".join(s.describe() for s in plan.steps)

@@ -24,9 +24,12 @@ Dask quantiles are exact).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..steps import Step
 
 __all__ = ["EffectsPresentation", "EXCLUSION_LABELS"]
 
@@ -41,6 +44,45 @@ class EffectsPresentation:
     """``tidy()``, ``conf_int()``, ``std_error``, ``p_value``, ``summary()`` and ``repr()`` of an fME result."""
 
     _summary_title = "Forward marginal effects of {model}"
+
+    # The primitives each result provides (declared for the type checker; the concrete result classes define
+    # them as dataclass fields, properties and methods).
+    steps: tuple[Step, ...]
+    output_names: tuple[Any, ...] | None
+    model_description: str
+    detector: str | None
+    on_extrapolation: str | None
+    nlm_method: str | None
+    nlm_nodes: int | None
+    nlm_tol: float | None
+    nlm_linear_threshold: float
+    scale: str | None
+
+    if TYPE_CHECKING:  # pragma: no cover - typing only: never defined here at run time
+        @property
+        def fme_columns(self) -> list[str]: ...
+
+        @property
+        def nlm_columns(self) -> list[str]: ...
+
+        @property
+        def n(self) -> int: ...
+
+        @property
+        def n_excluded(self) -> int: ...
+
+        @property
+        def ame(self) -> Any: ...
+
+        def _inference_table(self, conf_level: float | None = None) -> pd.DataFrame: ...
+
+        def _figures(self, col: str) -> dict[str, float]: ...
+
+        def _nlm_figures(self, col: str) -> dict[str, Any]: ...
+
+        def _nlm_counts(self, col: str) -> tuple[int, int]: ...
+
+        def _exclusion_counts(self) -> dict[str, int]: ...
 
     # ------------------------------------------------------------- steps
     def describe_steps(self) -> str:
@@ -206,7 +248,7 @@ class EffectsPresentation:
         return []
 
     def _method_text(self) -> str:
-        method = self.nlm_method if self.nlm_nodes is None else f"{self.nlm_method}, {self.nlm_nodes} nodes"
+        method = cast(str, self.nlm_method) if self.nlm_nodes is None else f"{self.nlm_method}, {self.nlm_nodes} nodes"
         if self.nlm_method == "gauss-kronrod" and self.nlm_tol is not None:
             method += f", tol {self.nlm_tol:g}"
         return method

@@ -6,6 +6,7 @@ that the cAME trees and the Dask engine can build one without importing a front 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ import pandas as pd
 from .._nlm.evaluate import NLMSummaryMixin
 from .._utils.stats import describe
 from .._utils.validation import check_conf_level
-from ..inference.estimates import RowInference, sample_inference
+from ..inference.estimates import Estimates, RowInference, sample_inference
 from .._adapters.predictor import make_predictor
 from ..steps import Step, apply_steps
 from .result_base import EffectsPresentation
@@ -108,7 +109,7 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
         return bool(self.nlm_columns)
 
     # ----------------------------------------------------------------- figures
-    def _reduce(self, cols: list[str], fn) -> Any:
+    def _reduce(self, cols: list[str], fn: Callable[[np.ndarray], float]) -> Any:
         vals = {c: fn(self.results[c].to_numpy(dtype=float)) for c in cols}
         if self.output_names is None:
             return next(iter(vals.values())) if vals else float("nan")
@@ -145,7 +146,7 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
             return 0
         return int(self.results[self.nlm_columns].isna().any(axis=1).sum())
 
-    def _counts(self, cols: list[str], fn) -> Any:
+    def _counts(self, cols: list[str], fn: Callable[[np.ndarray], Any]) -> Any:
         """``fn`` (a count) of each column's values: an int, or a Series per class for several outputs."""
         vals = {c: int(fn(self.results[c].to_numpy(dtype=float))) for c in cols}
         if self.output_names is None:
@@ -253,7 +254,7 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
                     f"(below {MIN_STEP_FRACTION:g} h: excluded)")
         return lines
 
-    def joint_estimates(self) -> tuple:
+    def joint_estimates(self) -> tuple[Estimates, list[str], np.ndarray, float]:
         """For :func:`fme.hypotheses`: (the AME's estimates, row label, undefined mask, confidence level), as
         :meth:`fme.EstimatesTable.joint_estimates` gives them."""
         if self.output_names is not None:

@@ -9,7 +9,7 @@ summaries of its chunks and gets the figures of the pandas path to rounding.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -229,7 +229,7 @@ class Summary:
     status: np.ndarray | None = None
     jacobian: np.ndarray | None = None
     vcov: np.ndarray | None = field(default=None, repr=False)
-    info: dict = field(default_factory=dict, repr=False)
+    info: dict[str, Any] = field(default_factory=dict, repr=False)
     n_kept_extrapolation: int = 0
     groups: Any = field(default=None, repr=False)
     rows_any: np.ndarray | None = None
@@ -240,10 +240,10 @@ class Summary:
     extra: Any = field(default=None, repr=False)
 
     def merge(self, other: "Summary") -> "Summary":
-        def add(a, b):
+        def add(a: Any, b: Any) -> Any:
             return b if a is None else a if b is None else a + b
 
-        def mrg(a, b):
+        def mrg(a: Any, b: Any) -> Any:
             return b if a is None else a if b is None else a.merge(b)
 
         return replace(self, codes=self.codes + other.codes, fme=self.fme.merge(other.fme),
@@ -286,10 +286,10 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
             rows_any = np.array([(st == s).any(axis=1).sum() for s in _STATUS[1:]]
                                 + [np.isnan(v).any(axis=1).sum()], dtype=np.int64)
     jac = vcov = None
-    info: dict = {}
+    info: dict[str, Any] = {}
     rows = batch.rows
     if rows is not None and rows.method == "delta":
-        jac, vcov, info = rows.jacobian.sum(axis=0), rows.vcov, dict(rows.info)
+        jac, vcov, info = cast(np.ndarray, rows.jacobian).sum(axis=0), rows.vcov, dict(rows.info)
     kept = int(res["extrapolation"].sum()) if "extrapolation" in res.columns else 0
     return Summary(codes=codes, fme=fm, nlm=nlm, spread=spread, n_linear=n_linear, status=status, jacobian=jac,
                    vcov=vcov, info=info, n_kept_extrapolation=kept, rows_any=rows_any, nlm_max_error=max_err)

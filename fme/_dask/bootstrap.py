@@ -14,7 +14,7 @@ made here are kept there.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -75,7 +75,7 @@ def _sums(part: pd.DataFrame, shipped: Any, target_class: Any, groups: Any = Non
 
 
 def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
-                    groups: Any = None) -> tuple[np.ndarray, dict]:
+                    groups: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
     """AME_b of every successful refit over the evaluated rows of the Dask ``data``; and info.
 
     ``n``: the number of evaluated rows, or with ``groups`` the array of each
@@ -84,8 +84,8 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     without evaluated rows, as the pandas averaging matrix gives) are then
     ``info["group_draws"]``.
     """
-    import dask
-    from dask import delayed
+    from dask.base import compute
+    from dask.delayed import delayed
 
     from ..inference.bootstrap import check_bootstrap, refit_setup
     from .._utils.progress import progress_bar
@@ -100,7 +100,7 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     draws = np.full(B, np.nan)
     group_draws = None if groups is None else np.full((groups.n_groups, B), np.nan)
     tally = RefitTally(spec["keep_nonconverged"])
-    execution: dict = {}
+    execution: dict[str, Any] = {}
     parts = data.to_delayed()
     starts = range(0, B, CHUNK)
     for start in progress_bar(starts, total=len(starts), desc="bootstrap refits (chunks)", progress=spec["progress"]):
@@ -113,13 +113,15 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
             continue
         # the plan and this chunk of refits go to each worker once, not into every task
         shipped = ship((plan, models), shared=(plan.model,))
-        sums = np.sum(dask.compute(*[delayed(_sums)(p, shipped, plan.target_class, groups) for p in parts]), axis=0)
+        tasks = [delayed(_sums)(p, shipped, plan.target_class, groups) for p in parts]
+        sums = np.sum(compute(*tasks), axis=0)  # type: ignore[no-untyped-call]  # dask's compute is untyped
         if groups is None:
             draws[where] = sums / total_n
         else:
             draws[where] = sums[-1] / counts.sum()
             with np.errstate(invalid="ignore", divide="ignore"):
-                group_draws[:, where] = np.where(counts[:, None] > 0, sums[:-1] / counts[:, None], 0.0)
+                cast(np.ndarray, group_draws)[:, where] = np.where(counts[:, None] > 0, sums[:-1] / counts[:, None],
+                                                                   0.0)
         del models, fits
     ok = np.isfinite(draws)
     n_failed = check_refits(B, int(ok.sum()), tally)
@@ -127,5 +129,5 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
             "n_nonconverged": tally.n_nonconverged, "ci": spec["ci"], "errors": tuple(tally.errors),
             "execution": execution}
     if groups is not None:
-        info["group_draws"] = group_draws[:, ok]
+        info["group_draws"] = cast(np.ndarray, group_draws)[:, ok]
     return draws[ok], info

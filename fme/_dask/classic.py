@@ -22,7 +22,7 @@ unchanged.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,7 @@ def _at_level(part: pd.DataFrame, feature: str, level: Any) -> pd.DataFrame:
     return out
 
 
-def _classic_pass(part: pd.DataFrame, shipped: Any, feature: str, reference: Any, groups: Any) -> tuple:
+def _classic_pass(part: pd.DataFrame, shipped: Any, feature: str, reference: Any, groups: Any) -> tuple[Any, ...]:
     """Per level: (Summary, sorted fMEs, per-group sorted fMEs) of one partition set to ``reference``
     (``shipped``: the levels' plans, :func:`fme._dask.common.ship`)."""
     plans = shipped.value
@@ -55,7 +55,7 @@ def _classic_pass(part: pd.DataFrame, shipped: Any, feature: str, reference: Any
         codes = group_codes(part, groups)  # the rows' own groups, before the level is overwritten
         weights = row_weights(part, groups)
     at_ref = _at_level(part, feature, reference)
-    out: list = []
+    out: list[Any] = []
     for plan in plans:
         batch = evaluate_batch(plan, at_ref, with_rows=plan.method == "delta")
         summary = summarise(batch, plan)
@@ -63,14 +63,14 @@ def _classic_pass(part: pd.DataFrame, shipped: Any, feature: str, reference: Any
         if groups is not None:
             from .groups import group_sums
 
-            sums, group_parts = group_sums(batch, codes, groups.n_groups, weights)
+            sums, group_parts = group_sums(batch, cast(np.ndarray, codes), groups.n_groups, weights)
             summary = replace(summary, groups=sums)
         fm = np.sort(batch.results["fme"].to_numpy(dtype=float))
         out += [summary, fm[~np.isnan(fm)], group_parts]
     return tuple(out)
 
 
-def classic_results(model: Any, data: Any, feature: str, reference: Any, levels: list, *, method: str,
+def classic_results(model: Any, data: Any, feature: str, reference: Any, levels: list[Any], *, method: str,
                     bootstrap: Any, conf_level: float, groups: Any, target_class: Any, batch_size: Any,
                     progress: bool | None) -> list[DaskFMEResult]:
     """One :class:`DaskFMEResult` per level other than ``reference`` (their summaries from one pass).
@@ -83,8 +83,8 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
 
         raise ParameterError(f"categorical='classic' with bootstrap inference cannot group by the stepped feature "
                              f"{feature!r} on Dask data; group by another column or use inference='delta'/'sample'.")
-    import dask
-    from dask import delayed
+    from dask.base import persist
+    from dask.delayed import delayed
 
     from .._core.plan import check_batch_size
     from .._utils.progress import dask_progress
@@ -106,7 +106,7 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
     fms = [[o[3 * j + 1] for o in outs] for j in range(k)]
     gps = [[o[3 * j + 2] for o in outs] for j in range(k)] if groups is not None else [[] for _ in range(k)]
     flat = [x for j in range(k) for x in [trees[j], *fms[j], *gps[j]]]
-    persisted = dask.persist(*flat)
+    persisted = persist(*flat)  # type: ignore[no-untyped-call]  # dask's persist is untyped
     dask_progress(list(persisted), progress)
     at_ref = None
     results = []
@@ -133,7 +133,7 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
     return results
 
 
-def classic_reference(feature: str, value: Any, levels: list) -> Any:
+def classic_reference(feature: str, value: Any, levels: list[Any]) -> Any:
     """The reference level: ``value`` matched to one of ``levels`` (None: the first level)."""
     from ..exceptions import StepError
     from ..steps import same_level

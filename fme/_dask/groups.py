@@ -23,7 +23,7 @@ the pandas path.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,7 @@ from .._core.groups import indicator  # noqa: F401 - public here for the bootstr
 from .._utils.validation import check_by_missing
 
 __all__ = ["GroupSpec", "GroupSums", "group_keys", "group_codes", "group_sums", "group_sizes",
-           "check_weights_dask", "one_group"]
+           "check_weights_dask", "one_group", "indicator", "row_weights"]
 
 
 def _weight_checks(part: pd.DataFrame, column: str) -> np.ndarray:
@@ -45,13 +45,13 @@ def _weight_checks(part: pd.DataFrame, column: str) -> np.ndarray:
 def check_weights_dask(data: Any, column: str) -> None:
     """The checks of the pandas path's weights (finite, non-negative, not all zero) over all rows, one
     reduction of the column."""
-    import dask
-    from dask import delayed
+    from dask.base import compute
+    from dask.delayed import delayed
 
     from ..exceptions import ParameterError
 
-    bad, negative, positive = np.sum(dask.compute(*[delayed(_weight_checks)(p, column)
-                                                    for p in data.to_delayed()]), axis=0)
+    checks = [delayed(_weight_checks)(p, column) for p in data.to_delayed()]
+    bad, negative, positive = np.sum(compute(*checks), axis=0)  # type: ignore[no-untyped-call]  # dask: untyped
     if bad or negative or not positive:
         raise ParameterError(f"wts={column!r} must be finite, non-negative and not all zero ({bad} non-finite, "
                              f"{negative} negative, {positive} positive values).")
@@ -68,15 +68,15 @@ def lazy_group_keys(data: Any, by: list[str], missing: str = "group") -> dict[st
     return lazy
 
 
-def group_keys(data: Any, by: list[str], missing: str = "group", fetched: dict | None = None) -> GroupSpec:
+def group_keys(data: Any, by: list[str], missing: str = "group", fetched: dict[Any, Any] | None = None) -> GroupSpec:
     """The groups of the Dask ``data`` by ``by``: as the pandas path's ``groupby(sort=True, observed=True,
     dropna=False)`` (a missing value is a group, last); ``missing='raise'``: a DataError if there is one.
     ``fetched``: the computed :func:`lazy_group_keys` (computed here when None)."""
     if fetched is None:
-        import dask
+        from dask.base import compute
 
         lazy = lazy_group_keys(data, by, missing)
-        fetched = dict(zip(lazy, dask.compute(*lazy.values())))
+        fetched = dict(zip(lazy, compute(*lazy.values())))  # type: ignore[no-untyped-call]  # dask's compute is untyped
     distinct = fetched["distinct"]
     if missing == "raise" and distinct.isna().any().any():
         check_by_missing({c: int(fetched[("missing", c)]) for c in by}, int(fetched["rows"]))
@@ -90,7 +90,8 @@ def _sizes(part: pd.DataFrame, spec: GroupSpec) -> np.ndarray:
 
 def group_sizes(data: Any, spec: GroupSpec) -> np.ndarray:
     """Rows per group over all of ``data`` (for a table row nothing could be evaluated on)."""
-    import dask
-    from dask import delayed
+    from dask.base import compute
+    from dask.delayed import delayed
 
-    return np.sum(dask.compute(*[delayed(_sizes)(p, spec) for p in data.to_delayed()]), axis=0)
+    sizes = [delayed(_sizes)(p, spec) for p in data.to_delayed()]
+    return cast(np.ndarray, np.sum(compute(*sizes), axis=0))  # type: ignore[no-untyped-call]  # dask: untyped

@@ -8,7 +8,7 @@ A second small round counts the rows above the tolerance. The figures equal the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -18,7 +18,7 @@ from ..exceptions import DataError
 from ..inference.estimates import Estimates
 from ..inference.methods import compute_rows
 from .._adapters.predictor import make_predictor
-from ..steps import apply_steps, stepped_rows
+from ..steps import Step, apply_steps, stepped_rows
 from .common import model_frames, as_dask, require_dask
 
 __all__ = ["interaction_dask"]
@@ -26,7 +26,8 @@ __all__ = ["interaction_dask"]
 _FAN_IN = 16
 
 
-def _chunk(part: pd.DataFrame, model: Any, sa: tuple, sb: tuple, target_class: Any, with_jac: bool) -> tuple:
+def _chunk(part: pd.DataFrame, model: Any, sa: tuple[Step, ...], sb: tuple[Step, ...], target_class: Any,
+           with_jac: bool) -> tuple[int, Moments | None, float, np.ndarray | None, np.ndarray]:
     """(rows, Moments, max |f|, Jacobian sum or None, the chunk's second differences)."""
     predictor = make_predictor(model, target_class)
     keep = stepped_rows(part, (*sa, *sb))
@@ -42,11 +43,11 @@ def _chunk(part: pd.DataFrame, model: Any, sa: tuple, sb: tuple, target_class: A
     jac = None
     if with_jac:
         at_a, at_x = compute_rows("delta", model, [(Xa, Xab), (X, Xb)], [fab - fa, fb - f0], target_class=target_class)
-        jac = (at_a.jacobian - at_x.jacobian).sum(axis=0)
+        jac = (cast(np.ndarray, at_a.jacobian) - cast(np.ndarray, at_x.jacobian)).sum(axis=0)
     return n, Moments.of(v), float(np.max(np.abs(f))), jac, v
 
 
-def _merge(*parts: tuple) -> tuple:
+def _merge(*parts: tuple[Any, ...]) -> tuple[int, Moments | None, float, np.ndarray | None, None]:
     n, m, mx, jac = 0, None, 0.0, None
     for pn, pm, pmx, pj, _ in parts:
         if pn == 0:
@@ -57,7 +58,7 @@ def _merge(*parts: tuple) -> tuple:
     return n, m, mx, jac, None
 
 
-def _above(part: tuple, tol: float) -> int:
+def _above(part: tuple[Any, ...], tol: float) -> int:
     return int(np.sum(np.abs(part[4]) > tol))
 
 
@@ -68,18 +69,20 @@ def _vcov_of(model: Any) -> np.ndarray:
     return np.asarray(model.get_vcov(), dtype=float)
 
 
-def interaction(model: Any, data: Any, sa: tuple, sb: tuple, *, method: str, conf_level: float, tol: Any,
-                target_class: Any, bootstrap: Any = None, detector: Any = None, reference: Any = None) -> dict:
+def interaction(model: Any, data: Any, sa: tuple[Step, ...], sb: tuple[Step, ...], *, method: str, conf_level: float,
+                tol: Any, target_class: Any, bootstrap: Any = None, detector: Any = None,
+                reference: Any = None) -> dict[str, Any]:
     """The interaction's figures on Dask data, as :func:`fme._local.interactions.interaction` gives them in memory
     but for the per-row values; ``method`` is 'delta' or 'sample' (the front door refuses the bootstrap and a
     detector here: ``bootstrap``, ``detector`` and ``reference`` are None)."""
-    import dask
-    from dask import delayed
+    from dask.base import compute, persist
+    from dask.delayed import delayed
 
-    require_dask()
+    cast(Any, require_dask)()  # require_dask is not annotated yet (fme._dask.common)
     data = model_frames(model, as_dask(data, "data"))
     with_jac = method == "delta"
-    outs = list(dask.persist(*[delayed(_chunk)(p, model, sa, sb, target_class, with_jac) for p in data.to_delayed()]))
+    chunks = [delayed(_chunk)(p, model, sa, sb, target_class, with_jac) for p in data.to_delayed()]
+    outs = list(persist(*chunks))  # type: ignore[no-untyped-call]  # dask's persist is untyped
     items = outs
     while len(items) > 1:
         items = [delayed(_merge)(*items[i:i + _FAN_IN]) for i in range(0, len(items), _FAN_IN)]
@@ -95,7 +98,7 @@ def interaction(model: Any, data: Any, sa: tuple, sb: tuple, *, method: str, con
         est = Estimates("sample", np.array([mean]), se=np.array([sd / np.sqrt(n) if n > 1 else np.nan]),
                         df=np.array([max(n - 1.0, 1.0)]))
     tol_used = 1e-8 * mx if tol is None else float(tol)
-    above = sum(dask.compute(*[delayed(_above)(o, tol_used) for o in outs]))
+    above = sum(compute(*[delayed(_above)(o, tol_used) for o in outs]))  # type: ignore[no-untyped-call]  # dask: untyped
     return {"estimate": mean, "estimates": est, "table": est.table(conf_level).iloc[0].to_dict(), "sd": sd,
             "n": int(n), "tol": tol_used, "share_above_tol": above / n, "n_rows": int(data.shape[0].compute()),
             "values": None}

@@ -23,7 +23,7 @@ figures, and the grid is then evaluated by the pandas path.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -40,11 +40,12 @@ def _known(data: Any) -> Any:
 
     meta = data._meta
     unknown = [c for c in meta.columns if isinstance(meta[c].dtype, pd.CategoricalDtype)
-               and not has_known_categories(data[c])]
+               and not has_known_categories(data[c])]  # type: ignore[no-untyped-call]  # dask: untyped
     return data.categorize(columns=unknown) if unknown else data
 
 
-def _typical_parts(part: pd.DataFrame, numeric: list[str], others: list[str]) -> tuple:
+def _typical_parts(part: pd.DataFrame, numeric: list[str],
+                   others: list[str]) -> tuple[np.ndarray, np.ndarray, dict[str, pd.Series]]:
     num = part[numeric].to_numpy(dtype=float, na_value=np.nan) if numeric else np.empty((len(part), 0))
     ok = np.isfinite(num)
     sums = np.where(ok, num, 0.0).sum(axis=0)
@@ -56,13 +57,14 @@ def _typical_parts(part: pd.DataFrame, numeric: list[str], others: list[str]) ->
 
 def typical_values_dask(data: Any) -> pd.DataFrame:
     """:func:`fme.margins.marginal.typical_values` of a Dask DataFrame (with known categories), from reductions."""
-    import dask
-    from dask import delayed
+    from dask.base import compute
+    from dask.delayed import delayed
 
     meta = data._meta
     numeric = [c for c in meta.columns if is_numeric(meta[c])]
     others = [c for c in meta.columns if c not in numeric]
-    parts = dask.compute(*[delayed(_typical_parts)(p, numeric, others) for p in data.to_delayed()])
+    tasks = [delayed(_typical_parts)(p, numeric, others) for p in data.to_delayed()]
+    parts = compute(*tasks)  # type: ignore[no-untyped-call]  # dask's compute is untyped
     sums = np.sum([p[0] for p in parts], axis=0)
     counts = np.sum([p[1] for p in parts], axis=0)
     out = {}
@@ -82,11 +84,12 @@ def typical_values_dask(data: Any) -> pd.DataFrame:
                          for c in meta.columns})
 
 
-def _distinct(data: Any, column: str) -> list:
-    return data[column].dropna().drop_duplicates().compute().tolist()
+def _distinct(data: Any, column: str) -> list[Any]:
+    return cast(list[Any], data[column].dropna().drop_duplicates().compute().tolist())
 
 
-def local_view(model: Any, data: Any, steps: Any, at: Any, fme_kwargs: dict) -> tuple:
+def local_view(model: Any, data: Any, steps: Any, at: Any,
+               fme_kwargs: dict[str, Any]) -> tuple[pd.DataFrame, dict[Any, Any], pd.DataFrame, dict[str, Any]]:
     """``(local, steps, base, fme_kwargs)`` for the pandas MER of Dask ``data`` (see the module docstring).
 
     ``local`` holds every column of the data with its dtype: the typical value
@@ -95,7 +98,8 @@ def local_view(model: Any, data: Any, steps: Any, at: Any, fme_kwargs: dict) -> 
     ``reference_data`` (or, with a detector, the data itself) is replaced by a
     pandas frame the detector is fitted on.
     """
-    from .common import check_sample_size, model_frames, seed_of, as_dask, envelope_frame, reference_sample
+    from .common import check_sample_size, model_frames, as_dask, envelope_frame, reference_sample
+    from .._utils.validation import seed_of
     from ..exceptions import StepError
     from ..extrapolation import EnvelopeDetector
     from ..steps import parse_steps

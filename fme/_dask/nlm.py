@@ -22,6 +22,7 @@ Multi-output models keep the first pass (:func:`fme._dask.effects.fme`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -60,7 +61,7 @@ def pending(batch: Batch) -> PendingNLM:
 def flat_scale(spread: Moments) -> np.ndarray:
     """The flat-path test's scale per output: the (population) SD of all f(x), f(x + h) of the pass."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.sqrt(spread.m2 / np.maximum(spread.n, 1))
+        return cast(np.ndarray, np.sqrt(spread.m2 / np.maximum(spread.n, 1)))
 
 
 def finish(p: PendingNLM, scale: float, flat_tol: float, threshold: float) -> tuple[Summary, np.ndarray]:

@@ -14,11 +14,12 @@ and medians per output from the sorted values kept on the workers
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
+from .._core.summary import Moments
 from .result import DaskFMEResult
 from ..inference.estimates import Estimates
 
@@ -27,7 +28,7 @@ __all__ = ["DaskMultiFMEResult", "sorted_outputs"]
 
 def _sorted(values: np.ndarray) -> np.ndarray:
     v = np.sort(values)
-    return v[~np.isnan(v)]
+    return cast(np.ndarray, v[~np.isnan(v)])
 
 
 def sorted_outputs(results: pd.DataFrame, plan: Any) -> tuple[Any, Any]:
@@ -36,7 +37,8 @@ def sorted_outputs(results: pd.DataFrame, plan: Any) -> tuple[Any, Any]:
     names = plan.names
     has_nlm = plan.settings is not None
     if names is None:
-        nl = _sorted(results["nlm"].to_numpy(dtype=float)) if has_nlm else None
+        nl: np.ndarray | tuple[np.ndarray, ...] | None = (
+            _sorted(results["nlm"].to_numpy(dtype=float)) if has_nlm else None)
         return _sorted(results["fme"].to_numpy(dtype=float)), nl
     fm = tuple(_sorted(results[f"fme_{c}"].to_numpy(dtype=float)) for c in names)
     nl = tuple(_sorted(results[f"nlm_{c}"].to_numpy(dtype=float)) for c in names) if has_nlm else None
@@ -45,6 +47,8 @@ def sorted_outputs(results: pd.DataFrame, plan: Any) -> tuple[Any, Any]:
 
 class DaskMultiFMEResult(DaskFMEResult):
     """:class:`~fme._dask.effects.DaskFMEResult` of several outputs: figures per class, as :class:`fme.FMEResult`."""
+
+    output_names: tuple[Any, ...]  # always given for several outputs
 
     # ------------------------------------------------------------- columns
     @property
@@ -101,7 +105,7 @@ class DaskMultiFMEResult(DaskFMEResult):
     def _nlm_figures(self, col: str) -> dict[str, Any]:
         k = col.split("_", 1)[1]
         return {"mean": self.anlm[k], "median": self.median_nlm[k], "share": self.share_linear[k],
-                "sd": self._series(self.summary_data.nlm.sd())[k]}
+                "sd": self._series(cast(Moments, self.summary_data.nlm).sd())[k]}  # has NLMs here
 
     def _nlm_footer(self) -> list[str]:
         if not self.has_nlm:

@@ -23,6 +23,12 @@ __all__ = ["order_statistics", "quantiles", "pivots", "store_pivots", "select"]
 #: Every k-th value of each sorted partition is a pivot of the exact quantile selection.
 _PIVOT_STEP = 1024
 
+#: Per rank, pivots that bound its value from below and above (None: no bound).
+_Bounds = list[tuple[float | None, float | None]]
+#: A part's bracket of one rank: the count of its values below the window, and the window's distinct values
+#: with their counts.
+_Bracket = tuple[int, tuple[np.ndarray, np.ndarray]]
+
 _EMPTY = (np.empty(0), 0)
 
 
@@ -35,12 +41,12 @@ def pivots(a: np.ndarray) -> tuple[np.ndarray, int]:
     return _pivots(a, _PIVOT_STEP)
 
 
-def store_pivots(store: dict) -> dict:
+def store_pivots(store: dict[Any, np.ndarray]) -> dict[Any, tuple[np.ndarray, int]]:
     """:func:`pivots` of every sorted array of a chunk's store (same keys)."""
     return {key: pivots(a) for key, a in store.items()}
 
 
-def _bracket(a: np.ndarray, bounds: list[tuple[float | None, float | None]]) -> list[tuple[int, tuple]]:
+def _bracket(a: np.ndarray, bounds: _Bounds) -> list[_Bracket]:
     out = []
     for lo, hi in bounds:
         i = 0 if lo is None else int(np.searchsorted(a, lo, side="left"))
@@ -50,11 +56,11 @@ def _bracket(a: np.ndarray, bounds: list[tuple[float | None, float | None]]) -> 
     return out
 
 
-def _bracket_store(store: dict, requests: list[tuple[Any, list]]) -> list[list[tuple[int, tuple]]]:
+def _bracket_store(store: dict[Any, np.ndarray], requests: list[tuple[Any, _Bounds]]) -> list[list[_Bracket]]:
     return [_bracket(store.get(key, np.empty(0)), bounds) for key, bounds in requests]
 
 
-def _bounds(piv: list[tuple[np.ndarray, int]], ranks: list[int]) -> list[tuple[float | None, float | None]]:
+def _bounds(piv: list[tuple[np.ndarray, int]], ranks: list[int]) -> _Bounds:
     """For each rank, pivots that bound its value from below and above (None: no bound), from the
     pivots and lengths of every part."""
     cand = np.unique(np.concatenate([p for p, _ in piv] + [np.empty(0)]))
@@ -73,7 +79,7 @@ def _bounds(piv: list[tuple[np.ndarray, int]], ranks: list[int]) -> list[tuple[f
     return bounds
 
 
-def _values(got: list, ranks: list[int]) -> np.ndarray:
+def _values(got: list[list[_Bracket]], ranks: list[int]) -> np.ndarray:
     """The values of ``ranks`` from every part's brackets (``got[part][k]`` for rank k)."""
     out = np.empty(len(ranks))
     for k, r in enumerate(ranks):
@@ -86,16 +92,16 @@ def _values(got: list, ranks: list[int]) -> np.ndarray:
     return out
 
 
-def order_statistics(parts: list, ranks: list[int]) -> np.ndarray:
+def order_statistics(parts: list[Any], ranks: list[int]) -> np.ndarray:
     """The values of 0-based ``ranks`` among the union of sorted arrays ``parts`` (persisted Dask delayed
     objects), exactly: pivots bound each rank's value, then only the distinct values between the bounds
     (with their counts) move to the client."""
-    import dask
-    from dask import delayed
+    from dask.base import compute
+    from dask.delayed import delayed
 
-    piv = dask.compute(*[delayed(_pivots)(a, _PIVOT_STEP) for a in parts])
+    piv = compute(*[delayed(_pivots)(a, _PIVOT_STEP) for a in parts])  # type: ignore[no-untyped-call]  # dask: untyped
     bounds = _bounds(list(piv), ranks)
-    got = dask.compute(*[delayed(_bracket)(a, bounds) for a in parts])
+    got = compute(*[delayed(_bracket)(a, bounds) for a in parts])  # type: ignore[no-untyped-call]  # dask: untyped
     return _values(list(got), ranks)
 
 
@@ -120,7 +126,7 @@ def _interpolate(values: dict[int, float], n: int, probs: list[float]) -> dict[f
     return out
 
 
-def quantiles(parts: list, n: int, probs: list[float]) -> dict[float, float]:
+def quantiles(parts: list[Any], n: int, probs: list[float]) -> dict[float, float]:
     """np.quantile (linear) and np.median of the pooled values at ``probs``; 0.5 is the median."""
     if n == 0:
         return {p: float("nan") for p in probs}
@@ -128,7 +134,8 @@ def quantiles(parts: list, n: int, probs: list[float]) -> dict[float, float]:
     return _interpolate(dict(zip(ordered, order_statistics(parts, ordered))), n, probs)
 
 
-def select(stores: list, chunk_pivots: list[dict], problems: list[tuple[Any, int, list[float]]]) -> list[dict]:
+def select(stores: list[Any], chunk_pivots: list[dict[Any, tuple[np.ndarray, int]]],
+           problems: list[tuple[Any, int, list[float]]]) -> list[dict[float, float]]:
     """:func:`quantiles` of several value sets in one round.
 
     ``stores``: per chunk, a (persisted) dict of sorted arrays; ``chunk_pivots``: per chunk, the computed
@@ -136,8 +143,8 @@ def select(stores: list, chunk_pivots: list[dict], problems: list[tuple[Any, int
     chunk's store (a missing key: no values there), ``n`` of them in all. Returns, per problem,
     ``{p: value}``, equal to :func:`quantiles` of the same values.
     """
-    import dask
-    from dask import delayed
+    from dask.base import compute
+    from dask.delayed import delayed
 
     todo = []  # (problem index, ranks, bounds)
     for i, (key, n, probs) in enumerate(problems):
@@ -145,11 +152,11 @@ def select(stores: list, chunk_pivots: list[dict], problems: list[tuple[Any, int
             continue
         ranks = _ranks(n, probs)
         todo.append((i, ranks, _bounds([piv.get(key, _EMPTY) for piv in chunk_pivots], ranks)))
-    out: list[dict] = [{p: float("nan") for p in probs} for _, _, probs in problems]
+    out: list[dict[float, float]] = [{p: float("nan") for p in probs} for _, _, probs in problems]
     if not todo:
         return out
     requests = [(problems[i][0], bounds) for i, _, bounds in todo]
-    got = dask.compute(*[delayed(_bracket_store)(s, requests) for s in stores])
+    got = compute(*[delayed(_bracket_store)(s, requests) for s in stores])  # type: ignore[no-untyped-call]  # dask: untyped
     for t, (i, ranks, _) in enumerate(todo):
         values = _values([g[t] for g in got], ranks)
         out[i] = _interpolate(dict(zip(ranks, values)), problems[i][1], problems[i][2])

@@ -35,7 +35,7 @@ from .groups import GroupSpec, check_weights_dask, group_codes, group_keys
 __all__ = ["average", "comparisons", "predictions", "column_range"]
 
 
-def _groups(data: Any, by: list) -> GroupSpec | None:
+def _groups(data: Any, by: list[str]) -> GroupSpec | None:
     """The ``by`` groups of the Dask ``data`` (:mod:`fme._core.groups`: the pandas path's order), None without."""
     return group_keys(data, list(by)) if by else None
 
@@ -46,9 +46,9 @@ def _keys(groups: GroupSpec | None) -> pd.DataFrame:
 
 def column_range(data: Any, column: str) -> float:
     """max - min of a numeric column over all rows (NaN ignored), one reduction."""
-    import dask
+    from dask.base import compute
 
-    lo, hi = dask.compute(data[column].min(), data[column].max())
+    lo, hi = compute(data[column].min(), data[column].max())  # type: ignore[no-untyped-call]  # dask: untyped
     return float(hi) - float(lo)
 
 
@@ -64,8 +64,8 @@ def _merge_all(*items: Any) -> Any:
     return out
 
 
-def _tree(items: list) -> Any:
-    from dask import delayed
+def _tree(items: list[Any]) -> Any:
+    from dask.delayed import delayed
 
     while len(items) > 1:
         items = [delayed(_merge_all)(*items[i:i + 16]) for i in range(0, len(items), 16)]
@@ -85,7 +85,7 @@ def _chunk_sums(part: pd.DataFrame, quantity: RowQuantity, method: str, groups: 
     return RowSums.of(values, jac, _codes(part, groups), n_groups, _row_weights(part, weights), vcov, spread)
 
 
-def _chunk_refits(part: pd.DataFrame, quantity: RowQuantity, models: list, groups: GroupSpec | None,
+def _chunk_refits(part: pd.DataFrame, quantity: RowQuantity, models: list[Any], groups: GroupSpec | None,
                   n_groups: int, weights: str | None = None) -> RowSums | None:
     if len(part) == 0:
         return None
@@ -93,15 +93,15 @@ def _chunk_refits(part: pd.DataFrame, quantity: RowQuantity, models: list, group
                       _row_weights(part, weights), spread=False)
 
 
-def average(model: Any, data: Any, quantity: RowQuantity, method: str, by: list, bootstrap: Any,
+def average(model: Any, data: Any, quantity: RowQuantity, method: str, by: list[str], bootstrap: Any,
             weights: str | None = None) -> tuple[Estimates, np.ndarray, pd.DataFrame]:
     """The ``by`` groups' estimates of ``quantity`` over all rows of the Dask ``data``, the groups' row counts
     and their keys (``weights``: a column of ``data``).
 
     ``quantity.rows(chunk, None, method)`` evaluates the fitted model (``None``: the one the quantity was
     built with) on a chunk of the model's frame; ``rows(chunk, refit, 'sample')`` a refitted one."""
-    import dask
-    from dask import delayed
+    from dask.base import compute
+    from dask.delayed import delayed
 
     data = model_frames(model, as_dask(data, "data"))
     groups = _groups(data, by)
@@ -120,9 +120,9 @@ def average(model: Any, data: Any, quantity: RowQuantity, method: str, by: list,
         return estimates_of(quantity, sums, method), counts, _keys(groups)
     spec = check_bootstrap(bootstrap, model)
 
-    def evaluate(models: list) -> np.ndarray:
-        merged = dask.compute(_tree([delayed(_chunk_refits)(p, quantity, models, groups, n_groups, weights)
-                                     for p in parts]))[0]
+    def evaluate(models: list[Any]) -> np.ndarray:
+        tasks = [delayed(_chunk_refits)(p, quantity, models, groups, n_groups, weights) for p in parts]
+        merged = compute(_tree(tasks))[0]  # type: ignore[no-untyped-call]  # dask's compute is untyped
         return draws_of_means(quantity, merged.means, len(models))
 
     estimate = quantity.of_means(sums.means, None)[0]
@@ -131,7 +131,7 @@ def average(model: Any, data: Any, quantity: RowQuantity, method: str, by: list,
 
 
 # ----------------------------------------------------------------- comparisons: on the rows fme evaluates
-def _stepped(part: pd.DataFrame, batch: Any, plan: Any) -> tuple:
+def _stepped(part: pd.DataFrame, batch: Any, plan: Any) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray, np.ndarray]:
     """(X0, X1, f(X0), f(X1)) of a chunk's evaluated rows, as :func:`fme._core.results.stepped_frames`."""
     X0 = plan.predictor.select(part).iloc[batch.cand]
     h = None
@@ -149,7 +149,7 @@ def _comparison_hook(part: pd.DataFrame, batch: Any, plan: Any, quantity: RowQua
     return RowSums.of(values, jac, _codes(part, groups)[batch.cand], n_groups, None, vcov, spread)
 
 
-def _comparison_refits(part: pd.DataFrame, plan: Any, quantity: RowQuantity, models: list,
+def _comparison_refits(part: pd.DataFrame, plan: Any, quantity: RowQuantity, models: list[Any],
                        groups: GroupSpec | None, n_groups: int) -> RowSums | None:
     from .._core.kernel import evaluate_batch
 
@@ -162,11 +162,11 @@ def _comparison_refits(part: pd.DataFrame, plan: Any, quantity: RowQuantity, mod
 
 
 def comparisons(model: Any, data: Any, steps: Any, options: FMEOptions, quantity: RowQuantity, method: str,
-                by: list, bootstrap: Any) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
+                by: list[str], bootstrap: Any) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
     """The ``by`` groups' comparisons on the rows :func:`fme.fme` evaluates on the Dask ``data`` (one pass of the
     kernel, the comparison's sums beside the fMEs), their row counts, keys and the steps' description."""
-    import dask
-    from dask import delayed
+    from dask.base import compute
+    from dask.delayed import delayed
 
     from .effects import fme
 
@@ -186,9 +186,9 @@ def comparisons(model: Any, data: Any, steps: Any, options: FMEOptions, quantity
     parts, plan = res.data.to_delayed(), res.plan
     res.release()
 
-    def evaluate(models: list) -> np.ndarray:
-        merged = dask.compute(_tree([delayed(_comparison_refits)(p, plan, quantity, models, groups, n_groups)
-                                     for p in parts]))[0]
+    def evaluate(models: list[Any]) -> np.ndarray:
+        tasks = [delayed(_comparison_refits)(p, plan, quantity, models, groups, n_groups) for p in parts]
+        merged = compute(_tree(tasks))[0]  # type: ignore[no-untyped-call]  # dask's compute is untyped
         return draws_of_means(quantity, merged.means, len(models))
 
     estimate = quantity.of_means(sums.means, None)[0]
@@ -197,12 +197,12 @@ def comparisons(model: Any, data: Any, steps: Any, options: FMEOptions, quantity
 
 
 # ----------------------------------------------------------------- predictions: one row each, lazily
-def _kept_refits(model: Any, spec: dict) -> tuple[list, dict]:
+def _kept_refits(model: Any, spec: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     """The successful refits of the bootstrap ``spec`` (the seeds, refit function and convergence rules of every
     bootstrap of fme) and their record; their predictions are made later, per chunk."""
-    models: list = []
+    models: list[Any] = []
 
-    def keep(fitted: list) -> np.ndarray:
+    def keep(fitted: list[Any]) -> np.ndarray:
         models.extend(fitted)
         return np.zeros((1, len(fitted)))
 
@@ -210,7 +210,7 @@ def _kept_refits(model: Any, spec: dict) -> tuple[list, dict]:
     return models, info
 
 
-def _refits_table(piece: pd.DataFrame, quantity: RowQuantity, models: list, info: dict,
+def _refits_table(piece: pd.DataFrame, quantity: RowQuantity, models: list[Any], info: dict[str, Any],
                   conf_level: float) -> pd.DataFrame:
     """The per-row table under the bootstrap from refits fitted beforehand (a Dask chunk). A refit whose
     prediction fails here is an error: on pandas data it would be left out of every row, which one chunk cannot

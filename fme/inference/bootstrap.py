@@ -49,7 +49,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast, overload
 
 import numpy as np
 import pandas as pd
@@ -188,16 +188,19 @@ def _one_resample(seed: np.random.SeedSequence, adapter: ModelAdapter, train: An
 
 
 def _one_resample_kept(seed: np.random.SeedSequence, adapter: ModelAdapter, train: Any, n_train: int,
-                       frame: pd.DataFrame, n: int, target_class: Any) -> tuple:
+                       frame: pd.DataFrame, n: int, target_class: Any
+                       ) -> tuple[np.ndarray | None, str | None, str | None, np.ndarray | None,
+                                  tuple[Any, str | None, str | None]]:
     """:func:`_fmes_split` of one refit, and the refit itself (model, error, note) for a :class:`RefitCache`."""
     refit = refit_one(seed, adapter, train, n_train)
     return (*_fmes_split(*refit, frame, n, target_class), refit)
 
 
-def _refit_results(model: Any, spec: dict[str, Any], seeds: list, args: tuple, execution: dict) -> Iterator:
+def _refit_results(model: Any, spec: dict[str, Any], seeds: list[np.random.SeedSequence], args: tuple[Any, ...],
+                   execution: dict[str, Any]) -> Iterator[tuple[np.ndarray | None, str | None, str | None]]:
     """(fMEs, error, note) of every resample in seed order: from the refits a ``spec["cache"]`` kept for this
     model and these resamples (only predicting), else by refitting (:func:`run_refits`), keeping them there."""
-    cache = spec.get("cache")
+    cache: RefitCache | None = spec.get("cache")
     entry = None if cache is None else cache.entry(model, spec)
     adapter, train, n_train, frame, n, target_class = args
     B = len(seeds)
@@ -205,6 +208,7 @@ def _refit_results(model: Any, spec: dict[str, Any], seeds: list, args: tuple, e
         yield from run_refits(_one_resample, seeds, args, n_jobs=spec["n_jobs"], backend=spec["backend"],
                               model=model, execution=execution)
         return
+    cache = cast(RefitCache, cache)  # entry came from it
     points = cache.points_key(frame.iloc[:n], target_class)
     if entry.complete(B):
         execution.update({"mode": "cached", "workers": 1, "reused": B})
@@ -216,6 +220,7 @@ def _refit_results(model: Any, spec: dict[str, Any], seeds: list, args: tuple, e
             cache.keep_base(entry, points, b, base)
             yield fmes, err, note
         return
+    refit: tuple[Any, str | None, str | None]  # (model, error, note), as refit_one gives it
     for b, (fmes, err, note, base, refit) in enumerate(run_refits(
             _one_resample_kept, seeds, args, n_jobs=spec["n_jobs"], backend=spec["backend"], model=model,
             execution=execution)):
@@ -263,7 +268,8 @@ class _DrawStore:
         self.bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         if groupings is None:
             self.W = None
-            self.draws = alloc_draws(int(self.bounds[-1]), B, memory_limit)
+            # n x B per-row draws; with groupings, one G x B array per set
+            self.draws: np.ndarray | list[np.ndarray] = alloc_draws(int(self.bounds[-1]), B, memory_limit)
         else:
             self.W = [group_matrix(g[0], g[1], g[2] if len(g) > 2 else None) for g in groupings]
             self.draws = [np.empty((g[1], B)) for g in groupings]
@@ -271,19 +277,19 @@ class _DrawStore:
     def add(self, fmes: np.ndarray) -> None:
         j = self.n_ok
         if self.W is None:
-            self.draws[:, j] = fmes
+            cast(np.ndarray, self.draws)[:, j] = fmes
         else:
             for s, W in enumerate(self.W):
                 # column j of W @ draws, the same float64 sums as averaging the stored n x B draws
-                self.draws[s][:, j] = W @ fmes[self.bounds[s]:self.bounds[s + 1]]
+                cast(list[np.ndarray], self.draws)[s][:, j] = W @ fmes[self.bounds[s]:self.bounds[s + 1]]
         self.n_ok += 1
 
     def finish(self) -> list[np.ndarray]:
         """The draws of each set, the successful refits' columns only (contiguous, no full copy)."""
         k = self.n_ok
         if self.W is not None:
-            return [np.ascontiguousarray(d[:, :k]) for d in self.draws]
-        draws = _compact(self.draws, k)
+            return [np.ascontiguousarray(d[:, :k]) for d in cast(list[np.ndarray], self.draws)]
+        draws = _compact(cast(np.ndarray, self.draws), k)
         return [draws[a:b] for a, b in zip(self.bounds[:-1], self.bounds[1:])]
 
 
@@ -300,6 +306,17 @@ def _compact(draws: np.ndarray, k: int) -> np.ndarray:
         block = np.array(draws[a:b, :k])  # read before the write below can reach these rows
         flat[a * k:b * k] = block.reshape(-1)
     return flat[:n * k].reshape(n, k)
+
+
+@overload
+def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]], values: Sequence[np.ndarray],
+                   spec: dict[str, Any], target_class: Any = None, groupings: None = None) -> list[RowInference]: ...
+
+
+@overload
+def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]], values: Sequence[np.ndarray],
+                   spec: dict[str, Any], target_class: Any = None, *,
+                   groupings: Sequence[tuple[np.ndarray, int]]) -> list[Estimates]: ...
 
 
 def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]], values: Sequence[np.ndarray],
@@ -345,7 +362,7 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     seeds = np.random.SeedSequence(spec["random_state"]).spawn(B)
     store = _DrawStore(sizes, B, groupings, int(spec["memory_limit"]))
     tally = RefitTally(spec["keep_nonconverged"])
-    execution: dict = {}
+    execution: dict[str, Any] = {}
     results = _refit_results(model, spec, seeds, (adapter, train, n_train, frame, n, target_class), execution)
     # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._utils.progress)
     kept = []  # which resamples (positions in the seed order) the draws' columns are: pairs two models' refits

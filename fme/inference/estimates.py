@@ -7,7 +7,7 @@ See :mod:`fme.inference` for the three meanings of an AME's uncertainty (delta, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -99,7 +99,7 @@ class Estimates:
             return replace(self, estimate=est, grad=L @ self.grad, df=df)
         if self.method == "bootstrap":
             return replace(self, estimate=est, draws=L @ self.draws)
-        se = np.sqrt((L ** 2) @ (self.se ** 2))
+        se = np.sqrt((L ** 2) @ (cast(np.ndarray, self.se) ** 2))
         return replace(self, estimate=est, se=se, df=np.full(est.size, np.inf))
 
     def take(self, positions: np.ndarray) -> "Estimates":
@@ -121,7 +121,8 @@ class Estimates:
         est = self.estimate
         with np.errstate(invalid="ignore", divide="ignore"):
             if self.method == "delta":
-                var = np.einsum("mk,kl,ml->m", self.grad, self.vcov, self.grad) if m else np.empty(0)
+                grad, vcov = cast(np.ndarray, self.grad), cast(np.ndarray, self.vcov)  # set for delta
+                var = np.einsum("mk,kl,ml->m", grad, vcov, grad) if m else np.empty(0)
                 se = np.sqrt(np.maximum(var, 0.0))
                 z = est / se
                 # z and normal quantiles; t with ``df`` when given (marginaleffects' df= for linear models)
@@ -130,13 +131,14 @@ class Estimates:
                 q = dist.ppf(1.0 - alpha / 2.0)
                 lo, hi = est - q * se, est + q * se
             elif self.method == "bootstrap":
-                b = self.draws.shape[1]
-                se = self.draws.std(axis=1, ddof=1) if b > 1 else np.full(m, np.nan)
+                draws = cast(np.ndarray, self.draws)  # set for bootstrap
+                b = draws.shape[1]
+                se = draws.std(axis=1, ddof=1) if b > 1 else np.full(m, np.nan)
                 z = est / se
                 p = 2.0 * stats.norm.sf(np.abs(z))
                 if self.ci == "percentile" and b > 1:
                     _check_percentile_draws(b, conf_level)
-                    lo, hi = np.quantile(self.draws, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1)
+                    lo, hi = np.quantile(draws, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1)
                 else:
                     q = stats.norm.ppf(1.0 - alpha / 2.0)
                     lo, hi = est - q * se, est + q * se
@@ -208,7 +210,7 @@ class RowInference:
     ci: str = "percentile"
     n_failed: int = 0
     errors: tuple[str, ...] = ()
-    info: dict = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
     n_nonconverged: int = 0
 
     @property
@@ -238,6 +240,7 @@ class RowInference:
         n = self.n
         if codes is None:
             codes, n_groups = np.zeros(n, dtype=np.int64), 1
+        n_groups = cast(int, n_groups)  # given with codes
         W = group_matrix(codes, n_groups, weights)
         est = W @ self.values
         if self.method == "delta":

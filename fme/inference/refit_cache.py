@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ CACHE_LIMIT = 512 * 2 ** 20
 @dataclass
 class _Entry:
     model: Any
-    key: tuple
+    key: tuple[str, int, int]  # (training data's canonical text, random_state, n_resamples)
     results: dict[int, tuple[Any, str | None, str | None]] = field(default_factory=dict)
     size_each: int | None = None  # bytes of the first refitted model, pickled: the size of every one
     keeping: bool = True
@@ -132,4 +132,4 @@ class RefitCache:
         entry.results[b] = (fitted, err, note)
         if fitted is not None and not already:
             self.fitted += 1
-            self._used += entry.size_each
+            self._used += cast(int, entry.size_each)  # set by the first refit kept

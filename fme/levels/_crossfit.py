@@ -5,6 +5,7 @@ ratio."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,7 @@ class Design:
         self.levels = {c: levels(X[c]) for c in self.columns if is_categorical(X[c])}
 
     def encode(self, frame: pd.DataFrame, drop: Any = None) -> np.ndarray:
-        parts = []
+        parts: list[np.ndarray] = []
         for c in self.columns:
             if c == drop:
                 continue
@@ -104,7 +105,8 @@ def predict_mu(est: Any, A: np.ndarray, proba: bool) -> np.ndarray:
     return np.asarray(est.predict(A), dtype=float).reshape(-1)
 
 
-def by_fold(fn, fitted: list, fold: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def by_fold(fn: Callable[[Any, np.ndarray], np.ndarray], fitted: list[Any], fold: np.ndarray,
+            rows: np.ndarray) -> np.ndarray:
     """``fn(fitted[j], rows of fold j)`` for every fold, in one array (NaN outside ``rows``)."""
     out = np.full(fold.size, np.nan)
     for j, est in enumerate(fitted):
