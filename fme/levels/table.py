@@ -15,12 +15,14 @@ import numpy as np
 import pandas as pd
 
 from ..inference import EstimatesTable
-from ..inference.estimates import Estimates
+from ..inference.estimates import INFERENCE_COLUMNS, Estimates
 
-__all__ = ["LABEL_COLUMNS", "level_table"]
+__all__ = ["LABEL_COLUMNS", "TABLE_COLUMNS", "level_table"]
 
 #: The columns that name a row, as in :func:`fme.ame`'s table (``by`` columns follow them).
 LABEL_COLUMNS = ["feature", "step", "level", "reference"]
+#: The columns of every level table besides the ``by`` columns and its own extra columns.
+TABLE_COLUMNS = [*LABEL_COLUMNS, "ame", *INFERENCE_COLUMNS]
 
 
 def level_table(labels: pd.DataFrame, estimate: np.ndarray, vcov: np.ndarray, *, df: float | None,
