@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import fme
-from fme._core.groups import check_by, frame_groups, group_codes, GroupSpec
+from fme._core.groups import check_by, frame_groups, group_codes, group_means, GroupSpec
 from fme.exceptions import FeatureError, NameClashError, ParameterError
 from fme.levels import dgp as dgp_level
 from fme.levels import learner as learner_level
@@ -105,6 +105,15 @@ def test_groups_are_sorted_with_missing_last_and_numbered_alike_in_memory_and_by
     # the Dask engine matches a chunk's rows to the keys: the same codes as the in-memory numbering
     np.testing.assert_array_equal(group_codes(data.iloc[50:120], spec), codes[50:120])
     np.testing.assert_array_equal(group_codes(data, GroupSpec([], pd.DataFrame(index=[0]))), np.zeros(len(data)))
+
+
+def test_group_means_leave_out_nan_and_unmatched_rows_and_round_as_nanmean():
+    codes = np.array([1, 0, -1, 1, 0, 2, 2])
+    values = np.array([1.0, 2.0, 3.0, 4.0, np.nan, np.nan, np.nan])
+    np.testing.assert_array_equal(group_means(values, codes, 4), [2.0, 2.5, np.nan, np.nan])
+    v = np.random.default_rng(0).normal(size=1001)
+    v[5] = np.nan
+    assert group_means(v, np.zeros(1001, dtype=np.int64), 1)[0] == np.nanmean(v)   # the very float
 
 
 @pytest.mark.parametrize("verb, engine", CASES)

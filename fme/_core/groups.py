@@ -166,9 +166,20 @@ def _moments(values: np.ndarray, codes: np.ndarray, n_groups: int) -> Moments:
 
 def group_means(values: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
     """The mean of ``values`` in each of ``n_groups`` groups (``codes`` from :func:`frame_groups` or
-    :func:`group_codes`; a NaN value and a code < 0 left out); NaN for a group without a value."""
-    m = _moments(np.asarray(values, dtype=float), np.asarray(codes, dtype=np.int64), n_groups)
-    return np.where(m.n > 0, m.mean, np.nan)
+    :func:`group_codes`; a NaN value and a code < 0 left out); NaN for a group without a value.
+
+    Each group's mean is ``numpy.nanmean`` of its values in row order, so that one group of all rows gives
+    the very float of ``numpy.nanmean(values)`` (a bincount would round differently)."""
+    values = np.asarray(values, dtype=float)
+    codes = np.asarray(codes, dtype=np.int64)
+    order = np.argsort(codes, kind="stable")  # each group's rows stay in row order
+    cuts = np.searchsorted(codes[order], np.arange(n_groups + 1))
+    out = np.full(n_groups, np.nan)
+    for g in range(n_groups):
+        part = values[order[cuts[g]:cuts[g + 1]]]
+        if not np.isnan(part).all():  # an empty group, or one of NaNs only, stays NaN
+            out[g] = float(np.nanmean(part))
+    return out
 
 
 def group_sums(batch: Any, codes_all: np.ndarray, n_groups: int,
