@@ -15,6 +15,7 @@ import numbers
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from ..inference import EstimatesTable
 from ..margins.marginal import AME_COLUMNS, ame as _ame_verb
 from .table import LABEL_COLUMNS, TABLE_COLUMNS, level_table
 
-__all__ = ["learner_ame", "learner_splits", "COVERS", "RESERVED"]
+__all__ = ["learner_ame", "learner_splits", "LearnerSplits", "LearnerTable", "COVERS", "RESERVED"]
 
 #: The ``covers`` column of a learner-level table.
 COVERS = "training sets (learner)"
@@ -43,6 +44,51 @@ RESERVED = list(dict.fromkeys([*TABLE_COLUMNS, *EXTRA_COLUMNS, *AME_COLUMNS]))
 _REFUSED = ("inference", "bootstrap", "vcov", "df", "hypothesis", "equivalence", "multcomp")
 # the keyword arguments of fme.ame that fme.fme also takes (the ANLM rows of nlm=True)
 _FME_KEYS = ("target_class", "extrapolation", "reference_data", "on_extrapolation")
+
+
+@dataclass(frozen=True, eq=False)
+class LearnerSplits:
+    """The record of the splits behind a learner-level table (:attr:`LearnerTable.learner`).
+
+    Attributes
+    ----------
+    split_estimates : ndarray
+        J x m: each successful split's estimate of every row of the table as :func:`learner_ame` returned it
+        (in that order, whatever rows a selection keeps); NaN where a split has no value for a row.
+    errors : list of str
+        The failed splits' errors (``"TypeName: message"``), in split order.
+    n_nonconverged : int
+        Successful splits whose fit warned that it did not converge (kept in the estimate).
+    n_train, n_test : int
+        Rows each split trains on and evaluates on.
+    """
+
+    split_estimates: np.ndarray
+    errors: list[str]
+    n_nonconverged: int
+    n_train: int
+    n_test: int
+
+
+class LearnerTable(EstimatesTable):
+    """:func:`learner_ame`'s table: an :class:`~fme.EstimatesTable` (printed, indexed and tested with
+    :func:`fme.hypotheses` alike) with the splits' record as a typed attribute.
+
+    Attributes
+    ----------
+    learner : LearnerSplits or None
+        The splits' estimates, errors and non-converged fits. It rides along where the table's joint
+        covariance does (copy, column and row selection, sorting, ``reset_index``, pickling, ``pd.concat`` of
+        pieces of the table); a frame computed anew (``merge`` with another frame, ``pd.concat`` of different
+        tables, ``pd.DataFrame(t)``) has none (None).
+    """
+
+    _metadata = [*EstimatesTable._metadata, "learner"]
+    learner: LearnerSplits | None = None
+
+    @property
+    def _constructor(self) -> type[LearnerTable]:
+        return LearnerTable
 
 
 def learner_splits(n: int, repeats: int, test_size: float | int, random_state: int | None = 0
@@ -76,7 +122,7 @@ def learner_ame(
     n_jobs: int | None = None,
     nlm: bool = False,
     **ame_kwargs: Any,
-) -> EstimatesTable:
+) -> LearnerTable:
     """Learner-level average marginal effects: the AME of the learning algorithm over training sets.
 
     For each of ``repeats`` seeded random splits of ``(X, y)`` into ``n_train`` and ``n_test`` rows
@@ -147,7 +193,7 @@ def learner_ame(
 
     Returns
     -------
-    EstimatesTable
+    LearnerTable
         :func:`fme.ame`'s label columns (feature, step, level, reference, the ``by`` columns), ``ame``
         (the mean over splits), std_error, statistic (t), p_value, conf_low, conf_high, ``inference``
         (``"learner (Nadeau-Bengio, J splits, n_train ...)"``), ``covers`` (``"training sets
@@ -155,8 +201,8 @@ def learner_ame(
         fixed-model figure for comparison), ``estimand`` (``AME`` or ``ANLM``), ``repeats``,
         ``n_splits`` (splits with a value for the row), ``n_failed``, ``n_train``, ``n_test``. The
         rows' joint covariance comes from the splits, so :func:`fme.hypotheses` tests differences,
-        ratios and equivalence bands across rows. ``table.attrs['learner']`` holds the splits'
-        estimates (``split_estimates``, J x rows), the failed splits' errors and ``n_nonconverged``.
+        ratios and equivalence bands across rows. ``table.learner`` (:class:`LearnerSplits`) holds the
+        splits' estimates (``split_estimates``, J x rows), the failed splits' errors and ``n_nonconverged``.
 
     Raises
     ------
@@ -170,7 +216,7 @@ def learner_ame(
     LearnerWarning
         Some splits failed (fit or AME): they are counted in ``n_failed`` and left out. Some fits warned
         of non-convergence (a ``ConvergenceWarning``): they are kept and counted
-        (``table.attrs['learner']['n_nonconverged']``).
+        (``table.learner.n_nonconverged``).
 
     References
     ----------
@@ -233,9 +279,8 @@ def learner_ame(
                         inference=f"learner (Nadeau-Bengio, {J} splits, n_train {n_train})", covers=COVERS,
                         extra={**extra, "ame_full": full_values, "estimand": estimand, "repeats": repeats,
                                "n_splits": counts, "n_failed": len(errors), "n_train": n_train,
-                               "n_test": n_test})
-    table.attrs["learner"] = {"split_estimates": M, "errors": errors, "n_nonconverged": n_nonconverged,
-                              "n_train": n_train, "n_test": n_test}
+                               "n_test": n_test}, table_class=LearnerTable)
+    table.learner = LearnerSplits(M, errors, int(n_nonconverged), n_train, n_test)
     return table
 
 
