@@ -16,8 +16,8 @@ This module is the front door: :func:`came` validates its arguments once
 (:func:`_check_came_args`, on in-memory or Dask effects alike) and hands them
 to the in-memory engine (:func:`fme._local.came.came`) or the Dask
 engine (:func:`fme._dask.came.came`); :func:`partition_stability` refits
-on subsamples. The result, :class:`PartitionResult` with its tables, lives in
-:mod:`fme._trees.partition` and is re-exported here.
+on subsamples. The result, :class:`PartitionResult` with its tables (the leaf tests'
+:class:`LeafTests`), lives in :mod:`fme._trees.partition` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from ._dask import came as dask_came
 from ._dask.outputs import DaskMultiFMEResult
 from ._dask.result import DaskFMEResult
 from ._trees.args import check_tree_params
-from ._trees.partition import PartitionResult
+from ._trees.partition import LeafTests, PartitionResult
 from ._utils.progress import progress_bar
 from ._utils.validation import check_conf_level, check_random_state, seed_of
 from .exceptions import DataError, FeatureError, FMEError, ParameterError
 
-__all__ = ["came", "PartitionResult", "partition_stability"]
+__all__ = ["came", "PartitionResult", "LeafTests", "partition_stability"]
 
 
 # ---------------------------------------------------------------- public API
@@ -186,7 +186,7 @@ def _split_stability(part: PartitionResult, parts: list[PartitionResult],
     rows = []
     for k, (p, s) in enumerate(zip(parts, seeds)):
         came_values = p.leaves["came"].to_numpy(dtype=float)
-        glob = p.test().attrs["global"] if len(p.leaf_ids) > 1 else {"p_value": np.nan}
+        glob = p.test().global_test if len(p.leaf_ids) > 1 else {"p_value": np.nan}
         rows.append({"split": k + 1, "seed": s, "root_split": p.root_split, "n_leaves": len(p.leaf_ids),
                      "came_min": float(np.nanmin(came_values)), "came_max": float(np.nanmax(came_values)),
                      "global_p_value": glob["p_value"]})

@@ -501,13 +501,39 @@ def test_cycle_finder_on_longer_cycles_and_self_free_chains():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
 
 
-def test_no_module_keeps_estimates_in_dataframe_attrs():
-    """Tables keep their joint uncertainty as fme.EstimatesTable attributes: pandas' attrs are experimental and
-    many operations drop them."""
-    found = sorted(str(p.relative_to(SOURCE)) for p in SOURCE.rglob("*.py")
-                   if 'attrs["estimates"]' in (text := p.read_text(encoding="utf-8"))
-                   or "attrs.get(\"estimates\"" in text or "attrs['estimates']" in text)
-    assert found == [], f"use fme.inference.EstimatesTable instead of DataFrame.attrs in: {found}"
+def attrs_uses(root: Path) -> list[str]:
+    """``path:line`` of every use of a ``.attrs`` attribute in the package at ``root`` (read, write, call, in
+    any expression; ``getattr``/``setattr``/``delattr``/``hasattr`` of ``"attrs"`` too); comments and
+    docstrings are not code, so they do not count."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            named = isinstance(node, ast.Attribute) and node.attr == "attrs"
+            by_name = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                       and node.func.id in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) > 1
+                       and isinstance(node.args[1], ast.Constant) and node.args[1].value == "attrs")
+            if named or by_name:
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_no_module_keeps_anything_in_dataframe_attrs():
+    """Results carry their payloads as typed attributes (fme.EstimatesTable and its subclasses, the leaf tests'
+    table, fields of the result objects): pandas' attrs are experimental, many operations drop them, and
+    pd.concat/merge fail on an array kept there."""
+    found = attrs_uses(SOURCE)
+    assert found == [], f"keep results' payloads in typed attributes, not DataFrame.attrs: {found}"
+
+
+def test_the_attrs_check_finds_every_planted_use(tmp_path):
+    root = _write(tmp_path / "pkg", {
+        "__init__.py": '"""A docstring may name t.attrs["x"]."""\n# and so may a comment: t.attrs = {}\n',
+        "read.py": "def f(t):\n    return t.attrs['global']\n",
+        "write.py": "def f(t):\n    t.attrs = {}\n    t.attrs['x'] = 1\n",
+        "call.py": "def f(t):\n    return t.attrs.get('x', getattr(t, 'attrs'))\n",
+        "clean.py": "def f(t):\n    return t.global_test, {'attrs': 1}\n",
+    })
+    assert attrs_uses(root) == ["call.py:2", "call.py:2", "read.py:2", "write.py:2", "write.py:3"]
 
 
 # ================================================================= the report's stages (fme/report)

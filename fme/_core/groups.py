@@ -32,7 +32,7 @@ from .._utils.validation import check_name_clash
 from .summary import Moments, WMoments
 
 __all__ = ["check_by", "sorted_keys", "frame_groups", "GroupSpec", "GroupSums", "one_group", "row_weights",
-           "group_codes", "group_sums", "indicator", "BY_FIX"]
+           "group_codes", "group_sums", "group_means", "indicator", "BY_FIX"]
 
 #: The way out of a ``by`` column named like one of the table's own columns.
 BY_FIX = ("Pass it under another name, e.g. data.assign({name}_group=data[{name!r}]) with by='{name}_group'.")
@@ -162,6 +162,24 @@ def _moments(values: np.ndarray, codes: np.ndarray, n_groups: int) -> Moments:
         mean = np.where(n > 0, np.bincount(c, weights=v, minlength=n_groups) / np.maximum(n, 1), 0.0)
     m2 = np.bincount(c, weights=(v - mean[c]) ** 2, minlength=n_groups)
     return Moments(n, mean, m2)
+
+
+def group_means(values: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """The mean of ``values`` in each of ``n_groups`` groups (``codes`` from :func:`frame_groups` or
+    :func:`group_codes`; a NaN value and a code < 0 left out); NaN for a group without a value.
+
+    Each group's mean is ``numpy.nanmean`` of its values in row order, so that one group of all rows gives
+    the very float of ``numpy.nanmean(values)`` (a bincount would round differently)."""
+    values = np.asarray(values, dtype=float)
+    codes = np.asarray(codes, dtype=np.int64)
+    order = np.argsort(codes, kind="stable")  # each group's rows stay in row order
+    cuts = np.searchsorted(codes[order], np.arange(n_groups + 1))
+    out = np.full(n_groups, np.nan)
+    for g in range(n_groups):
+        part = values[order[cuts[g]:cuts[g + 1]]]
+        if not np.isnan(part).all():  # an empty group, or one of NaNs only, stays NaN
+            out[g] = float(np.nanmean(part))
+    return out
 
 
 def group_sums(batch: Any, codes_all: np.ndarray, n_groups: int,

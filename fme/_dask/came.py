@@ -364,7 +364,6 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
         grown.estimated_on = effects.results.map_partitions(_estimation_labels, split,
                                                             meta=pd.Series(dtype=object))
     grown.leaves = pd.DataFrame(leaf_rows, columns=columns)
-    grown.leaves.attrs["intervals"] = grown.honesty
     grown.root = pd.Series(root)[[c for c in columns if c != "n_grown"]]
     grown.estimation_root = estimation_root(grown.root, has_nlm)
     if split is not None:  # the estimation rows' figures: the leaves' sums added up

@@ -28,7 +28,7 @@ from ..exceptions import FeatureError, ParameterError
 from ..inference.estimates import INFERENCE_COLUMNS, sample_inference, undefined_where
 from ..inference.wald import MULTCOMP, contrast_matrix, contrast_table, wald_test
 
-__all__ = ["PartitionResult"]
+__all__ = ["PartitionResult", "LeafTests"]
 
 LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
 NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "median_nlm",
@@ -67,6 +67,38 @@ def _figures(fmes: np.ndarray, nlms: np.ndarray | None, conf_level: float,
     return row
 
 
+class LeafTests(pd.DataFrame):
+    """The differences between leaf cAMEs of :meth:`PartitionResult.test`: a DataFrame, one row per difference,
+    with the global test and the leaves it leaves out as typed attributes (paper §5.5).
+
+    Attributes
+    ----------
+    global_test : dict
+        The Wald test that all tested leaf cAMEs are equal: ``statistic``, chi-squared ``df``, ``p_value``.
+    left_out : list of int
+        The leaves of fewer than 2 rows (estimation rows when honest), which have no interval and enter no
+        difference and no global test.
+    honest : bool
+        Whether the partition is honest (its leaves estimated on rows the tree never saw).
+
+    Notes
+    -----
+    The attributes ride along where pandas keeps the frame's class: ``copy``, column and row selection
+    (``t[["hypothesis", "p_value_adj"]]``, ``t.loc[mask]``, ``head``), ``sort_values``, ``reset_index``,
+    ``round`` and pickling. A frame computed anew (``merge``, ``pd.concat``, ``pd.DataFrame(t)``) has none
+    (``global_test`` and ``left_out`` None): read them from the table :meth:`PartitionResult.test` returned.
+    """
+
+    _metadata = ["global_test", "left_out", "honest"]
+    global_test: dict[str, float] | None = None
+    left_out: list[int] | None = None
+    honest: bool = False
+
+    @property
+    def _constructor(self) -> type[LeafTests]:
+        return LeafTests
+
+
 class PartitionResult:
     """Subspaces with their cAMEs, returned by :func:`fme.came`.
 
@@ -82,6 +114,9 @@ class PartitionResult:
         canlm_ci_low, canlm_ci_high (t-interval of the mean truncated at 1,
         the NLM's upper bound), n_nlm, median_nlm, share_linear (share of
         NLMs >= the result's ``nlm_linear_threshold``), and the readable ``rule``.
+        What its intervals cover (honest or not) is :attr:`honesty`.
+    honest : bool
+        Whether the leaves are estimated on rows the tree never saw; :attr:`honesty` says it in a sentence.
     root : Series
         The same figures for all evaluated rows (the global AME).
     estimation_root : Series
@@ -167,7 +202,6 @@ class PartitionResult:
         cols = (LEAF_COLUMNS + (["n_grown"] if self.honest else []) + INFERENCE_COLUMNS
                 + (NLM_COLUMNS if nlms is not None else []) + ["rule"])
         self.leaves = pd.DataFrame(rows, columns=cols)
-        self.leaves.attrs["intervals"] = self.honesty
         root = {"node": 1, **_figures(fmes, nlms, conf_level, lin), **inf.average().table(conf_level).iloc[0].to_dict(),
                 "rule": "(all)"}
         self.root = pd.Series(root)[[c for c in cols if c != "n_grown"]]
@@ -198,7 +232,7 @@ class PartitionResult:
                 "estimates them on rows the tree never saw.")
 
     def test(self, hypothesis: str = "pairwise", multcomp: str | None = "holm",
-             conf_level: float | None = None) -> pd.DataFrame:
+             conf_level: float | None = None) -> LeafTests:
         """Differences between leaf cAMEs with their uncertainty, and a global test that all are equal.
 
         Parameters
@@ -213,13 +247,13 @@ class PartitionResult:
 
         Returns
         -------
-        DataFrame
+        LeafTests
             One row per difference: ``hypothesis``, ``estimate``, ``std_error``, ``statistic``,
             ``p_value``, ``conf_low``, ``conf_high``, ``inference`` (the effects' method, from the same
             per-row ingredients as the leaves: honest rows only when the partition is honest), and
-            ``p_value_adj``/``multcomp``. ``attrs["global"]``: the Wald test that all leaf cAMEs are
-            equal (``statistic``, chi-squared ``df``, ``p_value``); ``attrs["honest"]``; ``attrs["left_out"]``:
-            the leaves of fewer than 2 rows (estimation rows when honest), which have no interval and enter no
+            ``p_value_adj``/``multcomp``. Its attributes: ``global_test``, the Wald test that all leaf cAMEs
+            are equal (``statistic``, chi-squared ``df``, ``p_value``); ``honest``; ``left_out``, the leaves
+            of fewer than 2 rows (estimation rows when honest), which have no interval and enter no
             difference and no global test.
         """
         if multcomp is not None and multcomp not in MULTCOMP:
@@ -235,12 +269,12 @@ class PartitionResult:
         est = self._leaf_estimates.take(keep)
         L, pairs = contrast_matrix(len(ids), hypothesis)
         labels = [f"[{ids[j]}] - [{ids[i]}]" for i, j in pairs]
-        out = contrast_table(est, L, labels, conf, multcomp)
+        out = LeafTests(contrast_table(est, L, labels, conf, multcomp))
         ref, _ = contrast_matrix(len(ids), "reference")
-        out.attrs["global"] = wald_test(est, ref)
+        out.global_test = wald_test(est, ref)
         # leaves of fewer than 2 estimation rows have no interval and enter no difference
-        out.attrs["left_out"] = [self.leaf_ids[k] for k in np.flatnonzero(self.leaves["n"].to_numpy() < 2)]
-        out.attrs["honest"] = self.honest
+        out.left_out = [self.leaf_ids[k] for k in np.flatnonzero(self.leaves["n"].to_numpy() < 2)]
+        out.honest = self.honest
         return out
 
     def joint_estimates(self) -> tuple:

@@ -92,6 +92,11 @@ class EstimatesTable(pd.DataFrame):
     whose labels are not among ``estimates_index``, or whose shown estimate (``ame`` or ``estimate``)
     is not theirs, are refused with a :class:`~fme.exceptions.ParameterError`; so is a table whose
     estimate column was changed.
+
+    A table with more to carry is a subclass that names its typed attributes in ``_metadata`` (and returns
+    itself from ``_constructor``), such as :func:`fme.learner_ame`'s ``learner`` and :func:`fme.interaction`'s
+    ``per_row``: they ride along the operations above as these five do. pandas' ``DataFrame.attrs`` carries
+    nothing of fme (it is experimental, and many operations drop it).
     """
 
     _metadata = ["estimates", "estimates_index", "conf_level", "bootstrap", "scale"]
@@ -108,7 +113,8 @@ class EstimatesTable(pd.DataFrame):
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, estimates: Estimates | None, *, conf_level: float = 0.95,
                    bootstrap: dict | None = None, scale: str | None = None) -> EstimatesTable:
-        """A table of ``frame`` (copied; its ``attrs`` kept) whose rows are ``estimates``, in order.
+        """A table of ``frame`` (copied, with the metadata pandas itself carries from frame to frame) whose rows
+        are ``estimates``, in order.
 
         Parameters
         ----------
@@ -127,8 +133,8 @@ class EstimatesTable(pd.DataFrame):
                    else type(estimates).__name__)
             raise ParameterError(f"EstimatesTable.from_frame needs one estimate per row of the frame ({len(frame)} "
                                  f"rows), got {got}; pass an fme.inference.Estimates of the rows in order, or None.")
-        out = cls(frame.copy())
-        out.attrs = dict(frame.attrs)
+        # pandas' own propagation: what the frame carries for its user stays with the table
+        out = cls(frame.copy()).__finalize__(frame)
         out.estimates = estimates
         out.estimates_index = list(out.index)
         out.conf_level = float(conf_level)
@@ -250,7 +256,10 @@ def _concat_link(out: EstimatesTable, objs: list) -> None:
     if not same or any(p is None for p in positions):
         out._relabel(out, None)
         return
-    out.conf_level, out.bootstrap, out.scale = first.conf_level, first.bootstrap, first.scale
+    # the pieces' attributes are the table's (a subclass's own ones too); the estimates follow the rows below
+    for name in out._metadata:
+        if name not in ("estimates", "estimates_index"):
+            setattr(out, name, getattr(first, name))
     if len(out) == sum(len(o) for o in objs):
         out.estimates = _take(first.estimates, np.concatenate(positions).astype(np.int64))
         out.estimates_index = list(out.index)

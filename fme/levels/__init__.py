@@ -7,6 +7,6 @@ three levels side by side.
 """
 
 from .dgp import dgp_ame, shift_weights
-from .learner import learner_ame
+from .learner import LearnerSplits, LearnerTable, learner_ame
 
-__all__ = ["dgp_ame", "shift_weights", "learner_ame"]
+__all__ = ["dgp_ame", "shift_weights", "learner_ame", "LearnerTable", "LearnerSplits"]

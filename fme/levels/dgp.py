@@ -9,13 +9,13 @@ own uncertainty, and says (:mod:`fme.levels._positivity`) whether the data can s
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .._core.groups import frame_groups
+from .._core.groups import check_by, frame_groups
 from .._core.shrink import MIN_STEP_FRACTION, shrink_steps
 from .._utils.validation import check_conf_level, check_data
 from ..effects import fme as fme_effects
@@ -26,21 +26,26 @@ from ..steps import Step, apply_steps, parse_steps, same_level, stepped_rows
 from ._crossfit import (CLIP, Design, by_fold, class_proba, default_classifier, default_outcome, fit_learner,
                         fold_labels, predict_mu, ratio_weights)
 from ._positivity import diagnose
-from .table import LABEL_COLUMNS, level_table
+from .table import LABEL_COLUMNS, TABLE_COLUMNS, level_table
 
-__all__ = ["dgp_ame", "shift_weights", "ON_EXTRAPOLATION", "COVERS"]
+__all__ = ["dgp_ame", "shift_weights", "ON_EXTRAPOLATION", "COVERS", "RESERVED"]
 
 #: What to do with moved rows outside the data (paper §3.2's remedies).
 ON_EXTRAPOLATION = ("warn", "shrink", "exclude")
 #: The ``covers`` column of the table: what the interval is about.
 COVERS = "the outcome in the data (population)"
+#: The table's own columns after :data:`~fme.levels.table.TABLE_COLUMNS` (``model_ame`` with ``model=``).
+EXTRA_COLUMNS = ["contrast", "plug_in", "correction", "ess", "ess_share", "max_weight", "p99_weight", "propensity_min",
+                 "propensity_max", "share_extrapolated", "positivity", "n", "model_ame", "note"]
+#: Names a ``by`` column cannot take: the table's columns.
+RESERVED = [*TABLE_COLUMNS, *EXTRA_COLUMNS]
 
 
 def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping[str, Any]], *,
             outcome_learner: Any = None, ratio_learner: Any = None, folds: int | Sequence[int] = 5,
             conf_level: float = 0.95, random_state: int | None = 0, model: Any = None, target_class: Any = None,
-            by: str | Sequence[str] | None = None, extrapolation: Any = "envelope", on_extrapolation: str = "warn",
-            separate: bool = False, **options: Any) -> EstimatesTable:
+            by: Hashable | Sequence[Hashable] | None = None, extrapolation: Any = "envelope",
+            on_extrapolation: str = "warn", separate: bool = False, **options: Any) -> EstimatesTable:
     """Data-level AME: the average change of the outcome's regression function under the forward step,
     theta(h) = E[mu(X + h) - mu(X)] with mu(x) = E[Y | X = x], by a cross-fitted one-step estimator.
 
@@ -94,7 +99,9 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
         The class whose probability is mu, for a binary outcome (default: the larger of the two values); also
         passed to :func:`fme.fme` for ``model_ame``.
     by : column label or list, optional
-        One row per group of these (unmoved) columns of X; the learners are fitted on all rows.
+        One row per group of these (unmoved) columns of X; the learners are fitted on all rows. Labels of any
+        hashable type, checked and sorted as every averaging verb does (:mod:`fme._core.groups`; a missing
+        value is a group of its own, listed last); a name of the table's columns (:data:`RESERVED`) is refused.
     extrapolation : str or detector, default='envelope'
         The detector (:data:`fme.DETECTORS` name or object) fitted on X that flags moved rows outside the data
         (``share_extrapolated``); None for none.
@@ -144,8 +151,9 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     if options and model is None:
         raise ParameterError(f"the options {sorted(options)} are passed to fme.fme for the model's AME; "
                              "pass model= (a fitted model), or leave them out.")
+    by_cols = check_by(X.columns, by, RESERVED)
     contrasts = _contrasts(X, steps, separate)
-    by_cols = _by_columns(X, by, contrasts)
+    _check_unmoved(by_cols, contrasts)
     Y, proba = _outcome(y, n, outcome_learner, target_class)
     rng = np.random.default_rng(random_state)
     fold = fold_labels(folds, n, rng)
@@ -326,20 +334,12 @@ def _contrasts(X: pd.DataFrame, steps: Any, separate: bool) -> list[tuple[Step, 
     return out
 
 
-def _by_columns(X: pd.DataFrame, by: Any, contrasts: list) -> list:
-    if by is None:
-        return []
-    cols = [by] if isinstance(by, str) or not isinstance(by, Sequence) else list(by)
-    reserved = set(LABEL_COLUMNS) | {"ame", "n", "note", "positivity"}
-    for col in cols:
-        if col not in X.columns:
-            raise FeatureError(f"by={col!r} is not a column of X; pass one of its columns.")
-        if col in reserved:
-            raise FeatureError(f"by={col!r} has the name of a column of the table; rename it in X.")
+def _check_unmoved(by_cols: list, contrasts: list) -> None:
+    """A ``by`` column (checked by :func:`~fme._core.groups.check_by`) must not be moved by a step."""
+    for col in by_cols:
         if any(s.feature == col for g in contrasts for s in g):
             raise FeatureError(f"by={col!r} is a moved feature: its groups would change under the step. Group by "
                                "an unmoved column.")
-    return cols
 
 
 def _outcome(y: Any, n: int, learner: Any, target_class: Any) -> tuple[np.ndarray, bool]:
@@ -378,7 +378,8 @@ def _groups(X: pd.DataFrame, by_cols: list) -> list[tuple[tuple, np.ndarray]]:
 
 def _label(steps_c: tuple[Step, ...], by_cols: list, key: tuple) -> dict:
     single = steps_c[0] if len(steps_c) == 1 else None
-    lab = {"feature": ", ".join(s.feature for s in steps_c),
+    # a feature's own label (of any hashable type), as fme.ame's table holds it; several joined as fme.fme's tidy()
+    lab = {"feature": single.feature if single is not None else ", ".join(str(s.feature) for s in steps_c),
            "step": float(single.value) if single is not None and single.is_numeric else float("nan"),
            "level": None if single is None or single.is_numeric else single.value, "reference": None,
            "contrast": _describe(steps_c)}

@@ -13,31 +13,82 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .._adapters import adapt
+from .._core.groups import check_by, frame_groups, group_means
 from .._utils.validation import check_conf_level
 from ..effects import fme as _fme_verb
-from ..exceptions import DataError, FeatureError, LearnerError, LearnerWarning, ModelError, ParameterError
+from ..exceptions import DataError, LearnerError, LearnerWarning, ModelError, ParameterError
 from ..inference import EstimatesTable
-from ..margins.marginal import ame as _ame_verb
-from .table import LABEL_COLUMNS, level_table
+from ..margins.marginal import AME_COLUMNS, ame as _ame_verb
+from .table import LABEL_COLUMNS, TABLE_COLUMNS, level_table
 
-__all__ = ["learner_ame", "learner_splits", "COVERS"]
+__all__ = ["learner_ame", "learner_splits", "LearnerSplits", "LearnerTable", "COVERS", "RESERVED"]
 
 #: The ``covers`` column of a learner-level table.
 COVERS = "training sets (learner)"
+#: The learner table's own columns after :data:`~fme.levels.table.TABLE_COLUMNS`.
+EXTRA_COLUMNS = ["contrast", "ame_full", "estimand", "repeats", "n_splits", "n_failed", "n_train", "n_test"]
+#: Names a ``by`` column cannot take: the table's columns and those of the :func:`fme.ame` tables of the splits.
+RESERVED = list(dict.fromkeys([*TABLE_COLUMNS, *EXTRA_COLUMNS, *AME_COLUMNS]))
 
 # fme.ame's arguments that would replace the table's inference or shape: the learner table has its own
 # (apply fme.hypotheses to it for hypotheses, equivalence bands and adjusted p-values)
 _REFUSED = ("inference", "bootstrap", "vcov", "df", "hypothesis", "equivalence", "multcomp")
 # the keyword arguments of fme.ame that fme.fme also takes (the ANLM rows of nlm=True)
 _FME_KEYS = ("target_class", "extrapolation", "reference_data", "on_extrapolation")
+
+
+@dataclass(frozen=True, eq=False)
+class LearnerSplits:
+    """The record of the splits behind a learner-level table (:attr:`LearnerTable.learner`).
+
+    Attributes
+    ----------
+    split_estimates : ndarray
+        J x m: each successful split's estimate of every row of the table as :func:`learner_ame` returned it
+        (in that order, whatever rows a selection keeps); NaN where a split has no value for a row.
+    errors : list of str
+        The failed splits' errors (``"TypeName: message"``), in split order.
+    n_nonconverged : int
+        Successful splits whose fit warned that it did not converge (kept in the estimate).
+    n_train, n_test : int
+        Rows each split trains on and evaluates on.
+    """
+
+    split_estimates: np.ndarray
+    errors: list[str]
+    n_nonconverged: int
+    n_train: int
+    n_test: int
+
+
+class LearnerTable(EstimatesTable):
+    """:func:`learner_ame`'s table: an :class:`~fme.EstimatesTable` (printed, indexed and tested with
+    :func:`fme.hypotheses` alike) with the splits' record as a typed attribute.
+
+    Attributes
+    ----------
+    learner : LearnerSplits or None
+        The splits' estimates, errors and non-converged fits. It rides along where the table's joint
+        covariance does (copy, column and row selection, sorting, ``reset_index``, pickling, ``pd.concat`` of
+        pieces of the table); a frame computed anew (``merge`` with another frame, ``pd.concat`` of different
+        tables, ``pd.DataFrame(t)``) has none (None).
+    """
+
+    _metadata = [*EstimatesTable._metadata, "learner"]
+    learner: LearnerSplits | None = None
+
+    @property
+    def _constructor(self) -> type[LearnerTable]:
+        return LearnerTable
 
 
 def learner_splits(n: int, repeats: int, test_size: float | int, random_state: int | None = 0
@@ -65,13 +116,13 @@ def learner_ame(
     *,
     repeats: int = 15,
     test_size: float | int = 0.5,
-    by: str | Sequence[str] | None = None,
+    by: Hashable | Sequence[Hashable] | None = None,
     conf_level: float = 0.95,
     random_state: int | None = 0,
     n_jobs: int | None = None,
     nlm: bool = False,
     **ame_kwargs: Any,
-) -> EstimatesTable:
+) -> LearnerTable:
     """Learner-level average marginal effects: the AME of the learning algorithm over training sets.
 
     For each of ``repeats`` seeded random splits of ``(X, y)`` into ``n_train`` and ``n_test`` rows
@@ -121,7 +172,9 @@ def learner_ame(
         is the learner trained on ``n_train = n - n_test`` rows; with a small test fraction the
         correction is too small (see above).
     by : column label or list of them, optional
-        One row per group (the group's test rows in every split), as in :func:`fme.ame`.
+        One row per group (the group's test rows in every split), as in :func:`fme.ame`: labels of any
+        hashable type, checked and sorted as every averaging verb does (:mod:`fme._core.groups`; a missing
+        value is a group of its own, listed last). A name of the table's columns (:data:`RESERVED`) is refused.
     conf_level : float, default=0.95
     random_state : int or None, default=0
         Seed of the splits (``numpy.random.SeedSequence``); the same splits for every ``n_jobs``.
@@ -140,7 +193,7 @@ def learner_ame(
 
     Returns
     -------
-    EstimatesTable
+    LearnerTable
         :func:`fme.ame`'s label columns (feature, step, level, reference, the ``by`` columns), ``ame``
         (the mean over splits), std_error, statistic (t), p_value, conf_low, conf_high, ``inference``
         (``"learner (Nadeau-Bengio, J splits, n_train ...)"``), ``covers`` (``"training sets
@@ -148,8 +201,8 @@ def learner_ame(
         fixed-model figure for comparison), ``estimand`` (``AME`` or ``ANLM``), ``repeats``,
         ``n_splits`` (splits with a value for the row), ``n_failed``, ``n_train``, ``n_test``. The
         rows' joint covariance comes from the splits, so :func:`fme.hypotheses` tests differences,
-        ratios and equivalence bands across rows. ``table.attrs['learner']`` holds the splits'
-        estimates (``split_estimates``, J x rows), the failed splits' errors and ``n_nonconverged``.
+        ratios and equivalence bands across rows. ``table.learner`` (:class:`LearnerSplits`) holds the
+        splits' estimates (``split_estimates``, J x rows), the failed splits' errors and ``n_nonconverged``.
 
     Raises
     ------
@@ -163,7 +216,7 @@ def learner_ame(
     LearnerWarning
         Some splits failed (fit or AME): they are counted in ``n_failed`` and left out. Some fits warned
         of non-convergence (a ``ConvergenceWarning``): they are kept and counted
-        (``table.attrs['learner']['n_nonconverged']``).
+        (``table.learner.n_nonconverged``).
 
     References
     ----------
@@ -178,7 +231,7 @@ def learner_ame(
     n_test = _n_test(n, test_size)
     n_train = n - n_test
     conf_level = check_conf_level(conf_level)
-    by_cols = _check_by(by, X)
+    by_cols = check_by(X.columns, by, RESERVED)
     refused = [k for k in _REFUSED if k in ame_kwargs]
     if refused:
         raise ParameterError(f"learner_ame() sets its own inference; drop {refused}. For hypotheses, "
@@ -186,7 +239,7 @@ def learner_ame(
     if isinstance(steps, (list, tuple)) and not (steps and _is_step_list(steps)):
         raise ParameterError("steps as a list must hold one or more dicts, each one (multivariate) step such as "
                              "{'a': 1, 'b': 0.5}; pass a dict for one row per feature.")
-    task = _Task(learner, steps, by, by_cols, nlm, dict(ame_kwargs))
+    task = _Task(learner, steps, by_cols, nlm, dict(ame_kwargs))
 
     # The fit on all rows comes first, in this process: it gives ame_full, the rows' canonical order, and
     # raises the library's own errors for bad steps, by columns or target_class before any split is fitted.
@@ -226,9 +279,8 @@ def learner_ame(
                         inference=f"learner (Nadeau-Bengio, {J} splits, n_train {n_train})", covers=COVERS,
                         extra={**extra, "ame_full": full_values, "estimand": estimand, "repeats": repeats,
                                "n_splits": counts, "n_failed": len(errors), "n_train": n_train,
-                               "n_test": n_test})
-    table.attrs["learner"] = {"split_estimates": M, "errors": errors, "n_nonconverged": n_nonconverged,
-                              "n_train": n_train, "n_test": n_test}
+                               "n_test": n_test}, table_class=LearnerTable)
+    table.learner = LearnerSplits(M, errors, int(n_nonconverged), n_train, n_test)
     return table
 
 
@@ -254,8 +306,8 @@ def corrected_moments(M: np.ndarray, n_train: int, n_test: int) -> tuple[np.ndar
 class _Task:
     """Fits the learner and computes one table's estimates; picklable for joblib's workers."""
 
-    def __init__(self, learner: Any, steps: Any, by: Any, by_cols: list, nlm: bool, ame_kwargs: dict) -> None:
-        self.learner, self.steps, self.by, self.by_cols = learner, steps, by, by_cols
+    def __init__(self, learner: Any, steps: Any, by_cols: list, nlm: bool, ame_kwargs: dict) -> None:
+        self.learner, self.steps, self.by_cols = learner, steps, by_cols
         self.nlm, self.ame_kwargs = nlm, ame_kwargs
 
     def fit(self, X: pd.DataFrame, y: Any) -> Any:
@@ -276,7 +328,7 @@ class _Task:
         if _is_step_list(self.steps):
             labels, values = self._fme_rows(model, data, list(self.steps), self.nlm, ame=True)
         else:
-            t = _ame_verb(model, data, self.steps, by=self.by, inference="sample", **self.ame_kwargs)
+            t = _ame_verb(model, data, self.steps, by=self.by_cols or None, inference="sample", **self.ame_kwargs)
             labels = pd.DataFrame(t[LABEL_COLUMNS + self.by_cols]).reset_index(drop=True)
             labels["estimand"] = "AME"
             values = t["ame"].to_numpy(dtype=float)
@@ -304,16 +356,13 @@ class _Task:
             res = r.results
             parts = [("AME", r.fme_columns[0])] if ame else []
             parts += [("ANLM", r.nlm_columns[0])] if nlm else []
+            # the groups of the rows given, numbered as fme.ame numbers them
+            codes, spec = frame_groups(data, self.by_cols)
+            codes = codes[data.index.get_indexer(res.index)]
             for estimand, col in parts:
-                if self.by_cols:
-                    means = res[col].groupby([data[c].loc[res.index] for c in self.by_cols], sort=True,
-                                             dropna=False).mean()
-                    groups = means.index.to_frame(index=False)
-                    groups.columns = self.by_cols
-                else:
-                    means, groups = pd.Series([float(np.nanmean(res[col].to_numpy(dtype=float)))]), pd.DataFrame(index=[0])
+                means = group_means(res[col].to_numpy(dtype=float), codes, spec.n_groups)
                 frame = pd.DataFrame({c: [head[c]] * len(means) for c in LABEL_COLUMNS})
-                frame = pd.concat([frame, groups.reset_index(drop=True)], axis=1)
+                frame = pd.concat([frame, spec.keys.reset_index(drop=True)], axis=1)
                 frame["estimand"], frame["contrast"], frame["_step_no"] = estimand, head.get("contrast"), i
                 frames.append(frame)
                 values.append(np.asarray(means, dtype=float))
@@ -398,16 +447,6 @@ def _n_test(n: int, test_size: Any) -> int:
         raise ParameterError(f"test_size gives {n_test} test rows of {n}; it must leave at least 1 test row and "
                              "2 training rows.")
     return n_test
-
-
-def _check_by(by: Any, X: pd.DataFrame) -> list:
-    if by is None:
-        return []
-    cols = [by] if isinstance(by, str) or not isinstance(by, Sequence) else list(by)
-    missing = [c for c in cols if c not in X.columns]
-    if missing:
-        raise FeatureError(f"by={missing!r}: not a column of X; pass column labels of X.")
-    return cols
 
 
 def _is_step_list(steps: Any) -> bool:

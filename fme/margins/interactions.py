@@ -32,7 +32,29 @@ from ..inference.methods import resolve_method
 from ..inference.table import EstimatesTable
 from ..steps import parse_steps
 
-__all__ = ["interaction"]
+__all__ = ["interaction", "InteractionTable"]
+
+
+class InteractionTable(EstimatesTable):
+    """:func:`interaction`'s table: an :class:`~fme.EstimatesTable` (printed, indexed and tested with
+    :func:`fme.hypotheses` alike) with the per-row interactions as a typed attribute.
+
+    Attributes
+    ----------
+    per_row : Series or None
+        I(x) of every row that entered the average, indexed like ``data`` (None on Dask data, where the rows
+        stay in their chunks); not ``values``, the DataFrame's own array. It rides along where the table's
+        joint covariance does (copy, column and row selection, sorting, ``reset_index``, pickling,
+        ``pd.concat`` of pieces of the table); a frame computed anew (``merge`` with another frame,
+        ``pd.concat`` of different tables, ``pd.DataFrame(t)``) has none (None).
+    """
+
+    _metadata = [*EstimatesTable._metadata, "per_row"]
+    per_row: pd.Series | None = None
+
+    @property
+    def _constructor(self) -> type[InteractionTable]:
+        return InteractionTable
 
 
 def _has_rules(*specs: Mapping[str, Any]) -> bool:
@@ -43,7 +65,7 @@ def _has_rules(*specs: Mapping[str, Any]) -> bool:
 def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], steps_b: Mapping[str, Any], *,
                 inference: str = "auto", bootstrap: Mapping[str, Any] | None = None, conf_level: float = 0.95,
                 tol: float | None = None, target_class: Any = None, extrapolation: Any = None,
-                reference_data: pd.DataFrame | None = None, random_state: Any = None) -> pd.DataFrame:
+                reference_data: pd.DataFrame | None = None, random_state: Any = None) -> InteractionTable:
     """The average interaction of two steps, with its uncertainty (see the module docstring).
 
     Parameters
@@ -58,11 +80,12 @@ def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], step
 
     Returns
     -------
-    EstimatesTable
+    InteractionTable
         One row: ``steps_a``, ``steps_b``, ``estimate`` (the average interaction), ``std_error``,
         ``statistic``, ``p_value``, ``conf_low``, ``conf_high``, ``inference``, ``sd``, ``n``,
-        ``n_excluded``, ``tol``, ``share_above_tol``. ``attrs["values"]``: the per-row interactions
-        (indexed like ``data``); the frame works with :func:`fme.hypotheses` (e.g. ``equivalence=``).
+        ``n_excluded``, ``tol``, ``share_above_tol``. ``per_row`` (:attr:`InteractionTable.per_row`): the
+        per-row interactions (indexed like ``data``; None on Dask data); the table works with
+        :func:`fme.hypotheses` (e.g. ``equivalence=``).
     """
     on_dask = is_dask_collection(data)
     frame = data if on_dask else model_frame(model, check_data(data))
@@ -102,7 +125,6 @@ def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], step
                          **{c: t[c] for c in INFERENCE_COLUMNS}, "sd": got["sd"], "n": got["n"],
                          "n_excluded": got["n_rows"] - got["n"], "tol": got["tol"],
                          "share_above_tol": got["share_above_tol"]}])
-    out = EstimatesTable.from_frame(out, got["estimates"], conf_level=conf_level)
-    if got["values"] is not None:
-        out.attrs["values"] = got["values"]
+    out = InteractionTable.from_frame(out, got["estimates"], conf_level=conf_level)
+    out.per_row = got["values"]
     return out

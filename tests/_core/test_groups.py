@@ -8,8 +8,11 @@ import pandas as pd
 import pytest
 
 import fme
-from fme._core.groups import check_by, frame_groups, group_codes, GroupSpec
+from fme._core.groups import check_by, frame_groups, group_codes, group_means, GroupSpec
 from fme.exceptions import FeatureError, NameClashError, ParameterError
+from fme.levels import dgp as dgp_level
+from fme.levels import learner as learner_level
+from fme.levels.learner import learner_splits
 
 dd = pytest.importorskip("dask.dataframe")
 
@@ -32,12 +35,35 @@ def _by_hand(data: pd.DataFrame, values: np.ndarray) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+def _learner(d: pd.DataFrame, **kw) -> pd.DataFrame:
+    # every split's "fit" is the model itself: ame_full is the model's AME per group of all rows
+    t = fme.learner_ame(lambda X, y: _model, d, np.zeros(len(d)), {0: 1.0}, repeats=3, random_state=1, **kw)
+    return t.rename(columns={"ame_full": "estimate"})
+
+
+def _dgp(d: pd.DataFrame, **kw) -> pd.DataFrame:
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+
+    # model_ame is the model's AME over each group's moved rows (every row: no detector)
+    t = fme.dgp_ame(d, _model(d), {0: 1.0}, model=_model, outcome_learner=LinearRegression(),
+                    ratio_learner=LogisticRegression(), folds=2, extrapolation=None, **kw)
+    return t.rename(columns={"model_ame": "estimate"})
+
+
 VERBS = {
     "ame": lambda d, **kw: fme.ame(_model, d, {0: 1.0}, inference="sample", **kw).rename(columns={"ame": "estimate"}),
     "avg_predictions": lambda d, **kw: fme.avg_predictions(_model, d, inference="sample", **kw),
     "avg_slopes": lambda d, **kw: fme.avg_slopes(_model, d, [0], eps=1e-3, inference="sample", **kw),
     "avg_comparisons": lambda d, **kw: fme.avg_comparisons(_model, d, {0: 1.0}, inference="sample", **kw),
+    "learner_ame": _learner,
+    "dgp_ame": _dgp,
 }
+#: The levels of an effect take pandas data only.
+IN_MEMORY = ("learner_ame", "dgp_ame")
+CASES = [(verb, engine) for verb in sorted(VERBS) for engine in ("pandas", "dask")
+         if engine == "pandas" or verb not in IN_MEMORY]
+#: The column counting each group's rows (the learner table has none: its groups' rows differ by split).
+COUNT = {"learner_ame": None}
 
 
 def _expected(verb: str, data: pd.DataFrame) -> np.ndarray:
@@ -81,8 +107,16 @@ def test_groups_are_sorted_with_missing_last_and_numbered_alike_in_memory_and_by
     np.testing.assert_array_equal(group_codes(data, GroupSpec([], pd.DataFrame(index=[0]))), np.zeros(len(data)))
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
-@pytest.mark.parametrize("verb", sorted(VERBS))
+def test_group_means_leave_out_nan_and_unmatched_rows_and_round_as_nanmean():
+    codes = np.array([1, 0, -1, 1, 0, 2, 2])
+    values = np.array([1.0, 2.0, 3.0, 4.0, np.nan, np.nan, np.nan])
+    np.testing.assert_array_equal(group_means(values, codes, 4), [2.0, 2.5, np.nan, np.nan])
+    v = np.random.default_rng(0).normal(size=1001)
+    v[5] = np.nan
+    assert group_means(v, np.zeros(1001, dtype=np.int64), 1)[0] == np.nanmean(v)   # the very float
+
+
+@pytest.mark.parametrize("verb, engine", CASES)
 def test_every_verb_groups_an_integer_labelled_column_with_missing_values_alike(verb, engine):
     data = _frame()
     use = data if engine == "pandas" else dd.from_pandas(data, npartitions=3, sort=False)
@@ -91,11 +125,39 @@ def test_every_verb_groups_an_integer_labelled_column_with_missing_values_alike(
         out = VERBS[verb](use, by=by)
         assert out[2].iloc[:2].tolist() == ["a", "b"] and pd.isna(out[2].iloc[2]), out[2].tolist()
         np.testing.assert_allclose(out["estimate"].to_numpy(), hand["mean"].to_numpy(), rtol=1e-6)
-        np.testing.assert_array_equal(out["n"].to_numpy(), hand["size"].to_numpy())
+        count = COUNT.get(verb, "n")
+        if count is not None:
+            np.testing.assert_array_equal(out[count].to_numpy(), hand["size"].to_numpy())
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
-@pytest.mark.parametrize("verb", sorted(VERBS))
+def test_the_learner_level_averages_each_splits_group_means_in_the_same_order():
+    data = _frame()
+    out = _learner(data, by=2)
+    values = _expected("learner_ame", data)
+    # the mean over the splits of each group's mean on the split's test rows, missing group last
+    per_split = [_by_hand(data.iloc[test], values[test])["mean"].to_numpy()
+                 for _, test in learner_splits(len(data), 3, 0.5, 1)]
+    np.testing.assert_allclose(out["ame"].to_numpy(), np.mean(per_split, axis=0), rtol=1e-10)
+    assert out["n_splits"].tolist() == [3, 3, 3]
+    # a list of steps groups fme.fme's rows itself: the same groups in the same order, the same figures
+    listed = fme.learner_ame(lambda X, y: _model, data, np.zeros(len(data)), [{0: 1.0}], repeats=3, random_state=1,
+                             by=2)
+    assert listed[2].iloc[:2].tolist() == ["a", "b"] and pd.isna(listed[2].iloc[2])
+    np.testing.assert_allclose(listed["ame"].to_numpy(), out["ame"].to_numpy(), rtol=1e-10)
+    np.testing.assert_allclose(listed["ame_full"].to_numpy(), out["estimate"].to_numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("verb, module", [("learner_ame", learner_level), ("dgp_ame", dgp_level)])
+def test_the_levels_refuse_a_by_named_like_a_column_of_their_table(verb, module):
+    with pytest.raises(NameClashError, match="by column 'ame' has the name of one of fme's output columns"):
+        VERBS[verb](_frame(60).rename(columns={"w": "ame"}), by="ame")
+    # every column of the table but the by column is reserved
+    renamed = {"learner_ame": {"estimate": "ame_full"}, "dgp_ame": {"estimate": "model_ame"}}[verb]
+    table = VERBS[verb](_frame(60), by=2).rename(columns=renamed)
+    assert set(table.columns) - {2} <= set(module.RESERVED), set(table.columns) - set(module.RESERVED)
+
+
+@pytest.mark.parametrize("verb, engine", CASES)
 def test_every_verb_refuses_a_bad_by_with_the_same_error(verb, engine):
     data = _frame(60)
     use = data if engine == "pandas" else dd.from_pandas(data, npartitions=2, sort=False)

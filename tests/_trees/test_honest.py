@@ -7,6 +7,8 @@ Holm, and the pandas path for the Dask path.
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,6 +16,7 @@ from scipy import stats
 
 import fme
 from fme._trees.grow import honest_mask
+from fme.conditional import LeafTests
 
 
 def _effects(n: int = 600, seed: int = 0, index=None) -> fme.FMEResult:
@@ -59,7 +62,7 @@ def test_leaf_figures_come_from_the_estimation_rows_only():
         assert leaf["conf_high"] == pytest.approx(v.mean() + half, rel=1e-12)   # sample inference = the t interval
     assert part.leaves["n"].sum() + part.leaves["n_grown"].sum() == eff.n
     assert part.root["came"] == pytest.approx(eff.ame, rel=1e-12)               # the global AME: every row
-    assert part.leaves.attrs["intervals"].startswith("honest") and "honest" in part.summary()
+    assert part.honesty.startswith("honest") and "honest" in part.summary()
 
 
 def test_the_tree_is_grown_on_the_growing_rows_only():
@@ -88,7 +91,7 @@ def test_reordered_rows_give_the_same_partition():
 def test_not_honest_says_the_intervals_are_not_adjusted():
     part = fme.came(_effects(), features=["x2", "x3"], maxdepth=2, honest=False)
     assert not part.honest and "n_grown" not in part.leaves.columns
-    assert part.leaves.attrs["intervals"].startswith("not honest") and "not adjusted" in part.summary()
+    assert part.honesty.startswith("not honest") and "not adjusted" in part.summary()
 
 
 def test_delta_leaves_are_the_ame_of_the_leafs_estimation_rows():
@@ -169,12 +172,28 @@ def test_leaf_tests_pairwise_holm_and_the_global_test():
     # the global test of equal leaf cAMEs, for independent leaves: Cochran's Q with m - 1 df
     w = 1 / se ** 2
     q = float(np.sum(w * (came - np.sum(w * came) / np.sum(w)) ** 2))
-    g = t.attrs["global"]
+    g = t.global_test
     assert g["statistic"] == pytest.approx(q, rel=1e-9) and g["df"] == m - 1
     assert g["p_value"] == pytest.approx(stats.chi2.sf(q, m - 1), rel=1e-9)
     ref = part.test("reference", multcomp=None)
     assert len(ref) == m - 1 and "p_value_adj" not in ref.columns
     assert ref["estimate"].to_numpy() == pytest.approx(came[1:] - came[0], rel=1e-12)
+
+
+def test_the_leaf_tests_keep_their_global_test_through_what_users_do_with_a_frame():
+    part = fme.came(_effects(n=1200), features=["x2", "x3"], method="cart", max_depth=2, min_samples_leaf=50)
+    t = part.test()
+    assert type(t) is LeafTests and t.honest is True and t.left_out == []
+    g = dict(t.global_test)
+    assert set(g) == {"statistic", "df", "p_value"} and g["df"] == len(part.leaf_ids) - 1
+    kept = [t.copy(), t[["hypothesis", "p_value_adj"]], t.loc[t["p_value"] < 2], t.head(2), t.iloc[::-1],
+            t.sort_values("p_value"), t.reset_index(drop=True), t.round(3), pickle.loads(pickle.dumps(t))]
+    for out in kept:
+        assert type(out) is LeafTests and out.global_test == g and out.left_out == [] and out.honest is True
+    # computed anew: none
+    merged = t.merge(pd.DataFrame({"hypothesis": [t["hypothesis"].iloc[0]], "label": ["A"]}), on="hypothesis")
+    assert merged.global_test is None and merged.left_out is None and merged["label"].tolist() == ["A"]
+    assert not fme.came(_effects(), features=["x2", "x3"], maxdepth=2, honest=False).test().honest
 
 
 def test_several_splits_report_their_stability():

@@ -20,6 +20,7 @@ import statsmodels.formula.api as smf
 import fme
 from fme.inference import Estimates, EstimatesTable
 from fme.inference.wald import covariance
+from fme.margins.interactions import InteractionTable
 
 FEATURES = ["x1", "x2", "x3"]
 FIGURES = ["estimate", "std_error", "statistic", "p_value", "conf_low", "conf_high"]
@@ -169,7 +170,8 @@ def test_every_producer_returns_the_table(ols):
     by_step = fme.ame(m, d, {"x1": 1.0, "x2": 1.0}, comparison="ratio")  # one call per step, stacked
     inter = fme.interaction(m, d, {"x1": 1.0}, {"x2": 1.0})
     for out in (preds, slopes, comps, by_step, inter, fme.hypotheses(preds, "pairwise")):
-        assert type(out) is EstimatesTable and out.estimates is not None
+        # interaction's table is the subclass that also carries the per-row interactions
+        assert type(out) is (InteractionTable if out is inter else EstimatesTable) and out.estimates is not None
         assert out.estimates.estimate.size == len(out)
     # by-group predictions: a selection tests its own rows
     full = fme.hypotheses(preds)

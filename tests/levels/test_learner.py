@@ -1,5 +1,6 @@
 """fme.learner_ame: learner-level AMEs over refits on seeded splits, with the Nadeau-Bengio correction."""
 
+import pickle
 import warnings
 
 import numpy as np
@@ -13,6 +14,7 @@ from sklearn.preprocessing import PolynomialFeatures
 
 import fme
 from fme.exceptions import (DataError, FeatureError, LearnerError, LearnerWarning, ModelError, ParameterError)
+from fme.levels import LearnerSplits, LearnerTable
 from fme.levels.learner import COVERS, corrected_moments, learner_splits
 
 
@@ -123,8 +125,34 @@ def test_a_failed_split_is_counted_warned_and_left_out(data):
                                rtol=1e-10)
     assert list(t["n_failed"]) == [1, 1] and list(t["n_splits"]) == [4, 4]
     assert t["inference"].iloc[0] == f"learner (Nadeau-Bengio, 4 splits, n_train {n_train})"
-    assert t.attrs["learner"]["errors"] == ["RuntimeError: singular design on this split"]
+    assert t.learner.errors == ["RuntimeError: singular design on this split"]
     pd.testing.assert_frame_equal(Xn, before)
+
+
+def test_the_splits_record_is_a_typed_attribute_that_rides_along(data):
+    X, y = data
+    Xn = X[["a", "b"]]
+    t = fme.learner_ame(LinearRegression(), Xn, y, {"a": 1, "b": 0.5}, repeats=4, random_state=3)
+    assert isinstance(t, LearnerTable) and isinstance(t.learner, LearnerSplits)
+    rec = t.learner
+    splits = learner_splits(len(X), 4, 0.5, 3)
+    np.testing.assert_allclose(rec.split_estimates, _coefs(Xn, y, splits) * np.array([1.0, 0.5]), rtol=1e-12)
+    np.testing.assert_allclose(rec.split_estimates.mean(axis=0), t["ame"], rtol=1e-12)
+    assert (rec.errors, rec.n_nonconverged, rec.n_train, rec.n_test) == ([], 0, 60, 60)
+    # what users (and the report's one-row pick) do with a table keeps the record and the joint covariance
+    kept = [t.copy(), t.iloc[[1]], t[["feature", "ame"]], t.sort_values("ame"), t.reset_index(drop=True),
+            t.head(1), pd.concat([t.iloc[[1]], t.iloc[[0]]]), pickle.loads(pickle.dumps(t))]
+    for out in kept:
+        assert type(out) is LearnerTable and out.learner.n_train == 60, type(out)
+        np.testing.assert_array_equal(out.learner.split_estimates, rec.split_estimates)
+    h = fme.hypotheses(t.iloc[[1, 0]], "b1 - b2 = 0")
+    assert h["estimate"].iloc[0] == pytest.approx(t["ame"].iloc[1] - t["ame"].iloc[0], rel=1e-12)
+    # a frame computed anew has no record (pandas' attrs held an array that made merge and concat fail)
+    merged = t.merge(pd.DataFrame({"feature": ["b", "a"], "label": ["B", "A"]}), on="feature")
+    assert merged.learner is None and merged["label"].tolist() == ["A", "B"]
+    other = fme.learner_ame(LinearRegression(), Xn, y, {"a": 1}, repeats=2, random_state=4)
+    both = pd.concat([t, other], ignore_index=True)
+    assert both.learner is None and both.estimates is None and both["ame"].tolist() == [*t["ame"], *other["ame"]]
 
 
 def test_fewer_than_two_successful_splits_raise(data):
@@ -149,7 +177,7 @@ def test_nonconverged_fits_are_kept_and_counted(data):
     with pytest.warns(LearnerWarning, match="the fits of 3 of 3 splits warned that they did not converge"):
         t = fme.learner_ame(LogisticRegression(max_iter=1), X[["a", "b"]], yc, {"a": 1}, repeats=3,
                             target_class=1)
-    assert t.attrs["learner"]["n_nonconverged"] == 3 and list(t["n_failed"]) == [0]
+    assert t.learner.n_nonconverged == 3 and list(t["n_failed"]) == [0]
 
 
 def test_classifier_with_target_class(data):
@@ -282,7 +310,8 @@ def test_multivariate_steps_with_by_and_anlm(data):
     ({"test_size": 0.0}, ParameterError, "test_size must be a fraction"),
     ({"test_size": 1.5}, ParameterError, "test_size"),
     ({"test_size": 119}, ParameterError, "at least 1 test row and 2 training rows"),
-    ({"by": "nope"}, FeatureError, "by=.*not a column of X"),
+    ({"by": "nope"}, FeatureError,
+     r"by column\(s\) \['nope'\] are not columns of the data; use some of \['a', 'b', 'g'\]"),
     ({"inference": "delta"}, ParameterError, "drop \\['inference'\\]"),
     ({"hypothesis": "b1 = 0"}, ParameterError, "fme.hypotheses"),
     ({"steps": []}, ParameterError, "steps as a list must hold one or more dicts"),

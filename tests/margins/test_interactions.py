@@ -7,12 +7,15 @@ logit (the delta method by hand).
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
 
 import fme
+from fme.margins.interactions import InteractionTable
 
 
 @pytest.fixture(scope="module")
@@ -31,13 +34,13 @@ def test_additive_models_do_not_interact(frame):
     f = lambda d: np.sin(d["x1"].to_numpy()) + d["x2"].to_numpy() ** 3
     out = fme.interaction(f, frame[["x1", "x2"]], {"x1": 0.5}, {"x2": -0.3})
     assert out["share_above_tol"].iloc[0] == 0.0
-    assert np.abs(out.attrs["values"]).max() < 1e-12
+    assert np.abs(out.per_row).max() < 1e-12
 
 
 def test_a_product_interacts_by_the_product_of_the_steps(frame):
     f = lambda d: d["x1"].to_numpy() * d["x2"].to_numpy()
     out = fme.interaction(f, frame[["x1", "x2"]], {"x1": 0.5}, {"x2": -0.3})
-    np.testing.assert_allclose(out.attrs["values"], 0.5 * -0.3, rtol=1e-12)
+    np.testing.assert_allclose(out.per_row, 0.5 * -0.3, rtol=1e-12)
     assert out["estimate"].iloc[0] == pytest.approx(-0.15, rel=1e-12)
     assert out["share_above_tol"].iloc[0] == 1.0 and out["n"].iloc[0] == len(frame)
     assert out["inference"].iloc[0] == "sample" and out["std_error"].iloc[0] < 1e-12   # the same value on every row
@@ -92,12 +95,31 @@ def test_bootstrap_uses_the_same_refits_for_both_effects(frame):
     assert out["std_error"].iloc[0] == pytest.approx(np.std(coefs, ddof=1), rel=1e-8)
 
 
+def test_the_per_row_interactions_are_a_typed_attribute_that_rides_along(frame):
+    f = lambda d: d["x1"].to_numpy() * d["x2"].to_numpy()
+    out = fme.interaction(f, frame[["x1", "x2"]], {"x1": 0.5}, {"x2": -0.3}, inference="sample")
+    assert type(out) is InteractionTable and out.per_row.index.equals(frame.index)
+    kept = [out.copy(), out.iloc[[0]], out[["estimate", "std_error"]], out.reset_index(drop=True), out.round(3),
+            pd.concat([out, out]), pickle.loads(pickle.dumps(out))]
+    for t in kept:
+        assert type(t) is InteractionTable, type(t)
+        np.testing.assert_allclose(t.per_row.to_numpy(), np.full(len(frame), -0.15), rtol=1e-12)
+    # computed anew: none (pandas' attrs held a Series that made merge and concat fail)
+    merged = out.merge(pd.DataFrame({"steps_a": ["x1 + 0.5"], "label": ["A"]}), on="steps_a")
+    assert merged.per_row is None and merged["label"].tolist() == ["A"]
+    assert fme.hypotheses(out, equivalence=[-1.0, 1.0])["estimate"].iloc[0] == pytest.approx(-0.15, rel=1e-12)
+    dd = pytest.importorskip("dask.dataframe")
+    on_dask = fme.interaction(f, dd.from_pandas(frame[["x1", "x2"]], npartitions=2), {"x1": 0.5}, {"x2": -0.3},
+                              inference="sample")
+    assert type(on_dask) is InteractionTable and on_dask.per_row is None
+
+
 def test_categorical_steps_and_rows_already_at_the_level(frame):
     f = lambda d: d["x1"].to_numpy() * (d["g"] == "b").to_numpy()
     out = fme.interaction(f, frame[["x1", "g"]], {"x1": 1.0}, {"g": "b"})
     at_b = int((frame["g"] == "b").sum())
     assert out["n_excluded"].iloc[0] == at_b and out["n"].iloc[0] == len(frame) - at_b
-    np.testing.assert_allclose(out.attrs["values"], 1.0, rtol=1e-12)
+    np.testing.assert_allclose(out.per_row, 1.0, rtol=1e-12)
 
 
 def test_extrapolation_leaves_out_rows_whose_any_point_is_outside(frame):

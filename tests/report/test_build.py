@@ -923,7 +923,7 @@ def test_honest_leaves_and_their_tests_are_reported(boston, boston_model):
         assert got == pytest.approx(t["p_value_adj"].tolist(), rel=1e-12)
         raw = [row["p_value"] for row in p["tests"]["rows"]]
         assert got == pytest.approx(multipletests(raw, method="holm")[1].tolist(), rel=1e-12)
-        assert p["tests"]["global"]["p_value"] == pytest.approx(t.attrs["global"]["p_value"], rel=1e-12)
+        assert p["tests"]["global"]["p_value"] == pytest.approx(t.global_test["p_value"], rel=1e-12)
         assert "Global test that all leaf cAMEs are equal" in html
         assert "leaves not distinguishable" in html
         checked += 1

@@ -194,10 +194,10 @@ def test_a_leaf_of_fewer_than_two_estimation_rows_has_no_interval_and_no_test():
     assert part.leaves.set_index("node").loc[[4, 5], ["came_ci_low", "came_ci_high", "std_error",
                                                       "conf_low"]].isna().all().all()
     t = part.test()
-    assert t.attrs["left_out"] == [4, 5]
+    assert t.left_out == [4, 5]
     assert not t["hypothesis"].str.contains(r"\[4\]|\[5\]").any() and len(t) == 15  # 6 leaves: 15 pairs
-    assert t["p_value"].notna().all() and np.isfinite(t.attrs["global"]["p_value"])
-    assert t.attrs["global"]["df"] == 5.0
+    assert t["p_value"].notna().all() and np.isfinite(t.global_test["p_value"])
+    assert t.global_test["df"] == 5.0
     tests = _leaf_tests(part)
     assert tests["left_out"] == [4, 5] and len(tests["rows"]) == 15
     cells = _leaf_test_cells(tests, 0.95, 3)

@@ -162,10 +162,10 @@ def _leaf_tests(part: Any) -> dict | None:
     rows = [{"hypothesis": str(r["hypothesis"]), **{c: _num(r[c]) for c in ("estimate", "std_error", "p_value",
                                                                               "p_value_adj", "conf_low", "conf_high")}}
             for _, r in t.iterrows()]
-    g = t.attrs["global"]
+    g = t.global_test
     return {"rows": rows, "global": {k: _num(v) for k, v in g.items()}, "multcomp": "holm",
             "inference": str(t["inference"].iloc[0]), "honest": bool(part.honest),
-            "left_out": [int(x) for x in t.attrs.get("left_out", [])]}
+            "left_out": [int(x) for x in t.left_out]}
 
 
 def _stability(part: Any, eff: EffectConfig, seed: int, ame: Any, n_evaluated: int | None = None,

@@ -88,8 +88,8 @@ def _learner(model: Any, eff: EffectConfig, steps: dict, train: pd.DataFrame, ta
     out = _row(table, ("ame", "std_error", "p_value", "conf_low", "conf_high", "inference", "ame_full",
                        "repeats", "n_splits", "n_failed", "n_train", "n_test"))
     out.update(test_size=float(spec["test_size"]), conf_level=conf, n_rows=len(X),
-               errors=[str(e) for e in table.attrs["learner"]["errors"]][:3],
-               n_nonconverged=int(table.attrs["learner"]["n_nonconverged"]), warnings=list(caught))
+               errors=[str(e) for e in table.learner.errors][:3],
+               n_nonconverged=int(table.learner.n_nonconverged), warnings=list(caught))
     return out
 
 
