@@ -16,7 +16,7 @@ import pandas as pd
 
 import fme
 
-from .effect_parts import _num
+from .effect_parts import json_num
 from .model_view import dispersion_scaled, dispersion_threshold
 from ..inputs.config import ReportConfig
 
@@ -57,7 +57,7 @@ def run_interactions(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cf
                               target_class=target_class, reference_data=reference)
         r = out.iloc[0]
         rows.append({"steps_a": str(r["steps_a"]), "steps_b": str(r["steps_b"]),
-                     **{c: _num(r[c]) for c in ("estimate", "std_error", "conf_low", "conf_high", "p_value", "sd",
+                     **{c: json_num(r[c]) for c in ("estimate", "std_error", "conf_low", "conf_high", "p_value", "sd",
                                                  "tol", "share_above_tol")},
                      "inference": str(r["inference"]) if covariance is None or r["inference"] != "delta"
                      else f"delta ({covariance})", "n": int(r["n"])})

@@ -31,7 +31,7 @@ from .challenger import challenger_summary
 from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
 from .effect import compute_effect
-from .effect_parts import REPORT_SAMPLE_SIZE, _num, sample_info
+from .effect_parts import REPORT_SAMPLE_SIZE, json_num, sample_info
 from .details import label_intervals, relabel_table
 from .levels import LearnerShare, level_summaries
 from .model_view import dispersion_scaled, dispersion_threshold, glm_dispersion
@@ -289,8 +289,8 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                 summ = out["summary"]
                 label_intervals(summ, covariance)  # the delta ones computed with the scaled covariance say so
                 summ["id"] = vid
-                summ["level"] = _num(veff.level)
-                summ["target_class"] = _num(target_class)
+                summ["level"] = json_num(veff.level)
+                summ["target_class"] = json_num(target_class)
                 summ["figures"] = figures.effect_figures(out["result"], out["partition"], veff, fig_cfg, out_dir, vid,
                                                          fig_scale)
                 _write_tables(out, summ, out_dir, vid)
@@ -350,7 +350,7 @@ def _jsonable(obj: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]
-    return _num(obj)
+    return json_num(obj)
 
 
 def write_results(path: Path, payload: dict) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from . import audit, changelog, sentences
-from .partition_view import (MAX_LEAVES_SHOWN, _boxes, _honesty_sentence, _leaf_rows, head_rows,  # noqa: F401
-                             _leaf_test_cells, _splits_sentence, shown_leaves, where_came_holds)
+from .partition_view import (MAX_LEAVES_SHOWN, boxes, honesty_sentence, leaf_rows, head_rows,  # noqa: F401
+                             leaf_test_cells, splits_sentence, shown_leaves, where_came_holds)
 from .display import (ci_method_text, effect_title, interval_rows, model_ci_scope, prepare_variant, scale_of,
                       target_phrase)
 from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
@@ -438,13 +438,13 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                 p, omitted = shown_leaves(v["partition"], v["id"])
                 var["partition"] = {"method": p["method"], "omitted": omitted, "params": ", ".join(
                     f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
-                    "rows": _leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": _boxes(p), "notes": p["notes"],
+                    "rows": leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": boxes(p), "notes": p["notes"],
                     "holds": where_came_holds(p, noun),
                     "table_leaves": next_table(), "table_boxes": next_table(), "stability": None,
-                    "honesty": _honesty_sentence(p), "tests": None, "splits": _splits_sentence(p.get("splits")),
+                    "honesty": honesty_sentence(p), "tests": None, "splits": splits_sentence(p.get("splits")),
                     "star": head_rows(p)[1]}
                 if p.get("tests"):
-                    var["partition"]["tests"] = _leaf_test_cells(p["tests"], float(v.get("conf_level", 0.95)),
+                    var["partition"]["tests"] = leaf_test_cells(p["tests"], float(v.get("conf_level", 0.95)),
                                                                  next_table())
                 if v.get("stability"):
                     half = None if v["ci_low"] is None else (v["ci_high"] - v["ci_low"]) / 2

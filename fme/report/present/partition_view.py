@@ -13,7 +13,7 @@ from ..inputs.specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
 MAX_TESTS_SHOWN = 10
 
 
-def _honesty_sentence(p: dict) -> str:
+def honesty_sentence(p: dict) -> str:
     """Which rows grew the tree and which estimated its leaves, in the report's words."""
     if p.get("honest") is None:  # a results.json written before honest cAMEs
         return ""
@@ -26,7 +26,7 @@ def _honesty_sentence(p: dict) -> str:
             "so the leaf intervals and tests are not adjusted for the tree's choice of splits and are too narrow.")
 
 
-def _leaf_test_cells(tests: dict, conf_level: float, table: int) -> dict:
+def leaf_test_cells(tests: dict, conf_level: float, table: int) -> dict:
     """The leaf-difference tests (Holm-adjusted) as display rows and the global test as a sentence."""
     rows = []
     # at most MAX_TESTS_SHOWN differences, the smallest adjusted p-values first (8 leaves have 28 pairs); all are in
@@ -58,7 +58,7 @@ def _leaf_test_cells(tests: dict, conf_level: float, table: int) -> dict:
                      "adjusted for the tree's selection)", "inference": tests.get("inference", "")}
 
 
-def _splits_sentence(s: dict | None) -> str | None:
+def splits_sentence(s: dict | None) -> str | None:
     if not s:
         return None
     return (f"Across {fmt_int(s['n_splits'])} honest splits (seeded), the first split was on {s['root_split']} in "
@@ -85,7 +85,7 @@ def head_rows(part: dict) -> tuple[list[dict], str]:
             "so its AME differs): the leaves' n add up to it and every share is of it.")
 
 
-def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -> list[dict[str, str]]:
+def leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -> list[dict[str, str]]:
     """The leaf table's rows, those of :func:`head_rows` first; the shares are of its last head row's n (of an
     honest partition the estimation rows; the all-rows row then has none)."""
     rows = []
@@ -141,7 +141,7 @@ def _evaluated(b: dict) -> str | None:
     return f"evaluated {_g(b['eval_min'])} to {_g(b['eval_max'])}"
 
 
-def _boxes(part: dict) -> dict[str, Any]:
+def boxes(part: dict) -> dict[str, Any]:
     """Hyperrectangle of every leaf beside its evaluated range, plus EPs per leaf."""
     leaves = part["leaves"]
     feats = [b["feature"] for b in leaves[0]["box"]] if leaves else []
