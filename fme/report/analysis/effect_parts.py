@@ -18,6 +18,7 @@ import fme
 
 from ..._adapters import formula_categoricals
 from ..inputs.specs import bootstrap_kwargs, make_detector
+from ..inputs.verdicts import global_test_claim
 from ..inputs.config import EffectConfig
 
 __all__ = ["REPORT_SAMPLE_SIZE", "SAMPLE_BASED", "ALL_ROWS", "STEP_FACTORS", "sample_info", "t_figures",
@@ -150,6 +151,8 @@ def partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, levels
            "tests": _leaf_tests(part), "splits": None}
     if part.split_summary is not None:
         out["splits"] = {k: json_num(v) for k, v in part.split_summary.items()}
+    if out["tests"] is not None:  # the verdict the report may state about the test, verified once here
+        out["tests"]["claim"] = global_test_claim(out["tests"], float(part.conf_level), leaves).to_dict()
     return out
 
 

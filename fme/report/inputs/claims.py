@@ -33,7 +33,8 @@ from .quantities import Interval, Quantity, RowSet, Unit, at_rounding_level
 from .wording import count_words
 
 __all__ = ["KINDS", "Claim", "TestRecord", "test_validity", "direction", "test_claim", "count_claim",
-           "range_claim", "enters_predictions", "contract_verdict", "not_computed", "CANNOT"]
+           "range_claim", "enters_predictions", "contract_verdict", "not_computed", "CANNOT", "statistic_cell",
+           "p_cell", "interval_kind_words"]
 
 KINDS = ("direction", "test_result", "test_not_valid", "count", "range", "enters_predictions", "contract_verdict",
          "not_computed")

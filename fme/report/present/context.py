@@ -18,6 +18,8 @@ from .display import (ci_method_text, effect_title, interval_rows, model_ci_scop
 from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .levels import level_flag_rows, level_rows, level_sentences
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
+from ..inputs.claims import p_cell, statistic_cell
+from ..inputs.verdicts import contract_not_valid
 from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 from ..._utils.numfmt import (count, decimals_for, fmt_est, fmt_g, fmt_int, fmt_level, fmt_nlm, fmt_num, fmt_p,
                               fmt_percent, fmt_share, p_phrase)
@@ -257,9 +259,10 @@ def contract_cells(groups: list[dict]) -> dict | None:
                     interval = f"[{lo}, {hi}] ({r['inference']})"
                 else:
                     est, interval = (fmt_num(r["estimate"], 3) if r["estimate"] is not None else "-"), "-"
+                why = contract_not_valid(r)
                 rows.append({"effect": v["id"], "expected": r["expected"], "estimate": est, "interval": interval,
-                             "statistic": "-" if r["statistic"] is None else fmt_num(r["statistic"], 2),
-                             "p": fmt_p(r["p_value"]), "p_adj": fmt_p(r["p_value_adj"]),
+                             "statistic": statistic_cell(r["statistic"], why is None, why or ""),
+                             "p": p_cell(r["p_value"], why is None), "p_adj": p_cell(r["p_value_adj"], why is None),
                              "verdict": r["verdict"].upper() if r["verdict"] == "not met" else r["verdict"]})
     if not rows:
         return None
@@ -445,7 +448,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                     "star": head_rows(p)[1]}
                 if p.get("tests"):
                     var["partition"]["tests"] = leaf_test_cells(p["tests"], float(v.get("conf_level", 0.95)),
-                                                                 next_table())
+                                                                 next_table(), v["partition"]["leaves"])
                 if v.get("stability"):
                     half = None if v["ci_low"] is None else (v["ci_high"] - v["ci_low"]) / 2
                     sc = stability_cells(v["stability"], decimals_for(half))

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_num, p_phrase
 from ..inputs.specs import FLAG_DEFAULTS, FLAG_MEANING, dispersion_covariance, scales_dispersion
+from .partition_view import global_test_claim
 
 __all__ = ["FLAG", "OK", "flag_rows", "model_flag_rows", "dispersion_text", "threshold_rows"]
 
@@ -89,13 +90,14 @@ def _partition_rows(add: Any, v: dict, part: dict | None, t: dict) -> None:
     tests = part.get("tests")
     if tests is None:
         add(rule_test, f"p >= {fmt_g(alpha)}", "not run: a single subspace (no leaves to compare)", False)
-    elif tests.get("global", {}).get("p_value") is None:
-        add(rule_test, f"p >= {fmt_g(alpha)}", "not run: the global test is undefined (a leaf without an interval)",
-            True)
     else:
-        # a tree whose leaves the data cannot tell apart describes noise, not subgroups
-        p = tests["global"]["p_value"]
-        add(rule_test, f"p >= {fmt_g(alpha)}", p_phrase(p), p >= alpha)
+        claim = global_test_claim(tests, 1 - alpha, part["leaves"])
+        if claim.kind == "test_not_valid":  # never an 'ok' for a test that is not valid
+            add(rule_test, f"p >= {fmt_g(alpha)}", f"cannot be computed here: {claim.reason}", True)
+        else:
+            # a tree whose leaves the data cannot tell apart describes noise, not subgroups
+            p = tests["global"]["p_value"]
+            add(rule_test, f"p >= {fmt_g(alpha)}", p_phrase(p), p >= alpha)
     small = min(int(leaf["n"]) for leaf in part["leaves"])
     add("smallest cAME leaf", f"n < {fmt_int(t['leaf_n'])}", fmt_int(small), small < t["leaf_n"])
     with_nlm = [leaf for leaf in part["leaves"] if leaf.get("canlm") is not None]

@@ -7,6 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import count, fmt_est, fmt_g, fmt_int, fmt_num, fmt_p, fmt_share, p_phrase
+from ..inputs.claims import p_cell
+from ..inputs.quantities import at_rounding_level
+from ..inputs.verdicts import global_test_claim, global_test_record
 from ..inputs.specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
 
 #: Most leaf differences the report's table shows (the rest are in results.json).
@@ -26,26 +29,24 @@ def honesty_sentence(p: dict) -> str:
             "so the leaf intervals and tests are not adjusted for the tree's choice of splits and are too narrow.")
 
 
-def leaf_test_cells(tests: dict, conf_level: float, table: int) -> dict:
-    """The leaf-difference tests (Holm-adjusted) as display rows and the global test as a sentence."""
+def leaf_test_cells(tests: dict, conf_level: float, table: int, leaves: list[dict] | None = None) -> dict:
+    """The leaf-difference tests (Holm-adjusted) as display rows and the global test as a sentence (its claim:
+    never a verdict for a test that is not valid). A difference whose standard error is at rounding level next
+    to its leaves' cAMEs shows no p-value: its statistic would be rounding noise."""
     rows = []
     # at most MAX_TESTS_SHOWN differences, the smallest adjusted p-values first (8 leaves have 28 pairs); all are in
     # results.json (partition.tests)
     ordered = sorted(tests["rows"], key=lambda r: (r["p_value_adj"] is None, r["p_value_adj"] or 0.0))
+    record = global_test_record(tests, leaves)
     for r in ordered[:MAX_TESTS_SHOWN]:
         est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
+        size = max(record.magnitude, abs(float(r["estimate"] or 0.0)))
+        valid = r.get("std_error") is not None and not at_rounding_level(r["std_error"], size)
         rows.append({"hypothesis": r["hypothesis"], "estimate": est, "ci": f"[{lo}, {hi}]",
-                     "p": fmt_p(r["p_value"]), "p_adj": fmt_p(r["p_value_adj"])})
-    g = tests["global"]
-    alpha = 1 - conf_level
-    if g.get("p_value") is None:
-        glob = "The global test of equal leaf cAMEs is undefined (no uncertainty for some leaf)."
-    else:
-        verdict = ("the leaves' cAMEs differ" if g["p_value"] < alpha
-                   else "the data do not show that the leaves' cAMEs differ")
-        glob = (f"Global test that all leaf cAMEs are equal (Wald, chi-squared with {fmt_int(g['df'])} df): "
-                f"statistic {fmt_num(g['statistic'], 2)}, {p_phrase(g['p_value'])}: {verdict} at the "
-                f"{fmt_num(100 * alpha, 0)}% level.")
+                     "p": p_cell(r["p_value"], valid) if valid or r.get("std_error") is None
+                     else "not valid: SE at rounding level", "p_adj": p_cell(r["p_value_adj"], valid)})
+    claim = global_test_claim(tests, conf_level, leaves)
+    glob = claim.text[0].upper() + claim.text[1:] + "."
     if tests.get("left_out"):  # leaves of fewer than 2 estimation rows: no interval, no difference
         glob += (f" Not tested: {', '.join(f'leaf {x}' for x in tests['left_out'])} (fewer than 2 rows to estimate "
                  "the cAME from: no interval).")
@@ -53,7 +54,7 @@ def leaf_test_cells(tests: dict, conf_level: float, table: int) -> dict:
     if more > 0:
         glob = (f"The table shows the {len(rows)} differences with the smallest adjusted p-values; the other {more} "
                 "are in results.json (partition.tests). ") + glob
-    return {"rows": rows, "global": glob, "table": table,
+    return {"rows": rows, "global": glob, "table": table, "claim": claim.to_dict(),
             "basis": "estimation rows only (honest)" if tests.get("honest") else "the rows that grew the tree (not "
                      "adjusted for the tree's selection)", "inference": tests.get("inference", "")}
 
