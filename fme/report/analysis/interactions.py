@@ -42,6 +42,18 @@ def _pairs(spec: Any, overview: dict | None, data: pd.DataFrame) -> list[tuple[d
     return [({a: h}, {b: h}) for i, a in enumerate(top) for b in top[i + 1:]]
 
 
+def _n_outside(model: Any, data: pd.DataFrame, reference: pd.DataFrame, a: dict, b: dict, n: int,
+               target_class: Any) -> int:
+    """How many of the ``n`` rows the combined step takes outside the range of the reference data (any of x + h_a,
+    x + h_b, x + h_a + h_b outside the envelope): the screen keeps them, the report counts them."""
+    try:
+        checked = fme.interaction(model, data, a, b, inference="sample", extrapolation="envelope",
+                                  reference_data=reference, target_class=target_class)
+    except fme.FMEError:  # every row leaves the data
+        return n
+    return int(checked.iloc[0]["n_excluded"])
+
+
 def run_interactions(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: ReportConfig, overview: dict | None,
                      target_class: Any = None) -> dict | None:
     """The configured interactions as JSON-ready rows (None when the config has none)."""
@@ -60,7 +72,8 @@ def run_interactions(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cf
                      **{c: json_num(r[c]) for c in ("estimate", "std_error", "conf_low", "conf_high", "p_value", "sd",
                                                  "tol", "share_above_tol")},
                      "inference": str(r["inference"]) if covariance is None or r["inference"] != "delta"
-                     else f"delta ({covariance})", "n": int(r["n"])})
+                     else f"delta ({covariance})", "n": int(r["n"]),
+                     "n_outside": _n_outside(model, data, reference, a, b, int(r["n"]), target_class)})
 
     def strength(r: dict) -> float:
         # without uncertainty (zero SE: the model is additive in the pair, or fixed-model rows all alike) the

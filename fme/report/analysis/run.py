@@ -30,6 +30,7 @@ from . import figures
 from .challenger import challenger_summary
 from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
+from .typed import typed_payload
 from .effect import compute_effect
 from .effect_parts import REPORT_SAMPLE_SIZE, json_num, sample_info
 from .details import label_intervals, relabel_table
@@ -354,7 +355,9 @@ def _jsonable(obj: Any) -> Any:
 
 
 def write_results(path: Path, payload: dict) -> None:
-    """results.json with sorted keys and full precision (the report's only numeric input)."""
+    """results.json with sorted keys and full precision (the report's only numeric input), in its typed form
+    (:func:`fme.report.analysis.typed.typed_payload`: quantities, labelled intervals, claims)."""
+    payload = typed_payload(payload) if "effects" in payload else payload
     Path(path).write_text(json.dumps(_jsonable(payload), indent=1, sort_keys=True, allow_nan=False) + "\n",
                           encoding="utf-8")
 

@@ -22,7 +22,7 @@ from ..._utils.numfmt import fmt_est, fmt_level
 from .wording import count_words, unit_after
 
 __all__ = ["Unit", "RowSet", "Interval", "Quantity", "UNITLESS", "COUNT", "shown", "interval_text",
-           "difference", "percentage_points", "model_units", "ROUNDING_LEVEL", "at_rounding_level"]
+           "difference", "percentage_points", "model_units", "ROUNDING_LEVEL", "at_rounding_level", "fixed_bounds"]
 
 #: A standard error at or below this share of the magnitude of what it is the error of is rounding noise:
 #: a statistic divided by it (7.3e16 for an SE of 6.7e-18) is not a statistic.
@@ -270,3 +270,12 @@ def difference(a: Quantity, b: Quantity, *, id: str, label: str, value: float | 
                          f"({a.unit.name or 'no unit'}): the units differ")
     return Quantity(id=id, label=label, value=value, unit=a.unit, rows=rows or a.rows, interval=interval,
                     std_error=std_error)
+
+
+def fixed_bounds(v: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(low, high) of an effect variant's fixed-model interval as ``results.json`` keeps it: the labelled
+    ``fixed_interval``, or the unlabelled ``ci_low``/``ci_high`` of a results.json written before it."""
+    iv = v.get("fixed_interval")
+    if iv is not None:
+        return iv.get("low"), iv.get("high")
+    return v.get("ci_low"), v.get("ci_high")

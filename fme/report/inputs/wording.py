@@ -75,8 +75,9 @@ def is_one(amount: Any) -> bool:
 
 def count_words(n: Any, noun: str) -> str:
     """'1 extrapolation point', '1,500 evaluated rows': ``n`` with thousands separators and ``noun`` (plural)
-    in the number it takes; '-' words for a missing count are the caller's."""
-    return f"{fmt_int(n)} {singular(noun) if is_one(n) else noun}"
+    in the number it takes; a count already formatted (a table cell, '1,500') is kept as it is."""
+    shown = n if isinstance(n, str) else fmt_int(n)
+    return f"{shown} {singular(noun) if is_one(n) else noun}"
 
 
 def unit_after(unit: str, amount: Any) -> str:

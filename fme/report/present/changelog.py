@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from ..inputs.config import ReportConfig, config_error
+from ..inputs.quantities import fixed_bounds
 from .display import effect_title
 from ..._utils.numfmt import decimals_for, fmt_g, fmt_num, fmt_percent
 from ..inputs.specs import ci_short
@@ -46,7 +47,7 @@ def _primary(v: dict) -> tuple[str, Any, Any]:
         method = v.get("inference", "sample")
         covariance = mc.get("covariance") if method == "delta" else None
         return (method if covariance is None else f"delta ({covariance})"), mc["conf_low"], mc["conf_high"]
-    return "sample", v["ci_low"], v["ci_high"]
+    return ("sample", *fixed_bounds(v))
 
 
 def _kind(inference: str) -> tuple[str, bool]:
@@ -67,10 +68,11 @@ def compact(results: dict) -> dict[str, Any]:
         for v in g["variants"]:
             p = v.get("partition")
             method, lo, hi = _primary(v)
+            fixed_lo, fixed_hi = fixed_bounds(v)
             out[v["id"]] = {"label": effect_title(g) + (f": to level {v['level']}"
                                                                    if v.get("level") is not None else ""),
                             "step": v["step_label"], "ame": v["ame"], "inference": method, "ci_low": lo,
-                            "ci_high": hi, "fixed_ci_low": v["ci_low"], "fixed_ci_high": v["ci_high"],
+                            "ci_high": hi, "fixed_ci_low": fixed_lo, "fixed_ci_high": fixed_hi,
                             "ep_share": _ep_share(v),
                             "first_split": None if not p else _split_text(p.get("root_split"))}
     return {"config_name": results.get("config_name"), "config_sha256": results.get("config_sha256"),

@@ -12,6 +12,7 @@ from typing import Any
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_num, p_phrase
 from ..inputs.specs import FLAG_DEFAULTS, FLAG_MEANING, dispersion_covariance, scales_dispersion
 from .partition_view import global_test_claim
+from ..inputs.wording import count_words
 
 __all__ = ["FLAG", "OK", "flag_rows", "model_flag_rows", "dispersion_text", "threshold_rows"]
 
@@ -70,7 +71,7 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
         add(ari_rule, f"< {fmt_g(t['ari'])}", fmt_num(st["ari_median"], 3), st["ari_median"] < t["ari"])
     elif st:  # configured, but no refit succeeded: the check did not run, and the table says so
         add(ari_rule, f"< {fmt_g(t['ari'])}",
-            f"not run: {fmt_int(st['n_failed'])} of {fmt_int(st['subsamples'])} refits failed", True)
+            f"not run: {fmt_int(st['n_failed'])} of {count_words(st['subsamples'], 'refits')} failed", True)
     part = v.get("partition")
     _partition_rows(add, v, part, t)
     return rows
@@ -106,7 +107,7 @@ def _partition_rows(add: Any, v: dict, part: dict | None, t: dict) -> None:
         below = sum(leaf["canlm"] < t["leaf_anlm"] for leaf in with_nlm)
         est = fmt_est(worst["canlm"], worst.get("canlm_ci_low"), worst.get("canlm_ci_high"))[0]
         add("non-linear cAME leaf (lowest cANLM)", f"< {fmt_g(t['leaf_anlm'])}",
-            f"{est} (leaf {worst['node']}; {fmt_int(below)} of {fmt_int(len(with_nlm))} leaves below)",
+            f"{est} (leaf {worst['node']}; {fmt_int(below)} of {count_words(len(with_nlm), 'leaves')} below)",
             below > 0)
 
 
