@@ -249,13 +249,13 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
     fig_cfg = cfg if target_class is None else cfg.with_target_unit(f"percentage points of P({target_class})")
     fig_scale = 1.0 if target_class is None else 100.0
     sample = None
-    challenger, challenger_covariance = None, None
+    challenger, challenger_covariance, challenger_info = None, None, {}
     # every effect with bootstrap refits the model on the same resamples (one seed): fitted once, then reused
     refits = RefitCache()
     if cfg.challenger:  # champion and challenger: the second model, loaded like the first
         if is_dask_collection(data):
             raise config_error(cfg, ("challenger",), "a challenger model works with engine: pandas (for now)")
-        challenger = load_model(cfg, cfg.challenger, "challenger")[0]
+        challenger, _, challenger_info = load_model(cfg, cfg.challenger, "challenger")
         challenger, challenger_covariance = dispersion_scaled(challenger, dispersion_threshold(cfg))
     if is_dask_collection(data):  # engine: dask: one seeded sample of the rows for every effect's per-row figures
         from .dask_analysis import compute_effect_dask
@@ -300,6 +300,9 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                                                             int(cfg.seed), target_class, train, cfg.target,
                                                             out["result"], refits)
                     _label_difference(summ["challenger"], covariance, challenger_covariance)
+                    # which model it was, in the report and results.json, not only in build.json
+                    summ["challenger"]["model"] = {k: challenger_info.get(k) for k in ("kind", "source", "sha256",
+                                                                                         "sha256_of")}
                 levels = level_summaries(model, veff, summ, trains, cfg.target, target_class, int(cfg.seed), share)
                 if levels is not None:
                     summ["levels"] = levels

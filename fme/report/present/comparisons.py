@@ -49,12 +49,13 @@ def _cell(q: Quantity) -> str:
 def challenger_cells(groups: list[dict], unit: Unit = UNITLESS) -> dict | None:
     """Champion and challenger side by side, effect by effect, and the sentences on their disagreements; every
     AME and difference in ``unit`` (the report's: a classifier's percentage points), named in ``unit``."""
-    rows, notes = [], []
+    rows, notes, model = [], [], None
     for g in groups:
         for v in g["variants"]:
             c = v.get("challenger")
             if not c:
                 continue
+            model = c.get("model") or model
             iv = (v.get("intervals") or [{}])[0]
             level = float(v.get("conf_level") or 0.95)
             rows_v = RowSet("evaluated rows", int(v.get("n") or 0))
@@ -81,8 +82,12 @@ def challenger_cells(groups: list[dict], unit: Unit = UNITLESS) -> dict | None:
                                  f"and {r['verdict']} for the challenger.")
     if not rows:
         return None
+    identity = "the challenger model is not identified in this results.json (written by an older fme)"
+    if model:
+        identity = (f"challenger model: {model.get('kind') or 'model'} {model.get('source')}, sha256 "
+                    f"{model.get('sha256') or '-'}" + (f" ({model['sha256_of']})" if model.get("sha256_of") else ""))
     return {"rows": rows, "notes": notes or ["The two models agree in sign and in every contract verdict."],
-            "unit": unit.header}
+            "unit": unit.header, "identity": identity}
 
 
 def interaction_cells(block: dict | None, unit: Unit = UNITLESS, noun: str = "rows") -> dict | None:

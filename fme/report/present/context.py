@@ -497,7 +497,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "linearity": [{"min": t, "word": w} for t, w in sentences.LINEARITY if t > float("-inf")],
         "stability_words": [{"min": t, "word": w} for t, w in sentences.STABILITY if t > float("-inf")],
         "generated": (_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if cfg.timestamp else None),
-        "rebuild": f"fme report {build_info.get('config_arg', 'reports/' + results['config_name'] + '.yaml')} --force",
+        "rebuild": rebuild_command(results, build_info),
         "table_signoff": table_signoff, "table_overview": table_overview, "table_flags": table_flags,
         "table_plausibility": table_plausibility,
         "table_versions": n_fig_tables + 1, "table_hashes": n_fig_tables + 2,
@@ -511,6 +511,14 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
     }
     ctx.update(audit.audit_context(results, cfg, build_info))
     return ctx
+
+
+def rebuild_command(results: dict, build_info: dict) -> str:
+    """The command that rebuilds this report, run in the config's directory: the config's file name only, so a
+    build through any path from any working directory prints the same line (and the report stays
+    byte-identical)."""
+    arg = build_info.get("config_arg") or f"{results['config_name']}.yaml"
+    return f"fme report {Path(str(arg).replace(chr(92), '/')).name} --force"
 
 
 def sample_note(data: dict) -> dict[str, str] | None:
