@@ -124,4 +124,5 @@ def interaction_cells(block: dict | None, unit: Unit = UNITLESS, noun: str = "ro
                      f"{'takes' if int(r['n_outside']) == 1 else 'take'} the combined step outside the range of the "
                      "data (envelope; kept in the average).")
         sentences_.append(text)
-    return {"rows": rows, "sentences": sentences_, "auto": block.get("auto", False), "unit": unit.header}
+    return {"rows": rows, "sentences": sentences_, "auto": block.get("auto", False), "unit": unit.header,
+            "note": block.get("note")}
