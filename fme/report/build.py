@@ -255,7 +255,7 @@ def _build_into(work: Path, cfg: ReportConfig, config_path: str | Path, tdir: Pa
     stabilise(work / "analysis.ipynb", _machine_roots(work, Path(config_path), tdir))
     timings["analysis"] = time.perf_counter() - t
     log(f"[fme report] {cfg.name}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
-    build_info = {"inputs_sha256": digest, "tools": render.tool_versions(), "config_arg": str(config_path),
+    build_info = {"inputs_sha256": digest, "tools": render.tool_versions(), "config_arg": Path(config_path).name,
                   "hashes": digests, "config_text": Path(config_path).read_text(encoding="utf-8"),
                   "previous": previous}
     # everything `fme render <dir>` needs besides results.json: the report is re-rendered without the model

@@ -24,7 +24,7 @@ from fme.report.inputs.config import EffectConfig
 from fme.report.inputs.specs import FLAG_DEFAULTS
 from fme.report.present.context import cluster_phrase, stability_cells
 from fme.report.present.flags import flag_rows
-from fme.report.present.partition_view import _leaf_rows, _leaf_test_cells
+from fme.report.present.partition_view import leaf_rows, leaf_test_cells
 
 
 def _data(n: int = 3000) -> tuple:
@@ -200,12 +200,12 @@ def test_a_leaf_of_fewer_than_two_estimation_rows_has_no_interval_and_no_test():
     assert t.global_test["df"] == 5.0
     tests = _leaf_tests(part)
     assert tests["left_out"] == [4, 5] and len(tests["rows"]) == 15
-    cells = _leaf_test_cells(tests, 0.95, 3)
+    cells = leaf_test_cells(tests, 0.95, 3)
     assert cells["global"].endswith(" Not tested: leaf 4, leaf 5 (fewer than 2 rows to estimate the cAME from: "
                                     "no interval).")
     leaves = [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
               for r in part.leaves.to_dict("records")]
     root = {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in part.root.items()}
-    rows = _leaf_rows({"root": {**root, "rule": "all"}, "leaves": leaves}, 60)
+    rows = leaf_rows({"root": {**root, "rule": "all"}, "leaves": leaves}, 60)
     assert [r["ci"] for r in rows if r["node"] in ("4", "5")] == ["- (fewer than 2 rows)"] * 2
     assert all(r["ci"].startswith("[") for r in rows if r["node"] not in ("4", "5"))

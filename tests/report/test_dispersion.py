@@ -133,7 +133,10 @@ def test_results_and_tables_carry_the_shown_interval_labelled(glm_case):
     assert v["ci_inference"] == "sample" and v["ci_covers"].startswith("fixed model")
     primary, fixed = v["intervals"]
     assert primary["inference"] == label and primary["conf_low"] == v["conf_low"]
-    assert fixed["inference"] == "sample" and (fixed["conf_low"], fixed["conf_high"]) == (v["ci_low"], v["ci_high"])
+    # results.json keeps the fixed-model interval labelled, never as an unlabelled ci_low/ci_high
+    assert "ci_low" not in v and v["fixed_interval"]["kind"] == "fixed model"
+    assert fixed["inference"] == "sample" and (fixed["conf_low"], fixed["conf_high"]) == (
+        v["fixed_interval"]["low"], v["fixed_interval"]["high"])
     table = pd.read_csv(glm_case["out"] / "tables" / "x2-ame.csv")
     assert table["inference"].tolist() == [label, "sample"]
     assert table.loc[0, "conf_low"] == pytest.approx(v["conf_low"], rel=1e-12)

@@ -144,13 +144,13 @@ def test_tree_figure_numbers_equal_the_leaf_table_cells():
     import matplotlib.pyplot as plt
 
     from fme.plotting import PartitionDisplay
-    from fme.report.present.context import _leaf_rows
+    from fme.report.present.context import leaf_rows
     from fme._utils.numfmt import fmt_est
 
     part = _staircase(4)
     assert 2 <= len(part.leaves) <= 16
     disp = PartitionDisplay.from_partition(part)
-    rows = {r["node"]: r for r in _leaf_rows(_leaf_dicts(part), int(part.root["n"]))}
+    rows = {r["node"]: r for r in leaf_rows(_leaf_dicts(part), int(part.root["n"]))}
     for node, text in disp.leaf_labels_.items():
         lines = text.get_text().split("\n")
         r = rows[str(node)]
@@ -200,7 +200,7 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
     from fme.plotting import PartitionDisplay
     from fme.report.analysis import compute_effect
     from fme.report.inputs.config import load_config
-    from fme.report.present.context import _leaf_rows
+    from fme.report.present.context import leaf_rows
     from fme.report.present.display import prepare_variant
     from fme.report.analysis.figures import shown
     from fme._utils.numfmt import fmt_est
@@ -225,7 +225,7 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
     v = prepare_variant(out["summary"], 100.0)
     assert v["ci_inference"] == "bootstrap"  # the leaf table shows the bootstrap CIs, not the fixed-model ones
     assert any(leaf["conf_low"] != leaf["came_ci_low"] for leaf in out["summary"]["partition"]["leaves"])
-    rows = {r["node"]: r for r in _leaf_rows(v["partition"], v["n"])}
+    rows = {r["node"]: r for r in leaf_rows(v["partition"], v["n"])}
     res, part = shown(out["result"], out["partition"], float(eff.conf_level), 100.0)
     pd.testing.assert_frame_equal(out["partition"].leaves, leaves_before)  # the caller's partition untouched
     disp = PartitionDisplay.from_partition(part)
@@ -251,15 +251,15 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
 
 def test_leaf_without_ci_reads_as_in_the_table():
     from fme.plotting.tree import leaf_label
-    from fme.report.present.context import _leaf_rows
+    from fme.report.present.context import leaf_rows
 
     leaf = {"node": 3, "n": 1, "came": 0.5, "came_ci_low": None, "came_ci_high": None, "cov_fme": None,
             "rule": "x > 1"}
-    row = _leaf_rows({"root": {**leaf, "node": 1, "rule": "(all)"}, "leaves": [leaf]}, 1)[1]
+    row = leaf_rows({"root": {**leaf, "node": 1, "rule": "(all)"}, "leaves": [leaf]}, 1)[1]
     label = leaf_label(pd.Series({**leaf, "came_ci_low": np.nan, "came_ci_high": np.nan, "cov_fme": np.nan}), 1)
     assert row["ci"] == "- (fewer than 2 rows)" and f"cAME {row['came']} {row['ci']}" in label.split("\n")
     two = {**leaf, "n": 2}
-    row = _leaf_rows({"root": {**two, "node": 1, "rule": "(all)"}, "leaves": [two]}, 2)[1]
+    row = leaf_rows({"root": {**two, "node": 1, "rule": "(all)"}, "leaves": [two]}, 2)[1]
     label = leaf_label(pd.Series({**two, "came_ci_low": np.nan, "came_ci_high": np.nan, "cov_fme": np.nan}), 2)
     assert row["ci"] == "[-, -]" and f"cAME {row['came']} {row['ci']}" in label.split("\n")
 

@@ -134,7 +134,7 @@ def test_tree_figure_with_a_level_absent_from_a_node(tmp_path):
     """A categorical split of a node that lacks some levels (CTree maps them to None) is drawn and summarised."""
     import fme
     from fme.plotting.tree import edge_label
-    from fme.report.analysis.effect_parts import _root_split
+    from fme.report.analysis.effect_parts import root_split
     from fme.report.analysis.figures import _tree_plot
 
     d = _fair()
@@ -150,7 +150,7 @@ def test_tree_figure_with_a_level_absent_from_a_node(tmp_path):
     first, second = edge_label(nodes, node, kids[0]), edge_label(nodes, node, kids[1])
     assert first == "{" + ", ".join(k for k, s in lv.items() if s == 1) + "}"
     assert second == "{" + ", ".join(k for k, s in lv.items() if s == 2) + "}"
-    assert _root_split(part)["levels"] == {"not": 1, "mildly": 2, "fairly": 2, "strongly": 2}
+    assert root_split(part)["levels"] == {"not": 1, "mildly": 2, "fairly": 2, "strongly": 2}
     # a drawn tree (16 leaves) with such a split: the figure is written and shows only the levels present
     drawn = fme.came(res, honest=False, n_partitions=16, alpha=0.35, minbucket=0.02 * res.n)
     split = next(i for i, lv in drawn.nodes["split_levels"].items() if isinstance(lv, dict) and None in lv.values())
@@ -164,7 +164,7 @@ def test_tree_figure_with_a_level_absent_from_a_node(tmp_path):
 
 def test_default_tree_is_readable_on_a_smooth_4000_row_glm(tmp_path):
     """The defaults grew 134-228 leaves of n = 7 on a 4,000-row Poisson GLM; now at most 8, none below 2 %."""
-    from fme.report.analysis.effect_parts import _grow_partition
+    from fme.report.analysis.effect_parts import grow_partition
 
     import fme
 
@@ -180,17 +180,17 @@ def test_default_tree_is_readable_on_a_smooth_4000_row_glm(tmp_path):
     assert eff.partition == {"method": "ctree", "max_leaves": 8}
     res = fme.fme(model, d.drop(columns="mdvis"), {"lpi": 1.0})
     assert res.n == 4000
-    part = _grow_partition(res, eff, 0.95)
+    part = grow_partition(res, eff, 0.95)
     assert 2 <= len(part.leaf_ids) <= 8
     assert part.leaves["n"].min() >= 0.02 * res.n
-    unpruned = _grow_partition(res, full, 0.95)  # one config key away: the grown tree, the method's defaults
+    unpruned = grow_partition(res, full, 0.95)  # one config key away: the grown tree, the method's defaults
     assert len(unpruned.leaf_ids) > 8 and unpruned.leaf_ids == fme.came(res).leaf_ids
     assert unpruned.leaves["n"].min() < 0.01 * res.n  # the leaves of n = 7 of the issue
     # such a tree in the report: 16 subspaces shown, the rest named with where they are
     from fme.report.present.context import MAX_LEAVES_SHOWN, shown_leaves
-    from fme.report.analysis.effect_parts import _partition_summary
+    from fme.report.analysis.effect_parts import partition_summary
 
-    summ = _partition_summary(unpruned, full, lambda node: 0)
+    summ = partition_summary(unpruned, full, lambda node: 0)
     shown, note = shown_leaves(summ, "lpi-2")
     k = len(unpruned.leaf_ids)
     assert len(shown["leaves"]) == MAX_LEAVES_SHOWN == 16
@@ -201,7 +201,7 @@ def test_default_tree_is_readable_on_a_smooth_4000_row_glm(tmp_path):
     assert note.startswith(f"This partition has {k} subspaces; the tables below show the 16 with the most rows "
                            f"and leave out {k - 16} subspaces holding {held:,} rows.")
     assert "tables/lpi-2-leaves.csv" in note and "max_leaves" in note
-    assert shown_leaves(_partition_summary(part, eff, lambda node: 0), "lpi")[1] is None
+    assert shown_leaves(partition_summary(part, eff, lambda node: 0), "lpi")[1] is None
     with pytest.raises(ConfigError, match="max_leaves: give either n_partitions"):
         _config(tmp_path, model, d, """\
             effects:
@@ -568,7 +568,7 @@ def test_unrestricted_categorical_side_lists_every_level_of_the_data_in_both_eng
     """The Dask partition's data are the evaluated rows of its sample; the report lists the data's levels."""
     import fme
     from fme.report.analysis.checks import levels_of
-    from fme.report.analysis.effect_parts import _partition_summary
+    from fme.report.analysis.effect_parts import partition_summary
     from fme.report.inputs.config import EffectConfig
 
     d = _randhie(1500)
@@ -585,10 +585,10 @@ def test_unrestricted_categorical_side_lists_every_level_of_the_data_in_both_eng
     evaluated = X[X["health"] != "poor"]  # as the Dask sample of evaluated rows can be
     sub = fme.came(fme.fme(model, evaluated, {"lpi": 1.0}), features=["lpi", "physlm", "health"], n_partitions=3)
     every = "{excellent, fair, good, poor}"
-    assert unrestricted(_partition_summary(full, eff, lambda n: 0)) == {every}
-    assert unrestricted(_partition_summary(sub, eff, lambda n: 0)) == {"{excellent, fair, good}"}
+    assert unrestricted(partition_summary(full, eff, lambda n: 0)) == {every}
+    assert unrestricted(partition_summary(sub, eff, lambda n: 0)) == {"{excellent, fair, good}"}
     levels = {"health": levels_of(X, "health")}
-    assert unrestricted(_partition_summary(sub, eff, lambda n: 0, levels)) == {every}
+    assert unrestricted(partition_summary(sub, eff, lambda n: 0, levels)) == {every}
 
 
 @pytest.mark.slow

@@ -46,7 +46,7 @@ def _setup(tmp_path: Path, partition: str) -> tuple:
 def test_honest_default_with_splits_and_the_not_honest_sentence(tmp_path):
     import fme
     from fme.report.analysis import run_effects
-    from fme.report.present.context import _honesty_sentence, _leaf_test_cells, _splits_sentence
+    from fme.report.present.context import honesty_sentence, leaf_test_cells, splits_sentence
 
     model, X, cfg = _setup(tmp_path, "{method: cart, max_depth: 2, n_splits: 3}")
     (g,) = run_effects(model, X, X, cfg, tmp_path / "out")
@@ -55,17 +55,17 @@ def test_honest_default_with_splits_and_the_not_honest_sentence(tmp_path):
     part = fme.came(fme.fme(model, X, {"x": 0.2}), method="cart", max_depth=2)
     assert [leaf["came"] for leaf in p["leaves"]] == pytest.approx(part.leaves["came"].tolist(), rel=1e-12)
     assert len(p["tests"]["rows"]) == len(part.leaf_ids) * (len(part.leaf_ids) - 1) // 2
-    assert _honesty_sentence(p).startswith(f"Honest subspaces: the tree was grown on {p['n_grown']}")
-    cells = _leaf_test_cells(p["tests"], 0.95, 7)
+    assert honesty_sentence(p).startswith(f"Honest subspaces: the tree was grown on {p['n_grown']}")
+    cells = leaf_test_cells(p["tests"], 0.95, 7)
     assert "estimation rows only" in cells["basis"] and cells["global"].startswith("Global test")
     assert "the leaves' cAMEs differ" in cells["global"]                       # z > 0.5 triples the effect
-    assert _splits_sentence(p["splits"]).startswith("Across 3 honest splits")
+    assert splits_sentence(p["splits"]).startswith("Across 3 honest splits")
 
     model, X, cfg = _setup(tmp_path, "{method: cart, max_depth: 2, honest: false}")
     (g,) = run_effects(model, X, X, cfg, tmp_path / "out2")
     p = g["variants"][0]["partition"]
-    assert p["honest"] is False and _honesty_sentence(p).startswith("Not honest")
-    assert "not adjusted" in _leaf_test_cells(p["tests"], 0.95, 7)["basis"]
+    assert p["honest"] is False and honesty_sentence(p).startswith("Not honest")
+    assert "not adjusted" in leaf_test_cells(p["tests"], 0.95, 7)["basis"]
 
 
 @pytest.mark.parametrize("bad, key", [("{honest: yes please}", "honest"), ("{honest_fraction: 1.5}", "honest_fraction"),
@@ -81,7 +81,7 @@ def test_honest_figures_and_leaf_table_count_one_set_of_rows(tmp_path, monkeypat
     it and their shares to 100 %; the captions name those rows and give the AME of all rows beside."""
     import fme
     from fme.report.analysis import figures, run_effects
-    from fme.report.present.context import _figures, _leaf_rows, effect_cells, head_rows
+    from fme.report.present.context import _figures, leaf_rows, effect_cells, head_rows
     from fme.report.present.display import prepare_variant
 
     model, X, cfg = _setup(tmp_path, "{method: cart, max_depth: 2}")
@@ -100,7 +100,7 @@ def test_honest_figures_and_leaf_table_count_one_set_of_rows(tmp_path, monkeypat
     assert dots["rows"] == {"all": v["n"], "estimation": p["n_estimated"]}
 
     shown = prepare_variant(v, 1.0)
-    rows = _leaf_rows(shown["partition"], v["n"])
+    rows = leaf_rows(shown["partition"], v["n"])
     # the AME of all rows (the checklist's root row), then the rows the leaves partition, then the leaves
     assert [r["node"] for r in rows[:2]] == ["all rows *", "estimation rows +"]
     assert rows[0]["n"] == f"{v['n']:,}" and rows[0]["share"] == "-" and rows[1]["n"] == f"{p['n_estimated']:,}"

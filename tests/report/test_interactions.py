@@ -74,3 +74,44 @@ def test_auto_screens_pairs_of_the_overview_and_the_report_renders(tmp_path):
         frozenset(p) for p in (("a", "b"), ("a", "c"), ("b", "c"))}
     html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert "Interactions of two steps" in html
+
+
+def test_the_screens_fixed_model_intervals_are_said_in_the_reports_words(tmp_path):
+    """A model without covariance under inference: bootstrap: the screen's intervals are fixed-model ones; the
+    report says so once, naming the screen and the config, and no Python-keyword advice reaches the warnings."""
+    import warnings
+
+    import joblib
+    from sklearn.linear_model import LinearRegression
+
+    from fme.report.analysis.interactions import run_interactions
+    from fme.report.inputs.config import load_config
+    from fme.report.present.context import interaction_cells
+
+    rng = np.random.default_rng(1)
+    d = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    d["y"] = d["a"] + d["b"] + rng.normal(size=200)
+    X = d[["a", "b"]]
+    joblib.dump(LinearRegression().fit(X, d["y"]), tmp_path / "m.joblib")
+    d.to_csv(tmp_path / "train.csv", index=False)
+    X.to_csv(tmp_path / "data.csv", index=False)
+    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
+        title: T
+        owner: O
+        intended_use: U
+        model: {joblib: m.joblib}
+        data: {path: data.csv}
+        target: y
+        inference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 20}
+        interactions: [{a: {a: 1}, b: {b: 1}}]
+        effects:
+          - steps: {a: 1}
+        """), encoding="utf-8")
+    cfg = load_config(tmp_path / "c.yaml")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        block = run_interactions(joblib.load(tmp_path / "m.joblib"), X, X, cfg, None)
+    assert not [w for w in caught if "bootstrap={" in str(w.message)]
+    assert block["note"].startswith("The interactions screen refits nothing: its intervals are fixed-model")
+    assert "the config asks for inference: bootstrap" in block["note"] and "bootstrap={" not in block["note"]
+    assert interaction_cells(block)["note"] == block["note"]

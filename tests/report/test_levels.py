@@ -274,7 +274,8 @@ def test_a_failing_positivity_withholds_the_interval_in_table_sentence_and_flag(
     assert rows[1] == {"level": "data", "question": "Does the outcome itself change this way in the data (E[Y | X] "
                        "moved by the step)?", "rows": "500 training rows (5 folds)", "ame": "0.800",
                        "ci": "withheld (positivity fails)", "se": "0.3000",
-                       "inference": "one-step (cross-fitted, 5 folds); positivity fails"}
+                       "inference": "one-step (cross-fitted, 5 folds); positivity fails",
+                       "extrapolation": "46.0% of the moved rows flagged; kept, weighed in the positivity verdict"}
     (text,) = level_sentences(v, "x", "", "rows")
     assert text == ("Data level: in the data, the outcome changes by 0.800 on average under the same step (one-step "
                     "estimate on 500 training rows; no interval: the moved rows leave the support of the data); "
@@ -282,3 +283,23 @@ def test_a_failing_positivity_withholds_the_interval_in_table_sentence_and_flag(
                     "flagged as extrapolation). On the same rows the model predicts a change of 1.200.")
     assert level_flag_rows(v, "x") == [{"effect": "x", "rule": "positivity of the data-level step",
                                         "threshold": "weak or fails", "value": "fails", "status": "FLAG (!)"}]
+
+
+def test_the_levels_table_says_which_rows_were_checked_for_extrapolation():
+    """The model row leaves its extrapolation points out, the learner's test rows are not checked, the data row
+    keeps the moved rows it flags: each row says so."""
+    from fme.report.present.levels import LEARNER_EPS, level_rows
+
+    learner = {"ame": 0.5, "std_error": 0.1, "conf_low": 0.3, "conf_high": 0.7, "inference": "Nadeau-Bengio",
+               "n_splits": 4, "n_rows": 400, "n_test": 200}
+    data = {"ame": 0.8, "std_error": 0.3, "conf_low": 0.2, "conf_high": 1.4, "inference": "one-step",
+            "positivity": "ok", "n": 500, "folds": 5, "share_extrapolated": 0.02, "detector": "envelope"}
+    v = {"conf_level": 0.95, "levels": {"learner": learner, "data": data}, "ci_inference": "sample", "se": 0.05,
+         "detector": "envelope", "policy": "exclude"}
+    cells = {"n": "480", "ame": "1.20", "ci_low": "1.10", "ci_high": "1.30", "ci_kind": "fixed model (rows)",
+             "n_extrapolation": "20"}
+    rows = level_rows(v, cells, "rows")
+    assert [r["extrapolation"] for r in rows] == [
+        "20 left out (envelope)", LEARNER_EPS,
+        "2.0% of the moved rows flagged (envelope); kept, weighed in the positivity verdict"]
+    assert LEARNER_EPS.startswith("not checked")

@@ -177,7 +177,8 @@ def test_report_built_from_a_parquet_dataset_equals_the_single_file_report(tmp_p
         assert main(["report", str(config), "--no-pdf"]) == 0
         results = json.loads((tmp_path / name / "results.json").read_text(encoding="utf-8"))
         v = results["effects"][0]["variants"][0]
-        ames[name] = (v["n"], v["ame"], v["ci_low"], v["ci_high"], results["data"]["n_rows"])
+        ames[name] = (v["n"], v["ame"], v["fixed_interval"]["low"], v["fixed_interval"]["high"],
+                      results["data"]["n_rows"])
     # engine: dask now computes out of core (issue 14: merged moments over partitions), equal to the in-memory
     # numbers to ~1e-16 relative, not bit for bit: counts exact, the AME and its CI to 1e-12 relative
     (n_a, *num_a, rows_a), (n_b, *num_b, rows_b) = ames["a"], ames["b"]

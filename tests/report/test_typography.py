@@ -29,7 +29,8 @@ def test_magnitudes_keep_the_bound_form_and_signed_values_show_digits():
 @pytest.mark.parametrize("unit, one, two", [
     ("pupils per teacher", "pupil per teacher", "pupils per teacher"), ("years", "year", "years"),
     ("cities", "city", "cities"), ("thousands of dollars", "thousands of dollars", "thousands of dollars"),
-    ("%", "%", "%"), ("mm", "mm", "mm"), ("bus", "bus", "bus"), ("degrees Celsius", "degree Celsius",
+    ("%", "%", "%"), ("mm", "mm", "mm"), ("bus", "bus", "bus"), ("absorbance units", "absorbance unit",
+                                                                "absorbance units"), ("degrees Celsius", "degree Celsius",
                                                                 "degrees Celsius")])
 def test_a_step_of_one_takes_the_singular_unit(unit, one, two):
     assert unit_for(unit, 1) == one and unit_for(unit, -1.0) == one and unit_for(unit, 2) == two

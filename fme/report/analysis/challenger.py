@@ -30,7 +30,7 @@ import fme
 from ..._adapters import adapt
 from ...inference import Estimates
 from .contracts import contract_rows
-from .effect_parts import _grow_partition, _num, _root_split
+from .effect_parts import grow_partition, json_num, root_split
 from ..inputs.specs import bootstrap_kwargs, make_detector
 from ..inputs.config import EffectConfig
 
@@ -150,13 +150,13 @@ def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, refer
     if low is None and est is not None and se is not None:
         low, high = est - q * se, est + q * se
     lo_b, hi_b = b.conf_int(conf)
-    part_b = _grow_partition(b, eff, conf, random_state=seed)  # the same seed as the champion's tree
-    summary = {"ame": _num(b.ame), "ci_low": _num(lo_b), "ci_high": _num(hi_b), "inference": b.inference,
-               "n": int(b.n), "n_common": int(n), "difference": _num(est), "difference_low": _num(low),
-               "difference_high": _num(high), "difference_inference": label, "difference_std_error": _num(se),
+    part_b = grow_partition(b, eff, conf, random_state=seed)  # the same seed as the champion's tree
+    summary = {"ame": json_num(b.ame), "ci_low": json_num(lo_b), "ci_high": json_num(hi_b), "inference": b.inference,
+               "n": int(b.n), "n_common": int(n), "difference": json_num(est), "difference_low": json_num(low),
+               "difference_high": json_num(high), "difference_inference": label, "difference_std_error": json_num(se),
                "difference_n_resamples": n_paired,
                "direction": _direction(lo_b, hi_b),
-               "root_split": None if part_b is None else _root_split(part_b)}
+               "root_split": None if part_b is None else root_split(part_b)}
     champion_dir = _direction(*(((v.get("intervals") or [{}])[0].get(k)) for k in ("conf_low", "conf_high")))
     summary["champion_direction"] = champion_dir
     summary["sign_disagrees"] = champion_dir in "+-" and summary["direction"] in "+-" and champion_dir != summary[

@@ -36,7 +36,7 @@ from ..inputs.sources import sample_rows
 from ..inputs.specs import make_detector
 from .checks import levels_of
 from .effect import compute_effect
-from .effect_parts import REPORT_SAMPLE_SIZE, _grow_partition, _num
+from .effect_parts import REPORT_SAMPLE_SIZE, grow_partition, json_num
 from ..inputs.config import EffectConfig
 
 __all__ = ["compute_effect_dask", "DaskRows", "leaf_extrapolation"]
@@ -155,14 +155,15 @@ class DaskRows:
             for b in leaf["box"]:
                 if b["kind"] == "numeric":
                     v = inside[b["feature"]].to_numpy(dtype=float)
-                    b["eval_min"], b["eval_max"] = (_num(np.nanmin(v)), _num(np.nanmax(v))) if v.size else (None, None)
+                    b["eval_min"], b["eval_max"] = ((json_num(np.nanmin(v)), json_num(np.nanmax(v))) if v.size
+                                                      else (None, None))
 
     def stability_partition(self, part: Any, rows: Any, eff: EffectConfig, conf: float, seed: int) -> Any:
         """The partition grown in memory on the sampled rows (the Dask partition's own rows are the sample of the
         growing rows only: an honest refit would find no row to estimate its leaves)."""
         if part is None:
             return None
-        return _grow_partition(rows, eff, conf, random_state=seed)
+        return grow_partition(rows, eff, conf, random_state=seed)
 
 
 def compute_effect_dask(model: Any, data: Any, reference: Any, eff: EffectConfig, seed: int, target_class: Any,

@@ -28,7 +28,7 @@ from ..._utils.validation import is_dask_collection
 from ..inputs.config import EffectConfig
 from ..inputs.specs import make_detector
 from .details import effective_steps, extrapolation_causes, interval_fields, model_interval
-from .effect_parts import (_grow_partition, _num, _partition_summary, _stability, _step_sensitivity, figures_of,
+from .effect_parts import (grow_partition, json_num, partition_summary, stability, step_sensitivity, figures_of,
                            run_effect_fme, t_figures)
 
 __all__ = ["compute_effect", "effect_summary", "InMemory"]
@@ -41,7 +41,7 @@ def effect_summary(res: Any, steps: dict, numeric: bool, det_spec: dict, use_nlm
     counts = res.exclusion_counts()
     detector = res.detector is not None
     summary: dict[str, Any] = {
-        "steps": {f: _num(x.value) for f, x in zip(steps, res.steps)},
+        "steps": {f: json_num(x.value) for f, x in zip(steps, res.steps)},
         "step_label": res.describe_steps(),
         "features": list(steps),
         "numeric": numeric,
@@ -56,7 +56,7 @@ def effect_summary(res: Any, steps: dict, numeric: bool, det_spec: dict, use_nlm
         "n_shrunk": None,
         "conf_level": conf,
         "ame": st["mean"], "sd": st["sd"], "se": st["se"], "ci_low": st["ci_low"], "ci_high": st["ci_high"],
-        "q25": _num(q["q25"]), "q75": _num(q["q75"]), "n_negative": int(res.n_negative),
+        "q25": json_num(q["q25"]), "q75": json_num(q["q75"]), "n_negative": int(res.n_negative),
         "nlm": use_nlm, "nlm_method": res.nlm_method, "nlm_nodes": res.nlm_nodes,
         "detector_spec": det_spec,
     }
@@ -68,7 +68,8 @@ def effect_summary(res: Any, steps: dict, numeric: bool, det_spec: dict, use_nlm
         t = t_figures(f["n"], f["mean"], f["sd"], conf, upper=1.0)
         summary.update(anlm=t["mean"], sd_nlm=t["sd"], anlm_ci_low=t["ci_low"], anlm_ci_high=t["ci_high"],
                        anlm_se=t["se"], n_nlm=t["n"], n_nlm_undefined=f["n_undefined"], n_nlm_linear=f["n_linear"],
-                       median_nlm=_num(f["median"]), share_linear=_num(f["share_linear"]), n_nlm_flat=f["n_flat"],
+                       median_nlm=json_num(f["median"]), share_linear=json_num(f["share_linear"]),
+                       n_nlm_flat=f["n_flat"],
                        n_nlm_constant=f["n_constant"], n_nlm_inaccurate=f["n_inaccurate"])
     return summary
 
@@ -87,7 +88,7 @@ class InMemory:
     def leaf_extrapolation(self, part: Any, res: Any) -> Any:
         """``node -> extrapolation points in its hyperrectangle`` (None: not checked)."""
         support = leaf_support(part).set_index("node")  # where each cAME holds
-        return lambda node: _num(support.at[node, "n_extrapolation"])
+        return lambda node: json_num(support.at[node, "n_extrapolation"])
 
     def levels(self, part: Any, data: Any) -> dict | None:
         """Levels of the partition's categorical features over all rows (None: the partition's own data)."""
@@ -160,16 +161,16 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         summary["with_eps"] = {"n": w["n"], "n_extrapolation": with_eps.n_kept_extrapolation, "ame": w["mean"],
                                "ci_low": w["ci_low"], "ci_high": w["ci_high"]}
         with_eps.release()
-    summary["sensitivity"] = _step_sensitivity(model, data, reference, res, summary, eff, seed, target_class)
+    summary["sensitivity"] = step_sensitivity(model, data, reference, res, summary, eff, seed, target_class)
     summary["partition"], summary["partition_not_run"] = None, None
     try:
-        part = _grow_partition(res, eff, conf, random_state=seed)
+        part = grow_partition(res, eff, conf, random_state=seed)
     except fme.FMEError as exc:  # e.g. too few rows for an honest split: the report says it did not run
         part, summary["partition_not_run"] = None, str(exc)
     if part is None and eff.partition is not False and summary["partition_not_run"] is None:
         summary["partition_not_run"] = f"fewer than 2 evaluated rows ({int(res.n)})"
     if part is not None:
-        summary["partition"] = _partition_summary(part, eff, engine.leaf_extrapolation(part, res),
+        summary["partition"] = partition_summary(part, eff, engine.leaf_extrapolation(part, res),
                                                   engine.levels(part, data))
         summary["partition"].update(engine.tree_rows(part, summary["partition"]))
         engine.box_ranges(part, rows, summary["partition"])
@@ -178,7 +179,7 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         spart = engine.stability_partition(part, rows, eff, conf, seed)
     except fme.FMEError as exc:  # the Dask sample's own tree could not be grown
         spart, why = None, f"no partition of the sampled rows to resample ({exc})"
-    stab, summary["stability"] = _stability(spart, eff, seed, summary["ame"],
+    stab, summary["stability"] = stability(spart, eff, seed, summary["ame"],
                                             summary["n"] if engine.sampled else None, why)
     res.release()  # the quantiles used above are kept; a Dask result frees the workers' sorted values
     return {"result": rows, "partition": part, "summary": summary, "stability": stab,

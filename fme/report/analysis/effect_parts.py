@@ -18,10 +18,12 @@ import fme
 
 from ..._adapters import formula_categoricals
 from ..inputs.specs import bootstrap_kwargs, make_detector
+from ..inputs.verdicts import global_test_claim
 from ..inputs.config import EffectConfig
 
 __all__ = ["REPORT_SAMPLE_SIZE", "SAMPLE_BASED", "ALL_ROWS", "STEP_FACTORS", "sample_info", "t_figures",
-           "figures_of", "run_effect_fme"]
+           "figures_of", "run_effect_fme", "json_num", "grow_partition", "partition_summary", "stability",
+           "step_sensitivity", "root_split"]
 
 
 # ------------------------------------------------------------------ statistics
@@ -47,7 +49,7 @@ def figures_of(res: Any, conf: float) -> dict[str, Any]:
     return t_figures(n, res.ame if n else float("nan"), res.sd if n >= 2 else float("nan"), conf)
 
 
-def _num(x: Any) -> Any:
+def json_num(x: Any) -> Any:
     """JSON-safe number: NaN/inf -> None, numpy scalars -> Python."""
     if isinstance(x, (np.integer,)):
         return int(x)
@@ -84,7 +86,7 @@ def run_effect_fme(model: Any, data: Any, reference: Any, eff: EffectConfig, see
     return res, steps, numeric, det_spec, use_nlm, conf
 
 
-def _grow_partition(res: Any, eff: EffectConfig, conf: float, **came_kwargs: Any) -> Any:
+def grow_partition(res: Any, eff: EffectConfig, conf: float, **came_kwargs: Any) -> Any:
     """The effect's cAME partition (:func:`fme.came` with the config's ``partition``), or None when the
     config switches it off or fewer than 2 rows were evaluated.
 
@@ -119,7 +121,7 @@ def _grow_partition(res: Any, eff: EffectConfig, conf: float, **came_kwargs: Any
                     **params)
 
 
-def _partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, levels: dict | None = None) -> dict:
+def partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, levels: dict | None = None) -> dict:
     """The JSON-ready subspaces of ``part``: each leaf's figures, box and ``n_extrapolation(node)``.
 
     ``levels`` (``engine: dask``): every categorical feature's levels over all rows of the data. An unrestricted
@@ -130,10 +132,10 @@ def _partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, level
     leaves = []
     levels = levels or {}
     for _, row in part.leaves.iterrows():
-        leaf = {k: _num(v) for k, v in row.items()}
+        leaf = {k: json_num(v) for k, v in row.items()}
         box = part.describe(int(row["node"]))
         leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"]),
-                        "kind": str(b["kind"]), "eval_min": _num(b["min"]), "eval_max": _num(b["max"])}
+                        "kind": str(b["kind"]), "eval_min": json_num(b["min"]), "eval_max": json_num(b["max"])}
                        for f, b in box.iterrows()]
         for b in leaf["box"]:
             if b["kind"] == "categorical" and not b["restricted"] and b["feature"] in levels:
@@ -142,13 +144,15 @@ def _partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, level
         leaves.append(leaf)
     grown, total, estimated = part._split_counts
     out = {"method": eff.partition.get("method", "ctree"), "params": eff.partition, "leaves": leaves,
-           "root": {k: _num(v) for k, v in part.root.items()},
-           "estimation_root": {k: _num(v) for k, v in part.estimation_root.items()}, "notes": list(part.notes),
-           "features": part.features, "root_split": _root_split(part),
+           "root": {k: json_num(v) for k, v in part.root.items()},
+           "estimation_root": {k: json_num(v) for k, v in part.estimation_root.items()}, "notes": list(part.notes),
+           "features": part.features, "root_split": root_split(part),
            "honest": bool(part.honest), "honesty": part.honesty, "n_grown": int(grown), "n_estimated": int(estimated),
            "tests": _leaf_tests(part), "splits": None}
     if part.split_summary is not None:
-        out["splits"] = {k: _num(v) for k, v in part.split_summary.items()}
+        out["splits"] = {k: json_num(v) for k, v in part.split_summary.items()}
+    if out["tests"] is not None:  # the verdict the report may state about the test, verified once here
+        out["tests"]["claim"] = global_test_claim(out["tests"], float(part.conf_level), leaves).to_dict()
     return out
 
 
@@ -159,23 +163,23 @@ def _leaf_tests(part: Any) -> dict | None:
     if int((part.leaves["n"].to_numpy() >= 2).sum()) < 2:  # a leaf of fewer than 2 rows enters no test
         return None
     t = part.test(multcomp="holm")
-    rows = [{"hypothesis": str(r["hypothesis"]), **{c: _num(r[c]) for c in ("estimate", "std_error", "p_value",
+    rows = [{"hypothesis": str(r["hypothesis"]), **{c: json_num(r[c]) for c in ("estimate", "std_error", "p_value",
                                                                               "p_value_adj", "conf_low", "conf_high")}}
             for _, r in t.iterrows()]
     g = t.global_test
-    return {"rows": rows, "global": {k: _num(v) for k, v in g.items()}, "multcomp": "holm",
+    return {"rows": rows, "global": {k: json_num(v) for k, v in g.items()}, "multcomp": "holm",
             "inference": str(t["inference"].iloc[0]), "honest": bool(part.honest),
             "left_out": [int(x) for x in t.left_out]}
 
 
-def _stability(part: Any, eff: EffectConfig, seed: int, ame: Any, n_evaluated: int | None = None,
+def stability(part: Any, eff: EffectConfig, seed: int, ame: Any, n_evaluated: int | None = None,
                why: str | None = None) -> tuple[Any, dict | None]:
     """The partition-stability refits the config asks for, and their summary (None, None without).
 
     ``part`` is the partition the refits resample (:meth:`InMemory.stability_partition`, ``DaskRows``'); with
     ``n_evaluated`` (a Dask sample: all evaluated rows of the data) the summary says that its rows are a sample
     of them. A reduction to ``max_leaves`` is an upper bound for the refits as for the full tree
-    (:func:`_grow_partition`): a refit that grows fewer leaves keeps them. When the refits cannot run at all
+    (:func:`grow_partition`): a refit that grows fewer leaves keeps them. When the refits cannot run at all
     (no partition: ``why``; too few rows) the summary is ``{"not_run": reason}``, so the report says so.
     """
     if not eff.stability:
@@ -196,13 +200,13 @@ def _stability(part: Any, eff: EffectConfig, seed: int, ame: Any, n_evaluated: i
     return stab, out
 
 
-def _root_split(part: Any) -> dict | None:
+def root_split(part: Any) -> dict | None:
     """The first split of the (reduced) tree: feature and threshold or level sets (None: a single leaf)."""
     nodes = part.nodes
     if nodes.at[1, "is_leaf"]:
         return None
     levels = nodes.at[1, "split_levels"]
-    return {"feature": str(nodes.at[1, "split_feature"]), "value": _num(nodes.at[1, "split_value"]),
+    return {"feature": str(nodes.at[1, "split_feature"]), "value": json_num(nodes.at[1, "split_value"]),
             "levels": None if not isinstance(levels, dict)
             # a level absent from the node goes to neither side (CTree: None)
             else {str(k): (None if v is None else int(v)) for k, v in levels.items()}}
@@ -242,7 +246,7 @@ def _row_figures(r: Any, conf: float) -> dict:
             "ci_high": st["ci_high"]}
 
 
-def _step_sensitivity(model: Any, data: Any, reference: Any, res: Any, summary: dict, eff: EffectConfig, seed: int,
+def step_sensitivity(model: Any, data: Any, reference: Any, res: Any, summary: dict, eff: EffectConfig, seed: int,
                       target_class: Any = None) -> list[dict] | None:
     """AME (CI, n) at h/2, h and 2h, every step component scaled together; None for categorical steps.
 

@@ -108,9 +108,12 @@ def _extrapolation(res, cfg: ReportConfig, steps: dict, out_dir: Path, vid: str)
     ax.set_xlabel(_t(f"{feature} (observed value){_feature_unit(cfg, feature)}"))
     ax.set_ylabel("number of observations")
     ax.set_title(_t(f"Where the step {res.describe_steps()} leaves the data"))
-    ax.legend(frameon=False)
-    return {"kind": "extrapolation", "feature": feature, "not_drawn": not_drawn, **save(fig, out_dir, f"{vid}-extrapolation",
-                                                               cfg.figures["png_dpi"])}
+    # below the axes, never over the bars (a legend inside covered the tallest bins)
+    fig.legend(loc="outside lower center", ncols=2, frameon=False)
+    # the counts drawn (on Dask data those of the seeded sample): the caption and alt text count these rows
+    return {"kind": "extrapolation", "feature": feature, "not_drawn": not_drawn,
+            "n_evaluated": int(evaluated.sum()), "n_extrapolation": int(is_ep.sum()),
+            **save(fig, out_dir, f"{vid}-extrapolation", cfg.figures["png_dpi"])}
 
 
 def _note(ax, text: str | None) -> str | None:

@@ -26,7 +26,7 @@ import fme
 
 from ..inputs.config import EffectConfig
 from ..inputs.specs import make_detector
-from .effect_parts import _num
+from .effect_parts import json_num
 
 __all__ = ["LearnerShare", "level_summaries"]
 
@@ -64,7 +64,7 @@ class LearnerShare:
 
 def _row(table: pd.DataFrame, keys: tuple[str, ...]) -> dict[str, Any]:
     r = table.iloc[0]
-    return {k: _num(r[k]) for k in keys if k in table.columns}
+    return {k: json_num(r[k]) for k in keys if k in table.columns}
 
 
 def _outcome(train: pd.DataFrame, target: str) -> tuple[pd.DataFrame, pd.Series]:

@@ -16,7 +16,7 @@ import pandas as pd
 
 import fme
 
-from ..._adapters import dispersion_scaled_copy, formula_categoricals, glm_dispersion, scaled_dispersion
+from ..._adapters import adapt, dispersion_scaled_copy, formula_categoricals, glm_dispersion, scaled_dispersion
 from ..._utils.validation import is_categorical
 from ..inputs.config import ReportConfig, config_error
 from ..inputs.specs import FLAG_DEFAULTS, bootstrap_kwargs, dispersion_covariance, make_detector, scales_dispersion
@@ -61,6 +61,28 @@ def _num(x: Any) -> float | None:
         return None
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def prediction_columns(model: Any, columns: list[str]) -> list[dict[str, str]]:
+    """The columns of the data that every prediction reads beside the model's features, with their role as the
+    model's adapter names it (a statsmodels GLM's ``exposure`` or ``offset``): each row's value enters its
+    prediction as observed, so such a column is no feature to step and the report says how it is used."""
+    try:
+        ad = adapt(model)
+        need, feats = ad.columns_for(list(columns)), ad.feature_names
+    except Exception:  # noqa: BLE001 - a model the adapters do not read: no column is singled out
+        return []
+    if need is None or feats is None:
+        return []
+    roles: dict[str, str] = {}
+    sources = getattr(ad, "offset_sources", None)  # only adapters of models with an offset have one
+    if callable(sources):
+        try:
+            roles = {str(col): kind for kind, (col, _) in sources(list(columns)).items()}
+        except Exception:  # noqa: BLE001 - the offset cannot be matched: the effects say so loudly
+            roles = {}
+    known = set(map(str, feats))
+    return [{"column": str(c), "role": roles.get(str(c), "auxiliary input")} for c in need if str(c) not in known]
 
 
 def model_features(model: Any, features: pd.DataFrame) -> list[str]:
@@ -178,7 +200,9 @@ def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame
     if spec is False:
         return None
     model, covariance = dispersion_scaled(model, dispersion_threshold(cfg))
-    names = model_features(model, features)
+    aux = prediction_columns(model, [str(c) for c in features.columns])
+    # an exposure or offset column enters every prediction as observed: it is not stepped
+    names = [f for f in model_features(model, features) if f not in {a["column"] for a in aux}]
     # C() columns of a statsmodels formula are categorical in the model: switch them to each level
     coded = [f for f in formula_categoricals(model) if f in names and not is_categorical(features[f])]
     if coded and not hasattr(features, "npartitions"):
@@ -215,7 +239,7 @@ def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame
 
         raise analysis_error(cfg, ("overview",), exc) from exc
     rows.sort(key=lambda r: (r["ame"] is None, -abs(r["ame"] or 0.0), r["feature"]))
-    return {"step": spec["step"], "detector": det, "rows": rows}
+    return {"step": spec["step"], "detector": det, "rows": rows, "prediction_columns": aux}
 
 
 def _class_codes(y: pd.Series, classes: list) -> np.ndarray:

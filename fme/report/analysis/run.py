@@ -30,8 +30,9 @@ from . import figures
 from .challenger import challenger_summary
 from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
+from .typed import typed_payload
 from .effect import compute_effect
-from .effect_parts import REPORT_SAMPLE_SIZE, _num, sample_info
+from .effect_parts import REPORT_SAMPLE_SIZE, json_num, sample_info
 from .details import label_intervals, relabel_table
 from .levels import LearnerShare, level_summaries
 from .model_view import dispersion_scaled, dispersion_threshold, glm_dispersion
@@ -248,13 +249,13 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
     fig_cfg = cfg if target_class is None else cfg.with_target_unit(f"percentage points of P({target_class})")
     fig_scale = 1.0 if target_class is None else 100.0
     sample = None
-    challenger, challenger_covariance = None, None
+    challenger, challenger_covariance, challenger_info = None, None, {}
     # every effect with bootstrap refits the model on the same resamples (one seed): fitted once, then reused
     refits = RefitCache()
     if cfg.challenger:  # champion and challenger: the second model, loaded like the first
         if is_dask_collection(data):
             raise config_error(cfg, ("challenger",), "a challenger model works with engine: pandas (for now)")
-        challenger = load_model(cfg, cfg.challenger, "challenger")[0]
+        challenger, _, challenger_info = load_model(cfg, cfg.challenger, "challenger")
         challenger, challenger_covariance = dispersion_scaled(challenger, dispersion_threshold(cfg))
     if is_dask_collection(data):  # engine: dask: one seeded sample of the rows for every effect's per-row figures
         from .dask_analysis import compute_effect_dask
@@ -289,8 +290,8 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                 summ = out["summary"]
                 label_intervals(summ, covariance)  # the delta ones computed with the scaled covariance say so
                 summ["id"] = vid
-                summ["level"] = _num(veff.level)
-                summ["target_class"] = _num(target_class)
+                summ["level"] = json_num(veff.level)
+                summ["target_class"] = json_num(target_class)
                 summ["figures"] = figures.effect_figures(out["result"], out["partition"], veff, fig_cfg, out_dir, vid,
                                                          fig_scale)
                 _write_tables(out, summ, out_dir, vid)
@@ -299,6 +300,9 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
                                                             int(cfg.seed), target_class, train, cfg.target,
                                                             out["result"], refits)
                     _label_difference(summ["challenger"], covariance, challenger_covariance)
+                    # which model it was, in the report and results.json, not only in build.json
+                    summ["challenger"]["model"] = {k: challenger_info.get(k) for k in ("kind", "source", "sha256",
+                                                                                         "sha256_of")}
                 levels = level_summaries(model, veff, summ, trains, cfg.target, target_class, int(cfg.seed), share)
                 if levels is not None:
                     summ["levels"] = levels
@@ -350,11 +354,13 @@ def _jsonable(obj: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]
-    return _num(obj)
+    return json_num(obj)
 
 
 def write_results(path: Path, payload: dict) -> None:
-    """results.json with sorted keys and full precision (the report's only numeric input)."""
+    """results.json with sorted keys and full precision (the report's only numeric input), in its typed form
+    (:func:`fme.report.analysis.typed.typed_payload`: quantities, labelled intervals, claims)."""
+    payload = typed_payload(payload) if "effects" in payload else payload
     Path(path).write_text(json.dumps(_jsonable(payload), indent=1, sort_keys=True, allow_nan=False) + "\n",
                           encoding="utf-8")
 

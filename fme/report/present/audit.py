@@ -14,6 +14,7 @@ __all__ = ["audit_context", "hash_rows"]
 
 #: Row order and display names of the hashed inputs.
 _INPUTS = (("model", "Fitted model"), ("model module source", "Model entry point's module (source)"),
+           ("challenger", "Challenger model"),
            ("data", "Evaluation data"), ("reference_data", "Reference data"), ("test_data", "Test data"),
            ("train_data", "Training data (refits)"),
            ("previous", "Previous results (change log)"), ("requirements.lock", "Dependency lock"))

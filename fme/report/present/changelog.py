@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from ..inputs.config import ReportConfig, config_error
+from ..inputs.quantities import fixed_bounds
 from .display import effect_title
 from ..._utils.numfmt import decimals_for, fmt_g, fmt_num, fmt_percent
 from ..inputs.specs import ci_short
@@ -46,7 +47,7 @@ def _primary(v: dict) -> tuple[str, Any, Any]:
         method = v.get("inference", "sample")
         covariance = mc.get("covariance") if method == "delta" else None
         return (method if covariance is None else f"delta ({covariance})"), mc["conf_low"], mc["conf_high"]
-    return "sample", v["ci_low"], v["ci_high"]
+    return ("sample", *fixed_bounds(v))
 
 
 def _kind(inference: str) -> tuple[str, bool]:
@@ -63,18 +64,27 @@ def compact(results: dict) -> dict[str, Any]:
     ``fixed_ci_high``: the fixed-model interval over the rows, present in every build.
     """
     out = {}
+    # on the scale the report shows its AMEs (a class probability's percentage points), as the table says
+    scale = 100.0 if results.get("target_class") is not None else 1.0
+    times = lambda x: None if x is None else x * scale  # noqa: E731
     for g in results["effects"]:
         for v in g["variants"]:
             p = v.get("partition")
             method, lo, hi = _primary(v)
+            fixed_lo, fixed_hi = fixed_bounds(v)
+            lo, hi, fixed_lo, fixed_hi = times(lo), times(hi), times(fixed_lo), times(fixed_hi)
             out[v["id"]] = {"label": effect_title(g) + (f": to level {v['level']}"
                                                                    if v.get("level") is not None else ""),
-                            "step": v["step_label"], "ame": v["ame"], "inference": method, "ci_low": lo,
-                            "ci_high": hi, "fixed_ci_low": v["ci_low"], "fixed_ci_high": v["ci_high"],
+                            "step": v["step_label"], "ame": times(v["ame"]), "inference": method, "ci_low": lo,
+                            "ci_high": hi, "fixed_ci_low": fixed_lo, "fixed_ci_high": fixed_hi,
                             "ep_share": _ep_share(v),
                             "first_split": None if not p else _split_text(p.get("root_split"))}
+    model = results.get("model") or {}
+    version = ((results.get("config") or {}).get("model") or {}).get("version")
     return {"config_name": results.get("config_name"), "config_sha256": results.get("config_sha256"),
-            "effects": out}
+            "effects": out, "identity": {
+                "model version": None if version in (None, "") else str(version),
+                "model sha256": model.get("sha256"), "data sha256": (results.get("data") or {}).get("sha256")}}
 
 
 def load_previous(cfg: ReportConfig) -> dict | None:
@@ -127,6 +137,18 @@ def _decimals(*rows: dict) -> int:
     return max((decimals_for(h) for h in halves), default=3)
 
 
+def identity_rows(now: dict, before: dict) -> list[dict[str, str]]:
+    """What the two builds rest on, side by side: the model version, the model's and the data's SHA-256, each
+    'changed' or 'unchanged' (or 'not recorded' when a build lacks it: a results.json of an older fme)."""
+    rows = []
+    for key, name in (("model version", "Model version"), ("model sha256", "Model SHA-256"),
+                      ("data sha256", "Data SHA-256")):
+        a, b = before.get(key), now.get(key)
+        state = "not recorded" if a is None or b is None else ("unchanged" if a == b else "changed")
+        rows.append({"what": name, "previous": a or "not recorded", "now": b or "not recorded", "state": state})
+    return rows
+
+
 def changelog(results: dict, previous: dict | None) -> dict[str, Any] | None:
     """Display rows of the change log (None without a previous report)."""
     if previous is None:
@@ -157,6 +179,7 @@ def changelog(results: dict, previous: dict | None) -> dict[str, Any] | None:
                      "delta": _signed(delta, d),
                      "interval": interval, "overlap": overlap, "ep_share": ep, "first_split": split})
     return {"path": previous["path"], "sha256": previous["sha256"],
+            "identity": identity_rows(compact(results).get("identity") or {}, previous.get("identity") or {}),
             "previous_id": f"{previous.get('config_name')}-{(previous.get('config_sha256') or '')[:12]}",
             "rows": rows,
             "added": [now[k]["label"] for k in now if k not in before],

@@ -11,13 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from . import audit, changelog, sentences
-from .partition_view import (MAX_LEAVES_SHOWN, _boxes, _honesty_sentence, _leaf_rows, head_rows,  # noqa: F401
-                             _leaf_test_cells, _splits_sentence, shown_leaves, where_came_holds)
+from .partition_view import (MAX_LEAVES_SHOWN, boxes, honesty_sentence, leaf_rows, head_rows,  # noqa: F401
+                             leaf_test_cells, splits_sentence, shown_leaves, where_came_holds)
 from .display import (ci_method_text, effect_title, interval_rows, model_ci_scope, prepare_variant, scale_of,
-                      target_phrase)
+                      target_phrase, value_unit)
+from .comparisons import challenger_cells, contract_cells, interaction_cells
 from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .levels import level_flag_rows, level_rows, level_sentences
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
+from ..inputs.claims import count_claim, p_cell, range_claim, statistic_cell
+from ..inputs.quantities import RowSet, fixed_bounds
+from ..inputs.wording import count_words
+from ..inputs.verdicts import contract_not_valid
 from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 from ..._utils.numfmt import (count, decimals_for, fmt_est, fmt_g, fmt_int, fmt_level, fmt_nlm, fmt_num, fmt_p,
                               fmt_percent, fmt_share, p_phrase)
@@ -32,8 +37,11 @@ from ..inputs.config import ReportConfig
 
 
 def effect_cells(v: dict) -> dict[str, str]:
-    """All display strings of one effect variant (used by tables *and* sentences)."""
-    ame, lo, hi = fmt_est(v["ame"], v["ci_low"], v["ci_high"])
+    """All display strings of one effect variant (used by tables *and* sentences); ``v`` is a display copy
+    (:func:`~fme.report.present.display.prepare_variant`) or, its fixed-model interval read from
+    ``fixed_interval``, a variant of results.json."""
+    low, high = (v["ci_low"], v["ci_high"]) if "ci_low" in v else fixed_bounds(v)
+    ame, lo, hi = fmt_est(v["ame"], low, high)
     d = {"ame": ame, "ci_low": lo, "ci_high": hi, "n": fmt_int(v["n"]), "n_total": fmt_int(v["n_total"]),
          "level": fmt_level(v["conf_level"]), "sd": fmt_num(v["sd"], 3), "q25": fmt_num(v["q25"], 3),
          "q75": fmt_num(v["q75"], 3), "step": v["step_label"],
@@ -97,10 +105,21 @@ def with_eps_rows(v: dict, cells: dict[str, str]) -> list[dict[str, str]] | None
     reported = {"rows": "extrapolation points left out (reported)", "n": cells["n"],
                 "n_extrapolation": "0", "ame": cells["ame"],
                 "ci_low": cells["ci_low"], "ci_high": cells["ci_high"],
-                "ci": f"[{cells['ci_low']}, {cells['ci_high']}]", "level": cells["level"]}
-    everything = {**_est_cells(w, cells["level"]), "rows": "all evaluated rows, extrapolation points included"}
+                "ci": f"[{cells['ci_low']}, {cells['ci_high']}]", "level": cells["level"],
+                "interval": cells["ci_kind"]}
+    everything = {**_est_cells(w, cells["level"]), "rows": "all evaluated rows, extrapolation points included",
+                  "interval": CI_SHORT["sample"]}  # the AME with the points is computed with the model held fixed
     everything["n_extrapolation"] = fmt_int(w["n_extrapolation"])
     return [reported, everything]
+
+
+def eps_intervals(rows: list[dict[str, str]]) -> str:
+    """The caption's words on the intervals of the with/without-extrapolation table, from its rows: 'first row:
+    delta, second row: fixed model (rows)', or one kind for both rows when they share it."""
+    kinds = [r["interval"] for r in rows]
+    if len(set(kinds)) == 1:
+        return f"both rows: {kinds[0]}"
+    return "; ".join(f"{w} row: {k}" for w, k in zip(("first", "second"), kinds))
 
 
 #: Display names of the step multipliers in the sensitivity table.
@@ -139,13 +158,13 @@ def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
     rows_of = (f"the {fmt_int(st['n_rows'])} evaluated rows of the sample, itself {fmt_share(st['n_rows'], of)} of all "
                f"{fmt_int(of)} evaluated rows" if of else f"the {fmt_int(st['n_rows'])} evaluated rows")
     full = "the tree grown on the sample" if of else "the full data"
-    rows = [{"quantity": "Subsamples", "value": f"{c['k']} random subsamples of {c['n_each']} rows each "
+    rows = [{"quantity": "Subsamples", "value": f"{count_words(k, 'random subsamples')} of {count_words(st['n_each'], 'rows')} each "
              f"({fmt_share(st['n_each'], st['n_rows'])} of {rows_of}; drawn without replacement)"}]
     root = st["root_split"]
     if st["n_refits"]:
         same = fmt_int(st["n_same_root"])
         rows.append({"quantity": f"First split ({root} in {full})" if root else f"First split (none in {full})",
-                     "value": f"the same in {same} of {fmt_int(st['n_refits'])} refits"})
+                     "value": f"the same in {same} of {count_words(st['n_refits'], 'refits')}"})
         rows.append({"quantity": "Subspaces (leaves)",
                      "value": f"{'tree grown on the sample' if of else 'full data'} {fmt_int(st['n_leaves_full'])}; "
                               f"refits median {fmt_num(st['leaves_median'], 1)} "
@@ -192,82 +211,6 @@ def report_id(config_name: str, config_sha256: str) -> str:
     return f"{config_name}-{config_sha256[:12]}"
 
 
-def interaction_cells(block: dict | None) -> dict | None:
-    """The interactions of the config as display rows and one sentence per pair."""
-    if not block or not block.get("rows"):
-        return None
-    rows, sentences_ = [], []
-    for r in block["rows"]:
-        est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
-        share = fmt_percent(r["share_above_tol"])
-        kind = CI_SHORT.get(r["inference"], r["inference"])  # "sample" is the fixed-model interval: say so
-        rows.append({"a": r["steps_a"], "b": r["steps_b"], "estimate": est, "ci": f"[{lo}, {hi}]",
-                     "p": fmt_p(r["p_value"]), "share": share, "inference": kind})
-        # an interval away from zero, and an average above the rounding-level tolerance (an additive model's
-        # interactions are exactly 0 up to rounding, with a zero-width interval)
-        clear = (r["conf_low"] is not None and (r["conf_low"] > 0 or r["conf_high"] < 0)
-                 and abs(r["estimate"]) > (r.get("tol") or 0.0))
-        sentences_.append(
-            f"{r['steps_a']} and {r['steps_b']}: " + (
-                f"the effect of one step changes when the other is taken too, by {est} on average "
-                f"(interval [{lo}, {hi}], {kind}); {share} of the rows interact beyond the tolerance."
-                if clear else f"no clear interaction: {est} on average, interval [{lo}, {hi}] ({kind})."))
-    return {"rows": rows, "sentences": sentences_, "auto": block.get("auto", False)}
-
-
-def challenger_cells(groups: list[dict]) -> dict | None:
-    """Champion and challenger side by side, effect by effect, and the sentences on their disagreements."""
-    rows, notes = [], []
-    for g in groups:
-        for v in g["variants"]:
-            c = v.get("challenger")
-            if not c:
-                continue
-            iv = (v.get("intervals") or [{}])[0]
-            a_est, a_lo, a_hi = fmt_est(iv.get("estimate"), iv.get("conf_low"), iv.get("conf_high"))
-            b_est, b_lo, b_hi = fmt_est(c["ame"], c["ci_low"], c["ci_high"])
-            d_est, d_lo, d_hi = fmt_est(c["difference"], c["difference_low"], c["difference_high"])
-            split = lambda r: "-" if not r else r["feature"]  # noqa: E731 - the first split's feature
-            rows.append({"effect": v["id"], "champion": f"{a_est} [{a_lo}, {a_hi}]",
-                         "challenger": f"{b_est} [{b_lo}, {b_hi}]", "difference": f"{d_est} [{d_lo}, {d_hi}]",
-                         "basis": c["difference_inference"], "n": fmt_int(c["n_common"]),
-                         "splits": f"{split(v.get('partition', {}).get('root_split') if v.get('partition') else None)}"
-                                   f" / {split(c['root_split'])}"})
-            if c["sign_disagrees"]:
-                notes.append(f"{v['id']}: the two models disagree in sign (champion {c['champion_direction']}, "
-                             f"challenger {c['direction']}, each by its interval).")
-            mine = {r["contract"]: r["verdict"] for r in v.get("contracts") or []}
-            for r in c.get("contracts") or []:
-                if r["contract"] in mine and mine[r["contract"]] != r["verdict"]:
-                    notes.append(f"{v['id']}: contract {r['expected']} is {mine[r['contract']]} for the champion "
-                                 f"and {r['verdict']} for the challenger.")
-    if not rows:
-        return None
-    return {"rows": rows, "notes": notes or ["The two models agree in sign and in every contract verdict."]}
-
-
-def contract_cells(groups: list[dict]) -> dict | None:
-    """The effect contracts of the whole report as display rows, and a count of the verdicts."""
-    rows = []
-    for g in groups:
-        for v in g["variants"]:
-            for r in v.get("contracts") or []:
-                if r["conf_low"] is not None:
-                    est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
-                    interval = f"[{lo}, {hi}] ({r['inference']})"
-                else:
-                    est, interval = (fmt_num(r["estimate"], 3) if r["estimate"] is not None else "-"), "-"
-                rows.append({"effect": v["id"], "expected": r["expected"], "estimate": est, "interval": interval,
-                             "statistic": "-" if r["statistic"] is None else fmt_num(r["statistic"], 2),
-                             "p": fmt_p(r["p_value"]), "p_adj": fmt_p(r["p_value_adj"]),
-                             "verdict": r["verdict"].upper() if r["verdict"] == "not met" else r["verdict"]})
-    if not rows:
-        return None
-    counts = {k: sum(r["verdict"].lower() == k for r in rows) for k in ("met", "not met", "inconclusive")}
-    return {"rows": rows, "sentence": (f"{count(len(rows), 'contract')}: {counts['met']} met, "
-                                       f"{counts['not met']} not met, {counts['inconclusive']} inconclusive.")}
-
-
 def _root_phrase(v: dict, cells: dict) -> str:
     """The AME a partition figure draws at its root, in its alt text: of an honest partition that of the rows
     that estimate the leaves, with the AME of all rows beside."""
@@ -276,13 +219,71 @@ def _root_phrase(v: dict, cells: dict) -> str:
     if not p.get("honest") or not est:
         return f"the AME of all rows is {cells['ame']}"
     ame = fmt_est(est["came"], est["came_ci_low"], est["came_ci_high"])[0]
-    n_est, n_all = fmt_int(est["n"]), fmt_int(v["n"])
-    return f"the AME of its {n_est} estimation rows is {ame} (of all {n_all} rows: {cells['ame']})"
+    return (f"the AME of its {count_words(est['n'], 'estimation rows')} is {ame} (of all "
+            f"{count_words(v['n'], 'rows')}: {cells['ame']})")
 
 
-def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: str | None = None) -> list[dict]:
+def drawn_rows(sample: dict | None, n: int, noun: str) -> RowSet:
+    """The rows a per-row figure or table draws: on Dask data beyond ``sample_size`` those of the seeded sample
+    (a row set of its own, drawn from all rows), else the evaluated rows themselves."""
+    if sample and not sample.get("all_rows"):
+        data = RowSet("rows of the data", int(sample["of"]))
+        return RowSet(f"{noun} of the seeded sample", int(n), of=RowSet("rows of the seeded sample",
+                                                                          int(sample["rows"]), of=data))
+    return RowSet(noun, int(n))
+
+
+def ep_line(v: dict, noun: str, where: str | None, sample: dict | None) -> str | None:
+    """'253 of the 1,500 districts left out as extrapolation points (where they are, ...)': the count is of all
+    rows; where they are is said of the rows it was found on, which on Dask data beyond ``sample_size`` are the
+    seeded sample's (named, never joined to the whole-data count as if they were its)."""
+    if v["detector"] is None:
+        return None
+    whole = RowSet(noun, int(v["n_total"]))
+    verb = "kept in the average" if v["policy"] == "keep" else "left out"
+    n_ep = int((v.get("n_flagged_kept") if v["policy"] == "keep" else v.get("n_extrapolation")) or 0)
+    text = count_claim(RowSet("extrapolation points", n_ep, of=whole), whole, f"{verb} as extrapolation points")
+    line = text.text if n_ep != 1 else text.text.replace("as extrapolation points", "as an extrapolation point")
+    if where:
+        if sample and not sample.get("all_rows"):
+            rows = RowSet("rows", int(sample["rows"]), of=RowSet("rows", int(sample["of"])))
+            line += (f" (where they are, from the seeded sample of {fmt_int(rows.n)} of the "
+                     f"{count_words(rows.of.n, 'rows')}: {where})")
+        else:
+            line += f" ({where})"
+    return line
+
+
+def _extrapolation_words(v: dict, fig: dict, cells: dict, step: str, noun: str,
+                         sample: dict | None) -> tuple[str, str]:
+    """Alt text and caption of the extrapolation figure: every count and range is of the rows the figure draws
+    (on Dask data beyond ``sample_size`` the seeded sample's, and said so), each count in the number it takes."""
+    if fig.get("n_evaluated") is not None:
+        n_eval, n_ep = int(fig["n_evaluated"]), int(fig["n_extrapolation"])
+    else:  # a results.json written before the figure counted its rows: the effect's counts
+        n_eval = int(v["n"])
+        n_ep = int((v.get("n_flagged_kept") if v["policy"] == "keep" else v.get("n_extrapolation")) or 0)
+    rows = drawn_rows(sample, n_eval, noun)
+    of_sample = " of the seeded sample" if rows.of is not None else ""
+    where = next((w for w in v["extrapolation_where"] if w["feature"] == fig["feature"]
+                  and w.get("kind", "outside range") == "outside range" and "min" in w), None)
+    loc = ""
+    if where:
+        eps = RowSet(f"extrapolation points{of_sample} outside the reference data in {fig['feature']}",
+                     int(where.get("n") or 0))
+        loc = "; " + range_claim(fig["feature"], where["min"], where["max"], eps).text
+    alt = (f"Stacked histogram of {fig['feature']}: {count_words(n_eval, noun)}{of_sample} evaluated (solid) and "
+           f"{count_words(n_ep, 'extrapolation points')}{of_sample} (hatched){loc}.")
+    drawn = f"; drawn: {rows.words()} evaluated and {count_words(n_ep, 'extrapolation points')}"
+    cap = f"Where the step {step} leaves the data ({v['detector']} detector){drawn}{loc}."
+    return alt, cap
+
+
+def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: str | None = None,
+             sample: dict | None = None) -> list[dict]:
     """Alt text and captions of an effect's figures; ``unit`` is the unit the tables give the AME in (a
-    classifier's: percentage points, never the config's ``target_unit`` such as "probability")."""
+    classifier's: percentage points, never the config's ``target_unit`` such as "probability"); ``sample``:
+    results.json's ``data.sample`` (Dask data), whose rows the per-row figures draw."""
     out = []
     step, unit = cells["step"], cfg.target_unit if unit is None else unit
     u = f" {unit}" if unit else ""
@@ -290,15 +291,7 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
         counter[0] += 1
         k = fig["kind"]
         if k == "extrapolation":
-            where = next((w for w in v["extrapolation_where"] if w["feature"] == fig["feature"]
-                          and w.get("kind", "outside range") == "outside range" and "min" in w), None)
-            loc = (f"; the {count(where.get('n'), 'extrapolation point')} outside the reference data in "
-                   f"{fig['feature']} have {fig['feature']} from {fmt_num(where['min'], 3)} to "
-                   f"{fmt_num(where['max'], 3)}") if where else ""
-            alt = (f"Stacked histogram of {fig['feature']}: {cells['n']} observations evaluated (solid) and "
-                   f"{cells['n_extrapolation'] if v['policy'] != 'keep' else cells['n_flagged']} extrapolation "
-                   f"points (hatched){loc}.")
-            cap = f"Where the step {step} leaves the data ({v['detector']} detector){loc}."
+            alt, cap = _extrapolation_words(v, fig, cells, step, cfg.observations, sample)
         elif k == "fme-scatter":
             alt = (f"Scatter plot of the fMEs of {step} against {fig['feature']}: the AME is {cells['ame']}{u} "
                    f"(dashed line), half of the fMEs lie between {cells['q25']} and {cells['q75']}, and "
@@ -330,10 +323,10 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
             cap = (f"cAME tree of {step} ({p['method']}): each leaf shows n, cAME with CI and the distribution of "
                    "its fMEs; the table after the next figure gives the same numbers.")
             if p.get("honest"):  # one set of rows: those that estimate the leaves
-                cap += (f" Every count, share, cAME, CI and fME panel is over the {fmt_int(p['n_estimated'])} rows "
+                cap += (f" Every count, share, cAME, CI and fME panel is over the {count_words(p['n_estimated'], 'rows')} "
                         f"that estimate the leaves (honest; the tree grew on the other {fmt_int(p['n_grown'])}), the "
                         "root's AME and the dashed line too; the note under the tree gives the AME of all "
-                        f"{fmt_int(v['n'])} evaluated rows, {cells['ame']}.")
+                        f"{count_words(v['n'], 'evaluated rows')}, {cells['ame']}.")
                 if fig.get("panel_rows") is not None and fig["panel_rows"] < p["n_estimated"]:
                     cap += f" The panels draw a seeded sample of {fmt_int(fig['panel_rows'])} of those rows."
         elif k == "came":
@@ -344,7 +337,7 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
             d = fmt_est(lo["came"], lo["came_ci_low"], lo["came_ci_high"])[0]
             e = fmt_est(hi["came"], hi["came_ci_low"], hi["came_ci_high"])[0]
             which = (count(len(leaves), "subspace") if len(leaves) == n_all
-                     else f"the {len(leaves)} largest of {n_all} subspaces")
+                     else f"the {len(leaves)} largest of {count_words(n_all, 'subspaces')}")
             alt = (f"Dot plot of the cAME with {cells['level']} CI for {which}: from {d} "
                    f"(leaf {lo['node']}, {lo['rule']}) to {e} (leaf {hi['node']}, {hi['rule']}); "
                    f"{_root_phrase(v, cells)}.")
@@ -352,8 +345,8 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
             if fig.get("rows"):  # honest: one set of rows, named, and the AME of all rows beside
                 r = fig["rows"]
                 cap += (f" Every row of the plot, the top one and its dashed line too, is over the "
-                        f"{fmt_int(r['estimation'])} rows that estimate the leaves (honest); the AME of all "
-                        f"{fmt_int(r['all'])} evaluated rows is {cells['ame']}, which differs by the rows the tree "
+                        f"{count_words(r['estimation'], 'rows')} that estimate the leaves (honest); the AME of all "
+                        f"{count_words(r['all'], 'evaluated rows')} is {cells['ame']}, which differs by the rows the tree "
                         "grew on.")
             if fig.get("tree_omitted"):
                 cap += (f" The tree diagram is drawn up to 16 leaves; this partition has {fig['tree_omitted']}, so "
@@ -377,17 +370,26 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
     target, unit, prediction_scale = target_phrase(results, cfg)
     scale = scale_of(results)
     thresholds = cfg.flags or dict(FLAG_THRESHOLDS)
-    model_view = whole_model(results, cfg, scale, 5)
-    noun = cfg.observations
-    units = cfg.units
-    fig_counter = [0]
-    # Table 1: sign-off, 2: overview, 3: flags, 4: flag thresholds, then the whole model's tables
-    table_no = [model_view["table_dictionary"]]
+    # tables are numbered in reading order, one counter for the whole document (the template places them in
+    # this order; tests/test_report_typed.py reads the rendered captions back)
+    table_no = [0]
 
     def next_table() -> int:
         table_no[0] += 1
         return table_no[0]
 
+    table_signoff = next_table()
+    contracts = contract_cells(results["effects"])
+    table_contracts = next_table() if contracts else None
+    value = value_unit(results, cfg)
+    challenger = challenger_cells(results["effects"], value)
+    table_challenger = next_table() if challenger else None
+    table_overview, table_flags, table_thresholds = next_table(), next_table(), next_table()
+    model_view = whole_model(results, cfg, scale, table_no[0] + 1)
+    table_no[0] = model_view["table_dictionary"]
+    noun = cfg.observations
+    units = cfg.units
+    fig_counter = [0]
     effects, summary, overview, flags, plausibility = [], [], [], [], []
     ci_methods: set[str] = set()
     ci_captions: set[str] = set()
@@ -432,20 +434,23 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                    "level_sentences": level_sentences(v, label, unit, noun),
                    "sensitivity": sens, "sensitivity_sentence": sens_sentence,
                    "table_sensitivity": next_table() if sens else None,
-                   "figures": _figures(v, cells, cfg, fig_counter, unit)}
+                   "figures": _figures(v, cells, cfg, fig_counter, unit, results["data"].get("sample"))}
             var["with_eps_phrase"] = sentences.with_eps_phrase(eps[1], noun, var["table_eps"]) if eps else None
+            var["eps_intervals"] = eps_intervals(eps) if eps else None
+            var["ep_line"] = ep_line(v, noun, var["where"], results["data"].get("sample"))
             if v.get("partition"):
                 p, omitted = shown_leaves(v["partition"], v["id"])
                 var["partition"] = {"method": p["method"], "omitted": omitted, "params": ", ".join(
                     f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
-                    "rows": _leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": _boxes(p), "notes": p["notes"],
+                    "rows": leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": boxes(p), "notes": p["notes"],
                     "holds": where_came_holds(p, noun),
-                    "table_leaves": next_table(), "table_boxes": next_table(), "stability": None,
-                    "honesty": _honesty_sentence(p), "tests": None, "splits": _splits_sentence(p.get("splits")),
+                    "table_leaves": next_table(), "table_boxes": None, "stability": None,
+                    "honesty": honesty_sentence(p), "tests": None, "splits": splits_sentence(p.get("splits")),
                     "star": head_rows(p)[1]}
                 if p.get("tests"):
-                    var["partition"]["tests"] = _leaf_test_cells(p["tests"], float(v.get("conf_level", 0.95)),
-                                                                 next_table())
+                    var["partition"]["tests"] = leaf_test_cells(p["tests"], float(v.get("conf_level", 0.95)),
+                                                                 next_table(), v["partition"]["leaves"])
+                var["partition"]["table_boxes"] = next_table()  # after the differences, as the template reads
                 if v.get("stability"):
                     half = None if v["ci_low"] is None else (v["ci_high"] - v["ci_low"]) / 2
                     sc = stability_cells(v["stability"], decimals_for(half))
@@ -457,6 +462,8 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         effects.append({"id": group["id"], "title": effect_title(group), "why": group["why"],
                         "variants": variants})
     flags.extend(model_flag_rows(results.get("model") or {}, thresholds))
+    interactions = interaction_cells(results.get("interactions"), value, noun)
+    table_interactions = next_table() if interactions else None
     table_plausibility = next_table()
     changes = changelog.changelog(results, build_info.get("previous"))
     table_changes = next_table() if changes and changes["rows"] else None
@@ -470,7 +477,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "out_of_scope": cfg.out_of_scope, "target": target, "target_unit": unit,
         "prediction_scale": prediction_scale,
         "target_class": results.get("target_class"), "whole_model": model_view,
-        "threshold_rows": threshold_rows(thresholds), "table_thresholds": 4,
+        "threshold_rows": threshold_rows(thresholds), "table_thresholds": table_thresholds,
         "ci_method": ci_method_text(ci_methods, fmt_level(cfg.conf_level)),
         "ci_caption": "; ".join(sorted(ci_captions)),
         "only_fixed": ci_methods == {"sample"},
@@ -482,16 +489,17 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "config_name": results["config_name"], "config_sha256": results["config_sha256"],
         "inputs_sha256": build_info.get("inputs_sha256", ""), "seed": cfg.seed,
         "conf_level": fmt_level(cfg.conf_level), "versions": versions, "summary": summary,
-        "contracts": contract_cells(results["effects"]),
-        "challenger": challenger_cells(results["effects"]),
-        "interactions": interaction_cells(results.get("interactions")),
+        "contracts": contracts, "table_contracts": table_contracts,
+        "challenger": challenger, "table_challenger": table_challenger,
+        "interactions": interactions, "table_interactions": table_interactions,
         "overview": overview, "flags": flags, "effects": effects, "warnings": results["warnings"],
         "config_text": config_text, "fence": fence, "thresholds": thresholds,
         "linearity": [{"min": t, "word": w} for t, w in sentences.LINEARITY if t > float("-inf")],
         "stability_words": [{"min": t, "word": w} for t, w in sentences.STABILITY if t > float("-inf")],
         "generated": (_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if cfg.timestamp else None),
-        "rebuild": f"fme report {build_info.get('config_arg', 'reports/' + results['config_name'] + '.yaml')} --force",
-        "table_signoff": 1, "table_overview": 2, "table_flags": 3, "table_plausibility": table_plausibility,
+        "rebuild": rebuild_command(results, build_info),
+        "table_signoff": table_signoff, "table_overview": table_overview, "table_flags": table_flags,
+        "table_plausibility": table_plausibility,
         "table_versions": n_fig_tables + 1, "table_hashes": n_fig_tables + 2,
         "report_id": report_id(results["config_name"], results["config_sha256"]),
         "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg.signoff],
@@ -503,6 +511,14 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
     }
     ctx.update(audit.audit_context(results, cfg, build_info))
     return ctx
+
+
+def rebuild_command(results: dict, build_info: dict) -> str:
+    """The command that rebuilds this report, run in the config's directory: the config's file name only, so a
+    build through any path from any working directory prints the same line (and the report stays
+    byte-identical)."""
+    arg = build_info.get("config_arg") or f"{results['config_name']}.yaml"
+    return f"fme report {Path(str(arg).replace(chr(92), '/')).name} --force"
 
 
 def sample_note(data: dict) -> dict[str, str] | None:

@@ -22,8 +22,10 @@ import copy
 from ..._utils.numfmt import count, fmt_est
 from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 from ..inputs.config import ReportConfig
+from ..inputs.quantities import Unit, fixed_bounds, model_units, percentage_points
 
-__all__ = ["prepare_variant", "scale_of", "target_phrase", "interval_rows", "ci_method_text", "model_ci_scope"]
+__all__ = ["prepare_variant", "scale_of", "target_phrase", "interval_rows", "ci_method_text", "model_ci_scope",
+           "value_unit"]
 
 #: What each model-uncertainty interval covers and what it does not (limitations section).
 MODEL_CI_SCOPE = {
@@ -57,14 +59,29 @@ def scale_of(results: dict) -> float:
     return 100.0 if results.get("target_class") is not None else 1.0
 
 
+def value_unit(results: dict, cfg: ReportConfig) -> Unit:
+    """The one unit of the report's effect-scale numbers (AMEs, cAMEs, their differences, interactions,
+    challenger): a class probability's percentage points, else the config's ``target_unit``."""
+    cls = results.get("target_class")
+    if cls is not None:
+        return percentage_points(target_phrase(results, cfg)[0])
+    return model_units(cfg.target_unit or "", results.get("target", ""))
+
+
 def target_phrase(results: dict, cfg: ReportConfig) -> tuple[str, str, str]:
     """(what the model predicts, unit of the AMEs, prediction scale) as the report words them."""
     cls = results.get("target_class")
     if cls is None:
         return (results["target"], cfg.target_unit,
                 cfg.model.get("prediction_scale", "the model's prediction"))
-    scale = cfg.model.get("prediction_scale") or f"predicted probability of class {cls}"
-    return f"probability of {cls}", "percentage points", f"{scale}; effects in percentage points"
+    named = cfg.model.get("prediction_scale")
+    scale = named or f"predicted probability of class {cls}"
+    # the class as the config names it ('P(vote = Dole)'), not its label in the model ('1'); the sentences say
+    # "the model's predicted ...", so a leading 'predicted' of the config's words is not repeated
+    target = f"probability of {cls}"
+    if named:
+        target = named[len("predicted "):] if named.lower().startswith("predicted ") else named
+    return target, "percentage points", f"{scale}; effects in percentage points"
 
 
 def _partition_rows(p: dict) -> list[dict]:
@@ -75,6 +92,8 @@ def _partition_rows(p: dict) -> list[dict]:
 def prepare_variant(v: dict, scale: float) -> dict:
     """A display copy of one effect variant (see the module docstring)."""
     v = copy.deepcopy(v)
+    # the display copy's working keys: results.json keeps the fixed-model interval labelled (fixed_interval)
+    v["ci_low"], v["ci_high"] = fixed_bounds(v)
     if scale != 1.0:
         _mul(v, _EFFECT_KEYS, scale)
         if v.get("model_ci"):
@@ -88,6 +107,11 @@ def prepare_variant(v: dict, scale: float) -> dict:
         if v.get("partition"):
             for leaf in _partition_rows(v["partition"]):
                 _mul(leaf, _LEAF_KEYS, scale)
+            # the differences of leaf cAMEs are in the cAMEs' unit (their p-values and statistics are not)
+            for r in (v["partition"].get("tests") or {}).get("rows") or []:
+                _mul(r, ("estimate", "std_error", "conf_low", "conf_high"), scale)
+            if v["partition"].get("splits"):
+                _mul(v["partition"]["splits"], ("came_min", "came_max"), scale)
         for name, keys in _LEVEL_KEYS.items():
             if (v.get("levels") or {}).get(name):
                 _mul(v["levels"][name], keys, scale)

@@ -11,6 +11,8 @@ from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_num, p_phrase
 from ..inputs.specs import FLAG_DEFAULTS, FLAG_MEANING, dispersion_covariance, scales_dispersion
+from .partition_view import global_test_claim
+from ..inputs.wording import count_words
 
 __all__ = ["FLAG", "OK", "flag_rows", "model_flag_rows", "dispersion_text", "threshold_rows"]
 
@@ -69,7 +71,7 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
         add(ari_rule, f"< {fmt_g(t['ari'])}", fmt_num(st["ari_median"], 3), st["ari_median"] < t["ari"])
     elif st:  # configured, but no refit succeeded: the check did not run, and the table says so
         add(ari_rule, f"< {fmt_g(t['ari'])}",
-            f"not run: {fmt_int(st['n_failed'])} of {fmt_int(st['subsamples'])} refits failed", True)
+            f"not run: {fmt_int(st['n_failed'])} of {count_words(st['subsamples'], 'refits')} failed", True)
     part = v.get("partition")
     _partition_rows(add, v, part, t)
     return rows
@@ -89,13 +91,14 @@ def _partition_rows(add: Any, v: dict, part: dict | None, t: dict) -> None:
     tests = part.get("tests")
     if tests is None:
         add(rule_test, f"p >= {fmt_g(alpha)}", "not run: a single subspace (no leaves to compare)", False)
-    elif tests.get("global", {}).get("p_value") is None:
-        add(rule_test, f"p >= {fmt_g(alpha)}", "not run: the global test is undefined (a leaf without an interval)",
-            True)
     else:
-        # a tree whose leaves the data cannot tell apart describes noise, not subgroups
-        p = tests["global"]["p_value"]
-        add(rule_test, f"p >= {fmt_g(alpha)}", p_phrase(p), p >= alpha)
+        claim = global_test_claim(tests, 1 - alpha, part["leaves"])
+        if claim.kind == "test_not_valid":  # never an 'ok' for a test that is not valid
+            add(rule_test, f"p >= {fmt_g(alpha)}", f"cannot be computed here: {claim.reason}", True)
+        else:
+            # a tree whose leaves the data cannot tell apart describes noise, not subgroups
+            p = tests["global"]["p_value"]
+            add(rule_test, f"p >= {fmt_g(alpha)}", p_phrase(p), p >= alpha)
     small = min(int(leaf["n"]) for leaf in part["leaves"])
     add("smallest cAME leaf", f"n < {fmt_int(t['leaf_n'])}", fmt_int(small), small < t["leaf_n"])
     with_nlm = [leaf for leaf in part["leaves"] if leaf.get("canlm") is not None]
@@ -104,7 +107,7 @@ def _partition_rows(add: Any, v: dict, part: dict | None, t: dict) -> None:
         below = sum(leaf["canlm"] < t["leaf_anlm"] for leaf in with_nlm)
         est = fmt_est(worst["canlm"], worst.get("canlm_ci_low"), worst.get("canlm_ci_high"))[0]
         add("non-linear cAME leaf (lowest cANLM)", f"< {fmt_g(t['leaf_anlm'])}",
-            f"{est} (leaf {worst['node']}; {fmt_int(below)} of {fmt_int(len(with_nlm))} leaves below)",
+            f"{est} (leaf {worst['node']}; {fmt_int(below)} of {count_words(len(with_nlm), 'leaves')} below)",
             below > 0)
 
 

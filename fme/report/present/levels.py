@@ -48,14 +48,14 @@ def level_rows(v: dict, cells: dict[str, str], noun: str) -> list[dict[str, str]
     se = (v.get("model_ci") or {}).get("std_error") if v.get("ci_inference") != "sample" else v.get("se")
     rows = [{"level": "model", "question": QUESTIONS["model"], "rows": f"{cells['n']} evaluation {noun}",
              "ame": cells["ame"], "ci": f"[{cells['ci_low']}, {cells['ci_high']}]", "se": fmt_num(se, 4),
-             "inference": cells["ci_kind"]}]
+             "inference": cells["ci_kind"], "extrapolation": _model_eps(v, cells)}]
     for name in ("learner", "data"):
         rec = lv.get(name)
         if rec is None:
             continue
         if "error" in rec:
             rows.append({"level": name, "question": QUESTIONS[name], "rows": "-", "ame": "not run", "ci": "-",
-                         "se": "-", "inference": rec["error"]})
+                         "se": "-", "inference": rec["error"], "extrapolation": "-"})
             continue
         ame, ci = _ci(rec["ame"], rec["conf_low"], rec["conf_high"])
         if name == "learner":
@@ -68,8 +68,31 @@ def level_rows(v: dict, cells: dict[str, str], noun: str) -> list[dict[str, str]
             if rec["conf_low"] is None:
                 ci = "withheld (positivity fails)"
         rows.append({"level": name, "question": QUESTIONS[name], "rows": where, "ame": ame, "ci": ci,
-                     "se": fmt_num(rec["std_error"], 4), "inference": inference})
+                     "se": fmt_num(rec["std_error"], 4), "inference": inference,
+                     "extrapolation": LEARNER_EPS if name == "learner" else _data_eps(rec)})
     return rows
+
+
+#: The learner level refits on splits of the training data and averages over each split's test rows; those rows
+#: are not checked for extrapolation, and the levels table says so.
+LEARNER_EPS = "not checked (each split's test rows are averaged as they are)"
+
+
+def _model_eps(v: dict, cells: dict[str, str]) -> str:
+    """The model row's extrapolation points: left out, kept, or not checked (never silent)."""
+    if v.get("detector") is None:
+        return "not checked"
+    if v.get("policy") == "keep":
+        return f"{cells.get('n_flagged', '-')} kept in the average ({v['detector']})"
+    return f"{cells.get('n_extrapolation', '-')} left out ({v['detector']})"
+
+
+def _data_eps(rec: dict) -> str:
+    """The data row's: the moved rows flagged are kept in the estimate and weigh in its positivity verdict."""
+    if rec.get("share_extrapolated") is None:
+        return "not checked"
+    return (f"{fmt_percent(rec['share_extrapolated'])} of the moved rows flagged"
+            + (f" ({rec['detector']})" if rec.get("detector") else "") + "; kept, weighed in the positivity verdict")
 
 
 def level_sentences(v: dict, label: str, unit: str, noun: str) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_level, fmt_num, fmt_share
 from ..inputs.specs import ci_short, describe_detector
+from ..inputs.claims import enters_predictions
 from ..inputs.config import ReportConfig
 
 __all__ = ["whole_model", "fit_text", "causes_phrase", "effective_step_rows", "detector_text"]
@@ -63,7 +64,9 @@ def whole_model(results: dict, cfg: ReportConfig, scale: float, first_table: int
                          "ci": f"[{clo}, {chi}]", "covers": ci_short(r["inference"])})
         what = "one standard deviation (of the reference data)" if ov["step"] == "sd" else "one unit"
         out["overview"] = {"rows": rows, "step": what, "detector": describe_detector(ov["detector"]),
-                           "level": level, "table": first_table}
+                           "level": level, "table": first_table,
+                           "inputs": [enters_predictions(a["column"], a["role"], True).text
+                                      for a in ov.get("prediction_columns") or []]}
         out["table_dictionary"] = first_table + 1
     for r in dic:
         if r["type"] == "categorical":

@@ -7,13 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import count, fmt_est, fmt_g, fmt_int, fmt_num, fmt_p, fmt_share, p_phrase
+from ..inputs.claims import p_cell
+from ..inputs.wording import count_words
+from ..inputs.quantities import at_rounding_level
+from ..inputs.verdicts import global_test_claim, global_test_record
 from ..inputs.specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
 
 #: Most leaf differences the report's table shows (the rest are in results.json).
 MAX_TESTS_SHOWN = 10
 
 
-def _honesty_sentence(p: dict) -> str:
+def honesty_sentence(p: dict) -> str:
     """Which rows grew the tree and which estimated its leaves, in the report's words."""
     if p.get("honest") is None:  # a results.json written before honest cAMEs
         return ""
@@ -26,26 +30,24 @@ def _honesty_sentence(p: dict) -> str:
             "so the leaf intervals and tests are not adjusted for the tree's choice of splits and are too narrow.")
 
 
-def _leaf_test_cells(tests: dict, conf_level: float, table: int) -> dict:
-    """The leaf-difference tests (Holm-adjusted) as display rows and the global test as a sentence."""
+def leaf_test_cells(tests: dict, conf_level: float, table: int, leaves: list[dict] | None = None) -> dict:
+    """The leaf-difference tests (Holm-adjusted) as display rows and the global test as a sentence (its claim:
+    never a verdict for a test that is not valid). A difference whose standard error is at rounding level next
+    to its leaves' cAMEs shows no p-value: its statistic would be rounding noise."""
     rows = []
     # at most MAX_TESTS_SHOWN differences, the smallest adjusted p-values first (8 leaves have 28 pairs); all are in
     # results.json (partition.tests)
     ordered = sorted(tests["rows"], key=lambda r: (r["p_value_adj"] is None, r["p_value_adj"] or 0.0))
+    record = global_test_record(tests, leaves)
     for r in ordered[:MAX_TESTS_SHOWN]:
         est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
+        size = max(record.magnitude, abs(float(r["estimate"] or 0.0)))
+        valid = r.get("std_error") is not None and not at_rounding_level(r["std_error"], size)
         rows.append({"hypothesis": r["hypothesis"], "estimate": est, "ci": f"[{lo}, {hi}]",
-                     "p": fmt_p(r["p_value"]), "p_adj": fmt_p(r["p_value_adj"])})
-    g = tests["global"]
-    alpha = 1 - conf_level
-    if g.get("p_value") is None:
-        glob = "The global test of equal leaf cAMEs is undefined (no uncertainty for some leaf)."
-    else:
-        verdict = ("the leaves' cAMEs differ" if g["p_value"] < alpha
-                   else "the data do not show that the leaves' cAMEs differ")
-        glob = (f"Global test that all leaf cAMEs are equal (Wald, chi-squared with {fmt_int(g['df'])} df): "
-                f"statistic {fmt_num(g['statistic'], 2)}, {p_phrase(g['p_value'])}: {verdict} at the "
-                f"{fmt_num(100 * alpha, 0)}% level.")
+                     "p": p_cell(r["p_value"], valid) if valid or r.get("std_error") is None
+                     else "not valid: SE at rounding level", "p_adj": p_cell(r["p_value_adj"], valid)})
+    claim = global_test_claim(tests, conf_level, leaves)
+    glob = claim.text[0].upper() + claim.text[1:] + "."
     if tests.get("left_out"):  # leaves of fewer than 2 estimation rows: no interval, no difference
         glob += (f" Not tested: {', '.join(f'leaf {x}' for x in tests['left_out'])} (fewer than 2 rows to estimate "
                  "the cAME from: no interval).")
@@ -53,17 +55,17 @@ def _leaf_test_cells(tests: dict, conf_level: float, table: int) -> dict:
     if more > 0:
         glob = (f"The table shows the {len(rows)} differences with the smallest adjusted p-values; the other {more} "
                 "are in results.json (partition.tests). ") + glob
-    return {"rows": rows, "global": glob, "table": table,
+    return {"rows": rows, "global": glob, "table": table, "claim": claim.to_dict(),
             "basis": "estimation rows only (honest)" if tests.get("honest") else "the rows that grew the tree (not "
                      "adjusted for the tree's selection)", "inference": tests.get("inference", "")}
 
 
-def _splits_sentence(s: dict | None) -> str | None:
+def splits_sentence(s: dict | None) -> str | None:
     if not s:
         return None
-    return (f"Across {fmt_int(s['n_splits'])} honest splits (seeded), the first split was on {s['root_split']} in "
+    return (f"Across {count_words(s['n_splits'], 'honest splits')} (seeded), the first split was on {s['root_split']} in "
             f"{fmt_num(100 * s['share_same_root_split'], 0)}% of them, the trees had {fmt_int(s['n_leaves_min'])} to "
-            f"{fmt_int(s['n_leaves_max'])} leaves, the leaf cAMEs ranged from {fmt_num(s['came_min'], 4)} to "
+            f"{count_words(s['n_leaves_max'], 'leaves')}, the leaf cAMEs ranged from {fmt_num(s['came_min'], 4)} to "
             f"{fmt_num(s['came_max'], 4)}, and the median p-value of the global test was "
             f"{fmt_p(s['median_global_p_value'])} (twice it, {fmt_p(s['global_p_value_split_adjusted'])}, is a valid "
             "p-value over the splits).")
@@ -81,11 +83,11 @@ def head_rows(part: dict) -> tuple[list[dict], str]:
     n_est, n_grown = int(est["n"]), int(part["root"]["n"]) - int(est["n"])
     return ([root, {**est, "label": "estimation rows +"}],
             f"The row marked * is all {fmt_int(part['root']['n'])} evaluated rows (the AME). The row marked + is the "
-            f"{fmt_int(n_est)} rows that estimate the leaves (honest; the tree grew on the other {fmt_int(n_grown)}, "
+            f"{count_words(n_est, 'rows')} that estimate the leaves (honest; the tree grew on the other {fmt_int(n_grown)}, "
             "so its AME differs): the leaves' n add up to it and every share is of it.")
 
 
-def _leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -> list[dict[str, str]]:
+def leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -> list[dict[str, str]]:
     """The leaf table's rows, those of :func:`head_rows` first; the shares are of its last head row's n (of an
     honest partition the estimation rows; the all-rows row then has none)."""
     rows = []
@@ -141,7 +143,7 @@ def _evaluated(b: dict) -> str | None:
     return f"evaluated {_g(b['eval_min'])} to {_g(b['eval_max'])}"
 
 
-def _boxes(part: dict) -> dict[str, Any]:
+def boxes(part: dict) -> dict[str, Any]:
     """Hyperrectangle of every leaf beside its evaluated range, plus EPs per leaf."""
     leaves = part["leaves"]
     feats = [b["feature"] for b in leaves[0]["box"]] if leaves else []

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import count, fmt_bound, fmt_int
+from ..inputs.wording import count_words, unit_after
 
 __all__ = ["step_phrase", "unit_for", "effect_sentence", "linearity_sentence", "extrapolation_phrase", "LINEARITY",
            "direction_word", "sensitivity_sentence", "with_eps_phrase", "STABILITY", "stability_sentence"]
@@ -26,18 +27,10 @@ def _amount(value: Any) -> str:
 
 
 def unit_for(unit: str, amount: Any) -> str:
-    """The unit as it reads after ``amount``: a step of exactly 1 takes the singular of a unit whose first
-    word is a plain English plural ('1 pupil per teacher', '1 year'; '1 thousands of dollars' stays, as do
-    symbols such as '%' or 'mm')."""
-    if abs(float(amount)) != 1.0:
-        return unit
-    words = unit.split(" ")
-    first = words[0]
-    follows = words[1] if len(words) > 1 else ""
-    if (len(first) > 2 and first.isalpha() and first.endswith("s") and not first.endswith(("ss", "us", "is"))
-            and follows != "of"):
-        words[0] = first[:-3] + "y" if first.endswith("ies") else first[:-1]
-    return " ".join(words)
+    """The unit as it reads after ``amount`` ('1 pupil per teacher', '1 absorbance unit', '1 year'; '1
+    thousands of dollars' stays, as do symbols such as '%' or 'mm'): the report's one wording rule,
+    :func:`fme.report.inputs.wording.unit_after`."""
+    return unit_after(unit, amount)
 
 
 def step_phrase(steps: dict[str, Any], numeric: bool, units: dict[str, str]) -> str:
@@ -61,21 +54,21 @@ def step_phrase(steps: dict[str, Any], numeric: bool, units: dict[str, str]) -> 
 
 def extrapolation_phrase(v: dict, cells: dict[str, str], noun: str) -> str:
     """Who is in the average: n, and what the extrapolation check did (never '0 excluded' when unchecked)."""
-    n = cells["n"]
+    n = count_words(cells["n"], noun)  # 'n = 1 district', never '1 districts'
     if v["detector"] is None:
-        text = f"n = {n} {noun}; not checked for extrapolation"
+        text = f"n = {n}; not checked for extrapolation"
     elif v["policy"] == "keep":
         are = "is an extrapolation point" if cells["n_flagged"] == "1" else "are extrapolation points"
-        text = (f"n = {n} {noun}, of which {cells['n_flagged']} {are} "
+        text = (f"n = {n}, of which {cells['n_flagged']} {are} "
                 f"({v['detector']} detector) kept in the average")
     elif v["policy"] == "shrink":
-        text = (f"n = {n} {noun}; {cells['n_shrunk']} steps shrunk to stay inside the data and "
+        text = (f"n = {n}; {count_words(v.get('n_shrunk'), 'steps')} shrunk to stay inside the data and "
                 f"{cells['n_extrapolation']} left out as extrapolation ({v['detector']} detector)")
     elif v["n_extrapolation"]:
-        text = (f"n = {n} {noun} where the step stays inside the data; {cells['n_extrapolation']} left out "
+        text = (f"n = {n} where the step stays inside the data; {cells['n_extrapolation']} left out "
                 f"as extrapolation by the {v['detector']} detector")
     else:
-        text = f"n = {n} {noun}; checked with the {v['detector']} detector, no extrapolation points found"
+        text = f"n = {n}; checked with the {v['detector']} detector, no extrapolation points found"
     if v.get("n_at_level"):
         text += f"; {cells['n_at_level']} already at level {v['level_label']} left out"
     return text
@@ -138,11 +131,12 @@ def direction_word(lo: float | None, hi: float | None) -> str:
 
 def with_eps_phrase(all_rows: dict[str, str], noun: str, table: int) -> str:
     """'over all 506 observations, the 21 extrapolation points included, the AME would be 5.65 (95% CI ...)'."""
+    n = count_words(all_rows["n"], noun)
     if all_rows["n_extrapolation"] == "0":
-        return (f"no extrapolation points were found, so the AME over all {all_rows['n']} {noun} evaluated is the "
+        return (f"no extrapolation points were found, so the AME over all {n} evaluated is the "
                 f"reported one (Table {table})")
-    eps = "extrapolation point" if all_rows["n_extrapolation"] == "1" else "extrapolation points"
-    return (f"over all {all_rows['n']} {noun} evaluated, the {all_rows['n_extrapolation']} {eps} "
+    eps = count_words(all_rows["n_extrapolation"], "extrapolation points")
+    return (f"over all {n} evaluated, the {eps} "
             f"included, the AME would be {all_rows['ame']} ({all_rows['level']} CI {all_rows['ci_low']} to "
             f"{all_rows['ci_high']}, fixed model; Table {table})")
 

@@ -50,6 +50,10 @@ def model_card(results: dict, build_info: dict) -> dict:
             for r in v.get("contracts") or []:
                 metrics.append(_metric(f"contract {r['expected']}: {r['verdict']}", r.get("estimate"),
                                        r.get("conf_low"), r.get("conf_high"), v["id"]))
+    for r in (results.get("interactions") or {}).get("rows") or []:  # the Interactions section's numbers too
+        metrics.append(_metric(f"interaction of {r['steps_a']} and {r['steps_b']} ({r.get('inference')} interval)",
+                               r.get("estimate"), r.get("conf_low"), r.get("conf_high"),
+                               f"{r['n']} evaluated rows" if r.get("n") is not None else "all evaluated rows"))
     for w in results.get("warnings") or []:
         limitations.append({"description": str(w)})
     limitations.append({"description": "The effects describe how the fitted model's predictions respond to changes in "

@@ -1,0 +1,81 @@
+"""results.json's typed form: each effect variant's numbers as quantities and the report's claims.
+
+:func:`typed_payload` runs once, where ``results.json`` is written (:func:`fme.report.analysis.run.write_results`):
+
+* the fixed-model interval of an effect's AME leaves the unlabelled ``ci_low``/``ci_high`` for
+  ``fixed_interval`` (kind ``fixed model``, level, what it covers), so no reader mistakes it for the interval
+  the report shows (``intervals[0]``);
+* ``quantities``: the AME with the report's primary interval and with the fixed-model one, each with its unit
+  as the reader reads it (a classifier's percentage points) and the rows it is over;
+* ``claims``: every claim the analysis verified (the direction of each AME, the global test of its cAME
+  leaves, its contracts), with kind, cited quantity ids and outcome.
+
+The in-memory summaries keep their working keys; only the file is typed. Its JSON Schema is
+``fme/report/schemas/results.schema.json``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ..inputs.claims import Claim, direction
+from ..inputs.quantities import Interval, Quantity, RowSet, Unit, model_units, percentage_points
+from ..inputs.specs import CI_COVERS
+
+__all__ = ["typed_payload", "report_unit"]
+
+
+def report_unit(payload: dict) -> Unit:
+    """The unit of the report's effect-scale numbers: percentage points of a class probability, else the
+    config's ``target_unit`` (the model's own scale)."""
+    cls = payload.get("target_class")
+    if cls is not None:
+        return percentage_points(f"P({cls})")
+    config = payload.get("config") or {}
+    return model_units(str(config.get("target_unit") or ""), str(payload.get("target") or ""))
+
+
+def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
+    """Type one variant in place (see the module docstring)."""
+    level = float(v.get("conf_level") or 0.95)
+    low, high = v.pop("ci_low", None), v.pop("ci_high", None)
+    fixed = Interval(low, high, level, "fixed model", CI_COVERS["sample"])
+    v["fixed_interval"] = fixed.to_dict()
+    n, n_total = int(v.get("n") or 0), v.get("n_total")
+    rows = RowSet("evaluated rows", n, of=None if n_total is None else RowSet("rows of the data", int(n_total)))
+    vid, label = v["id"], f"AME of {v.get('step_label', v['id'])}"
+    primary = (v.get("intervals") or [None])[0]
+    if primary:
+        shown = Interval(primary.get("conf_low"), primary.get("conf_high"), level, str(primary.get("inference")),
+                         str(primary.get("covers") or ""))
+        se = primary.get("std_error")
+    else:
+        shown, se = fixed, v.get("se")
+    ame = Quantity(f"{vid}/ame", label, v.get("ame"), unit, rows, shown, se)
+    ame_fixed = Quantity(f"{vid}/ame_fixed", label + " (fixed model)", v.get("ame"), unit, rows, fixed, v.get("se"))
+    v["quantities"] = {"ame": ame.to_dict(), "ame_fixed": ame_fixed.to_dict()}
+    claims.append(direction(ame).to_dict())
+    tests = (v.get("partition") or {}).get("tests") or {}
+    if tests.get("claim"):
+        c = dict(tests["claim"])
+        c["cites"] = [f"{vid}/{x}" for x in c.get("cites", [])]
+        claims.append(c)
+    for r in v.get("contracts") or []:
+        why = r.get("not_valid")
+        text = f"not valid: {why}" if why else str(r.get("verdict"))
+        claims.append(Claim("contract_verdict", (f"{vid}/ame",), True, f"contract {r['expected']}: {text}",
+                            "not valid" if why else str(r.get("verdict")), why or "").to_dict())
+
+
+def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the payload of ``results.json`` in its typed form (see the module docstring)."""
+    out = copy.deepcopy(payload)
+    unit = report_unit(out)
+    claims: list[dict] = []
+    for g in out.get("effects") or []:
+        for v in g.get("variants") or []:
+            if "error" not in v:
+                _variant(v, unit, claims)
+    out["claims"] = claims
+    return out
