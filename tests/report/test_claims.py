@@ -12,7 +12,7 @@ from fme.report.inputs.claims import (KINDS, Claim, TestRecord, contract_verdict
                                       test_validity)
 from fme.report.inputs.quantities import Interval, Quantity, RowSet, Unit, percentage_points
 
-SCHEMA = Path(__file__).resolve().parents[1] / "fme" / "report" / "schemas" / "results.schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "fme" / "report" / "schemas" / "results.schema.json"
 ROWS = RowSet("evaluated rows", 120)
 
 

@@ -11,7 +11,7 @@ from fme.report.inputs.quantities import (COUNT, Interval, Quantity, RowSet, Uni
                                           interval_text, model_units, percentage_points, shown)
 from fme.report.inputs.wording import count_words, singular, unit_after
 
-SCHEMA = Path(__file__).resolve().parents[1] / "fme" / "report" / "schemas" / "results.schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "fme" / "report" / "schemas" / "results.schema.json"
 
 
 @pytest.mark.parametrize("plural, one", [

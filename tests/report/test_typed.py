@@ -18,7 +18,7 @@ from fme._utils.numfmt import fmt_est  # noqa: E402
 from fme.report.build import build_report  # noqa: E402
 
 pytestmark = pytest.mark.slow
-SCHEMA = Path(__file__).resolve().parents[1] / "fme" / "report" / "schemas" / "results.schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "fme" / "report" / "schemas" / "results.schema.json"
 
 
 @pytest.fixture(scope="module")
