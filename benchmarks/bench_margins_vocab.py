@@ -44,7 +44,7 @@ def main() -> None:
                                  # marginaleffects' numeric contrasts are centred: the forward step as a function
                                  lambda: me.avg_comparisons(m, variables={"x": forward}, comparison="lnor")),
     }
-    print(f"| case | rows | fme best s | marginaleffects best s | ratio | fme estimate | marginaleffects estimate |")
+    print("| case | rows | fme best s | marginaleffects best s | ratio | fme estimate | marginaleffects estimate |")
     print("|---|---|---|---|---|---|---|")
     for name, (f_fme, f_me) in cases.items():
         t_fme, t_me = [], []

@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 
 import fme
-from fme.exceptions import FixedModelWarning
-from fme._nlm.tree_paths import read_forest, traverse_nlm
-from fme._nlm.exact import exact_nlm, tree_thresholds
 from fme._adapters.predictor import make_predictor
+from fme._nlm.exact import exact_nlm, tree_thresholds
+from fme._nlm.tree_paths import read_forest, traverse_nlm
+from fme.exceptions import FixedModelWarning
 
 
 def models():

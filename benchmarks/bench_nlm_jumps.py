@@ -131,7 +131,8 @@ def setup(case: str):
         X = _rows(500, 3)
         return (lambda d: knn.predict(d)), X, STEP, piecewise_reference(knn.predict, X, STEP,
                                                                           knn_breakpoints(knn, X, STEP))
-    from bench_nlm_budget import STEPS, setup as mlp_setup
+    from bench_nlm_budget import STEPS
+    from bench_nlm_budget import setup as mlp_setup
 
     model, X = mlp_setup(400, "mlp")
     # one ReLU layer: unit k's input is a_k + b_k t along the path, so the path is linear between the kinks

@@ -29,8 +29,8 @@ from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestRegressor
 
 import fme
-from fme._utils.guards import call_detector, check_flags
 from fme._core.shrink import MIN_STEP_FRACTION, shrink_steps
+from fme._utils.guards import call_detector, check_flags
 from fme.extrapolation import make_detector
 from fme.steps import apply_steps, parse_steps
 

@@ -36,7 +36,6 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 
 import fme
 import fme.paper as paper
@@ -56,7 +55,6 @@ def save(fig, name):
 
 
 # %% id="ea10a6c7"
-from matplotlib.colors import ListedColormap
 
 NOTEBOOK = "05_bivariate"
 if fast:

@@ -147,9 +147,7 @@ def run_notebook(path: Path, out: Path, parameters: dict, kernel: str, prepare_o
     folder = out / path.stem
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / path.name
-    from fme.report._notebook import logged_kernel_manager
-
-    from fme.report._notebook import stabilise
+    from fme.report._notebook import logged_kernel_manager, stabilise
 
     # output_dir "." (the kernel runs in the folder): the executed notebook does not name the checkout's path
     pm.execute_notebook(str(path), str(target), parameters={"output_dir": ".", **parameters},
