@@ -138,7 +138,7 @@ def fme(
         detector is set): leave them out, keep and flag them, or shrink each
         row's numeric steps until x + h is inside (rows whose x is outside are
         excluded, and so are rows whose step would shrink below
-        ``fme._core.shrink.MIN_STEP_FRACTION`` = 1 % of h; ``summary()`` shows the
+        ``fme.steps.MIN_STEP_FRACTION`` = 1 % of h; ``summary()`` shows the
         distribution of the effective steps).
     target_class : label or 'all', optional
         For classifiers: the class whose probability is explained.

@@ -461,7 +461,6 @@ REPORT_ANALYSIS_PRIVATE = {
     "fme._adapters": ("what only the adapters know of a model: its dispersion, packages, class name and formula C() "
                       "columns, and the challenger's refit adapter"),
     "fme._core.kernel": "Dask: the extrapolation points of each cAME subspace, counted per chunk over all rows",
-    "fme._core.shrink": "the smallest share of a step 'shrink' keeps (MIN_STEP_FRACTION), printed with the steps",
     "fme._dask.common": "Dask: the detector's fit frame, fme's tree sample size and the merged feature moments",
     "fme._dask.steps": "Dask: the feature dictionary's SD from merged moments",
     "fme._trees.support": "where each cAME holds: the extrapolation points in each subspace (in memory)",
