@@ -458,11 +458,6 @@ REPORT_STAGE_OUTSIDE = {
 #: Private modules the analysis still reads (module -> why); each must still be imported
 #: (test_report_analysis_private_imports_are_current), and none may be added without a reason here.
 REPORT_ANALYSIS_PRIVATE = {
-    "fme._adapters": "what only the adapters know of a model: formula C() columns and a GLM's dispersion",
-    "fme._core.kernel": "Dask: the extrapolation points of each cAME subspace, counted per chunk over all rows",
-    "fme._dask.common": "Dask: the detector's fit frame, fme's tree sample size and the merged feature moments",
-    "fme._dask.steps": "Dask: the feature dictionary's SD from merged moments",
-    "fme._trees.support": "where each cAME holds: the extrapolation points in each subspace (in memory)",
     "fme.inference.bootstrap": "one refit of the model before the first bootstrap refit (check_train_data)",
     "fme.inference.wald": "Holm's adjustment of the contracts' p-values",
     "fme.plotting.data": "the histogram edges, KDE and finite rows every figure of the project shares",

@@ -16,7 +16,8 @@ import pandas as pd
 
 import fme
 
-from ..._adapters import dispersion_scaled_copy, formula_categoricals, glm_dispersion, scaled_dispersion
+from ...effects import feature_sd
+from ...models import dispersion_scaled_copy, formula_categoricals, glm_dispersion, scaled_dispersion
 from ..._utils.validation import is_categorical
 from ..inputs.config import ReportConfig, config_error
 from ..inputs.specs import FLAG_DEFAULTS, bootstrap_kwargs, dispersion_covariance, make_detector, scales_dispersion
@@ -110,22 +111,16 @@ def _dask_dictionary(model: Any, features: Any, cfg: ReportConfig) -> list[dict]
 
     from .checks import levels_of
 
-    from dask import delayed
-
-    from ..._dask.common import tree_reduce
-    from ..._dask.steps import finite_moments
-
     names = model_features(model, features)
     coded = formula_categoricals(model)
     numeric = [f for f in names if not is_categorical(features[f]) and f not in coded]
     num = features[numeric].astype(float)
     finite = num.where(num.abs() < np.inf)  # the pandas dictionary drops infinite values, like NaN
     # SD from merged moments (Chan et al.), not Dask's sum-of-squares variance: no cancellation at large means
-    moments = tree_reduce([delayed(finite_moments)(p, numeric) for p in features.to_delayed()])
+    spread = feature_sd(features, numeric)
     missing, lo, hi = dask.compute(features[names].isna().sum(), finite.min(), finite.max())
-    m = moments.compute()
-    count = dict(zip(numeric, m.n))
-    sd = dict(zip(numeric, m.sd(ddof=1)))
+    count = dict(zip(numeric, spread["n"]))
+    sd = dict(zip(numeric, spread["sd"]))
     rows = []
     for f in names:
         row: dict[str, Any] = {"feature": f, "unit": cfg.units.get(f, ""),
