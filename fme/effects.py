@@ -20,6 +20,9 @@ into a plan (:func:`fme._core.plan.resolve_plan`), runs the batch kernel
 :mod:`fme._core.exclusions`, then the predictions), refuses a step that leaves
 no row (:func:`fme._core.exclusions.check_evaluated`) and assembles the result
 (:class:`FMEResult`, whose class lives in :mod:`fme._core.results`).
+
+Beside it, for pandas or Dask data alike: :func:`feature_sd`, the SD the step rule ``"sd"`` reads, and
+:data:`DASK_SAMPLE_SIZE`, the default ``sample_size`` of Dask data.
 """
 
 from __future__ import annotations

@@ -532,7 +532,9 @@ def test_no_report_module_imports_a_private_fme_module(graph):
 
 def test_report_stage_rules_catch_planted_imports(tmp_path):
     """The stage rules are not vacuous: a present module reading an engine constant, an inputs module
-    importing the analysis and a render module computing through fme are all reported."""
+    importing the analysis, a render module computing through fme and an analysis module running the batch kernel
+    are all reported, and so are the private modules read by the analysis, the present stage and the
+    orchestration (the model hash asking the adapters instead of fme.models)."""
     import shutil
 
     copy = tmp_path / "fme"
