@@ -73,8 +73,7 @@ def test_a_point_with_a_missing_partitioning_value_falls_into_no_subspace(part):
     data = eff.data.copy()
     ep = eff.excluded.index[eff.excluded["reason_type"] == "extrapolation"]
     data.loc[ep[:3], "b"] = np.nan
-    model = lambda d: np.where(d["a"].to_numpy() > 5, 3.0, 1.0) * d["a"].to_numpy()  # noqa: E731
-    eff2 = fme.fme(model, data, {"a": 2.5}, extrapolation="envelope", reference_data=eff.data, inference="sample")
+    eff2 = fme.fme(_model, data, {"a": 2.5}, extrapolation="envelope", reference_data=eff.data, inference="sample")
     p2 = fme.came(eff2, minbucket=40, features=["a", "b"])
     assert eff2.n_extrapolation == len(ep)
     assert p2.extrapolation_counts().sum() == len(ep) - 3
