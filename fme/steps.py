@@ -22,11 +22,15 @@ from scipy import stats
 from ._utils.validation import check_data, is_categorical, is_complex, is_numeric, mixed_object_numbers
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 
-__all__ = ["Step", "STEP_RULES", "STACK_CELL_BUDGET", "step_size", "parse_steps", "apply_steps", "stack_path", "stepped_rows",
+__all__ = ["Step", "STEP_RULES", "MIN_STEP_FRACTION", "STACK_CELL_BUDGET", "step_size", "parse_steps", "apply_steps", "stack_path", "stepped_rows",
            "levels", "same_level", "set_level", "check_training_levels", "RULE_RE", "all_float", "numeric_shift"]
 
 #: Dispersion rules for choosing a numeric step (paper §3.2, "Step Size and Extrapolation Risk").
 STEP_RULES = ("sd", "iqr", "mad", "unit")
+#: The smallest share of its nominal length h a step keeps under ``on_extrapolation="shrink"`` (per feature):
+#: a row whose x + s h stays outside the reference for every s of at least this share is left out as an
+#: extrapolation point instead (paper §3.2; a step shrunk to ~1e-8 h no longer answers the question asked).
+MIN_STEP_FRACTION = 0.01
 #: Cells (rows x columns) of one stacked NLM frame (:func:`stack_path`): 4e6 float64 cells, 32 MB.
 #: Kept below glibc's largest mmap threshold (32 MB) so the stack and the model's prediction arrays
 #: are reused from the heap instead of being page-faulted anew for every batch; with 5e7 cells

@@ -300,3 +300,18 @@ def test_an_unknown_rule_name_is_named_as_such():
         fme.fme(lambda X: X["x"], d, {"x": "2*sdd"}, inference="sample")
     with pytest.raises(fme.StepError, match="level-like 'red'"):
         fme.fme(lambda X: X["x"], d, {"x": "red"}, inference="sample")
+
+
+def test_min_step_fraction_is_the_share_shrinking_keeps():
+    """fme.steps.MIN_STEP_FRACTION is what on_extrapolation='shrink' keeps: a row needing a step of less than
+    this share of h is left out, one needing exactly this share keeps it."""
+    from fme.steps import MIN_STEP_FRACTION
+
+    assert MIN_STEP_FRACTION == 0.01
+    # x + s * 4 <= 10: x = 9.96 needs s = 0.01 exactly (kept), x = 9.97 less (left out)
+    data = pd.DataFrame({"x": [0.0, 9.96, 9.97, 10.0]})
+    res = fme.fme(lambda d: d["x"].to_numpy() ** 2, data, {"x": 4.0}, extrapolation="envelope",
+                  on_extrapolation="shrink", inference="sample")
+    assert res.extrapolated.index.tolist() == [2, 3]
+    assert res.extrapolated["reason"].tolist() == [f"no step of at least {MIN_STEP_FRACTION:g} h stays inside"] * 2
+    np.testing.assert_allclose(res.results["step_x"] / 4.0, [1.0, MIN_STEP_FRACTION], rtol=1e-9)

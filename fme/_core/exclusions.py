@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 
 from .._utils.guards import call_detector, check_flags
-from .shrink import MIN_STEP_FRACTION, shrink_steps
+from .shrink import shrink_steps
 from ..exceptions import DataError, ExtrapolationError
-from ..steps import Step, apply_steps
+from ..steps import MIN_STEP_FRACTION, Step, apply_steps
 from .plan import Plan
 
 __all__ = ["check_evaluated", "excluded_frame", "N_CODES"]

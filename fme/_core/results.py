@@ -18,9 +18,8 @@ from .._utils.stats import describe
 from .._utils.validation import check_conf_level
 from ..inference.estimates import Estimates, RowInference, sample_inference
 from .._adapters.predictor import make_predictor
-from ..steps import Step, apply_steps
+from ..steps import MIN_STEP_FRACTION, Step, apply_steps
 from .result_base import EffectsPresentation
-from .shrink import MIN_STEP_FRACTION
 
 __all__ = ["FMEResult", "stepped_frames"]
 

@@ -2,7 +2,7 @@
 
 A row whose x + h is an extrapolation point gets its numeric steps shrunk toward
 0 until x + s h is inside. A step that has to shrink below
-:data:`MIN_STEP_FRACTION` of h no longer answers the question asked (in a
+:data:`fme.steps.MIN_STEP_FRACTION` of h no longer answers the question asked (in a
 high-dimensional hull every point may be on the boundary and steps shrink to
 ~1e-8 h, reporting an AME of 0 under the nominal step), so such rows are left
 out as extrapolation points instead.
@@ -20,13 +20,10 @@ import numpy as np
 import pandas as pd
 
 from .._utils.guards import call_detector, check_flags
-from ..steps import Step, apply_steps
+from ..steps import MIN_STEP_FRACTION, Step, apply_steps
 
-__all__ = ["MIN_STEP_FRACTION", "SHRINK_ITERATIONS", "shrink_steps"]
+__all__ = ["SHRINK_ITERATIONS", "shrink_steps"]
 
-#: A shrunk step must keep at least this share of its nominal length h (per feature);
-#: rows that need less are excluded as extrapolation points.
-MIN_STEP_FRACTION = 0.01
 #: Bisection steps per stage: the effective step is found to 2**-40 of h.
 SHRINK_ITERATIONS = 40
 
@@ -39,7 +36,7 @@ def shrink_steps(
     First each feature's step is shrunk on its own (the others at 0), then, if
     the combined point is still outside, all are shrunk together. Steps are
     never lengthened. Rows that cannot stay inside with every step at least
-    :data:`MIN_STEP_FRACTION` of h get 0 for every step (the caller excludes them).
+    :data:`fme.steps.MIN_STEP_FRACTION` of h get 0 for every step (the caller excludes them).
     """
     n = len(X)
     h = {s.feature: np.full(n, s.value, dtype=float) for s in steps}

@@ -25,6 +25,7 @@ O(rows log rows + subspaces) per chunk.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -35,7 +36,7 @@ from .._core.results import FMEResult
 from .._core.summary import Moments
 from .._trees.args import string_columns
 from .._trees.grow import grow_partition, honest_mask
-from .._trees.partition import LEAF_COLUMNS, NLM_COLUMNS, PartitionResult, estimation_root
+from .._trees.partition import LEAF_COLUMNS, NLM_COLUMNS, PartitionResult, estimation_root, subspace_counts
 from ..inference.estimates import INFERENCE_COLUMNS, Estimates, sample_inference, undefined_where
 from .common import Shipped, check_sample_size, seed_of, tree_reduce, ship
 from .quantiles import select, store_pivots
@@ -258,6 +259,29 @@ def _stack(estimates: list[Estimates]) -> Estimates:
                      df=np.concatenate([e.df for e in estimates]))
 
 
+def _chunk_extrapolation(part: pd.DataFrame, shipped: Shipped, features: list[str]) -> dict[int, int]:
+    """Per subspace: the chunk's rows left out as extrapolation points (``shipped``: plan, tree, lookup)."""
+    plan, tree, lookup = shipped.value
+    ex = evaluate_batch(plan, part, with_rows=False).excluded
+    points = ex.index[ex["reason_type"].to_numpy() == "extrapolation"]
+    return subspace_counts(tree, lookup, part.loc[points, features])
+
+
+def _extrapolation_counts(effects: DaskFMEResult, part: PartitionResult) -> dict[int, int]:
+    """:meth:`PartitionResult.extrapolation_counts` over all rows of Dask effects: one pass; each chunk drops
+    its extrapolation points down the tree (grown on a sample) and returns only their counts per subspace."""
+    import dask
+    from dask import delayed
+
+    shipped = ship((effects.plan, part.tree, part._subspace), shared=(effects.plan.model,))
+    counts: dict[int, int] = {}
+    for got in dask.compute(*[delayed(_chunk_extrapolation)(p, shipped, part.features)
+                              for p in effects.data.to_delayed()]):
+        for node, k in got.items():
+            counts[node] = counts.get(node, 0) + k
+    return counts
+
+
 def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, method: str,
               features: list[str], n_partitions: int | None, max_sd: float | None, conf_level: float,
               standardize: bool, params: dict, tree_params: dict, honest: bool = False,
@@ -374,6 +398,7 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
         grown.estimation_sample = pd.concat(panel_rows)
     # describe(), predict() and plots use the sampled rows (grown.effects); the figures are over all rows
     grown.dask_effects = effects
+    grown._count_extrapolation = partial(_extrapolation_counts, effects)
     grown.grown_on_sample = len(sample) < n
     grown.sample_rows = len(sample)
     grown.notes = list(grown.notes) + [

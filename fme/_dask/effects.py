@@ -238,12 +238,14 @@ def prepare(model: Any, data: Any, steps: Any, options: FMEOptions, fetch: dict 
 @dataclass
 class Job:
     """One resolved computation of a pass: its plan, confidence level, whether its inference is the
-    bootstrap (whose refits run their own passes) and what its detector was fitted on."""
+    bootstrap (whose refits run their own passes), what its detector was fitted on (in words) and the pandas
+    frame it was fitted on."""
 
     plan: Plan
     conf_level: float
     boot: bool
     fit_info: dict
+    fit_frame: pd.DataFrame | None = None
 
 
 def resolve(setup: Setup, steps: Any) -> Job:
@@ -259,14 +261,14 @@ def resolve(setup: Setup, steps: Any) -> Job:
     if boot:  # the main pass needs only the fMEs; the refits' sums come from their own passes
         plan = replace(plan, method="sample", bootstrap=None)
     plan = replace(plan, progress=False)  # per-partition bars would interleave; distributed's progress instead
-    fit_info = {} if plan.detector is None else _fit_detector(setup, plan)
-    return Job(plan, conf_level, boot, fit_info)
+    fit_info, fit_frame = ({}, None) if plan.detector is None else _fit_detector(setup, plan)
+    return Job(plan, conf_level, boot, fit_info, fit_frame)
 
 
-def _fit_detector(setup: Setup, plan: Plan) -> dict:
+def _fit_detector(setup: Setup, plan: Plan) -> tuple[dict, pd.DataFrame]:
     """Fit ``plan.detector`` on the reference data: the envelope from min/max reductions and the levels
     over all reference rows (identical to pandas), every other detector on a seeded sample of at most
-    ``sample_size`` reference rows; returns what it was fitted on."""
+    ``sample_size`` reference rows; returns what it was fitted on, in words and as the pandas frame."""
     detector, cols = plan.detector, plan.detector_cols
     ref = setup.reference[cols]
     envelope = isinstance(detector, EnvelopeDetector)
@@ -280,9 +282,9 @@ def _fit_detector(setup: Setup, plan: Plan) -> dict:
     frame, n_ref = setup.detector_frames[key]
     if envelope:
         call_detector(detector, "fit", frame, "fit(reference_data)")
-        return {"fitted_on": "min/max reductions over all reference rows", "n_fit": None}
+        return {"fitted_on": "min/max reductions over all reference rows", "n_fit": None}, frame
     call_detector(detector, "fit", frame, "fit(reference_data sample)")
-    return {"fitted_on": f"a seeded sample of {len(frame)} of {n_ref} reference rows", "n_fit": len(frame)}
+    return {"fitted_on": f"a seeded sample of {len(frame)} of {n_ref} reference rows", "n_fit": len(frame)}, frame
 
 
 # ----------------------------------------------------------------- the pass
@@ -433,7 +435,7 @@ def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores
         nlm_linear_threshold=float(options.nlm_linear_threshold),
         detector=None if plan.detector is None else getattr(plan.detector, "name", type(plan.detector).__name__),
         on_extrapolation=plan.policy, inference_method="bootstrap" if job.boot else plan.method,
-        conf_level=job.conf_level, detector_fit=job.fit_info, bootstrap_draws=boot,
+        conf_level=job.conf_level, detector_fit=job.fit_info, detector_frame=job.fit_frame, bootstrap_draws=boot,
         sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan, groups=groups, group_parts=gp_p,
         output_names=None if plan.names is None else tuple(plan.names),
         model_features=None if plan.predictor.feature_names is None else tuple(plan.predictor.feature_names),

@@ -41,6 +41,15 @@ class DaskFMEResult(EffectsPresentation):
     detector_fit : dict
         What the detector was fitted on (all rows for the envelope, else a
         seeded sample of ``sample_size`` rows).
+    detector_frame : DataFrame or None
+        The pandas frame the detector was fitted on (None without a detector),
+        over the detector's columns: for the envelope a small frame of the
+        finite min and max of every numeric column and the levels of every
+        categorical one over all reference rows (a detector fitted on it equals
+        one fitted on all rows); for any other detector the seeded sample of at
+        most ``sample_size`` reference rows (all of them when there are no
+        more; :data:`fme.effects.DASK_SAMPLE_SIZE` by default). A detector
+        fitted on it in memory flags as this one does.
     """
 
     results: Any
@@ -57,6 +66,7 @@ class DaskFMEResult(EffectsPresentation):
     inference_method: str = "sample"
     conf_level: float = 0.95
     detector_fit: dict = field(default_factory=dict)
+    detector_frame: pd.DataFrame | None = field(default=None, repr=False)
     sorted_parts: dict = field(default_factory=dict, repr=False)
     output_names: tuple | None = None
     data: Any = field(default=None, repr=False)

@@ -14,6 +14,7 @@ re-exported there; this module knows the result, not how trees are grown.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from ..exceptions import FeatureError, ParameterError
 from ..inference.estimates import INFERENCE_COLUMNS, sample_inference, undefined_where
 from ..inference.wald import MULTCOMP, contrast_matrix, contrast_table, wald_test
 
-__all__ = ["PartitionResult", "LeafTests"]
+__all__ = ["PartitionResult", "LeafTests", "subspace_counts"]
 
 LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
 NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "median_nlm",
@@ -140,6 +141,18 @@ class PartitionResult:
         The arguments of :func:`fme.came` that grew and reduced the tree, as given
         (``features``, ``n_partitions``, ``max_sd``, ``standardize`` and the
         tree parameters), so the same partition can be refitted on other rows.
+    sample_rows : int
+        The number of rows the tree was grown on: on Dask data fme's seeded
+        sample of at most ``sample_size`` growing rows
+        (:data:`fme.effects.DASK_SAMPLE_SIZE` by default), in memory every
+        growing row.
+    grown_on_sample : bool
+        Whether those rows are a sample of the growing rows (Dask data with more
+        growing rows than ``sample_size``).
+    dask_effects : DaskFMEResult or None
+        Dask data: the effects of all rows, whose figures the subspaces' are
+        (``effects`` then holds the sampled rows the tree was grown on); None in
+        memory.
     """
 
     def __init__(self, effects: FMEResult, tree: Any, X: pd.DataFrame, leaf_ids: list[int],
@@ -218,6 +231,12 @@ class PartitionResult:
         #: leaves, or of a seeded sample of them, indexed by row label, for figures; in memory they are
         #: ``effects.results`` at :attr:`estimated_on`.
         self.estimation_sample: pd.DataFrame | None = None
+        self.sample_rows = len(self.grown_on)
+        self.grown_on_sample = False
+        self.dask_effects: Any = None
+        # Dask data: counts every chunk's extrapolation points per subspace (set by the Dask engine, which
+        # alone can run the kernel on the chunks again); None: ``effects`` holds every row
+        self._count_extrapolation: Callable[[PartitionResult], dict[int, int]] | None = None
 
     @property
     def honesty(self) -> str:
@@ -230,6 +249,21 @@ class PartitionResult:
         return ("not honest: the tree was grown and its leaves estimated on the same rows, so the leaf intervals "
                 "and tests are not adjusted for the tree's choice of splits (too narrow); came(..., honest=True) "
                 "estimates them on rows the tree never saw.")
+
+    @property
+    def row_counts(self) -> dict[str, int]:
+        """How many rows grew the tree, were evaluated and estimate the leaves, as :attr:`honesty` states them.
+
+        Returns
+        -------
+        dict
+            ``grown``: the rows that grew the tree (an honest partition: every row of the growing part; on Dask
+            data otherwise the sample it grew on, :attr:`sample_rows`); ``evaluated``: every evaluated row;
+            ``estimated``: the rows the leaves' figures come from (all evaluated rows unless honest). On Dask
+            data the counts are over all rows, as the leaves' figures are.
+        """
+        grown, evaluated, estimated = self._split_counts
+        return {"grown": int(grown), "evaluated": int(evaluated), "estimated": int(estimated)}
 
     def test(self, hypothesis: str = "pairwise", multcomp: str | None = "holm",
              conf_level: float | None = None) -> LeafTests:
@@ -472,6 +506,36 @@ class PartitionResult:
         out["outside_features"] = culprits
         return out
 
+    def extrapolation_counts(self) -> pd.Series | None:
+        """Per subspace: the extrapolation points of the data whose features fall into its hyperrectangle.
+
+        A subspace's cAME averages the fMEs of its evaluated rows only; rows left out as extrapolation points
+        (``effects.excluded`` with ``reason_type`` ``"extrapolation"``) have none. Dropped down the tree, they
+        show where the cAME holds for fewer rows than its hyperrectangle covers (paper §5.5, Table 3). Both
+        engines count every row of the data, with equal numbers: in memory from ``effects``, on Dask data in
+        one pass over the chunks (the kernel runs again on each chunk and only the counts come back), although
+        the tree was grown on a sample.
+
+        Returns
+        -------
+        Series or None
+            ``n_extrapolation`` (int) per subspace, indexed by ``node`` in :attr:`leaf_ids` order; None when the
+            effects were not checked for extrapolation. A point with a missing partitioning value falls into no
+            subspace and is not counted.
+        """
+        effects = self.effects if self.dask_effects is None else self.dask_effects
+        if effects.detector is None:
+            return None
+        if self._count_extrapolation is not None:
+            counts = self._count_extrapolation(self)
+        else:
+            ex = effects.excluded
+            points = ex.index[ex["reason_type"].to_numpy() == "extrapolation"] if len(ex) else ex.index[:0]
+            counts = subspace_counts(self.tree, self._subspace, effects.data.loc[points, self.features])
+        return pd.Series([int(counts.get(int(node), 0)) for node in self.leaf_ids],
+                         index=pd.Index([int(node) for node in self.leaf_ids], name="node"), name="n_extrapolation",
+                         dtype=int)
+
     # ------------------------------------------------------------ display
     def summary(self) -> str:
         """Readable table of the subspaces with the global figures first."""
@@ -503,6 +567,16 @@ class PartitionResult:
         from ..plotting import PartitionDisplay
 
         return PartitionDisplay.from_partition(self, **kwargs)
+
+
+def subspace_counts(tree: Any, lookup: np.ndarray, X: pd.DataFrame) -> dict[int, int]:
+    """``{subspace: rows}`` of the rows of ``X`` (the partitioning features) dropped down ``tree``, ``lookup``
+    (:func:`subspace_lookup`) taking each grown leaf to its subspace; rows with a missing value are left out."""
+    X = X[X.notna().all(axis=1).to_numpy()]
+    if not len(X):
+        return {}
+    nodes, n = np.unique(lookup[np.asarray(tree.apply(X), dtype=int)], return_counts=True)
+    return {int(a): int(b) for a, b in zip(nodes, n)}
 
 
 def subspace_lookup(tree: Any, leaf_set: list[int]) -> np.ndarray:

@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 
 from .._core.groups import check_by, frame_groups
-from .._core.shrink import MIN_STEP_FRACTION, shrink_steps
+from .._core.shrink import shrink_steps
 from .._utils.validation import check_conf_level, check_data
 from ..effects import fme as fme_effects
 from ..exceptions import DataError, FeatureError, ParameterError, PositivityWarning, StepError
 from ..extrapolation import make_detector
 from ..inference import EstimatesTable
-from ..steps import Step, apply_steps, parse_steps, same_level, stepped_rows
+from ..steps import MIN_STEP_FRACTION, Step, apply_steps, parse_steps, same_level, stepped_rows
 from ._crossfit import (CLIP, Design, by_fold, class_proba, default_classifier, default_outcome, fit_learner,
                         fold_labels, predict_mu, ratio_weights)
 from ._positivity import diagnose

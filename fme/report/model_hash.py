@@ -2,7 +2,7 @@
 
 Two identical statsmodels fits pickle to different bytes, so a hash of the pickle changed every build and
 the build cache rebuilt unchanged inputs. The report asks the model's adapter instead
-(:func:`fme._adapters.fingerprint`, :meth:`fme._adapters.ModelAdapter.fingerprint`): each backend
+(:func:`fme.models.fingerprint`, answered by the model's adapter): each backend
 serialises what identifies its fits (a statsmodels result its class, family, formula, design, parameters
 and covariance; a LightGBM or XGBoost booster its model text; a scikit-learn estimator its class,
 parameters and fitted state), and arrays and frames travelling with the model (training data) by their
@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from .._adapters import fingerprint
+from ..models import fingerprint
 
 __all__ = ["model_fingerprint", "model_sha256"]
 

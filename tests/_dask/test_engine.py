@@ -214,6 +214,7 @@ def test_sampled_detectors_equal_pandas_on_the_same_sample(client, X, hgb, name)
     dres = fme.fme(hgb, D, {"x1": 1.0}, extrapolation=name, random_state=1, sample_size=800)
     sample = D.sample(frac=800 / len(X), random_state=1).compute()
     assert dres.detector_fit["n_fit"] == len(sample) and "seeded sample" in dres.summary()
+    pd.testing.assert_frame_equal(dres.detector_frame, sample)  # the public frame the detector was fitted on
     res = fme.fme(hgb, X, {"x1": 1.0}, extrapolation=name, random_state=1, reference_data=sample)
     _same_summaries(res, dres)
     pd.testing.assert_frame_equal(dres.results.compute(), res.results)
@@ -328,6 +329,10 @@ def test_came_boxes_span_all_rows_of_the_data(client, X, hgb):
         pd.testing.assert_frame_equal(db[cols], da[cols])
     # the data's extreme rows were excluded: the evaluated rows alone would give a narrower box
     assert X["x2"].max() > res.data.loc[res.results.index, "x2"].max()
+    # each subspace's extrapolation points, counted on the cluster's workers, are the in-memory ones
+    counts = b.extrapolation_counts()
+    pd.testing.assert_series_equal(counts, a.extrapolation_counts())
+    assert counts.sum() == res.n_extrapolation > 0
 
 
 def test_came_on_a_sample_aggregates_over_all_rows(client, X, hgb):

@@ -27,7 +27,7 @@ from scipy import stats
 
 import fme
 
-from ..._adapters import adapt
+from ...models import refit_support
 from ...inference import Estimates
 from .contracts import contract_rows
 from .effect_parts import grow_partition, json_num, root_split
@@ -45,7 +45,7 @@ def _direction(low: Any, high: Any) -> str:
 
 def _refittable(model: Any) -> bool:
     """True when the model's adapter can refit it on resamples (the bootstrap's recipe)."""
-    return bool(adapt(model, None).refit_support())
+    return bool(refit_support(model))
 
 
 def _paired_bootstrap(ra: Any, rb: Any, pa: np.ndarray, pb: np.ndarray, est: float, conf: float,

@@ -26,7 +26,7 @@ import pandas as pd
 
 import fme
 
-from ..._adapters import adapt, class_name
+from ...models import class_name, refit_support
 from ..._utils.validation import is_categorical
 from ...exceptions import FMEError
 from ..inputs.config import ConfigError, EffectConfig, ReportConfig, config_error
@@ -201,7 +201,7 @@ def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFr
 
     target = cfg.target
     where = key + ("train_data",)
-    support = adapt(model, None).refit_support()
+    support = refit_support(model)
     if not support:  # the model itself cannot be refitted: no training data would help, so none is blamed
         raise config_error(cfg, key + ("method",), f"bootstrap {support.reason}; set method: delta (it needs no "
                                                    "refit) or sample")

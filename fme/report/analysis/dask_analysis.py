@@ -10,12 +10,12 @@ says the same, :data:`~fme.report.analysis.effect_parts.SAMPLE_BASED` and
   the result's public figures): n and the exclusion counts, AME, SD, standard error and CI, quartiles, the NLM
   summaries, the count of negative fMEs, model-uncertainty intervals, the AME with extrapolation points kept,
   the h/2-h-2h sensitivity table, and every cAME figure of the subspaces (n, cAME, CI, SD, cANLM) and their
-  extrapolation points (:func:`leaf_extrapolation`);
+  extrapolation points (:meth:`fme.PartitionResult.extrapolation_counts`);
 * on a **seeded sample** of ``sample_size`` rows (:func:`fme.report.inputs.sources.sample_rows`): the per-row
   figures, ``tables/<id>-fme.csv``, where the extrapolation points are, the shrunk steps, the evaluated ranges
   of the subspaces' boxes (the sampled evaluated rows in each) and the partition stability refits, which resample a partition grown in memory on the sampled rows (every sampled evaluated
   row: those that grow an honest tree and those that estimate its leaves); the cAME tree itself is grown on
-  fme's own seeded sample (``fme._dask.common.FIT_SAMPLE_SIZE`` rows).
+  fme's own seeded sample (:data:`fme.effects.DASK_SAMPLE_SIZE` rows).
 
 With no more rows than ``sample_size`` the sample is every row (in order) and the report's numbers equal
 those of ``engine: pandas`` (tests/test_report_dask_analysis.py).
@@ -39,23 +39,7 @@ from .effect import compute_effect
 from .effect_parts import REPORT_SAMPLE_SIZE, grow_partition, json_num
 from ..inputs.config import EffectConfig
 
-__all__ = ["compute_effect_dask", "DaskRows", "leaf_extrapolation"]
-
-
-def _fit_reference(reference: Any, det_spec: dict, seed: int) -> Any:
-    """A pandas frame on which the detector fits as fme's Dask path fits it on the Dask ``reference``.
-
-    The envelope: the min/max/levels frame of :func:`fme._dask.effects.envelope_frame` (identical fit); other
-    detectors: fme's seeded reference sample (all rows when there are no more than its sample size).
-    """
-    from ..._dask.common import FIT_SAMPLE_SIZE as FIT_SIZE, envelope_frame, reference_sample
-    from ..._utils.validation import is_dask_collection
-
-    if not is_dask_collection(reference):
-        return reference
-    if det_spec["method"] == "envelope":
-        return envelope_frame(reference)
-    return reference_sample(reference, FIT_SIZE, seed)[0]
+__all__ = ["compute_effect_dask", "DaskRows"]
 
 
 def _sample_result(model: Any, sample: pd.DataFrame, ref: Any, res: Any, eff: EffectConfig, seed: int,
@@ -70,40 +54,6 @@ def _sample_result(model: Any, sample: pd.DataFrame, ref: Any, res: Any, eff: Ef
                   conf_level=float(eff.conf_level), **kwargs)
     # a rule such as "sd" was resolved on all reference rows: label the sample's figures with it
     return dataclasses.replace(out, steps=res.steps)
-
-
-def leaf_extrapolation(part: Any, res: Any) -> dict[int, int] | None:
-    """Per subspace: the extrapolation points of all rows that fall into it (None: not checked).
-
-    One pass: each partition's excluded rows flagged as extrapolation are dropped down the tree
-    (grown on the sample); only the per-leaf counts come back.
-    """
-    import dask
-    from dask import delayed
-
-    if res.detector is None:
-        return None
-    nodes = [delayed(_leaf_counts)(p, res.plan, part.features, part.tree, part._subspace)
-             for p in res.data.to_delayed()]
-    counts = {int(n): 0 for n in part.leaf_ids}
-    for got in dask.compute(*nodes):
-        for node, k in got.items():
-            counts[node] = counts.get(node, 0) + k
-    return counts
-
-
-def _leaf_counts(frame: pd.DataFrame, plan: Any, features: list[str], tree: Any, subspace: np.ndarray) -> dict:
-    from ..._core.kernel import evaluate_batch
-
-    ex = evaluate_batch(plan, frame, with_rows=False).excluded
-    idx = ex.index[ex["reason_type"].to_numpy() == "extrapolation"]
-    X = frame.loc[idx, features]
-    X = X[X.notna().all(axis=1).to_numpy()]
-    if not len(X):
-        return {}
-    leaf = subspace[np.asarray(tree.apply(X), dtype=int)]
-    nodes, n = np.unique(leaf, return_counts=True)
-    return {int(a): int(b) for a, b in zip(nodes, n)}
 
 
 class DaskRows:
@@ -125,12 +75,12 @@ class DaskRows:
              target_class: Any, use_nlm: bool) -> tuple[Any, pd.DataFrame, Any]:
         """(the sample's FMEResult, the sample, the frame the detector was fitted on: the causes of the
         extrapolation points compare with its min/max and levels, which the envelope frame holds exactly)."""
-        ref_fit = _fit_reference(reference, eff.extrapolation, seed) if res.detector is not None else None
+        ref_fit = res.detector_frame if res.detector is not None else None
         return _sample_result(model, self.sample, ref_fit, res, eff, seed, target_class, use_nlm), self.sample, ref_fit
 
     def leaf_extrapolation(self, part: Any, res: Any) -> Any:
-        eps = leaf_extrapolation(part, res)  # over all rows; the boxes' evaluated ranges: the tree's rows
-        return lambda node: None if eps is None else int(eps.get(node, 0))
+        eps = part.extrapolation_counts()  # over all rows; the boxes' evaluated ranges: the tree's rows
+        return lambda node: None if eps is None else int(eps[node])
 
     def levels(self, part: Any, data: Any) -> dict | None:
         """Every categorical partition feature's levels over all rows of the data: an unrestricted categorical

@@ -232,7 +232,7 @@ def extrapolation_causes(res: Any, data: pd.DataFrame, reference: pd.DataFrame, 
 
 def effective_steps(res: Any) -> list[dict]:
     """Per stepped feature: quantiles of the effective step as a share of h, and how many rows shrank."""
-    from ..._core.shrink import MIN_STEP_FRACTION
+    from ...steps import MIN_STEP_FRACTION
 
     out = []
     for st in res.steps:

@@ -23,7 +23,6 @@ import pandas as pd
 
 import fme
 
-from ..._trees.support import leaf_support
 from ..._utils.validation import is_dask_collection
 from ..inputs.config import EffectConfig
 from ..inputs.specs import make_detector
@@ -87,8 +86,8 @@ class InMemory:
 
     def leaf_extrapolation(self, part: Any, res: Any) -> Any:
         """``node -> extrapolation points in its hyperrectangle`` (None: not checked)."""
-        support = leaf_support(part).set_index("node")  # where each cAME holds
-        return lambda node: json_num(support.at[node, "n_extrapolation"])
+        counts = part.extrapolation_counts()  # where each cAME holds
+        return lambda node: None if counts is None else json_num(counts[node])
 
     def levels(self, part: Any, data: Any) -> dict | None:
         """Levels of the partition's categorical features over all rows (None: the partition's own data)."""

@@ -16,7 +16,8 @@ import pandas as pd
 
 import fme
 
-from ..._adapters import formula_categoricals
+from ...effects import DASK_SAMPLE_SIZE
+from ...models import formula_categoricals
 from ..inputs.specs import bootstrap_kwargs, make_detector
 from ..inputs.verdicts import global_test_claim
 from ..inputs.config import EffectConfig
@@ -142,7 +143,8 @@ def partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, levels
                 b["range"] = "{" + ", ".join(map(str, levels[b["feature"]])) + "}"
         leaf["n_extrapolation"] = n_extrapolation(int(row["node"]))
         leaves.append(leaf)
-    grown, total, estimated = part._split_counts
+    counts = part.row_counts
+    grown, estimated = counts["grown"], counts["estimated"]
     out = {"method": eff.partition.get("method", "ctree"), "params": eff.partition, "leaves": leaves,
            "root": {k: json_num(v) for k, v in part.root.items()},
            "estimation_root": {k: json_num(v) for k, v in part.estimation_root.items()}, "notes": list(part.notes),
@@ -303,8 +305,6 @@ def sample_info(n: int, size: int, seed: int) -> dict[str, Any]:
     """JSON-ready description of the sample of :func:`fme.report.inputs.sources.sample_rows`, and the largest
     number of evaluated rows fme grows a cAME tree on (``tree_sample_size``; the report's words need it and
     read it here, in ``results.json``)."""
-    from ..._dask.common import FIT_SAMPLE_SIZE
-
     return {"size": int(size), "rows": int(min(n, size)), "of": int(n), "all_rows": bool(n <= size),
             "seed": int(seed), "based_on_sample": list(SAMPLE_BASED), "all_rows_items": list(ALL_ROWS),
-            "tree_sample_size": int(FIT_SAMPLE_SIZE)}
+            "tree_sample_size": int(DASK_SAMPLE_SIZE)}

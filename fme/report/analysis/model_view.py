@@ -16,7 +16,8 @@ import pandas as pd
 
 import fme
 
-from ..._adapters import adapt, dispersion_scaled_copy, formula_categoricals, glm_dispersion, scaled_dispersion
+from ...effects import feature_sd
+from ...models import auxiliary_inputs, dispersion_scaled_copy, formula_categoricals, glm_dispersion, scaled_dispersion
 from ..._utils.validation import is_categorical
 from ..inputs.config import ReportConfig, config_error
 from ..inputs.specs import FLAG_DEFAULTS, bootstrap_kwargs, dispersion_covariance, make_detector, scales_dispersion
@@ -64,25 +65,10 @@ def _num(x: Any) -> float | None:
 
 
 def prediction_columns(model: Any, columns: list[str]) -> list[dict[str, str]]:
-    """The columns of the data that every prediction reads beside the model's features, with their role as the
-    model's adapter names it (a statsmodels GLM's ``exposure`` or ``offset``): each row's value enters its
-    prediction as observed, so such a column is no feature to step and the report says how it is used."""
-    try:
-        ad = adapt(model)
-        need, feats = ad.columns_for(list(columns)), ad.feature_names
-    except Exception:  # noqa: BLE001 - a model the adapters do not read: no column is singled out
-        return []
-    if need is None or feats is None:
-        return []
-    roles: dict[str, str] = {}
-    sources = getattr(ad, "offset_sources", None)  # only adapters of models with an offset have one
-    if callable(sources):
-        try:
-            roles = {str(col): kind for kind, (col, _) in sources(list(columns)).items()}
-        except Exception:  # noqa: BLE001 - the offset cannot be matched: the effects say so loudly
-            roles = {}
-    known = set(map(str, feats))
-    return [{"column": str(c), "role": roles.get(str(c), "auxiliary input")} for c in need if str(c) not in known]
+    """The columns of the data that every prediction reads beside the model's features, with their role
+    (:func:`fme.models.auxiliary_inputs`): each row's value enters its prediction as observed, so such a column
+    is no feature to step and the report says how it is used."""
+    return [{"column": c, "role": r} for c, r in auxiliary_inputs(model, columns).items()]
 
 
 def model_features(model: Any, features: pd.DataFrame) -> list[str]:
@@ -132,22 +118,16 @@ def _dask_dictionary(model: Any, features: Any, cfg: ReportConfig) -> list[dict]
 
     from .checks import levels_of
 
-    from dask import delayed
-
-    from ..._dask.common import tree_reduce
-    from ..._dask.steps import finite_moments
-
     names = model_features(model, features)
     coded = formula_categoricals(model)
     numeric = [f for f in names if not is_categorical(features[f]) and f not in coded]
     num = features[numeric].astype(float)
     finite = num.where(num.abs() < np.inf)  # the pandas dictionary drops infinite values, like NaN
     # SD from merged moments (Chan et al.), not Dask's sum-of-squares variance: no cancellation at large means
-    moments = tree_reduce([delayed(finite_moments)(p, numeric) for p in features.to_delayed()])
+    spread = feature_sd(features, numeric)
     missing, lo, hi = dask.compute(features[names].isna().sum(), finite.min(), finite.max())
-    m = moments.compute()
-    count = dict(zip(numeric, m.n))
-    sd = dict(zip(numeric, m.sd(ddof=1)))
+    count = dict(zip(numeric, spread["n"]))
+    sd = dict(zip(numeric, spread["sd"]))
     rows = []
     for f in names:
         row: dict[str, Any] = {"feature": f, "unit": cfg.units.get(f, ""),

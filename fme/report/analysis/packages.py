@@ -6,7 +6,7 @@ result's model and family), the packages the model's entry-point module imports 
 the formula package behind a statsmodels formula (patsy or formulaic) and the optional packages the
 analysis itself imported (dask, distributed, pyarrow, joblib, threadpoolctl), each with the version of
 its installed distribution. Which packages a model is made of is the adapters' knowledge
-(:func:`fme._adapters.model_modules`); this module reads the entry point's source and the versions.
+(:func:`fme.models.model_modules`); this module reads the entry point's source and the versions.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..._adapters import model_modules
+from ...models import model_modules
 
 __all__ = ["model_packages"]
 
