@@ -374,7 +374,7 @@ def test_import_fme_does_not_import_matplotlib():
 # ----------------------------------------------------------------- package layout
 PLOTTING = Path(fme.__file__).parent / "plotting"
 #: The lower modules: every display imports from them, they import no display.
-HELPERS = {"_common", "_data"}
+HELPERS = {"_common", "data"}
 
 
 def _fme_imports(path: Path) -> set[str]:
