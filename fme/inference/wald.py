@@ -95,7 +95,7 @@ def test_validity(est: Estimates, L: np.ndarray, factor: tuple[np.ndarray, np.nd
     flagged = np.flatnonzero(rounding_mask(se, b, scale))
     if flagged.size:
         k = int(flagged[0])
-        return rounding_note(se[k], b[k], f" of contrast {k + 1}" if b.size > 1 else "")
+        return rounding_note(se[k], b[k], f"contrast {k + 1}" if b.size > 1 else "")
     involved = np.flatnonzero(np.any(L != 0, axis=0))
     q_rank = numerical_rank(L[:, involved])
     if est.method == "delta" and q_rank < involved.size:
