@@ -100,7 +100,7 @@ def rounding_note(se: float, estimate: float, what: str = "") -> str:
     """``"standard error at rounding level (6.7e-18 for an estimate of 0.21)"``; ``what`` names the
     estimate (``"contrast 3"``: ``"(8.3e-17 for contrast 3, an estimate of -8.9e-16)"``)."""
     whose = f"{what}, an estimate" if what else "an estimate"
-    return (f"standard error at rounding level ({fmt_g(se, 2)} for {whose} of {fmt_g(estimate, 2)}): the "
+    return (f"standard error at rounding level ({fmt_g(se, 2)} for {whose} of {fmt_g(estimate + 0.0, 2)}): the "
             "quantity does not vary, so no test applies")
 
 
