@@ -59,6 +59,9 @@ def covariance_factor(est: Estimates) -> tuple[np.ndarray, np.ndarray]:
     centred draws over ``sqrt(B - 1)``, magnitude the draws' own; sample: ``diag(se)``.
     """
     if est.method == "delta":
+        if not np.all(np.isfinite(est.vcov)):
+            nan = np.full(np.shape(est.grad), np.nan)
+            return nan, nan
         w, U = np.linalg.eigh((est.vcov + est.vcov.T) / 2.0)
         half = U * np.sqrt(np.maximum(w, 0.0))
         return est.grad @ half, np.abs(est.grad) @ np.abs(half)
@@ -84,23 +87,26 @@ def test_validity(est: Estimates, L: np.ndarray, factor: tuple[np.ndarray, np.nd
     a non-linear one (default ``L @ estimate``).
     """
     L = np.atleast_2d(np.asarray(L, dtype=float))
-    b = L @ est.estimate if value is None else np.atleast_1d(np.asarray(value, dtype=float))
     F, F_abs = covariance_factor(est) if factor is None else factor
+    # only the estimates the hypothesis involves count: another row's undefined figures or its parameter
+    # directions say nothing about this test
+    involved = np.flatnonzero(np.any(L != 0, axis=0))
+    L, F, F_abs = L[:, involved], F[involved], F_abs[involved]
+    b = L @ est.estimate[involved] if value is None else np.atleast_1d(np.asarray(value, dtype=float))
     if not (np.all(np.isfinite(F)) and np.all(np.isfinite(b))):
         return ""  # undefined, which the NaN statistic says: no note to add
     G = L @ F
     se = np.linalg.norm(G, axis=1)
     plain = np.linalg.norm(np.abs(L) @ F_abs, axis=1)      # the standard errors without cancellation
-    scale = np.fmax(np.abs(L) @ np.nan_to_num(est.magnitude, nan=0.0), plain)
+    scale = np.fmax(np.abs(L) @ np.nan_to_num(est.magnitude[involved], nan=0.0), plain)
     flagged = np.flatnonzero(rounding_mask(se, b, scale))
     if flagged.size:
         k = int(flagged[0])
         return rounding_note(se[k], b[k], f"contrast {k + 1}" if b.size > 1 else "")
-    involved = np.flatnonzero(np.any(L != 0, axis=0))
-    q_rank = numerical_rank(L[:, involved])
+    q_rank = numerical_rank(L)
     if est.method == "delta" and q_rank < involved.size:
         r = numerical_rank(G, plain)
-        d = numerical_rank(F[involved], np.linalg.norm(F_abs[involved], axis=1))
+        d = numerical_rank(F, np.linalg.norm(F_abs, axis=1))
         if r >= d > 0:
             return identification_note(L.shape[0], d)
     if est.method == "bootstrap" and est.draws.shape[1] - 1 < q_rank:
