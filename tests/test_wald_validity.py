@@ -74,6 +74,16 @@ def test_the_log_link_collapse_is_reproduced_and_refused(poisson_partitions):
         "not identified: 7 contrasts but the estimates depend on only 6 parameter directions")
 
 
+def test_the_dask_engine_refuses_it_alike(poisson_partitions):
+    dd = pytest.importorskip("dask.dataframe")
+    model, X = _poisson(0, True)
+    eff = fme.fme(model, dd.from_pandas(X, npartitions=3), {"x1": 0.5}, inference="delta")
+    part = fme.came(eff, method="cart", max_leaf_nodes=8, min_samples_leaf=5, honest=False, random_state=0)
+    g, g_memory = part.test().attrs["global"], poisson_partitions[1][1].test().attrs["global"]
+    assert len(part.leaf_ids) == 8 and np.isnan(g["statistic"]) and g["df"] == g_memory["df"] == 6
+    assert g["note"] == g_memory["note"]
+
+
 def test_the_pairwise_tests_of_the_same_leaves_stay(poisson_partitions):
     _, part = poisson_partitions[1]
     t = part.test()
@@ -188,7 +198,8 @@ def test_numerical_rank_separates_rank_from_rounding():
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2 ** 32 - 1), q=st.integers(1, 4), method=st.sampled_from(["delta", "sample"]))
+@given(seed=st.integers(0, 2 ** 32 - 1), q=st.integers(1, 4),
+       method=st.sampled_from(["delta", "sample", "bootstrap"]))
 def test_an_identified_statistic_does_not_depend_on_how_the_contrasts_are_written(seed, q, method):
     """W of R b = 0 equals W of (A R) b = 0 for any invertible A: the same hypothesis."""
     rng = np.random.default_rng(seed)
@@ -197,8 +208,10 @@ def test_an_identified_statistic_does_not_depend_on_how_the_contrasts_are_writte
     if method == "delta":
         B = rng.normal(size=(k, k))
         est = Estimates("delta", theta, grad=rng.normal(size=(m, k)), vcov=B @ B.T / k + 0.1 * np.eye(k))
-    else:
+    elif method == "sample":
         est = Estimates("sample", theta, se=rng.uniform(0.1, 1.0, size=m), df=np.full(m, 50.0))
+    else:
+        est = Estimates("bootstrap", theta, draws=theta[:, None] + rng.normal(scale=0.3, size=(m, 40)))
     R = rng.normal(size=(q, m))
     A = rng.normal(size=(q, q)) + 3 * np.eye(q)                     # invertible, not ill-conditioned
     w1, w2 = wald_test(est, R), wald_test(est, A @ R)
