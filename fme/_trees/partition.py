@@ -220,7 +220,7 @@ class PartitionResult:
             ``p_value_adj``/``multcomp``, ``note`` (why a difference's test is not one, else ``""``).
             ``attrs["global"]``: the Wald test that all leaf cAMEs are equal (``statistic``, chi-squared ``df``,
             ``p_value``, ``note``); when it is not a test the statistic and p-value are NaN and ``note`` says
-            why (:func:`fme.inference.wald.test_validity`): under the delta method, contrasts that fix every
+            why (:func:`fme.inference.wald.validity_note`): under the delta method, contrasts that fix every
             parameter direction the cAMEs depend on (a log link, where every cAME scales with exp(b0), with
             at least as many leaves minus one as parameters), or a standard error at rounding level (a model
             whose fMEs do not vary, under ``sample``); ``attrs["honest"]``; ``attrs["left_out"]``:

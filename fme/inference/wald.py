@@ -17,7 +17,7 @@ from ..exceptions import ParameterError
 from .estimates import Estimates, pairwise_matrix
 from .validity import identification_note, numerical_rank, rounding_mask, rounding_note
 
-__all__ = ["MULTCOMP", "covariance", "covariance_factor", "contrast_matrix", "test_validity", "wald_test",
+__all__ = ["MULTCOMP", "covariance", "covariance_factor", "contrast_matrix", "validity_note", "wald_test",
            "adjust_pvalues", "stack_estimates"]
 
 #: Multiple-comparison adjustments (statsmodels' names).
@@ -73,7 +73,7 @@ def covariance_factor(est: Estimates) -> tuple[np.ndarray, np.ndarray]:
     return se, np.abs(se)
 
 
-def test_validity(est: Estimates, L: np.ndarray, factor: tuple[np.ndarray, np.ndarray] | None = None,
+def validity_note(est: Estimates, L: np.ndarray, factor: tuple[np.ndarray, np.ndarray] | None = None,
                   value: np.ndarray | None = None) -> str:
     """Why the Wald test of ``L @ estimate = 0`` is not a test (``""`` when it is): see
     :mod:`fme.inference.validity`.
@@ -129,7 +129,7 @@ def wald_test(est: Estimates, L: np.ndarray) -> dict[str, Any]:
     -------
     dict
         ``statistic``, ``df``, ``p_value`` and ``note``: ``""`` for a valid test; else why it is not a test
-        (:func:`test_validity`: a hypothesis that is not identified, a standard error at rounding level), with
+        (:func:`validity_note`: a hypothesis that is not identified, a standard error at rounding level), with
         NaN statistic and p-value.
     """
     L = np.atleast_2d(np.asarray(L, dtype=float))
@@ -140,7 +140,7 @@ def wald_test(est: Estimates, L: np.ndarray) -> dict[str, Any]:
         return {"statistic": nan, "df": nan, "p_value": nan, "note": ""}
     plain = np.linalg.norm(np.abs(L) @ F_abs, axis=1)
     df = numerical_rank(L @ F, plain)
-    note = test_validity(est, L, (F, F_abs))
+    note = validity_note(est, L, (F, F_abs))
     if note or df == 0:
         return {"statistic": nan, "df": float(df), "p_value": nan,
                 "note": note or "not identified: the contrasts do not depend on the parameters"}
@@ -167,13 +167,13 @@ def adjust_pvalues(p: np.ndarray, method: str) -> np.ndarray:
 
 
 def row_notes(est: Estimates, L: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
-    """:func:`test_validity` of each row of ``L`` tested alone (its z test): ``""`` where it is valid.
+    """:func:`validity_note` of each row of ``L`` tested alone (its z test): ``""`` where it is valid.
     ``values``: the tested quantities when ``L`` holds their gradients (non-linear hypotheses)."""
     L = np.atleast_2d(np.asarray(L, dtype=float))
     if not L.size:
         return np.empty(0, dtype=object)
     factor = covariance_factor(est)
-    return np.array([test_validity(est, L[i:i + 1], factor, None if values is None else values[i:i + 1])
+    return np.array([validity_note(est, L[i:i + 1], factor, None if values is None else values[i:i + 1])
                      for i in range(L.shape[0])], dtype=object)
 
 
@@ -190,7 +190,7 @@ def invalidate(table: pd.DataFrame, notes: np.ndarray) -> pd.DataFrame:
 def contrast_table(est: Estimates, L: np.ndarray, labels: list[str], conf_level: float,
                    multcomp: str | None) -> pd.DataFrame:
     """One row per contrast: ``hypothesis``, ``estimate``, the inference columns and ``note`` (why a contrast's
-    test is not valid, :func:`test_validity`; ``""`` where it is), with ``p_value_adj`` (and ``multcomp`` naming
+    test is not valid, :func:`validity_note`; ``""`` where it is), with ``p_value_adj`` (and ``multcomp`` naming
     the adjustment) when ``multcomp`` is given."""
     c = est.contrast(L)
     table = invalidate(c.table(conf_level), row_notes(est, L))
@@ -322,7 +322,7 @@ def equivalence_columns(table: pd.DataFrame, estimate: np.ndarray, equivalence: 
     ``statistic_noninf`` = (estimate - low) / se, ``p_value_noninf`` its upper tail (H0: theta <= low);
     ``statistic_nonsup`` = (estimate - high) / se, ``p_value_nonsup`` its lower tail (H0: theta >= high);
     ``p_value_equiv`` the larger of the two. Normal quantiles, t with ``df`` where given (sample). A row
-    whose ``note`` says its test is not valid (:func:`test_validity`) gets NaN statistics and p-values."""
+    whose ``note`` says its test is not valid (:func:`validity_note`) gets NaN statistics and p-values."""
     try:
         low, high = (float(v) for v in equivalence)
     except (TypeError, ValueError):
