@@ -136,7 +136,7 @@ class Estimates:
             return np.sqrt(np.maximum(var, 0.0))
         if self.method == "bootstrap":
             return self.draws.std(axis=1, ddof=1) if self.draws.shape[1] > 1 else np.full(m, np.nan)
-        return np.asarray(self.se, dtype=float)
+        return self.se
 
     def notes(self) -> np.ndarray:
         """Why the test of an estimate is not valid, in words (``""`` where it is): a standard error at rounding
@@ -157,10 +157,9 @@ class Estimates:
         m = self.estimate.size
         alpha = 1.0 - conf_level
         est = self.estimate
+        se = self.standard_errors()
         with np.errstate(invalid="ignore", divide="ignore"):
             if self.method == "delta":
-                var = np.einsum("mk,kl,ml->m", self.grad, self.vcov, self.grad) if m else np.empty(0)
-                se = np.sqrt(np.maximum(var, 0.0))
                 z = est / se
                 # z and normal quantiles; t with ``df`` when given (marginaleffects' df= for linear models)
                 dist = stats.norm if self.df is None else stats.t(np.asarray(self.df, dtype=float))
@@ -169,7 +168,6 @@ class Estimates:
                 lo, hi = est - q * se, est + q * se
             elif self.method == "bootstrap":
                 b = self.draws.shape[1]
-                se = self.draws.std(axis=1, ddof=1) if b > 1 else np.full(m, np.nan)
                 z = est / se
                 p = 2.0 * stats.norm.sf(np.abs(z))
                 if self.ci == "percentile" and b > 1:
@@ -179,7 +177,6 @@ class Estimates:
                     q = stats.norm.ppf(1.0 - alpha / 2.0)
                     lo, hi = est - q * se, est + q * se
             else:
-                se = self.se
                 z = est / se
                 df = self.df
                 p = 2.0 * stats.t.sf(np.abs(z), df)
