@@ -128,6 +128,26 @@ def test_a_linear_interaction_has_fewer_directions_than_contrasts_and_is_identif
     assert g["statistic"] == pytest.approx(z ** 2, rel=1e-8)      # the Wald test of the interaction
 
 
+def test_an_effect_of_one_interaction_coefficient_is_refused_as_a_test_of_equal_effects():
+    """OLS y ~ x:z: every leaf's cAME of x is b2 z_mean, one parameter direction; the leaves are equal only when
+    all are zero, so the 'equality' test is the test of b2 = 0 (valid as such: its statistic was the
+    interaction's z squared) and is refused as a test of equal effects."""
+    rng = np.random.default_rng(4)
+    n = 400
+    d = pd.DataFrame({"x": rng.normal(size=n), "z": rng.uniform(0, 4, size=n)})
+    d["y"] = 1 + 0.2 * d.x * d.z + rng.normal(size=n)
+    m = smf.ols("y ~ x:z", d).fit()
+    eff = fme.fme(m, d, {"x": 1.0}, inference="delta")
+    part = fme.came(eff, method="cart", features=["z"], max_leaf_nodes=4, min_samples_leaf=20, honest=False,
+                    random_state=0)
+    L, _ = contrast_matrix(len(part.leaf_ids), "reference")
+    w, _ = _unchecked_wald(part._leaf_estimates, L)
+    assert w == pytest.approx((m.params["x:z"] / m.bse["x:z"]) ** 2, rel=1e-8)
+    g = part.test().attrs["global"]
+    assert np.isnan(g["statistic"]) and g["note"].startswith(
+        "not identified: 3 contrasts but the estimates depend on only 1 parameter direction,")
+
+
 def test_a_standard_error_at_rounding_level_is_no_test():
     est = Estimates("sample", np.array([0.21]), se=np.array([6.7e-18]), df=np.array([99.0]))
     t = est.table()
@@ -167,7 +187,7 @@ def test_equivalence_and_equations_carry_the_note():
     table = fme.EstimatesTable.from_frame(pd.DataFrame({"estimate": est.estimate}), est, conf_level=0.95)
     # both estimates depend on one parameter direction: their equality fixes it (not identified) ...
     h = fme.hypotheses(table, "pairwise", equivalence=[-0.1, 0.1])
-    assert h["note"].iloc[0].startswith("not identified: the 1 contrast fix all 1 parameter direction")
+    assert h["note"].iloc[0].startswith("not identified: the contrast fixes the one parameter direction")
     assert h[["statistic", "p_value", "statistic_noninf", "p_value_equiv"]].isna().all().all()
     # ... as is the same equality written as an equation (its linearisation)
     e = fme.hypotheses(table, "b2 - b1 = 0")

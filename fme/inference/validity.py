@@ -19,9 +19,12 @@ inputs; it is a test only when
     only through that point. Under a log link every estimate scales with ``exp(b0)``, so the estimates lie
     in the span of their own Jacobian (``J e_0 = theta``), ``c = R J e_0`` and with ``r = d = k``
     ``W = e_0' V^{-1} e_0``: the intercept's information (for a Poisson GLM the sum of the fitted counts),
-    whatever the leaves (paper §5.5's leaf cAMEs, 7 leaves of a 6-parameter model). At the null the
-    scaling direction leaves the contrasts' span, so the rank at the estimate (d) is not the rank at the
-    null (below d): the chi-squared limit does not hold. The rule applies to the delta method, the only one
+    whatever the leaves (paper §5.5's leaf cAMEs, 7 leaves of a 6-parameter model). At the null
+    (``R theta = 0``) ``R J e_0 = R theta = 0``: ``e_0`` falls into the null space of ``R J``, whose rank
+    there is below d, while at the estimate it is d: the chi-squared limit does not hold. From first derivatives alone this cannot be told
+    apart from a model whose estimates are equal only at a point, such as all zero (an effect ``b2 z`` made
+    of one interaction coefficient: equal leaves mean ``b2 = 0``); there the statistic is valid but tests no
+    effect rather than equal effects, and it is refused too. The rule applies to the delta method, the only one
     whose columns are parameter directions; for the bootstrap the covariance must have more refits than
     independent contrasts (else its rank is set by the refits, not by the contrasts); estimates over
     disjoint rows (``sample``) are independent, so every hypothesis on them is identified.
@@ -108,7 +111,11 @@ def identification_note(q: int, d: int) -> str:
     """Why ``q`` contrasts that fix all ``d`` parameter directions of their estimates are not identified
     (``q >= d``)."""
     dirs = f"{d} parameter direction{'s' if d != 1 else ''}"
-    head = (f"{q} contrasts but the estimates depend on only {dirs}, all of which the contrasts fix" if q > d
-            else f"the {q} contrast{'s' if q != 1 else ''} fix all {dirs} the estimates depend on")
+    if q > d:
+        head = (f"{q} contrasts but the estimates depend on only {dirs}, "
+                f"{'all of which' if d != 1 else 'which'} the contrasts fix")
+    else:
+        head = (f"the {q} contrasts fix all {dirs} the estimates depend on" if q != 1
+                else "the contrast fixes the one parameter direction the estimates depend on")
     return (f"not identified: {head}; none is left for the values the hypothesis allows (such as a common "
             "level), so the Wald statistic would measure the parameters' precision, not the hypothesis")
