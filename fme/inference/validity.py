@@ -51,7 +51,7 @@ import numpy as np
 
 from .._utils.numfmt import fmt_g
 
-__all__ = ["ROUNDING_TOL", "numerical_rank", "rounding_mask", "rounding_note", "identification_note"]
+__all__ = ["ROUNDING_TOL", "identification_note", "numerical_rank", "rounding_mask", "rounding_note"]
 
 #: Relative tolerance separating genuine rank and precision from rounding: sqrt(machine epsilon).
 ROUNDING_TOL = float(np.sqrt(np.finfo(float).eps))
