@@ -285,9 +285,14 @@ class PartitionResult:
             One row per difference: ``hypothesis``, ``estimate``, ``std_error``, ``statistic``,
             ``p_value``, ``conf_low``, ``conf_high``, ``inference`` (the effects' method, from the same
             per-row ingredients as the leaves: honest rows only when the partition is honest), and
-            ``p_value_adj``/``multcomp``. Its attributes: ``global_test``, the Wald test that all leaf cAMEs
-            are equal (``statistic``, chi-squared ``df``, ``p_value``); ``honest``; ``left_out``, the leaves
-            of fewer than 2 rows (estimation rows when honest), which have no interval and enter no
+            ``p_value_adj``/``multcomp``, ``note`` (why a difference's test is not one, else ``""``). Its
+            attributes: ``global_test``, the Wald test that all leaf cAMEs are equal (``statistic``, chi-squared
+            ``df``, ``p_value``, ``note``); when it is not a test the statistic and p-value are NaN and ``note``
+            says why (:func:`fme.inference.wald.validity_note`): under the delta method, contrasts that fix every
+            parameter direction the cAMEs depend on (a log link, where every cAME scales with exp(b0), with
+            at least as many leaves minus one as parameters), or a standard error at rounding level (a model
+            whose fMEs do not vary, under ``sample``); ``honest``; ``left_out``, the leaves of fewer than 2 rows
+            (estimation rows when honest), which have no interval and enter no
             difference and no global test.
         """
         if multcomp is not None and multcomp not in MULTCOMP:

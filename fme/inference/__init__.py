@@ -31,7 +31,9 @@ are averaged per group as they arrive (8 B x groups bytes).
 Layout: the shared types in :mod:`fme.inference.estimates`, the method choice and dispatch in
 :mod:`fme.inference.methods`, the delta Jacobians in :mod:`fme.inference.delta` and the bootstrap
 refits in :mod:`fme.inference.bootstrap`. The tables of estimates with their joint uncertainty
-(:class:`EstimatesTable`) are in :mod:`fme.inference.table`.
+(:class:`EstimatesTable`) are in :mod:`fme.inference.table`; tests on several estimates (contrasts, the
+Wald test, multiple comparisons) in :mod:`fme.inference.wald`, and when such a test is a test (an identified
+hypothesis, standard errors above rounding) in :mod:`fme.inference.validity`.
 """
 
 from .estimates import (BOOTSTRAP_CIS, INFERENCE_COLUMNS, INFERENCE_METHODS, Estimates, RowInference,

@@ -15,6 +15,7 @@ from scipy import sparse, stats
 
 from .._utils.warn import warn_caller
 from ..exceptions import BootstrapWarning, ParameterError
+from .validity import rounding_mask, rounding_note
 
 __all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "COVERS", "BOOTSTRAP_CIS", "RowInference", "Estimates", "check_inference",
            "group_matrix", "alloc_draws", "pair_label", "sample_inference", "undefined_where", "pairwise_matrix"]
@@ -72,6 +73,11 @@ class Estimates:
         Their distinct error messages (at most 5).
     n_nonconverged : int
         Bootstrap refits that did not converge (left out unless ``keep_nonconverged``).
+    scale : ndarray (m,) or None
+        The magnitude of the estimates each one combines (``|L| @ |estimate|`` of the estimates a contrast
+        ``L`` is taken of); None: its own ``|estimate|``. Rounding in an estimate and its standard error is
+        relative to it: a standard error below :data:`~fme.inference.validity.ROUNDING_TOL` times it is
+        rounding, and its test is not valid (:meth:`table`, :meth:`notes`).
     """
 
     method: str
@@ -85,6 +91,13 @@ class Estimates:
     n_failed: int = 0
     errors: tuple[str, ...] = ()
     n_nonconverged: int = 0
+    scale: np.ndarray | None = None
+
+    @property
+    def magnitude(self) -> np.ndarray:
+        """The scale rounding is relative to: :attr:`scale`, or ``|estimate|`` where none was given."""
+        own = np.abs(np.asarray(self.estimate, dtype=float))
+        return own if self.scale is None else np.fmax(own, np.asarray(self.scale, dtype=float))
 
     def contrast(self, L: np.ndarray) -> "Estimates":
         """Linear combinations ``L @ estimate`` (e.g. pairwise differences) with their uncertainty.
@@ -94,13 +107,15 @@ class Estimates:
         """
         L = np.asarray(L, dtype=float)
         est = L @ self.estimate
+        # a difference of two large, nearly equal estimates is small; its rounding is the large ones'
+        scale = np.abs(L) @ np.nan_to_num(self.magnitude, nan=0.0)
         if self.method == "delta":
             df = None if self.df is None else np.full(est.size, float(np.min(self.df)))
-            return replace(self, estimate=est, grad=L @ self.grad, df=df)
+            return replace(self, estimate=est, grad=L @ self.grad, df=df, scale=scale)
         if self.method == "bootstrap":
-            return replace(self, estimate=est, draws=L @ self.draws)
+            return replace(self, estimate=est, draws=L @ cast(np.ndarray, self.draws), scale=scale)
         se = np.sqrt((L ** 2) @ (cast(np.ndarray, self.se) ** 2))
-        return replace(self, estimate=est, se=se, df=np.full(est.size, np.inf))
+        return replace(self, estimate=est, se=se, df=np.full(est.size, np.inf), scale=scale)
 
     def take(self, positions: np.ndarray) -> "Estimates":
         """The estimates at ``positions`` with their uncertainty: an undefined one left out stays out of the
@@ -111,19 +126,40 @@ class Estimates:
             return None if a is None else a[pos]
 
         return replace(self, estimate=self.estimate[pos], grad=pick(self.grad), draws=pick(self.draws),
-                       se=pick(self.se), df=pick(self.df))
+                       se=pick(self.se), df=pick(self.df), scale=pick(self.scale))
+
+    def standard_errors(self) -> np.ndarray:
+        """The standard error of each estimate under its method."""
+        m = self.estimate.size
+        if self.method == "delta":
+            var = np.einsum("mk,kl,ml->m", self.grad, self.vcov, self.grad) if m else np.empty(0)
+            return np.sqrt(np.maximum(var, 0.0))
+        if self.method == "bootstrap":
+            return self.draws.std(axis=1, ddof=1) if self.draws.shape[1] > 1 else np.full(m, np.nan)
+        return self.se
+
+    def notes(self) -> np.ndarray:
+        """Why the test of an estimate is not valid, in words (``""`` where it is): a standard error at rounding
+        level (:func:`~fme.inference.validity.rounding_mask`)."""
+        se = self.standard_errors()
+        flag = rounding_mask(se, self.estimate, self.magnitude)
+        return np.array([rounding_note(s, e) if f else "" for s, e, f in zip(se, self.estimate, flag)],
+                        dtype=object)
 
     def table(self, conf_level: float = 0.95) -> pd.DataFrame:
         """The columns :data:`INFERENCE_COLUMNS`, one row per estimate (``covers``: what the interval
-        covers, ``model uncertainty`` or ``model held fixed``)."""
+        covers, ``model uncertainty`` or ``model held fixed``).
+
+        A standard error at rounding level (below :data:`~fme.inference.validity.ROUNDING_TOL` times the
+        estimate's :attr:`magnitude`) leaves ``statistic`` and ``p_value`` NaN: its z would be the ratio of
+        an estimate to rounding (:meth:`notes` says so in words); the interval stays (of width ~0: the
+        quantity does not vary)."""
         m = self.estimate.size
         alpha = 1.0 - conf_level
         est = self.estimate
+        se = self.standard_errors()
         with np.errstate(invalid="ignore", divide="ignore"):
             if self.method == "delta":
-                grad, vcov = cast(np.ndarray, self.grad), cast(np.ndarray, self.vcov)  # set for delta
-                var = np.einsum("mk,kl,ml->m", grad, vcov, grad) if m else np.empty(0)
-                se = np.sqrt(np.maximum(var, 0.0))
                 z = est / se
                 # z and normal quantiles; t with ``df`` when given (marginaleffects' df= for linear models)
                 dist = stats.norm if self.df is None else stats.t(np.asarray(self.df, dtype=float))
@@ -133,7 +169,6 @@ class Estimates:
             elif self.method == "bootstrap":
                 draws = cast(np.ndarray, self.draws)  # set for bootstrap
                 b = draws.shape[1]
-                se = draws.std(axis=1, ddof=1) if b > 1 else np.full(m, np.nan)
                 z = est / se
                 p = 2.0 * stats.norm.sf(np.abs(z))
                 if self.ci == "percentile" and b > 1:
@@ -143,15 +178,15 @@ class Estimates:
                     q = stats.norm.ppf(1.0 - alpha / 2.0)
                     lo, hi = est - q * se, est + q * se
             else:
-                se = self.se
                 z = est / se
                 df = self.df
                 p = 2.0 * stats.t.sf(np.abs(z), df)
                 q = stats.t.ppf(1.0 - alpha / 2.0, df)
                 lo, hi = est - q * se, est + q * se
-        # A zero standard error gives an undefined statistic, not +-inf.
-        z = np.where(se > 0, z, np.nan)
-        p = np.where(se > 0, p, np.nan)
+        # A zero standard error gives an undefined statistic, not +-inf; one at rounding level, not 1e16.
+        valid = (se > 0) & ~rounding_mask(se, est, self.magnitude)
+        z = np.where(valid, z, np.nan)
+        p = np.where(valid, p, np.nan)
         return pd.DataFrame({"std_error": se, "statistic": z, "p_value": p, "conf_low": lo, "conf_high": hi,
                              "inference": np.full(m, self.method, dtype=object),
                              "covers": np.full(m, COVERS[self.method], dtype=object)})

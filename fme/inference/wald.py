@@ -15,8 +15,10 @@ from scipy import stats
 
 from ..exceptions import ParameterError
 from .estimates import Estimates, pairwise_matrix
+from .validity import identification_note, numerical_rank, rounding_mask, rounding_note
 
-__all__ = ["MULTCOMP", "covariance", "contrast_matrix", "wald_test", "adjust_pvalues", "stack_estimates"]
+__all__ = ["MULTCOMP", "covariance", "covariance_factor", "contrast_matrix", "validity_note", "wald_test",
+           "adjust_pvalues", "stack_estimates"]
 
 #: Multiple-comparison adjustments (statsmodels' names).
 MULTCOMP = ("holm", "bonferroni", "fdr_bh")
@@ -48,21 +50,106 @@ def contrast_matrix(m: int, hypothesis: str) -> tuple[np.ndarray, list[tuple[int
     raise ParameterError(f"hypothesis must be 'pairwise' or 'reference', got {hypothesis!r}.")
 
 
-def wald_test(est: Estimates, L: np.ndarray) -> dict[str, float]:
-    """Joint test of ``L @ estimate = 0``: W = (Lb)' (L C L')^+ (Lb) ~ chi-squared with rank(L C L') df.
+def covariance_factor(est: Estimates) -> tuple[np.ndarray, np.ndarray]:
+    """F with ``covariance(est) = F F'``, and the magnitude of the terms each entry of F sums (its rounding
+    is relative to them).
 
-    The pseudo-inverse keeps the test defined when contrasts are linearly dependent (as the pairwise
-    differences of m estimates are: rank m - 1)."""
+    Delta: ``F = J V^{1/2}`` (one column per parameter direction, in standard deviations; ``V^{1/2}`` from
+    the eigenvalues of V, negative rounding ones taken as 0), magnitude ``|J| |V^{1/2}|``; bootstrap: the
+    centred draws over ``sqrt(B - 1)``, magnitude the draws' own; sample: ``diag(se)``.
+    """
+    if est.method == "delta":
+        if not np.all(np.isfinite(est.vcov)):
+            nan = np.full(np.shape(est.grad), np.nan)
+            return nan, nan
+        w, U = np.linalg.eigh((est.vcov + est.vcov.T) / 2.0)
+        half = U * np.sqrt(np.maximum(w, 0.0))
+        return est.grad @ half, np.abs(est.grad) @ np.abs(half)
+    if est.method == "bootstrap":
+        draws = np.asarray(est.draws, dtype=float)
+        b = max(draws.shape[1] - 1, 1)
+        return (draws - draws.mean(axis=1, keepdims=True)) / np.sqrt(b), np.abs(draws) / np.sqrt(b)
+    se = np.diag(np.asarray(est.se, dtype=float))
+    return se, np.abs(se)
+
+
+def validity_note(est: Estimates, L: np.ndarray, factor: tuple[np.ndarray, np.ndarray] | None = None,
+                  value: np.ndarray | None = None) -> str:
+    """Why the Wald test of ``L @ estimate = 0`` is not a test (``""`` when it is): see
+    :mod:`fme.inference.validity`.
+
+    (b) A contrast whose standard error is at rounding level (relative to the contrast, the estimates it
+    combines and its standard error without cancellation). (a) Under the delta method, contrasts that fix every
+    parameter direction of the estimates they involve while the hypothesis allows a set of values
+    (``rank(L F) = rank(F)`` and ``rank(L) <`` the estimates involved); under the bootstrap, a covariance whose
+    rank the refits set (fewer than ``rank(L) + 1``). ``factor``: :func:`covariance_factor` of ``est``, when
+    known (several tests of the same estimates); ``value``: the tested quantity when ``L`` is the gradient of
+    a non-linear one (default ``L @ estimate``).
+    """
+    L = np.atleast_2d(np.asarray(L, dtype=float))
+    F, F_abs = covariance_factor(est) if factor is None else factor
+    # only the estimates the hypothesis involves count: another row's undefined figures or its parameter
+    # directions say nothing about this test
+    involved = np.flatnonzero(np.any(L != 0, axis=0))
+    L, F, F_abs = L[:, involved], F[involved], F_abs[involved]
+    b = L @ est.estimate[involved] if value is None else np.atleast_1d(np.asarray(value, dtype=float))
+    if not (np.all(np.isfinite(F)) and np.all(np.isfinite(b))):
+        return ""  # undefined, which the NaN statistic says: no note to add
+    G = L @ F
+    se = np.linalg.norm(G, axis=1)
+    plain = np.linalg.norm(np.abs(L) @ F_abs, axis=1)      # the standard errors without cancellation
+    scale = np.fmax(np.abs(L) @ np.nan_to_num(est.magnitude[involved], nan=0.0), plain)
+    flagged = np.flatnonzero(rounding_mask(se, b, scale))
+    if flagged.size:
+        k = int(flagged[0])
+        return rounding_note(se[k], b[k], f"contrast {k + 1}" if b.size > 1 else "")
+    q_rank = numerical_rank(L)
+    if est.method == "delta" and q_rank < involved.size:
+        r = numerical_rank(G, plain)
+        d = numerical_rank(F, np.linalg.norm(F_abs, axis=1))
+        if r >= d > 0:
+            return identification_note(L.shape[0], d)
+    if est.method == "bootstrap" and est.draws.shape[1] - 1 < q_rank:
+        return (f"not identified: the covariance of {q_rank} independent contrasts is estimated from "
+                f"{est.draws.shape[1]} refits, which span at most {est.draws.shape[1] - 1} directions; use at least "
+                f"{q_rank + 1} refits")
+    return ""
+
+
+def wald_test(est: Estimates, L: np.ndarray) -> dict[str, Any]:
+    """Joint test of ``L @ estimate = 0``: W = (Lb)' (L C L')^+ (Lb) ~ chi-squared with r = rank(L C L') df.
+
+    The generalised inverse keeps the test defined when contrasts are linearly dependent (as the pairwise
+    differences of m estimates are: rank m - 1). r is counted on the factor ``L F`` of ``L C L'`` (C = F F',
+    :func:`covariance_factor`) with its rows scaled to the magnitude of their terms
+    (:func:`~fme.inference.validity.numerical_rank`), not on ``L C L'``, whose rounding is the square of
+    the factor's; W keeps the r leading singular directions of that scaled factor.
+
+    Returns
+    -------
+    dict
+        ``statistic``, ``df``, ``p_value`` and ``note``: ``""`` for a valid test; else why it is not a test
+        (:func:`validity_note`: a hypothesis that is not identified, a standard error at rounding level), with
+        NaN statistic and p-value.
+    """
     L = np.atleast_2d(np.asarray(L, dtype=float))
     b = L @ est.estimate
-    S = L @ covariance(est) @ L.T
-    if not np.all(np.isfinite(S)) or not np.all(np.isfinite(b)):
-        return {"statistic": float("nan"), "df": float("nan"), "p_value": float("nan")}
-    df = int(np.linalg.matrix_rank(S))
-    if df == 0:
-        return {"statistic": float("nan"), "df": 0.0, "p_value": float("nan")}
-    w = float(b @ np.linalg.pinv(S) @ b)
-    return {"statistic": w, "df": float(df), "p_value": float(stats.chi2.sf(w, df))}
+    F, F_abs = covariance_factor(est)
+    nan = float("nan")
+    if not (np.all(np.isfinite(F)) and np.all(np.isfinite(b))):
+        return {"statistic": nan, "df": nan, "p_value": nan, "note": ""}
+    plain = np.linalg.norm(np.abs(L) @ F_abs, axis=1)
+    df = numerical_rank(L @ F, plain)
+    note = validity_note(est, L, (F, F_abs))
+    if note or df == 0:
+        return {"statistic": nan, "df": float(df), "p_value": nan,
+                "note": note or "not identified: the contrasts do not depend on the parameters"}
+    # row scaling changes no statistic of full rank; with r < q it fixes which directions are rounding
+    keep = plain > 0
+    U, sv, _ = np.linalg.svd((L @ F)[keep] / plain[keep, None], full_matrices=False)
+    proj = U[:, :df].T @ (b[keep] / plain[keep])
+    w = float(np.sum((proj / sv[:df]) ** 2))
+    return {"statistic": w, "df": float(df), "p_value": float(stats.chi2.sf(w, df)), "note": ""}
 
 
 def adjust_pvalues(p: np.ndarray, method: str) -> np.ndarray:
@@ -79,12 +166,34 @@ def adjust_pvalues(p: np.ndarray, method: str) -> np.ndarray:
     return out
 
 
+def row_notes(est: Estimates, L: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
+    """:func:`validity_note` of each row of ``L`` tested alone (its z test): ``""`` where it is valid.
+    ``values``: the tested quantities when ``L`` holds their gradients (non-linear hypotheses)."""
+    L = np.atleast_2d(np.asarray(L, dtype=float))
+    if not L.size:
+        return np.empty(0, dtype=object)
+    factor = covariance_factor(est)
+    return np.array([validity_note(est, L[i:i + 1], factor, None if values is None else values[i:i + 1])
+                     for i in range(L.shape[0])], dtype=object)
+
+
+def invalidate(table: pd.DataFrame, notes: np.ndarray) -> pd.DataFrame:
+    """``table`` with ``statistic``/``p_value`` NaN where a test is not valid and a ``note`` column saying why
+    (``""`` where it is)."""
+    out = table.copy()
+    bad = np.asarray([bool(n) for n in notes], dtype=bool)
+    out.loc[bad, ["statistic", "p_value"]] = np.nan
+    out["note"] = np.asarray(notes, dtype=object)
+    return out
+
+
 def contrast_table(est: Estimates, L: np.ndarray, labels: list[str], conf_level: float,
                    multcomp: str | None) -> pd.DataFrame:
-    """One row per contrast: ``hypothesis``, ``estimate`` and the inference columns, with ``p_value_adj``
-    (and ``multcomp`` naming the adjustment) when ``multcomp`` is given."""
+    """One row per contrast: ``hypothesis``, ``estimate``, the inference columns and ``note`` (why a contrast's
+    test is not valid, :func:`validity_note`; ``""`` where it is), with ``p_value_adj`` (and ``multcomp`` naming
+    the adjustment) when ``multcomp`` is given."""
     c = est.contrast(L)
-    table = c.table(conf_level)
+    table = invalidate(c.table(conf_level), row_notes(est, L))
     out = pd.concat([pd.DataFrame({"hypothesis": labels, "estimate": c.estimate}), table], axis=1)
     if multcomp is not None:
         out["p_value_adj"] = adjust_pvalues(out["p_value"].to_numpy(), multcomp)
@@ -171,7 +280,7 @@ def _term_near(lhs: str, rhs: str, offset: int | None) -> str:
     return " ".join(words[max(k - 1, 0):k + 1]) or side
 
 
-def _jacobian(g, b: np.ndarray) -> np.ndarray:
+def jacobian(g, b: np.ndarray) -> np.ndarray:
     """d g / d b (one row per value of g) by central differences (step 1e-6 * max(1, |b_k|)): error O(step^2)
     for smooth g."""
     q = np.atleast_1d(g(b)).size
@@ -192,17 +301,19 @@ def transform(est: Estimates, g, cov: np.ndarray | None = None) -> Estimates:
     b = np.asarray(est.estimate, dtype=float)
     value = np.atleast_1d(g(b)).astype(float)
     q = value.size
+    grad = jacobian(g, b)
+    # to first order, the magnitude of the terms g combines (rounding in g is relative to them)
+    scale = np.abs(np.nan_to_num(grad, nan=0.0)) @ np.nan_to_num(est.magnitude, nan=0.0)
     if est.method == "bootstrap":
         draws = np.column_stack([np.atleast_1d(g(est.draws[:, k])) for k in range(est.draws.shape[1])])
         return Estimates("bootstrap", value, draws=draws.astype(float).reshape(q, -1), ci=est.ci,
-                         n_failed=est.n_failed, errors=est.errors)
-    grad = _jacobian(g, b)
+                         n_failed=est.n_failed, errors=est.errors, scale=scale)
     if est.method == "delta":
         df = None if est.df is None else np.full(q, float(np.min(est.df)))
-        return Estimates("delta", value, grad=grad @ est.grad, vcov=est.vcov, df=df)
+        return Estimates("delta", value, grad=grad @ est.grad, vcov=est.vcov, df=df, scale=scale)
     c = covariance(est) if cov is None else cov
     se = np.sqrt(np.maximum(np.diag(grad @ c @ grad.T), 0.0))
-    return Estimates("sample", value, se=se, df=np.full(q, np.inf))
+    return Estimates("sample", value, se=se, df=np.full(q, np.inf), scale=scale)
 
 
 def equivalence_columns(table: pd.DataFrame, estimate: np.ndarray, equivalence: Any,
@@ -210,7 +321,8 @@ def equivalence_columns(table: pd.DataFrame, estimate: np.ndarray, equivalence: 
     """Two one-sided tests (TOST) against ``equivalence = [low, high]``, with marginaleffects' names:
     ``statistic_noninf`` = (estimate - low) / se, ``p_value_noninf`` its upper tail (H0: theta <= low);
     ``statistic_nonsup`` = (estimate - high) / se, ``p_value_nonsup`` its lower tail (H0: theta >= high);
-    ``p_value_equiv`` the larger of the two. Normal quantiles, t with ``df`` where given (sample)."""
+    ``p_value_equiv`` the larger of the two. Normal quantiles, t with ``df`` where given (sample). A row
+    whose ``note`` says its test is not valid (:func:`validity_note`) gets NaN statistics and p-values."""
     try:
         low, high = (float(v) for v in equivalence)
     except (TypeError, ValueError):
@@ -222,6 +334,10 @@ def equivalence_columns(table: pd.DataFrame, estimate: np.ndarray, equivalence: 
     with np.errstate(invalid="ignore", divide="ignore"):
         s_lo = (estimate - low) / se
         s_hi = (estimate - high) / se
+    if "note" in table.columns:
+        # the standard error that rules out a test of 0 rules out a test of the bounds too
+        bad = table["note"].fillna("").astype(bool).to_numpy()
+        s_lo, s_hi = np.where(bad, np.nan, s_lo), np.where(bad, np.nan, s_hi)
     out = table.copy()
     out["statistic_noninf"], out["p_value_noninf"] = s_lo, dist.sf(s_lo)
     out["statistic_nonsup"], out["p_value_nonsup"] = s_hi, dist.cdf(s_hi)
@@ -236,15 +352,17 @@ def stack_estimates(parts: list[Estimates]) -> Estimates | None:
     if not parts or len({p.method for p in parts}) != 1:
         return None
     est = np.concatenate([np.asarray(p.estimate, dtype=float) for p in parts])
+    scale = None if all(p.scale is None for p in parts) else np.concatenate([p.magnitude for p in parts])
     method = parts[0].method
     if method == "delta":
         # t degrees of freedom (df=) stay with the rows when every part has them
         df = None if any(p.df is None for p in parts) else np.concatenate([np.asarray(p.df, float) for p in parts])
-        return Estimates("delta", est, grad=np.vstack([p.grad for p in parts]), vcov=parts[0].vcov, df=df)
+        return Estimates("delta", est, grad=np.vstack([p.grad for p in parts]), vcov=parts[0].vcov, df=df,
+                         scale=scale)
     if method == "bootstrap":
         if len({p.draws.shape[1] for p in parts}) != 1:
             return None
         return Estimates("bootstrap", est, draws=np.vstack([p.draws for p in parts]), ci=parts[0].ci,
-                         n_failed=parts[0].n_failed, errors=parts[0].errors)
+                         n_failed=parts[0].n_failed, errors=parts[0].errors, scale=scale)
     return Estimates("sample", est, se=np.concatenate([p.se for p in parts]),
-                     df=np.concatenate([p.df for p in parts]))
+                     df=np.concatenate([p.df for p in parts]), scale=scale)

@@ -19,8 +19,8 @@ from .._utils.validation import check_conf_level
 from ..exceptions import ParameterError
 from ..inference import EstimatesTable, JointEstimates
 # stack_estimates lives with the other tests' types (the Dask engine stacks its rows too); re-exported here
-from ..inference.wald import (MULTCOMP, NAMED, adjust_pvalues, equivalence_columns, named_matrix,
-                                    parse_equation, stack_estimates, transform)
+from ..inference.wald import (MULTCOMP, NAMED, adjust_pvalues, equivalence_columns, invalidate, jacobian,
+                              named_matrix, parse_equation, row_notes, stack_estimates, transform)
 
 __all__ = ["hypotheses", "stack_estimates"]
 
@@ -71,13 +71,20 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
     -------
     EstimatesTable
         ``hypothesis``, ``estimate``, ``std_error``, ``statistic``, ``p_value``, ``conf_low``,
-        ``conf_high``, ``inference``, then the adjusted and equivalence columns asked for.
+        ``conf_high``, ``inference``, ``covers``, ``note``, then the adjusted and equivalence columns asked
+        for. ``note`` says in words why a row's test is not a test (``""`` where it is), and its
+        ``statistic`` and p-values are then NaN: a standard error at rounding level (below
+        :data:`~fme.inference.validity.ROUNDING_TOL` times the magnitude of the estimates it combines), or,
+        under the delta method, a hypothesis that fixes every parameter direction its estimates depend on
+        while it allows a set of values (an equality of estimates that all depend on one parameter
+        direction); see :mod:`fme.inference.validity`.
     """
     est, labels, undefined, default_level = _estimates_of(result)
     level = default_level if conf_level is None else check_conf_level(conf_level)
     if multcomp is not None and multcomp not in MULTCOMP:
         raise ParameterError(f"multcomp must be one of {MULTCOMP} or None, got {multcomp!r}.")
     m = est.estimate.size
+    weights = values = None  # non-linear equations: their gradients on the rows and their values
     if hypothesis is None:
         L, names = np.eye(m), labels
         out_est = est
@@ -92,9 +99,14 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
         # one equation, or several tested jointly (marginaleffects takes a list of them too)
         parsed = [parse_equation(h, m) for h in ([hypothesis] if isinstance(hypothesis, str) else hypothesis)]
         gs = [g for g, _ in parsed]
-        out_est = transform(est, lambda b: np.concatenate([np.atleast_1d(g(b)) for g in gs]))
+
+        def stacked(b: np.ndarray) -> np.ndarray:
+            return np.concatenate([np.atleast_1d(g(b)) for g in gs])
+        out_est = transform(est, stacked)
         names = [name for _, name in parsed]
         L = np.ones((len(names), m))  # which rows an equation involves: all of them (conservative for undefined rows)
+        # an equation's test is the test of its linearisation: the gradient's weights on the rows
+        weights, values = jacobian(stacked, np.asarray(est.estimate, dtype=float)), out_est.estimate
     else:
         M = np.asarray(hypothesis, dtype=float)
         if M.ndim == 1:
@@ -104,7 +116,8 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
                                  f"hypothesis, got shape {M.shape}.")
         L, names = M.T, [f"H{k + 1}" for k in range(M.shape[1])]
         out_est = est.contrast(L)
-    table = out_est.table(level)
+    # a test that is not one (a hypothesis not identified, a standard error at rounding level) says why
+    table = invalidate(out_est.table(level), row_notes(est, L if weights is None else weights, values))
     # a hypothesis that involves an undefined row (an empty group) is undefined itself
     bad = (np.abs(L) > 0) @ undefined.astype(float) > 0
     value = np.where(bad, np.nan, out_est.estimate)
