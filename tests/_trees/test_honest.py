@@ -185,7 +185,7 @@ def test_the_leaf_tests_keep_their_global_test_through_what_users_do_with_a_fram
     t = part.test()
     assert type(t) is LeafTests and t.honest is True and t.left_out == []
     g = dict(t.global_test)
-    assert set(g) == {"statistic", "df", "p_value"} and g["df"] == len(part.leaf_ids) - 1
+    assert set(g) == {"statistic", "df", "p_value", "note"} and g["df"] == len(part.leaf_ids) - 1 and g["note"] == ""
     kept = [t.copy(), t[["hypothesis", "p_value_adj"]], t.loc[t["p_value"] < 2], t.head(2), t.iloc[::-1],
             t.sort_values("p_value"), t.reset_index(drop=True), t.round(3), pickle.loads(pickle.dumps(t))]
     for out in kept:

@@ -64,14 +64,14 @@ def test_the_log_link_collapse_is_reproduced_and_refused(poisson_partitions):
         assert w == pytest.approx(info, rel=1e-9)
         assert info == pytest.approx(model.fittedvalues.sum(), rel=1e-6)      # Poisson: the sum of fitted counts
         np.testing.assert_allclose(est.grad[:, 0], est.estimate, rtol=1e-9)    # J e_0 = theta (log link)
-        g = part.test().attrs["global"]
+        g = part.test().global_test
         assert np.isnan(g["statistic"]) and np.isnan(g["p_value"])
         assert g["note"].startswith("not identified: ")
         expected = ("7 contrasts but the estimates depend on only 6 parameter directions" if m == 8
                     else "the 6 contrasts fix all 6 parameter directions")
         assert expected in g["note"]
     # the reported wording, 8 leaves
-    assert poisson_partitions[1][1].test().attrs["global"]["note"].startswith(
+    assert poisson_partitions[1][1].test().global_test["note"].startswith(
         "not identified: 7 contrasts but the estimates depend on only 6 parameter directions")
 
 
@@ -80,7 +80,7 @@ def test_the_dask_engine_refuses_it_alike(poisson_partitions):
     model, X = _poisson(0, True)
     eff = fme.fme(model, dd.from_pandas(X, npartitions=3), {"x1": 0.5}, inference="delta")
     part = fme.came(eff, method="cart", max_leaf_nodes=8, min_samples_leaf=5, honest=False, random_state=0)
-    g, g_memory = part.test().attrs["global"], poisson_partitions[1][1].test().attrs["global"]
+    g, g_memory = part.test().global_test, poisson_partitions[1][1].test().global_test
     assert len(part.leaf_ids) == 8 and np.isnan(g["statistic"]) and g["df"] == g_memory["df"] == 6
     assert g["note"] == g_memory["note"]
 
@@ -103,7 +103,7 @@ def test_an_identified_global_test_keeps_its_statistic(poisson_partitions):
     part = fme.came(eff, method="cart", max_leaf_nodes=4, min_samples_leaf=5, honest=False, random_state=0)
     L, _ = contrast_matrix(len(part.leaf_ids), "reference")
     w, df = _unchecked_wald(part._leaf_estimates, L)
-    g = part.test().attrs["global"]
+    g = part.test().global_test
     assert g["note"] == "" and g["df"] == df == 3
     assert g["statistic"] == pytest.approx(w, rel=1e-12)
     assert g["p_value"] == pytest.approx(stats.chi2.sf(w, df), rel=1e-12)
@@ -122,7 +122,7 @@ def test_a_linear_interaction_has_fewer_directions_than_contrasts_and_is_identif
                     random_state=0)
     L, _ = contrast_matrix(len(part.leaf_ids), "reference")
     w, df = _unchecked_wald(part._leaf_estimates, L)
-    g = part.test().attrs["global"]
+    g = part.test().global_test
     assert g["note"] == "" and g["df"] == df == 1
     assert g["statistic"] == pytest.approx(w, rel=1e-12)
     z = m.params["x:z"] / m.bse["x:z"]
@@ -144,7 +144,7 @@ def test_an_effect_of_one_interaction_coefficient_is_refused_as_a_test_of_equal_
     L, _ = contrast_matrix(len(part.leaf_ids), "reference")
     w, _ = _unchecked_wald(part._leaf_estimates, L)
     assert w == pytest.approx((m.params["x:z"] / m.bse["x:z"]) ** 2, rel=1e-8)
-    g = part.test().attrs["global"]
+    g = part.test().global_test
     assert np.isnan(g["statistic"]) and g["note"].startswith(
         "not identified: 3 contrasts but the estimates depend on only 1 parameter direction,")
 
@@ -179,7 +179,7 @@ def test_a_linear_model_under_sample_inference_has_no_leaf_tests():
                     random_state=0)
     t = part.test()
     assert t["statistic"].isna().all() and t["note"].str.startswith("standard error at rounding level").all()
-    g = t.attrs["global"]
+    g = t.global_test
     assert np.isnan(g["statistic"]) and g["note"].startswith("standard error at rounding level")
 
 
