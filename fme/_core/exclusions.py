@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._utils.guards import call_detector, check_flags
+from ..extrapolation.guards import call_detector, check_flags, detector_name
 from .shrink import MIN_STEP_FRACTION, shrink_steps
 from ..exceptions import DataError, ExtrapolationError
 from ..steps import Step, apply_steps
@@ -154,7 +154,7 @@ def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarr
     if hasattr(detector, "explain"):
         out[idx] = np.asarray(detector.explain(points.iloc[idx], np.ones(idx.size, dtype=bool)), dtype=object)
     else:
-        out[idx] = f"flagged by {type(detector).__name__}"
+        out[idx] = f"flagged by {detector_name(detector)}"
     return out
 
 

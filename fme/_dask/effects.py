@@ -53,7 +53,7 @@ from .._core.exclusions import excluded_frame, check_evaluated
 from .._core.kernel import evaluate_batch, results_meta
 from .._core.plan import FMEOptions, Plan, resolve_plan
 from .._core.summary import Summary, summarise
-from .._utils.guards import call_detector
+from ..extrapolation.guards import call_detector, detector_name
 from .._utils.progress import dask_progress
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
@@ -431,7 +431,7 @@ def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores
         nlm_nodes=None if settings is None else settings.nodes,
         nlm_tol=None if settings is None or settings.method != "gauss-kronrod" else settings.tol,
         nlm_linear_threshold=float(options.nlm_linear_threshold),
-        detector=None if plan.detector is None else getattr(plan.detector, "name", type(plan.detector).__name__),
+        detector=None if plan.detector is None else detector_name(plan.detector),
         on_extrapolation=plan.policy, inference_method="bootstrap" if job.boot else plan.method,
         conf_level=job.conf_level, detector_fit=job.fit_info, bootstrap_draws=boot,
         sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan, groups=groups, group_parts=gp_p,

@@ -14,7 +14,7 @@ from .._core.exclusions import check_evaluated
 from .._core.kernel import Batch, evaluate_batch, evaluation_points
 from .._core.plan import FMEOptions, Plan, resolve_plan
 from .._core.results import FMEResult
-from .._utils.guards import call_detector
+from ..extrapolation.guards import call_detector, detector_name
 from .._utils.validation import check_data
 from ..exceptions import ParameterError
 
@@ -69,9 +69,9 @@ def evaluate_frame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame) -> B
 def result(plan: Plan, batch: Batch, data: pd.DataFrame, threshold: float, conf_level: float) -> FMEResult:
     """The :class:`FMEResult` of an evaluated ``batch`` with at least one evaluated row."""
     settings, names, predictor = plan.settings, plan.names, plan.predictor
-    detector_name = None
+    detector_name_ = None
     if plan.detector is not None:
-        detector_name = getattr(plan.detector, "name", type(plan.detector).__name__)
+        detector_name_ = detector_name(plan.detector)
     return FMEResult(
         results=batch.results,
         steps=plan.steps,
@@ -84,7 +84,7 @@ def result(plan: Plan, batch: Batch, data: pd.DataFrame, threshold: float, conf_
         nlm_nodes=None if settings is None else settings.nodes,
         nlm_tol=None if settings is None or settings.method != "gauss-kronrod" else settings.tol,
         nlm_linear_threshold=threshold,
-        detector=detector_name,
+        detector=detector_name_,
         on_extrapolation=plan.policy,
         model_features=None if predictor.feature_names is None else tuple(predictor.feature_names),
         inference_rows=batch.rows,

@@ -22,7 +22,9 @@ imports the families, nothing imports back):
   one-hot reference data;
 * :mod:`._hull`: :class:`ConvexHullDetector`;
 * :mod:`._risk`: :class:`MCECDetector` and :class:`CERTDetector`;
-* :mod:`._outlier`: :class:`IsolationForestDetector` and :class:`LOFDetector`.
+* :mod:`._outlier`: :class:`IsolationForestDetector` and :class:`LOFDetector`;
+* :mod:`.guards`: :func:`detector_name` (how every part of fme names a detector) and the guards around
+  a detector's ``fit`` and ``flag`` (any object with them may be one).
 
 A new detector family is a module that subclasses :class:`ExtrapolationDetector`
 (or ``_encoded.EncodedDetector``), decorates its classes with
@@ -41,7 +43,8 @@ _FAMILIES = ("_envelope", "_hull", "_risk", "_outlier")
 DETECTOR_NAMES = ("envelope", "hull", "mcec", "cert", "isolation_forest", "lof")
 _PUBLIC = {"ExtrapolationDetector": "_base", "DETECTORS": "_base", "make_detector": "_base",
            "EnvelopeDetector": "_envelope", "ConvexHullDetector": "_hull", "MCECDetector": "_risk",
-           "CERTDetector": "_risk", "IsolationForestDetector": "_outlier", "LOFDetector": "_outlier"}
+           "CERTDetector": "_risk", "IsolationForestDetector": "_outlier", "LOFDetector": "_outlier",
+           "detector_name": "guards"}
 
 
 def __getattr__(name: str):
@@ -66,5 +69,6 @@ __all__ = [
     "LOFDetector",
     "DETECTORS",
     "make_detector",
+    "detector_name",
     "DETECTOR_NAMES",
 ]
