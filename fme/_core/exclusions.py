@@ -17,7 +17,7 @@ object arrays over all rows would cost more than a cheap model's predict.
 :func:`excluded_frame` turns codes and notes into ``FMEResult.excluded``.
 
 These are private workers of :mod:`fme._core.kernel`; they trust the plan that
-:func:`fme.effects.resolve_plan` validated.
+:func:`fme._core.plan.resolve_plan` and :meth:`~fme._core.plan.Plan.with_steps` validated.
 """
 
 from __future__ import annotations
