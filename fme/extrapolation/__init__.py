@@ -23,7 +23,7 @@ imports the families, nothing imports back):
 * :mod:`._hull`: :class:`ConvexHullDetector`;
 * :mod:`._risk`: :class:`MCECDetector` and :class:`CERTDetector`;
 * :mod:`._outlier`: :class:`IsolationForestDetector` and :class:`LOFDetector`;
-* :mod:`.guards`: :func:`detector_name` (how every part of fme names a detector) and the guards around
+* :mod:`.guards`: :func:`~.guards.detector_name` (how every part of fme names a detector) and the guards around
   a detector's ``fit`` and ``flag`` (any object with them may be one).
 
 A new detector family is a module that subclasses :class:`ExtrapolationDetector`
@@ -43,8 +43,7 @@ _FAMILIES = ("_envelope", "_hull", "_risk", "_outlier")
 DETECTOR_NAMES = ("envelope", "hull", "mcec", "cert", "isolation_forest", "lof")
 _PUBLIC = {"ExtrapolationDetector": "_base", "DETECTORS": "_base", "make_detector": "_base",
            "EnvelopeDetector": "_envelope", "ConvexHullDetector": "_hull", "MCECDetector": "_risk",
-           "CERTDetector": "_risk", "IsolationForestDetector": "_outlier", "LOFDetector": "_outlier",
-           "detector_name": "guards"}
+           "CERTDetector": "_risk", "IsolationForestDetector": "_outlier", "LOFDetector": "_outlier"}
 
 
 def __getattr__(name: str):
@@ -69,6 +68,5 @@ __all__ = [
     "LOFDetector",
     "DETECTORS",
     "make_detector",
-    "detector_name",
     "DETECTOR_NAMES",
 ]

@@ -20,7 +20,8 @@ from .._core.shrink import MIN_STEP_FRACTION, shrink_steps
 from .._utils.validation import check_conf_level, check_data
 from ..effects import fme as fme_effects
 from ..exceptions import DataError, FeatureError, ParameterError, PositivityWarning, StepError
-from ..extrapolation import detector_name, make_detector
+from ..extrapolation import make_detector
+from ..extrapolation.guards import detector_name
 from ..inference import EstimatesTable
 from ..steps import Step, apply_steps, parse_steps, same_level, stepped_rows
 from ._crossfit import (CLIP, Design, by_fold, class_proba, default_classifier, default_outcome, fit_learner,
