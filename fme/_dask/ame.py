@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._core.plan import AMEOptions, FMEOptions, Plan
+from .._core.plan import AMEOptions, Plan
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
 from ..inference.estimates import COVERS, Estimates, pair_label, pairwise_matrix, undefined_where
@@ -31,7 +31,6 @@ from ..inference.wald import stack_estimates
 from ..inference.table import EstimatesTable
 from ..steps import levels
 from .classic import classic_reference, classic_results
-from .._adapters import adapt
 from .common import model_frames, as_dask
 from .effects import PassOutput, prepare, resolve, run_pass
 from .groups import check_weights_dask, group_keys, group_sizes, lazy_group_keys, one_group
@@ -115,8 +114,8 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
     for entry in entries:
         if entry[0] == "classic":
             _, feature, value, levels = entry
-            rows.extend(_classic_rows(model, data, feature, value, levels, method, bootstrap, conf_level, groups,
-                                      hypothesis, options, ests, t_df))
+            rows.extend(_classic_rows(plan, data, feature, value, levels, method, bootstrap, conf_level, groups,
+                                      hypothesis, ests, t_df))
             continue
         _, head, j = entry
         res = None if j is None else out.results[j]
@@ -148,21 +147,21 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
     if method == "delta":
         out["inference"] = label
     out = EstimatesTable.from_frame(out, stack_estimates(ests), conf_level=conf_level)
-    scale = adapt(model).scale_note(meta.columns)  # an offset or exposure taken into account, as fme.ame says
+    adapter = plan.predictor.adapter  # an offset or exposure taken into account, as fme.ame says
+    scale = None if adapter is None else adapter.scale_note(meta.columns)
     if scale is not None:
         out.scale = scale
     return out
 
 
-def _classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list, method: str, bootstrap: Any,
-                  conf_level: float, groups: Any, hypothesis: Any, options: FMEOptions, ests: list,
+def _classic_rows(plan: Plan, data: Any, feature: str, value: Any, levels: list, method: str, bootstrap: Any,
+                  conf_level: float, groups: Any, hypothesis: Any, ests: list,
                   t_df: float | None) -> list[dict[str, Any]]:
     """The table rows of the categorical ``feature`` with ``categorical='classic'`` (one pass for all levels,
     :mod:`fme._dask.classic`); their estimates are appended to ``ests``."""
     reference = classic_reference(feature, value, levels)
-    results = classic_results(model, data, feature, reference, levels, method=method, bootstrap=bootstrap,
-                              conf_level=conf_level, groups=groups, target_class=options.target_class,
-                              batch_size=options.batch_size, progress=options.progress)
+    results = classic_results(plan, data, feature, reference, levels, method=method, bootstrap=bootstrap,
+                              conf_level=conf_level, groups=groups)
     rows: list[dict[str, Any]] = []
     for res in results:
         head = {"feature": feature, "step": np.nan, "level": res.steps[0].value, "reference": reference}
