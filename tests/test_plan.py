@@ -100,3 +100,13 @@ def test_step_plans_derive_from_one_plan(ols_data):
     assert px.steps[0].value == pytest.approx(float(X["x"].std())) and pz.steps[0].value == 1.0
     # the stepped feature is not required complete: its missing values are the step's own exclusion
     assert px.complete_cols == ("z",) and pz.complete_cols == ("x",)
+
+
+def test_one_dask_ame_call_plans_and_predicts_once(ols_data, counts):
+    """The Dask engine derives every row's plan from the front door's, resolved on the frame's _meta."""
+    dd = pytest.importorskip("dask.dataframe")
+    ols, X = ols_data
+    table = fme.ame(ols, dd.from_pandas(X, npartitions=3), {"x": 1, "z": 1})
+    assert counts["resolve_plan"] == 1 and counts["make_predictor"] == 1
+    np.testing.assert_allclose(table["ame"], ols.params[["x", "z"]], rtol=1e-12)
+    np.testing.assert_allclose(table["std_error"], ols.bse[["x", "z"]], rtol=1e-8)
