@@ -110,3 +110,13 @@ def test_one_dask_ame_call_plans_and_predicts_once(ols_data, counts):
     assert counts["resolve_plan"] == 1 and counts["make_predictor"] == 1
     np.testing.assert_allclose(table["ame"], ols.params[["x", "z"]], rtol=1e-12)
     np.testing.assert_allclose(table["std_error"], ols.bse[["x", "z"]], rtol=1e-8)
+
+
+def test_a_plan_carries_no_data(ols_data):
+    """Dask ships plans to its workers: the reference rows travel beside the plan, the bootstrap's training data
+    only in ``plan.bootstrap`` (which the Dask pass drops), never inside the recorded options."""
+    ols, X = ols_data
+    spec = {"data": X, "n_resamples": 10}
+    plan = resolve_plan(ols, X, X, FMEOptions(reference_data=X, bootstrap=spec, inference="bootstrap"))
+    assert plan.method == "bootstrap" and plan.bootstrap is spec
+    assert plan.options.reference_data is None and plan.options.bootstrap is None

@@ -140,8 +140,10 @@ class Plan:
     known_levels: tuple = ()
     #: The level of ``conf_int()`` and ``tidy()`` by default (checked).
     conf_level: float = 0.95
-    #: The options the plan was resolved from (:class:`FMEOptions`): the NLM's settings are resolved per step
-    #: specification from them, and the engines read ``reference_data``, ``sample_size``, ``exposure``/``offset``.
+    #: The options the plan was resolved from (:class:`FMEOptions`), less the data they were given
+    #: (``reference_data``, ``bootstrap``: they travel beside the plan, or in ``bootstrap``, never inside a plan
+    #: that Dask ships to its workers): the NLM's settings are resolved per step specification from them, and the
+    #: engines read ``sample_size``, ``exposure``/``offset``, ``progress``, ``nlm_linear_threshold``.
     options: FMEOptions = FMEOptions()
     #: Every model input whose missing values leave a row out, stepped or not (``complete_cols`` less the steps).
     required_cols: tuple = ()
@@ -255,7 +257,8 @@ def resolve_plan(model: Any, data: pd.DataFrame, reference: pd.DataFrame, option
     return Plan(model=model, predictor=predictor, steps=(), settings=None, batch_size=batch_size, method=method,
                 target_class=options.target_class, bootstrap=options.bootstrap, detector=detector, detector_cols=cols,
                 policy=policy, progress=options.progress, complete_cols=required, known_levels=known,
-                conf_level=conf_level, options=options, required_cols=required)
+                conf_level=conf_level, options=options.replace(reference_data=None, bootstrap=None),
+                required_cols=required)
 
 
 @dataclass(frozen=True, eq=False)

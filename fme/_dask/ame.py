@@ -67,8 +67,7 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:
         # one seed for every row of the table: the same resamples, as the pandas path's shared refits
         bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
-    options = options.replace(bootstrap=bootstrap)
-    plan = replace(plan, bootstrap=bootstrap, options=options)
+    plan = replace(plan, bootstrap=bootstrap)
     fetch = {} if not by_cols else {("groups", k): v for k, v in lazy_group_keys(data, by_cols, by_missing).items()}
     fetch.update({("all levels", f): v for f, v in _lazy_levels(data, steps).items()})
     setup = prepare(plan, data, reference, steps, fetch=fetch)

@@ -416,7 +416,7 @@ def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores
         # the draws are (weighted) sums over these totals: rows, or with wts= the groups' weights
         counts = summary.codes[:1] if groups is None else (
             summary.groups.fme.n if summary.groups.weighted is None else summary.groups.weighted.w)
-        boot = bootstrap_draws(setup.model, data, plan, options.bootstrap, counts, groups)
+        boot = bootstrap_draws(setup.model, data, plan, setup.plan.bootstrap, counts, groups)
     results = excluded = None
     if lazy_rows:
         # the column dtypes of a real batch (pandas may infer str for text columns)
