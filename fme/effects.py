@@ -12,10 +12,12 @@ Cost: two batched ``predict`` calls per batch for the fMEs, plus one for all
 interior quadrature nodes of the NLM; never a call per row.
 
 Structure (scikit-learn inspection style): :func:`fme` gathers its keyword
-arguments into one :class:`~fme._core.plan.FMEOptions` record and hands it to
-an engine, the in-memory one (:func:`fme._local.effects.fme`) or the Dask
-one (:func:`fme._dask.effects.fme`). Each validates the arguments once
-into a plan (:func:`fme._core.plan.resolve_plan`), runs the batch kernel
+arguments into one :class:`~fme._core.plan.FMEOptions` record, validates the
+data and the options once into a plan (:func:`fme._core.plan.front_plan`,
+:func:`fme._core.plan.resolve_plan`) and hands the plan to an engine, the
+in-memory one (:func:`fme._local.effects.fme`) or the Dask one
+(:func:`fme._dask.effects.fme`). The engine derives the steps' plan
+(:meth:`~fme._core.plan.Plan.with_steps`), runs the batch kernel
 (:func:`fme._core.kernel.evaluate_batch`: exclusion bookkeeping by
 :mod:`fme._core.exclusions`, then the predictions), refuses a step that leaves
 no row (:func:`fme._core.exclusions.check_evaluated`) and assembles the result
@@ -33,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._core.plan import ON_EXTRAPOLATION, FMEOptions, resolve_plan  # noqa: F401 - public path of the plan
+from ._core.plan import ON_EXTRAPOLATION, FMEOptions, front_plan, resolve_plan  # noqa: F401 - public path of the plan
 from ._core.results import FMEResult, stepped_frames  # noqa: F401 - FMEResult's public path
 from ._core.summary import Moments
 from ._dask import effects as dask_effects
@@ -225,10 +227,10 @@ def fme(
         target_class=target_class, batch_size=batch_size, random_state=random_state, inference=inference,
         bootstrap=bootstrap, conf_level=conf_level, sample_size=sample_size, progress=progress, exposure=exposure,
         offset=offset)
-    # The engines validate the options once (resolve_plan) and trust the plan; neither calls back here.
-    if is_dask_collection(data) or is_dask_collection(reference_data):
-        return dask_effects.fme(model, data, steps, options)
-    return local_effects.fme(model, data, steps, options)
+    # Validated once here (the data, the options into a plan); the engines trust the plan, neither calls back here.
+    planned = front_plan(model, data, options)
+    engine = dask_effects if planned.on_dask else local_effects
+    return engine.fme(planned.plan, planned.data, planned.reference, steps)
 
 
 def feature_sd(data: Any, columns: list[str]) -> pd.DataFrame:

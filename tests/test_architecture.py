@@ -671,3 +671,72 @@ def test_no_report_module_tests_a_model_type():
             if re.search(r"__module__|__qualname__|type\((model|obj|res|family|inner|info)\)", line):
                 hits.append(f"{path.relative_to(SOURCE)}:{i}: {line.strip()}")
     assert hits == []
+
+
+# ================================================================= a backend is known in one place
+#: The backend adapter modules of fme/_adapters/: outside the package only its __init__ (``adapt``, ``model_frame``,
+#: the ModelAdapter's methods) is imported.
+BACKEND_MODULES = tuple(f"fme._adapters.{m}" for m in
+                        ("statsmodels", "sklearn", "lightgbm", "xgboost", "formula", "forest", "generic", "identity"))
+#: Packages outside fme/_adapters/ that may import a backend adapter module (package -> why).
+BACKEND_IMPORTERS = {
+    "fme._nlm": ("the exact NLM walks a tree ensemble's paths backend-free, over the Forest that forest() returns: "
+                 "it reads _adapters.forest's Forest arrays (and LightGBM's zero-threshold convention) directly"),
+}
+#: Modules outside fme/_adapters/ that read a class's ``__module__`` of something that is not a model (module -> why).
+MODULE_NAME_READERS = {
+    "fme._utils.validation": "is_dask_collection recognises the data (a Dask collection), never imports dask",
+}
+
+
+def backend_knowledge(graph: dict[str, dict[str, set[str]]], root: Path = SOURCE, package: str = "fme") -> list[str]:
+    """Modules outside ``<package>._adapters`` that import a backend adapter module (any kind of import) or read a
+    class's ``__module__`` (a type test by module name), less the listed exceptions."""
+    adapters = f"{package}._adapters"
+    backends = tuple(m.replace("fme.", f"{package}.", 1) for m in BACKEND_MODULES)
+    inside = lambda m, p: m == p or m.startswith(p + ".")  # noqa: E731
+    allowed = tuple(p.replace("fme.", f"{package}.", 1) for p in BACKEND_IMPORTERS)
+    readers = {p.replace("fme.", f"{package}.", 1) for p in MODULE_NAME_READERS}
+    out = []
+    for module, targets in sorted(every_import(graph).items()):
+        if inside(module, adapters) or any(inside(module, p) for p in allowed):
+            continue
+        out += [f"{module} imports {t}" for t in sorted(targets) if any(inside(t, b) for b in backends)]
+    for module, path in module_files(root, package).items():
+        if inside(module, adapters) or module in readers:
+            continue
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if "__module__" in line:
+                out.append(f"{module}:{i} reads __module__: {line.strip()}")
+    return out
+
+
+def test_a_backend_is_known_only_in_the_adapters(graph):
+    """House rule 3: outside fme/_adapters/ no module imports a backend adapter module or tests a model's class by
+    its module; what fme needs to know of a model is a ModelAdapter method (fme._adapters.adapt)."""
+    assert backend_knowledge(graph) == []
+
+
+def test_backend_exceptions_are_current(graph):
+    used = {unit_of(m) for m, ts in every_import(graph).items() for t in ts
+            if any(t == b or t.startswith(b + ".") for b in BACKEND_MODULES)}
+    assert set(BACKEND_IMPORTERS) <= used
+    for module in MODULE_NAME_READERS:
+        assert "__module__" in module_files(SOURCE)[module].read_text(encoding="utf-8"), module
+
+
+def test_the_backend_check_finds_planted_type_tests(tmp_path):
+    """Not vacuous: a core module importing the statsmodels adapter and an inference module testing a model's
+    ``__module__`` are both reported; the same in fme/_nlm (the listed exception) only for ``__module__``."""
+    root = _write(tmp_path / "pkg", {
+        "__init__.py": "", "_adapters/__init__.py": "from . import statsmodels\n",
+        "_adapters/statsmodels.py": "def f(m):\n    return type(m).__module__\n",
+        "_core/__init__.py": "", "_core/plan.py": "def g():\n    from .._adapters.statsmodels import f\n",
+        "inference/__init__.py": "", "inference/vcov.py": "def h(m):\n    return type(m).__module__.startswith('x')\n",
+        "_nlm/__init__.py": "", "_nlm/paths.py": "from .._adapters import statsmodels\nX = int.__module__\n",
+        "ok.py": "from . import _adapters\n",
+    })
+    found = backend_knowledge(import_graph(root, "pkg"), root, "pkg")
+    assert found == ["pkg._core.plan imports pkg._adapters.statsmodels",
+                     "pkg._nlm.paths:2 reads __module__: X = int.__module__",
+                     "pkg.inference.vcov:2 reads __module__: return type(m).__module__.startswith('x')"]

@@ -471,12 +471,14 @@ def test_the_backend_is_the_faster_by_start_up_and_gil_share():
     from sklearn.preprocessing import StandardScaler
 
     import fme.inference.execution as boot
+    from fme._adapters import adapt
 
-    rf = RandomForestRegressor(n_estimators=100)
-    share = boot._gil_share(rf, 0.31)                       # Boston: 0.31 s CPU per refit
+    X, y = np.arange(20.0).reshape(10, 2), np.arange(10.0)
+    rf = RandomForestRegressor(n_estimators=100, random_state=0).fit(X, y)
+    share = boot._gil_share(adapt(rf), 0.31)                # Boston: 0.31 s CPU per refit
     assert share == pytest.approx(100 * boot.GIL_SECONDS_PER_TREE / 0.31)
-    assert boot._gil_share(make_pipeline(StandardScaler(), rf), 0.31) == share
-    assert boot._gil_share(Ridge(), 0.01) == 1.0 and boot._gil_share(rf, 1e-3) == 1.0
+    assert boot._gil_share(adapt(make_pipeline(StandardScaler(), rf).fit(X, y)), 0.31) == share
+    assert boot._gil_share(adapt(Ridge().fit(X, y)), 0.01) == 1.0 and boot._gil_share(adapt(rf), 1e-3) == 1.0
     kind, parallel, predicted = boot._plan(60.0, 2, "auto", share)
     assert (kind, parallel) == ("processes", True)
     assert predicted["threads"] == pytest.approx(boot.STARTUP["threads"] + 60 * (share + (1 - share) / 2))

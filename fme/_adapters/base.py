@@ -8,12 +8,18 @@ capability                  method / attribute                                  
 ==========================  ===============================================================  ==========
 predictions                 :meth:`~ModelAdapter.prediction` (func, feature and output       predictors
                             names, description); :meth:`~ModelAdapter.check`
-data preparation            :meth:`~ModelAdapter.prepare` (``C(x)`` columns, exposure)       engines
+data preparation            :meth:`~ModelAdapter.prepare` (``C(x)`` columns, exposure),      engines
+                            :meth:`~ModelAdapter.complete_columns`                           plan
 delta method (paper §6)     :meth:`~ModelAdapter.delta_support`,                             inference
                             :meth:`~ModelAdapter.fme_jacobian`,
                             :meth:`~ModelAdapter.predict_with_jacobian`
+covariance choices          :meth:`~ModelAdapter.parameter_count`,                           inference
+                            :meth:`~ModelAdapter.robust_covariance`,
+                            :meth:`~ModelAdapter.with_covariance`
 bootstrap refits            :meth:`~ModelAdapter.refit_support`,                             inference
-                            :meth:`~ModelAdapter.bootstrap_training`, :meth:`~ModelAdapter.refit`
+                            :meth:`~ModelAdapter.bootstrap_training`, :meth:`~ModelAdapter.refit`,
+                            :meth:`~ModelAdapter.fit_releases_gil`,
+                            :meth:`~ModelAdapter.trees_per_fit`
 exact NLM (paper §5.4)      :meth:`~ModelAdapter.split_thresholds`, :meth:`~ModelAdapter.forest`  NLM
 training levels             :meth:`~ModelAdapter.training_levels`                            steps
 identity (fingerprint)      :meth:`~ModelAdapter.fingerprint`,                               report
@@ -218,6 +224,12 @@ class ModelAdapter(abc.ABC):
                                      f"{self.type_name} has none. Drop {kind}=.")
         return data
 
+    def complete_columns(self) -> list[str]:
+        """The input columns whose missing values leave a row out of the evaluation, as the model's own fit left
+        such rows out (a statsmodels formula's right-hand-side columns: Stata's ``e(sample)``); none by
+        default (a missing value is the model's to predict at)."""
+        return []
+
     def scale_note(self, columns: Sequence[Any] | None = None) -> str | None:
         """A sentence on the scale of the predictions when it is not the model's plain ``predict``
         (an offset or exposure taken into account), else None."""
@@ -243,6 +255,24 @@ class ModelAdapter(abc.ABC):
         """(f(X0), f(X1), Jacobian, covariance) from one computation per point set, or None (predict separately)."""
         return None
 
+    # ------------------------------------------------------------- covariance choices (vcov=)
+    def parameter_count(self) -> int | None:
+        """The number of parameters whose covariance ``vcov=`` may replace (:mod:`fme.inference.vcov`); None when
+        the model states no parameter covariance."""
+        return None
+
+    def robust_covariance(self, cov_type: str, cluster: Any = None) -> np.ndarray:
+        """The k x k heteroskedasticity-robust covariance of the parameters (``cov_type`` ``'HC0'`` .. ``'HC3'``),
+        or with ``cov_type='cluster'`` the cluster-robust one by the column ``cluster`` of the training data."""
+        raise ParameterError("robust and cluster covariances need a statsmodels results object; pass the k x k "
+                             f"matrix itself for a {self.type_name} (vcov=<array>).")
+
+    def with_covariance(self, vcov: np.ndarray) -> Any:
+        """A model that predicts as this one and whose delta method uses the parameter covariance ``vcov`` (a
+        checked k x k matrix); never the caller's object modified."""
+        raise ModelError(f"vcov= applies to models with a parameter covariance (statsmodels results or the "
+                         f"get_coef/get_vcov/get_predict protocol); a {self.type_name} has none.")
+
     # ------------------------------------------------------------- bootstrap
     def refit_support(self) -> Support:
         """Whether bootstrap refits are possible."""
@@ -261,6 +291,15 @@ class ModelAdapter(abc.ABC):
         """The adapter whose :meth:`refit` the parallel refits (worker threads or processes) call: the same
         refits, possibly lighter to send and without the model's own parallelism. By default this one."""
         return self
+
+    def fit_releases_gil(self) -> bool:
+        """Whether a refit runs mostly without Python's GIL (scikit-learn's tree building), so that threads
+        refit side by side without starting processes; False by default (:mod:`fme.inference.execution`)."""
+        return False
+
+    def trees_per_fit(self) -> int:
+        """The trees one refit grows (each costs Python work that holds the GIL); 1 for a model without trees."""
+        return 1
 
     # ------------------------------------------------------------- exact NLM
     def split_thresholds(self, features: Sequence[str], columns: Sequence[str]) -> dict[str, np.ndarray]:

@@ -99,6 +99,18 @@ class ObjectAdapter(ModelAdapter):
         return Support(False, f"a {self.type_name} has no parameters and covariance (it lacks {', '.join(missing)} "
                               "of the get_coef/get_vcov/get_predict protocol)")
 
+    def parameter_count(self) -> int | None:
+        if not self.delta_support():
+            return None
+        return int(np.asarray(_protocol_call(self.model, "get_coef", stage="the parameters of vcov=")).size)
+
+    def with_covariance(self, vcov: np.ndarray) -> Any:
+        """The protocol model wrapped so that ``get_vcov`` returns ``vcov`` (coefficients and predictions
+        unchanged)."""
+        if self.parameter_count() is None:
+            return super().with_covariance(vcov)
+        return _GivenVcov(self.model, vcov)
+
     def level_jacobian(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """f(X) = get_predict(get_coef(), X) and its Jacobian by central differences in the parameters."""
         model, name = self.model, self.type_name
@@ -135,3 +147,22 @@ class ObjectAdapter(ModelAdapter):
             return out
 
         return numerical_jacobian(predict_at, params, n), vcov, "numerical"
+
+
+class _GivenVcov:
+    """A protocol model with another covariance (its coefficients and predictions unchanged)."""
+
+    def __init__(self, model: Any, vcov: np.ndarray) -> None:
+        self._model, self._vcov = model, vcov
+
+    def get_coef(self) -> np.ndarray:
+        return self._model.get_coef()
+
+    def get_vcov(self) -> np.ndarray:
+        return self._vcov
+
+    def get_predict(self, params: np.ndarray, data: Any) -> np.ndarray:
+        return self._model.get_predict(params, data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)

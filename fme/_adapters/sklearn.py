@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -161,6 +162,19 @@ class SklearnAdapter(ModelAdapter):
         if single:
             template.set_params(**single)
         return type(self)(template, self.target_class)
+
+    def _final(self) -> Any:
+        """The estimator that fits last: a Pipeline's final step, else the model."""
+        model = self.model
+        return model.steps[-1][1] if _is_pipeline(model) and model.steps else model
+
+    def fit_releases_gil(self) -> bool:
+        """scikit-learn's trees and forests build their trees without the GIL."""
+        return module_of(self._final()).startswith(("sklearn.tree", "sklearn.ensemble._forest"))
+
+    def trees_per_fit(self) -> int:
+        trees = getattr(self._final(), "n_estimators", 1)
+        return int(trees) if isinstance(trees, numbers.Integral) and trees > 0 else 1
 
     # ------------------------------------------------------------- exact NLM
     def split_thresholds(self, features: Sequence[str], columns: Sequence[str]) -> dict[str, np.ndarray]:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import copy
 import numbers
 from collections.abc import Sequence
 from typing import Any, Callable
@@ -331,6 +332,57 @@ class StatsmodelsAdapter(ModelAdapter):
 
     def training_levels(self) -> dict[str, list]:
         return {str(k): v for k, v in factor_levels(self.model).items()}
+
+    def complete_columns(self) -> list[str]:
+        """The formula's right-hand-side columns: the fit dropped incomplete rows, and its predict would drop
+        them silently."""
+        info = formula_info(self.model)
+        return [] if not info else list(info[0])
+
+    # ------------------------------------------------------------- covariance choices (vcov=)
+    def parameter_count(self) -> int | None:
+        model = self.model
+        if not (module_of(model).startswith("statsmodels") and hasattr(model, "params") and hasattr(model, "model")):
+            return None  # shaped like a result, but not statsmodels' own: no sandwich to ask it for
+        return int(np.asarray(model.params).size)
+
+    def robust_covariance(self, cov_type: str, cluster: Any = None) -> np.ndarray:
+        """statsmodels' own sandwich: ``get_robustcov_results`` for linear models, else a refit with ``cov_type``
+        from the same parameters, of which only the covariance is kept."""
+        results = self.model
+        cov_kwds = None if cluster is None else {"groups": self._cluster_groups(cluster)}
+        if hasattr(results, "get_robustcov_results"):
+            robust = results.get_robustcov_results(cov_type=cov_type, **(cov_kwds or {}))
+        else:
+            kwargs = {"cov_type": cov_type, "start_params": np.asarray(results.params)}
+            if cov_kwds:
+                kwargs["cov_kwds"] = cov_kwds
+            try:
+                robust = results.model.fit(disp=0, **kwargs)
+            except TypeError:
+                robust = results.model.fit(**kwargs)
+        return np.asarray(robust.cov_params(), dtype=float)
+
+    def _cluster_groups(self, column: Any) -> np.ndarray:
+        data = getattr(self.model.model, "data", None)
+        frame = getattr(data, "frame", None)
+        if frame is None or column not in frame.columns:
+            raise ParameterError(f"vcov={{'cluster': {column!r}}} needs the column in the model's training data; "
+                                 "fit the model with the formula API on a frame that has it.")
+        rows = getattr(data, "row_labels", None)
+        groups = frame[column] if rows is None else frame.loc[rows, column]
+        if groups.isna().any():
+            raise ParameterError(f"the cluster column {column!r} has missing values on training rows.")
+        return groups.astype("category").cat.codes.to_numpy()
+
+    def with_covariance(self, vcov: np.ndarray) -> Any:
+        """A copy of the results (its parameters unchanged) whose ``cov_params()`` returns ``vcov``."""
+        if self.parameter_count() is None:
+            return super().with_covariance(vcov)
+        model = self.model
+        inner = copy.copy(model._results) if hasattr(model, "_results") else copy.copy(model)
+        inner.cov_params_default = vcov
+        return type(model)(inner) if hasattr(model, "_results") else inner
 
     # ------------------------------------------------------------- delta method
     def delta_support(self) -> Support:

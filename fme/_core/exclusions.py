@@ -17,7 +17,7 @@ object arrays over all rows would cost more than a cheap model's predict.
 :func:`excluded_frame` turns codes and notes into ``FMEResult.excluded``.
 
 These are private workers of :mod:`fme._core.kernel`; they trust the plan that
-:func:`fme.effects.resolve_plan` validated.
+:func:`fme._core.plan.resolve_plan` and :meth:`~fme._core.plan.Plan.with_steps` validated.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .._utils.guards import call_detector, check_flags
+from ..extrapolation.guards import call_detector, check_flags, detector_name
 from .shrink import shrink_steps
 from ..exceptions import DataError, ExtrapolationError
 from ..steps import MIN_STEP_FRACTION, Step, apply_steps
@@ -154,7 +154,7 @@ def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarr
     if hasattr(detector, "explain"):
         out[idx] = np.asarray(detector.explain(points.iloc[idx], np.ones(idx.size, dtype=bool)), dtype=object)
     else:
-        out[idx] = f"flagged by {type(detector).__name__}"
+        out[idx] = f"flagged by {detector_name(detector)}"
     return out
 
 

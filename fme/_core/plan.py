@@ -1,11 +1,13 @@
-"""The resolved plan of an fME computation: what :func:`fme.fme` validated, for any engine.
+"""The resolved plan of an fME computation: what a front door validated, for any engine.
 
-A front door (:func:`fme.fme`, :func:`fme.ame`, ...) checks its arguments once and resolves them into
-a :class:`Plan` (:func:`resolve_plan`: parsed steps, NLM method, unfitted detector, inference method);
-the engines (in memory, :mod:`fme._core.local`; Dask, :mod:`fme._dask.effects`) take the plan and
-never validate again. :class:`FMEOptions` carries the keyword arguments of :func:`fme.fme` as one
-record, so a caller that runs :func:`fme.fme`'s computation (``fme.ame`` on Dask data, one pass per
-row of its table) passes the record on instead of re-reading a signature.
+A front door (:func:`fme.fme`, :func:`fme.ame`, ...) gathers its keyword arguments into one
+:class:`FMEOptions` record, checks the data once and resolves everything that does not depend on the
+steps into a :class:`Plan` (:func:`front_plan`, :func:`resolve_plan`: the predictor, the inference
+method, the unfitted detector and its columns, the columns that must be complete, the model's levels);
+each step specification (the one of :func:`fme.fme`, each row of an :func:`fme.ame` table) is then
+derived from it by :meth:`Plan.with_steps` (parsed steps, the NLM's method, the checks that depend on
+the steps). The engines (in memory, :mod:`fme._local.effects`; Dask, :mod:`fme._dask.effects`) take
+the plan and never validate again.
 """
 
 from __future__ import annotations
@@ -19,18 +21,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._adapters import model_frame
+from .._adapters.predictor import Predictor, make_predictor
 from .._nlm.evaluate import NLMSettings, resolve_method
-from .._utils.validation import check_conf_level
+from .._utils.validation import check_conf_level, check_dask_offsets, check_data, is_dask_collection
 from ..exceptions import ExtrapolationError, FeatureError, ParameterError, StepError
 from ..extrapolation import make_detector
 from ..inference.methods import resolve_method as resolve_inference
 from ..nlm import QuadratureRule
-from .._adapters.formula import formula_info
-from .._adapters.statsmodels import is_statsmodels_results
-from .._adapters.predictor import Predictor, make_predictor
 from ..steps import Step, check_training_levels, parse_steps
 
-__all__ = ["Plan", "FMEOptions", "resolve_plan", "check_batch_size", "ON_EXTRAPOLATION"]
+__all__ = ["Plan", "FMEOptions", "AMEOptions", "Planned", "front_plan", "resolve_plan", "check_batch_size",
+           "ON_EXTRAPOLATION"]
 
 ON_EXTRAPOLATION = ("exclude", "keep", "shrink")
 
@@ -39,8 +41,8 @@ ON_EXTRAPOLATION = ("exclude", "keep", "shrink")
 class FMEOptions:
     """The keyword arguments of :func:`fme.fme`, with its defaults, as one record (see the module docstring).
 
-    :meth:`from_kwargs` builds one from a mapping and names an unknown key; :meth:`plan_kwargs` gives the
-    arguments :func:`resolve_plan` validates.
+    :meth:`from_kwargs` builds one from a mapping and names an unknown key. The record is what the front door
+    was given; :func:`resolve_plan` validates it (the :class:`Plan` keeps it as ``options``).
     """
 
     nlm: bool = False
@@ -79,20 +81,40 @@ class FMEOptions:
     def replace(self, **changes: Any) -> "FMEOptions":
         return dataclasses.replace(self, **changes)
 
-    def plan_kwargs(self) -> dict[str, Any]:
-        """The arguments of :func:`resolve_plan` (all but ``reference_data``, ``sample_size``, ``progress`` and
-        the ``exposure``/``offset`` the engines add to the data before planning)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name not in ("reference_data", "sample_size", "progress", "exposure", "offset")}
+
+@dataclass(frozen=True, eq=False)
+class AMEOptions:
+    """What :func:`fme.ame` resolved about its table, beside the :class:`Plan` of its fMEs (paper §3.2): both
+    engines' ``ame`` take it as one record.
+
+    ``method`` is the inference method (the plan computes the fMEs of a bootstrap table without refits: one set
+    of refits serves every row); ``by_cols`` the checked ``by`` columns; ``hypothesis`` None or ``'pairwise'``
+    (other hypotheses are tests on the finished table); ``columns`` the table's columns; ``t_df`` the delta
+    method's t degrees of freedom (``df=``); ``delta_label`` the ``inference`` column's name of the delta
+    method's covariance (``vcov=``); ``wts`` the rows' weights (pandas: one per row; Dask: a column name).
+    """
+
+    method: str
+    by_cols: tuple
+    by_missing: str
+    hypothesis: Any
+    bootstrap: Any
+    conf_level: float
+    categorical: str
+    columns: tuple
+    t_df: float | None = None
+    delta_label: str = "delta"
+    wts: Any = None
 
 
 @dataclass(frozen=True, eq=False)
 class Plan:
-    """Everything :func:`fme.fme` resolved up front; the same for every batch.
+    """Everything a front door resolved up front; the same for every batch.
 
-    ``detector`` is already fitted on the reference data; ``spread`` (one
-    value per output) fixes the scale of the flat-path test, None to take it
-    from the batch.
+    :func:`resolve_plan` gives the plan without steps (``steps == ()``); :meth:`with_steps` derives the plan of
+    one step specification from it. ``detector`` is unfitted until the engine fits it on the reference data
+    (once for every step specification of a call); ``spread`` (one value per output) fixes the scale of the
+    flat-path test, None to take it from the batch.
     """
 
     model: Any
@@ -109,12 +131,22 @@ class Plan:
     spread: np.ndarray | None = None
     progress: bool | None = None
     #: Model inputs whose missing values leave a row out (code 4, "incomplete"): a statsmodels formula
-    #: model's right-hand-side columns, as its fit leaves incomplete rows out (Stata's e(sample)).
+    #: model's right-hand-side columns, as its fit leaves incomplete rows out (Stata's e(sample)); the
+    #: stepped features are not among them (:meth:`with_steps`).
     complete_cols: tuple = ()
     #: ((column, its levels as the fitted model states them), ...): a row at another level of such a column is
     #: left out (code 5, "unknown_level"); the model cannot represent it (most encoders predict it silently
     #: as "unknown").
     known_levels: tuple = ()
+    #: The level of ``conf_int()`` and ``tidy()`` by default (checked).
+    conf_level: float = 0.95
+    #: The options the plan was resolved from (:class:`FMEOptions`), less the data they were given
+    #: (``reference_data``, ``bootstrap``: they travel beside the plan, or in ``bootstrap``, never inside a plan
+    #: that Dask ships to its workers): the NLM's settings are resolved per step specification from them, and the
+    #: engines read ``sample_size``, ``exposure``/``offset``, ``progress``, ``nlm_linear_threshold``.
+    options: FMEOptions = FMEOptions()
+    #: Every model input whose missing values leave a row out, stepped or not (``complete_cols`` less the steps).
+    required_cols: tuple = ()
 
     @property
     def rule(self) -> QuadratureRule | None:
@@ -123,6 +155,45 @@ class Plan:
     @property
     def names(self) -> list | None:
         return self.predictor.output_names
+
+    def with_steps(self, data: pd.DataFrame, steps: Mapping[str, Any], reference: pd.DataFrame) -> "Plan":
+        """The plan of the step specification ``steps`` (paper §3.2, §5.1-5.2), validated against ``data`` (any
+        rows with the real columns and dtypes) and ``reference`` (the rows step rules such as ``"sd"`` are
+        computed from): the parsed steps, the NLM's method for them (§5.4) and the checks that depend on them.
+
+        Raises
+        ------
+        StepError, FeatureError, ParameterError
+            A step the model cannot take (an unseen level, not an input of the model, a categorical step with
+            the NLM or with ``on_extrapolation='shrink'``).
+        """
+        parsed = parse_steps(data, steps, rule_data=reference)
+        check_training_levels(parsed, dict(self.known_levels))
+        names = self.predictor.feature_names
+        if names is not None:
+            unused = [s.feature for s in parsed if s.feature not in names]
+            if unused:
+                raise FeatureError(f"feature(s) {unused} are not inputs of the model (it was fitted on {names}); "
+                                   "their fME would be 0 by construction.")
+        settings = None
+        options = self.options
+        if options.nlm:
+            categorical = [s.feature for s in parsed if not s.is_numeric]
+            if categorical:
+                raise StepError(
+                    f"the NLM is defined along a numeric path only; feature(s) {categorical} have categorical "
+                    "steps. Use nlm=False for categorical or mixed steps.")
+            columns = list(self.predictor.select(data.iloc[:0]).columns)
+            settings = resolve_method(None if isinstance(self.model, Predictor) else self.model, options.nlm_method,
+                                      options.nlm_points, options.nlm_intervals, parsed, columns, options.nlm_tol,
+                                      options.nlm_max_level, options.nlm_flat_tol, target_class=self.target_class,
+                                      budget=options.nlm_budget)
+        if self.policy == "shrink" and any(not s.is_numeric for s in parsed):
+            raise StepError("on_extrapolation='shrink' is not defined for categorical steps (a level cannot be "
+                            "shrunk); use 'exclude' or 'keep'.")
+        stepped = {s.feature for s in parsed}
+        return dataclasses.replace(self, steps=parsed, settings=settings,
+                                   complete_cols=tuple(c for c in self.required_cols if c not in stepped))
 
 
 # ----------------------------------------------------------------- helpers
@@ -144,78 +215,90 @@ def _detector_columns(predictor: Predictor, data: pd.DataFrame, reference: pd.Da
     return list(cols)
 
 
-def _complete_columns(model: Any, data: pd.DataFrame, steps: tuple[Step, ...]) -> tuple:
-    """The non-stepped model inputs whose missing values leave a row out: for a statsmodels formula model the
-    right-hand-side columns (its fit dropped incomplete rows; its predict would drop them silently)."""
-    info = formula_info(model) if is_statsmodels_results(model) else None
-    if not info:
-        return ()
-    stepped = {s.feature for s in steps}
-    return tuple(c for c in info[0] if c in data.columns and c not in stepped)
+def resolve_plan(model: Any, data: pd.DataFrame, reference: pd.DataFrame, options: FMEOptions) -> Plan:
+    """Validate ``options`` against the model and the columns and dtypes of ``data`` and ``reference`` (any rows
+    of them: a Dask frame's empty ``_meta`` is enough); the :class:`Plan` without steps (derive a step
+    specification's with :meth:`Plan.with_steps`) and with an unfitted detector.
 
-
-def _known_levels(predictor: Any, data: pd.DataFrame) -> tuple:
-    """The model's stated levels of the data's columns (:meth:`ModelAdapter.training_levels`)."""
-    adapter = getattr(predictor, "adapter", None)
-    stated = adapter.training_levels() if adapter is not None else {}
-    return tuple((c, tuple(v)) for c, v in stated.items() if c in data.columns)
-
-
-def resolve_plan(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], reference: pd.DataFrame, *,
-                 nlm: bool, nlm_method: str, nlm_points: Any, nlm_intervals: Any, nlm_tol: Any, nlm_max_level: Any,
-                 nlm_flat_tol: Any, nlm_linear_threshold: Any, extrapolation: Any, on_extrapolation: Any,
-                 target_class: Any, batch_size: Any, inference: str, bootstrap: Any, conf_level: Any,
-                 random_state: Any = None, nlm_budget: Any = None) -> tuple[Plan, float]:
-    """Validate :func:`fme`'s arguments against ``data`` (any rows with the real columns and dtypes) and
-    ``reference`` (rules, detector columns); the :class:`Plan` with an unfitted detector."""
-    conf_level = check_conf_level(conf_level)
-    predictor = make_predictor(model, target_class)
-    method = resolve_inference(inference, model, bootstrap, predictor.output_names is not None)
-    parsed = parse_steps(data, steps, rule_data=reference)
-    if predictor.adapter is not None:
-        check_training_levels(parsed, predictor.adapter.training_levels())
-    if predictor.feature_names is not None:
-        unused = [s.feature for s in parsed if s.feature not in predictor.feature_names]
-        if unused:
-            raise FeatureError(
-                f"feature(s) {unused} are not inputs of the model (it was fitted on {predictor.feature_names}); "
-                "their fME would be 0 by construction."
-            )
-    settings = None
-    if nlm:
-        categorical = [s.feature for s in parsed if not s.is_numeric]
-        if categorical:
-            raise StepError(
-                f"the NLM is defined along a numeric path only; feature(s) {categorical} have categorical steps. "
-                "Use nlm=False for categorical or mixed steps."
-            )
-        columns = list(predictor.select(data.iloc[:0]).columns)
-        settings = resolve_method(None if isinstance(model, Predictor) else model, nlm_method, nlm_points,
-                                  nlm_intervals, parsed, columns, nlm_tol, nlm_max_level, nlm_flat_tol,
-                                  target_class=target_class, budget=nlm_budget)
-    elif any(v is not None for v in (nlm_points, nlm_intervals, nlm_tol, nlm_max_level, nlm_flat_tol, nlm_budget)):
+    Raises
+    ------
+    ParameterError, ExtrapolationError, ModelError
+        An option out of range or inconsistent with another, a reference without the model's features, a model
+        that cannot predict as asked.
+    """
+    conf_level = check_conf_level(options.conf_level)
+    predictor = make_predictor(model, options.target_class)
+    method = resolve_inference(options.inference, model, options.bootstrap, predictor.output_names is not None)
+    nlm_values = (options.nlm_points, options.nlm_intervals, options.nlm_tol, options.nlm_max_level,
+                  options.nlm_flat_tol, options.nlm_budget)
+    if not options.nlm and any(v is not None for v in nlm_values):
         raise ParameterError("nlm_points/nlm_intervals/nlm_tol/nlm_max_level/nlm_budget/nlm_flat_tol were given but "
                              "nlm=False; pass nlm=True.")
-    if isinstance(nlm_linear_threshold, bool) or not isinstance(nlm_linear_threshold, numbers.Real) \
-            or not np.isfinite(nlm_linear_threshold) or nlm_linear_threshold > 1:
-        raise ParameterError(f"nlm_linear_threshold must be a finite number <= 1, got {nlm_linear_threshold!r}.")
-    batch_size = check_batch_size(batch_size)
+    threshold = options.nlm_linear_threshold
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not np.isfinite(threshold) \
+            or threshold > 1:
+        raise ParameterError(f"nlm_linear_threshold must be a finite number <= 1, got {threshold!r}.")
+    batch_size = check_batch_size(options.batch_size)
+    on_extrapolation, extrapolation = options.on_extrapolation, options.extrapolation
     if on_extrapolation is not None and on_extrapolation not in ON_EXTRAPOLATION:
         raise ParameterError(f"on_extrapolation must be one of {ON_EXTRAPOLATION}, got {on_extrapolation!r}.")
     if on_extrapolation is not None and extrapolation is None:
         raise ParameterError("on_extrapolation was given without a detector; pass extrapolation='envelope' (or another).")
     policy = None if extrapolation is None else (on_extrapolation or "exclude")
-    if policy == "shrink" and any(not s.is_numeric for s in parsed):
-        raise StepError(
-            "on_extrapolation='shrink' is not defined for categorical steps (a level cannot be shrunk); "
-            "use 'exclude' or 'keep'."
-        )
     detector = cols = None
     if extrapolation is not None:
-        detector = make_detector(extrapolation, random_state)
+        detector = make_detector(extrapolation, options.random_state)
         cols = _detector_columns(predictor, data, reference)
-    plan = Plan(model=model, predictor=predictor, steps=parsed, settings=settings, batch_size=batch_size,
-                method=method, target_class=target_class, bootstrap=bootstrap, detector=detector,
-                detector_cols=cols, policy=policy, complete_cols=_complete_columns(model, data, parsed),
-                known_levels=_known_levels(predictor, data))
-    return plan, conf_level
+    adapter = predictor.adapter
+    # the model's own statements about its inputs (formula columns, encoders' levels): the adapter's to know
+    required = () if adapter is None else tuple(c for c in adapter.complete_columns() if c in data.columns)
+    stated = {} if adapter is None else adapter.training_levels()
+    known = tuple((c, tuple(v)) for c, v in stated.items() if c in data.columns)
+    return Plan(model=model, predictor=predictor, steps=(), settings=None, batch_size=batch_size, method=method,
+                target_class=options.target_class, bootstrap=options.bootstrap, detector=detector, detector_cols=cols,
+                policy=policy, progress=options.progress, complete_cols=required, known_levels=known,
+                conf_level=conf_level, options=options.replace(reference_data=None, bootstrap=None),
+                required_cols=required)
+
+
+@dataclass(frozen=True, eq=False)
+class Planned:
+    """What a front door hands an engine: the data and reference rows and the :class:`Plan` resolved on them.
+
+    pandas data: ``data`` and ``reference`` are checked and as the model reads them (:func:`fme._adapters.model_frame`:
+    ``C(x)`` columns, ``exposure=``/``offset=`` columns); ``reference`` is ``data`` when no ``reference_data`` was
+    given. Dask data (or reference data): both as given (the Dask engine reads them chunk by chunk), the plan
+    resolved on their empty frames. ``frame`` is the model's frame of ``data`` (on Dask: of its ``_meta``), for the
+    front door's own checks (``by`` columns, weights).
+    """
+
+    data: Any
+    reference: Any
+    frame: pd.DataFrame
+    plan: Plan
+    on_dask: bool
+
+
+def _schema(model: Any, data: Any, name: str, exposure: Any = None, offset: Any = None) -> pd.DataFrame:
+    """The model's frame of a Dask collection's empty ``_meta`` (or of a pandas frame given beside one)."""
+    if is_dask_collection(data):
+        check_dask_offsets(exposure, offset)
+        return model_frame(model, data._meta, exposure=exposure, offset=offset)
+    return model_frame(model, check_data(data, name), exposure=exposure, offset=offset)
+
+
+def front_plan(model: Any, data: Any, options: FMEOptions) -> Planned:
+    """A front door's one validation of ``data``, ``options.reference_data`` and ``options`` (see :class:`Planned`):
+    :func:`fme._utils.validation.check_data` and :func:`fme._adapters.model_frame` once per frame, then
+    :func:`resolve_plan` once."""
+    reference_data = options.reference_data
+    if is_dask_collection(data) or is_dask_collection(reference_data):
+        frame = _schema(model, data, "data", options.exposure, options.offset)
+        ref = frame if reference_data is None else _schema(model, reference_data, "reference_data")
+        return Planned(data, reference_data, frame, resolve_plan(model, frame, ref, options), True)
+    if options.sample_size is not None:
+        raise ParameterError("sample_size applies to Dask data only (the sample the detectors are fitted on); "
+                             "a pandas frame is used whole.")
+    frame = model_frame(model, check_data(data), exposure=options.exposure, offset=options.offset)
+    reference = frame if reference_data is None else model_frame(model, check_data(reference_data, "reference_data"))
+    return Planned(frame, reference, frame, resolve_plan(model, frame, reference, options), False)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._utils.guards import call_detector, check_flags
+from ..extrapolation.guards import call_detector, check_flags
 from ..steps import MIN_STEP_FRACTION, Step, apply_steps
 
 __all__ = ["SHRINK_ITERATIONS", "shrink_steps"]

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._core.plan import FMEOptions
+from .._core.plan import AMEOptions, Plan
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
 from ..inference.estimates import COVERS, Estimates, pair_label, pairwise_matrix, undefined_where
@@ -31,7 +31,6 @@ from ..inference.wald import stack_estimates
 from ..inference.table import EstimatesTable
 from ..steps import levels
 from .classic import classic_reference, classic_results
-from .._adapters import adapt
 from .common import model_frames, as_dask
 from .effects import PassOutput, prepare, resolve, run_pass
 from .groups import check_weights_dask, group_keys, group_sizes, lazy_group_keys, one_group
@@ -41,35 +40,37 @@ from .result import DaskFMEResult
 __all__ = ["ame"]
 
 
-def ame(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by_cols: list, by_missing: str, hypothesis: Any,
-             bootstrap: Any, conf_level: float, categorical: str, columns: list[str],
-             options: FMEOptions, t_df: float | None = None, delta_label: str = "delta",
-             wts: str | None = None) -> pd.DataFrame:
-    """:func:`fme.ame` on Dask data, its arguments validated by :func:`fme.ame` (``steps`` resolved, ``method``
-    the inference method, ``by_cols`` the by columns): every row of the table (univariate steps) from one
-    pass over the chunks, with ``options`` the keywords passed on to :func:`fme.fme`.
+def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: AMEOptions) -> pd.DataFrame:
+    """:func:`fme.ame` on Dask data (``reference``: the reference data, None for ``data``), with ``plan`` (its
+    fMEs) and ``table`` (the rest) resolved by :func:`fme.ame` and ``steps`` resolved: every row of the table
+    (univariate steps, each derived from ``plan`` by :meth:`~fme._core.plan.Plan.with_steps`) from one pass
+    over the chunks.
 
-    ``t_df``: t degrees of freedom of the delta method (``df=``); ``delta_label``: the ``inference`` column's
-    name of the delta method's covariance (``vcov=``); ``wts``: the column of the rows' weights (weighted
-    means, summed per chunk beside the groups). The table keeps the joint uncertainty of its rows as
+    ``table.t_df``: t degrees of freedom of the delta method (``df=``); ``table.delta_label``: the ``inference``
+    column's name of the delta method's covariance (``vcov=``); ``table.wts``: the column of the rows' weights
+    (weighted means, summed per chunk beside the groups). The table keeps the joint uncertainty of its rows as
     printed (an :class:`~fme.EstimatesTable`, for :func:`fme.hypotheses`), as the pandas table does.
 
     Computations: one for the first rows, the groups' keys, the levels and the rule steps' reductions;
     the pass with its summaries; one for the quartiles of every row (and group); a classic categorical
     feature's levels have a pass of their own (:mod:`fme._dask.classic`), bootstrap refits theirs.
     """
+    model, options = plan.model, plan.options
+    method, by_cols, by_missing, hypothesis = table.method, list(table.by_cols), table.by_missing, table.hypothesis
+    conf_level, categorical, t_df, wts = table.conf_level, table.categorical, table.t_df, table.wts
     data = model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
     meta = data._meta
     if wts is not None:
         check_weights_dask(data, wts)
-    label = delta_label if method == "delta" else method
+    label = table.delta_label if method == "delta" else method
+    bootstrap = table.bootstrap
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:
         # one seed for every row of the table: the same resamples, as the pandas path's shared refits
         bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
-    options = options.replace(inference=method, bootstrap=bootstrap, conf_level=conf_level)
+    plan = replace(plan, bootstrap=bootstrap)
     fetch = {} if not by_cols else {("groups", k): v for k, v in lazy_group_keys(data, by_cols, by_missing).items()}
     fetch.update({("all levels", f): v for f, v in _lazy_levels(data, steps).items()})
-    setup = prepare(model, data, steps, options, fetch=fetch)
+    setup = prepare(plan, data, reference, steps, fetch=fetch)
     fetched = setup.fetched
     groups = None
     if by_cols:
@@ -112,8 +113,8 @@ def ame(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by_cols
     for entry in entries:
         if entry[0] == "classic":
             _, feature, value, levels = entry
-            rows.extend(_classic_rows(model, data, feature, value, levels, method, bootstrap, conf_level, groups,
-                                      hypothesis, options, ests, t_df))
+            rows.extend(_classic_rows(plan, data, feature, value, levels, method, bootstrap, conf_level, groups,
+                                      hypothesis, ests, t_df))
             continue
         _, head, j = entry
         res = None if j is None else out.results[j]
@@ -140,25 +141,26 @@ def ame(model: Any, data: Any, steps: Mapping[str, Any], *, method: str, by_cols
                                       else groups.n_groups)
         ests.append(Estimates("sample", np.zeros(m), se=np.full(m, np.nan), df=np.ones(m)))
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
+    columns = list(table.columns)
     out = pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
     if method == "delta":
         out["inference"] = label
     out = EstimatesTable.from_frame(out, stack_estimates(ests), conf_level=conf_level)
-    scale = adapt(model).scale_note(meta.columns)  # an offset or exposure taken into account, as fme.ame says
+    adapter = plan.predictor.adapter  # an offset or exposure taken into account, as fme.ame says
+    scale = None if adapter is None else adapter.scale_note(meta.columns)
     if scale is not None:
         out.scale = scale
     return out
 
 
-def _classic_rows(model: Any, data: Any, feature: str, value: Any, levels: list, method: str, bootstrap: Any,
-                  conf_level: float, groups: Any, hypothesis: Any, options: FMEOptions, ests: list,
+def _classic_rows(plan: Plan, data: Any, feature: str, value: Any, levels: list, method: str, bootstrap: Any,
+                  conf_level: float, groups: Any, hypothesis: Any, ests: list,
                   t_df: float | None) -> list[dict[str, Any]]:
     """The table rows of the categorical ``feature`` with ``categorical='classic'`` (one pass for all levels,
     :mod:`fme._dask.classic`); their estimates are appended to ``ests``."""
     reference = classic_reference(feature, value, levels)
-    results = classic_results(model, data, feature, reference, levels, method=method, bootstrap=bootstrap,
-                              conf_level=conf_level, groups=groups, target_class=options.target_class,
-                              batch_size=options.batch_size, progress=options.progress)
+    results = classic_results(plan, data, feature, reference, levels, method=method, bootstrap=bootstrap,
+                              conf_level=conf_level, groups=groups)
     rows: list[dict[str, Any]] = []
     for res in results:
         head = {"feature": feature, "step": np.nan, "level": res.steps[0].value, "reference": reference}

@@ -70,10 +70,10 @@ def _classic_pass(part: pd.DataFrame, shipped: Any, feature: str, reference: Any
     return tuple(out)
 
 
-def classic_results(model: Any, data: Any, feature: str, reference: Any, levels: list[Any], *, method: str,
-                    bootstrap: Any, conf_level: float, groups: Any, target_class: Any, batch_size: Any,
-                    progress: bool | None) -> list[DaskFMEResult]:
-    """One :class:`DaskFMEResult` per level other than ``reference`` (their summaries from one pass).
+def classic_results(plan: Plan, data: Any, feature: str, reference: Any, levels: list[Any], *, method: str,
+                    bootstrap: Any, conf_level: float, groups: Any) -> list[DaskFMEResult]:
+    """One :class:`DaskFMEResult` per level other than ``reference`` (their summaries from one pass), under the
+    front door's ``plan`` (its model, predictor, levels the model states, batch size and progress).
 
     ``levels``: the feature's levels over all rows (sorted as pandas); ``groups``: the ``by`` groups
     (:class:`fme._dask.groups.GroupSpec`) or None.
@@ -86,16 +86,14 @@ def classic_results(model: Any, data: Any, feature: str, reference: Any, levels:
     from dask.base import persist
     from dask.delayed import delayed
 
-    from .._core.plan import check_batch_size
     from .._utils.progress import dask_progress
-    from .._adapters.predictor import make_predictor
 
-    predictor = make_predictor(model, target_class)
-    if predictor.adapter is not None:
-        check_training_levels([Step(feature, "categorical", lv) for lv in levels], predictor.adapter.training_levels())
+    model, predictor, progress = plan.model, plan.predictor, plan.options.progress
+    check_training_levels([Step(feature, "categorical", lv) for lv in levels], dict(plan.known_levels))
     others = [lv for lv in levels if lv != reference]
-    base = Plan(model=model, predictor=predictor, steps=(), settings=None, batch_size=check_batch_size(batch_size),
-                method="sample" if method == "bootstrap" else method, target_class=target_class, progress=False)
+    # every row is set to each level: no detector, no exclusions beyond the model's own (as on pandas data)
+    base = Plan(model=model, predictor=predictor, steps=(), settings=None, batch_size=plan.batch_size,
+                method="sample" if method == "bootstrap" else method, target_class=plan.target_class, progress=False)
     plans = [replace(base, steps=(Step(feature, "categorical", lv),)) for lv in others]
     if not plans:
         return []

@@ -20,7 +20,7 @@ import pandas as pd
 
 from .._core.summary import Summary
 from .._adapters import model_frame
-from .._utils.validation import is_categorical, is_dask_collection
+from .._utils.validation import check_dask_offsets, is_categorical, is_dask_collection
 from .._utils.validation import seed_of  # noqa: F401 - re-exported: the engines' seeded samples
 from ..exceptions import DataError, ParameterError
 
@@ -65,10 +65,7 @@ def as_dask(frame: Any, name: str) -> Any:
 def model_frames(model: Any, frame: Any, exposure: Any = None, offset: Any = None) -> Any:
     """``frame`` as the model reads it, partition by partition (:func:`fme._adapters.model_frame`); on Dask
     data ``exposure=``/``offset=`` are a column name or a number (an array cannot follow the partitions)."""
-    for kind, value in (("exposure", exposure), ("offset", offset)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (str, numbers.Real))):
-            raise ParameterError(f"on Dask data, {kind}= must be a column name or a number, got "
-                                 f"{type(value).__name__}; add the values as a column and pass its name.")
+    check_dask_offsets(exposure, offset)
     meta = model_frame(model, frame._meta, exposure=exposure, offset=offset)
     if meta is frame._meta:
         return frame

@@ -3,10 +3,12 @@
 :func:`fme` is what :func:`fme.fme` runs when ``data`` (or
 ``reference_data``) is a ``dask.dataframe.DataFrame``:
 
-1. the arguments are validated on the first rows (and on the stepped columns
-   of the reference data when a step is a rule such as ``"sd"`` or a level of
-   a non-categorical column: their moments or distinct values are reduced);
-   the first rows and those reductions are one computation (:func:`prepare`);
+1. the front door validated the options into a plan on the frames' columns
+   and dtypes (:func:`fme._core.plan.front_plan`); each step specification's
+   plan is derived from it on the first rows (and on the stepped columns of
+   the reference data when a step is a rule such as ``"sd"`` or a level of a
+   non-categorical column: their moments or distinct values are reduced); the
+   first rows and those reductions are one computation (:func:`prepare`);
 2. a detector is fitted: the envelope from min/max reductions and the
    categorical levels over all reference rows (identical to pandas); every
    other detector on a seeded sample of at most ``sample_size`` reference rows
@@ -44,16 +46,16 @@ summaries).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from .._core.exclusions import excluded_frame, check_evaluated
 from .._core.kernel import evaluate_batch, results_meta
-from .._core.plan import FMEOptions, Plan, resolve_plan
+from .._core.plan import FMEOptions, Plan
 from .._core.summary import Summary, summarise
-from .._utils.guards import call_detector
+from ..extrapolation.guards import call_detector, detector_name
 from .._utils.progress import dask_progress
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
@@ -160,12 +162,11 @@ def _store_groups(store: dict, j: int) -> dict:
 # ----------------------------------------------------------------- set-up (before the pass)
 @dataclass
 class Setup:
-    """What a verb on Dask data reads before its pass: the model frames of the data and the reference
-    data, the probe (first rows), the rule steps resolved from all-row reductions, and caches of the
-    detectors' reference frames. Built by :func:`prepare` with one computation."""
+    """What a verb on Dask data reads before its pass: the plan the front door resolved, the model frames of the
+    data and the reference data, the probe (first rows), the rule steps resolved from all-row reductions, and
+    caches of the detectors' reference frames. Built by :func:`prepare` with one computation."""
 
-    model: Any
-    options: FMEOptions
+    plan: Plan
     data: Any
     reference: Any
     probe: pd.DataFrame
@@ -174,6 +175,18 @@ class Setup:
     rules: dict
     fetched: dict
     detector_frames: dict = field(default_factory=dict)
+    #: What the plan's detector was fitted on, in words and as the pandas frame, once it is (every job of the
+    #: set-up shares the detector).
+    fit_info: dict | None = None
+    fit_frame: pd.DataFrame | None = None
+
+    @property
+    def model(self) -> Any:
+        return self.plan.model
+
+    @property
+    def options(self) -> FMEOptions:
+        return self.plan.options
 
 
 #: Marks the set-up's own entries among the reductions computed with the caller's.
@@ -193,8 +206,9 @@ def _need(steps: Any, meta: pd.DataFrame) -> list[str]:
     return need
 
 
-def prepare(model: Any, data: Any, steps: Any, options: FMEOptions, fetch: dict | None = None) -> Setup:
-    """The :class:`Setup` of ``steps`` (a mapping of every step the verb will take) on ``data``: the probe,
+def prepare(plan: Plan, data: Any, reference_data: Any, steps: Any, fetch: dict | None = None) -> Setup:
+    """The :class:`Setup` of ``steps`` (a mapping of every step the verb will take) on ``data`` (and
+    ``reference_data``, None for ``data``) under the front door's ``plan``: the probe,
     the reductions behind the rule steps and the caller's ``fetch`` (``{name: lazy Dask object}``, e.g. the
     ``by`` groups' keys) computed together in one round trip (``Setup.fetched``; the caller's names are
     strings or tuples not starting with the set-up's own marker)."""
@@ -203,7 +217,7 @@ def prepare(model: Any, data: Any, steps: Any, options: FMEOptions, fetch: dict 
     from .steps import column_sd_steps, lazy_moments, rule_frame, sd_columns, text_levels
 
     require_dask()
-    reference_data = options.reference_data
+    model, options = plan.model, plan.options
     data = model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
     reference = data if reference_data is None else model_frames(model, as_dask(reference_data, "reference_data"))
     need = _need(steps, data._meta)
@@ -232,7 +246,7 @@ def prepare(model: Any, data: Any, steps: Any, options: FMEOptions, fetch: dict 
     else:
         rule_ref = checked_probe(fetched.pop((_SETUP, "reference probe")), reference, "reference_data")
     fetched.pop((_SETUP, "reference probe"), None)
-    return Setup(model, options, data, reference, probe, rule_ref, steps, rules, fetched)
+    return Setup(plan, data, reference, probe, rule_ref, steps, rules, fetched)
 
 
 @dataclass
@@ -249,10 +263,10 @@ class Job:
 
 
 def resolve(setup: Setup, steps: Any) -> Job:
-    """The :class:`Job` of ``steps`` (with the set-up's resolved values of its rules): the plan resolved on
-    the probe, its detector fitted (the envelope or the seeded sample computed once per set-up and columns)."""
-    options = setup.options
-    plan, conf_level = resolve_plan(setup.model, setup.probe, steps, setup.rule_ref, **options.plan_kwargs())
+    """The :class:`Job` of ``steps`` (with the set-up's resolved values of its rules): the set-up's plan with
+    these steps (:meth:`~fme._core.plan.Plan.with_steps` on the probe), its detector fitted once per set-up
+    (the envelope or the seeded sample)."""
+    plan = setup.plan.with_steps(setup.probe, steps, setup.rule_ref)
     if any(st.feature in setup.rules for st in plan.steps):
         # the steps resolved here keep their rule's label ("x2 + 1.02 (sd)"), as on the pandas path
         plan = replace(plan, steps=tuple(replace(st, rule=setup.rules[st.feature]) if st.feature in setup.rules
@@ -261,8 +275,11 @@ def resolve(setup: Setup, steps: Any) -> Job:
     if boot:  # the main pass needs only the fMEs; the refits' sums come from their own passes
         plan = replace(plan, method="sample", bootstrap=None)
     plan = replace(plan, progress=False)  # per-partition bars would interleave; distributed's progress instead
-    fit_info, fit_frame = ({}, None) if plan.detector is None else _fit_detector(setup, plan)
-    return Job(plan, conf_level, boot, fit_info, fit_frame)
+    if plan.detector is not None and setup.fit_info is None:
+        setup.fit_info, setup.fit_frame = _fit_detector(setup, plan)
+    if plan.detector is None:
+        return Job(plan, plan.conf_level, boot, {}, None)
+    return Job(plan, plan.conf_level, boot, cast(dict, setup.fit_info), setup.fit_frame)
 
 
 def _fit_detector(setup: Setup, plan: Plan) -> tuple[dict, pd.DataFrame]:
@@ -405,7 +422,7 @@ def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores
         # the draws are (weighted) sums over these totals: rows, or with wts= the groups' weights
         counts = summary.codes[:1] if groups is None else (
             summary.groups.fme.n if summary.groups.weighted is None else summary.groups.weighted.w)
-        boot = bootstrap_draws(setup.model, data, plan, options.bootstrap, counts, groups)
+        boot = bootstrap_draws(setup.model, data, plan, setup.plan.bootstrap, counts, groups)
     results = excluded = None
     if lazy_rows:
         # the column dtypes of a real batch (pandas may infer str for text columns)
@@ -433,7 +450,7 @@ def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores
         nlm_nodes=None if settings is None else settings.nodes,
         nlm_tol=None if settings is None or settings.method != "gauss-kronrod" else settings.tol,
         nlm_linear_threshold=float(options.nlm_linear_threshold),
-        detector=None if plan.detector is None else getattr(plan.detector, "name", type(plan.detector).__name__),
+        detector=None if plan.detector is None else detector_name(plan.detector),
         on_extrapolation=plan.policy, inference_method="bootstrap" if job.boot else plan.method,
         conf_level=job.conf_level, detector_fit=job.fit_info, detector_frame=job.fit_frame, bootstrap_draws=boot,
         sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan, groups=groups, group_parts=gp_p,
@@ -443,9 +460,10 @@ def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores
 
 
 # ----------------------------------------------------------------- entry point
-def fme(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any = None,
-             extra: Any = None) -> DaskFMEResult:
-    """:func:`fme.fme` on Dask data (see the module docstring).
+def fme(plan: Plan, data: Any, reference: Any, steps: Any, groups: Any = None,
+        extra: Any = None) -> DaskFMEResult:
+    """:func:`fme.fme` on Dask data (see the module docstring), with ``plan`` resolved by the front door
+    (``reference``: the reference data, None for ``data``).
 
     ``groups`` (a :class:`fme._dask.groups.GroupSpec`, for ``fme.ame(by=)``):
     the same pass also sums every ``by`` group (``summary_data.groups``,
@@ -453,8 +471,8 @@ def fme(model: Any, data: Any, steps: Any, options: FMEOptions, groups: Any = No
     sums of the caller's over each chunk's evaluated rows, merged into
     ``summary_data.extra`` (an object with ``merge``).
     """
-    check_sample_size(options.sample_size)
-    setup = prepare(model, data, steps, options)
+    check_sample_size(plan.options.sample_size)
+    setup = prepare(plan, data, reference, steps)
     out = run_pass(setup, [resolve(setup, setup.steps)], groups=groups, extra=extra)
     if isinstance(out.results[0], Exception):
         raise out.results[0]

@@ -23,7 +23,7 @@ import pandas as pd
 
 from .._core.averages import (RowQuantity, bootstrap_of, draws_of_means, estimates_of, model_values,
                               prediction_table, refit_draws, spread_values)
-from .._core.plan import FMEOptions
+from .._core.plan import Plan
 from .._core.summary import RowSums
 from ..exceptions import DataError, ModelError
 from ..inference.bootstrap import check_bootstrap
@@ -161,10 +161,11 @@ def _comparison_refits(part: pd.DataFrame, plan: Any, quantity: RowQuantity, mod
                       spread=False)
 
 
-def comparisons(model: Any, data: Any, steps: Any, options: FMEOptions, quantity: RowQuantity, method: str,
+def comparisons(plan: Plan, data: Any, reference: Any, steps: Any, quantity: RowQuantity, method: str,
                 by: list[str], bootstrap: Any) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
     """The ``by`` groups' comparisons on the rows :func:`fme.fme` evaluates on the Dask ``data`` (one pass of the
-    kernel, the comparison's sums beside the fMEs), their row counts, keys and the steps' description."""
+    kernel, the comparison's sums beside the fMEs; ``plan`` resolved by the front door), their row counts, keys
+    and the steps' description."""
     from dask.base import compute
     from dask.delayed import delayed
 
@@ -175,7 +176,8 @@ def comparisons(model: Any, data: Any, steps: Any, options: FMEOptions, quantity
     base = "delta" if method == "delta" else "sample"
     hook = partial(_comparison_hook, quantity=quantity, method=base, groups=groups, n_groups=n_groups,
                    spread=method == "sample")
-    res = fme(model, data, steps, options.replace(inference="sample", bootstrap=None), extra=hook)
+    model = plan.model
+    res = fme(plan, data, reference, steps, extra=hook)  # the plan computes fMEs only ("sample")
     sums = res.summary_data.extra
     counts = sums.moments.n.copy()
     description = res.describe_steps()

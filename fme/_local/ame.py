@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._adapters.predictor import make_predictor
 from .._core.groups import frame_groups
-from .._core.plan import FMEOptions
+from .._core.plan import AMEOptions, Plan
 from .._core.results import stepped_frames
 from .._utils.stats import describe
 from .._utils.validation import check_by_missing, is_categorical
@@ -29,7 +28,7 @@ from ..inference.wald import stack_estimates
 from ..inference.methods import compute_averages
 from ..inference.table import EstimatesTable
 from ..steps import Step, check_training_levels, levels, parse_steps, set_level
-from .effects import fme
+from .effects import evaluate, fit_detector
 
 __all__ = ["ame"]
 
@@ -50,24 +49,25 @@ class _Spec:
     est: Estimates | None = None
 
 
-def ame(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, method: str, by_cols: list, by_missing: str,
-        hypothesis: Any, bootstrap: Any, conf_level: float, categorical: str, columns: list[str],
-        options: FMEOptions, t_df: float | None = None, delta_label: str = "delta",
-        wts: np.ndarray | None = None) -> EstimatesTable:
-    """:func:`fme.ame` on the model's frame ``data``, its arguments validated by :func:`fme.ame` (``steps``
-    resolved, ``method`` the inference method, ``by_cols`` the by columns, ``wts`` the rows' weights or None):
-    one fME per row of the table (univariate steps), with ``options`` the keywords passed on to :func:`fme.fme`.
-    The table keeps the joint uncertainty of its rows as printed (for :func:`fme.hypotheses`)."""
-    if by_cols and by_missing == "raise":
+def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[str, Any],
+        table: AMEOptions) -> EstimatesTable:
+    """:func:`fme.ame` on the model's frame ``data`` (``reference``: the rows the detector is fitted on and step
+    rules are computed from), with ``plan`` (its fMEs) and ``table`` (the rest) resolved by :func:`fme.ame`
+    and ``steps`` resolved: one fME per row of the table (univariate steps, each derived from ``plan`` by
+    :meth:`~fme._core.plan.Plan.with_steps`). The table keeps the joint uncertainty of its rows as printed (for
+    :func:`fme.hypotheses`)."""
+    by_cols, method, wts, conf_level = list(table.by_cols), table.method, table.wts, table.conf_level
+    if by_cols and table.by_missing == "raise":
         check_by_missing({c: int(data[c].isna().sum()) for c in by_cols}, len(data))
-    target_class = options.target_class
-    direct = options.replace(inference=_direct(method))
+    model, target_class = plan.model, plan.target_class
+    # bootstrap: the fMEs without refits here; one set of refits below serves every row of the table
+    direct = fit_detector(replace(plan, method=_direct(method), bootstrap=None), reference)
     specs: list[_Spec] = []
     for feature, value in steps.items():
         if is_categorical(data[feature]):
-            specs.extend(_categorical_specs(model, data, feature, value, categorical, direct, method))
+            specs.extend(_categorical_specs(direct, data, reference, feature, value, table.categorical, method))
         else:
-            res = fme(model, data, {feature: value}, direct)
+            res = evaluate(direct, data, reference, {feature: value})
             specs.append(_Spec(feature, res.steps[0].value, None, None, res.results["fme"].to_numpy(dtype=float),
                                res.positions, *_pair(res, model, method, target_class)))
     codes_all, groups = frame_groups(data, by_cols)
@@ -77,22 +77,24 @@ def ame(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, method: str
     ests = compute_averages(method, model, [s.pair for s in live], [s.values for s in live],
                             [(codes_all[s.positions], len(keys)) + (() if wts is None else (wts[s.positions],))
                              for s in live], [s.f0 for s in live],
-                            bootstrap, target_class) if live else []
+                            table.bootstrap, target_class) if live else []
     for spec, est in zip(live, ests):
         spec.est = est
     rows = []
+    hypothesis = table.hypothesis
     for spec in specs:
         if spec.est is None:
             # A level no row could move to keeps its row, with NaN figures and the method asked for.
             inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
             spec.est = inf.average(codes_all[spec.positions], len(keys), None if wts is None else wts[spec.positions])
-        if t_df is not None and spec.est.method == "delta":
-            spec.est = replace(spec.est, df=np.full(spec.est.estimate.size, t_df))
+        if table.t_df is not None and spec.est.method == "delta":
+            spec.est = replace(spec.est, df=np.full(spec.est.estimate.size, table.t_df))
         new = _spec_rows(spec, spec.est, codes_all, keys, by_cols, hypothesis, conf_level, wts is not None)
         for row in new:
-            row["inference"], row["covers"] = (delta_label if method == "delta" else method), COVERS[method]
+            row["inference"], row["covers"] = (table.delta_label if method == "delta" else method), COVERS[method]
         rows.extend(new)
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
+    columns = list(table.columns)
     out = pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
     # the joint uncertainty of the rows as printed, for fme.hypotheses (and hypothesis=/equivalence= there)
     pair_matrix = pairwise_matrix(len(keys))[0] if hypothesis == "pairwise" else None
@@ -103,7 +105,7 @@ def ame(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, method: str
         e = ests[0]
         out.bootstrap = {"n_resamples": int(e.draws.shape[1] + e.n_failed), "n_failed": int(e.n_failed),
                          "n_nonconverged": int(e.n_nonconverged), "errors": list(e.errors)}
-    adapter = make_predictor(model, target_class).adapter
+    adapter = plan.predictor.adapter
     scale = None if adapter is None else adapter.scale_note(data.columns)
     if scale is not None:
         out.scale = scale
@@ -153,16 +155,16 @@ def _pair(res: Any, model: Any, method: str, target_class: Any) -> tuple:
     return None, None, res.inference_rows
 
 
-def _categorical_specs(model: Any, data: pd.DataFrame, feature: str, value: Any, categorical: str,
-                       options: FMEOptions, method: str) -> list[_Spec]:
+def _categorical_specs(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, feature: str, value: Any,
+                       categorical: str, method: str) -> list[_Spec]:
     all_levels = levels(data[feature])
-    target_class = options.target_class
+    model, target_class = plan.model, plan.target_class
     if categorical == "observation":
         targets = all_levels if value is None else [parse_steps(data, {feature: value})[0].value]
         specs = []
         for level in targets:
             try:
-                res = fme(model, data, {feature: level}, options)
+                res = evaluate(plan, data, reference, {feature: level})
             except DataError:
                 # Every row is already at this level: nothing to evaluate.
                 specs.append(_Spec(feature, np.nan, level, None, np.empty(0), np.empty(0, dtype=np.int64), None))
@@ -170,11 +172,9 @@ def _categorical_specs(model: Any, data: pd.DataFrame, feature: str, value: Any,
             specs.append(_Spec(feature, np.nan, level, None, res.results["fme"].to_numpy(dtype=float), res.positions,
                                *_pair(res, model, method, target_class)))
         return specs
-    reference = all_levels[0] if value is None else parse_steps(data, {feature: value})[0].value
-    predictor = make_predictor(model, target_class)
-    if predictor.adapter is not None:
-        check_training_levels([Step(feature, "categorical", lv) for lv in all_levels],
-                              predictor.adapter.training_levels())
+    reference_level = all_levels[0] if value is None else parse_steps(data, {feature: value})[0].value
+    predictor = plan.predictor
+    check_training_levels([Step(feature, "categorical", lv) for lv in all_levels], dict(plan.known_levels))
     X0 = predictor.select(data)
 
     def at_level(level: Any) -> pd.DataFrame:
@@ -183,13 +183,13 @@ def _categorical_specs(model: Any, data: pd.DataFrame, feature: str, value: Any,
         out[feature] = set_level(data[feature], level, len(data))
         return out
 
-    X_ref = None if method == "sample" else at_level(reference)
-    base = predictor(at_level(reference), stage=f"{feature} = {reference!r}")
+    X_ref = None if method == "sample" else at_level(reference_level)
+    base = predictor(at_level(reference_level), stage=f"{feature} = {reference_level!r}")
     specs = []
     for level in all_levels:
-        if level == reference:
+        if level == reference_level:
             continue
         pred = predictor(at_level(level), stage=f"{feature} = {level!r}")
         pair = None if method == "sample" else (X_ref, at_level(level))
-        specs.append(_Spec(feature, np.nan, level, reference, pred - base, np.arange(len(data)), pair, base))
+        specs.append(_Spec(feature, np.nan, level, reference_level, pred - base, np.arange(len(data)), pair, base))
     return specs

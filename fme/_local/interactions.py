@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._adapters.predictor import make_predictor
-from .._utils.guards import call_detector, check_flags
+from ..extrapolation.guards import call_detector, check_flags
 from ..exceptions import DataError
 from ..inference.estimates import sample_inference
 from ..inference.methods import compute_rows

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._core.plan import FMEOptions
+from .._core.plan import Plan
 from .._utils.validation import check_name_clash
 from ..exceptions import DataError, ExtrapolationError
 from ..inference import EstimatesTable
@@ -26,15 +26,16 @@ AT_FIX = ("Rename that feature in the data (and refit the model on the renamed c
           "rows with fme.fme(model, grid, steps): its results are indexed like grid, beside your columns.")
 
 
-def mer(model: Any, grid: pd.DataFrame, keys: list, steps: Mapping[str, Any], options: FMEOptions,
+def mer(plan: Plan, grid: pd.DataFrame, reference: pd.DataFrame, keys: list, steps: Mapping[str, Any],
         multi: bool) -> pd.DataFrame:
     """The fME of every row of ``grid`` (the typical values with the ``at`` columns ``keys`` set), one table row
-    each: the ``at`` columns, the fME with its uncertainty (``options.inference``, resolved), the descriptive
-    columns of a single point and the reason where a point was not evaluated; ``multi``: one ``fme_<class>``
-    column per output instead."""
-    method = options.inference
+    each: the ``at`` columns, the fME with its uncertainty (``plan.method``), the descriptive columns of a single
+    point and the reason where a point was not evaluated; ``multi``: one ``fme_<class>`` column per output
+    instead. ``plan``: resolved by the front door on ``grid`` and ``reference`` (the rows the detector is fitted
+    on and step rules are computed from)."""
+    method = plan.method
     try:
-        res = fme(model, grid, steps, options)
+        res = fme(plan, grid, reference, steps)
     except (DataError, ExtrapolationError) as exc:
         # Nothing to evaluate (all at the level, or every grid point outside the data): NaN rows with the reason.
         out = grid[keys].assign(fme=np.nan)
@@ -50,7 +51,7 @@ def mer(model: Any, grid: pd.DataFrame, keys: list, steps: Mapping[str, Any], op
     else:
         inf = res.inference_rows
         est = inf.average(np.arange(inf.n), inf.n)
-        table = est.table(options.conf_level).set_index(res.results.index)
+        table = est.table(plan.conf_level).set_index(res.results.index)
         fm = res.results["fme"]
         cols = {"fme": fm, **{c: table[c] for c in INFERENCE_COLUMNS},
                 "sd": pd.Series(np.nan, index=fm.index), "q25": fm, "q75": fm,
@@ -65,4 +66,4 @@ def mer(model: Any, grid: pd.DataFrame, keys: list, steps: Mapping[str, Any], op
         return out
     # every grid point evaluated, in order: the points' joint uncertainty rides along (for hypothesis=)
     whole = len(res.results) == len(out) and res.results.index.equals(out.index)
-    return EstimatesTable.from_frame(out, est if whole else None, conf_level=options.conf_level)
+    return EstimatesTable.from_frame(out, est if whole else None, conf_level=plan.conf_level)

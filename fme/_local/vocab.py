@@ -16,7 +16,7 @@ import pandas as pd
 from .._core.averages import (RowQuantity, bootstrap_of, draws_of_means, estimates_of, model_values,
                               prediction_table, refit_draws, spread_values)
 from .._core.groups import frame_groups
-from .._core.plan import FMEOptions
+from .._core.plan import Plan
 from .._core.summary import RowSums
 from ..inference.bootstrap import check_bootstrap
 from ..inference.estimates import Estimates
@@ -68,12 +68,14 @@ def average(model: Any, data: pd.DataFrame, quantity: RowQuantity, method: str, 
     return est, np.bincount(codes[codes >= 0], minlength=groups.n_groups), groups.keys
 
 
-def comparisons(model: Any, data: pd.DataFrame, steps: Any, options: FMEOptions, quantity: RowQuantity, method: str,
-                by: list, bootstrap: Any) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
+def comparisons(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any, quantity: RowQuantity,
+                method: str, by: list, bootstrap: Any) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
     """The ``by`` groups' comparisons on the rows :func:`fme.fme` evaluates (its exclusions and extrapolation
-    policy), their row counts, keys and the steps' description."""
+    policy; ``plan`` resolved by the front door on ``data`` and ``reference``), their row counts, keys and the
+    steps' description."""
+    model = plan.model
     # the rows and points fme.fme evaluates, not predicted yet: each method predicts them once, its own way
-    X0, X1, rows, described = points(model, data, steps, options)
+    X0, X1, rows, described = points(plan, data, reference, steps)
     codes, groups = frame_groups(rows, by)
     est = _average_rows(quantity, (X0, X1, None, None), model, method, codes, groups.n_groups, None, bootstrap)
     return est, np.bincount(codes, minlength=groups.n_groups), groups.keys, described

@@ -1,3 +1,3 @@
-"""Foundations without a model: argument validation, guards around users' objects, number formatting,
+"""Foundations without a model: argument validation, number formatting,
 progress bars and descriptive statistics.
 """

@@ -13,7 +13,7 @@ from ..exceptions import DataError, FeatureError, NameClashError, ParameterError
 
 __all__ = ["check_data", "as_pandas", "is_categorical", "is_numeric", "is_complex", "check_real_columns", "check_feature_name",
            "mixed_object_numbers", "check_conf_level", "check_random_state", "check_name_clash", "BY_MISSING", "check_by_missing",
-           "check_weights"]
+           "check_weights", "check_dask_offsets"]
 
 
 def as_pandas(data: Any, name: str = "data") -> Any:
@@ -257,3 +257,12 @@ def check_single_output(target_class: Any, name: str) -> None:
             f"{name}() works on one output; target_class='all' is not supported here. Pass one class "
             "(target_class=<label>) per call, or use fme.fme(..., target_class='all') for every class at once."
         )
+
+
+def check_dask_offsets(exposure: Any, offset: Any) -> None:
+    """On Dask data ``exposure=``/``offset=`` are a column name or a number: an array cannot follow the
+    partitions."""
+    for kind, value in (("exposure", exposure), ("offset", offset)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (str, numbers.Real))):
+            raise ParameterError(f"on Dask data, {kind}= must be a column name or a number, got "
+                                 f"{type(value).__name__}; add the values as a column and pass its name.")

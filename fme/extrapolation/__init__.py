@@ -22,7 +22,9 @@ imports the families, nothing imports back):
   one-hot reference data;
 * :mod:`._hull`: :class:`ConvexHullDetector`;
 * :mod:`._risk`: :class:`MCECDetector` and :class:`CERTDetector`;
-* :mod:`._outlier`: :class:`IsolationForestDetector` and :class:`LOFDetector`.
+* :mod:`._outlier`: :class:`IsolationForestDetector` and :class:`LOFDetector`;
+* :mod:`.guards`: :func:`~.guards.detector_name` (how every part of fme names a detector) and the guards around
+  a detector's ``fit`` and ``flag`` (any object with them may be one).
 
 A new detector family is a module that subclasses :class:`ExtrapolationDetector`
 (or ``_encoded.EncodedDetector``), decorates its classes with

@@ -7,9 +7,9 @@ run in parallel only if that is predicted to be faster than running them
 sequentially, else sequentially. The prediction (:func:`_plan`) counts the
 workers' start-up (:data:`STARTUP`) and, for threads, the share of a refit
 that holds the GIL and so runs one thread at a time (:func:`_gil_share`: 1 for
-most models; for scikit-learn trees and forests, whose tree building releases
-it, their per-tree Python work over the refit's CPU time, which is large for
-small training data); ``'auto'`` takes the faster of threads and processes
+most models; for a model whose fit releases it, as the model's adapter says
+(scikit-learn trees and forests), its per-tree Python work over the refit's CPU
+time, which is large for small training data); ``'auto'`` takes the faster of threads and processes
 (joblib's loky). The refits go to the workers in a few batches (one task per
 batch, so the data are sent once per batch, not once per refit). The workers refit from the adapter's
 :meth:`~fme._adapters.ModelAdapter.for_workers` form: for scikit-learn an
@@ -26,7 +26,6 @@ draws' columns are.
 
 from __future__ import annotations
 
-import numbers
 import os
 import threading
 import time
@@ -37,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .._adapters import ModelAdapter
+from .._adapters import ModelAdapter, adapt
 
 __all__ = ["run_refits", "watch_convergence", "convergence_notes", "STARTUP", "PROBE", "GIL_SECONDS_PER_TREE", "BATCHES_PER_WORKER"]
 
@@ -115,24 +114,14 @@ def watch_convergence() -> Iterator[None]:
 
 
 # ----------------------------------------------------------------- running the refits
-def _releases_gil(model: Any) -> bool:
-    """True for estimators whose fit runs mostly without the GIL (scikit-learn trees and forests): threads
-    then run refits in parallel without starting processes or copying the data."""
-    final = model.steps[-1][1] if isinstance(getattr(model, "steps", None), list) and model.steps else model
-    module = type(final).__module__
-    return module.startswith(("sklearn.tree", "sklearn.ensemble._forest"))
-
-
-def _gil_share(model: Any, cpu_per_refit: float) -> float:
-    """The share of a refit's CPU time spent holding the GIL, which threads cannot run side by side: for
-    scikit-learn trees and forests (:func:`_releases_gil`) their per-tree Python work
-    (:data:`GIL_SECONDS_PER_TREE` per tree) over the refit's CPU seconds; 1 for other models."""
-    if not _releases_gil(model):
+def _gil_share(adapter: ModelAdapter, cpu_per_refit: float) -> float:
+    """The share of a refit's CPU time spent holding the GIL, which threads cannot run side by side: for a
+    model whose fit releases it (:meth:`~fme._adapters.ModelAdapter.fit_releases_gil`: scikit-learn trees and
+    forests) the per-tree Python work (:data:`GIL_SECONDS_PER_TREE` per tree,
+    :meth:`~fme._adapters.ModelAdapter.trees_per_fit`) over the refit's CPU seconds; 1 for other models."""
+    if not adapter.fit_releases_gil():
         return 1.0
-    final = model.steps[-1][1] if isinstance(getattr(model, "steps", None), list) and model.steps else model
-    trees = getattr(final, "n_estimators", 1)
-    trees = trees if isinstance(trees, numbers.Integral) and trees > 0 else 1
-    return min(1.0, trees * GIL_SECONDS_PER_TREE / max(cpu_per_refit, 1e-9))
+    return min(1.0, adapter.trees_per_fit() * GIL_SECONDS_PER_TREE / max(cpu_per_refit, 1e-9))
 
 
 def _plan(estimate: float, workers: int, backend: str, share: float) -> tuple[str, bool, dict]:
@@ -216,7 +205,7 @@ def run_refits(task: Callable, seeds: Sequence, args: tuple, *, n_jobs: Any, bac
             times.append(time.perf_counter() - start)
             cpu.append(time.process_time() - start_cpu)
         per_refit, cpu_per_refit = _probe_seconds(times, cpu)
-        share = _gil_share(model, cpu_per_refit)
+        share = _gil_share(adapt(model), cpu_per_refit)
         rest = seeds[probe:]
         workers = 1 if n_jobs is None or not rest else max(1, min(int(effective_n_jobs(n_jobs)), len(rest)))
         free = _free_cores()

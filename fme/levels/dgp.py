@@ -21,6 +21,7 @@ from .._utils.validation import check_conf_level, check_data
 from ..effects import fme as fme_effects
 from ..exceptions import DataError, FeatureError, ParameterError, PositivityWarning, StepError
 from ..extrapolation import make_detector
+from ..extrapolation.guards import detector_name
 from ..inference import EstimatesTable
 from ..steps import MIN_STEP_FRACTION, Step, apply_steps, parse_steps, same_level, stepped_rows
 from ._crossfit import (CLIP, Design, by_fold, class_proba, default_classifier, default_outcome, fit_learner,
@@ -396,7 +397,7 @@ def _group_text(by_cols: list, key: tuple) -> str:
 
 
 def _warn(failed: list[int], labels: list[dict], diags: list, detector: Any) -> None:
-    name = getattr(detector, "name", type(detector).__name__) if detector is not None else "no detector"
+    name = detector_name(detector) if detector is not None else "no detector"
     parts = [f"{labels[i]['contrast']}: {diags[i][1]:.1%} of the moved rows are outside the data ({name}), "
              f"effective sample size {diags[i][0].ess_share:.1%} of the rows" for i in failed]
     warnings.warn("positivity fails for " + "; ".join(parts) + ". The data cannot support these shifted rows, so "

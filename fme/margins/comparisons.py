@@ -32,11 +32,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._adapters import model_frame
 from .._core.averages import RowQuantity, average_table
 from .._core.estimands import COMPARISONS, comparison_form, comparison_values, finish_averages
 from .._core.groups import check_by
-from .._core.plan import FMEOptions
+from .._core.plan import FMEOptions, front_plan
 from .._dask import vocab as dask_vocab
 from .._local import vocab as local_vocab
 from .._utils.validation import check_conf_level, check_data, is_categorical, is_dask_collection
@@ -112,13 +111,13 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
                            partial(finish_averages, kind=kind) if averaged else None)
     options = FMEOptions.from_kwargs({**fme_kwargs, "target_class": target_class, "inference": "sample"},
                                      "fme.avg_comparisons")
-    on_dask = is_dask_collection(data)
-    # by= checked on the model's frame (or the Dask frame's _meta); the engine finds the evaluated rows
-    frame = model_frame(model, data._meta if on_dask else check_data(data), exposure=options.exposure,
-                        offset=options.offset)
-    by_cols = check_by(frame.columns, by, COMPARISON_COLUMNS)
-    vocab = dask_vocab if on_dask else local_vocab
-    est, counts, keys, described = vocab.comparisons(model, data, steps, options, quantity, method, by_cols, bootstrap)
+    # validated once (the plan's fMEs: the evaluated rows, without inference); by= checked on the model's frame
+    # (or the Dask frame's _meta); the engine finds the evaluated rows
+    planned = front_plan(model, data, options)
+    by_cols = check_by(planned.frame.columns, by, COMPARISON_COLUMNS)
+    vocab = dask_vocab if planned.on_dask else local_vocab
+    est, counts, keys, described = vocab.comparisons(planned.plan, planned.data, planned.reference, steps, quantity,
+                                                     method, by_cols, bootstrap)
     out = average_table(est, keys[by_cols], counts, t_df, delta_label, conf_level)
     out.insert(0, "step", described)
     out.insert(1 + len(by_cols), "comparison", comparison)

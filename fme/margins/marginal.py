@@ -21,7 +21,7 @@ import pandas as pd
 from .._adapters import model_frame
 from .._adapters.predictor import make_predictor
 from .._core.groups import check_by
-from .._core.plan import FMEOptions
+from .._core.plan import AMEOptions, FMEOptions, Plan, front_plan
 from .._dask import ame as dask_ame
 from .._dask import margins as dask_margins
 from .._local import ame as local_ame
@@ -188,20 +188,15 @@ def ame(
         # hypotheses on the table's rows as printed (by-groups too), with their joint uncertainty
         return table if hypothesis is None and equivalence is None and multcomp is None else hypotheses(
             table, hypothesis, equivalence=equivalence, multcomp=multcomp)
-    # Validated once, on the rows (pandas) or on the Dask frame's _meta; the engine trusts what it is handed.
+    # Validated once: the rows (pandas) or the Dask frame's _meta, the options into the plan every row derives from
     model, delta_label = with_vcov(model, vcov)
     t_df = residual_df(model, df)
-    on_dask = is_dask_collection(data)
-    # the offset columns are added once here; the engines then find them in the frame
-    exposure, offset = fme_kwargs.pop("exposure", None), fme_kwargs.pop("offset", None)
-    frame = model_frame(model, data._meta if on_dask else check_data(data), exposure=exposure, offset=offset)
-    conf_level = check_conf_level(conf_level)
     target_class = fme_kwargs.get("target_class")
     if isinstance(target_class, str) and target_class == "all":
         return _every_class(model, data, steps, inference=inference, by=by, hypothesis=hypothesis,
-                            bootstrap=bootstrap, conf_level=conf_level, features=features, categorical=categorical,
-                            equivalence=equivalence, multcomp=multcomp, df=t_df, by_missing=by_missing, wts=wts,
-                            exposure=exposure, offset=offset, **fme_kwargs)
+                            bootstrap=bootstrap, conf_level=check_conf_level(conf_level), features=features,
+                            categorical=categorical, equivalence=equivalence, multcomp=multcomp, df=t_df,
+                            by_missing=by_missing, wts=wts, **fme_kwargs)
     check_single_output(target_class, "ame")
     if categorical not in ("observation", "classic"):
         raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
@@ -215,24 +210,26 @@ def ame(
     if not by_pairs or equivalence is not None or multcomp is not None:
         table = ame(model, data, steps, inference=inference, by=by, hypothesis=hypothesis if by_pairs else None,
                     bootstrap=bootstrap, conf_level=conf_level, features=features, categorical=categorical,
-                    df=t_df, wts=wts, by_missing=by_missing, exposure=exposure, offset=offset, **fme_kwargs)
+                    df=t_df, wts=wts, by_missing=by_missing, **fme_kwargs)
         return hypotheses(table, None if by_pairs else hypothesis, equivalence=equivalence, multcomp=multcomp)
+    method = resolve_method(inference, model, bootstrap)
+    options = FMEOptions.from_kwargs({**fme_kwargs, "inference": method, "bootstrap": bootstrap,
+                                      "conf_level": conf_level}, "fme.ame")
+    planned = front_plan(model, data, options)
+    frame = planned.frame
     # the by columns sit beside fme's in one table: a shared name would make it ambiguous
     by_cols = check_by(frame.columns, by, AME_COLUMNS if hypothesis is None else ())
     if by_missing not in BY_MISSING:
         raise ParameterError(f"by_missing must be one of {BY_MISSING}, got {by_missing!r}.")
     if hypothesis == "pairwise" and not by_cols:
         raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
-    method = resolve_method(inference, model, bootstrap)
-    steps = _resolve_steps(model, frame, steps, features, target_class)
-    weights = check_weights(wts, frame, on_dask)
-    common = dict(method=method, by_cols=by_cols, by_missing=by_missing, hypothesis=hypothesis, bootstrap=bootstrap,
-                  conf_level=conf_level, categorical=categorical, columns=AME_COLUMNS, t_df=t_df,
-                  delta_label=delta_label, wts=weights)
-    if on_dask:
-        options = FMEOptions.from_kwargs({**fme_kwargs, "exposure": exposure, "offset": offset}, "fme.ame")
-        return dask_ame.ame(model, data, steps, options=options, **common)
-    return local_ame.ame(model, frame, steps, options=FMEOptions.from_kwargs(fme_kwargs, "fme.ame"), **common)
+    steps = _resolve_steps(planned.plan, frame, steps, features)
+    table = AMEOptions(method=method, by_cols=tuple(by_cols), by_missing=by_missing, hypothesis=hypothesis,
+                       bootstrap=bootstrap, conf_level=planned.plan.conf_level, categorical=categorical,
+                       columns=tuple(AME_COLUMNS), t_df=t_df, delta_label=delta_label,
+                       wts=check_weights(wts, frame, planned.on_dask))
+    engine = dask_ame if planned.on_dask else local_ame
+    return engine.ame(planned.plan, planned.data, planned.reference, steps, table)
 
 
 def _every_class(model: Any, data: Any, steps: Any, *, hypothesis: Any, equivalence: Any, multcomp: Any,
@@ -259,13 +256,13 @@ def _every_class(model: Any, data: Any, steps: Any, *, hypothesis: Any, equivale
     return hypotheses(out, None if pairs else hypothesis, equivalence=equivalence, multcomp=multcomp)
 
 
-def _resolve_steps(model: Any, frame: pd.DataFrame, steps: Any, features: Any, target_class: Any) -> dict:
+def _resolve_steps(plan: Plan, frame: pd.DataFrame, steps: Any, features: Any) -> dict:
     """``steps`` checked against the model's frame; ``steps=None``: every feature of ``features`` (default: the
     model's inputs if it knows them, else every column), the unit step for numeric ones, every level for
     categorical ones."""
     if steps is None:
         if features is None:
-            names = make_predictor(model, target_class).feature_names
+            names = plan.predictor.feature_names
             features = names if names is not None else list(frame.columns)
         for f in features:
             if f not in frame.columns:
@@ -416,7 +413,8 @@ def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[s
     method = resolve_method(inference, model, bootstrap, multi)
     options = FMEOptions.from_kwargs({**fme_kwargs, "inference": method, "bootstrap": bootstrap,
                                       "conf_level": conf_level}, "fme.mer")
-    return local_margins.mer(model, frame, keys, numeric_steps, options, multi)
+    planned = front_plan(model, frame, options)
+    return local_margins.mer(planned.plan, planned.data, planned.reference, keys, numeric_steps, multi)
 
 
 def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: Any) -> pd.DataFrame:

@@ -9,7 +9,7 @@ import pytest
 
 import fme
 from fme._core.exclusions import excluded_frame, extrapolation_exclusions, value_exclusions, check_evaluated
-from fme.effects import resolve_plan
+from fme.effects import FMEOptions, resolve_plan
 from fme.exceptions import DataError, ExtrapolationError
 from fme.steps import parse_steps
 
@@ -39,8 +39,8 @@ def _plan(data: pd.DataFrame, steps: dict, **kw):
                 nlm_flat_tol=None, nlm_linear_threshold=0.9, extrapolation=None, on_extrapolation=None,
                 target_class=None, batch_size=None, inference="sample", bootstrap=None, conf_level=0.95)
     args.update(kw)
-    plan, _ = resolve_plan(lambda d: d["x"].to_numpy(dtype=float), data, steps, data, **args)
-    return plan
+    return resolve_plan(lambda d: d["x"].to_numpy(dtype=float), data, data, FMEOptions(**args)).with_steps(data, steps,
+                                                                                                        data)
 
 
 def test_value_exclusions_first_code_wins_in_step_order():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import fme
 from fme._core.summary import Moments, summarise
 from fme._core.kernel import evaluate_batch
-from fme.effects import resolve_plan
+from fme.effects import FMEOptions, resolve_plan
 
 from tests.conftest import make_regression_frame
 
@@ -45,8 +45,7 @@ def _plan(model, X, steps, **kw):
                 nlm_flat_tol=None, nlm_linear_threshold=0.9, extrapolation=None, on_extrapolation=None,
                 target_class=None, batch_size=None, inference="auto", bootstrap=None, conf_level=0.95)
     base.update(kw)
-    plan, _ = resolve_plan(model, X, steps, X, **base)
-    return plan
+    return resolve_plan(model, X, X, FMEOptions(**base)).with_steps(X, steps, X)
 
 
 def test_summaries_of_batches_merge_to_the_fme_result():

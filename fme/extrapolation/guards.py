@@ -1,6 +1,9 @@
-"""Guards around user-supplied objects: detectors' ``fit``/``flag`` and their outputs.
+"""A detector as fme names and calls it: its display name, guards around its ``fit``/``flag`` and their outputs.
 
-Private helpers of :func:`fme.fme` (layer 1: they know detectors, not models).
+Any object with ``fit(reference)`` and ``flag(points)`` may be a detector (paper §3.2, appendix "Model
+Extrapolation"), so fme never assumes more of it: :func:`detector_name` is the one way a detector is named
+(in results, exclusion reasons and error messages), :func:`call_detector` and :func:`check_flags` turn its
+failures into :class:`~fme.exceptions.ExtrapolationError` naming it. Loads no detector family.
 """
 
 from __future__ import annotations
@@ -12,10 +15,12 @@ import pandas as pd
 
 from ..exceptions import ExtrapolationError, FMEError
 
-__all__ = ["check_flags", "call_detector"]
+__all__ = ["check_flags", "call_detector", "detector_name"]
 
 
-def _name(detector: Any) -> str:
+def detector_name(detector: Any) -> str:
+    """The name a detector is shown by: its ``name`` (a registered detector's registry name, e.g.
+    ``"envelope"``), else its class name (a user's object without one)."""
     return getattr(detector, "name", None) or type(detector).__name__
 
 
@@ -28,7 +33,7 @@ def check_flags(flags: Any, n: int, detector: Any) -> np.ndarray:
     if isinstance(flags, (pd.Series, pd.Index)):
         if flags.hasnans:
             raise ExtrapolationError(
-                f"{_name(detector)}.flag() returned missing values; flag() must return one boolean per point."
+                f"{detector_name(detector)}.flag() returned missing values; flag() must return one boolean per point."
             )
         flags = flags.to_numpy()
     arr = np.asarray(flags)
@@ -43,7 +48,7 @@ def check_flags(flags: Any, n: int, detector: Any) -> np.ndarray:
         return arr.astype(bool)
     shown = np.unique(arr)[:5].tolist() if arr.dtype != object else list(dict.fromkeys(arr.tolist()))[:5]
     raise ExtrapolationError(
-        f"{_name(detector)}.flag() returned {arr.dtype} values such as {shown}; flag() must return booleans "
+        f"{detector_name(detector)}.flag() returned {arr.dtype} values such as {shown}; flag() must return booleans "
         "(True = extrapolation point) or 0/1 integers. If it returns scores, threshold them, e.g. "
         "`return scores > cutoff`."
     )
@@ -58,7 +63,7 @@ def call_detector(detector: Any, method: str, frame: pd.DataFrame, stage: str) -
         raise
     except Exception as exc:
         raise ExtrapolationError(
-            f"extrapolation detector {_name(detector)}.{method}() raised {type(exc).__name__} at {stage} "
+            f"extrapolation detector {detector_name(detector)}.{method}() raised {type(exc).__name__} at {stage} "
             f"({len(frame)} points, columns {list(map(str, frame.columns))[:10]}): {exc}. Check that it accepts the "
             "reference data's columns and dtypes."
         ) from exc
