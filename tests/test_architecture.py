@@ -740,3 +740,66 @@ def test_the_backend_check_finds_planted_type_tests(tmp_path):
     assert found == ["pkg._core.plan imports pkg._adapters.statsmodels",
                      "pkg._nlm.paths:2 reads __module__: X = int.__module__",
                      "pkg.inference.vcov:2 reads __module__: return type(m).__module__.startswith('x')"]
+
+
+# ================================================================= validate once: the data's path through a call
+def modules_data_visits(call, data) -> list[str]:
+    """The fme modules whose functions receive ``data`` itself (the caller's object, by identity) during
+    ``call()``, in call order, consecutive calls within one module counted once (a "stay")."""
+    import sys
+
+    stays: list[str] = []
+
+    def profile(frame, event, arg):  # noqa: ANN001, ARG001
+        if event != "call":
+            return
+        module = frame.f_globals.get("__name__", "")
+        if not module.startswith("fme"):
+            return
+        code = frame.f_code
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        if any(frame.f_locals.get(n) is data for n in names) and (not stays or stays[-1] != module):
+            stays.append(module)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return stays
+
+
+@pytest.fixture(scope="module")
+def ols_case():
+    np = pytest.importorskip("numpy")
+    pd = pytest.importorskip("pandas")
+    smf = pytest.importorskip("statsmodels.formula.api")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=200), "z": rng.normal(size=200)})
+    model = smf.ols("y ~ x + z", data=X.assign(y=X.x + 0.5 * X.z + rng.normal(size=200))).fit()
+    return model, X
+
+
+@pytest.mark.parametrize("verb", ["fme", "ame"])
+def test_the_data_visits_at_most_ten_modules(ols_case, verb):
+    """A front door validates the data once and hands the engine a resolved plan and fme's own frame: the
+    caller's object reaches the front door, the plan and the validation, and no engine or kernel (before the
+    house moved, fme.ame's data visited 13 modules in 37 stays)."""
+    import fme
+
+    model, X = ols_case
+    steps = {"x": 1} if verb == "fme" else {"x": 1, "z": 1}
+    visited = modules_data_visits(lambda: getattr(fme, verb)(model, X, steps), X)
+    assert visited[0] in ("fme.effects", "fme.margins.marginal")
+    assert len(set(visited)) <= 10, visited
+    assert not [m for m in visited if m.startswith(("fme._local", "fme._dask", "fme._core.kernel"))], visited
+
+
+def test_the_data_path_reader_follows_the_object_itself():
+    """The reader counts modules by identity of the object, not by equality or name."""
+    import fme._utils.validation as validation
+
+    frame = object()
+    visited = modules_data_visits(lambda: (validation.is_dask_collection(frame), validation.is_dask_collection(1)),
+                                  frame)
+    assert visited == ["fme._utils.validation"]

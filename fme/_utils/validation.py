@@ -57,8 +57,11 @@ def as_pandas(data: Any, name: str = "data") -> Any:
 
 
 def check_data(data: Any, name: str = "data") -> pd.DataFrame:
-    """``data`` as a pandas DataFrame (another data frame converted once, :func:`as_pandas`) after checking it is
-    a non-empty DataFrame. Callers use the returned frame."""
+    """``data`` as fme's own pandas DataFrame after checking it is a non-empty DataFrame: another data frame is
+    converted once (:func:`as_pandas`), a pandas one is taken as a shallow copy (its columns are shared, not
+    copied; under copy-on-write a later change of either frame leaves the other as it was). Callers use the
+    returned frame, so past the front door no function holds the caller's object and none can change it."""
+    given = data
     data = as_pandas(data, name)
     if not isinstance(data, pd.DataFrame):
         raise DataError(
@@ -83,7 +86,7 @@ def check_data(data: Any, name: str = "data") -> pd.DataFrame:
             f"the index of `{name}` has duplicate labels (e.g. {dup}); results are matched to rows by index label, "
             f"so make it unique, e.g. {name}.reset_index(drop=True)."
         )
-    return data
+    return data.copy(deep=False) if data is given else data
 
 
 def is_complex(series: pd.Series) -> bool:
