@@ -17,7 +17,7 @@ import pandas as pd
 
 from .._core.groups import check_by, frame_groups
 from .._core.shrink import shrink_steps
-from .._utils.validation import check_conf_level, check_data
+from .._utils.validation import align_rows, check_conf_level, check_data
 from ..effects import fme as fme_effects
 from ..exceptions import DataError, FeatureError, ParameterError, PositivityWarning, StepError
 from ..extrapolation import make_detector
@@ -75,7 +75,9 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     X : DataFrame
         The features (numeric and categorical columns), one row per unit of the population.
     y : array-like
-        The outcome (n values). Two distinct values make it binary: mu is then P(Y = target_class | X).
+        The outcome (n values). Two distinct values make it binary: mu is then P(Y = target_class | X). A pandas
+        Series is matched to ``X``'s rows by index label (the same labels in any order; different labels are a
+        :class:`~fme.exceptions.DataError`), an array by position.
     steps : dict or list of dicts
         A step specification of :func:`fme.fme`: ``{feature: h or rule}`` (several numeric features are one
         joint shift, one table row), or ``{feature: level}`` (a categorical switch, alone in its dict). A list
@@ -144,6 +146,7 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     parameters. The Econometrics Journal 21(1), C1-C68.
     """
     X = check_data(X, "X")
+    y = align_rows(X, y)
     n = len(X)
     conf_level = check_conf_level(conf_level)
     if on_extrapolation not in ON_EXTRAPOLATION:

@@ -253,3 +253,18 @@ def test_bad_inputs_raise_the_librarys_errors(kwargs, error, match):
     args.update(kwargs)
     with pytest.raises(error, match=match):
         fme.dgp_ame(**args)
+
+
+def test_a_pandas_y_is_matched_to_the_rows_of_X_by_label():
+    X, rng = _gaussian(300, 4)
+    X.index = pd.Index(rng.permutation(1000)[:300])
+    y = X["x1"] ** 2 + X["x2"] + rng.normal(size=300)
+    kw = dict(outcome_learner=LinearRegression(), ratio_learner=LogisticRegression(), folds=3, extrapolation=None)
+    ref = fme.dgp_ame(X, y.to_numpy(), {"x1": 0.5}, **kw)
+    got = fme.dgp_ame(X, y.sample(frac=1, random_state=1), {"x1": 0.5}, **kw)
+    for col in ("ame", "std_error", "plug_in", "correction", "conf_low", "conf_high"):
+        np.testing.assert_array_equal(got[col].to_numpy(), ref[col].to_numpy())
+    with pytest.raises(DataError, match=r"index labels of `X` and `y` differ"):
+        fme.dgp_ame(X, y.reset_index(drop=True), {"x1": 0.5}, **kw)
+    with pytest.raises(DataError, match=r"the index of `y` has duplicate labels"):
+        fme.dgp_ame(X, y.set_axis(np.r_[X.index[:-1], X.index[0]]), {"x1": 0.5}, **kw)
