@@ -80,7 +80,8 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     c / (1 - c) of the kept rows moved (label 1) against every observed row (label 0): (n_1 / n_0) w(x) / P(K),
     with n_1 / n_0 estimating P(K). Where w is heavy (verdict "fails": an effective sample size under 5 % of the
     rows) a few rows at the edge of the data carry the whole correction and their residuals are those of mu
-    learnt without them, so that the estimate is biased by more than its standard error: it is withheld (NaN).
+    learnt without them, so that the estimate can be biased by more than its standard error: it is withheld
+    (NaN).
     Coverage of theta_K by simulation: ``benchmarks/bench_dgp_exclude_coverage.py`` (benchmarks/README.md).
 
     What it does not claim: theta is a property of the joint law of (X, Y), not of a model. It is the causal
