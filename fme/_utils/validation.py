@@ -13,7 +13,7 @@ from ..exceptions import DataError, FeatureError, NameClashError, ParameterError
 
 __all__ = ["check_data", "as_pandas", "is_categorical", "is_numeric", "is_complex", "check_real_columns", "check_feature_name",
            "mixed_object_numbers", "check_conf_level", "check_random_state", "check_name_clash", "BY_MISSING", "check_by_missing",
-           "check_weights", "check_dask_offsets"]
+           "check_weights", "check_dask_offsets", "align_rows"]
 
 
 def as_pandas(data: Any, name: str = "data") -> Any:
@@ -269,3 +269,51 @@ def check_dask_offsets(exposure: Any, offset: Any) -> None:
         if value is not None and (isinstance(value, bool) or not isinstance(value, (str, numbers.Real))):
             raise ParameterError(f"on Dask data, {kind}= must be a column name or a number, got "
                                  f"{type(value).__name__}; add the values as a column and pass its name.")
+
+
+def align_rows(X: Any, y: Any, x_name: str = "X", y_name: str = "y") -> Any:
+    """``y`` in the row order of ``X``: matched by index label when both are pandas objects, else by position.
+
+    Two pandas objects are matched by label because pandas users expect it (``X.join(y)`` would), and a frame
+    sorted or sampled on its own would otherwise pair each row with another row's outcome without a sign. A
+    numpy (or list) ``y``, or an ``X`` without an index (an array), pairs by position, so only the lengths are
+    checked. ``y`` is returned unchanged when its labels are already in ``X``'s order.
+
+    Raises
+    ------
+    DataError
+        Different numbers of rows; either index with duplicate labels; the two label sets not equal.
+    """
+    if not isinstance(X, (pd.DataFrame, pd.Series)) or not isinstance(y, (pd.DataFrame, pd.Series)):
+        n_x, n_y = _n_rows(X, x_name), _n_rows(y, y_name)
+        if n_x != n_y:
+            raise DataError(f"`{y_name}` has {n_y} values but `{x_name}` has {n_x} rows; pass one outcome per "
+                            f"row of `{x_name}`.")
+        return y
+    if X.index.equals(y.index):
+        return y
+    for name, index in ((x_name, X.index), (y_name, y.index)):
+        if not index.is_unique:
+            dup = index[index.duplicated()].unique()[:5].tolist()
+            raise DataError(f"the index of `{name}` has duplicate labels (e.g. {dup}), so `{y_name}` cannot be "
+                            f"matched to the rows of `{x_name}` by label; make both unique, e.g. "
+                            f"{name}.reset_index(drop=True) on both, or pass {y_name}.to_numpy() to pair by "
+                            "position.")
+    where = y.index.get_indexer(X.index)
+    if len(X) != len(y) or (where < 0).any():
+        only_x = X.index[where < 0][:3].tolist()
+        only_y = y.index[~y.index.isin(X.index)][:3].tolist()
+        raise DataError(f"the index labels of `{x_name}` and `{y_name}` differ (only in `{x_name}`: {only_x}, only in "
+                        f"`{y_name}`: {only_y}); a pandas `{y_name}` is matched to the rows of `{x_name}` by label. "
+                        f"Select the same rows in both (e.g. {y_name} = {y_name}.loc[{x_name}.index]), or pass "
+                        f"{y_name}.to_numpy() to pair them by position.")
+    return y.iloc[where]
+
+
+def _n_rows(a: Any, name: str) -> int:
+    if isinstance(a, (str, bytes)):
+        raise DataError(f"`{name}` must be array-like with one value per row, got {type(a).__name__}.")
+    try:
+        return len(a)
+    except TypeError:
+        raise DataError(f"`{name}` must be array-like with one value per row, got {type(a).__name__}.") from None

@@ -12,7 +12,8 @@ than two successful refits is an error.
 
 ``bootstrap`` specification (a dict):
 
-* scikit-learn estimators and pipelines: ``{"X": X_train, "y": y_train}``;
+* scikit-learn estimators and pipelines: ``{"X": X_train, "y": y_train}`` (pandas
+  ``X_train`` and ``y_train`` pair by index label, any order, the same labels; else by position);
   each refit is ``sklearn.base.clone(model).fit(X[idx], y[idx])``.
 * statsmodels formula results: ``{"data": train_frame}``; each refit uses the
   same model class, formula and family.
@@ -55,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import BootstrapWarning, ModelError, ParameterError
+from .._utils.validation import align_rows
 from .._utils.warn import warn_caller
 from .estimates import BOOTSTRAP_CIS, Estimates, RowInference, alloc_draws, group_matrix
 from .._adapters import ModelAdapter, adapt
@@ -109,6 +111,9 @@ def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
     # the backend's refit recipe: its checks of the training data (X, y or data) and its refit
     adapter = adapt(model, None)
     adapter.bootstrap_training(out)
+    if "X" in out and "y" in out:
+        # pandas training X and y pair by index label, as the levels of an effect pair theirs
+        out["y"] = align_rows(out["X"], out["y"], "bootstrap X", "bootstrap y")
     out["kind"] = adapter.name
     if out["random_state"] is None:
         out["random_state"] = int(np.random.SeedSequence().entropy % (2 ** 63))

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .._core.groups import check_by, frame_groups
 from .._core.shrink import shrink_steps
-from .._utils.validation import check_conf_level, check_data
+from .._utils.validation import align_rows, check_conf_level, check_data
 from ..effects import fme as fme_effects
 from ..exceptions import DataError, FeatureError, ParameterError, PositivityWarning, StepError
 from ..extrapolation import make_detector
@@ -65,6 +65,26 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     pi(W) = P(A = a | W) on the rows at the level (augmented inverse propensity weighting), divided by the
     share of rows moved.
 
+    **The effect on the rows kept** (``on_extrapolation='exclude'``, paper §3.2's remedy of leaving out the
+    points moved outside the data). With K(x) = 1{x + h is not flagged by the detector}, a known function of x,
+    the estimand is theta_K = E[K(X) (mu(X + h) - mu(X))] / P(K). Its efficient influence function is
+
+        phi(X, Y) = [K(X) (mu(X + h) - Y) + w(X) (Y - mu(X)) - theta_K K(X)] / P(K),
+        w(x) = K(x - h) p(x - h) / p(x),
+
+    because E[K(X) mu(X + h)] = E[w(X) mu(X)] (substitute u = x + h), whose pathwise derivative in mu puts the
+    residual Y - mu(X) of an observed row at u with the weight w(u): the density of the kept rows' moved points
+    relative to the observed rows, zero where u - h is not a kept row (an observed row not kept still carries
+    its residual if it stands in for a kept row's moved point), while E[K(X) mu(X)] contributes K(X) Y. The
+    one-step estimate is sum_i [K_i (mu(X_i + h) - Y_i) + w(X_i) (Y_i - mu(X_i))] / sum_i K_i with cross-fitted
+    mu and w, and its standard error the standard deviation of phi / sqrt(n). w is the classifier's odds
+    c / (1 - c) of the kept rows moved (label 1) against every observed row (label 0): (n_1 / n_0) w(x) / P(K),
+    with n_1 / n_0 estimating P(K). Where w is heavy (verdict "fails": an effective sample size under 5 % of the
+    rows) a few rows at the edge of the data carry the whole correction and their residuals are those of mu
+    learnt without them, so that the estimate can be biased by more than its standard error: it is withheld
+    (NaN).
+    Coverage of theta_K by simulation: ``benchmarks/bench_dgp_exclude_coverage.py`` (benchmarks/README.md).
+
     What it does not claim: theta is a property of the joint law of (X, Y), not of a model. It is the causal
     effect of the shift policy "every unit's features moved by h" (Haneuse & Rotnitzky 2013) only if there is
     no unmeasured confounding of X and Y, and only where the moved rows stay in the support of X
@@ -76,7 +96,9 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     X : DataFrame
         The features (numeric and categorical columns), one row per unit of the population.
     y : array-like
-        The outcome (n values). Two distinct values make it binary: mu is then P(Y = target_class | X).
+        The outcome (n values). Two distinct values make it binary: mu is then P(Y = target_class | X). A pandas
+        Series is matched to ``X``'s rows by index label (the same labels in any order; different labels are a
+        :class:`~fme.exceptions.DataError`), an array by position.
     steps : dict or list of dicts
         A step specification of :func:`fme.fme`: ``{feature: h or rule}`` (several numeric features are one
         joint shift, one table row), or ``{feature: level}`` (a categorical switch, alone in its dict). A list
@@ -114,8 +136,9 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
         would keep less than 1 % of h are left out); the shrunk rows pile up on the edge of the support, where
         the density ratio is unbounded, so that the verdict is often "weak" or "fails" (the data barely hold
         that edge). ``exclude``: flagged rows are left out and the estimand is restated (``note``) as the
-        effect on the rows kept (every row's residual still enters the correction). Categorical switches are
-        excluded under both.
+        effect on the rows kept, theta_K below (every row's residual still enters the correction); where its
+        verdict is "fails" no estimate is returned (``ame``, ``plug_in``, ``correction`` and the interval NaN,
+        the reason in ``note``). Categorical switches are excluded under both.
     separate : bool, default=False
         One row per feature of each dict instead of one joint shift.
     **options
@@ -145,6 +168,7 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     parameters. The Econometrics Journal 21(1), C1-C68.
     """
     X = check_data(X, "X")
+    y = align_rows(X, y)
     n = len(X)
     conf_level = check_conf_level(conf_level)
     if on_extrapolation not in ON_EXTRAPOLATION:
@@ -204,7 +228,13 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     verdicts = [d.verdict for d, _ in diags]
     failed = [i for i, v in enumerate(verdicts) if v == "fails"]
     if failed:
-        _warn(failed, labels, diags, detector)
+        _warn(failed, labels, diags, detector, on_extrapolation)
+    withheld = failed if on_extrapolation == "exclude" else []
+    for i in withheld:
+        # 'exclude' promises the effect on the rows kept; where their weights fail it cannot keep that promise,
+        # so no number is printed that would read as if it did
+        notes[i] = (f"{notes[i]}; positivity fails on the rows kept (effective sample size "
+                    f"{diags[i][0].ess_share:.1%} of the rows): no estimate")
     extra: dict[str, Any] = {
         "contrast": [lab["contrast"] for lab in labels], "plug_in": plug, "correction": corr,
         "ess": [d.ess for d, _ in diags], "ess_share": [d.ess_share for d, _ in diags],
@@ -221,6 +251,7 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     # the covariance stays whole (a NaN in it would void every row's delta form); the printed interval of a row
     # whose positivity fails is withheld
     table.loc[failed, ["std_error", "statistic", "p_value", "conf_low", "conf_high"]] = np.nan
+    table.loc[withheld, ["ame", "plug_in", "correction"]] = np.nan
     return table
 
 
@@ -279,6 +310,9 @@ def _contrast(X, Y, steps_c, design, Ex, fold, mus, mu_x, proba, ratio_learner, 
     else:
         r = ratio_weights(Ex, Es, fold, D, ratio_learner, rng)
         at = np.ones(n, dtype=bool)
+    # the numerator of the influence function of the effect on the evaluated rows D (theta_K in dgp_ame's
+    # docstring): the moved term only where a row is evaluated, the residual of every row that the weight r says
+    # stands in for an evaluated row's moved point
     T = np.where(D, mu_s - Y, 0.0) + r * np.where(at, Y - mu_x, 0.0)
     return dict(T=T, D=D, D0=D0, r=r, pi=pi, at=at, mu_s=mu_s, note=note, flag_nominal=flag_nominal,
                 flag_final=flag_final, Xs=Xs)
@@ -396,7 +430,15 @@ def _group_text(by_cols: list, key: tuple) -> str:
     return "the data" if not by_cols else "the group " + ", ".join(f"{c}={v!r}" for c, v in zip(by_cols, key))
 
 
-def _warn(failed: list[int], labels: list[dict], diags: list, detector: Any) -> None:
+def _warn(failed: list[int], labels: list[dict], diags: list, detector: Any, policy: str) -> None:
+    if policy == "exclude":
+        parts = [f"{labels[i]['contrast']}: effective sample size {diags[i][0].ess_share:.1%} of the rows"
+                 for i in failed]
+        warnings.warn("positivity fails on the rows kept by on_extrapolation='exclude' for " + "; ".join(parts) +
+                      ": the few observed rows near the moved points carry the whole correction, so the effect on "
+                      "the rows kept is withheld (estimate and interval NaN). Use a smaller step.",
+                      PositivityWarning, stacklevel=3)
+        return
     name = detector_name(detector) if detector is not None else "no detector"
     parts = [f"{labels[i]['contrast']}: {diags[i][1]:.1%} of the moved rows are outside the data ({name}), "
              f"effective sample size {diags[i][0].ess_share:.1%} of the rows" for i in failed]

@@ -23,7 +23,7 @@ import pandas as pd
 
 from .._adapters import adapt
 from .._core.groups import check_by, frame_groups, group_means
-from .._utils.validation import check_conf_level
+from .._utils.validation import align_rows, check_conf_level
 from ..effects import fme as _fme_verb
 from ..exceptions import DataError, LearnerError, LearnerWarning, ModelError, ParameterError
 from ..inference import EstimatesTable
@@ -160,7 +160,9 @@ def learner_ame(
     X : pandas.DataFrame
         All rows (features, and the ``by`` columns). Never modified.
     y : array-like
-        The outcome, one value per row of ``X`` (taken by position).
+        The outcome, one value per row of ``X``: a pandas Series is matched to ``X``'s rows by index label (the
+        same labels in any order; different labels are a :class:`~fme.exceptions.DataError`), an array by
+        position.
     steps : dict or list of dicts, optional
         A dict as in :func:`fme.ame`: numeric steps, rules and categorical levels, each feature its own
         row. A list of dicts: each dict is one fME of :func:`fme.fme` (multivariate when it names several
@@ -417,13 +419,7 @@ def _check_inputs(learner: Any, X: Any, y: Any) -> tuple[pd.DataFrame, Any, int]
     n = X.shape[0]
     if n < 3:
         raise DataError(f"`X` has {n} rows; learner_ame() needs at least 3 (two to train, one to test).")
-    try:
-        n_y = len(y)
-    except TypeError:
-        raise DataError(f"`y` must be array-like with one value per row of X, got {type(y).__name__}.") from None
-    if n_y != n:
-        raise DataError(f"`y` has {n_y} values but `X` has {n} rows; pass one outcome per row of X.")
-    return X, y, n
+    return X, align_rows(X, y), n
 
 
 def _check_repeats(repeats: Any) -> int:

@@ -364,3 +364,14 @@ def test_a_weighted_glm_refusal_names_its_weights_and_only_the_relevant_advice()
         fme.ame(glm, d, {"a": 1.0}, bootstrap={"data": d})
     assert str(err.value) == ("bootstrap refits of a GLM with var_weights are not supported (the weights are not a "
                               "column the formula can take again); use inference='delta'.")
+
+
+def test_a_pandas_training_y_is_matched_to_the_training_X_by_label(data, pipe):
+    X, y = data[["age", "income"]], data["y"]
+    spec = {"X": X, "n_resamples": 8, "random_state": 3, "ci": "normal"}
+    ref = fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, "y": y.to_numpy()})
+    got = fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, "y": y.sample(frac=1, random_state=4)})
+    np.testing.assert_array_equal(got["std_error"].to_numpy(), ref["std_error"].to_numpy())
+    np.testing.assert_array_equal(got["conf_low"].to_numpy(), ref["conf_low"].to_numpy())
+    with pytest.raises(DataError, match=r"index labels of `bootstrap X` and `bootstrap y` differ"):
+        fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, "y": y.set_axis(y.index + 1)})

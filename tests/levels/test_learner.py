@@ -359,3 +359,17 @@ def test_a_statsmodels_formula_result_is_refitted_by_its_formula(data):
     weighted = smf.glm("y ~ a + b", data=frame, var_weights=np.full(len(X), 2.0)).fit()
     with pytest.raises(ModelError, match=r"learner: refits of a GLM with var_weights are not supported \(the weights are not a column the formula can take again\); pass a function"):
         fme.learner_ame(weighted, X[["a", "b"]], y, {"a": 1.0})
+
+
+def test_a_pandas_y_is_matched_to_the_rows_of_X_by_label(data):
+    X, y = data
+    Xn = X[["a", "b"]].set_axis(np.arange(len(X))[::-1] * 3)
+    ys = pd.Series(y, index=Xn.index)
+    ref = fme.learner_ame(LinearRegression(), Xn, y, {"a": 1}, repeats=3)
+    got = fme.learner_ame(LinearRegression(), Xn, ys.sample(frac=1, random_state=2), {"a": 1}, repeats=3)
+    for col in ("ame", "std_error", "ame_full"):
+        np.testing.assert_array_equal(got[col].to_numpy(), ref[col].to_numpy())
+    with pytest.raises(DataError, match=r"index labels of `X` and `y` differ"):
+        fme.learner_ame(LinearRegression(), Xn, ys.reset_index(drop=True), {"a": 1}, repeats=3)
+    with pytest.raises(DataError, match=r"the index of `X` has duplicate labels"):
+        fme.learner_ame(LinearRegression(), Xn.set_axis(np.zeros(len(X), int)), ys, {"a": 1}, repeats=3)
