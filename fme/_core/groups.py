@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,7 @@ __all__ = ["check_by", "sorted_keys", "frame_groups", "GroupSpec", "GroupSums", 
 BY_FIX = ("Pass it under another name, e.g. data.assign({name}_group=data[{name!r}]) with by='{name}_group'.")
 
 
-def check_by(columns: Iterable[Any], by: Any, reserved: Iterable[Any] = ()) -> list:
+def check_by(columns: Iterable[Any], by: Any, reserved: Iterable[Any] = ()) -> list[Any]:
     """The ``by`` columns as a list (empty for ``by=None``), checked against the frame's ``columns``.
 
     Parameters
@@ -75,7 +75,7 @@ def check_by(columns: Iterable[Any], by: Any, reserved: Iterable[Any] = ()) -> l
     return cols
 
 
-def sorted_keys(distinct: pd.DataFrame, by: list) -> pd.DataFrame:
+def sorted_keys(distinct: pd.DataFrame, by: list[Any]) -> pd.DataFrame:
     """The groups' keys (one row each, columns ``by``) from frame rows holding every distinct combination,
     sorted as ``groupby(sort=True, observed=True, dropna=False)`` (a missing value last)."""
     gb = distinct[by].groupby(by, sort=True, observed=True, dropna=False)
@@ -87,7 +87,7 @@ class GroupSpec:
     """The ``by`` columns and their sorted distinct values (one row per group); ``by=[]``: one group of all
     rows. ``weights``: the column of the rows' weights (``wts=``), or None."""
 
-    by: list
+    by: list[Any]
     keys: pd.DataFrame
     weights: Any = None
 
@@ -96,7 +96,7 @@ class GroupSpec:
         return len(self.keys)
 
 
-def frame_groups(data: pd.DataFrame, by: list) -> tuple[np.ndarray, GroupSpec]:
+def frame_groups(data: pd.DataFrame, by: list[Any]) -> tuple[np.ndarray, GroupSpec]:
     """The group code of every row of an in-memory ``data`` and the groups (:func:`sorted_keys` order)."""
     if not by:
         return np.zeros(len(data), dtype=np.int64), one_group()
@@ -119,7 +119,7 @@ class GroupSums:
         # a chunk without evaluated rows has no Jacobian rows: it adds nothing
         jac = other.jacobian if self.jacobian is None else self.jacobian if other.jacobian is None else \
             self.jacobian + other.jacobian
-        wm = None if self.weighted is None else self.weighted.merge(other.weighted)
+        wm = None if self.weighted is None else self.weighted.merge(cast(WMoments, other.weighted))  # both weighted
         return GroupSums(self.size_all + other.size_all, self.fme.merge(other.fme), jac, wm)
 
 
@@ -143,7 +143,7 @@ def group_codes(part: pd.DataFrame, spec: GroupSpec) -> np.ndarray:
     left = part[spec.by].reset_index(drop=True)
     # the keys are unique: a left merge keeps the rows and their order
     merged = left.merge(right, how="left", on=spec.by, sort=False)
-    return merged[code].fillna(-1).to_numpy(dtype=np.int64)
+    return cast(np.ndarray, merged[code].fillna(-1).to_numpy(dtype=np.int64))
 
 
 def indicator(codes: np.ndarray, n_groups: int, weights: np.ndarray | None = None) -> sparse.csr_matrix:

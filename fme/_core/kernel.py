@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from ..inference.delta import evaluate_with_jacobian
-from .exclusions import excluded_frame, extrapolation_exclusions, value_exclusions
+from .exclusions import Notes, excluded_frame, extrapolation_exclusions, value_exclusions
 from .._nlm.evaluate import classify
 from .._nlm.evaluate import nlm_values as _nlm_values
 from .._utils.progress import progress_bar
@@ -53,7 +53,7 @@ class Batch:
     results: pd.DataFrame
     predictions: pd.DataFrame
     code: np.ndarray
-    notes: list
+    notes: Notes
     index: pd.Index
     cand: np.ndarray
     f0: np.ndarray
@@ -84,7 +84,7 @@ def evaluate_steps(
     h: Mapping[str, np.ndarray] | None = None,
     progress: bool | None = False,
     return_scale: bool = False,
-) -> tuple:
+) -> tuple[Any, ...]:
     """f(x), f(x + h) and (with ``rule``) the NLM and the SD of f along each path for all rows of ``X``,
     batched; ``return_scale`` (with ``rule``): also each path's rounding scale (:func:`fme.nlm.nlm_from_path`)."""
     n = len(X)
@@ -93,7 +93,8 @@ def evaluate_steps(
     label = ", ".join(s.describe() for s in steps) + (" (per-row shrunk)" if h is not None else "")
     t_int = None if rule is None else rule.nodes[rule.interior]
     # One buffer for every batch's stacked NLM frame (only used when all columns are float).
-    buffer = np.empty(X.shape[1] * t_int.size * min(size, n)) if rule is not None and n > size else None
+    buffer = (np.empty(X.shape[1] * cast(np.ndarray, t_int).size * min(size, n))
+              if rule is not None and n > size else None)
     starts = range(0, n, size)
     for start in progress_bar(starts, total=len(starts), desc=f"fME {label}", progress=progress):
         sl = slice(start, min(start + size, n))
@@ -103,13 +104,15 @@ def evaluate_steps(
         # Every frame is built before any predict call, so a model that modifies its input
         # in place cannot leak into x + h or the path nodes (each frame goes to predict once).
         moved = apply_steps(xb, steps, hb)
-        path = stack_path(xb, steps, t_int, hb, buffer) if rule is not None and t_int.size else None
+        path = (stack_path(xb, steps, cast(np.ndarray, t_int), hb, buffer)
+                if rule is not None and cast(np.ndarray, t_int).size else None)
         f0 = predictor(xb, stage="f(x)", rows=rows)
         f1 = predictor(moved, stage=f"f(x + h) for the step {label}", rows=rows)
         del moved
         f0_parts.append(f0)
         f1_parts.append(f1)
         if rule is not None:
+            t_int = cast(np.ndarray, t_int)  # set with a rule
             if t_int.size:
                 stacked = predictor(path, stage=f"the NLM nodes x + t h for the step {label}", rows=rows)
                 del path
@@ -154,7 +157,8 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
                  nlm_sd=nlm_sd if plan.settings is not None else None)
 
 
-def _points(plan: Plan, data: pd.DataFrame) -> tuple:
+def _points(plan: Plan, data: pd.DataFrame) -> tuple[
+        np.ndarray, pd.DataFrame, dict[str, np.ndarray] | None, dict[str, np.ndarray], np.ndarray, Notes, int]:
     """The exclusion bookkeeping of a batch (no prediction): the rows to evaluate (positions, model columns),
     their effective steps, the detector's extra columns, the exclusion codes and notes, the candidates' count."""
     X_all = plan.predictor.select(data)
@@ -174,7 +178,9 @@ def evaluation_points(plan: Plan, data: pd.DataFrame) -> tuple[np.ndarray, pd.Da
     return cand, X, apply_steps(X, plan.steps, h), code
 
 
-def _evaluate_rows(plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | None) -> tuple:
+def _evaluate_rows(plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | None) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None, RowInference | None,
+        dict[str, Any]]:
     """f(x), f(x + h), the NLMs with their status and path SDs (if the plan asks for NLMs), from the delta
     method's design-matrix route only the inference rows, and the NLM method's extra columns
     (Gauss-Kronrod: ``err``, ``route``), for the rows ``X`` to evaluate."""
@@ -183,7 +189,7 @@ def _evaluate_rows(plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | No
     fast = None
     status = nlm_values = nlm_sd = None
     rows = None
-    extra: dict = {}
+    extra: dict[str, Any] = {}
     if len(X) == 0:
         f0 = f1 = np.empty(shape0)
         if settings is not None:
@@ -211,9 +217,9 @@ def _evaluate_rows(plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | No
     return f0, f1, nlm_values, status, nlm_sd, rows, extra
 
 
-def _result_columns(names: list | None, f0: np.ndarray, f1: np.ndarray, nlm_values: np.ndarray | None,
+def _result_columns(names: list[Any] | None, f0: np.ndarray, f1: np.ndarray, nlm_values: np.ndarray | None,
                     status: np.ndarray | None, h: Mapping[str, np.ndarray] | None,
-                    extra_cols: dict[str, np.ndarray], nlm_extra: dict | None = None) -> dict[str, Any]:
+                    extra_cols: dict[str, np.ndarray], nlm_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The columns of ``results``: fME, NLM and status per output (Gauss-Kronrod: ``nlm_error`` per output
     and ``nlm_route``), effective steps, extrapolation flags."""
     res: dict[str, Any] = {}
@@ -233,7 +239,7 @@ def _result_columns(names: list | None, f0: np.ndarray, f1: np.ndarray, nlm_valu
             for j, c in enumerate(names):
                 res[f"nlm_{c}"] = nlm_values[:, j]
             for j, c in enumerate(names):
-                res[f"nlm_status_{c}"] = status[:, j]
+                res[f"nlm_status_{c}"] = cast(np.ndarray, status)[:, j]  # set with the NLMs
             if "err" in nlm_extra:
                 for j, c in enumerate(names):
                     res[f"nlm_error_{c}"] = nlm_extra["err"][:, j]
@@ -245,7 +251,7 @@ def _result_columns(names: list | None, f0: np.ndarray, f1: np.ndarray, nlm_valu
     return res
 
 
-def _predictions_frame(names: list | None, f0: np.ndarray, f1: np.ndarray, index: pd.Index) -> pd.DataFrame:
+def _predictions_frame(names: list[Any] | None, f0: np.ndarray, f1: np.ndarray, index: pd.Index) -> pd.DataFrame:
     if names is None:
         return pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=index)
     return pd.DataFrame(

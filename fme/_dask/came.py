@@ -26,19 +26,21 @@ O(rows log rows + subspaces) per chunk.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import pandas as pd
 
 from .._core.kernel import evaluate_batch
+from .._core.plan import Plan
 from .._core.results import FMEResult
 from .._core.summary import Moments
 from .._trees.args import string_columns
 from .._trees.grow import grow_partition, honest_mask
 from .._trees.partition import LEAF_COLUMNS, NLM_COLUMNS, PartitionResult, estimation_root, subspace_counts
+from .._utils.validation import seed_of
 from ..inference.estimates import INFERENCE_COLUMNS, Estimates, sample_inference, undefined_where
-from .common import Shipped, check_sample_size, seed_of, tree_reduce, ship
+from .common import Shipped, check_sample_size, ship, tree_reduce
 from .quantiles import select, store_pivots
 from .result import DaskFMEResult
 
@@ -49,6 +51,14 @@ __all__ = ["came"]
 #: evaluates its chunks anew.
 KEEP_BYTES = 256 * 2 ** 20
 
+#: ``honest`` and ``panel``: (fraction, seed) of the rows a seeded hash of their labels keeps.
+_Split = tuple[float, int]
+#: A chunk's leaf sums (arrays over the leaves): fME moments, NLM moments, NLMs at least the threshold, Jacobian
+#: sums, growing rows (the last four None when not asked for).
+_LeafSums = tuple[Moments, Moments | None, np.ndarray | None, np.ndarray | None, np.ndarray | None]
+#: The leaf sums with the chunks' spans, NLM pivots and panel rows listed in order (:func:`_merge_leaves`).
+_LeafHead = tuple[_LeafSums, list[tuple[Any, Any]], list[dict[Any, tuple[np.ndarray, int]]], list[pd.DataFrame]]
+
 
 class _Evaluated(NamedTuple):
     """A chunk's evaluated rows as the cAME passes read them: the fMEs (and NLMs), the partitioning features
@@ -58,7 +68,7 @@ class _Evaluated(NamedTuple):
     results: pd.DataFrame
     X: pd.DataFrame
     jacobian: np.ndarray | None
-    span: tuple
+    span: tuple[Any, Any]
 
 
 def _evaluate(part: pd.DataFrame, plan: Any, features: list[str], numeric: list[str]) -> _Evaluated:
@@ -69,7 +79,7 @@ def _evaluate(part: pd.DataFrame, plan: Any, features: list[str], numeric: list[
                       (part[numeric].min(), part[numeric].max()))
 
 
-def _growing_rows(ev: _Evaluated, honest: tuple | None) -> pd.DataFrame:
+def _growing_rows(ev: _Evaluated, honest: _Split | None) -> pd.DataFrame:
     """The evaluated rows of a chunk: their fME (and NLM) beside the partitioning features (with ``honest``
     = (fraction, seed), only the rows of the growing part)."""
     out = pd.concat([ev.results, ev.X.rename(columns=lambda c: f"__x_{c}")], axis=1)
@@ -81,31 +91,33 @@ def _evaluate_shipped(part: pd.DataFrame, shipped: Shipped, features: list[str],
 
 
 def _rows_with_features(part: pd.DataFrame, shipped: Shipped, features: list[str],
-                        honest: tuple | None) -> pd.DataFrame:
+                        honest: _Split | None) -> pd.DataFrame:
     return _growing_rows(_evaluate(part, shipped.value, features, []), honest)
 
 
-def _concat(frames: list) -> pd.DataFrame:
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     from dask.dataframe.dispatch import concat
 
-    return concat(list(frames))  # as Dask joins a frame's chunks (categorical levels united)
+    # as Dask joins a frame's chunks (categorical levels united)
+    return concat(list(frames))  # type: ignore[no-untyped-call]  # dask: untyped
 
 
 def _leaf_pass_of(part: pd.DataFrame, shipped: Shipped, features: list[str], leaf_ids: np.ndarray,
-                  threshold: float, honest: tuple | None, numeric: list[str], panel: tuple | None) -> tuple:
+                  threshold: float, honest: _Split | None, numeric: list[str],
+                  panel: _Split | None) -> tuple[_LeafHead, dict[int, np.ndarray]]:
     """:func:`_leaf_pass` of a chunk evaluated in this task (``shipped``: the plan, the tree, its lookup)."""
     plan, tree, lookup = shipped.value
     return _leaf_pass(_evaluate(part, plan, features, numeric), tree, lookup, leaf_ids, threshold, honest, panel)
 
 
 def _leaf_pass_kept(ev: _Evaluated, shipped: Shipped, leaf_ids: np.ndarray, threshold: float,
-                    honest: tuple | None, panel: tuple | None) -> tuple:
+                    honest: _Split | None, panel: _Split | None) -> tuple[_LeafHead, dict[int, np.ndarray]]:
     """:func:`_leaf_pass` of a chunk evaluated before and kept on its worker (``shipped``: tree, lookup)."""
-    return _leaf_pass(ev, *shipped.value, leaf_ids, threshold, honest, panel)
+    return _leaf_pass(ev, *cast(tuple[Any, np.ndarray], shipped.value), leaf_ids, threshold, honest, panel)
 
 
 def _leaf_pass(ev: _Evaluated, tree: Any, lookup: np.ndarray, leaf_ids: np.ndarray, threshold: float,
-               honest: tuple | None, panel: tuple | None = None) -> tuple:
+               honest: _Split | None, panel: _Split | None = None) -> tuple[_LeafHead, dict[int, np.ndarray]]:
     """Per subspace: merged-sum ingredients of the cAME figures (arrays over ``leaf_ids``, sorted), with
     ``honest`` = (fraction, seed) over the estimation rows only and the count of growing rows; the chunk's
     min and max of the numeric features (all rows); the fME and subspace of its estimation rows kept by
@@ -120,7 +132,7 @@ def _leaf_pass(ev: _Evaluated, tree: Any, lookup: np.ndarray, leaf_ids: np.ndarr
     nlin = None if nl_all is None else np.zeros(n_leaves, dtype=np.int64)
     jac = None if jac_all is None else np.zeros((n_leaves, jac_all.shape[1]))
     grown = np.zeros(n_leaves, dtype=np.int64) if honest is not None else None
-    store: dict = {}
+    store: dict[int, np.ndarray] = {}
     kept_rows = _panel_rows(results.iloc[:0], np.empty(0, dtype=np.int64), leaf_ids, None)
     if len(results):
         X = string_columns(ev.X, "features")
@@ -144,21 +156,21 @@ def _leaf_pass(ev: _Evaluated, tree: Any, lookup: np.ndarray, leaf_ids: np.ndarr
             m = Moments.of(fm_all[rows])
             fm_n[i], fm_mean[i], fm_m2[i] = m.n[0], m.mean[0], m.m2[0]
             if nm is not None:
-                v = nl_all[rows]
+                v = cast(np.ndarray, nl_all)[rows]  # NLM moments: the NLMs are there
                 m = Moments.of(v)
                 nm_n[i], nm_mean[i], nm_m2[i] = m.n[0], m.mean[0], m.m2[0]
                 with np.errstate(invalid="ignore"):
-                    nlin[i] = int((v >= threshold).sum())
+                    cast(np.ndarray, nlin)[i] = int((v >= threshold).sum())
                 store[int(leaf_ids[i])] = np.sort(v[~np.isnan(v)])
             if jac is not None:
-                jac[i] = jac_all[rows].sum(axis=0)
+                jac[i] = cast(np.ndarray, jac_all)[rows].sum(axis=0)
         fm = Moments(fm_n, fm_mean, fm_m2)
         if nm is not None:
             nm = Moments(nm_n, nm_mean, nm_m2)
     return ((fm, nm, nlin, jac, grown), [span], [store_pivots(store)], [kept_rows]), store
 
 
-def _panel_rows(results: pd.DataFrame, pos: np.ndarray, leaf_ids: np.ndarray, panel: tuple | None) -> pd.DataFrame:
+def _panel_rows(results: pd.DataFrame, pos: np.ndarray, leaf_ids: np.ndarray, panel: _Split | None) -> pd.DataFrame:
     """The ``fme`` and subspace (``node``) of a chunk's rows in a subspace (``pos`` >= 0) that a seeded hash of
     their labels keeps (``panel`` = (fraction, seed); every row from fraction 1 on, none without ``panel``), so
     the rows kept do not depend on the chunks."""
@@ -171,18 +183,18 @@ def _panel_rows(results: pd.DataFrame, pos: np.ndarray, leaf_ids: np.ndarray, pa
                         index=results.index[sel])
 
 
-def _estimation_labels(results: pd.DataFrame, split: tuple) -> pd.Series:
+def _estimation_labels(results: pd.DataFrame, split: _Split) -> pd.Series:
     """The index labels of a chunk's estimation rows (lazy :attr:`PartitionResult.estimated_on` on Dask)."""
     return results.index.to_series()[~honest_mask(results.index, *split)].astype(object)
 
 
-def _merge_leaves(*heads: tuple) -> tuple:
+def _merge_leaves(*heads: _LeafHead) -> _LeafHead:
     """The chunks' leaf sums added up (arrays over the leaves), their spans, pivots and panel rows listed in
     order."""
     (fm, nm, nlin, jac, grown), spans, piv, rows = heads[0][0], *(list(x) for x in heads[0][1:])
     for (f, m, k, j, g), sp, pv, r in heads[1:]:
         fm = fm.merge(f)
-        nm = None if nm is None else nm.merge(m)
+        nm = None if nm is None else nm.merge(cast(Moments, m))  # NLMs in every chunk or in none
         nlin = None if nlin is None else nlin + k
         jac = None if jac is None else jac + j
         grown = None if grown is None else grown + g
@@ -194,9 +206,9 @@ def _merge_leaves(*heads: tuple) -> tuple:
 
 def _all_leaves(m: Moments) -> Moments:
     """The moments of every leaf's rows together."""
-    out = _leaf_moments(m, 0)
+    out = cast(Moments, _leaf_moments(m, 0))
     for i in range(1, m.n.size):
-        out = out.merge(_leaf_moments(m, i))
+        out = out.merge(cast(Moments, _leaf_moments(m, i)))
     return out
 
 
@@ -233,7 +245,7 @@ def _leaf_row(effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, med
     n = int(fm.n[0])
     est = np.array([d["mean"]])
     if effects.inference_method == "delta":
-        vcov = effects.summary_data.vcov
+        vcov = cast(np.ndarray, effects.summary_data.vcov)  # set for delta
         grad = (jac / n)[None, :] if n else np.zeros((1, vcov.shape[0]))
         e = Estimates("delta", est, grad=grad, vcov=vcov)
     else:
@@ -254,8 +266,9 @@ def _stack(estimates: list[Estimates]) -> Estimates:
     """One :class:`Estimates` of several subspaces' cAMEs (disjoint rows) from one per subspace."""
     est = np.concatenate([e.estimate for e in estimates])
     if estimates[0].method == "delta":
-        return Estimates("delta", est, grad=np.vstack([e.grad for e in estimates]), vcov=estimates[0].vcov)
-    return Estimates("sample", est, se=np.concatenate([e.se for e in estimates]),
+        grads = [cast(np.ndarray, e.grad) for e in estimates]  # set for delta
+        return Estimates("delta", est, grad=np.vstack(grads), vcov=estimates[0].vcov)
+    return Estimates("sample", est, se=np.concatenate([cast(np.ndarray, e.se) for e in estimates]),
                      df=np.concatenate([e.df for e in estimates]))
 
 
@@ -270,13 +283,13 @@ def _chunk_extrapolation(part: pd.DataFrame, shipped: Shipped, features: list[st
 def _extrapolation_counts(effects: DaskFMEResult, part: PartitionResult) -> dict[int, int]:
     """:meth:`PartitionResult.extrapolation_counts` over all rows of Dask effects: one pass; each chunk drops
     its extrapolation points down the tree (grown on a sample) and returns only their counts per subspace."""
-    import dask
-    from dask import delayed
+    from dask.base import compute
+    from dask.delayed import delayed
 
-    shipped = ship((effects.plan, part.tree, part._subspace), shared=(effects.plan.model,))
+    shipped = ship((effects.plan, part.tree, part._subspace), shared=(cast(Plan, effects.plan).model,))
     counts: dict[int, int] = {}
-    for got in dask.compute(*[delayed(_chunk_extrapolation)(p, shipped, part.features)
-                              for p in effects.data.to_delayed()]):
+    for got in compute(*[delayed(_chunk_extrapolation)(p, shipped, part.features)  # type: ignore[no-untyped-call]  # dask: untyped
+                         for p in effects.data.to_delayed()]):
         for node, k in got.items():
             counts[node] = counts.get(node, 0) + k
     return counts
@@ -284,17 +297,17 @@ def _extrapolation_counts(effects: DaskFMEResult, part: PartitionResult) -> dict
 
 def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, method: str,
               features: list[str], n_partitions: int | None, max_sd: float | None, conf_level: float,
-              standardize: bool, params: dict, tree_params: dict, honest: bool = False,
+              standardize: bool, params: dict[str, Any], tree_params: dict[str, Any], honest: bool = False,
               honest_fraction: float = 0.5, seed: int = 0) -> PartitionResult:
     """:func:`fme.came` for :class:`~fme._dask.result.DaskFMEResult`, its arguments validated by
     :func:`fme.came` (see the module docstring). ``honest``: the tree is grown on the seeded sample of the
     growing part (:func:`fme._trees.grow.honest_mask`, the same rows as in memory) and every subspace's
     figures are summed over all estimation rows."""
-    import dask
-    from dask import delayed
+    from dask.base import persist
+    from dask.delayed import delayed
 
     sample_size = check_sample_size(sample_size)
-    data, plan = effects.data, effects.plan
+    data, plan = effects.data, cast(Plan, effects.plan)  # set on Dask effects
     meta = pd.concat([pd.DataFrame({c: pd.Series(dtype=float) for c in effects.fme_columns + effects.nlm_columns}),
                       data._meta[features].rename(columns=lambda c: f"__x_{c}")], axis=1)
     split = (float(honest_fraction), int(seed)) if honest else None
@@ -307,7 +320,7 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
         # the subspaces' pass (no more than the sample the client holds), while the client grows the tree
         shipped = ship(plan, shared=(plan.model,))
         kept = [delayed(_evaluate_shipped)(p, shipped, features, numeric) for p in data.to_delayed()]
-        *kept, lazy = dask.persist(*kept, delayed(_concat)([delayed(_growing_rows)(e, split) for e in kept]))
+        *kept, lazy = persist(*kept, delayed(_concat)([delayed(_growing_rows)(e, split) for e in kept]))  # type: ignore[no-untyped-call]  # dask: untyped
         sample = lazy.compute()
         n = effects.n if split is None else len(sample)
     elif effects.n <= sample_size:
@@ -352,7 +365,7 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     tree = tree_reduce([o[0] for o in outs], merge=_merge_leaves)
     medians = {}
     if has_nlm:  # the sorted NLMs stay on the workers for the exact medians (one more round for all leaves)
-        persisted = dask.persist(tree, *[o[1] for o in outs])
+        persisted = persist(tree, *[o[1] for o in outs])  # type: ignore[no-untyped-call]  # dask: untyped
         (fm, nm, nlin, jac, n_grown), spans, piv, panel_rows = persisted[0].compute()
         problems = [(int(leaf), int(nm.n[i]), [0.5]) for i, leaf in enumerate(leaf_ids)]
         medians = {int(leaf): q[0.5] for leaf, q in zip(leaf_ids, select(list(persisted[1:]), piv, problems))}

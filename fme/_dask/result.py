@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import operator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from .._core.plan import Plan
-from .._core.summary import Summary
+from .._core.summary import Moments, Summary
 from .._utils.validation import check_conf_level
 from ..inference.estimates import Estimates
 from .._core.result_base import EffectsPresentation
@@ -65,17 +65,17 @@ class DaskFMEResult(EffectsPresentation):
     on_extrapolation: str | None = None
     inference_method: str = "sample"
     conf_level: float = 0.95
-    detector_fit: dict = field(default_factory=dict)
+    detector_fit: dict[str, Any] = field(default_factory=dict)
     detector_frame: pd.DataFrame | None = field(default=None, repr=False)
-    sorted_parts: dict = field(default_factory=dict, repr=False)
-    output_names: tuple | None = None
+    sorted_parts: dict[str, Any] = field(default_factory=dict, repr=False)
+    output_names: tuple[Any, ...] | None = None
     data: Any = field(default=None, repr=False)
     plan: Plan | None = field(default=None, repr=False)
     model_features: tuple[str, ...] | None = None
-    bootstrap_draws: tuple | None = field(default=None, repr=False)
+    bootstrap_draws: tuple[np.ndarray, dict[str, Any]] | None = field(default=None, repr=False)
     groups: Any = field(default=None, repr=False)
-    group_parts: list = field(default_factory=list, repr=False)
-    _cache: dict = field(default_factory=dict, repr=False)
+    group_parts: list[Any] = field(default_factory=list, repr=False)
+    _cache: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
     scale: str | None = None
 
     # ------------------------------------------------------------- columns
@@ -114,7 +114,8 @@ class DaskFMEResult(EffectsPresentation):
     @property
     def share_linear(self) -> float:
         m = self.summary_data.nlm
-        return float("nan") if m is None or m.n[0] == 0 else float(self.summary_data.n_linear[0] / m.n[0])
+        n_linear = self.summary_data.n_linear
+        return float("nan") if m is None or m.n[0] == 0 else float(cast(np.ndarray, n_linear)[0] / m.n[0])
 
     def _status(self, i: int) -> int:
         st = self.summary_data.status
@@ -126,7 +127,7 @@ class DaskFMEResult(EffectsPresentation):
 
     @property
     def n_nlm_undefined(self) -> int:
-        return self.n_nlm_constant + self.n_nlm_flat
+        return cast(int, self.n_nlm_constant + self.n_nlm_flat)
 
     @property
     def n_nlm_linear(self) -> int:
@@ -147,11 +148,11 @@ class DaskFMEResult(EffectsPresentation):
             parts = self.sorted_parts.get("fme")
             if not parts:
                 return 0 if not self.n else self._missing_parts("n_negative")
-            import dask
-            from dask import delayed
+            from dask.base import compute
+            from dask.delayed import delayed
 
-            self._cache[key] = int(sum(dask.compute(*[delayed(_count_below)(a, 0.0) for a in parts])))
-        return self._cache[key]
+            self._cache[key] = int(sum(compute(*[delayed(_count_below)(a, 0.0) for a in parts])))  # type: ignore[no-untyped-call]  # dask: untyped
+        return cast(int, self._cache[key])
 
     def bootstrap_figures(self) -> dict[str, Any] | None:
         """The bootstrap's own figures, as :meth:`fme.FMEResult.bootstrap_figures`: ``n_resamples``,
@@ -177,14 +178,14 @@ class DaskFMEResult(EffectsPresentation):
             parts = self.sorted_parts.get(which)
             if not parts:
                 return float("nan")
-            from dask import delayed
+            from dask.delayed import delayed
 
-            m = self.summary_data.fme if which == "fme" else self.summary_data.nlm
+            m = cast(Moments, self.summary_data.fme if which == "fme" else self.summary_data.nlm)  # parts: NLMs set
             # one output: a chunk's sorted values are one array; several: a tuple of arrays, one per output
             mine = parts if self.output_names is None else [delayed(operator.getitem)(part, j) for part in parts]
             for k, v in _quantiles(mine, int(m.n[j]), [0.25, 0.5, 0.75]).items():
                 self._cache[(which, j, k)] = v
-        return self._cache[key]
+        return cast(float, self._cache[key])
 
     def _quantiles_of(self, which: str, p: float) -> Any:
         return self._quantile_of(which, 0, p)
@@ -218,7 +219,7 @@ class DaskFMEResult(EffectsPresentation):
                 "q75": self._quantile_of("fme", j, 0.75)}
 
     def _nlm_figures(self, col: str) -> dict[str, Any]:
-        m = self.summary_data.nlm
+        m = cast(Moments, self.summary_data.nlm)  # asked for with NLMs
         return {"mean": self.anlm, "median": self.median_nlm, "share": self.share_linear, "sd": float(m.sd()[0]),
                 "undefined": self.n_nlm_undefined, "constant": self.n_nlm_constant, "flat": self.n_nlm_flat,
                 "inaccurate": self.n_nlm_inaccurate, "max_error": self._max_error(0)}
@@ -226,7 +227,8 @@ class DaskFMEResult(EffectsPresentation):
     def _nlm_counts(self, col: str) -> tuple[int, int]:
         """(defined NLMs, NLMs >= ``nlm_linear_threshold``), merged over the chunks."""
         j = self.nlm_columns.index(col)
-        return int(self.summary_data.nlm.n[j]), int(self.summary_data.n_linear[j])
+        nlm, n_linear = cast(Moments, self.summary_data.nlm), cast(np.ndarray, self.summary_data.n_linear)  # NLMs set
+        return int(nlm.n[j]), int(n_linear[j])
 
     def _max_error(self, j: int) -> float | None:
         e = self.summary_data.nlm_max_error
@@ -240,7 +242,7 @@ class DaskFMEResult(EffectsPresentation):
     _summary_title = "Forward marginal effects of {model} (Dask data)"
 
     def _fitted_on(self) -> str:
-        return self.detector_fit.get("fitted_on", "the reference data")
+        return cast(str, self.detector_fit.get("fitted_on", "the reference data"))
 
     # ------------------------------------------------------------- inference
     @property
@@ -251,9 +253,9 @@ class DaskFMEResult(EffectsPresentation):
         s, n = self.summary_data, self.n
         est = np.array([self.ame])
         if self.inference_method == "delta":
-            return Estimates("delta", est, grad=(s.jacobian / n)[None, :], vcov=s.vcov)
+            return Estimates("delta", est, grad=(cast(np.ndarray, s.jacobian) / n)[None, :], vcov=s.vcov)
         if self.inference_method == "bootstrap":
-            draws, info = self.bootstrap_draws
+            draws, info = cast(tuple[np.ndarray, dict[str, Any]], self.bootstrap_draws)  # set for bootstrap
             return Estimates("bootstrap", est, draws=draws[None, :], ci=info["ci"])
         se = np.array([self.sd / np.sqrt(n) if n >= 2 else np.nan])
         return Estimates("sample", est, se=se, df=np.array([max(n - 1.0, 1.0)]))

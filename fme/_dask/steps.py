@@ -10,7 +10,7 @@ partitions (:mod:`fme._dask.quantiles`: only the values near the quartiles or th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -37,24 +37,24 @@ def _sorted_abs_dev(a: np.ndarray, centre: float) -> np.ndarray:
 def _spread_by_order(reference: Any, col: str, rule: str) -> float:
     """``iqr`` (np.quantile 0.75 - 0.25) or ``mad`` (scipy's median_abs_deviation, scale 1) of the
     finite values of ``col``, exactly, from per-partition sorted values kept on the workers."""
-    import dask
-    from dask import delayed
+    from dask.base import compute, persist
+    from dask.delayed import delayed
 
     from .quantiles import quantiles
 
-    parts = list(dask.persist(*[delayed(_sorted_finite)(p, col) for p in reference.to_delayed()]))
-    n = int(sum(dask.compute(*[delayed(len)(p) for p in parts])))
+    parts = list(persist(*[delayed(_sorted_finite)(p, col) for p in reference.to_delayed()]))  # type: ignore[no-untyped-call]  # dask: untyped
+    n = int(sum(compute(*[delayed(len)(p) for p in parts])))  # type: ignore[no-untyped-call]  # dask: untyped
     if n < 2:
         return float("nan")
     if rule == "iqr":
         q = quantiles(parts, n, [0.25, 0.75])
         return float(q[0.75] - q[0.25])
     med = quantiles(parts, n, [0.5])[0.5]
-    dev = list(dask.persist(*[delayed(_sorted_abs_dev)(p, med) for p in parts]))
+    dev = list(persist(*[delayed(_sorted_abs_dev)(p, med) for p in parts]))  # type: ignore[no-untyped-call]  # dask: untyped
     return float(quantiles(dev, n, [0.5])[0.5])
 
 
-def _rule_groups(steps: Any, meta: pd.DataFrame, features: list[str]) -> dict[str, tuple]:
+def _rule_groups(steps: Any, meta: pd.DataFrame, features: list[str]) -> dict[str, tuple[Any, ...]]:
     """``{feature: (sign, multiplier, rule)}`` of the numeric features whose step is a rule."""
     from .._utils.validation import is_categorical
     from ..steps import RULE_RE
@@ -76,7 +76,7 @@ def sd_columns(steps: Any, reference: Any, features: list[str]) -> list[str]:
 def lazy_moments(reference: Any, cols: list[str]) -> Any:
     """The merged :class:`~fme._core.summary.Moments` of the finite values of ``cols``, not yet computed
     (a verb computes it with its other small reductions in one round trip)."""
-    from dask import delayed
+    from dask.delayed import delayed
 
     from .common import tree_reduce
 
@@ -84,7 +84,7 @@ def lazy_moments(reference: Any, cols: list[str]) -> Any:
 
 
 def column_sd_steps(steps: Any, reference: Any, features: list[str],
-                    moments: Any = None) -> tuple[dict, dict[str, str]]:
+                    moments: Any = None) -> tuple[dict[str, Any], dict[str, str]]:
     """``steps`` with their ``sd``/``unit``/``iqr``/``mad`` rules (e.g. ``"-2*sd"``) turned into numbers.
 
     The SD (n - 1) of the finite reference values, as :func:`fme.steps.step_size` computes it, from
@@ -95,7 +95,7 @@ def column_sd_steps(steps: Any, reference: Any, features: list[str],
     ``{feature: rule text}`` of those resolved; a rule giving no valid step (fewer than 2 values, no
     spread) is left to the usual path and its error.
     """
-    import dask
+    from dask.base import compute
 
     todo = _rule_groups(steps, reference._meta, features)
     if not todo:
@@ -103,7 +103,7 @@ def column_sd_steps(steps: Any, reference: Any, features: list[str],
     sd_cols = [f for f, g in todo.items() if g[2].lower() == "sd"]
     sd = {}
     if sd_cols:
-        merged = dask.compute(lazy_moments(reference, sd_cols))[0] if moments is None else moments
+        merged = compute(lazy_moments(reference, sd_cols))[0] if moments is None else moments  # type: ignore[no-untyped-call]  # dask: untyped
         sd = dict(zip(sd_cols, merged.sd(ddof=1)))
     out, rules = dict(steps), {}
     for f, (sign, mult, rule) in todo.items():
@@ -126,13 +126,13 @@ def text_levels(reference: Any, features: list[str]) -> dict[str, Any]:
     return {f: reference[f].dropna().unique(split_out=1) for f in features if is_categorical(reference._meta[f])}
 
 
-def rule_frame(reference: Any, features: list[str], levels: dict | None = None) -> pd.DataFrame:
+def rule_frame(reference: Any, features: list[str], levels: dict[str, Any] | None = None) -> pd.DataFrame:
     """The reference columns ``features`` as step rules read them: the distinct values of a text (non-
     categorical dtype) column, repeated to the frame's length (its level set is what counts); numeric
     columns (a rule :func:`column_sd_steps` could not resolve, for its error message) in full. Other
     columns of ``reference`` are empty (NaN). ``levels``: the computed :func:`text_levels` (computed here
     when None)."""
-    import dask
+    from dask.base import compute
 
     from .._utils.validation import is_categorical
 
@@ -140,7 +140,7 @@ def rule_frame(reference: Any, features: list[str], levels: dict | None = None) 
     numeric = [f for f in features if f not in text]
     if levels is None:
         lazy = text_levels(reference, text)
-        levels = dict(zip(lazy, dask.compute(*lazy.values())))
+        levels = dict(zip(lazy, compute(*lazy.values())))  # type: ignore[no-untyped-call]  # dask: untyped
     levels = {f: levels[f] for f in text}
     full = reference[numeric].compute() if numeric else None
     length = max([len(full) if full is not None else 0] + [len(v) for v in levels.values()] + [1])
@@ -151,5 +151,5 @@ def rule_frame(reference: Any, features: list[str], levels: dict | None = None) 
             cols[f] = v.iloc[np.arange(length) % len(v)].reset_index(drop=True) if len(v) else pd.Series(
                 [None] * length, dtype=reference._meta[f].dtype)
         else:
-            cols[f] = full[f].reset_index(drop=True)
+            cols[f] = cast(pd.DataFrame, full)[f].reset_index(drop=True)  # numeric columns: computed
     return pd.DataFrame(cols).reindex(columns=list(reference.columns))

@@ -97,7 +97,7 @@ class Estimates:
     def magnitude(self) -> np.ndarray:
         """The scale rounding is relative to: :attr:`scale`, or ``|estimate|`` where none was given."""
         own = np.abs(np.asarray(self.estimate, dtype=float))
-        return own if self.scale is None else np.fmax(own, np.asarray(self.scale, dtype=float))
+        return own if self.scale is None else cast(np.ndarray, np.fmax(own, np.asarray(self.scale, dtype=float)))
 
     def contrast(self, L: np.ndarray) -> "Estimates":
         """Linear combinations ``L @ estimate`` (e.g. pairwise differences) with their uncertainty.
@@ -132,11 +132,13 @@ class Estimates:
         """The standard error of each estimate under its method."""
         m = self.estimate.size
         if self.method == "delta":
-            var = np.einsum("mk,kl,ml->m", self.grad, self.vcov, self.grad) if m else np.empty(0)
+            grad, vcov = cast(np.ndarray, self.grad), cast(np.ndarray, self.vcov)  # set for delta
+            var = np.einsum("mk,kl,ml->m", grad, vcov, grad) if m else np.empty(0)
             return np.sqrt(np.maximum(var, 0.0))
         if self.method == "bootstrap":
-            return self.draws.std(axis=1, ddof=1) if self.draws.shape[1] > 1 else np.full(m, np.nan)
-        return self.se
+            draws = cast(np.ndarray, self.draws)  # set for bootstrap
+            return draws.std(axis=1, ddof=1) if draws.shape[1] > 1 else np.full(m, np.nan)
+        return cast(np.ndarray, self.se)  # set for sample
 
     def notes(self) -> np.ndarray:
         """Why the test of an estimate is not valid, in words (``""`` where it is): a standard error at rounding

@@ -47,6 +47,8 @@ A test that fails (a) or (b) has NaN statistic and p-value and a ``note`` saying
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from .._utils.numfmt import fmt_g
@@ -96,7 +98,7 @@ def rounding_mask(se: np.ndarray, estimate: np.ndarray, scale: np.ndarray | None
     if scale is not None:
         size = np.fmax(size, np.asarray(scale, dtype=float))
     with np.errstate(invalid="ignore"):
-        return np.isfinite(se) & (se <= ROUNDING_TOL * np.nan_to_num(size, nan=0.0))
+        return cast(np.ndarray, np.isfinite(se) & (se <= ROUNDING_TOL * np.nan_to_num(size, nan=0.0)))
 
 
 def rounding_note(se: float, estimate: float, what: str = "") -> str:

@@ -7,7 +7,8 @@ diagonal for ``sample`` estimates over disjoint rows (cAME leaves, by-groups).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,8 @@ MULTCOMP = ("holm", "bonferroni", "fdr_bh")
 def covariance(est: Estimates) -> np.ndarray:
     """The joint covariance matrix of ``est.estimate`` (m x m)."""
     if est.method == "delta":
-        return est.grad @ est.vcov @ est.grad.T
+        grad, vcov = cast(np.ndarray, est.grad), cast(np.ndarray, est.vcov)  # set for delta
+        return cast(np.ndarray, grad @ vcov @ grad.T)
     if est.method == "bootstrap":
         draws = np.asarray(est.draws, dtype=float)
         if draws.shape[1] < 2:
@@ -59,12 +61,13 @@ def covariance_factor(est: Estimates) -> tuple[np.ndarray, np.ndarray]:
     centred draws over ``sqrt(B - 1)``, magnitude the draws' own; sample: ``diag(se)``.
     """
     if est.method == "delta":
-        if not np.all(np.isfinite(est.vcov)):
-            nan = np.full(np.shape(est.grad), np.nan)
+        grad, vcov = cast(np.ndarray, est.grad), cast(np.ndarray, est.vcov)  # set for delta
+        if not np.all(np.isfinite(vcov)):
+            nan = np.full(np.shape(grad), np.nan)
             return nan, nan
-        w, U = np.linalg.eigh((est.vcov + est.vcov.T) / 2.0)
+        w, U = np.linalg.eigh((vcov + vcov.T) / 2.0)
         half = U * np.sqrt(np.maximum(w, 0.0))
-        return est.grad @ half, np.abs(est.grad) @ np.abs(half)
+        return grad @ half, np.abs(grad) @ np.abs(half)
     if est.method == "bootstrap":
         draws = np.asarray(est.draws, dtype=float)
         b = max(draws.shape[1] - 1, 1)
@@ -109,9 +112,10 @@ def validity_note(est: Estimates, L: np.ndarray, factor: tuple[np.ndarray, np.nd
         d = numerical_rank(F, np.linalg.norm(F_abs, axis=1))
         if r >= d > 0:
             return identification_note(L.shape[0], d)
-    if est.method == "bootstrap" and est.draws.shape[1] - 1 < q_rank:
+    if est.method == "bootstrap" and cast(np.ndarray, est.draws).shape[1] - 1 < q_rank:
+        n_refits = cast(np.ndarray, est.draws).shape[1]  # set for bootstrap
         return (f"not identified: the covariance of {q_rank} independent contrasts is estimated from "
-                f"{est.draws.shape[1]} refits, which span at most {est.draws.shape[1] - 1} directions; use at least "
+                f"{n_refits} refits, which span at most {n_refits - 1} directions; use at least "
                 f"{q_rank + 1} refits")
     return ""
 
@@ -231,7 +235,7 @@ def named_matrix(m: int, hypothesis: str) -> tuple[np.ndarray, list[tuple[int, i
 _FUNCS = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs}
 
 
-def parse_equation(text: str, m: int):
+def parse_equation(text: str, m: int) -> tuple[Callable[[np.ndarray], np.ndarray], str]:
     """``"b1 - b2 = 0"`` or ``"b2 / b1 = 1"`` -> (function of the estimate vector giving lhs - rhs, label).
 
     Terms ``b1`` .. ``bm`` are the rows in the order printed (numbered from 1); numbers, + - * / ** and
@@ -280,7 +284,7 @@ def _term_near(lhs: str, rhs: str, offset: int | None) -> str:
     return " ".join(words[max(k - 1, 0):k + 1]) or side
 
 
-def jacobian(g, b: np.ndarray) -> np.ndarray:
+def jacobian(g: Callable[..., Any], b: np.ndarray) -> np.ndarray:
     """d g / d b (one row per value of g) by central differences (step 1e-6 * max(1, |b_k|)): error O(step^2)
     for smooth g."""
     q = np.atleast_1d(g(b)).size
@@ -294,7 +298,7 @@ def jacobian(g, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def transform(est: Estimates, g, cov: np.ndarray | None = None) -> Estimates:
+def transform(est: Estimates, g: Callable[..., Any], cov: np.ndarray | None = None) -> Estimates:
     """The estimate of a (possibly non-linear, possibly vector-valued) function ``g`` of the estimates, with its
     uncertainty: the delta method (gradient by central differences) for ``delta`` and ``sample`` estimates,
     ``g`` of each refit's draws for the bootstrap."""
@@ -305,7 +309,8 @@ def transform(est: Estimates, g, cov: np.ndarray | None = None) -> Estimates:
     # to first order, the magnitude of the terms g combines (rounding in g is relative to them)
     scale = np.abs(np.nan_to_num(grad, nan=0.0)) @ np.nan_to_num(est.magnitude, nan=0.0)
     if est.method == "bootstrap":
-        draws = np.column_stack([np.atleast_1d(g(est.draws[:, k])) for k in range(est.draws.shape[1])])
+        refits = cast(np.ndarray, est.draws)  # set for bootstrap
+        draws = np.column_stack([np.atleast_1d(g(refits[:, k])) for k in range(refits.shape[1])])
         return Estimates("bootstrap", value, draws=draws.astype(float).reshape(q, -1), ci=est.ci,
                          n_failed=est.n_failed, errors=est.errors, scale=scale)
     if est.method == "delta":
@@ -357,12 +362,13 @@ def stack_estimates(parts: list[Estimates]) -> Estimates | None:
     if method == "delta":
         # t degrees of freedom (df=) stay with the rows when every part has them
         df = None if any(p.df is None for p in parts) else np.concatenate([np.asarray(p.df, float) for p in parts])
-        return Estimates("delta", est, grad=np.vstack([p.grad for p in parts]), vcov=parts[0].vcov, df=df,
-                         scale=scale)
+        grads = [cast(np.ndarray, p.grad) for p in parts]  # set for delta
+        return Estimates("delta", est, grad=np.vstack(grads), vcov=parts[0].vcov, df=df, scale=scale)
     if method == "bootstrap":
-        if len({p.draws.shape[1] for p in parts}) != 1:
+        draws = [cast(np.ndarray, p.draws) for p in parts]  # set for bootstrap
+        if len({d.shape[1] for d in draws}) != 1:
             return None
-        return Estimates("bootstrap", est, draws=np.vstack([p.draws for p in parts]), ci=parts[0].ci,
+        return Estimates("bootstrap", est, draws=np.vstack(draws), ci=parts[0].ci,
                          n_failed=parts[0].n_failed, errors=parts[0].errors, scale=scale)
-    return Estimates("sample", est, se=np.concatenate([p.se for p in parts]),
+    return Estimates("sample", est, se=np.concatenate([cast(np.ndarray, p.se) for p in parts]),
                      df=np.concatenate([p.df for p in parts]), scale=scale)
