@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from ._common import (CMAP_COUNTS, CMAP_DIVERGING_FME, CMAP_NLM, CMAP_SEQUENTIAL, COLORS, FONTSIZE, centred_norm,
-                      feature_label, fmt_num, measure_column, new_axes, place_arrow, pyplot, step_label, style_axes)
+                      check_effects, feature_label, fmt_num, measure_column, new_axes, place_arrow, pyplot, step_label, style_axes)
+from ..exceptions import FeatureError, ParameterError
 from .data import finite_rows, histogram_edges, kde_curve
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -43,7 +44,7 @@ def _resolve_kind(kind: str, steps: Sequence[Step], features: Sequence[str], num
                   n: int, hexbin_threshold: int) -> str:
     """The layout: paper §7/§8: one feature -> scatter, two -> map, else density."""
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
+        raise ParameterError(f"kind must be one of {KINDS}, got {kind!r}.")
     categorical = any(not s.is_numeric for s in steps)
     if kind == "auto":
         if categorical or not all(numeric) or len(features) > 2:
@@ -52,10 +53,11 @@ def _resolve_kind(kind: str, steps: Sequence[Step], features: Sequence[str], num
             return "map"
         return "hexbin" if n > hexbin_threshold else "scatter"
     if kind in ("scatter", "hexbin") and (len(features) != 1 or not all(numeric)):
-        raise ValueError(f"kind={kind!r} plots against one numeric feature; got features {list(features)}. "
+        raise ParameterError(f"kind={kind!r} plots against one numeric feature; got features {list(features)}. "
                          "Pass features=[<one numeric feature>] or kind='density'.")
     if kind == "map" and (len(features) != 2 or not all(numeric)):
-        raise ValueError(f"kind='map' needs two numeric features; got {list(features)}.")
+        raise ParameterError(f"kind='map' needs two numeric features; got {list(features)}. Pass "
+                             "features=[<numeric>, <numeric>] or kind='density'.")
     return kind
 
 
@@ -134,12 +136,17 @@ class FMEDisplay:
     # ------------------------------------------------------------- building
     @classmethod
     def _from_result(cls, effects: FMEResult, features: Sequence[str] | None, output: Any,
-                     units: Mapping[str, str] | None, prediction_unit: str | None):
-        column = measure_column(effects, cls.measure, output)
+                     units: Mapping[str, str] | None, prediction_unit: str | None, who: str | None = None):
+        who = who or f"{cls.__name__}.from_effects"
+        check_effects(effects, who)
+        column = measure_column(effects, cls.measure, output, who)
+        if isinstance(features, str):
+            features = [features]
         features = [s.feature for s in effects.steps] if features is None else list(features)
         unknown = [f for f in features if f not in effects.data.columns]
         if unknown:
-            raise ValueError(f"features {unknown} are not columns of the effects' data.")
+            raise FeatureError(f"features {unknown} are not columns of the effects' data; pick from "
+                               f"{list(effects.data.columns)[:20]}.")
         average = effects.ame if cls.measure == "fme" else effects.anlm
         if isinstance(average, pd.Series):
             average = average[column.split("_", 1)[1]]
@@ -460,7 +467,8 @@ class EffectsDisplay:
                      axes: Sequence[Axes] | None = None, ax: Any = None, **plot_kw: Any) -> EffectsDisplay:
         """Build both panels from an :class:`~fme.FMEResult` with NLMs and plot them (``ax``/``axes`` as in
         :meth:`plot`)."""
-        args = (effects, features, output, units, prediction_unit)
+        args = (effects, features, output, units, prediction_unit, "EffectsDisplay.from_effects")
+        # both panels are checked before either is drawn: effects without NLMs fail here, not half-drawn
         return cls(FMEDisplay._from_result(*args), NLMDisplay._from_result(*args)).plot(axes=axes, ax=ax, **plot_kw)
 
     def plot(self, *, axes: Sequence[Axes] | None = None, ax: Any = None, **plot_kw: Any) -> EffectsDisplay:
@@ -470,13 +478,14 @@ class EffectsDisplay:
         place is split into the two panels (as scikit-learn's ``PartialDependenceDisplay`` splits its ``ax``);
         ``axes`` is the same as two Axes."""
         if ax is not None and axes is not None:
-            raise ValueError("pass either ax= or axes=, not both.")
+            raise ParameterError("pass either ax= or axes=, not both.")
         if ax is not None:
             axes = _split_axes(ax)
         if axes is None:
             _, axes = pyplot().subplots(1, 2, figsize=(12, 4.6), layout="constrained")
         if len(axes) != 2:
-            raise ValueError(f"axes must hold two Axes (fME, NLM), got {len(axes)}.")
+            raise ParameterError(f"axes must hold two Axes (fME, NLM), got {len(axes)}; pass two, or one Axes to "
+                                 "split in two.")
         self.fme_display.plot(ax=axes[0], **plot_kw)
         self.nlm_display.plot(ax=axes[1], **plot_kw)
         self.axes_ = np.asarray(axes, dtype=object)

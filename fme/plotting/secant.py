@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ._common import COLORS, FONTSIZE, fmt_num, new_axes, step_label, style_axes
+from ..exceptions import DataError, ParameterError, StepError
+from ._common import COLORS, FONTSIZE, check_effects, fmt_num, new_axes, step_label, style_axes
 from .data import finite_rows
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -69,17 +70,30 @@ class SecantTangentDisplay:
 
         Raises
         ------
-        ValueError
-            For multivariate or categorical steps, or a dME frame missing rows.
+        ParameterError
+            For anything but an :func:`fme.fme` result, or a multi-output one.
+        StepError
+            For multivariate or categorical steps.
+        DataError
+            For a dME frame that is not :func:`fme.dme` output or misses evaluated rows.
         """
+        who = "SecantTangentDisplay.from_effects"
+        check_effects(effects, who)
         if len(effects.steps) != 1 or not effects.steps[0].is_numeric:
-            raise ValueError(f"secant vs tangent needs one numeric step, got {effects.describe_steps()!r}.")
+            raise StepError(f"secant vs tangent needs one numeric step, got {effects.describe_steps()!r}; compute "
+                            "fme.fme with one numeric step, e.g. {feature: 1.0}.")
         if effects.output_names is not None:
-            raise ValueError("secant vs tangent needs a single-output fME (not target_class='all').")
+            raise ParameterError("secant vs tangent needs a single-output fME (not target_class='all'); pass "
+                                 "target_class=<class>.")
+        if not isinstance(dme_frame, pd.DataFrame) or "dme" not in dme_frame.columns:
+            got = (f"a DataFrame with columns {list(dme_frame.columns)[:8]}" if isinstance(dme_frame, pd.DataFrame)
+                   else type(dme_frame).__name__)
+            raise DataError(f"{who} needs fme.dme's output (a DataFrame with a 'dme' column) as dme_frame, got {got}; "
+                            "pass fme.dme(model, data, feature).")
         missing = effects.results.index.difference(dme_frame.index)
         if len(missing):
-            raise ValueError(f"dme_frame lacks {len(missing)} evaluated rows (e.g. {list(missing[:3])}); compute "
-                             "fme.dme on the same data.")
+            raise DataError(f"dme_frame lacks {len(missing)} evaluated rows (e.g. {list(missing[:3])}); compute "
+                            "fme.dme on the same data.")
         step = effects.steps[0]
         tangent = dme_frame.loc[effects.results.index, "dme"].to_numpy(dtype=float) * float(step.value)
         disp = cls(fme_values=effects.results["fme"].to_numpy(dtype=float), tangent_values=tangent, step=step,

@@ -638,3 +638,61 @@ def test_honest_tree_counts_one_set_of_rows_and_says_which(pyplot):
             f"count, share, cAME and CI, and the panels (all {n_est:,})." in note)
     assert "The AME of all 600 evaluated rows is" in note and "dashed: the estimation rows' AME" in note
     pyplot.close("all")
+
+
+# ----------------------------------------------------------------- bad input: fme's own exceptions
+def _no_nlm(data):
+    return fme.fme(square, data, {"x": 1.0})
+
+
+REFUSALS = {
+    "effects_without_nlm": (lambda data, eff: EffectsDisplay.from_effects(_no_nlm(data)), fme.ParameterError,
+                            r"EffectsDisplay.*no NLM.*fme\.fme\(\.\.\., nlm=True\)"),
+    "nlm_without_nlm": (lambda data, eff: NLMDisplay.from_effects(_no_nlm(data)), fme.ParameterError,
+                        r"NLMDisplay.*nlm=True"),
+    "fme_not_a_result": (lambda data, eff: FMEDisplay.from_effects(data), fme.ParameterError,
+                         r"FMEDisplay.from_effects takes .*got DataFrame"),
+    "fme_unknown_kind": (lambda data, eff: FMEDisplay.from_effects(eff, kind="pie"), fme.ParameterError,
+                         "kind must be one of"),
+    "fme_unknown_feature": (lambda data, eff: FMEDisplay.from_effects(eff, features=["nope"]), fme.FeatureError,
+                            r"\['nope'\] are not columns"),
+    "fme_map_of_one": (lambda data, eff: FMEDisplay.from_effects(eff, kind="map"), fme.ParameterError,
+                       "two numeric features"),
+    "effects_unknown_output": (lambda data, eff: EffectsDisplay.from_effects(eff, output="a"), fme.ParameterError,
+                               "not one of the classes"),
+    "effects_ax_and_axes": (lambda data, eff: EffectsDisplay.from_effects(eff, ax=[None, None], axes=[None, None]),
+                            fme.ParameterError, "either ax= or axes="),
+    "secant_not_a_result": (lambda data, eff: SecantTangentDisplay.from_effects(data, data), fme.ParameterError,
+                            "SecantTangentDisplay.from_effects takes"),
+    "secant_two_steps": (lambda data, eff: SecantTangentDisplay.from_effects(
+        fme.fme(lambda d: d["x"] * d["z"], data, {"x": 1.0, "z": 1.0}), fme.dme(square, data, "x")),
+        fme.StepError, "one numeric step"),
+    "secant_dme_not_a_frame": (lambda data, eff: SecantTangentDisplay.from_effects(eff, np.ones(3)), fme.DataError,
+                               r"'dme' column.*got ndarray"),
+    "secant_dme_missing_rows": (lambda data, eff: SecantTangentDisplay.from_effects(
+        eff, fme.dme(square, data, "x").iloc[:3]), fme.DataError, "lacks"),
+    "secant_model_unknown_feature": (lambda data, eff: SecantTangentDisplay.from_model(square, data, "nope", 1.0),
+                                     fme.FMEError, "nope"),
+    "partition_not_a_partition": (lambda data, eff: PartitionDisplay.from_partition(eff), fme.ParameterError,
+                                  r"from_partition takes the result of fme\.came.*FMEResult"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+def test_every_display_refuses_bad_input_with_an_fme_error(pyplot, data, eff, case):
+    call, error, msg = REFUSALS[case]
+    with pytest.raises(error, match=msg) as info:
+        call(data, eff)
+    assert isinstance(info.value, fme.FMEError)
+
+
+def test_plotting_raises_no_bare_builtin_exception():
+    """Every refusal in fme.plotting is one of fme's exceptions (which are also ValueError/TypeError)."""
+    bare = []
+    for path in sorted(Path(fme.plotting.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(exc, ast.Name) and exc.id in ("ValueError", "TypeError", "KeyError"):
+                    bare.append(f"{path.name}:{node.lineno} {exc.id}")
+    assert bare == []
