@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ._common import (CMAP_COUNTS, CMAP_DIVERGING_FME, CMAP_NLM, CMAP_SEQUENTIAL, COLORS, FONTSIZE, centred_norm,
-                      check_effects, feature_label, fmt_num, measure_column, new_axes, place_arrow, pyplot, step_label, style_axes)
 from ..exceptions import FeatureError, ParameterError
+from ._common import (CMAP_COUNTS, CMAP_DIVERGING_FME, CMAP_NLM, CMAP_SEQUENTIAL, COLORS, FONTSIZE, centred_norm,
+                      check_effects, feature_label, fmt_num, measure_column, new_axes, place_arrow, pyplot, step_label,
+                      style_axes)
 from .data import finite_rows, histogram_edges, kde_curve
 
 if TYPE_CHECKING:  # pragma: no cover - typing only

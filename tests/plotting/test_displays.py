@@ -665,7 +665,7 @@ REFUSALS = {
     "secant_not_a_result": (lambda data, eff: SecantTangentDisplay.from_effects(data, data), fme.ParameterError,
                             "SecantTangentDisplay.from_effects takes"),
     "secant_two_steps": (lambda data, eff: SecantTangentDisplay.from_effects(
-        fme.fme(lambda d: d["x"] * d["z"], data, {"x": 1.0, "z": 1.0}), fme.dme(square, data, "x")),
+        fme.fme(lambda d: d["x"] * d["z"], data, {"x": 1.0, "z": 1.0}, inference="sample"), fme.dme(square, data, "x")),
         fme.StepError, "one numeric step"),
     "secant_dme_not_a_frame": (lambda data, eff: SecantTangentDisplay.from_effects(eff, np.ones(3)), fme.DataError,
                                r"'dme' column.*got ndarray"),
@@ -696,3 +696,58 @@ def test_plotting_raises_no_bare_builtin_exception():
                 if isinstance(exc, ast.Name) and exc.id in ("ValueError", "TypeError", "KeyError"):
                     bare.append(f"{path.name}:{node.lineno} {exc.id}")
     assert bare == []
+
+
+# ----------------------------------------------------------------- legends clear of the data, no tangent for trees
+def _covered_points(legend, collection) -> np.ndarray:
+    """The drawn points of ``collection`` inside the legend's box, in display coordinates (after a draw)."""
+    legend.figure.canvas.draw()
+    box = legend.get_window_extent()
+    xy = collection.get_offset_transform().transform(offsets(collection))
+    inside = (box.x0 <= xy[:, 0]) & (xy[:, 0] <= box.x1) & (box.y0 <= xy[:, 1]) & (xy[:, 1] <= box.y1)
+    return xy[inside]
+
+
+@pytest.mark.parametrize("tangent, secant", [
+    ([2.5], [2.5]),                                            # the only point
+    ([0.0, 0.0, 1.0, 1.0, 0.5], [0.0, 1.0, 0.0, 1.0, 0.5]),    # a point in every corner and the middle
+    ([0.0, 0.1, 0.2, 1.0], [1.0, 0.95, 0.9, 0.0]),             # points in the upper left
+])
+def test_secant_tangent_legend_covers_no_point(pyplot, tangent, secant):
+    disp = SecantTangentDisplay(fme_values=np.array(secant), tangent_values=np.array(tangent),
+                                step=fme.steps.Step("x", "numeric", 1.0)).plot()
+    assert len(offsets(disp.scatter_)) == len(secant)
+    assert _covered_points(disp.legend_, disp.scatter_).size == 0
+
+
+@pytest.fixture(scope="module")
+def tree_model(data):
+    tree = pytest.importorskip("sklearn.ensemble")
+    y = np.sin(2 * data["x"]) + data["z"]
+    return tree.RandomForestRegressor(n_estimators=10, max_depth=4, random_state=0).fit(data[["x", "z"]], y)
+
+
+def test_secant_tangent_of_a_tree_draws_no_tangent_and_warns_nothing(pyplot, data, tree_model):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no inference warning for an interval the figure does not show
+        disp = SecantTangentDisplay.from_model(tree_model, data[["x", "z"]], "x", 1.0)
+    assert disp.piecewise_constant
+    assert disp.scatter_ is None and disp.identity_line_ is None
+    assert not disp.ax_.collections and not disp.ax_.lines
+    assert "No tangent drawn" in disp.note_.get_text() and "piecewise constant along x" in disp.note_.get_text()
+
+
+def test_secant_tangent_reads_a_piecewise_constant_prediction_from_the_slopes(pyplot, data):
+    def steps_of_half(d):
+        return np.floor(2 * d["x"])
+
+    eff = fme.fme(steps_of_half, data, {"x": 1.0}, inference="sample")
+    derivative = fme.dme(steps_of_half, data, "x")
+    disp = SecantTangentDisplay.from_effects(eff, derivative)
+    # the slope is 0 wherever the central difference crosses no jump: almost every row
+    assert disp.zero_slope_share > 0.9
+    assert disp.piecewise_constant and disp.scatter_ is None and "No tangent drawn" in disp.note_.get_text()
+    smooth = SecantTangentDisplay.from_model(square, data, "x", 1.0)
+    assert smooth.zero_slope_share == 0.0 and not smooth.piecewise_constant and smooth.note_ is None
