@@ -15,6 +15,7 @@ import pytest
 
 import fme
 from fme.plotting._common import fmt_ci, fmt_p
+from fme.steps import Step
 from fme.plotting.tree import edge_label, leaf_label, tree_layout
 from fme.plotting import (
     COLORS,
@@ -715,7 +716,7 @@ def _covered_points(legend, collection) -> np.ndarray:
 ])
 def test_secant_tangent_legend_covers_no_point(pyplot, tangent, secant):
     disp = SecantTangentDisplay(fme_values=np.array(secant), tangent_values=np.array(tangent),
-                                step=fme.steps.Step("x", "numeric", 1.0)).plot()
+                                step=Step("x", "numeric", 1.0)).plot()
     assert len(offsets(disp.scatter_)) == len(secant)
     assert _covered_points(disp.legend_, disp.scatter_).size == 0
 
@@ -751,3 +752,69 @@ def test_secant_tangent_reads_a_piecewise_constant_prediction_from_the_slopes(py
     assert disp.piecewise_constant and disp.scatter_ is None and "No tangent drawn" in disp.note_.get_text()
     smooth = SecantTangentDisplay.from_model(square, data, "x", 1.0)
     assert smooth.zero_slope_share == 0.0 and not smooth.piecewise_constant and smooth.note_ is None
+
+
+def _nlm_grid_display(n: int = 20) -> NLMDisplay:
+    """NLMs filling the whole plotting area (every corner holds points), both signs, an extreme point at -3."""
+    gx, gy = np.meshgrid(np.linspace(0.0, 1.0, n), np.linspace(-1.0, 1.0, n))
+    x, y = gx.ravel(), gy.ravel()
+    y[0] = -3.0
+    return NLMDisplay(values=y, feature_values=pd.DataFrame({"x": x}), steps=(Step("x", "numeric", 0.1),),
+                      average=float(y.mean()), extrapolated=pd.DataFrame({"x": [1.05, 1.2]}))
+
+
+@pytest.mark.parametrize("cls", [FMEDisplay, NLMDisplay])
+def test_effects_legend_covers_no_point(pyplot, cls):
+    disp = _nlm_grid_display()
+    disp = cls(values=disp.values, feature_values=disp.feature_values, steps=disp.steps, average=disp.average,
+               extrapolated=disp.extrapolated).plot(kind="scatter")
+    assert _covered_points(disp.legend_, disp.scatter_).size == 0
+    assert disp.legend_.get_window_extent().y0 >= disp.ax_.bbox.y1  # above the axes, not over the extreme point
+
+
+def _rgb(colour) -> tuple:
+    from matplotlib.colors import to_rgb
+
+    return tuple(np.round(to_rgb(colour), 3))
+
+
+def _legend_colours(legend) -> set:
+    out = set()
+    for handle in legend.legend_handles:
+        if hasattr(handle, "get_markerfacecolor"):
+            out |= {_rgb(handle.get_color()), _rgb(handle.get_markerfacecolor())}
+        elif hasattr(handle, "get_facecolor"):
+            out |= {_rgb(c) for c in np.atleast_2d(handle.get_facecolor())[:, :3]}
+    return out
+
+
+def test_nlm_scatter_explains_every_colour(pyplot, data):
+    res = fme.fme(lambda d: np.sin(3 * d["x"]), data, {"x": 1.5}, nlm=True, extrapolation="envelope",
+                  inference="sample")
+    disp = NLMDisplay.from_effects(res)
+    assert len(res.extrapolated) > 0 and disp.extrapolation_ is not None
+    used = {_rgb(line.get_color()) for line in disp.ax_.lines}
+    for collection in disp.ax_.collections:
+        assert collection.get_array() is None  # no colour from a colormap: the legend explains every one
+        used |= {_rgb(c) for c in np.vstack([collection.get_facecolor(), collection.get_edgecolor()])[:, :3]}
+    assert {_rgb(COLORS["points"]), _rgb(COLORS["negative"])} <= used
+    assert used <= _legend_colours(disp.legend_)
+    labels = [t.get_text() for t in disp.legend_.get_texts()]
+    nlm = res.results["nlm"].dropna()
+    assert f"NLM < 0 (strongly non-linear): {int((nlm < 0).sum())}" in labels
+    assert f"NLM ≥ 0: {int((nlm >= 0).sum())}" in labels and "NLM = 1 (linear)" in labels
+
+
+@pytest.mark.parametrize("cls", [FMEDisplay, NLMDisplay])
+def test_left_out_rug_stays_inside_the_axes(pyplot, eff, cls):
+    disp = cls.from_effects(eff)
+    disp.figure_.canvas.draw()
+    rug = disp.extrapolation_
+    assert rug.get_clip_on()
+    box = disp.ax_.bbox
+    xy = rug.get_offset_transform().transform(offsets(rug))
+    half = np.sqrt(rug.get_sizes()[0]) * disp.figure_.dpi / 72 / 2  # the tick's half height, in pixels
+    assert np.all((box.x0 <= xy[:, 0]) & (xy[:, 0] <= box.x1))
+    assert np.all((box.y0 <= xy[:, 1] - half + 1e-6) & (xy[:, 1] + half <= box.y1))  # stands on the bottom edge
+    x0, x1 = disp.ax_.get_xlim()
+    assert x0 <= offsets(rug)[:, 0].min() and offsets(rug)[:, 0].max() <= x1
