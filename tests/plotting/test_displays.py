@@ -643,7 +643,7 @@ def test_honest_tree_counts_one_set_of_rows_and_says_which(pyplot):
 
 # ----------------------------------------------------------------- bad input: fme's own exceptions
 def _no_nlm(data):
-    return fme.fme(square, data, {"x": 1.0})
+    return fme.fme(square, data, {"x": 1.0}, inference="sample")
 
 
 REFUSALS = {
