@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._utils.frames import ReadableFrame
 from .._utils.numfmt import fmt_bound
 from .._utils.stats import describe
 from .args import string_columns
@@ -214,7 +215,8 @@ class PartitionResult:
             rows.append(row)
         cols = (LEAF_COLUMNS + (["n_grown"] if self.honest else []) + INFERENCE_COLUMNS
                 + (NLM_COLUMNS if nlms is not None else []) + ["rule"])
-        self.leaves = pd.DataFrame(rows, columns=cols)
+        # printed with each cAME and its interval first (the frame keeps its columns in this order)
+        self.leaves = ReadableFrame(rows, columns=cols)
         root = {"node": 1, **_figures(fmes, nlms, conf_level, lin), **inf.average().table(conf_level).iloc[0].to_dict(),
                 "rule": "(all)"}
         self.root = pd.Series(root)[[c for c in cols if c != "n_grown"]]

@@ -41,6 +41,9 @@ def as_pandas(data: Any, name: str = "data") -> Any:
             f"pd.DataFrame({name}, columns=model.feature_names_in_) (a scikit-learn estimator fitted on a "
             "DataFrame keeps its column names in feature_names_in_), or pass the DataFrame the model was fitted on."
         )
+    lazy = _lazy_frame_hint(data, name)
+    if lazy is not None:
+        raise DataError(lazy)
     if hasattr(data, "__arrow_c_stream__") and not isinstance(data, type):
         try:
             import pyarrow as pa
@@ -53,7 +56,28 @@ def as_pandas(data: Any, name: str = "data") -> Any:
                             "(pip install pyarrow, or 'fme[dask]'), or pass data.to_pandas().")
     if hasattr(data, "__dataframe__") and not isinstance(data, type):
         return pd.api.interchange.from_dataframe(data, allow_copy=True)
+    if _module_root(data) == "polars":
+        # a polars object that offers neither protocol (an old polars, a Series): no generic way in
+        raise DataError(f"`{name}` is a polars {type(data).__name__}, which fme cannot read directly; pass "
+                        f"{name}.to_pandas() (a polars Series: {name}.to_frame().to_pandas()).")
     return data
+
+
+def _module_root(obj: Any) -> str:
+    """The top-level package of ``obj``'s class (``"polars"``), read without importing that package."""
+    return str(getattr(type(obj), "__module__", "") or "").split(".")[0]
+
+
+def _lazy_frame_hint(data: Any, name: str) -> str | None:
+    """What to say of a lazy query given as data (a polars LazyFrame), or None for anything else.
+
+    A lazy frame holds a query, not rows: it offers no data frame protocol, so without this it would be
+    refused as if it were an array.
+    """
+    if _module_root(data) == "polars" and type(data).__name__ == "LazyFrame":
+        return (f"`{name}` is a polars LazyFrame, a query that has not been run; run it with {name}.collect() "
+                "and pass the polars DataFrame it returns (fme reads polars DataFrames).")
+    return None
 
 
 def check_data(data: Any, name: str = "data") -> pd.DataFrame:

@@ -2,7 +2,7 @@
 
 The tables of :func:`fme.ame`, :func:`fme.avg_predictions`, :func:`fme.avg_slopes`,
 :func:`fme.avg_comparisons`, :func:`fme.interaction` and :func:`fme.hypotheses` are ``EstimatesTable``
-objects: pandas DataFrames (printed exactly as before) that also hold the joint uncertainty of their rows
+objects: pandas DataFrames (printed with the estimate and its interval first) that also hold the joint uncertainty of their rows
 (an :class:`~fme.inference.Estimates`: delta gradients and the parameter covariance, the bootstrap
 refits' draws, or the fixed-model standard errors; paper §3.2 and §5.5), so that :func:`fme.hypotheses`
 can test any linear or non-linear combination of the rows later.
@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from .._utils.frames import ReadableFrame
 from ..exceptions import ParameterError
 from .estimates import Estimates
 from .wald import covariance
@@ -60,10 +61,12 @@ def _take(est: Estimates, positions: np.ndarray) -> Estimates:
                    draws=pick(est.draws), se=pick(est.se), df=pick(est.df))
 
 
-class EstimatesTable(pd.DataFrame):
+class EstimatesTable(ReadableFrame):
     """A DataFrame of estimates that keeps their joint uncertainty, for :func:`fme.hypotheses`.
 
-    Printed, indexed and computed with like any DataFrame; five public attributes ride along.
+    Indexed and computed with like any DataFrame; five public attributes ride along. Printed (repr,
+    ``to_string``) with the labels, the estimate and its interval first, within the display width
+    (:class:`~fme._utils.frames.ReadableFrame`); the columns themselves keep their order.
 
     Attributes
     ----------

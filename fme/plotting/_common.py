@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._utils import numfmt as _shared
+from ..exceptions import ParameterError
 from .._utils.numfmt import fmt_sig as fmt_num, p_phrase as fmt_p
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 __all__ = ["OKABE_ITO", "COLORS", "FONTSIZE", "CMAP_SEQUENTIAL", "CMAP_DIVERGING_FME", "CMAP_NLM", "CMAP_COUNTS",
            "pyplot", "new_axes", "style_axes", "step_label", "feature_label", "measure_column", "fmt_num",
-           "fmt_ci", "fmt_p", "centred_norm", "place_arrow"]
+           "fmt_ci", "fmt_p", "centred_norm", "place_arrow", "check_effects"]
 
 #: Okabe & Ito (2008) colour-blind-safe palette.
 OKABE_ITO = {
@@ -94,19 +95,46 @@ def feature_label(feature: str, units: Mapping[str, str]) -> str:
     return f"{feature} ({unit})" if unit else feature
 
 
-def measure_column(effects: FMEResult, measure: str, output: Any) -> str:
-    """The results column of ``measure`` (``'fme'`` or ``'nlm'``) for ``output`` (a class, or None)."""
+def measure_column(effects: FMEResult, measure: str, output: Any, who: str = "this display") -> str:
+    """The results column of ``measure`` (``'fme'`` or ``'nlm'``) for ``output`` (a class, or None).
+
+    Raises
+    ------
+    ParameterError
+        Effects without NLMs asked for one, several classes without ``output``, or an unknown class; ``who``
+        (the display) is named in the message.
+    """
     cols = effects.fme_columns if measure == "fme" else effects.nlm_columns
     if not cols:
-        raise ValueError("these effects have no NLM; recompute with fme.fme(..., nlm=True).")
+        raise ParameterError(f"{who} draws NLMs, but these effects have no NLM (fme.fme computes them only when "
+                             "asked); recompute with fme.fme(..., nlm=True).")
     if output is None:
         if len(cols) > 1:
-            raise ValueError(f"the effects have one {measure} column per class {cols}; pass output=<class>.")
+            raise ParameterError(f"the effects have one {measure} column per class {cols}; pass output=<class> to "
+                                 f"{who}.")
         return cols[0]
     col = f"{measure}_{output}"
     if col not in cols:
-        raise ValueError(f"output={output!r} is not one of the classes {list(effects.output_names or [])}.")
+        raise ParameterError(f"output={output!r} is not one of the classes {list(effects.output_names or [])}; pass "
+                             "one of them.")
     return col
+
+
+def check_effects(effects: Any, who: str) -> None:
+    """Refuse anything but an in-memory :func:`fme.fme` result (the displays read its rows).
+
+    Raises
+    ------
+    ParameterError
+        Naming ``who`` (the display's constructor), what was given and what to pass instead.
+    """
+    from .._core.results import FMEResult
+
+    if not isinstance(effects, FMEResult):
+        hint = (" (on Dask data: compute the effects of a sample, e.g. fme.fme(model, ddf.sample(frac=...)"
+                ".compute(), ...))" if hasattr(effects, "npartitions") or "Dask" in type(effects).__name__ else "")
+        raise ParameterError(f"{who} takes the result of fme.fme on a pandas DataFrame (an FMEResult), got "
+                             f"{type(effects).__name__}; pass fme.fme(model, data, steps){hint}.")
 
 
 # ----------------------------------------------------------------- formatting

@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..exceptions import FeatureError, ParameterError
 from ._common import (CMAP_COUNTS, CMAP_DIVERGING_FME, CMAP_NLM, CMAP_SEQUENTIAL, COLORS, FONTSIZE, centred_norm,
-                      feature_label, fmt_num, measure_column, new_axes, place_arrow, pyplot, step_label, style_axes)
+                      check_effects, feature_label, fmt_num, measure_column, new_axes, place_arrow, pyplot, step_label,
+                      style_axes)
 from .data import finite_rows, histogram_edges, kde_curve
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -37,13 +39,15 @@ __all__ = ["KINDS", "FMEDisplay", "NLMDisplay", "EffectsDisplay", "plot_fme_nlm"
 
 #: Layouts of ``plot(kind=...)``.
 KINDS = ("auto", "scatter", "hexbin", "map", "density")
+#: Marker area (points²) of the rug of rows left out as extrapolation points.
+RUG_SIZE = 160.0
 
 
 def _resolve_kind(kind: str, steps: Sequence[Step], features: Sequence[str], numeric: Sequence[bool],
                   n: int, hexbin_threshold: int) -> str:
     """The layout: paper §7/§8: one feature -> scatter, two -> map, else density."""
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
+        raise ParameterError(f"kind must be one of {KINDS}, got {kind!r}.")
     categorical = any(not s.is_numeric for s in steps)
     if kind == "auto":
         if categorical or not all(numeric) or len(features) > 2:
@@ -52,10 +56,11 @@ def _resolve_kind(kind: str, steps: Sequence[Step], features: Sequence[str], num
             return "map"
         return "hexbin" if n > hexbin_threshold else "scatter"
     if kind in ("scatter", "hexbin") and (len(features) != 1 or not all(numeric)):
-        raise ValueError(f"kind={kind!r} plots against one numeric feature; got features {list(features)}. "
+        raise ParameterError(f"kind={kind!r} plots against one numeric feature; got features {list(features)}. "
                          "Pass features=[<one numeric feature>] or kind='density'.")
     if kind == "map" and (len(features) != 2 or not all(numeric)):
-        raise ValueError(f"kind='map' needs two numeric features; got {list(features)}.")
+        raise ParameterError(f"kind='map' needs two numeric features; got {list(features)}. Pass "
+                             "features=[<numeric>, <numeric>] or kind='density'.")
     return kind
 
 
@@ -134,12 +139,17 @@ class FMEDisplay:
     # ------------------------------------------------------------- building
     @classmethod
     def _from_result(cls, effects: FMEResult, features: Sequence[str] | None, output: Any,
-                     units: Mapping[str, str] | None, prediction_unit: str | None):
-        column = measure_column(effects, cls.measure, output)
+                     units: Mapping[str, str] | None, prediction_unit: str | None, who: str | None = None):
+        who = who or f"{cls.__name__}.from_effects"
+        check_effects(effects, who)
+        column = measure_column(effects, cls.measure, output, who)
+        if isinstance(features, str):
+            features = [features]
         features = [s.feature for s in effects.steps] if features is None else list(features)
         unknown = [f for f in features if f not in effects.data.columns]
         if unknown:
-            raise ValueError(f"features {unknown} are not columns of the effects' data.")
+            raise FeatureError(f"features {unknown} are not columns of the effects' data; pick from "
+                               f"{list(effects.data.columns)[:20]}.")
         average = effects.ame if cls.measure == "fme" else effects.anlm
         if isinstance(average, pd.Series):
             average = average[column.split("_", 1)[1]]
@@ -291,7 +301,8 @@ class FMEDisplay:
 
     def _reference_lines(self, ax: Axes, vertical: bool) -> None:
         line = ax.axvline if vertical else ax.axhline
-        self.zero_line_ = line(0.0, color=COLORS["reference"], linewidth=0.8, linestyle=":", zorder=1)
+        self.zero_line_ = line(0.0, color=COLORS["reference"], linewidth=0.8, linestyle=":", zorder=1,
+                               label=f"{self.measure_name} = 0")
 
     def _plot_against_feature(self, ax: Axes, gridsize: int, scatter_kw: dict) -> None:
         feature = self.feature_values.columns[0]
@@ -321,16 +332,24 @@ class FMEDisplay:
         self._reference_lines(ax, vertical=False)
         self._average_line(ax, vertical=False)
         if len(self.extrapolated):
-            from matplotlib.transforms import blended_transform_factory
+            from matplotlib.transforms import blended_transform_factory, offset_copy
 
-            # A rug at the bottom edge: these rows have no fME, only a feature value.
-            trans = blended_transform_factory(ax.transData, ax.transAxes)
+            # A rug standing on the bottom edge: these rows have no fME, only a feature value. The ticks are
+            # lifted by half their height (in points, whatever the layout) and the x range takes them in, so
+            # the rug stays inside the axes and is clipped to them like every other mark.
             xe = self.extrapolated[feature].to_numpy(dtype=float)
-            self.extrapolation_ = ax.scatter(xe, np.full(xe.size, 0.02), transform=trans, marker="|", s=160,
-                                             linewidths=1.5, color=COLORS["extrapolation"], zorder=4, clip_on=False,
+            trans = offset_copy(blended_transform_factory(ax.transData, ax.transAxes), fig=ax.figure,
+                                y=np.sqrt(RUG_SIZE) / 2, units="points")
+            self.extrapolation_ = ax.scatter(xe, np.zeros(xe.size), transform=trans, marker="|", s=RUG_SIZE,
+                                             linewidths=1.5, color=COLORS["extrapolation"], zorder=4,
                                              label=f"left out (extrapolation): {xe.size}")
+            finite = xe[np.isfinite(xe)]
+            if finite.size:
+                ax.dataLim.update_from_data_xy(np.column_stack([finite, np.zeros(finite.size)]), ignore=False,
+                                               updatex=True, updatey=False)
+                ax.autoscale_view()
         y0, y1 = ax.get_ylim()
-        ax.set_ylim(y0 - 0.04 * (y1 - y0), y1 + 0.18 * (y1 - y0))  # room for the rug and the arrow
+        ax.set_ylim(y0 - 0.08 * (y1 - y0), y1 + 0.18 * (y1 - y0))  # room for the rug and the arrow
         style_axes(ax, feature_label(feature, self.units), self.value_label)
 
     def _map_norm_cmap(self, values: np.ndarray) -> tuple[Any, str]:
@@ -381,16 +400,35 @@ class FMEDisplay:
             extras.append(f"left out (extrapolation): {len(self.extrapolated)}")
         return extras
 
+    def _colour_keys(self) -> list[tuple[Any, str]]:
+        """Legend keys of the points' colours (a colorbar explains hexagons instead)."""
+        if self.scatter_ is None or self.kind_ != "scatter":
+            return []
+        from matplotlib.lines import Line2D
+
+        n = len(self.scatter_.get_offsets())
+        return [(Line2D([], [], marker="o", linestyle="none", color=COLORS["points"]),
+                 f"{self.measure_name} of a row: {n}")]
+
+    @property
+    def measure_name(self) -> str:
+        """The plotted measure as the legend names it (``fME``, ``NLM``)."""
+        return "fME"
+
     def _legend(self, ax: Axes) -> None:
         from matplotlib.lines import Line2D
 
+        keys = self._colour_keys()
         handles, labels = ax.get_legend_handles_labels()
+        handles, labels = [h for h, _ in keys] + handles, [t for _, t in keys] + labels
         for text in self._legend_extras():
             handles.append(Line2D([], [], linestyle="none"))
             labels.append(text)
         if handles:
-            self.legend_ = ax.legend(handles, labels, fontsize=FONTSIZE["legend"], loc="best", frameon=True,
-                                     framealpha=0.9)
+            # Above the axes: inside, even the emptiest corner ("best") may hold the most extreme point.
+            self.legend_ = ax.legend(handles, labels, fontsize=FONTSIZE["legend"], loc="lower left",
+                                     bbox_to_anchor=(0.0, 1.02, 1.0, 0.1), mode="expand", borderaxespad=0.0,
+                                     ncols=2, frameon=False)
 
 
 class NLMDisplay(FMEDisplay):
@@ -413,13 +451,29 @@ class NLMDisplay(FMEDisplay):
     def value_label(self) -> str:
         return f"NLM of {self.step_text}"
 
+    @property
+    def measure_name(self) -> str:
+        return "NLM"
+
     def _point_colors(self, y: np.ndarray) -> Any:
         return np.where(y < 0, COLORS["negative"], COLORS["points"])
+
+    def _colour_keys(self) -> list[tuple[Any, str]]:
+        if self.scatter_ is None or self.kind_ != "scatter":
+            return []
+        from matplotlib.lines import Line2D
+
+        y = np.asarray(self.scatter_.get_offsets(), dtype=float)[:, 1]
+        return [(Line2D([], [], marker="o", linestyle="none", color=COLORS["points"]),
+                 f"NLM ≥ 0: {int((y >= 0).sum())}"),
+                (Line2D([], [], marker="o", linestyle="none", color=COLORS["negative"]),
+                 f"NLM < 0 (strongly non-linear): {int((y < 0).sum())}")]
 
     def _reference_lines(self, ax: Axes, vertical: bool) -> None:
         super()._reference_lines(ax, vertical)
         line = ax.axvline if vertical else ax.axhline
-        self.linear_line_ = line(1.0, color=COLORS["reference"], linewidth=0.8, linestyle="-", zorder=1)
+        self.linear_line_ = line(1.0, color=COLORS["reference"], linewidth=0.8, linestyle="-", zorder=1,
+                                 label="NLM = 1 (linear)")
 
     def _map_norm_cmap(self, values: np.ndarray) -> tuple[Any, str]:
         # NLM <= 1: the positive side ends at 1, the negative side at least at -1.
@@ -460,7 +514,8 @@ class EffectsDisplay:
                      axes: Sequence[Axes] | None = None, ax: Any = None, **plot_kw: Any) -> EffectsDisplay:
         """Build both panels from an :class:`~fme.FMEResult` with NLMs and plot them (``ax``/``axes`` as in
         :meth:`plot`)."""
-        args = (effects, features, output, units, prediction_unit)
+        args = (effects, features, output, units, prediction_unit, "EffectsDisplay.from_effects")
+        # both panels are checked before either is drawn: effects without NLMs fail here, not half-drawn
         return cls(FMEDisplay._from_result(*args), NLMDisplay._from_result(*args)).plot(axes=axes, ax=ax, **plot_kw)
 
     def plot(self, *, axes: Sequence[Axes] | None = None, ax: Any = None, **plot_kw: Any) -> EffectsDisplay:
@@ -470,13 +525,14 @@ class EffectsDisplay:
         place is split into the two panels (as scikit-learn's ``PartialDependenceDisplay`` splits its ``ax``);
         ``axes`` is the same as two Axes."""
         if ax is not None and axes is not None:
-            raise ValueError("pass either ax= or axes=, not both.")
+            raise ParameterError("pass either ax= or axes=, not both.")
         if ax is not None:
             axes = _split_axes(ax)
         if axes is None:
             _, axes = pyplot().subplots(1, 2, figsize=(12, 4.6), layout="constrained")
         if len(axes) != 2:
-            raise ValueError(f"axes must hold two Axes (fME, NLM), got {len(axes)}.")
+            raise ParameterError(f"axes must hold two Axes (fME, NLM), got {len(axes)}; pass two, or one Axes to "
+                                 "split in two.")
         self.fme_display.plot(ax=axes[0], **plot_kw)
         self.nlm_display.plot(ax=axes[1], **plot_kw)
         self.axes_ = np.asarray(axes, dtype=object)

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .._utils import numfmt as _shared
+from ..exceptions import DataError, ParameterError
 from ._common import COLORS, fmt_ci, fmt_num, fmt_p, measure_column, pyplot, step_label
 from .data import histogram_edges
 
@@ -66,7 +67,8 @@ def tree_layout(nodes: pd.DataFrame) -> dict[int, tuple[float, float]]:
     """
     roots = [int(i) for i, p in nodes["parent"].items() if pd.isna(p)]
     if len(roots) != 1:
-        raise ValueError(f"the tree must have exactly one root (a node with parent NA), found {roots}.")
+        raise DataError(f"the tree must have exactly one root (a node with parent NA), found {roots}; pass the "
+                        "nodes of a cAME tree (PartitionResult.nodes).")
     bottom = -float(nodes["depth"].max())
     pos: dict[int, tuple[float, float]] = {}
     next_leaf = [0.0]
@@ -384,8 +386,13 @@ class PartitionDisplay:
         a seeded sample of them when they exceed ``sample_size``); the note names them and gives the AME of all
         evaluated rows beside.
         """
+        missing = [name for name in ("effects", "leaves", "root", "leaf_of_row", "conf_level")
+                   if not hasattr(part, name)]
+        if missing:
+            raise ParameterError(f"PartitionDisplay.from_partition takes the result of fme.came (a PartitionResult), "
+                                 f"got {type(part).__name__} without {missing}; pass fme.came(model, data, steps).")
         effects = part.effects
-        column = measure_column(effects, "fme", output)
+        column = measure_column(effects, "fme", output, "PartitionDisplay.from_partition")
         values = effects.results[column]
         nodes = getattr(part, "nodes", part.tree.nodes_)
         root = part.root.iloc[0] if isinstance(part.root, pd.DataFrame) else part.root

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -112,7 +113,12 @@ def test_hypotheses_after_each_operation_equal_the_untouched_tables(ols, table, 
 def test_printed_columns_are_those_of_a_plain_frame(table):
     plain = pd.DataFrame(table)
     assert type(plain) is pd.DataFrame
-    assert str(table) == str(plain) and repr(table) == repr(plain)
+    # printed as the plain frame with the estimate and its interval first; the columns keep their order
+    shown = ["feature", "step", "level", "reference", "ame", "conf_low", "conf_high", "std_error", "p_value",
+             "statistic", "inference", "covers", "sd", "q25", "q75", "n", "n_excluded"]
+    assert table.to_string() == plain[shown].to_string()
+    with pd.option_context("display.width", None, "display.max_columns", None):
+        assert str(table) == str(plain[shown]) and repr(table) == repr(plain[shown])
     assert list(table.columns) == ["feature", "step", "level", "reference", "ame", "std_error", "statistic",
                                    "p_value", "conf_low", "conf_high", "inference", "covers", "sd", "q25", "q75",
                                    "n", "n_excluded"]
@@ -244,3 +250,50 @@ def test_pickled_results_load_back_and_test_alike(ols):
     again = pickle.loads(pickle.dumps(eff))
     pd.testing.assert_frame_equal(fme.hypotheses(again), fme.hypotheses(eff))
     assert fme.hypotheses(again)["std_error"].iloc[0] == pytest.approx(eff.std_error, rel=1e-12)
+
+
+# ----------------------------------------------------------------- printed at pandas' default width
+def _printed_values(frame: pd.DataFrame, column: str) -> list[str]:
+    """The cells of ``column`` as pandas prints them (each column is formatted on its own)."""
+    return [v.strip() for v in pd.DataFrame(frame)[[column]].to_string(index=False).splitlines()[1:]]
+
+
+@pytest.mark.parametrize("max_columns", [0, 20])  # 0: fit the terminal (pandas' default there); 20: elsewhere
+def test_ame_by_group_prints_estimate_and_interval_within_80_columns(ols, monkeypatch, max_columns):
+    m, d, _, _ = ols
+    t = fme.ame(m, d, {"x1": 1}, by="g")
+    monkeypatch.setenv("COLUMNS", "80")  # the terminal's width, as pandas reads it
+    with pd.option_context("display.width", 80, "display.max_columns", max_columns):
+        text = repr(t)
+        assert str(t) == text
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "..." not in text
+    # the estimate, its interval, standard error and p-value, in this order (wrapped or not), before the rest
+    at = [re.search(rf"\b{name}\b", text).start() for name in ("ame", "conf_low", "conf_high", "std_error", "p_value")]
+    assert at == sorted(at) and at[0] < lines[0].index("ame") + 1 and "conf_high" in lines[0]
+    hidden = re.search(r"\bstatistic\b", text)
+    assert hidden is None or hidden.start() > at[-1]
+    for column in ("g", "ame", "conf_low", "conf_high", "std_error"):
+        for value in _printed_values(t, column):
+            assert value in text, (column, value)
+    assert list(t.columns)[:6] == ["feature", "step", "level", "reference", "g", "ame"]  # the frame is untouched
+    if max_columns == 0:
+        assert "not shown: level (empty), reference (empty), statistic" in " ".join(lines[-2:])
+
+
+def test_every_table_prints_estimate_and_interval_first(ols, monkeypatch):
+    m, d, _, _ = ols
+    t = fme.ame(m, d, {"x1": 1, "x2": 1}, by="g")
+    tables = {"hypotheses": fme.hypotheses(t, "b1 = b2"), "avg_slopes": fme.avg_slopes(m, d, variables="x1", by="g"),
+              "avg_predictions": fme.avg_predictions(m, d, by="g")}
+    monkeypatch.setenv("COLUMNS", "80")
+    for name, table in tables.items():
+        with pd.option_context("display.width", 80, "display.max_columns", 0):
+            text = repr(table)
+        header = text.splitlines()[0].split()
+        assert header[header.index("estimate"):header.index("estimate") + 3] == ["estimate", "conf_low",
+                                                                                "conf_high"], name
+        assert "..." not in text and max(len(line) for line in text.splitlines()) <= 80, name
+        assert list(table.columns).index("estimate") < list(table.columns).index("std_error") < list(
+            table.columns).index("conf_low"), name  # the frame's own order is kept

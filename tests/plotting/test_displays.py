@@ -15,6 +15,7 @@ import pytest
 
 import fme
 from fme.plotting._common import fmt_ci, fmt_p
+from fme.steps import Step
 from fme.plotting.tree import edge_label, leaf_label, tree_layout
 from fme.plotting import (
     COLORS,
@@ -638,3 +639,182 @@ def test_honest_tree_counts_one_set_of_rows_and_says_which(pyplot):
             f"count, share, cAME and CI, and the panels (all {n_est:,})." in note)
     assert "The AME of all 600 evaluated rows is" in note and "dashed: the estimation rows' AME" in note
     pyplot.close("all")
+
+
+# ----------------------------------------------------------------- bad input: fme's own exceptions
+def _no_nlm(data):
+    return fme.fme(square, data, {"x": 1.0}, inference="sample")
+
+
+REFUSALS = {
+    "effects_without_nlm": (lambda data, eff: EffectsDisplay.from_effects(_no_nlm(data)), fme.ParameterError,
+                            r"EffectsDisplay.*no NLM.*fme\.fme\(\.\.\., nlm=True\)"),
+    "nlm_without_nlm": (lambda data, eff: NLMDisplay.from_effects(_no_nlm(data)), fme.ParameterError,
+                        r"NLMDisplay.*nlm=True"),
+    "fme_not_a_result": (lambda data, eff: FMEDisplay.from_effects(data), fme.ParameterError,
+                         r"FMEDisplay.from_effects takes .*got DataFrame"),
+    "fme_unknown_kind": (lambda data, eff: FMEDisplay.from_effects(eff, kind="pie"), fme.ParameterError,
+                         "kind must be one of"),
+    "fme_unknown_feature": (lambda data, eff: FMEDisplay.from_effects(eff, features=["nope"]), fme.FeatureError,
+                            r"\['nope'\] are not columns"),
+    "fme_map_of_one": (lambda data, eff: FMEDisplay.from_effects(eff, kind="map"), fme.ParameterError,
+                       "two numeric features"),
+    "effects_unknown_output": (lambda data, eff: EffectsDisplay.from_effects(eff, output="a"), fme.ParameterError,
+                               "not one of the classes"),
+    "effects_ax_and_axes": (lambda data, eff: EffectsDisplay.from_effects(eff, ax=[None, None], axes=[None, None]),
+                            fme.ParameterError, "either ax= or axes="),
+    "secant_not_a_result": (lambda data, eff: SecantTangentDisplay.from_effects(data, data), fme.ParameterError,
+                            "SecantTangentDisplay.from_effects takes"),
+    "secant_two_steps": (lambda data, eff: SecantTangentDisplay.from_effects(
+        fme.fme(lambda d: d["x"] * d["z"], data, {"x": 1.0, "z": 1.0}, inference="sample"), fme.dme(square, data, "x")),
+        fme.StepError, "one numeric step"),
+    "secant_dme_not_a_frame": (lambda data, eff: SecantTangentDisplay.from_effects(eff, np.ones(3)), fme.DataError,
+                               r"'dme' column.*got ndarray"),
+    "secant_dme_missing_rows": (lambda data, eff: SecantTangentDisplay.from_effects(
+        eff, fme.dme(square, data, "x").iloc[:3]), fme.DataError, "lacks"),
+    "secant_model_unknown_feature": (lambda data, eff: SecantTangentDisplay.from_model(square, data, "nope", 1.0),
+                                     fme.FMEError, "nope"),
+    "partition_not_a_partition": (lambda data, eff: PartitionDisplay.from_partition(eff), fme.ParameterError,
+                                  r"from_partition takes the result of fme\.came.*FMEResult"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+def test_every_display_refuses_bad_input_with_an_fme_error(pyplot, data, eff, case):
+    call, error, msg = REFUSALS[case]
+    with pytest.raises(error, match=msg) as info:
+        call(data, eff)
+    assert isinstance(info.value, fme.FMEError)
+
+
+def test_plotting_raises_no_bare_builtin_exception():
+    """Every refusal in fme.plotting is one of fme's exceptions (which are also ValueError/TypeError)."""
+    bare = []
+    for path in sorted(Path(fme.plotting.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(exc, ast.Name) and exc.id in ("ValueError", "TypeError", "KeyError"):
+                    bare.append(f"{path.name}:{node.lineno} {exc.id}")
+    assert bare == []
+
+
+# ----------------------------------------------------------------- legends clear of the data, no tangent for trees
+def _covered_points(legend, collection) -> np.ndarray:
+    """The drawn points of ``collection`` inside the legend's box, in display coordinates (after a draw)."""
+    legend.figure.canvas.draw()
+    box = legend.get_window_extent()
+    xy = collection.get_offset_transform().transform(offsets(collection))
+    inside = (box.x0 <= xy[:, 0]) & (xy[:, 0] <= box.x1) & (box.y0 <= xy[:, 1]) & (xy[:, 1] <= box.y1)
+    return xy[inside]
+
+
+@pytest.mark.parametrize("tangent, secant", [
+    ([2.5], [2.5]),                                            # the only point
+    ([0.0, 0.0, 1.0, 1.0, 0.5], [0.0, 1.0, 0.0, 1.0, 0.5]),    # a point in every corner and the middle
+    ([0.0, 0.1, 0.2, 1.0], [1.0, 0.95, 0.9, 0.0]),             # points in the upper left
+])
+def test_secant_tangent_legend_covers_no_point(pyplot, tangent, secant):
+    disp = SecantTangentDisplay(fme_values=np.array(secant), tangent_values=np.array(tangent),
+                                step=Step("x", "numeric", 1.0)).plot()
+    assert len(offsets(disp.scatter_)) == len(secant)
+    assert _covered_points(disp.legend_, disp.scatter_).size == 0
+
+
+@pytest.fixture(scope="module")
+def tree_model(data):
+    tree = pytest.importorskip("sklearn.ensemble")
+    y = np.sin(2 * data["x"]) + data["z"]
+    return tree.RandomForestRegressor(n_estimators=10, max_depth=4, random_state=0).fit(data[["x", "z"]], y)
+
+
+def test_secant_tangent_of_a_tree_draws_no_tangent_and_warns_nothing(pyplot, data, tree_model):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no inference warning for an interval the figure does not show
+        disp = SecantTangentDisplay.from_model(tree_model, data[["x", "z"]], "x", 1.0)
+    assert disp.piecewise_constant
+    assert disp.scatter_ is None and disp.identity_line_ is None
+    assert not disp.ax_.collections and not disp.ax_.lines
+    assert "No tangent drawn" in disp.note_.get_text() and "piecewise constant along x" in disp.note_.get_text()
+
+
+def test_secant_tangent_reads_a_piecewise_constant_prediction_from_the_slopes(pyplot, data):
+    def steps_of_half(d):
+        return np.floor(2 * d["x"])
+
+    eff = fme.fme(steps_of_half, data, {"x": 1.0}, inference="sample")
+    derivative = fme.dme(steps_of_half, data, "x")
+    disp = SecantTangentDisplay.from_effects(eff, derivative)
+    # the slope is 0 wherever the central difference crosses no jump: almost every row
+    assert disp.zero_slope_share > 0.9
+    assert disp.piecewise_constant and disp.scatter_ is None and "No tangent drawn" in disp.note_.get_text()
+    smooth = SecantTangentDisplay.from_model(square, data, "x", 1.0)
+    assert smooth.zero_slope_share == 0.0 and not smooth.piecewise_constant and smooth.note_ is None
+
+
+def _nlm_grid_display(n: int = 20) -> NLMDisplay:
+    """NLMs filling the whole plotting area (every corner holds points), both signs, an extreme point at -3."""
+    gx, gy = np.meshgrid(np.linspace(0.0, 1.0, n), np.linspace(-1.0, 1.0, n))
+    x, y = gx.ravel(), gy.ravel()
+    y[0] = -3.0
+    return NLMDisplay(values=y, feature_values=pd.DataFrame({"x": x}), steps=(Step("x", "numeric", 0.1),),
+                      average=float(y.mean()), extrapolated=pd.DataFrame({"x": [1.05, 1.2]}))
+
+
+@pytest.mark.parametrize("cls", [FMEDisplay, NLMDisplay])
+def test_effects_legend_covers_no_point(pyplot, cls):
+    disp = _nlm_grid_display()
+    disp = cls(values=disp.values, feature_values=disp.feature_values, steps=disp.steps, average=disp.average,
+               extrapolated=disp.extrapolated).plot(kind="scatter")
+    assert _covered_points(disp.legend_, disp.scatter_).size == 0
+    assert disp.legend_.get_window_extent().y0 >= disp.ax_.bbox.y1  # above the axes, not over the extreme point
+
+
+def _rgb(colour) -> tuple:
+    from matplotlib.colors import to_rgb
+
+    return tuple(np.round(to_rgb(colour), 3))
+
+
+def _legend_colours(legend) -> set:
+    out = set()
+    for handle in legend.legend_handles:
+        if hasattr(handle, "get_markerfacecolor"):
+            out |= {_rgb(handle.get_color()), _rgb(handle.get_markerfacecolor())}
+        elif hasattr(handle, "get_facecolor"):
+            out |= {_rgb(c) for c in np.atleast_2d(handle.get_facecolor())[:, :3]}
+    return out
+
+
+def test_nlm_scatter_explains_every_colour(pyplot, data):
+    res = fme.fme(lambda d: np.sin(3 * d["x"]), data, {"x": 1.5}, nlm=True, extrapolation="envelope",
+                  inference="sample")
+    disp = NLMDisplay.from_effects(res)
+    assert len(res.extrapolated) > 0 and disp.extrapolation_ is not None
+    used = {_rgb(line.get_color()) for line in disp.ax_.lines}
+    for collection in disp.ax_.collections:
+        assert collection.get_array() is None  # no colour from a colormap: the legend explains every one
+        used |= {_rgb(c) for c in np.vstack([collection.get_facecolor(), collection.get_edgecolor()])[:, :3]}
+    assert {_rgb(COLORS["points"]), _rgb(COLORS["negative"])} <= used
+    assert used <= _legend_colours(disp.legend_)
+    labels = [t.get_text() for t in disp.legend_.get_texts()]
+    nlm = res.results["nlm"].dropna()
+    assert f"NLM < 0 (strongly non-linear): {int((nlm < 0).sum())}" in labels
+    assert f"NLM ≥ 0: {int((nlm >= 0).sum())}" in labels and "NLM = 1 (linear)" in labels
+
+
+@pytest.mark.parametrize("cls", [FMEDisplay, NLMDisplay])
+def test_left_out_rug_stays_inside_the_axes(pyplot, eff, cls):
+    disp = cls.from_effects(eff)
+    disp.figure_.canvas.draw()
+    rug = disp.extrapolation_
+    assert rug.get_clip_on()
+    box = disp.ax_.bbox
+    xy = rug.get_offset_transform().transform(offsets(rug))
+    half = np.sqrt(rug.get_sizes()[0]) * disp.figure_.dpi / 72 / 2  # the tick's half height, in pixels
+    assert np.all((box.x0 <= xy[:, 0]) & (xy[:, 0] <= box.x1))
+    assert np.all((box.y0 <= xy[:, 1] - half + 1e-6) & (xy[:, 1] + half <= box.y1))  # stands on the bottom edge
+    x0, x1 = disp.ax_.get_xlim()
+    assert x0 <= offsets(rug)[:, 0].min() and offsets(rug)[:, 0].max() <= x1
