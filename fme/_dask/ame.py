@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -66,7 +66,7 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
     bootstrap = table.bootstrap
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:
         # one seed for every row of the table: the same resamples, as the pandas path's shared refits
-        bootstrap = {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
+        bootstrap = {**dict(bootstrap), "random_state": int(cast(int, np.random.SeedSequence().entropy) % (2 ** 63))}
     plan = replace(plan, bootstrap=bootstrap)
     fetch = {} if not by_cols else {("groups", k): v for k, v in lazy_group_keys(data, by_cols, by_missing).items()}
     fetch.update({("all levels", f): v for f, v in _lazy_levels(data, steps).items()})
@@ -80,7 +80,7 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
         # the weighted sums ride on the groups' per-chunk sums (one group of all rows without by=)
         groups = one_group(wts) if groups is None else replace(groups, weights=wts)
     # the table's rows in order: a classic feature's rows come from its own pass, every other row from one
-    entries: list[tuple] = []
+    entries: list[tuple[Any, ...]] = []
     jobs = []
     for feature, value in setup.steps.items():
         if is_categorical(meta[feature]):
@@ -119,6 +119,7 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
         _, head, j = entry
         res = None if j is None else out.results[j]
         if j is not None and not isinstance(res, Exception):
+            res = cast(DaskFMEResult, res)  # j is set and not an error: a result
             if head["level"] is None:
                 head["step"] = res.steps[0].value
             else:
@@ -126,7 +127,7 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
             rows.extend(_result_rows(res, head, groups, hypothesis, conf_level, method, ests, t_df, out.quantiles[j]))
             continue
         if head["level"] is None:  # a numeric step without an evaluated row: as on the pandas path, an error
-            raise res
+            raise cast(DataError, res)  # j is set: the pass's error
         # as the pandas path: a level no row could move to has a fixed-model estimate without figures
         summary = None if j is None else out.summaries[j]
         if groups is not None:
@@ -153,8 +154,8 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
     return out
 
 
-def _classic_rows(plan: Plan, data: Any, feature: str, value: Any, levels: list, method: str, bootstrap: Any,
-                  conf_level: float, groups: Any, hypothesis: Any, ests: list,
+def _classic_rows(plan: Plan, data: Any, feature: str, value: Any, levels: list[Any], method: str, bootstrap: Any,
+                  conf_level: float, groups: Any, hypothesis: Any, ests: list[Estimates],
                   t_df: float | None) -> list[dict[str, Any]]:
     """The table rows of the categorical ``feature`` with ``categorical='classic'`` (one pass for all levels,
     :mod:`fme._dask.classic`); their estimates are appended to ``ests``."""
@@ -176,8 +177,9 @@ def _with_df(est: Estimates, t_df: float | None) -> Estimates:
     return replace(est, df=np.full(est.estimate.size, t_df))
 
 
-def _result_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, conf_level: float, method: str,
-                 ests: list, t_df: float | None, quantiles: dict | None = None) -> list[dict[str, Any]]:
+def _result_rows(res: DaskFMEResult, head: dict[str, Any], groups: Any, hypothesis: Any, conf_level: float, method: str,
+                 ests: list[Estimates], t_df: float | None,
+                 quantiles: dict[tuple[Any, ...], float] | None = None) -> list[dict[str, Any]]:
     """The table rows of one pass (one row, or one per group or pair of groups); the rows' estimates, as
     printed, are appended to ``ests``. ``quantiles``: the groups' quartiles found with the pass
     (:func:`fme._dask.effects.run_pass`); those missing are selected here."""
@@ -195,7 +197,7 @@ def _result_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, c
 def _known_categories(col: pd.Series) -> bool:
     from dask.dataframe.utils import has_known_categories
 
-    return isinstance(col.dtype, pd.CategoricalDtype) and has_known_categories(col)
+    return isinstance(col.dtype, pd.CategoricalDtype) and has_known_categories(col)  # type: ignore[no-untyped-call]  # dask: untyped
 
 
 def _lazy_levels(data: Any, steps: Mapping[str, Any]) -> dict[str, Any]:
@@ -206,7 +208,7 @@ def _lazy_levels(data: Any, steps: Mapping[str, Any]) -> dict[str, Any]:
             if is_categorical(meta[f]) and not _known_categories(meta[f])}
 
 
-def _all_levels(col: pd.Series, distinct: Any) -> list:
+def _all_levels(col: pd.Series, distinct: Any) -> list[Any]:
     """The levels of a categorical column (``col``: its Dask meta; ``distinct``: its computed distinct values
     when the dtype does not list them), as :func:`fme.steps.levels` of all rows."""
     return levels(col) if _known_categories(col) else levels(distinct)
@@ -226,7 +228,7 @@ def _group_estimates(res: DaskFMEResult) -> Any:
             grad = np.where(n[:, None] > 0, g.jacobian / n[:, None], 0.0)
         return Estimates("delta", est, grad=grad, vcov=res.summary_data.vcov)
     if res.inference_method == "bootstrap":
-        _, info = res.bootstrap_draws
+        _, info = cast(tuple[np.ndarray, dict[str, Any]], res.bootstrap_draws)  # set for bootstrap
         return Estimates("bootstrap", est, draws=info["group_draws"], ci=info["ci"])
     sd = g.fme.sd()
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -245,23 +247,24 @@ def _weighted_estimates(res: DaskFMEResult) -> Estimates:
             grad = np.where(wm.w[:, None] > 0, g.jacobian / np.where(wm.w > 0, wm.w, 1.0)[:, None], 0.0)
         return Estimates("delta", est, grad=grad, vcov=res.summary_data.vcov)
     if res.inference_method == "bootstrap":
-        _, info = res.bootstrap_draws
+        _, info = cast(tuple[np.ndarray, dict[str, Any]], res.bootstrap_draws)  # set for bootstrap
         return Estimates("bootstrap", est, draws=info["group_draws"], ci=info["ci"])
     return Estimates("sample", est, se=wm.se()[:, 0], df=np.maximum(wm.n - 1.0, 1.0))
 
 
-def _group_quartiles(res: DaskFMEResult, g: int, n: int, found: dict) -> dict[float, float]:
+def _group_quartiles(res: DaskFMEResult, g: int, n: int, found: dict[tuple[Any, ...], float]) -> dict[float, float]:
     """Group ``g``'s quartiles: found with the pass, else selected from the sorted values on the workers."""
     if ("group", g, 0.25) in found:
         return {p: found[("group", g, p)] for p in (0.25, 0.75)}
-    from dask import delayed
+    from dask.delayed import delayed
 
     parts = [delayed(lambda d, k=g: (d or {}).get(k, np.empty(0)))(p) for p in res.group_parts]
     return _quantiles(parts, n, [0.25, 0.75])
 
 
-def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, conf_level: float,
-                method: str, ests: list, t_df: float | None, found: dict) -> list[dict[str, Any]]:
+def _group_rows(res: DaskFMEResult, head: dict[str, Any], groups: Any, hypothesis: Any, conf_level: float,
+                method: str, ests: list[Estimates], t_df: float | None,
+                found: dict[tuple[Any, ...], float]) -> list[dict[str, Any]]:
     """The table rows of one step: one per group, or one per pair of groups (``hypothesis='pairwise'``)."""
     g = res.summary_data.groups
     used = g.fme.n.astype(np.int64)
@@ -296,7 +299,7 @@ def _group_rows(res: DaskFMEResult, head: dict, groups: Any, hypothesis: Any, co
     return rows
 
 
-def _empty_group_rows(head: dict, data: Any, groups: Any, hypothesis: Any, method: str,
+def _empty_group_rows(head: dict[str, Any], data: Any, groups: Any, hypothesis: Any, method: str,
                       summary: Any = None) -> list[dict[str, Any]]:
     """A level no row could move to: its rows per group (or pair) with NaN figures, as the pandas path
     (the groups' sizes from the pass's ``summary``, else counted)."""

@@ -21,7 +21,7 @@ import pandas as pd
 from .._core.summary import Summary
 from .._adapters import model_frame
 from .._utils.validation import check_dask_offsets, is_categorical, is_dask_collection
-from .._utils.validation import seed_of  # noqa: F401 - re-exported: the engines' seeded samples
+from .._utils.validation import seed_of as seed_of  # noqa: F401 - re-exported: the engines' seeded samples
 from ..exceptions import DataError, ParameterError
 
 __all__ = ["FIT_SAMPLE_SIZE", "require_dask", "as_dask", "reference_sample", "envelope_frame", "Shipped", "ship",
@@ -35,7 +35,7 @@ FIT_SAMPLE_SIZE = 1_000_000
 _TREE_FAN_IN = 16
 
 
-def require_dask():
+def require_dask() -> Any:
     """``dask.dataframe``, or a ParameterError naming the extra to install."""
     try:
         import dask.dataframe as dd
@@ -93,7 +93,7 @@ class Shipped:
 
     __slots__ = ("value", "token", "shared")
 
-    def __init__(self, value: Any, shared: tuple = ()) -> None:
+    def __init__(self, value: Any, shared: tuple[Any, ...] = ()) -> None:
         import uuid
 
         self.value = value
@@ -103,7 +103,7 @@ class Shipped:
     def __dask_tokenize__(self) -> str:
         return self.token
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         if not self.shared:
             return (_unpickle_shipped, (self.value, self.token))
         import hashlib
@@ -114,7 +114,7 @@ class Shipped:
         shared = [(hashlib.blake2b(b, digest_size=20).digest(), b) for b in blobs]
         ids = {id(obj): i for i, obj in enumerate(self.shared)}
 
-        class Packer(cloudpickle.CloudPickler):
+        class Packer(cloudpickle.CloudPickler):  # type: ignore[misc]  # cloudpickle: untyped
             def persistent_id(self, obj: Any) -> Any:
                 return ids.get(id(obj))
 
@@ -123,7 +123,7 @@ class Shipped:
         return (_unpack_shipped, (buf.getvalue(), shared, self.token))
 
 
-def _unpickle_shipped(value: Any, token: str, shared: tuple = ()) -> Shipped:
+def _unpickle_shipped(value: Any, token: str, shared: tuple[Any, ...] = ()) -> Shipped:
     out = Shipped.__new__(Shipped)
     out.value, out.token, out.shared = value, token, shared
     return out
@@ -147,7 +147,7 @@ def _kept(digest: bytes, blob: bytes) -> Any:
     return obj
 
 
-def _unpack_shipped(payload: bytes, shared: list, token: str) -> Shipped:
+def _unpack_shipped(payload: bytes, shared: list[tuple[bytes, bytes]], token: str) -> Shipped:
     import pickle
 
     objs = [_kept(digest, blob) for digest, blob in shared]
@@ -163,22 +163,22 @@ def _cluster_client() -> Any:
     """The distributed client that runs Dask's computations now, or None (another scheduler)."""
     try:
         from distributed import default_client
-        client = default_client()
+        client = default_client()  # type: ignore[no-untyped-call]  # distributed: untyped
     except (ImportError, ValueError):
         return None
     import dask.base
 
-    return client if dask.base.get_scheduler() == client.get else None
+    return client if dask.base.get_scheduler() == client.get else None  # type: ignore[no-untyped-call]  # dask: untyped
 
 
-def ship(value: Any, shared: tuple = ()) -> Any:
+def ship(value: Any, shared: tuple[Any, ...] = ()) -> Any:
     """``value`` as what every chunk's task takes (a :class:`Shipped`; ``shared``: the model, pickled apart
     and kept by the workers), serialised once and sent to each worker once instead of a copy inside every
     task. On a distributed cluster it is broadcast to every worker before the pass (one round trip), so
     that the scheduler places each chunk's task by its chunk alone: as one node of the graph it lives on
     one worker, and the scheduler then moves chunks to that worker (3 of 4 chunks on one of 2 workers, the
     pass a third slower). Other schedulers take it as one node of the graph."""
-    from dask import delayed
+    from dask.delayed import delayed
 
     shipped = Shipped(value, shared)
     client = _cluster_client()
@@ -211,7 +211,7 @@ def _head(part: pd.DataFrame) -> pd.DataFrame:
 def lazy_probe(frame: Any) -> Any:
     """The first rows of ``frame`` (at most 1000 of its first chunk), not yet computed: computed with the
     other small reductions a verb needs before its pass (one round trip), then :func:`checked_probe`."""
-    from dask import delayed
+    from dask.delayed import delayed
 
     return delayed(_head)(frame.to_delayed()[0])
 
@@ -222,10 +222,10 @@ def checked_probe(probe: pd.DataFrame, frame: Any, name: str) -> pd.DataFrame:
     if len(probe) == 0 and frame.npartitions > 1:
         # the chunks as Dask will compute them (a column selection of Parquet data may have fewer chunks than
         # its npartitions said before optimisation: head(npartitions=k) then fails)
-        import dask
-        from dask import delayed
+        from dask.base import compute
+        from dask.delayed import delayed
 
-        firsts = dask.compute(*[delayed(_head)(p) for p in frame.to_delayed()[:8]])
+        firsts = compute(*[delayed(_head)(p) for p in frame.to_delayed()[:8]])  # type: ignore[no-untyped-call]  # dask: untyped
         probe = pd.concat([f for f in firsts if len(f)] or [firsts[0]]).head(_PROBE_ROWS)
     if len(probe) == 0:
         raise DataError(f"`{name}` has no rows in its first partitions; pass data with rows "
@@ -240,16 +240,16 @@ def merge_summaries(*summaries: Summary) -> Summary:
     return out
 
 
-def tree_reduce(items: list, merge: Any = merge_summaries) -> Any:
+def tree_reduce(items: list[Any], merge: Any = merge_summaries) -> Any:
     """``merge`` of ``items`` (Dask delayed objects) by a tree of fan-in 16, in their order."""
-    from dask import delayed
+    from dask.delayed import delayed
 
     while len(items) > 1:
         items = [delayed(merge)(*items[i:i + _TREE_FAN_IN]) for i in range(0, len(items), _TREE_FAN_IN)]
     return items[0]
 
 
-def _envelope_parts(part: pd.DataFrame, numeric: list[str], categorical: list[str]) -> tuple:
+def _envelope_parts(part: pd.DataFrame, numeric: list[str], categorical: list[str]) -> tuple[Any, ...]:
     num = part[numeric].to_numpy(dtype=float)
     num = np.where(np.isfinite(num), num, np.nan)
     with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -271,14 +271,14 @@ def reference_sample(ref: Any, sample_size: int, seed: int) -> tuple[pd.DataFram
 def envelope_frame(ref: Any) -> pd.DataFrame:
     """A small pandas frame with the finite min/max of every numeric column and the categorical levels
     of the Dask ``ref`` (one pass): the envelope detector fitted on it equals the one fitted on ``ref``."""
-    import dask
-    from dask import delayed
+    from dask.base import compute
+    from dask.delayed import delayed
 
     cols = list(ref.columns)
     meta = ref._meta
     categorical = [c for c in cols if is_categorical(meta[c])]
     numeric = [c for c in cols if c not in categorical]
-    parts = dask.compute(*[delayed(_envelope_parts)(p, numeric, categorical) for p in ref.to_delayed()])
+    parts = compute(*[delayed(_envelope_parts)(p, numeric, categorical) for p in ref.to_delayed()])  # type: ignore[no-untyped-call]  # dask: untyped
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         lo = np.nanmin(np.vstack([p[0] for p in parts]), axis=0)

@@ -55,6 +55,7 @@ from .._core.exclusions import excluded_frame, check_evaluated
 from .._core.kernel import evaluate_batch, results_meta
 from .._core.plan import FMEOptions, Plan
 from .._core.summary import Summary, summarise
+from .._nlm.evaluate import NLMSettings
 from ..extrapolation.guards import call_detector, detector_name
 from .._utils.progress import dask_progress
 from .._utils.validation import is_categorical
@@ -82,11 +83,11 @@ def _chunk_excluded(part: pd.DataFrame, plan: Any) -> pd.DataFrame:
 
 def _sorted(values: np.ndarray) -> np.ndarray:
     v = np.sort(values)
-    return v[~np.isnan(v)]
+    return cast(np.ndarray, v[~np.isnan(v)])  # numpy: a boolean mask indexes to Any
 
 
-def _chunk_pass(part: pd.DataFrame, shipped: Any, threshold: float, groups: Any, deferred: tuple,
-                extra: Any) -> tuple:
+def _chunk_pass(part: pd.DataFrame, shipped: Any, threshold: float, groups: Any, deferred: tuple[bool, ...],
+                extra: Any) -> tuple[tuple[list[Summary], list[Any]], dict[tuple[Any, ...], Any]]:
     """One chunk under every plan of ``shipped``: per plan its :class:`Summary` (with the ``by`` groups'
     sums, the caller's ``extra`` sums), and a store of the sorted values the quantiles select from, keyed
     ``(plan, "fme" | "nlm" | "group" | "pending", output or group)``, with the store's pivots."""
@@ -94,14 +95,15 @@ def _chunk_pass(part: pd.DataFrame, shipped: Any, threshold: float, groups: Any,
     codes = weights = None
     if groups is not None:  # the rows' groups, once for every plan
         codes, weights = group_codes(part, groups), row_weights(part, groups)
-    summaries, store = [], {}
+    summaries: list[Summary] = []
+    store: dict[tuple[Any, ...], Any] = {}
     for j, plan in enumerate(plans):
         batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
         summary = summarise(batch, plan, threshold)
         if extra is not None:  # a caller's sums over the same evaluated rows (Summary.extra)
             summary = replace(summary, extra=extra(part, batch, plan))
         if groups is not None:
-            sums, group_parts = group_sums(batch, codes, groups.n_groups, weights)
+            sums, group_parts = group_sums(batch, cast(np.ndarray, codes), groups.n_groups, weights)  # set with groups
             summary = replace(summary, groups=sums)
             store.update({(j, "group", g): a for g, a in group_parts.items()})
         summaries.append(summary)
@@ -119,7 +121,8 @@ def _chunk_pass(part: pd.DataFrame, shipped: Any, threshold: float, groups: Any,
     return (summaries, [piv]), store
 
 
-def _finish_chunk(store: dict, scales: dict, flat_tol: dict, threshold: float) -> tuple:
+def _finish_chunk(store: dict[tuple[Any, ...], Any], scales: dict[int, float], flat_tol: dict[int, float],
+                  threshold: float) -> tuple[Any, ...]:
     """The deferred NLMs of a chunk classified with their pass's scale (:func:`fme._dask.nlm.finish`):
     per plan the NLM figures, and the store with the sorted defined NLMs instead of the open rows."""
     out, pieces = dict(store), {}
@@ -129,7 +132,7 @@ def _finish_chunk(store: dict, scales: dict, flat_tol: dict, threshold: float) -
     return (pieces, [store_pivots(new)]), out
 
 
-def _merge_heads(*heads: tuple) -> tuple:
+def _merge_heads(*heads: tuple[Any, ...]) -> tuple[Any, ...]:
     """Merge the chunks' (per-plan summaries, [pivots]) in chunk order: summaries added, pivots listed."""
     summaries, piv = heads[0][0], list(heads[0][1])
     for s, p in heads[1:]:
@@ -139,23 +142,23 @@ def _merge_heads(*heads: tuple) -> tuple:
     return summaries, piv
 
 
-def _spread_pass(part: pd.DataFrame, shipped: Any) -> list:
+def _spread_pass(part: pd.DataFrame, shipped: Any) -> list[Summary]:
     return [summarise(evaluate_batch(plan, part, with_rows=False), plan) for plan in shipped.value]
 
 
-def _merge_lists(*lists: list) -> list:
+def _merge_lists(*lists: list[Summary]) -> list[Summary]:
     return [merge_summaries(*items) for items in zip(*lists)]
 
 
-def _store_get(store: dict, key: tuple) -> np.ndarray:
-    return store.get(key, np.empty(0))
+def _store_get(store: dict[tuple[Any, ...], Any], key: tuple[Any, ...]) -> np.ndarray:
+    return cast(np.ndarray, store.get(key, np.empty(0)))  # the store's values are sorted arrays
 
 
-def _store_outputs(store: dict, j: int, which: str, n: int) -> tuple:
+def _store_outputs(store: dict[tuple[Any, ...], Any], j: int, which: str, n: int) -> tuple[np.ndarray, ...]:
     return tuple(store.get((j, which, k), np.empty(0)) for k in range(n))
 
 
-def _store_groups(store: dict, j: int) -> dict:
+def _store_groups(store: dict[tuple[Any, ...], Any], j: int) -> dict[Any, np.ndarray]:
     return {k[2]: a for k, a in store.items() if k[0] == j and k[1] == "group"}
 
 
@@ -172,12 +175,12 @@ class Setup:
     probe: pd.DataFrame
     rule_ref: pd.DataFrame
     steps: Any
-    rules: dict
-    fetched: dict
-    detector_frames: dict = field(default_factory=dict)
+    rules: dict[str, str]
+    fetched: dict[Any, Any]
+    detector_frames: dict[tuple[str, tuple[str, ...]], tuple[pd.DataFrame, int | None]] = field(default_factory=dict)
     #: What the plan's detector was fitted on, in words and as the pandas frame, once it is (every job of the
     #: set-up shares the detector).
-    fit_info: dict | None = None
+    fit_info: dict[str, Any] | None = None
     fit_frame: pd.DataFrame | None = None
 
     @property
@@ -206,13 +209,13 @@ def _need(steps: Any, meta: pd.DataFrame) -> list[str]:
     return need
 
 
-def prepare(plan: Plan, data: Any, reference_data: Any, steps: Any, fetch: dict | None = None) -> Setup:
+def prepare(plan: Plan, data: Any, reference_data: Any, steps: Any, fetch: dict[Any, Any] | None = None) -> Setup:
     """The :class:`Setup` of ``steps`` (a mapping of every step the verb will take) on ``data`` (and
     ``reference_data``, None for ``data``) under the front door's ``plan``: the probe,
     the reductions behind the rule steps and the caller's ``fetch`` (``{name: lazy Dask object}``, e.g. the
     ``by`` groups' keys) computed together in one round trip (``Setup.fetched``; the caller's names are
     strings or tuples not starting with the set-up's own marker)."""
-    import dask
+    from dask.base import compute
 
     from .steps import column_sd_steps, lazy_moments, rule_frame, sd_columns, text_levels
 
@@ -231,7 +234,7 @@ def prepare(plan: Plan, data: Any, reference_data: Any, steps: Any, fetch: dict 
             lazy[(_SETUP, "sd moments")] = lazy_moments(reference, sd_cols)
         lazy.update({(_SETUP, "levels", f): v for f, v in text_levels(reference, need).items()})
     names = list(lazy)
-    fetched = dict(zip(names, dask.compute(*[as_delayed(lazy[k]) for k in names])))
+    fetched = dict(zip(names, compute(*[as_delayed(lazy[k]) for k in names])))  # type: ignore[no-untyped-call]  # dask: untyped
     probe = checked_probe(fetched.pop((_SETUP, "probe")), data, "data")
     rules: dict[str, str] = {}
     if in_ref:
@@ -258,7 +261,7 @@ class Job:
     plan: Plan
     conf_level: float
     boot: bool
-    fit_info: dict
+    fit_info: dict[str, Any]
     fit_frame: pd.DataFrame | None = None
 
 
@@ -279,14 +282,14 @@ def resolve(setup: Setup, steps: Any) -> Job:
         setup.fit_info, setup.fit_frame = _fit_detector(setup, plan)
     if plan.detector is None:
         return Job(plan, plan.conf_level, boot, {}, None)
-    return Job(plan, plan.conf_level, boot, cast(dict, setup.fit_info), setup.fit_frame)
+    return Job(plan, plan.conf_level, boot, cast(dict[str, Any], setup.fit_info), setup.fit_frame)
 
 
-def _fit_detector(setup: Setup, plan: Plan) -> tuple[dict, pd.DataFrame]:
+def _fit_detector(setup: Setup, plan: Plan) -> tuple[dict[str, Any], pd.DataFrame]:
     """Fit ``plan.detector`` on the reference data: the envelope from min/max reductions and the levels
     over all reference rows (identical to pandas), every other detector on a seeded sample of at most
     ``sample_size`` reference rows; returns what it was fitted on, in words and as the pandas frame."""
-    detector, cols = plan.detector, plan.detector_cols
+    detector, cols = plan.detector, cast(list[str], plan.detector_cols)  # set with the detector
     ref = setup.reference[cols]
     envelope = isinstance(detector, EnvelopeDetector)
     key = ("envelope" if envelope else "sample", tuple(cols))
@@ -310,9 +313,9 @@ class PassOutput:
     """What :func:`run_pass` leaves: per job its result (or the error :func:`check_evaluated` raised), its
     merged summary, and the quantiles asked for (``{("fme", 0, p) | ("group", g, p): value}``)."""
 
-    results: list
-    summaries: list
-    quantiles: list
+    results: list[DaskFMEResult | DataError]
+    summaries: list[Summary]
+    quantiles: list[dict[tuple[Any, ...], float]]
 
 
 def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = None, lazy_rows: bool = True,
@@ -323,8 +326,8 @@ def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = Non
 
     ``quantiles``: ``"overall"``, the quartiles and median of every job's fMEs (cached in its result);
     ``"groups"``, the quartiles of every ``by`` group's fMEs; both in one more computation for all jobs."""
-    import dask
-    from dask import delayed
+    from dask.base import persist
+    from dask.delayed import delayed
 
     options, data = setup.options, setup.data
     threshold = float(options.nlm_linear_threshold)
@@ -344,16 +347,17 @@ def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = Non
     shipped = ship([replace(p, spread=np.zeros(1)) if d else p for p, d in zip(plans, deferred)],
                    shared=(setup.model,))
     outs = [delayed(_chunk_pass, nout=2)(p, shipped, threshold, groups, deferred, extra) for p in parts]
-    persisted = dask.persist(tree_reduce([o[0] for o in outs], merge=_merge_heads), *[o[1] for o in outs])
+    persisted = persist(tree_reduce([o[0] for o in outs], merge=_merge_heads), *[o[1] for o in outs])  # type: ignore[no-untyped-call]  # dask: untyped
     dask_progress(list(persisted), options.progress)
     summaries, pivots = persisted[0].compute()
+    stores: list[Any] | None  # None while the deferred NLMs are classified
     stores = list(persisted[1:])
     del persisted, outs
     if any(deferred):
         scales = {j: float(flat_scale(summaries[j].spread)[0]) for j, d in enumerate(deferred) if d}
-        tols = {j: plans[j].settings.flat_tol for j in scales}
+        tols = {j: cast(NLMSettings, plans[j].settings).flat_tol for j in scales}  # deferred: NLMs set
         fin = [delayed(_finish_chunk, nout=2)(s, scales, tols, threshold) for s in stores]
-        done = dask.persist(tree_reduce([f[0] for f in fin], merge=_merge_heads), *[f[1] for f in fin])
+        done = persist(tree_reduce([f[0] for f in fin], merge=_merge_heads), *[f[1] for f in fin])  # type: ignore[no-untyped-call]  # dask: untyped
         # the client lets go of the open rows now, so each chunk's are freed as soon as they are classified
         # (not all at the end: at 10^8 rows on 2 workers that held 0.4 GiB more per worker)
         del fin
@@ -367,7 +371,7 @@ def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = Non
             summaries[j] = replace(summaries[j], nlm=pieces[j].nlm, n_linear=pieces[j].n_linear,
                                    status=pieces[j].status)
             plans[j] = replace(plans[j], spread=np.asarray(scale))
-    results = []
+    results: list[DaskFMEResult | DataError] = []
     for j, (job, plan, summary) in enumerate(zip(jobs, plans, summaries)):
         try:
             results.append(_result(setup, job, plan, summary, j, stores, groups, lazy_rows))
@@ -377,10 +381,11 @@ def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = Non
     return PassOutput(results, summaries, found)
 
 
-def _pass_quantiles(results: list, summaries: list, stores: list, pivots: list, groups: Any,
-                    which: str | None) -> list[dict]:
+def _pass_quantiles(results: list[DaskFMEResult | DataError], summaries: list[Summary], stores: list[Any],
+                    pivots: list[dict[Any, tuple[np.ndarray, int]]], groups: Any,
+                    which: str | None) -> list[dict[tuple[Any, ...], float]]:
     """The quantiles :func:`run_pass` was asked for, per job, in one round (:func:`fme._dask.quantiles.select`)."""
-    found: list[dict] = [{} for _ in results]
+    found: list[dict[tuple[Any, ...], float]] = [{} for _ in results]
     if which is None:
         return found
     problems, owners = [], []
@@ -397,21 +402,21 @@ def _pass_quantiles(results: list, summaries: list, stores: list, pivots: list, 
     for (j, head), values in zip(owners, select(stores, pivots, problems)):
         found[j].update({(*head, p): v for p, v in values.items()})
         if head[0] == "fme":  # what the result's own quartiles and median would select
-            results[j]._cache.update({("fme", 0, p): v for p, v in values.items()})
+            cast(DaskFMEResult, results[j])._cache.update({("fme", 0, p): v for p, v in values.items()})
     return found
 
 
-def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores: list, groups: Any,
+def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores: list[Any], groups: Any,
             lazy_rows: bool) -> DaskFMEResult:
     """The :class:`DaskFMEResult` of job ``j`` of a pass."""
-    import dask
-    from dask import delayed
+    from dask.base import compute
+    from dask.delayed import delayed
 
     data, reference, options = setup.data, setup.reference, setup.options
 
     def bounds() -> pd.DataFrame:
         cols = [s.feature for s in plan.steps if s.is_numeric and s.feature in reference.columns]
-        lo, hi = dask.compute(reference[cols].min(), reference[cols].max())
+        lo, hi = compute(reference[cols].min(), reference[cols].max())  # type: ignore[no-untyped-call]  # dask: untyped
         return pd.DataFrame([lo, hi])
 
     check_evaluated(plan, None, bounds, counts=summary.codes)

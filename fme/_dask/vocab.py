@@ -16,7 +16,7 @@ fme, and evaluates :data:`~fme._core.averages.REFIT_CHUNK` refits per pass over 
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -185,7 +185,7 @@ def comparisons(plan: Plan, data: Any, reference: Any, steps: Any, quantity: Row
         res.release()
         return estimates_of(quantity, sums, method), counts, _keys(groups), description
     spec = check_bootstrap(bootstrap, model)
-    parts, plan = res.data.to_delayed(), res.plan
+    parts, plan = res.data.to_delayed(), cast(Plan, res.plan)  # set on Dask effects
     res.release()
 
     def evaluate(models: list[Any]) -> np.ndarray:
