@@ -29,8 +29,10 @@ import pandas as pd
 import fme
 
 SETTINGS = {
-    "heterogeneous": (lambda d: 2 * d["x1"].to_numpy() * d["x2"].to_numpy()
-                      + 4 * d["x1"].to_numpy() * (d["x3"].to_numpy() > 0.5), ["x2", "x3"]),
+    "heterogeneous": (
+        lambda d: 2 * d["x1"].to_numpy() * d["x2"].to_numpy() + 4 * d["x1"].to_numpy() * (d["x3"].to_numpy() > 0.5),
+        ["x2", "x3"],
+    ),
     "homogeneous": (lambda d: 2 * d["x1"].to_numpy() * d["x2"].to_numpy(), ["x1", "x3"]),
 }
 
@@ -47,8 +49,10 @@ def true_came(setting: str, box: dict[str, tuple[float, float]]) -> float:
 
 def leaf_box(part: fme.PartitionResult, node: int) -> dict[str, tuple[float, float]]:
     """The population box of a leaf: the split bounds, clipped to the support [0, 1]."""
-    return {f: (0.0 if lo is None else max(0.0, lo), 1.0 if hi is None else min(1.0, hi))
-            for f, (lo, hi, _) in part._bounds(node).items()}
+    return {
+        f: (0.0 if lo is None else max(0.0, lo), 1.0 if hi is None else min(1.0, hi))
+        for f, (lo, hi, _) in part._bounds(node).items()
+    }
 
 
 def one_rep(setting: str, n: int, seed: int, honest: bool) -> tuple[int, int, bool]:
@@ -57,8 +61,9 @@ def one_rep(setting: str, n: int, seed: int, honest: bool) -> tuple[int, int, bo
     rng = np.random.default_rng(seed)
     X = pd.DataFrame(rng.uniform(0, 1, (n, 3)), columns=["x1", "x2", "x3"])
     eff = fme.fme(f, X, {"x1": 0.5})
-    part = fme.came(eff, features=features, method="cart", max_depth=2, min_samples_leaf=20, honest=honest,
-                    random_state=seed)
+    part = fme.came(
+        eff, features=features, method="cart", max_depth=2, min_samples_leaf=20, honest=honest, random_state=seed
+    )
     covered = 0
     for _, leaf in part.leaves.iterrows():
         truth = true_came(setting, leaf_box(part, int(leaf["node"])))
@@ -75,9 +80,17 @@ def run(reps: int, n: int) -> pd.DataFrame:
             for r in range(reps):
                 c, k, rej = one_rep(setting, n, 1000 + r, honest)
                 cov, leaves, rejections = cov + c, leaves + k, rejections + rej
-            rows.append({"setting": setting, "procedure": "honest" if honest else "naive", "reps": reps, "n": n,
-                         "leaf intervals": leaves, "coverage of 95% intervals": cov / leaves,
-                         "FWER of Holm pairwise tests": rejections / reps if setting == "homogeneous" else np.nan})
+            rows.append(
+                {
+                    "setting": setting,
+                    "procedure": "honest" if honest else "naive",
+                    "reps": reps,
+                    "n": n,
+                    "leaf intervals": leaves,
+                    "coverage of 95% intervals": cov / leaves,
+                    "FWER of Holm pairwise tests": rejections / reps if setting == "homogeneous" else np.nan,
+                }
+            )
     return pd.DataFrame(rows)
 
 

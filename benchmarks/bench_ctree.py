@@ -54,11 +54,26 @@ def main(n: int = 100_000) -> pd.DataFrame:
     ref = {"default": 3.1, "fmeffects (alpha 0.35, minbucket 2% n)": 1.0}
     for name, kw in configs.items():
         t, c, tree = best_of(lambda: CTree(majority=True, **kw).fit(X, y))
-        rows.append(dict(model=f"CTree {name}", seconds=round(t, 3), cpu_seconds=round(c, 3), nodes=len(tree.nodes_),
-                         partykit_ref_s=ref[name], ratio_to_sklearn=round(t / t_sk, 2)))
-    rows.append(dict(model="sklearn DecisionTreeRegressor(min_samples_leaf=7)", seconds=round(t_sk, 3),
-                     cpu_seconds=round(c_sk, 3),
-                     nodes=int(sk.tree_.node_count), partykit_ref_s=np.nan, ratio_to_sklearn=1.0))
+        rows.append(
+            dict(
+                model=f"CTree {name}",
+                seconds=round(t, 3),
+                cpu_seconds=round(c, 3),
+                nodes=len(tree.nodes_),
+                partykit_ref_s=ref[name],
+                ratio_to_sklearn=round(t / t_sk, 2),
+            )
+        )
+    rows.append(
+        dict(
+            model="sklearn DecisionTreeRegressor(min_samples_leaf=7)",
+            seconds=round(t_sk, 3),
+            cpu_seconds=round(c_sk, 3),
+            nodes=int(sk.tree_.node_count),
+            partykit_ref_s=np.nan,
+            ratio_to_sklearn=1.0,
+        )
+    )
     df = pd.DataFrame(rows)
     print(f"n = {n}, p = 11 (10 numeric + 1 five-level factor); best of 3")
     print(df.to_string(index=False))

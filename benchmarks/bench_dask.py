@@ -113,13 +113,21 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=1_000_000)
     ap.add_argument("--models", nargs="+", default=["linear", "hgb"])
     ap.add_argument("--hgb-iter", type=int, default=50, help="boosting iterations of the HistGradientBoosting model")
-    ap.add_argument("--scheduler", choices=["cluster", "sync"], default="cluster",
-                    help="sync: the Dask path in this process on dask's synchronous scheduler (its overhead "
-                         "without distributed's worker processes)")
-    ap.add_argument("--malloc", choices=["distributed", "glibc"], default="glibc",
-                    help="distributed: workers get distributed's default MALLOC_TRIM_THRESHOLD_=65536 (which "
-                         "turns off glibc's dynamic mmap threshold: every large temporary array is page-faulted "
-                         "anew); glibc: workers keep glibc's default (one BLAS thread either way)")
+    ap.add_argument(
+        "--scheduler",
+        choices=["cluster", "sync"],
+        default="cluster",
+        help="sync: the Dask path in this process on dask's synchronous scheduler (its overhead "
+        "without distributed's worker processes)",
+    )
+    ap.add_argument(
+        "--malloc",
+        choices=["distributed", "glibc"],
+        default="glibc",
+        help="distributed: workers get distributed's default MALLOC_TRIM_THRESHOLD_=65536 (which "
+        "turns off glibc's dynamic mmap threshold: every large temporary array is page-faulted "
+        "anew); glibc: workers keep glibc's default (one BLAS thread either way)",
+    )
     args = ap.parse_args()
 
     import dask.dataframe as dd
@@ -132,7 +140,8 @@ def main() -> None:
         # the baseline first, in a fresh process, while the cluster does not exist yet
         with cf.ProcessPoolExecutor(1) as pool:
             t_single, cpu_single, peak_single, ame_single = pool.submit(
-                _single, kind, args.single_rows, args.chunk, args.hgb_iter).result()
+                _single, kind, args.single_rows, args.chunk, args.hgb_iter
+            ).result()
         model = make_model(kind, args.hgb_iter)
         n_parts = args.dask_rows // args.chunk
         meta = make_chunk(0, 0)
@@ -147,12 +156,20 @@ def main() -> None:
                 res = fme.fme(model, D, {"x0": 1.0}, nlm=True, progress=False)
                 t_dask, cpu_dask = time.perf_counter() - start, _cpu() - cpu0
             per_single, per_dask = t_single / args.single_rows * 1e7, t_dask / args.dask_rows * 1e7
-            rows.append({"model": kind, "scheduler": "sync (1 process)", "single rows": args.single_rows,
-                         "single s/1e7": round(per_single, 2), "dask rows": args.dask_rows,
-                         "dask s/1e7": round(per_dask, 2), "dask/single": round(per_dask / per_single, 3),
-                         "single CPU s/1e7": round(cpu_single / args.single_rows * 1e7, 1),
-                         "dask CPU s/1e7": round(cpu_dask / args.dask_rows * 1e7, 1),
-                         "CPU ratio": round((cpu_dask / args.dask_rows) / (cpu_single / args.single_rows), 3)})
+            rows.append(
+                {
+                    "model": kind,
+                    "scheduler": "sync (1 process)",
+                    "single rows": args.single_rows,
+                    "single s/1e7": round(per_single, 2),
+                    "dask rows": args.dask_rows,
+                    "dask s/1e7": round(per_dask, 2),
+                    "dask/single": round(per_dask / per_single, 3),
+                    "single CPU s/1e7": round(cpu_single / args.single_rows * 1e7, 1),
+                    "dask CPU s/1e7": round(cpu_dask / args.dask_rows * 1e7, 1),
+                    "CPU ratio": round((cpu_dask / args.dask_rows) / (cpu_single / args.single_rows), 3),
+                }
+            )
             print(rows[-1], flush=True)
             continue
         import dask
@@ -160,9 +177,13 @@ def main() -> None:
         environ = {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1}
         if args.malloc == "distributed":
             environ["MALLOC_TRIM_THRESHOLD_"] = 65536
-        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), \
-                LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
-                             memory_limit="8GiB") as cluster, Client(cluster) as client:
+        with (
+            dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
+            LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0", memory_limit="8GiB"
+            ) as cluster,
+            Client(cluster) as client,
+        ):
             D = dd.from_map(make_chunk, list(range(n_parts)), rows=args.chunk, meta=meta)
             start = time.perf_counter()
             D["x0"].sum().compute()
@@ -180,16 +201,27 @@ def main() -> None:
             summary = res.summary()
         per_single = t_single / args.single_rows * 1e7
         per_dask = t_dask / args.dask_rows * 1e7
-        rows.append({"model": kind, "nlm": res.nlm_method, "malloc": args.malloc, "single rows": args.single_rows,
-                     "single s/1e7": round(per_single, 2), "single peak GiB": round(peak_single, 2),
-                     "dask rows": args.dask_rows, "partitions": n_parts, "dask s": round(t_dask, 1),
-                     "dask s/1e7": round(per_dask, 2), "gen s/1e7": round(t_gen / args.dask_rows * 1e7, 2),
-                     "dask/single": round(per_dask / per_single, 3),
-                     "per-core ratio": round(per_dask * 2 / per_single, 3),
-                     "single CPU s/1e7": round(cpu_single / args.single_rows * 1e7, 1),
-                     "dask worker CPU s/1e7": round(cpu_dask / args.dask_rows * 1e7, 1),
-                     "CPU ratio": round((cpu_dask / args.dask_rows) / (cpu_single / args.single_rows), 3),
-                     "worker peak GiB": "/".join(f"{v:.2f}" for v in peaks.values())})
+        rows.append(
+            {
+                "model": kind,
+                "nlm": res.nlm_method,
+                "malloc": args.malloc,
+                "single rows": args.single_rows,
+                "single s/1e7": round(per_single, 2),
+                "single peak GiB": round(peak_single, 2),
+                "dask rows": args.dask_rows,
+                "partitions": n_parts,
+                "dask s": round(t_dask, 1),
+                "dask s/1e7": round(per_dask, 2),
+                "gen s/1e7": round(t_gen / args.dask_rows * 1e7, 2),
+                "dask/single": round(per_dask / per_single, 3),
+                "per-core ratio": round(per_dask * 2 / per_single, 3),
+                "single CPU s/1e7": round(cpu_single / args.single_rows * 1e7, 1),
+                "dask worker CPU s/1e7": round(cpu_dask / args.dask_rows * 1e7, 1),
+                "CPU ratio": round((cpu_dask / args.dask_rows) / (cpu_single / args.single_rows), 3),
+                "worker peak GiB": "/".join(f"{v:.2f}" for v in peaks.values()),
+            }
+        )
         print(summary, flush=True)
         print(rows[-1], flush=True)
     keys = list(rows[0])

@@ -137,8 +137,12 @@ def cases(model, names: list[str]) -> dict:
     def came_input(data):
         return fme.fme(model, data, {"x1": 1.0}, inference="delta")
 
-    table = {"ame": (ame, None), "ame_by": (ame_by, None), "came": (came, came_input),
-             "came_deep": (came_deep, came_input)}
+    table = {
+        "ame": (ame, None),
+        "ame_by": (ame_by, None),
+        "came": (came, came_input),
+        "came_deep": (came_deep, came_input),
+    }
     return {k: table[k] for k in names}
 
 
@@ -147,8 +151,9 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--cases", nargs="+", default=["ame", "ame_by", "came"],
-                    choices=["ame", "ame_by", "came", "came_deep"])
+    ap.add_argument(
+        "--cases", nargs="+", default=["ame", "ame_by", "came"], choices=["ame", "ame_by", "came", "came_deep"]
+    )
     ap.add_argument("--formula", default="y ~ x1 + x2 + x3")
     ap.add_argument("--trace", action="store_true", help="print every graph execution of the first Dask run")
     args = ap.parse_args()
@@ -161,9 +166,11 @@ def main() -> None:
     model = fit_model(args.formula)
     environ = {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1}
     rows = []
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), \
-            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0") \
-            as cluster, Client(cluster) as client:
+    with (
+        dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0") as cluster,
+        Client(cluster) as client,
+    ):
         execs = Executions(args.trace)
         for n in args.sizes:
             print(f"n = {n}: load average", " ".join(f"{v:.2f}" for v in os.getloadavg()), flush=True)
@@ -202,12 +209,20 @@ def main() -> None:
                         execs.trace = False
                 ratios = [d / p for d, p in zip(t_dk, t_pd)]
                 cpu_ratios = [d / p for d, p in zip(c_dk, c_pd)]
-                row = {"case": name, "n": n, "partitions": args.partitions, "pandas s": round(statistics.median(t_pd), 4),
-                       "dask s": round(statistics.median(t_dk), 4), "ratio": round(statistics.median(ratios), 2),
-                       "ratio range": f"{min(ratios):.2f}-{max(ratios):.2f}", "pandas CPU s": round(statistics.median(c_pd), 3),
-                       "dask CPU s": round(statistics.median(c_dk), 3),
-                       "CPU ratio": round(statistics.median(cpu_ratios), 2), "executions": counts[0],
-                       "scatters": scatters[0]}
+                row = {
+                    "case": name,
+                    "n": n,
+                    "partitions": args.partitions,
+                    "pandas s": round(statistics.median(t_pd), 4),
+                    "dask s": round(statistics.median(t_dk), 4),
+                    "ratio": round(statistics.median(ratios), 2),
+                    "ratio range": f"{min(ratios):.2f}-{max(ratios):.2f}",
+                    "pandas CPU s": round(statistics.median(c_pd), 3),
+                    "dask CPU s": round(statistics.median(c_dk), 3),
+                    "CPU ratio": round(statistics.median(cpu_ratios), 2),
+                    "executions": counts[0],
+                    "scatters": scatters[0],
+                }
                 assert len(set(counts)) == 1, counts  # the number of passes does not depend on timing
                 rows.append(row)
                 print(row, flush=True)

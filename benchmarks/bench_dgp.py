@@ -67,17 +67,27 @@ def one(setting: str, n: int, rep: int, theta: float) -> dict:
     p = np.asarray(SETTINGS[setting](X))
     binary = setting == "binary"
     y = rng.binomial(1, p) if binary else p + rng.normal(size=n)
-    model = (HistGradientBoostingClassifier if binary else HistGradientBoostingRegressor)(max_iter=100,
-                                                                                         random_state=rep)
+    model = (HistGradientBoostingClassifier if binary else HistGradientBoostingRegressor)(
+        max_iter=100, random_state=rep
+    )
     model.fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", fme.PositivityWarning)
         t = fme.dgp_ame(X, y, {"x1": H}, random_state=rep, model=model, target_class=1 if binary else None)
     m = fme.ame(model, X, {"x1": H}, inference="sample", target_class=1 if binary else None)
     r = t.iloc[0]
-    return dict(est=r["ame"], se=r["std_error"], low=r["conf_low"], high=r["conf_high"], positivity=r["positivity"],
-                ess_share=r["ess_share"], plug=r["plug_in"], model=m["ame"].iloc[0], mlow=m["conf_low"].iloc[0],
-                mhigh=m["conf_high"].iloc[0])
+    return dict(
+        est=r["ame"],
+        se=r["std_error"],
+        low=r["conf_low"],
+        high=r["conf_high"],
+        positivity=r["positivity"],
+        ess_share=r["ess_share"],
+        plug=r["plug_in"],
+        model=m["ame"].iloc[0],
+        mlow=m["conf_low"].iloc[0],
+        mhigh=m["conf_high"].iloc[0],
+    )
 
 
 def coverage(setting: str, n: int, repeats: int) -> dict:
@@ -85,15 +95,22 @@ def coverage(setting: str, n: int, repeats: int) -> dict:
     rows = pd.DataFrame([one(setting, n, rep, theta) for rep in range(repeats)])
     cover = float(np.mean((rows["low"] <= theta) & (theta <= rows["high"])))
     half = 1.96 * np.sqrt(cover * (1 - cover) / repeats)
-    return dict(setting=setting, theta=theta, theta_mc_se=mc, coverage=cover, coverage_mc=half,
-                bias=float(rows["est"].mean() - theta), mean_se=float(rows["se"].mean()),
-                sd_est=float(rows["est"].std()),
-                bias_over_se=float(abs(rows["est"].mean() - theta) / rows["se"].mean()),
-                plug_in_bias=float(rows["plug"].mean() - theta),
-                model_bias=float(rows["model"].mean() - theta),
-                model_coverage=float(np.mean((rows["mlow"] <= theta) & (theta <= rows["mhigh"]))),
-                positivity=", ".join(f"{k} {v}" for k, v in rows["positivity"].value_counts().items()),
-                median_ess_share=float(rows["ess_share"].median()))
+    return dict(
+        setting=setting,
+        theta=theta,
+        theta_mc_se=mc,
+        coverage=cover,
+        coverage_mc=half,
+        bias=float(rows["est"].mean() - theta),
+        mean_se=float(rows["se"].mean()),
+        sd_est=float(rows["est"].std()),
+        bias_over_se=float(abs(rows["est"].mean() - theta) / rows["se"].mean()),
+        plug_in_bias=float(rows["plug"].mean() - theta),
+        model_bias=float(rows["model"].mean() - theta),
+        model_coverage=float(np.mean((rows["mlow"] <= theta) & (theta <= rows["mhigh"]))),
+        positivity=", ".join(f"{k} {v}" for k, v in rows["positivity"].value_counts().items()),
+        median_ess_share=float(rows["ess_share"].median()),
+    )
 
 
 def leaving(n: int) -> None:
@@ -106,9 +123,11 @@ def leaving(n: int) -> None:
             t = fme.dgp_ame(X, y, {"x1": 0.3}, on_extrapolation=policy)
         r = t.iloc[0]
         msgs = [str(w.message) for w in caught if issubclass(w.category, fme.PositivityWarning)]
-        print(f"on_extrapolation={policy!r}: ame {r['ame']:.4f} [{r['conf_low']:.4f}, {r['conf_high']:.4f}] "
-              f"share_extrapolated {r['share_extrapolated']:.3f} ess_share {r['ess_share']:.3f} max_weight "
-              f"{r['max_weight']:.3g} positivity {r['positivity']} n {r['n']} note {r['note']!r}")
+        print(
+            f"on_extrapolation={policy!r}: ame {r['ame']:.4f} [{r['conf_low']:.4f}, {r['conf_high']:.4f}] "
+            f"share_extrapolated {r['share_extrapolated']:.3f} ess_share {r['ess_share']:.3f} max_weight "
+            f"{r['max_weight']:.3g} positivity {r['positivity']} n {r['n']} note {r['note']!r}"
+        )
         for msg in msgs:
             print(f"  PositivityWarning: {msg}")
 

@@ -49,15 +49,15 @@ FAILS = 3.0
 
 def draw(n: int, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray]:
     x1 = rng.normal(size=n)
-    x2 = RHO * x1 + np.sqrt(1 - RHO ** 2) * rng.normal(size=n)
-    mu = x1 + 0.5 * x1 ** 2 + 0.5 * x1 * x2 + x2
+    x2 = RHO * x1 + np.sqrt(1 - RHO**2) * rng.normal(size=n)
+    mu = x1 + 0.5 * x1**2 + 0.5 * x1 * x2 + x2
     return pd.DataFrame({"x1": x1, "x2": x2}), mu + rng.normal(size=n)
 
 
 def kept_truth(h: float, c: float) -> float:
     """theta_K for the rows with x1 <= c (closed form above)."""
     m = -stats.norm.pdf(c) / stats.norm.cdf(c)
-    return h + h ** 2 / 2 + h * (1 + RHO / 2) * m
+    return h + h**2 / 2 + h * (1 + RHO / 2) * m
 
 
 def one(setting: str, n: int, rep: int) -> dict:
@@ -68,9 +68,19 @@ def one(setting: str, n: int, rep: int) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", fme.PositivityWarning)
         r = fme.dgp_ame(X, y, {"x1": h}, random_state=rep, on_extrapolation="exclude").iloc[0]
-    return dict(setting=setting, rep=rep, theta=theta, est=r["ame"], se=r["std_error"], low=r["conf_low"],
-                high=r["conf_high"], plug=r["plug_in"], positivity=r["positivity"], ess_share=r["ess_share"],
-                n_kept=r["n"])
+    return dict(
+        setting=setting,
+        rep=rep,
+        theta=theta,
+        est=r["ame"],
+        se=r["std_error"],
+        low=r["conf_low"],
+        high=r["conf_high"],
+        plug=r["plug_in"],
+        positivity=r["positivity"],
+        ess_share=r["ess_share"],
+        n_kept=r["n"],
+    )
 
 
 def summarise(rows: pd.DataFrame) -> pd.DataFrame:
@@ -79,13 +89,23 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
         est = g.dropna(subset=["est"])
         cover = float(np.mean((est["low"] <= est["theta"]) & (est["theta"] <= est["high"])))
         bias = float((est["est"] - est["theta"]).mean())
-        out.append(dict(setting=setting, h=STEPS[setting], repetitions=len(g), estimated=len(est),
-                        coverage=cover, coverage_mc=1.96 * np.sqrt(cover * (1 - cover) / max(len(est), 1)),
-                        bias=bias, mean_se=float(est["se"].mean()), sd_est=float(est["est"].std()),
-                        bias_over_se=bias / float(est["se"].mean()),
-                        plug_in_bias=float((est["plug"] - est["theta"]).mean()),
-                        positivity=", ".join(f"{k} {v}" for k, v in g["positivity"].value_counts().items()),
-                        median_ess_share=float(g["ess_share"].median())))
+        out.append(
+            dict(
+                setting=setting,
+                h=STEPS[setting],
+                repetitions=len(g),
+                estimated=len(est),
+                coverage=cover,
+                coverage_mc=1.96 * np.sqrt(cover * (1 - cover) / max(len(est), 1)),
+                bias=bias,
+                mean_se=float(est["se"].mean()),
+                sd_est=float(est["est"].std()),
+                bias_over_se=bias / float(est["se"].mean()),
+                plug_in_bias=float((est["plug"] - est["theta"]).mean()),
+                positivity=", ".join(f"{k} {v}" for k, v in g["positivity"].value_counts().items()),
+                median_ess_share=float(g["ess_share"].median()),
+            )
+        )
     return pd.DataFrame(out)
 
 
@@ -95,8 +115,10 @@ def fails_check(n: int) -> None:
         warnings.simplefilter("always")
         r = fme.dgp_ame(X, y, {"x1": FAILS}, on_extrapolation="exclude").iloc[0]
     msgs = [str(w.message) for w in caught if issubclass(w.category, fme.PositivityWarning)]
-    print(f"fails check (h = {FAILS}, n = {n}): positivity {r['positivity']}, ame {r['ame']}, interval "
-          f"[{r['conf_low']}, {r['conf_high']}], ess_share {r['ess_share']:.3f}, note {r['note']!r}")
+    print(
+        f"fails check (h = {FAILS}, n = {n}): positivity {r['positivity']}, ame {r['ame']}, interval "
+        f"[{r['conf_low']}, {r['conf_high']}], ess_share {r['ess_share']:.3f}, note {r['note']!r}"
+    )
     for msg in msgs:
         print(f"  PositivityWarning: {msg}")
     assert r["positivity"] == "fails" and np.isnan(r["ame"]) and np.isnan(r["conf_low"])

@@ -68,7 +68,7 @@ def baseline_frames(X: pd.DataFrame):
     t_int = rule.nodes[rule.interior]
     frames = []
     for start in range(0, len(X), size):
-        xb = X.iloc[start:start + size]
+        xb = X.iloc[start : start + size]
         frames += [xb, apply_steps(xb, steps), stack_path(xb, steps, t_int)]
     return frames
 
@@ -110,8 +110,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     models = fit_models()
-    print("| model | n | rows predicted | fme(nlm=True) wall s | predict wall s | ratio (wall) | ratio (CPU) "
-          "| write floor | + quadrature |")
+    print(
+        "| model | n | rows predicted | fme(nlm=True) wall s | predict wall s | ratio (wall) | ratio (CPU) "
+        "| write floor | + quadrature |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         X = make_data(n)
@@ -120,13 +122,17 @@ def main() -> None:
         write = write_floor(frames)
         w_write, _, _ = best_of(write, args.repeat)
         for name, model in models.items():
-            w_base, c_base, preds = best_of(lambda: [model.predict(f) for f in frames], args.repeat)
-            w_fme, c_fme, _ = best_of(lambda: fme.fme(model, X, {"x0": 1.0}, nlm=True, nlm_method="gauss-legendre"),
-                                      args.repeat)
+            w_base, c_base, preds = best_of(lambda frames=frames: [model.predict(f) for f in frames], args.repeat)
+            w_fme, c_fme, _ = best_of(
+                lambda: fme.fme(model, X, {"x0": 1.0}, nlm=True, nlm_method="gauss-legendre"), args.repeat
+            )
             w_quad, _, _ = best_of(quadrature(preds), args.repeat)
-            print(f"| {name} | {n:,} | {rows:,} | {w_fme:.3f} | {w_base:.3f} | {w_fme / w_base:.2f} | "
-                  f"{c_fme / c_base:.2f} | {(w_base + w_write) / w_base:.2f} | "
-                  f"{(w_base + w_write + w_quad) / w_base:.2f} |", flush=True)
+            print(
+                f"| {name} | {n:,} | {rows:,} | {w_fme:.3f} | {w_base:.3f} | {w_fme / w_base:.2f} | "
+                f"{c_fme / c_base:.2f} | {(w_base + w_write) / w_base:.2f} | "
+                f"{(w_base + w_write + w_quad) / w_base:.2f} |",
+                flush=True,
+            )
         del frames, write
 
 

@@ -58,10 +58,14 @@ def bench_delta(n: int) -> None:
     ours, t_f, c_f = _timed(lambda: fme.ame(m, d, {"x0": 1}), 3)
     ref, t_m, c_m = _timed(lambda: avg_comparisons(m, variables={"x0": forward}), 3)
     ref = ref.to_pandas().iloc[0]
-    print(f"delta, logit n={n}: fme {t_f:.3f} s (cpu {c_f:.3f}), marginaleffects {t_m:.3f} s (cpu {c_m:.3f}), "
-          f"ratio {t_f / t_m:.2f} (cpu {c_f / c_m:.2f}); best of 3")
-    print(f"  ame {ours['ame'].iloc[0]:.10g} vs {ref['estimate']:.10g}; "
-          f"se {ours['std_error'].iloc[0]:.6g} vs {ref['std_error']:.6g}")
+    print(
+        f"delta, logit n={n}: fme {t_f:.3f} s (cpu {c_f:.3f}), marginaleffects {t_m:.3f} s (cpu {c_m:.3f}), "
+        f"ratio {t_f / t_m:.2f} (cpu {c_f / c_m:.2f}); best of 3"
+    )
+    print(
+        f"  ame {ours['ame'].iloc[0]:.10g} vs {ref['estimate']:.10g}; "
+        f"se {ours['std_error'].iloc[0]:.6g} vs {ref['std_error']:.6g}"
+    )
 
 
 def bench_bootstrap(n: int, B: int, n_jobs: int) -> None:
@@ -85,8 +89,7 @@ def bench_bootstrap(n: int, B: int, n_jobs: int) -> None:
     spec = {"X": X, "y": y, "n_resamples": B, "random_state": 0, "n_jobs": n_jobs, "progress": False}
     ours, t_f, c_f = _timed(lambda: fme.ame(model, X, {"x0": 1}, bootstrap=spec))
     ames, t_l, c_l = _timed(loop)
-    print(f"bootstrap, HGB n={n}, B={B}: fme n_jobs={n_jobs} {t_f:.2f} s, hand loop {t_l:.2f} s, "
-          f"ratio {t_f / t_l:.2f}")
+    print(f"bootstrap, HGB n={n}, B={B}: fme n_jobs={n_jobs} {t_f:.2f} s, hand loop {t_l:.2f} s, ratio {t_f / t_l:.2f}")
     print(f"  se fme {ours['std_error'].iloc[0]:.4g}, loop {ames.std(ddof=1):.4g}")
 
 
@@ -102,18 +105,21 @@ def bench_memory(n: int, B: int) -> None:
     model = LinearRegression().fit(train, y.iloc[:10_000])
     data = X.assign(g=rng.integers(0, 4, n))
     spec = {"X": train, "y": y.iloc[:10_000], "n_resamples": B, "random_state": 0, "progress": False}
-    draws_mb = 8 * n * B / 2 ** 20
-    for name, call in [("ame by 4 groups", lambda: fme.ame(model, data, {"x0": 1}, by="g", bootstrap=spec)),
-                       ("fme, draws in RAM", lambda: fme.fme(model, data, {"x0": 1}, bootstrap=spec)),
-                       ("fme, memory_limit=0", lambda: fme.fme(model, data, {"x0": 1},
-                                                              bootstrap={**spec, "memory_limit": 0}))]:
+    draws_mb = 8 * n * B / 2**20
+    for name, call in [
+        ("ame by 4 groups", lambda: fme.ame(model, data, {"x0": 1}, by="g", bootstrap=spec)),
+        ("fme, draws in RAM", lambda: fme.fme(model, data, {"x0": 1}, bootstrap=spec)),
+        ("fme, memory_limit=0", lambda: fme.fme(model, data, {"x0": 1}, bootstrap={**spec, "memory_limit": 0})),
+    ]:
         tracemalloc.start()
         t0 = time.perf_counter()
         call()
-        peak = tracemalloc.get_traced_memory()[1] / 2 ** 20
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
-        print(f"memory, n={n}, B={B}: {name}: peak {peak:.1f} MiB ({peak / draws_mb:.2f} x the {draws_mb:.0f} MiB "
-              f"of n x B draws), {time.perf_counter() - t0:.1f} s")
+        print(
+            f"memory, n={n}, B={B}: {name}: peak {peak:.1f} MiB ({peak / draws_mb:.2f} x the {draws_mb:.0f} MiB "
+            f"of n x B draws), {time.perf_counter() - t0:.1f} s"
+        )
 
 
 def main() -> None:

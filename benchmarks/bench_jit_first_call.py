@@ -36,8 +36,9 @@ print(json.dumps({"first": t1 - t0, "second": t2 - t1}))
 
 def run(case: str, cache: str) -> dict:
     env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-    out = subprocess.run([sys.executable, "-c", f"CASE = {case!r}\n" + CHILD], env=env, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", f"CASE = {case!r}\n" + CHILD], env=env, capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -45,7 +46,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
-    print("| case | first call, empty cache s | first call, cache filled s | second call s | compile / cached first call |")
+    print(
+        "| case | first call, empty cache s | first call, cache filled s | second call s "
+        "| compile / cached first call |"
+    )
     print("|---|---|---|---|---|")
     for case in ("exact", "budget"):
         cold, warm, second = [], [], []
@@ -56,8 +60,10 @@ def main() -> None:
             cold.append(c["first"])
             warm.append(w["first"])
             second.append(w["second"])
-        print(f"| {case} | {min(cold):.2f} | {min(warm):.3f} | {min(second):.3f} | {min(cold) / min(warm):.0f}x |",
-              flush=True)
+        print(
+            f"| {case} | {min(cold):.2f} | {min(warm):.3f} | {min(second):.3f} | {min(cold) / min(warm):.0f}x |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def _features(rng: np.random.Generator, n: int) -> pd.DataFrame:
 
 def _rf_data(rng: np.random.Generator, n: int) -> tuple[pd.DataFrame, np.ndarray]:
     X = _features(rng, n)
-    y = 2 * np.sin(X.x1) + X.x2 ** 2 + X.x1 * X.x3 + rng.normal(size=n)
+    y = 2 * np.sin(X.x1) + X.x2**2 + X.x1 * X.x3 + rng.normal(size=n)
     return X, y.to_numpy()
 
 
@@ -77,22 +77,45 @@ def truth(learner, draw, kw, n_train: int, sets: int, population: int, seed: int
     return float(values.mean()), float(values.std(ddof=1) / np.sqrt(sets))
 
 
-def coverage(learner, draw, kw, target: float, *, n: int, J: int, test_size: float, repeats: int,
-             boot_repeats: int, resamples: int, seed: int) -> list[dict]:
+def coverage(
+    learner,
+    draw,
+    kw,
+    target: float,
+    *,
+    n: int,
+    J: int,
+    test_size: float,
+    repeats: int,
+    boot_repeats: int,
+    resamples: int,
+    seed: int,
+) -> list[dict]:
     from sklearn.base import clone
 
     hits: dict[str, list] = {"learner": [], "fixed model": [], "bootstrap": []}
     for r in range(repeats):
         rng = np.random.default_rng([seed, 2, r])
         X, y = draw(rng, n)
-        lt = fme.learner_ame(learner, X, y, {"x1": 1}, repeats=J, test_size=test_size, random_state=r,
-                             n_jobs=1, **kw)
+        lt = fme.learner_ame(learner, X, y, {"x1": 1}, repeats=J, test_size=test_size, random_state=r, n_jobs=1, **kw)
         model = clone(learner).fit(X, y)
         ft = fme.ame(model, X, {"x1": 1}, inference="sample", **kw)
         rows = [("learner", lt), ("fixed model", ft)]
         if r < boot_repeats:
-            bt = fme.ame(model, X, {"x1": 1}, bootstrap={"X": X, "y": y, "n_resamples": resamples, "ci": "normal",
-                                                         "random_state": r, "progress": False}, **kw)
+            bt = fme.ame(
+                model,
+                X,
+                {"x1": 1},
+                bootstrap={
+                    "X": X,
+                    "y": y,
+                    "n_resamples": resamples,
+                    "ci": "normal",
+                    "random_state": r,
+                    "progress": False,
+                },
+                **kw,
+            )
             rows.append(("bootstrap", bt))
         for name, t in rows:
             lo, hi = float(t["conf_low"].iloc[0]), float(t["conf_high"].iloc[0])
@@ -103,10 +126,17 @@ def coverage(learner, draw, kw, target: float, *, n: int, J: int, test_size: flo
             cover, width, est, se = (np.array(c, dtype=float) for c in zip(*h))
             # sd_ratio: the estimates' spread over the data sets against the mean reported standard error
             # (about 1 when the standard error is right, for a target the estimate is unbiased for)
-            out.append({"interval": name, "repetitions": len(h), "coverage": cover.mean(),
-                        "coverage_se": np.sqrt(cover.mean() * (1 - cover.mean()) / len(h)),
-                        "mean_width": width.mean(), "bias": est.mean() - target,
-                        "sd_ratio": est.std(ddof=1) / se.mean() if len(h) > 1 else float("nan")})
+            out.append(
+                {
+                    "interval": name,
+                    "repetitions": len(h),
+                    "coverage": cover.mean(),
+                    "coverage_se": np.sqrt(cover.mean() * (1 - cover.mean()) / len(h)),
+                    "mean_width": width.mean(),
+                    "bias": est.mean() - target,
+                    "sd_ratio": est.std(ddof=1) / se.mean() if len(h) > 1 else float("nan"),
+                }
+            )
     return out
 
 
@@ -141,14 +171,30 @@ def main() -> None:
             t0 = time.perf_counter()
             target, mc_se = truth(learner, draw, kw, n_train, a.truth_sets, a.population, seed)
             t_truth = time.perf_counter() - t0
-            for row in coverage(learner, draw, kw, target, n=a.n, J=a.splits, test_size=a.test_size,
-                                repeats=a.repeats, boot_repeats=a.boot_repeats, resamples=a.resamples, seed=seed):
+            for row in coverage(
+                learner,
+                draw,
+                kw,
+                target,
+                n=a.n,
+                J=a.splits,
+                test_size=a.test_size,
+                repeats=a.repeats,
+                boot_repeats=a.boot_repeats,
+                resamples=a.resamples,
+                seed=seed,
+            ):
                 rows.append({"setting": name, "truth": target, "truth_mc_se": mc_se, **row})
-            print(f"{name}: truth {target:.4f} (MC se {mc_se:.4f}, {t_truth:.0f} s); "
-                  f"total {time.perf_counter() - t0:.0f} s", flush=True)
+            print(
+                f"{name}: truth {target:.4f} (MC se {mc_se:.4f}, {t_truth:.0f} s); "
+                f"total {time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
     table = pd.DataFrame(rows)
-    print(f"n {a.n}, n_train {n_train}, J {a.splits}, truth over {a.truth_sets} training sets on a population "
-          f"sample of {a.population}; bootstrap B {a.resamples} (normal interval)")
+    print(
+        f"n {a.n}, n_train {n_train}, J {a.splits}, truth over {a.truth_sets} training sets on a population "
+        f"sample of {a.population}; bootstrap B {a.resamples} (normal interval)"
+    )
     print(_markdown(table))
     print(f"wall time {time.perf_counter() - start:.0f} s")
 

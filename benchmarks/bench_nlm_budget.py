@@ -70,9 +70,13 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--budget", type=float, action="append")
-    ap.add_argument("--model", choices=["hgb", "mlp"], default="hgb",
-                    help="hgb: the wrapped boosting model (jump route, compared with its exact NLM); mlp: a wrapped "
-                         "MLPRegressor(32) (quadrature route; no exact reference, accuracy columns n/a)")
+    ap.add_argument(
+        "--model",
+        choices=["hgb", "mlp"],
+        default="hgb",
+        help="hgb: the wrapped boosting model (jump route, compared with its exact NLM); mlp: a wrapped "
+        "MLPRegressor(32) (quadrature route; no exact reference, accuracy columns n/a)",
+    )
     ap.add_argument("--memory-child", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.memory_child is not None:
@@ -81,11 +85,16 @@ def main() -> None:
     import fme
 
     model, X = setup(args.n, args.model)
-    exact = (fme.fme(model, X, STEPS, nlm=True, nlm_method="exact").results["nlm"].to_numpy() if args.model == "hgb"
-             else np.full(len(X), np.nan))
-    print("| budget | n | rows predicted per row | fme wall s | predict (same rows, one call) wall s | ratio | "
-          "routes (jumps / quadrature) | inaccurate | median nlm_error (infinite) | mean abs error vs exact | "
-          "max abs error vs exact | rows with error > nlm_error | peak above data |")
+    exact = (
+        fme.fme(model, X, STEPS, nlm=True, nlm_method="exact").results["nlm"].to_numpy()
+        if args.model == "hgb"
+        else np.full(len(X), np.nan)
+    )
+    print(
+        "| budget | n | rows predicted per row | fme wall s | predict (same rows, one call) wall s | ratio | "
+        "routes (jumps / quadrature) | inaccurate | median nlm_error (infinite) | mean abs error vs exact | "
+        "max abs error vs exact | rows with error > nlm_error | peak above data |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for budget in args.budget or [34.0]:
         count = {"rows": 0}
@@ -112,16 +121,25 @@ def main() -> None:
         err = r["nlm_error"].to_numpy()
         defined = ~np.isnan(exact)
         routes = r["nlm_route"].value_counts()
-        mem = subprocess.run([sys.executable, __file__, "--n", str(args.n), "--model", args.model,
-                              "--memory-child", str(budget)],
-                             capture_output=True, text=True, check=True)
+        mem = subprocess.run(
+            [sys.executable, __file__, "--n", str(args.n), "--model", args.model, "--memory-child", str(budget)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         peak = json.loads(mem.stdout.strip().splitlines()[-1])["peak_above_data_mib"]
-        acc = (f"{np.nanmean(d):.3g} | {np.nanmax(d):.3g} | {int(np.sum(d[defined] > err[defined])):,}" if defined.any()
-               else "n/a | n/a | n/a")
-        print(f"| {budget:g} | {args.n:,} | {rows / len(X):.2f} | {best_fme:.2f} | {best_pred:.2f} | "
-              f"**{best_fme / best_pred:.2f}** | {routes.get('jumps', 0):,} / {routes.get('quadrature', 0):,} | "
-              f"{res.n_nlm_inaccurate:,} | {np.nanmedian(err):.3g} ({np.sum(np.isinf(err)):,}) | {acc} | "
-              f"{peak:.0f} MiB |", flush=True)
+        acc = (
+            f"{np.nanmean(d):.3g} | {np.nanmax(d):.3g} | {int(np.sum(d[defined] > err[defined])):,}"
+            if defined.any()
+            else "n/a | n/a | n/a"
+        )
+        print(
+            f"| {budget:g} | {args.n:,} | {rows / len(X):.2f} | {best_fme:.2f} | {best_pred:.2f} | "
+            f"**{best_fme / best_pred:.2f}** | {routes.get('jumps', 0):,} / {routes.get('quadrature', 0):,} | "
+            f"{res.n_nlm_inaccurate:,} | {np.nanmedian(err):.3g} ({np.sum(np.isinf(err)):,}) | {acc} | "
+            f"{peak:.0f} MiB |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

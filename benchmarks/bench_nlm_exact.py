@@ -39,16 +39,21 @@ from fme.exceptions import FixedModelWarning
 def models():
     from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
 
-    out = {"HistGradientBoostingRegressor(100 iterations)": HistGradientBoostingRegressor(max_iter=100, random_state=0),
-           "RandomForestRegressor(200 trees, max_depth 10)": RandomForestRegressor(200, max_depth=10, n_jobs=1,
-                                                                                    random_state=0)}
+    out = {
+        "HistGradientBoostingRegressor(100 iterations)": HistGradientBoostingRegressor(max_iter=100, random_state=0),
+        "RandomForestRegressor(200 trees, max_depth 10)": RandomForestRegressor(
+            200, max_depth=10, n_jobs=1, random_state=0
+        ),
+    }
     try:
         import lightgbm as lgb
+
         out["LGBMRegressor(100 trees)"] = lgb.LGBMRegressor(n_estimators=100, verbose=-1, n_jobs=1, random_state=0)
     except ImportError:  # optional
         pass
     try:
         import xgboost as xgb
+
         out["XGBRegressor(100 trees)"] = xgb.XGBRegressor(n_estimators=100, max_depth=6, n_jobs=1, random_state=0)
         out["XGBClassifier(100 trees)"] = xgb.XGBClassifier(n_estimators=100, max_depth=6, n_jobs=1, random_state=0)
     except ImportError:
@@ -90,7 +95,7 @@ def own_path_nlm(model, X: pd.DataFrame, steps: dict, grid: int = 2048, iters: i
         F = V[i, -1] - V[i, 0]
         a, b = edges[:-1], edges[1:]
         mean = np.sum((b - a) * d)
-        num = np.sum(((d - a * F) ** 3 - (d - b * F) ** 3) / (3 * F)) if F != 0 else np.sum((b - a) * d ** 2)
+        num = np.sum(((d - a * F) ** 3 - (d - b * F) ** 3) / (3 * F)) if F != 0 else np.sum((b - a) * d**2)
         den = np.sum((b - a) * (d - mean) ** 2)
         out[i] = 1.0 - num / den if den > 0 else np.nan
     return out
@@ -136,8 +141,13 @@ def main() -> None:
     ap.add_argument("--n-other", type=int, default=10_000)
     ap.add_argument("--only", default="", help="run only models whose name contains this (comma-separated: any)")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--own", type=int, default=0, help="also compare the exact NLMs of this many rows with the NLM of "
-                    "the model's own predictions along the path (bisection on predict; one more table)")
+    ap.add_argument(
+        "--own",
+        type=int,
+        default=0,
+        help="also compare the exact NLMs of this many rows with the NLM of "
+        "the model's own predictions along the path (bisection on predict; one more table)",
+    )
     args = ap.parse_args()
     warnings.simplefilter("ignore", FixedModelWarning)  # fixed-model intervals are what is timed here
     rng = np.random.default_rng(0)
@@ -145,8 +155,10 @@ def main() -> None:
     train = pd.DataFrame(rng.normal(size=(20_000, 10)), columns=cols)
     y = np.sin(2 * train["x0"]) + train["x1"] ** 2 + train["x2"] * train["x3"] + rng.normal(0, 0.1, len(train))
     steps = {"x0": 1.0, "x1": 1.0}
-    print("| model | n | exact route | segments exact / rows predicted GL | exact wall s | GL16 wall s | ratio wall "
-          "| ratio CPU | peak MiB exact | peak MiB GL16 | ANLM exact | ANLM GL16 | mean abs NLM error GL16 |")
+    print(
+        "| model | n | exact route | segments exact / rows predicted GL | exact wall s | GL16 wall s | ratio wall "
+        "| ratio CPU | peak MiB exact | peak MiB GL16 | ANLM exact | ANLM GL16 | mean abs NLM error GL16 |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     own = []
     for name, model in models().items():
@@ -174,11 +186,15 @@ def main() -> None:
             _, _, segs = exact_nlm(make_predictor(model), X, shifts, tree_thresholds(model, list(steps), cols), f0, f1)
         err = np.nanmean(np.abs(gl.results["nlm"].to_numpy() - ex.results["nlm"].to_numpy()))
         (we, ce), (wg, cg) = best["exact"], best["gauss-legendre"]
-        print(f"| {name} | {n:,} | {route} | {segs:,} / {18 * n:,} | {we:.2f} | {wg:.2f} | {we / wg:.2f} | "
-              f"{ce / cg:.2f} | {peak['exact']:.0f} | {peak['gauss-legendre']:.0f} | {ex.anlm:.4f} | {gl.anlm:.4f} | {err:.3g} |", flush=True)
+        print(
+            f"| {name} | {n:,} | {route} | {segs:,} / {18 * n:,} | {we:.2f} | {wg:.2f} | {we / wg:.2f} | "
+            f"{ce / cg:.2f} | {peak['exact']:.0f} | {peak['gauss-legendre']:.0f} | {ex.anlm:.4f} | {gl.anlm:.4f} "
+            f"| {err:.3g} |",
+            flush=True,
+        )
         if args.own:
-            got = ex.results["nlm"].to_numpy()[:args.own]
-            ref = own_path_nlm(model, X.iloc[:args.own], steps)
+            got = ex.results["nlm"].to_numpy()[: args.own]
+            ref = own_path_nlm(model, X.iloc[: args.own], steps)
             with np.errstate(divide="ignore", invalid="ignore"):
                 rel = np.abs(got - ref) / np.maximum(np.abs(ref), 1e-300)
             own.append(f"| {name} | {args.own} | {np.nanmax(rel):.3g} | {int(np.sum(rel > 1e-9))} |")

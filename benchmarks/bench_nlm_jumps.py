@@ -43,13 +43,15 @@ def jump_function(d: pd.DataFrame) -> np.ndarray:
 
 def _rows(n: int, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n), "x3": rng.uniform(size=n),
-                         "x4": rng.normal(size=n)})
+    return pd.DataFrame(
+        {"x1": rng.normal(size=n), "x2": rng.normal(size=n), "x3": rng.uniform(size=n), "x4": rng.normal(size=n)}
+    )
 
 
 def function_reference(X: pd.DataFrame) -> np.ndarray:
     out = np.empty(len(X))
     for i, (x1, x2, x3, x4) in enumerate(X[COLS].to_numpy()):
+
         def g(t):
             return 2.0 * (x1 + t) + np.sin(x2 + t) + 3.0 * (x3 + 0.3 * t > 0.5) + (x1 + t) * x4
 
@@ -108,8 +110,15 @@ def piecewise_reference(predict, X: pd.DataFrame, step: dict, breaks: list[np.nd
     n = len(X)
     f0 = np.asarray(predict(X), dtype=float)
     F = np.asarray(predict(_frame(X, np.arange(n), np.ones(n), step)), dtype=float) - f0
-    v = np.concatenate([np.asarray(predict(_frame(X, R[k:k + 500_000], T[k:k + 500_000], step)), dtype=float)
-                        for k in range(0, R.size, 500_000)]) - f0[R]
+    v = (
+        np.concatenate(
+            [
+                np.asarray(predict(_frame(X, R[k : k + 500_000], T[k : k + 500_000], step)), dtype=float)
+                for k in range(0, R.size, 500_000)
+            ]
+        )
+        - f0[R]
+    )
     S1 = np.bincount(R, W * v, n)
     D = np.bincount(R, W * (v - S1[R]) ** 2, n)
     N = np.bincount(R, W * (v - T * F[R]) ** 2, n)
@@ -129,8 +138,12 @@ def setup(case: str):
         y = jump_function(train) + np.random.default_rng(2).normal(0, 0.1, len(train))
         knn = KNeighborsRegressor(n_neighbors=10, weights=case.split("-")[1]).fit(train, y)
         X = _rows(500, 3)
-        return (lambda d: knn.predict(d)), X, STEP, piecewise_reference(knn.predict, X, STEP,
-                                                                          knn_breakpoints(knn, X, STEP))
+        return (
+            (lambda d: knn.predict(d)),
+            X,
+            STEP,
+            piecewise_reference(knn.predict, X, STEP, knn_breakpoints(knn, X, STEP)),
+        )
     from bench_nlm_budget import STEPS
     from bench_nlm_budget import setup as mlp_setup
 
@@ -153,9 +166,11 @@ def main() -> None:
     ap.add_argument("--case", action="append", choices=["function", "knn-uniform", "knn-distance", "relu-mlp"])
     ap.add_argument("--budget", type=float, action="append")
     args = ap.parse_args()
-    print("| case | rows | budget | routes (jumps / quadrature) | rows with error > nlm_error | ok rows with error > "
-          "nlm_tol | worst error | mean error | largest error / nlm_error | median nlm_error | inaccurate | "
-          "fme wall s |")
+    print(
+        "| case | rows | budget | routes (jumps / quadrature) | rows with error > nlm_error | ok rows with error > "
+        "nlm_tol | worst error | mean error | largest error / nlm_error | median nlm_error | inaccurate | "
+        "fme wall s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for case in args.case or ["function", "knn-uniform", "knn-distance", "relu-mlp"]:
         f, X, step, ref = setup(case)
@@ -172,10 +187,13 @@ def main() -> None:
             routes = r["nlm_route"].value_counts()
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.nanmax(diff / err)
-            print(f"| {case} | {len(X):,} | {budget:g} | {routes.get('jumps', 0):,} / {routes.get('quadrature', 0):,} | "
-                  f"**{int(np.sum(diff > err))}** | **{int(np.sum(diff[ok] > res.nlm_tol))}** | {np.nanmax(diff):.3g} | "
-                  f"{np.nanmean(diff):.3g} | {ratio:.3g} | {np.nanmedian(err):.3g} | {res.n_nlm_inaccurate:,} | "
-                  f"{wall:.2f} |", flush=True)
+            print(
+                f"| {case} | {len(X):,} | {budget:g} | {routes.get('jumps', 0):,} / {routes.get('quadrature', 0):,} | "
+                f"**{int(np.sum(diff > err))}** | **{int(np.sum(diff[ok] > res.nlm_tol))}** | {np.nanmax(diff):.3g} | "
+                f"{np.nanmean(diff):.3g} | {ratio:.3g} | {np.nanmedian(err):.3g} | {res.n_nlm_inaccurate:,} | "
+                f"{wall:.2f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

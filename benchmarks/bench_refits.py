@@ -33,8 +33,15 @@ from fme.datasets import load_boston
 
 
 def _run(model, X, y, resamples: int, n_jobs, backend: str = "auto"):
-    spec = {"X": X, "y": y, "n_resamples": resamples, "random_state": 0, "n_jobs": n_jobs, "progress": False,
-            "backend": backend}
+    spec = {
+        "X": X,
+        "y": y,
+        "n_resamples": resamples,
+        "random_state": 0,
+        "n_jobs": n_jobs,
+        "progress": False,
+        "backend": backend,
+    }
     res = fme.fme(model, X, {"rm": 1}, bootstrap=spec)
     return res.inference_rows
 
@@ -73,14 +80,20 @@ def _bench(name: str, model, X, y, resamples: int, repeat: int, backend: str = "
                 best[n_jobs], cpu[n_jobs] = wall, _cpu_seconds() - c0
     np.testing.assert_array_equal(rows[None].draws, rows[2].draws)
     ex = rows[2].info["execution"]
-    ran = ex["mode"] + (f", {ex['workers']} workers, {ex.get('batches', 0)} batches" if ex["mode"] != "sequential"
-                        else f" (idle cores {ex['cores_free']:.1f})" if "cores_free" in ex
-                        else " (work below the workers' start-up)")
-    print(f"{name}: {resamples} refits  sequential {best[None]:.2f} s ({cpu[None]:.2f} s CPU)  n_jobs=2 "
-          f"{best[2]:.2f} s ({cpu[2]:.2f} s CPU)  ratio {best[2] / best[None]:.2f}  ({ran}; refit "
-          f"{ex['refit_seconds'] * 1e3:.1f} ms; load average {min(loads):.1f}-{max(loads):.1f}; all walls: "
-          f"sequential {', '.join(f'{w:.2f}' for w in walls[None])}, n_jobs=2 {', '.join(f'{w:.2f}' for w in walls[2])})",
-          flush=True)
+    ran = ex["mode"] + (
+        f", {ex['workers']} workers, {ex.get('batches', 0)} batches"
+        if ex["mode"] != "sequential"
+        else f" (idle cores {ex['cores_free']:.1f})"
+        if "cores_free" in ex
+        else " (work below the workers' start-up)"
+    )
+    print(
+        f"{name}: {resamples} refits  sequential {best[None]:.2f} s ({cpu[None]:.2f} s CPU)  n_jobs=2 "
+        f"{best[2]:.2f} s ({cpu[2]:.2f} s CPU)  ratio {best[2] / best[None]:.2f}  ({ran}; refit "
+        f"{ex['refit_seconds'] * 1e3:.1f} ms; load average {min(loads):.1f}-{max(loads):.1f}; all walls: "
+        f"sequential {', '.join(f'{w:.2f}' for w in walls[None])}, n_jobs=2 {', '.join(f'{w:.2f}' for w in walls[2])})",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -90,8 +103,12 @@ def main() -> None:
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--skip-forest", action="store_true")
     ap.add_argument("--skip-ridge", action="store_true")
-    ap.add_argument("--backend", default="auto", choices=["auto", "threads", "processes"],
-                    help="the bootstrap's backend for n_jobs=2 (default: fme's choice)")
+    ap.add_argument(
+        "--backend",
+        default="auto",
+        choices=["auto", "threads", "processes"],
+        help="the bootstrap's backend for n_jobs=2 (default: fme's choice)",
+    )
     ap.add_argument("--busy", type=int, default=0, help="processes keeping a core busy during the run")
     args = ap.parse_args()
     import subprocess
@@ -113,8 +130,10 @@ def _main(args) -> None:
 
     df = load_boston()
     X, y = df.drop(columns="medv"), df["medv"]
-    print(f"cores: {os.cpu_count()}; data: Boston, {len(X)} rows x {X.shape[1]} features; busy processes: "
-          f"{args.busy}", flush=True)
+    print(
+        f"cores: {os.cpu_count()}; data: Boston, {len(X)} rows x {X.shape[1]} features; busy processes: {args.busy}",
+        flush=True,
+    )
     warnings.simplefilter("ignore", fme.BootstrapWarning)
     if not args.skip_ridge:
         _bench("Ridge", Ridge(alpha=1.0).fit(X, y), X, y, args.resamples, args.repeat, args.backend)

@@ -14,9 +14,10 @@ With ``--dask K`` the evaluation rows are a Dask DataFrame of K partitions and t
 ``fme.ame`` on it (a Dask report's all-row bootstrap): the cache then holds the refitted models only (the
 evaluation points stay on the workers), so every call still predicts x and x + h with each refit.
 
-The draws of the two fme runs are checked to be equal (with ``--dask``: their standard errors). Model: ``HistGradientBoostingRegressor(max_iter=50)``
-on ``--rows`` training rows with 6 features; evaluation on the same rows; sequential refits (``n_jobs=None``)
-in all three, so the ratios compare the work and not the parallelism. Goal: shared refits at most 1.1x the loop.
+The draws of the two fme runs are checked to be equal (with ``--dask``: their standard errors). Model:
+``HistGradientBoostingRegressor(max_iter=50)`` on ``--rows`` training rows with 6 features; evaluation on the
+same rows; sequential refits (``n_jobs=None``) in all three, so the ratios compare the work and not the
+parallelism. Goal: shared refits at most 1.1x the loop.
 
 Usage: ``python benchmarks/bench_report_refits.py [--rows 2000] [--resamples 30] [--effects 3] [--repeat 2]
 [--dask K]``.
@@ -92,10 +93,12 @@ def main() -> None:
         dask.config.set(scheduler="synchronous")  # the refits' work, not the scheduler's threads, is compared
         lazy = dd.from_pandas(X, npartitions=args.dask)
     model = HistGradientBoostingRegressor(max_iter=50, random_state=0).fit(X, y)
-    features = list(X.columns[:args.effects])
-    runs = {"loop": lambda: _loop(model, X, y, features, args.resamples, 0),
-            "fme, shared refits": lambda: _fme(model, X, y, features, args.resamples, 0, RefitCache(), lazy),
-            "fme, no cache": lambda: _fme(model, X, y, features, args.resamples, 0, None, lazy)}
+    features = list(X.columns[: args.effects])
+    runs = {
+        "loop": lambda: _loop(model, X, y, features, args.resamples, 0),
+        "fme, shared refits": lambda: _fme(model, X, y, features, args.resamples, 0, RefitCache(), lazy),
+        "fme, no cache": lambda: _fme(model, X, y, features, args.resamples, 0, None, lazy),
+    }
     best = {k: np.inf for k in runs}
     walls: dict = {k: [] for k in runs}
     outs = {}
@@ -112,14 +115,19 @@ def main() -> None:
     if lazy is None:  # the loop's AMEs equal fme's refits' (same resamples, same fits) up to summation order
         np.testing.assert_allclose(np.column_stack(outs["fme, shared refits"]), outs["loop"], rtol=1e-9, atol=1e-12)
     else:  # the bootstrap SE of each effect: the SD (ddof 1) of the loop's AMEs
-        np.testing.assert_allclose(np.concatenate(outs["fme, shared refits"]), outs["loop"].std(axis=0, ddof=1),
-                                   rtol=1e-9)
-    print(f"{args.effects} effects, {args.resamples} refits of HistGradientBoostingRegressor(max_iter=50) on "
-          f"{args.rows} rows{f' (Dask, {args.dask} partitions)' if lazy is not None else ''}; load average "
-          f"{min(loads):.1f}-{max(loads):.1f}")
+        np.testing.assert_allclose(
+            np.concatenate(outs["fme, shared refits"]), outs["loop"].std(axis=0, ddof=1), rtol=1e-9
+        )
+    print(
+        f"{args.effects} effects, {args.resamples} refits of HistGradientBoostingRegressor(max_iter=50) on "
+        f"{args.rows} rows{f' (Dask, {args.dask} partitions)' if lazy is not None else ''}; load average "
+        f"{min(loads):.1f}-{max(loads):.1f}"
+    )
     for name in runs:
-        print(f"  {name:20s} best {best[name]:7.2f} s  ratio to loop {best[name] / best['loop']:.2f}  "
-              f"(walls {', '.join(f'{w:.2f}' for w in walls[name])})")
+        print(
+            f"  {name:20s} best {best[name]:7.2f} s  ratio to loop {best[name] / best['loop']:.2f}  "
+            f"(walls {', '.join(f'{w:.2f}' for w in walls[name])})"
+        )
 
 
 if __name__ == "__main__":

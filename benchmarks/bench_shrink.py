@@ -25,12 +25,12 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from fme._utils.guards import call_detector, check_flags
 from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestRegressor
 
 import fme
 from fme._core.shrink import MIN_STEP_FRACTION, shrink_steps
-from fme._utils.guards import call_detector, check_flags
 from fme.extrapolation import make_detector
 from fme.steps import apply_steps, parse_steps
 
@@ -39,8 +39,9 @@ class _OverBudget(Exception):
     pass
 
 
-def _bisect_every_row(detector, cols, X: pd.DataFrame, steps, todo: np.ndarray, iterations: int = 40,
-                      budget: float = np.inf):
+def _bisect_every_row(
+    detector, cols, X: pd.DataFrame, steps, todo: np.ndarray, iterations: int = 40, budget: float = np.inf
+):
     """The shrink search before issue 11 item 20 (verbatim but for names and the time budget): every
     stage bisects all rows. Raises _OverBudget(calls done) once ``budget`` seconds have passed."""
     start = time.perf_counter()
@@ -70,7 +71,9 @@ def _bisect_every_row(detector, cols, X: pd.DataFrame, steps, todo: np.ndarray, 
 
     zeros = {s.feature: np.zeros(idx.size) for s in steps}
     ones = {s.feature: np.ones(idx.size) for s in steps}
-    scales = {f: bisect([f], zeros, ones) for f in zeros} if len(steps) > 1 else {steps[0].feature: ones[steps[0].feature]}
+    scales = (
+        {f: bisect([f], zeros, ones) for f in zeros} if len(steps) > 1 else {steps[0].feature: ones[steps[0].feature]}
+    )
     common = bisect(list(scales), zeros, scales)
     for s in steps:
         h[s.feature][idx] = s.value * scales[s.feature] * common
@@ -96,15 +99,19 @@ def search_only(X: pd.DataFrame, steps: dict, budget: float) -> None:
         _bisect_every_row(det, cols, X, parsed, todo, budget=budget)
     except _OverBudget as stop:
         t_old = time.perf_counter() - t0
-        print(f"search only {list(steps)} on {int(todo.sum())} rows: new {t_new:.2f} s; before: stopped after "
-              f"{t_old:.0f} s having made {stop.args[0]} of its {n_calls} detector calls on all rows, so "
-              f"ratio < {t_new / t_old:.4f}")
+        print(
+            f"search only {list(steps)} on {int(todo.sum())} rows: new {t_new:.2f} s; before: stopped after "
+            f"{t_old:.0f} s having made {stop.args[0]} of its {n_calls} detector calls on all rows, so "
+            f"ratio < {t_new / t_old:.4f}"
+        )
         return
     t_old = time.perf_counter() - t0
     excluded = int((np.column_stack(list(new.values()))[todo] == 0).all(axis=1).sum())
-    print(f"search only {list(steps)} on {int(todo.sum())} rows: new {t_new:.2f} s, before {t_old:.2f} s "
-          f"({n_calls} detector calls on all rows), ratio {t_new / t_old:.4f}; new: {excluded} rows below "
-          f"{MIN_STEP_FRACTION} h excluded")
+    print(
+        f"search only {list(steps)} on {int(todo.sum())} rows: new {t_new:.2f} s, before {t_old:.2f} s "
+        f"({n_calls} detector calls on all rows), ratio {t_new / t_old:.4f}; new: {excluded} rows below "
+        f"{MIN_STEP_FRACTION} h excluded"
+    )
 
 
 def main() -> None:

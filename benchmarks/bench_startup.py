@@ -29,8 +29,7 @@ PROBE = f"import sys; print('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys
 
 
 def commands(bad: Path) -> dict[str, str]:
-    cli = ("from fme.__main__ import main\n"
-           "try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n")
+    cli = "from fme.__main__ import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
     return {
         "pandas + sklearn": "import pandas, sklearn",
         "import fme": "import fme",

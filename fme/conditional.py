@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 
 from ._core.results import FMEResult
-from ._local import came as local_came
 from ._dask import came as dask_came
 from ._dask.outputs import DaskMultiFMEResult
 from ._dask.result import DaskFMEResult
+from ._local import came as local_came
 from ._trees.args import check_tree_params
 from ._trees.partition import LeafTests, PartitionResult
 from ._utils.progress import progress_bar
@@ -142,20 +142,26 @@ def came(
         raise ParameterError("came needs one fME per row; compute effects with a single target_class, not 'all'.")
     on_dask = isinstance(effects, DaskFMEResult)
     if not on_dask and sample_size is not None:
-        raise ParameterError("sample_size applies to Dask effects only (the tree is then grown on a sample); "
-                             "in-memory effects use every row.")
+        raise ParameterError(
+            "sample_size applies to Dask effects only (the tree is then grown on a sample); "
+            "in-memory effects use every row."
+        )
     if not on_dask and not isinstance(effects, FMEResult):
         raise DataError(f"`effects` must be the FMEResult of fme.fme(...), got {type(effects).__name__}.")
     if effects.output_names is not None:
         raise ParameterError("came needs one fME per row; compute effects with a single target_class, not 'all'.")
     if effects.n == 0:
         raise DataError("the effects have no evaluated rows; nothing to partition.")
-    conf_level, features, params = _check_came_args(effects, method, features, n_partitions, max_sd, conf_level,
-                                                    standardize, tree_params)
+    conf_level, features, params = _check_came_args(
+        effects, method, features, n_partitions, max_sd, conf_level, standardize, tree_params
+    )
     if not isinstance(honest, (bool, np.bool_)):
         raise ParameterError(f"honest must be True or False, got {honest!r}.")
-    if isinstance(honest_fraction, bool) or not isinstance(honest_fraction, numbers.Real) \
-            or not 0 < honest_fraction < 1:
+    if (
+        isinstance(honest_fraction, bool)
+        or not isinstance(honest_fraction, numbers.Real)
+        or not 0 < honest_fraction < 1
+    ):
         raise ParameterError(f"honest_fraction must be a number strictly between 0 and 1, got {honest_fraction!r}.")
     if isinstance(n_splits, bool) or not isinstance(n_splits, numbers.Integral) or n_splits < 1:
         raise ParameterError(f"n_splits must be a positive integer, got {n_splits!r}.")
@@ -166,9 +172,19 @@ def came(
     seeds = [seed] + [int(s) for s in np.random.SeedSequence(seed).generate_state(n_splits - 1)]
 
     def one(split_seed: int) -> PartitionResult:
-        kw = dict(method=method, features=features, n_partitions=n_partitions, max_sd=max_sd, conf_level=conf_level,
-                  standardize=standardize, params=params, tree_params=tree_params, honest=bool(honest),
-                  honest_fraction=float(honest_fraction), seed=split_seed)
+        kw = dict(
+            method=method,
+            features=features,
+            n_partitions=n_partitions,
+            max_sd=max_sd,
+            conf_level=conf_level,
+            standardize=standardize,
+            params=params,
+            tree_params=tree_params,
+            honest=bool(honest),
+            honest_fraction=float(honest_fraction),
+            seed=split_seed,
+        )
         if on_dask:
             return dask_came.came(effects, sample_size=sample_size, random_state=random_state, **kw)
         return local_came.came(effects, sample_size=None, random_state=random_state, **kw)
@@ -179,30 +195,53 @@ def came(
     return part
 
 
-def _split_stability(part: PartitionResult, parts: list[PartitionResult],
-                     seeds: list[int]) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _split_stability(
+    part: PartitionResult, parts: list[PartitionResult], seeds: list[int]
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Per honest split: its seed, first split, leaves, range of leaf cAMEs and the global test's p-value;
     and their summary (share of splits with the first split of ``part``, median p-value, 2 x median)."""
     rows = []
     for k, (p, s) in enumerate(zip(parts, seeds)):
         came_values = p.leaves["came"].to_numpy(dtype=float)
         glob = p.test().global_test if len(p.leaf_ids) > 1 else {"p_value": np.nan}
-        rows.append({"split": k + 1, "seed": s, "root_split": p.root_split, "n_leaves": len(p.leaf_ids),
-                     "came_min": float(np.nanmin(came_values)), "came_max": float(np.nanmax(came_values)),
-                     "global_p_value": glob["p_value"]})
+        rows.append(
+            {
+                "split": k + 1,
+                "seed": s,
+                "root_split": p.root_split,
+                "n_leaves": len(p.leaf_ids),
+                "came_min": float(np.nanmin(came_values)),
+                "came_max": float(np.nanmax(came_values)),
+                "global_p_value": glob["p_value"],
+            }
+        )
     table = pd.DataFrame(rows)
     p = table["global_p_value"].to_numpy(dtype=float)
     med = float(np.nanmedian(p)) if np.isfinite(p).any() else float("nan")
-    summary = {"n_splits": len(parts), "root_split": part.root_split,
-               "share_same_root_split": float(np.mean([r == part.root_split for r in table["root_split"]])),
-               "n_leaves_min": int(table["n_leaves"].min()), "n_leaves_max": int(table["n_leaves"].max()),
-               "came_min": float(table["came_min"].min()), "came_max": float(table["came_max"].max()),
-               "median_global_p_value": med, "global_p_value_split_adjusted": min(1.0, 2.0 * med)}
+    summary = {
+        "n_splits": len(parts),
+        "root_split": part.root_split,
+        "share_same_root_split": float(np.mean([r == part.root_split for r in table["root_split"]])),
+        "n_leaves_min": int(table["n_leaves"].min()),
+        "n_leaves_max": int(table["n_leaves"].max()),
+        "came_min": float(table["came_min"].min()),
+        "came_max": float(table["came_max"].max()),
+        "median_global_p_value": med,
+        "global_p_value_split_adjusted": min(1.0, 2.0 * med),
+    }
     return table, summary
 
 
-def _check_came_args(effects: Any, method: Any, features: Any, n_partitions: Any, max_sd: Any, conf_level: Any,
-                     standardize: bool, tree_params: dict) -> tuple[float, list[str], dict]:
+def _check_came_args(
+    effects: Any,
+    method: Any,
+    features: Any,
+    n_partitions: Any,
+    max_sd: Any,
+    conf_level: Any,
+    standardize: bool,
+    tree_params: dict,
+) -> tuple[float, list[str], dict]:
     """:func:`came`'s arguments checked against ``effects`` (in memory or Dask): the confidence level, the
     partitioning features (defaults resolved) and the record of the arguments (``PartitionResult.params``)."""
     conf_level = check_conf_level(conf_level)
@@ -210,8 +249,9 @@ def _check_came_args(effects: Any, method: Any, features: Any, n_partitions: Any
         raise ParameterError(f"method must be 'ctree' or 'cart', got {method!r}.")
     if n_partitions is not None and max_sd is not None:
         raise ParameterError("give either n_partitions or max_sd, not both.")
-    if n_partitions is not None and (isinstance(n_partitions, bool) or not isinstance(n_partitions, numbers.Integral)
-                                     or n_partitions < 2):
+    if n_partitions is not None and (
+        isinstance(n_partitions, bool) or not isinstance(n_partitions, numbers.Integral) or n_partitions < 2
+    ):
         raise ParameterError(f"n_partitions must be an integer >= 2, got {n_partitions!r}.")
     if max_sd is not None and (not isinstance(max_sd, numbers.Real) or not np.isfinite(max_sd) or max_sd <= 0):
         raise ParameterError(f"max_sd must be a positive number, got {max_sd!r}.")
@@ -220,15 +260,21 @@ def _check_came_args(effects: Any, method: Any, features: Any, n_partitions: Any
     if features is not None and len(list(features)) == 0:
         raise ParameterError("`features` is empty; name at least one partitioning feature, or None for the default.")
     check_tree_params(method, tree_params)
-    params = {"features": None if features is None else list(features), "n_partitions": n_partitions,
-              "max_sd": max_sd, "standardize": standardize, **tree_params}
+    params = {
+        "features": None if features is None else list(features),
+        "n_partitions": n_partitions,
+        "max_sd": max_sd,
+        "standardize": standardize,
+        **tree_params,
+    }
     columns = effects.data.columns
     if features is None:
         features = list(effects.model_features) if effects.model_features is not None else list(columns)
     missing = [f for f in features if f not in columns]
     if missing:
-        raise FeatureError(f"partitioning feature(s) {missing} are not columns of the data the effects were "
-                           "computed on.")
+        raise FeatureError(
+            f"partitioning feature(s) {missing} are not columns of the data the effects were computed on."
+        )
     return conf_level, list(features), params
 
 
@@ -239,18 +285,25 @@ _SIZE_PARAMS = {"ctree": ("minbucket", "minsplit"), "cart": ("min_samples_leaf",
 def _subset(effects: FMEResult, positions: np.ndarray) -> FMEResult:
     """The same effects restricted to some evaluated rows (by position)."""
     rows = effects.inference_rows
-    return dataclasses.replace(effects, results=effects.results.iloc[positions],
-                               predictions=effects.predictions.iloc[positions],
-                               inference_rows=None if rows is None else rows.take(positions),
-                               positions=None if effects.positions is None else effects.positions[positions])
+    return dataclasses.replace(
+        effects,
+        results=effects.results.iloc[positions],
+        predictions=effects.predictions.iloc[positions],
+        inference_rows=None if rows is None else rows.take(positions),
+        positions=None if effects.positions is None else effects.positions[positions],
+    )
 
 
 def _refit(effects: FMEResult, partition: PartitionResult, params: dict, at_most: bool) -> PartitionResult:
     """One refit of :func:`partition_stability` with the partition's method and ``params``."""
     cap = params.get("n_partitions")
     if at_most and cap is not None:
-        grown = came(effects, method=partition.method, conf_level=partition.conf_level,
-                     **{k: v for k, v in params.items() if k != "n_partitions"})
+        grown = came(
+            effects,
+            method=partition.method,
+            conf_level=partition.conf_level,
+            **{k: v for k, v in params.items() if k != "n_partitions"},
+        )
         if len(grown.leaf_ids) <= int(cap):
             return grown
     return came(effects, method=partition.method, conf_level=partition.conf_level, **params)
@@ -341,19 +394,32 @@ def partition_stability(
             if isinstance(v, numbers.Real) and not isinstance(v, bool) and v >= 1:
                 params[key] = max(1, round(v * m / n)) if isinstance(v, numbers.Integral) else v * m / n
     rows = []
-    for b in progress_bar(range(int(n_subsamples)), total=int(n_subsamples), desc="stability refits",
-                          progress=progress):
+    for b in progress_bar(
+        range(int(n_subsamples)), total=int(n_subsamples), desc="stability refits", progress=progress
+    ):
         pos = np.sort(rng.choice(n, size=m, replace=False))
-        row: dict[str, Any] = {"subsample": b + 1, "n": m, "ame": float(fmes[pos].mean()), "n_leaves": pd.NA,
-                               "root_split": None, "same_root_split": pd.NA, "ari": np.nan, "error": None}
+        row: dict[str, Any] = {
+            "subsample": b + 1,
+            "n": m,
+            "ame": float(fmes[pos].mean()),
+            "n_leaves": pd.NA,
+            "root_split": None,
+            "same_root_split": pd.NA,
+            "ari": np.nan,
+            "error": None,
+        }
         try:
             sub = _refit(_subset(effects, pos), partition, params, at_most)
         except FMEError as exc:
             row["error"] = str(exc)
         else:
             root = sub.root_split
-            row.update(n_leaves=len(sub.leaf_ids), root_split=root, same_root_split=root == full_root,
-                       ari=float(adjusted_rand_score(full_leaf[pos], sub.leaf_of_row.to_numpy())))
+            row.update(
+                n_leaves=len(sub.leaf_ids),
+                root_split=root,
+                same_root_split=root == full_root,
+                ari=float(adjusted_rand_score(full_leaf[pos], sub.leaf_of_row.to_numpy())),
+            )
         rows.append(row)
     out = pd.DataFrame(rows)
     # nullable dtypes: a failed refit has no tree figures (<NA>), the others stay integers/booleans

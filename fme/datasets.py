@@ -86,9 +86,7 @@ def _check_bool(name: str, value: object) -> bool:
     # mistyped call does not silently pick a branch.
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    raise ParameterError(
-        f"{name} must be True or False, got {value!r} of type {type(value).__name__}."
-    )
+    raise ParameterError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}.")
 
 
 def _read_boston_csv() -> pd.DataFrame:

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._utils.validation import check_data
-from ._core.plan import check_batch_size
-from ._core.kernel import evaluate_steps
-from .exceptions import ParameterError, StepError
-from ._nlm.evaluate import nlm_values, resolve_method
 from ._adapters.predictor import Predictor, make_predictor
+from ._core.kernel import evaluate_steps
+from ._core.plan import check_batch_size
+from ._nlm.evaluate import nlm_values, resolve_method
+from ._utils.validation import check_data
+from .exceptions import ParameterError, StepError
 from .steps import parse_steps
 
 __all__ = ["max_linear_step", "LINEAR_STEP_STATUS"]
@@ -162,8 +162,10 @@ def max_linear_step(
     """
     x = check_data(x, "x")
     predictor = make_predictor(model, target_class)
-    if isinstance(nlm_threshold, bool) or not isinstance(nlm_threshold, numbers.Real) or not (
-        np.isfinite(nlm_threshold) and nlm_threshold < 1.0
+    if (
+        isinstance(nlm_threshold, bool)
+        or not isinstance(nlm_threshold, numbers.Real)
+        or not (np.isfinite(nlm_threshold) and nlm_threshold < 1.0)
     ):
         raise ParameterError(f"nlm_threshold must be a finite number < 1 (e.g. 0.9), got {nlm_threshold!r}.")
     lo_s, hi_s = _positive(min_scale, "min_scale"), _positive(max_scale, "max_scale")
@@ -179,8 +181,18 @@ def max_linear_step(
     if categorical:
         raise StepError(f"the NLM is defined along a numeric path only; feature(s) {categorical} are categorical.")
     X = predictor.select(x)
-    settings = resolve_method(None if isinstance(model, Predictor) else model, nlm_method, nlm_points, nlm_intervals,
-                              steps, list(X.columns), None, None, 0.0, target_class=target_class)
+    settings = resolve_method(
+        None if isinstance(model, Predictor) else model,
+        nlm_method,
+        nlm_points,
+        nlm_intervals,
+        steps,
+        list(X.columns),
+        None,
+        None,
+        0.0,
+        target_class=target_class,
+    )
     rule = settings.rule
     for s in steps:
         vals = x[s.feature].to_numpy(dtype=float, na_value=np.nan)

@@ -21,8 +21,18 @@ from typing import Any
 from . import _adapters
 from ._adapters import Support
 
-__all__ = ["Support", "fingerprint", "model_modules", "class_name", "formula_categoricals", "glm_dispersion",
-           "dispersion_scaled_copy", "scaled_dispersion", "refit_support", "auxiliary_inputs"]
+__all__ = [
+    "Support",
+    "fingerprint",
+    "model_modules",
+    "class_name",
+    "formula_categoricals",
+    "glm_dispersion",
+    "dispersion_scaled_copy",
+    "scaled_dispersion",
+    "refit_support",
+    "auxiliary_inputs",
+]
 
 
 def fingerprint(model: Any) -> bytes:

@@ -131,8 +131,9 @@ class KernlabSVR(RegressorMixin, BaseEstimator):
     [25.02, 22.43]
     """
 
-    def __init__(self, C: float = 1.0, sigma: float = 0.1, epsilon: float = 0.1, tol: float = 1e-3,
-                 shrinking: bool = True) -> None:
+    def __init__(
+        self, C: float = 1.0, sigma: float = 0.1, epsilon: float = 0.1, tol: float = 1e-3, shrinking: bool = True
+    ) -> None:
         self.C = C
         self.sigma = sigma
         self.epsilon = epsilon
@@ -188,8 +189,11 @@ class KernlabSVR(RegressorMixin, BaseEstimator):
         self.levels_ = {}
         for i, feat in enumerate(self.categorical_features_):
             col = X[feat]
-            levels = (list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype)
-                      else sorted(col.dropna().unique().tolist(), key=str))
+            levels = (
+                list(col.cat.categories)
+                if isinstance(col.dtype, pd.CategoricalDtype)
+                else sorted(col.dropna().unique().tolist(), key=str)
+            )
             self.levels_[feat] = levels if i == 0 else levels[1:]
         Z = X[self.numeric_features_].to_numpy(dtype=float)
         self.center_ = Z.mean(axis=0)
@@ -198,8 +202,9 @@ class KernlabSVR(RegressorMixin, BaseEstimator):
         self.y_center_ = float(y.mean())
         y_scale = float(y.std(ddof=1)) if y.size > 1 else 1.0
         self.y_scale_ = y_scale if y_scale > 0 else 1.0
-        self.svr_ = SVR(kernel="rbf", C=self.C, gamma=self.sigma, epsilon=self.epsilon, tol=self.tol,
-                        shrinking=self.shrinking)
+        self.svr_ = SVR(
+            kernel="rbf", C=self.C, gamma=self.sigma, epsilon=self.epsilon, tol=self.tol, shrinking=self.shrinking
+        )
         self.svr_.fit(self._design(X), (y - self.y_center_) / self.y_scale_)
         return self
 
@@ -310,8 +315,14 @@ def simulate_bivariate(n: int = 1500, seed: int = 123) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     x1 = rng.uniform(-5.0, 5.0, n)
     x2 = rng.uniform(-5.0, 5.0, n)
-    return pd.DataFrame({"x1": x1, "x2": x2, "y_additive": bivariate_additive(x1, x2),
-                         "y_multiplicative": bivariate_multiplicative(x1, x2)})
+    return pd.DataFrame(
+        {
+            "x1": x1,
+            "x2": x2,
+            "y_additive": bivariate_additive(x1, x2),
+            "y_multiplicative": bivariate_multiplicative(x1, x2),
+        }
+    )
 
 
 def univariate_svm(n: int = 1500, seed: int = 123) -> tuple[KernlabSVR, pd.DataFrame]:
@@ -343,9 +354,17 @@ def _n(key: str, section: str, quantity: str, paper: str) -> dict[str, Any]:
 
 
 _TABLE3_FEATURES = {  # feature: (printed low, printed high); afram (B) is not in the data
-    "crim": ("0.00632", "88.9762"), "zn": ("0", "100"), "indus": ("0.46", "27.74"), "nox": ("0.385", "0.871"),
-    "rm": ("3.561", "6.433"), "age": ("2.9", "100"), "dis": ("1.1296", "12.1265"), "rad": ("1", "24"),
-    "tax": ("187", "711"), "ptratio": ("12.6", "22"), "lstat": ("1.73", "11.38"),
+    "crim": ("0.00632", "88.9762"),
+    "zn": ("0", "100"),
+    "indus": ("0.46", "27.74"),
+    "nox": ("0.385", "0.871"),
+    "rm": ("3.561", "6.433"),
+    "age": ("2.9", "100"),
+    "dis": ("1.1296", "12.1265"),
+    "rad": ("1", "24"),
+    "tax": ("187", "711"),
+    "ptratio": ("12.6", "22"),
+    "lstat": ("1.73", "11.38"),
 }
 
 #: Every reproducible number the paper prints: dicts with ``key`` (used by the
@@ -362,10 +381,18 @@ PAPER_NUMBERS: list[dict[str, Any]] = [
     _n("boston_rm_left_cov", "§5.5 Table 3", "rm + 1 leftmost leaf: CoV(fME)", "0.31"),
     _n("boston_rm_left_canlm", "§5.5 Fig. 7, Table 3", "rm + 1 leftmost leaf: cANLM", "0.93"),
     _n("boston_rm_left_cov_nlm", "§5.5 text, Table 3", "rm + 1 leftmost leaf: CoV(NLM)", "0.36"),
-    *[_n(f"boston_rm_left_{feat}_{side}", "§5.5 Table 3", f"rm + 1 leftmost leaf: {feat} range {side}", v)
-      for feat, (lo, hi) in _TABLE3_FEATURES.items() for side, v in (("low", lo), ("high", hi))],
-    {"key": "boston_rm_left_chas", "section": "§5.5 Table 3", "quantity": "rm + 1 leftmost leaf: chas levels",
-     "paper": "{0, 1}", "decimals": None},
+    *[
+        _n(f"boston_rm_left_{feat}_{side}", "§5.5 Table 3", f"rm + 1 leftmost leaf: {feat} range {side}", v)
+        for feat, (lo, hi) in _TABLE3_FEATURES.items()
+        for side, v in (("low", lo), ("high", hi))
+    ],
+    {
+        "key": "boston_rm_left_chas",
+        "section": "§5.5 Table 3",
+        "quantity": "rm + 1 leftmost leaf: chas levels",
+        "paper": "{0, 1}",
+        "decimals": None,
+    },
     _n("boston_crim_n", "§8", "crim - 5: rows kept by the envelope", "106"),
     _n("boston_crim_cov", "§8", "crim - 5: global CoV(fME)", "0.32"),
     _n("boston_crim_n_lower_cov", "§8", "crim - 5: leaves with CoV below the root's", "2"),
@@ -380,10 +407,20 @@ PAPER_NUMBERS: list[dict[str, Any]] = [
     _n("sim_uni_fme_x_m3", "§7.1", "univariate DGP: fME at x = -3, h = 2", "2"),
     _n("sim_uni_left_came", "§7.1", "univariate DGP: cAME of the leaf x <= -2", "2"),
     _n("sim_uni_left_canlm", "§7.1", "univariate DGP: cANLM of the leaf x <= -2", "1"),
-    {"key": "sim_forest_ep_rule", "section": "§4.2 Fig. 2", "quantity": "random forest, h = 1: extrapolation points",
-     "paper": "x > 4", "decimals": None},
-    {"key": "sim_svm_ep_rule", "section": "§7.2", "quantity": "noisy SVM, h = 2: extrapolation points",
-     "paper": "x > 3", "decimals": None},
+    {
+        "key": "sim_forest_ep_rule",
+        "section": "§4.2 Fig. 2",
+        "quantity": "random forest, h = 1: extrapolation points",
+        "paper": "x > 4",
+        "decimals": None,
+    },
+    {
+        "key": "sim_svm_ep_rule",
+        "section": "§7.2",
+        "quantity": "noisy SVM, h = 2: extrapolation points",
+        "paper": "x > 3",
+        "decimals": None,
+    },
 ]
 
 
@@ -449,6 +486,15 @@ def compare_numbers(ours: Mapping[str, Any]) -> pd.DataFrame:
             r = round_half_up(float(value), dec)
             rounded = f"{r:f}"
             match = r == Decimal(d["paper"])
-        rows.append({"key": d["key"], "section": d["section"], "quantity": d["quantity"], "paper": d["paper"],
-                     "ours": _format_ours(value, dec), "ours_rounded": rounded, "match": bool(match)})
+        rows.append(
+            {
+                "key": d["key"],
+                "section": d["section"],
+                "quantity": d["quantity"],
+                "paper": d["paper"],
+                "ours": _format_ours(value, dec),
+                "ours_rounded": rounded,
+                "match": bool(match),
+            }
+        )
     return pd.DataFrame(rows, columns=["key", "section", "quantity", "paper", "ours", "ours_rounded", "match"])

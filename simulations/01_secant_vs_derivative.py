@@ -38,8 +38,8 @@ import fme
 
 out = Path(output_dir)
 out.mkdir(parents=True, exist_ok=True)
-numbers: dict = {}   # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
-checks: dict = {}    # further verified statements (not printed in the paper)
+numbers: dict = {}  # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
+checks: dict = {}  # further verified statements (not printed in the paper)
 
 
 def save(fig, name):
@@ -68,10 +68,12 @@ fme_value = float(res.results["fme"].iloc[0])
 dme_value = float(d["dme"].iloc[0])
 tangent_reading = h * dme_value
 error = fme_value - tangent_reading
-print(f"fME = {fme_value:.4f}, dME = {dme_value:.4f}, tangent reading h*dME = {tangent_reading:.4f}, "
-      f"interpretation error = {error:.4f} ({error / fme_value:.0%} of the fME), NLM = {res.results['nlm'].iloc[0]:.3f}")
-assert abs(fme_value - ((x0 + h) ** 4 - x0 ** 4)) < 1e-12   # the fME is the exact change in prediction
-assert abs(dme_value - 4 * x0 ** 3) < 1e-6                  # the dME is the slope of the tangent
+print(
+    f"fME = {fme_value:.4f}, dME = {dme_value:.4f}, tangent reading h*dME = {tangent_reading:.4f}, "
+    f"interpretation error = {error:.4f} ({error / fme_value:.0%} of the fME), NLM = {res.results['nlm'].iloc[0]:.3f}"
+)
+assert abs(fme_value - ((x0 + h) ** 4 - x0**4)) < 1e-12  # the fME is the exact change in prediction
+assert abs(dme_value - 4 * x0**3) < 1e-6  # the dME is the slope of the tangent
 checks["fme_exact"] = True
 checks["interpretation_error_share"] = error / fme_value
 
@@ -81,16 +83,16 @@ fig, ax = plt.subplots(figsize=(6, 4.5))
 ax.plot(grid["x"], f(grid), color="#e6b800", lw=2.5, label="prediction function")
 ax.plot(grid["x"], f(point)[0] + dme_value * (grid["x"] - x0), color="grey", label="tangent (dME)")
 ax.plot(grid["x"], f(point)[0] + fme_value / h * (grid["x"] - x0), color="green", label="secant (fME)")
-ax.vlines(x0 + h, f(point)[0] + tangent_reading, f(point)[0] + fme_value, color="red", lw=3,
-          label="interpretation error")
+ax.vlines(
+    x0 + h, f(point)[0] + tangent_reading, f(point)[0] + fme_value, color="red", lw=3, label="interpretation error"
+)
 ax.scatter([x0, x0 + h], [f(point)[0], f(point)[0] + fme_value], color="black", zorder=5)
 ax.set_ylim(-1, 7)
 ax.set_xlabel("x")
 ax.set_ylabel("prediction")
 ax.legend(frameon=False)
 ax.set_title(f"fME vs dME at x = {x0}, h = {h}")
-save(fig, "fig3_secant_vs_tangent");
-
+save(fig, "fig3_secant_vs_tangent")
 # %% [markdown] id="f7575d24"
 # The interpretation error over a range of points: it vanishes only where the function is (locally) linear,
 # which the NLM of each fME indicates.
@@ -114,7 +116,7 @@ save(fig, "fme_vs_dme_grid")
 disp = SecantTangentDisplay.from_effects(res_grid, fme.dme(f, X, "x"))
 print(f"mean |fME - h * dME| over the grid: {disp.mean_abs_error:.4f}")
 checks["grid_mean_abs_interpretation_error"] = disp.mean_abs_error
-save(disp.figure_, "secant_vs_tangent_scatter");
+save(disp.figure_, "secant_vs_tangent_scatter")
 
 
 # %% id="19502fbd"
@@ -128,8 +130,11 @@ def _plain(v):
     return v
 
 
-record = {"notebook": NOTEBOOK, "parameters": {"fast": fast},
-          "numbers": {k: _plain(v) for k, v in numbers.items()},
-          "checks": {k: _plain(v) for k, v in checks.items()}}
+record = {
+    "notebook": NOTEBOOK,
+    "parameters": {"fast": fast},
+    "numbers": {k: _plain(v) for k, v in numbers.items()},
+    "checks": {k: _plain(v) for k, v in checks.items()},
+}
 (out / f"numbers_{NOTEBOOK}.json").write_text(json.dumps(record, indent=2))
 print(json.dumps(record, indent=2))

@@ -42,8 +42,8 @@ import fme
 
 out = Path(output_dir)
 out.mkdir(parents=True, exist_ok=True)
-numbers: dict = {}   # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
-checks: dict = {}    # further verified statements (not printed in the paper)
+numbers: dict = {}  # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
+checks: dict = {}  # further verified statements (not printed in the paper)
 
 
 def save(fig, name):
@@ -64,7 +64,7 @@ if fast:
 rng = np.random.default_rng(seed)
 data = pd.DataFrame({"x": rng.uniform(-5, 5, n)})
 y = data["x"] ** 2 + rng.normal(0, 1, n)
-support = pd.DataFrame({"x": [-5.0, 5.0]})   # the training space [-5, 5]
+support = pd.DataFrame({"x": [-5.0, 5.0]})  # the training space [-5, 5]
 
 # %% [markdown] id="4a3153b9"
 # ## Decision tree: dME 0 on plateaus, fME traverses the jump
@@ -78,13 +78,15 @@ thresholds = np.sort(tree.tree_.threshold[tree.tree_.feature == 0])
 crosses = bool(((thresholds >= x_tree) & (thresholds < x_tree + h)).any())
 print(f"tree at x = {x_tree}: dME = {tree_dme}, fME(h = {h}) = {tree_fme:.3f}; split in [x, x + h): {crosses}")
 assert tree_dme == 0.0
-assert (tree_fme != 0.0) == crosses     # exact: a piecewise-constant function changes only across a split
+assert (tree_fme != 0.0) == crosses  # exact: a piecewise-constant function changes only across a split
 all_dme = fme.dme(tree, data, "x")["dme"]
 all_fme = fme.fme(tree, data, {"x": h}, extrapolation="envelope", reference_data=support)
 checks["tree_share_dme_zero"] = float((all_dme == 0).mean())
 checks["tree_share_fme_nonzero"] = float((all_fme.results["fme"] != 0).mean())
-print(f"share of dMEs equal to 0: {checks['tree_share_dme_zero']:.3f}; "
-      f"share of fMEs (h = {h}) not 0: {checks['tree_share_fme_nonzero']:.3f}")
+print(
+    f"share of dMEs equal to 0: {checks['tree_share_dme_zero']:.3f}; "
+    f"share of fMEs (h = {h}) not 0: {checks['tree_share_fme_nonzero']:.3f}"
+)
 
 grid = pd.DataFrame({"x": np.linspace(-5, 5, 1000)})
 fig, ax = plt.subplots(figsize=(6, 4.5))
@@ -96,8 +98,7 @@ ax.scatter([x_tree + h], [f0 + tree_fme], color="red", zorder=5, s=50, label=f"x
 ax.set_xlabel("x")
 ax.set_ylabel("y")
 ax.legend(frameon=False)
-save(fig, "fig4_tree_dme_vs_fme");
-
+save(fig, "fig4_tree_dme_vs_fme")
 # %% [markdown] id="e57309b7"
 # ## Random forest: fMEs in the extrapolation area
 
@@ -130,7 +131,7 @@ axes[1].scatter(x[ep], res.results["fme"][ep], s=8, color="red", label="fME of a
 axes[1].set_xlabel("x")
 axes[1].set_ylabel(f"fME (h = {h:g})")
 axes[1].legend(frameon=False, fontsize=8)
-save(fig, "fig2_forest_extrapolation");
+save(fig, "fig2_forest_extrapolation")
 
 
 # %% id="ab44a510"
@@ -144,8 +145,11 @@ def _plain(v):
     return v
 
 
-record = {"notebook": NOTEBOOK, "parameters": {"fast": fast},
-          "numbers": {k: _plain(v) for k, v in numbers.items()},
-          "checks": {k: _plain(v) for k, v in checks.items()}}
+record = {
+    "notebook": NOTEBOOK,
+    "parameters": {"fast": fast},
+    "numbers": {k: _plain(v) for k, v in numbers.items()},
+    "checks": {k: _plain(v) for k, v in checks.items()},
+}
 (out / f"numbers_{NOTEBOOK}.json").write_text(json.dumps(record, indent=2))
 print(json.dumps(record, indent=2))

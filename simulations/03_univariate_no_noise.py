@@ -43,8 +43,8 @@ import fme.paper as paper
 
 out = Path(output_dir)
 out.mkdir(parents=True, exist_ok=True)
-numbers: dict = {}   # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
-checks: dict = {}    # further verified statements (not printed in the paper)
+numbers: dict = {}  # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
+checks: dict = {}  # further verified statements (not printed in the paper)
 
 
 def save(fig, name):
@@ -75,7 +75,7 @@ print(part.summary())
 # %% id="f039e582"
 x = X["x"].to_numpy()
 lin = x + h <= 0
-assert np.allclose(res.results["fme"][lin], h, rtol=0, atol=1e-9)   # fME = h on the linear piece
+assert np.allclose(res.results["fme"][lin], h, rtol=0, atol=1e-9)  # fME = h on the linear piece
 assert np.allclose(res.results["nlm"][lin], 1.0, rtol=0, atol=1e-9)  # NLM = 1 on the linear piece
 left = part.leaves.iloc[0]
 upper = part.describe(int(left["node"])).loc["x", "high"]
@@ -88,8 +88,9 @@ numbers["sim_uni_left_came"] = float(left["came"])
 numbers["sim_uni_left_canlm"] = float(left["canlm"])
 checks["uni_left_leaf_rule"] = left["rule"]
 checks["uni_n_leaves"] = len(part.leaves)
-checks["uni_nlm_at_x1"] = float(fme.fme(dgp, pd.DataFrame({"x": [1.0]}), {"x": h}, nlm=True,
-                                        nlm_method="simpson38").results["nlm"].iloc[0])
+checks["uni_nlm_at_x1"] = float(
+    fme.fme(dgp, pd.DataFrame({"x": [1.0]}), {"x": h}, nlm=True, nlm_method="simpson38").results["nlm"].iloc[0]
+)
 
 # %% id="e2237584"
 grid = np.linspace(-5, 5, 1000)
@@ -117,10 +118,11 @@ leaf_segments(axes[1], part, "canlm", x)
 axes[1].set_ylabel("NLM")
 for ax in axes:
     ax.set_xlabel("x")
-    ax.annotate("", xy=(-4 + h, ax.get_ylim()[1] * 0.9), xytext=(-4, ax.get_ylim()[1] * 0.9),
-                arrowprops=dict(arrowstyle="->"))
+    ax.annotate(
+        "", xy=(-4 + h, ax.get_ylim()[1] * 0.9), xytext=(-4, ax.get_ylim()[1] * 0.9), arrowprops=dict(arrowstyle="->")
+    )
 fig.suptitle("Univariate data without noise: fMEs with cAMEs (left), NLMs with cANLMs (right)")
-save(fig, "fig6_univariate_no_noise");
+save(fig, "fig6_univariate_no_noise")
 
 
 # %% id="9f431633"
@@ -134,8 +136,11 @@ def _plain(v):
     return v
 
 
-record = {"notebook": NOTEBOOK, "parameters": {"fast": fast},
-          "numbers": {k: _plain(v) for k, v in numbers.items()},
-          "checks": {k: _plain(v) for k, v in checks.items()}}
+record = {
+    "notebook": NOTEBOOK,
+    "parameters": {"fast": fast},
+    "numbers": {k: _plain(v) for k, v in numbers.items()},
+    "checks": {k: _plain(v) for k, v in checks.items()},
+}
 (out / f"numbers_{NOTEBOOK}.json").write_text(json.dumps(record, indent=2))
 print(json.dumps(record, indent=2))

@@ -40,8 +40,8 @@ import fme.paper as paper
 
 out = Path(output_dir)
 out.mkdir(parents=True, exist_ok=True)
-numbers: dict = {}   # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
-checks: dict = {}    # further verified statements (not printed in the paper)
+numbers: dict = {}  # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
+checks: dict = {}  # further verified statements (not printed in the paper)
 
 
 def save(fig, name):
@@ -59,8 +59,7 @@ if fast:
 model, data = paper.univariate_svm(n, seed)
 X = data[["x"]]
 support = pd.DataFrame({"x": [-5.0, 5.0]})
-res = fme.fme(model, X, {"x": h}, nlm=True, nlm_method="simpson38", extrapolation="envelope",
-              reference_data=support)
+res = fme.fme(model, X, {"x": h}, nlm=True, nlm_method="simpson38", extrapolation="envelope", reference_data=support)
 x_all = X["x"].to_numpy()
 ep = np.zeros(len(X), dtype=bool)
 ep[X.index.get_indexer(res.extrapolated.index)] = True
@@ -97,7 +96,7 @@ for ax, col, agg, label in ((axes[0], "fme", "came", f"fME (h = {h:g})"), (axes[
     ax.set_ylabel(label)
     ax.set_xlim(-5.2, 5.2)
 fig.suptitle("Univariate data with noise (SVM): fMEs and cAMEs (left), NLMs and cANLMs (right); x <= 3 only")
-save(fig, "fig7_univariate_noise_svm");
+save(fig, "fig7_univariate_noise_svm")
 
 
 # %% id="2dc731a1"
@@ -111,8 +110,11 @@ def _plain(v):
     return v
 
 
-record = {"notebook": NOTEBOOK, "parameters": {"fast": fast},
-          "numbers": {k: _plain(v) for k, v in numbers.items()},
-          "checks": {k: _plain(v) for k, v in checks.items()}}
+record = {
+    "notebook": NOTEBOOK,
+    "parameters": {"fast": fast},
+    "numbers": {k: _plain(v) for k, v in numbers.items()},
+    "checks": {k: _plain(v) for k, v in checks.items()},
+}
 (out / f"numbers_{NOTEBOOK}.json").write_text(json.dumps(record, indent=2))
 print(json.dumps(record, indent=2))

@@ -42,8 +42,8 @@ import fme.paper as paper
 
 out = Path(output_dir)
 out.mkdir(parents=True, exist_ok=True)
-numbers: dict = {}   # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
-checks: dict = {}    # further verified statements (not printed in the paper)
+numbers: dict = {}  # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
+checks: dict = {}  # further verified statements (not printed in the paper)
 
 
 def save(fig, name):
@@ -72,14 +72,20 @@ for name, f in dgps.items():
         r = fme.fme(f, X, s, nlm=True, nlm_method="simpson38")
         results[name, sname] = r
         # honest=False: the paper's procedure (tree and leaf figures from the same rows); fme's default is honest
-        parts[name, sname] = fme.came(r, honest=False, features=["x1", "x2"], minbucket=minbucket, testtype="teststatistic",
-                                      mincriterion=mincriterion)
+        parts[name, sname] = fme.came(
+            r,
+            honest=False,
+            features=["x1", "x2"],
+            minbucket=minbucket,
+            testtype="teststatistic",
+            mincriterion=mincriterion,
+        )
         print(parts[name, sname].summary().splitlines()[0], f"[{name}]:", len(parts[name, sname].leaves), "leaves")
 
 # %% id="70586743"
 x1, x2 = X["x1"].to_numpy(), X["x2"].to_numpy()
 uni = paper.univariate_dgp(x1 + h1) - paper.univariate_dgp(x1)
-assert np.allclose(results["additive", "h1"].results["fme"], uni, rtol=0, atol=1e-9)          # additive recovery
+assert np.allclose(results["additive", "h1"].results["fme"], uni, rtol=0, atol=1e-9)  # additive recovery
 assert np.allclose(results["multiplicative", "h1"].results["fme"], uni * x2, rtol=0, atol=1e-9)
 
 
@@ -121,8 +127,12 @@ for sname, fig_name, title in (("h1", "fig8", f"h1 = {h1:g}"), ("h1_h2", "fig9",
             ax.set_xlabel("x1")
             ax.set_ylabel("x2")
             ax.set_title(f"{name} DGP")
-            ax.annotate("", xy=(-4.8 + steps[sname].get("x1", 0) / 2, -4.8 + steps[sname].get("x2", 0) / 2),
-                        xytext=(-4.8, -4.8), arrowprops=dict(arrowstyle="->", lw=1.5))
+            ax.annotate(
+                "",
+                xy=(-4.8 + steps[sname].get("x1", 0) / 2, -4.8 + steps[sname].get("x2", 0) / 2),
+                xytext=(-4.8, -4.8),
+                arrowprops=dict(arrowstyle="->", lw=1.5),
+            )
     fig.suptitle(f"fMEs (left) and NLMs (right), {title}")
     save(fig, f"{fig_name}_bivariate_{sname}")
 
@@ -130,13 +140,18 @@ for sname, fig_name, title in (("h1", "fig8", f"h1 = {h1:g}"), ("h1_h2", "fig9",
 fig, axes = plt.subplots(2, 2, figsize=(11, 8))
 for ax, (key, part) in zip(axes.ravel(), parts.items()):
     lv = part.leaves
-    ax.errorbar(np.arange(len(lv)), lv["came"], yerr=[lv["came"] - lv["came_ci_low"], lv["came_ci_high"] - lv["came"]],
-                fmt="o", ms=3)
+    ax.errorbar(
+        np.arange(len(lv)),
+        lv["came"],
+        yerr=[lv["came"] - lv["came_ci_low"], lv["came_ci_high"] - lv["came"]],
+        fmt="o",
+        ms=3,
+    )
     ax.set_title(f"{key[0]}, {key[1]}: {len(lv)} cAMEs (95% CI)")
     ax.set_xlabel("leaf (left to right)")
     ax.set_ylabel("cAME")
 fig.tight_layout()
-save(fig, "bivariate_came_leaves");
+save(fig, "bivariate_came_leaves")
 
 
 # %% id="3e0d751a"
@@ -150,8 +165,11 @@ def _plain(v):
     return v
 
 
-record = {"notebook": NOTEBOOK, "parameters": {"fast": fast},
-          "numbers": {k: _plain(v) for k, v in numbers.items()},
-          "checks": {k: _plain(v) for k, v in checks.items()}}
+record = {
+    "notebook": NOTEBOOK,
+    "parameters": {"fast": fast},
+    "numbers": {k: _plain(v) for k, v in numbers.items()},
+    "checks": {k: _plain(v) for k, v in checks.items()},
+}
 (out / f"numbers_{NOTEBOOK}.json").write_text(json.dumps(record, indent=2))
 print(json.dumps(record, indent=2))

@@ -40,8 +40,8 @@ import fme.paper as paper
 
 out = Path(output_dir)
 out.mkdir(parents=True, exist_ok=True)
-numbers: dict = {}   # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
-checks: dict = {}    # further verified statements (not printed in the paper)
+numbers: dict = {}  # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
+checks: dict = {}  # further verified statements (not printed in the paper)
 
 
 def save(fig, name):
@@ -87,8 +87,7 @@ numbers["boston_rm_left_cov"] = left["cov_fme"]
 numbers["boston_rm_left_canlm"] = left["canlm"]
 numbers["boston_rm_left_cov_nlm"] = left["cov_nlm"]
 checks["boston_rm_left_rule"] = left["rule"]
-save(PartitionDisplay.from_partition(part_rm, units={"rm": "rooms"}).figure_, "fig_ame_tree_split_rm");
-
+save(PartitionDisplay.from_partition(part_rm, units={"rm": "rooms"}).figure_, "fig_ame_tree_split_rm")
 # %% [markdown] id="9ea00a0e"
 # Table 3 lists, for each feature, the subspace's range: the split bounds where a split restricts the feature,
 # else the *global range* of all 506 rows (the paper's Table 2), including the rows left out as extrapolation.
@@ -104,8 +103,15 @@ for feat, r in table3.iterrows():
         numbers[f"boston_rm_left_{feat}_high"] = r["high"]
     else:
         numbers[f"boston_rm_left_{feat}"] = r["range"]
-header = pd.Series({"n": int(left["n"]), "cAME": round(left["came"], 2), "CoV(fME)": round(left["cov_fme"], 2),
-                    "cANLM": round(left["canlm"], 2), "CoV(NLM)": round(left["cov_nlm"], 2)})
+header = pd.Series(
+    {
+        "n": int(left["n"]),
+        "cAME": round(left["came"], 2),
+        "CoV(fME)": round(left["cov_fme"], 2),
+        "cANLM": round(left["canlm"], 2),
+        "CoV(NLM)": round(left["cov_nlm"], 2),
+    }
+)
 print(header.to_string())
 
 # %% [markdown] id="14037631"
@@ -113,8 +119,11 @@ print(header.to_string())
 
 # %% id="6ac09966"
 units = {"crim": "per capita", "nox": "pp10m", "ptratio": "pupils per teacher"}
-for name, fig_name in (("crim-5", "fig10a_boston_crim"), ("crim-5,nox-0.1", "fig10b_boston_crim_nox"),
-                       ("crim-5,nox-0.1,ptratio-1", "fig10c_boston_crim_nox_ptratio")):
+for name, fig_name in (
+    ("crim-5", "fig10a_boston_crim"),
+    ("crim-5,nox-0.1", "fig10b_boston_crim_nox"),
+    ("crim-5,nox-0.1,ptratio-1", "fig10c_boston_crim_nox_ptratio"),
+):
     save(plot_fme_nlm(effects[name], prediction_unit="1000 USD"), fig_name)
 for name, e in effects.items():
     checks[f"{name}_n"] = e.n
@@ -135,16 +144,25 @@ numbers["boston_crim_n_lower_cov"] = int((part_crim.leaves["cov_fme"] < root_cov
 numbers["boston_crim_n_higher_cov"] = int((part_crim.leaves["cov_fme"] > root_cov).sum())
 right = part_crim.leaves.iloc[-1]
 right_desc = part_crim.describe(int(right["node"]))
-numbers["boston_crim_right_split"] = right_desc.loc["crim", "low"] if right_desc.loc["crim", "low_open"] else float("nan")
-for k, c in (("came", "came"), ("came_low", "came_ci_low"), ("came_high", "came_ci_high"),
-             ("canlm", "canlm"), ("canlm_low", "canlm_ci_low"), ("canlm_high", "canlm_ci_high")):
+numbers["boston_crim_right_split"] = (
+    right_desc.loc["crim", "low"] if right_desc.loc["crim", "low_open"] else float("nan")
+)
+for k, c in (
+    ("came", "came"),
+    ("came_low", "came_ci_low"),
+    ("came_high", "came_ci_high"),
+    ("canlm", "canlm"),
+    ("canlm_low", "canlm_ci_low"),
+    ("canlm_high", "canlm_ci_high"),
+):
     numbers[f"boston_crim_right_{k}"] = right[c]
 checks["boston_crim_right_rule"] = right["rule"]
 checks["boston_crim_cov_unrounded"] = numbers["boston_crim_cov"]
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-for ax, (agg, lo, hi, label) in zip(axes, (("came", "came_ci_low", "came_ci_high", "cAME"),
-                                            ("canlm", "canlm_ci_low", "canlm_ci_high", "cANLM"))):
+for ax, (agg, lo, hi, label) in zip(
+    axes, (("came", "came_ci_low", "came_ci_high", "cAME"), ("canlm", "canlm_ci_low", "canlm_ci_high", "cANLM"))
+):
     lv = part_crim.leaves
     ax.errorbar(np.arange(len(lv)), lv[agg], yerr=[lv[agg] - lv[lo], lv[hi] - lv[agg]], fmt="o", capsize=4)
     ax.set_xticks(np.arange(len(lv)), [f"{r}\nn = {k}" for r, k in zip(lv["rule"], lv["n"])], fontsize=7)
@@ -152,8 +170,7 @@ for ax, (agg, lo, hi, label) in zip(axes, (("came", "came_ci_low", "came_ci_high
 fig.suptitle("crim - 5: cAMEs and cANLMs on the CTREE subspaces")
 fig.tight_layout()
 save(fig, "fig12_boston_crim_came_ci")
-save(PartitionDisplay.from_partition(part_crim).figure_, "fig12_boston_crim_came_tree");
-
+save(PartitionDisplay.from_partition(part_crim).figure_, "fig12_boston_crim_came_tree")
 # %% [markdown] id="66228168"
 # ## Sensitivity of the boundary number to the SVM solver
 #
@@ -170,8 +187,15 @@ for tol in (1e-3, 1e-4, 1e-5, 1e-8):
         m = paper.KernlabSVR(**{**paper.BOSTON_SVM_PARAMS, "tol": tol, "shrinking": shrinking}).fit(X, medv)
         er = fme.fme(m, X, {"rm": 1}, extrapolation="envelope")
         ec = fme.fme(m, X, {"crim": -5}, extrapolation="envelope")
-        rows.append({"tol": tol, "shrinking": shrinking, "rm+1 AME": er.ame, "rm+1 CoV": er.sd / abs(er.ame),
-                     "crim-5 CoV": ec.sd / abs(ec.ame)})
+        rows.append(
+            {
+                "tol": tol,
+                "shrinking": shrinking,
+                "rm+1 AME": er.ame,
+                "rm+1 CoV": er.sd / abs(er.ame),
+                "crim-5 CoV": ec.sd / abs(ec.ame),
+            }
+        )
 sens = pd.DataFrame(rows)
 print(sens.to_string(float_format=lambda v: f"{v:.6g}"))
 checks["sensitivity"] = sens.to_dict(orient="records")
@@ -188,8 +212,11 @@ def _plain(v):
     return v
 
 
-record = {"notebook": NOTEBOOK, "parameters": {"fast": fast},
-          "numbers": {k: _plain(v) for k, v in numbers.items()},
-          "checks": {k: _plain(v) for k, v in checks.items()}}
+record = {
+    "notebook": NOTEBOOK,
+    "parameters": {"fast": fast},
+    "numbers": {k: _plain(v) for k, v in numbers.items()},
+    "checks": {k: _plain(v) for k, v in checks.items()},
+}
 (out / f"numbers_{NOTEBOOK}.json").write_text(json.dumps(record, indent=2))
 print(json.dumps(record, indent=2))

@@ -38,8 +38,8 @@ import fme.paper as paper
 
 out = Path(output_dir)
 out.mkdir(parents=True, exist_ok=True)
-numbers: dict = {}   # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
-checks: dict = {}    # further verified statements (not printed in the paper)
+numbers: dict = {}  # reproduced numbers, keyed as fme.paper.PAPER_NUMBERS
+checks: dict = {}  # further verified statements (not printed in the paper)
 
 
 def save(fig, name):
@@ -69,21 +69,32 @@ def predict_array(a):
 
 
 point = X.loc[[row]]
-fmes = [float(fme.fme(model, point, {"rm": 1}, nlm=True, nlm_method="simpson38", reference_data=X).results["fme"].iloc[0])
-        for _ in range(3)]
-assert len(set(fmes)) == 1   # deterministic
+fmes = [
+    float(fme.fme(model, point, {"rm": 1}, nlm=True, nlm_method="simpson38", reference_data=X).results["fme"].iloc[0])
+    for _ in range(3)
+]
+assert len(set(fmes)) == 1  # deterministic
 coefs = []
 for rep in range(repetitions):
-    explainer = LimeTabularExplainer(Xn.to_numpy(float), feature_names=cols, categorical_features=[cols.index("chas")],
-                                     mode="regression", discretize_continuous=False, random_state=rep)
-    exp = explainer.explain_instance(Xn.loc[row].to_numpy(float), predict_array, num_features=len(cols),
-                                     num_samples=num_samples)
+    explainer = LimeTabularExplainer(
+        Xn.to_numpy(float),
+        feature_names=cols,
+        categorical_features=[cols.index("chas")],
+        mode="regression",
+        discretize_continuous=False,
+        random_state=rep,
+    )
+    exp = explainer.explain_instance(
+        Xn.loc[row].to_numpy(float), predict_array, num_features=len(cols), num_samples=num_samples
+    )
     weights = dict(exp.as_list())
-    coefs.append(weights.get("rm", np.nan) / Xn["rm"].std(ddof=0))   # LIME scales features by their SD
+    coefs.append(weights.get("rm", np.nan) / Xn["rm"].std(ddof=0))  # LIME scales features by their SD
 coefs = np.array(coefs)
 print(f"fME(rm + 1) at row {row}: {fmes[0]:.4f} (identical in 3 runs)")
-print(f"LIME slope for rm over {repetitions} seeds: mean {coefs.mean():.4f}, SD {coefs.std(ddof=1):.4f}, "
-      f"range [{coefs.min():.4f}, {coefs.max():.4f}]")
+print(
+    f"LIME slope for rm over {repetitions} seeds: mean {coefs.mean():.4f}, SD {coefs.std(ddof=1):.4f}, "
+    f"range [{coefs.min():.4f}, {coefs.max():.4f}]"
+)
 checks["fme_rm_row"] = fmes[0]
 checks["lime_rm_slope_mean"] = float(coefs.mean())
 checks["lime_rm_slope_sd"] = float(coefs.std(ddof=1))
@@ -92,7 +103,7 @@ ax.hist(coefs, bins=15, color="tab:blue", alpha=0.7, label=f"LIME slope x 1 room
 ax.axvline(fmes[0], color="red", lw=2, label="fME (rm + 1), deterministic")
 ax.set_xlabel("change in predicted medv")
 ax.legend(frameon=False, fontsize=8)
-save(fig, "lime_vs_fme");
+save(fig, "lime_vs_fme")
 
 
 # %% id="ab92ea3d"
@@ -106,8 +117,11 @@ def _plain(v):
     return v
 
 
-record = {"notebook": NOTEBOOK, "parameters": {"fast": fast},
-          "numbers": {k: _plain(v) for k, v in numbers.items()},
-          "checks": {k: _plain(v) for k, v in checks.items()}}
+record = {
+    "notebook": NOTEBOOK,
+    "parameters": {"fast": fast},
+    "numbers": {k: _plain(v) for k, v in numbers.items()},
+    "checks": {k: _plain(v) for k, v in checks.items()},
+}
 (out / f"numbers_{NOTEBOOK}.json").write_text(json.dumps(record, indent=2))
 print(json.dumps(record, indent=2))

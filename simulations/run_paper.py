@@ -95,8 +95,11 @@ def script_to_notebook(script: Path) -> NotebookNode:
     nb.metadata.pop(_JUPYTEXT_KEY, None)
     for i, cell in enumerate(nb.cells):
         given = cell.metadata.pop("id", None)
-        cell.id = given if given is not None else hashlib.sha256(
-            f"{script.stem}\0{i}\0{cell.source}".encode()).hexdigest()[:8]
+        cell.id = (
+            given
+            if given is not None
+            else hashlib.sha256(f"{script.stem}\0{i}\0{cell.source}".encode()).hexdigest()[:8]
+        )
     nbformat.validate(nb)  # also rejects duplicate or malformed ids
     return nb
 
@@ -150,9 +153,16 @@ def run_notebook(path: Path, out: Path, parameters: dict, kernel: str, prepare_o
     from fme.report._notebook import logged_kernel_manager, stabilise
 
     # output_dir "." (the kernel runs in the folder): the executed notebook does not name the checkout's path
-    pm.execute_notebook(str(path), str(target), parameters={"output_dir": ".", **parameters},
-                        kernel_name=kernel, cwd=str(folder), progress_bar=False, prepare_only=prepare_only,
-                        kernel_manager_class=logged_kernel_manager(folder / "kernel.log"))
+    pm.execute_notebook(
+        str(path),
+        str(target),
+        parameters={"output_dir": ".", **parameters},
+        kernel_name=kernel,
+        cwd=str(folder),
+        progress_bar=False,
+        prepare_only=prepare_only,
+        kernel_manager_class=logged_kernel_manager(folder / "kernel.log"),
+    )
     stabilise(target)  # no wall-clock times: same inputs, same notebook
     return target
 
@@ -175,32 +185,50 @@ def render(table: pd.DataFrame, notes: list[str], runs: list[dict], settings: st
 
     shown = table[["section", "quantity", "paper", "ours", "ours_rounded", "match"]].copy()
     shown["match"] = shown["match"].map({True: "yes", False: "**NO**"})
-    lines = ["# Replication of the paper's numbers", "",
-             f"{int(table['match'].sum())} of {len(table)} printed numbers reproduced at the paper's printed "
-             f"precision ({settings}).", "",
-             "| section | quantity | paper | ours | ours (rounded) | match |", "|---|---|---:|---:|---:|---|"]
+    lines = [
+        "# Replication of the paper's numbers",
+        "",
+        f"{int(table['match'].sum())} of {len(table)} printed numbers reproduced at the paper's printed "
+        f"precision ({settings}).",
+        "",
+        "| section | quantity | paper | ours | ours (rounded) | match |",
+        "|---|---|---:|---:|---:|---|",
+    ]
     for r in shown.itertuples(index=False):
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in r) + " |")
     if notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
-    lines += ["", "## Notebooks", ""] + [f"- {r['name']}: {r['status']}" + (f" ({r['seconds']:.1f} s)" if "seconds" in r
-                                                                          else "") for r in runs]
-    html = html_env().get_template("replication.html.j2").render(
-        rows=table.to_dict(orient="records"), n_match=int(table["match"].sum()), n_total=len(table),
-        notes=notes, notebooks=runs, settings=settings)
+    lines += ["", "## Notebooks", ""] + [
+        f"- {r['name']}: {r['status']}" + (f" ({r['seconds']:.1f} s)" if "seconds" in r else "") for r in runs
+    ]
+    html = (
+        html_env()
+        .get_template("replication.html.j2")
+        .render(
+            rows=table.to_dict(orient="records"),
+            n_match=int(table["match"].sum()),
+            n_total=len(table),
+            notes=notes,
+            notebooks=runs,
+            settings=settings,
+        )
+    )
     return "\n".join(lines) + "\n", html
 
 
 def notes_from(checks: dict, table: pd.DataFrame) -> list[str]:
-    notes = ["R's random number generator is not reproduced (numpy seeds): simulation numbers that depend on the "
-             "sample (split points, the noisy SVM) differ from the paper's figures; those listed above depend only "
-             "on the DGP and are exact.",
-             "Table 3's afram (B) row is not reproduced: the vendored Boston data drops the B column."]
+    notes = [
+        "R's random number generator is not reproduced (numpy seeds): simulation numbers that depend on the "
+        "sample (split points, the noisy SVM) differ from the paper's figures; those listed above depend only "
+        "on the DGP and are exact.",
+        "Table 3's afram (B) row is not reproduced: the vendored Boston data drops the B column.",
+    ]
     boston = checks.get("06_boston", {})
     sens = boston.get("sensitivity")
     if sens:
-        vals = ", ".join(f"tol={s['tol']:g}{'' if s['shrinking'] else ' (no shrinking)'}: {s['crim-5 CoV']:.5f}"
-                         for s in sens)
+        vals = ", ".join(
+            f"tol={s['tol']:g}{'' if s['shrinking'] else ' (no shrinking)'}: {s['crim-5 CoV']:.5f}" for s in sens
+        )
         notes.append(f"crim - 5 global CoV (paper 0.32) by SVM solver tolerance: {vals}.")
     return notes
 
@@ -209,14 +237,24 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "reports" / "paper"), help="output folder")
     ap.add_argument("--fast", action="store_true", help="run the notebooks with fast=True (CI)")
-    ap.add_argument("--svm-tol", type=float, default=None,
-                    help="libsvm tolerance of the Boston SVM (default: the notebook's, kernlab's 1e-3)")
+    ap.add_argument(
+        "--svm-tol",
+        type=float,
+        default=None,
+        help="libsvm tolerance of the Boston SVM (default: the notebook's, kernlab's 1e-3)",
+    )
     ap.add_argument("--only", nargs="*", help="run only these notebooks (names without .ipynb)")
-    ap.add_argument("--timings", action="store_true",
-                    help="write each notebook's wall time into replication.{md,html,json} (by default they are "
-                         "only printed, so that the same inputs give the same files)")
-    ap.add_argument("--sync", action="store_true",
-                    help="only rewrite the paired .ipynb from the scripts (simulations/NN_name.py), run nothing")
+    ap.add_argument(
+        "--timings",
+        action="store_true",
+        help="write each notebook's wall time into replication.{md,html,json} (by default they are "
+        "only printed, so that the same inputs give the same files)",
+    )
+    ap.add_argument(
+        "--sync",
+        action="store_true",
+        help="only rewrite the paired .ipynb from the scripts (simulations/NN_name.py), run nothing",
+    )
     args = ap.parse_args(argv)
     if args.sync:
         for script in scripts(args.only):
@@ -259,16 +297,22 @@ def main(argv: list[str] | None = None) -> int:
     md, html = render(table, notes, runs, settings)
     (out / "replication.md").write_text(md)
     (out / "replication.html").write_text(html)
-    (out / "replication.json").write_text(json.dumps(
-        {"table": table.to_dict(orient="records"), "checks": checks, "notebooks": runs}, indent=2, default=str))
+    (out / "replication.json").write_text(
+        json.dumps(
+            {"table": table.to_dict(orient="records"), "checks": checks, "notebooks": runs}, indent=2, default=str
+        )
+    )
     print(md)
     print(f"total {time.perf_counter() - t_all:.1f} s; wrote {out / 'replication.md'} and replication.html")
     if args.only:  # a partial run only judges the numbers its notebooks produce
         table = table[table["key"].isin(numbers)]
     mismatches = table[~table["match"]]
     if failed or len(mismatches):
-        print(f"{len(mismatches)} number(s) differ from the paper; failed notebooks: "
-              f"{[r['name'] for r in runs if r['status'].startswith('FAILED')]}", file=sys.stderr)
+        print(
+            f"{len(mismatches)} number(s) differ from the paper; failed notebooks: "
+            f"{[r['name'] for r in runs if r['status'].startswith('FAILED')]}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -14,8 +14,17 @@ import numpy as np
 
 from .._utils.jit import njit
 
-__all__ = ["rowsum", "jump_sums", "bracket_shares", "bracket_rowsums", "segment_rowsums", "split_brackets", "gk_sums",
-           "row_argmax", "hidden_jumps"]
+__all__ = [
+    "rowsum",
+    "jump_sums",
+    "bracket_shares",
+    "bracket_rowsums",
+    "segment_rowsums",
+    "split_brackets",
+    "gk_sums",
+    "row_argmax",
+    "hidden_jumps",
+]
 
 _jit = njit(nogil=True)
 #: Small helpers inlined where called: a compiled call with array arguments costs reference counting per call.
@@ -76,7 +85,7 @@ def jump_sums(br, ba, bb, dL, dR, F, ratio, s1, n) -> np.ndarray:
     :func:`fme._nlm.budget_routes.jump_state`): |J| s A, s A, |J| s G, s G, |J| s, |J| s^2, s, s |J|, s^2, |J|,
     with A = |(1 - r) g + r S1 - m F| and G = |g - S1| per bracket and output; s, m, g, |J| from the bracket's
     ends [a, b] and values dL, dR (:func:`fme._nlm.budget_routes.bracket_statics`)."""
-    f = (lambda x: np.ascontiguousarray(x, dtype=np.float64))
+    f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     return _jump_sums(np.asarray(br, dtype=np.int64), f(ba), f(bb), f(dL), f(dR), f(F), f(ratio), f(s1), n)
 
 
@@ -92,8 +101,11 @@ def _bracket_shares(br, ba, bb, dL, dR, F, ratio, s1, H, bound, D):
             Hb = H[r, j]
             aF = abs(F[r, j])
             om = abs(1.0 - ratio[r, j])
-            share = (aj * (2.0 * A + aF * si) + 4.0 * Hb * si * (A + om * (0.5 * Jij + Hb) + aF * si)
-                     + min(bound[r, j], 1.0) * (2.0 * aj * G + 4.0 * Hb * si * (G + 0.5 * Jij + Hb)))
+            share = (
+                aj * (2.0 * A + aF * si)
+                + 4.0 * Hb * si * (A + om * (0.5 * Jij + Hb) + aF * si)
+                + min(bound[r, j], 1.0) * (2.0 * aj * G + 4.0 * Hb * si * (G + 0.5 * Jij + Hb))
+            )
             v = share / abs(D[r, j])
             if not np.isfinite(v):
                 v = np.inf
@@ -105,9 +117,10 @@ def _bracket_shares(br, ba, bb, dL, dR, F, ratio, s1, H, bound, D):
 
 def bracket_shares(br, ba, bb, dL, dR, F, ratio, s1, H, bound, D) -> np.ndarray:
     """Each open bracket's share of its row's bound, the largest over outputs (k,); infinite where undefined."""
-    f = (lambda x: np.ascontiguousarray(x, dtype=np.float64))
-    return _bracket_shares(np.asarray(br, dtype=np.int64), f(ba), f(bb), f(dL), f(dR), f(F), f(ratio), f(s1), f(H),
-                           f(bound), f(D))
+    f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
+    return _bracket_shares(
+        np.asarray(br, dtype=np.int64), f(ba), f(bb), f(dL), f(dR), f(F), f(ratio), f(s1), f(H), f(bound), f(D)
+    )
 
 
 @_jit
@@ -126,13 +139,13 @@ def _bracket_rowsums(r, ba, bb, dL, dR, c, F, out, sign):
             Fq = F[q, j]
             out[q, 0, j] += sign * (hw * (L + R))
             out[q, 1, j] += sign * (hw * ((L - cc) ** 2 + (R - cc) ** 2))
-            out[q, 2, j] += sign * (hw * ((L - mL * Fq) ** 2 + (R - mR * Fq) ** 2) + Fq ** 2 * hw ** 3 / 6.0)
+            out[q, 2, j] += sign * (hw * ((L - mL * Fq) ** 2 + (R - mR * Fq) ** 2) + Fq**2 * hw**3 / 6.0)
 
 
 def bracket_rowsums(r, ba, bb, dL, dR, c, F, out: np.ndarray, sign: float = 1.0) -> np.ndarray:
     """Adds ``sign`` times the per-row (S1, S2, N) of open brackets, each with its jump at its midpoint
     (:func:`fme._nlm.budget_routes.bracket_sums`), to ``out`` (n, 3, C) in place; returns ``out``."""
-    f = (lambda x: np.ascontiguousarray(x, dtype=np.float64))
+    f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     _bracket_rowsums(np.asarray(r, dtype=np.int64), f(ba), f(bb), f(dL), f(dR), f(c), f(F), out, float(sign))
     return out
 
@@ -149,13 +162,13 @@ def _segment_rowsums(r, a, b, d, c, F, out):
             Fq = F[q, j]
             out[q, 0, j] += w * dij
             out[q, 1, j] += w * (dij - c[q, j]) ** 2
-            out[q, 2, j] += w * (dij - m * Fq) ** 2 + Fq ** 2 * w ** 3 / 12.0
+            out[q, 2, j] += w * (dij - m * Fq) ** 2 + Fq**2 * w**3 / 12.0
 
 
 def segment_rowsums(r, a, b, d, c, F, n: int) -> np.ndarray:
     """Per-row (S1, S2, N) (n, 3, C) of constant values ``d`` (k, C) on [a, b] relative to f(x)
     (:func:`fme._nlm.budget_routes.segment`), added in index order."""
-    f = (lambda x: np.ascontiguousarray(x, dtype=np.float64))
+    f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     out = np.zeros((n, 3, d.shape[1]))
     _segment_rowsums(np.asarray(r, dtype=np.int64), f(a), f(b), f(d), f(c), f(F), out)
     return out
@@ -172,7 +185,7 @@ def _add_bracket(out, sign, q, a, b, L, R, c, F):
         Fq = F[q, j]
         out[q, 0, j] += sign * (hw * (L[j] + R[j]))
         out[q, 1, j] += sign * (hw * ((L[j] - cc) ** 2 + (R[j] - cc) ** 2))
-        out[q, 2, j] += sign * (hw * ((L[j] - mL * Fq) ** 2 + (R[j] - mR * Fq) ** 2) + Fq ** 2 * hw ** 3 / 6.0)
+        out[q, 2, j] += sign * (hw * ((L[j] - mL * Fq) ** 2 + (R[j] - mR * Fq) ** 2) + Fq**2 * hw**3 / 6.0)
 
 
 @_jit
@@ -245,7 +258,7 @@ def _cut(r, a, b, lv, rv, k0, bpick, kk, tb, vals, c, F, sums, settled, third):
                     Fq = F[q_row, j]
                     settled[q_row, 0, j] += w * U[j]
                     settled[q_row, 1, j] += w * (U[j] - c[q_row, j]) ** 2
-                    settled[q_row, 2, j] += w * (U[j] - mid * Fq) ** 2 + Fq ** 2 * w ** 3 / 12.0
+                    settled[q_row, 2, j] += w * (U[j] - mid * Fq) ** 2 + Fq**2 * w**3 / 12.0
             else:  # an open pair: the first takes the bracket's slot, the others are appended
                 slot = i if first else pos
                 if not first:
@@ -276,7 +289,7 @@ def split_brackets(B: dict, bpick, kk, tb, vals, c, F, settled, third) -> None:
 
     The brackets live in arrays with room to grow (``B["_store"]``; ``B[key]`` are views of their first rows):
     appending in place instead of concatenating saves copying every open bracket in every round."""
-    f = (lambda x: np.ascontiguousarray(x, dtype=np.float64))
+    f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     bpick, kk, tb, vals = (np.asarray(bpick, dtype=np.int64), np.asarray(kk, dtype=np.int64), f(tb), f(vals))
     k0 = B["r"].shape[0]
     extra = _count_extra(f(B["l"]), f(B["rt"]), bpick, kk, vals)
@@ -324,7 +337,7 @@ def gk_sums(Dv, u, wk, wg, a, b, c, F):
     """Kronrod and Gauss values (I, 3, C) of (S1, S2, N) on intervals [a, b] from the values minus f(x) at the
     21 nodes, ``Dv`` (21, I, C), with the intervals' own ``c`` and ``F`` (I, C)
     (:func:`fme._nlm.budget_routes.gk_sums`: the same sums in the same order, node by node)."""
-    f = (lambda x: np.ascontiguousarray(x, dtype=np.float64))
+    f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     return _gk_sums(f(Dv), f(u), f(wk), f(wg), f(a), f(b), f(c), f(F))
 
 
@@ -346,7 +359,7 @@ def row_argmax(rows: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 @_jit
 def _hidden_jumps(Vf, a, b, c, F, level, idx, wts, npts, leb, pts, share_at, ulps, outlier, tv_factor, P, cut, iso):
-    n_pts, I, C = Vf.shape
+    n_pts, I, C = Vf.shape  # noqa: E741 - I sub-intervals and C outputs, the quadrature's notation
     G = n_pts - 1
     eps = np.finfo(np.float64).eps
     low = np.empty(G)
@@ -374,10 +387,12 @@ def _hidden_jumps(Vf, a, b, c, F, level, idx, wts, npts, leb, pts, share_at, ulp
                     p1 += wts[g, 1, q] * v[idx[g, 1, q]]
                     p2 += wts[g, 2, q] * v[idx[g, 2, q]]
                     p3 += wts[g, 3, q] * v[idx[g, 3, q]]
-                low[g] = min(max(abs(p0 - v[g + 1]) - floor * leb[g, 0], 0.0),
-                             max(abs(p1 - v[g]) - floor * leb[g, 1], 0.0))
-                high[g] = min(max(abs(p2 - v[g + 1]) - floor * leb[g, 2], 0.0),
-                              max(abs(p3 - v[g]) - floor * leb[g, 3], 0.0))
+                low[g] = min(
+                    max(abs(p0 - v[g + 1]) - floor * leb[g, 0], 0.0), max(abs(p1 - v[g]) - floor * leb[g, 1], 0.0)
+                )
+                high[g] = min(
+                    max(abs(p2 - v[g + 1]) - floor * leb[g, 2], 0.0), max(abs(p3 - v[g]) - floor * leb[g, 3], 0.0)
+                )
                 d[g] = abs(v[g + 1] - v[g])
                 tv += d[g]
             for g in range(G):
@@ -424,12 +439,30 @@ def hidden_jumps(Vf, a, b, c, F, level, idx, wts, npts, leb, pts, share_at, ulps
     """Compiled :func:`fme._nlm.budget_routes.hidden_jumps_numpy` (the same misses, shares and sums, interval by
     interval, output by output; its stencil tables ``idx``, ``wts``, ``npts``, ``leb`` and constants are passed
     in): returns ``(P, cut, isolated)``."""
-    f = (lambda x: np.ascontiguousarray(x, dtype=np.float64))
+    f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     Vf = f(Vf)
-    I, C = Vf.shape[1], Vf.shape[2]
+    I, C = Vf.shape[1], Vf.shape[2]  # noqa: E741 - I sub-intervals and C outputs, the quadrature's notation
     P = np.zeros((I, 3, C))
     cut = np.full(I, np.nan)
     iso = np.zeros(I, dtype=np.bool_)
-    _hidden_jumps(Vf, f(a), f(b), f(c), f(F), f(np.broadcast_to(level, (I, C))), idx, wts, npts, leb, f(pts),
-                  float(share_at), float(ulps), float(outlier), float(tv_factor), P, cut, iso)
+    _hidden_jumps(
+        Vf,
+        f(a),
+        f(b),
+        f(c),
+        f(F),
+        f(np.broadcast_to(level, (I, C))),
+        idx,
+        wts,
+        npts,
+        leb,
+        f(pts),
+        float(share_at),
+        float(ulps),
+        float(outlier),
+        float(tv_factor),
+        P,
+        cut,
+        iso,
+    )
     return P, cut, iso

@@ -108,7 +108,7 @@ _BINDING_ROUNDS = 3
 #: At most this many probes per bracket and round ((k + 1)-section).
 _MAX_PROBES = 15
 #: Brackets narrower than this (in t) are not bisected further.
-_MIN_WIDTH = 2.0 ** -40
+_MIN_WIDTH = 2.0**-40
 _BLOCK_ROWS = 262_144
 #: A jump row with more open level-0 brackets than this is *dense* (its brackets may hide further jumps): a
 #: single tree's path has a few jumps; with "more than half of the 22 intervals", 2 of 10^5 rows of the wrapped
@@ -142,8 +142,11 @@ class _Paths:
     def __init__(self, predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, label: str):
         self.predictor, self.X, self.steps, self.h, self.label = predictor, X, steps, h, label
         n = len(X)
-        self.shift = {s.feature: np.broadcast_to(np.asarray(numeric_shift(s, h), dtype=float), (n,))
-                      for s in steps if s.is_numeric}
+        self.shift = {
+            s.feature: np.broadcast_to(np.asarray(numeric_shift(s, h), dtype=float), (n,))
+            for s in steps
+            if s.is_numeric
+        }
         self.x = {f: X[f].to_numpy(dtype=float) for f in self.shift}
         self.col = {f: X.columns.get_loc(f) for f in self.shift}
         self.base = X.to_numpy(dtype=float) if all_float(X) else None
@@ -165,22 +168,43 @@ class _Paths:
             out[f] = self.x[f][rows] + t * s[rows]
         return out
 
-    def predict(self, rows: np.ndarray, t: np.ndarray, C: int, offset: int, total: int,
-                progress: bool | None = False, desc: str = "") -> np.ndarray:
+    def predict(
+        self,
+        rows: np.ndarray,
+        t: np.ndarray,
+        C: int,
+        offset: int,
+        total: int,
+        progress: bool | None = False,
+        desc: str = "",
+    ) -> np.ndarray:
         out = np.empty((rows.size, C))
         starts = range(0, rows.size, self.chunk)
         for start in progress_bar(starts, total=len(starts), progress=progress, desc=desc):  # frames of points
             sl = slice(start, start + self.chunk)
             r = rows[sl]
-            v = self.predictor(self.frame(r, t[sl]), stage=f"the NLM's refinement points x + t h for the step "
-                               f"{self.label}", rows=(offset + int(r.min()), offset + int(r.max()) + 1, total))
+            v = self.predictor(
+                self.frame(r, t[sl]),
+                stage=f"the NLM's refinement points x + t h for the step {self.label}",
+                rows=(offset + int(r.min()), offset + int(r.max()) + 1, total),
+            )
             out[sl] = np.asarray(v, dtype=float).reshape(r.size, C)
         return out
 
 
-def budget_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.ndarray | None,
-               f1: np.ndarray | None, tol: float, budget: float = DEFAULT_BUDGET, max_level: int = 5,
-               batch_size: int | None = None, progress: bool | None = False) -> BudgetNLM:
+def budget_nlm(
+    predictor,
+    X: pd.DataFrame,
+    steps: tuple[Step, ...],
+    h,
+    f0: np.ndarray | None,
+    f1: np.ndarray | None,
+    tol: float,
+    budget: float = DEFAULT_BUDGET,
+    max_level: int = 5,
+    batch_size: int | None = None,
+    progress: bool | None = False,
+) -> BudgetNLM:
     """Error-controlled NLMs of every row of ``X`` within ``budget`` predictions per row (paper §5.4).
 
     Parameters
@@ -206,20 +230,45 @@ def budget_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.nd
     C = int(np.prod(np.shape(f0)[1:], dtype=int))
     parts = []
     starts = range(0, max(n, 1), _BLOCK_ROWS)
-    for start in progress_bar(starts, total=len(starts), progress=progress if len(starts) > 1 else False,
-                              desc="NLM Gauss-Kronrod with a budget, blocks of rows"):
+    for start in progress_bar(
+        starts,
+        total=len(starts),
+        progress=progress if len(starts) > 1 else False,
+        desc="NLM Gauss-Kronrod with a budget, blocks of rows",
+    ):
         sl = slice(start, min(n, start + _BLOCK_ROWS))
         hb = None if h is None else {k: np.broadcast_to(np.asarray(v, dtype=float), (n,))[sl] for k, v in h.items()}
         fb = (np.asarray(f0, dtype=float).reshape(n, -1)[sl], np.asarray(f1, dtype=float).reshape(n, -1)[sl])
-        parts.append(_block(predictor, X.iloc[sl], steps, hb, *fb, tol, budget, max_level, batch_size,
-                            progress if len(starts) == 1 else False, start, n))
+        parts.append(
+            _block(
+                predictor,
+                X.iloc[sl],
+                steps,
+                hb,
+                *fb,
+                tol,
+                budget,
+                max_level,
+                batch_size,
+                progress if len(starts) == 1 else False,
+                start,
+                n,
+            )
+        )
     parts = [p for p in parts if p is not None]
     if not parts:  # no rows
         z = np.empty((0,) if np.ndim(f0) == 1 else (0, C))
         return BudgetNLM(z, z, z, z, np.empty(0, dtype=np.int8), np.empty(0, dtype=np.int64), 0)
-    cat = (lambda k: np.concatenate([getattr(p, k) for p in parts]))
-    out = BudgetNLM(nlm=cat("nlm"), sd=cat("sd"), err=cat("err"), scale=cat("scale"), route=cat("route"),
-                    intervals=cat("intervals"), predictions=int(sum(p.predictions for p in parts)))
+    cat = lambda k: np.concatenate([getattr(p, k) for p in parts])
+    out = BudgetNLM(
+        nlm=cat("nlm"),
+        sd=cat("sd"),
+        err=cat("err"),
+        scale=cat("scale"),
+        route=cat("route"),
+        intervals=cat("intervals"),
+        predictions=int(sum(p.predictions for p in parts)),
+    )
     if np.ndim(f0) == 1:  # one output: the shape of the given f(x)
         for k in ("nlm", "sd", "err", "scale"):
             setattr(out, k, getattr(out, k)[:, 0])
@@ -236,9 +285,14 @@ def _level0(predictor, X, steps, h, ts, batch_size, progress, offset, total, lab
     for start in progress_bar(bstarts, total=len(bstarts), progress=progress, desc=desc):
         sl = slice(start, min(n, start + size))
         hb = None if h is None else {f: v[sl] for f, v in h.items()}
-        got = np.asarray(predictor(stack_path(X.iloc[sl], steps, ts, hb),
-                                   stage=f"the NLM nodes x + t h for the step {label}",
-                                   rows=(offset + start, offset + sl.stop, total)), dtype=float)
+        got = np.asarray(
+            predictor(
+                stack_path(X.iloc[sl], steps, ts, hb),
+                stage=f"the NLM nodes x + t h for the step {label}",
+                rows=(offset + start, offset + sl.stop, total),
+            ),
+            dtype=float,
+        )
         ndim = got.ndim
         got = got.reshape(ts.size, sl.stop - start, -1)
         if V is None:
@@ -273,11 +327,18 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     route = jumps.astype(np.int8)
     # ------------------------------------------------ quadrature route: one interval per row
     qrows = np.flatnonzero(~jumps)
-    Q = {"r": qrows, "a": np.zeros(qrows.size), "b": np.ones(qrows.size), "depth": np.zeros(qrows.size, np.int64),
-         "va": np.zeros((qrows.size, C)), "vb": F[qrows]}
+    Q = {
+        "r": qrows,
+        "a": np.zeros(qrows.size),
+        "b": np.ones(qrows.size),
+        "depth": np.zeros(qrows.size, np.int64),
+        "va": np.zeros((qrows.size, C)),
+        "vb": F[qrows],
+    }
     Q["K"], Q["G"] = gk_sums(D0[:, qrows], u, wk, wg, Q["a"], Q["b"], c[qrows], F[qrows])
-    Q["P"], Q["cut"], Q["iso"] = hidden_jumps(np.concatenate([Q["va"][None], D0[:, qrows], Q["vb"][None]]),
-                                              Q["a"], Q["b"], c[qrows], F[qrows], scale[qrows])
+    Q["P"], Q["cut"], Q["iso"] = hidden_jumps(
+        np.concatenate([Q["va"][None], D0[:, qrows], Q["vb"][None]]), Q["a"], Q["b"], c[qrows], F[qrows], scale[qrows]
+    )
     # ------------------------------------------------ jump route: settled segments and open brackets
     jrows = np.flatnonzero(jumps)
     tfull = np.r_[0.0, u, 1.0]
@@ -311,8 +372,19 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
             # the budget cannot give every open bracket one probe: the rows will mostly stay above nlm_tol,
             # and further rounds would only bisect the few worst brackets again; fewer, larger rounds
             rounds = _BINDING_ROUNDS
-        qpick, bpick, kk = _allocate(left / (rounds - rnd), left, rounds - rnd, qcand, bcand, qe, be, B["r"], n, tol,
-                                     (Q["a"][qcand] == 0.0) & (Q["b"][qcand] == 1.0))
+        qpick, bpick, kk = _allocate(
+            left / (rounds - rnd),
+            left,
+            rounds - rnd,
+            qcand,
+            bcand,
+            qe,
+            be,
+            B["r"],
+            n,
+            tol,
+            (Q["a"][qcand] == 0.0) & (Q["b"][qcand] == 1.0),
+        )
         if qpick.size + bpick.size == 0:
             break
         # one stacked prediction for the round: 2 x 21 nodes and the cut per sub-interval, kk points per bracket
@@ -327,15 +399,19 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
         a_p, b_p = B["a"][bpick], B["b"][bpick]
         tb = a_p[grp] + j / (kk[grp] + 1.0) * (b_p - a_p)[grp]
         rows_all = np.r_[rq, B["r"][bpick][grp]]
-        vals = paths.predict(rows_all, np.r_[tq, tb], C, offset, total, progress=progress,
-                             desc=f"NLM refinement, round {rnd + 1}") - f0[rows_all]
+        vals = (
+            paths.predict(
+                rows_all, np.r_[tq, tb], C, offset, total, progress=progress, desc=f"NLM refinement, round {rnd + 1}"
+            )
+            - f0[rows_all]
+        )
         made += rows_all.size
         left -= rows_all.size
         np.maximum.at(scale, rows_all, np.abs(vals) + np.abs(f0[rows_all]))  # the path's level seen so far
         if qpick.size:
             p = qpick.size
-            Vq = vals[:k * 2 * p].reshape(k, hrows.size, C)
-            vm = vals[k * 2 * p:rq.size]
+            Vq = vals[: k * 2 * p].reshape(k, hrows.size, C)
+            vm = vals[k * 2 * p : rq.size]
             whole = (qa_p == 0.0) & (qb_p == 1.0) & (qm == 0.5)  # first bisections
             _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, vm, u, wk, wg, c, F, scale)
             tie = np.all(Vq[1:] == Vq[:-1], axis=2)
@@ -344,8 +420,9 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
                 rows_c = hrows[conv]
                 t_all = np.r_[tfull, 0.5 * u, 0.5, 0.5 + 0.5 * u]
                 order = np.argsort(t_all, kind="stable")
-                v_all = np.concatenate([Q["full"][:, Q["pos"][rows_c]], Vq[:, conv], vm[None, conv],
-                                        Vq[:, p + conv]])[order]
+                v_all = np.concatenate([Q["full"][:, Q["pos"][rows_c]], Vq[:, conv], vm[None, conv], Vq[:, p + conv]])[
+                    order
+                ]
                 done, Bc, tc = _pieces(t_all[order], v_all, rows_c, c, F, n)
                 settled += done
                 Bc["sums"] = _open_sums(Bc, c, F, n)
@@ -358,12 +435,18 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
                 for key in _QKEYS:
                     Q[key] = Q[key][keepq]
         if bpick.size:  # cut the brackets at their probes (compiled; updates B, settled and dense in place)
-            split_brackets(B, bpick, kk, tb, vals[rq.size:], c, F, settled, dense)
+            split_brackets(B, bpick, kk, tb, vals[rq.size :], c, F, settled, dense)
     B["sums"] = _open_sums(B, c, F, n)
     nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=False)
-    return BudgetNLM(nlm=nlm, sd=np.sqrt(np.maximum(D, 0.0)), err=err, scale=scale, route=route,
-                     intervals=np.bincount(Q["r"], minlength=n).astype(np.int64),
-                     predictions=made + k * n)
+    return BudgetNLM(
+        nlm=nlm,
+        sd=np.sqrt(np.maximum(D, 0.0)),
+        err=err,
+        scale=scale,
+        route=route,
+        intervals=np.bincount(Q["r"], minlength=n).astype(np.int64),
+        predictions=made + k * n,
+    )
 
 
 #: Per sub-interval arrays of the quadrature route.
@@ -432,11 +515,11 @@ def _allocate(spend, left, rounds_left, qcand, bcand, qe, be, br, n, tol, first)
     # greedy by error per prediction: every pick costs >= 1, so the picks are among the `cap` largest
     # priorities; a partition finds those (linear time), and only they are sorted
     if not qcand.size:  # brackets only, one prediction each: the floor(cap) largest priorities, no sort needed
-        take = np.arange(prio.size) if int(cap) >= prio.size else np.argpartition(-prio, int(cap))[:int(cap)]
+        take = np.arange(prio.size) if int(cap) >= prio.size else np.argpartition(-prio, int(cap))[: int(cap)]
     else:
         top = np.arange(prio.size)
         if int(cap) < prio.size:
-            top = np.argpartition(-prio, int(cap))[:int(cap) + 1]
+            top = np.argpartition(-prio, int(cap))[: int(cap) + 1]
         order = top[np.argsort(-prio[top], kind="stable")]
         take = order[np.cumsum(cost[order]) <= cap]
     sel = np.zeros(prio.size, dtype=bool)  # in candidate order (a linear pass instead of a sort)
@@ -488,14 +571,35 @@ def _split_intervals(Q, qpick, halves_a, halves_b, hrows, Vq, vm, u, wk, wg, c, 
     p = qpick.size
     va = np.concatenate([Q["va"][qpick], vm])
     vb = np.concatenate([vm, Q["vb"][qpick]])
-    hP, hcut, hiso = hidden_jumps(np.concatenate([va[None], Vq, vb[None]]), halves_a, halves_b, c[hrows],
-                                  F[hrows], scale[hrows])
+    hP, hcut, hiso = hidden_jumps(
+        np.concatenate([va[None], Vq, vb[None]]), halves_a, halves_b, c[hrows], F[hrows], scale[hrows]
+    )
     bisected = halves_b[:p] == 0.5 * (Q["a"][qpick] + Q["b"][qpick])
     Q["depth"][qpick] += bisected
-    new = {"r": hrows[p:], "a": halves_a[p:], "b": halves_b[p:], "depth": Q["depth"][qpick], "K": hK[p:],
-           "G": hG[p:], "va": va[p:], "vb": vb[p:], "P": hP[p:], "cut": hcut[p:], "iso": hiso[p:]}
-    for key, v in (("a", halves_a), ("b", halves_b), ("K", hK), ("G", hG), ("va", va), ("vb", vb), ("P", hP),
-                   ("cut", hcut), ("iso", hiso)):
+    new = {
+        "r": hrows[p:],
+        "a": halves_a[p:],
+        "b": halves_b[p:],
+        "depth": Q["depth"][qpick],
+        "K": hK[p:],
+        "G": hG[p:],
+        "va": va[p:],
+        "vb": vb[p:],
+        "P": hP[p:],
+        "cut": hcut[p:],
+        "iso": hiso[p:],
+    }
+    for key, v in (
+        ("a", halves_a),
+        ("b", halves_b),
+        ("K", hK),
+        ("G", hG),
+        ("va", va),
+        ("vb", vb),
+        ("P", hP),
+        ("cut", hcut),
+        ("iso", hiso),
+    ):
         Q[key][qpick] = v[:p]
     for key in _QKEYS:
         Q[key] = np.concatenate([Q[key], new[key]])
@@ -519,8 +623,9 @@ def _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True):
         rows = ~jumps
         nlm[rows], err[rows], D[rows] = v[rows], e[rows], d[rows]
     if jumps.any():
-        v, e, d, be = jump_state(n, c, F, scale, settled + B["sums"], B["r"], B["a"], B["b"], B["l"], B["rt"], dense,
-                                 shares)
+        v, e, d, be = jump_state(
+            n, c, F, scale, settled + B["sums"], B["r"], B["a"], B["b"], B["l"], B["rt"], dense, shares
+        )
         nlm[jumps], err[jumps], D[jumps] = v[jumps], e[jumps], d[jumps]
     Q["e"] = qe
     return nlm, err, qe, be, D

@@ -3,8 +3,8 @@
 Helpers of :mod:`fme._nlm.budget`, which describes the routes and drives the rounds; :func:`jump_state`
 derives the jump route's bound.
 Everything here is element-wise over rows, sub-intervals or brackets plus per-row sums, which run compiled
-(:mod:`fme._nlm.bracket_kernel`): no per-row Python loop. The three integrals of the NLM along a path, relative to f(x) and with the
-fixed centre ``c`` (the level-0 Kronrod mean), are
+(:mod:`fme._nlm.bracket_kernel`): no per-row Python loop. The three integrals of the NLM along a path, relative to
+f(x) and with the fixed centre ``c`` (the level-0 Kronrod mean), are
 
     S1 = int (f - f(x)),   S2 = int (f - f(x) - c)^2,   N = int (f - f(x) - t F)^2,
 
@@ -20,8 +20,18 @@ from ..nlm import CONSTANT_ULPS, gauss_kronrod_rules
 from . import bracket_kernel as _kernel
 from .bracket_kernel import rowsum
 
-__all__ = ["segment", "nlm_of", "gk_sums", "quad_state", "bracket_sums", "bracket_statics", "jump_state",
-           "hidden_jumps", "hidden_jumps_numpy", "rounding_error"]
+__all__ = [
+    "segment",
+    "nlm_of",
+    "gk_sums",
+    "quad_state",
+    "bracket_sums",
+    "bracket_statics",
+    "jump_state",
+    "hidden_jumps",
+    "hidden_jumps_numpy",
+    "rounding_error",
+]
 
 _EPS = np.finfo(float).eps
 #: A sub-interval's 23 known points in relative position: its two ends and the 21 Gauss-Kronrod nodes.
@@ -70,8 +80,9 @@ def _stencils():
     out = []
     for j in range(_POINTS.size - 1):
         left, right = np.arange(j, -1, -1), np.arange(j + 1, _POINTS.size)
-        out.append(tuple(_side(pts, _POINTS[tgt], most) for most in (_LOW, _HIGH)
-                         for pts, tgt in ((left, j + 1), (right, j))))
+        out.append(
+            tuple(_side(pts, _POINTS[tgt], most) for most in (_LOW, _HIGH) for pts, tgt in ((left, j + 1), (right, j)))
+        )
     return out
 
 
@@ -89,7 +100,7 @@ def _tables():
     leb = np.zeros((len(_GAPS), 4))
     for j, sides in enumerate(_GAPS):
         for k, (p, w) in enumerate(sides):
-            idx[j, k, :p.size], wts[j, k, :p.size], npts[j, k], leb[j, k] = p, w, p.size, np.abs(w).sum()
+            idx[j, k, : p.size], wts[j, k, : p.size], npts[j, k], leb[j, k] = p, w, p.size, np.abs(w).sum()
     return idx, wts, npts, leb
 
 
@@ -106,7 +117,7 @@ def segment(a: np.ndarray, b: np.ndarray, d: np.ndarray, c: np.ndarray, F: np.nd
     m = (0.5 * (a + b))[:, None]
     out[:, 0] = w * d
     out[:, 1] = w * (d - c) ** 2
-    out[:, 2] = w * (d - m * F) ** 2 + F ** 2 * w ** 3 / 12.0
+    out[:, 2] = w * (d - m * F) ** 2 + F**2 * w**3 / 12.0
     return out
 
 
@@ -123,8 +134,16 @@ def nlm_of(T: np.ndarray, c: np.ndarray, scale: np.ndarray):
     return nlm, D, np.where(undefined, 0.0, ratio), undefined
 
 
-def gk_sums(Dv: np.ndarray, u: np.ndarray, wk: np.ndarray, wg: np.ndarray, a: np.ndarray, b: np.ndarray,
-            c: np.ndarray, F: np.ndarray):
+def gk_sums(
+    Dv: np.ndarray,
+    u: np.ndarray,
+    wk: np.ndarray,
+    wg: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    F: np.ndarray,
+):
     """Kronrod and Gauss values of (S1, S2, N) on intervals [a, b]; ``Dv`` (21, I, C) the values minus f(x)."""
     w = (b - a)[:, None]
     K = np.zeros((a.size, 3, Dv.shape[2]))
@@ -158,8 +177,11 @@ def quad_state(n, c, scale, qr, qK, qG, qP=None):
     rq = ratio[qr]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         contrib = np.abs(dq[:, 2] - rq * (dq[:, 1] - 2.0 * s1c * dq[:, 0])) / DK[qr]
-        hidden = (np.zeros_like(contrib) if qP is None
-                  else (qP[:, 2] + np.abs(rq) * (qP[:, 1] + 2.0 * np.abs(s1c) * qP[:, 0])) / DK[qr])
+        hidden = (
+            np.zeros_like(contrib)
+            if qP is None
+            else (qP[:, 2] + np.abs(rq) * (qP[:, 1] + 2.0 * np.abs(s1c) * qP[:, 0])) / DK[qr]
+        )
     contrib = contrib + hidden
     contrib = np.where(undK[qr], np.where(undG[qr], 0.0, np.inf), contrib)
     contrib[np.isnan(contrib)] = np.inf
@@ -179,7 +201,7 @@ def bracket_sums(ba, bb, dL, dR, c, F):
     out = np.empty((dL.shape[0], 3, dL.shape[1]))
     out[:, 0] = hw * (dL + dR)
     out[:, 1] = hw * ((dL - c) ** 2 + (dR - c) ** 2)
-    out[:, 2] = hw * ((dL - mL * F) ** 2 + (dR - mR * F) ** 2) + F ** 2 * hw ** 3 / 6.0
+    out[:, 2] = hw * ((dL - mL * F) ** 2 + (dR - mR * F) ** 2) + F**2 * hw**3 / 6.0
     return out
 
 
@@ -233,9 +255,14 @@ def jump_state(n, c, F, scale, est, br, ba, bb, dL, dR, dense, shares=True):
     aF = np.abs(F)
     E1 = Saj + 2.0 * H * Ss
     quad = 2.0 * H * (SsJ + H * Ss)
-    num = (2.0 * sA1 + aF * Sajs + 4.0 * H * (sA2 + om * (0.5 * SsJ + H * Ss) + aF * Ss2) + om * quad
-           + np.abs(ratio) * E1 ** 2)
-    ED = 2.0 * sG1 + 4.0 * H * (sG2 + 0.5 * SsJ + H * Ss) + quad + E1 ** 2
+    num = (
+        2.0 * sA1
+        + aF * Sajs
+        + 4.0 * H * (sA2 + om * (0.5 * SsJ + H * Ss) + aF * Ss2)
+        + om * quad
+        + np.abs(ratio) * E1**2
+    )
+    ED = 2.0 * sG1 + 4.0 * H * (sG2 + 0.5 * SsJ + H * Ss) + quad + E1**2
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         bound = np.where(D > ED, num / (D - ED), np.inf)
         bound = np.where(num + ED == 0, 0.0, bound)  # no jump left to place: the closed form is exact
@@ -255,18 +282,19 @@ def _miss(Vf, target, side, floor):
     return np.maximum(np.abs(pred - Vf[target]) - floor * np.abs(w).sum(), 0.0)
 
 
-def hidden_jumps(Vf: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: np.ndarray,
-                 level: np.ndarray | None = None):
+def hidden_jumps(
+    Vf: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: np.ndarray, level: np.ndarray | None = None
+):
     """:func:`hidden_jumps_numpy`, compiled (:func:`fme._nlm.bracket_kernel.hidden_jumps`; 0.4 s per 10^5
     sub-intervals in NumPy, about as long as a small model's predict of their nodes)."""
     Vf = np.asarray(Vf, dtype=float)
     lev = np.zeros(Vf.shape[1:]) if level is None else level
-    return _kernel.hidden_jumps(Vf, a, b, c, F, lev, *_TABLES, _POINTS, _JUMP_SHARE, _ROUND_ULPS, _OUTLIER,
-                                _TV_FACTOR)
+    return _kernel.hidden_jumps(Vf, a, b, c, F, lev, *_TABLES, _POINTS, _JUMP_SHARE, _ROUND_ULPS, _OUTLIER, _TV_FACTOR)
 
 
-def hidden_jumps_numpy(Vf: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: np.ndarray,
-                       level: np.ndarray | None = None):
+def hidden_jumps_numpy(
+    Vf: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, F: np.ndarray, level: np.ndarray | None = None
+):
     """What a jump between two of a sub-interval's 23 points can do to its Gauss-Kronrod sums (paper §5.4).
 
     ``Vf`` (23, I, C): the values minus f(x) at the ends and nodes of the sub-intervals [a, b] (``c``, ``F``

@@ -27,12 +27,21 @@ import pandas as pd
 
 from ..exceptions import ParameterError
 from ..nlm import DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, FLAT_ULPS, NLM_METHODS, QuadratureRule, quadrature_rule
-from .budget import BASE_COST, DEFAULT_BUDGET, ROUTES, budget_nlm
-from .tree_paths import read_forest, traverse_nlm
-from .exact import exact_nlm, exact_support
 from ..steps import Step
+from .budget import BASE_COST, DEFAULT_BUDGET, ROUTES, budget_nlm
+from .exact import exact_nlm, exact_support
+from .tree_paths import read_forest, traverse_nlm
 
-__all__ = ["NLMSummaryMixin", "nlm_values", "NLMSettings", "resolve_method", "adaptive_nlm", "classify", "NLM_STATUS", "DEFAULT_FLAT_TOL"]
+__all__ = [
+    "NLMSummaryMixin",
+    "nlm_values",
+    "NLMSettings",
+    "resolve_method",
+    "adaptive_nlm",
+    "classify",
+    "NLM_STATUS",
+    "DEFAULT_FLAT_TOL",
+]
 
 #: Values of the ``nlm_status`` column.
 NLM_STATUS = ("ok", "constant", "flat", "inaccurate")
@@ -47,9 +56,17 @@ _UNKNOWN = object()
 class NLMSettings:
     """The resolved NLM method: name, fixed rule (quadrature methods), thresholds (exact)."""
 
-    def __init__(self, method: str, rule: QuadratureRule | None = None, thresholds: dict | None = None,
-                 tol: float = DEFAULT_NLM_TOL, max_level: int = DEFAULT_MAX_LEVEL, flat_tol: float = DEFAULT_FLAT_TOL,
-                 forest=None, budget: float = DEFAULT_BUDGET):
+    def __init__(
+        self,
+        method: str,
+        rule: QuadratureRule | None = None,
+        thresholds: dict | None = None,
+        tol: float = DEFAULT_NLM_TOL,
+        max_level: int = DEFAULT_MAX_LEVEL,
+        flat_tol: float = DEFAULT_FLAT_TOL,
+        forest=None,
+        budget: float = DEFAULT_BUDGET,
+    ):
         self.method, self.rule, self.thresholds = method, rule, thresholds
         #: the model's trees (fme._nlm.tree_paths.Forest) when the exact NLM traverses them, else None (midpoints)
         self.forest = forest
@@ -70,9 +87,19 @@ def _nonneg(value: Any, name: str) -> float:
     return float(value)
 
 
-def resolve_method(model: Any, method: str, points: int | None, intervals: int | None, steps: tuple[Step, ...],
-                   columns: list[str], tol: Any, max_level: Any, flat_tol: Any,
-                   target_class: Any = _UNKNOWN, budget: Any = None) -> NLMSettings:
+def resolve_method(
+    model: Any,
+    method: str,
+    points: int | None,
+    intervals: int | None,
+    steps: tuple[Step, ...],
+    columns: list[str],
+    tol: Any,
+    max_level: Any,
+    flat_tol: Any,
+    target_class: Any = _UNKNOWN,
+    budget: Any = None,
+) -> NLMSettings:
     """Validate the NLM arguments and pick the method (``auto`` resolved here).
 
     ``target_class`` (as given to :func:`fme._adapters.predictor.make_predictor`) lets the exact method traverse the
@@ -88,25 +115,36 @@ def resolve_method(model: Any, method: str, points: int | None, intervals: int |
         raise ParameterError(f"nlm_max_level must be an integer in [0, 12], got {max_level!r}.")
     if budget is None:
         budget = DEFAULT_BUDGET
-    elif isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not np.isfinite(budget) \
-            or budget < BASE_COST:
-        raise ParameterError(f"nlm_budget must be a finite number >= {BASE_COST} (predictions per row on average: "
-                             f"f(x), f(x + h) and the 21 Gauss-Kronrod nodes), got {budget!r}; the default is "
-                             f"{DEFAULT_BUDGET:g}.")
+    elif (
+        isinstance(budget, bool)
+        or not isinstance(budget, numbers.Real)
+        or not np.isfinite(budget)
+        or budget < BASE_COST
+    ):
+        raise ParameterError(
+            f"nlm_budget must be a finite number >= {BASE_COST} (predictions per row on average: "
+            f"f(x), f(x + h) and the 21 Gauss-Kronrod nodes), got {budget!r}; the default is "
+            f"{DEFAULT_BUDGET:g}."
+        )
     kw = dict(tol=tol, max_level=int(max_level), flat_tol=flat_tol, budget=float(budget))
     if method == "auto":  # a fixed-rule argument means that rule
         method = "gauss-legendre" if points is not None else "simpson38" if intervals is not None else "auto"
     if method in ("gauss-legendre", "simpson38"):
         return NLMSettings(method, rule=quadrature_rule(method, points, intervals), **kw)
     if points is not None or intervals is not None:
-        raise ParameterError(f"nlm_points/nlm_intervals do not apply to nlm_method={method!r}; use "
-                             "'gauss-legendre' (nlm_points) or 'simpson38' (nlm_intervals).")
+        raise ParameterError(
+            f"nlm_points/nlm_intervals do not apply to nlm_method={method!r}; use "
+            "'gauss-legendre' (nlm_points) or 'simpson38' (nlm_intervals)."
+        )
     if method == "gauss-kronrod":
         return NLMSettings(method, **kw)
     thresholds, why = exact_support(model, [s.feature for s in steps], columns)
     if thresholds is not None:
-        forest = None if target_class is _UNKNOWN and hasattr(model, "classes_") else read_forest(
-            model, None if target_class is _UNKNOWN else target_class)
+        forest = (
+            None
+            if target_class is _UNKNOWN and hasattr(model, "classes_")
+            else read_forest(model, None if target_class is _UNKNOWN else target_class)
+        )
         return NLMSettings("exact", thresholds=thresholds, forest=forest, **kw)
     if method == "exact":
         name = type(model).__name__ if model is not None else "this model"
@@ -118,9 +156,19 @@ def resolve_method(model: Any, method: str, points: int | None, intervals: int |
     return NLMSettings("gauss-kronrod", **kw)
 
 
-def adaptive_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.ndarray, f1: np.ndarray,
-                 tol: float, max_level: int, batch_size: int | None = None, progress: bool | None = False,
-                 budget: float = DEFAULT_BUDGET):
+def adaptive_nlm(
+    predictor,
+    X: pd.DataFrame,
+    steps: tuple[Step, ...],
+    h,
+    f0: np.ndarray,
+    f1: np.ndarray,
+    tol: float,
+    max_level: int,
+    batch_size: int | None = None,
+    progress: bool | None = False,
+    budget: float = DEFAULT_BUDGET,
+):
     """Gauss-Kronrod NLM with error control within ``budget`` predictions per row (:mod:`fme._nlm.budget`).
 
     Returns
@@ -132,9 +180,17 @@ def adaptive_nlm(predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, f0: np.
     return got.nlm, got.sd, got.err, got.intervals
 
 
-def classify(nlm: np.ndarray, sd: np.ndarray, f0: np.ndarray, f1: np.ndarray, flat_tol: float,
-             err: np.ndarray | None = None, tol: float = np.inf,
-             spread: np.ndarray | None = None, scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def classify(
+    nlm: np.ndarray,
+    sd: np.ndarray,
+    f0: np.ndarray,
+    f1: np.ndarray,
+    flat_tol: float,
+    err: np.ndarray | None = None,
+    tol: float = np.inf,
+    spread: np.ndarray | None = None,
+    scale: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """NLMs with flat paths set to NaN, and the status per row (and output column).
 
     Flat (paper §5.4's NLM is rounding noise): ``sd <= FLAT_ULPS * eps * scale``, ``scale`` the path's own
@@ -169,9 +225,19 @@ def _traversable(forest, X: pd.DataFrame) -> bool:
     return all(pd.api.types.is_numeric_dtype(dt) for dt in X.dtypes)
 
 
-def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[Step, ...],
-                h: Mapping[str, np.ndarray] | None, f0: np.ndarray, f1: np.ndarray, batch_size: int | None,
-                spread: np.ndarray | None = None, return_sd: bool = False, progress: bool | None = False):
+def nlm_values(
+    settings: NLMSettings,
+    predictor,
+    X: pd.DataFrame,
+    steps: tuple[Step, ...],
+    h: Mapping[str, np.ndarray] | None,
+    f0: np.ndarray,
+    f1: np.ndarray,
+    batch_size: int | None,
+    spread: np.ndarray | None = None,
+    return_sd: bool = False,
+    progress: bool | None = False,
+):
     """(nlm, status) by the resolved method: exact or error-controlled Gauss-Kronrod (fixed rules: in the kernel).
 
     ``return_sd``: (nlm, status, sd, extra): also the SD of f along each path (the relative flat-path
@@ -181,20 +247,25 @@ def nlm_values(settings: NLMSettings, predictor, X: pd.DataFrame, steps: tuple[S
     """
     extra: dict[str, np.ndarray] = {}
     if settings.method == "exact":
-        shifts = {s.feature: np.broadcast_to(np.asarray(h[s.feature] if h is not None and s.feature in h
-                                                         else s.value, dtype=float), (len(X),)) for s in steps}
+        shifts = {
+            s.feature: np.broadcast_to(
+                np.asarray(h[s.feature] if h is not None and s.feature in h else s.value, dtype=float), (len(X),)
+            )
+            for s in steps
+        }
         if _traversable(settings.forest, X):
             nlm, sd, _, scale = traverse_nlm(settings.forest, X, shifts, f0, f1, progress=progress, return_scale=True)
         else:
-            nlm, sd, _, scale = exact_nlm(predictor, X, shifts, settings.thresholds, f0, f1, progress=progress,
-                                          return_scale=True)
+            nlm, sd, _, scale = exact_nlm(
+                predictor, X, shifts, settings.thresholds, f0, f1, progress=progress, return_scale=True
+            )
         out = classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread, scale=scale)
     else:
-        got = budget_nlm(predictor, X, steps, h, f0, f1, settings.tol, settings.budget, settings.max_level,
-                         batch_size, progress)
+        got = budget_nlm(
+            predictor, X, steps, h, f0, f1, settings.tol, settings.budget, settings.max_level, batch_size, progress
+        )
         sd = got.sd
-        out = classify(got.nlm, sd, f0, f1, settings.flat_tol, got.err, settings.tol, spread=spread,
-                       scale=got.scale)
+        out = classify(got.nlm, sd, f0, f1, settings.flat_tol, got.err, settings.tol, spread=spread, scale=got.scale)
         extra.update(err=got.err, route=np.asarray(ROUTES, dtype=object)[got.route])
     return (*out, sd, extra) if return_sd else out
 

@@ -40,8 +40,8 @@ import numpy as np
 import pandas as pd
 
 from .._adapters import adapt
-from .._adapters.forest import float32_boundary
 from .._adapters.base import Unsupported
+from .._adapters.forest import float32_boundary
 from .._utils.progress import progress_bar
 from ..nlm import CONSTANT_ULPS
 
@@ -161,8 +161,9 @@ def exact_nlm(
     nlm_parts, sd_parts, scale_parts, total = [], [], [], 0
     float_frame = all(isinstance(dt, np.dtype) and np.issubdtype(dt, np.floating) for dt in X.dtypes)
     spans = list(zip(bounds[:-1], bounds[1:]))
-    for start, stop in progress_bar(spans, total=len(spans), desc="exact NLM (segment midpoints, chunks of rows)",
-                                    progress=progress):
+    for start, stop in progress_bar(
+        spans, total=len(spans), desc="exact NLM (segment midpoints, chunks of rows)", progress=progress
+    ):
         sl = slice(start, stop)
         m = stop - start
         rows, ts = [np.arange(m), np.arange(m)], [np.zeros(m), np.ones(m)]
@@ -189,8 +190,11 @@ def exact_nlm(
             frame.index = pd.RangeIndex(r.size)
             for f, s in shifts.items():
                 frame[f] = xs[f][sl][r] + mid * s[sl][r]
-        c = predictor(frame, stage="the exact-NLM segment midpoints along " + ", ".join(map(str, shifts)),
-                      rows=(sl.start, sl.stop, len(X)))
+        c = predictor(
+            frame,
+            stage="the exact-NLM segment midpoints along " + ", ".join(map(str, shifts)),
+            rows=(sl.start, sl.stop, len(X)),
+        )
         total += r.size
         first = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
         nl, sd, sc = closed_forms(c, r, first, w, mid, f0[sl], f1[sl])
@@ -209,7 +213,7 @@ def closed_forms(c, r, first, w, mid, f0, f1):
     F = f1 - f0
     d = c - f0[r]
     mean = np.add.reduceat(w * d, first)
-    num = np.add.reduceat(w * (d - mid * F[r]) ** 2 + (F[r] ** 2) * w ** 3 / 12.0, first)
+    num = np.add.reduceat(w * (d - mid * F[r]) ** 2 + (F[r] ** 2) * w**3 / 12.0, first)
     den = np.add.reduceat(w * (d - mean[r]) ** 2, first)
     scale = np.maximum(np.maximum.reduceat(np.abs(d), first), np.abs(F)) + np.abs(f0)
     with np.errstate(over="ignore"):

@@ -45,21 +45,50 @@ def _grow(a: np.ndarray, need: int) -> np.ndarray:
     while cap < need:
         cap *= 2
     out = np.empty((cap,) + a.shape[1:], dtype=a.dtype)
-    out[:a.shape[0]] = a
+    out[: a.shape[0]] = a
     return out
 
 
 #: One node per 32-byte record: one cache line read per node visited where five separate arrays (feature,
 #: children, threshold, boundary, flags) were five.
-NODE = np.dtype([("feature", np.int32), ("left", np.int32), ("right", np.int32), ("flags", np.int32),
-                 ("threshold", np.float64), ("boundary", np.float64)])
+NODE = np.dtype(
+    [
+        ("feature", np.int32),
+        ("left", np.int32),
+        ("right", np.int32),
+        ("flags", np.int32),
+        ("threshold", np.float64),
+        ("boundary", np.float64),
+    ]
+)
 _MISSING_LEFT, _ZERO_MISSING = 1, 2
 #: Rows walked together through one tree.
 _BLOCK = 64
 
 
-def _walk_block(b0, rows, X, Xc, S, moving, nodes, strict, value, roots, zero_eps, st_node, st_lo, st_hi, start,
-                ev_t, ev_jump, ne, sum32, leaf0, ev_tree):
+def _walk_block(
+    b0,
+    rows,
+    X,
+    Xc,
+    S,
+    moving,
+    nodes,
+    strict,
+    value,
+    roots,
+    zero_eps,
+    st_node,
+    st_lo,
+    st_hi,
+    start,
+    ev_t,
+    ev_jump,
+    ne,
+    sum32,
+    leaf0,
+    ev_tree,
+):
     """Rows ``b0 .. b0 + rows`` through every tree, tree by tree (a tree's nodes stay in cache while the block
     walks it): adds each row's piece at t = 0 to ``start[r]`` and appends its boundaries (t, jump of the tree's
     value) to ``ev_*[r]``; returns False when some row's boundaries do not fit (the caller grows the buffers).
@@ -97,8 +126,8 @@ def _walk_block(b0, rows, X, Xc, S, moving, nodes, strict, value, roots, zero_ep
                         else:
                             low_child = rec.right
                             up_child = rec.left
-                        # branch-free: whether t* falls inside (lo, hi) is unpredictable; the upper part is always written
-                        # to the stack (it has room: depth + 2) and kept only on a split
+                        # branch-free: whether t* falls inside (lo, hi) is unpredictable; the upper part is always
+                        # written to the stack (it has room: depth + 2) and kept only on a split
                         above = tstar > lo
                         split = above & (tstar < hi)
                         st_node[top] = up_child
@@ -271,8 +300,9 @@ def _emit_row32(ne, base, leaf0, ev_t, ev_tree, ev_val, seg_a, seg_raw, ns, orde
     return nseg
 
 
-def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, zero_eps, depth, block, cap, seg_cap,
-                     sum32):
+def _forest_segments(
+    X, Xc, S, moving, nodes, strict, value, roots, baseline, zero_eps, depth, block, cap, seg_cap, sum32
+):
     m = X.shape[0]
     K = value.shape[1]
     # a depth-first stack holds at most one pending upper part per level
@@ -298,8 +328,29 @@ def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, ze
             order, cnt = np.empty(cap, dtype=np.int64), np.empty(cap + 1, dtype=np.int64)
             for r in range(b1 - b0):
                 start[r] = baseline
-            if _walk_block(b0, b1 - b0, X, Xc, S, moving, nodes, strict, value, roots, zero_eps, st_node, st_lo,
-                           st_hi, start, ev_t, ev_jump, ne, sum32, leaf0, ev_tree):
+            if _walk_block(
+                b0,
+                b1 - b0,
+                X,
+                Xc,
+                S,
+                moving,
+                nodes,
+                strict,
+                value,
+                roots,
+                zero_eps,
+                st_node,
+                st_lo,
+                st_hi,
+                start,
+                ev_t,
+                ev_jump,
+                ne,
+                sum32,
+                leaf0,
+                ev_tree,
+            ):
                 break
             cap *= 2  # more boundaries than room: grow and walk the block again
         if sum32 and acc.shape[0] < cap + 1:
@@ -310,8 +361,21 @@ def _forest_segments(X, Xc, S, moving, nodes, strict, value, roots, baseline, ze
                 seg_a = _grow(seg_a, seg_cap)
                 seg_raw = _grow(seg_raw, seg_cap)
             if sum32:
-                c = _emit_row32(ne[r], base32, leaf0[r], ev_t[r], ev_tree[r], ev_jump[r], seg_a, seg_raw, ns, order,
-                                cnt, seg_of, acc)
+                c = _emit_row32(
+                    ne[r],
+                    base32,
+                    leaf0[r],
+                    ev_t[r],
+                    ev_tree[r],
+                    ev_jump[r],
+                    seg_a,
+                    seg_raw,
+                    ns,
+                    order,
+                    cnt,
+                    seg_of,
+                    acc,
+                )
             else:
                 c = _emit_row(ne[r], start[r], ev_t[r], ev_jump[r], seg_a, seg_raw, ns, order, cnt)
             counts[b0 + r] = c
@@ -327,7 +391,7 @@ def node_records(forest) -> tuple[np.ndarray, int]:
     got = getattr(forest, "_kernel_nodes", None)
     if got is None:
         n = forest.node_feature.size
-        if n >= 2 ** 31:
+        if n >= 2**31:
             raise OverflowError("more than 2**31 tree nodes")  # int32 ids; never reached by real models
         rec = np.zeros(n, dtype=NODE)
         rec["feature"] = forest.node_feature
@@ -365,8 +429,9 @@ if numba is not None:
     _forest_segments = njit(nogil=True)(_forest_segments)
 
 
-def forest_segments(forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray, ev_cap: int | None = None,
-                    seg_cap: int | None = None):
+def forest_segments(
+    forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray, ev_cap: int | None = None, seg_cap: int | None = None
+):
     """Per-row segments of the summed trees along each row's path, baseline included.
 
     ``X`` (m, p) rows, ``S`` (m, p) shifts, ``stepped`` (p,) bool. Returns ``(srow, a, b, raw, first)`` as
@@ -382,11 +447,22 @@ def forest_segments(forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray, e
     moving = np.ascontiguousarray(np.broadcast_to(stepped, (m, p)) & (S != 0) & ~np.isnan(X))
     nodes, depth = node_records(forest)
     a, raw, counts = _forest_segments(
-        X, Xc, S, moving, nodes, bool(forest.strict), np.ascontiguousarray(forest.value, dtype=np.float64),
-        np.asarray(forest.roots, dtype=np.int64), np.asarray(forest.baseline, dtype=np.float64).reshape(-1),
-        LGB_ZERO, depth, _BLOCK,
+        X,
+        Xc,
+        S,
+        moving,
+        nodes,
+        bool(forest.strict),
+        np.ascontiguousarray(forest.value, dtype=np.float64),
+        np.asarray(forest.roots, dtype=np.int64),
+        np.asarray(forest.baseline, dtype=np.float64).reshape(-1),
+        LGB_ZERO,
+        depth,
+        _BLOCK,
         4 * forest.n_trees + 16 if ev_cap is None else max(1, ev_cap),
-        4 * m * forest.n_trees + 16 if seg_cap is None else max(1, seg_cap), bool(forest.sum32))
+        4 * m * forest.n_trees + 16 if seg_cap is None else max(1, seg_cap),
+        bool(forest.sum32),
+    )
     first = np.cumsum(counts) - counts
     srow = np.repeat(np.arange(m), counts)
     b = np.ones(a.size)

@@ -52,8 +52,8 @@ from .._adapters import adapt
 from .._adapters.forest import LGB_ZERO as _LGB_ZERO
 from .._adapters.forest import Forest
 from .._utils.progress import progress_bar
-from .exact import closed_forms
 from . import tree_kernel
+from .exact import closed_forms
 
 __all__ = ["Forest", "read_forest", "traverse_nlm"]
 
@@ -121,8 +121,15 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
             ki = np.flatnonzero(~leaf)
             if not ki.size:
                 break
-            r, lo, hi, le, re, node, f = (r.take(ki), lo.take(ki), hi.take(ki), le.take(ki), re.take(ki),
-                                          node.take(ki), f.take(ki))
+            r, lo, hi, le, re, node, f = (
+                r.take(ki),
+                lo.take(ki),
+                hi.take(ki),
+                le.take(ki),
+                re.take(ki),
+                node.take(ki),
+                f.take(ki),
+            )
         cell = r + f
         xv = Xc.take(cell)
         thr = thr_all.take(node)
@@ -167,7 +174,7 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
                 re = np.concatenate([re, ext_re])
                 new_node = np.concatenate([new_node, up_child.take(bi)])
         node = new_node
-    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.empty(0, dtype=dt))
+    cat = lambda xs, dt: np.concatenate(xs) if xs else np.empty(0, dtype=dt)
     start = np.empty((m, K))
     sr, sv = cat(s_r, np.int64) // p, forest.value.take(cat(s_node, np.int64), axis=0)
     ids, jv = cat(j_id, np.int64), forest.value.take(cat(j_node, np.int64), axis=0)
@@ -180,8 +187,9 @@ def _jumps(forest: Forest, X: np.ndarray, S: np.ndarray, stepped: np.ndarray):
     return start, cat(b_r, np.int64) // p, cat(b_t, float), jump
 
 
-def _sums32(forest: Forest, X: np.ndarray, S: np.ndarray, srow: np.ndarray, a: np.ndarray, b: np.ndarray,
-            stepped: np.ndarray) -> np.ndarray:
+def _sums32(
+    forest: Forest, X: np.ndarray, S: np.ndarray, srow: np.ndarray, a: np.ndarray, b: np.ndarray, stepped: np.ndarray
+) -> np.ndarray:
     """The raw scores (n_segments, 1) of a ``sum32`` forest as the model computes them: each tree's leaf on the
     segment, summed in float32 in tree order from float32(baseline). The NumPy route's counterpart of the
     kernel's incremental sums: every tree walked level by level for all segments at once, a moving cell routed
@@ -251,7 +259,7 @@ def _row_order(m: int, br: np.ndarray, bt: np.ndarray) -> np.ndarray:
     a row's tied boundaries (trees sharing a threshold) are summed. Rows of similar length are sorted
     each in its own padded line (timsort on rows of ~1000 instead of one sort of all: about 30 % less).
     """
-    key = br.astype(np.uint32 if m >= 2 ** 16 else np.uint16)
+    key = br.astype(np.uint32 if m >= 2**16 else np.uint16)
     counts = np.bincount(br, minlength=m)
     top = int(counts.max()) if br.size else 0
     if m * top > _PAD_RATIO * br.size + 1024:
@@ -325,10 +333,17 @@ def _default_threads() -> int:
     return n
 
 
-def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarray], f0: np.ndarray,
-                 f1: np.ndarray, entry_budget: int = _ENTRY_BUDGET,
-                 n_threads: int | None = None, progress: bool | None = False,
-                 return_scale: bool = False) -> tuple:
+def traverse_nlm(
+    forest: Forest,
+    X: pd.DataFrame,
+    shifts: Mapping[str, np.ndarray],
+    f0: np.ndarray,
+    f1: np.ndarray,
+    entry_budget: int = _ENTRY_BUDGET,
+    n_threads: int | None = None,
+    progress: bool | None = False,
+    return_scale: bool = False,
+) -> tuple:
     """Exact NLMs by tree traversal: same outputs as :func:`fme._nlm.exact.exact_nlm` (nlm, sd, segments
     and, with ``return_scale``, the rounding scale of each path).
 
@@ -373,6 +388,5 @@ def traverse_nlm(forest: Forest, X: pd.DataFrame, shifts: Mapping[str, np.ndarra
             parts = list(progress_bar(pool.map(one, chunks), **bar))
     else:
         parts = [one(sl) for sl in progress_bar(chunks, **bar)]
-    out = (np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts]),
-           int(sum(q[2] for q in parts)))
+    out = (np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts]), int(sum(q[2] for q in parts)))
     return (*out, np.concatenate([q[3] for q in parts])) if return_scale else out

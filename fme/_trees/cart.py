@@ -47,7 +47,7 @@ class CartTree:
                 cols.append(col.to_numpy(dtype=float))
         return np.column_stack(cols)
 
-    def fit(self, X: pd.DataFrame, y: Any) -> "CartTree":
+    def fit(self, X: pd.DataFrame, y: Any) -> CartTree:
         check_data(X, "X")
         check_real_columns(X, "X")  # as CTree: a cast to float would drop the imaginary part
         self.feature_names_in_ = list(X.columns)
@@ -55,8 +55,11 @@ class CartTree:
         for feat in X.columns:
             col = X[feat]
             if is_categorical(col) and not (isinstance(col.dtype, pd.CategoricalDtype) and col.cat.ordered):
-                self.levels_[feat] = (list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype)
-                                      else sorted(col.dropna().unique().tolist(), key=str))
+                self.levels_[feat] = (
+                    list(col.cat.categories)
+                    if isinstance(col.dtype, pd.CategoricalDtype)
+                    else sorted(col.dropna().unique().tolist(), key=str)
+                )
             elif isinstance(col.dtype, pd.CategoricalDtype):
                 raise ParameterError(f"ordered categorical {feat!r}: use method='ctree' or convert it to codes.")
         self.columns_ = [(f, lv) for f in self.feature_names_in_ for lv in self.levels_.get(f, [None])]
@@ -81,11 +84,22 @@ class CartTree:
                 split_levels = {level: (2 if level == lv else 1) for level in self.levels_[feat]}
             elif not leaf:
                 split_value = float(t.threshold[i])
-            rows.append({"node": i + 1, "parent": pd.NA, "depth": 0, "is_leaf": leaf,
-                         "n": float(t.weighted_n_node_samples[i]), "mean": float(t.value[i].ravel()[0]),
-                         "split_feature": feat, "split_value": split_value, "split_levels": split_levels,
-                         "p_value": np.nan, "statistic": np.nan,
-                         "children": () if leaf else (left + 1, right + 1)})
+            rows.append(
+                {
+                    "node": i + 1,
+                    "parent": pd.NA,
+                    "depth": 0,
+                    "is_leaf": leaf,
+                    "n": float(t.weighted_n_node_samples[i]),
+                    "mean": float(t.value[i].ravel()[0]),
+                    "split_feature": feat,
+                    "split_value": split_value,
+                    "split_levels": split_levels,
+                    "p_value": np.nan,
+                    "statistic": np.nan,
+                    "children": () if leaf else (left + 1, right + 1),
+                }
+            )
         nodes = pd.DataFrame(rows).set_index("node")
         for node, kids in nodes["children"].items():
             for k in kids:

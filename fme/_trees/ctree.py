@@ -50,8 +50,12 @@ def _single_thread_blas():
 def _as_float(values: Any, name: str, what: str) -> np.ndarray:
     """``values`` as a 1-D float array; text, complex or other non-numbers raise DataError naming ``name``."""
     arr = values.to_numpy(dtype=object) if isinstance(values, (pd.Series, pd.Index)) else np.asarray(values)
-    if np.iscomplexobj(arr) or arr.dtype.kind in "bUS" or (
-        arr.dtype == object and not all(isinstance(v, numbers.Real) or v is None or v is pd.NA for v in arr.ravel())
+    if (
+        np.iscomplexobj(arr)
+        or arr.dtype.kind in "bUS"
+        or (
+            arr.dtype == object and not all(isinstance(v, numbers.Real) or v is None or v is pd.NA for v in arr.ravel())
+        )
     ):
         arr = None
     else:
@@ -229,7 +233,7 @@ class CTree:
         return X
 
     # --------------------------------------------------------------------- fit
-    def fit(self, X: pd.DataFrame, y: Any, sample_weight: Any = None) -> "CTree":
+    def fit(self, X: pd.DataFrame, y: Any, sample_weight: Any = None) -> CTree:
         """Grow the tree.
 
         Parameters
@@ -308,16 +312,47 @@ class CTree:
             W = float(wt.sum())
             mean = float(wt @ yt / W) if W > 0 else float("nan")
             err = float(wt @ (yt - mean) ** 2) if W > 0 else float("nan")
-            rec = dict(id=nid, parent=parent, depth=depth, n=W, n_obs=len(idx), mean=mean, err=err,
-                       split_feature=None, split_value=np.nan, split_levels=None, p_value=np.nan,
-                       statistic=np.nan, children=(), _split=None)
+            rec = dict(
+                id=nid,
+                parent=parent,
+                depth=depth,
+                n=W,
+                n_obs=len(idx),
+                mean=mean,
+                err=err,
+                split_feature=None,
+                split_value=np.nan,
+                split_levels=None,
+                p_value=np.nan,
+                statistic=np.nan,
+                children=(),
+                _split=None,
+            )
             nodes.append(rec)
             if parent is not None:
                 nodes[parent - 1]["children"] += (nid,)
             split = None
             if depth < maxdepth and W >= self.minsplit:
-                split = self._node(idx, yt, wt, W, covs, Z, R, F, slot, num_idx, fac_idx, nan_cols,
-                                   names, maximum_t, maximum_s, rec, crit_rows, nid)
+                split = self._node(
+                    idx,
+                    yt,
+                    wt,
+                    W,
+                    covs,
+                    Z,
+                    R,
+                    F,
+                    slot,
+                    num_idx,
+                    fac_idx,
+                    nan_cols,
+                    names,
+                    maximum_t,
+                    maximum_s,
+                    rec,
+                    crit_rows,
+                    nid,
+                )
             if split is None:
                 train_leaf[idx] = nid
                 continue
@@ -341,14 +376,46 @@ class CTree:
         df["is_leaf"] = df["children"].map(len) == 0
         # object dtype keeps None for leaves (pandas would infer a string dtype with NaN)
         df["split_feature"] = pd.Series([r["split_feature"] for r in nodes], index=df.index, dtype=object)
-        cols = ["parent", "depth", "is_leaf", "n", "n_obs", "mean", "err", "split_feature", "split_value",
-                "split_levels", "p_value", "statistic", "children"]
+        cols = [
+            "parent",
+            "depth",
+            "is_leaf",
+            "n",
+            "n_obs",
+            "mean",
+            "err",
+            "split_feature",
+            "split_value",
+            "split_levels",
+            "p_value",
+            "statistic",
+            "children",
+        ]
         self.nodes_ = df[cols]
         self.criteria_ = pd.DataFrame(crit_rows, columns=["node", "variable", "statistic", "p_value", "criterion"])
         self.leaves_ = self.nodes_.index[self.nodes_["is_leaf"]].to_numpy()
 
-    def _node(self, idx, yt, wt, W, covs, Z, R, F, slot, num_idx, fac_idx, nan_cols, names,
-              maximum_t, maximum_s, rec, crit_rows, nid):
+    def _node(
+        self,
+        idx,
+        yt,
+        wt,
+        W,
+        covs,
+        Z,
+        R,
+        F,
+        slot,
+        num_idx,
+        fac_idx,
+        nan_cols,
+        names,
+        maximum_t,
+        maximum_s,
+        rec,
+        crit_rows,
+        nid,
+    ):
         """Tests, selection and split search in one node (§3.4, §4, §5)."""
         p = len(covs)
         stat = np.full(p, np.nan)
@@ -370,8 +437,7 @@ class CTree:
                 continue
             stat[j] = c
             if self._testtype != "teststatistic":
-                log1mp[j] = (S.norm_max_log1mp(c, corr, self._rng) if maximum_t
-                             else float(S.chi2_log1mp(c, df)))
+                log1mp[j] = S.norm_max_log1mp(c, corr, self._rng) if maximum_t else float(S.chi2_log1mp(c, df))
         tested = ~np.isnan(stat)
         if not tested.any():
             return None  # terminal node without test information (§4.2)
@@ -500,7 +566,7 @@ class CTree:
         cv = self._covs[split["var"]]
         first = self.nodes_.at[int(par), "children"][0] == nid
         if cv.kind == S.FACTOR:
-            lv = [str(l) for l, c in zip(cv.levels, split["map"]) if c == (1 if first else 2)]
+            lv = [str(level) for level, c in zip(cv.levels, split["map"]) if c == (1 if first else 2)]
             return f"{cv.name} in {{{', '.join(lv)}}}"
         if cv.kind == S.ORDERED:
             lvl = str(cv.levels[int(split["break"]) - 1])
@@ -552,6 +618,7 @@ class CTree:
         return self.to_text()
 
     def __repr__(self) -> str:
-        return (f"CTree(alpha={self.alpha!r}, minbucket={self.minbucket!r}, testtype={self.testtype!r}, "
-                f"majority={self.majority!r})")
-
+        return (
+            f"CTree(alpha={self.alpha!r}, minbucket={self.minbucket!r}, testtype={self.testtype!r}, "
+            f"majority={self.majority!r})"
+        )

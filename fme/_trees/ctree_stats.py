@@ -95,7 +95,7 @@ def encode_fit(X: pd.DataFrame) -> tuple[list[Covariate], np.ndarray, list[np.nd
                 fac_cols.append(codes)
                 cov.has_nan = bool((codes < 0).any())
         elif pd.api.types.is_bool_dtype(dt) or (
-            dt == object and pd.api.types.infer_dtype(s, skipna=True) == "boolean"
+            pd.api.types.is_object_dtype(dt) and pd.api.types.infer_dtype(s, skipna=True) == "boolean"
         ):
             levels = [lv for lv in (False, True) if (s == lv).any()]
             codes = level_codes(s, levels)
@@ -112,7 +112,7 @@ def encode_fit(X: pd.DataFrame) -> tuple[list[Covariate], np.ndarray, list[np.nd
             cov = Covariate(str(name), NUMERIC, None, uniq, has_nan=bool((~ok).any()))
             num_cols.append(z)
             rank_cols.append(rk)
-        elif dt == object or pd.api.types.is_string_dtype(dt):
+        elif pd.api.types.is_object_dtype(dt) or pd.api.types.is_string_dtype(dt):
             levels = _sorted_levels(s)
             codes = level_codes(s, levels)
             cov = Covariate(str(name), FACTOR, levels, has_nan=bool((codes < 0).any()))
@@ -139,9 +139,11 @@ def encode_column(cov: Covariate, s: pd.Series) -> np.ndarray:
     are then routed like missing values (§6.3).
     """
     if cov.kind == NUMERIC:
-        if isinstance(s.dtype, pd.CategoricalDtype) or not (
-            pd.api.types.is_numeric_dtype(s.dtype) or s.isna().all()
-        ) or pd.api.types.is_bool_dtype(s.dtype):
+        if (
+            isinstance(s.dtype, pd.CategoricalDtype)
+            or not (pd.api.types.is_numeric_dtype(s.dtype) or s.isna().all())
+            or pd.api.types.is_bool_dtype(s.dtype)
+        ):
             raise DataError(f"Column {cov.name!r} was numeric at fit time but is {s.dtype} now.")
         return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     codes = level_codes(s, cov.levels)
@@ -153,6 +155,7 @@ def encode_column(cov: Covariate, s: pd.Series) -> np.ndarray:
 # ----------------------------------------------------------------------------
 # p-values (§3.2)
 # ----------------------------------------------------------------------------
+
 
 def chi2_log1mp(c: np.ndarray, df: np.ndarray) -> np.ndarray:
     """log(1 - p) = log P(chi2_df <= c), accurate in both tails.
@@ -190,9 +193,8 @@ def norm_max_log1mp(c: float, corr: np.ndarray | None, rng: np.random.Generator 
 # Variable-selection tests in a node (§2, §3)
 # ----------------------------------------------------------------------------
 
-def numeric_tests(
-    Zt: np.ndarray, yt: np.ndarray, wt: np.ndarray, nan_cols: np.ndarray, maximum: bool
-) -> np.ndarray:
+
+def numeric_tests(Zt: np.ndarray, yt: np.ndarray, wt: np.ndarray, nan_cols: np.ndarray, maximum: bool) -> np.ndarray:
     """Statistics of all numeric/ordered columns of a node at once.
 
     Returns an array (p_num,) of c (NaN = not tested, §3.4). For Q = 1 the
@@ -282,6 +284,7 @@ def factor_test(
 # Split search (§5)
 # ----------------------------------------------------------------------------
 
+
 def _level_sums(keys: np.ndarray, w: np.ndarray, wyc: np.ndarray, size: int):
     """Weighted per-level sums; compressed to the node's levels when that is cheaper."""
     if keys.size < size:  # sparse in the global value range: sort-based grouping is cheaper
@@ -337,9 +340,7 @@ def _best_cut(nl: np.ndarray, dl: np.ndarray, W: float, vh: float, mb: float, ma
     return best if c[best] > 0.0 else None
 
 
-def split_ordered(
-    ranks: np.ndarray, n_uniq: int, yt: np.ndarray, wt: np.ndarray, mb: int, maximum: bool
-) -> int | None:
+def split_ordered(ranks: np.ndarray, n_uniq: int, yt: np.ndarray, wt: np.ndarray, mb: int, maximum: bool) -> int | None:
     """Best cut of a numeric or ordered covariate (§5.2).
 
     ``ranks`` index the column's global sorted unique values (-1 = missing).

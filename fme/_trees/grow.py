@@ -33,8 +33,9 @@ def _prune_sequence(tree: Any, fmes: np.ndarray, leaf_of_row: np.ndarray) -> lis
     rows_of: dict[int, np.ndarray] = {}
     for node in nodes.index[::-1]:  # post-order accumulation: children have larger ids
         kids = nodes.at[node, "children"]
-        rows_of[int(node)] = (np.flatnonzero(leaf_of_row == node) if not kids
-                              else np.concatenate([rows_of[int(k)] for k in kids]))
+        rows_of[int(node)] = (
+            np.flatnonzero(leaf_of_row == node) if not kids else np.concatenate([rows_of[int(k)] for k in kids])
+        )
     leaves = {int(i) for i in nodes.index[nodes["is_leaf"].to_numpy(dtype=bool)]}
     seq = [sorted(leaves)]
     while len(leaves) > 1:
@@ -80,14 +81,25 @@ def honest_mask(index: pd.Index, fraction: float, seed: int) -> np.ndarray:
     the tree when the result / 2**64 < ``fraction``. Reordered rows, or the same rows as Dask data split
     into any chunks, fall in the same parts."""
     labels = pd.util.hash_pandas_object(pd.Index(index), index=False).to_numpy(dtype=np.uint64)
-    key = _splitmix64(np.array([int(seed) % 2 ** 64], dtype=np.uint64))[0]
-    return (_splitmix64(labels ^ key) / np.float64(2.0 ** 64)) < fraction
+    key = _splitmix64(np.array([int(seed) % 2**64], dtype=np.uint64))[0]
+    return (_splitmix64(labels ^ key) / np.float64(2.0**64)) < fraction
 
 
-def grow_partition(effects: FMEResult, *, method: str, features: list[str], n_partitions: int | None,
-                   max_sd: float | None, conf_level: float, standardize: bool, params: dict,
-                   tree_params: dict, honest: bool = False, honest_fraction: float = 0.5,
-                   seed: int = 0) -> PartitionResult:
+def grow_partition(
+    effects: FMEResult,
+    *,
+    method: str,
+    features: list[str],
+    n_partitions: int | None,
+    max_sd: float | None,
+    conf_level: float,
+    standardize: bool,
+    params: dict,
+    tree_params: dict,
+    honest: bool = False,
+    honest_fraction: float = 0.5,
+    seed: int = 0,
+) -> PartitionResult:
     """Grow the tree on ``effects``' fMEs over ``features`` and reduce it (arguments as :func:`fme.came`'s,
     already validated; ``params`` is the record kept in :attr:`PartitionResult.params`).
 
@@ -106,7 +118,8 @@ def grow_partition(effects: FMEResult, *, method: str, features: list[str], n_pa
             raise DataError(
                 f"honest cAMEs split the {y_all.size} evaluated rows into {n_grow} to grow the tree and "
                 f"{y_all.size - n_grow} to estimate its leaves; each part needs at least 2 rows. Evaluate more "
-                "rows, change honest_fraction, or pass honest=False.")
+                "rows, change honest_fraction, or pass honest=False."
+            )
     X, y = X_all[grow_rows], y_all[grow_rows]
     n = y.size
     fit_y = y
@@ -146,8 +159,11 @@ def grow_partition(effects: FMEResult, *, method: str, features: list[str], n_pa
     elif max_sd is not None:
         seq = _prune_sequence(tree, y, leaf_of_row)
         # As fmeffects: reductions down to two subspaces (the root only when nothing was split).
-        ok = [s for s in seq if (len(s) >= 2 or len(grown) == 1)
-              and _max_leaf_sd(s, y, subspace_lookup(tree, s)[leaf_of_row]) < max_sd]
+        ok = [
+            s
+            for s in seq
+            if (len(s) >= 2 or len(grown) == 1) and _max_leaf_sd(s, y, subspace_lookup(tree, s)[leaf_of_row]) < max_sd
+        ]
         if not ok:
             raise ParameterError(
                 f"no reduction of the grown tree ({len(grown)} leaves) has every leaf's fME SD below max_sd={max_sd}; "
@@ -156,7 +172,16 @@ def grow_partition(effects: FMEResult, *, method: str, features: list[str], n_pa
         leaf_set = min(ok, key=len)
     if len(grown) == 1 and not notes:
         notes.append("no split was significant: one subspace (the whole data).")
-    return PartitionResult(effects, tree, X_all, leaf_set, leaf_all, conf_level, method, notes, params,
-                           estimate_rows=~grow_rows if honest else None, seed=seed)
-
-
+    return PartitionResult(
+        effects,
+        tree,
+        X_all,
+        leaf_set,
+        leaf_all,
+        conf_level,
+        method,
+        notes,
+        params,
+        estimate_rows=~grow_rows if honest else None,
+        seed=seed,
+    )

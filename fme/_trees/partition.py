@@ -20,21 +20,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._core.results import FMEResult
 from .._utils.frames import ReadableFrame
 from .._utils.numfmt import fmt_bound
 from .._utils.stats import describe
-from .args import string_columns
 from .._utils.validation import check_conf_level, check_data, is_categorical
-from .._core.results import FMEResult
 from ..exceptions import FeatureError, ParameterError
 from ..inference.estimates import INFERENCE_COLUMNS, sample_inference, undefined_where
 from ..inference.wald import MULTCOMP, contrast_matrix, contrast_table, wald_test
+from .args import string_columns
 
 __all__ = ["PartitionResult", "LeafTests", "subspace_counts"]
 
 LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
-NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "median_nlm",
-                "share_linear"]
+NLM_COLUMNS = ["canlm", "sd_nlm", "cov_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "median_nlm", "share_linear"]
 #: The readable rule of :attr:`PartitionResult.estimation_root`: every leaf (of its estimation rows).
 ESTIMATION_RULE = "(all leaves)"
 
@@ -42,8 +41,9 @@ ESTIMATION_RULE = "(all leaves)"
 def estimation_columns(has_nlm: bool) -> list[str]:
     """Columns of :attr:`PartitionResult.estimation_root`: a leaf's, but the NLMs' median (on Dask data it would
     take one more pass over every estimation row) and ``n_grown``."""
-    return (LEAF_COLUMNS + INFERENCE_COLUMNS + ([c for c in NLM_COLUMNS if c != "median_nlm"] if has_nlm else [])
-            + ["rule"])
+    return (
+        LEAF_COLUMNS + INFERENCE_COLUMNS + ([c for c in NLM_COLUMNS if c != "median_nlm"] if has_nlm else []) + ["rule"]
+    )
 
 
 def estimation_root(figures: dict[str, Any] | pd.Series, has_nlm: bool) -> pd.Series:
@@ -52,20 +52,33 @@ def estimation_root(figures: dict[str, Any] | pd.Series, has_nlm: bool) -> pd.Se
     return pd.Series({**dict(figures), "node": 1, "rule": ESTIMATION_RULE})[estimation_columns(has_nlm)]
 
 
-def _figures(fmes: np.ndarray, nlms: np.ndarray | None, conf_level: float,
-             linear_threshold: float = 0.9) -> dict[str, float]:
+def _figures(
+    fmes: np.ndarray, nlms: np.ndarray | None, conf_level: float, linear_threshold: float = 0.9
+) -> dict[str, float]:
     d = describe(fmes, conf_level)
-    row = {"n": int(d["n"]), "came": d["mean"], "sd_fme": d["sd"], "cov_fme": d["cov"],
-           "came_ci_low": d["ci_low"], "came_ci_high": d["ci_high"]}
+    row = {
+        "n": int(d["n"]),
+        "came": d["mean"],
+        "sd_fme": d["sd"],
+        "cov_fme": d["cov"],
+        "came_ci_low": d["ci_low"],
+        "came_ci_high": d["ci_high"],
+    }
     if nlms is not None:
         # ignores undefined (NaN) NLMs and counts the rest; the t-interval of the mean is
         # truncated at 1, the NLM's upper bound (paper §5.4: NLM <= 1)
         e = describe(nlms, conf_level, upper=1.0)
         ok = nlms[~np.isnan(nlms)]
-        row.update(canlm=e["mean"], sd_nlm=e["sd"], cov_nlm=e["cov"], canlm_ci_low=e["ci_low"],
-                   canlm_ci_high=e["ci_high"], n_nlm=int(e["n"]),
-                   median_nlm=float(np.median(ok)) if ok.size else np.nan,
-                   share_linear=float(np.mean(ok >= linear_threshold)) if ok.size else np.nan)
+        row.update(
+            canlm=e["mean"],
+            sd_nlm=e["sd"],
+            cov_nlm=e["cov"],
+            canlm_ci_low=e["ci_low"],
+            canlm_ci_high=e["ci_high"],
+            n_nlm=int(e["n"]),
+            median_nlm=float(np.median(ok)) if ok.size else np.nan,
+            share_linear=float(np.mean(ok >= linear_threshold)) if ok.size else np.nan,
+        )
     return row
 
 
@@ -156,10 +169,20 @@ class PartitionResult:
         memory.
     """
 
-    def __init__(self, effects: FMEResult, tree: Any, X: pd.DataFrame, leaf_ids: list[int],
-                 tree_leaf: np.ndarray, conf_level: float, method: str, notes: list[str],
-                 params: dict[str, Any] | None = None, estimate_rows: np.ndarray | None = None,
-                 seed: int | None = None) -> None:
+    def __init__(
+        self,
+        effects: FMEResult,
+        tree: Any,
+        X: pd.DataFrame,
+        leaf_ids: list[int],
+        tree_leaf: np.ndarray,
+        conf_level: float,
+        method: str,
+        notes: list[str],
+        params: dict[str, Any] | None = None,
+        estimate_rows: np.ndarray | None = None,
+        seed: int | None = None,
+    ) -> None:
         self.params = dict(params or {})
         #: Honest cAMEs: the tree was grown on some rows and every leaf figure comes from the others.
         self.honest = estimate_rows is not None
@@ -203,32 +226,50 @@ class PartitionResult:
         # honest: the rows that grew the tree take no part in the leaves' figures (code -1: unused)
         self._leaf_estimates = inf.average(np.where(est_rows, codes, -1), len(leaf_ids))
         # a leaf of fewer than 2 estimation rows has no spread to estimate from: no interval, no test
-        leaf_table = undefined_where(self._leaf_estimates.table(conf_level),
-                                     np.bincount(codes[est_rows], minlength=len(leaf_ids)) < 2)
+        leaf_table = undefined_where(
+            self._leaf_estimates.table(conf_level), np.bincount(codes[est_rows], minlength=len(leaf_ids)) < 2
+        )
         for j, node in enumerate(leaf_ids):
             mask = (node_of_row == node) & est_rows
-            row = {"node": node, **_figures(fmes[mask], None if nlms is None else nlms[mask], conf_level, lin),
-                   **leaf_table.iloc[j].to_dict()}
+            row = {
+                "node": node,
+                **_figures(fmes[mask], None if nlms is None else nlms[mask], conf_level, lin),
+                **leaf_table.iloc[j].to_dict(),
+            }
             if self.honest:
                 row["n_grown"] = int(((node_of_row == node) & ~est_rows).sum())
             row["rule"] = self.rule(node)
             rows.append(row)
-        cols = (LEAF_COLUMNS + (["n_grown"] if self.honest else []) + INFERENCE_COLUMNS
-                + (NLM_COLUMNS if nlms is not None else []) + ["rule"])
+        cols = (
+            LEAF_COLUMNS
+            + (["n_grown"] if self.honest else [])
+            + INFERENCE_COLUMNS
+            + (NLM_COLUMNS if nlms is not None else [])
+            + ["rule"]
+        )
         # printed with each cAME and its interval first (the frame keeps its columns in this order)
         self.leaves = ReadableFrame(rows, columns=cols)
-        root = {"node": 1, **_figures(fmes, nlms, conf_level, lin), **inf.average().table(conf_level).iloc[0].to_dict(),
-                "rule": "(all)"}
+        root = {
+            "node": 1,
+            **_figures(fmes, nlms, conf_level, lin),
+            **inf.average().table(conf_level).iloc[0].to_dict(),
+            "rule": "(all)",
+        }
         self.root = pd.Series(root)[[c for c in cols if c != "n_grown"]]
         # the root's cAME over the estimation rows only: with the leaves' counts and panels, a figure of an honest
         # partition then counts one set of rows (of a partition that is not honest: the root's figures)
         self.estimation_root = estimation_root(self.root, nlms is not None)
         if self.honest:
-            est_table = undefined_where(inf.average(np.where(est_rows, 0, -1), 1).table(conf_level),
-                                        np.array([est_rows.sum() < 2]))
+            est_table = undefined_where(
+                inf.average(np.where(est_rows, 0, -1), 1).table(conf_level), np.array([est_rows.sum() < 2])
+            )
             self.estimation_root = estimation_root(
-                {**_figures(fmes[est_rows], None if nlms is None else nlms[est_rows], conf_level, lin),
-                 **est_table.iloc[0].to_dict()}, nlms is not None)
+                {
+                    **_figures(fmes[est_rows], None if nlms is None else nlms[est_rows], conf_level, lin),
+                    **est_table.iloc[0].to_dict(),
+                },
+                nlms is not None,
+            )
         #: Dask data only (else None): the fME (``fme``) and subspace (``node``) of the rows that estimate the
         #: leaves, or of a seeded sample of them, indexed by row label, for figures; in memory they are
         #: ``effects.results`` at :attr:`estimated_on`.
@@ -245,12 +286,16 @@ class PartitionResult:
         """What the leaf intervals and tests cover, in one sentence."""
         if self.honest:
             grown, total, est = self._split_counts
-            return (f"honest: the tree was grown on {grown} of the {total} evaluated rows (chosen by a seeded "
-                    f"hash of their index labels, seed {self.seed}) and every leaf figure comes from the other "
-                    f"{est}, so the intervals and tests hold for the leaves the tree chose.")
-        return ("not honest: the tree was grown and its leaves estimated on the same rows, so the leaf intervals "
-                "and tests are not adjusted for the tree's choice of splits (too narrow); came(..., honest=True) "
-                "estimates them on rows the tree never saw.")
+            return (
+                f"honest: the tree was grown on {grown} of the {total} evaluated rows (chosen by a seeded "
+                f"hash of their index labels, seed {self.seed}) and every leaf figure comes from the other "
+                f"{est}, so the intervals and tests hold for the leaves the tree chose."
+            )
+        return (
+            "not honest: the tree was grown and its leaves estimated on the same rows, so the leaf intervals "
+            "and tests are not adjusted for the tree's choice of splits (too narrow); came(..., honest=True) "
+            "estimates them on rows the tree never saw."
+        )
 
     @property
     def row_counts(self) -> dict[str, int]:
@@ -267,8 +312,9 @@ class PartitionResult:
         grown, evaluated, estimated = self._split_counts
         return {"grown": int(grown), "evaluated": int(evaluated), "estimated": int(estimated)}
 
-    def test(self, hypothesis: str = "pairwise", multcomp: str | None = "holm",
-             conf_level: float | None = None) -> LeafTests:
+    def test(
+        self, hypothesis: str = "pairwise", multcomp: str | None = "holm", conf_level: float | None = None
+    ) -> LeafTests:
         """Differences between leaf cAMEs with their uncertainty, and a global test that all are equal.
 
         Parameters
@@ -304,8 +350,10 @@ class PartitionResult:
             raise ParameterError("the partition has a single subspace; there is no difference to test.")
         keep = np.flatnonzero(self.leaves["n"].to_numpy() >= 2)
         if len(keep) < 2:
-            raise ParameterError("fewer than 2 subspaces have 2 or more rows to estimate their cAME from; there is "
-                                 "no difference to test.")
+            raise ParameterError(
+                "fewer than 2 subspaces have 2 or more rows to estimate their cAME from; there is "
+                "no difference to test."
+            )
         ids = [self.leaf_ids[k] for k in keep]
         est = self._leaf_estimates.take(keep)
         L, pairs = contrast_matrix(len(ids), hypothesis)
@@ -321,8 +369,12 @@ class PartitionResult:
     def joint_estimates(self) -> tuple:
         """For :func:`fme.hypotheses`: (the leaf cAMEs' estimates, row labels, undefined mask, confidence level),
         as :meth:`fme.EstimatesTable.joint_estimates` gives them."""
-        return (self._leaf_estimates, [f"b{k + 1}" for k in range(len(self.leaf_ids))],
-                self.leaves["std_error"].isna().to_numpy(), self.conf_level)
+        return (
+            self._leaf_estimates,
+            [f"b{k + 1}" for k in range(len(self.leaf_ids))],
+            self.leaves["std_error"].isna().to_numpy(),
+            self.conf_level,
+        )
 
     @property
     def nodes(self) -> pd.DataFrame:
@@ -393,21 +445,46 @@ class PartitionResult:
             b = bounds.get(feat, [None, None, None])
             ordered = isinstance(col.dtype, pd.CategoricalDtype) and col.cat.ordered
             if is_categorical(col) and not ordered:
-                all_levels = list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(
-                    col.dropna().unique().tolist(), key=str)
+                all_levels = (
+                    list(col.cat.categories)
+                    if isinstance(col.dtype, pd.CategoricalDtype)
+                    else sorted(col.dropna().unique().tolist(), key=str)
+                )
                 levels = [lv for lv in all_levels if b[2] is None or lv in b[2]]
-                out.append({"feature": feat, "kind": "categorical", "low": np.nan, "high": np.nan, "low_open": False,
-                            "levels": levels, "range": "{" + ", ".join(map(str, levels)) + "}",
-                            "restricted": b[2] is not None, "min": np.nan, "max": np.nan})
+                out.append(
+                    {
+                        "feature": feat,
+                        "kind": "categorical",
+                        "low": np.nan,
+                        "high": np.nan,
+                        "low_open": False,
+                        "levels": levels,
+                        "range": "{" + ", ".join(map(str, levels)) + "}",
+                        "restricted": b[2] is not None,
+                        "min": np.nan,
+                        "max": np.nan,
+                    }
+                )
                 continue
             if isinstance(col.dtype, pd.CategoricalDtype):  # ordered factor: bounds are level positions
                 cats = list(col.cat.categories)
                 lo_i = 0 if b[0] is None else int(b[0])
                 hi_i = len(cats) if b[1] is None else int(b[1])
                 levels = cats[lo_i:hi_i]
-                out.append({"feature": feat, "kind": "ordered", "low": np.nan, "high": np.nan, "low_open": False,
-                            "levels": levels, "range": "{" + ", ".join(map(str, levels)) + "}",
-                            "restricted": b[0] is not None or b[1] is not None, "min": np.nan, "max": np.nan})
+                out.append(
+                    {
+                        "feature": feat,
+                        "kind": "ordered",
+                        "low": np.nan,
+                        "high": np.nan,
+                        "low_open": False,
+                        "levels": levels,
+                        "range": "{" + ", ".join(map(str, levels)) + "}",
+                        "restricted": b[0] is not None or b[1] is not None,
+                        "min": np.nan,
+                        "max": np.nan,
+                    }
+                )
                 continue
             if feat in self.data_ranges:  # Dask effects: the tree's rows are a sample; the range is all rows'
                 gmin, gmax = self.data_ranges[feat]
@@ -417,11 +494,20 @@ class PartitionResult:
             low = gmin if b[0] is None else b[0]
             high = gmax if b[1] is None else b[1]
             sv = sub.to_numpy(dtype=float)
-            out.append({"feature": feat, "kind": "numeric", "low": low, "high": high, "low_open": b[0] is not None,
-                        "levels": None, "range": f"{'(' if b[0] is not None else '['}{fmt_bound(low)}, {fmt_bound(high)}]",
-                        "restricted": b[0] is not None or b[1] is not None,
-                        "min": float(np.nanmin(sv)) if sv.size else np.nan,
-                        "max": float(np.nanmax(sv)) if sv.size else np.nan})
+            out.append(
+                {
+                    "feature": feat,
+                    "kind": "numeric",
+                    "low": low,
+                    "high": high,
+                    "low_open": b[0] is not None,
+                    "levels": None,
+                    "range": f"{'(' if b[0] is not None else '['}{fmt_bound(low)}, {fmt_bound(high)}]",
+                    "restricted": b[0] is not None or b[1] is not None,
+                    "min": float(np.nanmin(sv)) if sv.size else np.nan,
+                    "max": float(np.nanmax(sv)) if sv.size else np.nan,
+                }
+            )
         return pd.DataFrame(out).set_index("feature")
 
     def _bounds(self, node: int) -> dict[str, list]:
@@ -452,7 +538,9 @@ class PartitionResult:
         for feat, (low, high, levels) in self._bounds(node).items():
             if levels is not None:
                 col = self._X[feat]
-                order = list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(levels, key=str)
+                order = (
+                    list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(levels, key=str)
+                )
                 parts.append(f"{feat} in {{{', '.join(str(lv) for lv in order if lv in levels)}}}")
             elif isinstance(self._X[feat].dtype, pd.CategoricalDtype):
                 cats = list(self._X[feat].cat.categories)
@@ -539,21 +627,30 @@ class PartitionResult:
             ex = effects.excluded
             points = ex.index[ex["reason_type"].to_numpy() == "extrapolation"] if len(ex) else ex.index[:0]
             counts = subspace_counts(self.tree, self._subspace, effects.data.loc[points, self.features])
-        return pd.Series([int(counts.get(int(node), 0)) for node in self.leaf_ids],
-                         index=pd.Index([int(node) for node in self.leaf_ids], name="node"), name="n_extrapolation",
-                         dtype=int)
+        return pd.Series(
+            [int(counts.get(int(node), 0)) for node in self.leaf_ids],
+            index=pd.Index([int(node) for node in self.leaf_ids], name="node"),
+            name="n_extrapolation",
+            dtype=int,
+        )
 
     # ------------------------------------------------------------ display
     def summary(self) -> str:
         """Readable table of the subspaces with the global figures first."""
+
         def fmt(r: pd.Series) -> str:
-            txt = (f"n = {int(r['n'])}, cAME = {r['came']:.4g} [{r['came_ci_low']:.4g}, {r['came_ci_high']:.4g}], "
-                   f"CoV = {r['cov_fme']:.3g}")
+            txt = (
+                f"n = {int(r['n'])}, cAME = {r['came']:.4g} [{r['came_ci_low']:.4g}, {r['came_ci_high']:.4g}], "
+                f"CoV = {r['cov_fme']:.3g}"
+            )
             if "canlm" in r.index:
                 txt += f", cANLM = {r['canlm']:.3g} [{r['canlm_ci_low']:.3g}, {r['canlm_ci_high']:.3g}]"
             return txt
-        lines = [f"cAMEs of {self.effects.describe_steps()} ({self.method}, {int(self.conf_level * 100)}% CIs)",
-                 f"  all rows: {fmt(self.root)}"]
+
+        lines = [
+            f"cAMEs of {self.effects.describe_steps()} ({self.method}, {int(self.conf_level * 100)}% CIs)",
+            f"  all rows: {fmt(self.root)}",
+        ]
         if self.honest:  # the rows the leaves partition: their n add up to it
             lines.append(f"  estimation rows: {fmt(self.estimation_root)}")
         for _, r in self.leaves.iterrows():
@@ -561,8 +658,10 @@ class PartitionResult:
         lines += [f"  note: {n}" for n in self.notes]
         bad = int(getattr(self.effects, "n_nlm_inaccurate", 0) or 0)
         if bad and "canlm" in self.root.index:  # their NLMs are kept: the cANLMs include them
-            lines.append(f"  note: the cANLMs include {bad} row(s) whose NLM is inaccurate (error estimate above "
-                         "nlm_tol after nlm_budget; see results['nlm_error'])")
+            lines.append(
+                f"  note: the cANLMs include {bad} row(s) whose NLM is inaccurate (error estimate above "
+                "nlm_tol after nlm_budget; see results['nlm_error'])"
+            )
         lines.append(f"  {self.honesty}")
         return "\n".join(lines)
 

@@ -41,9 +41,17 @@ _FAMILIES = ("_envelope", "_hull", "_risk", "_outlier")
 #: The registered detectors' names in registry order, known without importing them (a report config's schema
 #: checks its ``extrapolation`` keys against them before any computation); equal to ``tuple(DETECTORS)``.
 DETECTOR_NAMES = ("envelope", "hull", "mcec", "cert", "isolation_forest", "lof")
-_PUBLIC = {"ExtrapolationDetector": "_base", "DETECTORS": "_base", "make_detector": "_base",
-           "EnvelopeDetector": "_envelope", "ConvexHullDetector": "_hull", "MCECDetector": "_risk",
-           "CERTDetector": "_risk", "IsolationForestDetector": "_outlier", "LOFDetector": "_outlier"}
+_PUBLIC = {
+    "ExtrapolationDetector": "_base",
+    "DETECTORS": "_base",
+    "make_detector": "_base",
+    "EnvelopeDetector": "_envelope",
+    "ConvexHullDetector": "_hull",
+    "MCECDetector": "_risk",
+    "CERTDetector": "_risk",
+    "IsolationForestDetector": "_outlier",
+    "LOFDetector": "_outlier",
+}
 
 
 def __getattr__(name: str):

@@ -35,7 +35,7 @@ class ExtrapolationDetector(ABC):
     #: Whether categorical features are checked (numeric ones always are).
     supports_categorical = False
 
-    def fit(self, reference: pd.DataFrame) -> "ExtrapolationDetector":
+    def fit(self, reference: pd.DataFrame) -> ExtrapolationDetector:
         """Learn where the reference (training) data lies."""
         check_data(reference, "reference_data")
         check_real_columns(reference, "reference_data")
@@ -82,7 +82,9 @@ DETECTORS: dict[str, type] = {}
 def register_detector(cls: type) -> type:
     """Class decorator: register a detector class in :data:`DETECTORS` under its ``name``."""
     if cls.name in DETECTORS:
-        raise ExtrapolationError(f"two detectors are named {cls.name!r}: {DETECTORS[cls.name].__name__} and {cls.__name__}.")
+        raise ExtrapolationError(
+            f"two detectors are named {cls.name!r}: {DETECTORS[cls.name].__name__} and {cls.__name__}."
+        )
     DETECTORS[cls.name] = cls
     return cls
 
@@ -114,4 +116,3 @@ def make_detector(spec: Any, random_state: Any = None) -> ExtrapolationDetector 
             "with fit(reference) and flag(points) methods."
         )
     return spec
-

@@ -20,7 +20,7 @@ from scipy.spatial import ConvexHull, QhullError
 from .._utils.validation import check_random_state
 from ..exceptions import ExtrapolationError
 from ._base import register_detector
-from ._encoded import check_fraction, check_int, EncodedDetector
+from ._encoded import EncodedDetector, check_fraction, check_int
 
 __all__ = ["ConvexHullDetector"]
 
@@ -177,7 +177,8 @@ def _warn_degenerate(share: float, n: int, d: int) -> None:
             f"the convex hull of the reference data is degenerate: about {share:.0%} of its {n} rows lie on the "
             f"boundary in {d} dimensions, so nearly every step leaves the hull. Use fewer features for the check "
             "(reference_data with the stepped ones), more reference rows, or another detector (e.g. 'mcec').",
-            UserWarning, stacklevel=4,
+            UserWarning,
+            stacklevel=4,
         )
 
 
@@ -336,8 +337,9 @@ class ConvexHullDetector(EncodedDetector):
         c = np.r_[-p, 1.0]
         while True:
             S = Z[active]
-            res = linprog(c, A_ub=np.hstack([S, -np.ones((len(S), 1))]), b_ub=np.zeros(len(S)),
-                          bounds=bounds, method="highs")
+            res = linprog(
+                c, A_ub=np.hstack([S, -np.ones((len(S), 1))]), b_ub=np.zeros(len(S)), bounds=bounds, method="highs"
+            )
             self.n_lp_ += 1
             if res.status != 0:  # pragma: no cover - the LP is always feasible (a = 0) and bounded
                 raise ExtrapolationError(f"convex hull LP failed: {res.message}")
@@ -453,6 +455,8 @@ class ConvexHullDetector(EncodedDetector):
     def _reason(self, pts: pd.DataFrame, flagged: np.ndarray) -> np.ndarray:
         z = self.encoding_.standardise(pts)
         box = self.encoding_.outside_box(z, self.tol)
-        return np.where(box, "outside convex hull of reference data (outside its range)",
-                        "outside convex hull of reference data (inside its range)").astype(object)
-
+        return np.where(
+            box,
+            "outside convex hull of reference data (outside its range)",
+            "outside convex hull of reference data (inside its range)",
+        ).astype(object)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from .._utils.validation import check_random_state
 from ._base import register_detector
-from ._encoded import check_fraction, check_int, EncodedDetector, draw_seed
+from ._encoded import EncodedDetector, check_fraction, check_int, draw_seed
 
 __all__ = ["IsolationForestDetector", "LOFDetector"]
 

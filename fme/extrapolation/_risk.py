@@ -20,7 +20,7 @@ import pandas as pd
 from .._utils.validation import check_random_state
 from ..exceptions import ParameterError
 from ._base import register_detector
-from ._encoded import check_fraction, check_int, EncodedDetector, draw_seed
+from ._encoded import EncodedDetector, check_fraction, check_int, draw_seed
 
 __all__ = ["MCECDetector", "CERTDetector"]
 
@@ -151,10 +151,13 @@ class MCECDetector(_RiskDetector):
     def _reason(self, pts: pd.DataFrame, flagged: np.ndarray) -> np.ndarray:
         r = self._risk(pts)
         box = self.encoding_.outside_box(self.encoding_.standardise(pts))
-        return np.array([
-            "MCEC R(x)=1 (outside the reference range)" if b else f"MCEC R(x)={v:.2f} > {self.threshold:g}"
-            for v, b in zip(r, box)
-        ], dtype=object)
+        return np.array(
+            [
+                "MCEC R(x)=1 (outside the reference range)" if b else f"MCEC R(x)={v:.2f} > {self.threshold:g}"
+                for v, b in zip(r, box)
+            ],
+            dtype=object,
+        )
 
 
 # ----------------------------------------------------------------- CERT
@@ -170,8 +173,8 @@ class CERTDetector(_RiskDetector):
     (data count, expected uniform count) on each side, at midpoints between
     consecutive distinct data values of one numeric feature (standardised),
     or, when no such split lowers the impurity by ``min_gain``, at the middle
-    of the node's widest side (see ``min_gain``), with at least ``min_leaf`` (data + expected uniform) weight per child and
-    depth at most ``max_depth``. A leaf's R = uniform / (uniform + data); a
+    of the node's widest side (see ``min_gain``), with at least ``min_leaf`` (data + expected uniform) weight per
+    child and depth at most ``max_depth``. A leaf's R = uniform / (uniform + data); a
     point is flagged when its leaf has R > ``threshold`` (0.5: more expected
     uniform points than data), and points outside the reference box get R = 1.
 
@@ -240,8 +243,13 @@ class CERTDetector(_RiskDetector):
         self.feature_, self.threshold_, self.left_, self.right_, self.risk_ = [], [], [], [], []
 
         def new_node() -> int:
-            for lst, v in ((self.feature_, -1), (self.threshold_, np.nan), (self.left_, -1), (self.right_, -1),
-                           (self.risk_, np.nan)):
+            for lst, v in (
+                (self.feature_, -1),
+                (self.threshold_, np.nan),
+                (self.left_, -1),
+                (self.right_, -1),
+                (self.risk_, np.nan),
+            ):
                 lst.append(v)
             return len(self.feature_) - 1
 
@@ -320,4 +328,3 @@ class CERTDetector(_RiskDetector):
     def _reason(self, pts: pd.DataFrame, flagged: np.ndarray) -> np.ndarray:
         r = self._risk(pts)
         return np.array([f"CERT leaf R(x)={v:.2f} > {self.threshold:g}" for v in r], dtype=object)
-

@@ -69,5 +69,13 @@ from .effects import EffectsDisplay, FMEDisplay, NLMDisplay, plot_fme_nlm
 from .secant import SecantTangentDisplay
 from .tree import PartitionDisplay
 
-__all__ = ["OKABE_ITO", "COLORS", "FMEDisplay", "NLMDisplay", "EffectsDisplay", "SecantTangentDisplay",
-           "PartitionDisplay", "plot_fme_nlm"]
+__all__ = [
+    "OKABE_ITO",
+    "COLORS",
+    "FMEDisplay",
+    "NLMDisplay",
+    "EffectsDisplay",
+    "SecantTangentDisplay",
+    "PartitionDisplay",
+    "plot_fme_nlm",
+]

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._utils import numfmt as _shared
+from .._utils.numfmt import fmt_sig as fmt_num
+from .._utils.numfmt import p_phrase as fmt_p
 from ..exceptions import ParameterError
-from .._utils.numfmt import fmt_sig as fmt_num, p_phrase as fmt_p
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
@@ -30,20 +31,51 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .._core.results import FMEResult
     from ..steps import Step
 
-__all__ = ["OKABE_ITO", "COLORS", "FONTSIZE", "CMAP_SEQUENTIAL", "CMAP_DIVERGING_FME", "CMAP_NLM", "CMAP_COUNTS",
-           "pyplot", "new_axes", "style_axes", "step_label", "feature_label", "measure_column", "fmt_num",
-           "fmt_ci", "fmt_p", "centred_norm", "place_arrow", "check_effects"]
+__all__ = [
+    "OKABE_ITO",
+    "COLORS",
+    "FONTSIZE",
+    "CMAP_SEQUENTIAL",
+    "CMAP_DIVERGING_FME",
+    "CMAP_NLM",
+    "CMAP_COUNTS",
+    "pyplot",
+    "new_axes",
+    "style_axes",
+    "step_label",
+    "feature_label",
+    "measure_column",
+    "fmt_num",
+    "fmt_ci",
+    "fmt_p",
+    "centred_norm",
+    "place_arrow",
+    "check_effects",
+]
 
 #: Okabe & Ito (2008) colour-blind-safe palette.
 OKABE_ITO = {
-    "black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9", "green": "#009E73",
-    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7",
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
 }
 #: Colour roles; data marks use only hues with >= 3:1 contrast on white (WCAG 1.4.11).
 COLORS = {
-    "points": OKABE_ITO["blue"], "average": OKABE_ITO["vermillion"], "negative": OKABE_ITO["vermillion"],
-    "extrapolation": OKABE_ITO["green"], "arrow": OKABE_ITO["black"], "reference": "#595959",
-    "text": "#222222", "edge": "#595959", "bars": OKABE_ITO["blue"], "came": OKABE_ITO["vermillion"],
+    "points": OKABE_ITO["blue"],
+    "average": OKABE_ITO["vermillion"],
+    "negative": OKABE_ITO["vermillion"],
+    "extrapolation": OKABE_ITO["green"],
+    "arrow": OKABE_ITO["black"],
+    "reference": "#595959",
+    "text": "#222222",
+    "edge": "#595959",
+    "bars": OKABE_ITO["blue"],
+    "came": OKABE_ITO["vermillion"],
 }
 FONTSIZE = {"label": 11, "tick": 10, "legend": 9, "note": 9}
 #: Colormaps: sequential for one-signed values, diverging (centred at 0) otherwise.
@@ -106,17 +138,21 @@ def measure_column(effects: FMEResult, measure: str, output: Any, who: str = "th
     """
     cols = effects.fme_columns if measure == "fme" else effects.nlm_columns
     if not cols:
-        raise ParameterError(f"{who} draws NLMs, but these effects have no NLM (fme.fme computes them only when "
-                             "asked); recompute with fme.fme(..., nlm=True).")
+        raise ParameterError(
+            f"{who} draws NLMs, but these effects have no NLM (fme.fme computes them only when "
+            "asked); recompute with fme.fme(..., nlm=True)."
+        )
     if output is None:
         if len(cols) > 1:
-            raise ParameterError(f"the effects have one {measure} column per class {cols}; pass output=<class> to "
-                                 f"{who}.")
+            raise ParameterError(
+                f"the effects have one {measure} column per class {cols}; pass output=<class> to {who}."
+            )
         return cols[0]
     col = f"{measure}_{output}"
     if col not in cols:
-        raise ParameterError(f"output={output!r} is not one of the classes {list(effects.output_names or [])}; pass "
-                             "one of them.")
+        raise ParameterError(
+            f"output={output!r} is not one of the classes {list(effects.output_names or [])}; pass one of them."
+        )
     return col
 
 
@@ -131,10 +167,15 @@ def check_effects(effects: Any, who: str) -> None:
     from .._core.results import FMEResult
 
     if not isinstance(effects, FMEResult):
-        hint = (" (on Dask data: compute the effects of a sample, e.g. fme.fme(model, ddf.sample(frac=...)"
-                ".compute(), ...))" if hasattr(effects, "npartitions") or "Dask" in type(effects).__name__ else "")
-        raise ParameterError(f"{who} takes the result of fme.fme on a pandas DataFrame (an FMEResult), got "
-                             f"{type(effects).__name__}; pass fme.fme(model, data, steps){hint}.")
+        hint = (
+            " (on Dask data: compute the effects of a sample, e.g. fme.fme(model, ddf.sample(frac=...).compute(), ...))"
+            if hasattr(effects, "npartitions") or "Dask" in type(effects).__name__
+            else ""
+        )
+        raise ParameterError(
+            f"{who} takes the result of fme.fme on a pandas DataFrame (an FMEResult), got "
+            f"{type(effects).__name__}; pass fme.fme(model, data, steps){hint}."
+        )
 
 
 # ----------------------------------------------------------------- formatting
@@ -201,12 +242,26 @@ def place_arrow(ax: Any, h: Sequence[float], text: str, *, color: str, fontsize:
         end_y = start_y + hy
         ax.set_ylim(y0, max(start_y, end_y) + 0.1 * hgt)
     ax.set_xlim(min(x0, end_x - 0.02 * w), max(x1, end_x + 0.02 * w))
-    arrow = ax.annotate("", xy=(end_x, end_y), xytext=(start_x, start_y), xycoords=coords, textcoords=coords,
-                        arrowprops=dict(arrowstyle="-|>", color=color, lw=2.0, shrinkA=0, shrinkB=0,
-                                        mutation_scale=14), annotation_clip=False, zorder=5)
-    label = ax.annotate(text, xy=((start_x + end_x) / 2, max(start_y, end_y)), xycoords=coords,
-                        xytext=(0, 4), textcoords="offset points", ha="center", va="bottom",
-                        fontsize=fontsize, color=color, zorder=5)
+    arrow = ax.annotate(
+        "",
+        xy=(end_x, end_y),
+        xytext=(start_x, start_y),
+        xycoords=coords,
+        textcoords=coords,
+        arrowprops=dict(arrowstyle="-|>", color=color, lw=2.0, shrinkA=0, shrinkB=0, mutation_scale=14),
+        annotation_clip=False,
+        zorder=5,
+    )
+    label = ax.annotate(
+        text,
+        xy=((start_x + end_x) / 2, max(start_y, end_y)),
+        xycoords=coords,
+        xytext=(0, 4),
+        textcoords="offset points",
+        ha="center",
+        va="bottom",
+        fontsize=fontsize,
+        color=color,
+        zorder=5,
+    )
     return arrow, label
-
-

@@ -22,8 +22,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FLAT_RTOL", "MAX_BINS", "Finite", "finite_part", "finite_rows", "dropped_text", "is_flat",
-           "histogram_edges", "kde_curve"]
+__all__ = [
+    "FLAT_RTOL",
+    "MAX_BINS",
+    "Finite",
+    "finite_part",
+    "finite_rows",
+    "dropped_text",
+    "is_flat",
+    "histogram_edges",
+    "kde_curve",
+]
 
 #: Values whose range is at most this fraction of their magnitude count as one value: below it the
 #: histogram would show float rounding, not a distribution.
@@ -68,8 +77,9 @@ def finite_rows(*columns) -> Finite:
     nan = np.logical_or.reduce([np.isnan(c) for c in cols])
     pos = ~nan & np.logical_or.reduce([c == np.inf for c in cols])
     neg = ~nan & ~pos & np.logical_or.reduce([c == -np.inf for c in cols])
-    return Finite(values=cols[0][mask], mask=mask, n_nan=int(nan.sum()), n_posinf=int(pos.sum()),
-                  n_neginf=int(neg.sum()))
+    return Finite(
+        values=cols[0][mask], mask=mask, n_nan=int(nan.sum()), n_posinf=int(pos.sum()), n_neginf=int(neg.sum())
+    )
 
 
 def dropped_text(n_nan: int, n_posinf: int = 0, n_neginf: int = 0) -> str | None:

@@ -24,9 +24,24 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import FeatureError, ParameterError
-from ._common import (CMAP_COUNTS, CMAP_DIVERGING_FME, CMAP_NLM, CMAP_SEQUENTIAL, COLORS, FONTSIZE, centred_norm,
-                      check_effects, feature_label, fmt_num, measure_column, new_axes, place_arrow, pyplot, step_label,
-                      style_axes)
+from ._common import (
+    CMAP_COUNTS,
+    CMAP_DIVERGING_FME,
+    CMAP_NLM,
+    CMAP_SEQUENTIAL,
+    COLORS,
+    FONTSIZE,
+    centred_norm,
+    check_effects,
+    feature_label,
+    fmt_num,
+    measure_column,
+    new_axes,
+    place_arrow,
+    pyplot,
+    step_label,
+    style_axes,
+)
 from .data import finite_rows, histogram_edges, kde_curve
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -43,8 +58,9 @@ KINDS = ("auto", "scatter", "hexbin", "map", "density")
 RUG_SIZE = 160.0
 
 
-def _resolve_kind(kind: str, steps: Sequence[Step], features: Sequence[str], numeric: Sequence[bool],
-                  n: int, hexbin_threshold: int) -> str:
+def _resolve_kind(
+    kind: str, steps: Sequence[Step], features: Sequence[str], numeric: Sequence[bool], n: int, hexbin_threshold: int
+) -> str:
     """The layout: paper §7/§8: one feature -> scatter, two -> map, else density."""
     if kind not in KINDS:
         raise ParameterError(f"kind must be one of {KINDS}, got {kind!r}.")
@@ -56,11 +72,15 @@ def _resolve_kind(kind: str, steps: Sequence[Step], features: Sequence[str], num
             return "map"
         return "hexbin" if n > hexbin_threshold else "scatter"
     if kind in ("scatter", "hexbin") and (len(features) != 1 or not all(numeric)):
-        raise ParameterError(f"kind={kind!r} plots against one numeric feature; got features {list(features)}. "
-                         "Pass features=[<one numeric feature>] or kind='density'.")
+        raise ParameterError(
+            f"kind={kind!r} plots against one numeric feature; got features {list(features)}. "
+            "Pass features=[<one numeric feature>] or kind='density'."
+        )
     if kind == "map" and (len(features) != 2 or not all(numeric)):
-        raise ParameterError(f"kind='map' needs two numeric features; got {list(features)}. Pass "
-                             "features=[<numeric>, <numeric>] or kind='density'.")
+        raise ParameterError(
+            f"kind='map' needs two numeric features; got {list(features)}. Pass "
+            "features=[<numeric>, <numeric>] or kind='density'."
+        )
     return kind
 
 
@@ -138,8 +158,15 @@ class FMEDisplay:
 
     # ------------------------------------------------------------- building
     @classmethod
-    def _from_result(cls, effects: FMEResult, features: Sequence[str] | None, output: Any,
-                     units: Mapping[str, str] | None, prediction_unit: str | None, who: str | None = None):
+    def _from_result(
+        cls,
+        effects: FMEResult,
+        features: Sequence[str] | None,
+        output: Any,
+        units: Mapping[str, str] | None,
+        prediction_unit: str | None,
+        who: str | None = None,
+    ):
         who = who or f"{cls.__name__}.from_effects"
         check_effects(effects, who)
         column = measure_column(effects, cls.measure, output, who)
@@ -148,8 +175,9 @@ class FMEDisplay:
         features = [s.feature for s in effects.steps] if features is None else list(features)
         unknown = [f for f in features if f not in effects.data.columns]
         if unknown:
-            raise FeatureError(f"features {unknown} are not columns of the effects' data; pick from "
-                               f"{list(effects.data.columns)[:20]}.")
+            raise FeatureError(
+                f"features {unknown} are not columns of the effects' data; pick from {list(effects.data.columns)[:20]}."
+            )
         average = effects.ame if cls.measure == "fme" else effects.anlm
         if isinstance(average, pd.Series):
             average = average[column.split("_", 1)[1]]
@@ -157,10 +185,14 @@ class FMEDisplay:
         return cls(
             values=effects.results[column].to_numpy(dtype=float),
             feature_values=effects.data.loc[effects.results.index, features],
-            steps=effects.steps, average=float(average),
+            steps=effects.steps,
+            average=float(average),
             extrapolated=effects.data.loc[effects.extrapolated.index, features],
-            extrapolation_checked=effects.detector is not None, kept_extrapolation=kept,
-            units=units, prediction_unit=prediction_unit, column=column,
+            extrapolation_checked=effects.detector is not None,
+            kept_extrapolation=kept,
+            units=units,
+            prediction_unit=prediction_unit,
+            column=column,
         )
 
     @classmethod
@@ -251,13 +283,28 @@ class FMEDisplay:
         self
         """
         features = list(self.feature_values.columns)
-        numeric = [pd.api.types.is_numeric_dtype(self.feature_values[f]) and
-                   not pd.api.types.is_bool_dtype(self.feature_values[f]) for f in features]
+        numeric = [
+            pd.api.types.is_numeric_dtype(self.feature_values[f])
+            and not pd.api.types.is_bool_dtype(self.feature_values[f])
+            for f in features
+        ]
         self.kind_ = _resolve_kind(kind, self.steps, features, numeric, len(self.values), hexbin_threshold)
         ax = new_axes(ax)
         self.ax_, self.figure_ = ax, ax.figure
-        for name in ("scatter_", "hexbin_", "colorbar_", "hist_", "kde_line_", "arrow_", "arrow_label_",
-                     "ame_line_", "zero_line_", "extrapolation_", "extrapolation_kept_", "legend_"):
+        for name in (
+            "scatter_",
+            "hexbin_",
+            "colorbar_",
+            "hist_",
+            "kde_line_",
+            "arrow_",
+            "arrow_label_",
+            "ame_line_",
+            "zero_line_",
+            "extrapolation_",
+            "extrapolation_kept_",
+            "legend_",
+        ):
             setattr(self, name, None)
         self.drawn_ = finite_rows(*self._drawn_columns())
         if self.kind_ == "density":
@@ -270,8 +317,9 @@ class FMEDisplay:
             h = self._step_vector()
             shown = h if self.kind_ == "map" else h[:1]
             text = f"h = {shown[0]:.4g}" if len(shown) == 1 else "h = (" + ", ".join(f"{v:.4g}" for v in shown) + ")"
-            self.arrow_, self.arrow_label_ = place_arrow(ax, h if self.kind_ == "map" else h[:1], text,
-                                                      color=COLORS["arrow"], fontsize=FONTSIZE["note"])
+            self.arrow_, self.arrow_label_ = place_arrow(
+                ax, h if self.kind_ == "map" else h[:1], text, color=COLORS["arrow"], fontsize=FONTSIZE["note"]
+            )
         if show_legend:
             self._legend(ax)
         return self
@@ -282,7 +330,7 @@ class FMEDisplay:
 
     def _drawn_columns(self) -> list[np.ndarray]:
         """The plotted value and the feature columns on the axes (all must be finite to draw a row)."""
-        shown = [] if self.kind_ == "density" else list(self.feature_values.columns)[:2 if self.kind_ == "map" else 1]
+        shown = [] if self.kind_ == "density" else list(self.feature_values.columns)[: 2 if self.kind_ == "map" else 1]
         return [self.values] + [self.feature_values[f].to_numpy(dtype=float) for f in shown]
 
     def _not_drawn_notes(self) -> list[str]:
@@ -293,16 +341,23 @@ class FMEDisplay:
         if not np.isfinite(self.average):  # e.g. an ANLM with every NLM undefined
             return
         line = ax.axvline if vertical else ax.axhline
-        self.ame_line_ = line(self.average, color=COLORS["average"], linestyle="--", linewidth=1.8, zorder=4,
-                              label=f"{self._average_name} = {fmt_num(self.average)}")
+        self.ame_line_ = line(
+            self.average,
+            color=COLORS["average"],
+            linestyle="--",
+            linewidth=1.8,
+            zorder=4,
+            label=f"{self._average_name} = {fmt_num(self.average)}",
+        )
 
     def _point_colors(self, y: np.ndarray) -> Any:
         return COLORS["points"]
 
     def _reference_lines(self, ax: Axes, vertical: bool) -> None:
         line = ax.axvline if vertical else ax.axhline
-        self.zero_line_ = line(0.0, color=COLORS["reference"], linewidth=0.8, linestyle=":", zorder=1,
-                               label=f"{self.measure_name} = 0")
+        self.zero_line_ = line(
+            0.0, color=COLORS["reference"], linewidth=0.8, linestyle=":", zorder=1, label=f"{self.measure_name} = 0"
+        )
 
     def _plot_against_feature(self, ax: Axes, gridsize: int, scatter_kw: dict) -> None:
         feature = self.feature_values.columns[0]
@@ -315,8 +370,9 @@ class FMEDisplay:
 
             # Drop the near-white low end so single-point hexagons stay visible on white.
             cmap = ListedColormap(colormaps[CMAP_COUNTS](np.linspace(0.3, 1.0, 256)))
-            self.hexbin_ = ax.hexbin(x[ok], y[ok], gridsize=gridsize, mincnt=1, cmap=cmap, norm=LogNorm(),
-                                     linewidths=0.2)
+            self.hexbin_ = ax.hexbin(
+                x[ok], y[ok], gridsize=gridsize, mincnt=1, cmap=cmap, norm=LogNorm(), linewidths=0.2
+            )
             self.colorbar_ = ax.figure.colorbar(self.hexbin_, ax=ax)
             self.colorbar_.set_label("observations per hexagon", fontsize=FONTSIZE["label"])
         elif self.kind_ == "scatter" or not ok.any():
@@ -327,8 +383,15 @@ class FMEDisplay:
             if self.kept_extrapolation is not None and self.kept_extrapolation.any():
                 kept = self.kept_extrapolation & ok
                 self.extrapolation_kept_ = ax.scatter(
-                    x[kept], y[kept], s=40, facecolors="none", edgecolors=COLORS["extrapolation"], linewidths=1.0,
-                    zorder=3, label=f"kept, flagged as extrapolation: {int(kept.sum())}")
+                    x[kept],
+                    y[kept],
+                    s=40,
+                    facecolors="none",
+                    edgecolors=COLORS["extrapolation"],
+                    linewidths=1.0,
+                    zorder=3,
+                    label=f"kept, flagged as extrapolation: {int(kept.sum())}",
+                )
         self._reference_lines(ax, vertical=False)
         self._average_line(ax, vertical=False)
         if len(self.extrapolated):
@@ -338,15 +401,28 @@ class FMEDisplay:
             # lifted by half their height (in points, whatever the layout) and the x range takes them in, so
             # the rug stays inside the axes and is clipped to them like every other mark.
             xe = self.extrapolated[feature].to_numpy(dtype=float)
-            trans = offset_copy(blended_transform_factory(ax.transData, ax.transAxes), fig=ax.figure,
-                                y=np.sqrt(RUG_SIZE) / 2, units="points")
-            self.extrapolation_ = ax.scatter(xe, np.zeros(xe.size), transform=trans, marker="|", s=RUG_SIZE,
-                                             linewidths=1.5, color=COLORS["extrapolation"], zorder=4,
-                                             label=f"left out (extrapolation): {xe.size}")
+            trans = offset_copy(
+                blended_transform_factory(ax.transData, ax.transAxes),
+                fig=ax.figure,
+                y=np.sqrt(RUG_SIZE) / 2,
+                units="points",
+            )
+            self.extrapolation_ = ax.scatter(
+                xe,
+                np.zeros(xe.size),
+                transform=trans,
+                marker="|",
+                s=RUG_SIZE,
+                linewidths=1.5,
+                color=COLORS["extrapolation"],
+                zorder=4,
+                label=f"left out (extrapolation): {xe.size}",
+            )
             finite = xe[np.isfinite(xe)]
             if finite.size:
-                ax.dataLim.update_from_data_xy(np.column_stack([finite, np.zeros(finite.size)]), ignore=False,
-                                               updatex=True, updatey=False)
+                ax.dataLim.update_from_data_xy(
+                    np.column_stack([finite, np.zeros(finite.size)]), ignore=False, updatex=True, updatey=False
+                )
                 ax.autoscale_view()
         y0, y1 = ax.get_ylim()
         ax.set_ylim(y0 - 0.08 * (y1 - y0), y1 + 0.18 * (y1 - y0))  # room for the rug and the arrow
@@ -366,24 +442,47 @@ class FMEDisplay:
         c = self.values[ok]
         if c.size:
             norm, cmap = self._map_norm_cmap(c)
-            self.hexbin_ = ax.hexbin(x, y, C=c, reduce_C_function=np.mean, gridsize=gridsize, mincnt=1, cmap=cmap,
-                                     norm=norm, edgecolors="#b0b0b0", linewidths=0.3)  # near-0 cells stay visible
+            self.hexbin_ = ax.hexbin(
+                x,
+                y,
+                C=c,
+                reduce_C_function=np.mean,
+                gridsize=gridsize,
+                mincnt=1,
+                cmap=cmap,
+                norm=norm,
+                edgecolors="#b0b0b0",
+                linewidths=0.3,
+            )  # near-0 cells stay visible
             self.colorbar_ = ax.figure.colorbar(self.hexbin_, ax=ax)
             self.colorbar_.set_label(f"mean {self.value_label}", fontsize=FONTSIZE["label"])
             self.colorbar_.ax.tick_params(labelsize=FONTSIZE["tick"])
         if len(self.extrapolated):
             self.extrapolation_ = ax.scatter(
-                self.extrapolated[f1].to_numpy(dtype=float), self.extrapolated[f2].to_numpy(dtype=float),
-                marker="x", s=22, linewidths=1.2, color=COLORS["extrapolation"], zorder=4,
-                label=f"left out (extrapolation): {len(self.extrapolated)}")
+                self.extrapolated[f1].to_numpy(dtype=float),
+                self.extrapolated[f2].to_numpy(dtype=float),
+                marker="x",
+                s=22,
+                linewidths=1.2,
+                color=COLORS["extrapolation"],
+                zorder=4,
+                label=f"left out (extrapolation): {len(self.extrapolated)}",
+            )
         style_axes(ax, feature_label(f1, self.units), feature_label(f2, self.units))
 
     def _plot_density(self, ax: Axes, bins: int | str) -> None:
         v = self.values[self._finite()]
         # (Nearly) constant effects: one bar of visible width and no KDE (fme.plotting.data).
-        _, _, self.hist_ = ax.hist(v, bins=histogram_edges(v, bins), density=v.size > 0,
-                                   color=COLORS["points"], alpha=0.45, edgecolor="white", linewidth=0.5,
-                                   label="histogram")
+        _, _, self.hist_ = ax.hist(
+            v,
+            bins=histogram_edges(v, bins),
+            density=v.size > 0,
+            color=COLORS["points"],
+            alpha=0.45,
+            edgecolor="white",
+            linewidth=0.5,
+            label="histogram",
+        )
         curve = kde_curve(v)
         if curve is not None:
             (self.kde_line_,) = ax.plot(*curve, color=COLORS["points"], linewidth=2.0, label="kernel density")
@@ -407,8 +506,9 @@ class FMEDisplay:
         from matplotlib.lines import Line2D
 
         n = len(self.scatter_.get_offsets())
-        return [(Line2D([], [], marker="o", linestyle="none", color=COLORS["points"]),
-                 f"{self.measure_name} of a row: {n}")]
+        return [
+            (Line2D([], [], marker="o", linestyle="none", color=COLORS["points"]), f"{self.measure_name} of a row: {n}")
+        ]
 
     @property
     def measure_name(self) -> str:
@@ -426,9 +526,17 @@ class FMEDisplay:
             labels.append(text)
         if handles:
             # Above the axes: inside, even the emptiest corner ("best") may hold the most extreme point.
-            self.legend_ = ax.legend(handles, labels, fontsize=FONTSIZE["legend"], loc="lower left",
-                                     bbox_to_anchor=(0.0, 1.02, 1.0, 0.1), mode="expand", borderaxespad=0.0,
-                                     ncols=2, frameon=False)
+            self.legend_ = ax.legend(
+                handles,
+                labels,
+                fontsize=FONTSIZE["legend"],
+                loc="lower left",
+                bbox_to_anchor=(0.0, 1.02, 1.0, 0.1),
+                mode="expand",
+                borderaxespad=0.0,
+                ncols=2,
+                frameon=False,
+            )
 
 
 class NLMDisplay(FMEDisplay):
@@ -464,16 +572,20 @@ class NLMDisplay(FMEDisplay):
         from matplotlib.lines import Line2D
 
         y = np.asarray(self.scatter_.get_offsets(), dtype=float)[:, 1]
-        return [(Line2D([], [], marker="o", linestyle="none", color=COLORS["points"]),
-                 f"NLM ≥ 0: {int((y >= 0).sum())}"),
-                (Line2D([], [], marker="o", linestyle="none", color=COLORS["negative"]),
-                 f"NLM < 0 (strongly non-linear): {int((y < 0).sum())}")]
+        return [
+            (Line2D([], [], marker="o", linestyle="none", color=COLORS["points"]), f"NLM ≥ 0: {int((y >= 0).sum())}"),
+            (
+                Line2D([], [], marker="o", linestyle="none", color=COLORS["negative"]),
+                f"NLM < 0 (strongly non-linear): {int((y < 0).sum())}",
+            ),
+        ]
 
     def _reference_lines(self, ax: Axes, vertical: bool) -> None:
         super()._reference_lines(ax, vertical)
         line = ax.axvline if vertical else ax.axhline
-        self.linear_line_ = line(1.0, color=COLORS["reference"], linewidth=0.8, linestyle="-", zorder=1,
-                                 label="NLM = 1 (linear)")
+        self.linear_line_ = line(
+            1.0, color=COLORS["reference"], linewidth=0.8, linestyle="-", zorder=1, label="NLM = 1 (linear)"
+        )
 
     def _map_norm_cmap(self, values: np.ndarray) -> tuple[Any, str]:
         # NLM <= 1: the positive side ends at 1, the negative side at least at -1.
@@ -509,9 +621,18 @@ class EffectsDisplay:
         self.nlm_display = nlm_display
 
     @classmethod
-    def from_effects(cls, effects: FMEResult, *, features: Sequence[str] | None = None, output: Any = None,
-                     units: Mapping[str, str] | None = None, prediction_unit: str | None = None,
-                     axes: Sequence[Axes] | None = None, ax: Any = None, **plot_kw: Any) -> EffectsDisplay:
+    def from_effects(
+        cls,
+        effects: FMEResult,
+        *,
+        features: Sequence[str] | None = None,
+        output: Any = None,
+        units: Mapping[str, str] | None = None,
+        prediction_unit: str | None = None,
+        axes: Sequence[Axes] | None = None,
+        ax: Any = None,
+        **plot_kw: Any,
+    ) -> EffectsDisplay:
         """Build both panels from an :class:`~fme.FMEResult` with NLMs and plot them (``ax``/``axes`` as in
         :meth:`plot`)."""
         args = (effects, features, output, units, prediction_unit, "EffectsDisplay.from_effects")
@@ -531,8 +652,9 @@ class EffectsDisplay:
         if axes is None:
             _, axes = pyplot().subplots(1, 2, figsize=(12, 4.6), layout="constrained")
         if len(axes) != 2:
-            raise ParameterError(f"axes must hold two Axes (fME, NLM), got {len(axes)}; pass two, or one Axes to "
-                                 "split in two.")
+            raise ParameterError(
+                f"axes must hold two Axes (fME, NLM), got {len(axes)}; pass two, or one Axes to split in two."
+            )
         self.fme_display.plot(ax=axes[0], **plot_kw)
         self.nlm_display.plot(ax=axes[1], **plot_kw)
         self.axes_ = np.asarray(axes, dtype=object)

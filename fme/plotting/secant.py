@@ -60,9 +60,16 @@ class SecantTangentDisplay:
         Why no tangent is drawn (a piecewise constant prediction).
     """
 
-    def __init__(self, *, fme_values: np.ndarray, tangent_values: np.ndarray, step: Step,
-                 units: Mapping[str, str] | None = None, prediction_unit: str | None = None,
-                 piecewise_constant: bool | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        fme_values: np.ndarray,
+        tangent_values: np.ndarray,
+        step: Step,
+        units: Mapping[str, str] | None = None,
+        prediction_unit: str | None = None,
+        piecewise_constant: bool | None = None,
+    ) -> None:
         self.fme_values = np.asarray(fme_values, dtype=float)
         self.tangent_values = np.asarray(tangent_values, dtype=float)
         self.step = step
@@ -99,9 +106,17 @@ class SecantTangentDisplay:
         return float(diff.mean()) if diff.size else float("nan")
 
     @classmethod
-    def from_effects(cls, effects: FMEResult, dme_frame: pd.DataFrame, *, units: Mapping[str, str] | None = None,
-                     prediction_unit: str | None = None, piecewise_constant: bool | None = None,
-                     ax: Axes | None = None, **plot_kw: Any):
+    def from_effects(
+        cls,
+        effects: FMEResult,
+        dme_frame: pd.DataFrame,
+        *,
+        units: Mapping[str, str] | None = None,
+        prediction_unit: str | None = None,
+        piecewise_constant: bool | None = None,
+        ax: Axes | None = None,
+        **plot_kw: Any,
+    ):
         """From an univariate numeric fME and :func:`fme.dme` output (aligned on the index).
 
         ``piecewise_constant``: whether the model's prediction is piecewise constant along the step (then no
@@ -120,32 +135,59 @@ class SecantTangentDisplay:
         who = "SecantTangentDisplay.from_effects"
         check_effects(effects, who)
         if len(effects.steps) != 1 or not effects.steps[0].is_numeric:
-            raise StepError(f"secant vs tangent needs one numeric step, got {effects.describe_steps()!r}; compute "
-                            "fme.fme with one numeric step, e.g. {feature: 1.0}.")
+            raise StepError(
+                f"secant vs tangent needs one numeric step, got {effects.describe_steps()!r}; compute "
+                "fme.fme with one numeric step, e.g. {feature: 1.0}."
+            )
         if effects.output_names is not None:
-            raise ParameterError("secant vs tangent needs a single-output fME (not target_class='all'); pass "
-                                 "target_class=<class>.")
+            raise ParameterError(
+                "secant vs tangent needs a single-output fME (not target_class='all'); pass target_class=<class>."
+            )
         if not isinstance(dme_frame, pd.DataFrame) or "dme" not in dme_frame.columns:
-            got = (f"a DataFrame with columns {list(dme_frame.columns)[:8]}" if isinstance(dme_frame, pd.DataFrame)
-                   else type(dme_frame).__name__)
-            raise DataError(f"{who} needs fme.dme's output (a DataFrame with a 'dme' column) as dme_frame, got {got}; "
-                            "pass fme.dme(model, data, feature).")
+            got = (
+                f"a DataFrame with columns {list(dme_frame.columns)[:8]}"
+                if isinstance(dme_frame, pd.DataFrame)
+                else type(dme_frame).__name__
+            )
+            raise DataError(
+                f"{who} needs fme.dme's output (a DataFrame with a 'dme' column) as dme_frame, got {got}; "
+                "pass fme.dme(model, data, feature)."
+            )
         missing = effects.results.index.difference(dme_frame.index)
         if len(missing):
-            raise DataError(f"dme_frame lacks {len(missing)} evaluated rows (e.g. {list(missing[:3])}); compute "
-                            "fme.dme on the same data.")
+            raise DataError(
+                f"dme_frame lacks {len(missing)} evaluated rows (e.g. {list(missing[:3])}); compute "
+                "fme.dme on the same data."
+            )
         step = effects.steps[0]
         tangent = dme_frame.loc[effects.results.index, "dme"].to_numpy(dtype=float) * float(step.value)
         if piecewise_constant is None and effects.nlm_method == "exact":
             piecewise_constant = True  # the exact NLM is computed only for a tree ensemble's paths
-        disp = cls(fme_values=effects.results["fme"].to_numpy(dtype=float), tangent_values=tangent, step=step,
-                   units=units, prediction_unit=prediction_unit, piecewise_constant=piecewise_constant)
+        disp = cls(
+            fme_values=effects.results["fme"].to_numpy(dtype=float),
+            tangent_values=tangent,
+            step=step,
+            units=units,
+            prediction_unit=prediction_unit,
+            piecewise_constant=piecewise_constant,
+        )
         return disp.plot(ax=ax, **plot_kw)
 
     @classmethod
-    def from_model(cls, model: Any, data: pd.DataFrame, feature: str, step: Any, *, eps: float | None = None,
-                   units: Mapping[str, str] | None = None, prediction_unit: str | None = None,
-                   ax: Axes | None = None, plot_kw: Mapping[str, Any] | None = None, **fme_kw: Any):
+    def from_model(
+        cls,
+        model: Any,
+        data: pd.DataFrame,
+        feature: str,
+        step: Any,
+        *,
+        eps: float | None = None,
+        units: Mapping[str, str] | None = None,
+        prediction_unit: str | None = None,
+        ax: Axes | None = None,
+        plot_kw: Mapping[str, Any] | None = None,
+        **fme_kw: Any,
+    ):
         """Compute ``fme.fme(model, data, {feature: step})`` and ``fme.dme`` and plot.
 
         ``fme_kw`` go to :func:`fme.fme` (``extrapolation``, ``target_class`` ...). The figure shows no
@@ -161,9 +203,15 @@ class SecantTangentDisplay:
         derivative = dme(model, data, feature, eps=eps, target_class=fme_kw.get("target_class"))
         columns = list(effects.model_features or effects.data.columns)
         thresholds, _ = exact_support(model, [feature], columns)
-        return cls.from_effects(effects, derivative, units=units, prediction_unit=prediction_unit,
-                                piecewise_constant=True if thresholds is not None else None, ax=ax,
-                                **dict(plot_kw or {}))
+        return cls.from_effects(
+            effects,
+            derivative,
+            units=units,
+            prediction_unit=prediction_unit,
+            piecewise_constant=True if thresholds is not None else None,
+            ax=ax,
+            **dict(plot_kw or {}),
+        )
 
     def plot(self, *, ax: Axes | None = None, scatter_kw: Mapping[str, Any] | None = None):
         """Scatter of (dME·h, fME) with the identity line, or, for a piecewise constant prediction, no tangent
@@ -185,8 +233,15 @@ class SecantTangentDisplay:
         both = np.concatenate([self.tangent_values[ok], self.fme_values[ok]])
         lo, hi = (both.min(), both.max()) if both.size else (0.0, 1.0)
         pad = 0.05 * (hi - lo) if hi > lo else 0.5
-        (self.identity_line_,) = ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color=COLORS["average"],
-                                         linestyle="--", linewidth=1.5, zorder=3, label="fME = dME · h")
+        (self.identity_line_,) = ax.plot(
+            [lo - pad, hi + pad],
+            [lo - pad, hi + pad],
+            color=COLORS["average"],
+            linestyle="--",
+            linewidth=1.5,
+            zorder=3,
+            label="fME = dME · h",
+        )
         ax.set_xlim(lo - pad, hi + pad)
         ax.set_ylim(lo - pad, hi + pad)
         ax.set_aspect("equal", adjustable="box")
@@ -200,9 +255,16 @@ class SecantTangentDisplay:
             labels.append(self.drawn_.note)
         # Above the axes, where no point can be: inside, a corner may hold the only point (one row, or all
         # rows equal, sit in the middle of a legend-sized square).
-        self.legend_ = ax.legend(handles, labels, fontsize=FONTSIZE["legend"], loc="lower left",
-                                 bbox_to_anchor=(0.0, 1.02, 1.0, 0.1), mode="expand", borderaxespad=0.0,
-                                 frameon=False)
+        self.legend_ = ax.legend(
+            handles,
+            labels,
+            fontsize=FONTSIZE["legend"],
+            loc="lower left",
+            bbox_to_anchor=(0.0, 1.02, 1.0, 0.1),
+            mode="expand",
+            borderaxespad=0.0,
+            frameon=False,
+        )
         return self
 
     def _plot_without_tangent(self, ax: Axes, text: str) -> None:
@@ -215,7 +277,15 @@ class SecantTangentDisplay:
         mean = f": mean {fmt_num(float(finite.mean()))}" if finite.size else ""
         seen = f" (dME · h = 0 on {100 * share:.0f}% of the rows)" if np.isfinite(share) and share > 0 else ""
         self.note_ = ax.text(
-            0.5, 0.5, f"No tangent drawn: the model's prediction is piecewise constant along {self.step.feature} "
+            0.5,
+            0.5,
+            f"No tangent drawn: the model's prediction is piecewise constant along {self.step.feature} "
             f"(a tree ensemble){seen}, so its derivative is 0 or undefined and says nothing of the effect of "
-            f"{text}.\nThe fME is the effect{mean}; see FMEDisplay.", transform=ax.transAxes, ha="center",
-            va="center", wrap=True, fontsize=FONTSIZE["note"], color=COLORS["text"])
+            f"{text}.\nThe fME is the effect{mean}; see FMEDisplay.",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            wrap=True,
+            fontsize=FONTSIZE["note"],
+            color=COLORS["text"],
+        )

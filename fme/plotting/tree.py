@@ -27,8 +27,7 @@ from ..exceptions import DataError, ParameterError
 from ._common import COLORS, fmt_ci, fmt_num, fmt_p, measure_column, pyplot, step_label
 from .data import histogram_edges
 
-__all__ = ["PartitionDisplay", "STAGGER_FROM", "tree_layout", "edge_label", "leaf_label", "inner_label",
-           "draw_tree"]
+__all__ = ["PartitionDisplay", "STAGGER_FROM", "tree_layout", "edge_label", "leaf_label", "inner_label", "draw_tree"]
 
 #: Vertical room (in tree-level units) below the leaf row: label, then histogram.
 _LEAF_LABEL_HEIGHT = 0.62
@@ -67,8 +66,10 @@ def tree_layout(nodes: pd.DataFrame) -> dict[int, tuple[float, float]]:
     """
     roots = [int(i) for i, p in nodes["parent"].items() if pd.isna(p)]
     if len(roots) != 1:
-        raise DataError(f"the tree must have exactly one root (a node with parent NA), found {roots}; pass the "
-                        "nodes of a cAME tree (PartitionResult.nodes).")
+        raise DataError(
+            f"the tree must have exactly one root (a node with parent NA), found {roots}; pass the "
+            "nodes of a cAME tree (PartitionResult.nodes)."
+        )
     bottom = -float(nodes["depth"].max())
     pos: dict[int, tuple[float, float]] = {}
     next_leaf = [0.0]
@@ -210,8 +211,18 @@ def draw_tree(
     pos = tree_layout(nodes)
     leaf_ids = [int(i) for i in leaves["node"]]
     bottom = -float(nodes["depth"].max())
-    out: dict[str, dict] = {k: {} for k in ("node_boxes", "edge_lines", "edge_labels", "leaf_axes",
-                                            "leaf_labels", "leaf_hists", "leaf_came_lines")}
+    out: dict[str, dict] = {
+        k: {}
+        for k in (
+            "node_boxes",
+            "edge_lines",
+            "edge_labels",
+            "leaf_axes",
+            "leaf_labels",
+            "leaf_hists",
+            "leaf_came_lines",
+        )
+    }
     box = dict(boxstyle="round,pad=0.35", facecolor="white", edgecolor=colors["text"], linewidth=1.0)
     for node, (x, y) in pos.items():
         kids = _children(nodes, node)
@@ -223,13 +234,29 @@ def draw_tree(
             # need a layout unit as wide as two labels
             f = (i + 1) / (len(kids) + 1)
             out["edge_labels"][child] = ax.text(
-                x + f * (cx - x), y + f * (cy - y), edge_label(nodes, node, child), ha="center", va="center",
-                fontsize=fontsize, color=colors["text"], zorder=3,
-                bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none"))
+                x + f * (cx - x),
+                y + f * (cy - y),
+                edge_label(nodes, node, child),
+                ha="center",
+                va="center",
+                fontsize=fontsize,
+                color=colors["text"],
+                zorder=3,
+                bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none"),
+            )
         if _children(nodes, node):
             extra = root_label if pd.isna(nodes.at[node, "parent"]) else None
-            out["node_boxes"][node] = ax.text(x, y, inner_label(nodes, node, extra), ha="center", va="center",
-                                              fontsize=fontsize, zorder=4, bbox=box, color=colors["text"])
+            out["node_boxes"][node] = ax.text(
+                x,
+                y,
+                inner_label(nodes, node, extra),
+                ha="center",
+                va="center",
+                fontsize=fontsize,
+                zorder=4,
+                bbox=box,
+                color=colors["text"],
+            )
     finite = np.concatenate([v[np.isfinite(v)] for v in leaf_values.values()] or [np.empty(0)])
     # One set of edges for all panels; a flat or float-unresolvable range gets one bar of visible width.
     edges = histogram_edges(finite, bins)
@@ -243,14 +270,26 @@ def draw_tree(
         y = bottom - (row_height if stagger and order[node] % 2 else 0.0)
         if y != bottom:
             ax.plot([x, x], [bottom, y], color=colors["edge"], linewidth=0.8, linestyle=":", zorder=1)
-        out["leaf_labels"][node] = ax.text(x, y, leaf_label(row, n_total), ha="center", va="top",
-                                           fontsize=fontsize, color=colors["text"], zorder=4, bbox=box)
-        inset = ax.inset_axes([x - _LEAF_HIST_WIDTH / 2, y - _LEAF_LABEL_HEIGHT - _LEAF_HIST_HEIGHT,
-                               _LEAF_HIST_WIDTH, _LEAF_HIST_HEIGHT], transform=ax.transData)
+        out["leaf_labels"][node] = ax.text(
+            x,
+            y,
+            leaf_label(row, n_total),
+            ha="center",
+            va="top",
+            fontsize=fontsize,
+            color=colors["text"],
+            zorder=4,
+            bbox=box,
+        )
+        inset = ax.inset_axes(
+            [x - _LEAF_HIST_WIDTH / 2, y - _LEAF_LABEL_HEIGHT - _LEAF_HIST_HEIGHT, _LEAF_HIST_WIDTH, _LEAF_HIST_HEIGHT],
+            transform=ax.transData,
+        )
         values = np.asarray(leaf_values.get(node, np.empty(0)), dtype=float)
         values = values[np.isfinite(values)]
-        _, _, bars = inset.hist(values, bins=edges, density=True, color=colors["bars"], edgecolor="white",
-                                linewidth=0.4)
+        _, _, bars = inset.hist(
+            values, bins=edges, density=True, color=colors["bars"], edgecolor="white", linewidth=0.4
+        )
         top = max(top, max((b.get_height() for b in bars), default=0.0))
         out["leaf_came_lines"][node] = inset.axvline(float(row["came"]), color=colors["came"], linewidth=1.8)
         inset.axvline(average, color=colors["text"], linestyle="--", linewidth=1.0)
@@ -293,7 +332,7 @@ def _fit_width(ax: Any, boxes: list, gap_inches: float = 0.15, rounds: int = 4, 
         gap = gap_inches * fig.dpi
         needed = 0.0
         for i, a in enumerate(items):
-            for b in items[i + 1:]:
+            for b in items[i + 1 :]:
                 dx = abs(a[0] - b[0])
                 if dx > 1e-9 and a[2] < b[3] and b[2] < a[3]:  # side by side: the width of a unit separates them
                     needed = max(needed, ((a[1] + b[1]) / 2 + gap) / dx)
@@ -356,10 +395,21 @@ class PartitionDisplay:
     note_ : Text
     """
 
-    def __init__(self, *, nodes: pd.DataFrame, leaves: pd.DataFrame, leaf_values: Mapping[int, np.ndarray],
-                 average: float, n_total: int, conf_level: float, step_text: str,
-                 root_label: str | None = None, average_text: str | None = None,
-                 rows_text: str | None = None, average_name: str = "global AME") -> None:
+    def __init__(
+        self,
+        *,
+        nodes: pd.DataFrame,
+        leaves: pd.DataFrame,
+        leaf_values: Mapping[int, np.ndarray],
+        average: float,
+        n_total: int,
+        conf_level: float,
+        step_text: str,
+        root_label: str | None = None,
+        average_text: str | None = None,
+        rows_text: str | None = None,
+        average_name: str = "global AME",
+    ) -> None:
         self.average_name = average_name
         self.average_text = average_text if average_text is not None else fmt_num(float(average))
         self.rows_text = rows_text
@@ -373,8 +423,9 @@ class PartitionDisplay:
         self.root_label = root_label
 
     @classmethod
-    def from_partition(cls, part: Any, *, output: Any = None, units: Mapping[str, str] | None = None,
-                       ax: Any = None, **plot_kw: Any) -> PartitionDisplay:
+    def from_partition(
+        cls, part: Any, *, output: Any = None, units: Mapping[str, str] | None = None, ax: Any = None, **plot_kw: Any
+    ) -> PartitionDisplay:
         """Build from a cAME partition (``fme.came`` output) and plot.
 
         Uses only ``part.nodes`` (the reduced tree; ``part.tree.nodes_`` when absent), ``part.leaves``, ``part.root``,
@@ -386,11 +437,14 @@ class PartitionDisplay:
         a seeded sample of them when they exceed ``sample_size``); the note names them and gives the AME of all
         evaluated rows beside.
         """
-        missing = [name for name in ("effects", "leaves", "root", "leaf_of_row", "conf_level")
-                   if not hasattr(part, name)]
+        missing = [
+            name for name in ("effects", "leaves", "root", "leaf_of_row", "conf_level") if not hasattr(part, name)
+        ]
         if missing:
-            raise ParameterError(f"PartitionDisplay.from_partition takes the result of fme.came (a PartitionResult), "
-                                 f"got {type(part).__name__} without {missing}; pass fme.came(model, data, steps).")
+            raise ParameterError(
+                f"PartitionDisplay.from_partition takes the result of fme.came (a PartitionResult), "
+                f"got {type(part).__name__} without {missing}; pass fme.came(model, data, steps)."
+            )
         effects = part.effects
         column = measure_column(effects, "fme", output, "PartitionDisplay.from_partition")
         values = effects.results[column]
@@ -415,20 +469,32 @@ class PartitionDisplay:
             n_total, average = int(sub["n"]), float(sub["came"])
             average_name = "the estimation rows' AME"
             root_label = f"AME {sub_text}\nof these {n_total:,} rows"
-            kept = (f"a seeded sample of {len(values):,} of them" if len(values) < n_total
-                    else f"all {len(values):,}")
-            rows_text = (f"Rows: the {n_total:,} that estimate the leaves (honest; the tree grew on "
-                         f"{n_all - n_total:,} others): every count, share, cAME and CI, and the panels ({kept}). "
-                         f"The AME of all {n_all:,} evaluated rows is {all_rows}.")
+            kept = f"a seeded sample of {len(values):,} of them" if len(values) < n_total else f"all {len(values):,}"
+            rows_text = (
+                f"Rows: the {n_total:,} that estimate the leaves (honest; the tree grew on "
+                f"{n_all - n_total:,} others): every count, share, cAME and CI, and the panels ({kept}). "
+                f"The AME of all {n_all:,} evaluated rows is {all_rows}."
+            )
         elif getattr(part, "dask_effects", None) is not None and getattr(part, "grown_on_sample", False):
-            rows_text = (f"Panels: the {len(values):,} sampled rows the tree grew on; leaf counts and figures: all "
-                         "evaluated rows.")
+            rows_text = (
+                f"Panels: the {len(values):,} sampled rows the tree grew on; leaf counts and figures: all "
+                "evaluated rows."
+            )
         leaf_of_row = leaf_of_row.reindex(values.index)
         leaf_values = {int(node): values[leaf_of_row == node].to_numpy(dtype=float) for node in part.leaves["node"]}
-        display = cls(nodes=nodes, leaves=part.leaves, leaf_values=leaf_values,
-                      average=average, n_total=n_total, conf_level=float(part.conf_level),
-                      step_text=", ".join(step_label(s, dict(units or {})) for s in effects.steps),
-                      root_label=root_label, average_text=est, rows_text=rows_text, average_name=average_name)
+        display = cls(
+            nodes=nodes,
+            leaves=part.leaves,
+            leaf_values=leaf_values,
+            average=average,
+            n_total=n_total,
+            conf_level=float(part.conf_level),
+            step_text=", ".join(step_label(s, dict(units or {})) for s in effects.steps),
+            root_label=root_label,
+            average_text=est,
+            rows_text=rows_text,
+            average_name=average_name,
+        )
         return display.plot(ax=ax, **plot_kw)
 
     def plot(self, *, ax: Any = None, bins: int = 20, fontsize: float = 9.0) -> PartitionDisplay:
@@ -443,17 +509,38 @@ class PartitionDisplay:
         else:
             stagger = False
         self.ax_, self.figure_ = ax, ax.figure
-        artists = draw_tree(ax, self.nodes, self.leaves, self.leaf_values, root_label=self.root_label,
-                            n_total=self.n_total, average=self.average, colors=COLORS, fontsize=fontsize, bins=bins,
-                            stagger=stagger)
+        artists = draw_tree(
+            ax,
+            self.nodes,
+            self.leaves,
+            self.leaf_values,
+            root_label=self.root_label,
+            n_total=self.n_total,
+            average=self.average,
+            colors=COLORS,
+            fontsize=fontsize,
+            bins=bins,
+            stagger=stagger,
+        )
         for name, value in artists.items():
             setattr(self, f"{name}_", value)
         if own_figure:
-            _fit_width(ax, list(self.leaf_labels_.values()) + list(self.node_boxes_.values())
-                       + list(self.edge_labels_.values()))
+            _fit_width(
+                ax,
+                list(self.leaf_labels_.values()) + list(self.node_boxes_.values()) + list(self.edge_labels_.values()),
+            )
         level = f"{100 * self.conf_level:g}%"
         self.note_ = ax.text(
-            0.0, 0.0, f"Leaf panels: fME of {self.step_text} (shared axes). Solid line: cAME; dashed: "
-            f"{self.average_name} {self.average_text}. Intervals: {level} CI." + (f" {self.rows_text}" if self.rows_text else ""), transform=ax.transAxes, ha="left", va="top", wrap=True,
-            fontsize=fontsize, color=COLORS["text"])
+            0.0,
+            0.0,
+            f"Leaf panels: fME of {self.step_text} (shared axes). Solid line: cAME; dashed: "
+            f"{self.average_name} {self.average_text}. Intervals: {level} CI."
+            + (f" {self.rows_text}" if self.rows_text else ""),
+            transform=ax.transAxes,
+            ha="left",
+            va="top",
+            wrap=True,
+            fontsize=fontsize,
+            color=COLORS["text"],
+        )
         return self
