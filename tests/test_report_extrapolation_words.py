@@ -31,7 +31,8 @@ def test_the_whole_data_count_and_the_samples_whereabouts_are_kept_apart():
 def test_the_figure_counts_the_rows_it_draws_and_says_whose_range_it_is():
     fig = {"feature": "x", "n_evaluated": 443, "n_extrapolation": 57}
     alt, cap = _extrapolation_words(_v(), fig, {}, "x + 1", "districts", SAMPLE)
-    assert "443 districts of the seeded sample evaluated (solid) and 57 extrapolation points of the seeded sample" in alt
+    assert ("443 districts of the seeded sample evaluated (solid) and 57 extrapolation points of the seeded "
+            "sample") in alt
     assert "x from 9.1 to 9.9 over the 40 extrapolation points of the seeded sample outside" in alt
     assert "253" not in alt and "253" not in cap
     one = {"feature": "x", "n_evaluated": 1, "n_extrapolation": 1}

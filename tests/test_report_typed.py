@@ -122,6 +122,7 @@ def test_the_extrapolation_caption_names_each_rows_interval(built):
 def test_counts_take_the_number_of_their_noun_and_the_class_is_named_as_configured(built):
     _, qmd = built
     # (a step "x1 + 1 leaves the data" is a verb, not a count)
-    assert not re.search(r"(?<![\d.,])(?<!\+ )1 (extrapolation points|rows|observations|refits|subsamples|leaves)\b", qmd)
+    plural = r"(extrapolation points|rows|observations|refits|subsamples|leaves)"
+    assert not re.search(r"(?<![\d.,])(?<!\+ )1 " + plural + r"\b", qmd)
     assert "the model's predicted P(default)" in qmd and "probability of 1" not in qmd
     assert re.search(r"[\d,]+ of the [\d,]+ observations left out as extrapolation points", qmd)

@@ -87,7 +87,8 @@ def _fail(file: str, lines: dict[tuple, int], path: tuple, message: str) -> Conf
 
 
 #: A Dask scheduler address: [protocol://]host[:port] (distributed's own forms).
-_SCHEDULER = re.compile(r"^(?:(?:tcp|tls|inproc|ucx|ws|wss)://)?(?:\[[0-9A-Fa-f:]+\]|[A-Za-z0-9_.-]+)(?::(\d{1,5}))?/?$")
+_SCHEDULER = re.compile(r"^(?:(?:tcp|tls|inproc|ucx|ws|wss)://)?"
+                        r"(?:\[[0-9A-Fa-f:]+\]|[A-Za-z0-9_.-]+)(?::(\d{1,5}))?/?$")
 
 
 def scheduler_address_ok(address: str) -> bool:

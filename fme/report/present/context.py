@@ -19,10 +19,9 @@ from .comparisons import challenger_cells, contract_cells, interaction_cells
 from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .levels import level_flag_rows, level_rows, level_sentences
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
-from ..inputs.claims import count_claim, p_cell, range_claim, statistic_cell
+from ..inputs.claims import count_claim, range_claim
 from ..inputs.quantities import RowSet, fixed_bounds
 from ..inputs.wording import count_words
-from ..inputs.verdicts import contract_not_valid
 from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 from ..._utils.numfmt import (count, decimals_for, fmt_est, fmt_g, fmt_int, fmt_level, fmt_nlm, fmt_num, fmt_p,
                               fmt_percent, fmt_share, p_phrase)
@@ -158,7 +157,8 @@ def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
     rows_of = (f"the {fmt_int(st['n_rows'])} evaluated rows of the sample, itself {fmt_share(st['n_rows'], of)} of all "
                f"{fmt_int(of)} evaluated rows" if of else f"the {fmt_int(st['n_rows'])} evaluated rows")
     full = "the tree grown on the sample" if of else "the full data"
-    rows = [{"quantity": "Subsamples", "value": f"{count_words(k, 'random subsamples')} of {count_words(st['n_each'], 'rows')} each "
+    rows = [{"quantity": "Subsamples",
+             "value": f"{count_words(k, 'random subsamples')} of {count_words(st['n_each'], 'rows')} each "
              f"({fmt_share(st['n_each'], st['n_rows'])} of {rows_of}; drawn without replacement)"}]
     root = st["root_split"]
     if st["n_refits"]:
@@ -323,8 +323,8 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
             cap = (f"cAME tree of {step} ({p['method']}): each leaf shows n, cAME with CI and the distribution of "
                    "its fMEs; the table after the next figure gives the same numbers.")
             if p.get("honest"):  # one set of rows: those that estimate the leaves
-                cap += (f" Every count, share, cAME, CI and fME panel is over the {count_words(p['n_estimated'], 'rows')} "
-                        f"that estimate the leaves (honest; the tree grew on the other {fmt_int(p['n_grown'])}), the "
+                cap += (" Every count, share, cAME, CI and fME panel is over the "
+                        f"{count_words(p['n_estimated'], 'rows')} that estimate the leaves (honest; the tree grew on the other {fmt_int(p['n_grown'])}), the "
                         "root's AME and the dashed line too; the note under the tree gives the AME of all "
                         f"{count_words(v['n'], 'evaluated rows')}, {cells['ame']}.")
                 if fig.get("panel_rows") is not None and fig["panel_rows"] < p["n_estimated"]:
@@ -346,8 +346,8 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
                 r = fig["rows"]
                 cap += (f" Every row of the plot, the top one and its dashed line too, is over the "
                         f"{count_words(r['estimation'], 'rows')} that estimate the leaves (honest); the AME of all "
-                        f"{count_words(r['all'], 'evaluated rows')} is {cells['ame']}, which differs by the rows the tree "
-                        "grew on.")
+                        f"{count_words(r['all'], 'evaluated rows')} is {cells['ame']}, which differs by the rows the "
+                        "tree grew on.")
             if fig.get("tree_omitted"):
                 cap += (f" The tree diagram is drawn up to 16 leaves; this partition has {fig['tree_omitted']}, so "
                         "the leaf tables give its structure.")
