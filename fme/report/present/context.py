@@ -16,10 +16,10 @@ from .partition_view import (MAX_LEAVES_SHOWN, boxes, honesty_sentence, leaf_row
 from .display import (ci_method_text, effect_title, interval_rows, model_ci_scope, prepare_variant, scale_of,
                       target_phrase, value_unit)
 from .comparisons import challenger_cells, contract_cells, interaction_cells
-from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
+from .flags import FLAG, dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .levels import level_flag_rows, level_rows, level_sentences
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
-from ..inputs.claims import count_claim, range_claim
+from ..inputs.claims import CANNOT, count_claim, range_claim
 from ..inputs.quantities import RowSet, fixed_bounds
 from ..inputs.wording import count_words
 from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
@@ -233,6 +233,13 @@ def drawn_rows(sample: dict | None, n: int, noun: str) -> RowSet:
     return RowSet(noun, int(n))
 
 
+def unstated_flags(label: str, texts: list[str]) -> list[dict[str, str]]:
+    """A flag for every statement whose claim failed its verifier ('cannot be stated: <reason>'): the report
+    prints the reason instead of the statement, and the flags table points a reviewer to it."""
+    return [{"effect": label, "rule": "statement verified before it is printed", "threshold": "holds",
+             "value": t[t.index(CANNOT):], "status": FLAG} for t in texts if CANNOT in t]
+
+
 def ep_line(v: dict, noun: str, where: str | None, sample: dict | None) -> str | None:
     """'253 of the 1,500 districts left out as extrapolation points (where they are, ...)': the count is of all
     rows; where they are is said of the rows it was found on, which on Dask data beyond ``sample_size`` are the
@@ -243,6 +250,8 @@ def ep_line(v: dict, noun: str, where: str | None, sample: dict | None) -> str |
     verb = "kept in the average" if v["policy"] == "keep" else "left out"
     n_ep = int((v.get("n_flagged_kept") if v["policy"] == "keep" else v.get("n_extrapolation")) or 0)
     text = count_claim(RowSet("extrapolation points", n_ep, of=whole), whole, f"{verb} as extrapolation points")
+    if not text.holds:
+        return text.text
     line = text.text if n_ep != 1 else text.text.replace("as extrapolation points", "as an extrapolation point")
     if where:
         if sample and not sample.get("all_rows"):
@@ -438,6 +447,8 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
             var["with_eps_phrase"] = sentences.with_eps_phrase(eps[1], noun, var["table_eps"]) if eps else None
             var["eps_intervals"] = eps_intervals(eps) if eps else None
             var["ep_line"] = ep_line(v, noun, var["where"], results["data"].get("sample"))
+            flags.extend(unstated_flags(label, [var["ep_line"] or "", *(f["alt"] for f in var["figures"]),
+                                                *(f["caption"] for f in var["figures"])]))
             if v.get("partition"):
                 p, omitted = shown_leaves(v["partition"], v["id"])
                 var["partition"] = {"method": p["method"], "omitted": omitted, "params": ", ".join(
@@ -462,6 +473,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         effects.append({"id": group["id"], "title": effect_title(group), "why": group["why"],
                         "variants": variants})
     flags.extend(model_flag_rows(results.get("model") or {}, thresholds))
+    flags.extend(unstated_flags("the report", [c["text"] for c in results.get("claims") or [] if not c["holds"]]))
     interactions = interaction_cells(results.get("interactions"), value, noun)
     table_interactions = next_table() if interactions else None
     table_plausibility = next_table()
