@@ -78,3 +78,17 @@ def test_the_extrapolation_figures_legend_does_not_cover_the_bars(tmp_path, monk
     assert out["n_evaluated"] + out["n_extrapolation"] == 300 and out["n_extrapolation"] > 0
     legend, axes = seen["legend"], seen["axes"]
     assert legend.y1 <= axes.y0 or legend.y0 >= axes.y1  # above or below the plotting area, never on it
+
+
+def test_a_leafs_count_over_all_rows_and_its_ranges_over_the_sample_are_told_apart():
+    from fme.report.present.partition_view import where_came_holds
+
+    part = {"leaves": [{"node": 2, "rule": "x <= 5", "n": 1, "n_extrapolation": 0,
+                        "box": [{"feature": "x", "range": "[0, 5]", "restricted": True, "kind": "numeric",
+                                 "eval_min": 0.1, "eval_max": 4.9}]}]}
+    (text,) = where_came_holds(part, "districts", SAMPLE)
+    assert text == ("The cAME of leaf 2 (x <= 5) applies only where it was evaluated, to its 1 district: over the "
+                    "seeded sample's rows in it (500 of all 1,500 rows drawn), x evaluated 0.1 to 4.9 (hyperrectangle "
+                    "[0, 5]).")
+    (text,) = where_came_holds(part, "districts", None)
+    assert "to its 1 district: x evaluated 0.1 to 4.9" in text

@@ -454,7 +454,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                 var["partition"] = {"method": p["method"], "omitted": omitted, "params": ", ".join(
                     f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
                     "rows": leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": boxes(p), "notes": p["notes"],
-                    "holds": where_came_holds(p, noun),
+                    "holds": where_came_holds(p, noun, results["data"].get("sample")),
                     "table_leaves": next_table(), "table_boxes": None, "stability": None,
                     "honesty": honesty_sentence(p), "tests": None, "splits": splits_sentence(p.get("splits")),
                     "star": head_rows(p)[1]}

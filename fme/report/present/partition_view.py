@@ -163,14 +163,20 @@ def boxes(part: dict) -> dict[str, Any]:
             [fmt_int(leaf["n"]) for leaf in leaves], "n_extrapolation": eps}
 
 
-def where_came_holds(part: dict, noun: str = "observations") -> list[str]:
-    """One sentence per leaf: the cAME applies only to the evaluated range of the features split on."""
+def where_came_holds(part: dict, noun: str = "observations", sample: dict | None = None) -> list[str]:
+    """One sentence per leaf: the cAME applies only to the evaluated range of the features split on. ``sample``
+    (results.json's ``data.sample``, Dask data beyond ``sample_size``): the evaluated ranges are over the seeded
+    sample's rows in the leaf, and the sentence says so beside the leaf's count over all rows."""
+    sampled = bool(sample) and not sample.get("all_rows")
     out = []
     for leaf in part["leaves"]:
         split = [b for b in leaf["box"] if b["restricted"] and _evaluated(b)]
         ranges = "; ".join(f"{b['feature']} {_evaluated(b)} (hyperrectangle {b['range']})" for b in split)
+        if ranges and sampled:
+            ranges = f"over the seeded sample's rows in it ({fmt_int(sample['rows'])} of all {fmt_int(sample['of'])} " \
+                     f"rows drawn), {ranges}"
         text = (f"The cAME of leaf {leaf['node']} ({leaf['rule']}) applies only where it was evaluated, "
-                f"to its {fmt_int(leaf['n'])} {noun}" + (f": {ranges}" if ranges else ""))
+                f"to its {count_words(leaf['n'], noun)}" + (f": {ranges}" if ranges else ""))
         n_ep = leaf.get("n_extrapolation")
         if n_ep:
             text += (f"; {count(n_ep, 'extrapolation point')} "
