@@ -29,6 +29,7 @@ pytest.importorskip("pypandoc")
 pytest.importorskip("typst")
 
 from fme.report.build import build_report  # noqa: E402
+from fme.report.inputs.quantities import fixed_bounds  # noqa: E402
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -293,9 +294,10 @@ def test_direction_word_matches_ci(boston):
     results = json.loads((Path(boston["out_dir"]) / "results.json").read_text())
     variants = [v for g in results["effects"] for v in g["variants"]]
     for v, text in zip(variants, _summary_items(_html(boston))):
-        if v["ci_low"] > 0:
+        low, high = fixed_bounds(v)  # results.json keeps the fixed-model interval labelled (fixed_interval)
+        if low > 0:
             assert " raises " in text and " lowers " not in text
-        elif v["ci_high"] < 0:
+        elif high < 0:
             assert " lowers " in text and " raises " not in text
         else:
             assert "no clear direction" in text
@@ -547,7 +549,9 @@ def test_ame_with_and_without_eps_equal_fme(boston, boston_model):
         label = g["title"] + (f": to level {v['level']}" if v.get("level") is not None else "")
         rows = with_eps_rows(v, effect_cells(v))
         t = _table(html, f"AME of {label} without and with the extrapolation points")
-        assert t["rows"] == [[r["rows"], r["n"], r["n_extrapolation"], r["ame"], r["ci"]] for r in rows]
+        # each row names its interval (the first the reported one's kind, the second the fixed model's)
+        assert t["rows"] == [[r["rows"], r["n"], r["n_extrapolation"], r["ame"], r["ci"], r["interval"]] for r in rows]
+        assert [r["interval"] for r in rows] == ["fixed model (rows)", "fixed model (rows)"]
         if v["n_extrapolation"]:
             assert (f"the {rows[1]['n_extrapolation']} extrapolation points included, the AME would be "
                     f"{rows[1]['ame']} (95% CI {rows[1]['ci_low']} to {rows[1]['ci_high']}") in " ".join(
@@ -597,7 +601,7 @@ def test_expected_sign_table_and_flag(boston):
     for g, v in _variants(boston):
         label = g["title"] + (f": to level {v['level']}" if v.get("level") is not None else "")
         c = effect_cells(v)
-        sa = sign_agreement(g["config"].get("expected_sign"), v["ame"], v["ci_low"], v["ci_high"])
+        sa = sign_agreement(g["config"].get("expected_sign"), v["ame"], *fixed_bounds(v))
         assert by_label[label] == [label, sa["expected"], c["ame"], sa["observed"], f"[{c['ci_low']}, {c['ci_high']}]",
                                    sa["agree"]]
     assert [r[5] for r in t["rows"]] == ["yes"] * 4 + ["-", "-"]  # the four stated "+" effects agree
@@ -639,7 +643,8 @@ def test_partition_stability_equals_library_and_csv(boston, boston_model):
         assert s["n_same_root"] == int(st["same_root_split"].sum())
         assert s["ari_median"] == pytest.approx(float(np.median(st["ari"])), rel=1e-12)
         t = _table(html, f"Stability of the partition of {label} across subsamples")
-        half = (v["ci_high"] - v["ci_low"]) / 2
+        low, high = fixed_bounds(v)
+        half = (high - low) / 2
         assert t["rows"] == [[row["quantity"], row["value"]]
                              for row in stability_cells(s, decimals_for(half))["rows"]]
         checked += 1
@@ -820,7 +825,9 @@ def test_came_leaves_show_where_they_hold(boston):
 def test_change_log_against_previous_results(boston, tmp_path):
     old = _results(boston)
     crim = next(g for g in old["effects"] if g["id"] == "crim")["variants"][0]
-    crim.update(ame=crim["ame"] - 1.0, ci_low=crim["ci_low"] - 1.0, ci_high=crim["ci_high"] - 1.0,
+    fixed = crim["fixed_interval"]
+    crim["fixed_interval"] = {**fixed, "low": fixed["low"] - 1.0, "high": fixed["high"] - 1.0}
+    crim.update(ame=crim["ame"] - 1.0,
                 n=crim["n"] + 50, n_extrapolation=crim["n_extrapolation"] - 50)
     crim["partition"]["root_split"] = {"feature": "lstat", "value": 9.5, "levels": None}
     old["effects"] = [g for g in old["effects"] if g["id"] != "chas"]

@@ -75,10 +75,20 @@ def test_results_json_carries_typed_quantities_labelled_intervals_and_claims(bui
     q = v["quantities"]["ame"]
     assert q["unit"]["name"] == "percentage points" and q["unit"]["scale"] == 100.0
     assert q["rows"]["n"] == v["n"] and q["rows"]["of"]["n"] == v["n_total"]
+    # every number the comparison tables show is a quantity in the one unit, with the rows it is over
+    assert {"ame_with_eps", "challenger_difference", "ame_step_x0.5", "ame_step_x2"} <= set(v["quantities"])
+    leaves = [k for k in v["quantities"] if k.startswith("came_leaf_")]
+    assert len(leaves) == len(v["partition"]["leaves"])
+    assert {q["unit"]["name"] for q in v["quantities"].values()} == {"percentage points"}
+    diffs = [q for k, q in v["quantities"].items() if k.startswith("leaf_difference_")]
+    assert all(q["rows"]["n"] > 0 for q in diffs)
+    (inter,) = results["interactions"]["rows"]
+    assert inter["quantity"]["rows"]["n"] == inter["n"] and inter["quantity"]["unit"]["scale"] == 100.0
     kinds = {c["kind"] for c in results["claims"]}
     assert "direction" in kinds and "contract_verdict" in kinds
     assert kinds & {"test_result", "test_not_valid"}
     assert all(c["cites"] for c in results["claims"])
+    assert all(c["holds"] for c in results["claims"])  # a claim that fails its verifier fails the suite
 
 
 def test_tables_are_numbered_in_reading_order_and_every_table_has_a_number(built):
@@ -122,6 +132,7 @@ def test_the_extrapolation_caption_names_each_rows_interval(built):
 def test_counts_take_the_number_of_their_noun_and_the_class_is_named_as_configured(built):
     _, qmd = built
     # (a step "x1 + 1 leaves the data" is a verb, not a count)
-    assert not re.search(r"(?<![\d.,])(?<!\+ )1 (extrapolation points|rows|observations|refits|subsamples|leaves)\b", qmd)
+    plural = r"(extrapolation points|rows|observations|refits|subsamples|leaves)"
+    assert not re.search(r"(?<![\d.,])(?<!\+ )1 " + plural + r"\b", qmd)
     assert "the model's predicted P(default)" in qmd and "probability of 1" not in qmd
     assert re.search(r"[\d,]+ of the [\d,]+ observations left out as extrapolation points", qmd)

@@ -82,3 +82,15 @@ def test_a_results_json_written_before_the_check_is_checked_when_shown():
               "statistic": 7.3e16, "p_value": 0.0, "p_value_adj": 0.0, "verdict": "met"}
     cells = contract_cells([{"variants": [{"id": "e", "contracts": [legacy]}]}])
     assert cells["rows"][0]["statistic"] == "not valid: SE at rounding level"
+
+
+def test_a_statement_whose_claim_fails_is_printed_with_its_reason_and_flagged():
+    from fme.report.inputs.claims import count_claim
+    from fme.report.inputs.quantities import RowSet
+    from fme.report.present.context import unstated_flags
+
+    sample = RowSet("rows of the seeded sample", 500, of=RowSet("rows of the data", 1500))
+    claim = count_claim(RowSet("extrapolation points", 57, of=sample), RowSet("evaluated rows", 1247))
+    assert not claim.holds and claim.text.startswith("cannot be stated: ")
+    (row,) = unstated_flags("x", ["fine", f"the figure: {claim.text}"])
+    assert row["status"] == FLAG and row["value"] == claim.text and row["effect"] == "x"

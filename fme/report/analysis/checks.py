@@ -109,6 +109,8 @@ def _check_step(cfg: ReportConfig, i: int, feature: str, value: Any, data: pd.Da
         raise config_error(cfg, key, f"unknown feature {feature!r}; the data's features are "
                                      f"{_names(list(data.columns))}")
     if is_categorical(data[feature]):
+        if not isinstance(value, (list, str)) and not isinstance(data[feature].dtype, pd.CategoricalDtype):
+            _check_numbers_as_text(cfg, data, feature)
         levels = levels_of(data, feature)
         if feature in reference.columns and not isinstance(data[feature].dtype, pd.CategoricalDtype):
             levels += [lv for lv in levels_of(reference, feature) if not any(_same(lv, k) for k in levels)]
@@ -125,6 +127,48 @@ def _check_step(cfg: ReportConfig, i: int, feature: str, value: Any, data: pd.Da
         parse_steps(_head(data), {feature: value}, rule_data=_head(reference))
     except FMEError as exc:
         raise config_error(cfg, key, str(exc)) from None
+
+
+def _data_key(cfg: ReportConfig) -> tuple:
+    """The config key the evaluation data come from (``data.path``, or ``data`` for a bundled dataset)."""
+    return ("data", "path") if "path" in (cfg.data or {}) else ("data",)
+
+
+def _check_model_columns(cfg: ReportConfig, model: Any, data: Any) -> None:
+    """Every column the model reads must be in the data: else the error names ``data.path`` and the columns."""
+    try:
+        names = adapt(model).feature_names
+    except Exception:  # noqa: BLE001 - a model the adapters cannot read says so when it predicts
+        names = None
+    if not names:
+        return
+    missing = [str(f) for f in names if str(f) not in set(map(str, data.columns))]
+    if missing:
+        where = (cfg.data or {}).get("path", "the data")
+        raise config_error(cfg, _data_key(cfg), (
+            f"{where} lacks the model's input column(s) {_names(missing)}; the model reads "
+            f"{_names(list(map(str, names)))}. Add the column(s) to {where}, or set data: path: to a file that has "
+            "every input of the model"))
+
+
+def _check_numbers_as_text(cfg: ReportConfig, data: Any, feature: str) -> None:
+    """A numeric step on a column stored as text whose values are mostly numbers: the file stores numbers as text
+    (a decimal comma, a unit or a stray word in some rows). The error names ``data.path``, the column and the
+    values that are not numbers, not an 'unknown level'."""
+    col = _head(data)[feature].dropna().astype(str)
+    if col.empty:
+        return
+    parsed = pd.to_numeric(col.str.strip(), errors="coerce")
+    if parsed.notna().mean() < 0.5 and pd.to_numeric(col.str.replace(",", ".", regex=False).str.strip(),
+                                                       errors="coerce").notna().mean() < 0.5:
+        return
+    bad = sorted(set(col[parsed.isna()].tolist()))[:5]
+    where = (cfg.data or {}).get("path", "the data")
+    what = (f"its values {_names(bad)} are not numbers" if bad else "its numbers are stored as quoted text")
+    raise config_error(cfg, _data_key(cfg), (
+        f"column {feature!r} of {where} is text, although a numeric step is asked for it and most of its values are "
+        f"numbers; {what}. Write the column as plain numbers in {where} (a '.' as decimal point, no units or words, "
+        "empty for missing), or give a level of the column as the step if it is categorical"))
 
 
 def check_against_data(cfg: ReportConfig, model: Any, data: pd.DataFrame, reference: pd.DataFrame) -> Any:
@@ -150,6 +194,7 @@ def check_against_data(cfg: ReportConfig, model: Any, data: pd.DataFrame, refere
         Naming the config line and key of the first problem.
     """
     target_class = resolve_target_class(cfg, model)
+    _check_model_columns(cfg, model, data)
     model_features = getattr(model, "feature_names_in_", None)
     for i, eff in enumerate(cfg.effects):
         for feature, value in eff.steps.items():

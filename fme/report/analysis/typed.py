@@ -17,6 +17,7 @@ The in-memory summaries keep their working keys; only the file is typed. Its JSO
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from ..inputs.claims import Claim, direction
@@ -54,7 +55,48 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
         shown, se = fixed, v.get("se")
     ame = Quantity(f"{vid}/ame", label, v.get("ame"), unit, rows, shown, se)
     ame_fixed = Quantity(f"{vid}/ame_fixed", label + " (fixed model)", v.get("ame"), unit, rows, fixed, v.get("se"))
-    v["quantities"] = {"ame": ame.to_dict(), "ame_fixed": ame_fixed.to_dict()}
+    quantities = {"ame": ame, "ame_fixed": ame_fixed}
+    fixed_kind = "fixed model"
+    w = v.get("with_eps")
+    if w:  # the AME over every evaluated row, extrapolation points included (fixed model)
+        quantities["ame_with_eps"] = Quantity(f"{vid}/ame_with_eps", label + " with the extrapolation points",
+                                              w.get("ame"), unit, RowSet("evaluated rows with the extrapolation "
+                                                                         "points", int(w.get("n") or 0)),
+                                              Interval(w.get("ci_low"), w.get("ci_high"), level, fixed_kind))
+    for r in v.get("sensitivity") or []:
+        if r.get("ame") is None:
+            continue
+        key = f"ame_step_x{r['factor']:g}"
+        quantities[key] = Quantity(f"{vid}/{key}", f"AME of {r.get('step_label')}", r["ame"], unit,
+                                   RowSet("evaluated rows", int(r.get("n") or 0)),
+                                   Interval(r.get("ci_low"), r.get("ci_high"), level, fixed_kind))
+    part = v.get("partition") or {}
+    kind = str(primary.get("inference")) if primary else fixed_kind
+    for leaf in part.get("leaves") or []:
+        key = f"came_leaf_{leaf['node']}"
+        low, high = ((leaf.get("conf_low"), leaf.get("conf_high")) if leaf.get("conf_low") is not None
+                     else (leaf.get("came_ci_low"), leaf.get("came_ci_high")))
+        quantities[key] = Quantity(f"{vid}/{key}", f"cAME of leaf {leaf['node']} ({leaf.get('rule')})",
+                                   leaf.get("came"), unit, RowSet("rows of the leaf", int(leaf.get("n") or 0)),
+                                   Interval(low, high, level, kind if leaf.get("conf_low") is not None
+                                            else fixed_kind), leaf.get("std_error"))
+    n_of = {str(leaf["node"]): int(leaf.get("n") or 0) for leaf in part.get("leaves") or []}
+    for r in (part.get("tests") or {}).get("rows") or []:
+        key = f"leaf_difference_{r['hypothesis']}"
+        pair = re.findall(r"\[(\d+)\]", str(r["hypothesis"]))  # "[3] - [2]": leaf 3 minus leaf 2
+        quantities[key] = Quantity(f"{vid}/{key}", f"difference of leaf cAMEs {r['hypothesis']}", r.get("estimate"),
+                                   unit, RowSet("rows of the two leaves", sum(n_of.get(x, 0) for x in pair)),
+                                   Interval(r.get("conf_low"), r.get("conf_high"), level,
+                                            str((part.get("tests") or {}).get("inference") or kind)),
+                                   r.get("std_error"))
+    c = v.get("challenger")
+    if c:
+        quantities["challenger_difference"] = Quantity(
+            f"{vid}/challenger_difference", "champion AME - challenger AME", c.get("difference"), unit,
+            RowSet("rows both models evaluated", int(c.get("n_common") or 0)),
+            Interval(c.get("difference_low"), c.get("difference_high"), level, str(c.get("difference_inference"))),
+            c.get("difference_std_error"))
+    v["quantities"] = {k: q.to_dict() for k, q in quantities.items()}
     claims.append(direction(ame).to_dict())
     tests = (v.get("partition") or {}).get("tests") or {}
     if tests.get("claim"):
@@ -77,5 +119,12 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
         for v in g.get("variants") or []:
             if "error" not in v:
                 _variant(v, unit, claims)
+    inter = out.get("interactions") or {}
+    for r in inter.get("rows") or []:  # the interactions screen's averages, in the effects' unit
+        r["quantity"] = Quantity(f"interaction/{r['steps_a']}/{r['steps_b']}", "average interaction",
+                                 r.get("estimate"), unit, RowSet("evaluated rows", int(r.get("n") or 0)),
+                                 Interval(r.get("conf_low"), r.get("conf_high"),
+                                          float((out.get("config") or {}).get("conf_level") or 0.95),
+                                          str(r.get("inference"))), r.get("std_error")).to_dict()
     out["claims"] = claims
     return out

@@ -22,6 +22,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,8 +86,50 @@ def _fail(file: str, lines: dict[tuple, int], path: tuple, message: str) -> Conf
     return ConfigError(f"{file}:{lines.get(p, 1)}: {_key_text(tuple(path))}: {message}")
 
 
+#: A Dask scheduler address: [protocol://]host[:port] (distributed's own forms).
+_SCHEDULER = re.compile(r"^(?:(?:tcp|tls|inproc|ucx|ws|wss)://)?"
+                        r"(?:\[[0-9A-Fa-f:]+\]|[A-Za-z0-9_.-]+)(?::(\d{1,5}))?/?$")
+
+
+def scheduler_address_ok(address: str) -> bool:
+    """Whether ``address`` has the form of a Dask scheduler address (tcp://10.0.0.5:8786, localhost:8786)."""
+    m = _SCHEDULER.match(address.strip())
+    return bool(m) and (m.group(1) is None or 0 < int(m.group(1)) <= 65535)
+
+
+def _allowed(schema: dict) -> str:
+    """The values a schema allows, in words ('a number greater than 0 and less than 1')."""
+    kind = schema.get("type")
+    kinds = {"number": "a number", "integer": "a whole number", "string": "a text", "boolean": "true or false",
+             "object": "a mapping of keys", "array": "a list"}
+    text = kinds.get(kind, " or ".join(kinds.get(k, str(k)) for k in kind) if isinstance(kind, list) else "a value")
+    bounds = [(k, w) for k, w in (("exclusiveMinimum", "greater than"), ("minimum", "at least"),
+                                  ("exclusiveMaximum", "less than"), ("maximum", "at most")) if k in schema]
+    if bounds:
+        text += " " + " and ".join(f"{w} {schema[k]:g}" for k, w in bounds)
+    if "enum" in schema:
+        text = "one of " + ", ".join(repr(v) for v in schema["enum"])
+    return text
+
+
+def _example(path: tuple, schema: dict) -> str:
+    """'conf_level: 0.95': the key with an allowed value (its default when it has one), for the fix."""
+    key = next((p for p in reversed(path) if isinstance(p, str)), None)
+    if key is None:
+        return ""
+    value = DEFAULTS.get(key) if len(path) == 1 else None
+    if value is None and "exclusiveMinimum" in schema and "exclusiveMaximum" in schema:
+        value = (schema["exclusiveMinimum"] + schema["exclusiveMaximum"]) * 0.95
+    if value is None or isinstance(value, (dict, list)):
+        return ""
+    return f"; write it as, e.g., {key}: {json.dumps(value)}"
+
+
 def _schema_message(err: Any) -> tuple[tuple, str]:
     path = tuple(err.absolute_path)
+    if err.validator in ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        # what was given, what is allowed, and the fix in the config's own words
+        return path, f"{err.message}; allowed: {_allowed(err.schema)}{_example(path, err.schema)}"
     if err.validator == "additionalProperties":
         extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
         if extra:
@@ -349,6 +393,12 @@ def load_config(path: str | Path) -> ReportConfig:
         rows = text.splitlines()
         tab = "\t" in problem or "tab" in problem.lower() or (line <= len(rows) and "\t" in rows[line - 1])
         fix = "; the line contains a tab: YAML does not allow tabs for indentation, indent with spaces" if tab else ""
+        if not fix:  # what to do, in the config's words: the opening bracket or quote named by its line
+            ctx = getattr(exc, "context_mark", None)
+            opened = f" (the {exc.context.split()[-1] if getattr(exc, 'context', None) else 'value'} opened on line " \
+                     f"{ctx.line + 1})" if ctx is not None else ""
+            fix = (f"; fix: close every '[' and '{{' with its ']' or '}}'{opened}, put quotes around a value that "
+                   "contains ': ' or ' #', and indent nested keys with spaces, as in reports/boston-svm.yaml")
         raise ConfigError(f"{path}:{line}: (YAML): invalid YAML: {problem}{fix}") from None
     except _DuplicateKey as dup:
         raise ConfigError(f"{path}:{dup.line}: {_key_text(dup.path)}: duplicate key (first given on line "
@@ -369,6 +419,11 @@ def load_config(path: str | Path) -> ReportConfig:
             cfg[key] = copy.deepcopy(value)  # never the raw effects themselves (EffectConfig.given)
     from .specs import FLAG_DEFAULTS, engine_problem, normalise_detector, normalise_inference, normalise_level
 
+    address = raw.get("scheduler")
+    if isinstance(address, str) and not scheduler_address_ok(address):  # before any computation, not in Dask
+        raise _fail(str(path), lines, ("scheduler",),
+                    f"{address!r} is not a Dask scheduler address; write it as <protocol>://<host>:<port>, e.g. "
+                    "scheduler: tcp://10.0.0.5:8786 (or remove the key to start a local cluster)")
     problem = engine_problem(raw)
     if problem:
         raise _fail(str(path), lines, problem[0], problem[1])

@@ -97,7 +97,7 @@ def dask_session(scheduler: str | None) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     if scheduler:
-        with Client(scheduler, timeout="30s") as client:
+        with Client(scheduler, timeout="10s") as client:
             yield client
         return
     # dashboard_address=None still binds the scheduler's HTTP server to port 8787 ("Port 8787 is already in
@@ -128,7 +128,7 @@ def session(scheduler: str | None) -> Any:
     from distributed import Client, LocalCluster
 
     if scheduler:
-        client, cluster = Client(scheduler, timeout="30s", set_as_default=True), None
+        client, cluster = Client(scheduler, timeout="10s", set_as_default=True), None
     else:
         # a free port, not 8787 (see dask_session)
         cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address="127.0.0.1:0")

@@ -17,6 +17,7 @@ The checks against the loaded data and model run inside the analysis
 from __future__ import annotations
 
 import importlib.util
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -56,6 +57,32 @@ def train_data_specs(cfg: ReportConfig) -> list[tuple[tuple, dict]]:
     return found
 
 
+#: Seconds a configured Dask scheduler has to answer before the build stops (before any computation).
+SCHEDULER_TIMEOUT = 5.0
+
+
+def check_scheduler(cfg: ReportConfig, timeout: float = SCHEDULER_TIMEOUT) -> None:
+    """Raise :class:`ConfigError` at ``scheduler`` when no scheduler answers at the configured address: a TCP
+    connection is tried for ``timeout`` seconds before anything is computed (Dask itself would wait 30 s and
+    blame the data files)."""
+    address = cfg.scheduler
+    if not address or cfg.engine != "dask":
+        return
+    protocol, _, rest = address.rpartition("://")
+    if protocol not in ("", "tcp", "tls"):
+        return  # inproc, ucx, ws: no plain TCP endpoint to try
+    host, _, port = rest.rstrip("/").rpartition(":")
+    host = (host or rest).strip("[]")
+    try:
+        with socket.create_connection((host, int(port) if port.isdigit() else 8786), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise config_error(cfg, ("scheduler",), (
+            f"no Dask scheduler answers at {address} (tried for {timeout:g} s: {exc.strerror or exc}); start it "
+            f"there (dask scheduler --port {port or 8786}), fix the address, or remove the scheduler key to use a "
+            "local cluster")) from None
+
+
 def check_inputs(cfg: ReportConfig) -> None:
     """Raise :class:`ConfigError` when the model file, a data file or the entry point's module is missing.
 
@@ -65,6 +92,7 @@ def check_inputs(cfg: ReportConfig) -> None:
         A config from :func:`~fme.report.inputs.config.load_config`.
     """
     base = cfg.directory
+    check_scheduler(cfg)
     rel = cfg.model.get("joblib")
     if rel is not None:
         p = Path(rel) if Path(rel).is_absolute() else base / rel

@@ -16,13 +16,12 @@ from .partition_view import (MAX_LEAVES_SHOWN, boxes, honesty_sentence, leaf_row
 from .display import (ci_method_text, effect_title, interval_rows, model_ci_scope, prepare_variant, scale_of,
                       target_phrase, value_unit)
 from .comparisons import challenger_cells, contract_cells, interaction_cells
-from .flags import dispersion_text, flag_rows, model_flag_rows, threshold_rows
+from .flags import FLAG, dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .levels import level_flag_rows, level_rows, level_sentences
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
-from ..inputs.claims import count_claim, p_cell, range_claim, statistic_cell
+from ..inputs.claims import CANNOT, count_claim, range_claim
 from ..inputs.quantities import RowSet, fixed_bounds
 from ..inputs.wording import count_words
-from ..inputs.verdicts import contract_not_valid
 from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 from ..._utils.numfmt import (count, decimals_for, fmt_est, fmt_g, fmt_int, fmt_level, fmt_nlm, fmt_num, fmt_p,
                               fmt_percent, fmt_share, p_phrase)
@@ -158,7 +157,8 @@ def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
     rows_of = (f"the {fmt_int(st['n_rows'])} evaluated rows of the sample, itself {fmt_share(st['n_rows'], of)} of all "
                f"{fmt_int(of)} evaluated rows" if of else f"the {fmt_int(st['n_rows'])} evaluated rows")
     full = "the tree grown on the sample" if of else "the full data"
-    rows = [{"quantity": "Subsamples", "value": f"{count_words(k, 'random subsamples')} of {count_words(st['n_each'], 'rows')} each "
+    rows = [{"quantity": "Subsamples",
+             "value": f"{count_words(k, 'random subsamples')} of {count_words(st['n_each'], 'rows')} each "
              f"({fmt_share(st['n_each'], st['n_rows'])} of {rows_of}; drawn without replacement)"}]
     root = st["root_split"]
     if st["n_refits"]:
@@ -233,6 +233,13 @@ def drawn_rows(sample: dict | None, n: int, noun: str) -> RowSet:
     return RowSet(noun, int(n))
 
 
+def unstated_flags(label: str, texts: list[str]) -> list[dict[str, str]]:
+    """A flag for every statement whose claim failed its verifier ('cannot be stated: <reason>'): the report
+    prints the reason instead of the statement, and the flags table points a reviewer to it."""
+    return [{"effect": label, "rule": "statement verified before it is printed", "threshold": "holds",
+             "value": t[t.index(CANNOT):], "status": FLAG} for t in texts if CANNOT in t]
+
+
 def ep_line(v: dict, noun: str, where: str | None, sample: dict | None) -> str | None:
     """'253 of the 1,500 districts left out as extrapolation points (where they are, ...)': the count is of all
     rows; where they are is said of the rows it was found on, which on Dask data beyond ``sample_size`` are the
@@ -243,6 +250,8 @@ def ep_line(v: dict, noun: str, where: str | None, sample: dict | None) -> str |
     verb = "kept in the average" if v["policy"] == "keep" else "left out"
     n_ep = int((v.get("n_flagged_kept") if v["policy"] == "keep" else v.get("n_extrapolation")) or 0)
     text = count_claim(RowSet("extrapolation points", n_ep, of=whole), whole, f"{verb} as extrapolation points")
+    if not text.holds:
+        return text.text
     line = text.text if n_ep != 1 else text.text.replace("as extrapolation points", "as an extrapolation point")
     if where:
         if sample and not sample.get("all_rows"):
@@ -323,8 +332,8 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
             cap = (f"cAME tree of {step} ({p['method']}): each leaf shows n, cAME with CI and the distribution of "
                    "its fMEs; the table after the next figure gives the same numbers.")
             if p.get("honest"):  # one set of rows: those that estimate the leaves
-                cap += (f" Every count, share, cAME, CI and fME panel is over the {count_words(p['n_estimated'], 'rows')} "
-                        f"that estimate the leaves (honest; the tree grew on the other {fmt_int(p['n_grown'])}), the "
+                cap += (" Every count, share, cAME, CI and fME panel is over the "
+                        f"{count_words(p['n_estimated'], 'rows')} that estimate the leaves (honest; the tree grew on the other {fmt_int(p['n_grown'])}), the "
                         "root's AME and the dashed line too; the note under the tree gives the AME of all "
                         f"{count_words(v['n'], 'evaluated rows')}, {cells['ame']}.")
                 if fig.get("panel_rows") is not None and fig["panel_rows"] < p["n_estimated"]:
@@ -346,8 +355,8 @@ def _figures(v: dict, cells: dict, cfg: ReportConfig, counter: list[int], unit: 
                 r = fig["rows"]
                 cap += (f" Every row of the plot, the top one and its dashed line too, is over the "
                         f"{count_words(r['estimation'], 'rows')} that estimate the leaves (honest); the AME of all "
-                        f"{count_words(r['all'], 'evaluated rows')} is {cells['ame']}, which differs by the rows the tree "
-                        "grew on.")
+                        f"{count_words(r['all'], 'evaluated rows')} is {cells['ame']}, which differs by the rows the "
+                        "tree grew on.")
             if fig.get("tree_omitted"):
                 cap += (f" The tree diagram is drawn up to 16 leaves; this partition has {fig['tree_omitted']}, so "
                         "the leaf tables give its structure.")
@@ -438,12 +447,14 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
             var["with_eps_phrase"] = sentences.with_eps_phrase(eps[1], noun, var["table_eps"]) if eps else None
             var["eps_intervals"] = eps_intervals(eps) if eps else None
             var["ep_line"] = ep_line(v, noun, var["where"], results["data"].get("sample"))
+            flags.extend(unstated_flags(label, [var["ep_line"] or "", *(f["alt"] for f in var["figures"]),
+                                                *(f["caption"] for f in var["figures"])]))
             if v.get("partition"):
                 p, omitted = shown_leaves(v["partition"], v["id"])
                 var["partition"] = {"method": p["method"], "omitted": omitted, "params": ", ".join(
                     f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method") or "defaults",
                     "rows": leaf_rows(p, v["n"], thresholds["leaf_n"]), "boxes": boxes(p), "notes": p["notes"],
-                    "holds": where_came_holds(p, noun),
+                    "holds": where_came_holds(p, noun, results["data"].get("sample")),
                     "table_leaves": next_table(), "table_boxes": None, "stability": None,
                     "honesty": honesty_sentence(p), "tests": None, "splits": splits_sentence(p.get("splits")),
                     "star": head_rows(p)[1]}
@@ -462,6 +473,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         effects.append({"id": group["id"], "title": effect_title(group), "why": group["why"],
                         "variants": variants})
     flags.extend(model_flag_rows(results.get("model") or {}, thresholds))
+    flags.extend(unstated_flags("the report", [c["text"] for c in results.get("claims") or [] if not c["holds"]]))
     interactions = interaction_cells(results.get("interactions"), value, noun)
     table_interactions = next_table() if interactions else None
     table_plausibility = next_table()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._utils.numfmt import count, fmt_est, fmt_g, fmt_int, fmt_num, fmt_p, fmt_share, p_phrase
+from ..._utils.numfmt import count, fmt_est, fmt_g, fmt_int, fmt_num, fmt_p, fmt_share
 from ..inputs.claims import p_cell
 from ..inputs.wording import count_words
 from ..inputs.quantities import at_rounding_level
@@ -63,7 +63,8 @@ def leaf_test_cells(tests: dict, conf_level: float, table: int, leaves: list[dic
 def splits_sentence(s: dict | None) -> str | None:
     if not s:
         return None
-    return (f"Across {count_words(s['n_splits'], 'honest splits')} (seeded), the first split was on {s['root_split']} in "
+    return (f"Across {count_words(s['n_splits'], 'honest splits')} (seeded), the first split was on "
+            f"{s['root_split']} in "
             f"{fmt_num(100 * s['share_same_root_split'], 0)}% of them, the trees had {fmt_int(s['n_leaves_min'])} to "
             f"{count_words(s['n_leaves_max'], 'leaves')}, the leaf cAMEs ranged from {fmt_num(s['came_min'], 4)} to "
             f"{fmt_num(s['came_max'], 4)}, and the median p-value of the global test was "
@@ -83,7 +84,8 @@ def head_rows(part: dict) -> tuple[list[dict], str]:
     n_est, n_grown = int(est["n"]), int(part["root"]["n"]) - int(est["n"])
     return ([root, {**est, "label": "estimation rows +"}],
             f"The row marked * is all {fmt_int(part['root']['n'])} evaluated rows (the AME). The row marked + is the "
-            f"{count_words(n_est, 'rows')} that estimate the leaves (honest; the tree grew on the other {fmt_int(n_grown)}, "
+            f"{count_words(n_est, 'rows')} that estimate the leaves (honest; the tree grew on the other "
+            f"{fmt_int(n_grown)}, "
             "so its AME differs): the leaves' n add up to it and every share is of it.")
 
 
@@ -161,14 +163,20 @@ def boxes(part: dict) -> dict[str, Any]:
             [fmt_int(leaf["n"]) for leaf in leaves], "n_extrapolation": eps}
 
 
-def where_came_holds(part: dict, noun: str = "observations") -> list[str]:
-    """One sentence per leaf: the cAME applies only to the evaluated range of the features split on."""
+def where_came_holds(part: dict, noun: str = "observations", sample: dict | None = None) -> list[str]:
+    """One sentence per leaf: the cAME applies only to the evaluated range of the features split on. ``sample``
+    (results.json's ``data.sample``, Dask data beyond ``sample_size``): the evaluated ranges are over the seeded
+    sample's rows in the leaf, and the sentence says so beside the leaf's count over all rows."""
+    sampled = bool(sample) and not sample.get("all_rows")
     out = []
     for leaf in part["leaves"]:
         split = [b for b in leaf["box"] if b["restricted"] and _evaluated(b)]
         ranges = "; ".join(f"{b['feature']} {_evaluated(b)} (hyperrectangle {b['range']})" for b in split)
+        if ranges and sampled:
+            ranges = f"over the seeded sample's rows in it ({fmt_int(sample['rows'])} of all {fmt_int(sample['of'])} " \
+                     f"rows drawn), {ranges}"
         text = (f"The cAME of leaf {leaf['node']} ({leaf['rule']}) applies only where it was evaluated, "
-                f"to its {fmt_int(leaf['n'])} {noun}" + (f": {ranges}" if ranges else ""))
+                f"to its {count_words(leaf['n'], noun)}" + (f": {ranges}" if ranges else ""))
         n_ep = leaf.get("n_extrapolation")
         if n_ep:
             text += (f"; {count(n_ep, 'extrapolation point')} "
