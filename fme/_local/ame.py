@@ -74,7 +74,7 @@ def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[
     keys = groups.keys
     live = [s for s in specs if s.pair is not None]
     pairs = cast(list[tuple[pd.DataFrame, pd.DataFrame]], [s.pair for s in live])  # live: each has its pair
-    # (codes, groups[, weights]): compute_averages passes each on to Estimates averaging, weights included
+    # (codes, groups[, weights]): RowInference.average's arguments, as compute_averages unpacks each
     groupings: list[Any] = [(codes_all[s.positions], len(keys)) + (() if wts is None else (wts[s.positions],))
                             for s in live]
     # The groups are known here: bootstrap refits are averaged per group as they arrive (no n x B draws).

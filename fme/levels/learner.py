@@ -394,7 +394,8 @@ def _one_split(task: _Task, X: pd.DataFrame, y: Any, train: np.ndarray, test: np
     return keys, values, None, nonconverged
 
 
-def _run(task: _Task, X: pd.DataFrame, y: Any, splits: list[tuple[np.ndarray, np.ndarray]], n_jobs: int | None) -> list[Any]:
+def _run(task: _Task, X: pd.DataFrame, y: Any, splits: list[tuple[np.ndarray, np.ndarray]], n_jobs: int | None
+         ) -> list[Any]:
     from joblib import Parallel, delayed
 
     parallel = Parallel(n_jobs=n_jobs)
