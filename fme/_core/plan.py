@@ -16,7 +16,7 @@ import dataclasses
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -95,13 +95,13 @@ class AMEOptions:
     """
 
     method: str
-    by_cols: tuple
+    by_cols: tuple[Any, ...]
     by_missing: str
     hypothesis: Any
     bootstrap: Any
     conf_level: float
     categorical: str
-    columns: tuple
+    columns: tuple[str, ...]
     t_df: float | None = None
     delta_label: str = "delta"
     wts: Any = None
@@ -133,11 +133,11 @@ class Plan:
     #: Model inputs whose missing values leave a row out (code 4, "incomplete"): a statsmodels formula
     #: model's right-hand-side columns, as its fit leaves incomplete rows out (Stata's e(sample)); the
     #: stepped features are not among them (:meth:`with_steps`).
-    complete_cols: tuple = ()
+    complete_cols: tuple[Any, ...] = ()
     #: ((column, its levels as the fitted model states them), ...): a row at another level of such a column is
     #: left out (code 5, "unknown_level"); the model cannot represent it (most encoders predict it silently
     #: as "unknown").
-    known_levels: tuple = ()
+    known_levels: tuple[tuple[Any, tuple[Any, ...]], ...] = ()
     #: The level of ``conf_int()`` and ``tidy()`` by default (checked).
     conf_level: float = 0.95
     #: The options the plan was resolved from (:class:`FMEOptions`), less the data they were given
@@ -146,14 +146,14 @@ class Plan:
     #: engines read ``sample_size``, ``exposure``/``offset``, ``progress``, ``nlm_linear_threshold``.
     options: FMEOptions = FMEOptions()
     #: Every model input whose missing values leave a row out, stepped or not (``complete_cols`` less the steps).
-    required_cols: tuple = ()
+    required_cols: tuple[Any, ...] = ()
 
     @property
     def rule(self) -> QuadratureRule | None:
         return None if self.settings is None else self.settings.rule
 
     @property
-    def names(self) -> list | None:
+    def names(self) -> list[str] | None:
         return self.predictor.output_names
 
     def with_steps(self, data: pd.DataFrame, steps: Mapping[str, Any], reference: pd.DataFrame) -> "Plan":
@@ -235,8 +235,8 @@ def resolve_plan(model: Any, data: pd.DataFrame, reference: pd.DataFrame, option
         raise ParameterError("nlm_points/nlm_intervals/nlm_tol/nlm_max_level/nlm_budget/nlm_flat_tol were given but "
                              "nlm=False; pass nlm=True.")
     threshold = options.nlm_linear_threshold
-    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not np.isfinite(threshold) \
-            or threshold > 1:
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) \
+            or not np.isfinite(cast(float, threshold)) or cast(float, threshold) > 1:  # a Real: compared as a float
         raise ParameterError(f"nlm_linear_threshold must be a finite number <= 1, got {threshold!r}.")
     batch_size = check_batch_size(options.batch_size)
     on_extrapolation, extrapolation = options.on_extrapolation, options.extrapolation

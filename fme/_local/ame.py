@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -69,14 +69,17 @@ def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[
         else:
             res = evaluate(direct, data, reference, {feature: value})
             specs.append(_Spec(feature, res.steps[0].value, None, None, res.results["fme"].to_numpy(dtype=float),
-                               res.positions, *_pair(res, model, method, target_class)))
+                               cast(np.ndarray, res.positions), *_pair(res, model, method, target_class)))
     codes_all, groups = frame_groups(data, by_cols)
     keys = groups.keys
     live = [s for s in specs if s.pair is not None]
+    pairs = cast(list[tuple[pd.DataFrame, pd.DataFrame]], [s.pair for s in live])  # live: each has its pair
+    # (codes, groups[, weights]): RowInference.average's arguments, as compute_averages unpacks each
+    groupings: list[Any] = [(codes_all[s.positions], len(keys)) + (() if wts is None else (wts[s.positions],))
+                            for s in live]
     # The groups are known here: bootstrap refits are averaged per group as they arrive (no n x B draws).
-    ests = compute_averages(method, model, [s.pair for s in live], [s.values for s in live],
-                            [(codes_all[s.positions], len(keys)) + (() if wts is None else (wts[s.positions],))
-                             for s in live], [s.f0 for s in live],
+    ests = compute_averages(method, model, pairs, [s.values for s in live],
+                            groupings, [s.f0 for s in live],
                             table.bootstrap, target_class) if live else []
     for spec, est in zip(live, ests):
         spec.est = est
@@ -98,12 +101,14 @@ def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[
     out = pd.DataFrame(rows, columns=columns[:4] + middle + columns[4:])
     # the joint uncertainty of the rows as printed, for fme.hypotheses (and hypothesis=/equivalence= there)
     pair_matrix = pairwise_matrix(len(keys))[0] if hypothesis == "pairwise" else None
-    out = EstimatesTable.from_frame(out, stack_estimates([s.est if pair_matrix is None else s.est.contrast(pair_matrix)
-                                                          for s in specs]), conf_level=conf_level)
+    done = [cast(Estimates, s.est) for s in specs]  # every row's estimate is set above
+    out = EstimatesTable.from_frame(out, stack_estimates([e if pair_matrix is None else e.contrast(pair_matrix)
+                                                          for e in done]), conf_level=conf_level)
     if ests and method == "bootstrap":
         # failed refits are counted with the table, not only warned about
         e = ests[0]
-        out.bootstrap = {"n_resamples": int(e.draws.shape[1] + e.n_failed), "n_failed": int(e.n_failed),
+        n_draws = cast(np.ndarray, e.draws).shape[1]  # bootstrap: the draws are there
+        out.bootstrap = {"n_resamples": int(n_draws + e.n_failed), "n_failed": int(e.n_failed),
                          "n_nonconverged": int(e.n_nonconverged), "errors": list(e.errors)}
     adapter = plan.predictor.adapter
     scale = None if adapter is None else adapter.scale_note(data.columns)
@@ -112,7 +117,7 @@ def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[
     return out
 
 
-def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.DataFrame, by_cols: list,
+def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.DataFrame, by_cols: list[Any],
                hypothesis: str | None, conf_level: float, weighted: bool = False) -> list[dict[str, Any]]:
     m = len(keys)
     codes = codes_all[spec.positions]
@@ -148,7 +153,8 @@ def _direct(method: str) -> str:
     return "sample" if method == "bootstrap" else method
 
 
-def _pair(res: Any, model: Any, method: str, target_class: Any) -> tuple:
+def _pair(res: Any, model: Any, method: str, target_class: Any
+          ) -> tuple[tuple[pd.DataFrame, pd.DataFrame] | None, np.ndarray | None, RowInference | None]:
     """(point sets, f(x), ready ingredients) of a spec: the point sets only where ame() still has to compute."""
     if method == "bootstrap":
         return stepped_frames(res, model, target_class), res.predictions["f_x"].to_numpy(), None
@@ -169,7 +175,8 @@ def _categorical_specs(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, 
                 # Every row is already at this level: nothing to evaluate.
                 specs.append(_Spec(feature, np.nan, level, None, np.empty(0), np.empty(0, dtype=np.int64), None))
                 continue
-            specs.append(_Spec(feature, np.nan, level, None, res.results["fme"].to_numpy(dtype=float), res.positions,
+            specs.append(_Spec(feature, np.nan, level, None, res.results["fme"].to_numpy(dtype=float),
+                               cast(np.ndarray, res.positions),  # in memory: the positions are set
                                *_pair(res, model, method, target_class)))
         return specs
     reference_level = all_levels[0] if value is None else parse_steps(data, {feature: value})[0].value

@@ -8,7 +8,7 @@ fME); four point sets predicted in one batched call, the average's uncertainty f
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -18,14 +18,14 @@ from ..extrapolation.guards import call_detector, check_flags
 from ..exceptions import DataError
 from ..inference.estimates import sample_inference
 from ..inference.methods import compute_rows
-from ..steps import apply_steps, stepped_rows
+from ..steps import Step, apply_steps, stepped_rows
 
 __all__ = ["interaction"]
 
 
-def interaction(model: Any, data: pd.DataFrame, sa: tuple, sb: tuple, *, method: str, conf_level: float, tol: Any,
-                target_class: Any, bootstrap: Any = None, detector: Any = None,
-                reference: pd.DataFrame | None = None) -> dict:
+def interaction(model: Any, data: pd.DataFrame, sa: tuple[Step, ...], sb: tuple[Step, ...], *, method: str,
+                conf_level: float, tol: Any, target_class: Any, bootstrap: Any = None, detector: Any = None,
+                reference: pd.DataFrame | None = None) -> dict[str, Any]:
     """The interaction's figures on the model's frame ``data`` (parsed steps ``sa``, ``sb``; ``detector``
     unfitted, fitted here on ``reference``): the average, its uncertainty (``estimates``, ``table``), the
     spread, the counts, the tolerance used and the share of rows above it, and the per-row values."""
@@ -37,7 +37,7 @@ def interaction(model: Any, data: pd.DataFrame, sa: tuple, sb: tuple, *, method:
     Xab = apply_steps(Xa, sb)
     if detector is not None:
         cols = list(X.columns)
-        call_detector(detector, "fit", reference[cols], "fit(reference_data)")
+        call_detector(detector, "fit", cast(pd.DataFrame, reference)[cols], "fit(reference_data)")  # given with it
         for name, pts in (("x", X), ("x + h_a", Xa), ("x + h_b", Xb), ("x + h_a + h_b", Xab)):
             keep &= ~check_flags(call_detector(detector, "flag", pts[cols], f"flag({name})"), len(pts), detector)
     if not keep.any():
@@ -57,7 +57,8 @@ def interaction(model: Any, data: pd.DataFrame, sa: tuple, sb: tuple, *, method:
         at_a, at_x = compute_rows(method, model, [(Xa, Xab), (X, Xb)], [fab - fa, fb - f0],
                                   bootstrap=bootstrap, target_class=target_class)
         if method == "delta":
-            inf = replace(at_a, values=values, jacobian=at_a.jacobian - at_x.jacobian)
+            inf = replace(at_a, values=values,
+                          jacobian=cast(np.ndarray, at_a.jacobian) - cast(np.ndarray, at_x.jacobian))  # delta: set
         else:
             inf = replace(at_a, values=values, draws=np.asarray(at_a.draws) - np.asarray(at_x.draws))
     est = inf.average()

@@ -7,7 +7,7 @@ reach this engine too: their typical values, levels and reference rows come from
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -16,7 +16,7 @@ from .._core.plan import Plan
 from .._utils.validation import check_name_clash
 from ..exceptions import DataError, ExtrapolationError
 from ..inference import EstimatesTable
-from ..inference.estimates import COVERS, INFERENCE_COLUMNS
+from ..inference.estimates import COVERS, INFERENCE_COLUMNS, RowInference
 from .effects import fme
 
 __all__ = ["mer", "AT_FIX"]
@@ -26,7 +26,7 @@ AT_FIX = ("Rename that feature in the data (and refit the model on the renamed c
           "rows with fme.fme(model, grid, steps): its results are indexed like grid, beside your columns.")
 
 
-def mer(plan: Plan, grid: pd.DataFrame, reference: pd.DataFrame, keys: list, steps: Mapping[str, Any],
+def mer(plan: Plan, grid: pd.DataFrame, reference: pd.DataFrame, keys: list[str], steps: Mapping[str, Any],
         multi: bool) -> pd.DataFrame:
     """The fME of every row of ``grid`` (the typical values with the ``at`` columns ``keys`` set), one table row
     each: the ``at`` columns, the fME with its uncertainty (``plan.method``), the descriptive columns of a single
@@ -49,7 +49,7 @@ def mer(plan: Plan, grid: pd.DataFrame, reference: pd.DataFrame, keys: list, ste
         check_name_clash(keys, res.results.columns, "at", AT_FIX)
         out = grid[keys].join(res.results)
     else:
-        inf = res.inference_rows
+        inf = cast(RowInference, res.inference_rows)  # one output: the rows' inference is there
         est = inf.average(np.arange(inf.n), inf.n)
         table = est.table(plan.conf_level).set_index(res.results.index)
         fm = res.results["fme"]

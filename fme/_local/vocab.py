@@ -8,7 +8,7 @@ engines give the same numbers up to rounding.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -40,7 +40,7 @@ def _average_rows(quantity: RowQuantity, piece: Any, model: Any, method: str, co
     spec = check_bootstrap(bootstrap, model)
     errors: list[str] = []
 
-    def evaluate(models: list) -> np.ndarray:
+    def evaluate(models: list[Any]) -> np.ndarray:
         many = model_values(quantity, piece, models, errors)
         return draws_of_means(quantity, RowSums.of(many, None, codes, n_groups, weights, spread=False).means,
                               len(models))
@@ -56,10 +56,10 @@ def _weights(data: pd.DataFrame, weights: Any) -> np.ndarray | None:
         return None
     if isinstance(weights, np.ndarray):
         return weights
-    return data[weights].to_numpy(dtype=float)
+    return cast(np.ndarray, data[weights].to_numpy(dtype=float))
 
 
-def average(model: Any, data: pd.DataFrame, quantity: RowQuantity, method: str, by: list, bootstrap: Any,
+def average(model: Any, data: pd.DataFrame, quantity: RowQuantity, method: str, by: list[Any], bootstrap: Any,
             weights: Any = None) -> tuple[Estimates, np.ndarray, pd.DataFrame]:
     """The ``by`` groups' estimates of ``quantity`` over the rows of the model's frame ``data``, the groups'
     row counts and their keys (``weights``: a column of ``data`` or an array of one weight per row)."""
@@ -69,7 +69,7 @@ def average(model: Any, data: pd.DataFrame, quantity: RowQuantity, method: str, 
 
 
 def comparisons(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any, quantity: RowQuantity,
-                method: str, by: list, bootstrap: Any) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
+                method: str, by: list[Any], bootstrap: Any) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
     """The ``by`` groups' comparisons on the rows :func:`fme.fme` evaluates (its exclusions and extrapolation
     policy; ``plan`` resolved by the front door on ``data`` and ``reference``), their row counts, keys and the
     steps' description."""

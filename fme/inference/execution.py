@@ -32,7 +32,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TextIO, cast
 
 import numpy as np
 
@@ -82,7 +82,8 @@ def _convergence_categories() -> tuple[type[Warning], ...]:
 def convergence_notes() -> Iterator[list[str]]:
     """A list that receives, inside the block, the convergence warnings :func:`watch_convergence` sees in this
     thread (one refit's fit runs inside)."""
-    _LOCAL.notes = notes = []
+    notes: list[str] = []
+    _LOCAL.notes = notes
     try:
         yield notes
     finally:
@@ -102,7 +103,8 @@ def watch_convergence() -> Iterator[None]:
             warnings.simplefilter("always", c)
         shown = warnings.showwarning
 
-        def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+        def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: TextIO | None = None, line: str | None = None) -> None:
             notes = getattr(_LOCAL, "notes", None)
             if notes is not None and cats and issubclass(category, cats):
                 notes.append(f"{category.__name__}: {message}")
@@ -124,7 +126,7 @@ def _gil_share(adapter: ModelAdapter, cpu_per_refit: float) -> float:
     return min(1.0, adapter.trees_per_fit() * GIL_SECONDS_PER_TREE / max(cpu_per_refit, 1e-9))
 
 
-def _plan(estimate: float, workers: int, backend: str, share: float) -> tuple[str, bool, dict]:
+def _plan(estimate: float, workers: int, backend: str, share: float) -> tuple[str, bool, dict[str, float]]:
     """(kind, whether to start workers, predicted seconds per kind) for refits worth ``estimate`` sequential
     seconds on ``workers`` workers.
 
@@ -137,7 +139,7 @@ def _plan(estimate: float, workers: int, backend: str, share: float) -> tuple[st
                  "processes": STARTUP["processes"] + estimate / workers}
     if backend != "auto":
         return backend, workers > 1 and estimate > STARTUP[backend] * workers / (workers - 1), predicted
-    kind = min(predicted, key=predicted.get)
+    kind = min(predicted, key=cast(Callable[[str], float], predicted.get))  # every key is there
     return kind, workers > 1 and predicted[kind] < estimate, predicted
 
 
@@ -174,7 +176,7 @@ def _one_thread(active: bool = True) -> Iterator[None]:
         yield
 
 
-def _batch(task: Callable, seeds: Sequence, args: tuple, in_process: bool) -> list:
+def _batch(task: Callable[..., Any], seeds: Sequence[Any], args: tuple[Any, ...], in_process: bool) -> list[Any]:
     """``task(seed, *args)`` for a batch of seeds (one worker task); a worker process watches its own
     convergence warnings and runs BLAS and OpenMP at one thread."""
     if not in_process:
@@ -183,8 +185,8 @@ def _batch(task: Callable, seeds: Sequence, args: tuple, in_process: bool) -> li
         return [task(s, *args) for s in seeds]
 
 
-def run_refits(task: Callable, seeds: Sequence, args: tuple, *, n_jobs: Any, backend: str, model: Any,
-               execution: dict) -> Iterator:
+def run_refits(task: Callable[..., Any], seeds: Sequence[Any], args: tuple[Any, ...], *, n_jobs: Any, backend: str,
+               model: Any, execution: dict[str, Any]) -> Iterator[Any]:
     """``task(seed, *args)`` for every seed, yielded in seed order (see the module docstring).
 
     The first :data:`PROBE` run here and are timed (wall and CPU seconds); the others run sequentially unless

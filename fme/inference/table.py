@@ -11,7 +11,7 @@ can test any linear or non-linear combination of the rows later.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import pandas as pd
@@ -104,9 +104,9 @@ class EstimatesTable(ReadableFrame):
 
     _metadata = ["estimates", "estimates_index", "conf_level", "bootstrap", "scale"]
     estimates: Estimates | None = None
-    estimates_index: list | None = None
+    estimates_index: list[Any] | None = None
     conf_level: float = 0.95
-    bootstrap: dict | None = None
+    bootstrap: dict[str, Any] | None = None
     scale: str | None = None
 
     @property
@@ -115,7 +115,7 @@ class EstimatesTable(ReadableFrame):
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, estimates: Estimates | None, *, conf_level: float = 0.95,
-                   bootstrap: dict | None = None, scale: str | None = None) -> EstimatesTable:
+                   bootstrap: dict[str, Any] | None = None, scale: str | None = None) -> EstimatesTable:
         """A table of ``frame`` (copied, with the metadata pandas itself carries from frame to frame) whose rows
         are ``estimates``, in order.
 
@@ -164,8 +164,9 @@ class EstimatesTable(ReadableFrame):
         pos = self._positions()
         if pos is None:
             return None
-        return self.estimates if np.array_equal(pos, np.arange(self.estimates.estimate.size)) else _take(
-            self.estimates, pos)
+        est = cast(Estimates, self.estimates)  # a position found: the estimates are there
+        return est if np.array_equal(pos, np.arange(est.estimate.size)) else _take(
+            est, pos)
 
     def _relabel(self, target: Any, est: Estimates | None) -> None:
         """After an operation that kept the rows in order but gave them new labels: the estimates follow."""
@@ -240,7 +241,7 @@ class EstimatesTable(ReadableFrame):
         return out.reset_index(drop=True)
 
     def __finalize__(self, other: Any, method: str | None = None, **kwargs: Any) -> EstimatesTable:
-        out = super().__finalize__(other, method=method, **kwargs)
+        out: EstimatesTable = super().__finalize__(other, method=method, **kwargs)
         if method == "merge":
             out._relabel(out, None)
         elif method == "concat" and hasattr(other, "objs"):
@@ -248,23 +249,25 @@ class EstimatesTable(ReadableFrame):
         return out
 
 
-def _concat_link(out: EstimatesTable, objs: list) -> None:
+def _concat_link(out: EstimatesTable, objs: list[Any]) -> None:
     """``pd.concat`` of pieces of one table keeps its estimates (rows: stacked in the new order; columns:
     the shared rows); of anything else, none."""
     first = objs[0] if objs else None
     same = (isinstance(first, EstimatesTable) and first.estimates is not None
             and all(isinstance(o, EstimatesTable) and o.estimates is first.estimates
                     and o.estimates_index == first.estimates_index for o in objs))
-    positions = [o._positions() for o in objs] if same else [None]
+    positions: list[np.ndarray | None] = [o._positions() for o in objs] if same else [None]
     if not same or any(p is None for p in positions):
         out._relabel(out, None)
         return
+    first = cast(EstimatesTable, first)  # same: the first piece is a table with estimates
     # the pieces' attributes are the table's (a subclass's own ones too); the estimates follow the rows below
     for name in out._metadata:
         if name not in ("estimates", "estimates_index"):
             setattr(out, name, getattr(first, name))
     if len(out) == sum(len(o) for o in objs):
-        out.estimates = _take(first.estimates, np.concatenate(positions).astype(np.int64))
+        out.estimates = _take(cast(Estimates, first.estimates),
+                              np.concatenate(cast(list[np.ndarray], positions)).astype(np.int64))
         out.estimates_index = list(out.index)
     elif all(o.index.equals(out.index) for o in objs):
         out.estimates, out.estimates_index = first.estimates, first.estimates_index

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -256,7 +256,9 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
 
 
 # ----------------------------------------------------------------- one contrast
-def _contrast(X, Y, steps_c, design, Ex, fold, mus, mu_x, proba, ratio_learner, rng, detector, flag_x, policy):
+def _contrast(X: pd.DataFrame, Y: np.ndarray, steps_c: tuple[Step, ...], design: Design, Ex: np.ndarray,
+              fold: np.ndarray, mus: list[Any], mu_x: np.ndarray, proba: bool, ratio_learner: Any,
+              rng: np.random.Generator, detector: Any, flag_x: np.ndarray | None, policy: str) -> dict[str, Any]:
     """The influence summands T (n,), the evaluated rows D and the weights of one step specification."""
     n, k = len(X), len(mus)
     categorical = not steps_c[0].is_numeric
@@ -267,7 +269,7 @@ def _contrast(X, Y, steps_c, design, Ex, fold, mus, mu_x, proba, ratio_learner, 
     if flag_nominal is not None and policy != "warn" and (flag_nominal & D0).any():
         out = flag_nominal & D0
         if policy == "shrink" and not categorical:
-            todo = out & ~flag_x
+            todo = out & ~cast(np.ndarray, flag_x)  # a detector: the rows are flagged
             h = shrink_steps(detector, list(X.columns), X, steps_c, todo)
             dropped = todo & np.any([h[s.feature] == 0 for s in steps_c], axis=0)
             D = D0 & ~dropped
@@ -337,7 +339,8 @@ def shift_weights(X: pd.DataFrame, steps: Mapping[str, Any], *, ratio_learner: A
                          ratio_learner if ratio_learner is not None else default_classifier(), rng)
 
 
-def _model_ame(model, X, rows, steps_c, c, detector, extrapolation, target_class, options) -> float:
+def _model_ame(model: Any, X: pd.DataFrame, rows: np.ndarray, steps_c: tuple[Step, ...], c: dict[str, Any],
+               detector: Any, extrapolation: Any, target_class: Any, options: dict[str, Any]) -> float:
     """The model's own mean fME over ``rows`` under the same steps (shrunk the same way under 'shrink')."""
     kwargs = {"inference": "sample", "target_class": target_class, **options}
     spec = {s.feature: s.value for s in steps_c}
@@ -369,7 +372,7 @@ def _contrasts(X: pd.DataFrame, steps: Any, separate: bool) -> list[tuple[Step, 
     return out
 
 
-def _check_unmoved(by_cols: list, contrasts: list) -> None:
+def _check_unmoved(by_cols: list[Any], contrasts: list[tuple[Step, ...]]) -> None:
     """A ``by`` column (checked by :func:`~fme._core.groups.check_by`) must not be moved by a step."""
     for col in by_cols:
         if any(s.feature == col for g in contrasts for s in g):
@@ -403,7 +406,7 @@ def _outcome(y: Any, n: int, learner: Any, target_class: Any) -> tuple[np.ndarra
 
 
 
-def _groups(X: pd.DataFrame, by_cols: list) -> list[tuple[tuple, np.ndarray]]:
+def _groups(X: pd.DataFrame, by_cols: list[Any]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
     """The ``by`` groups (sorted, a missing value a group of its own) as (key, row mask)."""
     if not by_cols:
         return [((), np.ones(len(X), dtype=bool))]
@@ -411,7 +414,7 @@ def _groups(X: pd.DataFrame, by_cols: list) -> list[tuple[tuple, np.ndarray]]:
     return [(tuple(spec.keys.iloc[g]), codes == g) for g in range(spec.n_groups)]
 
 
-def _label(steps_c: tuple[Step, ...], by_cols: list, key: tuple) -> dict:
+def _label(steps_c: tuple[Step, ...], by_cols: list[Any], key: tuple[Any, ...]) -> dict[str, Any]:
     single = steps_c[0] if len(steps_c) == 1 else None
     # a feature's own label (of any hashable type), as fme.ame's table holds it; several joined as fme.fme's tidy()
     lab = {"feature": single.feature if single is not None else ", ".join(str(s.feature) for s in steps_c),
@@ -426,11 +429,11 @@ def _describe(steps_c: tuple[Step, ...]) -> str:
     return ", ".join(s.describe() for s in steps_c)
 
 
-def _group_text(by_cols: list, key: tuple) -> str:
+def _group_text(by_cols: list[Any], key: tuple[Any, ...]) -> str:
     return "the data" if not by_cols else "the group " + ", ".join(f"{c}={v!r}" for c, v in zip(by_cols, key))
 
 
-def _warn(failed: list[int], labels: list[dict], diags: list, detector: Any, policy: str) -> None:
+def _warn(failed: list[int], labels: list[dict[str, Any]], diags: list[Any], detector: Any, policy: str) -> None:
     if policy == "exclude":
         parts = [f"{labels[i]['contrast']}: effective sample size {diags[i][0].ess_share:.1%} of the rows"
                  for i in failed]

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -308,7 +308,7 @@ def corrected_moments(M: np.ndarray, n_train: int, n_test: int) -> tuple[np.ndar
 class _Task:
     """Fits the learner and computes one table's estimates; picklable for joblib's workers."""
 
-    def __init__(self, learner: Any, steps: Any, by_cols: list, nlm: bool, ame_kwargs: dict) -> None:
+    def __init__(self, learner: Any, steps: Any, by_cols: list[Any], nlm: bool, ame_kwargs: dict[str, Any]) -> None:
         self.learner, self.steps, self.by_cols = learner, steps, by_cols
         self.nlm, self.ame_kwargs = nlm, ame_kwargs
 
@@ -324,7 +324,7 @@ class _Task:
             raise ModelError("the learner function returned None; it must return the fitted model.")
         return model
 
-    def estimates(self, model: Any, data: pd.DataFrame) -> tuple[list[tuple], pd.DataFrame, np.ndarray]:
+    def estimates(self, model: Any, data: pd.DataFrame) -> tuple[list[tuple[str, ...]], pd.DataFrame, np.ndarray]:
         """The rows' keys (labels without the step, which a rule resolves on each split's rows), their
         labels and their estimates."""
         if _is_step_list(self.steps):
@@ -344,7 +344,7 @@ class _Task:
         keys = [tuple("<NA>" if _isna(v) else str(v) for v in row) for row in labels[key_cols].itertuples(index=False)]
         return keys, labels, values
 
-    def _fme_rows(self, model: Any, data: pd.DataFrame, step_list: list, nlm: bool, *, ame: bool
+    def _fme_rows(self, model: Any, data: pd.DataFrame, step_list: list[Any], nlm: bool, *, ame: bool
                   ) -> tuple[pd.DataFrame, np.ndarray]:
         """One fME per step dict (:func:`fme.fme`; multivariate when it names several features): its mean
         (``ame``) and its mean NLM (``nlm``), per ``by`` group of the evaluated rows."""
@@ -372,7 +372,7 @@ class _Task:
 
 
 def _one_split(task: _Task, X: pd.DataFrame, y: Any, train: np.ndarray, test: np.ndarray, limit: bool
-               ) -> tuple[list | None, np.ndarray | None, str | None, bool]:
+               ) -> tuple[list[tuple[str, ...]] | None, np.ndarray | None, str | None, bool]:
     """(keys, estimates, None, not converged) of one split, or (None, None, the error, False) when its fit
     or AME failed. A fit that warned of non-convergence is kept and flagged."""
     if limit:
@@ -394,12 +394,13 @@ def _one_split(task: _Task, X: pd.DataFrame, y: Any, train: np.ndarray, test: np
     return keys, values, None, nonconverged
 
 
-def _run(task: _Task, X: pd.DataFrame, y: Any, splits: list, n_jobs: int | None) -> list:
+def _run(task: _Task, X: pd.DataFrame, y: Any, splits: list[tuple[np.ndarray, np.ndarray]], n_jobs: int | None
+         ) -> list[Any]:
     from joblib import Parallel, delayed
 
     parallel = Parallel(n_jobs=n_jobs)
     limit = parallel.n_jobs not in (None, 1)
-    return parallel(delayed(_one_split)(task, X, y, train, test, limit) for train, test in splits)
+    return cast(list[Any], parallel(delayed(_one_split)(task, X, y, train, test, limit) for train, test in splits))
 
 
 # ----------------------------------------------------------------- validation
@@ -434,7 +435,7 @@ def _n_test(n: int, test_size: Any) -> int:
         test_size = None
     if isinstance(test_size, numbers.Integral):
         n_test = int(test_size)
-    elif isinstance(test_size, numbers.Real) and 0 < test_size < 1:
+    elif isinstance(test_size, numbers.Real) and 0 < cast(float, test_size) < 1:  # a Real: compared as a float
         n_test = math.ceil(float(test_size) * n)
     else:
         raise ParameterError(f"test_size must be a fraction 0 < test_size < 1 or a number of rows, got "
