@@ -24,6 +24,7 @@ from .._utils.stats import describe
 from .._utils.validation import check_by_missing, is_categorical
 from ..exceptions import DataError
 from ..inference.estimates import COVERS, Estimates, RowInference, pair_label, pairwise_matrix, undefined_where
+from ..inference.unconditional import Unconditional, deviations_of, empirical_part
 from ..inference.wald import stack_estimates
 from ..inference.methods import compute_averages
 from ..inference.table import EstimatesTable
@@ -87,6 +88,10 @@ def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[
             # A level no row could move to keeps its row, with NaN figures and the method asked for.
             inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
             spec.est = inf.average(codes_all[spec.positions], len(keys), None if wts is None else wts[spec.positions])
+    if table.unconditional is not None:
+        _add_rows_sampling(table.unconditional, [s for s in specs if s.est.method == "delta"], codes_all, len(keys),
+                           len(data), wts)
+    for spec in specs:
         if table.t_df is not None and spec.est.method == "delta":
             spec.est = replace(spec.est, df=np.full(spec.est.estimate.size, table.t_df))
         new = _spec_rows(spec, spec.est, codes_all, keys, by_cols, hypothesis, conf_level, wts is not None)
@@ -141,6 +146,19 @@ def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.Data
         rows.append({**head, **group, "ame": ame, **table.iloc[g].to_dict(), "sd": d["sd"], "q25": d["q25"],
                      "q75": d["q75"], "n": int(d["n"]), "n_excluded": n_ex})
     return rows
+
+
+def _add_rows_sampling(unconditional: Unconditional, specs: list[_Spec], codes_all: np.ndarray, n_groups: int,
+                       n_rows: int, wts: np.ndarray | None) -> None:
+    """The specs' delta estimates with the rows' sampling added (``vcov='unconditional'``), jointly."""
+    parts = []
+    for s in specs:
+        codes, est = codes_all[s.positions], s.est
+        w = None if wts is None else wts[s.positions]
+        dev = deviations_of(s.values, est.estimate, codes)
+        parts.append((est, empirical_part(dev, codes, n_groups, s.positions, n_rows, w)))
+    for s, est in zip(specs, unconditional.combine(parts)):
+        s.est = est
 
 
 def _direct(method: str) -> str:

@@ -73,6 +73,10 @@ class Estimates:
         Their distinct error messages (at most 5).
     n_nonconverged : int
         Bootstrap refits that did not converge (left out unless ``keep_nonconverged``).
+    basis : object or None
+        Delta with ``vcov='unconditional'``: the token of the call whose rows' basis ``grad`` is written in
+        (:mod:`fme.inference.unconditional`); estimates of two calls have no joint covariance, so
+        :func:`~fme.inference.wald.stack_estimates` does not stack them. None: ``grad`` is in the parameters.
     scale : ndarray (m,) or None
         The magnitude of the estimates each one combines (``|L| @ |estimate|`` of the estimates a contrast
         ``L`` is taken of); None: its own ``|estimate|``. Rounding in an estimate and its standard error is
@@ -92,6 +96,7 @@ class Estimates:
     errors: tuple[str, ...] = ()
     n_nonconverged: int = 0
     scale: np.ndarray | None = None
+    basis: object | None = None
 
     @property
     def magnitude(self) -> np.ndarray:
