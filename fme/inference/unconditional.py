@@ -139,6 +139,9 @@ def resolve_unconditional(model: Any, vcov: Any, frame: Any, on_dask: bool, meth
         raise ParameterError(f"vcov={vcov!r} is computed in memory only: pairing each row's deviation with its "
                              "share of the parameters is not implemented on Dask data. Compute the frame "
                              "(data.compute()) or use vcov=None on Dask data.")
+    if not frame.index.is_unique:
+        raise ParameterError(f"vcov={vcov!r} pairs each row with its share of the parameters by the frame's index, "
+                             "which repeats labels here; pass data.reset_index(drop=True).")
     influence, codes = adapt(model).parameter_influence(frame, cluster)
     return Unconditional(np.asarray(influence, dtype=float), None if codes is None else np.asarray(codes), kind)
 
