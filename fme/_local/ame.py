@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -89,12 +89,12 @@ def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[
             inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
             spec.est = inf.average(codes_all[spec.positions], len(keys), None if wts is None else wts[spec.positions])
     if table.unconditional is not None:
-        _add_rows_sampling(table.unconditional, [s for s in specs if s.est.method == "delta"], codes_all, len(keys),
-                           len(data), wts)
+        _add_rows_sampling(table.unconditional, specs, codes_all, len(keys), len(data), wts)
     for spec in specs:
-        if table.t_df is not None and spec.est.method == "delta":
-            spec.est = replace(spec.est, df=np.full(spec.est.estimate.size, table.t_df))
-        new = _spec_rows(spec, spec.est, codes_all, keys, by_cols, hypothesis, conf_level, wts is not None)
+        est = cast(Estimates, spec.est)  # every spec's, set above
+        if table.t_df is not None and est.method == "delta":
+            spec.est = est = replace(est, df=np.full(est.estimate.size, table.t_df))
+        new = _spec_rows(spec, est, codes_all, keys, by_cols, hypothesis, conf_level, wts is not None)
         for row in new:
             row["inference"], row["covers"] = (table.delta_label if method == "delta" else method), COVERS[method]
         rows.extend(new)
@@ -150,15 +150,17 @@ def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.Data
 
 def _add_rows_sampling(unconditional: Unconditional, specs: list[_Spec], codes_all: np.ndarray, n_groups: int,
                        n_rows: int, wts: np.ndarray | None) -> None:
-    """The specs' delta estimates with the rows' sampling added (``vcov='unconditional'``), jointly."""
+    """The specs' delta estimates with the rows' sampling added (``vcov='unconditional'``), jointly; a spec no
+    row could be evaluated for keeps its undefined estimate."""
+    delta = [(s, s.est) for s in specs if s.est is not None and s.est.method == "delta"]
     parts = []
-    for s in specs:
-        codes, est = codes_all[s.positions], s.est
+    for s, est in delta:
+        codes = codes_all[s.positions]
         w = None if wts is None else wts[s.positions]
         dev = deviations_of(s.values, est.estimate, codes)
         parts.append((est, empirical_part(dev, codes, n_groups, s.positions, n_rows, w)))
-    for s, est in zip(specs, unconditional.combine(parts)):
-        s.est = est
+    for (s, _), combined in zip(delta, unconditional.combine(parts)):
+        s.est = combined
 
 
 def _direct(method: str) -> str:

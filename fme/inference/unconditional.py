@@ -102,6 +102,8 @@ class Unconditional:
         The contributions C (all estimates x rows, or x clusters) are kept as the triangular factor R' of
         C' = Q R: the estimates' gradients in an orthonormal basis of the rows' space, with the identity as
         its covariance, so contrasts, tests and stacking work as for any delta estimate."""
+        if not parts:
+            return []
         C = np.vstack([np.asarray(p.toarray() if sparse.issparse(p) else p, dtype=float)
                        + np.asarray(e.grad, dtype=float) @ self.influence.T for e, p in parts])
         if self.clusters is not None:
@@ -114,7 +116,7 @@ class Unconditional:
         ok = np.all(np.isfinite(C), axis=1)
         basis = np.full((C.shape[0], max(min(C.shape), 1)), np.nan)
         if ok.any():
-            r = np.linalg.qr(C[ok].T, mode="r")
+            r = np.asarray(np.linalg.qr(C[ok].T, mode="r"))
             basis = np.full((C.shape[0], r.shape[0]), np.nan)
             basis[ok] = r.T
         out, start = [], 0
@@ -132,9 +134,6 @@ def resolve_unconditional(model: Any, vcov: Any, frame: Any, on_dask: bool, meth
     if not is_unconditional(vcov):
         return None
     kind, cluster = _parse(vcov)
-    if method != "delta":
-        raise ParameterError(f"vcov={vcov!r} is a delta-method variance; the call's inference is {method!r}. "
-                             "Use inference='delta' (or 'auto' with a statsmodels model), or drop vcov=.")
     if on_dask:
         raise ParameterError(f"vcov={vcov!r} is computed in memory only: pairing each row's deviation with its "
                              "share of the parameters is not implemented on Dask data. Compute the frame "
@@ -143,6 +142,9 @@ def resolve_unconditional(model: Any, vcov: Any, frame: Any, on_dask: bool, meth
         raise ParameterError(f"vcov={vcov!r} pairs each row with its share of the parameters by the frame's index, "
                              "which repeats labels here; pass data.reset_index(drop=True).")
     influence, codes = adapt(model).parameter_influence(frame, cluster)
+    if method != "delta":
+        raise ParameterError(f"vcov={vcov!r} is a delta-method variance; the call's inference is {method!r}. "
+                             "Use inference='delta' (or 'auto' with a statsmodels model), or drop vcov=.")
     return Unconditional(np.asarray(influence, dtype=float), None if codes is None else np.asarray(codes), kind)
 
 
