@@ -23,7 +23,7 @@ from .._core.results import stepped_frames
 from .._utils.stats import describe
 from .._utils.validation import check_by_missing, is_categorical
 from ..exceptions import DataError
-from ..inference.estimates import COVERS, Estimates, RowInference, pair_label, pairwise_matrix, undefined_where
+from ..inference.estimates import COVERS, COVERS_UNCONDITIONAL, Estimates, RowInference, pair_label, pairwise_matrix, undefined_where
 from ..inference.unconditional import Unconditional, deviations_of, empirical_part
 from ..inference.wald import stack_estimates
 from ..inference.methods import compute_averages
@@ -96,7 +96,8 @@ def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[
             spec.est = est = replace(est, df=np.full(est.estimate.size, table.t_df))
         new = _spec_rows(spec, est, codes_all, keys, by_cols, hypothesis, conf_level, wts is not None)
         for row in new:
-            row["inference"], row["covers"] = (table.delta_label if method == "delta" else method), COVERS[method]
+            row["inference"] = table.delta_label if method == "delta" else method
+            row["covers"] = COVERS[method] if est.basis is None else COVERS_UNCONDITIONAL
         rows.extend(new)
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     columns = list(table.columns)

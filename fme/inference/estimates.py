@@ -17,7 +17,7 @@ from .._utils.warn import warn_caller
 from ..exceptions import BootstrapWarning, ParameterError
 from .validity import rounding_mask, rounding_note
 
-__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "COVERS", "BOOTSTRAP_CIS", "RowInference", "Estimates", "check_inference",
+__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "COVERS", "COVERS_UNCONDITIONAL", "BOOTSTRAP_CIS", "RowInference", "Estimates", "check_inference",
            "group_matrix", "alloc_draws", "pair_label", "sample_inference", "undefined_where", "pairwise_matrix"]
 
 INFERENCE_METHODS = ("auto", "delta", "bootstrap", "sample")
@@ -25,6 +25,8 @@ INFERENCE_METHODS = ("auto", "delta", "bootstrap", "sample")
 INFERENCE_COLUMNS = ["std_error", "statistic", "p_value", "conf_low", "conf_high", "inference", "covers"]
 #: What the interval of each method covers (the ``covers`` column, beside ``inference``).
 COVERS = {"delta": "model uncertainty", "bootstrap": "model uncertainty", "sample": "model held fixed"}
+#: What the delta interval with ``vcov='unconditional'`` covers (:mod:`fme.inference.unconditional`).
+COVERS_UNCONDITIONAL = "model uncertainty and sampled rows"
 BOOTSTRAP_CIS = ("percentile", "normal")
 
 
@@ -194,7 +196,8 @@ class Estimates:
         p = np.where(valid, p, np.nan)
         return pd.DataFrame({"std_error": se, "statistic": z, "p_value": p, "conf_low": lo, "conf_high": hi,
                              "inference": np.full(m, self.method, dtype=object),
-                             "covers": np.full(m, COVERS[self.method], dtype=object)})
+                             "covers": np.full(m, COVERS[self.method] if self.basis is None else COVERS_UNCONDITIONAL,
+                                               dtype=object)})
 
 
 #: A percentile bound should rest on at least this many draws beyond it (200 draws at 95%).

@@ -44,6 +44,9 @@ def test_linear_ame_unconditional_is_the_hc0_sandwich(data, ols):
     t = fme.ame(ols, data, {"x": 1, "z": 1}, vcov="unconditional")
     np.testing.assert_allclose(t["std_error"], np.sqrt(np.diag(ols.cov_HC0))[1:], rtol=1e-10)
     assert list(t["inference"]) == ["delta (unconditional)"] * 2
+    assert list(t["covers"]) == ["model uncertainty and sampled rows"] * 2
+    plain = fme.ame(ols, data, {"x": 1})
+    assert plain["inference"].iloc[0] == "delta" and plain["covers"].iloc[0] == "model uncertainty"
 
 
 def test_linear_ame_unconditional_hc1_and_cluster_are_statsmodels(data, ols):
@@ -151,6 +154,14 @@ def test_ratio_of_average_predictions_linearises_like_stacked_equations(data, lo
     assert t["estimate"].iloc[0] == pytest.approx(p1.mean() / p0.mean(), rel=1e-12)
     assert t["std_error"].iloc[0] == pytest.approx(np.sqrt(d @ V @ d), rel=1e-8)
     assert t["inference"].iloc[0] == "delta (unconditional)"
+    assert t["covers"].iloc[0] == "model uncertainty and sampled rows"
+
+
+def test_glm_and_discrete_routes_agree_with_the_linear_one(data, ols):
+    # a Gaussian GLM's score and Hessian give OLS's (X'X)^{-1} x_i e_i; the scale cancels
+    glm = smf.glm("y ~ x + z", data=data).fit()
+    a = fme.ame(ols, data, {"x": 1}, vcov="unconditional")["std_error"].iloc[0]
+    assert fme.ame(glm, data, {"x": 1}, vcov="unconditional")["std_error"].iloc[0] == pytest.approx(a, rel=1e-10)
 
 
 def test_avg_slopes_of_a_linear_term_is_the_hc0_sandwich(data, ols):
