@@ -283,8 +283,9 @@ class ModelAdapter(abc.ABC):
         (:mod:`fme.inference.unconditional`)."""
         raise ModelError(f"vcov='unconditional' needs each training row's score and the model's Hessian (its "
                          f"estimating equations); a {self.type_name} does not state them. Use a statsmodels "
-                         "results object (OLS, WLS, GLM, Logit, Probit, Poisson), or vcov=None for the "
-                         "interval that holds the rows fixed.")
+                         "results object (OLS, WLS, GLM, Logit, Probit, Poisson), give a get_coef/get_vcov/"
+                         "get_predict model a get_influence() (n x k: each row's share of theta_hat - theta), "
+                         "or use vcov=None for the interval that holds the rows fixed.")
 
     # ------------------------------------------------------------- bootstrap
     def refit_support(self) -> Support:

@@ -186,6 +186,41 @@ class _Protocol:
         return self.get_predict(self.get_coef(), data)
 
 
+class _ProtocolOLS:
+    """The get_coef/get_vcov/get_predict protocol around an OLS fit, with its per-row influence by numpy."""
+
+    def __init__(self, data):
+        self.X = np.column_stack([np.ones(len(data)), data["x"], data["z"]])
+        y = data["y"].to_numpy()
+        self.coef = np.linalg.lstsq(self.X, y, rcond=None)[0]
+        e = y - self.X @ self.coef
+        self.influence = (self.X * e[:, None]) @ np.linalg.inv(self.X.T @ self.X)
+
+    def get_coef(self):
+        return self.coef
+
+    def get_vcov(self):
+        return self.influence.T @ self.influence
+
+    def get_predict(self, params, data):
+        return params[0] + params[1] * data["x"].to_numpy() + params[2] * data["z"].to_numpy()
+
+    def predict(self, data):
+        return self.get_predict(self.coef, data)
+
+    def get_influence(self):
+        return self.influence
+
+
+def test_protocol_model_with_influence_gives_the_hc0_sandwich(data, ols):
+    model = _ProtocolOLS(data)
+    t = fme.ame(model, data[["x", "z", "c"]], {"x": 1}, vcov="unconditional")
+    assert t["std_error"].iloc[0] == pytest.approx(np.sqrt(ols.cov_HC0[1, 1]), rel=1e-6)
+    cl = fme.ame(model, data[["x", "z", "c"]], {"x": 1}, vcov={"unconditional": "HC1", "cluster": "c"})
+    ref = ols.get_robustcov_results("cluster", groups=data["c"]).cov_params()
+    assert cl["std_error"].iloc[0] == pytest.approx(np.sqrt(ref[1, 1]), rel=1e-6)
+
+
 def test_unconditional_refusals(data, ols):
     with pytest.raises(ModelError, match="score and the model's Hessian"):
         fme.ame(_Protocol(), data[["x"]], {"x": 1}, vcov="unconditional")
