@@ -273,6 +273,20 @@ class ModelAdapter(abc.ABC):
         raise ModelError(f"vcov= applies to models with a parameter covariance (statsmodels results or the "
                          f"get_coef/get_vcov/get_predict protocol); a {self.type_name} has none.")
 
+    def parameter_influence(self, frame: pd.DataFrame, cluster: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Each estimation-sample row's share of the parameter estimate and, with ``cluster``, the rows' clusters.
+
+        Returns ``(A, codes)``: A (n x k) with theta_hat - theta ~ sum_i a_i (the model's bread times row i's
+        score, so sum_i a_i a_i' is the HC0 sandwich), one row per row of ``frame``, which must be the
+        estimation sample in its order; ``codes`` the integer cluster of each row by the training column
+        ``cluster`` (None without). The unconditional variance of averages needs both
+        (:mod:`fme.inference.unconditional`)."""
+        raise ModelError(f"vcov='unconditional' needs each training row's score and the model's Hessian (its "
+                         f"estimating equations); a {self.type_name} does not state them. Use a statsmodels "
+                         "results object (OLS, WLS, GLM, Logit, Probit, Poisson), give a get_coef/get_vcov/"
+                         "get_predict model a get_influence() (n x k: each row's share of theta_hat - theta), "
+                         "or use vcov=None for the interval that holds the rows fixed.")
+
     # ------------------------------------------------------------- bootstrap
     def refit_support(self) -> Support:
         """Whether bootstrap refits are possible."""

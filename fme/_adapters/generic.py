@@ -104,6 +104,24 @@ class ObjectAdapter(ModelAdapter):
             return None
         return int(np.asarray(_protocol_call(self.model, "get_coef", stage="the parameters of vcov=")).size)
 
+    def parameter_influence(self, frame: pd.DataFrame, cluster: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """The protocol's optional ``get_influence()`` (n x k, the rows of the estimation sample, which ``frame``
+        must be); clusters from the column ``cluster`` of ``frame`` (the estimation sample itself)."""
+        k = self.parameter_count()
+        if k is None or not callable(getattr(self.model, "get_influence", None)):
+            return super().parameter_influence(frame, cluster)
+        A = np.asarray(_protocol_call(self.model, "get_influence", stage="the rows' parameter influence"),
+                       dtype=float)
+        if A.shape != (len(frame), k) or not np.all(np.isfinite(A)):
+            raise ModelError(f"get_influence() of the {self.type_name} must return a finite ({len(frame)}, {k}) "
+                             f"array, one row per averaged row (the estimation sample); got shape {A.shape}.")
+        if cluster is None:
+            return A, None
+        if cluster not in frame.columns or frame[cluster].isna().any():
+            raise ParameterError(f"the cluster column {cluster!r} must be a column of the data without missing "
+                                 "values (the estimation sample's clusters).")
+        return A, frame[cluster].astype("category").cat.codes.to_numpy()
+
     def with_covariance(self, vcov: np.ndarray) -> Any:
         """The protocol model wrapped so that ``get_vcov`` returns ``vcov`` (coefficients and predictions
         unchanged)."""

@@ -26,14 +26,16 @@ from typing import Any, cast
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from ..inference.bootstrap import RefitTally, check_bootstrap, check_refits, refit_setup
 from ..inference.refit_chunks import chunk_refits
 from ..inference.estimates import INFERENCE_COLUMNS, Estimates
 from ..inference.table import EstimatesTable
+from ..inference.unconditional import Unconditional, deviations_of, empirical_part
 
 __all__ = ["spread_values", "RowQuantity", "estimates_of", "refit_draws", "bootstrap_of", "model_values", "draws_of_means",
-           "delta_table", "average_table", "prediction_table", "REFIT_CHUNK"]
+           "delta_table", "average_table", "prediction_table", "unconditional_of", "REFIT_CHUNK"]
 
 #: Refitted models held at once (evaluated together, then dropped).
 REFIT_CHUNK = 50
@@ -45,6 +47,9 @@ class RowQuantity:
 
     rows: Callable[..., tuple[Any, ...]]
     finish: Callable[..., tuple[Any, ...]] | None = None
+    #: ``vcov='unconditional'``: the parameters' per-row influence the delta estimates add the rows' sampling to
+    #: (:class:`~fme.inference.unconditional.Unconditional`), else None.
+    unconditional: Unconditional | None = None
 
     def of_means(self, means: np.ndarray, mean_jacobian: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """(estimates, gradients (one row each) or None) from the groups' means; without ``finish``, the mean of
@@ -88,6 +93,27 @@ def estimates_of(quantity: RowQuantity, sums: Any, method: str) -> Estimates:
     c = m.mean.shape[1]
     return Estimates("sample", m.mean.T.reshape(-1), se=m.se().T.reshape(-1),
                      df=np.tile(np.maximum(m.n - 1.0, 1.0), c))
+
+
+def unconditional_of(quantity: RowQuantity, est: Estimates, values: np.ndarray, means: np.ndarray,
+                     codes: np.ndarray, weights: np.ndarray | None, positions: np.ndarray, n_rows: int) -> Estimates:
+    """The delta estimates ``est`` of ``quantity`` with the sampling of the rows added
+    (:mod:`fme.inference.unconditional`): the rows at ``positions`` of the model's estimation sample (``n_rows``
+    rows), their values (n, c), the groups' means (G, c). A function g of two means (``quantity.finish``)
+    linearises: its rows' part is d1 (f1_i - mean1) + d0 (f0_i - mean0), d the gradient of g at the means."""
+    unconditional = cast(Unconditional, quantity.unconditional)
+    v = np.asarray(values, dtype=float).reshape(len(codes), -1)
+    G = means.shape[0]
+
+    def part(j: int) -> sparse.csr_matrix:
+        return empirical_part(deviations_of(v[:, j], means[:, j], codes), codes, G, positions, n_rows, weights)
+
+    if quantity.finish is None:
+        rows = sparse.vstack([part(j) for j in range(v.shape[1])]).tocsr()
+    else:
+        d = np.asarray(quantity.of_means(means[:, :2], np.broadcast_to(np.eye(2), (G, 2, 2)))[1], dtype=float)
+        rows = (sparse.diags(d[:, 0]) @ part(0) + sparse.diags(d[:, 1]) @ part(1)).tocsr()
+    return unconditional.combine([(est, rows)])[0]
 
 
 def model_values(quantity: RowQuantity, piece: Any, models: Sequence[Any],

@@ -91,7 +91,9 @@ class AMEOptions:
     of refits serves every row); ``by_cols`` the checked ``by`` columns; ``hypothesis`` None or ``'pairwise'``
     (other hypotheses are tests on the finished table); ``columns`` the table's columns; ``t_df`` the delta
     method's t degrees of freedom (``df=``); ``delta_label`` the ``inference`` column's name of the delta
-    method's covariance (``vcov=``); ``wts`` the rows' weights (pandas: one per row; Dask: a column name).
+    method's covariance (``vcov=``); ``wts`` the rows' weights (pandas: one per row; Dask: a column name);
+    ``unconditional`` the parameters' per-row influence when ``vcov='unconditional'``
+    (:class:`~fme.inference.unconditional.Unconditional`; in memory only), else None.
     """
 
     method: str
@@ -105,6 +107,7 @@ class AMEOptions:
     t_df: float | None = None
     delta_label: str = "delta"
     wts: Any = None
+    unconditional: Any = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -23,7 +23,8 @@ from .._core.results import stepped_frames
 from .._utils.stats import describe
 from .._utils.validation import check_by_missing, is_categorical
 from ..exceptions import DataError
-from ..inference.estimates import COVERS, Estimates, RowInference, pair_label, pairwise_matrix, undefined_where
+from ..inference.estimates import COVERS, COVERS_UNCONDITIONAL, Estimates, RowInference, pair_label, pairwise_matrix, undefined_where
+from ..inference.unconditional import Unconditional, deviations_of, empirical_part
 from ..inference.wald import stack_estimates
 from ..inference.methods import compute_averages
 from ..inference.table import EstimatesTable
@@ -90,11 +91,16 @@ def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[
             # A level no row could move to keeps its row, with NaN figures and the method asked for.
             inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
             spec.est = inf.average(codes_all[spec.positions], len(keys), None if wts is None else wts[spec.positions])
-        if table.t_df is not None and spec.est.method == "delta":
-            spec.est = replace(spec.est, df=np.full(spec.est.estimate.size, table.t_df))
-        new = _spec_rows(spec, spec.est, codes_all, keys, by_cols, hypothesis, conf_level, wts is not None)
+    if table.unconditional is not None:
+        _add_rows_sampling(table.unconditional, specs, codes_all, len(keys), len(data), wts)
+    for spec in specs:
+        est = cast(Estimates, spec.est)  # every spec's, set above
+        if table.t_df is not None and est.method == "delta":
+            spec.est = est = replace(est, df=np.full(est.estimate.size, table.t_df))
+        new = _spec_rows(spec, est, codes_all, keys, by_cols, hypothesis, conf_level, wts is not None)
         for row in new:
-            row["inference"], row["covers"] = (table.delta_label if method == "delta" else method), COVERS[method]
+            row["inference"] = table.delta_label if method == "delta" else method
+            row["covers"] = COVERS[method] if est.basis is None else COVERS_UNCONDITIONAL
         rows.extend(new)
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     columns = list(table.columns)
@@ -146,6 +152,21 @@ def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.Data
         rows.append({**head, **group, "ame": ame, **table.iloc[g].to_dict(), "sd": d["sd"], "q25": d["q25"],
                      "q75": d["q75"], "n": int(d["n"]), "n_excluded": n_ex})
     return rows
+
+
+def _add_rows_sampling(unconditional: Unconditional, specs: list[_Spec], codes_all: np.ndarray, n_groups: int,
+                       n_rows: int, wts: np.ndarray | None) -> None:
+    """The specs' delta estimates with the rows' sampling added (``vcov='unconditional'``), jointly; a spec no
+    row could be evaluated for keeps its undefined estimate."""
+    delta = [(s, s.est) for s in specs if s.est is not None and s.est.method == "delta"]
+    parts = []
+    for s, est in delta:
+        codes = codes_all[s.positions]
+        w = None if wts is None else wts[s.positions]
+        dev = deviations_of(s.values, est.estimate, codes)
+        parts.append((est, empirical_part(dev, codes, n_groups, s.positions, n_rows, w)))
+    for (s, _), combined in zip(delta, unconditional.combine(parts)):
+        s.est = combined
 
 
 def _direct(method: str) -> str:

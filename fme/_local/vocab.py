@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.averages import (RowQuantity, bootstrap_of, draws_of_means, estimates_of, model_values,
-                              prediction_table, refit_draws, spread_values)
+                              prediction_table, refit_draws, spread_values, unconditional_of)
 from .._core.groups import frame_groups
 from .._core.plan import Plan
 from .._core.summary import RowSums
@@ -26,9 +26,10 @@ __all__ = ["average", "comparisons", "predictions"]
 
 
 def _average_rows(quantity: RowQuantity, piece: Any, model: Any, method: str, codes: np.ndarray, n_groups: int,
-                  weights: np.ndarray | None, bootstrap: Any) -> Estimates:
+                  weights: np.ndarray | None, bootstrap: Any, rows: tuple[np.ndarray, int] | None = None) -> Estimates:
     """The groups' estimates of ``quantity`` over the rows of ``piece`` (codes: the rows' groups), under
-    ``method`` ('delta', 'bootstrap' with the specification ``bootstrap``, or 'sample')."""
+    ``method`` ('delta', 'bootstrap' with the specification ``bootstrap``, or 'sample'); ``rows``: the rows'
+    positions in the model's frame and its length (for ``vcov='unconditional'``)."""
     # None: the fitted model the quantity was built with
     values, jac, vcov = quantity.rows(piece, None, "delta" if method == "delta" else "sample")
     # the spread over the rows only for the fixed-model interval
@@ -36,7 +37,11 @@ def _average_rows(quantity: RowQuantity, piece: Any, model: Any, method: str, co
         values = spread_values(quantity, values)
     sums = RowSums.of(values, jac, codes, n_groups, weights, vcov, spread=method == "sample")
     if method != "bootstrap":
-        return estimates_of(quantity, sums, method)
+        est = estimates_of(quantity, sums, method)
+        if method == "delta" and quantity.unconditional is not None:
+            positions, n_rows = rows if rows is not None else (np.arange(len(codes)), len(codes))
+            est = unconditional_of(quantity, est, values, sums.means, codes, weights, positions, n_rows)
+        return est
     spec = check_bootstrap(bootstrap, model)
     errors: list[str] = []
 
@@ -77,7 +82,12 @@ def comparisons(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: 
     # the rows and points fme.fme evaluates, not predicted yet: each method predicts them once, its own way
     X0, X1, rows, described = points(plan, data, reference, steps)
     codes, groups = frame_groups(rows, by)
-    est = _average_rows(quantity, (X0, X1, None, None), model, method, codes, groups.n_groups, None, bootstrap)
+    where = None
+    if quantity.unconditional is not None:
+        # the evaluated rows' places in the frame pair each row's deviation with its share of the parameters
+        where = (np.asarray(data.index.get_indexer(rows.index)), len(data))
+    est = _average_rows(quantity, (X0, X1, None, None), model, method, codes, groups.n_groups, None, bootstrap,
+                        where)
     return est, np.bincount(codes, minlength=groups.n_groups), groups.keys, described
 
 

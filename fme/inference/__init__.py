@@ -28,6 +28,9 @@ numbers. When the groups are known up front (:func:`fme.ame`, with or without
 ``by``), :func:`compute_averages` never stores per-row draws: each refit's fMEs
 are averaged per group as they arrive (8 B x groups bytes).
 
+With ``vcov='unconditional'`` the delta method of an average adds the sampling of the averaged rows to the
+parameters' (the population's average effect, not these rows'; :mod:`fme.inference.unconditional`).
+
 Layout: the shared types in :mod:`fme.inference.estimates`, the method choice and dispatch in
 :mod:`fme.inference.methods`, the delta Jacobians in :mod:`fme.inference.delta` and the bootstrap
 refits in :mod:`fme.inference.bootstrap`. The tables of estimates with their joint uncertainty

@@ -21,6 +21,8 @@ Protocol for other models (all three methods)::
     model.get_coef() -> array (k,)            # the parameters theta
     model.get_vcov() -> array (k, k)          # their covariance
     model.get_predict(params, data) -> array  # predictions at theta = params for a DataFrame
+    model.get_influence() -> array (n, k)     # optional, for vcov='unconditional': each estimation-sample
+                                              # row's share of theta_hat - theta (bread times score)
 
 This module turns the adapter's ingredients into :class:`~fme.inference.estimates.RowInference`.
 """

@@ -17,7 +17,7 @@ from .._utils.warn import warn_caller
 from ..exceptions import BootstrapWarning, ParameterError
 from .validity import rounding_mask, rounding_note
 
-__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "COVERS", "BOOTSTRAP_CIS", "RowInference", "Estimates", "check_inference",
+__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "COVERS", "COVERS_UNCONDITIONAL", "BOOTSTRAP_CIS", "RowInference", "Estimates", "check_inference",
            "group_matrix", "alloc_draws", "pair_label", "sample_inference", "undefined_where", "pairwise_matrix"]
 
 INFERENCE_METHODS = ("auto", "delta", "bootstrap", "sample")
@@ -25,6 +25,8 @@ INFERENCE_METHODS = ("auto", "delta", "bootstrap", "sample")
 INFERENCE_COLUMNS = ["std_error", "statistic", "p_value", "conf_low", "conf_high", "inference", "covers"]
 #: What the interval of each method covers (the ``covers`` column, beside ``inference``).
 COVERS = {"delta": "model uncertainty", "bootstrap": "model uncertainty", "sample": "model held fixed"}
+#: What the delta interval with ``vcov='unconditional'`` covers (:mod:`fme.inference.unconditional`).
+COVERS_UNCONDITIONAL = "model uncertainty and sampled rows"
 BOOTSTRAP_CIS = ("percentile", "normal")
 
 
@@ -73,6 +75,10 @@ class Estimates:
         Their distinct error messages (at most 5).
     n_nonconverged : int
         Bootstrap refits that did not converge (left out unless ``keep_nonconverged``).
+    basis : object or None
+        Delta with ``vcov='unconditional'``: the token of the call whose rows' basis ``grad`` is written in
+        (:mod:`fme.inference.unconditional`); estimates of two calls have no joint covariance, so
+        :func:`~fme.inference.wald.stack_estimates` does not stack them. None: ``grad`` is in the parameters.
     scale : ndarray (m,) or None
         The magnitude of the estimates each one combines (``|L| @ |estimate|`` of the estimates a contrast
         ``L`` is taken of); None: its own ``|estimate|``. Rounding in an estimate and its standard error is
@@ -92,6 +98,7 @@ class Estimates:
     errors: tuple[str, ...] = ()
     n_nonconverged: int = 0
     scale: np.ndarray | None = None
+    basis: object | None = None
 
     @property
     def magnitude(self) -> np.ndarray:
@@ -191,7 +198,8 @@ class Estimates:
         p = np.where(valid, p, np.nan)
         return pd.DataFrame({"std_error": se, "statistic": z, "p_value": p, "conf_low": lo, "conf_high": hi,
                              "inference": np.full(m, self.method, dtype=object),
-                             "covers": np.full(m, COVERS[self.method], dtype=object)})
+                             "covers": np.full(m, COVERS[self.method] if self.basis is None else COVERS_UNCONDITIONAL,
+                                               dtype=object)})
 
 
 #: A percentile bound should rest on at least this many draws beyond it (200 draws at 95%).

@@ -11,7 +11,9 @@ a model following the get_coef/get_vcov/get_predict protocol is wrapped) and com
   ``get_robustcov_results`` for linear models, else by refitting with ``cov_type`` from the same
   parameters and keeping only the covariance);
 * ``{"cluster": column}``: cluster-robust by the column of the model's training data;
-* a k x k array: that matrix.
+* a k x k array: that matrix;
+* ``"unconditional"`` or ``{"unconditional": "HC0" | "HC1", "cluster": column}``: for averages, the rows'
+  sampling added to the parameters' (:mod:`fme.inference.unconditional`).
 """
 
 from __future__ import annotations
@@ -22,18 +24,28 @@ import numpy as np
 
 from .._adapters import adapt
 from ..exceptions import ModelError, ParameterError
+from .unconditional import is_unconditional, unconditional_label
 
 __all__ = ["with_vcov", "residual_df", "HC_TYPES"]
 
 HC_TYPES = ("HC0", "HC1", "HC2", "HC3")
 
 
-def with_vcov(model: Any, vcov: Any) -> tuple[Any, str]:
+def with_vcov(model: Any, vcov: Any, averages: bool = False) -> tuple[Any, str]:
     """``model`` with the parameter covariance ``vcov`` (see the module docstring) and its label; the model's
     adapter says whether it has a parameter covariance, computes a robust one and makes the copy
-    (:meth:`~fme._adapters.ModelAdapter.with_covariance`)."""
+    (:meth:`~fme._adapters.ModelAdapter.with_covariance`).
+
+    ``vcov='unconditional'`` (:mod:`fme.inference.unconditional`) leaves the model as it is: the averaging verbs
+    (``averages=True``) add the rows' sampling themselves; any other verb refuses it."""
     if vcov is None:
         return model, "delta"
+    if is_unconditional(vcov):
+        if not averages:
+            raise ParameterError(f"vcov={vcov!r} is the variance of an average over sampled rows; it applies to "
+                                 "fme.ame, avg_predictions, avg_comparisons and avg_slopes (and hypotheses on "
+                                 "their tables), not to one row's effect or prediction. Use vcov='HC0' here.")
+        return model, unconditional_label(vcov)
     adapter = adapt(model)
     k = adapter.parameter_count()
     if k is None:
@@ -41,8 +53,8 @@ def with_vcov(model: Any, vcov: Any) -> tuple[Any, str]:
                          f"get_coef/get_vcov/get_predict protocol); a {adapter.type_name} has none.")
     if isinstance(vcov, str):
         if vcov not in HC_TYPES:
-            raise ParameterError(f"vcov must be one of {HC_TYPES}, {{'cluster': column}} or a k x k array; "
-                                 f"got {vcov!r}.")
+            raise ParameterError(f"vcov must be one of {HC_TYPES}, 'unconditional', {{'cluster': column}} or a "
+                                 f"k x k array; got {vcov!r}.")
         V, label = adapter.robust_covariance(vcov), f"delta ({vcov})"
     elif isinstance(vcov, dict):
         if set(vcov) != {"cluster"}:

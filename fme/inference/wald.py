@@ -315,7 +315,8 @@ def transform(est: Estimates, g: Callable[..., Any], cov: np.ndarray | None = No
                          n_failed=est.n_failed, errors=est.errors, scale=scale)
     if est.method == "delta":
         df = None if est.df is None else np.full(q, float(np.min(est.df)))
-        return Estimates("delta", value, grad=grad @ est.grad, vcov=est.vcov, df=df, scale=scale)
+        return Estimates("delta", value, grad=grad @ est.grad, vcov=est.vcov, df=df, scale=scale,
+                         basis=est.basis)
     c = covariance(est) if cov is None else cov
     se = np.sqrt(np.maximum(np.diag(grad @ c @ grad.T), 0.0))
     return Estimates("sample", value, se=se, df=np.full(q, np.inf), scale=scale)
@@ -356,6 +357,9 @@ def stack_estimates(parts: list[Estimates]) -> Estimates | None:
     parts = [p for p in parts if p is not None]
     if not parts or len({p.method for p in parts}) != 1:
         return None
+    # unconditional estimates of different calls are written in different bases of their rows
+    if any(p.basis is not parts[0].basis for p in parts):
+        return None
     est = np.concatenate([np.asarray(p.estimate, dtype=float) for p in parts])
     scale = None if all(p.scale is None for p in parts) else np.concatenate([p.magnitude for p in parts])
     method = parts[0].method
@@ -363,7 +367,8 @@ def stack_estimates(parts: list[Estimates]) -> Estimates | None:
         # t degrees of freedom (df=) stay with the rows when every part has them
         df = None if any(p.df is None for p in parts) else np.concatenate([np.asarray(p.df, float) for p in parts])
         grads = [cast(np.ndarray, p.grad) for p in parts]  # set for delta
-        return Estimates("delta", est, grad=np.vstack(grads), vcov=parts[0].vcov, df=df, scale=scale)
+        return Estimates("delta", est, grad=np.vstack(grads), vcov=parts[0].vcov, df=df, scale=scale,
+                         basis=parts[0].basis)
     if method == "bootstrap":
         draws = [cast(np.ndarray, p.draws) for p in parts]  # set for bootstrap
         if len({d.shape[1] for d in draws}) != 1:

@@ -26,6 +26,7 @@ stay defined on the difference scale.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -43,6 +44,7 @@ from ..exceptions import ParameterError
 from ..inference.estimates import INFERENCE_COLUMNS
 from ..inference.wald import stack_estimates
 from ..inference.methods import resolve_method
+from ..inference.unconditional import is_unconditional, resolve_unconditional
 from ..inference.vcov import residual_df, with_vcov
 from ..inference.table import EstimatesTable
 from ..steps import levels, set_level
@@ -80,7 +82,8 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     bootstrap : dict, optional
         Training data and options of the refits (:mod:`fme.inference.bootstrap`).
     vcov, df :
-        As in :func:`fme.ame`.
+        As in :func:`fme.ame` (``'unconditional'`` included: the rows' sampling added; with
+        ``steps={feature: None}`` pass each level as its own step instead).
 
     Returns
     -------
@@ -101,7 +104,7 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
             "nlm=True: avg_comparisons does not compute the NLM. The NLM (paper §5.4) describes the prediction "
             "along the step's path on the difference scale, whatever `comparison`: ask fme.fme(model, data, steps, "
             "nlm=True) for the rows' NLMs (and .anlm for their average).")
-    model, delta_label = with_vcov(model, vcov)
+    model, delta_label = with_vcov(model, vcov, averages=True)
     t_df = residual_df(model, df)
     conf_level = check_conf_level(conf_level)
     method = resolve_method(inference, model, bootstrap)
@@ -115,6 +118,8 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     # (or the Dask frame's _meta); the engine finds the evaluated rows
     planned = front_plan(model, data, options)
     by_cols = check_by(planned.frame.columns, by, COMPARISON_COLUMNS)
+    quantity = replace(quantity, unconditional=resolve_unconditional(model, vcov, planned.frame, planned.on_dask,
+                                                                      method))
     vocab = dask_vocab if planned.on_dask else local_vocab
     est, counts, keys, described = vocab.comparisons(planned.plan, planned.data, planned.reference, steps, quantity,
                                                      method, by_cols, bootstrap)
@@ -169,6 +174,11 @@ def _every_level(model: Any, data: Any, feature: str, *, bootstrap: Any, **kwarg
         found = levels(check_data(data)[feature])
     if len(found) < 2:
         raise ParameterError(f"feature {feature!r} has {len(found)} level(s): no level to compare with the reference.")
+    if is_unconditional(kwargs.get("vcov")):
+        # every row is set to the reference level first: those rows are not the model's estimation sample
+        raise ParameterError(f"vcov={kwargs['vcov']!r} with steps={{{feature!r}: None}}: the rows are set to the "
+                             f"reference level first, so they are not the rows the model was fitted on. Pass one "
+                             f"level per call (steps={{{feature!r}: level}}) instead.")
     bootstrap = joint_bootstrap(bootstrap)
     reference = found[0]
     base = _at_level(data, feature, reference)

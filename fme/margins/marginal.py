@@ -36,6 +36,7 @@ from ..inference import EstimatesTable
 from ..inference.estimates import INFERENCE_COLUMNS
 from ..inference.wald import NAMED
 from ..inference.methods import resolve_method
+from ..inference.unconditional import is_unconditional, resolve_unconditional
 from ..inference.vcov import residual_df, with_vcov
 # dme (the derivative ME, paper §2.2, §3.1) lives with the other derivatives; fme.margins.marginal.dme is its public path
 from .slopes import dme
@@ -118,10 +119,14 @@ def ame(
         :func:`fme.hypotheses`).
     multcomp : {'holm', 'bonferroni', 'fdr_bh'}, optional
         Adjusted p-values over the rows (or hypotheses): ``p_value_adj``.
-    vcov : {'HC0', 'HC1', 'HC2', 'HC3'}, {'cluster': column} or array, optional
+    vcov : {'HC0', 'HC1', 'HC2', 'HC3', 'unconditional'}, {'cluster': column} or array, optional
         The delta method's parameter covariance (:mod:`fme.inference.vcov`): heteroskedasticity-robust,
         cluster-robust by a column of the model's training data, or a k x k matrix; the ``inference``
-        column names it (``delta (HC3)``).
+        column names it (``delta (HC3)``). ``'unconditional'`` (or ``{'unconditional': 'HC0' or 'HC1',
+        'cluster': column}``) adds the sampling of the rows to the parameters' (the interval then covers the
+        population's average effect, not only these rows'; :mod:`fme.inference.unconditional`): statsmodels
+        models averaged over their own estimation sample, in memory; ``inference`` says
+        ``delta (unconditional)``.
     df : float or 'residual', optional
         Delta method: t quantiles with these degrees of freedom (``'residual'``: the model's
         ``df_resid``, as marginaleffects does for OLS) instead of normal ones.
@@ -189,10 +194,12 @@ def ame(
         return table if hypothesis is None and equivalence is None and multcomp is None else hypotheses(
             table, hypothesis, equivalence=equivalence, multcomp=multcomp)
     # Validated once: the rows (pandas) or the Dask frame's _meta, the options into the plan every row derives from
-    model, delta_label = with_vcov(model, vcov)
+    model, delta_label = with_vcov(model, vcov, averages=True)
     t_df = residual_df(model, df)
     target_class = fme_kwargs.get("target_class")
     if isinstance(target_class, str) and target_class == "all":
+        if is_unconditional(vcov):
+            raise ParameterError(f"vcov={vcov!r} works on one output; pass one class (target_class=<label>).")
         return _every_class(model, data, steps, inference=inference, by=by, hypothesis=hypothesis,
                             bootstrap=bootstrap, conf_level=check_conf_level(conf_level), features=features,
                             categorical=categorical, equivalence=equivalence, multcomp=multcomp, df=t_df,
@@ -210,7 +217,8 @@ def ame(
     if not by_pairs or equivalence is not None or multcomp is not None:
         table = ame(model, data, steps, inference=inference, by=by, hypothesis=hypothesis if by_pairs else None,
                     bootstrap=bootstrap, conf_level=conf_level, features=features, categorical=categorical,
-                    df=t_df, wts=wts, by_missing=by_missing, **fme_kwargs)
+                    df=t_df, wts=wts, by_missing=by_missing, vcov=vcov if is_unconditional(vcov) else None,
+                    **fme_kwargs)
         return hypotheses(table, None if by_pairs else hypothesis, equivalence=equivalence, multcomp=multcomp)
     method = resolve_method(inference, model, bootstrap)
     options = FMEOptions.from_kwargs({**fme_kwargs, "inference": method, "bootstrap": bootstrap,
@@ -227,7 +235,8 @@ def ame(
     table = AMEOptions(method=method, by_cols=tuple(by_cols), by_missing=by_missing, hypothesis=hypothesis,
                        bootstrap=bootstrap, conf_level=planned.plan.conf_level, categorical=categorical,
                        columns=tuple(AME_COLUMNS), t_df=t_df, delta_label=delta_label,
-                       wts=check_weights(wts, frame, planned.on_dask))
+                       wts=check_weights(wts, frame, planned.on_dask),
+                       unconditional=resolve_unconditional(model, vcov, frame, planned.on_dask, method))
     engine = dask_ame if planned.on_dask else local_ame
     return engine.ame(planned.plan, planned.data, planned.reference, steps, table)
 

@@ -11,6 +11,7 @@ the Dask one (:mod:`fme._dask.vocab`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -27,6 +28,7 @@ from .._utils.validation import check_conf_level, check_data, check_weights, is_
 from ..exceptions import ParameterError
 from ..inference.estimates import INFERENCE_COLUMNS
 from ..inference.methods import resolve_method
+from ..inference.unconditional import resolve_unconditional
 from ..inference.vcov import residual_df, with_vcov
 
 __all__ = ["predictions", "avg_predictions"]
@@ -89,6 +91,7 @@ def avg_predictions(model: Any, data: pd.DataFrame, *, by: str | Sequence[str] |
     model, data, by, target_class, vcov, df, wts :
         As in :func:`fme.ame`; ``data`` may be a Dask DataFrame (the rows' sums are taken chunk by chunk,
         :mod:`fme._dask.vocab`). With ``wts=`` each average is the weighted mean of the rows' predictions.
+        ``vcov='unconditional'`` adds the rows' sampling (in memory, over the model's estimation sample).
     inference : {'auto', 'delta', 'bootstrap', 'sample'}
         ``delta``: the mean of the rows' Jacobians; ``bootstrap``: each refit's average prediction
         (``bootstrap={...}``); ``sample``: the spread over the rows with the model held fixed (t-based).
@@ -102,12 +105,13 @@ def avg_predictions(model: Any, data: pd.DataFrame, *, by: str | Sequence[str] |
         ``conf_high``, ``inference``, ``covers``, ``n``; it keeps the rows' joint uncertainty for
         :func:`fme.hypotheses`.
     """
-    model, delta_label = with_vcov(model, vcov)
+    model, delta_label = with_vcov(model, vcov, averages=True)
     t_df = residual_df(model, df)
     frame, method, quantity = _prepare(model, data, inference, bootstrap, target_class, "avg_predictions")
     conf_level = check_conf_level(conf_level)
     by_cols = check_by(frame.columns, by, AVERAGE_COLUMNS)
     on_dask = is_dask_collection(data)
+    quantity = replace(quantity, unconditional=resolve_unconditional(model, vcov, frame, on_dask, method))
     weights = check_weights(wts, frame, on_dask)
     vocab = dask_vocab if on_dask else local_vocab
     est, counts, keys = vocab.average(model, data if on_dask else frame, quantity, method, by_cols, bootstrap, weights)

@@ -36,6 +36,7 @@ from .._utils.validation import (check_conf_level, check_data, check_feature_nam
 from ..exceptions import DataError, FeatureError, ParameterError, StepError
 from ..inference.estimates import INFERENCE_COLUMNS
 from ..inference.methods import resolve_method
+from ..inference.unconditional import resolve_unconditional
 from ..inference.vcov import residual_df, with_vcov
 
 __all__ = ["avg_slopes", "dme", "SLOPES"]
@@ -62,7 +63,8 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
     by : str or list of str, optional
         One row per group.
     vcov, df :
-        The delta method's covariance and t degrees of freedom, as in :func:`fme.ame`.
+        The delta method's covariance and t degrees of freedom, as in :func:`fme.ame` (``'unconditional'``
+        included: the rows' sampling added).
     wts : str or array, optional
         Weights of the rows, as in :func:`fme.ame`: each average is the weighted mean of the rows' slopes.
 
@@ -74,7 +76,7 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
     """
     if slope not in SLOPES:
         raise ParameterError(f"slope must be one of {SLOPES}, got {slope!r}.")
-    model, delta_label = with_vcov(model, vcov)
+    model, delta_label = with_vcov(model, vcov, averages=True)
     t_df = residual_df(model, df)
     on_dask = is_dask_collection(data)
     # validated on the rows, or on the Dask frame's _meta (the engine sums the rows chunk by chunk)
@@ -109,7 +111,8 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
         steps.append(step)
     # every variable in one pass over the rows (and one set of refits): one column of values each
     quantity = RowQuantity(partial(slope_values, model=model, predictor=predictor, variables=tuple(variables),
-                                   steps=tuple(steps), slope=slope, target_class=target_class))
+                                   steps=tuple(steps), slope=slope, target_class=target_class),
+                           unconditional=resolve_unconditional(model, vcov, frame, on_dask, method))
     vocab = dask_vocab if on_dask else local_vocab
     est, counts, keys = vocab.average(model, data if on_dask else frame, quantity, method, by_cols, bootstrap, weights)
     k = len(variables)
