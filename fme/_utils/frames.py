@@ -91,16 +91,18 @@ class ReadableFrame(pd.DataFrame):
         empty: list[Any] = []
         if not fits(view.iloc[:, :keep]):
             # a label column with no value at all (a numeric step's level) makes room for the interval
-            labels = list(view.columns[:keep - 1 - sum(c in view.columns for c in LEAD_COLUMNS)])
+            labels = list(view.columns[: keep - 1 - sum(c in view.columns for c in LEAD_COLUMNS)])
             empty = [c for c in labels if view[c].isna().all()]
             view, keep = view.drop(columns=empty), keep - len(empty)
         limit = max_cols if max_cols else view.shape[1]
         shown = next((k for k in range(min(limit, view.shape[1]), keep, -1) if fits(view.iloc[:, :k])), keep)
-        text = view.iloc[:, :shown].to_string(**{**params, "max_cols": None, "line_width": width,
-                                                 "show_dimensions": False})
+        text = view.iloc[:, :shown].to_string(
+            **{**params, "max_cols": None, "line_width": width, "show_dimensions": False}
+        )
         hidden = [f"{c} (empty)" for c in empty] + [str(c) for c in view.columns[shown:]]
-        note = f"[{len(view)} rows x {len(self.columns)} columns]" + (f" not shown: {', '.join(hidden)}" if hidden
-                                                                       else "")
+        note = f"[{len(view)} rows x {len(self.columns)} columns]" + (
+            f" not shown: {', '.join(hidden)}" if hidden else ""
+        )
         return text + "\n\n" + "\n".join(textwrap.wrap(note, width=width or 80, break_on_hyphens=False))
 
 

@@ -10,7 +10,8 @@ benchmarks/README.md, "First call").
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numba
 

@@ -15,8 +15,24 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["decimals_for", "fmt_num", "fmt_sig", "fmt_g", "fmt_percent", "fmt_est", "fmt_nlm", "fmt_int", "fmt_share",
-           "fmt_level", "fmt_bound", "fmt_p", "p_phrase", "count", "MAX_DECIMALS", "MAX_EXTRA_DECIMALS"]
+__all__ = [
+    "decimals_for",
+    "fmt_num",
+    "fmt_sig",
+    "fmt_g",
+    "fmt_percent",
+    "fmt_est",
+    "fmt_nlm",
+    "fmt_int",
+    "fmt_share",
+    "fmt_level",
+    "fmt_bound",
+    "fmt_p",
+    "p_phrase",
+    "count",
+    "MAX_DECIMALS",
+    "MAX_EXTRA_DECIMALS",
+]
 
 MAX_DECIMALS = 6
 #: Decimals at most when a whole number would otherwise hide that the value is not whole.
@@ -45,7 +61,7 @@ def fmt_num(x: Any, decimals: int = 3, *, signed: bool = False) -> str:
     if float(text.replace(",", "")) == 0.0 and x != 0.0:
         if signed:  # below a millionth the fixed form would need more decimals than fmt_sig shows
             return fmt_sig(x, 2) if abs(x) >= 1e-6 else f"{x:.1e}"
-        tiny = f"{10 ** -decimals:.{decimals}f}"
+        tiny = f"{10**-decimals:.{decimals}f}"
         return f"< {tiny}" if x > 0 else f"> -{tiny}"
     if text.startswith("-") and float(text.replace(",", "")) == 0.0:
         text = text[1:]
@@ -90,7 +106,7 @@ def fmt_nlm(est: Any, low: Any, high: Any) -> tuple[str, str, str]:
             return "-"
         x = float(x)
         if x < 1.0 and round(x, d) >= 1.0:
-            return f"> {1 - 10 ** -d:.{d}f}"
+            return f"> {1 - 10**-d:.{d}f}"
         return fmt_num(x, d, signed=True)
 
     return one(est), one(low), one(high)

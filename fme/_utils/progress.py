@@ -25,8 +25,15 @@ def progress_enabled(progress: bool | None = None) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
-def progress_bar(iterable: Iterable, *, total: int | None = None, desc: str = "", progress: bool | None = None,
-                 min_items: int = 2, leave: bool = False) -> Iterable:
+def progress_bar(
+    iterable: Iterable,
+    *,
+    total: int | None = None,
+    desc: str = "",
+    progress: bool | None = None,
+    min_items: int = 2,
+    leave: bool = False,
+) -> Iterable:
     """``iterable`` wrapped in a tqdm bar when progress is on and there are at least ``min_items`` items
     (``leave``: keep the finished bar on screen)."""
     if total is not None and total < min_items or not progress_enabled(progress):
@@ -41,7 +48,9 @@ def dask_progress(collections: Any, progress: bool | None = None) -> None:
     if not progress_enabled(progress):
         return
     try:
-        from distributed import default_client, progress as _progress
+        from distributed import default_client
+        from distributed import progress as _progress
+
         default_client()
     except (ImportError, ValueError):
         return

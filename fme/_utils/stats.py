@@ -21,8 +21,17 @@ def describe(values: np.ndarray, conf_level: float = 0.95, upper: float | None =
     v = np.asarray(values, dtype=float)
     v = v[~np.isnan(v)]
     n = v.size
-    out = {"mean": np.nan, "sd": np.nan, "cov": np.nan, "se": np.nan, "ci_low": np.nan,
-           "ci_high": np.nan, "q25": np.nan, "q75": np.nan, "n": float(n)}
+    out = {
+        "mean": np.nan,
+        "sd": np.nan,
+        "cov": np.nan,
+        "se": np.nan,
+        "ci_low": np.nan,
+        "ci_high": np.nan,
+        "q25": np.nan,
+        "q75": np.nan,
+        "n": float(n),
+    }
     if n == 0:
         return out
     mean = float(v.mean())

@@ -11,9 +11,24 @@ import pandas as pd
 
 from ..exceptions import DataError, FeatureError, NameClashError, ParameterError
 
-__all__ = ["check_data", "as_pandas", "is_categorical", "is_numeric", "is_complex", "check_real_columns", "check_feature_name",
-           "mixed_object_numbers", "check_conf_level", "check_random_state", "check_name_clash", "BY_MISSING", "check_by_missing",
-           "check_weights", "check_dask_offsets", "align_rows"]
+__all__ = [
+    "check_data",
+    "as_pandas",
+    "is_categorical",
+    "is_numeric",
+    "is_complex",
+    "check_real_columns",
+    "check_feature_name",
+    "mixed_object_numbers",
+    "check_conf_level",
+    "check_random_state",
+    "check_name_clash",
+    "BY_MISSING",
+    "check_by_missing",
+    "check_weights",
+    "check_dask_offsets",
+    "align_rows",
+]
 
 
 def as_pandas(data: Any, name: str = "data") -> Any:
@@ -52,14 +67,18 @@ def as_pandas(data: Any, name: str = "data") -> Any:
         if pa is not None:
             return pa.table(data).to_pandas()
         if not hasattr(data, "__dataframe__"):
-            raise DataError(f"`{name}` is an Arrow data frame ({type(data).__name__}); converting it needs pyarrow "
-                            "(pip install pyarrow, or 'fme[dask]'), or pass data.to_pandas().")
+            raise DataError(
+                f"`{name}` is an Arrow data frame ({type(data).__name__}); converting it needs pyarrow "
+                "(pip install pyarrow, or 'fme[dask]'), or pass data.to_pandas()."
+            )
     if hasattr(data, "__dataframe__") and not isinstance(data, type):
         return pd.api.interchange.from_dataframe(data, allow_copy=True)
     if _module_root(data) == "polars":
         # a polars object that offers neither protocol (an old polars, a Series): no generic way in
-        raise DataError(f"`{name}` is a polars {type(data).__name__}, which fme cannot read directly; pass "
-                        f"{name}.to_pandas() (a polars Series: {name}.to_frame().to_pandas()).")
+        raise DataError(
+            f"`{name}` is a polars {type(data).__name__}, which fme cannot read directly; pass "
+            f"{name}.to_pandas() (a polars Series: {name}.to_frame().to_pandas())."
+        )
     return data
 
 
@@ -75,8 +94,10 @@ def _lazy_frame_hint(data: Any, name: str) -> str | None:
     refused as if it were an array.
     """
     if _module_root(data) == "polars" and type(data).__name__ == "LazyFrame":
-        return (f"`{name}` is a polars LazyFrame, a query that has not been run; run it with {name}.collect() "
-                "and pass the polars DataFrame it returns (fme reads polars DataFrames).")
+        return (
+            f"`{name}` is a polars LazyFrame, a query that has not been run; run it with {name}.collect() "
+            "and pass the polars DataFrame it returns (fme reads polars DataFrames)."
+        )
     return None
 
 
@@ -167,8 +188,11 @@ def is_categorical(series: pd.Series) -> bool:
 def is_numeric(series: pd.Series) -> bool:
     """True for real numeric, non-boolean columns (complex columns are neither numeric nor categorical)."""
     dtype = series.dtype
-    return (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
-            and not pd.api.types.is_complex_dtype(dtype))
+    return (
+        pd.api.types.is_numeric_dtype(dtype)
+        and not pd.api.types.is_bool_dtype(dtype)
+        and not pd.api.types.is_complex_dtype(dtype)
+    )
 
 
 def check_conf_level(conf_level: Any) -> float:
@@ -179,9 +203,7 @@ def check_conf_level(conf_level: Any) -> float:
         or not np.isfinite(conf_level)
         or not 0.0 < float(conf_level) < 1.0
     ):
-        raise ParameterError(
-            f"conf_level must be a number strictly between 0 and 1 (e.g. 0.95), got {conf_level!r}."
-        )
+        raise ParameterError(f"conf_level must be a number strictly between 0 and 1 (e.g. 0.95), got {conf_level!r}.")
     return float(conf_level)
 
 
@@ -191,9 +213,7 @@ def check_random_state(random_state: Any) -> np.random.Generator:
         return random_state
     if random_state is None or isinstance(random_state, (numbers.Integral, np.integer)):
         return np.random.default_rng(random_state)
-    raise ParameterError(
-        f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}."
-    )
+    raise ParameterError(f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}.")
 
 
 def seed_of(random_state: Any) -> int:
@@ -205,9 +225,7 @@ def seed_of(random_state: Any) -> int:
         return int(random_state)
     if isinstance(random_state, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator)):
         return int(np.random.default_rng(random_state).integers(2**31 - 1))
-    raise ParameterError(
-        f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}."
-    )
+    raise ParameterError(f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}.")
 
 
 def is_dask_collection(obj: Any) -> bool:
@@ -261,8 +279,10 @@ def check_weights(wts: Any, data: pd.DataFrame, on_dask: bool = False) -> Any:
         return None
     if on_dask:
         if not isinstance(wts, Hashable) or wts not in data.columns:
-            raise FeatureError(f"on Dask data wts= names a column of the data (an array cannot follow the chunks); "
-                               f"got {wts!r}: add the weights as a column and pass its name.")
+            raise FeatureError(
+                f"on Dask data wts= names a column of the data (an array cannot follow the chunks); "
+                f"got {wts!r}: add the weights as a column and pass its name."
+            )
         return wts
     if isinstance(wts, str):
         if wts not in data.columns:
@@ -291,8 +311,10 @@ def check_dask_offsets(exposure: Any, offset: Any) -> None:
     partitions."""
     for kind, value in (("exposure", exposure), ("offset", offset)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (str, numbers.Real))):
-            raise ParameterError(f"on Dask data, {kind}= must be a column name or a number, got "
-                                 f"{type(value).__name__}; add the values as a column and pass its name.")
+            raise ParameterError(
+                f"on Dask data, {kind}= must be a column name or a number, got "
+                f"{type(value).__name__}; add the values as a column and pass its name."
+            )
 
 
 def align_rows(X: Any, y: Any, x_name: str = "X", y_name: str = "y") -> Any:
@@ -311,26 +333,31 @@ def align_rows(X: Any, y: Any, x_name: str = "X", y_name: str = "y") -> Any:
     if not isinstance(X, (pd.DataFrame, pd.Series)) or not isinstance(y, (pd.DataFrame, pd.Series)):
         n_x, n_y = _n_rows(X, x_name), _n_rows(y, y_name)
         if n_x != n_y:
-            raise DataError(f"`{y_name}` has {n_y} values but `{x_name}` has {n_x} rows; pass one outcome per "
-                            f"row of `{x_name}`.")
+            raise DataError(
+                f"`{y_name}` has {n_y} values but `{x_name}` has {n_x} rows; pass one outcome per row of `{x_name}`."
+            )
         return y
     if X.index.equals(y.index):
         return y
     for name, index in ((x_name, X.index), (y_name, y.index)):
         if not index.is_unique:
             dup = index[index.duplicated()].unique()[:5].tolist()
-            raise DataError(f"the index of `{name}` has duplicate labels (e.g. {dup}), so `{y_name}` cannot be "
-                            f"matched to the rows of `{x_name}` by label; make both unique, e.g. "
-                            f"{name}.reset_index(drop=True) on both, or pass {y_name}.to_numpy() to pair by "
-                            "position.")
+            raise DataError(
+                f"the index of `{name}` has duplicate labels (e.g. {dup}), so `{y_name}` cannot be "
+                f"matched to the rows of `{x_name}` by label; make both unique, e.g. "
+                f"{name}.reset_index(drop=True) on both, or pass {y_name}.to_numpy() to pair by "
+                "position."
+            )
     where = y.index.get_indexer(X.index)
     if len(X) != len(y) or (where < 0).any():
         only_x = X.index[where < 0][:3].tolist()
         only_y = y.index[~y.index.isin(X.index)][:3].tolist()
-        raise DataError(f"the index labels of `{x_name}` and `{y_name}` differ (only in `{x_name}`: {only_x}, only in "
-                        f"`{y_name}`: {only_y}); a pandas `{y_name}` is matched to the rows of `{x_name}` by label. "
-                        f"Select the same rows in both (e.g. {y_name} = {y_name}.loc[{x_name}.index]), or pass "
-                        f"{y_name}.to_numpy() to pair them by position.")
+        raise DataError(
+            f"the index labels of `{x_name}` and `{y_name}` differ (only in `{x_name}`: {only_x}, only in "
+            f"`{y_name}`: {only_y}); a pandas `{y_name}` is matched to the rows of `{x_name}` by label. "
+            f"Select the same rows in both (e.g. {y_name} = {y_name}.loc[{x_name}.index]), or pass "
+            f"{y_name}.to_numpy() to pair them by position."
+        )
     return y.iloc[where]
 
 

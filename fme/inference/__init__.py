@@ -39,14 +39,39 @@ Wald test, multiple comparisons) in :mod:`fme.inference.wald`, and when such a t
 hypothesis, standard errors above rounding) in :mod:`fme.inference.validity`.
 """
 
-from .estimates import (BOOTSTRAP_CIS, INFERENCE_COLUMNS, INFERENCE_METHODS, Estimates, RowInference,
-                         alloc_draws, check_inference, group_matrix, pairwise_matrix, sample_inference,
-                         undefined_where)
+from .estimates import (
+    BOOTSTRAP_CIS,
+    INFERENCE_COLUMNS,
+    INFERENCE_METHODS,
+    Estimates,
+    RowInference,
+    alloc_draws,
+    check_inference,
+    group_matrix,
+    pairwise_matrix,
+    sample_inference,
+    undefined_where,
+)
 from .methods import compute_averages, compute_rows, resolve_method
 from .refit_cache import RefitCache
 from .table import EstimatesTable, JointEstimates
 
-
-
-__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "RowInference", "Estimates", "EstimatesTable",
-           "JointEstimates", "RefitCache", "check_inference", "compute_averages"]
+__all__ = [
+    "INFERENCE_METHODS",
+    "INFERENCE_COLUMNS",
+    "RowInference",
+    "Estimates",
+    "EstimatesTable",
+    "JointEstimates",
+    "RefitCache",
+    "check_inference",
+    "compute_averages",
+    "compute_rows",
+    "resolve_method",
+    "BOOTSTRAP_CIS",
+    "alloc_draws",
+    "group_matrix",
+    "pairwise_matrix",
+    "sample_inference",
+    "undefined_where",
+]

@@ -44,32 +44,39 @@ what ran; ``info["kept"]`` which resamples (positions in the seed order) the dra
 from __future__ import annotations
 
 import numbers
-import os
-import threading
-import time
-import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast, overload
 
 import numpy as np
 import pandas as pd
 
-from ..exceptions import BootstrapWarning, ModelError, ParameterError
-from .._utils.validation import align_rows
-from .._utils.warn import warn_caller
-from .estimates import BOOTSTRAP_CIS, Estimates, RowInference, alloc_draws, group_matrix
 from .._adapters import ModelAdapter, adapt
 from .._adapters.predictor import make_predictor
-from .execution import convergence_notes, run_refits, watch_convergence
+from .._utils.validation import align_rows
+from .._utils.warn import warn_caller
+from ..exceptions import BootstrapWarning, ModelError, ParameterError
+from .estimates import BOOTSTRAP_CIS, Estimates, RowInference, alloc_draws, group_matrix
+from .execution import convergence_notes, run_refits
 from .refit_cache import RefitCache
 
 __all__ = ["check_bootstrap", "bootstrap_rows", "refit_setup", "refit_one", "RefitTally", "check_refits"]
 
-_KEYS = {"X", "y", "data", "n_resamples", "random_state", "n_jobs", "ci", "progress", "memory_limit",
-         "keep_nonconverged", "backend", "cache"}
+_KEYS = {
+    "X",
+    "y",
+    "data",
+    "n_resamples",
+    "random_state",
+    "n_jobs",
+    "ci",
+    "progress",
+    "memory_limit",
+    "keep_nonconverged",
+    "backend",
+    "cache",
+}
 BACKENDS = ("auto", "threads", "processes")
-MEMORY_LIMIT = 256 * 2 ** 20
+MEMORY_LIMIT = 256 * 2**20
 
 
 def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
@@ -82,8 +89,16 @@ def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
     unknown = set(spec) - _KEYS
     if unknown:
         raise ParameterError(f"unknown bootstrap key(s) {sorted(unknown)}; allowed: {sorted(_KEYS)}.")
-    out = {"n_resamples": 200, "random_state": None, "n_jobs": None, "ci": "percentile", "progress": None,
-           "memory_limit": MEMORY_LIMIT, "keep_nonconverged": False, "backend": "auto"}
+    out = {
+        "n_resamples": 200,
+        "random_state": None,
+        "n_jobs": None,
+        "ci": "percentile",
+        "progress": None,
+        "memory_limit": MEMORY_LIMIT,
+        "keep_nonconverged": False,
+        "backend": "auto",
+    }
     out.update(spec)
     lim = out["memory_limit"]
     if isinstance(lim, bool) or not isinstance(lim, numbers.Integral) or lim < 0:
@@ -98,8 +113,10 @@ def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
     if nj is not None and (isinstance(nj, bool) or not isinstance(nj, numbers.Integral) or nj == 0):
         raise ParameterError(f"bootstrap n_jobs must be None or a non-zero integer (-1: all cores), got {nj!r}.")
     if out["progress"] is not None and not isinstance(out["progress"], (bool, np.bool_)):
-        raise ParameterError(f"bootstrap progress must be True, False or None (a bar when stderr is a terminal), "
-                             f"got {out['progress']!r}.")
+        raise ParameterError(
+            f"bootstrap progress must be True, False or None (a bar when stderr is a terminal), "
+            f"got {out['progress']!r}."
+        )
     if not isinstance(out["keep_nonconverged"], (bool, np.bool_)):
         raise ParameterError(f"bootstrap keep_nonconverged must be True or False, got {out['keep_nonconverged']!r}.")
     if out["backend"] not in BACKENDS:
@@ -116,7 +133,7 @@ def check_bootstrap(spec: Any, model: Any) -> dict[str, Any]:
         out["y"] = align_rows(out["X"], out["y"], "bootstrap X", "bootstrap y")
     out["kind"] = adapter.name
     if out["random_state"] is None:
-        out["random_state"] = int(np.random.SeedSequence().entropy % (2 ** 63))
+        out["random_state"] = int(np.random.SeedSequence().entropy % (2**63))
     return out
 
 
@@ -144,8 +161,9 @@ def _fit_checked(adapter: ModelAdapter, train: Any, idx: np.ndarray) -> tuple[An
     return fitted, note
 
 
-def refit_one(seed: np.random.SeedSequence, adapter: ModelAdapter, train: Any,
-              n_train: int) -> tuple[Any, str | None, str | None]:
+def refit_one(
+    seed: np.random.SeedSequence, adapter: ModelAdapter, train: Any, n_train: int
+) -> tuple[Any, str | None, str | None]:
     """(refitted model or None, error or None, non-convergence note or None) of the resample of ``seed``."""
     idx = np.random.default_rng(seed).integers(0, n_train, n_train)
     try:
@@ -155,8 +173,9 @@ def refit_one(seed: np.random.SeedSequence, adapter: ModelAdapter, train: Any,
     return fitted, None, note
 
 
-def _fmes_of(fitted: Any, err: str | None, note: str | None, frame: pd.DataFrame, n: int,
-             target_class: Any) -> tuple[np.ndarray | None, str | None, str | None]:
+def _fmes_of(
+    fitted: Any, err: str | None, note: str | None, frame: pd.DataFrame, n: int, target_class: Any
+) -> tuple[np.ndarray | None, str | None, str | None]:
     """fMEs of one refitted model: predictions of [X0; X1] differenced; (None, message, None) if the refit or
     its prediction failed; the third item says why the refit did not converge (None if it did)."""
     if err is not None:
@@ -169,8 +188,15 @@ def _fmes_of(fitted: Any, err: str | None, note: str | None, frame: pd.DataFrame
     return pred[n:] - pred[:n], None, note
 
 
-def _fmes_split(fitted: Any, err: str | None, note: str | None, frame: pd.DataFrame, n: int, target_class: Any,
-                base: np.ndarray | None = None) -> tuple[np.ndarray | None, str | None, str | None, np.ndarray | None]:
+def _fmes_split(
+    fitted: Any,
+    err: str | None,
+    note: str | None,
+    frame: pd.DataFrame,
+    n: int,
+    target_class: Any,
+    base: np.ndarray | None = None,
+) -> tuple[np.ndarray | None, str | None, str | None, np.ndarray | None]:
     """As :func:`_fmes_of` with X0 and X1 predicted by separate calls, and f(X0) returned (or taken from
     ``base``): the calls sharing a :class:`RefitCache` predict the evaluation points once per refit, and the
     first call's draws equal the later ones' bit for bit."""
@@ -186,23 +212,40 @@ def _fmes_split(fitted: Any, err: str | None, note: str | None, frame: pd.DataFr
     return stepped - base, None, note, base
 
 
-def _one_resample(seed: np.random.SeedSequence, adapter: ModelAdapter, train: Any, n_train: int,
-                  frame: pd.DataFrame, n: int, target_class: Any) -> tuple[np.ndarray | None, str | None, str | None]:
+def _one_resample(
+    seed: np.random.SeedSequence,
+    adapter: ModelAdapter,
+    train: Any,
+    n_train: int,
+    frame: pd.DataFrame,
+    n: int,
+    target_class: Any,
+) -> tuple[np.ndarray | None, str | None, str | None]:
     """fMEs of one refit (:func:`_fmes_of` of the model refitted on the resample of ``seed``)."""
     return _fmes_of(*refit_one(seed, adapter, train, n_train), frame, n, target_class)
 
 
-def _one_resample_kept(seed: np.random.SeedSequence, adapter: ModelAdapter, train: Any, n_train: int,
-                       frame: pd.DataFrame, n: int, target_class: Any
-                       ) -> tuple[np.ndarray | None, str | None, str | None, np.ndarray | None,
-                                  tuple[Any, str | None, str | None]]:
+def _one_resample_kept(
+    seed: np.random.SeedSequence,
+    adapter: ModelAdapter,
+    train: Any,
+    n_train: int,
+    frame: pd.DataFrame,
+    n: int,
+    target_class: Any,
+) -> tuple[np.ndarray | None, str | None, str | None, np.ndarray | None, tuple[Any, str | None, str | None]]:
     """:func:`_fmes_split` of one refit, and the refit itself (model, error, note) for a :class:`RefitCache`."""
     refit = refit_one(seed, adapter, train, n_train)
     return (*_fmes_split(*refit, frame, n, target_class), refit)
 
 
-def _refit_results(model: Any, spec: dict[str, Any], seeds: list[np.random.SeedSequence], args: tuple[Any, ...],
-                   execution: dict[str, Any]) -> Iterator[tuple[np.ndarray | None, str | None, str | None]]:
+def _refit_results(
+    model: Any,
+    spec: dict[str, Any],
+    seeds: list[np.random.SeedSequence],
+    args: tuple[Any, ...],
+    execution: dict[str, Any],
+) -> Iterator[tuple[np.ndarray | None, str | None, str | None]]:
     """(fMEs, error, note) of every resample in seed order: from the refits a ``spec["cache"]`` kept for this
     model and these resamples (only predicting), else by refitting (:func:`run_refits`), keeping them there."""
     cache: RefitCache | None = spec.get("cache")
@@ -210,8 +253,9 @@ def _refit_results(model: Any, spec: dict[str, Any], seeds: list[np.random.SeedS
     adapter, train, n_train, frame, n, target_class = args
     B = len(seeds)
     if entry is None or not entry.keeping:
-        yield from run_refits(_one_resample, seeds, args, n_jobs=spec["n_jobs"], backend=spec["backend"],
-                              model=model, execution=execution)
+        yield from run_refits(
+            _one_resample, seeds, args, n_jobs=spec["n_jobs"], backend=spec["backend"], model=model, execution=execution
+        )
         return
     cache = cast(RefitCache, cache)  # entry came from it
     points = cache.points_key(frame.iloc[:n], target_class)
@@ -220,15 +264,22 @@ def _refit_results(model: Any, spec: dict[str, Any], seeds: list[np.random.SeedS
         for b in range(B):
             fitted, err, note = entry.results[b]
             cache.reused += fitted is not None
-            fmes, err, note, base = _fmes_split(fitted, err, note, frame, n, target_class,
-                                                entry.base.get((points, b)))
+            fmes, err, note, base = _fmes_split(fitted, err, note, frame, n, target_class, entry.base.get((points, b)))
             cache.keep_base(entry, points, b, base)
             yield fmes, err, note
         return
     refit: tuple[Any, str | None, str | None]  # (model, error, note), as refit_one gives it
-    for b, (fmes, err, note, base, refit) in enumerate(run_refits(
-            _one_resample_kept, seeds, args, n_jobs=spec["n_jobs"], backend=spec["backend"], model=model,
-            execution=execution)):
+    for b, (fmes, err, note, base, refit) in enumerate(
+        run_refits(
+            _one_resample_kept,
+            seeds,
+            args,
+            n_jobs=spec["n_jobs"],
+            backend=spec["backend"],
+            model=model,
+            execution=execution,
+        )
+    ):
         cache.keep(entry, b, *refit, B)
         cache.keep_base(entry, points, b, base)
         yield fmes, err, note
@@ -267,8 +318,9 @@ class _DrawStore:
     sum(n_groups) x B, computed when the refit's fMEs arrive (the n fMEs are then dropped).
     """
 
-    def __init__(self, sizes: list[int], B: int, groupings: Sequence[tuple[np.ndarray, int]] | None,
-                 memory_limit: int) -> None:
+    def __init__(
+        self, sizes: list[int], B: int, groupings: Sequence[tuple[np.ndarray, int]] | None, memory_limit: int
+    ) -> None:
         self.sizes, self.B, self.n_ok = sizes, B, 0
         self.bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         if groupings is None:
@@ -286,7 +338,7 @@ class _DrawStore:
         else:
             for s, W in enumerate(self.W):
                 # column j of W @ draws, the same float64 sums as averaging the stored n x B draws
-                cast(list[np.ndarray], self.draws)[s][:, j] = W @ fmes[self.bounds[s]:self.bounds[s + 1]]
+                cast(list[np.ndarray], self.draws)[s][:, j] = W @ fmes[self.bounds[s] : self.bounds[s + 1]]
         self.n_ok += 1
 
     def finish(self) -> list[np.ndarray]:
@@ -309,24 +361,41 @@ def _compact(draws: np.ndarray, k: int) -> np.ndarray:
     for a in range(0, n, step):
         b = min(n, a + step)
         block = np.array(draws[a:b, :k])  # read before the write below can reach these rows
-        flat[a * k:b * k] = block.reshape(-1)
-    return flat[:n * k].reshape(n, k)
+        flat[a * k : b * k] = block.reshape(-1)
+    return flat[: n * k].reshape(n, k)
 
 
 @overload
-def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]], values: Sequence[np.ndarray],
-                   spec: dict[str, Any], target_class: Any = None, groupings: None = None) -> list[RowInference]: ...
+def bootstrap_rows(
+    model: Any,
+    pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]],
+    values: Sequence[np.ndarray],
+    spec: dict[str, Any],
+    target_class: Any = None,
+    groupings: None = None,
+) -> list[RowInference]: ...
 
 
 @overload
-def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]], values: Sequence[np.ndarray],
-                   spec: dict[str, Any], target_class: Any = None, *,
-                   groupings: Sequence[tuple[np.ndarray, int]]) -> list[Estimates]: ...
+def bootstrap_rows(
+    model: Any,
+    pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]],
+    values: Sequence[np.ndarray],
+    spec: dict[str, Any],
+    target_class: Any = None,
+    *,
+    groupings: Sequence[tuple[np.ndarray, int]],
+) -> list[Estimates]: ...
 
 
-def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]], values: Sequence[np.ndarray],
-                   spec: dict[str, Any], target_class: Any = None,
-                   groupings: Sequence[tuple[np.ndarray, int]] | None = None) -> list[RowInference] | list[Estimates]:
+def bootstrap_rows(
+    model: Any,
+    pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]],
+    values: Sequence[np.ndarray],
+    spec: dict[str, Any],
+    target_class: Any = None,
+    groupings: Sequence[tuple[np.ndarray, int]] | None = None,
+) -> list[RowInference] | list[Estimates]:
     """Bootstrap ingredients for several sets of fMEs, all from the same refits.
 
     Parameters
@@ -371,26 +440,51 @@ def bootstrap_rows(model: Any, pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]
     results = _refit_results(model, spec, seeds, (adapter, train, n_train, frame, n, target_class), execution)
     # a bar on a terminal only, off with progress=False or FME_PROGRESS=0 (fme._utils.progress)
     kept = []  # which resamples (positions in the seed order) the draws' columns are: pairs two models' refits
-    for b, (fmes, err, note) in enumerate(progress_bar(results, total=B, desc="bootstrap refits",
-                                                       progress=spec["progress"], leave=True)):
+    for b, (fmes, err, note) in enumerate(
+        progress_bar(results, total=B, desc="bootstrap refits", progress=spec["progress"], leave=True)
+    ):
         if tally.keep(err, note):
             store.add(fmes)
             kept.append(b)
     n_ok = store.n_ok
     n_failed = check_refits(B, n_ok, tally)
     errors = tuple(tally.errors)
-    info = {"n_resamples": B, "random_state": spec["random_state"], "n_ok": n_ok,
-            "n_nonconverged": tally.n_nonconverged, "memory_limit": int(spec["memory_limit"]),
-            "execution": execution, "kept": np.asarray(kept, dtype=np.int64)}
+    info = {
+        "n_resamples": B,
+        "random_state": spec["random_state"],
+        "n_ok": n_ok,
+        "n_nonconverged": tally.n_nonconverged,
+        "memory_limit": int(spec["memory_limit"]),
+        "execution": execution,
+        "kept": np.asarray(kept, dtype=np.int64),
+    }
     draws = store.finish()
     if groupings is not None:
-        return [Estimates("bootstrap", group_matrix(g[0], g[1], g[2] if len(g) > 2 else None)
-                          @ np.asarray(v, dtype=float), draws=d, ci=spec["ci"], n_failed=n_failed, errors=errors,
-                          n_nonconverged=tally.n_nonconverged)
-                for g, v, d in zip(groupings, values, draws)]
-    return [RowInference("bootstrap", np.asarray(v, dtype=float), draws=d, ci=spec["ci"], n_failed=n_failed,
-                         errors=errors, info=info, n_nonconverged=tally.n_nonconverged)
-            for v, d in zip(values, draws)]
+        return [
+            Estimates(
+                "bootstrap",
+                group_matrix(g[0], g[1], g[2] if len(g) > 2 else None) @ np.asarray(v, dtype=float),
+                draws=d,
+                ci=spec["ci"],
+                n_failed=n_failed,
+                errors=errors,
+                n_nonconverged=tally.n_nonconverged,
+            )
+            for g, v, d in zip(groupings, values, draws)
+        ]
+    return [
+        RowInference(
+            "bootstrap",
+            np.asarray(v, dtype=float),
+            draws=d,
+            ci=spec["ci"],
+            n_failed=n_failed,
+            errors=errors,
+            info=info,
+            n_nonconverged=tally.n_nonconverged,
+        )
+        for v, d in zip(values, draws)
+    ]
 
 
 def check_refits(n_resamples: int, n_ok: int, tally: RefitTally) -> int:
@@ -399,17 +493,27 @@ def check_refits(n_resamples: int, n_ok: int, tally: RefitTally) -> int:
     n_failed = n_resamples - n_ok
     errors, nc = tally.errors, tally.n_nonconverged
     if n_ok < 2:
-        raise ModelError(f"{n_failed} of {n_resamples} bootstrap refits failed (first: "
-                         f"{errors[0] if errors else '?'}); check the training data passed in bootstrap=.")
+        raise ModelError(
+            f"{n_failed} of {n_resamples} bootstrap refits failed (first: "
+            f"{errors[0] if errors else '?'}); check the training data passed in bootstrap=."
+        )
     if n_failed:
         why = ""
         if nc and not tally.keep_nonconverged:
-            why = (f", {nc} of them because the fit did not converge (pass bootstrap={{..., 'keep_nonconverged': "
-                   "True} to keep those)")
-        warn_caller(f"{n_failed} of {n_resamples} bootstrap refits failed and are left out{why} (first: "
-                    f"{errors[0] if errors else 'prediction failed'}); the intervals use the {n_ok} remaining "
-                    "refits.", BootstrapWarning)
+            why = (
+                f", {nc} of them because the fit did not converge (pass bootstrap={{..., 'keep_nonconverged': "
+                "True} to keep those)"
+            )
+        warn_caller(
+            f"{n_failed} of {n_resamples} bootstrap refits failed and are left out{why} (first: "
+            f"{errors[0] if errors else 'prediction failed'}); the intervals use the {n_ok} remaining "
+            "refits.",
+            BootstrapWarning,
+        )
     elif nc:
-        warn_caller(f"{nc} of {n_resamples} bootstrap refits did not converge and are kept (keep_nonconverged="
-                    f"True; first: {tally.first_note}).", BootstrapWarning)
+        warn_caller(
+            f"{nc} of {n_resamples} bootstrap refits did not converge and are kept (keep_nonconverged="
+            f"True; first: {tally.first_note}).",
+            BootstrapWarning,
+        )
     return n_failed

@@ -49,8 +49,9 @@ def supports_delta(model: Any) -> bool:
     return bool(adapt(model).delta_support())
 
 
-def evaluate_with_jacobian(model: Any, X0: pd.DataFrame, X1: pd.DataFrame
-                           ) -> tuple[np.ndarray, np.ndarray, RowInference] | None:
+def evaluate_with_jacobian(
+    model: Any, X0: pd.DataFrame, X1: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray, RowInference] | None:
     """f(X0), f(X1) and the delta ingredients from one computation per point set (no separate predict).
 
     For statsmodels results with an analytic mean: the predictions are
@@ -65,8 +66,14 @@ def evaluate_with_jacobian(model: Any, X0: pd.DataFrame, X1: pd.DataFrame
     return f0, f1, RowInference("delta", f1 - f0, jacobian=jac, vcov=vcov, info={"kernel": "analytic"})
 
 
-def delta_rows(model: Any, X0: pd.DataFrame, X1: pd.DataFrame, values: np.ndarray,
-               f0: np.ndarray | None = None, target_class: Any = None) -> RowInference:
+def delta_rows(
+    model: Any,
+    X0: pd.DataFrame,
+    X1: pd.DataFrame,
+    values: np.ndarray,
+    f0: np.ndarray | None = None,
+    target_class: Any = None,
+) -> RowInference:
     """Delta-method ingredients for fMEs ``values`` = f(X1) - f(X0), row by row.
 
     Parameters

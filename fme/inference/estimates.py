@@ -17,8 +17,22 @@ from .._utils.warn import warn_caller
 from ..exceptions import BootstrapWarning, ParameterError
 from .validity import rounding_mask, rounding_note
 
-__all__ = ["INFERENCE_METHODS", "INFERENCE_COLUMNS", "COVERS", "COVERS_UNCONDITIONAL", "BOOTSTRAP_CIS", "RowInference", "Estimates", "check_inference",
-           "group_matrix", "alloc_draws", "pair_label", "sample_inference", "undefined_where", "pairwise_matrix"]
+__all__ = [
+    "INFERENCE_METHODS",
+    "INFERENCE_COLUMNS",
+    "COVERS",
+    "COVERS_UNCONDITIONAL",
+    "BOOTSTRAP_CIS",
+    "RowInference",
+    "Estimates",
+    "check_inference",
+    "group_matrix",
+    "alloc_draws",
+    "pair_label",
+    "sample_inference",
+    "undefined_where",
+    "pairwise_matrix",
+]
 
 INFERENCE_METHODS = ("auto", "delta", "bootstrap", "sample")
 #: The uncertainty columns of every aggregated table (ame, mer, mem, cAME leaves), in order.
@@ -106,7 +120,7 @@ class Estimates:
         own = np.abs(np.asarray(self.estimate, dtype=float))
         return own if self.scale is None else cast(np.ndarray, np.fmax(own, np.asarray(self.scale, dtype=float)))
 
-    def contrast(self, L: np.ndarray) -> "Estimates":
+    def contrast(self, L: np.ndarray) -> Estimates:
         """Linear combinations ``L @ estimate`` (e.g. pairwise differences) with their uncertainty.
 
         For ``sample`` the combined rows are taken as independent (disjoint
@@ -121,10 +135,10 @@ class Estimates:
             return replace(self, estimate=est, grad=L @ self.grad, df=df, scale=scale)
         if self.method == "bootstrap":
             return replace(self, estimate=est, draws=L @ cast(np.ndarray, self.draws), scale=scale)
-        se = np.sqrt((L ** 2) @ (cast(np.ndarray, self.se) ** 2))
+        se = np.sqrt((L**2) @ (cast(np.ndarray, self.se) ** 2))
         return replace(self, estimate=est, se=se, df=np.full(est.size, np.inf), scale=scale)
 
-    def take(self, positions: np.ndarray) -> "Estimates":
+    def take(self, positions: np.ndarray) -> Estimates:
         """The estimates at ``positions`` with their uncertainty: an undefined one left out stays out of the
         tests of the others (a NaN variance times a zero weight would make them undefined too)."""
         pos = np.asarray(positions, dtype=int)
@@ -132,8 +146,15 @@ class Estimates:
         def pick(a: np.ndarray | None) -> np.ndarray | None:
             return None if a is None else a[pos]
 
-        return replace(self, estimate=self.estimate[pos], grad=pick(self.grad), draws=pick(self.draws),
-                       se=pick(self.se), df=pick(self.df), scale=pick(self.scale))
+        return replace(
+            self,
+            estimate=self.estimate[pos],
+            grad=pick(self.grad),
+            draws=pick(self.draws),
+            se=pick(self.se),
+            df=pick(self.df),
+            scale=pick(self.scale),
+        )
 
     def standard_errors(self) -> np.ndarray:
         """The standard error of each estimate under its method."""
@@ -152,8 +173,7 @@ class Estimates:
         level (:func:`~fme.inference.validity.rounding_mask`)."""
         se = self.standard_errors()
         flag = rounding_mask(se, self.estimate, self.magnitude)
-        return np.array([rounding_note(s, e) if f else "" for s, e, f in zip(se, self.estimate, flag)],
-                        dtype=object)
+        return np.array([rounding_note(s, e) if f else "" for s, e, f in zip(se, self.estimate, flag)], dtype=object)
 
     def table(self, conf_level: float = 0.95) -> pd.DataFrame:
         """The columns :data:`INFERENCE_COLUMNS`, one row per estimate (``covers``: what the interval
@@ -196,10 +216,17 @@ class Estimates:
         valid = (se > 0) & ~rounding_mask(se, est, self.magnitude)
         z = np.where(valid, z, np.nan)
         p = np.where(valid, p, np.nan)
-        return pd.DataFrame({"std_error": se, "statistic": z, "p_value": p, "conf_low": lo, "conf_high": hi,
-                             "inference": np.full(m, self.method, dtype=object),
-                             "covers": np.full(m, COVERS[self.method] if self.basis is None else COVERS_UNCONDITIONAL,
-                                               dtype=object)})
+        return pd.DataFrame(
+            {
+                "std_error": se,
+                "statistic": z,
+                "p_value": p,
+                "conf_low": lo,
+                "conf_high": hi,
+                "inference": np.full(m, self.method, dtype=object),
+                "covers": np.full(m, COVERS[self.method] if self.basis is None else COVERS_UNCONDITIONAL, dtype=object),
+            }
+        )
 
 
 #: A percentile bound should rest on at least this many draws beyond it (200 draws at 95%).
@@ -215,7 +242,9 @@ def _check_percentile_draws(b: int, conf_level: float) -> None:
         warn_caller(
             f"the {100 * conf_level:g}% percentile bootstrap interval rests on {b} refits, about {tail:.3g} beyond "
             f"each bound; its bounds are noisy. Use bootstrap={{..., 'n_resamples': {need}}} or more (at least "
-            f"{need} successful refits at this level), or 'ci': 'normal'.", BootstrapWarning)
+            f"{need} successful refits at this level), or 'ci': 'normal'.",
+            BootstrapWarning,
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -262,7 +291,7 @@ class RowInference:
     def n(self) -> int:
         return int(self.values.size)
 
-    def take(self, positions: np.ndarray) -> "RowInference":
+    def take(self, positions: np.ndarray) -> RowInference:
         """The same ingredients restricted to some rows (positions into ``values``).
 
         Bootstrap draws are copied into RAM or, beyond the run's ``memory_limit``, a temporary
@@ -273,11 +302,13 @@ class RowInference:
             idx = np.arange(self.n)[pos]
             draws = alloc_draws(idx.size, self.draws.shape[1], self.info.get("memory_limit"))
             np.take(self.draws, idx, axis=0, out=draws)
-        return replace(self, values=self.values[pos],
-                       jacobian=None if self.jacobian is None else self.jacobian[pos], draws=draws)
+        return replace(
+            self, values=self.values[pos], jacobian=None if self.jacobian is None else self.jacobian[pos], draws=draws
+        )
 
-    def average(self, codes: np.ndarray | None = None, n_groups: int | None = None,
-                weights: np.ndarray | None = None) -> Estimates:
+    def average(
+        self, codes: np.ndarray | None = None, n_groups: int | None = None, weights: np.ndarray | None = None
+    ) -> Estimates:
         """Averages over groups of rows (``codes[i]`` = group of row i, -1 = unused); one group by default.
 
         ``weights``: weighted means. Their ``sample`` standard error is the weighted mean's with the weights
@@ -291,8 +322,15 @@ class RowInference:
         if self.method == "delta":
             return Estimates("delta", est, grad=np.asarray(W @ self.jacobian), vcov=self.vcov)
         if self.method == "bootstrap":
-            return Estimates("bootstrap", est, draws=np.asarray(W @ self.draws), ci=self.ci, n_failed=self.n_failed,
-                             errors=self.errors, n_nonconverged=self.n_nonconverged)
+            return Estimates(
+                "bootstrap",
+                est,
+                draws=np.asarray(W @ self.draws),
+                ci=self.ci,
+                n_failed=self.n_failed,
+                errors=self.errors,
+                n_nonconverged=self.n_nonconverged,
+            )
         # sample: t-based over each group's rows (paper §5.5)
         codes = np.asarray(codes)
         used = codes >= 0
@@ -344,9 +382,11 @@ def undefined_where(table: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
 
 
 def pair_label(keys: pd.DataFrame, i: int, j: int) -> str:
-    """"(b) - (a)" for groups j (b) and i (a) of ``keys``; a missing key value reads ``NA`` (whatever its dtype)."""
+    """ "(b) - (a)" for groups j (b) and i (a) of ``keys``; a missing key value reads ``NA`` (whatever its dtype)."""
+
     def one(g: int) -> str:
         return "(" + ", ".join("NA" if pd.isna(v) else str(v) for v in keys.iloc[g]) + ")"
+
     return f"{one(j)} - {one(i)}"
 
 

@@ -38,7 +38,15 @@ import numpy as np
 
 from .._adapters import ModelAdapter, adapt
 
-__all__ = ["run_refits", "watch_convergence", "convergence_notes", "STARTUP", "PROBE", "GIL_SECONDS_PER_TREE", "BATCHES_PER_WORKER"]
+__all__ = [
+    "run_refits",
+    "watch_convergence",
+    "convergence_notes",
+    "STARTUP",
+    "PROBE",
+    "GIL_SECONDS_PER_TREE",
+    "BATCHES_PER_WORKER",
+]
 
 #: Seconds a pool of workers costs before its first refit (benchmarks/bench_refits.py on the shared 2-core
 #: machine: two loky processes with 4 batches of Ridge refits cost about 3 s over the sequential run, starting
@@ -67,11 +75,13 @@ def _convergence_categories() -> tuple[type[Warning], ...]:
     cats: list[type[Warning]] = []
     try:
         from sklearn.exceptions import ConvergenceWarning
+
         cats.append(ConvergenceWarning)
     except ImportError:  # pragma: no cover - scikit-learn is a dependency
         pass
     try:
         from statsmodels.tools.sm_exceptions import ConvergenceWarning as StatsmodelsConvergenceWarning
+
         cats.append(StatsmodelsConvergenceWarning)
     except ImportError:  # pragma: no cover - statsmodels is a dependency
         pass
@@ -103,8 +113,14 @@ def watch_convergence() -> Iterator[None]:
             warnings.simplefilter("always", c)
         shown = warnings.showwarning
 
-        def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                 file: TextIO | None = None, line: str | None = None) -> None:
+        def show(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: TextIO | None = None,
+            line: str | None = None,
+        ) -> None:
             notes = getattr(_LOCAL, "notes", None)
             if notes is not None and cats and issubclass(category, cats):
                 notes.append(f"{category.__name__}: {message}")
@@ -135,8 +151,10 @@ def _plan(estimate: float, workers: int, backend: str, share: float) -> tuple[st
     only when that beats running sequentially; a forced backend starts them when the estimate exceeds their
     start-up times workers / (workers - 1) (the split alone).
     """
-    predicted = {"threads": STARTUP["threads"] + estimate * (share + (1.0 - share) / workers),
-                 "processes": STARTUP["processes"] + estimate / workers}
+    predicted = {
+        "threads": STARTUP["threads"] + estimate * (share + (1.0 - share) / workers),
+        "processes": STARTUP["processes"] + estimate / workers,
+    }
     if backend != "auto":
         return backend, workers > 1 and estimate > STARTUP[backend] * workers / (workers - 1), predicted
     kind = min(predicted, key=cast(Callable[[str], float], predicted.get))  # every key is there
@@ -185,8 +203,16 @@ def _batch(task: Callable[..., Any], seeds: Sequence[Any], args: tuple[Any, ...]
         return [task(s, *args) for s in seeds]
 
 
-def run_refits(task: Callable[..., Any], seeds: Sequence[Any], args: tuple[Any, ...], *, n_jobs: Any, backend: str,
-               model: Any, execution: dict[str, Any]) -> Iterator[Any]:
+def run_refits(
+    task: Callable[..., Any],
+    seeds: Sequence[Any],
+    args: tuple[Any, ...],
+    *,
+    n_jobs: Any,
+    backend: str,
+    model: Any,
+    execution: dict[str, Any],
+) -> Iterator[Any]:
     """``task(seed, *args)`` for every seed, yielded in seed order (see the module docstring).
 
     The first :data:`PROBE` run here and are timed (wall and CPU seconds); the others run sequentially unless
@@ -217,16 +243,24 @@ def run_refits(task: Callable[..., Any], seeds: Sequence[Any], args: tuple[Any, 
             workers = max(1, int(np.floor(free + 0.5)))
         estimate = per_refit * len(rest)
         kind, parallel, predicted = _plan(estimate, workers, backend, share)
-        execution.update({"mode": kind if parallel else "sequential", "workers": workers if parallel else 1,
-                          "first_refit_seconds": times[0], "refit_seconds": per_refit,
-                          "estimated_sequential_seconds": per_refit * len(seeds), "gil_share": share,
-                          "predicted_seconds": predicted if workers > 1 else {}})
+        execution.update(
+            {
+                "mode": kind if parallel else "sequential",
+                "workers": workers if parallel else 1,
+                "first_refit_seconds": times[0],
+                "refit_seconds": per_refit,
+                "estimated_sequential_seconds": per_refit * len(seeds),
+                "gil_share": share,
+                "predicted_seconds": predicted if workers > 1 else {},
+            }
+        )
         if not parallel:
             for s in rest:
                 yield task(s, *args)
             return
-        batches = [b for b in np.array_split(np.arange(len(rest)), min(len(rest), workers * BATCHES_PER_WORKER))
-                   if b.size]
+        batches = [
+            b for b in np.array_split(np.arange(len(rest)), min(len(rest), workers * BATCHES_PER_WORKER)) if b.size
+        ]
         execution["batches"] = len(batches)
         # the workers refit from the adapter's worker form: for scikit-learn an unfitted clone with n_jobs=1
         args = tuple(a.for_workers() if isinstance(a, ModelAdapter) else a for a in args)

@@ -29,8 +29,8 @@ def resolve_method(inference: str, model: Any, bootstrap: Any, multi_output: boo
     ``auto``: ``bootstrap`` when a ``bootstrap`` specification is given, else
     ``delta`` when the model supports it (statsmodels results, the protocol of
     :mod:`fme.inference.delta`), else ``sample`` with a
-    :class:`~fme.exceptions.FixedModelWarning` (the interval then holds the model fixed). Multi-output (``target_class='all'``)
-    results only have ``sample``.
+    :class:`~fme.exceptions.FixedModelWarning` (the interval then holds the model fixed). Multi-output
+    (``target_class='all'``) results only have ``sample``.
     """
 
     check_inference(inference)
@@ -53,17 +53,27 @@ def resolve_method(inference: str, model: Any, bootstrap: Any, multi_output: boo
             "the interval describe the spread of the fMEs over the rows with the model held fixed (inference="
             "'sample'), not the model's uncertainty. Pass bootstrap={'X': X_train, 'y': y_train} (scikit-learn) "
             "or {'data': train_frame} (statsmodels formula results) to include the model's uncertainty by "
-            "refits, or inference='sample' to ask for the fixed-model interval.", FixedModelWarning)
+            "refits, or inference='sample' to ask for the fixed-model interval.",
+            FixedModelWarning,
+        )
         return "sample"
     if bootstrap is not None and inference != "bootstrap":
-        raise ParameterError(f"bootstrap= was given but inference={inference!r}; use inference='bootstrap' "
-                             "(or 'auto') to refit, or drop bootstrap=.")
+        raise ParameterError(
+            f"bootstrap= was given but inference={inference!r}; use inference='bootstrap' "
+            "(or 'auto') to refit, or drop bootstrap=."
+        )
     return inference
 
 
-def compute_rows(method: str, model: Any, pairs: list[tuple[pd.DataFrame, pd.DataFrame]],
-                 values: list[np.ndarray], f0s: list[np.ndarray | None] | None = None,
-                 bootstrap: Any = None, target_class: Any = None) -> list[RowInference]:
+def compute_rows(
+    method: str,
+    model: Any,
+    pairs: list[tuple[pd.DataFrame, pd.DataFrame]],
+    values: list[np.ndarray],
+    f0s: list[np.ndarray | None] | None = None,
+    bootstrap: Any = None,
+    target_class: Any = None,
+) -> list[RowInference]:
     """Per-row ingredients for sets of fMEs ``values[s] = f(X1_s) - f(X0_s)`` (``pairs[s] = (X0_s, X1_s)``).
 
     All sets share one bootstrap run (the same refits), so AMEs of several
@@ -72,7 +82,6 @@ def compute_rows(method: str, model: Any, pairs: list[tuple[pd.DataFrame, pd.Dat
     if method == "sample":
         return [sample_inference(v) for v in values]
     if method == "delta":
-
         f0s = f0s or [None] * len(pairs)
         return [delta_rows(model, x0, x1, v, f0, target_class) for (x0, x1), v, f0 in zip(pairs, values, f0s)]
 
@@ -80,17 +89,22 @@ def compute_rows(method: str, model: Any, pairs: list[tuple[pd.DataFrame, pd.Dat
     return bootstrap_rows(model, pairs, values, spec, target_class)
 
 
-def compute_averages(method: str, model: Any, pairs: list[tuple[pd.DataFrame, pd.DataFrame]],
-                     values: list[np.ndarray], groupings: list[tuple[np.ndarray, int]],
-                     f0s: list[np.ndarray | None] | None = None, bootstrap: Any = None,
-                     target_class: Any = None) -> list[Estimates]:
+def compute_averages(
+    method: str,
+    model: Any,
+    pairs: list[tuple[pd.DataFrame, pd.DataFrame]],
+    values: list[np.ndarray],
+    groupings: list[tuple[np.ndarray, int]],
+    f0s: list[np.ndarray | None] | None = None,
+    bootstrap: Any = None,
+    target_class: Any = None,
+) -> list[Estimates]:
     """Group averages of sets of fMEs with their uncertainty: ``compute_rows(...)[s].average(*groupings[s])``.
 
     For ``bootstrap`` the same numbers without the n x B per-row draws: each refit's fMEs are averaged
     over the groups as they arrive (memory sum(n_groups) x B instead of n x B).
     """
     if method == "bootstrap":
-
         spec = check_bootstrap(bootstrap, model)
         return bootstrap_rows(model, pairs, values, spec, target_class, groupings=groupings)
     rows = compute_rows(method, model, pairs, values, f0s, bootstrap, target_class)

@@ -31,7 +31,7 @@ from .._adapters import canonical
 __all__ = ["RefitCache"]
 
 #: Default memory budget of a cache (bytes of the pickled refitted models).
-CACHE_LIMIT = 512 * 2 ** 20
+CACHE_LIMIT = 512 * 2**20
 
 
 @dataclass

@@ -22,8 +22,15 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 __all__ = ["chunk_refits"]
 
 
-def chunk_refits(model: Any, spec: dict[str, Any], chunk: list[np.random.SeedSequence], start: int, n_resamples: int,
-                 args: tuple[Any, ...], execution: dict[str, Any]) -> list[tuple[Any, str | None, str | None]]:
+def chunk_refits(
+    model: Any,
+    spec: dict[str, Any],
+    chunk: list[np.random.SeedSequence],
+    start: int,
+    n_resamples: int,
+    args: tuple[Any, ...],
+    execution: dict[str, Any],
+) -> list[tuple[Any, str | None, str | None]]:
     """(fitted model or None, error, non-convergence note) of the resamples ``start, start + 1, ...`` whose
     seeds are ``chunk``; ``args`` = (adapter, training data, n_train) of :func:`~fme.inference.bootstrap.refit_setup`
     and ``spec`` the checked bootstrap spec (its ``cache``, if any)."""
@@ -36,8 +43,11 @@ def chunk_refits(model: Any, spec: dict[str, Any], chunk: list[np.random.SeedSeq
         cache.reused += sum(f[0] is not None for f in fits)
         execution.update({"mode": "cached", "workers": 1, "reused": execution.get("reused", 0) + len(fits)})
         return fits
-    fits = list(run_refits(refit_one, chunk, args, n_jobs=spec["n_jobs"], backend=spec["backend"], model=model,
-                           execution=execution))
+    fits = list(
+        run_refits(
+            refit_one, chunk, args, n_jobs=spec["n_jobs"], backend=spec["backend"], model=model, execution=execution
+        )
+    )
     if entry is not None:
         cache = cast("RefitCache", cache)  # entry came from it
         for b, fit in zip(idx, fits):

@@ -2,8 +2,8 @@
 
 The tables of :func:`fme.ame`, :func:`fme.avg_predictions`, :func:`fme.avg_slopes`,
 :func:`fme.avg_comparisons`, :func:`fme.interaction` and :func:`fme.hypotheses` are ``EstimatesTable``
-objects: pandas DataFrames (printed with the estimate and its interval first) that also hold the joint uncertainty of their rows
-(an :class:`~fme.inference.Estimates`: delta gradients and the parameter covariance, the bootstrap
+objects: pandas DataFrames (printed with the estimate and its interval first) that also hold the joint uncertainty of
+their rows (an :class:`~fme.inference.Estimates`: delta gradients and the parameter covariance, the bootstrap
 refits' draws, or the fixed-model standard errors; paper §3.2 and §5.5), so that :func:`fme.hypotheses`
 can test any linear or non-linear combination of the rows later.
 """
@@ -57,8 +57,14 @@ def _take(est: Estimates, positions: np.ndarray) -> Estimates:
     def pick(a: Any) -> Any:
         return a if a is None or np.ndim(a) == 0 or np.shape(a)[0] != m else np.asarray(a)[positions]
 
-    return replace(est, estimate=np.asarray(est.estimate)[positions], grad=pick(est.grad),
-                   draws=pick(est.draws), se=pick(est.se), df=pick(est.df))
+    return replace(
+        est,
+        estimate=np.asarray(est.estimate)[positions],
+        grad=pick(est.grad),
+        draws=pick(est.draws),
+        se=pick(est.se),
+        df=pick(est.df),
+    )
 
 
 class EstimatesTable(ReadableFrame):
@@ -114,8 +120,15 @@ class EstimatesTable(ReadableFrame):
         return EstimatesTable
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame, estimates: Estimates | None, *, conf_level: float = 0.95,
-                   bootstrap: dict[str, Any] | None = None, scale: str | None = None) -> EstimatesTable:
+    def from_frame(
+        cls,
+        frame: pd.DataFrame,
+        estimates: Estimates | None,
+        *,
+        conf_level: float = 0.95,
+        bootstrap: dict[str, Any] | None = None,
+        scale: str | None = None,
+    ) -> EstimatesTable:
         """A table of ``frame`` (copied, with the metadata pandas itself carries from frame to frame) whose rows
         are ``estimates``, in order.
 
@@ -132,10 +145,13 @@ class EstimatesTable(ReadableFrame):
         if not isinstance(frame, pd.DataFrame):
             raise ParameterError(f"EstimatesTable.from_frame takes a DataFrame, got {type(frame).__name__}.")
         if estimates is not None and (not isinstance(estimates, Estimates) or estimates.estimate.size != len(frame)):
-            got = (f"{estimates.estimate.size} estimates" if isinstance(estimates, Estimates)
-                   else type(estimates).__name__)
-            raise ParameterError(f"EstimatesTable.from_frame needs one estimate per row of the frame ({len(frame)} "
-                                 f"rows), got {got}; pass an fme.inference.Estimates of the rows in order, or None.")
+            got = (
+                f"{estimates.estimate.size} estimates" if isinstance(estimates, Estimates) else type(estimates).__name__
+            )
+            raise ParameterError(
+                f"EstimatesTable.from_frame needs one estimate per row of the frame ({len(frame)} "
+                f"rows), got {got}; pass an fme.inference.Estimates of the rows in order, or None."
+            )
         # pandas' own propagation: what the frame carries for its user stays with the table
         out = cls(frame.copy()).__finalize__(frame)
         out.estimates = estimates
@@ -165,8 +181,7 @@ class EstimatesTable(ReadableFrame):
         if pos is None:
             return None
         est = cast(Estimates, self.estimates)  # a position found: the estimates are there
-        return est if np.array_equal(pos, np.arange(est.estimate.size)) else _take(
-            est, pos)
+        return est if np.array_equal(pos, np.arange(est.estimate.size)) else _take(est, pos)
 
     def _relabel(self, target: Any, est: Estimates | None) -> None:
         """After an operation that kept the rows in order but gave them new labels: the estimates follow."""
@@ -186,7 +201,8 @@ class EstimatesTable(ReadableFrame):
             raise ParameterError(
                 "this table keeps no joint covariance of its rows (its rows mix inference methods, or it was "
                 "computed anew, e.g. by merge or by concatenating different tables); call fme.hypotheses on a "
-                "table fme.ame (or avg_predictions, avg_slopes, avg_comparisons, interaction) returned.")
+                "table fme.ame (or avg_predictions, avg_slopes, avg_comparisons, interaction) returned."
+            )
         est = self._aligned()
         shown_col = "ame" if "ame" in self.columns else "estimate" if "estimate" in self.columns else None
         if est is not None and shown_col is not None:
@@ -204,7 +220,8 @@ class EstimatesTable(ReadableFrame):
                 "the rows of this table are not those its joint covariance describes (rows were relabelled, "
                 "e.g. by assigning the index or rename, or the estimates were changed); select and reorder rows "
                 "with t.iloc/t.loc/sort_values/reset_index, or call fme.hypotheses on the table as returned and "
-                "pick rows with a hypothesis (a matrix of weights).")
+                "pick rows with a hypothesis (a matrix of weights)."
+            )
         if "std_error" in self.columns:
             undefined = pd.to_numeric(self["std_error"], errors="coerce").isna().to_numpy()
         else:
@@ -253,9 +270,16 @@ def _concat_link(out: EstimatesTable, objs: list[Any]) -> None:
     """``pd.concat`` of pieces of one table keeps its estimates (rows: stacked in the new order; columns:
     the shared rows); of anything else, none."""
     first = objs[0] if objs else None
-    same = (isinstance(first, EstimatesTable) and first.estimates is not None
-            and all(isinstance(o, EstimatesTable) and o.estimates is first.estimates
-                    and o.estimates_index == first.estimates_index for o in objs))
+    same = (
+        isinstance(first, EstimatesTable)
+        and first.estimates is not None
+        and all(
+            isinstance(o, EstimatesTable)
+            and o.estimates is first.estimates
+            and o.estimates_index == first.estimates_index
+            for o in objs
+        )
+    )
     positions: list[np.ndarray | None] = [o._positions() for o in objs] if same else [None]
     if not same or any(p is None for p in positions):
         out._relabel(out, None)
@@ -266,8 +290,9 @@ def _concat_link(out: EstimatesTable, objs: list[Any]) -> None:
         if name not in ("estimates", "estimates_index"):
             setattr(out, name, getattr(first, name))
     if len(out) == sum(len(o) for o in objs):
-        out.estimates = _take(cast(Estimates, first.estimates),
-                              np.concatenate(cast(list[np.ndarray], positions)).astype(np.int64))
+        out.estimates = _take(
+            cast(Estimates, first.estimates), np.concatenate(cast(list[np.ndarray], positions)).astype(np.int64)
+        )
         out.estimates_index = list(out.index)
     elif all(o.index.equals(out.index) for o in objs):
         out.estimates, out.estimates_index = first.estimates, first.estimates_index

@@ -38,8 +38,15 @@ from .._adapters import adapt
 from ..exceptions import ParameterError
 from .estimates import Estimates, group_matrix
 
-__all__ = ["Unconditional", "UNCONDITIONAL_TYPES", "is_unconditional", "unconditional_label", "resolve_unconditional",
-           "empirical_part", "deviations_of"]
+__all__ = [
+    "Unconditional",
+    "UNCONDITIONAL_TYPES",
+    "is_unconditional",
+    "unconditional_label",
+    "resolve_unconditional",
+    "empirical_part",
+    "deviations_of",
+]
 
 UNCONDITIONAL_TYPES = ("HC0", "HC1")
 
@@ -56,8 +63,10 @@ def _parse(vcov: Any) -> tuple[str, Any]:
     extra = set(vcov) - {"unconditional", "cluster"}
     kind = vcov["unconditional"]
     if extra or not isinstance(kind, str) or kind not in UNCONDITIONAL_TYPES:
-        raise ParameterError(f"an unconditional vcov is 'unconditional' or {{'unconditional': 'HC0' or 'HC1', "
-                             f"'cluster': column (optional)}}; got {vcov!r}.")
+        raise ParameterError(
+            f"an unconditional vcov is 'unconditional' or {{'unconditional': 'HC0' or 'HC1', "
+            f"'cluster': column (optional)}}; got {vcov!r}."
+        )
     return kind, vcov.get("cluster")
 
 
@@ -104,8 +113,13 @@ class Unconditional:
         its covariance, so contrasts, tests and stacking work as for any delta estimate."""
         if not parts:
             return []
-        C = np.vstack([np.asarray(p.toarray() if sparse.issparse(p) else p, dtype=float)
-                       + np.asarray(e.grad, dtype=float) @ self.influence.T for e, p in parts])
+        C = np.vstack(
+            [
+                np.asarray(p.toarray() if sparse.issparse(p) else p, dtype=float)
+                + np.asarray(e.grad, dtype=float) @ self.influence.T
+                for e, p in parts
+            ]
+        )
         if self.clusters is not None:
             # a cluster's rows are dependent: their contributions are summed before squaring
             n = self.clusters.size
@@ -123,7 +137,7 @@ class Unconditional:
         eye, token = np.eye(basis.shape[1]), object()
         for e, _ in parts:
             m = e.estimate.size
-            out.append(replace(e, grad=basis[start:start + m], vcov=eye, basis=token))
+            out.append(replace(e, grad=basis[start : start + m], vcov=eye, basis=token))
             start += m
         return out
 
@@ -135,21 +149,33 @@ def resolve_unconditional(model: Any, vcov: Any, frame: Any, on_dask: bool, meth
         return None
     kind, cluster = _parse(vcov)
     if on_dask:
-        raise ParameterError(f"vcov={vcov!r} is computed in memory only: pairing each row's deviation with its "
-                             "share of the parameters is not implemented on Dask data. Compute the frame "
-                             "(data.compute()) or use vcov=None on Dask data.")
+        raise ParameterError(
+            f"vcov={vcov!r} is computed in memory only: pairing each row's deviation with its "
+            "share of the parameters is not implemented on Dask data. Compute the frame "
+            "(data.compute()) or use vcov=None on Dask data."
+        )
     if not frame.index.is_unique:
-        raise ParameterError(f"vcov={vcov!r} pairs each row with its share of the parameters by the frame's index, "
-                             "which repeats labels here; pass data.reset_index(drop=True).")
+        raise ParameterError(
+            f"vcov={vcov!r} pairs each row with its share of the parameters by the frame's index, "
+            "which repeats labels here; pass data.reset_index(drop=True)."
+        )
     influence, codes = adapt(model).parameter_influence(frame, cluster)
     if method != "delta":
-        raise ParameterError(f"vcov={vcov!r} is a delta-method variance; the call's inference is {method!r}. "
-                             "Use inference='delta' (or 'auto' with a statsmodels model), or drop vcov=.")
+        raise ParameterError(
+            f"vcov={vcov!r} is a delta-method variance; the call's inference is {method!r}. "
+            "Use inference='delta' (or 'auto' with a statsmodels model), or drop vcov=."
+        )
     return Unconditional(np.asarray(influence, dtype=float), None if codes is None else np.asarray(codes), kind)
 
 
-def empirical_part(deviations: np.ndarray, codes: np.ndarray, n_groups: int, positions: np.ndarray, n_rows: int,
-                   weights: np.ndarray | None = None) -> sparse.csr_matrix:
+def empirical_part(
+    deviations: np.ndarray,
+    codes: np.ndarray,
+    n_groups: int,
+    positions: np.ndarray,
+    n_rows: int,
+    weights: np.ndarray | None = None,
+) -> sparse.csr_matrix:
     """The rows' part of the groups' contributions (n_groups x n_rows): w_i (v_i - mean_g) / sum_g w at row
     ``positions[i]`` of the averaged frame, for the used rows i (``deviations`` = v_i - mean of i's group; codes
     < 0: rows no group uses)."""
@@ -163,4 +189,3 @@ def deviations_of(values: np.ndarray, est: np.ndarray, codes: np.ndarray) -> np.
     """v_i - mean of i's group (0 for rows no group uses)."""
     codes = np.asarray(codes)
     return np.where(codes >= 0, np.asarray(values, dtype=float) - np.asarray(est)[np.maximum(codes, 0)], 0.0)
-

@@ -21,7 +21,8 @@ inputs; it is a test only when
     ``W = e_0' V^{-1} e_0``: the intercept's information (for a Poisson GLM the sum of the fitted counts),
     whatever the leaves (paper §5.5's leaf cAMEs, 7 leaves of a 6-parameter model). At the null
     (``R theta = 0``) ``R J e_0 = R theta = 0``: ``e_0`` falls into the null space of ``R J``, whose rank
-    there is below d, while at the estimate it is d: the chi-squared limit does not hold. From first derivatives alone this cannot be told
+    there is below d, while at the estimate it is d: the chi-squared limit does not hold. From first derivatives
+    alone this cannot be told
     apart from a model whose estimates are equal only at a point, such as all zero (an effect ``b2 z`` made
     of one interaction coefficient: equal leaves mean ``b2 = 0``); there the statistic is valid but tests no
     effect rather than equal effects, and it is refused too. The rule applies to the delta method, the only one
@@ -105,8 +106,10 @@ def rounding_note(se: float, estimate: float, what: str = "") -> str:
     """``"standard error at rounding level (6.7e-18 for an estimate of 0.21)"``; ``what`` names the
     estimate (``"contrast 3"``: ``"(8.3e-17 for contrast 3, an estimate of -8.9e-16)"``)."""
     whose = f"{what}, an estimate" if what else "an estimate"
-    return (f"standard error at rounding level ({fmt_g(se, 2)} for {whose} of {fmt_g(estimate + 0.0, 2)}): the "
-            "quantity does not vary, so no test applies")
+    return (
+        f"standard error at rounding level ({fmt_g(se, 2)} for {whose} of {fmt_g(estimate + 0.0, 2)}): the "
+        "quantity does not vary, so no test applies"
+    )
 
 
 def identification_note(q: int, d: int) -> str:
@@ -114,10 +117,17 @@ def identification_note(q: int, d: int) -> str:
     (``q >= d``)."""
     dirs = f"{d} parameter direction{'s' if d != 1 else ''}"
     if q > d:
-        head = (f"{q} contrasts but the estimates depend on only {dirs}, "
-                f"{'all of which' if d != 1 else 'which'} the contrasts fix")
+        head = (
+            f"{q} contrasts but the estimates depend on only {dirs}, "
+            f"{'all of which' if d != 1 else 'which'} the contrasts fix"
+        )
     else:
-        head = (f"the {q} contrasts fix all {dirs} the estimates depend on" if q != 1
-                else "the contrast fixes the one parameter direction the estimates depend on")
-    return (f"not identified: {head}; none is left for the values the hypothesis allows (such as a common "
-            "level), so the Wald statistic would measure the parameters' precision, not the hypothesis")
+        head = (
+            f"the {q} contrasts fix all {dirs} the estimates depend on"
+            if q != 1
+            else "the contrast fixes the one parameter direction the estimates depend on"
+        )
+    return (
+        f"not identified: {head}; none is left for the values the hypothesis allows (such as a common "
+        "level), so the Wald statistic would measure the parameters' precision, not the hypothesis"
+    )

@@ -42,19 +42,25 @@ def with_vcov(model: Any, vcov: Any, averages: bool = False) -> tuple[Any, str]:
         return model, "delta"
     if is_unconditional(vcov):
         if not averages:
-            raise ParameterError(f"vcov={vcov!r} is the variance of an average over sampled rows; it applies to "
-                                 "fme.ame, avg_predictions, avg_comparisons and avg_slopes (and hypotheses on "
-                                 "their tables), not to one row's effect or prediction. Use vcov='HC0' here.")
+            raise ParameterError(
+                f"vcov={vcov!r} is the variance of an average over sampled rows; it applies to "
+                "fme.ame, avg_predictions, avg_comparisons and avg_slopes (and hypotheses on "
+                "their tables), not to one row's effect or prediction. Use vcov='HC0' here."
+            )
         return model, unconditional_label(vcov)
     adapter = adapt(model)
     k = adapter.parameter_count()
     if k is None:
-        raise ModelError(f"vcov= applies to models with a parameter covariance (statsmodels results or the "
-                         f"get_coef/get_vcov/get_predict protocol); a {adapter.type_name} has none.")
+        raise ModelError(
+            f"vcov= applies to models with a parameter covariance (statsmodels results or the "
+            f"get_coef/get_vcov/get_predict protocol); a {adapter.type_name} has none."
+        )
     if isinstance(vcov, str):
         if vcov not in HC_TYPES:
-            raise ParameterError(f"vcov must be one of {HC_TYPES}, 'unconditional', {{'cluster': column}} or a "
-                                 f"k x k array; got {vcov!r}.")
+            raise ParameterError(
+                f"vcov must be one of {HC_TYPES}, 'unconditional', {{'cluster': column}} or a "
+                f"k x k array; got {vcov!r}."
+            )
         V, label = adapter.robust_covariance(vcov), f"delta ({vcov})"
     elif isinstance(vcov, dict):
         if set(vcov) != {"cluster"}:
@@ -68,8 +74,9 @@ def with_vcov(model: Any, vcov: Any, averages: bool = False) -> tuple[Any, str]:
 def _check_matrix(vcov: Any, k: int) -> np.ndarray:
     V = np.asarray(vcov, dtype=float)
     if V.shape != (k, k) or not np.all(np.isfinite(V)) or not np.allclose(V, V.T, rtol=1e-10, atol=1e-14):
-        raise ParameterError(f"vcov must be a finite symmetric {k} x {k} matrix (one row per parameter), "
-                             f"got shape {V.shape}.")
+        raise ParameterError(
+            f"vcov must be a finite symmetric {k} x {k} matrix (one row per parameter), got shape {V.shape}."
+        )
     return V
 
 

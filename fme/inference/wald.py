@@ -18,8 +18,16 @@ from ..exceptions import ParameterError
 from .estimates import Estimates, pairwise_matrix
 from .validity import identification_note, numerical_rank, rounding_mask, rounding_note
 
-__all__ = ["MULTCOMP", "covariance", "covariance_factor", "contrast_matrix", "validity_note", "wald_test",
-           "adjust_pvalues", "stack_estimates"]
+__all__ = [
+    "MULTCOMP",
+    "covariance",
+    "covariance_factor",
+    "contrast_matrix",
+    "validity_note",
+    "wald_test",
+    "adjust_pvalues",
+    "stack_estimates",
+]
 
 #: Multiple-comparison adjustments (statsmodels' names).
 MULTCOMP = ("holm", "bonferroni", "fdr_bh")
@@ -76,8 +84,9 @@ def covariance_factor(est: Estimates) -> tuple[np.ndarray, np.ndarray]:
     return se, np.abs(se)
 
 
-def validity_note(est: Estimates, L: np.ndarray, factor: tuple[np.ndarray, np.ndarray] | None = None,
-                  value: np.ndarray | None = None) -> str:
+def validity_note(
+    est: Estimates, L: np.ndarray, factor: tuple[np.ndarray, np.ndarray] | None = None, value: np.ndarray | None = None
+) -> str:
     """Why the Wald test of ``L @ estimate = 0`` is not a test (``""`` when it is): see
     :mod:`fme.inference.validity`.
 
@@ -100,7 +109,7 @@ def validity_note(est: Estimates, L: np.ndarray, factor: tuple[np.ndarray, np.nd
         return ""  # undefined, which the NaN statistic says: no note to add
     G = L @ F
     se = np.linalg.norm(G, axis=1)
-    plain = np.linalg.norm(np.abs(L) @ F_abs, axis=1)      # the standard errors without cancellation
+    plain = np.linalg.norm(np.abs(L) @ F_abs, axis=1)  # the standard errors without cancellation
     scale = np.fmax(np.abs(L) @ np.nan_to_num(est.magnitude[involved], nan=0.0), plain)
     flagged = np.flatnonzero(rounding_mask(se, b, scale))
     if flagged.size:
@@ -114,9 +123,11 @@ def validity_note(est: Estimates, L: np.ndarray, factor: tuple[np.ndarray, np.nd
             return identification_note(L.shape[0], d)
     if est.method == "bootstrap" and cast(np.ndarray, est.draws).shape[1] - 1 < q_rank:
         n_refits = cast(np.ndarray, est.draws).shape[1]  # set for bootstrap
-        return (f"not identified: the covariance of {q_rank} independent contrasts is estimated from "
-                f"{n_refits} refits, which span at most {n_refits - 1} directions; use at least "
-                f"{q_rank + 1} refits")
+        return (
+            f"not identified: the covariance of {q_rank} independent contrasts is estimated from "
+            f"{n_refits} refits, which span at most {n_refits - 1} directions; use at least "
+            f"{q_rank + 1} refits"
+        )
     return ""
 
 
@@ -146,8 +157,12 @@ def wald_test(est: Estimates, L: np.ndarray) -> dict[str, Any]:
     df = numerical_rank(L @ F, plain)
     note = validity_note(est, L, (F, F_abs))
     if note or df == 0:
-        return {"statistic": nan, "df": float(df), "p_value": nan,
-                "note": note or "not identified: the contrasts do not depend on the parameters"}
+        return {
+            "statistic": nan,
+            "df": float(df),
+            "p_value": nan,
+            "note": note or "not identified: the contrasts do not depend on the parameters",
+        }
     # row scaling changes no statistic of full rank; with r < q it fixes which directions are rounding
     keep = plain > 0
     U, sv, _ = np.linalg.svd((L @ F)[keep] / plain[keep, None], full_matrices=False)
@@ -177,8 +192,13 @@ def row_notes(est: Estimates, L: np.ndarray, values: np.ndarray | None = None) -
     if not L.size:
         return np.empty(0, dtype=object)
     factor = covariance_factor(est)
-    return np.array([validity_note(est, L[i:i + 1], factor, None if values is None else values[i:i + 1])
-                     for i in range(L.shape[0])], dtype=object)
+    return np.array(
+        [
+            validity_note(est, L[i : i + 1], factor, None if values is None else values[i : i + 1])
+            for i in range(L.shape[0])
+        ],
+        dtype=object,
+    )
 
 
 def invalidate(table: pd.DataFrame, notes: np.ndarray) -> pd.DataFrame:
@@ -191,8 +211,9 @@ def invalidate(table: pd.DataFrame, notes: np.ndarray) -> pd.DataFrame:
     return out
 
 
-def contrast_table(est: Estimates, L: np.ndarray, labels: list[str], conf_level: float,
-                   multcomp: str | None) -> pd.DataFrame:
+def contrast_table(
+    est: Estimates, L: np.ndarray, labels: list[str], conf_level: float, multcomp: str | None
+) -> pd.DataFrame:
     """One row per contrast: ``hypothesis``, ``estimate``, the inference columns and ``note`` (why a contrast's
     test is not valid, :func:`validity_note`; ``""`` where it is), with ``p_value_adj`` (and ``multcomp`` naming
     the adjustment) when ``multcomp`` is given."""
@@ -222,8 +243,9 @@ def named_matrix(m: int, hypothesis: str) -> tuple[np.ndarray, list[tuple[int, i
     elif hypothesis in ("sequential", "revsequential"):
         idx = [(j + 1, j) for j in range(m - 1)]
     else:
-        raise ParameterError(f"hypothesis must be one of {NAMED}, an equation such as 'b1 - b2 = 0' or a "
-                             f"matrix, got {hypothesis!r}.")
+        raise ParameterError(
+            f"hypothesis must be one of {NAMED}, an equation such as 'b1 - b2 = 0' or a matrix, got {hypothesis!r}."
+        )
     if hypothesis.startswith("rev"):
         idx = [(b, a) for a, b in idx]
     L = np.zeros((len(idx), m))
@@ -248,27 +270,50 @@ def parse_equation(text: str, m: int) -> tuple[Callable[[np.ndarray], np.ndarray
     try:
         expr = ast.parse(f"({lhs}) - ({rhs})", mode="eval")
     except SyntaxError as exc:
-        raise ParameterError(f"hypothesis {text!r} is not an equation of the rows b1..b{m}: it cannot be read "
-                             f"near {_term_near(lhs, rhs, exc.offset)!r}; write terms such as 'b2 / b1 = 1' "
-                             "(rows b1, b2, ..., numbers, + - * / ** and exp/log/sqrt/abs).") from None
-    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Call, ast.Load, ast.Add,
-               ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.USub, ast.UAdd)
+        raise ParameterError(
+            f"hypothesis {text!r} is not an equation of the rows b1..b{m}: it cannot be read "
+            f"near {_term_near(lhs, rhs, exc.offset)!r}; write terms such as 'b2 / b1 = 1' "
+            "(rows b1, b2, ..., numbers, + - * / ** and exp/log/sqrt/abs)."
+        ) from None
+    allowed = (
+        ast.Expression,
+        ast.BinOp,
+        ast.UnaryOp,
+        ast.Constant,
+        ast.Name,
+        ast.Call,
+        ast.Load,
+        ast.Add,
+        ast.Sub,
+        ast.Mult,
+        ast.Div,
+        ast.Pow,
+        ast.USub,
+        ast.UAdd,
+    )
     for node in ast.walk(expr):
-        if not isinstance(node, allowed) or (isinstance(node, ast.Constant) and not isinstance(node.value, (int, float))):
-            raise ParameterError(f"hypothesis {text!r}: only b1..b{m}, numbers, + - * / ** and exp/log/sqrt/abs "
-                                 f"are allowed ({type(node).__name__} is not).")
+        if not isinstance(node, allowed) or (
+            isinstance(node, ast.Constant) and not isinstance(node.value, (int, float))
+        ):
+            raise ParameterError(
+                f"hypothesis {text!r}: only b1..b{m}, numbers, + - * / ** and exp/log/sqrt/abs "
+                f"are allowed ({type(node).__name__} is not)."
+            )
         if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _FUNCS):
             raise ParameterError(f"hypothesis {text!r}: the functions allowed are {sorted(_FUNCS)}.")
         if isinstance(node, ast.Name) and node.id not in _FUNCS:
             if not (node.id[0] == "b" and node.id[1:].isdigit() and 1 <= int(node.id[1:]) <= m):
-                raise ParameterError(f"hypothesis {text!r}: {node.id!r} is not a row; the rows are b1..b{m} "
-                                     "(numbered from 1 in the order printed).")
+                raise ParameterError(
+                    f"hypothesis {text!r}: {node.id!r} is not a row; the rows are b1..b{m} "
+                    "(numbered from 1 in the order printed)."
+                )
     code = compile(expr, "<hypothesis>", "eval")
 
     def g(b: np.ndarray) -> np.ndarray:
         env = {f"b{k + 1}": b[k] for k in range(m)}
         with np.errstate(all="ignore"):
             return np.asarray(eval(code, {"__builtins__": {}, **_FUNCS}, env), dtype=float)  # noqa: S307 - AST checked
+
     return g, f"{lhs} = {rhs}"
 
 
@@ -281,7 +326,7 @@ def _term_near(lhs: str, rhs: str, offset: int | None) -> str:
     words = side.split()
     ends = np.cumsum([len(w) + 1 for w in words])
     k = int(np.searchsorted(ends, max(pos, 0), side="right")) if words else 0
-    return " ".join(words[max(k - 1, 0):k + 1]) or side
+    return " ".join(words[max(k - 1, 0) : k + 1]) or side
 
 
 def jacobian(g: Callable[..., Any], b: np.ndarray) -> np.ndarray:
@@ -311,19 +356,26 @@ def transform(est: Estimates, g: Callable[..., Any], cov: np.ndarray | None = No
     if est.method == "bootstrap":
         refits = cast(np.ndarray, est.draws)  # set for bootstrap
         draws = np.column_stack([np.atleast_1d(g(refits[:, k])) for k in range(refits.shape[1])])
-        return Estimates("bootstrap", value, draws=draws.astype(float).reshape(q, -1), ci=est.ci,
-                         n_failed=est.n_failed, errors=est.errors, scale=scale)
+        return Estimates(
+            "bootstrap",
+            value,
+            draws=draws.astype(float).reshape(q, -1),
+            ci=est.ci,
+            n_failed=est.n_failed,
+            errors=est.errors,
+            scale=scale,
+        )
     if est.method == "delta":
         df = None if est.df is None else np.full(q, float(np.min(est.df)))
-        return Estimates("delta", value, grad=grad @ est.grad, vcov=est.vcov, df=df, scale=scale,
-                         basis=est.basis)
+        return Estimates("delta", value, grad=grad @ est.grad, vcov=est.vcov, df=df, scale=scale, basis=est.basis)
     c = covariance(est) if cov is None else cov
     se = np.sqrt(np.maximum(np.diag(grad @ c @ grad.T), 0.0))
     return Estimates("sample", value, se=se, df=np.full(q, np.inf), scale=scale)
 
 
-def equivalence_columns(table: pd.DataFrame, estimate: np.ndarray, equivalence: Any,
-                        df: np.ndarray | None = None) -> pd.DataFrame:
+def equivalence_columns(
+    table: pd.DataFrame, estimate: np.ndarray, equivalence: Any, df: np.ndarray | None = None
+) -> pd.DataFrame:
     """Two one-sided tests (TOST) against ``equivalence = [low, high]``, with marginaleffects' names:
     ``statistic_noninf`` = (estimate - low) / se, ``p_value_noninf`` its upper tail (H0: theta <= low);
     ``statistic_nonsup`` = (estimate - high) / se, ``p_value_nonsup`` its lower tail (H0: theta >= high);
@@ -367,13 +419,26 @@ def stack_estimates(parts: list[Estimates]) -> Estimates | None:
         # t degrees of freedom (df=) stay with the rows when every part has them
         df = None if any(p.df is None for p in parts) else np.concatenate([np.asarray(p.df, float) for p in parts])
         grads = [cast(np.ndarray, p.grad) for p in parts]  # set for delta
-        return Estimates("delta", est, grad=np.vstack(grads), vcov=parts[0].vcov, df=df, scale=scale,
-                         basis=parts[0].basis)
+        return Estimates(
+            "delta", est, grad=np.vstack(grads), vcov=parts[0].vcov, df=df, scale=scale, basis=parts[0].basis
+        )
     if method == "bootstrap":
         draws = [cast(np.ndarray, p.draws) for p in parts]  # set for bootstrap
         if len({d.shape[1] for d in draws}) != 1:
             return None
-        return Estimates("bootstrap", est, draws=np.vstack(draws), ci=parts[0].ci,
-                         n_failed=parts[0].n_failed, errors=parts[0].errors, scale=scale)
-    return Estimates("sample", est, se=np.concatenate([cast(np.ndarray, p.se) for p in parts]),
-                     df=np.concatenate([p.df for p in parts]), scale=scale)
+        return Estimates(
+            "bootstrap",
+            est,
+            draws=np.vstack(draws),
+            ci=parts[0].ci,
+            n_failed=parts[0].n_failed,
+            errors=parts[0].errors,
+            scale=scale,
+        )
+    return Estimates(
+        "sample",
+        est,
+        se=np.concatenate([cast(np.ndarray, p.se) for p in parts]),
+        df=np.concatenate([p.df for p in parts]),
+        scale=scale,
+    )

@@ -15,8 +15,18 @@ from .._utils.validation import is_categorical
 from ..exceptions import ModelError, ParameterError
 from ..steps import levels
 
-__all__ = ["CLIP", "Design", "fold_labels", "default_outcome", "default_classifier", "fit_learner", "class_proba",
-           "predict_mu", "by_fold", "ratio_weights"]
+__all__ = [
+    "CLIP",
+    "Design",
+    "fold_labels",
+    "default_outcome",
+    "default_classifier",
+    "fit_learner",
+    "class_proba",
+    "predict_mu",
+    "by_fold",
+    "ratio_weights",
+]
 
 #: Classifier probabilities are kept this far from 0 and 1, so that a weight is finite (at most 1e9); the
 #: positivity verdict reports such weights, never hides them.
@@ -62,11 +72,13 @@ class Design:
 
 def default_outcome(proba: bool) -> Any:
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
     return HistGradientBoostingClassifier(max_iter=100) if proba else HistGradientBoostingRegressor(max_iter=100)
 
 
 def default_classifier() -> Any:
     from sklearn.ensemble import HistGradientBoostingClassifier
+
     # A density ratio needs calibrated probabilities, not sharp decisions: smaller, slower-learning trees than the
     # defaults (on X ~ N(0, S) moved by half an SD the defaults' ratios had 3x the error and half the true ESS).
     return HistGradientBoostingClassifier(max_iter=100, learning_rate=0.05, max_leaf_nodes=8, min_samples_leaf=40)
@@ -78,22 +90,26 @@ def fit_learner(template: Any, A: np.ndarray, b: np.ndarray, rng: np.random.Gene
     seed = int(rng.integers(2**31 - 1))
     try:
         from sklearn.base import clone
+
         est = clone(template)
     except Exception:  # not a scikit-learn estimator: a deep copy keeps the caller's object unfitted
         est = copy.deepcopy(template)
     if hasattr(est, "get_params") and est.get_params().get("random_state", 0) is None:
         est.set_params(random_state=seed)
     if not callable(getattr(est, "fit", None)):
-        raise ModelError(f"the learner {type(template).__name__} has no fit method; pass a scikit-learn style "
-                         "estimator.")
+        raise ModelError(
+            f"the learner {type(template).__name__} has no fit method; pass a scikit-learn style estimator."
+        )
     return est.fit(A, b)
 
 
 def class_proba(clf: Any, A: np.ndarray) -> np.ndarray:
     """P(label 1) of a fitted binary classifier."""
     if not callable(getattr(clf, "predict_proba", None)):
-        raise ModelError(f"the ratio learner {type(clf).__name__} has no predict_proba; pass a probabilistic "
-                         "classifier (e.g. LogisticRegression, HistGradientBoostingClassifier).")
+        raise ModelError(
+            f"the ratio learner {type(clf).__name__} has no predict_proba; pass a probabilistic "
+            "classifier (e.g. LogisticRegression, HistGradientBoostingClassifier)."
+        )
     p = np.asarray(clf.predict_proba(A), dtype=float)
     classes = list(getattr(clf, "classes_", [0, 1]))
     return p[:, classes.index(1)]
@@ -105,8 +121,9 @@ def predict_mu(est: Any, A: np.ndarray, proba: bool) -> np.ndarray:
     return np.asarray(est.predict(A), dtype=float).reshape(-1)
 
 
-def by_fold(fn: Callable[[Any, np.ndarray], np.ndarray], fitted: list[Any], fold: np.ndarray,
-            rows: np.ndarray) -> np.ndarray:
+def by_fold(
+    fn: Callable[[Any, np.ndarray], np.ndarray], fitted: list[Any], fold: np.ndarray, rows: np.ndarray
+) -> np.ndarray:
     """``fn(fitted[j], rows of fold j)`` for every fold, in one array (NaN outside ``rows``)."""
     out = np.full(fold.size, np.nan)
     for j, est in enumerate(fitted):
@@ -116,8 +133,9 @@ def by_fold(fn: Callable[[Any, np.ndarray], np.ndarray], fitted: list[Any], fold
     return out
 
 
-def ratio_weights(Ex: np.ndarray, Es: np.ndarray, fold: np.ndarray, D: np.ndarray, learner: Any,
-           rng: np.random.Generator) -> np.ndarray:
+def ratio_weights(
+    Ex: np.ndarray, Es: np.ndarray, fold: np.ndarray, D: np.ndarray, learner: Any, rng: np.random.Generator
+) -> np.ndarray:
     """Cross-fitted density ratio of the moved rows ``D`` to every observed row, at the observed rows."""
     r = np.zeros(fold.size)
     # Observed rows (label 0) against the moved rows evaluated (label 1): c / (1 - c) is then
@@ -127,8 +145,9 @@ def ratio_weights(Ex: np.ndarray, Es: np.ndarray, fold: np.ndarray, D: np.ndarra
     for j in range(int(fold.max()) + 1):
         train, test = fold != j, fold == j
         moved = train & D
-        clf = fit_learner(learner, np.vstack([Ex[train], Es[moved]]),
-                   np.repeat([0, 1], [int(train.sum()), int(moved.sum())]), rng)
+        clf = fit_learner(
+            learner, np.vstack([Ex[train], Es[moved]]), np.repeat([0, 1], [int(train.sum()), int(moved.sum())]), rng
+        )
         cj = np.clip(class_proba(clf, Ex[test]), 0.0, 1.0 - CLIP)
         r[test] = cj / (1.0 - cj)
     return r

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FAIL_SHARE", "FAIL_ESS", "WEAK_SHARE", "WEAK_ESS", "WEAK_TOP_WEIGHT", "Diagnostics", "diagnose",
-           "verdict"]
+__all__ = ["FAIL_SHARE", "FAIL_ESS", "WEAK_SHARE", "WEAK_ESS", "WEAK_TOP_WEIGHT", "Diagnostics", "diagnose", "verdict"]
 
 #: Share of moved rows out of support above which the data cannot support the shift.
 FAIL_SHARE = 0.2
@@ -59,7 +58,7 @@ class Diagnostics:
 
 
 def verdict(share_extrapolated: float, ess_share: float, top_weight: float) -> str:
-    """"ok", "weak" or "fails" by the thresholds of this module (a NaN share, no detector, is not counted)."""
+    """ "ok", "weak" or "fails" by the thresholds of this module (a NaN share, no detector, is not counted)."""
     share = 0.0 if np.isnan(share_extrapolated) else share_extrapolated
     if share > FAIL_SHARE or not ess_share >= FAIL_ESS:
         return "fails"
@@ -68,8 +67,13 @@ def verdict(share_extrapolated: float, ess_share: float, top_weight: float) -> s
     return "ok"
 
 
-def diagnose(weights: np.ndarray, carriers: np.ndarray, flagged: np.ndarray, moved: np.ndarray,
-             propensity: np.ndarray | None = None) -> Diagnostics:
+def diagnose(
+    weights: np.ndarray,
+    carriers: np.ndarray,
+    flagged: np.ndarray,
+    moved: np.ndarray,
+    propensity: np.ndarray | None = None,
+) -> Diagnostics:
     """Diagnostics of ``weights`` over the rows ``carriers`` (those that can carry weight: every evaluated row for
     a numeric shift, the rows already at the level for a categorical switch), with ``flagged`` (the detector's
     flags of the moved points, or None) over the ``moved`` rows; ``propensity`` the fitted P(A = a | W) of a
@@ -83,9 +87,16 @@ def diagnose(weights: np.ndarray, carriers: np.ndarray, flagged: np.ndarray, mov
     w = w / w.mean()
     ess = float(w.sum() ** 2 / np.sum(w * w))
     p = None if propensity is None else np.asarray(propensity, dtype=float)[moved | carriers]
-    return Diagnostics(float(w.max()), float(np.quantile(w, 0.99)), ess, ess / w.size, float(w.max() / w.sum()),
-                       _share(flagged, moved), nan if p is None or not p.size else float(p.min()),
-                       nan if p is None or not p.size else float(p.max()))
+    return Diagnostics(
+        float(w.max()),
+        float(np.quantile(w, 0.99)),
+        ess,
+        ess / w.size,
+        float(w.max() / w.sum()),
+        _share(flagged, moved),
+        nan if p is None or not p.size else float(p.min()),
+        nan if p is None or not p.size else float(p.max()),
+    )
 
 
 def _share(flagged: np.ndarray | None, moved: np.ndarray) -> float:

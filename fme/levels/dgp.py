@@ -24,8 +24,18 @@ from ..extrapolation import make_detector
 from ..extrapolation.guards import detector_name
 from ..inference import EstimatesTable
 from ..steps import MIN_STEP_FRACTION, Step, apply_steps, parse_steps, same_level, stepped_rows
-from ._crossfit import (CLIP, Design, by_fold, class_proba, default_classifier, default_outcome, fit_learner,
-                        fold_labels, predict_mu, ratio_weights)
+from ._crossfit import (
+    CLIP,
+    Design,
+    by_fold,
+    class_proba,
+    default_classifier,
+    default_outcome,
+    fit_learner,
+    fold_labels,
+    predict_mu,
+    ratio_weights,
+)
 from ._positivity import diagnose
 from .table import LABEL_COLUMNS, TABLE_COLUMNS, level_table
 
@@ -36,17 +46,44 @@ ON_EXTRAPOLATION = ("warn", "shrink", "exclude")
 #: The ``covers`` column of the table: what the interval is about.
 COVERS = "the outcome in the data (population)"
 #: The table's own columns after :data:`~fme.levels.table.TABLE_COLUMNS` (``model_ame`` with ``model=``).
-EXTRA_COLUMNS = ["contrast", "plug_in", "correction", "ess", "ess_share", "max_weight", "p99_weight", "propensity_min",
-                 "propensity_max", "share_extrapolated", "positivity", "n", "model_ame", "note"]
+EXTRA_COLUMNS = [
+    "contrast",
+    "plug_in",
+    "correction",
+    "ess",
+    "ess_share",
+    "max_weight",
+    "p99_weight",
+    "propensity_min",
+    "propensity_max",
+    "share_extrapolated",
+    "positivity",
+    "n",
+    "model_ame",
+    "note",
+]
 #: Names a ``by`` column cannot take: the table's columns.
 RESERVED = [*TABLE_COLUMNS, *EXTRA_COLUMNS]
 
 
-def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping[str, Any]], *,
-            outcome_learner: Any = None, ratio_learner: Any = None, folds: int | Sequence[int] = 5,
-            conf_level: float = 0.95, random_state: int | None = 0, model: Any = None, target_class: Any = None,
-            by: Hashable | Sequence[Hashable] | None = None, extrapolation: Any = "envelope",
-            on_extrapolation: str = "warn", separate: bool = False, **options: Any) -> EstimatesTable:
+def dgp_ame(
+    X: pd.DataFrame,
+    y: Any,
+    steps: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    *,
+    outcome_learner: Any = None,
+    ratio_learner: Any = None,
+    folds: int | Sequence[int] = 5,
+    conf_level: float = 0.95,
+    random_state: int | None = 0,
+    model: Any = None,
+    target_class: Any = None,
+    by: Hashable | Sequence[Hashable] | None = None,
+    extrapolation: Any = "envelope",
+    on_extrapolation: str = "warn",
+    separate: bool = False,
+    **options: Any,
+) -> EstimatesTable:
     """Data-level AME: the average change of the outcome's regression function under the forward step,
     theta(h) = E[mu(X + h) - mu(X)] with mu(x) = E[Y | X = x], by a cross-fitted one-step estimator.
 
@@ -174,8 +211,10 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     if on_extrapolation not in ON_EXTRAPOLATION:
         raise ParameterError(f"on_extrapolation must be one of {ON_EXTRAPOLATION}, got {on_extrapolation!r}.")
     if options and model is None:
-        raise ParameterError(f"the options {sorted(options)} are passed to fme.fme for the model's AME; "
-                             "pass model= (a fitted model), or leave them out.")
+        raise ParameterError(
+            f"the options {sorted(options)} are passed to fme.fme for the model's AME; "
+            "pass model= (a fitted model), or leave them out."
+        )
     by_cols = check_by(X.columns, by, RESERVED)
     contrasts = _contrasts(X, steps, separate)
     _check_unmoved(by_cols, contrasts)
@@ -187,8 +226,9 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     ratio_learner = ratio_learner if ratio_learner is not None else default_classifier()
     design = Design(X)
     Ex = design.encode(X)
-    mus = [fit_learner(outcome_learner, Ex[fold != j], (Y.astype(int) if proba else Y)[fold != j], rng)
-           for j in range(k)]
+    mus = [
+        fit_learner(outcome_learner, Ex[fold != j], (Y.astype(int) if proba else Y)[fold != j], rng) for j in range(k)
+    ]
     mu_x = by_fold(lambda est, rows: predict_mu(est, Ex[rows], proba), mus, fold, np.ones(n, bool))
     detector = None
     if extrapolation is not None:
@@ -198,15 +238,18 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
 
     labels, est, plug, corr, phis, diags, notes, ns, model_ames = [], [], [], [], [], [], [], [], []
     for steps_c in contrasts:
-        c = _contrast(X, Y, steps_c, design, Ex, fold, mus, mu_x, proba, ratio_learner, rng, detector, flag_x,
-                      on_extrapolation)
+        c = _contrast(
+            X, Y, steps_c, design, Ex, fold, mus, mu_x, proba, ratio_learner, rng, detector, flag_x, on_extrapolation
+        )
         for key, G in groups:
             Dg = c["D"] & G
             nD = int(Dg.sum())
             if nD == 0:
-                raise DataError(f"no row of {_group_text(by_cols, key)} can be moved by {_describe(steps_c)} "
-                                "(all already at the level, or out of support and excluded); drop the group or "
-                                "the step.")
+                raise DataError(
+                    f"no row of {_group_text(by_cols, key)} can be moved by {_describe(steps_c)} "
+                    "(all already at the level, or out of support and excluded); drop the group or "
+                    "the step."
+                )
             theta = float(c["T"][G].sum() / nD)
             Df = c["D"].astype(float)
             phis.append(G * (c["T"] - theta * Df) / (nD / n))
@@ -221,10 +264,9 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
             ns.append(nD)
             labels.append(_label(steps_c, by_cols, key))
             if model is not None:
-                model_ames.append(_model_ame(model, X, Dg, steps_c, c, detector, extrapolation, target_class,
-                                             options))
+                model_ames.append(_model_ame(model, X, Dg, steps_c, c, detector, extrapolation, target_class, options))
     Phi = np.column_stack(phis)
-    V = Phi.T @ Phi / n ** 2
+    V = Phi.T @ Phi / n**2
     verdicts = [d.verdict for d, _ in diags]
     failed = [i for i, v in enumerate(verdicts) if v == "fails"]
     if failed:
@@ -233,21 +275,40 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
     for i in withheld:
         # 'exclude' promises the effect on the rows kept; where their weights fail it cannot keep that promise,
         # so no number is printed that would read as if it did
-        notes[i] = (f"{notes[i]}; positivity fails on the rows kept (effective sample size "
-                    f"{diags[i][0].ess_share:.1%} of the rows): no estimate")
+        notes[i] = (
+            f"{notes[i]}; positivity fails on the rows kept (effective sample size "
+            f"{diags[i][0].ess_share:.1%} of the rows): no estimate"
+        )
     extra: dict[str, Any] = {
-        "contrast": [lab["contrast"] for lab in labels], "plug_in": plug, "correction": corr,
-        "ess": [d.ess for d, _ in diags], "ess_share": [d.ess_share for d, _ in diags],
-        "max_weight": [d.max_weight for d, _ in diags], "p99_weight": [d.p99_weight for d, _ in diags],
-        "propensity_min": [d.propensity_min for d, _ in diags], "propensity_max": [d.propensity_max for d, _ in diags],
-        "share_extrapolated": [s for _, s in diags], "positivity": verdicts, "n": ns}
+        "contrast": [lab["contrast"] for lab in labels],
+        "plug_in": plug,
+        "correction": corr,
+        "ess": [d.ess for d, _ in diags],
+        "ess_share": [d.ess_share for d, _ in diags],
+        "max_weight": [d.max_weight for d, _ in diags],
+        "p99_weight": [d.p99_weight for d, _ in diags],
+        "propensity_min": [d.propensity_min for d, _ in diags],
+        "propensity_max": [d.propensity_max for d, _ in diags],
+        "share_extrapolated": [s for _, s in diags],
+        "positivity": verdicts,
+        "n": ns,
+    }
     if model is not None:
         extra["model_ame"] = model_ames
     extra["note"] = notes
-    frame = pd.DataFrame([{col: lab[col] for col in LABEL_COLUMNS + by_cols} for lab in labels],
-                         columns=LABEL_COLUMNS + by_cols)
-    table = level_table(frame, np.array(est), V, df=None, conf_level=conf_level,
-                        inference=f"one-step (cross-fitted, {k} folds)", covers=COVERS, extra=extra)
+    frame = pd.DataFrame(
+        [{col: lab[col] for col in LABEL_COLUMNS + by_cols} for lab in labels], columns=LABEL_COLUMNS + by_cols
+    )
+    table = level_table(
+        frame,
+        np.array(est),
+        V,
+        df=None,
+        conf_level=conf_level,
+        inference=f"one-step (cross-fitted, {k} folds)",
+        covers=COVERS,
+        extra=extra,
+    )
     # the covariance stays whole (a NaN in it would void every row's delta form); the printed interval of a row
     # whose positivity fails is withheld
     table.loc[failed, ["std_error", "statistic", "p_value", "conf_low", "conf_high"]] = np.nan
@@ -256,9 +317,22 @@ def dgp_ame(X: pd.DataFrame, y: Any, steps: Mapping[str, Any] | Sequence[Mapping
 
 
 # ----------------------------------------------------------------- one contrast
-def _contrast(X: pd.DataFrame, Y: np.ndarray, steps_c: tuple[Step, ...], design: Design, Ex: np.ndarray,
-              fold: np.ndarray, mus: list[Any], mu_x: np.ndarray, proba: bool, ratio_learner: Any,
-              rng: np.random.Generator, detector: Any, flag_x: np.ndarray | None, policy: str) -> dict[str, Any]:
+def _contrast(
+    X: pd.DataFrame,
+    Y: np.ndarray,
+    steps_c: tuple[Step, ...],
+    design: Design,
+    Ex: np.ndarray,
+    fold: np.ndarray,
+    mus: list[Any],
+    mu_x: np.ndarray,
+    proba: bool,
+    ratio_learner: Any,
+    rng: np.random.Generator,
+    detector: Any,
+    flag_x: np.ndarray | None,
+    policy: str,
+) -> dict[str, Any]:
     """The influence summands T (n,), the evaluated rows D and the weights of one step specification."""
     n, k = len(X), len(mus)
     categorical = not steps_c[0].is_numeric
@@ -274,18 +348,25 @@ def _contrast(X: pd.DataFrame, Y: np.ndarray, steps_c: tuple[Step, ...], design:
             dropped = todo & np.any([h[s.feature] == 0 for s in steps_c], axis=0)
             D = D0 & ~dropped
             Xs = apply_steps(X, steps_c, h)
-            note = (f"steps of {int(todo.sum() - dropped.sum())} rows shrunk into the support; "
-                    f"{int(dropped.sum())} left out (step below {MIN_STEP_FRACTION:.0%} of h)")
+            note = (
+                f"steps of {int(todo.sum() - dropped.sum())} rows shrunk into the support; "
+                f"{int(dropped.sum())} left out (step below {MIN_STEP_FRACTION:.0%} of h)"
+            )
         else:
             D = D0 & ~out
-            note = (f"effect on the {int(D.sum())} of {int(D0.sum())} rows ({D.sum() / max(D0.sum(), 1):.1%}) "
-                    "whose moved point stays in the data; the others left out")
+            note = (
+                f"effect on the {int(D.sum())} of {int(D0.sum())} rows ({D.sum() / max(D0.sum(), 1):.1%}) "
+                "whose moved point stays in the data; the others left out"
+            )
     if not all(D[fold != j].any() for j in range(k)):
-        raise DataError(f"no row of the data can be moved by {_describe(steps_c)} in some training folds (all "
-                        "already at the level, or out of support and excluded); use a smaller step or a level more "
-                        "rows lack.")
-    flag_final = None if detector is None else (
-        flag_nominal if policy == "warn" else np.asarray(detector.flag(Xs), dtype=bool))
+        raise DataError(
+            f"no row of the data can be moved by {_describe(steps_c)} in some training folds (all "
+            "already at the level, or out of support and excluded); use a smaller step or a level more "
+            "rows lack."
+        )
+    flag_final = (
+        None if detector is None else (flag_nominal if policy == "warn" else np.asarray(detector.flag(Xs), dtype=bool))
+    )
     Es = design.encode(Xs)
     mu_s = by_fold(lambda est, rows: predict_mu(est, Es[rows], proba), mus, fold, D)
     r = np.zeros(n)
@@ -298,9 +379,11 @@ def _contrast(X: pd.DataFrame, Y: np.ndarray, steps_c: tuple[Step, ...], design:
         for j in range(k):
             train = fold != j
             if at[train].all() or not at[train].any():
-                raise DataError(f"in the rows outside fold {j}, {'every' if at[train].all() else 'no'} row has "
-                                f"{feature} = {level!r}: the propensity of the switch cannot be fitted. Use fewer "
-                                "folds or a level more rows have.")
+                raise DataError(
+                    f"in the rows outside fold {j}, {'every' if at[train].all() else 'no'} row has "
+                    f"{feature} = {level!r}: the propensity of the switch cannot be fitted. Use fewer "
+                    "folds or a level more rows have."
+                )
             clf = fit_learner(ratio_learner, W[train], at[train].astype(int), rng)
             pi[fold == j] = class_proba(clf, W[fold == j])
         pi = np.clip(pi, CLIP, 1.0)
@@ -316,31 +399,63 @@ def _contrast(X: pd.DataFrame, Y: np.ndarray, steps_c: tuple[Step, ...], design:
     # docstring): the moved term only where a row is evaluated, the residual of every row that the weight r says
     # stands in for an evaluated row's moved point
     T = np.where(D, mu_s - Y, 0.0) + r * np.where(at, Y - mu_x, 0.0)
-    return dict(T=T, D=D, D0=D0, r=r, pi=pi, at=at, mu_s=mu_s, note=note, flag_nominal=flag_nominal,
-                flag_final=flag_final, Xs=Xs)
+    return dict(
+        T=T,
+        D=D,
+        D0=D0,
+        r=r,
+        pi=pi,
+        at=at,
+        mu_s=mu_s,
+        note=note,
+        flag_nominal=flag_nominal,
+        flag_final=flag_final,
+        Xs=Xs,
+    )
 
 
-
-def shift_weights(X: pd.DataFrame, steps: Mapping[str, Any], *, ratio_learner: Any = None,
-                  folds: int | Sequence[int] = 5, random_state: int | None = 0) -> np.ndarray:
+def shift_weights(
+    X: pd.DataFrame,
+    steps: Mapping[str, Any],
+    *,
+    ratio_learner: Any = None,
+    folds: int | Sequence[int] = 5,
+    random_state: int | None = 0,
+) -> np.ndarray:
     """The cross-fitted density-ratio weights r(X_i) = p(X_i - h) / p(X_i) of :func:`dgp_ame`'s correction for one
     numeric (joint) step, at the observed rows: the probability c that a classifier gives "moved" against
     "observed", as c / (1 - c) (parameters as in :func:`dgp_ame`; folds from ``random_state`` alike)."""
     X = check_data(X, "X")
     contrasts = _contrasts(X, steps if isinstance(steps, Mapping) else None, False)
     if len(contrasts) != 1 or not all(s.is_numeric for s in contrasts[0]):
-        raise StepError("shift_weights takes one dict of numeric steps, e.g. {'age': 1}; a categorical switch's "
-                        "weights are inverse propensities (see dgp_ame).")
+        raise StepError(
+            "shift_weights takes one dict of numeric steps, e.g. {'age': 1}; a categorical switch's "
+            "weights are inverse propensities (see dgp_ame)."
+        )
     rng = np.random.default_rng(random_state)
     fold = fold_labels(folds, len(X), rng)
     design = Design(X)
-    return ratio_weights(design.encode(X), design.encode(apply_steps(X, contrasts[0])), fold,
-                         np.ones(len(X), dtype=bool),
-                         ratio_learner if ratio_learner is not None else default_classifier(), rng)
+    return ratio_weights(
+        design.encode(X),
+        design.encode(apply_steps(X, contrasts[0])),
+        fold,
+        np.ones(len(X), dtype=bool),
+        ratio_learner if ratio_learner is not None else default_classifier(),
+        rng,
+    )
 
 
-def _model_ame(model: Any, X: pd.DataFrame, rows: np.ndarray, steps_c: tuple[Step, ...], c: dict[str, Any],
-               detector: Any, extrapolation: Any, target_class: Any, options: dict[str, Any]) -> float:
+def _model_ame(
+    model: Any,
+    X: pd.DataFrame,
+    rows: np.ndarray,
+    steps_c: tuple[Step, ...],
+    c: dict[str, Any],
+    detector: Any,
+    extrapolation: Any,
+    target_class: Any,
+    options: dict[str, Any],
+) -> float:
     """The model's own mean fME over ``rows`` under the same steps (shrunk the same way under 'shrink')."""
     kwargs = {"inference": "sample", "target_class": target_class, **options}
     spec = {s.feature: s.value for s in steps_c}
@@ -353,22 +468,28 @@ def _model_ame(model: Any, X: pd.DataFrame, rows: np.ndarray, steps_c: tuple[Ste
 def _contrasts(X: pd.DataFrame, steps: Any, separate: bool) -> list[tuple[Step, ...]]:
     specs = [steps] if isinstance(steps, Mapping) else steps
     if not isinstance(specs, Sequence) or isinstance(specs, str) or not specs:
-        raise StepError("`steps` must be a dict such as {'age': 1} (one joint shift) or a non-empty list of them "
-                        f"(one row each); got {type(steps).__name__}.")
+        raise StepError(
+            "`steps` must be a dict such as {'age': 1} (one joint shift) or a non-empty list of them "
+            f"(one row each); got {type(steps).__name__}."
+        )
     out = []
     for spec in specs:
         parsed = parse_steps(X, spec)
         groups = [(s,) for s in parsed] if separate else [parsed]
         for g in groups:
             if len(g) > 1 and any(not s.is_numeric for s in g):
-                raise StepError(f"the step {_describe(g)} mixes a categorical switch with other steps; a switch "
-                                "must be alone in its dict (pass a list of dicts, or separate=True).")
+                raise StepError(
+                    f"the step {_describe(g)} mixes a categorical switch with other steps; a switch "
+                    "must be alone in its dict (pass a list of dicts, or separate=True)."
+                )
             out.append(g)
     for g in out:
         for s in g:
             if X[s.feature].isna().any():
-                raise DataError(f"feature {s.feature!r} has {int(X[s.feature].isna().sum())} missing values; the "
-                                "data-level AME needs every moved row observed: drop or impute them first.")
+                raise DataError(
+                    f"feature {s.feature!r} has {int(X[s.feature].isna().sum())} missing values; the "
+                    "data-level AME needs every moved row observed: drop or impute them first."
+                )
     return out
 
 
@@ -376,8 +497,9 @@ def _check_unmoved(by_cols: list[Any], contrasts: list[tuple[Step, ...]]) -> Non
     """A ``by`` column (checked by :func:`~fme._core.groups.check_by`) must not be moved by a step."""
     for col in by_cols:
         if any(s.feature == col for g in contrasts for s in g):
-            raise FeatureError(f"by={col!r} is a moved feature: its groups would change under the step. Group by "
-                               "an unmoved column.")
+            raise FeatureError(
+                f"by={col!r} is a moved feature: its groups would change under the step. Group by an unmoved column."
+            )
 
 
 def _outcome(y: Any, n: int, learner: Any, target_class: Any) -> tuple[np.ndarray, bool]:
@@ -405,7 +527,6 @@ def _outcome(y: Any, n: int, learner: Any, target_class: Any) -> tuple[np.ndarra
     return Y, False
 
 
-
 def _groups(X: pd.DataFrame, by_cols: list[Any]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
     """The ``by`` groups (sorted, a missing value a group of its own) as (key, row mask)."""
     if not by_cols:
@@ -417,10 +538,13 @@ def _groups(X: pd.DataFrame, by_cols: list[Any]) -> list[tuple[tuple[Any, ...], 
 def _label(steps_c: tuple[Step, ...], by_cols: list[Any], key: tuple[Any, ...]) -> dict[str, Any]:
     single = steps_c[0] if len(steps_c) == 1 else None
     # a feature's own label (of any hashable type), as fme.ame's table holds it; several joined as fme.fme's tidy()
-    lab = {"feature": single.feature if single is not None else ", ".join(str(s.feature) for s in steps_c),
-           "step": float(single.value) if single is not None and single.is_numeric else float("nan"),
-           "level": None if single is None or single.is_numeric else single.value, "reference": None,
-           "contrast": _describe(steps_c)}
+    lab = {
+        "feature": single.feature if single is not None else ", ".join(str(s.feature) for s in steps_c),
+        "step": float(single.value) if single is not None and single.is_numeric else float("nan"),
+        "level": None if single is None or single.is_numeric else single.value,
+        "reference": None,
+        "contrast": _describe(steps_c),
+    }
     lab.update(zip(by_cols, key))
     return lab
 
@@ -435,17 +559,28 @@ def _group_text(by_cols: list[Any], key: tuple[Any, ...]) -> str:
 
 def _warn(failed: list[int], labels: list[dict[str, Any]], diags: list[Any], detector: Any, policy: str) -> None:
     if policy == "exclude":
-        parts = [f"{labels[i]['contrast']}: effective sample size {diags[i][0].ess_share:.1%} of the rows"
-                 for i in failed]
-        warnings.warn("positivity fails on the rows kept by on_extrapolation='exclude' for " + "; ".join(parts) +
-                      ": the few observed rows near the moved points carry the whole correction, so the effect on "
-                      "the rows kept is withheld (estimate and interval NaN). Use a smaller step.",
-                      PositivityWarning, stacklevel=3)
+        parts = [
+            f"{labels[i]['contrast']}: effective sample size {diags[i][0].ess_share:.1%} of the rows" for i in failed
+        ]
+        warnings.warn(
+            "positivity fails on the rows kept by on_extrapolation='exclude' for "
+            + "; ".join(parts)
+            + ": the few observed rows near the moved points carry the whole correction, so the effect on "
+            "the rows kept is withheld (estimate and interval NaN). Use a smaller step.",
+            PositivityWarning,
+            stacklevel=3,
+        )
         return
     name = detector_name(detector) if detector is not None else "no detector"
-    parts = [f"{labels[i]['contrast']}: {diags[i][1]:.1%} of the moved rows are outside the data ({name}), "
-             f"effective sample size {diags[i][0].ess_share:.1%} of the rows" for i in failed]
-    warnings.warn("positivity fails for " + "; ".join(parts) + ". The data cannot support these shifted rows, so "
-                  "their interval is withheld (NaN): use a smaller step, on_extrapolation='shrink' (each row's "
-                  "step shrunk into the support) or 'exclude' (the effect on the rows that stay in the data).",
-                  PositivityWarning, stacklevel=3)
+    parts = [
+        f"{labels[i]['contrast']}: {diags[i][1]:.1%} of the moved rows are outside the data ({name}), "
+        f"effective sample size {diags[i][0].ess_share:.1%} of the rows"
+        for i in failed
+    ]
+    warnings.warn(
+        "positivity fails for " + "; ".join(parts) + ". The data cannot support these shifted rows, so "
+        "their interval is withheld (NaN): use a smaller step, on_extrapolation='shrink' (each row's "
+        "step shrunk into the support) or 'exclude' (the effect on the rows that stay in the data).",
+        PositivityWarning,
+        stacklevel=3,
+    )

@@ -27,7 +27,8 @@ from .._utils.validation import align_rows, check_conf_level
 from ..effects import fme as _fme_verb
 from ..exceptions import DataError, LearnerError, LearnerWarning, ModelError, ParameterError
 from ..inference import EstimatesTable
-from ..margins.marginal import AME_COLUMNS, ame as _ame_verb
+from ..margins.marginal import AME_COLUMNS
+from ..margins.marginal import ame as _ame_verb
 from .table import LABEL_COLUMNS, TABLE_COLUMNS, level_table
 
 __all__ = ["learner_ame", "learner_splits", "LearnerSplits", "LearnerTable", "COVERS", "RESERVED"]
@@ -91,8 +92,9 @@ class LearnerTable(EstimatesTable):
         return LearnerTable
 
 
-def learner_splits(n: int, repeats: int, test_size: float | int, random_state: int | None = 0
-                   ) -> list[tuple[np.ndarray, np.ndarray]]:
+def learner_splits(
+    n: int, repeats: int, test_size: float | int, random_state: int | None = 0
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """The ``repeats`` (train, test) splits of ``n`` rows :func:`learner_ame` uses: positions, each sorted.
 
     Split ``j`` permutes the rows with the generator seeded by the ``j``-th child of
@@ -190,7 +192,8 @@ def learner_ame(
         rows whose ``estimand`` is ``ANLM``.
     **ame_kwargs
         Passed to :func:`fme.ame` (``target_class``, ``categorical``, ``features``, ``wts``,
-        ``extrapolation``, ...; to :func:`fme.fme` for a list of steps). Its inference arguments (``inference``, ``bootstrap``, ``vcov``,
+        ``extrapolation``, ...; to :func:`fme.fme` for a list of steps). Its inference arguments (``inference``,
+        ``bootstrap``, ``vcov``,
         ``df``) and the hypothesis ones are refused: apply :func:`fme.hypotheses` to the table.
 
     Returns
@@ -236,11 +239,15 @@ def learner_ame(
     by_cols = check_by(X.columns, by, RESERVED)
     refused = [k for k in _REFUSED if k in ame_kwargs]
     if refused:
-        raise ParameterError(f"learner_ame() sets its own inference; drop {refused}. For hypotheses, "
-                             "equivalence bands or adjusted p-values pass the table to fme.hypotheses().")
+        raise ParameterError(
+            f"learner_ame() sets its own inference; drop {refused}. For hypotheses, "
+            "equivalence bands or adjusted p-values pass the table to fme.hypotheses()."
+        )
     if isinstance(steps, (list, tuple)) and not (steps and _is_step_list(steps)):
-        raise ParameterError("steps as a list must hold one or more dicts, each one (multivariate) step such as "
-                             "{'a': 1, 'b': 0.5}; pass a dict for one row per feature.")
+        raise ParameterError(
+            "steps as a list must hold one or more dicts, each one (multivariate) step such as "
+            "{'a': 1, 'b': 0.5}; pass a dict for one row per feature."
+        )
     task = _Task(learner, steps, by_cols, nlm, dict(ame_kwargs))
 
     # The fit on all rows comes first, in this process: it gives ame_full, the rows' canonical order, and
@@ -253,16 +260,25 @@ def learner_ame(
     ok = [(keys, vals) for keys, vals, err, _ in results if err is None]
     n_nonconverged = sum(flag for *_, flag in results)
     if len(ok) < 2:
-        raise LearnerError(f"learner_ame(): only {len(ok)} of {repeats} splits succeeded; at least 2 are "
-                           f"needed. First error: {errors[0] if errors else 'none'}. Fix the learner or "
-                           "raise repeats / test_size.")
+        raise LearnerError(
+            f"learner_ame(): only {len(ok)} of {repeats} splits succeeded; at least 2 are "
+            f"needed. First error: {errors[0] if errors else 'none'}. Fix the learner or "
+            "raise repeats / test_size."
+        )
     if errors:
-        warnings.warn(f"learner_ame(): {len(errors)} of {repeats} splits failed and were left out; the first "
-                      f"error: {errors[0]}", LearnerWarning, stacklevel=2)
+        warnings.warn(
+            f"learner_ame(): {len(errors)} of {repeats} splits failed and were left out; the first error: {errors[0]}",
+            LearnerWarning,
+            stacklevel=2,
+        )
     if n_nonconverged:
-        warnings.warn(f"learner_ame(): the fits of {n_nonconverged} of {len(ok)} splits warned that they did not "
-                      "converge (kept in the estimate); raise the learner's iteration limit or scale the "
-                      "features.", LearnerWarning, stacklevel=2)
+        warnings.warn(
+            f"learner_ame(): the fits of {n_nonconverged} of {len(ok)} splits warned that they did not "
+            "converge (kept in the estimate); raise the learner's iteration limit or scale the "
+            "features.",
+            LearnerWarning,
+            stacklevel=2,
+        )
 
     index = {k: i for i, k in enumerate(full_keys)}
     M = np.full((len(ok), len(full_keys)), np.nan)
@@ -277,11 +293,26 @@ def learner_ame(
     extra = {"contrast": full_labels["contrast"].to_numpy()} if "contrast" in full_labels else {}
     labels = full_labels.drop(columns=[c for c in ("estimand", "contrast", "_step_no") if c in full_labels])
     estimand = full_labels["estimand"].to_numpy()
-    table = level_table(labels, estimate, vcov, df=df, conf_level=conf_level,
-                        inference=f"learner (Nadeau-Bengio, {J} splits, n_train {n_train})", covers=COVERS,
-                        extra={**extra, "ame_full": full_values, "estimand": estimand, "repeats": repeats,
-                               "n_splits": counts, "n_failed": len(errors), "n_train": n_train,
-                               "n_test": n_test}, table_class=LearnerTable)
+    table = level_table(
+        labels,
+        estimate,
+        vcov,
+        df=df,
+        conf_level=conf_level,
+        inference=f"learner (Nadeau-Bengio, {J} splits, n_train {n_train})",
+        covers=COVERS,
+        extra={
+            **extra,
+            "ame_full": full_values,
+            "estimand": estimand,
+            "repeats": repeats,
+            "n_splits": counts,
+            "n_failed": len(errors),
+            "n_train": n_train,
+            "n_test": n_test,
+        },
+        table_class=LearnerTable,
+    )
     table.learner = LearnerSplits(M, errors, int(n_nonconverged), n_train, n_test)
     return table
 
@@ -337,22 +368,27 @@ class _Task:
             if self.nlm:
                 numeric = labels.loc[labels["level"].map(_isna), ["feature", "step"]].drop_duplicates()
                 nlm_labels, nlm_values = self._fme_rows(
-                    model, data, [{f: h} for f, h in zip(numeric["feature"], numeric["step"])], True, ame=False)
+                    model, data, [{f: h} for f, h in zip(numeric["feature"], numeric["step"])], True, ame=False
+                )
                 labels = pd.concat([labels, nlm_labels.drop(columns=["contrast", "_step_no"])], ignore_index=True)
                 values = np.concatenate([values, nlm_values])
         key_cols = [c for c in labels.columns if c != "step"]
         keys = [tuple("<NA>" if _isna(v) else str(v) for v in row) for row in labels[key_cols].itertuples(index=False)]
         return keys, labels, values
 
-    def _fme_rows(self, model: Any, data: pd.DataFrame, step_list: list[Any], nlm: bool, *, ame: bool
-                  ) -> tuple[pd.DataFrame, np.ndarray]:
+    def _fme_rows(
+        self, model: Any, data: pd.DataFrame, step_list: list[Any], nlm: bool, *, ame: bool
+    ) -> tuple[pd.DataFrame, np.ndarray]:
         """One fME per step dict (:func:`fme.fme`; multivariate when it names several features): its mean
         (``ame``) and its mean NLM (``nlm``), per ``by`` group of the evaluated rows."""
         data = data.reset_index(drop=True)  # the fMEs' index locates their rows' groups
         frames, values = [], []
         for i, step in enumerate(step_list):
-            kwargs = self.ame_kwargs if ame else {k: v for k, v in self.ame_kwargs.items()
-                                                  if k in _FME_KEYS or k.startswith("nlm_")}
+            kwargs = (
+                self.ame_kwargs
+                if ame
+                else {k: v for k, v in self.ame_kwargs.items() if k in _FME_KEYS or k.startswith("nlm_")}
+            )
             r = _fme_verb(model, data, step, nlm=nlm, inference="sample", **kwargs)
             head = r.tidy().iloc[0]
             res = r.results
@@ -371,8 +407,9 @@ class _Task:
         return pd.concat(frames, ignore_index=True), np.concatenate(values)
 
 
-def _one_split(task: _Task, X: pd.DataFrame, y: Any, train: np.ndarray, test: np.ndarray, limit: bool
-               ) -> tuple[list[tuple[str, ...]] | None, np.ndarray | None, str | None, bool]:
+def _one_split(
+    task: _Task, X: pd.DataFrame, y: Any, train: np.ndarray, test: np.ndarray, limit: bool
+) -> tuple[list[tuple[str, ...]] | None, np.ndarray | None, str | None, bool]:
     """(keys, estimates, None, not converged) of one split, or (None, None, the error, False) when its fit
     or AME failed. A fit that warned of non-convergence is kept and flagged."""
     if limit:
@@ -394,8 +431,9 @@ def _one_split(task: _Task, X: pd.DataFrame, y: Any, train: np.ndarray, test: np
     return keys, values, None, nonconverged
 
 
-def _run(task: _Task, X: pd.DataFrame, y: Any, splits: list[tuple[np.ndarray, np.ndarray]], n_jobs: int | None
-         ) -> list[Any]:
+def _run(
+    task: _Task, X: pd.DataFrame, y: Any, splits: list[tuple[np.ndarray, np.ndarray]], n_jobs: int | None
+) -> list[Any]:
     from joblib import Parallel, delayed
 
     parallel = Parallel(n_jobs=n_jobs)
@@ -408,15 +446,18 @@ def _check_inputs(learner: Any, X: Any, y: Any) -> tuple[pd.DataFrame, Any, int]
     if _is_formula_result(learner):
         support = adapt(learner, None).refit_support()
         if not support:
-            raise ModelError(f"learner: {support.reason}; pass a function (X_train, y_train) -> fitted model "
-                             "instead.")
+            raise ModelError(f"learner: {support.reason}; pass a function (X_train, y_train) -> fitted model instead.")
     elif not (_is_estimator(learner) or callable(learner)):
-        raise ModelError(f"learner must be an unfitted scikit-learn estimator (with fit and get_params), a fitted "
-                         f"statsmodels formula result or a function (X_train, y_train) -> fitted model, got "
-                         f"{type(learner).__name__}.")
+        raise ModelError(
+            f"learner must be an unfitted scikit-learn estimator (with fit and get_params), a fitted "
+            f"statsmodels formula result or a function (X_train, y_train) -> fitted model, got "
+            f"{type(learner).__name__}."
+        )
     if not isinstance(X, pd.DataFrame):
-        raise DataError(f"`X` must be a pandas DataFrame with one column per feature, got {type(X).__name__}; "
-                        "wrap arrays with pd.DataFrame(X, columns=[...]).")
+        raise DataError(
+            f"`X` must be a pandas DataFrame with one column per feature, got {type(X).__name__}; "
+            "wrap arrays with pd.DataFrame(X, columns=[...])."
+        )
     n = X.shape[0]
     if n < 3:
         raise DataError(f"`X` has {n} rows; learner_ame() needs at least 3 (two to train, one to test).")
@@ -425,8 +466,9 @@ def _check_inputs(learner: Any, X: Any, y: Any) -> tuple[pd.DataFrame, Any, int]
 
 def _check_repeats(repeats: Any) -> int:
     if isinstance(repeats, bool) or not isinstance(repeats, numbers.Integral) or repeats < 2:
-        raise ParameterError(f"repeats must be an integer >= 2 (the number of splits; 10-20 is usual), "
-                             f"got {repeats!r}.")
+        raise ParameterError(
+            f"repeats must be an integer >= 2 (the number of splits; 10-20 is usual), got {repeats!r}."
+        )
     return int(repeats)
 
 
@@ -438,11 +480,11 @@ def _n_test(n: int, test_size: Any) -> int:
     elif isinstance(test_size, numbers.Real) and 0 < cast(float, test_size) < 1:  # a Real: compared as a float
         n_test = math.ceil(float(test_size) * n)
     else:
-        raise ParameterError(f"test_size must be a fraction 0 < test_size < 1 or a number of rows, got "
-                             f"{test_size!r}.")
+        raise ParameterError(f"test_size must be a fraction 0 < test_size < 1 or a number of rows, got {test_size!r}.")
     if not 1 <= n_test <= n - 2:
-        raise ParameterError(f"test_size gives {n_test} test rows of {n}; it must leave at least 1 test row and "
-                             "2 training rows.")
+        raise ParameterError(
+            f"test_size gives {n_test} test rows of {n}; it must leave at least 1 test row and 2 training rows."
+        )
     return n_test
 
 

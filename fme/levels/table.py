@@ -25,9 +25,18 @@ LABEL_COLUMNS = ["feature", "step", "level", "reference"]
 TABLE_COLUMNS = [*LABEL_COLUMNS, "ame", *INFERENCE_COLUMNS]
 
 
-def level_table(labels: pd.DataFrame, estimate: np.ndarray, vcov: np.ndarray, *, df: float | None,
-                conf_level: float, inference: str, covers: str, extra: dict[str, Any] | None = None,
-                table_class: type[EstimatesTable] = EstimatesTable) -> EstimatesTable:
+def level_table(
+    labels: pd.DataFrame,
+    estimate: np.ndarray,
+    vcov: np.ndarray,
+    *,
+    df: float | None,
+    conf_level: float,
+    inference: str,
+    covers: str,
+    extra: dict[str, Any] | None = None,
+    table_class: type[EstimatesTable] = EstimatesTable,
+) -> EstimatesTable:
     """The table of ``estimate`` (m,) with covariance ``vcov`` (m, m): ``labels`` (m rows: the row's
     name, :data:`LABEL_COLUMNS` and any ``by`` columns), ``ame``, the inference columns (t quantiles with
     ``df`` degrees of freedom, else normal), ``inference`` and ``covers`` as given, then ``extra``
@@ -35,11 +44,17 @@ def level_table(labels: pd.DataFrame, estimate: np.ndarray, vcov: np.ndarray, *,
     with more attributes): :func:`fme.hypotheses` reads the joint covariance."""
     estimate = np.asarray(estimate, dtype=float)
     m = estimate.size
-    est = Estimates("delta", estimate, grad=np.eye(m), vcov=np.asarray(vcov, dtype=float).reshape(m, m),
-                    df=None if df is None else np.full(m, float(df)))
+    est = Estimates(
+        "delta",
+        estimate,
+        grad=np.eye(m),
+        vcov=np.asarray(vcov, dtype=float).reshape(m, m),
+        df=None if df is None else np.full(m, float(df)),
+    )
     table = est.table(conf_level)
     table["inference"], table["covers"] = inference, covers
-    extra_frame = pd.DataFrame({k: (list(v) if np.ndim(v) else [v] * m) for k, v in (extra or {}).items()},
-                               index=range(m))
+    extra_frame = pd.DataFrame(
+        {k: (list(v) if np.ndim(v) else [v] * m) for k, v in (extra or {}).items()}, index=range(m)
+    )
     out = pd.concat([labels.reset_index(drop=True), pd.DataFrame({"ame": estimate}), table, extra_frame], axis=1)
     return table_class.from_frame(out, est, conf_level=conf_level)
