@@ -62,7 +62,7 @@ demo: $(STAMP)
 # Python >= 3.11, and regenerate environment.yml from it. Review the diff, then run `make test`.
 lock: $(UV)
 	printf 'setuptools>=77\n' | $(UV) pip compile --quiet --upgrade --universal --python-version 3.11 \
-		--generate-hashes --extra test --extra lint --custom-compile-command "make lock" pyproject.toml - -o $(LOCK)
+		--generate-hashes --extra test --extra lint --extra docs --custom-compile-command "make lock" pyproject.toml - -o $(LOCK)
 	printf 'uv==%s\n' "$$($(UV) --version | cut -d' ' -f2)" | $(UV) pip compile --quiet --universal \
 		--python-version 3.11 --generate-hashes --custom-compile-command "make lock" - -o requirements-tools.lock
 	$(MAKE) --no-print-directory $(STAMP)
