@@ -1,0 +1,33 @@
+"""
+Hypotheses and equivalence
+==========================
+
+``fme.hypotheses`` tests the estimates of a table with their joint uncertainty: linear and non-linear
+equations (delta method), all pairwise differences with a multiplicity adjustment, and equivalence (TOST):
+is an effect within a band that the domain calls negligible?
+"""
+
+import numpy as np
+import pandas as pd
+import statsmodels.formula.api as smf
+
+import fme
+
+rng = np.random.default_rng(0)
+d = pd.DataFrame({"x1": rng.normal(size=300), "x2": rng.normal(size=300), "g": rng.choice(["a", "b", "c"], 300)})
+d["y"] = (0.8 + 0.4 * (d["g"] == "c")) * d["x1"] + 0.5 * d["x2"] + rng.normal(size=300)
+ols = smf.ols("y ~ x1 * g + x2", data=d).fit()
+
+table = fme.ame(ols, d, {"x1": 1, "x2": 1})
+print(table[["feature", "ame", "std_error", "conf_low", "conf_high"]])
+print(fme.hypotheses(table, "b1 - b2 = 0")[["hypothesis", "estimate", "std_error", "p_value"]])  # differ?
+print(fme.hypotheses(table, "b2 / b1 = 1")[["hypothesis", "estimate", "std_error", "p_value"]])  # a ratio
+
+# %%
+# Equivalence: is the effect of x2 within ±1 (negligible for this purpose)? ``p_value_equiv`` small: yes.
+print(fme.ame(ols, d, {"x2": 1}, equivalence=[-1, 1])[["estimate", "p_value_noninf", "p_value_nonsup", "p_value_equiv"]])
+
+# %%
+# All pairs of the groups' AMEs, Holm-adjusted:
+by_group = fme.ame(ols, d, {"x1": 1}, by="g")
+print(fme.hypotheses(by_group, "pairwise", multcomp="holm")[["hypothesis", "estimate", "p_value", "p_value_adj"]])
