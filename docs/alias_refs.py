@@ -62,6 +62,74 @@ def _documented(env) -> dict[int, str]:  # noqa: ANN001
     return index
 
 
+def _member_of_documented(env, dotted: str) -> str | None:  # noqa: ANN001
+    """``Class.attr`` where the class is documented under another name and ``attr`` is documented with it
+    (dataclass fields and attributes have no object of their own to look up)."""
+    parent, _, attr = dotted.rpartition(".")
+    owner = _lookup(parent) if parent else _MISSING
+    if owner is _MISSING or not inspect.isclass(owner):
+        return None
+    documented = _documented(env).get(id(owner))
+    objects = env.get_domain("py").objects
+    for name in ([documented] if documented else []) + [f"{owner.__module__}.{owner.__qualname__}"]:
+        if f"{name}.{attr}" in objects:
+            return f"{name}.{attr}"
+    return None
+
+
+def _data_named(env, dotted: str) -> str | None:  # noqa: ANN001
+    """A module-level name (a constant, a table) documented in the module that defines it, found by the same
+    value under the name that the docstring's module imported."""
+    module, _, attr = dotted.rpartition(".")
+    value = _lookup(dotted)
+    if value is _MISSING:
+        return None
+    for name in env.get_domain("py").objects:
+        if name.endswith("." + attr) and name.startswith("fme") and name != dotted:
+            if _lookup(name) is value:
+                return name
+    return None
+
+
+def _unique_suffix(env, target: str) -> str | None:  # noqa: ANN001
+    """The one documented fme object whose name ends with ``.target`` (``ModelAdapter.training_levels`` named
+    in a module that only imports ModelAdapter for type checking), or None when there is none or several."""
+    found = {n for n in env.get_domain("py").objects if n.startswith("fme") and n.endswith("." + target)}
+    if len(found) > 1:  # the same object under its public and its module name: keep the public one
+        objs = {id(_key(_lookup(n))) for n in found}
+        if len(objs) == 1:
+            return min(found, key=lambda n: (n.count("._"), n.count("."), n))
+    return found.pop() if len(found) == 1 else None
+
+
+def _defining_module(env, candidate: str) -> str | None:  # noqa: ANN001
+    """The documented module that assigns ``NAME`` at its top level, for a constant without a docstring of its
+    own (autodoc lists only commented ones): the reference links to that module's page."""
+    import ast
+
+    module_name, _, attr = candidate.rpartition(".")
+    value = _lookup(candidate)
+    if value is _MISSING or not module_name:
+        return None
+    holder = _lookup(module_name)
+    modules = [holder] if inspect.ismodule(holder) else []
+    import sys
+
+    modules += [m for n, m in list(sys.modules.items()) if n.startswith("fme") and getattr(m, attr, _MISSING) is value]
+    for module in modules:
+        try:
+            tree = ast.parse(inspect.getsource(module))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for stmt in tree.body:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+                stmt, ast.AnnAssign) else []
+            if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+                if module.__name__ in env.get_domain("py").objects:
+                    return module.__name__
+    return None
+
+
 def _resolve(app, env, node, contnode):  # noqa: ANN001, ANN202
     if node.get("refdomain") != "py":
         return None
@@ -93,13 +161,28 @@ def _resolve(app, env, node, contnode):  # noqa: ANN001, ANN202
                     holder = _lookup(owner[0])
                     defining = getattr(holder, "__module__", None) if not inspect.ismodule(holder) else None
                     name = f"{defining}.{owner[1]}" if defining and f"{defining}.{owner[1]}" in domain.objects else None
+                if name is None:
+                    name = _data_named(env, candidate)
+        if name is None:
+            name = _member_of_documented(env, candidate)
+        if name is None and node["reftype"] in ("data", "obj", "attr", "const"):
+            module = _defining_module(env, candidate)
+            if module:
+                newnode = node.deepcopy()
+                newnode["reftarget"], newnode["refspecific"] = module, False
+                return domain.resolve_xref(env, node["refdoc"], app.builder, "mod", module, newnode, contnode)
         if name and name in domain.objects:
             newnode = node.deepcopy()
             newnode["reftarget"] = name
             newnode["refspecific"] = False
-            return domain.resolve_any_xref and domain.resolve_xref(
+            return domain.resolve_xref(
                 env, node["refdoc"], app.builder, node["reftype"] if node["reftype"] != "obj" else "obj",
                 name, newnode, contnode)
+    found = _unique_suffix(env, target)
+    if found:
+        newnode = node.deepcopy()
+        newnode["reftarget"], newnode["refspecific"] = found, False
+        return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], found, newnode, contnode)
     return None
 
 

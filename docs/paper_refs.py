@@ -55,34 +55,42 @@ def _link(text: str) -> str:
     return "".join(pieces)
 
 
+_BORDER = re.compile(r"^\s*(=+( +=+)+|[-=~^]{3,}|\+[-=+]+\+)\s*$")
+
+
 def _plain_spans(lines: list[str]) -> list[tuple[int, int]]:
-    """(start, stop) index ranges of paragraphs of running text: not directives, literal blocks, tables or
-    field markers, which are left as they are."""
+    """(start, stop) index ranges of paragraphs of running text: not directives, literal blocks, doctests,
+    tables or line blocks, which are left as they are."""
     spans, i, n = [], 0, len(lines)
     while i < n:
         line = lines[i]
         stripped = line.strip()
         indent = len(line) - len(line.lstrip())
-        starts_block = re.match(r"\.\. [\w:-]+::", stripped) or stripped.endswith("::") or stripped.startswith(">>>")
-        if starts_block:
-            j = i + 1
-            while j < n and (not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > indent
-                             or lines[j].strip().startswith(("...", ">>>"))):
-                if stripped.startswith(">>>") and not lines[j].strip():
+        if re.match(r"\.\. [\w:-]+::", stripped) or stripped.endswith("::") or stripped.startswith(">>>"):
+            j = i + 1  # the block: everything indented deeper (or the doctest's lines)
+            while j < n:
+                nxt = lines[j]
+                if stripped.startswith(">>>"):
+                    if not nxt.strip():
+                        break
+                elif nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
                     break
                 j += 1
             i = j
             continue
-        if not stripped or stripped[0] in "|+=" or re.match(r"^[-=~^]{3,}$", stripped):
+        if not stripped:
             i += 1
             continue
         j = i
-        while j < n and lines[j].strip() and lines[j].strip()[0] not in "|+=" \
-                and not re.match(r"\.\. [\w:-]+::", lines[j].strip()) and not lines[j].strip().startswith(">>>"):
+        while j < n and lines[j].strip() and not re.match(r"\.\. [\w:-]+::", lines[j].strip()) \
+                and not lines[j].strip().startswith(">>>"):
             j += 1
             if lines[j - 1].strip().endswith("::"):
                 break
-        spans.append((i, j))
+        paragraph = lines[i:j]
+        tabular = any(_BORDER.match(x) or x.strip().startswith(("| ", "+-", "+=")) for x in paragraph)
+        if not tabular:
+            spans.append((i, j))
         i = j
     return spans
 

@@ -7,6 +7,8 @@ tree-reduced, so the figures equal those of pandas data on the same rows. A ``Lo
 ``processes=False`` keeps this example in one process (threads); a real cluster only changes the client.
 """
 
+import logging
+
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -21,8 +23,9 @@ d["y"] = (rng.uniform(size=4000) < 1 / (1 + np.exp(-(0.8 * d["x"] - 0.5 * d["w"]
 clf = LogisticRegression().fit(d[["x", "w"]], d["y"])
 ddf = dd.from_pandas(d[["x", "w"]], npartitions=4)
 
-with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
-        Client(cluster):
+cluster_kw = dict(n_workers=1, threads_per_worker=2, processes=False, silence_logs=logging.ERROR,
+                  dashboard_address=None, scheduler_kwargs={"dashboard": False})
+with LocalCluster(**cluster_kw) as cluster, Client(cluster):
     on_dask = fme.fme(clf, ddf, {"x": 1}, nlm=True, target_class=1, inference="sample")
     print(on_dask.summary())
     dask_ame = on_dask.ame

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+import fme
 from fme.report.inputs.config import load_config
 
-root = Path(__file__).resolve().parents[2]
+root = Path(fme.__file__).resolve().parents[1]  # the checkout: reports/ and docs/ beside the package
 config = load_config(root / "reports" / "boston-svm.yaml")
 cfg = config.to_dict()
 print(cfg["title"], "|", cfg["status"], "| model:", cfg["model"]["entry_point"])
