@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from typing import Any
 
 _MISSING = object()
@@ -71,10 +72,29 @@ def _member_of_documented(env, dotted: str) -> str | None:  # noqa: ANN001
         return None
     documented = _documented(env).get(id(owner))
     objects = env.get_domain("py").objects
-    for name in ([documented] if documented else []) + [f"{owner.__module__}.{owner.__qualname__}"]:
+    names = ([documented] if documented else []) + [f"{owner.__module__}.{owner.__qualname__}"]
+    for name in names:
         if f"{name}.{attr}" in objects:
             return f"{name}.{attr}"
-    return None
+    # an attribute with no object of its own (a dataclass field, an annotation, an instance attribute named in
+    # the class's "Attributes" section): the class's page documents it
+    def declares(klass: type) -> bool:
+        return any(attr in getattr(k, "__dataclass_fields__", {}) or attr in getattr(k, "__annotations__", {})
+                   or re.search(rf"^\s*{re.escape(attr)} :", k.__doc__ or "", flags=re.M)
+                   for k in klass.__mro__ if k.__module__.startswith("fme"))
+
+    if declares(owner):
+        for name in names:
+            if name in objects:
+                return name
+    # a mixin naming an attribute of the result classes that use it: the one documented subclass declaring it
+    subclasses, stack = [], list(owner.__subclasses__())
+    while stack:
+        k = stack.pop()
+        subclasses.append(k)
+        stack.extend(k.__subclasses__())
+    found = {_documented(env).get(id(k)) for k in subclasses if declares(k)} - {None}
+    return found.pop() if len(found) == 1 else None
 
 
 def _data_named(env, dotted: str) -> str | None:  # noqa: ANN001
@@ -148,6 +168,12 @@ def _resolve(app, env, node, contnode):  # noqa: ANN001, ANN202
             continue
         obj = _lookup(candidate)
         if obj is _MISSING:
+            name = _member_of_documented(env, candidate)
+            if name:
+                newnode = node.deepcopy()
+                newnode["reftarget"], newnode["refspecific"] = name, False
+                return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], name, newnode,
+                                           contnode)
             continue
         if inspect.ismodule(obj):
             name = obj.__name__

@@ -10,9 +10,8 @@ pages are written at build time from the code, so that they cannot drift from it
 
 from __future__ import annotations
 
-import json
+import importlib
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -28,8 +27,9 @@ os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # the Dask example:
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import fme  # noqa: E402
 import pandas as pd  # noqa: E402
+
+import fme  # noqa: E402
 
 # Tables printed by the executed examples: wide enough for the result tables' columns on a page.
 pd.set_option("display.width", 120)
@@ -132,13 +132,32 @@ sphinx_gallery_conf = {
 
 
 # --- pages written from the code at build time ----------------------------------------------------------------
+def _is_data(obj: object) -> bool:
+    import inspect
+
+    return not (inspect.isclass(obj) or inspect.isroutine(obj) or inspect.ismodule(obj))
+
+
 def _public_api() -> str:
-    """The autosummary of every public name: fme.__all__ and fme.plotting.__all__, in their order."""
+    """The reference of every public name: fme.__all__ and fme.plotting.__all__, in their order. Functions and
+    classes go through autosummary; data (a registry, a palette) get a page written here, since autosummary
+    would summarise them by their type's docstring (a dict's)."""
     import fme.plotting
 
     def block(module: str, names: list[str]) -> str:
-        items = "\n".join(f"   {n}" for n in names)
-        return f".. autosummary::\n   :toctree: generated\n   :nosignatures:\n\n{items}\n"
+        objects = {n: getattr(importlib.import_module(module), n) for n in names}
+        code = [n for n in names if not _is_data(objects[n])]
+        data = [n for n in names if _is_data(objects[n])]
+        out = ".. autosummary::\n   :toctree: generated\n   :nosignatures:\n\n" + "".join(f"   {n}\n" for n in code)
+        if data:
+            out += "\nData:\n\n.. toctree::\n   :hidden:\n\n" + "".join(f"   generated/{module}.{n}\n" for n in data)
+            out += "\n" + "".join(f"* :data:`{module}.{n}` ({type(objects[n]).__name__})\n" for n in data)
+            for n in data:
+                _write_if_changed(DOCS / "api" / "generated" / f"{module}.{n}.rst",
+                                  f"{module}.{n}\n{'=' * len(module + n) + '='}\n\n.. currentmodule:: {module}\n\n"
+                                  f".. autodata:: {n}\n\n   A ``{type(objects[n]).__name__}``, defined in "
+                                  f":mod:`{_defining_module(module, n)}`.\n")
+        return out
 
     return ("..\n   Written by docs/conf.py from fme.__all__ and fme.plotting.__all__ at build time: do not edit.\n\n"
             "Public names\n============\n\n"
@@ -147,6 +166,28 @@ def _public_api() -> str:
             ".. currentmodule:: fme\n\n``fme``\n-------\n\n" + block("fme", list(fme.__all__)) + "\n"
             ".. currentmodule:: fme.plotting\n\n``fme.plotting``\n----------------\n\n"
             + block("fme.plotting", list(fme.plotting.__all__)))
+
+
+def _defining_module(module: str, name: str) -> str:
+    """The module whose source assigns ``name`` (where a re-exported constant is defined)."""
+    import ast
+    import inspect
+    import sys
+
+    value = getattr(importlib.import_module(module), name)
+    for mod_name, mod in sorted(sys.modules.items()):
+        if not mod_name.startswith("fme") or getattr(mod, name, None) is not value:
+            continue
+        try:
+            tree = ast.parse(inspect.getsource(mod))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for stmt in tree.body:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+                stmt, ast.AnnAssign) else []
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return mod_name
+    return module
 
 
 def _module_names() -> list[str]:

@@ -24,6 +24,7 @@ _NOT_THE_PAPER = ("checklist", "SVG", "Nadeau", "partykit", "libcoin")
 _SECTION = re.compile(r"§ ?(\d+(?:\.\d+)?)(?![\d]|\.\d)")
 _EQUATION = re.compile(r"\bEq\.(\s+)(\w+)")
 _ROLE_OR_LITERAL = re.compile(r"(``.*?``|:\w+:`[^`]*`|`[^`]*`_?)")
+_LONE_STAR = re.compile(r"(?<=\S\s)\*(?=[\s,.;:)]|$)|\*(?=\.\w)")  # "marked *," and "*.j2", not a bullet
 _REF_LIKE = re.compile(r"(?<![\\`\w])(\w+)_(?=[-\s),.;:/]|$)")
 
 
@@ -31,7 +32,8 @@ def _escape_plain(text: str) -> str:
     """Escape ``|`` and ``name_`` outside inline literals and roles (they are not substitutions or links)."""
     pieces = _ROLE_OR_LITERAL.split(text)
     for i in range(0, len(pieces), 2):  # even pieces are outside literals and roles
-        pieces[i] = _REF_LIKE.sub(r"\1\\_", pieces[i].replace("|", "\\|"))
+        piece = _REF_LIKE.sub(r"\1\\_", pieces[i].replace("|", "\\|"))
+        pieces[i] = _LONE_STAR.sub(r"\\*", piece)  # "marked *," is a star, not emphasis
     return "".join(pieces)
 
 
@@ -49,7 +51,8 @@ def _link(text: str) -> str:
             label = match.group(2)
             if label not in EQUATIONS:
                 return match.group(0)
-            return f":ref:`Eq.{match.group(1)}{label} <paper-eq-{label.lower()}>`"
+            # "equation", not "Eq.": autosummary ends a summary at a full stop, which would cut the link in two
+            return f":ref:`equation{match.group(1)}{label} <paper-eq-{label.lower()}>`"
 
         pieces[i] = _EQUATION.sub(equation, _SECTION.sub(section, pieces[i]))
     return "".join(pieces)

@@ -83,6 +83,8 @@ def _worked_example() -> None:
 
     print("fme demo: the paper's Boston housing example (section 8), forward marginal effects of an SVM\n")
     model, X = boston_svm()
+    print(f"Model: {type(model).__name__} (medv, the median home value, on {X.shape[1]} features of "
+          f"{X.shape[0]} census tracts)")
     _explain("KernlabSVR")
     print("1. One more room (rm + 1): fMEs and their non-linearity (NLM)\n")
     # inference="sample": the paper's fixed-model interval; asking for it by name also says what it covers

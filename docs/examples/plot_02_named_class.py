@@ -8,11 +8,11 @@ data's median) or ``"cheap"``, and the step lowers the share of lower-status pop
 """
 
 import numpy as np
+from sklearn.ensemble import RandomForestClassifier
 
 import fme
 from fme.datasets import load_boston
 from fme.plotting import FMEDisplay
-from sklearn.ensemble import RandomForestClassifier
 
 df = load_boston()
 X = df.drop(columns="medv")

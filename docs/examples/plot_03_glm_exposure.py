@@ -17,7 +17,8 @@ import fme
 
 rng = np.random.default_rng(0)
 n = 800
-d = pd.DataFrame({"age": rng.uniform(18, 80, n), "urban": rng.choice(["no", "yes"], n), "years": rng.uniform(0.2, 3, n)})
+d = pd.DataFrame({"age": rng.uniform(18, 80, n), "urban": rng.choice(["no", "yes"], n),
+                  "years": rng.uniform(0.2, 3, n)})
 rate = np.exp(-2.0 + 0.015 * (60 - d["age"]) + 0.4 * (d["urban"] == "yes"))
 d["claims"] = rng.poisson(rate * d["years"])
 glm = smf.glm("claims ~ age + urban", data=d, family=sm.families.Poisson(), exposure=d["years"]).fit()

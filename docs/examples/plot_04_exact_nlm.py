@@ -9,11 +9,11 @@ compares the two per row.
 """
 
 import matplotlib.pyplot as plt
+from sklearn.ensemble import HistGradientBoostingRegressor
 
 import fme
 from fme.datasets import load_boston
 from fme.plotting import NLMDisplay
-from sklearn.ensemble import HistGradientBoostingRegressor
 
 df = load_boston()
 X, y = df.drop(columns="medv"), df["medv"]

@@ -7,9 +7,10 @@ tree are too narrow. ``fme.came`` is honest by default: it grows the tree on a s
 computes every leaf figure from the other half.
 """
 
+from sklearn.ensemble import RandomForestRegressor
+
 import fme
 from fme.datasets import load_boston
-from sklearn.ensemble import RandomForestRegressor
 
 df = load_boston()
 X = df.drop(columns="medv")

@@ -14,6 +14,7 @@ One step, ``lstat − 2``, asked three ways:
 Each table's ``covers`` (or ``inference``) column says which uncertainty its interval is about.
 """
 
+import matplotlib.pyplot as plt
 import pandas as pd
 from sklearn.linear_model import LinearRegression
 from sklearn.pipeline import make_pipeline
@@ -39,8 +40,6 @@ print(level_data[["model_ame", "ess_share", "positivity"]].round(3).to_string())
 
 # %%
 # The three intervals side by side.
-import matplotlib.pyplot as plt
-
 fig, ax = plt.subplots(figsize=(5.5, 2.6))
 t = table.droplevel(1)
 ax.errorbar(t["ame"], range(len(t)), xerr=[t["ame"] - t["conf_low"], t["conf_high"] - t["ame"]], fmt="o",

@@ -25,7 +25,8 @@ print(fme.hypotheses(table, "b2 / b1 = 1")[["hypothesis", "estimate", "std_error
 
 # %%
 # Equivalence: is the effect of x2 within ±1 (negligible for this purpose)? ``p_value_equiv`` small: yes.
-print(fme.ame(ols, d, {"x2": 1}, equivalence=[-1, 1])[["estimate", "p_value_noninf", "p_value_nonsup", "p_value_equiv"]])
+tost = fme.ame(ols, d, {"x2": 1}, equivalence=[-1, 1])
+print(tost[["estimate", "p_value_noninf", "p_value_nonsup", "p_value_equiv"]])
 
 # %%
 # All pairs of the groups' AMEs, Holm-adjusted:

@@ -13,8 +13,10 @@ delta method (paper §6)     :meth:`~ModelAdapter.delta_support`,               
                             :meth:`~ModelAdapter.fme_jacobian`,
                             :meth:`~ModelAdapter.predict_with_jacobian`
 bootstrap refits            :meth:`~ModelAdapter.refit_support`,                             inference
-                            :meth:`~ModelAdapter.bootstrap_training`, :meth:`~ModelAdapter.refit`
-exact NLM (paper §5.4)      :meth:`~ModelAdapter.split_thresholds`, :meth:`~ModelAdapter.forest`  NLM
+                            :meth:`~ModelAdapter.bootstrap_training`,
+                            :meth:`~ModelAdapter.refit`
+exact NLM (paper §5.4)      :meth:`~ModelAdapter.split_thresholds`,                          NLM
+                            :meth:`~ModelAdapter.forest`
 training levels             :meth:`~ModelAdapter.training_levels`                            steps
 identity (fingerprint)      :meth:`~ModelAdapter.fingerprint`,                               report
                             :meth:`~ModelAdapter.canonical_text`

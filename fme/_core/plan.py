@@ -2,7 +2,7 @@
 
 A front door (:func:`fme.fme`, :func:`fme.ame`, ...) checks its arguments once and resolves them into
 a :class:`Plan` (:func:`resolve_plan`: parsed steps, NLM method, unfitted detector, inference method);
-the engines (in memory, :mod:`fme._core.local`; Dask, :mod:`fme._dask.effects`) take the plan and
+the engines (in memory, :mod:`fme._local.effects`; Dask, :mod:`fme._dask.effects`) take the plan and
 never validate again. :class:`FMEOptions` carries the keyword arguments of :func:`fme.fme` as one
 record, so a caller that runs :func:`fme.fme`'s computation (``fme.ame`` on Dask data, one pass per
 row of its table) passes the record on instead of re-reading a signature.
