@@ -78,9 +78,16 @@ def _member_of_documented(env, dotted: str) -> str | None:  # noqa: ANN001
             return f"{name}.{attr}"
     # an attribute with no object of its own (a dataclass field, an annotation, an instance attribute named in
     # the class's "Attributes" section): the class's page documents it
-    def declares(klass: type) -> bool:
+    def source(klass: type) -> str:
+        try:
+            return inspect.getsource(klass)
+        except (OSError, TypeError):
+            return ""
+
+    def declares(klass: type) -> bool:  # a field, an annotation, a documented or an assigned instance attribute
         return any(attr in getattr(k, "__dataclass_fields__", {}) or attr in getattr(k, "__annotations__", {})
                    or re.search(rf"^\s*{re.escape(attr)} :", k.__doc__ or "", flags=re.M)
+                   or re.search(rf"\bself\.{re.escape(attr)}\s*(:[^=]*)?=[^=]", source(k))
                    for k in klass.__mro__ if k.__module__.startswith("fme"))
 
     if declares(owner):
@@ -171,7 +178,8 @@ def _resolve(app, env, node, contnode):  # noqa: ANN001, ANN202
             name = _member_of_documented(env, candidate)
             if name:
                 newnode = node.deepcopy()
-                newnode["reftarget"], newnode["refspecific"] = name, False
+                newnode["reftarget"] = name
+                newnode.attributes.pop("refspecific", None)  # searchmode 0: any object type by its exact name
                 return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], name, newnode,
                                            contnode)
             continue
@@ -195,19 +203,21 @@ def _resolve(app, env, node, contnode):  # noqa: ANN001, ANN202
             module = _defining_module(env, candidate)
             if module:
                 newnode = node.deepcopy()
-                newnode["reftarget"], newnode["refspecific"] = module, False
+                newnode["reftarget"] = module
+                newnode.attributes.pop("refspecific", None)
                 return domain.resolve_xref(env, node["refdoc"], app.builder, "mod", module, newnode, contnode)
         if name and name in domain.objects:
             newnode = node.deepcopy()
             newnode["reftarget"] = name
-            newnode["refspecific"] = False
+            newnode.attributes.pop("refspecific", None)
             return domain.resolve_xref(
                 env, node["refdoc"], app.builder, node["reftype"] if node["reftype"] != "obj" else "obj",
                 name, newnode, contnode)
     found = _unique_suffix(env, target)
     if found:
         newnode = node.deepcopy()
-        newnode["reftarget"], newnode["refspecific"] = found, False
+        newnode["reftarget"] = found
+        newnode.attributes.pop("refspecific", None)
         return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], found, newnode, contnode)
     return None
 
