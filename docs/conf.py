@@ -128,6 +128,7 @@ sphinx_gallery_conf = {
     "only_warn_on_example_error": False,
     "abort_on_example_error": True,
     "min_reported_time": 1e9,
+    "capture_repr": (),  # a display object's repr is not output; its figure is
 }
 
 
