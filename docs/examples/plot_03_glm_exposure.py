@@ -8,6 +8,7 @@ own exposure, as Stata's ``margins`` does (statsmodels' own ``predict(newdata)``
 predictions.
 """
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
@@ -33,3 +34,16 @@ print(fme.ame(glm, d, {"age": 10}, exposure=1)[["feature", "step", "ame", "std_e
 # The model's scale is recorded with the result.
 eff = fme.fme(glm, d, {"age": 10}, exposure="years")
 print(eff.scale)
+
+# %%
+# The fitted rate per policy-year against age, for urban and rural policies: the AME of ``age + 10`` per
+# policy-year is the average of these curves' 10-year differences over the policies' own ages.
+grid = pd.DataFrame({"age": np.linspace(18, 80, 63)})
+fig, ax = plt.subplots(figsize=(5.5, 3.6))
+for level in ("no", "yes"):
+    rows = grid.assign(urban=level, years=1.0)
+    ax.plot(rows["age"], glm.predict(rows, exposure=rows["years"]), label=f"urban = {level}")
+ax.set_xlabel("age")
+ax.set_ylabel("expected claims per policy-year")
+ax.legend()
+fig.tight_layout()

@@ -7,6 +7,7 @@ equations (delta method), all pairwise differences with a multiplicity adjustmen
 is an effect within a band that the domain calls negligible?
 """
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import statsmodels.formula.api as smf
@@ -32,3 +33,12 @@ print(tost[["estimate", "p_value_noninf", "p_value_nonsup", "p_value_equiv"]])
 # All pairs of the groups' AMEs, Holm-adjusted:
 by_group = fme.ame(ols, d, {"x1": 1}, by="g")
 print(fme.hypotheses(by_group, "pairwise", multcomp="holm")[["hypothesis", "estimate", "p_value", "p_value_adj"]])
+
+# %%
+# The groups' AMEs with their 95 % intervals: group c's effect of x1 is larger, as simulated.
+fig, ax = plt.subplots(figsize=(5, 2.8))
+ax.errorbar(by_group["ame"], range(len(by_group)), fmt="o", capsize=4,
+            xerr=[by_group["ame"] - by_group["conf_low"], by_group["conf_high"] - by_group["ame"]])
+ax.set_yticks(range(len(by_group)), [f"g = {g}" for g in by_group["g"]])
+ax.set_xlabel("AME of x1 + 1 (delta-method 95 % interval)")
+fig.tight_layout()
