@@ -15,7 +15,7 @@ STAMP  := $(VENV)/.fme-installed
 SETUP_LOG := $(VENV)/setup.log
 LATEST := .venv-latest
 
-.PHONY: lint test test-fast test-latest demo paper report bench lock clean
+.PHONY: lint test test-fast test-latest demo docs paper report bench lock clean
 
 REPORT_CONFIGS := $(wildcard reports/*.yaml)
 
@@ -58,11 +58,19 @@ test-latest: $(UV)
 demo: $(STAMP)
 	$(BIN)/python -m fme demo
 
+# The documentation site, docs/_build/html (Sphinx; configuration in docs/conf.py), built from scratch offline:
+# every warning is an error (-W) and every reference is checked (-n); the gallery's and the guide's examples run.
+DOCS_OUT := docs/_build/html
+docs: $(STAMP)
+	rm -rf docs/_build docs/gallery docs/api/generated docs/api/modules
+	$(BIN)/python -m sphinx -W -n --keep-going -q -b html docs $(DOCS_OUT)
+	@echo "Site: $(DOCS_OUT)/index.html"
+
 # Refresh the lock to the newest releases that satisfy pyproject.toml, for every platform and
 # Python >= 3.11, and regenerate environment.yml from it. Review the diff, then run `make test`.
 lock: $(UV)
 	printf 'setuptools>=77\n' | $(UV) pip compile --quiet --upgrade --universal --python-version 3.11 \
-		--generate-hashes --extra test --extra lint --custom-compile-command "make lock" pyproject.toml - -o $(LOCK)
+		--generate-hashes --extra test --extra lint --extra docs --custom-compile-command "make lock" pyproject.toml - -o $(LOCK)
 	printf 'uv==%s\n' "$$($(UV) --version | cut -d' ' -f2)" | $(UV) pip compile --quiet --universal \
 		--python-version 3.11 --generate-hashes --custom-compile-command "make lock" - -o requirements-tools.lock
 	$(MAKE) --no-print-directory $(STAMP)
@@ -85,4 +93,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_hull.py
 
 clean:
-	rm -rf $(VENV) $(LATEST) $(TOOLS) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(LATEST) $(TOOLS) .pytest_cache build *.egg-info docs/_build docs/gallery

@@ -1,6 +1,6 @@
 """Data sets bundled with :mod:`fme`.
 
-Currently one: the Boston housing data of Harrison & Rubinfeld (1978), used in
+Currently one: the Boston housing data of Harrison & Rubinfeld (1978) [1]_, used in
 the Boston application of §8 of the paper (forward marginal effects,
 non-linearity measures and conditional AMEs for a model of ``medv``).
 

@@ -101,5 +101,5 @@ class LearnerError(FMEError, RuntimeError):
 
 
 class LearnerWarning(FMEWarning, RuntimeWarning):
-    """Some of :func:`fme.learner_ame`'s splits failed (fit or AME) and were left out; the message gives
+    """Some splits of :func:`fme.learner_ame` failed (fit or AME) and were left out; the message gives
     the count and the first error."""

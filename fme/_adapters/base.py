@@ -17,10 +17,12 @@ covariance choices          :meth:`~ModelAdapter.parameter_count`,              
                             :meth:`~ModelAdapter.robust_covariance`,
                             :meth:`~ModelAdapter.with_covariance`
 bootstrap refits            :meth:`~ModelAdapter.refit_support`,                             inference
-                            :meth:`~ModelAdapter.bootstrap_training`, :meth:`~ModelAdapter.refit`,
+                            :meth:`~ModelAdapter.bootstrap_training`,
+                            :meth:`~ModelAdapter.refit`,
                             :meth:`~ModelAdapter.fit_releases_gil`,
                             :meth:`~ModelAdapter.trees_per_fit`
-exact NLM (paper §5.4)      :meth:`~ModelAdapter.split_thresholds`, :meth:`~ModelAdapter.forest`  NLM
+exact NLM (paper §5.4)      :meth:`~ModelAdapter.split_thresholds`,                          NLM
+                            :meth:`~ModelAdapter.forest`
 training levels             :meth:`~ModelAdapter.training_levels`                            steps
 identity (fingerprint)      :meth:`~ModelAdapter.fingerprint`,                               report
                             :meth:`~ModelAdapter.canonical_text`

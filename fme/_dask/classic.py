@@ -1,13 +1,13 @@
 """The classic categorical AME of Dask data: ``fme.ame(..., categorical='classic')``.
 
-The pandas path (:func:`fme.margins.marginal._ame._categorical_specs`) sets every row to
+The pandas path (:func:`fme._local.ame._categorical_specs`) sets every row to
 the reference level c_ref, then to each other level c, and averages
 f(x with c) - f(x with c_ref) over all rows (Eq. categorical_me; rows
 already at c or with a missing value count too). On Dask data one pass does
 the same: each partition is set to c_ref once and the batch kernel
 (:func:`fme._core.kernel.evaluate_batch`) evaluates the categorical step "-> c"
 on it for every other level (nothing is excluded: no row is at c or
-missing), returning per level the mergeable :class:`~fme._core.kernel.Summary`,
+missing), returning per level the mergeable :class:`~fme._core.summary.Summary`,
 the ``by`` groups' sums (groups of the rows' own values, as pandas) and the
 sorted fMEs for exact quartiles. The table rows then come from the same code
 as the observation-wise rows (:func:`fme._dask.ame.ame`). Bootstrap draws

@@ -14,7 +14,7 @@
    other detector on a seeded sample of at most ``sample_size`` reference rows
    (default :data:`fme._dask.common.FIT_SAMPLE_SIZE`; all rows when there are no more);
 3. one pass of :func:`fme._core.kernel.evaluate_batch` per partition gives the
-   mergeable :class:`~fme._core.kernel.Summary` (tree-reduced) and, kept on the
+   mergeable :class:`~fme._core.summary.Summary` (tree-reduced) and, kept on the
    workers, the partition's sorted fMEs and NLMs, from which exact quartiles
    and medians are selected by small rounds of counting
    (:mod:`fme._dask.quantiles`); the pass returns the sorted values' pivots with

@@ -2,8 +2,8 @@
 
 On Dask data every partition returns, for each group g, mergeable sums of its
 evaluated rows in the same pass as the overall summary
-(:func:`fme._dask.effects._partition_pass`): the row count of the group over all rows
-(excluded ones too), the :class:`~fme._core.kernel.Moments` of its fMEs, the sum
+(:func:`fme._dask.effects._chunk_pass`): the row count of the group over all rows
+(excluded ones too), the :class:`~fme._core.summary.Moments` of its fMEs, the sum
 of its rows' delta-method Jacobians, and its sorted fMEs (kept on the workers
 for exact quartiles). The bootstrap sums each refit's fMEs per group
 (:mod:`fme._dask.bootstrap`). Group g's AME is Σ fME / n_g, its delta-method

@@ -2,7 +2,7 @@
 
 The batch kernel already evaluates every output (``plan.names``: columns
 ``fme_<class>``, ``nlm_<class>``, ``nlm_status_<class>``) and its
-:class:`~fme._core.kernel.Summary` holds one entry per output, plus the rows
+:class:`~fme._core.summary.Summary` holds one entry per output, plus the rows
 counted across outputs (``rows_any``). :class:`DaskMultiFMEResult` turns
 them into the figures of a multi-output :class:`fme.FMEResult`: a Series per
 class for the AME, SD, ANLM, median NLM, share linear, standard error and

@@ -224,7 +224,7 @@ def jump_state(n, c, F, scale, est, br, ba, bb, dL, dR, dense, shares=True):
     The truth on an open bracket i (half-width s_i, ends dL_i, dR_i, midpoint m_i) is taken to be one jump
     J_i = dL_i - dR_i at an unknown m_i + x_i, |x_i| <= s_i, plus, on a ``dense`` row, an excursion e_i(t)
     with |e_i| <= H (H: the row's mean |J| over its open brackets) for further jumps the bracket may hide.
-    With delta = truth - estimate, r = N / D and S1 of the estimate, exactly
+    With delta = truth - estimate, r = N / D and S1 of the estimate, exactly::
 
         N' - r D' = N - r D + int 2 ((1 - r) f - t F + r S1) delta + (1 - r) int delta^2 + r (int delta)^2,
         D' = D + int 2 (f - S1) delta + int delta^2 - (int delta)^2
@@ -233,7 +233,7 @@ def jump_state(n, c, F, scale, est, br, ba, bb, dL, dR, dense, shares=True):
     J_i x_i 2 (g_i - S1) (closed forms, its own delta^2 included). Over |x_i| <= s_i and |e_i| <= H, with the
     values within g_i -+ (|J_i| / 2 + H) on the bracket (the linear factors are largest at the corners):
     E1 = sum_i |J_i| s_i + 2 H s_i bounds |int delta|, and with A_i = |(1 - r) g_i + r S1 - m_i F|,
-    G_i = |g_i - S1|,
+    G_i = |g_i - S1|, ::
 
         |N' - r D' - (N - r D)| <= sum_i [|J_i| s_i (2 A_i + |F| s_i)
                                    + 4 H s_i (A_i + |1 - r| (|J_i| / 2 + H) + |F| s_i)

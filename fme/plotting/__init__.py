@@ -2,7 +2,7 @@
 
 Each Display stores numbers already computed by :func:`fme.fme` (or a cAME
 partition); ``from_effects`` / ``from_model`` / ``from_partition`` build one and
-call :meth:`plot`, which draws, keeps the artists in trailing-underscore
+call ``plot``, which draws, keeps the artists in trailing-underscore
 attributes and returns ``self``. matplotlib is imported inside ``plot`` only,
 so ``import fme`` stays free of it. The figures follow the paper (§7, §8):
 fME against the feature with an arrow of the step length, hexagon maps for two
