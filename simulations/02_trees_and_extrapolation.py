@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 import fme
+import fme.paper as paper
 
 out = Path(output_dir)
 out.mkdir(parents=True, exist_ok=True)
