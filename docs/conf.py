@@ -266,5 +266,25 @@ def _skip_foreign_members(app, what, name, obj, skip, options):  # noqa: ANN001,
     return None
 
 
+def _alias_safe_signatures(app) -> None:  # noqa: ANN001
+    """numpydoc's signature hook, except for type aliases (``_Split = tuple[float, int]``, documented by a ``#:``
+    comment): a ``types.GenericAlias`` is callable, so numpydoc would parse the docstring of the aliased builtin
+    and fail ("error while formatting signature"). An alias has no signature; autodoc documents it as data."""
+    import types
+
+    for listener in list(app.events.listeners.get("autodoc-process-signature", [])):
+        if getattr(listener.handler, "__module__", "") != "numpydoc.numpydoc":
+            continue
+        app.disconnect(listener.id)
+
+        def signature(app, what, name, obj, options, sig, retann, _numpydoc=listener.handler):  # noqa: ANN001, ANN202
+            if isinstance(obj, types.GenericAlias):
+                return None
+            return _numpydoc(app, what, name, obj, options, sig, retann)
+
+        app.connect("autodoc-process-signature", signature, priority=listener.priority)
+
+
 def setup(app):  # noqa: ANN001, ANN201
     app.connect("autodoc-skip-member", _skip_foreign_members)
+    _alias_safe_signatures(app)

@@ -161,7 +161,8 @@ def dgp_ame(
     by : column label or list, optional
         One row per group of these (unmoved) columns of X; the learners are fitted on all rows. Labels of any
         hashable type, checked and sorted as every averaging verb does (:mod:`fme._core.groups`; a missing
-        value is a group of its own, listed last); a name of the table's columns (:data:`RESERVED`) is refused.
+        value is a group of its own, listed last); a name of the table's columns
+        (:data:`~fme.levels.dgp.RESERVED`) is refused.
     extrapolation : str or detector, default='envelope'
         The detector (:data:`fme.DETECTORS` name or object) fitted on X that flags moved rows outside the data
         (``share_extrapolated``); None for none.

@@ -178,7 +178,8 @@ def learner_ame(
     by : column label or list of them, optional
         One row per group (the group's test rows in every split), as in :func:`fme.ame`: labels of any
         hashable type, checked and sorted as every averaging verb does (:mod:`fme._core.groups`; a missing
-        value is a group of its own, listed last). A name of the table's columns (:data:`RESERVED`) is refused.
+        value is a group of its own, listed last). A name of the table's columns
+        (:data:`~fme.levels.learner.RESERVED`) is refused.
     conf_level : float, default=0.95
     random_state : int or None, default=0
         Seed of the splits (``numpy.random.SeedSequence``); the same splits for every ``n_jobs``.

@@ -7,19 +7,19 @@ whose verifier fails is worded "cannot be stated: <reason>" and ``holds`` is Fal
 flag, and never prints the statement as true. ``results.json`` lists the claims the analysis made
 (:meth:`Claim.to_dict`: kind, cited quantity ids, outcome), so a validator can audit each one.
 
-=================  ============================================  ===============================================
-kind               says                                          verified when
-=================  ============================================  ===============================================
-direction          raises / lowers / no clear direction          the interval's side of zero; its kind is named
-test_result        "... differ at the 5% level"                  the test is valid (:func:`test_validity`)
-test_not_valid     "... cannot be computed here: <reason>"       the test is not valid, with its reason
-count              "253 of the 1,500 evaluated rows"             the part's lineage contains the whole
-range              "x from 0.1 to 4.9 over 57 ... points"        the range names the rows it is over
-enters_predictions "predictions use each row's exposure"         the column's role is known
-contract_verdict   met / not met / inconclusive                  one unit for bound and estimate; the SE is not
-                                                                 at rounding level
-not_computed       "not computed: <reason>"                      the reason comes from the code that declined
-=================  ============================================  ===============================================
+==================  ============================================  ===============================================
+kind                says                                          verified when
+==================  ============================================  ===============================================
+direction           raises / lowers / no clear direction          the interval's side of zero; its kind is named
+test_result         "... differ at the 5% level"                  the test is valid (:func:`test_validity`)
+test_not_valid      "... cannot be computed here: <reason>"       the test is not valid, with its reason
+count               "253 of the 1,500 evaluated rows"             the part's lineage contains the whole
+range               "x from 0.1 to 4.9 over 57 ... points"        the range names the rows it is over
+enters_predictions  "predictions use each row's exposure"         the column's role is known
+contract_verdict    met / not met / inconclusive                  one unit for bound and estimate; the SE is not
+                                                                  at rounding level
+not_computed        "not computed: <reason>"                      the reason comes from the code that declined
+==================  ============================================  ===============================================
 """
 
 from __future__ import annotations
