@@ -64,6 +64,7 @@ def result(plan: Plan, batch: Batch, data: pd.DataFrame) -> FMEResult:
         data=data,
         predictions=batch.predictions,
         model_description=predictor.description,
+        explained_class=predictor.explained_class,
         output_names=None if names is None else tuple(names),
         nlm_method=None if settings is None else settings.method,
         nlm_nodes=None if settings is None else settings.nodes,

@@ -34,8 +34,10 @@ import pandas as pd
 
 from .._core.averages import RowQuantity, average_table
 from .._core.estimands import COMPARISONS, comparison_form, comparison_values, finish_averages
+from .._core.exclusions import counts_per_key
 from .._core.groups import check_by
 from .._core.plan import FMEOptions, front_plan
+from .._core.result_base import with_class
 from .._dask import vocab as dask_vocab
 from .._local import vocab as local_vocab
 from .._utils.validation import check_conf_level, check_data, is_categorical, is_dask_collection
@@ -50,7 +52,7 @@ from ..steps import levels, set_level
 __all__ = ["avg_comparisons", "comparisons_by_step", "joint_bootstrap", "stacked", "COMPARISONS"]
 
 #: The columns of an :func:`avg_comparisons` table beside the ``by`` columns.
-COMPARISON_COLUMNS = ["step", "comparison", "estimate", *INFERENCE_COLUMNS, "n"]
+COMPARISON_COLUMNS = ["step", "comparison", "estimate", *INFERENCE_COLUMNS, "n", "n_excluded"]
 
 
 def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, comparison: str = "difference",
@@ -86,7 +88,8 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     -------
     EstimatesTable
         ``step``, the ``by`` columns, ``comparison``, ``estimate``, ``std_error``, ``statistic``,
-        ``p_value``, ``conf_low``, ``conf_high``, ``inference``, ``covers``, ``n``; it keeps the rows'
+        ``p_value``, ``conf_low``, ``conf_high``, ``inference``, ``covers``, ``n``, ``n_excluded`` (the rows
+        :func:`fme.fme` leaves out, as in :func:`fme.ame`); it keeps the rows'
         joint uncertainty for :func:`fme.hypotheses`.
     """
     if comparison not in COMPARISONS:
@@ -119,9 +122,11 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     est, counts, keys, described = vocab.comparisons(planned.plan, planned.data, planned.reference, steps, quantity,
                                                      method, by_cols, bootstrap)
     out = average_table(est, keys[by_cols], counts, t_df, delta_label, conf_level)
+    # the rows fme.fme leaves out (a missing input, already at the level, extrapolation), as fme.ame counts them
+    out["n_excluded"] = counts_per_key(planned.data, keys, by_cols) - counts
     out.insert(0, "step", described)
     out.insert(1 + len(by_cols), "comparison", comparison)
-    return out
+    return with_class(out, planned.plan.predictor.explained_class)
 
 
 def joint_bootstrap(bootstrap: Any) -> Any:

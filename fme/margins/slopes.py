@@ -25,10 +25,12 @@ import numpy as np
 import pandas as pd
 
 from .._adapters import model_frame
-from .._adapters.predictor import make_predictor
+from .._adapters.predictor import named_predictor
 from .._core.averages import RowQuantity, average_table
 from .._core.estimands import SLOPES, slope_values
+from .._core.exclusions import counts_per_key, leave_out_incomplete
 from .._core.groups import check_by
+from .._core.result_base import with_class
 from .._dask import vocab as dask_vocab
 from .._local import vocab as local_vocab
 from .._utils.validation import (check_conf_level, check_data, check_feature_name, check_single_output,
@@ -41,19 +43,22 @@ from ..inference.vcov import residual_df, with_vcov
 __all__ = ["avg_slopes", "dme", "SLOPES"]
 
 #: The columns of an :func:`avg_slopes` table beside the ``by`` columns.
-SLOPE_COLUMNS = ["term", "slope", "estimate", *INFERENCE_COLUMNS, "n"]
+SLOPE_COLUMNS = ["term", "slope", "estimate", *INFERENCE_COLUMNS, "n", "n_excluded"]
 
 
 def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | None = None, *,
                slope: str = "dydx", eps: float | None = None, by: str | Sequence[str] | None = None,
                inference: str = "auto", bootstrap: Any = None, conf_level: float = 0.95,
-               target_class: Any = None, vcov: Any = None, df: Any = None, wts: Any = None) -> pd.DataFrame:
+               target_class: Any = None, vcov: Any = None, df: Any = None, wts: Any = None,
+               feature_names: Any = None) -> pd.DataFrame:
     """Average derivatives (or elasticities) of the prediction, with their uncertainty (module docstring).
 
     Parameters
     ----------
     model, data, target_class, inference, bootstrap, conf_level :
         As in :func:`fme.ame`.
+    feature_names : list of column labels, optional
+        As in :func:`fme.fme`: the inputs of a model fitted on an array, in its order.
     variables : str or list of str, optional
         Numeric features (default: every numeric input of the model).
     slope : {'dydx', 'eyex', 'eydx', 'dyex'}, default='dydx'
@@ -70,7 +75,8 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
     -------
     EstimatesTable
         ``term``, the ``by`` columns, ``slope``, ``estimate``, ``std_error``, ``statistic``, ``p_value``,
-        ``conf_low``, ``conf_high``, ``inference``, ``n``.
+        ``conf_low``, ``conf_high``, ``inference``, ``n``, ``n_excluded`` (rows left out: a statsmodels formula
+        model's rows with a missing input, as its fit and every verb leave them out).
     """
     if slope not in SLOPES:
         raise ParameterError(f"slope must be one of {SLOPES}, got {slope!r}.")
@@ -80,7 +86,7 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
     # validated on the rows, or on the Dask frame's _meta (the engine sums the rows chunk by chunk)
     frame = model_frame(model, data._meta if on_dask else check_data(data))
     conf_level = check_conf_level(conf_level)
-    predictor = make_predictor(model, target_class)
+    predictor = named_predictor(model, target_class, feature_names)
     if predictor.output_names is not None:
         raise ParameterError("avg_slopes works on one output; pass one class (target_class=<label>).")
     method = resolve_method(inference, model, bootstrap)
@@ -111,13 +117,18 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
     quantity = RowQuantity(partial(slope_values, model=model, predictor=predictor, variables=tuple(variables),
                                    steps=tuple(steps), slope=slope, target_class=target_class))
     vocab = dask_vocab if on_dask else local_vocab
-    est, counts, keys = vocab.average(model, data if on_dask else frame, quantity, method, by_cols, bootstrap, weights)
+    # rows with a missing input of a formula model: left out and counted, as by every verb
+    kept, excluded, keep = leave_out_incomplete(data if on_dask else frame, predictor)
+    if keep is not None and isinstance(weights, np.ndarray):
+        weights = weights[keep]
+    est, counts, keys = vocab.average(model, kept, quantity, method, by_cols, bootstrap, weights)
     k = len(variables)
     out = average_table(est, pd.concat([keys[by_cols]] * k, ignore_index=True), np.tile(counts, k), t_df,
                         delta_label, conf_level)
+    out["n_excluded"] = np.tile(counts_per_key(excluded, keys, by_cols), k)
     out.insert(0, "term", np.repeat(np.asarray(variables, dtype=object), len(keys)))
     out.insert(1 + len(by_cols), "slope", slope)
-    return out
+    return with_class(out, predictor.explained_class)
 
 
 def dme(
@@ -127,6 +138,7 @@ def dme(
     *,
     eps: float | None = None,
     target_class: Any = None,
+    feature_names: Any = None,
 ) -> pd.DataFrame:
     """Derivative marginal effects by central differences (paper §2.2, §3.1).
 
@@ -161,7 +173,7 @@ def dme(
         span = float(x[ok].max() - x[ok].min())
         eps = 1e-4 * (span if span > 0 else max(1.0, float(np.abs(x[ok]).max())))
     eps = float(eps)
-    predictor = make_predictor(model, target_class)
+    predictor = named_predictor(model, target_class, feature_names)
     X = predictor.select(data)[ok]
     up = X.copy(deep=False)
     down = X.copy(deep=False)
