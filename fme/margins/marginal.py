@@ -48,7 +48,7 @@ DESCRIPTIVE = ["sd", "q25", "q75", "n", "n_excluded"]
 #: The columns of an :func:`ame` table (the ``by`` columns, or ``hypothesis``, after ``reference``).
 AME_COLUMNS = ["feature", "step", "level", "reference", "ame", *INFERENCE_COLUMNS, *DESCRIPTIVE]
 #: The columns mer()/mem() put beside the ``at`` columns (with ``step_<feature>`` under 'shrink').
-MER_COLUMNS = ["fme", *INFERENCE_COLUMNS, *DESCRIPTIVE, "nlm", "nlm_status", "extrapolation", "extrapolation_point",
+MER_COLUMNS = ["step", "fme", *INFERENCE_COLUMNS, *DESCRIPTIVE, "nlm", "nlm_status", "extrapolation", "extrapolation_point",
                "note"]
 
 
@@ -153,7 +153,7 @@ def ame(
         weights): each AME (and ``by`` group, hypothesis) is the weighted mean of the rows' fMEs, with delta
         (weighted mean of the Jacobian rows), bootstrap (each refit's weighted mean) or fixed-model inference
         (the weighted mean's standard error with the weights held fixed). ``sd``, ``q25``, ``q75`` stay
-        the unweighted spread of the fMEs.
+        the unweighted spread of the fMEs. Every ``comparison`` scale takes them (:func:`fme.avg_comparisons`).
     by_missing : {'group', 'raise'}, default='group'
         Rows whose ``by`` value is missing: ``group`` gives them a group of
         their own (the missing value as its label, listed last); ``raise``
@@ -183,14 +183,12 @@ def ame(
         raise ParameterError(
             "nlm=True: fme.ame does not compute the NLM (it would be computed and dropped). Ask fme.fme(model, data, "
             "{feature: step}, nlm=True) for the rows' NLMs and .anlm for their average (paper §5.4).")
-    if wts is not None and comparison != "difference":
-        raise ParameterError("wts= works with comparison='difference'; weight the rows of fme.avg_comparisons "
-                             "by passing them repeated (frequency weights), or use the difference scale.")
     if comparison != "difference":
         if not isinstance(steps, Mapping) or not steps:
             raise StepError("comparison scales need steps={feature: step or level, ...}.")
         table = comparisons_by_step(model, data, steps, comparison=comparison, by=by, inference=inference,
-                                    bootstrap=bootstrap, conf_level=conf_level, vcov=vcov, df=df, **fme_kwargs)
+                                    bootstrap=bootstrap, conf_level=conf_level, vcov=vcov, df=df, wts=wts,
+                                    **fme_kwargs)
         # hypotheses on the table's rows as printed (by-groups too), with their joint uncertainty
         return table if hypothesis is None and equivalence is None and multcomp is None else hypotheses(
             table, hypothesis, equivalence=equivalence, multcomp=multcomp)
@@ -376,7 +374,8 @@ def mer(
     Returns
     -------
     EstimatesTable
-        One row per grid point: the ``at`` columns, then ``fme``, std_error,
+        One row per grid point: ``step`` (the step evaluated, e.g. ``x1 + 0.5``), the point: the ``at``
+        columns, then the model's other inputs at their typical values, then ``fme``, std_error,
         statistic, p_value, conf_low, conf_high, inference, the descriptive
         sd (NaN), q25 = q75 = fme, n (1, or 0 if not evaluated), n_excluded,
         (and ``nlm``), NaN where a point was not evaluated (already at a
@@ -439,6 +438,14 @@ def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[s
                                       "conf_level": conf_level}, "fme.mer")
     planned = front_plan(model, frame, options)
     table = local_margins.mer(planned.plan, planned.data, planned.reference, keys, numeric_steps, multi)
+    # the point each row evaluates, whole: the at columns, then the model's other inputs at their typical values
+    # (an input named like one of the table's own columns is left to the at columns' rule: pass it in `at`)
+    inputs = planned.plan.predictor.feature_names or list(frame.columns)
+    taken = set(table.columns) | {"step", "class"}
+    others = [c for c in inputs if c not in keys and c in frame.columns and c not in taken]
+    for j, c in enumerate(others):
+        table.insert(len(keys) + j, c, planned.data[c].to_numpy())
+    table.insert(0, "step", ", ".join(s.describe() for s in parsed))
     return with_class(table, planned.plan.predictor.explained_class)
 
 

@@ -167,3 +167,89 @@ def test_a_categorical_step_switches_to_the_level_under_both_modes(cat_data):
         fme.ame(_linear, cat_data, {"cat": {"reference": "b"}})
     with pytest.raises(StepError, match="unknown key"):
         fme.ame(_linear, cat_data, {"cat": {"ref": "b"}}, categorical="classic")
+
+
+@pytest.fixture(scope="module")
+def logit_model():
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(2)
+    d = pd.DataFrame({"x": rng.normal(size=400), "w": rng.normal(size=400)})
+    d["y"] = (rng.uniform(size=400) < 1 / (1 + np.exp(-(0.5 + 0.9 * d["x"] - 0.6 * d["w"])))).astype(int)
+    return smf.logit("y ~ x + w", d).fit(disp=0), d
+
+
+def test_per_row_comparisons_are_the_rows_that_avg_comparisons_averages(logit_model):
+    model, d = logit_model
+    rows = fme.comparisons(model, d, {"x": 1})
+    assert len(rows) == len(d) and list(rows.index) == list(d.index)
+    f0, f1 = model.predict(d).to_numpy(), model.predict(d.assign(x=d["x"] + 1)).to_numpy()
+    np.testing.assert_allclose(rows["estimate"], f1 - f0, rtol=1e-10)
+    assert rows["step"].iloc[0] == "x + 1" and (rows["inference"] == "delta").all()
+    # the per-row delta SE by hand: the gradient of f1 - f0 in the coefficients (logistic: p (1 - p) x)
+    X0 = np.column_stack([np.ones(len(d)), d["x"], d["w"]])
+    X1 = X0.copy()
+    X1[:, 1] += 1
+    grad = (f1 * (1 - f1))[:, None] * X1 - (f0 * (1 - f0))[:, None] * X0
+    se = np.sqrt(np.einsum("ij,jk,ik->i", grad, model.cov_params().to_numpy(), grad))
+    np.testing.assert_allclose(rows["std_error"], se, rtol=1e-5)
+    avg = fme.avg_comparisons(model, d, {"x": 1})
+    assert avg["estimate"].iloc[0] == pytest.approx(rows["estimate"].mean(), rel=1e-12)
+    ratio = fme.comparisons(model, d, {"x": 1}, comparison="ratio")
+    np.testing.assert_allclose(ratio["estimate"], f1 / f0, rtol=1e-10)
+    with pytest.raises(fme.exceptions.ParameterError, match="per-row"):
+        fme.comparisons(model, d, {"x": 1}, comparison="ratioavg")
+
+
+def test_per_row_slopes_are_the_rows_that_avg_slopes_averages(logit_model):
+    model, d = logit_model
+    rows = fme.slopes(model, d, ["x", "w"])
+    assert list(rows["term"].unique()) == ["x", "w"] and len(rows) == 2 * len(d)
+    p = model.predict(d).to_numpy()
+    b = model.params
+    np.testing.assert_allclose(rows.loc[rows["term"] == "x", "estimate"], p * (1 - p) * b["x"], rtol=1e-6)
+    np.testing.assert_allclose(rows.loc[rows["term"] == "w", "estimate"], p * (1 - p) * b["w"], rtol=1e-6)
+    avg = fme.avg_slopes(model, d, ["x", "w"])
+    np.testing.assert_allclose(avg["estimate"], rows.groupby("term", sort=False)["estimate"].mean(), rtol=1e-12)
+    assert rows["std_error"].notna().all()
+
+
+def test_weights_on_every_comparison_scale(logit_model):
+    model, d = logit_model
+    w = np.random.default_rng(9).uniform(0.2, 3.0, len(d))  # non-integer weights
+    f0, f1 = model.predict(d).to_numpy(), model.predict(d.assign(x=d["x"] + 1)).to_numpy()
+    ratio = fme.avg_comparisons(model, d, {"x": 1}, comparison="ratio", wts=w)
+    assert ratio["estimate"].item() == pytest.approx(np.average(f1, weights=w) / np.average(f0, weights=w),
+                                                     rel=1e-12)
+    rows = fme.avg_comparisons(model, d, {"x": 1}, comparison="ratio_rows", wts=w)
+    assert rows["estimate"].item() == pytest.approx(np.average(f1 / f0, weights=w), rel=1e-12)
+    column = fme.avg_comparisons(model, d.assign(k=w), {"x": 1}, comparison="lnor", wts="k")
+    p1, p0 = np.average(f1, weights=w), np.average(f0, weights=w)
+    assert column["estimate"].item() == pytest.approx(np.log(p1 / (1 - p1)) - np.log(p0 / (1 - p0)), rel=1e-12)
+    # delta SE by hand: the gradient of the ratio of weighted means through the logit's Jacobians
+    X0 = np.column_stack([np.ones(len(d)), d["x"], d["w"]])
+    X1 = X0.copy()
+    X1[:, 1] += 1
+    J1 = np.average((f1 * (1 - f1))[:, None] * X1, axis=0, weights=w)
+    J0 = np.average((f0 * (1 - f0))[:, None] * X0, axis=0, weights=w)
+    g = J1 / p0 - p1 / p0 ** 2 * J0
+    assert ratio["std_error"].item() == pytest.approx(np.sqrt(g @ model.cov_params().to_numpy() @ g), rel=1e-5)
+    via_ame = fme.ame(model, d, {"x": 1}, comparison="ratio", wts=w)
+    assert via_ame["estimate"].item() == pytest.approx(ratio["estimate"].item(), rel=1e-12)
+
+
+def test_mem_and_mer_tables_show_the_step_and_the_point(cat_data):
+    d = cat_data.assign(z=np.linspace(-1.0, 2.0, len(cat_data)))
+
+    def f(frame):
+        return (frame["x"] ** 2 * frame["z"]).to_numpy(float)
+
+    mem = fme.mem(f, d[["x", "z"]], {"x": 0.5}, inference="sample")
+    mx, mz = d["x"].mean(), d["z"].mean()
+    assert list(mem.columns[:3]) == ["step", "x", "z"] and mem["step"].item() == "x + 0.5"
+    assert mem[["x", "z"]].iloc[0].tolist() == pytest.approx([mx, mz], rel=1e-12)
+    assert mem["fme"].item() == pytest.approx(((mx + 0.5) ** 2 - mx ** 2) * mz, rel=1e-12)
+    mer = fme.mer(f, d[["x", "z"]], {"x": 0.5}, at={"z": [0.0, 1.0]}, inference="sample")
+    assert list(mer.columns[:3]) == ["step", "z", "x"]
+    assert mer["z"].tolist() == [0.0, 1.0] and mer["x"].tolist() == pytest.approx([mx, mx], rel=1e-12)
+    np.testing.assert_allclose(mer["fme"], [0.0, (mx + 0.5) ** 2 - mx ** 2], rtol=1e-12, atol=1e-15)
