@@ -253,3 +253,25 @@ def test_mem_and_mer_tables_show_the_step_and_the_point(cat_data):
     assert list(mer.columns[:3]) == ["step", "z", "x"]
     assert mer["z"].tolist() == [0.0, 1.0] and mer["x"].tolist() == pytest.approx([mx, mx], rel=1e-12)
     np.testing.assert_allclose(mer["fme"], [0.0, (mx + 0.5) ** 2 - mx ** 2], rtol=1e-12, atol=1e-15)
+
+
+def test_weights_and_classic_steps_on_dask_data_equal_pandas(logit_model, cat_data):
+    import dask
+    import dask.dataframe as dd
+
+    model, d = logit_model
+    k = np.random.default_rng(4).uniform(0.2, 3.0, len(d))
+    frame = d.assign(k=k)
+    with dask.config.set(scheduler="synchronous"):
+        a = fme.avg_comparisons(model, frame, {"x": 1}, comparison="ratio", wts="k")
+        b = fme.avg_comparisons(model, dd.from_pandas(frame, npartitions=3), {"x": 1}, comparison="ratio", wts="k")
+        np.testing.assert_allclose(b[["estimate", "std_error"]], a[["estimate", "std_error"]], rtol=1e-10)
+        pa = fme.ame(_linear, cat_data, {"cat": {"reference": "b"}}, categorical="classic", inference="sample")
+        pb = fme.ame(_linear, dd.from_pandas(cat_data, npartitions=3), {"cat": {"reference": "b"}},
+                     categorical="classic", inference="sample")
+        assert list(pb["level"]) == list(pa["level"]) == ["a", "c"] and (pb["reference"] == "b").all()
+        np.testing.assert_allclose(pb["ame"], pa["ame"], atol=1e-12)
+        one = fme.ame(_linear, dd.from_pandas(cat_data, npartitions=3), {"cat": "c"}, categorical="classic",
+                      inference="sample")
+        assert list(one[["level", "reference"]].iloc[0]) == ["c", "a"]
+        assert one["ame"].item() == pytest.approx(LEVEL["c"] - LEVEL["a"], abs=1e-12)
