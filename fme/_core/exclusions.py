@@ -232,4 +232,4 @@ def counts_per_key(rows: Any, keys: pd.DataFrame, by: list[Any]) -> np.ndarray:
     merged = keys[by].reset_index(drop=True).merge(found, on=by, how="left") if len(found) else None
     if merged is None:
         return np.zeros(len(keys), dtype=np.int64)
-    return merged["_n"].fillna(0).to_numpy(dtype=np.int64)
+    return np.asarray(merged["_n"].fillna(0).to_numpy(dtype=np.int64), dtype=np.int64)

@@ -275,3 +275,13 @@ def test_weights_and_classic_steps_on_dask_data_equal_pandas(logit_model, cat_da
                       inference="sample")
         assert list(one[["level", "reference"]].iloc[0]) == ["c", "a"]
         assert one["ame"].item() == pytest.approx(LEVEL["c"] - LEVEL["a"], abs=1e-12)
+
+
+def test_came_leaves_name_the_explained_class(case_control):
+    model, X = case_control
+    effects = fme.fme(model, X, {"x1": 1}, inference="sample")
+    part = fme.came(effects, features=["x2"], n_partitions=2, honest=False)
+    assert part.leaves.columns[0] == "class" and set(part.leaves["class"]) == {"control"}
+    np.testing.assert_allclose(
+        part.leaves["came"],
+        [effects.results["fme"][part.leaf_of_row == node].mean() for node in part.leaves["node"]], rtol=1e-12)
