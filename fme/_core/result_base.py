@@ -40,14 +40,19 @@ EXCLUSION_LABELS = {"missing": "missing or infinite value in a stepped feature",
                     "unknown_level": "a categorical input at a level the fitted model never saw"}
 
 
-def with_class(table: pd.DataFrame, explained: str | None) -> pd.DataFrame:
+def with_class(table: Any, explained: str | None) -> Any:
     """``table`` with a ``class`` column naming the class whose probability its rows are of (after ``reference``
     when there is one, else first), as ``target_class='all'`` tables show every class: a classifier's effects never
     leave the class implicit. ``table`` itself (changed in place, keeping its joint uncertainty), unchanged for a
-    model that is no classifier or a table that already names its classes."""
-    if explained is not None and "class" not in table.columns:
-        table.insert(table.columns.get_loc("reference") + 1 if "reference" in table.columns else 0, "class",
-                     explained)
+    model that is no classifier or a table that already names its classes. A lazy (Dask) table: a new one with
+    the column."""
+    if explained is None or "class" in table.columns:
+        return table
+    columns = list(table.columns)
+    at = columns.index("reference") + 1 if "reference" in columns else 0
+    if not isinstance(table, pd.DataFrame):
+        return table.assign(**{"class": explained})[columns[:at] + ["class"] + columns[at:]]
+    table.insert(at, "class", explained)
     return table
 
 

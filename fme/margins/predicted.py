@@ -84,7 +84,8 @@ def predictions(model: Any, data: pd.DataFrame, *, inference: str = "auto", boot
     # rows with a missing input of a formula model are left out, as by every verb (marginaleffects drops them)
     kept = leave_out_incomplete(data if is_dask_collection(data) else frame, predictor)[0]
     if is_dask_collection(data):
-        return dask_vocab.predictions(model, kept, quantity, method, bootstrap, delta_label, conf_level)
+        return with_class(dask_vocab.predictions(model, kept, quantity, method, bootstrap, delta_label, conf_level),
+                          predictor.explained_class)
     return with_class(local_vocab.predictions(model, kept, quantity, method, bootstrap, delta_label, conf_level),
                       predictor.explained_class)
 

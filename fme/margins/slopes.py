@@ -140,7 +140,7 @@ def slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | None
     if on_dask:
         import dask.dataframe as dd
 
-        return dd.concat(blocks)
+        return with_class(dd.concat(blocks), predictor.explained_class)
     out = pd.concat(blocks)
     out = out[["term", "slope", *[c for c in out.columns if c not in ("term", "slope")]]]
     return with_class(out, predictor.explained_class)
