@@ -445,7 +445,8 @@ def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[s
     others = [c for c in inputs if c not in keys and c in frame.columns and c not in taken]
     for j, c in enumerate(others):
         table.insert(len(keys) + j, c, planned.data[c].to_numpy())
-    table.insert(0, "step", ", ".join(s.describe() for s in parsed))
+    # the step as evaluated (a rule such as "sd" by its value: on Dask data the rule is resolved before the grid)
+    table.insert(0, "step", ", ".join(s.describe() for s in parse_steps(data, numeric_steps)))
     return with_class(table, planned.plan.predictor.explained_class)
 
 
