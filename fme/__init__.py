@@ -35,7 +35,8 @@ __distribution__ = "forward-marginal-effects"
 #: command line's ``--help`` or a config error do not load pandas, scikit-learn, SciPy and numba first.
 _PUBLIC: dict[str, str] = {
     "fme": "effects", "FMEResult": "effects", "hypotheses": "margins.testing", "interaction": "margins.interactions",
-    "avg_slopes": "margins.slopes", "avg_comparisons": "margins.comparisons", "predictions": "margins.predicted",
+    "avg_slopes": "margins.slopes", "avg_comparisons": "margins.comparisons", "comparisons": "margins.comparisons", "slopes": "margins.slopes",
+    "predictions": "margins.predicted",
     "avg_predictions": "margins.predicted", "ame": "margins.marginal", "mem": "margins.marginal",
     "mer": "margins.marginal", "dme": "margins.marginal", "step_size": "steps", "came": "conditional",
     "PartitionResult": "conditional", "partition_stability": "conditional", "CTree": "_trees.ctree", "EstimatesTable": "inference", "max_linear_step": "linearity", "dgp_ame": "levels",
@@ -60,7 +61,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "fme", "FMEResult", "hypotheses", "interaction", "avg_slopes", "avg_comparisons", "predictions", "avg_predictions", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",
+    "fme", "FMEResult", "hypotheses", "interaction", "avg_slopes", "avg_comparisons", "slopes", "comparisons", "predictions", "avg_predictions", "ame", "mem", "mer", "dme", "step_size", "came", "PartitionResult", "partition_stability", "CTree",
     "EstimatesTable", "max_linear_step", "DETECTORS", "ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector",
     "MCECDetector", "CERTDetector", "IsolationForestDetector", "LOFDetector",
     "FMEError", "DataError", "FeatureError", "StepError", "ModelError", "PredictionError",

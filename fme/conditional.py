@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._core.result_base import with_class
 from ._core.results import FMEResult
 from ._dask import came as dask_came
 from ._dask.outputs import DaskMultiFMEResult
@@ -192,6 +193,8 @@ def came(
     part = one(seeds[0])
     if n_splits > 1:
         part.splits, part.split_summary = _split_stability(part, [part] + [one(s) for s in seeds[1:]], seeds)
+    # a classifier's cAMEs are of one class's probability: the leaves say which, as every table of its effects
+    with_class(part.leaves, getattr(effects, "explained_class", None))
     return part
 
 

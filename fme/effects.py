@@ -83,6 +83,7 @@ def fme(
     exposure: Any = None,
     offset: Any = None,
     vcov: Any = None,
+    feature_names: Any = None,
 ) -> FMEResult:
     """Forward marginal effects (and NLMs) of ``model`` for every row of ``data``.
 
@@ -181,6 +182,11 @@ def fme(
         uses all rows (min/max reductions).
     vcov : {'HC0', 'HC1', 'HC2', 'HC3'}, {'cluster': column} or array, optional
         The delta method's parameter covariance (see :func:`fme.ame`); the caller's model is not modified.
+    feature_names : list of column labels, optional
+        The model's inputs in the model's order, for a model fitted on an array (no ``feature_names_in_``:
+        it reads columns by position); such a model without them raises :class:`~fme.exceptions.DataError`,
+        since a frame's columns in another order would silently be other features. A model that names its
+        inputs needs none.
     progress : bool, optional
         Progress bars for long work (more than one batch of fMEs or of the
         NLM's rows; Dask passes): default on a terminal only, unless
@@ -226,7 +232,7 @@ def fme(
         extrapolation=extrapolation, reference_data=reference_data, on_extrapolation=on_extrapolation,
         target_class=target_class, batch_size=batch_size, random_state=random_state, inference=inference,
         bootstrap=bootstrap, conf_level=conf_level, sample_size=sample_size, progress=progress, exposure=exposure,
-        offset=offset)
+        offset=offset, feature_names=feature_names)
     # Validated once here (the data, the options into a plan); the engines trust the plan, neither calls back here.
     planned = front_plan(model, data, options)
     engine = dask_effects if planned.on_dask else local_effects

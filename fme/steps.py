@@ -22,7 +22,7 @@ from scipy import stats
 from ._utils.validation import check_data, is_categorical, is_complex, is_numeric, mixed_object_numbers
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 
-__all__ = ["Step", "STEP_RULES", "MIN_STEP_FRACTION", "STACK_CELL_BUDGET", "step_size", "parse_steps", "apply_steps", "stack_path", "stepped_rows",
+__all__ = ["Step", "classic_contrast", "check_classic_keys", "CLASSIC_KEYS", "STEP_RULES", "MIN_STEP_FRACTION", "STACK_CELL_BUDGET", "step_size", "parse_steps", "apply_steps", "stack_path", "stepped_rows",
            "levels", "same_level", "set_level", "check_training_levels", "RULE_RE", "all_float", "numeric_shift"]
 
 #: Dispersion rules for choosing a numeric step (paper §3.2, "Step Size and Extrapolation Risk").
@@ -371,3 +371,54 @@ def stack_path(
         shift = np.broadcast_to(numeric_shift(step, h), (n,))
         out[step.feature] = (x[None, :] + ts[:, None] * shift[None, :]).ravel()
     return out
+
+
+#: The keys of a step of ``categorical='classic'`` given as a dict: the reference level and the level compared with it.
+CLASSIC_KEYS = ("reference", "level")
+
+
+def check_classic_keys(feature: str, value: Mapping[str, Any]) -> None:
+    """A classic step given as a dict names only :data:`CLASSIC_KEYS` (StepError otherwise)."""
+    unknown = [k for k in value if k not in CLASSIC_KEYS]
+    if unknown:
+        raise StepError(f"the classic step of {feature!r} has unknown key(s) {unknown}; use "
+                        f"{{'reference': <level>, 'level': <level>}} (either may be left out).")
+
+
+def classic_contrast(feature: str, value: Any, known: Sequence[Any]) -> tuple[Any, list[Any]]:
+    """(the reference level, the levels compared with it) of a classic categorical step (paper Eq.
+    categorical_me: every row set to the reference, then to each level), ``known`` the feature's levels.
+
+    A step means the same as in the observation-wise ME: ``level`` (a scalar) is "switch to that level",
+    compared with the reference, the first level; ``None`` every other level against the first. The reference
+    is named by its own key: ``{"reference": r}`` (every other level against ``r``) or
+    ``{"reference": r, "level": c}`` (``c`` against ``r``).
+
+    Raises
+    ------
+    StepError
+        An unknown key, a value that is not a level, or a level compared with itself.
+    """
+    reference = target = None
+    if isinstance(value, Mapping):
+        check_classic_keys(feature, value)
+        reference, target = value.get("reference"), value.get("level")
+    else:
+        target = value
+
+    def match(v: Any, what: str) -> Any:
+        found = [lv for lv in known if same_level(v, lv)]
+        if not found:
+            raise StepError(f"{v!r} ({what}) is not a level of the categorical feature {feature!r}; use one of "
+                            f"{list(known)[:20]}.")
+        return found[0]
+
+    ref = known[0] if reference is None else match(reference, "the reference")
+    if target is None:
+        return ref, [lv for lv in known if not same_level(lv, ref)]
+    level = match(target, "the level")
+    if same_level(level, ref):
+        raise StepError(f"the classic step of {feature!r} compares {level!r} with itself (it is the reference, the "
+                        f"first level unless named); name another level, or the reference: "
+                        f"{{{feature!r}: {{'reference': <level>, 'level': {level!r}}}}}.")
+    return ref, [level]

@@ -37,7 +37,7 @@ def test_hist_gradient_boosting_categorical_unseen_level(frames):
     with pytest.raises(StepError, match="never saw the level 'z'"):
         fme.ame(model, new, {"c": None})                       # every level of the column, 'z' among them
     with pytest.raises(StepError, match="never saw the level 'z'"):
-        fme.ame(model, new, {"c": "a"}, categorical="classic")
+        fme.ame(model, new, {"c": {"reference": "a"}}, categorical="classic")
     # a known level is fine and exact
     res = fme.fme(model, new, {"c": "b"})
     moved = new.assign(c=pd.Categorical(["b"] * len(new), categories=new["c"].cat.categories))

@@ -75,6 +75,9 @@ class Prediction(NamedTuple):
     feature_names: list[str] | None
     output_names: list[str] | None
     description: str
+    #: The class (or outcome) whose probability a classifier's single output is, as the user wrote it; None
+    #: for a model that is no classifier, or with one output per class.
+    explained_class: str | None = None
 
 
 def module_of(obj: Any) -> str:
@@ -207,6 +210,20 @@ class ModelAdapter(abc.ABC):
     @property
     def feature_names(self) -> list[str] | None:
         return self.prediction().feature_names
+
+    def unnamed_inputs(self) -> int | None:
+        """How many inputs the model takes by position when it does not name them (an estimator fitted on an
+        array: ``n_features_in_`` without ``feature_names_in_``), else None: such a model reads a frame's columns
+        in the frame's order, whatever they are."""
+        n = getattr(self.model, "n_features_in_", None)
+        if self.feature_names is not None or isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            return None
+        return int(n)
+
+    def name_inputs(self, names: Sequence[Any]) -> None:
+        """Pass the model the columns ``names``, in that order (a model fitted on an array: the user names its
+        inputs with ``feature_names=``)."""
+        self._prediction = self.prediction()._replace(feature_names=[str(c) for c in names])
 
     @property
     def output_names(self) -> list[str] | None:

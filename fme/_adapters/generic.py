@@ -47,7 +47,7 @@ def estimator_prediction(model: Any, target_class: Any, feature_names: Any = Non
         else:
             idx = class_index(classes, target_class)
         return Prediction(lambda X: model.predict_proba(X)[:, idx], feature_names, None,
-                          f"{name}, P(class = {label(classes[idx])})")
+                          f"{name}, P(class = {label(classes[idx])})", label(classes[idx]))
     if target_class is not None:
         raise ParameterError(f"target_class={target_class!r} was given but {name} is not a classifier with predict_proba.")
     if hasattr(model, "predict") and callable(model.predict):

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 
 from . import ModelAdapter, adapt
-from ..exceptions import DataError, PredictionError
+from ..exceptions import DataError, ParameterError, PredictionError
 
-__all__ = ["Predictor", "make_predictor"]
+__all__ = ["Predictor", "make_predictor", "named_predictor"]
 
 
 class Predictor:
@@ -60,6 +60,13 @@ class Predictor:
         self.adapter = adapter
         self.n_calls = 0
         self.n_rows = 0
+
+    @property
+    def explained_class(self) -> str | None:
+        """The class whose probability the single output is (a classifier's ``target_class``, by default the
+        second of ``classes_`` as scikit-learn's binary metrics take it); None for other models and for one
+        output per class."""
+        return None if self.adapter is None else self.adapter.prediction().explained_class
 
     @property
     def n_outputs(self) -> int:
@@ -166,5 +173,55 @@ def make_predictor(model: Any, target_class: Any = None) -> Predictor:
     if isinstance(model, Predictor):
         return model
     adapter = adapt(model, target_class)
-    func, feature_names, output_names, description = adapter.prediction()
+    func, feature_names, output_names, description, _ = adapter.prediction()
     return Predictor(func, feature_names, output_names, description, adapter=adapter)
+
+
+def named_predictor(model: Any, target_class: Any = None, feature_names: Any = None) -> Predictor:
+    """A front door's :class:`Predictor` of ``model``: :func:`make_predictor`, with the model's inputs named.
+
+    A model that knows its inputs' names (``feature_names_in_``, a formula) is passed those columns in its own
+    order and ``feature_names`` must be None or the same names. A model fitted on an array takes its inputs by
+    position: a frame's columns in another order would be read as other features, silently. It needs
+    ``feature_names`` (the data's columns that are its inputs, in its order).
+
+    Raises
+    ------
+    DataError
+        A model fitted on an array without ``feature_names``, or ``feature_names`` of the wrong length.
+    ParameterError
+        ``feature_names`` that is not a list of distinct column labels, or that contradicts the model's own names.
+    """
+    predictor = make_predictor(model, target_class)
+    adapter = predictor.adapter
+    if adapter is None:
+        return predictor
+    n = adapter.unnamed_inputs()
+    if feature_names is None:
+        if n is not None:
+            raise DataError(
+                f"the {adapter.type_name} was fitted on an array: it takes its {n} inputs (n_features_in_ = {n}) by "
+                "position, so a data frame's columns would be read in the frame's order, whatever they are. Name "
+                f"them in the model's order: feature_names=[...] ({n} column labels of the data), or fit the model "
+                "on a DataFrame.")
+        return predictor
+    if isinstance(feature_names, (str, bytes)) or not isinstance(feature_names, (list, tuple, pd.Index)) \
+            or len(set(map(str, feature_names))) != len(feature_names) or not len(feature_names):
+        raise ParameterError(f"feature_names must be a list of distinct column labels (the model's inputs in its "
+                             f"order), got {feature_names!r}.")
+    names = [str(c) for c in feature_names]
+    if n is None:
+        own = predictor.feature_names
+        if own is not None and own != names:
+            raise ParameterError(f"feature_names={names} contradicts the {adapter.type_name}'s own input names "
+                                 f"{own}; leave feature_names out (the model's names are used).")
+        if own is None:
+            adapter.name_inputs(names)
+            predictor.feature_names = names
+        return predictor
+    if len(names) != n:
+        raise DataError(f"feature_names names {len(names)} columns but the {adapter.type_name} takes "
+                        f"n_features_in_ = {n} inputs; name each input once, in the model's order.")
+    adapter.name_inputs(names)
+    predictor.feature_names = names
+    return predictor

@@ -132,7 +132,7 @@ class StatsmodelsAdapter(ModelAdapter):
                               f"{self.type_name}.predict (all outcomes)")
         j = self._outcome_index()
         return Prediction(lambda f: np.asarray(self.model.predict(f))[:, j], rhs, None,
-                          f"{self.type_name}.predict (P(y = {outcomes[j]}))")
+                          f"{self.type_name}.predict (P(y = {outcomes[j]}))", outcomes[j])
 
     def _multinomial_jacobian(self, frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
         """Probabilities of the target outcome at each frame, and the Jacobian of their stack in the

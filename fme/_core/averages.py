@@ -215,10 +215,11 @@ def average_table(est: Estimates, keys: pd.DataFrame, counts: np.ndarray, t_df: 
     return out
 
 
-def prediction_table(piece: pd.DataFrame, method: str, quantity: RowQuantity, model: Any, bootstrap: Any,
-                     label: str, conf_level: float) -> pd.DataFrame:
+def prediction_table(piece: Any, method: str, quantity: RowQuantity, model: Any, bootstrap: Any,
+                     label: str, conf_level: float, index: pd.Index | None = None) -> pd.DataFrame:
     """The per-row table of :func:`fme.predictions` for an in-memory piece of the model's frame (the whole frame,
-    or one Dask chunk): ``estimate`` and the inference columns, indexed like ``piece``."""
+    or one Dask chunk): ``estimate`` and the inference columns, indexed like ``piece`` (or by ``index``: a piece
+    of :func:`fme.comparisons`, the evaluated rows' point sets)."""
     values, jac, V = quantity.rows(piece, None, method)
     f = values[:, 0]
     if method == "delta":
@@ -232,4 +233,4 @@ def prediction_table(piece: pd.DataFrame, method: str, quantity: RowQuantity, mo
     else:
         table = pd.DataFrame({c: np.nan for c in INFERENCE_COLUMNS}, index=range(len(f)))
         table["inference"] = "none"
-    return pd.concat([pd.DataFrame({"estimate": f}), table], axis=1).set_axis(piece.index)
+    return pd.concat([pd.DataFrame({"estimate": f}), table], axis=1).set_axis(piece.index if index is None else index)

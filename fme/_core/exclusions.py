@@ -33,7 +33,7 @@ from ..exceptions import DataError, ExtrapolationError
 from ..steps import MIN_STEP_FRACTION, Step, apply_steps
 from .plan import Plan
 
-__all__ = ["check_evaluated", "excluded_frame", "N_CODES"]
+__all__ = ["check_evaluated", "excluded_frame", "N_CODES", "leave_out_incomplete", "counts_per_key"]
 
 #: ``reason_type`` of each exclusion code (code 0: evaluated, never shown).
 _REASON_TYPES = np.array(["", "missing", "at_level", "extrapolation", "incomplete", "unknown_level"], dtype=object)
@@ -204,3 +204,32 @@ def check_evaluated(plan: Plan, code: np.ndarray | None, reference: Any, counts:
             + (f", or a missing value in a model input ({int(counts[4])} rows)." if counts[4] else ".")
         )
     raise ExtrapolationError(_all_excluded_message(plan.steps, reference(), int(counts[3])))
+
+
+def leave_out_incomplete(data: Any, predictor: Any) -> tuple[Any, Any, np.ndarray | None]:
+    """(the rows of ``data`` whose model inputs are complete, the others, pandas: which rows are kept, to subset
+    per-row weights with; Dask: None): the one rule of every verb for a
+    statsmodels formula model's rows with a missing input (code 4, "incomplete": its fit left such rows out,
+    Stata's ``e(sample)``, marginaleffects drops them). pandas or Dask data (lazily); ``data`` itself and an
+    empty frame when the model states no such columns."""
+    adapter = predictor.adapter
+    columns = [] if adapter is None else [c for c in adapter.complete_columns() if c in data.columns]
+    if not columns:
+        return data, data.iloc[:0] if isinstance(data, pd.DataFrame) else data._meta, None
+    missing = data[columns].isna().any(axis=1)
+    keep = None if not isinstance(data, pd.DataFrame) else ~missing.to_numpy(dtype=bool)
+    return data[~missing], data[missing], keep
+
+
+def counts_per_key(rows: Any, keys: pd.DataFrame, by: list[Any]) -> np.ndarray:
+    """How many of ``rows`` (pandas or Dask: then counted in one pass) fall in each group of ``keys`` (the
+    ``by`` groups of a table, in its order; one group without ``by``)."""
+    if not by:
+        return np.array([len(rows)], dtype=np.int64)
+    sizes = rows[by].groupby(by, dropna=False).size()
+    sizes = sizes.compute() if not isinstance(sizes, pd.Series) else sizes
+    found = sizes.rename("_n").reset_index()
+    merged = keys[by].reset_index(drop=True).merge(found, on=by, how="left") if len(found) else None
+    if merged is None:
+        return np.zeros(len(keys), dtype=np.int64)
+    return np.asarray(merged["_n"].fillna(0).to_numpy(dtype=np.int64), dtype=np.int64)

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .._adapters import model_frame
-from .._adapters.predictor import Predictor, make_predictor
+from .._adapters.predictor import Predictor, named_predictor
 from .._nlm.evaluate import NLMSettings, resolve_method
 from .._utils.validation import check_conf_level, check_dask_offsets, check_data, is_dask_collection
 from ..exceptions import ExtrapolationError, FeatureError, ParameterError, StepError
@@ -67,6 +67,7 @@ class FMEOptions:
     progress: Any = None
     exposure: Any = None
     offset: Any = None
+    feature_names: Any = None
 
     @classmethod
     def from_kwargs(cls, kwargs: Mapping[str, Any], caller: str = "fme.fme") -> "FMEOptions":
@@ -230,7 +231,7 @@ def resolve_plan(model: Any, data: pd.DataFrame, reference: pd.DataFrame, option
         that cannot predict as asked.
     """
     conf_level = check_conf_level(options.conf_level)
-    predictor = make_predictor(model, options.target_class)
+    predictor = named_predictor(model, options.target_class, options.feature_names)
     method = resolve_inference(options.inference, model, options.bootstrap, predictor.output_names is not None)
     nlm_values = (options.nlm_points, options.nlm_intervals, options.nlm_tol, options.nlm_max_level,
                   options.nlm_flat_tol, options.nlm_budget)

@@ -31,13 +31,29 @@ import pandas as pd
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..steps import Step
 
-__all__ = ["EffectsPresentation", "EXCLUSION_LABELS"]
+__all__ = ["EffectsPresentation", "EXCLUSION_LABELS", "with_class"]
 
 #: Readable labels of the exclusion reasons, in the order the summaries list them.
 EXCLUSION_LABELS = {"missing": "missing or infinite value in a stepped feature",
                     "at_level": "already at the target level", "extrapolation": "extrapolation",
                     "incomplete": "missing value in a model input, left out as the model's fit did",
                     "unknown_level": "a categorical input at a level the fitted model never saw"}
+
+
+def with_class(table: Any, explained: str | None) -> Any:
+    """``table`` with a ``class`` column naming the class whose probability its rows are of (after ``reference``
+    when there is one, else first), as ``target_class='all'`` tables show every class: a classifier's effects never
+    leave the class implicit. ``table`` itself (changed in place, keeping its joint uncertainty), unchanged for a
+    model that is no classifier or a table that already names its classes. A lazy (Dask) table: a new one with
+    the column."""
+    if explained is None or "class" in table.columns:
+        return table
+    columns = list(table.columns)
+    at = columns.index("reference") + 1 if "reference" in columns else 0
+    if not isinstance(table, pd.DataFrame):
+        return table.assign(**{"class": explained})[columns[:at] + ["class"] + columns[at:]]
+    table.insert(at, "class", explained)
+    return table
 
 
 class EffectsPresentation:
@@ -57,6 +73,7 @@ class EffectsPresentation:
     nlm_tol: float | None
     nlm_linear_threshold: float
     scale: str | None
+    explained_class: str | None
 
     if TYPE_CHECKING:  # pragma: no cover - typing only: never defined here at run time
         @property
@@ -140,6 +157,9 @@ class EffectsPresentation:
             row: dict[str, Any] = self._step_columns()
             if self.output_names is not None:
                 row["class"] = self.output_names[j]
+            elif self.explained_class is not None:
+                # the explained class is never implicit: a binary classifier's table says which probability
+                row["class"] = self.explained_class
             row.update({"ame": d["mean"], **t.iloc[j].to_dict(), "sd": d["sd"], "q25": d["q25"], "q75": d["q75"],
                         "n": int(d["n"]), "n_excluded": self.n_excluded})
             rows.append(row)

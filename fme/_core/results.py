@@ -92,6 +92,8 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
     conf_level: float = 0.95
     positions: np.ndarray | None = field(default=None, repr=False)
     scale: str | None = None
+    #: The class whose probability the effects are of (a classifier with one output), else None.
+    explained_class: str | None = None
 
     # ----------------------------------------------------------------- columns
     @property

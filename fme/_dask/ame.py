@@ -29,8 +29,8 @@ from ..exceptions import DataError
 from ..inference.estimates import COVERS, Estimates, pair_label, pairwise_matrix, undefined_where
 from ..inference.wald import stack_estimates
 from ..inference.table import EstimatesTable
-from ..steps import levels
-from .classic import classic_reference, classic_results
+from ..steps import classic_contrast, levels
+from .classic import classic_results
 from .common import model_frames, as_dask
 from .effects import PassOutput, prepare, resolve, run_pass
 from .groups import check_weights_dask, group_keys, group_sizes, lazy_group_keys, one_group
@@ -159,8 +159,8 @@ def _classic_rows(plan: Plan, data: Any, feature: str, value: Any, levels: list[
                   t_df: float | None) -> list[dict[str, Any]]:
     """The table rows of the categorical ``feature`` with ``categorical='classic'`` (one pass for all levels,
     :mod:`fme._dask.classic`); their estimates are appended to ``ests``."""
-    reference = classic_reference(feature, value, levels)
-    results = classic_results(plan, data, feature, reference, levels, method=method, bootstrap=bootstrap,
+    reference, targets = classic_contrast(feature, value, levels)
+    results = classic_results(plan, data, feature, reference, [reference, *targets], method=method, bootstrap=bootstrap,
                               conf_level=conf_level, groups=groups)
     rows: list[dict[str, Any]] = []
     for res in results:

@@ -341,6 +341,7 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     X = sample[[f"__x_{c}" for c in features]].rename(columns=lambda c: c[4:])
     small = FMEResult(results=sample[cols], steps=effects.steps, excluded=pd.DataFrame(), data=X,
                       predictions=pd.DataFrame(index=X.index), model_description=effects.model_description,
+                      explained_class=effects.explained_class,
                       nlm_method=effects.nlm_method, nlm_linear_threshold=effects.nlm_linear_threshold,
                       model_features=tuple(features), inference_rows=sample_inference(sample["fme"].to_numpy()),
                       conf_level=effects.conf_level, positions=np.arange(len(X)))

@@ -34,7 +34,7 @@ from .._core.kernel import evaluate_batch
 from .._core.summary import summarise
 from ..steps import Step, set_level, check_training_levels
 
-__all__ = ["classic_reference", "classic_results"]
+__all__ = ["classic_results"]
 
 
 def _at_level(part: pd.DataFrame, feature: str, level: Any) -> pd.DataFrame:
@@ -75,7 +75,7 @@ def classic_results(plan: Plan, data: Any, feature: str, reference: Any, levels:
     """One :class:`DaskFMEResult` per level other than ``reference`` (their summaries from one pass), under the
     front door's ``plan`` (its model, predictor, levels the model states, batch size and progress).
 
-    ``levels``: the feature's levels over all rows (sorted as pandas); ``groups``: the ``by`` groups
+    ``levels``: the reference and the levels compared with it (:func:`fme.steps.classic_contrast`); ``groups``: the ``by`` groups
     (:class:`fme._dask.groups.GroupSpec`) or None.
     """
     if groups is not None and method == "bootstrap" and feature in groups.by:
@@ -125,20 +125,9 @@ def classic_results(plan: Plan, data: Any, feature: str, reference: Any, levels:
             boot = bootstrap_draws(model, at_ref, plan, bootstrap, counts, groups)
         results.append(DaskFMEResult(
             results=None, excluded=None, steps=plan.steps, summary_data=summary,
-            model_description=predictor.description, inference_method=method, conf_level=conf_level,
+            model_description=predictor.description, explained_class=predictor.explained_class,
+            inference_method=method, conf_level=conf_level,
             bootstrap_draws=boot, sorted_parts={"fme": fm_p, "nlm": []}, plan=plan, groups=groups,
             group_parts=gp_p))
     return results
 
-
-def classic_reference(feature: str, value: Any, levels: list[Any]) -> Any:
-    """The reference level: ``value`` matched to one of ``levels`` (None: the first level)."""
-    from ..exceptions import StepError
-    from ..steps import same_level
-
-    if value is None:
-        return levels[0]
-    match = [lv for lv in levels if same_level(value, lv)]
-    if not match:
-        raise StepError(f"{value!r} is not a level of the categorical feature {feature!r}; use one of {levels[:20]}.")
-    return match[0]

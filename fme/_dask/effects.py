@@ -450,7 +450,7 @@ def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores
     cls = DaskFMEResult if plan.names is None else DaskMultiFMEResult
     return cls(
         results=results, excluded=excluded, steps=plan.steps, summary_data=summary,
-        model_description=plan.predictor.description,
+        model_description=plan.predictor.description, explained_class=plan.predictor.explained_class,
         nlm_method=None if settings is None else settings.method,
         nlm_nodes=None if settings is None else settings.nodes,
         nlm_tol=None if settings is None or settings.method != "gauss-kronrod" else settings.tol,

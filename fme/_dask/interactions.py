@@ -21,7 +21,7 @@ from .._adapters.predictor import make_predictor
 from ..steps import Step, apply_steps, stepped_rows
 from .common import model_frames, as_dask, require_dask
 
-__all__ = ["interaction_dask"]
+__all__ = ["interaction"]
 
 _FAN_IN = 16
 

@@ -77,6 +77,8 @@ class DaskFMEResult(EffectsPresentation):
     group_parts: list[Any] = field(default_factory=list, repr=False)
     _cache: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
     scale: str | None = None
+    #: The class whose probability the effects are of (a classifier with one output), else None.
+    explained_class: str | None = None
 
     # ------------------------------------------------------------- columns
     fme_columns = property(lambda self: ["fme"])

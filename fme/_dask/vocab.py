@@ -141,31 +141,35 @@ def _stepped(part: pd.DataFrame, batch: Any, plan: Any) -> tuple[pd.DataFrame, p
 
 
 def _comparison_hook(part: pd.DataFrame, batch: Any, plan: Any, quantity: RowQuantity, method: str,
-                     groups: GroupSpec | None, n_groups: int, spread: bool = True) -> RowSums | None:
+                     groups: GroupSpec | None, n_groups: int, spread: bool = True,
+                     weights: str | None = None) -> RowSums | None:
     if batch.cand.size == 0:
         return None
     values, jac, vcov = quantity.rows(_stepped(part, batch, plan), None, method)
     values = spread_values(quantity, values) if spread else values
-    return RowSums.of(values, jac, _codes(part, groups)[batch.cand], n_groups, None, vcov, spread)
+    w = None if weights is None else part[weights].to_numpy(dtype=float)[batch.cand]
+    return RowSums.of(values, jac, _codes(part, groups)[batch.cand], n_groups, w, vcov, spread)
 
 
 def _comparison_refits(part: pd.DataFrame, plan: Any, quantity: RowQuantity, models: list[Any],
-                       groups: GroupSpec | None, n_groups: int) -> RowSums | None:
+                       groups: GroupSpec | None, n_groups: int, weights: str | None = None) -> RowSums | None:
     from .._core.kernel import evaluate_batch
 
     batch = evaluate_batch(plan, part, with_rows=False)
     if batch.cand.size == 0:
         return None
     piece = _stepped(part, batch, plan)
-    return RowSums.of(model_values(quantity, piece, models), None, _codes(part, groups)[batch.cand], n_groups,
+    w = None if weights is None else part[weights].to_numpy(dtype=float)[batch.cand]
+    return RowSums.of(model_values(quantity, piece, models), None, _codes(part, groups)[batch.cand], n_groups, w,
                       spread=False)
 
 
 def comparisons(plan: Plan, data: Any, reference: Any, steps: Any, quantity: RowQuantity, method: str,
-                by: list[str], bootstrap: Any) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
+                by: list[str], bootstrap: Any, weights: str | None = None
+                ) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
     """The ``by`` groups' comparisons on the rows :func:`fme.fme` evaluates on the Dask ``data`` (one pass of the
     kernel, the comparison's sums beside the fMEs; ``plan`` resolved by the front door), their row counts, keys
-    and the steps' description."""
+    and the steps' description (``weights``: a column of ``data``, checked)."""
     from dask.base import compute
     from dask.delayed import delayed
 
@@ -175,7 +179,7 @@ def comparisons(plan: Plan, data: Any, reference: Any, steps: Any, quantity: Row
     n_groups = 1 if groups is None else groups.n_groups
     base = "delta" if method == "delta" else "sample"
     hook = partial(_comparison_hook, quantity=quantity, method=base, groups=groups, n_groups=n_groups,
-                   spread=method == "sample")
+                   spread=method == "sample", weights=weights)
     model = plan.model
     res = fme(plan, data, reference, steps, extra=hook)  # the plan computes fMEs only ("sample")
     sums = res.summary_data.extra
@@ -189,7 +193,7 @@ def comparisons(plan: Plan, data: Any, reference: Any, steps: Any, quantity: Row
     res.release()
 
     def evaluate(models: list[Any]) -> np.ndarray:
-        tasks = [delayed(_comparison_refits)(p, plan, quantity, models, groups, n_groups) for p in parts]
+        tasks = [delayed(_comparison_refits)(p, plan, quantity, models, groups, n_groups, weights) for p in parts]
         merged = compute(_tree(tasks))[0]  # type: ignore[no-untyped-call]  # dask's compute is untyped
         return draws_of_means(quantity, merged.means, len(models))
 

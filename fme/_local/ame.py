@@ -28,7 +28,7 @@ from ..inference.unconditional import Unconditional, deviations_of, empirical_pa
 from ..inference.wald import stack_estimates
 from ..inference.methods import compute_averages
 from ..inference.table import EstimatesTable
-from ..steps import Step, check_training_levels, levels, parse_steps, set_level
+from ..steps import Step, check_training_levels, classic_contrast, levels, parse_steps, set_level
 from .effects import evaluate, fit_detector
 
 __all__ = ["ame"]
@@ -200,9 +200,10 @@ def _categorical_specs(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, 
                                cast(np.ndarray, res.positions),  # in memory: the positions are set
                                *_pair(res, model, method, target_class)))
         return specs
-    reference_level = all_levels[0] if value is None else parse_steps(data, {feature: value})[0].value
+    reference_level, targets = classic_contrast(feature, value, all_levels)
     predictor = plan.predictor
-    check_training_levels([Step(feature, "categorical", lv) for lv in all_levels], dict(plan.known_levels))
+    check_training_levels([Step(feature, "categorical", lv) for lv in [reference_level, *targets]],
+                          dict(plan.known_levels))
     X0 = predictor.select(data)
 
     def at_level(level: Any) -> pd.DataFrame:
@@ -214,9 +215,7 @@ def _categorical_specs(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, 
     X_ref = None if method == "sample" else at_level(reference_level)
     base = predictor(at_level(reference_level), stage=f"{feature} = {reference_level!r}")
     specs = []
-    for level in all_levels:
-        if level == reference_level:
-            continue
+    for level in targets:
         pred = predictor(at_level(level), stage=f"{feature} = {level!r}")
         pair = None if method == "sample" else (X_ref, at_level(level))
         specs.append(_Spec(feature, np.nan, level, reference_level, pred - base, np.arange(len(data)), pair, base))

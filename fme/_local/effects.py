@@ -48,11 +48,11 @@ def points(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any
            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, str]:
     """The points :func:`fme.fme` would evaluate on a pandas frame, without predicting them (the same
     detector and exclusions as :func:`fme`): (x, x + h, the evaluated rows of the model's frame, the steps'
-    description)."""
+    description, the evaluated rows' positions in ``data``)."""
     stepped = fit_detector(plan, reference).with_steps(data, steps, reference)
     cand, X0, X1, code = evaluation_points(stepped, data)
     check_evaluated(stepped, code, lambda: reference)
-    return X0, X1, data.iloc[cand], ", ".join(s.describe() for s in stepped.steps)
+    return X0, X1, data.iloc[cand], ", ".join(s.describe() for s in stepped.steps), cand
 
 
 def result(plan: Plan, batch: Batch, data: pd.DataFrame) -> FMEResult:
@@ -65,6 +65,7 @@ def result(plan: Plan, batch: Batch, data: pd.DataFrame) -> FMEResult:
         data=data,
         predictions=batch.predictions,
         model_description=predictor.description,
+        explained_class=predictor.explained_class,
         output_names=None if names is None else tuple(names),
         nlm_method=None if settings is None else settings.method,
         nlm_nodes=None if settings is None else settings.nodes,

@@ -22,7 +22,7 @@ from ..inference.bootstrap import check_bootstrap
 from ..inference.estimates import Estimates
 from .effects import points
 
-__all__ = ["average", "comparisons", "predictions"]
+__all__ = ["average", "comparisons", "predictions", "row_comparisons"]
 
 
 def _average_rows(quantity: RowQuantity, piece: Any, model: Any, method: str, codes: np.ndarray, n_groups: int,
@@ -74,20 +74,22 @@ def average(model: Any, data: pd.DataFrame, quantity: RowQuantity, method: str, 
 
 
 def comparisons(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any, quantity: RowQuantity,
-                method: str, by: list[Any], bootstrap: Any) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
+                method: str, by: list[Any], bootstrap: Any,
+                weights: Any = None) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
     """The ``by`` groups' comparisons on the rows :func:`fme.fme` evaluates (its exclusions and extrapolation
     policy; ``plan`` resolved by the front door on ``data`` and ``reference``), their row counts, keys and the
-    steps' description."""
+    steps' description (``weights``: a column of ``data`` or one weight per row of ``data``, checked)."""
     model = plan.model
     # the rows and points fme.fme evaluates, not predicted yet: each method predicts them once, its own way
-    X0, X1, rows, described = points(plan, data, reference, steps)
+    X0, X1, rows, described, cand = points(plan, data, reference, steps)
     codes, groups = frame_groups(rows, by)
+    w = _weights(data, weights)
     where = None
     if quantity.unconditional is not None:
         # the evaluated rows' places in the frame pair each row's deviation with its share of the parameters
         where = (np.asarray(data.index.get_indexer(rows.index)), len(data))
-    est = _average_rows(quantity, (X0, X1, None, None), model, method, codes, groups.n_groups, None, bootstrap,
-                        where)
+    est = _average_rows(quantity, (X0, X1, None, None), model, method, codes, groups.n_groups,
+                        None if w is None else w[cand], bootstrap, where)
     return est, np.bincount(codes, minlength=groups.n_groups), groups.keys, described
 
 
@@ -95,3 +97,14 @@ def predictions(model: Any, data: pd.DataFrame, quantity: RowQuantity, method: s
                 conf_level: float) -> pd.DataFrame:
     """The prediction of every row of the model's frame ``data`` with its uncertainty, indexed like ``data``."""
     return prediction_table(data, method, quantity, model, bootstrap, label, conf_level)
+
+
+def row_comparisons(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any, quantity: RowQuantity,
+                    method: str, bootstrap: Any, label: str, conf_level: float) -> tuple[pd.DataFrame, str]:
+    """The comparison of every row :func:`fme.fme` evaluates (its exclusions and extrapolation policy) with its
+    uncertainty, indexed like those rows of ``data``, and the steps' description: the per-row values
+    :func:`comparisons` averages."""
+    X0, X1, rows, described, _ = points(plan, data, reference, steps)
+    table = prediction_table((X0, X1, None, None), method, quantity, plan.model, bootstrap, label, conf_level,
+                             index=rows.index)
+    return table, described

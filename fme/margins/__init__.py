@@ -5,8 +5,8 @@ One module per concept, each a thin front door that validates once and hands a p
 
 - :mod:`fme.margins.marginal`: ``ame``, ``mem``, ``mer``, ``dme`` and ``typical_values``;
 - :mod:`fme.margins.predicted`: ``predictions`` and ``avg_predictions``;
-- :mod:`fme.margins.comparisons`: ``avg_comparisons``;
-- :mod:`fme.margins.slopes`: ``avg_slopes``;
+- :mod:`fme.margins.comparisons`: ``comparisons`` (per row) and ``avg_comparisons``;
+- :mod:`fme.margins.slopes`: ``slopes`` (per row) and ``avg_slopes``;
 - :mod:`fme.margins.testing`: ``hypotheses`` on any result that keeps its joint covariance;
 - :mod:`fme.margins.interactions`: ``interaction``.
 

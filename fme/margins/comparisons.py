@@ -34,12 +34,14 @@ import numpy as np
 import pandas as pd
 
 from .._core.averages import RowQuantity, average_table
-from .._core.estimands import COMPARISONS, comparison_form, comparison_values, finish_averages
+from .._core.estimands import COMPARISONS, ROW_COMPARISONS, comparison_form, comparison_values, finish_averages
+from .._core.exclusions import counts_per_key
 from .._core.groups import check_by
 from .._core.plan import FMEOptions, front_plan
+from .._core.result_base import with_class
 from .._dask import vocab as dask_vocab
 from .._local import vocab as local_vocab
-from .._utils.validation import check_conf_level, check_data, is_categorical, is_dask_collection
+from .._utils.validation import check_conf_level, check_data, check_weights, is_categorical, is_dask_collection
 from ..exceptions import ParameterError
 from ..inference.estimates import INFERENCE_COLUMNS
 from ..inference.wald import stack_estimates
@@ -49,16 +51,16 @@ from ..inference.vcov import residual_df, with_vcov
 from ..inference.table import EstimatesTable
 from ..steps import levels, set_level
 
-__all__ = ["avg_comparisons", "comparisons_by_step", "joint_bootstrap", "stacked", "COMPARISONS"]
+__all__ = ["avg_comparisons", "comparisons", "comparisons_by_step", "joint_bootstrap", "stacked", "COMPARISONS"]
 
 #: The columns of an :func:`avg_comparisons` table beside the ``by`` columns.
-COMPARISON_COLUMNS = ["step", "comparison", "estimate", *INFERENCE_COLUMNS, "n"]
+COMPARISON_COLUMNS = ["step", "comparison", "estimate", *INFERENCE_COLUMNS, "n", "n_excluded"]
 
 
 def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, comparison: str = "difference",
                     by: str | Sequence[str] | None = None, inference: str = "auto", bootstrap: Any = None,
                     conf_level: float = 0.95, vcov: Any = None, df: Any = None, target_class: Any = None,
-                    **fme_kwargs: Any) -> pd.DataFrame:
+                    wts: Any = None, **fme_kwargs: Any) -> pd.DataFrame:
     """The average comparison of ``model``'s predictions after a step, on the scale ``comparison``.
 
     Parameters
@@ -84,12 +86,17 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     vcov, df :
         As in :func:`fme.ame` (``'unconditional'`` included: the rows' sampling added; with
         ``steps={feature: None}`` pass each level as its own step instead).
+    wts : str or array, optional
+        Weights of the rows, as in :func:`fme.ame` (a column of ``data``; pandas data also one number per row):
+        the averages of the comparison (or of f(x + h) and f(x) for the scales of averages) are weighted means
+        over the evaluated rows, under every inference method.
 
     Returns
     -------
     EstimatesTable
         ``step``, the ``by`` columns, ``comparison``, ``estimate``, ``std_error``, ``statistic``,
-        ``p_value``, ``conf_low``, ``conf_high``, ``inference``, ``covers``, ``n``; it keeps the rows'
+        ``p_value``, ``conf_low``, ``conf_high``, ``inference``, ``covers``, ``n``, ``n_excluded`` (the rows
+        :func:`fme.fme` leaves out, as in :func:`fme.ame`); it keeps the rows'
         joint uncertainty for :func:`fme.hypotheses`.
     """
     if comparison not in COMPARISONS:
@@ -98,7 +105,7 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     if every is not None:
         return _every_level(model, data, every, comparison=comparison, by=by, inference=inference,
                             bootstrap=bootstrap, conf_level=conf_level, vcov=vcov, df=df, target_class=target_class,
-                            **fme_kwargs)
+                            wts=wts, **fme_kwargs)
     if fme_kwargs.get("nlm"):
         raise ParameterError(
             "nlm=True: avg_comparisons does not compute the NLM. The NLM (paper §5.4) describes the prediction "
@@ -120,13 +127,68 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     by_cols = check_by(planned.frame.columns, by, COMPARISON_COLUMNS)
     quantity = replace(quantity, unconditional=resolve_unconditional(model, vcov, planned.frame, planned.on_dask,
                                                                       method))
+    weights = check_weights(wts, planned.frame, planned.on_dask)
     vocab = dask_vocab if planned.on_dask else local_vocab
     est, counts, keys, described = vocab.comparisons(planned.plan, planned.data, planned.reference, steps, quantity,
-                                                     method, by_cols, bootstrap)
+                                                     method, by_cols, bootstrap, weights)
     out = average_table(est, keys[by_cols], counts, t_df, delta_label, conf_level)
+    # the rows fme.fme leaves out (a missing input, already at the level, extrapolation), as fme.ame counts them
+    out["n_excluded"] = counts_per_key(planned.data, keys, by_cols) - counts
     out.insert(0, "step", described)
     out.insert(1 + len(by_cols), "comparison", comparison)
-    return out
+    return with_class(out, planned.plan.predictor.explained_class)
+
+
+def comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, comparison: str = "difference",
+                inference: str = "auto", bootstrap: Any = None, conf_level: float = 0.95, vcov: Any = None,
+                target_class: Any = None, **fme_kwargs: Any) -> pd.DataFrame:
+    """The comparison of ``model``'s predictions after a step at every row, with its uncertainty: marginaleffects'
+    per-row ``comparisons`` (the rows :func:`avg_comparisons` averages; on the difference scale the rows' fMEs).
+
+    Parameters
+    ----------
+    model, data, steps, target_class, **fme_kwargs :
+        As in :func:`fme.fme` (one step specification; its exclusions and extrapolation policy). pandas data
+        (for Dask data, :func:`avg_comparisons` averages chunk by chunk).
+    comparison : {'difference', 'ratio', 'lnratio', 'lnor', 'lift'}, default='difference'
+        The scale of each row's comparison of f(x + h) with f(x) (module docstring).
+    inference : {'auto', 'delta', 'bootstrap', 'sample'}
+        ``delta``: each row's delta-method interval; ``bootstrap``: the refits' comparisons of each row
+        (``bootstrap={...}``, as in :func:`fme.ame`); ``sample`` (the fallback of ``auto`` for a model without
+        parameters): one row has no spread, NaN uncertainty and ``inference='none'``.
+    bootstrap, conf_level, vcov :
+        As in :func:`avg_comparisons`.
+
+    Returns
+    -------
+    DataFrame
+        One row per evaluated row, indexed like ``data``: ``step``, ``comparison``, ``estimate``,
+        ``std_error``, ``statistic``, ``p_value``, ``conf_low``, ``conf_high``, ``inference``, ``covers`` (a
+        classifier's: a ``class`` column first). Rows :func:`fme.fme` leaves out (a missing input, already at
+        the level, extrapolation) have no row.
+    """
+    if comparison not in ROW_COMPARISONS:
+        raise ParameterError(f"comparison must be one of {ROW_COMPARISONS} for per-row comparisons (the ...avg forms "
+                             f"compare averages: fme.avg_comparisons), got {comparison!r}.")
+    if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
+        raise ParameterError("fme.comparisons takes pandas data (one row per data row comes back); on Dask data "
+                             "fme.avg_comparisons averages the rows' comparisons chunk by chunk, or pass "
+                             "data.compute() for the rows' own.")
+    model, delta_label = with_vcov(model, vcov)
+    conf_level = check_conf_level(conf_level)
+    method = resolve_method(inference, model, bootstrap)
+    quantity = RowQuantity(partial(comparison_values, model=model, kind=comparison, averaged=False,
+                                   target_class=target_class))
+    options = FMEOptions.from_kwargs({**fme_kwargs, "target_class": target_class, "inference": "sample"},
+                                     "fme.comparisons")
+    planned = front_plan(model, data, options)
+    if planned.plan.names is not None:
+        raise ParameterError("fme.comparisons works on one output; pass one class (target_class=<label>).")
+    out, described = local_vocab.row_comparisons(planned.plan, planned.data, planned.reference, steps, quantity,
+                                                 method, bootstrap, delta_label, conf_level)
+    out.insert(0, "step", described)
+    out.insert(1, "comparison", comparison)
+    return with_class(out, planned.plan.predictor.explained_class)
 
 
 def joint_bootstrap(bootstrap: Any) -> Any:

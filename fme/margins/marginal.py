@@ -22,6 +22,7 @@ from .._adapters import model_frame
 from .._adapters.predictor import make_predictor
 from .._core.groups import check_by
 from .._core.plan import AMEOptions, FMEOptions, Plan, front_plan
+from .._core.result_base import with_class
 from .._dask import ame as dask_ame
 from .._dask import margins as dask_margins
 from .._local import ame as local_ame
@@ -40,7 +41,7 @@ from ..inference.unconditional import is_unconditional, resolve_unconditional
 from ..inference.vcov import residual_df, with_vcov
 # dme (the derivative ME, paper §2.2, §3.1) lives with the other derivatives; fme.margins.marginal.dme is its public path
 from .slopes import dme
-from ..steps import levels, parse_steps, same_level
+from ..steps import check_classic_keys, classic_contrast, levels, parse_steps, same_level
 
 __all__ = ["ame", "mem", "mer", "dme", "typical_values", "AME_COLUMNS", "MER_COLUMNS"]
 
@@ -48,7 +49,7 @@ DESCRIPTIVE = ["sd", "q25", "q75", "n", "n_excluded"]
 #: The columns of an :func:`ame` table (the ``by`` columns, or ``hypothesis``, after ``reference``).
 AME_COLUMNS = ["feature", "step", "level", "reference", "ame", *INFERENCE_COLUMNS, *DESCRIPTIVE]
 #: The columns mer()/mem() put beside the ``at`` columns (with ``step_<feature>`` under 'shrink').
-MER_COLUMNS = ["fme", *INFERENCE_COLUMNS, *DESCRIPTIVE, "nlm", "nlm_status", "extrapolation", "extrapolation_point",
+MER_COLUMNS = ["step", "fme", *INFERENCE_COLUMNS, *DESCRIPTIVE, "nlm", "nlm_status", "extrapolation", "extrapolation_point",
                "note"]
 
 
@@ -143,8 +144,13 @@ def ame(
     categorical : {'observation', 'classic'}, default='observation'
         ``observation``: the observation-wise categorical ME (§5.1), rows
         already at the level are left out. ``classic``: every row is set to
-        the reference level (the first level, or the value given in
-        ``steps``), then to each other level (Eq. categorical_me). On Dask
+        the reference level, then to the level (Eq. categorical_me). A step
+        means "switch to this level" in both: ``{feature: "b"}`` is b against
+        the reference (the first level) under ``classic``; the reference is
+        named by its own key, ``{feature: {"reference": "b"}}`` (every other
+        level against b) or ``{feature: {"reference": "c", "level": "b"}}``
+        (b - c); ``{feature: None}``: every level against the first. The
+        ``level`` and ``reference`` columns state each row's contrast. On Dask
         data both work; classic evaluates all levels of a feature in one pass
         (:mod:`fme._dask.classic`).
     wts : str or array, optional
@@ -152,7 +158,7 @@ def ame(
         weights): each AME (and ``by`` group, hypothesis) is the weighted mean of the rows' fMEs, with delta
         (weighted mean of the Jacobian rows), bootstrap (each refit's weighted mean) or fixed-model inference
         (the weighted mean's standard error with the weights held fixed). ``sd``, ``q25``, ``q75`` stay
-        the unweighted spread of the fMEs.
+        the unweighted spread of the fMEs. Every ``comparison`` scale takes them (:func:`fme.avg_comparisons`).
     by_missing : {'group', 'raise'}, default='group'
         Rows whose ``by`` value is missing: ``group`` gives them a group of
         their own (the missing value as its label, listed last); ``raise``
@@ -182,14 +188,12 @@ def ame(
         raise ParameterError(
             "nlm=True: fme.ame does not compute the NLM (it would be computed and dropped). Ask fme.fme(model, data, "
             "{feature: step}, nlm=True) for the rows' NLMs and .anlm for their average (paper §5.4).")
-    if wts is not None and comparison != "difference":
-        raise ParameterError("wts= works with comparison='difference'; weight the rows of fme.avg_comparisons "
-                             "by passing them repeated (frequency weights), or use the difference scale.")
     if comparison != "difference":
         if not isinstance(steps, Mapping) or not steps:
             raise StepError("comparison scales need steps={feature: step or level, ...}.")
         table = comparisons_by_step(model, data, steps, comparison=comparison, by=by, inference=inference,
-                                    bootstrap=bootstrap, conf_level=conf_level, vcov=vcov, df=df, **fme_kwargs)
+                                    bootstrap=bootstrap, conf_level=conf_level, vcov=vcov, df=df, wts=wts,
+                                    **fme_kwargs)
         # hypotheses on the table's rows as printed (by-groups too), with their joint uncertainty
         return table if hypothesis is None and equivalence is None and multcomp is None else hypotheses(
             table, hypothesis, equivalence=equivalence, multcomp=multcomp)
@@ -232,13 +236,15 @@ def ame(
     if hypothesis == "pairwise" and not by_cols:
         raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
     steps = _resolve_steps(planned.plan, frame, steps, features)
+    _check_categorical_steps(frame, steps, categorical, planned.on_dask)
     table = AMEOptions(method=method, by_cols=tuple(by_cols), by_missing=by_missing, hypothesis=hypothesis,
                        bootstrap=bootstrap, conf_level=planned.plan.conf_level, categorical=categorical,
                        columns=tuple(AME_COLUMNS), t_df=t_df, delta_label=delta_label,
                        wts=check_weights(wts, frame, planned.on_dask),
                        unconditional=resolve_unconditional(model, vcov, frame, planned.on_dask, method))
     engine = dask_ame if planned.on_dask else local_ame
-    return engine.ame(planned.plan, planned.data, planned.reference, steps, table)
+    return with_class(engine.ame(planned.plan, planned.data, planned.reference, steps, table),
+                      planned.plan.predictor.explained_class)
 
 
 def _every_class(model: Any, data: Any, steps: Any, *, hypothesis: Any, equivalence: Any, multcomp: Any,
@@ -257,8 +263,7 @@ def _every_class(model: Any, data: Any, steps: Any, *, hypothesis: Any, equivale
     for name in names:
         t = ame(model, data, steps, hypothesis=hypothesis if pairs else None, bootstrap=bootstrap,
                 conf_level=conf_level, target_class=name, **kwargs)
-        t.insert(t.columns.get_loc("reference") + 1 if "reference" in t.columns else 0, "class", name)
-        tables.append(t)
+        tables.append(with_class(t, str(name)))
     out = stacked(tables, conf_level=conf_level, bootstrap=tables[0].bootstrap, scale=tables[0].scale)
     if pairs and equivalence is None and multcomp is None:
         return out
@@ -283,6 +288,23 @@ def _resolve_steps(plan: Plan, frame: pd.DataFrame, steps: Any, features: Any) -
         if feature not in frame.columns:
             raise FeatureError(f"unknown feature {feature!r}: not a column of the data.")
     return dict(steps)
+
+
+def _check_categorical_steps(frame: pd.DataFrame, steps: Mapping[str, Any], categorical: str, on_dask: bool) -> None:
+    """A categorical step means "switch to this level" under both ``categorical`` modes; the reference of
+    ``'classic'`` is named by its own key (:func:`fme.steps.classic_contrast`), checked here against the levels
+    (pandas data; on Dask data the engine checks them once it knows the levels)."""
+    for feature, value in steps.items():
+        if not is_categorical(frame[feature]):
+            continue
+        if categorical == "observation" and isinstance(value, Mapping):
+            raise StepError(f"{{{feature!r}: {dict(value)!r}}} names a reference level: that is "
+                            "categorical='classic' (every row set to the reference, then to the level); the "
+                            f"observation-wise ME takes {{{feature!r}: <level>}} (the other rows switch to it).")
+        if categorical == "classic" and not on_dask:
+            classic_contrast(feature, value, levels(frame[feature]))
+        elif categorical == "classic" and isinstance(value, Mapping):
+            check_classic_keys(feature, value)
 
 
 def typical_values(data: pd.DataFrame) -> pd.DataFrame:
@@ -361,7 +383,8 @@ def mer(
     Returns
     -------
     EstimatesTable
-        One row per grid point: the ``at`` columns, then ``fme``, std_error,
+        One row per grid point: ``step`` (the step evaluated, e.g. ``x1 + 0.5``), the point: the ``at``
+        columns, then the model's other inputs at their typical values, then ``fme``, std_error,
         statistic, p_value, conf_low, conf_high, inference, the descriptive
         sd (NaN), q25 = q75 = fme, n (1, or 0 if not evaluated), n_excluded,
         (and ``nlm``), NaN where a point was not evaluated (already at a
@@ -423,7 +446,17 @@ def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[s
     options = FMEOptions.from_kwargs({**fme_kwargs, "inference": method, "bootstrap": bootstrap,
                                       "conf_level": conf_level}, "fme.mer")
     planned = front_plan(model, frame, options)
-    return local_margins.mer(planned.plan, planned.data, planned.reference, keys, numeric_steps, multi)
+    table = local_margins.mer(planned.plan, planned.data, planned.reference, keys, numeric_steps, multi)
+    # the point each row evaluates, whole: the at columns, then the model's other inputs at their typical values
+    # (an input named like one of the table's own columns is left to the at columns' rule: pass it in `at`)
+    inputs = planned.plan.predictor.feature_names or list(frame.columns)
+    taken = set(table.columns) | {"step", "class"}
+    others = [c for c in inputs if c not in keys and c in frame.columns and c not in taken]
+    for j, c in enumerate(others):
+        table.insert(len(keys) + j, c, planned.data[c].to_numpy())
+    # the step as evaluated (a rule such as "sd" by its value: on Dask data the rule is resolved before the grid)
+    table.insert(0, "step", ", ".join(s.describe() for s in parse_steps(data, numeric_steps)))
+    return with_class(table, planned.plan.predictor.explained_class)
 
 
 def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: Any) -> pd.DataFrame:

@@ -25,36 +25,42 @@ import numpy as np
 import pandas as pd
 
 from .._adapters import model_frame
-from .._adapters.predictor import make_predictor
+from .._adapters.predictor import named_predictor
 from .._core.averages import RowQuantity, average_table
 from .._core.estimands import SLOPES, slope_values
+from .._core.exclusions import counts_per_key, leave_out_incomplete
 from .._core.groups import check_by
+from .comparisons import joint_bootstrap
+from .._core.result_base import with_class
 from .._dask import vocab as dask_vocab
 from .._local import vocab as local_vocab
 from .._utils.validation import (check_conf_level, check_data, check_feature_name, check_single_output,
                                 check_weights, is_categorical, is_dask_collection, is_numeric)
 from ..exceptions import DataError, FeatureError, ParameterError, StepError
 from ..inference.estimates import INFERENCE_COLUMNS
-from ..inference.methods import resolve_method
 from ..inference.unconditional import resolve_unconditional
+from ..inference.methods import resolve_method
 from ..inference.vcov import residual_df, with_vcov
 
-__all__ = ["avg_slopes", "dme", "SLOPES"]
+__all__ = ["avg_slopes", "slopes", "dme", "SLOPES"]
 
 #: The columns of an :func:`avg_slopes` table beside the ``by`` columns.
-SLOPE_COLUMNS = ["term", "slope", "estimate", *INFERENCE_COLUMNS, "n"]
+SLOPE_COLUMNS = ["term", "slope", "estimate", *INFERENCE_COLUMNS, "n", "n_excluded"]
 
 
 def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | None = None, *,
                slope: str = "dydx", eps: float | None = None, by: str | Sequence[str] | None = None,
                inference: str = "auto", bootstrap: Any = None, conf_level: float = 0.95,
-               target_class: Any = None, vcov: Any = None, df: Any = None, wts: Any = None) -> pd.DataFrame:
+               target_class: Any = None, vcov: Any = None, df: Any = None, wts: Any = None,
+               feature_names: Any = None) -> pd.DataFrame:
     """Average derivatives (or elasticities) of the prediction, with their uncertainty (module docstring).
 
     Parameters
     ----------
     model, data, target_class, inference, bootstrap, conf_level :
         As in :func:`fme.ame`.
+    feature_names : list of column labels, optional
+        As in :func:`fme.fme`: the inputs of a model fitted on an array, in its order.
     variables : str or list of str, optional
         Numeric features (default: every numeric input of the model).
     slope : {'dydx', 'eyex', 'eydx', 'dyex'}, default='dydx'
@@ -72,22 +78,91 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
     -------
     EstimatesTable
         ``term``, the ``by`` columns, ``slope``, ``estimate``, ``std_error``, ``statistic``, ``p_value``,
-        ``conf_low``, ``conf_high``, ``inference``, ``n``.
+        ``conf_low``, ``conf_high``, ``inference``, ``n``, ``n_excluded`` (rows left out: a statsmodels formula
+        model's rows with a missing input, as its fit and every verb leave them out).
     """
-    if slope not in SLOPES:
-        raise ParameterError(f"slope must be one of {SLOPES}, got {slope!r}.")
     model, delta_label = with_vcov(model, vcov, averages=True)
     t_df = residual_df(model, df)
+    on_dask, frame, conf_level, predictor, method, variables, steps = _setup(
+        model, data, variables, slope, eps, inference, bootstrap, conf_level, target_class, feature_names, "avg_slopes")
+    by_cols = check_by(frame.columns, by, SLOPE_COLUMNS)
+    weights = check_weights(wts, frame, on_dask)
+    # every variable in one pass over the rows (and one set of refits): one column of values each
+    quantity = RowQuantity(partial(slope_values, model=model, predictor=predictor, variables=tuple(variables),
+                                   steps=tuple(steps), slope=slope, target_class=target_class),
+                           unconditional=resolve_unconditional(model, vcov, frame, on_dask, method))
+    vocab = dask_vocab if on_dask else local_vocab
+    # rows with a missing input of a formula model: left out and counted, as by every verb
+    kept, excluded, keep = leave_out_incomplete(data if on_dask else frame, predictor)
+    if keep is not None and isinstance(weights, np.ndarray):
+        weights = weights[keep]
+    est, counts, keys = vocab.average(model, kept, quantity, method, by_cols, bootstrap, weights)
+    k = len(variables)
+    out = average_table(est, pd.concat([keys[by_cols]] * k, ignore_index=True), np.tile(counts, k), t_df,
+                        delta_label, conf_level)
+    out["n_excluded"] = np.tile(counts_per_key(excluded, keys, by_cols), k)
+    out.insert(0, "term", np.repeat(np.asarray(variables, dtype=object), len(keys)))
+    out.insert(1 + len(by_cols), "slope", slope)
+    return with_class(out, predictor.explained_class)
+
+
+def slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | None = None, *,
+           slope: str = "dydx", eps: float | None = None, inference: str = "auto", bootstrap: Any = None,
+           conf_level: float = 0.95, target_class: Any = None, vcov: Any = None,
+           feature_names: Any = None) -> pd.DataFrame:
+    """The derivative (or elasticity) of the prediction at every row, with its uncertainty: marginaleffects'
+    per-row ``slopes`` (the rows :func:`avg_slopes` averages; module docstring).
+
+    Parameters
+    ----------
+    model, data, variables, slope, eps, inference, bootstrap, conf_level, target_class, vcov, feature_names :
+        As in :func:`avg_slopes`. ``inference='sample'`` (the fallback of ``auto`` for a model without
+        parameters): one row has no spread, NaN uncertainty and ``inference='none'``.
+
+    Returns
+    -------
+    DataFrame
+        One block of rows per variable, each indexed like ``data`` (less the rows with a missing input of a
+        statsmodels formula model, left out as by every verb): ``term``, ``slope``, ``estimate``,
+        ``std_error``, ``statistic``, ``p_value``, ``conf_low``, ``conf_high``, ``inference``, ``covers`` (a
+        classifier's: a ``class`` column first). On Dask data a lazy Dask DataFrame.
+    """
+    model, delta_label = with_vcov(model, vcov)
+    on_dask, frame, conf_level, predictor, method, variables, steps = _setup(
+        model, data, variables, slope, eps, inference, bootstrap, conf_level, target_class, feature_names, "slopes")
+    kept = leave_out_incomplete(data if on_dask else frame, predictor)[0]
+    vocab = dask_vocab if on_dask else local_vocab
+    blocks = []
+    bootstrap = joint_bootstrap(bootstrap)  # every variable's draws from the same refits
+    for v, step in zip(variables, steps):
+        # the engines' per-row table of any row quantity (as fme.predictions): this variable's slope
+        quantity = RowQuantity(partial(slope_values, model=model, predictor=predictor, variables=(v,), steps=(step,),
+                                       slope=slope, target_class=target_class))
+        table = vocab.predictions(model, kept, quantity, method, bootstrap, delta_label, conf_level)
+        blocks.append(table.assign(term=v, slope=slope))
+    if on_dask:
+        import dask.dataframe as dd
+
+        return with_class(dd.concat(blocks), predictor.explained_class)
+    out = pd.concat(blocks)
+    out = out[["term", "slope", *[c for c in out.columns if c not in ("term", "slope")]]]
+    return with_class(out, predictor.explained_class)
+
+
+def _setup(model: Any, data: Any, variables: Any, slope: str, eps: Any, inference: str, bootstrap: Any,
+           conf_level: float, target_class: Any, feature_names: Any, name: str) -> tuple[Any, ...]:
+    """What :func:`avg_slopes` and :func:`slopes` validate alike: (on Dask, the model's frame or the Dask frame's
+    _meta, the confidence level, the predictor, the inference method, the variables, their steps)."""
+    if slope not in SLOPES:
+        raise ParameterError(f"slope must be one of {SLOPES}, got {slope!r}.")
     on_dask = is_dask_collection(data)
     # validated on the rows, or on the Dask frame's _meta (the engine sums the rows chunk by chunk)
     frame = model_frame(model, data._meta if on_dask else check_data(data))
     conf_level = check_conf_level(conf_level)
-    predictor = make_predictor(model, target_class)
+    predictor = named_predictor(model, target_class, feature_names)
     if predictor.output_names is not None:
-        raise ParameterError("avg_slopes works on one output; pass one class (target_class=<label>).")
+        raise ParameterError(f"{name} works on one output; pass one class (target_class=<label>).")
     method = resolve_method(inference, model, bootstrap)
-    by_cols = check_by(frame.columns, by, SLOPE_COLUMNS)
-    weights = check_weights(wts, frame, on_dask)
     if variables is None:
         names = predictor.feature_names or list(frame.columns)
         variables = [v for v in names if v in frame.columns and not is_categorical(frame[v])]
@@ -109,18 +184,7 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
         if not np.isfinite(step) or step <= 0:
             raise ParameterError(f"eps must be a positive number (the range of {v!r} is 0: pass eps=...).")
         steps.append(step)
-    # every variable in one pass over the rows (and one set of refits): one column of values each
-    quantity = RowQuantity(partial(slope_values, model=model, predictor=predictor, variables=tuple(variables),
-                                   steps=tuple(steps), slope=slope, target_class=target_class),
-                           unconditional=resolve_unconditional(model, vcov, frame, on_dask, method))
-    vocab = dask_vocab if on_dask else local_vocab
-    est, counts, keys = vocab.average(model, data if on_dask else frame, quantity, method, by_cols, bootstrap, weights)
-    k = len(variables)
-    out = average_table(est, pd.concat([keys[by_cols]] * k, ignore_index=True), np.tile(counts, k), t_df,
-                        delta_label, conf_level)
-    out.insert(0, "term", np.repeat(np.asarray(variables, dtype=object), len(keys)))
-    out.insert(1 + len(by_cols), "slope", slope)
-    return out
+    return on_dask, frame, conf_level, predictor, method, list(variables), steps
 
 
 def dme(
@@ -130,6 +194,7 @@ def dme(
     *,
     eps: float | None = None,
     target_class: Any = None,
+    feature_names: Any = None,
 ) -> pd.DataFrame:
     """Derivative marginal effects by central differences (paper §2.2, §3.1).
 
@@ -164,7 +229,7 @@ def dme(
         span = float(x[ok].max() - x[ok].min())
         eps = 1e-4 * (span if span > 0 else max(1.0, float(np.abs(x[ok]).max())))
     eps = float(eps)
-    predictor = make_predictor(model, target_class)
+    predictor = named_predictor(model, target_class, feature_names)
     X = predictor.select(data)[ok]
     up = X.copy(deep=False)
     down = X.copy(deep=False)

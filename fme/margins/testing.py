@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._core.result_base import with_class
 from .._utils.validation import check_conf_level
 from ..exceptions import ParameterError
 from ..inference import EstimatesTable, JointEstimates
@@ -130,6 +131,12 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
             shared = result[col].dropna().unique() if col in result.columns else []
             if len(shared) == 1:
                 out[col] = shared[0]
+    # the class the tested effects are of (a classifier's), when they share one: never implicit
+    if isinstance(result, pd.DataFrame):
+        shared = result["class"].dropna().unique() if "class" in result.columns else []
+        out = with_class(out, shared[0] if len(shared) == 1 else None)
+    else:
+        out = with_class(out, getattr(result, "explained_class", None))
     if equivalence is not None:
         df = out_est.df if out_est.df is not None and np.isfinite(out_est.df).all() else None
         out = equivalence_columns(out, out["estimate"].to_numpy(dtype=float), equivalence, df)

@@ -577,8 +577,8 @@ def test_ame_classic_equals_pandas(client, frame, X, hgb):
     cats.loc[cats.index[:7], "cat"] = np.nan
     pipe = make_pipeline(make_column_transformer((OrdinalEncoder(), ["cat"]), remainder="passthrough"),
                          HistGradientBoostingRegressor(max_iter=20, random_state=0)).fit(cats, frame["y"])
-    a = fme.ame(pipe, cats, {"cat": "c"}, categorical="classic")
-    b = fme.ame(pipe, _dd(cats, 3), {"cat": "c"}, categorical="classic")
+    a = fme.ame(pipe, cats, {"cat": {"reference": "c"}}, categorical="classic")
+    b = fme.ame(pipe, _dd(cats, 3), {"cat": {"reference": "c"}}, categorical="classic")
     assert (b["inference"] == "sample").all() and (b["n"] == len(cats)).all() and len(b) == 2
     for c in FIGURES + ["n", "n_excluded"]:
         _close(b[c], a[c])

@@ -83,7 +83,7 @@ def test_ame_categorical_observation_wise_vs_classic(data):
     # the two definitions differ: the observation-wise ME starts from each row's own level
     b_obs = obs.loc[obs["level"] == "b", "ame"].item()
     assert abs(b_obs - classic.loc[classic["level"] == "b", "ame"].item()) > 0.1
-    ref_c = fme.ame(linear, data, {"cat": "c"}, categorical="classic")
+    ref_c = fme.ame(linear, data, {"cat": {"reference": "c"}}, categorical="classic")
     np.testing.assert_allclose(ref_c["ame"], [CAT["a"] - CAT["c"], CAT["b"] - CAT["c"]], atol=1e-12)
     one = fme.ame(linear, data, {"cat": "b"})
     assert len(one) == 1 and one["ame"].item() == pytest.approx(b_obs, rel=1e-14)
@@ -93,7 +93,7 @@ def test_ame_classic_on_nonlinear_interacting_model(data):
     def f(d):
         return d["x1"].to_numpy() * d["cat"].map({"a": 1.0, "b": 2.0, "c": 5.0}).to_numpy(float)
 
-    classic = fme.ame(f, data, {"cat": "a"}, categorical="classic")
+    classic = fme.ame(f, data, {"cat": {"reference": "a"}}, categorical="classic")
     x1 = data["x1"].to_numpy()
     np.testing.assert_allclose(classic["ame"], [x1.mean() * 1.0, x1.mean() * 4.0], rtol=1e-12)
 
