@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .._core.exclusions import check_evaluated
@@ -45,7 +46,7 @@ def evaluate(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any
 
 
 def points(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any
-           ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, str]:
+           ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, str, np.ndarray]:
     """The points :func:`fme.fme` would evaluate on a pandas frame, without predicting them (the same
     detector and exclusions as :func:`fme`): (x, x + h, the evaluated rows of the model's frame, the steps'
     description, the evaluated rows' positions in ``data``)."""
