@@ -226,13 +226,30 @@ def fme(
     """
     model = with_vcov(model, vcov)[0]
     options = FMEOptions(
-        nlm=nlm, nlm_method=nlm_method, nlm_points=nlm_points, nlm_intervals=nlm_intervals, nlm_tol=nlm_tol,
-        nlm_max_level=nlm_max_level, nlm_budget=nlm_budget, nlm_flat_tol=nlm_flat_tol,
+        nlm=nlm,
+        nlm_method=nlm_method,
+        nlm_points=nlm_points,
+        nlm_intervals=nlm_intervals,
+        nlm_tol=nlm_tol,
+        nlm_max_level=nlm_max_level,
+        nlm_budget=nlm_budget,
+        nlm_flat_tol=nlm_flat_tol,
         nlm_linear_threshold=nlm_linear_threshold,
-        extrapolation=extrapolation, reference_data=reference_data, on_extrapolation=on_extrapolation,
-        target_class=target_class, batch_size=batch_size, random_state=random_state, inference=inference,
-        bootstrap=bootstrap, conf_level=conf_level, sample_size=sample_size, progress=progress, exposure=exposure,
-        offset=offset, feature_names=feature_names)
+        extrapolation=extrapolation,
+        reference_data=reference_data,
+        on_extrapolation=on_extrapolation,
+        target_class=target_class,
+        batch_size=batch_size,
+        random_state=random_state,
+        inference=inference,
+        bootstrap=bootstrap,
+        conf_level=conf_level,
+        sample_size=sample_size,
+        progress=progress,
+        exposure=exposure,
+        offset=offset,
+        feature_names=feature_names,
+    )
     # Validated once here (the data, the options into a plan); the engines trust the plan, neither calls back here.
     planned = front_plan(model, data, options)
     engine = dask_effects if planned.on_dask else local_effects

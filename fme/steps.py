@@ -22,8 +22,27 @@ from scipy import stats
 from ._utils.validation import check_data, is_categorical, is_complex, is_numeric, mixed_object_numbers
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 
-__all__ = ["Step", "classic_contrast", "check_classic_keys", "CLASSIC_KEYS", "STEP_RULES", "MIN_STEP_FRACTION", "STACK_CELL_BUDGET", "step_size", "parse_steps", "apply_steps", "stack_path", "stepped_rows",
-           "levels", "same_level", "set_level", "check_training_levels", "RULE_RE", "all_float", "numeric_shift"]
+__all__ = [
+    "Step",
+    "classic_contrast",
+    "check_classic_keys",
+    "CLASSIC_KEYS",
+    "STEP_RULES",
+    "MIN_STEP_FRACTION",
+    "STACK_CELL_BUDGET",
+    "step_size",
+    "parse_steps",
+    "apply_steps",
+    "stack_path",
+    "stepped_rows",
+    "levels",
+    "same_level",
+    "set_level",
+    "check_training_levels",
+    "RULE_RE",
+    "all_float",
+    "numeric_shift",
+]
 
 #: Dispersion rules for choosing a numeric step (paper §3.2, "Step Size and Extrapolation Risk").
 STEP_RULES = ("sd", "iqr", "mad", "unit")
@@ -214,16 +233,18 @@ def parse_steps(data: pd.DataFrame, steps: Any, rule_data: pd.DataFrame | None =
             if pd.api.types.is_bool_dtype(col.dtype) and not isinstance(value, (bool, np.bool_)):
                 raise StepError(f"feature {feature!r} is boolean: its step is a level, True or False, not {value!r}.")
             known = levels(col)
-            if (rule_data is not data and feature in rule_data.columns
-                    and not isinstance(col.dtype, pd.CategoricalDtype)):
+            if (
+                rule_data is not data
+                and feature in rule_data.columns
+                and not isinstance(col.dtype, pd.CategoricalDtype)
+            ):
                 # the reference (training) data knows levels a subset or a grid (MEM/MER) may lack;
                 # a pandas categorical's own categories are its complete set of levels
                 known += [lv for lv in levels(rule_data[feature]) if not any(same_level(lv, k) for k in known)]
             if not any(same_level(value, lv) for lv in known):
                 kind = "a numeric step" if isinstance(value, numbers.Real) and not isinstance(value, bool) else "level"
                 raise StepError(
-                    f"feature {feature!r} is categorical: give one of its levels {known[:20]}, "
-                    f"not {kind} {value!r}."
+                    f"feature {feature!r} is categorical: give one of its levels {known[:20]}, not {kind} {value!r}."
                 )
             level = next(lv for lv in known if same_level(value, lv))
             parsed.append(Step(feature, "categorical", level))
@@ -265,7 +286,8 @@ def check_training_levels(steps: Iterable[Step], known: Mapping[str, Sequence[An
         if not any(same_level(step.value, lv) for lv in model_levels):
             raise StepError(
                 f"feature {step.feature!r}: the model never saw the level {step.value!r} when it was fitted (its "
-                f"levels are {model_levels[:20]}{' ...' if len(model_levels) > 20 else ''}); it cannot predict at that level "
+                f"levels are {model_levels[:20]}{' ...' if len(model_levels) > 20 else ''}); "
+                "it cannot predict at that level "
                 "(an unknown category), so the fME would be meaningless. Step to one of the model's levels, or refit "
                 "the model on data that contains it."
             )
@@ -381,8 +403,10 @@ def check_classic_keys(feature: str, value: Mapping[str, Any]) -> None:
     """A classic step given as a dict names only :data:`CLASSIC_KEYS` (StepError otherwise)."""
     unknown = [k for k in value if k not in CLASSIC_KEYS]
     if unknown:
-        raise StepError(f"the classic step of {feature!r} has unknown key(s) {unknown}; use "
-                        f"{{'reference': <level>, 'level': <level>}} (either may be left out).")
+        raise StepError(
+            f"the classic step of {feature!r} has unknown key(s) {unknown}; use "
+            f"{{'reference': <level>, 'level': <level>}} (either may be left out)."
+        )
 
 
 def classic_contrast(feature: str, value: Any, known: Sequence[Any]) -> tuple[Any, list[Any]]:
@@ -409,8 +433,9 @@ def classic_contrast(feature: str, value: Any, known: Sequence[Any]) -> tuple[An
     def match(v: Any, what: str) -> Any:
         found = [lv for lv in known if same_level(v, lv)]
         if not found:
-            raise StepError(f"{v!r} ({what}) is not a level of the categorical feature {feature!r}; use one of "
-                            f"{list(known)[:20]}.")
+            raise StepError(
+                f"{v!r} ({what}) is not a level of the categorical feature {feature!r}; use one of {list(known)[:20]}."
+            )
         return found[0]
 
     ref = known[0] if reference is None else match(reference, "the reference")
@@ -418,7 +443,9 @@ def classic_contrast(feature: str, value: Any, known: Sequence[Any]) -> tuple[An
         return ref, [lv for lv in known if not same_level(lv, ref)]
     level = match(target, "the level")
     if same_level(level, ref):
-        raise StepError(f"the classic step of {feature!r} compares {level!r} with itself (it is the reference, the "
-                        f"first level unless named); name another level, or the reference: "
-                        f"{{{feature!r}: {{'reference': <level>, 'level': {level!r}}}}}.")
+        raise StepError(
+            f"the classic step of {feature!r} compares {level!r} with itself (it is the reference, the "
+            f"first level unless named); name another level, or the reference: "
+            f"{{{feature!r}: {{'reference': <level>, 'level': {level!r}}}}}."
+        )
     return ref, [level]

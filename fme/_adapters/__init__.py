@@ -12,14 +12,44 @@ from __future__ import annotations
 from typing import Any
 
 from . import generic, lightgbm, sklearn, statsmodels, xgboost  # noqa: F401 - registers the adapters
-from .base import (ModelAdapter, Prediction, Support, Unsupported, adapt, fingerprint, register_adapter,
-                   registered_adapters)
-from .identity import (canonical, class_name, dispersion_scaled_copy, formula_categoricals, glm_dispersion,
-                       model_modules, scaled_dispersion)
+from .base import (
+    ModelAdapter,
+    Prediction,
+    Support,
+    Unsupported,
+    adapt,
+    fingerprint,
+    register_adapter,
+    registered_adapters,
+)
+from .identity import (
+    canonical,
+    class_name,
+    dispersion_scaled_copy,
+    formula_categoricals,
+    glm_dispersion,
+    model_modules,
+    scaled_dispersion,
+)
 
-__all__ = ["ModelAdapter", "Prediction", "Support", "Unsupported", "adapt", "register_adapter",
-           "registered_adapters", "model_frame", "fingerprint", "model_modules", "glm_dispersion", "class_name",
-           "formula_categoricals", "dispersion_scaled_copy", "scaled_dispersion", "canonical"]
+__all__ = [
+    "ModelAdapter",
+    "Prediction",
+    "Support",
+    "Unsupported",
+    "adapt",
+    "register_adapter",
+    "registered_adapters",
+    "model_frame",
+    "fingerprint",
+    "model_modules",
+    "glm_dispersion",
+    "class_name",
+    "formula_categoricals",
+    "dispersion_scaled_copy",
+    "scaled_dispersion",
+    "canonical",
+]
 
 
 def model_frame(model: Any, data: Any, exposure: Any = None, offset: Any = None) -> Any:

@@ -10,17 +10,24 @@ threshold (:func:`~fme._adapters.forest.float32_boundary`); HistGradientBoosting
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from .forest import Forest, float32_boundary, stack_trees
 from .base import Unsupported, adapt, class_index
+from .forest import Forest, float32_boundary, stack_trees
 
 __all__ = ["sklearn_splits", "pipeline_thresholds", "read_sklearn_forest", "per_feature", "output_index"]
 
-_PER_FEATURE_SCALERS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "PowerTransformer",
-                        "QuantileTransformer")
+_PER_FEATURE_SCALERS = (
+    "StandardScaler",
+    "MinMaxScaler",
+    "MaxAbsScaler",
+    "RobustScaler",
+    "PowerTransformer",
+    "QuantileTransformer",
+)
 
 
 # ----------------------------------------------------------------- split thresholds
@@ -38,9 +45,16 @@ def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.
 
 
 def sklearn_splits(model) -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier,
-                                  GradientBoostingRegressor, HistGradientBoostingClassifier,
-                                  HistGradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor)
+    from sklearn.ensemble import (
+        ExtraTreesClassifier,
+        ExtraTreesRegressor,
+        GradientBoostingClassifier,
+        GradientBoostingRegressor,
+        HistGradientBoostingClassifier,
+        HistGradientBoostingRegressor,
+        RandomForestClassifier,
+        RandomForestRegressor,
+    )
     from sklearn.tree import BaseDecisionTree
 
     if isinstance(model, BaseDecisionTree):
@@ -68,8 +82,10 @@ def sklearn_splits(model) -> tuple[np.ndarray, np.ndarray]:
         if getattr(model, "is_categorical_", None) is not None:  # input order
             cat_feats = np.union1d(cat_feats, np.flatnonzero(model.is_categorical_))
         # categorical splits: mark with NaN thresholds (rejected if a stepped feature has one)
-        return (np.concatenate([feats, cat_feats]),
-                np.concatenate([nodes["num_threshold"][split & ~cat], np.full(cat_feats.size, np.nan)]))
+        return (
+            np.concatenate([feats, cat_feats]),
+            np.concatenate([nodes["num_threshold"][split & ~cat], np.full(cat_feats.size, np.nan)]),
+        )
     raise Unsupported(type(model).__name__)
 
 
@@ -90,7 +106,6 @@ def per_feature(feats, thr, columns: list[str], own_names: list[str] | None) -> 
     for name in set(keys):
         out[name] = thr[keys_arr == name]
     return {k: v for k, v in out.items()}
-
 
 
 def _feature_map(transformer, feature: str, columns: list[str]):
@@ -114,8 +129,11 @@ def _feature_map(transformer, feature: str, columns: list[str]):
         for tname, tr, cols in transformer.transformers_:
             if isinstance(tr, str) and tr == "drop":
                 continue
-            sel = np.arange(len(names_in))[cols] if not isinstance(cols, (list, tuple)) or (
-                cols and not isinstance(cols[0], str)) else [names_in.index(c) for c in cols]
+            sel = (
+                np.arange(len(names_in))[cols]
+                if not isinstance(cols, (list, tuple)) or (cols and not isinstance(cols[0], str))
+                else [names_in.index(c) for c in cols]
+            )
             sel_names = [names_in[i] for i in np.atleast_1d(sel)]
             if feature in sel_names:
                 found.append((tname, tr, sel_names))
@@ -170,9 +188,16 @@ def _sk_tree(est, scale: float = 1.0, col: int | None = None) -> dict | None:
         return None
     leaf = t.children_left < 0
     value = t.value[:, 0, :] * scale if scale != 1.0 else t.value[:, 0, :].copy()
-    return dict(feature=np.where(leaf, 0, t.feature).astype(np.int64), threshold=t.threshold.astype(np.float64),
-                missing_left=np.asarray(t.missing_go_to_left, dtype=bool), is_leaf=leaf,
-                left=t.children_left.astype(np.int64), right=t.children_right.astype(np.int64), value=value, col=col)
+    return dict(
+        feature=np.where(leaf, 0, t.feature).astype(np.int64),
+        threshold=t.threshold.astype(np.float64),
+        missing_left=np.asarray(t.missing_go_to_left, dtype=bool),
+        is_leaf=leaf,
+        left=t.children_left.astype(np.int64),
+        right=t.children_right.astype(np.int64),
+        value=value,
+        col=col,
+    )
 
 
 def output_index(model, target_class: Any) -> int | None | str:
@@ -188,9 +213,16 @@ def output_index(model, target_class: Any) -> int | None | str:
 
 
 def _read_sklearn(model) -> tuple[list[dict], int, np.ndarray, Callable, bool] | None:
-    from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier,
-                                  GradientBoostingRegressor, HistGradientBoostingClassifier,
-                                  HistGradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor)
+    from sklearn.ensemble import (
+        ExtraTreesClassifier,
+        ExtraTreesRegressor,
+        GradientBoostingClassifier,
+        GradientBoostingRegressor,
+        HistGradientBoostingClassifier,
+        HistGradientBoostingRegressor,
+        RandomForestClassifier,
+        RandomForestRegressor,
+    )
     from sklearn.tree import BaseDecisionTree
 
     def ident(raw):
@@ -222,6 +254,7 @@ def _read_sklearn(model) -> tuple[list[dict], int, np.ndarray, Callable, bool] |
         zero = np.zeros((1, model.n_features_in_), dtype=np.float32)
         baseline = np.asarray(model._raw_predict_init(zero), dtype=np.float64).reshape(-1)
         if isinstance(model, GradientBoostingClassifier):
+
             def link(raw, model=model):
                 return model._loss.predict_proba(raw.ravel() if raw.shape[1] == 1 else raw)
         else:
@@ -229,26 +262,37 @@ def _read_sklearn(model) -> tuple[list[dict], int, np.ndarray, Callable, bool] |
         return trees, k, baseline, link, True
     if isinstance(model, (HistGradientBoostingClassifier, HistGradientBoostingRegressor)):
         if getattr(model, "_preprocessor", None) is not None or (
-                getattr(model, "is_categorical_", None) is not None and np.any(model.is_categorical_)):
+            getattr(model, "is_categorical_", None) is not None and np.any(model.is_categorical_)
+        ):
             return None  # categorical splits route through bitsets: midpoint route
         trees = []
         for it in model._predictors:
             for j, p in enumerate(it):
                 nd = p.nodes
                 leaf = nd["is_leaf"].astype(bool)
-                trees.append(dict(feature=np.where(leaf, 0, nd["feature_idx"]).astype(np.int64),
-                                  threshold=nd["num_threshold"].astype(np.float64),
-                                  missing_left=nd["missing_go_to_left"].astype(bool), is_leaf=leaf,
-                                  left=nd["left"].astype(np.int64), right=nd["right"].astype(np.int64),
-                                  value=nd["value"].astype(np.float64)[:, None], col=j))
+                trees.append(
+                    dict(
+                        feature=np.where(leaf, 0, nd["feature_idx"]).astype(np.int64),
+                        threshold=nd["num_threshold"].astype(np.float64),
+                        missing_left=nd["missing_go_to_left"].astype(bool),
+                        is_leaf=leaf,
+                        left=nd["left"].astype(np.int64),
+                        right=nd["right"].astype(np.int64),
+                        value=nd["value"].astype(np.float64)[:, None],
+                        col=j,
+                    )
+                )
         k = int(model.n_trees_per_iteration_)
         baseline = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
         if isinstance(model, HistGradientBoostingClassifier):
+
             def link(raw, model=model):
                 return model._loss.predict_proba(raw)
         else:
+
             def link(raw, model=model):
                 return model._loss.link.inverse(raw.ravel())[:, None]
+
         return trees, k, baseline, link, False
     return None
 
@@ -267,7 +311,20 @@ def read_sklearn_forest(model: Any, target_class: Any = None) -> Forest | None:
     st = stack_trees(trees, k)
     thr = st["threshold"]
     boundary = float32_boundary(thr) if f32 else thr
-    return Forest(feature=st["feature"], threshold=thr, boundary=boundary, left=st["left"], right=st["right"],
-                  missing_left=st["missing_left"], is_leaf=st["is_leaf"], value=st["value"], roots=st["roots"],
-                  baseline=baseline, link=link, float32=f32, output=out, name=type(model).__name__,
-                  n_features=int(model.n_features_in_))
+    return Forest(
+        feature=st["feature"],
+        threshold=thr,
+        boundary=boundary,
+        left=st["left"],
+        right=st["right"],
+        missing_left=st["missing_left"],
+        is_leaf=st["is_leaf"],
+        value=st["value"],
+        roots=st["roots"],
+        baseline=baseline,
+        link=link,
+        float32=f32,
+        output=out,
+        name=type(model).__name__,
+        n_features=int(model.n_features_in_),
+    )

@@ -47,8 +47,20 @@ import pandas as pd
 from ..exceptions import ModelError, ParameterError
 from .identity import Walk, canonical, estimator_text, pickle_text
 
-__all__ = ["ModelAdapter", "Prediction", "Support", "Unsupported", "adapt", "register_adapter", "registered_adapters",
-           "numerical_jacobian", "module_of", "check_vcov", "pick_output", "fingerprint"]
+__all__ = [
+    "ModelAdapter",
+    "Prediction",
+    "Support",
+    "Unsupported",
+    "adapt",
+    "register_adapter",
+    "registered_adapters",
+    "numerical_jacobian",
+    "module_of",
+    "check_vcov",
+    "pick_output",
+    "fingerprint",
+]
 
 #: Relative step of the central differences in the parameters (about cbrt(machine eps)).
 REL_EPS = 6e-6
@@ -239,8 +251,10 @@ class ModelAdapter(abc.ABC):
         keywords as columns); ``data`` itself when nothing changes. Never modifies ``data``."""
         for kind, value in (("exposure", exposure), ("offset", offset)):
             if value is not None:
-                raise ParameterError(f"{kind}= applies to statsmodels results fitted with an {kind}; a "
-                                     f"{self.type_name} has none. Drop {kind}=.")
+                raise ParameterError(
+                    f"{kind}= applies to statsmodels results fitted with an {kind}; a "
+                    f"{self.type_name} has none. Drop {kind}=."
+                )
         return data
 
     def complete_columns(self) -> list[str]:
@@ -259,8 +273,9 @@ class ModelAdapter(abc.ABC):
         """Whether the delta method applies (parameters, their covariance, predictions at other parameters)."""
         return Support(False, f"a {self.type_name} exposes no parameters and covariance")
 
-    def fme_jacobian(self, X0: pd.DataFrame, X1: pd.DataFrame, f0: np.ndarray | None = None
-                     ) -> tuple[np.ndarray, np.ndarray, str]:
+    def fme_jacobian(
+        self, X0: pd.DataFrame, X1: pd.DataFrame, f0: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, str]:
         """(n x k Jacobian of f(X1) - f(X0) in the parameters, k x k covariance, ``'analytic'``/``'numerical'``)."""
         raise ModelError(self.delta_support().reason)
 
@@ -269,8 +284,9 @@ class ModelAdapter(abc.ABC):
         slopes and elasticities need beyond the fME's Jacobian."""
         raise ModelError(self.delta_support().reason)
 
-    def predict_with_jacobian(self, X0: pd.DataFrame, X1: pd.DataFrame
-                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    def predict_with_jacobian(
+        self, X0: pd.DataFrame, X1: pd.DataFrame
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """(f(X0), f(X1), Jacobian, covariance) from one computation per point set, or None (predict separately)."""
         return None
 
@@ -283,14 +299,18 @@ class ModelAdapter(abc.ABC):
     def robust_covariance(self, cov_type: str, cluster: Any = None) -> np.ndarray:
         """The k x k heteroskedasticity-robust covariance of the parameters (``cov_type`` ``'HC0'`` .. ``'HC3'``),
         or with ``cov_type='cluster'`` the cluster-robust one by the column ``cluster`` of the training data."""
-        raise ParameterError("robust and cluster covariances need a statsmodels results object; pass the k x k "
-                             f"matrix itself for a {self.type_name} (vcov=<array>).")
+        raise ParameterError(
+            "robust and cluster covariances need a statsmodels results object; pass the k x k "
+            f"matrix itself for a {self.type_name} (vcov=<array>)."
+        )
 
     def with_covariance(self, vcov: np.ndarray) -> Any:
         """A model that predicts as this one and whose delta method uses the parameter covariance ``vcov`` (a
         checked k x k matrix); never the caller's object modified."""
-        raise ModelError(f"vcov= applies to models with a parameter covariance (statsmodels results or the "
-                         f"get_coef/get_vcov/get_predict protocol); a {self.type_name} has none.")
+        raise ModelError(
+            f"vcov= applies to models with a parameter covariance (statsmodels results or the "
+            f"get_coef/get_vcov/get_predict protocol); a {self.type_name} has none."
+        )
 
     def parameter_influence(self, frame: pd.DataFrame, cluster: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Each estimation-sample row's share of the parameter estimate and, with ``cluster``, the rows' clusters.
@@ -300,17 +320,22 @@ class ModelAdapter(abc.ABC):
         estimation sample in its order; ``codes`` the integer cluster of each row by the training column
         ``cluster`` (None without). The unconditional variance of averages needs both
         (:mod:`fme.inference.unconditional`)."""
-        raise ModelError(f"vcov='unconditional' needs each training row's score and the model's Hessian (its "
-                         f"estimating equations); a {self.type_name} does not state them. Use a statsmodels "
-                         "results object (OLS, WLS, GLM, Logit, Probit, Poisson), give a get_coef/get_vcov/"
-                         "get_predict model a get_influence() (n x k: each row's share of theta_hat - theta), "
-                         "or use vcov=None for the interval that holds the rows fixed.")
+        raise ModelError(
+            f"vcov='unconditional' needs each training row's score and the model's Hessian (its "
+            f"estimating equations); a {self.type_name} does not state them. Use a statsmodels "
+            "results object (OLS, WLS, GLM, Logit, Probit, Poisson), give a get_coef/get_vcov/"
+            "get_predict model a get_influence() (n x k: each row's share of theta_hat - theta), "
+            "or use vcov=None for the interval that holds the rows fixed."
+        )
 
     # ------------------------------------------------------------- bootstrap
     def refit_support(self) -> Support:
         """Whether bootstrap refits are possible."""
-        return Support(False, f"cannot refit a {self.type_name}: bootstrap needs a scikit-learn estimator/pipeline "
-                              "(clone + fit) or a statsmodels formula result")
+        return Support(
+            False,
+            f"cannot refit a {self.type_name}: bootstrap needs a scikit-learn estimator/pipeline "
+            "(clone + fit) or a statsmodels formula result",
+        )
 
     def bootstrap_training(self, spec: dict[str, Any]) -> tuple[Any, int]:
         """Check the training data of a ``bootstrap`` specification; (training data, number of rows)."""
@@ -320,7 +345,7 @@ class ModelAdapter(abc.ABC):
         """A new fitted model on the training rows ``idx`` (drawn with replacement); never touches ``model``."""
         raise ModelError(self.refit_support().reason)
 
-    def for_workers(self) -> "ModelAdapter":
+    def for_workers(self) -> ModelAdapter:
         """The adapter whose :meth:`refit` the parallel refits (worker threads or processes) call: the same
         refits, possibly lighter to send and without the model's own parallelism. By default this one."""
         return self

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -85,11 +85,13 @@ def stack_trees(trees: list[dict], n_out: int) -> dict:
     for t, o in zip(trees, offs):
         v = t["value"]
         if t.get("col") is None:
-            value[o:o + v.shape[0], :] = v
+            value[o : o + v.shape[0], :] = v
         else:
-            value[o:o + v.shape[0], t["col"]] = v[:, 0]
-    cat = {k: np.concatenate([np.asarray(t[k]) for t in trees])
-           for k in ("feature", "threshold", "missing_left", "is_leaf")}
+            value[o : o + v.shape[0], t["col"]] = v[:, 0]
+    cat = {
+        k: np.concatenate([np.asarray(t[k]) for t in trees])
+        for k in ("feature", "threshold", "missing_left", "is_leaf")
+    }
     left = np.concatenate([np.where(t["is_leaf"], 0, t["left"]) + o for t, o in zip(trees, offs)])
     right = np.concatenate([np.where(t["is_leaf"], 0, t["right"]) + o for t, o in zip(trees, offs)])
     return dict(cat, left=left.astype(np.int64), right=right.astype(np.int64), value=value, roots=offs)

@@ -23,8 +23,13 @@ def _names_in(code: str, columns: Any) -> list:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             found.append(node.id)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Q" and node.args
-              and isinstance(node.args[0], ast.Constant)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "Q"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             found.append(node.args[0].value)
     cols = set(columns)
     return [c for c in dict.fromkeys(found) if c in cols]
@@ -46,9 +51,10 @@ def _formulaic_factors(spec: Any, columns: Any) -> list[tuple[list, list | None]
 
 def _patsy_factors(spec: Any, columns: Any) -> list[tuple[list, list | None]]:
     """(data columns, categorical levels or None) per factor of a patsy ``DesignInfo``."""
-    return [(_names_in(getattr(factor, "code", ""), columns),
-             list(info.categories) if info.type == "categorical" else None)
-            for factor, info in spec.factor_infos.items()]
+    return [
+        (_names_in(getattr(factor, "code", ""), columns), list(info.categories) if info.type == "categorical" else None)
+        for factor, info in spec.factor_infos.items()
+    ]
 
 
 def _rhs_position(formula: Any, name: Any) -> int:
@@ -89,8 +95,12 @@ def formula_info(model: Any) -> tuple[list, dict[Any, list]] | None:
     levels: dict[Any, list] = {}
     for names, cats in factors:
         rhs.extend(n for n in names if n not in rhs)
-        if cats is not None and len(names) == 1 and pd.api.types.is_numeric_dtype(frame[names[0]].dtype) \
-                and not pd.api.types.is_bool_dtype(frame[names[0]].dtype):
+        if (
+            cats is not None
+            and len(names) == 1
+            and pd.api.types.is_numeric_dtype(frame[names[0]].dtype)
+            and not pd.api.types.is_bool_dtype(frame[names[0]].dtype)
+        ):
             levels[names[0]] = cats
     formula = getattr(model.model, "formula", None)
     if formula is not None:

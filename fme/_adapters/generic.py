@@ -17,7 +17,16 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import FMEError, ModelError, ParameterError, PredictionError
-from .base import ModelAdapter, Prediction, Support, check_vcov, class_index, label, numerical_jacobian, register_adapter
+from .base import (
+    ModelAdapter,
+    Prediction,
+    Support,
+    check_vcov,
+    class_index,
+    label,
+    numerical_jacobian,
+    register_adapter,
+)
 
 __all__ = ["ObjectAdapter", "estimator_prediction"]
 
@@ -35,8 +44,12 @@ def estimator_prediction(model: Any, target_class: Any, feature_names: Any = Non
     if hasattr(model, "predict_proba") and classes is not None:
         classes = np.asarray(classes)
         if isinstance(target_class, str) and target_class == "all":
-            return Prediction(lambda X: model.predict_proba(X), feature_names, [str(c) for c in classes],
-                              f"{name}, P(class) for each class")
+            return Prediction(
+                lambda X: model.predict_proba(X),
+                feature_names,
+                [str(c) for c in classes],
+                f"{name}, P(class) for each class",
+            )
         if target_class is None:
             if classes.size != 2:
                 raise ParameterError(
@@ -46,10 +59,17 @@ def estimator_prediction(model: Any, target_class: Any, feature_names: Any = Non
             idx = 1
         else:
             idx = class_index(classes, target_class)
-        return Prediction(lambda X: model.predict_proba(X)[:, idx], feature_names, None,
-                          f"{name}, P(class = {label(classes[idx])})", label(classes[idx]))
+        return Prediction(
+            lambda X: model.predict_proba(X)[:, idx],
+            feature_names,
+            None,
+            f"{name}, P(class = {label(classes[idx])})",
+            label(classes[idx]),
+        )
     if target_class is not None:
-        raise ParameterError(f"target_class={target_class!r} was given but {name} is not a classifier with predict_proba.")
+        raise ParameterError(
+            f"target_class={target_class!r} was given but {name} is not a classifier with predict_proba."
+        )
     if hasattr(model, "predict") and callable(model.predict):
         return Prediction(model.predict, feature_names, None, f"{name}.predict")
     if callable(model):
@@ -73,8 +93,10 @@ def _protocol_call(model: Any, method: str, *args: Any, stage: str) -> np.ndarra
     try:
         return np.asarray(raw, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise ModelError(f"{name}.{method}() returned non-numeric values ({type(raw).__name__}) at {stage}; "
-                         "the delta-method protocol needs numbers (see fme._adapters.generic).") from exc
+        raise ModelError(
+            f"{name}.{method}() returned non-numeric values ({type(raw).__name__}) at {stage}; "
+            "the delta-method protocol needs numbers (see fme._adapters.generic)."
+        ) from exc
 
 
 @register_adapter
@@ -96,8 +118,11 @@ class ObjectAdapter(ModelAdapter):
         missing = [m for m in _PROTOCOL if not callable(getattr(self.model, m, None))]
         if not missing:
             return Support(True)
-        return Support(False, f"a {self.type_name} has no parameters and covariance (it lacks {', '.join(missing)} "
-                              "of the get_coef/get_vcov/get_predict protocol)")
+        return Support(
+            False,
+            f"a {self.type_name} has no parameters and covariance (it lacks {', '.join(missing)} "
+            "of the get_coef/get_vcov/get_predict protocol)",
+        )
 
     def parameter_count(self) -> int | None:
         if not self.delta_support():
@@ -110,16 +135,19 @@ class ObjectAdapter(ModelAdapter):
         k = self.parameter_count()
         if k is None or not callable(getattr(self.model, "get_influence", None)):
             return super().parameter_influence(frame, cluster)
-        A = np.asarray(_protocol_call(self.model, "get_influence", stage="the rows' parameter influence"),
-                       dtype=float)
+        A = np.asarray(_protocol_call(self.model, "get_influence", stage="the rows' parameter influence"), dtype=float)
         if A.shape != (len(frame), k) or not np.all(np.isfinite(A)):
-            raise ModelError(f"get_influence() of the {self.type_name} must return a finite ({len(frame)}, {k}) "
-                             f"array, one row per averaged row (the estimation sample); got shape {A.shape}.")
+            raise ModelError(
+                f"get_influence() of the {self.type_name} must return a finite ({len(frame)}, {k}) "
+                f"array, one row per averaged row (the estimation sample); got shape {A.shape}."
+            )
         if cluster is None:
             return A, None
         if cluster not in frame.columns or frame[cluster].isna().any():
-            raise ParameterError(f"the cluster column {cluster!r} must be a column of the data without missing "
-                                 "values (the estimation sample's clusters).")
+            raise ParameterError(
+                f"the cluster column {cluster!r} must be a column of the data without missing "
+                "values (the estimation sample's clusters)."
+            )
         return A, frame[cluster].astype("category").cat.codes.to_numpy()
 
     def with_covariance(self, vcov: np.ndarray) -> Any:
@@ -137,17 +165,21 @@ class ObjectAdapter(ModelAdapter):
         n = len(X)
 
         def at(p: np.ndarray) -> np.ndarray:
-            out = _protocol_call(model, "get_predict", p, X.copy(deep=False), stage="the prediction's Jacobian"
-                                 ).reshape(-1)
+            out = _protocol_call(
+                model, "get_predict", p, X.copy(deep=False), stage="the prediction's Jacobian"
+            ).reshape(-1)
             if out.shape != (n,):
-                raise ModelError(f"{name}.get_predict returned {out.shape[0]} values for {n} rows; "
-                                 "it must return one prediction per row.")
+                raise ModelError(
+                    f"{name}.get_predict returned {out.shape[0]} values for {n} rows; "
+                    "it must return one prediction per row."
+                )
             return out
 
         return at(params), numerical_jacobian(lambda p: np.concatenate([np.zeros(n), at(p)]), params, n), vcov
 
-    def fme_jacobian(self, X0: pd.DataFrame, X1: pd.DataFrame, f0: np.ndarray | None = None
-                     ) -> tuple[np.ndarray, np.ndarray, str]:
+    def fme_jacobian(
+        self, X0: pd.DataFrame, X1: pd.DataFrame, f0: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, str]:
         model, name = self.model, self.type_name
         params = _protocol_call(model, "get_coef", stage="the delta method's parameters").reshape(-1)
         vcov = check_vcov(_protocol_call(model, "get_vcov", stage="the delta method's covariance"), params.size, name)
@@ -156,12 +188,18 @@ class ObjectAdapter(ModelAdapter):
 
         def predict_at(p: np.ndarray) -> np.ndarray:
             # a fresh frame per call: a get_predict that modifies its input cannot leak into the next one
-            out = _protocol_call(model, "get_predict", p, stacked.copy(deep=False),
-                                 stage=f"the delta Jacobian (perturbed parameters; rows 0-{2 * n - 1} of x and x + h "
-                                       f"stacked)").reshape(-1)
+            out = _protocol_call(
+                model,
+                "get_predict",
+                p,
+                stacked.copy(deep=False),
+                stage=f"the delta Jacobian (perturbed parameters; rows 0-{2 * n - 1} of x and x + h stacked)",
+            ).reshape(-1)
             if out.shape != (2 * n,):
-                raise ModelError(f"{name}.get_predict returned {out.shape[0]} values for {2 * n} rows; "
-                                 "it must return one prediction per row.")
+                raise ModelError(
+                    f"{name}.get_predict returned {out.shape[0]} values for {2 * n} rows; "
+                    "it must return one prediction per row."
+                )
             return out
 
         return numerical_jacobian(predict_at, params, n), vcov, "numerical"

@@ -35,8 +35,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["canonical", "array_text", "class_name", "class_path", "sha256_hex", "estimator_text", "pickle_text", "model_modules",
-           "glm_dispersion", "dispersion_scaled_copy", "scaled_dispersion", "formula_categoricals"]
+__all__ = [
+    "canonical",
+    "array_text",
+    "class_name",
+    "class_path",
+    "sha256_hex",
+    "estimator_text",
+    "pickle_text",
+    "model_modules",
+    "glm_dispersion",
+    "dispersion_scaled_copy",
+    "scaled_dispersion",
+    "formula_categoricals",
+]
 
 #: Nesting depth below which an object is described by its pickle instead (a guard against cycles).
 MAX_DEPTH = 20
@@ -161,7 +173,7 @@ def _estimator_modules(obj: Any, depth: int = 0) -> set[str]:
     for value in list(params.values()) + [inner, getattr(inner, "family", None)]:
         if isinstance(value, (list, tuple)):  # Pipeline steps, ColumnTransformer transformers
             for item in value:
-                for part in (item if isinstance(item, tuple) else (item,)):
+                for part in item if isinstance(item, tuple) else (item,):
                     if hasattr(part, "__dict__") and not isinstance(part, (str, type)):
                         out |= _estimator_modules(part, depth + 1)
         elif value is not None and hasattr(value, "__dict__") and not isinstance(value, type):
@@ -227,8 +239,13 @@ def glm_dispersion(model: Any) -> dict | None:
         return None
     if not df > 0:
         return None
-    return {"family": name, "pearson_chi2": chi2, "df_resid": df, "dispersion": chi2 / df,
-            "cov_type": str(getattr(model, "cov_type", "nonrobust"))}
+    return {
+        "family": name,
+        "pearson_chi2": chi2,
+        "df_resid": df,
+        "dispersion": chi2 / df,
+        "cov_type": str(getattr(model, "cov_type", "nonrobust")),
+    }
 
 
 #: Attribute of a copy made by :func:`dispersion_scaled_copy`: the dispersion it was scaled by.

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .forest import Forest, stack_trees
 from ._sktrees import output_index, per_feature
 from .base import Prediction, Unsupported, pick_output, register_adapter
+from .forest import Forest, stack_trees
 from .identity import Walk, class_path, estimator_text, pickle_text, sha256_hex
 from .sklearn import BoosterAdapter
 
@@ -90,17 +90,26 @@ def read_lightgbm_forest(model, target_class: Any) -> Forest | None:
                 return None  # linear_tree
         ids = {id(nd): j for j, nd in enumerate(nodes)}
         leaf = np.array(["split_feature" not in nd for nd in nodes])
-        get = (lambda key, default, nodes=nodes: [nd.get(key, default) for nd in nodes])
+        get = lambda key, default, nodes=nodes: [nd.get(key, default) for nd in nodes]
         mtype = np.array(get("missing_type", "None"))
         thr = np.array(get("threshold", np.inf), dtype=float)
         dleft = np.array(get("default_left", True), dtype=bool)
-        trees.append(dict(
-            feature=np.array(get("split_feature", 0), dtype=np.int64), threshold=thr,
-            # missing type None: NaN is compared as 0.0
-            missing_left=np.where(mtype == "None", 0.0 <= thr, dleft), is_leaf=leaf, zero=(mtype == "Zero") & ~leaf,
-            left=np.array([ids[id(nd["left_child"])] if "left_child" in nd else 0 for nd in nodes], dtype=np.int64),
-            right=np.array([ids[id(nd["right_child"])] if "right_child" in nd else 0 for nd in nodes], dtype=np.int64),
-            value=np.array(get("leaf_value", 0.0), dtype=float)[:, None], col=i % k))
+        trees.append(
+            dict(
+                feature=np.array(get("split_feature", 0), dtype=np.int64),
+                threshold=thr,
+                # missing type None: NaN is compared as 0.0
+                missing_left=np.where(mtype == "None", 0.0 <= thr, dleft),
+                is_leaf=leaf,
+                zero=(mtype == "Zero") & ~leaf,
+                left=np.array([ids[id(nd["left_child"])] if "left_child" in nd else 0 for nd in nodes], dtype=np.int64),
+                right=np.array(
+                    [ids[id(nd["right_child"])] if "right_child" in nd else 0 for nd in nodes], dtype=np.int64
+                ),
+                value=np.array(get("leaf_value", 0.0), dtype=float)[:, None],
+                col=i % k,
+            )
+        )
     n_iter = len(trees) // k
     sigma = float(params.get("sigmoid", 1.0))
     average = bool(dump.get("average_output", False))
@@ -123,16 +132,37 @@ def read_lightgbm_forest(model, target_class: Any) -> Forest | None:
             return 1.0 / (1.0 + np.exp(-sigma * raw))
         raise AssertionError(name)
 
-    if name not in _LGB_IDENTITY + ("poisson", "gamma", "tweedie", "binary", "cross_entropy", "xentropy",
-                                    "multiclass", "multiclassova"):
+    if name not in _LGB_IDENTITY + (
+        "poisson",
+        "gamma",
+        "tweedie",
+        "binary",
+        "cross_entropy",
+        "xentropy",
+        "multiclass",
+        "multiclassova",
+    ):
         return None
     st = stack_trees(trees, k)
     zero = np.concatenate([t["zero"] for t in trees])
-    return Forest(feature=st["feature"], threshold=st["threshold"], boundary=st["threshold"], left=st["left"],
-                  right=st["right"], missing_left=st["missing_left"], is_leaf=st["is_leaf"], value=st["value"],
-                  roots=st["roots"], baseline=np.zeros(k), link=link, float32=False, output=out,
-                  name=type(model).__name__, n_features=int(booster.num_feature()),
-                  zero_missing=zero if zero.any() else None)
+    return Forest(
+        feature=st["feature"],
+        threshold=st["threshold"],
+        boundary=st["threshold"],
+        left=st["left"],
+        right=st["right"],
+        missing_left=st["missing_left"],
+        is_leaf=st["is_leaf"],
+        value=st["value"],
+        roots=st["roots"],
+        baseline=np.zeros(k),
+        link=link,
+        float32=False,
+        output=out,
+        name=type(model).__name__,
+        n_features=int(booster.num_feature()),
+        zero_missing=zero if zero.any() else None,
+    )
 
 
 @register_adapter

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import ModelAdapter, adapt
 from ..exceptions import DataError, ParameterError, PredictionError
+from . import ModelAdapter, adapt
 
 __all__ = ["Predictor", "make_predictor", "named_predictor"]
 
@@ -124,7 +124,9 @@ class Predictor:
             ) from exc
         if out.ndim == 0 or out.shape[0] != n:
             got = "a scalar" if out.ndim == 0 else f"{out.shape[0]} predictions"
-            raise PredictionError(f"{self.description} returned {got} for {n} rows; it must return one prediction per row.")
+            raise PredictionError(
+                f"{self.description} returned {got} for {n} rows; it must return one prediction per row."
+            )
         if self.output_names is None:
             if out.ndim == 2 and out.shape[1] == 1:
                 out = out[:, 0]
@@ -203,25 +205,36 @@ def named_predictor(model: Any, target_class: Any = None, feature_names: Any = N
                 f"the {adapter.type_name} was fitted on an array: it takes its {n} inputs (n_features_in_ = {n}) by "
                 "position, so a data frame's columns would be read in the frame's order, whatever they are. Name "
                 f"them in the model's order: feature_names=[...] ({n} column labels of the data), or fit the model "
-                "on a DataFrame.")
+                "on a DataFrame."
+            )
         return predictor
-    if isinstance(feature_names, (str, bytes)) or not isinstance(feature_names, (list, tuple, pd.Index)) \
-            or len(set(map(str, feature_names))) != len(feature_names) or not len(feature_names):
-        raise ParameterError(f"feature_names must be a list of distinct column labels (the model's inputs in its "
-                             f"order), got {feature_names!r}.")
+    if (
+        isinstance(feature_names, (str, bytes))
+        or not isinstance(feature_names, (list, tuple, pd.Index))
+        or len(set(map(str, feature_names))) != len(feature_names)
+        or not len(feature_names)
+    ):
+        raise ParameterError(
+            f"feature_names must be a list of distinct column labels (the model's inputs in its "
+            f"order), got {feature_names!r}."
+        )
     names = [str(c) for c in feature_names]
     if n is None:
         own = predictor.feature_names
         if own is not None and own != names:
-            raise ParameterError(f"feature_names={names} contradicts the {adapter.type_name}'s own input names "
-                                 f"{own}; leave feature_names out (the model's names are used).")
+            raise ParameterError(
+                f"feature_names={names} contradicts the {adapter.type_name}'s own input names "
+                f"{own}; leave feature_names out (the model's names are used)."
+            )
         if own is None:
             adapter.name_inputs(names)
             predictor.feature_names = names
         return predictor
     if len(names) != n:
-        raise DataError(f"feature_names names {len(names)} columns but the {adapter.type_name} takes "
-                        f"n_features_in_ = {n} inputs; name each input once, in the model's order.")
+        raise DataError(
+            f"feature_names names {len(names)} columns but the {adapter.type_name} takes "
+            f"n_features_in_ = {n} inputs; name each input once, in the model's order."
+        )
     adapter.name_inputs(names)
     predictor.feature_names = names
     return predictor

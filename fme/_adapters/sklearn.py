@@ -22,8 +22,8 @@ import pandas as pd
 from ..exceptions import DataError, NotFittedError, ParameterError
 from ._sktrees import per_feature, pipeline_thresholds, read_sklearn_forest, sklearn_splits
 from .base import ModelAdapter, Prediction, Support, module_of, register_adapter
-from .identity import Walk, class_path
 from .generic import estimator_prediction
+from .identity import Walk, class_path
 
 __all__ = ["SklearnAdapter", "take_rows"]
 
@@ -76,15 +76,21 @@ class SklearnAdapter(ModelAdapter):
     def accepts(cls, model: Any) -> bool:
         if module_of(model).startswith("sklearn"):
             return True
-        return (callable(getattr(model, "fit", None)) and callable(getattr(model, "get_params", None))
-                and any(callable(getattr(model, m, None)) for m in ("predict", "predict_proba")))
+        return (
+            callable(getattr(model, "fit", None))
+            and callable(getattr(model, "get_params", None))
+            and any(callable(getattr(model, m, None)) for m in ("predict", "predict_proba"))
+        )
 
     @classmethod
     def canonical_text(cls, obj: Any, walk: Walk) -> str:
         """An estimator by its class, parameters and fitted attributes; a fitted part of scikit-learn without
         ``get_params`` (a tree's arrays, a binner) by its state."""
-        if not callable(getattr(obj, "get_params", None)) and module_of(obj).startswith("sklearn") \
-                and hasattr(obj, "__dict__"):
+        if (
+            not callable(getattr(obj, "get_params", None))
+            and module_of(obj).startswith("sklearn")
+            and hasattr(obj, "__dict__")
+        ):
             return f"{class_path(obj)}({walk(dict(vars(obj)))})"
         return super().canonical_text(obj, walk)
 
@@ -110,8 +116,9 @@ class SklearnAdapter(ModelAdapter):
 
     # ------------------------------------------------------------- inference
     def delta_support(self) -> Support:
-        return Support(False, f"a {self.type_name} has no parameter covariance (scikit-learn estimators do not "
-                              "state one)")
+        return Support(
+            False, f"a {self.type_name} has no parameter covariance (scikit-learn estimators do not state one)"
+        )
 
     def refit_support(self) -> Support:
         if callable(getattr(self.model, "fit", None)) and callable(getattr(self.model, "get_params", None)):
@@ -157,8 +164,13 @@ class SklearnAdapter(ModelAdapter):
         except Exception:  # noqa: BLE001 - every refit clones too and reports the same error, counted as failed
             return self
         params = template.get_params(deep=True)
-        single = {k: 1 for k, v in params.items() if k.rpartition("__")[2] == "n_jobs" and v not in (None, 1)
-                  and module_of(params[k.rpartition("__")[0]] if "__" in k else template).startswith("sklearn")}
+        single = {
+            k: 1
+            for k, v in params.items()
+            if k.rpartition("__")[2] == "n_jobs"
+            and v not in (None, 1)
+            and module_of(params[k.rpartition("__")[0]] if "__" in k else template).startswith("sklearn")
+        }
         if single:
             template.set_params(**single)
         return type(self)(template, self.target_class)

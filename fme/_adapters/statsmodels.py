@@ -18,17 +18,17 @@ from __future__ import annotations
 import copy
 import numbers
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
 
 from .._utils.validation import is_dask_collection
 from ..exceptions import DataError, ModelError, ParameterError
-from .formula import factor_levels, formula_info
 from .base import ModelAdapter, Prediction, Support, check_vcov, module_of, numerical_jacobian, register_adapter
-from .identity import Walk, array_text, class_path
+from .formula import factor_levels, formula_info
+from .identity import Walk
+from .statsmodels_results import design_matrix, is_statsmodels_results, mean_functions, results_text
 
 __all__ = ["StatsmodelsAdapter", "OFFSET_COLUMNS", "design_matrix", "is_statsmodels_results"]
 
@@ -36,45 +36,8 @@ __all__ = ["StatsmodelsAdapter", "OFFSET_COLUMNS", "design_matrix", "is_statsmod
 OFFSET_COLUMNS = {"exposure": "(exposure)", "offset": "(offset)"}
 
 
-def is_statsmodels_results(model: Any) -> bool:
-    """A fitted statsmodels results object (or one shaped like it: ``model``, ``params``, ``predict``)."""
-    return hasattr(model, "model") and hasattr(model, "params") and hasattr(model, "predict")
-
-
 #: Rows on which the analytic mean mu(x'beta + offset) is checked against the model's own predict.
 _CHECK_ROWS = 2048
-
-
-def design_matrix(results: Any, frame: pd.DataFrame) -> np.ndarray:
-    """The design matrix statsmodels' own ``results.predict(frame)`` would use."""
-    exog, _ = results._transform_predict_exog(frame, transform=True)
-    exog = np.asarray(exog, dtype=float)
-    if exog.shape[0] != len(frame) or not np.isfinite(exog).all():
-        raise DataError(
-            "the model's design matrix has missing or non-finite values for some evaluated rows; drop or impute "
-            "missing values in the model's input columns before asking for delta-method inference."
-        )
-    return exog
-
-
-def _mean_functions(results: Any) -> tuple[Callable, Callable] | None:
-    """(mu, d mu / d eta) for models whose mean is mu(x' beta + offset), else None (numerical)."""
-    from statsmodels.discrete.discrete_model import Logit, Poisson, Probit
-    from statsmodels.genmod.generalized_linear_model import GLM
-    from statsmodels.regression.linear_model import RegressionModel
-
-    model = results.model
-    if isinstance(model, RegressionModel):
-        return (lambda eta: eta), (lambda eta: np.ones_like(eta))
-    if isinstance(model, GLM):
-        return model.family.link.inverse, model.family.link.inverse_deriv
-    if isinstance(model, Logit):
-        return special.expit, (lambda eta: (p := special.expit(eta)) * (1.0 - p))
-    if isinstance(model, Probit):
-        return stats.norm.cdf, stats.norm.pdf
-    if isinstance(model, Poisson):
-        return np.exp, np.exp
-    return None
 
 
 @register_adapter
@@ -117,22 +80,32 @@ class StatsmodelsAdapter(ModelAdapter):
         outcomes = self._outcomes()
         label = str(self.target_class)
         if label not in outcomes:
-            raise ParameterError(f"target_class {self.target_class!r} is not an outcome of the {self.type_name}; "
-                                 f"its outcomes are {outcomes}.")
+            raise ParameterError(
+                f"target_class {self.target_class!r} is not an outcome of the {self.type_name}; "
+                f"its outcomes are {outcomes}."
+            )
         return outcomes.index(label)
 
     def _multinomial_prediction(self, outcomes: list[str]) -> Prediction:
         info = formula_info(self.model)
         rhs = None if not info or not info[0] else [str(c) for c in info[0]]
         if self.target_class is None:
-            raise ParameterError(f"a {self.type_name} predicts one probability per outcome {outcomes}; pass "
-                                 "target_class=<outcome> (or 'all' with fme.fme for every outcome).")
+            raise ParameterError(
+                f"a {self.type_name} predicts one probability per outcome {outcomes}; pass "
+                "target_class=<outcome> (or 'all' with fme.fme for every outcome)."
+            )
         if isinstance(self.target_class, str) and self.target_class == "all":
-            return Prediction(lambda f: np.asarray(self.model.predict(f)), rhs, outcomes,
-                              f"{self.type_name}.predict (all outcomes)")
+            return Prediction(
+                lambda f: np.asarray(self.model.predict(f)), rhs, outcomes, f"{self.type_name}.predict (all outcomes)"
+            )
         j = self._outcome_index()
-        return Prediction(lambda f: np.asarray(self.model.predict(f))[:, j], rhs, None,
-                          f"{self.type_name}.predict (P(y = {outcomes[j]}))", outcomes[j])
+        return Prediction(
+            lambda f: np.asarray(self.model.predict(f))[:, j],
+            rhs,
+            None,
+            f"{self.type_name}.predict (P(y = {outcomes[j]}))",
+            outcomes[j],
+        )
 
     def _multinomial_jacobian(self, frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
         """Probabilities of the target outcome at each frame, and the Jacobian of their stack in the
@@ -159,8 +132,10 @@ class StatsmodelsAdapter(ModelAdapter):
         if outcomes is not None:
             return self._multinomial_prediction(outcomes)
         if self.target_class is not None:
-            raise ParameterError(f"target_class={self.target_class!r} was given but {self.type_name} is not a "
-                                 "classifier with predict_proba.")
+            raise ParameterError(
+                f"target_class={self.target_class!r} was given but {self.type_name} is not a "
+                "classifier with predict_proba."
+            )
         info = formula_info(self.model)
         rhs = None if not info or not info[0] else [str(c) for c in info[0]]
         return Prediction(self._predict_frame, rhs, None, f"{self.type_name}.predict")
@@ -232,8 +207,11 @@ class StatsmodelsAdapter(ModelAdapter):
             elif named is not None and named[0] in cols:
                 out[kind] = named
             else:
-                where = (f"the training column {named[0]!r}, which the data lacks" if named is not None else
-                         "no column of the training data (it was passed as an array)")
+                where = (
+                    f"the training column {named[0]!r}, which the data lacks"
+                    if named is not None
+                    else "no column of the training data (it was passed as an array)"
+                )
                 raise DataError(
                     f"the {type(self.model.model).__name__} was fitted with an {kind} ({kind}=...), which comes from "
                     f"{where}, so its rows cannot be matched to the data's; statsmodels' predict would silently drop "
@@ -251,13 +229,17 @@ class StatsmodelsAdapter(ModelAdapter):
             v = frame[col].to_numpy(dtype=float)
             if transform == "log":
                 if not (v > 0).all():
-                    raise DataError(f"the {kind} column {col!r} has values <= 0 or missing; an {kind} must be "
-                                    "positive (its log enters the linear predictor).")
+                    raise DataError(
+                        f"the {kind} column {col!r} has values <= 0 or missing; an {kind} must be "
+                        "positive (its log enters the linear predictor)."
+                    )
                 v = np.log(v)
             total = total + v
         if not np.isfinite(total).all():
-            raise DataError(f"the model's offset/exposure has missing or non-finite values for some rows (columns "
-                            f"{[c for c, _ in self.offset_sources(frame.columns).values()]}); drop those rows.")
+            raise DataError(
+                f"the model's offset/exposure has missing or non-finite values for some rows (columns "
+                f"{[c for c, _ in self.offset_sources(frame.columns).values()]}); drop those rows."
+            )
         return total
 
     def scale_note(self, columns: Sequence[Any] | None = None) -> str | None:
@@ -282,24 +264,32 @@ class StatsmodelsAdapter(ModelAdapter):
             if value is None:
                 continue
             if kind not in self.model_offsets():
-                raise ParameterError(f"{kind}= was given but the {type(self.model.model).__name__} was fitted without "
-                                     f"an {kind}; drop {kind}= (or refit with one).")
+                raise ParameterError(
+                    f"{kind}= was given but the {type(self.model.model).__name__} was fitted without "
+                    f"an {kind}; drop {kind}= (or refit with one)."
+                )
             col = OFFSET_COLUMNS[kind]
             if isinstance(value, str):
                 if value not in out.columns:
-                    raise DataError(f"{kind}={value!r} is not a column of the data; pass a column name, a number or "
-                                    "an array with one value per row.")
+                    raise DataError(
+                        f"{kind}={value!r} is not a column of the data; pass a column name, a number or "
+                        "an array with one value per row."
+                    )
                 values = out[value]
             elif isinstance(value, numbers.Real) and not isinstance(value, bool):
                 values = float(value)
             elif is_dask_collection(out):
-                raise ParameterError(f"on Dask data, {kind}= must be a column name or a number, got "
-                                     f"{type(value).__name__}; add the values as a column and pass its name.")
+                raise ParameterError(
+                    f"on Dask data, {kind}= must be a column name or a number, got "
+                    f"{type(value).__name__}; add the values as a column and pass its name."
+                )
             else:
                 values = np.asarray(value, dtype=float).reshape(-1)
                 if values.size != len(out):
-                    raise DataError(f"{kind}= has {values.size} values for {len(out)} rows of data; pass one per row "
-                                    "(aligned by position), a column name or a number.")
+                    raise DataError(
+                        f"{kind}= has {values.size} values for {len(out)} rows of data; pass one per row "
+                        "(aligned by position), a column name or a number."
+                    )
             if kind == "exposure" and isinstance(values, float) and not values > 0:
                 raise ParameterError(f"exposure={value!r} must be positive (its log enters the linear predictor).")
             out = out.assign(**{col: values}) if is_dask_collection(out) else _with_column(out, col, values)
@@ -313,8 +303,11 @@ class StatsmodelsAdapter(ModelAdapter):
         info = formula_info(self.model) if module_of(self.model).startswith("statsmodels") else None
         if not info or not info[1]:
             return data
-        todo = {c: lv for c, lv in info[1].items() if c in data.columns
-                and not isinstance(data[c].dtype, pd.CategoricalDtype)}
+        todo = {
+            c: lv
+            for c, lv in info[1].items()
+            if c in data.columns and not isinstance(data[c].dtype, pd.CategoricalDtype)
+        }
         if not todo:
             return data
         out = data.copy(deep=False)
@@ -367,8 +360,10 @@ class StatsmodelsAdapter(ModelAdapter):
         data = getattr(self.model.model, "data", None)
         frame = getattr(data, "frame", None)
         if frame is None or column not in frame.columns:
-            raise ParameterError(f"vcov={{'cluster': {column!r}}} needs the column in the model's training data; "
-                                 "fit the model with the formula API on a frame that has it.")
+            raise ParameterError(
+                f"vcov={{'cluster': {column!r}}} needs the column in the model's training data; "
+                "fit the model with the formula API on a frame that has it."
+            )
         rows = getattr(data, "row_labels", None)
         groups = frame[column] if rows is None else frame.loc[rows, column]
         if groups.isna().any():
@@ -395,9 +390,11 @@ class StatsmodelsAdapter(ModelAdapter):
         exog = np.asarray(model.exog, dtype=float)
         # the two parts of the variance pair up row by row: the averaged rows must be the rows the model was fitted on
         if len(frame) != exog.shape[0] or not np.allclose(design_matrix(res, frame), exog, rtol=1e-9, atol=1e-12):
-            raise ModelError(f"vcov='unconditional' averages over the model's estimation sample ({exog.shape[0]} "
-                             f"rows); these {len(frame)} rows are not it, row for row. Pass the frame the "
-                             f"{self.type_name} was fitted on (its complete rows, in order), or vcov=None.")
+            raise ModelError(
+                f"vcov='unconditional' averages over the model's estimation sample ({exog.shape[0]} "
+                f"rows); these {len(frame)} rows are not it, row for row. Pass the frame the "
+                f"{self.type_name} was fitted on (its complete rows, in order), or vcov=None."
+            )
         if isinstance(model, RegressionModel):
             A = (np.asarray(model.wexog) * np.asarray(res.wresid)[:, None]) @ np.asarray(res.normalized_cov_params)
         elif callable(getattr(model, "score_obs", None)) and callable(getattr(model, "hessian", None)):
@@ -421,17 +418,19 @@ class StatsmodelsAdapter(ModelAdapter):
     def _vcov(self, k: int) -> np.ndarray:
         return check_vcov(np.asarray(self.model.cov_params(), dtype=float), k, type(self.model.model).__name__)
 
-    def predict_with_jacobian(self, X0: pd.DataFrame, X1: pd.DataFrame
-                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    def predict_with_jacobian(
+        self, X0: pd.DataFrame, X1: pd.DataFrame
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         if self._outcomes() is not None:
             return None
         return self._predict_with_jacobian(X0, X1)
 
-    def _predict_with_jacobian(self, X0: pd.DataFrame, X1: pd.DataFrame
-                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    def _predict_with_jacobian(
+        self, X0: pd.DataFrame, X1: pd.DataFrame
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """f(X0), f(X1) (``results.model.predict(params, design, offset)``, what ``results.predict`` computes
         with the offset), the analytic Jacobian and the covariance; None without an analytic mean."""
-        fns = _mean_functions(self.model)
+        fns = mean_functions(self.model)
         if fns is None:
             return None
         mu, dmu = fns
@@ -462,7 +461,7 @@ class StatsmodelsAdapter(ModelAdapter):
         params = np.asarray(self.model.params, dtype=float)
         D, off = design_matrix(self.model, X), self.offset_values(X)
         vcov = self._vcov(params.size)
-        fns = _mean_functions(self.model)
+        fns = mean_functions(self.model)
         if fns is not None and D.shape[1] == params.size:
             mu, dmu = fns
             eta = D @ params + (0.0 if off is None else off)
@@ -476,8 +475,9 @@ class StatsmodelsAdapter(ModelAdapter):
         jac = numerical_jacobian(lambda p: np.concatenate([np.zeros(n), self._model_predict(p, D, off)]), params, n)
         return f, jac, vcov
 
-    def fme_jacobian(self, X0: pd.DataFrame, X1: pd.DataFrame, f0: np.ndarray | None = None
-                     ) -> tuple[np.ndarray, np.ndarray, str]:
+    def fme_jacobian(
+        self, X0: pd.DataFrame, X1: pd.DataFrame, f0: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, str]:
         if self._outcomes() is not None:
             _, jac, vcov = self._multinomial_jacobian([X0, X1])
             n = len(X0)
@@ -486,7 +486,7 @@ class StatsmodelsAdapter(ModelAdapter):
         vcov = self._vcov(params.size)
         D0, D1 = design_matrix(self.model, X0), design_matrix(self.model, X1)
         o0, o1 = self.offset_values(X0), self.offset_values(X1)
-        fns = _mean_functions(self.model)
+        fns = mean_functions(self.model)
         if fns is not None and D0.shape[1] == params.size:
             mu, dmu = fns
             eta0 = D0 @ params + (0.0 if o0 is None else o0)
@@ -502,19 +502,28 @@ class StatsmodelsAdapter(ModelAdapter):
     def refit_support(self) -> Support:
         model = self.model.model
         if getattr(model, "formula", None) is None:
-            return Support(False, f"bootstrap refits of statsmodels results need the formula API "
-                                  f"(smf.{type(model).__name__.lower()}(formula, data)); this result was fitted from "
-                                  "arrays")
+            return Support(
+                False,
+                f"bootstrap refits of statsmodels results need the formula API "
+                f"(smf.{type(model).__name__.lower()}(formula, data)); this result was fitted from "
+                "arrays",
+            )
         for attr in ("offset", "exposure"):
             if getattr(model, attr, None) is not None:
-                return Support(False, f"refits of a {type(model).__name__} with {attr} are not supported (the "
-                                      f"{attr} is not a column the formula can take again)")
+                return Support(
+                    False,
+                    f"refits of a {type(model).__name__} with {attr} are not supported (the "
+                    f"{attr} is not a column the formula can take again)",
+                )
         # the user's own weight arguments first: a GLM's `weights` is their product
         for attr in ("var_weights", "freq_weights", "weights"):
             w = getattr(model, attr, None)
             if w is not None and np.ndim(w) > 0 and not np.all(np.asarray(w) == 1):
-                return Support(False, f"refits of a {type(model).__name__} with {attr} are not supported (the "
-                                      "weights are not a column the formula can take again)")
+                return Support(
+                    False,
+                    f"refits of a {type(model).__name__} with {attr} are not supported (the "
+                    "weights are not a column the formula can take again)",
+                )
         return Support(True)
 
     def bootstrap_training(self, spec: dict[str, Any]) -> tuple[Any, int]:
@@ -537,31 +546,6 @@ class StatsmodelsAdapter(ModelAdapter):
         kw = {"family": model.family} if isinstance(model, GLM) else {}
         fitted = type(model).from_formula(model.formula, data=train.iloc[idx].reset_index(drop=True), **kw)
         return fitted.fit(disp=0) if isinstance(fitted, DiscreteModel) else fitted.fit()
-
-
-def results_text(res: Any) -> str:
-    """What identifies a fitted statsmodels result: its class and the model's, the family and link (GLMs), the
-    formula and the design (endogenous and exogenous names, the design's and the response's sha256), the
-    parameters, their covariance and the covariance type, and the weights, offset and exposure when set."""
-    model = res.model
-    parts = [class_path(res), class_path(model)]
-    family = getattr(model, "family", None)
-    if family is not None:
-        parts += [class_path(family), class_path(getattr(family, "link", None))]
-    parts += [repr(getattr(model, "formula", None)), repr(list(getattr(model, "exog_names", None) or [])),
-              repr(getattr(model, "endog_names", None)), "endog " + array_text(np.asarray(model.endog)),
-              "exog " + (array_text(np.asarray(model.exog)) if getattr(model, "exog", None) is not None else "None"),
-              "params " + array_text(np.asarray(res.params, dtype=float)),
-              "cov_type " + repr(getattr(res, "cov_type", None))]
-    try:
-        parts.append("cov " + array_text(np.asarray(res.cov_params(), dtype=float)))
-    except Exception:  # noqa: BLE001 - a result without a covariance (e.g. regularised fits)
-        parts.append("cov None")
-    for name in ("weights", "var_weights", "freq_weights", "offset", "exposure"):
-        value = getattr(model, name, None)
-        if value is not None and np.ndim(value) > 0:
-            parts.append(f"{name} " + array_text(np.asarray(value, dtype=float)))
-    return "statsmodels(" + "|".join(parts) + ")"
 
 
 def _with_column(frame: pd.DataFrame, col: str, values: Any) -> pd.DataFrame:

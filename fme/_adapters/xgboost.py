@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .forest import Forest, float32_boundary, stack_trees
 from ._sktrees import output_index, per_feature
 from .base import Prediction, Unsupported, pick_output, register_adapter
+from .forest import Forest, float32_boundary, stack_trees
 from .identity import Walk, class_path, estimator_text, pickle_text, sha256_hex
 from .sklearn import BoosterAdapter
 
@@ -34,10 +34,15 @@ __all__ = ["XGBoostAdapter", "read_xgboost_forest"]
 #: objective -> (link, base_score transform): the objective's ``PredTransform`` and its ``ProbToMargin``,
 #: by which XGBoost turns the stored ``base_score`` into the margin every prediction starts from
 _OBJECTIVES = {
-    "reg:squarederror": ("identity", "identity"), "reg:squaredlogerror": ("identity", "identity"),
-    "reg:pseudohubererror": ("identity", "identity"), "reg:absoluteerror": ("identity", "identity"),
-    "reg:logistic": ("sigmoid", "logit"), "binary:logistic": ("sigmoid", "logit"),
-    "count:poisson": ("exp", "log"), "reg:gamma": ("exp", "log"), "reg:tweedie": ("exp", "log"),
+    "reg:squarederror": ("identity", "identity"),
+    "reg:squaredlogerror": ("identity", "identity"),
+    "reg:pseudohubererror": ("identity", "identity"),
+    "reg:absoluteerror": ("identity", "identity"),
+    "reg:logistic": ("sigmoid", "logit"),
+    "binary:logistic": ("sigmoid", "logit"),
+    "count:poisson": ("exp", "log"),
+    "reg:gamma": ("exp", "log"),
+    "reg:tweedie": ("exp", "log"),
 }
 
 
@@ -114,11 +119,16 @@ def read_xgboost_forest(model: Any, target_class: Any = None) -> Forest | None:
     gb = learner["gradient_booster"]
     mp = learner["learner_model_param"]
     name = learner["objective"]["name"]
-    if gb.get("name") != "gbtree" or name not in _OBJECTIVES or int(mp.get("num_class", 0)) > 1 \
-            or int(mp.get("num_target", 1)) != 1:
+    if (
+        gb.get("name") != "gbtree"
+        or name not in _OBJECTIVES
+        or int(mp.get("num_class", 0)) > 1
+        or int(mp.get("num_target", 1)) != 1
+    ):
         return None
-    base = np.asarray(json.loads(mp["base_score"]) if mp["base_score"].startswith("[") else [mp["base_score"]],
-                      dtype=np.float32)
+    base = np.asarray(
+        json.loads(mp["base_score"]) if mp["base_score"].startswith("[") else [mp["base_score"]], dtype=np.float32
+    )
     if base.size != 1:
         return None
     if hasattr(model, "get_booster") and hasattr(model, "classes_"):  # XGBClassifier: predict_proba columns
@@ -135,7 +145,7 @@ def read_xgboost_forest(model: Any, target_class: Any = None) -> Forest | None:
         except (AttributeError, TypeError, ValueError):
             best = None
         if best is not None:
-            trees_json = trees_json[:int(tm["iteration_indptr"][best + 1])]
+            trees_json = trees_json[: int(tm["iteration_indptr"][best + 1])]
     trees = []
     for t in trees_json:  # loop over the fitted trees, not over rows
         if int(t["tree_param"].get("size_leaf_vector", "1")) > 1 or any(int(v) != 0 for v in t["split_type"]):
@@ -143,10 +153,18 @@ def read_xgboost_forest(model: Any, target_class: Any = None) -> Forest | None:
         left = np.asarray(t["left_children"], dtype=np.int64)
         leaf = left < 0
         cond = np.asarray(t["split_conditions"], dtype=np.float32).astype(np.float64)
-        trees.append(dict(feature=np.asarray(t["split_indices"], dtype=np.int64), threshold=np.where(leaf, np.inf, cond),
-                          missing_left=np.asarray(t["default_left"], dtype=bool), is_leaf=leaf, left=left,
-                          right=np.asarray(t["right_children"], dtype=np.int64),
-                          value=np.where(leaf, cond, 0.0)[:, None], col=0))
+        trees.append(
+            dict(
+                feature=np.asarray(t["split_indices"], dtype=np.int64),
+                threshold=np.where(leaf, np.inf, cond),
+                missing_left=np.asarray(t["default_left"], dtype=bool),
+                is_leaf=leaf,
+                left=left,
+                right=np.asarray(t["right_children"], dtype=np.int64),
+                value=np.where(leaf, cond, 0.0)[:, None],
+                col=0,
+            )
+        )
     if not trees:
         return None
     link_name, base_how = _OBJECTIVES[name]
@@ -159,10 +177,25 @@ def read_xgboost_forest(model: Any, target_class: Any = None) -> Forest | None:
     split = np.flatnonzero(~st["is_leaf"])
     boundary = np.full(thr.size, np.inf)
     boundary[split] = float32_boundary(np.nextafter(thr[split].astype(np.float32), np.float32(-np.inf)))
-    return Forest(feature=st["feature"], threshold=thr, boundary=boundary, left=st["left"], right=st["right"],
-                  missing_left=st["missing_left"], is_leaf=st["is_leaf"], value=st["value"], roots=st["roots"],
-                  baseline=np.array([_base_margin(base[0], base_how)]), link=link, float32=True, strict=True,
-                  output=out, name=type(model).__name__, n_features=int(booster.num_features()), sum32=True)
+    return Forest(
+        feature=st["feature"],
+        threshold=thr,
+        boundary=boundary,
+        left=st["left"],
+        right=st["right"],
+        missing_left=st["missing_left"],
+        is_leaf=st["is_leaf"],
+        value=st["value"],
+        roots=st["roots"],
+        baseline=np.array([_base_margin(base[0], base_how)]),
+        link=link,
+        float32=True,
+        strict=True,
+        output=out,
+        name=type(model).__name__,
+        n_features=int(booster.num_features()),
+        sum32=True,
+    )
 
 
 def _own_link(booster, link_name: str, proba: bool):
@@ -182,8 +215,9 @@ def _own_link(booster, link_name: str, proba: bool):
         empty = sparse.csr_matrix((m.size, booster.num_features()), dtype=np.float32)
         # the traversal's threads call this at once: "calling only inplace_predict in multiple threads is safe
         # and lock free" (XGBoost's docstring)
-        p = np.asarray(booster.inplace_predict(empty, iteration_range=(1, 1), base_margin=m),
-                       dtype=np.float32).reshape(-1)
+        p = np.asarray(booster.inplace_predict(empty, iteration_range=(1, 1), base_margin=m), dtype=np.float32).reshape(
+            -1
+        )
         out = np.column_stack([np.float32(1.0) - p, p]) if proba else p[:, None]
         return out.astype(np.float64)
 

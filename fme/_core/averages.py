@@ -29,13 +29,25 @@ import pandas as pd
 from scipy import sparse
 
 from ..inference.bootstrap import RefitTally, check_bootstrap, check_refits, refit_setup
-from ..inference.refit_chunks import chunk_refits
 from ..inference.estimates import INFERENCE_COLUMNS, Estimates
+from ..inference.refit_chunks import chunk_refits
 from ..inference.table import EstimatesTable
 from ..inference.unconditional import Unconditional, deviations_of, empirical_part
 
-__all__ = ["spread_values", "RowQuantity", "estimates_of", "refit_draws", "bootstrap_of", "model_values", "draws_of_means",
-           "delta_table", "average_table", "prediction_table", "unconditional_of", "REFIT_CHUNK"]
+__all__ = [
+    "spread_values",
+    "RowQuantity",
+    "estimates_of",
+    "refit_draws",
+    "bootstrap_of",
+    "model_values",
+    "draws_of_means",
+    "delta_table",
+    "average_table",
+    "prediction_table",
+    "unconditional_of",
+    "REFIT_CHUNK",
+]
 
 #: Refitted models held at once (evaluated together, then dropped).
 REFIT_CHUNK = 50
@@ -55,8 +67,9 @@ class RowQuantity:
         """(estimates, gradients (one row each) or None) from the groups' means; without ``finish``, the mean of
         each column over each group, column after column (G * c estimates: the table's rows in order)."""
         if self.finish is None:
-            grad = None if mean_jacobian is None else mean_jacobian.transpose(1, 0, 2).reshape(
-                -1, mean_jacobian.shape[2])
+            grad = (
+                None if mean_jacobian is None else mean_jacobian.transpose(1, 0, 2).reshape(-1, mean_jacobian.shape[2])
+            )
             return means.T.reshape(-1), grad
         return self.finish(means, mean_jacobian)
 
@@ -91,12 +104,19 @@ def estimates_of(quantity: RowQuantity, sums: Any, method: str) -> Estimates:
             se = np.where(n >= 2, np.sqrt(np.maximum(n / (n - 1.0) * q, 0.0)) / m.w, np.nan)
         return Estimates("sample", np.asarray(est, dtype=float), se=se, df=np.maximum(n - 1.0, 1.0))
     c = m.mean.shape[1]
-    return Estimates("sample", m.mean.T.reshape(-1), se=m.se().T.reshape(-1),
-                     df=np.tile(np.maximum(m.n - 1.0, 1.0), c))
+    return Estimates("sample", m.mean.T.reshape(-1), se=m.se().T.reshape(-1), df=np.tile(np.maximum(m.n - 1.0, 1.0), c))
 
 
-def unconditional_of(quantity: RowQuantity, est: Estimates, values: np.ndarray, means: np.ndarray,
-                     codes: np.ndarray, weights: np.ndarray | None, positions: np.ndarray, n_rows: int) -> Estimates:
+def unconditional_of(
+    quantity: RowQuantity,
+    est: Estimates,
+    values: np.ndarray,
+    means: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray | None,
+    positions: np.ndarray,
+    n_rows: int,
+) -> Estimates:
     """The delta estimates ``est`` of ``quantity`` with the sampling of the rows added
     (:mod:`fme.inference.unconditional`): the rows at ``positions`` of the model's estimation sample (``n_rows``
     rows), their values (n, c), the groups' means (G, c). A function g of two means (``quantity.finish``)
@@ -116,8 +136,9 @@ def unconditional_of(quantity: RowQuantity, est: Estimates, values: np.ndarray, 
     return unconditional.combine([(est, rows)])[0]
 
 
-def model_values(quantity: RowQuantity, piece: Any, models: Sequence[Any],
-                 errors: list[str] | None = None) -> np.ndarray:
+def model_values(
+    quantity: RowQuantity, piece: Any, models: Sequence[Any], errors: list[str] | None = None
+) -> np.ndarray:
     """The per-row values of each model side by side (n, c * len(models)); a model whose prediction fails
     gives NaN columns (that refit is then left out and counted as failed, as in :mod:`fme.inference.bootstrap`),
     its message appended to ``errors`` when given."""
@@ -137,9 +158,13 @@ def model_values(quantity: RowQuantity, piece: Any, models: Sequence[Any],
     return np.hstack([np.full(shape, np.nan) if c is None else c for c in cols])
 
 
-def refit_draws(model: Any, spec: dict[str, Any], evaluate: Callable[[list[Any]], np.ndarray],
-                defined: np.ndarray | None = None,
-                errors: list[str] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+def refit_draws(
+    model: Any,
+    spec: dict[str, Any],
+    evaluate: Callable[[list[Any]], np.ndarray],
+    defined: np.ndarray | None = None,
+    errors: list[str] | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Bootstrap draws of estimates: ``evaluate(models) -> (m, len(models))`` for each chunk of successful
     refits (:data:`REFIT_CHUNK` at a time: the same seeds, refit function and convergence checks as every
     bootstrap of fme); a column with a NaN where the fitted model's estimate is ``defined`` is a refit whose
@@ -155,8 +180,9 @@ def refit_draws(model: Any, spec: dict[str, Any], evaluate: Callable[[list[Any]]
     columns: list[np.ndarray] = []
     starts = range(0, B, REFIT_CHUNK)
     for start in progress_bar(starts, total=len(starts), desc="bootstrap refits (chunks)", progress=spec["progress"]):
-        fits = chunk_refits(model, spec, seeds[start:start + REFIT_CHUNK], start, B, (adapter, train, n_train),
-                            execution)
+        fits = chunk_refits(
+            model, spec, seeds[start : start + REFIT_CHUNK], start, B, (adapter, train, n_train), execution
+        )
         models = [m for (m, err, note) in fits if tally.keep(err, note)]
         if models:
             columns.append(np.asarray(evaluate(models), dtype=float).reshape(-1, len(models)))
@@ -169,16 +195,29 @@ def refit_draws(model: Any, spec: dict[str, Any], evaluate: Callable[[list[Any]]
     for _ in range(int((~ok).sum())):
         tally.keep(messages[0], None)
     n_failed = check_refits(B, int(ok.sum()), tally)
-    info = {"n_resamples": B, "n_failed": n_failed, "n_nonconverged": tally.n_nonconverged,
-            "errors": tuple(tally.errors), "ci": spec["ci"], "random_state": spec["random_state"],
-            "execution": execution}
+    info = {
+        "n_resamples": B,
+        "n_failed": n_failed,
+        "n_nonconverged": tally.n_nonconverged,
+        "errors": tuple(tally.errors),
+        "ci": spec["ci"],
+        "random_state": spec["random_state"],
+        "execution": execution,
+    }
     return draws[:, ok], info
 
 
 def bootstrap_of(estimate: np.ndarray, draws: np.ndarray, info: dict[str, Any]) -> Estimates:
     """:class:`Estimates` of the bootstrap from the fitted model's estimates and the refits' draws."""
-    return Estimates("bootstrap", np.asarray(estimate, dtype=float), draws=draws, ci=info["ci"],
-                     n_failed=info["n_failed"], errors=info["errors"], n_nonconverged=info["n_nonconverged"])
+    return Estimates(
+        "bootstrap",
+        np.asarray(estimate, dtype=float),
+        draws=draws,
+        ci=info["ci"],
+        n_failed=info["n_failed"],
+        errors=info["errors"],
+        n_nonconverged=info["n_nonconverged"],
+    )
 
 
 def draws_of_means(quantity: RowQuantity, means: np.ndarray, n_models: int) -> np.ndarray:
@@ -199,24 +238,51 @@ def delta_table(est: Estimates, t_df: float | None, label: str, conf_level: floa
     return est, table
 
 
-def average_table(est: Estimates, keys: pd.DataFrame, counts: np.ndarray, t_df: float | None, label: str,
-                  conf_level: float, head: dict[str, Any] | None = None) -> EstimatesTable:
+def average_table(
+    est: Estimates,
+    keys: pd.DataFrame,
+    counts: np.ndarray,
+    t_df: float | None,
+    label: str,
+    conf_level: float,
+    head: dict[str, Any] | None = None,
+) -> EstimatesTable:
     """The table of averaged estimates: ``head`` columns, the ``by`` keys, ``estimate``, the inference columns and
     ``n``: an :class:`~fme.EstimatesTable` keeping the joint uncertainty (for :func:`fme.hypotheses`) and the
     bootstrap's record."""
     est, table = delta_table(est, t_df, label, conf_level)
     m = est.estimate.size
-    out = pd.concat([pd.DataFrame({k: [v] * m for k, v in (head or {}).items()}), keys.reset_index(drop=True),
-                     pd.DataFrame({"estimate": est.estimate}), table, pd.DataFrame({"n": counts})], axis=1)
+    out = pd.concat(
+        [
+            pd.DataFrame({k: [v] * m for k, v in (head or {}).items()}),
+            keys.reset_index(drop=True),
+            pd.DataFrame({"estimate": est.estimate}),
+            table,
+            pd.DataFrame({"n": counts}),
+        ],
+        axis=1,
+    )
     out = EstimatesTable.from_frame(out, est, conf_level=conf_level)
     if est.method == "bootstrap":
-        out.bootstrap = {"n_resamples": int(cast(np.ndarray, est.draws).shape[1] + est.n_failed),
-                         "n_failed": est.n_failed, "n_nonconverged": est.n_nonconverged, "errors": list(est.errors)}
+        out.bootstrap = {
+            "n_resamples": int(cast(np.ndarray, est.draws).shape[1] + est.n_failed),
+            "n_failed": est.n_failed,
+            "n_nonconverged": est.n_nonconverged,
+            "errors": list(est.errors),
+        }
     return out
 
 
-def prediction_table(piece: Any, method: str, quantity: RowQuantity, model: Any, bootstrap: Any,
-                     label: str, conf_level: float, index: pd.Index | None = None) -> pd.DataFrame:
+def prediction_table(
+    piece: Any,
+    method: str,
+    quantity: RowQuantity,
+    model: Any,
+    bootstrap: Any,
+    label: str,
+    conf_level: float,
+    index: pd.Index | None = None,
+) -> pd.DataFrame:
     """The per-row table of :func:`fme.predictions` for an in-memory piece of the model's frame (the whole frame,
     or one Dask chunk): ``estimate`` and the inference columns, indexed like ``piece`` (or by ``index``: a piece
     of :func:`fme.comparisons`, the evaluated rows' point sets)."""
@@ -227,8 +293,13 @@ def prediction_table(piece: Any, method: str, quantity: RowQuantity, model: Any,
         table["inference"] = label
     elif method == "bootstrap":
         errors: list[str] = []
-        draws, info = refit_draws(model, check_bootstrap(bootstrap, model),
-                                  lambda models: model_values(quantity, piece, models, errors), np.isfinite(f), errors)
+        draws, info = refit_draws(
+            model,
+            check_bootstrap(bootstrap, model),
+            lambda models: model_values(quantity, piece, models, errors),
+            np.isfinite(f),
+            errors,
+        )
         table = bootstrap_of(f, draws, info).table(conf_level)
     else:
         table = pd.DataFrame({c: np.nan for c in INFERENCE_COLUMNS}, index=range(len(f)))

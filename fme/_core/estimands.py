@@ -26,8 +26,18 @@ from ..exceptions import ParameterError
 from ..inference.delta import evaluate_with_jacobian
 from ..inference.methods import compute_rows
 
-__all__ = ["comparison_form", "level_rows", "level_values", "slope_values", "SLOPES", "comparison_scale", "comparison_values",
-           "finish_averages", "ROW_COMPARISONS", "COMPARISONS"]
+__all__ = [
+    "comparison_form",
+    "level_rows",
+    "level_values",
+    "slope_values",
+    "SLOPES",
+    "comparison_scale",
+    "comparison_values",
+    "finish_averages",
+    "ROW_COMPARISONS",
+    "COMPARISONS",
+]
 
 #: Slope types of ``avg_slopes``: the derivative and its elasticities.
 SLOPES = ("dydx", "eyex", "eydx", "dyex")
@@ -35,8 +45,9 @@ SLOPES = ("dydx", "eyex", "eydx", "dyex")
 ROW_COMPARISONS = ("difference", "ratio", "lnratio", "lnor", "lift")
 #: The scale applied to the averages of f(x + h) and f(x) (marginaleffects' avg_comparisons; ``...avg`` says it
 #: explicitly), and the average of the rows' values on that scale (``..._rows``; for the difference both agree).
-COMPARISONS = (ROW_COMPARISONS + tuple(f"{c}avg" for c in ROW_COMPARISONS)
-               + tuple(f"{c}_rows" for c in ROW_COMPARISONS[1:]))
+COMPARISONS = (
+    ROW_COMPARISONS + tuple(f"{c}avg" for c in ROW_COMPARISONS) + tuple(f"{c}_rows" for c in ROW_COMPARISONS[1:])
+)
 
 
 def comparison_form(comparison: str) -> tuple[str, bool]:
@@ -54,8 +65,9 @@ def level_rows(model: Any, X: pd.DataFrame, target_class: Any = None) -> tuple[n
     return adapt(model, target_class).level_jacobian(X)
 
 
-def level_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, predictor: Any,
-                 target_class: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+def level_values(
+    piece: pd.DataFrame, refit: Any, method: str, *, model: Any, predictor: Any, target_class: Any
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Per-row f(x) of the fitted model (``refit`` None, with its Jacobian for ``delta``) or of a refitted one,
     on a piece of the model's frame."""
     X = predictor.select(piece)
@@ -66,9 +78,18 @@ def level_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, pr
     return p(X, stage="f(x)")[:, None], None, None
 
 
-def slope_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, predictor: Any,
-                 variables: tuple[Any, ...], steps: tuple[float, ...], slope: str,
-                 target_class: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+def slope_values(
+    piece: pd.DataFrame,
+    refit: Any,
+    method: str,
+    *,
+    model: Any,
+    predictor: Any,
+    variables: tuple[Any, ...],
+    steps: tuple[float, ...],
+    slope: str,
+    target_class: Any,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Per-row slopes of each variable (one column each) on a piece of the model's frame: the central difference
     dydx = (f(x + eps/2) - f(x - eps/2)) / eps, transformed to ``eyex`` = dydx x / y, ``eydx`` = dydx / y or
     ``dyex`` = dydx x; under the fitted model (``refit`` None; with their Jacobians for ``delta``) or a refitted
@@ -98,12 +119,21 @@ def slope_values(piece: pd.DataFrame, refit: Any, method: str, *, model: Any, pr
             s = (both[n:] - both[:n]) / step
         else:
             s = (fast[1] - fast[0]) / step
-        values.append({"dydx": s, "dyex": s * x, "eydx": s / f if f is not None else None,
-                       "eyex": s * x / f if f is not None else None}[slope])
+        values.append(
+            {
+                "dydx": s,
+                "dyex": s * x,
+                "eydx": s / f if f is not None else None,
+                "eyex": s * x / f if f is not None else None,
+            }[slope]
+        )
         if not delta:
             continue
-        d = fast[2] if fast is not None else compute_rows("delta", model, [(lo, hi)], [s * step],
-                                                          target_class=target_class)[0]
+        d = (
+            fast[2]
+            if fast is not None
+            else compute_rows("delta", model, [(lo, hi)], [s * step], target_class=target_class)[0]
+        )
         js, vcov = cast(np.ndarray, d.jacobian) / step, d.vcov
         if slope in ("eyex", "eydx"):
             # d (s / f) = ds / f - s / f^2 df, with f's own Jacobian
@@ -118,16 +148,17 @@ def comparison_scale(kind: str, f1: np.ndarray, f0: np.ndarray) -> tuple[np.ndar
         if kind == "difference":
             return f1 - f0, np.ones_like(f1), -np.ones_like(f0)
         if kind == "ratio":
-            return f1 / f0, 1 / f0, -f1 / f0 ** 2
+            return f1 / f0, 1 / f0, -f1 / f0**2
         if kind == "lnratio":
             return np.log(f1 / f0), 1 / f1, -1 / f0
         if kind == "lnor":
             return (np.log(f1 / (1 - f1)) - np.log(f0 / (1 - f0)), 1 / (f1 * (1 - f1)), -1 / (f0 * (1 - f0)))
-        return (f1 - f0) / f0, 1 / f0, -f1 / f0 ** 2  # lift
+        return (f1 - f0) / f0, 1 / f0, -f1 / f0**2  # lift
 
 
-def comparison_values(piece: tuple[Any, ...], refit: Any, method: str, *, model: Any, kind: str, averaged: bool,
-                      target_class: Any) -> tuple[np.ndarray, np.ndarray | list[np.ndarray] | None, np.ndarray | None]:
+def comparison_values(
+    piece: tuple[Any, ...], refit: Any, method: str, *, model: Any, kind: str, averaged: bool, target_class: Any
+) -> tuple[np.ndarray, np.ndarray | list[np.ndarray] | None, np.ndarray | None]:
     """Per-row values of the comparison on the evaluated rows ``piece = (X0, X1, f(X0), f(X1))`` (the
     predictions None: not made yet): the per-row scale (one column), or f(x + h) and f(x) (two columns, their
     Jacobians as a list) for the ``...avg`` forms; under the fitted model (``refit`` None: with the level
@@ -141,7 +172,7 @@ def comparison_values(piece: tuple[Any, ...], refit: Any, method: str, *, model:
         # a refit, or the fitted model's points not predicted yet (the Dask kernel hands its predictions)
         m = model if refit is None else refit
         both = make_predictor(m, target_class)(pd.concat([X0, X1], ignore_index=True), "f(x), f(x + h)")
-        f0, f1 = both[:len(X0)], both[len(X0):]
+        f0, f1 = both[: len(X0)], both[len(X0) :]
     if kind == "lnor" and (np.any((f0 <= 0) | (f0 >= 1)) or np.any((f1 <= 0) | (f1 >= 1))):
         raise ParameterError("comparison='lnor' needs predicted probabilities strictly between 0 and 1.")
     if averaged:
@@ -151,8 +182,9 @@ def comparison_values(piece: tuple[Any, ...], refit: Any, method: str, *, model:
     return c[:, None], jac, V
 
 
-def finish_averages(means: np.ndarray, mean_jacobian: np.ndarray | None, *,
-                    kind: str) -> tuple[np.ndarray, np.ndarray | None]:
+def finish_averages(
+    means: np.ndarray, mean_jacobian: np.ndarray | None, *, kind: str
+) -> tuple[np.ndarray, np.ndarray | None]:
     """The ``...avg`` forms: the scale applied to the groups' means of f(x + h) and f(x) (columns 0 and 1), its
     gradient by the chain rule through the mean Jacobians."""
     value, d1, d0 = comparison_scale(kind, means[:, 0], means[:, 1])

@@ -27,11 +27,11 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from ..extrapolation.guards import call_detector, check_flags, detector_name
-from .shrink import shrink_steps
 from ..exceptions import DataError, ExtrapolationError
+from ..extrapolation.guards import call_detector, check_flags, detector_name
 from ..steps import MIN_STEP_FRACTION, Step, apply_steps
 from .plan import Plan
+from .shrink import shrink_steps
 
 __all__ = ["check_evaluated", "excluded_frame", "N_CODES", "leave_out_incomplete", "counts_per_key"]
 
@@ -55,8 +55,12 @@ def _unknown(col: pd.Series, levels: tuple[Any, ...]) -> np.ndarray:
     return out
 
 
-def value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...], complete_cols: tuple[Any, ...] = (),
-                      known_levels: tuple[tuple[Any, tuple[Any, ...]], ...] = ()) -> tuple[np.ndarray, Notes]:
+def value_exclusions(
+    data: pd.DataFrame,
+    steps: tuple[Step, ...],
+    complete_cols: tuple[Any, ...] = (),
+    known_levels: tuple[tuple[Any, tuple[Any, ...]], ...] = (),
+) -> tuple[np.ndarray, Notes]:
     """Codes 1 (missing or infinite value in a stepped feature), 2 (already at the target level), 4
     (missing value in one of ``complete_cols``, the model inputs a statsmodels formula needs complete) and 5
     (a value of one of ``known_levels``' columns that the fitted model never saw: it cannot predict there).
@@ -94,7 +98,11 @@ def value_exclusions(data: pd.DataFrame, steps: tuple[Step, ...], complete_cols:
 
 
 def extrapolation_exclusions(
-    plan: Plan, X: pd.DataFrame, cand: np.ndarray, code: np.ndarray, notes: Notes,
+    plan: Plan,
+    X: pd.DataFrame,
+    cand: np.ndarray,
+    code: np.ndarray,
+    notes: Notes,
 ) -> tuple[np.ndarray, pd.DataFrame, dict[str, np.ndarray] | None, dict[str, np.ndarray]]:
     """Apply ``plan``'s fitted detector and policy to the candidate rows ``X`` (positions ``cand``).
 

@@ -27,15 +27,27 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from ..exceptions import FeatureError, ParameterError
 from .._utils.validation import check_name_clash
+from ..exceptions import FeatureError, ParameterError
 from .summary import Moments, WMoments
 
-__all__ = ["check_by", "sorted_keys", "frame_groups", "GroupSpec", "GroupSums", "one_group", "row_weights",
-           "group_codes", "group_sums", "group_means", "indicator", "BY_FIX"]
+__all__ = [
+    "check_by",
+    "sorted_keys",
+    "frame_groups",
+    "GroupSpec",
+    "GroupSums",
+    "one_group",
+    "row_weights",
+    "group_codes",
+    "group_sums",
+    "group_means",
+    "indicator",
+    "BY_FIX",
+]
 
 #: The way out of a ``by`` column named like one of the table's own columns.
-BY_FIX = ("Pass it under another name, e.g. data.assign({name}_group=data[{name!r}]) with by='{name}_group'.")
+BY_FIX = "Pass it under another name, e.g. data.assign({name}_group=data[{name!r}]) with by='{name}_group'."
 
 
 def check_by(columns: Iterable[Any], by: Any, reserved: Iterable[Any] = ()) -> list[Any]:
@@ -64,8 +76,10 @@ def check_by(columns: Iterable[Any], by: Any, reserved: Iterable[Any] = ()) -> l
     shown = columns[:20]
     cols = list(by) if isinstance(by, (list, tuple, np.ndarray, pd.Index)) else [by]
     if not cols or any(not isinstance(c, Hashable) or isinstance(c, tuple) for c in cols):
-        raise ParameterError(f"by must be a column name or a list of column names (labels of any hashable type), "
-                             f"got {by!r}; use some of the data's columns {shown}.")
+        raise ParameterError(
+            f"by must be a column name or a list of column names (labels of any hashable type), "
+            f"got {by!r}; use some of the data's columns {shown}."
+        )
     missing = [c for c in cols if c not in columns]
     if missing:
         raise FeatureError(f"by column(s) {missing} are not columns of the data; use some of {shown}.")
@@ -115,10 +129,15 @@ class GroupSums:
     jacobian: np.ndarray | None = None
     weighted: WMoments | None = None
 
-    def merge(self, other: "GroupSums") -> "GroupSums":
+    def merge(self, other: GroupSums) -> GroupSums:
         # a chunk without evaluated rows has no Jacobian rows: it adds nothing
-        jac = other.jacobian if self.jacobian is None else self.jacobian if other.jacobian is None else \
-            self.jacobian + other.jacobian
+        jac = (
+            other.jacobian
+            if self.jacobian is None
+            else self.jacobian
+            if other.jacobian is None
+            else self.jacobian + other.jacobian
+        )
         wm = None if self.weighted is None else self.weighted.merge(cast(WMoments, other.weighted))  # both weighted
         return GroupSums(self.size_all + other.size_all, self.fme.merge(other.fme), jac, wm)
 
@@ -176,14 +195,15 @@ def group_means(values: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndar
     cuts = np.searchsorted(codes[order], np.arange(n_groups + 1))
     out = np.full(n_groups, np.nan)
     for g in range(n_groups):
-        part = values[order[cuts[g]:cuts[g + 1]]]
+        part = values[order[cuts[g] : cuts[g + 1]]]
         if not np.isnan(part).all():  # an empty group, or one of NaNs only, stays NaN
             out[g] = float(np.nanmean(part))
     return out
 
 
-def group_sums(batch: Any, codes_all: np.ndarray, n_groups: int,
-               weights_all: np.ndarray | None = None) -> tuple[GroupSums, dict[int, np.ndarray]]:
+def group_sums(
+    batch: Any, codes_all: np.ndarray, n_groups: int, weights_all: np.ndarray | None = None
+) -> tuple[GroupSums, dict[int, np.ndarray]]:
     """A chunk's :class:`GroupSums` and, per group, its sorted fMEs (NaN dropped); ``weights_all``: the
     weights of the chunk's rows (weighted sums beside the unweighted spread)."""
     size_all = np.bincount(codes_all[codes_all >= 0], minlength=n_groups).astype(np.int64)
@@ -203,5 +223,5 @@ def group_sums(batch: Any, codes_all: np.ndarray, n_groups: int,
     order = np.lexsort((fm[ok], codes[ok]))
     c, v = codes[ok][order], fm[ok][order]
     cuts = np.searchsorted(c, np.arange(n_groups + 1))
-    parts = {g: v[cuts[g]:cuts[g + 1]] for g in range(n_groups) if cuts[g + 1] > cuts[g]}
+    parts = {g: v[cuts[g] : cuts[g + 1]] for g in range(n_groups) if cuts[g + 1] > cuts[g]}
     return sums, parts

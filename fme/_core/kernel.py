@@ -28,16 +28,16 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from ..inference.delta import evaluate_with_jacobian
-from .exclusions import Notes, excluded_frame, extrapolation_exclusions, value_exclusions
+from .._adapters.predictor import Predictor
 from .._nlm.evaluate import classify
 from .._nlm.evaluate import nlm_values as _nlm_values
 from .._utils.progress import progress_bar
+from ..inference.delta import evaluate_with_jacobian
 from ..inference.estimates import RowInference, sample_inference
 from ..inference.methods import compute_rows
 from ..nlm import QuadratureRule, nlm_from_path
-from .._adapters.predictor import Predictor
 from ..steps import STACK_CELL_BUDGET, Step, apply_steps, stack_path
+from .exclusions import Notes, excluded_frame, extrapolation_exclusions, value_exclusions
 from .plan import Plan
 
 __all__ = ["Batch", "evaluate_batch", "evaluate_steps", "evaluation_points", "results_meta"]
@@ -93,8 +93,9 @@ def evaluate_steps(
     label = ", ".join(s.describe() for s in steps) + (" (per-row shrunk)" if h is not None else "")
     t_int = None if rule is None else rule.nodes[rule.interior]
     # One buffer for every batch's stacked NLM frame (only used when all columns are float).
-    buffer = (np.empty(X.shape[1] * cast(np.ndarray, t_int).size * min(size, n))
-              if rule is not None and n > size else None)
+    buffer = (
+        np.empty(X.shape[1] * cast(np.ndarray, t_int).size * min(size, n)) if rule is not None and n > size else None
+    )
     starts = range(0, n, size)
     for start in progress_bar(starts, total=len(starts), desc=f"fME {label}", progress=progress):
         sl = slice(start, min(start + size, n))
@@ -104,8 +105,11 @@ def evaluate_steps(
         # Every frame is built before any predict call, so a model that modifies its input
         # in place cannot leak into x + h or the path nodes (each frame goes to predict once).
         moved = apply_steps(xb, steps, hb)
-        path = (stack_path(xb, steps, cast(np.ndarray, t_int), hb, buffer)
-                if rule is not None and cast(np.ndarray, t_int).size else None)
+        path = (
+            stack_path(xb, steps, cast(np.ndarray, t_int), hb, buffer)
+            if rule is not None and cast(np.ndarray, t_int).size
+            else None
+        )
         f0 = predictor(xb, stage="f(x)", rows=rows)
         f1 = predictor(moved, stage=f"f(x + h) for the step {label}", rows=rows)
         del moved
@@ -149,16 +153,37 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
     predictions = _predictions_frame(plan.names, f0, f1, out_index)
     if with_rows and plan.names is None and rows is None and cand.size:
         # 'sample' needs only the fMEs: the stepped frame is built for delta and bootstrap alone
-        rows = sample_inference(res["fme"]) if plan.method == "sample" else compute_rows(
-            plan.method, plan.model, [(X, apply_steps(X, plan.steps, h))], [res["fme"]], [f0], plan.bootstrap,
-            plan.target_class)[0]
-    return Batch(results=results, predictions=predictions, code=code, notes=notes, index=data.index, cand=cand,
-                 f0=f0, f1=f1, rows=rows, n_candidates=n_candidates,
-                 nlm_sd=nlm_sd if plan.settings is not None else None)
+        rows = (
+            sample_inference(res["fme"])
+            if plan.method == "sample"
+            else compute_rows(
+                plan.method,
+                plan.model,
+                [(X, apply_steps(X, plan.steps, h))],
+                [res["fme"]],
+                [f0],
+                plan.bootstrap,
+                plan.target_class,
+            )[0]
+        )
+    return Batch(
+        results=results,
+        predictions=predictions,
+        code=code,
+        notes=notes,
+        index=data.index,
+        cand=cand,
+        f0=f0,
+        f1=f1,
+        rows=rows,
+        n_candidates=n_candidates,
+        nlm_sd=nlm_sd if plan.settings is not None else None,
+    )
 
 
-def _points(plan: Plan, data: pd.DataFrame) -> tuple[
-        np.ndarray, pd.DataFrame, dict[str, np.ndarray] | None, dict[str, np.ndarray], np.ndarray, Notes, int]:
+def _points(
+    plan: Plan, data: pd.DataFrame
+) -> tuple[np.ndarray, pd.DataFrame, dict[str, np.ndarray] | None, dict[str, np.ndarray], np.ndarray, Notes, int]:
     """The exclusion bookkeeping of a batch (no prediction): the rows to evaluate (positions, model columns),
     their effective steps, the detector's extra columns, the exclusion codes and notes, the candidates' count."""
     X_all = plan.predictor.select(data)
@@ -178,9 +203,11 @@ def evaluation_points(plan: Plan, data: pd.DataFrame) -> tuple[np.ndarray, pd.Da
     return cand, X, apply_steps(X, plan.steps, h), code
 
 
-def _evaluate_rows(plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | None) -> tuple[
-        np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None, RowInference | None,
-        dict[str, Any]]:
+def _evaluate_rows(
+    plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | None
+) -> tuple[
+    np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None, RowInference | None, dict[str, Any]
+]:
     """f(x), f(x + h), the NLMs with their status and path SDs (if the plan asks for NLMs), from the delta
     method's design-matrix route only the inference rows, and the NLM method's extra columns
     (Gauss-Kronrod: ``err``, ``route``), for the rows ``X`` to evaluate."""
@@ -204,22 +231,41 @@ def _evaluate_rows(plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | No
         f0, f1, rows = fast
     else:
         if settings is not None and rule is not None:
-            f0, f1, nlm_values, nlm_sd, scale = evaluate_steps(predictor, X, parsed, rule, plan.batch_size, h,
-                                                          plan.progress, return_scale=True)
-            nlm_values, status = classify(nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread,
-                                          scale=scale)
+            f0, f1, nlm_values, nlm_sd, scale = evaluate_steps(
+                predictor, X, parsed, rule, plan.batch_size, h, plan.progress, return_scale=True
+            )
+            nlm_values, status = classify(
+                nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread, scale=scale
+            )
         else:
             f0, f1, nlm_values, nlm_sd = evaluate_steps(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
         if settings is not None and rule is None:
-            nlm_values, status, nlm_sd, extra = _nlm_values(settings, predictor, X, parsed, h, f0, f1,
-                                                            plan.batch_size, spread=plan.spread, return_sd=True,
-                                                            progress=plan.progress)
+            nlm_values, status, nlm_sd, extra = _nlm_values(
+                settings,
+                predictor,
+                X,
+                parsed,
+                h,
+                f0,
+                f1,
+                plan.batch_size,
+                spread=plan.spread,
+                return_sd=True,
+                progress=plan.progress,
+            )
     return f0, f1, nlm_values, status, nlm_sd, rows, extra
 
 
-def _result_columns(names: list[Any] | None, f0: np.ndarray, f1: np.ndarray, nlm_values: np.ndarray | None,
-                    status: np.ndarray | None, h: Mapping[str, np.ndarray] | None,
-                    extra_cols: dict[str, np.ndarray], nlm_extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def _result_columns(
+    names: list[Any] | None,
+    f0: np.ndarray,
+    f1: np.ndarray,
+    nlm_values: np.ndarray | None,
+    status: np.ndarray | None,
+    h: Mapping[str, np.ndarray] | None,
+    extra_cols: dict[str, np.ndarray],
+    nlm_extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The columns of ``results``: fME, NLM and status per output (Gauss-Kronrod: ``nlm_error`` per output
     and ``nlm_route``), effective steps, extrapolation flags."""
     res: dict[str, Any] = {}
@@ -255,8 +301,12 @@ def _predictions_frame(names: list[Any] | None, f0: np.ndarray, f1: np.ndarray, 
     if names is None:
         return pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=index)
     return pd.DataFrame(
-        {**{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},
-         **{f"f_x_step_{c}": f1[:, j] for j, c in enumerate(names)}}, index=index)
+        {
+            **{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},
+            **{f"f_x_step_{c}": f1[:, j] for j, c in enumerate(names)},
+        },
+        index=index,
+    )
 
 
 def results_meta(plan: Plan, index: pd.Index) -> pd.DataFrame:

@@ -31,8 +31,16 @@ from ..inference.methods import resolve_method as resolve_inference
 from ..nlm import QuadratureRule
 from ..steps import Step, check_training_levels, parse_steps
 
-__all__ = ["Plan", "FMEOptions", "AMEOptions", "Planned", "front_plan", "resolve_plan", "check_batch_size",
-           "ON_EXTRAPOLATION"]
+__all__ = [
+    "Plan",
+    "FMEOptions",
+    "AMEOptions",
+    "Planned",
+    "front_plan",
+    "resolve_plan",
+    "check_batch_size",
+    "ON_EXTRAPOLATION",
+]
 
 ON_EXTRAPOLATION = ("exclude", "keep", "shrink")
 
@@ -70,16 +78,18 @@ class FMEOptions:
     feature_names: Any = None
 
     @classmethod
-    def from_kwargs(cls, kwargs: Mapping[str, Any], caller: str = "fme.fme") -> "FMEOptions":
+    def from_kwargs(cls, kwargs: Mapping[str, Any], caller: str = "fme.fme") -> FMEOptions:
         """The record of ``kwargs``; a ParameterError names a key :func:`fme.fme` does not take."""
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(kwargs) - names)
         if unknown:
-            raise ParameterError(f"{caller}() got unknown keyword argument(s) {unknown}; the keywords passed on to "
-                                 f"fme.fme are {sorted(names)}.")
+            raise ParameterError(
+                f"{caller}() got unknown keyword argument(s) {unknown}; the keywords passed on to "
+                f"fme.fme are {sorted(names)}."
+            )
         return cls(**kwargs)
 
-    def replace(self, **changes: Any) -> "FMEOptions":
+    def replace(self, **changes: Any) -> FMEOptions:
         return dataclasses.replace(self, **changes)
 
 
@@ -160,7 +170,7 @@ class Plan:
     def names(self) -> list[str] | None:
         return self.predictor.output_names
 
-    def with_steps(self, data: pd.DataFrame, steps: Mapping[str, Any], reference: pd.DataFrame) -> "Plan":
+    def with_steps(self, data: pd.DataFrame, steps: Mapping[str, Any], reference: pd.DataFrame) -> Plan:
         """The plan of the step specification ``steps`` (paper §3.2, §5.1-5.2), validated against ``data`` (any
         rows with the real columns and dtypes) and ``reference`` (the rows step rules such as ``"sd"`` are
         computed from): the parsed steps, the NLM's method for them (§5.4) and the checks that depend on them.
@@ -177,8 +187,10 @@ class Plan:
         if names is not None:
             unused = [s.feature for s in parsed if s.feature not in names]
             if unused:
-                raise FeatureError(f"feature(s) {unused} are not inputs of the model (it was fitted on {names}); "
-                                   "their fME would be 0 by construction.")
+                raise FeatureError(
+                    f"feature(s) {unused} are not inputs of the model (it was fitted on {names}); "
+                    "their fME would be 0 by construction."
+                )
         settings = None
         options = self.options
         if options.nlm:
@@ -186,18 +198,34 @@ class Plan:
             if categorical:
                 raise StepError(
                     f"the NLM is defined along a numeric path only; feature(s) {categorical} have categorical "
-                    "steps. Use nlm=False for categorical or mixed steps.")
+                    "steps. Use nlm=False for categorical or mixed steps."
+                )
             columns = list(self.predictor.select(data.iloc[:0]).columns)
-            settings = resolve_method(None if isinstance(self.model, Predictor) else self.model, options.nlm_method,
-                                      options.nlm_points, options.nlm_intervals, parsed, columns, options.nlm_tol,
-                                      options.nlm_max_level, options.nlm_flat_tol, target_class=self.target_class,
-                                      budget=options.nlm_budget)
+            settings = resolve_method(
+                None if isinstance(self.model, Predictor) else self.model,
+                options.nlm_method,
+                options.nlm_points,
+                options.nlm_intervals,
+                parsed,
+                columns,
+                options.nlm_tol,
+                options.nlm_max_level,
+                options.nlm_flat_tol,
+                target_class=self.target_class,
+                budget=options.nlm_budget,
+            )
         if self.policy == "shrink" and any(not s.is_numeric for s in parsed):
-            raise StepError("on_extrapolation='shrink' is not defined for categorical steps (a level cannot be "
-                            "shrunk); use 'exclude' or 'keep'.")
+            raise StepError(
+                "on_extrapolation='shrink' is not defined for categorical steps (a level cannot be "
+                "shrunk); use 'exclude' or 'keep'."
+            )
         stepped = {s.feature for s in parsed}
-        return dataclasses.replace(self, steps=parsed, settings=settings,
-                                   complete_cols=tuple(c for c in self.required_cols if c not in stepped))
+        return dataclasses.replace(
+            self,
+            steps=parsed,
+            settings=settings,
+            complete_cols=tuple(c for c in self.required_cols if c not in stepped),
+        )
 
 
 # ----------------------------------------------------------------- helpers
@@ -233,21 +261,35 @@ def resolve_plan(model: Any, data: pd.DataFrame, reference: pd.DataFrame, option
     conf_level = check_conf_level(options.conf_level)
     predictor = named_predictor(model, options.target_class, options.feature_names)
     method = resolve_inference(options.inference, model, options.bootstrap, predictor.output_names is not None)
-    nlm_values = (options.nlm_points, options.nlm_intervals, options.nlm_tol, options.nlm_max_level,
-                  options.nlm_flat_tol, options.nlm_budget)
+    nlm_values = (
+        options.nlm_points,
+        options.nlm_intervals,
+        options.nlm_tol,
+        options.nlm_max_level,
+        options.nlm_flat_tol,
+        options.nlm_budget,
+    )
     if not options.nlm and any(v is not None for v in nlm_values):
-        raise ParameterError("nlm_points/nlm_intervals/nlm_tol/nlm_max_level/nlm_budget/nlm_flat_tol were given but "
-                             "nlm=False; pass nlm=True.")
+        raise ParameterError(
+            "nlm_points/nlm_intervals/nlm_tol/nlm_max_level/nlm_budget/nlm_flat_tol were given but "
+            "nlm=False; pass nlm=True."
+        )
     threshold = options.nlm_linear_threshold
-    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) \
-            or not np.isfinite(cast(float, threshold)) or cast(float, threshold) > 1:  # a Real: compared as a float
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, numbers.Real)
+        or not np.isfinite(cast(float, threshold))
+        or cast(float, threshold) > 1
+    ):  # a Real: compared as a float
         raise ParameterError(f"nlm_linear_threshold must be a finite number <= 1, got {threshold!r}.")
     batch_size = check_batch_size(options.batch_size)
     on_extrapolation, extrapolation = options.on_extrapolation, options.extrapolation
     if on_extrapolation is not None and on_extrapolation not in ON_EXTRAPOLATION:
         raise ParameterError(f"on_extrapolation must be one of {ON_EXTRAPOLATION}, got {on_extrapolation!r}.")
     if on_extrapolation is not None and extrapolation is None:
-        raise ParameterError("on_extrapolation was given without a detector; pass extrapolation='envelope' (or another).")
+        raise ParameterError(
+            "on_extrapolation was given without a detector; pass extrapolation='envelope' (or another)."
+        )
     policy = None if extrapolation is None else (on_extrapolation or "exclude")
     detector = cols = None
     if extrapolation is not None:
@@ -258,11 +300,25 @@ def resolve_plan(model: Any, data: pd.DataFrame, reference: pd.DataFrame, option
     required = () if adapter is None else tuple(c for c in adapter.complete_columns() if c in data.columns)
     stated = {} if adapter is None else adapter.training_levels()
     known = tuple((c, tuple(v)) for c, v in stated.items() if c in data.columns)
-    return Plan(model=model, predictor=predictor, steps=(), settings=None, batch_size=batch_size, method=method,
-                target_class=options.target_class, bootstrap=options.bootstrap, detector=detector, detector_cols=cols,
-                policy=policy, progress=options.progress, complete_cols=required, known_levels=known,
-                conf_level=conf_level, options=options.replace(reference_data=None, bootstrap=None),
-                required_cols=required)
+    return Plan(
+        model=model,
+        predictor=predictor,
+        steps=(),
+        settings=None,
+        batch_size=batch_size,
+        method=method,
+        target_class=options.target_class,
+        bootstrap=options.bootstrap,
+        detector=detector,
+        detector_cols=cols,
+        policy=policy,
+        progress=options.progress,
+        complete_cols=required,
+        known_levels=known,
+        conf_level=conf_level,
+        options=options.replace(reference_data=None, bootstrap=None),
+        required_cols=required,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -301,8 +357,10 @@ def front_plan(model: Any, data: Any, options: FMEOptions) -> Planned:
         ref = frame if reference_data is None else _schema(model, reference_data, "reference_data")
         return Planned(data, reference_data, frame, resolve_plan(model, frame, ref, options), True)
     if options.sample_size is not None:
-        raise ParameterError("sample_size applies to Dask data only (the sample the detectors are fitted on); "
-                             "a pandas frame is used whole.")
+        raise ParameterError(
+            "sample_size applies to Dask data only (the sample the detectors are fitted on); "
+            "a pandas frame is used whole."
+        )
     frame = model_frame(model, check_data(data), exposure=options.exposure, offset=options.offset)
     reference = frame if reference_data is None else model_frame(model, check_data(reference_data, "reference_data"))
     return Planned(frame, reference, frame, resolve_plan(model, frame, reference, options), False)

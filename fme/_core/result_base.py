@@ -34,10 +34,13 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 __all__ = ["EffectsPresentation", "EXCLUSION_LABELS", "with_class"]
 
 #: Readable labels of the exclusion reasons, in the order the summaries list them.
-EXCLUSION_LABELS = {"missing": "missing or infinite value in a stepped feature",
-                    "at_level": "already at the target level", "extrapolation": "extrapolation",
-                    "incomplete": "missing value in a model input, left out as the model's fit did",
-                    "unknown_level": "a categorical input at a level the fitted model never saw"}
+EXCLUSION_LABELS = {
+    "missing": "missing or infinite value in a stepped feature",
+    "at_level": "already at the target level",
+    "extrapolation": "extrapolation",
+    "incomplete": "missing value in a model input, left out as the model's fit did",
+    "unknown_level": "a categorical input at a level the fitted model never saw",
+}
 
 
 def with_class(table: Any, explained: str | None) -> Any:
@@ -76,6 +79,7 @@ class EffectsPresentation:
     explained_class: str | None
 
     if TYPE_CHECKING:  # pragma: no cover - typing only: never defined here at run time
+
         @property
         def fme_columns(self) -> list[str]: ...
 
@@ -138,11 +142,19 @@ class EffectsPresentation:
         joined by ', ', step NaN), and ``contrast``, the readable step (``rm + 1``, ``chas -> 1``)."""
         if len(self.steps) == 1:
             s = self.steps[0]
-            head = {"feature": s.feature, "step": float(s.value) if s.is_numeric else float("nan"),
-                    "level": None if s.is_numeric else s.value, "reference": None}
+            head = {
+                "feature": s.feature,
+                "step": float(s.value) if s.is_numeric else float("nan"),
+                "level": None if s.is_numeric else s.value,
+                "reference": None,
+            }
         else:
-            head = {"feature": ", ".join(str(s.feature) for s in self.steps), "step": float("nan"), "level": None,
-                    "reference": None}
+            head = {
+                "feature": ", ".join(str(s.feature) for s in self.steps),
+                "step": float("nan"),
+                "level": None,
+                "reference": None,
+            }
         return {**head, "contrast": self.describe_steps()}
 
     def tidy(self, conf_level: float | None = None) -> pd.DataFrame:
@@ -160,8 +172,17 @@ class EffectsPresentation:
             elif self.explained_class is not None:
                 # the explained class is never implicit: a binary classifier's table says which probability
                 row["class"] = self.explained_class
-            row.update({"ame": d["mean"], **t.iloc[j].to_dict(), "sd": d["sd"], "q25": d["q25"], "q75": d["q75"],
-                        "n": int(d["n"]), "n_excluded": self.n_excluded})
+            row.update(
+                {
+                    "ame": d["mean"],
+                    **t.iloc[j].to_dict(),
+                    "sd": d["sd"],
+                    "q25": d["q25"],
+                    "q75": d["q75"],
+                    "n": int(d["n"]),
+                    "n_excluded": self.n_excluded,
+                }
+            )
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -248,10 +269,19 @@ class EffectsPresentation:
         col = self._output_column(self.nlm_columns, output, "NLM")
         f = self._nlm_figures(col)
         n, n_linear = self._nlm_counts(col)
-        return {"n": n, "mean": float(f["mean"]), "sd": float(f["sd"]), "median": float(f["median"]),
-                "share_linear": float(f["share"]), "n_linear": n_linear, "n_undefined": int(f["undefined"]),
-                "n_constant": int(f["constant"]), "n_flat": int(f["flat"]), "n_inaccurate": int(f["inaccurate"]),
-                "max_error": f.get("max_error")}
+        return {
+            "n": n,
+            "mean": float(f["mean"]),
+            "sd": float(f["sd"]),
+            "median": float(f["median"]),
+            "share_linear": float(f["share"]),
+            "n_linear": n_linear,
+            "n_undefined": int(f["undefined"]),
+            "n_constant": int(f["constant"]),
+            "n_flat": int(f["flat"]),
+            "n_inaccurate": int(f["inaccurate"]),
+            "max_error": f.get("max_error"),
+        }
 
     def release(self) -> None:
         """Free what the engine keeps for later figures (in memory: nothing; on Dask data the sorted values
@@ -275,43 +305,62 @@ class EffectsPresentation:
 
     def summary(self) -> str:
         """Readable summary: steps, rows evaluated/excluded, extrapolation, AME, SD, quartiles, ANLM."""
-        lines = [self._summary_title.format(model=self.model_description), f"  step: {self.describe_steps()}",
-                 *self._step_lines(), f"  rows evaluated: {self.n} of {self.n + self.n_excluded}"]
+        lines = [
+            self._summary_title.format(model=self.model_description),
+            f"  step: {self.describe_steps()}",
+            *self._step_lines(),
+            f"  rows evaluated: {self.n} of {self.n + self.n_excluded}",
+        ]
         if getattr(self, "scale", None):
             lines.append(f"  scale: {self.scale}")
         counts = self._exclusion_counts()
-        lines += [f"  excluded ({label}): {counts[key]}" for key, label in EXCLUSION_LABELS.items()
-                  if counts.get(key, 0)]
+        lines += [
+            f"  excluded ({label}): {counts[key]}" for key, label in EXCLUSION_LABELS.items() if counts.get(key, 0)
+        ]
         if self.detector is None:
             lines.append("  extrapolation: not checked (pass extrapolation='envelope' and reference_data)")
         else:
             fitted = self._fitted_on()
-            lines.append(f"  extrapolation: {self.detector}, policy {self.on_extrapolation}"
-                         + ("" if fitted is None else f", fitted on {fitted}"))
+            lines.append(
+                f"  extrapolation: {self.detector}, policy {self.on_extrapolation}"
+                + ("" if fitted is None else f", fitted on {fitted}")
+            )
         t = self._inference_table()
         level = getattr(self, "conf_level", 0.95)
         for j, col in enumerate(self.fme_columns):
             d = self._figures(col)
-            lines.append(f"  {col}: AME {d['mean']:.6g}  SD {d['sd']:.6g}  q25 {d['q25']:.6g}  "
-                         f"median {d['median']:.6g}  q75 {d['q75']:.6g}")
+            lines.append(
+                f"  {col}: AME {d['mean']:.6g}  SD {d['sd']:.6g}  q25 {d['q25']:.6g}  "
+                f"median {d['median']:.6g}  q75 {d['q75']:.6g}"
+            )
             r = t.iloc[j]
-            lines.append(f"    std_error {r['std_error']:.6g}  {100 * level:g}% CI [{r['conf_low']:.6g}, "
-                         f"{r['conf_high']:.6g}]  ({r['inference']}: {r['covers']})")
+            lines.append(
+                f"    std_error {r['std_error']:.6g}  {100 * level:g}% CI [{r['conf_low']:.6g}, "
+                f"{r['conf_high']:.6g}]  ({r['inference']}: {r['covers']})"
+            )
         t = self.nlm_linear_threshold
         for col in self.nlm_columns:
             f = self._nlm_figures(col)
-            text = (f"  {col}: ANLM {f['mean']:.6g}  median {f['median']:.6g}  share >= {t:g} {f['share']:.3g}  "
-                    f"SD {f['sd']:.6g}  ")
+            text = (
+                f"  {col}: ANLM {f['mean']:.6g}  median {f['median']:.6g}  share >= {t:g} {f['share']:.3g}  "
+                f"SD {f['sd']:.6g}  "
+            )
             if f.get("q25") is not None:
                 text += f"q25 {f['q25']:.6g}  q75 {f['q75']:.6g}  "
             if f.get("undefined") is not None:
-                text += (f"undefined {f['undefined']} (constant {f['constant']}, flat {f['flat']})  "
-                         f"inaccurate {f['inaccurate']}  ")
+                text += (
+                    f"undefined {f['undefined']} (constant {f['constant']}, flat {f['flat']})  "
+                    f"inaccurate {f['inaccurate']}  "
+                )
                 if f["inaccurate"]:  # their NLMs are kept: say so, with the largest error estimate
                     worst = f.get("max_error")
                     hint = "; a larger nlm_budget tightens it" if self.nlm_method == "gauss-kronrod" else ""
-                    text += ("(included in the ANLM" + ("" if worst is None else f"; error estimate up to {worst:.3g}")
-                             + hint + ")  ")
+                    text += (
+                        "(included in the ANLM"
+                        + ("" if worst is None else f"; error estimate up to {worst:.3g}")
+                        + hint
+                        + ")  "
+                    )
             lines.append(text + f"(method: {self._method_text()})")
         lines += self._nlm_footer()
         return "\n".join(lines)
@@ -319,5 +368,7 @@ class EffectsPresentation:
     def __repr__(self) -> str:
         ame = self.ame
         ame_txt = f"{ame:.6g}" if isinstance(ame, float) else ame.round(6).to_dict()
-        return (f"{type(self).__name__}(step={self.describe_steps()!r}, n={self.n}, excluded={self.n_excluded}, "
-                f"ame={ame_txt})")
+        return (
+            f"{type(self).__name__}(step={self.describe_steps()!r}, n={self.n}, excluded={self.n_excluded}, "
+            f"ame={ame_txt})"
+        )

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._adapters.predictor import make_predictor
 from .._nlm.evaluate import NLMSummaryMixin
 from .._utils.stats import describe
 from .._utils.validation import check_conf_level
 from ..inference.estimates import Estimates, RowInference, sample_inference
-from .._adapters.predictor import make_predictor
 from ..steps import MIN_STEP_FRACTION, Step, apply_steps
 from .result_base import EffectsPresentation
 
@@ -181,8 +181,12 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
         rows = self.inference_rows
         if self.inference != "bootstrap" or rows is None or rows.draws is None:
             return None
-        return {"n_resamples": int(rows.draws.shape[1]) + int(rows.n_failed), "n_failed": int(rows.n_failed),
-                "ci": rows.ci, "errors": list(rows.errors)}
+        return {
+            "n_resamples": int(rows.draws.shape[1]) + int(rows.n_failed),
+            "n_failed": int(rows.n_failed),
+            "ci": rows.ci,
+            "errors": list(rows.errors),
+        }
 
     @property
     def extrapolated(self) -> pd.DataFrame:
@@ -194,8 +198,9 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
         level = self.conf_level if conf_level is None else check_conf_level(conf_level)
         if self.inference_rows is not None:
             return self.inference_rows.average().table(level)
-        parts = [sample_inference(self.results[c].to_numpy(dtype=float)).average().table(level)
-                 for c in self.fme_columns]
+        parts = [
+            sample_inference(self.results[c].to_numpy(dtype=float)).average().table(level) for c in self.fme_columns
+        ]
         return pd.concat(parts, ignore_index=True)
 
     @property
@@ -219,12 +224,19 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
         d = describe(v)
         defined = np.isfinite(v).any()
         st = self.results[col.replace("nlm", "nlm_status", 1)]
-        return {"mean": d["mean"], "sd": d["sd"], "q25": d["q25"], "q75": d["q75"],
-                "median": float(np.nanmedian(v)) if defined else float("nan"),
-                "share": float(np.mean(v[~np.isnan(v)] >= self.nlm_linear_threshold)) if defined else float("nan"),
-                "undefined": int(np.isnan(v).sum()), "constant": int((st == "constant").sum()),
-                "flat": int((st == "flat").sum()), "inaccurate": int((st == "inaccurate").sum()),
-                "max_error": self._max_error(col, st)}
+        return {
+            "mean": d["mean"],
+            "sd": d["sd"],
+            "q25": d["q25"],
+            "q75": d["q75"],
+            "median": float(np.nanmedian(v)) if defined else float("nan"),
+            "share": float(np.mean(v[~np.isnan(v)] >= self.nlm_linear_threshold)) if defined else float("nan"),
+            "undefined": int(np.isnan(v).sum()),
+            "constant": int((st == "constant").sum()),
+            "flat": int((st == "flat").sum()),
+            "inaccurate": int((st == "inaccurate").sum()),
+            "max_error": self._max_error(col, st),
+        }
 
     def _nlm_counts(self, col: str) -> tuple[int, int]:
         """(defined NLMs, NLMs >= ``nlm_linear_threshold``) of one NLM column."""
@@ -252,7 +264,8 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
                 lines.append(
                     f"  effective step of {st.feature} (share of h): min {q[0]:.3g}  q25 {q[1]:.3g}  median {q[2]:.3g}"
                     f"  q75 {q[3]:.3g}  max {q[4]:.3g}; shrunk rows {int((share < 1).sum())} "
-                    f"(below {MIN_STEP_FRACTION:g} h: excluded)")
+                    f"(below {MIN_STEP_FRACTION:g} h: excluded)"
+                )
         return lines
 
     def joint_estimates(self) -> tuple[Estimates, list[str], np.ndarray, float]:

@@ -51,8 +51,9 @@ def shrink_steps(
         return ~check_flags(flags, len(Xt), detector)
 
     # Rows outside even with every step at the smallest allowed share are settled by one call.
-    alive = np.flatnonzero(inside(np.arange(idx.size), {s.feature: np.full(idx.size, MIN_STEP_FRACTION)
-                                                         for s in steps}))
+    alive = np.flatnonzero(
+        inside(np.arange(idx.size), {s.feature: np.full(idx.size, MIN_STEP_FRACTION) for s in steps})
+    )
     final = {s.feature: np.zeros(idx.size) for s in steps}
     if alive.size:
         m = alive.size
@@ -75,8 +76,7 @@ def shrink_steps(
 
         zeros = {s.feature: np.zeros(m) for s in steps}
         ones = {s.feature: np.ones(m) for s in steps}
-        scales = ({f: bisect([f], zeros, ones) for f in zeros} if len(steps) > 1
-                  else {steps[0].feature: np.ones(m)})
+        scales = {f: bisect([f], zeros, ones) for f in zeros} if len(steps) > 1 else {steps[0].feature: np.ones(m)}
         common = bisect(list(scales), zeros, scales)
         for f in scales:
             final[f][alive] = scales[f] * common

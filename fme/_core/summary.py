@@ -40,7 +40,7 @@ class Moments:
     m2: np.ndarray
 
     @classmethod
-    def of(cls, values: np.ndarray) -> "Moments":
+    def of(cls, values: np.ndarray) -> Moments:
         v = np.asarray(values, dtype=float)
         v = v[:, None] if v.ndim == 1 else v
         ok = ~np.isnan(v)
@@ -51,13 +51,13 @@ class Moments:
             m2 = np.where(ok, (v - mean) ** 2, 0.0).sum(axis=0)
         return cls(n, mean, m2)
 
-    def merge(self, other: "Moments") -> "Moments":
+    def merge(self, other: Moments) -> Moments:
         n = self.n + other.n
         with np.errstate(invalid="ignore", divide="ignore"):
             delta = other.mean - self.mean
             w = np.where(n > 0, other.n / np.maximum(n, 1), 0.0)
             mean = self.mean + delta * w
-            m2 = self.m2 + other.m2 + delta ** 2 * self.n * w
+            m2 = self.m2 + other.m2 + delta**2 * self.n * w
         return Moments(n, mean, m2)
 
     def sd(self, ddof: int = 1) -> np.ndarray:
@@ -84,8 +84,9 @@ class WMoments:
     s2: np.ndarray
 
     @classmethod
-    def of(cls, values: np.ndarray, codes: np.ndarray, weights: np.ndarray | None, n_groups: int,
-           spread: bool = True) -> "WMoments":
+    def of(
+        cls, values: np.ndarray, codes: np.ndarray, weights: np.ndarray | None, n_groups: int, spread: bool = True
+    ) -> WMoments:
         """Of the rows with ``codes >= 0`` (values (n,) or (n, c); NaN values are kept: they make the mean NaN,
         as the in-memory averaging matrix does). ``spread=False``: the means only (``q``, ``s1`` NaN, so a
         standard error asked of them is NaN), for the delta method and the bootstrap, which do not use it."""
@@ -104,7 +105,7 @@ class WMoments:
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.column_stack([np.bincount(c, weights=wv[:, j], minlength=n_groups) for j in cols])
             mean = np.where(tot[:, None] > 0, mean / np.where(tot > 0, tot, 1.0)[:, None], 0.0)
-        w2 = np.ones(c.size) if w is None else w ** 2
+        w2 = np.ones(c.size) if w is None else w**2
         s2 = n.astype(float) if w is None else np.bincount(c, weights=w2, minlength=n_groups)
         if not spread:
             nan = np.full(mean.shape, np.nan)
@@ -115,15 +116,15 @@ class WMoments:
         s1 = np.column_stack([np.bincount(c, weights=w2 * dev[:, j], minlength=n_groups) for j in cols])
         return cls(n, tot, mean, q, s1, s2)
 
-    def merge(self, other: "WMoments") -> "WMoments":
+    def merge(self, other: WMoments) -> WMoments:
         w = self.w + other.w
         with np.errstate(invalid="ignore", divide="ignore"):
             share = np.where(w > 0, other.w / np.where(w > 0, w, 1.0), 0.0)[:, None]
         mean = self.mean + (other.mean - self.mean) * share
 
-        def about(m: "WMoments") -> tuple[np.ndarray, np.ndarray]:
+        def about(m: WMoments) -> tuple[np.ndarray, np.ndarray]:
             d = m.mean - mean  # the set's own mean minus the merged one
-            return m.q + 2.0 * d * m.s1 + d ** 2 * m.s2[:, None], m.s1 + d * m.s2[:, None]
+            return m.q + 2.0 * d * m.s1 + d**2 * m.s2[:, None], m.s1 + d * m.s2[:, None]
 
         (qa, sa), (qb, sb) = about(self), about(other)
         return WMoments(self.n + other.n, w, mean, qa + qb, sa + sb, self.s2 + other.s2)
@@ -151,8 +152,16 @@ class RowSums:
     vcov: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
-    def of(cls, values: np.ndarray, jacobian: np.ndarray | None, codes: np.ndarray, n_groups: int,
-           weights: np.ndarray | None = None, vcov: np.ndarray | None = None, spread: bool = True) -> "RowSums":
+    def of(
+        cls,
+        values: np.ndarray,
+        jacobian: np.ndarray | None,
+        codes: np.ndarray,
+        n_groups: int,
+        weights: np.ndarray | None = None,
+        vcov: np.ndarray | None = None,
+        spread: bool = True,
+    ) -> RowSums:
         """Of rows with values (n, c) and Jacobians (n, c, k), or a list of c (n, k) Jacobians (no copy into one
         array), or None; ``codes`` their groups (-1: unused)."""
         from scipy import sparse
@@ -162,8 +171,11 @@ class RowSums:
         v = v[:, None] if v.ndim == 1 else v
         jac = None
         if jacobian is not None:
-            cols = list(jacobian) if isinstance(jacobian, (list, tuple)) else [jacobian[:, j, :]
-                                                                                 for j in range(jacobian.shape[1])]
+            cols = (
+                list(jacobian)
+                if isinstance(jacobian, (list, tuple))
+                else [jacobian[:, j, :] for j in range(jacobian.shape[1])]
+            )
             if n_groups == 1 and weights is None and bool(np.all(codes == 0)):
                 sums = [np.asarray(J, dtype=float).sum(axis=0)[None, :] for J in cols]  # one group of all rows
             else:
@@ -174,10 +186,15 @@ class RowSums:
             jac = np.stack(sums, axis=1)
         return cls(WMoments.of(v, codes, weights, n_groups, spread), jac, vcov)
 
-    def merge(self, other: "RowSums") -> "RowSums":
+    def merge(self, other: RowSums) -> RowSums:
         # a chunk without evaluated rows has no Jacobian rows: it adds nothing
-        jac = other.jacobian if self.jacobian is None else self.jacobian if other.jacobian is None else \
-            self.jacobian + other.jacobian
+        jac = (
+            other.jacobian
+            if self.jacobian is None
+            else self.jacobian
+            if other.jacobian is None
+            else self.jacobian + other.jacobian
+        )
         return RowSums(self.moments.merge(other.moments), jac, self.vcov if self.vcov is not None else other.vcov)
 
     @property
@@ -239,23 +256,34 @@ class Summary:
     #: comparison scales, :mod:`fme._dask.vocab`), or None.
     extra: Any = field(default=None, repr=False)
 
-    def merge(self, other: "Summary") -> "Summary":
+    def merge(self, other: Summary) -> Summary:
         def add(a: Any, b: Any) -> Any:
             return b if a is None else a if b is None else a + b
 
         def mrg(a: Any, b: Any) -> Any:
             return b if a is None else a if b is None else a.merge(b)
 
-        return replace(self, codes=self.codes + other.codes, fme=self.fme.merge(other.fme),
-                       nlm=mrg(self.nlm, other.nlm), spread=mrg(self.spread, other.spread),
-                       n_linear=add(self.n_linear, other.n_linear), status=add(self.status, other.status),
-                       jacobian=add(self.jacobian, other.jacobian),
-                       vcov=self.vcov if self.vcov is not None else other.vcov, info={**other.info, **self.info},
-                       n_kept_extrapolation=self.n_kept_extrapolation + other.n_kept_extrapolation,
-                       groups=mrg(self.groups, other.groups), rows_any=add(self.rows_any, other.rows_any),
-                       extra=mrg(self.extra, other.extra),
-                       nlm_max_error=self.nlm_max_error if other.nlm_max_error is None else other.nlm_max_error
-                       if self.nlm_max_error is None else np.fmax(self.nlm_max_error, other.nlm_max_error))
+        return replace(
+            self,
+            codes=self.codes + other.codes,
+            fme=self.fme.merge(other.fme),
+            nlm=mrg(self.nlm, other.nlm),
+            spread=mrg(self.spread, other.spread),
+            n_linear=add(self.n_linear, other.n_linear),
+            status=add(self.status, other.status),
+            jacobian=add(self.jacobian, other.jacobian),
+            vcov=self.vcov if self.vcov is not None else other.vcov,
+            info={**other.info, **self.info},
+            n_kept_extrapolation=self.n_kept_extrapolation + other.n_kept_extrapolation,
+            groups=mrg(self.groups, other.groups),
+            rows_any=add(self.rows_any, other.rows_any),
+            extra=mrg(self.extra, other.extra),
+            nlm_max_error=self.nlm_max_error
+            if other.nlm_max_error is None
+            else other.nlm_max_error
+            if self.nlm_max_error is None
+            else np.fmax(self.nlm_max_error, other.nlm_max_error),
+        )
 
 
 def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
@@ -283,13 +311,26 @@ def summarise(batch: Batch, plan: Plan, threshold: float = 0.9) -> Summary:
             has = (st == "inaccurate").any(axis=0)
             max_err[has] = np.nanmax(err[:, has], axis=0)
         if names is not None:
-            rows_any = np.array([(st == s).any(axis=1).sum() for s in _STATUS[1:]]
-                                + [np.isnan(v).any(axis=1).sum()], dtype=np.int64)
+            rows_any = np.array(
+                [(st == s).any(axis=1).sum() for s in _STATUS[1:]] + [np.isnan(v).any(axis=1).sum()], dtype=np.int64
+            )
     jac = vcov = None
     info: dict[str, Any] = {}
     rows = batch.rows
     if rows is not None and rows.method == "delta":
         jac, vcov, info = cast(np.ndarray, rows.jacobian).sum(axis=0), rows.vcov, dict(rows.info)
     kept = int(res["extrapolation"].sum()) if "extrapolation" in res.columns else 0
-    return Summary(codes=codes, fme=fm, nlm=nlm, spread=spread, n_linear=n_linear, status=status, jacobian=jac,
-                   vcov=vcov, info=info, n_kept_extrapolation=kept, rows_any=rows_any, nlm_max_error=max_err)
+    return Summary(
+        codes=codes,
+        fme=fm,
+        nlm=nlm,
+        spread=spread,
+        n_linear=n_linear,
+        status=status,
+        jacobian=jac,
+        vcov=vcov,
+        info=info,
+        n_kept_extrapolation=kept,
+        rows_any=rows_any,
+        nlm_max_error=max_err,
+    )

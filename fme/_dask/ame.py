@@ -27,11 +27,11 @@ from .._core.plan import AMEOptions, Plan
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
 from ..inference.estimates import COVERS, Estimates, pair_label, pairwise_matrix, undefined_where
-from ..inference.wald import stack_estimates
 from ..inference.table import EstimatesTable
+from ..inference.wald import stack_estimates
 from ..steps import classic_contrast, levels
 from .classic import classic_results
-from .common import model_frames, as_dask
+from .common import as_dask, model_frames
 from .effects import PassOutput, prepare, resolve, run_pass
 from .groups import check_weights_dask, group_keys, group_sizes, lazy_group_keys, one_group
 from .quantiles import quantiles as _quantiles
@@ -66,7 +66,7 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
     bootstrap = table.bootstrap
     if bootstrap is not None and dict(bootstrap).get("random_state") is None:
         # one seed for every row of the table: the same resamples, as the pandas path's shared refits
-        bootstrap = {**dict(bootstrap), "random_state": int(cast(int, np.random.SeedSequence().entropy) % (2 ** 63))}
+        bootstrap = {**dict(bootstrap), "random_state": int(cast(int, np.random.SeedSequence().entropy) % (2**63))}
     plan = replace(plan, bootstrap=bootstrap)
     fetch = {} if not by_cols else {("groups", k): v for k, v in lazy_group_keys(data, by_cols, by_missing).items()}
     fetch.update({("all levels", f): v for f, v in _lazy_levels(data, steps).items()})
@@ -74,8 +74,9 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
     fetched = setup.fetched
     groups = None
     if by_cols:
-        groups = group_keys(data, by_cols, by_missing,
-                            fetched={k[1]: v for k, v in fetched.items() if k[0] == "groups"})
+        groups = group_keys(
+            data, by_cols, by_missing, fetched={k[1]: v for k, v in fetched.items() if k[0] == "groups"}
+        )
     if wts is not None:
         # the weighted sums ride on the groups' per-chunk sums (one group of all rows without by=)
         groups = one_group(wts) if groups is None else replace(groups, weights=wts)
@@ -86,15 +87,25 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
         if is_categorical(meta[feature]):
             levels = _all_levels(meta[feature], fetched.get(("all levels", feature))) if value is None else [value]
             if categorical == "classic":
-                entries.append(("classic", feature, value, levels if value is None else
-                                _all_levels(meta[feature], fetched.get(("all levels", feature)))))
+                entries.append(
+                    (
+                        "classic",
+                        feature,
+                        value,
+                        levels if value is None else _all_levels(meta[feature], fetched.get(("all levels", feature))),
+                    )
+                )
                 continue
             targets = [(np.nan, lv) for lv in levels]
         else:
             targets = [(value, None)]
         for step, level in targets:
-            head = {"feature": feature, "step": np.nan if level is not None else None, "level": level,
-                    "reference": None}
+            head = {
+                "feature": feature,
+                "step": np.nan if level is not None else None,
+                "level": level,
+                "reference": None,
+            }
             try:
                 # bootstrap: each row refits with the same seeds (the same resamples), not one shared run
                 jobs.append(resolve(setup, {feature: level if level is not None else step}))
@@ -106,15 +117,23 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
             entries.append(("job", head, len(jobs) - 1))
     out = PassOutput([], [], [])  # only classic rows or levels without rows: no pass
     if jobs:
-        out = run_pass(setup, jobs, groups=groups, lazy_rows=False,
-                       quantiles=None if hypothesis == "pairwise" else "groups" if groups is not None else "overall")
+        out = run_pass(
+            setup,
+            jobs,
+            groups=groups,
+            lazy_rows=False,
+            quantiles=None if hypothesis == "pairwise" else "groups" if groups is not None else "overall",
+        )
     ests: list[Estimates] = []
     rows = []
     for entry in entries:
         if entry[0] == "classic":
             _, feature, value, levels = entry
-            rows.extend(_classic_rows(plan, data, feature, value, levels, method, bootstrap, conf_level, groups,
-                                      hypothesis, ests, t_df))
+            rows.extend(
+                _classic_rows(
+                    plan, data, feature, value, levels, method, bootstrap, conf_level, groups, hypothesis, ests, t_df
+                )
+            )
             continue
         _, head, j = entry
         res = None if j is None else out.results[j]
@@ -134,12 +153,29 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
             rows.extend(_empty_group_rows(head, data, groups, hypothesis, method, summary))
         else:
             total = int(summary.codes.sum()) if summary is not None else int(data.shape[0].compute())
-            rows.append({**head, "ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan,
-                         "conf_low": np.nan, "conf_high": np.nan, "inference": method,
-                         "covers": COVERS[method], "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": 0,
-                         "n_excluded": total})
-        m = 1 if groups is None else (len(pairwise_matrix(groups.n_groups)[1]) if hypothesis == "pairwise"
-                                      else groups.n_groups)
+            rows.append(
+                {
+                    **head,
+                    "ame": np.nan,
+                    "std_error": np.nan,
+                    "statistic": np.nan,
+                    "p_value": np.nan,
+                    "conf_low": np.nan,
+                    "conf_high": np.nan,
+                    "inference": method,
+                    "covers": COVERS[method],
+                    "sd": np.nan,
+                    "q25": np.nan,
+                    "q75": np.nan,
+                    "n": 0,
+                    "n_excluded": total,
+                }
+            )
+        m = (
+            1
+            if groups is None
+            else (len(pairwise_matrix(groups.n_groups)[1]) if hypothesis == "pairwise" else groups.n_groups)
+        )
         ests.append(Estimates("sample", np.zeros(m), se=np.full(m, np.nan), df=np.ones(m)))
     middle = ["hypothesis"] if hypothesis == "pairwise" else by_cols
     columns = list(table.columns)
@@ -154,14 +190,34 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
     return out
 
 
-def _classic_rows(plan: Plan, data: Any, feature: str, value: Any, levels: list[Any], method: str, bootstrap: Any,
-                  conf_level: float, groups: Any, hypothesis: Any, ests: list[Estimates],
-                  t_df: float | None) -> list[dict[str, Any]]:
+def _classic_rows(
+    plan: Plan,
+    data: Any,
+    feature: str,
+    value: Any,
+    levels: list[Any],
+    method: str,
+    bootstrap: Any,
+    conf_level: float,
+    groups: Any,
+    hypothesis: Any,
+    ests: list[Estimates],
+    t_df: float | None,
+) -> list[dict[str, Any]]:
     """The table rows of the categorical ``feature`` with ``categorical='classic'`` (one pass for all levels,
     :mod:`fme._dask.classic`); their estimates are appended to ``ests``."""
     reference, targets = classic_contrast(feature, value, levels)
-    results = classic_results(plan, data, feature, reference, [reference, *targets], method=method, bootstrap=bootstrap,
-                              conf_level=conf_level, groups=groups)
+    results = classic_results(
+        plan,
+        data,
+        feature,
+        reference,
+        [reference, *targets],
+        method=method,
+        bootstrap=bootstrap,
+        conf_level=conf_level,
+        groups=groups,
+    )
     rows: list[dict[str, Any]] = []
     for res in results:
         head = {"feature": feature, "step": np.nan, "level": res.steps[0].value, "reference": reference}
@@ -177,9 +233,17 @@ def _with_df(est: Estimates, t_df: float | None) -> Estimates:
     return replace(est, df=np.full(est.estimate.size, t_df))
 
 
-def _result_rows(res: DaskFMEResult, head: dict[str, Any], groups: Any, hypothesis: Any, conf_level: float, method: str,
-                 ests: list[Estimates], t_df: float | None,
-                 quantiles: dict[tuple[Any, ...], float] | None = None) -> list[dict[str, Any]]:
+def _result_rows(
+    res: DaskFMEResult,
+    head: dict[str, Any],
+    groups: Any,
+    hypothesis: Any,
+    conf_level: float,
+    method: str,
+    ests: list[Estimates],
+    t_df: float | None,
+    quantiles: dict[tuple[Any, ...], float] | None = None,
+) -> list[dict[str, Any]]:
     """The table rows of one pass (one row, or one per group or pair of groups); the rows' estimates, as
     printed, are appended to ``ests``. ``quantiles``: the groups' quartiles found with the pass
     (:func:`fme._dask.effects.run_pass`); those missing are selected here."""
@@ -190,8 +254,7 @@ def _result_rows(res: DaskFMEResult, head: dict[str, Any], groups: Any, hypothes
     t = res.tidy(conf_level).iloc[0].to_dict()
     for key in ("feature", "step", "level", "reference", "contrast"):
         t.pop(key)
-    return [{**head, **t, **est.table(conf_level).iloc[0].to_dict(), "inference": method,
-             "covers": COVERS[method]}]
+    return [{**head, **t, **est.table(conf_level).iloc[0].to_dict(), "inference": method, "covers": COVERS[method]}]
 
 
 def _known_categories(col: pd.Series) -> bool:
@@ -204,8 +267,11 @@ def _lazy_levels(data: Any, steps: Mapping[str, Any]) -> dict[str, Any]:
     """The distinct values of the stepped categorical columns whose levels the dtype does not list, not yet
     computed (with the set-up's other reductions)."""
     meta = data._meta
-    return {f: data[f].dropna().drop_duplicates(split_out=1) for f in steps
-            if is_categorical(meta[f]) and not _known_categories(meta[f])}
+    return {
+        f: data[f].dropna().drop_duplicates(split_out=1)
+        for f in steps
+        if is_categorical(meta[f]) and not _known_categories(meta[f])
+    }
 
 
 def _all_levels(col: pd.Series, distinct: Any) -> list[Any]:
@@ -262,9 +328,17 @@ def _group_quartiles(res: DaskFMEResult, g: int, n: int, found: dict[tuple[Any, 
     return _quantiles(parts, n, [0.25, 0.75])
 
 
-def _group_rows(res: DaskFMEResult, head: dict[str, Any], groups: Any, hypothesis: Any, conf_level: float,
-                method: str, ests: list[Estimates], t_df: float | None,
-                found: dict[tuple[Any, ...], float]) -> list[dict[str, Any]]:
+def _group_rows(
+    res: DaskFMEResult,
+    head: dict[str, Any],
+    groups: Any,
+    hypothesis: Any,
+    conf_level: float,
+    method: str,
+    ests: list[Estimates],
+    t_df: float | None,
+    found: dict[tuple[Any, ...], float],
+) -> list[dict[str, Any]]:
     """The table rows of one step: one per group, or one per pair of groups (``hypothesis='pairwise'``)."""
     g = res.summary_data.groups
     used = g.fme.n.astype(np.int64)
@@ -277,12 +351,22 @@ def _group_rows(res: DaskFMEResult, head: dict[str, Any], groups: Any, hypothesi
         ests.append(est.contrast(L))
         table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
         labels = [pair_label(keys, i, j) for i, j in pairs]
-        return [{**head, "hypothesis": labels[r], "ame": np.nan if empty_pair[r] else float(L[r] @ est.estimate),
-                 **table.iloc[r].to_dict(),
-                 "inference": method, "covers": COVERS[method], "sd": np.nan, "q25": np.nan, "q75": np.nan,
-                 "n": int(used[i] + used[j]),
-                 "n_excluded": int(size_all[i] + size_all[j] - used[i] - used[j])}
-                for r, (i, j) in enumerate(pairs)]
+        return [
+            {
+                **head,
+                "hypothesis": labels[r],
+                "ame": np.nan if empty_pair[r] else float(L[r] @ est.estimate),
+                **table.iloc[r].to_dict(),
+                "inference": method,
+                "covers": COVERS[method],
+                "sd": np.nan,
+                "q25": np.nan,
+                "q75": np.nan,
+                "n": int(used[i] + used[j]),
+                "n_excluded": int(size_all[i] + size_all[j] - used[i] - used[j]),
+            }
+            for r, (i, j) in enumerate(pairs)
+        ]
     ests.append(est)
     table = undefined_where(est.table(conf_level), used == 0)
     sd = g.fme.sd()
@@ -292,28 +376,54 @@ def _group_rows(res: DaskFMEResult, head: dict[str, Any], groups: Any, hypothesi
     for k in range(groups.n_groups):
         n = int(used[k])
         q = _group_quartiles(res, k, n, found)
-        rows.append({**head, **{c: keys[c].iloc[k] for c in groups.by},
-                     "ame": float(mean[k]) if n else np.nan, **table.iloc[k].to_dict(),
-                     "inference": method, "covers": COVERS[method], "sd": float(sd[k]), "q25": q[0.25], "q75": q[0.75], "n": n,
-                     "n_excluded": int(size_all[k] - n)})
+        rows.append(
+            {
+                **head,
+                **{c: keys[c].iloc[k] for c in groups.by},
+                "ame": float(mean[k]) if n else np.nan,
+                **table.iloc[k].to_dict(),
+                "inference": method,
+                "covers": COVERS[method],
+                "sd": float(sd[k]),
+                "q25": q[0.25],
+                "q75": q[0.75],
+                "n": n,
+                "n_excluded": int(size_all[k] - n),
+            }
+        )
     return rows
 
 
-def _empty_group_rows(head: dict[str, Any], data: Any, groups: Any, hypothesis: Any, method: str,
-                      summary: Any = None) -> list[dict[str, Any]]:
+def _empty_group_rows(
+    head: dict[str, Any], data: Any, groups: Any, hypothesis: Any, method: str, summary: Any = None
+) -> list[dict[str, Any]]:
     """A level no row could move to: its rows per group (or pair) with NaN figures, as the pandas path
     (the groups' sizes from the pass's ``summary``, else counted)."""
     size = group_sizes(data, groups) if summary is None else summary.groups.size_all
-    nan = {"ame": np.nan, "std_error": np.nan, "statistic": np.nan, "p_value": np.nan, "conf_low": np.nan,
-           "conf_high": np.nan, "inference": method, "covers": COVERS[method], "sd": np.nan, "q25": np.nan,
-           "q75": np.nan}
+    nan = {
+        "ame": np.nan,
+        "std_error": np.nan,
+        "statistic": np.nan,
+        "p_value": np.nan,
+        "conf_low": np.nan,
+        "conf_high": np.nan,
+        "inference": method,
+        "covers": COVERS[method],
+        "sd": np.nan,
+        "q25": np.nan,
+        "q75": np.nan,
+    }
     keys = groups.keys
     if hypothesis == "pairwise":
         _, pairs = pairwise_matrix(groups.n_groups)
-        return [{**head, "hypothesis": pair_label(keys, i, j),
-                 **nan, "n": 0, "n_excluded": int(size[i] + size[j])} for i, j in pairs]
-    return [{**head, **{c: keys[c].iloc[k] for c in groups.by}, **nan, "n": 0, "n_excluded": int(size[k])}
-            for k in range(groups.n_groups)]
+        return [
+            {**head, "hypothesis": pair_label(keys, i, j), **nan, "n": 0, "n_excluded": int(size[i] + size[j])}
+            for i, j in pairs
+        ]
+    return [
+        {**head, **{c: keys[c].iloc[k] for c in groups.by}, **nan, "n": 0, "n_excluded": int(size[k])}
+        for k in range(groups.n_groups)
+    ]
 
 
 # ----------------------------------------------------------------- cAMEs

@@ -35,8 +35,8 @@ def _sums(part: pd.DataFrame, shipped: Any, target_class: Any, groups: Any = Non
     With ``groups`` (:class:`fme._dask.groups.GroupSpec`): a (groups + 1) x refits matrix, the sums
     over each group's evaluated rows, then over all of them.
     """
-    from .._core.kernel import evaluate_batch
     from .._adapters.predictor import make_predictor
+    from .._core.kernel import evaluate_batch
     from ..steps import apply_steps
 
     plan, models = shipped.value
@@ -52,8 +52,9 @@ def _sums(part: pd.DataFrame, shipped: Any, target_class: Any, groups: Any = Non
         w = row_weights(part, groups)
         w = None if w is None else w[batch.cand]
         # one row for the total: all evaluated rows, whatever their group (weighted sums with wts=)
-        total = np.vstack([indicator(codes, n_groups, w).toarray(),
-                           np.ones((1, codes.size)) if w is None else w[None, :]])
+        total = np.vstack(
+            [indicator(codes, n_groups, w).toarray(), np.ones((1, codes.size)) if w is None else w[None, :]]
+        )
     X = plan.predictor.select(part).iloc[batch.cand]
     h = None
     if any(f"step_{s.feature}" in batch.results.columns for s in plan.steps):
@@ -74,8 +75,9 @@ def _sums(part: pd.DataFrame, shipped: Any, target_class: Any, groups: Any = Non
     return out
 
 
-def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
-                    groups: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
+def bootstrap_draws(
+    model: Any, data: Any, plan: Any, bootstrap: Any, n: Any, groups: Any = None
+) -> tuple[np.ndarray, dict[str, Any]]:
     """AME_b of every successful refit over the evaluated rows of the Dask ``data``; and info.
 
     ``n``: the number of evaluated rows, or with ``groups`` the array of each
@@ -87,8 +89,8 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     from dask.base import compute
     from dask.delayed import delayed
 
-    from ..inference.bootstrap import check_bootstrap, refit_setup
     from .._utils.progress import progress_bar
+    from ..inference.bootstrap import check_bootstrap, refit_setup
     from .common import ship
 
     spec = check_bootstrap(bootstrap, model)
@@ -104,7 +106,7 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
     parts = data.to_delayed()
     starts = range(0, B, CHUNK)
     for start in progress_bar(starts, total=len(starts), desc="bootstrap refits (chunks)", progress=spec["progress"]):
-        chunk = seeds[start:start + CHUNK]
+        chunk = seeds[start : start + CHUNK]
         fits = chunk_refits(model, spec, chunk, start, B, (adapter, train, n_train), execution)
         keep = [tally.keep(e, note) for _, e, note in fits]
         models = [m for (m, _, _), k in zip(fits, keep) if k]
@@ -120,14 +122,22 @@ def bootstrap_draws(model: Any, data: Any, plan: Any, bootstrap: Any, n: Any,
         else:
             draws[where] = sums[-1] / counts.sum()
             with np.errstate(invalid="ignore", divide="ignore"):
-                cast(np.ndarray, group_draws)[:, where] = np.where(counts[:, None] > 0, sums[:-1] / counts[:, None],
-                                                                   0.0)
+                cast(np.ndarray, group_draws)[:, where] = np.where(
+                    counts[:, None] > 0, sums[:-1] / counts[:, None], 0.0
+                )
         del models, fits
     ok = np.isfinite(draws)
     n_failed = check_refits(B, int(ok.sum()), tally)
-    info = {"n_resamples": B, "random_state": spec["random_state"], "n_ok": int(ok.sum()), "n_failed": n_failed,
-            "n_nonconverged": tally.n_nonconverged, "ci": spec["ci"], "errors": tuple(tally.errors),
-            "execution": execution}
+    info = {
+        "n_resamples": B,
+        "random_state": spec["random_state"],
+        "n_ok": int(ok.sum()),
+        "n_failed": n_failed,
+        "n_nonconverged": tally.n_nonconverged,
+        "ci": spec["ci"],
+        "errors": tuple(tally.errors),
+        "execution": execution,
+    }
     if groups is not None:
         info["group_draws"] = cast(np.ndarray, group_draws)[:, ok]
     return draws[ok], info

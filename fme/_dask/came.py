@@ -49,7 +49,7 @@ __all__ = ["came"]
 #: The evaluated chunks (fMEs, NLMs, features and Jacobian rows) stay on the workers between the sample and the
 #: subspaces' pass when all evaluated rows fit in the sample and take at most this many bytes; else each pass
 #: evaluates its chunks anew.
-KEEP_BYTES = 256 * 2 ** 20
+KEEP_BYTES = 256 * 2**20
 
 #: ``honest`` and ``panel``: (fraction, seed) of the rows a seeded hash of their labels keeps.
 _Split = tuple[float, int]
@@ -75,8 +75,9 @@ def _evaluate(part: pd.DataFrame, plan: Any, features: list[str], numeric: list[
     batch = evaluate_batch(plan, part, with_rows=plan.method == "delta")
     cols = [c for c in ("fme", "nlm") if c in batch.results.columns]
     jac = None if batch.rows is None or batch.rows.jacobian is None else batch.rows.jacobian
-    return _Evaluated(batch.results[cols], part.iloc[batch.cand][features], jac,
-                      (part[numeric].min(), part[numeric].max()))
+    return _Evaluated(
+        batch.results[cols], part.iloc[batch.cand][features], jac, (part[numeric].min(), part[numeric].max())
+    )
 
 
 def _growing_rows(ev: _Evaluated, honest: _Split | None) -> pd.DataFrame:
@@ -90,8 +91,9 @@ def _evaluate_shipped(part: pd.DataFrame, shipped: Shipped, features: list[str],
     return _evaluate(part, shipped.value, features, numeric)
 
 
-def _rows_with_features(part: pd.DataFrame, shipped: Shipped, features: list[str],
-                        honest: _Split | None) -> pd.DataFrame:
+def _rows_with_features(
+    part: pd.DataFrame, shipped: Shipped, features: list[str], honest: _Split | None
+) -> pd.DataFrame:
     return _growing_rows(_evaluate(part, shipped.value, features, []), honest)
 
 
@@ -102,22 +104,42 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return concat(list(frames))  # type: ignore[no-untyped-call]  # dask: untyped
 
 
-def _leaf_pass_of(part: pd.DataFrame, shipped: Shipped, features: list[str], leaf_ids: np.ndarray,
-                  threshold: float, honest: _Split | None, numeric: list[str],
-                  panel: _Split | None) -> tuple[_LeafHead, dict[int, np.ndarray]]:
+def _leaf_pass_of(
+    part: pd.DataFrame,
+    shipped: Shipped,
+    features: list[str],
+    leaf_ids: np.ndarray,
+    threshold: float,
+    honest: _Split | None,
+    numeric: list[str],
+    panel: _Split | None,
+) -> tuple[_LeafHead, dict[int, np.ndarray]]:
     """:func:`_leaf_pass` of a chunk evaluated in this task (``shipped``: the plan, the tree, its lookup)."""
     plan, tree, lookup = shipped.value
     return _leaf_pass(_evaluate(part, plan, features, numeric), tree, lookup, leaf_ids, threshold, honest, panel)
 
 
-def _leaf_pass_kept(ev: _Evaluated, shipped: Shipped, leaf_ids: np.ndarray, threshold: float,
-                    honest: _Split | None, panel: _Split | None) -> tuple[_LeafHead, dict[int, np.ndarray]]:
+def _leaf_pass_kept(
+    ev: _Evaluated,
+    shipped: Shipped,
+    leaf_ids: np.ndarray,
+    threshold: float,
+    honest: _Split | None,
+    panel: _Split | None,
+) -> tuple[_LeafHead, dict[int, np.ndarray]]:
     """:func:`_leaf_pass` of a chunk evaluated before and kept on its worker (``shipped``: tree, lookup)."""
     return _leaf_pass(ev, *cast(tuple[Any, np.ndarray], shipped.value), leaf_ids, threshold, honest, panel)
 
 
-def _leaf_pass(ev: _Evaluated, tree: Any, lookup: np.ndarray, leaf_ids: np.ndarray, threshold: float,
-               honest: _Split | None, panel: _Split | None = None) -> tuple[_LeafHead, dict[int, np.ndarray]]:
+def _leaf_pass(
+    ev: _Evaluated,
+    tree: Any,
+    lookup: np.ndarray,
+    leaf_ids: np.ndarray,
+    threshold: float,
+    honest: _Split | None,
+    panel: _Split | None = None,
+) -> tuple[_LeafHead, dict[int, np.ndarray]]:
     """Per subspace: merged-sum ingredients of the cAME figures (arrays over ``leaf_ids``, sorted), with
     ``honest`` = (fraction, seed) over the estimation rows only and the count of growing rows; the chunk's
     min and max of the numeric features (all rows); the fME and subspace of its estimation rows kept by
@@ -127,8 +149,7 @@ def _leaf_pass(ev: _Evaluated, tree: Any, lookup: np.ndarray, leaf_ids: np.ndarr
     n_leaves = leaf_ids.size
     nl_all = results["nlm"].to_numpy(dtype=float) if "nlm" in results.columns else None
     fm = Moments(np.zeros(n_leaves, dtype=np.int64), np.zeros(n_leaves), np.zeros(n_leaves))
-    nm = None if nl_all is None else Moments(np.zeros(n_leaves, dtype=np.int64), np.zeros(n_leaves),
-                                             np.zeros(n_leaves))
+    nm = None if nl_all is None else Moments(np.zeros(n_leaves, dtype=np.int64), np.zeros(n_leaves), np.zeros(n_leaves))
     nlin = None if nl_all is None else np.zeros(n_leaves, dtype=np.int64)
     jac = None if jac_all is None else np.zeros((n_leaves, jac_all.shape[1]))
     grown = np.zeros(n_leaves, dtype=np.int64) if honest is not None else None
@@ -152,7 +173,7 @@ def _leaf_pass(ev: _Evaluated, tree: Any, lookup: np.ndarray, leaf_ids: np.ndarr
         if nm is not None:
             nm_n, nm_mean, nm_m2 = nm.n.copy(), nm.mean.copy(), nm.m2.copy()
         for i in np.flatnonzero(cuts[1:] > cuts[:-1]):
-            rows = order[cuts[i]:cuts[i + 1]]  # the leaf's rows, in row order (the sums of a row mask)
+            rows = order[cuts[i] : cuts[i + 1]]  # the leaf's rows, in row order (the sums of a row mask)
             m = Moments.of(fm_all[rows])
             fm_n[i], fm_mean[i], fm_m2[i] = m.n[0], m.mean[0], m.m2[0]
             if nm is not None:
@@ -179,8 +200,9 @@ def _panel_rows(results: pd.DataFrame, pos: np.ndarray, leaf_ids: np.ndarray, pa
         sel = np.zeros_like(sel)
     elif panel[0] < 1.0:
         sel &= honest_mask(results.index, *panel)
-    return pd.DataFrame({"fme": results["fme"].to_numpy(dtype=float)[sel], "node": leaf_ids[pos[sel]]},
-                        index=results.index[sel])
+    return pd.DataFrame(
+        {"fme": results["fme"].to_numpy(dtype=float)[sel], "node": leaf_ids[pos[sel]]}, index=results.index[sel]
+    )
 
 
 def _estimation_labels(results: pd.DataFrame, split: _Split) -> pd.Series:
@@ -213,7 +235,7 @@ def _all_leaves(m: Moments) -> Moments:
 
 
 def _leaf_moments(m: Moments | None, i: int) -> Moments | None:
-    return None if m is None else Moments(m.n[i:i + 1], m.mean[i:i + 1], m.m2[i:i + 1])
+    return None if m is None else Moments(m.n[i : i + 1], m.mean[i : i + 1], m.m2[i : i + 1])
 
 
 def _describe_moments(m: Any, conf_level: float, upper: float | None = None) -> dict[str, float]:
@@ -236,12 +258,19 @@ def _describe_moments(m: Any, conf_level: float, upper: float | None = None) -> 
     return out
 
 
-def _leaf_row(effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, median_nlm: float,
-              conf_level: float) -> tuple[dict[str, Any], Estimates]:
+def _leaf_row(
+    effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, median_nlm: float, conf_level: float
+) -> tuple[dict[str, Any], Estimates]:
     """A subspace's figures (from merged moments) and its cAME's :class:`Estimates` (for the leaf tests)."""
     d = _describe_moments(fm, conf_level)
-    row = {"n": int(d["n"]), "came": d["mean"], "sd_fme": d["sd"], "cov_fme": d["cov"],
-           "came_ci_low": d["ci_low"], "came_ci_high": d["ci_high"]}
+    row = {
+        "n": int(d["n"]),
+        "came": d["mean"],
+        "sd_fme": d["sd"],
+        "cov_fme": d["cov"],
+        "came_ci_low": d["ci_low"],
+        "came_ci_high": d["ci_high"],
+    }
     n = int(fm.n[0])
     est = np.array([d["mean"]])
     if effects.inference_method == "delta":
@@ -256,9 +285,16 @@ def _leaf_row(effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, med
     if nm is not None:
         e2 = _describe_moments(nm, conf_level, upper=1.0)
         k = int(nm.n[0])
-        row.update(canlm=e2["mean"], sd_nlm=e2["sd"], cov_nlm=e2["cov"], canlm_ci_low=e2["ci_low"],
-                   canlm_ci_high=e2["ci_high"], n_nlm=k, median_nlm=median_nlm,
-                   share_linear=float(nlin / k) if k else np.nan)
+        row.update(
+            canlm=e2["mean"],
+            sd_nlm=e2["sd"],
+            cov_nlm=e2["cov"],
+            canlm_ci_low=e2["ci_low"],
+            canlm_ci_high=e2["ci_high"],
+            n_nlm=k,
+            median_nlm=median_nlm,
+            share_linear=float(nlin / k) if k else np.nan,
+        )
     return row, e
 
 
@@ -268,8 +304,12 @@ def _stack(estimates: list[Estimates]) -> Estimates:
     if estimates[0].method == "delta":
         grads = [cast(np.ndarray, e.grad) for e in estimates]  # set for delta
         return Estimates("delta", est, grad=np.vstack(grads), vcov=estimates[0].vcov)
-    return Estimates("sample", est, se=np.concatenate([cast(np.ndarray, e.se) for e in estimates]),
-                     df=np.concatenate([e.df for e in estimates]))
+    return Estimates(
+        "sample",
+        est,
+        se=np.concatenate([cast(np.ndarray, e.se) for e in estimates]),
+        df=np.concatenate([e.df for e in estimates]),
+    )
 
 
 def _chunk_extrapolation(part: pd.DataFrame, shipped: Shipped, features: list[str]) -> dict[int, int]:
@@ -288,17 +328,34 @@ def _extrapolation_counts(effects: DaskFMEResult, part: PartitionResult) -> dict
 
     shipped = ship((effects.plan, part.tree, part._subspace), shared=(cast(Plan, effects.plan).model,))
     counts: dict[int, int] = {}
-    for got in compute(*[delayed(_chunk_extrapolation)(p, shipped, part.features)  # type: ignore[no-untyped-call]  # dask: untyped
-                         for p in effects.data.to_delayed()]):
+    for got in compute(
+        *[
+            delayed(_chunk_extrapolation)(p, shipped, part.features)  # type: ignore[no-untyped-call]  # dask: untyped
+            for p in effects.data.to_delayed()
+        ]
+    ):
         for node, k in got.items():
             counts[node] = counts.get(node, 0) + k
     return counts
 
 
-def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, method: str,
-              features: list[str], n_partitions: int | None, max_sd: float | None, conf_level: float,
-              standardize: bool, params: dict[str, Any], tree_params: dict[str, Any], honest: bool = False,
-              honest_fraction: float = 0.5, seed: int = 0) -> PartitionResult:
+def came(
+    effects: DaskFMEResult,
+    *,
+    sample_size: int | None,
+    random_state: Any,
+    method: str,
+    features: list[str],
+    n_partitions: int | None,
+    max_sd: float | None,
+    conf_level: float,
+    standardize: bool,
+    params: dict[str, Any],
+    tree_params: dict[str, Any],
+    honest: bool = False,
+    honest_fraction: float = 0.5,
+    seed: int = 0,
+) -> PartitionResult:
     """:func:`fme.came` for :class:`~fme._dask.result.DaskFMEResult`, its arguments validated by
     :func:`fme.came` (see the module docstring). ``honest``: the tree is grown on the seeded sample of the
     growing part (:func:`fme._trees.grow.honest_mask`, the same rows as in memory) and every subspace's
@@ -308,8 +365,13 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
 
     sample_size = check_sample_size(sample_size)
     data, plan = effects.data, cast(Plan, effects.plan)  # set on Dask effects
-    meta = pd.concat([pd.DataFrame({c: pd.Series(dtype=float) for c in effects.fme_columns + effects.nlm_columns}),
-                      data._meta[features].rename(columns=lambda c: f"__x_{c}")], axis=1)
+    meta = pd.concat(
+        [
+            pd.DataFrame({c: pd.Series(dtype=float) for c in effects.fme_columns + effects.nlm_columns}),
+            data._meta[features].rename(columns=lambda c: f"__x_{c}"),
+        ],
+        axis=1,
+    )
     split = (float(honest_fraction), int(seed)) if honest else None
     numeric = [f for f in features if pd.api.types.is_numeric_dtype(data._meta[f].dtype)]
     jac = effects.summary_data.jacobian
@@ -325,12 +387,12 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
         n = effects.n if split is None else len(sample)
     elif effects.n <= sample_size:
         shipped = ship(plan, shared=(plan.model,))
-        sample = delayed(_concat)([delayed(_rows_with_features)(p, shipped, features, split)
-                                   for p in data.to_delayed()]).compute()
+        sample = delayed(_concat)(
+            [delayed(_rows_with_features)(p, shipped, features, split) for p in data.to_delayed()]
+        ).compute()
         n = effects.n if split is None else len(sample)
     else:
-        rows = data.map_partitions(_rows_with_features, Shipped(plan, shared=(plan.model,)), features, split,
-                                   meta=meta)
+        rows = data.map_partitions(_rows_with_features, Shipped(plan, shared=(plan.model,)), features, split, meta=meta)
         n = effects.n if split is None else int(rows.shape[0].compute())
         if n <= sample_size:
             sample = rows.compute()
@@ -339,14 +401,32 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     # the tree, grown by fme.came's own worker on an in-memory FMEResult of the sampled rows
     cols = [c for c in ("fme", "nlm") if c in sample.columns]
     X = sample[[f"__x_{c}" for c in features]].rename(columns=lambda c: c[4:])
-    small = FMEResult(results=sample[cols], steps=effects.steps, excluded=pd.DataFrame(), data=X,
-                      predictions=pd.DataFrame(index=X.index), model_description=effects.model_description,
-                      explained_class=effects.explained_class,
-                      nlm_method=effects.nlm_method, nlm_linear_threshold=effects.nlm_linear_threshold,
-                      model_features=tuple(features), inference_rows=sample_inference(sample["fme"].to_numpy()),
-                      conf_level=effects.conf_level, positions=np.arange(len(X)))
-    grown = grow_partition(small, method=method, features=features, n_partitions=n_partitions, max_sd=max_sd,
-                           conf_level=conf_level, standardize=standardize, params=params, tree_params=tree_params)
+    small = FMEResult(
+        results=sample[cols],
+        steps=effects.steps,
+        excluded=pd.DataFrame(),
+        data=X,
+        predictions=pd.DataFrame(index=X.index),
+        model_description=effects.model_description,
+        explained_class=effects.explained_class,
+        nlm_method=effects.nlm_method,
+        nlm_linear_threshold=effects.nlm_linear_threshold,
+        model_features=tuple(features),
+        inference_rows=sample_inference(sample["fme"].to_numpy()),
+        conf_level=effects.conf_level,
+        positions=np.arange(len(X)),
+    )
+    grown = grow_partition(
+        small,
+        method=method,
+        features=features,
+        n_partitions=n_partitions,
+        max_sd=max_sd,
+        conf_level=conf_level,
+        standardize=standardize,
+        params=params,
+        tree_params=tree_params,
+    )
     conf_level = grown.conf_level
     # every evaluated row to its subspace, figures merged over all rows; describe(): an unrestricted feature
     # spans the range of all rows of the data (excluded ones too), as in memory, not only the sampled rows
@@ -361,8 +441,10 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
         outs = [delayed(_leaf_pass_kept, nout=2)(e, shipped, leaf_ids, threshold, split, panel) for e in kept]
     else:
         shipped = ship((plan, grown.tree, grown._subspace), shared=(plan.model,))
-        outs = [delayed(_leaf_pass_of, nout=2)(p, shipped, features, leaf_ids, threshold, split, numeric, panel)
-                for p in data.to_delayed()]
+        outs = [
+            delayed(_leaf_pass_of, nout=2)(p, shipped, features, leaf_ids, threshold, split, numeric, panel)
+            for p in data.to_delayed()
+        ]
     tree = tree_reduce([o[0] for o in outs], merge=_merge_leaves)
     medians = {}
     if has_nlm:  # the sorted NLMs stay on the workers for the exact medians (one more round for all leaves)
@@ -378,17 +460,40 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     leaf_rows, leaf_estimates = [], []
     for leaf in grown.leaf_ids:
         i = index[int(leaf)]  # a subspace without estimation rows: NaN figures
-        row, est = _leaf_row(effects, _leaf_moments(fm, i), _leaf_moments(nm, i), None if nlin is None else nlin[i],
-                             None if jac is None else jac[i], medians.get(int(leaf), np.nan), conf_level)
+        row, est = _leaf_row(
+            effects,
+            _leaf_moments(fm, i),
+            _leaf_moments(nm, i),
+            None if nlin is None else nlin[i],
+            None if jac is None else jac[i],
+            medians.get(int(leaf), np.nan),
+            conf_level,
+        )
         if split is not None:
             row["n_grown"] = int(n_grown[i])
         leaf_rows.append({"node": leaf, **row, "rule": grown.rule(leaf)})
         leaf_estimates.append(est)
-    columns = (LEAF_COLUMNS + (["n_grown"] if split is not None else []) + INFERENCE_COLUMNS
-               + (NLM_COLUMNS if has_nlm else []) + ["rule"])
+    columns = (
+        LEAF_COLUMNS
+        + (["n_grown"] if split is not None else [])
+        + INFERENCE_COLUMNS
+        + (NLM_COLUMNS if has_nlm else [])
+        + ["rule"]
+    )
     s = effects.summary_data
-    root = {"node": 1, **_leaf_row(effects, s.fme, s.nlm, None if s.n_linear is None else s.n_linear[0],
-                                   s.jacobian, effects.median_nlm, conf_level)[0], "rule": "(all)"}
+    root = {
+        "node": 1,
+        **_leaf_row(
+            effects,
+            s.fme,
+            s.nlm,
+            None if s.n_linear is None else s.n_linear[0],
+            s.jacobian,
+            effects.median_nlm,
+            conf_level,
+        )[0],
+        "rule": "(all)",
+    }
     if numeric:
         lo = pd.DataFrame([sp[0] for sp in spans]).infer_objects().min()  # chunks as rows: min per column
         hi = pd.DataFrame([sp[1] for sp in spans]).infer_objects().max()
@@ -399,15 +504,20 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
         grown.honest, grown.seed = True, int(seed)
         n_est = int(sum(r["n"] for r in leaf_rows))
         grown._split_counts = (n, n + n_est, n_est)  # growing rows (all, not only the sample), total, estimating
-        grown.estimated_on = effects.results.map_partitions(_estimation_labels, split,
-                                                            meta=pd.Series(dtype=object))
+        grown.estimated_on = effects.results.map_partitions(_estimation_labels, split, meta=pd.Series(dtype=object))
     grown.leaves = pd.DataFrame(leaf_rows, columns=columns)
     grown.root = pd.Series(root)[[c for c in columns if c != "n_grown"]]
     grown.estimation_root = estimation_root(grown.root, has_nlm)
     if split is not None:  # the estimation rows' figures: the leaves' sums added up
-        row = _leaf_row(effects, _all_leaves(fm), None if nm is None else _all_leaves(nm),
-                        None if nlin is None else nlin.sum(), None if jac is None else jac.sum(axis=0), np.nan,
-                        conf_level)[0]
+        row = _leaf_row(
+            effects,
+            _all_leaves(fm),
+            None if nm is None else _all_leaves(nm),
+            None if nlin is None else nlin.sum(),
+            None if jac is None else jac.sum(axis=0),
+            np.nan,
+            conf_level,
+        )[0]
         grown.estimation_root = estimation_root(row, has_nlm)
         grown.estimation_sample = pd.concat(panel_rows)
     # describe(), predict() and plots use the sampled rows (grown.effects); the figures are over all rows
@@ -418,5 +528,6 @@ def came(effects: DaskFMEResult, *, sample_size: int | None, random_state: Any, 
     grown.notes = list(grown.notes) + [
         f"tree grown on {'a seeded sample of ' if len(sample) < n else 'all '}{len(sample)} of {n} evaluated rows"
         f"{' of the growing part' if split is not None else ''}; "
-        "subspace figures over all rows."]
+        "subspace figures over all rows."
+    ]
     return grown

@@ -27,12 +27,12 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .result import DaskFMEResult
-from .common import tree_reduce, ship
-from .._core.plan import Plan
 from .._core.kernel import evaluate_batch
+from .._core.plan import Plan
 from .._core.summary import summarise
-from ..steps import Step, set_level, check_training_levels
+from ..steps import Step, check_training_levels, set_level
+from .common import ship, tree_reduce
+from .result import DaskFMEResult
 
 __all__ = ["classic_results"]
 
@@ -70,19 +70,32 @@ def _classic_pass(part: pd.DataFrame, shipped: Any, feature: str, reference: Any
     return tuple(out)
 
 
-def classic_results(plan: Plan, data: Any, feature: str, reference: Any, levels: list[Any], *, method: str,
-                    bootstrap: Any, conf_level: float, groups: Any) -> list[DaskFMEResult]:
+def classic_results(
+    plan: Plan,
+    data: Any,
+    feature: str,
+    reference: Any,
+    levels: list[Any],
+    *,
+    method: str,
+    bootstrap: Any,
+    conf_level: float,
+    groups: Any,
+) -> list[DaskFMEResult]:
     """One :class:`DaskFMEResult` per level other than ``reference`` (their summaries from one pass), under the
     front door's ``plan`` (its model, predictor, levels the model states, batch size and progress).
 
-    ``levels``: the reference and the levels compared with it (:func:`fme.steps.classic_contrast`); ``groups``: the ``by`` groups
+    ``levels``: the reference and the levels compared with it (:func:`fme.steps.classic_contrast`); ``groups``: the
+    ``by`` groups
     (:class:`fme._dask.groups.GroupSpec`) or None.
     """
     if groups is not None and method == "bootstrap" and feature in groups.by:
         from ..exceptions import ParameterError
 
-        raise ParameterError(f"categorical='classic' with bootstrap inference cannot group by the stepped feature "
-                             f"{feature!r} on Dask data; group by another column or use inference='delta'/'sample'.")
+        raise ParameterError(
+            f"categorical='classic' with bootstrap inference cannot group by the stepped feature "
+            f"{feature!r} on Dask data; group by another column or use inference='delta'/'sample'."
+        )
     from dask.base import persist
     from dask.delayed import delayed
 
@@ -92,8 +105,16 @@ def classic_results(plan: Plan, data: Any, feature: str, reference: Any, levels:
     check_training_levels([Step(feature, "categorical", lv) for lv in levels], dict(plan.known_levels))
     others = [lv for lv in levels if lv != reference]
     # every row is set to each level: no detector, no exclusions beyond the model's own (as on pandas data)
-    base = Plan(model=model, predictor=predictor, steps=(), settings=None, batch_size=plan.batch_size,
-                method="sample" if method == "bootstrap" else method, target_class=plan.target_class, progress=False)
+    base = Plan(
+        model=model,
+        predictor=predictor,
+        steps=(),
+        settings=None,
+        batch_size=plan.batch_size,
+        method="sample" if method == "bootstrap" else method,
+        target_class=plan.target_class,
+        progress=False,
+    )
     plans = [replace(base, steps=(Step(feature, "categorical", lv),)) for lv in others]
     if not plans:
         return []
@@ -111,8 +132,8 @@ def classic_results(plan: Plan, data: Any, feature: str, reference: Any, levels:
     pos = 0
     for j, plan in enumerate(plans):
         summary = persisted[pos].compute()
-        fm_p = list(persisted[pos + 1:pos + 1 + len(fms[j])])
-        gp_p = list(persisted[pos + 1 + len(fms[j]):pos + 1 + len(fms[j]) + len(gps[j])])
+        fm_p = list(persisted[pos + 1 : pos + 1 + len(fms[j])])
+        gp_p = list(persisted[pos + 1 + len(fms[j]) : pos + 1 + len(fms[j]) + len(gps[j])])
         pos += 1 + len(fms[j]) + len(gps[j])
         boot = None
         if method == "bootstrap":
@@ -120,14 +141,27 @@ def classic_results(plan: Plan, data: Any, feature: str, reference: Any, levels:
 
             if at_ref is None:
                 at_ref = data.map_partitions(_at_level, feature, reference, meta=data._meta)
-            counts = summary.codes[:1] if groups is None else (
-                summary.groups.fme.n if summary.groups.weighted is None else summary.groups.weighted.w)
+            counts = (
+                summary.codes[:1]
+                if groups is None
+                else (summary.groups.fme.n if summary.groups.weighted is None else summary.groups.weighted.w)
+            )
             boot = bootstrap_draws(model, at_ref, plan, bootstrap, counts, groups)
-        results.append(DaskFMEResult(
-            results=None, excluded=None, steps=plan.steps, summary_data=summary,
-            model_description=predictor.description, explained_class=predictor.explained_class,
-            inference_method=method, conf_level=conf_level,
-            bootstrap_draws=boot, sorted_parts={"fme": fm_p, "nlm": []}, plan=plan, groups=groups,
-            group_parts=gp_p))
+        results.append(
+            DaskFMEResult(
+                results=None,
+                excluded=None,
+                steps=plan.steps,
+                summary_data=summary,
+                model_description=predictor.description,
+                explained_class=predictor.explained_class,
+                inference_method=method,
+                conf_level=conf_level,
+                bootstrap_draws=boot,
+                sorted_parts={"fme": fm_p, "nlm": []},
+                plan=plan,
+                groups=groups,
+                group_parts=gp_p,
+            )
+        )
     return results
-

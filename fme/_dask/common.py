@@ -18,14 +18,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._core.summary import Summary
 from .._adapters import model_frame
+from .._core.summary import Summary
 from .._utils.validation import check_dask_offsets, is_categorical, is_dask_collection
 from .._utils.validation import seed_of as seed_of  # noqa: F401 - re-exported: the engines' seeded samples
 from ..exceptions import DataError, ParameterError
 
-__all__ = ["FIT_SAMPLE_SIZE", "require_dask", "as_dask", "reference_sample", "envelope_frame", "Shipped", "ship",
-           "lazy_probe", "checked_probe", "as_delayed"]
+__all__ = [
+    "FIT_SAMPLE_SIZE",
+    "require_dask",
+    "as_dask",
+    "reference_sample",
+    "envelope_frame",
+    "Shipped",
+    "ship",
+    "lazy_probe",
+    "checked_probe",
+    "as_delayed",
+]
 
 
 #: Rows of the seeded sample non-envelope detectors (and ``came``'s tree) are fitted on.
@@ -73,10 +83,10 @@ def model_frames(model: Any, frame: Any, exposure: Any = None, offset: Any = Non
 
 
 #: Models a worker process keeps between graphs (:class:`Shipped`), most recently used last.
-_KEPT: "OrderedDict[bytes, Any]" = OrderedDict()
+_KEPT: OrderedDict[bytes, Any] = OrderedDict()
 _KEPT_LOCK = threading.Lock()
 #: At most this many models are kept, each at most this large (pickled); larger ones are unpickled per graph.
-KEPT_MODELS, KEPT_BYTES = 2, 256 * 2 ** 20
+KEPT_MODELS, KEPT_BYTES = 2, 256 * 2**20
 
 
 class Shipped:
@@ -163,6 +173,7 @@ def _cluster_client() -> Any:
     """The distributed client that runs Dask's computations now, or None (another scheduler)."""
     try:
         from distributed import default_client
+
         client = default_client()  # type: ignore[no-untyped-call]  # distributed: untyped
     except (ImportError, ValueError):
         return None
@@ -228,8 +239,9 @@ def checked_probe(probe: pd.DataFrame, frame: Any, name: str) -> pd.DataFrame:
         firsts = compute(*[delayed(_head)(p) for p in frame.to_delayed()[:8]])  # type: ignore[no-untyped-call]  # dask: untyped
         probe = pd.concat([f for f in firsts if len(f)] or [firsts[0]]).head(_PROBE_ROWS)
     if len(probe) == 0:
-        raise DataError(f"`{name}` has no rows in its first partitions; pass data with rows "
-                        "(or repartition away empty partitions).")
+        raise DataError(
+            f"`{name}` has no rows in its first partitions; pass data with rows (or repartition away empty partitions)."
+        )
     return probe
 
 
@@ -245,7 +257,7 @@ def tree_reduce(items: list[Any], merge: Any = merge_summaries) -> Any:
     from dask.delayed import delayed
 
     while len(items) > 1:
-        items = [delayed(merge)(*items[i:i + _TREE_FAN_IN]) for i in range(0, len(items), _TREE_FAN_IN)]
+        items = [delayed(merge)(*items[i : i + _TREE_FAN_IN]) for i in range(0, len(items), _TREE_FAN_IN)]
     return items[0]
 
 

@@ -51,18 +51,32 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .._core.exclusions import excluded_frame, check_evaluated
+from .._core.exclusions import check_evaluated, excluded_frame
 from .._core.kernel import evaluate_batch, results_meta
 from .._core.plan import FMEOptions, Plan
 from .._core.summary import Summary, summarise
 from .._nlm.evaluate import NLMSettings
-from ..extrapolation.guards import call_detector, detector_name
 from .._utils.progress import dask_progress
 from .._utils.validation import is_categorical
 from ..exceptions import DataError
 from ..extrapolation import EnvelopeDetector
-from .common import (Shipped, check_sample_size, merge_summaries, model_frames, seed_of, tree_reduce, as_dask, as_delayed,
-                     checked_probe, envelope_frame, lazy_probe, reference_sample, require_dask, ship)
+from ..extrapolation.guards import call_detector, detector_name
+from .common import (
+    Shipped,
+    as_dask,
+    as_delayed,
+    check_sample_size,
+    checked_probe,
+    envelope_frame,
+    lazy_probe,
+    merge_summaries,
+    model_frames,
+    reference_sample,
+    require_dask,
+    seed_of,
+    ship,
+    tree_reduce,
+)
 from .groups import group_codes, group_sums, row_weights
 from .nlm import finish, flat_scale, pending
 from .outputs import DaskMultiFMEResult, sorted_outputs
@@ -86,8 +100,9 @@ def _sorted(values: np.ndarray) -> np.ndarray:
     return cast(np.ndarray, v[~np.isnan(v)])  # numpy: a boolean mask indexes to Any
 
 
-def _chunk_pass(part: pd.DataFrame, shipped: Any, threshold: float, groups: Any, deferred: tuple[bool, ...],
-                extra: Any) -> tuple[tuple[list[Summary], list[Any]], dict[tuple[Any, ...], Any]]:
+def _chunk_pass(
+    part: pd.DataFrame, shipped: Any, threshold: float, groups: Any, deferred: tuple[bool, ...], extra: Any
+) -> tuple[tuple[list[Summary], list[Any]], dict[tuple[Any, ...], Any]]:
     """One chunk under every plan of ``shipped``: per plan its :class:`Summary` (with the ``by`` groups'
     sums, the caller's ``extra`` sums), and a store of the sorted values the quantiles select from, keyed
     ``(plan, "fme" | "nlm" | "group" | "pending", output or group)``, with the store's pivots."""
@@ -121,8 +136,9 @@ def _chunk_pass(part: pd.DataFrame, shipped: Any, threshold: float, groups: Any,
     return (summaries, [piv]), store
 
 
-def _finish_chunk(store: dict[tuple[Any, ...], Any], scales: dict[int, float], flat_tol: dict[int, float],
-                  threshold: float) -> tuple[Any, ...]:
+def _finish_chunk(
+    store: dict[tuple[Any, ...], Any], scales: dict[int, float], flat_tol: dict[int, float], threshold: float
+) -> tuple[Any, ...]:
     """The deferred NLMs of a chunk classified with their pass's scale (:func:`fme._dask.nlm.finish`):
     per plan the NLM figures, and the store with the sorted defined NLMs instead of the open rows."""
     out, pieces = dict(store), {}
@@ -136,8 +152,11 @@ def _merge_heads(*heads: tuple[Any, ...]) -> tuple[Any, ...]:
     """Merge the chunks' (per-plan summaries, [pivots]) in chunk order: summaries added, pivots listed."""
     summaries, piv = heads[0][0], list(heads[0][1])
     for s, p in heads[1:]:
-        summaries = [a.merge(b) for a, b in zip(summaries, s)] if isinstance(summaries, list) else \
-            {j: summaries[j].merge(s[j]) for j in summaries}
+        summaries = (
+            [a.merge(b) for a, b in zip(summaries, s)]
+            if isinstance(summaries, list)
+            else {j: summaries[j].merge(s[j]) for j in summaries}
+        )
         piv += p
     return summaries, piv
 
@@ -272,8 +291,12 @@ def resolve(setup: Setup, steps: Any) -> Job:
     plan = setup.plan.with_steps(setup.probe, steps, setup.rule_ref)
     if any(st.feature in setup.rules for st in plan.steps):
         # the steps resolved here keep their rule's label ("x2 + 1.02 (sd)"), as on the pandas path
-        plan = replace(plan, steps=tuple(replace(st, rule=setup.rules[st.feature]) if st.feature in setup.rules
-                                         else st for st in plan.steps))
+        plan = replace(
+            plan,
+            steps=tuple(
+                replace(st, rule=setup.rules[st.feature]) if st.feature in setup.rules else st for st in plan.steps
+            ),
+        )
     boot = plan.method == "bootstrap"
     if boot:  # the main pass needs only the fMEs; the refits' sums come from their own passes
         plan = replace(plan, method="sample", bootstrap=None)
@@ -318,8 +341,14 @@ class PassOutput:
     quantiles: list[dict[tuple[Any, ...], float]]
 
 
-def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = None, lazy_rows: bool = True,
-             quantiles: str | None = None) -> PassOutput:
+def run_pass(
+    setup: Setup,
+    jobs: list[Job],
+    groups: Any = None,
+    extra: Any = None,
+    lazy_rows: bool = True,
+    quantiles: str | None = None,
+) -> PassOutput:
     """Every job of ``jobs`` in one pass over the chunks (see the module docstring): one task per chunk
     evaluates them all, the summaries are tree-reduced and fetched with the pivots of the sorted values,
     which stay on the workers. ``lazy_rows``: give each result its lazy ``results``/``excluded`` frames.
@@ -344,8 +373,7 @@ def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = Non
         spreads = tree_reduce([delayed(_spread_pass)(p, shipped) for p in parts], merge=_merge_lists).compute()
         for j, s in zip(first, spreads):
             plans[j] = replace(plans[j], spread=flat_scale(s.spread))  # one per output
-    shipped = ship([replace(p, spread=np.zeros(1)) if d else p for p, d in zip(plans, deferred)],
-                   shared=(setup.model,))
+    shipped = ship([replace(p, spread=np.zeros(1)) if d else p for p, d in zip(plans, deferred)], shared=(setup.model,))
     outs = [delayed(_chunk_pass, nout=2)(p, shipped, threshold, groups, deferred, extra) for p in parts]
     persisted = persist(tree_reduce([o[0] for o in outs], merge=_merge_heads), *[o[1] for o in outs])  # type: ignore[no-untyped-call]  # dask: untyped
     dask_progress(list(persisted), options.progress)
@@ -368,8 +396,9 @@ def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = Non
         for piv, new in zip(pivots, new_pivots):
             piv.update(new)
         for j, scale in scales.items():
-            summaries[j] = replace(summaries[j], nlm=pieces[j].nlm, n_linear=pieces[j].n_linear,
-                                   status=pieces[j].status)
+            summaries[j] = replace(
+                summaries[j], nlm=pieces[j].nlm, n_linear=pieces[j].n_linear, status=pieces[j].status
+            )
             plans[j] = replace(plans[j], spread=np.asarray(scale))
     results: list[DaskFMEResult | DataError] = []
     for j, (job, plan, summary) in enumerate(zip(jobs, plans, summaries)):
@@ -381,9 +410,14 @@ def run_pass(setup: Setup, jobs: list[Job], groups: Any = None, extra: Any = Non
     return PassOutput(results, summaries, found)
 
 
-def _pass_quantiles(results: list[DaskFMEResult | DataError], summaries: list[Summary], stores: list[Any],
-                    pivots: list[dict[Any, tuple[np.ndarray, int]]], groups: Any,
-                    which: str | None) -> list[dict[tuple[Any, ...], float]]:
+def _pass_quantiles(
+    results: list[DaskFMEResult | DataError],
+    summaries: list[Summary],
+    stores: list[Any],
+    pivots: list[dict[Any, tuple[np.ndarray, int]]],
+    groups: Any,
+    which: str | None,
+) -> list[dict[tuple[Any, ...], float]]:
     """The quantiles :func:`run_pass` was asked for, per job, in one round (:func:`fme._dask.quantiles.select`)."""
     found: list[dict[tuple[Any, ...], float]] = [{} for _ in results]
     if which is None:
@@ -406,8 +440,9 @@ def _pass_quantiles(results: list[DaskFMEResult | DataError], summaries: list[Su
     return found
 
 
-def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores: list[Any], groups: Any,
-            lazy_rows: bool) -> DaskFMEResult:
+def _result(
+    setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores: list[Any], groups: Any, lazy_rows: bool
+) -> DaskFMEResult:
     """The :class:`DaskFMEResult` of job ``j`` of a pass."""
     from dask.base import compute
     from dask.delayed import delayed
@@ -425,8 +460,11 @@ def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores
         from .bootstrap import bootstrap_draws
 
         # the draws are (weighted) sums over these totals: rows, or with wts= the groups' weights
-        counts = summary.codes[:1] if groups is None else (
-            summary.groups.fme.n if summary.groups.weighted is None else summary.groups.weighted.w)
+        counts = (
+            summary.codes[:1]
+            if groups is None
+            else (summary.groups.fme.n if summary.groups.weighted is None else summary.groups.weighted.w)
+        )
         boot = bootstrap_draws(setup.model, data, plan, setup.plan.bootstrap, counts, groups)
     results = excluded = None
     if lazy_rows:
@@ -449,24 +487,36 @@ def _result(setup: Setup, job: Job, plan: Plan, summary: Summary, j: int, stores
     # several outputs: figures per class (fme._dask.outputs)
     cls = DaskFMEResult if plan.names is None else DaskMultiFMEResult
     return cls(
-        results=results, excluded=excluded, steps=plan.steps, summary_data=summary,
-        model_description=plan.predictor.description, explained_class=plan.predictor.explained_class,
+        results=results,
+        excluded=excluded,
+        steps=plan.steps,
+        summary_data=summary,
+        model_description=plan.predictor.description,
+        explained_class=plan.predictor.explained_class,
         nlm_method=None if settings is None else settings.method,
         nlm_nodes=None if settings is None else settings.nodes,
         nlm_tol=None if settings is None or settings.method != "gauss-kronrod" else settings.tol,
         nlm_linear_threshold=float(options.nlm_linear_threshold),
         detector=None if plan.detector is None else detector_name(plan.detector),
-        on_extrapolation=plan.policy, inference_method="bootstrap" if job.boot else plan.method,
-        conf_level=job.conf_level, detector_fit=job.fit_info, detector_frame=job.fit_frame, bootstrap_draws=boot,
-        sorted_parts={"fme": fm_p, "nlm": nl_p}, data=data, plan=plan, groups=groups, group_parts=gp_p,
+        on_extrapolation=plan.policy,
+        inference_method="bootstrap" if job.boot else plan.method,
+        conf_level=job.conf_level,
+        detector_fit=job.fit_info,
+        detector_frame=job.fit_frame,
+        bootstrap_draws=boot,
+        sorted_parts={"fme": fm_p, "nlm": nl_p},
+        data=data,
+        plan=plan,
+        groups=groups,
+        group_parts=gp_p,
         output_names=None if plan.names is None else tuple(plan.names),
         model_features=None if plan.predictor.feature_names is None else tuple(plan.predictor.feature_names),
-        scale=None if plan.predictor.adapter is None else plan.predictor.adapter.scale_note(data.columns))
+        scale=None if plan.predictor.adapter is None else plan.predictor.adapter.scale_note(data.columns),
+    )
 
 
 # ----------------------------------------------------------------- entry point
-def fme(plan: Plan, data: Any, reference: Any, steps: Any, groups: Any = None,
-        extra: Any = None) -> DaskFMEResult:
+def fme(plan: Plan, data: Any, reference: Any, steps: Any, groups: Any = None, extra: Any = None) -> DaskFMEResult:
     """:func:`fme.fme` on Dask data (see the module docstring), with ``plan`` resolved by the front door
     (``reference``: the reference data, None for ``data``).
 

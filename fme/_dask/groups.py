@@ -28,13 +28,30 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .._core.groups import (GroupSpec, GroupSums, group_codes, group_sums, one_group, row_weights,  # noqa: F401
-                            sorted_keys)
-from .._core.groups import indicator  # noqa: F401 - public here for the bootstrap's sums
+from .._core.groups import (  # noqa: F401
+    GroupSpec,
+    GroupSums,
+    group_codes,
+    group_sums,
+    indicator,  # noqa: F401 - public here for the bootstrap's sums
+    one_group,
+    row_weights,
+    sorted_keys,
+)
 from .._utils.validation import check_by_missing
 
-__all__ = ["GroupSpec", "GroupSums", "group_keys", "group_codes", "group_sums", "group_sizes",
-           "check_weights_dask", "one_group", "indicator", "row_weights"]
+__all__ = [
+    "GroupSpec",
+    "GroupSums",
+    "group_keys",
+    "group_codes",
+    "group_sums",
+    "group_sizes",
+    "check_weights_dask",
+    "one_group",
+    "indicator",
+    "row_weights",
+]
 
 
 def _weight_checks(part: pd.DataFrame, column: str) -> np.ndarray:
@@ -53,8 +70,10 @@ def check_weights_dask(data: Any, column: str) -> None:
     checks = [delayed(_weight_checks)(p, column) for p in data.to_delayed()]
     bad, negative, positive = np.sum(compute(*checks), axis=0)  # type: ignore[no-untyped-call]  # dask: untyped
     if bad or negative or not positive:
-        raise ParameterError(f"wts={column!r} must be finite, non-negative and not all zero ({bad} non-finite, "
-                             f"{negative} negative, {positive} positive values).")
+        raise ParameterError(
+            f"wts={column!r} must be finite, non-negative and not all zero ({bad} non-finite, "
+            f"{negative} negative, {positive} positive values)."
+        )
 
 
 def lazy_group_keys(data: Any, by: list[str], missing: str = "group") -> dict[str, Any]:

@@ -13,21 +13,22 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from .._adapters.predictor import make_predictor
 from .._core.summary import Moments
 from ..exceptions import DataError
 from ..inference.estimates import Estimates
 from ..inference.methods import compute_rows
-from .._adapters.predictor import make_predictor
 from ..steps import Step, apply_steps, stepped_rows
-from .common import model_frames, as_dask, require_dask
+from .common import as_dask, model_frames, require_dask
 
 __all__ = ["interaction"]
 
 _FAN_IN = 16
 
 
-def _chunk(part: pd.DataFrame, model: Any, sa: tuple[Step, ...], sb: tuple[Step, ...], target_class: Any,
-           with_jac: bool) -> tuple[int, Moments | None, float, np.ndarray | None, np.ndarray]:
+def _chunk(
+    part: pd.DataFrame, model: Any, sa: tuple[Step, ...], sb: tuple[Step, ...], target_class: Any, with_jac: bool
+) -> tuple[int, Moments | None, float, np.ndarray | None, np.ndarray]:
     """(rows, Moments, max |f|, Jacobian sum or None, the chunk's second differences)."""
     predictor = make_predictor(model, target_class)
     keep = stepped_rows(part, (*sa, *sb))
@@ -38,7 +39,7 @@ def _chunk(part: pd.DataFrame, model: Any, sa: tuple[Step, ...], sb: tuple[Step,
     Xa, Xb = apply_steps(X, sa), apply_steps(X, sb)
     Xab = apply_steps(Xa, sb)
     f = predictor(pd.concat([X, Xa, Xb, Xab], ignore_index=True), stage="interaction points")
-    f0, fa, fb, fab = f[:n], f[n:2 * n], f[2 * n:3 * n], f[3 * n:]
+    f0, fa, fb, fab = f[:n], f[n : 2 * n], f[2 * n : 3 * n], f[3 * n :]
     v = fab - fa - fb + f0
     jac = None
     if with_jac:
@@ -69,9 +70,20 @@ def _vcov_of(model: Any) -> np.ndarray:
     return np.asarray(model.get_vcov(), dtype=float)
 
 
-def interaction(model: Any, data: Any, sa: tuple[Step, ...], sb: tuple[Step, ...], *, method: str, conf_level: float,
-                tol: Any, target_class: Any, bootstrap: Any = None, detector: Any = None,
-                reference: Any = None) -> dict[str, Any]:
+def interaction(
+    model: Any,
+    data: Any,
+    sa: tuple[Step, ...],
+    sb: tuple[Step, ...],
+    *,
+    method: str,
+    conf_level: float,
+    tol: Any,
+    target_class: Any,
+    bootstrap: Any = None,
+    detector: Any = None,
+    reference: Any = None,
+) -> dict[str, Any]:
     """The interaction's figures on Dask data, as :func:`fme._local.interactions.interaction` gives them in memory
     but for the per-row values; ``method`` is 'delta' or 'sample' (the front door refuses the bootstrap and a
     detector here: ``bootstrap``, ``detector`` and ``reference`` are None)."""
@@ -85,20 +97,34 @@ def interaction(model: Any, data: Any, sa: tuple[Step, ...], sb: tuple[Step, ...
     outs = list(persist(*chunks))  # type: ignore[no-untyped-call]  # dask's persist is untyped
     items = outs
     while len(items) > 1:
-        items = [delayed(_merge)(*items[i:i + _FAN_IN]) for i in range(0, len(items), _FAN_IN)]
+        items = [delayed(_merge)(*items[i : i + _FAN_IN]) for i in range(0, len(items), _FAN_IN)]
     n, m, mx, jac, _ = delayed(_merge)(*items).compute()
     if n == 0:
-        raise DataError("no row can be evaluated: every row has a missing stepped value or is already at a "
-                        "categorical step's level; check the steps.")
+        raise DataError(
+            "no row can be evaluated: every row has a missing stepped value or is already at a "
+            "categorical step's level; check the steps."
+        )
     mean = float(m.mean[0])
     sd = float(m.sd()[0]) if n > 1 else float("nan")
     if with_jac:
         est = Estimates("delta", np.array([mean]), grad=(jac / n)[None, :], vcov=_vcov_of(model))
     else:
-        est = Estimates("sample", np.array([mean]), se=np.array([sd / np.sqrt(n) if n > 1 else np.nan]),
-                        df=np.array([max(n - 1.0, 1.0)]))
+        est = Estimates(
+            "sample",
+            np.array([mean]),
+            se=np.array([sd / np.sqrt(n) if n > 1 else np.nan]),
+            df=np.array([max(n - 1.0, 1.0)]),
+        )
     tol_used = 1e-8 * mx if tol is None else float(tol)
     above = sum(compute(*[delayed(_above)(o, tol_used) for o in outs]))  # type: ignore[no-untyped-call]  # dask: untyped
-    return {"estimate": mean, "estimates": est, "table": est.table(conf_level).iloc[0].to_dict(), "sd": sd,
-            "n": int(n), "tol": tol_used, "share_above_tol": above / n, "n_rows": int(data.shape[0].compute()),
-            "values": None}
+    return {
+        "estimate": mean,
+        "estimates": est,
+        "table": est.table(conf_level).iloc[0].to_dict(),
+        "sd": sd,
+        "n": int(n),
+        "tol": tol_used,
+        "share_above_tol": above / n,
+        "n_rows": int(data.shape[0].compute()),
+        "values": None,
+    }

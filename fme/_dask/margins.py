@@ -39,13 +39,14 @@ def _known(data: Any) -> Any:
     from dask.dataframe.utils import has_known_categories
 
     meta = data._meta
-    unknown = [c for c in meta.columns if isinstance(meta[c].dtype, pd.CategoricalDtype)
-               and not has_known_categories(data[c])]  # type: ignore[no-untyped-call]  # dask: untyped
+    known: Any = has_known_categories  # dask: untyped
+    unknown = [c for c in meta.columns if isinstance(meta[c].dtype, pd.CategoricalDtype) and not known(data[c])]
     return data.categorize(columns=unknown) if unknown else data
 
 
-def _typical_parts(part: pd.DataFrame, numeric: list[str],
-                   others: list[str]) -> tuple[np.ndarray, np.ndarray, dict[str, pd.Series]]:
+def _typical_parts(
+    part: pd.DataFrame, numeric: list[str], others: list[str]
+) -> tuple[np.ndarray, np.ndarray, dict[str, pd.Series]]:
     num = part[numeric].to_numpy(dtype=float, na_value=np.nan) if numeric else np.empty((len(part), 0))
     ok = np.isfinite(num)
     sums = np.where(ok, num, 0.0).sum(axis=0)
@@ -80,16 +81,16 @@ def typical_values_dask(data: Any) -> pd.DataFrame:
         if counts_c.empty or counts_c.max() == 0:
             raise DataError(f"column {c!r} has no non-missing value; cannot take its mode.")
         out[c] = counts_c.idxmax()
-    return pd.DataFrame({c: pd.Series([out[c]], dtype=float if c in numeric else meta[c].dtype)
-                         for c in meta.columns})
+    return pd.DataFrame({c: pd.Series([out[c]], dtype=float if c in numeric else meta[c].dtype) for c in meta.columns})
 
 
 def _distinct(data: Any, column: str) -> list[Any]:
     return cast(list[Any], data[column].dropna().drop_duplicates().compute().tolist())
 
 
-def local_view(model: Any, data: Any, steps: Any, at: Any,
-               fme_kwargs: dict[str, Any]) -> tuple[pd.DataFrame, dict[Any, Any], pd.DataFrame, dict[str, Any]]:
+def local_view(
+    model: Any, data: Any, steps: Any, at: Any, fme_kwargs: dict[str, Any]
+) -> tuple[pd.DataFrame, dict[Any, Any], pd.DataFrame, dict[str, Any]]:
     """``(local, steps, base, fme_kwargs)`` for the pandas MER of Dask ``data`` (see the module docstring).
 
     ``local`` holds every column of the data with its dtype: the typical value
@@ -98,11 +99,11 @@ def local_view(model: Any, data: Any, steps: Any, at: Any,
     ``reference_data`` (or, with a detector, the data itself) is replaced by a
     pandas frame the detector is fitted on.
     """
-    from .common import check_sample_size, model_frames, as_dask, envelope_frame, reference_sample
     from .._utils.validation import seed_of
     from ..exceptions import StepError
     from ..extrapolation import EnvelopeDetector
     from ..steps import parse_steps
+    from .common import as_dask, check_sample_size, envelope_frame, model_frames, reference_sample
 
     fme_kwargs = dict(fme_kwargs)
     sample_size = check_sample_size(fme_kwargs.pop("sample_size", None))
@@ -110,11 +111,15 @@ def local_view(model: Any, data: Any, steps: Any, at: Any,
     meta = data._meta
     base = typical_values_dask(data)
     if not hasattr(steps, "items"):
-        raise StepError(f"`steps` must be a dict mapping feature names to steps, e.g. {{'age': 1}}, got "
-                        f"{type(steps).__name__}.")
+        raise StepError(
+            f"`steps` must be a dict mapping feature names to steps, e.g. {{'age': 1}}, got {type(steps).__name__}."
+        )
     named = [f for f in list(steps) + list(at or {}) if f in meta.columns]
-    levels = {f: _distinct(data, f) for f in dict.fromkeys(named)
-              if is_categorical(meta[f]) and not isinstance(meta[f].dtype, pd.CategoricalDtype)}
+    levels = {
+        f: _distinct(data, f)
+        for f in dict.fromkeys(named)
+        if is_categorical(meta[f]) and not isinstance(meta[f].dtype, pd.CategoricalDtype)
+    }
     size = max([1] + [len(v) for v in levels.values()])
     local = {}
     for c in meta.columns:

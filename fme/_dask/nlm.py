@@ -54,8 +54,13 @@ def pending(batch: Batch) -> PendingNLM:
     sd = np.asarray(batch.nlm_sd, dtype=float).reshape(-1)
     open_ = (st == "ok") | (st == "inaccurate")
     order = np.argsort(v[open_], kind="stable")
-    return PendingNLM(nlm=v[open_][order], sd=sd[open_][order], inaccurate=(st[open_] == "inaccurate")[order],
-                      n_constant=int((st == "constant").sum()), n_flat=int((st == "flat").sum()))
+    return PendingNLM(
+        nlm=v[open_][order],
+        sd=sd[open_][order],
+        inaccurate=(st[open_] == "inaccurate")[order],
+        n_constant=int((st == "constant").sum()),
+        n_flat=int((st == "flat").sum()),
+    )
 
 
 def flat_scale(spread: Moments) -> np.ndarray:
@@ -74,10 +79,16 @@ def finish(p: PendingNLM, scale: float, flat_tol: float, threshold: float) -> tu
     defined = ~flat
     nl = p.nlm[defined]
     n_inaccurate = int((p.inaccurate & defined).sum())
-    status = np.array([[nl.size - n_inaccurate], [p.n_constant], [p.n_flat + int(flat.sum())], [n_inaccurate]],
-                      dtype=np.int64)
+    status = np.array(
+        [[nl.size - n_inaccurate], [p.n_constant], [p.n_flat + int(flat.sum())], [n_inaccurate]], dtype=np.int64
+    )
     with np.errstate(invalid="ignore"):
         n_linear = np.array([(nl >= threshold).sum()], dtype=np.int64)
-    pieces = Summary(codes=np.zeros(N_CODES, dtype=np.int64), fme=Moments.of(np.empty(0)), nlm=Moments.of(nl),
-                     n_linear=n_linear, status=status)
+    pieces = Summary(
+        codes=np.zeros(N_CODES, dtype=np.int64),
+        fme=Moments.of(np.empty(0)),
+        nlm=Moments.of(nl),
+        n_linear=n_linear,
+        status=status,
+    )
     return pieces, nl

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from .._core.summary import Moments
-from .result import DaskFMEResult
 from ..inference.estimates import Estimates
+from .result import DaskFMEResult
 
 __all__ = ["DaskMultiFMEResult", "sorted_outputs"]
 
@@ -38,7 +38,8 @@ def sorted_outputs(results: pd.DataFrame, plan: Any) -> tuple[Any, Any]:
     has_nlm = plan.settings is not None
     if names is None:
         nl: np.ndarray | tuple[np.ndarray, ...] | None = (
-            _sorted(results["nlm"].to_numpy(dtype=float)) if has_nlm else None)
+            _sorted(results["nlm"].to_numpy(dtype=float)) if has_nlm else None
+        )
         return _sorted(results["fme"].to_numpy(dtype=float)), nl
     fm = tuple(_sorted(results[f"fme_{c}"].to_numpy(dtype=float)) for c in names)
     nl = tuple(_sorted(results[f"nlm_{c}"].to_numpy(dtype=float)) for c in names) if has_nlm else None
@@ -104,14 +105,20 @@ class DaskMultiFMEResult(DaskFMEResult):
     # ------------------------------------------------------------- presentation primitives
     def _nlm_figures(self, col: str) -> dict[str, Any]:
         k = col.split("_", 1)[1]
-        return {"mean": self.anlm[k], "median": self.median_nlm[k], "share": self.share_linear[k],
-                "sd": self._series(cast(Moments, self.summary_data.nlm).sd())[k]}  # has NLMs here
+        return {
+            "mean": self.anlm[k],
+            "median": self.median_nlm[k],
+            "share": self.share_linear[k],
+            "sd": self._series(cast(Moments, self.summary_data.nlm).sd())[k],
+        }  # has NLMs here
 
     def _nlm_footer(self) -> list[str]:
         if not self.has_nlm:
             return []
-        return [f"  nlm rows undefined in any output {self.n_nlm_undefined} (constant {self.n_nlm_constant}, "
-                f"flat {self.n_nlm_flat})  inaccurate {self.n_nlm_inaccurate}"]
+        return [
+            f"  nlm rows undefined in any output {self.n_nlm_undefined} (constant {self.n_nlm_constant}, "
+            f"flat {self.n_nlm_flat})  inaccurate {self.n_nlm_inaccurate}"
+        ]
 
     # ------------------------------------------------------------- inference (sample, per output)
     def _estimates(self) -> Estimates:
@@ -120,4 +127,3 @@ class DaskMultiFMEResult(DaskFMEResult):
         with np.errstate(invalid="ignore", divide="ignore"):
             se = np.where(n >= 2, m.sd() / np.sqrt(n), np.nan)
         return Estimates("sample", np.where(n > 0, m.mean, np.nan), se=se, df=np.maximum(n - 1.0, 1.0))
-

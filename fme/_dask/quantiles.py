@@ -74,8 +74,9 @@ def _bounds(piv: list[tuple[np.ndarray, int]], ranks: list[int]) -> _Bounds:
     for r in ranks:
         ok_lo = np.flatnonzero(upper <= r)
         ok_hi = np.flatnonzero(lower > r)
-        bounds.append((None if ok_lo.size == 0 else float(cand[ok_lo[-1]]),
-                       None if ok_hi.size == 0 else float(cand[ok_hi[0]])))
+        bounds.append(
+            (None if ok_lo.size == 0 else float(cand[ok_lo[-1]]), None if ok_hi.size == 0 else float(cand[ok_hi[0]]))
+        )
     return bounds
 
 
@@ -134,8 +135,11 @@ def quantiles(parts: list[Any], n: int, probs: list[float]) -> dict[float, float
     return _interpolate(dict(zip(ordered, order_statistics(parts, ordered))), n, probs)
 
 
-def select(stores: list[Any], chunk_pivots: list[dict[Any, tuple[np.ndarray, int]]],
-           problems: list[tuple[Any, int, list[float]]]) -> list[dict[float, float]]:
+def select(
+    stores: list[Any],
+    chunk_pivots: list[dict[Any, tuple[np.ndarray, int]]],
+    problems: list[tuple[Any, int, list[float]]],
+) -> list[dict[float, float]]:
     """:func:`quantiles` of several value sets in one round.
 
     ``stores``: per chunk, a (persisted) dict of sorted arrays; ``chunk_pivots``: per chunk, the computed

@@ -3,18 +3,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import operator
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from .._core.plan import Plan
+from .._core.result_base import EffectsPresentation
 from .._core.summary import Moments, Summary
 from .._utils.validation import check_conf_level
 from ..inference.estimates import Estimates
-from .._core.result_base import EffectsPresentation
 from ..steps import Step
 from .quantiles import quantiles as _quantiles
 
@@ -162,14 +162,19 @@ class DaskFMEResult(EffectsPresentation):
         if self.inference_method != "bootstrap" or self.bootstrap_draws is None:
             return None
         info = self.bootstrap_draws[1]
-        return {"n_resamples": int(info["n_resamples"]), "n_failed": int(info["n_failed"]), "ci": info["ci"],
-                "errors": list(info["errors"])}
+        return {
+            "n_resamples": int(info["n_resamples"]),
+            "n_failed": int(info["n_failed"]),
+            "ci": info["ci"],
+            "errors": list(info["errors"]),
+        }
 
     def _missing_parts(self, what: str) -> int:
         from ..exceptions import FMEError
 
-        raise FMEError(f"{what} needs the sorted fMEs, freed by release() before it was asked for; ask for it "
-                       "before release().")
+        raise FMEError(
+            f"{what} needs the sorted fMEs, freed by release() before it was asked for; ask for it before release()."
+        )
 
     # ------------------------------------------------------------- exact quantiles (two rounds of counting)
     def _quantile_of(self, which: str, j: int, p: float) -> float:
@@ -216,15 +221,28 @@ class DaskFMEResult(EffectsPresentation):
         j = self.fme_columns.index(col)
         m = self.summary_data.fme
         n = int(m.n[j])
-        return {"mean": float(m.mean[j]) if n else float("nan"), "sd": float(m.sd()[j]), "n": n,
-                "q25": self._quantile_of("fme", j, 0.25), "median": self._quantile_of("fme", j, 0.5),
-                "q75": self._quantile_of("fme", j, 0.75)}
+        return {
+            "mean": float(m.mean[j]) if n else float("nan"),
+            "sd": float(m.sd()[j]),
+            "n": n,
+            "q25": self._quantile_of("fme", j, 0.25),
+            "median": self._quantile_of("fme", j, 0.5),
+            "q75": self._quantile_of("fme", j, 0.75),
+        }
 
     def _nlm_figures(self, col: str) -> dict[str, Any]:
         m = cast(Moments, self.summary_data.nlm)  # asked for with NLMs
-        return {"mean": self.anlm, "median": self.median_nlm, "share": self.share_linear, "sd": float(m.sd()[0]),
-                "undefined": self.n_nlm_undefined, "constant": self.n_nlm_constant, "flat": self.n_nlm_flat,
-                "inaccurate": self.n_nlm_inaccurate, "max_error": self._max_error(0)}
+        return {
+            "mean": self.anlm,
+            "median": self.median_nlm,
+            "share": self.share_linear,
+            "sd": float(m.sd()[0]),
+            "undefined": self.n_nlm_undefined,
+            "constant": self.n_nlm_constant,
+            "flat": self.n_nlm_flat,
+            "inaccurate": self.n_nlm_inaccurate,
+            "max_error": self._max_error(0),
+        }
 
     def _nlm_counts(self, col: str) -> tuple[int, int]:
         """(defined NLMs, NLMs >= ``nlm_linear_threshold``), merged over the chunks."""
@@ -238,8 +256,13 @@ class DaskFMEResult(EffectsPresentation):
 
     def _exclusion_counts(self) -> dict[str, int]:
         c = self.summary_data.codes
-        return {"missing": int(c[1]), "at_level": int(c[2]), "extrapolation": int(c[3]), "incomplete": int(c[4]),
-                "unknown_level": int(c[5])}
+        return {
+            "missing": int(c[1]),
+            "at_level": int(c[2]),
+            "extrapolation": int(c[3]),
+            "incomplete": int(c[4]),
+            "unknown_level": int(c[5]),
+        }
 
     _summary_title = "Forward marginal effects of {model} (Dask data)"
 
@@ -265,4 +288,3 @@ class DaskFMEResult(EffectsPresentation):
     def _inference_table(self, conf_level: float | None = None) -> pd.DataFrame:
         level = self.conf_level if conf_level is None else check_conf_level(conf_level)
         return self._estimates().table(level)
-

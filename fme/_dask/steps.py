@@ -83,8 +83,9 @@ def lazy_moments(reference: Any, cols: list[str]) -> Any:
     return tree_reduce([delayed(finite_moments)(p, cols) for p in reference.to_delayed()])
 
 
-def column_sd_steps(steps: Any, reference: Any, features: list[str],
-                    moments: Any = None) -> tuple[dict[str, Any], dict[str, str]]:
+def column_sd_steps(
+    steps: Any, reference: Any, features: list[str], moments: Any = None
+) -> tuple[dict[str, Any], dict[str, str]]:
     """``steps`` with their ``sd``/``unit``/``iqr``/``mad`` rules (e.g. ``"-2*sd"``) turned into numbers.
 
     The SD (n - 1) of the finite reference values, as :func:`fme.steps.step_size` computes it, from
@@ -108,8 +109,13 @@ def column_sd_steps(steps: Any, reference: Any, features: list[str],
     out, rules = dict(steps), {}
     for f, (sign, mult, rule) in todo.items():
         kind = rule.lower()
-        base = (1.0 if kind == "unit" else float(sd.get(f, np.nan)) if kind == "sd"
-                else _spread_by_order(reference, f, kind))
+        base = (
+            1.0
+            if kind == "unit"
+            else float(sd.get(f, np.nan))
+            if kind == "sd"
+            else _spread_by_order(reference, f, kind)
+        )
         scale = (float(mult) if mult else 1.0) * (-1.0 if sign == "-" else 1.0)  # as fme.steps._parse_numeric
         h = base * scale
         if np.isfinite(h) and h != 0:
@@ -148,8 +154,11 @@ def rule_frame(reference: Any, features: list[str], levels: dict[str, Any] | Non
     for f in features:
         if f in levels:
             v = pd.Series(levels[f]).reset_index(drop=True)
-            cols[f] = v.iloc[np.arange(length) % len(v)].reset_index(drop=True) if len(v) else pd.Series(
-                [None] * length, dtype=reference._meta[f].dtype)
+            cols[f] = (
+                v.iloc[np.arange(length) % len(v)].reset_index(drop=True)
+                if len(v)
+                else pd.Series([None] * length, dtype=reference._meta[f].dtype)
+            )
         else:
             cols[f] = cast(pd.DataFrame, full)[f].reset_index(drop=True)  # numeric columns: computed
     return pd.DataFrame(cols).reindex(columns=list(reference.columns))

@@ -21,15 +21,23 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .._core.averages import (RowQuantity, bootstrap_of, draws_of_means, estimates_of, model_values,
-                              prediction_table, refit_draws, spread_values)
+from .._core.averages import (
+    RowQuantity,
+    bootstrap_of,
+    draws_of_means,
+    estimates_of,
+    model_values,
+    prediction_table,
+    refit_draws,
+    spread_values,
+)
 from .._core.plan import Plan
 from .._core.summary import RowSums
 from ..exceptions import DataError, ModelError
 from ..inference.bootstrap import check_bootstrap
 from ..inference.estimates import INFERENCE_COLUMNS, Estimates
 from ..steps import apply_steps
-from .common import model_frames, as_dask
+from .common import as_dask, model_frames
 from .groups import GroupSpec, check_weights_dask, group_codes, group_keys
 
 __all__ = ["average", "comparisons", "predictions", "column_range"]
@@ -68,7 +76,7 @@ def _tree(items: list[Any]) -> Any:
     from dask.delayed import delayed
 
     while len(items) > 1:
-        items = [delayed(_merge_all)(*items[i:i + 16]) for i in range(0, len(items), 16)]
+        items = [delayed(_merge_all)(*items[i : i + 16]) for i in range(0, len(items), 16)]
     return items[0]
 
 
@@ -76,8 +84,15 @@ def _row_weights(part: pd.DataFrame, weights: str | None) -> np.ndarray | None:
     return None if weights is None else part[weights].to_numpy(dtype=float)
 
 
-def _chunk_sums(part: pd.DataFrame, quantity: RowQuantity, method: str, groups: GroupSpec | None,
-                n_groups: int, spread: bool = True, weights: str | None = None) -> RowSums | None:
+def _chunk_sums(
+    part: pd.DataFrame,
+    quantity: RowQuantity,
+    method: str,
+    groups: GroupSpec | None,
+    n_groups: int,
+    spread: bool = True,
+    weights: str | None = None,
+) -> RowSums | None:
     if len(part) == 0:
         return None
     values, jac, vcov = quantity.rows(part, None, method)
@@ -85,16 +100,29 @@ def _chunk_sums(part: pd.DataFrame, quantity: RowQuantity, method: str, groups: 
     return RowSums.of(values, jac, _codes(part, groups), n_groups, _row_weights(part, weights), vcov, spread)
 
 
-def _chunk_refits(part: pd.DataFrame, quantity: RowQuantity, models: list[Any], groups: GroupSpec | None,
-                  n_groups: int, weights: str | None = None) -> RowSums | None:
+def _chunk_refits(
+    part: pd.DataFrame,
+    quantity: RowQuantity,
+    models: list[Any],
+    groups: GroupSpec | None,
+    n_groups: int,
+    weights: str | None = None,
+) -> RowSums | None:
     if len(part) == 0:
         return None
-    return RowSums.of(model_values(quantity, part, models), None, _codes(part, groups), n_groups,
-                      _row_weights(part, weights), spread=False)
+    return RowSums.of(
+        model_values(quantity, part, models),
+        None,
+        _codes(part, groups),
+        n_groups,
+        _row_weights(part, weights),
+        spread=False,
+    )
 
 
-def average(model: Any, data: Any, quantity: RowQuantity, method: str, by: list[str], bootstrap: Any,
-            weights: str | None = None) -> tuple[Estimates, np.ndarray, pd.DataFrame]:
+def average(
+    model: Any, data: Any, quantity: RowQuantity, method: str, by: list[str], bootstrap: Any, weights: str | None = None
+) -> tuple[Estimates, np.ndarray, pd.DataFrame]:
     """The ``by`` groups' estimates of ``quantity`` over all rows of the Dask ``data``, the groups' row counts
     and their keys (``weights``: a column of ``data``).
 
@@ -111,8 +139,7 @@ def average(model: Any, data: Any, quantity: RowQuantity, method: str, by: list[
     parts = data.to_delayed()
     base = "delta" if method == "delta" else "sample"
     spread = method == "sample"  # the spread over the rows only for the fixed-model interval
-    sums = _tree([delayed(_chunk_sums)(p, quantity, base, groups, n_groups, spread, weights)
-                  for p in parts]).compute()
+    sums = _tree([delayed(_chunk_sums)(p, quantity, base, groups, n_groups, spread, weights) for p in parts]).compute()
     if sums is None:
         raise DataError("`data` has no rows; pass a Dask DataFrame with rows.")
     counts = sums.moments.n.copy()
@@ -140,9 +167,17 @@ def _stepped(part: pd.DataFrame, batch: Any, plan: Any) -> tuple[pd.DataFrame, p
     return X0, apply_steps(X0, plan.steps, h), batch.f0, batch.f1
 
 
-def _comparison_hook(part: pd.DataFrame, batch: Any, plan: Any, quantity: RowQuantity, method: str,
-                     groups: GroupSpec | None, n_groups: int, spread: bool = True,
-                     weights: str | None = None) -> RowSums | None:
+def _comparison_hook(
+    part: pd.DataFrame,
+    batch: Any,
+    plan: Any,
+    quantity: RowQuantity,
+    method: str,
+    groups: GroupSpec | None,
+    n_groups: int,
+    spread: bool = True,
+    weights: str | None = None,
+) -> RowSums | None:
     if batch.cand.size == 0:
         return None
     values, jac, vcov = quantity.rows(_stepped(part, batch, plan), None, method)
@@ -151,8 +186,15 @@ def _comparison_hook(part: pd.DataFrame, batch: Any, plan: Any, quantity: RowQua
     return RowSums.of(values, jac, _codes(part, groups)[batch.cand], n_groups, w, vcov, spread)
 
 
-def _comparison_refits(part: pd.DataFrame, plan: Any, quantity: RowQuantity, models: list[Any],
-                       groups: GroupSpec | None, n_groups: int, weights: str | None = None) -> RowSums | None:
+def _comparison_refits(
+    part: pd.DataFrame,
+    plan: Any,
+    quantity: RowQuantity,
+    models: list[Any],
+    groups: GroupSpec | None,
+    n_groups: int,
+    weights: str | None = None,
+) -> RowSums | None:
     from .._core.kernel import evaluate_batch
 
     batch = evaluate_batch(plan, part, with_rows=False)
@@ -160,13 +202,22 @@ def _comparison_refits(part: pd.DataFrame, plan: Any, quantity: RowQuantity, mod
         return None
     piece = _stepped(part, batch, plan)
     w = None if weights is None else part[weights].to_numpy(dtype=float)[batch.cand]
-    return RowSums.of(model_values(quantity, piece, models), None, _codes(part, groups)[batch.cand], n_groups, w,
-                      spread=False)
+    return RowSums.of(
+        model_values(quantity, piece, models), None, _codes(part, groups)[batch.cand], n_groups, w, spread=False
+    )
 
 
-def comparisons(plan: Plan, data: Any, reference: Any, steps: Any, quantity: RowQuantity, method: str,
-                by: list[str], bootstrap: Any, weights: str | None = None
-                ) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
+def comparisons(
+    plan: Plan,
+    data: Any,
+    reference: Any,
+    steps: Any,
+    quantity: RowQuantity,
+    method: str,
+    by: list[str],
+    bootstrap: Any,
+    weights: str | None = None,
+) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
     """The ``by`` groups' comparisons on the rows :func:`fme.fme` evaluates on the Dask ``data`` (one pass of the
     kernel, the comparison's sums beside the fMEs; ``plan`` resolved by the front door), their row counts, keys
     and the steps' description (``weights``: a column of ``data``, checked)."""
@@ -178,8 +229,15 @@ def comparisons(plan: Plan, data: Any, reference: Any, steps: Any, quantity: Row
     groups = _groups(data, by)
     n_groups = 1 if groups is None else groups.n_groups
     base = "delta" if method == "delta" else "sample"
-    hook = partial(_comparison_hook, quantity=quantity, method=base, groups=groups, n_groups=n_groups,
-                   spread=method == "sample", weights=weights)
+    hook = partial(
+        _comparison_hook,
+        quantity=quantity,
+        method=base,
+        groups=groups,
+        n_groups=n_groups,
+        spread=method == "sample",
+        weights=weights,
+    )
     model = plan.model
     res = fme(plan, data, reference, steps, extra=hook)  # the plan computes fMEs only ("sample")
     sums = res.summary_data.extra
@@ -216,8 +274,9 @@ def _kept_refits(model: Any, spec: dict[str, Any]) -> tuple[list[Any], dict[str,
     return models, info
 
 
-def _refits_table(piece: pd.DataFrame, quantity: RowQuantity, models: list[Any], info: dict[str, Any],
-                  conf_level: float) -> pd.DataFrame:
+def _refits_table(
+    piece: pd.DataFrame, quantity: RowQuantity, models: list[Any], info: dict[str, Any], conf_level: float
+) -> pd.DataFrame:
     """The per-row table under the bootstrap from refits fitted beforehand (a Dask chunk). A refit whose
     prediction fails here is an error: on pandas data it would be left out of every row, which one chunk cannot
     do for the others."""
@@ -226,15 +285,18 @@ def _refits_table(piece: pd.DataFrame, quantity: RowQuantity, models: list[Any],
     draws = model_values(quantity, piece, models, errors)
     bad = ~np.all(np.isfinite(draws[np.isfinite(f)]), axis=0)
     if bad.any():
-        raise ModelError(f"the prediction of {int(bad.sum())} of {len(models)} refitted models failed on a chunk of the "
-                         f"Dask data ({errors[0] if errors else 'a non-finite prediction'}); compute the predictions "
-                         "of these rows on a pandas frame, where such refits are left out and counted.")
+        raise ModelError(
+            f"the prediction of {int(bad.sum())} of {len(models)} refitted models failed on a chunk of the "
+            f"Dask data ({errors[0] if errors else 'a non-finite prediction'}); compute the predictions "
+            "of these rows on a pandas frame, where such refits are left out and counted."
+        )
     table = bootstrap_of(f, draws, info).table(conf_level)
     return pd.concat([pd.DataFrame({"estimate": f}), table], axis=1).set_axis(piece.index)
 
 
-def predictions(model: Any, data: Any, quantity: RowQuantity, method: str, bootstrap: Any, label: str,
-                conf_level: float) -> Any:
+def predictions(
+    model: Any, data: Any, quantity: RowQuantity, method: str, bootstrap: Any, label: str, conf_level: float
+) -> Any:
     """The prediction of every row of the Dask ``data`` with its uncertainty: a lazy Dask DataFrame, each chunk's
     table computed when asked for (under the bootstrap the refits are fitted once, here, and every chunk's task
     gets them: a chunk that refitted would repeat all B fits)."""
@@ -243,9 +305,20 @@ def predictions(model: Any, data: Any, quantity: RowQuantity, method: str, boots
         models, info = _kept_refits(model, check_bootstrap(bootstrap, model))
         table = partial(_refits_table, quantity=quantity, models=models, info=info, conf_level=conf_level)
     else:
-        table = partial(prediction_table, method=method, quantity=quantity, model=model, bootstrap=bootstrap,
-                        label=label, conf_level=conf_level)
-    meta = pd.DataFrame({"estimate": pd.Series(dtype=float),
-                         **{c: pd.Series(dtype=object if c in ("inference", "covers") else float)
-                            for c in INFERENCE_COLUMNS}}, index=data._meta.index[:0])
+        table = partial(
+            prediction_table,
+            method=method,
+            quantity=quantity,
+            model=model,
+            bootstrap=bootstrap,
+            label=label,
+            conf_level=conf_level,
+        )
+    meta = pd.DataFrame(
+        {
+            "estimate": pd.Series(dtype=float),
+            **{c: pd.Series(dtype=object if c in ("inference", "covers") else float) for c in INFERENCE_COLUMNS},
+        },
+        index=data._meta.index[:0],
+    )
     return data.map_partitions(lambda part: table(part) if len(part) else meta, meta=meta)

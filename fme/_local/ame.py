@@ -23,11 +23,19 @@ from .._core.results import stepped_frames
 from .._utils.stats import describe
 from .._utils.validation import check_by_missing, is_categorical
 from ..exceptions import DataError
-from ..inference.estimates import COVERS, COVERS_UNCONDITIONAL, Estimates, RowInference, pair_label, pairwise_matrix, undefined_where
-from ..inference.unconditional import Unconditional, deviations_of, empirical_part
-from ..inference.wald import stack_estimates
+from ..inference.estimates import (
+    COVERS,
+    COVERS_UNCONDITIONAL,
+    Estimates,
+    RowInference,
+    pair_label,
+    pairwise_matrix,
+    undefined_where,
+)
 from ..inference.methods import compute_averages
 from ..inference.table import EstimatesTable
+from ..inference.unconditional import Unconditional, deviations_of, empirical_part
+from ..inference.wald import stack_estimates
 from ..steps import Step, check_training_levels, classic_contrast, levels, parse_steps, set_level
 from .effects import evaluate, fit_detector
 
@@ -50,8 +58,9 @@ class _Spec:
     est: Estimates | None = None
 
 
-def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[str, Any],
-        table: AMEOptions) -> EstimatesTable:
+def ame(
+    plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[str, Any], table: AMEOptions
+) -> EstimatesTable:
     """:func:`fme.ame` on the model's frame ``data`` (``reference``: the rows the detector is fitted on and step
     rules are computed from), with ``plan`` (its fMEs) and ``table`` (the rest) resolved by :func:`fme.ame`
     and ``steps`` resolved: one fME per row of the table (univariate steps, each derived from ``plan`` by
@@ -69,19 +78,40 @@ def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[
             specs.extend(_categorical_specs(direct, data, reference, feature, value, table.categorical, method))
         else:
             res = evaluate(direct, data, reference, {feature: value})
-            specs.append(_Spec(feature, res.steps[0].value, None, None, res.results["fme"].to_numpy(dtype=float),
-                               cast(np.ndarray, res.positions), *_pair(res, model, method, target_class)))
+            specs.append(
+                _Spec(
+                    feature,
+                    res.steps[0].value,
+                    None,
+                    None,
+                    res.results["fme"].to_numpy(dtype=float),
+                    cast(np.ndarray, res.positions),
+                    *_pair(res, model, method, target_class),
+                )
+            )
     codes_all, groups = frame_groups(data, by_cols)
     keys = groups.keys
     live = [s for s in specs if s.pair is not None]
     pairs = cast(list[tuple[pd.DataFrame, pd.DataFrame]], [s.pair for s in live])  # live: each has its pair
     # (codes, groups[, weights]): RowInference.average's arguments, as compute_averages unpacks each
-    groupings: list[Any] = [(codes_all[s.positions], len(keys)) + (() if wts is None else (wts[s.positions],))
-                            for s in live]
+    groupings: list[Any] = [
+        (codes_all[s.positions], len(keys)) + (() if wts is None else (wts[s.positions],)) for s in live
+    ]
     # The groups are known here: bootstrap refits are averaged per group as they arrive (no n x B draws).
-    ests = compute_averages(method, model, pairs, [s.values for s in live],
-                            groupings, [s.f0 for s in live],
-                            table.bootstrap, target_class) if live else []
+    ests = (
+        compute_averages(
+            method,
+            model,
+            pairs,
+            [s.values for s in live],
+            groupings,
+            [s.f0 for s in live],
+            table.bootstrap,
+            target_class,
+        )
+        if live
+        else []
+    )
     for spec, est in zip(live, ests):
         spec.est = est
     rows = []
@@ -108,14 +138,21 @@ def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[
     # the joint uncertainty of the rows as printed, for fme.hypotheses (and hypothesis=/equivalence= there)
     pair_matrix = pairwise_matrix(len(keys))[0] if hypothesis == "pairwise" else None
     done = [cast(Estimates, s.est) for s in specs]  # every row's estimate is set above
-    out = EstimatesTable.from_frame(out, stack_estimates([e if pair_matrix is None else e.contrast(pair_matrix)
-                                                          for e in done]), conf_level=conf_level)
+    out = EstimatesTable.from_frame(
+        out,
+        stack_estimates([e if pair_matrix is None else e.contrast(pair_matrix) for e in done]),
+        conf_level=conf_level,
+    )
     if ests and method == "bootstrap":
         # failed refits are counted with the table, not only warned about
         e = ests[0]
         n_draws = cast(np.ndarray, e.draws).shape[1]  # bootstrap: the draws are there
-        out.bootstrap = {"n_resamples": int(n_draws + e.n_failed), "n_failed": int(e.n_failed),
-                         "n_nonconverged": int(e.n_nonconverged), "errors": list(e.errors)}
+        out.bootstrap = {
+            "n_resamples": int(n_draws + e.n_failed),
+            "n_failed": int(e.n_failed),
+            "n_nonconverged": int(e.n_nonconverged),
+            "errors": list(e.errors),
+        }
     adapter = plan.predictor.adapter
     scale = None if adapter is None else adapter.scale_note(data.columns)
     if scale is not None:
@@ -123,8 +160,16 @@ def ame(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Mapping[
     return out
 
 
-def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.DataFrame, by_cols: list[Any],
-               hypothesis: str | None, conf_level: float, weighted: bool = False) -> list[dict[str, Any]]:
+def _spec_rows(
+    spec: _Spec,
+    est: Estimates,
+    codes_all: np.ndarray,
+    keys: pd.DataFrame,
+    by_cols: list[Any],
+    hypothesis: str | None,
+    conf_level: float,
+    weighted: bool = False,
+) -> list[dict[str, Any]]:
     m = len(keys)
     codes = codes_all[spec.positions]
     head = {"feature": spec.feature, "step": spec.step, "level": spec.level, "reference": spec.reference}
@@ -138,9 +183,19 @@ def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.Data
         rows = []
         for r, (i, j) in enumerate(pairs):
             diff = np.nan if empty_pair[r] else float(L[r] @ est.estimate)
-            rows.append({**head, "hypothesis": labels[r], "ame": diff, **table.iloc[r].to_dict(),
-                         "sd": np.nan, "q25": np.nan, "q75": np.nan, "n": int(size_used[i] + size_used[j]),
-                         "n_excluded": int(size_all[i] + size_all[j] - size_used[i] - size_used[j])})
+            rows.append(
+                {
+                    **head,
+                    "hypothesis": labels[r],
+                    "ame": diff,
+                    **table.iloc[r].to_dict(),
+                    "sd": np.nan,
+                    "q25": np.nan,
+                    "q75": np.nan,
+                    "n": int(size_used[i] + size_used[j]),
+                    "n_excluded": int(size_all[i] + size_all[j] - size_used[i] - size_used[j]),
+                }
+            )
         return rows
     table = undefined_where(est.table(conf_level), size_used == 0)
     rows = []
@@ -149,13 +204,30 @@ def _spec_rows(spec: _Spec, est: Estimates, codes_all: np.ndarray, keys: pd.Data
         group = {c: keys[c].iloc[g] for c in by_cols}
         n_ex = int(size_all[g] - size_used[g]) if by_cols else len(codes_all) - spec.positions.size
         ame = d["mean"] if not weighted or d["n"] == 0 else float(est.estimate[g])
-        rows.append({**head, **group, "ame": ame, **table.iloc[g].to_dict(), "sd": d["sd"], "q25": d["q25"],
-                     "q75": d["q75"], "n": int(d["n"]), "n_excluded": n_ex})
+        rows.append(
+            {
+                **head,
+                **group,
+                "ame": ame,
+                **table.iloc[g].to_dict(),
+                "sd": d["sd"],
+                "q25": d["q25"],
+                "q75": d["q75"],
+                "n": int(d["n"]),
+                "n_excluded": n_ex,
+            }
+        )
     return rows
 
 
-def _add_rows_sampling(unconditional: Unconditional, specs: list[_Spec], codes_all: np.ndarray, n_groups: int,
-                       n_rows: int, wts: np.ndarray | None) -> None:
+def _add_rows_sampling(
+    unconditional: Unconditional,
+    specs: list[_Spec],
+    codes_all: np.ndarray,
+    n_groups: int,
+    n_rows: int,
+    wts: np.ndarray | None,
+) -> None:
     """The specs' delta estimates with the rows' sampling added (``vcov='unconditional'``), jointly; a spec no
     row could be evaluated for keeps its undefined estimate."""
     delta = [(s, s.est) for s in specs if s.est is not None and s.est.method == "delta"]
@@ -174,16 +246,18 @@ def _direct(method: str) -> str:
     return "sample" if method == "bootstrap" else method
 
 
-def _pair(res: Any, model: Any, method: str, target_class: Any
-          ) -> tuple[tuple[pd.DataFrame, pd.DataFrame] | None, np.ndarray | None, RowInference | None]:
+def _pair(
+    res: Any, model: Any, method: str, target_class: Any
+) -> tuple[tuple[pd.DataFrame, pd.DataFrame] | None, np.ndarray | None, RowInference | None]:
     """(point sets, f(x), ready ingredients) of a spec: the point sets only where ame() still has to compute."""
     if method == "bootstrap":
         return stepped_frames(res, model, target_class), res.predictions["f_x"].to_numpy(), None
     return None, None, res.inference_rows
 
 
-def _categorical_specs(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, feature: str, value: Any,
-                       categorical: str, method: str) -> list[_Spec]:
+def _categorical_specs(
+    plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, feature: str, value: Any, categorical: str, method: str
+) -> list[_Spec]:
     all_levels = levels(data[feature])
     model, target_class = plan.model, plan.target_class
     if categorical == "observation":
@@ -196,14 +270,23 @@ def _categorical_specs(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, 
                 # Every row is already at this level: nothing to evaluate.
                 specs.append(_Spec(feature, np.nan, level, None, np.empty(0), np.empty(0, dtype=np.int64), None))
                 continue
-            specs.append(_Spec(feature, np.nan, level, None, res.results["fme"].to_numpy(dtype=float),
-                               cast(np.ndarray, res.positions),  # in memory: the positions are set
-                               *_pair(res, model, method, target_class)))
+            specs.append(
+                _Spec(
+                    feature,
+                    np.nan,
+                    level,
+                    None,
+                    res.results["fme"].to_numpy(dtype=float),
+                    cast(np.ndarray, res.positions),  # in memory: the positions are set
+                    *_pair(res, model, method, target_class),
+                )
+            )
         return specs
     reference_level, targets = classic_contrast(feature, value, all_levels)
     predictor = plan.predictor
-    check_training_levels([Step(feature, "categorical", lv) for lv in [reference_level, *targets]],
-                          dict(plan.known_levels))
+    check_training_levels(
+        [Step(feature, "categorical", lv) for lv in [reference_level, *targets]], dict(plan.known_levels)
+    )
     X0 = predictor.select(data)
 
     def at_level(level: Any) -> pd.DataFrame:

@@ -14,12 +14,36 @@ from .._trees.partition import PartitionResult
 __all__ = ["came"]
 
 
-def came(effects: FMEResult, *, sample_size: int | None, random_state: Any, method: str,
-         features: list[str], n_partitions: int | None, max_sd: float | None, conf_level: float, standardize: bool,
-         params: dict[str, Any], tree_params: dict[str, Any], honest: bool = False, honest_fraction: float = 0.5,
-         seed: int = 0) -> PartitionResult:
+def came(
+    effects: FMEResult,
+    *,
+    sample_size: int | None,
+    random_state: Any,
+    method: str,
+    features: list[str],
+    n_partitions: int | None,
+    max_sd: float | None,
+    conf_level: float,
+    standardize: bool,
+    params: dict[str, Any],
+    tree_params: dict[str, Any],
+    honest: bool = False,
+    honest_fraction: float = 0.5,
+    seed: int = 0,
+) -> PartitionResult:
     """:func:`fme.came` of in-memory effects, its arguments validated by :func:`fme.came`. ``sample_size`` and
     ``random_state`` (the Dask engine's sample to grow on) do not apply: every evaluated row is in memory."""
-    return grow_partition(effects, method=method, features=features, n_partitions=n_partitions, max_sd=max_sd,
-                          conf_level=conf_level, standardize=standardize, params=params, tree_params=tree_params,
-                          honest=honest, honest_fraction=honest_fraction, seed=seed)
+    return grow_partition(
+        effects,
+        method=method,
+        features=features,
+        n_partitions=n_partitions,
+        max_sd=max_sd,
+        conf_level=conf_level,
+        standardize=standardize,
+        params=params,
+        tree_params=tree_params,
+        honest=honest,
+        honest_fraction=honest_fraction,
+        seed=seed,
+    )

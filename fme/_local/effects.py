@@ -45,8 +45,9 @@ def evaluate(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any
     return result(stepped, batch, data)
 
 
-def points(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any
-           ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, str, np.ndarray]:
+def points(
+    plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, str, np.ndarray]:
     """The points :func:`fme.fme` would evaluate on a pandas frame, without predicting them (the same
     detector and exclusions as :func:`fme`): (x, x + h, the evaluated rows of the model's frame, the steps'
     description, the evaluated rows' positions in ``data``)."""

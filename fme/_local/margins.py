@@ -22,12 +22,15 @@ from .effects import fme
 __all__ = ["mer", "AT_FIX"]
 
 #: The way out of an ``at`` feature named like one of the table's own columns.
-AT_FIX = ("Rename that feature in the data (and refit the model on the renamed column), or evaluate your own grid "
-          "rows with fme.fme(model, grid, steps): its results are indexed like grid, beside your columns.")
+AT_FIX = (
+    "Rename that feature in the data (and refit the model on the renamed column), or evaluate your own grid "
+    "rows with fme.fme(model, grid, steps): its results are indexed like grid, beside your columns."
+)
 
 
-def mer(plan: Plan, grid: pd.DataFrame, reference: pd.DataFrame, keys: list[str], steps: Mapping[str, Any],
-        multi: bool) -> pd.DataFrame:
+def mer(
+    plan: Plan, grid: pd.DataFrame, reference: pd.DataFrame, keys: list[str], steps: Mapping[str, Any], multi: bool
+) -> pd.DataFrame:
     """The fME of every row of ``grid`` (the typical values with the ``at`` columns ``keys`` set), one table row
     each: the ``at`` columns, the fME with its uncertainty (``plan.method``), the descriptive columns of a single
     point and the reason where a point was not evaluated; ``multi``: one ``fme_<class>`` column per output
@@ -53,9 +56,15 @@ def mer(plan: Plan, grid: pd.DataFrame, reference: pd.DataFrame, keys: list[str]
         est = inf.average(np.arange(inf.n), inf.n)
         table = est.table(plan.conf_level).set_index(res.results.index)
         fm = res.results["fme"]
-        cols = {"fme": fm, **{c: table[c] for c in INFERENCE_COLUMNS},
-                "sd": pd.Series(np.nan, index=fm.index), "q25": fm, "q75": fm,
-                "n": pd.Series(1, index=fm.index), "n_excluded": pd.Series(0, index=fm.index)}
+        cols = {
+            "fme": fm,
+            **{c: table[c] for c in INFERENCE_COLUMNS},
+            "sd": pd.Series(np.nan, index=fm.index),
+            "q25": fm,
+            "q75": fm,
+            "n": pd.Series(1, index=fm.index),
+            "n_excluded": pd.Series(0, index=fm.index),
+        }
         out = grid[keys].join(pd.DataFrame(cols).join(res.results.drop(columns="fme")))
         out["n"] = out["n"].fillna(0).astype(int)
         out["n_excluded"] = out["n_excluded"].fillna(1).astype(int)

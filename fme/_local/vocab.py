@@ -13,8 +13,17 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from .._core.averages import (RowQuantity, bootstrap_of, draws_of_means, estimates_of, model_values,
-                              prediction_table, refit_draws, spread_values, unconditional_of)
+from .._core.averages import (
+    RowQuantity,
+    bootstrap_of,
+    draws_of_means,
+    estimates_of,
+    model_values,
+    prediction_table,
+    refit_draws,
+    spread_values,
+    unconditional_of,
+)
 from .._core.groups import frame_groups
 from .._core.plan import Plan
 from .._core.summary import RowSums
@@ -25,8 +34,17 @@ from .effects import points
 __all__ = ["average", "comparisons", "predictions", "row_comparisons"]
 
 
-def _average_rows(quantity: RowQuantity, piece: Any, model: Any, method: str, codes: np.ndarray, n_groups: int,
-                  weights: np.ndarray | None, bootstrap: Any, rows: tuple[np.ndarray, int] | None = None) -> Estimates:
+def _average_rows(
+    quantity: RowQuantity,
+    piece: Any,
+    model: Any,
+    method: str,
+    codes: np.ndarray,
+    n_groups: int,
+    weights: np.ndarray | None,
+    bootstrap: Any,
+    rows: tuple[np.ndarray, int] | None = None,
+) -> Estimates:
     """The groups' estimates of ``quantity`` over the rows of ``piece`` (codes: the rows' groups), under
     ``method`` ('delta', 'bootstrap' with the specification ``bootstrap``, or 'sample'); ``rows``: the rows'
     positions in the model's frame and its length (for ``vcov='unconditional'``)."""
@@ -47,8 +65,9 @@ def _average_rows(quantity: RowQuantity, piece: Any, model: Any, method: str, co
 
     def evaluate(models: list[Any]) -> np.ndarray:
         many = model_values(quantity, piece, models, errors)
-        return draws_of_means(quantity, RowSums.of(many, None, codes, n_groups, weights, spread=False).means,
-                              len(models))
+        return draws_of_means(
+            quantity, RowSums.of(many, None, codes, n_groups, weights, spread=False).means, len(models)
+        )
 
     estimate = quantity.of_means(sums.means, None)[0]
     draws, info = refit_draws(model, spec, evaluate, np.isfinite(estimate), errors)
@@ -64,8 +83,15 @@ def _weights(data: pd.DataFrame, weights: Any) -> np.ndarray | None:
     return cast(np.ndarray, data[weights].to_numpy(dtype=float))
 
 
-def average(model: Any, data: pd.DataFrame, quantity: RowQuantity, method: str, by: list[Any], bootstrap: Any,
-            weights: Any = None) -> tuple[Estimates, np.ndarray, pd.DataFrame]:
+def average(
+    model: Any,
+    data: pd.DataFrame,
+    quantity: RowQuantity,
+    method: str,
+    by: list[Any],
+    bootstrap: Any,
+    weights: Any = None,
+) -> tuple[Estimates, np.ndarray, pd.DataFrame]:
     """The ``by`` groups' estimates of ``quantity`` over the rows of the model's frame ``data``, the groups'
     row counts and their keys (``weights``: a column of ``data`` or an array of one weight per row)."""
     codes, groups = frame_groups(data, by)
@@ -73,9 +99,17 @@ def average(model: Any, data: pd.DataFrame, quantity: RowQuantity, method: str, 
     return est, np.bincount(codes[codes >= 0], minlength=groups.n_groups), groups.keys
 
 
-def comparisons(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any, quantity: RowQuantity,
-                method: str, by: list[Any], bootstrap: Any,
-                weights: Any = None) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
+def comparisons(
+    plan: Plan,
+    data: pd.DataFrame,
+    reference: pd.DataFrame,
+    steps: Any,
+    quantity: RowQuantity,
+    method: str,
+    by: list[Any],
+    bootstrap: Any,
+    weights: Any = None,
+) -> tuple[Estimates, np.ndarray, pd.DataFrame, str]:
     """The ``by`` groups' comparisons on the rows :func:`fme.fme` evaluates (its exclusions and extrapolation
     policy; ``plan`` resolved by the front door on ``data`` and ``reference``), their row counts, keys and the
     steps' description (``weights``: a column of ``data`` or one weight per row of ``data``, checked)."""
@@ -88,23 +122,43 @@ def comparisons(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: 
     if quantity.unconditional is not None:
         # the evaluated rows' places in the frame pair each row's deviation with its share of the parameters
         where = (np.asarray(data.index.get_indexer(rows.index)), len(data))
-    est = _average_rows(quantity, (X0, X1, None, None), model, method, codes, groups.n_groups,
-                        None if w is None else w[cand], bootstrap, where)
+    est = _average_rows(
+        quantity,
+        (X0, X1, None, None),
+        model,
+        method,
+        codes,
+        groups.n_groups,
+        None if w is None else w[cand],
+        bootstrap,
+        where,
+    )
     return est, np.bincount(codes, minlength=groups.n_groups), groups.keys, described
 
 
-def predictions(model: Any, data: pd.DataFrame, quantity: RowQuantity, method: str, bootstrap: Any, label: str,
-                conf_level: float) -> pd.DataFrame:
+def predictions(
+    model: Any, data: pd.DataFrame, quantity: RowQuantity, method: str, bootstrap: Any, label: str, conf_level: float
+) -> pd.DataFrame:
     """The prediction of every row of the model's frame ``data`` with its uncertainty, indexed like ``data``."""
     return prediction_table(data, method, quantity, model, bootstrap, label, conf_level)
 
 
-def row_comparisons(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any, quantity: RowQuantity,
-                    method: str, bootstrap: Any, label: str, conf_level: float) -> tuple[pd.DataFrame, str]:
+def row_comparisons(
+    plan: Plan,
+    data: pd.DataFrame,
+    reference: pd.DataFrame,
+    steps: Any,
+    quantity: RowQuantity,
+    method: str,
+    bootstrap: Any,
+    label: str,
+    conf_level: float,
+) -> tuple[pd.DataFrame, str]:
     """The comparison of every row :func:`fme.fme` evaluates (its exclusions and extrapolation policy) with its
     uncertainty, indexed like those rows of ``data``, and the steps' description: the per-row values
     :func:`comparisons` averages."""
     X0, X1, rows, described, _ = points(plan, data, reference, steps)
-    table = prediction_table((X0, X1, None, None), method, quantity, plan.model, bootstrap, label, conf_level,
-                             index=rows.index)
+    table = prediction_table(
+        (X0, X1, None, None), method, quantity, plan.model, bootstrap, label, conf_level, index=rows.index
+    )
     return table, described

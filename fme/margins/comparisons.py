@@ -44,11 +44,11 @@ from .._local import vocab as local_vocab
 from .._utils.validation import check_conf_level, check_data, check_weights, is_categorical, is_dask_collection
 from ..exceptions import ParameterError
 from ..inference.estimates import INFERENCE_COLUMNS
-from ..inference.wald import stack_estimates
 from ..inference.methods import resolve_method
+from ..inference.table import EstimatesTable
 from ..inference.unconditional import is_unconditional, resolve_unconditional
 from ..inference.vcov import residual_df, with_vcov
-from ..inference.table import EstimatesTable
+from ..inference.wald import stack_estimates
 from ..steps import levels, set_level
 
 __all__ = ["avg_comparisons", "comparisons", "comparisons_by_step", "joint_bootstrap", "stacked", "COMPARISONS"]
@@ -57,10 +57,22 @@ __all__ = ["avg_comparisons", "comparisons", "comparisons_by_step", "joint_boots
 COMPARISON_COLUMNS = ["step", "comparison", "estimate", *INFERENCE_COLUMNS, "n", "n_excluded"]
 
 
-def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, comparison: str = "difference",
-                    by: str | Sequence[str] | None = None, inference: str = "auto", bootstrap: Any = None,
-                    conf_level: float = 0.95, vcov: Any = None, df: Any = None, target_class: Any = None,
-                    wts: Any = None, **fme_kwargs: Any) -> pd.DataFrame:
+def avg_comparisons(
+    model: Any,
+    data: pd.DataFrame,
+    steps: Mapping[str, Any],
+    *,
+    comparison: str = "difference",
+    by: str | Sequence[str] | None = None,
+    inference: str = "auto",
+    bootstrap: Any = None,
+    conf_level: float = 0.95,
+    vcov: Any = None,
+    df: Any = None,
+    target_class: Any = None,
+    wts: Any = None,
+    **fme_kwargs: Any,
+) -> pd.DataFrame:
     """The average comparison of ``model``'s predictions after a step, on the scale ``comparison``.
 
     Parameters
@@ -103,34 +115,51 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
         raise ParameterError(f"comparison must be one of {COMPARISONS}, got {comparison!r}.")
     every = _every_level_feature(data, steps)
     if every is not None:
-        return _every_level(model, data, every, comparison=comparison, by=by, inference=inference,
-                            bootstrap=bootstrap, conf_level=conf_level, vcov=vcov, df=df, target_class=target_class,
-                            wts=wts, **fme_kwargs)
+        return _every_level(
+            model,
+            data,
+            every,
+            comparison=comparison,
+            by=by,
+            inference=inference,
+            bootstrap=bootstrap,
+            conf_level=conf_level,
+            vcov=vcov,
+            df=df,
+            target_class=target_class,
+            wts=wts,
+            **fme_kwargs,
+        )
     if fme_kwargs.get("nlm"):
         raise ParameterError(
             "nlm=True: avg_comparisons does not compute the NLM. The NLM (paper §5.4) describes the prediction "
             "along the step's path on the difference scale, whatever `comparison`: ask fme.fme(model, data, steps, "
-            "nlm=True) for the rows' NLMs (and .anlm for their average).")
+            "nlm=True) for the rows' NLMs (and .anlm for their average)."
+        )
     model, delta_label = with_vcov(model, vcov, averages=True)
     t_df = residual_df(model, df)
     conf_level = check_conf_level(conf_level)
     method = resolve_method(inference, model, bootstrap)
     kind, averaged = comparison_form(comparison)
-    quantity = RowQuantity(partial(comparison_values, model=model, kind=kind, averaged=averaged,
-                                   target_class=target_class),
-                           partial(finish_averages, kind=kind) if averaged else None)
-    options = FMEOptions.from_kwargs({**fme_kwargs, "target_class": target_class, "inference": "sample"},
-                                     "fme.avg_comparisons")
+    quantity = RowQuantity(
+        partial(comparison_values, model=model, kind=kind, averaged=averaged, target_class=target_class),
+        partial(finish_averages, kind=kind) if averaged else None,
+    )
+    options = FMEOptions.from_kwargs(
+        {**fme_kwargs, "target_class": target_class, "inference": "sample"}, "fme.avg_comparisons"
+    )
     # validated once (the plan's fMEs: the evaluated rows, without inference); by= checked on the model's frame
     # (or the Dask frame's _meta); the engine finds the evaluated rows
     planned = front_plan(model, data, options)
     by_cols = check_by(planned.frame.columns, by, COMPARISON_COLUMNS)
-    quantity = replace(quantity, unconditional=resolve_unconditional(model, vcov, planned.frame, planned.on_dask,
-                                                                      method))
+    quantity = replace(
+        quantity, unconditional=resolve_unconditional(model, vcov, planned.frame, planned.on_dask, method)
+    )
     weights = check_weights(wts, planned.frame, planned.on_dask)
     vocab = dask_vocab if planned.on_dask else local_vocab
-    est, counts, keys, described = vocab.comparisons(planned.plan, planned.data, planned.reference, steps, quantity,
-                                                     method, by_cols, bootstrap, weights)
+    est, counts, keys, described = vocab.comparisons(
+        planned.plan, planned.data, planned.reference, steps, quantity, method, by_cols, bootstrap, weights
+    )
     out = average_table(est, keys[by_cols], counts, t_df, delta_label, conf_level)
     # the rows fme.fme leaves out (a missing input, already at the level, extrapolation), as fme.ame counts them
     out["n_excluded"] = counts_per_key(planned.data, keys, by_cols) - counts
@@ -139,9 +168,19 @@ def avg_comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *,
     return with_class(out, planned.plan.predictor.explained_class)
 
 
-def comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, comparison: str = "difference",
-                inference: str = "auto", bootstrap: Any = None, conf_level: float = 0.95, vcov: Any = None,
-                target_class: Any = None, **fme_kwargs: Any) -> pd.DataFrame:
+def comparisons(
+    model: Any,
+    data: pd.DataFrame,
+    steps: Mapping[str, Any],
+    *,
+    comparison: str = "difference",
+    inference: str = "auto",
+    bootstrap: Any = None,
+    conf_level: float = 0.95,
+    vcov: Any = None,
+    target_class: Any = None,
+    **fme_kwargs: Any,
+) -> pd.DataFrame:
     """The comparison of ``model``'s predictions after a step at every row, with its uncertainty: marginaleffects'
     per-row ``comparisons`` (the rows :func:`avg_comparisons` averages; on the difference scale the rows' fMEs).
 
@@ -168,24 +207,31 @@ def comparisons(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], *, com
         the level, extrapolation) have no row.
     """
     if comparison not in ROW_COMPARISONS:
-        raise ParameterError(f"comparison must be one of {ROW_COMPARISONS} for per-row comparisons (the ...avg forms "
-                             f"compare averages: fme.avg_comparisons), got {comparison!r}.")
+        raise ParameterError(
+            f"comparison must be one of {ROW_COMPARISONS} for per-row comparisons (the ...avg forms "
+            f"compare averages: fme.avg_comparisons), got {comparison!r}."
+        )
     if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
-        raise ParameterError("fme.comparisons takes pandas data (one row per data row comes back); on Dask data "
-                             "fme.avg_comparisons averages the rows' comparisons chunk by chunk, or pass "
-                             "data.compute() for the rows' own.")
+        raise ParameterError(
+            "fme.comparisons takes pandas data (one row per data row comes back); on Dask data "
+            "fme.avg_comparisons averages the rows' comparisons chunk by chunk, or pass "
+            "data.compute() for the rows' own."
+        )
     model, delta_label = with_vcov(model, vcov)
     conf_level = check_conf_level(conf_level)
     method = resolve_method(inference, model, bootstrap)
-    quantity = RowQuantity(partial(comparison_values, model=model, kind=comparison, averaged=False,
-                                   target_class=target_class))
-    options = FMEOptions.from_kwargs({**fme_kwargs, "target_class": target_class, "inference": "sample"},
-                                     "fme.comparisons")
+    quantity = RowQuantity(
+        partial(comparison_values, model=model, kind=comparison, averaged=False, target_class=target_class)
+    )
+    options = FMEOptions.from_kwargs(
+        {**fme_kwargs, "target_class": target_class, "inference": "sample"}, "fme.comparisons"
+    )
     planned = front_plan(model, data, options)
     if planned.plan.names is not None:
         raise ParameterError("fme.comparisons works on one output; pass one class (target_class=<label>).")
-    out, described = local_vocab.row_comparisons(planned.plan, planned.data, planned.reference, steps, quantity,
-                                                 method, bootstrap, delta_label, conf_level)
+    out, described = local_vocab.row_comparisons(
+        planned.plan, planned.data, planned.reference, steps, quantity, method, bootstrap, delta_label, conf_level
+    )
     out.insert(0, "step", described)
     out.insert(1, "comparison", comparison)
     return with_class(out, planned.plan.predictor.explained_class)
@@ -196,21 +242,22 @@ def joint_bootstrap(bootstrap: Any) -> Any:
     are the same resamples and their draws are joint."""
     if bootstrap is None or dict(bootstrap).get("random_state") is not None:
         return bootstrap
-    return {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2 ** 63))}
+    return {**dict(bootstrap), "random_state": int(np.random.SeedSequence().entropy % (2**63))}
 
 
 def stacked(tables: list, **meta: Any) -> EstimatesTable:
     """The rows of several tables as one, with their joint uncertainty (``meta``: as
     :meth:`EstimatesTable.from_frame`)."""
-    return EstimatesTable.from_frame(pd.concat(tables, ignore_index=True),
-                                     stack_estimates([t.estimates for t in tables]), **meta)
+    return EstimatesTable.from_frame(
+        pd.concat(tables, ignore_index=True), stack_estimates([t.estimates for t in tables]), **meta
+    )
 
 
 def _every_level_feature(data: Any, steps: Any) -> str | None:
     """The feature of ``steps={feature: None}`` when it is a categorical column of ``data`` (else None)."""
     if not isinstance(steps, Mapping) or len(steps) != 1:
         return None
-    (feature, value), = steps.items()
+    ((feature, value),) = steps.items()
     columns = data._meta if is_dask_collection(data) else data
     if value is not None or not isinstance(columns, pd.DataFrame) or feature not in columns.columns:
         return None
@@ -219,6 +266,7 @@ def _every_level_feature(data: Any, steps: Any) -> str | None:
 
 def _at_level(data: Any, feature: str, level: Any) -> Any:
     """``data`` with every row's ``feature`` at ``level`` (its dtype kept), pandas or Dask."""
+
     def put(part: pd.DataFrame) -> pd.DataFrame:
         return part.assign(**{feature: set_level(part[feature], level, len(part))})
 
@@ -238,9 +286,11 @@ def _every_level(model: Any, data: Any, feature: str, *, bootstrap: Any, **kwarg
         raise ParameterError(f"feature {feature!r} has {len(found)} level(s): no level to compare with the reference.")
     if is_unconditional(kwargs.get("vcov")):
         # every row is set to the reference level first: those rows are not the model's estimation sample
-        raise ParameterError(f"vcov={kwargs['vcov']!r} with steps={{{feature!r}: None}}: the rows are set to the "
-                             f"reference level first, so they are not the rows the model was fitted on. Pass one "
-                             f"level per call (steps={{{feature!r}: level}}) instead.")
+        raise ParameterError(
+            f"vcov={kwargs['vcov']!r} with steps={{{feature!r}: None}}: the rows are set to the "
+            f"reference level first, so they are not the rows the model was fitted on. Pass one "
+            f"level per call (steps={{{feature!r}: level}}) instead."
+        )
     bootstrap = joint_bootstrap(bootstrap)
     reference = found[0]
     base = _at_level(data, feature, reference)
@@ -254,8 +304,9 @@ def _every_level(model: Any, data: Any, feature: str, *, bootstrap: Any, **kwarg
     return stacked(tables, conf_level=tables[0].conf_level, bootstrap=tables[0].bootstrap)
 
 
-def comparisons_by_step(model: Any, data: Any, steps: Mapping[str, Any], *, bootstrap: Any = None,
-                        **kwargs: Any) -> pd.DataFrame:
+def comparisons_by_step(
+    model: Any, data: Any, steps: Mapping[str, Any], *, bootstrap: Any = None, **kwargs: Any
+) -> pd.DataFrame:
     """:func:`avg_comparisons` of each step of ``steps`` on its own (as :func:`fme.ame` evaluates each entry),
     one :class:`~fme.EstimatesTable` keeping the rows' joint uncertainty (for :func:`fme.hypotheses`): the
     same parameter covariance, or under the bootstrap the same seeded refits for every step."""

@@ -62,10 +62,21 @@ def _has_rules(*specs: Mapping[str, Any]) -> bool:
     return any(isinstance(v, str) for spec in specs for v in dict(spec).values())
 
 
-def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], steps_b: Mapping[str, Any], *,
-                inference: str = "auto", bootstrap: Mapping[str, Any] | None = None, conf_level: float = 0.95,
-                tol: float | None = None, target_class: Any = None, extrapolation: Any = None,
-                reference_data: pd.DataFrame | None = None, random_state: Any = None) -> InteractionTable:
+def interaction(
+    model: Any,
+    data: pd.DataFrame,
+    steps_a: Mapping[str, Any],
+    steps_b: Mapping[str, Any],
+    *,
+    inference: str = "auto",
+    bootstrap: Mapping[str, Any] | None = None,
+    conf_level: float = 0.95,
+    tol: float | None = None,
+    target_class: Any = None,
+    extrapolation: Any = None,
+    reference_data: pd.DataFrame | None = None,
+    random_state: Any = None,
+) -> InteractionTable:
     """The average interaction of two steps, with its uncertainty (see the module docstring).
 
     Parameters
@@ -99,32 +110,59 @@ def interaction(model: Any, data: pd.DataFrame, steps_a: Mapping[str, Any], step
     detector = reference = None
     if on_dask:
         if method == "bootstrap" or extrapolation is not None:
-            raise ParameterError("fme.interaction on Dask data takes inference='delta' or 'sample' without a "
-                                 "detector; compute bootstrap or extrapolation checks on a pandas sample.")
+            raise ParameterError(
+                "fme.interaction on Dask data takes inference='delta' or 'sample' without a "
+                "detector; compute bootstrap or extrapolation checks on a pandas sample."
+            )
         if _has_rules(steps_a, steps_b):
-            raise ParameterError("step rules such as 'sd' need all rows; on Dask data give numeric steps (e.g. the "
-                                 "SD computed with data[feature].std().compute()) or levels.")
+            raise ParameterError(
+                "step rules such as 'sd' need all rows; on Dask data give numeric steps (e.g. the "
+                "SD computed with data[feature].std().compute()) or levels."
+            )
         probe = model_frame(model, data.head(1000, npartitions=min(data.npartitions, 8)))
         sa, sb = parse_steps(probe, steps_a), parse_steps(probe, steps_b)
     else:
-        reference = frame if reference_data is None else model_frame(model, check_data(reference_data,
-                                                                                      "reference_data"))
+        reference = (
+            frame if reference_data is None else model_frame(model, check_data(reference_data, "reference_data"))
+        )
         sa = parse_steps(frame, steps_a, rule_data=reference)
         sb = parse_steps(frame, steps_b, rule_data=reference)
         detector = None if extrapolation is None else make_detector(extrapolation, random_state)
     shared = sorted({s.feature for s in sa} & {s.feature for s in sb})
     if shared:
-        raise StepError(f"steps_a and steps_b share the feature(s) {shared}; an interaction needs two steps on "
-                        "different features.")
+        raise StepError(
+            f"steps_a and steps_b share the feature(s) {shared}; an interaction needs two steps on different features."
+        )
     engine = dask_interactions if on_dask else local_interactions
-    got = engine.interaction(model, frame, tuple(sa), tuple(sb), method=method, conf_level=conf_level, tol=tol,
-                             target_class=target_class, bootstrap=bootstrap, detector=detector, reference=reference)
+    got = engine.interaction(
+        model,
+        frame,
+        tuple(sa),
+        tuple(sb),
+        method=method,
+        conf_level=conf_level,
+        tol=tol,
+        target_class=target_class,
+        bootstrap=bootstrap,
+        detector=detector,
+        reference=reference,
+    )
     t = got["table"]
-    out = pd.DataFrame([{"steps_a": ", ".join(s.describe() for s in sa),
-                         "steps_b": ", ".join(s.describe() for s in sb), "estimate": got["estimate"],
-                         **{c: t[c] for c in INFERENCE_COLUMNS}, "sd": got["sd"], "n": got["n"],
-                         "n_excluded": got["n_rows"] - got["n"], "tol": got["tol"],
-                         "share_above_tol": got["share_above_tol"]}])
+    out = pd.DataFrame(
+        [
+            {
+                "steps_a": ", ".join(s.describe() for s in sa),
+                "steps_b": ", ".join(s.describe() for s in sb),
+                "estimate": got["estimate"],
+                **{c: t[c] for c in INFERENCE_COLUMNS},
+                "sd": got["sd"],
+                "n": got["n"],
+                "n_excluded": got["n_rows"] - got["n"],
+                "tol": got["tol"],
+                "share_above_tol": got["share_above_tol"],
+            }
+        ]
+    )
     out = InteractionTable.from_frame(out, got["estimates"], conf_level=conf_level)
     out.per_row = got["values"]
     return out

@@ -28,20 +28,31 @@ from .._dask import margins as dask_margins
 from .._local import ame as local_ame
 from .._local import margins as local_margins
 from .._local.margins import AT_FIX
-from .._utils.validation import (BY_MISSING, check_conf_level, check_data, check_name_clash, check_single_output,
-                                check_weights, is_categorical, is_dask_collection, is_numeric)
-from .comparisons import comparisons_by_step, joint_bootstrap, stacked
+from .._utils.validation import (
+    BY_MISSING,
+    check_conf_level,
+    check_data,
+    check_name_clash,
+    check_single_output,
+    check_weights,
+    is_categorical,
+    is_dask_collection,
+    is_numeric,
+)
 from ..exceptions import DataError, FeatureError, ParameterError, StepError
-from .testing import hypotheses
 from ..inference import EstimatesTable
 from ..inference.estimates import INFERENCE_COLUMNS
-from ..inference.wald import NAMED
 from ..inference.methods import resolve_method
 from ..inference.unconditional import is_unconditional, resolve_unconditional
 from ..inference.vcov import residual_df, with_vcov
-# dme (the derivative ME, paper §2.2, §3.1) lives with the other derivatives; fme.margins.marginal.dme is its public path
-from .slopes import dme
+from ..inference.wald import NAMED
 from ..steps import check_classic_keys, classic_contrast, levels, parse_steps, same_level
+from .comparisons import comparisons_by_step, joint_bootstrap, stacked
+
+# dme (the derivative ME, paper §2.2, §3.1) lives with the other derivatives;
+# fme.margins.marginal.dme is its public path
+from .slopes import dme
+from .testing import hypotheses
 
 __all__ = ["ame", "mem", "mer", "dme", "typical_values", "AME_COLUMNS", "MER_COLUMNS"]
 
@@ -49,8 +60,17 @@ DESCRIPTIVE = ["sd", "q25", "q75", "n", "n_excluded"]
 #: The columns of an :func:`ame` table (the ``by`` columns, or ``hypothesis``, after ``reference``).
 AME_COLUMNS = ["feature", "step", "level", "reference", "ame", *INFERENCE_COLUMNS, *DESCRIPTIVE]
 #: The columns mer()/mem() put beside the ``at`` columns (with ``step_<feature>`` under 'shrink').
-MER_COLUMNS = ["step", "fme", *INFERENCE_COLUMNS, *DESCRIPTIVE, "nlm", "nlm_status", "extrapolation", "extrapolation_point",
-               "note"]
+MER_COLUMNS = [
+    "step",
+    "fme",
+    *INFERENCE_COLUMNS,
+    *DESCRIPTIVE,
+    "nlm",
+    "nlm_status",
+    "extrapolation",
+    "extrapolation_point",
+    "note",
+]
 
 
 def ame(
@@ -187,16 +207,31 @@ def ame(
     if fme_kwargs.get("nlm"):
         raise ParameterError(
             "nlm=True: fme.ame does not compute the NLM (it would be computed and dropped). Ask fme.fme(model, data, "
-            "{feature: step}, nlm=True) for the rows' NLMs and .anlm for their average (paper §5.4).")
+            "{feature: step}, nlm=True) for the rows' NLMs and .anlm for their average (paper §5.4)."
+        )
     if comparison != "difference":
         if not isinstance(steps, Mapping) or not steps:
             raise StepError("comparison scales need steps={feature: step or level, ...}.")
-        table = comparisons_by_step(model, data, steps, comparison=comparison, by=by, inference=inference,
-                                    bootstrap=bootstrap, conf_level=conf_level, vcov=vcov, df=df, wts=wts,
-                                    **fme_kwargs)
+        table = comparisons_by_step(
+            model,
+            data,
+            steps,
+            comparison=comparison,
+            by=by,
+            inference=inference,
+            bootstrap=bootstrap,
+            conf_level=conf_level,
+            vcov=vcov,
+            df=df,
+            wts=wts,
+            **fme_kwargs,
+        )
         # hypotheses on the table's rows as printed (by-groups too), with their joint uncertainty
-        return table if hypothesis is None and equivalence is None and multcomp is None else hypotheses(
-            table, hypothesis, equivalence=equivalence, multcomp=multcomp)
+        return (
+            table
+            if hypothesis is None and equivalence is None and multcomp is None
+            else hypotheses(table, hypothesis, equivalence=equivalence, multcomp=multcomp)
+        )
     # Validated once: the rows (pandas) or the Dask frame's _meta, the options into the plan every row derives from
     model, delta_label = with_vcov(model, vcov, averages=True)
     t_df = residual_df(model, df)
@@ -204,10 +239,24 @@ def ame(
     if isinstance(target_class, str) and target_class == "all":
         if is_unconditional(vcov):
             raise ParameterError(f"vcov={vcov!r} works on one output; pass one class (target_class=<label>).")
-        return _every_class(model, data, steps, inference=inference, by=by, hypothesis=hypothesis,
-                            bootstrap=bootstrap, conf_level=check_conf_level(conf_level), features=features,
-                            categorical=categorical, equivalence=equivalence, multcomp=multcomp, df=t_df,
-                            by_missing=by_missing, wts=wts, **fme_kwargs)
+        return _every_class(
+            model,
+            data,
+            steps,
+            inference=inference,
+            by=by,
+            hypothesis=hypothesis,
+            bootstrap=bootstrap,
+            conf_level=check_conf_level(conf_level),
+            features=features,
+            categorical=categorical,
+            equivalence=equivalence,
+            multcomp=multcomp,
+            df=t_df,
+            by_missing=by_missing,
+            wts=wts,
+            **fme_kwargs,
+        )
     check_single_output(target_class, "ame")
     if categorical not in ("observation", "classic"):
         raise ParameterError(f"categorical must be 'observation' or 'classic', got {categorical!r}.")
@@ -216,17 +265,33 @@ def ame(
     # compares the rows of any table
     by_pairs = hypothesis is None or (isinstance(hypothesis, str) and hypothesis == "pairwise")
     if isinstance(hypothesis, str) and not by_pairs and hypothesis not in NAMED and "=" not in hypothesis:
-        raise ParameterError(f"hypothesis must be None, 'pairwise' (by-groups), one of {NAMED} (the table's rows), "
-                             f"an equation such as 'b1 - b2 = 0' or a matrix of contrast weights; got {hypothesis!r}.")
+        raise ParameterError(
+            f"hypothesis must be None, 'pairwise' (by-groups), one of {NAMED} (the table's rows), "
+            f"an equation such as 'b1 - b2 = 0' or a matrix of contrast weights; got {hypothesis!r}."
+        )
     if not by_pairs or equivalence is not None or multcomp is not None:
-        table = ame(model, data, steps, inference=inference, by=by, hypothesis=hypothesis if by_pairs else None,
-                    bootstrap=bootstrap, conf_level=conf_level, features=features, categorical=categorical,
-                    df=t_df, wts=wts, by_missing=by_missing, vcov=vcov if is_unconditional(vcov) else None,
-                    **fme_kwargs)
+        table = ame(
+            model,
+            data,
+            steps,
+            inference=inference,
+            by=by,
+            hypothesis=hypothesis if by_pairs else None,
+            bootstrap=bootstrap,
+            conf_level=conf_level,
+            features=features,
+            categorical=categorical,
+            df=t_df,
+            wts=wts,
+            by_missing=by_missing,
+            vcov=vcov if is_unconditional(vcov) else None,
+            **fme_kwargs,
+        )
         return hypotheses(table, None if by_pairs else hypothesis, equivalence=equivalence, multcomp=multcomp)
     method = resolve_method(inference, model, bootstrap)
-    options = FMEOptions.from_kwargs({**fme_kwargs, "inference": method, "bootstrap": bootstrap,
-                                      "conf_level": conf_level}, "fme.ame")
+    options = FMEOptions.from_kwargs(
+        {**fme_kwargs, "inference": method, "bootstrap": bootstrap, "conf_level": conf_level}, "fme.ame"
+    )
     planned = front_plan(model, data, options)
     frame = planned.frame
     # the by columns sit beside fme's in one table: a shared name would make it ambiguous
@@ -237,32 +302,62 @@ def ame(
         raise ParameterError("hypothesis='pairwise' compares by-groups; pass by=<column>.")
     steps = _resolve_steps(planned.plan, frame, steps, features)
     _check_categorical_steps(frame, steps, categorical, planned.on_dask)
-    table = AMEOptions(method=method, by_cols=tuple(by_cols), by_missing=by_missing, hypothesis=hypothesis,
-                       bootstrap=bootstrap, conf_level=planned.plan.conf_level, categorical=categorical,
-                       columns=tuple(AME_COLUMNS), t_df=t_df, delta_label=delta_label,
-                       wts=check_weights(wts, frame, planned.on_dask),
-                       unconditional=resolve_unconditional(model, vcov, frame, planned.on_dask, method))
+    table = AMEOptions(
+        method=method,
+        by_cols=tuple(by_cols),
+        by_missing=by_missing,
+        hypothesis=hypothesis,
+        bootstrap=bootstrap,
+        conf_level=planned.plan.conf_level,
+        categorical=categorical,
+        columns=tuple(AME_COLUMNS),
+        t_df=t_df,
+        delta_label=delta_label,
+        wts=check_weights(wts, frame, planned.on_dask),
+        unconditional=resolve_unconditional(model, vcov, frame, planned.on_dask, method),
+    )
     engine = dask_ame if planned.on_dask else local_ame
-    return with_class(engine.ame(planned.plan, planned.data, planned.reference, steps, table),
-                      planned.plan.predictor.explained_class)
+    return with_class(
+        engine.ame(planned.plan, planned.data, planned.reference, steps, table), planned.plan.predictor.explained_class
+    )
 
 
-def _every_class(model: Any, data: Any, steps: Any, *, hypothesis: Any, equivalence: Any, multcomp: Any,
-                 bootstrap: Any, conf_level: float, **kwargs: Any) -> EstimatesTable:
+def _every_class(
+    model: Any,
+    data: Any,
+    steps: Any,
+    *,
+    hypothesis: Any,
+    equivalence: Any,
+    multcomp: Any,
+    bootstrap: Any,
+    conf_level: float,
+    **kwargs: Any,
+) -> EstimatesTable:
     """:func:`ame` with ``target_class='all'``: the table of each output (class) in turn, a ``class`` column after
     ``reference``, one table keeping the rows' joint uncertainty (the same parameter covariance; under the
     bootstrap the same seeded refits for every class), then the tests asked for on all its rows."""
     kwargs.pop("target_class")
     names = make_predictor(model, "all").output_names
     if names is None:
-        raise ParameterError("target_class='all' needs a model with several outputs (a classifier's classes); "
-                             "this model has one: leave target_class out.")
+        raise ParameterError(
+            "target_class='all' needs a model with several outputs (a classifier's classes); "
+            "this model has one: leave target_class out."
+        )
     bootstrap = joint_bootstrap(bootstrap)  # the same resamples for every class: their draws are joint
     pairs = hypothesis is None or (isinstance(hypothesis, str) and hypothesis == "pairwise")
     tables = []
     for name in names:
-        t = ame(model, data, steps, hypothesis=hypothesis if pairs else None, bootstrap=bootstrap,
-                conf_level=conf_level, target_class=name, **kwargs)
+        t = ame(
+            model,
+            data,
+            steps,
+            hypothesis=hypothesis if pairs else None,
+            bootstrap=bootstrap,
+            conf_level=conf_level,
+            target_class=name,
+            **kwargs,
+        )
         tables.append(with_class(t, str(name)))
     out = stacked(tables, conf_level=conf_level, bootstrap=tables[0].bootstrap, scale=tables[0].scale)
     if pairs and equivalence is None and multcomp is None:
@@ -298,9 +393,11 @@ def _check_categorical_steps(frame: pd.DataFrame, steps: Mapping[str, Any], cate
         if not is_categorical(frame[feature]):
             continue
         if categorical == "observation" and isinstance(value, Mapping):
-            raise StepError(f"{{{feature!r}: {dict(value)!r}}} names a reference level: that is "
-                            "categorical='classic' (every row set to the reference, then to the level); the "
-                            f"observation-wise ME takes {{{feature!r}: <level>}} (the other rows switch to it).")
+            raise StepError(
+                f"{{{feature!r}: {dict(value)!r}}} names a reference level: that is "
+                "categorical='classic' (every row set to the reference, then to the level); the "
+                f"observation-wise ME takes {{{feature!r}: <level>}} (the other rows switch to it)."
+            )
         if categorical == "classic" and not on_dask:
             classic_contrast(feature, value, levels(frame[feature]))
         elif categorical == "classic" and isinstance(value, Mapping):
@@ -342,8 +439,7 @@ def _check_at_values(data: pd.DataFrame, feature: str, values: Sequence[Any]) ->
                 f"`at` gives {bad} for the categorical feature {feature!r}; use its levels {known[:20]}."
             )
         return
-    bad = [v for v in values
-           if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(float(v))]
+    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(float(v))]
     if bad:
         raise ParameterError(f"`at` gives {bad} for the numeric feature {feature!r}; use finite numbers.")
 
@@ -399,22 +495,34 @@ def mer(
     base = None
     if is_dask_collection(data) or is_dask_collection(fme_kwargs.get("reference_data")):
         data, steps, base, fme_kwargs = dask_margins.local_view(model, data, steps, at, fme_kwargs)
-    table = _mer(model, data, steps, at, base, inference=inference, bootstrap=bootstrap, conf_level=conf_level,
-                 **fme_kwargs)
+    table = _mer(
+        model, data, steps, at, base, inference=inference, bootstrap=bootstrap, conf_level=conf_level, **fme_kwargs
+    )
     if hypothesis is None:
         return table
     if not isinstance(table, EstimatesTable):
         raise ParameterError("hypothesis= works on one output; pass one target_class, not 'all'.")
     if table.estimates is None:
         skipped = table.loc[table["n"] == 0, "note"].tolist()
-        raise ParameterError(f"hypothesis= needs the fME of every grid point; {len(skipped)} of {len(table)} were "
-                             f"not evaluated ({skipped[0]!r}). Choose `at` values the step can be evaluated at.")
+        raise ParameterError(
+            f"hypothesis= needs the fME of every grid point; {len(skipped)} of {len(table)} were "
+            f"not evaluated ({skipped[0]!r}). Choose `at` values the step can be evaluated at."
+        )
     return hypotheses(table, hypothesis, conf_level=conf_level)
 
 
-def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[str, Any] | None,
-         base: pd.DataFrame | None, *, inference: str, bootstrap: Any, conf_level: float,
-         **fme_kwargs: Any) -> pd.DataFrame:
+def _mer(
+    model: Any,
+    data: pd.DataFrame,
+    steps: Mapping[str, Any],
+    at: Mapping[str, Any] | None,
+    base: pd.DataFrame | None,
+    *,
+    inference: str,
+    bootstrap: Any,
+    conf_level: float,
+    **fme_kwargs: Any,
+) -> pd.DataFrame:
     """:func:`mer` with the typical values ``base`` given (Dask data: from reductions) or taken from ``data``:
     the grid resolved here, evaluated by the engine (:func:`fme._local.margins.mer`)."""
     model = with_vcov(model, fme_kwargs.pop("vcov", None))[0]
@@ -443,8 +551,9 @@ def _mer(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], at: Mapping[s
     fme_kwargs.setdefault("reference_data", data)
     multi = isinstance(fme_kwargs.get("target_class"), str) and fme_kwargs.get("target_class") == "all"
     method = resolve_method(inference, model, bootstrap, multi)
-    options = FMEOptions.from_kwargs({**fme_kwargs, "inference": method, "bootstrap": bootstrap,
-                                      "conf_level": conf_level}, "fme.mer")
+    options = FMEOptions.from_kwargs(
+        {**fme_kwargs, "inference": method, "bootstrap": bootstrap, "conf_level": conf_level}, "fme.mer"
+    )
     planned = front_plan(model, frame, options)
     table = local_margins.mer(planned.plan, planned.data, planned.reference, keys, numeric_steps, multi)
     # the point each row evaluates, whole: the at columns, then the model's other inputs at their typical values
@@ -475,5 +584,6 @@ def mem(model: Any, data: pd.DataFrame, steps: Mapping[str, Any], **fme_kwargs: 
     parsed = parse_steps(data, steps)
     at = {s.feature: [lv for lv in levels(data[s.feature]) if lv != s.value] for s in parsed if not s.is_numeric}
     kw = {k: fme_kwargs.pop(k) for k in ("inference", "bootstrap", "conf_level") if k in fme_kwargs}
-    return _mer(model, data, steps, at, base, **{"inference": "auto", "bootstrap": None, "conf_level": 0.95, **kw},
-                **fme_kwargs)
+    return _mer(
+        model, data, steps, at, base, **{"inference": "auto", "bootstrap": None, "conf_level": 0.95, **kw}, **fme_kwargs
+    )

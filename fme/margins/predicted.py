@@ -40,8 +40,9 @@ __all__ = ["predictions", "avg_predictions"]
 AVERAGE_COLUMNS = ["estimate", *INFERENCE_COLUMNS, "n", "n_excluded"]
 
 
-def _prepare(model: Any, data: Any, inference: str, bootstrap: Any, target_class: Any, name: str,
-             feature_names: Any = None):
+def _prepare(
+    model: Any, data: Any, inference: str, bootstrap: Any, target_class: Any, name: str, feature_names: Any = None
+):
     """(the model's frame, or the Dask frame's _meta; method; the row quantity f(x))."""
     on_dask = is_dask_collection(data)
     frame = model_frame(model, data._meta if on_dask else check_data(data))
@@ -53,15 +54,24 @@ def _prepare(model: Any, data: Any, inference: str, bootstrap: Any, target_class
     return frame, method, quantity, predictor
 
 
-def predictions(model: Any, data: pd.DataFrame, *, inference: str = "auto", bootstrap: Any = None,
-                conf_level: float = 0.95, target_class: Any = None, vcov: Any = None,
-                feature_names: Any = None) -> pd.DataFrame:
+def predictions(
+    model: Any,
+    data: pd.DataFrame,
+    *,
+    inference: str = "auto",
+    bootstrap: Any = None,
+    conf_level: float = 0.95,
+    target_class: Any = None,
+    vcov: Any = None,
+    feature_names: Any = None,
+) -> pd.DataFrame:
     """The prediction of every row with its uncertainty, indexed like ``data``.
 
     Parameters
     ----------
     model, data, target_class, vcov, feature_names :
-        As in :func:`fme.ame` (``feature_names``: as in :func:`fme.fme`). ``data`` may be a Dask DataFrame: the result is then a lazy Dask DataFrame,
+        As in :func:`fme.ame` (``feature_names``: as in :func:`fme.fme`). ``data`` may be a Dask DataFrame: the
+        result is then a lazy Dask DataFrame,
         each chunk's rows computed when asked for.
     inference : {'auto', 'delta', 'bootstrap', 'sample'}
         ``delta``: the prediction's delta-method interval (models with a parameter covariance);
@@ -80,28 +90,44 @@ def predictions(model: Any, data: pd.DataFrame, *, inference: str = "auto", boot
         formula model are left out (as its fit, and every verb, leaves them out; marginaleffects drops them).
     """
     model, delta_label = with_vcov(model, vcov)
-    frame, method, quantity, predictor = _prepare(model, data, inference, bootstrap, target_class, "predictions",
-                                                  feature_names)
+    frame, method, quantity, predictor = _prepare(
+        model, data, inference, bootstrap, target_class, "predictions", feature_names
+    )
     conf_level = check_conf_level(conf_level)
     # rows with a missing input of a formula model are left out, as by every verb (marginaleffects drops them)
     kept = leave_out_incomplete(data if is_dask_collection(data) else frame, predictor)[0]
     if is_dask_collection(data):
-        return with_class(dask_vocab.predictions(model, kept, quantity, method, bootstrap, delta_label, conf_level),
-                          predictor.explained_class)
-    return with_class(local_vocab.predictions(model, kept, quantity, method, bootstrap, delta_label, conf_level),
-                      predictor.explained_class)
+        return with_class(
+            dask_vocab.predictions(model, kept, quantity, method, bootstrap, delta_label, conf_level),
+            predictor.explained_class,
+        )
+    return with_class(
+        local_vocab.predictions(model, kept, quantity, method, bootstrap, delta_label, conf_level),
+        predictor.explained_class,
+    )
 
 
-def avg_predictions(model: Any, data: pd.DataFrame, *, by: str | Sequence[str] | None = None,
-                    inference: str = "auto", bootstrap: Any = None, conf_level: float = 0.95,
-                    target_class: Any = None, vcov: Any = None, df: Any = None, wts: Any = None,
-                    feature_names: Any = None) -> pd.DataFrame:
+def avg_predictions(
+    model: Any,
+    data: pd.DataFrame,
+    *,
+    by: str | Sequence[str] | None = None,
+    inference: str = "auto",
+    bootstrap: Any = None,
+    conf_level: float = 0.95,
+    target_class: Any = None,
+    vcov: Any = None,
+    df: Any = None,
+    wts: Any = None,
+    feature_names: Any = None,
+) -> pd.DataFrame:
     """The average prediction over the rows (or per ``by`` group) with its uncertainty.
 
     Parameters
     ----------
     model, data, by, target_class, vcov, df, wts, feature_names :
-        As in :func:`fme.ame` (``feature_names``: as in :func:`fme.fme`); ``data`` may be a Dask DataFrame (the rows' sums are taken chunk by chunk,
+        As in :func:`fme.ame` (``feature_names``: as in :func:`fme.fme`); ``data`` may be a Dask DataFrame (the rows'
+        sums are taken chunk by chunk,
         :mod:`fme._dask.vocab`). With ``wts=`` each average is the weighted mean of the rows' predictions.
         ``vcov='unconditional'`` adds the rows' sampling (in memory, over the model's estimation sample).
     inference : {'auto', 'delta', 'bootstrap', 'sample'}
@@ -120,8 +146,9 @@ def avg_predictions(model: Any, data: pd.DataFrame, *, by: str | Sequence[str] |
     """
     model, delta_label = with_vcov(model, vcov, averages=True)
     t_df = residual_df(model, df)
-    frame, method, quantity, predictor = _prepare(model, data, inference, bootstrap, target_class,
-                                                  "avg_predictions", feature_names)
+    frame, method, quantity, predictor = _prepare(
+        model, data, inference, bootstrap, target_class, "avg_predictions", feature_names
+    )
     conf_level = check_conf_level(conf_level)
     by_cols = check_by(frame.columns, by, AVERAGE_COLUMNS)
     on_dask = is_dask_collection(data)

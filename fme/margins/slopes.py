@@ -30,17 +30,25 @@ from .._core.averages import RowQuantity, average_table
 from .._core.estimands import SLOPES, slope_values
 from .._core.exclusions import counts_per_key, leave_out_incomplete
 from .._core.groups import check_by
-from .comparisons import joint_bootstrap
 from .._core.result_base import with_class
 from .._dask import vocab as dask_vocab
 from .._local import vocab as local_vocab
-from .._utils.validation import (check_conf_level, check_data, check_feature_name, check_single_output,
-                                check_weights, is_categorical, is_dask_collection, is_numeric)
+from .._utils.validation import (
+    check_conf_level,
+    check_data,
+    check_feature_name,
+    check_single_output,
+    check_weights,
+    is_categorical,
+    is_dask_collection,
+    is_numeric,
+)
 from ..exceptions import DataError, FeatureError, ParameterError, StepError
 from ..inference.estimates import INFERENCE_COLUMNS
-from ..inference.unconditional import resolve_unconditional
 from ..inference.methods import resolve_method
+from ..inference.unconditional import resolve_unconditional
 from ..inference.vcov import residual_df, with_vcov
+from .comparisons import joint_bootstrap
 
 __all__ = ["avg_slopes", "slopes", "dme", "SLOPES"]
 
@@ -48,11 +56,23 @@ __all__ = ["avg_slopes", "slopes", "dme", "SLOPES"]
 SLOPE_COLUMNS = ["term", "slope", "estimate", *INFERENCE_COLUMNS, "n", "n_excluded"]
 
 
-def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | None = None, *,
-               slope: str = "dydx", eps: float | None = None, by: str | Sequence[str] | None = None,
-               inference: str = "auto", bootstrap: Any = None, conf_level: float = 0.95,
-               target_class: Any = None, vcov: Any = None, df: Any = None, wts: Any = None,
-               feature_names: Any = None) -> pd.DataFrame:
+def avg_slopes(
+    model: Any,
+    data: pd.DataFrame,
+    variables: str | Sequence[str] | None = None,
+    *,
+    slope: str = "dydx",
+    eps: float | None = None,
+    by: str | Sequence[str] | None = None,
+    inference: str = "auto",
+    bootstrap: Any = None,
+    conf_level: float = 0.95,
+    target_class: Any = None,
+    vcov: Any = None,
+    df: Any = None,
+    wts: Any = None,
+    feature_names: Any = None,
+) -> pd.DataFrame:
     """Average derivatives (or elasticities) of the prediction, with their uncertainty (module docstring).
 
     Parameters
@@ -84,13 +104,23 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
     model, delta_label = with_vcov(model, vcov, averages=True)
     t_df = residual_df(model, df)
     on_dask, frame, conf_level, predictor, method, variables, steps = _setup(
-        model, data, variables, slope, eps, inference, bootstrap, conf_level, target_class, feature_names, "avg_slopes")
+        model, data, variables, slope, eps, inference, bootstrap, conf_level, target_class, feature_names, "avg_slopes"
+    )
     by_cols = check_by(frame.columns, by, SLOPE_COLUMNS)
     weights = check_weights(wts, frame, on_dask)
     # every variable in one pass over the rows (and one set of refits): one column of values each
-    quantity = RowQuantity(partial(slope_values, model=model, predictor=predictor, variables=tuple(variables),
-                                   steps=tuple(steps), slope=slope, target_class=target_class),
-                           unconditional=resolve_unconditional(model, vcov, frame, on_dask, method))
+    quantity = RowQuantity(
+        partial(
+            slope_values,
+            model=model,
+            predictor=predictor,
+            variables=tuple(variables),
+            steps=tuple(steps),
+            slope=slope,
+            target_class=target_class,
+        ),
+        unconditional=resolve_unconditional(model, vcov, frame, on_dask, method),
+    )
     vocab = dask_vocab if on_dask else local_vocab
     # rows with a missing input of a formula model: left out and counted, as by every verb
     kept, excluded, keep = leave_out_incomplete(data if on_dask else frame, predictor)
@@ -98,18 +128,29 @@ def avg_slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | 
         weights = weights[keep]
     est, counts, keys = vocab.average(model, kept, quantity, method, by_cols, bootstrap, weights)
     k = len(variables)
-    out = average_table(est, pd.concat([keys[by_cols]] * k, ignore_index=True), np.tile(counts, k), t_df,
-                        delta_label, conf_level)
+    out = average_table(
+        est, pd.concat([keys[by_cols]] * k, ignore_index=True), np.tile(counts, k), t_df, delta_label, conf_level
+    )
     out["n_excluded"] = np.tile(counts_per_key(excluded, keys, by_cols), k)
     out.insert(0, "term", np.repeat(np.asarray(variables, dtype=object), len(keys)))
     out.insert(1 + len(by_cols), "slope", slope)
     return with_class(out, predictor.explained_class)
 
 
-def slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | None = None, *,
-           slope: str = "dydx", eps: float | None = None, inference: str = "auto", bootstrap: Any = None,
-           conf_level: float = 0.95, target_class: Any = None, vcov: Any = None,
-           feature_names: Any = None) -> pd.DataFrame:
+def slopes(
+    model: Any,
+    data: pd.DataFrame,
+    variables: str | Sequence[str] | None = None,
+    *,
+    slope: str = "dydx",
+    eps: float | None = None,
+    inference: str = "auto",
+    bootstrap: Any = None,
+    conf_level: float = 0.95,
+    target_class: Any = None,
+    vcov: Any = None,
+    feature_names: Any = None,
+) -> pd.DataFrame:
     """The derivative (or elasticity) of the prediction at every row, with its uncertainty: marginaleffects'
     per-row ``slopes`` (the rows :func:`avg_slopes` averages; module docstring).
 
@@ -129,15 +170,25 @@ def slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | None
     """
     model, delta_label = with_vcov(model, vcov)
     on_dask, frame, conf_level, predictor, method, variables, steps = _setup(
-        model, data, variables, slope, eps, inference, bootstrap, conf_level, target_class, feature_names, "slopes")
+        model, data, variables, slope, eps, inference, bootstrap, conf_level, target_class, feature_names, "slopes"
+    )
     kept = leave_out_incomplete(data if on_dask else frame, predictor)[0]
     vocab = dask_vocab if on_dask else local_vocab
     blocks = []
     bootstrap = joint_bootstrap(bootstrap)  # every variable's draws from the same refits
     for v, step in zip(variables, steps):
         # the engines' per-row table of any row quantity (as fme.predictions): this variable's slope
-        quantity = RowQuantity(partial(slope_values, model=model, predictor=predictor, variables=(v,), steps=(step,),
-                                       slope=slope, target_class=target_class))
+        quantity = RowQuantity(
+            partial(
+                slope_values,
+                model=model,
+                predictor=predictor,
+                variables=(v,),
+                steps=(step,),
+                slope=slope,
+                target_class=target_class,
+            )
+        )
         table = vocab.predictions(model, kept, quantity, method, bootstrap, delta_label, conf_level)
         blocks.append(table.assign(term=v, slope=slope))
     if on_dask:
@@ -149,8 +200,19 @@ def slopes(model: Any, data: pd.DataFrame, variables: str | Sequence[str] | None
     return with_class(out, predictor.explained_class)
 
 
-def _setup(model: Any, data: Any, variables: Any, slope: str, eps: Any, inference: str, bootstrap: Any,
-           conf_level: float, target_class: Any, feature_names: Any, name: str) -> tuple[Any, ...]:
+def _setup(
+    model: Any,
+    data: Any,
+    variables: Any,
+    slope: str,
+    eps: Any,
+    inference: str,
+    bootstrap: Any,
+    conf_level: float,
+    target_class: Any,
+    feature_names: Any,
+    name: str,
+) -> tuple[Any, ...]:
     """What :func:`avg_slopes` and :func:`slopes` validate alike: (on Dask, the model's frame or the Dask frame's
     _meta, the confidence level, the predictor, the inference method, the variables, their steps)."""
     if slope not in SLOPES:
@@ -172,14 +234,19 @@ def _setup(model: Any, data: Any, variables: Any, slope: str, eps: Any, inferenc
         if v not in frame.columns:
             raise FeatureError(f"unknown variable {v!r}: not a column of the data.")
         if is_categorical(frame[v]):
-            raise FeatureError(f"variable {v!r} is categorical: it has no derivative; use fme.ame(model, data, "
-                               f"{{{v!r}: None}}) for the effect of each level.")
+            raise FeatureError(
+                f"variable {v!r} is categorical: it has no derivative; use fme.ame(model, data, "
+                f"{{{v!r}: None}}) for the effect of each level."
+            )
     steps = []
     for v in variables:
         if eps is None:
             # marginaleffects' default: 1e-4 of the variable's range over all rows (one reduction on Dask data)
-            span = dask_vocab.column_range(data, v) if on_dask else float(np.nanmax(frame[v].to_numpy(dtype=float))
-                                                               - np.nanmin(frame[v].to_numpy(dtype=float)))
+            span = (
+                dask_vocab.column_range(data, v)
+                if on_dask
+                else float(np.nanmax(frame[v].to_numpy(dtype=float)) - np.nanmin(frame[v].to_numpy(dtype=float)))
+            )
         step = float(eps) if eps is not None else 1e-4 * span
         if not np.isfinite(step) or step <= 0:
             raise ParameterError(f"eps must be a positive number (the range of {v!r} is 0: pass eps=...).")
@@ -215,16 +282,15 @@ def dme(
         kind = "is categorical" if is_categorical(data[feature]) else f"has dtype {data[feature].dtype}"
         raise StepError(f"feature {feature!r} {kind}; derivatives need a real numeric feature.")
     check_single_output(target_class, "dme")
-    if eps is not None and (isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real)
-                            or not np.isfinite(eps) or eps <= 0):
+    if eps is not None and (
+        isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real) or not np.isfinite(eps) or eps <= 0
+    ):
         raise ParameterError(f"eps must be a positive finite number (or None for the default), got {eps!r}.")
     x = data[feature].to_numpy(dtype=float, na_value=np.nan)
     # Rows with a missing or infinite value in the feature get NaN (as fme() leaves them out).
     ok = np.isfinite(x)
     if not ok.any():
-        raise DataError(
-            f"feature {feature!r} has no finite value in any of the {len(x)} rows; dME needs at least one."
-        )
+        raise DataError(f"feature {feature!r} has no finite value in any of the {len(x)} rows; dME needs at least one.")
     if eps is None:
         span = float(x[ok].max() - x[ok].min())
         eps = 1e-4 * (span if span > 0 else max(1.0, float(np.abs(x[ok]).max())))

@@ -19,9 +19,21 @@ from .._core.result_base import with_class
 from .._utils.validation import check_conf_level
 from ..exceptions import ParameterError
 from ..inference import EstimatesTable, JointEstimates
+
 # stack_estimates lives with the other tests' types (the Dask engine stacks its rows too); re-exported here
-from ..inference.wald import (MULTCOMP, NAMED, adjust_pvalues, equivalence_columns, invalidate, jacobian,
-                              named_matrix, parse_equation, row_notes, stack_estimates, transform)
+from ..inference.wald import (
+    MULTCOMP,
+    NAMED,
+    adjust_pvalues,
+    equivalence_columns,
+    invalidate,
+    jacobian,
+    named_matrix,
+    parse_equation,
+    row_notes,
+    stack_estimates,
+    transform,
+)
 
 __all__ = ["hypotheses", "stack_estimates"]
 
@@ -35,15 +47,24 @@ def _estimates_of(result: Any) -> JointEstimates:
             "this DataFrame keeps no joint covariance of its rows: pass the table fme.ame (or avg_predictions, "
             "avg_slopes, avg_comparisons, interaction, hypotheses) returned, an fme.EstimatesTable, which keeps "
             "it through copies, row and column selection, sorting and pickling (not through pd.DataFrame(table)); "
-            "or an FMEResult or a PartitionResult.")
+            "or an FMEResult or a PartitionResult."
+        )
     if callable(getattr(result, "joint_estimates", None)):  # FMEResult (its AME), PartitionResult (its leaves)
         return JointEstimates(*result.joint_estimates())
-    raise ParameterError(f"hypotheses takes the table of fme.ame (an fme.EstimatesTable), an FMEResult or a "
-                         f"PartitionResult, got {type(result).__name__}.")
+    raise ParameterError(
+        f"hypotheses takes the table of fme.ame (an fme.EstimatesTable), an FMEResult or a "
+        f"PartitionResult, got {type(result).__name__}."
+    )
 
 
-def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, multcomp: str | None = None,
-               conf_level: float | None = None) -> pd.DataFrame:
+def hypotheses(
+    result: Any,
+    hypothesis: Any = None,
+    *,
+    equivalence: Any = None,
+    multcomp: str | None = None,
+    conf_level: float | None = None,
+) -> pd.DataFrame:
     """Tests on the estimates of ``result``: contrasts, equations, equivalence (TOST), multiple comparisons.
 
     Parameters
@@ -95,14 +116,16 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
         L, pairs = named_matrix(m, hypothesis)
         names = [f"{labels[a]} - {labels[b]}" for a, b in pairs]
         out_est = est.contrast(L)
-    elif isinstance(hypothesis, str) or (isinstance(hypothesis, (list, tuple)) and hypothesis
-                                         and all(isinstance(h, str) for h in hypothesis)):
+    elif isinstance(hypothesis, str) or (
+        isinstance(hypothesis, (list, tuple)) and hypothesis and all(isinstance(h, str) for h in hypothesis)
+    ):
         # one equation, or several tested jointly (marginaleffects takes a list of them too)
         parsed = [parse_equation(h, m) for h in ([hypothesis] if isinstance(hypothesis, str) else hypothesis)]
         gs = [g for g, _ in parsed]
 
         def stacked(b: np.ndarray) -> np.ndarray:
             return np.concatenate([np.atleast_1d(g(b)) for g in gs])
+
         out_est = transform(est, stacked)
         names = [name for _, name in parsed]
         L = np.ones((len(names), m))  # which rows an equation involves: all of them (conservative for undefined rows)
@@ -113,8 +136,10 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
         if M.ndim == 1:
             M = M[:, None]
         if M.ndim != 2 or M.shape[0] != m:
-            raise ParameterError(f"a hypothesis matrix needs {m} rows (one per estimate) and one column per "
-                                 f"hypothesis, got shape {M.shape}.")
+            raise ParameterError(
+                f"a hypothesis matrix needs {m} rows (one per estimate) and one column per "
+                f"hypothesis, got shape {M.shape}."
+            )
         L, names = M.T, [f"H{k + 1}" for k in range(M.shape[1])]
         out_est = est.contrast(L)
     # a test that is not one (a hypothesis not identified, a standard error at rounding level) says why
@@ -146,6 +171,10 @@ def hypotheses(result: Any, hypothesis: Any = None, *, equivalence: Any = None, 
             out["p_value_equiv_adj"] = adjust_pvalues(out["p_value_equiv"].to_numpy(), multcomp)
         out["multcomp"] = multcomp
     # the hypotheses keep their joint uncertainty: they can be tested in turn
-    return EstimatesTable.from_frame(out, out_est, conf_level=level, bootstrap=getattr(result, "bootstrap", None),
-                                     scale=getattr(result, "scale", None) if isinstance(result, EstimatesTable)
-                                     else None)
+    return EstimatesTable.from_frame(
+        out,
+        out_est,
+        conf_level=level,
+        bootstrap=getattr(result, "bootstrap", None),
+        scale=getattr(result, "scale", None) if isinstance(result, EstimatesTable) else None,
+    )
