@@ -56,9 +56,9 @@ the row moves to the jump route with all 66 values (a later cut does not move it
 Rounds: at most :data:`_MAX_ROUNDS` (:data:`_BINDING_ROUNDS` when the budget cannot give every
 open bracket one probe at the start: then most rows stay above ``nlm_tol`` whatever the split, and
 a predict call can be dear), each one stacked prediction (in frames of at most
-:data:`FRAME_CELLS` cells), because a model's ``predict`` call can cost far more than its rows
-(an OpenMP region per tree). f(x) and f(x + h) come from the caller's own predictions, never
-from the stacked path: a model's last bits can depend on a row's place in the frame it predicts (BLAS
+:data:`~fme._nlm.path_frames.FRAME_CELLS` cells, :mod:`fme._nlm.path_frames`), because a model's ``predict`` call
+can cost far more than its rows (an OpenMP region per tree). f(x) and f(x + h) come from the caller's own
+predictions, never from the stacked path: a model's last bits can depend on a row's place in the frame it predicts (BLAS
 kernels, SIMD tails), and a row's fME must not depend on the NLM or the batching. Round i of
 R spends at most what is left / (R - i). When that covers
 every candidate, each active quadrature row cuts its worst sub-intervals and every bracket of an
@@ -85,9 +85,10 @@ import pandas as pd
 
 from .._utils.progress import progress_bar
 from ..nlm import gauss_kronrod_rules
-from ..steps import STACK_CELL_BUDGET, Step, all_float, numeric_shift, stack_path
+from ..steps import Step
 from .bracket_kernel import bracket_rowsums, gk_sums, row_argmax, segment_rowsums, split_brackets
 from .budget_routes import hidden_jumps, jump_state, quad_state
+from .path_frames import PathFrames, node_values
 
 __all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm"]
 
@@ -114,9 +115,6 @@ _BLOCK_ROWS = 262_144
 #: single tree's path has a few jumps; with "more than half of the 22 intervals", 2 of 10^5 rows of the wrapped
 #: 100-tree boosting model at budget 60 (at most 11 open brackets, no third value found) had errors 5% above the bound.
 _SPARSE_JUMPS = 4
-#: Cells (rows x columns) of one frame sent to ``predict``: 8 x the kernel's frames (256 MB of floats), so that
-#: 10^5 rows' 23 path points go in one call (a call can cost far more than its rows: an OpenMP region per tree).
-FRAME_CELLS = 8 * STACK_CELL_BUDGET
 
 
 @dataclass
@@ -134,62 +132,6 @@ class BudgetNLM:
     route: np.ndarray
     intervals: np.ndarray
     predictions: int
-
-
-class _Paths:
-    """The path geometry of a block of rows: point frames x + t h for any (row, t), one float block each."""
-
-    def __init__(self, predictor, X: pd.DataFrame, steps: tuple[Step, ...], h, label: str):
-        self.predictor, self.X, self.steps, self.h, self.label = predictor, X, steps, h, label
-        n = len(X)
-        self.shift = {
-            s.feature: np.broadcast_to(np.asarray(numeric_shift(s, h), dtype=float), (n,))
-            for s in steps
-            if s.is_numeric
-        }
-        self.x = {f: X[f].to_numpy(dtype=float) for f in self.shift}
-        self.col = {f: X.columns.get_loc(f) for f in self.shift}
-        self.base = X.to_numpy(dtype=float) if all_float(X) else None
-        self.chunk = max(1000, FRAME_CELLS // max(1, X.shape[1]))
-
-    def set_chunk(self, points: int) -> None:
-        self.chunk = max(1, int(points))
-
-    def frame(self, rows: np.ndarray, t: np.ndarray) -> pd.DataFrame:
-        if self.base is not None:
-            # (columns, points) in C order: the frame wraps it as one float block, no copy by pandas
-            arr = self.base.T[:, rows]
-            for f, s in self.shift.items():
-                arr[self.col[f]] = self.x[f][rows] + t * s[rows]
-            return pd.DataFrame(arr.T, columns=self.X.columns, copy=False)
-        out = self.X.take(rows)
-        out.index = pd.RangeIndex(rows.size)
-        for f, s in self.shift.items():
-            out[f] = self.x[f][rows] + t * s[rows]
-        return out
-
-    def predict(
-        self,
-        rows: np.ndarray,
-        t: np.ndarray,
-        C: int,
-        offset: int,
-        total: int,
-        progress: bool | None = False,
-        desc: str = "",
-    ) -> np.ndarray:
-        out = np.empty((rows.size, C))
-        starts = range(0, rows.size, self.chunk)
-        for start in progress_bar(starts, total=len(starts), progress=progress, desc=desc):  # frames of points
-            sl = slice(start, start + self.chunk)
-            r = rows[sl]
-            v = self.predictor(
-                self.frame(r, t[sl]),
-                stage=f"the NLM's refinement points x + t h for the step {self.label}",
-                rows=(offset + int(r.min()), offset + int(r.max()) + 1, total),
-            )
-            out[sl] = np.asarray(v, dtype=float).reshape(r.size, C)
-        return out
 
 
 def budget_nlm(
@@ -219,7 +161,8 @@ def budget_nlm(
         ``nlm_tol``, ``nlm_budget`` (predictions per row on average, f(x) and f(x + h) included) and the
         deepest bisection of a quadrature sub-interval.
     batch_size : int, optional
-        Rows per stacked frame of the level-0 nodes (default: frames of about :data:`FRAME_CELLS` cells).
+        Rows per stacked frame of the level-0 nodes (default: frames of about
+        :data:`~fme._nlm.path_frames.FRAME_CELLS` cells).
 
     Returns
     -------
@@ -275,45 +218,19 @@ def budget_nlm(
     return out
 
 
-def _level0(predictor, X, steps, h, ts, batch_size, progress, offset, total, label):
-    """Predictions at x + t h for every t in ``ts``, shape (ts.size, n, C), and the model's own output ndim."""
-    n = len(X)
-    size = batch_size or max(1000, FRAME_CELLS // max(1, X.shape[1] * ts.size))
-    V, ndim = None, 1
-    bstarts = range(0, n, size)
-    desc = "NLM Gauss-Kronrod, 21 nodes"
-    for start in progress_bar(bstarts, total=len(bstarts), progress=progress, desc=desc):
-        sl = slice(start, min(n, start + size))
-        hb = None if h is None else {f: v[sl] for f, v in h.items()}
-        got = np.asarray(
-            predictor(
-                stack_path(X.iloc[sl], steps, ts, hb),
-                stage=f"the NLM nodes x + t h for the step {label}",
-                rows=(offset + start, offset + sl.stop, total),
-            ),
-            dtype=float,
-        )
-        ndim = got.ndim
-        got = got.reshape(ts.size, sl.stop - start, -1)
-        if V is None:
-            V = np.empty((ts.size, n, got.shape[2]))
-        V[:, sl] = got
-    return V, ndim
-
-
 def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, progress, offset, total):
     n = len(X)
     if n == 0:
         return None
     label = ", ".join(s.describe() for s in steps)
-    paths = _Paths(predictor, X, steps, h, label)
+    paths = PathFrames(predictor, X, steps, h, label)
     if batch_size:  # a refinement frame as large as a batch of the 21 nodes
         paths.set_chunk(batch_size * 21)
     kron, gauss = gauss_kronrod_rules(1)
     u, wk, wg = kron.nodes, kron.weights, gauss.weights
     k = u.size
     # ------------------------------------------------ level 0: the Gauss-Kronrod nodes of every row
-    V, _ = _level0(predictor, X, steps, h, u, batch_size, progress, offset, total, label)
+    V, _ = node_values(predictor, X, steps, h, u, batch_size, progress, offset, total, label)
     C = f0.shape[1]
     F = f1 - f0
     D0 = V - f0[None]

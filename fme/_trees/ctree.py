@@ -23,6 +23,7 @@ from scipy.stats import rankdata
 from .._utils.validation import check_random_state, check_real_columns
 from ..exceptions import DataError, FeatureError, NotFittedError, ParameterError
 from . import ctree_stats as S
+from .ctree_text import node_rules, tree_text
 
 __all__ = ["CTree"]
 
@@ -71,22 +72,6 @@ def _as_float(values: Any, name: str, what: str) -> np.ndarray:
             f"{np.asarray(values).dtype} values such as {list(np.ravel(np.asarray(values, dtype=object))[:3])}."
         )
     return arr
-
-
-def _fmt_break(x: float) -> str:
-    """Numeric break as partykit prints it: rounded to 5 decimals, then R's 7 digits."""
-    return _fmt_num(round(float(x), 5), 7)
-
-
-def _fmt_num(x: float, digits: int = 5) -> str:
-    """Format like R's ``format(x, digits = 5)`` (significant digits, no trailing zeros)."""
-    if not np.isfinite(x):
-        return str(x)
-    s = f"{x:.{digits}g}"
-    if "e" in s:
-        mant, exp = s.split("e")
-        s = f"{mant}e{exp[0]}{exp[1:].lstrip('0').rjust(2, '0')}"
-    return s
 
 
 class CTree:
@@ -559,20 +544,6 @@ class CTree:
         return self.nodes_["mean"].to_numpy()[leaf - 1]
 
     # ---------------------------------------------------------------- display
-    def _cond(self, nid: int) -> str:
-        """Condition that sends rows from the parent of ``nid`` into ``nid``."""
-        par = self.nodes_.at[nid, "parent"]
-        split = self._splits[int(par)]
-        cv = self._covs[split["var"]]
-        first = self.nodes_.at[int(par), "children"][0] == nid
-        if cv.kind == S.FACTOR:
-            lv = [str(level) for level, c in zip(cv.levels, split["map"]) if c == (1 if first else 2)]
-            return f"{cv.name} in {{{', '.join(lv)}}}"
-        if cv.kind == S.ORDERED:
-            lvl = str(cv.levels[int(split["break"]) - 1])
-            return f"{cv.name} {'<=' if first else '>'} {lvl}"
-        return f"{cv.name} {'<=' if first else '>'} {_fmt_break(split['break'])}"
-
     def rules(self, node: int) -> str:
         """Conjunction of split conditions leading from the root to ``node``.
 
@@ -582,35 +553,12 @@ class CTree:
         self._check_fitted()
         if node not in self.nodes_.index:
             raise ParameterError(f"Unknown node id {node!r}; valid ids are 1..{len(self.nodes_)}.")
-        parts = []
-        cur = int(node)
-        while not pd.isna(self.nodes_.at[cur, "parent"]):
-            parts.append(self._cond(cur))
-            cur = int(self.nodes_.at[cur, "parent"])
-        return " & ".join(reversed(parts)) if parts else "(all)"
+        return node_rules(self.nodes_, self._splits, self._covs, node)
 
     def to_text(self) -> str:
         """partykit-like print of the fitted tree."""
         self._check_fitted()
-        nd = self.nodes_
-        lines = ["Conditional inference tree (partykit-compatible)", ""]
-
-        def leaf_txt(i: int) -> str:
-            return f": {nd.at[i, 'mean']:.3f} (n = {_fmt_num(nd.at[i, 'n'], 7)}, err = {nd.at[i, 'err']:.1f})"
-
-        def walk(i: int, depth: int) -> None:
-            label = "root" if depth == 0 else self._cond(i).replace("{", "").replace("}", "")
-            txt = "|   " * depth + f"[{i}] {label}"
-            if nd.at[i, "is_leaf"]:
-                txt += leaf_txt(i)
-            lines.append(txt)
-            for c in nd.at[i, "children"]:
-                walk(c, depth + 1)
-
-        walk(1, 0)
-        n_leaf = int(nd["is_leaf"].sum())
-        lines += ["", f"Number of inner nodes:    {len(nd) - n_leaf}", f"Number of terminal nodes: {n_leaf}"]
-        return "\n".join(lines)
+        return tree_text(self.nodes_, self._splits, self._covs)
 
     def __str__(self) -> str:
         if not hasattr(self, "nodes_"):

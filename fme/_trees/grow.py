@@ -18,7 +18,8 @@ from ..exceptions import DataError, ParameterError
 from .args import string_columns
 from .cart import CartTree
 from .ctree import CTree
-from .partition import PartitionResult, subspace_lookup
+from .partition import PartitionResult
+from .subspaces import subspace_lookup
 
 __all__ = ["grow_partition", "honest_mask"]
 

@@ -22,14 +22,23 @@ import pandas as pd
 
 from .._core.results import FMEResult
 from .._utils.frames import ReadableFrame
-from .._utils.numfmt import fmt_bound
 from .._utils.stats import describe
 from .._utils.validation import check_conf_level, check_data, is_categorical
 from ..exceptions import FeatureError, ParameterError
 from ..inference.estimates import INFERENCE_COLUMNS, sample_inference, undefined_where
 from ..inference.wald import MULTCOMP, contrast_matrix, contrast_table, wald_test
 from .args import string_columns
+from .subspaces import (
+    describe_subspace,
+    reduced_nodes,
+    rows_in,
+    subspace_bounds,
+    subspace_counts,
+    subspace_lookup,
+    subspace_rule,
+)
 
+#: ``subspace_counts`` (:mod:`fme._trees.subspaces`) is re-exported for the Dask engine.
 __all__ = ["PartitionResult", "LeafTests", "subspace_counts"]
 
 LEAF_COLUMNS = ["node", "n", "came", "sd_fme", "cov_fme", "came_ci_low", "came_ci_high"]
@@ -380,24 +389,7 @@ class PartitionResult:
     def nodes(self) -> pd.DataFrame:
         """Node table of the tree as reduced to the subspaces: the subspaces are
         its leaves (their subtrees dropped); same columns as ``tree.nodes_``."""
-        nodes = self.tree.nodes_
-        keep = set()
-        for leaf in self.leaf_ids:
-            cur = leaf
-            while True:
-                keep.add(int(cur))
-                par = nodes.at[cur, "parent"]
-                if pd.isna(par):
-                    break
-                cur = int(par)
-        out = nodes.loc[sorted(keep)].copy()
-        for leaf in self.leaf_ids:
-            out.at[leaf, "is_leaf"] = True
-            out.at[leaf, "children"] = ()
-            out.at[leaf, "split_feature"] = None
-            out.at[leaf, "split_levels"] = None
-            out.at[leaf, "split_value"] = np.nan
-        return out
+        return reduced_nodes(self.tree.nodes_, self.leaf_ids)
 
     @property
     def root_split(self) -> str | None:
@@ -406,19 +398,6 @@ class PartitionResult:
         return None if nodes.at[1, "is_leaf"] else str(nodes.at[1, "split_feature"])
 
     # ------------------------------------------------------------ subspaces
-    def _path(self, node: int) -> list[tuple[int, int]]:
-        """(parent, child) pairs from the root to ``node``."""
-        nodes = self.tree.nodes_
-        if node not in nodes.index:
-            raise ParameterError(f"unknown node {node!r}; subspaces are {self.leaf_ids}.")
-        path = []
-        cur = int(node)
-        while not pd.isna(nodes.at[cur, "parent"]):
-            par = int(nodes.at[cur, "parent"])
-            path.append((par, cur))
-            cur = par
-        return path[::-1]
-
     def describe(self, node: int) -> pd.DataFrame:
         """The subspace of ``node`` as a hyperrectangle (paper Table 3).
 
@@ -433,138 +412,15 @@ class PartitionResult:
             (whether a split on the path limits the feature), and the observed
             ``min``/``max`` of the subspace's rows.
         """
-        X = self._X
-        rows_in = self._rows_in(node)
-        out = []
-        bounds = self._bounds(node)
-        full = self.effects.data
-        for feat in self.features:
-            # Unrestricted features span the whole data's range (paper Table 3), not only the evaluated rows.
-            col = full[feat]
-            sub = X[feat][rows_in]
-            b = bounds.get(feat, [None, None, None])
-            ordered = isinstance(col.dtype, pd.CategoricalDtype) and col.cat.ordered
-            if is_categorical(col) and not ordered:
-                all_levels = (
-                    list(col.cat.categories)
-                    if isinstance(col.dtype, pd.CategoricalDtype)
-                    else sorted(col.dropna().unique().tolist(), key=str)
-                )
-                levels = [lv for lv in all_levels if b[2] is None or lv in b[2]]
-                out.append(
-                    {
-                        "feature": feat,
-                        "kind": "categorical",
-                        "low": np.nan,
-                        "high": np.nan,
-                        "low_open": False,
-                        "levels": levels,
-                        "range": "{" + ", ".join(map(str, levels)) + "}",
-                        "restricted": b[2] is not None,
-                        "min": np.nan,
-                        "max": np.nan,
-                    }
-                )
-                continue
-            if isinstance(col.dtype, pd.CategoricalDtype):  # ordered factor: bounds are level positions
-                cats = list(col.cat.categories)
-                lo_i = 0 if b[0] is None else int(b[0])
-                hi_i = len(cats) if b[1] is None else int(b[1])
-                levels = cats[lo_i:hi_i]
-                out.append(
-                    {
-                        "feature": feat,
-                        "kind": "ordered",
-                        "low": np.nan,
-                        "high": np.nan,
-                        "low_open": False,
-                        "levels": levels,
-                        "range": "{" + ", ".join(map(str, levels)) + "}",
-                        "restricted": b[0] is not None or b[1] is not None,
-                        "min": np.nan,
-                        "max": np.nan,
-                    }
-                )
-                continue
-            if feat in self.data_ranges:  # Dask effects: the tree's rows are a sample; the range is all rows'
-                gmin, gmax = self.data_ranges[feat]
-            else:
-                values = col.to_numpy(dtype=float)
-                gmin, gmax = np.nanmin(values), np.nanmax(values)
-            low = gmin if b[0] is None else b[0]
-            high = gmax if b[1] is None else b[1]
-            sv = sub.to_numpy(dtype=float)
-            out.append(
-                {
-                    "feature": feat,
-                    "kind": "numeric",
-                    "low": low,
-                    "high": high,
-                    "low_open": b[0] is not None,
-                    "levels": None,
-                    "range": f"{'(' if b[0] is not None else '['}{fmt_bound(low)}, {fmt_bound(high)}]",
-                    "restricted": b[0] is not None or b[1] is not None,
-                    "min": float(np.nanmin(sv)) if sv.size else np.nan,
-                    "max": float(np.nanmax(sv)) if sv.size else np.nan,
-                }
-            )
-        return pd.DataFrame(out).set_index("feature")
-
-    def _bounds(self, node: int) -> dict[str, list]:
-        """Per restricted feature: [exclusive lower, inclusive upper, allowed level set]."""
-        nodes = self.tree.nodes_
-        bounds: dict[str, list] = {}
-        for par, child in self._path(node):
-            feat = nodes.at[par, "split_feature"]
-            first = nodes.at[par, "children"][0] == child
-            b = bounds.setdefault(feat, [None, None, None])
-            levels = nodes.at[par, "split_levels"]
-            if isinstance(levels, dict):
-                keep = {lv for lv, c in levels.items() if c == (1 if first else 2)}
-                b[2] = keep if b[2] is None else b[2] & keep
-            else:
-                v = float(nodes.at[par, "split_value"])
-                if first:
-                    b[1] = v if b[1] is None else min(b[1], v)
-                else:
-                    b[0] = v if b[0] is None else max(b[0], v)
-        return bounds
+        inside = rows_in(self.tree.nodes_, node, self._tree_leaf)
+        bounds = subspace_bounds(self.tree.nodes_, node, self.leaf_ids)
+        return describe_subspace(self.features, bounds, self.effects.data, self._X, inside, self.data_ranges)
 
     def rule(self, node: int) -> str:
         """Compact rule of a subspace: one condition per restricted feature,
         e.g. ``"lstat <= 11.38 & rm <= 6.433"`` or ``"2.9 < x <= 4.1"``; bounds with 6 significant
         digits (:func:`fme._utils.numfmt.fmt_bound`, as the tree's edge labels)."""
-        parts = []
-        for feat, (low, high, levels) in self._bounds(node).items():
-            if levels is not None:
-                col = self._X[feat]
-                order = (
-                    list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(levels, key=str)
-                )
-                parts.append(f"{feat} in {{{', '.join(str(lv) for lv in order if lv in levels)}}}")
-            elif isinstance(self._X[feat].dtype, pd.CategoricalDtype):
-                cats = list(self._X[feat].cat.categories)
-                lo = 0 if low is None else int(low)
-                hi = len(cats) if high is None else int(high)
-                parts.append(f"{feat} in {{{', '.join(map(str, cats[lo:hi]))}}}")
-            elif low is not None and high is not None:
-                parts.append(f"{fmt_bound(low)} < {feat} <= {fmt_bound(high)}")
-            elif high is not None:
-                parts.append(f"{feat} <= {fmt_bound(high)}")
-            else:
-                parts.append(f"{feat} > {fmt_bound(low)}")
-        return " & ".join(parts) if parts else "(all)"
-
-    def _rows_in(self, node: int) -> np.ndarray:
-        """Boolean mask of evaluated rows in the subtree of ``node``."""
-        nodes = self.tree.nodes_
-        inside = set()
-        stack = [int(node)]
-        while stack:
-            cur = stack.pop()
-            inside.add(cur)
-            stack.extend(int(c) for c in nodes.at[cur, "children"])
-        return np.isin(self._tree_leaf, list(inside))
+        return subspace_rule(subspace_bounds(self.tree.nodes_, node, self.leaf_ids), self._X)
 
     def predict(self, new_rows: pd.DataFrame) -> pd.DataFrame:
         """Subspace, cAME and CI (and cANLM) for hypothetical observations.
@@ -673,26 +529,3 @@ class PartitionResult:
         from ..plotting import PartitionDisplay
 
         return PartitionDisplay.from_partition(self, **kwargs)
-
-
-def subspace_counts(tree: Any, lookup: np.ndarray, X: pd.DataFrame) -> dict[int, int]:
-    """``{subspace: rows}`` of the rows of ``X`` (the partitioning features) dropped down ``tree``, ``lookup``
-    (:func:`subspace_lookup`) taking each grown leaf to its subspace; rows with a missing value are left out."""
-    X = X[X.notna().all(axis=1).to_numpy()]
-    if not len(X):
-        return {}
-    nodes, n = np.unique(lookup[np.asarray(tree.apply(X), dtype=int)], return_counts=True)
-    return {int(a): int(b) for a, b in zip(nodes, n)}
-
-
-def subspace_lookup(tree: Any, leaf_set: list[int]) -> np.ndarray:
-    """Array indexed by node id: the subspace (ancestor in ``leaf_set``) of each grown leaf."""
-    nodes = tree.nodes_
-    keep = set(leaf_set)
-    out = np.zeros(int(nodes.index.max()) + 1, dtype=int)
-    for leaf in nodes.index[nodes["is_leaf"].to_numpy(dtype=bool)]:
-        cur = int(leaf)
-        while cur not in keep:
-            cur = int(nodes.at[cur, "parent"])
-        out[int(leaf)] = cur
-    return out

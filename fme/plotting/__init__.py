@@ -11,8 +11,9 @@ title: captions come from the report.
 
 Modules, one per display family; imports go one way, displays -> helpers:
 
-* :mod:`~fme.plotting.effects`: :class:`FMEDisplay`, :class:`NLMDisplay`,
-  :class:`EffectsDisplay`, :func:`plot_fme_nlm`;
+* :mod:`~fme.plotting.effects`: :class:`FMEDisplay`;
+* :mod:`~fme.plotting.nlm`: :class:`NLMDisplay` (an :class:`FMEDisplay` of the NLMs: the
+  one display that imports another), :class:`EffectsDisplay`, :func:`plot_fme_nlm`;
 * :mod:`~fme.plotting.secant`: :class:`SecantTangentDisplay`;
 * :mod:`~fme.plotting.tree`: :class:`PartitionDisplay` (layout, labels, drawing);
 * :mod:`~fme.plotting._common`: palette, fonts, axes set-up, labels, number
@@ -65,7 +66,8 @@ against seaborn 0.13.2 (the version the lock pinned):
 """
 
 from ._common import COLORS, OKABE_ITO
-from .effects import EffectsDisplay, FMEDisplay, NLMDisplay, plot_fme_nlm
+from .effects import FMEDisplay
+from .nlm import EffectsDisplay, NLMDisplay, plot_fme_nlm
 from .secant import SecantTangentDisplay
 from .tree import PartitionDisplay
 

@@ -1,8 +1,8 @@
 """Shared helpers of the plotting package: palette, fonts, axes set-up, labels and number formatting glue.
 
 The lowest module of :mod:`fme.plotting`: it imports nothing from the displays
-(:mod:`~fme.plotting.effects`, :mod:`~fme.plotting.secant`, :mod:`~fme.plotting.tree`),
-which all import from here. No matplotlib at module level (``import fme.plotting``
+(:mod:`~fme.plotting.effects`, :mod:`~fme.plotting.nlm`, :mod:`~fme.plotting.secant`,
+:mod:`~fme.plotting.tree`), which all import from here. No matplotlib at module level (``import fme.plotting``
 stays free of it); :func:`pyplot` and :func:`centred_norm` import it when called.
 
 Numbers printed in figures go through :mod:`fme._utils.numfmt`, the report's own
