@@ -20,7 +20,7 @@ def make_regression_frame(n: int = 120, seed: int = 0) -> pd.DataFrame:
     cat = pd.Categorical(rng.choice(["a", "b", "c"], n), categories=["a", "b", "c"])
     k = rng.integers(0, 10, n)
     eff = {"a": 0.0, "b": 1.5, "c": -1.0}
-    y = 2.0 * x1 - x2 ** 2 + 0.5 * x3 + np.array([eff[c] for c in cat]) + rng.normal(0, 0.3, n)
+    y = 2.0 * x1 - x2**2 + 0.5 * x3 + np.array([eff[c] for c in cat]) + rng.normal(0, 0.3, n)
     lin = 1.2 * x1 - 0.8 * x2 + 0.3 * (x3 - 2.5)
     yb = (rng.uniform(size=n) < 1 / (1 + np.exp(-lin))).astype(int)
     index = rng.permutation(np.arange(1000, 1000 + n))
@@ -130,7 +130,8 @@ def piecewise_sim(d: pd.DataFrame) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def sim_effects():
-    """fMEs and NLMs (Simpson 3/8) of the paper's piecewise simulation, step 2, 1500 rows (test_came, test_partition)."""
+    """fMEs and NLMs (Simpson 3/8) of the paper's piecewise simulation, step 2, 1500 rows (the cAME and
+    partition tests)."""
     import fme
 
     rng = np.random.default_rng(123)

@@ -37,7 +37,7 @@ def simulate(n: int = 400, seed: int = 20240612) -> pd.DataFrame:
     income = rng.normal(0, 1, n).round(4)
     g = rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2])
     gb, gc = (g == "b").astype(float), (g == "c").astype(float)
-    y = 1 + 0.03 * age - 0.0004 * age ** 2 + 0.5 * income + 0.3 * gb - 0.2 * gc + rng.normal(0, 1, n)
+    y = 1 + 0.03 * age - 0.0004 * age**2 + 0.5 * income + 0.3 * gb - 0.2 * gc + rng.normal(0, 1, n)
     eta = -1 + 0.04 * (age - 40) + 0.6 * income + 0.5 * gb - 0.3 * gc
     yb = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
     count = rng.poisson(np.exp(0.2 + 0.01 * age + 0.3 * income + 0.4 * gb))
@@ -62,10 +62,21 @@ def rows(frame, model: str, case: str, group_col: str | None = None) -> list[dic
     for _, r in df.iterrows():
         group = r[group_col] if group_col is not None else (r["term"] if case == "pairwise" else "")
         contrast = r["contrast"] if "contrast" in df.columns else ""
-        out.append({"model": model, "case": case, "term": r.get("term", ""), "contrast": contrast,
-                    "group": str(group), "estimate": r["estimate"], "std_error": r["std_error"],
-                    "statistic": r["statistic"], "p_value": r["p_value"], "conf_low": r["conf_low"],
-                    "conf_high": r["conf_high"]})
+        out.append(
+            {
+                "model": model,
+                "case": case,
+                "term": r.get("term", ""),
+                "contrast": contrast,
+                "group": str(group),
+                "estimate": r["estimate"],
+                "std_error": r["std_error"],
+                "statistic": r["statistic"],
+                "p_value": r["p_value"],
+                "conf_low": r["conf_low"],
+                "conf_high": r["conf_high"],
+            }
+        )
     return out
 
 
@@ -79,18 +90,25 @@ def main() -> None:
     for name in FORMULAS:
         m = fit(name, data)
         out += rows(avg_comparisons(m, variables={"age": forward(1.0)}), name, "numeric")
-        out += rows(avg_comparisons(m, variables={"age": forward(1.0), "income": forward(0.5)}, cross=True),
-                    name, "multivariate")
+        out += rows(
+            avg_comparisons(m, variables={"age": forward(1.0), "income": forward(0.5)}, cross=True),
+            name,
+            "multivariate",
+        )
         out += rows(avg_comparisons(m, variables={"g": "reference"}), name, "reference")
         out += rows(avg_comparisons(m, variables={"age": forward(1.0)}, by="g"), name, "by", group_col="g")
-        out += rows(avg_comparisons(m, variables={"age": forward(1.0)}, by="g", hypothesis="difference ~ pairwise"),
-                    name, "pairwise")
+        out += rows(
+            avg_comparisons(m, variables={"age": forward(1.0)}, by="g", hypothesis="difference ~ pairwise"),
+            name,
+            "pairwise",
+        )
         grid = datagrid(model=m, age=[30.0, 50.0])
         out += rows(comparisons(m, variables={"age": forward(1.0)}, newdata=grid), name, "mer", group_col="age")
     pd.DataFrame(out).to_csv(OUT / "refs.csv", index=False, lineterminator="\n", float_format="%.17g")
     pkgs = ["marginaleffects", "statsmodels", "polars", "pandas", "numpy", "formulaic", "patsy"]
-    (OUT / "versions.txt").write_text(f"python {sys.version.split()[0]}\n"
-                                      + "".join(f"{p} {version(p)}\n" for p in pkgs))
+    (OUT / "versions.txt").write_text(
+        f"python {sys.version.split()[0]}\n" + "".join(f"{p} {version(p)}\n" for p in pkgs)
+    )
 
 
 if __name__ == "__main__":

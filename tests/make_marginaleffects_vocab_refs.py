@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
-from make_marginaleffects_refs import FORMULAS, fit, forward  # noqa: E402
+from make_marginaleffects_refs import fit, forward  # noqa: E402
 from marginaleffects import avg_comparisons, avg_predictions, avg_slopes  # noqa: E402
 
 OUT = Path(__file__).parent / "fixtures" / "marginaleffects"
@@ -32,8 +32,13 @@ def rows(frame, model: str, case: str, group_col: str | None = None) -> list[dic
     df = frame.to_pandas()
     out = []
     for _, r in df.iterrows():
-        row = {"model": model, "case": case, "group": "" if group_col is None else str(r[group_col]),
-               "estimate": r["estimate"], "std_error": r.get("std_error", np.nan)}
+        row = {
+            "model": model,
+            "case": case,
+            "group": "" if group_col is None else str(r[group_col]),
+            "estimate": r["estimate"],
+            "std_error": r.get("std_error", np.nan),
+        }
         for extra in ("p_value_noninf", "p_value_nonsup", "p_value_equiv"):
             row[extra] = r.get(extra, np.nan)
         out.append(row)
@@ -56,8 +61,10 @@ def main() -> None:
         out += rows(avg_predictions(m, by="g"), name, "pred_by", group_col="g")
         out += rows(avg_comparisons(m, variables={"income": forward(0.5)}, equivalence=[0.0, 0.2]), name, "equiv")
     pd.DataFrame(out).to_csv(OUT / "vocab.csv", index=False, lineterminator="\n", float_format="%.17g")
-    (OUT / "vocab_versions.txt").write_text(f"python {sys.version.split()[0]}\n" + "".join(
-        f"{p} {version(p)}\n" for p in ["marginaleffects", "statsmodels", "polars", "pandas", "numpy"]))
+    (OUT / "vocab_versions.txt").write_text(
+        f"python {sys.version.split()[0]}\n"
+        + "".join(f"{p} {version(p)}\n" for p in ["marginaleffects", "statsmodels", "polars", "pandas", "numpy"])
+    )
 
 
 if __name__ == "__main__":

@@ -71,8 +71,9 @@ def module_files(root: Path, package: str = "fme") -> dict[str, Path]:
     return out
 
 
-def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, known: dict[str, Path],
-             package: str) -> list[str]:
+def _targets(
+    node: ast.Import | ast.ImportFrom, module: str, is_package: bool, known: dict[str, Path], package: str
+) -> list[str]:
     """The package's modules an import statement loads (``from m import name``: ``m.name`` if a module, else ``m``)."""
     if isinstance(node, ast.Import):
         names = [a.name for a in node.names]
@@ -97,7 +98,8 @@ def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, k
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def import_graph(root: Path, package: str = "fme") -> dict[str, dict[str, set[str]]]:
@@ -192,8 +194,10 @@ def layer_index(layers: list[tuple[str, tuple[str, ...]]] = LAYERS) -> dict[str,
     return {m: i for i, (_, members) in enumerate(layers) for m in members}
 
 
-def upward_imports(graph: dict[str, dict[str, set[str]]], layers: list[tuple[str, tuple[str, ...]]] = LAYERS,
-                   ) -> dict[tuple[str, str], list[str]]:
+def upward_imports(
+    graph: dict[str, dict[str, set[str]]],
+    layers: list[tuple[str, tuple[str, ...]]] = LAYERS,
+) -> dict[tuple[str, str], list[str]]:
     """(importer unit, imported unit) -> ["kind: importer -> imported", ...] for every import into a higher layer."""
     rank = layer_index(layers)
     out: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -225,10 +229,10 @@ def test_every_module_has_a_layer(graph):
 
 def test_graph_reads_fmes_imports(graph):
     """The reader is not vacuous on fme itself (the kinds are checked on a planted package below)."""
-    assert "fme.extrapolation" in graph["fme._core.plan"][MODULE]         # from ..extrapolation import make_detector
+    assert "fme.extrapolation" in graph["fme._core.plan"][MODULE]  # from ..extrapolation import make_detector
     assert "fme.extrapolation._base" in graph["fme.extrapolation._hull"][MODULE]  # relative, inside the package
-    assert "fme" in graph["fme.report.analysis.run"][MODULE]             # the package root
-    assert "fme.extrapolation" in graph["fme.report.inputs.specs"][DEFERRED]     # from ..extrapolation inside a function
+    assert "fme" in graph["fme.report.analysis.run"][MODULE]  # the package root
+    assert "fme.extrapolation" in graph["fme.report.inputs.specs"][DEFERRED]  # from ..extrapolation inside a function
     assert sum(len(e[MODULE]) for e in graph.values()) > 100
 
 
@@ -249,8 +253,11 @@ def test_house_size_limits():
     root_modules = sorted(p.name for p in SOURCE.glob("*.py"))
     assert len(root_modules) <= 12, root_modules
     assert [m for m in root_modules if m.startswith("_dask")] == []
-    long = {str(p.relative_to(SOURCE)): n for p in SOURCE.rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
+    long = {
+        str(p.relative_to(SOURCE)): n
+        for p in SOURCE.rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600
+    }
     assert long == {}, f"split these modules (over 600 lines): {long}"
 
 
@@ -262,10 +269,12 @@ def test_a_planted_deferred_cycle_in_fme_is_caught(tmp_path):
     copy = tmp_path / "fme"
     shutil.copytree(SOURCE, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
     kernel = copy / "_core" / "kernel.py"
-    kernel.write_text(kernel.read_text(encoding="utf-8")
-                      + "\n\ndef _planted():\n    from ..effects import fme\n\n    return fme\n", encoding="utf-8")
+    kernel.write_text(
+        kernel.read_text(encoding="utf-8") + "\n\ndef _planted():\n    from ..effects import fme\n\n    return fme\n",
+        encoding="utf-8",
+    )
     g = import_graph(copy)
-    assert cycles({m: e[MODULE] for m, e in g.items()}) == []          # invisible at module level
+    assert cycles({m: e[MODULE] for m, e in g.items()}) == []  # invisible at module level
     found = cycles(every_import(g))
     assert len(found) == 1 and {"fme._core.kernel", "fme.effects", "fme._local.effects"} <= set(found[0])
     assert upward_imports(g)[("fme._core", "fme.effects")] == ["deferred: fme._core.kernel -> fme.effects"]
@@ -274,9 +283,13 @@ def test_a_planted_deferred_cycle_in_fme_is_caught(tmp_path):
 def test_engines_do_not_import_each_other(graph):
     """The in-memory and the Dask engine share only what lives in fme._core (or lower): neither imports the
     other, whatever the kind of import."""
-    crossing = sorted(f"{m} -> {t}" for m, targets in every_import(graph).items() for t in targets
-                      for a, b in (("fme._local", "fme._dask"), ("fme._dask", "fme._local"))
-                      if (m == a or m.startswith(a + ".")) and (t == b or t.startswith(b + ".")))
+    crossing = sorted(
+        f"{m} -> {t}"
+        for m, targets in every_import(graph).items()
+        for t in targets
+        for a, b in (("fme._local", "fme._dask"), ("fme._dask", "fme._local"))
+        if (m == a or m.startswith(a + ".")) and (t == b or t.startswith(b + "."))
+    )
     assert crossing == []
 
 
@@ -294,8 +307,11 @@ ENGINE_ENTRIES = {
 def _functions(path: Path) -> dict[str, list[str]]:
     """Top-level function name -> its parameter names (positional and keyword-only, in order)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {node.name: [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
-            for node in tree.body if isinstance(node, ast.FunctionDef)}
+    return {
+        node.name: [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }
 
 
 @pytest.mark.parametrize("module", sorted(ENGINE_ENTRIES))
@@ -306,7 +322,7 @@ def test_engines_are_mirrored(module):
     local, dask = _functions(SOURCE / "_local" / f"{module}.py"), _functions(SOURCE / "_dask" / f"{module}.py")
     for name in ENGINE_ENTRIES[module]:
         assert name in local and name in dask, (module, name)
-        assert dask[name][:len(local[name])] == local[name], (module, name, local[name], dask[name])
+        assert dask[name][: len(local[name])] == local[name], (module, name, local[name], dask[name])
 
 
 def test_every_engine_module_is_listed_or_a_helper():
@@ -375,8 +391,13 @@ def private_reaches(root: Path = SOURCE, package: str = "fme") -> list[str]:
                     elif _is_private(alias.name) and origin != module:
                         out.append(f"{module}: from {origin} import {alias.name}")
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
-                    and _is_private(node.attr) and bound[node.value.id] != module):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in bound
+                and _is_private(node.attr)
+                and bound[node.value.id] != module
+            ):
                 out.append(f"{module}: {bound[node.value.id]}.{node.attr}")
     return sorted(set(out))
 
@@ -388,17 +409,25 @@ def test_no_private_module_or_name_is_reached_from_outside():
 
 
 def test_the_private_reach_check_finds_each_planted_kind(tmp_path):
-    root = _write(tmp_path / "pkg", {
-        "__init__.py": "", "a/__init__.py": "", "a/m.py": "_x = 1\ny = 2\n", "a/_p.py": "z = 3\n",
-        "a/n.py": "from ._p import z\nfrom .m import y\n",          # inside a: its private module is fine
-        "a/o.py": "from .m import _x\n",                              # a private name of another module
-        "b/__init__.py": "",
-        "b/k.py": "from ..a._p import z\nfrom ..a import _p\nimport pkg.a._p\n",   # another package's private module
-        "b/l.py": "from ..a import m\nimport pkg.a.m as am\n\nv = m._x + am._x + m.y\n",  # attribute reach-ins
-    })
+    root = _write(
+        tmp_path / "pkg",
+        {
+            "__init__.py": "",
+            "a/__init__.py": "",
+            "a/m.py": "_x = 1\ny = 2\n",
+            "a/_p.py": "z = 3\n",
+            "a/n.py": "from ._p import z\nfrom .m import y\n",  # inside a: its private module is fine
+            "a/o.py": "from .m import _x\n",  # a private name of another module
+            "b/__init__.py": "",
+            "b/k.py": "from ..a._p import z\nfrom ..a import _p\nimport pkg.a._p\n",  # another package's private module
+            "b/l.py": "from ..a import m\nimport pkg.a.m as am\n\nv = m._x + am._x + m.y\n",  # attribute reach-ins
+        },
+    )
     assert private_reaches(root, "pkg") == [
         "pkg.a.o: from pkg.a.m import _x",
-        "pkg.b.k: from pkg.a import _p", "pkg.b.k: from pkg.a._p import z", "pkg.b.k: import pkg.a._p",
+        "pkg.b.k: from pkg.a import _p",
+        "pkg.b.k: from pkg.a._p import z",
+        "pkg.b.k: import pkg.a._p",
         "pkg.b.l: pkg.a.m._x",
     ]
 
@@ -408,7 +437,9 @@ def test_no_module_shares_a_name_with_a_public_function():
     fme.<name> would replace the function (the reason the margins vocabulary lives in fme/margins/)."""
     import fme
 
-    children = {p.stem for p in SOURCE.glob("*.py")} | {p.name for p in SOURCE.iterdir() if (p / "__init__.py").exists()}
+    children = {p.stem for p in SOURCE.glob("*.py")} | {
+        p.name for p in SOURCE.iterdir() if (p / "__init__.py").exists()
+    }
     assert sorted(children & set(fme.__all__)) == []
 
 
@@ -429,8 +460,12 @@ def test_no_import_hooks_or_module_rewrites():
 
 def test_extrapolation_families_import_only_the_base_downwards(graph):
     """fme.extrapolation: the families import _base (and the shared _encoded), never the package or each other."""
-    families = ("fme.extrapolation._envelope", "fme.extrapolation._hull", "fme.extrapolation._risk",
-                "fme.extrapolation._outlier")
+    families = (
+        "fme.extrapolation._envelope",
+        "fme.extrapolation._hull",
+        "fme.extrapolation._risk",
+        "fme.extrapolation._outlier",
+    )
     inside = {m for m in graph if m.startswith("fme.extrapolation")}
     for family in families:
         imported = (graph[family][MODULE] | graph[family][DEFERRED]) & inside
@@ -467,23 +502,31 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_checks_find_a_planted_cycle_and_an_upward_import(tmp_path):
-    root = _write(tmp_path / "pkg", {
-        "__init__.py": "from .top import run\n",
-        "low.py": "from . import mid\n",                       # low -> mid -> low: a module-level cycle
-        "mid.py": "import pkg.low\n\ndef f():\n    from .top import run\n",  # deferred, upward
-        "top.py": "from .mid import f\n\ndef run():\n    from .low import x\n",
-        "sub/__init__.py": "from ._a import A\n",
-        "sub/_a.py": "from .. import low\nfrom ._b import B\n",
-        "sub/_b.py": "def g():\n    from ._a import A\n",     # a deferred cycle inside sub: not a module-level one
-        "typed.py": ("from typing import TYPE_CHECKING\nimport typing\n\nif TYPE_CHECKING:\n    from .top import run\n"
-                     "else:\n    from . import low\nif typing.TYPE_CHECKING:\n    import pkg.mid\n\n"
-                     "class C:\n    from .sub import _b\n\n    def m(self):\n        import pkg.sub._a\n"),
-    })
+    root = _write(
+        tmp_path / "pkg",
+        {
+            "__init__.py": "from .top import run\n",
+            "low.py": "from . import mid\n",  # low -> mid -> low: a module-level cycle
+            "mid.py": "import pkg.low\n\ndef f():\n    from .top import run\n",  # deferred, upward
+            "top.py": "from .mid import f\n\ndef run():\n    from .low import x\n",
+            "sub/__init__.py": "from ._a import A\n",
+            "sub/_a.py": "from .. import low\nfrom ._b import B\n",
+            "sub/_b.py": "def g():\n    from ._a import A\n",  # a deferred cycle inside sub: not a module-level one
+            "typed.py": (
+                "from typing import TYPE_CHECKING\nimport typing\n\nif TYPE_CHECKING:\n    from .top import run\n"
+                "else:\n    from . import low\nif typing.TYPE_CHECKING:\n    import pkg.mid\n\n"
+                "class C:\n    from .sub import _b\n\n    def m(self):\n        import pkg.sub._a\n"
+            ),
+        },
+    )
     g = import_graph(root, "pkg")
     assert g["pkg.low"][MODULE] == {"pkg.mid"} and g["pkg.mid"][MODULE] == {"pkg.low"}
     assert g["pkg.mid"][DEFERRED] == {"pkg.top"} and g["pkg.sub._b"][DEFERRED] == {"pkg.sub._a"}
-    assert g["pkg.typed"] == {MODULE: {"pkg.low", "pkg.sub._b"}, DEFERRED: {"pkg.sub._a"},
-                              TYPING: {"pkg.top", "pkg.mid"}}
+    assert g["pkg.typed"] == {
+        MODULE: {"pkg.low", "pkg.sub._b"},
+        DEFERRED: {"pkg.sub._a"},
+        TYPING: {"pkg.top", "pkg.mid"},
+    }
     assert cycles({m: e[MODULE] for m, e in g.items()}) == [["pkg.low", "pkg.mid"]]
     # counting every import, the deferred mid -> top and sub._b -> sub._a close the cycles it hid
     assert cycles(every_import(g)) == [["pkg.low", "pkg.mid", "pkg.top"], ["pkg.sub._a", "pkg.sub._b"]]
@@ -509,9 +552,14 @@ def attrs_uses(root: Path) -> list[str]:
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
             named = isinstance(node, ast.Attribute) and node.attr == "attrs"
-            by_name = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                       and node.func.id in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) > 1
-                       and isinstance(node.args[1], ast.Constant) and node.args[1].value == "attrs")
+            by_name = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "setattr", "delattr", "hasattr")
+                and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value == "attrs"
+            )
             if named or by_name:
                 found.append(f"{path.relative_to(root)}:{node.lineno}")
     return found
@@ -526,13 +574,16 @@ def test_no_module_keeps_anything_in_dataframe_attrs():
 
 
 def test_the_attrs_check_finds_every_planted_use(tmp_path):
-    root = _write(tmp_path / "pkg", {
-        "__init__.py": '"""A docstring may name t.attrs["x"]."""\n# and so may a comment: t.attrs = {}\n',
-        "read.py": "def f(t):\n    return t.attrs['global']\n",
-        "write.py": "def f(t):\n    t.attrs = {}\n    t.attrs['x'] = 1\n",
-        "call.py": "def f(t):\n    return t.attrs.get('x', getattr(t, 'attrs'))\n",
-        "clean.py": "def f(t):\n    return t.global_test, {'attrs': 1}\n",
-    })
+    root = _write(
+        tmp_path / "pkg",
+        {
+            "__init__.py": '"""A docstring may name t.attrs["x"]."""\n# and so may a comment: t.attrs = {}\n',
+            "read.py": "def f(t):\n    return t.attrs['global']\n",
+            "write.py": "def f(t):\n    t.attrs = {}\n    t.attrs['x'] = 1\n",
+            "call.py": "def f(t):\n    return t.attrs.get('x', getattr(t, 'attrs'))\n",
+            "clean.py": "def f(t):\n    return t.global_test, {'attrs': 1}\n",
+        },
+    )
     assert attrs_uses(root) == ["call.py:2", "call.py:2", "read.py:2", "write.py:2", "write.py:3"]
 
 
@@ -580,9 +631,13 @@ def _report_may_import(target: str) -> bool:
 
 def private_report_imports(graph: dict[str, dict[str, set[str]]]) -> list[str]:
     """Imports of private fme modules by any report module (stages and orchestration; every kind of import)."""
-    return sorted(f"{module} -> {target}" for module, targets in every_import(graph).items()
-                  if module == REPORT or module.startswith(REPORT + ".")
-                  for target in targets if not target.startswith(REPORT + ".") and not _report_may_import(target))
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in every_import(graph).items()
+        if module == REPORT or module.startswith(REPORT + ".")
+        for target in targets
+        if not target.startswith(REPORT + ".") and not _report_may_import(target)
+    )
 
 
 def report_stage_violations(graph: dict[str, dict[str, set[str]]]) -> list[str]:
@@ -641,23 +696,29 @@ def test_report_stage_rules_catch_planted_imports(tmp_path):
 
     copy = tmp_path / "fme"
     shutil.copytree(SOURCE, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
-    plants = {("report", "present", "flags.py"): "\n\ndef _planted():\n    from ..._dask.common import FIT_SAMPLE_SIZE\n",
-              ("report", "inputs", "validate.py"): "\n\ndef _planted():\n    from ..analysis import run\n",
-              ("report", "render", "documents.py"): "\n\ndef _planted():\n    import fme\n",
-              ("report", "analysis", "details.py"): "\n\ndef _planted():\n    from ..._core.kernel import evaluate_batch\n",
-              ("report", "model_hash.py"): "\n\ndef _planted():\n    from .._adapters import fingerprint\n"}
+    plants = {
+        ("report", "present", "flags.py"): "\n\ndef _planted():\n    from ..._dask.common import FIT_SAMPLE_SIZE\n",
+        ("report", "inputs", "validate.py"): "\n\ndef _planted():\n    from ..analysis import run\n",
+        ("report", "render", "documents.py"): "\n\ndef _planted():\n    import fme\n",
+        ("report", "analysis", "details.py"): "\n\ndef _planted():\n    from ..._core.kernel import evaluate_batch\n",
+        ("report", "model_hash.py"): "\n\ndef _planted():\n    from .._adapters import fingerprint\n",
+    }
     for parts, code in plants.items():
         path = copy.joinpath(*parts)
         path.write_text(path.read_text(encoding="utf-8") + code, encoding="utf-8")
     graph = import_graph(copy)
     found = report_stage_violations(graph)
-    assert found == ["fme.report.analysis.details -> fme._core.kernel: outside what the analysis stage may import",
-                     "fme.report.inputs.validate -> fme.report.analysis.run: a stage imports a later stage",
-                     "fme.report.present.flags -> fme._dask.common: outside what the present stage may import",
-                     "fme.report.render.documents -> fme: outside what the render stage may import"]
-    assert private_report_imports(graph) == ["fme.report.analysis.details -> fme._core.kernel",
-                                             "fme.report.model_hash -> fme._adapters",
-                                             "fme.report.present.flags -> fme._dask.common"]
+    assert found == [
+        "fme.report.analysis.details -> fme._core.kernel: outside what the analysis stage may import",
+        "fme.report.inputs.validate -> fme.report.analysis.run: a stage imports a later stage",
+        "fme.report.present.flags -> fme._dask.common: outside what the present stage may import",
+        "fme.report.render.documents -> fme: outside what the render stage may import",
+    ]
+    assert private_report_imports(graph) == [
+        "fme.report.analysis.details -> fme._core.kernel",
+        "fme.report.model_hash -> fme._adapters",
+        "fme.report.present.flags -> fme._dask.common",
+    ]
 
 
 def test_no_report_module_tests_a_model_type():
@@ -676,12 +737,16 @@ def test_no_report_module_tests_a_model_type():
 # ================================================================= a backend is known in one place
 #: The backend adapter modules of fme/_adapters/: outside the package only its __init__ (``adapt``, ``model_frame``,
 #: the ModelAdapter's methods) is imported.
-BACKEND_MODULES = tuple(f"fme._adapters.{m}" for m in
-                        ("statsmodels", "sklearn", "lightgbm", "xgboost", "formula", "forest", "generic", "identity"))
+BACKEND_MODULES = tuple(
+    f"fme._adapters.{m}"
+    for m in ("statsmodels", "sklearn", "lightgbm", "xgboost", "formula", "forest", "generic", "identity")
+)
 #: Packages outside fme/_adapters/ that may import a backend adapter module (package -> why).
 BACKEND_IMPORTERS = {
-    "fme._nlm": ("the exact NLM walks a tree ensemble's paths backend-free, over the Forest that forest() returns: "
-                 "it reads _adapters.forest's Forest arrays (and LightGBM's zero-threshold convention) directly"),
+    "fme._nlm": (
+        "the exact NLM walks a tree ensemble's paths backend-free, over the Forest that forest() returns: "
+        "it reads _adapters.forest's Forest arrays (and LightGBM's zero-threshold convention) directly"
+    ),
 }
 #: Modules outside fme/_adapters/ that read a class's ``__module__`` of something that is not a model (module -> why).
 MODULE_NAME_READERS = {
@@ -718,8 +783,12 @@ def test_a_backend_is_known_only_in_the_adapters(graph):
 
 
 def test_backend_exceptions_are_current(graph):
-    used = {unit_of(m) for m, ts in every_import(graph).items() for t in ts
-            if any(t == b or t.startswith(b + ".") for b in BACKEND_MODULES)}
+    used = {
+        unit_of(m)
+        for m, ts in every_import(graph).items()
+        for t in ts
+        if any(t == b or t.startswith(b + ".") for b in BACKEND_MODULES)
+    }
     assert set(BACKEND_IMPORTERS) <= used
     for module in MODULE_NAME_READERS:
         assert "__module__" in module_files(SOURCE)[module].read_text(encoding="utf-8"), module
@@ -728,18 +797,27 @@ def test_backend_exceptions_are_current(graph):
 def test_the_backend_check_finds_planted_type_tests(tmp_path):
     """Not vacuous: a core module importing the statsmodels adapter and an inference module testing a model's
     ``__module__`` are both reported; the same in fme/_nlm (the listed exception) only for ``__module__``."""
-    root = _write(tmp_path / "pkg", {
-        "__init__.py": "", "_adapters/__init__.py": "from . import statsmodels\n",
-        "_adapters/statsmodels.py": "def f(m):\n    return type(m).__module__\n",
-        "_core/__init__.py": "", "_core/plan.py": "def g():\n    from .._adapters.statsmodels import f\n",
-        "inference/__init__.py": "", "inference/vcov.py": "def h(m):\n    return type(m).__module__.startswith('x')\n",
-        "_nlm/__init__.py": "", "_nlm/paths.py": "from .._adapters import statsmodels\nX = int.__module__\n",
-        "ok.py": "from . import _adapters\n",
-    })
+    root = _write(
+        tmp_path / "pkg",
+        {
+            "__init__.py": "",
+            "_adapters/__init__.py": "from . import statsmodels\n",
+            "_adapters/statsmodels.py": "def f(m):\n    return type(m).__module__\n",
+            "_core/__init__.py": "",
+            "_core/plan.py": "def g():\n    from .._adapters.statsmodels import f\n",
+            "inference/__init__.py": "",
+            "inference/vcov.py": "def h(m):\n    return type(m).__module__.startswith('x')\n",
+            "_nlm/__init__.py": "",
+            "_nlm/paths.py": "from .._adapters import statsmodels\nX = int.__module__\n",
+            "ok.py": "from . import _adapters\n",
+        },
+    )
     found = backend_knowledge(import_graph(root, "pkg"), root, "pkg")
-    assert found == ["pkg._core.plan imports pkg._adapters.statsmodels",
-                     "pkg._nlm.paths:2 reads __module__: X = int.__module__",
-                     "pkg.inference.vcov:2 reads __module__: return type(m).__module__.startswith('x')"]
+    assert found == [
+        "pkg._core.plan imports pkg._adapters.statsmodels",
+        "pkg._nlm.paths:2 reads __module__: X = int.__module__",
+        "pkg.inference.vcov:2 reads __module__: return type(m).__module__.startswith('x')",
+    ]
 
 
 # ================================================================= validate once: the data's path through a call
@@ -800,6 +878,7 @@ def test_the_data_path_reader_follows_the_object_itself():
     import fme._utils.validation as validation
 
     frame = object()
-    visited = modules_data_visits(lambda: (validation.is_dask_collection(frame), validation.is_dask_collection(1)),
-                                  frame)
+    visited = modules_data_visits(
+        lambda: (validation.is_dask_collection(frame), validation.is_dask_collection(1)), frame
+    )
     assert visited == ["fme._utils.validation"]

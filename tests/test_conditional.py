@@ -10,7 +10,6 @@ from scipy import stats
 
 import fme
 from fme.exceptions import DataError, FeatureError, ParameterError
-
 from tests.conftest import piecewise_sim as _piecewise
 
 
@@ -66,10 +65,13 @@ def test_greedy_reduction_merges_smallest_pooled_sd() -> None:
     from fme._trees.grow import _prune_sequence
 
     nodes = pd.DataFrame(
-        {"parent": pd.array([pd.NA, 1, 2, 2, 1, 5, 5], dtype="Int64"),
-         "is_leaf": [False, False, True, True, False, True, True],
-         "children": [(2, 5), (3, 4), (), (), (6, 7), (), ()]},
-        index=pd.Index([1, 2, 3, 4, 5, 6, 7], name="node"))
+        {
+            "parent": pd.array([pd.NA, 1, 2, 2, 1, 5, 5], dtype="Int64"),
+            "is_leaf": [False, False, True, True, False, True, True],
+            "children": [(2, 5), (3, 4), (), (), (6, 7), (), ()],
+        },
+        index=pd.Index([1, 2, 3, 4, 5, 6, 7], name="node"),
+    )
     leaf_of_row = np.repeat([3, 4, 6, 7], 2)
     fmes = np.array([0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 10.0, 10.0])
     seq = _prune_sequence(SimpleNamespace(nodes_=nodes), fmes, leaf_of_row)
@@ -161,8 +163,9 @@ def test_many_level_factor_is_a_clear_error() -> None:
 def two_groups() -> fme.FMEResult:
     # fME = 1 where g == "a", 5 where g == "b" (plus a bit of noise from x): one clear split on g
     rng = np.random.default_rng(7)
-    X = pd.DataFrame({"x": rng.normal(size=400), "z": rng.normal(size=400),
-                      "g": pd.Categorical(rng.choice(["a", "b"], 400))})
+    X = pd.DataFrame(
+        {"x": rng.normal(size=400), "z": rng.normal(size=400), "g": pd.Categorical(rng.choice(["a", "b"], 400))}
+    )
 
     def f(d: pd.DataFrame) -> np.ndarray:
         slope = np.where(d["g"] == "a", 1.0, 5.0)
@@ -212,11 +215,14 @@ def test_stability_records_failed_refits(sim_effects) -> None:
     assert st["n_leaves"].isna().all() and st["ari"].isna().all() and st["ame"].notna().all()
 
 
-@pytest.mark.parametrize(("kwargs", "exc", "phrase"), [
-    ({"n_subsamples": 0}, ParameterError, "n_subsamples"),
-    ({"fraction": 1.0}, ParameterError, "strictly between 0 and 1"),
-    ({"fraction": 0.0001}, ParameterError, "fewer than 2 rows"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "phrase"),
+    [
+        ({"n_subsamples": 0}, ParameterError, "n_subsamples"),
+        ({"fraction": 1.0}, ParameterError, "strictly between 0 and 1"),
+        ({"fraction": 0.0001}, ParameterError, "fewer than 2 rows"),
+    ],
+)
 def test_stability_bad_arguments(sim_part, kwargs, exc, phrase) -> None:
     with pytest.raises(exc, match=phrase):
         fme.partition_stability(sim_part, **kwargs)
@@ -261,8 +267,11 @@ def test_integer_column_labels_work_in_came():
 
 def test_duplicate_index_labels_name_the_index():
     X = pd.DataFrame({"x": np.arange(6.0)}, index=[0, 1, 2, 0, 1, 2])
-    with pytest.raises(DataError, match=r"the index of `data` has duplicate labels \(e.g. \[0, 1, 2\]\).*"
-                       r"reset_index\(drop=True\)"):
+    with pytest.raises(
+        DataError,
+        match=r"the index of `data` has duplicate labels \(e.g. \[0, 1, 2\]\).*"
+        r"reset_index\(drop=True\)",
+    ):
         fme.fme(lambda d: d["x"].to_numpy(), X, {"x": 1.0})
 
 
@@ -278,8 +287,11 @@ def test_multiindex_and_duplicate_columns():
 
 @pytest.mark.parametrize("method, valid", [("ctree", "minbucket"), ("cart", "min_samples_leaf")])
 def test_misspelt_tree_parameter_lists_valid_names(method, valid):
-    with pytest.raises(ParameterError, match=rf"unknown tree parameter\(s\) \['minbuckets'\] for method='{method}'; "
-                       rf"valid names: .*{valid}"):
+    with pytest.raises(
+        ParameterError,
+        match=rf"unknown tree parameter\(s\) \['minbuckets'\] for method='{method}'; "
+        rf"valid names: .*{valid}",
+    ):
         fme.came(_grade_effects(), method=method, minbuckets=5)
 
 

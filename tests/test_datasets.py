@@ -21,8 +21,19 @@ from fme.datasets import (
 from fme.exceptions import FMEError, ParameterError
 
 COLUMNS = [
-    "crim", "zn", "indus", "chas", "nox", "rm", "age",
-    "dis", "rad", "tax", "ptratio", "lstat", "medv",
+    "crim",
+    "zn",
+    "indus",
+    "chas",
+    "nox",
+    "rm",
+    "age",
+    "dis",
+    "rad",
+    "tax",
+    "ptratio",
+    "lstat",
+    "medv",
 ]
 
 # Ranges of the paper's table of the Boston data (min, max).

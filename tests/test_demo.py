@@ -14,8 +14,9 @@ from fme.__main__ import DEMO_CONFIG, DEMO_TERMS
 
 def _demo(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "FME_PROGRESS": "0", "PYTHONWARNINGS": "default"}
-    return subprocess.run([sys.executable, "-m", "fme", "demo", *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "fme", "demo", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+    )
 
 
 @pytest.mark.slow

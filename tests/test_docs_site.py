@@ -17,19 +17,28 @@ import pytest
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 #: One page of each kind: home, user guide (with executed examples), gallery (figures), API, paper (math).
-PAGES = ["index.html", "guide/nlm.html", "gallery/plot_01_boston_svm.html", "api/generated/fme.fme.html",
-         "paper.html"]
+PAGES = ["index.html", "guide/nlm.html", "gallery/plot_01_boston_svm.html", "api/generated/fme.fme.html", "paper.html"]
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     pytest.importorskip("sphinx")
     out = tmp_path_factory.mktemp("site") / "html"
-    proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-q", "-b", "html",
-                           str(REPO / "docs"), str(out)], capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-q", "-b", "html", str(REPO / "docs"), str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, proc.stderr[-6000:]
     return out
 
@@ -46,7 +55,7 @@ def test_site_has_a_page_per_public_name(site):
     from fme.report.inputs.schema import SCHEMA
 
     for key in SCHEMA["properties"]:
-        assert f"<code class=\"docutils literal notranslate\"><span class=\"pre\">{key}</span></code>" in config, key
+        assert f'<code class="docutils literal notranslate"><span class="pre">{key}</span></code>' in config, key
 
 
 def test_pages_load_offline_without_errors(site):
@@ -78,8 +87,11 @@ def test_pages_load_offline_without_errors(site):
                 images = page.eval_on_selector_all("img", "els => els.map(e => [e.src, e.complete, e.naturalWidth])")
                 broken = [src for src, complete, width in images if not (complete and width > 0)]
                 if errors or outside or broken:
-                    problems[rel] = errors + [f"request left the machine: {u}" for u in outside] + \
-                        [f"image not loaded: {src}" for src in broken]
+                    problems[rel] = (
+                        errors
+                        + [f"request left the machine: {u}" for u in outside]
+                        + [f"image not loaded: {src}" for src in broken]
+                    )
                 if rel.startswith("gallery/"):
                     assert images, "the gallery page shows its figures"
                 page.close()

@@ -14,8 +14,9 @@ from sklearn.datasets import load_diabetes
 from sklearn.linear_model import LinearRegression
 
 import fme
-from fme.exceptions import FMEError, NameClashError
-from fme.margins.marginal import AME_COLUMNS as _AME_COLUMNS, MER_COLUMNS as _MER_COLUMNS
+from fme.exceptions import NameClashError
+from fme.margins.marginal import AME_COLUMNS as _AME_COLUMNS
+from fme.margins.marginal import MER_COLUMNS as _MER_COLUMNS
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +39,9 @@ def test_by_column_named_like_an_output_column_is_refused(diabetes, linreg, name
     with pytest.raises(NameClashError, match=rf"by column '{name}'.*by='{name}_group'"):
         fme.ame(linreg, data, {"bmi": 0.01}, by=name, inference="sample")
     # the way out named by the message works and keeps the labels
-    out = fme.ame(linreg, data.assign(**{f"{name}_group": data[name]}), {"bmi": 0.01}, by=f"{name}_group",
-                  inference="sample")
+    out = fme.ame(
+        linreg, data.assign(**{f"{name}_group": data[name]}), {"bmi": 0.01}, by=f"{name}_group", inference="sample"
+    )
     assert list(out[f"{name}_group"]) == ["f", "m"]
     assert list(out.columns).count(name) == 1
 
@@ -76,8 +78,7 @@ def test_at_clash_with_a_step_column(diabetes):
     data = X.rename(columns={"s1": "step_bmi"})
     model = LinearRegression().fit(data, y)
     with pytest.raises(NameClashError, match="step_bmi"):
-        fme.mer(model, data, {"bmi": 0.01}, at={"step_bmi": [0.0]}, extrapolation="envelope",
-                on_extrapolation="shrink")
+        fme.mer(model, data, {"bmi": 0.01}, at={"step_bmi": [0.0]}, extrapolation="envelope", on_extrapolation="shrink")
 
 
 def test_at_without_clash_keeps_the_grid_values(diabetes, linreg):
@@ -104,10 +105,13 @@ def test_missing_by_values_form_a_group_of_their_own(diabetes):
     data = _with_missing_group(X)
     out = fme.ame(_nonlinear, data, {"bmi": 0.01}, by="g", inference="sample")
     assert len(out) == 3 and list(out["g"][:2]) == ["f", "m"] and pd.isna(out["g"].iloc[2])
-    assert out["n"].sum() == len(data) and list(out["n"]) == [int((data["g"] == "f").sum()),
-                                                            int((data["g"] == "m").sum()), 10]
+    assert out["n"].sum() == len(data) and list(out["n"]) == [
+        int((data["g"] == "f").sum()),
+        int((data["g"] == "m").sum()),
+        10,
+    ]
     bmi = data["bmi"].to_numpy()
-    fm = ((bmi + 0.01) ** 2 - bmi ** 2) * 100
+    fm = ((bmi + 0.01) ** 2 - bmi**2) * 100
     np.testing.assert_allclose(out["ame"].iloc[2], fm[:10].mean(), rtol=1e-12)
     np.testing.assert_allclose(out["std_error"].iloc[2], fm[:10].std(ddof=1) / np.sqrt(10), rtol=1e-10)
     pair = fme.ame(_nonlinear, data, {"bmi": 0.01}, by="g", hypothesis="pairwise", inference="sample")
@@ -234,8 +238,10 @@ def test_summary_and_tidy_say_the_model_is_held_fixed(diabetes, linreg):
     t = res.tidy()
     assert t["covers"].iloc[0] == "model held fixed" and t["inference"].iloc[0] == "sample"
     lo, hi = res.conf_int()
-    assert (f"    std_error {res.std_error:.6g}  95% CI [{lo:.6g}, {hi:.6g}]  (sample: model held fixed)"
-            in res.summary().splitlines())
+    assert (
+        f"    std_error {res.std_error:.6g}  95% CI [{lo:.6g}, {hi:.6g}]  (sample: model held fixed)"
+        in res.summary().splitlines()
+    )
 
 
 @pytest.mark.parametrize("steps", [{"bmi": 0.01}, {"sex_cat": "m"}])
@@ -272,8 +278,11 @@ def test_statsmodels_refits_that_did_not_converge_count_as_failed(spector):
     expected = int(_nonconverged_seeds(spector, 60, 0).sum())
     assert expected > 0
     spec = {"data": spector, "n_resamples": 60, "random_state": 0}
-    with pytest.warns(fme.BootstrapWarning, match=rf"{expected} of 60 bootstrap refits failed.*{expected} of them "
-                      r"because the fit did not converge.*'keep_nonconverged': True"):
+    with pytest.warns(
+        fme.BootstrapWarning,
+        match=rf"{expected} of 60 bootstrap refits failed.*{expected} of them "
+        r"because the fit did not converge.*'keep_nonconverged': True",
+    ):
         out = fme.ame(m, spector, {"GPA": 0.5}, bootstrap=spec)
     assert out.bootstrap["n_failed"] == expected
     assert out.bootstrap["n_nonconverged"] == expected
@@ -299,8 +308,9 @@ def test_scikit_learn_convergence_warnings_count_as_failed(diabetes):
     with pytest.raises(fme.ModelError, match="10 of 10 bootstrap refits failed.*ConvergenceWarning"):
         fme.ame(clf, X, {"bmi": 0.01}, bootstrap=spec, target_class=1)
     with pytest.warns(fme.BootstrapWarning, match="10 of 10 bootstrap refits did not converge and are kept"):
-        out = fme.ame(clf, X, {"bmi": 0.01}, bootstrap={**spec, "keep_nonconverged": True, "ci": "normal"},
-                      target_class=1)
+        out = fme.ame(
+            clf, X, {"bmi": 0.01}, bootstrap={**spec, "keep_nonconverged": True, "ci": "normal"}, target_class=1
+        )
     assert out.bootstrap == {"n_resamples": 10, "n_failed": 0, "n_nonconverged": 10, "errors": []}
     with pytest.raises(fme.ParameterError, match="keep_nonconverged must be True or False"):
         fme.ame(clf, X, {"bmi": 0.01}, bootstrap={**spec, "keep_nonconverged": "yes"}, target_class=1)
@@ -322,8 +332,11 @@ def test_nonconverged_refits_on_dask_data(spector):
 def test_percentile_interval_on_few_refits_warns(diabetes, linreg):
     X, y = diabetes
     spec = {"X": X, "y": y, "n_resamples": 50, "random_state": 0}
-    with pytest.warns(fme.BootstrapWarning, match=r"95% percentile bootstrap interval rests on 50 refits.*"
-                                                  r"'n_resamples': 200"):
+    with pytest.warns(
+        fme.BootstrapWarning,
+        match=r"95% percentile bootstrap interval rests on 50 refits.*"
+        r"'n_resamples': 200",
+    ):
         fme.ame(linreg, X, {"bmi": 0.01}, bootstrap=spec)
     for kw in ({"conf_level": 0.8}, {"bootstrap": {**spec, "ci": "normal"}}):
         with warnings.catch_warnings():
@@ -367,11 +380,11 @@ def test_arrow_and_interchange_frames_are_accepted(diabetes, linreg):
         pd.testing.assert_frame_equal(res.results, ref.results)  # indexed by row position, as the input
     # a model whose fMEs are not constant (a linear model's sample SE is rounding noise, layout-dependent)
     a = fme.ame(_nonlinear, table, {"bmi": 0.01, "s5": 0.01}, by="g", inference="sample")
-    pd.testing.assert_frame_equal(a, fme.ame(_nonlinear, data, {"bmi": 0.01, "s5": 0.01}, by="g",
-                                             inference="sample"))
+    pd.testing.assert_frame_equal(a, fme.ame(_nonlinear, data, {"bmi": 0.01, "s5": 0.01}, by="g", inference="sample"))
     m = fme.mer(_nonlinear, table, {"bmi": 0.01}, at={"s1": [0.0, 0.01]}, inference="sample")
-    pd.testing.assert_frame_equal(m, fme.mer(_nonlinear, data, {"bmi": 0.01}, at={"s1": [0.0, 0.01]},
-                                             inference="sample"))
+    pd.testing.assert_frame_equal(
+        m, fme.mer(_nonlinear, data, {"bmi": 0.01}, at={"s1": [0.0, 0.01]}, inference="sample")
+    )
     # converted once per call, however many table rows
     _ArrowStream.calls = 0
     fme.ame(linreg, _ArrowStream(table), {"bmi": 0.01, "s5": 0.01, "bp": 0.01}, inference="sample")
@@ -380,8 +393,11 @@ def test_arrow_and_interchange_frames_are_accepted(diabetes, linreg):
 
 def test_numpy_array_gets_an_error_naming_feature_names_in(diabetes, linreg):
     X, _ = diabetes
-    for fn in (lambda d: fme.fme(linreg, d, {"bmi": 0.01}), lambda d: fme.ame(linreg, d, {"bmi": 0.01}),
-               lambda d: fme.mer(linreg, d, {"bmi": 0.01})):
+    for fn in (
+        lambda d: fme.fme(linreg, d, {"bmi": 0.01}),
+        lambda d: fme.ame(linreg, d, {"bmi": 0.01}),
+        lambda d: fme.mer(linreg, d, {"bmi": 0.01}),
+    ):
         with pytest.raises(fme.DataError, match=r"numpy array of shape \(442, 10\).*feature_names_in_"):
             fn(X.to_numpy())
 
@@ -390,8 +406,11 @@ def test_a_series_gets_the_data_error_with_the_way_out(diabetes, linreg):
     """A pandas Series (one row taken with df.loc, or one column) speaks Arrow too; it is refused as data, not
     handed to pyarrow."""
     X, _ = diabetes
-    for fn in (lambda d: fme.fme(linreg, d, {"bmi": 0.01}), lambda d: fme.ame(linreg, d, {"bmi": 0.01}),
-               lambda d: fme.avg_predictions(linreg, d)):
+    for fn in (
+        lambda d: fme.fme(linreg, d, {"bmi": 0.01}),
+        lambda d: fme.ame(linreg, d, {"bmi": 0.01}),
+        lambda d: fme.avg_predictions(linreg, d),
+    ):
         with pytest.raises(fme.DataError, match=r"is a pandas Series \(0, 10 values\).*to_frame\(\)\.T"):
             fn(X.iloc[0])
 
@@ -399,8 +418,12 @@ def test_a_series_gets_the_data_error_with_the_way_out(diabetes, linreg):
 def test_duplicated_index_gets_an_error_naming_it(diabetes, linreg):
     X, _ = diabetes
     dup = X.set_axis(np.repeat(np.arange(221), 2))
-    for fn in (lambda d: fme.fme(linreg, d, {"bmi": 0.01}), lambda d: fme.ame(linreg, d, {"bmi": 0.01}),
-               lambda d: fme.mer(linreg, d, {"bmi": 0.01}), lambda d: fme.dme(linreg, d, "bmi")):
+    for fn in (
+        lambda d: fme.fme(linreg, d, {"bmi": 0.01}),
+        lambda d: fme.ame(linreg, d, {"bmi": 0.01}),
+        lambda d: fme.mer(linreg, d, {"bmi": 0.01}),
+        lambda d: fme.dme(linreg, d, "bmi"),
+    ):
         with pytest.raises(fme.DataError, match=r"index of `data` has duplicate labels.*reset_index\(drop=True\)"):
             fn(dup)
 
@@ -440,7 +463,6 @@ def idle_machine(monkeypatch):
     """Every input of the execution plan injected: both cores idle and a probe that timed half a second a
     refit, whatever else runs on the machine and however fast it refits (the tests check the parallel paths;
     the idle-core rule and the plan's arithmetic have their own tests)."""
-    import os
 
     import fme.inference.execution as execution
 
@@ -475,7 +497,7 @@ def test_the_backend_is_the_faster_by_start_up_and_gil_share():
 
     X, y = np.arange(20.0).reshape(10, 2), np.arange(10.0)
     rf = RandomForestRegressor(n_estimators=100, random_state=0).fit(X, y)
-    share = boot._gil_share(adapt(rf), 0.31)                # Boston: 0.31 s CPU per refit
+    share = boot._gil_share(adapt(rf), 0.31)  # Boston: 0.31 s CPU per refit
     assert share == pytest.approx(100 * boot.GIL_SECONDS_PER_TREE / 0.31)
     assert boot._gil_share(adapt(make_pipeline(StandardScaler(), rf).fit(X, y)), 0.31) == share
     assert boot._gil_share(adapt(Ridge().fit(X, y)), 0.01) == 1.0 and boot._gil_share(adapt(rf), 1e-3) == 1.0
@@ -484,15 +506,16 @@ def test_the_backend_is_the_faster_by_start_up_and_gil_share():
     assert predicted["threads"] == pytest.approx(boot.STARTUP["threads"] + 60 * (share + (1 - share) / 2))
     assert predicted["processes"] == pytest.approx(boot.STARTUP["processes"] + 30)
     assert boot._plan(60.0, 2, "auto", 0.02)[:2] == ("threads", True)
-    assert boot._plan(2.0, 2, "auto", 1.0)[1] is False      # Ridge: 2 s of refits start no worker
+    assert boot._plan(2.0, 2, "auto", 1.0)[1] is False  # Ridge: 2 s of refits start no worker
     # a forced backend runs when the work exceeds its start-up, whatever the GIL share
     assert boot._plan(10.0, 2, "threads", 1.0)[:2] == ("threads", True)
     assert boot._plan(5.0, 2, "processes", 0.0)[:2] == ("processes", False)
 
 
 @pytest.mark.parametrize("backend", ["threads", "processes"])
-def test_workers_refit_an_unfitted_single_threaded_clone_with_the_same_numbers(diabetes, monkeypatch, backend,
-                                                                             idle_machine):
+def test_workers_refit_an_unfitted_single_threaded_clone_with_the_same_numbers(
+    diabetes, monkeypatch, backend, idle_machine
+):
     """The workers get the model's parameters, not the fitted model, with every scikit-learn n_jobs at 1 (the
     workers are the parallelism); the draws equal the sequential ones, and the user's model is untouched."""
     from sklearn.ensemble import RandomForestRegressor
@@ -507,7 +530,7 @@ def test_workers_refit_an_unfitted_single_threaded_clone_with_the_same_numbers(d
     model.fit(X, y)
     worker = adapt(model, None).for_workers()
     assert worker.model.get_params()["randomforestregressor__n_jobs"] == 1
-    assert not hasattr(worker.model[-1], "estimators_")          # unfitted: nothing fitted is sent
+    assert not hasattr(worker.model[-1], "estimators_")  # unfitted: nothing fitted is sent
     assert model.get_params()["randomforestregressor__n_jobs"] == 2 and hasattr(model[-1], "estimators_")
     monkeypatch.setitem(boot.STARTUP, backend, 0.0)  # always worth it: the workers run
     seq = _boot_rows(model, X, y, n_resamples=8)
@@ -528,8 +551,16 @@ def test_parallel_refits_count_nonconvergence_on_any_backend(diabetes, monkeypat
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = LogisticRegression(max_iter=2).fit(X, yb)
-    spec = {"X": X, "y": yb, "n_resamples": 12, "random_state": 0, "keep_nonconverged": True, "ci": "normal",
-            "n_jobs": 2, "backend": backend}
+    spec = {
+        "X": X,
+        "y": yb,
+        "n_resamples": 12,
+        "random_state": 0,
+        "keep_nonconverged": True,
+        "ci": "normal",
+        "n_jobs": 2,
+        "backend": backend,
+    }
     with pytest.warns(fme.BootstrapWarning, match="12 of 12 bootstrap refits did not converge and are kept"):
         res = fme.fme(clf, X, {"bmi": 0.01}, bootstrap=spec, target_class=1)
     rows = res.inference_rows

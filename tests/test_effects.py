@@ -6,22 +6,23 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tests.conftest import CallRecorder
 
 import fme
 from fme.exceptions import ExtrapolationError, FMEError, ParameterError
+from tests.conftest import CallRecorder
 
 
 def cubic(d):
     x1 = d["x1"].to_numpy(dtype=float)
-    return x1 ** 3 - d["x2"].to_numpy(dtype=float) * x1
+    return x1**3 - d["x2"].to_numpy(dtype=float) * x1
 
 
 @pytest.fixture
 def data():
     # x1 = 0, 1, ..., 9; x2 alternating
-    return pd.DataFrame({"x1": np.arange(10, dtype=float), "x2": np.tile([1.0, -1.0], 5)},
-                        index=[f"obs{i}" for i in range(10)])
+    return pd.DataFrame(
+        {"x1": np.arange(10, dtype=float), "x2": np.tile([1.0, -1.0], 5)}, index=[f"obs{i}" for i in range(10)]
+    )
 
 
 def test_docstring_example():
@@ -35,7 +36,7 @@ def test_result_values_and_aggregates(data):
     before = data.copy(deep=True)
     res = fme.fme(cubic, data, {"x1": 2.0}, nlm=True)
     x1, x2 = data["x1"].to_numpy(), data["x2"].to_numpy()
-    expected = (x1 + 2) ** 3 - x1 ** 3 - 2 * x2
+    expected = (x1 + 2) ** 3 - x1**3 - 2 * x2
     np.testing.assert_array_equal(res.results["fme"].to_numpy(), expected)
     assert res.results.index.equals(data.index)
     assert list(res.results.columns) == ["fme", "nlm", "nlm_status", "nlm_error", "nlm_route"]  # Gauss-Kronrod
@@ -45,8 +46,7 @@ def test_result_values_and_aggregates(data):
     assert res.anlm == pytest.approx(res.results["nlm"].mean(), rel=1e-14)
     assert res.n == 10 and res.n_excluded == 0 and res.extrapolated.empty
     np.testing.assert_array_equal(res.predictions["f_x"].to_numpy(), cubic(data))
-    np.testing.assert_array_equal(res.predictions["f_x_step"].to_numpy() - res.predictions["f_x"].to_numpy(),
-                                  expected)
+    np.testing.assert_array_equal(res.predictions["f_x_step"].to_numpy() - res.predictions["f_x"].to_numpy(), expected)
     assert res.step_dict == {"x1": 2.0}
     pd.testing.assert_frame_equal(data, before)
     out = res.to_frame()
@@ -95,8 +95,9 @@ def test_envelope_excludes_x_plus_h_outside(data):
     assert ex["reason"].str.contains("x1 < min 0").all()
     assert res.results.index.equals(data.index[3:])
     assert rec.lengths == [7, 7]  # excluded rows are never predicted
-    np.testing.assert_array_equal(res.results["fme"].to_numpy(),
-                                  cubic(data.iloc[3:].assign(x1=data["x1"].iloc[3:] - 2.5)) - cubic(data.iloc[3:]))
+    np.testing.assert_array_equal(
+        res.results["fme"].to_numpy(), cubic(data.iloc[3:].assign(x1=data["x1"].iloc[3:] - 2.5)) - cubic(data.iloc[3:])
+    )
 
 
 def test_envelope_with_reference_data(data):
@@ -104,8 +105,7 @@ def test_envelope_with_reference_data(data):
     res = fme.fme(cubic, data, {"x1": 1.0}, extrapolation="envelope", reference_data=ref)
     points = res.extrapolated["point"].to_dict()
     # x1 in [2, 7.5] for both x and x + 1
-    assert points == {"obs0": "x and x+h", "obs1": "x", "obs7": "x+h", "obs8": "x and x+h",
-                      "obs9": "x and x+h"}
+    assert points == {"obs0": "x and x+h", "obs1": "x", "obs7": "x+h", "obs8": "x and x+h", "obs9": "x and x+h"}
     assert list(res.results.index) == ["obs2", "obs3", "obs4", "obs5", "obs6"]
     assert "x1 > max 7.5" in res.extrapolated.loc["obs7", "reason"]
     assert "x1 < min 2" in res.extrapolated.loc["obs0", "reason"]
@@ -224,8 +224,11 @@ def test_predict_raising_in_a_later_batch_names_model_stage_rows(data):
             raise RuntimeError("boom in the model")
         return d["x1"].to_numpy()
 
-    with pytest.raises(fme.PredictionError, match=r"raised RuntimeError at f\(x \+ h\) for the step x1 \+ 1 "
-                       r"\(rows 6-8 of 10\): boom in the model") as info:
+    with pytest.raises(
+        fme.PredictionError,
+        match=r"raised RuntimeError at f\(x \+ h\) for the step x1 \+ 1 "
+        r"\(rows 6-8 of 10\): boom in the model",
+    ) as info:
         fme.fme(model, data, {"x1": 1.0}, batch_size=3)
     assert isinstance(info.value.__cause__, RuntimeError)
     with pytest.raises(fme.PredictionError, match=r"raised RuntimeError at f\(x\) \(rows 9-9 of 10\)"):
@@ -241,8 +244,9 @@ def test_detector_fit_and_flag_raising_name_the_detector_and_stage(data):
         def fit(self, reference):
             raise KeyError("no such column")
 
-    with pytest.raises(ExtrapolationError, match=r"detector broken.fit\(\) raised KeyError at fit\(reference_data\)") \
-            as info:
+    with pytest.raises(
+        ExtrapolationError, match=r"detector broken.fit\(\) raised KeyError at fit\(reference_data\)"
+    ) as info:
         fme.fme(cubic, data, {"x1": 1.0}, extrapolation=Broken())
     assert isinstance(info.value.__cause__, KeyError)
 
@@ -257,6 +261,9 @@ def test_detector_fit_and_flag_raising_name_the_detector_and_stage(data):
 
 
 def test_detector_class_instead_of_instance(data):
-    with pytest.raises(ExtrapolationError, match=r"is a detector class; pass an instance, e.g. "
-                       r"extrapolation=ConvexHullDetector\(\)"):
+    with pytest.raises(
+        ExtrapolationError,
+        match=r"is a detector class; pass an instance, e.g. "
+        r"extrapolation=ConvexHullDetector\(\)",
+    ):
         fme.fme(cubic, data, {"x1": 1.0}, extrapolation=fme.ConvexHullDetector)

@@ -112,8 +112,11 @@ def test_bad_direction():
 
 def test_max_linear_step_with_nan_names_the_feature():
     x = pd.DataFrame({"x": [1.0, np.nan, 2.0], "y": [0.0, 1.0, 2.0]}, index=["a", "b", "c"])
-    with pytest.raises(StepError, match=r"feature 'x' has 1 missing or infinite value\(s\) \(first at index label "
-                       r"'b'\).*dropna\(subset=\['x'\]\)"):
+    with pytest.raises(
+        StepError,
+        match=r"feature 'x' has 1 missing or infinite value\(s\) \(first at index label "
+        r"'b'\).*dropna\(subset=\['x'\]\)",
+    ):
         max_linear_step(lambda d: d["x"] ** 2, x, "x", {"x": 1.0})
 
 
@@ -136,6 +139,5 @@ def test_tree_model_uses_the_exact_nlm_by_default():
         got = res.results["nlm"].iloc[0]
         assert (np.isnan(got) and np.isnan(row["nlm"])) or got == pytest.approx(row["nlm"], rel=1e-12, abs=1e-12)
         assert np.isnan(got) or got >= 0.9
-    gl = max_linear_step(rf, x, "a", {"a": 1.0}, min_scale=0.05, max_scale=4.0, tol=1e-6,
-                         nlm_method="gauss-legendre")
+    gl = max_linear_step(rf, x, "a", {"a": 1.0}, min_scale=0.05, max_scale=4.0, tol=1e-6, nlm_method="gauss-legendre")
     assert not np.allclose(gl["nlm"].to_numpy(), auto["nlm"].to_numpy(), equal_nan=True)  # quadrature error

@@ -48,8 +48,9 @@ def test_dispersion_and_its_scaled_copy(poisson, forest):
     assert d["dispersion"] == pytest.approx(float(resid @ resid) / 397, rel=1e-12) and d["dispersion"] > 1
     assert models.glm_dispersion(forest) is None
     scaled = models.dispersion_scaled_copy(poisson, d["dispersion"])
-    np.testing.assert_allclose(np.asarray(scaled.cov_params()), np.asarray(poisson.cov_params()) * d["dispersion"],
-                               rtol=1e-14)
+    np.testing.assert_allclose(
+        np.asarray(scaled.cov_params()), np.asarray(poisson.cov_params()) * d["dispersion"], rtol=1e-14
+    )
     np.testing.assert_array_equal(np.asarray(scaled.params), np.asarray(poisson.params))
     assert models.scaled_dispersion(scaled) == d["dispersion"] and models.scaled_dispersion(poisson) is None
     assert models.dispersion_scaled_copy(scaled, 5.0) is scaled  # never scaled twice

@@ -73,8 +73,9 @@ def quadratic_nlm(a: float, x: float, h: float) -> float:
 @pytest.fixture(scope="module")
 def grid():
     rng = np.random.default_rng(3)
-    return pd.DataFrame({"x1": rng.uniform(-2, 2, 8), "x2": rng.uniform(-1, 1, 8), "x3": rng.uniform(0, 3, 8)},
-                        index=list("abcdefgh"))
+    return pd.DataFrame(
+        {"x1": rng.uniform(-2, 2, 8), "x2": rng.uniform(-1, 1, 8), "x3": rng.uniform(0, 3, 8)}, index=list("abcdefgh")
+    )
 
 
 def sq(d):
@@ -116,11 +117,16 @@ def test_linear_paths_give_one(grid, method):
 
 def test_sine_over_full_period_is_minus_two():
     # f = -cos(2 pi t) along the path: I = 3/2, II = 1/2
-    res = fme.fme(lambda d: np.sin(d["x1"].to_numpy()), pd.DataFrame({"x1": [-np.pi / 2]}),
-                  {"x1": 2 * np.pi}, nlm=True, nlm_points=30)
+    res = fme.fme(
+        lambda d: np.sin(d["x1"].to_numpy()),
+        pd.DataFrame({"x1": [-np.pi / 2]}),
+        {"x1": 2 * np.pi},
+        nlm=True,
+        nlm_points=30,
+    )
     assert res.results["nlm"].iloc[0] == pytest.approx(-2.0, abs=1e-10)
     res = fme.fme(lambda d: np.sin(d["x1"].to_numpy()), pd.DataFrame({"x1": [0.0]}), {"x1": np.pi}, nlm=True)
-    assert res.results["nlm"].iloc[0] == pytest.approx(1 - 0.5 / (0.5 - 4 / np.pi ** 2), abs=1e-9)
+    assert res.results["nlm"].iloc[0] == pytest.approx(1 - 0.5 / (0.5 - 4 / np.pi**2), abs=1e-9)
     assert res.results["nlm"].iloc[0] < 0
 
 
@@ -128,8 +134,13 @@ def test_sine_over_full_period_is_minus_two():
 SMOOTH = {
     "sin": (lambda d: np.sin(1.3 * d["x1"].to_numpy()) + d["x2"].to_numpy(), {"x1": 1.5}),
     "exp": (lambda d: np.exp(0.6 * d["x1"].to_numpy() - 0.4 * d["x2"].to_numpy()), {"x1": 1.0, "x2": 0.8}),
-    "rbf": (lambda d: np.exp(-((d["x1"].to_numpy() - 0.3) ** 2 + (d["x2"].to_numpy() + 0.2) ** 2) / 0.8)
-            + 0.3 * np.exp(-((d["x1"].to_numpy() + 1) ** 2) / 0.5), {"x1": 1.2, "x2": -0.6}),
+    "rbf": (
+        lambda d: (
+            np.exp(-((d["x1"].to_numpy() - 0.3) ** 2 + (d["x2"].to_numpy() + 0.2) ** 2) / 0.8)
+            + 0.3 * np.exp(-((d["x1"].to_numpy() + 1) ** 2) / 0.5)
+        ),
+        {"x1": 1.2, "x2": -0.6},
+    ),
     "logistic": (lambda d: 1 / (1 + np.exp(-3 * d["x1"].to_numpy() * d["x3"].to_numpy())), {"x1": 0.9}),
 }
 
@@ -180,8 +191,9 @@ def test_simpson38_default_is_one_interval(grid):
     b = fme.fme(f, grid, steps, nlm=True, nlm_method="simpson38", nlm_intervals=1)
     np.testing.assert_array_equal(a.results["nlm"].to_numpy(), b.results["nlm"].to_numpy())
     row = grid.iloc[0]
-    assert a.results["nlm"].iloc[0] == pytest.approx(nlm_simpson38_reference(path_function(f, row, steps), 1),
-                                                     abs=1e-12)
+    assert a.results["nlm"].iloc[0] == pytest.approx(
+        nlm_simpson38_reference(path_function(f, row, steps), 1), abs=1e-12
+    )
 
 
 def test_quadrature_rules():
@@ -197,22 +209,25 @@ def test_quadrature_rules():
     assert np.all((g.nodes > 0) & (g.nodes < 1))
     # exact for degree 2m - 1
     g3 = quadrature_rule(points=3)
-    assert float(np.sum(g3.weights * g3.nodes ** 5)) == pytest.approx(1 / 6, abs=1e-15)
+    assert float(np.sum(g3.weights * g3.nodes**5)) == pytest.approx(1 / 6, abs=1e-15)
 
 
-@pytest.mark.parametrize("kwargs, phrase", [
-    (dict(nlm_method="trapezoid"), "unknown nlm_method"),
-    (dict(nlm_points=0), "nlm_points must be an integer >= 2"),
-    (dict(nlm_points=1), "nlm_points must be an integer >= 2"),
-    (dict(nlm_points=2.5), "nlm_points must be an integer"),
-    (dict(nlm_method="simpson38", nlm_intervals=0), "nlm_intervals must be an integer >= 1"),
-    (dict(nlm_method="simpson38", nlm_points=4), "nlm_points applies to nlm_method='gauss-legendre'"),
-    (dict(nlm_method="gauss-legendre", nlm_intervals=4), "nlm_intervals applies to nlm_method='simpson38'"),
-    (dict(nlm_method="exact"), "nlm_method=.exact. is not available for function"),
-    (dict(nlm_method="gauss-kronrod", nlm_points=4), "do not apply to nlm_method=.gauss-kronrod."),
-    (dict(nlm_tol=-1.0), "nlm_tol must be a finite number >= 0"),
-    (dict(nlm_max_level=13), "nlm_max_level must be an integer in"),
-])
+@pytest.mark.parametrize(
+    "kwargs, phrase",
+    [
+        (dict(nlm_method="trapezoid"), "unknown nlm_method"),
+        (dict(nlm_points=0), "nlm_points must be an integer >= 2"),
+        (dict(nlm_points=1), "nlm_points must be an integer >= 2"),
+        (dict(nlm_points=2.5), "nlm_points must be an integer"),
+        (dict(nlm_method="simpson38", nlm_intervals=0), "nlm_intervals must be an integer >= 1"),
+        (dict(nlm_method="simpson38", nlm_points=4), "nlm_points applies to nlm_method='gauss-legendre'"),
+        (dict(nlm_method="gauss-legendre", nlm_intervals=4), "nlm_intervals applies to nlm_method='simpson38'"),
+        (dict(nlm_method="exact"), "nlm_method=.exact. is not available for function"),
+        (dict(nlm_method="gauss-kronrod", nlm_points=4), "do not apply to nlm_method=.gauss-kronrod."),
+        (dict(nlm_tol=-1.0), "nlm_tol must be a finite number >= 0"),
+        (dict(nlm_max_level=13), "nlm_max_level must be an integer in"),
+    ],
+)
 def test_bad_quadrature_arguments(grid, kwargs, phrase):
     with pytest.raises(ParameterError, match=phrase):
         fme.fme(sq, grid, {"x1": 1.0}, nlm=True, **kwargs)
@@ -289,7 +304,7 @@ def test_multiclass_all_nlm_equals_single_class(multiclass, Xnum):
 # ------------------------------------------------------------ robust summaries, flat paths, bounds
 def _near_flat(d):  # near-flat (moves by ~1e-9) where x2 > 0, quadratic elsewhere, exactly constant where x3 > 2.5
     x1, x2, x3 = (d[c].to_numpy() for c in ("x1", "x2", "x3"))
-    out = np.where(x2 > 0, 0.5 + 1e-9 * np.sin(5 * x1), x1 ** 2)
+    out = np.where(x2 > 0, 0.5 + 1e-9 * np.sin(5 * x1), x1**2)
     return np.where(x3 > 2.5, 0.25, out)
 
 
@@ -342,6 +357,7 @@ def test_rounding_level_paths_are_flat(grid, method):
     def run(amp):
         def f(d):
             return 0.5 + amp * d["x1"].to_numpy()  # linear: SD along the path |amp h| / sqrt(12)
+
         return fme.fme(f, grid, {"x1": 1.0}, nlm=True, nlm_method=method)
 
     level = 0.5 + np.maximum(0.0, 0.0)  # scale ~ 0.5 (+ |amp| h, negligible)
@@ -356,13 +372,42 @@ def test_rounding_level_paths_are_flat(grid, method):
 
 
 # mtcars (Henderson and Velleman 1981; public domain): hp, wt, am of the 32 cars
-_MTCARS = np.array([
-    [110, 2.620, 1], [110, 2.875, 1], [93, 2.320, 1], [110, 3.215, 0], [175, 3.440, 0], [105, 3.460, 0],
-    [245, 3.570, 0], [62, 3.190, 0], [95, 3.150, 0], [123, 3.440, 0], [123, 3.440, 0], [180, 4.070, 0],
-    [180, 3.730, 0], [180, 3.780, 0], [205, 5.250, 0], [215, 5.424, 0], [230, 5.345, 0], [66, 2.200, 1],
-    [52, 1.615, 1], [65, 1.835, 1], [97, 2.465, 0], [150, 3.520, 0], [150, 3.435, 0], [245, 3.840, 0],
-    [175, 3.845, 0], [66, 1.935, 1], [91, 2.140, 1], [113, 1.513, 1], [264, 3.170, 1], [175, 2.770, 1],
-    [335, 3.570, 1], [109, 2.780, 1]])
+_MTCARS = np.array(
+    [
+        [110, 2.620, 1],
+        [110, 2.875, 1],
+        [93, 2.320, 1],
+        [110, 3.215, 0],
+        [175, 3.440, 0],
+        [105, 3.460, 0],
+        [245, 3.570, 0],
+        [62, 3.190, 0],
+        [95, 3.150, 0],
+        [123, 3.440, 0],
+        [123, 3.440, 0],
+        [180, 4.070, 0],
+        [180, 3.730, 0],
+        [180, 3.780, 0],
+        [205, 5.250, 0],
+        [215, 5.424, 0],
+        [230, 5.345, 0],
+        [66, 2.200, 1],
+        [52, 1.615, 1],
+        [65, 1.835, 1],
+        [97, 2.465, 0],
+        [150, 3.520, 0],
+        [150, 3.435, 0],
+        [245, 3.840, 0],
+        [175, 3.845, 0],
+        [66, 1.935, 1],
+        [91, 2.140, 1],
+        [113, 1.513, 1],
+        [264, 3.170, 1],
+        [175, 2.770, 1],
+        [335, 3.570, 1],
+        [109, 2.780, 1],
+    ]
+)
 
 
 def _logistic_path_nlm(eta0: float, deta: float, m: int = 200_000) -> float:
@@ -452,8 +497,8 @@ def test_nlm_intervals_never_exceed_one(grid):
 def test_gauss_kronrod_smooth_rows_need_no_subdivision(df):
     from sklearn.svm import SVR
 
-    from fme._nlm.evaluate import adaptive_nlm
     from fme._adapters.predictor import make_predictor
+    from fme._nlm.evaluate import adaptive_nlm
     from fme.steps import parse_steps
 
     Xs = df[["x1", "x2", "x3"]]

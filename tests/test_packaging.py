@@ -83,8 +83,7 @@ def test_lock_record_reports_differences(tmp_path: Path) -> None:
     rec = lock_record(fake)
     assert rec["matches"] is False and rec["file"] == "requirements.lock"
     assert rec["differences"] == [{"name": "numpy", "locked": "0.0.1", "installed": metadata.version("numpy")}]
-    assert lock_record(tmp_path / "missing.lock") == {"file": None, "sha256": None, "matches": False,
-                                                      "differences": []}
+    assert lock_record(tmp_path / "missing.lock") == {"file": None, "sha256": None, "matches": False, "differences": []}
 
 
 def test_core_dependencies_have_lower_bounds() -> None:
@@ -127,21 +126,36 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_public_api_is_exported() -> None:
     import fme
 
-    for name in ["fme", "ame", "mem", "mer", "dme", "came", "CTree", "step_size", "FMEResult", "PartitionResult",
-                 "FMEError"]:
+    for name in [
+        "fme",
+        "ame",
+        "mem",
+        "mer",
+        "dme",
+        "came",
+        "CTree",
+        "step_size",
+        "FMEResult",
+        "PartitionResult",
+        "FMEError",
+    ]:
         assert name in fme.__all__ and hasattr(fme, name)
 
 
 def test_wheel_packages_cover_the_sources_and_templates() -> None:
     st = _pyproject()["tool"]["setuptools"]
     packages = set(st["packages"])
-    on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "fme").rglob("*.py")
-               if "__pycache__" not in p.parts}
+    on_disk = {
+        ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "fme").rglob("*.py") if "__pycache__" not in p.parts
+    }
     assert on_disk <= packages, f"add {sorted(on_disk - packages)} to [tool.setuptools] packages"
     assert st["package-dir"] == {"fme._templates": "templates"}
     data = st["package-data"]
-    shipped = [("fme.data", ROOT / "fme" / "data"), ("fme._templates", ROOT / "templates"),
-               ("fme._templates.partials", ROOT / "templates" / "partials")]
+    shipped = [
+        ("fme.data", ROOT / "fme" / "data"),
+        ("fme._templates", ROOT / "templates"),
+        ("fme._templates.partials", ROOT / "templates" / "partials"),
+    ]
     for pkg, folder in shipped:
         for f in folder.iterdir():
             if f.is_file():
@@ -157,11 +171,19 @@ def test_installed_layout_finds_the_shipped_templates(tmp_path: Path) -> None:
     site = tmp_path / "site"
     shutil.copytree(ROOT / "fme", site / "fme", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "templates", site / "fme" / "_templates")
-    code = ("import fme.report.render as r; print(r.TEMPLATES); "
-            "r.markdown_env().get_template('report.qmd.j2'); "
-            "assert (r.TEMPLATES / 'analysis.ipynb').is_file()")
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": ""},
-                         capture_output=True, text=True, check=True).stdout.strip()
+    code = (
+        "import fme.report.render as r; print(r.TEMPLATES); "
+        "r.markdown_env().get_template('report.qmd.j2'); "
+        "assert (r.TEMPLATES / 'analysis.ipynb').is_file()"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site), "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert Path(out) == site / "fme" / "_templates"
 
 
@@ -186,11 +208,17 @@ def test_import_fme_and_the_help_load_no_numerical_stack() -> None:
     import subprocess
     import sys
 
-    probe = "import sys; print(sorted(m for m in ('pandas', 'scipy', 'sklearn', 'statsmodels', 'numba') if m in sys.modules))"
+    probe = (
+        "import sys; print(sorted(m for m in ('pandas', 'scipy', 'sklearn', 'statsmodels', 'numba') "
+        "if m in sys.modules))"
+    )
     help_code = "from fme.__main__ import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
     for code in ("import fme", help_code):
         out = subprocess.run([sys.executable, "-c", code + "\n" + probe], capture_output=True, text=True)
         assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
-    code = "import fme; print(callable(fme.came), callable(fme.hypotheses), callable(fme.predictions)); import fme.conditional; print(callable(fme.came))"
+    code = (
+        "import fme; print(callable(fme.came), callable(fme.hypotheses), callable(fme.predictions)); "
+        "import fme.conditional; print(callable(fme.came))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split() == ["True", "True", "True", "True"], out.stdout + out.stderr

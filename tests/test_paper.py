@@ -96,8 +96,13 @@ def test_boston_crim_numbers(crim_effects):
     right = part.leaves.iloc[-1]
     # split bounds with 6 significant digits, as the tree edge labels and leaf tables (fme._utils.numfmt.fmt_bound)
     assert right["rule"] == "crim > 14.4383" and right["n"] == 30
-    for col, printed in (("came", "0.86"), ("came_ci_low", "0.65"), ("came_ci_high", "1.07"),
-                         ("canlm", "0.99"), ("canlm_ci_low", "0.98")):
+    for col, printed in (
+        ("came", "0.86"),
+        ("came_ci_low", "0.65"),
+        ("came_ci_high", "1.07"),
+        ("canlm", "0.99"),
+        ("canlm_ci_low", "0.98"),
+    ):
         assert r(right[col], 2) == Decimal(printed), col
     assert r(right["canlm_ci_high"], 0) == Decimal("1")
 
@@ -115,8 +120,13 @@ def test_boston_svm_needs_target():
 
 def test_kernlab_svr_multiple_factors_drop_first_level_after_the_first():
     rng = np.random.default_rng(0)
-    X = pd.DataFrame({"a": rng.normal(size=40), "f": pd.Categorical(rng.choice(["u", "v"], 40)),
-                      "g": pd.Categorical(rng.choice(["p", "q", "s"], 40))})
+    X = pd.DataFrame(
+        {
+            "a": rng.normal(size=40),
+            "f": pd.Categorical(rng.choice(["u", "v"], 40)),
+            "g": pd.Categorical(rng.choice(["p", "q", "s"], 40)),
+        }
+    )
     m = KernlabSVR(C=1.0, sigma=0.5).fit(X, rng.normal(size=40))
     assert m.levels_ == {"f": ["u", "v"], "g": ["q", "s"]}
     assert m._design(X).shape == (40, 1 + 2 + 2)
@@ -172,19 +182,37 @@ def test_paper_numbers_structure():
         if d["decimals"] is not None:
             text = d["paper"]
             assert d["decimals"] == (len(text.split(".")[1]) if "." in text else 0)
-    required = {"boston_rm_ame", "boston_rm_cov", "boston_rm_left_n", "boston_rm_left_came", "boston_rm_left_cov",
-                "boston_rm_left_canlm", "boston_rm_left_cov_nlm", "boston_crim_cov", "boston_crim_right_came",
-                "boston_crim_right_came_low", "boston_crim_right_came_high", "boston_crim_right_canlm",
-                "boston_crim_right_canlm_low", "boston_crim_right_canlm_high", "boston_rm_n", "boston_crim_n",
-                "boston_rm_left_rm_low", "boston_rm_left_rm_high", "boston_rm_left_lstat_low",
-                "boston_rm_left_lstat_high", "sim_uni_left_came", "sim_uni_left_canlm"}
+    required = {
+        "boston_rm_ame",
+        "boston_rm_cov",
+        "boston_rm_left_n",
+        "boston_rm_left_came",
+        "boston_rm_left_cov",
+        "boston_rm_left_canlm",
+        "boston_rm_left_cov_nlm",
+        "boston_crim_cov",
+        "boston_crim_right_came",
+        "boston_crim_right_came_low",
+        "boston_crim_right_came_high",
+        "boston_crim_right_canlm",
+        "boston_crim_right_canlm_low",
+        "boston_crim_right_canlm_high",
+        "boston_rm_n",
+        "boston_crim_n",
+        "boston_rm_left_rm_low",
+        "boston_rm_left_rm_high",
+        "boston_rm_left_lstat_low",
+        "boston_rm_left_lstat_high",
+        "sim_uni_left_came",
+        "sim_uni_left_canlm",
+    }
     assert required <= set(frame.index)
 
 
 def test_round_half_up():
     assert round_half_up(0.31505, 2) == Decimal("0.32")
     assert round_half_up(0.31497, 2) == Decimal("0.31")
-    assert round_half_up(0.125, 2) == Decimal("0.13")   # half up, not half even
+    assert round_half_up(0.125, 2) == Decimal("0.13")  # half up, not half even
     assert round_half_up(1.0014, 0) == Decimal("1")
 
 
@@ -192,10 +220,10 @@ def test_compare_numbers_logic():
     ours = {d["key"]: (float(d["paper"]) if d["decimals"] is not None else d["paper"]) for d in PAPER_NUMBERS}
     table = compare_numbers(ours)
     assert table["match"].all() and len(table) == len(PAPER_NUMBERS)
-    ours["boston_rm_ame"] = 5.435          # rounds half up to 5.44: a mismatch
-    ours["boston_rm_left_n"] = 113.4       # rounds to 113: a match
-    ours["boston_rm_left_chas"] = "{0}"    # text mismatch
-    del ours["boston_crim_cov"]            # missing: no match
+    ours["boston_rm_ame"] = 5.435  # rounds half up to 5.44: a mismatch
+    ours["boston_rm_left_n"] = 113.4  # rounds to 113: a match
+    ours["boston_rm_left_chas"] = "{0}"  # text mismatch
+    del ours["boston_crim_cov"]  # missing: no match
     table = compare_numbers(ours).set_index("key")
     assert not table.at["boston_rm_ame", "match"] and table.at["boston_rm_ame", "ours_rounded"] == "5.44"
     assert table.at["boston_rm_left_n", "match"]
@@ -223,7 +251,8 @@ def test_committed_notebooks_equal_their_scripts():
     for script in scripts:
         committed = script.with_suffix(".ipynb").read_text(encoding="utf-8")
         assert rp.notebook_text(script) == committed, (
-            f"{script.name} and its .ipynb differ: run `python simulations/run_paper.py --sync` and commit both")
+            f"{script.name} and its .ipynb differ: run `python simulations/run_paper.py --sync` and commit both"
+        )
 
 
 def test_scripts_compile_as_code():
@@ -250,7 +279,7 @@ def test_scripts_share_the_setup_and_record_cells():
         assert nb.cells[tagged[0] + 1].source == nbs[0].cells[2].source
         assert nb.cells[-1].source == nbs[0].cells[-1].source
     assert nbs[0].cells[2].source.startswith("import json\n") and "def save(fig, name):" in nbs[0].cells[2].source
-    assert 'write_text(json.dumps(record, indent=2))' in nbs[0].cells[-1].source
+    assert "write_text(json.dumps(record, indent=2))" in nbs[0].cells[-1].source
 
 
 def test_script_to_notebook_ids_metadata_and_sync(tmp_path):
@@ -261,18 +290,21 @@ def test_script_to_notebook_ids_metadata_and_sync(tmp_path):
         "#     display_name: Python 3\n#     language: python\n#     name: python3\n# ---\n\n"
         '# %% [markdown] id="0a1b2c3d"\n# ## rm + 1: a heading\n\n'
         '# %% tags=["parameters"]\nfast: bool = False  # CI mode\n\n'
-        "# %%\nx = 1\n\n# %%\nx = 1\n")
+        "# %%\nx = 1\n\n# %%\nx = 1\n"
+    )
     nb = rp.script_to_notebook(script)
     assert [c.cell_type for c in nb.cells] == ["markdown", "code", "code", "code"]
-    assert nb.cells[0].source == "## rm + 1: a heading"     # not read as the magic `rm`
+    assert nb.cells[0].source == "## rm + 1: a heading"  # not read as the magic `rm`
     assert nb.cells[0].id == "0a1b2c3d" and nb.cells[0].metadata == {}
     assert nb.cells[1].metadata == {"tags": ["parameters"]}
     import hashlib
 
-    expected = [hashlib.sha256(f"99_example\0{i}\0{c.source}".encode()).hexdigest()[:8] for i, c in
-                enumerate(nb.cells[1:], start=1)]
+    expected = [
+        hashlib.sha256(f"99_example\0{i}\0{c.source}".encode()).hexdigest()[:8]
+        for i, c in enumerate(nb.cells[1:], start=1)
+    ]
     assert [c.id for c in nb.cells[1:]] == expected
-    assert len({c.id for c in nb.cells}) == 4                # same source, different position: different ids
+    assert len({c.id for c in nb.cells}) == 4  # same source, different position: different ids
     assert dict(nb.metadata) == {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
     assert [c.id for c in rp.script_to_notebook(script).cells] == [c.id for c in nb.cells]
 
@@ -288,7 +320,7 @@ def test_script_to_notebook_ids_metadata_and_sync(tmp_path):
     import os
 
     os.utime(target, ns=(before - 10**9, before - 10**9))
-    rp.sync_notebook(script)                                  # unchanged text: not rewritten
+    rp.sync_notebook(script)  # unchanged text: not rewritten
     assert target.stat().st_mtime_ns == before - 10**9
 
     script.write_text(script.read_text().replace('id="0a1b2c3d"', 'id="not an id!"'))
@@ -301,16 +333,36 @@ def test_script_to_notebook_ids_metadata_and_sync(tmp_path):
 def test_replication_page_uses_the_report_html_environment():
     """The page renders templates/replication.html.j2 with fme.report.render.html_env: escaped, strict."""
     rp = _run_paper()
-    table = pd.DataFrame([{"key": "k1", "section": "§8", "quantity": "a <b> & c", "paper": "0.32", "ours": "0.315",
-                           "ours_rounded": "0.32", "match": True},
-                          {"key": "k2", "section": "§7", "quantity": "q", "paper": "2", "ours": "1.9",
-                           "ours_rounded": "2", "match": False}])
+    table = pd.DataFrame(
+        [
+            {
+                "key": "k1",
+                "section": "§8",
+                "quantity": "a <b> & c",
+                "paper": "0.32",
+                "ours": "0.315",
+                "ours_rounded": "0.32",
+                "match": True,
+            },
+            {
+                "key": "k2",
+                "section": "§7",
+                "quantity": "q",
+                "paper": "2",
+                "ours": "1.9",
+                "ours_rounded": "2",
+                "match": False,
+            },
+        ]
+    )
     runs = [{"name": "01_x", "status": "ok", "seconds": 1.25}]
     md, html = rp.render(table, ["note <script>"], runs, "SVM tol 1e-06")
     assert html.startswith("<!DOCTYPE html>\n") and html.endswith("</body></html>")
     assert "<p>1 of 2 printed numbers reproduced at the paper's printed precision\n(SVM tol 1e-06).</p>" in html
-    assert ('<tr class="ok"><td>§8</td><td>a &lt;b&gt; &amp; c</td>\n<td class="num">0.32</td>'
-            '<td class="num">0.315</td><td class="num">0.32</td>\n<td class="match">yes</td></tr>') in html
+    assert (
+        '<tr class="ok"><td>§8</td><td>a &lt;b&gt; &amp; c</td>\n<td class="num">0.32</td>'
+        '<td class="num">0.315</td><td class="num">0.32</td>\n<td class="match">yes</td></tr>'
+    ) in html
     assert '<tr class="miss"><td>§7</td>' in html and '<td class="match">NO</td>' in html
     assert "<li>note &lt;script&gt;</li>" in html and "<li>01_x: ok (1.2 s)</li>" in html
     assert "{#" not in html and "replication.html.j2" not in html

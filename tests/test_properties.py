@@ -21,7 +21,7 @@ SETTINGS = settings(max_examples=25, deadline=None)
 
 coef = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
 step = st.floats(0.05, 3, allow_nan=False).flatmap(lambda a: st.sampled_from([a, -a]))
-seed = st.integers(0, 2 ** 32 - 1)
+seed = st.integers(0, 2**32 - 1)
 
 
 def frame(seed: int, n: int = 15) -> pd.DataFrame:
@@ -31,7 +31,7 @@ def frame(seed: int, n: int = 15) -> pd.DataFrame:
 
 def g(a: float, b: float, c: float):
     """A smooth non-linear univariate component a*sin(b x) + c x^2 + x^3 / 10."""
-    return lambda x: a * np.sin(b * x) + c * x ** 2 + x ** 3 / 10
+    return lambda x: a * np.sin(b * x) + c * x**2 + x**3 / 10
 
 
 def col(d, name):
@@ -40,8 +40,7 @@ def col(d, name):
 
 # ------------------------------------------------------------ additive recovery
 @SETTINGS
-@given(s=seed, c1=st.tuples(coef, coef, coef), c2=st.tuples(coef, coef, coef), c3=st.tuples(coef, coef, coef),
-       h=step)
+@given(s=seed, c1=st.tuples(coef, coef, coef), c2=st.tuples(coef, coef, coef), c3=st.tuples(coef, coef, coef), h=step)
 def test_additive_recovery_univariate(s, c1, c2, c3, h):
     g1, g2, g3 = g(*c1), g(*c2), g(*c3)
 
@@ -60,8 +59,15 @@ def test_additive_recovery_univariate(s, c1, c2, c3, h):
 
 
 @SETTINGS
-@given(s=seed, c1=st.tuples(coef, coef, coef), c2=st.tuples(coef, coef, coef), c3=st.tuples(coef, coef, coef),
-       gamma=coef, h1=step, h2=step)
+@given(
+    s=seed,
+    c1=st.tuples(coef, coef, coef),
+    c2=st.tuples(coef, coef, coef),
+    c3=st.tuples(coef, coef, coef),
+    gamma=coef,
+    h1=step,
+    h2=step,
+)
 def test_additive_recovery_multivariate(s, c1, c2, c3, gamma, h1, h2):
     """f = g1(x1) + g2(x2) + gamma * x1 * sin(x2) + g3(x3): the fME w.r.t. {x1, x2} sums the
     differences of every term in x1, x2 (incl. their interaction) and nothing of g3."""
@@ -86,7 +92,7 @@ def test_additive_recovery_multivariate(s, c1, c2, c3, gamma, h1, h2):
 # ------------------------------------------------------------ ICE and PD
 def interacting(d):
     x1, x2, x3 = col(d, "x1"), col(d, "x2"), col(d, "x3")
-    return np.exp(0.3 * x1) * x2 + np.sin(x1 * x3) + x2 ** 2
+    return np.exp(0.3 * x1) * x2 + np.sin(x1 * x3) + x2**2
 
 
 def ice(f, row: pd.Series, values: dict) -> float:
@@ -159,8 +165,14 @@ def test_ame_is_not_pd_difference_for_nonlinear():
 
 # ------------------------------------------------------------ NLM properties
 @SETTINGS
-@given(s=seed, b=st.tuples(coef, coef, coef), h1=step, h2=step, c=st.floats(-100, 100),
-       method=st.sampled_from(["gauss-legendre", "simpson38"]))
+@given(
+    s=seed,
+    b=st.tuples(coef, coef, coef),
+    h1=step,
+    h2=step,
+    c=st.floats(-100, 100),
+    method=st.sampled_from(["gauss-legendre", "simpson38"]),
+)
 def test_nlm_is_one_on_linear_paths(s, b, h1, h2, c, method):
     assume(abs(b[0] * h1 + b[1] * h2) > 1e-2)
 
@@ -172,8 +184,14 @@ def test_nlm_is_one_on_linear_paths(s, b, h1, h2, c, method):
 
 
 @SETTINGS
-@given(s=seed, c1=st.tuples(coef, coef, coef), h=step, a=st.floats(0.1, 50).flatmap(lambda v: st.sampled_from([v, -v])),
-       b=st.floats(-1e3, 1e3), method=st.sampled_from(["gauss-legendre", "simpson38"]))
+@given(
+    s=seed,
+    c1=st.tuples(coef, coef, coef),
+    h=step,
+    a=st.floats(0.1, 50).flatmap(lambda v: st.sampled_from([v, -v])),
+    b=st.floats(-1e3, 1e3),
+    method=st.sampled_from(["gauss-legendre", "simpson38"]),
+)
 @example(s=3754671, c1=(0.0, 0.0, 0.0), h=0.05, a=0.25, b=512.0, method="gauss-legendre")
 def test_nlm_bounded_and_affine_invariant(s, c1, h, a, b, method):
     g1 = g(*c1)
@@ -197,8 +215,9 @@ def test_nlm_bounded_and_affine_invariant(s, c1, h, a, b, method):
     rho = np.finfo(float).eps * (abs(b) + abs(a) * np.max(np.abs(fx))) / path
     tol = (1e-7 + 100.0 * rho) * (1.0 + np.abs(v))  # the former rtol = atol = 1e-7, plus the rounding
     assert np.all(np.abs(vt[ok] - v[ok]) <= tol[ok])
-    np.testing.assert_allclose(res_t.results["fme"].to_numpy(), a * res.results["fme"].to_numpy(),
-                               rtol=1e-9, atol=1e-9 * (1 + abs(b)))
+    np.testing.assert_allclose(
+        res_t.results["fme"].to_numpy(), a * res.results["fme"].to_numpy(), rtol=1e-9, atol=1e-9 * (1 + abs(b))
+    )
 
 
 @SETTINGS

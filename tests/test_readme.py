@@ -28,7 +28,7 @@ def blocks_with_output() -> list[tuple[str, str | None]]:
             continue
         output = None
         if i + 1 < len(found) and found[i + 1][0] == "text":
-            between = text[end:found[i + 1][2]]
+            between = text[end : found[i + 1][2]]
             if between.count("\n\n") <= 2:
                 output = found[i + 1][1]
         out.append((body, output))

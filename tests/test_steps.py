@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tests.conftest import CallRecorder
 
 import fme
 from fme.exceptions import DataError, FeatureError, StepError
 from fme.steps import Step, apply_steps, parse_steps, stack_path, step_size
+from tests.conftest import CallRecorder
 
 
 def lin(d):
@@ -64,12 +64,15 @@ def test_bad_steps(frame, steps, exc, phrases):
     pd.testing.assert_frame_equal(frame, before)
 
 
-@pytest.mark.parametrize("data, phrase", [
-    (pd.DataFrame({"x1": [], "x2": []}), "has no rows"),
-    (np.ones((3, 2)), "must be a pandas DataFrame"),
-    ({"x1": [1.0]}, "must be a pandas DataFrame"),
-    (pd.DataFrame(index=[0, 1]), "no columns"),
-])
+@pytest.mark.parametrize(
+    "data, phrase",
+    [
+        (pd.DataFrame({"x1": [], "x2": []}), "has no rows"),
+        (np.ones((3, 2)), "must be a pandas DataFrame"),
+        ({"x1": [1.0]}, "must be a pandas DataFrame"),
+        (pd.DataFrame(index=[0, 1]), "no columns"),
+    ],
+)
 def test_bad_data(data, phrase):
     with pytest.raises(DataError, match=phrase):
         fme.fme(lin, data, {"x1": 1})
@@ -214,7 +217,7 @@ def test_apply_steps_and_stack_path(frame):
     ts = np.array([0.25, 0.5])
     st = stack_path(frame, num, ts)
     assert len(st) == 2 * len(frame)
-    np.testing.assert_allclose(st["x1"].to_numpy()[len(frame):], frame["x1"].to_numpy() + 1.0, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(st["x1"].to_numpy()[len(frame) :], frame["x1"].to_numpy() + 1.0, rtol=0, atol=1e-15)
     np.testing.assert_allclose(st["k"].to_numpy()[: len(frame)], frame["k"].to_numpy() - 0.25)
     assert st["cat"].dtype == frame["cat"].dtype
     np.testing.assert_array_equal(st["x2"].to_numpy(), np.tile(frame["x2"].to_numpy(), 2))
@@ -261,8 +264,11 @@ def test_complex_column_cannot_be_stepped():
 
 def test_object_column_mixing_numbers_and_text_refuses_numeric_step():
     X = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "o": pd.Series([1, 2, 3, "n/a"], dtype=object)})
-    with pytest.raises(StepError, match=r"feature 'o' is an object column holding numbers.*the numeric step 1 would "
-                       r"be read as a move to the level 1.*pd.to_numeric\(data\['o'\], errors='coerce'\)"):
+    with pytest.raises(
+        StepError,
+        match=r"feature 'o' is an object column holding numbers.*the numeric step 1 would "
+        r"be read as a move to the level 1.*pd.to_numeric\(data\['o'\], errors='coerce'\)",
+    ):
         fme.fme(_lin, X, {"o": 1})
     # a text level of the same column is a legitimate categorical step
     assert fme.fme(_lin, X, {"o": "n/a"}).n == 3
@@ -271,8 +277,11 @@ def test_object_column_mixing_numbers_and_text_refuses_numeric_step():
 def test_text_in_reference_datas_stepped_feature():
     X = pd.DataFrame({"a": [1.0, 2.0, 3.0]})
     ref = pd.DataFrame({"a": ["low", "high", "low"]})
-    with pytest.raises(DataError, match=r"feature 'a' is numeric in the data but str in reference_data \(values such "
-                       r"as \['low', 'high'\]\).*pd.to_numeric\(reference_data\['a'\]"):
+    with pytest.raises(
+        DataError,
+        match=r"feature 'a' is numeric in the data but str in reference_data \(values such "
+        r"as \['low', 'high'\]\).*pd.to_numeric\(reference_data\['a'\]",
+    ):
         fme.fme(_lin, X, {"a": 1.0}, reference_data=ref, extrapolation="envelope")
 
 
@@ -287,8 +296,11 @@ def test_infinite_stepped_value_is_left_out_and_counted():
 
 def test_step_so_large_predictions_overflow_names_the_step():
     X = pd.DataFrame({"a": [1.0, 2.0]})
-    with pytest.raises(fme.PredictionError, match=r"non-finite prediction\(s\) at f\(x \+ h\) for the step a \+ 1e\+300"
-                       r".*overflow from a step too large"):
+    with pytest.raises(
+        fme.PredictionError,
+        match=r"non-finite prediction\(s\) at f\(x \+ h\) for the step a \+ 1e\+300"
+        r".*overflow from a step too large",
+    ):
         fme.fme(lambda d: d["a"].to_numpy() ** 2, X, {"a": 1e300})
 
 
@@ -310,8 +322,14 @@ def test_min_step_fraction_is_the_share_shrinking_keeps():
     assert MIN_STEP_FRACTION == 0.01
     # x + s * 4 <= 10: x = 9.96 needs s = 0.01 exactly (kept), x = 9.97 less (left out)
     data = pd.DataFrame({"x": [0.0, 9.96, 9.97, 10.0]})
-    res = fme.fme(lambda d: d["x"].to_numpy() ** 2, data, {"x": 4.0}, extrapolation="envelope",
-                  on_extrapolation="shrink", inference="sample")
+    res = fme.fme(
+        lambda d: d["x"].to_numpy() ** 2,
+        data,
+        {"x": 4.0},
+        extrapolation="envelope",
+        on_extrapolation="shrink",
+        inference="sample",
+    )
     assert res.extrapolated.index.tolist() == [2, 3]
     assert res.extrapolated["reason"].tolist() == [f"no step of at least {MIN_STEP_FRACTION:g} h stays inside"] * 2
     np.testing.assert_allclose(res.results["step_x"] / 4.0, [1.0, MIN_STEP_FRACTION], rtol=1e-9)

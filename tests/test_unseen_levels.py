@@ -16,8 +16,9 @@ from fme.exceptions import StepError
 def frames():
     rng = np.random.default_rng(7)
     n = 300
-    train = pd.DataFrame({"x": rng.normal(size=n),
-                          "c": pd.Categorical(rng.choice(["a", "b", "c"], n), categories=["a", "b", "c"])})
+    train = pd.DataFrame(
+        {"x": rng.normal(size=n), "c": pd.Categorical(rng.choice(["a", "b", "c"], n), categories=["a", "b", "c"])}
+    )
     y = train["x"] + train["c"].map({"a": 0.0, "b": 1.0, "c": -1.0}).astype(float) + rng.normal(0, 0.1, n)
     # evaluation rows: the training levels only, but the column also knows a level 'z' the model never saw
     new = train.iloc[:50].copy()
@@ -35,7 +36,7 @@ def test_hist_gradient_boosting_categorical_unseen_level(frames):
         with pytest.raises(StepError, match=r"feature 'c': the model never saw the level 'z'.*\['a', 'b', 'c'\]"):
             fme.fme(model, new, {"c": "z"}, extrapolation=detector)
     with pytest.raises(StepError, match="never saw the level 'z'"):
-        fme.ame(model, new, {"c": None})                       # every level of the column, 'z' among them
+        fme.ame(model, new, {"c": None})  # every level of the column, 'z' among them
     with pytest.raises(StepError, match="never saw the level 'z'"):
         fme.ame(model, new, {"c": {"reference": "a"}}, categorical="classic")
     # a known level is fine and exact
@@ -57,8 +58,10 @@ def test_statsmodels_formula_levels(frames):
     with pytest.raises(StepError, match=r"never saw the level 'z'"):
         fme.ame(ols, new, {"c": "z"}, extrapolation="envelope", reference_data=new)
     row = fme.ame(ols, new, {"c": "b"}).iloc[0]
-    assert row["ame"] == pytest.approx(ols.params["C(c)[T.b]"] - np.mean(
-        [ols.params.get(f"C(c)[T.{lv}]", 0.0) for lv in new["c"][new["c"] != "b"]]), rel=1e-10)
+    assert row["ame"] == pytest.approx(
+        ols.params["C(c)[T.b]"] - np.mean([ols.params.get(f"C(c)[T.{lv}]", 0.0) for lv in new["c"][new["c"] != "b"]]),
+        rel=1e-10,
+    )
 
 
 def test_lightgbm_and_pipeline_levels(frames):
@@ -68,9 +71,15 @@ def test_lightgbm_and_pipeline_levels(frames):
     from sklearn.preprocessing import OneHotEncoder
 
     train, y, new = frames
-    pipe = Pipeline([("pre", ColumnTransformer([("oh", OneHotEncoder(handle_unknown="ignore"), ["c"])],
-                                               remainder="passthrough")),
-                     ("lm", LinearRegression())]).fit(train, y)
+    pipe = Pipeline(
+        [
+            (
+                "pre",
+                ColumnTransformer([("oh", OneHotEncoder(handle_unknown="ignore"), ["c"])], remainder="passthrough"),
+            ),
+            ("lm", LinearRegression()),
+        ]
+    ).fit(train, y)
     with pytest.raises(StepError, match="never saw the level 'z'"):
         fme.fme(pipe, new, {"c": "z"})
     lgb = pytest.importorskip("lightgbm")

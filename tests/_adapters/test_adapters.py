@@ -5,15 +5,14 @@ new backend is picked up by registering one adapter class."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
-from tests.conftest import FEATURES
 
 import fme
 from fme._adapters import ModelAdapter, Prediction, Support, Unsupported, adapt, register_adapter
 from fme._adapters.base import registered_adapters, unregister_adapter
-from fme.exceptions import ModelError, ParameterError
 from fme._adapters.predictor import make_predictor
+from fme.exceptions import ModelError, ParameterError
+from tests.conftest import FEATURES
 
 
 def _kind(model, target_class=None) -> str:
@@ -39,7 +38,7 @@ def test_sklearn_regressor_and_forest(gbr, Xnum, df):
     assert thr.size == expected.size
     refit = rad.refit((df[FEATURES], df["y"]), np.arange(len(df)))
     assert refit is not rf and type(refit) is RandomForestRegressor
-    np.testing.assert_array_equal(refit.predict(Xnum), rf.predict(Xnum))   # same seed, same rows
+    np.testing.assert_array_equal(refit.predict(Xnum), rf.predict(Xnum))  # same seed, same rows
     assert rad.training_levels() == {}
 
 
@@ -55,9 +54,9 @@ def test_sklearn_classifier_and_pipeline(rf_binary, multiclass, pipeline, X, Xnu
     pad = adapt(pipeline)
     assert pad.name == "sklearn"
     np.testing.assert_array_equal(pad.predict(X), pipeline.predict(X))
-    assert pad.forest() is None                                   # a Pipeline: midpoint route
+    assert pad.forest() is None  # a Pipeline: midpoint route
     assert pad.split_thresholds(["x1"], FEATURES + ["cat"])["x1"].size > 0
-    assert pad.training_levels() == {"cat": ["a", "b", "c"]}      # the OneHotEncoder's categories_
+    assert pad.training_levels() == {"cat": ["a", "b", "c"]}  # the OneHotEncoder's categories_
 
 
 # ------------------------------------------------------------ statsmodels
@@ -105,8 +104,9 @@ def test_lightgbm_wrapper_and_booster(df, Xnum):
     np.testing.assert_array_equal(bad.predict(Xnum), booster.predict(Xnum))
     assert bad.feature_names == FEATURES and bad.forest() is not None
     assert not bad.refit_support() and "Booster" in bad.refit_support().reason
-    np.testing.assert_array_equal(bad.split_thresholds(["x1"], FEATURES)["x1"],
-                                  ad.split_thresholds(["x1"], FEATURES)["x1"])
+    np.testing.assert_array_equal(
+        bad.split_thresholds(["x1"], FEATURES)["x1"], ad.split_thresholds(["x1"], FEATURES)["x1"]
+    )
 
 
 def test_xgboost_wrapper_and_booster(df, Xnum):
@@ -236,7 +236,7 @@ def test_a_registered_adapter_is_picked_up_without_edits_elsewhere(Xnum):
         x = Xnum["x1"].to_numpy()
         fmes = toy.evaluate_rows(x + 0.5) - toy.evaluate_rows(x)
         assert row["ame"] == pytest.approx(fmes.mean(), rel=1e-14)
-        assert row["inference"] == "delta"                 # the adapter said so: auto -> delta
+        assert row["inference"] == "delta"  # the adapter said so: auto -> delta
         g = _ToyAdapter(toy).fme_jacobian(Xnum, Xnum.assign(x1=x + 0.5))[0].mean(axis=0)
         assert row["std_error"] == pytest.approx(float(np.sqrt(g @ np.diag([0.02, 0.01]) @ g)), rel=1e-12)
         assert fme.fme(toy, Xnum, {"x1": 0.5}).model_description == "toy model"

@@ -20,7 +20,7 @@ FORMULA = "mdvis ~ lncoins + disea"
 @pytest.fixture(scope="module")
 def rh() -> pd.DataFrame:
     data = sm.datasets.randhie.load_pandas().data.iloc[:3000].copy()
-    data["expo"] = np.random.default_rng(23).uniform(0.5, 3.0, len(data))   # randhie has no exposure: seeded
+    data["expo"] = np.random.default_rng(23).uniform(0.5, 3.0, len(data))  # randhie has no exposure: seeded
     return data
 
 
@@ -76,14 +76,13 @@ def test_exposure_keyword_array_number_and_column(glm, rh):
     assert by_array.iloc[0]["ame"] == pytest.approx(named["ame"], rel=1e-12)
     assert by_array.iloc[0]["std_error"] == pytest.approx(named["std_error"], rel=1e-10)
     assert "exposure=" in by_array.scale
-    assert "(exposure)" not in bare.columns and "expo" not in bare.columns    # the caller's frame is untouched
+    assert "(exposure)" not in bare.columns and "expo" not in bare.columns  # the caller's frame is untouched
     by_name = fme.ame(glm, rh.rename(columns={"expo": "t"}), {"disea": 1}, exposure="t").iloc[0]
     assert by_name["ame"] == pytest.approx(named["ame"], rel=1e-12)
     # exposure=1: the rate per unit of exposure, by request
     b = glm.params.to_numpy()
     rate = fme.ame(glm, bare, {"disea": 1}, exposure=1).iloc[0]
-    assert rate["ame"] == pytest.approx(np.mean(np.exp(_design(bare, 1.0) @ b) - np.exp(_design(bare) @ b)),
-                                        rel=1e-10)
+    assert rate["ame"] == pytest.approx(np.mean(np.exp(_design(bare, 1.0) @ b) - np.exp(_design(bare) @ b)), rel=1e-10)
 
 
 def test_offset_given_as_log_column_is_found(rh):
@@ -91,16 +90,18 @@ def test_offset_given_as_log_column_is_found(rh):
     row = fme.ame(model, rh, {"disea": 1}).iloc[0]
     b = model.params.to_numpy()
     lo = np.log(rh["expo"].to_numpy())
-    assert row["ame"] == pytest.approx(np.mean(np.exp(_design(rh, 1.0) @ b + lo) - np.exp(_design(rh) @ b + lo)),
-                                       rel=1e-10)
+    assert row["ame"] == pytest.approx(
+        np.mean(np.exp(_design(rh, 1.0) @ b + lo) - np.exp(_design(rh) @ b + lo)), rel=1e-10
+    )
 
 
 def test_unmatched_exposure_is_an_error_naming_it(glm, rh):
     with pytest.raises(DataError, match=r"exposure.*'expo'.*exposure=<column name or array"):
         fme.ame(glm, rh.drop(columns="expo"), {"disea": 1})
     # fitted with a bare array: no column can be matched
-    arr = smf.glm(FORMULA, data=rh.drop(columns="expo"), family=sm.families.Poisson(),
-                  exposure=rh["expo"].to_numpy()).fit()
+    arr = smf.glm(
+        FORMULA, data=rh.drop(columns="expo"), family=sm.families.Poisson(), exposure=rh["expo"].to_numpy()
+    ).fit()
     with pytest.raises(DataError, match="passed as an array"):
         fme.fme(arr, rh.drop(columns="expo"), {"disea": 1})
     ols = smf.ols(FORMULA, data=rh).fit()

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from tests.conftest import FEATURES, CallRecorder
 
 import fme
-from fme.exceptions import FMEError, ModelError, ParameterError, PredictionError
 from fme._adapters.predictor import Predictor, make_predictor
+from fme.exceptions import FMEError, ModelError, ParameterError, PredictionError
+from tests.conftest import FEATURES, CallRecorder
 
 
 def shifted(frame: pd.DataFrame, steps: dict) -> pd.DataFrame:
@@ -70,9 +70,13 @@ def test_multiclass_all_classes(multiclass, Xnum):
     res = fme.fme(multiclass, Xnum, steps, target_class="all", nlm=True)
     P0 = multiclass.predict_proba(Xnum)
     P1 = multiclass.predict_proba(shifted(Xnum, steps))
-    assert list(res.results.columns) == ([f"fme_{c}" for c in classes] + [f"nlm_{c}" for c in classes]
-                                         + [f"nlm_status_{c}" for c in classes]  # Gauss-Kronrod:
-                                         + [f"nlm_error_{c}" for c in classes] + ["nlm_route"])
+    assert list(res.results.columns) == (
+        [f"fme_{c}" for c in classes]
+        + [f"nlm_{c}" for c in classes]
+        + [f"nlm_status_{c}" for c in classes]  # Gauss-Kronrod:
+        + [f"nlm_error_{c}" for c in classes]
+        + ["nlm_route"]
+    )
     for j, c in enumerate(classes):
         np.testing.assert_array_equal(res.results[f"fme_{c}"].to_numpy(), P1[:, j] - P0[:, j])
     # probabilities sum to one: the class effects cancel row-wise
@@ -96,15 +100,17 @@ def test_multiclass_requires_target_class(multiclass, Xnum):
 def test_pipeline_with_onehot_numeric_and_categorical_steps(pipeline, X):
     steps = {"x2": -0.25}
     res = fme.fme(pipeline, X, steps)
-    np.testing.assert_array_equal(res.results["fme"].to_numpy(),
-                                  pipeline.predict(shifted(X, steps)) - pipeline.predict(X))
+    np.testing.assert_array_equal(
+        res.results["fme"].to_numpy(), pipeline.predict(shifted(X, steps)) - pipeline.predict(X)
+    )
     # observation-wise categorical ME: rows at 'b' are not evaluated
     res_c = fme.fme(pipeline, X, {"cat": "b"})
     rows = X.index[X["cat"] != "b"]
     assert res_c.results.index.equals(rows)
     sub = X.loc[rows]
-    np.testing.assert_array_equal(res_c.results["fme"].to_numpy(),
-                                  pipeline.predict(shifted(sub, {"cat": "b"})) - pipeline.predict(sub))
+    np.testing.assert_array_equal(
+        res_c.results["fme"].to_numpy(), pipeline.predict(shifted(sub, {"cat": "b"})) - pipeline.predict(sub)
+    )
     # mixed numeric + categorical step
     res_m = fme.fme(pipeline, X, {"cat": "b", "x1": 0.5})
     both = shifted(shifted(sub, {"cat": "b"}), {"x1": 0.5})
@@ -120,8 +126,9 @@ def test_statsmodels_ols_formula(ols, X):
     np.testing.assert_allclose(res.results["fme"].to_numpy(), ols.params["x1"], rtol=1e-10)
     res_c = fme.fme(ols, X, {"cat": "c"})
     sub = X[X["cat"] != "c"]
-    expected_c = np.where(sub["cat"] == "a", ols.params["C(cat)[T.c]"],
-                          ols.params["C(cat)[T.c]"] - ols.params["C(cat)[T.b]"])
+    expected_c = np.where(
+        sub["cat"] == "a", ols.params["C(cat)[T.c]"], ols.params["C(cat)[T.c]"] - ols.params["C(cat)[T.b]"]
+    )
     np.testing.assert_allclose(res_c.results["fme"].to_numpy(), expected_c, rtol=1e-10)
 
 
@@ -208,8 +215,9 @@ def test_make_predictor_passthrough_and_columns(gbr, X):
     reordered = X[["cat", "x3", "x2", "x1"]]
     assert list(p.select(reordered).columns) == FEATURES
     res = fme.fme(gbr, reordered, {"x1": 0.5})
-    np.testing.assert_array_equal(res.results["fme"].to_numpy(),
-                                  gbr.predict(shifted(X[FEATURES], {"x1": 0.5})) - gbr.predict(X[FEATURES]))
+    np.testing.assert_array_equal(
+        res.results["fme"].to_numpy(), gbr.predict(shifted(X[FEATURES], {"x1": 0.5})) - gbr.predict(X[FEATURES])
+    )
 
 
 # ------------------------------------------------------------ call counting and batching
@@ -291,8 +299,11 @@ def test_predictor_counts_calls():
 def test_unfitted_sklearn_estimator(Xnum):
     from sklearn.ensemble import GradientBoostingRegressor
 
-    with pytest.raises(fme.NotFittedError, match="the GradientBoostingRegressor passed as the model is not fitted; "
-                       r"call .fit\(X, y\)"):
+    with pytest.raises(
+        fme.NotFittedError,
+        match="the GradientBoostingRegressor passed as the model is not fitted; "
+        r"call .fit\(X, y\)",
+    ):
         fme.fme(GradientBoostingRegressor(), Xnum, {"x1": 1.0})
 
 
@@ -334,16 +345,18 @@ def test_raw_lightgbm_booster():
     assert res.model_description == "lightgbm.Booster"
 
 
-@pytest.mark.parametrize("module, reg, clf", [("xgboost", "XGBRegressor", "XGBClassifier"),
-                                              ("lightgbm", "LGBMRegressor", "LGBMClassifier")])
+@pytest.mark.parametrize(
+    "module, reg, clf", [("xgboost", "XGBRegressor", "XGBClassifier"), ("lightgbm", "LGBMRegressor", "LGBMClassifier")]
+)
 def test_sklearn_wrappers_of_boosting_libraries(module, reg, clf):
     lib = pytest.importorskip(module)
     X, y = _boost_data()
     kw = {"n_estimators": 10, "n_jobs": 1} | ({"verbose": -1} if module == "lightgbm" else {})
     model = getattr(lib, reg)(**kw).fit(X, y)
     res = fme.fme(model, X, {"b": -1.0})
-    np.testing.assert_allclose(res.results["fme"], model.predict(X.assign(b=X["b"] - 1.0)) - model.predict(X),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        res.results["fme"], model.predict(X.assign(b=X["b"] - 1.0)) - model.predict(X), rtol=1e-6, atol=1e-6
+    )
     c = getattr(lib, clf)(**kw).fit(X, (y > y.median()).astype(int))
     res = fme.fme(c, X, {"b": -1.0})
     assert res.model_description == f"{clf}, P(class = 1)"
@@ -373,8 +386,9 @@ def formula_engine(request):
 def _religious_frame():
     rng = np.random.default_rng(5)
     n = 200
-    d = pd.DataFrame({"age": rng.uniform(20, 60, n), "religious": rng.integers(1, 6, n).astype(float),
-                      "unused": rng.normal(size=n)})
+    d = pd.DataFrame(
+        {"age": rng.uniform(20, 60, n), "religious": rng.integers(1, 6, n).astype(float), "unused": rng.normal(size=n)}
+    )
     effect = {1.0: 0.0, 2.0: 0.5, 3.0: -1.0, 4.0: 2.0, 5.0: 1.0}
     d["y"] = 0.1 * d["age"] + d["religious"].map(effect) + rng.normal(0, 0.1, n)
     return d
@@ -439,9 +453,12 @@ def test_values_outside_the_formulas_levels_name_the_column(formula_engine):
     res = smf.ols("y ~ age + C(religious)", d).fit()
     new = d.assign(religious=d["religious"].replace(5.0, 9.0))
     before = new.copy()
-    with pytest.raises(fme.DataError, match=r"column 'religious' is categorical in the model's formula "
-                                            r"\(C\(religious\)\) with levels \[1.0, 2.0, 3.0, 4.0, 5.0\], but the "
-                                            r"data holds other values such as \[9.0\]"):
+    with pytest.raises(
+        fme.DataError,
+        match=r"column 'religious' is categorical in the model's formula "
+        r"\(C\(religious\)\) with levels \[1.0, 2.0, 3.0, 4.0, 5.0\], but the "
+        r"data holds other values such as \[9.0\]",
+    ):
         fme.fme(res, new, {"age": 1.0})
     with pytest.raises(fme.DataError, match=r"such as \['x'\] in 200 row\(s\)"):
         fme.ame(res, d.assign(religious="x"), {"age": 1.0})

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import fme
-from fme._core.exclusions import excluded_frame, extrapolation_exclusions, value_exclusions, check_evaluated
+from fme._core.exclusions import check_evaluated, excluded_frame, extrapolation_exclusions, value_exclusions
 from fme.effects import FMEOptions, resolve_plan
 from fme.exceptions import DataError, ExtrapolationError
 from fme.steps import parse_steps
@@ -23,7 +23,7 @@ class AboveDetector:
         self.bound = bound
         self.explained: list[int] = []
 
-    def fit(self, reference: pd.DataFrame) -> "AboveDetector":
+    def fit(self, reference: pd.DataFrame) -> AboveDetector:
         return self
 
     def flag(self, points: pd.DataFrame) -> np.ndarray:
@@ -35,18 +35,37 @@ class AboveDetector:
 
 
 def _plan(data: pd.DataFrame, steps: dict, **kw):
-    args = dict(nlm=False, nlm_method="auto", nlm_points=None, nlm_intervals=None, nlm_tol=None, nlm_max_level=None,
-                nlm_flat_tol=None, nlm_linear_threshold=0.9, extrapolation=None, on_extrapolation=None,
-                target_class=None, batch_size=None, inference="sample", bootstrap=None, conf_level=0.95)
+    args = dict(
+        nlm=False,
+        nlm_method="auto",
+        nlm_points=None,
+        nlm_intervals=None,
+        nlm_tol=None,
+        nlm_max_level=None,
+        nlm_flat_tol=None,
+        nlm_linear_threshold=0.9,
+        extrapolation=None,
+        on_extrapolation=None,
+        target_class=None,
+        batch_size=None,
+        inference="sample",
+        bootstrap=None,
+        conf_level=0.95,
+    )
     args.update(kw)
-    return resolve_plan(lambda d: d["x"].to_numpy(dtype=float), data, data, FMEOptions(**args)).with_steps(data, steps,
-                                                                                                        data)
+    return resolve_plan(lambda d: d["x"].to_numpy(dtype=float), data, data, FMEOptions(**args)).with_steps(
+        data, steps, data
+    )
 
 
 def test_value_exclusions_first_code_wins_in_step_order():
-    data = pd.DataFrame({"x": [0.0, np.nan, np.inf, -np.inf, 1.0, 2.0, 3.0],
-                         "g": pd.array(["b", "a", pd.NA, "b", "a", pd.NA, "b"], dtype="string")},
-                        index=list("pqrstuv"))
+    data = pd.DataFrame(
+        {
+            "x": [0.0, np.nan, np.inf, -np.inf, 1.0, 2.0, 3.0],
+            "g": pd.array(["b", "a", pd.NA, "b", "a", pd.NA, "b"], dtype="string"),
+        },
+        index=list("pqrstuv"),
+    )
     steps = parse_steps(data, {"x": 1.0, "g": "a"})
     code, notes = value_exclusions(data, steps)
     # p evaluated; q missing x (not also 'already at a'); r, s infinite x; t at the level; u missing g; v evaluated
@@ -56,8 +75,13 @@ def test_value_exclusions_first_code_wins_in_step_order():
     assert ex.index.tolist() == list("qrstu")
     assert ex["reason_type"].tolist() == ["missing", "missing", "missing", "at_level", "missing"]
     assert ex["point"].tolist() == [""] * 5
-    assert ex["reason"].tolist() == ["missing value in x", "infinite value in x", "infinite value in x",
-                                     "g already at level 'a'", "missing value in g"]
+    assert ex["reason"].tolist() == [
+        "missing value in x",
+        "infinite value in x",
+        "infinite value in x",
+        "g already at level 'a'",
+        "missing value in g",
+    ]
 
 
 def test_excluded_frame_of_no_exclusion_is_empty_with_the_columns():
@@ -109,8 +133,9 @@ def test_extrapolation_shrink_gives_effective_steps_and_excludes_x_outside():
     assert h["x"][2] <= 0.5 and h["x"][2] == pytest.approx(0.5, abs=1e-9)
 
 
-@pytest.mark.parametrize("policy, expected", [
-    ("exclude", {}), ("keep", {"extrapolation": (0, bool), "extrapolation_point": (0, object)})])
+@pytest.mark.parametrize(
+    "policy, expected", [("exclude", {}), ("keep", {"extrapolation": (0, bool), "extrapolation_point": (0, object)})]
+)
 def test_extrapolation_without_candidates_gives_the_same_columns_empty(policy, expected):
     data = pd.DataFrame({"x": [np.nan, np.nan]})
     det = AboveDetector(0.0)
@@ -135,8 +160,11 @@ def test_check_evaluated_names_the_cause_and_reads_the_reference_only_when_neede
     with pytest.raises(DataError, match=r"^no row can be evaluated for the step x \+ 1: every row has a missing"):
         check_evaluated(plan, np.array([1, 2], dtype=np.int8), reference)
     assert calls == []
-    with pytest.raises(ExtrapolationError, match=r"^all 2 rows are extrapolation points for the step x \+ 1 "
-                                                 r"\(reference range: x in \[1, 4\]\); use a smaller step"):
+    with pytest.raises(
+        ExtrapolationError,
+        match=r"^all 2 rows are extrapolation points for the step x \+ 1 "
+        r"\(reference range: x in \[1, 4\]\); use a smaller step",
+    ):
         check_evaluated(plan, None, reference, counts=np.array([0, 0, 0, 2]))
     assert calls == [1]
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import fme
-from fme._core.groups import check_by, frame_groups, group_codes, group_means, GroupSpec
+from fme._core.groups import GroupSpec, check_by, frame_groups, group_codes, group_means
 from fme.exceptions import FeatureError, NameClashError, ParameterError
 from fme.levels import dgp as dgp_level
 from fme.levels import learner as learner_level
@@ -45,8 +45,17 @@ def _dgp(d: pd.DataFrame, **kw) -> pd.DataFrame:
     from sklearn.linear_model import LinearRegression, LogisticRegression
 
     # model_ame is the model's AME over each group's moved rows (every row: no detector)
-    t = fme.dgp_ame(d, _model(d), {0: 1.0}, model=_model, outcome_learner=LinearRegression(),
-                    ratio_learner=LogisticRegression(), folds=2, extrapolation=None, **kw)
+    t = fme.dgp_ame(
+        d,
+        _model(d),
+        {0: 1.0},
+        model=_model,
+        outcome_learner=LinearRegression(),
+        ratio_learner=LogisticRegression(),
+        folds=2,
+        extrapolation=None,
+        **kw,
+    )
     return t.rename(columns={"model_ame": "estimate"})
 
 
@@ -60,8 +69,12 @@ VERBS = {
 }
 #: The levels of an effect take pandas data only.
 IN_MEMORY = ("learner_ame", "dgp_ame")
-CASES = [(verb, engine) for verb in sorted(VERBS) for engine in ("pandas", "dask")
-         if engine == "pandas" or verb not in IN_MEMORY]
+CASES = [
+    (verb, engine)
+    for verb in sorted(VERBS)
+    for engine in ("pandas", "dask")
+    if engine == "pandas" or verb not in IN_MEMORY
+]
 #: The column counting each group's rows (the learner table has none: its groups' rows differ by split).
 COUNT = {"learner_ame": None}
 
@@ -80,14 +93,17 @@ def test_check_by_accepts_labels_of_any_hashable_type(by):
     assert check_by(cols, 7) == [7] and check_by(cols, [7, "x"]) == [7, "x"]
 
 
-@pytest.mark.parametrize("by, error, message", [
-    (99, FeatureError, r"by column\(s\) \[99\] are not columns of the data; use some of \['x', 7\]"),
-    (["x", "nope"], FeatureError, r"by column\(s\) \['nope'\]"),
-    ([["x"]], ParameterError, "by must be a column name or a list of column names"),
-    ([], ParameterError, "by must be a column name"),
-    ({"x": 1}, ParameterError, "by must be a column name"),
-    (["x", "x"], ParameterError, "names a column twice"),
-])
+@pytest.mark.parametrize(
+    "by, error, message",
+    [
+        (99, FeatureError, r"by column\(s\) \[99\] are not columns of the data; use some of \['x', 7\]"),
+        (["x", "nope"], FeatureError, r"by column\(s\) \['nope'\]"),
+        ([["x"]], ParameterError, "by must be a column name or a list of column names"),
+        ([], ParameterError, "by must be a column name"),
+        ({"x": 1}, ParameterError, "by must be a column name"),
+        (["x", "x"], ParameterError, "names a column twice"),
+    ],
+)
 def test_check_by_refuses_with_the_librarys_errors(by, error, message):
     with pytest.raises(error, match=message):
         check_by(pd.Index(["x", 7]), by)
@@ -113,7 +129,7 @@ def test_group_means_leave_out_nan_and_unmatched_rows_and_round_as_nanmean():
     np.testing.assert_array_equal(group_means(values, codes, 4), [2.0, 2.5, np.nan, np.nan])
     v = np.random.default_rng(0).normal(size=1001)
     v[5] = np.nan
-    assert group_means(v, np.zeros(1001, dtype=np.int64), 1)[0] == np.nanmean(v)   # the very float
+    assert group_means(v, np.zeros(1001, dtype=np.int64), 1)[0] == np.nanmean(v)  # the very float
 
 
 @pytest.mark.parametrize("verb, engine", CASES)
@@ -135,13 +151,15 @@ def test_the_learner_level_averages_each_splits_group_means_in_the_same_order():
     out = _learner(data, by=2)
     values = _expected("learner_ame", data)
     # the mean over the splits of each group's mean on the split's test rows, missing group last
-    per_split = [_by_hand(data.iloc[test], values[test])["mean"].to_numpy()
-                 for _, test in learner_splits(len(data), 3, 0.5, 1)]
+    per_split = [
+        _by_hand(data.iloc[test], values[test])["mean"].to_numpy() for _, test in learner_splits(len(data), 3, 0.5, 1)
+    ]
     np.testing.assert_allclose(out["ame"].to_numpy(), np.mean(per_split, axis=0), rtol=1e-10)
     assert out["n_splits"].tolist() == [3, 3, 3]
     # a list of steps groups fme.fme's rows itself: the same groups in the same order, the same figures
-    listed = fme.learner_ame(lambda X, y: _model, data, np.zeros(len(data)), [{0: 1.0}], repeats=3, random_state=1,
-                             by=2)
+    listed = fme.learner_ame(
+        lambda X, y: _model, data, np.zeros(len(data)), [{0: 1.0}], repeats=3, random_state=1, by=2
+    )
     assert listed[2].iloc[:2].tolist() == ["a", "b"] and pd.isna(listed[2].iloc[2])
     np.testing.assert_allclose(listed["ame"].to_numpy(), out["ame"].to_numpy(), rtol=1e-10)
     np.testing.assert_allclose(listed["ame_full"].to_numpy(), out["estimate"].to_numpy(), rtol=1e-10)

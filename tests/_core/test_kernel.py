@@ -9,16 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fme
-from fme._core.summary import Moments, summarise
 from fme._core.kernel import evaluate_batch
+from fme._core.summary import Moments, summarise
 from fme.effects import FMEOptions, resolve_plan
-
 from tests.conftest import make_regression_frame
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=60),
-       st.lists(st.integers(0, 60), max_size=5))
+@given(
+    st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=60), st.lists(st.integers(0, 60), max_size=5)
+)
 def test_moments_merge_equals_pooled(values, cuts):
     v = np.array(values)
     edges = sorted({0, len(v), *[min(c, len(v)) for c in cuts]})
@@ -41,9 +41,23 @@ def test_moments_ignore_nan_and_empty_batches():
 
 
 def _plan(model, X, steps, **kw):
-    base = dict(nlm=False, nlm_method="auto", nlm_points=None, nlm_intervals=None, nlm_tol=None, nlm_max_level=None,
-                nlm_flat_tol=None, nlm_linear_threshold=0.9, extrapolation=None, on_extrapolation=None,
-                target_class=None, batch_size=None, inference="auto", bootstrap=None, conf_level=0.95)
+    base = dict(
+        nlm=False,
+        nlm_method="auto",
+        nlm_points=None,
+        nlm_intervals=None,
+        nlm_tol=None,
+        nlm_max_level=None,
+        nlm_flat_tol=None,
+        nlm_linear_threshold=0.9,
+        extrapolation=None,
+        on_extrapolation=None,
+        target_class=None,
+        batch_size=None,
+        inference="auto",
+        bootstrap=None,
+        conf_level=0.95,
+    )
     base.update(kw)
     return resolve_plan(model, X, X, FMEOptions(**base)).with_steps(X, steps, X)
 
@@ -61,7 +75,7 @@ def test_summaries_of_batches_merge_to_the_fme_result():
     from dataclasses import replace
 
     plan = replace(plan, spread=np.std(preds))
-    batches = [evaluate_batch(plan, X.iloc[a:a + 97]) for a in range(0, len(X), 97)]
+    batches = [evaluate_batch(plan, X.iloc[a : a + 97]) for a in range(0, len(X), 97)]
     summary = summarise(batches[0], plan)
     for b in batches[1:]:
         summary = summary.merge(summarise(b, plan))
@@ -70,8 +84,9 @@ def test_summaries_of_batches_merge_to_the_fme_result():
     assert summary.fme.sd()[0] == pytest.approx(res.sd, rel=1e-12)
     assert summary.nlm.mean[0] == pytest.approx(res.anlm, rel=1e-12)
     assert summary.n_linear[0] / summary.nlm.n[0] == res.share_linear
-    assert summary.status[:, 0].tolist() == [int((res.results["nlm_status"] == s).sum())
-                                             for s in ("ok", "constant", "flat", "inaccurate")]
+    assert summary.status[:, 0].tolist() == [
+        int((res.results["nlm_status"] == s).sum()) for s in ("ok", "constant", "flat", "inaccurate")
+    ]
     np.testing.assert_array_equal(np.concatenate([b.results["nlm"] for b in batches]), res.results["nlm"])
 
 
@@ -117,8 +132,9 @@ def test_batching_does_not_change_any_row(kind, nlm_points):
     model = _independent_row_model(kind)
     whole = fme.fme(model, X, _STEP, nlm=True, nlm_points=nlm_points, progress=False).results
     for batch_size in (7, 257):
-        pieces = fme.fme(model, X, _STEP, nlm=True, nlm_points=nlm_points, batch_size=batch_size,
-                         progress=False).results
+        pieces = fme.fme(
+            model, X, _STEP, nlm=True, nlm_points=nlm_points, batch_size=batch_size, progress=False
+        ).results
         pd.testing.assert_frame_equal(whole, pieces, check_exact=True)
     assert STACK_CELL_BUDGET * 8 <= 32 * 2**20  # below glibc's largest mmap threshold (see fme.steps)
 

@@ -1,5 +1,6 @@
 """Validate once: a front door checks the data, resolves the plan and makes the predictor once per call, and every
-step specification (each row of an ``fme.ame`` table) is derived from that plan (:meth:`fme._core.plan.Plan.with_steps`).
+step specification (each row of an ``fme.ame`` table) is derived from that plan
+(:meth:`fme._core.plan.Plan.with_steps`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def counts(monkeypatch):
         def wrapper(*args, **kwargs):
             seen[name] += 1
             return func(*args, **kwargs)
+
         return wrapper
 
     bound = 0

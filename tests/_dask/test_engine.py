@@ -14,9 +14,8 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
 import fme  # noqa: E402
-from fme.exceptions import ExtrapolationError, ParameterError  # noqa: E402
 from fme._dask.quantiles import order_statistics  # noqa: E402
-
+from fme.exceptions import ExtrapolationError, ParameterError  # noqa: E402
 from tests.conftest import make_regression_frame  # noqa: E402
 
 RTOL = 1e-12
@@ -26,8 +25,9 @@ FIGURES = ["ame", "std_error", "statistic", "conf_low", "conf_high", "q25", "q75
 @pytest.fixture(scope="module")
 def client():
     # dashboard_address=None would still bind the scheduler's HTTP server to 8787 (a warning when taken)
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address="127.0.0.1:0")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+    )
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
@@ -95,17 +95,23 @@ def _same_summaries(res, dres):
         _close(dres.anlm, res.anlm)
         assert dres.median_nlm == res.median_nlm
         assert dres.share_linear == res.share_linear
-        assert (dres.n_nlm_constant, dres.n_nlm_flat, dres.n_nlm_inaccurate) == \
-            (res.n_nlm_constant, res.n_nlm_flat, res.n_nlm_inaccurate)
+        assert (dres.n_nlm_constant, dres.n_nlm_flat, dres.n_nlm_inaccurate) == (
+            res.n_nlm_constant,
+            res.n_nlm_flat,
+            res.n_nlm_inaccurate,
+        )
 
 
-@pytest.mark.parametrize("kwargs", [
-    {},
-    {"nlm": True},  # exact NLM of a tree ensemble
-    {"nlm": True, "extrapolation": "envelope", "on_extrapolation": "keep"},
-    {"extrapolation": "envelope"},
-    {"extrapolation": "envelope", "on_extrapolation": "shrink"},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"nlm": True},  # exact NLM of a tree ensemble
+        {"nlm": True, "extrapolation": "envelope", "on_extrapolation": "keep"},
+        {"extrapolation": "envelope"},
+        {"extrapolation": "envelope", "on_extrapolation": "shrink"},
+    ],
+)
 def test_fme_equals_pandas_hgb(client, X, hgb, kwargs):
     ref = X.iloc[:1500]  # a narrower reference: some rows are extrapolation points
     kw = dict(kwargs)
@@ -153,23 +159,28 @@ def test_iqr_and_mad_steps_from_order_statistics(client, X, svr, monkeypatch):
 
 # Gauss-Kronrod: a budget that does not bind, so every row is refined as its own error asks on both engines (a
 # binding budget goes to the worst rows of each call, i.e. of each partition: fme._nlm.budget)
-@pytest.mark.parametrize("method", [{"nlm_method": "gauss-legendre", "nlm_points": 8},
-                                    {"nlm_method": "gauss-kronrod", "nlm_budget": 2000}])
+@pytest.mark.parametrize(
+    "method", [{"nlm_method": "gauss-legendre", "nlm_points": 8}, {"nlm_method": "gauss-kronrod", "nlm_budget": 2000}]
+)
 def test_flat_paths_use_the_scale_of_all_rows(client, X, method):
     """The flat test compares each path's SD with the SD of all predictions (not the partition's): on Dask it
     is decided after the one pass, when that scale is known (fme._dask.nlm), for fixed and adaptive rules."""
+
     def model(d):
         x = d["x1"].to_numpy()
         # nearly flat for x1 < 0 except a tiny wiggle; steep elsewhere
-        return np.where(x < 0, 1e-9 * np.sin(40 * x), 10 * x ** 2)
+        return np.where(x < 0, 1e-9 * np.sin(40 * x), 10 * x**2)
 
     D = _dd(X.sort_values("x1"), 6)  # some partitions are entirely x1 < 0
     # the relative rule is opt-in (nlm_flat_tol > 0)
     res = fme.fme(model, X.sort_values("x1"), {"x1": 0.1}, nlm=True, nlm_flat_tol=1e-6, **method)
     dres = fme.fme(model, D, {"x1": 0.1}, nlm=True, nlm_flat_tol=1e-6, **method)
     assert res.n_nlm_flat > 100
-    assert (dres.n_nlm_flat, dres.n_nlm_constant, dres.n_nlm_inaccurate) == \
-        (res.n_nlm_flat, res.n_nlm_constant, res.n_nlm_inaccurate)
+    assert (dres.n_nlm_flat, dres.n_nlm_constant, dres.n_nlm_inaccurate) == (
+        res.n_nlm_flat,
+        res.n_nlm_constant,
+        res.n_nlm_inaccurate,
+    )
     _close(dres.anlm, res.anlm)
     assert dres.median_nlm == res.median_nlm and dres.share_linear == res.share_linear
     pd.testing.assert_frame_equal(dres.results.compute(), res.results)
@@ -183,8 +194,11 @@ def test_ame_delta_equals_pandas_statsmodels(client, frame):
     a = fme.ame(m, frame, steps)
     b = fme.ame(m, _dd(frame, 4), steps)
     assert (b["inference"] == "delta").all()
-    pd.testing.assert_frame_equal(b[["feature", "level", "inference", "n", "n_excluded"]],
-                                  a[["feature", "level", "inference", "n", "n_excluded"]], check_dtype=False)
+    pd.testing.assert_frame_equal(
+        b[["feature", "level", "inference", "n", "n_excluded"]],
+        a[["feature", "level", "inference", "n", "n_excluded"]],
+        check_dtype=False,
+    )
     for c in FIGURES + ["step"]:
         _close(b[c], a[c])
     _close_p(b, a)
@@ -228,8 +242,10 @@ def test_envelope_categorical_levels(client, frame):
     from sklearn.preprocessing import OneHotEncoder
 
     X = frame[["x1", "x2", "cat"]]
-    m = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["cat"]),
-                                              remainder="passthrough"), LinearRegression()).fit(X, frame["y"])
+    m = make_pipeline(
+        make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["cat"]), remainder="passthrough"),
+        LinearRegression(),
+    ).fit(X, frame["y"])
     D = _dd(X, 3)
     ref = X[X["x1"] < 1.0]  # x in a mixed numeric/categorical box: rows with x1 >= 1 are flagged
     res = fme.fme(m, X, {"cat": "b"}, extrapolation="envelope", reference_data=ref)
@@ -239,8 +255,7 @@ def test_envelope_categorical_levels(client, frame):
     pd.testing.assert_frame_equal(dres.excluded.compute(), res.excluded)
     ref = X[X["cat"] != "c"]  # level c unseen: every x + h flagged, kept and marked
     res = fme.fme(m, X, {"cat": "c"}, extrapolation="envelope", reference_data=ref, on_extrapolation="keep")
-    dres = fme.fme(m, D, {"cat": "c"}, extrapolation="envelope", reference_data=_dd(ref, 2),
-                   on_extrapolation="keep")
+    dres = fme.fme(m, D, {"cat": "c"}, extrapolation="envelope", reference_data=_dd(ref, 2), on_extrapolation="keep")
     got = dres.results.compute()
     assert got["extrapolation"].all() and dres.summary_data.n_kept_extrapolation == res.n
     pd.testing.assert_frame_equal(got, res.results)
@@ -259,8 +274,9 @@ def test_envelope_of_parquet_categoricals_with_unknown_categories(client, tmp_pa
     df.to_parquet(tmp_path / "d.parquet")
     D = dd.read_parquet(tmp_path / "d.parquet")
     assert "__UNKNOWN_CATEGORIES__" in list(D._meta["c"].cat.categories)
-    m = make_pipeline(make_column_transformer((OneHotEncoder(), ["c"]), remainder="passthrough"),
-                      LinearRegression()).fit(df, df["x"] + (df["c"] == "b"))
+    m = make_pipeline(
+        make_column_transformer((OneHotEncoder(), ["c"]), remainder="passthrough"), LinearRegression()
+    ).fit(df, df["x"] + (df["c"] == "b"))
     got = fme.ame(m, D, {"x": 0.5}, extrapolation="envelope")
     want = fme.ame(m, df, {"x": 0.5}, extrapolation="envelope")
     assert got["n"].iloc[0] == want["n"].iloc[0] == 398  # the 2 rows whose x + 0.5 leaves the range
@@ -378,8 +394,9 @@ def _same_table(b: pd.DataFrame, a: pd.DataFrame, keys: list[str], grouped: pd.D
     a difference of two nearly equal AMEs (and of their gradients) cancels their relative rounding, so the
     difference is held to 1e-12 of sum |AME_g| and its standard error to 1e-12 of sum SE_g over the groups."""
     assert list(b.columns) == list(a.columns)
-    pd.testing.assert_frame_equal(b[keys + ["inference", "n", "n_excluded"]],
-                                  a[keys + ["inference", "n", "n_excluded"]], check_dtype=False)
+    pd.testing.assert_frame_equal(
+        b[keys + ["inference", "n", "n_excluded"]], a[keys + ["inference", "n", "n_excluded"]], check_dtype=False
+    )
     if grouped is None:
         for c in ["ame", "std_error", "statistic", "conf_low", "conf_high", "q25", "q75"]:
             _close(b[c], a[c])
@@ -389,14 +406,21 @@ def _same_table(b: pd.DataFrame, a: pd.DataFrame, keys: list[str], grouped: pd.D
     assert b[["sd", "q25", "q75"]].isna().all().all() and a[["sd", "q25", "q75"]].isna().all().all()
     key = grouped.assign(abs_ame=grouped["ame"].abs(), level=grouped["level"].fillna("-").astype(str))
     sums = key.groupby(["feature", "level"], sort=False)[["abs_ame", "std_error"]].sum().reset_index()
-    sc = a[["feature"]].assign(level=a["level"].fillna("-").astype(str)).merge(sums, on=["feature", "level"],
-                                                                                how="left")
+    sc = (
+        a[["feature"]].assign(level=a["level"].fillna("-").astype(str)).merge(sums, on=["feature", "level"], how="left")
+    )
     e_est, e_se = RTOL * sc["abs_ame"].to_numpy(), RTOL * sc["std_error"].to_numpy()
     se = a["std_error"].to_numpy(dtype=float)
     z = np.abs(a["statistic"].to_numpy(dtype=float))
     e_z = (e_est + z * e_se) / se
-    for c, err in [("ame", e_est), ("std_error", e_se), ("conf_low", e_est + 3 * e_se),
-                   ("conf_high", e_est + 3 * e_se), ("statistic", e_z), ("p_value", e_z)]:  # |dp/dz| < 1
+    for c, err in [
+        ("ame", e_est),
+        ("std_error", e_se),
+        ("conf_low", e_est + 3 * e_se),
+        ("conf_high", e_est + 3 * e_se),
+        ("statistic", e_z),
+        ("p_value", e_z),
+    ]:  # |dp/dz| < 1
         diff = np.abs(b[c].to_numpy(dtype=float) - a[c].to_numpy(dtype=float))
         assert np.all(diff <= err), (c, diff, err)
 
@@ -426,8 +450,7 @@ def test_ame_by_and_pairwise_delta_equal_pandas(client, frame):
     moved = data.assign(x1=np.where(data["g"] == "high", data["x1"] + 100.0, data["x1"]))
     for hyp in (None, "pairwise"):
         a = fme.ame(m, moved, {"x1": 1.0}, by="g", hypothesis=hyp, reference_data=ref, extrapolation="envelope")
-        b = fme.ame(m, _dd(moved, 4), {"x1": 1.0}, by="g", hypothesis=hyp, reference_data=ref,
-                    extrapolation="envelope")
+        b = fme.ame(m, _dd(moved, 4), {"x1": 1.0}, by="g", hypothesis=hyp, reference_data=ref, extrapolation="envelope")
         empty = (a["g"] == "high") if hyp is None else a["hypothesis"].str.contains("high")
         assert empty.sum() == (1 if hyp is None else 3)  # 4 groups with the missing-value one: 3 pairs with high
         for t in (a, b):
@@ -481,8 +504,9 @@ def _same_grid(b: pd.DataFrame, a: pd.DataFrame) -> None:
 def test_typical_values_equal_pandas(client, frame):
     from fme._dask.margins import typical_values_dask
 
-    data = frame.assign(s=np.where(frame["k"] % 3 == 0, "u", np.where(frame["k"] % 3 == 1, "v", "w")),
-                        flag=frame["k"] > 4)
+    data = frame.assign(
+        s=np.where(frame["k"] % 3 == 0, "u", np.where(frame["k"] % 3 == 1, "v", "w")), flag=frame["k"] > 4
+    )
     data.loc[data.index[:5], "x1"] = np.inf  # not finite: left out of the mean, as pandas
     data.loc[data.index[5:9], "s"] = None
     a = fme.margins.marginal.typical_values(data)
@@ -518,8 +542,7 @@ def test_mer_and_mem_equal_pandas(client, frame, X, hgb):
     # a Dask reference_data with pandas data
     ref = X[X["x2"] < 1.0]
     a = fme.mer(hgb, X, {"x2": 0.5}, at={"x2": [0.2, 0.7]}, extrapolation="envelope", reference_data=ref)
-    b = fme.mer(hgb, X, {"x2": 0.5}, at={"x2": [0.2, 0.7]}, extrapolation="envelope",
-                reference_data=_dd(ref, 2))
+    b = fme.mer(hgb, X, {"x2": 0.5}, at={"x2": [0.2, 0.7]}, extrapolation="envelope", reference_data=_dd(ref, 2))
     _same_grid(b, a)
 
 
@@ -530,8 +553,9 @@ def test_mem_object_levels_on_dask(client, frame):
     from sklearn.preprocessing import OneHotEncoder
 
     data = frame[["x1", "x2"]].assign(s=np.asarray(frame["cat"]).astype(object))
-    model = make_pipeline(make_column_transformer((OneHotEncoder(), ["s"]), remainder="passthrough"),
-                          LinearRegression()).fit(data, frame["y"])
+    model = make_pipeline(
+        make_column_transformer((OneHotEncoder(), ["s"]), remainder="passthrough"), LinearRegression()
+    ).fit(data, frame["y"])
     a = fme.mem(model, data, {"s": "c", "x1": 0.5})
     b = fme.mem(model, _dd(data, 3), {"s": "c", "x1": 0.5})
     assert len(a) == 2  # the other levels a and b
@@ -551,9 +575,11 @@ def test_ame_classic_equals_pandas(client, frame, X, hgb):
         a = fme.ame(m, data, steps, categorical="classic")
         b = fme.ame(m, D, steps, categorical="classic")
         assert (b["inference"] == "delta").all() and list(b.columns) == list(a.columns)
-        pd.testing.assert_frame_equal(b[["feature", "level", "reference", "inference", "n", "n_excluded"]],
-                                      a[["feature", "level", "reference", "inference", "n", "n_excluded"]],
-                                      check_dtype=False)
+        pd.testing.assert_frame_equal(
+            b[["feature", "level", "reference", "inference", "n", "n_excluded"]],
+            a[["feature", "level", "reference", "inference", "n", "n_excluded"]],
+            check_dtype=False,
+        )
         assert (a.loc[a["feature"] == "cat", "n"] == len(data)).all()
         for c in FIGURES + ["step"]:
             _close(b[c], a[c])
@@ -564,8 +590,12 @@ def test_ame_classic_equals_pandas(client, frame, X, hgb):
         for by in ("g", "cat"):
             a = fme.ame(m, data, {"cat": None}, categorical="classic", by=by, hypothesis=hyp)
             b = fme.ame(m, D, {"cat": None}, categorical="classic", by=by, hypothesis=hyp)
-            _same_table(b, a, ["feature", "level", "reference", by if hyp is None else "hypothesis"],
-                        None if hyp is None else grouped[by])
+            _same_table(
+                b,
+                a,
+                ["feature", "level", "reference", by if hyp is None else "hypothesis"],
+                None if hyp is None else grouped[by],
+            )
         grouped = {by: fme.ame(m, data, {"cat": None}, categorical="classic", by=by) for by in ("g", "cat")}
     # a model without parameters (sample inference), a missing level value counted like pandas
     from sklearn.compose import make_column_transformer
@@ -575,8 +605,10 @@ def test_ame_classic_equals_pandas(client, frame, X, hgb):
 
     cats = frame[["x1", "x2", "cat"]].copy()
     cats.loc[cats.index[:7], "cat"] = np.nan
-    pipe = make_pipeline(make_column_transformer((OrdinalEncoder(), ["cat"]), remainder="passthrough"),
-                         HistGradientBoostingRegressor(max_iter=20, random_state=0)).fit(cats, frame["y"])
+    pipe = make_pipeline(
+        make_column_transformer((OrdinalEncoder(), ["cat"]), remainder="passthrough"),
+        HistGradientBoostingRegressor(max_iter=20, random_state=0),
+    ).fit(cats, frame["y"])
     a = fme.ame(pipe, cats, {"cat": {"reference": "c"}}, categorical="classic")
     b = fme.ame(pipe, _dd(cats, 3), {"cat": {"reference": "c"}}, categorical="classic")
     assert (b["inference"] == "sample").all() and (b["n"] == len(cats)).all() and len(b) == 2
@@ -592,8 +624,9 @@ def test_ame_classic_bootstrap_equals_pandas(client, frame):
     from sklearn.preprocessing import OneHotEncoder
 
     data = frame[["x1", "x2", "cat"]]
-    model = make_pipeline(make_column_transformer((OneHotEncoder(), ["cat"]), remainder="passthrough"),
-                          LinearRegression()).fit(data, frame["y"])
+    model = make_pipeline(
+        make_column_transformer((OneHotEncoder(), ["cat"]), remainder="passthrough"), LinearRegression()
+    ).fit(data, frame["y"])
     spec = {"X": data, "y": frame["y"], "n_resamples": 8, "random_state": 5}
     a = fme.ame(model, data, {"cat": None}, categorical="classic", bootstrap=spec)
     b = fme.ame(model, _dd(data, 3), {"cat": None}, categorical="classic", bootstrap=spec)
@@ -614,12 +647,17 @@ def _same_outputs(res, dres):
     if res.has_nlm:
         for name in ["median_nlm", "share_linear"]:  # exact: order statistics and counts
             pd.testing.assert_series_equal(getattr(dres, name), getattr(res, name))
-        assert (dres.n_nlm_undefined, dres.n_nlm_constant, dres.n_nlm_flat, dres.n_nlm_inaccurate) == \
-            (res.n_nlm_undefined, res.n_nlm_constant, res.n_nlm_flat, res.n_nlm_inaccurate)
+        assert (dres.n_nlm_undefined, dres.n_nlm_constant, dres.n_nlm_flat, dres.n_nlm_inaccurate) == (
+            res.n_nlm_undefined,
+            res.n_nlm_constant,
+            res.n_nlm_flat,
+            res.n_nlm_inaccurate,
+        )
     t, u = res.tidy(), dres.tidy()
     assert list(u.columns) == list(t.columns) and list(u["class"]) == list(t["class"])
-    pd.testing.assert_frame_equal(u[["step", "class", "inference", "n", "n_excluded"]],
-                                  t[["step", "class", "inference", "n", "n_excluded"]])
+    pd.testing.assert_frame_equal(
+        u[["step", "class", "inference", "n", "n_excluded"]], t[["step", "class", "inference", "n", "n_excluded"]]
+    )
     for c in FIGURES:
         _close(u[c], t[c])
     _close_p(u, t)
@@ -634,8 +672,10 @@ def _same_outputs(res, dres):
 
 # nlm_flat_tol: the relative flat-path rule (opt-in) leaves some paths undefined, whose counts
 # the two engines must agree on
-@pytest.mark.parametrize("kwargs", [{}, {"nlm": True, "nlm_flat_tol": 1e-6},
-                                    {"nlm": True, "nlm_flat_tol": 1e-6, "extrapolation": "envelope"}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"nlm": True, "nlm_flat_tol": 1e-6}, {"nlm": True, "nlm_flat_tol": 1e-6, "extrapolation": "envelope"}],
+)
 def test_target_class_all_equals_pandas(client, X, frame, kwargs):
     from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -666,15 +706,17 @@ def test_multi_output_model_flat_paths_per_output(client, X):
     def two(d):
         x = d["x1"].to_numpy()
         wiggle = 1e-9 * np.sin(40 * x)
-        return np.column_stack([np.where(x < 0, wiggle, x ** 2), 1e6 * np.where(x < 0.5, wiggle, np.cos(x))])
+        return np.column_stack([np.where(x < 0, wiggle, x**2), 1e6 * np.where(x < 0.5, wiggle, np.cos(x))])
 
     model = Predictor(two, output_names=["small", "large"], description="two outputs")
     Xs = X.sort_values("x1")
     kw = dict(nlm=True, nlm_method="gauss-legendre", nlm_points=8, nlm_flat_tol=1e-6)  # the opt-in relative rule
     res = fme.fme(model, Xs, {"x1": 0.1}, **kw)
     dres = fme.fme(model, _dd(Xs, 6), {"x1": 0.1}, **kw)
-    assert res.n_nlm_flat > 100 and (res.results["nlm_status_large"] == "flat").sum() > \
-        (res.results["nlm_status_small"] == "flat").sum()
+    assert (
+        res.n_nlm_flat > 100
+        and (res.results["nlm_status_large"] == "flat").sum() > (res.results["nlm_status_small"] == "flat").sum()
+    )
     _same_outputs(res, dres)
 
 
@@ -693,7 +735,7 @@ def test_order_statistics_with_heavy_ties_move_distinct_values_only():
     with dask.config.set(scheduler="sync"):
         got = order_statistics([delayed(p) for p in parts], ranks)
     np.testing.assert_array_equal(got, np.sort(v)[ranks])
-    (i, (values, counts)), = _bracket(parts[0], [(-1e-9, 1e-9)])
+    ((i, (values, counts)),) = _bracket(parts[0], [(-1e-9, 1e-9)])
     assert values.tolist() == [0.0] and counts[0] == int((parts[0] == 0).sum()) > 5_000
 
 
@@ -720,8 +762,11 @@ def test_budget_columns_and_inaccurate_rows_equal_pandas(client, X):
     big = dict(kw, nlm_budget=5000, nlm_tol=1e-6)
     res, dres = fme.fme(model, Xn, {"x1": 0.5}, **big), fme.fme(model, _dd(Xn, 4), {"x1": 0.5}, **big)
     pd.testing.assert_frame_equal(dres.results.compute(), res.results)
-    assert (dres.n_nlm_inaccurate, dres.n_nlm_constant, dres.n_nlm_flat) == \
-        (res.n_nlm_inaccurate, res.n_nlm_constant, res.n_nlm_flat)
+    assert (dres.n_nlm_inaccurate, dres.n_nlm_constant, dres.n_nlm_flat) == (
+        res.n_nlm_inaccurate,
+        res.n_nlm_constant,
+        res.n_nlm_flat,
+    )
     _close(dres.anlm, res.anlm)
 
 

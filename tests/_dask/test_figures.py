@@ -23,8 +23,14 @@ def _model(d):
 def frame():
     rng = np.random.default_rng(8)
     n = 500
-    return pd.DataFrame({"a": rng.uniform(0, 4, n), "b": rng.normal(1e3, 1.0, n),
-                         "g": pd.Categorical(rng.choice(["u", "v", "w"], n)), "extra": rng.normal(size=n)})
+    return pd.DataFrame(
+        {
+            "a": rng.uniform(0, 4, n),
+            "b": rng.normal(1e3, 1.0, n),
+            "g": pd.Categorical(rng.choice(["u", "v", "w"], n)),
+            "extra": rng.normal(size=n),
+        }
+    )
 
 
 def _ddf(frame, k=3):
@@ -33,8 +39,9 @@ def _ddf(frame, k=3):
 
 def test_the_envelope_frame_holds_the_reference_bounds_and_levels(frame):
     ref = frame.iloc[:300]
-    res = fme.fme(_model, _ddf(frame), {"a": 1.0}, extrapolation="envelope", reference_data=_ddf(ref, 2),
-                  inference="sample")
+    res = fme.fme(
+        _model, _ddf(frame), {"a": 1.0}, extrapolation="envelope", reference_data=_ddf(ref, 2), inference="sample"
+    )
     fit = res.detector_frame
     assert isinstance(fit, pd.DataFrame) and list(fit.columns) == list(frame.columns)  # a function: every column
     for c in ("a", "b", "extra"):
@@ -50,8 +57,9 @@ def test_other_detectors_keep_their_seeded_reference_sample(frame):
     from fme._dask.common import reference_sample
 
     D = _ddf(frame)
-    res = fme.fme(_model, D, {"a": 1.0}, extrapolation="isolation_forest", random_state=4, sample_size=200,
-                  inference="sample")
+    res = fme.fme(
+        _model, D, {"a": 1.0}, extrapolation="isolation_forest", random_state=4, sample_size=200, inference="sample"
+    )
     fit = res.detector_frame
     assert len(fit) == res.detector_fit["n_fit"] and 150 < len(fit) < 250 and fit.index.isin(frame.index).all()
     pd.testing.assert_frame_equal(fit, frame.loc[fit.index])  # rows of the reference, as they are
@@ -78,8 +86,9 @@ def test_feature_sd_equals_pandas_and_the_merged_moments(frame):
     finite = data["a"][np.isfinite(data["a"])]
     assert mem.at["a", "sd"] == pytest.approx(np.std(finite, ddof=1), rel=1e-14)
     # SD of values near 1e3 from merged moments: the in-memory two-pass SD
-    np.testing.assert_allclose(got["sd"], [np.std(finite, ddof=1), np.std(data["b"], ddof=1),
-                                           np.std(data["extra"], ddof=1)], rtol=1e-12)
+    np.testing.assert_allclose(
+        got["sd"], [np.std(finite, ddof=1), np.std(data["b"], ddof=1), np.std(data["extra"], ddof=1)], rtol=1e-12
+    )
     np.testing.assert_allclose(got["sd"], mem["sd"], rtol=1e-12)
     merged = lazy_moments(_ddf(data, 4), ["a", "b", "extra"]).compute()
     np.testing.assert_array_equal(got["sd"].to_numpy(), merged.sd(ddof=1))  # the engine's own route

@@ -48,8 +48,15 @@ def frame():
     rng = np.random.default_rng(11)
     n = 3000
     g = pd.Categorical(rng.choice(["a", "b", "c", "d"], n), categories=["a", "b", "c", "d"])
-    d = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n), "x3": rng.normal(size=n), "g": g,
-                      "h": rng.choice(["u", "v", "w"], n)})
+    d = pd.DataFrame(
+        {
+            "x1": rng.normal(size=n),
+            "x2": rng.normal(size=n),
+            "x3": rng.normal(size=n),
+            "g": g,
+            "h": rng.choice(["u", "v", "w"], n),
+        }
+    )
     eta = -0.2 + 0.8 * d["x1"] - 0.5 * d["x2"] + 0.3 * d["x3"] + np.array([0.0, 0.4, -0.3, 0.8])[g.codes]
     d["y"] = (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(float)
     d.index = rng.permutation(np.arange(10_000, 10_000 + n))
@@ -81,7 +88,7 @@ def _same(b: pd.DataFrame, a: pd.DataFrame) -> None:
         x, y = b[c].to_numpy(dtype=float), a[c].to_numpy(dtype=float)
         assert np.array_equal(np.isnan(x), np.isnan(y)), c
         scale = np.abs(y) + (se if c in ("ame", "conf_low", "conf_high") else 1.0 if c == "statistic" else 0.0)
-        tol = RTOL * scale * (np.maximum(1.0, z ** 2) if c == "p_value" else 1.0)
+        tol = RTOL * scale * (np.maximum(1.0, z**2) if c == "p_value" else 1.0)
         ok = ~np.isnan(y)
         assert np.all(np.abs(x - y)[ok] <= tol[ok]), (c, x, y)
 
@@ -128,8 +135,12 @@ def test_came_takes_three_computations(frame, logit):
         counter.count = 0
         part = fme.came(effects, features=["x2", "x3", "g"], n_partitions=4, random_state=0)
     assert counter.count <= 3
-    ref = fme.came(fme.fme(logit, frame, {"x1": 1.0}, inference="delta"), features=["x2", "x3", "g"],
-                   n_partitions=4, random_state=0)
+    ref = fme.came(
+        fme.fme(logit, frame, {"x1": 1.0}, inference="delta"),
+        features=["x2", "x3", "g"],
+        n_partitions=4,
+        random_state=0,
+    )
     assert part.leaves["rule"].tolist() == ref.leaves["rule"].tolist()
     assert part.leaves["n"].tolist() == ref.leaves["n"].tolist()
     for c in ("came", "sd_fme", "std_error", "conf_low", "conf_high"):
@@ -240,5 +251,6 @@ def test_parquet_files_with_a_column_selection(frame, logit, tmp_path):
     ref = fme.fme(logit, frame, {"x1": 1.0}, inference="delta")
     np.testing.assert_allclose(res.ame, ref.ame, rtol=RTOL)
     table = fme.ame(logit, data, {"x2": 0.5}, by="g", inference="delta")
-    np.testing.assert_allclose(table["ame"], fme.ame(logit, frame, {"x2": 0.5}, by="g", inference="delta")["ame"],
-                               rtol=RTOL)
+    np.testing.assert_allclose(
+        table["ame"], fme.ame(logit, frame, {"x2": 0.5}, by="g", inference="delta")["ame"], rtol=RTOL
+    )

@@ -32,8 +32,15 @@ def synchronous():
 def data():
     rng = np.random.default_rng(24)
     n = 1500
-    d = pd.DataFrame({"x": rng.normal(size=n), "w": rng.normal(size=n), "v": rng.uniform(0.5, 2.0, n),
-                      "g": rng.choice(["a", "b", "c"], n), "k": rng.integers(1, 4, n).astype(float)})
+    d = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "w": rng.normal(size=n),
+            "v": rng.uniform(0.5, 2.0, n),
+            "g": rng.choice(["a", "b", "c"], n),
+            "k": rng.integers(1, 4, n).astype(float),
+        }
+    )
     eta = -0.3 + 0.8 * d["x"] - 0.5 * d["w"] + 0.4 * d["x"] * d["w"] + 0.3 * d["v"]
     d["y"] = (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(float)
     d.index = rng.permutation(np.arange(5000, 5000 + n))
@@ -90,17 +97,22 @@ def test_ame_hypotheses_equal_pandas(which, data, logit, forest):
     assert b.estimates is not None and b.estimates.method == ("delta" if which == "logit" else "sample")
     for hyp in ("pairwise", "b1 - b2 = 0", "b2 / b1 = 1"):
         _same(fme.hypotheses(b, hyp), fme.hypotheses(a, hyp))
-    for args in ({"hypothesis": "reference"}, {"hypothesis": "b1 - b3 = 0"},
-                 {"equivalence": [-0.05, 0.05]}, {"hypothesis": "sequential", "multcomp": "holm",
-                                                  "equivalence": [-0.1, 0.1]}):
+    for args in (
+        {"hypothesis": "reference"},
+        {"hypothesis": "b1 - b3 = 0"},
+        {"equivalence": [-0.05, 0.05]},
+        {"hypothesis": "sequential", "multcomp": "holm", "equivalence": [-0.1, 0.1]},
+    ):
         _same(fme.ame(model, D, steps, **kw, **args), fme.ame(model, frame, steps, **kw, **args))
     # by-groups: their pairwise differences and a hypothesis over the groups' rows
     a = fme.ame(model, frame, {"x": 1.0}, by="g", hypothesis="pairwise", **kw)
     b = fme.ame(model, D, {"x": 1.0}, by="g", hypothesis="pairwise", **kw)
     _same(b, a, est="ame")
     _same(fme.hypotheses(b, "b1 + b2 = 0"), fme.hypotheses(a, "b1 + b2 = 0"))
-    _same(fme.ame(model, D, {"x": 1.0}, by="g", hypothesis="revsequential", **kw),
-          fme.ame(model, frame, {"x": 1.0}, by="g", hypothesis="revsequential", **kw))
+    _same(
+        fme.ame(model, D, {"x": 1.0}, by="g", hypothesis="revsequential", **kw),
+        fme.ame(model, frame, {"x": 1.0}, by="g", hypothesis="revsequential", **kw),
+    )
 
 
 @pytest.mark.parametrize("which", ["logit", "forest"])
@@ -177,8 +189,11 @@ def test_avg_predictions_and_predictions_equal_pandas(which, data, logit, forest
 def test_avg_comparisons_equal_pandas(which, data, logit, forest):
     model, frame, kw = _models(which, data, logit, forest)
     D = _dd(frame)
-    scales = (("lnratio", "lnor", "lnratioavg", "lift", "lnor_rows") if which == "logit"
-              else ("lnratio", "ratio", "ratio_rows", "lift_rows"))
+    scales = (
+        ("lnratio", "lnor", "lnratioavg", "lift", "lnor_rows")
+        if which == "logit"
+        else ("lnratio", "ratio", "ratio_rows", "lift_rows")
+    )
     for comparison in scales:
         for by in (None, "g"):
             a = fme.avg_comparisons(model, frame, {"x": 0.5}, comparison=comparison, by=by, **kw)
@@ -207,12 +222,16 @@ def test_multinomial_outcomes_equal_pandas():
     D = _dd(d, 3)
     for outcome in (0, 2):
         kw = {"target_class": outcome}
-        _same(fme.ame(m, D, {"x": 1.0, "w": 1.0}, hypothesis="b1 - b2 = 0", **kw),
-              fme.ame(m, d, {"x": 1.0, "w": 1.0}, hypothesis="b1 - b2 = 0", **kw))
+        _same(
+            fme.ame(m, D, {"x": 1.0, "w": 1.0}, hypothesis="b1 - b2 = 0", **kw),
+            fme.ame(m, d, {"x": 1.0, "w": 1.0}, hypothesis="b1 - b2 = 0", **kw),
+        )
         _same(fme.avg_slopes(m, D, "x", **kw), fme.avg_slopes(m, d, "x", **kw))
         _same(fme.avg_predictions(m, D, **kw), fme.avg_predictions(m, d, **kw))
-        _same(fme.avg_comparisons(m, D, {"w": 0.5}, comparison="lnratio", **kw),
-              fme.avg_comparisons(m, d, {"w": 0.5}, comparison="lnratio", **kw))
+        _same(
+            fme.avg_comparisons(m, D, {"w": 0.5}, comparison="lnratio", **kw),
+            fme.avg_comparisons(m, d, {"w": 0.5}, comparison="lnratio", **kw),
+        )
 
 
 def test_per_row_bootstrap_predictions_equal_pandas(data):
@@ -248,5 +267,7 @@ def test_a_refit_whose_prediction_fails_on_a_chunk_is_an_error(data, monkeypatch
 
     monkeypatch.setattr(fp, "model_values", one_fails)
     spec = {"X": X, "y": data["y"], "n_resamples": 10, "random_state": 2, "ci": "normal"}
-    with pytest.raises(fme.ModelError, match=r"prediction of 1 of 10 refitted models failed on a chunk.*ValueError: boom"):
+    with pytest.raises(
+        fme.ModelError, match=r"prediction of 1 of 10 refitted models failed on a chunk.*ValueError: boom"
+    ):
         fme.predictions(clf, _dd(X), target_class=1, bootstrap=spec).compute()

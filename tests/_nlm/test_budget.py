@@ -40,8 +40,9 @@ def rows(df):
 @pytest.fixture(scope="module")
 def grid():
     rng = np.random.default_rng(3)
-    return pd.DataFrame({"x1": rng.uniform(-2, 2, 8), "x2": rng.uniform(-1, 1, 8), "x3": rng.uniform(0, 3, 8)},
-                        index=list("abcdefgh"))
+    return pd.DataFrame(
+        {"x1": rng.uniform(-2, 2, 8), "x2": rng.uniform(-1, 1, 8), "x3": rng.uniform(0, 3, 8)}, index=list("abcdefgh")
+    )
 
 
 def _tree(df, depth=4):
@@ -157,7 +158,7 @@ def test_gauss_kronrod_error_estimates_match_actual_errors_on_smooth_paths(grid)
 
     res = fme.fme(f, grid, {"x1": 2.5}, nlm=True, nlm_tol=1e-12, nlm_budget=23)
     for i, x in enumerate(grid["x1"]):
-        g = (lambda t, x=x: np.exp(np.sin(3 * (x + 2.5 * t))))
+        g = lambda t, x=x: np.exp(np.sin(3 * (x + 2.5 * t)))
         opts = dict(epsabs=1e-14, epsrel=1e-13, limit=200)
         f0, f1 = g(0.0), g(1.0)
         fbar = integrate.quad(g, 0, 1, **opts)[0]
@@ -274,6 +275,7 @@ def _jump_reference(X):
     z, w = roots_legendre(40)
     out = []
     for x1, x2, x3, x4 in X[["x1", "x2", "x3", "x4"]].to_numpy():
+
         def g(t):
             return 2.0 * (x1 + t) + np.sin(x2 + t) + 3.0 * (x3 + 0.3 * t > 0.5) + (x1 + t) * x4
 
@@ -295,11 +297,30 @@ def test_a_jump_inside_a_quadrature_sub_interval_is_bounded_and_located():
     help (bisection stops at nlm_max_level with the jump inside). Now the error bounds the true error on every
     row, 'ok' rows are within nlm_tol, and more budget locates the jump: the worst error falls."""
     rng = np.random.default_rng(11)
-    crossings = np.array([0.25 + 1e-4, 0.375 - 3e-4, 0.5 + 2e-4, 0.75 - 1e-4, 0.28125 + 1e-5, 0.09375 - 1e-5,
-                          0.9995, 0.99987, 0.0008, 0.3, 0.61])
+    crossings = np.array(
+        [
+            0.25 + 1e-4,
+            0.375 - 3e-4,
+            0.5 + 2e-4,
+            0.75 - 1e-4,
+            0.28125 + 1e-5,
+            0.09375 - 1e-5,
+            0.9995,
+            0.99987,
+            0.0008,
+            0.3,
+            0.61,
+        ]
+    )
     t_star = np.r_[crossings, -0.5, 1.7]  # and two paths that do not cross
-    X = pd.DataFrame({"x1": rng.normal(size=t_star.size), "x2": rng.normal(size=t_star.size),
-                      "x3": 0.5 - 0.3 * t_star, "x4": rng.normal(size=t_star.size)})
+    X = pd.DataFrame(
+        {
+            "x1": rng.normal(size=t_star.size),
+            "x2": rng.normal(size=t_star.size),
+            "x3": 0.5 - 0.3 * t_star,
+            "x4": rng.normal(size=t_star.size),
+        }
+    )
     ref = _jump_reference(X)
     worst = {}
     for budget in (34, 100, 300):
@@ -329,9 +350,13 @@ def _gk_exact_sums(g, tau, c, F):
     d = g(u) - g(0.0)
     K = np.array([np.sum(w * d), np.sum(w * (d - c) ** 2), np.sum(w * (d - u * F) ** 2)])
     opts = dict(epsabs=1e-14, epsrel=1e-13, limit=200, points=[tau] if 0 < tau < 1 else None)
-    exact = np.array([integrate.quad(lambda t: g(t) - g(0.0), 0, 1, **opts)[0],
-                      integrate.quad(lambda t: (g(t) - g(0.0) - c) ** 2, 0, 1, **opts)[0],
-                      integrate.quad(lambda t: (g(t) - g(0.0) - t * F) ** 2, 0, 1, **opts)[0]])
+    exact = np.array(
+        [
+            integrate.quad(lambda t: g(t) - g(0.0), 0, 1, **opts)[0],
+            integrate.quad(lambda t: (g(t) - g(0.0) - c) ** 2, 0, 1, **opts)[0],
+            integrate.quad(lambda t: (g(t) - g(0.0) - t * F) ** 2, 0, 1, **opts)[0],
+        ]
+    )
     return K, exact
 
 
@@ -349,11 +374,16 @@ def test_hidden_jumps_see_a_jump_and_not_a_smooth_path():
         V = (g(pts) - g(0.0))[:, None, None]
         return R.hidden_jumps(V, zero, one, np.full((1, 1), c), V[-1]), V
 
-    for g in (lambda t: np.sin(1.0 + 2.5 * t), lambda t: np.exp(-(t - 0.4) ** 2), lambda t: 3 * t ** 3 - t,
-              lambda t: 2.0 * t):
+    for g in (
+        lambda t: np.sin(1.0 + 2.5 * t),
+        lambda t: np.exp(-((t - 0.4) ** 2)),
+        lambda t: 3 * t**3 - t,
+        lambda t: 2.0 * t,
+    ):
         (P, cut, iso), _ = run(g)
         assert np.all(P == 0.0) and np.isnan(cut[0]) and not iso[0]
     for tau in (0.5 + 1e-4, 0.5 - 1e-4, 0.25 + 1e-3, 0.9995, 0.0008, 0.3, 0.61):
+
         def g(t, tau=tau):
             return np.sin(1.0 + 2.5 * t) + 0.7 * t + 3.0 * (t > tau)
 

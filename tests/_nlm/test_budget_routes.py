@@ -51,8 +51,9 @@ def test_compiled_sums_equal_the_formulas(seed):
     got = K.bracket_rowsums(br, a, b, dL, dR, c, F, np.zeros((n, 3, c.shape[1])))
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(K.bracket_rowsums(br, a, b, dL, dR, c, F, got.copy(), -1.0), 0.0, atol=1e-12)
-    np.testing.assert_allclose(K.segment_rowsums(br, a, b, dL, c, F, n), loop(R.segment(a, b, dL, c[br], F[br])),
-                               rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(
+        K.segment_rowsums(br, a, b, dL, c, F, n), loop(R.segment(a, b, dL, c[br], F[br])), rtol=1e-13, atol=1e-13
+    )
     s, m, g, J = R.bracket_statics(a, b, dL, dR)
     _, _, ratio, _ = R.nlm_of(est, c, scale)
     s1 = est[:, 0]
@@ -75,8 +76,9 @@ def test_jump_state_of_several_outputs_is_each_output_alone(seed):
     shares = []
     for j in range(C):
         o = slice(j, j + 1)
-        v1, b1, d1, sh1 = R.jump_state(n, c[:, o], F[:, o], scale[:, o], est[:, :, o], br, a, b, dL[:, o],
-                                       dR[:, o], dense)
+        v1, b1, d1, sh1 = R.jump_state(
+            n, c[:, o], F[:, o], scale[:, o], est[:, :, o], br, a, b, dL[:, o], dR[:, o], dense
+        )
         np.testing.assert_array_equal(nlm[:, o], v1)
         np.testing.assert_allclose(bound[:, o], b1, rtol=1e-12, atol=0)
         np.testing.assert_array_equal(D[:, o], d1)
@@ -95,8 +97,10 @@ def _reference_split(B, bpick, kk, grp, j, tb, vals, c, F, n):
     pt[start + kk + 1], pv[start + kk + 1] = b, rv
     inner = start[grp] + j
     pt[inner], pv[inner] = tb, vals
-    third = np.bincount(r[grp], weights=~(np.all(vals == lv[grp], axis=1) | np.all(vals == rv[grp], axis=1)),
-                        minlength=n) > 0
+    third = (
+        np.bincount(r[grp], weights=~(np.all(vals == lv[grp], axis=1) | np.all(vals == rv[grp], axis=1)), minlength=n)
+        > 0
+    )
     first = np.ones(pt.size - 1, dtype=bool)
     first[(start + kk + 1)[:-1]] = False
     owner = np.repeat(np.arange(P), kk + 2)[:-1]
@@ -106,9 +110,11 @@ def _reference_split(B, bpick, kk, grp, j, tb, vals, c, F, n):
     done = K.rowsum(rs, R.segment(pt[si], pt[si + 1], pv[si], c[rs], F[rs]), n)
     oi = np.flatnonzero(first & ~tie)
     new = {"r": r[owner[oi]], "a": pt[oi], "b": pt[oi + 1], "l": pv[oi], "rt": pv[oi + 1]}
-    B["sums"] = (B["sums"] + K.rowsum(new["r"], R.bracket_sums(new["a"], new["b"], new["l"], new["rt"], c[new["r"]],
-                                                               F[new["r"]]), n)
-                 - K.rowsum(r, R.bracket_sums(a, b, lv, rv, c[r], F[r]), n))
+    B["sums"] = (
+        B["sums"]
+        + K.rowsum(new["r"], R.bracket_sums(new["a"], new["b"], new["l"], new["rt"], c[new["r"]], F[new["r"]]), n)
+        - K.rowsum(r, R.bracket_sums(a, b, lv, rv, c[r], F[r]), n)
+    )
     _, first = np.unique(owner[oi], return_index=True)
     rest = np.ones(oi.size, dtype=bool)
     rest[first] = False
@@ -157,7 +163,7 @@ def test_compiled_gauss_kronrod_sums_equal_the_numpy_ones():
 
     rng = np.random.default_rng(7)
     kron, gauss = gauss_kronrod_rules(1)
-    I, C = 300, 2
+    I, C = 300, 2  # noqa: E741 - I sub-intervals and C outputs, the kernel's notation
     a = rng.random(I) * 0.5
     b = a + rng.random(I) * 0.5
     Dv, c, F = rng.normal(size=(kron.nodes.size, I, C)), rng.normal(size=(I, C)), rng.normal(size=(I, C))

@@ -10,18 +10,17 @@ path. Written plainly, with loops over rows and trees.
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import example, HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import fme
 import fme._nlm.evaluate
-from fme._nlm.tree_paths import read_forest, traverse_nlm
 from fme._nlm.exact import float32_boundary
+from fme._nlm.tree_paths import read_forest, traverse_nlm
 from fme.exceptions import ParameterError
 
 FEATURES = ["x1", "x2", "x3"]
@@ -51,8 +50,13 @@ def _sk_thresholds(est, j):
 
 
 def _hist_thresholds(est, j):
-    return [float(node["num_threshold"]) for it in est._predictors for p in it for node in p.nodes
-            if not node["is_leaf"] and node["feature_idx"] == j]
+    return [
+        float(node["num_threshold"])
+        for it in est._predictors
+        for p in it
+        for node in p.nodes
+        if not node["is_leaf"] and node["feature_idx"] == j
+    ]
 
 
 def _lgb_thresholds(booster, name):
@@ -111,8 +115,7 @@ def own_path_reference(predict, data: pd.DataFrame, steps: dict, grid: int = 409
         F = V[i, -1] - V[i, 0]
         a, b = edges[:-1], edges[1:]
         mean = np.sum((b - a) * vals)
-        num = (np.sum(((vals - a * F) ** 3 - (vals - b * F) ** 3) / (3 * F)) if F != 0
-               else np.sum((b - a) * vals ** 2))
+        num = np.sum(((vals - a * F) ** 3 - (vals - b * F) ** 3) / (3 * F)) if F != 0 else np.sum((b - a) * vals**2)
         den = np.sum((b - a) * (vals - mean) ** 2)
         out[i] = 1.0 - num / den if den > 0 else np.nan
     return out
@@ -213,38 +216,82 @@ def _fit(kind, df):
         return E.HistGradientBoostingClassifier(max_iter=30, **small).fit(X, yb), None
     if kind == "lgbm_reg":
         import lightgbm as lgb
+
         return lgb.LGBMRegressor(n_estimators=30, num_leaves=8, verbose=-1, **small).fit(X, y), None
     if kind == "lgbm_clf3":
         import lightgbm as lgb
+
         return lgb.LGBMClassifier(n_estimators=15, num_leaves=6, verbose=-1, **small).fit(X, y3), "lo"
     if kind == "lgbm_booster":
         import lightgbm as lgb
-        return lgb.train({"objective": "binary", "num_leaves": 6, "verbose": -1},
-                         lgb.Dataset(X, yb), num_boost_round=20), None
+
+        return lgb.train(
+            {"objective": "binary", "num_leaves": 6, "verbose": -1}, lgb.Dataset(X, yb), num_boost_round=20
+        ), None
     if kind == "xgb_reg":
         import xgboost as xgb
+
         return xgb.XGBRegressor(n_estimators=30, max_depth=3, n_jobs=1, **small).fit(X, y), None
     if kind == "xgb_clf":
         import xgboost as xgb
+
         return xgb.XGBClassifier(n_estimators=20, max_depth=3, n_jobs=1, **small).fit(X, yb), None
     if kind == "xgb_booster":
         import xgboost as xgb
-        return xgb.train({"objective": "binary:logistic", "max_depth": 3, "nthread": 1},
-                         xgb.DMatrix(X, label=yb), num_boost_round=20), None
+
+        return xgb.train(
+            {"objective": "binary:logistic", "max_depth": 3, "nthread": 1}, xgb.DMatrix(X, label=yb), num_boost_round=20
+        ), None
     if kind == "pipe_scaled_rf":
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
+
         return make_pipeline(StandardScaler(), E.RandomForestRegressor(15, max_depth=5, **small)).fit(X, y), None
     raise KeyError(kind)
 
 
-KINDS = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg", "gb_clf", "gb_clf3", "hgb_reg",
-         "hgb_clf", "lgbm_reg", "lgbm_clf3", "lgbm_booster", "xgb_reg", "xgb_clf", "xgb_booster", "pipe_scaled_rf"]
+KINDS = [
+    "dt_reg",
+    "dt_clf",
+    "et_single",
+    "rf_reg",
+    "rf_clf3",
+    "et_reg",
+    "gb_reg",
+    "gb_clf",
+    "gb_clf3",
+    "hgb_reg",
+    "hgb_clf",
+    "lgbm_reg",
+    "lgbm_clf3",
+    "lgbm_booster",
+    "xgb_reg",
+    "xgb_clf",
+    "xgb_booster",
+    "pipe_scaled_rf",
+]
 
 
 #: families whose exact NLM comes from fme._nlm.tree_paths (the others: midpoint predictions)
-TRAVERSED = ["dt_reg", "dt_clf", "et_single", "rf_reg", "rf_clf3", "et_reg", "gb_reg", "gb_clf", "gb_clf3", "hgb_reg",
-             "hgb_clf", "lgbm_reg", "lgbm_clf3", "lgbm_booster", "xgb_reg", "xgb_clf", "xgb_booster"]
+TRAVERSED = [
+    "dt_reg",
+    "dt_clf",
+    "et_single",
+    "rf_reg",
+    "rf_clf3",
+    "et_reg",
+    "gb_reg",
+    "gb_clf",
+    "gb_clf3",
+    "hgb_reg",
+    "hgb_clf",
+    "lgbm_reg",
+    "lgbm_clf3",
+    "lgbm_booster",
+    "xgb_reg",
+    "xgb_clf",
+    "xgb_booster",
+]
 
 
 @pytest.mark.parametrize("steps", [{"x1": 0.9}, {"x2": -1.1, "x3": 1.7}], ids=["uni", "bi"])
@@ -280,8 +327,9 @@ def test_exact_multiclass_all_matches_single_class(df, data):
     assert allc.nlm_method == "exact"
     for c in model.classes_:
         one = fme.fme(model, data, {"x1": 0.7}, nlm=True, target_class=c)
-        np.testing.assert_allclose(allc.results[f"nlm_{c}"].to_numpy(), one.results["nlm"].to_numpy(),
-                                   rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(
+            allc.results[f"nlm_{c}"].to_numpy(), one.results["nlm"].to_numpy(), rtol=1e-12, atol=1e-14
+        )
 
 
 def test_exact_pipeline_with_column_transformer(pipeline, df):
@@ -302,7 +350,9 @@ def test_exact_pipeline_with_column_transformer(pipeline, df):
         F = res.results.loc[label, "fme"]
         a, b = np.array(ts[:-1]), np.array(ts[1:])
         mean = np.sum((b - a) * (c - f0))
-        num = np.sum(((c - f0 - a * F) ** 3 - (c - f0 - b * F) ** 3) / (3 * F)) if F else np.sum((b - a) * (c - f0) ** 2)
+        num = (
+            np.sum(((c - f0 - a * F) ** 3 - (c - f0 - b * F) ** 3) / (3 * F)) if F else np.sum((b - a) * (c - f0) ** 2)
+        )
         den = np.sum((b - a) * (c - f0 - mean) ** 2)
         if den > 0:
             assert got == pytest.approx(1 - num / den, rel=1e-9, abs=1e-12)
@@ -373,12 +423,14 @@ def test_traversal_follows_missing_value_directions(df, kind, monkeypatch):
     X.loc[rng.random(len(X)) < 0.3, "x3"] = np.nan
     X.loc[rng.random(len(X)) < 0.2, "x2"] = 0.0  # LightGBM's missing type Zero treats these as missing
     y, yb = df["y"], df["yb"]
-    model = {"hgb_reg": lambda: E.HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(X, y),
-             "hgb_clf": lambda: E.HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, yb),
-             "rf_reg": lambda: E.RandomForestRegressor(20, max_depth=6, random_state=0).fit(X, y),
-             "dt_clf": lambda: T.DecisionTreeClassifier(max_depth=6, random_state=0).fit(X, yb),
-             "lgbm_nan": lambda: _lgbm(n_estimators=30, num_leaves=8).fit(X, y),
-             "lgbm_zero": lambda: _lgbm(n_estimators=30, num_leaves=8, zero_as_missing=True).fit(X, y)}[kind]()
+    model = {
+        "hgb_reg": lambda: E.HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(X, y),
+        "hgb_clf": lambda: E.HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(X, yb),
+        "rf_reg": lambda: E.RandomForestRegressor(20, max_depth=6, random_state=0).fit(X, y),
+        "dt_clf": lambda: T.DecisionTreeClassifier(max_depth=6, random_state=0).fit(X, yb),
+        "lgbm_nan": lambda: _lgbm(n_estimators=30, num_leaves=8).fit(X, y),
+        "lgbm_zero": lambda: _lgbm(n_estimators=30, num_leaves=8, zero_as_missing=True).fit(X, y),
+    }[kind]()
     if kind == "lgbm_zero":
         assert read_forest(model).zero_missing is not None
     data = X.iloc[:40]
@@ -444,7 +496,7 @@ def test_gauss_legendre_converges_to_exact(df, depth, seed, h, neg):
     from sklearn.tree import DecisionTreeRegressor
 
     model = DecisionTreeRegressor(max_depth=depth, random_state=seed).fit(df[FEATURES], df["y"])
-    data = df[FEATURES].iloc[seed % 100: seed % 100 + 5]
+    data = df[FEATURES].iloc[seed % 100 : seed % 100 + 5]
     step = {"x1": -h if neg else h}
     exact = fme.fme(model, data, step, nlm=True, nlm_method="exact").results["nlm"].to_numpy()
     errs = []
@@ -458,8 +510,12 @@ def test_gauss_legendre_converges_to_exact(df, depth, seed, h, neg):
 
 @pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(family=st.sampled_from(["rf", "hgb_clf"]), seed=st.integers(0, 10_000), h1=st.floats(0.2, 3.0),
-       h2=st.floats(-2.0, 2.0))
+@given(
+    family=st.sampled_from(["rf", "hgb_clf"]),
+    seed=st.integers(0, 10_000),
+    h1=st.floats(0.2, 3.0),
+    h2=st.floats(-2.0, 2.0),
+)
 def test_gauss_legendre_converges_to_exact_on_ensembles(df, family, seed, h1, h2):
     """The same property for ensembles (exact by traversal), bivariate steps, a classifier's probability."""
     from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestRegressor
@@ -468,9 +524,10 @@ def test_gauss_legendre_converges_to_exact_on_ensembles(df, family, seed, h1, h2
         model = RandomForestRegressor(15, max_depth=5, random_state=seed).fit(df[FEATURES], df["y"])
     else:
         model = HistGradientBoostingClassifier(max_iter=15, max_leaf_nodes=8, random_state=seed).fit(
-            df[FEATURES], df["yb"])
+            df[FEATURES], df["yb"]
+        )
     assert read_forest(model) is not None
-    data = df[FEATURES].iloc[seed % 100: seed % 100 + 5]
+    data = df[FEATURES].iloc[seed % 100 : seed % 100 + 5]
     step = {"x1": h1, "x2": h2} if h2 != 0 else {"x1": h1}
     exact = fme.fme(model, data, step, nlm=True, nlm_method="exact").results["nlm"].to_numpy()
     errs = []
@@ -493,19 +550,22 @@ def test_exact_nlm_of_a_row_does_not_depend_on_the_other_rows(df, data, kind):
 
 def _xgb_models(X, y, yb):
     import xgboost as xgb
-
     from sklearn.model_selection import train_test_split
 
     Xa, Xb, ya, yb_ = train_test_split(X, y, test_size=0.3, random_state=0)
     early = xgb.XGBRegressor(n_estimators=300, max_depth=3, early_stopping_rounds=3, n_jobs=1, random_state=0)
     early.fit(Xa, ya, eval_set=[(Xb, yb_)], verbose=False)
-    return {"xgb_reg": xgb.XGBRegressor(n_estimators=40, max_depth=4, n_jobs=1, random_state=0).fit(X, y),
-            "xgb_clf": xgb.XGBClassifier(n_estimators=30, max_depth=3, n_jobs=1, random_state=0).fit(X, yb),
-            "xgb_booster": xgb.train({"objective": "binary:logistic", "max_depth": 3, "nthread": 1},
-                                     xgb.DMatrix(X, label=yb), num_boost_round=20),
-            "xgb_poisson": xgb.XGBRegressor(n_estimators=20, max_depth=3, objective="count:poisson", n_jobs=1,
-                                            random_state=0).fit(X, np.exp(y / 3)),
-            "xgb_early_stopping": early}
+    return {
+        "xgb_reg": xgb.XGBRegressor(n_estimators=40, max_depth=4, n_jobs=1, random_state=0).fit(X, y),
+        "xgb_clf": xgb.XGBClassifier(n_estimators=30, max_depth=3, n_jobs=1, random_state=0).fit(X, yb),
+        "xgb_booster": xgb.train(
+            {"objective": "binary:logistic", "max_depth": 3, "nthread": 1}, xgb.DMatrix(X, label=yb), num_boost_round=20
+        ),
+        "xgb_poisson": xgb.XGBRegressor(
+            n_estimators=20, max_depth=3, objective="count:poisson", n_jobs=1, random_state=0
+        ).fit(X, np.exp(y / 3)),
+        "xgb_early_stopping": early,
+    }
 
 
 def _xgb_frame(df):
@@ -528,12 +588,15 @@ def xgb_case(df):
     for f in FEATURES:
         conds = np.unique([float(np.float32(c)) for c in _xgb_raw_conditions(models["xgb_reg"], f)])
         bounds = np.asarray(reference_thresholds(models["xgb_reg"], f))
-        vals = np.concatenate([conds[:3], bounds[:3], np.nextafter(bounds[:2], np.inf),
-                               np.nextafter(bounds[:2], -np.inf)])
-        data.iloc[row:row + vals.size, FEATURES.index(f)] = vals
+        vals = np.concatenate(
+            [conds[:3], bounds[:3], np.nextafter(bounds[:2], np.inf), np.nextafter(bounds[:2], -np.inf)]
+        )
+        data.iloc[row : row + vals.size, FEATURES.index(f)] = vals
         row += vals.size
     # and rows whose path ends on a split condition of x1 (x1 + h = s for the step h = 1.3 of x1 below)
-    data.iloc[row:row + 4, 0] = np.unique([float(np.float32(c)) for c in _xgb_raw_conditions(models["xgb_reg"], "x1")])[:4] - 1.3
+    data.iloc[row : row + 4, 0] = (
+        np.unique([float(np.float32(c)) for c in _xgb_raw_conditions(models["xgb_reg"], "x1")])[:4] - 1.3
+    )
     return models, data
 
 

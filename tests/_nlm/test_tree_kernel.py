@@ -36,8 +36,13 @@ def _models():
         "rf": (E.RandomForestRegressor(25, max_depth=8, random_state=0).fit(X, y), X, None),
         "hgb3": (E.HistGradientBoostingClassifier(max_iter=15, random_state=0).fit(Xn, y3), Xn, "all"),
         "gb": (E.GradientBoostingRegressor(n_estimators=20, random_state=0).fit(X, y), X, None),
-        "lgb_zero": (lgb.LGBMRegressor(n_estimators=25, num_leaves=8, zero_as_missing=True, verbose=-1,
-                                       random_state=0).fit(Xn, y), Xn, None),
+        "lgb_zero": (
+            lgb.LGBMRegressor(n_estimators=25, num_leaves=8, zero_as_missing=True, verbose=-1, random_state=0).fit(
+                Xn, y
+            ),
+            Xn,
+            None,
+        ),
         "xgb": (xgb.XGBRegressor(n_estimators=25, max_depth=4, n_jobs=1, random_state=0).fit(Xn, y), Xn, None),
     }
 
@@ -110,9 +115,13 @@ def test_numpy_route_through_the_same_caller_gives_the_same_nlm(models, monkeypa
     """fme.fme with the kernel switched off runs the NumPy traversal: the NLMs agree to rounding."""
     model, X, _ = models["rf"]
     steps = {"a": 0.9, "b": -0.5}
-    compiled = fme.fme(model, X.iloc[:120], steps, nlm=True, nlm_method="exact", inference="sample").results["nlm"].to_numpy()
+    compiled = (
+        fme.fme(model, X.iloc[:120], steps, nlm=True, nlm_method="exact", inference="sample").results["nlm"].to_numpy()
+    )
     monkeypatch.setattr(tree_kernel, "available", lambda: False)
-    numpy_route = fme.fme(model, X.iloc[:120], steps, nlm=True, nlm_method="exact", inference="sample").results["nlm"].to_numpy()
+    numpy_route = (
+        fme.fme(model, X.iloc[:120], steps, nlm=True, nlm_method="exact", inference="sample").results["nlm"].to_numpy()
+    )
     np.testing.assert_allclose(compiled, numpy_route, rtol=1e-10, atol=1e-12)
 
 
@@ -149,9 +158,13 @@ def test_boundary_order_is_a_stable_sort(kind):
     """A row's boundaries ordered by value, ties by creation: the bucket pass with insertion sorts (spread values)
     and the merge sort (values crowding one bucket) both give NumPy's stable argsort."""
     rng = np.random.default_rng(4)
-    t = {"spread": rng.random(500), "crowded": 0.5 + 1e-9 * rng.random(500),
-         "ties": rng.choice([0.25, 0.5, 0.5000001], size=400), "one": np.array([0.3]),
-         "none": np.empty(0)}[kind]
+    t = {
+        "spread": rng.random(500),
+        "crowded": 0.5 + 1e-9 * rng.random(500),
+        "ties": rng.choice([0.25, 0.5, 0.5000001], size=400),
+        "one": np.array([0.3]),
+        "none": np.empty(0),
+    }[kind]
     ne = t.size
     order, cnt = np.empty(ne + 1, dtype=np.int64), np.empty(ne + 2, dtype=np.int64)
     tree_kernel._order(np.r_[t, 0.9], ne, order, cnt)  # a trailing unused value: only t[:ne] counts

@@ -1,5 +1,3 @@
-
-
 def test_default_threads_honour_omp_num_threads(monkeypatch):
     # Dask workers set OMP_NUM_THREADS=1: the traversal must not start more threads than that
     from fme._nlm import tree_paths as _tree_paths

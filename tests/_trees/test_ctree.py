@@ -48,6 +48,7 @@ def _root_stats(tree: CTree) -> pd.DataFrame:
 
 # --------------------------------------------------------------- closed forms (§3.3)
 
+
 def test_numeric_statistic_is_n_minus_1_r_squared() -> None:
     X, y = _toy()
     st = _root_stats(CTree().fit(X, y))
@@ -109,6 +110,7 @@ def test_teststatistic_criterion_is_log_statistic() -> None:
 
 # ------------------------------------------------------------------ ties (§4.2)
 
+
 def test_underflow_tie_is_won_by_larger_statistic() -> None:
     rng = np.random.default_rng(11)
     n = 3000
@@ -131,6 +133,7 @@ def test_exact_tie_picks_last_column() -> None:
 
 
 # -------------------------------------------------------------------- properties
+
 
 def test_each_row_in_exactly_one_leaf_and_predict_is_leaf_mean() -> None:
     X, y = _toy(600, seed=5)
@@ -252,6 +255,7 @@ def test_maxdepth_and_minsplit() -> None:
 
 # -------------------------------------------------------------- text and rules
 
+
 def test_print_matches_partykit_layout() -> None:
     X, y = load_data("mixed_n300")
     txt = CTree().fit(X, y).to_text()
@@ -272,6 +276,7 @@ def test_rules() -> None:
 
 
 # ---------------------------------------------------------------- bad input
+
 
 @pytest.mark.parametrize(
     "kwargs,phrase",
@@ -321,15 +326,22 @@ def test_bad_data() -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), n=st.integers(30, 300), nan_frac=st.sampled_from([0.0, 0.1]),
-       weighted=st.booleans(), majority=st.booleans())
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(30, 300),
+    nan_frac=st.sampled_from([0.0, 0.1]),
+    weighted=st.booleans(),
+    majority=st.booleans(),
+)
 def test_random_data_invariants(seed: int, n: int, nan_frac: float, weighted: bool, majority: bool) -> None:
     rng = np.random.default_rng(seed)
-    X = pd.DataFrame({
-        "a": rng.normal(size=n),
-        "k": rng.integers(0, 5, size=n).astype(float),
-        "g": pd.Categorical(rng.choice(list("pqr"), size=n)),
-    })
+    X = pd.DataFrame(
+        {
+            "a": rng.normal(size=n),
+            "k": rng.integers(0, 5, size=n).astype(float),
+            "g": pd.Categorical(rng.choice(list("pqr"), size=n)),
+        }
+    )
     y = X["a"].to_numpy() + (X["g"] == "q").to_numpy() + rng.normal(size=n)
     if nan_frac:
         X.loc[rng.uniform(size=n) < nan_frac, "a"] = np.nan
@@ -385,11 +397,14 @@ def test_ctree_refuses_complex_covariate() -> None:
         CTree().fit(X, np.arange(30.0))
 
 
-@pytest.mark.parametrize("y, w, culprit", [
-    (["a"] * 30, None, "y must be the numeric response"),
-    (np.arange(30.0) + 1j, None, "y must be the numeric response"),
-    (np.arange(30.0), ["1"] * 30, "sample_weight must be non-negative case weights"),
-])
+@pytest.mark.parametrize(
+    "y, w, culprit",
+    [
+        (["a"] * 30, None, "y must be the numeric response"),
+        (np.arange(30.0) + 1j, None, "y must be the numeric response"),
+        (np.arange(30.0), ["1"] * 30, "sample_weight must be non-negative case weights"),
+    ],
+)
 def test_ctree_text_response_or_weights(y, w, culprit) -> None:
     X = pd.DataFrame({"a": np.arange(30.0)})
     with pytest.raises(DataError, match=culprit):

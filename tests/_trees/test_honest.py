@@ -21,8 +21,7 @@ from fme.conditional import LeafTests
 
 def _effects(n: int = 600, seed: int = 0, index=None) -> fme.FMEResult:
     rng = np.random.default_rng(seed)
-    X = pd.DataFrame({"x1": rng.uniform(0, 1, n), "x2": rng.uniform(0, 1, n), "x3": rng.uniform(0, 1, n)},
-                     index=index)
+    X = pd.DataFrame({"x1": rng.uniform(0, 1, n), "x2": rng.uniform(0, 1, n), "x3": rng.uniform(0, 1, n)}, index=index)
     # fME of x1 by 0.5: x2 + 2 * (x3 > 0.5): two regions in x3, a gradient in x2
     f = lambda d: 2 * d["x1"].to_numpy() * d["x2"].to_numpy() + 4 * d["x1"].to_numpy() * (d["x3"].to_numpy() > 0.5)
     return fme.fme(f, X, {"x1": 0.5})
@@ -33,8 +32,8 @@ def test_the_split_depends_on_seed_and_index_labels_only():
     m = honest_mask(idx, 0.5, 7)
     assert 0.45 < m.mean() < 0.55
     perm = np.random.default_rng(1).permutation(len(idx))
-    assert np.array_equal(honest_mask(idx[perm], 0.5, 7), m[perm])           # position never matters
-    assert not np.array_equal(honest_mask(idx, 0.5, 8), m)                  # the seed does
+    assert np.array_equal(honest_mask(idx[perm], 0.5, 7), m[perm])  # position never matters
+    assert not np.array_equal(honest_mask(idx, 0.5, 8), m)  # the seed does
     assert 0.25 < honest_mask(idx, 0.3, 7).mean() < 0.35
     assert np.array_equal(honest_mask(idx, 0.3, 7) & ~m, np.zeros(len(idx), bool))  # nested in the fraction
     # integer labels (a RangeIndex) too: pandas hashes numbers without its string key, the seed still counts
@@ -59,9 +58,9 @@ def test_leaf_figures_come_from_the_estimation_rows_only():
         assert leaf["n"] == v.size and leaf["n_grown"] == int((in_leaf & grow).sum())
         assert leaf["came"] == pytest.approx(v.mean(), rel=1e-12)
         assert leaf["came_ci_low"] == pytest.approx(v.mean() - half, rel=1e-12)
-        assert leaf["conf_high"] == pytest.approx(v.mean() + half, rel=1e-12)   # sample inference = the t interval
+        assert leaf["conf_high"] == pytest.approx(v.mean() + half, rel=1e-12)  # sample inference = the t interval
     assert part.leaves["n"].sum() + part.leaves["n_grown"].sum() == eff.n
-    assert part.root["came"] == pytest.approx(eff.ame, rel=1e-12)               # the global AME: every row
+    assert part.root["came"] == pytest.approx(eff.ame, rel=1e-12)  # the global AME: every row
     assert part.honesty.startswith("honest") and "honest" in part.summary()
 
 
@@ -136,8 +135,9 @@ def test_estimation_root_is_the_ame_of_the_estimation_rows():
         assert root[c] == pytest.approx(own[c], rel=1e-9), c
     values = eff.results["fme"].loc[part.estimated_on].to_numpy()
     half = stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / np.sqrt(values.size)
-    assert (root["came_ci_low"], root["came_ci_high"]) == pytest.approx((values.mean() - half, values.mean() + half),
-                                                                        rel=1e-12)
+    assert (root["came_ci_low"], root["came_ci_high"]) == pytest.approx(
+        (values.mean() - half, values.mean() + half), rel=1e-12
+    )
     assert part.estimation_sample is None  # in memory: effects.results at estimated_on
     nlms = eff.results["nlm"].loc[part.estimated_on].dropna()
     assert root["canlm"] == pytest.approx(nlms.mean(), rel=1e-12) and root["n_nlm"] == len(nlms)
@@ -163,14 +163,13 @@ def test_leaf_tests_pairwise_holm_and_the_global_test():
             row = t.iloc[k]
             assert row["hypothesis"] == f"[{part.leaf_ids[j]}] - [{part.leaf_ids[i]}]"
             assert row["estimate"] == pytest.approx(came[j] - came[i], rel=1e-12)
-            assert row["std_error"] == pytest.approx(np.hypot(se[i], se[j]), rel=1e-12)   # disjoint rows
-            assert row["p_value"] == pytest.approx(2 * stats.norm.sf(abs(row["estimate"]) / row["std_error"]),
-                                                   rel=1e-9)
+            assert row["std_error"] == pytest.approx(np.hypot(se[i], se[j]), rel=1e-12)  # disjoint rows
+            assert row["p_value"] == pytest.approx(2 * stats.norm.sf(abs(row["estimate"]) / row["std_error"]), rel=1e-9)
             k += 1
     np.testing.assert_allclose(t["p_value_adj"], multipletests(t["p_value"], method="holm")[1], rtol=1e-12)
     assert (t["multcomp"] == "holm").all()
     # the global test of equal leaf cAMEs, for independent leaves: Cochran's Q with m - 1 df
-    w = 1 / se ** 2
+    w = 1 / se**2
     q = float(np.sum(w * (came - np.sum(w * came) / np.sum(w)) ** 2))
     g = t.global_test
     assert g["statistic"] == pytest.approx(q, rel=1e-9) and g["df"] == m - 1
@@ -186,8 +185,17 @@ def test_the_leaf_tests_keep_their_global_test_through_what_users_do_with_a_fram
     assert type(t) is LeafTests and t.honest is True and t.left_out == []
     g = dict(t.global_test)
     assert set(g) == {"statistic", "df", "p_value", "note"} and g["df"] == len(part.leaf_ids) - 1 and g["note"] == ""
-    kept = [t.copy(), t[["hypothesis", "p_value_adj"]], t.loc[t["p_value"] < 2], t.head(2), t.iloc[::-1],
-            t.sort_values("p_value"), t.reset_index(drop=True), t.round(3), pickle.loads(pickle.dumps(t))]
+    kept = [
+        t.copy(),
+        t[["hypothesis", "p_value_adj"]],
+        t.loc[t["p_value"] < 2],
+        t.head(2),
+        t.iloc[::-1],
+        t.sort_values("p_value"),
+        t.reset_index(drop=True),
+        t.round(3),
+        pickle.loads(pickle.dumps(t)),
+    ]
     for out in kept:
         assert type(out) is LeafTests and out.global_test == g and out.left_out == [] and out.honest is True
     # computed anew: none
@@ -200,23 +208,26 @@ def test_several_splits_report_their_stability():
     eff = _effects(n=1200)
     part = fme.came(eff, features=["x2", "x3"], maxdepth=2, n_splits=5, random_state=4)
     single = fme.came(eff, features=["x2", "x3"], maxdepth=2, random_state=4)
-    pd.testing.assert_frame_equal(part.leaves, single.leaves)    # the first split is the partition returned
+    pd.testing.assert_frame_equal(part.leaves, single.leaves)  # the first split is the partition returned
     s, table = part.split_summary, part.splits
     assert len(table) == 5 and table["seed"].iloc[0] == 4 and table["seed"].nunique() == 5
-    assert table["came_min"].nunique() == 5          # five different splits, five different estimates
+    assert table["came_min"].nunique() == 5  # five different splits, five different estimates
     assert s["share_same_root_split"] == pytest.approx(np.mean(table["root_split"] == part.root_split))
     assert s["median_global_p_value"] == pytest.approx(np.median(table["global_p_value"]))
     assert s["global_p_value_split_adjusted"] == pytest.approx(min(1.0, 2 * np.median(table["global_p_value"])))
-    assert table["root_split"].iloc[0] == "x3" and s["share_same_root_split"] == 1.0   # x3 carries the jump
+    assert table["root_split"].iloc[0] == "x3" and s["share_same_root_split"] == 1.0  # x3 carries the jump
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"honest_fraction": 1.0}, "honest_fraction"),
-    ({"honest_fraction": 0}, "honest_fraction"),
-    ({"n_splits": 0}, "n_splits"),
-    ({"n_splits": 3, "honest": False}, "honest=True"),
-    ({"honest": "yes"}, "honest must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"honest_fraction": 1.0}, "honest_fraction"),
+        ({"honest_fraction": 0}, "honest_fraction"),
+        ({"n_splits": 0}, "n_splits"),
+        ({"n_splits": 3, "honest": False}, "honest=True"),
+        ({"honest": "yes"}, "honest must be"),
+    ],
+)
 def test_bad_honest_arguments_name_themselves(kwargs, match):
     with pytest.raises(fme.ParameterError, match=match):
         fme.came(_effects(n=100), **kwargs)
@@ -243,11 +254,26 @@ def test_dask_effects_give_the_pandas_honest_partition():
     assert sorted(b.estimated_on.compute().tolist()) == sorted(a.estimated_on.tolist())
     ta, tb = a.test(), b.test()
     np.testing.assert_allclose(tb["p_value_adj"], ta["p_value_adj"], rtol=1e-9)
-    cols = ["n", "came", "sd_fme", "came_ci_low", "came_ci_high", "std_error", "conf_low", "conf_high", "canlm",
-            "sd_nlm", "canlm_ci_low", "canlm_ci_high", "n_nlm", "share_linear"]
+    cols = [
+        "n",
+        "came",
+        "sd_fme",
+        "came_ci_low",
+        "came_ci_high",
+        "std_error",
+        "conf_low",
+        "conf_high",
+        "canlm",
+        "sd_nlm",
+        "canlm_ci_low",
+        "canlm_ci_high",
+        "n_nlm",
+        "share_linear",
+    ]
     assert eff.has_nlm and "median_nlm" not in a.estimation_root.index
-    np.testing.assert_allclose(b.estimation_root[cols].to_numpy(float), a.estimation_root[cols].to_numpy(float),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        b.estimation_root[cols].to_numpy(float), a.estimation_root[cols].to_numpy(float), rtol=1e-12
+    )
     # the figure's panels: every estimation row's fME in its subspace, as in memory
     panel = b.estimation_sample.sort_index()
     assert panel.index.tolist() == sorted(a.estimated_on.tolist())
@@ -261,8 +287,16 @@ def test_dask_panels_beyond_sample_size_are_a_seeded_sample_of_the_estimation_ro
     dd = pytest.importorskip("dask.dataframe")
     eff = _effects(n=3000)
     f = lambda d: 2 * d["x1"].to_numpy() * d["x2"].to_numpy() + 4 * d["x1"].to_numpy() * (d["x3"].to_numpy() > 0.5)
-    parts = [fme.came(fme.fme(f, dd.from_pandas(eff.data, npartitions=k, sort=False), {"x1": 0.5}),
-                      features=["x3"], maxdepth=1, sample_size=600, random_state=6) for k in (2, 5)]
+    parts = [
+        fme.came(
+            fme.fme(f, dd.from_pandas(eff.data, npartitions=k, sort=False), {"x1": 0.5}),
+            features=["x3"],
+            maxdepth=1,
+            sample_size=600,
+            random_state=6,
+        )
+        for k in (2, 5)
+    ]
     a, b = (p.estimation_sample for p in parts)
     n_est = int(parts[0].leaves["n"].sum())
     assert 1400 < n_est < 1600 and 450 < len(a) < 750  # about sample_size of the estimation rows
@@ -311,7 +345,7 @@ def test_rows_with_a_level_absent_from_a_node_go_to_its_majority_child():
     new = pd.DataFrame({"x2": rng.uniform(0, 1, 400), "g": pd.Categorical(["c"] * 400, categories=["a", "b", "c"])})
     leaves = tree.apply(new)
     np.testing.assert_array_equal(leaves, tree.apply(new))  # the same in a second call
-    np.testing.assert_array_equal(leaves, np.concatenate([tree.apply(new.iloc[i:i + 57]) for i in range(0, 400, 57)]))
+    np.testing.assert_array_equal(leaves, np.concatenate([tree.apply(new.iloc[i : i + 57]) for i in range(0, 400, 57)]))
     assert part.root_split.startswith("g")  # the level matters, so the routing rule did something
     nodes = tree.nodes_
     kids = nodes.at[1, "children"]

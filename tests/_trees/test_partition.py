@@ -50,8 +50,10 @@ def test_describe_is_the_hyperrectangle(sim_part) -> None:
         assert row["low"] <= xs.min() and xs.max() <= row["high"]
         assert bool(row["restricted"])
         # Bounds are split values (or the global range where unrestricted).
-        splits = set(nodes["split_value"].dropna()) | {sim_part.effects.data["x"].min(),
-                                                        sim_part.effects.data["x"].max()}
+        splits = set(nodes["split_value"].dropna()) | {
+            sim_part.effects.data["x"].min(),
+            sim_part.effects.data["x"].max(),
+        }
         assert row["low"] in splits and row["high"] in splits
 
 

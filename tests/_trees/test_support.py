@@ -18,7 +18,7 @@ def part():
 
     def model(d):
         a, b = d["a"].to_numpy(), d["b"].to_numpy()
-        return np.where(a > 5, 3.0, 1.0) * a + np.where(b > 0, 2.0, -2.0) * b ** 2
+        return np.where(a > 5, 3.0, 1.0) * a + np.where(b > 0, 2.0, -2.0) * b**2
 
     eff = fme.fme(model, X, {"a": 2.5}, extrapolation="envelope")  # a > 7.5 leaves the data
     return fme.came(eff, minbucket=40, features=["a", "b"])
@@ -85,7 +85,7 @@ dd = pytest.importorskip("dask.dataframe")
 
 def _model(d):
     a, b = d["a"].to_numpy(), d["b"].to_numpy()
-    return np.where(a > 5, 3.0, 1.0) * a + np.where(b > 0, 2.0, -2.0) * b ** 2
+    return np.where(a > 5, 3.0, 1.0) * a + np.where(b > 0, 2.0, -2.0) * b**2
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +98,13 @@ def frame():
 @pytest.mark.parametrize("honest", [False, True])
 def test_dask_extrapolation_counts_and_row_counts_equal_pandas(frame, honest):
     eff = fme.fme(_model, frame, {"a": 2.5}, extrapolation="envelope", inference="sample")
-    deff = fme.fme(_model, dd.from_pandas(frame, npartitions=3, sort=False), {"a": 2.5}, extrapolation="envelope",
-                   inference="sample")
+    deff = fme.fme(
+        _model,
+        dd.from_pandas(frame, npartitions=3, sort=False),
+        {"a": 2.5},
+        extrapolation="envelope",
+        inference="sample",
+    )
     a = fme.came(eff, minbucket=40, features=["a", "b"], honest=honest)
     b = fme.came(deff, minbucket=40, features=["a", "b"], honest=honest)
     assert b.leaf_ids == a.leaf_ids and len(a.leaf_ids) >= 2
@@ -116,8 +121,13 @@ def test_dask_extrapolation_counts_and_row_counts_equal_pandas(frame, honest):
 
 def test_dask_extrapolation_counts_of_a_tree_grown_on_a_sample(frame):
     """The tree grows on a seeded sample; the counts are over every row of the data, as the tree places them."""
-    deff = fme.fme(_model, dd.from_pandas(frame, npartitions=4, sort=False), {"a": 2.5}, extrapolation="envelope",
-                   inference="sample")
+    deff = fme.fme(
+        _model,
+        dd.from_pandas(frame, npartitions=4, sort=False),
+        {"a": 2.5},
+        extrapolation="envelope",
+        inference="sample",
+    )
     b = fme.came(deff, minbucket=30, features=["a", "b"], honest=False, sample_size=300, random_state=2)
     assert b.grown_on_sample and b.sample_rows < deff.n and b.row_counts["grown"] == b.sample_rows
     excluded = deff.excluded.compute()
@@ -126,6 +136,9 @@ def test_dask_extrapolation_counts_of_a_tree_grown_on_a_sample(frame):
     for node in b.leaf_ids:
         assert counts[node] == int(_inside(ep, b.describe(node)).sum())
     assert counts.sum() == len(ep) == deff.n_extrapolation
-    unchecked = fme.came(fme.fme(_model, dd.from_pandas(frame, npartitions=2, sort=False), {"a": 2.5},
-                                 inference="sample"), minbucket=40, features=["a", "b"])
+    unchecked = fme.came(
+        fme.fme(_model, dd.from_pandas(frame, npartitions=2, sort=False), {"a": 2.5}, inference="sample"),
+        minbucket=40,
+        features=["a", "b"],
+    )
     assert unchecked.extrapolation_counts() is None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 import fme
 from fme._utils.frames import ReadableFrame, display_order
@@ -12,16 +11,29 @@ from fme._utils.frames import ReadableFrame, display_order
 
 def test_display_order_puts_labels_estimate_and_interval_first():
     cols = ["term", "g", "estimate", "std_error", "statistic", "p_value", "conf_low", "conf_high", "n"]
-    assert display_order(cols) == ["term", "g", "estimate", "conf_low", "conf_high", "std_error", "p_value",
-                                   "statistic", "n"]
+    assert display_order(cols) == [
+        "term",
+        "g",
+        "estimate",
+        "conf_low",
+        "conf_high",
+        "std_error",
+        "p_value",
+        "statistic",
+        "n",
+    ]
     assert display_order(["a", "b"]) == ["a", "b"]  # no estimate: as it stands
 
 
 def _wide(n_rows: int = 3) -> ReadableFrame:
     rng = np.random.default_rng(0)
     cols = {"feature": ["x"] * n_rows, "level": [None] * n_rows, "ame": rng.normal(size=n_rows)}
-    cols.update({name: rng.normal(size=n_rows) for name in ("std_error", "statistic", "p_value", "conf_low",
-                                                          "conf_high", "sd", "q25", "q75")})
+    cols.update(
+        {
+            name: rng.normal(size=n_rows)
+            for name in ("std_error", "statistic", "p_value", "conf_low", "conf_high", "sd", "q25", "q75")
+        }
+    )
     cols["covers"] = ["model uncertainty"] * n_rows
     return ReadableFrame(cols)
 
@@ -67,7 +79,12 @@ def test_came_leaves_print_the_came_and_its_interval_first(monkeypatch):
     with pd.option_context("display.width", 80, "display.max_columns", 0):
         text = repr(part.leaves)
     header = text.splitlines()[0].split()
-    assert header[header.index("came"):header.index("came") + 5] == ["came", "conf_low", "conf_high", "std_error",
-                                                                     "p_value"]
+    assert header[header.index("came") : header.index("came") + 5] == [
+        "came",
+        "conf_low",
+        "conf_high",
+        "std_error",
+        "p_value",
+    ]
     assert "..." not in text and max(len(line) for line in text.splitlines()) <= 80
     assert list(part.leaves.columns)[:3] == ["node", "n", "came"]

@@ -52,14 +52,16 @@ def test_fme_imports_and_runs_where_numba_cannot_cache():
     import subprocess
     import sys
 
-    code = ("import warnings; warnings.simplefilter('ignore')\n"
-            "import numpy as np, pandas as pd, fme\n"
-            "from sklearn.tree import DecisionTreeRegressor\n"
-            "X = pd.DataFrame(np.random.default_rng(0).normal(size=(200, 2)), columns=['a', 'b'])\n"
-            "m = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, X.a ** 2)\n"
-            "r = fme.fme(m, X, {'a': 1.0}, nlm=True, nlm_method='exact', inference='sample')\n"
-            "from fme._nlm import tree_kernel\n"
-            "print(r.nlm_method, type(tree_kernel._walk_block._cache).__name__, r.results['nlm'].notna().sum())\n")
+    code = (
+        "import warnings; warnings.simplefilter('ignore')\n"
+        "import numpy as np, pandas as pd, fme\n"
+        "from sklearn.tree import DecisionTreeRegressor\n"
+        "X = pd.DataFrame(np.random.default_rng(0).normal(size=(200, 2)), columns=['a', 'b'])\n"
+        "m = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, X.a ** 2)\n"
+        "r = fme.fme(m, X, {'a': 1.0}, nlm=True, nlm_method='exact', inference='sample')\n"
+        "from fme._nlm import tree_kernel\n"
+        "print(r.nlm_method, type(tree_kernel._walk_block._cache).__name__, r.results['nlm'].notna().sum())\n"
+    )
     env = {**os.environ, "NUMBA_CACHE_LOCATOR_CLASSES": "numba.core.caching.IPythonCacheLocator"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -49,8 +49,12 @@ def _stability_and_bootstrap(progress=None) -> None:
     frame = make_regression_frame(n=200, seed=1)
     X = frame[["x1", "x2", "x3"]]
     model = LinearRegression().fit(X, frame["y"])
-    res = fme.fme(model, X, {"x1": 1.0}, bootstrap={"X": X, "y": frame["y"], "n_resamples": 3, "random_state": 0,
-                                                    "progress": progress})
+    res = fme.fme(
+        model,
+        X,
+        {"x1": 1.0},
+        bootstrap={"X": X, "y": frame["y"], "n_resamples": 3, "random_state": 0, "progress": progress},
+    )
     part = fme.came(fme.fme(lambda d: d["x1"].to_numpy() ** 2, X, {"x1": 1.0}), maxdepth=2)
     fme.partition_stability(part, n_subsamples=3, progress=progress)
     assert res.inference == "bootstrap"
@@ -98,9 +102,20 @@ def test_nlm_batches_show_a_bar_when_on_and_give_the_same_values(monkeypatch):
     for progress in (True, False, None):  # None: the terminal decides, FME_PROGRESS=0 switches it off
         if progress is None:
             monkeypatch.setenv("FME_PROGRESS", "0")
-        runs[progress] = _capture(monkeypatch, lambda p=progress: fme.fme(
-            svr, X, {"x1": 3.0}, nlm=True, nlm_method="gauss-kronrod", nlm_tol=1e-15, nlm_budget=200,
-            batch_size=150, progress=p))
+        runs[progress] = _capture(
+            monkeypatch,
+            lambda p=progress: fme.fme(
+                svr,
+                X,
+                {"x1": 3.0},
+                nlm=True,
+                nlm_method="gauss-kronrod",
+                nlm_tol=1e-15,
+                nlm_budget=200,
+                batch_size=150,
+                progress=p,
+            ),
+        )
     (on, text_on), (off, text_off), (env, text_env) = runs[True], runs[False], runs[None]
     # a tolerance no row meets: the 21 nodes in batches of 150 rows, then refinement rounds of more than
     # 150 x 21 points (the budget of 200 per row: 177 x 400 points over at most 12 rounds) have a bar
@@ -110,21 +125,24 @@ def test_nlm_batches_show_a_bar_when_on_and_give_the_same_values(monkeypatch):
     pd.testing.assert_frame_equal(on.results, off.results)
     pd.testing.assert_frame_equal(on.results, env.results)
     # fixed rules: the batches of f(x), f(x + h) and the stacked nodes
-    res, text = _capture(monkeypatch, lambda: fme.fme(svr, X, {"x1": 0.5}, nlm=True, nlm_method="gauss-legendre",
-                                                       batch_size=100, progress=True))
+    res, text = _capture(
+        monkeypatch,
+        lambda: fme.fme(svr, X, {"x1": 0.5}, nlm=True, nlm_method="gauss-legendre", batch_size=100, progress=True),
+    )
     assert "fME x1 + 0.5" in text
-    np.testing.assert_array_equal(res.results["nlm"], fme.fme(svr, X, {"x1": 0.5}, nlm=True,
-                                                               nlm_method="gauss-legendre").results["nlm"])
+    np.testing.assert_array_equal(
+        res.results["nlm"], fme.fme(svr, X, {"x1": 0.5}, nlm=True, nlm_method="gauss-legendre").results["nlm"]
+    )
 
 
 def test_exact_nlm_chunks_show_a_bar_when_on(monkeypatch):
     import numpy as np
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    from tests.conftest import make_regression_frame
-    from fme._nlm.tree_paths import read_forest, traverse_nlm
-    from fme._nlm.exact import exact_nlm, tree_thresholds
     from fme._adapters.predictor import make_predictor
+    from fme._nlm.exact import exact_nlm, tree_thresholds
+    from fme._nlm.tree_paths import read_forest, traverse_nlm
+    from tests.conftest import make_regression_frame
 
     frame = make_regression_frame(n=300, seed=4)
     X = frame[["x1", "x2", "x3"]]
@@ -134,15 +152,23 @@ def test_exact_nlm_chunks_show_a_bar_when_on(monkeypatch):
     f1 = model.predict(X.assign(x1=X["x1"] + 0.8))
     forest = read_forest(model, None)
     # 10 trees, 500 entries per chunk: 50 rows per chunk, 6 chunks
-    out = {p: _capture(monkeypatch, lambda p=p: traverse_nlm(forest, X, shifts, f0, f1, entry_budget=500,
-                                                             n_threads=2, progress=p)) for p in (True, False)}
+    out = {
+        p: _capture(
+            monkeypatch, lambda p=p: traverse_nlm(forest, X, shifts, f0, f1, entry_budget=500, n_threads=2, progress=p)
+        )
+        for p in (True, False)
+    }
     assert "exact NLM (tree traversal" in out[True][1] and out[False][1] == ""
     for a, b in zip(out[True][0], out[False][0]):
         np.testing.assert_array_equal(a, b)
     thresholds = tree_thresholds(model, ["x1"], list(X.columns))
     predictor = make_predictor(model)
-    out = {p: _capture(monkeypatch, lambda p=p: exact_nlm(predictor, X, shifts, thresholds, f0, f1,
-                                                          cell_budget=600, progress=p)) for p in (True, False)}
+    out = {
+        p: _capture(
+            monkeypatch, lambda p=p: exact_nlm(predictor, X, shifts, thresholds, f0, f1, cell_budget=600, progress=p)
+        )
+        for p in (True, False)
+    }
     assert "exact NLM (segment midpoints" in out[True][1] and out[False][1] == ""
     for a, b in zip(out[True][0], out[False][0]):
         np.testing.assert_array_equal(a, b)

@@ -24,7 +24,6 @@ def test_checked_data_is_fmes_own_frame_with_the_callers_values():
     assert X.loc[11, "b"] == "y"
 
 
-
 def test_pandas_objects_pair_by_label_and_arrays_by_position():
     X = pd.DataFrame({"a": [1.0, 2.0, 3.0]}, index=["p", "q", "r"])
     y = pd.Series([30.0, 10.0, 20.0], index=["r", "p", "q"])

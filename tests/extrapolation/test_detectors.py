@@ -150,10 +150,12 @@ def test_hull_matches_qhull_and_lp_paths(gauss):
     fq, fl = q.flag(pts), lp.flag(pts)
     Z, zp = q.encoding_.z_reference, q.encoding_.standardise(pts)
     A = np.vstack([Z.T, np.ones(len(Z))])
-    naive = np.array([
-        linprog(np.zeros(len(Z)), A_eq=A, b_eq=np.r_[p, 1.0], bounds=(0, None), method="highs").status != 0
-        for p in zp[:40]
-    ])
+    naive = np.array(
+        [
+            linprog(np.zeros(len(Z)), A_eq=A, b_eq=np.r_[p, 1.0], bounds=(0, None), method="highs").status != 0
+            for p in zp[:40]
+        ]
+    )
     assert 0.2 < fq.mean() < 0.9  # a real mix of inside and outside points
     np.testing.assert_array_equal(fq, fl)
     np.testing.assert_array_equal(fq[:40], naive)
@@ -180,20 +182,24 @@ def test_hull_high_dimension_matches_naive_lp():
             top = Z[np.argsort(-(Z @ u))[:d]]
             f = rng.dirichlet(np.ones(d)) @ top
             near.append(f + eps * (f - c))
-    zp = np.vstack([
-        rng.standard_normal((60, d)),  # mostly inside
-        1.3 * rng.standard_normal((60, d)),  # many just outside
-        4.0 * rng.standard_normal((20, d)),  # far outside
-        rng.dirichlet(np.ones(20), 20) @ Z[rng.choice(len(Z), 20)],  # inside by construction
-        np.array(near),
-    ])
+    zp = np.vstack(
+        [
+            rng.standard_normal((60, d)),  # mostly inside
+            1.3 * rng.standard_normal((60, d)),  # many just outside
+            4.0 * rng.standard_normal((20, d)),  # far outside
+            rng.dirichlet(np.ones(20), 20) @ Z[rng.choice(len(Z), 20)],  # inside by construction
+            np.array(near),
+        ]
+    )
     pts = pd.DataFrame(zp * det.encoding_.sd + det.encoding_.mean, columns=cols)
     flags = det.flag(pts)
     A = np.vstack([Z.T, np.ones(len(Z))])
-    naive = np.array([
-        linprog(np.zeros(len(Z)), A_eq=A, b_eq=np.r_[p, 1.0], bounds=(0, None), method="highs").status != 0
-        for p in det.encoding_.standardise(pts)
-    ])
+    naive = np.array(
+        [
+            linprog(np.zeros(len(Z)), A_eq=A, b_eq=np.r_[p, 1.0], bounds=(0, None), method="highs").status != 0
+            for p in det.encoding_.standardise(pts)
+        ]
+    )
     assert 0.3 < naive.mean() < 0.7
     assert det.n_stage_["frank-wolfe"] + det.n_stage_["refinement"] > 50  # the new stages did decide
     np.testing.assert_array_equal(flags, naive)
@@ -361,8 +367,9 @@ def test_shrink_multivariate_per_feature(band):
     model = LinearRegression().fit(band, band["x1"] - band["x2"])
     box = EnvelopeDetector().fit(band)
     data = pd.DataFrame({"x1": [0.0, 2.95, 2.9, 3.5], "x2": [0.0, 0.0, 2.95, 0.0]})
-    res = fme(model, data, {"x1": 0.2, "x2": -0.5}, extrapolation="envelope", reference_data=band,
-              on_extrapolation="shrink")
+    res = fme(
+        model, data, {"x1": 0.2, "x2": -0.5}, extrapolation="envelope", reference_data=band, on_extrapolation="shrink"
+    )
     r = res.results
     assert r.index.tolist() == [0, 1, 2]
     # row 0: both steps fit; row 1: only x1 is shrunk; row 2: x1 shrunk, x2 keeps its full step
@@ -415,15 +422,33 @@ def test_extrapolation_package_public_names_and_registry_order():
     objects as fme's, and registers the detectors in the former order."""
     import fme.extrapolation as ext
 
-    assert ext.__all__ == ["ExtrapolationDetector", "EnvelopeDetector", "ConvexHullDetector", "MCECDetector",
-                           "CERTDetector", "IsolationForestDetector", "LOFDetector", "DETECTORS", "make_detector",
-                           "DETECTOR_NAMES"]
+    assert ext.__all__ == [
+        "ExtrapolationDetector",
+        "EnvelopeDetector",
+        "ConvexHullDetector",
+        "MCECDetector",
+        "CERTDetector",
+        "IsolationForestDetector",
+        "LOFDetector",
+        "DETECTORS",
+        "make_detector",
+        "DETECTOR_NAMES",
+    ]
     for name in ext.__all__:
         if name not in ("make_detector", "DETECTOR_NAMES"):
             assert getattr(fme_pkg, name) is getattr(ext, name)
     assert list(DETECTORS) == ["envelope", "hull", "mcec", "cert", "isolation_forest", "lof"]
-    assert DETECTORS == {cls.name: cls for cls in (EnvelopeDetector, ConvexHullDetector, MCECDetector,
-                                                    CERTDetector, IsolationForestDetector, LOFDetector)}
+    assert DETECTORS == {
+        cls.name: cls
+        for cls in (
+            EnvelopeDetector,
+            ConvexHullDetector,
+            MCECDetector,
+            CERTDetector,
+            IsolationForestDetector,
+            LOFDetector,
+        )
+    }
 
 
 def test_registering_a_second_detector_under_a_taken_name_is_refused():
@@ -441,8 +466,7 @@ def test_registering_a_second_detector_under_a_taken_name_is_refused():
 def test_steps_shrinking_below_the_minimum_share_are_excluded_and_summarised():
     data = pd.DataFrame({"x": np.arange(0.0, 10.5, 0.5)})
     # x + s * 4 <= 10 needs s <= (10 - x) / 4: x = 9.99... rows shrink below 1 % of h only at the top
-    res = fme(lambda d: d["x"].to_numpy() ** 2, data, {"x": 4.0}, extrapolation="envelope",
-              on_extrapolation="shrink")
+    res = fme(lambda d: d["x"].to_numpy() ** 2, data, {"x": 4.0}, extrapolation="envelope", on_extrapolation="shrink")
     share = res.results["step_x"] / 4.0
     np.testing.assert_allclose(share, np.minimum(1.0, (10.0 - data["x"].iloc[:-1]) / 4.0), atol=1e-9)
     assert res.extrapolated.index.tolist() == [20]  # x = 10: step 0 < 0.01 h
@@ -456,8 +480,11 @@ def test_degenerate_hull_warns_and_excludes_quickly():
 
     X, y = load_diabetes(return_X_y=True, as_frame=True)
     model = LinearRegression().fit(X, y)
-    with pytest.warns(UserWarning, match=r"convex hull of the reference data is degenerate: about 100% of its 442 "
-                      r"rows lie on the boundary in 10 dimensions"):
+    with pytest.warns(
+        UserWarning,
+        match=r"convex hull of the reference data is degenerate: about 100% of its 442 "
+        r"rows lie on the boundary in 10 dimensions",
+    ):
         with pytest.raises(ExtrapolationError, match="all 442 rows are extrapolation points"):
             fme(model, X, {"bmi": "0.5*sd", "bp": "0.5*sd"}, extrapolation="hull", on_extrapolation="shrink")
 
@@ -477,8 +504,10 @@ def test_detector_names_known_without_importing_the_detectors_equal_the_registry
     from fme.extrapolation import DETECTOR_NAMES, DETECTORS
 
     assert DETECTOR_NAMES == tuple(DETECTORS)
-    code = ("import sys; from fme.extrapolation import DETECTOR_NAMES; "
-            "print(any(m in sys.modules for m in ('pandas', 'scipy', 'sklearn')))")
+    code = (
+        "import sys; from fme.extrapolation import DETECTOR_NAMES; "
+        "print(any(m in sys.modules for m in ('pandas', 'scipy', 'sklearn')))"
+    )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 

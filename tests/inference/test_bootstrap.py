@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import statsmodels.formula.api as smf
 import statsmodels.api as sm
+import statsmodels.formula.api as smf
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import LinearRegression
 from sklearn.pipeline import make_pipeline
@@ -41,8 +41,9 @@ def test_pipeline_bootstrap_se_close_to_hc0_delta(data, pipe):
     X, y = data[["age", "income"]], data["y"]
     ols = smf.ols("y ~ age + I(age**2) + income", data).fit(cov_type="HC0")
     delta = fme.ame(ols, data, {"age": 1, "income": 0.5})
-    boot = fme.ame(pipe, X, {"age": 1, "income": 0.5},
-                   bootstrap={"X": X, "y": y, "n_resamples": 200, "random_state": 0})
+    boot = fme.ame(
+        pipe, X, {"age": 1, "income": 0.5}, bootstrap={"X": X, "y": y, "n_resamples": 200, "random_state": 0}
+    )
     np.testing.assert_allclose(boot["ame"], delta["ame"], rtol=1e-9)
     assert (boot["inference"] == "bootstrap").all() and (delta["inference"] == "delta").all()
     ratio = boot["std_error"].to_numpy() / delta["std_error"].to_numpy()
@@ -80,8 +81,9 @@ def test_normal_ci_and_by_groups_share_the_refits(data, pipe):
 
 def test_statsmodels_formula_bootstrap(data):
     ols = smf.ols("y ~ age + I(age**2) + income", data).fit(cov_type="HC0")
-    boot = fme.ame(ols, data, {"age": 1}, inference="bootstrap",
-                   bootstrap={"data": data, "n_resamples": 100, "random_state": 3})
+    boot = fme.ame(
+        ols, data, {"age": 1}, inference="bootstrap", bootstrap={"data": data, "n_resamples": 100, "random_state": 3}
+    )
     delta = fme.ame(ols, data, {"age": 1})
     assert boot["inference"].iloc[0] == "bootstrap"
     assert abs(boot["std_error"].iloc[0] / delta["std_error"].iloc[0] - 1) < 0.2
@@ -129,7 +131,7 @@ def test_bootstrap_errors(data, pipe):
 
 
 def f_true(x: np.ndarray) -> np.ndarray:
-    return 1.0 + 0.8 * x - 0.3 * x ** 2
+    return 1.0 + 0.8 * x - 0.3 * x**2
 
 
 @pytest.mark.slow
@@ -147,8 +149,9 @@ def test_bootstrap_and_delta_coverage():
         truth = float(np.mean(f_true(x + 1) - f_true(x)))
         pipe = make_pipeline(FunctionTransformer(lambda X: X.assign(x2=X["x"] ** 2)), LinearRegression())
         pipe.fit(d[["x"]], y)
-        b = fme.ame(pipe, d[["x"]], {"x": 1},
-                    bootstrap={"X": d[["x"]], "y": y, "n_resamples": B, "random_state": r}).iloc[0]
+        b = fme.ame(
+            pipe, d[["x"]], {"x": 1}, bootstrap={"X": d[["x"]], "y": y, "n_resamples": B, "random_state": r}
+        ).iloc[0]
         hit_boot += b["conf_low"] <= truth <= b["conf_high"]
         ols = smf.ols("y ~ x + I(x**2)", d).fit(cov_type="HC0")
         dl = fme.ame(ols, d, {"x": 1}).iloc[0]
@@ -172,16 +175,17 @@ def _hand_draws(model, X_train, y_train, X0, X1, B, random_state):
 def test_ame_keeps_only_group_averages_with_the_same_numbers(data, pipe, monkeypatch):
     """ame() knows its groups up front: no n x B per-row draws are allocated, and the group averages of
     every refit are exactly those of the per-row draws fme() stores (and of refits done by hand)."""
-    import fme.inference.bootstrap as fb
     import fme.inference as fi
+    import fme.inference.bootstrap as fb
 
     X, y = data[["age", "income", "g"]], data["y"]
     spec = {"X": X[["age", "income"]], "y": y, "n_resamples": 25, "random_state": 4}
     res = fme.fme(pipe, X, {"age": 1}, bootstrap=spec)
     codes, keys = X["g"].astype("category").cat.codes.to_numpy(), sorted(X["g"].unique())
     want = res.inference_rows.average(codes, len(keys))
-    hand = _hand_draws(pipe, X[["age", "income"]], y, X[["age", "income"]], X[["age", "income"]].assign(
-        age=X["age"] + 1), 25, 4)
+    hand = _hand_draws(
+        pipe, X[["age", "income"]], y, X[["age", "income"]], X[["age", "income"]].assign(age=X["age"] + 1), 25, 4
+    )
     np.testing.assert_allclose(res.inference_rows.draws, hand, rtol=1e-12, atol=1e-12)
 
     def refuse(n, B, limit):
@@ -196,8 +200,9 @@ def test_ame_keeps_only_group_averages_with_the_same_numbers(data, pipe, monkeyp
         np.testing.assert_array_equal(by[col].to_numpy(dtype=float), table[col].to_numpy(dtype=float))
     pw = fme.ame(pipe, X, {"age": 1}, by="g", hypothesis="pairwise", bootstrap=spec)
     L = np.array([[-1.0, 1, 0], [-1, 0, 1], [0, -1, 1]])
-    np.testing.assert_array_equal(pw["std_error"].to_numpy(dtype=float),
-                                  want.contrast(L).table()["std_error"].to_numpy())
+    np.testing.assert_array_equal(
+        pw["std_error"].to_numpy(dtype=float), want.contrast(L).table()["std_error"].to_numpy()
+    )
     with pytest.raises(AssertionError, match="draws array was allocated"):
         fme.fme(pipe, X, {"age": 1}, bootstrap=spec)
 
@@ -241,8 +246,9 @@ def test_failed_refits_leave_contiguous_draws_and_are_reported_by_ame(data):
         hand.append(lr.predict(X.assign(age=X["age"] + 1)) - lr.predict(X))
     np.testing.assert_allclose(draws, np.column_stack(hand), rtol=1e-12, atol=1e-12)
     # which resamples the columns are (positions in the seed order): what pairs two models' refits
-    kept = [b for b, s in enumerate(seeds) if y.to_numpy()[np.random.default_rng(s).integers(0, len(y), len(y))][0]
-            <= 1.5]
+    kept = [
+        b for b, s in enumerate(seeds) if y.to_numpy()[np.random.default_rng(s).integers(0, len(y), len(y))][0] <= 1.5
+    ]
     np.testing.assert_array_equal(res.inference_rows.info["kept"], kept)
     with pytest.warns(RuntimeWarning, match="bootstrap refits failed"):
         out = fme.ame(model, X, {"age": 1}, bootstrap=spec)
@@ -262,9 +268,11 @@ def test_bootstrap_memory_is_bounded(data, pipe):
     draws_bytes = 8 * len(big) * B
     spec = {"X": X, "y": y, "n_resamples": B, "random_state": 0}
     peaks = {}
-    for name, call in [("ame", lambda: fme.ame(pipe, big, {"age": 1}, by="g", bootstrap=spec)),
-                       ("fme_ram", lambda: fme.fme(pipe, big, {"age": 1}, bootstrap=spec)),
-                       ("fme_map", lambda: fme.fme(pipe, big, {"age": 1}, bootstrap={**spec, "memory_limit": 0}))]:
+    for name, call in [
+        ("ame", lambda: fme.ame(pipe, big, {"age": 1}, by="g", bootstrap=spec)),
+        ("fme_ram", lambda: fme.fme(pipe, big, {"age": 1}, bootstrap=spec)),
+        ("fme_map", lambda: fme.fme(pipe, big, {"age": 1}, bootstrap={**spec, "memory_limit": 0})),
+    ]:
         tracemalloc.start()
         try:
             call()
@@ -303,14 +311,16 @@ def test_refits_whose_predict_modifies_its_input_each_get_their_own_frame(data):
 def test_bootstrap_options_validated_up_front(data, pipe):
     X, y = data[["age", "income"]], data["y"]
     spec = {"X": X, "y": y, "n_resamples": 4}
-    cases = [({"random_state": "x"}, "bootstrap random_state must be a non-negative integer or None, got 'x'"),
-             ({"random_state": -1}, "bootstrap random_state must be a non-negative integer"),
-             ({"n_jobs": "2"}, r"bootstrap n_jobs must be None or a non-zero integer \(-1: all cores\), got '2'"),
-             ({"n_jobs": 0}, "bootstrap n_jobs must be None or a non-zero integer"),
-             ({"progress": "yes"}, "bootstrap progress must be True, False or None"),
-             ({"X": "train.csv"}, "bootstrap X must be a DataFrame or 2-d array of training features, got str"),
-             ({"X": 3}, "bootstrap X must be a DataFrame or 2-d array of training features, got int"),
-             ({"y": 5}, "bootstrap y must be a Series or 1-d array of training targets, got int")]
+    cases = [
+        ({"random_state": "x"}, "bootstrap random_state must be a non-negative integer or None, got 'x'"),
+        ({"random_state": -1}, "bootstrap random_state must be a non-negative integer"),
+        ({"n_jobs": "2"}, r"bootstrap n_jobs must be None or a non-zero integer \(-1: all cores\), got '2'"),
+        ({"n_jobs": 0}, "bootstrap n_jobs must be None or a non-zero integer"),
+        ({"progress": "yes"}, "bootstrap progress must be True, False or None"),
+        ({"X": "train.csv"}, "bootstrap X must be a DataFrame or 2-d array of training features, got str"),
+        ({"X": 3}, "bootstrap X must be a DataFrame or 2-d array of training features, got int"),
+        ({"y": 5}, "bootstrap y must be a Series or 1-d array of training targets, got int"),
+    ]
     for extra, message in cases:
         with pytest.raises(ParameterError, match=message):
             fme.ame(pipe, X, {"age": 1}, bootstrap={**spec, **extra})
@@ -362,8 +372,10 @@ def test_a_weighted_glm_refusal_names_its_weights_and_only_the_relevant_advice()
     glm = smf.glm("y ~ a", data=d, family=sm.families.Poisson(), var_weights=np.full(80, 2.0)).fit()
     with pytest.raises(fme.ModelError) as err:
         fme.ame(glm, d, {"a": 1.0}, bootstrap={"data": d})
-    assert str(err.value) == ("bootstrap refits of a GLM with var_weights are not supported (the weights are not a "
-                              "column the formula can take again); use inference='delta'.")
+    assert str(err.value) == (
+        "bootstrap refits of a GLM with var_weights are not supported (the weights are not a "
+        "column the formula can take again); use inference='delta'."
+    )
 
 
 def test_a_pandas_training_y_is_matched_to_the_training_X_by_label(data, pipe):

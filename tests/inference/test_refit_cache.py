@@ -102,8 +102,9 @@ def test_ame_rows_share_the_refits_of_fme(case):
         warnings.simplefilter("ignore")
         table = fme.ame(model, X, {"a": 1.0}, bootstrap={**spec, "cache": cache})
     assert CountingRidge.fits == 0
-    assert table["std_error"].iloc[0] == pytest.approx(float(per_row.inference_rows.draws.mean(axis=0).std(ddof=1)),
-                                                       rel=1e-12)
+    assert table["std_error"].iloc[0] == pytest.approx(
+        float(per_row.inference_rows.draws.mean(axis=0).std(ddof=1)), rel=1e-12
+    )
 
 
 def _two_effect_report(tmp_path, case, engine: str = "", data=None) -> list:
@@ -121,7 +122,8 @@ def _two_effect_report(tmp_path, case, engine: str = "", data=None) -> list:
         f"{engine}inference: {{method: bootstrap, train_data: {{path: train.csv}}, n_resamples: 10}}\neffects:\n"
         "  - {id: a, steps: {a: 1}, extrapolation: none, partition: false, stability: false, nlm: false}\n"
         "  - {id: b, steps: {b: 1}, extrapolation: none, partition: false, stability: false, nlm: false}\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     cfg = load_config(tmp_path / "c.yaml")
     data = X if data is None else data
     CountingRidge.fits = 0
@@ -135,8 +137,14 @@ def test_a_report_refits_the_model_once_for_all_its_bootstrap_effects(tmp_path, 
     groups = _two_effect_report(tmp_path, case)
     # one check refit on all training rows, then the 10 resamples once (the second effect reuses them)
     assert CountingRidge.fits == 1 + 10
-    spec = {"X": pd.read_csv(tmp_path / "train.csv").drop(columns="y"), "y": pd.read_csv(tmp_path / "train.csv")["y"],
-            "n_resamples": 10, "random_state": 0, "progress": False, "ci": "percentile"}
+    spec = {
+        "X": pd.read_csv(tmp_path / "train.csv").drop(columns="y"),
+        "y": pd.read_csv(tmp_path / "train.csv")["y"],
+        "n_resamples": 10,
+        "random_state": 0,
+        "progress": False,
+        "ci": "percentile",
+    }
     for g, f in zip(groups, ("a", "b")):
         mc = g["variants"][0]["model_ci"]
         draws = _fme(model, X, {f: 1.0}, spec).inference_rows.draws

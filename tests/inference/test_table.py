@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import pickle
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,8 +30,14 @@ FIGURES = ["estimate", "std_error", "statistic", "p_value", "conf_low", "conf_hi
 def ols():
     rng = np.random.default_rng(5)
     n = 300
-    d = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n), "x3": rng.normal(size=n),
-                      "g": rng.choice(["a", "b", "c", "d"], size=n)})
+    d = pd.DataFrame(
+        {
+            "x1": rng.normal(size=n),
+            "x2": rng.normal(size=n),
+            "x3": rng.normal(size=n),
+            "g": rng.choice(["a", "b", "c", "d"], size=n),
+        }
+    )
     d["y"] = 1.0 + 0.8 * d["x1"] + 0.5 * d["x2"] - 0.3 * d["x3"] + rng.normal(size=n)
     m = smf.ols("y ~ x1 + x2 + x3", data=d).fit()
     b = m.params[FEATURES].to_numpy()
@@ -101,8 +106,11 @@ def test_hypotheses_after_each_operation_equal_the_untouched_tables(ols, table, 
     L_out[:2] = [1.0, -1.0]
     L = np.zeros(3)
     L[pos[0]], L[pos[1]] = 1.0, -1.0
-    np.testing.assert_allclose(fme.hypotheses(out, L_out)[FIGURES].to_numpy(float),
-                               fme.hypotheses(table, L)[FIGURES].to_numpy(float), rtol=1e-12)
+    np.testing.assert_allclose(
+        fme.hypotheses(out, L_out)[FIGURES].to_numpy(float),
+        fme.hypotheses(table, L)[FIGURES].to_numpy(float),
+        rtol=1e-12,
+    )
     # the same as an equation, and by hand: b_i - b_j with Var = V_ii + V_jj - 2 V_ij
     diff = fme.hypotheses(out, "b1 - b2 = 0")
     i, j = pos[0], pos[1]
@@ -114,14 +122,47 @@ def test_printed_columns_are_those_of_a_plain_frame(table):
     plain = pd.DataFrame(table)
     assert type(plain) is pd.DataFrame
     # printed as the plain frame with the estimate and its interval first; the columns keep their order
-    shown = ["feature", "step", "level", "reference", "ame", "conf_low", "conf_high", "std_error", "p_value",
-             "statistic", "inference", "covers", "sd", "q25", "q75", "n", "n_excluded"]
+    shown = [
+        "feature",
+        "step",
+        "level",
+        "reference",
+        "ame",
+        "conf_low",
+        "conf_high",
+        "std_error",
+        "p_value",
+        "statistic",
+        "inference",
+        "covers",
+        "sd",
+        "q25",
+        "q75",
+        "n",
+        "n_excluded",
+    ]
     assert table.to_string() == plain[shown].to_string()
     with pd.option_context("display.width", None, "display.max_columns", None):
         assert str(table) == str(plain[shown]) and repr(table) == repr(plain[shown])
-    assert list(table.columns) == ["feature", "step", "level", "reference", "ame", "std_error", "statistic",
-                                   "p_value", "conf_low", "conf_high", "inference", "covers", "sd", "q25", "q75",
-                                   "n", "n_excluded"]
+    assert list(table.columns) == [
+        "feature",
+        "step",
+        "level",
+        "reference",
+        "ame",
+        "std_error",
+        "statistic",
+        "p_value",
+        "conf_low",
+        "conf_high",
+        "inference",
+        "covers",
+        "sd",
+        "q25",
+        "q75",
+        "n",
+        "n_excluded",
+    ]
     assert table.attrs == {}
 
 
@@ -143,8 +184,9 @@ def test_fixed_model_rows_keep_their_t_degrees_of_freedom(ols):
     assert t.estimates.method == "sample" and np.isfinite(t.estimates.df).all()
     sel = t.iloc[[3, 1]]
     full = fme.hypotheses(t)
-    np.testing.assert_allclose(fme.hypotheses(sel)[FIGURES].to_numpy(float), full[FIGURES].to_numpy(float)[[3, 1]],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        fme.hypotheses(sel)[FIGURES].to_numpy(float), full[FIGURES].to_numpy(float)[[3, 1]], rtol=1e-12
+    )
     np.testing.assert_array_equal(sel.joint_estimates().estimates.df, t.estimates.df[[3, 1]])
 
 
@@ -181,16 +223,19 @@ def test_every_producer_returns_the_table(ols):
         assert out.estimates.estimate.size == len(out)
     # by-group predictions: a selection tests its own rows
     full = fme.hypotheses(preds)
-    np.testing.assert_allclose(fme.hypotheses(preds.iloc[[3, 0]])[FIGURES].to_numpy(float),
-                               full[FIGURES].to_numpy(float)[[3, 0]], rtol=1e-12)
+    np.testing.assert_allclose(
+        fme.hypotheses(preds.iloc[[3, 0]])[FIGURES].to_numpy(float), full[FIGURES].to_numpy(float)[[3, 0]], rtol=1e-12
+    )
     # the slopes of OLS are its coefficients, and one row keeps its own variance
     one = slopes[slopes["term"] == "x2"]
     assert fme.hypotheses(one)["std_error"].iloc[0] == pytest.approx(np.sqrt(V[1, 1]), rel=1e-6)
     # the ratios of two steps (separate calls, stacked by the producer) keep their joint covariance
-    np.testing.assert_allclose(fme.hypotheses(by_step.iloc[[1, 0]], np.array([1.0, -1.0]))[FIGURES].to_numpy(float),
-                               fme.hypotheses(by_step, np.array([-1.0, 1.0]))[FIGURES].to_numpy(float), rtol=1e-12)
-    np.testing.assert_allclose(by_step.joint_estimates().estimates.estimate[0], comps["estimate"].iloc[0],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        fme.hypotheses(by_step.iloc[[1, 0]], np.array([1.0, -1.0]))[FIGURES].to_numpy(float),
+        fme.hypotheses(by_step, np.array([-1.0, 1.0]))[FIGURES].to_numpy(float),
+        rtol=1e-12,
+    )
+    np.testing.assert_allclose(by_step.joint_estimates().estimates.estimate[0], comps["estimate"].iloc[0], rtol=1e-12)
     # an additive model's interaction is 0 up to rounding: its row still finds its estimate; its standard error
     # is rounding too (0), so its equivalence test is no test (before the rounding check: statistics of +-inf and
     # p_value_equiv 0.0)
@@ -203,7 +248,7 @@ def test_every_producer_returns_the_table(ols):
 def test_results_without_a_link_are_refused_clearly(ols, table):
     m, d, _, _ = ols
     assert type(pd.concat([pd.DataFrame(table), table])) is pd.DataFrame  # a plain frame first: a plain result
-    other = fme.ame(m, d, {"x1": 1})                                    # another call: other estimates
+    other = fme.ame(m, d, {"x1": 1})  # another call: other estimates
     stacked = pd.concat([table, other])
     assert type(stacked) is EstimatesTable and stacked.estimates is None
     with pytest.raises(fme.ParameterError, match="keeps no joint covariance"):
@@ -211,12 +256,11 @@ def test_results_without_a_link_are_refused_clearly(ols, table):
     mixed = EstimatesTable.from_frame(pd.DataFrame(table), None)
     with pytest.raises(fme.ParameterError, match="keeps no joint covariance"):
         mixed.joint_estimates()
-    unknown = table.rename(index={0: 10})                           # a label the estimates do not know
+    unknown = table.rename(index={0: 10})  # a label the estimates do not know
     with pytest.raises(fme.ParameterError, match="rows of this table are not those"):
         fme.hypotheses(unknown)
     with pytest.raises(fme.ParameterError, match="one estimate per row"):
-        EstimatesTable.from_frame(pd.DataFrame(table), Estimates("sample", np.zeros(2), se=np.ones(2),
-                                                                 df=np.ones(2)))
+        EstimatesTable.from_frame(pd.DataFrame(table), Estimates("sample", np.zeros(2), se=np.ones(2), df=np.ones(2)))
     with pytest.raises(fme.ParameterError, match="takes a DataFrame"):
         EstimatesTable.from_frame(table["ame"], table.estimates)
 
@@ -234,8 +278,7 @@ def test_from_frame_copies_and_leaves_the_frame_alone(table):
 def test_effects_and_partitions_expose_joint_estimates_publicly():
     rng = np.random.default_rng(0)
     X = pd.DataFrame({"x": rng.uniform(0, 1, 400), "z": rng.uniform(0, 1, 400)})
-    eff = fme.fme(lambda d: d["x"].to_numpy() * (1 + 3 * (d["z"].to_numpy() > 0.5)), X, {"x": 1.0},
-                  inference="sample")
+    eff = fme.fme(lambda d: d["x"].to_numpy() * (1 + 3 * (d["z"].to_numpy() > 0.5)), X, {"x": 1.0}, inference="sample")
     est, labels, undefined, level = eff.joint_estimates()
     assert est.estimate[0] == pytest.approx(eff.ame, rel=1e-12) and labels == ["b1"] and not undefined.any()
     part = fme.came(eff, features=["z"], maxdepth=1)
@@ -285,15 +328,24 @@ def test_ame_by_group_prints_estimate_and_interval_within_80_columns(ols, monkey
 def test_every_table_prints_estimate_and_interval_first(ols, monkeypatch):
     m, d, _, _ = ols
     t = fme.ame(m, d, {"x1": 1, "x2": 1}, by="g")
-    tables = {"hypotheses": fme.hypotheses(t, "b1 = b2"), "avg_slopes": fme.avg_slopes(m, d, variables="x1", by="g"),
-              "avg_predictions": fme.avg_predictions(m, d, by="g")}
+    tables = {
+        "hypotheses": fme.hypotheses(t, "b1 = b2"),
+        "avg_slopes": fme.avg_slopes(m, d, variables="x1", by="g"),
+        "avg_predictions": fme.avg_predictions(m, d, by="g"),
+    }
     monkeypatch.setenv("COLUMNS", "80")
     for name, table in tables.items():
         with pd.option_context("display.width", 80, "display.max_columns", 0):
             text = repr(table)
         header = text.splitlines()[0].split()
-        assert header[header.index("estimate"):header.index("estimate") + 3] == ["estimate", "conf_low",
-                                                                                "conf_high"], name
+        assert header[header.index("estimate") : header.index("estimate") + 3] == [
+            "estimate",
+            "conf_low",
+            "conf_high",
+        ], name
         assert "..." not in text and max(len(line) for line in text.splitlines()) <= 80, name
-        assert list(table.columns).index("estimate") < list(table.columns).index("std_error") < list(
-            table.columns).index("conf_low"), name  # the frame's own order is kept
+        assert (
+            list(table.columns).index("estimate")
+            < list(table.columns).index("std_error")
+            < list(table.columns).index("conf_low")
+        ), name  # the frame's own order is kept

@@ -16,8 +16,8 @@ import statsmodels.formula.api as smf
 from scipy import stats
 
 import fme
-from fme.margins.marginal import typical_values
 from fme.exceptions import ModelError, ParameterError
+from fme.margins.marginal import typical_values
 
 REFS = Path(__file__).parents[1] / "fixtures" / "marginaleffects"
 FORMULAS = {
@@ -90,8 +90,22 @@ def test_numeric_ame_matches_marginaleffects(name, data, refs, models):
 def test_multivariate_tidy_matches_marginaleffects(name, data, refs, models):
     res = fme.fme(models[name], data, {"age": 1, "income": 0.5})
     tidy = res.tidy()
-    assert list(tidy.columns) == ["feature", "step", "level", "reference", "contrast", "ame", *INF_COLS, "inference",
-                                  "covers", "sd", "q25", "q75", "n", "n_excluded"]
+    assert list(tidy.columns) == [
+        "feature",
+        "step",
+        "level",
+        "reference",
+        "contrast",
+        "ame",
+        *INF_COLS,
+        "inference",
+        "covers",
+        "sd",
+        "q25",
+        "q75",
+        "n",
+        "n_excluded",
+    ]
     assert tidy["feature"].iloc[0] == "age, income" and tidy["contrast"].iloc[0] == "age + 1, income + 0.5"
     assert np.isnan(tidy["step"].iloc[0]) and tidy["covers"].iloc[0] == "model uncertainty"
     ref = _ref(refs, name, "multivariate").iloc[0]
@@ -257,8 +271,14 @@ def test_came_leaves_have_model_uncertainty(data, models):
             assert leaf[c] == pytest.approx(own[c], rel=1e-9), c
     assert part.root["std_error"] == pytest.approx(eff.std_error, rel=1e-12)
     # with inference='sample' the leaf interval is the paper's §5.5 t interval
-    fixed = fme.came(fme.fme(m, data, {"age": 1}, inference="sample"), honest=False, features=["age", "income", "g"],
-                     method="cart", max_depth=2, min_samples_leaf=40).leaves
+    fixed = fme.came(
+        fme.fme(m, data, {"age": 1}, inference="sample"),
+        honest=False,
+        features=["age", "income", "g"],
+        method="cart",
+        max_depth=2,
+        min_samples_leaf=40,
+    ).leaves
     np.testing.assert_allclose(fixed["conf_low"], fixed["came_ci_low"], rtol=1e-12)
     np.testing.assert_allclose(fixed["conf_high"], fixed["came_ci_high"], rtol=1e-12)
 
@@ -296,8 +316,11 @@ class _TextVcov(_Protocol):
 
 def test_protocol_failures_are_library_errors_naming_the_method_and_stage():
     X = pd.DataFrame({"x": np.linspace(0, 1, 11)})
-    with pytest.raises(fme.PredictionError, match=r"_RaisingProtocol.get_predict\(\) raised ValueError at the delta "
-                                                  r"Jacobian .*rows 0-21 .*cannot predict at these parameters") as info:
+    with pytest.raises(
+        fme.PredictionError,
+        match=r"_RaisingProtocol.get_predict\(\) raised ValueError at the delta "
+        r"Jacobian .*rows 0-21 .*cannot predict at these parameters",
+    ) as info:
         fme.fme(_RaisingProtocol(), X, {"x": 0.5})
     assert isinstance(info.value.__cause__, ValueError)
     with pytest.raises(ModelError, match=r"_TextVcov.get_vcov\(\) returned non-numeric values \(str\)"):
@@ -357,6 +380,16 @@ def test_a_by_group_without_evaluated_rows_has_no_uncertainty_and_no_differences
     assert b["n"] == 0 and b["n_excluded"] == 100
     assert b[["ame", "std_error", "statistic", "p_value", "conf_low", "conf_high"]].isna().all()
     assert a["n"] == 80 and np.isfinite(a[["ame", "std_error", "conf_low", "conf_high"]].astype(float)).all()
-    p = fme.ame(res, d, {"x": 1}, by="g", reference_data=ref, extrapolation="envelope", inference=inference,
-                hypothesis="pairwise")
-    assert len(p) == 1 and p[["ame", "std_error", "statistic", "p_value", "conf_low", "conf_high"]].isna().all(axis=None)
+    p = fme.ame(
+        res,
+        d,
+        {"x": 1},
+        by="g",
+        reference_data=ref,
+        extrapolation="envelope",
+        inference=inference,
+        hypothesis="pairwise",
+    )
+    assert len(p) == 1 and p[["ame", "std_error", "statistic", "p_value", "conf_low", "conf_high"]].isna().all(
+        axis=None
+    )

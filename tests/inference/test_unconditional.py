@@ -23,8 +23,15 @@ from fme.exceptions import ModelError, ParameterError
 def data():
     rng = np.random.default_rng(7)
     n = 400
-    d = pd.DataFrame({"x": rng.normal(size=n), "z": rng.normal(size=n), "c": rng.integers(0, 20, n),
-                      "g": rng.integers(0, 3, n), "w": rng.uniform(0.5, 2.0, n)})
+    d = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "z": rng.normal(size=n),
+            "c": rng.integers(0, 20, n),
+            "g": rng.integers(0, 3, n),
+            "w": rng.uniform(0.5, 2.0, n),
+        }
+    )
     d["y"] = 1 + 0.5 * d["x"] - 0.3 * d["z"] + rng.normal(size=n) * (1 + np.abs(d["x"]))
     d["yb"] = (rng.uniform(size=n) < special.expit(-0.3 + 0.8 * d["x"] + 0.5 * d["z"])).astype(float)
     return d

@@ -46,8 +46,7 @@ def poisson_partitions():
         model, X = _poisson(seed, differ)
         eff = fme.fme(model, X, {"x1": 0.5}, inference="delta")
         for leaves in (7, 8):
-            part = fme.came(eff, method="cart", max_leaf_nodes=leaves, min_samples_leaf=5, honest=False,
-                            random_state=0)
+            part = fme.came(eff, method="cart", max_leaf_nodes=leaves, min_samples_leaf=5, honest=False, random_state=0)
             out.append((model, part))
     return out
 
@@ -62,17 +61,24 @@ def test_the_log_link_collapse_is_reproduced_and_refused(poisson_partitions):
         info = np.linalg.inv(est.vcov)[0, 0]
         w, _ = _unchecked_wald(est, L)
         assert w == pytest.approx(info, rel=1e-9)
-        assert info == pytest.approx(model.fittedvalues.sum(), rel=1e-6)      # Poisson: the sum of fitted counts
-        np.testing.assert_allclose(est.grad[:, 0], est.estimate, rtol=1e-9)    # J e_0 = theta (log link)
+        assert info == pytest.approx(model.fittedvalues.sum(), rel=1e-6)  # Poisson: the sum of fitted counts
+        np.testing.assert_allclose(est.grad[:, 0], est.estimate, rtol=1e-9)  # J e_0 = theta (log link)
         g = part.test().global_test
         assert np.isnan(g["statistic"]) and np.isnan(g["p_value"])
         assert g["note"].startswith("not identified: ")
-        expected = ("7 contrasts but the estimates depend on only 6 parameter directions" if m == 8
-                    else "the 6 contrasts fix all 6 parameter directions")
+        expected = (
+            "7 contrasts but the estimates depend on only 6 parameter directions"
+            if m == 8
+            else "the 6 contrasts fix all 6 parameter directions"
+        )
         assert expected in g["note"]
     # the reported wording, 8 leaves
-    assert poisson_partitions[1][1].test().global_test["note"].startswith(
-        "not identified: 7 contrasts but the estimates depend on only 6 parameter directions")
+    assert (
+        poisson_partitions[1][1]
+        .test()
+        .global_test["note"]
+        .startswith("not identified: 7 contrasts but the estimates depend on only 6 parameter directions")
+    )
 
 
 def test_the_dask_engine_refuses_it_alike(poisson_partitions):
@@ -118,15 +124,16 @@ def test_a_linear_interaction_has_fewer_directions_than_contrasts_and_is_identif
     d["y"] = 1 + 0.5 * d.x + 0.2 * d.x * d.z + rng.normal(size=n)
     m = smf.ols("y ~ x * z", d).fit()
     eff = fme.fme(m, d, {"x": 1.0}, inference="delta")
-    part = fme.came(eff, method="cart", features=["z"], max_leaf_nodes=4, min_samples_leaf=20, honest=False,
-                    random_state=0)
+    part = fme.came(
+        eff, method="cart", features=["z"], max_leaf_nodes=4, min_samples_leaf=20, honest=False, random_state=0
+    )
     L, _ = contrast_matrix(len(part.leaf_ids), "reference")
     w, df = _unchecked_wald(part._leaf_estimates, L)
     g = part.test().global_test
     assert g["note"] == "" and g["df"] == df == 1
     assert g["statistic"] == pytest.approx(w, rel=1e-12)
     z = m.params["x:z"] / m.bse["x:z"]
-    assert g["statistic"] == pytest.approx(z ** 2, rel=1e-8)      # the Wald test of the interaction
+    assert g["statistic"] == pytest.approx(z**2, rel=1e-8)  # the Wald test of the interaction
 
 
 def test_an_effect_of_one_interaction_coefficient_is_refused_as_a_test_of_equal_effects():
@@ -139,21 +146,23 @@ def test_an_effect_of_one_interaction_coefficient_is_refused_as_a_test_of_equal_
     d["y"] = 1 + 0.2 * d.x * d.z + rng.normal(size=n)
     m = smf.ols("y ~ x:z", d).fit()
     eff = fme.fme(m, d, {"x": 1.0}, inference="delta")
-    part = fme.came(eff, method="cart", features=["z"], max_leaf_nodes=4, min_samples_leaf=20, honest=False,
-                    random_state=0)
+    part = fme.came(
+        eff, method="cart", features=["z"], max_leaf_nodes=4, min_samples_leaf=20, honest=False, random_state=0
+    )
     L, _ = contrast_matrix(len(part.leaf_ids), "reference")
     w, _ = _unchecked_wald(part._leaf_estimates, L)
     assert w == pytest.approx((m.params["x:z"] / m.bse["x:z"]) ** 2, rel=1e-8)
     g = part.test().global_test
     assert np.isnan(g["statistic"]) and g["note"].startswith(
-        "not identified: 3 contrasts but the estimates depend on only 1 parameter direction,")
+        "not identified: 3 contrasts but the estimates depend on only 1 parameter direction,"
+    )
 
 
 def test_a_standard_error_at_rounding_level_is_no_test():
     est = Estimates("sample", np.array([0.21]), se=np.array([6.7e-18]), df=np.array([99.0]))
     t = est.table()
     assert np.isnan(t["statistic"].iloc[0]) and np.isnan(t["p_value"].iloc[0])
-    assert t["std_error"].iloc[0] == 6.7e-18                           # the figure stays; its test goes
+    assert t["std_error"].iloc[0] == 6.7e-18  # the figure stays; its test goes
     assert est.notes()[0].startswith("standard error at rounding level (6.7e-18 for an estimate of 0.21)")
     # just above the tolerance it is a test again
     ok = Estimates("sample", np.array([0.21]), se=np.array([0.21 * ROUNDING_TOL * 2]), df=np.array([99.0]))
@@ -172,11 +181,12 @@ def test_a_linear_model_under_sample_inference_has_no_leaf_tests():
     m = smf.ols("y ~ x + z", d).fit()
     eff = fme.fme(m, d, {"x": 1.0}, inference="sample")
     sd = eff.results["fme"].std()
-    assert sd < 1e-14                                                   # the same fME on every row, to rounding
+    assert sd < 1e-14  # the same fME on every row, to rounding
     h = fme.hypotheses(eff)
     assert np.isnan(h["statistic"].iloc[0]) and h["note"].iloc[0].startswith("standard error at rounding level")
-    part = fme.came(eff, method="cart", features=["z"], max_leaf_nodes=3, min_samples_leaf=20, honest=False,
-                    random_state=0)
+    part = fme.came(
+        eff, method="cart", features=["z"], max_leaf_nodes=3, min_samples_leaf=20, honest=False, random_state=0
+    )
     t = part.test()
     assert t["statistic"].isna().all() and t["note"].str.startswith("standard error at rounding level").all()
     g = t.global_test
@@ -210,17 +220,16 @@ def test_a_bootstrap_covariance_needs_more_refits_than_contrasts():
 
 def test_numerical_rank_separates_rank_from_rounding():
     rng = np.random.default_rng(1)
-    A = rng.normal(size=(7, 6)) * np.logspace(0, 4, 6)        # columns on scales 1 .. 1e4
+    A = rng.normal(size=(7, 6)) * np.logspace(0, 4, 6)  # columns on scales 1 .. 1e4
     J = A @ rng.normal(size=(6, 6))
     assert numerical_rank(J) == 6
     R = contrast_matrix(8, "reference")[0]
-    G = R @ np.vstack([J, J[:1] * (1 + 1e-15)])                    # 8 rows of rank 6, one repeated to rounding
+    G = R @ np.vstack([J, J[:1] * (1 + 1e-15)])  # 8 rows of rank 6, one repeated to rounding
     assert numerical_rank(G, np.linalg.norm(np.abs(R) @ np.abs(np.vstack([J, J[:1]])), axis=1)) == 6
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2 ** 32 - 1), q=st.integers(1, 4),
-       method=st.sampled_from(["delta", "sample", "bootstrap"]))
+@given(seed=st.integers(0, 2**32 - 1), q=st.integers(1, 4), method=st.sampled_from(["delta", "sample", "bootstrap"]))
 def test_an_identified_statistic_does_not_depend_on_how_the_contrasts_are_written(seed, q, method):
     """W of R b = 0 equals W of (A R) b = 0 for any invertible A: the same hypothesis."""
     rng = np.random.default_rng(seed)
@@ -234,7 +243,7 @@ def test_an_identified_statistic_does_not_depend_on_how_the_contrasts_are_writte
     else:
         est = Estimates("bootstrap", theta, draws=theta[:, None] + rng.normal(scale=0.3, size=(m, 40)))
     R = rng.normal(size=(q, m))
-    A = rng.normal(size=(q, q)) + 3 * np.eye(q)                     # invertible, not ill-conditioned
+    A = rng.normal(size=(q, q)) + 3 * np.eye(q)  # invertible, not ill-conditioned
     w1, w2 = wald_test(est, R), wald_test(est, A @ R)
     assert w1["note"] == w2["note"] == "" and w1["df"] == w2["df"] == q
     assert w2["statistic"] == pytest.approx(w1["statistic"], rel=1e-8)

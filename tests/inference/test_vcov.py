@@ -32,7 +32,7 @@ def test_robust_covariances_equal_statsmodels(data, cov_type):
     ref = smf.ols("y ~ x1 + x2", data=data).fit(cov_type=cov_type)
     np.testing.assert_allclose(t["std_error"], ref.bse[["x1", "x2"]], rtol=1e-10)
     assert (t["inference"] == f"delta ({cov_type})").all()
-    pd.testing.assert_frame_equal(m.cov_params(), before)          # the caller's model is untouched
+    pd.testing.assert_frame_equal(m.cov_params(), before)  # the caller's model is untouched
 
 
 def test_cluster_robust_equals_statsmodels(data):
@@ -58,7 +58,8 @@ def test_a_given_matrix_and_fme_fme(data):
     t = fme.ame(m, data, {"x1": 1, "x2": 1}, vcov=V)
     np.testing.assert_allclose(t["std_error"], [0.3, 0.4], rtol=1e-12)
     assert fme.fme(m, data, {"x1": 1}, vcov="HC3").std_error == pytest.approx(
-        smf.ols("y ~ x1 + x2", data=data).fit(cov_type="HC3").bse["x1"], rel=1e-10)
+        smf.ols("y ~ x1 + x2", data=data).fit(cov_type="HC3").bse["x1"], rel=1e-10
+    )
 
 
 def test_residual_df_gives_statsmodels_t_inference(data):
@@ -66,7 +67,9 @@ def test_residual_df_gives_statsmodels_t_inference(data):
     t = fme.ame(m, data, {"x1": 1}, df="residual")
     assert t["p_value"].iloc[0] == pytest.approx(m.pvalues["x1"], rel=1e-8)
     lo, hi = m.conf_int().loc["x1"]
-    assert t["conf_low"].iloc[0] == pytest.approx(lo, rel=1e-9) and t["conf_high"].iloc[0] == pytest.approx(hi, rel=1e-9)
+    assert t["conf_low"].iloc[0] == pytest.approx(lo, rel=1e-9) and t["conf_high"].iloc[0] == pytest.approx(
+        hi, rel=1e-9
+    )
     s = fme.avg_slopes(m, data, "x1", df=10)
     from scipy import stats
 

@@ -16,7 +16,7 @@ from fme.levels import shift_weights
 def _gaussian(n, seed, rho=0.5):
     rng = np.random.default_rng(seed)
     x1 = rng.normal(size=n)
-    x2 = rho * x1 + np.sqrt(1 - rho ** 2) * rng.normal(size=n)
+    x2 = rho * x1 + np.sqrt(1 - rho**2) * rng.normal(size=n)
     return pd.DataFrame({"x1": x1, "x2": x2}), rng
 
 
@@ -44,8 +44,15 @@ def test_one_step_formula_against_a_hand_computation():
     X, rng = _gaussian(300, 1)
     y = np.sin(2 * X["x1"].to_numpy()) + X["x2"].to_numpy() + rng.normal(size=300)
     fold = np.arange(300) % 3
-    t = fme.dgp_ame(X, y, [{"x1": 0.4}, {"x1": 0.4, "x2": -0.3}], outcome_learner=LinearRegression(),
-                    ratio_learner=LogisticRegression(), folds=fold, extrapolation=None)
+    t = fme.dgp_ame(
+        X,
+        y,
+        [{"x1": 0.4}, {"x1": 0.4, "x2": -0.3}],
+        outcome_learner=LinearRegression(),
+        ratio_learner=LogisticRegression(),
+        folds=fold,
+        extrapolation=None,
+    )
     T1, p1 = _hand(X, y, [0.4, 0.0], fold)
     T2, p2 = _hand(X, y, [0.4, -0.3], fold)
     np.testing.assert_allclose(t["ame"], [T1.mean(), T2.mean()], rtol=1e-10)
@@ -66,11 +73,26 @@ def test_by_groups_average_the_influence_terms_within_each_group():
     X["g"] = np.where(rng.uniform(size=300) < 0.4, "a", "b")
     y = X["x1"].to_numpy() * (1 + (X["g"] == "b")) + rng.normal(size=300)
     fold = np.arange(300) % 2
-    t = fme.dgp_ame(X, y, {"x1": 0.5}, outcome_learner=LinearRegression(), ratio_learner=LogisticRegression(),
-                    folds=fold, by="g", extrapolation=None)
+    t = fme.dgp_ame(
+        X,
+        y,
+        {"x1": 0.5},
+        outcome_learner=LinearRegression(),
+        ratio_learner=LogisticRegression(),
+        folds=fold,
+        by="g",
+        extrapolation=None,
+    )
     assert list(t["g"]) == ["a", "b"] and list(t["n"]) == [int((X["g"] == "a").sum()), int((X["g"] == "b").sum())]
-    whole = fme.dgp_ame(X, y, {"x1": 0.5}, outcome_learner=LinearRegression(), ratio_learner=LogisticRegression(),
-                        folds=fold, extrapolation=None)
+    whole = fme.dgp_ame(
+        X,
+        y,
+        {"x1": 0.5},
+        outcome_learner=LinearRegression(),
+        ratio_learner=LogisticRegression(),
+        folds=fold,
+        extrapolation=None,
+    )
     share = t["n"].to_numpy() / 300
     # the same learners and summands: the groups' estimates average to the whole's
     np.testing.assert_allclose((t["ame"] * share).sum(), whole["ame"].iloc[0], rtol=1e-10)
@@ -105,7 +127,7 @@ def test_weights_equal_the_gaussian_density_ratio():
     X = pd.DataFrame({"x": rng.normal(size=4000)})
     h = 0.5
     w = shift_weights(X, {"x": h}, ratio_learner=LogisticRegression())
-    true = np.exp(h * X["x"].to_numpy() - h ** 2 / 2)
+    true = np.exp(h * X["x"].to_numpy() - h**2 / 2)
     central = np.abs(X["x"].to_numpy()) < 2
     np.testing.assert_allclose(w[central], true[central], rtol=0.08)
     assert np.median(np.abs(w / true - 1)) < 0.03
@@ -119,11 +141,13 @@ def test_binary_outcome_uses_the_class_probability():
     eta = lambda d: -0.2 + 1.0 * d["x1"] - 0.5 * d["x2"]  # noqa: E731
     y = np.where(rng.uniform(size=3000) < expit(eta(X)), "yes", "no")
     theta = float(np.mean(expit(eta(X.assign(x1=X["x1"] + 0.5))) - expit(eta(X))))
-    t = fme.dgp_ame(X, y, {"x1": 0.5}, outcome_learner=LogisticRegression(), ratio_learner=LogisticRegression(),
-                    target_class="yes")
+    t = fme.dgp_ame(
+        X, y, {"x1": 0.5}, outcome_learner=LogisticRegression(), ratio_learner=LogisticRegression(), target_class="yes"
+    )
     assert abs(t["ame"].iloc[0] - theta) < 3 * t["std_error"].iloc[0]
-    t_no = fme.dgp_ame(X, y, {"x1": 0.5}, outcome_learner=LogisticRegression(), ratio_learner=LogisticRegression(),
-                       target_class="no")
+    t_no = fme.dgp_ame(
+        X, y, {"x1": 0.5}, outcome_learner=LogisticRegression(), ratio_learner=LogisticRegression(), target_class="no"
+    )
     np.testing.assert_allclose(t_no["ame"], -t["ame"], rtol=1e-4)
 
 
@@ -162,8 +186,14 @@ def test_exclude_restates_the_estimand_and_shrink_shrinks_into_the_support():
     x1 = X["x1"].to_numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("error", PositivityWarning)
-        ex = fme.dgp_ame(X, y, {"x1": 0.3}, outcome_learner=LinearRegression(), ratio_learner=LogisticRegression(),
-                         on_extrapolation="exclude").iloc[0]
+        ex = fme.dgp_ame(
+            X,
+            y,
+            {"x1": 0.3},
+            outcome_learner=LinearRegression(),
+            ratio_learner=LogisticRegression(),
+            on_extrapolation="exclude",
+        ).iloc[0]
     kept = x1 + 0.3 <= x1.max()
     assert ex["n"] == kept.sum() and ex["share_extrapolated"] == pytest.approx(1 - kept.mean())
     assert f"{kept.sum()} of 1500 rows" in ex["note"] and ex["positivity"] != "fails"
@@ -208,8 +238,15 @@ def test_categorical_switch_against_a_hand_computation():
     y = w + (a == "t") * (1 + w) + rng.normal(size=n)
     X = pd.DataFrame({"w": w, "a": a})
     fold = np.arange(n) % 3
-    t = fme.dgp_ame(X, y, {"a": "t"}, outcome_learner=LinearRegression(), ratio_learner=LogisticRegression(),
-                    folds=fold, extrapolation=None).iloc[0]
+    t = fme.dgp_ame(
+        X,
+        y,
+        {"a": "t"},
+        outcome_learner=LinearRegression(),
+        ratio_learner=LogisticRegression(),
+        folds=fold,
+        extrapolation=None,
+    ).iloc[0]
     at, D = a == "t", a != "t"
     A = np.column_stack([w, at.astype(float)])
     As = np.column_stack([w, np.ones(n)])
@@ -222,7 +259,7 @@ def test_categorical_switch_against_a_hand_computation():
     theta = T.sum() / D.sum()
     phi = (T - theta * D) / D.mean()
     assert t["ame"] == pytest.approx(theta, rel=1e-10) and t["n"] == D.sum()
-    assert t["std_error"] == pytest.approx(np.sqrt(np.sum(phi ** 2)) / n, rel=1e-10)
+    assert t["std_error"] == pytest.approx(np.sqrt(np.sum(phi**2)) / n, rel=1e-10)
 
 
 def test_model_ame_is_the_models_own_effect_on_the_same_rows():
@@ -234,22 +271,30 @@ def test_model_ame_is_the_models_own_effect_on_the_same_rows():
     assert list(t.columns[-2:]) == ["model_ame", "note"]
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(on_extrapolation="keep"), ParameterError, "on_extrapolation must be one of"),
-    (dict(steps={"x1": 1, "g": "a"}), StepError, "mixes a categorical switch"),
-    (dict(steps={"nope": 1}), FeatureError, "unknown feature 'nope'"),
-    (dict(y=np.zeros(5)), DataError, "one outcome per row"),
-    (dict(folds=1), ParameterError, "folds must be between 2"),
-    (dict(by="x1"), FeatureError, "is a moved feature"),
-    (dict(target_class=3), ParameterError, "is for a binary outcome"),
-    (dict(reference_data=None), ParameterError, "pass model="),
-    (dict(steps=[]), StepError, "non-empty list"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(on_extrapolation="keep"), ParameterError, "on_extrapolation must be one of"),
+        (dict(steps={"x1": 1, "g": "a"}), StepError, "mixes a categorical switch"),
+        (dict(steps={"nope": 1}), FeatureError, "unknown feature 'nope'"),
+        (dict(y=np.zeros(5)), DataError, "one outcome per row"),
+        (dict(folds=1), ParameterError, "folds must be between 2"),
+        (dict(by="x1"), FeatureError, "is a moved feature"),
+        (dict(target_class=3), ParameterError, "is for a binary outcome"),
+        (dict(reference_data=None), ParameterError, "pass model="),
+        (dict(steps=[]), StepError, "non-empty list"),
+    ],
+)
 def test_bad_inputs_raise_the_librarys_errors(kwargs, error, match):
     X, rng = _gaussian(60, 10)
     X["g"] = np.where(rng.uniform(size=60) < 0.5, "a", "b")
-    args = dict(X=X, y=rng.normal(size=60), steps={"x1": 1.0}, outcome_learner=LinearRegression(),
-                ratio_learner=LogisticRegression())
+    args = dict(
+        X=X,
+        y=rng.normal(size=60),
+        steps={"x1": 1.0},
+        outcome_learner=LinearRegression(),
+        ratio_learner=LogisticRegression(),
+    )
     args.update(kwargs)
     with pytest.raises(error, match=match):
         fme.dgp_ame(**args)
@@ -275,13 +320,14 @@ def _kept_design(n, seed, rho=0.5):
     outcome learner is wrong while the Gaussian shift's log density ratio is linear (a logistic ratio is right)."""
     X, rng = _gaussian(n, seed, rho)
     x1, x2 = X["x1"].to_numpy(), X["x2"].to_numpy()
-    return X, x1 + 0.5 * x1 ** 2 + 0.5 * x1 * x2 + x2 + rng.normal(size=n)
+    return X, x1 + 0.5 * x1**2 + 0.5 * x1 * x2 + x2 + rng.normal(size=n)
 
 
 def _kept_truth(h, c, rho=0.5):
     """E[mu(X1 + h, X2) - mu(X) | X1 <= c] = h + h^2 / 2 + h (1 + rho / 2) E[X1 | X1 <= c]."""
     from scipy import stats
-    return h + h ** 2 / 2 - h * (1 + rho / 2) * stats.norm.pdf(c) / stats.norm.cdf(c)
+
+    return h + h**2 / 2 - h * (1 + rho / 2) * stats.norm.pdf(c) / stats.norm.cdf(c)
 
 
 def test_exclude_estimates_the_effect_on_the_rows_kept_against_its_closed_form():
@@ -291,8 +337,14 @@ def test_exclude_estimates_the_effect_on_the_rows_kept_against_its_closed_form()
     theta = _kept_truth(h, X["x1"].max() - h)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PositivityWarning)
-        r = fme.dgp_ame(X, y, {"x1": h}, outcome_learner=LinearRegression(), ratio_learner=LogisticRegression(),
-                        on_extrapolation="exclude").iloc[0]
+        r = fme.dgp_ame(
+            X,
+            y,
+            {"x1": h},
+            outcome_learner=LinearRegression(),
+            ratio_learner=LogisticRegression(),
+            on_extrapolation="exclude",
+        ).iloc[0]
     assert r["n"] == kept.sum() < 2000 and r["positivity"] in ("ok", "weak")
     # the linear outcome learner misses the quadratic terms (its plug-in is h, short of theta_K by h^2 / 2); the
     # correction, weighted by the kept rows' density ratio, recovers theta_K within 3 standard errors (0.27 % of
@@ -304,10 +356,19 @@ def test_exclude_estimates_the_effect_on_the_rows_kept_against_its_closed_form()
 
 def test_exclude_withholds_the_estimate_when_positivity_fails_on_the_rows_kept():
     X, y = _kept_design(1000, 22)
-    with pytest.warns(PositivityWarning, match=r"positivity fails on the rows kept .* withheld \(estimate and "
-                                               r"interval NaN\)"):
-        t = fme.dgp_ame(X, y, {"x1": 3.0}, outcome_learner=LinearRegression(), ratio_learner=LogisticRegression(),
-                        on_extrapolation="exclude")
+    with pytest.warns(
+        PositivityWarning,
+        match=r"positivity fails on the rows kept .* withheld \(estimate and "
+        r"interval NaN\)",
+    ):
+        t = fme.dgp_ame(
+            X,
+            y,
+            {"x1": 3.0},
+            outcome_learner=LinearRegression(),
+            ratio_learner=LogisticRegression(),
+            on_extrapolation="exclude",
+        )
     r = t.iloc[0]
     assert r["positivity"] == "fails" and r["ess_share"] < 0.05
     for col in ("ame", "std_error", "conf_low", "conf_high", "p_value", "plug_in", "correction"):

@@ -13,7 +13,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures
 
 import fme
-from fme.exceptions import (DataError, FeatureError, LearnerError, LearnerWarning, ModelError, ParameterError)
+from fme.exceptions import DataError, FeatureError, LearnerError, LearnerWarning, ModelError, ParameterError
 from fme.levels import LearnerSplits, LearnerTable
 from fme.levels.learner import COVERS, corrected_moments, learner_splits
 
@@ -22,9 +22,14 @@ from fme.levels.learner import COVERS, corrected_moments, learner_splits
 def data():
     rng = np.random.default_rng(11)
     n = 120
-    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n),
-                      "g": rng.choice(["u", "v"], size=n),
-                      "c": pd.Categorical(rng.choice(["x", "y", "z"], size=n))})
+    X = pd.DataFrame(
+        {
+            "a": rng.normal(size=n),
+            "b": rng.normal(size=n),
+            "g": rng.choice(["u", "v"], size=n),
+            "c": pd.Categorical(rng.choice(["x", "y", "z"], size=n)),
+        }
+    )
     y = 2 * X.a - X.b + 0.5 * X.a * X.b + (X.c == "y") * 1.5 + rng.normal(size=n)
     return X, y.to_numpy()
 
@@ -49,8 +54,9 @@ def test_corrected_se_matches_a_hand_computation(data):
     X, y = data
     Xn = X[["a", "b"]]
     J, test_size, seed = 6, 0.25, 3
-    t = fme.learner_ame(LinearRegression(), Xn, y, {"a": 1, "b": 0.5}, repeats=J, test_size=test_size,
-                        random_state=seed, conf_level=0.9)
+    t = fme.learner_ame(
+        LinearRegression(), Xn, y, {"a": 1, "b": 0.5}, repeats=J, test_size=test_size, random_state=seed, conf_level=0.9
+    )
     splits = learner_splits(len(X), J, test_size, seed)
     n_test, n_train = len(splits[0][1]), len(splits[0][0])
     # a linear model's fME of +h is coef * h on every row: each split's AME is its coefficient times the step
@@ -121,8 +127,7 @@ def test_a_failed_split_is_counted_warned_and_left_out(data):
     V = _coefs(Xn, y, kept)
     n_test, n_train = len(splits[0][1]), len(splits[0][0])
     np.testing.assert_allclose(t["ame"], V.mean(axis=0), rtol=1e-12)
-    np.testing.assert_allclose(t["std_error"] ** 2, np.var(V, axis=0, ddof=1) * (1 / 4 + n_test / n_train),
-                               rtol=1e-10)
+    np.testing.assert_allclose(t["std_error"] ** 2, np.var(V, axis=0, ddof=1) * (1 / 4 + n_test / n_train), rtol=1e-10)
     assert list(t["n_failed"]) == [1, 1] and list(t["n_splits"]) == [4, 4]
     assert t["inference"].iloc[0] == f"learner (Nadeau-Bengio, 4 splits, n_train {n_train})"
     assert t.learner.errors == ["RuntimeError: singular design on this split"]
@@ -140,8 +145,16 @@ def test_the_splits_record_is_a_typed_attribute_that_rides_along(data):
     np.testing.assert_allclose(rec.split_estimates.mean(axis=0), t["ame"], rtol=1e-12)
     assert (rec.errors, rec.n_nonconverged, rec.n_train, rec.n_test) == ([], 0, 60, 60)
     # what users (and the report's one-row pick) do with a table keeps the record and the joint covariance
-    kept = [t.copy(), t.iloc[[1]], t[["feature", "ame"]], t.sort_values("ame"), t.reset_index(drop=True),
-            t.head(1), pd.concat([t.iloc[[1]], t.iloc[[0]]]), pickle.loads(pickle.dumps(t))]
+    kept = [
+        t.copy(),
+        t.iloc[[1]],
+        t[["feature", "ame"]],
+        t.sort_values("ame"),
+        t.reset_index(drop=True),
+        t.head(1),
+        pd.concat([t.iloc[[1]], t.iloc[[0]]]),
+        pickle.loads(pickle.dumps(t)),
+    ]
     for out in kept:
         assert type(out) is LearnerTable and out.learner.n_train == 60, type(out)
         np.testing.assert_array_equal(out.learner.split_estimates, rec.split_estimates)
@@ -175,8 +188,7 @@ def test_nonconverged_fits_are_kept_and_counted(data):
     X, y = data
     yc = (y > np.median(y)).astype(int)
     with pytest.warns(LearnerWarning, match="the fits of 3 of 3 splits warned that they did not converge"):
-        t = fme.learner_ame(LogisticRegression(max_iter=1), X[["a", "b"]], yc, {"a": 1}, repeats=3,
-                            target_class=1)
+        t = fme.learner_ame(LogisticRegression(max_iter=1), X[["a", "b"]], yc, {"a": 1}, repeats=3, target_class=1)
     assert t.learner.n_nonconverged == 3 and list(t["n_failed"]) == [0]
 
 
@@ -184,8 +196,9 @@ def test_classifier_with_target_class(data):
     X, y = data
     Xn = X[["a", "b"]]
     yc = (y > np.median(y)).astype(int)
-    t = fme.learner_ame(LogisticRegression(), Xn, yc, {"a": 0.5}, repeats=4, test_size=0.25, random_state=1,
-                        target_class=1)
+    t = fme.learner_ame(
+        LogisticRegression(), Xn, yc, {"a": 0.5}, repeats=4, test_size=0.25, random_state=1, target_class=1
+    )
     splits = learner_splits(len(X), 4, 0.25, 1)
     step = Xn.assign(a=Xn.a + 0.5)
     V = []
@@ -196,8 +209,9 @@ def test_classifier_with_target_class(data):
     np.testing.assert_allclose(t["ame"], [V.mean()], rtol=1e-10)
     np.testing.assert_allclose(t["std_error"], [np.sqrt(np.var(V, ddof=1) * (1 / 4 + 30 / 90))], rtol=1e-8)
     m = LogisticRegression().fit(Xn, yc)
-    np.testing.assert_allclose(t["ame_full"], [np.mean(m.predict_proba(step)[:, 1] - m.predict_proba(Xn)[:, 1])],
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        t["ame_full"], [np.mean(m.predict_proba(step)[:, 1] - m.predict_proba(Xn)[:, 1])], rtol=1e-10
+    )
 
 
 def test_by_groups_use_each_groups_test_rows(data):
@@ -205,16 +219,20 @@ def test_by_groups_use_each_groups_test_rows(data):
     Xab = X[["a", "b"]]
 
     def learner(X_train, y_train):
-        return make_pipeline(PolynomialFeatures(degree=2, interaction_only=True, include_bias=False),
-                             LinearRegression()).fit(X_train[["a", "b"]], y_train)
+        return make_pipeline(
+            PolynomialFeatures(degree=2, interaction_only=True, include_bias=False), LinearRegression()
+        ).fit(X_train[["a", "b"]], y_train)
 
     t = fme.learner_ame(learner, X[["a", "b", "g"]], y, {"a": 1}, by="g", repeats=4, random_state=2)
     assert list(t["g"]) == ["u", "v"] and list(t["feature"]) == ["a", "a"]
     splits = learner_splits(len(X), 4, 0.5, 2)
     V = []
     for train, test in splits:
-        coef = make_pipeline(PolynomialFeatures(degree=2, interaction_only=True, include_bias=False),
-                             LinearRegression()).fit(Xab.iloc[train], y[train])[-1].coef_
+        coef = (
+            make_pipeline(PolynomialFeatures(degree=2, interaction_only=True, include_bias=False), LinearRegression())
+            .fit(Xab.iloc[train], y[train])[-1]
+            .coef_
+        )
         # the fME of a + 1 under a + b + a*b is coef_a + coef_ab * b: its mean over each group's test rows
         te = X.iloc[test]
         V.append([coef[0] + coef[2] * te.b[te.g == g].mean() for g in ("u", "v")])
@@ -277,8 +295,9 @@ def test_multivariate_steps_with_by_and_anlm(data):
     Xab = X[["a", "b"]]
 
     def learner(X_train, y_train):
-        return make_pipeline(PolynomialFeatures(degree=2, include_bias=False),
-                             LinearRegression()).fit(X_train[["a", "b"]], y_train)
+        return make_pipeline(PolynomialFeatures(degree=2, include_bias=False), LinearRegression()).fit(
+            X_train[["a", "b"]], y_train
+        )
 
     steps = [{"a": 1, "b": 0.5}, {"a": 1, "b": 0.5}, {"b": -1}]
     t = fme.learner_ame(learner, X[["a", "b", "g"]], y, steps, by="g", repeats=4, random_state=9, nlm=True)
@@ -298,26 +317,31 @@ def test_multivariate_steps_with_by_and_anlm(data):
     V, N = np.array(V), np.array(N)
     np.testing.assert_allclose(t["ame"].iloc[:2], V.mean(axis=0), rtol=1e-10)
     np.testing.assert_allclose(t["ame"].iloc[4:6], V.mean(axis=0), rtol=1e-10)  # the repeated step, its own rows
-    np.testing.assert_allclose(t["std_error"].iloc[:2] ** 2, np.var(V, axis=0, ddof=1) * (1 / 4 + 60 / 60),
-                               rtol=1e-8)
+    np.testing.assert_allclose(t["std_error"].iloc[:2] ** 2, np.var(V, axis=0, ddof=1) * (1 / 4 + 60 / 60), rtol=1e-8)
     np.testing.assert_allclose(t["ame"].iloc[2:4], N.mean(axis=0), rtol=1e-10)
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    ({"repeats": 1}, ParameterError, "repeats must be an integer >= 2"),
-    ({"repeats": 2.5}, ParameterError, "repeats"),
-    ({"repeats": True}, ParameterError, "repeats"),
-    ({"test_size": 0.0}, ParameterError, "test_size must be a fraction"),
-    ({"test_size": 1.5}, ParameterError, "test_size"),
-    ({"test_size": 119}, ParameterError, "at least 1 test row and 2 training rows"),
-    ({"by": "nope"}, FeatureError,
-     r"by column\(s\) \['nope'\] are not columns of the data; use some of \['a', 'b', 'g'\]"),
-    ({"inference": "delta"}, ParameterError, "drop \\['inference'\\]"),
-    ({"hypothesis": "b1 = 0"}, ParameterError, "fme.hypotheses"),
-    ({"steps": []}, ParameterError, "steps as a list must hold one or more dicts"),
-    ({"steps": [{"a": 1}, "b"]}, ParameterError, "steps as a list"),
-    ({"conf_level": 95}, ParameterError, "conf_level"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"repeats": 1}, ParameterError, "repeats must be an integer >= 2"),
+        ({"repeats": 2.5}, ParameterError, "repeats"),
+        ({"repeats": True}, ParameterError, "repeats"),
+        ({"test_size": 0.0}, ParameterError, "test_size must be a fraction"),
+        ({"test_size": 1.5}, ParameterError, "test_size"),
+        ({"test_size": 119}, ParameterError, "at least 1 test row and 2 training rows"),
+        (
+            {"by": "nope"},
+            FeatureError,
+            r"by column\(s\) \['nope'\] are not columns of the data; use some of \['a', 'b', 'g'\]",
+        ),
+        ({"inference": "delta"}, ParameterError, "drop \\['inference'\\]"),
+        ({"hypothesis": "b1 = 0"}, ParameterError, "fme.hypotheses"),
+        ({"steps": []}, ParameterError, "steps as a list must hold one or more dicts"),
+        ({"steps": [{"a": 1}, "b"]}, ParameterError, "steps as a list"),
+        ({"conf_level": 95}, ParameterError, "conf_level"),
+    ],
+)
 def test_bad_arguments(data, kwargs, exc, match):
     X, y = data
     kwargs = {"steps": {"a": 1}, **kwargs}
@@ -357,7 +381,11 @@ def test_a_statsmodels_formula_result_is_refitted_by_its_formula(data):
     assert table["std_error"].iloc[0] == pytest.approx(se, rel=1e-8)
     assert table["ame_full"].iloc[0] == pytest.approx(result.params["a"], rel=1e-10)
     weighted = smf.glm("y ~ a + b", data=frame, var_weights=np.full(len(X), 2.0)).fit()
-    with pytest.raises(ModelError, match=r"learner: refits of a GLM with var_weights are not supported \(the weights are not a column the formula can take again\); pass a function"):
+    with pytest.raises(
+        ModelError,
+        match=r"learner: refits of a GLM with var_weights are not supported \(the weights are not a column the "
+        r"formula can take again\); pass a function",
+    ):
         fme.learner_ame(weighted, X[["a", "b"]], y, {"a": 1.0})
 
 

@@ -10,11 +10,18 @@ from fme.levels.table import level_table
 
 
 def _table(df):
-    labels = pd.DataFrame({"feature": ["a", "b"], "step": ["1", "2"], "level": [None, None],
-                           "reference": [None, None]})
+    labels = pd.DataFrame({"feature": ["a", "b"], "step": ["1", "2"], "level": [None, None], "reference": [None, None]})
     V = np.array([[0.04, 0.01], [0.01, 0.09]])
-    return level_table(labels, np.array([1.0, 0.5]), V, df=df, conf_level=0.9, inference="learner (test)",
-                       covers="training sets", extra={"repeats": 10, "n_train": [80, 80]})
+    return level_table(
+        labels,
+        np.array([1.0, 0.5]),
+        V,
+        df=df,
+        conf_level=0.9,
+        inference="learner (test)",
+        covers="training sets",
+        extra={"repeats": 10, "n_train": [80, 80]},
+    )
 
 
 @pytest.mark.parametrize("df", [None, 9.0])

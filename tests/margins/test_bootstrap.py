@@ -56,8 +56,7 @@ def _p(m, X):
 @pytest.mark.filterwarnings("ignore::fme.exceptions.BootstrapWarning")  # 40 refits: a noisy percentile bound
 def test_lnratio_bootstrap_se_and_interval_by_hand(setup, refits):
     clf, X, y, _, spec = setup
-    out = fme.avg_comparisons(clf, X, {"x": 0.5}, comparison="lnratio_rows", target_class=1,
-                              bootstrap=spec).iloc[0]
+    out = fme.avg_comparisons(clf, X, {"x": 0.5}, comparison="lnratio_rows", target_class=1, bootstrap=spec).iloc[0]
     X1 = X.assign(x=X["x"] + 0.5)
     draws = np.array([np.mean(np.log(_p(m, X1) / _p(m, X))) for m in refits])
     assert out["inference"] == "bootstrap" and out["n"] == len(X)
@@ -67,8 +66,9 @@ def test_lnratio_bootstrap_se_and_interval_by_hand(setup, refits):
     assert out["conf_low"] == pytest.approx(lo, rel=1e-10) and out["conf_high"] == pytest.approx(hi, rel=1e-10)
     # percentile interval: within the draws' range, around the estimate, nested in the wider level's
     assert draws.min() <= out["conf_low"] < out["estimate"] < out["conf_high"] <= draws.max()
-    narrow = fme.avg_comparisons(clf, X, {"x": 0.5}, comparison="lnratio_rows", target_class=1, bootstrap=spec,
-                                 conf_level=0.8).iloc[0]
+    narrow = fme.avg_comparisons(
+        clf, X, {"x": 0.5}, comparison="lnratio_rows", target_class=1, bootstrap=spec, conf_level=0.8
+    ).iloc[0]
     assert out["conf_low"] <= narrow["conf_low"] < narrow["conf_high"] <= out["conf_high"]
     assert narrow["std_error"] == out["std_error"]
     # the ...avg form: the scale of each refit's two averages
@@ -87,17 +87,17 @@ def test_lnratio_bootstrap_se_and_interval_by_hand(setup, refits):
 def test_every_scale_bootstraps_by_hand(setup, refits, comparison):
     clf, X, y, g, spec = setup
     data = X.assign(g=g)
-    out = fme.avg_comparisons(clf, data, {"x": 1.0}, comparison=comparison, by="g", target_class=1,
-                              bootstrap={**spec, "X": X})
+    out = fme.avg_comparisons(
+        clf, data, {"x": 1.0}, comparison=comparison, by="g", target_class=1, bootstrap={**spec, "X": X}
+    )
     X1 = X.assign(x=X["x"] + 1.0)
 
     def scale(p1, p0):
         kind = comparison.removesuffix("avg").removesuffix("_rows")
         if not comparison.endswith("_rows"):  # the scale of the two averages (marginaleffects' convention)
             p1, p0 = p1.mean(), p0.mean()
-        odds = (lambda p: p / (1 - p))
-        v = {"ratio": p1 / p0, "lnor": np.log(odds(p1) / odds(p0)), "lift": (p1 - p0) / p0,
-             "difference": p1 - p0}[kind]
+        odds = lambda p: p / (1 - p)
+        v = {"ratio": p1 / p0, "lnor": np.log(odds(p1) / odds(p0)), "lift": (p1 - p0) / p0, "difference": p1 - p0}[kind]
         return np.mean(v)
 
     for _, row in out.iterrows():
@@ -143,10 +143,13 @@ def test_dask_bootstrap_equals_pandas(setup):
     D = dd.from_pandas(data, npartitions=3, sort=False)
     small = {**spec, "X": X, "n_resamples": 12}
     with dask.config.set(scheduler="synchronous"):
-        for call in (lambda d: fme.avg_comparisons(clf, d, {"x": 0.5}, comparison="lnratio", by="g",
-                                                   target_class=1, bootstrap=small),
-                     lambda d: fme.avg_predictions(clf, d, target_class=1, bootstrap=small),
-                     lambda d: fme.avg_slopes(clf, d, "z", slope="eyex", target_class=1, bootstrap=small)):
+        for call in (
+            lambda d: fme.avg_comparisons(
+                clf, d, {"x": 0.5}, comparison="lnratio", by="g", target_class=1, bootstrap=small
+            ),
+            lambda d: fme.avg_predictions(clf, d, target_class=1, bootstrap=small),
+            lambda d: fme.avg_slopes(clf, d, "z", slope="eyex", target_class=1, bootstrap=small),
+        ):
             a, b = call(data), call(D)
             assert (b["inference"] == "bootstrap").all()
             for c in ("estimate", "std_error", "conf_low", "conf_high"):
@@ -154,8 +157,15 @@ def test_dask_bootstrap_equals_pandas(setup):
         # weighted AMEs by group: each refit's weighted sums per chunk
         k = pd.Series(np.arange(len(X)) % 3 + 1.0, index=X.index)
         a = fme.ame(clf, data.assign(k=k), {"x": 0.5}, by="g", wts="k", target_class=1, bootstrap=small)
-        b = fme.ame(clf, dd.from_pandas(data.assign(k=k), npartitions=3, sort=False), {"x": 0.5}, by="g", wts="k",
-                    target_class=1, bootstrap=small)
+        b = fme.ame(
+            clf,
+            dd.from_pandas(data.assign(k=k), npartitions=3, sort=False),
+            {"x": 0.5},
+            by="g",
+            wts="k",
+            target_class=1,
+            bootstrap=small,
+        )
         for c in ("ame", "std_error", "conf_low", "conf_high"):
             np.testing.assert_allclose(b[c], a[c], rtol=1e-10, err_msg=c)
         # a hypothesis over the groups' rows: the refits' joint draws, the same on both

@@ -35,13 +35,16 @@ def test_lnor_of_a_logit_is_the_coefficient_times_the_step(logit):
     assert out["std_error"].iloc[0] == pytest.approx(0.5 * m.bse["x"], rel=1e-7)
     avg = fme.avg_comparisons(m, d, {"x": 0.5}, comparison="lnoravg")
     # marginaleffects' convention: the plain name is the scale of the averages
-    pd.testing.assert_frame_equal(fme.avg_comparisons(m, d, {"x": 0.5}, comparison="lnor").drop(columns="comparison"),
-                                  avg.drop(columns="comparison"))
+    pd.testing.assert_frame_equal(
+        fme.avg_comparisons(m, d, {"x": 0.5}, comparison="lnor").drop(columns="comparison"),
+        avg.drop(columns="comparison"),
+    )
     b, V = m.params.to_numpy(), m.cov_params().to_numpy()
     p0, p1 = 1 / (1 + np.exp(-_design(d) @ b)), 1 / (1 + np.exp(-_design(d, 0.5) @ b))
     P0, P1 = p0.mean(), p1.mean()
-    g = (((p1 * (1 - p1))[:, None] * _design(d, 0.5)).mean(0) / (P1 * (1 - P1))
-         - ((p0 * (1 - p0))[:, None] * _design(d)).mean(0) / (P0 * (1 - P0)))
+    g = ((p1 * (1 - p1))[:, None] * _design(d, 0.5)).mean(0) / (P1 * (1 - P1)) - (
+        (p0 * (1 - p0))[:, None] * _design(d)
+    ).mean(0) / (P0 * (1 - P0))
     assert avg["estimate"].iloc[0] == pytest.approx(np.log(P1 / (1 - P1)) - np.log(P0 / (1 - P0)), rel=1e-10)
     assert avg["std_error"].iloc[0] == pytest.approx(np.sqrt(g @ V @ g), rel=1e-7)
 
@@ -54,11 +57,11 @@ def test_row_scales_by_hand_jacobians(logit, kind):
     p0, p1 = 1 / (1 + np.exp(-D0 @ b)), 1 / (1 + np.exp(-D1 @ b))
     J0, J1 = (p0 * (1 - p0))[:, None] * D0, (p1 * (1 - p1))[:, None] * D1
     if kind == "ratio":
-        c, J = p1 / p0, J1 / p0[:, None] - (p1 / p0 ** 2)[:, None] * J0
+        c, J = p1 / p0, J1 / p0[:, None] - (p1 / p0**2)[:, None] * J0
     elif kind == "lnratio":
         c, J = np.log(p1 / p0), J1 / p1[:, None] - J0 / p0[:, None]
     else:
-        c, J = (p1 - p0) / p0, J1 / p0[:, None] - (p1 / p0 ** 2)[:, None] * J0
+        c, J = (p1 - p0) / p0, J1 / p0[:, None] - (p1 / p0**2)[:, None] * J0
     g = J.mean(0)
     out = fme.avg_comparisons(m, d, {"x": 1.0}, comparison=f"{kind}_rows")
     assert out["estimate"].iloc[0] == pytest.approx(c.mean(), rel=1e-10)
@@ -97,7 +100,7 @@ def test_sample_inference_and_refusals():
     # the ratio of the averages with the model held fixed: the linearisation d1 p1 + d0 p0 over the rows
     avg = fme.avg_comparisons(clf, X, {"x": 1.0}, comparison="ratio", target_class=1)
     P1, P0 = p1.mean(), p.mean()
-    psi = p1 / P0 - (P1 / P0 ** 2) * p
+    psi = p1 / P0 - (P1 / P0**2) * p
     assert avg["inference"].iloc[0] == "sample" and avg["estimate"].iloc[0] == pytest.approx(P1 / P0, rel=1e-12)
     assert avg["std_error"].iloc[0] == pytest.approx(psi.std(ddof=1) / np.sqrt(200), rel=1e-9)
     lnor = fme.avg_comparisons(clf, X, {"x": 1.0}, comparison="lnoravg", target_class=1)
@@ -112,7 +115,7 @@ def test_ame_comparison_rows_keep_their_joint_covariance(logit):
     table = fme.ame(m, d, {"x": 1.0, "w": 1.0}, comparison="lnratio")
     a = fme.avg_comparisons(m, d, {"x": 1.0}, comparison="lnratio").estimates
     b = fme.avg_comparisons(m, d, {"w": 1.0}, comparison="lnratio").estimates
-    g = a.grad[0] - b.grad[0]   # the difference's gradient: both rows share the model's covariance
+    g = a.grad[0] - b.grad[0]  # the difference's gradient: both rows share the model's covariance
     out = fme.ame(m, d, {"x": 1.0, "w": 1.0}, comparison="lnratio", hypothesis="b1 - b2 = 0").iloc[0]
     assert out["estimate"] == pytest.approx(table["estimate"].iloc[0] - table["estimate"].iloc[1], rel=1e-10)
     assert out["std_error"] == pytest.approx(np.sqrt(g @ a.vcov @ g), rel=1e-6)

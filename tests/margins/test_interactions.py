@@ -22,11 +22,13 @@ from fme.margins.interactions import InteractionTable
 def frame():
     rng = np.random.default_rng(5)
     n = 500
-    d = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n),
-                      "g": pd.Categorical(rng.choice(["a", "b"], size=n))})
+    d = pd.DataFrame(
+        {"x1": rng.normal(size=n), "x2": rng.normal(size=n), "g": pd.Categorical(rng.choice(["a", "b"], size=n))}
+    )
     d["y"] = 1 + 0.5 * d["x1"] - 0.4 * d["x2"] + 0.7 * d["x1"] * d["x2"] + rng.normal(size=n)
-    d["z"] = (rng.uniform(size=n) < 1 / (1 + np.exp(-(0.3 + 0.8 * d["x1"] - 0.5 * d["x2"]
-                                                       + 0.6 * d["x1"] * d["x2"])))).astype(float)
+    d["z"] = (
+        rng.uniform(size=n) < 1 / (1 + np.exp(-(0.3 + 0.8 * d["x1"] - 0.5 * d["x2"] + 0.6 * d["x1"] * d["x2"])))
+    ).astype(float)
     return d
 
 
@@ -43,7 +45,7 @@ def test_a_product_interacts_by_the_product_of_the_steps(frame):
     np.testing.assert_allclose(out.per_row, 0.5 * -0.3, rtol=1e-12)
     assert out["estimate"].iloc[0] == pytest.approx(-0.15, rel=1e-12)
     assert out["share_above_tol"].iloc[0] == 1.0 and out["n"].iloc[0] == len(frame)
-    assert out["inference"].iloc[0] == "sample" and out["std_error"].iloc[0] < 1e-12   # the same value on every row
+    assert out["inference"].iloc[0] == "sample" and out["std_error"].iloc[0] < 1e-12  # the same value on every row
 
 
 def test_ols_interaction_term_delta_se_is_the_coefficients(frame):
@@ -60,7 +62,7 @@ def test_logit_delta_se_by_a_hand_jacobian(frame):
     assert list(m.params.index) == ["Intercept", "x1", "x2", "x1:x2"]
     out = fme.interaction(m, frame, {"x1": 1.0}, {"x2": 1.0})
     pts = [(frame.x1, frame.x2), (frame.x1 + 1, frame.x2), (frame.x1, frame.x2 + 1), (frame.x1 + 1, frame.x2 + 1)]
-    D = [np.column_stack([np.ones(len(frame)), a, b, a * b]) for a, b in pts]   # the design by hand
+    D = [np.column_stack([np.ones(len(frame)), a, b, a * b]) for a, b in pts]  # the design by hand
 
     def avg(p):
         f = [1 / (1 + np.exp(-(d @ p))) for d in D]
@@ -79,8 +81,9 @@ def test_bootstrap_uses_the_same_refits_for_both_effects(frame):
 
     X, y = frame[["x1", "x2"]], frame["y"]
     pipe = make_pipeline(PolynomialFeatures(2, interaction_only=True, include_bias=False), LinearRegression()).fit(X, y)
-    out = fme.interaction(pipe, X, {"x1": 1.0}, {"x2": 1.0},
-                          bootstrap={"X": X, "y": y, "n_resamples": 40, "random_state": 0})
+    out = fme.interaction(
+        pipe, X, {"x1": 1.0}, {"x2": 1.0}, bootstrap={"X": X, "y": y, "n_resamples": 40, "random_state": 0}
+    )
     coef = pipe[-1].coef_[2]
     assert out["estimate"].iloc[0] == pytest.approx(coef, rel=1e-9)
     assert out["inference"].iloc[0] == "bootstrap"
@@ -89,8 +92,11 @@ def test_bootstrap_uses_the_same_refits_for_both_effects(frame):
     coefs = []
     for seed in np.random.SeedSequence(0).spawn(40):
         idx = np.random.default_rng(seed).integers(0, len(X), len(X))
-        coefs.append(make_pipeline(PolynomialFeatures(2, interaction_only=True, include_bias=False),
-                                   LinearRegression()).fit(X.iloc[idx], y.iloc[idx])[-1].coef_[2])
+        coefs.append(
+            make_pipeline(PolynomialFeatures(2, interaction_only=True, include_bias=False), LinearRegression())
+            .fit(X.iloc[idx], y.iloc[idx])[-1]
+            .coef_[2]
+        )
     np.testing.assert_allclose(out.estimates.draws[0], coefs, rtol=1e-8)
     assert out["std_error"].iloc[0] == pytest.approx(np.std(coefs, ddof=1), rel=1e-8)
 
@@ -99,8 +105,15 @@ def test_the_per_row_interactions_are_a_typed_attribute_that_rides_along(frame):
     f = lambda d: d["x1"].to_numpy() * d["x2"].to_numpy()
     out = fme.interaction(f, frame[["x1", "x2"]], {"x1": 0.5}, {"x2": -0.3}, inference="sample")
     assert type(out) is InteractionTable and out.per_row.index.equals(frame.index)
-    kept = [out.copy(), out.iloc[[0]], out[["estimate", "std_error"]], out.reset_index(drop=True), out.round(3),
-            pd.concat([out, out]), pickle.loads(pickle.dumps(out))]
+    kept = [
+        out.copy(),
+        out.iloc[[0]],
+        out[["estimate", "std_error"]],
+        out.reset_index(drop=True),
+        out.round(3),
+        pd.concat([out, out]),
+        pickle.loads(pickle.dumps(out)),
+    ]
     for t in kept:
         assert type(t) is InteractionTable, type(t)
         np.testing.assert_allclose(t.per_row.to_numpy(), np.full(len(frame), -0.15), rtol=1e-12)
@@ -109,8 +122,9 @@ def test_the_per_row_interactions_are_a_typed_attribute_that_rides_along(frame):
     assert merged.per_row is None and merged["label"].tolist() == ["A"]
     assert fme.hypotheses(out, equivalence=[-1.0, 1.0])["estimate"].iloc[0] == pytest.approx(-0.15, rel=1e-12)
     dd = pytest.importorskip("dask.dataframe")
-    on_dask = fme.interaction(f, dd.from_pandas(frame[["x1", "x2"]], npartitions=2), {"x1": 0.5}, {"x2": -0.3},
-                              inference="sample")
+    on_dask = fme.interaction(
+        f, dd.from_pandas(frame[["x1", "x2"]], npartitions=2), {"x1": 0.5}, {"x2": -0.3}, inference="sample"
+    )
     assert type(on_dask) is InteractionTable and on_dask.per_row is None
 
 
@@ -135,17 +149,19 @@ def test_hypotheses_and_equivalence_on_an_interaction(frame):
     out = fme.interaction(m, frame, {"x1": 1.0}, {"x2": 1.0})
     h = fme.hypotheses(out, equivalence=[-0.1, 0.1])
     assert h["estimate"].iloc[0] == pytest.approx(m.params["x1:x2"], rel=1e-9)
-    assert h["p_value_equiv"].iloc[0] > 0.5          # 0.7 is far outside [-0.1, 0.1]
+    assert h["p_value_equiv"].iloc[0] > 0.5  # 0.7 is far outside [-0.1, 0.1]
 
 
-@pytest.mark.parametrize("a, b, match", [
-    ({"x1": 1.0}, {"x1": 2.0}, "share the feature"),
-    ({"x1": 1.0}, {"nope": 1.0}, "nope"),
-])
+@pytest.mark.parametrize(
+    "a, b, match",
+    [
+        ({"x1": 1.0}, {"x1": 2.0}, "share the feature"),
+        ({"x1": 1.0}, {"nope": 1.0}, "nope"),
+    ],
+)
 def test_bad_steps_name_the_culprit(frame, a, b, match):
     with pytest.raises(fme.FMEError, match=match):
         fme.interaction(lambda d: d["x1"].to_numpy(), frame[["x1", "x2"]], a, b)
-
 
 
 @pytest.mark.parametrize("inference", ["delta", "sample"])

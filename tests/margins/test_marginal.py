@@ -47,7 +47,7 @@ def test_ame_numeric_linear_is_beta_times_h(data):
 def test_ame_nonlinear_matches_fme(data):
     out = fme.ame(nonlinear, data, {"x1": 0.5})
     x1, x3 = data["x1"].to_numpy(), data["x3"].to_numpy()
-    eff = ((x1 + 0.5) ** 2 - x1 ** 2) * x3
+    eff = ((x1 + 0.5) ** 2 - x1**2) * x3
     row = out.iloc[0]
     assert row["ame"] == pytest.approx(eff.mean(), rel=1e-12)
     assert row["sd"] == pytest.approx(np.std(eff, ddof=1), rel=1e-10)
@@ -59,6 +59,7 @@ def test_ame_nonlinear_matches_fme(data):
     assert row["std_error"] == pytest.approx(se, rel=1e-10)
     assert row["statistic"] == pytest.approx(eff.mean() / se, rel=1e-10)
     from scipy import stats
+
     assert row["p_value"] == pytest.approx(2 * stats.t.sf(abs(eff.mean() / se), len(eff) - 1), rel=1e-8)
     half = row["conf_high"] - row["ame"]
     assert half == pytest.approx(stats.t.ppf(0.975, len(eff) - 1) * se, rel=1e-10)
@@ -160,8 +161,14 @@ def test_mer_grid(data):
     at = {"x1": [0.0, 1.0, 2.0], "cat": ["a", "b"]}
     out = fme.mer(nonlinear, data, {"x1": 0.5}, at=at)
     assert len(out) == 6
-    assert list(zip(out["x1"], out["cat"].astype(str))) == [(0.0, "a"), (0.0, "b"), (1.0, "a"), (1.0, "b"),
-                                                            (2.0, "a"), (2.0, "b")]
+    assert list(zip(out["x1"], out["cat"].astype(str))) == [
+        (0.0, "a"),
+        (0.0, "b"),
+        (1.0, "a"),
+        (1.0, "b"),
+        (2.0, "a"),
+        (2.0, "b"),
+    ]
     x3 = data["x3"].mean()
     np.testing.assert_allclose(out["fme"], ((out["x1"] + 0.5) ** 2 - out["x1"] ** 2) * x3, rtol=1e-12)
     single = fme.mer(nonlinear, data, {"x1": 0.5}, at={"x1": 1.0, "x3": 2.0})
@@ -227,8 +234,7 @@ def test_dme_classifier(rf_binary, logit, Xnum):
 
 def test_margins_with_multiclass(multiclass, Xnum):
     one = fme.ame(multiclass, Xnum, {"x1": 0.5}, target_class="mid")
-    assert one["ame"].item() == pytest.approx(fme.fme(multiclass, Xnum, {"x1": 0.5}, target_class="mid").ame,
-                                              rel=1e-15)
+    assert one["ame"].item() == pytest.approx(fme.fme(multiclass, Xnum, {"x1": 0.5}, target_class="mid").ame, rel=1e-15)
     every = fme.ame(multiclass, Xnum, {"x1": 0.5}, target_class="all")  # one row per class
     assert list(every["class"]) == [str(c) for c in multiclass.classes_]
     assert every.loc[every["class"] == "mid", "ame"].item() == one["ame"].item()
@@ -251,11 +257,14 @@ def test_model_features_missing_from_data(gbr, Xnum):
         fme.fme(gbr, Xnum[["x1", "x2"]], {"x1": 1.0})
 
 
-@pytest.mark.parametrize("at, phrase", [
-    ({"cat": ["a", "zz"]}, r"\['zz'\] for the categorical feature 'cat'; use its levels \['a', 'b', 'c'\]"),
-    ({"x2": ["a"]}, r"\['a'\] for the numeric feature 'x2'; use finite numbers"),
-    ({"x2": [0.0, np.nan]}, "for the numeric feature 'x2'"),
-])
+@pytest.mark.parametrize(
+    "at, phrase",
+    [
+        ({"cat": ["a", "zz"]}, r"\['zz'\] for the categorical feature 'cat'; use its levels \['a', 'b', 'c'\]"),
+        ({"x2": ["a"]}, r"\['a'\] for the numeric feature 'x2'; use finite numbers"),
+        ({"x2": [0.0, np.nan]}, "for the numeric feature 'x2'"),
+    ],
+)
 def test_mer_bad_at_values(data, at, phrase):
     before = data.copy(deep=True)
     with pytest.raises(ParameterError, match=phrase):
@@ -302,13 +311,20 @@ def test_dme_validates_like_fme(data):
 
 
 def test_mer_mem_with_nullable_boolean_and_string_columns_holding_na():
-    X = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0],
-                      "b": pd.array([True, None, False, True], dtype="boolean"),
-                      "s": pd.array(["u", None, "v", "u"], dtype="string")})
+    X = pd.DataFrame(
+        {
+            "a": [1.0, 2.0, 3.0, 4.0],
+            "b": pd.array([True, None, False, True], dtype="boolean"),
+            "s": pd.array(["u", None, "v", "u"], dtype="string"),
+        }
+    )
 
     def model(d):
-        return 2.0 * d["a"].to_numpy() + 3.0 * d["b"].to_numpy(dtype=float, na_value=np.nan) \
+        return (
+            2.0 * d["a"].to_numpy()
+            + 3.0 * d["b"].to_numpy(dtype=float, na_value=np.nan)
             + (d["s"] == "v").to_numpy(dtype=float, na_value=0.0)
+        )
 
     out = fme.mem(model, X, {"a": 1.0})
     assert out["fme"].tolist() == [2.0]

@@ -34,7 +34,7 @@ def _probs(B, D):
 @pytest.mark.parametrize("outcome", [0, 1, 2])
 def test_ame_and_delta_se_per_outcome(mnl, outcome):
     m, d = mnl
-    B = np.asarray(m.params, dtype=float)                      # K x (J - 1), outcomes 1 and 2
+    B = np.asarray(m.params, dtype=float)  # K x (J - 1), outcomes 1 and 2
     D0 = np.column_stack([np.ones(len(d)), d["x"], d["w"]])
     D1 = D0 + np.array([0.0, 1.0, 0.0])
     P0, P1 = _probs(B, D0), _probs(B, D1)
@@ -56,7 +56,7 @@ def test_all_outcomes_and_the_missing_target_class(mnl):
     m, d = mnl
     r = fme.fme(m, d, {"x": 1}, target_class="all")
     assert list(r.output_names) == ["0", "1", "2"]
-    assert r.ame.sum() == pytest.approx(0.0, abs=1e-12)       # probabilities sum to 1 at x and at x + h
+    assert r.ame.sum() == pytest.approx(0.0, abs=1e-12)  # probabilities sum to 1 at x and at x + h
     with pytest.raises(fme.ParameterError, match="target_class"):
         fme.ame(m, d, {"x": 1})
     with pytest.raises(fme.ParameterError, match="outcomes are"):

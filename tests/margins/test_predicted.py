@@ -41,7 +41,7 @@ def test_average_prediction_and_groups(glm):
         assert list(m.params.index) == ["Intercept", "C(g)[T.b]", "C(g)[T.c]", "x"]
         D = np.column_stack([np.ones(len(sub)), sub["g"] == "b", sub["g"] == "c", sub["x"]]).astype(float)
         mu = np.exp(D @ m.params.to_numpy())
-        grad = (mu[:, None] * D).mean(axis=0)   # d mean(exp(eta)) / d beta, by hand
+        grad = (mu[:, None] * D).mean(axis=0)  # d mean(exp(eta)) / d beta, by hand
         assert row["estimate"] == pytest.approx(mu.mean(), rel=1e-10)
         assert row["std_error"] == pytest.approx(np.sqrt(grad @ m.cov_params().to_numpy() @ grad), rel=1e-9)
         assert row["n"] == len(sub)
@@ -70,8 +70,7 @@ def test_sample_inference_for_a_model_without_covariance():
     p = lr.predict(X)
     assert out["estimate"].iloc[0] == pytest.approx(p.mean(), rel=1e-12)
     assert out["std_error"].iloc[0] == pytest.approx(p.std(ddof=1) / np.sqrt(100), rel=1e-10)
-    assert out["conf_high"].iloc[0] == pytest.approx(p.mean() + stats.t.ppf(0.975, 99) * p.std(ddof=1) / 10,
-                                                     rel=1e-10)
+    assert out["conf_high"].iloc[0] == pytest.approx(p.mean() + stats.t.ppf(0.975, 99) * p.std(ddof=1) / 10, rel=1e-10)
     rows = fme.predictions(lr, X, inference="sample")
     assert rows["std_error"].isna().all() and (rows["inference"] == "none").all()
     with pytest.raises(fme.ParameterError, match="bootstrap"):

@@ -37,8 +37,12 @@ def _analytic(m, d, slope):
     e1 = np.zeros(3)
     e1[1] = 1.0
     ds = ((1 - 2 * p) * b[1])[:, None] * dp + (p * (1 - p))[:, None] * e1
-    jac = {"dydx": ds, "dyex": ds * x[:, None], "eydx": ds / p[:, None] - (s / p ** 2)[:, None] * dp,
-           "eyex": (ds / p[:, None] - (s / p ** 2)[:, None] * dp) * x[:, None]}[slope]
+    jac = {
+        "dydx": ds,
+        "dyex": ds * x[:, None],
+        "eydx": ds / p[:, None] - (s / p**2)[:, None] * dp,
+        "eyex": (ds / p[:, None] - (s / p**2)[:, None] * dp) * x[:, None],
+    }[slope]
     grad = jac.mean(axis=0)
     return g.mean(), float(np.sqrt(grad @ m.cov_params().to_numpy() @ grad))
 
@@ -49,7 +53,7 @@ def test_slopes_and_their_delta_se_equal_the_closed_forms(logit, slope):
     out = fme.avg_slopes(m, d, "x", slope=slope)
     est, se = _analytic(m, d, slope)
     assert out["term"].iloc[0] == "x" and out["slope"].iloc[0] == slope and out["inference"].iloc[0] == "delta"
-    assert out["estimate"].iloc[0] == pytest.approx(est, rel=1e-7)       # central difference: O(eps^2)
+    assert out["estimate"].iloc[0] == pytest.approx(est, rel=1e-7)  # central difference: O(eps^2)
     assert out["std_error"].iloc[0] == pytest.approx(se, rel=1e-5)
 
 

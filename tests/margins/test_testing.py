@@ -20,8 +20,14 @@ import fme
 def ols():
     rng = np.random.default_rng(11)
     n = 400
-    d = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n), "x3": rng.normal(size=n),
-                      "g": rng.choice(["a", "b", "c"], size=n)})
+    d = pd.DataFrame(
+        {
+            "x1": rng.normal(size=n),
+            "x2": rng.normal(size=n),
+            "x3": rng.normal(size=n),
+            "g": rng.choice(["a", "b", "c"], size=n),
+        }
+    )
     d["y"] = 1.0 + 0.8 * d["x1"] + 0.5 * d["x2"] - 0.3 * d["x3"] + rng.normal(scale=1.0, size=n)
     m = smf.ols("y ~ x1 + x2 + x3", data=d).fit()
     return m, d
@@ -44,11 +50,17 @@ def test_rows_carry_their_joint_covariance(ols):
     assert h["hypothesis"].tolist() == ["b1", "b2", "b3"]
 
 
-@pytest.mark.parametrize("name, pairs", [
-    ("pairwise", [(1, 0), (2, 0), (2, 1)]), ("revpairwise", [(0, 1), (0, 2), (1, 2)]),
-    ("reference", [(1, 0), (2, 0)]), ("revreference", [(0, 1), (0, 2)]),
-    ("sequential", [(1, 0), (2, 1)]), ("revsequential", [(0, 1), (1, 2)]),
-])
+@pytest.mark.parametrize(
+    "name, pairs",
+    [
+        ("pairwise", [(1, 0), (2, 0), (2, 1)]),
+        ("revpairwise", [(0, 1), (0, 2), (1, 2)]),
+        ("reference", [(1, 0), (2, 0)]),
+        ("revreference", [(0, 1), (0, 2)]),
+        ("sequential", [(1, 0), (2, 1)]),
+        ("revsequential", [(0, 1), (1, 2)]),
+    ],
+)
 def test_named_hypotheses_are_the_right_differences(ols, name, pairs):
     m, d = ols
     b, V = _b_v(m)
@@ -72,7 +84,7 @@ def test_equations_linear_and_ratio_by_the_delta_method(ols):
     assert lin["estimate"].iloc[0] == pytest.approx(b[0] - 2 * b[2] - 0.1, rel=1e-9)
     assert lin["std_error"].iloc[0] == pytest.approx(np.sqrt(g @ V @ g), rel=1e-6)
     # statsmodels' own Wald test of the same restriction: same estimate and SE
-    tt = m.t_test("x1 - 2 * x3 = 0.1")   # effect = x1 - 2 x3, tested against 0.1
+    tt = m.t_test("x1 - 2 * x3 = 0.1")  # effect = x1 - 2 x3, tested against 0.1
     assert lin["estimate"].iloc[0] == pytest.approx(float(np.squeeze(tt.effect)) - 0.1, rel=1e-9)
     assert lin["std_error"].iloc[0] == pytest.approx(float(np.squeeze(tt.sd)), rel=1e-6)
     ratio = fme.hypotheses(t, "b2 / b1 = 1")
@@ -121,7 +133,7 @@ def test_by_groups_keep_their_pairs_and_take_equations(ols):
     h = fme.hypotheses(t, "b3 - b1 = 0")
     assert h["estimate"].iloc[0] == pytest.approx(t["ame"].iloc[2] - t["ame"].iloc[0], rel=1e-9)
     pairs = fme.ame(m, d, {"x1": 1}, by="g", hypothesis="pairwise")
-    again = fme.hypotheses(pairs)          # the pairs' joint covariance is kept too
+    again = fme.hypotheses(pairs)  # the pairs' joint covariance is kept too
     np.testing.assert_allclose(again["std_error"], pairs["std_error"], rtol=1e-12)
 
 
@@ -155,11 +167,18 @@ def test_partitions_and_single_effects():
     np.testing.assert_allclose(h["p_value_adj"], t["p_value_adj"], rtol=1e-12)
 
 
-@pytest.mark.parametrize("hyp, match", [
-    ("b1 - b4 = 0", "not a row"), ("b0 = 0", "not a row"), ("b1 - b2", "exactly one '='"),
-    ("__import__('os').system('true') = 0", "allowed"), ("b1.real = 0", "allowed"), ("sin(b1) = 0", "functions"),
-    ("diagonal", "must be one of"),
-])
+@pytest.mark.parametrize(
+    "hyp, match",
+    [
+        ("b1 - b4 = 0", "not a row"),
+        ("b0 = 0", "not a row"),
+        ("b1 - b2", "exactly one '='"),
+        ("__import__('os').system('true') = 0", "allowed"),
+        ("b1.real = 0", "allowed"),
+        ("sin(b1) = 0", "functions"),
+        ("diagonal", "must be one of"),
+    ],
+)
 def test_bad_hypotheses_are_refused_with_the_reason(ols, hyp, match):
     m, d = ols
     t = fme.ame(m, d, {"x1": 1, "x2": 1, "x3": 1})
@@ -172,19 +191,19 @@ def test_a_frame_without_its_covariance_says_why(ols):
     t = fme.ame(m, d, {"x1": 1, "x2": 1})
     assert isinstance(t, fme.EstimatesTable)
     with pytest.raises(fme.ParameterError, match="this DataFrame keeps no joint covariance") as info:
-        fme.hypotheses(pd.DataFrame(t.to_dict()))                      # a rebuilt, plain frame
+        fme.hypotheses(pd.DataFrame(t.to_dict()))  # a rebuilt, plain frame
     assert "attrs" not in str(info.value) and "EstimatesTable" in str(info.value)
     with pytest.raises(fme.ParameterError, match="got list"):
         fme.hypotheses([1.0, 2.0])
     swapped = t.iloc[::-1].copy()
-    swapped.index = t.index                                            # the labels no longer follow the rows
-    rescaled = t.assign(ame=t["ame"] * 100)                            # estimates changed after fme.ame
+    swapped.index = t.index  # the labels no longer follow the rows
+    rescaled = t.assign(ame=t["ame"] * 100)  # estimates changed after fme.ame
     for changed in (swapped, rescaled):
         with pytest.raises(fme.ParameterError, match="rows of this table are not those"):
             fme.hypotheses(changed)
     with pytest.raises(fme.ParameterError, match="keeps no joint covariance"):
         fme.hypotheses(t.merge(pd.DataFrame({"feature": ["x1", "x2"], "note": 1}), on="feature"))
-    same = fme.hypotheses(t[["feature", "ame", "std_error"]])             # columns only: still the same rows
+    same = fme.hypotheses(t[["feature", "ame", "std_error"]])  # columns only: still the same rows
     np.testing.assert_allclose(same["estimate"], t["ame"], rtol=1e-12)
     np.testing.assert_allclose(same["std_error"], t["std_error"], rtol=1e-12)
 
@@ -193,9 +212,9 @@ def test_hypotheses_tables_can_be_tested_again(ols):
     """The table of hypotheses keeps their joint uncertainty: a contrast of contrasts equals the direct one."""
     m, d = ols
     t = fme.ame(m, d, {"x1": 1, "x2": 1, "x3": 1})
-    seq = fme.hypotheses(t, "sequential")                              # b2 - b1, b3 - b2
+    seq = fme.hypotheses(t, "sequential")  # b2 - b1, b3 - b2
     assert isinstance(seq, fme.EstimatesTable) and seq.conf_level == 0.95
-    twice = fme.hypotheses(seq, "b2 - b1 = 0")                         # b3 - 2 b2 + b1
+    twice = fme.hypotheses(seq, "b2 - b1 = 0")  # b3 - 2 b2 + b1
     direct = fme.hypotheses(t, np.array([1.0, -2.0, 1.0]))
     assert twice["estimate"].iloc[0] == pytest.approx(direct["estimate"].iloc[0], rel=1e-12)
     assert twice["std_error"].iloc[0] == pytest.approx(direct["std_error"].iloc[0], rel=1e-12)
@@ -220,8 +239,11 @@ def test_a_list_of_equations_is_tested_jointly(ols):
     assert both["hypothesis"].tolist() == eqs
     for k, eq in enumerate(eqs):
         alone = fme.hypotheses(t, eq)
-        np.testing.assert_allclose(both[["estimate", "std_error"]].iloc[k].to_numpy(dtype=float),
-                                   alone[["estimate", "std_error"]].iloc[0].to_numpy(dtype=float), rtol=1e-10)
+        np.testing.assert_allclose(
+            both[["estimate", "std_error"]].iloc[k].to_numpy(dtype=float),
+            alone[["estimate", "std_error"]].iloc[0].to_numpy(dtype=float),
+            rtol=1e-10,
+        )
     total = fme.hypotheses(both, "b1 + b2 = 0")
     direct = fme.hypotheses(t, "(b1 - b2) + (b2 / b1 - 1) = 0")
     np.testing.assert_allclose(total["estimate"], direct["estimate"], rtol=1e-12)

@@ -40,9 +40,14 @@ def test_binary_classifier_tables_name_the_explained_class(case_control):
     tidy = fme.fme(model, X, {"x1": 1}).tidy()
     assert list(tidy["class"]) == ["control"]
     assert tidy["ame"].iloc[0] == pytest.approx(expected, rel=1e-12)
-    for table in (fme.avg_comparisons(model, X, {"x1": 1}), fme.avg_predictions(model, X),
-                  fme.avg_slopes(model, X, "x1"), fme.predictions(model, X), fme.mem(model, X, {"x1": 1}),
-                  fme.mer(model, X, {"x1": 1}, at={"x2": [0.0, 1.0]})):
+    for table in (
+        fme.avg_comparisons(model, X, {"x1": 1}),
+        fme.avg_predictions(model, X),
+        fme.avg_slopes(model, X, "x1"),
+        fme.predictions(model, X),
+        fme.mem(model, X, {"x1": 1}),
+        fme.mer(model, X, {"x1": 1}, at={"x2": [0.0, 1.0]}),
+    ):
         assert table.columns[0] == "class" and set(table["class"]) == {"control"}
     assert fme.avg_comparisons(model, X, {"x1": 1})["estimate"].iloc[0] == pytest.approx(expected, rel=1e-12)
     tested = fme.hypotheses(fme.ame(model, X, {"x1": 1, "x2": 1}), "b1 - b2 = 0")
@@ -73,9 +78,13 @@ def array_model():
 def test_a_model_fitted_on_an_array_is_refused_without_feature_names(array_model):
     model, X = array_model
     reordered = X[["b", "a"]]
-    for call in (lambda: fme.ame(model, reordered, {"a": 1}), lambda: fme.fme(model, reordered, {"a": 1}),
-                 lambda: fme.avg_predictions(model, reordered), lambda: fme.avg_slopes(model, reordered, "a"),
-                 lambda: fme.avg_comparisons(model, reordered, {"a": 1})):
+    for call in (
+        lambda: fme.ame(model, reordered, {"a": 1}),
+        lambda: fme.fme(model, reordered, {"a": 1}),
+        lambda: fme.avg_predictions(model, reordered),
+        lambda: fme.avg_slopes(model, reordered, "a"),
+        lambda: fme.avg_comparisons(model, reordered, {"a": 1}),
+    ):
         with pytest.raises(DataError, match=r"LinearRegression.*n_features_in_ = 2.*feature_names=\[\.\.\.\]"):
             call()
 
@@ -117,7 +126,8 @@ def test_every_verb_leaves_out_rows_with_a_missing_formula_input():
     complete = holes.dropna()
     beta = float(model.params["x"])
     assert fme.ame(model, holes, {"x": 1})[["ame", "n", "n_excluded"]].iloc[0].tolist() == pytest.approx(
-        [beta, 190, 10], rel=1e-12)
+        [beta, 190, 10], rel=1e-12
+    )
     comp = fme.avg_comparisons(model, holes, {"x": 1})
     assert comp[["estimate", "n", "n_excluded"]].iloc[0].tolist() == pytest.approx([beta, 190, 10], rel=1e-12)
     pred = fme.predictions(model, holes)
@@ -125,7 +135,8 @@ def test_every_verb_leaves_out_rows_with_a_missing_formula_input():
     np.testing.assert_allclose(pred["estimate"], model.predict(complete), rtol=1e-12)
     avg = fme.avg_predictions(model, holes)
     assert avg[["estimate", "n", "n_excluded"]].iloc[0].tolist() == pytest.approx(
-        [float(model.predict(complete).mean()), 190, 10], rel=1e-12)
+        [float(model.predict(complete).mean()), 190, 10], rel=1e-12
+    )
     slopes = fme.avg_slopes(model, holes, "x")
     assert slopes[["estimate", "n", "n_excluded"]].iloc[0].tolist() == pytest.approx([beta, 190, 10], rel=1e-9)
     by = fme.avg_predictions(model, holes.assign(g=np.arange(200) % 2), by="g")
@@ -157,8 +168,9 @@ def test_a_categorical_step_switches_to_the_level_under_both_modes(cat_data):
     ref_b = fme.ame(_linear, cat_data, {"cat": {"reference": "b"}}, categorical="classic", inference="sample")
     assert list(ref_b["level"]) == ["a", "c"] and (ref_b["reference"] == "b").all()
     np.testing.assert_allclose(ref_b["ame"], [LEVEL["a"] - LEVEL["b"], LEVEL["c"] - LEVEL["b"]], atol=1e-12)
-    one = fme.ame(_linear, cat_data, {"cat": {"reference": "c", "level": "b"}}, categorical="classic",
-                  inference="sample")
+    one = fme.ame(
+        _linear, cat_data, {"cat": {"reference": "c", "level": "b"}}, categorical="classic", inference="sample"
+    )
     assert list(one[["level", "reference"]].iloc[0]) == ["b", "c"]
     assert one["ame"].item() == pytest.approx(LEVEL["b"] - LEVEL["c"], abs=1e-12)
     with pytest.raises(StepError, match="with itself"):
@@ -219,8 +231,7 @@ def test_weights_on_every_comparison_scale(logit_model):
     w = np.random.default_rng(9).uniform(0.2, 3.0, len(d))  # non-integer weights
     f0, f1 = model.predict(d).to_numpy(), model.predict(d.assign(x=d["x"] + 1)).to_numpy()
     ratio = fme.avg_comparisons(model, d, {"x": 1}, comparison="ratio", wts=w)
-    assert ratio["estimate"].item() == pytest.approx(np.average(f1, weights=w) / np.average(f0, weights=w),
-                                                     rel=1e-12)
+    assert ratio["estimate"].item() == pytest.approx(np.average(f1, weights=w) / np.average(f0, weights=w), rel=1e-12)
     rows = fme.avg_comparisons(model, d, {"x": 1}, comparison="ratio_rows", wts=w)
     assert rows["estimate"].item() == pytest.approx(np.average(f1 / f0, weights=w), rel=1e-12)
     column = fme.avg_comparisons(model, d.assign(k=w), {"x": 1}, comparison="lnor", wts="k")
@@ -232,7 +243,7 @@ def test_weights_on_every_comparison_scale(logit_model):
     X1[:, 1] += 1
     J1 = np.average((f1 * (1 - f1))[:, None] * X1, axis=0, weights=w)
     J0 = np.average((f0 * (1 - f0))[:, None] * X0, axis=0, weights=w)
-    g = J1 / p0 - p1 / p0 ** 2 * J0
+    g = J1 / p0 - p1 / p0**2 * J0
     assert ratio["std_error"].item() == pytest.approx(np.sqrt(g @ model.cov_params().to_numpy() @ g), rel=1e-5)
     via_ame = fme.ame(model, d, {"x": 1}, comparison="ratio", wts=w)
     assert via_ame["estimate"].item() == pytest.approx(ratio["estimate"].item(), rel=1e-12)
@@ -248,11 +259,11 @@ def test_mem_and_mer_tables_show_the_step_and_the_point(cat_data):
     mx, mz = d["x"].mean(), d["z"].mean()
     assert list(mem.columns[:3]) == ["step", "x", "z"] and mem["step"].item() == "x + 0.5"
     assert mem[["x", "z"]].iloc[0].tolist() == pytest.approx([mx, mz], rel=1e-12)
-    assert mem["fme"].item() == pytest.approx(((mx + 0.5) ** 2 - mx ** 2) * mz, rel=1e-12)
+    assert mem["fme"].item() == pytest.approx(((mx + 0.5) ** 2 - mx**2) * mz, rel=1e-12)
     mer = fme.mer(f, d[["x", "z"]], {"x": 0.5}, at={"z": [0.0, 1.0]}, inference="sample")
     assert list(mer.columns[:3]) == ["step", "z", "x"]
     assert mer["z"].tolist() == [0.0, 1.0] and mer["x"].tolist() == pytest.approx([mx, mx], rel=1e-12)
-    np.testing.assert_allclose(mer["fme"], [0.0, (mx + 0.5) ** 2 - mx ** 2], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(mer["fme"], [0.0, (mx + 0.5) ** 2 - mx**2], rtol=1e-12, atol=1e-15)
 
 
 def test_weights_and_classic_steps_on_dask_data_equal_pandas(logit_model, cat_data):
@@ -267,12 +278,18 @@ def test_weights_and_classic_steps_on_dask_data_equal_pandas(logit_model, cat_da
         b = fme.avg_comparisons(model, dd.from_pandas(frame, npartitions=3), {"x": 1}, comparison="ratio", wts="k")
         np.testing.assert_allclose(b[["estimate", "std_error"]], a[["estimate", "std_error"]], rtol=1e-10)
         pa = fme.ame(_linear, cat_data, {"cat": {"reference": "b"}}, categorical="classic", inference="sample")
-        pb = fme.ame(_linear, dd.from_pandas(cat_data, npartitions=3), {"cat": {"reference": "b"}},
-                     categorical="classic", inference="sample")
+        pb = fme.ame(
+            _linear,
+            dd.from_pandas(cat_data, npartitions=3),
+            {"cat": {"reference": "b"}},
+            categorical="classic",
+            inference="sample",
+        )
         assert list(pb["level"]) == list(pa["level"]) == ["a", "c"] and (pb["reference"] == "b").all()
         np.testing.assert_allclose(pb["ame"], pa["ame"], atol=1e-12)
-        one = fme.ame(_linear, dd.from_pandas(cat_data, npartitions=3), {"cat": "c"}, categorical="classic",
-                      inference="sample")
+        one = fme.ame(
+            _linear, dd.from_pandas(cat_data, npartitions=3), {"cat": "c"}, categorical="classic", inference="sample"
+        )
         assert list(one[["level", "reference"]].iloc[0]) == ["c", "a"]
         assert one["ame"].item() == pytest.approx(LEVEL["c"] - LEVEL["a"], abs=1e-12)
 
@@ -284,4 +301,6 @@ def test_came_leaves_name_the_explained_class(case_control):
     assert part.leaves.columns[0] == "class" and set(part.leaves["class"]) == {"control"}
     np.testing.assert_allclose(
         part.leaves["came"],
-        [effects.results["fme"][part.leaf_of_row == node].mean() for node in part.leaves["node"]], rtol=1e-12)
+        [effects.results["fme"][part.leaf_of_row == node].mean() for node in part.leaves["node"]],
+        rtol=1e-12,
+    )

@@ -59,10 +59,15 @@ def test_avg_slopes_match_marginaleffects(name, slope, data, refs):
     assert out["std_error"] == pytest.approx(r["std_error"], rel=2e-3)
 
 
-@pytest.mark.parametrize("name, comparison", [(n, c) for n in ("logit", "poisson")
-                                              for c in ("ratio", "lnratio", "lnor", "lift", "ratioavg",
-                                                        "lnratioavg", "lnoravg", "liftavg")
-                                              if not (n == "poisson" and c.startswith("lnor"))])
+@pytest.mark.parametrize(
+    "name, comparison",
+    [
+        (n, c)
+        for n in ("logit", "poisson")
+        for c in ("ratio", "lnratio", "lnor", "lift", "ratioavg", "lnratioavg", "lnoravg", "liftavg")
+        if not (n == "poisson" and c.startswith("lnor"))
+    ],
+)
 def test_comparison_scales_match_marginaleffects(name, comparison, data, refs):
     out = fme.avg_comparisons(_model(name, data), data, {"income": 0.5}, comparison=comparison).iloc[0]
     r = _ref(refs, name, f"cmp_{comparison}")
@@ -115,8 +120,15 @@ def test_mer_hypothesis_tests_the_grid_points_jointly():
     np.testing.assert_allclose(out["std_error"], [se], rtol=1e-6)  # hypotheses differentiates numerically
     np.testing.assert_allclose(out["p_value"], [2 * stats.norm.sf(abs(est / se))], rtol=1e-5)
     with pytest.raises(fme.ParameterError, match="every grid point"):
-        fme.mer(m, d.assign(c=np.where(d.x > 0, "u", "v")), {"x": 1.0}, at={"x": [0.0, 1e6]},
-                hypothesis="pairwise", inference="delta", extrapolation="envelope")
+        fme.mer(
+            m,
+            d.assign(c=np.where(d.x > 0, "u", "v")),
+            {"x": 1.0},
+            at={"x": [0.0, 1e6]},
+            hypothesis="pairwise",
+            inference="delta",
+            extrapolation="envelope",
+        )
 
 
 def test_avg_comparisons_refuses_nlm_and_says_its_scale():
@@ -179,8 +191,11 @@ def test_every_level_against_the_reference_on_comparison_scales():
     h = fme.hypotheses(t, "b1 - b2 = 0")  # joint: the coefficients' own covariance
     V = m.cov_params().loc[["C(c)[T.b]", "C(c)[T.c]"], ["C(c)[T.b]", "C(c)[T.c]"]].to_numpy()
     np.testing.assert_allclose(h["std_error"], [np.sqrt(V[0, 0] + V[1, 1] - 2 * V[0, 1])], rtol=1e-5)
-    on_dask = fme.avg_comparisons(m, dd.from_pandas(d, npartitions=3), {"c": None}, comparison="lnoravg",
-                                  inference="delta")
-    np.testing.assert_allclose(on_dask["estimate"],
-                               fme.avg_comparisons(m, d, {"c": None}, comparison="lnoravg",
-                                                   inference="delta")["estimate"], rtol=1e-10)
+    on_dask = fme.avg_comparisons(
+        m, dd.from_pandas(d, npartitions=3), {"c": None}, comparison="lnoravg", inference="delta"
+    )
+    np.testing.assert_allclose(
+        on_dask["estimate"],
+        fme.avg_comparisons(m, d, {"c": None}, comparison="lnoravg", inference="delta")["estimate"],
+        rtol=1e-10,
+    )

@@ -18,8 +18,9 @@ import fme
 def logit():
     rng = np.random.default_rng(9)
     n = 300
-    d = pd.DataFrame({"x": rng.normal(size=n), "w": rng.normal(size=n), "g": rng.choice(["a", "b"], n),
-                      "k": rng.integers(1, 4, n)})
+    d = pd.DataFrame(
+        {"x": rng.normal(size=n), "w": rng.normal(size=n), "g": rng.choice(["a", "b"], n), "k": rng.integers(1, 4, n)}
+    )
     d["y"] = (rng.uniform(size=n) < 1 / (1 + np.exp(-(0.4 + 0.9 * d["x"] - 0.5 * d["w"])))).astype(float)
     return smf.logit("y ~ x + w", data=d).fit(disp=0), d
 
@@ -44,7 +45,7 @@ def test_frequency_weights_equal_replicated_rows(logit):
     a = fme.ame(m, d, {"x": 1}, wts="k", by="g")
     b = fme.ame(m, rep, {"x": 1}, by="g")
     np.testing.assert_allclose(a["ame"], b["ame"], rtol=1e-12)
-    np.testing.assert_allclose(a["std_error"], b["std_error"], rtol=1e-10)   # the mean Jacobian is the same
+    np.testing.assert_allclose(a["std_error"], b["std_error"], rtol=1e-10)  # the mean Jacobian is the same
 
 
 def test_unit_weights_change_nothing_and_sample_se_by_hand(logit):
@@ -71,8 +72,14 @@ def test_weighted_bootstrap_and_hypotheses():
     y = (rng.uniform(size=200) < 1 / (1 + np.exp(-X["x"]))).astype(int)
     clf = LogisticRegression().fit(X, y)
     w = rng.uniform(0.5, 2, 200)
-    out = fme.ame(clf, X, {"x": 1, "z": 1}, wts=w, target_class=1,
-                  bootstrap={"X": X, "y": y, "n_resamples": 30, "random_state": 0})
+    out = fme.ame(
+        clf,
+        X,
+        {"x": 1, "z": 1},
+        wts=w,
+        target_class=1,
+        bootstrap={"X": X, "y": y, "n_resamples": 30, "random_state": 0},
+    )
     v = fme.fme(clf, X, {"x": 1}, target_class=1).results["fme"].to_numpy()
     assert out["ame"].iloc[0] == pytest.approx(np.sum(w * v) / w.sum(), rel=1e-12)
     assert (out["inference"] == "bootstrap").all()

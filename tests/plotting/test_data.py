@@ -8,8 +8,16 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from fme.plotting.data import (FLAT_RTOL, MAX_BINS, dropped_text, finite_part, finite_rows, histogram_edges,
-                                is_flat, kde_curve)
+from fme.plotting.data import (
+    FLAT_RTOL,
+    MAX_BINS,
+    dropped_text,
+    finite_part,
+    finite_rows,
+    histogram_edges,
+    is_flat,
+    kde_curve,
+)
 
 TINY = 1.0 + np.arange(5) * np.finfo(float).eps  # a spread of ~1e-15 relative: a linear model's fMEs
 
@@ -73,9 +81,14 @@ def test_kde_is_none_where_undefined_and_integrates_to_one_otherwise() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(arrays(np.float64, st.integers(0, 40),
-              elements=st.one_of(st.floats(-1e300, 1e300), st.sampled_from([np.nan, np.inf, -np.inf]))),
-       st.one_of(st.integers(1, 60), st.sampled_from(["auto", "fd", "sturges"])))
+@given(
+    arrays(
+        np.float64,
+        st.integers(0, 40),
+        elements=st.one_of(st.floats(-1e300, 1e300), st.sampled_from([np.nan, np.inf, -np.inf])),
+    ),
+    st.one_of(st.integers(1, 60), st.sampled_from(["auto", "fd", "sturges"])),
+)
 @example(values=np.array([5e-324]), bins=1)  # found by hypothesis: 5% of a subnormal value underflowed to 0
 def test_edges_are_strictly_increasing_for_any_input(values, bins) -> None:
     v = finite_part(values).values

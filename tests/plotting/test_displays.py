@@ -14,9 +14,6 @@ import pandas as pd
 import pytest
 
 import fme
-from fme.plotting._common import fmt_ci, fmt_p
-from fme.steps import Step
-from fme.plotting.tree import edge_label, leaf_label, tree_layout
 from fme.plotting import (
     COLORS,
     EffectsDisplay,
@@ -26,6 +23,9 @@ from fme.plotting import (
     SecantTangentDisplay,
     plot_fme_nlm,
 )
+from fme.plotting._common import fmt_ci, fmt_p
+from fme.plotting.tree import edge_label, leaf_label, tree_layout
+from fme.steps import Step
 
 
 @pytest.fixture
@@ -48,8 +48,14 @@ def square(d: pd.DataFrame) -> pd.Series:
 def data() -> pd.DataFrame:
     rng = np.random.default_rng(1)
     n = 120
-    return pd.DataFrame({"x": rng.uniform(-2, 2, n), "z": rng.uniform(0, 3, n),
-                         "w": rng.normal(size=n), "g": rng.choice(["a", "b", "c"], n)})
+    return pd.DataFrame(
+        {
+            "x": rng.uniform(-2, 2, n),
+            "z": rng.uniform(0, 3, n),
+            "w": rng.normal(size=n),
+            "g": rng.choice(["a", "b", "c"], n),
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -164,11 +170,14 @@ def test_draws_into_given_axes_and_returns_self(pyplot, eff):
     assert disp.scatter_ in ax.collections
 
 
-@pytest.mark.parametrize("kw, msg", [
-    ({"kind": "pie"}, "kind must be one of"),
-    ({"kind": "map"}, "two numeric features"),
-    ({"features": ["nope"]}, "not columns"),
-])
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        ({"kind": "pie"}, "kind must be one of"),
+        ({"kind": "map"}, "two numeric features"),
+        ({"features": ["nope"]}, "not columns"),
+    ],
+)
 def test_errors(pyplot, eff, kw, msg):
     with pytest.raises(ValueError, match=msg):
         FMEDisplay.from_effects(eff, **kw)
@@ -260,9 +269,13 @@ def _summary(values: np.ndarray, prefix: str) -> dict:
 
     n, m, sd = len(values), float(np.mean(values)), float(np.std(values, ddof=1))
     half = stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
-    return {prefix: m, f"sd_{'fme' if prefix == 'came' else 'nlm'}": sd,
-            f"cov_{'fme' if prefix == 'came' else 'nlm'}": sd / abs(m),
-            f"{prefix}_ci_low": m - half, f"{prefix}_ci_high": m + half}
+    return {
+        prefix: m,
+        f"sd_{'fme' if prefix == 'came' else 'nlm'}": sd,
+        f"cov_{'fme' if prefix == 'came' else 'nlm'}": sd / abs(m),
+        f"{prefix}_ci_low": m - half,
+        f"{prefix}_ci_high": m + half,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -277,25 +290,56 @@ def _fake_partition(data, model):
     # Root 1 splits x <= 0.1 -> node 2 (splits g: a | b, c -> leaves 3, 4) and leaf 5.
     leaf = np.where(X["x"] > 0.1, 5, np.where(X["g"] == "a", 3, 4))
     leaf_of_row = pd.Series(leaf, index=effects.results.index)
-    nodes = pd.DataFrame({
-        "parent": pd.array([pd.NA, 1, 2, 2, 1], dtype="Int64"), "depth": [0, 1, 2, 2, 1],
-        "is_leaf": [False, False, True, True, True],
-        "n": [effects.n] + [int((leaf != 5).sum())] + [int((leaf == k).sum()) for k in (3, 4, 5)],
-        "mean": np.nan, "split_feature": ["x", "g", None, None, None], "split_value": [0.1, np.nan] + [np.nan] * 3,
-        "split_levels": [None, {"a": 1, "b": 2, "c": 2}, None, None, None],
-        "p_value": [0.0001, 0.0321, np.nan, np.nan, np.nan], "statistic": [30.0, 5.0, np.nan, np.nan, np.nan],
-        "children": [(2, 5), (3, 4), (), (), ()]}, index=pd.Index([1, 2, 3, 4, 5], name="node"))
+    nodes = pd.DataFrame(
+        {
+            "parent": pd.array([pd.NA, 1, 2, 2, 1], dtype="Int64"),
+            "depth": [0, 1, 2, 2, 1],
+            "is_leaf": [False, False, True, True, True],
+            "n": [effects.n] + [int((leaf != 5).sum())] + [int((leaf == k).sum()) for k in (3, 4, 5)],
+            "mean": np.nan,
+            "split_feature": ["x", "g", None, None, None],
+            "split_value": [0.1, np.nan] + [np.nan] * 3,
+            "split_levels": [None, {"a": 1, "b": 2, "c": 2}, None, None, None],
+            "p_value": [0.0001, 0.0321, np.nan, np.nan, np.nan],
+            "statistic": [30.0, 5.0, np.nan, np.nan, np.nan],
+            "children": [(2, 5), (3, 4), (), (), ()],
+        },
+        index=pd.Index([1, 2, 3, 4, 5], name="node"),
+    )
     rows, rules = [], {3: "x <= 0.1 & g in {a}", 4: "x <= 0.1 & g in {b, c}", 5: "x > 0.1"}
     for node in (3, 4, 5):
         mask = leaf_of_row == node
         fm, nl = effects.results.loc[mask, "fme"].to_numpy(), effects.results.loc[mask, "nlm"].to_numpy()
-        rows.append({"node": node, "n": int(mask.sum()), **_summary(fm, "came"), **_summary(nl, "canlm"),
-                     "n_nlm": int(mask.sum()), "rule": rules[node]})
+        rows.append(
+            {
+                "node": node,
+                "n": int(mask.sum()),
+                **_summary(fm, "came"),
+                **_summary(nl, "canlm"),
+                "n_nlm": int(mask.sum()),
+                "rule": rules[node],
+            }
+        )
     leaves = pd.DataFrame(rows)
-    root = pd.DataFrame([{"node": 1, "n": effects.n, **_summary(effects.results["fme"].to_numpy(), "came"),
-                          **_summary(effects.results["nlm"].to_numpy(), "canlm"), "rule": "all"}])
-    return SimpleNamespace(leaves=leaves, root=root, tree=SimpleNamespace(nodes_=nodes), effects=effects,
-                           leaf_of_row=leaf_of_row, conf_level=0.95)
+    root = pd.DataFrame(
+        [
+            {
+                "node": 1,
+                "n": effects.n,
+                **_summary(effects.results["fme"].to_numpy(), "came"),
+                **_summary(effects.results["nlm"].to_numpy(), "canlm"),
+                "rule": "all",
+            }
+        ]
+    )
+    return SimpleNamespace(
+        leaves=leaves,
+        root=root,
+        tree=SimpleNamespace(nodes_=nodes),
+        effects=effects,
+        leaf_of_row=leaf_of_row,
+        conf_level=0.95,
+    )
 
 
 def test_tree_layout_and_edge_labels(part):
@@ -335,18 +379,20 @@ def test_partition_into_given_axes(pyplot, part):
 
 
 def test_leaf_label_without_nlm():
-    row = pd.Series({"node": 7, "n": 1234, "came": 6.789, "came_ci_low": 6.58, "came_ci_high": 7.0,
-                     "cov_fme": 0.31})
+    row = pd.Series({"node": 7, "n": 1234, "came": 6.789, "came_ci_low": 6.58, "came_ci_high": 7.0, "cov_fme": 0.31})
     # the share as the report table prints it (one decimal, fme._utils.numfmt.fmt_share)
     assert leaf_label(row, 2468) == "Node 7: n = 1,234 (50.0%)\ncAME 6.79 [6.58, 7.00]\nCoV 0.31"
 
 
-@pytest.mark.parametrize("args, expected", [
-    ((6.789, 6.58, 7.0), ("6.79", "6.58", "7.00")),
-    ((0.8612, 0.6503, 1.0721), ("0.86", "0.65", "1.07")),
-    ((1234.5, 1000.0, 1469.0), ("1,234", "1,000", "1,469")),
-    ((5.0, np.nan, np.nan), ("5.000", "-", "-")),  # as the report table: 3 decimals and "-" without a CI
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ((6.789, 6.58, 7.0), ("6.79", "6.58", "7.00")),
+        ((0.8612, 0.6503, 1.0721), ("0.86", "0.65", "1.07")),
+        ((1234.5, 1000.0, 1469.0), ("1,234", "1,000", "1,469")),
+        ((5.0, np.nan, np.nan), ("5.000", "-", "-")),  # as the report table: 3 decimals and "-" without a CI
+    ],
+)
 def test_fmt_ci(args, expected):
     assert fmt_ci(*args) == expected
 
@@ -357,7 +403,7 @@ def test_fmt_p_never_prints_zero():
 
 # ----------------------------------------------------------------- style and import
 def _luminance(hex_colour: str) -> float:
-    rgb = np.array([int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    rgb = np.array([int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)])
     lin = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
     return float(lin @ [0.2126, 0.7152, 0.0722])
 
@@ -384,7 +430,7 @@ def _fme_imports(path: Path) -> set[str]:
     out = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - node.level + 1] if node.level else []
+            base = package[: len(package) - node.level + 1] if node.level else []
             target = ".".join(base + ([node.module] if node.module else []))
             if target == "fme.plotting" or not node.module:  # ``from . import x`` / ``from fme.plotting import X``
                 out |= {f"{target}.{a.name}" for a in node.names}
@@ -423,12 +469,29 @@ def test_plotting_reexports_the_display_objects():
     import fme.plotting as plotting
     from fme.plotting import _common, effects, nlm, secant, tree
 
-    for name, module in [("FMEDisplay", effects), ("NLMDisplay", nlm), ("EffectsDisplay", nlm),
-                         ("plot_fme_nlm", nlm), ("SecantTangentDisplay", secant), ("PartitionDisplay", tree),
-                         ("COLORS", _common), ("OKABE_ITO", _common)]:
+    for name, module in [
+        ("FMEDisplay", effects),
+        ("NLMDisplay", nlm),
+        ("EffectsDisplay", nlm),
+        ("plot_fme_nlm", nlm),
+        ("SecantTangentDisplay", secant),
+        ("PartitionDisplay", tree),
+        ("COLORS", _common),
+        ("OKABE_ITO", _common),
+    ]:
         assert getattr(plotting, name) is getattr(module, name)
-    assert sorted(plotting.__all__) == sorted(["OKABE_ITO", "COLORS", "FMEDisplay", "NLMDisplay", "EffectsDisplay",
-                                               "SecantTangentDisplay", "PartitionDisplay", "plot_fme_nlm"])
+    assert sorted(plotting.__all__) == sorted(
+        [
+            "OKABE_ITO",
+            "COLORS",
+            "FMEDisplay",
+            "NLMDisplay",
+            "EffectsDisplay",
+            "SecantTangentDisplay",
+            "PartitionDisplay",
+            "plot_fme_nlm",
+        ]
+    )
 
 
 @pytest.mark.parametrize("path", sorted(PLOTTING.glob("*.py")), ids=lambda p: p.name)
@@ -478,9 +541,14 @@ def _awkward_display(cls, values, kind="map"):
     x = pd.DataFrame({"x": np.linspace(0.0, 1.0, n), "z": np.linspace(5.0, 2.0, n)})
     x = x if kind == "map" else x[["x"]]
     finite = values[np.isfinite(values)]
-    return cls(values=values, feature_values=x, steps=(fme.steps.Step("x", "numeric", 1.0),),
-               average=float(finite.mean()) if finite.size else float("nan"),
-               extrapolated=x.iloc[:0], extrapolation_checked=True)
+    return cls(
+        values=values,
+        feature_values=x,
+        steps=(fme.steps.Step("x", "numeric", 1.0),),
+        average=float(finite.mean()) if finite.size else float("nan"),
+        extrapolated=x.iloc[:0],
+        extrapolation_checked=True,
+    )
 
 
 @pytest.mark.parametrize("case", list(AWKWARD))
@@ -514,10 +582,12 @@ def test_any_distribution_is_drawn_and_what_is_left_out_is_said(pyplot, cls, kin
     n_nan, n_inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
     if cls is NLMDisplay:
         assert f"NLM undefined (NaN): {n_nan}" in labels
-        expected = f"not drawn: 2 non-finite values (1 +inf, 1 -inf)" if n_inf else None
+        expected = "not drawn: 2 non-finite values (1 +inf, 1 -inf)" if n_inf else None
     else:
-        expected = {"nan_only": "not drawn: 4 non-finite values (4 NaN)",
-                    "inf_mixed": "not drawn: 3 non-finite values (1 NaN, 1 +inf, 1 -inf)"}.get(case)
+        expected = {
+            "nan_only": "not drawn: 4 non-finite values (4 NaN)",
+            "inf_mixed": "not drawn: 3 non-finite values (1 NaN, 1 +inf, 1 -inf)",
+        }.get(case)
     assert (expected in labels) if expected else not any(s.startswith("not drawn") for s in labels)
     if kind != "map":  # the map shows the average through its colour scale only
         assert (disp.ame_line_ is None) == (finite.size == 0)
@@ -534,8 +604,11 @@ def test_non_finite_feature_values_are_left_out_and_said(pyplot):
 @pytest.mark.parametrize("case", ["equal", "tiny", "inf_mixed"])
 def test_secant_tangent_any_distribution(pyplot, case):
     values = AWKWARD[case]
-    disp = SecantTangentDisplay(fme_values=values, tangent_values=np.where(np.isfinite(values), 2.5, 0.0),
-                                step=fme.steps.Step("x", "numeric", 1.0)).plot()
+    disp = SecantTangentDisplay(
+        fme_values=values,
+        tangent_values=np.where(np.isfinite(values), 2.5, 0.0),
+        step=fme.steps.Step("x", "numeric", 1.0),
+    ).plot()
     finite = np.isfinite(values)
     np.testing.assert_array_equal(offsets(disp.scatter_)[:, 1], values[finite])
     labels = [t.get_text() for t in disp.legend_.get_texts()]
@@ -562,9 +635,18 @@ def _synthetic_tree(k: int, chain: bool):
     def make(n_leaves, parent, depth):
         counter[0] += 1
         me = counter[0]
-        rows[me] = {"parent": np.nan if parent is None else parent, "depth": depth, "n": 1000 * n_leaves,
-                    "is_leaf": n_leaves == 1, "children": (), "split_feature": None, "split_value": np.nan,
-                    "split_levels": None, "p_value": np.nan, "statistic": np.nan}
+        rows[me] = {
+            "parent": np.nan if parent is None else parent,
+            "depth": depth,
+            "n": 1000 * n_leaves,
+            "is_leaf": n_leaves == 1,
+            "children": (),
+            "split_feature": None,
+            "split_value": np.nan,
+            "split_levels": None,
+            "p_value": np.nan,
+            "statistic": np.nan,
+        }
         if n_leaves > 1:
             left = 1 if chain else n_leaves // 2
             rows[me].update(split_feature="a_long_feature_name", split_value=1234.56789, p_value=1e-4)
@@ -574,9 +656,22 @@ def _synthetic_tree(k: int, chain: bool):
     make(k, None, 0)
     nodes = pd.DataFrame.from_dict(rows, orient="index")
     leaf_ids = [int(i) for i in nodes.index[nodes["is_leaf"].astype(bool)]]
-    leaves = pd.DataFrame([{"node": i, "n": 12345, "came": -1234.5678, "came_ci_low": -1299.1,
-                            "came_ci_high": -1170.2, "cov_fme": 12.3456, "canlm": 0.99681, "canlm_ci_low": 0.99372,
-                            "canlm_ci_high": 0.99991} for i in leaf_ids])
+    leaves = pd.DataFrame(
+        [
+            {
+                "node": i,
+                "n": 12345,
+                "came": -1234.5678,
+                "came_ci_low": -1299.1,
+                "came_ci_high": -1170.2,
+                "cov_fme": 12.3456,
+                "canlm": 0.99681,
+                "canlm_ci_low": 0.99372,
+                "canlm_ci_high": 0.99991,
+            }
+            for i in leaf_ids
+        ]
+    )
     rng = np.random.default_rng(k)
     return nodes, leaves, {i: rng.normal(-1234.0, 100.0, 200) for i in leaf_ids}
 
@@ -590,9 +685,16 @@ def test_tree_boxes_never_overlap_or_clip_up_to_16_leaves(k, chain):
 
     nodes, leaves, values = _synthetic_tree(k, chain)
     with plt.rc_context({"font.size": 10.0, "figure.dpi": 100}):  # as the report draws it
-        disp = PartitionDisplay(nodes=nodes, leaves=leaves, leaf_values=values, average=-1234.5,
-                                n_total=12345 * k, conf_level=0.95, step_text="x + 1",
-                                root_label="AME -1,234.6 [-1,299.1, -1,170.2]").plot()
+        disp = PartitionDisplay(
+            nodes=nodes,
+            leaves=leaves,
+            leaf_values=values,
+            average=-1234.5,
+            n_total=12345 * k,
+            conf_level=0.95,
+            step_text="x + 1",
+            root_label="AME -1,234.6 [-1,299.1, -1,170.2]",
+        ).plot()
         fig = disp.figure_
         fig.savefig(io.BytesIO(), format="svg")  # the report saves without bbox_inches="tight"
         fig.canvas.draw()
@@ -605,10 +707,13 @@ def test_tree_boxes_never_overlap_or_clip_up_to_16_leaves(k, chain):
         page = fig.bbox
         plt.close(fig)
     assert len(disp.leaf_labels_) == k
-    overlaps = [(a[:2], b[:2]) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a[2].overlaps(b[2])]
+    overlaps = [(a[:2], b[:2]) for i, a in enumerate(boxes) for b in boxes[i + 1 :] if a[2].overlaps(b[2])]
     assert overlaps == []
-    clipped = [b[:2] for b in boxes
-               if b[2].x0 < page.x0 - 0.5 or b[2].x1 > page.x1 + 0.5 or b[2].y0 < page.y0 - 0.5 or b[2].y1 > page.y1 + 0.5]
+    clipped = [
+        b[:2]
+        for b in boxes
+        if b[2].x0 < page.x0 - 0.5 or b[2].x1 > page.x1 + 0.5 or b[2].y0 < page.y0 - 0.5 or b[2].y1 > page.y1 + 0.5
+    ]
     assert clipped == []
 
 
@@ -640,8 +745,10 @@ def test_honest_tree_counts_one_set_of_rows_and_says_which(pyplot):
     share = 100 * part.leaves["n"].iloc[0] / n_est
     assert f"({share:.1f}%)" in d.leaf_labels_[int(part.leaves["node"].iloc[0])].get_text()
     note = " ".join(d.note_.get_text().split())
-    assert (f"Rows: the {n_est:,} that estimate the leaves (honest; the tree grew on {600 - n_est:,} others): every "
-            f"count, share, cAME and CI, and the panels (all {n_est:,})." in note)
+    assert (
+        f"Rows: the {n_est:,} that estimate the leaves (honest; the tree grew on {600 - n_est:,} others): every "
+        f"count, share, cAME and CI, and the panels (all {n_est:,})." in note
+    )
     assert "The AME of all 600 evaluated rows is" in note and "dashed: the estimation rows' AME" in note
     pyplot.close("all")
 
@@ -652,35 +759,79 @@ def _no_nlm(data):
 
 
 REFUSALS = {
-    "effects_without_nlm": (lambda data, eff: EffectsDisplay.from_effects(_no_nlm(data)), fme.ParameterError,
-                            r"EffectsDisplay.*no NLM.*fme\.fme\(\.\.\., nlm=True\)"),
-    "nlm_without_nlm": (lambda data, eff: NLMDisplay.from_effects(_no_nlm(data)), fme.ParameterError,
-                        r"NLMDisplay.*nlm=True"),
-    "fme_not_a_result": (lambda data, eff: FMEDisplay.from_effects(data), fme.ParameterError,
-                         r"FMEDisplay.from_effects takes .*got DataFrame"),
-    "fme_unknown_kind": (lambda data, eff: FMEDisplay.from_effects(eff, kind="pie"), fme.ParameterError,
-                         "kind must be one of"),
-    "fme_unknown_feature": (lambda data, eff: FMEDisplay.from_effects(eff, features=["nope"]), fme.FeatureError,
-                            r"\['nope'\] are not columns"),
-    "fme_map_of_one": (lambda data, eff: FMEDisplay.from_effects(eff, kind="map"), fme.ParameterError,
-                       "two numeric features"),
-    "effects_unknown_output": (lambda data, eff: EffectsDisplay.from_effects(eff, output="a"), fme.ParameterError,
-                               "not one of the classes"),
-    "effects_ax_and_axes": (lambda data, eff: EffectsDisplay.from_effects(eff, ax=[None, None], axes=[None, None]),
-                            fme.ParameterError, "either ax= or axes="),
-    "secant_not_a_result": (lambda data, eff: SecantTangentDisplay.from_effects(data, data), fme.ParameterError,
-                            "SecantTangentDisplay.from_effects takes"),
-    "secant_two_steps": (lambda data, eff: SecantTangentDisplay.from_effects(
-        fme.fme(lambda d: d["x"] * d["z"], data, {"x": 1.0, "z": 1.0}, inference="sample"), fme.dme(square, data, "x")),
-        fme.StepError, "one numeric step"),
-    "secant_dme_not_a_frame": (lambda data, eff: SecantTangentDisplay.from_effects(eff, np.ones(3)), fme.DataError,
-                               r"'dme' column.*got ndarray"),
-    "secant_dme_missing_rows": (lambda data, eff: SecantTangentDisplay.from_effects(
-        eff, fme.dme(square, data, "x").iloc[:3]), fme.DataError, "lacks"),
-    "secant_model_unknown_feature": (lambda data, eff: SecantTangentDisplay.from_model(square, data, "nope", 1.0),
-                                     fme.FMEError, "nope"),
-    "partition_not_a_partition": (lambda data, eff: PartitionDisplay.from_partition(eff), fme.ParameterError,
-                                  r"from_partition takes the result of fme\.came.*FMEResult"),
+    "effects_without_nlm": (
+        lambda data, eff: EffectsDisplay.from_effects(_no_nlm(data)),
+        fme.ParameterError,
+        r"EffectsDisplay.*no NLM.*fme\.fme\(\.\.\., nlm=True\)",
+    ),
+    "nlm_without_nlm": (
+        lambda data, eff: NLMDisplay.from_effects(_no_nlm(data)),
+        fme.ParameterError,
+        r"NLMDisplay.*nlm=True",
+    ),
+    "fme_not_a_result": (
+        lambda data, eff: FMEDisplay.from_effects(data),
+        fme.ParameterError,
+        r"FMEDisplay.from_effects takes .*got DataFrame",
+    ),
+    "fme_unknown_kind": (
+        lambda data, eff: FMEDisplay.from_effects(eff, kind="pie"),
+        fme.ParameterError,
+        "kind must be one of",
+    ),
+    "fme_unknown_feature": (
+        lambda data, eff: FMEDisplay.from_effects(eff, features=["nope"]),
+        fme.FeatureError,
+        r"\['nope'\] are not columns",
+    ),
+    "fme_map_of_one": (
+        lambda data, eff: FMEDisplay.from_effects(eff, kind="map"),
+        fme.ParameterError,
+        "two numeric features",
+    ),
+    "effects_unknown_output": (
+        lambda data, eff: EffectsDisplay.from_effects(eff, output="a"),
+        fme.ParameterError,
+        "not one of the classes",
+    ),
+    "effects_ax_and_axes": (
+        lambda data, eff: EffectsDisplay.from_effects(eff, ax=[None, None], axes=[None, None]),
+        fme.ParameterError,
+        "either ax= or axes=",
+    ),
+    "secant_not_a_result": (
+        lambda data, eff: SecantTangentDisplay.from_effects(data, data),
+        fme.ParameterError,
+        "SecantTangentDisplay.from_effects takes",
+    ),
+    "secant_two_steps": (
+        lambda data, eff: SecantTangentDisplay.from_effects(
+            fme.fme(lambda d: d["x"] * d["z"], data, {"x": 1.0, "z": 1.0}, inference="sample"),
+            fme.dme(square, data, "x"),
+        ),
+        fme.StepError,
+        "one numeric step",
+    ),
+    "secant_dme_not_a_frame": (
+        lambda data, eff: SecantTangentDisplay.from_effects(eff, np.ones(3)),
+        fme.DataError,
+        r"'dme' column.*got ndarray",
+    ),
+    "secant_dme_missing_rows": (
+        lambda data, eff: SecantTangentDisplay.from_effects(eff, fme.dme(square, data, "x").iloc[:3]),
+        fme.DataError,
+        "lacks",
+    ),
+    "secant_model_unknown_feature": (
+        lambda data, eff: SecantTangentDisplay.from_model(square, data, "nope", 1.0),
+        fme.FMEError,
+        "nope",
+    ),
+    "partition_not_a_partition": (
+        lambda data, eff: PartitionDisplay.from_partition(eff),
+        fme.ParameterError,
+        r"from_partition takes the result of fme\.came.*FMEResult",
+    ),
 }
 
 
@@ -714,14 +865,18 @@ def _covered_points(legend, collection) -> np.ndarray:
     return xy[inside]
 
 
-@pytest.mark.parametrize("tangent, secant", [
-    ([2.5], [2.5]),                                            # the only point
-    ([0.0, 0.0, 1.0, 1.0, 0.5], [0.0, 1.0, 0.0, 1.0, 0.5]),    # a point in every corner and the middle
-    ([0.0, 0.1, 0.2, 1.0], [1.0, 0.95, 0.9, 0.0]),             # points in the upper left
-])
+@pytest.mark.parametrize(
+    "tangent, secant",
+    [
+        ([2.5], [2.5]),  # the only point
+        ([0.0, 0.0, 1.0, 1.0, 0.5], [0.0, 1.0, 0.0, 1.0, 0.5]),  # a point in every corner and the middle
+        ([0.0, 0.1, 0.2, 1.0], [1.0, 0.95, 0.9, 0.0]),  # points in the upper left
+    ],
+)
 def test_secant_tangent_legend_covers_no_point(pyplot, tangent, secant):
-    disp = SecantTangentDisplay(fme_values=np.array(secant), tangent_values=np.array(tangent),
-                                step=Step("x", "numeric", 1.0)).plot()
+    disp = SecantTangentDisplay(
+        fme_values=np.array(secant), tangent_values=np.array(tangent), step=Step("x", "numeric", 1.0)
+    ).plot()
     assert len(offsets(disp.scatter_)) == len(secant)
     assert _covered_points(disp.legend_, disp.scatter_).size == 0
 
@@ -764,15 +919,25 @@ def _nlm_grid_display(n: int = 20) -> NLMDisplay:
     gx, gy = np.meshgrid(np.linspace(0.0, 1.0, n), np.linspace(-1.0, 1.0, n))
     x, y = gx.ravel(), gy.ravel()
     y[0] = -3.0
-    return NLMDisplay(values=y, feature_values=pd.DataFrame({"x": x}), steps=(Step("x", "numeric", 0.1),),
-                      average=float(y.mean()), extrapolated=pd.DataFrame({"x": [1.05, 1.2]}))
+    return NLMDisplay(
+        values=y,
+        feature_values=pd.DataFrame({"x": x}),
+        steps=(Step("x", "numeric", 0.1),),
+        average=float(y.mean()),
+        extrapolated=pd.DataFrame({"x": [1.05, 1.2]}),
+    )
 
 
 @pytest.mark.parametrize("cls", [FMEDisplay, NLMDisplay])
 def test_effects_legend_covers_no_point(pyplot, cls):
     disp = _nlm_grid_display()
-    disp = cls(values=disp.values, feature_values=disp.feature_values, steps=disp.steps, average=disp.average,
-               extrapolated=disp.extrapolated).plot(kind="scatter")
+    disp = cls(
+        values=disp.values,
+        feature_values=disp.feature_values,
+        steps=disp.steps,
+        average=disp.average,
+        extrapolated=disp.extrapolated,
+    ).plot(kind="scatter")
     assert _covered_points(disp.legend_, disp.scatter_).size == 0
     assert disp.legend_.get_window_extent().y0 >= disp.ax_.bbox.y1  # above the axes, not over the extreme point
 
@@ -794,8 +959,9 @@ def _legend_colours(legend) -> set:
 
 
 def test_nlm_scatter_explains_every_colour(pyplot, data):
-    res = fme.fme(lambda d: np.sin(3 * d["x"]), data, {"x": 1.5}, nlm=True, extrapolation="envelope",
-                  inference="sample")
+    res = fme.fme(
+        lambda d: np.sin(3 * d["x"]), data, {"x": 1.5}, nlm=True, extrapolation="envelope", inference="sample"
+    )
     disp = NLMDisplay.from_effects(res)
     assert len(res.extrapolated) > 0 and disp.extrapolation_ is not None
     used = {_rgb(line.get_color()) for line in disp.ax_.lines}
