@@ -232,10 +232,20 @@ class ModelAdapter(abc.ABC):
             return None
         return int(n)
 
-    def name_inputs(self, names: Sequence[Any]) -> None:
+    def name_inputs(self, names: Sequence[Any], as_array: bool = False) -> None:
         """Pass the model the columns ``names``, in that order (a model fitted on an array: the user names its
-        inputs with ``feature_names=``)."""
-        self._prediction = self.prediction()._replace(feature_names=[str(c) for c in names])
+        inputs with ``feature_names=``). ``as_array``: the model was fitted on an array, so it receives the
+        columns' values as one (a frame would make scikit-learn warn that the model has no feature names)."""
+        prediction = self.prediction()
+        on_frame = prediction.func
+        if as_array and not getattr(on_frame, "takes_array", False):
+
+            def on_array(X: Any) -> Any:
+                return on_frame(X.to_numpy() if isinstance(X, pd.DataFrame) else X)
+
+            on_array.takes_array = True  # type: ignore[attr-defined]  # a marker: never wrapped twice
+            prediction = prediction._replace(func=on_array)
+        self._prediction = prediction._replace(feature_names=[str(c) for c in names])
 
     @property
     def output_names(self) -> list[str] | None:

@@ -235,6 +235,6 @@ def named_predictor(model: Any, target_class: Any = None, feature_names: Any = N
             f"feature_names names {len(names)} columns but the {adapter.type_name} takes "
             f"n_features_in_ = {n} inputs; name each input once, in the model's order."
         )
-    adapter.name_inputs(names)
-    predictor.feature_names = names
+    adapter.name_inputs(names, as_array=True)
+    predictor.func, predictor.feature_names = adapter.prediction().func, names
     return predictor

@@ -107,6 +107,18 @@ def test_feature_names_give_a_model_fitted_on_an_array_its_order(array_model):
         fme.ame(model, reordered, {"a": 1}, feature_names=["a"])
 
 
+def test_a_model_fitted_on_an_array_receives_an_array_and_no_warning(array_model):
+    """Named by feature_names=, the inputs reach the model as the array it was fitted on: scikit-learn has no
+    frame's names to warn about."""
+    import warnings
+
+    model, X = array_model
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = fme.ame(model, X[["b", "a"]], {"a": 1}, feature_names=["a", "b"], inference="sample")
+    assert t["ame"].iloc[0] == pytest.approx(float(model.coef_[0]), rel=1e-12)
+
+
 def test_a_model_with_feature_names_in_is_unchanged(case_control):
     model, X = case_control
     base = fme.ame(model, X, {"x1": 1}, inference="sample")
