@@ -33,8 +33,18 @@ import yaml
 
 from .schema import COUNTERPART, DEFAULTS, DETECTOR_NAMES, EFFECT_DEFAULTS, PARTITION_PARAMS, SCHEMA
 
-__all__ = ["ConfigError", "ReportConfig", "EffectConfig", "SCHEMA", "load_config", "config_sha256", "config_error",
-           "config_from_dict", "DETECTOR_NAMES", "PARTITION_PARAMS"]
+__all__ = [
+    "ConfigError",
+    "ReportConfig",
+    "EffectConfig",
+    "SCHEMA",
+    "load_config",
+    "config_sha256",
+    "config_error",
+    "config_from_dict",
+    "DETECTOR_NAMES",
+    "PARTITION_PARAMS",
+]
 
 
 class ConfigError(ValueError):
@@ -87,8 +97,10 @@ def _fail(file: str, lines: dict[tuple, int], path: tuple, message: str) -> Conf
 
 
 #: A Dask scheduler address: [protocol://]host[:port] (distributed's own forms).
-_SCHEDULER = re.compile(r"^(?:(?:tcp|tls|inproc|ucx|ws|wss)://)?"
-                        r"(?:\[[0-9A-Fa-f:]+\]|[A-Za-z0-9_.-]+)(?::(\d{1,5}))?/?$")
+_SCHEDULER = re.compile(
+    r"^(?:(?:tcp|tls|inproc|ucx|ws|wss)://)?"
+    r"(?:\[[0-9A-Fa-f:]+\]|[A-Za-z0-9_.-]+)(?::(\d{1,5}))?/?$"
+)
 
 
 def scheduler_address_ok(address: str) -> bool:
@@ -100,11 +112,25 @@ def scheduler_address_ok(address: str) -> bool:
 def _allowed(schema: dict) -> str:
     """The values a schema allows, in words ('a number greater than 0 and less than 1')."""
     kind = schema.get("type")
-    kinds = {"number": "a number", "integer": "a whole number", "string": "a text", "boolean": "true or false",
-             "object": "a mapping of keys", "array": "a list"}
+    kinds = {
+        "number": "a number",
+        "integer": "a whole number",
+        "string": "a text",
+        "boolean": "true or false",
+        "object": "a mapping of keys",
+        "array": "a list",
+    }
     text = kinds.get(kind, " or ".join(kinds.get(k, str(k)) for k in kind) if isinstance(kind, list) else "a value")
-    bounds = [(k, w) for k, w in (("exclusiveMinimum", "greater than"), ("minimum", "at least"),
-                                  ("exclusiveMaximum", "less than"), ("maximum", "at most")) if k in schema]
+    bounds = [
+        (k, w)
+        for k, w in (
+            ("exclusiveMinimum", "greater than"),
+            ("minimum", "at least"),
+            ("exclusiveMaximum", "less than"),
+            ("maximum", "at most"),
+        )
+        if k in schema
+    ]
     if bounds:
         text += " " + " and ".join(f"{w} {schema[k]:g}" for k, w in bounds)
     if "enum" in schema:
@@ -159,7 +185,8 @@ class UniqueKeyLoader(yaml.SafeLoader):
             line = key_node.start_mark.line + 1
             if isinstance(key, (str, int, float, bool)) and key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first given on line {seen[key]})", key_node.start_mark)
+                    None, None, f"duplicate key {key!r} (first given on line {seen[key]})", key_node.start_mark
+                )
             if isinstance(key, (str, int, float, bool)):
                 seen[key] = line
         return super().construct_mapping(node, deep=deep)
@@ -216,11 +243,19 @@ class EffectConfig:
     def to_dict(self) -> dict[str, Any]:
         """The effect as the resolved config records it (defaults filled in; ``title``, ``expected_sign``,
         ``expect``, ``learner`` and ``data_level`` only when given)."""
-        out = {"id": self.id, "steps": copy.deepcopy(dict(self.steps)), "why": self.why, "nlm": self.nlm,
-               "nlm_method": self.nlm_method, "extrapolation": copy.deepcopy(dict(self.extrapolation)),
-               "inference": copy.deepcopy(dict(self.inference)), "on_extrapolation": self.on_extrapolation,
-               "partition": copy.deepcopy(self.partition), "stability": copy.deepcopy(self.stability),
-               "conf_level": self.conf_level}
+        out = {
+            "id": self.id,
+            "steps": copy.deepcopy(dict(self.steps)),
+            "why": self.why,
+            "nlm": self.nlm,
+            "nlm_method": self.nlm_method,
+            "extrapolation": copy.deepcopy(dict(self.extrapolation)),
+            "inference": copy.deepcopy(dict(self.inference)),
+            "on_extrapolation": self.on_extrapolation,
+            "partition": copy.deepcopy(self.partition),
+            "stability": copy.deepcopy(self.stability),
+            "conf_level": self.conf_level,
+        }
         for key in ("title", "expected_sign", "expect", "learner", "data_level"):
             if key in self.given:
                 out[key] = copy.deepcopy(getattr(self, key))
@@ -334,9 +369,13 @@ def _check_partition(file: str, lines: dict, i: int, part: dict) -> None:
         if key in PARTITION_PARAMS[other]:
             hint = COUNTERPART.get(key)
             fix = f"use {hint} with method: {method}" if hint else f"set method: {other} or remove it"
-            raise _fail(file, lines, ("effects", i, "partition", key),
-                        f"{key!r} is a {other.upper() if other == 'cart' else 'CTree'} parameter, not one of "
-                        f"method {method}'s ({', '.join(PARTITION_PARAMS[method])}); {fix}")
+            raise _fail(
+                file,
+                lines,
+                ("effects", i, "partition", key),
+                f"{key!r} is a {other.upper() if other == 'cart' else 'CTree'} parameter, not one of "
+                f"method {method}'s ({', '.join(PARTITION_PARAMS[method])}); {fix}",
+            )
 
 
 #: Largest number of subspaces of a cAME tree by default (a readable tree, paper §5.5).
@@ -347,8 +386,12 @@ def _partition_defaults(file: str, lines: dict, i: int, part: dict) -> dict:
     """The partition with ``max_leaves`` filled in (8) unless ``n_partitions`` fixes the number of subspaces."""
     if "n_partitions" in part:
         if part.get("max_leaves") is not None:
-            raise _fail(file, lines, ("effects", i, "partition", "max_leaves"),
-                        "give either n_partitions (exactly that many subspaces) or max_leaves (at most), not both")
+            raise _fail(
+                file,
+                lines,
+                ("effects", i, "partition", "max_leaves"),
+                "give either n_partitions (exactly that many subspaces) or max_leaves (at most), not both",
+            )
         return {**part, "max_leaves": None}
     return {"method": "ctree", "max_leaves": MAX_LEAVES, **part}
 
@@ -379,9 +422,11 @@ def load_config(path: str | Path) -> ReportConfig:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise ConfigError(f"{path}:{line}: (encoding): the config is not UTF-8 text (byte 0x{data[exc.start]:02x} "
-                          f"at offset {exc.start}); save the file as UTF-8") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: (encoding): the config is not UTF-8 text (byte 0x{data[exc.start]:02x} "
+            f"at offset {exc.start}); save the file as UTF-8"
+        ) from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         lines = _line_map(node) if node is not None else {}  # refuses duplicate keys, naming their path
@@ -395,14 +440,22 @@ def load_config(path: str | Path) -> ReportConfig:
         fix = "; the line contains a tab: YAML does not allow tabs for indentation, indent with spaces" if tab else ""
         if not fix:  # what to do, in the config's words: the opening bracket or quote named by its line
             ctx = getattr(exc, "context_mark", None)
-            opened = f" (the {exc.context.split()[-1] if getattr(exc, 'context', None) else 'value'} opened on line " \
-                     f"{ctx.line + 1})" if ctx is not None else ""
-            fix = (f"; fix: close every '[' and '{{' with its ']' or '}}'{opened}, put quotes around a value that "
-                   "contains ': ' or ' #', and indent nested keys with spaces, as in reports/boston-svm.yaml")
+            opened = (
+                f" (the {exc.context.split()[-1] if getattr(exc, 'context', None) else 'value'} opened on line "
+                f"{ctx.line + 1})"
+                if ctx is not None
+                else ""
+            )
+            fix = (
+                f"; fix: close every '[' and '{{' with its ']' or '}}'{opened}, put quotes around a value that "
+                "contains ': ' or ' #', and indent nested keys with spaces, as in reports/boston-svm.yaml"
+            )
         raise ConfigError(f"{path}:{line}: (YAML): invalid YAML: {problem}{fix}") from None
     except _DuplicateKey as dup:
-        raise ConfigError(f"{path}:{dup.line}: {_key_text(dup.path)}: duplicate key (first given on line "
-                          f"{dup.first}); give each key once") from None
+        raise ConfigError(
+            f"{path}:{dup.line}: {_key_text(dup.path)}: duplicate key (first given on line "
+            f"{dup.first}); give each key once"
+        ) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}:1: (top level): the config must be a mapping of keys (title:, model:, ...)")
     validator = jsonschema.Draft202012Validator(SCHEMA)
@@ -421,9 +474,13 @@ def load_config(path: str | Path) -> ReportConfig:
 
     address = raw.get("scheduler")
     if isinstance(address, str) and not scheduler_address_ok(address):  # before any computation, not in Dask
-        raise _fail(str(path), lines, ("scheduler",),
-                    f"{address!r} is not a Dask scheduler address; write it as <protocol>://<host>:<port>, e.g. "
-                    "scheduler: tcp://10.0.0.5:8786 (or remove the key to start a local cluster)")
+        raise _fail(
+            str(path),
+            lines,
+            ("scheduler",),
+            f"{address!r} is not a Dask scheduler address; write it as <protocol>://<host>:<port>, e.g. "
+            "scheduler: tcp://10.0.0.5:8786 (or remove the key to start a local cluster)",
+        )
     problem = engine_problem(raw)
     if problem:
         raise _fail(str(path), lines, problem[0], problem[1])
@@ -456,29 +513,46 @@ def load_config(path: str | Path) -> ReportConfig:
         if problem:
             raise _fail(str(path), lines, ("effects", i, "inference"), problem)
         for level_key in ("learner", "data_level"):
-            full[level_key], problem = normalise_level(level_key, eff.get(level_key, False), full["inference"],
-                                                       cfg["inference"])
+            full[level_key], problem = normalise_level(
+                level_key, eff.get(level_key, False), full["inference"], cfg["inference"]
+            )
             if problem:
                 raise _fail(str(path), lines, ("effects", i, level_key), problem)
         if full["extrapolation"]["method"] == "none" and "on_extrapolation" in eff:
-            raise _fail(str(path), lines, ("effects", i, "on_extrapolation"),
-                        "a policy needs a detector; remove it or set extrapolation: envelope")
+            raise _fail(
+                str(path),
+                lines,
+                ("effects", i, "on_extrapolation"),
+                "a policy needs a detector; remove it or set extrapolation: envelope",
+            )
         lists = [f for f, v in full["steps"].items() if isinstance(v, list)]
         if lists and len(full["steps"]) > 1:
-            raise _fail(str(path), lines, ("effects", i, "steps", lists[0]),
-                        "a list of levels (one effect per level) is allowed only for a single categorical step")
+            raise _fail(
+                str(path),
+                lines,
+                ("effects", i, "steps", lists[0]),
+                "a list of levels (one effect per level) is allowed only for a single categorical step",
+            )
         if isinstance(full["partition"], dict):
             _check_partition(str(path), lines, i, full["partition"])
             full["partition"] = _partition_defaults(str(path), lines, i, full["partition"])
-        if "expected_sign" in eff and len(full["steps"]) == 1 and (
-                lists or next(iter(full["steps"].values())) == "all"):
-            raise _fail(str(path), lines, ("effects", i, "expected_sign"),
-                        "an expected sign is ambiguous for one effect per level; give a single level instead")
+        if (
+            "expected_sign" in eff
+            and len(full["steps"]) == 1
+            and (lists or next(iter(full["steps"].values())) == "all")
+        ):
+            raise _fail(
+                str(path),
+                lines,
+                ("effects", i, "expected_sign"),
+                "an expected sign is ambiguous for one effect per level; give a single level instead",
+            )
         _check_expect(str(path), lines, i, full)
         cfg["effects"][i] = full
     cfg["signoff"] = [{"name": "", **row} for row in cfg["signoff"]]
-    return dataclasses.replace(_config_object(cfg, raw, path.resolve(), {_key_text(k): v for k, v in lines.items()}),
-                               shown=str(path))
+    return dataclasses.replace(
+        _config_object(cfg, raw, path.resolve(), {_key_text(k): v for k, v in lines.items()}), shown=str(path)
+    )
 
 
 def _check_expect(path: str, lines: dict, i: int, full: dict) -> None:
@@ -488,14 +562,22 @@ def _check_expect(path: str, lines: dict, i: int, full: dict) -> None:
     if not full.get("nlm", True):
         for key in ("nlm_at_least", "share_linear_at_least"):
             if key in expect:
-                raise _fail(path, lines, ("effects", i, "expect", key),
-                            "a contract on the NLM of an effect computed without NLMs (nlm: false) can never be "
-                            "tested; set nlm: true or remove it")
+                raise _fail(
+                    path,
+                    lines,
+                    ("effects", i, "expect", key),
+                    "a contract on the NLM of an effect computed without NLMs (nlm: false) can never be "
+                    "tested; set nlm: true or remove it",
+                )
     if "within" in expect:
         low, high = (float(b) for b in expect["within"])
         if low > high:
-            raise _fail(path, lines, ("effects", i, "expect", "within"),
-                        f"an empty band [{low:g}, {high:g}]: give [low, high] with low <= high")
+            raise _fail(
+                path,
+                lines,
+                ("effects", i, "expect", "within"),
+                f"an empty band [{low:g}, {high:g}]: give [low, high] with low <= high",
+            )
 
 
 #: Top-level keys of the schema that are attributes of :class:`ReportConfig` under the same name.
@@ -505,13 +587,16 @@ _FIELDS = tuple(SCHEMA["properties"])
 def _config_object(cfg: dict[str, Any], raw: dict[str, Any], path: Path, lines: dict[str, int]) -> ReportConfig:
     """The :class:`ReportConfig` of a resolved config mapping (``raw``: the keys the file set)."""
     effects = tuple(
-        EffectConfig(**{k: v for k, v in eff.items() if k in _EFFECT_FIELDS}, index=i,
-                     given=frozenset(raw["effects"][i]))
-        for i, eff in enumerate(cfg["effects"]))
+        EffectConfig(
+            **{k: v for k, v in eff.items() if k in _EFFECT_FIELDS}, index=i, given=frozenset(raw["effects"][i])
+        )
+        for i, eff in enumerate(cfg["effects"])
+    )
     values = {k: v for k, v in cfg.items() if k in _FIELDS and k != "effects"}
     values["signoff"] = tuple(values.get("signoff", ()))
-    return ReportConfig(**values, effects=effects, path=path, directory=path.parent, name=path.stem, lines=lines,
-                        given=frozenset(raw))
+    return ReportConfig(
+        **values, effects=effects, path=path, directory=path.parent, name=path.stem, lines=lines, given=frozenset(raw)
+    )
 
 
 _EFFECT_FIELDS = tuple(f.name for f in dataclasses.fields(EffectConfig) if f.name not in ("index", "given", "level"))
