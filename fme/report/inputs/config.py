@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,6 +30,15 @@ from typing import Any
 
 import yaml
 
+from .config_errors import (
+    ConfigError,
+    DuplicateKey,
+    UniqueKeyLoader,
+    key_text,
+    line_map,
+    located_error,
+    schema_message,
+)
 from .schema import COUNTERPART, DEFAULTS, DETECTOR_NAMES, EFFECT_DEFAULTS, PARTITION_PARAMS, SCHEMA
 
 __all__ = [
@@ -47,55 +55,6 @@ __all__ = [
 ]
 
 
-class ConfigError(ValueError):
-    """A report config is invalid; the message names the file, line and key."""
-
-
-# ------------------------------------------------------------------ line numbers
-class _DuplicateKey(Exception):
-    def __init__(self, path: tuple, line: int, first: int) -> None:
-        super().__init__(path, line, first)
-        self.path, self.line, self.first = path, line, first
-
-
-def _line_map(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
-    """Key path -> 1-based line of its key (mappings) or item (sequences).
-
-    Raises ``_DuplicateKey`` for a key given twice in one mapping (YAML would keep the last silently).
-    """
-    out = {} if out is None else out
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                raise _DuplicateKey(path + (key,), line, seen[key])
-            seen[key] = line
-            out[path + (key,)] = line
-            _line_map(value_node, path + (key,), out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            out[path + (i,)] = item.start_mark.line + 1
-            _line_map(item, path + (i,), out)
-    return out
-
-
-def _key_text(path: tuple) -> str:
-    text = ""
-    for p in path:
-        text += f"[{p}]" if isinstance(p, int) else (f".{p}" if text else str(p))
-    return text or "(top level)"
-
-
-def _fail(file: str, lines: dict[tuple, int], path: tuple, message: str) -> ConfigError:
-    p = tuple(path)
-    while p not in lines and p:
-        p = p[:-1]
-    return ConfigError(f"{file}:{lines.get(p, 1)}: {_key_text(tuple(path))}: {message}")
-
-
 #: A Dask scheduler address: [protocol://]host[:port] (distributed's own forms).
 _SCHEDULER = re.compile(
     r"^(?:(?:tcp|tls|inproc|ucx|ws|wss)://)?"
@@ -107,89 +66,6 @@ def scheduler_address_ok(address: str) -> bool:
     """Whether ``address`` has the form of a Dask scheduler address (tcp://10.0.0.5:8786, localhost:8786)."""
     m = _SCHEDULER.match(address.strip())
     return bool(m) and (m.group(1) is None or 0 < int(m.group(1)) <= 65535)
-
-
-def _allowed(schema: dict) -> str:
-    """The values a schema allows, in words ('a number greater than 0 and less than 1')."""
-    kind = schema.get("type")
-    kinds = {
-        "number": "a number",
-        "integer": "a whole number",
-        "string": "a text",
-        "boolean": "true or false",
-        "object": "a mapping of keys",
-        "array": "a list",
-    }
-    text = kinds.get(kind, " or ".join(kinds.get(k, str(k)) for k in kind) if isinstance(kind, list) else "a value")
-    bounds = [
-        (k, w)
-        for k, w in (
-            ("exclusiveMinimum", "greater than"),
-            ("minimum", "at least"),
-            ("exclusiveMaximum", "less than"),
-            ("maximum", "at most"),
-        )
-        if k in schema
-    ]
-    if bounds:
-        text += " " + " and ".join(f"{w} {schema[k]:g}" for k, w in bounds)
-    if "enum" in schema:
-        text = "one of " + ", ".join(repr(v) for v in schema["enum"])
-    return text
-
-
-def _example(path: tuple, schema: dict) -> str:
-    """'conf_level: 0.95': the key with an allowed value (its default when it has one), for the fix."""
-    key = next((p for p in reversed(path) if isinstance(p, str)), None)
-    if key is None:
-        return ""
-    value = DEFAULTS.get(key) if len(path) == 1 else None
-    if value is None and "exclusiveMinimum" in schema and "exclusiveMaximum" in schema:
-        value = (schema["exclusiveMinimum"] + schema["exclusiveMaximum"]) * 0.95
-    if value is None or isinstance(value, (dict, list)):
-        return ""
-    return f"; write it as, e.g., {key}: {json.dumps(value)}"
-
-
-def _schema_message(err: Any) -> tuple[tuple, str]:
-    path = tuple(err.absolute_path)
-    if err.validator in ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        # what was given, what is allowed, and the fix in the config's own words
-        return path, f"{err.message}; allowed: {_allowed(err.schema)}{_example(path, err.schema)}"
-    if err.validator == "additionalProperties":
-        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-        if extra:
-            allowed = ", ".join(sorted(err.schema.get("properties", {})))
-            return path + (extra[0],), f"unknown key {extra[0]!r}; allowed keys here: {allowed}"
-    if err.validator == "required":
-        return path, err.message.replace("is a required property", "is missing (required)")
-    if err.validator == "anyOf" and not isinstance(err.instance, dict):
-        # a name where a name or a mapping is allowed (extrapolation, inference): name the valid names
-        enums = [s["enum"] for s in err.schema["anyOf"] if "enum" in s]
-        if enums:
-            return path, f"{err.instance!r} is not one of {enums[0]!r}"
-    if err.validator == "oneOf" and isinstance(err.instance, dict):
-        options = [s.get("required", [None])[0] for s in err.schema["oneOf"] if "required" in s]
-        if options:
-            return path, f"give exactly one of {', '.join(options)}"
-    return path, err.message
-
-
-class UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (``steps: {x1: 1, x1: -1}``)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            line = key_node.start_mark.line + 1
-            if isinstance(key, (str, int, float, bool)) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first given on line {seen[key]})", key_node.start_mark
-                )
-            if isinstance(key, (str, int, float, bool)):
-                seen[key] = line
-        return super().construct_mapping(node, deep=deep)
 
 
 # ------------------------------------------------------------------ the config object
@@ -357,9 +233,9 @@ def config_error(cfg: ReportConfig, path: tuple, message: str) -> ConfigError:
     """
     lines = cfg.lines
     p = tuple(path)
-    while p and _key_text(p) not in lines:
+    while p and key_text(p) not in lines:
         p = p[:-1]
-    return ConfigError(f"{cfg.shown or cfg.path}:{lines.get(_key_text(p), 1)}: {_key_text(tuple(path))}: {message}")
+    return ConfigError(f"{cfg.shown or cfg.path}:{lines.get(key_text(p), 1)}: {key_text(tuple(path))}: {message}")
 
 
 def _check_partition(file: str, lines: dict, i: int, part: dict) -> None:
@@ -369,7 +245,7 @@ def _check_partition(file: str, lines: dict, i: int, part: dict) -> None:
         if key in PARTITION_PARAMS[other]:
             hint = COUNTERPART.get(key)
             fix = f"use {hint} with method: {method}" if hint else f"set method: {other} or remove it"
-            raise _fail(
+            raise located_error(
                 file,
                 lines,
                 ("effects", i, "partition", key),
@@ -386,7 +262,7 @@ def _partition_defaults(file: str, lines: dict, i: int, part: dict) -> dict:
     """The partition with ``max_leaves`` filled in (8) unless ``n_partitions`` fixes the number of subspaces."""
     if "n_partitions" in part:
         if part.get("max_leaves") is not None:
-            raise _fail(
+            raise located_error(
                 file,
                 lines,
                 ("effects", i, "partition", "max_leaves"),
@@ -429,7 +305,7 @@ def load_config(path: str | Path) -> ReportConfig:
         ) from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        lines = _line_map(node) if node is not None else {}  # refuses duplicate keys, naming their path
+        lines = line_map(node) if node is not None else {}  # refuses duplicate keys, naming their path
         raw = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -451,9 +327,9 @@ def load_config(path: str | Path) -> ReportConfig:
                 "contains ': ' or ' #', and indent nested keys with spaces, as in reports/boston-svm.yaml"
             )
         raise ConfigError(f"{path}:{line}: (YAML): invalid YAML: {problem}{fix}") from None
-    except _DuplicateKey as dup:
+    except DuplicateKey as dup:
         raise ConfigError(
-            f"{path}:{dup.line}: {_key_text(dup.path)}: duplicate key (first given on line "
+            f"{path}:{dup.line}: {key_text(dup.path)}: duplicate key (first given on line "
             f"{dup.first}); give each key once"
         ) from None
     if not isinstance(raw, dict):
@@ -462,8 +338,8 @@ def load_config(path: str | Path) -> ReportConfig:
     errors = sorted(validator.iter_errors(raw), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
         best = jsonschema.exceptions.best_match(errors)
-        key_path, message = _schema_message(best)
-        raise _fail(str(path), lines, key_path, message)
+        key_path, message = schema_message(best)
+        raise located_error(str(path), lines, key_path, message)
     cfg = copy.deepcopy(DEFAULTS)
     for key, value in raw.items():
         if isinstance(value, dict) and isinstance(cfg.get(key), dict):
@@ -474,7 +350,7 @@ def load_config(path: str | Path) -> ReportConfig:
 
     address = raw.get("scheduler")
     if isinstance(address, str) and not scheduler_address_ok(address):  # before any computation, not in Dask
-        raise _fail(
+        raise located_error(
             str(path),
             lines,
             ("scheduler",),
@@ -483,17 +359,17 @@ def load_config(path: str | Path) -> ReportConfig:
         )
     problem = engine_problem(raw)
     if problem:
-        raise _fail(str(path), lines, problem[0], problem[1])
+        raise located_error(str(path), lines, problem[0], problem[1])
 
     cfg["flags"] = {**FLAG_DEFAULTS, **cfg["flags"]}
     cfg["inference"], problem = normalise_inference(raw.get("inference", "auto"))
     if problem:
-        raise _fail(str(path), lines, ("inference",), problem)
+        raise located_error(str(path), lines, ("inference",), problem)
     if cfg["overview"] is not False:
         cfg["overview"] = {"step": "sd", "extrapolation": "envelope", **cfg["overview"]}
         cfg["overview"]["extrapolation"], bad = normalise_detector(cfg["overview"]["extrapolation"])
         if bad:
-            raise _fail(str(path), lines, ("overview", "extrapolation", bad[0]), bad[1])
+            raise located_error(str(path), lines, ("overview", "extrapolation", bad[0]), bad[1])
     ids = set()
     for i, eff in enumerate(cfg["effects"]):
         full = {**copy.deepcopy(EFFECT_DEFAULTS), **eff}
@@ -508,18 +384,18 @@ def load_config(path: str | Path) -> ReportConfig:
         full["extrapolation"], bad = normalise_detector(full["extrapolation"])
         if bad:
             key = ("effects", i, "extrapolation") + (() if isinstance(eff.get("extrapolation"), str) else (bad[0],))
-            raise _fail(str(path), lines, key, bad[1])
+            raise located_error(str(path), lines, key, bad[1])
         full["inference"], problem = normalise_inference(eff.get("inference", cfg["inference"]), cfg["inference"])
         if problem:
-            raise _fail(str(path), lines, ("effects", i, "inference"), problem)
+            raise located_error(str(path), lines, ("effects", i, "inference"), problem)
         for level_key in ("learner", "data_level"):
             full[level_key], problem = normalise_level(
                 level_key, eff.get(level_key, False), full["inference"], cfg["inference"]
             )
             if problem:
-                raise _fail(str(path), lines, ("effects", i, level_key), problem)
+                raise located_error(str(path), lines, ("effects", i, level_key), problem)
         if full["extrapolation"]["method"] == "none" and "on_extrapolation" in eff:
-            raise _fail(
+            raise located_error(
                 str(path),
                 lines,
                 ("effects", i, "on_extrapolation"),
@@ -527,7 +403,7 @@ def load_config(path: str | Path) -> ReportConfig:
             )
         lists = [f for f, v in full["steps"].items() if isinstance(v, list)]
         if lists and len(full["steps"]) > 1:
-            raise _fail(
+            raise located_error(
                 str(path),
                 lines,
                 ("effects", i, "steps", lists[0]),
@@ -541,7 +417,7 @@ def load_config(path: str | Path) -> ReportConfig:
             and len(full["steps"]) == 1
             and (lists or next(iter(full["steps"].values())) == "all")
         ):
-            raise _fail(
+            raise located_error(
                 str(path),
                 lines,
                 ("effects", i, "expected_sign"),
@@ -551,7 +427,7 @@ def load_config(path: str | Path) -> ReportConfig:
         cfg["effects"][i] = full
     cfg["signoff"] = [{"name": "", **row} for row in cfg["signoff"]]
     return dataclasses.replace(
-        _config_object(cfg, raw, path.resolve(), {_key_text(k): v for k, v in lines.items()}), shown=str(path)
+        _config_object(cfg, raw, path.resolve(), {key_text(k): v for k, v in lines.items()}), shown=str(path)
     )
 
 
@@ -562,7 +438,7 @@ def _check_expect(path: str, lines: dict, i: int, full: dict) -> None:
     if not full.get("nlm", True):
         for key in ("nlm_at_least", "share_linear_at_least"):
             if key in expect:
-                raise _fail(
+                raise located_error(
                     path,
                     lines,
                     ("effects", i, "expect", key),
@@ -572,7 +448,7 @@ def _check_expect(path: str, lines: dict, i: int, full: dict) -> None:
     if "within" in expect:
         low, high = (float(b) for b in expect["within"])
         if low > high:
-            raise _fail(
+            raise located_error(
                 path,
                 lines,
                 ("effects", i, "expect", "within"),
