@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fme.report.present.context import _extrapolation_words, ep_line
+from fme.report.present.context import ep_line
+from fme.report.present.extrapolation_text import extrapolation_words
 
 SAMPLE = {"size": 500, "rows": 500, "of": 1500, "all_rows": False, "seed": 0}
 WHERE = "outside the reference data in x for 40: observed x from 9.1 to 9.9"
@@ -36,14 +37,14 @@ def test_the_whole_data_count_and_the_samples_whereabouts_are_kept_apart():
 
 def test_the_figure_counts_the_rows_it_draws_and_says_whose_range_it_is():
     fig = {"feature": "x", "n_evaluated": 443, "n_extrapolation": 57}
-    alt, cap = _extrapolation_words(_v(), fig, {}, "x + 1", "districts", SAMPLE)
+    alt, cap = extrapolation_words(_v(), fig, {}, "x + 1", "districts", SAMPLE)
     assert (
         "443 districts of the seeded sample evaluated (solid) and 57 extrapolation points of the seeded sample"
     ) in alt
     assert "x from 9.1 to 9.9 over the 40 extrapolation points of the seeded sample outside" in alt
     assert "253" not in alt and "253" not in cap
     one = {"feature": "x", "n_evaluated": 1, "n_extrapolation": 1}
-    alt, cap = _extrapolation_words(_v(), one, {}, "x + 1", "districts", None)
+    alt, cap = extrapolation_words(_v(), one, {}, "x + 1", "districts", None)
     assert "1 district evaluated (solid) and 1 extrapolation point (hatched)" in alt
     assert "drawn: 1 district evaluated and 1 extrapolation point" in cap
 

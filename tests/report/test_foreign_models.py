@@ -420,14 +420,14 @@ def test_linearity_sentence_states_the_rows_the_anlm_covers():
 
 
 def test_classifier_alt_text_is_in_percentage_points(tmp_path):
-    from fme.report.present.context import _figures
     from fme.report.present.display import target_phrase
+    from fme.report.present.figure_text import figure_entries
 
     cfg = _bare_config(tmp_path, target_unit="probability")
     _, unit, _ = target_phrase({"target_class": "malignant", "target": "diagnosis"}, cfg)
     v = {"figures": [{"kind": "fme-density", "svg": "figures/a-density.svg", "png": "figures/a-density.png"}]}
     cells = {"step": "mean radius + 1", "ame": "1.09", "q25": "0.5", "q75": "1.5", "n": "100"}
-    (fig,) = _figures(v, cells, cfg, [0], unit)
+    (fig,) = figure_entries(v, cells, cfg, [0], unit)
     assert "the AME is 1.09 percentage points" in fig["alt"] and "probability" not in fig["alt"]
 
 

@@ -83,8 +83,9 @@ def test_honest_figures_and_leaf_table_count_one_set_of_rows(tmp_path, monkeypat
     it and their shares to 100 %; the captions name those rows and give the AME of all rows beside."""
     import fme
     from fme.report.analysis import figures, run_effects
-    from fme.report.present.context import _figures, effect_cells, head_rows, leaf_rows
+    from fme.report.present.context import effect_cells, head_rows, leaf_rows
     from fme.report.present.display import prepare_variant
+    from fme.report.present.figure_text import figure_entries
 
     model, X, cfg = _setup(tmp_path, "{method: cart, max_depth: 2}")
     (g,) = run_effects(model, X, X, cfg, tmp_path / "out")
@@ -116,7 +117,9 @@ def test_honest_figures_and_leaf_table_count_one_set_of_rows(tmp_path, monkeypat
         f"other {p['n_grown']:,}, so its AME differs)"
     )
     cells = effect_cells(shown)
-    described = dict(zip([f["kind"] for f in v["figures"]], _figures(shown, {**cells, "step": "x + 0.2"}, cfg, [0])))
+    described = dict(
+        zip([f["kind"] for f in v["figures"]], figure_entries(shown, {**cells, "step": "x + 0.2"}, cfg, [0]))
+    )
     caps = {k: d["caption"] for k, d in described.items()}
     alts = {k: d["alt"] for k, d in described.items()}
     assert f"the AME of its {p['n_estimated']:,} estimation rows is" in alts["came-tree"] and "of all" in alts["came"]
@@ -142,7 +145,7 @@ def test_a_tree_whose_panels_draw_a_sample_says_so(tmp_path):
     """On Dask data beyond sample_size estimation rows the panels draw a seeded sample of them: the caption gives
     its size; with every estimation row drawn it says nothing of a sample."""
     from fme.report.inputs.config import ReportConfig
-    from fme.report.present.context import _figures
+    from fme.report.present.figure_text import figure_entries
 
     cfg = ReportConfig(
         title="T",
@@ -172,7 +175,7 @@ def test_a_tree_whose_panels_draw_a_sample_says_so(tmp_path):
             "partition": p,
             "n": 3_000_000,
         }
-        return _figures(v, cells, cfg, [0])[0]["caption"]
+        return figure_entries(v, cells, cfg, [0])[0]["caption"]
 
     assert caption(1_000_000).endswith("The panels draw a seeded sample of 1,000,000 of those rows.")
     assert "sample" not in caption(1_500_000)
