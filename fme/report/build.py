@@ -70,8 +70,8 @@ def input_digests(cfg: ReportConfig) -> dict[str, dict[str, str]]:
     ``train_data`` (bootstrap inference; ``train_data 2``, ... when effects name other files), ``previous``,
     ``requirements.lock``; each value ``{"sha256": hex, "of": what was hashed}``. The model is the fitted
     object: a joblib file's bytes, or for an entry point a canonical serialisation of what it returns (training
-    data included; :mod:`fme.report.model_hash`), so a changed hyper-parameter changes the hash even when the module's source does not.
-    An entry point is *called* to hash its model.
+    data included; :mod:`fme.report.model_hash`), so a changed hyper-parameter changes the hash even when the
+    module's source does not. An entry point is *called* to hash its model.
     """
     from .analysis.environment import find_lock
 

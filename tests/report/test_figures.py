@@ -239,8 +239,10 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
     (tmp_path / "model.joblib").write_bytes(b"unused")
     (tmp_path / "c.yaml").write_text(
         "title: T\nowner: O\nintended_use: U\nmodel: {joblib: model.joblib}\ndata: {path: data.csv}\n"
-        "target: diagnosis\ninference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 20}\neffects:\n  - steps: {mean texture: 2}\n"
-        "    extrapolation: none\n    partition: {method: cart, max_depth: 2, min_samples_leaf: 30}\n    stability: false\n",
+        "target: diagnosis\ninference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 20}\n"
+        "effects:\n  - steps: {mean texture: 2}\n"
+        "    extrapolation: none\n    partition: {method: cart, max_depth: 2, min_samples_leaf: 30}\n"
+        "    stability: false\n",
         encoding="utf-8",
     )
     cfg = load_config(tmp_path / "c.yaml")

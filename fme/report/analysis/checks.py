@@ -194,9 +194,9 @@ def _check_numbers_as_text(cfg: ReportConfig, data: Any, feature: str) -> None:
         cfg,
         _data_key(cfg),
         (
-            f"column {feature!r} of {where} is text, although a numeric step is asked for it and most of its values are "
-            f"numbers; {what}. Write the column as plain numbers in {where} (a '.' as decimal point, no units or words, "
-            "empty for missing), or give a level of the column as the step if it is categorical"
+            f"column {feature!r} of {where} is text, although a numeric step is asked for it and most of its values "
+            f"are numbers; {what}. Write the column as plain numbers in {where} (a '.' as decimal point, no units or "
+            "words, empty for missing), or give a level of the column as the step if it is categorical"
         ),
     )
 

@@ -13,8 +13,9 @@ says the same, :data:`~fme.report.analysis.effect_parts.SAMPLE_BASED` and
   extrapolation points (:meth:`fme.PartitionResult.extrapolation_counts`);
 * on a **seeded sample** of ``sample_size`` rows (:func:`fme.report.inputs.sources.sample_rows`): the per-row
   figures, ``tables/<id>-fme.csv``, where the extrapolation points are, the shrunk steps, the evaluated ranges
-  of the subspaces' boxes (the sampled evaluated rows in each) and the partition stability refits, which resample a partition grown in memory on the sampled rows (every sampled evaluated
-  row: those that grow an honest tree and those that estimate its leaves); the cAME tree itself is grown on
+  of the subspaces' boxes (the sampled evaluated rows in each) and the partition stability refits, which
+  resample a partition grown in memory on the sampled rows (every sampled evaluated row: those that grow an
+  honest tree and those that estimate its leaves); the cAME tree itself is grown on
   fme's own seeded sample (:data:`fme.effects.DASK_SAMPLE_SIZE` rows).
 
 With no more rows than ``sample_size`` the sample is every row (in order) and the report's numbers equal

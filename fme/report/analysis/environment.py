@@ -133,7 +133,8 @@ def conda_environment(path: str | Path) -> str:
     """environment.yml mirroring the lock: conda brings Python 3.11 and pip, pip the pinned packages."""
     pins = locked_pins(path, CONDA_MARKER_ENV)
     lines = [
-        "# Conda environment for fme (forward-marginal-effects), generated from requirements.lock by `make lock`: do not edit by hand.",
+        "# Conda environment for fme (forward-marginal-effects), generated from requirements.lock by `make lock`: "
+        "do not edit by hand.",
         "# Every package is pinned as in the lock (Linux, CPython 3.11); tests/test_packaging.py checks this.",
         "name: fme",
         "channels:",

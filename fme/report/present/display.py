@@ -4,8 +4,8 @@ interval that decides (model uncertainty when it was computed).
 :func:`prepare_variant` returns a copy of one ``results.json`` effect variant in which
 
 * every effect-scale number (AME, SD, quartiles, CIs, cAMEs, the with/without-EP and step-size
-  AMEs, the stability range, the learner- and data-level estimates) is multiplied by ``scale`` (100 for a classifier: probabilities
-  become percentage points; NLMs, counts and shares are scale-free and stay);
+  AMEs, the stability range, the learner- and data-level estimates) is multiplied by ``scale`` (100 for a
+  classifier: probabilities become percentage points; NLMs, counts and shares are scale-free and stay);
 * ``ci_low``/``ci_high`` (and each leaf's ``came_ci_low``/``came_ci_high``) are the interval of the
   inference method actually used: the model-uncertainty interval (delta method, bootstrap) when
   one was computed, else the fixed-model interval. The fixed-model interval is kept in

@@ -216,7 +216,8 @@ end
 
 local function escape_first(block)
   local c = block.content
-  if #c >= 1 and c[1].t == "Str" and is_marker(c[1].text) and (#c == 1 or c[2].t == "Space" or c[2].t == "SoftBreak") then
+  if #c >= 1 and c[1].t == "Str" and is_marker(c[1].text)
+      and (#c == 1 or c[2].t == "Space" or c[2].t == "SoftBreak") then
     local t = c[1].text
     local escaped
     if t:match("^%d") then
