@@ -27,10 +27,11 @@ pytest.importorskip("pyarrow")
 distributed = pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")
 
-import fme  # noqa: E402
-from fme.report import analysis
-from fme.report.inputs import sources  # noqa: E402
-from fme.report.inputs.config import load_config  # noqa: E402
+# imported after the importorskip guards, so that a missing optional package skips this module, not fails it
+import fme  # noqa: E402 - after importorskip
+from fme.report import analysis  # noqa: E402 - after importorskip
+from fme.report.inputs import sources  # noqa: E402 - after importorskip
+from fme.report.inputs.config import load_config  # noqa: E402 - after importorskip
 
 CONFIG = """\
 title: T

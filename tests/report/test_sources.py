@@ -17,11 +17,12 @@ pytest.importorskip("jsonschema")
 pytest.importorskip("pyarrow")
 distributed = pytest.importorskip("distributed")
 
-from fme.report import analysis
-from fme.report.inputs import sources  # noqa: E402
-from fme.report.inputs.config import ConfigError, load_config  # noqa: E402
-from fme.report.inputs.sources import data_files, files_sha256  # noqa: E402
-from fme.report.inputs.validate import check_inputs  # noqa: E402
+# imported after the importorskip guards, so that a missing optional package skips this module, not fails it
+from fme.report import analysis  # noqa: E402 - after importorskip
+from fme.report.inputs import sources  # noqa: E402 - after importorskip
+from fme.report.inputs.config import ConfigError, load_config  # noqa: E402 - after importorskip
+from fme.report.inputs.sources import data_files, files_sha256  # noqa: E402 - after importorskip
+from fme.report.inputs.validate import check_inputs  # noqa: E402 - after importorskip
 
 HEAD = """\
 title: T
