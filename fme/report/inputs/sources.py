@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pandas and numpy load when data are read, not when a config is checked
+    import numpy as np
     import pandas as pd
 
 __all__ = [
