@@ -28,7 +28,7 @@ import fme
 
 from ..._utils.validation import is_categorical
 from ...exceptions import FMEError
-from ...models import class_name, refit_support
+from ...models import class_name, feature_names, refit_support
 from ..inputs.config import ConfigError, EffectConfig, ReportConfig, config_error
 from ..inputs.validate import names_text as _names
 
@@ -155,7 +155,7 @@ def _data_key(cfg: ReportConfig) -> tuple:
 def _check_model_columns(cfg: ReportConfig, model: Any, data: Any) -> None:
     """Every column the model reads must be in the data: else the error names ``data.path`` and the columns."""
     try:
-        names = adapt(model).feature_names
+        names = feature_names(model)
     except Exception:  # noqa: BLE001 - a model the adapters cannot read says so when it predicts
         names = None
     if not names:
