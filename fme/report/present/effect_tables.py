@@ -7,16 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._utils.numfmt import (
-    fmt_est,
-    fmt_g,
-    fmt_int,
-    fmt_level,
-    fmt_nlm,
-    fmt_num,
-    fmt_percent,
-    fmt_share,
-)
+from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_level, fmt_nlm, fmt_num, fmt_percent, fmt_share
 from ..inputs.quantities import fixed_bounds
 from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 from ..inputs.wording import count_words

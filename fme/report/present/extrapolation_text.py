@@ -4,18 +4,12 @@ effect's extrapolation line and the extrapolation figure's alt text and caption.
 
 from __future__ import annotations
 
-from ..._utils.numfmt import (
-    fmt_int,
-)
+from ..._utils.numfmt import fmt_int
 from ..inputs.claims import count_claim, range_claim
 from ..inputs.quantities import RowSet
 from ..inputs.wording import count_words
 
-__all__ = [
-    "drawn_rows",
-    "ep_line",
-    "extrapolation_words",
-]
+__all__ = ["drawn_rows", "ep_line", "extrapolation_words"]
 
 
 def drawn_rows(sample: dict | None, n: int, noun: str) -> RowSet:

@@ -4,21 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..._utils.numfmt import (
-    count,
-    fmt_est,
-    fmt_int,
-    fmt_share,
-)
+from ..._utils.numfmt import count, fmt_est, fmt_int, fmt_share
 from ..inputs.config import ReportConfig
 from ..inputs.specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
 from ..inputs.wording import count_words
 from .extrapolation_text import extrapolation_words
 from .partition_view import shown_leaves
 
-__all__ = [
-    "figure_entries",
-]
+__all__ = ["figure_entries"]
 
 
 def _root_phrase(v: dict, cells: dict) -> str:

@@ -6,18 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..._utils.numfmt import (
-    count,
-    fmt_int,
-)
+from ..._utils.numfmt import count, fmt_int
 
-__all__ = [
-    "report_id",
-    "rebuild_command",
-    "sample_note",
-    "cluster_phrase",
-    "environment_line",
-]
+__all__ = ["report_id", "rebuild_command", "sample_note", "cluster_phrase", "environment_line"]
 
 
 def report_id(config_name: str, config_sha256: str) -> str:
