@@ -11,7 +11,8 @@ adapter that accepts the model, so no caller tests a model's class or module its
 * :func:`formula_categoricals`: the ``C()`` columns of a statsmodels formula;
 * :func:`glm_dispersion`, :func:`dispersion_scaled_copy`, :func:`scaled_dispersion`: a Poisson or binomial
   model's Pearson dispersion and a copy whose covariance is scaled by it;
-* :func:`refit_support`: whether the model can be refitted on resamples (the bootstrap's recipe).
+* :func:`refit_support`: whether the model can be refitted on resamples (the bootstrap's recipe);
+* :func:`feature_names`: the input columns the model reads, as its adapter names them.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "scaled_dispersion",
     "refit_support",
     "auxiliary_inputs",
+    "feature_names",
 ]
 
 
@@ -172,6 +174,28 @@ def refit_support(model: Any) -> Support:
         ``(ok, reason)``; ``bool(support)`` is ``ok`` and ``reason`` says why not (e.g. a plain callable).
     """
     return _adapters.adapt(model, None).refit_support()
+
+
+def feature_names(model: Any) -> list[str] | None:
+    """The input columns the model reads, as the adapter that accepts it names them.
+
+    Parameters
+    ----------
+    model : object
+        A fitted model.
+
+    Returns
+    -------
+    list of str or None
+        The column names in the model's order; None for a model that does not name its inputs (a plain
+        callable).
+
+    Raises
+    ------
+    Exception
+        Whatever the adapters raise for a model none of them reads.
+    """
+    return _adapters.adapt(model).feature_names
 
 
 def auxiliary_inputs(model: Any, columns: list[Any]) -> dict[str, str]:

@@ -35,8 +35,12 @@ def _join_streams(outputs: list) -> list:
     joined: list = []
     for out in outputs:
         prev = joined[-1] if joined else None
-        if (prev is not None and out.get("output_type") == "stream" and prev.get("output_type") == "stream"
-                and prev.get("name") == out.get("name")):
+        if (
+            prev is not None
+            and out.get("output_type") == "stream"
+            and prev.get("output_type") == "stream"
+            and prev.get("name") == out.get("name")
+        ):
             prev["text"] = "".join(prev["text"]) + "".join(out["text"])
         else:
             joined.append(out)
@@ -63,8 +67,9 @@ def stabilise(path: str | Path, roots: dict[str, str] | None = None) -> None:
 
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
-    pairs = sorted(((str(k).rstrip("/"), v) for k, v in (roots or {}).items() if str(k).rstrip("/")),
-                   key=lambda kv: -len(kv[0]))
+    pairs = sorted(
+        ((str(k).rstrip("/"), v) for k, v in (roots or {}).items() if str(k).rstrip("/")), key=lambda kv: -len(kv[0])
+    )
     if pairs:
         nb.metadata = _scrub(nb.metadata, pairs)
         for cell in nb.cells:

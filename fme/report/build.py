@@ -17,16 +17,16 @@ import json
 import re
 import shutil
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any
 
 from ._notebook import logged_kernel_manager
-from .render.model_card import write_model_card
 from .inputs.config import ConfigError, ReportConfig, config_error, config_from_dict, load_config
-from .present.changelog import load_previous
 from .inputs.sources import data_files, files_sha256
 from .inputs.validate import check_inputs, check_interaction_features, train_data_specs
+from .present.changelog import load_previous
+from .render.model_card import write_model_card
 
 __all__ = ["build_report", "render_report", "inputs_sha256", "input_digests", "default_out_dir"]
 
@@ -70,8 +70,8 @@ def input_digests(cfg: ReportConfig) -> dict[str, dict[str, str]]:
     ``train_data`` (bootstrap inference; ``train_data 2``, ... when effects name other files), ``previous``,
     ``requirements.lock``; each value ``{"sha256": hex, "of": what was hashed}``. The model is the fitted
     object: a joblib file's bytes, or for an entry point a canonical serialisation of what it returns (training
-    data included; :mod:`fme.report.model_hash`), so a changed hyper-parameter changes the hash even when the module's source does not.
-    An entry point is *called* to hash its model.
+    data included; :mod:`fme.report.model_hash`), so a changed hyper-parameter changes the hash even when the
+    module's source does not. An entry point is *called* to hash its model.
     """
     from .analysis.environment import find_lock
 
@@ -83,12 +83,18 @@ def input_digests(cfg: ReportConfig) -> dict[str, dict[str, str]]:
     def add_data(label: str, spec: Mapping[str, Any] | None, what: str = "") -> None:
         if spec and "path" in spec:  # one file, or the files of a Parquet dataset / glob (engine: dask)
             files = data_files(cfg.directory, spec["path"])
-            of = f"file {spec['path']}" if len(files) == 1 else (
-                f"{len(files)} files of {spec['path']} (sha256 of their sorted names and sha256s)")
+            of = (
+                f"file {spec['path']}"
+                if len(files) == 1
+                else (f"{len(files)} files of {spec['path']} (sha256 of their sorted names and sha256s)")
+            )
             out[label] = {"sha256": files_sha256(files, cfg.directory), "of": what + of}
         elif spec and "dataset" in spec:
-            add(label, (PACKAGE / "data" / f"{spec['dataset']}.csv").read_bytes(),
-                f"{what}bundled dataset {spec['dataset']} (fme/data/{spec['dataset']}.csv)")
+            add(
+                label,
+                (PACKAGE / "data" / f"{spec['dataset']}.csv").read_bytes(),
+                f"{what}bundled dataset {spec['dataset']} (fme/data/{spec['dataset']}.csv)",
+            )
 
     for key in ("data", "reference_data", "test_data"):
         add_data(key, getattr(cfg, key))
@@ -100,17 +106,27 @@ def input_digests(cfg: ReportConfig) -> dict[str, dict[str, str]]:
         add("model", cfg.resolve_path(cfg.model["joblib"]).read_bytes(), f"fitted model: file {cfg.model['joblib']}")
     else:
         fitted, source = _entry_point_bytes(cfg)
-        add("model", fitted, f"fitted model: canonical serialisation of the return value of "
-                             f"{cfg.model['entry_point']} (class, parameters, fitted state, design and data)")
+        add(
+            "model",
+            fitted,
+            f"fitted model: canonical serialisation of the return value of "
+            f"{cfg.model['entry_point']} (class, parameters, fitted state, design and data)",
+        )
         out["model module source"] = {"sha256": source.decode(), "of": "source file of the entry point's module"}
     if cfg.challenger:  # the champion-challenger comparison rests on the second model too
         if "joblib" in cfg.challenger:
-            add("challenger", cfg.resolve_path(cfg.challenger["joblib"]).read_bytes(),
-                f"challenger model: file {cfg.challenger['joblib']}")
+            add(
+                "challenger",
+                cfg.resolve_path(cfg.challenger["joblib"]).read_bytes(),
+                f"challenger model: file {cfg.challenger['joblib']}",
+            )
         else:
             fitted, _ = _entry_point_bytes(cfg, "challenger")
-            add("challenger", fitted, f"challenger model: canonical serialisation of the return value of "
-                                      f"{cfg.challenger['entry_point']}")
+            add(
+                "challenger",
+                fitted,
+                f"challenger model: canonical serialisation of the return value of {cfg.challenger['entry_point']}",
+            )
     if cfg.previous:
         p = cfg.resolve_path(cfg.previous)
         if p.is_file():  # a missing file is reported by changelog.load_previous, naming the key
@@ -157,16 +173,30 @@ def _machine_roots(work: Path, config_path: Path, templates: Path) -> dict[str, 
 
     import fme
 
-    return {str(work.resolve()): "<report folder>", str(config_path.resolve().parent): "<config folder>",
-            str(templates.resolve()): "<fme templates>", str(Path(fme.__file__).resolve().parent): "<fme>",
-            str(Path(fme.__file__).resolve().parent.parent): "<fme checkout>", sys.prefix: "<python>",
-            sys.base_prefix: "<python>", str(Path.home()): "<home>"}
+    return {
+        str(work.resolve()): "<report folder>",
+        str(config_path.resolve().parent): "<config folder>",
+        str(templates.resolve()): "<fme templates>",
+        str(Path(fme.__file__).resolve().parent): "<fme>",
+        str(Path(fme.__file__).resolve().parent.parent): "<fme checkout>",
+        sys.prefix: "<python>",
+        sys.base_prefix: "<python>",
+        str(Path.home()): "<home>",
+    }
 
 
-def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, force: bool = False,
-                 pdf: bool | None = None, templates: str | Path | None = None,
-                 log: Callable[[str], Any] = print, renderer: str = "auto",
-                 progress: bool | None = None, model_card: bool | None = None) -> dict[str, Any]:
+def build_report(
+    config_path: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    force: bool = False,
+    pdf: bool | None = None,
+    templates: str | Path | None = None,
+    log: Callable[[str], Any] = print,
+    renderer: str = "auto",
+    progress: bool | None = None,
+    model_card: bool | None = None,
+) -> dict[str, Any]:
     """Build ``<out>/report.{qmd,html,pdf}`` (and results) for one config.
 
     ``model_card`` (default: the config's ``model_card`` key): also write ``model_card.json`` in the Model
@@ -193,10 +223,15 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     stamp_text = f"{digest} pdf={int(bool(want_pdf))}\n"
     if not force and stamp.exists() and stamp.read_text() == stamp_text and all(p.exists() for p in expected):
         log(f"[fme report] {cfg.name}: up to date ({out})")
-        if (cfg.model_card if model_card is None else model_card):
+        if cfg.model_card if model_card is None else model_card:
             write_model_card(out)
-        return {"skipped": True, "out_dir": out, "html": out / "report.html",
-                "pdf": out / "report.pdf" if want_pdf else None, "timings": {}}
+        return {
+            "skipped": True,
+            "out_dir": out,
+            "html": out / "report.html",
+            "pdf": out / "report.pdf" if want_pdf else None,
+            "timings": {},
+        }
     timings: dict[str, float] = {}
     work = out.parent / f".{out.name}.partial"
     error_log = out.parent / f"{out.name}.error.log"
@@ -206,8 +241,21 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
     kernel_log = work / "kernel.log"
     stages = _Stages(cfg.name, bool(want_pdf), progress)
     try:
-        html, pdf_path, used = _build_into(work, cfg, config_path, tdir, digest, bool(want_pdf), renderer, log,
-                                           timings, kernel_log, digests, previous, stages)
+        html, pdf_path, used = _build_into(
+            work,
+            cfg,
+            config_path,
+            tdir,
+            digest,
+            bool(want_pdf),
+            renderer,
+            log,
+            timings,
+            kernel_log,
+            digests,
+            previous,
+            stages,
+        )
     except BaseException as exc:
         stages.close()
         kernel = kernel_log.read_text(encoding="utf-8", errors="replace") if kernel_log.is_file() else ""
@@ -222,22 +270,34 @@ def build_report(config_path: str | Path, out_dir: str | Path | None = None, *, 
         error_log.unlink()
     html, pdf_path = out / html.name, (out / pdf_path.name if pdf_path else None)
     timings["total"] = time.perf_counter() - t0
-    log(f"[fme report] {cfg.name}: rendered with {used}: HTML {html} ({html.stat().st_size / 1e6:.2f} MB)"
-        + (f", PDF {pdf_path}" if pdf_path else ""))
-    if (cfg.model_card if model_card is None else model_card):
+    log(
+        f"[fme report] {cfg.name}: rendered with {used}: HTML {html} ({html.stat().st_size / 1e6:.2f} MB)"
+        + (f", PDF {pdf_path}" if pdf_path else "")
+    )
+    if cfg.model_card if model_card is None else model_card:
         log(f"[fme report] {cfg.name}: model card {write_model_card(out)}")
     log(f"[fme report] {cfg.name}: done in {timings['total']:.1f} s")
     return {"skipped": False, "out_dir": out, "html": html, "pdf": pdf_path, "timings": timings}
 
 
-def _build_into(work: Path, cfg: ReportConfig, config_path: str | Path, tdir: Path, digest: str, want_pdf: bool,
-                renderer: str, log: Callable[[str], Any], timings: dict,
-                kernel_log: Path, digests: dict, previous: dict | None = None,
-                stages: "_Stages | None" = None) -> tuple[Path, Path | None, str]:
+def _build_into(
+    work: Path,
+    cfg: ReportConfig,
+    config_path: str | Path,
+    tdir: Path,
+    digest: str,
+    want_pdf: bool,
+    renderer: str,
+    log: Callable[[str], Any],
+    timings: dict,
+    kernel_log: Path,
+    digests: dict,
+    previous: dict | None = None,
+    stages: _Stages | None = None,
+) -> tuple[Path, Path | None, str]:
     """Run the notebook and render into ``work`` (a fresh folder); returns (html, pdf or None, renderer used)."""
-    from .render import documents as render
     from ._notebook import stabilise
-    from .present.context import build_context
+    from .render import documents as render
 
     stages = stages or _Stages(cfg.name, want_pdf, False)
     log(f"[fme report] {cfg.name}: running the analysis notebook (papermill) ...")
@@ -246,21 +306,31 @@ def _build_into(work: Path, cfg: ReportConfig, config_path: str | Path, tdir: Pa
     import papermill
 
     # the kernel process's own stderr (e.g. IPKernelApp warnings) goes to kernel.log, not to the user
-    papermill.execute_notebook(str(tdir / "analysis.ipynb"), str(work / "analysis.ipynb"),
-                               parameters={"config_path": str(Path(config_path).resolve()),
-                                           "out_dir": str(work.resolve())},
-                               progress_bar=stages.enabled, log_output=False, kernel_name="python3",
-                               kernel_manager_class=logged_kernel_manager(kernel_log))
+    papermill.execute_notebook(
+        str(tdir / "analysis.ipynb"),
+        str(work / "analysis.ipynb"),
+        parameters={"config_path": str(Path(config_path).resolve()), "out_dir": str(work.resolve())},
+        progress_bar=stages.enabled,
+        log_output=False,
+        kernel_name="python3",
+        kernel_manager_class=logged_kernel_manager(kernel_log),
+    )
     # no wall-clock times and no path of this machine: same inputs, same notebook, wherever it was built
     stabilise(work / "analysis.ipynb", _machine_roots(work, Path(config_path), tdir))
     timings["analysis"] = time.perf_counter() - t
     log(f"[fme report] {cfg.name}: analysis done in {timings['analysis']:.1f} s; rendering report.qmd ...")
-    build_info = {"inputs_sha256": digest, "tools": render.tool_versions(), "config_arg": Path(config_path).name,
-                  "hashes": digests, "config_text": Path(config_path).read_text(encoding="utf-8"),
-                  "previous": previous}
+    build_info = {
+        "inputs_sha256": digest,
+        "tools": render.tool_versions(),
+        "config_arg": Path(config_path).name,
+        "hashes": digests,
+        "config_text": Path(config_path).read_text(encoding="utf-8"),
+        "previous": previous,
+    }
     # everything `fme render <dir>` needs besides results.json: the report is re-rendered without the model
-    (work / BUILD_INFO).write_text(json.dumps(build_info, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                                   encoding="utf-8")
+    (work / BUILD_INFO).write_text(
+        json.dumps(build_info, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     t = time.perf_counter()
     html, pdf_path, used = _render_from_results(work, tdir, want_pdf, renderer, cfg, stages.start)
     timings["render"] = time.perf_counter() - t
@@ -302,16 +372,21 @@ class _Stages:
 BUILD_INFO = "build.json"
 
 
-def _render_from_results(folder: Path, tdir: Path, want_pdf: bool, renderer: str,
-                         cfg: ReportConfig | None = None, stage: Callable[[str], Any] | None = None
-                         ) -> tuple[Path, Path | None, str]:
+def _render_from_results(
+    folder: Path,
+    tdir: Path,
+    want_pdf: bool,
+    renderer: str,
+    cfg: ReportConfig | None = None,
+    stage: Callable[[str], Any] | None = None,
+) -> tuple[Path, Path | None, str]:
     """results.json + build.json in ``folder`` -> report.qmd -> report.html (+ report.pdf) in ``folder``.
 
     ``cfg``: the loaded config; without it the resolved config kept in results.json is used (the two are
     equal for a report built by this fme: the notebook stores the loaded config there).
     """
-    from .render import documents as render
     from .present.context import build_context
+    from .render import documents as render
 
     raw = (folder / "results.json").read_bytes()
     results = json.loads(raw.decode("utf-8"))
@@ -325,8 +400,14 @@ def _render_from_results(folder: Path, tdir: Path, want_pdf: bool, renderer: str
     return render.render_documents(qmd, ctx, tdir, pdf=want_pdf, renderer=renderer, stage=stage)
 
 
-def render_report(report_dir: str | Path, *, pdf: bool | None = None, templates: str | Path | None = None,
-                  renderer: str = "auto", log: Callable[[str], Any] = print) -> dict[str, Any]:
+def render_report(
+    report_dir: str | Path,
+    *,
+    pdf: bool | None = None,
+    templates: str | Path | None = None,
+    renderer: str = "auto",
+    log: Callable[[str], Any] = print,
+) -> dict[str, Any]:
     """Re-render ``report.{qmd,html,pdf}`` of a built report from its kept ``results.json`` and ``build.json``.
 
     Nothing is recomputed: the model is not loaded and the notebook is not run; the figures already in
@@ -340,8 +421,9 @@ def render_report(report_dir: str | Path, *, pdf: bool | None = None, templates:
     folder = Path(report_dir)
     missing = [n for n in ("results.json", BUILD_INFO) if not (folder / n).is_file()]
     if missing:
-        raise ConfigError(f"{folder}: not a built report (no {', '.join(missing)}); build it with "
-                          "`fme report <config.yaml>` first")
+        raise ConfigError(
+            f"{folder}: not a built report (no {', '.join(missing)}); build it with `fme report <config.yaml>` first"
+        )
     want_pdf = (folder / "report.pdf").is_file() if pdf is None else pdf
     tdir = Path(templates) if templates is not None else render.TEMPLATES
     work = folder.parent / f".{folder.name}.render"
@@ -392,12 +474,13 @@ def _loud(exc: BaseException, cfg: ReportConfig, error_log: Path, kernel_stderr:
         detail = _ANSI.sub("", "\n".join(exc.traceback))
     else:
         detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    error_log.write_text(f"fme report: {cfg.path}\n{ename}: {evalue}\n\n{detail}\n\n"
-                         f"kernel stderr:\n{kernel_stderr}\n", encoding="utf-8")
+    error_log.write_text(
+        f"fme report: {cfg.path}\n{ename}: {evalue}\n\n{detail}\n\nkernel stderr:\n{kernel_stderr}\n", encoding="utf-8"
+    )
     first = " ".join(evalue.split())
     if ename == "ConfigError" and first.startswith(str(cfg.path) + ":"):
         # the notebook loads the config by its absolute path; the message names it as the caller did
-        return ConfigError(f"{cfg.shown or cfg.path}{first[len(str(cfg.path)):]} (details: {error_log})")
+        return ConfigError(f"{cfg.shown or cfg.path}{first[len(str(cfg.path)) :]} (details: {error_log})")
     if ename == "ConfigError" and cfg.shown and first.startswith(cfg.shown + ":"):
         return ConfigError(f"{first} (details: {error_log})")
     return config_error(cfg, (), f"the build failed: {ename}: {first} (details: {error_log})")

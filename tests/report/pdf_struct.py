@@ -30,14 +30,14 @@ def _literal(data: bytes, start: int) -> bytes:
     """The bytes of the literal string whose '(' is at ``start`` (nested parentheses and escapes)."""
     out, depth, i = bytearray(), 0, start
     while i < len(data):
-        c = data[i:i + 1]
+        c = data[i : i + 1]
         if c == b"\\":
-            nxt = data[i + 1:i + 2]
+            nxt = data[i + 1 : i + 2]
             if nxt in _ESCAPES:
                 out += _ESCAPES[nxt]
                 i += 2
                 continue
-            octal = re.match(rb"[0-7]{1,3}", data[i + 1:i + 4])
+            octal = re.match(rb"[0-7]{1,3}", data[i + 1 : i + 4])
             if octal:
                 out.append(int(octal.group(0), 8) & 0xFF)
                 i += 1 + len(octal.group(0))
@@ -74,7 +74,7 @@ def _alt(obj: bytes) -> str | None:
         return None
     if m.group(1) == b"(":
         return _text(_literal(obj, m.start(1)))
-    hexdigits = obj[m.start(1) + 1:obj.index(b">", m.start(1))]
+    hexdigits = obj[m.start(1) + 1 : obj.index(b">", m.start(1))]
     return _text(bytes.fromhex(re.sub(rb"\s", b"", hexdigits).decode()))
 
 
@@ -86,9 +86,9 @@ def struct_elements(raw: bytes) -> list[dict]:
             # the dictionary around the match: from the previous "<<" that opens it to its "endobj"/next object
             begin = chunk.rfind(b"<<", 0, m.start())
             end = chunk.find(b"endobj", m.end())
-            obj = chunk[begin:end if end != -1 else len(chunk)]
+            obj = chunk[begin : end if end != -1 else len(chunk)]
             nxt = _ELEM.search(obj, m.end() - begin)
-            obj = obj[:nxt.start()] if nxt else obj
+            obj = obj[: nxt.start()] if nxt else obj
             role = _ROLE.search(obj)
             out.append({"role": role.group(1).decode() if role else None, "alt": _alt(obj)})
     return out

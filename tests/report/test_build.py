@@ -34,8 +34,14 @@ from fme.report.inputs.quantities import fixed_bounds  # noqa: E402
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 AXE = REPO / ".axe" / "node_modules" / ".bin" / "axe"
 
 F_SCRIPT, F_PIPE, F_DOLLAR, F_CAT = "<script>alert(1)</script>", "a|b*c", "$cost$", 'Größe "µ"'
@@ -65,8 +71,7 @@ def boston_again(boston, tmp_path_factory):
     tty, saved = _TTY(), sys.stderr
     sys.stderr = tty
     try:
-        res = build_report(REPO / "reports" / "boston-svm.yaml", out2, force=True, log=lambda s: None,
-                           progress=True)
+        res = build_report(REPO / "reports" / "boston-svm.yaml", out2, force=True, log=lambda s: None, progress=True)
     finally:
         sys.stderr = saved
     res["stderr"] = tty.getvalue()
@@ -84,8 +89,14 @@ def nasty(tmp_path_factory):
     d = tmp_path_factory.mktemp("nasty")
     rng = np.random.default_rng(1)
     n = 200
-    X = pd.DataFrame({F_SCRIPT: rng.uniform(0, 10, n), F_PIPE: rng.uniform(0, 5, n), F_DOLLAR: rng.normal(0, 1, n),
-                      F_CAT: rng.choice(LEVELS, n)})
+    X = pd.DataFrame(
+        {
+            F_SCRIPT: rng.uniform(0, 10, n),
+            F_PIPE: rng.uniform(0, 5, n),
+            F_DOLLAR: rng.normal(0, 1, n),
+            F_CAT: rng.choice(LEVELS, n),
+        }
+    )
     y = 2 * X[F_SCRIPT] - X[F_PIPE] + 0.5 * X[F_DOLLAR] + np.where(X[F_CAT] == LEVELS[0], 1.0, 0.0)
     y = y + rng.normal(0, 0.3, n)
     pre = ColumnTransformer([("cat", OneHotEncoder(), [F_CAT])], remainder="passthrough")
@@ -93,9 +104,13 @@ def nasty(tmp_path_factory):
     joblib.dump(model, d / "model.joblib")
     X.assign(target=y).to_csv(d / "data.csv", index=False)
     cfg = {
-        "title": TITLE, "owner": "Ops <ops@example.org>", "intended_use": "Test *escaping* of `names`.",
+        "title": TITLE,
+        "owner": "Ops <ops@example.org>",
+        "intended_use": "Test *escaping* of `names`.",
         "model": {"joblib": "model.joblib", "prediction_scale": "raw units"},
-        "data": {"path": "data.csv"}, "target": "target", "units": {F_DOLLAR: "€"},
+        "data": {"path": "data.csv"},
+        "target": "target",
+        "units": {F_DOLLAR: "€"},
         "effects": [
             {"id": "script", "steps": {F_SCRIPT: 1}, "extrapolation": "none", "partition": {"minbucket": 40}},
             {"id": "pair", "steps": {F_SCRIPT: 1, F_DOLLAR: -0.5}, "on_extrapolation": "keep", "partition": False},
@@ -166,8 +181,10 @@ def test_progress_bars_only_on_stderr_and_outputs_unchanged(boston, boston_again
         a, b = (a_dir / name).read_bytes(), (b_dir / name).read_bytes()
         assert a.replace(h1.encode(), b"") == b.replace(h2.encode(), b""), name
     cells = [json.loads((d / "analysis.ipynb").read_text(encoding="utf-8"))["cells"] for d in (a_dir, b_dir)]
-    outputs = [[json.dumps(c.get("outputs", [])).replace(str(d.parent / f".{d.name}.partial"), "<out>")
-                for c in cs] for cs, d in zip(cells, (a_dir, b_dir))]
+    outputs = [
+        [json.dumps(c.get("outputs", [])).replace(str(d.parent / f".{d.name}.partial"), "<out>") for c in cs]
+        for cs, d in zip(cells, (a_dir, b_dir))
+    ]
     assert outputs[0] == outputs[1]  # nothing of the bars in the executed notebook
 
 
@@ -247,8 +264,10 @@ def _summary_items(html: str) -> list[str]:
 def _overview_rows(html: str) -> list[list[str]]:
     table = html.split('id="summary"', 1)[1].split("<table", 1)[1].split("</table>", 1)[0]
     body = table.split("<tbody>", 1)[1]
-    return [[" ".join(_visible_text(c).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)]
-            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, flags=re.S)]
+    return [
+        [" ".join(_visible_text(c).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)]
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, flags=re.S)
+    ]
 
 
 def test_sentence_numbers_equal_table_cells(boston):
@@ -259,8 +278,10 @@ def test_sentence_numbers_equal_table_cells(boston):
     for text, row in zip(items, rows):
         effect, step, n, n_ep, ame, ci, anlm, nlm_method, median_nlm, share_linear = row
         if anlm != "-":  # issue 16 "Also": the NLM method, median and share >= 0.9 beside the ANLM
-            assert f"(method: {nlm_method}): median {median_nlm}, share of rows with NLM ≥ 0.9: {share_linear};" \
+            assert (
+                f"(method: {nlm_method}): median {median_nlm}, share of rows with NLM ≥ 0.9: {share_linear};"
                 in " ".join(_visible_text(html).split())
+            )
             assert nlm_method in ("exact", "gauss-kronrod", "gauss-legendre", "simpson38")
         else:
             assert (nlm_method, median_nlm, share_linear) == ("not computed", "-", "-")
@@ -317,8 +338,10 @@ def test_names_appear_literally_in_html(nasty):
     text = _visible_text(html)
     for s in (F_SCRIPT, F_PIPE, F_DOLLAR, F_CAT, *LEVELS, TITLE, "*escaping*", "`names`"):
         assert s in text, s
-    assert "<title>" + htmllib.escape(TITLE, quote=False).replace('"', "&quot;") in html or \
-        htmllib.unescape(re.search(r"<title>(.*?)</title>", html).group(1)) == TITLE
+    assert (
+        "<title>" + htmllib.escape(TITLE, quote=False).replace('"', "&quot;") in html
+        or htmllib.unescape(re.search(r"<title>(.*?)</title>", html).group(1)) == TITLE
+    )
 
 
 def test_names_appear_literally_in_pdf(nasty):
@@ -408,9 +431,12 @@ def test_browser_renders_offline_without_errors(which, request):
             page.on("request", lambda r: requests.append(r.url))
             page.goto(Path(res["html"]).resolve().as_uri())
             page.wait_for_load_state("load")
-            sizes = page.eval_on_selector_all("img, svg", "els => els.map(e => [e.getBoundingClientRect().width,"
-                                              " e.getBoundingClientRect().height, e.complete === undefined"
-                                              " ? true : (e.complete && e.naturalWidth > 0)])")
+            sizes = page.eval_on_selector_all(
+                "img, svg",
+                "els => els.map(e => [e.getBoundingClientRect().width,"
+                " e.getBoundingClientRect().height, e.complete === undefined"
+                " ? true : (e.complete && e.naturalWidth > 0)])",
+            )
             text = page.inner_text("body")
             dialogs = []
             page.on("dialog", lambda d: dialogs.append(d.message))
@@ -438,8 +464,9 @@ def test_pdf_tagged_with_key_numbers(boston):
     assert re.search(r"^Tagged:\s+yes", info, flags=re.M), info
     raw = pdf.read_bytes()
     assert b"/Lang" in raw and b"StructTreeRoot" in raw
-    subprocess.run(["pdftoppm", "-f", "1", "-l", "1", "-png", "-r", "60", str(pdf), str(pdf.with_name("page"))],
-                   check=True)
+    subprocess.run(
+        ["pdftoppm", "-f", "1", "-l", "1", "-png", "-r", "60", str(pdf), str(pdf.with_name("page"))], check=True
+    )
     page = next(pdf.parent.glob("page*.png"))
     assert page.stat().st_size > 5_000
     flat = " ".join(_pdftotext(pdf).split())
@@ -459,11 +486,27 @@ def test_axe_no_wcag_violations(boston, tmp_path):
     if not Path("/usr/bin/chromedriver").exists() or not Path(CHROMIUM).exists():
         pytest.skip("chromium and chromium-driver are needed for axe")
     out = tmp_path / "axe.json"
-    proc = subprocess.run([str(AXE), Path(boston["html"]).resolve().as_uri(), "--chrome-path", CHROMIUM,
-                           "--chromedriver-path", "/usr/bin/chromedriver",
-                           "--chrome-options=no-sandbox,disable-dev-shm-usage,headless",
-                           "--tags", "wcag2a,wcag2aa,wcag21a,wcag21aa", "--save", out.name, "--dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            str(AXE),
+            Path(boston["html"]).resolve().as_uri(),
+            "--chrome-path",
+            CHROMIUM,
+            "--chromedriver-path",
+            "/usr/bin/chromedriver",
+            "--chrome-options=no-sandbox,disable-dev-shm-usage,headless",
+            "--tags",
+            "wcag2a,wcag2aa,wcag21a,wcag21aa",
+            "--save",
+            out.name,
+            "--dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     saved = out if out.exists() else next(tmp_path.glob("*.json"), None)
     assert saved is not None, proc.stdout + proc.stderr
     report = json.loads(saved.read_text())
@@ -475,6 +518,7 @@ def test_axe_no_wcag_violations(boston, tmp_path):
 # ------------------------------------------------------------------ sign-off, EPs, step sensitivity, expected sign
 def _tables(html: str) -> dict[str, dict]:
     """Caption text -> {"header": [...], "rows": [[...], ...]} for every table."""
+
     def cells(tag, chunk):
         found = re.findall(rf"<{tag}[^>]*>(.*?)</{tag}>", chunk, flags=re.S)
         return [" ".join(_visible_text(c).split()) for c in found]
@@ -483,8 +527,10 @@ def _tables(html: str) -> dict[str, dict]:
     for table in re.findall(r"<table\b.*?</table>", html, flags=re.S):
         caption = " ".join(_visible_text(re.search(r"<caption>(.*?)</caption>", table, flags=re.S).group(1)).split())
         body = table.split("<tbody>", 1)[1]
-        out[caption] = {"header": cells("th", table.split("<tbody>", 1)[0]),
-                        "rows": [cells("td", r) for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body, flags=re.S)]}
+        out[caption] = {
+            "header": cells("th", table.split("<tbody>", 1)[0]),
+            "rows": [cells("td", r) for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body, flags=re.S)],
+        }
     return out
 
 
@@ -553,9 +599,10 @@ def test_ame_with_and_without_eps_equal_fme(boston, boston_model):
         assert t["rows"] == [[r["rows"], r["n"], r["n_extrapolation"], r["ame"], r["ci"], r["interval"]] for r in rows]
         assert [r["interval"] for r in rows] == ["fixed model (rows)", "fixed model (rows)"]
         if v["n_extrapolation"]:
-            assert (f"the {rows[1]['n_extrapolation']} extrapolation points included, the AME would be "
-                    f"{rows[1]['ame']} (95% CI {rows[1]['ci_low']} to {rows[1]['ci_high']}") in " ".join(
-                        _visible_text(html).split())
+            assert (
+                f"the {rows[1]['n_extrapolation']} extrapolation points included, the AME would be "
+                f"{rows[1]['ame']} (95% CI {rows[1]['ci_low']} to {rows[1]['ci_high']}"
+            ) in " ".join(_visible_text(html).split())
         checked += 1
     assert checked == 6
 
@@ -578,14 +625,22 @@ def test_step_sensitivity_equals_fme_with_scaled_steps(boston, boston_model):
         assert (sens[1.0]["ame"], sens[1.0]["n"]) == (v["ame"], v["n"])
         for factor in (0.5, 2.0):
             steps = {f: h * factor for f, h in v["steps"].items()}
-            r = fme.fme(model, data, steps, extrapolation="envelope", on_extrapolation="exclude",
-                        reference_data=reference, random_state=0)
+            r = fme.fme(
+                model,
+                data,
+                steps,
+                extrapolation="envelope",
+                on_extrapolation="exclude",
+                reference_data=reference,
+                random_state=0,
+            )
             assert sens[factor]["steps"] == steps
             assert sens[factor]["n"] == r.n and sens[factor]["ame"] == pytest.approx(r.ame, rel=1e-12, abs=1e-12)
         t = _table(html, f"Sensitivity of the AME of {label} to the step size")
         cells = sensitivity_rows(v, "95%")
-        assert t["rows"] == [[c["size"], c["step"], c["n"], c["n_extrapolation"], c["ame"], c["ci"], c["direction"]]
-                             for c in cells]
+        assert t["rows"] == [
+            [c["size"], c["step"], c["n"], c["n_extrapolation"], c["ame"], c["ci"], c["direction"]] for c in cells
+        ]
         assert [row[0] for row in t["rows"]] == ["h/2", "h", "2h"]
     assert numeric == 4
     assert "a categorical step switches to a level and has no size" in " ".join(_visible_text(html).split())
@@ -602,8 +657,14 @@ def test_expected_sign_table_and_flag(boston):
         label = g["title"] + (f": to level {v['level']}" if v.get("level") is not None else "")
         c = effect_cells(v)
         sa = sign_agreement(g["config"].get("expected_sign"), v["ame"], *fixed_bounds(v))
-        assert by_label[label] == [label, sa["expected"], c["ame"], sa["observed"], f"[{c['ci_low']}, {c['ci_high']}]",
-                                   sa["agree"]]
+        assert by_label[label] == [
+            label,
+            sa["expected"],
+            c["ame"],
+            sa["observed"],
+            f"[{c['ci_low']}, {c['ci_high']}]",
+            sa["agree"],
+        ]
     assert [r[5] for r in t["rows"]] == ["yes"] * 4 + ["-", "-"]  # the four stated "+" effects agree
     flags = _table(html, "Automatic flags")
     sign_rows = [r for r in flags["rows"] if r[1] == "observed sign differs from expected"]
@@ -612,8 +673,8 @@ def test_expected_sign_table_and_flag(boston):
 
 def test_partition_stability_equals_library_and_csv(boston, boston_model):
     import fme
-    from fme.report.present.context import stability_cells
     from fme._utils.numfmt import decimals_for
+    from fme.report.present.context import stability_cells
 
     model, data, reference = boston_model
     html = _html(boston)
@@ -627,14 +688,23 @@ def test_partition_stability_equals_library_and_csv(boston, boston_model):
             continue
         label = g["title"] + (f": to level {v['level']}" if v.get("level") is not None else "")
         eff = cfg[g["id"]]
-        r = fme.fme(model, data, dict(v["steps"]), nlm=v["nlm"], extrapolation="envelope", on_extrapolation="exclude",
-                    reference_data=reference, random_state=0)
+        r = fme.fme(
+            model,
+            data,
+            dict(v["steps"]),
+            nlm=v["nlm"],
+            extrapolation="envelope",
+            on_extrapolation="exclude",
+            reference_data=reference,
+            random_state=0,
+        )
         # max_leaves (issue 22, default 8) is the report's key, not fme.came's: these trees have fewer leaves
         params = {k: val for k, val in eff.partition.items() if k not in ("method", "max_leaves")}
         part = fme.came(r, method=eff.partition.get("method", "ctree"), **params)
         assert len(part.leaves) <= eff.partition["max_leaves"] == 8
-        st = fme.partition_stability(part, n_subsamples=eff.stability["subsamples"],
-                                     fraction=eff.stability["fraction"], random_state=0)
+        st = fme.partition_stability(
+            part, n_subsamples=eff.stability["subsamples"], fraction=eff.stability["fraction"], random_state=0
+        )
         csv = pd.read_csv(Path(boston["out_dir"]) / "tables" / f"{v['id']}-stability.csv")
         assert csv["ame"].to_numpy() == pytest.approx(st["ame"].to_numpy(), rel=1e-12)
         assert csv["ari"].to_numpy() == pytest.approx(st["ari"].to_numpy(dtype=float), rel=1e-12, nan_ok=True)
@@ -645,8 +715,7 @@ def test_partition_stability_equals_library_and_csv(boston, boston_model):
         t = _table(html, f"Stability of the partition of {label} across subsamples")
         low, high = fixed_bounds(v)
         half = (high - low) / 2
-        assert t["rows"] == [[row["quantity"], row["value"]]
-                             for row in stability_cells(s, decimals_for(half))["rows"]]
+        assert t["rows"] == [[row["quantity"], row["value"]] for row in stability_cells(s, decimals_for(half))["rows"]]
         checked += 1
     assert checked >= 1
 
@@ -721,8 +790,11 @@ def test_pdf_table_headers_do_not_run_together(which, request):
     "nExtrapolation")."""
     res = request.getfixturevalue(which)
     _pdftotext(Path(res["pdf"]))
-    words = set(subprocess.run(["pdftotext", "-layout", str(res["pdf"]), "-"], capture_output=True, text=True,
-                               check=True).stdout.replace("\u2212", "-").split())
+    words = set(
+        subprocess.run(["pdftotext", "-layout", str(res["pdf"]), "-"], capture_output=True, text=True, check=True)
+        .stdout.replace("\u2212", "-")
+        .split()
+    )
     glued = []
     for table in _tables(_html(res)).values():
         head = [h.split() for h in table["header"] if h.split()]
@@ -737,8 +809,8 @@ def test_pdf_table_headers_do_not_run_together(which, request):
 def test_audit_trail_hashes_equal_independent_hashes(boston):
     import hashlib
 
-    from fme.report.analysis.environment import find_lock
     from fme.paper import boston_svm
+    from fme.report.analysis.environment import find_lock
 
     out = Path(boston["out_dir"])
     table = _table(_html(boston), "SHA-256 of every input")
@@ -757,7 +829,7 @@ def test_audit_trail_hashes_equal_independent_hashes(boston):
     assert f"Operating system and CPU architecture: {env['os']} {env['os_release']}, {env['machine']}" in text
     assert "Model version: not stated in the config (model.version)" in text
     # the resolved config: every default filled in, equal to the config the notebook used
-    block = re.findall(r'<code>(\{.*?\})</code>', _html(boston), flags=re.S)[-1]
+    block = re.findall(r"<code>(\{.*?\})</code>", _html(boston), flags=re.S)[-1]
     resolved = json.loads(htmllib.unescape(block))
     assert resolved == _results(boston)["config"]
     assert resolved["effects"][0]["stability"] == {"fraction": 0.5, "subsamples": 20}  # a default, not in the YAML
@@ -817,7 +889,12 @@ def test_came_leaves_show_where_they_hold(boston):
             checked += 1
     assert checked >= 2
     crim = next(g for g in _results(boston)["effects"] if g["id"] == "crim")["variants"][0]["partition"]
-    low = [b for leaf in crim["leaves"] for b in leaf["box"] if b["feature"] == "crim" and b["range"].startswith("[0.00632")]
+    low = [
+        b
+        for leaf in crim["leaves"]
+        for b in leaf["box"]
+        if b["feature"] == "crim" and b["range"].startswith("[0.00632")
+    ]
     assert low and all(b["eval_min"] > 5 for b in low)  # the issue's example: no evaluated row below crim 5
 
 
@@ -827,8 +904,7 @@ def test_change_log_against_previous_results(boston, tmp_path):
     crim = next(g for g in old["effects"] if g["id"] == "crim")["variants"][0]
     fixed = crim["fixed_interval"]
     crim["fixed_interval"] = {**fixed, "low": fixed["low"] - 1.0, "high": fixed["high"] - 1.0}
-    crim.update(ame=crim["ame"] - 1.0,
-                n=crim["n"] + 50, n_extrapolation=crim["n_extrapolation"] - 50)
+    crim.update(ame=crim["ame"] - 1.0, n=crim["n"] + 50, n_extrapolation=crim["n_extrapolation"] - 50)
     crim["partition"]["root_split"] = {"feature": "lstat", "value": 9.5, "levels": None}
     old["effects"] = [g for g in old["effects"] if g["id"] != "chas"]
     (tmp_path / "old.json").write_text(json.dumps(old), encoding="utf-8")
@@ -850,8 +926,10 @@ def test_change_log_against_previous_results(boston, tmp_path):
     assert r[7].startswith("changed: lstat <= 9.5 to crim <= ")
     assert rows["One more room"][5] == "0.00" and rows["One more room"][6] == "yes"  # after the Interval column
     flat = " ".join(_visible_text(html).split())
-    assert ("Effects added since the previous report: Bordering the Charles River: to level 0; "
-            "Bordering the Charles River: to level 1") in flat
+    assert (
+        "Effects added since the previous report: Bordering the Charles River: to level 0; "
+        "Bordering the Charles River: to level 1"
+    ) in flat
     assert "Effects removed since the previous report: none" in flat
     hashes = {row[0]: row[2] for row in _table(html, "SHA-256 of every input")["rows"]}
     import hashlib
@@ -874,21 +952,29 @@ def test_no_page_level_horizontal_scroll_at_390_px(which, request):
             widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
             outside = page.evaluate(
                 "Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right >"
-                " window.innerWidth + 0.5 && !e.closest('.table-scroll, figure, pre')).map(e => e.tagName)")
-            scales = page.evaluate("Array.from(document.querySelectorAll('figure img')).map(i =>"
-                                   " i.getBoundingClientRect().width / i.naturalWidth)")
-            tables = page.evaluate("Array.from(document.querySelectorAll('table')).map(t => {"
-                                   " const w = t.parentElement; return [w.className, getComputedStyle(w).overflowX,"
-                                   " w.tabIndex, w.getAttribute('aria-label') || '']; })")
-            wide = page.evaluate("Array.from(document.querySelectorAll('.table-scroll')).filter(w =>"
-                                 " w.scrollWidth > w.clientWidth).length")
+                " window.innerWidth + 0.5 && !e.closest('.table-scroll, figure, pre')).map(e => e.tagName)"
+            )
+            scales = page.evaluate(
+                "Array.from(document.querySelectorAll('figure img')).map(i =>"
+                " i.getBoundingClientRect().width / i.naturalWidth)"
+            )
+            tables = page.evaluate(
+                "Array.from(document.querySelectorAll('table')).map(t => {"
+                " const w = t.parentElement; return [w.className, getComputedStyle(w).overflowX,"
+                " w.tabIndex, w.getAttribute('aria-label') || '']; })"
+            )
+            wide = page.evaluate(
+                "Array.from(document.querySelectorAll('.table-scroll')).filter(w =>"
+                " w.scrollWidth > w.clientWidth).length"
+            )
         finally:
             browser.close()
     assert widths == [390, 390]
     assert outside == []
     assert scales and min(scales) >= 0.999
-    assert tables and all(c == "table-scroll" and o == "auto" and t == 0 and lab.startswith("Table ")
-                          for c, o, t, lab in tables)
+    assert tables and all(
+        c == "table-scroll" and o == "auto" and t == 0 and lab.startswith("Table ") for c, o, t, lab in tables
+    )
     assert wide >= 1  # some table is wider than the phone, and it scrolls inside its own box
 
 
@@ -896,9 +982,9 @@ def test_honest_leaves_and_their_tests_are_reported(boston, boston_model):
     """Issue 25 item 6: the leaves are honest by default, the report says which rows grew the tree and which
     estimated its leaves, shows the leaf-difference tests with Holm's adjustment (equal to the library's) and
     flags leaves the global test cannot tell apart."""
-    import fme
     from statsmodels.stats.multitest import multipletests
 
+    import fme
     from fme.report.inputs.config import load_config
 
     model, data, reference = boston_model
@@ -919,8 +1005,16 @@ def test_honest_leaves_and_their_tests_are_reported(boston, boston_model):
             assert len(p["leaves"]) == 1
             continue
         eff = cfg[g["id"]]
-        r = fme.fme(model, data, dict(v["steps"]), nlm=v["nlm"], extrapolation="envelope", on_extrapolation="exclude",
-                    reference_data=reference, random_state=0)
+        r = fme.fme(
+            model,
+            data,
+            dict(v["steps"]),
+            nlm=v["nlm"],
+            extrapolation="envelope",
+            on_extrapolation="exclude",
+            reference_data=reference,
+            random_state=0,
+        )
         params = {k: val for k, val in eff.partition.items() if k not in ("method", "max_leaves")}
         part = fme.came(r, method=eff.partition.get("method", "ctree"), **params)
         if len(part.leaf_ids) != len(p["leaves"]):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,8 +9,10 @@ import pytest
 pytest.importorskip("jsonschema")
 
 
-_HEAD = ("title: T\nowner: O\nintended_use: U\nmodel: {joblib: a.joblib}\nchallenger: {joblib: b.joblib}\n"
-         "data: {path: data.csv}\ntarget: y\n")
+_HEAD = (
+    "title: T\nowner: O\nintended_use: U\nmodel: {joblib: a.joblib}\nchallenger: {joblib: b.joblib}\n"
+    "data: {path: data.csv}\ntarget: y\n"
+)
 _EFFECT_X = "effects:\n  - id: x\n    steps: {x: 1}\n    extrapolation: none\n"
 
 
@@ -36,8 +37,14 @@ def _case(tmp_path, slope_b: float):
     d["y2"] = 1 + slope_b * d["x"] + rng.normal(size=n)
     a = smf.ols("y ~ x + w", data=d).fit()
     b = smf.ols("y2 ~ x + w", data=d).fit()
-    _write_case(tmp_path, a, b, d[["x", "w"]], "inference: delta\n",
-                "    partition: false\n    stability: false\n    expect: {sign: '+'}\n")
+    _write_case(
+        tmp_path,
+        a,
+        b,
+        d[["x", "w"]],
+        "inference: delta\n",
+        "    partition: false\n    stability: false\n    expect: {sign: '+'}\n",
+    )
     return a, b, d
 
 
@@ -77,7 +84,7 @@ def test_a_model_without_covariance_gets_the_paired_fixed_model_interval(tmp_pat
     cfg = load_config(tmp_path / "c.yaml")
     (g,) = run_effects(a, X, X, cfg, tmp_path / "out")
     c = g["variants"][0]["challenger"]
-    diff = a.params["x"] - lr.coef_[0]                       # constant per row: no spread over the rows
+    diff = a.params["x"] - lr.coef_[0]  # constant per row: no spread over the rows
     assert c["difference"] == pytest.approx(diff, rel=1e-8)
     assert c["difference_inference"] == "fixed model, paired over the rows"
     assert not c["sign_disagrees"]
@@ -105,8 +112,15 @@ def test_bootstrap_difference_equals_the_same_seeded_refits_by_hand(tmp_path):
     b = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
     d.to_csv(tmp_path / "train.csv", index=False)
     for ci in ("percentile", "normal"):
-        _write_case(tmp_path, a, b, X, f"seed: {seed}\ninference: {{method: bootstrap, train_data: {{path: train.csv}}, "
-                    f"n_resamples: {B}, ci: {ci}}}\n", "    partition: false\n    stability: false\n")
+        _write_case(
+            tmp_path,
+            a,
+            b,
+            X,
+            f"seed: {seed}\ninference: {{method: bootstrap, train_data: {{path: train.csv}}, "
+            f"n_resamples: {B}, ci: {ci}}}\n",
+            "    partition: false\n    stability: false\n",
+        )
         cfg = load_config(tmp_path / "c.yaml")
         train = pd.read_csv(tmp_path / "train.csv")
         with warnings.catch_warnings():

@@ -6,27 +6,50 @@ import json
 
 import pytest
 
-from fme.report.present.changelog import changelog, compact, load_previous
 from fme.report.inputs.config import ConfigError, load_config
+from fme.report.present.changelog import changelog, compact, load_previous
 
 
 def _variant(vid, ame, lo, hi, n=100, n_ep=0, split=None, level=None):
-    return {"id": vid, "step_label": "x + 1", "ame": ame, "ci_low": lo, "ci_high": hi, "n": n,
-            "n_extrapolation": n_ep, "detector": "envelope", "policy": "exclude", "level": level,
-            "partition": None if split is None else {"root_split": split}}
+    return {
+        "id": vid,
+        "step_label": "x + 1",
+        "ame": ame,
+        "ci_low": lo,
+        "ci_high": hi,
+        "n": n,
+        "n_extrapolation": n_ep,
+        "detector": "envelope",
+        "policy": "exclude",
+        "level": level,
+        "partition": None if split is None else {"root_split": split},
+    }
 
 
 def _results(*groups):
-    return {"config_name": "r", "config_sha256": "ab" * 32,
-            "effects": [{"id": vid, "title": title, "variants": vs} for vid, title, vs in groups]}
+    return {
+        "config_name": "r",
+        "config_sha256": "ab" * 32,
+        "effects": [{"id": vid, "title": title, "variants": vs} for vid, title, vs in groups],
+    }
 
 
-OLD = _results(("x", "Step x", [_variant("x", 1.20, 1.00, 1.40, n=80, n_ep=20,
-                                         split={"feature": "z", "value": 2.5, "levels": None})]),
-               ("gone", "Removed one", [_variant("gone", 0.5, 0.4, 0.6)]))
-NEW = _results(("x", "Step x", [_variant("x", 1.95, 1.80, 2.10, n=60, n_ep=40,
-                                         split={"feature": "w", "value": 0.125, "levels": None})]),
-               ("new", "Added one", [_variant("new", 0.5, 0.4, 0.6)]))
+OLD = _results(
+    (
+        "x",
+        "Step x",
+        [_variant("x", 1.20, 1.00, 1.40, n=80, n_ep=20, split={"feature": "z", "value": 2.5, "levels": None})],
+    ),
+    ("gone", "Removed one", [_variant("gone", 0.5, 0.4, 0.6)]),
+)
+NEW = _results(
+    (
+        "x",
+        "Step x",
+        [_variant("x", 1.95, 1.80, 2.10, n=60, n_ep=40, split={"feature": "w", "value": 0.125, "levels": None})],
+    ),
+    ("new", "Added one", [_variant("new", 0.5, 0.4, 0.6)]),
+)
 
 
 def test_changelog_rows_added_removed():
@@ -44,8 +67,13 @@ def test_changelog_rows_added_removed():
 
 
 def test_changelog_overlap_and_unchanged_split():
-    same = _results(("x", "Step x", [_variant("x", 1.30, 1.10, 1.50, n=80, n_ep=20,
-                                              split={"feature": "z", "value": 2.5, "levels": None})]))
+    same = _results(
+        (
+            "x",
+            "Step x",
+            [_variant("x", 1.30, 1.10, 1.50, n=80, n_ep=20, split={"feature": "z", "value": 2.5, "levels": None})],
+        )
+    )
     c = changelog(same, {"path": "p", "sha256": "0", **compact(OLD)})
     (row,) = c["rows"]
     assert row["overlap"] == "yes" and row["delta"] == "+0.10" and row["ep_share"] == "+0.0 pp (20.0% to 20.0%)"
@@ -54,8 +82,10 @@ def test_changelog_overlap_and_unchanged_split():
 
 
 def _config(tmp_path, previous):
-    text = (f"title: t\nowner: o\nintended_use: u\nmodel: {{joblib: m.joblib}}\ndata: {{path: d.csv}}\n"
-            f"target: y\neffects:\n  - {{id: a, steps: {{a: 1}}}}\nprevious: {previous}\n")
+    text = (
+        f"title: t\nowner: o\nintended_use: u\nmodel: {{joblib: m.joblib}}\ndata: {{path: d.csv}}\n"
+        f"target: y\neffects:\n  - {{id: a, steps: {{a: 1}}}}\nprevious: {previous}\n"
+    )
     (tmp_path / "c.yaml").write_text(text, encoding="utf-8")
     return load_config(tmp_path / "c.yaml")
 

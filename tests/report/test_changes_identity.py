@@ -7,13 +7,27 @@ from fme.report.present.changelog import changelog, compact
 
 
 def _results(version, model_sha, data_sha, ame, target_class=None):
-    v = {"id": "e", "step_label": "x + 1", "ame": ame, "n": 10, "n_total": 10, "n_extrapolation": 0,
-         "detector": None, "policy": None, "inference": "sample",
-         "fixed_interval": {"low": ame - 0.01, "high": ame + 0.01, "level": 0.95, "kind": "fixed model"}}
-    return {"config_name": "c", "config_sha256": "0" * 64, "target_class": target_class,
-            "config": {"model": {"version": version} if version else {}},
-            "model": {"sha256": model_sha}, "data": {"sha256": data_sha},
-            "effects": [{"id": "e", "title": "E", "variants": [v]}]}
+    v = {
+        "id": "e",
+        "step_label": "x + 1",
+        "ame": ame,
+        "n": 10,
+        "n_total": 10,
+        "n_extrapolation": 0,
+        "detector": None,
+        "policy": None,
+        "inference": "sample",
+        "fixed_interval": {"low": ame - 0.01, "high": ame + 0.01, "level": 0.95, "kind": "fixed model"},
+    }
+    return {
+        "config_name": "c",
+        "config_sha256": "0" * 64,
+        "target_class": target_class,
+        "config": {"model": {"version": version} if version else {}},
+        "model": {"sha256": model_sha},
+        "data": {"sha256": data_sha},
+        "effects": [{"id": "e", "title": "E", "variants": [v]}],
+    }
 
 
 def test_the_change_log_names_model_version_and_both_builds_hashes():
@@ -39,9 +53,23 @@ def test_the_model_card_lists_the_interactions():
     from fme.report.render.model_card import model_card
 
     results = _results("1", "a", "d", 0.02)
-    results["interactions"] = {"rows": [{"steps_a": "x1 + 1", "steps_b": "x2 + 1", "estimate": 0.5, "conf_low": 0.4,
-                                         "conf_high": 0.6, "inference": "delta", "n": 120}]}
-    (m,) = [m for m in model_card(results, {})["quantitative_analysis"]["performance_metrics"]
-            if m["type"].startswith("interaction")]
+    results["interactions"] = {
+        "rows": [
+            {
+                "steps_a": "x1 + 1",
+                "steps_b": "x2 + 1",
+                "estimate": 0.5,
+                "conf_low": 0.4,
+                "conf_high": 0.6,
+                "inference": "delta",
+                "n": 120,
+            }
+        ]
+    }
+    (m,) = [
+        m
+        for m in model_card(results, {})["quantitative_analysis"]["performance_metrics"]
+        if m["type"].startswith("interaction")
+    ]
     assert m["type"] == "interaction of x1 + 1 and x2 + 1 (delta interval)" and m["slice"] == "120 evaluated rows"
     assert m["confidence_interval"] == {"lower_bound": "0.4", "upper_bound": "0.6"}

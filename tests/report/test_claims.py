@@ -7,9 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from fme.report.inputs.claims import (KINDS, Claim, TestRecord, contract_verdict, count_claim, direction,
-                                      enters_predictions, not_computed, range_claim, statistic_cell, test_claim,
-                                      test_validity)
+from fme.report.inputs.claims import (
+    KINDS,
+    Claim,
+    TestRecord,
+    contract_verdict,
+    count_claim,
+    direction,
+    enters_predictions,
+    not_computed,
+    range_claim,
+    statistic_cell,
+    test_claim,
+    test_validity,
+)
 from fme.report.inputs.quantities import Interval, Quantity, RowSet, Unit, percentage_points
 
 SCHEMA = Path(__file__).resolve().parents[2] / "fme" / "report" / "schemas" / "results.schema.json"
@@ -28,8 +39,11 @@ def test_direction_only_when_the_interval_excludes_zero_and_names_its_kind():
     assert direction(Quantity("x", "x", 0.1, Unit(""), ROWS)).outcome == "no clear direction"
 
 
-GLOBAL = dict(name="Global test that all leaf cAMEs are equal (Wald, chi-squared)", differ="the leaves' cAMEs differ",
-              no_difference="the data do not show that the leaves' cAMEs differ")
+GLOBAL = dict(
+    name="Global test that all leaf cAMEs are equal (Wald, chi-squared)",
+    differ="the leaves' cAMEs differ",
+    no_difference="the data do not show that the leaves' cAMEs differ",
+)
 
 
 def test_a_valid_test_states_its_result():
@@ -41,13 +55,21 @@ def test_a_valid_test_states_its_result():
     assert c.outcome == "no difference"
 
 
-@pytest.mark.parametrize("record, reason", [
-    (TestRecord("g", float("nan"), float("nan"), 0), "the statistic is undefined"),
-    (TestRecord("g", None, None), "the statistic is undefined"),
-    (TestRecord("g", 302.0000000137, 0.0, 1, note="the contrasts lie in the span of the Jacobian: not identified"),
-     "not identified"),
-    (TestRecord("g", 5.0, 0.02, 1, (0.1,), 0.5, (1, 30)), "fewer than 2 rows"),
-    (TestRecord("g", 7.3e16, 0.0, 1, (6.7e-18,), 0.49, (30, 30)), "SE at rounding level")])
+@pytest.mark.parametrize(
+    "record, reason",
+    [
+        (TestRecord("g", float("nan"), float("nan"), 0), "the statistic is undefined"),
+        (TestRecord("g", None, None), "the statistic is undefined"),
+        (
+            TestRecord(
+                "g", 302.0000000137, 0.0, 1, note="the contrasts lie in the span of the Jacobian: not identified"
+            ),
+            "not identified",
+        ),
+        (TestRecord("g", 5.0, 0.02, 1, (0.1,), 0.5, (1, 30)), "fewer than 2 rows"),
+        (TestRecord("g", 7.3e16, 0.0, 1, (6.7e-18,), 0.49, (30, 30)), "SE at rounding level"),
+    ],
+)
 def test_an_invalid_test_is_never_a_verdict(record, reason):
     assert reason in test_validity(record)
     c = test_claim(record, 0.05, **GLOBAL)
@@ -78,8 +100,9 @@ def test_a_range_says_whose_range_it_is():
 
 
 def test_enters_predictions():
-    assert enters_predictions("t", "exposure", True).text == \
-        "predictions use each row's exposure (column t), as observed"
+    assert (
+        enters_predictions("t", "exposure", True).text == "predictions use each row's exposure (column t), as observed"
+    )
     assert enters_predictions("w", "weight", False).outcome == "not used"
     assert not enters_predictions("t", "exposure", None).holds
 
@@ -96,8 +119,10 @@ def test_contract_verdicts_need_one_unit_and_a_real_standard_error():
 
 
 def test_not_computed_and_unknown_kinds():
-    assert not_computed("the interactions", "a single numeric feature").text == \
-        "the interactions: not computed: a single numeric feature"
+    assert (
+        not_computed("the interactions", "a single numeric feature").text
+        == "the interactions: not computed: a single numeric feature"
+    )
     with pytest.raises(ValueError, match="unknown claim kind"):
         Claim("causes", (), True, "x")
 
@@ -106,8 +131,12 @@ def test_every_kind_serialises_and_validates():
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     assert set(schema["$defs"]["claim"]["properties"]["kind"]["enum"]) == set(KINDS)
-    claims = [direction(_q(0.02, 0.01, 0.03)), test_claim(TestRecord("g", None, None), 0.05, **GLOBAL),
-              count_claim(RowSet("a", 1, of=ROWS), ROWS), not_computed("x", "y")]
+    claims = [
+        direction(_q(0.02, 0.01, 0.03)),
+        test_claim(TestRecord("g", None, None), 0.05, **GLOBAL),
+        count_claim(RowSet("a", 1, of=ROWS), ROWS),
+        not_computed("x", "y"),
+    ]
     for c in claims:
         d = json.loads(json.dumps(c.to_dict()))
         jsonschema.validate(d, {**schema, "$ref": "#/$defs/claim"})

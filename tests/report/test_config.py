@@ -37,8 +37,13 @@ def test_bundled_config_is_valid():
     cfg = load_config(REPO / "reports" / "boston-svm.yaml")
     assert cfg.name == "boston-svm"
     assert [e.id for e in cfg.effects] == ["rm", "crim", "crim-nox", "crim-nox-ptratio", "chas"]
-    assert cfg.effects[0].partition == {"method": "ctree", "minbucket": 100, "testtype": "teststatistic",
-                                              "mincriterion": 0.99, "max_leaves": 8}
+    assert cfg.effects[0].partition == {
+        "method": "ctree",
+        "minbucket": 100,
+        "testtype": "teststatistic",
+        "mincriterion": 0.99,
+        "max_leaves": 8,
+    }
 
 
 def test_defaults_filled(tmp_path):
@@ -48,29 +53,47 @@ def test_defaults_filled(tmp_path):
     assert eff.conf_level == 0.95 and cfg.timestamp is False and cfg.seed == 0
 
 
-@pytest.mark.parametrize("text, line, pattern", [
-    (GOOD.replace("owner: O\n", "owner: O\ncolour: red\n"), 3, r"colour: unknown key 'colour'"),
-    (GOOD.replace("owner: O\n", ""), 1, r"'owner' is missing"),
-    (GOOD + "    on_extrapolation: drop\n", 11, r"effects\[0\]\.on_extrapolation: 'drop' is not one of"),
-    (GOOD.replace("  dataset: boston\n", "  dataset: boston\n  path: x.csv\n"), 6, r"data: give exactly one of path, dataset"),
-    (GOOD + "    partition: {method: ctree, minbucket: -3}\n", 11, r"effects\[0\]\.partition"),
-    (GOOD.replace("effects:\n  - steps: {crim: -5}\n", "effects: []\n"), 9, r"effects: \[\] should be non-empty"),
-    (GOOD + "    extrapolation: none\n    on_extrapolation: keep\n", 12, r"a policy needs a detector"),
-    # expected_sign (§1.8) and signoff (§1.0)
-    (GOOD + "    expected_sign: up\n", 11,
-     r"effects\[0\]\.expected_sign: 'up' is not one of \['\+', '-'\]"),
-    (GOOD.replace("{crim: -5}", "{chas: all}\n    expected_sign: '+'"), 11,
-     r"effects\[0\]\.expected_sign: an expected sign is ambiguous for one effect per level"),
-    (GOOD.replace("{crim: -5}", "{chas: [0, 1]}\n    expected_sign: '-'"), 11, r"expected_sign: .*ambiguous"),
-    (GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - role: Preparer\n    title: Dr\n"), 11,
-     r"signoff\[0\]\.title: unknown key 'title'; allowed keys here: name, role"),
-    (GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - role: Preparer\n  - name: A\n"), 11,
-     r"signoff\[1\]: 'role' is missing"),
-    (GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - role: Preparer\n    name: 3\n"), 11,
-     r"signoff\[0\]\.name: 3 is not of type 'string'"),
-    (GOOD.replace("target: medv\n", "target: medv\nsignoff: []\n"), 9, r"signoff: \[\] should be non-empty"),
-    (GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - role: ''\n"), 10, r"signoff\[0\]\.role: ''"),
-])
+@pytest.mark.parametrize(
+    "text, line, pattern",
+    [
+        (GOOD.replace("owner: O\n", "owner: O\ncolour: red\n"), 3, r"colour: unknown key 'colour'"),
+        (GOOD.replace("owner: O\n", ""), 1, r"'owner' is missing"),
+        (GOOD + "    on_extrapolation: drop\n", 11, r"effects\[0\]\.on_extrapolation: 'drop' is not one of"),
+        (
+            GOOD.replace("  dataset: boston\n", "  dataset: boston\n  path: x.csv\n"),
+            6,
+            r"data: give exactly one of path, dataset",
+        ),
+        (GOOD + "    partition: {method: ctree, minbucket: -3}\n", 11, r"effects\[0\]\.partition"),
+        (GOOD.replace("effects:\n  - steps: {crim: -5}\n", "effects: []\n"), 9, r"effects: \[\] should be non-empty"),
+        (GOOD + "    extrapolation: none\n    on_extrapolation: keep\n", 12, r"a policy needs a detector"),
+        # expected_sign (§1.8) and signoff (§1.0)
+        (GOOD + "    expected_sign: up\n", 11, r"effects\[0\]\.expected_sign: 'up' is not one of \['\+', '-'\]"),
+        (
+            GOOD.replace("{crim: -5}", "{chas: all}\n    expected_sign: '+'"),
+            11,
+            r"effects\[0\]\.expected_sign: an expected sign is ambiguous for one effect per level",
+        ),
+        (GOOD.replace("{crim: -5}", "{chas: [0, 1]}\n    expected_sign: '-'"), 11, r"expected_sign: .*ambiguous"),
+        (
+            GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - role: Preparer\n    title: Dr\n"),
+            11,
+            r"signoff\[0\]\.title: unknown key 'title'; allowed keys here: name, role",
+        ),
+        (
+            GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - role: Preparer\n  - name: A\n"),
+            11,
+            r"signoff\[1\]: 'role' is missing",
+        ),
+        (
+            GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - role: Preparer\n    name: 3\n"),
+            11,
+            r"signoff\[0\]\.name: 3 is not of type 'string'",
+        ),
+        (GOOD.replace("target: medv\n", "target: medv\nsignoff: []\n"), 9, r"signoff: \[\] should be non-empty"),
+        (GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - role: ''\n"), 10, r"signoff\[0\]\.role: ''"),
+    ],
+)
 def test_errors_name_key_and_line(tmp_path, text, line, pattern):
     p = _write(tmp_path, text)
     with pytest.raises(ConfigError, match=rf"^{p}:{line}: .*{pattern}"):
@@ -96,10 +119,14 @@ def test_missing_file():
 
 def test_signoff_default_and_given(tmp_path):
     cfg = load_config(_write(tmp_path, GOOD))
-    assert list(cfg.signoff) == [{"role": "Preparer", "name": ""}, {"role": "Independent reviewer", "name": ""},
-                              {"role": "Approver", "name": ""}]
-    text = GOOD.replace("target: medv\n", "target: medv\nsignoff:\n  - {role: Preparer, name: A. B}\n"
-                                          "  - {role: Validator}\n")
+    assert list(cfg.signoff) == [
+        {"role": "Preparer", "name": ""},
+        {"role": "Independent reviewer", "name": ""},
+        {"role": "Approver", "name": ""},
+    ]
+    text = GOOD.replace(
+        "target: medv\n", "target: medv\nsignoff:\n  - {role: Preparer, name: A. B}\n  - {role: Validator}\n"
+    )
     cfg = load_config(_write(tmp_path, text))
     assert list(cfg.signoff) == [{"role": "Preparer", "name": "A. B"}, {"role": "Validator", "name": ""}]
 
@@ -128,8 +155,11 @@ def test_stability_defaults_merge_and_off(tmp_path):
 # ------------------------------------------------------------------ issue 16 A: loud, line-numbered failures
 def test_duplicate_key_is_an_error_with_its_line(tmp_path):
     p = _write(tmp_path, GOOD.replace("  - steps: {crim: -5}\n", "  - steps: {crim: 1, crim: -1}\n"))
-    with pytest.raises(ConfigError, match=rf"^{p}:10: effects\[0\]\.steps\.crim: duplicate key \(first given on "
-                                          r"line 10\); give each key once$"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"^{p}:10: effects\[0\]\.steps\.crim: duplicate key \(first given on "
+        r"line 10\); give each key once$",
+    ):
         load_config(p)
 
 
@@ -159,14 +189,25 @@ def test_non_utf8_config_is_one_line(tmp_path):
     assert "\n" not in msg and info.value.__cause__ is None
 
 
-@pytest.mark.parametrize("partition, key, phrase", [
-    ("{method: ctree, max_depth: 3}", "max_depth", "'max_depth' is a CART parameter, not one of method ctree's "
-                                                   r"\(minbucket, minsplit, alpha, maxdepth, testtype, "
-                                                   r"mincriterion\); use maxdepth with method: ctree"),
-    ("{method: cart, maxdepth: 3}", "maxdepth", "'maxdepth' is a CTree parameter, .*use max_depth with method: cart"),
-    ("{method: cart, alpha: 0.1}", "alpha", "'alpha' is a CTree parameter, .*set method: ctree or remove it"),
-    ("{maxdpeth: 3}", "maxdpeth", "unknown key 'maxdpeth'; allowed keys here: alpha, ccp_alpha, features"),
-])
+@pytest.mark.parametrize(
+    "partition, key, phrase",
+    [
+        (
+            "{method: ctree, max_depth: 3}",
+            "max_depth",
+            "'max_depth' is a CART parameter, not one of method ctree's "
+            r"\(minbucket, minsplit, alpha, maxdepth, testtype, "
+            r"mincriterion\); use maxdepth with method: ctree",
+        ),
+        (
+            "{method: cart, maxdepth: 3}",
+            "maxdepth",
+            "'maxdepth' is a CTree parameter, .*use max_depth with method: cart",
+        ),
+        ("{method: cart, alpha: 0.1}", "alpha", "'alpha' is a CTree parameter, .*set method: ctree or remove it"),
+        ("{maxdpeth: 3}", "maxdpeth", "unknown key 'maxdpeth'; allowed keys here: alpha, ccp_alpha, features"),
+    ],
+)
 def test_partition_parameter_names_per_method(tmp_path, partition, key, phrase):
     p = _write(tmp_path, GOOD + f"    partition: {partition}\n")
     with pytest.raises(ConfigError, match=rf"^{p}:11: effects\[0\]\.partition\.{key}: {phrase}"):
@@ -180,10 +221,15 @@ def test_cart_parameters_accepted(tmp_path):
 
 def test_unknown_detector_names_valid_ones(tmp_path):
     p = _write(tmp_path, GOOD + "    extrapolation: hul\n")
-    with pytest.raises(ConfigError, match=rf"^{p}:11: effects\[0\]\.extrapolation: 'hul' is not one of "
-                                          r"\['envelope', 'hull', 'mcec', 'cert', 'isolation_forest', 'lof', 'none'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"^{p}:11: effects\[0\]\.extrapolation: 'hul' is not one of "
+        r"\['envelope', 'hull', 'mcec', 'cert', 'isolation_forest', 'lof', 'none'\]",
+    ):
         load_config(p)
-    assert load_config(_write(tmp_path, GOOD + "    extrapolation: hull\n")).effects[0].extrapolation == {"method": "hull"}
+    assert load_config(_write(tmp_path, GOOD + "    extrapolation: hull\n")).effects[0].extrapolation == {
+        "method": "hull"
+    }
 
 
 def test_detector_names_match_the_library():
@@ -230,7 +276,9 @@ def test_resolved_config_round_trips_and_has_no_private_keys(tmp_path):
     assert not [k for k in resolved if k.startswith("_")]
     assert "engine" not in resolved and "reference_data" not in resolved  # neither given nor defaulted
     assert resolved["effects"][0]["stability"] == {"subsamples": 20, "fraction": 0.5}
-    assert "title" in resolved["effects"][0] and "title" not in load_config(_write(tmp_path, GOOD)).to_dict()["effects"][0]
+    assert (
+        "title" in resolved["effects"][0] and "title" not in load_config(_write(tmp_path, GOOD)).to_dict()["effects"][0]
+    )
     back = config_from_dict(resolved, cfg.name)
     assert back.to_dict() == resolved and back.name == "boston-svm" and back.lines == {}
     assert [e.id for e in back.effects] == [e.id for e in cfg.effects]
@@ -265,7 +313,8 @@ def test_an_unknown_interaction_feature_is_found_before_the_notebook(tmp_path):
     d = pd.DataFrame({"x": rng.normal(size=50), "w": rng.normal(size=50)})
     joblib.dump(LinearRegression().fit(d, d.x), tmp_path / "model.joblib")
     d.to_csv(tmp_path / "data.csv", index=False)
-    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
+    (tmp_path / "c.yaml").write_text(
+        textwrap.dedent("""\
         title: T
         owner: O
         intended_use: U
@@ -278,7 +327,9 @@ def test_an_unknown_interaction_feature_is_found_before_the_notebook(tmp_path):
         interactions:
           - a: {x: 1}
             b: {nope: 1}
-        """), encoding="utf-8")
+        """),
+        encoding="utf-8",
+    )
     start = time.perf_counter()
     with pytest.raises(ConfigError, match=r"c\.yaml:1[23]: interactions\[0\]\.b.*unknown feature 'nope': not a column"):
         build_report(tmp_path / "c.yaml", tmp_path / "out")

@@ -63,8 +63,7 @@ def test_an_unreachable_scheduler_names_the_key_and_the_address_within_ten_secon
         port = s.getsockname()[1]
     (tmp_path / "ds").mkdir()
     pd.DataFrame({"x1": [1.0, 2.0]}).to_parquet(tmp_path / "ds" / "a.parquet")
-    p = _write(tmp_path, f"engine: dask\nscheduler: tcp://127.0.0.1:{port}\n").read_text().replace(
-        "data.csv", "ds")
+    p = _write(tmp_path, f"engine: dask\nscheduler: tcp://127.0.0.1:{port}\n").read_text().replace("data.csv", "ds")
     (tmp_path / "c.yaml").write_text(p, encoding="utf-8")
     cfg = load_config(tmp_path / "c.yaml")
     start = time.perf_counter()

@@ -54,65 +54,82 @@ def _error(tmp_path: Path, body: str) -> str:
 
 # ------------------------------------------------------------------ config keys
 def test_detector_with_parameters_is_normalised(tmp_path):
-    cfg = _load(tmp_path, """\
+    cfg = _load(
+        tmp_path,
+        """\
         effects:
           - steps: {x1: 1}
             extrapolation: {method: hull, tol: 1.0e-6}
           - steps: {x1: 1}
             extrapolation: lof
-        """)
+        """,
+    )
     assert cfg.effects[0].extrapolation == {"method": "hull", "tol": 1e-6}
     assert cfg.effects[1].extrapolation == {"method": "lof"}
     from fme.report.inputs.specs import describe_detector, make_detector
 
     det = make_detector(cfg.effects[0].extrapolation, seed=3)
     assert type(det).__name__ == "ConvexHullDetector" and det.tol == 1e-6 and det.random_state == 3
-    assert describe_detector({"method": "lof", "n_neighbors": 7}) == \
-        "lof (contamination = 0.01, n_neighbors = 7)"
+    assert describe_detector({"method": "lof", "n_neighbors": 7}) == "lof (contamination = 0.01, n_neighbors = 7)"
 
 
 @pytest.mark.parametrize("name", ["hull", "mcec", "cert", "isolation_forest", "lof", "envelope"])
 def test_every_detector_name_is_accepted(tmp_path, name):
-    cfg = _load(tmp_path, f"""\
+    cfg = _load(
+        tmp_path,
+        f"""\
         effects:
           - steps: {{x1: 1}}
             extrapolation: {name}
-        """)
+        """,
+    )
     from fme.report.inputs.specs import make_detector
 
     assert make_detector(cfg.effects[0].extrapolation, 0).name == name
 
 
 def test_unknown_detector_parameter_names_line_and_parameters(tmp_path):
-    msg = _error(tmp_path, """\
+    msg = _error(
+        tmp_path,
+        """\
         effects:
           - steps: {x1: 1}
             extrapolation:
               method: mcec
               treshold: 0.6
-        """)
+        """,
+    )
     assert msg.startswith(f"{tmp_path / 'c.yaml'}:13: effects[0].extrapolation.treshold: unknown parameter 'treshold'")
     assert "n_background, threshold" in msg
 
 
 def test_bad_detector_value_is_the_detectors_own_message(tmp_path):
-    msg = _error(tmp_path, """\
+    msg = _error(
+        tmp_path,
+        """\
         effects:
           - steps: {x1: 1}
             extrapolation: {method: lof, contamination: 0.9}
-        """)
-    assert msg.endswith(":11: effects[0].extrapolation.contamination: "
-                        "contamination must be a number in (0, 0.5], got 0.9.")
+        """,
+    )
+    assert msg.endswith(
+        ":11: effects[0].extrapolation.contamination: contamination must be a number in (0, 0.5], got 0.9."
+    )
 
 
 def test_bootstrap_needs_train_data_and_effects_inherit_it(tmp_path):
-    msg = _error(tmp_path, """\
+    msg = _error(
+        tmp_path,
+        """\
         inference: bootstrap
         effects:
           - steps: {x1: 1}
-        """)
+        """,
+    )
     assert ":9: inference: bootstrap refits the model and needs its training data" in msg
-    cfg = _load(tmp_path, """\
+    cfg = _load(
+        tmp_path,
+        """\
         inference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 50}
         effects:
           - steps: {x1: 1}
@@ -120,34 +137,43 @@ def test_bootstrap_needs_train_data_and_effects_inherit_it(tmp_path):
             inference: sample
           - steps: {x1: 1}
             inference: bootstrap
-        """)
+        """,
+    )
     top = {"method": "bootstrap", "train_data": {"path": "train.csv"}, "n_resamples": 50, "ci": "percentile"}
     assert cfg.inference == top
     assert [e.inference for e in cfg.effects] == [top, {"method": "sample"}, top]
 
 
 def test_bootstrap_settings_need_method_bootstrap(tmp_path):
-    msg = _error(tmp_path, """\
+    msg = _error(
+        tmp_path,
+        """\
         effects:
           - steps: {x1: 1}
             inference: {method: delta, n_resamples: 20}
-        """)
+        """,
+    )
     assert ":11: effects[0].inference: n_resamples is a bootstrap setting" in msg
 
 
 def test_flags_and_overview_defaults(tmp_path):
     from fme.report.inputs.specs import FLAG_DEFAULTS
 
-    cfg = _load(tmp_path, """\
+    cfg = _load(
+        tmp_path,
+        """\
         flags: {ep_share: 0.2, leaf_n: 50}
         overview: false
         effects:
           - steps: {x1: 1}
-        """)
+        """,
+    )
     assert cfg.flags == {**FLAG_DEFAULTS, "ep_share": 0.2, "leaf_n": 50}
     assert cfg.overview is False
-    assert _load(tmp_path, "effects:\n  - steps: {x1: 1}\n").overview == \
-        {"step": "sd", "extrapolation": {"method": "envelope"}}
+    assert _load(tmp_path, "effects:\n  - steps: {x1: 1}\n").overview == {
+        "step": "sd",
+        "extrapolation": {"method": "envelope"},
+    }
     msg = _error(tmp_path, "flags: {ep_shar: 0.2}\neffects:\n  - steps: {x1: 1}\n")
     assert ":9: flags.ep_shar: unknown key 'ep_shar'" in msg
 
@@ -186,8 +212,12 @@ def test_extrapolation_causes_joint_flags_name_the_features_that_differ():
     flagged = int(res.results["extrapolation"].sum())
     outside = sum(c["n"] for c in causes if c["kind"] == "outside range")
     joint = [c for c in causes if c["kind"] == "joint"]
-    assert flagged > 0 and joint and joint[0]["n"] == flagged - sum(
-        (res.results["extrapolation"] & (ring["u"] + 0.05 > ring["u"].max())).to_numpy())
+    assert (
+        flagged > 0
+        and joint
+        and joint[0]["n"]
+        == flagged - sum((res.results["extrapolation"] & (ring["u"] + 0.05 > ring["u"].max())).to_numpy())
+    )
     assert outside <= flagged
     ranked = [c["feature"] for c in joint]
     smd = [c["smd"] for c in joint]
@@ -261,22 +291,48 @@ def test_classifier_fit_refuses_an_unknown_label(tmp_path):
 
 # ------------------------------------------------------------------ wording
 def _variant(**kw) -> dict:
-    v = {"ame": 0.02, "sd": 0.05, "se": 0.004, "ci_low": 0.012, "ci_high": 0.028, "q25": 0.01, "q75": 0.03,
-         "n": 150, "n_total": 150, "conf_level": 0.95, "step_label": "x + 1", "steps": {"x": 1.0}, "numeric": True,
-         "detector": None, "policy": None, "n_extrapolation": None, "nlm": False, "inference": "bootstrap",
-         "model_ci": {"std_error": 0.02, "conf_low": -0.01, "conf_high": 0.05, "p_value": 0.3, "n_resamples": 50,
-                      "n_failed": 0, "ci": "percentile", "conf_level": 0.95},
-         "expected_sign": "+", "level_label": "None"}
+    v = {
+        "ame": 0.02,
+        "sd": 0.05,
+        "se": 0.004,
+        "ci_low": 0.012,
+        "ci_high": 0.028,
+        "q25": 0.01,
+        "q75": 0.03,
+        "n": 150,
+        "n_total": 150,
+        "conf_level": 0.95,
+        "step_label": "x + 1",
+        "steps": {"x": 1.0},
+        "numeric": True,
+        "detector": None,
+        "policy": None,
+        "n_extrapolation": None,
+        "nlm": False,
+        "inference": "bootstrap",
+        "model_ci": {
+            "std_error": 0.02,
+            "conf_low": -0.01,
+            "conf_high": 0.05,
+            "p_value": 0.3,
+            "n_resamples": 50,
+            "n_failed": 0,
+            "ci": "percentile",
+            "conf_level": 0.95,
+        },
+        "expected_sign": "+",
+        "level_label": "None",
+    }
     v.update(kw)
     return v
 
 
 def test_model_ci_decides_direction_flags_and_plausibility():
+    from fme.report.inputs.specs import FLAG_DEFAULTS
     from fme.report.present import sentences
     from fme.report.present.context import effect_cells, sign_agreement
     from fme.report.present.display import prepare_variant
     from fme.report.present.flags import FLAG, flag_rows
-    from fme.report.inputs.specs import FLAG_DEFAULTS
 
     v = prepare_variant(_variant(), scale=100.0)  # probabilities -> percentage points
     assert (v["ame"], v["ci_low"], v["ci_high"]) == pytest.approx((2.0, -1.0, 5.0))
@@ -296,19 +352,21 @@ def test_model_ci_decides_direction_flags_and_plausibility():
     tw = sentences.effect_sentence(w, cw, "y", "", "rows", {})
     assert " raises " in tw and "fixed model only: model-estimation uncertainty not computed" in tw
     assert {r["rule"]: r["status"] for r in flag_rows(w, cw, "x", FLAG_DEFAULTS)}[
-        "CI covers zero although a sign is expected"] == "ok"
+        "CI covers zero although a sign is expected"
+    ] == "ok"
 
 
 def test_leaf_nonlinearity_flag_uses_the_configured_threshold():
+    from fme.report.inputs.specs import FLAG_DEFAULTS
     from fme.report.present.context import effect_cells
     from fme.report.present.display import prepare_variant
     from fme.report.present.flags import FLAG, OK, flag_rows
-    from fme.report.inputs.specs import FLAG_DEFAULTS
 
-    leaves = [{"node": 2, "n": 60, "canlm": 0.62, "canlm_ci_low": 0.55, "canlm_ci_high": 0.69},
-              {"node": 3, "n": 80, "canlm": 0.97, "canlm_ci_low": 0.95, "canlm_ci_high": 0.99}]
-    v = prepare_variant(_variant(inference="sample", model_ci=None,
-                                 partition={"leaves": leaves, "root": {}}), 1.0)
+    leaves = [
+        {"node": 2, "n": 60, "canlm": 0.62, "canlm_ci_low": 0.55, "canlm_ci_high": 0.69},
+        {"node": 3, "n": 80, "canlm": 0.97, "canlm_ci_low": 0.95, "canlm_ci_high": 0.99},
+    ]
+    v = prepare_variant(_variant(inference="sample", model_ci=None, partition={"leaves": leaves, "root": {}}), 1.0)
     cells = effect_cells(v)
 
     def rule(t):
@@ -428,12 +486,19 @@ def _tables(res) -> dict[str, list[list[str]]]:
     html = Path(res["html"]).read_text(encoding="utf-8")
     out = {}
     for table in re.findall(r"<table\b.*?</table>", html, flags=re.S):
-        cap = " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", re.search(r"<caption>(.*?)</caption>", table,
-                                                                          flags=re.S).group(1))).split())
+        cap = " ".join(
+            htmllib.unescape(
+                re.sub(r"<[^>]+>", " ", re.search(r"<caption>(.*?)</caption>", table, flags=re.S).group(1))
+            ).split()
+        )
         body = table.split("<tbody>", 1)[1]
-        out[cap] = [[" ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", c)).split())
-                     for c in re.findall(r"<td[^>]*>(.*?)</td>", r, flags=re.S)]
-                    for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body, flags=re.S)]
+        out[cap] = [
+            [
+                " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", c)).split())
+                for c in re.findall(r"<td[^>]*>(.*?)</td>", r, flags=re.S)
+            ]
+            for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body, flags=re.S)
+        ]
     return out
 
 
@@ -455,10 +520,23 @@ def test_logit_report_names_the_class_in_percentage_points(logit):
     model = joblib.load(d / "model.joblib")
     data = pd.read_csv(d / "data.csv")
     train = pd.read_csv(d / "train.csv")
-    ref = fme.fme(model, data, {"mean radius": 1}, extrapolation="envelope", reference_data=data,
-                  target_class="malignant", inference="bootstrap", random_state=0,
-                  bootstrap={"X": train.drop(columns="diagnosis"), "y": train["diagnosis"], "n_resamples": 30,
-                             "random_state": 0, "progress": False})
+    ref = fme.fme(
+        model,
+        data,
+        {"mean radius": 1},
+        extrapolation="envelope",
+        reference_data=data,
+        target_class="malignant",
+        inference="bootstrap",
+        random_state=0,
+        bootstrap={
+            "X": train.drop(columns="diagnosis"),
+            "y": train["diagnosis"],
+            "n_resamples": 30,
+            "random_state": 0,
+            "progress": False,
+        },
+    )
     lo, hi = ref.conf_int()
     ame, clo, chi = fmt_est(100 * ref.ame, 100 * lo, 100 * hi)
     sentence = next(s for s in re.split(r"(?<=\.) (?=[A-Z])", text) if s.startswith("Raising mean radius by 1 mm"))
@@ -492,15 +570,22 @@ def test_logit_overview_ranks_every_feature_like_fme_ame(logit):
     model = joblib.load(d / "model.joblib")
     data = pd.read_csv(d / "data.csv")
     steps = {c: "sd" for c in data.columns}
-    ref = fme.ame(model, data, steps, extrapolation="envelope", reference_data=data, target_class="malignant",
-                  inference="sample", random_state=0)
+    ref = fme.ame(
+        model,
+        data,
+        steps,
+        extrapolation="envelope",
+        reference_data=data,
+        target_class="malignant",
+        inference="sample",
+        random_state=0,
+    )
     ref = ref.reindex(ref["ame"].abs().sort_values(ascending=False).index)
     rows = _table(res, "AME of every model feature")
     assert [r[1] for r in rows] == ref["feature"].tolist()
     for r, (_, e) in zip(rows, ref.iterrows()):
         ame, lo, hi = fmt_est(100 * e["ame"], 100 * e["conf_low"], 100 * e["conf_high"])
-        assert r[3:8] == [f"{int(e['n']):,}", f"{int(e['n_excluded']):,}", ame, f"[{lo}, {hi}]",
-                          "fixed model (rows)"]
+        assert r[3:8] == [f"{int(e['n']):,}", f"{int(e['n_excluded']):,}", ame, f"[{lo}, {hi}]", "fixed model (rows)"]
     dictionary = {r[0]: r for r in _table(res, "Feature dictionary")}
     assert dictionary["mean radius"][2:4] == ["mm", "mean distance from the centre to points on the perimeter"]
     assert dictionary["mean texture"][2:4] == ["not stated", "not stated"]
@@ -518,16 +603,17 @@ def test_hgb_report_numeric_labels_exact_nlm_and_shrink(hgb):
     from fme.report.present.context import effect_cells
 
     c = effect_cells(v)
-    assert (f"(method: exact): median {c['median_nlm']}, share of rows with NLM ≥ 0.9: {c['share_linear']}; "
-            f"flat paths (NLM undefined): {c['n_nlm_flat']}, constant paths: {c['n_nlm_constant']}") in text
+    assert (
+        f"(method: exact): median {c['median_nlm']}, share of rows with NLM ≥ 0.9: {c['share_linear']}; "
+        f"flat paths (NLM undefined): {c['n_nlm_flat']}, constant paths: {c['n_nlm_constant']}"
+    ) in text
     # effective steps under shrink: table equals results.json, which equals the shrunk step columns
     rows = _table(res, "Effective steps of")
     es = v["effective_steps"][0]
     assert rows[0][0] == "worst concavity" and rows[0][1] == "+0.1"
     tab = pd.read_csv(d / "out" / "tables" / "concavity-fme.csv")
     share = tab["step_worst concavity"].to_numpy() / 0.1
-    np.testing.assert_allclose([es["min"], es["median"], es["max"]],
-                               np.quantile(share, [0, 0.5, 1]), rtol=1e-12)
+    np.testing.assert_allclose([es["min"], es["median"], es["max"]], np.quantile(share, [0, 0.5, 1]), rtol=1e-12)
     assert es["n_shrunk"] == int((share < 1).sum())
     # overview with unit steps and no detector
     assert "Rows left out" in text and len(_table(res, "AME of every model feature for one unit step")) == 4
@@ -588,5 +674,7 @@ def test_model_interval_is_the_delta_method_interval_for_statsmodels():
     assert got["model_ci"]["conf_high"] == pytest.approx(ref["conf_high"], rel=1e-10)
     assert got["model_ci"]["std_error"] == pytest.approx(ref["std_error"], rel=1e-10)
     # inference="sample" is the fixed-model interval only: no model-uncertainty interval to add
-    assert model_interval(fme.fme(model, data, {"a": 1.0}, inference="sample"), 0.9) == \
-        {"inference": "sample", "model_ci": None}
+    assert model_interval(fme.fme(model, data, {"a": 1.0}, inference="sample"), 0.9) == {
+        "inference": "sample",
+        "model_ci": None,
+    }

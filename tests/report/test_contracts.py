@@ -52,8 +52,10 @@ def test_contract_tests_equal_hand_computations(tmp_path):
     cfg = load_config(tmp_path / "c.yaml")
     (g,) = run_effects(m, d[["x", "w"]], d[["x", "w"]], cfg, tmp_path / "out")
     rows = {r["contract"]: r for r in g["variants"][0]["contracts"]}
-    b, se = m.params["x"], m.bse["x"]                       # the AME of a unit step of x is its coefficient
-    assert rows["sign"]["estimate"] == pytest.approx(b, rel=1e-10) and rows["sign"]["std_error"] == pytest.approx(se, rel=1e-8)
+    b, se = m.params["x"], m.bse["x"]  # the AME of a unit step of x is its coefficient
+    assert rows["sign"]["estimate"] == pytest.approx(b, rel=1e-10) and rows["sign"]["std_error"] == pytest.approx(
+        se, rel=1e-8
+    )
     assert rows["sign"]["p_value"] == pytest.approx(stats.norm.sf(b / se), rel=1e-6)
     tost = max(stats.norm.sf((b - 0.5) / se), stats.norm.cdf((b - 1.5) / se))
     assert rows["within"]["p_value"] == pytest.approx(tost, rel=1e-6)
@@ -73,14 +75,19 @@ def test_check_exits_3_on_a_contract_not_met_and_still_writes_the_report(tmp_pat
     from fme.__main__ import main
 
     _ols_case(tmp_path, "{sign: '-'}")
-    status = main(["report", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r"), "--no-pdf", "--check",
-                   "--no-progress"])
+    status = main(
+        ["report", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r"), "--no-pdf", "--check", "--no-progress"]
+    )
     assert status == 3
     html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert "Effect contracts" in html and "NOT MET" in html
     _ols_case(tmp_path, "{sign: '+'}")
-    assert main(["report", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r2"), "--no-pdf", "--check",
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            ["report", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r2"), "--no-pdf", "--check", "--no-progress"]
+        )
+        == 0
+    )
 
 
 def test_bad_contracts_are_config_errors(tmp_path):
@@ -117,7 +124,8 @@ def test_bootstrap_contracts_on_a_sklearn_model_match_a_hand_tost_and_gate_the_r
     joblib.dump(model, tmp_path / "model.joblib")
     X.to_csv(tmp_path / "data.csv", index=False)
     d.to_csv(tmp_path / "train.csv", index=False)
-    (tmp_path / "c.yaml").write_text(textwrap.dedent(f"""\
+    (tmp_path / "c.yaml").write_text(
+        textwrap.dedent(f"""\
         title: T
         owner: O
         intended_use: U
@@ -133,10 +141,13 @@ def test_bootstrap_contracts_on_a_sklearn_model_match_a_hand_tost_and_gate_the_r
             partition: false
             stability: false
             expect: {{sign: '+', within: [0.5, 1.2], at_least: 0.75, at_most: 0.5}}
-        """), encoding="utf-8")
-    status = main(["report", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r"), "--no-pdf", "--check",
-                   "--no-progress"])
-    assert status == 3                                        # 'at most 0.5' is not met
+        """),
+        encoding="utf-8",
+    )
+    status = main(
+        ["report", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r"), "--no-pdf", "--check", "--no-progress"]
+    )
+    assert status == 3  # 'at most 0.5' is not met
     html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert "Effect contracts" in html and "NOT MET" in html
     results = json.loads((tmp_path / "r" / "results.json").read_text(encoding="utf-8"))
@@ -145,20 +156,25 @@ def test_bootstrap_contracts_on_a_sklearn_model_match_a_hand_tost_and_gate_the_r
     # AME of a unit step of x is its x coefficient, on the fitted model and on every refit
     train = pd.read_csv(tmp_path / "train.csv")
     Xt, yt = train[["x", "w"]], train["y"]
-    draws = np.array([clone(model).fit(Xt.iloc[idx], yt.iloc[idx]).coef_[0]
-                      for idx in (np.random.default_rng(s).integers(0, n, n)
-                                  for s in np.random.SeedSequence(seed).spawn(B))])
+    draws = np.array(
+        [
+            clone(model).fit(Xt.iloc[idx], yt.iloc[idx]).coef_[0]
+            for idx in (np.random.default_rng(s).integers(0, n, n) for s in np.random.SeedSequence(seed).spawn(B))
+        ]
+    )
     est, se = model.coef_[0], draws.std(ddof=1)
     lo, hi = np.quantile(draws, [0.025, 0.975])
     for r in rows.values():
         assert r["inference"] == "bootstrap"
         assert r["estimate"] == pytest.approx(est, rel=1e-10) and r["std_error"] == pytest.approx(se, rel=1e-10)
         assert [r["conf_low"], r["conf_high"]] == pytest.approx([lo, hi], rel=1e-10)
-    z = stats.norm                                             # bootstrap statistics are z statistics
-    hand = {"sign": z.sf(est / se),
-            "within": max(z.sf((est - 0.5) / se), z.cdf((est - 1.2) / se)),  # TOST: the larger one-sided p
-            "at_least": z.sf((est - 0.75) / se),
-            "at_most": z.cdf((est - 0.5) / se)}
+    z = stats.norm  # bootstrap statistics are z statistics
+    hand = {
+        "sign": z.sf(est / se),
+        "within": max(z.sf((est - 0.5) / se), z.cdf((est - 1.2) / se)),  # TOST: the larger one-sided p
+        "at_least": z.sf((est - 0.75) / se),
+        "at_most": z.cdf((est - 0.5) / se),
+    }
     order = list(hand)
     assert [rows[k]["p_value"] for k in order] == pytest.approx([hand[k] for k in order], rel=1e-8)
     adj = multipletests([hand[k] for k in order], method="holm")[1]
@@ -175,9 +191,14 @@ def test_bounds_are_read_on_the_scale_the_report_shows():
     estimate and interval in percentage points with the unit, and the statistic does not depend on the scale."""
     from fme.report.analysis.contracts import adjust_contracts, contract_rows
 
-    v = {"id": "x", "n": 500, "conf_level": 0.95,
-         "intervals": [{"estimate": 0.0139, "std_error": 0.0026, "conf_low": 0.0088, "conf_high": 0.0191,
-                        "inference": "delta"}]}
+    v = {
+        "id": "x",
+        "n": 500,
+        "conf_level": 0.95,
+        "intervals": [
+            {"estimate": 0.0139, "std_error": 0.0026, "conf_low": 0.0088, "conf_high": 0.0191, "inference": "delta"}
+        ],
+    }
     unit = "percentage points of P(1)"
     shown = adjust_contracts(contract_rows(v, {"at_most": 0.5, "sign": "+"}, scale=100.0, unit=unit))
     at_most = next(r for r in shown if r["contract"] == "at_most")
@@ -216,4 +237,3 @@ def test_a_model_file_that_is_not_a_pickle_says_so(tmp_path):
     (tmp_path / "model.joblib").write_text("this is a CSV file, not a model\n1,2,3\n")
     with pytest.raises(ConfigError, match=r"model\.joblib: .*is not a joblib or pickle file.*joblib\.dump"):
         load_model(cfg)
-

@@ -27,10 +27,11 @@ pytest.importorskip("pyarrow")
 distributed = pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")
 
-import fme  # noqa: E402
-from fme.report import analysis
-from fme.report.inputs import sources  # noqa: E402
-from fme.report.inputs.config import load_config  # noqa: E402
+# imported after the importorskip guards, so that a missing optional package skips this module, not fails it
+import fme  # noqa: E402 - after importorskip
+from fme.report import analysis  # noqa: E402 - after importorskip
+from fme.report.inputs import sources  # noqa: E402 - after importorskip
+from fme.report.inputs.config import load_config  # noqa: E402 - after importorskip
 
 CONFIG = """\
 title: T
@@ -57,7 +58,11 @@ effects:
 
 #: results.json paths (regular expressions) that differ between the engines by design.
 DIFFERENT_BY_DESIGN = [
-    r"/config/data/path", r"/config/engine", r"/config/sample_size", r"/config_name", r"/config_sha256",
+    r"/config/data/path",
+    r"/config/engine",
+    r"/config/sample_size",
+    r"/config_name",
+    r"/config_sha256",
     r"/data/(source|sha256|n_files|engine|sample)",  # the files themselves, and the sample's description
     r"/effects/\d+/variants/\d+/partition/notes",  # fme.came on Dask data adds "tree grown on ... rows"
     r"/versions/(dask|distributed)",  # packages the Dask analysis imported (pandas: not used)
@@ -80,7 +85,8 @@ def _model(df: pd.DataFrame):
 
     ct = ColumnTransformer([("oh", OneHotEncoder(), ["k"])], remainder="passthrough")
     return make_pipeline(ct, GradientBoostingRegressor(n_estimators=30, random_state=0)).fit(
-        df[["x1", "x2", "k"]], df["y"])
+        df[["x1", "x2", "k"]], df["y"]
+    )
 
 
 #: Fewer computations for the memory test: one partition, one stepped rule, one level.
@@ -110,13 +116,14 @@ def _inputs(tmp_path: Path, n: int, parts: int = 3, extra: str = "", effects: st
     for name, path, more in (("p", "one.csv", ""), ("d", "ds", "engine: dask\n" + extra)):
         text = CONFIG.format(path=path)
         if effects is not None:
-            text = text[:text.index("effects:\n") + len("effects:\n")] + effects
+            text = text[: text.index("effects:\n") + len("effects:\n")] + effects
         (tmp_path / f"{name}.yaml").write_text(text + more, encoding="utf-8")
     return df
 
 
-def _differences(a, b, exempt: tuple = tuple(DIFFERENT_BY_DESIGN), path: str = "", out: list | None = None,
-                 rel: float = 1e-12) -> list:
+def _differences(
+    a, b, exempt: tuple = tuple(DIFFERENT_BY_DESIGN), path: str = "", out: list | None = None, rel: float = 1e-12
+) -> list:
     """Paths where two JSON values differ: numbers beyond ``rel`` relative (or ``rel`` absolute: values
     of order 1, so an SD of rounding noise, ~1e-16, matches one of ~1e-16)."""
     import re
@@ -165,8 +172,11 @@ def _settled(before: set[int], timeout: float = 30.0) -> set[int]:
     """Processes started since ``before`` that are still alive after up to ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
-        left = {pid for pid in _descendants() - before if psutil.pid_exists(pid)
-                and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE}
+        left = {
+            pid
+            for pid in _descendants() - before
+            if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        }
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.5)
@@ -192,8 +202,9 @@ def test_dask_report_equals_pandas_report(tmp_path, monkeypatch):
     assert d["effects"][0]["variants"][0]["partition"]["tree_on_sample"] is False
     # the per-row tables hold the same rows; the report says what is over all rows and what is sampled
     for name in ("x1-fme.csv", "x1-ame.csv", "x2-fme.csv", "k-1-fme.csv"):
-        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "p" / "tables" / name),
-                                      pd.read_csv(tmp_path / "d" / "tables" / name), rtol=1e-12)
+        pd.testing.assert_frame_equal(
+            pd.read_csv(tmp_path / "p" / "tables" / name), pd.read_csv(tmp_path / "d" / "tables" / name), rtol=1e-12
+        )
     qmd = (tmp_path / "d" / "report.qmd").read_text(encoding="utf-8")
     assert qmd.count("Computed out of core \\(engine\\: dask\\)\\. Over all 300 rows") == 5  # every variant
     assert "- **Out of core (engine: dask):** engine\\: dask\\; summaries over all 300 rows" in qmd
@@ -233,8 +244,9 @@ def test_analysis_never_gathers_the_data(tmp_path, monkeypatch, cluster):
     import fme._dask.common
 
     n = 20_000
-    df = _inputs(tmp_path, n, parts=2, extra=f"scheduler: {cluster.scheduler_address}\nsample_size: 500\n",
-                 effects=SMALL_EFFECTS)
+    df = _inputs(
+        tmp_path, n, parts=2, extra=f"scheduler: {cluster.scheduler_address}\nsample_size: 500\n", effects=SMALL_EFFECTS
+    )
     monkeypatch.setattr(fme._dask.common, "FIT_SAMPLE_SIZE", 800)
     seen = _Gathered()
     real = distributed.Client.gather
@@ -245,6 +257,7 @@ def test_analysis_never_gathers_the_data(tmp_path, monkeypatch, cluster):
         seen.count(got)
         if seen.largest > before:  # where the largest came from, for the failure message
             import traceback
+
             seen.where = "".join(traceback.format_stack(limit=9)[:-1])
         return got
 
@@ -268,10 +281,37 @@ def test_analysis_never_gathers_the_data(tmp_path, monkeypatch, cluster):
     p_effects = analysis.run_effects(model, pfeat, pfeat, pcfg, tmp_path / "pout", None)
     assert _differences(analysis.feature_overview(model, pfeat, pfeat, pcfg, None), overview) == []
     assert _differences(analysis.feature_dictionary(model, pfeat, pcfg), dictionary) == []
-    all_rows = ["n_total", "n", "n_extrapolation", "n_at_level", "n_missing", "ame", "sd", "se", "ci_low", "ci_high",
-                "q25", "q75", "n_negative", "anlm", "sd_nlm", "anlm_ci_low", "anlm_ci_high", "n_nlm", "n_nlm_linear",
-                "median_nlm", "share_linear", "n_nlm_flat", "n_nlm_constant", "n_nlm_undefined", "with_eps",
-                "sensitivity", "step_label", "steps", "model_ci"]
+    all_rows = [
+        "n_total",
+        "n",
+        "n_extrapolation",
+        "n_at_level",
+        "n_missing",
+        "ame",
+        "sd",
+        "se",
+        "ci_low",
+        "ci_high",
+        "q25",
+        "q75",
+        "n_negative",
+        "anlm",
+        "sd_nlm",
+        "anlm_ci_low",
+        "anlm_ci_high",
+        "n_nlm",
+        "n_nlm_linear",
+        "median_nlm",
+        "share_linear",
+        "n_nlm_flat",
+        "n_nlm_constant",
+        "n_nlm_undefined",
+        "with_eps",
+        "sensitivity",
+        "step_label",
+        "steps",
+        "model_ci",
+    ]
     for pg, dg in zip(p_effects, effects):
         for pv, dv in zip(pg["variants"], dg["variants"]):
             got = {k: dv.get(k) for k in all_rows}
@@ -354,11 +394,11 @@ def test_dask_and_pandas_reports_of_a_poisson_glm_with_c_terms_say_the_same(tmp_
 
     monkeypatch.chdir(tmp_path)
     d = sm.datasets.randhie.load_pandas().data.iloc[:1200].copy()
-    d["health"] = np.select([d["hlthp"] == 1, d["hlthf"] == 1, d["hlthg"] == 1], ["poor", "fair", "good"],
-                            "excellent")
+    d["health"] = np.select([d["hlthp"] == 1, d["hlthf"] == 1, d["hlthg"] == 1], ["poor", "fair", "good"], "excellent")
     d = d.drop(columns=["hlthg", "hlthf", "hlthp"])
-    model = smf.glm("mdvis ~ lncoins + lpi + physlm + disea + C(idp) + C(health)", data=d,
-                    family=sm.families.Poisson()).fit()
+    model = smf.glm(
+        "mdvis ~ lncoins + lpi + physlm + disea + C(idp) + C(health)", data=d, family=sm.families.Poisson()
+    ).fit()
     joblib.dump(model, tmp_path / "model.joblib")
     X = d.drop(columns="mdvis")
     X.to_csv(tmp_path / "one.csv", index=False)
@@ -400,14 +440,18 @@ def test_dask_and_pandas_reports_of_a_poisson_glm_with_c_terms_say_the_same(tmp_
     dic = {r["feature"]: r for r in p["dictionary"]}
     assert dic["idp"]["type"] == "categorical" and dic["idp"]["encoding"].endswith("reference level 0")
     for name in sorted(f.name for f in (tmp_path / "p" / "tables").glob("*.csv")):
-        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "p" / "tables" / name),
-                                      pd.read_csv(tmp_path / "d" / "tables" / name), rtol=1e-10)
+        pd.testing.assert_frame_equal(
+            pd.read_csv(tmp_path / "p" / "tables" / name), pd.read_csv(tmp_path / "d" / "tables" / name), rtol=1e-10
+        )
 
 
 #: results.json paths that name the engine itself: the files read, the sample's description, the packages
 #: and the cluster the Dask build used. Every other value, every number included, must be equal.
 ENGINE_IDENTIFICATION = [
-    r"/config/data/path", r"/config/engine", r"/config_name", r"/config_sha256",
+    r"/config/data/path",
+    r"/config/engine",
+    r"/config_name",
+    r"/config_sha256",
     r"/data/(source|sha256|n_files|engine|sample)",
     r"/versions/(dask|distributed)",
     r"/environment/cluster",
@@ -478,9 +522,18 @@ def test_dask_report_on_rows_within_sample_size_equals_the_pandas_report(tmp_pat
 
 def _figures_of(res) -> dict:
     """Every public figure of an effect result (the report's only way to read one)."""
-    out = {"counts": res.exclusion_counts(), "n": res.n, "n_total": res.n_total, "n_extrapolation": res.n_extrapolation,
-           "n_kept_extrapolation": res.n_kept_extrapolation, "n_negative": res.n_negative,
-           "n_nlm_linear": res.n_nlm_linear, "quantiles": res.quantiles(), "ame": res.ame, "sd": res.sd}
+    out = {
+        "counts": res.exclusion_counts(),
+        "n": res.n,
+        "n_total": res.n_total,
+        "n_extrapolation": res.n_extrapolation,
+        "n_kept_extrapolation": res.n_kept_extrapolation,
+        "n_negative": res.n_negative,
+        "n_nlm_linear": res.n_nlm_linear,
+        "quantiles": res.quantiles(),
+        "ame": res.ame,
+        "sd": res.sd,
+    }
     if res.has_nlm:
         out["nlm"] = res.nlm_figures()
     return out
@@ -498,8 +551,13 @@ def test_public_figures_are_equal_on_both_engines(steps, policy):
         df.loc[np.random.default_rng(5).choice(3000, 40, replace=False), "x1"] = np.nan
     model = _model(_frame(400))
     X = df.drop(columns="y")
-    kwargs = dict(extrapolation="envelope", on_extrapolation=policy, reference_data=X[X["x1"] < 9],
-                  nlm="k" not in steps, random_state=0)
+    kwargs = dict(
+        extrapolation="envelope",
+        on_extrapolation=policy,
+        reference_data=X[X["x1"] < 9],
+        nlm="k" not in steps,
+        random_state=0,
+    )
     mem = fme.fme(model, X, steps, **kwargs)
     lazy = fme.fme(model, dd.from_pandas(X, npartitions=4), steps, **kwargs)
     a, b = _figures_of(mem), _figures_of(lazy)

@@ -37,9 +37,15 @@ def _data(n: int = 3000) -> tuple:
 
 
 def _effect(stability: dict | bool = True) -> EffectConfig:
-    return EffectConfig(id="x", steps={"x": 0.2}, conf_level=0.95, inference={"method": "sample"},
-                        extrapolation={"method": "envelope"}, partition={"method": "ctree", "max_leaves": 4},
-                        stability={"subsamples": 6, "fraction": 0.5} if stability is True else stability)
+    return EffectConfig(
+        id="x",
+        steps={"x": 0.2},
+        conf_level=0.95,
+        inference={"method": "sample"},
+        extrapolation={"method": "envelope"},
+        partition={"method": "ctree", "max_leaves": 4},
+        stability={"subsamples": 6, "fraction": 0.5} if stability is True else stability,
+    )
 
 
 def test_pruned_tree_refits_keep_fewer_leaves_instead_of_failing():
@@ -84,8 +90,9 @@ def test_dask_stability_runs_on_the_sample_and_equals_pandas_on_all_rows():
             sample, everything = sample_rows(D, 3000, 1000, 7)
             assert not everything
             part_ = compute_effect_dask(model, D, D, eff, 7, None, None, None, sample=sample)["summary"]
-            whole = compute_effect_dask(model, D, D, eff, 7, None, None, None,
-                                        sample=sample_rows(D, 3000, 3000, 7)[0])["summary"]
+            whole = compute_effect_dask(model, D, D, eff, 7, None, None, None, sample=sample_rows(D, 3000, 3000, 7)[0])[
+                "summary"
+            ]
     st = part_["stability"]
     evaluated_in_sample = int(X.loc[sample.index, "x"].add(0.2).le(X["x"].max()).sum())
     assert (st["n_refits"], st["n_failed"], st["errors"]) == (6, 0, [])
@@ -96,34 +103,70 @@ def test_dask_stability_runs_on_the_sample_and_equals_pandas_on_all_rows():
     assert whole["stability"]["n_failed"] == 0 and whole["stability"]["of_sample"] is None
     cells = stability_cells(st, 3)["rows"][0]["value"]
     share = f"{100 * st['n_rows'] / st['of_sample']:.1f}%"
-    assert cells == (f"6 random subsamples of {st['n_each']:,} rows each ({100 * st['n_each'] / st['n_rows']:.1f}% "
-                     f"of the {st['n_rows']:,} evaluated rows "
-                     f"of the sample, itself {share} of all {st['of_sample']:,} evaluated rows; drawn without "
-                     "replacement)")
+    assert cells == (
+        f"6 random subsamples of {st['n_each']:,} rows each ({100 * st['n_each'] / st['n_rows']:.1f}% "
+        f"of the {st['n_rows']:,} evaluated rows "
+        f"of the sample, itself {share} of all {st['of_sample']:,} evaluated rows; drawn without "
+        "replacement)"
+    )
 
 
 def test_stability_table_names_its_rows_and_what_did_not_run():
-    st = {"subsamples": 20, "fraction": 0.5, "n_each": 6710, "n_rows": 13420, "of_sample": 27061, "ame_min": 0.1,
-          "ame_max": 0.2, "ame_sd": 0.03, "n_same_sign": 20, "root_split": "x", "n_leaves_full": 4, "n_refits": 20,
-          "n_failed": 0, "errors": [], "n_same_root": 19, "ari_median": 0.9, "ari_min": 0.8, "ari_max": 0.95,
-          "leaves_median": 4.0, "leaves_min": 3, "leaves_max": 4}
+    st = {
+        "subsamples": 20,
+        "fraction": 0.5,
+        "n_each": 6710,
+        "n_rows": 13420,
+        "of_sample": 27061,
+        "ame_min": 0.1,
+        "ame_max": 0.2,
+        "ame_sd": 0.03,
+        "n_same_sign": 20,
+        "root_split": "x",
+        "n_leaves_full": 4,
+        "n_refits": 20,
+        "n_failed": 0,
+        "errors": [],
+        "n_same_root": 19,
+        "ari_median": 0.9,
+        "ari_min": 0.8,
+        "ari_max": 0.95,
+        "leaves_median": 4.0,
+        "leaves_min": 3,
+        "leaves_max": 4,
+    }
     rows = {r["quantity"]: r["value"] for r in stability_cells(st, 2)["rows"]}
-    assert rows["Subsamples"] == ("20 random subsamples of 6,710 rows each (50.0% of the 13,420 evaluated rows of "
-                                  "the sample, itself 49.6% of all 27,061 evaluated rows; drawn without replacement)")
+    assert rows["Subsamples"] == (
+        "20 random subsamples of 6,710 rows each (50.0% of the 13,420 evaluated rows of "
+        "the sample, itself 49.6% of all 27,061 evaluated rows; drawn without replacement)"
+    )
     assert rows["First split (x in the tree grown on the sample)"] == "the same in 19 of 20 refits"
     assert rows["Subspaces (leaves)"].startswith("tree grown on the sample 4; refits median 4.0")
     full = stability_cells({**st, "of_sample": None}, 2)["rows"]
-    assert full[0]["value"] == ("20 random subsamples of 6,710 rows each (50.0% of the 13,420 evaluated rows; drawn "
-                                "without replacement)")
+    assert full[0]["value"] == (
+        "20 random subsamples of 6,710 rows each (50.0% of the 13,420 evaluated rows; drawn without replacement)"
+    )
     assert full[1]["quantity"] == "First split (x in the full data)"
     not_run = stability_cells({"subsamples": 20, "fraction": 0.5, "not_run": "no cAME partition (too few rows)"}, 2)
     assert not_run["rows"] == [{"quantity": "Refits", "value": "not run: no cAME partition (too few rows)"}]
 
 
 def _variant(**more) -> dict:
-    v = {"detector": "envelope", "policy": "exclude", "n": 100, "n_extrapolation": 0, "ci_low": 0.1, "ci_high": 0.3,
-         "ame": 0.2, "nlm": False, "inference": "sample", "conf_level": 0.95, "stability": None, "partition": None,
-         "partition_not_run": None}
+    v = {
+        "detector": "envelope",
+        "policy": "exclude",
+        "n": 100,
+        "n_extrapolation": 0,
+        "ci_low": 0.1,
+        "ci_high": 0.3,
+        "ame": 0.2,
+        "nlm": False,
+        "inference": "sample",
+        "conf_level": 0.95,
+        "stability": None,
+        "partition": None,
+        "partition_not_run": None,
+    }
     v.update(more)
     return v
 
@@ -137,8 +180,12 @@ def test_checks_that_did_not_run_stay_in_the_flags_table():
     ari = "partition unstable across subsamples (median ARI)"
     test = "leaves not distinguishable (global test of equal leaf cAMEs)"
     why = "honest cAMEs split the 3 evaluated rows into 3 to grow the tree and 0 to estimate its leaves"
-    f = _flags(_variant(partition_not_run=why,
-                        stability={"subsamples": 20, "fraction": 0.5, "not_run": f"no cAME partition ({why})"}))
+    f = _flags(
+        _variant(
+            partition_not_run=why,
+            stability={"subsamples": 20, "fraction": 0.5, "not_run": f"no cAME partition ({why})"},
+        )
+    )
     assert f[ari] == (f"not run: no cAME partition ({why})", "FLAG (!)")
     assert f[test] == (f"not run: {why}", "FLAG (!)")
     assert f["smallest cAME leaf"] == (f"not run: {why}", "FLAG (!)")
@@ -156,10 +203,11 @@ def test_checks_that_did_not_run_stay_in_the_flags_table():
 
 def test_cluster_phrase_names_scheduler_workers_and_threads_per_worker():
     assert cluster_phrase({"scheduler": "local", "workers": 2, "threads": 2, "threads_per_worker": [1]}) == (
-        " Cluster: local (2 workers, 1 thread per worker, 2 threads in all).")
-    assert cluster_phrase({"scheduler": "tcp://10.0.0.5:8786", "workers": 3, "threads": 9,
-                           "threads_per_worker": [1, 4]}) == (
-        " Cluster: tcp://10.0.0.5:8786 (3 workers, 1 to 4 threads per worker, 9 threads in all).")
+        " Cluster: local (2 workers, 1 thread per worker, 2 threads in all)."
+    )
+    assert cluster_phrase(
+        {"scheduler": "tcp://10.0.0.5:8786", "workers": 3, "threads": 9, "threads_per_worker": [1, 4]}
+    ) == (" Cluster: tcp://10.0.0.5:8786 (3 workers, 1 to 4 threads per worker, 9 threads in all).")
     assert cluster_phrase(None) == ""
 
 
@@ -167,8 +215,7 @@ def test_session_info_records_threads_per_worker():
     distributed = pytest.importorskip("distributed")
     from fme.report.inputs import sources
 
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=":0") as cl:
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as cl:
         sources.session(cl.scheduler_address)
         try:
             info = sources.session_info()
@@ -182,8 +229,12 @@ def _small_leaves() -> object:
     rng = np.random.default_rng(1)
     n = 60
     X = pd.DataFrame({"x": rng.uniform(0, 1, n), "z": rng.uniform(0, 1, n)})
-    eff = fme.fme(lambda d: d["x"].to_numpy() ** 2 * (1 + 5 * d["z"].to_numpy()) + d["z"].to_numpy() ** 3, X,
-                  {"x": 0.1}, inference="sample")
+    eff = fme.fme(
+        lambda d: d["x"].to_numpy() ** 2 * (1 + 5 * d["z"].to_numpy()) + d["z"].to_numpy() ** 3,
+        X,
+        {"x": 0.1},
+        inference="sample",
+    )
     return fme.came(eff, method="cart", max_depth=3, min_samples_leaf=1, random_state=0)
 
 
@@ -191,8 +242,13 @@ def test_a_leaf_of_fewer_than_two_estimation_rows_has_no_interval_and_no_test():
     part = _small_leaves()
     n = part.leaves.set_index("node")["n"]
     assert (n[4], n[5]) == (0, 1) and (n.drop([4, 5]) >= 2).all()
-    assert part.leaves.set_index("node").loc[[4, 5], ["came_ci_low", "came_ci_high", "std_error",
-                                                      "conf_low"]].isna().all().all()
+    assert (
+        part.leaves.set_index("node")
+        .loc[[4, 5], ["came_ci_low", "came_ci_high", "std_error", "conf_low"]]
+        .isna()
+        .all()
+        .all()
+    )
     t = part.test()
     assert t.left_out == [4, 5]
     assert not t["hypothesis"].str.contains(r"\[4\]|\[5\]").any() and len(t) == 15  # 6 leaves: 15 pairs
@@ -201,10 +257,13 @@ def test_a_leaf_of_fewer_than_two_estimation_rows_has_no_interval_and_no_test():
     tests = _leaf_tests(part)
     assert tests["left_out"] == [4, 5] and len(tests["rows"]) == 15
     cells = leaf_test_cells(tests, 0.95, 3)
-    assert cells["global"].endswith(" Not tested: leaf 4, leaf 5 (fewer than 2 rows to estimate the cAME from: "
-                                    "no interval).")
-    leaves = [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
-              for r in part.leaves.to_dict("records")]
+    assert cells["global"].endswith(
+        " Not tested: leaf 4, leaf 5 (fewer than 2 rows to estimate the cAME from: no interval)."
+    )
+    leaves = [
+        {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()}
+        for r in part.leaves.to_dict("records")
+    ]
     root = {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in part.root.items()}
     rows = leaf_rows({"root": {**root, "rule": "all"}, "leaves": leaves}, 60)
     assert [r["ci"] for r in rows if r["node"] in ("4", "5")] == ["- (fewer than 2 rows)"] * 2

@@ -36,8 +36,9 @@ def _glm(d: pd.DataFrame):
     import statsmodels.api as sm
     import statsmodels.formula.api as smf
 
-    return smf.glm("share ~ x1 + x2", data=d, family=sm.families.Binomial(),
-                   var_weights=np.full(len(d), float(TRIALS))).fit()
+    return smf.glm(
+        "share ~ x1 + x2", data=d, family=sm.families.Binomial(), var_weights=np.full(len(d), float(TRIALS))
+    ).fit()
 
 
 def _config(tmp_path: Path, model, d: pd.DataFrame, body: str):
@@ -136,7 +137,9 @@ def test_results_and_tables_carry_the_shown_interval_labelled(glm_case):
     # results.json keeps the fixed-model interval labelled, never as an unlabelled ci_low/ci_high
     assert "ci_low" not in v and v["fixed_interval"]["kind"] == "fixed model"
     assert fixed["inference"] == "sample" and (fixed["conf_low"], fixed["conf_high"]) == (
-        v["fixed_interval"]["low"], v["fixed_interval"]["high"])
+        v["fixed_interval"]["low"],
+        v["fixed_interval"]["high"],
+    )
     table = pd.read_csv(glm_case["out"] / "tables" / "x2-ame.csv")
     assert table["inference"].tolist() == [label, "sample"]
     assert table.loc[0, "conf_low"] == pytest.approx(v["conf_low"], rel=1e-12)
@@ -147,8 +150,9 @@ def test_results_and_tables_carry_the_shown_interval_labelled(glm_case):
     assert len(leaves) == 2 and {leaf["inference"] for leaf in leaves} == {label}
     assert v["partition"]["tests"]["inference"] == label
     unscaled = fme.came(fme.fme(model, glm_case["X"], {"x2": 1}), method="cart", max_depth=1, honest=False)
-    np.testing.assert_allclose(sorted(leaf["std_error"] for leaf in leaves),
-                               sorted(unscaled.leaves["std_error"] * np.sqrt(phi)), rtol=1e-9)
+    np.testing.assert_allclose(
+        sorted(leaf["std_error"] for leaf in leaves), sorted(unscaled.leaves["std_error"] * np.sqrt(phi)), rtol=1e-9
+    )
     table = pd.read_csv(glm_case["out"] / "tables" / "x2-leaves.csv")
     assert table["inference"].tolist() == [label, label] and table["covers"].str.contains("scaled by its").all()
     # the other intervals of the effect are the fixed-model ones, labelled so
@@ -199,8 +203,11 @@ def test_changelog_overlap_is_judged_on_the_scaled_intervals(glm_case):
     width = mc["conf_high"] - mc["conf_low"]
     shift = 0.75 * width  # beyond the unscaled width (width / sqrt(phi)), within the scaled one
     assert shift > width / np.sqrt(phi)
-    moved = {**v, "ame": v["ame"] + shift, "model_ci": {**mc, "conf_low": mc["conf_low"] + shift,
-                                                          "conf_high": mc["conf_high"] + shift}}
+    moved = {
+        **v,
+        "ame": v["ame"] + shift,
+        "model_ci": {**mc, "conf_low": mc["conf_low"] + shift, "conf_high": mc["conf_high"] + shift},
+    }
     new = {**results, "effects": [{**results["effects"][0], "variants": [moved]}]}
     previous = {"path": "p", "sha256": "0", **compact(results)}
     assert previous["effects"]["x2"]["inference"] == f"delta (Pearson dispersion {phi:.2f})"
@@ -254,7 +261,8 @@ def test_boston_binomial_glm_report_is_small_and_says_its_intervals_are_scaled(t
     model = smf.glm(formula, data=d, family=sm.families.Binomial(), var_weights=np.full(len(d), 313.0)).fit()
     phi = _dispersion(model)
     joblib.dump(model, tmp_path / "glm.joblib")
-    (tmp_path / "glm.yaml").write_text(textwrap.dedent("""\
+    (tmp_path / "glm.yaml").write_text(
+        textwrap.dedent("""\
         title: Boston housing binomial GLM
         owner: O
         intended_use: U
@@ -269,7 +277,9 @@ def test_boston_binomial_glm_report_is_small_and_says_its_intervals_are_scaled(t
           - {id: crim-nox, steps: {crim: -5, nox: -0.1}}
           - {id: ptratio, steps: {ptratio: 1}, expect: {sign: "+"}}
           - {id: chas, steps: {chas: all}}
-        """), encoding="utf-8")
+        """),
+        encoding="utf-8",
+    )
     assert main(["report", str(tmp_path / "glm.yaml")]) == 0
     page = (tmp_path / "glm" / "report.html").read_bytes()
     assert len(page) < 2_000_000, len(page)
@@ -282,7 +292,9 @@ def test_boston_binomial_glm_report_is_small_and_says_its_intervals_are_scaled(t
     assert len(variants) == 6
     for v in variants:
         assert v["covariance"] == label and (v["conf_low"], v["conf_high"]) == (
-            v["model_ci"]["conf_low"], v["model_ci"]["conf_high"])
+            v["model_ci"]["conf_low"],
+            v["model_ci"]["conf_high"],
+        )
         table = pd.read_csv(tmp_path / "glm" / "tables" / f"{v['id']}-ame.csv")
         assert table.loc[0, "inference"] == f"delta ({label})"
         assert v["with_eps"] is None or v["with_eps"]["ci_inference"] == "sample"
@@ -295,8 +307,9 @@ def test_the_challenger_difference_says_which_covariance_each_side_used():
 
     c = {"difference_inference": "delta, fits taken as independent"}
     _label_difference(c, "Pearson dispersion 13.49", None)
-    assert c["difference_inference"] == ("delta, fits taken as independent; covariance: champion Pearson dispersion "
-                                         "13.49, challenger as fitted")
+    assert c["difference_inference"] == (
+        "delta, fits taken as independent; covariance: champion Pearson dispersion 13.49, challenger as fitted"
+    )
     boot = {"difference_inference": "bootstrap, both models refitted on the same 200 resamples (paired)"}
     _label_difference(boot, "Pearson dispersion 13.49", "Pearson dispersion 2.10")
     assert boot["difference_inference"].endswith("(paired)")  # refits: no covariance involved

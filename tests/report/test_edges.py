@@ -33,15 +33,17 @@ def _hgb_classifier(d: pd.DataFrame):
 
     with threadpool_limits(1):  # OpenMP threads on a shared machine: far slower than one
         return HistGradientBoostingClassifier(max_iter=15, categorical_features="from_dtype", random_state=0).fit(
-            d.drop(columns="affair"), d["affair"])
+            d.drop(columns="affair"), d["affair"]
+        )
 
 
 def _config(tmp_path: Path, model, train_file: str) -> object:
     import joblib
 
     joblib.dump(model, tmp_path / "model.joblib")
-    head = ("title: T\nowner: O\nintended_use: U\nmodel: {joblib: model.joblib}\ndata: {path: data.csv}\n"
-            "target: affair\n")
+    head = (
+        "title: T\nowner: O\nintended_use: U\nmodel: {joblib: model.joblib}\ndata: {path: data.csv}\ntarget: affair\n"
+    )
     body = f"""\
         inference: {{method: bootstrap, train_data: {{path: {train_file}}}, n_resamples: 10}}
         effects:
@@ -92,11 +94,15 @@ def test_bootstrap_training_csv_with_text_columns_names_the_column(tmp_path):
     with pytest.raises(ConfigError) as info:
         run_effects(model, text, text, cfg, tmp_path / "out", target_class=1)
     msg = str(info.value)
-    assert msg.startswith(f"{tmp_path / 'c.yaml'}:7: inference.train_data: refitting the model on the training "
-                          "data fails (ValueError: could not convert string to float: ")
-    assert ("every bootstrap refit would fail. Column 'religious' of the training data is text (e.g. 'fairly', "
-            "'mildly', 'not'), which the model cannot fit: store the training data as Parquet with the column's "
-            "categorical dtype") in msg
+    assert msg.startswith(
+        f"{tmp_path / 'c.yaml'}:7: inference.train_data: refitting the model on the training "
+        "data fails (ValueError: could not convert string to float: "
+    )
+    assert (
+        "every bootstrap refit would fail. Column 'religious' of the training data is text (e.g. 'fairly', "
+        "'mildly', 'not'), which the model cannot fit: store the training data as Parquet with the column's "
+        "categorical dtype"
+    ) in msg
     # two text columns, the error quoting a value of the first in the file's order: that one is named
     d2 = d.assign(occupation=d["occupation"].map(lambda x: f"job{int(x)}").astype("category"))
     d2 = d2[["occupation"] + [c for c in d2.columns if c != "occupation"]]
@@ -128,15 +134,20 @@ def test_hull_in_30_dimensions_names_the_extrapolation_key_and_the_degenerate_hu
             partition: false
             stability: false
         """
-    (tmp_path / "c.yaml").write_text("title: T\nowner: O\nintended_use: U\nmodel: {joblib: model.joblib}\n"
-                                     "data: {path: data.csv}\ntarget: y\n" + textwrap.dedent(body), encoding="utf-8")
+    (tmp_path / "c.yaml").write_text(
+        "title: T\nowner: O\nintended_use: U\nmodel: {joblib: model.joblib}\n"
+        "data: {path: data.csv}\ntarget: y\n" + textwrap.dedent(body),
+        encoding="utf-8",
+    )
     cfg = load_config(tmp_path / "c.yaml")
     with pytest.warns(UserWarning, match="degenerate"), pytest.raises(ConfigError) as info:
         run_effects(model, X, X, cfg, tmp_path / "out")  # evaluation = reference rows: x itself is in the hull
     msg = str(info.value)
-    assert msg.startswith(f"{tmp_path / 'c.yaml'}:9: effects[0].extrapolation: every row is an extrapolation "
-                          "point because the convex hull is degenerate: in 30 dimensions with 300 reference rows "
-                          "about ")
+    assert msg.startswith(
+        f"{tmp_path / 'c.yaml'}:9: effects[0].extrapolation: every row is an extrapolation "
+        "point because the convex hull is degenerate: in 30 dimensions with 300 reference rows "
+        "about "
+    )
     share = int(msg.split("reference rows about ")[1].split("%")[0])
     assert 50 <= share <= 100
     assert "of the rows themselves lie outside the hull of the others" in msg and "extrapolation: envelope" in msg

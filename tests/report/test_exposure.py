@@ -22,7 +22,8 @@ def test_the_overview_says_predictions_use_each_rows_exposure(tmp_path):
     d = pd.DataFrame({"x": rng.normal(size=200), "t": rng.uniform(1, 3, 200)})
     d["y"] = rng.poisson(d["t"] * np.exp(0.3 * d["x"]))
     model = smf.glm("y ~ x", data=d, family=sm.families.Poisson(), exposure=d["t"]).fit()
-    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
+    (tmp_path / "c.yaml").write_text(
+        textwrap.dedent("""\
         title: T
         owner: O
         intended_use: U
@@ -31,7 +32,9 @@ def test_the_overview_says_predictions_use_each_rows_exposure(tmp_path):
         target: y
         effects:
           - steps: {x: 1}
-        """), encoding="utf-8")
+        """),
+        encoding="utf-8",
+    )
     cfg = load_config(tmp_path / "c.yaml")
     X = d[["x", "t"]]
     ov = feature_overview(model, X, X, cfg, None)

@@ -26,9 +26,16 @@ def _build(tmp: Path, name: str, model, data: pd.DataFrame, effects: list[dict])
 
     joblib.dump(model, tmp / f"{name}.joblib")
     data.to_csv(tmp / f"{name}.csv", index=False)
-    cfg = {"title": name, "owner": "tests", "intended_use": "figure robustness", "pdf": False,
-           "model": {"joblib": f"{name}.joblib"}, "data": {"path": f"{name}.csv"}, "target": "y",
-           "effects": effects}
+    cfg = {
+        "title": name,
+        "owner": "tests",
+        "intended_use": "figure robustness",
+        "pdf": False,
+        "model": {"joblib": f"{name}.joblib"},
+        "data": {"path": f"{name}.csv"},
+        "target": "y",
+        "effects": effects,
+    }
     (tmp / f"{name}.yaml").write_text(json.dumps(cfg), encoding="utf-8")
     res = build_report(tmp / f"{name}.yaml", tmp / name, force=True, log=lambda s: None)
     return json.loads((Path(res["out_dir"]) / "results.json").read_text())
@@ -75,8 +82,10 @@ def test_constant_model_equal_fmes_and_undefined_nlms(tmp_path, frame):
     nlm = next(f for f in v["figures"] if f["kind"] == "nlm")
     assert nlm["n_undefined"] == v["n"] > 0 and nlm["not_drawn"] is None
     # issue 22 item 4d: flat and constant paths counted apart (a constant model: every path constant)
-    assert (f"The NLM is undefined for {v['n']} rows, not drawn: 0 flat paths (the prediction varies negligibly) "
-            f"and {v['n']} constant paths (exactly constant).") in _captions(tmp_path / "constant")
+    assert (
+        f"The NLM is undefined for {v['n']} rows, not drawn: 0 flat paths (the prediction varies negligibly) "
+        f"and {v['n']} constant paths (exactly constant)."
+    ) in _captions(tmp_path / "constant")
     for f in v["figures"]:
         assert (tmp_path / "constant" / f["svg"]).stat().st_size > 0
 
@@ -85,8 +94,10 @@ def test_float_flat_fmes_and_non_finite_stepped_values(tmp_path, frame, linear):
     data = frame.copy()
     data.loc[[3, 7], "a"] = np.nan
     data.loc[5, "a"], data.loc[9, "a"] = np.inf, -np.inf  # left out and counted like NaN
-    effects = [{"id": "a", "steps": {"a": 1}, "partition": {"minbucket": 10}},
-               {"id": "abc", "steps": {"a": 1, "b": 1, "c": -1}, "extrapolation": "none"}]
+    effects = [
+        {"id": "a", "steps": {"a": 1}, "partition": {"minbucket": 10}},
+        {"id": "abc", "steps": {"a": 1, "b": 1, "c": -1}, "extrapolation": "none"},
+    ]
     import fme
 
     fm = fme.fme(linear, data[["a", "b", "c"]], effects[1]["steps"]).results["fme"].to_numpy()
@@ -106,8 +117,10 @@ def test_float_flat_fmes_and_non_finite_stepped_values(tmp_path, frame, linear):
 
 @pytest.mark.parametrize("n_rows", [1, 2])
 def test_one_and_two_rows(tmp_path, frame, linear, n_rows):
-    effects = [{"id": "a", "steps": {"a": 1}, "extrapolation": "none", "partition": False},
-               {"id": "abc", "steps": {"a": 1, "b": 1, "c": 1}, "extrapolation": "none", "partition": False}]
+    effects = [
+        {"id": "a", "steps": {"a": 1}, "extrapolation": "none", "partition": False},
+        {"id": "abc", "steps": {"a": 1, "b": 1, "c": 1}, "extrapolation": "none", "partition": False},
+    ]
     res = _build(tmp_path, f"rows{n_rows}", linear, frame.iloc[:n_rows], effects)
     for i, kind in enumerate(["fme-scatter", "fme-density"]):
         v = _variant(res, i)
@@ -143,9 +156,9 @@ def test_tree_figure_numbers_equal_the_leaf_table_cells():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from fme._utils.numfmt import fmt_est
     from fme.plotting import PartitionDisplay
     from fme.report.present.context import leaf_rows
-    from fme._utils.numfmt import fmt_est
 
     part = _staircase(4)
     assert 2 <= len(part.leaves) <= 16
@@ -174,11 +187,22 @@ def test_more_than_16_leaves_gives_dot_plot_and_tables_only(tmp_path):
     part = _staircase(24)
     assert len(part.leaves) > 16
     (tmp_path / "figures").mkdir()
-    cfg = ReportConfig(title="t", owner="o", intended_use="u", model={}, data={}, target="y", effects=(),
-                       path=tmp_path / "c.yaml", directory=tmp_path, name="c",
-                       figures={"width": 6.4, "png_dpi": 50, "max_points": 100})
-    eff = EffectConfig(id="x", steps={"x": 0.5}, conf_level=0.95, inference={"method": "sample"},
-                       extrapolation={"method": "none"})
+    cfg = ReportConfig(
+        title="t",
+        owner="o",
+        intended_use="u",
+        model={},
+        data={},
+        target="y",
+        effects=(),
+        path=tmp_path / "c.yaml",
+        directory=tmp_path,
+        name="c",
+        figures={"width": 6.4, "png_dpi": 50, "max_points": 100},
+    )
+    eff = EffectConfig(
+        id="x", steps={"x": 0.5}, conf_level=0.95, inference={"method": "sample"}, extrapolation={"method": "none"}
+    )
     out = figures.effect_figures(part.effects, part, eff, cfg, tmp_path, "v")
     kinds = [f["kind"] for f in out]
     assert "came-tree" not in kinds and kinds[-1] == "came"
@@ -197,13 +221,13 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    from fme._utils.numfmt import fmt_est
     from fme.plotting import PartitionDisplay
     from fme.report.analysis import compute_effect
+    from fme.report.analysis.figures import shown
     from fme.report.inputs.config import load_config
     from fme.report.present.context import leaf_rows
     from fme.report.present.display import prepare_variant
-    from fme.report.analysis.figures import shown
-    from fme._utils.numfmt import fmt_est
 
     bc = load_breast_cancer(as_frame=True)
     X = bc.data[["mean radius", "mean texture", "worst concavity"]].iloc[:300]
@@ -215,9 +239,12 @@ def test_classifier_tree_numbers_equal_the_leaf_table_cells(tmp_path):
     (tmp_path / "model.joblib").write_bytes(b"unused")
     (tmp_path / "c.yaml").write_text(
         "title: T\nowner: O\nintended_use: U\nmodel: {joblib: model.joblib}\ndata: {path: data.csv}\n"
-        "target: diagnosis\ninference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 20}\neffects:\n  - steps: {mean texture: 2}\n"
-        "    extrapolation: none\n    partition: {method: cart, max_depth: 2, min_samples_leaf: 30}\n    stability: false\n",
-        encoding="utf-8")
+        "target: diagnosis\ninference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 20}\n"
+        "effects:\n  - steps: {mean texture: 2}\n"
+        "    extrapolation: none\n    partition: {method: cart, max_depth: 2, min_samples_leaf: 30}\n"
+        "    stability: false\n",
+        encoding="utf-8",
+    )
     cfg = load_config(tmp_path / "c.yaml")
     eff = cfg.effects[0]
     out = compute_effect(model, X, X, eff, 0, "malignant", train, "diagnosis")
@@ -253,8 +280,7 @@ def test_leaf_without_ci_reads_as_in_the_table():
     from fme.plotting.tree import leaf_label
     from fme.report.present.context import leaf_rows
 
-    leaf = {"node": 3, "n": 1, "came": 0.5, "came_ci_low": None, "came_ci_high": None, "cov_fme": None,
-            "rule": "x > 1"}
+    leaf = {"node": 3, "n": 1, "came": 0.5, "came_ci_low": None, "came_ci_high": None, "cov_fme": None, "rule": "x > 1"}
     row = leaf_rows({"root": {**leaf, "node": 1, "rule": "(all)"}, "leaves": [leaf]}, 1)[1]
     label = leaf_label(pd.Series({**leaf, "came_ci_low": np.nan, "came_ci_high": np.nan, "cov_fme": np.nan}), 1)
     assert row["ci"] == "- (fewer than 2 rows)" and f"cAME {row['came']} {row['ci']}" in label.split("\n")
@@ -272,9 +298,18 @@ def _tree(k: int):
     def make(n_leaves, parent, depth):
         counter[0] += 1
         me = counter[0]
-        rows[me] = {"parent": np.nan if parent is None else parent, "depth": depth, "n": 30 * n_leaves,
-                    "is_leaf": n_leaves == 1, "children": (), "split_feature": None, "split_value": np.nan,
-                    "split_levels": None, "p_value": np.nan, "statistic": np.nan}
+        rows[me] = {
+            "parent": np.nan if parent is None else parent,
+            "depth": depth,
+            "n": 30 * n_leaves,
+            "is_leaf": n_leaves == 1,
+            "children": (),
+            "split_feature": None,
+            "split_value": np.nan,
+            "split_levels": None,
+            "p_value": np.nan,
+            "statistic": np.nan,
+        }
         if n_leaves > 1:
             rows[me].update(split_feature="crim", split_value=14.4383, p_value=1e-4)
             rows[me]["children"] = (make(n_leaves // 2, me, depth + 1), make(n_leaves - n_leaves // 2, me, depth + 1))
@@ -283,9 +318,22 @@ def _tree(k: int):
     make(k, None, 0)
     nodes = pd.DataFrame.from_dict(rows, orient="index")
     ids = [int(i) for i in nodes.index[nodes["is_leaf"].astype(bool)]]
-    leaves = pd.DataFrame([{"node": i, "n": 30, "came": 0.8612, "came_ci_low": 0.5503, "came_ci_high": 1.1721,
-                            "cov_fme": 0.31, "canlm": 0.951, "canlm_ci_low": 0.932, "canlm_ci_high": 0.973}
-                           for i in ids])
+    leaves = pd.DataFrame(
+        [
+            {
+                "node": i,
+                "n": 30,
+                "came": 0.8612,
+                "came_ci_low": 0.5503,
+                "came_ci_high": 1.1721,
+                "cov_fme": 0.31,
+                "canlm": 0.951,
+                "canlm_ci_low": 0.932,
+                "canlm_ci_high": 0.973,
+            }
+            for i in ids
+        ]
+    )
     rng = np.random.default_rng(k)
     return nodes, leaves, {i: rng.normal(0.9, 0.3, 50) for i in ids}
 
@@ -305,8 +353,16 @@ def test_tree_text_in_the_pdf_stays_legible(k):
 
     nodes, leaves, values = _tree(k)
     with plt.rc_context({"font.size": 10.0, "figure.dpi": 100}):  # as the report draws it
-        disp = PartitionDisplay(nodes=nodes, leaves=leaves, leaf_values=values, average=2.68, n_total=30 * k,
-                                conf_level=0.95, step_text="crim + 10", root_label="AME 2.68 [2.10, 3.26]").plot()
+        disp = PartitionDisplay(
+            nodes=nodes,
+            leaves=leaves,
+            leaf_values=values,
+            average=2.68,
+            n_total=30 * k,
+            conf_level=0.95,
+            step_text="crim + 10",
+            root_label="AME 2.68 [2.10, 3.26]",
+        ).plot()
     width, height = disp.figure_.get_size_inches()
     page, scale = pdf_page(width, height)
     text_w, text_h = PDF_TEXT[page]

@@ -20,8 +20,7 @@ def _randhie(n: int = 600) -> pd.DataFrame:
     import statsmodels.api as sm
 
     d = sm.datasets.randhie.load_pandas().data.iloc[:n].copy()
-    d["health"] = np.select([d["hlthp"] == 1, d["hlthf"] == 1, d["hlthg"] == 1], ["poor", "fair", "good"],
-                            "excellent")
+    d["health"] = np.select([d["hlthp"] == 1, d["hlthf"] == 1, d["hlthg"] == 1], ["poor", "fair", "good"], "excellent")
     return d.drop(columns=["hlthg", "hlthf", "hlthp"])
 
 
@@ -29,8 +28,9 @@ def _poisson(d: pd.DataFrame):
     import statsmodels.api as sm
     import statsmodels.formula.api as smf
 
-    return smf.glm("mdvis ~ lncoins + lpi + physlm + disea + C(idp) + C(health)", data=d,
-                   family=sm.families.Poisson()).fit()
+    return smf.glm(
+        "mdvis ~ lncoins + lpi + physlm + disea + C(idp) + C(health)", data=d, family=sm.families.Poisson()
+    ).fit()
 
 
 def _config(tmp_path: Path, model, data: pd.DataFrame, body: str, target: str = "mdvis") -> dict:
@@ -38,8 +38,10 @@ def _config(tmp_path: Path, model, data: pd.DataFrame, body: str, target: str = 
 
     joblib.dump(model, tmp_path / "model.joblib")
     data.drop(columns=[target]).to_csv(tmp_path / "data.csv", index=False)
-    head = (f"title: T\nowner: O\nintended_use: U\nmodel: {{joblib: model.joblib}}\ndata: {{path: data.csv}}\n"
-            f"target: {target}\n")
+    head = (
+        f"title: T\nowner: O\nintended_use: U\nmodel: {{joblib: model.joblib}}\ndata: {{path: data.csv}}\n"
+        f"target: {target}\n"
+    )
     (tmp_path / "c.yaml").write_text(head + textwrap.dedent(body), encoding="utf-8")
     return load_config(tmp_path / "c.yaml")
 
@@ -48,8 +50,18 @@ def _bare_config(tmp_path, **fields):
     """A config object with the given fields (and placeholders for the required ones), without a file."""
     from fme.report.inputs.config import ReportConfig
 
-    base = {"title": "T", "owner": "O", "intended_use": "U", "model": {}, "data": {}, "target": "y", "effects": (),
-            "path": tmp_path / "c.yaml", "directory": tmp_path, "name": "c"}
+    base = {
+        "title": "T",
+        "owner": "O",
+        "intended_use": "U",
+        "model": {},
+        "data": {},
+        "target": "y",
+        "effects": (),
+        "path": tmp_path / "c.yaml",
+        "directory": tmp_path,
+        "name": "c",
+    }
     return ReportConfig(**{**base, **fields})
 
 
@@ -60,14 +72,19 @@ def test_sidecars_and_changelog_carry_the_primary_interval_labelled(tmp_path):
 
     d = _randhie()
     model = _poisson(d)
-    cfg = _config(tmp_path, model, d, """\
+    cfg = _config(
+        tmp_path,
+        model,
+        d,
+        """\
         inference: delta
         effects:
           - id: lpi
             steps: {lpi: 1}
             partition: false
             stability: false
-        """)
+        """,
+    )
     data = d.drop(columns=["mdvis"])
     (g,) = run_effects(model, data, data, cfg, tmp_path / "out")
     v = g["variants"][0]
@@ -81,7 +98,10 @@ def test_sidecars_and_changelog_carry_the_primary_interval_labelled(tmp_path):
     primary, fixed = v["intervals"]
     assert primary["inference"] == f"delta ({scaled})" and primary["primary"] is True
     assert (primary["conf_low"], primary["conf_high"], primary["std_error"]) == (
-        mc["conf_low"], mc["conf_high"], mc["std_error"])
+        mc["conf_low"],
+        mc["conf_high"],
+        mc["std_error"],
+    )
     assert fixed["inference"] == "sample" and fixed["primary"] is False
     assert (fixed["conf_low"], fixed["conf_high"], fixed["std_error"]) == (v["ci_low"], v["ci_high"], v["se"])
     assert "model uncertainty" in primary["covers"] and "not included" in fixed["covers"]
@@ -97,8 +117,13 @@ def test_sidecars_and_changelog_carry_the_primary_interval_labelled(tmp_path):
     results = {"config_name": "c", "config_sha256": "0" * 64, "effects": [g]}
     shift = (fixed["conf_high"] - fixed["conf_low"]) * 1.5
     assert shift < primary["conf_high"] - primary["conf_low"]
-    moved = {**v, "ame": v["ame"] + shift, "ci_low": v["ci_low"] + shift, "ci_high": v["ci_high"] + shift,
-             "model_ci": {**mc, "conf_low": mc["conf_low"] + shift, "conf_high": mc["conf_high"] + shift}}
+    moved = {
+        **v,
+        "ame": v["ame"] + shift,
+        "ci_low": v["ci_low"] + shift,
+        "ci_high": v["ci_high"] + shift,
+        "model_ci": {**mc, "conf_low": mc["conf_low"] + shift, "conf_high": mc["conf_high"] + shift},
+    }
     new = {**results, "effects": [{**g, "variants": [moved]}]}
     (row,) = changelog(new, {"path": "p", "sha256": "0", **compact(results)})["rows"]
     assert row["interval"] == f"model (delta method, {scaled})" and row["overlap"] == "yes"
@@ -115,8 +140,10 @@ def _fair(n: int | None = None) -> pd.DataFrame:
 
     d = sm.datasets.fair.load_pandas().data
     d = d if n is None else d.iloc[:n].copy()
-    d["religious"] = pd.Categorical(d["religious"].map({1: "not", 2: "mildly", 3: "fairly", 4: "strongly"}),
-                                    categories=["not", "mildly", "fairly", "strongly"])
+    d["religious"] = pd.Categorical(
+        d["religious"].map({1: "not", 2: "mildly", 3: "fairly", 4: "strongly"}),
+        categories=["not", "mildly", "fairly", "strongly"],
+    )
     d["occupation"] = pd.Categorical(d["occupation"].astype(int).astype(str))
     return d
 
@@ -127,7 +154,8 @@ def _hgb(d: pd.DataFrame):
 
     with threadpool_limits(1):  # OpenMP threads on a shared 2-core machine: far slower than one
         return HistGradientBoostingRegressor(max_iter=30, categorical_features="from_dtype", random_state=0).fit(
-            d.drop(columns="affairs"), d["affairs"])
+            d.drop(columns="affairs"), d["affairs"]
+        )
 
 
 def test_tree_figure_with_a_level_absent_from_a_node(tmp_path):
@@ -164,18 +192,22 @@ def test_tree_figure_with_a_level_absent_from_a_node(tmp_path):
 
 def test_default_tree_is_readable_on_a_smooth_4000_row_glm(tmp_path):
     """The defaults grew 134-228 leaves of n = 7 on a 4,000-row Poisson GLM; now at most 8, none below 2 %."""
-    from fme.report.analysis.effect_parts import grow_partition
-
     import fme
+    from fme.report.analysis.effect_parts import grow_partition
 
     d = _randhie(4000)
     model = _poisson(d)
-    cfg = _config(tmp_path, model, d, """\
+    cfg = _config(
+        tmp_path,
+        model,
+        d,
+        """\
         effects:
           - steps: {lpi: 1}
           - steps: {lpi: 1}
             partition: {max_leaves: null}
-        """)
+        """,
+    )
     eff, full = cfg.effects
     assert eff.partition == {"method": "ctree", "max_leaves": 8}
     res = fme.fme(model, d.drop(columns="mdvis"), {"lpi": 1.0})
@@ -187,8 +219,8 @@ def test_default_tree_is_readable_on_a_smooth_4000_row_glm(tmp_path):
     assert len(unpruned.leaf_ids) > 8 and unpruned.leaf_ids == fme.came(res).leaf_ids
     assert unpruned.leaves["n"].min() < 0.01 * res.n  # the leaves of n = 7 of the issue
     # such a tree in the report: 16 subspaces shown, the rest named with where they are
-    from fme.report.present.context import MAX_LEAVES_SHOWN, shown_leaves
     from fme.report.analysis.effect_parts import partition_summary
+    from fme.report.present.context import MAX_LEAVES_SHOWN, shown_leaves
 
     summ = partition_summary(unpruned, full, lambda node: 0)
     shown, note = shown_leaves(summ, "lpi-2")
@@ -198,16 +230,23 @@ def test_default_tree_is_readable_on_a_smooth_4000_row_glm(tmp_path):
     assert sorted((r["n"] for r in shown["leaves"]), reverse=True) == biggest
     # the rows the left-out subspaces hold: their leaves' n (estimation rows, as cAMEs are honest by default)
     held = int(unpruned.leaves["n"].sum()) - sum(biggest)
-    assert note.startswith(f"This partition has {k} subspaces; the tables below show the 16 with the most rows "
-                           f"and leave out {k - 16} subspaces holding {held:,} rows.")
+    assert note.startswith(
+        f"This partition has {k} subspaces; the tables below show the 16 with the most rows "
+        f"and leave out {k - 16} subspaces holding {held:,} rows."
+    )
     assert "tables/lpi-2-leaves.csv" in note and "max_leaves" in note
     assert shown_leaves(partition_summary(part, eff, lambda node: 0), "lpi")[1] is None
     with pytest.raises(ConfigError, match="max_leaves: give either n_partitions"):
-        _config(tmp_path, model, d, """\
+        _config(
+            tmp_path,
+            model,
+            d,
+            """\
             effects:
               - steps: {lpi: 1}
                 partition: {n_partitions: 4, max_leaves: 6}
-            """)
+            """,
+        )
 
 
 # ------------------------------------------------------------------ item 3: a stable model hash
@@ -225,8 +264,11 @@ def test_identical_fits_hash_alike_and_a_changed_fit_does_not(tmp_path, monkeypa
     import statsmodels.api as sm
     import statsmodels.formula.api as smf
 
-    other = smf.glm("mdvis ~ lncoins + lpi + physlm + disea + C(idp) + C(health)", data=d,
-                    family=sm.families.NegativeBinomial(alpha=1.0)).fit()
+    other = smf.glm(
+        "mdvis ~ lncoins + lpi + physlm + disea + C(idp) + C(health)",
+        data=d,
+        family=sm.families.NegativeBinomial(alpha=1.0),
+    ).fit()
     assert model_sha256(a) != model_sha256(other)  # other family
     assert model_sha256(a) != model_sha256(_poisson(d).model.fit(cov_type="HC0"))  # other covariance
     # scikit-learn and LightGBM: identical fits alike, another fit not
@@ -237,7 +279,8 @@ def test_identical_fits_hash_alike_and_a_changed_fit_does_not(tmp_path, monkeypa
     fit = lambda s: lgb.LGBMRegressor(n_estimators=5, verbose=-1, random_state=s).fit(X, y)  # noqa: E731
     assert model_sha256(fit(0)) == model_sha256(fit(0))
     # the build's digest of an entry point that refits on every call: the same for unchanged inputs
-    (tmp_path / "glm_entry_i22.py").write_text(textwrap.dedent("""\
+    (tmp_path / "glm_entry_i22.py").write_text(
+        textwrap.dedent("""\
         import numpy as np
         import statsmodels.api as sm
         import statsmodels.formula.api as smf
@@ -247,12 +290,16 @@ def test_identical_fits_hash_alike_and_a_changed_fit_does_not(tmp_path, monkeypa
             d = sm.datasets.randhie.load_pandas().data.iloc[:300]
             m = smf.glm("mdvis ~ lncoins + lpi + C(idp)", data=d, family=sm.families.Poisson()).fit()
             return m, d.drop(columns="mdvis")
-        """), encoding="utf-8")
+        """),
+        encoding="utf-8",
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     d.to_csv(tmp_path / "data.csv", index=False)
-    (tmp_path / "e.yaml").write_text("title: T\nowner: O\nintended_use: U\nmodel: {entry_point: 'glm_entry_i22:fit'}\n"
-                                     "data: {path: data.csv}\ntarget: mdvis\neffects:\n  - steps: {lpi: 1}\n",
-                                     encoding="utf-8")
+    (tmp_path / "e.yaml").write_text(
+        "title: T\nowner: O\nintended_use: U\nmodel: {entry_point: 'glm_entry_i22:fit'}\n"
+        "data: {path: data.csv}\ntarget: mdvis\neffects:\n  - steps: {lpi: 1}\n",
+        encoding="utf-8",
+    )
     cfg = load_config(tmp_path / "e.yaml")
     first, second = input_digests(cfg), input_digests(cfg)
     assert first["model"] == second["model"]
@@ -268,12 +315,18 @@ def test_categorical_step_names_the_level_rows_already_at_are_left_out(tmp_path)
 
     d = _fair(1500)
     model = _hgb(d)
-    cfg = _config(tmp_path, model, d, """\
+    cfg = _config(
+        tmp_path,
+        model,
+        d,
+        """\
         effects:
           - steps: {religious: strongly}
             partition: false
             stability: false
-        """, target="affairs")
+        """,
+        target="affairs",
+    )
     X = d.drop(columns="affairs")
     v = compute_effect(model, X, X, cfg.effects[0], 0)["summary"]
     v = prepare_variant({**v, "level": None}, 1.0)
@@ -300,16 +353,30 @@ def test_limitations_say_what_a_model_interval_covers_and_what_not():
     assert "also cover the uncertainty of fitting the model" not in template and "{{ model_ci_scope }}" in template
 
 
-@pytest.mark.parametrize("rows", [
-    [(-0.004, -0.02, 0.012), (0.003, -0.01, 0.016), (0.01, -0.005, 0.025)],  # three "no clear direction"
-    [(0.0, 0.0, 0.0), (0.02, -0.01, 0.05), (0.05, -0.02, 0.12)],  # h/2: every fME exactly 0 (a tree model)
-])
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [(-0.004, -0.02, 0.012), (0.003, -0.01, 0.016), (0.01, -0.005, 0.025)],  # three "no clear direction"
+        [(0.0, 0.0, 0.0), (0.02, -0.01, 0.05), (0.05, -0.02, 0.12)],  # h/2: every fME exactly 0 (a tree model)
+    ],
+)
 def test_step_size_sentence_only_when_the_ci_direction_changes(rows):
     from fme.report.present.context import sensitivity_rows
     from fme.report.present.sentences import sensitivity_sentence
 
-    sens = [{"factor": f, "steps": {"x": f}, "step_label": f"x + {f:g}", "n": 50, "n_extrapolation": 0,
-             "ame": a, "ci_low": lo, "ci_high": hi} for f, (a, lo, hi) in zip((0.5, 1.0, 2.0), rows)]
+    sens = [
+        {
+            "factor": f,
+            "steps": {"x": f},
+            "step_label": f"x + {f:g}",
+            "n": 50,
+            "n_extrapolation": 0,
+            "ame": a,
+            "ci_low": lo,
+            "ci_high": hi,
+        }
+        for f, (a, lo, hi) in zip((0.5, 1.0, 2.0), rows)
+    ]
     cells = sensitivity_rows({"sensitivity": sens}, "95%")
     assert {c["direction"] for c in cells} == {"no clear direction"}
     assert sensitivity_sentence(sens, cells) is None
@@ -319,33 +386,53 @@ def test_linearity_sentence_states_the_rows_the_anlm_covers():
     from fme.report.present.context import effect_cells
     from fme.report.present.sentences import linearity_sentence
 
-    v = {"nlm": True, "anlm": -0.91, "anlm_ci_low": -1.4, "anlm_ci_high": -0.42, "n": 554, "n_nlm": 106,
-         "n_nlm_flat": 440, "n_nlm_constant": 8, "ame": 0.1, "ci_low": 0.05, "ci_high": 0.15, "n_total": 554,
-         "conf_level": 0.95, "sd": 1, "q25": 0, "q75": 1, "step_label": "x + 1", "detector": None,
-         "policy": None, "nlm_method": "exact"}
+    v = {
+        "nlm": True,
+        "anlm": -0.91,
+        "anlm_ci_low": -1.4,
+        "anlm_ci_high": -0.42,
+        "n": 554,
+        "n_nlm": 106,
+        "n_nlm_flat": 440,
+        "n_nlm_constant": 8,
+        "ame": 0.1,
+        "ci_low": 0.05,
+        "ci_high": 0.15,
+        "n_total": 554,
+        "conf_level": 0.95,
+        "sd": 1,
+        "q25": 0,
+        "q75": 1,
+        "step_label": "x + 1",
+        "detector": None,
+        "policy": None,
+        "nlm_method": "exact",
+    }
     text = linearity_sentence(v, effect_cells(v))
-    assert text == ("Along the step the model's prediction is strongly non-linear on average (ANLM -0.91, 95% CI "
-                    "-1.40 to -0.42, over 106 of the 554 rows: the NLM is undefined for 448 (440 flat paths; "
-                    "8 constant paths)).")
-    assert linearity_sentence({**v, "n_nlm": 554, "n_nlm_flat": 0, "n_nlm_constant": 0},
-                              effect_cells(v)).endswith("over all 554 rows).")
+    assert text == (
+        "Along the step the model's prediction is strongly non-linear on average (ANLM -0.91, 95% CI "
+        "-1.40 to -0.42, over 106 of the 554 rows: the NLM is undefined for 448 (440 flat paths; "
+        "8 constant paths))."
+    )
+    assert linearity_sentence({**v, "n_nlm": 554, "n_nlm_flat": 0, "n_nlm_constant": 0}, effect_cells(v)).endswith(
+        "over all 554 rows)."
+    )
 
 
 def test_classifier_alt_text_is_in_percentage_points(tmp_path):
-    from fme.report.present.context import _figures
     from fme.report.present.display import target_phrase
+    from fme.report.present.figure_text import figure_entries
 
     cfg = _bare_config(tmp_path, target_unit="probability")
     _, unit, _ = target_phrase({"target_class": "malignant", "target": "diagnosis"}, cfg)
     v = {"figures": [{"kind": "fme-density", "svg": "figures/a-density.svg", "png": "figures/a-density.png"}]}
     cells = {"step": "mean radius + 1", "ame": "1.09", "q25": "0.5", "q75": "1.5", "n": "100"}
-    (fig,) = _figures(v, cells, cfg, [0], unit)
+    (fig,) = figure_entries(v, cells, cfg, [0], unit)
     assert "the AME is 1.09 percentage points" in fig["alt"] and "probability" not in fig["alt"]
 
 
 def test_numbers_and_plurals_as_the_tables_print_them():
-    from fme._utils.numfmt import fmt_est
-    from fme._utils.numfmt import count
+    from fme._utils.numfmt import count, fmt_est
     from fme.report.present.sentences import step_phrase
 
     assert step_phrase({"x": 6.141071763}, True, {}) == "Raising x by 6.14107"
@@ -364,13 +451,19 @@ def test_bootstrap_train_data_with_a_text_column_fails_at_its_key_before_any_ref
     d["occupation"] = d["occupation"].astype(int)
     model = _hgb(d)
     d.to_csv(tmp_path / "train.csv", index=False)  # the categorical religious becomes text
-    cfg = _config(tmp_path, model, d, """\
+    cfg = _config(
+        tmp_path,
+        model,
+        d,
+        """\
         inference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 200}
         effects:
           - steps: {age: 5}
             partition: false
             stability: false
-        """, target="affairs")
+        """,
+        target="affairs",
+    )
     X = d.drop(columns="affairs")
     with pytest.raises(ConfigError) as info:
         run_effects(model, X, X, cfg, tmp_path / "out")
@@ -384,12 +477,17 @@ def test_bootstrap_train_data_with_a_text_column_fails_at_its_key_before_any_ref
     bad["religious"] = bad["religious"].astype(str)
     bad.to_csv(tmp_path / "train.csv", index=False)
     X2 = X.assign(religious=X["religious"].astype(str))
-    with pytest.raises(ConfigError, match=r"column 'educ' is text .* correct the non-numeric values \(e.g. 'unknown'\)"):
+    with pytest.raises(
+        ConfigError, match=r"column 'educ' is text .* correct the non-numeric values \(e.g. 'unknown'\)"
+    ):
         run_effects(model, X2, X2, cfg, tmp_path / "out2")
     # types agree, but the model cannot be refitted on them: the one probe refit fails at the key, at once
     d.assign(religious=d["religious"].astype(str)).to_csv(tmp_path / "train.csv", index=False)
-    with pytest.raises(ConfigError, match=r"c.yaml:7: inference.train_data: refitting the model on the training "
-                                          r"data fails \(ValueError: could not convert string to float"):
+    with pytest.raises(
+        ConfigError,
+        match=r"c.yaml:7: inference.train_data: refitting the model on the training "
+        r"data fails \(ValueError: could not convert string to float",
+    ):
         run_effects(model, X2, X2, cfg, tmp_path / "out3")
 
 
@@ -410,13 +508,19 @@ def test_hull_error_in_high_dimension_says_x_is_outside_and_names_the_key(tmp_pa
     d = X.assign(y=X.iloc[:, 0] * 2)
     model = LinearRegression().fit(X, d["y"])
     ref = X.iloc[:60]
-    cfg = _config(tmp_path, model, d, """\
+    cfg = _config(
+        tmp_path,
+        model,
+        d,
+        """\
         effects:
           - steps: {mean texture: 1}
             extrapolation: hull
             partition: false
             stability: false
-        """, target="y")
+        """,
+        target="y",
+    )
     with pytest.raises(ConfigError) as info:
         run_effects(model, X.iloc[60:], ref, cfg, tmp_path / "out")
     msg = str(info.value)
@@ -443,16 +547,20 @@ def test_packages_list_what_the_model_and_the_analysis_imported():
 
 
 def test_formula_c_terms_are_categorical_and_glm_dispersion_is_flagged(tmp_path):
-    from fme.report.present.flags import dispersion_text, model_flag_rows
-    from fme.report.present.model_context import whole_model
     from fme.report.analysis.model_view import feature_dictionary, feature_overview, glm_dispersion
     from fme.report.inputs.specs import FLAG_DEFAULTS
+    from fme.report.present.flags import dispersion_text, model_flag_rows
+    from fme.report.present.model_context import whole_model
 
     d = _randhie(800)
     model = _poisson(d)
     X = d.drop(columns="mdvis")
-    cfg = _bare_config(tmp_path, overview={"step": "sd", "extrapolation": {"method": "envelope"}},
-                       inference={"method": "delta"}, target="mdvis")
+    cfg = _bare_config(
+        tmp_path,
+        overview={"step": "sd", "extrapolation": {"method": "envelope"}},
+        inference={"method": "delta"},
+        target="mdvis",
+    )
     dic = {r["feature"]: r for r in feature_dictionary(model, X, cfg)}
     assert dic["idp"]["type"] == "categorical" and dic["idp"]["levels"] == ["0", "1"]
     assert dic["idp"]["encoding"] == "treatment coding (C() in the model formula), reference level 0"
@@ -485,12 +593,17 @@ def test_a_c_term_stepped_by_its_own_effect_is_a_level_change_without_nlm():
     d = _randhie(600)
     model = _poisson(d)
     X = d.drop(columns="mdvis")
-    eff = EffectConfig(id="idp", steps={"idp": 1}, extrapolation={"method": "none"}, conf_level=0.95,
-                       inference={"method": "delta"})
+    eff = EffectConfig(
+        id="idp", steps={"idp": 1}, extrapolation={"method": "none"}, conf_level=0.95, inference={"method": "delta"}
+    )
     res, steps, numeric, _, use_nlm, _ = run_effect_fme(model, X, X, eff, 0, None, None, "mdvis")
     assert (numeric, use_nlm) == (False, False)
     (st,) = res.steps
-    assert (st.kind, st.value) == ("categorical", 1) and res.n == int((X["idp"] != 1).sum()) and res.n_excluded == int((X["idp"] == 1).sum())
+    assert (
+        (st.kind, st.value) == ("categorical", 1)
+        and res.n == int((X["idp"] != 1).sum())
+        and res.n_excluded == int((X["idp"] == 1).sum())
+    )
     lam = model.predict(X)
     at1 = model.predict(X.assign(idp=1))
     assert res.ame == pytest.approx(float(np.mean((at1 - lam)[X["idp"] != 1])), rel=1e-12)
@@ -498,19 +611,30 @@ def test_a_c_term_stepped_by_its_own_effect_is_a_level_change_without_nlm():
 
 # ------------------------------------------------------------------ items 7 and 8: engines agree; sizes
 def _flag_variant(**kw):
-    v = {"detector": None, "policy": None, "ame": 0.5, "ci_low": 0.1, "ci_high": 0.9, "n": 100, "conf_level": 0.95,
-         "inference": "sample", "model_ci": None}
+    v = {
+        "detector": None,
+        "policy": None,
+        "ame": 0.5,
+        "ci_low": 0.1,
+        "ci_high": 0.9,
+        "n": 100,
+        "conf_level": 0.95,
+        "inference": "sample",
+        "model_ci": None,
+    }
     v.update(kw)
     return v
 
 
 def test_lowest_canlm_leaf_breaks_ties_by_node_whatever_the_order():
-    from fme.report.present.flags import flag_rows
     from fme.report.inputs.specs import FLAG_DEFAULTS
+    from fme.report.present.flags import flag_rows
 
-    leaves = [{"node": 7, "n": 40, "canlm": 0.2, "canlm_ci_low": 0.1, "canlm_ci_high": 0.3},
-              {"node": 3, "n": 40, "canlm": 0.2, "canlm_ci_low": 0.1, "canlm_ci_high": 0.3},
-              {"node": 5, "n": 40, "canlm": 0.9, "canlm_ci_low": 0.8, "canlm_ci_high": 0.95}]
+    leaves = [
+        {"node": 7, "n": 40, "canlm": 0.2, "canlm_ci_low": 0.1, "canlm_ci_high": 0.3},
+        {"node": 3, "n": 40, "canlm": 0.2, "canlm_ci_low": 0.1, "canlm_ci_high": 0.3},
+        {"node": 5, "n": 40, "canlm": 0.9, "canlm_ci_low": 0.8, "canlm_ci_high": 0.95},
+    ]
     cells = {"ci_low": "0.1", "ci_high": "0.9", "ame": "0.5", "ep_share": "-"}
     values = []
     for order in (leaves, leaves[::-1]):
@@ -520,14 +644,17 @@ def test_lowest_canlm_leaf_breaks_ties_by_node_whatever_the_order():
 
 
 def test_percentile_bootstrap_with_few_resamples_is_flagged():
-    from fme.report.present.flags import flag_rows
     from fme.report.inputs.specs import FLAG_DEFAULTS
+    from fme.report.present.flags import flag_rows
 
     cells = {"ci_low": "0.1", "ci_high": "0.9", "ame": "0.5", "ep_share": "-"}
 
     def row(n, ci="percentile", conf=0.95, failed=0):
-        v = _flag_variant(inference="bootstrap", conf_level=conf,
-                          model_ci={"ci": ci, "n_resamples": n, "n_failed": failed, "conf_low": 0.1, "conf_high": 0.9})
+        v = _flag_variant(
+            inference="bootstrap",
+            conf_level=conf,
+            model_ci={"ci": ci, "n_resamples": n, "n_failed": failed, "conf_low": 0.1, "conf_high": 0.9},
+        )
         return [r for r in flag_rows(v, cells, "x", FLAG_DEFAULTS) if r["rule"].startswith("percentile bootstrap")]
 
     (r,) = row(50)
@@ -548,9 +675,9 @@ def test_rug_draws_at_most_max_points_marks():
 
 
 def test_fme_scatter_of_many_rows_stays_small(tmp_path):
-    import fme
     from sklearn.linear_model import LinearRegression
 
+    import fme
     from fme.report.analysis.figures import _fme_plot
 
     rng = np.random.default_rng(1)
@@ -574,12 +701,22 @@ def test_unrestricted_categorical_side_lists_every_level_of_the_data_in_both_eng
     d = _randhie(1500)
     model = _poisson(d)
     X = d.drop(columns="mdvis")
-    eff = EffectConfig(id="lpi", steps={"lpi": 1.0}, conf_level=0.95, inference={"method": "sample"},
-                       extrapolation={"method": "none"}, partition={"method": "ctree"})
+    eff = EffectConfig(
+        id="lpi",
+        steps={"lpi": 1.0},
+        conf_level=0.95,
+        inference={"method": "sample"},
+        extrapolation={"method": "none"},
+        partition={"method": "ctree"},
+    )
 
     def unrestricted(summary):
-        return {b["range"] for leaf in summary["leaves"] for b in leaf["box"]
-                if b["feature"] == "health" and not b["restricted"]}
+        return {
+            b["range"]
+            for leaf in summary["leaves"]
+            for b in leaf["box"]
+            if b["feature"] == "health" and not b["restricted"]
+        }
 
     full = fme.came(fme.fme(model, X, {"lpi": 1.0}), features=["lpi", "physlm", "health"], n_partitions=3)
     evaluated = X[X["health"] != "poor"]  # as the Dask sample of evaluated rows can be
@@ -598,7 +735,11 @@ def test_report_of_a_smooth_4000_row_glm_stays_small(tmp_path):
     from fme.__main__ import main
 
     d = _randhie(4000)
-    _config(tmp_path, _poisson(d), d, """\
+    _config(
+        tmp_path,
+        _poisson(d),
+        d,
+        """\
         overview: false
         effects:
           - id: lpi
@@ -610,15 +751,16 @@ def test_report_of_a_smooth_4000_row_glm_stays_small(tmp_path):
             extrapolation: none
             partition: {max_leaves: null, honest: false}
             stability: false
-        """)  # the issue's tree: grown on every row (honest trees grow on half of them)
+        """,
+    )  # the issue's tree: grown on every row (honest trees grow on half of them)
     assert main(["report", str(tmp_path / "c.yaml")]) == 0
     html = (tmp_path / "c" / "report.html").read_bytes()
     assert len(html) < 2_000_000
     text = " ".join(html.decode("utf-8").split())  # pandoc wraps lines
     assert "This partition has 184 subspaces; the tables below show the 16 with the most rows" in text
     assert "tables/full-leaves.csv" in text
-    from fme.report.present.context import MAX_LEAVES_SHOWN
     from fme.report.analysis.figures import MAX_TREE_LEAVES
+    from fme.report.present.context import MAX_LEAVES_SHOWN
 
     assert MAX_LEAVES_SHOWN == MAX_TREE_LEAVES
     assert "Dot plot of the cAME with 95% CI for the 16 largest of 184 subspaces" in text
@@ -641,9 +783,9 @@ def test_report_of_a_smooth_4000_row_glm_stays_small(tmp_path):
 
 
 def test_single_subspace_is_singular_in_the_dot_plot(tmp_path):
-    import fme
     from sklearn.linear_model import LinearRegression
 
+    import fme
     from fme.report.analysis.figures import _came_plot
 
     X = pd.DataFrame({"x": np.linspace(0, 1, 60), "z": np.linspace(1, 2, 60)})

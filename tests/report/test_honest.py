@@ -58,7 +58,7 @@ def test_honest_default_with_splits_and_the_not_honest_sentence(tmp_path):
     assert honesty_sentence(p).startswith(f"Honest subspaces: the tree was grown on {p['n_grown']}")
     cells = leaf_test_cells(p["tests"], 0.95, 7)
     assert "estimation rows only" in cells["basis"] and cells["global"].startswith("Global test")
-    assert "the leaves' cAMEs differ" in cells["global"]                       # z > 0.5 triples the effect
+    assert "the leaves' cAMEs differ" in cells["global"]  # z > 0.5 triples the effect
     assert splits_sentence(p["splits"]).startswith("Across 3 honest splits")
 
     model, X, cfg = _setup(tmp_path, "{method: cart, max_depth: 2, honest: false}")
@@ -68,8 +68,10 @@ def test_honest_default_with_splits_and_the_not_honest_sentence(tmp_path):
     assert "not adjusted" in leaf_test_cells(p["tests"], 0.95, 7)["basis"]
 
 
-@pytest.mark.parametrize("bad, key", [("{honest: yes please}", "honest"), ("{honest_fraction: 1.5}", "honest_fraction"),
-                                      ("{n_splits: 0}", "n_splits")])
+@pytest.mark.parametrize(
+    "bad, key",
+    [("{honest: yes please}", "honest"), ("{honest_fraction: 1.5}", "honest_fraction"), ("{n_splits: 0}", "n_splits")],
+)
 def test_bad_honest_keys_name_themselves(tmp_path, bad, key):
     with pytest.raises(ConfigError, match=key):
         _setup(tmp_path, bad)
@@ -81,8 +83,9 @@ def test_honest_figures_and_leaf_table_count_one_set_of_rows(tmp_path, monkeypat
     it and their shares to 100 %; the captions name those rows and give the AME of all rows beside."""
     import fme
     from fme.report.analysis import figures, run_effects
-    from fme.report.present.context import _figures, leaf_rows, effect_cells, head_rows
+    from fme.report.present.context import effect_cells, head_rows, leaf_rows
     from fme.report.present.display import prepare_variant
+    from fme.report.present.figure_text import figure_entries
 
     model, X, cfg = _setup(tmp_path, "{method: cart, max_depth: 2}")
     (g,) = run_effects(model, X, X, cfg, tmp_path / "out")
@@ -108,22 +111,31 @@ def test_honest_figures_and_leaf_table_count_one_set_of_rows(tmp_path, monkeypat
     shares = [float(r["share"].rstrip("%")) for r in rows[2:]]
     assert sum(shares) == pytest.approx(100, abs=0.05 * len(shares))
     sentence = head_rows(shown["partition"])[1]
-    assert sentence.startswith(f"The row marked * is all {v['n']:,} evaluated rows (the AME). The row marked + is "
-                               f"the {p['n_estimated']:,} rows that estimate the leaves (honest; the tree grew on the "
-                               f"other {p['n_grown']:,}, so its AME differs)")
+    assert sentence.startswith(
+        f"The row marked * is all {v['n']:,} evaluated rows (the AME). The row marked + is "
+        f"the {p['n_estimated']:,} rows that estimate the leaves (honest; the tree grew on the "
+        f"other {p['n_grown']:,}, so its AME differs)"
+    )
     cells = effect_cells(shown)
-    described = dict(zip([f["kind"] for f in v["figures"]], _figures(shown, {**cells, "step": "x + 0.2"}, cfg, [0])))
+    described = dict(
+        zip([f["kind"] for f in v["figures"]], figure_entries(shown, {**cells, "step": "x + 0.2"}, cfg, [0]))
+    )
     caps = {k: d["caption"] for k, d in described.items()}
     alts = {k: d["alt"] for k, d in described.items()}
     assert f"the AME of its {p['n_estimated']:,} estimation rows is" in alts["came-tree"] and "of all" in alts["came"]
-    assert (f"Every count, share, cAME, CI and fME panel is over the {p['n_estimated']:,} rows that estimate the "
-            f"leaves (honest; the tree grew on the other {p['n_grown']:,})") in caps["came-tree"]
+    assert (
+        f"Every count, share, cAME, CI and fME panel is over the {p['n_estimated']:,} rows that estimate the "
+        f"leaves (honest; the tree grew on the other {p['n_grown']:,})"
+    ) in caps["came-tree"]
     assert f"the AME of all {v['n']:,} evaluated rows is {cells['ame']}" in caps["came"]
 
     # the dot plot: its top row is the estimation rows' AME, named so; no row counts all rows
     drawn = {}
-    monkeypatch.setattr(figures, "save", lambda fig, *a, **k: drawn.update(
-        labels=[t.get_text() for t in fig.axes[0].get_yticklabels()]) or {})
+    monkeypatch.setattr(
+        figures,
+        "save",
+        lambda fig, *a, **k: drawn.update(labels=[t.get_text() for t in fig.axes[0].get_yticklabels()]) or {},
+    )
     figures._came_plot(part, cfg, tmp_path, "x")
     assert drawn["labels"][0] == f"estimation rows (n = {p['n_estimated']})"
     assert all("estimation" not in s for s in drawn["labels"][1:]) and len(drawn["labels"]) == len(p["leaves"]) + 1
@@ -133,19 +145,37 @@ def test_a_tree_whose_panels_draw_a_sample_says_so(tmp_path):
     """On Dask data beyond sample_size estimation rows the panels draw a seeded sample of them: the caption gives
     its size; with every estimation row drawn it says nothing of a sample."""
     from fme.report.inputs.config import ReportConfig
-    from fme.report.present.context import _figures
+    from fme.report.present.figure_text import figure_entries
 
-    cfg = ReportConfig(title="T", owner="O", intended_use="U", model={}, data={}, target="y", effects=(),
-                       path=tmp_path / "c.yaml", directory=tmp_path, name="c")
-    p = {"leaves": [{"box": [{"feature": "z", "restricted": True}]}] * 2, "method": "cart", "honest": True,
-         "n_estimated": 1_500_000, "n_grown": 1_500_000,
-         "estimation_root": {"n": 1_500_000, "came": 0.5, "came_ci_low": 0.4, "came_ci_high": 0.6}}
+    cfg = ReportConfig(
+        title="T",
+        owner="O",
+        intended_use="U",
+        model={},
+        data={},
+        target="y",
+        effects=(),
+        path=tmp_path / "c.yaml",
+        directory=tmp_path,
+        name="c",
+    )
+    p = {
+        "leaves": [{"box": [{"feature": "z", "restricted": True}]}] * 2,
+        "method": "cart",
+        "honest": True,
+        "n_estimated": 1_500_000,
+        "n_grown": 1_500_000,
+        "estimation_root": {"n": 1_500_000, "came": 0.5, "came_ci_low": 0.4, "came_ci_high": 0.6},
+    }
     cells = {"step": "x + 1", "ame": "0.51"}
 
     def caption(panel_rows: int) -> str:
-        v = {"figures": [{"kind": "came-tree", "svg": "a.svg", "png": "a.png", "panel_rows": panel_rows}],
-             "partition": p, "n": 3_000_000}
-        return _figures(v, cells, cfg, [0])[0]["caption"]
+        v = {
+            "figures": [{"kind": "came-tree", "svg": "a.svg", "png": "a.png", "panel_rows": panel_rows}],
+            "partition": p,
+            "n": 3_000_000,
+        }
+        return figure_entries(v, cells, cfg, [0])[0]["caption"]
 
     assert caption(1_000_000).endswith("The panels draw a seeded sample of 1,000,000 of those rows.")
     assert "sample" not in caption(1_500_000)

@@ -22,7 +22,8 @@ def _case(tmp_path, interactions: str):
     m = smf.ols("y ~ a * b + c", data=d).fit()
     joblib.dump(m, tmp_path / "m.joblib")
     d[["a", "b", "c"]].to_csv(tmp_path / "data.csv", index=False)
-    (tmp_path / "c.yaml").write_text(textwrap.dedent(f"""\
+    (tmp_path / "c.yaml").write_text(
+        textwrap.dedent(f"""\
         title: T
         owner: O
         intended_use: U
@@ -36,25 +37,27 @@ def _case(tmp_path, interactions: str):
             extrapolation: none
             partition: false
             stability: false
-        """), encoding="utf-8")
+        """),
+        encoding="utf-8",
+    )
     return m, d
 
 
 def test_listed_pairs_equal_the_library_and_the_coefficient(tmp_path):
     import fme
+    from fme.report.analysis.interactions import run_interactions
     from fme.report.inputs.config import load_config
     from fme.report.present.context import interaction_cells
-    from fme.report.analysis.interactions import run_interactions
 
     m, d = _case(tmp_path, "[{a: {a: 1}, b: {b: 1}}, {a: {a: 1}, b: {c: 1}}]")
     cfg = load_config(tmp_path / "c.yaml")
     X = d[["a", "b", "c"]]
     block = run_interactions(m, X, X, cfg, None)
-    first, second = block["rows"]                      # ordered by |estimate| / SE: a-b first
+    first, second = block["rows"]  # ordered by |estimate| / SE: a-b first
     assert first["steps_b"].startswith("b") and first["estimate"] == pytest.approx(m.params["a:b"], rel=1e-9)
     assert first["std_error"] == pytest.approx(m.bse["a:b"], rel=1e-8)
     lib = fme.interaction(m, X, {"a": 1}, {"c": 1})
-    assert second["estimate"] == pytest.approx(float(lib["estimate"].iloc[0]), abs=1e-12)   # additive in a and c
+    assert second["estimate"] == pytest.approx(float(lib["estimate"].iloc[0]), abs=1e-12)  # additive in a and c
     cells = interaction_cells(block)
     assert "changes when the other is taken too" in cells["sentences"][0]
     assert cells["sentences"][1].startswith("a + 1 and c + 1: no clear interaction")
@@ -69,9 +72,10 @@ def test_auto_screens_pairs_of_the_overview_and_the_report_renders(tmp_path):
 
     res = json.loads((tmp_path / "r" / "results.json").read_text(encoding="utf-8"))
     rows = res["interactions"]["rows"]
-    assert res["interactions"]["auto"] and len(rows) == 3                # 3 features: 3 pairs
+    assert res["interactions"]["auto"] and len(rows) == 3  # 3 features: 3 pairs
     assert {frozenset((r["steps_a"].split()[0], r["steps_b"].split()[0])) for r in rows} == {
-        frozenset(p) for p in (("a", "b"), ("a", "c"), ("b", "c"))}
+        frozenset(p) for p in (("a", "b"), ("a", "c"), ("b", "c"))
+    }
     html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert "Interactions of two steps" in html
 
@@ -95,7 +99,8 @@ def test_the_screens_fixed_model_intervals_are_said_in_the_reports_words(tmp_pat
     joblib.dump(LinearRegression().fit(X, d["y"]), tmp_path / "m.joblib")
     d.to_csv(tmp_path / "train.csv", index=False)
     X.to_csv(tmp_path / "data.csv", index=False)
-    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
+    (tmp_path / "c.yaml").write_text(
+        textwrap.dedent("""\
         title: T
         owner: O
         intended_use: U
@@ -106,7 +111,9 @@ def test_the_screens_fixed_model_intervals_are_said_in_the_reports_words(tmp_pat
         interactions: [{a: {a: 1}, b: {b: 1}}]
         effects:
           - steps: {a: 1}
-        """), encoding="utf-8")
+        """),
+        encoding="utf-8",
+    )
     cfg = load_config(tmp_path / "c.yaml")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -9,8 +9,13 @@ from fme.report._notebook import stabilise
 
 def _executed(tmp_path, name, t0, cell_id, chunks):
     nb = nbformat.v4.new_notebook()
-    nb.metadata["papermill"] = {"start_time": t0, "end_time": t0, "duration": 1.5, "parameters": {"x": 1},
-                                "input_path": "in.ipynb"}
+    nb.metadata["papermill"] = {
+        "start_time": t0,
+        "end_time": t0,
+        "duration": 1.5,
+        "parameters": {"x": 1},
+        "input_path": "in.ipynb",
+    }
     params = nbformat.v4.new_code_cell("x = 1", id=cell_id)
     params.metadata["tags"] = ["injected-parameters"]
     params.metadata["papermill"] = {"start_time": t0, "end_time": t0, "duration": 0.01, "status": "completed"}

@@ -54,9 +54,11 @@ def test_no_private_report_name_is_imported_by_another_module():
 def test_the_scan_finds_a_planted_private_import(tmp_path):
     planted = REPORT / "present" / "_planted_probe.py"
     try:
-        planted.write_text("from .partition_view import _evaluated\nfrom fme.report.present import flags\n",
-                           encoding="utf-8")
+        planted.write_text(
+            "from .partition_view import _evaluated\nfrom fme.report.present import flags\n", encoding="utf-8"
+        )
         assert private_imports([planted]) == [
-            "fme.report.present._planted_probe -> fme.report.present.partition_view._evaluated"]
+            "fme.report.present._planted_probe -> fme.report.present.partition_view._evaluated"
+        ]
     finally:
         planted.unlink()

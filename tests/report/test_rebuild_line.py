@@ -8,8 +8,9 @@ import pytest
 from fme.report.present.context import rebuild_command
 
 
-@pytest.mark.parametrize("arg", ["x.yaml", "reports/x.yaml", "./reports/x.yaml", "/home/a/reports/x.yaml",
-                                 "..\\reports\\x.yaml"])
+@pytest.mark.parametrize(
+    "arg", ["x.yaml", "reports/x.yaml", "./reports/x.yaml", "/home/a/reports/x.yaml", "..\\reports\\x.yaml"]
+)
 def test_the_rebuild_line_names_the_config_file_only(arg):
     assert rebuild_command({"config_name": "x"}, {"config_arg": arg}) == "fme report x.yaml --force"
 

@@ -8,14 +8,27 @@ from pathlib import Path
 
 import pytest
 
+from fme._utils.numfmt import fmt_est, fmt_num, fmt_share
+from fme.report.analysis.figures import PALETTE
 from fme.report.present import sentences
 from fme.report.present.context import effect_cells
-from fme.report.analysis.figures import PALETTE
-from fme._utils.numfmt import fmt_est, fmt_num, fmt_share
 
 REPO = Path(__file__).resolve().parents[2]
-NASTY = ['<script>alert(1)</script>', 'a|b', 'x*y*', '$cost$', '"quoted"', "it's", 'Größe µ', '_under_', '[link](x)',
-         '# head', '`tick`', '1. item', '\\back']
+NASTY = [
+    "<script>alert(1)</script>",
+    "a|b",
+    "x*y*",
+    "$cost$",
+    '"quoted"',
+    "it's",
+    "Größe µ",
+    "_under_",
+    "[link](x)",
+    "# head",
+    "`tick`",
+    "1. item",
+    "\\back",
+]
 
 
 def test_md_escape_is_literal_in_pandoc_html(tmp_path):
@@ -29,16 +42,26 @@ def test_md_escape_is_literal_in_pandoc_html(tmp_path):
     (tmp_path / "t.md").write_text(doc, encoding="utf-8")
     import subprocess
 
-    out = subprocess.run([pandoc_path(), "t.md", "-t", "html5"], cwd=tmp_path, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [pandoc_path(), "t.md", "-t", "html5"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
     assert "<script" not in out
     text = htmllib.unescape(re.sub(r"<[^>]+>", "\n", out))
     for s in NASTY:
         assert text.count(s) >= 3, s  # paragraph + two table cells
 
 
-@pytest.mark.parametrize("x, d, want", [(0.0004, 3, "< 0.001"), (-0.0004, 3, "> -0.001"), (0.0, 3, "0.000"),
-                                        (-0.0, 2, "0.00"), (12345.678, 1, "12,345.7"), (None, 2, "-")])
+@pytest.mark.parametrize(
+    "x, d, want",
+    [
+        (0.0004, 3, "< 0.001"),
+        (-0.0004, 3, "> -0.001"),
+        (0.0, 3, "0.000"),
+        (-0.0, 2, "0.00"),
+        (12345.678, 1, "12,345.7"),
+        (None, 2, "-"),
+    ],
+)
 def test_fmt_num_no_false_zero(x, d, want):
     assert fmt_num(x, d) == want
 
@@ -48,21 +71,38 @@ def test_fmt_est_shares_decimals_of_halfwidth():
     assert fmt_est(-1.343, -1.578, -1.108) == ("-1.34", "-1.58", "-1.11")
 
 
-@pytest.mark.parametrize("part, total, want", [(0, 10, "0%"), (10, 10, "100%"), (1, 10000, "< 0.1%"),
-                                               (9999, 10000, "> 99.9%"), (400, 506, "79.1%")])
+@pytest.mark.parametrize(
+    "part, total, want",
+    [(0, 10, "0%"), (10, 10, "100%"), (1, 10000, "< 0.1%"), (9999, 10000, "> 99.9%"), (400, 506, "79.1%")],
+)
 def test_fmt_share_never_rounds_to_extremes(part, total, want):
     assert fmt_share(part, total) == want
 
 
 def _variant(lo, hi, detector="envelope", n_ep=0):
-    return {"ame": (lo + hi) / 2, "ci_low": lo, "ci_high": hi, "n": 50, "n_total": 50 + n_ep, "conf_level": 0.95,
-            "sd": 1.0, "q25": 0.0, "q75": 1.0, "step_label": "x + 1", "detector": detector,
-            "policy": None if detector is None else "exclude", "n_extrapolation": None if detector is None else n_ep,
-            "steps": {"x": 1.0}, "numeric": True, "nlm": False}
+    return {
+        "ame": (lo + hi) / 2,
+        "ci_low": lo,
+        "ci_high": hi,
+        "n": 50,
+        "n_total": 50 + n_ep,
+        "conf_level": 0.95,
+        "sd": 1.0,
+        "q25": 0.0,
+        "q75": 1.0,
+        "step_label": "x + 1",
+        "detector": detector,
+        "policy": None if detector is None else "exclude",
+        "n_extrapolation": None if detector is None else n_ep,
+        "steps": {"x": 1.0},
+        "numeric": True,
+        "nlm": False,
+    }
 
 
-@pytest.mark.parametrize("lo, hi, word", [(0.5, 1.5, "raises"), (-1.5, -0.5, "lowers"),
-                                          (-0.5, 1.5, "has no clear direction")])
+@pytest.mark.parametrize(
+    "lo, hi, word", [(0.5, 1.5, "raises"), (-1.5, -0.5, "lowers"), (-0.5, 1.5, "has no clear direction")]
+)
 def test_direction_word_only_when_ci_excludes_zero(lo, hi, word):
     v = _variant(lo, hi)
     text = sentences.effect_sentence(v, effect_cells(v), "y", "", "rows", {})
@@ -78,12 +118,13 @@ def test_unchecked_is_never_zero_excluded():
     assert "not checked for extrapolation" in text and "0 left out" not in text
     assert cells["n_extrapolation"] == "not checked"
     checked = _variant(0.5, 1.5, n_ep=0)
-    assert "no extrapolation points found" in sentences.effect_sentence(checked, effect_cells(checked), "y", "",
-                                                                        "rows", {})
+    assert "no extrapolation points found" in sentences.effect_sentence(
+        checked, effect_cells(checked), "y", "", "rows", {}
+    )
 
 
 def _luminance(hex_colour: str) -> float:
-    rgb = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    rgb = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
     lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
@@ -109,43 +150,52 @@ def test_notebook_parameters():
 
 
 # ------------------------------------------------------------------ §1.8 expected vs observed sign
-from fme.report.present.flags import FLAG, flag_rows  # noqa: E402
 from fme.report.inputs.specs import FLAG_DEFAULTS  # noqa: E402
-from fme.report.present.context import (report_id, sensitivity_rows, sign_agreement,  # noqa: E402
-                                with_eps_rows)
+from fme.report.present.context import report_id, sensitivity_rows, sign_agreement, with_eps_rows  # noqa: E402
+from fme.report.present.flags import FLAG, flag_rows  # noqa: E402
 
 
-@pytest.mark.parametrize("expected, ame, lo, hi, observed, agree, differs", [
-    ("+", 1.0, 0.5, 1.5, "+", "yes", False),       # whole CI above zero
-    ("-", -1.0, -1.5, -0.5, "-", "yes", False),    # whole CI below zero
-    ("+", -1.0, -1.5, -0.5, "-", "no", True),      # whole CI on the other side
-    ("-", 1.0, 0.5, 1.5, "+", "no", True),
-    ("+", 0.2, -0.1, 0.5, "+", "unclear", False),  # CI includes zero, point estimate on the expected side
-    ("-", 0.2, -0.1, 0.5, "+", "unclear", True),   # CI includes zero, point estimate on the other side
-    ("+", 0.3, 0.0, 0.6, "+", "unclear", False),   # a bound at exactly zero is not "entirely on one side"
-    ("+", 0.3, None, None, "+", "unclear", False),  # no CI (n < 2)
-    (None, 1.0, 0.5, 1.5, "+", "-", False),        # no expectation stated
-])
+@pytest.mark.parametrize(
+    "expected, ame, lo, hi, observed, agree, differs",
+    [
+        ("+", 1.0, 0.5, 1.5, "+", "yes", False),  # whole CI above zero
+        ("-", -1.0, -1.5, -0.5, "-", "yes", False),  # whole CI below zero
+        ("+", -1.0, -1.5, -0.5, "-", "no", True),  # whole CI on the other side
+        ("-", 1.0, 0.5, 1.5, "+", "no", True),
+        ("+", 0.2, -0.1, 0.5, "+", "unclear", False),  # CI includes zero, point estimate on the expected side
+        ("-", 0.2, -0.1, 0.5, "+", "unclear", True),  # CI includes zero, point estimate on the other side
+        ("+", 0.3, 0.0, 0.6, "+", "unclear", False),  # a bound at exactly zero is not "entirely on one side"
+        ("+", 0.3, None, None, "+", "unclear", False),  # no CI (n < 2)
+        (None, 1.0, 0.5, 1.5, "+", "-", False),  # no expectation stated
+    ],
+)
 def test_sign_agreement(expected, ame, lo, hi, observed, agree, differs):
     got = sign_agreement(expected, ame, lo, hi)
     assert (got["observed"], got["agree"], got["differs"]) == (observed, agree, differs)
     assert got["expected"] == (expected or "not stated")
 
 
-@pytest.mark.parametrize("expected, lo, hi, status", [("+", 0.5, 1.5, "ok"), ("-", 0.5, 1.5, FLAG),
-                                                      ("-", -0.5, 1.5, FLAG), ("+", -0.5, 1.5, "ok")])
+@pytest.mark.parametrize(
+    "expected, lo, hi, status",
+    [("+", 0.5, 1.5, "ok"), ("-", 0.5, 1.5, FLAG), ("-", -0.5, 1.5, FLAG), ("+", -0.5, 1.5, "ok")],
+)
 def test_sign_flag_rule(expected, lo, hi, status):
     v = {**_variant(lo, hi), "expected_sign": expected}
-    rows = [r for r in flag_rows(v, effect_cells(v), "x", FLAG_DEFAULTS)
-            if r["rule"] == "observed sign differs from expected"]
+    rows = [
+        r
+        for r in flag_rows(v, effect_cells(v), "x", FLAG_DEFAULTS)
+        if r["rule"] == "observed sign differs from expected"
+    ]
     assert len(rows) == 1 and rows[0]["status"] == status and rows[0]["threshold"] == f"expected {expected}"
     w = _variant(lo, hi)
     assert not [r for r in flag_rows(w, effect_cells(w), "x", FLAG_DEFAULTS) if "sign" in r["rule"]]
 
 
 def test_report_id():
-    assert report_id("boston-svm", "325d49cebace9fc67d11a1831f6a7cac25853f9387e4af050f1a7d643b3d0bfc") == \
-        "boston-svm-325d49cebace"
+    assert (
+        report_id("boston-svm", "325d49cebace9fc67d11a1831f6a7cac25853f9387e4af050f1a7d643b3d0bfc")
+        == "boston-svm-325d49cebace"
+    )
 
 
 # ------------------------------------------------------------------ §1.6 / §1.7 sentences vs table cells
@@ -158,16 +208,30 @@ def _numbers_in_cells(rows: list[dict]) -> set[str]:
 
 def _sens_variant(rows):
     """A numeric effect whose AME at h/2, h, 2h is given as (ame, lo, hi, n)."""
-    sens = [{"factor": f, "steps": {"x": f}, "step_label": f"x + {f:g}", "n": n, "n_extrapolation": 3,
-             "ame": a, "ci_low": lo, "ci_high": hi} for f, (a, lo, hi, n) in zip((0.5, 1.0, 2.0), rows)]
+    sens = [
+        {
+            "factor": f,
+            "steps": {"x": f},
+            "step_label": f"x + {f:g}",
+            "n": n,
+            "n_extrapolation": 3,
+            "ame": a,
+            "ci_low": lo,
+            "ci_high": hi,
+        }
+        for f, (a, lo, hi, n) in zip((0.5, 1.0, 2.0), rows)
+    ]
     return sens, sensitivity_rows({"sensitivity": sens}, "95%")
 
 
-@pytest.mark.parametrize("rows, what", [
-    ([(0.51, 0.41, 0.61, 40), (1.02, 0.9, 1.14, 38), (2.1, 1.8, 2.4, 30)], None),             # all "raises"
-    ([(0.05, -0.02, 0.12, 40), (0.31, 0.2, 0.42, 38), (0.7, 0.5, 0.9, 30)], "direction"),      # word changes
-    ([(0.05, -0.02, 0.12, 40), (-0.31, -0.42, -0.2, 38), (-1234.5, -1500.25, -969.0, 30)], "sign"),  # sign flips
-])
+@pytest.mark.parametrize(
+    "rows, what",
+    [
+        ([(0.51, 0.41, 0.61, 40), (1.02, 0.9, 1.14, 38), (2.1, 1.8, 2.4, 30)], None),  # all "raises"
+        ([(0.05, -0.02, 0.12, 40), (0.31, 0.2, 0.42, 38), (0.7, 0.5, 0.9, 30)], "direction"),  # word changes
+        ([(0.05, -0.02, 0.12, 40), (-0.31, -0.42, -0.2, 38), (-1234.5, -1500.25, -969.0, 30)], "sign"),  # sign flips
+    ],
+)
 def test_sensitivity_sentence_only_on_change_and_numbers_are_cells(rows, what):
     sens, cells = _sens_variant(rows)
     assert [c["size"] for c in cells] == ["h/2", "h", "2h"]
@@ -191,8 +255,10 @@ def test_sensitivity_direction_words():
 
 @pytest.mark.parametrize("n_ep", [21, 0])
 def test_with_eps_phrase_numbers_are_cells(n_ep):
-    v = {**_variant(5.1, 5.8, n_ep=n_ep),
-         "with_eps": {"n": 50 + n_ep, "n_extrapolation": n_ep, "ame": 5.651, "ci_low": 5.31, "ci_high": 5.99}}
+    v = {
+        **_variant(5.1, 5.8, n_ep=n_ep),
+        "with_eps": {"n": 50 + n_ep, "n_extrapolation": n_ep, "ame": 5.651, "ci_low": 5.31, "ci_high": 5.99},
+    }
     cells = effect_cells(v)
     rows = with_eps_rows(v, cells)
     assert [r["n"] for r in rows] == ["50", f"{50 + n_ep}"] and [r["n_extrapolation"] for r in rows] == ["0", str(n_ep)]
@@ -211,8 +277,9 @@ def test_with_eps_phrase_numbers_are_cells(n_ep):
 def test_postprocess_adds_scope_to_th_but_not_thead():
     from fme.report.render.documents import _postprocess_html
 
-    out = _postprocess_html('<table><thead><tr><th>a</th><th style="x">b</th><th scope="row">c</th></tr></thead>'
-                            "</table>")
+    out = _postprocess_html(
+        '<table><thead><tr><th>a</th><th style="x">b</th><th scope="row">c</th></tr></thead></table>'
+    )
     assert "<thead>" in out and '"ead' not in out
     assert out.count('scope="col"') == 2 and out.count('scope="row"') == 1
 
@@ -247,8 +314,10 @@ def test_auto_renderer_uses_quarto_when_on_path(tmp_path, monkeypatch) -> None:
     qmd.write_text("# t\n")
     html, pdf, used = render.render_documents(qmd, {}, pdf=True, renderer="auto")
     assert used == "quarto"
-    assert log.read_text().splitlines() == ["render report.qmd --to html -M embed-resources:true",
-                                           "render report.qmd --to typst"]
+    assert log.read_text().splitlines() == [
+        "render report.qmd --to html -M embed-resources:true",
+        "render report.qmd --to typst",
+    ]
     assert pdf.read_bytes().startswith(b"%PDF")
     # the same accessibility post-processing as the pandoc route: header cells get a scope
     assert '<th scope="col">a</th>' in html.read_text() and "<thead>" in html.read_text()
@@ -268,12 +337,31 @@ def test_renderer_choice_is_validated(tmp_path, monkeypatch) -> None:
 
 # ---------------------------------------------------------------- stability across subsamples (§1.7)
 def _stab(ari_median, n_failed=0):
-    st = {"subsamples": 20, "fraction": 0.5, "n_each": 253, "n_rows": 506, "ame_min": 5.137166, "ame_max": 6.094918,
-          "ame_sd": 0.2231, "n_same_sign": 20, "root_split": "lstat", "n_leaves_full": 10, "n_refits": 20 - n_failed,
-          "n_failed": n_failed, "errors": ["n_partitions=6 but the grown tree has only 3 leaves"] if n_failed else []}
+    st = {
+        "subsamples": 20,
+        "fraction": 0.5,
+        "n_each": 253,
+        "n_rows": 506,
+        "ame_min": 5.137166,
+        "ame_max": 6.094918,
+        "ame_sd": 0.2231,
+        "n_same_sign": 20,
+        "root_split": "lstat",
+        "n_leaves_full": 10,
+        "n_refits": 20 - n_failed,
+        "n_failed": n_failed,
+        "errors": ["n_partitions=6 but the grown tree has only 3 leaves"] if n_failed else [],
+    }
     if n_failed < 20:
-        st.update(n_same_root=17, ari_median=ari_median, ari_min=0.2294, ari_max=0.5895, leaves_median=6.0,
-                  leaves_min=4, leaves_max=8)
+        st.update(
+            n_same_root=17,
+            ari_median=ari_median,
+            ari_min=0.2294,
+            ari_max=0.5895,
+            leaves_median=6.0,
+            leaves_min=4,
+            leaves_max=8,
+        )
     return st
 
 
@@ -298,10 +386,16 @@ def test_stability_rows_and_sentence_numbers_are_cells(ari, word):
 
 def test_stability_flag_and_failed_refits():
     v = {**_variant(5.1, 5.8), "stability": _stab(0.36)}
-    flag = [r for r in flag_rows(v, effect_cells(v), "rm", FLAG_DEFAULTS)
-            if r["rule"].startswith("partition unstable")]
-    assert flag == [{"effect": "rm", "rule": "partition unstable across subsamples (median ARI)", "threshold": "< 0.5",
-                     "value": "0.360", "status": FLAG}]
+    flag = [r for r in flag_rows(v, effect_cells(v), "rm", FLAG_DEFAULTS) if r["rule"].startswith("partition unstable")]
+    assert flag == [
+        {
+            "effect": "rm",
+            "rule": "partition unstable across subsamples (median ARI)",
+            "threshold": "< 0.5",
+            "value": "0.360",
+            "status": FLAG,
+        }
+    ]
     v["stability"] = _stab(0.8)
     rows = flag_rows(v, effect_cells(v), "rm", FLAG_DEFAULTS)
     assert [r["status"] for r in rows if r["rule"].startswith("partition")] == ["ok"]
@@ -315,8 +409,21 @@ def test_stability_flag_and_failed_refits():
 
 
 # ------------------------------------------------------------------ issue 16 B: the PDF says what the HTML says
-MARKER_CELLS = ["+ (AME 5.43)", "- (AME -1.34)", "-", "+", "1. item", "2.", "= head", "/ term", "-1.34",
-                "#x", "$cost$", "a|b", "Extrapolation points left out"]
+MARKER_CELLS = [
+    "+ (AME 5.43)",
+    "- (AME -1.34)",
+    "-",
+    "+",
+    "1. item",
+    "2.",
+    "= head",
+    "/ term",
+    "-1.34",
+    "#x",
+    "$cost$",
+    "a|b",
+    "Extrapolation points left out",
+]
 
 
 def test_typst_reads_no_cell_as_a_list_marker(tmp_path):
@@ -357,13 +464,19 @@ def test_pdf_figures_carry_their_alt_text(tmp_path):
     from fme.report.render import attr_escape, md_escape
     from tests.report.pdf_struct import struct_elements
 
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" '
-           'fill="#0072B2"/></svg>')
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20"><rect width="40" height="20" '
+        'fill="#0072B2"/></svg>'
+    )
     (tmp_path / "a.svg").write_text(svg, encoding="utf-8")
-    alts = ['Scatter plot of "a|b" against $cost$: the AME is -1.34 (dashed line)',
-            "Histogram of Größe µ with a back\\slash and (parentheses)"]
-    qmd = "\n".join(f'![Figure {i}: {md_escape(a)}](a.svg){{#fig-{i} fig-alt="{attr_escape(a)}" '
-                    f'alt="{attr_escape(a)}"}}\n' for i, a in enumerate(alts, 1))
+    alts = [
+        'Scatter plot of "a|b" against $cost$: the AME is -1.34 (dashed line)',
+        "Histogram of Größe µ with a back\\slash and (parentheses)",
+    ]
+    qmd = "\n".join(
+        f'![Figure {i}: {md_escape(a)}](a.svg){{#fig-{i} fig-alt="{attr_escape(a)}" alt="{attr_escape(a)}"}}\n'
+        for i, a in enumerate(alts, 1)
+    )
     pdf = _typst_pdf(tmp_path, qmd)
     figures = [e for e in struct_elements(pdf.read_bytes()) if e["role"] == "Figure"]
     assert [f["alt"] for f in figures] == alts
@@ -385,11 +498,18 @@ def test_pdf_table_caption_never_alone_at_a_page_foot(tmp_path):
         sub = tmp_path / f"w{words}"
         sub.mkdir()
         pdf = _typst_pdf(sub, qmd)
-        n_pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", str(pdf)], capture_output=True,
-                                                                    text=True).stdout).group(1))
+        n_pages = int(
+            re.search(
+                r"Pages:\s+(\d+)", subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
+            ).group(1)
+        )
         for page in range(1, n_pages + 1):
-            text = subprocess.run(["pdftotext", "-f", str(page), "-l", str(page), str(pdf), "-"],
-                                  capture_output=True, text=True, check=True).stdout
+            text = subprocess.run(
+                ["pdftotext", "-f", str(page), "-l", str(page), str(pdf), "-"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             if "CAPTIONTEXT" in text:
                 assert "Head A" in text.split("CAPTIONTEXT", 1)[1], (words, page)
                 assert re.search(r"^0\s*$", text.split("CAPTIONTEXT", 1)[1], flags=re.M), (words, page)
@@ -398,9 +518,18 @@ def test_pdf_table_caption_never_alone_at_a_page_foot(tmp_path):
 
 
 # ------------------------------------------------------------------ issue 16 item 10: precision, titles, layout
-@pytest.mark.parametrize("x, d, want", [(0.9999999979, 6, "0.999999998"), (-0.9999999979, 6, "-0.999999998"),
-                                        (1.0, 6, "1.000000"), (0.99999999999999, 6, "< 1.000000"),
-                                        (2.0000001, 6, "2.0000001"), (5.0004, 2, "5.00"), (12345.0001, 1, "12,345.0")])
+@pytest.mark.parametrize(
+    "x, d, want",
+    [
+        (0.9999999979, 6, "0.999999998"),
+        (-0.9999999979, 6, "-0.999999998"),
+        (1.0, 6, "1.000000"),
+        (0.99999999999999, 6, "< 1.000000"),
+        (2.0000001, 6, "2.0000001"),
+        (5.0004, 2, "5.00"),
+        (12345.0001, 1, "12,345.0"),
+    ],
+)
 def test_fmt_num_never_shows_a_whole_number_the_value_is_not(x, d, want):
     """At the decimals cap (6) a value is never shown as a whole number it is not; below the cap the CI's
     precision rules (5.0004 with a CI half-width of 0.3 is 5.00)."""
@@ -408,8 +537,17 @@ def test_fmt_num_never_shows_a_whole_number_the_value_is_not(x, d, want):
 
 
 def test_anlm_interval_just_below_one_is_not_printed_as_one():
-    v = {**_variant(0.5, 1.5), "nlm": True, "anlm": 0.9999999971, "anlm_ci_low": 0.9999999963,
-         "anlm_ci_high": 0.9999999979, "median_nlm": 1.0, "share_linear": 1.0, "n_nlm_flat": 0, "n_nlm_constant": 0}
+    v = {
+        **_variant(0.5, 1.5),
+        "nlm": True,
+        "anlm": 0.9999999971,
+        "anlm_ci_low": 0.9999999963,
+        "anlm_ci_high": 0.9999999979,
+        "median_nlm": 1.0,
+        "share_linear": 1.0,
+        "n_nlm_flat": 0,
+        "n_nlm_constant": 0,
+    }
     c = effect_cells(v)
     assert "1.000000" not in (c["anlm"], c["anlm_ci_low"], c["anlm_ci_high"])
     # at most 4 decimals (an NLM's integration error is rarely below 1e-6), and never a false 1
@@ -427,25 +565,62 @@ def test_default_effect_title_uses_feature_names_as_written():
 def test_effect_cells_nlm_method_median_and_share_beside_anlm():
     from fme.report.present.context import effect_cells
 
-    base = {"ame": 1.0, "ci_low": 0.5, "ci_high": 1.5, "n": 10, "n_total": 12, "conf_level": 0.95, "sd": 1.0,
-            "q25": 0.1, "q75": 2.0, "step_label": "x + 1", "detector": None, "n_extrapolation": None,
-            "policy": "exclude"}
-    nlm = {"nlm": True, "anlm": 0.8, "anlm_ci_low": 0.7, "anlm_ci_high": 0.9, "median_nlm": 0.95123,
-           "share_linear": 0.6, "n_nlm_flat": 0, "n_nlm_constant": 0}
+    base = {
+        "ame": 1.0,
+        "ci_low": 0.5,
+        "ci_high": 1.5,
+        "n": 10,
+        "n_total": 12,
+        "conf_level": 0.95,
+        "sd": 1.0,
+        "q25": 0.1,
+        "q75": 2.0,
+        "step_label": "x + 1",
+        "detector": None,
+        "n_extrapolation": None,
+        "policy": "exclude",
+    }
+    nlm = {
+        "nlm": True,
+        "anlm": 0.8,
+        "anlm_ci_low": 0.7,
+        "anlm_ci_high": 0.9,
+        "median_nlm": 0.95123,
+        "share_linear": 0.6,
+        "n_nlm_flat": 0,
+        "n_nlm_constant": 0,
+    }
     c = effect_cells({**base, **nlm, "nlm_method": "gauss-legendre", "nlm_nodes": 16})
-    assert (c["anlm"], c["nlm_method"], c["median_nlm"], c["share_linear"]) == \
-        ("0.80", "gauss-legendre", "0.951", "60.0%")
+    assert (c["anlm"], c["nlm_method"], c["median_nlm"], c["share_linear"]) == (
+        "0.80",
+        "gauss-legendre",
+        "0.951",
+        "60.0%",
+    )
     assert effect_cells({**base, **nlm, "nlm_method": "exact", "nlm_nodes": None})["nlm_method"] == "exact"
     none = effect_cells({**base, "nlm": False})
-    assert (none["anlm"], none["nlm_method"], none["median_nlm"], none["share_linear"]) == \
-        ("-", "not computed", "-", "-")
+    assert (none["anlm"], none["nlm_method"], none["median_nlm"], none["share_linear"]) == (
+        "-",
+        "not computed",
+        "-",
+        "-",
+    )
 
 
 # ---------------------------------------------------------------- one formatter for tables, sentences and figures
-@pytest.mark.parametrize("x, kwargs, want", [
-    (0.5, {}, "0.5"), (30, {}, "30"), (1e-7, {}, "1e-07"), (1234567.891, {}, "1.23457e+06"),
-    (2.5, {"digits": 4, "sign": True, "thousands": True}, "+2.5"), (-1234.5678, {"digits": 6, "thousands": True}, "-1,234.57"),
-    (14.438345, {"digits": 5}, "14.438"), (None, {}, "-")])
+@pytest.mark.parametrize(
+    "x, kwargs, want",
+    [
+        (0.5, {}, "0.5"),
+        (30, {}, "30"),
+        (1e-7, {}, "1e-07"),
+        (1234567.891, {}, "1.23457e+06"),
+        (2.5, {"digits": 4, "sign": True, "thousands": True}, "+2.5"),
+        (-1234.5678, {"digits": 6, "thousands": True}, "-1,234.57"),
+        (14.438345, {"digits": 5}, "14.438"),
+        (None, {}, "-"),
+    ],
+)
 def test_fmt_g_is_the_general_form(x, kwargs, want):
     from fme._utils.numfmt import fmt_g
 
@@ -456,7 +631,10 @@ def test_fmt_percent_rounds_plainly_and_signs_differences():
     from fme._utils.numfmt import fmt_percent
 
     assert [fmt_percent(s) for s in (0.0, 0.12345, 0.99951, 1.0, None)] == ["0.0%", "12.3%", "100.0%", "100.0%", "-"]
-    assert fmt_percent(0.015, sign=True, suffix=" pp") == "+1.5 pp" and fmt_percent(-0.2, sign=True, suffix=" pp") == "-20.0 pp"
+    assert (
+        fmt_percent(0.015, sign=True, suffix=" pp") == "+1.5 pp"
+        and fmt_percent(-0.2, sign=True, suffix=" pp") == "-20.0 pp"
+    )
 
 
 def test_figures_print_missing_values_as_the_tables_do():
@@ -466,13 +644,27 @@ def test_figures_print_missing_values_as_the_tables_do():
     from fme.plotting._common import fmt_num, fmt_p
 
     assert fmt_num is fmt_sig and fmt_p is p_phrase
-    assert [fmt_sig(x) for x in (float("nan"), None, 0.0, 1234.5678, 0.000123456, -2.0)] == \
-        ["-", "-", "0", "1,235", "0.000123", "-2.00"]
+    assert [fmt_sig(x) for x in (float("nan"), None, 0.0, 1234.5678, 0.000123456, -2.0)] == [
+        "-",
+        "-",
+        "0",
+        "1,235",
+        "0.000123",
+        "-2.00",
+    ]
     assert fmt_sig(0.1, trim=True) == "0.1" and fmt_sig(float("inf")) == "-"
-    assert [fmt_p(p) for p in (None, float("nan"), 0.0004, 0.0123)] == ["p undefined", "p undefined", "p < 0.001",
-                                                                         "p = 0.012"]
-    assert (count(1, "point"), count(2, "point"), count(1234, "subspace"), count(2, "leaf", "leaves")) == \
-        ("1 point", "2 points", "1,234 subspaces", "2 leaves")
+    assert [fmt_p(p) for p in (None, float("nan"), 0.0004, 0.0123)] == [
+        "p undefined",
+        "p undefined",
+        "p < 0.001",
+        "p = 0.012",
+    ]
+    assert (count(1, "point"), count(2, "point"), count(1234, "subspace"), count(2, "leaf", "leaves")) == (
+        "1 point",
+        "2 points",
+        "1,234 subspaces",
+        "2 leaves",
+    )
 
 
 def test_stabilise_replaces_the_machine_paths(tmp_path):
@@ -483,16 +675,28 @@ def test_stabilise_replaces_the_machine_paths(tmp_path):
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell('config_path = "/home/u/proj/reports/c.yaml"\\nout_dir = "/tmp/x/.r.partial"')
     cell.metadata["tags"] = ["injected-parameters"]
-    cell.outputs = [nbformat.v4.new_output("stream", name="stderr",
-                                           text="/venv/lib/python3.11/site-packages/fme/x.py:1: Warning\\n")]
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "stream", name="stderr", text="/venv/lib/python3.11/site-packages/fme/x.py:1: Warning\\n"
+        )
+    ]
     nb.cells.append(cell)
-    nb.metadata["papermill"] = {"parameters": {"config_path": "/home/u/proj/reports/c.yaml"},
-                                "output_path": "/tmp/x/.r.partial/analysis.ipynb"}
+    nb.metadata["papermill"] = {
+        "parameters": {"config_path": "/home/u/proj/reports/c.yaml"},
+        "output_path": "/tmp/x/.r.partial/analysis.ipynb",
+    }
     path = tmp_path / "n.ipynb"
     nbformat.write(nb, path)
-    stabilise(path, {"/tmp/x/.r.partial": "<report folder>", "/home/u/proj/reports": "<config folder>",
-                     "/venv": "<python>", "/home/u": "<home>"})
+    stabilise(
+        path,
+        {
+            "/tmp/x/.r.partial": "<report folder>",
+            "/home/u/proj/reports": "<config folder>",
+            "/venv": "<python>",
+            "/home/u": "<home>",
+        },
+    )
     text = path.read_text(encoding="utf-8")
     assert "/home/u" not in text and "/tmp/x" not in text and "/venv" not in text
-    assert '<config folder>/c.yaml' in text and "<report folder>/analysis.ipynb" in text
+    assert "<config folder>/c.yaml" in text and "<report folder>/analysis.ipynb" in text
     assert "<python>/lib/python3.11" in text

@@ -17,11 +17,12 @@ pytest.importorskip("jsonschema")
 pytest.importorskip("pyarrow")
 distributed = pytest.importorskip("distributed")
 
-from fme.report import analysis
-from fme.report.inputs import sources  # noqa: E402
-from fme.report.inputs.config import ConfigError, load_config  # noqa: E402
-from fme.report.inputs.sources import data_files, files_sha256  # noqa: E402
-from fme.report.inputs.validate import check_inputs  # noqa: E402
+# imported after the importorskip guards, so that a missing optional package skips this module, not fails it
+from fme.report import analysis  # noqa: E402 - after importorskip
+from fme.report.inputs import sources  # noqa: E402 - after importorskip
+from fme.report.inputs.config import ConfigError, load_config  # noqa: E402 - after importorskip
+from fme.report.inputs.sources import data_files, files_sha256  # noqa: E402 - after importorskip
+from fme.report.inputs.validate import check_inputs  # noqa: E402 - after importorskip
 
 HEAD = """\
 title: T
@@ -39,8 +40,9 @@ effects:
 
 def _frame(n: int = 90, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"x1": rng.uniform(0, 10, n), "x2": rng.normal(0, 1, n),
-                         "k": rng.integers(0, 5, n), "y": rng.normal(0, 1, n)})
+    return pd.DataFrame(
+        {"x1": rng.uniform(0, 10, n), "x2": rng.normal(0, 1, n), "k": rng.integers(0, 5, n), "y": rng.normal(0, 1, n)}
+    )
 
 
 def _dataset(tmp_path: Path, frame: pd.DataFrame) -> Path:
@@ -119,11 +121,20 @@ def test_single_file_unchanged_under_both_engines(tmp_path):
     assert info["sha256"] == hashlib.sha256((tmp_path / "one.parquet").read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("extra, path, line, key, phrase", [
-    ("scheduler: tcp://127.0.0.1:8786\n", "ds", 11, "scheduler", "a scheduler address needs engine: dask"),
-    ("engine: spark\n", "ds", 11, "engine", "'spark' is not one of"),
-    ("", "'ds/*.parquet'", 7, r"data\.path", "'ds/\\*.parquet' is a glob; several files are read with engine: dask"),
-])
+@pytest.mark.parametrize(
+    "extra, path, line, key, phrase",
+    [
+        ("scheduler: tcp://127.0.0.1:8786\n", "ds", 11, "scheduler", "a scheduler address needs engine: dask"),
+        ("engine: spark\n", "ds", 11, "engine", "'spark' is not one of"),
+        (
+            "",
+            "'ds/*.parquet'",
+            7,
+            r"data\.path",
+            "'ds/\\*.parquet' is a glob; several files are read with engine: dask",
+        ),
+    ],
+)
 def test_config_errors_name_line_and_key(tmp_path, extra, path, line, key, phrase):
     with pytest.raises(ConfigError, match=rf"^{tmp_path / 'c.yaml'}:{line}: {key}: {phrase}"):
         load_config(_config(tmp_path, path, extra))
@@ -141,8 +152,11 @@ def test_missing_dask_dependency_is_a_config_error(tmp_path, monkeypatch):
 def test_check_inputs_directory_and_glob(tmp_path):
     _dataset(tmp_path, _frame())
     cfg = load_config(_config(tmp_path, "ds"))  # a directory without engine: dask
-    with pytest.raises(ConfigError, match=r":7: data\.path: .*ds is a directory \(a Parquet dataset\); several "
-                                          r"files are read with engine: dask"):
+    with pytest.raises(
+        ConfigError,
+        match=r":7: data\.path: .*ds is a directory \(a Parquet dataset\); several "
+        r"files are read with engine: dask",
+    ):
         check_inputs(cfg)
     cfg = load_config(_config(tmp_path, "'ds/*.csv'", "engine: dask\n"))
     with pytest.raises(ConfigError, match=r":7: data\.path: .* is a glob but no file matches it"):
@@ -171,14 +185,21 @@ def test_report_built_from_a_parquet_dataset_equals_the_single_file_report(tmp_p
     ames = {}
     for name, path, extra in [("a", "ds", "engine: dask\n"), ("b", "one.parquet", "")]:
         cfg = _config(tmp_path, path, extra)
-        cfg.write_text(cfg.read_text(encoding="utf-8").replace("  - steps: {x1: 1}\n",
-                                                               "  - steps: {x1: 1}\n" + effects), encoding="utf-8")
+        cfg.write_text(
+            cfg.read_text(encoding="utf-8").replace("  - steps: {x1: 1}\n", "  - steps: {x1: 1}\n" + effects),
+            encoding="utf-8",
+        )
         config = cfg.rename(tmp_path / f"{name}.yaml")
         assert main(["report", str(config), "--no-pdf"]) == 0
         results = json.loads((tmp_path / name / "results.json").read_text(encoding="utf-8"))
         v = results["effects"][0]["variants"][0]
-        ames[name] = (v["n"], v["ame"], v["fixed_interval"]["low"], v["fixed_interval"]["high"],
-                      results["data"]["n_rows"])
+        ames[name] = (
+            v["n"],
+            v["ame"],
+            v["fixed_interval"]["low"],
+            v["fixed_interval"]["high"],
+            results["data"]["n_rows"],
+        )
     # engine: dask now computes out of core (issue 14: merged moments over partitions), equal to the in-memory
     # numbers to ~1e-16 relative, not bit for bit: counts exact, the AME and its CI to 1e-12 relative
     (n_a, *num_a, rows_a), (n_b, *num_b, rows_b) = ames["a"], ames["b"]

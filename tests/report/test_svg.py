@@ -78,9 +78,12 @@ def test_markers_share_one_group_and_style():
         '<svg><g clip-path="url(#p1)" style="fill: none; stroke: #000"><use xlink:href="#m" x="1" y="1"/>'
         '<use xlink:href="#m" x="2.12" y="1"/></g>'
         '<g clip-path="url(#p2)" style="stroke: #fff"><use xlink:href="#m" x="9" y="9"/></g>'
-        '<g clip-path="url(#p1)" style="fill: none; stroke: #000"><use xlink:href="#m" x="3" y="1"/></g></svg>')
-    mixed = ('<svg><g><use xlink:href="#m" x="1" y="1" style="stroke: #000"/>'
-             '<use xlink:href="#m" x="2" y="1" style="stroke: #fff"/></g></svg>')
+        '<g clip-path="url(#p1)" style="fill: none; stroke: #000"><use xlink:href="#m" x="3" y="1"/></g></svg>'
+    )
+    mixed = (
+        '<svg><g><use xlink:href="#m" x="1" y="1" style="stroke: #000"/>'
+        '<use xlink:href="#m" x="2" y="1" style="stroke: #fff"/></g></svg>'
+    )
     # different styles stay on their elements; the group left without attributes goes
     assert compact_svg(mixed) == mixed.replace("<g>", "").replace("</g>", "")
 
@@ -109,17 +112,20 @@ def test_rasterised_pictures_agree(tmp_path):
 
 def test_glyph_offsets_short_ids_bare_groups_and_style_classes():
     style = "fill: #0072b2; stroke: #ffffff"
-    text = ('<svg><defs><style type="text/css">*{stroke-linecap: butt}</style></defs>'
-            '<g id="figure_1"><g id="text_1"><defs><path id="DejaVuSans-41" d="M 0 0 L 1 1"/></defs>'
-            '<use xlink:href="#DejaVuSans-41"/><use xlink:href="#DejaVuSans-41" transform="translate(61.5 0)"/></g>'
-            f'<g id="patch_1"><path d="M 0 0" style="{style}"/><path d="M 1 1" style="{style}"/>'
-            f'<path d="M 2 2" style="{style}"/><path d="M 3 3" style="fill: none"/></g>'
-            '<clipPath id="p0123456789"><rect x="0"/></clipPath><g clip-path="url(#p0123456789)"/></g></svg>')
+    text = (
+        '<svg><defs><style type="text/css">*{stroke-linecap: butt}</style></defs>'
+        '<g id="figure_1"><g id="text_1"><defs><path id="DejaVuSans-41" d="M 0 0 L 1 1"/></defs>'
+        '<use xlink:href="#DejaVuSans-41"/><use xlink:href="#DejaVuSans-41" transform="translate(61.5 0)"/></g>'
+        f'<g id="patch_1"><path d="M 0 0" style="{style}"/><path d="M 1 1" style="{style}"/>'
+        f'<path d="M 2 2" style="{style}"/><path d="M 3 3" style="fill: none"/></g>'
+        '<clipPath id="p0123456789"><rect x="0"/></clipPath><g clip-path="url(#p0123456789)"/></g></svg>'
+    )
     assert compact_svg(text) == (
         '<svg><defs><style type="text/css">*{stroke-linecap: butt}'
-        f'.c0{{{style}}}</style></defs>'
+        f".c0{{{style}}}</style></defs>"
         '<defs><path id="a0" d="M 0 0 L 1 1"/></defs><use xlink:href="#a0"/><use xlink:href="#a0" x="61.5"/>'
         '<path d="M 0 0" class="c0"/><path d="M 1 1" class="c0"/><path d="M 2 2" class="c0"/>'
         '<path d="M 3 3" style="fill: none"/>'
-        '<clipPath id="a1"><rect x="0"/></clipPath><g clip-path="url(#a1)"/></svg>')
+        '<clipPath id="a1"><rect x="0"/></clipPath><g clip-path="url(#a1)"/></svg>'
+    )
     assert compact_svg(compact_svg(text)) == compact_svg(text)

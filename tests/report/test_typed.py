@@ -37,14 +37,28 @@ def built(tmp_path_factory):
     joblib.dump(champion, tmp / "model.joblib")
     joblib.dump(challenger, tmp / "challenger.joblib")
     X.assign(y=y).to_csv(tmp / "data.csv", index=False)
-    cfg = {"title": "typed", "owner": "tests", "intended_use": "typed core", "pdf": False,
-           "model": {"joblib": "model.joblib", "prediction_scale": "predicted P(default)"},
-           "challenger": {"joblib": "challenger.joblib"},
-           "data": {"path": "data.csv"}, "target": "y", "inference": "sample",
-           "interactions": [{"a": {"x1": 1}, "b": {"x2": 1}}],
-           "effects": [{"id": "e1", "steps": {"x1": 1}, "extrapolation": "envelope",
-                        "partition": {"method": "ctree", "minbucket": 40},
-                        "stability": {"subsamples": 3, "fraction": 0.5}, "expect": {"at_least": -100}}]}
+    cfg = {
+        "title": "typed",
+        "owner": "tests",
+        "intended_use": "typed core",
+        "pdf": False,
+        "model": {"joblib": "model.joblib", "prediction_scale": "predicted P(default)"},
+        "challenger": {"joblib": "challenger.joblib"},
+        "data": {"path": "data.csv"},
+        "target": "y",
+        "inference": "sample",
+        "interactions": [{"a": {"x1": 1}, "b": {"x2": 1}}],
+        "effects": [
+            {
+                "id": "e1",
+                "steps": {"x1": 1},
+                "extrapolation": "envelope",
+                "partition": {"method": "ctree", "minbucket": 40},
+                "stability": {"subsamples": 3, "fraction": 0.5},
+                "expect": {"at_least": -100},
+            }
+        ],
+    }
     (tmp / "typed.yaml").write_text(json.dumps(cfg), encoding="utf-8")
     res = build_report(tmp / "typed.yaml", tmp / "out", force=True, log=lambda s: None)
     out = Path(res["out_dir"])
@@ -97,8 +111,9 @@ def test_tables_are_numbered_in_reading_order_and_every_table_has_a_number(built
     assert numbers == list(range(1, len(numbers) + 1))
     # every pipe table is followed by a numbered caption
     blocks = re.findall(r"(?:^\|.*\n)+\n(^: .*)$", qmd, flags=re.M)
-    assert blocks and all(b.startswith(": Table ") for b in blocks), [b[:60] for b in blocks if
-                                                                    not b.startswith(": Table ")]
+    assert blocks and all(b.startswith(": Table ") for b in blocks), [
+        b[:60] for b in blocks if not b.startswith(": Table ")
+    ]
 
 
 def test_comparison_tables_are_in_percentage_points_like_the_effects(built):

@@ -13,38 +13,80 @@ from fme.report.present.partition_view import leaf_test_cells
 
 
 def _leaf(node, n, came):
-    return {"node": node, "n": n, "came": came, "came_ci_low": came - 0.1, "came_ci_high": came + 0.1,
-            "sd_fme": 0.2, "cov_fme": 0.3, "rule": f"x > {node}", "box": []}
+    return {
+        "node": node,
+        "n": n,
+        "came": came,
+        "came_ci_low": came - 0.1,
+        "came_ci_high": came + 0.1,
+        "sd_fme": 0.2,
+        "cov_fme": 0.3,
+        "rule": f"x > {node}",
+        "box": [],
+    }
 
 
 def _tests(statistic, p, se=0.05, note=None):
     g = {"statistic": statistic, "df": 1.0, "p_value": p}
     if note is not None:
         g["note"] = note
-    return {"rows": [{"hypothesis": "[3] - [2]", "estimate": 0.135, "std_error": se, "p_value": p,
-                      "p_value_adj": p, "conf_low": 0.03, "conf_high": 0.24}],
-            "global": g, "multcomp": "holm", "inference": "delta", "honest": True, "left_out": []}
+    return {
+        "rows": [
+            {
+                "hypothesis": "[3] - [2]",
+                "estimate": 0.135,
+                "std_error": se,
+                "p_value": p,
+                "p_value_adj": p,
+                "conf_low": 0.03,
+                "conf_high": 0.24,
+            }
+        ],
+        "global": g,
+        "multcomp": "holm",
+        "inference": "delta",
+        "honest": True,
+        "left_out": [],
+    }
 
 
 LEAVES = [_leaf(2, 40, 0.30), _leaf(3, 45, 0.435)]
 NOT_IDENTIFIED = "the hypothesis is not identified (the contrasts lie in the span of the model's Jacobian)"
 
 
-@pytest.mark.parametrize("tests, reason", [
-    (_tests(302.0000000137, 1e-67, note=NOT_IDENTIFIED), NOT_IDENTIFIED),
-    (_tests(None, None), "the statistic is undefined"),
-    (_tests(7.3e16, 0.0, se=6.7e-18), "SE at rounding level")])
+@pytest.mark.parametrize(
+    "tests, reason",
+    [
+        (_tests(302.0000000137, 1e-67, note=NOT_IDENTIFIED), NOT_IDENTIFIED),
+        (_tests(None, None), "the statistic is undefined"),
+        (_tests(7.3e16, 0.0, se=6.7e-18), "SE at rounding level"),
+    ],
+)
 def test_an_invalid_global_test_is_printed_as_not_computable(tests, reason):
     cells = leaf_test_cells(tests, 0.95, 7, LEAVES)
     assert f"cannot be computed here: {reason}" in cells["global"]
     assert "differ at" not in cells["global"] and "statistic 302" not in cells["global"]
     assert cells["claim"]["kind"] == "test_not_valid" and cells["claim"]["outcome"] == "not valid"
-    v = {"detector": None, "policy": None, "ci_low": 0.1, "ci_high": 0.5, "ame": 0.3, "conf_level": 0.95,
-         "partition": {"tests": tests, "leaves": LEAVES}}
+    v = {
+        "detector": None,
+        "policy": None,
+        "ci_low": 0.1,
+        "ci_high": 0.5,
+        "ame": 0.3,
+        "conf_level": 0.95,
+        "partition": {"tests": tests, "leaves": LEAVES},
+    }
     cells_v = {"ci_low": "0.1", "ci_high": "0.5", "ame": "0.3", "ep_share": "-"}
-    row = next(r for r in flag_rows(v, cells_v, "x", {"ep_share": 0.05, "anlm": 0.9, "ari": 0.5, "leaf_n": 10,
-                                                       "leaf_anlm": 0.5, "bootstrap_resamples": 999})
-               if r["rule"].startswith("leaves not distinguishable"))
+    row = next(
+        r
+        for r in flag_rows(
+            v,
+            cells_v,
+            "x",
+            {"ep_share": 0.05, "anlm": 0.9, "ari": 0.5, "leaf_n": 10, "leaf_anlm": 0.5, "bootstrap_resamples": 999},
+        )
+        if r["rule"].startswith("leaves not distinguishable")
+    )
     assert row["value"].startswith(f"cannot be computed here: {reason}") and row["status"] == FLAG
 
 
@@ -60,9 +102,20 @@ def test_a_valid_global_test_keeps_its_verdict():
 
 
 def _variant(se):
-    return {"id": "e", "n": 100, "conf_level": 0.95, "intervals": [
-        {"estimate": 0.49, "std_error": se, "conf_low": 0.49 - 2 * se, "conf_high": 0.49 + 2 * se,
-         "inference": "delta"}]}
+    return {
+        "id": "e",
+        "n": 100,
+        "conf_level": 0.95,
+        "intervals": [
+            {
+                "estimate": 0.49,
+                "std_error": se,
+                "conf_low": 0.49 - 2 * se,
+                "conf_high": 0.49 + 2 * se,
+                "inference": "delta",
+            }
+        ],
+    }
 
 
 def test_a_contract_whose_se_is_rounding_noise_is_not_valid():
@@ -77,9 +130,20 @@ def test_a_contract_whose_se_is_rounding_noise_is_not_valid():
 
 
 def test_a_results_json_written_before_the_check_is_checked_when_shown():
-    legacy = {"effect": "e", "contract": "at_least", "expected": "AME >= 0.1", "estimate": 0.49,
-              "std_error": 6.7e-18, "conf_low": 0.49, "conf_high": 0.49, "inference": "delta",
-              "statistic": 7.3e16, "p_value": 0.0, "p_value_adj": 0.0, "verdict": "met"}
+    legacy = {
+        "effect": "e",
+        "contract": "at_least",
+        "expected": "AME >= 0.1",
+        "estimate": 0.49,
+        "std_error": 6.7e-18,
+        "conf_low": 0.49,
+        "conf_high": 0.49,
+        "inference": "delta",
+        "statistic": 7.3e16,
+        "p_value": 0.0,
+        "p_value_adj": 0.0,
+        "verdict": "met",
+    }
     cells = contract_cells([{"variants": [{"id": "e", "contracts": [legacy]}]}])
     assert cells["rows"][0]["statistic"] == "not valid: SE at rounding level"
 

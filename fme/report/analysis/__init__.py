@@ -7,12 +7,22 @@ results' public figures; :func:`~fme.report.analysis.dask_analysis.compute_effec
 Dask data need (the seeded sample behind the per-row figures).
 """
 
+from .effect import compute_effect
 from .interactions import run_interactions
 from .model_view import feature_dictionary, feature_overview, model_fit
-from .effect import compute_effect
-from .run import (environment_record, load_data, load_model, load_train_data, run_effects, versions,
-                  write_results)
+from .run import environment_record, load_data, load_model, load_train_data, run_effects, versions, write_results
 
-__all__ = ["compute_effect", "environment_record", "feature_dictionary", "feature_overview", "load_data",
-           "load_model", "load_train_data", "model_fit", "run_effects", "run_interactions", "versions",
-           "write_results"]
+__all__ = [
+    "compute_effect",
+    "environment_record",
+    "feature_dictionary",
+    "feature_overview",
+    "load_data",
+    "load_model",
+    "load_train_data",
+    "model_fit",
+    "run_effects",
+    "run_interactions",
+    "versions",
+    "write_results",
+]

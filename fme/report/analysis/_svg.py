@@ -92,8 +92,9 @@ def _merge_markers(text: str) -> str:
             body = "".join(f"<use {m.group(2)}/>" for m in run)
             out.append(f'<g clip-path="url(#{clip})" style="{style}">{body}</g>')
         else:
-            body = "".join(f"<use {m.group(2)}" + (f' style="{m.group(3)}"' if m.group(3) is not None else "")
-                           + "/>" for m in run)
+            body = "".join(
+                f"<use {m.group(2)}" + (f' style="{m.group(3)}"' if m.group(3) is not None else "") + "/>" for m in run
+            )
             out.append(f'<g clip-path="url(#{clip})">{body}</g>')
         run.clear()
 
@@ -101,7 +102,7 @@ def _merge_markers(text: str) -> str:
         if run and (m.start() != run[-1].end() or m.group(1) != run[0].group(1)):
             flush()
         if not run:
-            out.append(text[pos:m.start()])
+            out.append(text[pos : m.start()])
         run.append(m)
         pos = m.end()
     flush()
@@ -131,7 +132,7 @@ def _unwrap_groups(text: str) -> str:
     keep: list[bool] = []
     pos = 0
     for m in _G_TAG.finditer(text):
-        out.append(text[pos:m.start()])
+        out.append(text[pos : m.start()])
         pos = m.end()
         if m.group(1):
             if keep.pop():

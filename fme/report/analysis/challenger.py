@@ -27,12 +27,12 @@ from scipy import stats
 
 import fme
 
-from ...models import refit_support
 from ...inference import Estimates
+from ...models import refit_support
+from ..inputs.config import EffectConfig
+from ..inputs.specs import bootstrap_kwargs, make_detector
 from .contracts import contract_rows
 from .effect_parts import grow_partition, json_num, root_split
-from ..inputs.specs import bootstrap_kwargs, make_detector
-from ..inputs.config import EffectConfig
 
 __all__ = ["challenger_summary"]
 
@@ -48,8 +48,14 @@ def _refittable(model: Any) -> bool:
     return bool(refit_support(model))
 
 
-def _paired_bootstrap(ra: Any, rb: Any, pa: np.ndarray, pb: np.ndarray, est: float, conf: float,
-                      ) -> tuple[float | None, float | None, float | None, int]:
+def _paired_bootstrap(
+    ra: Any,
+    rb: Any,
+    pa: np.ndarray,
+    pb: np.ndarray,
+    est: float,
+    conf: float,
+) -> tuple[float | None, float | None, float | None, int]:
     """(standard error, low, high, paired resamples) of the AME difference from two models' bootstrap draws.
 
     ``ra``, ``rb``: the two results' bootstrap :class:`~fme.inference.RowInference`, refitted on the same seeds;
@@ -67,13 +73,28 @@ def _paired_bootstrap(ra: Any, rb: Any, pa: np.ndarray, pb: np.ndarray, est: flo
     if ja.size < 2:
         return None, None, None, int(ja.size)
     tab = Estimates("bootstrap", np.array([est]), draws=(da[ja] - db[jb])[None, :], ci=ra.ci).table(conf)
-    return float(tab["std_error"].iloc[0]), float(tab["conf_low"].iloc[0]), float(tab["conf_high"].iloc[0]), int(
-        ja.size)
+    return (
+        float(tab["std_error"].iloc[0]),
+        float(tab["conf_low"].iloc[0]),
+        float(tab["conf_high"].iloc[0]),
+        int(ja.size),
+    )
 
 
-def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, reference: pd.DataFrame, eff: EffectConfig,
-                       v: dict, seed: int, target_class: Any = None, train: pd.DataFrame | None = None,
-                       target: str | None = None, champion_result: Any = None, refits: Any = None) -> dict:
+def challenger_summary(
+    champion: Any,
+    challenger: Any,
+    data: pd.DataFrame,
+    reference: pd.DataFrame,
+    eff: EffectConfig,
+    v: dict,
+    seed: int,
+    target_class: Any = None,
+    train: pd.DataFrame | None = None,
+    target: str | None = None,
+    champion_result: Any = None,
+    refits: Any = None,
+) -> dict:
     """The challenger's figures for the effect variant ``v`` of the champion (its JSON summary).
 
     Parameters
@@ -105,17 +126,28 @@ def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, refer
         (``difference_inference``), the first split, directions and contract verdicts.
     """
     steps = {f: (float(x) if isinstance(x, (int, float)) else x) for f, x in v["steps"].items()}
-    kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class,
-                              "conf_level": float(eff.conf_level)}
+    kwargs: dict[str, Any] = {
+        "reference_data": reference,
+        "random_state": seed,
+        "target_class": target_class,
+        "conf_level": float(eff.conf_level),
+    }
     if eff.extrapolation["method"] != "none":
         kwargs.update(extrapolation=make_detector(eff.extrapolation, seed), on_extrapolation=eff.on_extrapolation)
     # bootstrap where both have training data: the same spec (seed, resamples, ci) for both models
-    boot = (train is not None and eff.inference["method"] == "bootstrap" and _refittable(champion)
-            and _refittable(challenger))
+    boot = (
+        train is not None
+        and eff.inference["method"] == "bootstrap"
+        and _refittable(champion)
+        and _refittable(challenger)
+    )
     if boot:
         bkw = bootstrap_kwargs(eff.inference, train, target, seed, refits)
-        a = (champion_result if champion_result is not None and champion_result.inference == "bootstrap"
-             else fme.fme(champion, data, steps, **bkw, **kwargs))
+        a = (
+            champion_result
+            if champion_result is not None and champion_result.inference == "bootstrap"
+            else fme.fme(champion, data, steps, **bkw, **kwargs)
+        )
         b = fme.fme(challenger, data, steps, **bkw, **kwargs)
     else:
         a = fme.fme(champion, data, steps, **kwargs)
@@ -134,16 +166,29 @@ def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, refer
     pa, pb = a.results.index.get_indexer(common), b.results.index.get_indexer(common)
     low = high = None
     n_paired = None
-    if (n and ra is not None and rb is not None and ra.method == "bootstrap" and rb.method == "bootstrap"
-            and "kept" in ra.info and "kept" in rb.info):
+    if (
+        n
+        and ra is not None
+        and rb is not None
+        and ra.method == "bootstrap"
+        and rb.method == "bootstrap"
+        and "kept" in ra.info
+        and "kept" in rb.info
+    ):
         bse, blo, bhi, n_paired = _paired_bootstrap(ra, rb, pa, pb, est, conf)
         if bse is not None:
             se, low, high = bse, blo, bhi
             label = f"bootstrap, both models refitted on the same {n_paired} resamples (paired)"
         else:  # said, not hidden: the refits of the two models succeeded together fewer than twice
             label += f" (bootstrap: only {n_paired} resamples where both refits succeeded)"
-    elif (ra is not None and rb is not None and ra.method == "delta" and rb.method == "delta"
-            and ra.jacobian is not None and rb.jacobian is not None):
+    elif (
+        ra is not None
+        and rb is not None
+        and ra.method == "delta"
+        and rb.method == "delta"
+        and ra.jacobian is not None
+        and rb.jacobian is not None
+    ):
         ga, gb = ra.jacobian[pa].mean(axis=0), rb.jacobian[pb].mean(axis=0)
         var = ga @ ra.vcov @ ga + gb @ rb.vcov @ gb
         se, q, label = float(np.sqrt(max(var, 0.0))), stats.norm.ppf(0.5 + conf / 2), "delta, fits taken as independent"
@@ -151,28 +196,60 @@ def challenger_summary(champion: Any, challenger: Any, data: pd.DataFrame, refer
         low, high = est - q * se, est + q * se
     lo_b, hi_b = b.conf_int(conf)
     part_b = grow_partition(b, eff, conf, random_state=seed)  # the same seed as the champion's tree
-    summary = {"ame": json_num(b.ame), "ci_low": json_num(lo_b), "ci_high": json_num(hi_b), "inference": b.inference,
-               "n": int(b.n), "n_common": int(n), "difference": json_num(est), "difference_low": json_num(low),
-               "difference_high": json_num(high), "difference_inference": label, "difference_std_error": json_num(se),
-               "difference_n_resamples": n_paired,
-               "direction": _direction(lo_b, hi_b),
-               "root_split": None if part_b is None else root_split(part_b)}
+    summary = {
+        "ame": json_num(b.ame),
+        "ci_low": json_num(lo_b),
+        "ci_high": json_num(hi_b),
+        "inference": b.inference,
+        "n": int(b.n),
+        "n_common": int(n),
+        "difference": json_num(est),
+        "difference_low": json_num(low),
+        "difference_high": json_num(high),
+        "difference_inference": label,
+        "difference_std_error": json_num(se),
+        "difference_n_resamples": n_paired,
+        "direction": _direction(lo_b, hi_b),
+        "root_split": None if part_b is None else root_split(part_b),
+    }
     champion_dir = _direction(*(((v.get("intervals") or [{}])[0].get(k)) for k in ("conf_low", "conf_high")))
     summary["champion_direction"] = champion_dir
-    summary["sign_disagrees"] = champion_dir in "+-" and summary["direction"] in "+-" and champion_dir != summary[
-        "direction"]
+    summary["sign_disagrees"] = (
+        champion_dir in "+-" and summary["direction"] in "+-" and champion_dir != summary["direction"]
+    )
     # the challenger's own contract verdicts (tested alone; the champion's are Holm-adjusted over the report)
-    b_v = {"id": v["id"], "ame": b.ame, "intervals": [{"estimate": b.ame, "std_error": b.std_error, "conf_low": lo_b,
-                                                       "conf_high": hi_b, "inference": b.inference}],
-           "n": b.n, "conf_level": conf}
+    b_v = {
+        "id": v["id"],
+        "ame": b.ame,
+        "intervals": [
+            {"estimate": b.ame, "std_error": b.std_error, "conf_low": lo_b, "conf_high": hi_b, "inference": b.inference}
+        ],
+        "n": b.n,
+        "conf_level": conf,
+    }
     # the bounds on the scale the report shows (a class probability's: percentage points), as the champion's
-    rows = contract_rows(b_v, eff.expect, scale=1.0 if target_class is None else 100.0,
-                         unit=None if target_class is None else f"percentage points of P({target_class})")
+    rows = contract_rows(
+        b_v,
+        eff.expect,
+        scale=1.0 if target_class is None else 100.0,
+        unit=None if target_class is None else f"percentage points of P({target_class})",
+    )
     for r in rows:
         alpha = 1 - conf
-        r["verdict"] = ("met" if r["p_value"] is not None and r["p_value"] < alpha else
-                        "not met" if r["wrong_side"] else "inconclusive") if r["deterministic"] is None else (
-            "met" if r["deterministic"] else "not met")
-    summary["contracts"] = [{"contract": r["contract"], "expected": r["expected"], "verdict": r["verdict"]}
-                            for r in rows if r["contract"] in ("sign", "within", "at_least", "at_most")]
+        r["verdict"] = (
+            (
+                "met"
+                if r["p_value"] is not None and r["p_value"] < alpha
+                else "not met"
+                if r["wrong_side"]
+                else "inconclusive"
+            )
+            if r["deterministic"] is None
+            else ("met" if r["deterministic"] else "not met")
+        )
+    summary["contracts"] = [
+        {"contract": r["contract"], "expected": r["expected"], "verdict": r["verdict"]}
+        for r in rows
+        if r["contract"] in ("sign", "within", "at_least", "at_most")
+    ]
     return summary

@@ -26,14 +26,20 @@ import pandas as pd
 
 import fme
 
-from ...models import class_name, refit_support
 from ..._utils.validation import is_categorical
 from ...exceptions import FMEError
+from ...models import class_name, feature_names, refit_support
 from ..inputs.config import ConfigError, EffectConfig, ReportConfig, config_error
 from ..inputs.validate import names_text as _names
 
-__all__ = ["check_against_data", "check_train_data", "model_classes", "resolve_target_class", "levels_of",
-           "all_extrapolation_error"]
+__all__ = [
+    "check_against_data",
+    "check_train_data",
+    "model_classes",
+    "resolve_target_class",
+    "levels_of",
+    "all_extrapolation_error",
+]
 
 
 def model_classes(model: Any) -> list | None:
@@ -54,20 +60,27 @@ def resolve_target_class(cfg: ReportConfig, model: Any) -> Any:
     given = cfg.model.get("target_class")
     if classes is None:
         if given is not None:
-            raise config_error(cfg, ("model", "target_class"),
-                               f"the model ({class_name(model)}) is not a classifier with predict_proba; "
-                               "remove target_class")
+            raise config_error(
+                cfg,
+                ("model", "target_class"),
+                f"the model ({class_name(model)}) is not a classifier with predict_proba; remove target_class",
+            )
         return None
     if given is None:
         if len(classes) != 2:
-            raise config_error(cfg, ("model",), f"the model has {len(classes)} classes ({_names(classes)}); "
-                                                "set model.target_class to the class whose probability to explain")
+            raise config_error(
+                cfg,
+                ("model",),
+                f"the model has {len(classes)} classes ({_names(classes)}); "
+                "set model.target_class to the class whose probability to explain",
+            )
         return classes[1]
     for c in classes:
         if c == given or str(c) == str(given):
             return c
-    raise config_error(cfg, ("model", "target_class"),
-                       f"{given!r} is not a class of the model; its classes are {_names(classes)}")
+    raise config_error(
+        cfg, ("model", "target_class"), f"{given!r} is not a class of the model; its classes are {_names(classes)}"
+    )
 
 
 def levels_of(data: pd.DataFrame, feature: str) -> list:
@@ -101,13 +114,16 @@ def _head(frame: Any) -> pd.DataFrame:
         return frame.head(1000, npartitions=min(frame.npartitions, 8))
 
 
-def _check_step(cfg: ReportConfig, i: int, feature: str, value: Any, data: pd.DataFrame, reference: pd.DataFrame) -> None:
+def _check_step(
+    cfg: ReportConfig, i: int, feature: str, value: Any, data: pd.DataFrame, reference: pd.DataFrame
+) -> None:
     from ...steps import parse_steps
 
     key = ("effects", i, "steps", feature)
     if feature not in data.columns:
-        raise config_error(cfg, key, f"unknown feature {feature!r}; the data's features are "
-                                     f"{_names(list(data.columns))}")
+        raise config_error(
+            cfg, key, f"unknown feature {feature!r}; the data's features are {_names(list(data.columns))}"
+        )
     if is_categorical(data[feature]):
         if not isinstance(value, (list, str)) and not isinstance(data[feature].dtype, pd.CategoricalDtype):
             _check_numbers_as_text(cfg, data, feature)
@@ -117,12 +133,14 @@ def _check_step(cfg: ReportConfig, i: int, feature: str, value: Any, data: pd.Da
         wanted = [] if value == "all" else (list(value) if isinstance(value, list) else [value])
         for lv in wanted:
             if not any(_same(lv, k) for k in levels):
-                raise config_error(cfg, key, f"unknown level {lv!r} of feature {feature!r}; its levels are "
-                                             f"{_names(levels)}")
+                raise config_error(
+                    cfg, key, f"unknown level {lv!r} of feature {feature!r}; its levels are {_names(levels)}"
+                )
         return
     if isinstance(value, list) or value == "all":
-        raise config_error(cfg, key, f"feature {feature!r} is numeric: give a number or a rule such as sd, "
-                                     "not a list of levels")
+        raise config_error(
+            cfg, key, f"feature {feature!r} is numeric: give a number or a rule such as sd, not a list of levels"
+        )
     try:  # the spec's form only: a Dask frame's first rows stand in (rules are resolved over all rows later)
         parse_steps(_head(data), {feature: value}, rule_data=_head(reference))
     except FMEError as exc:
@@ -137,7 +155,7 @@ def _data_key(cfg: ReportConfig) -> tuple:
 def _check_model_columns(cfg: ReportConfig, model: Any, data: Any) -> None:
     """Every column the model reads must be in the data: else the error names ``data.path`` and the columns."""
     try:
-        names = adapt(model).feature_names
+        names = feature_names(model)
     except Exception:  # noqa: BLE001 - a model the adapters cannot read says so when it predicts
         names = None
     if not names:
@@ -145,10 +163,15 @@ def _check_model_columns(cfg: ReportConfig, model: Any, data: Any) -> None:
     missing = [str(f) for f in names if str(f) not in set(map(str, data.columns))]
     if missing:
         where = (cfg.data or {}).get("path", "the data")
-        raise config_error(cfg, _data_key(cfg), (
-            f"{where} lacks the model's input column(s) {_names(missing)}; the model reads "
-            f"{_names(list(map(str, names)))}. Add the column(s) to {where}, or set data: path: to a file that has "
-            "every input of the model"))
+        raise config_error(
+            cfg,
+            _data_key(cfg),
+            (
+                f"{where} lacks the model's input column(s) {_names(missing)}; the model reads "
+                f"{_names(list(map(str, names)))}. Add the column(s) to {where}, or set data: path: to a file that has "
+                "every input of the model"
+            ),
+        )
 
 
 def _check_numbers_as_text(cfg: ReportConfig, data: Any, feature: str) -> None:
@@ -159,16 +182,23 @@ def _check_numbers_as_text(cfg: ReportConfig, data: Any, feature: str) -> None:
     if col.empty:
         return
     parsed = pd.to_numeric(col.str.strip(), errors="coerce")
-    if parsed.notna().mean() < 0.5 and pd.to_numeric(col.str.replace(",", ".", regex=False).str.strip(),
-                                                       errors="coerce").notna().mean() < 0.5:
+    if (
+        parsed.notna().mean() < 0.5
+        and pd.to_numeric(col.str.replace(",", ".", regex=False).str.strip(), errors="coerce").notna().mean() < 0.5
+    ):
         return
     bad = sorted(set(col[parsed.isna()].tolist()))[:5]
     where = (cfg.data or {}).get("path", "the data")
-    what = (f"its values {_names(bad)} are not numbers" if bad else "its numbers are stored as quoted text")
-    raise config_error(cfg, _data_key(cfg), (
-        f"column {feature!r} of {where} is text, although a numeric step is asked for it and most of its values are "
-        f"numbers; {what}. Write the column as plain numbers in {where} (a '.' as decimal point, no units or words, "
-        "empty for missing), or give a level of the column as the step if it is categorical"))
+    what = f"its values {_names(bad)} are not numbers" if bad else "its numbers are stored as quoted text"
+    raise config_error(
+        cfg,
+        _data_key(cfg),
+        (
+            f"column {feature!r} of {where} is text, although a numeric step is asked for it and most of its values "
+            f"are numbers; {what}. Write the column as plain numbers in {where} (a '.' as decimal point, no units or "
+            "words, empty for missing), or give a level of the column as the step if it is categorical"
+        ),
+    )
 
 
 def check_against_data(cfg: ReportConfig, model: Any, data: pd.DataFrame, reference: pd.DataFrame) -> Any:
@@ -200,24 +230,33 @@ def check_against_data(cfg: ReportConfig, model: Any, data: pd.DataFrame, refere
         for feature, value in eff.steps.items():
             _check_step(cfg, i, feature, value, data, reference)
             if model_features is not None and feature not in set(map(str, model_features)):
-                raise config_error(cfg, ("effects", i, "steps", feature),
-                                   f"feature {feature!r} is in the data but not an input of the model; its "
-                                   f"inputs are {_names(list(map(str, model_features)))}")
+                raise config_error(
+                    cfg,
+                    ("effects", i, "steps", feature),
+                    f"feature {feature!r} is in the data but not an input of the model; its "
+                    f"inputs are {_names(list(map(str, model_features)))}",
+                )
         part = eff.partition
         if isinstance(part, Mapping):
             for j, f in enumerate(part.get("features") or []):
                 if f not in data.columns:
-                    raise config_error(cfg, ("effects", i, "partition", "features", j),
-                                       f"unknown partition feature {f!r}; the data's features are "
-                                       f"{_names(list(data.columns))}")
+                    raise config_error(
+                        cfg,
+                        ("effects", i, "partition", "features", j),
+                        f"unknown partition feature {f!r}; the data's features are {_names(list(data.columns))}",
+                    )
             minbucket = part.get("minbucket")
             if isinstance(minbucket, numbers.Real) and minbucket > len(data):
-                raise config_error(cfg, ("effects", i, "partition", "minbucket"),
-                                   f"{minbucket} is more than the {len(data)} rows of the data; lower it")
+                raise config_error(
+                    cfg,
+                    ("effects", i, "partition", "minbucket"),
+                    f"{minbucket} is more than the {len(data)} rows of the data; lower it",
+                )
     for f in cfg.units:
         if f not in data.columns and f != cfg.target:
-            raise config_error(cfg, ("units", f), f"unknown feature {f!r}; the data's features are "
-                                                  f"{_names(list(data.columns))}")
+            raise config_error(
+                cfg, ("units", f), f"unknown feature {f!r}; the data's features are {_names(list(data.columns))}"
+            )
     return target_class
 
 
@@ -248,8 +287,9 @@ def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFr
     where = key + ("train_data",)
     support = refit_support(model)
     if not support:  # the model itself cannot be refitted: no training data would help, so none is blamed
-        raise config_error(cfg, key + ("method",), f"bootstrap {support.reason}; set method: delta (it needs no "
-                                                   "refit) or sample")
+        raise config_error(
+            cfg, key + ("method",), f"bootstrap {support.reason}; set method: delta (it needs no refit) or sample"
+        )
     dtypes = getattr(data, "dtypes", None)
     as_levels = []  # categorical for training, text for evaluation: read as levels, checked by the probe
     for c in train.columns:
@@ -261,13 +301,21 @@ def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFr
             as_levels.append(c)
             continue
         if want != got:
-            fix = ("store the training data as Parquet (it keeps the dtype) or have the model's entry point cast "
-                   "the column" if want == "categorical" else
-                   f"correct the non-numeric values (e.g. {_names(_bad_numbers(train[c]), 3)}) in the file"
-                   if want == "numeric" else "give the column the evaluation data's type")
-            raise config_error(cfg, where, f"column {c!r} is {got} in the training data but {want} in the "
-                                           f"evaluation data ({train[c].dtype} vs {data[c].dtype}); every "
-                                           f"bootstrap refit would fail: {fix}")
+            fix = (
+                "store the training data as Parquet (it keeps the dtype) or have the model's entry point cast "
+                "the column"
+                if want == "categorical"
+                else f"correct the non-numeric values (e.g. {_names(_bad_numbers(train[c]), 3)}) in the file"
+                if want == "numeric"
+                else "give the column the evaluation data's type"
+            )
+            raise config_error(
+                cfg,
+                where,
+                f"column {c!r} is {got} in the training data but {want} in the "
+                f"evaluation data ({train[c].dtype} vs {data[c].dtype}); every "
+                f"bootstrap refit would fail: {fix}",
+            )
     statsmodels = hasattr(model, "model") and hasattr(model, "params")
     spec = {"data": train} if statsmodels else {"X": train.drop(columns=[target]), "y": train[target]}
     try:
@@ -276,9 +324,13 @@ def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFr
         fitted = refit_on(adapter, payload, np.arange(n_train))
     except Exception as exc:  # noqa: BLE001 - the first refit fails: all would; one line naming the key
         text = " ".join(str(exc).split()) or type(exc).__name__
-        raise config_error(cfg, where, f"refitting the model on the training data fails ({type(exc).__name__}: "
-                                       f"{text}); every bootstrap refit would fail. "
-                                       f"{_text_columns_hint(train, target, text)}") from None
+        raise config_error(
+            cfg,
+            where,
+            f"refitting the model on the training data fails ({type(exc).__name__}: "
+            f"{text}); every bootstrap refit would fail. "
+            f"{_text_columns_hint(train, target, text)}",
+        ) from None
     if as_levels:
         _check_refit_reads_levels(cfg, where, model, fitted, data, as_levels)
 
@@ -287,21 +339,27 @@ def _text_columns_hint(train: pd.DataFrame, target: str, error: str) -> str:
     """What to check after a failed probe refit: the text columns of the training data whose value the error
     quotes (a CSV keeps no categorical dtype), else every text column, else the columns and types."""
     text_cols = [c for c in train.columns if c != target and _kind(train[c]) == "text"]
-    quoted = [c for c in text_cols if any(f"'{v}'" in error or f'"{v}"' in error
-                                          for v in train[c].dropna().astype(str).unique()[:1000])]
+    quoted = [
+        c
+        for c in text_cols
+        if any(f"'{v}'" in error or f'"{v}"' in error for v in train[c].dropna().astype(str).unique()[:1000])
+    ]
     named = quoted or text_cols
     if not named:
         return "Check the columns and types of the training data against the data the model was fitted on"
     cols = ", ".join(repr(c) for c in named)
     are = "is" if len(named) == 1 else "are"
-    return (f"Column{'s' if len(named) > 1 else ''} {cols} of the training data {are} text (e.g. "
-            f"{_names(sorted(map(str, train[named[0]].dropna().unique()))[:3], 3)}), which the model cannot fit: "
-            "store the training data as Parquet with the column's categorical dtype (a CSV keeps none), or have "
-            "the model's entry point cast it, as the model was fitted")
+    return (
+        f"Column{'s' if len(named) > 1 else ''} {cols} of the training data {are} text (e.g. "
+        f"{_names(sorted(map(str, train[named[0]].dropna().unique()))[:3], 3)}), which the model cannot fit: "
+        "store the training data as Parquet with the column's categorical dtype (a CSV keeps none), or have "
+        "the model's entry point cast it, as the model was fitted"
+    )
 
 
-def _check_refit_reads_levels(cfg: ReportConfig, where: tuple, model: Any, fitted: Any, data: Any,
-                              columns: list) -> None:
+def _check_refit_reads_levels(
+    cfg: ReportConfig, where: tuple, model: Any, fitted: Any, data: Any, columns: list
+) -> None:
     """The probe refit predicts some evaluation rows whose ``columns`` are text where the training data have
     them categorical (as the fitted model reads them); if it cannot, every refit would fail: name the column."""
     head = _head(data).iloc[:50]
@@ -310,10 +368,14 @@ def _check_refit_reads_levels(cfg: ReportConfig, where: tuple, model: Any, fitte
         fme.predictions(fitted, head, inference="sample", target_class=target_class)
     except Exception as exc:  # noqa: BLE001 - one line naming the key and the column
         text = " ".join(str(exc).split()) or type(exc).__name__
-        raise config_error(cfg, where, f"column {columns[0]!r} is categorical in the training data but text in the "
-                                       f"evaluation data, and the model refitted on the training data cannot "
-                                       f"predict the evaluation rows ({type(exc).__name__}: {text}); every "
-                                       "bootstrap refit would fail: give the column the same type in both") from None
+        raise config_error(
+            cfg,
+            where,
+            f"column {columns[0]!r} is categorical in the training data but text in the "
+            f"evaluation data, and the model refitted on the training data cannot "
+            f"predict the evaluation rows ({type(exc).__name__}: {text}); every "
+            "bootstrap refit would fail: give the column the same type in both",
+        ) from None
 
 
 def _bad_numbers(col: pd.Series) -> list:
@@ -323,8 +385,9 @@ def _bad_numbers(col: pd.Series) -> list:
     return sorted(set(bad))[:3]
 
 
-def all_extrapolation_error(cfg: ReportConfig, eff: EffectConfig, data: Any, reference: Any,
-                            seed: int) -> ConfigError | None:
+def all_extrapolation_error(
+    cfg: ReportConfig, eff: EffectConfig, data: Any, reference: Any, seed: int
+) -> ConfigError | None:
     """When every row is an extrapolation point because the detector flags x itself (the hull in many
     dimensions: each row lies outside the convex hull of the reference data), or because the hull is
     degenerate (x inside, but most reference rows lie outside the hull of the others, so every step leaves
@@ -347,25 +410,36 @@ def all_extrapolation_error(cfg: ReportConfig, eff: EffectConfig, data: Any, ref
         return _degenerate_hull_error(cfg, key, detector, len(cols), len(reference))
     if flagged.size == 0:
         return None
-    return config_error(cfg, key, (
-        f"every row is an extrapolation point because x itself lies outside the {method} detector's region: "
-        f"{int(flagged.sum()):,} of {flagged.size:,} evaluated rows are flagged before any step, in "
-        f"{len(cols)} dimensions with {len(reference):,} reference rows (in high dimension almost every point lies "
-        "outside the convex hull of the others). Set extrapolation: envelope (per-feature ranges) or a detector "
-        "that scales, e.g. {method: mcec} or {method: lof}, or give more reference rows (reference_data)"))
+    return config_error(
+        cfg,
+        key,
+        (
+            f"every row is an extrapolation point because x itself lies outside the {method} detector's region: "
+            f"{int(flagged.sum()):,} of {flagged.size:,} evaluated rows are flagged before any step, in "
+            f"{len(cols)} dimensions with {len(reference):,} reference rows (in high dimension almost every point lies "
+            "outside the convex hull of the others). Set extrapolation: envelope (per-feature ranges) or a detector "
+            "that scales, e.g. {method: mcec} or {method: lof}, or give more reference rows (reference_data)"
+        ),
+    )
 
 
-def _degenerate_hull_error(cfg: ReportConfig, key: tuple, detector: Any, n_dims: int,
-                           n_reference: int) -> ConfigError | None:
+def _degenerate_hull_error(
+    cfg: ReportConfig, key: tuple, detector: Any, n_dims: int, n_reference: int
+) -> ConfigError | None:
     """The hull detector's diagnosis when x is mostly inside but every step left: its ``boundary_share_`` (the
     share of reference rows outside the hull of the others) says the hull is degenerate, so any step leaves it.
     None for other detectors or a hull that is not degenerate (the library's message stands)."""
     share = getattr(detector, "boundary_share_", None)
     if share is None or share < 0.5:
         return None
-    return config_error(cfg, key, (
-        f"every row is an extrapolation point because the convex hull is degenerate: in {n_dims} dimensions with "
-        f"{n_reference:,} reference rows about {share:.0%} of the rows themselves lie outside the hull of the "
-        "others (on its boundary), so any step of any row leaves the hull. Set extrapolation: envelope "
-        "(per-feature ranges) or a detector that scales, e.g. {method: mcec} or {method: lof}, check fewer "
-        "features (reference_data with the stepped ones), or give more reference rows"))
+    return config_error(
+        cfg,
+        key,
+        (
+            f"every row is an extrapolation point because the convex hull is degenerate: in {n_dims} dimensions with "
+            f"{n_reference:,} reference rows about {share:.0%} of the rows themselves lie outside the hull of the "
+            "others (on its boundary), so any step of any row leaves the hull. Set extrapolation: envelope "
+            "(per-feature ranges) or a detector that scales, e.g. {method: mcec} or {method: lof}, check fewer "
+            "features (reference_data with the stepped ones), or give more reference rows"
+        ),
+    )

@@ -23,8 +23,7 @@ from ..inputs.quantities import at_rounding_level
 
 __all__ = ["CONTRACT_KEYS", "contract_rows", "adjust_contracts", "any_not_met"]
 
-CONTRACT_KEYS = ("sign", "within", "at_least", "at_most", "nlm_at_least", "share_linear_at_least",
-                 "max_extrapolated")
+CONTRACT_KEYS = ("sign", "within", "at_least", "at_most", "nlm_at_least", "share_linear_at_least", "max_extrapolated")
 
 
 def _primary(v: dict) -> tuple[float | None, float | None, float | None, float | None, str]:
@@ -39,12 +38,37 @@ def _dist(inference: str, n: int | None):
     return stats.t(max(int(n) - 1, 1)) if inference == "sample" and n else stats.norm
 
 
-def _row(v: dict, kind: str, expected: str, estimate: Any, se: Any, low: Any, high: Any, inference: str,
-         stat: Any = None, p: Any = None, wrong_side: bool = False, deterministic: bool | None = None) -> dict:
-    return {"effect": v["id"], "contract": kind, "expected": expected, "estimate": estimate, "std_error": se,
-            "conf_low": low, "conf_high": high, "inference": inference, "statistic": stat, "p_value": p,
-            "p_value_adj": None, "wrong_side": bool(wrong_side), "deterministic": deterministic, "verdict": None,
-            "not_valid": None}
+def _row(
+    v: dict,
+    kind: str,
+    expected: str,
+    estimate: Any,
+    se: Any,
+    low: Any,
+    high: Any,
+    inference: str,
+    stat: Any = None,
+    p: Any = None,
+    wrong_side: bool = False,
+    deterministic: bool | None = None,
+) -> dict:
+    return {
+        "effect": v["id"],
+        "contract": kind,
+        "expected": expected,
+        "estimate": estimate,
+        "std_error": se,
+        "conf_low": low,
+        "conf_high": high,
+        "inference": inference,
+        "statistic": stat,
+        "p_value": p,
+        "p_value_adj": None,
+        "wrong_side": bool(wrong_side),
+        "deterministic": deterministic,
+        "verdict": None,
+        "not_valid": None,
+    }
 
 
 def _rounding_reason(se: Any, *values: Any) -> str | None:
@@ -95,15 +119,19 @@ def contract_rows(v: dict, expect: dict | None, scale: float = 1.0, unit: str | 
         p = None if p1 is None else max(p1, p2)
         z = None if z1 is None else (z1 if p1 >= p2 else z2)
         wrong = high is not None and (high < lo or low > hi)
-        rows.append(_row(v, "within", f"{lo:g} <= AME <= {hi:g}{in_unit} (TOST)", est, se, low, high, inference, z, p,
-                         wrong))
+        rows.append(
+            _row(v, "within", f"{lo:g} <= AME <= {hi:g}{in_unit} (TOST)", est, se, low, high, inference, z, p, wrong)
+        )
     for key, above in (("at_least", True), ("at_most", False)):
         if key in expect:
             b = float(expect[key])
             z, p = one_sided(b, above)
             wrong = high is not None and (high < b if above else low > b)
-            rows.append(_row(v, key, f"AME {'>=' if above else '<='} {b:g}{in_unit}", est, se, low, high, inference,
-                             z, p, wrong))
+            rows.append(
+                _row(
+                    v, key, f"AME {'>=' if above else '<='} {b:g}{in_unit}", est, se, low, high, inference, z, p, wrong
+                )
+            )
     if "nlm_at_least" in expect:
         b = float(expect["nlm_at_least"])
         a, lo_n, hi_n = v.get("anlm"), v.get("anlm_ci_low"), v.get("anlm_ci_high")
@@ -119,14 +147,36 @@ def contract_rows(v: dict, expect: dict | None, scale: float = 1.0, unit: str | 
     if "share_linear_at_least" in expect:
         b = float(expect["share_linear_at_least"])
         s = v.get("share_linear")
-        rows.append(_row(v, "share_linear_at_least", f"share of rows with NLM >= 0.9 >= {b:g}", s, None, None,
-                         None, "count", deterministic=s is not None and s >= b))
+        rows.append(
+            _row(
+                v,
+                "share_linear_at_least",
+                f"share of rows with NLM >= 0.9 >= {b:g}",
+                s,
+                None,
+                None,
+                None,
+                "count",
+                deterministic=s is not None and s >= b,
+            )
+        )
     if "max_extrapolated" in expect:
         b = float(expect["max_extrapolated"])
         n_ep = v.get("n_extrapolation")
         share = None if n_ep is None else n_ep / max(1, int(v.get("n", 0)) + int(n_ep))
-        rows.append(_row(v, "max_extrapolated", f"share of extrapolation points <= {b:g}", share, None, None, None,
-                         "count", deterministic=share is not None and share <= b))
+        rows.append(
+            _row(
+                v,
+                "max_extrapolated",
+                f"share of extrapolation points <= {b:g}",
+                share,
+                None,
+                None,
+                None,
+                "count",
+                deterministic=share is not None and share <= b,
+            )
+        )
     for r in rows:
         if r["contract"] in ("sign", "within", "at_least", "at_most"):
             r["not_valid"] = invalid  # the test is not run: its statistic would be rounding noise

@@ -22,8 +22,15 @@ import pandas as pd
 from ..._utils.validation import is_categorical
 from ..inputs.specs import CI_COVERS
 
-__all__ = ["model_interval", "interval_records", "interval_fields", "label_intervals", "relabel_table",
-           "extrapolation_causes", "effective_steps"]
+__all__ = [
+    "model_interval",
+    "interval_records",
+    "interval_fields",
+    "label_intervals",
+    "relabel_table",
+    "extrapolation_causes",
+    "effective_steps",
+]
 
 
 def _finite(x: Any) -> float | None:
@@ -42,8 +49,13 @@ def model_interval(res: Any, conf_level: float) -> dict[str, Any]:
     if method == "sample" or res.n < 2:
         return {"inference": method, "model_ci": None}
     lo, hi = res.conf_int(conf_level)
-    out = {"std_error": _finite(res.std_error), "p_value": _finite(res.p_value), "conf_low": _finite(lo),
-           "conf_high": _finite(hi), "conf_level": float(conf_level)}
+    out = {
+        "std_error": _finite(res.std_error),
+        "p_value": _finite(res.p_value),
+        "conf_low": _finite(lo),
+        "conf_high": _finite(hi),
+        "conf_level": float(conf_level),
+    }
     boot = res.bootstrap_figures() if method == "bootstrap" else None
     if boot is not None:
         out.update(boot)
@@ -53,8 +65,10 @@ def model_interval(res: Any, conf_level: float) -> dict[str, Any]:
 def _covers(method: str, covariance: str | None) -> str:
     if covariance is None or method != "delta":
         return CI_COVERS[method]
-    return (f"{CI_COVERS['delta']} scaled by its {covariance} (quasi-likelihood: the model's own covariance "
-            "assumes a dispersion of 1)")
+    return (
+        f"{CI_COVERS['delta']} scaled by its {covariance} (quasi-likelihood: the model's own covariance "
+        "assumes a dispersion of 1)"
+    )
 
 
 def interval_records(summary: dict) -> list[dict[str, Any]]:
@@ -75,13 +89,30 @@ def interval_records(summary: dict) -> list[dict[str, Any]]:
     if mc and mc.get("conf_low") is not None:
         method = summary["inference"]
         covariance = mc.get("covariance") if method == "delta" else None
-        rows.append({"inference": method if covariance is None else f"{method} ({covariance})",
-                     "covers": _covers(method, covariance), "primary": True,
-                     "estimate": summary["ame"], "std_error": mc.get("std_error"), "conf_low": mc["conf_low"],
-                     "conf_high": mc["conf_high"], "conf_level": mc.get("conf_level", conf)})
-    rows.append({"inference": "sample", "covers": CI_COVERS["sample"], "primary": not rows,
-                 "estimate": summary["ame"], "std_error": summary.get("se"), "conf_low": summary.get("ci_low"),
-                 "conf_high": summary.get("ci_high"), "conf_level": conf})
+        rows.append(
+            {
+                "inference": method if covariance is None else f"{method} ({covariance})",
+                "covers": _covers(method, covariance),
+                "primary": True,
+                "estimate": summary["ame"],
+                "std_error": mc.get("std_error"),
+                "conf_low": mc["conf_low"],
+                "conf_high": mc["conf_high"],
+                "conf_level": mc.get("conf_level", conf),
+            }
+        )
+    rows.append(
+        {
+            "inference": "sample",
+            "covers": CI_COVERS["sample"],
+            "primary": not rows,
+            "estimate": summary["ame"],
+            "std_error": summary.get("se"),
+            "conf_low": summary.get("ci_low"),
+            "conf_high": summary.get("ci_high"),
+            "conf_level": conf,
+        }
+    )
     return rows
 
 
@@ -100,10 +131,17 @@ def interval_fields(summary: dict, covariance: str | None = None) -> dict[str, A
     records = interval_records(summary)
     first = records[0]
     mc = summary.get("model_ci")
-    return {"model_ci": mc, "intervals": records, "conf_low": first["conf_low"], "conf_high": first["conf_high"],
-            "std_error": first["std_error"], "covers": first["covers"],
-            "covariance": (mc or {}).get("covariance") if first["primary"] and first["inference"] != "sample"
-            else None, "ci_inference": "sample", "ci_covers": CI_COVERS["sample"]}
+    return {
+        "model_ci": mc,
+        "intervals": records,
+        "conf_low": first["conf_low"],
+        "conf_high": first["conf_high"],
+        "std_error": first["std_error"],
+        "covers": first["covers"],
+        "covariance": (mc or {}).get("covariance") if first["primary"] and first["inference"] != "sample" else None,
+        "ci_inference": "sample",
+        "ci_covers": CI_COVERS["sample"],
+    }
 
 
 def _scaled(label: Any, covariance: str | None) -> Any:
@@ -223,8 +261,16 @@ def extrapolation_causes(res: Any, data: pd.DataFrame, reference: pd.DataFrame, 
                 cands.append((abs(np.nanmean(ep) - np.nanmean(ev)) / sd, c, ep))
         cands.sort(key=lambda t: -t[0])
         for smd, c, ep in cands[:top]:
-            rows.append({"feature": c, "kind": "joint", "n": int(joint.sum()), "smd": float(smd),
-                         "min": float(np.nanmin(ep)), "max": float(np.nanmax(ep))})
+            rows.append(
+                {
+                    "feature": c,
+                    "kind": "joint",
+                    "n": int(joint.sum()),
+                    "smd": float(smd),
+                    "min": float(np.nanmin(ep)),
+                    "max": float(np.nanmax(ep)),
+                }
+            )
         if not cands:
             rows.append({"feature": None, "kind": "joint", "n": int(joint.sum())})
     return rows
@@ -241,8 +287,18 @@ def effective_steps(res: Any) -> list[dict]:
             continue
         share = res.results[col].to_numpy(dtype=float) / float(st.value)
         q = np.quantile(share, [0.0, 0.25, 0.5, 0.75, 1.0]) if share.size else np.full(5, np.nan)
-        out.append({"feature": st.feature, "h": float(st.value), "min": _finite(q[0]), "q25": _finite(q[1]),
-                    "median": _finite(q[2]), "q75": _finite(q[3]), "max": _finite(q[4]),
-                    "n_shrunk": int((share < 1).sum()), "n": int(share.size),
-                    "min_fraction": float(MIN_STEP_FRACTION)})
+        out.append(
+            {
+                "feature": st.feature,
+                "h": float(st.value),
+                "min": _finite(q[0]),
+                "q25": _finite(q[1]),
+                "median": _finite(q[2]),
+                "q75": _finite(q[3]),
+                "max": _finite(q[4]),
+                "n_shrunk": int((share < 1).sum()),
+                "n": int(share.size),
+                "min_fraction": float(MIN_STEP_FRACTION),
+            }
+        )
     return out

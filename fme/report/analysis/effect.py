@@ -27,8 +27,16 @@ from ..._utils.validation import is_dask_collection
 from ..inputs.config import EffectConfig
 from ..inputs.specs import make_detector
 from .details import effective_steps, extrapolation_causes, interval_fields, model_interval
-from .effect_parts import (grow_partition, json_num, partition_summary, stability, step_sensitivity, figures_of,
-                           run_effect_fme, t_figures)
+from .effect_parts import (
+    figures_of,
+    grow_partition,
+    json_num,
+    partition_summary,
+    run_effect_fme,
+    stability,
+    step_sensitivity,
+    t_figures,
+)
 
 __all__ = ["compute_effect", "effect_summary", "InMemory"]
 
@@ -54,9 +62,17 @@ def effect_summary(res: Any, steps: dict, numeric: bool, det_spec: dict, use_nlm
         "n_missing": counts["missing"],
         "n_shrunk": None,
         "conf_level": conf,
-        "ame": st["mean"], "sd": st["sd"], "se": st["se"], "ci_low": st["ci_low"], "ci_high": st["ci_high"],
-        "q25": json_num(q["q25"]), "q75": json_num(q["q75"]), "n_negative": int(res.n_negative),
-        "nlm": use_nlm, "nlm_method": res.nlm_method, "nlm_nodes": res.nlm_nodes,
+        "ame": st["mean"],
+        "sd": st["sd"],
+        "se": st["se"],
+        "ci_low": st["ci_low"],
+        "ci_high": st["ci_high"],
+        "q25": json_num(q["q25"]),
+        "q75": json_num(q["q75"]),
+        "n_negative": int(res.n_negative),
+        "nlm": use_nlm,
+        "nlm_method": res.nlm_method,
+        "nlm_nodes": res.nlm_nodes,
         "detector_spec": det_spec,
     }
     summary.update(model_interval(res, conf))
@@ -65,11 +81,21 @@ def effect_summary(res: Any, steps: dict, numeric: bool, det_spec: dict, use_nlm
     if use_nlm:
         f = res.nlm_figures()
         t = t_figures(f["n"], f["mean"], f["sd"], conf, upper=1.0)
-        summary.update(anlm=t["mean"], sd_nlm=t["sd"], anlm_ci_low=t["ci_low"], anlm_ci_high=t["ci_high"],
-                       anlm_se=t["se"], n_nlm=t["n"], n_nlm_undefined=f["n_undefined"], n_nlm_linear=f["n_linear"],
-                       median_nlm=json_num(f["median"]), share_linear=json_num(f["share_linear"]),
-                       n_nlm_flat=f["n_flat"],
-                       n_nlm_constant=f["n_constant"], n_nlm_inaccurate=f["n_inaccurate"])
+        summary.update(
+            anlm=t["mean"],
+            sd_nlm=t["sd"],
+            anlm_ci_low=t["ci_low"],
+            anlm_ci_high=t["ci_high"],
+            anlm_se=t["se"],
+            n_nlm=t["n"],
+            n_nlm_undefined=f["n_undefined"],
+            n_nlm_linear=f["n_linear"],
+            median_nlm=json_num(f["median"]),
+            share_linear=json_num(f["share_linear"]),
+            n_nlm_flat=f["n_flat"],
+            n_nlm_constant=f["n_constant"],
+            n_nlm_inaccurate=f["n_inaccurate"],
+        )
     return summary
 
 
@@ -79,8 +105,17 @@ class InMemory:
     #: Whether the effect's rows are a seeded sample of the data (Dask: see ``DaskRows``).
     sampled = False
 
-    def rows(self, model: Any, data: Any, reference: Any, res: Any, eff: EffectConfig, seed: int,
-             target_class: Any, use_nlm: bool) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
+    def rows(
+        self,
+        model: Any,
+        data: Any,
+        reference: Any,
+        res: Any,
+        eff: EffectConfig,
+        seed: int,
+        target_class: Any,
+        use_nlm: bool,
+    ) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
         """(per-row result, its data, the reference the detector was fitted on)."""
         return res, data, reference
 
@@ -105,9 +140,18 @@ class InMemory:
         return part
 
 
-def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff: EffectConfig, seed: int,
-                   target_class: Any = None, train: pd.DataFrame | None = None, target: str | None = None,
-                   engine: Any = None, refits: Any = None) -> dict:
+def compute_effect(
+    model: Any,
+    data: pd.DataFrame,
+    reference: pd.DataFrame,
+    eff: EffectConfig,
+    seed: int,
+    target_class: Any = None,
+    train: pd.DataFrame | None = None,
+    target: str | None = None,
+    engine: Any = None,
+    refits: Any = None,
+) -> dict:
     """fMEs, NLMs, extrapolation counts, inference and cAMEs of one configured effect, for either engine.
 
     Parameters
@@ -137,11 +181,14 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
     """
     if engine is None:
         if is_dask_collection(data):
-            raise fme.FMEError("compute_effect needs the Dask engine's parts for Dask data: call "
-                               "fme.report.analysis.dask_analysis.compute_effect_dask")
+            raise fme.FMEError(
+                "compute_effect needs the Dask engine's parts for Dask data: call "
+                "fme.report.analysis.dask_analysis.compute_effect_dask"
+            )
         engine = InMemory()
-    res, steps, numeric, det_spec, use_nlm, conf = run_effect_fme(model, data, reference, eff, seed, target_class,
-                                                                  train, target, refits)
+    res, steps, numeric, det_spec, use_nlm, conf = run_effect_fme(
+        model, data, reference, eff, seed, target_class, train, target, refits
+    )
     summary = effect_summary(res, steps, numeric, det_spec, use_nlm, conf)
     rows, rows_data, rows_ref = engine.rows(model, data, reference, res, eff, seed, target_class, use_nlm)
     if res.on_extrapolation == "shrink":  # per-row steps
@@ -154,11 +201,24 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
     summary["with_eps"] = None
     if res.detector is not None and res.on_extrapolation == "exclude":
         # §1.6: the same effect over all rows, extrapolation points included (fMEs computed for them too)
-        with_eps = fme.fme(model, data, steps, extrapolation=make_detector(det_spec, seed), on_extrapolation="keep",
-                           reference_data=reference, random_state=seed, target_class=target_class)
+        with_eps = fme.fme(
+            model,
+            data,
+            steps,
+            extrapolation=make_detector(det_spec, seed),
+            on_extrapolation="keep",
+            reference_data=reference,
+            random_state=seed,
+            target_class=target_class,
+        )
         w = figures_of(with_eps, conf)
-        summary["with_eps"] = {"n": w["n"], "n_extrapolation": with_eps.n_kept_extrapolation, "ame": w["mean"],
-                               "ci_low": w["ci_low"], "ci_high": w["ci_high"]}
+        summary["with_eps"] = {
+            "n": w["n"],
+            "n_extrapolation": with_eps.n_kept_extrapolation,
+            "ame": w["mean"],
+            "ci_low": w["ci_low"],
+            "ci_high": w["ci_high"],
+        }
         with_eps.release()
     summary["sensitivity"] = step_sensitivity(model, data, reference, res, summary, eff, seed, target_class)
     summary["partition"], summary["partition_not_run"] = None, None
@@ -169,8 +229,9 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
     if part is None and eff.partition is not False and summary["partition_not_run"] is None:
         summary["partition_not_run"] = f"fewer than 2 evaluated rows ({int(res.n)})"
     if part is not None:
-        summary["partition"] = partition_summary(part, eff, engine.leaf_extrapolation(part, res),
-                                                  engine.levels(part, data))
+        summary["partition"] = partition_summary(
+            part, eff, engine.leaf_extrapolation(part, res), engine.levels(part, data)
+        )
         summary["partition"].update(engine.tree_rows(part, summary["partition"]))
         engine.box_ranges(part, rows, summary["partition"])
     why = None if part is not None else f"no cAME partition ({summary['partition_not_run']})"
@@ -178,8 +239,14 @@ def compute_effect(model: Any, data: pd.DataFrame, reference: pd.DataFrame, eff:
         spart = engine.stability_partition(part, rows, eff, conf, seed)
     except fme.FMEError as exc:  # the Dask sample's own tree could not be grown
         spart, why = None, f"no partition of the sampled rows to resample ({exc})"
-    stab, summary["stability"] = stability(spart, eff, seed, summary["ame"],
-                                            summary["n"] if engine.sampled else None, why)
+    stab, summary["stability"] = stability(
+        spart, eff, seed, summary["ame"], summary["n"] if engine.sampled else None, why
+    )
     res.release()  # the quantiles used above are kept; a Dask result frees the workers' sorted values
-    return {"result": rows, "partition": part, "summary": summary, "stability": stab,
-            "dask_result": res if engine.sampled else None}
+    return {
+        "result": rows,
+        "partition": part,
+        "summary": summary,
+        "stability": stab,
+        "dask_result": res if engine.sampled else None,
+    }

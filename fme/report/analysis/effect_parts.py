@@ -18,13 +18,26 @@ import fme
 
 from ...effects import DASK_SAMPLE_SIZE
 from ...models import formula_categoricals
+from ..inputs.config import EffectConfig
 from ..inputs.specs import bootstrap_kwargs, make_detector
 from ..inputs.verdicts import global_test_claim
-from ..inputs.config import EffectConfig
 
-__all__ = ["REPORT_SAMPLE_SIZE", "SAMPLE_BASED", "ALL_ROWS", "STEP_FACTORS", "sample_info", "t_figures",
-           "figures_of", "run_effect_fme", "json_num", "grow_partition", "partition_summary", "stability",
-           "step_sensitivity", "root_split"]
+__all__ = [
+    "REPORT_SAMPLE_SIZE",
+    "SAMPLE_BASED",
+    "ALL_ROWS",
+    "STEP_FACTORS",
+    "sample_info",
+    "t_figures",
+    "figures_of",
+    "run_effect_fme",
+    "json_num",
+    "grow_partition",
+    "partition_summary",
+    "stability",
+    "step_sensitivity",
+    "root_split",
+]
 
 
 # ------------------------------------------------------------------ statistics
@@ -63,9 +76,17 @@ def json_num(x: Any) -> Any:
 _REDUCE_SHARE = 0.02
 
 
-def run_effect_fme(model: Any, data: Any, reference: Any, eff: EffectConfig, seed: int, target_class: Any,
-                   train: pd.DataFrame | None, target: str | None, refits: Any = None
-                   ) -> tuple[Any, dict, bool, dict, bool, float]:
+def run_effect_fme(
+    model: Any,
+    data: Any,
+    reference: Any,
+    eff: EffectConfig,
+    seed: int,
+    target_class: Any,
+    train: pd.DataFrame | None,
+    target: str | None,
+    refits: Any = None,
+) -> tuple[Any, dict, bool, dict, bool, float]:
     """The effect's :func:`fme.fme` as both engines run it (pandas frame or Dask data): its result, the
     steps, whether every stepped feature is numeric, the detector spec, whether NLMs were computed and the
     confidence level. ``refits``: the build's :class:`fme.inference.RefitCache` (bootstrap refits shared
@@ -82,8 +103,16 @@ def run_effect_fme(model: Any, data: Any, reference: Any, eff: EffectConfig, see
         kwargs.update(extrapolation=make_detector(det_spec, seed), on_extrapolation=eff.on_extrapolation)
     use_nlm = bool(eff.nlm) and numeric
     conf = float(eff.conf_level)
-    res = fme.fme(model, data, steps, nlm=use_nlm, nlm_method=eff.nlm_method, conf_level=conf,
-                  **bootstrap_kwargs(eff.inference, train, target, seed, refits), **kwargs)
+    res = fme.fme(
+        model,
+        data,
+        steps,
+        nlm=use_nlm,
+        nlm_method=eff.nlm_method,
+        conf_level=conf,
+        **bootstrap_kwargs(eff.inference, train, target, seed, refits),
+        **kwargs,
+    )
     return res, steps, numeric, det_spec, use_nlm, conf
 
 
@@ -104,8 +133,10 @@ def grow_partition(res: Any, eff: EffectConfig, conf: float, **came_kwargs: Any)
     feats = params.pop("features", None)
     cap = params.pop("max_leaves", None)
     # honest estimation is no tree parameter: it goes to fme.came beside them
-    came_kwargs = {**came_kwargs, **{k: params.pop(k) for k in ("honest", "honest_fraction", "n_splits")
-                                     if k in params}}
+    came_kwargs = {
+        **came_kwargs,
+        **{k: params.pop(k) for k in ("honest", "honest_fraction", "n_splits") if k in params},
+    }
     if cap is None or "n_partitions" in params:
         return fme.came(res, method=method, features=feats, conf_level=conf, **came_kwargs, **params)
     n = int(res.n)
@@ -118,8 +149,7 @@ def grow_partition(res: Any, eff: EffectConfig, conf: float, **came_kwargs: Any)
     grown = fme.came(res, method=method, features=feats, conf_level=conf, **came_kwargs, **params)
     if len(grown.leaf_ids) <= int(cap):
         return grown
-    return fme.came(res, method=method, features=feats, conf_level=conf, n_partitions=int(cap), **came_kwargs,
-                    **params)
+    return fme.came(res, method=method, features=feats, conf_level=conf, n_partitions=int(cap), **came_kwargs, **params)
 
 
 def partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, levels: dict | None = None) -> dict:
@@ -135,9 +165,17 @@ def partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, levels
     for _, row in part.leaves.iterrows():
         leaf = {k: json_num(v) for k, v in row.items()}
         box = part.describe(int(row["node"]))
-        leaf["box"] = [{"feature": str(f), "range": str(b["range"]), "restricted": bool(b["restricted"]),
-                        "kind": str(b["kind"]), "eval_min": json_num(b["min"]), "eval_max": json_num(b["max"])}
-                       for f, b in box.iterrows()]
+        leaf["box"] = [
+            {
+                "feature": str(f),
+                "range": str(b["range"]),
+                "restricted": bool(b["restricted"]),
+                "kind": str(b["kind"]),
+                "eval_min": json_num(b["min"]),
+                "eval_max": json_num(b["max"]),
+            }
+            for f, b in box.iterrows()
+        ]
         for b in leaf["box"]:
             if b["kind"] == "categorical" and not b["restricted"] and b["feature"] in levels:
                 b["range"] = "{" + ", ".join(map(str, levels[b["feature"]])) + "}"
@@ -145,12 +183,22 @@ def partition_summary(part: Any, eff: EffectConfig, n_extrapolation: Any, levels
         leaves.append(leaf)
     counts = part.row_counts
     grown, estimated = counts["grown"], counts["estimated"]
-    out = {"method": eff.partition.get("method", "ctree"), "params": eff.partition, "leaves": leaves,
-           "root": {k: json_num(v) for k, v in part.root.items()},
-           "estimation_root": {k: json_num(v) for k, v in part.estimation_root.items()}, "notes": list(part.notes),
-           "features": part.features, "root_split": root_split(part),
-           "honest": bool(part.honest), "honesty": part.honesty, "n_grown": int(grown), "n_estimated": int(estimated),
-           "tests": _leaf_tests(part), "splits": None}
+    out = {
+        "method": eff.partition.get("method", "ctree"),
+        "params": eff.partition,
+        "leaves": leaves,
+        "root": {k: json_num(v) for k, v in part.root.items()},
+        "estimation_root": {k: json_num(v) for k, v in part.estimation_root.items()},
+        "notes": list(part.notes),
+        "features": part.features,
+        "root_split": root_split(part),
+        "honest": bool(part.honest),
+        "honesty": part.honesty,
+        "n_grown": int(grown),
+        "n_estimated": int(estimated),
+        "tests": _leaf_tests(part),
+        "splits": None,
+    }
     if part.split_summary is not None:
         out["splits"] = {k: json_num(v) for k, v in part.split_summary.items()}
     if out["tests"] is not None:  # the verdict the report may state about the test, verified once here
@@ -165,17 +213,27 @@ def _leaf_tests(part: Any) -> dict | None:
     if int((part.leaves["n"].to_numpy() >= 2).sum()) < 2:  # a leaf of fewer than 2 rows enters no test
         return None
     t = part.test(multcomp="holm")
-    rows = [{"hypothesis": str(r["hypothesis"]), **{c: json_num(r[c]) for c in ("estimate", "std_error", "p_value",
-                                                                              "p_value_adj", "conf_low", "conf_high")}}
-            for _, r in t.iterrows()]
+    rows = [
+        {
+            "hypothesis": str(r["hypothesis"]),
+            **{c: json_num(r[c]) for c in ("estimate", "std_error", "p_value", "p_value_adj", "conf_low", "conf_high")},
+        }
+        for _, r in t.iterrows()
+    ]
     g = t.global_test
-    return {"rows": rows, "global": {k: json_num(v) for k, v in g.items()}, "multcomp": "holm",
-            "inference": str(t["inference"].iloc[0]), "honest": bool(part.honest),
-            "left_out": [int(x) for x in t.left_out]}
+    return {
+        "rows": rows,
+        "global": {k: json_num(v) for k, v in g.items()},
+        "multcomp": "holm",
+        "inference": str(t["inference"].iloc[0]),
+        "honest": bool(part.honest),
+        "left_out": [int(x) for x in t.left_out],
+    }
 
 
-def stability(part: Any, eff: EffectConfig, seed: int, ame: Any, n_evaluated: int | None = None,
-               why: str | None = None) -> tuple[Any, dict | None]:
+def stability(
+    part: Any, eff: EffectConfig, seed: int, ame: Any, n_evaluated: int | None = None, why: str | None = None
+) -> tuple[Any, dict | None]:
     """The partition-stability refits the config asks for, and their summary (None, None without).
 
     ``part`` is the partition the refits resample (:meth:`InMemory.stability_partition`, ``DaskRows``'); with
@@ -193,8 +251,13 @@ def stability(part: Any, eff: EffectConfig, seed: int, ame: Any, n_evaluated: in
             return None, None
         return None, {**head, "not_run": why or "no cAME partition to resample"}
     try:
-        stab = fme.partition_stability(part, n_subsamples=head["subsamples"], fraction=head["fraction"],
-                                       random_state=seed, at_most="n_partitions" not in eff.partition)
+        stab = fme.partition_stability(
+            part,
+            n_subsamples=head["subsamples"],
+            fraction=head["fraction"],
+            random_state=seed,
+            at_most="n_partitions" not in eff.partition,
+        )
     except fme.FMEError as exc:
         return None, {**head, "not_run": str(exc)}
     out = _stability_summary(stab, part, ame, spec)
@@ -208,10 +271,14 @@ def root_split(part: Any) -> dict | None:
     if nodes.at[1, "is_leaf"]:
         return None
     levels = nodes.at[1, "split_levels"]
-    return {"feature": str(nodes.at[1, "split_feature"]), "value": json_num(nodes.at[1, "split_value"]),
-            "levels": None if not isinstance(levels, dict)
-            # a level absent from the node goes to neither side (CTree: None)
-            else {str(k): (None if v is None else int(v)) for k, v in levels.items()}}
+    return {
+        "feature": str(nodes.at[1, "split_feature"]),
+        "value": json_num(nodes.at[1, "split_value"]),
+        "levels": None
+        if not isinstance(levels, dict)
+        # a level absent from the node goes to neither side (CTree: None)
+        else {str(k): (None if v is None else int(v)) for k, v in levels.items()},
+    }
 
 
 def _stability_summary(stab: pd.DataFrame, part: Any, ame: float, spec: dict) -> dict:
@@ -219,19 +286,32 @@ def _stability_summary(stab: pd.DataFrame, part: Any, ame: float, spec: dict) ->
     ok = stab[stab["error"].isna()]
     same_sign = np.sign(stab["ame"].to_numpy(dtype=float)) == np.sign(ame)
     out: dict[str, Any] = {
-        "subsamples": int(spec["subsamples"]), "fraction": float(spec["fraction"]), "n_each": int(stab["n"].iloc[0]),
-        "ame_min": float(stab["ame"].min()), "ame_max": float(stab["ame"].max()),
+        "subsamples": int(spec["subsamples"]),
+        "fraction": float(spec["fraction"]),
+        "n_each": int(stab["n"].iloc[0]),
+        "ame_min": float(stab["ame"].min()),
+        "ame_max": float(stab["ame"].max()),
         "ame_sd": float(stab["ame"].std(ddof=1)) if len(stab) > 1 else None,
-        "n_same_sign": int(same_sign.sum()), "root_split": part.root_split, "n_rows": int(part.effects.n),
-        "n_leaves_full": len(part.leaf_ids), "n_refits": int(len(ok)), "n_failed": int(len(stab) - len(ok)),
+        "n_same_sign": int(same_sign.sum()),
+        "root_split": part.root_split,
+        "n_rows": int(part.effects.n),
+        "n_leaves_full": len(part.leaf_ids),
+        "n_refits": int(len(ok)),
+        "n_failed": int(len(stab) - len(ok)),
         "errors": sorted(set(stab["error"].dropna().astype(str))),
     }
     if len(ok):
         ari = ok["ari"].to_numpy(dtype=float)
         leaves = ok["n_leaves"].to_numpy(dtype=float)
-        out.update(n_same_root=int(ok["same_root_split"].astype(bool).sum()), ari_median=float(np.median(ari)),
-                   ari_min=float(ari.min()), ari_max=float(ari.max()), leaves_median=float(np.median(leaves)),
-                   leaves_min=int(leaves.min()), leaves_max=int(leaves.max()))
+        out.update(
+            n_same_root=int(ok["same_root_split"].astype(bool).sum()),
+            ari_median=float(np.median(ari)),
+            ari_min=float(ari.min()),
+            ari_max=float(ari.max()),
+            leaves_median=float(np.median(leaves)),
+            leaves_min=int(leaves.min()),
+            leaves_max=int(leaves.max()),
+        )
     return out
 
 
@@ -244,12 +324,19 @@ def _row_figures(r: Any, conf: float) -> dict:
     st = figures_of(r, conf)
     n_ep = r.n_extrapolation if r.detector is not None else None
     r.release()  # nothing else of it is needed
-    return {"n": st["n"], "n_extrapolation": n_ep, "ame": st["mean"], "ci_low": st["ci_low"],
-            "ci_high": st["ci_high"]}
+    return {"n": st["n"], "n_extrapolation": n_ep, "ame": st["mean"], "ci_low": st["ci_low"], "ci_high": st["ci_high"]}
 
 
-def step_sensitivity(model: Any, data: Any, reference: Any, res: Any, summary: dict, eff: EffectConfig, seed: int,
-                      target_class: Any = None) -> list[dict] | None:
+def step_sensitivity(
+    model: Any,
+    data: Any,
+    reference: Any,
+    res: Any,
+    summary: dict,
+    eff: EffectConfig,
+    seed: int,
+    target_class: Any = None,
+) -> list[dict] | None:
     """AME (CI, n) at h/2, h and 2h, every step component scaled together; None for categorical steps.
 
     The resolved step values (rules such as ``sd`` already turned into numbers) are scaled; detector and
@@ -262,21 +349,36 @@ def step_sensitivity(model: Any, data: Any, reference: Any, res: Any, summary: d
     rows = []
     for factor in STEP_FACTORS:
         if factor == 1.0:
-            rows.append({"factor": factor, "steps": base, "step_label": summary["step_label"], "n": summary["n"],
-                         "n_extrapolation": summary["n_extrapolation"], "ame": summary["ame"],
-                         "ci_low": summary["ci_low"], "ci_high": summary["ci_high"]})
+            rows.append(
+                {
+                    "factor": factor,
+                    "steps": base,
+                    "step_label": summary["step_label"],
+                    "n": summary["n"],
+                    "n_extrapolation": summary["n_extrapolation"],
+                    "ame": summary["ame"],
+                    "ci_low": summary["ci_low"],
+                    "ci_high": summary["ci_high"],
+                }
+            )
             continue
         steps = {f: h * factor for f, h in base.items()}
         kwargs: dict[str, Any] = {"reference_data": reference, "random_state": seed, "target_class": target_class}
         if eff.extrapolation["method"] != "none":
-            kwargs.update(extrapolation=make_detector(eff.extrapolation, seed),
-                          on_extrapolation=eff.on_extrapolation)
+            kwargs.update(extrapolation=make_detector(eff.extrapolation, seed), on_extrapolation=eff.on_extrapolation)
         row: dict[str, Any] = {"factor": factor, "steps": steps}
         try:
             r = fme.fme(model, data, steps, **kwargs)
         except fme.FMEError as exc:  # e.g. every row extrapolates at 2h: say so in the table
-            row.update(step_label=", ".join(f"{f} {h:+g}" for f, h in steps.items()), error=str(exc), n=0,
-                       n_extrapolation=None, ame=None, ci_low=None, ci_high=None)
+            row.update(
+                step_label=", ".join(f"{f} {h:+g}" for f, h in steps.items()),
+                error=str(exc),
+                n=0,
+                n_extrapolation=None,
+                ame=None,
+                ci_low=None,
+                ci_high=None,
+            )
             rows.append(row)
             continue
         row.update(step_label=r.describe_steps(), **_row_figures(r, conf))
@@ -289,22 +391,42 @@ REPORT_SAMPLE_SIZE = 100_000
 
 
 #: What an ``engine: dask`` report computes on the sample (words for the report and results.json).
-SAMPLE_BASED = ("the fME and NLM distribution figures", "the extrapolation map",
-                "the per-row table tables/<effect>-fme.csv", "where the extrapolation points are",
-                "the shrunk steps", "the evaluated ranges of the subspaces' boxes", "the partition stability refits")
+SAMPLE_BASED = (
+    "the fME and NLM distribution figures",
+    "the extrapolation map",
+    "the per-row table tables/<effect>-fme.csv",
+    "where the extrapolation points are",
+    "the shrunk steps",
+    "the evaluated ranges of the subspaces' boxes",
+    "the partition stability refits",
+)
 
 
 #: ... and over all rows.
-ALL_ROWS = ("row counts and exclusions", "AMEs with their standard errors, CIs and quartiles",
-            "the NLM summaries", "model-uncertainty intervals", "the AME with extrapolation points kept",
-            "the step sensitivity table", "the cAME subspace figures", "the feature overview",
-            "the feature dictionary")
+ALL_ROWS = (
+    "row counts and exclusions",
+    "AMEs with their standard errors, CIs and quartiles",
+    "the NLM summaries",
+    "model-uncertainty intervals",
+    "the AME with extrapolation points kept",
+    "the step sensitivity table",
+    "the cAME subspace figures",
+    "the feature overview",
+    "the feature dictionary",
+)
 
 
 def sample_info(n: int, size: int, seed: int) -> dict[str, Any]:
     """JSON-ready description of the sample of :func:`fme.report.inputs.sources.sample_rows`, and the largest
     number of evaluated rows fme grows a cAME tree on (``tree_sample_size``; the report's words need it and
     read it here, in ``results.json``)."""
-    return {"size": int(size), "rows": int(min(n, size)), "of": int(n), "all_rows": bool(n <= size),
-            "seed": int(seed), "based_on_sample": list(SAMPLE_BASED), "all_rows_items": list(ALL_ROWS),
-            "tree_sample_size": int(DASK_SAMPLE_SIZE)}
+    return {
+        "size": int(size),
+        "rows": int(min(n, size)),
+        "of": int(n),
+        "all_rows": bool(n <= size),
+        "seed": int(seed),
+        "based_on_sample": list(SAMPLE_BASED),
+        "all_rows_items": list(ALL_ROWS),
+        "tree_sample_size": int(DASK_SAMPLE_SIZE),
+    }

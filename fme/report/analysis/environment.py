@@ -26,15 +26,28 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["Pin", "LOCK_NAME", "find_lock", "read_lock", "locked_pins", "lock_differences", "lock_record",
-           "conda_environment"]
+__all__ = [
+    "Pin",
+    "LOCK_NAME",
+    "find_lock",
+    "read_lock",
+    "locked_pins",
+    "lock_differences",
+    "lock_record",
+    "conda_environment",
+]
 
 LOCK_NAME = "requirements.lock"
 #: The interpreter environment.yml is written for (conda pins ``python=3.11``).
 CONDA_MARKER_ENV = {
-    "python_version": "3.11", "python_full_version": "3.11.0", "implementation_name": "cpython",
-    "platform_python_implementation": "CPython", "sys_platform": "linux", "platform_system": "Linux",
-    "os_name": "posix", "platform_machine": "x86_64",
+    "python_version": "3.11",
+    "python_full_version": "3.11.0",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "os_name": "posix",
+    "platform_machine": "x86_64",
 }
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)\s*(?:;\s*([^\\]+?))?\s*\\?\s*$")
 
@@ -108,15 +121,20 @@ def lock_record(path: str | Path | None = None) -> dict:
     if path is None or not Path(path).is_file():
         return {"file": None, "sha256": None, "matches": False, "differences": []}
     diff = lock_differences(path)
-    return {"file": Path(path).name, "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest(),
-            "matches": not diff, "differences": diff}
+    return {
+        "file": Path(path).name,
+        "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest(),
+        "matches": not diff,
+        "differences": diff,
+    }
 
 
 def conda_environment(path: str | Path) -> str:
     """environment.yml mirroring the lock: conda brings Python 3.11 and pip, pip the pinned packages."""
     pins = locked_pins(path, CONDA_MARKER_ENV)
     lines = [
-        "# Conda environment for fme (forward-marginal-effects), generated from requirements.lock by `make lock`: do not edit by hand.",
+        "# Conda environment for fme (forward-marginal-effects), generated from requirements.lock by `make lock`: "
+        "do not edit by hand.",
         "# Every package is pinned as in the lock (Linux, CPython 3.11); tests/test_packaging.py checks this.",
         "name: fme",
         "channels:",

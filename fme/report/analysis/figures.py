@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...plotting.data import finite_part, finite_rows, histogram_edges, kde_curve
 from ..._utils.numfmt import fmt_int, fmt_level
 from ..._utils.validation import is_categorical
-from ._svg import compact_svg
+from ...plotting.data import finite_part, finite_rows, histogram_edges, kde_curve
 from ..inputs.config import EffectConfig, ReportConfig
+from ._svg import compact_svg
 
 __all__ = ["PALETTE", "RC", "PDF_TEXT", "effect_figures", "save", "shown", "pdf_page", "min_font_pt"]
 
@@ -88,22 +88,30 @@ def _extrapolation(res, cfg: ReportConfig, steps: dict, out_dir: Path, vid: str)
     fig, ax = _fig(cfg, 3.0)
     col = data[feature]
     if is_categorical(col):
-        levels = list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(
-            col.dropna().unique().tolist(), key=str)
+        levels = (
+            list(col.cat.categories)
+            if isinstance(col.dtype, pd.CategoricalDtype)
+            else sorted(col.dropna().unique().tolist(), key=str)
+        )
         x = np.arange(len(levels))
         a = [int(((col == lv) & evaluated).sum()) for lv in levels]
         b = [int(((col == lv) & is_ep).sum()) for lv in levels]
         ax.bar(x, a, color=PALETTE["kept"], label="evaluated")
-        ax.bar(x, b, bottom=a, color="white", edgecolor=PALETTE["excluded"], hatch="///",
-               label="extrapolation point")
+        ax.bar(x, b, bottom=a, color="white", edgecolor=PALETTE["excluded"], hatch="///", label="extrapolation point")
         ax.set_xticks(x, [_t(lv) for lv in levels])
     else:
         values = col.to_numpy(dtype=float)
         fin = finite_part(values)
         ok = fin.mask
-        ax.hist([values[evaluated & ok], values[is_ep & ok]], bins=histogram_edges(fin.values, 30), stacked=True,
-                color=[PALETTE["kept"], "white"], edgecolor=[PALETTE["kept"], PALETTE["excluded"]],
-                hatch=[None, "///"], label=["evaluated", "extrapolation point"])
+        ax.hist(
+            [values[evaluated & ok], values[is_ep & ok]],
+            bins=histogram_edges(fin.values, 30),
+            stacked=True,
+            color=[PALETTE["kept"], "white"],
+            edgecolor=[PALETTE["kept"], PALETTE["excluded"]],
+            hatch=[None, "///"],
+            label=["evaluated", "extrapolation point"],
+        )
         not_drawn = _note(ax, fin.note)
     ax.set_xlabel(_t(f"{feature} (observed value){_feature_unit(cfg, feature)}"))
     ax.set_ylabel("number of observations")
@@ -111,9 +119,14 @@ def _extrapolation(res, cfg: ReportConfig, steps: dict, out_dir: Path, vid: str)
     # below the axes, never over the bars (a legend inside covered the tallest bins)
     fig.legend(loc="outside lower center", ncols=2, frameon=False)
     # the counts drawn (on Dask data those of the seeded sample): the caption and alt text count these rows
-    return {"kind": "extrapolation", "feature": feature, "not_drawn": not_drawn,
-            "n_evaluated": int(evaluated.sum()), "n_extrapolation": int(is_ep.sum()),
-            **save(fig, out_dir, f"{vid}-extrapolation", cfg.figures["png_dpi"])}
+    return {
+        "kind": "extrapolation",
+        "feature": feature,
+        "not_drawn": not_drawn,
+        "n_evaluated": int(evaluated.sum()),
+        "n_extrapolation": int(is_ep.sum()),
+        **save(fig, out_dir, f"{vid}-extrapolation", cfg.figures["png_dpi"]),
+    }
 
 
 def _note(ax, text: str | None) -> str | None:
@@ -156,13 +169,29 @@ def _fme_plot(res, cfg: ReportConfig, steps: dict, out_dir: Path, vid: str) -> d
         x = X[f].to_numpy(dtype=float)
         drawn = finite_rows(fm, x)
         sel = idx[drawn.mask[idx]]
-        ax.scatter(x[sel], fm[sel], s=14, facecolors="none", edgecolors=PALETTE["kept"], linewidths=0.9,
-                   marker="o", label="fME of one observation")
+        ax.scatter(
+            x[sel],
+            fm[sel],
+            s=14,
+            facecolors="none",
+            edgecolors=PALETTE["kept"],
+            linewidths=0.9,
+            marker="o",
+            label="fME of one observation",
+        )
         info["not_drawn"] = _note(ax, drawn.note)
         allx, rug_label = rug_values(res.data[f].to_numpy(dtype=float), cfg.figures["max_points"])
         info["rug_drawn"], info["rug_quantiles"] = int(allx.size), "quantiles" in rug_label
-        ax.plot(allx, np.full(allx.size, 0), "|", color=PALETTE["excluded"], markersize=8, alpha=0.6,
-                transform=ax.get_xaxis_transform(), label=rug_label)
+        ax.plot(
+            allx,
+            np.full(allx.size, 0),
+            "|",
+            color=PALETTE["excluded"],
+            markersize=8,
+            alpha=0.6,
+            transform=ax.get_xaxis_transform(),
+            label=rug_label,
+        )
         ax.axhline(0, color=PALETTE["reference"], linewidth=0.8)
         ax.axhline(ame, color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="AME")
         ax.set_xlabel(_t(f"{f}{_feature_unit(cfg, f)}"))
@@ -176,8 +205,16 @@ def _fme_plot(res, cfg: ReportConfig, steps: dict, out_dir: Path, vid: str) -> d
         drawn = finite_rows(fm, x1, x2)
         ok = drawn.mask
         if ok.any():
-            hb = ax.hexbin(x1[ok], x2[ok], C=fm[ok], gridsize=18, reduce_C_function=np.mean, cmap="viridis",
-                           mincnt=1, edgecolors="face")
+            hb = ax.hexbin(
+                x1[ok],
+                x2[ok],
+                C=fm[ok],
+                gridsize=18,
+                reduce_C_function=np.mean,
+                cmap="viridis",
+                mincnt=1,
+                edgecolors="face",
+            )
             cb = fig.colorbar(hb, ax=ax)
             cb.set_label(_t(f"mean fME{_unit(cfg)}"))
         info["not_drawn"] = _note(ax, drawn.note)
@@ -201,8 +238,14 @@ def _fme_plot(res, cfg: ReportConfig, steps: dict, out_dir: Path, vid: str) -> d
 def _density(ax, values: np.ndarray, mean: float) -> str | None:
     fin = finite_part(values)
     v = fin.values
-    ax.hist(v, bins=histogram_edges(v, 30), density=v.size > 0, color="#CFE3F2", edgecolor=PALETTE["kept"],
-            label="histogram")
+    ax.hist(
+        v,
+        bins=histogram_edges(v, 30),
+        density=v.size > 0,
+        color="#CFE3F2",
+        edgecolor=PALETTE["kept"],
+        label="histogram",
+    )
     curve = kde_curve(v, n_grid=200, pad=0.0)
     if curve is not None:
         ax.plot(*curve, color=PALETTE["kept"], linewidth=1.6, label="kernel density")
@@ -230,10 +273,15 @@ def _nlm_plot(res, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
     ax.set_ylabel("number of observations")
     ax.set_title(_t(f"Non-linearity of the fMEs of {res.describe_steps()}"))
     ax.legend(frameon=False, fontsize=8, loc="upper left")
-    return {"kind": "nlm", "n_clipped": int((v < -1).sum()), "n_undefined": n_undefined, "not_drawn": not_drawn,
-            "n_flat": n_flat, "n_constant": n_constant,
-            **save(fig, out_dir, f"{vid}-nlm",
-                                                                     cfg.figures["png_dpi"])}
+    return {
+        "kind": "nlm",
+        "n_clipped": int((v < -1).sum()),
+        "n_undefined": n_undefined,
+        "not_drawn": not_drawn,
+        "n_flat": n_flat,
+        "n_constant": n_constant,
+        **save(fig, out_dir, f"{vid}-nlm", cfg.figures["png_dpi"]),
+    }
 
 
 def _came_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
@@ -249,30 +297,52 @@ def _came_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
     # honest: one set of rows, those that estimate the leaves: the top row is their AME, not all rows'
     root = part.estimation_root if honest else part.root
     first = "estimation rows" if honest else "all rows"
-    labels = [f"{first} (n = {int(root['n'])})"] + [f"leaf {int(r['node'])}: {r['rule']} (n = {int(r['n'])})"
-                                                    for _, r in leaves.iterrows()]
+    labels = [f"{first} (n = {int(root['n'])})"] + [
+        f"leaf {int(r['node'])}: {r['rule']} (n = {int(r['n'])})" for _, r in leaves.iterrows()
+    ]
     est = np.r_[root["came"], leaves["came"].to_numpy(dtype=float)]
     lo = np.r_[root["came_ci_low"], leaves["came_ci_low"].to_numpy(dtype=float)]
     hi = np.r_[root["came_ci_high"], leaves["came_ci_high"].to_numpy(dtype=float)]
     y = np.arange(len(est))[::-1]
-    ax.errorbar(est[1:], y[1:], xerr=[est[1:] - lo[1:], hi[1:] - est[1:]], fmt="o", color=PALETTE["kept"],
-                capsize=3, label="cAME with CI")
-    ax.errorbar(est[:1], y[:1], xerr=[est[:1] - lo[:1], hi[:1] - est[:1]], fmt="D", color=PALETTE["reference"],
-                capsize=3, label=f"AME ({first}) with CI")
+    ax.errorbar(
+        est[1:],
+        y[1:],
+        xerr=[est[1:] - lo[1:], hi[1:] - est[1:]],
+        fmt="o",
+        color=PALETTE["kept"],
+        capsize=3,
+        label="cAME with CI",
+    )
+    ax.errorbar(
+        est[:1],
+        y[:1],
+        xerr=[est[:1] - lo[:1], hi[:1] - est[:1]],
+        fmt="D",
+        color=PALETTE["reference"],
+        capsize=3,
+        label=f"AME ({first}) with CI",
+    )
     ax.axvline(0, color=PALETTE["excluded"], linewidth=0.8)
     ax.axvline(est[0], color=PALETTE["reference"], linewidth=0.8, linestyle="--")
     ax.set_yticks(y, [_t(s) for s in labels])
     ax.set_xlabel(_t(f"cAME of {part.effects.describe_steps()}{_unit(cfg)}"))
-    which = (f"{len(leaves)} subspace" + ("s" if len(leaves) != 1 else "") if len(leaves) == n_all
-             else f"the {len(leaves)} largest of {n_all} subspaces")
+    which = (
+        f"{len(leaves)} subspace" + ("s" if len(leaves) != 1 else "")
+        if len(leaves) == n_all
+        else f"the {len(leaves)} largest of {n_all} subspaces"
+    )
     ax.set_title(_t(f"cAMEs on {which} ({part.method}, {fmt_level(part.conf_level)} CIs)"))
     rows = None
     if honest:
         rows = {"all": int(part.root["n"]), "estimation": int(root["n"])}
         _note(ax, f"Every row: the {rows['estimation']:,} rows that estimate the leaves (honest)")
     ax.legend(frameon=False, fontsize=8, loc="best")
-    return {"kind": "came", "leaves_drawn": int(len(leaves)), "rows": rows,
-            **save(fig, out_dir, f"{vid}-came", cfg.figures["png_dpi"])}
+    return {
+        "kind": "came",
+        "leaves_drawn": int(len(leaves)),
+        "rows": rows,
+        **save(fig, out_dir, f"{vid}-came", cfg.figures["png_dpi"]),
+    }
 
 
 #: Largest tree drawn as a diagram: up to this many leaves the boxes never overlap or clip (tested
@@ -301,8 +371,11 @@ def pdf_page(width: float, height: float) -> tuple[str, float]:
 
 def min_font_pt(fig: Any) -> float:
     """Smallest font size (pt, before any scaling) of the visible texts of a figure."""
-    sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
-             if t.get_text().strip() and t.get_visible()]
+    sizes = [
+        t.get_fontsize()
+        for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+        if t.get_text().strip() and t.get_visible()
+    ]
     return float(min(sizes)) if sizes else 0.0
 
 
@@ -311,9 +384,9 @@ def _tree_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict | None:
     than :data:`MAX_TREE_LEAVES` leaves)."""
     if not 2 <= len(part.leaves) <= MAX_TREE_LEAVES:
         return None
-    from ...plotting import PartitionDisplay
-
     import matplotlib.pyplot as plt
+
+    from ...plotting import PartitionDisplay
 
     with plt.rc_context({"font.size": 10.0, "figure.dpi": 100}):  # the display's own layout
         display = PartitionDisplay.from_partition(part)  # units make its note wider than the tree
@@ -327,9 +400,14 @@ def _tree_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict | None:
     smallest = min_font_pt(fig)
     # the rows the panels draw (honest: the estimation rows, on Dask data a seeded sample of them beyond sample_size)
     panel_rows = int(sum(len(v) for v in display.leaf_values.values()))
-    return {"kind": "came-tree", "pdf_page": page, "pdf_width_in": round(width * scale, 3), "panel_rows": panel_rows,
-            "pdf_min_font_pt": round(smallest * scale, 2),
-            **save(fig, out_dir, f"{vid}-tree", cfg.figures["png_dpi"], tight=False)}
+    return {
+        "kind": "came-tree",
+        "pdf_page": page,
+        "pdf_width_in": round(width * scale, 3),
+        "panel_rows": panel_rows,
+        "pdf_min_font_pt": round(smallest * scale, 2),
+        **save(fig, out_dir, f"{vid}-tree", cfg.figures["png_dpi"], tight=False),
+    }
 
 
 #: Effect-scale columns of a partition's leaves and root (cAMEs, their spread and every interval).
@@ -382,8 +460,9 @@ def shown(res, part, conf_level: float, scale: float = 1.0) -> tuple[Any, Any]:
     return res2, part2
 
 
-def effect_figures(res: Any, part: Any, eff: EffectConfig, cfg: ReportConfig, out_dir: Path, vid: str,
-                   scale: float = 1.0) -> list[dict]:
+def effect_figures(
+    res: Any, part: Any, eff: EffectConfig, cfg: ReportConfig, out_dir: Path, vid: str, scale: float = 1.0
+) -> list[dict]:
     """Write the figures of one effect; return their descriptors (files and facts).
 
     ``scale``: factor of the effect-scale numbers as the tables show them (100 for a class probability,

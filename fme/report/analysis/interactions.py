@@ -17,9 +17,9 @@ import pandas as pd
 
 import fme
 
+from ..inputs.config import ReportConfig
 from .effect_parts import json_num
 from .model_view import dispersion_scaled, dispersion_threshold
-from ..inputs.config import ReportConfig
 
 __all__ = ["run_interactions", "DEFAULT_TOP"]
 
@@ -40,23 +40,38 @@ def _pairs(spec: Any, overview: dict | None, data: pd.DataFrame) -> list[tuple[d
     top = ranked[:k]
     step = (overview or {}).get("step", "sd")
     h = "sd" if step == "sd" else 1.0
-    return [({a: h}, {b: h}) for i, a in enumerate(top) for b in top[i + 1:]]
+    return [({a: h}, {b: h}) for i, a in enumerate(top) for b in top[i + 1 :]]
 
 
-def _n_outside(model: Any, data: pd.DataFrame, reference: pd.DataFrame, a: dict, b: dict, n: int,
-               target_class: Any) -> int:
+def _n_outside(
+    model: Any, data: pd.DataFrame, reference: pd.DataFrame, a: dict, b: dict, n: int, target_class: Any
+) -> int:
     """How many of the ``n`` rows the combined step takes outside the range of the reference data (any of x + h_a,
     x + h_b, x + h_a + h_b outside the envelope): the screen keeps them, the report counts them."""
     try:
-        checked = fme.interaction(model, data, a, b, inference="sample", extrapolation="envelope",
-                                  reference_data=reference, target_class=target_class)
+        checked = fme.interaction(
+            model,
+            data,
+            a,
+            b,
+            inference="sample",
+            extrapolation="envelope",
+            reference_data=reference,
+            target_class=target_class,
+        )
     except fme.FMEError:  # every row leaves the data
         return n
     return int(checked.iloc[0]["n_excluded"])
 
 
-def run_interactions(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: ReportConfig, overview: dict | None,
-                     target_class: Any = None) -> dict | None:
+def run_interactions(
+    model: Any,
+    data: pd.DataFrame,
+    reference: pd.DataFrame,
+    cfg: ReportConfig,
+    overview: dict | None,
+    target_class: Any = None,
+) -> dict | None:
     """The configured interactions as JSON-ready rows (None when the config has none)."""
     spec = cfg.interactions
     if not spec or hasattr(data, "npartitions"):
@@ -71,20 +86,46 @@ def run_interactions(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cf
         # words, naming the screen and the config key (note below), and the warnings log keeps no duplicate
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", fme.FixedModelWarning)
-            out = fme.interaction(model, data, a, b, inference=inference, conf_level=float(cfg.conf_level),
-                                  target_class=target_class, reference_data=reference)
+            out = fme.interaction(
+                model,
+                data,
+                a,
+                b,
+                inference=inference,
+                conf_level=float(cfg.conf_level),
+                target_class=target_class,
+                reference_data=reference,
+            )
         for w in caught:
             if issubclass(w.category, fme.FixedModelWarning):
                 fixed_only = True
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         r = out.iloc[0]
-        rows.append({"steps_a": str(r["steps_a"]), "steps_b": str(r["steps_b"]),
-                     **{c: json_num(r[c]) for c in ("estimate", "std_error", "conf_low", "conf_high", "p_value", "sd",
-                                                 "tol", "share_above_tol")},
-                     "inference": str(r["inference"]) if covariance is None or r["inference"] != "delta"
-                     else f"delta ({covariance})", "n": int(r["n"]),
-                     "n_outside": _n_outside(model, data, reference, a, b, int(r["n"]), target_class)})
+        rows.append(
+            {
+                "steps_a": str(r["steps_a"]),
+                "steps_b": str(r["steps_b"]),
+                **{
+                    c: json_num(r[c])
+                    for c in (
+                        "estimate",
+                        "std_error",
+                        "conf_low",
+                        "conf_high",
+                        "p_value",
+                        "sd",
+                        "tol",
+                        "share_above_tol",
+                    )
+                },
+                "inference": str(r["inference"])
+                if covariance is None or r["inference"] != "delta"
+                else f"delta ({covariance})",
+                "n": int(r["n"]),
+                "n_outside": _n_outside(model, data, reference, a, b, int(r["n"]), target_class),
+            }
+        )
 
     def strength(r: dict) -> float:
         # without uncertainty (zero SE: the model is additive in the pair, or fixed-model rows all alike) the
@@ -98,8 +139,10 @@ def run_interactions(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cf
     note = None
     if fixed_only:
         asked = "inference: bootstrap" if method == "bootstrap" else f"inference: {method}"
-        note = (f"The interactions screen refits nothing: its intervals are fixed-model intervals over the rows "
-                f"(the model's uncertainty is not in them) although the config asks for {asked} for the effects, "
-                "whose intervals do include it. A model with a parameter covariance (statsmodels) gives delta-method "
-                "intervals here; the config key interactions lists the pairs screened.")
+        note = (
+            f"The interactions screen refits nothing: its intervals are fixed-model intervals over the rows "
+            f"(the model's uncertainty is not in them) although the config asks for {asked} for the effects, "
+            "whose intervals do include it. A model with a parameter covariance (statsmodels) gives delta-method "
+            "intervals here; the config key interactions lists the pairs screened."
+        )
     return {"auto": not isinstance(spec, list), "rows": rows, "note": note}

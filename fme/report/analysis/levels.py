@@ -71,8 +71,17 @@ def _outcome(train: pd.DataFrame, target: str) -> tuple[pd.DataFrame, pd.Series]
     return train.drop(columns=[target]), train[target]
 
 
-def _learner(model: Any, eff: EffectConfig, steps: dict, train: pd.DataFrame, target: str, target_class: Any,
-             seed: int, conf: float, share: LearnerShare | None = None) -> dict[str, Any]:
+def _learner(
+    model: Any,
+    eff: EffectConfig,
+    steps: dict,
+    train: pd.DataFrame,
+    target: str,
+    target_class: Any,
+    seed: int,
+    conf: float,
+    share: LearnerShare | None = None,
+) -> dict[str, Any]:
     spec = eff.learner
     X, y = _outcome(train, target)
     kwargs: dict[str, Any] = {} if target_class is None else {"target_class": target_class}
@@ -80,39 +89,119 @@ def _learner(model: Any, eff: EffectConfig, steps: dict, train: pd.DataFrame, ta
     def compute(step_arg: Any) -> tuple[pd.DataFrame, list[str]]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", fme.LearnerWarning)
-            table = fme.learner_ame(model, X, y, step_arg, repeats=int(spec["repeats"]), test_size=spec["test_size"],
-                                    conf_level=conf, random_state=seed, n_jobs=spec.get("n_jobs"), **kwargs)
+            table = fme.learner_ame(
+                model,
+                X,
+                y,
+                step_arg,
+                repeats=int(spec["repeats"]),
+                test_size=spec["test_size"],
+                conf_level=conf,
+                random_state=seed,
+                n_jobs=spec.get("n_jobs"),
+                **kwargs,
+            )
         return table, sorted({str(w.message) for w in caught if issubclass(w.category, fme.LearnerWarning)})
 
     table, caught = compute(steps) if share is None else share.row(steps, compute)
-    out = _row(table, ("ame", "std_error", "p_value", "conf_low", "conf_high", "inference", "ame_full",
-                       "repeats", "n_splits", "n_failed", "n_train", "n_test"))
-    out.update(test_size=float(spec["test_size"]), conf_level=conf, n_rows=len(X),
-               errors=[str(e) for e in table.learner.errors][:3],
-               n_nonconverged=int(table.learner.n_nonconverged), warnings=list(caught))
+    out = _row(
+        table,
+        (
+            "ame",
+            "std_error",
+            "p_value",
+            "conf_low",
+            "conf_high",
+            "inference",
+            "ame_full",
+            "repeats",
+            "n_splits",
+            "n_failed",
+            "n_train",
+            "n_test",
+        ),
+    )
+    out.update(
+        test_size=float(spec["test_size"]),
+        conf_level=conf,
+        n_rows=len(X),
+        errors=[str(e) for e in table.learner.errors][:3],
+        n_nonconverged=int(table.learner.n_nonconverged),
+        warnings=list(caught),
+    )
     return out
 
 
-def _data_level(model: Any, eff: EffectConfig, steps: dict, det_spec: dict, train: pd.DataFrame, target: str,
-                target_class: Any, seed: int, conf: float) -> dict[str, Any]:
+def _data_level(
+    model: Any,
+    eff: EffectConfig,
+    steps: dict,
+    det_spec: dict,
+    train: pd.DataFrame,
+    target: str,
+    target_class: Any,
+    seed: int,
+    conf: float,
+) -> dict[str, Any]:
     X, y = _outcome(train, target)
     detector = None if det_spec["method"] == "none" else make_detector(det_spec, seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", fme.PositivityWarning)
-        table = fme.dgp_ame(X, y, steps, folds=int(eff.data_level["folds"]), conf_level=conf, random_state=seed,
-                            model=model, target_class=target_class, extrapolation=detector)
-    out = _row(table, ("ame", "std_error", "p_value", "conf_low", "conf_high", "inference", "plug_in", "correction",
-                       "ess", "ess_share", "max_weight", "p99_weight", "propensity_min", "propensity_max",
-                       "share_extrapolated", "positivity", "n", "model_ame", "note"))
-    out.update(folds=int(eff.data_level["folds"]), conf_level=conf, n_rows=len(X),
-               detector=None if detector is None else det_spec["method"],
-               warnings=sorted({str(w.message) for w in caught if issubclass(w.category, fme.PositivityWarning)}))
+        table = fme.dgp_ame(
+            X,
+            y,
+            steps,
+            folds=int(eff.data_level["folds"]),
+            conf_level=conf,
+            random_state=seed,
+            model=model,
+            target_class=target_class,
+            extrapolation=detector,
+        )
+    out = _row(
+        table,
+        (
+            "ame",
+            "std_error",
+            "p_value",
+            "conf_low",
+            "conf_high",
+            "inference",
+            "plug_in",
+            "correction",
+            "ess",
+            "ess_share",
+            "max_weight",
+            "p99_weight",
+            "propensity_min",
+            "propensity_max",
+            "share_extrapolated",
+            "positivity",
+            "n",
+            "model_ame",
+            "note",
+        ),
+    )
+    out.update(
+        folds=int(eff.data_level["folds"]),
+        conf_level=conf,
+        n_rows=len(X),
+        detector=None if detector is None else det_spec["method"],
+        warnings=sorted({str(w.message) for w in caught if issubclass(w.category, fme.PositivityWarning)}),
+    )
     return out
 
 
-def level_summaries(model: Any, eff: EffectConfig, summary: dict, trains: dict[str, pd.DataFrame | None],
-                    target: str, target_class: Any, seed: int,
-                    share: LearnerShare | None = None) -> dict[str, Any] | None:
+def level_summaries(
+    model: Any,
+    eff: EffectConfig,
+    summary: dict,
+    trains: dict[str, pd.DataFrame | None],
+    target: str,
+    target_class: Any,
+    seed: int,
+    share: LearnerShare | None = None,
+) -> dict[str, Any] | None:
     """The learner- and data-level records of one effect variant (None when it asks for neither).
 
     Parameters
@@ -149,8 +238,9 @@ def level_summaries(model: Any, eff: EffectConfig, summary: dict, trains: dict[s
             out["learner"] = {"error": str(exc)}
     if eff.data_level:
         try:
-            out["data"] = _data_level(model, eff, steps, summary["detector_spec"], trains["data_level"], target,
-                                      target_class, seed, conf)
+            out["data"] = _data_level(
+                model, eff, steps, summary["detector_spec"], trains["data_level"], target, target_class, seed, conf
+            )
         except fme.FMEError as exc:
             out["data"] = {"error": str(exc)}
     return out

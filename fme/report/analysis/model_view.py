@@ -16,14 +16,21 @@ import pandas as pd
 
 import fme
 
+from ..._utils.validation import is_categorical
 from ...effects import feature_sd
 from ...models import auxiliary_inputs, dispersion_scaled_copy, formula_categoricals, glm_dispersion, scaled_dispersion
-from ..._utils.validation import is_categorical
 from ..inputs.config import ReportConfig, config_error
 from ..inputs.specs import FLAG_DEFAULTS, bootstrap_kwargs, dispersion_covariance, make_detector, scales_dispersion
 
-__all__ = ["model_features", "feature_dictionary", "feature_overview", "model_fit", "glm_dispersion",
-           "dispersion_scaled", "dispersion_threshold"]
+__all__ = [
+    "model_features",
+    "feature_dictionary",
+    "feature_overview",
+    "model_fit",
+    "glm_dispersion",
+    "dispersion_scaled",
+    "dispersion_threshold",
+]
 
 
 def dispersion_threshold(cfg: ReportConfig) -> float:
@@ -89,15 +96,23 @@ def feature_dictionary(model: Any, features: pd.DataFrame, cfg: ReportConfig) ->
     coded = formula_categoricals(model)
     for f in model_features(model, features):
         col = features[f]
-        row: dict[str, Any] = {"feature": f, "unit": cfg.units.get(f, ""),
-                               "description": cfg.descriptions.get(f, ""), "n_missing": int(col.isna().sum())}
+        row: dict[str, Any] = {
+            "feature": f,
+            "unit": cfg.units.get(f, ""),
+            "description": cfg.descriptions.get(f, ""),
+            "n_missing": int(col.isna().sum()),
+        }
         if is_categorical(col) or f in coded:
             row.update(_categorical_entry(f, col.dropna().unique(), coded))
         else:
             v = col.to_numpy(dtype=float)
             v = v[np.isfinite(v)]
-            row.update(type="numeric", min=_num(v.min()) if v.size else None, max=_num(v.max()) if v.size else None,
-                       sd=_num(v.std(ddof=1)) if v.size > 1 else None)
+            row.update(
+                type="numeric",
+                min=_num(v.min()) if v.size else None,
+                max=_num(v.max()) if v.size else None,
+                sd=_num(v.std(ddof=1)) if v.size > 1 else None,
+            )
         rows.append(row)
     return rows
 
@@ -130,14 +145,22 @@ def _dask_dictionary(model: Any, features: Any, cfg: ReportConfig) -> list[dict]
     sd = dict(zip(numeric, spread["sd"]))
     rows = []
     for f in names:
-        row: dict[str, Any] = {"feature": f, "unit": cfg.units.get(f, ""),
-                               "description": cfg.descriptions.get(f, ""), "n_missing": int(missing[f])}
+        row: dict[str, Any] = {
+            "feature": f,
+            "unit": cfg.units.get(f, ""),
+            "description": cfg.descriptions.get(f, ""),
+            "n_missing": int(missing[f]),
+        }
         if f not in numeric:
             row.update(_categorical_entry(f, levels_of(features, f), coded))
         else:
             k = int(count[f])
-            row.update(type="numeric", min=_num(lo[f]) if k else None, max=_num(hi[f]) if k else None,
-                       sd=_num(sd[f]) if k > 1 else None)
+            row.update(
+                type="numeric",
+                min=_num(lo[f]) if k else None,
+                max=_num(hi[f]) if k else None,
+                sd=_num(sd[f]) if k > 1 else None,
+            )
         rows.append(row)
     return rows
 
@@ -160,16 +183,33 @@ def _rows(table: pd.DataFrame, conf_level: float, features: pd.DataFrame) -> lis
     out = []
     for _, r in table.iterrows():  # one row per feature (or level): a handful
         level = _level(features, str(r["feature"]), r.get("level"))
-        out.append({"feature": str(r["feature"]), "step": _num(r.get("step")) if pd.notna(r.get("step")) else None,
-                    "level": level,
-                    "ame": _num(r["ame"]), "std_error": _num(r["std_error"]), "conf_low": _num(r["conf_low"]),
-                    "conf_high": _num(r["conf_high"]), "inference": str(r["inference"]), "n": int(r["n"]),
-                    "n_excluded": int(r["n_excluded"]), "conf_level": conf_level, "error": None})
+        out.append(
+            {
+                "feature": str(r["feature"]),
+                "step": _num(r.get("step")) if pd.notna(r.get("step")) else None,
+                "level": level,
+                "ame": _num(r["ame"]),
+                "std_error": _num(r["std_error"]),
+                "conf_low": _num(r["conf_low"]),
+                "conf_high": _num(r["conf_high"]),
+                "inference": str(r["inference"]),
+                "n": int(r["n"]),
+                "n_excluded": int(r["n_excluded"]),
+                "conf_level": conf_level,
+                "error": None,
+            }
+        )
     return out
 
 
-def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame, cfg: ReportConfig, target_class: Any,
-                     train: pd.DataFrame | None = None) -> dict | None:
+def feature_overview(
+    model: Any,
+    features: pd.DataFrame,
+    reference: pd.DataFrame,
+    cfg: ReportConfig,
+    target_class: Any,
+    train: pd.DataFrame | None = None,
+) -> dict | None:
     """AME of every model feature for one unit or SD step (categorical: each level), ranked by |AME|.
 
     Uses ``fme.ame`` once for all features (one bootstrap run shared by all of them); a feature
@@ -211,9 +251,22 @@ def feature_overview(model: Any, features: pd.DataFrame, reference: pd.DataFrame
             try:
                 rows.extend(_rows(run({f: h}), conf, features))
             except fme.FMEError as exc:
-                rows.append({"feature": f, "step": None, "level": None, "ame": None, "std_error": None,
-                             "conf_low": None, "conf_high": None, "inference": None, "n": 0, "n_excluded": None,
-                             "conf_level": conf, "error": " ".join(str(exc).split())})
+                rows.append(
+                    {
+                        "feature": f,
+                        "step": None,
+                        "level": None,
+                        "ame": None,
+                        "std_error": None,
+                        "conf_low": None,
+                        "conf_high": None,
+                        "inference": None,
+                        "n": 0,
+                        "n_excluded": None,
+                        "conf_level": conf,
+                        "error": " ".join(str(exc).split()),
+                    }
+                )
     except Exception as exc:  # noqa: BLE001 - model failures: one line naming the overview key
         from ..inputs.validate import analysis_error
 
@@ -233,8 +286,9 @@ def _class_codes(y: pd.Series, classes: list) -> np.ndarray:
     return codes.fillna(-1).to_numpy(dtype=int)
 
 
-def model_fit(model: Any, test: pd.DataFrame | None, target: str, target_class: Any = None,
-              cfg: ReportConfig | None = None) -> dict | None:
+def model_fit(
+    model: Any, test: pd.DataFrame | None, target: str, target_class: Any = None, cfg: ReportConfig | None = None
+) -> dict | None:
     """Fit on configured test data (None without test data or without the target column).
 
     Regressors: RMSE and R². Classifiers (``target_class`` given): on the probability scale, the
@@ -257,8 +311,10 @@ def model_fit(model: Any, test: pd.DataFrame | None, target: str, target_class: 
     codes = _class_codes(test[target], classes)
     if (codes < 0).any():
         bad = test[target].iloc[int(np.flatnonzero(codes < 0)[0])]
-        msg = (f"test label {bad!r} in column {target!r} is not a class of the model; its classes are "
-               f"{', '.join(map(repr, classes))}")
+        msg = (
+            f"test label {bad!r} in column {target!r} is not a class of the model; its classes are "
+            f"{', '.join(map(repr, classes))}"
+        )
         if cfg is None:
             raise ValueError(msg)
         raise config_error(cfg, ("test_data",), msg)
@@ -266,7 +322,13 @@ def model_fit(model: Any, test: pd.DataFrame | None, target: str, target_class: 
     proba = np.asarray(model.predict_proba(X), dtype=float)
     y_bin = (codes == k).astype(int)
     auc = float(roc_auc_score(y_bin, proba[:, k])) if 0 < y_bin.sum() < len(y_bin) else None
-    return {"kind": "classification", "n": int(len(codes)), "target_class": target_class,
-            "n_classes": len(classes), "n_target": int(y_bin.sum()), "auc": auc,
-            "brier": float(brier_score_loss(y_bin, proba[:, k])),
-            "log_loss": float(log_loss(codes, proba, labels=list(range(len(classes)))))}
+    return {
+        "kind": "classification",
+        "n": int(len(codes)),
+        "target_class": target_class,
+        "n_classes": len(classes),
+        "n_target": int(y_bin.sum()),
+        "auc": auc,
+        "brier": float(brier_score_loss(y_bin, proba[:, k])),
+        "log_loss": float(log_loss(codes, proba, labels=list(range(len(classes))))),
+    }

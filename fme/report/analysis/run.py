@@ -30,14 +30,22 @@ from . import figures
 from .challenger import challenger_summary
 from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
-from .typed import typed_payload
+from .details import label_intervals, relabel_table
 from .effect import compute_effect
 from .effect_parts import REPORT_SAMPLE_SIZE, json_num, sample_info
-from .details import label_intervals, relabel_table
 from .levels import LearnerShare, level_summaries
 from .model_view import dispersion_scaled, dispersion_threshold, glm_dispersion
+from .typed import typed_payload
 
-__all__ = ["load_model", "load_data", "compute_effect", "run_effects", "versions", "environment_record", "write_results"]
+__all__ = [
+    "load_model",
+    "load_data",
+    "compute_effect",
+    "run_effects",
+    "versions",
+    "environment_record",
+    "write_results",
+]
 
 
 # ------------------------------------------------------------------ inputs
@@ -49,13 +57,16 @@ def _looks_pickled(path: Path) -> bool:
             head = fh.read(6)
     except OSError:
         return True  # the loader's own error says why
-    return head[:1] == b"\x80" or head[:2] in (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda",
-                                                b"\x1f\x8b", b"BZ") or head.startswith((b"\xfd7zXZ", b"\x5d\x00",
-                                                                                         b"\x04\x22\x4d\x18"))
+    return (
+        head[:1] == b"\x80"
+        or head[:2] in (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda", b"\x1f\x8b", b"BZ")
+        or head.startswith((b"\xfd7zXZ", b"\x5d\x00", b"\x04\x22\x4d\x18"))
+    )
 
 
-def load_model(cfg: ReportConfig, spec: Mapping[str, Any] | None = None,
-               key: str = "model") -> tuple[Any, pd.DataFrame | None, dict]:
+def load_model(
+    cfg: ReportConfig, spec: Mapping[str, Any] | None = None, key: str = "model"
+) -> tuple[Any, pd.DataFrame | None, dict]:
     """The fitted model, its training features (if the source returns them) and provenance.
 
     Both sources execute code: a joblib file unpickles arbitrary objects and
@@ -70,29 +81,48 @@ def load_model(cfg: ReportConfig, spec: Mapping[str, Any] | None = None,
             model = joblib.load(path)
         except Exception as exc:  # noqa: BLE001 - any unpickling failure is a config problem
             if not _looks_pickled(path):
-                raise config_error(cfg, (key, "joblib"),
-                                   f"{spec['joblib']} is not a joblib or pickle file (it does not start as one); "
-                                   "save the fitted model with joblib.dump(model, path)") from exc
+                raise config_error(
+                    cfg,
+                    (key, "joblib"),
+                    f"{spec['joblib']} is not a joblib or pickle file (it does not start as one); "
+                    "save the fitted model with joblib.dump(model, path)",
+                ) from exc
             raise analysis_error(cfg, (key, "joblib"), exc) from exc
-        return model, None, {"kind": "joblib", "source": spec["joblib"], "sha256": file_sha256(path),
-                             "sha256_of": None, "dispersion": glm_dispersion(model)}
+        return (
+            model,
+            None,
+            {
+                "kind": "joblib",
+                "source": spec["joblib"],
+                "sha256": file_sha256(path),
+                "sha256_of": None,
+                "dispersion": glm_dispersion(model),
+            },
+        )
     module_name, func_name = spec["entry_point"].split(":")
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001
         raise analysis_error(cfg, (key, "entry_point"), exc) from exc
     if not callable(getattr(module, func_name, None)):
-        raise config_error(cfg, (key, "entry_point"),
-                           f"module {module_name!r} has no function {func_name!r}; check the name after the colon")
+        raise config_error(
+            cfg,
+            (key, "entry_point"),
+            f"module {module_name!r} has no function {func_name!r}; check the name after the colon",
+        )
     try:
         out = getattr(module, func_name)()
     except Exception as exc:  # noqa: BLE001
         raise analysis_error(cfg, (key, "entry_point"), exc) from exc
-    model, train = (out if isinstance(out, tuple) else (out, None))
+    model, train = out if isinstance(out, tuple) else (out, None)
     source = getattr(module, "__file__", None)
-    info = {"kind": "entry point", "source": spec["entry_point"],
-            "sha256": file_sha256(Path(source)) if source else None,
-            "sha256_of": f"source of {module_name}", "dispersion": glm_dispersion(model)}
+    info = {
+        "kind": "entry point",
+        "source": spec["entry_point"],
+        "sha256": file_sha256(Path(source)) if source else None,
+        "sha256_of": f"source of {module_name}",
+        "dispersion": glm_dispersion(model),
+    }
     return model, train, info
 
 
@@ -122,10 +152,11 @@ def _load_data(cfg: ReportConfig, spec: Mapping[str, Any], key: str = "data") ->
 
         frame = load_boston()
         raw = resources.files("fme").joinpath("data", "boston.csv").read_bytes()
-        info = {"source": f"bundled dataset '{spec['dataset']}' (fme/data/boston.csv)",
-                "sha256": hashlib.sha256(raw).hexdigest()}
+        info = {
+            "source": f"bundled dataset '{spec['dataset']}' (fme/data/boston.csv)",
+            "sha256": hashlib.sha256(raw).hexdigest(),
+        }
     else:
-
         files = data_files(cfg.directory, spec["path"])
         info = {"source": spec["path"], "sha256": files_sha256(files, cfg.directory), "n_files": len(files)}
         if cfg.engine == "dask" and key in LAZY_KEYS:
@@ -135,14 +166,24 @@ def _load_data(cfg: ReportConfig, spec: Mapping[str, Any], key: str = "data") ->
                 info["sample"] = sample_info(n, sample_size(cfg), int(cfg.seed))
             drop = [c for c in spec.get("drop", []) if c in frame.columns]
             frame = frame.drop(columns=drop)
-            info.update(n_rows=n, n_cols=int(len(frame.columns)), date=spec.get("date", ""),
-                        description=spec.get("description", ""), dropped=drop)
+            info.update(
+                n_rows=n,
+                n_cols=int(len(frame.columns)),
+                date=spec.get("date", ""),
+                description=spec.get("description", ""),
+                dropped=drop,
+            )
             return frame, info
         frame = read_frame(files, cfg.engine, cfg.scheduler)
     drop = [c for c in spec.get("drop", []) if c in frame.columns]
     frame = frame.drop(columns=drop)
-    info.update(n_rows=int(len(frame)), n_cols=int(frame.shape[1]), date=spec.get("date", ""),
-                description=spec.get("description", ""), dropped=drop)
+    info.update(
+        n_rows=int(len(frame)),
+        n_cols=int(frame.shape[1]),
+        date=spec.get("date", ""),
+        description=spec.get("description", ""),
+        dropped=drop,
+    )
     return frame, info
 
 
@@ -158,13 +199,19 @@ def versions(model: Any = None, model_info: dict | None = None) -> dict[str, str
     import matplotlib
     import scipy
     import sklearn
-
     import statsmodels
 
-    out = {fme.__distribution__: fme.__version__, "python": platform.python_version(), "numpy": np.__version__,
-           "pandas": pd.__version__, "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
-           "statsmodels": statsmodels.__version__, "matplotlib": matplotlib.__version__,
-           "jinja2": jinja2.__version__}
+    out = {
+        fme.__distribution__: fme.__version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "scipy": scipy.__version__,
+        "scikit-learn": sklearn.__version__,
+        "statsmodels": statsmodels.__version__,
+        "matplotlib": matplotlib.__version__,
+        "jinja2": jinja2.__version__,
+    }
     from .packages import model_packages
 
     module_file = None
@@ -185,8 +232,12 @@ def environment_record() -> dict:
     """
     from .environment import lock_record
 
-    out = {"os": platform.system(), "os_release": platform.release(), "machine": platform.machine(),
-           "lock": lock_record()}
+    out = {
+        "os": platform.system(),
+        "os_release": platform.release(),
+        "machine": platform.machine(),
+        "lock": lock_record(),
+    }
     cluster = session_info()
     if cluster is not None:
         out["cluster"] = cluster
@@ -197,8 +248,9 @@ def _levels_for(data: pd.DataFrame, feature: str, value: Any) -> list:
     return levels_of(data, feature) if value == "all" else list(value)
 
 
-def load_train_data(cfg: ReportConfig, spec: Mapping[str, Any], key: tuple, cache: dict, model: Any = None,
-                    data: Any = None) -> pd.DataFrame | None:
+def load_train_data(
+    cfg: ReportConfig, spec: Mapping[str, Any], key: tuple, cache: dict, model: Any = None, data: Any = None
+) -> pd.DataFrame | None:
     """The ``train_data`` frame of a bootstrap inference spec (features and target; None otherwise).
 
     With ``model`` and the evaluation ``data``: :func:`fme.report.analysis.checks.check_train_data` before the
@@ -209,8 +261,9 @@ def load_train_data(cfg: ReportConfig, spec: Mapping[str, Any], key: tuple, cach
     return load_training(cfg, spec["train_data"], key, cache, model, data)
 
 
-def load_training(cfg: ReportConfig, data_spec: Mapping[str, Any], key: tuple, cache: dict, model: Any = None,
-                  data: Any = None) -> pd.DataFrame:
+def load_training(
+    cfg: ReportConfig, data_spec: Mapping[str, Any], key: tuple, cache: dict, model: Any = None, data: Any = None
+) -> pd.DataFrame:
     """The training data ``data_spec`` names (features and target), loaded once per file (``cache``), in memory.
 
     ``key`` is the config key whose ``train_data`` it is (bootstrap inference, ``learner``, ``data_level``): the
@@ -222,16 +275,18 @@ def load_training(cfg: ReportConfig, data_spec: Mapping[str, Any], key: tuple, c
         if is_dask_collection(frame):  # refits and cross-fitting need the training rows in memory
             frame = frame.compute()
         if cfg.target not in frame.columns:
-            raise config_error(cfg, key + ("train_data",), f"the training data lack the target column "
-                                                           f"{cfg.target!r}; refits need it")
+            raise config_error(
+                cfg, key + ("train_data",), f"the training data lack the target column {cfg.target!r}; refits need it"
+            )
         if model is not None and data is not None:
             check_train_data(cfg, key, model, frame, data)
         cache[ident] = (frame, info)
     return cache[ident][0]
 
 
-def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: ReportConfig, out_dir: Path,
-                target_class: Any = None) -> list[dict]:
+def run_effects(
+    model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: ReportConfig, out_dir: Path, target_class: Any = None
+) -> list[dict]:
     """Compute every configured effect, write its tables and figures, return the summaries.
 
     Any failure is a :class:`~fme.report.inputs.config.ConfigError` naming the effect's ``steps`` line: a report
@@ -267,42 +322,59 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
         if challenger is not None and train is not None and id(train) not in challenger_checked:
             check_train_data(cfg, key, challenger, train, data)  # the challenger's refits, checked before the first
             challenger_checked.add(id(train))  # the frame is cached per file: one check per file
-        trains = {k: load_training(cfg, getattr(eff, k)["train_data"], ("effects", i - 1, k), train_cache)
-                  for k in ("learner", "data_level") if getattr(eff, k)}
+        trains = {
+            k: load_training(cfg, getattr(eff, k)["train_data"], ("effects", i - 1, k), train_cache)
+            for k in ("learner", "data_level")
+            if getattr(eff, k)
+        }
         print(f"[fme report] effect {i}/{len(cfg.effects)}: {eff.id}", flush=True)
         single = list(eff.steps.items())
         variants = [(eff.id, eff)]
         if len(single) == 1 and (single[0][1] == "all" or isinstance(single[0][1], list)):
             f, v = single[0]
-            variants = [(f"{eff.id}-{j}", eff.variant(f, lv))
-                        for j, lv in enumerate(_levels_for(data, f, v), start=1)]
+            variants = [(f"{eff.id}-{j}", eff.variant(f, lv)) for j, lv in enumerate(_levels_for(data, f, v), start=1)]
         group = []
         # the levels of a categorical effect share the learner level's refits (the same splits for each)
         share = LearnerShare([dict(v.steps) for _, v in variants]) if eff.learner and len(variants) > 1 else None
         for vid, veff in variants:
             try:
                 if sample is None:
-                    out = compute_effect(model, data, reference, veff, cfg.seed, target_class, train, cfg.target,
-                                         refits=refits)
+                    out = compute_effect(
+                        model, data, reference, veff, cfg.seed, target_class, train, cfg.target, refits=refits
+                    )
                 else:
-                    out = compute_effect_dask(model, data, reference, veff, cfg.seed, target_class, train, cfg.target,
-                                              sample, refits)
+                    out = compute_effect_dask(
+                        model, data, reference, veff, cfg.seed, target_class, train, cfg.target, sample, refits
+                    )
                 summ = out["summary"]
                 label_intervals(summ, covariance)  # the delta ones computed with the scaled covariance say so
                 summ["id"] = vid
                 summ["level"] = json_num(veff.level)
                 summ["target_class"] = json_num(target_class)
-                summ["figures"] = figures.effect_figures(out["result"], out["partition"], veff, fig_cfg, out_dir, vid,
-                                                         fig_scale)
+                summ["figures"] = figures.effect_figures(
+                    out["result"], out["partition"], veff, fig_cfg, out_dir, vid, fig_scale
+                )
                 _write_tables(out, summ, out_dir, vid)
                 if challenger is not None:
-                    summ["challenger"] = challenger_summary(model, challenger, data, reference, veff, summ,
-                                                            int(cfg.seed), target_class, train, cfg.target,
-                                                            out["result"], refits)
+                    summ["challenger"] = challenger_summary(
+                        model,
+                        challenger,
+                        data,
+                        reference,
+                        veff,
+                        summ,
+                        int(cfg.seed),
+                        target_class,
+                        train,
+                        cfg.target,
+                        out["result"],
+                        refits,
+                    )
                     _label_difference(summ["challenger"], covariance, challenger_covariance)
                     # which model it was, in the report and results.json, not only in build.json
-                    summ["challenger"]["model"] = {k: challenger_info.get(k) for k in ("kind", "source", "sha256",
-                                                                                         "sha256_of")}
+                    summ["challenger"]["model"] = {
+                        k: challenger_info.get(k) for k in ("kind", "source", "sha256", "sha256_of")
+                    }
                 levels = level_summaries(model, veff, summ, trains, cfg.target, target_class, int(cfg.seed), share)
                 if levels is not None:
                     summ["levels"] = levels
@@ -318,8 +390,9 @@ def run_effects(model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: Re
         for summ in group:  # effect contracts: tested below, Holm-adjusted over the whole report
             # bounds on the scale the report shows the AME on (a class probability's: percentage points)
             summ["contracts"] = contract_rows(summ, eff.expect, scale=fig_scale, unit=fig_cfg.target_unit)
-        summaries.append({"id": eff.id, "title": eff.title, "why": eff.why, "config": _jsonable(eff.to_dict()),
-                          "variants": group})
+        summaries.append(
+            {"id": eff.id, "title": eff.title, "why": eff.why, "config": _jsonable(eff.to_dict()), "variants": group}
+        )
     adjust_contracts([r for g in summaries for v in g["variants"] for r in v["contracts"]])
     return summaries
 
@@ -328,16 +401,23 @@ def _label_difference(c: dict, champion: str | None, challenger: str | None) -> 
     """A delta interval of the champion-challenger difference says which covariance each model's side used when
     either was scaled by its dispersion (in place)."""
     if (champion or challenger) and str(c.get("difference_inference", "")).startswith("delta"):
-        c["difference_inference"] += (f"; covariance: champion {champion or 'as fitted'}, challenger "
-                                      f"{challenger or 'as fitted'}")
+        c["difference_inference"] += (
+            f"; covariance: champion {champion or 'as fitted'}, challenger {challenger or 'as fitted'}"
+        )
 
 
 def _write_tables(out: dict, summ: dict, out_dir: Path, vid: str) -> None:
     res = out["result"]  # engine: dask: the sampled rows (the per-row table); the counts are of all rows
     n_excluded = (res if out.get("dask_result") is None else out["dask_result"]).n_excluded
     base = {"term": " & ".join(summ["features"]), "contrast": summ["step_label"]}
-    rest = {"n": summ["n"], "n_excluded": n_excluded, "sd_fme": summ["sd"], "q25": summ["q25"], "q75": summ["q75"],
-            "anlm": summ.get("anlm")}
+    rest = {
+        "n": summ["n"],
+        "n_excluded": n_excluded,
+        "sd_fme": summ["sd"],
+        "q25": summ["q25"],
+        "q75": summ["q75"],
+        "anlm": summ.get("anlm"),
+    }
     # one row per interval, the report's primary interval first, each labelled
     rows = [{**base, **iv, **rest} for iv in summ["intervals"]]
     pd.DataFrame(rows).to_csv(out_dir / "tables" / f"{vid}-ame.csv", index=False, lineterminator="\n")
@@ -361,8 +441,9 @@ def write_results(path: Path, payload: dict) -> None:
     """results.json with sorted keys and full precision (the report's only numeric input), in its typed form
     (:func:`fme.report.analysis.typed.typed_payload`: quantities, labelled intervals, claims)."""
     payload = typed_payload(payload) if "effects" in payload else payload
-    Path(path).write_text(json.dumps(_jsonable(payload), indent=1, sort_keys=True, allow_nan=False) + "\n",
-                          encoding="utf-8")
+    Path(path).write_text(
+        json.dumps(_jsonable(payload), indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8"
+    )
 
 
 def python_info() -> dict:

@@ -48,8 +48,13 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
     vid, label = v["id"], f"AME of {v.get('step_label', v['id'])}"
     primary = (v.get("intervals") or [None])[0]
     if primary:
-        shown = Interval(primary.get("conf_low"), primary.get("conf_high"), level, str(primary.get("inference")),
-                         str(primary.get("covers") or ""))
+        shown = Interval(
+            primary.get("conf_low"),
+            primary.get("conf_high"),
+            level,
+            str(primary.get("inference")),
+            str(primary.get("covers") or ""),
+        )
         se = primary.get("std_error")
     else:
         shown, se = fixed, v.get("se")
@@ -59,43 +64,70 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
     fixed_kind = "fixed model"
     w = v.get("with_eps")
     if w:  # the AME over every evaluated row, extrapolation points included (fixed model)
-        quantities["ame_with_eps"] = Quantity(f"{vid}/ame_with_eps", label + " with the extrapolation points",
-                                              w.get("ame"), unit, RowSet("evaluated rows with the extrapolation "
-                                                                         "points", int(w.get("n") or 0)),
-                                              Interval(w.get("ci_low"), w.get("ci_high"), level, fixed_kind))
+        quantities["ame_with_eps"] = Quantity(
+            f"{vid}/ame_with_eps",
+            label + " with the extrapolation points",
+            w.get("ame"),
+            unit,
+            RowSet("evaluated rows with the extrapolation points", int(w.get("n") or 0)),
+            Interval(w.get("ci_low"), w.get("ci_high"), level, fixed_kind),
+        )
     for r in v.get("sensitivity") or []:
         if r.get("ame") is None:
             continue
         key = f"ame_step_x{r['factor']:g}"
-        quantities[key] = Quantity(f"{vid}/{key}", f"AME of {r.get('step_label')}", r["ame"], unit,
-                                   RowSet("evaluated rows", int(r.get("n") or 0)),
-                                   Interval(r.get("ci_low"), r.get("ci_high"), level, fixed_kind))
+        quantities[key] = Quantity(
+            f"{vid}/{key}",
+            f"AME of {r.get('step_label')}",
+            r["ame"],
+            unit,
+            RowSet("evaluated rows", int(r.get("n") or 0)),
+            Interval(r.get("ci_low"), r.get("ci_high"), level, fixed_kind),
+        )
     part = v.get("partition") or {}
     kind = str(primary.get("inference")) if primary else fixed_kind
     for leaf in part.get("leaves") or []:
         key = f"came_leaf_{leaf['node']}"
-        low, high = ((leaf.get("conf_low"), leaf.get("conf_high")) if leaf.get("conf_low") is not None
-                     else (leaf.get("came_ci_low"), leaf.get("came_ci_high")))
-        quantities[key] = Quantity(f"{vid}/{key}", f"cAME of leaf {leaf['node']} ({leaf.get('rule')})",
-                                   leaf.get("came"), unit, RowSet("rows of the leaf", int(leaf.get("n") or 0)),
-                                   Interval(low, high, level, kind if leaf.get("conf_low") is not None
-                                            else fixed_kind), leaf.get("std_error"))
+        low, high = (
+            (leaf.get("conf_low"), leaf.get("conf_high"))
+            if leaf.get("conf_low") is not None
+            else (leaf.get("came_ci_low"), leaf.get("came_ci_high"))
+        )
+        quantities[key] = Quantity(
+            f"{vid}/{key}",
+            f"cAME of leaf {leaf['node']} ({leaf.get('rule')})",
+            leaf.get("came"),
+            unit,
+            RowSet("rows of the leaf", int(leaf.get("n") or 0)),
+            Interval(low, high, level, kind if leaf.get("conf_low") is not None else fixed_kind),
+            leaf.get("std_error"),
+        )
     n_of = {str(leaf["node"]): int(leaf.get("n") or 0) for leaf in part.get("leaves") or []}
     for r in (part.get("tests") or {}).get("rows") or []:
         key = f"leaf_difference_{r['hypothesis']}"
         pair = re.findall(r"\[(\d+)\]", str(r["hypothesis"]))  # "[3] - [2]": leaf 3 minus leaf 2
-        quantities[key] = Quantity(f"{vid}/{key}", f"difference of leaf cAMEs {r['hypothesis']}", r.get("estimate"),
-                                   unit, RowSet("rows of the two leaves", sum(n_of.get(x, 0) for x in pair)),
-                                   Interval(r.get("conf_low"), r.get("conf_high"), level,
-                                            str((part.get("tests") or {}).get("inference") or kind)),
-                                   r.get("std_error"))
+        quantities[key] = Quantity(
+            f"{vid}/{key}",
+            f"difference of leaf cAMEs {r['hypothesis']}",
+            r.get("estimate"),
+            unit,
+            RowSet("rows of the two leaves", sum(n_of.get(x, 0) for x in pair)),
+            Interval(
+                r.get("conf_low"), r.get("conf_high"), level, str((part.get("tests") or {}).get("inference") or kind)
+            ),
+            r.get("std_error"),
+        )
     c = v.get("challenger")
     if c:
         quantities["challenger_difference"] = Quantity(
-            f"{vid}/challenger_difference", "champion AME - challenger AME", c.get("difference"), unit,
+            f"{vid}/challenger_difference",
+            "champion AME - challenger AME",
+            c.get("difference"),
+            unit,
             RowSet("rows both models evaluated", int(c.get("n_common") or 0)),
             Interval(c.get("difference_low"), c.get("difference_high"), level, str(c.get("difference_inference"))),
-            c.get("difference_std_error"))
+            c.get("difference_std_error"),
+        )
     v["quantities"] = {k: q.to_dict() for k, q in quantities.items()}
     claims.append(direction(ame).to_dict())
     tests = (v.get("partition") or {}).get("tests") or {}
@@ -106,8 +138,16 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
     for r in v.get("contracts") or []:
         why = r.get("not_valid")
         text = f"not valid: {why}" if why else str(r.get("verdict"))
-        claims.append(Claim("contract_verdict", (f"{vid}/ame",), True, f"contract {r['expected']}: {text}",
-                            "not valid" if why else str(r.get("verdict")), why or "").to_dict())
+        claims.append(
+            Claim(
+                "contract_verdict",
+                (f"{vid}/ame",),
+                True,
+                f"contract {r['expected']}: {text}",
+                "not valid" if why else str(r.get("verdict")),
+                why or "",
+            ).to_dict()
+        )
 
 
 def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -121,10 +161,19 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
                 _variant(v, unit, claims)
     inter = out.get("interactions") or {}
     for r in inter.get("rows") or []:  # the interactions screen's averages, in the effects' unit
-        r["quantity"] = Quantity(f"interaction/{r['steps_a']}/{r['steps_b']}", "average interaction",
-                                 r.get("estimate"), unit, RowSet("evaluated rows", int(r.get("n") or 0)),
-                                 Interval(r.get("conf_low"), r.get("conf_high"),
-                                          float((out.get("config") or {}).get("conf_level") or 0.95),
-                                          str(r.get("inference"))), r.get("std_error")).to_dict()
+        r["quantity"] = Quantity(
+            f"interaction/{r['steps_a']}/{r['steps_b']}",
+            "average interaction",
+            r.get("estimate"),
+            unit,
+            RowSet("evaluated rows", int(r.get("n") or 0)),
+            Interval(
+                r.get("conf_low"),
+                r.get("conf_high"),
+                float((out.get("config") or {}).get("conf_level") or 0.95),
+                str(r.get("inference")),
+            ),
+            r.get("std_error"),
+        ).to_dict()
     out["claims"] = claims
     return out

@@ -25,19 +25,42 @@ not_computed        "not computed: <reason>"                      the reason com
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ..._utils.numfmt import fmt_g, fmt_int, fmt_num, fmt_p, p_phrase
 from .quantities import Interval, Quantity, RowSet, Unit, at_rounding_level
 from .wording import count_words
 
-__all__ = ["KINDS", "Claim", "TestRecord", "test_validity", "direction", "test_claim", "count_claim",
-           "range_claim", "enters_predictions", "contract_verdict", "not_computed", "CANNOT", "statistic_cell",
-           "p_cell", "interval_kind_words"]
+__all__ = [
+    "KINDS",
+    "Claim",
+    "TestRecord",
+    "test_validity",
+    "direction",
+    "test_claim",
+    "count_claim",
+    "range_claim",
+    "enters_predictions",
+    "contract_verdict",
+    "not_computed",
+    "CANNOT",
+    "statistic_cell",
+    "p_cell",
+    "interval_kind_words",
+]
 
-KINDS = ("direction", "test_result", "test_not_valid", "count", "range", "enters_predictions", "contract_verdict",
-         "not_computed")
+KINDS = (
+    "direction",
+    "test_result",
+    "test_not_valid",
+    "count",
+    "range",
+    "enters_predictions",
+    "contract_verdict",
+    "not_computed",
+)
 #: How a claim whose verifier failed is printed.
 CANNOT = "cannot be stated"
 
@@ -74,13 +97,25 @@ class Claim:
             raise ValueError(f"unknown claim kind {self.kind!r}; known: {', '.join(KINDS)}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "cites": list(self.cites), "holds": self.holds, "outcome": self.outcome,
-                "reason": self.reason, "text": self.text}
+        return {
+            "kind": self.kind,
+            "cites": list(self.cites),
+            "holds": self.holds,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "text": self.text,
+        }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Claim":
-        return cls(kind=d["kind"], cites=tuple(d.get("cites", ())), holds=bool(d["holds"]), text=d.get("text", ""),
-                   outcome=d.get("outcome", ""), reason=d.get("reason", ""))
+    def from_dict(cls, d: dict[str, Any]) -> Claim:
+        return cls(
+            kind=d["kind"],
+            cites=tuple(d.get("cites", ())),
+            holds=bool(d["holds"]),
+            text=d.get("text", ""),
+            outcome=d.get("outcome", ""),
+            reason=d.get("reason", ""),
+        )
 
 
 def _cannot(kind: str, cites: Sequence[str], reason: str) -> Claim:
@@ -93,8 +128,9 @@ def direction(q: Quantity) -> Claim:
     the interval's kind goes into the words, so the sentence says which uncertainty decided."""
     iv = q.interval
     if iv is None or not iv.computed:
-        return Claim("direction", (q.id,), True, "no clear direction (no interval)", "no clear direction",
-                     "no interval")
+        return Claim(
+            "direction", (q.id,), True, "no clear direction (no interval)", "no clear direction", "no interval"
+        )
     side = iv.excludes_zero()
     word = {1: "raises", -1: "lowers", 0: "no clear direction"}[side]
     return Claim("direction", (q.id,), True, f"{word} ({iv.kind} interval)", word)
@@ -168,8 +204,10 @@ def test_claim(t: TestRecord, alpha: float, name: str, differ: str, no_differenc
         return Claim("test_not_valid", (t.id,), True, f"{name} cannot be computed here: {why}", "not valid", why)
     rejects = float(t.p_value) < alpha
     df = f" with {fmt_int(t.df)} df" if _finite(t.df) else ""
-    text = (f"{name}{df}: statistic {fmt_num(t.statistic, 2)}, {p_phrase(t.p_value)}: "
-            f"{differ if rejects else no_difference} at the {fmt_num(100 * alpha, 0)}% level")
+    text = (
+        f"{name}{df}: statistic {fmt_num(t.statistic, 2)}, {p_phrase(t.p_value)}: "
+        f"{differ if rejects else no_difference} at the {fmt_num(100 * alpha, 0)}% level"
+    )
     return Claim("test_result", (t.id,), True, text, "differ" if rejects else "no difference")
 
 
@@ -182,8 +220,12 @@ def count_claim(part: RowSet, whole: RowSet, what: str = "", cites: Sequence[str
     sample is never put over a total of the whole data."""
     ids = tuple(cites) or (part.name, whole.name)
     if not part.within(whole):
-        return _cannot("count", ids, f"{count_words(part.n, part.name)} are not counted among the "
-                                     f"{count_words(whole.n, whole.name)} (different row sets)")
+        return _cannot(
+            "count",
+            ids,
+            f"{count_words(part.n, part.name)} are not counted among the "
+            f"{count_words(whole.n, whole.name)} (different row sets)",
+        )
     if part.n > whole.n:
         return _cannot("count", ids, f"{fmt_int(part.n)} is more than the {count_words(whole.n, whole.name)}")
     text = f"{fmt_int(part.n)} of the {count_words(whole.n, whole.name)}" + (f" {what}" if what else "")
@@ -192,8 +234,7 @@ def count_claim(part: RowSet, whole: RowSet, what: str = "", cites: Sequence[str
     return Claim("count", ids, True, text, "counted")
 
 
-def range_claim(feature: str, low: float | None, high: float | None, rows: RowSet,
-                cites: Sequence[str] = ()) -> Claim:
+def range_claim(feature: str, low: float | None, high: float | None, rows: RowSet, cites: Sequence[str] = ()) -> Claim:
     """'x from 0.1 to 4.9 over the 57 extrapolation points of the seeded sample': a range says whose it is."""
     ids = tuple(cites) or (feature,)
     if low is None or high is None:
@@ -211,34 +252,53 @@ def enters_predictions(column: str, role: str, used: bool | None) -> Claim:
     """Whether a column that is not a feature enters every prediction ('predictions use each row's exposure
     (column t)'); ``used`` None: the adapter does not say, so nothing is claimed."""
     if used is None:
-        return _cannot("enters_predictions", (column,), f"the model's adapter does not say whether {column} "
-                                                        "enters its predictions")
+        return _cannot(
+            "enters_predictions", (column,), f"the model's adapter does not say whether {column} enters its predictions"
+        )
     if used:
-        return Claim("enters_predictions", (column,), True,
-                     f"predictions use each row's {role} (column {column}), as observed", "enters")
+        return Claim(
+            "enters_predictions",
+            (column,),
+            True,
+            f"predictions use each row's {role} (column {column}), as observed",
+            "enters",
+        )
     return Claim("enters_predictions", (column,), True, f"{column} does not enter the predictions", "not used")
 
 
 # ------------------------------------------------------------------ contracts
-def contract_verdict(estimate: Quantity, bound_unit: Unit, verdict: str, statistic: float | None,
-                     p_value: float | None) -> Claim:
+def contract_verdict(
+    estimate: Quantity, bound_unit: Unit, verdict: str, statistic: float | None, p_value: float | None
+) -> Claim:
     """'met' / 'not met' / 'inconclusive' for an effect contract, only when its bound is in the estimate's
     unit and its statistic is a statistic (finite, its SE above rounding level); else 'not valid: <reason>'."""
     ids = (estimate.id,)
     if bound_unit != estimate.unit:
-        return _cannot("contract_verdict", ids, f"the bound is in {bound_unit.name or 'no unit'}, the estimate in "
-                                                f"{estimate.unit.name or 'no unit'}")
+        return _cannot(
+            "contract_verdict",
+            ids,
+            f"the bound is in {bound_unit.name or 'no unit'}, the estimate in {estimate.unit.name or 'no unit'}",
+        )
     if verdict not in ("met", "not met", "inconclusive"):
         return _cannot("contract_verdict", ids, f"unknown verdict {verdict!r}")
     iv = estimate.interval
-    magnitude = max(abs(float(estimate.value or 0.0)),
-                    *(abs(float(x)) for x in ((iv.low, iv.high) if iv and iv.computed else ()) if x is not None))
+    magnitude = max(
+        abs(float(estimate.value or 0.0)),
+        *(abs(float(x)) for x in ((iv.low, iv.high) if iv and iv.computed else ()) if x is not None),
+    )
     if statistic is not None and at_rounding_level(estimate.std_error, magnitude):
-        return Claim("contract_verdict", ids, True, "not valid: SE at rounding level", "not valid",
-                     "SE at rounding level")
+        return Claim(
+            "contract_verdict", ids, True, "not valid: SE at rounding level", "not valid", "SE at rounding level"
+        )
     if statistic is not None and not _finite(statistic):
-        return Claim("contract_verdict", ids, True, "not valid: the statistic is undefined", "not valid",
-                     "the statistic is undefined")
+        return Claim(
+            "contract_verdict",
+            ids,
+            True,
+            "not valid: the statistic is undefined",
+            "not valid",
+            "the statistic is undefined",
+        )
     p = f" ({p_phrase(p_value)})" if p_value is not None else ""
     return Claim("contract_verdict", ids, True, verdict + p, verdict)
 
@@ -258,8 +318,9 @@ def p_cell(p_value: float | None, valid: bool) -> str:
 # ------------------------------------------------------------------ not computed
 def not_computed(what: str, reason: str, cites: Sequence[str] = ()) -> Claim:
     """'<what>: not computed: <reason>' (the reason comes from the code that declined)."""
-    return Claim("not_computed", tuple(cites) or (what,), True, f"{what}: not computed: {reason}", "not computed",
-                 reason)
+    return Claim(
+        "not_computed", tuple(cites) or (what,), True, f"{what}: not computed: {reason}", "not computed", reason
+    )
 
 
 def interval_kind_words(iv: Interval | None) -> str:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,138 +30,42 @@ from typing import Any
 
 import yaml
 
+from .config_errors import (
+    ConfigError,
+    DuplicateKey,
+    UniqueKeyLoader,
+    key_text,
+    line_map,
+    located_error,
+    schema_message,
+)
 from .schema import COUNTERPART, DEFAULTS, DETECTOR_NAMES, EFFECT_DEFAULTS, PARTITION_PARAMS, SCHEMA
 
-__all__ = ["ConfigError", "ReportConfig", "EffectConfig", "SCHEMA", "load_config", "config_sha256", "config_error",
-           "config_from_dict", "DETECTOR_NAMES", "PARTITION_PARAMS"]
-
-
-class ConfigError(ValueError):
-    """A report config is invalid; the message names the file, line and key."""
-
-
-# ------------------------------------------------------------------ line numbers
-class _DuplicateKey(Exception):
-    def __init__(self, path: tuple, line: int, first: int) -> None:
-        super().__init__(path, line, first)
-        self.path, self.line, self.first = path, line, first
-
-
-def _line_map(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
-    """Key path -> 1-based line of its key (mappings) or item (sequences).
-
-    Raises ``_DuplicateKey`` for a key given twice in one mapping (YAML would keep the last silently).
-    """
-    out = {} if out is None else out
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                raise _DuplicateKey(path + (key,), line, seen[key])
-            seen[key] = line
-            out[path + (key,)] = line
-            _line_map(value_node, path + (key,), out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            out[path + (i,)] = item.start_mark.line + 1
-            _line_map(item, path + (i,), out)
-    return out
-
-
-def _key_text(path: tuple) -> str:
-    text = ""
-    for p in path:
-        text += f"[{p}]" if isinstance(p, int) else (f".{p}" if text else str(p))
-    return text or "(top level)"
-
-
-def _fail(file: str, lines: dict[tuple, int], path: tuple, message: str) -> ConfigError:
-    p = tuple(path)
-    while p not in lines and p:
-        p = p[:-1]
-    return ConfigError(f"{file}:{lines.get(p, 1)}: {_key_text(tuple(path))}: {message}")
+__all__ = [
+    "ConfigError",
+    "ReportConfig",
+    "EffectConfig",
+    "SCHEMA",
+    "load_config",
+    "config_sha256",
+    "config_error",
+    "config_from_dict",
+    "DETECTOR_NAMES",
+    "PARTITION_PARAMS",
+]
 
 
 #: A Dask scheduler address: [protocol://]host[:port] (distributed's own forms).
-_SCHEDULER = re.compile(r"^(?:(?:tcp|tls|inproc|ucx|ws|wss)://)?"
-                        r"(?:\[[0-9A-Fa-f:]+\]|[A-Za-z0-9_.-]+)(?::(\d{1,5}))?/?$")
+_SCHEDULER = re.compile(
+    r"^(?:(?:tcp|tls|inproc|ucx|ws|wss)://)?"
+    r"(?:\[[0-9A-Fa-f:]+\]|[A-Za-z0-9_.-]+)(?::(\d{1,5}))?/?$"
+)
 
 
 def scheduler_address_ok(address: str) -> bool:
     """Whether ``address`` has the form of a Dask scheduler address (tcp://10.0.0.5:8786, localhost:8786)."""
     m = _SCHEDULER.match(address.strip())
     return bool(m) and (m.group(1) is None or 0 < int(m.group(1)) <= 65535)
-
-
-def _allowed(schema: dict) -> str:
-    """The values a schema allows, in words ('a number greater than 0 and less than 1')."""
-    kind = schema.get("type")
-    kinds = {"number": "a number", "integer": "a whole number", "string": "a text", "boolean": "true or false",
-             "object": "a mapping of keys", "array": "a list"}
-    text = kinds.get(kind, " or ".join(kinds.get(k, str(k)) for k in kind) if isinstance(kind, list) else "a value")
-    bounds = [(k, w) for k, w in (("exclusiveMinimum", "greater than"), ("minimum", "at least"),
-                                  ("exclusiveMaximum", "less than"), ("maximum", "at most")) if k in schema]
-    if bounds:
-        text += " " + " and ".join(f"{w} {schema[k]:g}" for k, w in bounds)
-    if "enum" in schema:
-        text = "one of " + ", ".join(repr(v) for v in schema["enum"])
-    return text
-
-
-def _example(path: tuple, schema: dict) -> str:
-    """'conf_level: 0.95': the key with an allowed value (its default when it has one), for the fix."""
-    key = next((p for p in reversed(path) if isinstance(p, str)), None)
-    if key is None:
-        return ""
-    value = DEFAULTS.get(key) if len(path) == 1 else None
-    if value is None and "exclusiveMinimum" in schema and "exclusiveMaximum" in schema:
-        value = (schema["exclusiveMinimum"] + schema["exclusiveMaximum"]) * 0.95
-    if value is None or isinstance(value, (dict, list)):
-        return ""
-    return f"; write it as, e.g., {key}: {json.dumps(value)}"
-
-
-def _schema_message(err: Any) -> tuple[tuple, str]:
-    path = tuple(err.absolute_path)
-    if err.validator in ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        # what was given, what is allowed, and the fix in the config's own words
-        return path, f"{err.message}; allowed: {_allowed(err.schema)}{_example(path, err.schema)}"
-    if err.validator == "additionalProperties":
-        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-        if extra:
-            allowed = ", ".join(sorted(err.schema.get("properties", {})))
-            return path + (extra[0],), f"unknown key {extra[0]!r}; allowed keys here: {allowed}"
-    if err.validator == "required":
-        return path, err.message.replace("is a required property", "is missing (required)")
-    if err.validator == "anyOf" and not isinstance(err.instance, dict):
-        # a name where a name or a mapping is allowed (extrapolation, inference): name the valid names
-        enums = [s["enum"] for s in err.schema["anyOf"] if "enum" in s]
-        if enums:
-            return path, f"{err.instance!r} is not one of {enums[0]!r}"
-    if err.validator == "oneOf" and isinstance(err.instance, dict):
-        options = [s.get("required", [None])[0] for s in err.schema["oneOf"] if "required" in s]
-        if options:
-            return path, f"give exactly one of {', '.join(options)}"
-    return path, err.message
-
-
-class UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (``steps: {x1: 1, x1: -1}``)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            line = key_node.start_mark.line + 1
-            if isinstance(key, (str, int, float, bool)) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first given on line {seen[key]})", key_node.start_mark)
-            if isinstance(key, (str, int, float, bool)):
-                seen[key] = line
-        return super().construct_mapping(node, deep=deep)
 
 
 # ------------------------------------------------------------------ the config object
@@ -216,11 +119,19 @@ class EffectConfig:
     def to_dict(self) -> dict[str, Any]:
         """The effect as the resolved config records it (defaults filled in; ``title``, ``expected_sign``,
         ``expect``, ``learner`` and ``data_level`` only when given)."""
-        out = {"id": self.id, "steps": copy.deepcopy(dict(self.steps)), "why": self.why, "nlm": self.nlm,
-               "nlm_method": self.nlm_method, "extrapolation": copy.deepcopy(dict(self.extrapolation)),
-               "inference": copy.deepcopy(dict(self.inference)), "on_extrapolation": self.on_extrapolation,
-               "partition": copy.deepcopy(self.partition), "stability": copy.deepcopy(self.stability),
-               "conf_level": self.conf_level}
+        out = {
+            "id": self.id,
+            "steps": copy.deepcopy(dict(self.steps)),
+            "why": self.why,
+            "nlm": self.nlm,
+            "nlm_method": self.nlm_method,
+            "extrapolation": copy.deepcopy(dict(self.extrapolation)),
+            "inference": copy.deepcopy(dict(self.inference)),
+            "on_extrapolation": self.on_extrapolation,
+            "partition": copy.deepcopy(self.partition),
+            "stability": copy.deepcopy(self.stability),
+            "conf_level": self.conf_level,
+        }
         for key in ("title", "expected_sign", "expect", "learner", "data_level"):
             if key in self.given:
                 out[key] = copy.deepcopy(getattr(self, key))
@@ -322,9 +233,9 @@ def config_error(cfg: ReportConfig, path: tuple, message: str) -> ConfigError:
     """
     lines = cfg.lines
     p = tuple(path)
-    while p and _key_text(p) not in lines:
+    while p and key_text(p) not in lines:
         p = p[:-1]
-    return ConfigError(f"{cfg.shown or cfg.path}:{lines.get(_key_text(p), 1)}: {_key_text(tuple(path))}: {message}")
+    return ConfigError(f"{cfg.shown or cfg.path}:{lines.get(key_text(p), 1)}: {key_text(tuple(path))}: {message}")
 
 
 def _check_partition(file: str, lines: dict, i: int, part: dict) -> None:
@@ -334,9 +245,13 @@ def _check_partition(file: str, lines: dict, i: int, part: dict) -> None:
         if key in PARTITION_PARAMS[other]:
             hint = COUNTERPART.get(key)
             fix = f"use {hint} with method: {method}" if hint else f"set method: {other} or remove it"
-            raise _fail(file, lines, ("effects", i, "partition", key),
-                        f"{key!r} is a {other.upper() if other == 'cart' else 'CTree'} parameter, not one of "
-                        f"method {method}'s ({', '.join(PARTITION_PARAMS[method])}); {fix}")
+            raise located_error(
+                file,
+                lines,
+                ("effects", i, "partition", key),
+                f"{key!r} is a {other.upper() if other == 'cart' else 'CTree'} parameter, not one of "
+                f"method {method}'s ({', '.join(PARTITION_PARAMS[method])}); {fix}",
+            )
 
 
 #: Largest number of subspaces of a cAME tree by default (a readable tree, paper §5.5).
@@ -347,8 +262,12 @@ def _partition_defaults(file: str, lines: dict, i: int, part: dict) -> dict:
     """The partition with ``max_leaves`` filled in (8) unless ``n_partitions`` fixes the number of subspaces."""
     if "n_partitions" in part:
         if part.get("max_leaves") is not None:
-            raise _fail(file, lines, ("effects", i, "partition", "max_leaves"),
-                        "give either n_partitions (exactly that many subspaces) or max_leaves (at most), not both")
+            raise located_error(
+                file,
+                lines,
+                ("effects", i, "partition", "max_leaves"),
+                "give either n_partitions (exactly that many subspaces) or max_leaves (at most), not both",
+            )
         return {**part, "max_leaves": None}
     return {"method": "ctree", "max_leaves": MAX_LEAVES, **part}
 
@@ -379,12 +298,14 @@ def load_config(path: str | Path) -> ReportConfig:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise ConfigError(f"{path}:{line}: (encoding): the config is not UTF-8 text (byte 0x{data[exc.start]:02x} "
-                          f"at offset {exc.start}); save the file as UTF-8") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: (encoding): the config is not UTF-8 text (byte 0x{data[exc.start]:02x} "
+            f"at offset {exc.start}); save the file as UTF-8"
+        ) from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        lines = _line_map(node) if node is not None else {}  # refuses duplicate keys, naming their path
+        lines = line_map(node) if node is not None else {}  # refuses duplicate keys, naming their path
         raw = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -395,22 +316,30 @@ def load_config(path: str | Path) -> ReportConfig:
         fix = "; the line contains a tab: YAML does not allow tabs for indentation, indent with spaces" if tab else ""
         if not fix:  # what to do, in the config's words: the opening bracket or quote named by its line
             ctx = getattr(exc, "context_mark", None)
-            opened = f" (the {exc.context.split()[-1] if getattr(exc, 'context', None) else 'value'} opened on line " \
-                     f"{ctx.line + 1})" if ctx is not None else ""
-            fix = (f"; fix: close every '[' and '{{' with its ']' or '}}'{opened}, put quotes around a value that "
-                   "contains ': ' or ' #', and indent nested keys with spaces, as in reports/boston-svm.yaml")
+            opened = (
+                f" (the {exc.context.split()[-1] if getattr(exc, 'context', None) else 'value'} opened on line "
+                f"{ctx.line + 1})"
+                if ctx is not None
+                else ""
+            )
+            fix = (
+                f"; fix: close every '[' and '{{' with its ']' or '}}'{opened}, put quotes around a value that "
+                "contains ': ' or ' #', and indent nested keys with spaces, as in reports/boston-svm.yaml"
+            )
         raise ConfigError(f"{path}:{line}: (YAML): invalid YAML: {problem}{fix}") from None
-    except _DuplicateKey as dup:
-        raise ConfigError(f"{path}:{dup.line}: {_key_text(dup.path)}: duplicate key (first given on line "
-                          f"{dup.first}); give each key once") from None
+    except DuplicateKey as dup:
+        raise ConfigError(
+            f"{path}:{dup.line}: {key_text(dup.path)}: duplicate key (first given on line "
+            f"{dup.first}); give each key once"
+        ) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}:1: (top level): the config must be a mapping of keys (title:, model:, ...)")
     validator = jsonschema.Draft202012Validator(SCHEMA)
     errors = sorted(validator.iter_errors(raw), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
         best = jsonschema.exceptions.best_match(errors)
-        key_path, message = _schema_message(best)
-        raise _fail(str(path), lines, key_path, message)
+        key_path, message = schema_message(best)
+        raise located_error(str(path), lines, key_path, message)
     cfg = copy.deepcopy(DEFAULTS)
     for key, value in raw.items():
         if isinstance(value, dict) and isinstance(cfg.get(key), dict):
@@ -421,22 +350,26 @@ def load_config(path: str | Path) -> ReportConfig:
 
     address = raw.get("scheduler")
     if isinstance(address, str) and not scheduler_address_ok(address):  # before any computation, not in Dask
-        raise _fail(str(path), lines, ("scheduler",),
-                    f"{address!r} is not a Dask scheduler address; write it as <protocol>://<host>:<port>, e.g. "
-                    "scheduler: tcp://10.0.0.5:8786 (or remove the key to start a local cluster)")
+        raise located_error(
+            str(path),
+            lines,
+            ("scheduler",),
+            f"{address!r} is not a Dask scheduler address; write it as <protocol>://<host>:<port>, e.g. "
+            "scheduler: tcp://10.0.0.5:8786 (or remove the key to start a local cluster)",
+        )
     problem = engine_problem(raw)
     if problem:
-        raise _fail(str(path), lines, problem[0], problem[1])
+        raise located_error(str(path), lines, problem[0], problem[1])
 
     cfg["flags"] = {**FLAG_DEFAULTS, **cfg["flags"]}
     cfg["inference"], problem = normalise_inference(raw.get("inference", "auto"))
     if problem:
-        raise _fail(str(path), lines, ("inference",), problem)
+        raise located_error(str(path), lines, ("inference",), problem)
     if cfg["overview"] is not False:
         cfg["overview"] = {"step": "sd", "extrapolation": "envelope", **cfg["overview"]}
         cfg["overview"]["extrapolation"], bad = normalise_detector(cfg["overview"]["extrapolation"])
         if bad:
-            raise _fail(str(path), lines, ("overview", "extrapolation", bad[0]), bad[1])
+            raise located_error(str(path), lines, ("overview", "extrapolation", bad[0]), bad[1])
     ids = set()
     for i, eff in enumerate(cfg["effects"]):
         full = {**copy.deepcopy(EFFECT_DEFAULTS), **eff}
@@ -451,34 +384,51 @@ def load_config(path: str | Path) -> ReportConfig:
         full["extrapolation"], bad = normalise_detector(full["extrapolation"])
         if bad:
             key = ("effects", i, "extrapolation") + (() if isinstance(eff.get("extrapolation"), str) else (bad[0],))
-            raise _fail(str(path), lines, key, bad[1])
+            raise located_error(str(path), lines, key, bad[1])
         full["inference"], problem = normalise_inference(eff.get("inference", cfg["inference"]), cfg["inference"])
         if problem:
-            raise _fail(str(path), lines, ("effects", i, "inference"), problem)
+            raise located_error(str(path), lines, ("effects", i, "inference"), problem)
         for level_key in ("learner", "data_level"):
-            full[level_key], problem = normalise_level(level_key, eff.get(level_key, False), full["inference"],
-                                                       cfg["inference"])
+            full[level_key], problem = normalise_level(
+                level_key, eff.get(level_key, False), full["inference"], cfg["inference"]
+            )
             if problem:
-                raise _fail(str(path), lines, ("effects", i, level_key), problem)
+                raise located_error(str(path), lines, ("effects", i, level_key), problem)
         if full["extrapolation"]["method"] == "none" and "on_extrapolation" in eff:
-            raise _fail(str(path), lines, ("effects", i, "on_extrapolation"),
-                        "a policy needs a detector; remove it or set extrapolation: envelope")
+            raise located_error(
+                str(path),
+                lines,
+                ("effects", i, "on_extrapolation"),
+                "a policy needs a detector; remove it or set extrapolation: envelope",
+            )
         lists = [f for f, v in full["steps"].items() if isinstance(v, list)]
         if lists and len(full["steps"]) > 1:
-            raise _fail(str(path), lines, ("effects", i, "steps", lists[0]),
-                        "a list of levels (one effect per level) is allowed only for a single categorical step")
+            raise located_error(
+                str(path),
+                lines,
+                ("effects", i, "steps", lists[0]),
+                "a list of levels (one effect per level) is allowed only for a single categorical step",
+            )
         if isinstance(full["partition"], dict):
             _check_partition(str(path), lines, i, full["partition"])
             full["partition"] = _partition_defaults(str(path), lines, i, full["partition"])
-        if "expected_sign" in eff and len(full["steps"]) == 1 and (
-                lists or next(iter(full["steps"].values())) == "all"):
-            raise _fail(str(path), lines, ("effects", i, "expected_sign"),
-                        "an expected sign is ambiguous for one effect per level; give a single level instead")
+        if (
+            "expected_sign" in eff
+            and len(full["steps"]) == 1
+            and (lists or next(iter(full["steps"].values())) == "all")
+        ):
+            raise located_error(
+                str(path),
+                lines,
+                ("effects", i, "expected_sign"),
+                "an expected sign is ambiguous for one effect per level; give a single level instead",
+            )
         _check_expect(str(path), lines, i, full)
         cfg["effects"][i] = full
     cfg["signoff"] = [{"name": "", **row} for row in cfg["signoff"]]
-    return dataclasses.replace(_config_object(cfg, raw, path.resolve(), {_key_text(k): v for k, v in lines.items()}),
-                               shown=str(path))
+    return dataclasses.replace(
+        _config_object(cfg, raw, path.resolve(), {key_text(k): v for k, v in lines.items()}), shown=str(path)
+    )
 
 
 def _check_expect(path: str, lines: dict, i: int, full: dict) -> None:
@@ -488,14 +438,22 @@ def _check_expect(path: str, lines: dict, i: int, full: dict) -> None:
     if not full.get("nlm", True):
         for key in ("nlm_at_least", "share_linear_at_least"):
             if key in expect:
-                raise _fail(path, lines, ("effects", i, "expect", key),
-                            "a contract on the NLM of an effect computed without NLMs (nlm: false) can never be "
-                            "tested; set nlm: true or remove it")
+                raise located_error(
+                    path,
+                    lines,
+                    ("effects", i, "expect", key),
+                    "a contract on the NLM of an effect computed without NLMs (nlm: false) can never be "
+                    "tested; set nlm: true or remove it",
+                )
     if "within" in expect:
         low, high = (float(b) for b in expect["within"])
         if low > high:
-            raise _fail(path, lines, ("effects", i, "expect", "within"),
-                        f"an empty band [{low:g}, {high:g}]: give [low, high] with low <= high")
+            raise located_error(
+                path,
+                lines,
+                ("effects", i, "expect", "within"),
+                f"an empty band [{low:g}, {high:g}]: give [low, high] with low <= high",
+            )
 
 
 #: Top-level keys of the schema that are attributes of :class:`ReportConfig` under the same name.
@@ -505,13 +463,16 @@ _FIELDS = tuple(SCHEMA["properties"])
 def _config_object(cfg: dict[str, Any], raw: dict[str, Any], path: Path, lines: dict[str, int]) -> ReportConfig:
     """The :class:`ReportConfig` of a resolved config mapping (``raw``: the keys the file set)."""
     effects = tuple(
-        EffectConfig(**{k: v for k, v in eff.items() if k in _EFFECT_FIELDS}, index=i,
-                     given=frozenset(raw["effects"][i]))
-        for i, eff in enumerate(cfg["effects"]))
+        EffectConfig(
+            **{k: v for k, v in eff.items() if k in _EFFECT_FIELDS}, index=i, given=frozenset(raw["effects"][i])
+        )
+        for i, eff in enumerate(cfg["effects"])
+    )
     values = {k: v for k, v in cfg.items() if k in _FIELDS and k != "effects"}
     values["signoff"] = tuple(values.get("signoff", ()))
-    return ReportConfig(**values, effects=effects, path=path, directory=path.parent, name=path.stem, lines=lines,
-                        given=frozenset(raw))
+    return ReportConfig(
+        **values, effects=effects, path=path, directory=path.parent, name=path.stem, lines=lines, given=frozenset(raw)
+    )
 
 
 _EFFECT_FIELDS = tuple(f.name for f in dataclasses.fields(EffectConfig) if f.name not in ("index", "given", "level"))

@@ -21,8 +21,22 @@ from typing import Any
 from ..._utils.numfmt import fmt_est, fmt_level
 from .wording import count_words, unit_after
 
-__all__ = ["Unit", "RowSet", "Interval", "Quantity", "UNITLESS", "COUNT", "shown", "interval_text",
-           "difference", "percentage_points", "model_units", "ROUNDING_LEVEL", "at_rounding_level", "fixed_bounds"]
+__all__ = [
+    "Unit",
+    "RowSet",
+    "Interval",
+    "Quantity",
+    "UNITLESS",
+    "COUNT",
+    "shown",
+    "interval_text",
+    "difference",
+    "percentage_points",
+    "model_units",
+    "ROUNDING_LEVEL",
+    "at_rounding_level",
+    "fixed_bounds",
+]
 
 #: A standard error at or below this share of the magnitude of what it is the error of is rounding noise:
 #: a statistic divided by it (7.3e16 for an SE of 6.7e-18) is not a statistic.
@@ -66,9 +80,10 @@ class Unit:
         return {"name": self.name, "short": self.short, "scale": self.scale, "of": self.of}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Unit":
-        return cls(name=d.get("name", ""), short=d.get("short", ""), scale=float(d.get("scale", 1.0)),
-                   of=d.get("of", ""))
+    def from_dict(cls, d: dict[str, Any]) -> Unit:
+        return cls(
+            name=d.get("name", ""), short=d.get("short", ""), scale=float(d.get("scale", 1.0)), of=d.get("of", "")
+        )
 
 
 #: A number without a unit (NLM, p-value, statistic).
@@ -104,13 +119,13 @@ class RowSet:
 
     name: str
     n: int
-    of: "RowSet | None" = None
+    of: RowSet | None = None
 
     def words(self) -> str:
         """'1,500 evaluated rows', '1 extrapolation point'."""
         return count_words(self.n, self.name)
 
-    def lineage(self) -> list["RowSet"]:
+    def lineage(self) -> list[RowSet]:
         """This set and every set it is part of, innermost first."""
         out, cur = [], self
         while cur is not None:
@@ -118,7 +133,7 @@ class RowSet:
             cur = cur.of
         return out
 
-    def within(self, other: "RowSet") -> bool:
+    def within(self, other: RowSet) -> bool:
         """Whether ``other`` is this set or one it was drawn from (counts of one lineage)."""
         return any(r.name == other.name and r.n == other.n for r in self.lineage())
 
@@ -126,7 +141,7 @@ class RowSet:
         return {"name": self.name, "n": int(self.n), "of": None if self.of is None else self.of.to_dict()}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> "RowSet | None":
+    def from_dict(cls, d: dict[str, Any] | None) -> RowSet | None:
         if d is None:
             return None
         return cls(name=d["name"], n=int(d["n"]), of=cls.from_dict(d.get("of")))
@@ -165,15 +180,21 @@ class Interval:
         return 1 if self.low > 0 else (-1 if self.high < 0 else 0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"low": _finite(self.low), "high": _finite(self.high), "level": self.level, "kind": self.kind,
-                "covers": self.covers}
+        return {
+            "low": _finite(self.low),
+            "high": _finite(self.high),
+            "level": self.level,
+            "kind": self.kind,
+            "covers": self.covers,
+        }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> "Interval | None":
+    def from_dict(cls, d: dict[str, Any] | None) -> Interval | None:
         if d is None:
             return None
-        return cls(low=d.get("low"), high=d.get("high"), level=float(d["level"]), kind=d["kind"],
-                   covers=d.get("covers", ""))
+        return cls(
+            low=d.get("low"), high=d.get("high"), level=float(d["level"]), kind=d["kind"], covers=d.get("covers", "")
+        )
 
 
 def _finite(x: Any) -> float | None:
@@ -215,19 +236,31 @@ class Quantity:
         """(value, low, high) in the unit the reader reads (the unit's scale applied)."""
         s = self.unit.scale
         iv = self.interval
-        scaled = (lambda x: None if x is None else float(x) * s)  # noqa: E731
+        scaled = lambda x: None if x is None else float(x) * s  # noqa: E731
         return scaled(self.value), scaled(iv.low if iv else None), scaled(iv.high if iv else None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "label": self.label, "value": _finite(self.value), "unit": self.unit.to_dict(),
-                "rows": self.rows.to_dict(), "interval": None if self.interval is None else self.interval.to_dict(),
-                "std_error": _finite(self.std_error)}
+        return {
+            "id": self.id,
+            "label": self.label,
+            "value": _finite(self.value),
+            "unit": self.unit.to_dict(),
+            "rows": self.rows.to_dict(),
+            "interval": None if self.interval is None else self.interval.to_dict(),
+            "std_error": _finite(self.std_error),
+        }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Quantity":
-        return cls(id=d["id"], label=d.get("label", ""), value=d.get("value"), unit=Unit.from_dict(d["unit"]),
-                   rows=RowSet.from_dict(d["rows"]), interval=Interval.from_dict(d.get("interval")),
-                   std_error=d.get("std_error"))
+    def from_dict(cls, d: dict[str, Any]) -> Quantity:
+        return cls(
+            id=d["id"],
+            label=d.get("label", ""),
+            value=d.get("value"),
+            unit=Unit.from_dict(d["unit"]),
+            rows=RowSet.from_dict(d["rows"]),
+            interval=Interval.from_dict(d.get("interval")),
+            std_error=d.get("std_error"),
+        )
 
 
 def shown(q: Quantity, *, unit: bool = False) -> str:
@@ -259,17 +292,28 @@ def at_rounding_level(std_error: float | None, magnitude: float) -> bool:
     return float(std_error) <= ROUNDING_LEVEL * max(abs(float(magnitude)), 1e-300)
 
 
-def difference(a: Quantity, b: Quantity, *, id: str, label: str, value: float | None,
-               interval: Interval | None = None, std_error: float | None = None,
-               rows: RowSet | None = None) -> Quantity:
+def difference(
+    a: Quantity,
+    b: Quantity,
+    *,
+    id: str,
+    label: str,
+    value: float | None,
+    interval: Interval | None = None,
+    std_error: float | None = None,
+    rows: RowSet | None = None,
+) -> Quantity:
     """The quantity ``a - b`` (computed elsewhere: paired, with its own interval) in the unit of its operands,
     which must share one: a difference of two values in percentage points is in percentage points, so a
     difference table cannot drift to another scale than its operands."""
     if a.unit != b.unit:
-        raise ValueError(f"cannot subtract {b.label} ({b.unit.name or 'no unit'}) from {a.label} "
-                         f"({a.unit.name or 'no unit'}): the units differ")
-    return Quantity(id=id, label=label, value=value, unit=a.unit, rows=rows or a.rows, interval=interval,
-                    std_error=std_error)
+        raise ValueError(
+            f"cannot subtract {b.label} ({b.unit.name or 'no unit'}) from {a.label} "
+            f"({a.unit.name or 'no unit'}): the units differ"
+        )
+    return Quantity(
+        id=id, label=label, value=value, unit=a.unit, rows=rows or a.rows, interval=interval, std_error=std_error
+    )
 
 
 def fixed_bounds(v: dict[str, Any]) -> tuple[float | None, float | None]:

@@ -12,17 +12,34 @@ from typing import Any
 
 from ...extrapolation import DETECTOR_NAMES as _REGISTERED
 
-__all__ = ["SCHEMA", "DEFAULTS", "EFFECT_DEFAULTS", "LEVEL_DEFAULTS", "DETECTOR_NAMES", "PARTITION_PARAMS", "COUNTERPART"]
+__all__ = [
+    "SCHEMA",
+    "DEFAULTS",
+    "EFFECT_DEFAULTS",
+    "LEVEL_DEFAULTS",
+    "DETECTOR_NAMES",
+    "PARTITION_PARAMS",
+    "COUNTERPART",
+]
 
 _NAME = {"type": "string", "minLength": 1}
-_STEP_VALUE = {"anyOf": [{"type": "number"}, {"type": "string", "minLength": 1}, {"type": "boolean"},
-                         {"type": "array", "minItems": 1, "items": {"type": ["string", "number", "boolean"]}}]}
+_STEP_VALUE = {
+    "anyOf": [
+        {"type": "number"},
+        {"type": "string", "minLength": 1},
+        {"type": "boolean"},
+        {"type": "array", "minItems": 1, "items": {"type": ["string", "number", "boolean"]}},
+    ]
+}
 _DATA = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "path": {**_NAME, "description": "CSV or Parquet file, relative to the config file; with engine: dask "
-                                         "also a Parquet dataset directory or a glob"},
+        "path": {
+            **_NAME,
+            "description": "CSV or Parquet file, relative to the config file; with engine: dask "
+            "also a Parquet dataset directory or a glob",
+        },
         "dataset": {"enum": ["boston"], "description": "a bundled dataset"},
         "description": {"type": "string"},
         "date": {"type": "string", "description": "date (or period) the data describe"},
@@ -38,8 +55,7 @@ _CTREE_PARAMS = {
     "minsplit": {"type": "number", "exclusiveMinimum": 0},
     "alpha": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
     "maxdepth": {"type": "integer", "minimum": 1},
-    "testtype": {"enum": ["Bonferroni", "Univariate", "Teststatistic", "teststatistic",
-                          "bonferroni", "univariate"]},
+    "testtype": {"enum": ["Bonferroni", "Univariate", "Teststatistic", "teststatistic", "bonferroni", "univariate"]},
     "mincriterion": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
 }
 _CART_PARAMS = {
@@ -58,21 +74,31 @@ COUNTERPART.update({v: k for k, v in list(COUNTERPART.items())})
 _DETECTOR = {
     "anyOf": [
         {"enum": [*DETECTOR_NAMES, "none"]},
-        {"type": "object", "required": ["method"],
-         "properties": {"method": {"enum": [*DETECTOR_NAMES, "none"]}},
-         "additionalProperties": {"type": ["number", "string", "boolean", "null"]},
-         "description": "a detector with parameters (checked against its constructor)"},
+        {
+            "type": "object",
+            "required": ["method"],
+            "properties": {"method": {"enum": [*DETECTOR_NAMES, "none"]}},
+            "additionalProperties": {"type": ["number", "string", "boolean", "null"]},
+            "description": "a detector with parameters (checked against its constructor)",
+        },
     ],
 }
 _INFERENCE_METHODS = ["auto", "delta", "bootstrap", "sample"]
 _INFERENCE = {
     "anyOf": [
         {"enum": _INFERENCE_METHODS},
-        {"type": "object", "additionalProperties": False, "required": ["method"],
-         "properties": {"method": {"enum": _INFERENCE_METHODS}, "train_data": _DATA,
-                        "n_resamples": {"type": "integer", "minimum": 2, "maximum": 100000},
-                        "ci": {"enum": ["percentile", "normal"]},
-                        "n_jobs": {"type": "integer"}}},
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["method"],
+            "properties": {
+                "method": {"enum": _INFERENCE_METHODS},
+                "train_data": _DATA,
+                "n_resamples": {"type": "integer", "minimum": 2, "maximum": 100000},
+                "ci": {"enum": ["percentile", "normal"]},
+                "n_jobs": {"type": "integer"},
+            },
+        },
     ],
 }
 #: A fitted model: a joblib file or an entry point (module:function), for ``model`` and ``challenger``.
@@ -85,8 +111,10 @@ _MODEL = {
         "description": {"type": "string"},
         "prediction_scale": {"type": "string"},
         "version": {"type": ["string", "number"], "description": "the model's version (audit trail)"},
-        "target_class": {"type": ["string", "integer", "boolean"],
-                         "description": "class whose predicted probability is explained (classifiers)"},
+        "target_class": {
+            "type": ["string", "integer", "boolean"],
+            "description": "class whose predicted probability is explained (classifiers)",
+        },
     },
     "oneOf": [{"required": ["entry_point"]}, {"required": ["joblib"]}],
 }
@@ -97,16 +125,29 @@ _PARTITION = {
         "method": {"enum": ["ctree", "cart"]},
         "features": {"type": "array", "items": _NAME, "minItems": 1},
         "n_partitions": {"type": "integer", "minimum": 2},
-        "max_leaves": {"type": ["integer", "null"], "minimum": 2,
-                       "description": "prune the grown tree to at most this many subspaces (default 8; null: the "
-                                      "grown tree, unpruned, with the method's own defaults)"},
-        "honest": {"type": "boolean",
-                   "description": "grow the tree on a seeded part of the rows and estimate the leaves on the "
-                                  "other (default true; false: the paper's procedure, intervals not adjusted)"},
-        "honest_fraction": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
-                            "description": "share of the evaluated rows that grow the tree (default 0.5)"},
-        "n_splits": {"type": "integer", "minimum": 1, "maximum": 200,
-                     "description": "repeat the honest split this many times and report its stability"},
+        "max_leaves": {
+            "type": ["integer", "null"],
+            "minimum": 2,
+            "description": "prune the grown tree to at most this many subspaces (default 8; null: the "
+            "grown tree, unpruned, with the method's own defaults)",
+        },
+        "honest": {
+            "type": "boolean",
+            "description": "grow the tree on a seeded part of the rows and estimate the leaves on the "
+            "other (default true; false: the paper's procedure, intervals not adjusted)",
+        },
+        "honest_fraction": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "exclusiveMaximum": 1,
+            "description": "share of the evaluated rows that grow the tree (default 0.5)",
+        },
+        "n_splits": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 200,
+            "description": "repeat the honest split this many times and report its stability",
+        },
         **_CTREE_PARAMS,
         **_CART_PARAMS,
     },
@@ -123,19 +164,28 @@ _STABILITY = {
 _LEARNER = {
     "oneOf": [
         {"type": "boolean"},
-        {"type": "object", "additionalProperties": False,
-         "description": "refit the model's learner on seeded splits of the training data (fme.learner_ame)",
-         "properties": {"repeats": {"type": "integer", "minimum": 2, "maximum": 200},
-                        "test_size": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-                        "n_jobs": {"type": "integer"}, "train_data": _DATA}},
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "refit the model's learner on seeded splits of the training data (fme.learner_ame)",
+            "properties": {
+                "repeats": {"type": "integer", "minimum": 2, "maximum": 200},
+                "test_size": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+                "n_jobs": {"type": "integer"},
+                "train_data": _DATA,
+            },
+        },
     ],
 }
 _DATA_LEVEL = {
     "oneOf": [
         {"type": "boolean"},
-        {"type": "object", "additionalProperties": False,
-         "description": "the debiased data-level shift effect with positivity diagnostics (fme.dgp_ame)",
-         "properties": {"folds": {"type": "integer", "minimum": 2, "maximum": 20}, "train_data": _DATA}},
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "the debiased data-level shift effect with positivity diagnostics (fme.dgp_ame)",
+            "properties": {"folds": {"type": "integer", "minimum": 2, "maximum": 20}, "train_data": _DATA},
+        },
     ],
 }
 _EFFECT = {
@@ -157,17 +207,25 @@ _EFFECT = {
         "learner": _LEARNER,
         "data_level": _DATA_LEVEL,
         "conf_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-        "expected_sign": {"enum": ["+", "-"],
-                          "description": "direction the domain owner expects for the AME (plausibility check)"},
-        "expect": {"type": "object", "additionalProperties": False, "minProperties": 1,
-                   "description": "effect contracts, tested (fme report --check exits 3 when one is not met)",
-                   "properties": {
-                       "sign": {"enum": ["+", "-"]},
-                       "within": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
-                       "at_least": {"type": "number"}, "at_most": {"type": "number"},
-                       "nlm_at_least": {"type": "number", "maximum": 1},
-                       "share_linear_at_least": {"type": "number", "minimum": 0, "maximum": 1},
-                       "max_extrapolated": {"type": "number", "minimum": 0, "maximum": 1}}},
+        "expected_sign": {
+            "enum": ["+", "-"],
+            "description": "direction the domain owner expects for the AME (plausibility check)",
+        },
+        "expect": {
+            "type": "object",
+            "additionalProperties": False,
+            "minProperties": 1,
+            "description": "effect contracts, tested (fme report --check exits 3 when one is not met)",
+            "properties": {
+                "sign": {"enum": ["+", "-"]},
+                "within": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+                "at_least": {"type": "number"},
+                "at_most": {"type": "number"},
+                "nlm_at_least": {"type": "number", "maximum": 1},
+                "share_linear_at_least": {"type": "number", "minimum": 0, "maximum": 1},
+                "max_extrapolated": {"type": "number", "minimum": 0, "maximum": 1},
+            },
+        },
     },
 }
 _SIGNOFF = {
@@ -196,26 +254,48 @@ SCHEMA: dict[str, Any] = {
         "model": _MODEL,
         "interactions": {
             "description": "feature pairs whose interaction (second difference) the report estimates, or auto",
-            "oneOf": [{"const": "auto"},
-                      {"type": "object", "additionalProperties": False, "required": ["auto"],
-                       "properties": {"auto": {"type": "integer", "minimum": 2, "maximum": 20}}},
-                      {"type": "array", "minItems": 1, "items": {
-                          "type": "object", "additionalProperties": False, "required": ["a", "b"],
-                          "properties": {"a": {"type": "object", "minProperties": 1},
-                                         "b": {"type": "object", "minProperties": 1}}}}]},
-        "challenger": {**_MODEL, "description": "a second model compared effect by effect on the same rows "
-                                                 "(champion and challenger)"},
+            "oneOf": [
+                {"const": "auto"},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["auto"],
+                    "properties": {"auto": {"type": "integer", "minimum": 2, "maximum": 20}},
+                },
+                {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["a", "b"],
+                        "properties": {
+                            "a": {"type": "object", "minProperties": 1},
+                            "b": {"type": "object", "minProperties": 1},
+                        },
+                    },
+                },
+            ],
+        },
+        "challenger": {
+            **_MODEL,
+            "description": "a second model compared effect by effect on the same rows (champion and challenger)",
+        },
         "data": _DATA,
         "reference_data": _DATA,
         "test_data": _DATA,
         "target": _NAME,
         "target_unit": {"type": "string"},
         "units": {"type": "object", "additionalProperties": {"type": "string"}},
-        "descriptions": {"type": "object", "additionalProperties": {"type": "string"},
-                         "description": "feature -> what it measures (feature dictionary)"},
+        "descriptions": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "feature -> what it measures (feature dictionary)",
+        },
         "inference": _INFERENCE,
         "flags": {
-            "type": "object", "additionalProperties": False,
+            "type": "object",
+            "additionalProperties": False,
             "properties": {
                 "ep_share": {"type": "number", "minimum": 0, "maximum": 1},
                 "anlm": {"type": "number", "maximum": 1},
@@ -226,16 +306,23 @@ SCHEMA: dict[str, Any] = {
                 "bootstrap_resamples": {"type": "integer", "minimum": 2},
             },
         },
-        "overview": {"oneOf": [
-            {"type": "boolean", "const": False},
-            {"type": "object", "additionalProperties": False,
-             "properties": {"step": {"enum": ["unit", "sd"]}, "extrapolation": _DETECTOR}},
-        ]},
+        "overview": {
+            "oneOf": [
+                {"type": "boolean", "const": False},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"step": {"enum": ["unit", "sd"]}, "extrapolation": _DETECTOR},
+                },
+            ]
+        },
         "conf_level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
         "seed": {"type": "integer", "minimum": 0},
         "timestamp": {"type": "boolean"},
-        "model_card": {"type": "boolean",
-                       "description": "also write model_card.json (Model Card Toolkit schema 0.0.2)"},
+        "model_card": {
+            "type": "boolean",
+            "description": "also write model_card.json (Model Card Toolkit schema 0.0.2)",
+        },
         "observations": _NAME,
         "effects": {"type": "array", "minItems": 1, "items": _EFFECT},
         "figures": {
@@ -248,30 +335,54 @@ SCHEMA: dict[str, Any] = {
             },
         },
         "pdf": {"type": "boolean"},
-        "engine": {"enum": ["pandas", "dask"],
-                   "description": "dask: data paths may be Parquet dataset directories or globs, read with Dask; "
-                                  "the analysis runs out of core (summaries over all rows, per-row figures from "
-                                  "a seeded sample of sample_size rows)"},
-        "scheduler": {**_NAME, "description": "address of a Dask scheduler (engine: dask; default: a local "
-                                              "cluster started and closed by the build)"},
-        "sample_size": {"type": "integer", "minimum": 10,
-                        "description": "engine: dask: rows of the seeded sample behind the per-row figures and "
-                                       "tables (default 100000; the summaries are over all rows)"},
+        "engine": {
+            "enum": ["pandas", "dask"],
+            "description": "dask: data paths may be Parquet dataset directories or globs, read with Dask; "
+            "the analysis runs out of core (summaries over all rows, per-row figures from "
+            "a seeded sample of sample_size rows)",
+        },
+        "scheduler": {
+            **_NAME,
+            "description": "address of a Dask scheduler (engine: dask; default: a local "
+            "cluster started and closed by the build)",
+        },
+        "sample_size": {
+            "type": "integer",
+            "minimum": 10,
+            "description": "engine: dask: rows of the seeded sample behind the per-row figures and "
+            "tables (default 100000; the summaries are over all rows)",
+        },
         "previous": {**_NAME, "description": "results.json of an earlier build: adds a change-log section"},
     },
 }
 
 DEFAULTS: dict[str, Any] = {
-    "status": "Draft", "conf_level": 0.95, "seed": 0, "timestamp": False, "pdf": True,
-    "out_of_scope": "", "units": {}, "target_unit": "", "descriptions": {}, "inference": "auto", "flags": {},
+    "status": "Draft",
+    "conf_level": 0.95,
+    "seed": 0,
+    "timestamp": False,
+    "pdf": True,
+    "out_of_scope": "",
+    "units": {},
+    "target_unit": "",
+    "descriptions": {},
+    "inference": "auto",
+    "flags": {},
     "overview": {"step": "sd", "extrapolation": "envelope"},
     "figures": {"max_points": 2000, "width": 6.4, "png_dpi": 200},
-    "signoff": [{"role": "Preparer", "name": ""}, {"role": "Independent reviewer", "name": ""},
-                {"role": "Approver", "name": ""}],
+    "signoff": [
+        {"role": "Preparer", "name": ""},
+        {"role": "Independent reviewer", "name": ""},
+        {"role": "Approver", "name": ""},
+    ],
 }
 EFFECT_DEFAULTS: dict[str, Any] = {
-    "why": "", "nlm": True, "nlm_method": "auto", "extrapolation": "envelope",
-    "on_extrapolation": "exclude", "partition": {"method": "ctree", "max_leaves": 8},
+    "why": "",
+    "nlm": True,
+    "nlm_method": "auto",
+    "extrapolation": "envelope",
+    "on_extrapolation": "exclude",
+    "partition": {"method": "ctree", "max_leaves": 8},
     "stability": {"subsamples": 20, "fraction": 0.5},
 }
 #: Settings of an effect's learner-level (``learner:``) and data-level (``data_level:``) estimates when the config

@@ -31,18 +31,29 @@ from __future__ import annotations
 import atexit
 import glob
 import hashlib
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pandas and numpy load when data are read, not when a config is checked
+    import numpy as np
     import pandas as pd
 
-__all__ = ["GLOB_CHARS", "is_glob", "data_files", "file_sha256", "files_sha256", "read_frame", "read_dask",
-           "dask_session", "session", "session_info", "close_session", "sample_rows"]
+__all__ = [
+    "GLOB_CHARS",
+    "is_glob",
+    "data_files",
+    "file_sha256",
+    "files_sha256",
+    "read_frame",
+    "read_dask",
+    "dask_session",
+    "session",
+    "session_info",
+    "close_session",
+    "sample_rows",
+]
 
 GLOB_CHARS = frozenset("*?[")
 _PARQUET = (".parquet", ".pq")
@@ -63,8 +74,13 @@ def data_files(base: str | Path, rel: str) -> list[Path]:
     if is_glob(rel):
         return sorted(Path(f) for f in glob.glob(str(p), recursive=True) if Path(f).is_file())
     if p.is_dir():
-        return sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in _PARQUET
-                      and not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts))
+        return sorted(
+            f
+            for f in p.rglob("*")
+            if f.is_file()
+            and f.suffix.lower() in _PARQUET
+            and not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts)
+        )
     return [p] if p.is_file() else []
 
 
@@ -149,8 +165,12 @@ def session_info() -> dict[str, Any] | None:
         return None
     workers = _SESSION["client"].scheduler_info().get("workers", {})
     each = [int(w.get("nthreads", 0)) for w in workers.values()]
-    return {"scheduler": _SESSION["scheduler"] or "local", "workers": len(workers), "threads": int(sum(each)),
-            "threads_per_worker": sorted(set(each))}
+    return {
+        "scheduler": _SESSION["scheduler"] or "local",
+        "workers": len(workers),
+        "threads": int(sum(each)),
+        "threads_per_worker": sorted(set(each)),
+    }
 
 
 def close_session() -> None:
@@ -185,6 +205,7 @@ def read_frame(files: list[Path], engine: str, scheduler: str | None = None) -> 
     open, else on a cluster started and closed for this read (:func:`dask_session`).
     """
     import pandas as pd
+
     if engine != "dask":
         f = files[0]
         return pd.read_parquet(f) if f.suffix.lower() in _PARQUET else pd.read_csv(f)
@@ -201,6 +222,7 @@ def read_frame(files: list[Path], engine: str, scheduler: str | None = None) -> 
 
 def _renumber(part: pd.DataFrame, start: int) -> pd.DataFrame:
     import pandas as pd
+
     part = part.copy(deep=False)
     part.index = pd.RangeIndex(start, start + len(part))
     return part
@@ -217,10 +239,10 @@ def read_dask(files: list[Path], scheduler: str | None = None) -> tuple[Any, int
     equals that of the same rows read into pandas and numbered (:func:`read_frame`), so the
     fMEs of a row carry the same label under both engines.
     """
-    import numpy as np
-    import pandas as pd
     import dask
     import dask.dataframe as dd
+    import numpy as np
+    import pandas as pd
     from dask import delayed
 
     session(scheduler)
@@ -242,6 +264,7 @@ def read_dask(files: list[Path], scheduler: str | None = None) -> tuple[Any, int
 
 def _pick(part: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
     import numpy as np
+
     pos = np.asarray(part.index, dtype=np.int64)
     return part[np.isin(pos, rows)]
 
@@ -254,6 +277,7 @@ def sample_rows(frame: Any, n: int, size: int, seed: int) -> tuple[pd.DataFrame,
     sampled rows reach the client.
     """
     import numpy as np
+
     if n <= size:
         return frame.compute(), True
     rows = np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))

@@ -19,13 +19,32 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-__all__ = ["FLAG_DEFAULTS", "engine_problem", "FLAG_MEANING", "CI_COVERS", "detector_parameters",
-           "normalise_detector", "normalise_inference", "make_detector", "describe_detector", "bootstrap_kwargs",
-           "scales_dispersion", "dispersion_covariance", "ci_short"]
+__all__ = [
+    "FLAG_DEFAULTS",
+    "engine_problem",
+    "FLAG_MEANING",
+    "CI_COVERS",
+    "detector_parameters",
+    "normalise_detector",
+    "normalise_inference",
+    "make_detector",
+    "describe_detector",
+    "bootstrap_kwargs",
+    "scales_dispersion",
+    "dispersion_covariance",
+    "ci_short",
+]
 
 #: Default flag thresholds (printed in every report; ``flags:`` in a config overrides them).
-FLAG_DEFAULTS: dict[str, float] = {"ep_share": 0.5, "anlm": 0.9, "leaf_anlm": 0.5, "leaf_n": 30, "ari": 0.5,
-                                   "dispersion": 1.5, "bootstrap_resamples": 200}
+FLAG_DEFAULTS: dict[str, float] = {
+    "ep_share": 0.5,
+    "anlm": 0.9,
+    "leaf_anlm": 0.5,
+    "leaf_n": 30,
+    "ari": 0.5,
+    "dispersion": 1.5,
+    "bootstrap_resamples": 200,
+}
 #: What each threshold means (for the report's list of thresholds and for reports/README.md).
 FLAG_MEANING = {
     "ep_share": "share of extrapolation points left out of an effect above which it is flagged",
@@ -34,9 +53,9 @@ FLAG_MEANING = {
     "leaf_n": "cAME leaves with fewer rows are flagged as small",
     "ari": "median adjusted Rand index below which a partition is flagged as unstable",
     "dispersion": "Pearson chi2 / residual df of a Poisson or binomial GLM above which it is flagged as "
-                  "overdispersed and its delta-method intervals use the covariance scaled by that dispersion",
+    "overdispersed and its delta-method intervals use the covariance scaled by that dispersion",
     "bootstrap_resamples": "resamples below which a percentile bootstrap interval at 95% or more is flagged (its "
-                           "tails rest on too few refits)",
+    "tails rest on too few refits)",
 }
 #: Which uncertainty an interval of each inference method covers (shown beside every CI).
 CI_COVERS = {
@@ -70,6 +89,7 @@ def dispersion_covariance(dispersion: dict) -> str:
     ``delta (Pearson dispersion 13.48)``)."""
     return f"Pearson dispersion {dispersion['dispersion']:.2f}"
 
+
 # Constructor arguments a config cannot give (objects, or set by the report itself).
 _NOT_CONFIGURABLE = {"self", "random_state", "classifier"}
 
@@ -85,8 +105,11 @@ def detector_parameters(name: str) -> dict[str, Any]:
     if name == "none":
         return {}
     sig = inspect.signature(_detector_class(name).__init__)
-    return {p: (None if v.default is inspect.Parameter.empty else v.default) for p, v in sig.parameters.items()
-            if p not in _NOT_CONFIGURABLE and v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD)}
+    return {
+        p: (None if v.default is inspect.Parameter.empty else v.default)
+        for p, v in sig.parameters.items()
+        if p not in _NOT_CONFIGURABLE and v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD)
+    }
 
 
 def normalise_detector(value: Any) -> tuple[dict[str, Any], tuple[str, str] | None]:
@@ -147,8 +170,10 @@ def normalise_inference(value: Any, inherited: dict[str, Any] | None = None) -> 
         if "train_data" not in spec and inherited and inherited.get("method") == "bootstrap":
             spec = {**{k: inherited[k] for k in boot_keys if k in inherited}, **spec}
         if "train_data" not in spec:
-            return spec, ("bootstrap refits the model and needs its training data: give train_data: {path: ...} "
-                          "(features and the target column)")
+            return spec, (
+                "bootstrap refits the model and needs its training data: give train_data: {path: ...} "
+                "(features and the target column)"
+            )
         spec.setdefault("n_resamples", 200)
         spec.setdefault("ci", "percentile")
     else:
@@ -176,8 +201,10 @@ def normalise_level(key: str, value: Any, *inference: dict[str, Any]) -> tuple[A
                 break
     if "train_data" not in spec:
         what = "refits the learner on splits" if key == "learner" else "fits the outcome and the density ratio"
-        return spec, (f"{key} {what} of the training data and needs them: give train_data: {{path: ...}} (features "
-                      f"and the target column) here, or inference: {{method: bootstrap, train_data: ...}}")
+        return spec, (
+            f"{key} {what} of the training data and needs them: give train_data: {{path: ...}} (features "
+            f"and the target column) here, or inference: {{method: bootstrap, train_data: ...}}"
+        )
     return spec, None
 
 
@@ -190,8 +217,14 @@ def bootstrap_kwargs(spec: dict[str, Any], train: Any, target: str, seed: int, c
     """
     if spec["method"] != "bootstrap":
         return {"inference": spec["method"]}
-    boot = {"X": train.drop(columns=[target]), "y": train[target], "n_resamples": int(spec["n_resamples"]),
-            "random_state": seed, "ci": spec["ci"], "progress": False}
+    boot = {
+        "X": train.drop(columns=[target]),
+        "y": train[target],
+        "n_resamples": int(spec["n_resamples"]),
+        "random_state": seed,
+        "ci": spec["ci"],
+        "progress": False,
+    }
     if spec.get("n_jobs") is not None:
         boot["n_jobs"] = int(spec["n_jobs"])
     if cache is not None:
@@ -207,22 +240,27 @@ def engine_problem(raw: dict[str, Any]) -> tuple[tuple, str] | None:
     if "scheduler" in raw and engine != "dask":
         return ("scheduler",), "a scheduler address needs engine: dask; add engine: dask or remove scheduler"
     if "sample_size" in raw and engine != "dask":
-        return ("sample_size",), ("sample_size applies to engine: dask (pandas reports use every row); add "
-                                  "engine: dask or remove sample_size")
+        return ("sample_size",), (
+            "sample_size applies to engine: dask (pandas reports use every row); add engine: dask or remove sample_size"
+        )
     if engine == "dask":
         missing = [m for m in ("dask", "distributed", "pyarrow") if importlib.util.find_spec(m) is None]
         if missing:
-            return ("engine",), (f"engine: dask needs {', '.join(missing)}: pip install 'fme[dask]' (or remove "
-                                 "engine: dask)")
+            return ("engine",), (
+                f"engine: dask needs {', '.join(missing)}: pip install 'fme[dask]' (or remove engine: dask)"
+            )
         return None
     from .sources import is_glob
 
     keys = [((k,), raw.get(k)) for k in ("data", "reference_data", "test_data")]
     inference = [(("inference",), raw.get("inference"))] + [
-        (("effects", i, "inference"), e.get("inference")) for i, e in enumerate(raw.get("effects") or [])]
+        (("effects", i, "inference"), e.get("inference")) for i, e in enumerate(raw.get("effects") or [])
+    ]
     keys += [(k + ("train_data",), v.get("train_data")) for k, v in inference if isinstance(v, dict)]
     for key, spec in keys:
         if isinstance(spec, dict) and isinstance(spec.get("path"), str) and is_glob(spec["path"]):
-            return key + ("path",), (f"{spec['path']!r} is a glob; several files are read with engine: dask (add "
-                                     "engine: dask at the top level) or name one file")
+            return key + ("path",), (
+                f"{spec['path']!r} is a glob; several files are read with engine: dask (add "
+                "engine: dask at the top level) or name one file"
+            )
     return None

@@ -47,8 +47,11 @@ def train_data_specs(cfg: ReportConfig) -> list[tuple[tuple, dict]]:
     for i, eff in enumerate(cfg.effects):
         candidates += [(("effects", i, k), getattr(eff, k)) for k in ("inference", "learner", "data_level")]
     for key, spec in candidates:
-        if not isinstance(spec, Mapping) or "train_data" not in spec or (
-                key[-1] == "inference" and spec.get("method") != "bootstrap"):
+        if (
+            not isinstance(spec, Mapping)
+            or "train_data" not in spec
+            or (key[-1] == "inference" and spec.get("method") != "bootstrap")
+        ):
             continue
         ident = repr(sorted(spec["train_data"].items()))
         if ident not in seen:
@@ -77,10 +80,15 @@ def check_scheduler(cfg: ReportConfig, timeout: float = SCHEDULER_TIMEOUT) -> No
         with socket.create_connection((host, int(port) if port.isdigit() else 8786), timeout=timeout):
             pass
     except OSError as exc:
-        raise config_error(cfg, ("scheduler",), (
-            f"no Dask scheduler answers at {address} (tried for {timeout:g} s: {exc.strerror or exc}); start it "
-            f"there (dask scheduler --port {port or 8786}), fix the address, or remove the scheduler key to use a "
-            "local cluster")) from None
+        raise config_error(
+            cfg,
+            ("scheduler",),
+            (
+                f"no Dask scheduler answers at {address} (tried for {timeout:g} s: {exc.strerror or exc}); start it "
+                f"there (dask scheduler --port {port or 8786}), fix the address, or remove the scheduler key to use a "
+                "local cluster"
+            ),
+        ) from None
 
 
 def check_inputs(cfg: ReportConfig) -> None:
@@ -97,8 +105,9 @@ def check_inputs(cfg: ReportConfig) -> None:
     if rel is not None:
         p = Path(rel) if Path(rel).is_absolute() else base / rel
         if not p.is_file():
-            raise config_error(cfg, ("model", "joblib"), f"model file not found: {p}; fix the path (relative to "
-                                                          "the config)")
+            raise config_error(
+                cfg, ("model", "joblib"), f"model file not found: {p}; fix the path (relative to the config)"
+            )
     data_keys = [((key,), getattr(cfg, key)) for key in _DATA_KEYS]
     data_keys += [(key, spec) for key, spec in train_data_specs(cfg)]
     for key, spec in data_keys:
@@ -114,9 +123,12 @@ def check_inputs(cfg: ReportConfig) -> None:
         else:
             detail = ""
         if spec is None:
-            raise config_error(cfg, ("model", "entry_point"),
-                               f"module {module!r} cannot be imported{detail}; check the name and that its "
-                               "package is installed or on PYTHONPATH")
+            raise config_error(
+                cfg,
+                ("model", "entry_point"),
+                f"module {module!r} cannot be imported{detail}; check the name and that its "
+                "package is installed or on PYTHONPATH",
+            )
 
 
 def _data_columns(cfg: ReportConfig) -> list[str] | None:
@@ -154,9 +166,12 @@ def check_interaction_features(cfg: ReportConfig) -> None:
         for side in ("a", "b"):
             for feature in pair.get(side) or {}:
                 if feature not in columns:
-                    raise config_error(cfg, ("interactions", i, side, feature),
-                                       f"unknown feature {feature!r}: not a column of the data (its columns: "
-                                       f"{', '.join(columns[:20])}{' ...' if len(columns) > 20 else ''})")
+                    raise config_error(
+                        cfg,
+                        ("interactions", i, side, feature),
+                        f"unknown feature {feature!r}: not a column of the data (its columns: "
+                        f"{', '.join(columns[:20])}{' ...' if len(columns) > 20 else ''})",
+                    )
 
 
 def _check_data_path(cfg: ReportConfig, key: tuple, rel: str, base: Path) -> None:
@@ -168,8 +183,12 @@ def _check_data_path(cfg: ReportConfig, key: tuple, rel: str, base: Path) -> Non
     if is_glob(rel) or p.is_dir():
         what = "a glob" if is_glob(rel) else "a directory (a Parquet dataset)"
         if not dask:
-            raise config_error(cfg, key, f"{p} is {what}; several files are read with engine: dask (add "
-                                         "engine: dask at the top level) or name one file")
+            raise config_error(
+                cfg,
+                key,
+                f"{p} is {what}; several files are read with engine: dask (add "
+                "engine: dask at the top level) or name one file",
+            )
         if not data_files(base, rel):
             found = "no file matches it" if is_glob(rel) else "it holds no .parquet/.pq file"
             raise config_error(cfg, key, f"{p} is {what} but {found}; fix the path (relative to the config)")

@@ -22,17 +22,27 @@ def global_test_record(tests: dict, leaves: list[dict] | None = None) -> TestRec
     tested = [leaf for leaf in leaves or [] if leaf.get("node") not in out]
     values = [leaf.get("came") for leaf in tested] or [r.get("estimate") for r in tests["rows"]]
     magnitude = max((abs(float(x)) for x in values if x is not None), default=0.0)
-    return TestRecord(id="partition/global", statistic=g.get("statistic"), p_value=g.get("p_value"),
-                      df=g.get("df"), std_errors=tuple(r.get("std_error") for r in tests["rows"]),
-                      magnitude=magnitude, n_per_group=tuple(int(leaf["n"]) for leaf in tested),
-                      note=str(g.get("note") or ""))
+    return TestRecord(
+        id="partition/global",
+        statistic=g.get("statistic"),
+        p_value=g.get("p_value"),
+        df=g.get("df"),
+        std_errors=tuple(r.get("std_error") for r in tests["rows"]),
+        magnitude=magnitude,
+        n_per_group=tuple(int(leaf["n"]) for leaf in tested),
+        note=str(g.get("note") or ""),
+    )
 
 
 def global_test_claim(tests: dict, conf_level: float, leaves: list[dict] | None = None) -> Claim:
     """The global test's claim: its result when the test is valid, else why it cannot be computed."""
-    return test_claim(global_test_record(tests, leaves), 1 - conf_level,
-                      "Global test that all leaf cAMEs are equal (Wald, chi-squared)", "the leaves' cAMEs differ",
-                      "the data do not show that the leaves' cAMEs differ")
+    return test_claim(
+        global_test_record(tests, leaves),
+        1 - conf_level,
+        "Global test that all leaf cAMEs are equal (Wald, chi-squared)",
+        "the leaves' cAMEs differ",
+        "the data do not show that the leaves' cAMEs differ",
+    )
 
 
 def contract_not_valid(r: dict) -> str | None:

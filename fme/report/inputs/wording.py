@@ -15,14 +15,47 @@ from ..._utils.numfmt import fmt_int
 __all__ = ["singular", "count_words", "unit_after", "is_one"]
 
 #: Words after which the head noun of a unit or noun phrase has ended ("pupils per teacher").
-_PREPOSITIONS = frozenset({"per", "of", "in", "for", "at", "on", "to", "from", "with", "by", "inside", "outside",
-                           "left", "where", "that", "whose", "kept", "already"})
+_PREPOSITIONS = frozenset(
+    {
+        "per",
+        "of",
+        "in",
+        "for",
+        "at",
+        "on",
+        "to",
+        "from",
+        "with",
+        "by",
+        "inside",
+        "outside",
+        "left",
+        "where",
+        "that",
+        "whose",
+        "kept",
+        "already",
+    }
+)
 #: Multipliers that stay plural before "of": "1 thousands of dollars" reads as the config's unit name.
 _MULTIPLIERS = frozenset({"tens", "dozens", "hundreds", "thousands", "millions", "billions"})
 #: Plural words whose singular is not a suffix rule.
-_IRREGULAR = {"people": "person", "children": "child", "men": "man", "women": "woman", "feet": "foot",
-              "teeth": "tooth", "mice": "mouse", "data": "data", "series": "series", "species": "species",
-              "indices": "index", "matrices": "matrix", "analyses": "analysis", "axes": "axis"}
+_IRREGULAR = {
+    "people": "person",
+    "children": "child",
+    "men": "man",
+    "women": "woman",
+    "feet": "foot",
+    "teeth": "tooth",
+    "mice": "mouse",
+    "data": "data",
+    "series": "series",
+    "species": "species",
+    "indices": "index",
+    "matrices": "matrix",
+    "analyses": "analysis",
+    "axes": "axis",
+}
 
 
 def _singular_word(word: str) -> str:

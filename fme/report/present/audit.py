@@ -8,16 +8,23 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
 from ..inputs.config import ReportConfig
 
 __all__ = ["audit_context", "hash_rows"]
 
 #: Row order and display names of the hashed inputs.
-_INPUTS = (("model", "Fitted model"), ("model module source", "Model entry point's module (source)"),
-           ("challenger", "Challenger model"),
-           ("data", "Evaluation data"), ("reference_data", "Reference data"), ("test_data", "Test data"),
-           ("train_data", "Training data (refits)"),
-           ("previous", "Previous results (change log)"), ("requirements.lock", "Dependency lock"))
+_INPUTS = (
+    ("model", "Fitted model"),
+    ("model module source", "Model entry point's module (source)"),
+    ("challenger", "Challenger model"),
+    ("data", "Evaluation data"),
+    ("reference_data", "Reference data"),
+    ("test_data", "Test data"),
+    ("train_data", "Training data (refits)"),
+    ("previous", "Previous results (change log)"),
+    ("requirements.lock", "Dependency lock"),
+)
 
 
 def hash_rows(results: dict, build_info: dict) -> list[dict[str, str]]:
@@ -31,20 +38,36 @@ def hash_rows(results: dict, build_info: dict) -> list[dict[str, str]]:
             rows.append({"input": name, "of": d["of"], "sha256": d["sha256"] or "-"})
         elif key == "reference_data":
             source = (results.get("reference_data") or {}).get("source", "")
-            rows.append({"input": name, "of": source or "not configured", "sha256":
-                         "in the model hash" if "entry point" in source else "same as the evaluation data"})
+            rows.append(
+                {
+                    "input": name,
+                    "of": source or "not configured",
+                    "sha256": "in the model hash" if "entry point" in source else "same as the evaluation data",
+                }
+            )
         elif key == "test_data":
             rows.append({"input": name, "of": "not configured" if "test_data" not in cfg else "-", "sha256": "-"})
         elif key == "data":  # a build.json without hashes (older fme): the notebook's own record
-            rows.append({"input": name, "of": (results.get("data") or {}).get("source", "-"),
-                         "sha256": (results.get("data") or {}).get("sha256", "-")})
+            rows.append(
+                {
+                    "input": name,
+                    "of": (results.get("data") or {}).get("source", "-"),
+                    "sha256": (results.get("data") or {}).get("sha256", "-"),
+                }
+            )
         if key == "train_data":  # further training-data files named by single effects
             extra = sorted((k for k in hashes if k.startswith("train_data ")), key=lambda k: int(k.split()[1]))
-            rows += [{"input": f"{name} {k.split()[1]}", "of": hashes[k]["of"], "sha256": hashes[k]["sha256"]}
-                     for k in extra]
+            rows += [
+                {"input": f"{name} {k.split()[1]}", "of": hashes[k]["of"], "sha256": hashes[k]["sha256"]} for k in extra
+            ]
     if "results_sha256" in build_info:
-        rows.append({"input": "Results file", "of": "results.json (every number of this report, full precision)",
-                     "sha256": build_info["results_sha256"]})
+        rows.append(
+            {
+                "input": "Results file",
+                "of": "results.json (every number of this report, full precision)",
+                "sha256": build_info["results_sha256"],
+            }
+        )
     return rows
 
 
@@ -58,13 +81,17 @@ def audit_context(results: dict, cfg: ReportConfig, build_info: dict) -> dict[st
     longest = max((len(run) for run in re.findall("`+", text)), default=0)
     model = (build_info.get("hashes") or {}).get("model")
     if model is None:  # a build.json of an older fme: the notebook's record
-        model = {"sha256": (results.get("model") or {}).get("sha256") or "-",
-                 "of": (results.get("model") or {}).get("sha256_of") or "model file"}
+        model = {
+            "sha256": (results.get("model") or {}).get("sha256") or "-",
+            "of": (results.get("model") or {}).get("sha256_of") or "model file",
+        }
     return {
         "audit": {
-            "model_sha256": model["sha256"], "model_sha256_of": model["of"],
+            "model_sha256": model["sha256"],
+            "model_sha256_of": model["of"],
             "hashes": hash_rows(results, build_info),
-            "model_version": str(cfg.model["version"]) if cfg.model.get("version") not in (None, "")
+            "model_version": str(cfg.model["version"])
+            if cfg.model.get("version") not in (None, "")
             else "not stated in the config (model.version)",
             "os": f"{env.get('os', '?')} {env.get('os_release', '')}".strip(),
             "machine": env.get("machine", "?"),

@@ -12,11 +12,11 @@ import hashlib
 import json
 from typing import Any
 
+from ..._utils.numfmt import decimals_for, fmt_g, fmt_num, fmt_percent
 from ..inputs.config import ReportConfig, config_error
 from ..inputs.quantities import fixed_bounds
-from .display import effect_title
-from ..._utils.numfmt import decimals_for, fmt_g, fmt_num, fmt_percent
 from ..inputs.specs import ci_short
+from .display import effect_title
 
 __all__ = ["load_previous", "compact", "changelog"]
 
@@ -73,18 +73,30 @@ def compact(results: dict) -> dict[str, Any]:
             method, lo, hi = _primary(v)
             fixed_lo, fixed_hi = fixed_bounds(v)
             lo, hi, fixed_lo, fixed_hi = times(lo), times(hi), times(fixed_lo), times(fixed_hi)
-            out[v["id"]] = {"label": effect_title(g) + (f": to level {v['level']}"
-                                                                   if v.get("level") is not None else ""),
-                            "step": v["step_label"], "ame": times(v["ame"]), "inference": method, "ci_low": lo,
-                            "ci_high": hi, "fixed_ci_low": fixed_lo, "fixed_ci_high": fixed_hi,
-                            "ep_share": _ep_share(v),
-                            "first_split": None if not p else _split_text(p.get("root_split"))}
+            out[v["id"]] = {
+                "label": effect_title(g) + (f": to level {v['level']}" if v.get("level") is not None else ""),
+                "step": v["step_label"],
+                "ame": times(v["ame"]),
+                "inference": method,
+                "ci_low": lo,
+                "ci_high": hi,
+                "fixed_ci_low": fixed_lo,
+                "fixed_ci_high": fixed_hi,
+                "ep_share": _ep_share(v),
+                "first_split": None if not p else _split_text(p.get("root_split")),
+            }
     model = results.get("model") or {}
     version = ((results.get("config") or {}).get("model") or {}).get("version")
-    return {"config_name": results.get("config_name"), "config_sha256": results.get("config_sha256"),
-            "effects": out, "identity": {
-                "model version": None if version in (None, "") else str(version),
-                "model sha256": model.get("sha256"), "data sha256": (results.get("data") or {}).get("sha256")}}
+    return {
+        "config_name": results.get("config_name"),
+        "config_sha256": results.get("config_sha256"),
+        "effects": out,
+        "identity": {
+            "model version": None if version in (None, "") else str(version),
+            "model sha256": model.get("sha256"),
+            "data sha256": (results.get("data") or {}).get("sha256"),
+        },
+    }
 
 
 def load_previous(cfg: ReportConfig) -> dict | None:
@@ -98,15 +110,20 @@ def load_previous(cfg: ReportConfig) -> dict | None:
         return None
     path = cfg.resolve_path(rel)
     if not path.is_file():
-        raise config_error(cfg, ("previous",), f"file {rel!r} not found; give the results.json of an earlier "
-                                               "build (e.g. a copy of reports/<name>/results.json)")
+        raise config_error(
+            cfg,
+            ("previous",),
+            f"file {rel!r} not found; give the results.json of an earlier "
+            "build (e.g. a copy of reports/<name>/results.json)",
+        )
     raw = path.read_bytes()
     try:
         results = json.loads(raw.decode("utf-8"))
         record = compact(results)
     except (ValueError, KeyError, TypeError) as exc:
-        raise config_error(cfg, ("previous",), f"{rel!r} is not a results.json written by fme report "
-                                               f"({type(exc).__name__}: {exc})") from None
+        raise config_error(
+            cfg, ("previous",), f"{rel!r} is not a results.json written by fme report ({type(exc).__name__}: {exc})"
+        ) from None
     return {"path": str(rel), "sha256": hashlib.sha256(raw).hexdigest(), **record}
 
 
@@ -141,8 +158,11 @@ def identity_rows(now: dict, before: dict) -> list[dict[str, str]]:
     """What the two builds rest on, side by side: the model version, the model's and the data's SHA-256, each
     'changed' or 'unchanged' (or 'not recorded' when a build lacks it: a results.json of an older fme)."""
     rows = []
-    for key, name in (("model version", "Model version"), ("model sha256", "Model SHA-256"),
-                      ("data sha256", "Data SHA-256")):
+    for key, name in (
+        ("model version", "Model version"),
+        ("model sha256", "Model SHA-256"),
+        ("data sha256", "Data SHA-256"),
+    ):
         a, b = before.get(key), now.get(key)
         state = "not recorded" if a is None or b is None else ("unchanged" if a == b else "changed")
         rows.append({"what": name, "previous": a or "not recorded", "now": b or "not recorded", "state": state})
@@ -166,21 +186,33 @@ def changelog(results: dict, previous: dict | None) -> dict[str, Any] | None:
         if new["ep_share"] is None or old["ep_share"] is None:
             ep = "-"
         else:
-            ep = (f"{fmt_percent(new['ep_share'] - old['ep_share'], sign=True, suffix=' pp')} "
-                  f"({fmt_percent(old['ep_share'])} to {fmt_percent(new['ep_share'])})")
+            ep = (
+                f"{fmt_percent(new['ep_share'] - old['ep_share'], sign=True, suffix=' pp')} "
+                f"({fmt_percent(old['ep_share'])} to {fmt_percent(new['ep_share'])})"
+            )
         split = "-"
         if new["first_split"] is not None or old["first_split"] is not None:
             a, b = old["first_split"] or "no tree", new["first_split"] or "no tree"
             split = f"unchanged: {b}" if a == b else f"changed: {a} to {b}"
-        rows.append({"label": new["label"], "step": new["step"] if new["step"] == old["step"]
-                     else f"{old['step']} to {new['step']}",
-                     "previous": f"{fmt_num(old['ame'], d)} [{fmt_num(old['ci_low'], d)}, {fmt_num(old['ci_high'], d)}]",
-                     "now": f"{fmt_num(new['ame'], d)} [{fmt_num(new['ci_low'], d)}, {fmt_num(new['ci_high'], d)}]",
-                     "delta": _signed(delta, d),
-                     "interval": interval, "overlap": overlap, "ep_share": ep, "first_split": split})
-    return {"path": previous["path"], "sha256": previous["sha256"],
-            "identity": identity_rows(compact(results).get("identity") or {}, previous.get("identity") or {}),
-            "previous_id": f"{previous.get('config_name')}-{(previous.get('config_sha256') or '')[:12]}",
-            "rows": rows,
-            "added": [now[k]["label"] for k in now if k not in before],
-            "removed": [before[k]["label"] for k in before if k not in now]}
+        rows.append(
+            {
+                "label": new["label"],
+                "step": new["step"] if new["step"] == old["step"] else f"{old['step']} to {new['step']}",
+                "previous": f"{fmt_num(old['ame'], d)} [{fmt_num(old['ci_low'], d)}, {fmt_num(old['ci_high'], d)}]",
+                "now": f"{fmt_num(new['ame'], d)} [{fmt_num(new['ci_low'], d)}, {fmt_num(new['ci_high'], d)}]",
+                "delta": _signed(delta, d),
+                "interval": interval,
+                "overlap": overlap,
+                "ep_share": ep,
+                "first_split": split,
+            }
+        )
+    return {
+        "path": previous["path"],
+        "sha256": previous["sha256"],
+        "identity": identity_rows(compact(results).get("identity") or {}, previous.get("identity") or {}),
+        "previous_id": f"{previous.get('config_name')}-{(previous.get('config_sha256') or '')[:12]}",
+        "rows": rows,
+        "added": [now[k]["label"] for k in now if k not in before],
+        "removed": [before[k]["label"] for k in before if k not in now],
+    }

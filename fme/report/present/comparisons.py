@@ -30,15 +30,28 @@ def contract_cells(groups: list[dict]) -> dict | None:
                 else:
                     est, interval = (fmt_num(r["estimate"], 3) if r["estimate"] is not None else "-"), "-"
                 why = contract_not_valid(r)
-                rows.append({"effect": v["id"], "expected": r["expected"], "estimate": est, "interval": interval,
-                             "statistic": statistic_cell(r["statistic"], why is None, why or ""),
-                             "p": p_cell(r["p_value"], why is None), "p_adj": p_cell(r["p_value_adj"], why is None),
-                             "verdict": r["verdict"].upper() if r["verdict"] == "not met" else r["verdict"]})
+                rows.append(
+                    {
+                        "effect": v["id"],
+                        "expected": r["expected"],
+                        "estimate": est,
+                        "interval": interval,
+                        "statistic": statistic_cell(r["statistic"], why is None, why or ""),
+                        "p": p_cell(r["p_value"], why is None),
+                        "p_adj": p_cell(r["p_value_adj"], why is None),
+                        "verdict": r["verdict"].upper() if r["verdict"] == "not met" else r["verdict"],
+                    }
+                )
     if not rows:
         return None
     counts = {k: sum(r["verdict"].lower() == k for r in rows) for k in ("met", "not met", "inconclusive")}
-    return {"rows": rows, "sentence": (f"{count(len(rows), 'contract')}: {counts['met']} met, "
-                                       f"{counts['not met']} not met, {counts['inconclusive']} inconclusive.")}
+    return {
+        "rows": rows,
+        "sentence": (
+            f"{count(len(rows), 'contract')}: {counts['met']} met, "
+            f"{counts['not met']} not met, {counts['inconclusive']} inconclusive."
+        ),
+    }
 
 
 def _cell(q: Quantity) -> str:
@@ -59,35 +72,70 @@ def challenger_cells(groups: list[dict], unit: Unit = UNITLESS) -> dict | None:
             iv = (v.get("intervals") or [{}])[0]
             level = float(v.get("conf_level") or 0.95)
             rows_v = RowSet("evaluated rows", int(v.get("n") or 0))
-            champion = Quantity(f"{v['id']}/ame", "champion AME", iv.get("estimate"), unit, rows_v,
-                                Interval(iv.get("conf_low"), iv.get("conf_high"), level, str(iv.get("inference"))))
-            other = Quantity(f"{v['id']}/challenger/ame", "challenger AME", c["ame"], unit, rows_v,
-                             Interval(c["ci_low"], c["ci_high"], level, "challenger's primary"))
+            champion = Quantity(
+                f"{v['id']}/ame",
+                "champion AME",
+                iv.get("estimate"),
+                unit,
+                rows_v,
+                Interval(iv.get("conf_low"), iv.get("conf_high"), level, str(iv.get("inference"))),
+            )
+            other = Quantity(
+                f"{v['id']}/challenger/ame",
+                "challenger AME",
+                c["ame"],
+                unit,
+                rows_v,
+                Interval(c["ci_low"], c["ci_high"], level, "challenger's primary"),
+            )
             common = RowSet("rows both models evaluated", int(c["n_common"]))
-            diff = Quantity(f"{v['id']}/challenger/difference", "champion - challenger", c["difference"], unit,
-                            common, Interval(c["difference_low"], c["difference_high"], level,
-                                             str(c["difference_inference"])))
+            diff = Quantity(
+                f"{v['id']}/challenger/difference",
+                "champion - challenger",
+                c["difference"],
+                unit,
+                common,
+                Interval(c["difference_low"], c["difference_high"], level, str(c["difference_inference"])),
+            )
             split = lambda r: "-" if not r else r["feature"]  # noqa: E731 - the first split's feature
-            rows.append({"effect": v["id"], "champion": _cell(champion), "challenger": _cell(other),
-                         "difference": _cell(diff), "basis": c["difference_inference"], "n": fmt_int(common.n),
-                         "splits": f"{split(v.get('partition', {}).get('root_split') if v.get('partition') else None)}"
-                                   f" / {split(c['root_split'])}"})
+            rows.append(
+                {
+                    "effect": v["id"],
+                    "champion": _cell(champion),
+                    "challenger": _cell(other),
+                    "difference": _cell(diff),
+                    "basis": c["difference_inference"],
+                    "n": fmt_int(common.n),
+                    "splits": f"{split(v.get('partition', {}).get('root_split') if v.get('partition') else None)}"
+                    f" / {split(c['root_split'])}",
+                }
+            )
             if c["sign_disagrees"]:
-                notes.append(f"{v['id']}: the two models disagree in sign (champion {c['champion_direction']}, "
-                             f"challenger {c['direction']}, each by its interval).")
+                notes.append(
+                    f"{v['id']}: the two models disagree in sign (champion {c['champion_direction']}, "
+                    f"challenger {c['direction']}, each by its interval)."
+                )
             mine = {r["contract"]: r["verdict"] for r in v.get("contracts") or []}
             for r in c.get("contracts") or []:
                 if r["contract"] in mine and mine[r["contract"]] != r["verdict"]:
-                    notes.append(f"{v['id']}: contract {r['expected']} is {mine[r['contract']]} for the champion "
-                                 f"and {r['verdict']} for the challenger.")
+                    notes.append(
+                        f"{v['id']}: contract {r['expected']} is {mine[r['contract']]} for the champion "
+                        f"and {r['verdict']} for the challenger."
+                    )
     if not rows:
         return None
     identity = "the challenger model is not identified in this results.json (written by an older fme)"
     if model:
-        identity = (f"challenger model: {model.get('kind') or 'model'} {model.get('source')}, sha256 "
-                    f"{model.get('sha256') or '-'}" + (f" ({model['sha256_of']})" if model.get("sha256_of") else ""))
-    return {"rows": rows, "notes": notes or ["The two models agree in sign and in every contract verdict."],
-            "unit": unit.header, "identity": identity}
+        identity = (
+            f"challenger model: {model.get('kind') or 'model'} {model.get('source')}, sha256 "
+            f"{model.get('sha256') or '-'}" + (f" ({model['sha256_of']})" if model.get("sha256_of") else "")
+        )
+    return {
+        "rows": rows,
+        "notes": notes or ["The two models agree in sign and in every contract verdict."],
+        "unit": unit.header,
+        "identity": identity,
+    }
 
 
 def interaction_cells(block: dict | None, unit: Unit = UNITLESS, noun: str = "rows") -> dict | None:
@@ -100,29 +148,58 @@ def interaction_cells(block: dict | None, unit: Unit = UNITLESS, noun: str = "ro
     for r in block["rows"]:
         kind = CI_SHORT.get(r["inference"], r["inference"])  # "sample" is the fixed-model interval: say so
         over = RowSet(noun, int(r["n"])) if r.get("n") is not None else None
-        q = Quantity(f"interaction/{r['steps_a']}/{r['steps_b']}", "average interaction", r["estimate"], unit,
-                     over or RowSet(noun, 0), Interval(r["conf_low"], r["conf_high"], 0.95, kind), r.get("std_error"))
+        q = Quantity(
+            f"interaction/{r['steps_a']}/{r['steps_b']}",
+            "average interaction",
+            r["estimate"],
+            unit,
+            over or RowSet(noun, 0),
+            Interval(r["conf_low"], r["conf_high"], 0.95, kind),
+            r.get("std_error"),
+        )
         est, ci = shown(q), interval_text(q)
         share = fmt_percent(r["share_above_tol"])
         outside = "-"
         if r.get("n_outside") is not None and over is not None:
             outside = f"{fmt_int(r['n_outside'])} of {fmt_int(over.n)}"
-        rows.append({"a": r["steps_a"], "b": r["steps_b"], "estimate": est, "ci": ci, "p": fmt_p(r["p_value"]),
-                     "share": share, "inference": kind, "n": "-" if over is None else fmt_int(over.n),
-                     "outside": outside})
+        rows.append(
+            {
+                "a": r["steps_a"],
+                "b": r["steps_b"],
+                "estimate": est,
+                "ci": ci,
+                "p": fmt_p(r["p_value"]),
+                "share": share,
+                "inference": kind,
+                "n": "-" if over is None else fmt_int(over.n),
+                "outside": outside,
+            }
+        )
         # an interval away from zero, and an average above the rounding-level tolerance (an additive model's
         # interactions are exactly 0 up to rounding, with a zero-width interval)
-        clear = (r["conf_low"] is not None and (r["conf_low"] > 0 or r["conf_high"] < 0)
-                 and abs(r["estimate"]) > (r.get("tol") or 0.0))
+        clear = (
+            r["conf_low"] is not None
+            and (r["conf_low"] > 0 or r["conf_high"] < 0)
+            and abs(r["estimate"]) > (r.get("tol") or 0.0)
+        )
         by = shown(q, unit=True)
-        text = (f"{r['steps_a']} and {r['steps_b']}: " + (
+        text = f"{r['steps_a']} and {r['steps_b']}: " + (
             f"the effect of one step changes when the other is taken too, by {by} on average "
             f"(interval {ci}, {kind}); {share} of the rows interact beyond the tolerance."
-            if clear else f"no clear interaction: {by} on average, interval {ci} ({kind})."))
+            if clear
+            else f"no clear interaction: {by} on average, interval {ci} ({kind})."
+        )
         if r.get("n_outside"):
-            text += (f" Over {count_words(over.n, noun)}, of which {fmt_int(r['n_outside'])} "
-                     f"{'takes' if int(r['n_outside']) == 1 else 'take'} the combined step outside the range of the "
-                     "data (envelope; kept in the average).")
+            text += (
+                f" Over {count_words(over.n, noun)}, of which {fmt_int(r['n_outside'])} "
+                f"{'takes' if int(r['n_outside']) == 1 else 'take'} the combined step outside the range of the "
+                "data (envelope; kept in the average)."
+            )
         sentences_.append(text)
-    return {"rows": rows, "sentences": sentences_, "auto": block.get("auto", False), "unit": unit.header,
-            "note": block.get("note")}
+    return {
+        "rows": rows,
+        "sentences": sentences_,
+        "auto": block.get("auto", False),
+        "unit": unit.header,
+        "note": block.get("note"),
+    }

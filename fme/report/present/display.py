@@ -4,8 +4,8 @@ interval that decides (model uncertainty when it was computed).
 :func:`prepare_variant` returns a copy of one ``results.json`` effect variant in which
 
 * every effect-scale number (AME, SD, quartiles, CIs, cAMEs, the with/without-EP and step-size
-  AMEs, the stability range, the learner- and data-level estimates) is multiplied by ``scale`` (100 for a classifier: probabilities
-  become percentage points; NLMs, counts and shares are scale-free and stay);
+  AMEs, the stability range, the learner- and data-level estimates) is multiplied by ``scale`` (100 for a
+  classifier: probabilities become percentage points; NLMs, counts and shares are scale-free and stay);
 * ``ci_low``/``ci_high`` (and each leaf's ``came_ci_low``/``came_ci_high``) are the interval of the
   inference method actually used: the model-uncertainty interval (delta method, bootstrap) when
   one was computed, else the fixed-model interval. The fixed-model interval is kept in
@@ -20,31 +20,44 @@ from __future__ import annotations
 import copy
 
 from ..._utils.numfmt import count, fmt_est
-from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 from ..inputs.config import ReportConfig
 from ..inputs.quantities import Unit, fixed_bounds, model_units, percentage_points
+from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 
-__all__ = ["prepare_variant", "scale_of", "target_phrase", "interval_rows", "ci_method_text", "model_ci_scope",
-           "value_unit"]
+__all__ = [
+    "prepare_variant",
+    "scale_of",
+    "target_phrase",
+    "interval_rows",
+    "ci_method_text",
+    "model_ci_scope",
+    "value_unit",
+]
 
 #: What each model-uncertainty interval covers and what it does not (limitations section).
 MODEL_CI_SCOPE = {
-    "delta": ("CIs marked model (delta method) have the standard error sqrt(g'Vg): g is the gradient of the AME "
-              "with respect to the model's parameters, V their estimated covariance, and the evaluation rows are "
-              "held fixed. They cover the uncertainty of the estimated parameters under the model's own "
-              "assumptions (e.g. a GLM's variance function); they do not cover which rows were evaluated, a "
-              "misspecified model form or variance (a robust covariance, e.g. cov_type HC0, covers the "
-              "latter), or the choice of features."),
-    "bootstrap": ("CIs marked model (bootstrap refits) refit the model on resamples of the training data with the "
-                  "evaluation rows held fixed. They cover the variability of fitting the model to other training "
-                  "samples with its settings fixed; they do not cover which rows were evaluated, nor the choice "
-                  "of the model class, its hyper-parameters or its features."),
+    "delta": (
+        "CIs marked model (delta method) have the standard error sqrt(g'Vg): g is the gradient of the AME "
+        "with respect to the model's parameters, V their estimated covariance, and the evaluation rows are "
+        "held fixed. They cover the uncertainty of the estimated parameters under the model's own "
+        "assumptions (e.g. a GLM's variance function); they do not cover which rows were evaluated, a "
+        "misspecified model form or variance (a robust covariance, e.g. cov_type HC0, covers the "
+        "latter), or the choice of features."
+    ),
+    "bootstrap": (
+        "CIs marked model (bootstrap refits) refit the model on resamples of the training data with the "
+        "evaluation rows held fixed. They cover the variability of fitting the model to other training "
+        "samples with its settings fixed; they do not cover which rows were evaluated, nor the choice "
+        "of the model class, its hyper-parameters or its features."
+    ),
 }
 
 _EFFECT_KEYS = ("ame", "sd", "se", "ci_low", "ci_high", "q25", "q75")
 # the learner- and data-level records (fme.report.analysis.levels)
-_LEVEL_KEYS = {"learner": ("ame", "std_error", "conf_low", "conf_high", "ame_full"),
-               "data": ("ame", "std_error", "conf_low", "conf_high", "plug_in", "correction", "model_ame")}
+_LEVEL_KEYS = {
+    "learner": ("ame", "std_error", "conf_low", "conf_high", "ame_full"),
+    "data": ("ame", "std_error", "conf_low", "conf_high", "plug_in", "correction", "model_ame"),
+}
 _LEAF_KEYS = ("came", "sd_fme", "came_ci_low", "came_ci_high", "std_error", "conf_low", "conf_high")
 
 
@@ -72,15 +85,14 @@ def target_phrase(results: dict, cfg: ReportConfig) -> tuple[str, str, str]:
     """(what the model predicts, unit of the AMEs, prediction scale) as the report words them."""
     cls = results.get("target_class")
     if cls is None:
-        return (results["target"], cfg.target_unit,
-                cfg.model.get("prediction_scale", "the model's prediction"))
+        return (results["target"], cfg.target_unit, cfg.model.get("prediction_scale", "the model's prediction"))
     named = cfg.model.get("prediction_scale")
     scale = named or f"predicted probability of class {cls}"
     # the class as the config names it ('P(vote = Dole)'), not its label in the model ('1'); the sentences say
     # "the model's predicted ...", so a leading 'predicted' of the config's words is not repeated
     target = f"probability of {cls}"
     if named:
-        target = named[len("predicted "):] if named.lower().startswith("predicted ") else named
+        target = named[len("predicted ") :] if named.lower().startswith("predicted ") else named
     return target, "percentage points", f"{scale}; effects in percentage points"
 
 
@@ -138,18 +150,25 @@ def interval_rows(v: dict, level: str) -> list[dict[str, str]]:
         _, lo, hi = fmt_est(v["ame"], mc["conf_low"], mc["conf_high"])
         extra = ""
         if v["inference"] == "bootstrap":
-            extra = (f" ({count(mc['n_resamples'], 'resample')}, {count(mc['n_failed'], 'failed refit')}, "
-                     f"{mc['ci']})")
+            extra = f" ({count(mc['n_resamples'], 'resample')}, {count(mc['n_failed'], 'failed refit')}, {mc['ci']})"
         se = fmt_est(mc["std_error"], mc["conf_low"], mc["conf_high"])[0]
         covariance = mc.get("covariance") if v["inference"] == "delta" else None  # a scaled delta covariance
         label = v["inference"] if covariance is None else f"delta ({covariance})"
         covers = CI_COVERS[v["inference"]] if covariance is None else v["intervals"][0]["covers"]
-        rows.append({"interval": ci_short(label) + extra, "covers": covers,
-                     "ci": f"[{lo}, {hi}]", "se": se, "used": "yes"})
+        rows.append(
+            {"interval": ci_short(label) + extra, "covers": covers, "ci": f"[{lo}, {hi}]", "se": se, "used": "yes"}
+        )
     _, lo, hi = fmt_est(v["ame"], v["fixed_ci_low"], v["fixed_ci_high"])
     se = fmt_est(v.get("se"), v["fixed_ci_low"], v["fixed_ci_high"])[0]
-    rows.append({"interval": CI_SHORT["sample"], "covers": CI_COVERS["sample"], "ci": f"[{lo}, {hi}]", "se": se,
-                 "used": "no" if rows else "yes"})
+    rows.append(
+        {
+            "interval": CI_SHORT["sample"],
+            "covers": CI_COVERS["sample"],
+            "ci": f"[{lo}, {hi}]",
+            "se": se,
+            "used": "no" if rows else "yes",
+        }
+    )
     return rows
 
 
@@ -162,25 +181,35 @@ def ci_method_text(methods: set[str], level: str) -> str:
     """The method section's sentence on confidence intervals for the inference methods used."""
     parts = []
     if "delta" in methods:
-        parts.append("delta method: the gradient of the AME with respect to the model's parameters and their "
-                     "covariance (z statistics, normal quantiles), the evaluation rows held fixed; this covers the "
-                     "uncertainty of estimating the model's parameters under its own assumptions, not which rows "
-                     "were evaluated nor a misspecified model")
+        parts.append(
+            "delta method: the gradient of the AME with respect to the model's parameters and their "
+            "covariance (z statistics, normal quantiles), the evaluation rows held fixed; this covers the "
+            "uncertainty of estimating the model's parameters under its own assumptions, not which rows "
+            "were evaluated nor a misspecified model"
+        )
     if "bootstrap" in methods:
-        parts.append("bootstrap: the model is refitted on resamples of the training data and the AME recomputed "
-                     "for each refit on the same evaluation rows (percentile or normal interval, as configured); "
-                     "this covers the variability of fitting the model to other training samples, not which rows "
-                     "were evaluated nor the choice of model class or hyper-parameters")
-    fixed = (f"fixed model: t-based, mean ± t × SD / √n over the evaluated rows at the {level} level; this "
-             "describes the spread of the effects over the data given the fitted model and does not include "
-             "the uncertainty of fitting the model")
+        parts.append(
+            "bootstrap: the model is refitted on resamples of the training data and the AME recomputed "
+            "for each refit on the same evaluation rows (percentile or normal interval, as configured); "
+            "this covers the variability of fitting the model to other training samples, not which rows "
+            "were evaluated nor the choice of model class or hyper-parameters"
+        )
+    fixed = (
+        f"fixed model: t-based, mean ± t × SD / √n over the evaluated rows at the {level} level; this "
+        "describes the spread of the effects over the data given the fitted model and does not include "
+        "the uncertainty of fitting the model"
+    )
     if not parts:
-        return (f"{fixed}. No model-uncertainty interval was computed for any effect (config key inference: "
-                "the model supports no delta method and no bootstrap was configured), so the direction words and "
-                "the plausibility check rest on the fixed-model interval only.")
-    return ("; ".join(parts) + f". Where one of these was computed it is the interval shown beside the AME and the "
-            "one the direction words, flags and plausibility check use; the " + fixed + ", is shown beside it. "
-            "Effects without one use the fixed-model interval, and say so.")
+        return (
+            f"{fixed}. No model-uncertainty interval was computed for any effect (config key inference: "
+            "the model supports no delta method and no bootstrap was configured), so the direction words and "
+            "the plausibility check rest on the fixed-model interval only."
+        )
+    return (
+        "; ".join(parts) + ". Where one of these was computed it is the interval shown beside the AME and the "
+        "one the direction words, flags and plausibility check use; the " + fixed + ", is shown beside it. "
+        "Effects without one use the fixed-model interval, and say so."
+    )
 
 
 def effect_title(group: dict) -> str:

@@ -11,8 +11,8 @@ from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_num, p_phrase
 from ..inputs.specs import FLAG_DEFAULTS, FLAG_MEANING, dispersion_covariance, scales_dispersion
-from .partition_view import global_test_claim
 from ..inputs.wording import count_words
+from .partition_view import global_test_claim
 
 __all__ = ["FLAG", "OK", "flag_rows", "model_flag_rows", "dispersion_text", "threshold_rows"]
 
@@ -34,15 +34,19 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
     rows = []
 
     def add(rule: str, threshold: str, value: str, flagged: bool) -> None:
-        rows.append({"effect": label, "rule": rule, "threshold": threshold, "value": value,
-                     "status": _status(flagged)})
+        rows.append({"effect": label, "rule": rule, "threshold": threshold, "value": value, "status": _status(flagged)})
 
     if v["detector"] is None:
         add("extrapolation checked", "yes", "not checked", True)
     elif v["policy"] == "exclude":
         n_ep = v["n_extrapolation"] or 0
         share = n_ep / (v["n"] + n_ep)
-        add("share of extrapolation points", f"> {fmt_g(100 * t['ep_share'])}%", cells["ep_share"], share > t["ep_share"])
+        add(
+            "share of extrapolation points",
+            f"> {fmt_g(100 * t['ep_share'])}%",
+            cells["ep_share"],
+            share > t["ep_share"],
+        )
     inc = v["ci_low"] is None or v["ci_low"] <= 0 <= v["ci_high"]
     ci = f"[{cells['ci_low']}, {cells['ci_high']}]"
     add("CI of the AME includes zero", "yes", ci, inc)
@@ -53,16 +57,23 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
     expected = v.get("expected_sign")
     if expected is not None:
         observed = _sign(v["ame"])
-        add("observed sign differs from expected", f"expected {expected}", f"{observed} (AME {cells['ame']})",
-            observed != expected)
+        add(
+            "observed sign differs from expected",
+            f"expected {expected}",
+            f"{observed} (AME {cells['ame']})",
+            observed != expected,
+        )
         add("CI covers zero although a sign is expected", f"expected {expected}", ci, inc)
     mc = v.get("model_ci") or {}
     if v.get("inference") == "bootstrap" and mc.get("ci") == "percentile" and mc.get("n_resamples") is not None:
         k = int(mc["n_resamples"]) - int(mc.get("n_failed") or 0)
         if float(v.get("conf_level", 0.95)) >= 0.95:  # the tails rest on few refits
-            add("percentile bootstrap with few resamples", f"< {fmt_int(t['bootstrap_resamples'])} at "
-                f"{fmt_g(100 * float(v.get('conf_level', 0.95)))}%", f"{fmt_int(k)} successful refits",
-                k < t["bootstrap_resamples"])
+            add(
+                "percentile bootstrap with few resamples",
+                f"< {fmt_int(t['bootstrap_resamples'])} at {fmt_g(100 * float(v.get('conf_level', 0.95)))}%",
+                f"{fmt_int(k)} successful refits",
+                k < t["bootstrap_resamples"],
+            )
     st = v.get("stability")
     ari_rule = "partition unstable across subsamples (median ARI)"
     if st and st.get("not_run"):
@@ -70,8 +81,12 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
     elif st and st.get("ari_median") is not None:
         add(ari_rule, f"< {fmt_g(t['ari'])}", fmt_num(st["ari_median"], 3), st["ari_median"] < t["ari"])
     elif st:  # configured, but no refit succeeded: the check did not run, and the table says so
-        add(ari_rule, f"< {fmt_g(t['ari'])}",
-            f"not run: {fmt_int(st['n_failed'])} of {count_words(st['subsamples'], 'refits')} failed", True)
+        add(
+            ari_rule,
+            f"< {fmt_g(t['ari'])}",
+            f"not run: {fmt_int(st['n_failed'])} of {count_words(st['subsamples'], 'refits')} failed",
+            True,
+        )
     part = v.get("partition")
     _partition_rows(add, v, part, t)
     return rows
@@ -106,25 +121,32 @@ def _partition_rows(add: Any, v: dict, part: dict | None, t: dict) -> None:
         worst = min(with_nlm, key=lambda leaf: (leaf["canlm"], int(leaf["node"])))
         below = sum(leaf["canlm"] < t["leaf_anlm"] for leaf in with_nlm)
         est = fmt_est(worst["canlm"], worst.get("canlm_ci_low"), worst.get("canlm_ci_high"))[0]
-        add("non-linear cAME leaf (lowest cANLM)", f"< {fmt_g(t['leaf_anlm'])}",
+        add(
+            "non-linear cAME leaf (lowest cANLM)",
+            f"< {fmt_g(t['leaf_anlm'])}",
             f"{est} (leaf {worst['node']}; {fmt_int(below)} of {count_words(len(with_nlm), 'leaves')} below)",
-            below > 0)
+            below > 0,
+        )
 
 
 def dispersion_text(d: dict | None, t: dict) -> str | None:
     """The model section's sentence on a Poisson/binomial GLM's dispersion and how to get robust intervals."""
     if not d:
         return None
-    text = (f"{d['family']} model: Pearson chi2 / residual df = {fmt_num(d['pearson_chi2'], 1)} / "
-            f"{fmt_int(d['df_resid'])} = {fmt_num(d['dispersion'], 2)} (1 under the model; covariance "
-            f"{d['cov_type']}).")
+    text = (
+        f"{d['family']} model: Pearson chi2 / residual df = {fmt_num(d['pearson_chi2'], 1)} / "
+        f"{fmt_int(d['df_resid'])} = {fmt_num(d['dispersion'], 2)} (1 under the model; covariance "
+        f"{d['cov_type']})."
+    )
     if scales_dispersion(d, t["dispersion"]):  # the analysis scaled the delta covariance on the same rule
-        text += (" Above the threshold: the model's own covariance assumes a dispersion of 1, so the report's "
-                 "delta-method intervals, and the direction words, contracts and change log that read them, use "
-                 f"it scaled by the dispersion (quasi-likelihood, as GLM fit(scale='X2'); labelled delta "
-                 f"({dispersion_covariance(d)})): their standard errors are {fmt_num(d['dispersion'] ** 0.5, 2)} "
-                 "times the model's. Alternatives: a sandwich covariance (statsmodels: fit(cov_type='HC0')), a "
-                 "negative binomial family, or inference: bootstrap.")
+        text += (
+            " Above the threshold: the model's own covariance assumes a dispersion of 1, so the report's "
+            "delta-method intervals, and the direction words, contracts and change log that read them, use "
+            f"it scaled by the dispersion (quasi-likelihood, as GLM fit(scale='X2'); labelled delta "
+            f"({dispersion_covariance(d)})): their standard errors are {fmt_num(d['dispersion'] ** 0.5, 2)} "
+            "times the model's. Alternatives: a sandwich covariance (statsmodels: fit(cov_type='HC0')), a "
+            "negative binomial family, or inference: bootstrap."
+        )
     return text
 
 
@@ -134,11 +156,26 @@ def model_flag_rows(model_info: dict, t: dict) -> list[dict[str, str]]:
     if not d:
         return []
     flagged = d["dispersion"] > t["dispersion"] and d["cov_type"] == "nonrobust"
-    return [{"effect": "the model", "rule": f"dispersion of the {d['family']} model (Pearson chi2 / df)",
-             "threshold": f"> {fmt_g(t['dispersion'])}", "value": fmt_num(d["dispersion"], 2), "status": _status(flagged)}]
+    return [
+        {
+            "effect": "the model",
+            "rule": f"dispersion of the {d['family']} model (Pearson chi2 / df)",
+            "threshold": f"> {fmt_g(t['dispersion'])}",
+            "value": fmt_num(d["dispersion"], 2),
+            "status": _status(flagged),
+        }
+    ]
 
 
 def threshold_rows(t: dict) -> list[dict[str, str]]:
     """Every flag threshold used, its default and meaning (printed under the flags table)."""
-    return [{"key": k, "value": fmt_g(t[k]), "default": fmt_g(FLAG_DEFAULTS[k]), "meaning": FLAG_MEANING[k],
-             "changed": "yes" if t[k] != FLAG_DEFAULTS[k] else "no"} for k in FLAG_DEFAULTS]
+    return [
+        {
+            "key": k,
+            "value": fmt_g(t[k]),
+            "default": fmt_g(FLAG_DEFAULTS[k]),
+            "meaning": FLAG_MEANING[k],
+            "changed": "yes" if t[k] != FLAG_DEFAULTS[k] else "no",
+        }
+        for k in FLAG_DEFAULTS
+    ]

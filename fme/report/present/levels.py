@@ -46,30 +46,60 @@ def level_rows(v: dict, cells: dict[str, str], noun: str) -> list[dict[str, str]
     if not lv:
         return None
     se = (v.get("model_ci") or {}).get("std_error") if v.get("ci_inference") != "sample" else v.get("se")
-    rows = [{"level": "model", "question": QUESTIONS["model"], "rows": f"{cells['n']} evaluation {noun}",
-             "ame": cells["ame"], "ci": f"[{cells['ci_low']}, {cells['ci_high']}]", "se": fmt_num(se, 4),
-             "inference": cells["ci_kind"], "extrapolation": _model_eps(v, cells)}]
+    rows = [
+        {
+            "level": "model",
+            "question": QUESTIONS["model"],
+            "rows": f"{cells['n']} evaluation {noun}",
+            "ame": cells["ame"],
+            "ci": f"[{cells['ci_low']}, {cells['ci_high']}]",
+            "se": fmt_num(se, 4),
+            "inference": cells["ci_kind"],
+            "extrapolation": _model_eps(v, cells),
+        }
+    ]
     for name in ("learner", "data"):
         rec = lv.get(name)
         if rec is None:
             continue
         if "error" in rec:
-            rows.append({"level": name, "question": QUESTIONS[name], "rows": "-", "ame": "not run", "ci": "-",
-                         "se": "-", "inference": rec["error"], "extrapolation": "-"})
+            rows.append(
+                {
+                    "level": name,
+                    "question": QUESTIONS[name],
+                    "rows": "-",
+                    "ame": "not run",
+                    "ci": "-",
+                    "se": "-",
+                    "inference": rec["error"],
+                    "extrapolation": "-",
+                }
+            )
             continue
         ame, ci = _ci(rec["ame"], rec["conf_low"], rec["conf_high"])
         if name == "learner":
-            where = (f"test rows of {fmt_int(rec['n_splits'])} splits of {fmt_int(rec['n_rows'])} training {noun} "
-                     f"({fmt_int(rec['n_test'])} each)")
+            where = (
+                f"test rows of {fmt_int(rec['n_splits'])} splits of {fmt_int(rec['n_rows'])} training {noun} "
+                f"({fmt_int(rec['n_test'])} each)"
+            )
             inference = rec["inference"]
         else:
             where = f"{fmt_int(rec['n'])} training {noun} ({fmt_int(rec['folds'])} folds)"
             inference = f"{rec['inference']}; positivity {rec['positivity']}"
             if rec["conf_low"] is None:
                 ci = "withheld (positivity fails)"
-        rows.append({"level": name, "question": QUESTIONS[name], "rows": where, "ame": ame, "ci": ci,
-                     "se": fmt_num(rec["std_error"], 4), "inference": inference,
-                     "extrapolation": LEARNER_EPS if name == "learner" else _data_eps(rec)})
+        rows.append(
+            {
+                "level": name,
+                "question": QUESTIONS[name],
+                "rows": where,
+                "ame": ame,
+                "ci": ci,
+                "se": fmt_num(rec["std_error"], 4),
+                "inference": inference,
+                "extrapolation": LEARNER_EPS if name == "learner" else _data_eps(rec),
+            }
+        )
     return rows
 
 
@@ -91,8 +121,11 @@ def _data_eps(rec: dict) -> str:
     """The data row's: the moved rows flagged are kept in the estimate and weigh in its positivity verdict."""
     if rec.get("share_extrapolated") is None:
         return "not checked"
-    return (f"{fmt_percent(rec['share_extrapolated'])} of the moved rows flagged"
-            + (f" ({rec['detector']})" if rec.get("detector") else "") + "; kept, weighed in the positivity verdict")
+    return (
+        f"{fmt_percent(rec['share_extrapolated'])} of the moved rows flagged"
+        + (f" ({rec['detector']})" if rec.get("detector") else "")
+        + "; kept, weighed in the positivity verdict"
+    )
 
 
 def level_sentences(v: dict, label: str, unit: str, noun: str) -> list[str]:
@@ -106,10 +139,12 @@ def level_sentences(v: dict, label: str, unit: str, noun: str) -> list[str]:
     if ln is not None and "error" not in ln:
         ame, lo, hi = fmt_est(ln["ame"], ln["conf_low"], ln["conf_high"])
         full = fmt_est(ln["ame_full"], ln["conf_low"], ln["conf_high"])[0]
-        text = (f"Learner level: retrained on {fmt_int(ln['n_train'])} {noun} ({fmt_int(ln['n_splits'])} seeded splits "
-                f"of the training data), the algorithm's AME of {label} is {ame}{unit_text} ({level} CI {lo} to {hi}, "
-                f"Nadeau-Bengio corrected): {_direction(ln['conf_low'], ln['conf_high'])}. Fitted on all "
-                f"{fmt_int(ln['n_rows'])} training {noun}, it gives {full}{unit_text}.")
+        text = (
+            f"Learner level: retrained on {fmt_int(ln['n_train'])} {noun} ({fmt_int(ln['n_splits'])} seeded splits "
+            f"of the training data), the algorithm's AME of {label} is {ame}{unit_text} ({level} CI {lo} to {hi}, "
+            f"Nadeau-Bengio corrected): {_direction(ln['conf_low'], ln['conf_high'])}. Fitted on all "
+            f"{fmt_int(ln['n_rows'])} training {noun}, it gives {full}{unit_text}."
+        )
         if ln.get("n_failed"):
             text += f" {fmt_int(ln['n_failed'])} of {fmt_int(ln['repeats'])} splits failed and are left out."
         out.append(text)
@@ -123,13 +158,19 @@ def level_sentences(v: dict, label: str, unit: str, noun: str) -> list[str]:
             interval = "no interval: the moved rows leave the support of the data"
         else:
             interval = f"{level} CI {lo} to {hi}: {_direction(dl['conf_low'], dl['conf_high'])}"
-        shares = (f"effective sample size {fmt_int(round(dl['ess']))} of {fmt_int(dl['n'])}, largest weight "
-                  f"{fmt_num(dl['max_weight'], 1)}" if dl.get("ess") is not None else "")
+        shares = (
+            f"effective sample size {fmt_int(round(dl['ess']))} of {fmt_int(dl['n'])}, largest weight "
+            f"{fmt_num(dl['max_weight'], 1)}"
+            if dl.get("ess") is not None
+            else ""
+        )
         if dl.get("share_extrapolated") is not None:
             shares += f", {fmt_percent(dl['share_extrapolated'])} of moved rows flagged as extrapolation"
-        text = (f"Data level: in the data, the outcome changes by {ame}{unit_text} on average under the same step "
-                f"(one-step estimate on {fmt_int(dl['n'])} training {noun}; {interval}); positivity "
-                f"{dl['positivity']} ({shares}). On the same rows the model predicts a change of {model}{unit_text}.")
+        text = (
+            f"Data level: in the data, the outcome changes by {ame}{unit_text} on average under the same step "
+            f"(one-step estimate on {fmt_int(dl['n'])} training {noun}; {interval}); positivity "
+            f"{dl['positivity']} ({shares}). On the same rows the model predicts a change of {model}{unit_text}."
+        )
         if dl.get("note"):
             text += f" {dl['note']}"
         out.append(text)
@@ -144,16 +185,21 @@ def level_flag_rows(v: dict, label: str) -> list[dict[str, str]]:
     rows = []
 
     def add(rule: str, threshold: str, value: str, flagged: bool) -> None:
-        rows.append({"effect": label, "rule": rule, "threshold": threshold, "value": value,
-                     "status": FLAG if flagged else OK})
+        rows.append(
+            {"effect": label, "rule": rule, "threshold": threshold, "value": value, "status": FLAG if flagged else OK}
+        )
 
     ln = lv.get("learner")
     if ln is not None:
         if "error" in ln:
             add("learner-level AME computed", "yes", "not run", True)
         else:
-            add("learner-level splits failed", "> 0", f"{fmt_int(ln['n_failed'])} of {fmt_int(ln['repeats'])}",
-                ln["n_failed"] > 0)
+            add(
+                "learner-level splits failed",
+                "> 0",
+                f"{fmt_int(ln['n_failed'])} of {fmt_int(ln['repeats'])}",
+                ln["n_failed"] > 0,
+            )
     dl = lv.get("data")
     if dl is not None:
         if "error" in dl:

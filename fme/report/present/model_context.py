@@ -12,23 +12,23 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_level, fmt_num, fmt_share
-from ..inputs.specs import ci_short, describe_detector
 from ..inputs.claims import enters_predictions
 from ..inputs.config import ReportConfig
+from ..inputs.specs import ci_short, describe_detector
 
 __all__ = ["whole_model", "fit_text", "causes_phrase", "effective_step_rows", "detector_text"]
 
 #: What each detector checks (method section).
 DETECTOR_TEXT = {
     "envelope": "a point outside the per-feature [min, max] of the reference data, or with an unseen level "
-                "(it cannot see empty regions inside the box)",
+    "(it cannot see empty regions inside the box)",
     "hull": "a point outside the convex hull of the (standardised) reference data",
     "mcec": "Monte-Carlo extrapolation classification: a classifier tells the reference rows from uniform "
-            "background points; a point is flagged when its estimated extrapolation risk exceeds the threshold",
+    "background points; a point is flagged when its estimated extrapolation risk exceeds the threshold",
     "cert": "a classification tree separating the reference rows from uniform background points; a point is "
-            "flagged when its leaf's extrapolation risk exceeds the threshold",
+    "flagged when its leaf's extrapolation risk exceeds the threshold",
     "isolation_forest": "an isolation forest fitted on the reference data; the given contamination share of "
-                        "the reference is treated as outlying",
+    "the reference is treated as outlying",
     "lof": "the local outlier factor against the reference data (n_neighbors, contamination)",
 }
 
@@ -53,33 +53,69 @@ def whole_model(results: dict, cfg: ReportConfig, scale: float, first_table: int
         rows = []
         for rank, r in enumerate(ov["rows"], start=1):
             if r["error"]:
-                rows.append({"rank": "-", "feature": r["feature"], "step": "-", "n": "0", "n_excluded": "-",
-                             "ame": "-", "ci": "-", "covers": f"not computed: {r['error']}"})
+                rows.append(
+                    {
+                        "rank": "-",
+                        "feature": r["feature"],
+                        "step": "-",
+                        "n": "0",
+                        "n_excluded": "-",
+                        "ame": "-",
+                        "ci": "-",
+                        "covers": f"not computed: {r['error']}",
+                    }
+                )
                 continue
             lo = None if r["conf_low"] is None else r["conf_low"] * scale
             hi = None if r["conf_high"] is None else r["conf_high"] * scale
             ame, clo, chi = fmt_est(r["ame"] * scale, lo, hi)
-            rows.append({"rank": fmt_int(rank), "feature": r["feature"], "step": _step_text(r, units),
-                         "n": fmt_int(r["n"]), "n_excluded": fmt_int(r["n_excluded"]), "ame": ame,
-                         "ci": f"[{clo}, {chi}]", "covers": ci_short(r["inference"])})
+            rows.append(
+                {
+                    "rank": fmt_int(rank),
+                    "feature": r["feature"],
+                    "step": _step_text(r, units),
+                    "n": fmt_int(r["n"]),
+                    "n_excluded": fmt_int(r["n_excluded"]),
+                    "ame": ame,
+                    "ci": f"[{clo}, {chi}]",
+                    "covers": ci_short(r["inference"]),
+                }
+            )
         what = "one standard deviation (of the reference data)" if ov["step"] == "sd" else "one unit"
-        out["overview"] = {"rows": rows, "step": what, "detector": describe_detector(ov["detector"]),
-                           "level": level, "table": first_table,
-                           "inputs": [enters_predictions(a["column"], a["role"], True).text
-                                      for a in ov.get("prediction_columns") or []]}
+        out["overview"] = {
+            "rows": rows,
+            "step": what,
+            "detector": describe_detector(ov["detector"]),
+            "level": level,
+            "table": first_table,
+            "inputs": [
+                enters_predictions(a["column"], a["role"], True).text for a in ov.get("prediction_columns") or []
+            ],
+        }
         out["table_dictionary"] = first_table + 1
     for r in dic:
         if r["type"] == "categorical":
             rng = ", ".join(r["levels"][:12]) + (f", ... ({len(r['levels'])} levels)" if len(r["levels"]) > 12 else "")
             sd = "-"
         else:
-            rng = (f"{fmt_g(r['min'], 6, thousands=True)} to {fmt_g(r['max'], 6, thousands=True)}"
-                   if r["min"] is not None else "-")
+            rng = (
+                f"{fmt_g(r['min'], 6, thousands=True)} to {fmt_g(r['max'], 6, thousands=True)}"
+                if r["min"] is not None
+                else "-"
+            )
             sd = fmt_g(r["sd"], 4, thousands=True)
         kind = r["type"] + (f" ({r['encoding']})" if r.get("encoding") else "")
-        out["dictionary"].append({"feature": r["feature"], "type": kind, "unit": r["unit"] or "not stated",
-                                  "description": r["description"] or "not stated", "range": rng, "sd": sd,
-                                  "missing": fmt_int(r["n_missing"])})
+        out["dictionary"].append(
+            {
+                "feature": r["feature"],
+                "type": kind,
+                "unit": r["unit"] or "not stated",
+                "description": r["description"] or "not stated",
+                "range": rng,
+                "sd": sd,
+                "missing": fmt_int(r["n_missing"]),
+            }
+        )
     return out
 
 
@@ -89,10 +125,12 @@ def fit_text(fit: dict | None) -> str | None:
         return None
     if fit.get("kind") == "classification":
         auc = fmt_num(fit["auc"], 3) if fit["auc"] is not None else "not defined (one class only)"
-        return (f"n = {fmt_int(fit['n'])} ({fmt_int(fit['n_target'])} of class {fit['target_class']}); on the "
-                f"probability scale: AUC of class {fit['target_class']} against the rest {auc}, Brier score "
-                f"{fmt_num(fit['brier'], 4)}, log loss {fmt_num(fit['log_loss'], 4)} "
-                f"({fit['n_classes']} classes)")
+        return (
+            f"n = {fmt_int(fit['n'])} ({fmt_int(fit['n_target'])} of class {fit['target_class']}); on the "
+            f"probability scale: AUC of class {fit['target_class']} against the rest {auc}, Brier score "
+            f"{fmt_num(fit['brier'], 4)}, log loss {fmt_num(fit['log_loss'], 4)} "
+            f"({fit['n_classes']} classes)"
+        )
     return f"n = {fmt_int(fit['n'])}, RMSE {fmt_num(fit['rmse'], 3)}, R² {fmt_num(fit['r2'], 3)}"
 
 
@@ -120,8 +158,11 @@ def causes_phrase(causes: list[dict], n_ep: int) -> str | None:
         named = [c for c in joint if c["feature"] is not None]
         text = f"{fmt_int(n)} inside every feature's range, flagged for the combination of features"
         if named:
-            text += " (they differ most from the evaluated rows in " + ", ".join(
-                f"{c['feature']}: {_observed(c['min'], c['max'], prefix=False)}" for c in named) + ")"
+            text += (
+                " (they differ most from the evaluated rows in "
+                + ", ".join(f"{c['feature']}: {_observed(c['min'], c['max'], prefix=False)}" for c in named)
+                + ")"
+            )
         parts.append(text)
     return "; ".join(parts)
 
@@ -133,10 +174,15 @@ def effective_step_rows(v: dict) -> list[dict[str, str]] | None:
         return None
     out = []
     for r in rows:
-        out.append({"feature": r["feature"], "h": fmt_g(r["h"], 6, sign=True, thousands=True),
-                    **{k: fmt_num(r[k], 3) for k in ("min", "q25", "median", "q75", "max")},
-                    "n_shrunk": f"{fmt_int(r['n_shrunk'])} of {fmt_int(r['n'])} ({fmt_share(r['n_shrunk'], r['n'])})",
-                    "min_fraction": fmt_g(r["min_fraction"])})
+        out.append(
+            {
+                "feature": r["feature"],
+                "h": fmt_g(r["h"], 6, sign=True, thousands=True),
+                **{k: fmt_num(r[k], 3) for k in ("min", "q25", "median", "q75", "max")},
+                "n_shrunk": f"{fmt_int(r['n_shrunk'])} of {fmt_int(r['n'])} ({fmt_share(r['n_shrunk'], r['n'])})",
+                "min_fraction": fmt_g(r["min_fraction"]),
+            }
+        )
     return out
 
 
@@ -147,5 +193,5 @@ def detector_text(specs: list[dict]) -> str:
         if s and s["method"] != "none":
             seen.setdefault(describe_detector(s), DETECTOR_TEXT[s["method"]])
     if not seen:
-        return "no effect was checked for extrapolation (\"not checked\" is shown as such, never as zero)."
+        return 'no effect was checked for extrapolation ("not checked" is shown as such, never as zero).'
     return "; ".join(f"{name}: {what}" for name, what in seen.items()) + "."

@@ -8,10 +8,10 @@ from typing import Any
 
 from ..._utils.numfmt import count, fmt_est, fmt_g, fmt_int, fmt_num, fmt_p, fmt_share
 from ..inputs.claims import p_cell
-from ..inputs.wording import count_words
 from ..inputs.quantities import at_rounding_level
-from ..inputs.verdicts import global_test_claim, global_test_record
 from ..inputs.specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
+from ..inputs.verdicts import global_test_claim, global_test_record
+from ..inputs.wording import count_words
 
 #: Most leaf differences the report's table shows (the rest are in results.json).
 MAX_TESTS_SHOWN = 10
@@ -22,12 +22,16 @@ def honesty_sentence(p: dict) -> str:
     if p.get("honest") is None:  # a results.json written before honest cAMEs
         return ""
     if p["honest"]:
-        return (f"Honest subspaces: the tree was grown on {fmt_int(p['n_grown'])} of the evaluated rows and every "
-                f"leaf's cAME, interval and test uses only the other {fmt_int(p['n_estimated'])} (chosen by a "
-                "seeded hash of the row labels), so the intervals hold for the subspaces the tree chose. The "
-                "leaves' n counts those estimation rows.")
-    return ("Not honest (partition: honest: false): the tree was grown and its leaves estimated on the same rows, "
-            "so the leaf intervals and tests are not adjusted for the tree's choice of splits and are too narrow.")
+        return (
+            f"Honest subspaces: the tree was grown on {fmt_int(p['n_grown'])} of the evaluated rows and every "
+            f"leaf's cAME, interval and test uses only the other {fmt_int(p['n_estimated'])} (chosen by a "
+            "seeded hash of the row labels), so the intervals hold for the subspaces the tree chose. The "
+            "leaves' n counts those estimation rows."
+        )
+    return (
+        "Not honest (partition: honest: false): the tree was grown and its leaves estimated on the same rows, "
+        "so the leaf intervals and tests are not adjusted for the tree's choice of splits and are too narrow."
+    )
 
 
 def leaf_test_cells(tests: dict, conf_level: float, table: int, leaves: list[dict] | None = None) -> dict:
@@ -43,33 +47,54 @@ def leaf_test_cells(tests: dict, conf_level: float, table: int, leaves: list[dic
         est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
         size = max(record.magnitude, abs(float(r["estimate"] or 0.0)))
         valid = r.get("std_error") is not None and not at_rounding_level(r["std_error"], size)
-        rows.append({"hypothesis": r["hypothesis"], "estimate": est, "ci": f"[{lo}, {hi}]",
-                     "p": p_cell(r["p_value"], valid) if valid or r.get("std_error") is None
-                     else "not valid: SE at rounding level", "p_adj": p_cell(r["p_value_adj"], valid)})
+        rows.append(
+            {
+                "hypothesis": r["hypothesis"],
+                "estimate": est,
+                "ci": f"[{lo}, {hi}]",
+                "p": p_cell(r["p_value"], valid)
+                if valid or r.get("std_error") is None
+                else "not valid: SE at rounding level",
+                "p_adj": p_cell(r["p_value_adj"], valid),
+            }
+        )
     claim = global_test_claim(tests, conf_level, leaves)
     glob = claim.text[0].upper() + claim.text[1:] + "."
     if tests.get("left_out"):  # leaves of fewer than 2 estimation rows: no interval, no difference
-        glob += (f" Not tested: {', '.join(f'leaf {x}' for x in tests['left_out'])} (fewer than 2 rows to estimate "
-                 "the cAME from: no interval).")
+        glob += (
+            f" Not tested: {', '.join(f'leaf {x}' for x in tests['left_out'])} (fewer than 2 rows to estimate "
+            "the cAME from: no interval)."
+        )
     more = len(tests["rows"]) - len(rows)
     if more > 0:
-        glob = (f"The table shows the {len(rows)} differences with the smallest adjusted p-values; the other {more} "
-                "are in results.json (partition.tests). ") + glob
-    return {"rows": rows, "global": glob, "table": table, "claim": claim.to_dict(),
-            "basis": "estimation rows only (honest)" if tests.get("honest") else "the rows that grew the tree (not "
-                     "adjusted for the tree's selection)", "inference": tests.get("inference", "")}
+        glob = (
+            f"The table shows the {len(rows)} differences with the smallest adjusted p-values; the other {more} "
+            "are in results.json (partition.tests). "
+        ) + glob
+    return {
+        "rows": rows,
+        "global": glob,
+        "table": table,
+        "claim": claim.to_dict(),
+        "basis": "estimation rows only (honest)"
+        if tests.get("honest")
+        else "the rows that grew the tree (not adjusted for the tree's selection)",
+        "inference": tests.get("inference", ""),
+    }
 
 
 def splits_sentence(s: dict | None) -> str | None:
     if not s:
         return None
-    return (f"Across {count_words(s['n_splits'], 'honest splits')} (seeded), the first split was on "
-            f"{s['root_split']} in "
-            f"{fmt_num(100 * s['share_same_root_split'], 0)}% of them, the trees had {fmt_int(s['n_leaves_min'])} to "
-            f"{count_words(s['n_leaves_max'], 'leaves')}, the leaf cAMEs ranged from {fmt_num(s['came_min'], 4)} to "
-            f"{fmt_num(s['came_max'], 4)}, and the median p-value of the global test was "
-            f"{fmt_p(s['median_global_p_value'])} (twice it, {fmt_p(s['global_p_value_split_adjusted'])}, is a valid "
-            "p-value over the splits).")
+    return (
+        f"Across {count_words(s['n_splits'], 'honest splits')} (seeded), the first split was on "
+        f"{s['root_split']} in "
+        f"{fmt_num(100 * s['share_same_root_split'], 0)}% of them, the trees had {fmt_int(s['n_leaves_min'])} to "
+        f"{count_words(s['n_leaves_max'], 'leaves')}, the leaf cAMEs ranged from {fmt_num(s['came_min'], 4)} to "
+        f"{fmt_num(s['came_max'], 4)}, and the median p-value of the global test was "
+        f"{fmt_p(s['median_global_p_value'])} (twice it, {fmt_p(s['global_p_value_split_adjusted'])}, is a valid "
+        "p-value over the splits)."
+    )
 
 
 def head_rows(part: dict) -> tuple[list[dict], str]:
@@ -82,11 +107,13 @@ def head_rows(part: dict) -> tuple[list[dict], str]:
     if not part.get("honest") or not est:  # not honest, or a results.json written before
         return [root], "The row marked * is all rows (the AME)."
     n_est, n_grown = int(est["n"]), int(part["root"]["n"]) - int(est["n"])
-    return ([root, {**est, "label": "estimation rows +"}],
-            f"The row marked * is all {fmt_int(part['root']['n'])} evaluated rows (the AME). The row marked + is the "
-            f"{count_words(n_est, 'rows')} that estimate the leaves (honest; the tree grew on the other "
-            f"{fmt_int(n_grown)}, "
-            "so its AME differs): the leaves' n add up to it and every share is of it.")
+    return (
+        [root, {**est, "label": "estimation rows +"}],
+        f"The row marked * is all {fmt_int(part['root']['n'])} evaluated rows (the AME). The row marked + is the "
+        f"{count_words(n_est, 'rows')} that estimate the leaves (honest; the tree grew on the other "
+        f"{fmt_int(n_grown)}, "
+        "so its AME differs): the leaves' n add up to it and every share is of it.",
+    )
 
 
 def leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -> list[dict[str, str]]:
@@ -98,9 +125,16 @@ def leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -
     for leaf in heads + part["leaves"]:
         est, lo, hi = fmt_est(leaf["came"], leaf["came_ci_low"], leaf["came_ci_high"])
         share = "-" if len(heads) > 1 and leaf is heads[0] else fmt_share(int(leaf["n"]), n_all)
-        row = {"node": leaf.get("label", str(leaf["node"])), "rule": leaf["rule"],
-               "n": fmt_int(leaf["n"]), "share": share, "came": est,
-               "ci": f"[{lo}, {hi}]", "cov": fmt_num(leaf["cov_fme"], 2), "small": int(leaf["n"]) < leaf_n}
+        row = {
+            "node": leaf.get("label", str(leaf["node"])),
+            "rule": leaf["rule"],
+            "n": fmt_int(leaf["n"]),
+            "share": share,
+            "came": est,
+            "ci": f"[{lo}, {hi}]",
+            "cov": fmt_num(leaf["cov_fme"], 2),
+            "small": int(leaf["n"]) < leaf_n,
+        }
         if int(leaf["n"]) < 2:  # no spread to estimate from: no interval (and no test), whatever the method
             row["ci"] = "- (fewer than 2 rows)"
         row.update(canlm="-", canlm_ci="-")
@@ -122,14 +156,17 @@ def shown_leaves(part: dict, vid: str) -> tuple[dict, str | None]:
     leaves = part["leaves"]
     if len(leaves) <= MAX_LEAVES_SHOWN:
         return part, None
-    keep = sorted(sorted(leaves, key=lambda r: (-int(r["n"]), int(r["node"])))[:MAX_LEAVES_SHOWN],
-                  key=lambda r: int(r["node"]))
+    keep = sorted(
+        sorted(leaves, key=lambda r: (-int(r["n"]), int(r["node"])))[:MAX_LEAVES_SHOWN], key=lambda r: int(r["node"])
+    )
     n_left = sum(int(r["n"]) for r in leaves) - sum(int(r["n"]) for r in keep)
-    note = (f"This partition has {fmt_int(len(leaves))} subspaces; the tables below show the "
-            f"{MAX_LEAVES_SHOWN} with the most rows and leave out {fmt_int(len(leaves) - MAX_LEAVES_SHOWN)} "
-            f"subspaces holding {fmt_int(n_left)} rows. Every subspace, with its rule, n, cAME and CI, is in "
-            f"tables/{vid}-leaves.csv, and with its hyperrectangle in results.json (partition.leaves). "
-            "The config key partition: max_leaves (default 8) prunes the tree to a readable size.")
+    note = (
+        f"This partition has {fmt_int(len(leaves))} subspaces; the tables below show the "
+        f"{MAX_LEAVES_SHOWN} with the most rows and leave out {fmt_int(len(leaves) - MAX_LEAVES_SHOWN)} "
+        f"subspaces holding {fmt_int(n_left)} rows. Every subspace, with its rule, n, cAME and CI, is in "
+        f"tables/{vid}-leaves.csv, and with its hyperrectangle in results.json (partition.leaves). "
+        "The config key partition: max_leaves (default 8) prunes the tree to a readable size."
+    )
     return {**part, "leaves": keep}, note
 
 
@@ -159,8 +196,12 @@ def boxes(part: dict) -> dict[str, Any]:
         rows.append({"feature": f, "cells": cells})
     counts = [leaf.get("n_extrapolation") for leaf in leaves]
     eps = None if all(c is None for c in counts) else [fmt_int(c) for c in counts]
-    return {"header": [f"leaf {leaf['node']}" for leaf in leaves], "rows": rows, "n_evaluated":
-            [fmt_int(leaf["n"]) for leaf in leaves], "n_extrapolation": eps}
+    return {
+        "header": [f"leaf {leaf['node']}" for leaf in leaves],
+        "rows": rows,
+        "n_evaluated": [fmt_int(leaf["n"]) for leaf in leaves],
+        "n_extrapolation": eps,
+    }
 
 
 def where_came_holds(part: dict, noun: str = "observations", sample: dict | None = None) -> list[str]:
@@ -173,14 +214,20 @@ def where_came_holds(part: dict, noun: str = "observations", sample: dict | None
         split = [b for b in leaf["box"] if b["restricted"] and _evaluated(b)]
         ranges = "; ".join(f"{b['feature']} {_evaluated(b)} (hyperrectangle {b['range']})" for b in split)
         if ranges and sampled:
-            ranges = f"over the seeded sample's rows in it ({fmt_int(sample['rows'])} of all {fmt_int(sample['of'])} " \
-                     f"rows drawn), {ranges}"
-        text = (f"The cAME of leaf {leaf['node']} ({leaf['rule']}) applies only where it was evaluated, "
-                f"to its {count_words(leaf['n'], noun)}" + (f": {ranges}" if ranges else ""))
+            ranges = (
+                f"over the seeded sample's rows in it ({fmt_int(sample['rows'])} of all {fmt_int(sample['of'])} "
+                f"rows drawn), {ranges}"
+            )
+        text = (
+            f"The cAME of leaf {leaf['node']} ({leaf['rule']}) applies only where it was evaluated, "
+            f"to its {count_words(leaf['n'], noun)}" + (f": {ranges}" if ranges else "")
+        )
         n_ep = leaf.get("n_extrapolation")
         if n_ep:
-            text += (f"; {count(n_ep, 'extrapolation point')} "
-                     f"{'falls' if int(n_ep) == 1 else 'fall'} inside this hyperrectangle and "
-                     f"{'is' if int(n_ep) == 1 else 'are'} not in its cAME")
+            text += (
+                f"; {count(n_ep, 'extrapolation point')} "
+                f"{'falls' if int(n_ep) == 1 else 'fall'} inside this hyperrectangle and "
+                f"{'is' if int(n_ep) == 1 else 'are'} not in its cAME"
+            )
         out.append(text + ".")
     return out

@@ -14,8 +14,19 @@ from typing import Any
 from ..._utils.numfmt import count, fmt_bound, fmt_int
 from ..inputs.wording import count_words, unit_after
 
-__all__ = ["step_phrase", "unit_for", "effect_sentence", "linearity_sentence", "extrapolation_phrase", "LINEARITY",
-           "direction_word", "sensitivity_sentence", "with_eps_phrase", "STABILITY", "stability_sentence"]
+__all__ = [
+    "step_phrase",
+    "unit_for",
+    "effect_sentence",
+    "linearity_sentence",
+    "extrapolation_phrase",
+    "LINEARITY",
+    "direction_word",
+    "sensitivity_sentence",
+    "with_eps_phrase",
+    "STABILITY",
+    "stability_sentence",
+]
 
 #: ANLM thresholds for the wording (printed in the report's method section).
 LINEARITY = ((0.9, "close to linear"), (0.5, "moderately non-linear"), (float("-inf"), "strongly non-linear"))
@@ -59,14 +70,17 @@ def extrapolation_phrase(v: dict, cells: dict[str, str], noun: str) -> str:
         text = f"n = {n}; not checked for extrapolation"
     elif v["policy"] == "keep":
         are = "is an extrapolation point" if cells["n_flagged"] == "1" else "are extrapolation points"
-        text = (f"n = {n}, of which {cells['n_flagged']} {are} "
-                f"({v['detector']} detector) kept in the average")
+        text = f"n = {n}, of which {cells['n_flagged']} {are} ({v['detector']} detector) kept in the average"
     elif v["policy"] == "shrink":
-        text = (f"n = {n}; {count_words(v.get('n_shrunk'), 'steps')} shrunk to stay inside the data and "
-                f"{cells['n_extrapolation']} left out as extrapolation ({v['detector']} detector)")
+        text = (
+            f"n = {n}; {count_words(v.get('n_shrunk'), 'steps')} shrunk to stay inside the data and "
+            f"{cells['n_extrapolation']} left out as extrapolation ({v['detector']} detector)"
+        )
     elif v["n_extrapolation"]:
-        text = (f"n = {n} where the step stays inside the data; {cells['n_extrapolation']} left out "
-                f"as extrapolation by the {v['detector']} detector")
+        text = (
+            f"n = {n} where the step stays inside the data; {cells['n_extrapolation']} left out "
+            f"as extrapolation by the {v['detector']} detector"
+        )
     else:
         text = f"n = {n}; checked with the {v['detector']} detector, no extrapolation points found"
     if v.get("n_at_level"):
@@ -74,8 +88,7 @@ def extrapolation_phrase(v: dict, cells: dict[str, str], noun: str) -> str:
     return text
 
 
-def effect_sentence(v: dict, cells: dict[str, str], target: str, unit: str, noun: str,
-                    units: dict[str, str]) -> str:
+def effect_sentence(v: dict, cells: dict[str, str], target: str, unit: str, noun: str, units: dict[str, str]) -> str:
     """One sentence per effect: step, direction (only if the CI excludes zero), AME with CI, who is in it."""
     lo, hi = v["ci_low"], v["ci_high"]
     phrase = step_phrase(v["steps"], v["numeric"], units)
@@ -101,11 +114,15 @@ def nlm_rows_phrase(v: dict) -> str:
         return f"over all {count(n, 'row')}" if n is not None else ""
     flat, const = int(v.get("n_nlm_flat") or 0), int(v.get("n_nlm_constant") or 0)
     other = int(n) - int(k) - flat - const
-    parts = [count(flat, "flat path") if flat else None, count(const, "constant path") if const else None,
-             f"{fmt_int(other)} otherwise undefined" if other > 0 else None]
+    parts = [
+        count(flat, "flat path") if flat else None,
+        count(const, "constant path") if const else None,
+        f"{fmt_int(other)} otherwise undefined" if other > 0 else None,
+    ]
     why = "; ".join(p for p in parts if p)
     return f"over {fmt_int(k)} of the {count(n, 'row')}: the NLM is undefined for {fmt_int(int(n) - int(k))}" + (
-        f" ({why})" if why else "")
+        f" ({why})" if why else ""
+    )
 
 
 def linearity_sentence(v: dict, cells: dict[str, str]) -> str | None:
@@ -115,9 +132,10 @@ def linearity_sentence(v: dict, cells: dict[str, str]) -> str | None:
         return None
     word = next(w for t, w in LINEARITY if v["anlm"] >= t)
     rows = nlm_rows_phrase(v)
-    return (f"Along the step the model's prediction is {word} on average (ANLM {cells['anlm']}, "
-            f"{cells['level']} CI {cells['anlm_ci_low']} to {cells['anlm_ci_high']}"
-            + (f", {rows}" if rows else "") + ").")
+    return (
+        f"Along the step the model's prediction is {word} on average (ANLM {cells['anlm']}, "
+        f"{cells['level']} CI {cells['anlm_ci_low']} to {cells['anlm_ci_high']}" + (f", {rows}" if rows else "") + ")."
+    )
 
 
 def direction_word(lo: float | None, hi: float | None) -> str:
@@ -133,12 +151,15 @@ def with_eps_phrase(all_rows: dict[str, str], noun: str, table: int) -> str:
     """'over all 506 observations, the 21 extrapolation points included, the AME would be 5.65 (95% CI ...)'."""
     n = count_words(all_rows["n"], noun)
     if all_rows["n_extrapolation"] == "0":
-        return (f"no extrapolation points were found, so the AME over all {n} evaluated is the "
-                f"reported one (Table {table})")
+        return (
+            f"no extrapolation points were found, so the AME over all {n} evaluated is the reported one (Table {table})"
+        )
     eps = count_words(all_rows["n_extrapolation"], "extrapolation points")
-    return (f"over all {n} evaluated, the {eps} "
-            f"included, the AME would be {all_rows['ame']} ({all_rows['level']} CI {all_rows['ci_low']} to "
-            f"{all_rows['ci_high']}, fixed model; Table {table})")
+    return (
+        f"over all {n} evaluated, the {eps} "
+        f"included, the AME would be {all_rows['ame']} ({all_rows['level']} CI {all_rows['ci_low']} to "
+        f"{all_rows['ci_high']}, fixed model; Table {table})"
+    )
 
 
 def sensitivity_sentence(rows: list[dict], cells: list[dict[str, str]]) -> str | None:
@@ -156,10 +177,16 @@ def sensitivity_sentence(rows: list[dict], cells: list[dict[str, str]]) -> str |
     if len(words) == 1:
         return None
     signs = {(r["ame"] > 0) - (r["ame"] < 0) for r, _ in ok} - {0}
-    what = ("the direction supported by the CI changes, and so does the sign of the AME" if len(signs) > 1
-            else "the direction supported by the CI changes")
-    parts = [f"at {c['size']} ({c['step']}) the AME is {c['ame']} ({c['level']} CI {c['ci_low']} to "
-             f"{c['ci_high']}; {c['direction']})" for _, c in ok]
+    what = (
+        "the direction supported by the CI changes, and so does the sign of the AME"
+        if len(signs) > 1
+        else "the direction supported by the CI changes"
+    )
+    parts = [
+        f"at {c['size']} ({c['step']}) the AME is {c['ame']} ({c['level']} CI {c['ci_low']} to "
+        f"{c['ci_high']}; {c['direction']})"
+        for _, c in ok
+    ]
     listing = "; ".join(parts[:-1]) + "; and " + parts[-1]
     return f"The conclusion depends on the step size, {what}: {listing}."
 
@@ -175,8 +202,10 @@ def stability_sentence(cells: dict[str, str], ari_median: float | None, table: i
     if ari_median is None:
         return f"No refit on a subsample succeeded (Table {table}); the stability of the subspaces is unknown."
     word = next(w for t, w in STABILITY if ari_median >= t)
-    text = (f"The subspaces are {word} across subsamples: the refitted trees group the rows like the full tree "
-            f"with a median adjusted Rand index of {cells['ari_median']} (Table {table}).")
+    text = (
+        f"The subspaces are {word} across subsamples: the refitted trees group the rows like the full tree "
+        f"with a median adjusted Rand index of {cells['ari_median']} (Table {table})."
+    )
     if word != "stable":
         text += " Read the cAMEs of single leaves with care; the first split and the AME are more robust."
     return text

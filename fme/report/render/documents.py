@@ -26,11 +26,19 @@ from typing import Any
 
 import jinja2
 
-__all__ = ["md_escape", "attr_escape", "render_qmd", "render_html", "render_pdf", "render_documents", "pandoc_path",
-           "tool_versions", "RENDERERS"]
+__all__ = [
+    "md_escape",
+    "attr_escape",
+    "render_qmd",
+    "render_html",
+    "render_pdf",
+    "render_documents",
+    "pandoc_path",
+    "tool_versions",
+    "RENDERERS",
+]
 
 RENDERERS = ("auto", "pandoc", "quarto")
-
 
 
 def _default_templates() -> Path:
@@ -98,8 +106,11 @@ def markdown_env(templates: Path | None = None) -> jinja2.Environment:
 
 
 def html_env(templates: Path | None = None) -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(_templates_dir(templates))),
-                              autoescape=True, undefined=jinja2.StrictUndefined)
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(_templates_dir(templates))),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
 
 
 def render_qmd(context: dict, out_dir: Path, templates: Path | None = None) -> Path:
@@ -164,10 +175,30 @@ def render_html(qmd: Path, context: dict, templates: Path | None = None) -> Path
     before.write_text(env.get_template("partials/before-body.html.j2").render(**context), encoding="utf-8")
     after.write_text(env.get_template("partials/after-body.html.j2").render(**context), encoding="utf-8")
     html = out_dir / "report.html"
-    _run([pandoc_path(), qmd.name, "--from", "markdown", "--to", "html5", "--standalone", "--embed-resources",
-          "--syntax-highlighting=none",
-          "--css", str(tdir / "report.css"), "--include-before-body", before.name, "--include-after-body",
-          after.name, "--resource-path", ".", "--output", html.name], out_dir)
+    _run(
+        [
+            pandoc_path(),
+            qmd.name,
+            "--from",
+            "markdown",
+            "--to",
+            "html5",
+            "--standalone",
+            "--embed-resources",
+            "--syntax-highlighting=none",
+            "--css",
+            str(tdir / "report.css"),
+            "--include-before-body",
+            before.name,
+            "--include-after-body",
+            after.name,
+            "--resource-path",
+            ".",
+            "--output",
+            html.name,
+        ],
+        out_dir,
+    )
     html.write_text(_postprocess_html(html.read_text(encoding="utf-8")), encoding="utf-8")
     before.unlink()
     after.unlink()
@@ -185,7 +216,8 @@ end
 
 local function escape_first(block)
   local c = block.content
-  if #c >= 1 and c[1].t == "Str" and is_marker(c[1].text) and (#c == 1 or c[2].t == "Space" or c[2].t == "SoftBreak") then
+  if #c >= 1 and c[1].t == "Str" and is_marker(c[1].text)
+      and (#c == 1 or c[2].t == "Space" or c[2].t == "SoftBreak") then
     local t = c[1].text
     local escaped
     if t:match("^%d") then
@@ -254,9 +286,24 @@ def render_pdf(qmd: Path, templates: Path | None = None) -> Path:
     with tempfile.TemporaryDirectory(prefix="fme-typst-") as tmp:
         lua = Path(tmp) / "typst-escape.lua"
         lua.write_text(TYPST_ESCAPE_LUA, encoding="utf-8")
-        _run([pandoc_path(), qmd.name, "--from", "markdown", "--to", "typst", "--standalone",
-              "--lua-filter", str(lua),
-              "--include-in-header", str(tdir / "partials" / "typst-header.typ"), "--output", typ.name], out_dir)
+        _run(
+            [
+                pandoc_path(),
+                qmd.name,
+                "--from",
+                "markdown",
+                "--to",
+                "typst",
+                "--standalone",
+                "--lua-filter",
+                str(lua),
+                "--include-in-header",
+                str(tdir / "partials" / "typst-header.typ"),
+                "--output",
+                typ.name,
+            ],
+            out_dir,
+        )
     pdf = out_dir / "report.pdf"
     typst.compile(str(typ), output=str(pdf), root=str(out_dir))
     return pdf
@@ -277,8 +324,15 @@ def render_quarto(qmd: Path, pdf: bool = True) -> tuple[Path, Path | None]:
     return html, qmd.with_suffix(".pdf")
 
 
-def render_documents(qmd: Path, context: dict, templates: Path | None = None, *, pdf: bool = True,
-                     renderer: str = "auto", stage: Any = None) -> tuple[Path, Path | None, str]:
+def render_documents(
+    qmd: Path,
+    context: dict,
+    templates: Path | None = None,
+    *,
+    pdf: bool = True,
+    renderer: str = "auto",
+    stage: Any = None,
+) -> tuple[Path, Path | None, str]:
     """HTML and (optionally) PDF from ``report.qmd``; returns (html, pdf, renderer used).
 
     ``stage``: called with the name of each rendering stage as it starts (the build's progress display).

@@ -36,32 +36,65 @@ def model_card(results: dict, build_info: dict) -> dict:
             iv = (v.get("intervals") or [{}])[0]
             name = f"AME of {v.get('step_label', v['id'])}"
             if iv:
-                metrics.append(_metric(f"{name} ({iv.get('inference')}, {float(iv.get('conf_level') or 0.95):.0%} "
-                                       "interval)", iv.get("estimate"), iv.get("conf_low"), iv.get("conf_high"),
-                                       "all evaluated rows"))
+                metrics.append(
+                    _metric(
+                        f"{name} ({iv.get('inference')}, {float(iv.get('conf_level') or 0.95):.0%} interval)",
+                        iv.get("estimate"),
+                        iv.get("conf_low"),
+                        iv.get("conf_high"),
+                        "all evaluated rows",
+                    )
+                )
                 if iv.get("covers"):
                     limitations.append({"description": f"{name}: the interval covers {iv['covers']}."})
             part = v.get("partition") or {}
             for leaf in part.get("leaves") or []:
-                metrics.append(_metric(f"cAME of {v.get('step_label', v['id'])}", leaf.get("came"),
-                                       leaf.get("conf_low"), leaf.get("conf_high"), str(leaf.get("rule"))))
+                metrics.append(
+                    _metric(
+                        f"cAME of {v.get('step_label', v['id'])}",
+                        leaf.get("came"),
+                        leaf.get("conf_low"),
+                        leaf.get("conf_high"),
+                        str(leaf.get("rule")),
+                    )
+                )
             if part.get("honesty"):
                 limitations.append({"description": f"{name}: {part['honesty']}"})
             for r in v.get("contracts") or []:
-                metrics.append(_metric(f"contract {r['expected']}: {r['verdict']}", r.get("estimate"),
-                                       r.get("conf_low"), r.get("conf_high"), v["id"]))
+                metrics.append(
+                    _metric(
+                        f"contract {r['expected']}: {r['verdict']}",
+                        r.get("estimate"),
+                        r.get("conf_low"),
+                        r.get("conf_high"),
+                        v["id"],
+                    )
+                )
     for r in (results.get("interactions") or {}).get("rows") or []:  # the Interactions section's numbers too
-        metrics.append(_metric(f"interaction of {r['steps_a']} and {r['steps_b']} ({r.get('inference')} interval)",
-                               r.get("estimate"), r.get("conf_low"), r.get("conf_high"),
-                               f"{r['n']} evaluated rows" if r.get("n") is not None else "all evaluated rows"))
+        metrics.append(
+            _metric(
+                f"interaction of {r['steps_a']} and {r['steps_b']} ({r.get('inference')} interval)",
+                r.get("estimate"),
+                r.get("conf_low"),
+                r.get("conf_high"),
+                f"{r['n']} evaluated rows" if r.get("n") is not None else "all evaluated rows",
+            )
+        )
     for w in results.get("warnings") or []:
         limitations.append({"description": str(w)})
-    limitations.append({"description": "The effects describe how the fitted model's predictions respond to changes in "
-                                       "its inputs; they are not causal evidence about the world."})
+    limitations.append(
+        {
+            "description": "The effects describe how the fitted model's predictions respond to changes in "
+            "its inputs; they are not causal evidence about the world."
+        }
+    )
     hashes = build_info.get("hashes") or {}
     # build.json records each input as {"sha256": hex, "of": what was hashed} (older builds: the hex alone)
-    diff = "; ".join(f"{k} sha256 {v['sha256'] if isinstance(v, dict) else v}" for k, v in sorted(hashes.items())
-                     if isinstance(v, (str, dict)) and (not isinstance(v, dict) or v.get("sha256")))
+    diff = "; ".join(
+        f"{k} sha256 {v['sha256'] if isinstance(v, dict) else v}"
+        for k, v in sorted(hashes.items())
+        if isinstance(v, (str, dict)) and (not isinstance(v, dict) or v.get("sha256"))
+    )
     return {
         "schema_version": "0.0.2",
         "model_details": {
@@ -84,6 +117,8 @@ def write_model_card(folder: str | Path) -> Path:
     results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     build_info = json.loads((folder / "build.json").read_text(encoding="utf-8"))
     path = folder / "model_card.json"
-    path.write_text(json.dumps(model_card(results, build_info), indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(model_card(results, build_info), indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
     return path
