@@ -29,7 +29,7 @@ import fme
 
 def _ols_sample(rng: np.random.Generator, n: int) -> pd.DataFrame:
     x = rng.normal(size=n)
-    return pd.DataFrame({"x": x, "y": 1.0 + x + 0.5 * x ** 2 + 0.5 * rng.normal(size=n)})
+    return pd.DataFrame({"x": x, "y": 1.0 + x + 0.5 * x**2 + 0.5 * rng.normal(size=n)})
 
 
 def _logit_sample(rng: np.random.Generator, n: int) -> pd.DataFrame:
@@ -69,9 +69,17 @@ def run(setting: str, reps: int, n: int, seed: int) -> dict:
         se_u.append(float(unc["std_error"].iloc[0]))
         cov_c += int(cond["conf_low"].iloc[0] <= target <= cond["conf_high"].iloc[0])
         cov_u += int(unc["conf_low"].iloc[0] <= target <= unc["conf_high"].iloc[0])
-    return {"setting": setting, "n": n, "reps": reps, "target": target, "sd_ame": float(np.std(est, ddof=1)),
-            "mean_se_conditional": float(np.mean(se_c)), "mean_se_unconditional": float(np.mean(se_u)),
-            "coverage_conditional": cov_c / reps, "coverage_unconditional": cov_u / reps}
+    return {
+        "setting": setting,
+        "n": n,
+        "reps": reps,
+        "target": target,
+        "sd_ame": float(np.std(est, ddof=1)),
+        "mean_se_conditional": float(np.mean(se_c)),
+        "mean_se_unconditional": float(np.mean(se_u)),
+        "coverage_conditional": cov_c / reps,
+        "coverage_unconditional": cov_u / reps,
+    }
 
 
 def main() -> None:
@@ -84,15 +92,21 @@ def main() -> None:
     start = time.perf_counter()
     rows = [run(s, args.reps, args.n, args.seed) for s in SETTINGS]
     mc = np.sqrt(0.95 * 0.05 / args.reps)
-    print(f"| setting | n | reps | population AME | SD of AME over reps | mean SE conditional | mean SE unconditional "
-          f"| coverage conditional | coverage unconditional |")
+    print(
+        "| setting | n | reps | population AME | SD of AME over reps | mean SE conditional | mean SE unconditional "
+        "| coverage conditional | coverage unconditional |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['setting']} | {r['n']} | {r['reps']} | {r['target']:.4f} | {r['sd_ame']:.4f} | "
-              f"{r['mean_se_conditional']:.4f} | {r['mean_se_unconditional']:.4f} | "
-              f"{100 * r['coverage_conditional']:.1f} % | {100 * r['coverage_unconditional']:.1f} % |")
-    print(f"\nnominal 95 %; Monte Carlo SE of a coverage at 95 %: {100 * mc:.1f} points; "
-          f"{time.perf_counter() - start:.0f} s")
+        print(
+            f"| {r['setting']} | {r['n']} | {r['reps']} | {r['target']:.4f} | {r['sd_ame']:.4f} | "
+            f"{r['mean_se_conditional']:.4f} | {r['mean_se_unconditional']:.4f} | "
+            f"{100 * r['coverage_conditional']:.1f} % | {100 * r['coverage_unconditional']:.1f} % |"
+        )
+    print(
+        f"\nnominal 95 %; Monte Carlo SE of a coverage at 95 %: {100 * mc:.1f} points; "
+        f"{time.perf_counter() - start:.0f} s"
+    )
 
 
 if __name__ == "__main__":
