@@ -1,4 +1,4 @@
-"""fme.report.present.audit: the audit-trail rows and context (issue 16 item 7)."""
+"""fme.report.present.audit: the audit-trail rows and context."""
 
 from __future__ import annotations
 

@@ -241,7 +241,7 @@ def test_no_timestamp_unless_asked(boston):
 
 
 def test_size_and_time(boston):
-    """Issue 16: self-contained HTML <= 2 MB and a build <= 60 s for Boston (measured: 1.51 MB, ~27 s)."""
+    """Self-contained HTML <= 2 MB and a build <= 60 s for Boston (measured: 1.51 MB, ~27 s)."""
     html = _html(boston)
     assert Path(boston["html"]).stat().st_size <= 2_000_000
     assert boston["seconds"] <= 60
@@ -277,7 +277,7 @@ def test_sentence_numbers_equal_table_cells(boston):
     assert len(items) == len(rows) == 6
     for text, row in zip(items, rows):
         effect, step, n, n_ep, ame, ci, anlm, nlm_method, median_nlm, share_linear = row
-        if anlm != "-":  # issue 16 "Also": the NLM method, median and share >= 0.9 beside the ANLM
+        if anlm != "-":  # the NLM method, median and share >= 0.9 beside the ANLM
             assert (
                 f"(method: {nlm_method}): median {median_nlm}, share of rows with NLM ≥ 0.9: {share_linear};"
                 in " ".join(_visible_text(html).split())
@@ -698,7 +698,7 @@ def test_partition_stability_equals_library_and_csv(boston, boston_model):
             reference_data=reference,
             random_state=0,
         )
-        # max_leaves (issue 22, default 8) is the report's key, not fme.came's: these trees have fewer leaves
+        # max_leaves is the report's key, not fme.came's: these trees have fewer leaves
         params = {k: val for k, val in eff.partition.items() if k not in ("method", "max_leaves")}
         part = fme.came(r, method=eff.partition.get("method", "ctree"), **params)
         assert len(part.leaves) <= eff.partition["max_leaves"] == 8
@@ -749,7 +749,7 @@ class _Cells(HTMLParser):
 
 @pytest.mark.parametrize("which", ["boston", "nasty", "classifier"])
 def test_every_html_table_cell_is_in_the_pdf(which, request):
-    """Issue 16 B: typst must not read a cell as markup ("+ (AME 5.43)" became "1. (AME 5.43)")."""
+    """Typst must not read a cell as markup ("+ (AME 5.43)" became "1. (AME 5.43)")."""
     res = request.getfixturevalue(which)
     parser = _Cells()
     parser.feed(_html(res))
@@ -774,7 +774,7 @@ def test_every_html_table_cell_is_in_the_pdf(which, request):
 
 @pytest.mark.parametrize("which", ["boston", "nasty", "classifier"])
 def test_pdf_figures_are_tagged_with_the_html_alt_text(which, request):
-    """Issue 16 item 2: every PDF figure is a tagged Figure whose /Alt is the HTML image's alt text."""
+    """Every PDF figure is a tagged Figure whose /Alt is the HTML image's alt text."""
     from tests.report.pdf_struct import struct_elements
 
     res = request.getfixturevalue(which)
@@ -786,7 +786,7 @@ def test_pdf_figures_are_tagged_with_the_html_alt_text(which, request):
 
 @pytest.mark.parametrize("which", ["boston", "nasty", "classifier"])
 def test_pdf_table_headers_do_not_run_together(which, request):
-    """Issue 16 item 2: adjacent header cells stay apart in the PDF text ("n" + "Extrapolation" was read as
+    """Adjacent header cells stay apart in the PDF text ("n" + "Extrapolation" was read as
     "nExtrapolation")."""
     res = request.getfixturevalue(which)
     _pdftotext(Path(res["pdf"]))
@@ -805,7 +805,7 @@ def test_pdf_table_headers_do_not_run_together(which, request):
     assert glued == []
 
 
-# ------------------------------------------------------------------ issue 16 item 7: audit trail, fme render
+# ------------------------------------------------------------------ audit trail, fme render
 def test_audit_trail_hashes_equal_independent_hashes(boston):
     import hashlib
 
@@ -816,7 +816,7 @@ def test_audit_trail_hashes_equal_independent_hashes(boston):
     table = _table(_html(boston), "SHA-256 of every input")
     got = {row[0]: row[2] for row in table["rows"]}
     sha = lambda b: hashlib.sha256(b).hexdigest()  # noqa: E731
-    # issue 22 item 3: the returned (model, train) by what identifies the fit, not its pickle
+    # the returned (model, train) by what identifies the fit, not its pickle
     from fme.report.model_hash import model_fingerprint
 
     assert got["Fitted model"] == sha(model_fingerprint(boston_svm()))
@@ -864,7 +864,7 @@ def test_fme_render_reproduces_without_recomputing(boston, tmp_path, monkeypatch
 
 
 def test_came_leaves_show_where_they_hold(boston):
-    """Issue 16 item 5: each leaf's evaluated range beside its hyperrectangle, EPs per leaf, and the sentence."""
+    """Each leaf's evaluated range beside its hyperrectangle, EPs per leaf, and the sentence."""
     html = _html(boston)
     text = " ".join(_visible_text(html).split())
     checked = 0
@@ -898,7 +898,7 @@ def test_came_leaves_show_where_they_hold(boston):
     assert low and all(b["eval_min"] > 5 for b in low)  # the issue's example: no evaluated row below crim 5
 
 
-# ------------------------------------------------------------------ issue 16 item 11: change log
+# ------------------------------------------------------------------ change log
 def test_change_log_against_previous_results(boston, tmp_path):
     old = _results(boston)
     crim = next(g for g in old["effects"] if g["id"] == "crim")["variants"][0]
@@ -917,7 +917,7 @@ def test_change_log_against_previous_results(boston, tmp_path):
     assert set(rows) == {g["title"] for g in old["effects"]}
     now = next(g for g in _results(res)["effects"] if g["id"] == "crim")["variants"][0]
     r = rows["Lower crime rate"]
-    assert r[2] == "fixed model (rows)"  # issue 22 item 1: the column Interval names the primary interval
+    assert r[2] == "fixed model (rows)"  # the column Interval names the primary interval
     r = r[:2] + r[3:]
     assert r[4] == "+1.000" and r[5] == "no"  # AME moved by exactly 1; CIs of half-width ~0.08 apart
     share_old = crim["n_extrapolation"] / (crim["n"] + crim["n_extrapolation"])
@@ -937,7 +937,7 @@ def test_change_log_against_previous_results(boston, tmp_path):
     assert hashes["Previous results (change log)"] == hashlib.sha256((tmp_path / "old.json").read_bytes()).hexdigest()
 
 
-# ------------------------------------------------------------------ issue 16 item 10: a 390 px phone
+# ------------------------------------------------------------------ a 390 px phone
 @pytest.mark.parametrize("which", ["boston", "nasty"])
 def test_no_page_level_horizontal_scroll_at_390_px(which, request):
     """The page never scrolls sideways on a 390 px viewport: wide tables scroll in their own focusable
@@ -979,7 +979,7 @@ def test_no_page_level_horizontal_scroll_at_390_px(which, request):
 
 
 def test_honest_leaves_and_their_tests_are_reported(boston, boston_model):
-    """Issue 25 item 6: the leaves are honest by default, the report says which rows grew the tree and which
+    """The leaves are honest by default, the report says which rows grew the tree and which
     estimated its leaves, shows the leaf-difference tests with Holm's adjustment (equal to the library's) and
     flags leaves the global test cannot tell apart."""
     from statsmodels.stats.multitest import multipletests

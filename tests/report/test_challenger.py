@@ -1,4 +1,4 @@
-"""Champion and challenger (issue 27 item 2): the same effects for a second model on the same rows."""
+"""Champion and challenger: the same effects for a second model on the same rows."""
 
 from __future__ import annotations
 

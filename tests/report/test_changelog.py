@@ -1,4 +1,4 @@
-"""fme.report.present.changelog: the change log against a previous report (issue 16 item 11)."""
+"""fme.report.present.changelog: the change log against a previous report."""
 
 from __future__ import annotations
 

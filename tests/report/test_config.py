@@ -152,7 +152,7 @@ def test_stability_defaults_merge_and_off(tmp_path):
         load_config(_write(tmp_path, GOOD + "    stability: {fraction: 1.5}\n"))
 
 
-# ------------------------------------------------------------------ issue 16 A: loud, line-numbered failures
+# ------------------------------------------------------------------ loud, line-numbered failures
 def test_duplicate_key_is_an_error_with_its_line(tmp_path):
     p = _write(tmp_path, GOOD.replace("  - steps: {crim: -5}\n", "  - steps: {crim: 1, crim: -1}\n"))
     with pytest.raises(

@@ -1,4 +1,4 @@
-"""Issue 16 items 3, 8, 9, 12 (+ issue 12 Reports, issue 11 item 20): what a report says.
+"""What a report says.
 
 Fast tests check the config keys (detectors with parameters, inference, flags, overview), the
 computations behind new report lines against independent references, and the wording rules

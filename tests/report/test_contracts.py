@@ -1,4 +1,4 @@
-"""Effect contracts (issue 27 item 1): expect: keys tested, Holm-adjusted, and a release gate (--check exits 3)."""
+"""Effect contracts: expect: keys tested, Holm-adjusted, and a release gate (--check exits 3)."""
 
 from __future__ import annotations
 

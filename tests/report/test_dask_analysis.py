@@ -382,7 +382,7 @@ def test_sample_size_needs_engine_dask(tmp_path):
 
 @pytest.mark.slow
 def test_dask_and_pandas_reports_of_a_poisson_glm_with_c_terms_say_the_same(tmp_path, monkeypatch):
-    """Issue 22 item 7, on the case that found it: a statsmodels Poisson GLM with ``C()`` terms on randhie, delta
+    """On the case that found it: a statsmodels Poisson GLM with ``C()`` terms on randhie, delta
     inference and the default (honest, pruned) cAME trees, built from one CSV (pandas) and a Parquet dataset
     (Dask): results.json and the tables agree, the leaf boxes list the same levels and the flags pick the same
     leaves."""

@@ -1,4 +1,4 @@
-"""Issue 16 A: a report build fails loudly, in one line naming config, line and key, and writes no report.
+"""A report build fails loudly, in one line naming config, line and key, and writes no report.
 
 Fast tests check the config against data and model (:mod:`fme.report.inputs.validate`) and the command line for
 failures found before the notebook runs; the slow ones run the notebook into a failure.
@@ -283,7 +283,7 @@ def test_failed_rebuild_keeps_previous_report_whole(tmp_path, capsys, regressor)
     assert not (tmp_path / ".c.partial").exists()
 
 
-# ------------------------------------------------------------------ issue 16 C: the cache notices a changed model
+# ------------------------------------------------------------------ the cache notices a changed model
 HYPER_MODULE = """\
 import dataclasses
 import json

@@ -81,7 +81,7 @@ def test_constant_model_equal_fmes_and_undefined_nlms(tmp_path, frame):
     assert kinds[:3] == ["extrapolation", "fme-scatter", "nlm"]
     nlm = next(f for f in v["figures"] if f["kind"] == "nlm")
     assert nlm["n_undefined"] == v["n"] > 0 and nlm["not_drawn"] is None
-    # issue 22 item 4d: flat and constant paths counted apart (a constant model: every path constant)
+    # flat and constant paths counted apart (a constant model: every path constant)
     assert (
         f"The NLM is undefined for {v['n']} rows, not drawn: 0 flat paths (the prediction varies negligibly) "
         f"and {v['n']} constant paths (exactly constant)."
@@ -128,7 +128,7 @@ def test_one_and_two_rows(tmp_path, frame, linear, n_rows):
         assert [f["kind"] for f in v["figures"]] == [kind, "nlm"]
 
 
-# ------------------------------------------------------------------ issue 16 item 6: tree numbers = table cells
+# ------------------------------------------------------------------ tree numbers = table cells
 def _staircase(n_steps: int, seed: int = 0):
     import fme
 

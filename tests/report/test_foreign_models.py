@@ -1,4 +1,4 @@
-"""Issue 22: reports that hold on models no one here wrote (statsmodels GLMs with C() terms, gradient boosting
+"""Reports that hold on models no one here wrote (statsmodels GLMs with C() terms, gradient boosting
 with pandas categoricals, LightGBM). Each test runs a small case like the one that found the problem, on data
 shipped with statsmodels or scikit-learn."""
 
@@ -65,7 +65,7 @@ def _bare_config(tmp_path, **fields):
     return ReportConfig(**{**base, **fields})
 
 
-# ------------------------------------------------------------------ item 1: the interval a file carries
+# ------------------------------------------------------------------ the interval a file carries
 def test_sidecars_and_changelog_carry_the_primary_interval_labelled(tmp_path):
     from fme.report.analysis import run_effects
     from fme.report.present.changelog import changelog, compact
@@ -134,7 +134,7 @@ def test_sidecars_and_changelog_carry_the_primary_interval_labelled(tmp_path):
     assert row["overlap"] == "no (fixed-model intervals; the primary ones differ in kind)"
 
 
-# ------------------------------------------------------------------ item 2: readable cAME trees that never crash
+# ------------------------------------------------------------------ readable cAME trees that never crash
 def _fair(n: int | None = None) -> pd.DataFrame:
     import statsmodels.api as sm
 
@@ -249,7 +249,7 @@ def test_default_tree_is_readable_on_a_smooth_4000_row_glm(tmp_path):
         )
 
 
-# ------------------------------------------------------------------ item 3: a stable model hash
+# ------------------------------------------------------------------ a stable model hash
 def test_identical_fits_hash_alike_and_a_changed_fit_does_not(tmp_path, monkeypatch):
     import pickle
 
@@ -306,7 +306,7 @@ def test_identical_fits_hash_alike_and_a_changed_fit_does_not(tmp_path, monkeypa
     assert "canonical serialisation" in first["model"]["of"]
 
 
-# ------------------------------------------------------------------ item 4: every sentence is true
+# ------------------------------------------------------------------ every sentence is true
 def test_categorical_step_names_the_level_rows_already_at_are_left_out(tmp_path):
     from fme.report.analysis import compute_effect
     from fme.report.present.context import effect_cells, level_label
@@ -443,7 +443,7 @@ def test_numbers_and_plurals_as_the_tables_print_them():
     assert fmt_est(1.0, 1.0, 1.0) == ("1.00000", "1.00000", "1.00000")  # a zero-width CI: 6 significant digits
 
 
-# ------------------------------------------------------------------ item 6: errors name the key and fail fast
+# ------------------------------------------------------------------ errors name the key and fail fast
 def test_bootstrap_train_data_with_a_text_column_fails_at_its_key_before_any_refit(tmp_path):
     from fme.report.analysis import run_effects
 
@@ -529,7 +529,7 @@ def test_hull_error_in_high_dimension_says_x_is_outside_and_names_the_key(tmp_pa
     assert "extrapolation: envelope" in msg
 
 
-# ------------------------------------------------------------------ item 5: model identity and the whole model
+# ------------------------------------------------------------------ model identity and the whole model
 def test_packages_list_what_the_model_and_the_analysis_imported():
     import importlib.metadata as md
 
@@ -730,7 +730,7 @@ def test_unrestricted_categorical_side_lists_every_level_of_the_data_in_both_eng
 
 @pytest.mark.slow
 def test_report_of_a_smooth_4000_row_glm_stays_small(tmp_path):
-    """Issue 22 item 2b: with the default tree the report is small; a tree of 184 leaves (max_leaves: null) is
+    """With the default tree the report is small; a tree of 184 leaves (max_leaves: null) is
     shown by its 16 largest subspaces, with what was left out and where it is."""
     from fme.__main__ import main
 

@@ -1,4 +1,4 @@
-"""Honest cAMEs in reports (issue 25 item 6): the config keys, the sentences and the leaf tests."""
+"""Honest cAMEs in reports: the config keys, the sentences and the leaf tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""interactions: in reports (issue 27 item 3): listed pairs and the auto screen, equal to fme.interaction."""
+"""interactions: in reports: listed pairs and the auto screen, equal to fme.interaction."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""fme report --model-card (issue 27 item 4): model_card.json validates against the Model Card Toolkit schema
+"""fme report --model-card: model_card.json validates against the Model Card Toolkit schema
 (shipped with fme) and carries the effects, contracts, limitations and audit hashes of the report."""
 
 from __future__ import annotations

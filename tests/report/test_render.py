@@ -408,7 +408,7 @@ def test_stability_flag_and_failed_refits():
     assert "unknown" in sentences.stability_sentence(sc["cells"], None, 4)
 
 
-# ------------------------------------------------------------------ issue 16 B: the PDF says what the HTML says
+# ------------------------------------------------------------------ the PDF says what the HTML says
 MARKER_CELLS = [
     "+ (AME 5.43)",
     "- (AME -1.34)",
@@ -450,7 +450,7 @@ def test_typst_reads_no_cell_as_a_list_marker(tmp_path):
     assert "•" not in text and "1. (AME" not in text
 
 
-# ------------------------------------------------------------------ issue 16 item 2: alt text, captions in the PDF
+# ------------------------------------------------------------------ alt text, captions in the PDF
 def _typst_pdf(tmp_path, qmd: str):
     pytest.importorskip("pypandoc")
     pytest.importorskip("typst")
@@ -517,7 +517,7 @@ def test_pdf_table_caption_never_alone_at_a_page_foot(tmp_path):
     assert orphans_possible >= 1  # the sweep did push the table (and its caption) to the next page
 
 
-# ------------------------------------------------------------------ issue 16 item 10: precision, titles, layout
+# ------------------------------------------------------------------ precision, titles, layout
 @pytest.mark.parametrize(
     "x, d, want",
     [

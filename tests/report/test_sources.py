@@ -78,7 +78,7 @@ def test_dataset_directory_and_glob_read_with_dask(tmp_path, cluster):
     assert [f.relative_to(d).as_posix() for f in files] == ["part-0.parquet", "part-1.parquet", "sub/part-2.parquet"]
     cfg = load_config(_config(tmp_path, "ds", f"engine: dask\nscheduler: {cluster.scheduler_address}\n"))
     check_inputs(cfg)
-    got, info = analysis.load_data(cfg, cfg.data)  # data stay lazy (issue 14: the analysis runs out of core)
+    got, info = analysis.load_data(cfg, cfg.data)  # data stay lazy
     pd.testing.assert_frame_equal(got.compute(), frame.reset_index(drop=True))
     assert info["n_files"] == 3 and info["n_rows"] == 90
     # the same rows through a glob; the provenance hash covers every file and changes with any of them
@@ -200,7 +200,7 @@ def test_report_built_from_a_parquet_dataset_equals_the_single_file_report(tmp_p
             v["fixed_interval"]["high"],
             results["data"]["n_rows"],
         )
-    # engine: dask now computes out of core (issue 14: merged moments over partitions), equal to the in-memory
+    # engine: dask now computes out of core, equal to the in-memory
     # numbers to ~1e-16 relative, not bit for bit: counts exact, the AME and its CI to 1e-12 relative
     (n_a, *num_a, rows_a), (n_b, *num_b, rows_b) = ames["a"], ames["b"]
     assert (n_a, rows_a) == (n_b, rows_b) and rows_a == 120 and n_a > 60
