@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 import fme
+from fme._trees.subspaces import subspace_bounds
 
 SETTINGS = {
     "heterogeneous": (
@@ -51,7 +52,7 @@ def leaf_box(part: fme.PartitionResult, node: int) -> dict[str, tuple[float, flo
     """The population box of a leaf: the split bounds, clipped to the support [0, 1]."""
     return {
         f: (0.0 if lo is None else max(0.0, lo), 1.0 if hi is None else min(1.0, hi))
-        for f, (lo, hi, _) in part._bounds(node).items()
+        for f, (lo, hi, _) in subspace_bounds(part.tree.nodes_, node, part.leaf_ids).items()
     }
 
 
