@@ -3,7 +3,7 @@
 Implements Scholbeck et al., "Marginal Effects for Non-Linear Prediction
 Functions" (the paper in the project's shared folder): fMEs for numeric,
 categorical and multivariate steps (§5.1-5.2), the NLM (§5.4), cAMEs on
-CTREE subspaces (§5.5) and extrapolation checks (§3.2, Appendix).
+CTREE subspaces (§5.5) and extrapolation checks (§4.2, Appendix A.2).
 """
 
 import importlib as _importlib

@@ -1,6 +1,6 @@
 """Plain callables and objects with ``predict``/``predict_proba``, and the delta-method protocol.
 
-Protocol for the delta method (paper §6; as marginaleffects' ``ModelAbstract``)::
+Protocol for the delta method (not in the paper; as marginaleffects' ``ModelAbstract``)::
 
     model.get_coef() -> array (k,)            # the parameters theta
     model.get_vcov() -> array (k, k)          # their covariance

@@ -1,6 +1,6 @@
 """What a fitted statsmodels result holds, read without predicting: whether an object is one, the design matrix
 its own ``predict`` would build, its mean function mu(x' beta + offset) where it has one (the delta method's
-analytic route, paper §6), and the text that identifies the fit (the report's model hash). The adapter
+analytic route; not in the paper), and the text that identifies the fit (the report's model hash). The adapter
 (:mod:`fme._adapters.statsmodels`) predicts, prepares data and refits with them."""
 
 from __future__ import annotations

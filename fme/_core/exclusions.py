@@ -4,7 +4,7 @@ A row is not evaluated when a stepped feature is missing or infinite (no
 finite step from there), when it is already at a categorical step's target
 level (the observation-wise categorical ME of paper §5.1, Eq.
 new_categorical_me, is taken over the other rows), or when x or x + h is an
-extrapolation point (paper §3.2 and the appendix; policy ``exclude`` or
+extrapolation point (paper §4.2 and Appendix A.2; policy ``exclude`` or
 ``shrink``).
 
 Each row gets an int8 code (0 evaluated, 1 missing or infinite, 2 already at

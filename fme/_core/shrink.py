@@ -1,4 +1,4 @@
-"""Per-row step shrinking for ``on_extrapolation='shrink'`` (paper §3.2).
+"""Per-row step shrinking for ``on_extrapolation='shrink'`` (paper §4.2, "Step Size and Extrapolation Risk").
 
 A row whose x + h is an extrapolation point gets its numeric steps shrunk toward
 0 until x + s h is inside. A step that has to shrink below

@@ -1,7 +1,7 @@
 """Step rules of Dask data resolved by reductions: no stepped column is gathered for ``sd``.
 
 :func:`fme._dask.effects.fme` needs the numbers behind rules such as ``"sd"`` or ``"-2*sd"``
-(paper §3.2) before the passes over the data. Before this module, the stepped columns of the
+(paper §4.2) before the passes over the data. Before this module, the stepped columns of the
 reference data were gathered into memory for them; the ``sd`` and ``unit`` rules now come from
 merged per-partition moments, and the levels of a text column from its distinct values
 (:func:`rule_frame`); ``iqr`` and ``mad`` from exact order statistics of the column's sorted

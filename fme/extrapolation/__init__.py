@@ -1,4 +1,4 @@
-"""Extrapolation detection (paper §3.2 and Appendix "Model Extrapolation").
+"""Extrapolation detection (paper §4.2 and Appendix A.2, "Model Extrapolation").
 
 An fME is only trustworthy when neither x nor x + h lies where the model never
 saw data. A detector is fitted on reference data (the training data) and flags

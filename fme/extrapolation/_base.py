@@ -1,4 +1,4 @@
-"""Detector interface and registry (paper §3.2 and Appendix "Model Extrapolation").
+"""Detector interface and registry (paper §4.2 and Appendix A.2, "Model Extrapolation").
 
 :class:`ExtrapolationDetector` is the base class of every detector;
 :data:`DETECTORS` maps the names accepted by ``extrapolation=<name>`` to

@@ -1,4 +1,4 @@
-"""Envelope extrapolation detector (paper §3.2 and §8); registered as ``"envelope"``.
+"""Envelope extrapolation detector (paper §4.2 and §8); registered as ``"envelope"``.
 
 The detector of the paper's Boston example and the default of :func:`fme.fme`.
 """

@@ -1,6 +1,6 @@
 """A detector as fme names and calls it: its display name, guards around its ``fit``/``flag`` and their outputs.
 
-Any object with ``fit(reference)`` and ``flag(points)`` may be a detector (paper §3.2, appendix "Model
+Any object with ``fit(reference)`` and ``flag(points)`` may be a detector (paper §4.2, appendix A.2 "Model
 Extrapolation"), so fme never assumes more of it: :func:`detector_name` is the one way a detector is named
 (in results, exclusion reasons and error messages), :func:`call_detector` and :func:`check_flags` turn its
 failures into :class:`~fme.exceptions.ExtrapolationError` naming it. Loads no detector family.
