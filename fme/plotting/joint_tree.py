@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..exceptions import ParameterError
 from ._common import COLORS, fmt_ci, pyplot
-from .tree import _children, _counts_from_leaves, edge_label, inner_label, tree_layout
+from .tree import counts_from_leaves, edge_label, inner_label, node_children, tree_layout
 
 __all__ = ["JointPartitionDisplay", "joint_leaf_label"]
 
@@ -73,7 +73,7 @@ class JointPartitionDisplay:
         nodes = part.nodes
         rows_text = None
         if part.honest:
-            nodes = _counts_from_leaves(nodes, part.leaves.drop_duplicates("node"))
+            nodes = counts_from_leaves(nodes, part.leaves.drop_duplicates("node"))
             rows_text = "Counts and figures: the rows that estimate the leaves (honest)."
         return cls(nodes=nodes, leaves=part.leaves, conf_level=part.conf_level, rows_text=rows_text).plot(
             ax=ax, **plot_kw
@@ -94,7 +94,7 @@ class JointPartitionDisplay:
         box = dict(boxstyle="round,pad=0.35", facecolor="white", edgecolor=COLORS["text"], linewidth=1.0)
         self.node_boxes_, self.edge_lines_, self.edge_labels_, self.leaf_labels_ = {}, {}, {}, {}
         for node, (x, y) in pos.items():
-            kids = _children(nodes, node)
+            kids = node_children(nodes, node)
             for i, child in enumerate(kids):
                 cx, cy = pos[child]
                 (self.edge_lines_[child],) = ax.plot([x, cx], [y, cy], color=COLORS["edge"], linewidth=1.2, zorder=1)
