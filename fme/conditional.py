@@ -315,7 +315,7 @@ def _came_joint(effects: list[Any], kw: dict[str, Any]) -> PartitionResult:
     )
     params = {**params, "honest": bool(kw["honest"]), "honest_fraction": float(kw["honest_fraction"])}
     engine: Any = dask_came if on_dask else local_came
-    return engine.came_joint(
+    part = engine.came_joint(
         effects,
         sample_size=kw["sample_size"],
         random_state=kw["random_state"],
@@ -330,6 +330,11 @@ def _came_joint(effects: list[Any], kw: dict[str, Any]) -> PartitionResult:
         honest_fraction=float(kw["honest_fraction"]),
         seed=seed_of(kw["random_state"]),
     )
+    # a classifier's cAMEs are of one class's probability: every effect's leaves say which, as for one effect
+    for one in part.parts:
+        with_class(one.leaves, getattr(one.effects, "explained_class", None))
+    part.refresh()
+    return part
 
 
 #: :func:`came`'s own keyword arguments (the others are tree parameters).

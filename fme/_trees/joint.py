@@ -153,7 +153,7 @@ def _long(frames: list[pd.DataFrame], labels: list[str]) -> pd.DataFrame:
     out = []
     for frame, label in zip(frames, labels):
         f = pd.DataFrame(frame).copy()
-        f.insert(int("node" in f.columns), "effect", label)
+        f.insert(list(f.columns).index("node") + 1 if "node" in f.columns else 0, "effect", label)
         out.append(f)
     return pd.concat(out, ignore_index=True)
 
