@@ -530,6 +530,11 @@ def partition_stability(
 
     if not isinstance(partition, PartitionResult):
         raise DataError(f"`partition` must be the PartitionResult of fme.came(...), got {type(partition).__name__}.")
+    if isinstance(partition, JointPartitionResult):
+        raise ParameterError(
+            "partition_stability refits the partition of one effect; pass one effect's partition of the joint one, "
+            "part.parts[k] (its refits grow one-effect trees), or refit fme.came([...]) on subsamples yourself."
+        )
     if isinstance(n_subsamples, bool) or not isinstance(n_subsamples, numbers.Integral) or n_subsamples < 1:
         raise ParameterError(f"n_subsamples must be a positive integer, got {n_subsamples!r}.")
     if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 < fraction < 1:

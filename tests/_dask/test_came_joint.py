@@ -73,3 +73,21 @@ def test_dask_effects_must_share_the_data(both):
         fme.came([dsk[0], other[1]], features=FEATURES)
     with pytest.raises(DataError, match=r"effects\[1\].*Dask"):
         fme.came([dsk[0], mem[1]], features=FEATURES)
+
+
+def test_dask_joint_partition_on_a_sample_sums_over_all_rows(both):
+    mem, dsk = both
+    part = fme.came(dsk, features=FEATURES, sample_size=200, random_state=4)
+    assert part.grown_on_sample and part.sample_rows < 300  # a seeded fraction of the ~450 growing rows
+    # every estimation row's subspace from the tree grown on the sample, its figures summed over all of them
+    est = ~fme._trees.grow.honest_mask(mem[0].results.index, 0.5, 4)
+    node = part._subspace[np.asarray(part.tree.apply(mem[0].data[FEATURES]), dtype=int)]
+    for k, e in enumerate(mem):
+        fm = e.results["fme"].to_numpy()
+        rows = part.leaves[part.leaves["effect"] == part.effect_labels[k]]
+        for _, r in rows.iterrows():
+            m = est & (node == r["node"])
+            assert r["n"] == m.sum()
+            np.testing.assert_allclose(r["came"], fm[m].mean(), rtol=RTOL)
+            np.testing.assert_allclose(r["sd_fme"], fm[m].std(ddof=1), rtol=RTOL)
+    assert part.heterogeneity()["n"].tolist() == [int(est.sum())] * 3

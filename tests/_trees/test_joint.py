@@ -188,3 +188,8 @@ def test_effects_must_share_rows_and_model(effects):
         fme.came([], features=FEATURES)
     with pytest.raises(DataError, match=r"effects\[1\] must be"):
         fme.came([effects[0], "x"], features=FEATURES)
+
+
+def test_stability_refits_one_effect(joint):
+    with pytest.raises(ParameterError, match=r"parts\[k\]"):
+        fme.partition_stability(joint)
