@@ -200,8 +200,11 @@ class CTree:
         X : pandas.DataFrame
             Covariates (numeric, bool, str/object, ordered or unordered Categorical;
             NaN/None = missing).
-        y : array-like of shape (n,)
-            Numeric response (e.g. fMEs); must be finite.
+        y : array-like of shape (n,) or (n, Q)
+            Numeric response (e.g. fMEs); must be finite. Q > 1 columns (e.g. several effects' fMEs) grow one
+            tree on the multivariate response (§1-§5 with the Kronecker covariance: :mod:`fme._trees.ctree_multi`);
+            the node table's ``mean`` is then a tuple of Q column means and ``err`` the squared errors summed
+            over the columns.
         sample_weight : array-like of shape (n,), optional
             Non-negative case weights (partykit's ``weights``); zero-weight rows stay
             in the nodes but contribute nothing to the statistics (§9.9).
