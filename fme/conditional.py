@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -36,17 +37,18 @@ from ._dask.outputs import DaskMultiFMEResult
 from ._dask.result import DaskFMEResult
 from ._local import came as local_came
 from ._trees.args import check_tree_params
+from ._trees.joint import JointPartitionResult
 from ._trees.partition import LeafTests, PartitionResult
 from ._utils.progress import progress_bar
 from ._utils.validation import check_conf_level, check_random_state, seed_of
 from .exceptions import DataError, FeatureError, FMEError, ParameterError
 
-__all__ = ["came", "PartitionResult", "LeafTests", "partition_stability"]
+__all__ = ["came", "JointPartitionResult", "PartitionResult", "LeafTests", "partition_stability"]
 
 
 # ---------------------------------------------------------------- public API
 def came(
-    effects: FMEResult,
+    effects: FMEResult | Sequence[FMEResult],
     *,
     method: str = "ctree",
     features: list[str] | None = None,
@@ -61,7 +63,8 @@ def came(
     n_splits: int = 1,
     **tree_params: Any,
 ) -> PartitionResult:
-    """Conditional AMEs on subspaces found by a tree (paper §5.5), honest by default.
+    """Conditional AMEs on subspaces found by a tree (paper §5.5), honest by default; of one effect, or of
+    several effects at once (joint regions).
 
     The paper, R's fmeffects and marginaleffects' heterogeneity recipe grow the tree and estimate each
     leaf's cAME and CI on the same rows; the tree picks the splits that separate the fMEs most, so those
@@ -72,10 +75,24 @@ def came(
     in :attr:`PartitionResult.leaves`). Pass ``honest=False`` for the paper's procedure (the replication
     notebooks do); its leaves table then says that the intervals are not adjusted for the selection.
 
+    Joint regions: given a list of effects (``fme.came([eff_a, eff_b, eff_c])``, each from :func:`fme.fme` on
+    the same rows with the same model) one tree is grown on the matrix of their fMEs, one column per effect:
+    CTREE with a multivariate response (its tests and split statistic use all columns at once: the Kronecker
+    covariance of partykit's ctree) or CART on the squared error summed over the columns. With
+    ``standardize=True`` each effect's fMEs are scaled to SD 1 before growing, so that no effect dominates by
+    its unit; the figures stay in each effect's own unit. The result, a :class:`JointPartitionResult`, has one
+    ``leaves`` row per (leaf, effect) (column ``effect``: the effect's step label), ``test()`` with one Holm
+    adjustment across every effect's leaf differences, and ``heterogeneity()``: the share of each effect's fME
+    variance that the regions explain, with intervals (the decomposition of Herbinger et al., JMLR 2024). A
+    list of one effect gives exactly ``fme.came(effect)``. ``max_sd`` and ``n_splits > 1`` apply to one
+    effect only.
+
     Parameters
     ----------
-    effects : FMEResult
-        From :func:`fme.fme`; a single output (not ``target_class='all'``).
+    effects : FMEResult or list of FMEResult
+        From :func:`fme.fme`; a single output (not ``target_class='all'``). A list (or tuple): several
+        effects of the same model on the same evaluated rows (all in memory or all of Dask data), partitioned
+        jointly (see above); a :class:`~fme.exceptions.DataError` names an effect whose rows or model differ.
     method : {'ctree', 'cart'}, default='ctree'
         CTREE (:class:`fme.CTree`, partykit's algorithm, as the paper)
         or CART (scikit-learn's ``DecisionTreeRegressor``; categorical
@@ -93,8 +110,8 @@ def came(
     conf_level : float, default=0.95
         Confidence level of the t-based CIs.
     standardize : bool, default=True
-        Grow the tree on standardised fMEs. CTREE's statistics and p-values
-        are invariant to this, but partykit's *absolute* variance tolerance
+        Grow the tree on standardised fMEs (of several effects: each column by its own SD). CTREE's
+        statistics and p-values are invariant to this, but partykit's *absolute* variance tolerance
         (1.5e-8) stops trees on tiny-scale responses such as probabilities or
         small steps (CTREE spec §9); standardising removes that artefact.
         Reported figures are always on the fME scale.
@@ -138,7 +155,28 @@ def came(
     --------
     >>> part = fme.came(eff, minbucket=100, testtype="teststatistic", mincriterion=0.99)  # doctest: +SKIP
     >>> part.leaves[["node", "n", "came", "came_ci_low", "came_ci_high"]]              # doctest: +SKIP
+    >>> joint = fme.came([eff_a, eff_b, eff_c], minbucket=100)                         # doctest: +SKIP
+    >>> joint.leaves[["node", "effect", "n", "came", "conf_low", "conf_high"]]         # doctest: +SKIP
+    >>> joint.heterogeneity()[["effect", "share_explained", "share_ci_low", "share_ci_high"]]  # doctest: +SKIP
     """
+    if isinstance(effects, (list, tuple)):
+        return _came_joint(
+            list(effects),
+            dict(
+                method=method,
+                features=features,
+                n_partitions=n_partitions,
+                max_sd=max_sd,
+                conf_level=conf_level,
+                standardize=standardize,
+                sample_size=sample_size,
+                random_state=random_state,
+                honest=honest,
+                honest_fraction=honest_fraction,
+                n_splits=n_splits,
+                **tree_params,
+            ),
+        )
     if isinstance(effects, DaskMultiFMEResult):  # several outputs of Dask data, as for FMEResult below
         raise ParameterError("came needs one fME per row; compute effects with a single target_class, not 'all'.")
     on_dask = isinstance(effects, DaskFMEResult)
@@ -156,18 +194,7 @@ def came(
     conf_level, features, params = _check_came_args(
         effects, method, features, n_partitions, max_sd, conf_level, standardize, tree_params
     )
-    if not isinstance(honest, (bool, np.bool_)):
-        raise ParameterError(f"honest must be True or False, got {honest!r}.")
-    if (
-        isinstance(honest_fraction, bool)
-        or not isinstance(honest_fraction, numbers.Real)
-        or not 0 < honest_fraction < 1
-    ):
-        raise ParameterError(f"honest_fraction must be a number strictly between 0 and 1, got {honest_fraction!r}.")
-    if isinstance(n_splits, bool) or not isinstance(n_splits, numbers.Integral) or n_splits < 1:
-        raise ParameterError(f"n_splits must be a positive integer, got {n_splits!r}.")
-    if n_splits > 1 and not honest:
-        raise ParameterError("n_splits repeats the honest split; pass honest=True (or n_splits=1).")
+    _check_honest(honest, honest_fraction, n_splits)
     seed = seed_of(random_state)
     params = {**params, "honest": bool(honest), "honest_fraction": float(honest_fraction)}
     seeds = [seed] + [int(s) for s in np.random.SeedSequence(seed).generate_state(n_splits - 1)]
@@ -196,6 +223,134 @@ def came(
     # a classifier's cAMEs are of one class's probability: the leaves say which, as every table of its effects
     with_class(part.leaves, getattr(effects, "explained_class", None))
     return part
+
+
+def _check_honest(honest: Any, honest_fraction: Any, n_splits: Any) -> None:
+    """:func:`came`'s honest-split arguments."""
+    if not isinstance(honest, (bool, np.bool_)):
+        raise ParameterError(f"honest must be True or False, got {honest!r}.")
+    if (
+        isinstance(honest_fraction, bool)
+        or not isinstance(honest_fraction, numbers.Real)
+        or not 0 < honest_fraction < 1
+    ):
+        raise ParameterError(f"honest_fraction must be a number strictly between 0 and 1, got {honest_fraction!r}.")
+    if isinstance(n_splits, bool) or not isinstance(n_splits, numbers.Integral) or n_splits < 1:
+        raise ParameterError(f"n_splits must be a positive integer, got {n_splits!r}.")
+    if n_splits > 1 and not honest:
+        raise ParameterError("n_splits repeats the honest split; pass honest=True (or n_splits=1).")
+
+
+def _same_rows_and_model(effects: list[Any], on_dask: bool) -> None:
+    """Every effect of a joint partition on the rows and model of the first; a DataError names the one that is
+    not. In memory the model is not kept: the same model predicts the same f(x) on the same rows."""
+    first = effects[0]
+    for k, e in enumerate(effects[1:], start=1):
+        if on_dask:
+            from dask.base import tokenize
+
+            same_rows = e.n == first.n and (e.data is first.data or tokenize(e.data) == tokenize(first.data))
+            same_model = e.plan.model is first.plan.model
+        else:
+            same_rows = e.results.index.equals(first.results.index)
+            fx, fx0 = e.predictions.get("f_x"), first.predictions.get("f_x")
+            same_model = e.model_description == first.model_description and (
+                fx is None or fx0 is None or np.array_equal(fx.to_numpy(), fx0.to_numpy(), equal_nan=True)
+            )
+        if not same_rows:
+            raise DataError(
+                f"effects[{k}] ({e.describe_steps()}) was evaluated on other rows than effects[0] "
+                f"({e.n} rows vs {first.n}, or other index labels); a joint partition needs every effect on the "
+                "same rows: compute them on the same data with the same exclusions (e.g. on_extrapolation='keep')."
+            )
+        if not same_model:
+            raise DataError(
+                f"effects[{k}] ({e.describe_steps()}) comes from another model than effects[0] "
+                f"({e.model_description!r} vs {first.model_description!r}, or other predictions f(x)); a joint "
+                "partition needs the effects of one model."
+            )
+
+
+def _came_joint(effects: list[Any], kw: dict[str, Any]) -> PartitionResult:
+    """:func:`came` of a list of effects: checked, then one tree on the matrix of their fMEs."""
+    if not effects:
+        raise ParameterError("came got an empty list of effects; pass one or more results of fme.fme.")
+    if len(effects) == 1:
+        return came(effects[0], **kw)
+    on_dask = isinstance(effects[0], DaskFMEResult)
+    for k, e in enumerate(effects):
+        if isinstance(e, DaskMultiFMEResult) or not isinstance(e, (FMEResult, DaskFMEResult)):
+            raise DataError(
+                f"effects[{k}] must be the result of fme.fme(...) with a single output, got {type(e).__name__}."
+            )
+        if isinstance(e, DaskFMEResult) != on_dask:
+            raise DataError(
+                f"effects[{k}] is {'not ' if on_dask else ''}of Dask data but effects[0] is"
+                f"{'' if on_dask else ' not'}; a joint partition needs all effects in memory or all on Dask."
+            )
+        if e.output_names is not None:
+            raise ParameterError(
+                f"effects[{k}] has several outputs (target_class='all'); compute it with a single target_class."
+            )
+        if e.n == 0:
+            raise DataError(f"effects[{k}] has no evaluated rows; nothing to partition.")
+    tree_params = {k: v for k, v in kw.items() if k not in _CAME_ARGS}
+    if kw["max_sd"] is not None:
+        raise ParameterError("max_sd applies to one effect; reduce a joint partition with n_partitions.")
+    if kw["n_splits"] != 1:
+        raise ParameterError("n_splits applies to one effect; use n_splits=1 for a joint partition.")
+    if not on_dask and kw["sample_size"] is not None:
+        raise ParameterError("sample_size applies to Dask effects only; in-memory effects use every row.")
+    _same_rows_and_model(effects, on_dask)
+    _check_honest(kw["honest"], kw["honest_fraction"], 1)
+    conf_level, features, params = _check_came_args(
+        effects[0],
+        kw["method"],
+        kw["features"],
+        kw["n_partitions"],
+        None,
+        kw["conf_level"],
+        kw["standardize"],
+        tree_params,
+    )
+    params = {**params, "honest": bool(kw["honest"]), "honest_fraction": float(kw["honest_fraction"])}
+    engine: Any = dask_came if on_dask else local_came
+    part = engine.came_joint(
+        effects,
+        sample_size=kw["sample_size"],
+        random_state=kw["random_state"],
+        method=kw["method"],
+        features=features,
+        n_partitions=kw["n_partitions"],
+        conf_level=conf_level,
+        standardize=kw["standardize"],
+        params=params,
+        tree_params=tree_params,
+        honest=bool(kw["honest"]),
+        honest_fraction=float(kw["honest_fraction"]),
+        seed=seed_of(kw["random_state"]),
+    )
+    # a classifier's cAMEs are of one class's probability: every effect's leaves say which, as for one effect
+    for one in part.parts:
+        with_class(one.leaves, getattr(one.effects, "explained_class", None))
+    part.refresh()
+    return part
+
+
+#: :func:`came`'s own keyword arguments (the others are tree parameters).
+_CAME_ARGS = (
+    "method",
+    "features",
+    "n_partitions",
+    "max_sd",
+    "conf_level",
+    "standardize",
+    "sample_size",
+    "random_state",
+    "honest",
+    "honest_fraction",
+    "n_splits",
+)
 
 
 def _split_stability(
@@ -375,6 +530,11 @@ def partition_stability(
 
     if not isinstance(partition, PartitionResult):
         raise DataError(f"`partition` must be the PartitionResult of fme.came(...), got {type(partition).__name__}.")
+    if isinstance(partition, JointPartitionResult):
+        raise ParameterError(
+            "partition_stability refits the partition of one effect; pass one effect's partition of the joint one, "
+            "part.parts[k] (its refits grow one-effect trees), or refit fme.came([...]) on subsamples yourself."
+        )
     if isinstance(n_subsamples, bool) or not isinstance(n_subsamples, numbers.Integral) or n_subsamples < 1:
         raise ParameterError(f"n_subsamples must be a positive integer, got {n_subsamples!r}.")
     if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 < fraction < 1:

@@ -298,7 +298,7 @@ def test_engines_do_not_import_each_other(graph):
 ENGINE_ENTRIES = {
     "effects": ("fme",),
     "ame": ("ame",),
-    "came": ("came",),
+    "came": ("came", "came_joint"),
     "vocab": ("average", "comparisons", "predictions"),
     "interactions": ("interaction",),
 }

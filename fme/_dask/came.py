@@ -37,14 +37,17 @@ from .._core.results import FMEResult
 from .._core.summary import Moments
 from .._trees.args import string_columns
 from .._trees.grow import grow_partition, honest_mask
+from .._trees.joint import JointPartitionResult, grow_joint
 from .._trees.partition import LEAF_COLUMNS, NLM_COLUMNS, PartitionResult, estimation_root, subspace_counts
 from .._utils.validation import seed_of
-from ..inference.estimates import INFERENCE_COLUMNS, Estimates, sample_inference, undefined_where
+from ..exceptions import DataError
+from ..inference.estimates import INFERENCE_COLUMNS, sample_inference
 from .common import Shipped, check_sample_size, ship, tree_reduce
+from .leaf_figures import all_leaves, leaf_moments, leaf_row, stack_leaves
 from .quantiles import select, store_pivots
 from .result import DaskFMEResult
 
-__all__ = ["came"]
+__all__ = ["came", "came_joint"]
 
 #: The evaluated chunks (fMEs, NLMs, features and Jacobian rows) stay on the workers between the sample and the
 #: subspaces' pass when all evaluated rows fit in the sample and take at most this many bytes; else each pass
@@ -226,92 +229,6 @@ def _merge_leaves(*heads: _LeafHead) -> _LeafHead:
     return (fm, nm, nlin, jac, grown), spans, piv, rows
 
 
-def _all_leaves(m: Moments) -> Moments:
-    """The moments of every leaf's rows together."""
-    out = cast(Moments, _leaf_moments(m, 0))
-    for i in range(1, m.n.size):
-        out = out.merge(cast(Moments, _leaf_moments(m, i)))
-    return out
-
-
-def _leaf_moments(m: Moments | None, i: int) -> Moments | None:
-    return None if m is None else Moments(m.n[i : i + 1], m.mean[i : i + 1], m.m2[i : i + 1])
-
-
-def _describe_moments(m: Any, conf_level: float, upper: float | None = None) -> dict[str, float]:
-    """:func:`fme._utils.stats.describe` (without quartiles) from merged moments."""
-    from scipy import stats
-
-    n = int(m.n[0])
-    out = {"mean": np.nan, "sd": np.nan, "cov": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n": float(n)}
-    if n == 0:
-        return out
-    mean = float(m.mean[0])
-    out["mean"] = mean
-    if n >= 2:
-        sd = float(m.sd()[0])
-        se = sd / np.sqrt(n)
-        half = float(stats.t.ppf(0.5 + conf_level / 2.0, n - 1)) * se
-        high = mean + half if upper is None else min(mean + half, upper)
-        out.update(sd=sd, ci_low=min(mean - half, high), ci_high=high)
-        out["cov"] = sd / abs(mean) if mean != 0 else np.nan
-    return out
-
-
-def _leaf_row(
-    effects: DaskFMEResult, fm: Any, nm: Any, nlin: Any, jac: Any, median_nlm: float, conf_level: float
-) -> tuple[dict[str, Any], Estimates]:
-    """A subspace's figures (from merged moments) and its cAME's :class:`Estimates` (for the leaf tests)."""
-    d = _describe_moments(fm, conf_level)
-    row = {
-        "n": int(d["n"]),
-        "came": d["mean"],
-        "sd_fme": d["sd"],
-        "cov_fme": d["cov"],
-        "came_ci_low": d["ci_low"],
-        "came_ci_high": d["ci_high"],
-    }
-    n = int(fm.n[0])
-    est = np.array([d["mean"]])
-    if effects.inference_method == "delta":
-        vcov = cast(np.ndarray, effects.summary_data.vcov)  # set for delta
-        grad = (jac / n)[None, :] if n else np.zeros((1, vcov.shape[0]))
-        e = Estimates("delta", est, grad=grad, vcov=vcov)
-    else:
-        se = np.array([d["sd"] / np.sqrt(n) if n >= 2 else np.nan])
-        e = Estimates("sample", est, se=se, df=np.array([max(n - 1.0, 1.0)]))
-    # a leaf of fewer than 2 (estimation) rows has no spread to estimate from: no interval, as in memory
-    row.update(undefined_where(e.table(conf_level), np.array([n < 2])).iloc[0].to_dict())
-    if nm is not None:
-        e2 = _describe_moments(nm, conf_level, upper=1.0)
-        k = int(nm.n[0])
-        row.update(
-            canlm=e2["mean"],
-            sd_nlm=e2["sd"],
-            cov_nlm=e2["cov"],
-            canlm_ci_low=e2["ci_low"],
-            canlm_ci_high=e2["ci_high"],
-            n_nlm=k,
-            median_nlm=median_nlm,
-            share_linear=float(nlin / k) if k else np.nan,
-        )
-    return row, e
-
-
-def _stack(estimates: list[Estimates]) -> Estimates:
-    """One :class:`Estimates` of several subspaces' cAMEs (disjoint rows) from one per subspace."""
-    est = np.concatenate([e.estimate for e in estimates])
-    if estimates[0].method == "delta":
-        grads = [cast(np.ndarray, e.grad) for e in estimates]  # set for delta
-        return Estimates("delta", est, grad=np.vstack(grads), vcov=estimates[0].vcov)
-    return Estimates(
-        "sample",
-        est,
-        se=np.concatenate([cast(np.ndarray, e.se) for e in estimates]),
-        df=np.concatenate([e.df for e in estimates]),
-    )
-
-
 def _chunk_extrapolation(part: pd.DataFrame, shipped: Shipped, features: list[str]) -> dict[int, int]:
     """Per subspace: the chunk's rows left out as extrapolation points (``shipped``: plan, tree, lookup)."""
     plan, tree, lookup = shipped.value
@@ -339,31 +256,14 @@ def _extrapolation_counts(effects: DaskFMEResult, part: PartitionResult) -> dict
     return counts
 
 
-def came(
-    effects: DaskFMEResult,
-    *,
-    sample_size: int | None,
-    random_state: Any,
-    method: str,
-    features: list[str],
-    n_partitions: int | None,
-    max_sd: float | None,
-    conf_level: float,
-    standardize: bool,
-    params: dict[str, Any],
-    tree_params: dict[str, Any],
-    honest: bool = False,
-    honest_fraction: float = 0.5,
-    seed: int = 0,
-) -> PartitionResult:
-    """:func:`fme.came` for :class:`~fme._dask.result.DaskFMEResult`, its arguments validated by
-    :func:`fme.came` (see the module docstring). ``honest``: the tree is grown on the seeded sample of the
-    growing part (:func:`fme._trees.grow.honest_mask`, the same rows as in memory) and every subspace's
-    figures are summed over all estimation rows."""
+def _sample(
+    effects: DaskFMEResult, features: list[str], split: _Split | None, sample_size: int, random_state: Any, seed: int
+) -> tuple[pd.DataFrame, int, list[Any] | None]:
+    """The seeded sample of growing rows the tree grows on (fMEs and ``__x_`` features), the number of growing
+    rows and, when every row fits, the evaluated chunks kept on the workers (else None)."""
     from dask.base import persist
     from dask.delayed import delayed
 
-    sample_size = check_sample_size(sample_size)
     data, plan = effects.data, cast(Plan, effects.plan)  # set on Dask effects
     meta = pd.concat(
         [
@@ -372,7 +272,6 @@ def came(
         ],
         axis=1,
     )
-    split = (float(honest_fraction), int(seed)) if honest else None
     numeric = [f for f in features if pd.api.types.is_numeric_dtype(data._meta[f].dtype)]
     jac = effects.summary_data.jacobian
     width = len(features) + 2 + (0 if jac is None else np.asarray(jac).shape[-1])
@@ -398,10 +297,14 @@ def came(
             sample = rows.compute()
         else:
             sample = rows.sample(frac=min(1.0, sample_size / n), random_state=seed_of(random_state)).compute()
-    # the tree, grown by fme.came's own worker on an in-memory FMEResult of the sampled rows
+    return sample, n, kept
+
+
+def _small_result(effects: DaskFMEResult, sample: pd.DataFrame, features: list[str]) -> FMEResult:
+    """An in-memory :class:`FMEResult` of the sampled rows, for fme.came's own worker to grow the tree on."""
     cols = [c for c in ("fme", "nlm") if c in sample.columns]
     X = sample[[f"__x_{c}" for c in features]].rename(columns=lambda c: c[4:])
-    small = FMEResult(
+    return FMEResult(
         results=sample[cols],
         steps=effects.steps,
         excluded=pd.DataFrame(),
@@ -416,17 +319,27 @@ def came(
         conf_level=effects.conf_level,
         positions=np.arange(len(X)),
     )
-    grown = grow_partition(
-        small,
-        method=method,
-        features=features,
-        n_partitions=n_partitions,
-        max_sd=max_sd,
-        conf_level=conf_level,
-        standardize=standardize,
-        params=params,
-        tree_params=tree_params,
-    )
+
+
+def _fill(
+    effects: DaskFMEResult,
+    grown: PartitionResult,
+    sample: pd.DataFrame,
+    n: int,
+    kept: list[Any] | None,
+    *,
+    features: list[str],
+    split: _Split | None,
+    sample_size: int,
+    seed: int,
+) -> PartitionResult:
+    """``grown`` (its tree grown on ``sample``) with every subspace's figures over all evaluated rows of
+    ``effects``: one pass over the chunks (see the module docstring)."""
+    from dask.base import persist
+    from dask.delayed import delayed
+
+    data, plan = effects.data, cast(Plan, effects.plan)  # set on Dask effects
+    numeric = [f for f in features if pd.api.types.is_numeric_dtype(data._meta[f].dtype)]
     conf_level = grown.conf_level
     # every evaluated row to its subspace, figures merged over all rows; describe(): an unrestricted feature
     # spans the range of all rows of the data (excluded ones too), as in memory, not only the sampled rows
@@ -460,10 +373,10 @@ def came(
     leaf_rows, leaf_estimates = [], []
     for leaf in grown.leaf_ids:
         i = index[int(leaf)]  # a subspace without estimation rows: NaN figures
-        row, est = _leaf_row(
+        row, est = leaf_row(
             effects,
-            _leaf_moments(fm, i),
-            _leaf_moments(nm, i),
+            leaf_moments(fm, i),
+            leaf_moments(nm, i),
             None if nlin is None else nlin[i],
             None if jac is None else jac[i],
             medians.get(int(leaf), np.nan),
@@ -483,7 +396,7 @@ def came(
     s = effects.summary_data
     root = {
         "node": 1,
-        **_leaf_row(
+        **leaf_row(
             effects,
             s.fme,
             s.nlm,
@@ -498,7 +411,7 @@ def came(
         lo = pd.DataFrame([sp[0] for sp in spans]).infer_objects().min()  # chunks as rows: min per column
         hi = pd.DataFrame([sp[1] for sp in spans]).infer_objects().max()
         grown.data_ranges = {f: (float(lo[f]), float(hi[f])) for f in numeric}
-    grown._leaf_estimates = _stack(leaf_estimates)
+    grown._leaf_estimates = stack_leaves(leaf_estimates)
     grown._split_counts = (len(sample), n, n)  # grown on the sample, every subspace's figures over all rows
     if split is not None:
         grown.honest, grown.seed = True, int(seed)
@@ -509,10 +422,10 @@ def came(
     grown.root = pd.Series(root)[[c for c in columns if c != "n_grown"]]
     grown.estimation_root = estimation_root(grown.root, has_nlm)
     if split is not None:  # the estimation rows' figures: the leaves' sums added up
-        row = _leaf_row(
+        row = leaf_row(
             effects,
-            _all_leaves(fm),
-            None if nm is None else _all_leaves(nm),
+            all_leaves(fm),
+            None if nm is None else all_leaves(nm),
             None if nlin is None else nlin.sum(),
             None if jac is None else jac.sum(axis=0),
             np.nan,
@@ -531,3 +444,94 @@ def came(
         "subspace figures over all rows."
     ]
     return grown
+
+
+def came(
+    effects: DaskFMEResult,
+    *,
+    sample_size: int | None,
+    random_state: Any,
+    method: str,
+    features: list[str],
+    n_partitions: int | None,
+    max_sd: float | None,
+    conf_level: float,
+    standardize: bool,
+    params: dict[str, Any],
+    tree_params: dict[str, Any],
+    honest: bool = False,
+    honest_fraction: float = 0.5,
+    seed: int = 0,
+) -> PartitionResult:
+    """:func:`fme.came` for :class:`~fme._dask.result.DaskFMEResult`, its arguments validated by
+    :func:`fme.came` (see the module docstring). ``honest``: the tree is grown on the seeded sample of the
+    growing part (:func:`fme._trees.grow.honest_mask`, the same rows as in memory) and every subspace's
+    figures are summed over all estimation rows."""
+    sample_size = check_sample_size(sample_size)
+    split = (float(honest_fraction), int(seed)) if honest else None
+    sample, n, kept = _sample(effects, features, split, sample_size, random_state, seed)
+    # the tree, grown by fme.came's own worker on an in-memory FMEResult of the sampled rows
+    grown = grow_partition(
+        _small_result(effects, sample, features),
+        method=method,
+        features=features,
+        n_partitions=n_partitions,
+        max_sd=max_sd,
+        conf_level=conf_level,
+        standardize=standardize,
+        params=params,
+        tree_params=tree_params,
+    )
+    return _fill(effects, grown, sample, n, kept, features=features, split=split, sample_size=sample_size, seed=seed)
+
+
+def came_joint(
+    effects: list[DaskFMEResult],
+    *,
+    sample_size: int | None,
+    random_state: Any,
+    method: str,
+    features: list[str],
+    n_partitions: int | None,
+    conf_level: float,
+    standardize: bool,
+    params: dict[str, Any],
+    tree_params: dict[str, Any],
+    honest: bool = False,
+    honest_fraction: float = 0.5,
+    seed: int = 0,
+) -> JointPartitionResult:
+    """:func:`fme.came` of a list of Dask effects (same data, same model; validated by :func:`fme.came`): the
+    joint tree is grown on the seeded sample of growing rows, the same rows for every effect (the sample is drawn
+    by the same seed from the same chunks), then each effect's subspace figures are summed over all its rows as
+    :func:`came` sums them."""
+    sample_size = check_sample_size(sample_size)
+    split = (float(honest_fraction), int(seed)) if honest else None
+    drawn = [_sample(e, features, split, sample_size, random_state, seed) for e in effects]
+    first = drawn[0][0].index
+    for k, (sample, _, _) in enumerate(drawn[1:], start=1):
+        if not sample.index.equals(first):
+            raise DataError(
+                f"effects[{k}] ({effects[k].describe_steps()}) was evaluated on other rows than effects[0]; a "
+                "joint partition needs every effect on the same rows (the same exclusions, e.g. "
+                "on_extrapolation='keep')."
+            )
+    joint = grow_joint(
+        [_small_result(e, sample, features) for e, (sample, _, _) in zip(effects, drawn)],
+        method=method,
+        features=features,
+        n_partitions=n_partitions,
+        conf_level=conf_level,
+        standardize=standardize,
+        params=params,
+        tree_params=tree_params,
+    )
+    parts = [
+        _fill(e, part, sample, n, kept, features=features, split=split, sample_size=sample_size, seed=seed)
+        for e, part, (sample, n, kept) in zip(effects, joint.parts, drawn)
+    ]
+    return JointPartitionResult(parts)
+
+
+#: The figures of one subspace under the name this module gave them before they moved to :mod:`.leaf_figures`.
+_leaf_row = leaf_row

@@ -9,9 +9,10 @@ from typing import Any
 
 from .._core.results import FMEResult
 from .._trees.grow import grow_partition
+from .._trees.joint import JointPartitionResult, grow_joint
 from .._trees.partition import PartitionResult
 
-__all__ = ["came"]
+__all__ = ["came", "came_joint"]
 
 
 def came(
@@ -39,6 +40,39 @@ def came(
         features=features,
         n_partitions=n_partitions,
         max_sd=max_sd,
+        conf_level=conf_level,
+        standardize=standardize,
+        params=params,
+        tree_params=tree_params,
+        honest=honest,
+        honest_fraction=honest_fraction,
+        seed=seed,
+    )
+
+
+def came_joint(
+    effects: list[FMEResult],
+    *,
+    sample_size: int | None,
+    random_state: Any,
+    method: str,
+    features: list[str],
+    n_partitions: int | None,
+    conf_level: float,
+    standardize: bool,
+    params: dict[str, Any],
+    tree_params: dict[str, Any],
+    honest: bool = False,
+    honest_fraction: float = 0.5,
+    seed: int = 0,
+) -> JointPartitionResult:
+    """:func:`fme.came` of a list of in-memory effects (same rows, same model; validated by :func:`fme.came`):
+    one tree on the matrix of their fMEs (:func:`fme._trees.joint.grow_joint`)."""
+    return grow_joint(
+        effects,
+        method=method,
+        features=features,
+        n_partitions=n_partitions,
         conf_level=conf_level,
         standardize=standardize,
         params=params,

@@ -24,6 +24,9 @@ __all__ = ["CartTree"]
 class CartTree:
     """scikit-learn CART with a partykit-like node table (pre-order ids from 1).
 
+    A response of several columns grows one tree on the squared error summed over the columns (scikit-learn's
+    multi-output criterion).
+
     Parameters
     ----------
     **params
@@ -91,7 +94,8 @@ class CartTree:
                     "depth": 0,
                     "is_leaf": leaf,
                     "n": float(t.weighted_n_node_samples[i]),
-                    "mean": float(t.value[i].ravel()[0]),
+                    # several outputs (a joint partition's fMEs): the mean of each, as CTree's node table
+                    "mean": float(t.value[i].ravel()[0]) if t.n_outputs == 1 else tuple(map(float, t.value[i].ravel())),
                     "split_feature": feat,
                     "split_value": split_value,
                     "split_levels": split_levels,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import numbers
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from scipy.stats import rankdata
 
 from .._utils.validation import check_random_state, check_real_columns
 from ..exceptions import DataError, FeatureError, NotFittedError, ParameterError
+from . import ctree_multi as M
 from . import ctree_stats as S
 from .ctree_text import node_rules, tree_text
 
@@ -46,32 +46,6 @@ def _single_thread_blas():
     """Context limiting BLAS to one thread (no-op when threadpoolctl is unavailable)."""
     controller = _blas_controller()
     return contextlib.nullcontext() if controller is None else controller.limit(limits=1, user_api="blas")
-
-
-def _as_float(values: Any, name: str, what: str) -> np.ndarray:
-    """``values`` as a 1-D float array; text, complex or other non-numbers raise DataError naming ``name``."""
-    arr = values.to_numpy(dtype=object) if isinstance(values, (pd.Series, pd.Index)) else np.asarray(values)
-    if (
-        np.iscomplexobj(arr)
-        or arr.dtype.kind in "bUS"
-        or (
-            arr.dtype == object and not all(isinstance(v, numbers.Real) or v is None or v is pd.NA for v in arr.ravel())
-        )
-    ):
-        arr = None
-    else:
-        try:
-            if arr.dtype == object:
-                arr = np.where(pd.isna(arr), np.nan, arr)
-            arr = np.asarray(arr, dtype=float).ravel()
-        except (TypeError, ValueError):
-            arr = None
-    if arr is None or (arr.ndim != 1):
-        raise DataError(
-            f"{name} must be {what}: real numbers, one per row of X; got "
-            f"{np.asarray(values).dtype} values such as {list(np.ravel(np.asarray(values, dtype=object))[:3])}."
-        )
-    return arr
 
 
 class CTree:
@@ -226,8 +200,11 @@ class CTree:
         X : pandas.DataFrame
             Covariates (numeric, bool, str/object, ordered or unordered Categorical;
             NaN/None = missing).
-        y : array-like of shape (n,)
-            Numeric response (e.g. fMEs); must be finite.
+        y : array-like of shape (n,) or (n, Q)
+            Numeric response (e.g. fMEs); must be finite. Q > 1 columns (e.g. several effects' fMEs) grow one
+            tree on the multivariate response (§1-§5 with the Kronecker covariance: :mod:`fme._trees.ctree_multi`);
+            the node table's ``mean`` is then a tuple of Q column means and ``err`` the squared errors summed
+            over the columns.
         sample_weight : array-like of shape (n,), optional
             Non-negative case weights (partykit's ``weights``); zero-weight rows stay
             in the nodes but contribute nothing to the statistics (§9.9).
@@ -239,7 +216,7 @@ class CTree:
         """
         self._check_params()
         X = self._check_X(X)
-        yv = _as_float(y, "y", "the numeric response (e.g. the fMEs)")
+        yv = S.response(y)
         if yv.shape[0] != X.shape[0]:
             raise DataError(f"y has {yv.shape[0]} values but X has {X.shape[0]} rows.")
         if not np.isfinite(yv).all():
@@ -250,7 +227,7 @@ class CTree:
         if sample_weight is None:
             w = np.ones(len(yv))
         else:
-            w = _as_float(sample_weight, "sample_weight", "non-negative case weights")
+            w = S.as_float(sample_weight, "sample_weight", "non-negative case weights")
             if w.shape[0] != len(yv):
                 raise DataError(f"sample_weight has {w.shape[0]} values but X has {len(yv)} rows.")
             if not np.isfinite(w).all() or (w < 0).any():
@@ -295,8 +272,12 @@ class CTree:
             nid = len(nodes) + 1
             yt, wt = y[idx], w[idx]
             W = float(wt.sum())
-            mean = float(wt @ yt / W) if W > 0 else float("nan")
-            err = float(wt @ (yt - mean) ** 2) if W > 0 else float("nan")
+            if yt.ndim == 1:
+                mean: Any = float(wt @ yt / W) if W > 0 else float("nan")
+                err = float(wt @ (yt - mean) ** 2) if W > 0 else float("nan")
+            else:  # several response columns: the mean per column, the squared errors summed over them
+                centre = wt @ yt / W if W > 0 else np.full(yt.shape[1], np.nan)
+                mean, err = tuple(float(v) for v in centre), float((wt @ (yt - centre) ** 2).sum())
             rec = dict(
                 id=nid,
                 parent=parent,
@@ -405,19 +386,27 @@ class CTree:
         p = len(covs)
         stat = np.full(p, np.nan)
         log1mp = np.full(p, np.nan)
+        # a response of several columns (Q > 1): the Kronecker-covariance kernels of the same names
+        K: Any = S if yt.ndim == 1 else M
         if num_idx:
             Zt = np.take(Z, idx, axis=0)
-            c = S.numeric_tests(Zt, yt, wt, nan_cols, maximum_t)
+            if yt.ndim == 1:
+                c, dfs, corrs = S.numeric_tests(Zt, yt, wt, nan_cols, maximum_t), None, None
+            else:
+                c, dfs, corrs = M.numeric_tests(Zt, yt, wt, nan_cols, maximum_t)
             stat[num_idx] = c
             ok = ~np.isnan(c)
             if self._testtype != "teststatistic" and ok.any():
                 if maximum_t:
-                    log1mp[np.array(num_idx)[ok]] = [S.norm_max_log1mp(v, None, None) for v in c[ok]]
+                    log1mp[np.array(num_idx)[ok]] = [
+                        S.norm_max_log1mp(c[k], None if corrs is None else corrs[k], self._rng)
+                        for k in np.flatnonzero(ok)
+                    ]
                 else:
-                    log1mp[np.array(num_idx)[ok]] = S.chi2_log1mp(c[ok], np.ones(ok.sum()))
+                    log1mp[np.array(num_idx)[ok]] = S.chi2_log1mp(c[ok], np.ones(ok.sum()) if dfs is None else dfs[ok])
         for j in fac_idx:
             codes = F[slot[j]][idx]
-            c, df, corr = S.factor_test(codes, len(covs[j].levels), yt, wt, maximum_t)
+            c, df, corr = K.factor_test(codes, len(covs[j].levels), yt, wt, maximum_t)
             if np.isnan(c):
                 continue
             stat[j] = c
@@ -456,11 +445,11 @@ class CTree:
         for j in cand:
             cv = covs[j]
             if cv.kind == S.FACTOR:
-                cmap = S.split_factor(F[slot[j]][idx], len(cv.levels), yt, wt, mb, maximum_s, cv.name)
+                cmap = K.split_factor(F[slot[j]][idx], len(cv.levels), yt, wt, mb, maximum_s, cv.name)
                 if cmap is not None:
                     return {"var": j, "map": cmap}
             else:
-                u = S.split_ordered(R[slot[j]][idx], len(cv.uniq), yt, wt, mb, maximum_s)
+                u = K.split_ordered(R[slot[j]][idx], len(cv.uniq), yt, wt, mb, maximum_s)
                 if u is not None:
                     brk = cv.uniq[u]
                     if self.intersplit and cv.kind == S.NUMERIC and u + 1 < len(cv.uniq):

@@ -14,6 +14,7 @@ all numeric/ordered covariates at once, a weighted ``bincount`` per factor, and 
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,6 +151,44 @@ def encode_column(cov: Covariate, s: pd.Series) -> np.ndarray:
     if cov.kind == ORDERED:
         return np.where(codes >= 0, codes + 1.0, np.nan)
     return codes
+
+
+def as_float(values: Any, name: str, what: str) -> np.ndarray:
+    """``values`` as a 1-D float array; text, complex or other non-numbers raise DataError naming ``name``."""
+    arr = values.to_numpy(dtype=object) if isinstance(values, (pd.Series, pd.Index)) else np.asarray(values)
+    if (
+        np.iscomplexobj(arr)
+        or arr.dtype.kind in "bUS"
+        or (
+            arr.dtype == object and not all(isinstance(v, numbers.Real) or v is None or v is pd.NA for v in arr.ravel())
+        )
+    ):
+        arr = None
+    else:
+        try:
+            if arr.dtype == object:
+                arr = np.where(pd.isna(arr), np.nan, arr)
+            arr = np.asarray(arr, dtype=float).ravel()
+        except (TypeError, ValueError):
+            arr = None
+    if arr is None or (arr.ndim != 1):
+        raise DataError(
+            f"{name} must be {what}: real numbers, one per row of X; got "
+            f"{np.asarray(values).dtype} values such as {list(np.ravel(np.asarray(values, dtype=object))[:3])}."
+        )
+    return arr
+
+
+def response(y: Any) -> np.ndarray:
+    """The response as floats: (n,), or (n, Q) for a response of several columns (e.g. several effects' fMEs,
+    the multivariate response of §1); a single column is the numeric response."""
+    arr = y.to_numpy(dtype=object) if isinstance(y, pd.DataFrame) else y
+    shape = np.shape(arr)
+    what = "the numeric response (e.g. the fMEs)"
+    if len(shape) == 2 and shape[1] > 1:
+        arr = np.asarray(arr, dtype=object)
+        return np.column_stack([as_float(arr[:, q], "y", what) for q in range(shape[1])])
+    return as_float(arr, "y", what)
 
 
 # ----------------------------------------------------------------------------

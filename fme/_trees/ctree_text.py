@@ -67,7 +67,9 @@ def tree_text(nodes: pd.DataFrame, splits: Mapping[int, dict], covs: Sequence[An
     lines = ["Conditional inference tree (partykit-compatible)", ""]
 
     def leaf_txt(i: int) -> str:
-        return f": {nd.at[i, 'mean']:.3f} (n = {fmt_num(nd.at[i, 'n'], 7)}, err = {nd.at[i, 'err']:.1f})"
+        mean = nd.at[i, "mean"]  # a tuple for a response of several columns
+        shown = ", ".join(f"{v:.3f}" for v in mean) if isinstance(mean, tuple) else f"{mean:.3f}"
+        return f": {shown} (n = {fmt_num(nd.at[i, 'n'], 7)}, err = {nd.at[i, 'err']:.1f})"
 
     def walk(i: int, depth: int) -> None:
         label = "root" if depth == 0 else split_condition(nd, splits, covs, i).replace("{", "").replace("}", "")

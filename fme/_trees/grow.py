@@ -21,7 +21,7 @@ from .ctree import CTree
 from .partition import PartitionResult
 from .subspaces import subspace_lookup
 
-__all__ = ["grow_partition", "honest_mask"]
+__all__ = ["evaluated_features", "grow_partition", "grow_tree", "honest_mask"]
 
 
 # ---------------------------------------------------------------- reduction
@@ -47,8 +47,7 @@ def _prune_sequence(tree: Any, fmes: np.ndarray, leaf_of_row: np.ndarray) -> lis
                 continue
             kids = nodes.at[int(par), "children"]
             if all(int(k) in leaves for k in kids):
-                vals = fmes[rows_of[int(par)]]
-                sd = float(np.std(vals, ddof=1)) if vals.size > 1 else 0.0
+                sd = _pooled_sd(fmes[rows_of[int(par)]])
                 if sd < best_sd:
                     best, best_sd = int(par), sd
         leaves -= {int(k) for k in nodes.at[best, "children"]}
@@ -57,11 +56,17 @@ def _prune_sequence(tree: Any, fmes: np.ndarray, leaf_of_row: np.ndarray) -> lis
     return seq
 
 
+def _pooled_sd(vals: np.ndarray) -> float:
+    """The SD (n - 1) of a leaf's fMEs; of several columns, the root of their mean variance."""
+    if len(vals) < 2:
+        return 0.0
+    return float(np.std(vals, ddof=1)) if vals.ndim == 1 else float(np.sqrt(np.mean(np.var(vals, axis=0, ddof=1))))
+
+
 def _max_leaf_sd(leaf_set: list[int], fmes: np.ndarray, mapping: np.ndarray) -> float:
     sds = []
     for node in leaf_set:
-        vals = fmes[mapping == node]
-        sds.append(float(np.std(vals, ddof=1)) if vals.size > 1 else 0.0)
+        sds.append(_pooled_sd(fmes[mapping == node]))
     return max(sds)
 
 
@@ -86,47 +91,54 @@ def honest_mask(index: pd.Index, fraction: float, seed: int) -> np.ndarray:
     return (_splitmix64(labels ^ key) / np.float64(2.0**64)) < fraction
 
 
-def grow_partition(
-    effects: FMEResult,
+def grow_tree(
+    X_all: pd.DataFrame,
+    y_all: np.ndarray,
+    index: pd.Index,
     *,
     method: str,
-    features: list[str],
     n_partitions: int | None,
     max_sd: float | None,
-    conf_level: float,
     standardize: bool,
-    params: dict,
     tree_params: dict,
     honest: bool = False,
     honest_fraction: float = 0.5,
     seed: int = 0,
-) -> PartitionResult:
-    """Grow the tree on ``effects``' fMEs over ``features`` and reduce it (arguments as :func:`fme.came`'s,
-    already validated; ``params`` is the record kept in :attr:`PartitionResult.params`).
+) -> tuple[Any, np.ndarray, list[int], np.ndarray, list[str]]:
+    """Grow the tree on the response ``y_all`` (the fMEs, (n,); or several effects' fMEs, (n, Q)) over the
+    features ``X_all`` and reduce it; ``index``: the evaluated rows' labels (the honest split's key).
 
-    ``honest``: the tree is grown and reduced on the rows of :func:`honest_mask` (``honest_fraction`` of
-    them, ``seed``) and every leaf figure is computed from the other rows only (Athey & Imbens 2016)."""
+    ``standardize`` scales each column to SD 1 before growing (a joint partition: no effect dominates by its
+    unit); the pooled SD that reduces the tree is then over the scaled columns (one column: the fMEs' own).
+
+    Returns
+    -------
+    tuple
+        (tree, grown-tree leaf of every evaluated row, the subspaces' node ids, the growing rows (mask),
+        notes).
+    """
     tree_params = dict(tree_params)
-    data = effects.data
-    # by position: the evaluated rows in order, whatever the index; the trees name features by text
-    X_all = string_columns(data.iloc[data.index.get_indexer(effects.results.index)][list(features)], "features")
-    y_all = effects.results["fme"].to_numpy(dtype=float)
-    grow_rows = np.ones(y_all.size, dtype=bool)
+    grow_rows = np.ones(len(y_all), dtype=bool)
     if honest:
-        grow_rows = honest_mask(effects.results.index, honest_fraction, seed)
+        grow_rows = honest_mask(index, honest_fraction, seed)
         n_grow = int(grow_rows.sum())
-        if n_grow < 2 or y_all.size - n_grow < 2:
+        if n_grow < 2 or len(y_all) - n_grow < 2:
             raise DataError(
-                f"honest cAMEs split the {y_all.size} evaluated rows into {n_grow} to grow the tree and "
-                f"{y_all.size - n_grow} to estimate its leaves; each part needs at least 2 rows. Evaluate more "
+                f"honest cAMEs split the {len(y_all)} evaluated rows into {n_grow} to grow the tree and "
+                f"{len(y_all) - n_grow} to estimate its leaves; each part needs at least 2 rows. Evaluate more "
                 "rows, change honest_fraction, or pass honest=False."
             )
     X, y = X_all[grow_rows], y_all[grow_rows]
-    n = y.size
+    n = len(y)
     fit_y = y
-    if standardize:
+    if standardize and y.ndim == 1:
         sd = float(np.std(y))
         fit_y = (y - y.mean()) / sd if sd > 0 else y - y.mean()
+    elif standardize:
+        sds = np.std(y, axis=0)
+        fit_y = (y - y.mean(axis=0)) / np.where(sds > 0, sds, 1.0)
+    # a joint partition reduces on the scaled fMEs (its effects' units differ); one effect on its own fMEs
+    prune_y = y if y.ndim == 1 else fit_y
     notes: list[str] = []
     reduce = n_partitions is not None or max_sd is not None
     if method == "ctree":
@@ -155,15 +167,16 @@ def grow_partition(
                 f"n_partitions={n_partitions} but the grown tree has only {len(grown)} leaves; use 2..{len(grown)} "
                 "or grow a larger tree (smaller minbucket, larger alpha)."
             )
-        seq = _prune_sequence(tree, y, leaf_of_row)
+        seq = _prune_sequence(tree, prune_y, leaf_of_row)
         leaf_set = next(s for s in seq if len(s) == n_partitions)
     elif max_sd is not None:
-        seq = _prune_sequence(tree, y, leaf_of_row)
+        seq = _prune_sequence(tree, prune_y, leaf_of_row)
         # As fmeffects: reductions down to two subspaces (the root only when nothing was split).
         ok = [
             s
             for s in seq
-            if (len(s) >= 2 or len(grown) == 1) and _max_leaf_sd(s, y, subspace_lookup(tree, s)[leaf_of_row]) < max_sd
+            if (len(s) >= 2 or len(grown) == 1)
+            and _max_leaf_sd(s, prune_y, subspace_lookup(tree, s)[leaf_of_row]) < max_sd
         ]
         if not ok:
             raise ParameterError(
@@ -173,6 +186,44 @@ def grow_partition(
         leaf_set = min(ok, key=len)
     if len(grown) == 1 and not notes:
         notes.append("no split was significant: one subspace (the whole data).")
+    return tree, leaf_all, leaf_set, grow_rows, notes
+
+
+def grow_partition(
+    effects: FMEResult,
+    *,
+    method: str,
+    features: list[str],
+    n_partitions: int | None,
+    max_sd: float | None,
+    conf_level: float,
+    standardize: bool,
+    params: dict,
+    tree_params: dict,
+    honest: bool = False,
+    honest_fraction: float = 0.5,
+    seed: int = 0,
+) -> PartitionResult:
+    """Grow the tree on ``effects``' fMEs over ``features`` and reduce it (arguments as :func:`fme.came`'s,
+    already validated; ``params`` is the record kept in :attr:`PartitionResult.params`).
+
+    ``honest``: the tree is grown and reduced on the rows of :func:`honest_mask` (``honest_fraction`` of
+    them, ``seed``) and every leaf figure is computed from the other rows only (Athey & Imbens 2016)."""
+    X_all = evaluated_features(effects, features)
+    y_all = effects.results["fme"].to_numpy(dtype=float)
+    tree, leaf_all, leaf_set, grow_rows, notes = grow_tree(
+        X_all,
+        y_all,
+        effects.results.index,
+        method=method,
+        n_partitions=n_partitions,
+        max_sd=max_sd,
+        standardize=standardize,
+        tree_params=tree_params,
+        honest=honest,
+        honest_fraction=honest_fraction,
+        seed=seed,
+    )
     return PartitionResult(
         effects,
         tree,
@@ -186,3 +237,10 @@ def grow_partition(
         estimate_rows=~grow_rows if honest else None,
         seed=seed,
     )
+
+
+def evaluated_features(effects: FMEResult, features: list[str]) -> pd.DataFrame:
+    """The partitioning features of ``effects``' evaluated rows, in their order, with text labels."""
+    data = effects.data
+    # by position: the evaluated rows in order, whatever the index; the trees name features by text
+    return string_columns(data.iloc[data.index.get_indexer(effects.results.index)][list(features)], "features")

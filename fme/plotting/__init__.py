@@ -16,6 +16,8 @@ Modules, one per display family; imports go one way, displays -> helpers:
   one display that imports another), :class:`EffectsDisplay`, :func:`plot_fme_nlm`;
 * :mod:`~fme.plotting.secant`: :class:`SecantTangentDisplay`;
 * :mod:`~fme.plotting.tree`: :class:`PartitionDisplay` (layout, labels, drawing);
+* :mod:`~fme.plotting.joint_tree`: :class:`JointPartitionDisplay` (a joint partition's tree, one line per
+  effect in each leaf; layout and labels from :mod:`~fme.plotting.tree`);
 * :mod:`~fme.plotting._common`: palette, fonts, axes set-up, labels, number
   formatting glue (imports no display);
 * :mod:`~fme.plotting.data`: pure NumPy rules for what a figure may draw
@@ -67,6 +69,7 @@ against seaborn 0.13.2 (the version the lock pinned):
 
 from ._common import COLORS, OKABE_ITO
 from .effects import FMEDisplay
+from .joint_tree import JointPartitionDisplay
 from .nlm import EffectsDisplay, NLMDisplay, plot_fme_nlm
 from .secant import SecantTangentDisplay
 from .tree import PartitionDisplay
@@ -79,5 +82,6 @@ __all__ = [
     "EffectsDisplay",
     "SecantTangentDisplay",
     "PartitionDisplay",
+    "JointPartitionDisplay",
     "plot_fme_nlm",
 ]

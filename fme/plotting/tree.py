@@ -27,7 +27,17 @@ from ..exceptions import DataError, ParameterError
 from ._common import COLORS, fmt_ci, fmt_num, fmt_p, measure_column, pyplot, step_label
 from .data import histogram_edges
 
-__all__ = ["PartitionDisplay", "STAGGER_FROM", "tree_layout", "edge_label", "leaf_label", "inner_label", "draw_tree"]
+__all__ = [
+    "PartitionDisplay",
+    "STAGGER_FROM",
+    "counts_from_leaves",
+    "draw_tree",
+    "edge_label",
+    "inner_label",
+    "leaf_label",
+    "node_children",
+    "tree_layout",
+]
 
 #: Vertical room (in tree-level units) below the leaf row: label, then histogram.
 _LEAF_LABEL_HEIGHT = 0.62
@@ -41,7 +51,7 @@ STAGGER_FROM = 5
 
 
 # ----------------------------------------------------------------- tree layout
-def _children(nodes: pd.DataFrame, node: int) -> tuple[int, ...]:
+def node_children(nodes: pd.DataFrame, node: int) -> tuple[int, ...]:
     kids = nodes.at[node, "children"]
     if kids is None or (isinstance(kids, float) and np.isnan(kids)):
         return ()
@@ -75,7 +85,7 @@ def tree_layout(nodes: pd.DataFrame) -> dict[int, tuple[float, float]]:
     next_leaf = [0.0]
 
     def place(node: int) -> float:
-        kids = _children(nodes, node)
+        kids = node_children(nodes, node)
         if not kids:
             x = next_leaf[0]
             next_leaf[0] += 1.0
@@ -96,7 +106,7 @@ def edge_label(nodes: pd.DataFrame, parent: int, child: int) -> str:
     Numeric splits send ``x <= value`` to the first child, categorical splits
     map each level to child 1 or 2 (``split_levels``).
     """
-    kids = _children(nodes, parent)
+    kids = node_children(nodes, parent)
     position = kids.index(child) + 1
     levels = nodes.at[parent, "split_levels"]
     if isinstance(levels, Mapping) and levels:
@@ -166,7 +176,7 @@ def _ame_text(row: Mapping[str, Any] | pd.Series) -> tuple[str, str]:
     return est, f"{est} [{lo}, {hi}]"
 
 
-def _counts_from_leaves(nodes: pd.DataFrame, leaves: pd.DataFrame) -> pd.DataFrame:
+def counts_from_leaves(nodes: pd.DataFrame, leaves: pd.DataFrame) -> pd.DataFrame:
     """``nodes`` with each node's ``n`` the sum of its leaves' ``n`` (the rows that estimate them)."""
     out = nodes.copy()
     counts = pd.Series(0, index=out.index, dtype="int64")
@@ -225,7 +235,7 @@ def draw_tree(
     }
     box = dict(boxstyle="round,pad=0.35", facecolor="white", edgecolor=colors["text"], linewidth=1.0)
     for node, (x, y) in pos.items():
-        kids = _children(nodes, node)
+        kids = node_children(nodes, node)
         for i, child in enumerate(kids):
             cx, cy = pos[child]
             (line,) = ax.plot([x, cx], [y, cy], color=colors["edge"], linewidth=1.2, zorder=1)
@@ -244,7 +254,7 @@ def draw_tree(
                 zorder=3,
                 bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none"),
             )
-        if _children(nodes, node):
+        if node_children(nodes, node):
             extra = root_label if pd.isna(nodes.at[node, "parent"]) else None
             out["node_boxes"][node] = ax.text(
                 x,
@@ -465,7 +475,7 @@ class PartitionDisplay:
                 values = values[values.index.isin(part.estimated_on)]
             sub = part.estimation_root
             est, sub_text = _ame_text(sub)
-            nodes = _counts_from_leaves(nodes, part.leaves)
+            nodes = counts_from_leaves(nodes, part.leaves)
             n_total, average = int(sub["n"]), float(sub["came"])
             average_name = "the estimation rows' AME"
             root_label = f"AME {sub_text}\nof these {n_total:,} rows"

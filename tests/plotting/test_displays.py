@@ -442,15 +442,16 @@ def _fme_imports(path: Path) -> set[str]:
 
 def test_plotting_helpers_import_no_display():
     displays = {p.stem for p in PLOTTING.glob("*.py")} - HELPERS - {"__init__"}
-    assert displays == {"effects", "nlm", "secant", "tree"}
+    assert displays == {"effects", "joint_tree", "nlm", "secant", "tree"}
     for helper in HELPERS:
         imported = _fme_imports(PLOTTING / f"{helper}.py")
         assert not {m for m in imported if m.startswith("fme.plotting.") and m.split(".")[2] not in HELPERS}, helper
         assert "fme.plotting" not in imported and not any(m.startswith("fme.report") for m in imported), helper
 
 
-#: Displays built on another display (module -> the display modules it imports): NLMDisplay is an FMEDisplay.
-EXTENDS = {"nlm": {"effects"}}
+#: Displays built on another display (module -> the display modules it imports): NLMDisplay is an FMEDisplay; a
+#: joint partition's tree takes its layout and labels from the cAME tree's.
+EXTENDS = {"nlm": {"effects"}, "joint_tree": {"tree"}}
 
 
 def test_plotting_displays_import_one_way():
@@ -467,7 +468,7 @@ def test_plotting_displays_import_one_way():
 
 def test_plotting_reexports_the_display_objects():
     import fme.plotting as plotting
-    from fme.plotting import _common, effects, nlm, secant, tree
+    from fme.plotting import _common, effects, joint_tree, nlm, secant, tree
 
     for name, module in [
         ("FMEDisplay", effects),
@@ -476,6 +477,7 @@ def test_plotting_reexports_the_display_objects():
         ("plot_fme_nlm", nlm),
         ("SecantTangentDisplay", secant),
         ("PartitionDisplay", tree),
+        ("JointPartitionDisplay", joint_tree),
         ("COLORS", _common),
         ("OKABE_ITO", _common),
     ]:
@@ -489,6 +491,7 @@ def test_plotting_reexports_the_display_objects():
             "EffectsDisplay",
             "SecantTangentDisplay",
             "PartitionDisplay",
+            "JointPartitionDisplay",
             "plot_fme_nlm",
         ]
     )

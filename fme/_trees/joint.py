@@ -1,0 +1,327 @@
+"""Joint regions: one partition in which several effects are homogeneous at once (paper §5.5, extended).
+
+:func:`fme.came` given a list of effects grows one tree on the matrix of their fMEs (:func:`grow_joint`;
+CTREE's multivariate response or CART's summed squared error) and returns a :class:`JointPartitionResult`:
+every leaf's figures per effect, each in its own unit, the leaf differences per effect with one multiplicity
+adjustment across all, and how much of each effect's heterogeneity the regions explain (the decomposition of
+Herbinger, Wright, Nagler, Bischl & Casalicchio, JMLR 2024, "Decomposing global feature effects based on
+feature interactions", GADGET). The per-effect figures are those of one-effect partitions sharing the tree
+(:attr:`JointPartitionResult.parts`), so both engines fill them as they fill :func:`fme.came`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from .._core.results import FMEResult
+from .._utils.frames import ReadableFrame
+from .._utils.validation import check_conf_level
+from ..exceptions import FMEError, ParameterError
+from ..inference.wald import MULTCOMP, adjust_pvalues
+from .grow import evaluated_features, grow_tree
+from .partition import LeafTests, PartitionResult
+
+__all__ = ["JointPartitionResult", "effect_labels", "grow_joint", "heterogeneity_row"]
+
+HETEROGENEITY_COLUMNS = [
+    "effect",
+    "n",
+    "n_leaves",
+    "variance",
+    "within_variance",
+    "between_variance",
+    "share_explained",
+    "share_ci_low",
+    "share_ci_high",
+    "statistic",
+    "df1",
+    "df2",
+    "p_value",
+]
+
+
+def effect_labels(effects: list[Any]) -> list[str]:
+    """Each effect's step label (``describe_steps``); a label given twice gets ``#k`` (its position, from 1)."""
+    labels = [e.describe_steps() for e in effects]
+    return [f"{lab} #{k + 1}" if labels.count(lab) > 1 else lab for k, lab in enumerate(labels)]
+
+
+def grow_joint(
+    effects: list[FMEResult],
+    *,
+    method: str,
+    features: list[str],
+    n_partitions: int | None,
+    conf_level: float,
+    standardize: bool,
+    params: dict,
+    tree_params: dict,
+    honest: bool = False,
+    honest_fraction: float = 0.5,
+    seed: int = 0,
+) -> JointPartitionResult:
+    """One tree grown on the fMEs of every effect in ``effects`` (same evaluated rows, validated by
+    :func:`fme.came`), column q the q-th effect's, and its figures per effect (:class:`JointPartitionResult`)."""
+    X_all = evaluated_features(effects[0], features)
+    Y = np.column_stack([e.results["fme"].to_numpy(dtype=float) for e in effects])
+    tree, leaf_all, leaf_set, grow_rows, notes = grow_tree(
+        X_all,
+        Y,
+        effects[0].results.index,
+        method=method,
+        n_partitions=n_partitions,
+        max_sd=None,
+        standardize=standardize,
+        tree_params=tree_params,
+        honest=honest,
+        honest_fraction=honest_fraction,
+        seed=seed,
+    )
+    parts = [
+        PartitionResult(
+            e,
+            tree,
+            X_all,
+            list(leaf_set),
+            leaf_all,
+            conf_level,
+            method,
+            list(notes),
+            params,
+            estimate_rows=~grow_rows if honest else None,
+            seed=seed,
+        )
+        for e in effects
+    ]
+    return JointPartitionResult(parts)
+
+
+def _eta_squared(f_value: float, df1: float, df2: float, n: float, alpha: float) -> tuple[float, float]:
+    """Confidence bounds of the explained share eta^2 = lambda / (lambda + n) by inverting the noncentral F
+    distribution of the one-way ANOVA statistic in its noncentrality lambda (Steiger 2004, Psychol. Methods 9)."""
+
+    def bound(target: float) -> float:
+        # P(F <= f | lambda) falls in lambda; 0 when even lambda = 0 leaves it below the target
+        if not stats.f.cdf(f_value, df1, df2) > target:
+            return 0.0
+        hi = max(10.0, f_value * df1 * 2.0)
+        while stats.ncf.cdf(f_value, df1, df2, hi) > target:
+            hi *= 2.0
+        lam = optimize.brentq(lambda nc: stats.ncf.cdf(f_value, df1, df2, nc) - target, 0.0, hi, xtol=1e-10)
+        return float(lam) / (float(lam) + n)
+
+    return bound(1.0 - alpha / 2.0), bound(alpha / 2.0)
+
+
+def heterogeneity_row(leaves: pd.DataFrame, root: pd.Series, conf_level: float) -> dict[str, Any]:
+    """The GADGET decomposition of one effect's fMEs over the estimation rows from its leaves' counts and SDs
+    (both engines' leaves hold them): see :meth:`JointPartitionResult.heterogeneity`."""
+    n_leaf = leaves["n"].to_numpy(dtype=float)
+    sd_leaf = leaves["sd_fme"].to_numpy(dtype=float)
+    n, sd = float(root["n"]), float(root["sd_fme"])
+    filled = n_leaf > 0
+    k = int(filled.sum())
+    ss_within = float(np.sum(np.where(n_leaf >= 2, (n_leaf - 1.0) * np.nan_to_num(sd_leaf) ** 2, 0.0)))
+    ss_total = (n - 1.0) * sd**2 if n >= 2 else float("nan")
+    out = {"n": int(n), "n_leaves": k, "variance": ss_total / n if n else np.nan, "within_variance": ss_within / n}
+    out["between_variance"] = out["variance"] - out["within_variance"]
+    share = 1.0 - ss_within / ss_total if ss_total > 0 else float("nan")
+    df1, df2 = k - 1.0, n - k
+    f_value = p_value = lo = hi = float("nan")
+    if np.isfinite(share) and df1 >= 1 and df2 >= 1 and ss_within > 0:
+        f_value = ((ss_total - ss_within) / df1) / (ss_within / df2)
+        p_value = float(stats.f.sf(f_value, df1, df2))
+        lo, hi = _eta_squared(f_value, df1, df2, n, 1.0 - conf_level)
+    return {
+        **out,
+        "share_explained": share,
+        "share_ci_low": lo,
+        "share_ci_high": hi,
+        "statistic": f_value,
+        "df1": df1,
+        "df2": df2,
+        "p_value": p_value,
+    }
+
+
+def _long(frames: list[pd.DataFrame], labels: list[str]) -> pd.DataFrame:
+    """The frames stacked, each with an ``effect`` column (its label) after ``node`` when there is one."""
+    out = []
+    for frame, label in zip(frames, labels):
+        f = pd.DataFrame(frame).copy()
+        f.insert(list(f.columns).index("node") + 1 if "node" in f.columns else 0, "effect", label)
+        out.append(f)
+    return pd.concat(out, ignore_index=True)
+
+
+class JointPartitionResult(PartitionResult):
+    """One partition for several effects, returned by :func:`fme.came` given a list of effects.
+
+    The tree and its subspaces (``tree``, ``leaf_ids``, ``leaf_of_row``, ``nodes``, ``rule``, ``describe``,
+    the honest split: ``honest``, ``grown_on``, ``estimated_on``) are shared; the figures are per effect.
+
+    Attributes
+    ----------
+    leaves : DataFrame
+        One row per (leaf, effect), leaf-major: ``node``, ``effect`` (the effect's step label), then the columns
+        of a one-effect partition's leaves (n, came, sd_fme, the intervals, cANLM, rule ...), each effect in its
+        own unit.
+    root, estimation_root : DataFrame
+        One row per effect: the figures of all evaluated rows, and of the rows that estimate the leaves.
+    parts : list of PartitionResult
+        Per effect, the one-effect partition with the shared tree (its ``leaves``, ``test()``, ``plot()``).
+    effect_labels : list of str
+    effects_list : list
+        The effects, in the order given.
+    """
+
+    def __init__(self, parts: list[PartitionResult]) -> None:
+        first = parts[0]
+        # the shared tree, subspaces, honest split and rows: those of the first effect's partition
+        self.__dict__.update(first.__dict__)
+        self.parts = parts
+        self.effects_list = [p.effects if p.dask_effects is None else p.dask_effects for p in parts]
+        self.effect_labels = effect_labels(self.effects_list)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Rebuild the joint tables from :attr:`parts` (an engine that filled the parts' figures calls it)."""
+        labels = self.effect_labels
+        leaves = _long([p.leaves for p in self.parts], labels)
+        order = np.lexsort((np.repeat(np.arange(len(self.parts)), len(self.leaf_ids)), leaves["node"].to_numpy()))
+        self.leaves = ReadableFrame(leaves.iloc[order].reset_index(drop=True))
+        self.root = _long([p.root.to_frame().T for p in self.parts], labels)
+        self.estimation_root = _long([p.estimation_root.to_frame().T for p in self.parts], labels)
+        self.notes = list(self.parts[0].notes)
+
+    # ----------------------------------------------------------------- tables
+    def test(
+        self, hypothesis: str = "pairwise", multcomp: str | None = "holm", conf_level: float | None = None
+    ) -> LeafTests:
+        """Differences between leaf cAMEs per effect, with one multiplicity adjustment across all effects' tests.
+
+        Parameters
+        ----------
+        hypothesis : {'pairwise', 'reference'}, default='pairwise'
+        multcomp : {'holm', 'bonferroni', 'fdr_bh'} or None, default='holm'
+            Applied once to the family of every effect's differences (column ``p_value_adj``).
+        conf_level : float, optional
+
+        Returns
+        -------
+        LeafTests
+            One row per (effect, difference): ``effect`` and the columns of
+            :meth:`PartitionResult.test`; ``global_test`` maps each effect's label to its Wald test that all its
+            leaf cAMEs are equal (not adjusted); ``left_out`` and ``honest`` as for one effect.
+        """
+        if multcomp is not None and multcomp not in MULTCOMP:
+            raise ParameterError(f"multcomp must be one of {MULTCOMP} or None, got {multcomp!r}.")
+        tables = [p.test(hypothesis, multcomp=None, conf_level=conf_level) for p in self.parts]
+        frame = pd.concat(
+            [pd.DataFrame(t).assign(effect=lab) for t, lab in zip(tables, self.effect_labels)], ignore_index=True
+        )
+        frame = frame[["effect"] + [c for c in frame.columns if c != "effect"]]
+        if multcomp is not None:
+            frame["p_value_adj"] = adjust_pvalues(frame["p_value"].to_numpy(dtype=float), multcomp)
+            frame["multcomp"] = multcomp
+        out = LeafTests(frame)
+        out.global_test = {lab: t.global_test for t, lab in zip(tables, self.effect_labels)}  # type: ignore[assignment]
+        out.left_out = tables[0].left_out
+        out.honest = self.honest
+        return out
+
+    def heterogeneity(self, conf_level: float | None = None) -> pd.DataFrame:
+        """How much of each effect's heterogeneity the regions explain (the GADGET decomposition).
+
+        Over the rows that estimate the leaves (of an honest partition: rows the tree never saw), the variance
+        of an effect's fMEs splits into the variance within the regions and between them:
+        ``variance = within_variance + between_variance`` (divisor n) and ``share_explained = 1 -
+        within_variance / variance``, the share of the fMEs' variance that the regions explain (Herbinger et al.
+        2024 use the same split of the loss of a feature effect into its within-region part).
+
+        The interval is that of the population share eta^2 from the one-way ANOVA of the fMEs on the regions:
+        the F statistic's noncentral F distribution is inverted in its noncentrality lambda and
+        eta^2 = lambda / (lambda + n) (Steiger 2004); ``statistic``/``df1``/``df2``/``p_value`` are that F
+        test of "the regions explain nothing". Its assumptions: the regions are fixed (true of an honest
+        partition's estimation rows; with ``honest=False`` the tree chose them on the same rows, and the share
+        and its interval are biased upwards), the rows independent, and the fMEs within a region about normal
+        with one variance (with many rows a moderate departure matters little). The interval is equal-tailed,
+        so where the true share is 0 it covers 0 with probability 1 - alpha/2 (its lower bound is 0 unless the
+        F test rejects at alpha/2). The fMEs are those of the fitted model: the uncertainty of the model's
+        parameters is not in it.
+
+        Parameters
+        ----------
+        conf_level : float, optional
+            Default: the partition's.
+
+        Returns
+        -------
+        DataFrame
+            One row per effect: ``effect``, ``n``, ``n_leaves``, ``variance``, ``within_variance``,
+            ``between_variance`` (in the effect's unit squared), ``share_explained``, ``share_ci_low``,
+            ``share_ci_high``, ``statistic``, ``df1``, ``df2``, ``p_value``.
+        """
+        conf = self.conf_level if conf_level is None else check_conf_level(conf_level)
+        rows = [
+            {"effect": lab, **heterogeneity_row(p.leaves, p.estimation_root, conf)}
+            for p, lab in zip(self.parts, self.effect_labels)
+        ]
+        return pd.DataFrame(rows, columns=HETEROGENEITY_COLUMNS)
+
+    def joint_estimates(self) -> tuple:
+        """Not defined for several effects: pass one effect's partition (``part.parts[k]``) to
+        :func:`fme.hypotheses`."""
+        raise FMEError(
+            "a joint partition holds several effects' leaf cAMEs; pass one of them, part.parts[k], to fme.hypotheses."
+        )
+
+    def predict(self, new_rows: pd.DataFrame) -> pd.DataFrame:
+        """:meth:`PartitionResult.predict` per effect, stacked: one row per (new row, effect) with ``effect``;
+        the new rows' index labels repeat once per effect."""
+        return pd.concat(
+            [p.predict(new_rows).assign(effect=lab) for p, lab in zip(self.parts, self.effect_labels)], axis=0
+        )
+
+    # ----------------------------------------------------------------- display
+    def summary(self) -> str:
+        """Readable table: per leaf its rule, then one line per effect; then each effect's explained share."""
+        lines = [
+            f"Joint cAMEs of {len(self.parts)} effects ({self.method}, {int(self.conf_level * 100)}% CIs): "
+            + "; ".join(self.effect_labels)
+        ]
+        for node in self.leaf_ids:
+            sub = self.leaves[self.leaves["node"] == node]
+            lines.append(f"  [{int(node)}] {sub['rule'].iloc[0]}: n = {int(sub['n'].iloc[0])}")
+            for _, r in sub.iterrows():
+                lines.append(
+                    f"      {r['effect']}: cAME = {r['came']:.4g} [{r['came_ci_low']:.4g}, {r['came_ci_high']:.4g}],"
+                    f" SD = {r['sd_fme']:.3g}"
+                )
+        if len(self.leaf_ids) > 1:
+            het = self.heterogeneity()
+            for _, r in het.iterrows():
+                lines.append(
+                    f"  share explained, {r['effect']}: {r['share_explained']:.3g} "
+                    f"[{r['share_ci_low']:.3g}, {r['share_ci_high']:.3g}]"
+                )
+        lines += [f"  note: {n}" for n in self.notes]
+        lines.append(f"  {self.honesty}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (
+            f"JointPartitionResult(method={self.method!r}, n_effects={len(self.parts)}, "
+            f"n_leaves={len(self.leaf_ids)}, n={int(self.parts[0].root['n'])})"
+        )
+
+    def plot(self, **kwargs: Any) -> Any:
+        """Draw the tree with one line per effect (cAME and CI) in each leaf's box
+        (:class:`fme.plotting.JointPartitionDisplay`)."""
+        from ..plotting import JointPartitionDisplay
+
+        return JointPartitionDisplay.from_partition(self, **kwargs)

@@ -1,0 +1,93 @@
+"""Joint regions on Dask data: fme.came of a list of Dask effects gives the partition and figures of the same
+effects in memory (to 1e-10 when the rows fit in ``sample_size``)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+dask = pytest.importorskip("dask")
+
+import fme  # noqa: E402
+from fme.exceptions import DataError  # noqa: E402
+from tests._trees.test_joint import FEATURES, _frame, _model  # noqa: E402
+
+RTOL = 1e-10
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sync():
+    with dask.config.set(scheduler="sync"):
+        yield
+
+
+def _effects(X) -> list:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a function model: the fixed-model interval, said by a warning
+        return [fme.fme(_model, X, {f: 1.0}) for f in ("xa", "xb", "xc")]
+
+
+@pytest.fixture(scope="module")
+def both():
+    X = _frame(900, seed=11)
+    return _effects(X), _effects(dd.from_pandas(X, npartitions=3, sort=False))
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    assert list(a.columns) == list(b.columns)
+    for c in a.columns:
+        if pd.api.types.is_numeric_dtype(a[c]) and not pd.api.types.is_bool_dtype(a[c]):
+            np.testing.assert_allclose(b[c].to_numpy(dtype=float), a[c].to_numpy(dtype=float), rtol=RTOL, atol=1e-12)
+        else:
+            assert b[c].tolist() == a[c].tolist(), c
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"honest": False, "method": "cart", "max_depth": 2}])
+def test_dask_joint_partition_equals_pandas(both, kwargs):
+    mem, dsk = both
+    a = fme.came(mem, features=FEATURES, **kwargs)
+    b = fme.came(dsk, features=FEATURES, **kwargs)
+    assert isinstance(b, fme.JointPartitionResult) and b.leaf_ids == a.leaf_ids and len(a.leaf_ids) >= 2
+    pd.testing.assert_frame_equal(b.tree.nodes_, a.tree.nodes_)
+    _same(a.leaves, b.leaves)
+    _same(a.heterogeneity(), b.heterogeneity())
+    _same(a.test(), b.test())
+    assert b.row_counts == a.row_counts
+
+
+def test_dask_one_effect_list_is_came_of_the_effect(both):
+    _, dsk = both
+    a = fme.came([dsk[1]], features=FEATURES)
+    b = fme.came(dsk[1], features=FEATURES)
+    pd.testing.assert_frame_equal(a.leaves, b.leaves)
+
+
+def test_dask_effects_must_share_the_data(both):
+    mem, dsk = both
+    other = _effects(dd.from_pandas(_frame(900, seed=12), npartitions=3, sort=False))
+    with pytest.raises(DataError, match=r"effects\[1\].*other rows"):
+        fme.came([dsk[0], other[1]], features=FEATURES)
+    with pytest.raises(DataError, match=r"effects\[1\].*Dask"):
+        fme.came([dsk[0], mem[1]], features=FEATURES)
+
+
+def test_dask_joint_partition_on_a_sample_sums_over_all_rows(both):
+    mem, dsk = both
+    part = fme.came(dsk, features=FEATURES, sample_size=200, random_state=4)
+    assert part.grown_on_sample and part.sample_rows < 300  # a seeded fraction of the ~450 growing rows
+    # every estimation row's subspace from the tree grown on the sample, its figures summed over all of them
+    est = ~fme._trees.grow.honest_mask(mem[0].results.index, 0.5, 4)
+    node = part._subspace[np.asarray(part.tree.apply(mem[0].data[FEATURES]), dtype=int)]
+    for k, e in enumerate(mem):
+        fm = e.results["fme"].to_numpy()
+        rows = part.leaves[part.leaves["effect"] == part.effect_labels[k]]
+        for _, r in rows.iterrows():
+            m = est & (node == r["node"])
+            assert r["n"] == m.sum()
+            np.testing.assert_allclose(r["came"], fm[m].mean(), rtol=RTOL)
+            np.testing.assert_allclose(r["sd_fme"], fm[m].std(ddof=1), rtol=RTOL)
+    assert part.heterogeneity()["n"].tolist() == [int(est.sum())] * 3

@@ -1,0 +1,195 @@
+"""Joint regions (fme._trees.joint): fme.came of a list of effects grows one tree on their fMEs; per-effect
+leaves, one Holm adjustment across effects, the explained share of each effect's heterogeneity."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+import fme
+from fme.exceptions import DataError, FMEError, ParameterError
+
+FEATURES = ["z1", "z2", "g"]
+
+
+def _frame(n: int = 800, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    cols = {c: rng.normal(size=n) for c in ("xa", "xb", "xc", "z1", "z2", "u1", "u2", "u3")}
+    cols["g"] = rng.choice(["p", "q", "r"], n)
+    return pd.DataFrame(cols)
+
+
+def _model(d: pd.DataFrame) -> np.ndarray:
+    # fME of xa: 1 + 2 s + u1, of xb: -1 + 1.5 s + u2 (s = 1{z1 > 0}), of xc: 0.5 + u3 (no structure)
+    s = (d["z1"] > 0).astype(float)
+    return (d.xa * (1 + 2 * s + d.u1) + d.xb * (-1 + 1.5 * s + d.u2) + d.xc * (0.5 + d.u3)).to_numpy()
+
+
+def _effects(X: pd.DataFrame, model=_model) -> list[fme.FMEResult]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a function model: the fixed-model interval, said by a warning
+        return [fme.fme(model, X, {f: 1.0}) for f in ("xa", "xb", "xc")]
+
+
+@pytest.fixture(scope="module")
+def effects() -> list[fme.FMEResult]:
+    return _effects(_frame())
+
+
+@pytest.fixture(scope="module")
+def joint(effects) -> fme.JointPartitionResult:
+    return fme.came(effects, features=FEATURES)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"honest": False}, {"method": "cart", "max_depth": 2}, {"n_partitions": 2, "honest": False}],
+)
+def test_a_one_effect_list_is_came_of_the_effect(effects, kwargs):
+    one = fme.came([effects[0]], features=FEATURES, **kwargs)
+    ref = fme.came(effects[0], features=FEATURES, **kwargs)
+    assert type(one) is fme.PartitionResult
+    pd.testing.assert_frame_equal(one.leaves, ref.leaves)
+    pd.testing.assert_frame_equal(one.tree.nodes_, ref.tree.nodes_)
+    assert one.leaf_ids == ref.leaf_ids
+
+
+def test_the_shared_split_and_the_leaves_per_effect(joint, effects):
+    assert isinstance(joint, fme.PartitionResult)
+    assert joint.root_split == "z1" and abs(joint.tree.nodes_.at[1, "split_value"]) < 0.2
+    labels = [e.describe_steps() for e in effects]
+    assert joint.effect_labels == labels
+    leaves = joint.leaves
+    assert len(leaves) == len(joint.leaf_ids) * 3
+    assert leaves["effect"].tolist() == labels * len(joint.leaf_ids)  # leaf-major
+    assert list(leaves.columns) == ["node", "effect"] + [c for c in joint.parts[0].leaves.columns if c != "node"]
+    # each effect's figures in its own unit from the estimation rows of its leaf
+    est = joint.estimated_on
+    for k, e in enumerate(effects):
+        fm = e.results.loc[est, "fme"]
+        node = joint.leaf_of_row.loc[est]
+        rows = leaves[leaves["effect"] == labels[k]].set_index("node")
+        for leaf in joint.leaf_ids:
+            vals = fm[node == leaf].to_numpy()
+            assert rows.at[leaf, "n"] == vals.size
+            assert rows.at[leaf, "came"] == pytest.approx(vals.mean(), rel=1e-12)
+            assert rows.at[leaf, "sd_fme"] == pytest.approx(vals.std(ddof=1), rel=1e-12)
+    assert list(joint.root["effect"]) == labels and list(joint.estimation_root["effect"]) == labels
+
+
+def test_leaf_tests_share_one_holm_adjustment(joint):
+    t = joint.test()
+    assert len(t) == 3 * len(joint.leaf_ids) * (len(joint.leaf_ids) - 1) // 2
+    assert set(t["effect"]) == set(joint.effect_labels)
+    np.testing.assert_allclose(t["p_value_adj"], multipletests(t["p_value"], method="holm")[1], rtol=1e-12)
+    single = joint.parts[2].test(multcomp=None)
+    np.testing.assert_allclose(t.loc[t["effect"] == joint.effect_labels[2], "p_value"], single["p_value"])
+    assert set(t.global_test) == set(joint.effect_labels) and t.honest
+    with pytest.raises(ParameterError, match="multcomp"):
+        joint.test(multcomp="sidak")
+
+
+def test_heterogeneity_is_the_variance_decomposition(joint, effects):
+    het = joint.heterogeneity()
+    assert list(het["effect"]) == joint.effect_labels
+    est = joint.estimated_on
+    node = joint.leaf_of_row.loc[est].to_numpy()
+    for k, e in enumerate(effects):
+        y = e.results.loc[est, "fme"].to_numpy()
+        total = np.mean((y - y.mean()) ** 2)
+        within = np.mean((y - pd.Series(y).groupby(node).transform("mean").to_numpy()) ** 2)
+        r = het.iloc[k]
+        assert r["variance"] == pytest.approx(total, rel=1e-10)
+        assert r["within_variance"] == pytest.approx(within, rel=1e-9)
+        assert r["share_explained"] == pytest.approx(1 - within / total, rel=1e-9)
+        L = len(np.unique(node))
+        f = ((total - within) * y.size / (L - 1)) / (within * y.size / (y.size - L))
+        assert r["statistic"] == pytest.approx(f, rel=1e-9)
+        assert r["p_value"] == pytest.approx(stats.f.sf(f, L - 1, y.size - L), rel=1e-9, abs=1e-300)
+        assert r["share_ci_low"] <= r["share_explained"] <= r["share_ci_high"]
+    # two effects share the split; the third has no structure: its interval reaches 0
+    assert het["share_explained"].iloc[0] > 0.3 and het["share_ci_low"].iloc[1] > 0.2
+    assert het["share_ci_low"].iloc[2] == 0.0 and het["p_value"].iloc[2] > 0.05
+
+
+def test_eta_squared_interval_inverts_the_noncentral_f(joint):
+    r = joint.heterogeneity(conf_level=0.9).iloc[0]
+    n, d1, d2 = r["n"], r["df1"], r["df2"]
+    for bound, target in ((r["share_ci_low"], 0.95), (r["share_ci_high"], 0.05)):
+        lam = bound * n / (1 - bound)
+        assert stats.ncf.cdf(r["statistic"], d1, d2, lam) == pytest.approx(target, abs=1e-6)
+
+
+def test_cart_sums_the_squared_error_over_effects(effects):
+    part = fme.came(effects, features=FEATURES, method="cart", max_depth=1, honest=False)
+    Y = np.column_stack([(e.results["fme"] - e.results["fme"].mean()) / e.results["fme"].std(ddof=0) for e in effects])
+    z = effects[0].data["z1"].to_numpy()
+    # the root split minimises the summed within-child squared error of the standardised fMEs
+    cuts = np.unique(z)[10:-10]
+    sse = [sum(((Y[m] - Y[m].mean(0)) ** 2).sum() for m in (z <= c, z > c)) for c in cuts]
+    best = cuts[int(np.argmin(sse))]
+    assert part.root_split == "z1"
+    assert part.tree.nodes_.at[1, "split_value"] == pytest.approx(
+        (best + np.unique(z)[np.searchsorted(np.unique(z), best) + 1]) / 2
+    )
+
+
+def test_standardize_keeps_a_large_unit_from_dominating():
+    X = _frame(600, seed=5)
+
+    def big(d: pd.DataFrame) -> np.ndarray:
+        # the third effect on a 1000-fold unit, a little of it explained by z2 (about 7 % of its variance, where
+        # z1 explains about half of each of the other two)
+        s = (d["z1"] > 0).astype(float)
+        third = 1000.0 * (0.5 + d.u3 + 0.6 * (d["z2"] > 0.5))
+        return (d.xa * (1 + 2 * s + d.u1) + d.xb * (-1 + 1.5 * s + d.u2) + d.xc * third).to_numpy()
+
+    eff = _effects(X, big)
+    scaled = fme.came(eff, features=FEATURES, method="cart", max_depth=1, honest=False)
+    raw = fme.came(eff, features=FEATURES, method="cart", max_depth=1, honest=False, standardize=False)
+    assert raw.root_split == "z2" and scaled.root_split == "z1"
+
+
+def test_summary_predict_and_plot(joint):
+    text = joint.summary()
+    assert text.count("cAME =") == 3 * len(joint.leaf_ids) and "share explained" in text and "honest" in text
+    new = joint.effects_list[0].data.head(4)
+    pred = joint.predict(new)
+    assert len(pred) == 12 and set(pred["effect"]) == set(joint.effect_labels)
+    disp = joint.plot()
+    assert set(disp.leaf_labels_) == set(joint.leaf_ids)
+    for leaf, box in disp.leaf_labels_.items():
+        assert all(lab in box.get_text() for lab in joint.effect_labels)
+    with pytest.raises(FMEError, match="parts"):
+        joint.joint_estimates()
+
+
+def test_effects_must_share_rows_and_model(effects):
+    X = _frame()
+    other_rows = _effects(X.iloc[:700])[1]
+    with pytest.raises(DataError, match=r"effects\[1\].*other rows"):
+        fme.came([effects[0], other_rows], features=FEATURES)
+
+    def other(d: pd.DataFrame) -> np.ndarray:
+        return 2.0 * _model(d)
+
+    with pytest.raises(DataError, match=r"effects\[2\].*another model"):
+        fme.came([effects[0], effects[1], _effects(X, other)[2]], features=FEATURES)
+    with pytest.raises(ParameterError, match="max_sd"):
+        fme.came(effects, features=FEATURES, max_sd=1.0)
+    with pytest.raises(ParameterError, match="n_splits"):
+        fme.came(effects, features=FEATURES, n_splits=3)
+    with pytest.raises(ParameterError, match="empty list"):
+        fme.came([], features=FEATURES)
+    with pytest.raises(DataError, match=r"effects\[1\] must be"):
+        fme.came([effects[0], "x"], features=FEATURES)
+
+
+def test_stability_refits_one_effect(joint):
+    with pytest.raises(ParameterError, match=r"parts\[k\]"):
+        fme.partition_stability(joint)
