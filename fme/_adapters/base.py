@@ -267,6 +267,12 @@ class ModelAdapter(abc.ABC):
                 )
         return data
 
+    def input_bounds(self) -> dict[str, tuple[float, float]]:
+        """column -> (low, high): the closed range of an input column outside which the model cannot predict (a
+        B-spline's boundary knots in a statsmodels formula); {} by default (no bound). Difference quotients
+        (:func:`fme.avg_slopes`, :func:`fme.dme`) keep their points within it."""
+        return {}
+
     def complete_columns(self) -> list[str]:
         """The input columns whose missing values leave a row out of the evaluation, as the model's own fit left
         such rows out (a statsmodels formula's right-hand-side columns: Stata's ``e(sample)``); none by

@@ -1,14 +1,15 @@
 """Formula information of statsmodels results (patsy or formulaic engine): the right-hand-side data
-columns and the levels of categorical factors (``C(x)``)."""
+columns, the levels of categorical factors (``C(x)``) and the ranges of B-spline columns (``bs(x)``)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["formula_info", "factor_levels"]
+__all__ = ["formula_info", "factor_levels", "spline_bounds"]
 
 
 def _names_in(code: str, columns: Any) -> list:
@@ -118,4 +119,81 @@ def factor_levels(model: Any) -> dict[Any, list]:
     for names, cats in got[0]:
         if cats is not None and len(names) == 1:
             out.setdefault(names[0], list(cats))
+    return out
+
+
+def _spline_column(code: str, columns: Any) -> str | None:
+    """The data column of a factor that is one B-spline of a bare column (``bs(x, df=5)``, ``Q('x y')`` inside),
+    else None; a spline of a transformed column (``bs(np.log(x))``) or with formulaic's ``extrapolation=``
+    other than ``'raise'`` has no bound on the column itself."""
+    import ast
+
+    try:
+        tree = ast.parse(code, mode="eval")
+    except SyntaxError:
+        return None
+    call = tree.body
+    if not isinstance(call, ast.Call) or not call.args:
+        return None
+    name = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", None)
+    if name not in ("bs", "basis_spline"):
+        return None
+    for kw in call.keywords:
+        if kw.arg == "extrapolation" and not (isinstance(kw.value, ast.Constant) and kw.value.value == "raise"):
+            return None
+    arg = call.args[0]
+    found = _names_in(ast.unparse(arg), columns)
+    bare = isinstance(arg, ast.Name) or (isinstance(arg, ast.Call) and getattr(arg.func, "id", None) == "Q")
+    return str(found[0]) if bare and len(found) == 1 else None
+
+
+def _patsy_spline_bounds(spec: Any, columns: Any) -> list[tuple[str, float, float, str]]:
+    out = []
+    for factor, info in spec.factor_infos.items():
+        code = getattr(factor, "code", "")
+        col = _spline_column(code, columns)
+        state = getattr(info, "state", None) or {}
+        splines = [t for t in dict(state.get("transforms", {})).values() if type(t).__name__ == "BS"]
+        if col is None or len(splines) != 1 or getattr(splines[0], "_all_knots", None) is None:
+            continue
+        knots = np.asarray(splines[0]._all_knots, dtype=float)
+        out.append((col, float(knots.min()), float(knots.max()), code))
+    return out
+
+
+def _formulaic_spline_bounds(spec: Any, columns: Any) -> list[tuple[str, float, float, str]]:
+    out = []
+    states = getattr(spec, "transform_state", None) or {}
+    for factor in spec.factor_variables:
+        code = str(getattr(factor, "expr", factor))
+        col = _spline_column(code, columns)
+        state = states.get(code)
+        if col is None or not isinstance(state, dict) or not {"lower_bound", "upper_bound"} <= set(state):
+            continue
+        out.append((col, float(state["lower_bound"]), float(state["upper_bound"]), code))
+    return out
+
+
+def spline_bounds(model: Any) -> dict[str, tuple[float, float, str]]:
+    """column -> (lower, upper, term) of every data column that enters a statsmodels formula through a B-spline
+    (``bs(x, ...)``, patsy or formulaic engine): the spline's boundary knots (by default the training range of
+    ``x``). Both engines refuse to evaluate the spline outside them (patsy with a ``NotImplementedError``,
+    formulaic's default ``extrapolation='raise'``). A column with several splines gets the narrowest range."""
+    data = getattr(getattr(model, "model", None), "data", None)
+    spec = getattr(data, "model_spec", None) or getattr(data, "design_info", None)
+    frame = getattr(data, "frame", None)
+    if not isinstance(frame, pd.DataFrame) or spec is None:
+        return {}
+    if getattr(spec, "factor_infos", None) is not None:
+        found = _patsy_spline_bounds(spec, frame.columns)
+    elif getattr(spec, "factor_variables", None) is not None:
+        found = _formulaic_spline_bounds(spec, frame.columns)
+    else:
+        return {}
+    out: dict[str, tuple[float, float, str]] = {}
+    for col, lo, hi, code in found:
+        if col in out:
+            lo, hi = max(lo, out[col][0]), min(hi, out[col][1])
+            code = f"{out[col][2]}, {code}"
+        out[col] = (lo, hi, code)
     return out

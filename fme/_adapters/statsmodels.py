@@ -26,7 +26,7 @@ import pandas as pd
 from .._utils.validation import is_dask_collection
 from ..exceptions import DataError, ModelError, ParameterError
 from .base import ModelAdapter, Prediction, Support, check_vcov, module_of, numerical_jacobian, register_adapter
-from .formula import factor_levels, formula_info
+from .formula import factor_levels, formula_info, spline_bounds
 from .identity import Walk
 from .statsmodels_results import design_matrix, is_statsmodels_results, mean_functions, results_text
 
@@ -96,16 +96,20 @@ class StatsmodelsAdapter(ModelAdapter):
             )
         if isinstance(self.target_class, str) and self.target_class == "all":
             return Prediction(
-                lambda f: np.asarray(self.model.predict(f)), rhs, outcomes, f"{self.type_name}.predict (all outcomes)"
+                self._predict_all, rhs, outcomes, f"{self.type_name}.predict (all outcomes)"
             )
         j = self._outcome_index()
         return Prediction(
-            lambda f: np.asarray(self.model.predict(f))[:, j],
+            lambda f: self._predict_all(f)[:, j],
             rhs,
             None,
             f"{self.type_name}.predict (P(y = {outcomes[j]}))",
             outcomes[j],
         )
+
+    def _predict_all(self, frame: pd.DataFrame) -> np.ndarray:
+        self.check_bounds(frame)
+        return np.asarray(self.model.predict(frame))
 
     def _multinomial_jacobian(self, frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
         """Probabilities of the target outcome at each frame, and the Jacobian of their stack in the
@@ -115,6 +119,8 @@ class StatsmodelsAdapter(ModelAdapter):
         flat = P.ravel(order="F")
         vcov = self._vcov(flat.size)
         j = self._outcome_index()
+        for f in frames:
+            self.check_bounds(f, frames[0] if len(frames) > 1 and f is not frames[0] else None)
         designs = [design_matrix(self.model, f) for f in frames]
         D = np.vstack(designs)
 
@@ -141,6 +147,7 @@ class StatsmodelsAdapter(ModelAdapter):
         return Prediction(self._predict_frame, rhs, None, f"{self.type_name}.predict")
 
     def _predict_frame(self, frame: pd.DataFrame) -> np.ndarray:
+        self.check_bounds(frame)
         off = self.offset_values(frame)
         if off is None:
             return np.asarray(self.model.predict(frame))
@@ -152,6 +159,54 @@ class StatsmodelsAdapter(ModelAdapter):
             return names
         extra = [c for c, _ in self.offset_sources(columns).values()]
         return names + [c for c in dict.fromkeys(extra) if c not in names]
+
+    # ------------------------------------------------------------- B-splines: bounded inputs
+    def _splines(self) -> dict[str, tuple[float, float, str]]:
+        if not hasattr(self, "_spline_ranges"):
+            self._spline_ranges = spline_bounds(self.model)
+        return self._spline_ranges
+
+    def input_bounds(self) -> dict[str, tuple[float, float]]:
+        """The boundary knots of every column that enters the formula through ``bs(column, ...)``: patsy and
+        formulaic (by default) refuse to evaluate a B-spline outside them."""
+        return {c: (lo, hi) for c, (lo, hi, _) in self._splines().items()}
+
+    def check_bounds(self, frame: pd.DataFrame, base: pd.DataFrame | None = None) -> None:
+        """:class:`~fme.DataError` naming the column, the step (``frame`` minus ``base``, the points before the
+        step) and the knots' range when a spline column of ``frame`` leaves its boundary knots (the engine's own
+        error is a bare ``PatsyError`` or ``FactorEvaluationError`` that names neither)."""
+        for col, (lo, hi, term) in self._splines().items():
+            if col not in frame.columns:
+                continue
+            x = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            out = (x < lo) | (x > hi)
+            if not out.any():
+                continue
+            bad = x[out]
+            fix = f"or refit with the range widened ({term.split('(')[0]}({col}, ..., lower_bound=..., upper_bound=...))"
+            where = f"the boundary knots [{lo:.6g}, {hi:.6g}] of the spline term {term} (the training range of {col!r})"
+            was = None
+            if base is not None and col in base.columns and len(base) == len(frame):
+                x0 = pd.to_numeric(base[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[out]
+                was = x0 if bool(np.all((x0 >= lo) & (x0 <= hi))) else None
+            if was is not None:
+                step = bad - was
+                same = bool(np.allclose(step, step[0], rtol=1e-12, atol=0.0))
+                said = f"by {step[0]:+.6g}" if same else f"by {step.min():+.6g} to {step.max():+.6g}"
+                keep = ""
+                if same and step[0] > 0:
+                    keep = f" (or only the rows with {col} <= {hi - step[0]:.6g})"
+                elif same:
+                    keep = f" (or only the rows with {col} >= {lo - step[0]:.6g})"
+                raise DataError(
+                    f"the step of {col!r} {said} moves {bad.size} of {x.size} row(s) to {col} = "
+                    f"{bad.min():.6g} .. {bad.max():.6g}, outside {where}: a B-spline of a formula cannot be "
+                    f"evaluated there. Use a step that keeps {col} + step within [{lo:.6g}, {hi:.6g}]{keep}, {fix}."
+                )
+            raise DataError(
+                f"column {col!r} has {bad.size} of {x.size} value(s) ({bad.min():.6g} .. {bad.max():.6g}) outside "
+                f"{where}: a B-spline of a formula cannot be evaluated there. Evaluate rows within the range, {fix}."
+            )
 
     # ------------------------------------------------------------- offset and exposure
     def model_offsets(self) -> dict[str, np.ndarray]:
@@ -435,6 +490,8 @@ class StatsmodelsAdapter(ModelAdapter):
             return None
         mu, dmu = fns
         params = np.asarray(self.model.params, dtype=float)
+        self.check_bounds(X0)
+        self.check_bounds(X1, X0)
         D0, D1 = design_matrix(self.model, X0), design_matrix(self.model, X1)
         if D0.shape[1] != params.size:
             return None
@@ -459,6 +516,7 @@ class StatsmodelsAdapter(ModelAdapter):
             (f,), jac, vcov = self._multinomial_jacobian([X])
             return f, jac, vcov
         params = np.asarray(self.model.params, dtype=float)
+        self.check_bounds(X)
         D, off = design_matrix(self.model, X), self.offset_values(X)
         vcov = self._vcov(params.size)
         fns = mean_functions(self.model)
@@ -484,6 +542,8 @@ class StatsmodelsAdapter(ModelAdapter):
             return jac[n:] - jac[:n], vcov, "numerical"
         params = np.asarray(self.model.params, dtype=float)
         vcov = self._vcov(params.size)
+        self.check_bounds(X0)
+        self.check_bounds(X1, X0)
         D0, D1 = design_matrix(self.model, X0), design_matrix(self.model, X1)
         o0, o1 = self.offset_values(X0), self.offset_values(X1)
         fns = mean_functions(self.model)
