@@ -336,13 +336,26 @@ class ModelAdapter(abc.ABC):
         estimation sample in its order; ``codes`` the integer cluster of each row by the training column
         ``cluster`` (None without). The unconditional variance of averages needs both
         (:mod:`fme.inference.unconditional`)."""
-        raise ModelError(
+        raise ModelError(self._no_influence())
+
+    def _no_influence(self) -> str:
+        return (
             f"vcov='unconditional' needs each training row's score and the model's Hessian (its "
             f"estimating equations); a {self.type_name} does not state them. Use a statsmodels "
             "results object (OLS, WLS, GLM, Logit, Probit, Poisson), give a get_coef/get_vcov/"
             "get_predict model a get_influence() (n x k: each row's share of theta_hat - theta), "
             "or use vcov=None for the interval that holds the rows fixed."
         )
+
+    def estimation_influence(self, cluster: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`parameter_influence` of the whole estimation sample, before its rows are seen (Dask data, whose
+        chunks :meth:`check_estimation_rows` checks as they are evaluated): ``(A, codes)``, the clusters from the
+        model's own training data."""
+        raise ModelError(self._no_influence())
+
+    def check_estimation_rows(self, frame: pd.DataFrame, positions: np.ndarray) -> None:
+        """Raise :class:`~fme.ModelError` when the rows of ``frame`` are not the estimation sample's rows at
+        ``positions`` (what can be compared: a statsmodels model's design rows); nothing to compare by default."""
 
     # ------------------------------------------------------------- bootstrap
     def refit_support(self) -> Support:

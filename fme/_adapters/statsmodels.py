@@ -437,26 +437,44 @@ class StatsmodelsAdapter(ModelAdapter):
     def parameter_influence(self, frame: pd.DataFrame, cluster: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Linear models: (X'WX)^{-1} x_i w_i e_i (statsmodels' HC0 terms); others: (-H)^{-1} s_i from the
         model's ``score_obs`` and observed ``hessian`` at the estimate (an M-estimator's influence)."""
+        if self.parameter_count() is None or self._outcomes() is not None:
+            return super().parameter_influence(frame, cluster)
+        n = np.asarray(self.model.model.exog).shape[0]
+        # the two parts of the variance pair up row by row: the averaged rows must be the rows the model was fitted on
+        if len(frame) != n:
+            raise ModelError(self._not_the_sample(len(frame)))
+        self.check_estimation_rows(frame, np.arange(n))
+        return self.estimation_influence(cluster)
+
+    def _not_the_sample(self, rows: int) -> str:
+        n = np.asarray(self.model.model.exog).shape[0]
+        return (
+            f"vcov='unconditional' averages over the model's estimation sample ({n} rows); these {rows} rows "
+            f"are not it, row for row. Pass the frame the {self.type_name} was fitted on (its complete rows, in "
+            "order), or vcov=None."
+        )
+
+    def check_estimation_rows(self, frame: pd.DataFrame, positions: np.ndarray) -> None:
+        exog = np.asarray(self.model.model.exog, dtype=float)
+        positions = np.asarray(positions, dtype=np.int64)
+        if positions.size and (positions.min() < 0 or positions.max() >= exog.shape[0]):
+            raise ModelError(self._not_the_sample(int(positions.max()) + 1))
+        if not np.allclose(design_matrix(self.model, frame), exog[positions], rtol=1e-9, atol=1e-12):
+            raise ModelError(self._not_the_sample(len(frame)))
+
+    def estimation_influence(self, cluster: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
         from statsmodels.regression.linear_model import RegressionModel
 
         res, model = self.model, getattr(self.model, "model", None)
         if self.parameter_count() is None or self._outcomes() is not None:
-            return super().parameter_influence(frame, cluster)
-        exog = np.asarray(model.exog, dtype=float)
-        # the two parts of the variance pair up row by row: the averaged rows must be the rows the model was fitted on
-        if len(frame) != exog.shape[0] or not np.allclose(design_matrix(res, frame), exog, rtol=1e-9, atol=1e-12):
-            raise ModelError(
-                f"vcov='unconditional' averages over the model's estimation sample ({exog.shape[0]} "
-                f"rows); these {len(frame)} rows are not it, row for row. Pass the frame the "
-                f"{self.type_name} was fitted on (its complete rows, in order), or vcov=None."
-            )
+            return super().estimation_influence(cluster)
         if isinstance(model, RegressionModel):
             A = (np.asarray(model.wexog) * np.asarray(res.wresid)[:, None]) @ np.asarray(res.normalized_cov_params)
         elif callable(getattr(model, "score_obs", None)) and callable(getattr(model, "hessian", None)):
             params = np.asarray(res.params, dtype=float)
             A = np.asarray(model.score_obs(params), dtype=float) @ np.linalg.inv(-np.asarray(model.hessian(params)))
         else:
-            return super().parameter_influence(frame, cluster)
+            return super().estimation_influence(cluster)
         return A, None if cluster is None else self._cluster_groups(cluster)
 
     # ------------------------------------------------------------- delta method

@@ -15,6 +15,7 @@ fme, and evaluates :data:`~fme._core.averages.REFIT_CHUNK` refits per pass over 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
@@ -30,14 +31,16 @@ from .._core.averages import (
     prediction_table,
     refit_draws,
     spread_values,
+    unconditional_of,
 )
 from .._core.plan import Plan
 from .._core.summary import RowSums
 from ..exceptions import DataError, ModelError
 from ..inference.bootstrap import check_bootstrap
 from ..inference.estimates import INFERENCE_COLUMNS, Estimates
+from ..inference.unconditional import SampledRows, Unconditional
 from ..steps import apply_steps
-from .common import as_dask, model_frames
+from .common import POSITION, as_dask, model_frames, with_positions
 from .groups import GroupSpec, check_weights_dask, group_codes, group_keys
 
 __all__ = ["average", "comparisons", "predictions", "column_range"]
@@ -84,6 +87,46 @@ def _row_weights(part: pd.DataFrame, weights: str | None) -> np.ndarray | None:
     return None if weights is None else part[weights].to_numpy(dtype=float)
 
 
+@dataclass(frozen=True, eq=False)
+class _WithRows:
+    """A chunk's sums and, for ``vcov='unconditional'``, its rows' values (:class:`SampledRows`), merged together."""
+
+    sums: RowSums | None
+    rows: SampledRows
+
+    def merge(self, other: _WithRows | None) -> _WithRows:
+        if other is None:
+            return self
+        sums = other.sums if self.sums is None else self.sums if other.sums is None else self.sums.merge(other.sums)
+        return _WithRows(sums, self.rows.merge(other.rows))
+
+
+def _with_rows(
+    quantity: RowQuantity,
+    sums: RowSums | None,
+    frame: pd.DataFrame,
+    positions: np.ndarray,
+    values: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray | None,
+    n_rows: int,
+) -> RowSums | _WithRows | None:
+    """``sums``, with the evaluated rows' values beside them under ``vcov='unconditional'``."""
+    if quantity.unconditional is None:
+        return sums
+    rows = SampledRows.of(quantity.unconditional, frame, positions, values, codes, weights, n_rows)
+    return _WithRows(sums, rows)
+
+
+def _unconditional(quantity: RowQuantity, est: Estimates, merged: Any) -> Estimates:
+    """The delta estimates with the rows' sampling added from the rows the chunks sent back, as in memory."""
+    unconditional = cast(Unconditional, quantity.unconditional)
+    rows = cast(_WithRows, merged).rows
+    unconditional.check_count(rows.n_rows)
+    means = cast(RowSums, merged.sums).means
+    return unconditional_of(quantity, est, rows.values, means, rows.codes, rows.weights, rows.positions, rows.n_rows)
+
+
 def _chunk_sums(
     part: pd.DataFrame,
     quantity: RowQuantity,
@@ -92,12 +135,15 @@ def _chunk_sums(
     n_groups: int,
     spread: bool = True,
     weights: str | None = None,
-) -> RowSums | None:
+) -> RowSums | _WithRows | None:
     if len(part) == 0:
         return None
     values, jac, vcov = quantity.rows(part, None, method)
     values = spread_values(quantity, values) if spread else values
-    return RowSums.of(values, jac, _codes(part, groups), n_groups, _row_weights(part, weights), vcov, spread)
+    codes, w = _codes(part, groups), _row_weights(part, weights)
+    sums = RowSums.of(values, jac, codes, n_groups, w, vcov, spread)
+    positions = part[POSITION].to_numpy() if quantity.unconditional is not None else np.empty(0)
+    return _with_rows(quantity, sums, part, positions, values, codes, w, len(part))
 
 
 def _chunk_refits(
@@ -136,15 +182,22 @@ def average(
     if weights is not None:
         check_weights_dask(data, weights)
     n_groups = 1 if groups is None else groups.n_groups
+    if quantity.unconditional is not None:
+        data = with_positions(data)
     parts = data.to_delayed()
     base = "delta" if method == "delta" else "sample"
     spread = method == "sample"  # the spread over the rows only for the fixed-model interval
-    sums = _tree([delayed(_chunk_sums)(p, quantity, base, groups, n_groups, spread, weights) for p in parts]).compute()
+    merged = _tree([delayed(_chunk_sums)(p, quantity, base, groups, n_groups, spread, weights) for p in parts])
+    merged = merged.compute()
+    sums = merged.sums if isinstance(merged, _WithRows) else merged
     if sums is None:
         raise DataError("`data` has no rows; pass a Dask DataFrame with rows.")
     counts = sums.moments.n.copy()
     if method != "bootstrap":
-        return estimates_of(quantity, sums, method), counts, _keys(groups)
+        est = estimates_of(quantity, sums, method)
+        if method == "delta" and quantity.unconditional is not None:
+            est = _unconditional(quantity, est, merged)
+        return est, counts, _keys(groups)
     spec = check_bootstrap(bootstrap, model)
 
     def evaluate(models: list[Any]) -> np.ndarray:
@@ -179,11 +232,21 @@ def _comparison_hook(
     weights: str | None = None,
 ) -> RowSums | None:
     if batch.cand.size == 0:
-        return None
+        if quantity.unconditional is None:
+            return None
+        # no evaluated row, but the chunk's rows count in the estimation sample
+        none = np.empty(0, dtype=np.int64)
+        w0 = None if weights is None else np.empty(0)
+        return _with_rows(quantity, None, part.iloc[:0], none, np.empty((0, 1)), none, w0, len(part))
     values, jac, vcov = quantity.rows(_stepped(part, batch, plan), None, method)
     values = spread_values(quantity, values) if spread else values
     w = None if weights is None else part[weights].to_numpy(dtype=float)[batch.cand]
-    return RowSums.of(values, jac, _codes(part, groups)[batch.cand], n_groups, w, vcov, spread)
+    codes = _codes(part, groups)[batch.cand]
+    sums = RowSums.of(values, jac, codes, n_groups, w, vcov, spread)
+    if quantity.unconditional is None:
+        return sums
+    rows = part.iloc[batch.cand]
+    return _with_rows(quantity, sums, rows, rows[POSITION].to_numpy(), values, codes, w, len(part))
 
 
 def _comparison_refits(
@@ -239,13 +302,19 @@ def comparisons(
         weights=weights,
     )
     model = plan.model
+    if quantity.unconditional is not None:
+        data = with_positions(data)
     res = fme(plan, data, reference, steps, extra=hook)  # the plan computes fMEs only ("sample")
-    sums = res.summary_data.extra
+    merged = res.summary_data.extra
+    sums = merged.sums if isinstance(merged, _WithRows) else merged
     counts = sums.moments.n.copy()
     description = res.describe_steps()
     if method != "bootstrap":
         res.release()
-        return estimates_of(quantity, sums, method), counts, _keys(groups), description
+        est = estimates_of(quantity, sums, method)
+        if method == "delta" and quantity.unconditional is not None:
+            est = _unconditional(quantity, est, merged)
+        return est, counts, _keys(groups), description
     spec = check_bootstrap(bootstrap, model)
     parts, plan = res.data.to_delayed(), cast(Plan, res.plan)  # set on Dask effects
     res.release()

@@ -239,9 +239,3 @@ def test_unconditional_refusals(data, ols):
         fme.ame(ols, data, {"x": 1}, vcov="unconditional", inference="sample")
     with pytest.raises(ParameterError, match="'HC0' or 'HC1'"):
         fme.ame(ols, data, {"x": 1}, vcov={"unconditional": "HC3"})
-
-
-def test_unconditional_refused_on_dask(data, ols):
-    dd = pytest.importorskip("dask.dataframe")
-    with pytest.raises(ParameterError, match="in memory only"):
-        fme.ame(ols, dd.from_pandas(data, npartitions=2), {"x": 1}, vcov="unconditional")

@@ -390,4 +390,6 @@ def test_a_binary_outcome_table_names_its_class_scikit_learns_second_by_default(
     assert case["class"].tolist() == ["case"]
     np.testing.assert_allclose(case["ame"], -default["ame"], rtol=1e-6)
     # a numeric outcome's table has no class
-    assert "class" not in fme.dgp_ame(X, X["x1"].to_numpy() + rng.normal(size=600), {"x1": 0.5}, folds=2).columns
+    numeric = X["x1"].to_numpy() + rng.normal(size=600)
+    kw["outcome_learner"] = LinearRegression()
+    assert "class" not in fme.dgp_ame(X, numeric, {"x1": 0.5}, **kw).columns
