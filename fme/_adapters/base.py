@@ -50,6 +50,7 @@ from .identity import Walk, canonical, estimator_text, pickle_text
 __all__ = [
     "ModelAdapter",
     "Prediction",
+    "OnArray",
     "Support",
     "Unsupported",
     "adapt",
@@ -90,6 +91,18 @@ class Prediction(NamedTuple):
     #: The class (or outcome) whose probability a classifier's single output is, as the user wrote it; None
     #: for a model that is no classifier, or with one output per class.
     explained_class: str | None = None
+
+
+class OnArray:
+    """A prediction function of a frame given the frame's values as one array: a model fitted on an array
+    receives what it was fitted on (a frame would make scikit-learn warn that the model has no feature names).
+    A class, not a closure, so that it pickles for worker processes."""
+
+    def __init__(self, on_frame: Callable[[Any], Any]) -> None:
+        self.on_frame = on_frame
+
+    def __call__(self, X: Any) -> Any:
+        return self.on_frame(X.to_numpy() if isinstance(X, pd.DataFrame) else X)
 
 
 def module_of(obj: Any) -> str:
@@ -237,14 +250,8 @@ class ModelAdapter(abc.ABC):
         inputs with ``feature_names=``). ``as_array``: the model was fitted on an array, so it receives the
         columns' values as one (a frame would make scikit-learn warn that the model has no feature names)."""
         prediction = self.prediction()
-        on_frame = prediction.func
-        if as_array and not getattr(on_frame, "takes_array", False):
-
-            def on_array(X: Any) -> Any:
-                return on_frame(X.to_numpy() if isinstance(X, pd.DataFrame) else X)
-
-            on_array.takes_array = True  # type: ignore[attr-defined]  # a marker: never wrapped twice
-            prediction = prediction._replace(func=on_array)
+        if as_array and not isinstance(prediction.func, OnArray):  # never wrapped twice
+            prediction = prediction._replace(func=OnArray(prediction.func))
         self._prediction = prediction._replace(feature_names=[str(c) for c in names])
 
     @property

@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["formula_info", "factor_levels", "spline_bounds"]
+from ..exceptions import DataError
+
+__all__ = ["formula_info", "factor_levels", "spline_bounds", "check_spline_bounds"]
 
 
 def _names_in(code: str, columns: Any) -> list:
@@ -197,3 +199,43 @@ def spline_bounds(model: Any) -> dict[str, tuple[float, float, str]]:
             code = f"{out[col][2]}, {code}"
         out[col] = (lo, hi, code)
     return out
+
+
+def check_spline_bounds(
+    bounds: dict[str, tuple[float, float, str]], frame: pd.DataFrame, base: pd.DataFrame | None = None
+) -> None:
+    """:class:`~fme.DataError` naming the column, the step (``frame`` minus ``base``, the points before the
+    step) and the knots' range when a column of ``frame`` leaves the range ``bounds`` gives it
+    (:func:`spline_bounds`)."""
+    for col, (lo, hi, term) in bounds.items():
+        if col not in frame.columns:
+            continue
+        x = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        out = (x < lo) | (x > hi)
+        if not out.any():
+            continue
+        bad = x[out]
+        fix = f"or refit with the range widened ({term.split('(')[0]}({col}, ..., lower_bound=..., upper_bound=...))"
+        where = f"the boundary knots [{lo:.6g}, {hi:.6g}] of the spline term {term} (the training range of {col!r})"
+        was = None
+        if base is not None and col in base.columns and len(base) == len(frame):
+            x0 = pd.to_numeric(base[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[out]
+            was = x0 if bool(np.all((x0 >= lo) & (x0 <= hi))) else None
+        if was is not None:
+            step = bad - was
+            same = bool(np.allclose(step, step[0], rtol=1e-12, atol=0.0))
+            said = f"by {step[0]:+.6g}" if same else f"by {step.min():+.6g} to {step.max():+.6g}"
+            keep = ""
+            if same and step[0] > 0:
+                keep = f" (or only the rows with {col} <= {hi - step[0]:.6g})"
+            elif same:
+                keep = f" (or only the rows with {col} >= {lo - step[0]:.6g})"
+            raise DataError(
+                f"the step of {col!r} {said} moves {bad.size} of {x.size} row(s) to {col} = "
+                f"{bad.min():.6g} .. {bad.max():.6g}, outside {where}: a B-spline of a formula cannot be "
+                f"evaluated there. Use a step that keeps {col} + step within [{lo:.6g}, {hi:.6g}]{keep}, {fix}."
+            )
+        raise DataError(
+            f"column {col!r} has {bad.size} of {x.size} value(s) ({bad.min():.6g} .. {bad.max():.6g}) outside "
+            f"{where}: a B-spline of a formula cannot be evaluated there. Evaluate rows within the range, {fix}."
+        )

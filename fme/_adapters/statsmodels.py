@@ -26,7 +26,7 @@ import pandas as pd
 from .._utils.validation import is_dask_collection
 from ..exceptions import DataError, ModelError, ParameterError
 from .base import ModelAdapter, Prediction, Support, check_vcov, module_of, numerical_jacobian, register_adapter
-from .formula import factor_levels, formula_info, spline_bounds
+from .formula import check_spline_bounds, factor_levels, formula_info, spline_bounds
 from .identity import Walk
 from .statsmodels_results import design_matrix, is_statsmodels_results, mean_functions, results_text
 
@@ -95,9 +95,7 @@ class StatsmodelsAdapter(ModelAdapter):
                 "target_class=<outcome> (or 'all' with fme.fme for every outcome)."
             )
         if isinstance(self.target_class, str) and self.target_class == "all":
-            return Prediction(
-                self._predict_all, rhs, outcomes, f"{self.type_name}.predict (all outcomes)"
-            )
+            return Prediction(self._predict_all, rhs, outcomes, f"{self.type_name}.predict (all outcomes)")
         j = self._outcome_index()
         return Prediction(
             lambda f: self._predict_all(f)[:, j],
@@ -172,41 +170,8 @@ class StatsmodelsAdapter(ModelAdapter):
         return {c: (lo, hi) for c, (lo, hi, _) in self._splines().items()}
 
     def check_bounds(self, frame: pd.DataFrame, base: pd.DataFrame | None = None) -> None:
-        """:class:`~fme.DataError` naming the column, the step (``frame`` minus ``base``, the points before the
-        step) and the knots' range when a spline column of ``frame`` leaves its boundary knots (the engine's own
-        error is a bare ``PatsyError`` or ``FactorEvaluationError`` that names neither)."""
-        for col, (lo, hi, term) in self._splines().items():
-            if col not in frame.columns:
-                continue
-            x = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-            out = (x < lo) | (x > hi)
-            if not out.any():
-                continue
-            bad = x[out]
-            fix = f"or refit with the range widened ({term.split('(')[0]}({col}, ..., lower_bound=..., upper_bound=...))"
-            where = f"the boundary knots [{lo:.6g}, {hi:.6g}] of the spline term {term} (the training range of {col!r})"
-            was = None
-            if base is not None and col in base.columns and len(base) == len(frame):
-                x0 = pd.to_numeric(base[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[out]
-                was = x0 if bool(np.all((x0 >= lo) & (x0 <= hi))) else None
-            if was is not None:
-                step = bad - was
-                same = bool(np.allclose(step, step[0], rtol=1e-12, atol=0.0))
-                said = f"by {step[0]:+.6g}" if same else f"by {step.min():+.6g} to {step.max():+.6g}"
-                keep = ""
-                if same and step[0] > 0:
-                    keep = f" (or only the rows with {col} <= {hi - step[0]:.6g})"
-                elif same:
-                    keep = f" (or only the rows with {col} >= {lo - step[0]:.6g})"
-                raise DataError(
-                    f"the step of {col!r} {said} moves {bad.size} of {x.size} row(s) to {col} = "
-                    f"{bad.min():.6g} .. {bad.max():.6g}, outside {where}: a B-spline of a formula cannot be "
-                    f"evaluated there. Use a step that keeps {col} + step within [{lo:.6g}, {hi:.6g}]{keep}, {fix}."
-                )
-            raise DataError(
-                f"column {col!r} has {bad.size} of {x.size} value(s) ({bad.min():.6g} .. {bad.max():.6g}) outside "
-                f"{where}: a B-spline of a formula cannot be evaluated there. Evaluate rows within the range, {fix}."
-            )
+        """:func:`~fme._adapters.formula.check_spline_bounds`: patsy's and formulaic's own errors name no step."""
+        check_spline_bounds(self._splines(), frame, base)
 
     # ------------------------------------------------------------- offset and exposure
     def model_offsets(self) -> dict[str, np.ndarray]:

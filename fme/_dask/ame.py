@@ -158,7 +158,9 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
             else:
                 head["level"] = res.steps[0].value
             rows.extend(
-                _result_rows(res, head, groups, hypothesis, conf_level, method, ests, t_df, out.quantiles[j], joint.get(j))
+                _result_rows(
+                    res, head, groups, hypothesis, conf_level, method, ests, t_df, out.quantiles[j], joint.get(j)
+                )
             )
             continue
         if head["level"] is None:  # a numeric step without an evaluated row: as on the pandas path, an error
@@ -169,24 +171,7 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
             rows.extend(_empty_group_rows(head, data, groups, hypothesis, method, summary))
         else:
             total = int(summary.codes.sum()) if summary is not None else int(data.shape[0].compute())
-            rows.append(
-                {
-                    **head,
-                    "ame": np.nan,
-                    "std_error": np.nan,
-                    "statistic": np.nan,
-                    "p_value": np.nan,
-                    "conf_low": np.nan,
-                    "conf_high": np.nan,
-                    "inference": method,
-                    "covers": COVERS[method],
-                    "sd": np.nan,
-                    "q25": np.nan,
-                    "q75": np.nan,
-                    "n": 0,
-                    "n_excluded": total,
-                }
-            )
+            rows.append({**head, **_undefined(method), "n": 0, "n_excluded": total})
         m = (
             1
             if groups is None
@@ -277,7 +262,9 @@ def _result_rows(
     t = res.tidy(conf_level).iloc[0].to_dict()
     for key in ("feature", "step", "level", "reference", "contrast"):
         t.pop(key)
-    return [{**head, **t, **est.table(conf_level).iloc[0].to_dict(), "inference": method, "covers": _covers(est, method)}]
+    return [
+        {**head, **t, **est.table(conf_level).iloc[0].to_dict(), "inference": method, "covers": _covers(est, method)}
+    ]
 
 
 # ----------------------------------------------------------------- vcov='unconditional'
@@ -305,7 +292,6 @@ def _with_rows_sampling(
     for j, res in enumerate(out.results):
         if isinstance(res, Exception):
             continue
-        res = cast(DaskFMEResult, res)
         rows = cast(SampledRows, out.summaries[j].extra)
         unconditional.check_count(rows.n_rows)
         est = _with_df(res._estimates() if groups is None else _group_estimates(res), t_df)
@@ -453,25 +439,19 @@ def _group_rows(
     return rows
 
 
+def _undefined(method: str) -> dict[str, Any]:
+    """The figures of a row no evaluated row supports (a level no row could move to): NaN, the method asked for."""
+    nan = dict.fromkeys(["ame", "std_error", "statistic", "p_value", "conf_low", "conf_high"], np.nan)
+    return {**nan, "inference": method, "covers": COVERS[method], "sd": np.nan, "q25": np.nan, "q75": np.nan}
+
+
 def _empty_group_rows(
     head: dict[str, Any], data: Any, groups: Any, hypothesis: Any, method: str, summary: Any = None
 ) -> list[dict[str, Any]]:
     """A level no row could move to: its rows per group (or pair) with NaN figures, as the pandas path
     (the groups' sizes from the pass's ``summary``, else counted)."""
     size = group_sizes(data, groups) if summary is None else summary.groups.size_all
-    nan = {
-        "ame": np.nan,
-        "std_error": np.nan,
-        "statistic": np.nan,
-        "p_value": np.nan,
-        "conf_low": np.nan,
-        "conf_high": np.nan,
-        "inference": method,
-        "covers": COVERS[method],
-        "sd": np.nan,
-        "q25": np.nan,
-        "q75": np.nan,
-    }
+    nan = _undefined(method)
     keys = groups.keys
     if hypothesis == "pairwise":
         _, pairs = pairwise_matrix(groups.n_groups)

@@ -21,7 +21,6 @@ import pandas as pd
 from .._adapters import model_frame
 from .._core.summary import Summary
 from .._utils.validation import check_dask_offsets, is_categorical, is_dask_collection
-from .._utils.validation import seed_of as seed_of  # noqa: F401 - re-exported: the engines' seeded samples
 from ..exceptions import DataError, ParameterError
 
 __all__ = [

@@ -230,7 +230,7 @@ def _comparison_hook(
     n_groups: int,
     spread: bool = True,
     weights: str | None = None,
-) -> RowSums | None:
+) -> RowSums | _WithRows | None:
     if batch.cand.size == 0:
         if quantity.unconditional is None:
             return None
@@ -306,7 +306,8 @@ def comparisons(
         data = with_positions(data)
     res = fme(plan, data, reference, steps, extra=hook)  # the plan computes fMEs only ("sample")
     merged = res.summary_data.extra
-    sums = merged.sums if isinstance(merged, _WithRows) else merged
+    # the pass evaluated rows (fme raises otherwise): the sums are there
+    sums = cast(RowSums, merged.sums if isinstance(merged, _WithRows) else merged)
     counts = sums.moments.n.copy()
     description = res.describe_steps()
     if method != "bootstrap":

@@ -317,7 +317,7 @@ def dgp_ame(
     table.loc[failed, ["std_error", "statistic", "p_value", "conf_low", "conf_high"]] = np.nan
     table.loc[withheld, ["ame", "plug_in", "correction"]] = np.nan
     # a binary outcome's table names the class whose probability mu is, as fme.ame's tables of a classifier do
-    return with_class(table, explained)
+    return cast(EstimatesTable, with_class(table, explained))
 
 
 # ----------------------------------------------------------------- one contrast

@@ -320,7 +320,7 @@ def learner_ame(
     )
     table.learner = LearnerSplits(M, errors, int(n_nonconverged), n_train, n_test)
     # a classifier's table names the class whose probability its AMEs are of, as fme.ame's tables do
-    return with_class(table, _explained_class(full, ame_kwargs.get("target_class")))
+    return cast(LearnerTable, with_class(table, _explained_class(full, ame_kwargs.get("target_class"))))
 
 
 def _explained_class(model: Any, target_class: Any) -> str | None:
