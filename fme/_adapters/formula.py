@@ -227,9 +227,9 @@ def check_spline_bounds(
             said = f"by {step[0]:+.6g}" if same else f"by {step.min():+.6g} to {step.max():+.6g}"
             keep = ""
             if same and step[0] > 0:
-                keep = f" (or only the rows with {col} <= {hi - step[0]:.6g})"
+                keep = f" (or only the rows with {col} <= {hi - step[0]:.10g})"
             elif same:
-                keep = f" (or only the rows with {col} >= {lo - step[0]:.6g})"
+                keep = f" (or only the rows with {col} >= {lo - step[0]:.10g})"
             raise DataError(
                 f"the step of {col!r} {said} moves {bad.size} of {x.size} row(s) to {col} = "
                 f"{bad.min():.6g} .. {bad.max():.6g}, outside {where}: a B-spline of a formula cannot be "
