@@ -24,6 +24,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from .._adapters import adapt
 from .._core.plan import AMEOptions, Plan
 from .._utils.validation import is_categorical
 from ..exceptions import DataError, ParameterError
@@ -132,7 +133,7 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
             setup,
             jobs,
             groups=groups,
-            extra=None if unconditional is None else partial(_sampled_rows, unconditional=unconditional, groups=groups),
+            extra=None if unconditional is None else partial(_sampled_rows, groups=groups),
             lazy_rows=False,
             quantiles=None if hypothesis == "pairwise" else "groups" if groups is not None else "overall",
         )
@@ -268,9 +269,9 @@ def _result_rows(
 
 
 # ----------------------------------------------------------------- vcov='unconditional'
-def _sampled_rows(part: pd.DataFrame, batch: Any, plan: Any, *, unconditional: Unconditional, groups: Any) -> Any:
+def _sampled_rows(part: pd.DataFrame, batch: Any, plan: Any, *, groups: Any) -> SampledRows:
     """A chunk's evaluated rows for the rows' sampling (run_pass's ``extra``): their positions in the
-    estimation sample (checked), fMEs, groups and weights."""
+    estimation sample (checked by the shipped plan's adapter), fMEs, groups and weights."""
     rows = part.iloc[batch.cand]
     if groups is None:
         codes, w = np.zeros(batch.cand.size, dtype=np.int64), None
@@ -279,7 +280,8 @@ def _sampled_rows(part: pd.DataFrame, batch: Any, plan: Any, *, unconditional: U
         weights = row_weights(part, groups)
         w = None if weights is None else weights[batch.cand]
     values = batch.results["fme"].to_numpy(dtype=float)
-    return SampledRows.of(unconditional, rows, rows[POSITION].to_numpy(), values, codes, w, len(part))
+    check = adapt(plan.model).check_estimation_rows
+    return SampledRows.of(check, rows, rows[POSITION].to_numpy(), values, codes, w, len(part))
 
 
 def _with_rows_sampling(

@@ -15,13 +15,15 @@ fme, and evaluates :data:`~fme._core.averages.REFIT_CHUNK` refits per pass over 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
+from .._adapters import adapt
 from .._core.averages import (
     RowQuantity,
     bootstrap_of,
@@ -44,6 +46,10 @@ from .common import POSITION, as_dask, model_frames, with_positions
 from .groups import GroupSpec, check_weights_dask, group_codes, group_keys
 
 __all__ = ["average", "comparisons", "predictions", "column_range"]
+
+
+#: The adapter's check of a chunk's rows against the estimation sample (``vcov='unconditional'``).
+Check = Callable[[pd.DataFrame, np.ndarray], None]
 
 
 def _groups(data: Any, by: list[str]) -> GroupSpec | None:
@@ -102,7 +108,7 @@ class _WithRows:
 
 
 def _with_rows(
-    quantity: RowQuantity,
+    check: Check | None,
     sums: RowSums | None,
     frame: pd.DataFrame,
     positions: np.ndarray,
@@ -111,11 +117,19 @@ def _with_rows(
     weights: np.ndarray | None,
     n_rows: int,
 ) -> RowSums | _WithRows | None:
-    """``sums``, with the evaluated rows' values beside them under ``vcov='unconditional'``."""
-    if quantity.unconditional is None:
+    """``sums``, with the evaluated rows' values beside them under ``vcov='unconditional'`` (``check``: the
+    adapter's check of the rows against the estimation sample; None otherwise)."""
+    if check is None:
         return sums
-    rows = SampledRows.of(quantity.unconditional, frame, positions, values, codes, weights, n_rows)
-    return _WithRows(sums, rows)
+    return _WithRows(sums, SampledRows.of(check, frame, positions, values, codes, weights, n_rows))
+
+
+def _for_chunks(model: Any, quantity: RowQuantity) -> tuple[RowQuantity, Check | None]:
+    """The quantity the chunks' tasks take (without the estimation sample's n x k influence, which only the
+    client needs) and, under ``vcov='unconditional'``, the check of each chunk's rows."""
+    if quantity.unconditional is None:
+        return quantity, None
+    return replace(quantity, unconditional=None), adapt(model).check_estimation_rows
 
 
 def _unconditional(quantity: RowQuantity, est: Estimates, merged: Any) -> Estimates:
@@ -135,6 +149,7 @@ def _chunk_sums(
     n_groups: int,
     spread: bool = True,
     weights: str | None = None,
+    check: Check | None = None,
 ) -> RowSums | _WithRows | None:
     if len(part) == 0:
         return None
@@ -142,8 +157,8 @@ def _chunk_sums(
     values = spread_values(quantity, values) if spread else values
     codes, w = _codes(part, groups), _row_weights(part, weights)
     sums = RowSums.of(values, jac, codes, n_groups, w, vcov, spread)
-    positions = part[POSITION].to_numpy() if quantity.unconditional is not None else np.empty(0)
-    return _with_rows(quantity, sums, part, positions, values, codes, w, len(part))
+    positions = part[POSITION].to_numpy() if check is not None else np.empty(0)
+    return _with_rows(check, sums, part, positions, values, codes, w, len(part))
 
 
 def _chunk_refits(
@@ -187,7 +202,8 @@ def average(
     parts = data.to_delayed()
     base = "delta" if method == "delta" else "sample"
     spread = method == "sample"  # the spread over the rows only for the fixed-model interval
-    merged = _tree([delayed(_chunk_sums)(p, quantity, base, groups, n_groups, spread, weights) for p in parts])
+    light, check = _for_chunks(model, quantity)
+    merged = _tree([delayed(_chunk_sums)(p, light, base, groups, n_groups, spread, weights, check) for p in parts])
     merged = merged.compute()
     sums = merged.sums if isinstance(merged, _WithRows) else merged
     if sums is None:
@@ -230,23 +246,24 @@ def _comparison_hook(
     n_groups: int,
     spread: bool = True,
     weights: str | None = None,
+    check: Check | None = None,
 ) -> RowSums | _WithRows | None:
     if batch.cand.size == 0:
-        if quantity.unconditional is None:
+        if check is None:
             return None
         # no evaluated row, but the chunk's rows count in the estimation sample
         none = np.empty(0, dtype=np.int64)
         w0 = None if weights is None else np.empty(0)
-        return _with_rows(quantity, None, part.iloc[:0], none, np.empty((0, 1)), none, w0, len(part))
+        return _with_rows(check, None, part.iloc[:0], none, np.empty((0, 1)), none, w0, len(part))
     values, jac, vcov = quantity.rows(_stepped(part, batch, plan), None, method)
     values = spread_values(quantity, values) if spread else values
     w = None if weights is None else part[weights].to_numpy(dtype=float)[batch.cand]
     codes = _codes(part, groups)[batch.cand]
     sums = RowSums.of(values, jac, codes, n_groups, w, vcov, spread)
-    if quantity.unconditional is None:
+    if check is None:
         return sums
     rows = part.iloc[batch.cand]
-    return _with_rows(quantity, sums, rows, rows[POSITION].to_numpy(), values, codes, w, len(part))
+    return _with_rows(check, sums, rows, rows[POSITION].to_numpy(), values, codes, w, len(part))
 
 
 def _comparison_refits(
@@ -292,16 +309,18 @@ def comparisons(
     groups = _groups(data, by)
     n_groups = 1 if groups is None else groups.n_groups
     base = "delta" if method == "delta" else "sample"
+    model = plan.model
+    light, check = _for_chunks(model, quantity)
     hook = partial(
         _comparison_hook,
-        quantity=quantity,
+        quantity=light,
         method=base,
         groups=groups,
         n_groups=n_groups,
         spread=method == "sample",
         weights=weights,
+        check=check,
     )
-    model = plan.model
     if quantity.unconditional is not None:
         data = with_positions(data)
     res = fme(plan, data, reference, steps, extra=hook)  # the plan computes fMEs only ("sample")

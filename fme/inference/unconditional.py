@@ -99,9 +99,6 @@ class Unconditional:
     influence: np.ndarray
     clusters: np.ndarray | None
     kind: str
-    #: Dask data: the adapter's check that a chunk's rows are the estimation sample's rows at given positions
-    #: (:meth:`~fme._adapters.ModelAdapter.check_estimation_rows`); None in memory (checked beforehand).
-    check_rows: Callable[[Any, np.ndarray], None] | None = None
 
     def check_count(self, n_rows: int) -> None:
         """:class:`~fme.ModelError` unless the averaged frame has the estimation sample's number of rows."""
@@ -169,15 +166,9 @@ def resolve_unconditional(model: Any, vcov: Any, frame: Any, on_dask: bool, meth
     if on_dask:
         # the estimation sample's influence is the model's, in memory; each chunk's rows are checked against
         # their positions in it as they are evaluated (:class:`SampledRows`)
-        adapter = adapt(model)
-        influence, codes = adapter.estimation_influence(cluster)
+        influence, codes = adapt(model).estimation_influence(cluster)
         _check_delta(vcov, method)
-        return Unconditional(
-            np.asarray(influence, dtype=float),
-            None if codes is None else np.asarray(codes),
-            kind,
-            check_rows=adapter.check_estimation_rows,
-        )
+        return Unconditional(np.asarray(influence, dtype=float), None if codes is None else np.asarray(codes), kind)
     if not frame.index.is_unique:
         raise ParameterError(
             f"vcov={vcov!r} pairs each row with its share of the parameters by the frame's index, "
@@ -214,7 +205,7 @@ class SampledRows:
     @classmethod
     def of(
         cls,
-        unconditional: Unconditional,
+        check: Callable[[Any, np.ndarray], None],
         frame: Any,
         positions: np.ndarray,
         values: np.ndarray,
@@ -222,11 +213,12 @@ class SampledRows:
         weights: np.ndarray | None,
         n_rows: int,
     ) -> SampledRows:
-        """A chunk's rows: ``frame`` (the evaluated rows, checked against the estimation sample at
-        ``positions``), their values, codes and weights; ``n_rows`` all rows of the chunk."""
+        """A chunk's rows: ``frame`` (the evaluated rows, checked by ``check(frame, positions)``, the adapter's
+        :meth:`~fme._adapters.ModelAdapter.check_estimation_rows`), their values, codes and weights; ``n_rows``
+        all rows of the chunk."""
         positions = np.asarray(positions, dtype=np.int64)
-        if unconditional.check_rows is not None and len(frame):
-            unconditional.check_rows(frame, positions)
+        if len(frame):
+            check(frame, positions)
         v = np.asarray(values, dtype=float)
         return cls(
             positions,
