@@ -11,6 +11,9 @@ all rows without ``by``). The table keeps the joint uncertainty of its rows
 (an :class:`~fme.EstimatesTable`: delta gradients from the Jacobian sums, the refits'
 draws, or the groups' fixed-model SEs), so :func:`fme.hypotheses`,
 ``hypothesis=``, ``equivalence=`` and ``multcomp=`` work as on pandas data.
+With ``vcov='unconditional'`` the pass also returns each evaluated row's fME and position in the estimation
+sample (:class:`~fme.inference.unconditional.SampledRows`, the chunks' rows checked against it), and the rows'
+sampling is added to every row of the table jointly, as in memory.
 The cAMEs of Dask data are in :mod:`fme._dask.came`.
 """
 

@@ -10,7 +10,9 @@ sums), the chunks' sums are tree-reduced, and the estimates follow as in memory
 :func:`fme.fme` evaluates (its exclusions and extrapolation policy): their sums ride on the kernel's pass
 (:func:`fme._dask.effects.fme`, ``extra=``). The bootstrap refits the model in memory, as everywhere in
 fme, and evaluates :data:`~fme._core.averages.REFIT_CHUNK` refits per pass over the chunks.
-:func:`predictions` maps the per-row table over the chunks lazily.
+:func:`predictions` maps the per-row table over the chunks lazily. With ``vcov='unconditional'`` each chunk also
+returns its rows' values and positions in the estimation sample (checked against it:
+:class:`~fme.inference.unconditional.SampledRows`), and the rows' sampling is added as in memory.
 """
 
 from __future__ import annotations
