@@ -50,6 +50,7 @@ from .identity import Walk, canonical, estimator_text, pickle_text
 __all__ = [
     "ModelAdapter",
     "Prediction",
+    "OnArray",
     "Support",
     "Unsupported",
     "adapt",
@@ -90,6 +91,18 @@ class Prediction(NamedTuple):
     #: The class (or outcome) whose probability a classifier's single output is, as the user wrote it; None
     #: for a model that is no classifier, or with one output per class.
     explained_class: str | None = None
+
+
+class OnArray:
+    """A prediction function of a frame given the frame's values as one array: a model fitted on an array
+    receives what it was fitted on (a frame would make scikit-learn warn that the model has no feature names).
+    A class, not a closure, so that it pickles for worker processes."""
+
+    def __init__(self, on_frame: Callable[[Any], Any]) -> None:
+        self.on_frame = on_frame
+
+    def __call__(self, X: Any) -> Any:
+        return self.on_frame(X.to_numpy() if isinstance(X, pd.DataFrame) else X)
 
 
 def module_of(obj: Any) -> str:
@@ -237,14 +250,8 @@ class ModelAdapter(abc.ABC):
         inputs with ``feature_names=``). ``as_array``: the model was fitted on an array, so it receives the
         columns' values as one (a frame would make scikit-learn warn that the model has no feature names)."""
         prediction = self.prediction()
-        on_frame = prediction.func
-        if as_array and not getattr(on_frame, "takes_array", False):
-
-            def on_array(X: Any) -> Any:
-                return on_frame(X.to_numpy() if isinstance(X, pd.DataFrame) else X)
-
-            on_array.takes_array = True  # type: ignore[attr-defined]  # a marker: never wrapped twice
-            prediction = prediction._replace(func=on_array)
+        if as_array and not isinstance(prediction.func, OnArray):  # never wrapped twice
+            prediction = prediction._replace(func=OnArray(prediction.func))
         self._prediction = prediction._replace(feature_names=[str(c) for c in names])
 
     @property
@@ -266,6 +273,12 @@ class ModelAdapter(abc.ABC):
                     f"{self.type_name} has none. Drop {kind}=."
                 )
         return data
+
+    def input_bounds(self) -> dict[str, tuple[float, float]]:
+        """column -> (low, high): the closed range of an input column outside which the model cannot predict (a
+        B-spline's boundary knots in a statsmodels formula); {} by default (no bound). Difference quotients
+        (:func:`fme.avg_slopes`, :func:`fme.dme`) keep their points within it."""
+        return {}
 
     def complete_columns(self) -> list[str]:
         """The input columns whose missing values leave a row out of the evaluation, as the model's own fit left
@@ -330,13 +343,26 @@ class ModelAdapter(abc.ABC):
         estimation sample in its order; ``codes`` the integer cluster of each row by the training column
         ``cluster`` (None without). The unconditional variance of averages needs both
         (:mod:`fme.inference.unconditional`)."""
-        raise ModelError(
+        raise ModelError(self._no_influence())
+
+    def _no_influence(self) -> str:
+        return (
             f"vcov='unconditional' needs each training row's score and the model's Hessian (its "
             f"estimating equations); a {self.type_name} does not state them. Use a statsmodels "
             "results object (OLS, WLS, GLM, Logit, Probit, Poisson), give a get_coef/get_vcov/"
             "get_predict model a get_influence() (n x k: each row's share of theta_hat - theta), "
             "or use vcov=None for the interval that holds the rows fixed."
         )
+
+    def estimation_influence(self, cluster: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`parameter_influence` of the whole estimation sample, before its rows are seen (Dask data, whose
+        chunks :meth:`check_estimation_rows` checks as they are evaluated): ``(A, codes)``, the clusters from the
+        model's own training data."""
+        raise ModelError(self._no_influence())
+
+    def check_estimation_rows(self, frame: pd.DataFrame, positions: np.ndarray) -> None:
+        """Raise :class:`~fme.ModelError` when the rows of ``frame`` are not the estimation sample's rows at
+        ``positions`` (what can be compared: a statsmodels model's design rows); nothing to compare by default."""
 
     # ------------------------------------------------------------- bootstrap
     def refit_support(self) -> Support:

@@ -1,14 +1,17 @@
 """Formula information of statsmodels results (patsy or formulaic engine): the right-hand-side data
-columns and the levels of categorical factors (``C(x)``)."""
+columns, the levels of categorical factors (``C(x)``) and the ranges of B-spline columns (``bs(x)``)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["formula_info", "factor_levels"]
+from ..exceptions import DataError
+
+__all__ = ["formula_info", "factor_levels", "spline_bounds", "check_spline_bounds"]
 
 
 def _names_in(code: str, columns: Any) -> list:
@@ -119,3 +122,120 @@ def factor_levels(model: Any) -> dict[Any, list]:
         if cats is not None and len(names) == 1:
             out.setdefault(names[0], list(cats))
     return out
+
+
+def _spline_column(code: str, columns: Any) -> str | None:
+    """The data column of a factor that is one B-spline of a bare column (``bs(x, df=5)``, ``Q('x y')`` inside),
+    else None; a spline of a transformed column (``bs(np.log(x))``) or with formulaic's ``extrapolation=``
+    other than ``'raise'`` has no bound on the column itself."""
+    import ast
+
+    try:
+        tree = ast.parse(code, mode="eval")
+    except SyntaxError:
+        return None
+    call = tree.body
+    if not isinstance(call, ast.Call) or not call.args:
+        return None
+    name = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", None)
+    if name not in ("bs", "basis_spline"):
+        return None
+    for kw in call.keywords:
+        if kw.arg == "extrapolation" and not (isinstance(kw.value, ast.Constant) and kw.value.value == "raise"):
+            return None
+    arg = call.args[0]
+    found = _names_in(ast.unparse(arg), columns)
+    bare = isinstance(arg, ast.Name) or (isinstance(arg, ast.Call) and getattr(arg.func, "id", None) == "Q")
+    return str(found[0]) if bare and len(found) == 1 else None
+
+
+def _patsy_spline_bounds(spec: Any, columns: Any) -> list[tuple[str, float, float, str]]:
+    out = []
+    for factor, info in spec.factor_infos.items():
+        code = getattr(factor, "code", "")
+        col = _spline_column(code, columns)
+        state = getattr(info, "state", None) or {}
+        splines = [t for t in dict(state.get("transforms", {})).values() if type(t).__name__ == "BS"]
+        if col is None or len(splines) != 1 or getattr(splines[0], "_all_knots", None) is None:
+            continue
+        knots = np.asarray(splines[0]._all_knots, dtype=float)
+        out.append((col, float(knots.min()), float(knots.max()), code))
+    return out
+
+
+def _formulaic_spline_bounds(spec: Any, columns: Any) -> list[tuple[str, float, float, str]]:
+    out = []
+    states = getattr(spec, "transform_state", None) or {}
+    for factor in spec.factor_variables:
+        code = str(getattr(factor, "expr", factor))
+        col = _spline_column(code, columns)
+        state = states.get(code)
+        if col is None or not isinstance(state, dict) or not {"lower_bound", "upper_bound"} <= set(state):
+            continue
+        out.append((col, float(state["lower_bound"]), float(state["upper_bound"]), code))
+    return out
+
+
+def spline_bounds(model: Any) -> dict[str, tuple[float, float, str]]:
+    """column -> (lower, upper, term) of every data column that enters a statsmodels formula through a B-spline
+    (``bs(x, ...)``, patsy or formulaic engine): the spline's boundary knots (by default the training range of
+    ``x``). Both engines refuse to evaluate the spline outside them (patsy with a ``NotImplementedError``,
+    formulaic's default ``extrapolation='raise'``). A column with several splines gets the narrowest range."""
+    data = getattr(getattr(model, "model", None), "data", None)
+    spec = getattr(data, "model_spec", None) or getattr(data, "design_info", None)
+    frame = getattr(data, "frame", None)
+    if not isinstance(frame, pd.DataFrame) or spec is None:
+        return {}
+    if getattr(spec, "factor_infos", None) is not None:
+        found = _patsy_spline_bounds(spec, frame.columns)
+    elif getattr(spec, "factor_variables", None) is not None:
+        found = _formulaic_spline_bounds(spec, frame.columns)
+    else:
+        return {}
+    out: dict[str, tuple[float, float, str]] = {}
+    for col, lo, hi, code in found:
+        if col in out:
+            lo, hi = max(lo, out[col][0]), min(hi, out[col][1])
+            code = f"{out[col][2]}, {code}"
+        out[col] = (lo, hi, code)
+    return out
+
+
+def check_spline_bounds(
+    bounds: dict[str, tuple[float, float, str]], frame: pd.DataFrame, base: pd.DataFrame | None = None
+) -> None:
+    """:class:`~fme.DataError` naming the column, the step (``frame`` minus ``base``, the points before the
+    step) and the knots' range when a column of ``frame`` leaves the range ``bounds`` gives it
+    (:func:`spline_bounds`)."""
+    for col, (lo, hi, term) in bounds.items():
+        if col not in frame.columns:
+            continue
+        x = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        out = (x < lo) | (x > hi)
+        if not out.any():
+            continue
+        bad = x[out]
+        fix = f"or refit with the range widened ({term.split('(')[0]}({col}, ..., lower_bound=..., upper_bound=...))"
+        where = f"the boundary knots [{lo:.6g}, {hi:.6g}] of the spline term {term} (the training range of {col!r})"
+        was = None
+        if base is not None and col in base.columns and len(base) == len(frame):
+            x0 = pd.to_numeric(base[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[out]
+            was = x0 if bool(np.all((x0 >= lo) & (x0 <= hi))) else None
+        if was is not None:
+            step = bad - was
+            same = bool(np.allclose(step, step[0], rtol=1e-12, atol=0.0))
+            said = f"by {step[0]:+.6g}" if same else f"by {step.min():+.6g} to {step.max():+.6g}"
+            keep = ""
+            if same and step[0] > 0:
+                keep = f" (or only the rows with {col} <= {hi - step[0]:.10g})"
+            elif same:
+                keep = f" (or only the rows with {col} >= {lo - step[0]:.10g})"
+            raise DataError(
+                f"the step of {col!r} {said} moves {bad.size} of {x.size} row(s) to {col} = "
+                f"{bad.min():.6g} .. {bad.max():.6g}, outside {where}: a B-spline of a formula cannot be "
+                f"evaluated there. Use a step that keeps {col} + step within [{lo:.6g}, {hi:.6g}]{keep}, {fix}."
+            )
+        raise DataError(
+            f"column {col!r} has {bad.size} of {x.size} value(s) ({bad.min():.6g} .. {bad.max():.6g}) outside "
+            f"{where}: a B-spline of a formula cannot be evaluated there. Evaluate rows within the range, {fix}."
+        )

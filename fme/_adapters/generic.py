@@ -150,6 +150,25 @@ class ObjectAdapter(ModelAdapter):
             )
         return A, frame[cluster].astype("category").cat.codes.to_numpy()
 
+    def estimation_influence(self, cluster: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """``get_influence()`` before the rows are seen (Dask data: the engine checks their number); the clusters
+        of a protocol model are a column of the data, which Dask data does not hold in memory."""
+        k = self.parameter_count()
+        if k is None or not callable(getattr(self.model, "get_influence", None)):
+            return super().estimation_influence(cluster)
+        if cluster is not None:
+            raise ParameterError(
+                f"vcov={{'unconditional': ..., 'cluster': {cluster!r}}} reads a protocol model's clusters from the "
+                "data, in memory; compute the Dask frame (data.compute()) or drop 'cluster'."
+            )
+        A = np.asarray(_protocol_call(self.model, "get_influence", stage="the rows' parameter influence"), dtype=float)
+        if A.ndim != 2 or A.shape[1] != k or not np.all(np.isfinite(A)):
+            raise ModelError(
+                f"get_influence() of the {self.type_name} must return a finite (n, {k}) array, one row per "
+                f"row of the estimation sample; got shape {A.shape}."
+            )
+        return A, None
+
     def with_covariance(self, vcov: np.ndarray) -> Any:
         """The protocol model wrapped so that ``get_vcov`` returns ``vcov`` (coefficients and predictions
         unchanged)."""

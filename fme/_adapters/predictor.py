@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..exceptions import DataError, ParameterError, PredictionError
+from ..exceptions import DataError, FMEError, ParameterError, PredictionError
 from . import ModelAdapter, adapt
 
 __all__ = ["Predictor", "make_predictor", "named_predictor"]
@@ -106,6 +106,9 @@ class Predictor:
         n = len(frame)
         try:
             raw = self.func(frame)
+        except FMEError as exc:
+            # an adapter's own check already names the culprit and the fix: its class stays, the stage is added
+            raise type(exc)(f"{exc} (raised{self._where(stage, rows)})") from exc
         except Exception as exc:
             raise PredictionError(
                 f"{self.description} raised {type(exc).__name__}{self._where(stage, rows)}: {exc}. "

@@ -26,7 +26,7 @@ import pandas as pd
 from .._utils.validation import is_dask_collection
 from ..exceptions import DataError, ModelError, ParameterError
 from .base import ModelAdapter, Prediction, Support, check_vcov, module_of, numerical_jacobian, register_adapter
-from .formula import factor_levels, formula_info
+from .formula import check_spline_bounds, factor_levels, formula_info, spline_bounds
 from .identity import Walk
 from .statsmodels_results import design_matrix, is_statsmodels_results, mean_functions, results_text
 
@@ -95,17 +95,19 @@ class StatsmodelsAdapter(ModelAdapter):
                 "target_class=<outcome> (or 'all' with fme.fme for every outcome)."
             )
         if isinstance(self.target_class, str) and self.target_class == "all":
-            return Prediction(
-                lambda f: np.asarray(self.model.predict(f)), rhs, outcomes, f"{self.type_name}.predict (all outcomes)"
-            )
+            return Prediction(self._predict_all, rhs, outcomes, f"{self.type_name}.predict (all outcomes)")
         j = self._outcome_index()
         return Prediction(
-            lambda f: np.asarray(self.model.predict(f))[:, j],
+            lambda f: self._predict_all(f)[:, j],
             rhs,
             None,
             f"{self.type_name}.predict (P(y = {outcomes[j]}))",
             outcomes[j],
         )
+
+    def _predict_all(self, frame: pd.DataFrame) -> np.ndarray:
+        self.check_bounds(frame)
+        return np.asarray(self.model.predict(frame))
 
     def _multinomial_jacobian(self, frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
         """Probabilities of the target outcome at each frame, and the Jacobian of their stack in the
@@ -115,6 +117,8 @@ class StatsmodelsAdapter(ModelAdapter):
         flat = P.ravel(order="F")
         vcov = self._vcov(flat.size)
         j = self._outcome_index()
+        for f in frames:
+            self.check_bounds(f, frames[0] if len(frames) > 1 and f is not frames[0] else None)
         designs = [design_matrix(self.model, f) for f in frames]
         D = np.vstack(designs)
 
@@ -141,6 +145,7 @@ class StatsmodelsAdapter(ModelAdapter):
         return Prediction(self._predict_frame, rhs, None, f"{self.type_name}.predict")
 
     def _predict_frame(self, frame: pd.DataFrame) -> np.ndarray:
+        self.check_bounds(frame)
         off = self.offset_values(frame)
         if off is None:
             return np.asarray(self.model.predict(frame))
@@ -152,6 +157,21 @@ class StatsmodelsAdapter(ModelAdapter):
             return names
         extra = [c for c, _ in self.offset_sources(columns).values()]
         return names + [c for c in dict.fromkeys(extra) if c not in names]
+
+    # ------------------------------------------------------------- B-splines: bounded inputs
+    def _splines(self) -> dict[str, tuple[float, float, str]]:
+        if not hasattr(self, "_spline_ranges"):
+            self._spline_ranges = spline_bounds(self.model)
+        return self._spline_ranges
+
+    def input_bounds(self) -> dict[str, tuple[float, float]]:
+        """The boundary knots of every column that enters the formula through ``bs(column, ...)``: patsy and
+        formulaic (by default) refuse to evaluate a B-spline outside them."""
+        return {c: (lo, hi) for c, (lo, hi, _) in self._splines().items()}
+
+    def check_bounds(self, frame: pd.DataFrame, base: pd.DataFrame | None = None) -> None:
+        """:func:`~fme._adapters.formula.check_spline_bounds`: patsy's and formulaic's own errors name no step."""
+        check_spline_bounds(self._splines(), frame, base)
 
     # ------------------------------------------------------------- offset and exposure
     def model_offsets(self) -> dict[str, np.ndarray]:
@@ -382,26 +402,44 @@ class StatsmodelsAdapter(ModelAdapter):
     def parameter_influence(self, frame: pd.DataFrame, cluster: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Linear models: (X'WX)^{-1} x_i w_i e_i (statsmodels' HC0 terms); others: (-H)^{-1} s_i from the
         model's ``score_obs`` and observed ``hessian`` at the estimate (an M-estimator's influence)."""
+        if self.parameter_count() is None or self._outcomes() is not None:
+            return super().parameter_influence(frame, cluster)
+        n = np.asarray(self.model.model.exog).shape[0]
+        # the two parts of the variance pair up row by row: the averaged rows must be the rows the model was fitted on
+        if len(frame) != n:
+            raise ModelError(self._not_the_sample(len(frame)))
+        self.check_estimation_rows(frame, np.arange(n))
+        return self.estimation_influence(cluster)
+
+    def _not_the_sample(self, rows: int) -> str:
+        n = np.asarray(self.model.model.exog).shape[0]
+        return (
+            f"vcov='unconditional' averages over the model's estimation sample ({n} rows); these {rows} rows "
+            f"are not it, row for row. Pass the frame the {self.type_name} was fitted on (its complete rows, in "
+            "order), or vcov=None."
+        )
+
+    def check_estimation_rows(self, frame: pd.DataFrame, positions: np.ndarray) -> None:
+        exog = np.asarray(self.model.model.exog, dtype=float)
+        positions = np.asarray(positions, dtype=np.int64)
+        if positions.size and (positions.min() < 0 or positions.max() >= exog.shape[0]):
+            raise ModelError(self._not_the_sample(int(positions.max()) + 1))
+        if not np.allclose(design_matrix(self.model, frame), exog[positions], rtol=1e-9, atol=1e-12):
+            raise ModelError(self._not_the_sample(len(frame)))
+
+    def estimation_influence(self, cluster: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
         from statsmodels.regression.linear_model import RegressionModel
 
         res, model = self.model, getattr(self.model, "model", None)
         if self.parameter_count() is None or self._outcomes() is not None:
-            return super().parameter_influence(frame, cluster)
-        exog = np.asarray(model.exog, dtype=float)
-        # the two parts of the variance pair up row by row: the averaged rows must be the rows the model was fitted on
-        if len(frame) != exog.shape[0] or not np.allclose(design_matrix(res, frame), exog, rtol=1e-9, atol=1e-12):
-            raise ModelError(
-                f"vcov='unconditional' averages over the model's estimation sample ({exog.shape[0]} "
-                f"rows); these {len(frame)} rows are not it, row for row. Pass the frame the "
-                f"{self.type_name} was fitted on (its complete rows, in order), or vcov=None."
-            )
+            return super().estimation_influence(cluster)
         if isinstance(model, RegressionModel):
             A = (np.asarray(model.wexog) * np.asarray(res.wresid)[:, None]) @ np.asarray(res.normalized_cov_params)
         elif callable(getattr(model, "score_obs", None)) and callable(getattr(model, "hessian", None)):
             params = np.asarray(res.params, dtype=float)
             A = np.asarray(model.score_obs(params), dtype=float) @ np.linalg.inv(-np.asarray(model.hessian(params)))
         else:
-            return super().parameter_influence(frame, cluster)
+            return super().estimation_influence(cluster)
         return A, None if cluster is None else self._cluster_groups(cluster)
 
     # ------------------------------------------------------------- delta method
@@ -435,6 +473,8 @@ class StatsmodelsAdapter(ModelAdapter):
             return None
         mu, dmu = fns
         params = np.asarray(self.model.params, dtype=float)
+        self.check_bounds(X0)
+        self.check_bounds(X1, X0)
         D0, D1 = design_matrix(self.model, X0), design_matrix(self.model, X1)
         if D0.shape[1] != params.size:
             return None
@@ -459,6 +499,7 @@ class StatsmodelsAdapter(ModelAdapter):
             (f,), jac, vcov = self._multinomial_jacobian([X])
             return f, jac, vcov
         params = np.asarray(self.model.params, dtype=float)
+        self.check_bounds(X)
         D, off = design_matrix(self.model, X), self.offset_values(X)
         vcov = self._vcov(params.size)
         fns = mean_functions(self.model)
@@ -484,6 +525,8 @@ class StatsmodelsAdapter(ModelAdapter):
             return jac[n:] - jac[:n], vcov, "numerical"
         params = np.asarray(self.model.params, dtype=float)
         vcov = self._vcov(params.size)
+        self.check_bounds(X0)
+        self.check_bounds(X1, X0)
         D0, D1 = design_matrix(self.model, X0), design_matrix(self.model, X1)
         o0, o1 = self.offset_values(X0), self.offset_values(X1)
         fns = mean_functions(self.model)

@@ -31,6 +31,7 @@ __all__ = [
     "level_rows",
     "level_values",
     "slope_values",
+    "difference_points",
     "SLOPES",
     "comparison_scale",
     "comparison_values",
@@ -78,6 +79,28 @@ def level_values(
     return p(X, stage="f(x)")[:, None], None, None
 
 
+def difference_points(
+    x: np.ndarray, half: float, bound: tuple[float, float] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The points x - half and x + half of a central difference, each kept within ``bound`` (the closed range
+    outside which the model cannot predict: a formula's B-spline knots, ``ModelAdapter.input_bounds``), and
+    the width to divide by (2 half exactly where no point moved, as marginaleffects divides by its eps).
+
+    A row within ``half`` of a bound gets a one-sided difference over what remains of the interval (its error
+    O(half) instead of O(half^2), with half 1e-4 of the range by default); a row outside the range keeps its
+    points, so that the prediction names it."""
+    down, up = x - half, x + half
+    width = np.full(np.shape(x), 2.0 * half)
+    if bound is None:
+        return down, up, width
+    lo, hi = bound
+    inside = (x >= lo) & (x <= hi)
+    moved = inside & ((down < lo) | (up > hi))
+    down = np.where(moved, np.maximum(down, lo), down)
+    up = np.where(moved, np.minimum(up, hi), up)
+    return down, up, np.where(moved, up - down, width)
+
+
 def slope_values(
     piece: pd.DataFrame,
     refit: Any,
@@ -91,7 +114,8 @@ def slope_values(
     target_class: Any,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Per-row slopes of each variable (one column each) on a piece of the model's frame: the central difference
-    dydx = (f(x + eps/2) - f(x - eps/2)) / eps, transformed to ``eyex`` = dydx x / y, ``eydx`` = dydx / y or
+    dydx = (f(x + eps/2) - f(x - eps/2)) / eps (one-sided within eps/2 of a bound of the model's inputs,
+    :func:`difference_points`), transformed to ``eyex`` = dydx x / y, ``eydx`` = dydx / y or
     ``dyex`` = dydx x; under the fitted model (``refit`` None; with their Jacobians for ``delta``) or a refitted
     one."""
     X = predictor.select(piece)
@@ -106,19 +130,22 @@ def slope_values(
         else:
             f = p(X, stage="f(x)")
     values, jacs = [], []
+    # a column the model cannot be evaluated beyond (a B-spline's knots): the rows at its ends differ one-sidedly
+    bounds = {} if p.adapter is None else p.adapter.input_bounds()
     for v, step in zip(variables, steps):
         x = piece[v].to_numpy(dtype=float)
         lo, hi = X.copy(deep=False), X.copy(deep=False)
+        down, up, width = difference_points(x, step / 2, bounds.get(str(v)))
         # set by item, not assign(**): a column label need not be a string
-        lo[v], hi[v] = X[v] - step / 2, X[v] + step / 2
+        lo[v], hi[v] = down, up
         # statsmodels GLM-type models: both predictions and the difference's Jacobian from one design matrix
         # per point set (no separate predict); other models predict, then differentiate
         fast = evaluate_with_jacobian(model, lo, hi) if delta else None
         if fast is None:
             both = p(pd.concat([lo, hi], ignore_index=True), stage=f"f(x -+ eps/2) of {v}")
-            s = (both[n:] - both[:n]) / step
+            s = (both[n:] - both[:n]) / width
         else:
-            s = (fast[1] - fast[0]) / step
+            s = (fast[1] - fast[0]) / width
         values.append(
             {
                 "dydx": s,
@@ -132,9 +159,9 @@ def slope_values(
         d = (
             fast[2]
             if fast is not None
-            else compute_rows("delta", model, [(lo, hi)], [s * step], target_class=target_class)[0]
+            else compute_rows("delta", model, [(lo, hi)], [s * width], target_class=target_class)[0]
         )
-        js, vcov = cast(np.ndarray, d.jacobian) / step, d.vcov
+        js, vcov = cast(np.ndarray, d.jacobian) / width[:, None], d.vcov
         if slope in ("eyex", "eydx"):
             # d (s / f) = ds / f - s / f^2 df, with f's own Jacobian
             js = js / cast(np.ndarray, f0)[:, None] - (s / cast(np.ndarray, f0) ** 2)[:, None] * jf

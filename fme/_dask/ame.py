@@ -11,6 +11,9 @@ all rows without ``by``). The table keeps the joint uncertainty of its rows
 (an :class:`~fme.EstimatesTable`: delta gradients from the Jacobian sums, the refits'
 draws, or the groups' fixed-model SEs), so :func:`fme.hypotheses`,
 ``hypothesis=``, ``equivalence=`` and ``multcomp=`` work as on pandas data.
+With ``vcov='unconditional'`` the pass also returns each evaluated row's fME and position in the estimation
+sample (:class:`~fme.inference.unconditional.SampledRows`, the chunks' rows checked against it), and the rows'
+sampling is added to every row of the table jointly, as in memory.
 The cAMEs of Dask data are in :mod:`fme._dask.came`.
 """
 
@@ -18,22 +21,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
+from .._adapters import adapt
 from .._core.plan import AMEOptions, Plan
 from .._utils.validation import is_categorical
-from ..exceptions import DataError
-from ..inference.estimates import COVERS, Estimates, pair_label, pairwise_matrix, undefined_where
+from ..exceptions import DataError, ParameterError
+from ..inference.estimates import COVERS, COVERS_UNCONDITIONAL, Estimates, pair_label, pairwise_matrix, undefined_where
 from ..inference.table import EstimatesTable
+from ..inference.unconditional import SampledRows, Unconditional, deviations_of, empirical_part
 from ..inference.wald import stack_estimates
 from ..steps import classic_contrast, levels
 from .classic import classic_results
-from .common import as_dask, model_frames
+from .common import POSITION, as_dask, model_frames, with_positions
 from .effects import PassOutput, prepare, resolve, run_pass
-from .groups import check_weights_dask, group_keys, group_sizes, lazy_group_keys, one_group
+from .groups import check_weights_dask, group_codes, group_keys, group_sizes, lazy_group_keys, one_group, row_weights
 from .quantiles import quantiles as _quantiles
 from .result import DaskFMEResult
 
@@ -59,6 +65,8 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
     method, by_cols, by_missing, hypothesis = table.method, list(table.by_cols), table.by_missing, table.hypothesis
     conf_level, categorical, t_df, wts = table.conf_level, table.categorical, table.t_df, table.wts
     data = model_frames(model, as_dask(data, "data"), options.exposure, options.offset)
+    if table.unconditional is not None:
+        data = with_positions(data)
     meta = data._meta
     if wts is not None:
         check_weights_dask(data, wts)
@@ -115,15 +123,25 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
                 entries.append(("empty", head, None))
                 continue
             entries.append(("job", head, len(jobs) - 1))
+    unconditional = table.unconditional
+    if unconditional is not None and any(e[0] == "classic" for e in entries):
+        raise ParameterError(
+            "vcov='unconditional' on Dask data pairs each evaluated row with the estimation sample, one pass for "
+            "every row of the table; categorical='classic' evaluates its levels in a pass of their own. Use "
+            "categorical='observation', or compute the frame (data.compute())."
+        )
     out = PassOutput([], [], [])  # only classic rows or levels without rows: no pass
     if jobs:
         out = run_pass(
             setup,
             jobs,
             groups=groups,
+            extra=None if unconditional is None else partial(_sampled_rows, groups=groups),
             lazy_rows=False,
             quantiles=None if hypothesis == "pairwise" else "groups" if groups is not None else "overall",
         )
+    # vcov='unconditional': every row's estimate with the rows' sampling added, jointly (as in memory)
+    joint = {} if unconditional is None else _with_rows_sampling(unconditional, out, groups, t_df)
     ests: list[Estimates] = []
     rows = []
     for entry in entries:
@@ -143,7 +161,11 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
                 head["step"] = res.steps[0].value
             else:
                 head["level"] = res.steps[0].value
-            rows.extend(_result_rows(res, head, groups, hypothesis, conf_level, method, ests, t_df, out.quantiles[j]))
+            rows.extend(
+                _result_rows(
+                    res, head, groups, hypothesis, conf_level, method, ests, t_df, out.quantiles[j], joint.get(j)
+                )
+            )
             continue
         if head["level"] is None:  # a numeric step without an evaluated row: as on the pandas path, an error
             raise cast(DataError, res)  # j is set: the pass's error
@@ -153,24 +175,7 @@ def ame(plan: Plan, data: Any, reference: Any, steps: Mapping[str, Any], table: 
             rows.extend(_empty_group_rows(head, data, groups, hypothesis, method, summary))
         else:
             total = int(summary.codes.sum()) if summary is not None else int(data.shape[0].compute())
-            rows.append(
-                {
-                    **head,
-                    "ame": np.nan,
-                    "std_error": np.nan,
-                    "statistic": np.nan,
-                    "p_value": np.nan,
-                    "conf_low": np.nan,
-                    "conf_high": np.nan,
-                    "inference": method,
-                    "covers": COVERS[method],
-                    "sd": np.nan,
-                    "q25": np.nan,
-                    "q75": np.nan,
-                    "n": 0,
-                    "n_excluded": total,
-                }
-            )
+            rows.append({**head, **_undefined(method), "n": 0, "n_excluded": total})
         m = (
             1
             if groups is None
@@ -226,6 +231,11 @@ def _classic_rows(
     return rows
 
 
+def _covers(est: Estimates, method: str) -> str:
+    """The ``covers`` column: with the rows' sampling added (``vcov='unconditional'``) the sampled rows too."""
+    return COVERS[method] if est.basis is None else COVERS_UNCONDITIONAL
+
+
 def _with_df(est: Estimates, t_df: float | None) -> Estimates:
     """Delta estimates with t degrees of freedom (``df=``), as the pandas path gives them."""
     if t_df is None or est.method != "delta":
@@ -243,18 +253,57 @@ def _result_rows(
     ests: list[Estimates],
     t_df: float | None,
     quantiles: dict[tuple[Any, ...], float] | None = None,
+    given: Estimates | None = None,
 ) -> list[dict[str, Any]]:
     """The table rows of one pass (one row, or one per group or pair of groups); the rows' estimates, as
     printed, are appended to ``ests``. ``quantiles``: the groups' quartiles found with the pass
-    (:func:`fme._dask.effects.run_pass`); those missing are selected here."""
+    (:func:`fme._dask.effects.run_pass`); those missing are selected here. ``given``: the estimates with the
+    rows' sampling added (``vcov='unconditional'``)."""
     if groups is not None:
-        return _group_rows(res, head, groups, hypothesis, conf_level, method, ests, t_df, quantiles or {})
-    est = _with_df(res._estimates(), t_df)
+        return _group_rows(res, head, groups, hypothesis, conf_level, method, ests, t_df, quantiles or {}, given)
+    est = given if given is not None else _with_df(res._estimates(), t_df)
     ests.append(est)
     t = res.tidy(conf_level).iloc[0].to_dict()
     for key in ("feature", "step", "level", "reference", "contrast"):
         t.pop(key)
-    return [{**head, **t, **est.table(conf_level).iloc[0].to_dict(), "inference": method, "covers": COVERS[method]}]
+    return [
+        {**head, **t, **est.table(conf_level).iloc[0].to_dict(), "inference": method, "covers": _covers(est, method)}
+    ]
+
+
+# ----------------------------------------------------------------- vcov='unconditional'
+def _sampled_rows(part: pd.DataFrame, batch: Any, plan: Any, *, groups: Any) -> SampledRows:
+    """A chunk's evaluated rows for the rows' sampling (run_pass's ``extra``): their positions in the
+    estimation sample (checked by the shipped plan's adapter), fMEs, groups and weights."""
+    rows = part.iloc[batch.cand]
+    if groups is None:
+        codes, w = np.zeros(batch.cand.size, dtype=np.int64), None
+    else:
+        codes = group_codes(part, groups)[batch.cand]
+        weights = row_weights(part, groups)
+        w = None if weights is None else weights[batch.cand]
+    values = batch.results["fme"].to_numpy(dtype=float)
+    check = adapt(plan.model).check_estimation_rows
+    return SampledRows.of(check, rows, rows[POSITION].to_numpy(), values, codes, w, len(part))
+
+
+def _with_rows_sampling(
+    unconditional: Unconditional, out: PassOutput, groups: Any, t_df: float | None
+) -> dict[int, Estimates]:
+    """Each job's delta estimates with the rows' sampling added, jointly over the jobs (the table's rows share
+    the estimation sample), as :func:`fme._local.ame.ame` adds it in memory; keyed by the job."""
+    n_groups = 1 if groups is None else groups.n_groups
+    keyed, parts = [], []
+    for j, res in enumerate(out.results):
+        if isinstance(res, Exception):
+            continue
+        rows = cast(SampledRows, out.summaries[j].extra)
+        unconditional.check_count(rows.n_rows)
+        est = _with_df(res._estimates() if groups is None else _group_estimates(res), t_df)
+        dev = deviations_of(rows.values[:, 0], est.estimate, rows.codes)
+        keyed.append(j)
+        parts.append((est, empirical_part(dev, rows.codes, n_groups, rows.positions, rows.n_rows, rows.weights)))
+    return dict(zip(keyed, unconditional.combine(parts)))
 
 
 def _known_categories(col: pd.Series) -> bool:
@@ -338,12 +387,13 @@ def _group_rows(
     ests: list[Estimates],
     t_df: float | None,
     found: dict[tuple[Any, ...], float],
+    given: Estimates | None = None,
 ) -> list[dict[str, Any]]:
     """The table rows of one step: one per group, or one per pair of groups (``hypothesis='pairwise'``)."""
     g = res.summary_data.groups
     used = g.fme.n.astype(np.int64)
     size_all = g.size_all
-    est = _with_df(_group_estimates(res), t_df)
+    est = given if given is not None else _with_df(_group_estimates(res), t_df)
     keys = groups.keys
     if hypothesis == "pairwise":
         L, pairs = pairwise_matrix(groups.n_groups)
@@ -358,7 +408,7 @@ def _group_rows(
                 "ame": np.nan if empty_pair[r] else float(L[r] @ est.estimate),
                 **table.iloc[r].to_dict(),
                 "inference": method,
-                "covers": COVERS[method],
+                "covers": _covers(est, method),
                 "sd": np.nan,
                 "q25": np.nan,
                 "q75": np.nan,
@@ -383,7 +433,7 @@ def _group_rows(
                 "ame": float(mean[k]) if n else np.nan,
                 **table.iloc[k].to_dict(),
                 "inference": method,
-                "covers": COVERS[method],
+                "covers": _covers(est, method),
                 "sd": float(sd[k]),
                 "q25": q[0.25],
                 "q75": q[0.75],
@@ -394,25 +444,19 @@ def _group_rows(
     return rows
 
 
+def _undefined(method: str) -> dict[str, Any]:
+    """The figures of a row no evaluated row supports (a level no row could move to): NaN, the method asked for."""
+    nan = dict.fromkeys(["ame", "std_error", "statistic", "p_value", "conf_low", "conf_high"], np.nan)
+    return {**nan, "inference": method, "covers": COVERS[method], "sd": np.nan, "q25": np.nan, "q75": np.nan}
+
+
 def _empty_group_rows(
     head: dict[str, Any], data: Any, groups: Any, hypothesis: Any, method: str, summary: Any = None
 ) -> list[dict[str, Any]]:
     """A level no row could move to: its rows per group (or pair) with NaN figures, as the pandas path
     (the groups' sizes from the pass's ``summary``, else counted)."""
     size = group_sizes(data, groups) if summary is None else summary.groups.size_all
-    nan = {
-        "ame": np.nan,
-        "std_error": np.nan,
-        "statistic": np.nan,
-        "p_value": np.nan,
-        "conf_low": np.nan,
-        "conf_high": np.nan,
-        "inference": method,
-        "covers": COVERS[method],
-        "sd": np.nan,
-        "q25": np.nan,
-        "q75": np.nan,
-    }
+    nan = _undefined(method)
     keys = groups.keys
     if hypothesis == "pairwise":
         _, pairs = pairwise_matrix(groups.n_groups)

@@ -21,7 +21,6 @@ import pandas as pd
 from .._adapters import model_frame
 from .._core.summary import Summary
 from .._utils.validation import check_dask_offsets, is_categorical, is_dask_collection
-from .._utils.validation import seed_of as seed_of  # noqa: F401 - re-exported: the engines' seeded samples
 from ..exceptions import DataError, ParameterError
 
 __all__ = [
@@ -35,6 +34,8 @@ __all__ = [
     "lazy_probe",
     "checked_probe",
     "as_delayed",
+    "POSITION",
+    "with_positions",
 ]
 
 
@@ -80,6 +81,24 @@ def model_frames(model: Any, frame: Any, exposure: Any = None, offset: Any = Non
     if meta is frame._meta:
         return frame
     return frame.map_partitions(lambda part: model_frame(model, part, exposure=exposure, offset=offset), meta=meta)
+
+
+#: The column :func:`with_positions` adds (parenthesised: never a formula's name).
+POSITION = "(row position)"
+
+
+def _ones(part: pd.DataFrame) -> pd.Series:
+    return pd.Series(np.ones(len(part), dtype=np.int64), index=part.index)
+
+
+def with_positions(frame: Any) -> Any:
+    """``frame`` with the column :data:`POSITION`: each row's position among all rows (0, 1, ... over the chunks
+    in order), lazily (a cumulative sum over the chunks), as ``vcov='unconditional'`` pairs each row with its
+    share of the parameters in the estimation sample."""
+    if POSITION in frame.columns:
+        raise DataError(f"the data has a column {POSITION!r}, the name fme gives the rows' positions; rename it.")
+    ones = frame.map_partitions(_ones, meta=pd.Series(dtype=np.int64))
+    return frame.assign(**{POSITION: ones.cumsum() - 1})
 
 
 #: Models a worker process keeps between graphs (:class:`Shipped`), most recently used last.

@@ -57,7 +57,7 @@ from .._core.plan import FMEOptions, Plan
 from .._core.summary import Summary, summarise
 from .._nlm.evaluate import NLMSettings
 from .._utils.progress import dask_progress
-from .._utils.validation import is_categorical
+from .._utils.validation import is_categorical, seed_of
 from ..exceptions import DataError
 from ..extrapolation import EnvelopeDetector
 from ..extrapolation.guards import call_detector, detector_name
@@ -73,7 +73,6 @@ from .common import (
     model_frames,
     reference_sample,
     require_dask,
-    seed_of,
     ship,
     tree_reduce,
 )

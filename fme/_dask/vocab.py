@@ -10,17 +10,22 @@ sums), the chunks' sums are tree-reduced, and the estimates follow as in memory
 :func:`fme.fme` evaluates (its exclusions and extrapolation policy): their sums ride on the kernel's pass
 (:func:`fme._dask.effects.fme`, ``extra=``). The bootstrap refits the model in memory, as everywhere in
 fme, and evaluates :data:`~fme._core.averages.REFIT_CHUNK` refits per pass over the chunks.
-:func:`predictions` maps the per-row table over the chunks lazily.
+:func:`predictions` maps the per-row table over the chunks lazily. With ``vcov='unconditional'`` each chunk also
+returns its rows' values and positions in the estimation sample (checked against it:
+:class:`~fme.inference.unconditional.SampledRows`), and the rows' sampling is added as in memory.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
+from .._adapters import adapt
 from .._core.averages import (
     RowQuantity,
     bootstrap_of,
@@ -30,17 +35,23 @@ from .._core.averages import (
     prediction_table,
     refit_draws,
     spread_values,
+    unconditional_of,
 )
 from .._core.plan import Plan
 from .._core.summary import RowSums
 from ..exceptions import DataError, ModelError
 from ..inference.bootstrap import check_bootstrap
 from ..inference.estimates import INFERENCE_COLUMNS, Estimates
+from ..inference.unconditional import SampledRows, Unconditional
 from ..steps import apply_steps
-from .common import as_dask, model_frames
+from .common import POSITION, as_dask, model_frames, with_positions
 from .groups import GroupSpec, check_weights_dask, group_codes, group_keys
 
 __all__ = ["average", "comparisons", "predictions", "column_range"]
+
+
+#: The adapter's check of a chunk's rows against the estimation sample (``vcov='unconditional'``).
+Check = Callable[[pd.DataFrame, np.ndarray], None]
 
 
 def _groups(data: Any, by: list[str]) -> GroupSpec | None:
@@ -84,6 +95,54 @@ def _row_weights(part: pd.DataFrame, weights: str | None) -> np.ndarray | None:
     return None if weights is None else part[weights].to_numpy(dtype=float)
 
 
+@dataclass(frozen=True, eq=False)
+class _WithRows:
+    """A chunk's sums and, for ``vcov='unconditional'``, its rows' values (:class:`SampledRows`), merged together."""
+
+    sums: RowSums | None
+    rows: SampledRows
+
+    def merge(self, other: _WithRows | None) -> _WithRows:
+        if other is None:
+            return self
+        sums = other.sums if self.sums is None else self.sums if other.sums is None else self.sums.merge(other.sums)
+        return _WithRows(sums, self.rows.merge(other.rows))
+
+
+def _with_rows(
+    check: Check | None,
+    sums: RowSums | None,
+    frame: pd.DataFrame,
+    positions: np.ndarray,
+    values: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray | None,
+    n_rows: int,
+) -> RowSums | _WithRows | None:
+    """``sums``, with the evaluated rows' values beside them under ``vcov='unconditional'`` (``check``: the
+    adapter's check of the rows against the estimation sample; None otherwise)."""
+    if check is None:
+        return sums
+    return _WithRows(sums, SampledRows.of(check, frame, positions, values, codes, weights, n_rows))
+
+
+def _for_chunks(model: Any, quantity: RowQuantity) -> tuple[RowQuantity, Check | None]:
+    """The quantity the chunks' tasks take (without the estimation sample's n x k influence, which only the
+    client needs) and, under ``vcov='unconditional'``, the check of each chunk's rows."""
+    if quantity.unconditional is None:
+        return quantity, None
+    return replace(quantity, unconditional=None), adapt(model).check_estimation_rows
+
+
+def _unconditional(quantity: RowQuantity, est: Estimates, merged: Any) -> Estimates:
+    """The delta estimates with the rows' sampling added from the rows the chunks sent back, as in memory."""
+    unconditional = cast(Unconditional, quantity.unconditional)
+    rows = cast(_WithRows, merged).rows
+    unconditional.check_count(rows.n_rows)
+    means = cast(RowSums, merged.sums).means
+    return unconditional_of(quantity, est, rows.values, means, rows.codes, rows.weights, rows.positions, rows.n_rows)
+
+
 def _chunk_sums(
     part: pd.DataFrame,
     quantity: RowQuantity,
@@ -92,12 +151,16 @@ def _chunk_sums(
     n_groups: int,
     spread: bool = True,
     weights: str | None = None,
-) -> RowSums | None:
+    check: Check | None = None,
+) -> RowSums | _WithRows | None:
     if len(part) == 0:
         return None
     values, jac, vcov = quantity.rows(part, None, method)
     values = spread_values(quantity, values) if spread else values
-    return RowSums.of(values, jac, _codes(part, groups), n_groups, _row_weights(part, weights), vcov, spread)
+    codes, w = _codes(part, groups), _row_weights(part, weights)
+    sums = RowSums.of(values, jac, codes, n_groups, w, vcov, spread)
+    positions = part[POSITION].to_numpy() if check is not None else np.empty(0)
+    return _with_rows(check, sums, part, positions, values, codes, w, len(part))
 
 
 def _chunk_refits(
@@ -136,15 +199,23 @@ def average(
     if weights is not None:
         check_weights_dask(data, weights)
     n_groups = 1 if groups is None else groups.n_groups
+    if quantity.unconditional is not None:
+        data = with_positions(data)
     parts = data.to_delayed()
     base = "delta" if method == "delta" else "sample"
     spread = method == "sample"  # the spread over the rows only for the fixed-model interval
-    sums = _tree([delayed(_chunk_sums)(p, quantity, base, groups, n_groups, spread, weights) for p in parts]).compute()
+    light, check = _for_chunks(model, quantity)
+    merged = _tree([delayed(_chunk_sums)(p, light, base, groups, n_groups, spread, weights, check) for p in parts])
+    merged = merged.compute()
+    sums = merged.sums if isinstance(merged, _WithRows) else merged
     if sums is None:
         raise DataError("`data` has no rows; pass a Dask DataFrame with rows.")
     counts = sums.moments.n.copy()
     if method != "bootstrap":
-        return estimates_of(quantity, sums, method), counts, _keys(groups)
+        est = estimates_of(quantity, sums, method)
+        if method == "delta" and quantity.unconditional is not None:
+            est = _unconditional(quantity, est, merged)
+        return est, counts, _keys(groups)
     spec = check_bootstrap(bootstrap, model)
 
     def evaluate(models: list[Any]) -> np.ndarray:
@@ -177,13 +248,24 @@ def _comparison_hook(
     n_groups: int,
     spread: bool = True,
     weights: str | None = None,
-) -> RowSums | None:
+    check: Check | None = None,
+) -> RowSums | _WithRows | None:
     if batch.cand.size == 0:
-        return None
+        if check is None:
+            return None
+        # no evaluated row, but the chunk's rows count in the estimation sample
+        none = np.empty(0, dtype=np.int64)
+        w0 = None if weights is None else np.empty(0)
+        return _with_rows(check, None, part.iloc[:0], none, np.empty((0, 1)), none, w0, len(part))
     values, jac, vcov = quantity.rows(_stepped(part, batch, plan), None, method)
     values = spread_values(quantity, values) if spread else values
     w = None if weights is None else part[weights].to_numpy(dtype=float)[batch.cand]
-    return RowSums.of(values, jac, _codes(part, groups)[batch.cand], n_groups, w, vcov, spread)
+    codes = _codes(part, groups)[batch.cand]
+    sums = RowSums.of(values, jac, codes, n_groups, w, vcov, spread)
+    if check is None:
+        return sums
+    rows = part.iloc[batch.cand]
+    return _with_rows(check, sums, rows, rows[POSITION].to_numpy(), values, codes, w, len(part))
 
 
 def _comparison_refits(
@@ -229,23 +311,32 @@ def comparisons(
     groups = _groups(data, by)
     n_groups = 1 if groups is None else groups.n_groups
     base = "delta" if method == "delta" else "sample"
+    model = plan.model
+    light, check = _for_chunks(model, quantity)
     hook = partial(
         _comparison_hook,
-        quantity=quantity,
+        quantity=light,
         method=base,
         groups=groups,
         n_groups=n_groups,
         spread=method == "sample",
         weights=weights,
+        check=check,
     )
-    model = plan.model
+    if quantity.unconditional is not None:
+        data = with_positions(data)
     res = fme(plan, data, reference, steps, extra=hook)  # the plan computes fMEs only ("sample")
-    sums = res.summary_data.extra
+    merged = res.summary_data.extra
+    # the pass evaluated rows (fme raises otherwise): the sums are there
+    sums = cast(RowSums, merged.sums if isinstance(merged, _WithRows) else merged)
     counts = sums.moments.n.copy()
     description = res.describe_steps()
     if method != "bootstrap":
         res.release()
-        return estimates_of(quantity, sums, method), counts, _keys(groups), description
+        est = estimates_of(quantity, sums, method)
+        if method == "delta" and quantity.unconditional is not None:
+            est = _unconditional(quantity, est, merged)
+        return est, counts, _keys(groups), description
     spec = check_bootstrap(bootstrap, model)
     parts, plan = res.data.to_delayed(), cast(Plan, res.plan)  # set on Dask effects
     res.release()

@@ -23,11 +23,16 @@ For OLS without interactions the AME of x is beta_x for every row, so its uncond
 sandwich variance of beta_x.
 
 Spelled ``vcov="unconditional"`` (HC0) or ``vcov={"unconditional": "HC0" | "HC1", "cluster": column}`` (the
-cluster optional), on the averaging verbs; the ``inference`` column says ``delta (unconditional)``.
+cluster optional), on the averaging verbs; the ``inference`` column says ``delta (unconditional)``. On Dask data
+the chunks' rows are checked against their positions in the estimation sample as they are evaluated, and their
+values come back with the pass's sums (:class:`SampledRows`): the estimation sample's influence is the model's,
+n x k in memory already, so the rows' n x c values beside it change no order of memory, and the variance is
+the in-memory one, whatever the chunks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,7 +40,7 @@ import numpy as np
 from scipy import sparse
 
 from .._adapters import adapt
-from ..exceptions import ParameterError
+from ..exceptions import ModelError, ParameterError
 from .estimates import Estimates, group_matrix
 
 __all__ = [
@@ -46,6 +51,7 @@ __all__ = [
     "resolve_unconditional",
     "empirical_part",
     "deviations_of",
+    "SampledRows",
 ]
 
 UNCONDITIONAL_TYPES = ("HC0", "HC1")
@@ -93,6 +99,15 @@ class Unconditional:
     influence: np.ndarray
     clusters: np.ndarray | None
     kind: str
+
+    def check_count(self, n_rows: int) -> None:
+        """:class:`~fme.ModelError` unless the averaged frame has the estimation sample's number of rows."""
+        if n_rows != self.influence.shape[0]:
+            raise ModelError(
+                f"vcov='unconditional' averages over the model's estimation sample ({self.influence.shape[0]} "
+                f"rows); the data has {n_rows} rows. Pass the frame the model was fitted on (its complete rows, in "
+                "order), or vcov=None."
+            )
 
     @property
     def factor(self) -> float:
@@ -149,23 +164,80 @@ def resolve_unconditional(model: Any, vcov: Any, frame: Any, on_dask: bool, meth
         return None
     kind, cluster = _parse(vcov)
     if on_dask:
-        raise ParameterError(
-            f"vcov={vcov!r} is computed in memory only: pairing each row's deviation with its "
-            "share of the parameters is not implemented on Dask data. Compute the frame "
-            "(data.compute()) or use vcov=None on Dask data."
-        )
+        # the estimation sample's influence is the model's, in memory; each chunk's rows are checked against
+        # their positions in it as they are evaluated (:class:`SampledRows`)
+        influence, codes = adapt(model).estimation_influence(cluster)
+        _check_delta(vcov, method)
+        return Unconditional(np.asarray(influence, dtype=float), None if codes is None else np.asarray(codes), kind)
     if not frame.index.is_unique:
         raise ParameterError(
             f"vcov={vcov!r} pairs each row with its share of the parameters by the frame's index, "
             "which repeats labels here; pass data.reset_index(drop=True)."
         )
     influence, codes = adapt(model).parameter_influence(frame, cluster)
+    _check_delta(vcov, method)
+    return Unconditional(np.asarray(influence, dtype=float), None if codes is None else np.asarray(codes), kind)
+
+
+def _check_delta(vcov: Any, method: str) -> None:
     if method != "delta":
         raise ParameterError(
             f"vcov={vcov!r} is a delta-method variance; the call's inference is {method!r}. "
             "Use inference='delta' (or 'auto' with a statsmodels model), or drop vcov=."
         )
-    return Unconditional(np.asarray(influence, dtype=float), None if codes is None else np.asarray(codes), kind)
+
+
+@dataclass(frozen=True, eq=False)
+class SampledRows:
+    """The rows' part of the unconditional variance gathered from Dask chunks: each evaluated row's position
+    in the estimation sample, its values (n, c), group code and weight, and the chunks' row count.
+
+    The estimation sample's influence (n x k) is the model's, in memory already; the rows' values (n x c)
+    come back beside it, so the variance is computed exactly as in memory (:func:`empirical_part`,
+    :meth:`Unconditional.combine`), whatever the chunks."""
+
+    positions: np.ndarray
+    values: np.ndarray
+    codes: np.ndarray
+    weights: np.ndarray | None
+    n_rows: int
+
+    @classmethod
+    def of(
+        cls,
+        check: Callable[[Any, np.ndarray], None],
+        frame: Any,
+        positions: np.ndarray,
+        values: np.ndarray,
+        codes: np.ndarray,
+        weights: np.ndarray | None,
+        n_rows: int,
+    ) -> SampledRows:
+        """A chunk's rows: ``frame`` (the evaluated rows, checked by ``check(frame, positions)``, the adapter's
+        :meth:`~fme._adapters.ModelAdapter.check_estimation_rows`), their values, codes and weights; ``n_rows``
+        all rows of the chunk."""
+        positions = np.asarray(positions, dtype=np.int64)
+        if len(frame):
+            check(frame, positions)
+        v = np.asarray(values, dtype=float)
+        return cls(
+            positions,
+            v.reshape(len(positions), -1),
+            np.asarray(codes),
+            None if weights is None else np.asarray(weights, dtype=float),
+            int(n_rows),
+        )
+
+    def merge(self, other: SampledRows | None) -> SampledRows:
+        if other is None:
+            return self
+        return SampledRows(
+            np.concatenate([self.positions, other.positions]),
+            np.vstack([self.values, other.values]),
+            np.concatenate([self.codes, other.codes]),
+            None if self.weights is None or other.weights is None else np.concatenate([self.weights, other.weights]),
+            self.n_rows + other.n_rows,
+        )
 
 
 def empirical_part(

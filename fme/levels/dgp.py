@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.groups import check_by, frame_groups
+from .._core.result_base import with_class
 from .._core.shrink import shrink_steps
 from .._utils.validation import align_rows, check_conf_level, check_data
 from ..effects import fme as fme_effects
@@ -156,8 +157,9 @@ def dgp_ame(
         Adds ``model_ame``: that model's own AME (:func:`fme.fme`'s mean fME) on the same rows, the model's
         statement beside the data's.
     target_class : optional
-        The class whose probability is mu, for a binary outcome (default: the larger of the two values); also
-        passed to :func:`fme.fme` for ``model_ame``.
+        The class whose probability is mu, for a binary outcome (default: the larger of the two values, the
+        second of scikit-learn's ``classes_``); also passed to :func:`fme.fme` for ``model_ame``. The table of a
+        binary outcome names it in a ``class`` column (after ``reference``).
     by : column label or list, optional
         One row per group of these (unmoved) columns of X; the learners are fitted on all rows. Labels of any
         hashable type, checked and sorted as every averaging verb does (:mod:`fme._core.groups`; a missing
@@ -219,7 +221,7 @@ def dgp_ame(
     by_cols = check_by(X.columns, by, RESERVED)
     contrasts = _contrasts(X, steps, separate)
     _check_unmoved(by_cols, contrasts)
-    Y, proba = _outcome(y, n, outcome_learner, target_class)
+    Y, proba, explained = _outcome(y, n, outcome_learner, target_class)
     rng = np.random.default_rng(random_state)
     fold = fold_labels(folds, n, rng)
     k = int(fold.max()) + 1
@@ -314,7 +316,8 @@ def dgp_ame(
     # whose positivity fails is withheld
     table.loc[failed, ["std_error", "statistic", "p_value", "conf_low", "conf_high"]] = np.nan
     table.loc[withheld, ["ame", "plug_in", "correction"]] = np.nan
-    return table
+    # a binary outcome's table names the class whose probability mu is, as fme.ame's tables of a classifier do
+    return cast(EstimatesTable, with_class(table, explained))
 
 
 # ----------------------------------------------------------------- one contrast
@@ -503,8 +506,9 @@ def _check_unmoved(by_cols: list[Any], contrasts: list[tuple[Step, ...]]) -> Non
             )
 
 
-def _outcome(y: Any, n: int, learner: Any, target_class: Any) -> tuple[np.ndarray, bool]:
-    """The outcome as floats and whether mu is a class probability."""
+def _outcome(y: Any, n: int, learner: Any, target_class: Any) -> tuple[np.ndarray, bool, str | None]:
+    """The outcome as floats, whether mu is a class probability and, if so, the class it is of (as written: the
+    larger of the two values by default, scikit-learn's ``classes_[1]``)."""
     values = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.DataFrame)) else y)
     if values.ndim != 1 or values.size != n:
         raise DataError(f"y must hold one outcome per row of X ({n}), got shape {values.shape}.")
@@ -516,7 +520,7 @@ def _outcome(y: Any, n: int, learner: Any, target_class: Any) -> tuple[np.ndarra
         tc = classes[-1] if target_class is None else target_class
         if not any(same_level(tc, c) for c in classes):
             raise ParameterError(f"target_class={target_class!r} is not a value of y ({classes}).")
-        return (values == tc).astype(float), True
+        return (values == tc).astype(float), True, str(tc.item() if isinstance(tc, np.generic) else tc)
     if target_class is not None:
         raise ParameterError(f"target_class={target_class!r} is for a binary outcome; y has {len(classes)} values.")
     try:
@@ -525,7 +529,7 @@ def _outcome(y: Any, n: int, learner: Any, target_class: Any) -> tuple[np.ndarra
         raise DataError("y must be numeric, or binary (two values) for a class probability.") from None
     if not np.isfinite(Y).all():
         raise DataError("y has infinite values; drop those rows.")
-    return Y, False
+    return Y, False, None
 
 
 def _groups(X: pd.DataFrame, by_cols: list[Any]) -> list[tuple[tuple[Any, ...], np.ndarray]]:

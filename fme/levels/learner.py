@@ -23,6 +23,7 @@ import pandas as pd
 
 from .._adapters import adapt
 from .._core.groups import check_by, frame_groups, group_means
+from .._core.result_base import with_class
 from .._utils.validation import align_rows, check_conf_level
 from ..effects import fme as _fme_verb
 from ..exceptions import DataError, LearnerError, LearnerWarning, ModelError, ParameterError
@@ -200,7 +201,9 @@ def learner_ame(
     Returns
     -------
     LearnerTable
-        :func:`fme.ame`'s label columns (feature, step, level, reference, the ``by`` columns), ``ame``
+        :func:`fme.ame`'s label columns (feature, step, level, reference, for a classifier ``class``: the
+        class whose probability the AMEs are of, by default the second of ``classes_``, then the ``by``
+        columns), ``ame``
         (the mean over splits), std_error, statistic (t), p_value, conf_low, conf_high, ``inference``
         (``"learner (Nadeau-Bengio, J splits, n_train ...)"``), ``covers`` (``"training sets
         (learner)"``), then ``ame_full`` (the AME on all rows of the learner fitted on all rows, the
@@ -253,7 +256,8 @@ def learner_ame(
 
     # The fit on all rows comes first, in this process: it gives ame_full, the rows' canonical order, and
     # raises the library's own errors for bad steps, by columns or target_class before any split is fitted.
-    full_keys, full_labels, full_values = task.estimates(task.fit(X, y), X)
+    full = task.fit(X, y)
+    full_keys, full_labels, full_values = task.estimates(full, X)
     splits = learner_splits(n, repeats, test_size, random_state)
     results = _run(task, X, y, splits, n_jobs)
 
@@ -315,7 +319,16 @@ def learner_ame(
         table_class=LearnerTable,
     )
     table.learner = LearnerSplits(M, errors, int(n_nonconverged), n_train, n_test)
-    return table
+    # a classifier's table names the class whose probability its AMEs are of, as fme.ame's tables do
+    return cast(LearnerTable, with_class(table, _explained_class(full, ame_kwargs.get("target_class"))))
+
+
+def _explained_class(model: Any, target_class: Any) -> str | None:
+    """The class whose probability a classifier's AMEs are of (``target_class``, by default the second of
+    ``classes_``, as scikit-learn's binary metrics take it); None for a model that is no classifier."""
+    if isinstance(target_class, str) and target_class == "all":
+        return None
+    return adapt(model, target_class).prediction().explained_class
 
 
 def corrected_moments(M: np.ndarray, n_train: int, n_test: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -146,8 +146,8 @@ def ame(
         column names it (``delta (HC3)``). ``'unconditional'`` (or ``{'unconditional': 'HC0' or 'HC1',
         'cluster': column}``) adds the sampling of the rows to the parameters' (the interval then covers the
         population's average effect, not only these rows'; :mod:`fme.inference.unconditional`): statsmodels
-        models averaged over their own estimation sample, in memory; ``inference`` says
-        ``delta (unconditional)``.
+        models averaged over their own estimation sample, row for row (pandas or Dask data; on Dask not with
+        ``categorical='classic'``); ``inference`` says ``delta (unconditional)``.
     df : float or 'residual', optional
         Delta method: t quantiles with these degrees of freedom (``'residual'``: the model's
         ``df_resid``, as marginaleffects does for OLS) instead of normal ones.

@@ -129,7 +129,7 @@ def avg_predictions(
         As in :func:`fme.ame` (``feature_names``: as in :func:`fme.fme`); ``data`` may be a Dask DataFrame (the rows'
         sums are taken chunk by chunk,
         :mod:`fme._dask.vocab`). With ``wts=`` each average is the weighted mean of the rows' predictions.
-        ``vcov='unconditional'`` adds the rows' sampling (in memory, over the model's estimation sample).
+        ``vcov='unconditional'`` adds the rows' sampling (over the model's estimation sample; pandas or Dask).
     inference : {'auto', 'delta', 'bootstrap', 'sample'}
         ``delta``: the mean of the rows' Jacobians; ``bootstrap``: each refit's average prediction
         (``bootstrap={...}``); ``sample``: the spread over the rows with the model held fixed (t-based).

@@ -6,7 +6,8 @@ expect: per row the partial derivative of the prediction in ``variable`` by a ce
 
     dydx_i = (f(x_i + eps/2) - f(x_i - eps/2)) / eps,   eps = 1e-4 * (max - min of the variable)
 
-(marginaleffects' default step; the central difference's error is O(eps^2)), transformed to
+(marginaleffects' default step; the central difference's error is O(eps^2); within eps/2 of the boundary
+knots of a formula's B-spline, which cannot be evaluated beyond them, one-sided), transformed to
 ``eyex`` = dydx x / y, ``eydx`` = dydx / y or ``dyex`` = dydx x, and averaged over the rows (or ``by``
 groups). Uncertainty: the delta method (the difference quotient's Jacobian rows, and for ``ey..`` the
 prediction's own Jacobian), the bootstrap (every slope type: each refit's average slopes on the same rows,
@@ -27,7 +28,7 @@ import pandas as pd
 from .._adapters import model_frame
 from .._adapters.predictor import named_predictor
 from .._core.averages import RowQuantity, average_table
-from .._core.estimands import SLOPES, slope_values
+from .._core.estimands import SLOPES, difference_points, slope_values
 from .._core.exclusions import counts_per_key, leave_out_incomplete
 from .._core.groups import check_by
 from .._core.result_base import with_class
@@ -85,7 +86,12 @@ def avg_slopes(
         Numeric features (default: every numeric input of the model).
     slope : {'dydx', 'eyex', 'eydx', 'dyex'}, default='dydx'
     eps : float, optional
-        Step of the central difference (default 1e-4 times the variable's range in ``data``).
+        Step of the central difference (default 1e-4 times the variable's range in ``data``). A variable the
+        model cannot be evaluated beyond (a statsmodels formula's B-spline ``bs(x, ...)``, past its boundary
+        knots: the training range) keeps both points within that range: a row within ``eps/2`` of a knot takes
+        the one-sided difference over what remains of the interval (error O(eps) there), so the average slope
+        is defined on every row within the knots; a row outside them raises :class:`~fme.DataError`, naming
+        the knots.
     by : str or list of str, optional
         One row per group.
     vcov, df :
@@ -266,7 +272,9 @@ def dme(
     """Derivative marginal effects by central differences (paper §2.2, §3.1).
 
     dME(x) = (f(x_j + e, x_-j) - f(x_j - e, x_-j)) / (2 e), with
-    ``e = 1e-4 * (max - min)`` of the feature by default (as marginaleffects).
+    ``e = 1e-4 * (max - min)`` of the feature by default (as marginaleffects). Within ``e`` of the boundary
+    knots of a statsmodels formula's B-spline (``bs(x, ...)``, which cannot be evaluated beyond them) the
+    difference is one-sided, over what remains of the interval.
 
     Returns
     -------
@@ -299,8 +307,9 @@ def dme(
     X = predictor.select(data)[ok]
     up = X.copy(deep=False)
     down = X.copy(deep=False)
-    up[feature] = x[ok] + eps
-    down[feature] = x[ok] - eps
+    # within eps of a bound of the model's inputs (a B-spline's knots): a one-sided difference
+    bound = None if predictor.adapter is None else predictor.adapter.input_bounds().get(str(feature))
+    down[feature], up[feature], width = difference_points(x[ok], eps, bound)
     out = np.full(len(data), np.nan)
-    out[ok] = (predictor(up, stage=f"{feature} + eps") - predictor(down, stage=f"{feature} - eps")) / (2.0 * eps)
+    out[ok] = (predictor(up, stage=f"{feature} + eps") - predictor(down, stage=f"{feature} - eps")) / width
     return pd.DataFrame({"dme": out}, index=data.index)

@@ -243,3 +243,28 @@ def test_a_registered_adapter_is_picked_up_without_edits_elsewhere(Xnum):
     finally:
         unregister_adapter(_ToyAdapter)
     assert _ToyAdapter not in registered_adapters()
+
+
+def test_inputs_named_for_an_array_model_reach_it_as_one_array_wrapped_once():
+    import pickle
+
+    import pandas as pd
+    from sklearn.linear_model import LinearRegression
+
+    from fme._adapters.base import OnArray
+
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(50, 2))
+    model = LinearRegression().fit(A, A @ [1.0, -2.0])
+    adapter = adapt(model)
+    frame_func = adapter.prediction().func
+    adapter.name_inputs(["a", "b"], as_array=True)
+    adapter.name_inputs(["a", "b"], as_array=True)
+    func = adapter.prediction().func
+    # one wrapper around the frame function, however often the inputs are named
+    assert isinstance(func, OnArray) and func.on_frame is frame_func
+    X = pd.DataFrame(A, columns=["a", "b"])
+    np.testing.assert_allclose(func(X), model.predict(A), rtol=1e-12)
+    # a plain object, not a closure: worker processes receive it by pickle
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(func))(X), model.predict(A), rtol=1e-12)
+    assert adapter.feature_names == ["a", "b"]

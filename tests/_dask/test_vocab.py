@@ -271,3 +271,54 @@ def test_a_refit_whose_prediction_fails_on_a_chunk_is_an_error(data, monkeypatch
         fme.ModelError, match=r"prediction of 1 of 10 refitted models failed on a chunk.*ValueError: boom"
     ):
         fme.predictions(clf, _dd(X), target_class=1, bootstrap=spec).compute()
+
+
+# ----------------------------------------------------------------- vcov='unconditional': the rows' sampling added
+UNCONDITIONAL = ["unconditional", {"unconditional": "HC1", "cluster": "k"}]
+
+
+@pytest.mark.parametrize("vcov", UNCONDITIONAL)
+def test_unconditional_ame_equals_pandas(vcov, data, logit):
+    D = _dd(data, npartitions=3)
+    steps = {"x": 1.0, "w": 0.5}
+    for kw in ({"by": "g"}, {"wts": "v"}):
+        a = fme.ame(logit, data, steps, vcov=vcov, **kw)
+        b = fme.ame(logit, D, steps, vcov=vcov, **kw)
+        assert b["inference"].tolist() == a["inference"].tolist() == [fme_label(vcov)] * len(a)
+        _same(b, a, est="ame")
+        # the rows' joint uncertainty too: the table's rows share the estimation sample
+        _same(fme.hypotheses(b, "b1 - b2 = 0"), fme.hypotheses(a, "b1 - b2 = 0"))
+        conditional = fme.ame(logit, D, steps, **kw)
+        # another variance than the conditional one (the HC0 sandwich plus the rows' sampling)
+        assert not np.allclose(b["std_error"].to_numpy(), conditional["std_error"].to_numpy(), rtol=1e-3)
+
+
+@pytest.mark.parametrize("vcov", UNCONDITIONAL)
+def test_unconditional_averages_equal_pandas(vcov, data, logit):
+    D = _dd(data, npartitions=3)
+    calls = [
+        (fme.avg_predictions, {"by": "g"}),
+        (fme.avg_slopes, {"variables": ["x", "v"], "wts": "v"}),
+        (fme.avg_comparisons, {"steps": {"x": 1.0}, "comparison": "ratio", "by": "g"}),
+        (fme.avg_comparisons, {"steps": {"w": 0.5}, "wts": "v"}),
+    ]
+    for verb, kw in calls:
+        a = verb(logit, data, vcov=vcov, **kw)
+        b = verb(logit, D, vcov=vcov, **kw)
+        assert b["inference"].tolist() == a["inference"].tolist() == [fme_label(vcov)] * len(a)
+        _same(b, a)
+
+
+def fme_label(vcov) -> str:
+    return "delta (unconditional)" if isinstance(vcov, str) else "delta (unconditional, HC1, cluster: k)"
+
+
+def test_unconditional_on_dask_needs_the_estimation_sample_row_for_row(data, logit):
+    from fme.exceptions import ModelError, ParameterError
+
+    with pytest.raises(ModelError, match="estimation sample"):
+        fme.avg_predictions(logit, _dd(data.iloc[:1000], npartitions=3), vcov="unconditional")
+    with pytest.raises(ModelError, match="not it, row for row"):
+        fme.ame(logit, _dd(data.iloc[::-1], npartitions=3), {"x": 1.0}, vcov="unconditional")
+    with pytest.raises(ParameterError, match="categorical='classic'"):
+        fme.ame(logit, _dd(data, npartitions=3), {"g": None}, vcov="unconditional", categorical="classic")

@@ -241,7 +241,19 @@ def test_unconditional_refusals(data, ols):
         fme.ame(ols, data, {"x": 1}, vcov={"unconditional": "HC3"})
 
 
-def test_unconditional_refused_on_dask(data, ols):
+def test_protocol_model_with_influence_on_dask_equals_pandas(data):
     dd = pytest.importorskip("dask.dataframe")
-    with pytest.raises(ParameterError, match="in memory only"):
-        fme.ame(ols, dd.from_pandas(data, npartitions=2), {"x": 1}, vcov="unconditional")
+    dask = pytest.importorskip("dask")
+    model, frame = _ProtocolOLS(data), data[["x", "z", "c"]]
+    with dask.config.set(scheduler="synchronous"):
+        D = dd.from_pandas(frame, npartitions=3)
+        a = fme.ame(model, frame, {"x": 1, "z": 0.5}, vcov="unconditional")
+        b = fme.ame(model, D, {"x": 1, "z": 0.5}, vcov="unconditional")
+        cols = ["ame", "std_error", "conf_low", "conf_high"]
+        np.testing.assert_allclose(b[cols].to_numpy(float), a[cols].to_numpy(float), rtol=1e-10)
+        assert b["inference"].tolist() == a["inference"].tolist() == ["delta (unconditional)"] * 2
+        # a protocol model's clusters are a column of the data, which Dask data holds in its chunks
+        with pytest.raises(ParameterError, match="reads a protocol model's clusters from the data"):
+            fme.ame(model, D, {"x": 1}, vcov={"unconditional": "HC0", "cluster": "c"})
+        with pytest.raises(ModelError, match=r"estimation sample \(400 rows\); the data has 200 rows"):
+            fme.ame(model, dd.from_pandas(frame.iloc[:200], npartitions=2), {"x": 1}, vcov="unconditional")

@@ -375,3 +375,21 @@ def test_exclude_withholds_the_estimate_when_positivity_fails_on_the_rows_kept()
         assert np.isnan(r[col]), col
     assert r["note"].endswith("no estimate") and "positivity fails on the rows kept" in r["note"]
     assert r["n"] == (X["x1"].to_numpy() + 3.0 <= X["x1"].max()).sum()
+
+
+def test_a_binary_outcome_table_names_its_class_scikit_learns_second_by_default():
+    X, rng = _gaussian(600, 9)
+    p = expit(-0.2 + 1.0 * X["x1"])
+    y = np.where(rng.uniform(size=600) < p, "case", "control")
+    kw = dict(outcome_learner=LogisticRegression(), ratio_learner=LogisticRegression(), folds=2)
+    default = fme.dgp_ame(X, y, {"x1": 0.5}, **kw)
+    assert list(default.columns[:5]) == ["feature", "step", "level", "reference", "class"]
+    # scikit-learn's classes_ are the sorted labels: the second, 'control', is the explained class
+    assert default["class"].tolist() == [LogisticRegression().fit(X, y).classes_[1]] == ["control"]
+    case = fme.dgp_ame(X, y, {"x1": 0.5}, target_class="case", **kw)
+    assert case["class"].tolist() == ["case"]
+    np.testing.assert_allclose(case["ame"], -default["ame"], rtol=1e-6)
+    # a numeric outcome's table has no class
+    numeric = X["x1"].to_numpy() + rng.normal(size=600)
+    kw["outcome_learner"] = LinearRegression()
+    assert "class" not in fme.dgp_ame(X, numeric, {"x1": 0.5}, **kw).columns

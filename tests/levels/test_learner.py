@@ -401,3 +401,19 @@ def test_a_pandas_y_is_matched_to_the_rows_of_X_by_label(data):
         fme.learner_ame(LinearRegression(), Xn, ys.reset_index(drop=True), {"a": 1}, repeats=3)
     with pytest.raises(DataError, match=r"the index of `X` has duplicate labels"):
         fme.learner_ame(LinearRegression(), Xn.set_axis(np.zeros(len(X), int)), ys, {"a": 1}, repeats=3)
+
+
+def test_a_classifier_table_names_its_class_scikit_learns_second_by_default(data):
+    X, y = data
+    Xn = X[["a", "b"]]
+    labels = np.where(y > np.median(y), "case", "control")
+    kw = dict(repeats=3, test_size=0.25, random_state=1)
+    default = fme.learner_ame(LogisticRegression(), Xn, labels, {"a": 0.5}, **kw)
+    assert list(default.columns[:5]) == ["feature", "step", "level", "reference", "class"]
+    assert default["class"].tolist() == [LogisticRegression().fit(Xn, labels).classes_[1]] == ["control"]
+    case = fme.learner_ame(LogisticRegression(), Xn, labels, {"a": 0.5}, target_class="case", **kw)
+    assert case["class"].tolist() == ["case"]
+    np.testing.assert_allclose(case["ame"], -default["ame"], rtol=1e-8)
+    # the table keeps its joint uncertainty with the column added
+    np.testing.assert_allclose(fme.hypotheses(case)["std_error"], case["std_error"], rtol=1e-12)
+    assert "class" not in fme.learner_ame(LinearRegression(), Xn, y, {"a": 0.5}, **kw).columns

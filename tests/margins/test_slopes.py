@@ -89,3 +89,33 @@ def test_categorical_variables_and_bad_slopes_are_refused(logit):
         fme.avg_slopes(lambda f: f["x"].to_numpy(), d.assign(g=d["g"].astype("category")), "g")
     with pytest.raises(fme.ParameterError, match="slope must be"):
         fme.avg_slopes(m, d, "x", slope="dxdy")
+
+
+def test_avg_slopes_of_a_spline_variable_stays_within_its_knots():
+    """A formula's B-spline cannot be evaluated past its boundary knots (the training range): the rows at the
+    ends take a one-sided difference, and the average slope is the spline's exact derivative averaged."""
+    from scipy.interpolate import BSpline
+
+    rng = np.random.default_rng(4)
+    n = 300
+    d = pd.DataFrame({"x": rng.uniform(0, 10, n), "z": rng.normal(size=n)})
+    d["y"] = np.sin(d["x"]) + d["z"] + rng.normal(0, 0.3, n)
+    m = smf.ols("y ~ bs(x, df=5) + z", data=d).fit()
+    (info,) = [i for f, i in m.model.data.model_spec.factor_infos.items() if f.code.startswith("bs(")]
+    (basis,) = info.state["transforms"].values()
+    coef = np.r_[0.0, m.params.filter(like="bs(").to_numpy()]  # patsy drops the first basis function
+    x = d["x"].to_numpy()
+    exact = BSpline(np.asarray(basis._all_knots), coef, 3).derivative()(x)
+    out = fme.avg_slopes(m, d, "x")
+    assert np.isfinite(out["std_error"].iloc[0]) and out["std_error"].iloc[0] > 0
+    # the central difference's error is O(eps^2) inside; a one-sided one's O(eps) at the two end rows
+    eps = 1e-4 * (x.max() - x.min())
+    inner = (x > x.min() + eps) & (x < x.max() - eps)
+    assert (~inner).sum() == 2
+    assert out["estimate"].iloc[0] == pytest.approx(exact.mean(), abs=2 * eps / n)
+    per_row = fme.slopes(m, d, "x")["estimate"].to_numpy()
+    np.testing.assert_allclose(per_row[inner], exact[inner], atol=1e-6)
+    np.testing.assert_allclose(per_row[~inner], exact[~inner], atol=eps)
+    dme = fme.dme(m, d, "x")["dme"].to_numpy()
+    np.testing.assert_allclose(dme[inner], exact[inner], atol=1e-5)
+    np.testing.assert_allclose(dme[~inner], exact[~inner], atol=2 * eps)
