@@ -6,7 +6,7 @@
   ``offset=`` keywords of :func:`fme.fme` and :func:`fme.ame` add, else from the data column whose
   values (or their log) are the model's stored offset on the training rows; otherwise
   :class:`~fme.DataError` names the offset and the fix;
-* delta method (paper §6): analytic for models whose mean is mu(x'beta + offset) (OLS/WLS/GLS, GLM,
+* delta method (not in the paper): analytic for models whose mean is mu(x'beta + offset) (OLS/WLS/GLS, GLM,
   Logit, Probit, Poisson), one design matrix per point set; central differences of
   ``results.model.predict(params, exog, offset=...)`` for the others (NegativeBinomial, ...);
 * bootstrap: the same model class, formula and family refitted on ``{"data": train_frame}``;

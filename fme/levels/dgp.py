@@ -42,7 +42,7 @@ from .table import LABEL_COLUMNS, TABLE_COLUMNS, level_table
 
 __all__ = ["dgp_ame", "shift_weights", "ON_EXTRAPOLATION", "COVERS", "RESERVED"]
 
-#: What to do with moved rows outside the data (paper §3.2's remedies).
+#: What to do with moved rows outside the data (paper §4.2's remedies).
 ON_EXTRAPOLATION = ("warn", "shrink", "exclude")
 #: The ``covers`` column of the table: what the interval is about.
 COVERS = "the outcome in the data (population)"
@@ -103,7 +103,7 @@ def dgp_ame(
     pi(W) = P(A = a | W) on the rows at the level (augmented inverse propensity weighting), divided by the
     share of rows moved.
 
-    **The effect on the rows kept** (``on_extrapolation='exclude'``, paper §3.2's remedy of leaving out the
+    **The effect on the rows kept** (``on_extrapolation='exclude'``, paper §4.2's remedy of leaving out the
     points moved outside the data). With K(x) = 1{x + h is not flagged by the detector}, a known function of x,
     the estimand is theta_K = E[K(X) (mu(X + h) - mu(X))] / P(K). Its efficient influence function is
 
