@@ -47,7 +47,6 @@ KNOWN: dict[tuple[str, str], str] = {
     **{("html numbers", n): _NUMBERS for n in NAMES},
     **{("pdf numbers", n): _NUMBERS for n in NAMES},
     **{("tables", n): _TABLES for n in NAMES},
-    ("hashes", "changelog"): "the previous results file's SHA-256 is in build.json and the report, not in results.json",
 }
 
 
