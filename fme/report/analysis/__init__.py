@@ -10,7 +10,16 @@ Dask data need (the seeded sample behind the per-row figures).
 from .effect import compute_effect
 from .interactions import run_interactions
 from .model_view import feature_dictionary, feature_overview, model_fit
-from .run import environment_record, load_data, load_model, load_train_data, run_effects, versions, write_results
+from .run import (
+    environment_record,
+    load_data,
+    load_model,
+    load_train_data,
+    previous_record,
+    run_effects,
+    versions,
+    write_results,
+)
 
 __all__ = [
     "compute_effect",
@@ -21,6 +30,7 @@ __all__ = [
     "load_model",
     "load_train_data",
     "model_fit",
+    "previous_record",
     "run_effects",
     "run_interactions",
     "versions",

@@ -222,6 +222,14 @@ def versions(model: Any = None, model_info: dict | None = None) -> dict[str, str
     return out
 
 
+def previous_record(cfg: ReportConfig) -> dict | None:
+    """The previous build's results file a change log compares with (config key ``previous``): its path as the
+    config gives it and its SHA-256, so ``results.json`` names every input it rests on; None without one."""
+    if not cfg.previous:
+        return None
+    return {"path": str(cfg.previous), "sha256": file_sha256(cfg.resolve_path(cfg.previous))}
+
+
 def environment_record() -> dict:
     """Operating system, CPU architecture, the lock the environment was installed from and the Dask cluster.
 

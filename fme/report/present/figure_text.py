@@ -13,6 +13,15 @@ from .partition_view import shown_leaves
 
 __all__ = ["figure_entries"]
 
+#: Figures drawn on the effects' scale and what of theirs is in the report's unit (the caption names it).
+_EFFECT_SCALE = {
+    "fme-scatter": "fMEs and AME",
+    "fme-hexbin": "Mean fMEs and AME",
+    "fme-density": "fMEs and AME",
+    "came-tree": "cAMEs, CIs and fMEs",
+    "came": "cAMEs and CIs",
+}
+
 
 def _root_phrase(v: dict, cells: dict) -> str:
     """The AME a partition figure draws at its root, in its alt text: of an honest partition that of the rows
@@ -130,6 +139,14 @@ def figure_entries(
                 )
         else:  # pragma: no cover - new figure kinds must add wording here
             raise ValueError(f"no alt text for figure kind {k!r}")
+        if k in ("came-tree", "came") and not v["partition"].get("honest"):
+            # paper mode: one set of rows grows the tree and estimates its leaves; the caption names it
+            n_tree = sum(int(r["n"]) for r in v["partition"]["leaves"])
+            cap += (
+                f" The tree grew on and its leaves are estimated on the same {count_words(n_tree, 'evaluated rows')}."
+            )
+        if unit and k in _EFFECT_SCALE:  # the axis of effects: the unit the tables give the AME in
+            cap += f" {_EFFECT_SCALE[k]} in {unit}."
         if fig.get("n_undefined"):
             cap += (
                 f" The NLM is undefined for {count(fig['n_undefined'], 'row')}, not drawn: "
