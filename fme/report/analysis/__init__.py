@@ -9,6 +9,7 @@ Dask data need (the seeded sample behind the per-row figures).
 
 from .effect import compute_effect
 from .interactions import run_interactions
+from .joint_regions import run_joint_regions
 from .model_view import feature_dictionary, feature_overview, model_fit
 from .run import environment_record, load_data, load_model, load_train_data, run_effects, versions, write_results
 
@@ -23,6 +24,7 @@ __all__ = [
     "model_fit",
     "run_effects",
     "run_interactions",
+    "run_joint_regions",
     "versions",
     "write_results",
 ]
