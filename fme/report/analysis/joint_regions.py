@@ -67,9 +67,7 @@ def grow_joint_partition(results: list[Any], spec: dict[str, Any], conf: float, 
     return fme.came(results, n_partitions=int(cap), **kw, **params)
 
 
-def _common_rows(
-    kept: dict, ids: list[str], cfg: ReportConfig, target_class: Any
-) -> tuple[list[Any], dict[str, Any]]:
+def _common_rows(kept: dict, ids: list[str], cfg: ReportConfig, target_class: Any) -> tuple[list[Any], dict[str, Any]]:
     """The effects' results on one set of rows, and how they were found (see the module docstring)."""
     entries = [kept["effects"][i] for i in ids]
     results = [e["result"] for e in entries]

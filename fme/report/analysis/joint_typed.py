@@ -51,7 +51,11 @@ def _leaf_interval(leaf: dict, level: float) -> Interval:
     fixed-model t interval."""
     if leaf.get("conf_low") is not None:
         return Interval(
-            leaf.get("conf_low"), leaf.get("conf_high"), level, str(leaf.get("inference")), str(leaf.get("covers") or "")
+            leaf.get("conf_low"),
+            leaf.get("conf_high"),
+            level,
+            str(leaf.get("inference")),
+            str(leaf.get("covers") or ""),
         )
     return Interval(leaf.get("came_ci_low"), leaf.get("came_ci_high"), level, "fixed model", CI_COVERS["sample"])
 

@@ -328,9 +328,7 @@ def run_effects(
         sample = sample_rows(data, int(data.shape[0].compute()), sample_size(cfg), int(cfg.seed))[0]
     joint_ids = set((cfg.joint_regions or {}).get("effects", ())) if keep is not None else set()
     if keep is not None:
-        keep.update(
-            model=model, data=data, reference=reference, refits=refits, covariance=covariance, effects={}
-        )
+        keep.update(model=model, data=data, reference=reference, refits=refits, covariance=covariance, effects={})
     for i, eff in enumerate(cfg.effects, start=1):
         key = ("effects", i - 1, "inference") if "inference" in eff.given else ("inference",)
         train = load_train_data(cfg, eff.inference, key, train_cache, model, data)

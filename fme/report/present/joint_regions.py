@@ -68,8 +68,10 @@ def _heterogeneity_rows(section: dict, verdicts: dict[str, dict]) -> tuple[list[
         total, within = _q(section, f"{eid}/variance"), _q(section, f"{eid}/within_variance")
         header = total.unit.header if total is not None else header
         claim = verdicts.get(f"joint/{eid}/share_explained") or {}
-        why = None if claim.get("kind") == "explained_share" and claim.get("holds") else (
-            claim.get("reason") or "not verified"
+        why = (
+            None
+            if claim.get("kind") == "explained_share" and claim.get("holds")
+            else (claim.get("reason") or "not verified")
         )
         rows.append(
             {
