@@ -341,3 +341,48 @@ def test_fme_render_renders_the_section_from_results_json(built, tmp_path):
     assert main(["render", str(folder)]) == 0
     assert (folder / "report.qmd").read_bytes() == (Path(res["out_dir"]) / "report.qmd").read_bytes()
     assert 'id="sec-joint-regions"' in (folder / "report.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_a_dask_build_grows_the_same_joint_regions_as_pandas_and_says_why_when_it_cannot(tmp_path):
+    """The analysis stage on Dask data: the same regions and figures as in memory (to 1e-10); effects that left
+    out different rows give the section's reason instead of a tree."""
+    dd = pytest.importorskip("dask.dataframe")
+    from fme.report.analysis import run_effects, run_joint_regions
+
+    X, _, model = _data()
+    off = {"partition": False, "stability": False, "extrapolation": "none"}
+    cfg = {
+        **{k: "t" for k in ("title", "owner", "intended_use")},
+        "model": {"joblib": "m.joblib"},
+        "data": {"path": "d.csv"},
+        "target": "y",
+        "effects": [{"id": "a", "steps": {"x1": 1}, **off}, {"id": "b", "steps": {"x2": 1}, **off}],
+        "joint_regions": {"effects": ["a", "b"], "max_leaves": None, "minbucket": 25, "alpha": 0.05},
+    }
+    out = {}
+    for engine, data in (("pandas", X), ("dask", dd.from_pandas(X, npartitions=3))):
+        (tmp_path / f"{engine}.yaml").write_text(json.dumps({**cfg, "engine": engine}), encoding="utf-8")
+        kept: dict = {}
+        run_effects(model, data, X, load_config(tmp_path / f"{engine}.yaml"), tmp_path / engine, None, kept)
+        out[engine] = run_joint_regions(kept, load_config(tmp_path / f"{engine}.yaml"), tmp_path / engine)
+    mem, lazy = out["pandas"], out["dask"]
+    assert mem["not_computed"] is None and lazy["not_computed"] is None and len(mem["leaves"]) >= 4
+    for a, b in zip(mem["leaves"] + mem["heterogeneity"], lazy["leaves"] + lazy["heterogeneity"]):
+        assert a.keys() == b.keys()
+        for k, v in a.items():
+            if isinstance(v, float):
+                assert b[k] == pytest.approx(v, rel=1e-10, abs=1e-12), k
+            else:
+                assert b[k] == v, k
+    assert (tmp_path / "dask" / "figures" / "joint-regions-tree.svg").exists()
+    # an envelope check leaves different rows out of each effect: on Dask data the section says why it is missing
+    cfg["effects"][1] = {**cfg["effects"][1], "extrapolation": "envelope"}
+    (tmp_path / "rows.yaml").write_text(json.dumps({**cfg, "engine": "dask"}), encoding="utf-8")
+    kept = {}
+    rows_cfg = load_config(tmp_path / "rows.yaml")
+    run_effects(model, dd.from_pandas(X, npartitions=3), X, rows_cfg, tmp_path / "rows", None, kept)
+    section = run_joint_regions(kept, rows_cfg, tmp_path / "rows")
+    assert section["not_computed"].startswith("with engine: dask the effects must evaluate the same rows")
+    assert "give the effects of joint_regions extrapolation: none" in section["not_computed"]
+    assert "leaves" not in section

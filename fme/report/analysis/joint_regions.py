@@ -75,6 +75,12 @@ def _common_rows(kept: dict, ids: list[str], cfg: ReportConfig, target_class: An
     rows: dict[str, Any] = {"by_effect": by_effect, "recomputed": False}
     if is_dask_collection(kept["data"]):  # the library checks that Dask effects evaluate the same rows
         rows["n"] = int(results[0].n)
+        if len(set(by_effect.values())) > 1:
+            each = ", ".join(f"{i}: {n}" for i, n in by_effect.items())
+            rows["different"] = (
+                f"with engine: dask the effects must evaluate the same rows, and they do not ({each} evaluated rows); "
+                "give the effects of joint_regions extrapolation: none, or on_extrapolation: keep"
+            )
         return results, rows
     first = results[0].results.index
     if all(r.results.index.equals(first) for r in results[1:]):
@@ -221,6 +227,9 @@ def run_joint_regions(
         "figure": None,
         "not_computed": None,
     }
+    if rows.get("different"):
+        out["not_computed"] = rows.pop("different")
+        return out
     if rows["n"] < 2:
         out["not_computed"] = f"the effects evaluate {rows['n']} row(s) in common; a tree needs at least 2"
         return out
