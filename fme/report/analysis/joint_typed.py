@@ -30,8 +30,8 @@ __all__ = ["type_joint_regions", "share_unit", "variance_unit", "SHARE_KIND", "N
 SHARE_KIND = "noncentral F"
 #: Why the F test of a partition that is not honest is not valid: its regions were chosen on the same rows.
 NOT_HONEST = (
-    "the regions were chosen on the same rows that estimate them (honest: false), so the F test and the "
-    "share's interval, which assume fixed regions, are biased upwards"
+    "the regions were chosen on the rows that estimate them (honest: false), and the F test and the share's "
+    "interval assume fixed regions"
 )
 
 
@@ -49,7 +49,7 @@ def variance_unit(unit: Unit) -> Unit:
 def _leaf_interval(leaf: dict, level: float) -> Interval:
     """The interval a leaf's cAME is shown with: its model-uncertainty interval when computed, else the
     fixed-model t interval."""
-    if leaf.get("conf_low") is not None:
+    if leaf.get("conf_low") is not None and leaf.get("inference") != "sample":
         return Interval(
             leaf.get("conf_low"),
             leaf.get("conf_high"),
@@ -57,6 +57,8 @@ def _leaf_interval(leaf: dict, level: float) -> Interval:
             str(leaf.get("inference")),
             str(leaf.get("covers") or ""),
         )
+    if leaf.get("conf_low") is not None:  # inference 'sample': the fixed-model interval, named so
+        return Interval(leaf.get("conf_low"), leaf.get("conf_high"), level, "fixed model", CI_COVERS["sample"])
     return Interval(leaf.get("came_ci_low"), leaf.get("came_ci_high"), level, "fixed model", CI_COVERS["sample"])
 
 

@@ -5,6 +5,7 @@ table and the section's claims, built only from the quantities and claims of ``r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -133,10 +134,27 @@ def _figure(section: dict, counter: list[int], labels: list[str]) -> dict | None
 
 def _settings(section: dict) -> str:
     params = {k: v for k, v in sorted((section.get("params") or {}).items())}
-    text = ", ".join(f"{k} = {v}" for k, v in params.items() if k != "standardize") or "defaults"
+    # in the config's own words: 'honest: false, max_depth: 2'
+    text = ", ".join(f"{k}: {json.dumps(v)}" for k, v in params.items() if k != "standardize") or "defaults"
     if params.get("standardize", True):
         text += "; each effect's fMEs scaled to SD 1 before growing, so that no effect decides the splits by its unit"
     return text
+
+
+def _honesty(section: dict) -> str:
+    """Which rows grew the joint tree and which estimated its leaves, in the report's words."""
+    if section.get("honest"):
+        return (
+            f"Honest regions: the tree was grown on {fmt_int(section['n_grown'])} of the rows and every region's "
+            f"cAMEs, intervals, variances and tests use only the other {fmt_int(section['n_estimated'])} (chosen by "
+            "a seeded hash of the row labels), so the intervals hold for the regions the tree chose. The leaves' n "
+            "counts those estimation rows."
+        )
+    return (
+        "Not honest (joint_regions: honest: false): the tree was grown and its leaves estimated on the same rows, "
+        "so the leaf intervals are not adjusted for the tree's choice of splits and are too narrow, and the "
+        "explained shares are biased upwards."
+    )
 
 
 def joint_context(results: dict, next_table: Callable[[], int], fig_counter: list[int]) -> dict[str, Any] | None:
@@ -182,7 +200,7 @@ def joint_context(results: dict, next_table: Callable[[], int], fig_counter: lis
     out["table_leaves"] = next_table()
     out["het_rows"], out["variance_unit"] = _heterogeneity_rows(section, verdicts)
     out["table_heterogeneity"] = next_table()
-    out["honesty"] = section.get("honesty") or ""
+    out["honesty"] = _honesty(section)
     out["notes"] = list(section.get("notes") or [])
     out["level"] = f"{100 * float(section.get('conf_level') or 0.95):g}%"
     return out
