@@ -81,7 +81,8 @@ def _heterogeneity_rows(section: dict, verdicts: dict[str, dict]) -> tuple[list[
                 "regions": fmt_int(row.get("n_leaves")),
                 "variance": _variance(total),
                 "within": _variance(within),
-                "share": "-" if share is None or share.value is None else shown(share),
+                # a share is stated only as its claim states it: with its interval and a valid F test
+                "share": "-" if share is None or share.value is None or why is not None else shown(share),
                 "ci": "-" if share is None or why is not None else interval_text(share),
                 "statistic": statistic_cell(row.get("statistic"), why is None, why or ""),
                 "p": p_cell(row.get("p_value"), why is None),
