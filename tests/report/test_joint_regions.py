@@ -387,3 +387,25 @@ def test_a_dask_build_grows_the_same_joint_regions_as_pandas_and_says_why_when_i
     assert section["not_computed"].startswith("with engine: dask the effects must evaluate the same rows")
     assert "give the effects of joint_regions extrapolation: none" in section["not_computed"]
     assert "leaves" not in section
+
+
+def test_a_classifiers_joint_numbers_read_in_percentage_points_and_their_variances_in_its_square():
+    from fme.report.inputs.quantities import percentage_points
+
+    section = _section()
+    for leaf in section["leaves"]:
+        leaf.update(
+            came=leaf["came"] / 100, came_ci_low=leaf["came_ci_low"] / 100, came_ci_high=leaf["came_ci_high"] / 100
+        )
+    type_joint_regions(section, percentage_points("P(yes)"))
+    q = section["quantities"]
+    assert q["a/variance"]["unit"] == {
+        "name": "squared percentage points",
+        "short": "pp²",
+        "scale": 10000.0,
+        "of": "P(yes)",
+    }
+    assert q["a/share_explained"]["unit"]["scale"] == 100.0 and q["a/came_leaf_2"]["unit"]["short"] == "pp"
+    ctx = joint_context({"joint_regions": section, "claims": []}, lambda: 1, [0])
+    assert ctx["unit"] == " (pp)" and ctx["variance_unit"] == " (pp²)"
+    assert ctx["leaf_rows"][0]["came"] == "1.00" and ctx["het_rows"][0]["variance"] == "800"
