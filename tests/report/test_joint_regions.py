@@ -4,6 +4,7 @@ quantities and verified claims in results.json, and ``fme render`` rendering it 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -409,3 +410,15 @@ def test_a_classifiers_joint_numbers_read_in_percentage_points_and_their_varianc
     ctx = joint_context({"joint_regions": section, "claims": []}, lambda: 1, [0])
     assert ctx["unit"] == " (pp)" and ctx["variance_unit"] == " (pp²)"
     assert ctx["leaf_rows"][0]["came"] == "1.00" and ctx["het_rows"][0]["variance"] == "800"
+
+
+def test_an_unknown_joint_feature_is_refused_before_any_effect_is_computed(tmp_path):
+    from fme.report.analysis.checks import check_against_data
+
+    X, _, model = _data()
+    cfg = _load(tmp_path, "joint_regions:\n  effects: [a, b]\n  features: [x1, x9]\n")
+    cfg = dataclasses.replace(cfg, effects=cfg.effects[:2])  # not the effect per level of g, absent here
+    with pytest.raises(ConfigError) as info:
+        check_against_data(cfg, model, X, X)
+    msg = str(info.value)
+    assert ":16: joint_regions.features[1]: unknown partition feature 'x9'" in msg and "'x1', 'x2'" in msg
