@@ -9,6 +9,7 @@ Dask data need (the seeded sample behind the per-row figures).
 
 from .effect import compute_effect
 from .interactions import run_interactions
+from .joint_regions import run_joint_regions
 from .model_view import feature_dictionary, feature_overview, model_fit
 from .run import (
     environment_record,
@@ -33,6 +34,7 @@ __all__ = [
     "previous_record",
     "run_effects",
     "run_interactions",
+    "run_joint_regions",
     "versions",
     "write_results",
 ]

@@ -252,6 +252,13 @@ def check_against_data(cfg: ReportConfig, model: Any, data: pd.DataFrame, refere
                     ("effects", i, "partition", "minbucket"),
                     f"{minbucket} is more than the {len(data)} rows of the data; lower it",
                 )
+    for j, f in enumerate((cfg.joint_regions or {}).get("features") or []):  # the joint tree's, likewise
+        if f not in data.columns:
+            raise config_error(
+                cfg,
+                ("joint_regions", "features", j),
+                f"unknown partition feature {f!r}; the data's features are {_names(list(data.columns))}",
+            )
     for f in cfg.units:
         if f not in data.columns and f != cfg.target:
             raise config_error(

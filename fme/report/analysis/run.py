@@ -293,9 +293,19 @@ def load_training(
 
 
 def run_effects(
-    model: Any, data: pd.DataFrame, reference: pd.DataFrame, cfg: ReportConfig, out_dir: Path, target_class: Any = None
+    model: Any,
+    data: pd.DataFrame,
+    reference: pd.DataFrame,
+    cfg: ReportConfig,
+    out_dir: Path,
+    target_class: Any = None,
+    keep: dict | None = None,
 ) -> list[dict]:
     """Compute every configured effect, write its tables and figures, return the summaries.
+
+    ``keep`` (a dict, filled in place): the results of the effects ``joint_regions`` names, with the model, data
+    and refits they were computed with, for :func:`fme.report.analysis.joint_regions.run_joint_regions` (the
+    joint tree grows on the effects' own fMEs).
 
     Any failure is a :class:`~fme.report.inputs.config.ConfigError` naming the effect's ``steps`` line: a report
     never silently drops an effect. An overdispersed Poisson or binomial model's delta-method intervals use its
@@ -324,6 +334,9 @@ def run_effects(
         from .dask_analysis import compute_effect_dask
 
         sample = sample_rows(data, int(data.shape[0].compute()), sample_size(cfg), int(cfg.seed))[0]
+    joint_ids = set((cfg.joint_regions or {}).get("effects", ())) if keep is not None else set()
+    if keep is not None:
+        keep.update(model=model, data=data, reference=reference, refits=refits, covariance=covariance, effects={})
     for i, eff in enumerate(cfg.effects, start=1):
         key = ("effects", i - 1, "inference") if "inference" in eff.given else ("inference",)
         train = load_train_data(cfg, eff.inference, key, train_cache, model, data)
@@ -355,6 +368,9 @@ def run_effects(
                         model, data, reference, veff, cfg.seed, target_class, train, cfg.target, sample, refits
                     )
                 summ = out["summary"]
+                if vid in joint_ids and keep is not None:  # a joint region's effect: its own result, all rows
+                    whole = out["result"] if out["dask_result"] is None else out["dask_result"]
+                    keep["effects"][vid] = {"result": whole, "effect": veff, "train": train}
                 label_intervals(summ, covariance)  # the delta ones computed with the scaled covariance say so
                 summ["id"] = vid
                 summ["level"] = json_num(veff.level)

@@ -175,5 +175,9 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
             ),
             r.get("std_error"),
         ).to_dict()
+    if out.get("joint_regions"):  # the joint-regions section's quantities and claims
+        from .joint_typed import type_joint_regions
+
+        claims.extend(type_joint_regions(out["joint_regions"], unit))
     out["claims"] = claims
     return out

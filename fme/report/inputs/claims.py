@@ -19,6 +19,8 @@ enters_predictions  "predictions use each row's exposure"         the column's r
 contract_verdict    met / not met / inconclusive                  one unit for bound and estimate; the SE is not
                                                                   at rounding level
 not_computed        "not computed: <reason>"                      the reason comes from the code that declined
+explained_share     "the regions explain 42 % (CI ...) of ..."     its F test is valid (:func:`test_validity`) and
+                                                                  the share has an interval
 ==================  ============================================  ===============================================
 """
 
@@ -49,6 +51,7 @@ __all__ = [
     "statistic_cell",
     "p_cell",
     "interval_kind_words",
+    "explained_share",
 ]
 
 KINDS = (
@@ -60,6 +63,7 @@ KINDS = (
     "enters_predictions",
     "contract_verdict",
     "not_computed",
+    "explained_share",
 )
 #: How a claim whose verifier failed is printed.
 CANNOT = "cannot be stated"
@@ -328,3 +332,35 @@ def interval_kind_words(iv: Interval | None) -> str:
     if iv is None or not iv.computed:
         return "no interval"
     return f"{iv.kind} interval"
+
+
+# ------------------------------------------------------------------ explained share
+def explained_share(share: Quantity, test: TestRecord, df2: float | None, alpha: float, effect: str) -> Claim:
+    """'The regions explain 42.0 % of the heterogeneity of the fMEs of x1 + 1 (95% CI 30.1 to 51.2, ...) over
+    the 206 estimation rows; F test that they explain none ...' (the GADGET decomposition of a joint partition),
+    only when the F test is valid and the share has an interval; else the test_not_valid claim with the reason,
+    never a share without its interval.
+
+    ``share``: the explained share (unit: %), its interval from the noncentral F distribution; ``test``: the F test
+    that the regions explain nothing (``df``: its numerator degrees of freedom, ``df2`` the denominator's).
+    """
+    why = test_validity(test)
+    if why is None and (share.interval is None or not share.interval.computed):
+        why = "the share's interval is undefined"
+    what = f"The share of the heterogeneity of the fMEs of {effect} that the regions explain"
+    if why is not None:
+        return Claim(
+            "test_not_valid", (share.id, test.id), True, f"{what} cannot be stated here: {why}", "not valid", why
+        )
+    value, low, high = share.display()
+    rejects = float(test.p_value) < alpha  # type: ignore[arg-type]
+    df = f" with {fmt_g(test.df, 4)} and {fmt_g(df2, 6)} df" if _finite(test.df) and _finite(df2) else ""
+    verdict = "they explain some of it" if rejects else "the data do not show that they explain any of it"
+    text = (
+        f"The regions explain {fmt_num(value, 1)} % of the heterogeneity of the fMEs of {effect} "
+        f"({fmt_num(100 * share.interval.level, 0)}% CI {fmt_num(low, 1)} % to {fmt_num(high, 1)} %, "  # type: ignore[union-attr]
+        f"{share.interval.kind}) over the {share.rows.words()}; F test that they explain none{df}: "  # type: ignore[union-attr]
+        f"statistic {fmt_num(test.statistic, 2)}, {p_phrase(test.p_value)}: {verdict} at the "
+        f"{fmt_num(100 * alpha, 0)}% level"
+    )
+    return Claim("explained_share", (share.id, test.id), True, text, "explains" if rejects else "not shown")

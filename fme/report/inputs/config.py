@@ -146,7 +146,8 @@ class ReportConfig:
     ----------
     title, owner, intended_use, model, data, target, effects, ...
         The config's keys (``reports/README.md``); an optional key that is not given is None (``challenger``,
-        ``reference_data``, ``test_data``, ``interactions``, ``scheduler``, ``sample_size``, ``previous``).
+        ``reference_data``, ``test_data``, ``interactions``, ``scheduler``, ``sample_size``, ``previous``,
+        ``joint_regions``: the effect ids and tree settings of the joint-regions section, defaults filled in).
         ``model``, ``data`` and the other data sources, ``inference``, ``flags``, ``overview`` and ``figures``
         are mappings, resolved (``flags``: every threshold; ``inference``: ``{"method": ..., ...}``).
     path : Path
@@ -200,6 +201,7 @@ class ReportConfig:
     scheduler: str | None = None
     sample_size: int | None = None
     previous: str | None = None
+    joint_regions: Mapping[str, Any] | None = None
 
     def resolve_path(self, rel: str | Path) -> Path:
         """``rel`` as the config means it: absolute, or relative to the config's folder."""
@@ -426,6 +428,10 @@ def load_config(path: str | Path) -> ReportConfig:
         _check_expect(str(path), lines, i, full)
         cfg["effects"][i] = full
     cfg["signoff"] = [{"name": "", **row} for row in cfg["signoff"]]
+    if "joint_regions" in raw:  # after the effects: their ids are known
+        from .joint_config import check_joint_regions
+
+        cfg["joint_regions"] = check_joint_regions(str(path), lines, raw["joint_regions"], cfg["effects"])
     return dataclasses.replace(
         _config_object(cfg, raw, path.resolve(), {key_text(k): v for k, v in lines.items()}), shown=str(path)
     )

@@ -20,6 +20,7 @@ __all__ = [
     "DETECTOR_NAMES",
     "PARTITION_PARAMS",
     "COUNTERPART",
+    "JOINT_REGIONS",
 ]
 
 _NAME = {"type": "string", "minLength": 1}
@@ -150,6 +151,30 @@ _PARTITION = {
         },
         **_CTREE_PARAMS,
         **_CART_PARAMS,
+    },
+}
+#: ``joint_regions``: one partition in which several effects are homogeneous at once (fme.came of a list of
+#: effects); the tree settings of an effect's ``partition`` that apply to several effects, and ``standardize``.
+#: The ids and the method's parameters are checked by :func:`fme.report.inputs.joint_config.check_joint_regions`.
+JOINT_REGIONS = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["effects"],
+    "description": "one cAME tree grown on the fMEs of several effects at once (fme.came of a list): the tree, "
+    "each effect's cAMEs per region and how much of each effect's heterogeneity the regions explain",
+    "properties": {
+        "effects": {
+            "type": "array",
+            "items": _NAME,
+            "description": "ids of two or more entries of effects (each a single step, not one effect per level)",
+        },
+        "title": {**_NAME, "description": "the section's heading (default: Joint regions)"},
+        **{k: v for k, v in _PARTITION["properties"].items() if k != "n_splits"},
+        "standardize": {
+            "type": "boolean",
+            "description": "grow the tree on each effect's fMEs scaled to SD 1 (default true), so that no effect "
+            "decides the splits by its unit; the figures stay in each effect's unit",
+        },
     },
 }
 _STABILITY = {
@@ -353,6 +378,7 @@ SCHEMA: dict[str, Any] = {
             "tables (default 100000; the summaries are over all rows)",
         },
         "previous": {**_NAME, "description": "results.json of an earlier build: adds a change-log section"},
+        "joint_regions": JOINT_REGIONS,
     },
 }
 

@@ -44,6 +44,7 @@ from .effect_tables import (  # noqa: F401 - re-exported: an effect's cells are 
 from .extrapolation_text import ep_line
 from .figure_text import figure_entries
 from .flags import FLAG, dispersion_text, flag_rows, model_flag_rows, threshold_rows
+from .joint_regions import joint_context
 from .levels import level_flag_rows, level_rows, level_sentences
 from .model_context import causes_phrase, detector_text, effective_step_rows, fit_text, whole_model
 from .partition_view import (  # noqa: F401
@@ -232,6 +233,8 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                     }
             variants.append(var)
         effects.append({"id": group["id"], "title": effect_title(group), "why": group["why"], "variants": variants})
+    # the joint-regions section follows the effects (its tables and figure numbered after theirs)
+    joint = joint_context(results, next_table, fig_counter)
     flags.extend(model_flag_rows(results.get("model") or {}, thresholds))
     flags.extend(unstated_flags("the report", [c["text"] for c in results.get("claims") or [] if not c["holds"]]))
     interactions = interaction_cells(results.get("interactions"), value, noun)
@@ -280,6 +283,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "table_challenger": table_challenger,
         "interactions": interactions,
         "table_interactions": table_interactions,
+        "joint": joint,
         "overview": overview,
         "flags": flags,
         "effects": effects,
