@@ -38,6 +38,30 @@ def _names_in(code: str, columns: Any) -> list:
     return [c for c in dict.fromkeys(found) if c in cols]
 
 
+def _plain(code: str, columns: Any) -> bool:
+    """Whether a factor is one data column as it is (``x``, ``C(x)``, ``C(x, Treatment('b'))``, ``Q('x y')``):
+    only then are its categories the column's levels. A categorical factor of a transformed column
+    (``I(x > 0)``, ``C(np.round(x))``) leaves the column itself numeric."""
+    import ast
+
+    try:
+        node = ast.parse(code, mode="eval").body
+    except SyntaxError:
+        return False
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "C" and node.args:
+        node = node.args[0]
+    if isinstance(node, ast.Name):
+        return node.id in set(columns)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "Q"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value in set(columns)
+    )
+
+
 def _formulaic_factors(spec: Any, columns: Any) -> list[tuple[list, list | None]]:
     """(data columns, categorical levels or None) per factor of a formulaic ``ModelSpec``."""
     data_vars = set(getattr(spec, "variables_by_source", {}).get("data", ()))
@@ -47,7 +71,7 @@ def _formulaic_factors(spec: Any, columns: Any) -> list[tuple[list, list | None]
         code = str(getattr(factor, "expr", factor))
         names = _names_in(code, columns) or sorted(v for v in variables if v in data_vars and v in cols)
         kind, state = spec.encoder_state.get(code, (None, {}))
-        categorical = getattr(kind, "value", kind) == "categorical"
+        categorical = getattr(kind, "value", kind) == "categorical" and _plain(code, columns)
         out.append((names, list(state.get("categories", ())) if categorical else None))
     return out
 
@@ -55,7 +79,12 @@ def _formulaic_factors(spec: Any, columns: Any) -> list[tuple[list, list | None]
 def _patsy_factors(spec: Any, columns: Any) -> list[tuple[list, list | None]]:
     """(data columns, categorical levels or None) per factor of a patsy ``DesignInfo``."""
     return [
-        (_names_in(getattr(factor, "code", ""), columns), list(info.categories) if info.type == "categorical" else None)
+        (
+            _names_in(getattr(factor, "code", ""), columns),
+            list(info.categories)
+            if info.type == "categorical" and _plain(getattr(factor, "code", ""), columns)
+            else None,
+        )
         for factor, info in spec.factor_infos.items()
     ]
 

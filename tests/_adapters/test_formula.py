@@ -98,3 +98,22 @@ def test_the_step_error_names_the_rows_it_stays_defined_on():
         DataError, match=rf"the step of 'x' by -2.5 .*only the rows with x >= {d['x'].min() + 2.5:.10g}"
     ):
         fme.ame(res, d, {"x": -2.5}, inference="delta")
+
+
+def test_a_categorical_factor_of_a_transformed_column_leaves_the_column_numeric(formula_engine):
+    # I(x3 > 0) is categorical in patsy's design, but x3 itself is numeric: stepping it moves the indicator
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(3)
+    d = pd.DataFrame({"x1": rng.normal(size=200), "x3": rng.normal(size=200)})
+    d["y"] = d.x1 * (1 + (d.x3 > 0)) + rng.normal(size=200)
+    m = smf.ols("y ~ x1*I(x3 > 0)", data=d).fit()
+    got = fme.ame(m, d, {"x3": 0.5})["ame"].iloc[0]
+    direct = float((m.predict(d.assign(x3=d.x3 + 0.5)) - m.predict(d)).mean())
+    assert got == pytest.approx(direct, rel=1e-12, abs=1e-14)
+    assert direct != 0.0
+    # a plain C(x) of a numeric column still takes the formula's levels
+    d["g"] = rng.integers(0, 3, size=200)
+    m2 = smf.ols("y ~ x1 + C(g)", data=d).fit()
+    with pytest.raises(fme.DataError, match="C\\(g\\)"):
+        fme.ame(m2, d.assign(g=d.g + 0.5), {"x1": 1})
