@@ -41,6 +41,7 @@ from ._core.summary import Moments
 from ._dask import effects as dask_effects
 from ._dask.common import FIT_SAMPLE_SIZE
 from ._dask.steps import lazy_moments
+from ._local import arrays as local_arrays
 from ._local import effects as local_effects
 from ._utils.validation import check_data, is_categorical, is_dask_collection
 from .exceptions import FeatureError
@@ -251,7 +252,9 @@ def fme(
         feature_names=feature_names,
     )
     # Validated once here (the data, the options into a plan); the engines trust the plan, neither calls back here.
-    planned = front_plan(model, data, options)
+    planned = front_plan(model, data, options, "fme.fme")
+    if planned.on_arrays:
+        return local_arrays.fme(planned.plan, planned.data, planned.reference, steps)
     engine = dask_effects if planned.on_dask else local_effects
     return engine.fme(planned.plan, planned.data, planned.reference, steps)
 

@@ -301,6 +301,7 @@ ENGINE_ENTRIES = {
     "came": ("came",),
     "vocab": ("average", "comparisons", "predictions"),
     "interactions": ("interaction",),
+    "arrays": ("fme", "ame"),
 }
 
 
