@@ -78,9 +78,9 @@ class ArrayData:
 
 def _names(feature_names: Any, p: int, library: str, name: str) -> tuple[str, ...]:
     if feature_names is None:
-        raise ParameterError(
-            f"`{name}` is a {library} array: its columns have no names, so name them with feature_names=[...] "
-            f"(one label per column, in the array's order: the {p} inputs the model reads), or pass a DataFrame."
+        raise DataError(
+            f"`{name}` is a {library} array without feature_names: it must be a pandas DataFrame, or an array whose "
+            f"{p} columns are named with feature_names=[...] (one label per column, in the array's order)."
         )
     if (
         isinstance(feature_names, (str, bytes))
@@ -106,9 +106,10 @@ def check_array_data(data: Any, feature_names: Any, name: str = "data") -> Array
     Raises
     ------
     DataError
-        Not 2-D, no rows or no columns, complex or non-numeric values, or ``feature_names`` of the wrong length.
+        No ``feature_names``, ``feature_names`` of the wrong length, not 2-D, no rows or no columns, complex or
+        non-numeric values.
     ParameterError
-        No ``feature_names``, or not a list of distinct labels.
+        ``feature_names`` that is not a list of distinct labels.
     """
     xp = namespace(data)
     library = library_name(data)

@@ -44,7 +44,7 @@ from ..inference.table import EstimatesTable
 from ..inference.wald import stack_estimates
 from ..steps import STACK_CELL_BUDGET, Step
 
-__all__ = ["fme", "ame", "evaluate"]
+__all__ = ["fme", "ame", "evaluate", "refuse_table_options"]
 
 #: The one step of the (row, t) frames: t + 1 moves a point from x (t = 0) to x + h (t = 1).
 _PATH_STEP = (Step(T, "numeric", 1.0),)
@@ -158,23 +158,12 @@ def ame(plan: Plan, data: ArrayData, reference: Any, steps: Mapping[str, Any], t
     Raises
     ------
     ParameterError
-        ``by``, ``wts``, ``hypothesis`` or ``vcov='unconditional'``: they need a DataFrame.
+        ``by``, ``wts``, ``hypothesis`` or ``vcov='unconditional'``: they need a DataFrame
+        (:func:`refuse_table_options`).
     """
-    given = [
-        name
-        for name, value in (
-            ("by", table.by_cols),
-            ("wts", table.wts),
-            ("hypothesis", table.hypothesis),
-            ("vcov='unconditional'", table.unconditional),
-        )
-        if value is not None and value != ()
-    ]
-    if given:
-        raise ParameterError(
-            f"fme.ame on an array does not take {', '.join(given)}; pass the data as a DataFrame "
-            "(pd.DataFrame(numpy_array, columns=feature_names)) for by-groups, weights and hypotheses."
-        )
+    refuse_table_options(
+        by=table.by_cols, wts=table.wts, hypothesis=table.hypothesis, unconditional=table.unconditional
+    )
     rows: list[dict[str, Any]] = []
     done: list[Estimates] = []
     for feature, value in steps.items():
@@ -203,3 +192,16 @@ def ame(plan: Plan, data: ArrayData, reference: Any, steps: Mapping[str, Any], t
         done.append(est)
     out = pd.DataFrame(rows, columns=list(table.columns))
     return EstimatesTable.from_frame(out, stack_estimates(done), conf_level=table.conf_level)
+
+
+def refuse_table_options(**given: Any) -> None:
+    """:func:`fme.ame`'s options that need a DataFrame (``by``, ``wts``, ``hypothesis``, ``vcov='unconditional'``):
+    a ParameterError names those given (None or empty when not)."""
+    names = {"unconditional": "vcov='unconditional'"}
+    used = [names.get(k, k) for k, v in given.items() if v is not None and not (isinstance(v, (tuple, list)) and not v)]
+    if used:
+        raise ParameterError(
+            f"fme.ame on an array does not take {', '.join(used)}; pass the data as a DataFrame "
+            "(pd.DataFrame(numpy_array, columns=feature_names)) for by-groups, weights, hypotheses and the "
+            "unconditional variance."
+        )

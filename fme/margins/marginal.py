@@ -294,6 +294,8 @@ def ame(
         {**fme_kwargs, "inference": method, "bootstrap": bootstrap, "conf_level": conf_level}, "fme.ame"
     )
     planned = front_plan(model, data, options, "fme.ame")
+    if planned.on_arrays:
+        local_arrays.refuse_table_options(by=by, wts=wts, hypothesis=hypothesis, vcov=vcov)
     frame = planned.frame
     # the by columns sit beside fme's in one table: a shared name would make it ambiguous
     by_cols = check_by(frame.columns, by, AME_COLUMNS if hypothesis is None else ())
