@@ -147,4 +147,3 @@ def array_exclusions(data: ArrayData, steps: Sequence[Step]) -> tuple[np.ndarray
             code[flag] = 1
             notes.append((np.flatnonzero(flag), "", f"{what} value in {s.feature}"))
     return code, notes
-

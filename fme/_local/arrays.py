@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._adapters.array_function import ROW, T, ArrayPredictor
+from .._adapters.array_function import ROW, ArrayPredictor, T
 from .._core.arrays import ArrayData, array_exclusions
 from .._core.exclusions import check_evaluated, excluded_frame
 from .._core.kernel import evaluate_steps
@@ -144,7 +144,16 @@ def _evaluate_rows(
         return f0, f1, None, None, extra
     frames = batch or max(1000, FRAME_CELLS // (max(1, width) * _GK_NODES))
     nlm, status, _, extra = nlm_values(
-        settings, predictor, pairs, _PATH_STEP, None, f0, f1, frames, spread=plan.spread, return_sd=True,
+        settings,
+        predictor,
+        pairs,
+        _PATH_STEP,
+        None,
+        f0,
+        f1,
+        frames,
+        spread=plan.spread,
+        return_sd=True,
         progress=plan.progress,
     )
     return f0, f1, nlm, status, extra
