@@ -107,7 +107,7 @@ def ame(
     Parameters
     ----------
     model, data :
-        As in :func:`fme.fme`.
+        As in :func:`fme.fme` (``data`` also an array with ``feature_names=``: :mod:`fme._local.arrays`).
     steps : dict, optional
         ``{feature: h or rule}`` for numeric, ``{feature: level}`` or
         ``{feature: None}`` (every level) for categorical features.

@@ -1,0 +1,185 @@
+"""fME, AME and the default NLM of a PyTorch network on its own device, against the network's own predictions.
+
+A 10-256-256-1 ReLU network (seeded random weights, float32) wrapped as a plain function of a torch tensor;
+the data a (rows x 10) tensor on the same device, passed to :func:`fme.fme` / :func:`fme.ame` with
+``feature_names=`` (the array route, :mod:`fme._local.arrays`: the stepped points are built on the device, only
+the predictions come to the host). Timed, best of ``--repeat``, device synchronised around each call:
+
+* ``two predictions``: f(X) and f(X + h) called directly on the device tensors (the least any fME can cost);
+* ``fme.fme``, ``fme.ame`` (one feature, the same AME), ``fme.fme(..., nlm=True)`` (the default error-controlled
+  Gauss-Kronrod NLM, budget 34 predictions per row);
+* ``its predictions``: the time the NLM call spent inside the network (the rows it asked for, synchronised),
+
+and printed with the ratios fme.fme / two predictions and NLM / its predictions.
+
+Rows: 10**7 on CUDA when available, else 10**5 on PyTorch's CPU build (``--rows`` overrides); without PyTorch
+the script says so and exits 0. ``--backend numpy`` runs the same network written in NumPy (float64) on NumPy
+arrays (the array route without PyTorch, on the CPU) and, for comparison, the NLM of the DataFrame route of the
+same function (10**5 rows by default).
+
+Usage: ``python benchmarks/bench_gpu.py [--rows N] [--repeat 3] [--backend torch|numpy]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import fme
+
+P, HIDDEN = 10, 256
+NAMES = [f"x{j}" for j in range(P)]
+
+
+def _weights(seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """He-initialised float32 weights of the 10-256-256-1 network (seeded)."""
+    rng = np.random.default_rng(seed)
+    sizes = [P, HIDDEN, HIDDEN, 1]
+    return [
+        (
+            (rng.normal(size=(a, b)) * np.sqrt(2.0 / a)).astype(np.float32),
+            (rng.normal(size=b) * 0.1).astype(np.float32),
+        )
+        for a, b in zip(sizes[:-1], sizes[1:])
+    ]
+
+
+class Timed:
+    """The network as a function of an array, counting the rows and the (synchronised) seconds it was called for."""
+
+    def __init__(self, net: Callable[[Any], Any], sync: Callable[[], None]) -> None:
+        self.net, self.sync = net, sync
+        self.rows, self.seconds = 0, 0.0
+
+    def __call__(self, x: Any) -> Any:
+        self.sync()
+        t0 = time.perf_counter()
+        out = self.net(x)
+        self.sync()
+        self.seconds += time.perf_counter() - t0
+        self.rows += int(x.shape[0])
+        return out
+
+    def reset(self) -> None:
+        self.rows, self.seconds = 0, 0.0
+
+
+def torch_setup(rows: int | None) -> tuple[Timed, Any, Callable[[], None], str, Any] | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if cuda else "cpu")
+    n = rows or (10**7 if cuda else 10**5)
+    layers = []
+    for W, b in _weights():
+        lin = torch.nn.Linear(W.shape[0], W.shape[1])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(W.T.copy()))
+            lin.bias.copy_(torch.from_numpy(b))
+        layers += [lin, torch.nn.ReLU()]
+    net = torch.nn.Sequential(*layers[:-1]).to(device).eval()
+
+    @torch.inference_mode()
+    def f(x: Any) -> Any:
+        return net(x)[:, 0]
+
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    X = torch.from_numpy(np.random.default_rng(1).normal(size=(n, P)).astype(np.float32)).to(device)
+    where = f"PyTorch {torch.__version__} on {torch.cuda.get_device_name() if cuda else 'the CPU'}"
+    return Timed(f, sync), X, sync, where, lambda x: x.clone()
+
+
+def numpy_setup(rows: int | None) -> tuple[Timed, Any, Callable[[], None], str, Any]:
+    # float64 here, so that the DataFrame route (float64 frames) predicts the very same points
+    weights = [(W.astype(np.float64), b.astype(np.float64)) for W, b in _weights()]
+
+    def f(x: np.ndarray) -> np.ndarray:
+        h = x
+        for i, (W, b) in enumerate(weights):
+            h = h @ W + b
+            if i < len(weights) - 1:
+                np.maximum(h, 0, out=h)
+        return h[:, 0]
+
+    n = rows or 10**5
+    X = np.random.default_rng(1).normal(size=(n, P))
+    return Timed(f, lambda: None), X, lambda: None, f"NumPy {np.__version__} on the CPU (float64)", lambda x: x.copy()
+
+
+def best(fn: Callable[[], Any], repeat: int, sync: Callable[[], None]) -> tuple[float, Any]:
+    times, out = [], None
+    for _ in range(repeat):
+        sync()
+        t0 = time.perf_counter()
+        out = fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=None)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--backend", choices=("torch", "numpy"), default="torch")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", fme.FixedModelWarning)
+    setup = torch_setup(args.rows) if args.backend == "torch" else numpy_setup(args.rows)
+    if setup is None:
+        print("PyTorch is not installed: nothing to measure (pip install torch, or --backend numpy).")
+        return
+    model, X, sync, where, copy = setup
+    n = int(X.shape[0])
+    print(f"{where}: a 10-256-256-1 ReLU network, {n} rows x {P} features, best of {args.repeat}")
+    steps = {"x0": 1.0}
+    moved = copy(X)
+    moved[:, 0] = moved[:, 0] + 1.0
+
+    def two() -> Any:
+        return model(X), model(moved)
+
+    t_two, _ = best(two, args.repeat, sync)
+    t_fme, res = best(lambda: fme.fme(model, X, steps, feature_names=NAMES), args.repeat, sync)
+    t_ame, table = best(
+        lambda: fme.ame(model, X, steps, feature_names=NAMES, inference="sample"), args.repeat, sync
+    )
+    times = []
+    for _ in range(args.repeat):
+        model.reset()
+        sync()
+        t0 = time.perf_counter()
+        nlm = fme.fme(model, X, steps, feature_names=NAMES, nlm=True)
+        sync()
+        times.append((time.perf_counter() - t0, model.seconds, model.rows))
+    t_nlm, t_inside, nlm_rows = min(times)
+    assert abs(float(table["ame"].iloc[0]) - float(res.ame)) <= 1e-12 * max(1.0, abs(float(res.ame)))
+    print(f"  two predictions          {t_two:9.3f} s")
+    print(f"  fme.fme                  {t_fme:9.3f} s   {t_fme / t_two:6.2f}x two predictions")
+    print(f"  fme.ame                  {t_ame:9.3f} s   {t_ame / t_two:6.2f}x two predictions")
+    print(
+        f"  fme.fme(nlm=True)        {t_nlm:9.3f} s   {t_nlm / t_inside:6.2f}x its predictions "
+        f"({t_inside:.3f} s inside the network, {nlm_rows / n:.1f} predictions per row; ANLM {float(nlm.anlm):.4f})"
+    )
+    if args.backend == "numpy" and n <= 10**6:
+        frame = pd.DataFrame(X, columns=NAMES)
+
+        def on_frame(d: pd.DataFrame) -> Any:
+            return model(d.to_numpy(dtype=float))
+
+        t_frame, ref = best(lambda: fme.fme(on_frame, frame, steps, nlm=True), args.repeat, sync)
+        diff = np.nanmax(np.abs(ref.results["nlm"].to_numpy() - nlm.results["nlm"].to_numpy()))
+        print(
+            f"  DataFrame route, NLM     {t_frame:9.3f} s   (the array route takes {t_nlm / t_frame:.2f}x its time; "
+            f"largest NLM difference {diff:.1e})"
+        )
+
+if __name__ == "__main__":
+    main()
