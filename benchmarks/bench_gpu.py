@@ -148,9 +148,7 @@ def main() -> None:
 
     t_two, _ = best(two, args.repeat, sync)
     t_fme, res = best(lambda: fme.fme(model, X, steps, feature_names=NAMES), args.repeat, sync)
-    t_ame, table = best(
-        lambda: fme.ame(model, X, steps, feature_names=NAMES, inference="sample"), args.repeat, sync
-    )
+    t_ame, table = best(lambda: fme.ame(model, X, steps, feature_names=NAMES, inference="sample"), args.repeat, sync)
     times = []
     for _ in range(args.repeat):
         model.reset()
@@ -180,6 +178,7 @@ def main() -> None:
             f"  DataFrame route, NLM     {t_frame:9.3f} s   (the array route takes {t_nlm / t_frame:.2f}x its time; "
             f"largest NLM difference {diff:.1e})"
         )
+
 
 if __name__ == "__main__":
     main()
