@@ -82,8 +82,6 @@ class ArrayPredictor(Predictor):
         The data's namespace and device.
     columns, shifts : sequences
         The stepped columns' positions and their steps h.
-    label : str
-        The steps' description, for messages.
     description : str
         The model's description.
     library : str
@@ -98,16 +96,8 @@ class ArrayPredictor(Predictor):
         device: Any,
         columns: Sequence[int],
         shifts: Sequence[float],
-        label: str,
         description: str,
         library: str,
     ) -> None:
         super().__init__(_PathPoints(model, values, xp, device, columns, shifts), None, None, description)
-        self.label = label
         self.accepts = f"a 2-D {library} array of the data's columns (in feature_names order) on the data's device"
-
-    def _where(self, stage: str | None, rows: tuple[int, int, int] | None) -> str:
-        # the kernels describe the step of their (row, t) frames, "t + 1": name the caller's steps instead
-        if stage:
-            stage = stage.replace(f"{T} + 1", self.label)
-        return super()._where(stage, rows)

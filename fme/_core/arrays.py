@@ -34,8 +34,8 @@ class ArrayData:
     Attributes
     ----------
     values : array
-        The caller's array (rows x features; floating, integer or boolean arrays are converted to float64 in their
-        namespace, on their device).
+        The caller's array (rows x features), never modified; an integer or boolean array is converted to float64
+        in its namespace, on its device (a floating one is kept, float32 included).
     xp : module
         Its namespace (``array_api_compat.array_namespace``).
     device : object

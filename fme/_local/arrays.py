@@ -23,6 +23,7 @@ counterpart (:mod:`fme._dask.arrays`) refuses.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,8 +47,18 @@ from ..steps import STACK_CELL_BUDGET, Step
 
 __all__ = ["fme", "ame", "evaluate", "refuse_table_options"]
 
-#: The one step of the (row, t) frames: t + 1 moves a point from x (t = 0) to x + h (t = 1).
-_PATH_STEP = (Step(T, "numeric", 1.0),)
+
+@dataclass(frozen=True)
+class _PathStep(Step):
+    """The one step of the (row, t) frames: t + 1 moves a point from x (t = 0) to x + h (t = 1). It describes
+    itself as the caller's steps, so the kernels' messages and progress bars name those."""
+
+    label: str = ""
+
+    def describe(self) -> str:
+        return self.label
+
+
 #: Rows of a fixed-rule NLM batch however wide the data (the DataFrame route's floor).
 _MIN_BATCH = 10_000
 #: The Gauss-Kronrod nodes per row of the error-controlled NLM's first frames.
@@ -87,12 +98,12 @@ def evaluate(plan: Plan, data: ArrayData, reference: Any, steps: Any) -> FMEResu
         data.device,
         [data.column(s.feature) for s in stepped.steps],
         [float(s.value) for s in stepped.steps],
-        label,
         plan.predictor.description,
         data.library,
     )
     pairs = pd.DataFrame({ROW: cand.astype(float), T: np.zeros(cand.size)})
-    f0, f1, nlm, status, extra = _evaluate_rows(stepped, predictor, pairs, len(data.feature_names))
+    path = (_PathStep(T, "numeric", 1.0, label=label),)
+    f0, f1, nlm, status, extra = _evaluate_rows(stepped, predictor, pairs, path, len(data.feature_names))
     res: dict[str, Any] = {"fme": f1 - f0}
     if nlm is not None:
         res.update(nlm=nlm, nlm_status=status)
@@ -125,7 +136,7 @@ def evaluate(plan: Plan, data: ArrayData, reference: Any, steps: Any) -> FMEResu
 
 
 def _evaluate_rows(
-    plan: Plan, predictor: ArrayPredictor, pairs: pd.DataFrame, width: int
+    plan: Plan, predictor: ArrayPredictor, pairs: pd.DataFrame, path: tuple[Step, ...], width: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, dict[str, Any]]:
     """f(x), f(x + h) and, with the plan's NLM, the NLMs, their status and the method's extra columns
     (Gauss-Kronrod: ``err``, ``route``) of the rows in ``pairs``; the frames are as large as the DataFrame route's
@@ -135,11 +146,11 @@ def _evaluate_rows(
     if settings is not None and rule is not None:
         size = batch or max(_MIN_BATCH, STACK_CELL_BUDGET // (max(1, width) * max(1, rule.n_evaluations)))
         f0, f1, nlm, sd, scale = evaluate_steps(
-            predictor, pairs, _PATH_STEP, rule, size, None, plan.progress, return_scale=True
+            predictor, pairs, path, rule, size, None, plan.progress, return_scale=True
         )
         nlm, status = classify(nlm, sd, f0, f1, settings.flat_tol, spread=plan.spread, scale=scale)
         return f0, f1, nlm, status, extra
-    f0, f1, _, _ = evaluate_steps(predictor, pairs, _PATH_STEP, None, batch, None, plan.progress)
+    f0, f1, _, _ = evaluate_steps(predictor, pairs, path, None, batch, None, plan.progress)
     if settings is None:
         return f0, f1, None, None, extra
     frames = batch or max(1000, FRAME_CELLS // (max(1, width) * _GK_NODES))
@@ -147,7 +158,7 @@ def _evaluate_rows(
         settings,
         predictor,
         pairs,
-        _PATH_STEP,
+        path,
         None,
         f0,
         f1,
