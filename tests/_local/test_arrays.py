@@ -171,3 +171,41 @@ def test_arrays_need_feature_names_and_other_verbs_refuse_them():
         dask_arrays.fme(None, None, None, {})  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="fme.ame on Dask"):
         dask_arrays.ame(None, None, None, {}, None)  # type: ignore[arg-type]
+
+
+def test_the_model_gets_arrays_on_the_data_device():
+    """array_api_strict refuses to mix devices: data on a second device are stepped and predicted there."""
+    device = array_api_strict.Device("device1")
+    X = _data()[9:]
+    model = Model()
+    got = fme.fme(model, array_api_strict.asarray(X, device=device), {"a": 1.0}, feature_names=NAMES, nlm=True)
+    want = fme.fme(_frame_model, pd.DataFrame(X, columns=NAMES), {"a": 1.0}, nlm=True)
+    _same(got, want)
+    seen = set()
+
+    def where(x):
+        seen.add(x.device)
+        return model(x)
+
+    fme.ame(where, array_api_strict.asarray(X, device=device), {"c": "sd"}, feature_names=NAMES)
+    assert seen == {device}
+
+
+def test_float32_data_reach_the_model_as_float32_and_stay_untouched():
+    X = _data()[9:].astype(np.float32)
+    before = X.copy()
+    dtypes = set()
+
+    def rude(x):  # writes into what it is given: the caller's array must not change
+        dtypes.add(x.dtype)
+        out = np.tanh(x[:, 0]) * x[:, 1]
+        x[:, 0] = 0.0
+        return out
+
+    got = fme.fme(rude, X, {"a": 0.5}, feature_names=NAMES, nlm=True, nlm_points=4)
+    np.testing.assert_array_equal(X, before)
+    assert dtypes == {np.dtype(np.float32)}
+    # the points are x and x + h in float32, the model's own arithmetic; the difference is taken in float64
+    f1 = (np.tanh(X[:, 0] + np.float32(0.5)) * X[:, 1]).astype(np.float64)
+    f0 = (np.tanh(X[:, 0]) * X[:, 1]).astype(np.float64)
+    np.testing.assert_array_equal(got.results["fme"].to_numpy(), f1 - f0)
