@@ -71,8 +71,9 @@ def fme(plan: Plan, data: ArrayData, reference: Any, steps: Any) -> FMEResult:
     return evaluate(plan, data, reference, steps)
 
 
-def evaluate(plan: Plan, data: ArrayData, reference: Any, steps: Any) -> FMEResult:
-    """The :class:`FMEResult` of the step specification ``steps`` on ``data`` (see the module docstring).
+def evaluate(plan: Plan, data: ArrayData, reference: Any, steps: Any, host: pd.DataFrame | None = None) -> FMEResult:
+    """The :class:`FMEResult` of the step specification ``steps`` on ``data`` (see the module docstring); its
+    ``data`` is ``host`` when given, else the array copied to the host.
 
     Raises
     ------
@@ -116,7 +117,7 @@ def evaluate(plan: Plan, data: ArrayData, reference: Any, steps: Any) -> FMEResu
         results=pd.DataFrame(res, index=out_index),
         steps=stepped.steps,
         excluded=excluded_frame(code, notes, index),
-        data=data.host_frame(),
+        data=data.host_frame() if host is None else host,
         predictions=pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=out_index),
         model_description=stepped.predictor.description,
         explained_class=None,
@@ -128,7 +129,7 @@ def evaluate(plan: Plan, data: ArrayData, reference: Any, steps: Any) -> FMEResu
         detector=None if plan.detector is None else detector_name(plan.detector),
         on_extrapolation=plan.policy,
         model_features=None if names is None else tuple(names),
-        inference_rows=sample_inference(res["fme"]) if cand.size else None,
+        inference_rows=sample_inference(res["fme"]),
         conf_level=plan.conf_level,
         positions=cand,
         scale=None,
@@ -184,10 +185,12 @@ def ame(plan: Plan, data: ArrayData, reference: Any, steps: Mapping[str, Any], t
     refuse_table_options(
         by=table.by_cols, wts=table.wts, hypothesis=table.hypothesis, unconditional=table.unconditional
     )
+    frame = data.empty_frame()
     rows: list[dict[str, Any]] = []
     done: list[Estimates] = []
     for feature, value in steps.items():
-        res = evaluate(plan, data, reference, {feature: value})
+        # the table reads the fMEs only: no host copy of the array for the result's data
+        res = evaluate(plan, data, reference, {feature: value}, host=frame)
         values = res.results["fme"].to_numpy(dtype=float)
         est = sample_inference(values).average(np.zeros(values.size, dtype=np.int64), 1)
         d = describe(values, table.conf_level)
