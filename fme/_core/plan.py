@@ -53,7 +53,7 @@ ARRAY_VERBS = ("fme.fme", "fme.ame")
 _ARRAY_REFUSED = (
     ("extrapolation", None, "the detectors read DataFrames: pass a DataFrame"),
     ("on_extrapolation", None, "it needs a detector: pass a DataFrame"),
-    ("reference_data", None, "step rules are computed from the array itself: give the steps as numbers"),
+    ("reference_data", None, "step rules read the array itself: pass fme.step_size(train_frame, feature) as h"),
     ("target_class", None, "a plain function has one output"),
     ("bootstrap", None, "refits need training frames: pass a DataFrame"),
     ("exposure", None, "pass a DataFrame"),
