@@ -128,7 +128,8 @@ def test_an_estimator_reads_the_array_as_a_dataframe():
     assert got["ame"].iloc[0] == pytest.approx(-2.0, abs=1e-12)
     # every option of the DataFrame route works: here a detector fitted on the array's rows
     eff = fme.fme(model, X, {"b": 1.0}, feature_names=NAMES, extrapolation="envelope", inference="sample")
-    want = fme.fme(model, pd.DataFrame(X, columns=NAMES), {"b": 1.0}, extrapolation="envelope", inference="sample")
+    frame = pd.DataFrame(X, columns=NAMES)
+    want = fme.fme(model, frame, {"b": 1.0}, feature_names=NAMES, extrapolation="envelope", inference="sample")
     pd.testing.assert_frame_equal(eff.results, want.results)
     assert eff.n_excluded == want.n_excluded > 0
 
