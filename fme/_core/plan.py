@@ -23,7 +23,7 @@ import pandas as pd
 
 from .._adapters import model_frame
 from .._adapters.array_function import is_array_function
-from .._adapters.predictor import Predictor, named_predictor
+from .._adapters.predictor import Predictor, make_predictor, named_predictor
 from .._nlm.evaluate import NLMSettings, resolve_method
 from .._utils.arrays import is_array
 from .._utils.validation import check_conf_level, check_dask_offsets, check_data, is_dask_collection
@@ -392,7 +392,10 @@ def _array_plan(model: Any, data: Any, options: FMEOptions, verb: str | None) ->
                 if is_array(reference_data)
                 else reference_data
             )
-        return front_plan(model, arrays.host_frame(), options.replace(reference_data=ref), verb)
+        # feature_names named the array's columns: a model that names its own inputs selects them by name
+        own = make_predictor(model, options.target_class).feature_names
+        names = None if own is not None else options.feature_names
+        return front_plan(model, arrays.host_frame(), options.replace(reference_data=ref, feature_names=names), verb)
     given = [(name, why) for name, default, why in _ARRAY_REFUSED if getattr(options, name) is not default]
     if given:
         raise ParameterError(

@@ -134,6 +134,17 @@ def test_an_estimator_reads_the_array_as_a_dataframe():
     assert eff.n_excluded == want.n_excluded > 0
 
 
+def test_an_estimator_that_names_its_inputs_reads_them_by_name():
+    from sklearn.linear_model import LinearRegression
+
+    X = np.random.default_rng(1).normal(size=(50, 3))
+    frame = pd.DataFrame(X, columns=NAMES)
+    model = LinearRegression().fit(frame[["c", "a", "b"]], X @ np.array([1.0, -2.0, 0.5]))  # its own order
+    got = fme.fme(model, X, {"b": 1.0}, feature_names=NAMES, inference="sample")
+    pd.testing.assert_frame_equal(got.results, fme.fme(model, frame, {"b": 1.0}, inference="sample").results)
+    assert got.ame == pytest.approx(-2.0, abs=1e-12)
+
+
 def test_a_failing_model_names_the_array_and_the_step():
     calls = []
 
