@@ -6,9 +6,10 @@ The front door validated the array (:func:`fme._core.arrays.check_array_data`) a
 (:meth:`~fme._core.plan.Plan.with_steps`, on a frame of the array's columns without rows; a rule such as ``"sd"``
 reads the stepped columns, copied to the host), the rows with a missing or infinite stepped value are left out
 (:func:`fme._core.arrays.array_exclusions`, tested on the device), and the batch kernels of the DataFrame route run
-unchanged on a frame of (row, t) pairs: f(x) and f(x + h) (:func:`fme._core.kernel.evaluate_steps`, in batches of
-``batch_size`` rows), the fixed-rule NLMs (:func:`fme.nlm.nlm_from_path` inside it) and the error-controlled
-Gauss-Kronrod NLM (:func:`fme._nlm.evaluate.nlm_values`), whose bookkeeping chooses the points of every path.
+unchanged on a frame of (row, t) pairs: the fixed-rule NLMs (:func:`fme._core.kernel.evaluate_steps`, in batches of
+``batch_size`` rows, :func:`fme.nlm.nlm_from_path` inside it) and the error-controlled
+Gauss-Kronrod NLM (:func:`fme._nlm.evaluate.nlm_values`), whose bookkeeping chooses the points of every path;
+f(x) and f(x + h) without a fixed rule are two calls per batch that name their rows by a slice (``_fmes``).
 Each frame of pairs goes to an :class:`~fme._adapters.array_function.ArrayPredictor`, which builds the points
 x + t h in the array's namespace on its device, calls the model there and brings back only the predictions
 (points x predictions, within the kernels' frame sizes). The points are the DataFrame route's numbers, so the fMEs,
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._adapters.array_function import ROW, ArrayPredictor, T
+from .._adapters.array_function import ROW, ArrayPredictor, Pairs, T
 from .._core.arrays import ArrayData, array_exclusions
 from .._core.exclusions import check_evaluated, excluded_frame
 from .._core.kernel import evaluate_steps
@@ -37,6 +38,7 @@ from .._core.plan import AMEOptions, Plan
 from .._core.results import FMEResult
 from .._nlm.evaluate import classify, nlm_values
 from .._nlm.path_frames import FRAME_CELLS
+from .._utils.progress import progress_bar
 from .._utils.stats import describe
 from ..exceptions import ParameterError
 from ..extrapolation.guards import detector_name
@@ -151,7 +153,7 @@ def _evaluate_rows(
         )
         nlm, status = classify(nlm, sd, f0, f1, settings.flat_tol, spread=plan.spread, scale=scale)
         return f0, f1, nlm, status, extra
-    f0, f1, _, _ = evaluate_steps(predictor, pairs, path, None, batch, None, plan.progress)
+    f0, f1 = _fmes(predictor, pairs[ROW].to_numpy(dtype=np.int64), batch, path[0].describe(), plan.progress)
     if settings is None:
         return f0, f1, None, None, extra
     frames = batch or max(1000, FRAME_CELLS // (max(1, width) * _GK_NODES))
@@ -169,6 +171,28 @@ def _evaluate_rows(
         progress=plan.progress,
     )
     return f0, f1, nlm, status, extra
+
+
+def _fmes(
+    predictor: ArrayPredictor, cand: np.ndarray, batch: int | None, label: str, progress: bool | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """f(x) and f(x + h) of the rows ``cand`` (ascending positions), in batches of ``batch`` rows (default all):
+    each call names its rows by a slice when they are consecutive (no exclusions), else by their positions, and
+    one t for all (:class:`~fme._adapters.array_function.Pairs`), so nothing per point crosses to the device."""
+    n = cand.size
+    size = batch or max(n, 1)
+    consecutive = n > 0 and int(cand[-1] - cand[0]) == n - 1
+    f0_parts, f1_parts = [], []
+    starts = range(0, n, size)
+    for start in progress_bar(starts, total=len(starts), desc=f"fME {label}", progress=progress):
+        stop = min(start + size, n)
+        rows = slice(int(cand[0]) + start, int(cand[0]) + stop) if consecutive else cand[start:stop]
+        where = (start, stop, n)
+        f0_parts.append(predictor(Pairs(rows, 0.0), stage="f(x)", rows=where))
+        f1_parts.append(predictor(Pairs(rows, 1.0), stage=f"f(x + h) for the step {label}", rows=where))
+    if not f0_parts:
+        return np.empty(0), np.empty(0)
+    return np.concatenate(f0_parts), np.concatenate(f1_parts)
 
 
 def ame(plan: Plan, data: ArrayData, reference: Any, steps: Mapping[str, Any], table: AMEOptions) -> EstimatesTable:
