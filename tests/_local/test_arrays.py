@@ -226,3 +226,9 @@ def test_float32_data_reach_the_model_as_float32_and_stay_untouched():
     f1 = (np.tanh(X[:, 0] + np.float32(0.5)) * X[:, 1]).astype(np.float64)
     f0 = (np.tanh(X[:, 0]) * X[:, 1]).astype(np.float64)
     np.testing.assert_array_equal(got.results["fme"].to_numpy(), f1 - f0)
+
+
+def test_no_evaluable_row_is_the_dataframe_routes_error():
+    X = np.full((4, 3), np.nan)
+    with pytest.raises(DataError, match=r"no row can be evaluated for the step a \+ 1"):
+        fme.fme(Model(), array_api_strict.asarray(X), {"a": 1.0}, feature_names=NAMES)
