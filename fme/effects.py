@@ -41,6 +41,7 @@ from ._core.summary import Moments
 from ._dask import effects as dask_effects
 from ._dask.common import FIT_SAMPLE_SIZE
 from ._dask.steps import lazy_moments
+from ._local import arrays as local_arrays
 from ._local import effects as local_effects
 from ._utils.validation import check_data, is_categorical, is_dask_collection
 from .exceptions import FeatureError
@@ -91,8 +92,13 @@ def fme(
     ----------
     model : estimator, Pipeline, statsmodels results, object with ``predict`` or callable
         Any prediction function; see :func:`fme._adapters.predictor.make_predictor`.
-    data : DataFrame
-        Observations at which to evaluate (paper: the evaluation points D).
+    data : DataFrame or array
+        Observations at which to evaluate (paper: the evaluation points D). Also an array of the Python array
+        API standard (NumPy, CuPy, a PyTorch tensor, ...) with ``feature_names``: a model that is a plain
+        function of an array is then called with arrays of the data's library on its device, where the
+        stepped points and the NLM's paths are built; only the predictions come to the host
+        (:mod:`fme._local.arrays`; numeric steps, no detector, ``inference='sample'``). Any other model reads
+        the array converted once to a DataFrame on the host.
     steps : dict
         ``{feature: h}`` for numeric features (a number or a rule such as
         ``"sd"``, ``"-0.5*iqr"``; see :func:`fme.step_size`) and
@@ -186,7 +192,7 @@ def fme(
         The model's inputs in the model's order, for a model fitted on an array (no ``feature_names_in_``:
         it reads columns by position); such a model without them raises :class:`~fme.exceptions.DataError`,
         since a frame's columns in another order would silently be other features. A model that names its
-        inputs needs none.
+        inputs needs none. Required with an array as ``data``: the names of its columns, in order.
     progress : bool, optional
         Progress bars for long work (more than one batch of fMEs or of the
         NLM's rows; Dask passes): default on a terminal only, unless
@@ -251,7 +257,9 @@ def fme(
         feature_names=feature_names,
     )
     # Validated once here (the data, the options into a plan); the engines trust the plan, neither calls back here.
-    planned = front_plan(model, data, options)
+    planned = front_plan(model, data, options, "fme.fme")
+    if planned.on_arrays:
+        return local_arrays.fme(planned.plan, planned.data, planned.reference, steps)
     engine = dask_effects if planned.on_dask else local_effects
     return engine.fme(planned.plan, planned.data, planned.reference, steps)
 

@@ -301,6 +301,7 @@ ENGINE_ENTRIES = {
     "came": ("came", "came_joint"),
     "vocab": ("average", "comparisons", "predictions"),
     "interactions": ("interaction",),
+    "arrays": ("fme", "ame"),
 }
 
 

@@ -60,6 +60,8 @@ class Predictor:
         self.adapter = adapter
         self.n_calls = 0
         self.n_rows = 0
+        #: What the model is called with, for the message of a failing call.
+        self.accepts = "a DataFrame of the data's columns and dtypes"
 
     @property
     def explained_class(self) -> str | None:
@@ -112,7 +114,7 @@ class Predictor:
         except Exception as exc:
             raise PredictionError(
                 f"{self.description} raised {type(exc).__name__}{self._where(stage, rows)}: {exc}. "
-                "Check that the model accepts a DataFrame of the data's columns and dtypes."
+                f"Check that the model accepts {self.accepts}."
             ) from exc
         self.n_calls += 1
         self.n_rows += n

@@ -22,14 +22,17 @@ import numpy as np
 import pandas as pd
 
 from .._adapters import model_frame
-from .._adapters.predictor import Predictor, named_predictor
+from .._adapters.array_function import is_array_function
+from .._adapters.predictor import Predictor, make_predictor, named_predictor
 from .._nlm.evaluate import NLMSettings, resolve_method
+from .._utils.arrays import is_array
 from .._utils.validation import check_conf_level, check_dask_offsets, check_data, is_dask_collection
 from ..exceptions import ExtrapolationError, FeatureError, ParameterError, StepError
 from ..extrapolation import make_detector
 from ..inference.methods import resolve_method as resolve_inference
 from ..nlm import QuadratureRule
 from ..steps import Step, check_training_levels, parse_steps
+from .arrays import check_array_data
 
 __all__ = [
     "Plan",
@@ -40,9 +43,23 @@ __all__ = [
     "resolve_plan",
     "check_batch_size",
     "ON_EXTRAPOLATION",
+    "ARRAY_VERBS",
 ]
 
 ON_EXTRAPOLATION = ("exclude", "keep", "shrink")
+#: The front doors that take data as an array of the array API standard (with ``feature_names``).
+ARRAY_VERBS = ("fme.fme", "fme.ame")
+#: Options the array route of a plain function does not take: (option, its default, what to do instead).
+_ARRAY_REFUSED = (
+    ("extrapolation", None, "the detectors read DataFrames: pass a DataFrame"),
+    ("on_extrapolation", None, "it needs a detector: pass a DataFrame"),
+    ("reference_data", None, "step rules read the array itself: pass fme.step_size(train_frame, feature) as h"),
+    ("target_class", None, "a plain function has one output"),
+    ("bootstrap", None, "refits need training frames: pass a DataFrame"),
+    ("exposure", None, "pass a DataFrame"),
+    ("offset", None, "pass a DataFrame"),
+    ("sample_size", None, "it applies to Dask data"),
+)
 
 
 @dataclass(frozen=True)
@@ -337,6 +354,9 @@ class Planned:
     frame: pd.DataFrame
     plan: Plan
     on_dask: bool
+    #: ``data`` is an :class:`~fme._core.arrays.ArrayData` (a plain function of an array; ``reference`` None and
+    #: ``frame`` without rows): the array route, :mod:`fme._local.arrays`.
+    on_arrays: bool = False
 
 
 def _schema(model: Any, data: Any, name: str, exposure: Any = None, offset: Any = None) -> pd.DataFrame:
@@ -347,11 +367,63 @@ def _schema(model: Any, data: Any, name: str, exposure: Any = None, offset: Any 
     return model_frame(model, check_data(data, name), exposure=exposure, offset=offset)
 
 
-def front_plan(model: Any, data: Any, options: FMEOptions) -> Planned:
+def _array_plan(model: Any, data: Any, options: FMEOptions, verb: str | None) -> Planned:
+    """The plan of data given as an array of the array API standard (:func:`front_plan`)."""
+    if verb not in ARRAY_VERBS:
+        raise ParameterError(
+            f"{verb or 'this function'} takes a pandas (or Dask) DataFrame, not an array; of fme's functions only "
+            f"{' and '.join(ARRAY_VERBS)} take arrays of the array API standard (with feature_names=). Pass "
+            "pd.DataFrame(numpy_array, columns=[...])."
+        )
+    reference_data = options.reference_data
+    if not is_array(data):
+        raise ParameterError(
+            f"{verb}: reference_data is an array but data is not; pass both as DataFrames (or both as arrays "
+            "with feature_names=)."
+        )
+    arrays = check_array_data(data, options.feature_names)
+    if not is_array_function(model):
+        # estimators, statsmodels results, objects with predict read DataFrames: the arrays are converted once on
+        # the host (a CPU array that exports DLPack without a copy) and the DataFrame route runs
+        ref = None
+        if reference_data is not None:
+            ref = (
+                check_array_data(reference_data, options.feature_names, "reference_data").host_frame()
+                if is_array(reference_data)
+                else reference_data
+            )
+        # feature_names named the array's columns: a model that names its own inputs selects them by name
+        own = make_predictor(model, options.target_class).feature_names
+        names = None if own is not None else options.feature_names
+        return front_plan(model, arrays.host_frame(), options.replace(reference_data=ref, feature_names=names), verb)
+    given = [(name, why) for name, default, why in _ARRAY_REFUSED if getattr(options, name) is not default]
+    if given:
+        raise ParameterError(
+            f"{verb} on an array with a plain function as the model does not take "
+            + "; ".join(f"{name}= ({why})" for name, why in given)
+            + ". Leave them out, or pass the data as a DataFrame: pd.DataFrame(numpy_array, columns=feature_names)."
+        )
+    if options.inference in ("delta", "bootstrap"):
+        raise ParameterError(
+            f"{verb} on an array with a plain function as the model has inference='sample' only (a function has "
+            f"no parameter covariance and no refits), got inference={options.inference!r}."
+        )
+    frame = arrays.empty_frame()
+    return Planned(arrays, None, frame, resolve_plan(model, frame, frame, options), False, on_arrays=True)
+
+
+def front_plan(model: Any, data: Any, options: FMEOptions, verb: str | None = None) -> Planned:
     """A front door's one validation of ``data``, ``options.reference_data`` and ``options`` (see :class:`Planned`):
     :func:`fme._utils.validation.check_data` and :func:`fme._adapters.model_frame` once per frame, then
-    :func:`resolve_plan` once."""
+    :func:`resolve_plan` once.
+
+    ``verb`` names the front door (``"fme.fme"``): those of :data:`ARRAY_VERBS` also take ``data`` as an array of
+    the array API standard with ``feature_names`` (a plain function of an array gets the array route,
+    ``Planned.on_arrays``; any other model reads the array converted to a DataFrame on the host); the others
+    refuse arrays with a :class:`~fme.exceptions.ParameterError`."""
     reference_data = options.reference_data
+    if is_array(data) or is_array(reference_data):
+        return _array_plan(model, data, options, verb)
     if is_dask_collection(data) or is_dask_collection(reference_data):
         frame = _schema(model, data, "data", options.exposure, options.offset)
         ref = frame if reference_data is None else _schema(model, reference_data, "reference_data")

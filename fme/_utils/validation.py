@@ -111,7 +111,8 @@ def check_data(data: Any, name: str = "data") -> pd.DataFrame:
     if not isinstance(data, pd.DataFrame):
         raise DataError(
             f"`{name}` must be a pandas DataFrame with one column per feature (or a polars/Arrow data frame), "
-            f"got {type(data).__name__}; wrap arrays with pd.DataFrame(X, columns=[...])."
+            f"got {type(data).__name__}; wrap arrays with pd.DataFrame(X, columns=[...]) (fme.fme and fme.ame also "
+            "take arrays of the array API standard with feature_names=[...])."
         )
     if data.shape[0] == 0:
         raise DataError(f"`{name}` has no rows; pass at least one observation.")

@@ -150,7 +150,7 @@ def avg_comparisons(
     )
     # validated once (the plan's fMEs: the evaluated rows, without inference); by= checked on the model's frame
     # (or the Dask frame's _meta); the engine finds the evaluated rows
-    planned = front_plan(model, data, options)
+    planned = front_plan(model, data, options, "fme.avg_comparisons")
     by_cols = check_by(planned.frame.columns, by, COMPARISON_COLUMNS)
     quantity = replace(
         quantity, unconditional=resolve_unconditional(model, vcov, planned.frame, planned.on_dask, method)
@@ -226,7 +226,7 @@ def comparisons(
     options = FMEOptions.from_kwargs(
         {**fme_kwargs, "target_class": target_class, "inference": "sample"}, "fme.comparisons"
     )
-    planned = front_plan(model, data, options)
+    planned = front_plan(model, data, options, "fme.comparisons")
     if planned.plan.names is not None:
         raise ParameterError("fme.comparisons works on one output; pass one class (target_class=<label>).")
     out, described = local_vocab.row_comparisons(

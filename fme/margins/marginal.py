@@ -26,6 +26,7 @@ from .._core.result_base import with_class
 from .._dask import ame as dask_ame
 from .._dask import margins as dask_margins
 from .._local import ame as local_ame
+from .._local import arrays as local_arrays
 from .._local import margins as local_margins
 from .._local.margins import AT_FIX
 from .._utils.validation import (
@@ -106,7 +107,7 @@ def ame(
     Parameters
     ----------
     model, data :
-        As in :func:`fme.fme`.
+        As in :func:`fme.fme` (``data`` also an array with ``feature_names=``: :mod:`fme._local.arrays`).
     steps : dict, optional
         ``{feature: h or rule}`` for numeric, ``{feature: level}`` or
         ``{feature: None}`` (every level) for categorical features.
@@ -292,7 +293,9 @@ def ame(
     options = FMEOptions.from_kwargs(
         {**fme_kwargs, "inference": method, "bootstrap": bootstrap, "conf_level": conf_level}, "fme.ame"
     )
-    planned = front_plan(model, data, options)
+    planned = front_plan(model, data, options, "fme.ame")
+    if planned.on_arrays:
+        local_arrays.refuse_table_options(by=by, wts=wts, hypothesis=hypothesis, vcov=vcov)
     frame = planned.frame
     # the by columns sit beside fme's in one table: a shared name would make it ambiguous
     by_cols = check_by(frame.columns, by, AME_COLUMNS if hypothesis is None else ())
@@ -316,6 +319,8 @@ def ame(
         wts=check_weights(wts, frame, planned.on_dask),
         unconditional=resolve_unconditional(model, vcov, frame, planned.on_dask, method),
     )
+    if planned.on_arrays:
+        return local_arrays.ame(planned.plan, planned.data, planned.reference, steps, table)
     engine = dask_ame if planned.on_dask else local_ame
     return with_class(
         engine.ame(planned.plan, planned.data, planned.reference, steps, table), planned.plan.predictor.explained_class
