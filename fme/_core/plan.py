@@ -121,7 +121,7 @@ class AMEOptions:
     method's t degrees of freedom (``df=``); ``delta_label`` the ``inference`` column's name of the delta
     method's covariance (``vcov=``); ``wts`` the rows' weights (pandas: one per row; Dask: a column name);
     ``unconditional`` the parameters' per-row influence when ``vcov='unconditional'``
-    (:class:`~fme.inference.unconditional.Unconditional`; in memory only), else None.
+    (:class:`~fme.inference.unconditional.Unconditional`; in memory and on Dask data), else None.
     """
 
     method: str
