@@ -27,6 +27,7 @@ from ..inputs.config import ConfigError, ReportConfig, config_error
 from ..inputs.sources import data_files, file_sha256, files_sha256, read_dask, read_frame, sample_rows, session_info
 from ..inputs.validate import analysis_error
 from . import figures
+from .audit_paths import not_audited, second_path
 from .challenger import challenger_summary
 from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
@@ -34,7 +35,7 @@ from .details import label_intervals, relabel_table
 from .effect import compute_effect
 from .effect_parts import REPORT_SAMPLE_SIZE, json_num, sample_info
 from .levels import LearnerShare, level_summaries
-from .model_view import dispersion_scaled, dispersion_threshold, glm_dispersion
+from .model_view import dispersion_scaled, dispersion_threshold, glm_dispersion, prediction_columns
 from .typed import typed_payload
 
 __all__ = [
@@ -307,6 +308,9 @@ def run_effects(
     challenger, challenger_covariance, challenger_info = None, None, {}
     # every effect with bootstrap refits the model on the same resamples (one seed): fitted once, then reused
     refits = RefitCache()
+    # the columns every prediction reads beside the features (exposure, offset): the audit's second path passes
+    # them to the model's own predict as observed
+    roles = {r["column"]: r["role"] for r in prediction_columns(model, list(data.columns))}
     if cfg.challenger:  # champion and challenger: the second model, loaded like the first
         if is_dask_collection(data):
             raise config_error(cfg, ("challenger",), "a challenger model works with engine: pandas (for now)")
@@ -351,6 +355,11 @@ def run_effects(
                 summ["id"] = vid
                 summ["level"] = json_num(veff.level)
                 summ["target_class"] = json_num(target_class)
+                summ["second_path"] = (
+                    second_path(model, data, out["result"], summ, target_class, roles)
+                    if sample is None
+                    else not_audited("engine: dask keeps the rows out of core; the second path reads them in memory")
+                )
                 summ["figures"] = figures.effect_figures(
                     out["result"], out["partition"], veff, fig_cfg, out_dir, vid, fig_scale
                 )

@@ -20,9 +20,10 @@ import copy
 import re
 from typing import Any
 
-from ..inputs.claims import Claim, direction
+from ..inputs.claims import Claim, agreement, direction, not_applicable
 from ..inputs.quantities import Interval, Quantity, RowSet, Unit, model_units, percentage_points
 from ..inputs.specs import CI_COVERS
+from .audit_paths import AME_TOLERANCE, SE_TOLERANCE
 
 __all__ = ["typed_payload", "report_unit"]
 
@@ -128,6 +129,8 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
             Interval(c.get("difference_low"), c.get("difference_high"), level, str(c.get("difference_inference"))),
             c.get("difference_std_error"),
         )
+    if v.get("second_path"):
+        _second_path(v["second_path"], ame, quantities, claims)
     v["quantities"] = {k: q.to_dict() for k, q in quantities.items()}
     claims.append(direction(ame).to_dict())
     tests = (v.get("partition") or {}).get("tests") or {}
@@ -148,6 +151,74 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
                 why or "",
             ).to_dict()
         )
+
+
+#: Unit of the relative difference of two standard errors.
+RELATIVE = Unit("relative difference", "relative", 1.0, "the report's standard error")
+
+
+def _second_path(sp: dict, ame: Quantity, quantities: dict[str, Quantity], claims: list[dict]) -> None:
+    """The audit's second path of one variant as quantities, and its claims: 'agrees to <tolerance>' verified
+    here (a difference above it is "cannot be stated", a flag), 'not applicable: <reason>' where there is no
+    second path."""
+    vid, rows = ame.id.rsplit("/", 1)[0], RowSet("evaluated rows", int(sp.get("n") or 0))
+    what = ame.label.replace("AME of ", "the AME of ", 1)
+    if sp.get("ame") is None:
+        claims.append(
+            not_applicable(
+                f"{what} by a second path", sp.get("ame_reason") or "", (ame.id, f"{vid}/second_path_ame")
+            ).to_dict()
+        )
+    else:
+        q = Quantity(f"{vid}/second_path_ame", ame.label + " (second path)", sp["ame"], ame.unit, rows)
+        d = Quantity(f"{vid}/second_path_ame_difference", "|AME - second path|", sp["ame_difference"], ame.unit, rows)
+        quantities.update(second_path_ame=q, second_path_ame_difference=d)
+        shown = float(sp["ame_difference"]) * ame.unit.scale  # the tolerance is in the unit the report shows
+        claims.append(
+            agreement(f"The second path's {what}", shown, AME_TOLERANCE, (ame.id, q.id, d.id), False).to_dict()
+        )
+    if sp.get("se") is None:
+        claims.append(
+            not_applicable(
+                f"the delta SE of {what} by a second path", sp.get("se_reason") or "", (ame.id, f"{vid}/second_path_se")
+            ).to_dict()
+        )
+        return
+    se = Quantity(f"{vid}/second_path_se", "delta SE (second path)", sp["se"], ame.unit, rows)
+    rel = Quantity(
+        f"{vid}/second_path_se_difference", "relative difference of the delta SEs", sp["se_difference"], RELATIVE, rows
+    )
+    quantities.update(second_path_se=se, second_path_se_difference=rel)
+    claims.append(
+        agreement(
+            f"The second path's delta SE of {what}", sp["se_difference"], SE_TOLERANCE, (ame.id, se.id, rel.id), True
+        ).to_dict()
+    )
+
+
+def _largest(out: dict[str, Any], unit: Unit) -> dict[str, Any]:
+    """The largest differences of the second path over every variant (the audit appendix's headline)."""
+    variants = [v for g in out.get("effects") or [] for v in g.get("variants") or [] if "quantities" in v]
+    ame = [
+        v["quantities"]["second_path_ame_difference"]
+        for v in variants
+        if "second_path_ame_difference" in v["quantities"]
+    ]
+    se = [
+        v["quantities"]["second_path_se_difference"] for v in variants if "second_path_se_difference" in v["quantities"]
+    ]
+    res: dict[str, Any] = {"ame_tolerance": AME_TOLERANCE, "se_tolerance": SE_TOLERANCE}
+    for key, qs, u, label in (
+        ("largest_ame_difference", ame, unit, "largest |AME - second path|"),
+        ("largest_se_difference", se, RELATIVE, "largest relative difference of the delta SEs"),
+    ):
+        top = max((float(q["value"]) for q in qs), default=None)
+        res[key] = (
+            None
+            if top is None
+            else Quantity(f"second_path/{key}", label, top, u, RowSet("effects audited", len(qs))).to_dict()
+        )
+    return res
 
 
 def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -176,4 +247,5 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
             r.get("std_error"),
         ).to_dict()
     out["claims"] = claims
+    out["second_path"] = _largest(out, unit)
     return out

@@ -19,6 +19,7 @@ enters_predictions  "predictions use each row's exposure"         the column's r
 contract_verdict    met / not met / inconclusive                  one unit for bound and estimate; the SE is not
                                                                   at rounding level
 not_computed        "not computed: <reason>"                      the reason comes from the code that declined
+agreement           "agrees to 1e-10" (the audit's second path)   the two paths differ by at most the tolerance
 ==================  ============================================  ===============================================
 """
 
@@ -49,6 +50,8 @@ __all__ = [
     "statistic_cell",
     "p_cell",
     "interval_kind_words",
+    "agreement",
+    "not_applicable",
 ]
 
 KINDS = (
@@ -60,6 +63,7 @@ KINDS = (
     "enters_predictions",
     "contract_verdict",
     "not_computed",
+    "agreement",
 )
 #: How a claim whose verifier failed is printed.
 CANNOT = "cannot be stated"
@@ -328,3 +332,26 @@ def interval_kind_words(iv: Interval | None) -> str:
     if iv is None or not iv.computed:
         return "no interval"
     return f"{iv.kind} interval"
+
+
+# ------------------------------------------------------------------ the audit's second path
+def agreement(what: str, difference: float | None, tolerance: float, cites: Sequence[str], relative: bool) -> Claim:
+    """'<what> agrees to 1e-10' when a second computation differs from the report's by at most ``tolerance``
+    (``relative``: a share of the report's value); else "cannot be stated: ..." with the difference, so a
+    failing audit raises a flag and is never printed as an agreement."""
+    how = "relative difference" if relative else "difference"
+    if difference is None or not math.isfinite(float(difference)):
+        return _cannot("agreement", cites, f"{what}: the second path gave no finite value")
+    if float(difference) > tolerance:
+        return _cannot(
+            "agreement",
+            cites,
+            f"{what} differs from the report's by a {how} of {fmt_g(difference, 3)}, above the tolerance "
+            f"{fmt_g(tolerance, 1)}",
+        )
+    return Claim("agreement", tuple(cites), True, f"{what} agrees to {fmt_g(tolerance, 1)}", "agrees")
+
+
+def not_applicable(what: str, reason: str, cites: Sequence[str] = ()) -> Claim:
+    """A check that does not apply here ('not applicable: <reason>'), a not_computed claim."""
+    return Claim("not_computed", tuple(cites) or (what,), True, f"not applicable: {reason}", "not applicable", reason)

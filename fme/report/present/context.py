@@ -297,6 +297,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "table_plausibility": table_plausibility,
         "table_versions": n_fig_tables + 1,
         "table_hashes": n_fig_tables + 2,
+        "table_second_path": n_fig_tables + 3,
         "report_id": report_id(results["config_name"], results["config_sha256"]),
         "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg.signoff],
         "changes": changes,
