@@ -107,7 +107,7 @@ def _central_gradient(fun: Any, params: np.ndarray) -> np.ndarray:
 def _delta_se(model: Any, x0: pd.DataFrame, x1: pd.DataFrame, roles: dict[str, str]) -> tuple[float | None, str]:
     """(standard error, '') of the AME by the model's own covariance and a numerical gradient, or (None, why)."""
     if not callable(getattr(model, "cov_params", None)):
-        return None, "the model states no covariance of its parameters (no cov_params())"
+        return None, "the model has no covariance matrix (no cov_params())"
     params = np.asarray(model.params, dtype=float)
     if params.ndim != 1:
         return None, "a multinomial model's parameters form a matrix; the second path covers one-equation models"
@@ -188,11 +188,9 @@ def second_path(
     se_report = primary.get("std_error")
     if not kind.startswith("delta") or se_report is None:
         shown = {"sample": "fixed-model", "bootstrap": "bootstrap"}.get(kind, kind or "no")
-        why = f"the report's interval is a {shown} interval, not a delta-method one (no covariance to check)"
+        why = f"the report's interval is a {shown} interval, not a delta-method one"
         if not callable(getattr(model, "cov_params", None)):
-            why = "the model states no covariance of its parameters (no cov_params()); the report's interval is " + (
-                f"a {shown} interval"
-            )
+            why = f"the model has no covariance matrix (no cov_params()); the report's interval is a {shown} one"
         return {**out, "se": None, "se_reason": why}
     se, why = _delta_se(model, rows, x1, roles)
     if se is None:

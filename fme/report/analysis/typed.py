@@ -174,9 +174,7 @@ def _second_path(sp: dict, ame: Quantity, quantities: dict[str, Quantity], claim
         d = Quantity(f"{vid}/second_path_ame_difference", "|AME - second path|", sp["ame_difference"], ame.unit, rows)
         quantities.update(second_path_ame=q, second_path_ame_difference=d)
         shown = float(sp["ame_difference"]) * ame.unit.scale  # the tolerance is in the unit the report shows
-        claims.append(
-            agreement(f"The second path's {what}", shown, AME_TOLERANCE, (ame.id, q.id, d.id), False).to_dict()
-        )
+        claims.append(agreement("second path", shown, AME_TOLERANCE, (ame.id, q.id, d.id), False).to_dict())
     if sp.get("se") is None:
         claims.append(
             not_applicable(
@@ -189,11 +187,7 @@ def _second_path(sp: dict, ame: Quantity, quantities: dict[str, Quantity], claim
         f"{vid}/second_path_se_difference", "relative difference of the delta SEs", sp["se_difference"], RELATIVE, rows
     )
     quantities.update(second_path_se=se, second_path_se_difference=rel)
-    claims.append(
-        agreement(
-            f"The second path's delta SE of {what}", sp["se_difference"], SE_TOLERANCE, (ame.id, se.id, rel.id), True
-        ).to_dict()
-    )
+    claims.append(agreement("second path", sp["se_difference"], SE_TOLERANCE, (ame.id, se.id, rel.id), True).to_dict())
 
 
 def _largest(out: dict[str, Any], unit: Unit) -> dict[str, Any]:

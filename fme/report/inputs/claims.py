@@ -341,12 +341,12 @@ def agreement(what: str, difference: float | None, tolerance: float, cites: Sequ
     failing audit raises a flag and is never printed as an agreement."""
     how = "relative difference" if relative else "difference"
     if difference is None or not math.isfinite(float(difference)):
-        return _cannot("agreement", cites, f"{what}: the second path gave no finite value")
+        return _cannot("agreement", cites, f"{what}: no finite difference")
     if float(difference) > tolerance:
         return _cannot(
             "agreement",
             cites,
-            f"{what} differs from the report's by a {how} of {fmt_g(difference, 3)}, above the tolerance "
+            f"{what} differs from the report by a {how} of {fmt_g(difference, 3)}, above the tolerance "
             f"{fmt_g(tolerance, 1)}",
         )
     return Claim("agreement", tuple(cites), True, f"{what} agrees to {fmt_g(tolerance, 1)}", "agrees")

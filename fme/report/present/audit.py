@@ -127,7 +127,7 @@ def second_path_context(results: dict) -> dict[str, Any] | None:
     ame_words = (
         "no AME could be recomputed"
         if largest is None
-        else f"largest absolute difference of the AMEs {_value(largest, 2)}{short.replace('(', '').replace(')', '')}"
+        else f"largest absolute difference of the AMEs {_value(largest, 2)}{short}"
         f" over {largest['rows']['n']} {'effect' if largest['rows']['n'] == 1 else 'effects'}"
         f" (tolerance {fmt_g(top['ame_tolerance'], 1)})"
     )
