@@ -355,10 +355,16 @@ def run_effects(
                 summ["id"] = vid
                 summ["level"] = json_num(veff.level)
                 summ["target_class"] = json_num(target_class)
+                # the second path reads the evaluated rows in memory: on Dask data those of the seeded sample,
+                # when it holds every evaluated row
                 summ["second_path"] = (
-                    second_path(model, data, out["result"], summ, target_class, roles)
-                    if sample is None
-                    else not_audited("engine: dask keeps the rows out of core; the second path reads them in memory")
+                    second_path(model, data if sample is None else sample, out["result"], summ, target_class, roles)
+                    if sample is None or int(out["result"].n) == int(summ["n"])
+                    else not_audited(
+                        f"engine: dask keeps the rows out of core and the sample of {len(sample):,} rows holds "
+                        f"{int(out['result'].n):,} of the {int(summ['n']):,} evaluated rows; the second path reads "
+                        "every evaluated row in memory"
+                    )
                 )
                 summ["figures"] = figures.effect_figures(
                     out["result"], out["partition"], veff, fig_cfg, out_dir, vid, fig_scale

@@ -17,10 +17,20 @@ The in-memory summaries keep their working keys; only the file is typed. Its JSO
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from typing import Any
 
-from ..inputs.claims import Claim, agreement, direction, not_applicable
+from ..inputs.claims import (
+    Claim,
+    agreement,
+    count_claim,
+    direction,
+    enters_predictions,
+    not_applicable,
+    not_computed,
+    range_claim,
+)
 from ..inputs.quantities import Interval, Quantity, RowSet, Unit, model_units, percentage_points
 from ..inputs.specs import CI_COVERS
 from .audit_paths import AME_TOLERANCE, SE_TOLERANCE
@@ -36,6 +46,62 @@ def report_unit(payload: dict) -> Unit:
         return percentage_points(f"P({cls})")
     config = payload.get("config") or {}
     return model_units(str(config.get("target_unit") or ""), str(payload.get("target") or ""))
+
+
+def _extrapolation_claims(v: dict, noun: str, sample: dict | None, claims: list[dict]) -> None:
+    """The count of a variant's extrapolation points ('253 of the 1,500 observations left out as extrapolation
+    points') and the range of each feature they leave the data in, over the rows it was found on (on Dask data
+    beyond ``sample_size`` the seeded sample's); cited as ``<id>/extrapolation_points`` and
+    ``<id>/extrapolation_where/<feature>``, the ids the report's sentences look them up by."""
+    if v.get("detector") is None:
+        return
+    vid = v["id"]
+    whole = RowSet(noun, int(v.get("n_total") or 0))
+    verb = "kept in the average" if v.get("policy") == "keep" else "left out"
+    n_ep = int((v.get("n_flagged_kept") if v.get("policy") == "keep" else v.get("n_extrapolation")) or 0)
+    c = count_claim(
+        RowSet("extrapolation points", n_ep, of=whole),
+        whole,
+        f"{verb} as extrapolation points",
+        (f"{vid}/extrapolation_points",),
+    )
+    if c.holds and n_ep == 1:
+        c = dataclasses.replace(c, text=c.text.replace("as extrapolation points", "as an extrapolation point"))
+    claims.append(c.to_dict())
+    of_sample = " of the seeded sample" if sample and not sample.get("all_rows") else ""
+    for w in v.get("extrapolation_where") or []:
+        if w.get("kind", "outside range") != "outside range" or "min" not in w:
+            continue
+        eps = RowSet(
+            f"extrapolation points{of_sample} outside the reference data in {w['feature']}", int(w.get("n") or 0)
+        )
+        cite = (f"{vid}/extrapolation_where/{w['feature']}",)
+        claims.append(range_claim(w["feature"], w["min"], w["max"], eps, cite).to_dict())
+
+
+def _overview(out: dict[str, Any], unit: Unit, claims: list[dict]) -> None:
+    """The overview's AMEs as quantities (``quantity`` of each row) and its statements as claims: each column
+    that enters every prediction beside the features, and each AME that could not be computed."""
+    ov = out.get("overview") or {}
+    for r in ov.get("rows") or []:
+        key = f"overview/{r['feature']}" + (f"/{r['level']}" if r.get("level") is not None else "")
+        if r.get("error"):
+            claims.append(not_computed(f"AME of {r['feature']}", str(r["error"]), (key,)).to_dict())
+            continue
+        step = f"to level {r['level']}" if r.get("level") is not None else f"{float(r['step']):+g}"
+        r["quantity"] = Quantity(
+            key,
+            f"AME of {r['feature']} {step}",
+            r.get("ame"),
+            unit,
+            RowSet("evaluated rows", int(r.get("n") or 0)),
+            Interval(
+                r.get("conf_low"), r.get("conf_high"), float(r.get("conf_level") or 0.95), str(r.get("inference"))
+            ),
+            r.get("std_error"),
+        ).to_dict()
+    for a in ov.get("prediction_columns") or []:
+        claims.append(enters_predictions(a["column"], a["role"], True).to_dict())
 
 
 def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
@@ -220,10 +286,14 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(payload)
     unit = report_unit(out)
     claims: list[dict] = []
+    noun = str((out.get("config") or {}).get("observations") or "observations")
+    sample = (out.get("data") or {}).get("sample")
     for g in out.get("effects") or []:
         for v in g.get("variants") or []:
             if "error" not in v:
                 _variant(v, unit, claims)
+                _extrapolation_claims(v, noun, sample, claims)
+    _overview(out, unit, claims)
     inter = out.get("interactions") or {}
     for r in inter.get("rows") or []:  # the interactions screen's averages, in the effects' unit
         r["quantity"] = Quantity(

@@ -41,7 +41,7 @@ from .effect_tables import (  # noqa: F401 - re-exported: an effect's cells are 
     stability_cells,
     with_eps_rows,
 )
-from .extrapolation_text import ep_line
+from .extrapolation_text import ep_line, listed_claims
 from .figure_text import figure_entries
 from .flags import FLAG, dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .levels import level_flag_rows, level_rows, level_sentences
@@ -120,6 +120,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
     fig_counter = [0]
     effects, summary, overview, flags, plausibility = [], [], [], [], []
     ci_methods: set[str] = set()
+    listed = listed_claims(results.get("claims") or [])
     ci_captions: set[str] = set()
     for group in results["effects"]:
         variants = []
@@ -127,6 +128,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
             if "error" in v:  # results.json of an older fme: the analysis now fails loudly instead
                 raise ValueError(f"effect {v['id']} was not computed ({v['error']}); rebuild the report")
             v = prepare_variant(v, scale)
+            v["listed_claims"] = {k: c for k, c in listed.items() if k.startswith(f"{v['id']}/")}
             v["level_label"] = level_label(v)
             v["expected_sign"] = group.get("config", {}).get("expected_sign")
             cells = effect_cells(v)
