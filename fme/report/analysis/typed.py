@@ -195,6 +195,27 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
             Interval(c.get("difference_low"), c.get("difference_high"), level, str(c.get("difference_inference"))),
             c.get("difference_std_error"),
         )
+    for name, rec in (v.get("levels") or {}).items():  # the learner- and data-level AMEs of the same step
+        if name not in ("learner", "data") or not rec or "error" in rec:
+            continue
+        over = (
+            RowSet(
+                "test rows of one split",
+                int(rec.get("n_test") or 0),
+                of=RowSet("training rows", int(rec.get("n_rows") or 0)),
+            )
+            if name == "learner"
+            else RowSet("training rows", int(rec.get("n") or 0))
+        )
+        quantities[f"ame_{name}_level"] = Quantity(
+            f"{vid}/ame_{name}_level",
+            f"{name}-level AME of {v.get('step_label', vid)}",
+            rec.get("ame"),
+            unit,
+            over,
+            Interval(rec.get("conf_low"), rec.get("conf_high"), level, name),
+            rec.get("std_error"),
+        )
     if v.get("second_path"):
         _second_path(v["second_path"], ame, quantities, claims)
     v["quantities"] = {k: q.to_dict() for k, q in quantities.items()}

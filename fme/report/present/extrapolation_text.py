@@ -40,7 +40,7 @@ def ep_line(v: dict, noun: str, where: str | None, sample: dict | None) -> str |
     seeded sample's (named, never joined to the whole-data count as if they were its)."""
     if v["detector"] is None:
         return None
-    listed = (v.get("listed_claims") or {}).get(f"{v['id']}/extrapolation_points")
+    listed = (v.get("listed_claims") or {}).get(f"{v.get('id')}/extrapolation_points")
     if listed is not None:  # the claim results.json lists (built where results.json was written)
         text = listed
         line = text.text
@@ -87,7 +87,7 @@ def extrapolation_words(v: dict, fig: dict, cells: dict, step: str, noun: str, s
         eps = RowSet(
             f"extrapolation points{of_sample} outside the reference data in {fig['feature']}", int(where.get("n") or 0)
         )
-        listed = (v.get("listed_claims") or {}).get(f"{v['id']}/extrapolation_where/{fig['feature']}")
+        listed = (v.get("listed_claims") or {}).get(f"{v.get('id')}/extrapolation_where/{fig['feature']}")
         loc = "; " + (listed or range_claim(fig["feature"], where["min"], where["max"], eps)).text
     alt = (
         f"Stacked histogram of {fig['feature']}: {count_words(n_eval, noun)}{of_sample} evaluated (solid) and "
