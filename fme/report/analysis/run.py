@@ -36,7 +36,7 @@ from .effect import compute_effect
 from .effect_parts import REPORT_SAMPLE_SIZE, json_num, sample_info
 from .levels import LearnerShare, level_summaries
 from .model_view import dispersion_scaled, dispersion_threshold, glm_dispersion, prediction_columns
-from .typed import typed_payload
+from .typed import report_unit, typed_payload
 
 __all__ = [
     "load_model",
@@ -302,8 +302,10 @@ def run_effects(
     train_cache: dict = {}
     challenger_checked: set = set()
     # figures show what the tables show: a class probability's effects in percentage points
-    fig_cfg = cfg if target_class is None else cfg.with_target_unit(f"percentage points of P({target_class})")
-    fig_scale = 1.0 if target_class is None else 100.0
+    # (their axis unit and scale are those of the quantities they draw: results.json's unit of the effects)
+    unit = report_unit({"target_class": target_class, "config": {"target_unit": cfg.target_unit}})
+    fig_cfg = cfg if unit.scale == 1.0 else cfg.with_target_unit(f"{unit.name} of {unit.of}")
+    fig_scale = unit.scale
     sample = None
     challenger, challenger_covariance, challenger_info = None, None, {}
     # every effect with bootstrap refits the model on the same resamples (one seed): fitted once, then reused
