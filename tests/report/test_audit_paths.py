@@ -155,3 +155,28 @@ def test_a_planted_mismatch_fails_its_claim_and_raises_a_flag(monkeypatch):
     assert row["ame_verdict"].startswith("cannot be stated") and "agrees" not in row["ame_verdict"]
     flags = unstated_flags("the report", [c["text"] for c in payload["claims"] if not c["holds"]])
     assert len(flags) == 1 and flags[0]["status"] and flags[0]["value"].startswith("cannot be stated: second path")
+
+
+def test_the_models_own_columns_are_passed_and_a_failing_predict_is_not_an_agreement():
+    from sklearn.linear_model import LinearRegression
+
+    from fme.report.analysis.audit_paths import audit_effect
+
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame({"a": rng.normal(size=120), "b": rng.normal(size=120), "extra": rng.normal(size=120)})
+    model = LinearRegression().fit(X[["b", "a"]], 2 * X["a"] - X["b"])
+    out, sp = _run(model, X, _effect({"a": 1}, "sample"))
+    assert sp["ame"] == pytest.approx(2.0, abs=1e-12) and sp["ame_difference"] < 1e-12
+
+    class Broken:
+        n_features_in_ = 3
+
+        def predict(self, X):
+            raise RuntimeError("predict needs a session")
+
+    rec = audit_effect(Broken(), X, out["result"], out["summary"])
+    assert rec["ame"] is None and rec["ame_reason"].startswith("the model's own prediction failed (RuntimeError")
+    payload = typed_payload({"effects": [{"variants": [{**out["summary"], "id": "a", "second_path": rec}]}]})
+    (claim,) = [c for c in payload["claims"] if "a/second_path_ame" in c["cites"]]
+    assert claim["kind"] == "not_computed" and claim["outcome"] == "not applicable" and claim["holds"]
+    assert "agrees" not in claim["text"] and payload["second_path"]["largest_ame_difference"] is None

@@ -27,7 +27,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["AME_TOLERANCE", "SE_TOLERANCE", "second_path", "not_audited", "model_predictions", "stepped"]
+__all__ = [
+    "AME_TOLERANCE",
+    "SE_TOLERANCE",
+    "second_path",
+    "audit_effect",
+    "not_audited",
+    "model_predictions",
+    "stepped",
+]
 
 #: The second path's AME agrees when it differs by at most this, in the unit the report shows it in.
 AME_TOLERANCE = 1e-10
@@ -54,11 +62,27 @@ def model_predictions(model: Any, frame: pd.DataFrame, target_class: Any, roles:
     """The model's own prediction of each row of ``frame``: ``predict_proba``'s explained-class column for a
     classifier, else ``predict`` (a statsmodels result with each row's exposure and offset as observed)."""
     j = _column(model, target_class)
+    X = _inputs(model, frame)
     if j is not None:
-        return np.asarray(model.predict_proba(frame), dtype=float)[:, j]
+        return np.asarray(model.predict_proba(X), dtype=float)[:, j]
     keywords = _offsets(frame, roles)
-    out = model.predict(frame, **keywords) if keywords else model.predict(frame)
+    if not hasattr(model, "predict") and callable(model):  # a prediction function: its own API is a call
+        return np.asarray(model(X), dtype=float).reshape(len(frame))
+    out = model.predict(X, **keywords) if keywords else model.predict(X)
     return np.asarray(out, dtype=float).reshape(len(frame))
+
+
+def _inputs(model: Any, frame: pd.DataFrame) -> Any:
+    """What the model's own predict reads: the columns it records (``feature_names_in_``), in its order; the
+    values of every column as an array for an estimator fitted on an array (``n_features_in_`` only); else
+    the frame (a formula names its columns itself)."""
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None:
+        return frame[[str(n) for n in names]]
+    n = getattr(model, "n_features_in_", None)
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n == frame.shape[1]:
+        return frame.to_numpy()
+    return frame
 
 
 def stepped(frame: pd.DataFrame, steps: list[dict[str, Any]], per_row: dict[str, np.ndarray]) -> pd.DataFrame:
@@ -198,3 +222,21 @@ def second_path(
     rel = abs(se - float(se_report)) / max(abs(float(se_report)), 1e-300)
     out.update(se=se, se_report=float(se_report), se_difference=rel, se_reason="")
     return out
+
+
+def audit_effect(
+    model: Any,
+    data: pd.DataFrame,
+    res: Any,
+    summary: dict[str, Any],
+    target_class: Any = None,
+    roles: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """:func:`second_path`, or, when the model's own API cannot be called that way (a model whose ``predict``
+    takes other inputs than the report's data), the record saying so: the audit never stops a build, and a
+    path that did not run is never stated as an agreement."""
+    try:
+        return second_path(model, data, res, summary, target_class, roles)
+    except Exception as exc:  # noqa: BLE001 - any failure of the model's own API is the record's reason
+        why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        return {"n": int(getattr(res, "n", 0) or 0), **not_audited(f"the model's own prediction failed ({why})")}

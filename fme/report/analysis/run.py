@@ -27,7 +27,7 @@ from ..inputs.config import ConfigError, ReportConfig, config_error
 from ..inputs.sources import data_files, file_sha256, files_sha256, read_dask, read_frame, sample_rows, session_info
 from ..inputs.validate import analysis_error
 from . import figures
-from .audit_paths import not_audited, second_path
+from .audit_paths import audit_effect, not_audited
 from .challenger import challenger_summary
 from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
@@ -360,7 +360,7 @@ def run_effects(
                 # the second path reads the evaluated rows in memory: on Dask data those of the seeded sample,
                 # when it holds every evaluated row
                 summ["second_path"] = (
-                    second_path(model, data if sample is None else sample, out["result"], summ, target_class, roles)
+                    audit_effect(model, data if sample is None else sample, out["result"], summ, target_class, roles)
                     if sample is None or int(out["result"].n) == int(summ["n"])
                     else not_audited(
                         f"engine: dask keeps the rows out of core and the sample of {len(sample):,} rows holds "
