@@ -138,7 +138,13 @@ def second_path_context(results: dict) -> dict[str, Any] | None:
         f" over {se_largest['rows']['n']} {'effect' if se_largest['rows']['n'] == 1 else 'effects'}"
         f" (tolerance {fmt_g(top['se_tolerance'], 1)})"
     )
-    return {"rows": rows, "unit": short, "sentence": f"{ame_words}; {se_words}."}
+    words = (unit.name + (f" of {unit.of}" if unit.of and unit.scale != 1.0 else "")) if unit and unit.name else ""
+    return {
+        "rows": rows,
+        "unit": short,
+        "unit_words": words or "the model's prediction units",
+        "sentence": f"{ame_words}; {se_words}.",
+    }
 
 
 def _se(q: dict) -> float | None:
