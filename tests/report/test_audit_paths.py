@@ -180,3 +180,21 @@ def test_the_models_own_columns_are_passed_and_a_failing_predict_is_not_an_agree
     (claim,) = [c for c in payload["claims"] if "a/second_path_ame" in c["cites"]]
     assert claim["kind"] == "not_computed" and claim["outcome"] == "not applicable" and claim["holds"]
     assert "agrees" not in claim["text"] and payload["second_path"]["largest_ame_difference"] is None
+
+
+def test_an_offset_fitted_as_the_log_of_a_column_enters_the_second_path_as_its_log():
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+
+    from fme.report.analysis.audit_paths import offset_roles
+    from fme.report.analysis.model_view import prediction_columns
+
+    d = _glm_data()
+    model = smf.glm("y ~ x + z", data=d, family=sm.families.Poisson(), offset=np.log(d["t"])).fit()
+    X = d[["x", "z", "t"]]
+    roles = {r["column"]: r["role"] for r in prediction_columns(model, list(X.columns))}
+    assert roles == {"t": "offset"} and offset_roles(model, X, roles) == {"t": "log offset"}
+    out, sp = _run(model, X, _effect({"x": 1}), roles=offset_roles(model, X, roles))
+    assert sp["ame_difference"] < 1e-10 and sp["se_difference"] < SE_TOLERANCE
+    logged = d.assign(lt=np.log(d["t"]))[["x", "z", "lt"]]  # a column holding the offset itself: as observed
+    assert offset_roles(model, logged, {"lt": "offset"}) == {"lt": "offset"}

@@ -34,6 +34,7 @@ __all__ = [
     "audit_effect",
     "not_audited",
     "model_predictions",
+    "offset_roles",
     "stepped",
 ]
 
@@ -54,8 +55,32 @@ def _column(model: Any, target_class: Any) -> int | None:
 
 
 def _offsets(frame: pd.DataFrame, roles: dict[str, str]) -> dict[str, np.ndarray]:
-    """The keywords statsmodels' ``predict`` takes for each row's exposure and offset (as observed)."""
-    return {role: frame[col].to_numpy(dtype=float) for col, role in roles.items() if role in ("exposure", "offset")}
+    """The keywords statsmodels' ``predict`` takes for each row's exposure and offset (as observed; a column
+    whose log is the model's offset, role 'log offset', enters as its log)."""
+    out = {}
+    for col, role in roles.items():
+        values = frame[col].to_numpy(dtype=float)
+        if role in ("exposure", "offset"):
+            out[role] = values
+        elif role == "log offset":
+            out["offset"] = np.log(values)
+    return out
+
+
+def offset_roles(model: Any, data: pd.DataFrame, roles: dict[str, str]) -> dict[str, str]:
+    """``roles`` with an offset column marked 'log offset' when the model was fitted with the log of that
+    column as its offset: on the rows it was fitted on (the data, when they have as many rows) the log of the
+    column, not the column, equals the offset the model stores."""
+    stored = getattr(getattr(model, "model", None), "offset", None)
+    out = dict(roles)
+    for col, role in roles.items():
+        if role != "offset" or stored is None or np.shape(stored) != (len(data),):
+            continue
+        values = pd.to_numeric(data[col], errors="coerce").to_numpy(dtype=float)
+        stored_f = np.asarray(stored, dtype=float)
+        if (values > 0).all() and np.allclose(np.log(values), stored_f) and not np.allclose(values, stored_f):
+            out[col] = "log offset"
+    return out
 
 
 def model_predictions(model: Any, frame: pd.DataFrame, target_class: Any, roles: dict[str, str]) -> np.ndarray:

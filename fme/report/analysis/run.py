@@ -27,7 +27,7 @@ from ..inputs.config import ConfigError, ReportConfig, config_error
 from ..inputs.sources import data_files, file_sha256, files_sha256, read_dask, read_frame, sample_rows, session_info
 from ..inputs.validate import analysis_error
 from . import figures
-from .audit_paths import audit_effect, not_audited
+from .audit_paths import audit_effect, not_audited, offset_roles
 from .challenger import challenger_summary
 from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
@@ -313,6 +313,8 @@ def run_effects(
     # the columns every prediction reads beside the features (exposure, offset): the audit's second path passes
     # them to the model's own predict as observed
     roles = {r["column"]: r["role"] for r in prediction_columns(model, list(data.columns))}
+    if roles and not is_dask_collection(data):
+        roles = offset_roles(model, data, roles)
     if cfg.challenger:  # champion and challenger: the second model, loaded like the first
         if is_dask_collection(data):
             raise config_error(cfg, ("challenger",), "a challenger model works with engine: pandas (for now)")
