@@ -223,6 +223,10 @@ def test_each_count_range_and_enters_predictions_sentence_has_its_claim_in_resul
     assert counts and all(m in by_kind["count"] for m in counts), counts
     ranges = re.findall(r"x\d from [-\d.e]+ to [-\d.e]+ over the [\d,]+ extrapolation points? [a-z ]+ in x\d", text)
     assert ranges and all(m in by_kind["range"] for m in ranges), ranges
+    outside = re.findall(
+        r"[\d,]+ of the [\d,]+ observations takes? the combined step outside the range of the data", text
+    )
+    assert outside and all(m in by_kind["count"] for m in outside), outside
     assert text.count("second path agrees to 1e-10") == len(results["effects"][0]["variants"])
     # every listed count and range claim is printed somewhere in the report
     assert all(t in text for t in by_kind["count"] | by_kind["range"])

@@ -302,6 +302,20 @@ def _largest(out: dict[str, Any], unit: Unit) -> dict[str, Any]:
     return res
 
 
+def _outside_claim(r: dict, noun: str) -> Claim:
+    """'110 of the 300 observations take the combined step outside the range of the data': a count of the
+    rows an interaction averages over, cited as ``interaction/<a>/<b>/outside``."""
+    over = RowSet(noun, int(r["n"]))
+    k = int(r["n_outside"])
+    c = count_claim(
+        RowSet(noun, k, of=over),
+        over,
+        "take the combined step outside the range of the data",
+        (f"interaction/{r['steps_a']}/{r['steps_b']}/outside",),
+    )
+    return dataclasses.replace(c, text=c.text.replace(" take the ", " takes the ")) if c.holds and k == 1 else c
+
+
 def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """A copy of the payload of ``results.json`` in its typed form (see the module docstring)."""
     out = copy.deepcopy(payload)
@@ -316,6 +330,9 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
                 _extrapolation_claims(v, noun, sample, claims)
     _overview(out, unit, claims)
     inter = out.get("interactions") or {}
+    for r in inter.get("rows") or []:  # how many rows the combined step of a pair takes outside the data
+        if r.get("n_outside") and r.get("n") is not None:
+            claims.append(_outside_claim(r, noun).to_dict())
     for r in inter.get("rows") or []:  # the interactions screen's averages, in the effects' unit
         r["quantity"] = Quantity(
             f"interaction/{r['steps_a']}/{r['steps_b']}",

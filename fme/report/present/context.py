@@ -236,7 +236,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         effects.append({"id": group["id"], "title": effect_title(group), "why": group["why"], "variants": variants})
     flags.extend(model_flag_rows(results.get("model") or {}, thresholds))
     flags.extend(unstated_flags("the report", [c["text"] for c in results.get("claims") or [] if not c["holds"]]))
-    interactions = interaction_cells(results.get("interactions"), value, noun)
+    interactions = interaction_cells(results.get("interactions"), value, noun, listed)
     table_interactions = next_table() if interactions else None
     table_plausibility = next_table()
     changes = changelog.changelog(results, build_info.get("previous"))
