@@ -96,6 +96,8 @@ def test_results_json_carries_typed_quantities_labelled_intervals_and_claims(bui
     assert q["rows"]["n"] == v["n"] and q["rows"]["of"]["n"] == v["n_total"]
     # every number the comparison tables show is a quantity in the one unit, with the rows it is over
     assert {"ame_with_eps", "challenger_difference", "ame_step_x0.5", "ame_step_x2"} <= set(v["quantities"])
+    assert {"stability_ame_min", "stability_ame_max", "stability_ame_sd"} <= set(v["quantities"])
+    assert v["quantities"]["stability_ame_min"]["value"] == v["stability"]["ame_min"]
     leaves = [k for k in v["quantities"] if k.startswith("came_leaf_")]
     assert len(leaves) == len(v["partition"]["leaves"])
     assert {q["unit"]["name"] for q in v["quantities"].values()} == {"percentage points"}

@@ -216,6 +216,13 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
             Interval(rec.get("conf_low"), rec.get("conf_high"), level, name),
             rec.get("std_error"),
         )
+    st = v.get("stability") or {}
+    refits = RowSet("refits on subsamples", int(st.get("n_refits") or 0))
+    for key, what in (("ame_min", "smallest"), ("ame_max", "largest"), ("ame_sd", "SD of the")):
+        if st.get(key) is not None:  # the AMEs of the partition's stability refits
+            quantities[f"stability_{key}"] = Quantity(
+                f"{vid}/stability_{key}", f"{what} AME of the subsamples", st[key], unit, refits
+            )
     if v.get("second_path"):
         _second_path(v["second_path"], ame, quantities, claims)
     v["quantities"] = {k: q.to_dict() for k, q in quantities.items()}

@@ -225,7 +225,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                 var["partition"]["table_boxes"] = next_table()  # after the differences, as the template reads
                 if v.get("stability"):
                     half = None if v["ci_low"] is None else (v["ci_high"] - v["ci_low"]) / 2
-                    sc = stability_cells(v["stability"], decimals_for(half))
+                    sc = stability_cells(v["stability"], decimals_for(half), v.get("quantities"))
                     tab = next_table()
                     var["partition"]["stability"] = {
                         "rows": sc["rows"],

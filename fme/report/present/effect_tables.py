@@ -192,7 +192,7 @@ def sensitivity_rows(v: dict, level: str) -> list[dict[str, str]] | None:
     return rows
 
 
-def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
+def stability_cells(st: dict, ame_cell_decimals: int, quantities: dict | None = None) -> dict[str, Any]:
     """§1.7: display rows (quantity, value) of the partition's stability across subsamples, and the cells.
 
     Every share names its denominator: the evaluated rows the refits resample, which on a Dask sample
@@ -212,6 +212,13 @@ def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
         "n_each": fmt_int(st["n_each"]),
     }
     d = ame_cell_decimals
+
+    def ame(key: str) -> Any:
+        """The subsamples' AME ``key`` from its quantity (``quantities``: the variant's in results.json), else
+        (an older results.json) the record's."""
+        q = (quantities or {}).get(f"stability_{key}")
+        return st.get(key) if q is None else Quantity.from_dict(q).display()[0]
+
     of = st.get("of_sample")
     rows_of = (
         f"the {fmt_int(st['n_rows'])} evaluated rows of the sample, itself {fmt_share(st['n_rows'], of)} of all "
@@ -254,7 +261,7 @@ def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
     rows.append(
         {
             "quantity": "AME in the subsamples",
-            "value": f"{fmt_num(st['ame_min'], d)} to {fmt_num(st['ame_max'], d)} (SD {fmt_num(st['ame_sd'], d)}); "
+            "value": f"{fmt_num(ame('ame_min'), d)} to {fmt_num(ame('ame_max'), d)} (SD {fmt_num(ame('ame_sd'), d)}); "
             f"same sign as the AME in {fmt_int(st['n_same_sign'])} of {c['k']}",
         }
     )
