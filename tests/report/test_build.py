@@ -155,6 +155,28 @@ def _pdftotext(pdf: Path) -> str:
 
 
 # ------------------------------------------------------------------ determinism, size, time, incremental
+def test_the_audit_appendix_recomputes_every_ame_by_a_second_path(boston):
+    """Every headline AME of the Boston SVM by the model's own predict at x and x + h: equal to 1e-10, stated as
+    an agreement in the appendix; its SEs (fixed model, no covariance) are 'not applicable' with the reason."""
+    out = Path(boston["out_dir"])
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    variants = [v for g in results["effects"] for v in g["variants"]]
+    assert results["second_path"]["largest_ame_difference"]["value"] < 1e-10
+    assert results["second_path"]["largest_ame_difference"]["rows"]["n"] == len(variants) == 6
+    assert results["second_path"]["largest_se_difference"] is None
+    for v in variants:
+        assert abs(v["quantities"]["second_path_ame"]["value"] - v["ame"]) < 1e-10
+    verdicts = [c for c in results["claims"] if c["kind"] in ("agreement", "not_computed")]
+    assert sum(c["outcome"] == "agrees" for c in verdicts) == 6
+    assert sum(c["outcome"] == "not applicable" and "no cov_params()" in c["reason"] for c in verdicts) == 6
+    text = " ".join(
+        htmllib.unescape(re.sub(r"<[^>]+>", " ", (out / "report.html").read_text(encoding="utf-8"))).split()
+    )
+    assert "Second path: the report checks its headline numbers" in text
+    assert text.count("second path agrees to 1e-10") == 6
+    assert "largest absolute difference of the AMEs" in text
+
+
 def test_deterministic_html(boston, boston_again):
     a, b = Path(boston["html"]).read_bytes(), Path(boston_again["html"]).read_bytes()
     h1, h2 = ((Path(r["out_dir"]) / ".inputs.sha256").read_text().split()[0] for r in (boston, boston_again))

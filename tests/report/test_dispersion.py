@@ -316,3 +316,18 @@ def test_the_challenger_difference_says_which_covariance_each_side_used():
     plain = {"difference_inference": "delta, fits taken as independent"}
     _label_difference(plain, None, None)
     assert plain["difference_inference"] == "delta, fits taken as independent"
+
+
+def test_the_audit_second_path_agrees_with_the_glm_report(glm_case):
+    """The appendix's second path on the overdispersed GLM: the AME by the model's own predict and the delta SE
+    by its own (dispersion-scaled) cov_params() and a numerical Jacobian agree with the report's, and say so."""
+    results = glm_case["results"]
+    top = results["second_path"]
+    assert top["largest_ame_difference"]["value"] < 1e-10
+    assert 0 <= top["largest_se_difference"]["value"] < 1e-6
+    v = results["effects"][0]["variants"][0]
+    assert v["quantities"]["second_path_se"]["value"] == pytest.approx(v["intervals"][0]["std_error"], rel=1e-6)
+    assert v["intervals"][0]["inference"].startswith("delta (Pearson dispersion")
+    agree = [c for c in results["claims"] if c["kind"] == "agreement"]
+    assert len(agree) == 2 and all(c["holds"] and c["outcome"] == "agrees" for c in agree)
+    assert {c["text"] for c in agree} == {"second path agrees to 1e-10", "second path agrees to 1e-06"}

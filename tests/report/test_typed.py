@@ -21,6 +21,10 @@ pytestmark = pytest.mark.slow
 SCHEMA = Path(__file__).resolve().parents[2] / "fme" / "report" / "schemas" / "results.schema.json"
 
 
+#: The folder of the module's build (the fixture below returns its results and qmd).
+BUILT: dict[str, Path] = {}
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     import joblib
@@ -62,6 +66,7 @@ def built(tmp_path_factory):
     (tmp / "typed.yaml").write_text(json.dumps(cfg), encoding="utf-8")
     res = build_report(tmp / "typed.yaml", tmp / "out", force=True, log=lambda s: None)
     out = Path(res["out_dir"])
+    BUILT["out"] = out
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     # the qmd escapes markdown punctuation ('0\\.56'); the tests read its text
     return results, re.sub(r"\\([^\w\s])", r"\1", (out / "report.qmd").read_text(encoding="utf-8"))
@@ -91,6 +96,8 @@ def test_results_json_carries_typed_quantities_labelled_intervals_and_claims(bui
     assert q["rows"]["n"] == v["n"] and q["rows"]["of"]["n"] == v["n_total"]
     # every number the comparison tables show is a quantity in the one unit, with the rows it is over
     assert {"ame_with_eps", "challenger_difference", "ame_step_x0.5", "ame_step_x2"} <= set(v["quantities"])
+    assert {"stability_ame_min", "stability_ame_max", "stability_ame_sd"} <= set(v["quantities"])
+    assert v["quantities"]["stability_ame_min"]["value"] == v["stability"]["ame_min"]
     leaves = [k for k in v["quantities"] if k.startswith("came_leaf_")]
     assert len(leaves) == len(v["partition"]["leaves"])
     assert {q["unit"]["name"] for q in v["quantities"].values()} == {"percentage points"}
@@ -151,3 +158,77 @@ def test_counts_take_the_number_of_their_noun_and_the_class_is_named_as_configur
     assert not re.search(r"(?<![\d.,])(?<!\+ )1 " + plural + r"\b", qmd)
     assert "the model's predicted P(default)" in qmd and "probability of 1" not in qmd
     assert re.search(r"[\d,]+ of the [\d,]+ observations left out as extrapolation points", qmd)
+
+
+#: Floats the template context may carry that are no number of the analysis (context path pattern -> why).
+NOT_ANALYSIS_NUMBERS = {
+    r"thresholds\.\w+": "the config's flag thresholds: settings of the flag rules, printed as the config gave them",
+    r"linearity\[\d+\]\.min": "the fixed wording thresholds of the ANLM (the report's vocabulary)",
+    r"stability_words\[\d+\]\.min": "the fixed wording thresholds of the median ARI (the report's vocabulary)",
+    r"effects\[\d+\]\.variants\[\d+\]\.figures\[\d+\]\.pdf_width": "page layout: a figure's width in inches",
+}
+
+
+def _floats(value, path: str = "") -> list[str]:
+    """Every bare float in a template context, by its path (a Quantity is no bare float)."""
+    from fme.report.inputs.quantities import Quantity
+
+    if isinstance(value, bool) or isinstance(value, Quantity):
+        return []
+    if isinstance(value, float):
+        return [path]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _floats(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(value, (list, tuple)):
+        return [p for i, v in enumerate(value) for p in _floats(v, f"{path}[{i}]")]
+    return []
+
+
+def test_no_bare_float_of_the_analysis_reaches_the_template(built):
+    """The context passed to jinja, rebuilt from the report's results.json and build.json as `fme render` does:
+    every number of the analysis reaches the template formatted from its quantity, none as a bare float."""
+    from fme.report.inputs.config import config_from_dict
+    from fme.report.present.context import build_context
+
+    results, _ = built
+    build_info = json.loads((BUILT["out"] / "build.json").read_text(encoding="utf-8"))
+    cfg = config_from_dict(results["config"], results["config_name"])
+    ctx = build_context(results, cfg, build_info["config_text"], build_info)
+    found = _floats(ctx)
+    assert found, "the walk finds the whitelisted floats (not vacuous)"
+    bare = [p for p in found if not any(re.fullmatch(w, p) for w in NOT_ANALYSIS_NUMBERS)]
+    assert bare == []
+    # the walk sees a float where one is planted
+    assert _floats({"effects": [{"cells": {"ame": 2.4}}]}) == ["effects[0].cells.ame"]
+
+
+def _html_text(out: Path) -> str:
+    import html as htmllib
+
+    raw = (out / "report.html").read_text(encoding="utf-8")
+    return " ".join(htmllib.unescape(re.sub(r"<[^>]+>", " ", raw)).split())
+
+
+def test_each_count_range_and_enters_predictions_sentence_has_its_claim_in_results_json(built):
+    """Every count sentence ('k of the n observations left out as extrapolation points'), range ('x1 from a to b
+    over the ...') and second-path verdict in the HTML is the text of a claim results.json lists, with its kind,
+    the quantities it cites and the verifier's outcome."""
+    results, _ = built
+    text = _html_text(BUILT["out"])
+    by_kind: dict[str, set[str]] = {}
+    for c in results["claims"]:
+        by_kind.setdefault(c["kind"], set()).add(c["text"])
+        assert c["cites"] and isinstance(c["holds"], bool) and c["outcome"]
+    counts = re.findall(
+        r"[\d,]+ of the [\d,]+ observations (?:left out|kept in the average) as (?:an )?extrapolation points?", text
+    )
+    assert counts and all(m in by_kind["count"] for m in counts), counts
+    ranges = re.findall(r"x\d from [-\d.e]+ to [-\d.e]+ over the [\d,]+ extrapolation points? [a-z ]+ in x\d", text)
+    assert ranges and all(m in by_kind["range"] for m in ranges), ranges
+    outside = re.findall(
+        r"[\d,]+ of the [\d,]+ observations takes? the combined step outside the range of the data", text
+    )
+    assert outside and all(m in by_kind["count"] for m in outside), outside
+    assert text.count("second path agrees to 1e-10") == len(results["effects"][0]["variants"])
+    # every listed count and range claim is printed somewhere in the report
+    assert all(t in text for t in by_kind["count"] | by_kind["range"])

@@ -27,6 +27,7 @@ from ..inputs.config import ConfigError, ReportConfig, config_error
 from ..inputs.sources import data_files, file_sha256, files_sha256, read_dask, read_frame, sample_rows, session_info
 from ..inputs.validate import analysis_error
 from . import figures
+from .audit_paths import audit_effect, not_audited, offset_roles
 from .challenger import challenger_summary
 from .checks import all_extrapolation_error, check_train_data, levels_of
 from .contracts import adjust_contracts, contract_rows
@@ -34,8 +35,8 @@ from .details import label_intervals, relabel_table
 from .effect import compute_effect
 from .effect_parts import REPORT_SAMPLE_SIZE, json_num, sample_info
 from .levels import LearnerShare, level_summaries
-from .model_view import dispersion_scaled, dispersion_threshold, glm_dispersion
-from .typed import typed_payload
+from .model_view import dispersion_scaled, dispersion_threshold, glm_dispersion, prediction_columns
+from .typed import report_unit, typed_payload
 
 __all__ = [
     "load_model",
@@ -319,12 +320,19 @@ def run_effects(
     train_cache: dict = {}
     challenger_checked: set = set()
     # figures show what the tables show: a class probability's effects in percentage points
-    fig_cfg = cfg if target_class is None else cfg.with_target_unit(f"percentage points of P({target_class})")
-    fig_scale = 1.0 if target_class is None else 100.0
+    # (their axis unit and scale are those of the quantities they draw: results.json's unit of the effects)
+    unit = report_unit({"target_class": target_class, "config": {"target_unit": cfg.target_unit}})
+    fig_cfg = cfg if unit.scale == 1.0 else cfg.with_target_unit(f"{unit.name} of {unit.of}")
+    fig_scale = unit.scale
     sample = None
     challenger, challenger_covariance, challenger_info = None, None, {}
     # every effect with bootstrap refits the model on the same resamples (one seed): fitted once, then reused
     refits = RefitCache()
+    # the columns every prediction reads beside the features (exposure, offset): the audit's second path passes
+    # them to the model's own predict as observed
+    roles = {r["column"]: r["role"] for r in prediction_columns(model, list(data.columns))}
+    if roles and not is_dask_collection(data):
+        roles = offset_roles(model, data, roles)
     if cfg.challenger:  # champion and challenger: the second model, loaded like the first
         if is_dask_collection(data):
             raise config_error(cfg, ("challenger",), "a challenger model works with engine: pandas (for now)")
@@ -375,6 +383,17 @@ def run_effects(
                 summ["id"] = vid
                 summ["level"] = json_num(veff.level)
                 summ["target_class"] = json_num(target_class)
+                # the second path reads the evaluated rows in memory: on Dask data those of the seeded sample,
+                # when it holds every evaluated row
+                summ["second_path"] = (
+                    audit_effect(model, data if sample is None else sample, out["result"], summ, target_class, roles)
+                    if sample is None or int(out["result"].n) == int(summ["n"])
+                    else not_audited(
+                        f"engine: dask keeps the rows out of core and the sample of {len(sample):,} rows holds "
+                        f"{int(out['result'].n):,} of the {int(summ['n']):,} evaluated rows; the second path reads "
+                        "every evaluated row in memory"
+                    )
+                )
                 summ["figures"] = figures.effect_figures(
                     out["result"], out["partition"], veff, fig_cfg, out_dir, vid, fig_scale
                 )

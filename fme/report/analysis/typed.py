@@ -17,12 +17,23 @@ The in-memory summaries keep their working keys; only the file is typed. Its JSO
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from typing import Any
 
-from ..inputs.claims import Claim, direction
+from ..inputs.claims import (
+    Claim,
+    agreement,
+    count_claim,
+    direction,
+    enters_predictions,
+    not_applicable,
+    not_computed,
+    range_claim,
+)
 from ..inputs.quantities import Interval, Quantity, RowSet, Unit, model_units, percentage_points
 from ..inputs.specs import CI_COVERS
+from .audit_paths import AME_TOLERANCE, SE_TOLERANCE
 
 __all__ = ["typed_payload", "report_unit"]
 
@@ -35,6 +46,62 @@ def report_unit(payload: dict) -> Unit:
         return percentage_points(f"P({cls})")
     config = payload.get("config") or {}
     return model_units(str(config.get("target_unit") or ""), str(payload.get("target") or ""))
+
+
+def _extrapolation_claims(v: dict, noun: str, sample: dict | None, claims: list[dict]) -> None:
+    """The count of a variant's extrapolation points ('253 of the 1,500 observations left out as extrapolation
+    points') and the range of each feature they leave the data in, over the rows it was found on (on Dask data
+    beyond ``sample_size`` the seeded sample's); cited as ``<id>/extrapolation_points`` and
+    ``<id>/extrapolation_where/<feature>``, the ids the report's sentences look them up by."""
+    if v.get("detector") is None:
+        return
+    vid = v["id"]
+    whole = RowSet(noun, int(v.get("n_total") or 0))
+    verb = "kept in the average" if v.get("policy") == "keep" else "left out"
+    n_ep = int((v.get("n_flagged_kept") if v.get("policy") == "keep" else v.get("n_extrapolation")) or 0)
+    c = count_claim(
+        RowSet("extrapolation points", n_ep, of=whole),
+        whole,
+        f"{verb} as extrapolation points",
+        (f"{vid}/extrapolation_points",),
+    )
+    if c.holds and n_ep == 1:
+        c = dataclasses.replace(c, text=c.text.replace("as extrapolation points", "as an extrapolation point"))
+    claims.append(c.to_dict())
+    of_sample = " of the seeded sample" if sample and not sample.get("all_rows") else ""
+    for w in v.get("extrapolation_where") or []:
+        if w.get("kind", "outside range") != "outside range" or "min" not in w:
+            continue
+        eps = RowSet(
+            f"extrapolation points{of_sample} outside the reference data in {w['feature']}", int(w.get("n") or 0)
+        )
+        cite = (f"{vid}/extrapolation_where/{w['feature']}",)
+        claims.append(range_claim(w["feature"], w["min"], w["max"], eps, cite).to_dict())
+
+
+def _overview(out: dict[str, Any], unit: Unit, claims: list[dict]) -> None:
+    """The overview's AMEs as quantities (``quantity`` of each row) and its statements as claims: each column
+    that enters every prediction beside the features, and each AME that could not be computed."""
+    ov = out.get("overview") or {}
+    for r in ov.get("rows") or []:
+        key = f"overview/{r['feature']}" + (f"/{r['level']}" if r.get("level") is not None else "")
+        if r.get("error"):
+            claims.append(not_computed(f"AME of {r['feature']}", str(r["error"]), (key,)).to_dict())
+            continue
+        step = f"to level {r['level']}" if r.get("level") is not None else f"{float(r['step']):+g}"
+        r["quantity"] = Quantity(
+            key,
+            f"AME of {r['feature']} {step}",
+            r.get("ame"),
+            unit,
+            RowSet("evaluated rows", int(r.get("n") or 0)),
+            Interval(
+                r.get("conf_low"), r.get("conf_high"), float(r.get("conf_level") or 0.95), str(r.get("inference"))
+            ),
+            r.get("std_error"),
+        ).to_dict()
+    for a in ov.get("prediction_columns") or []:
+        claims.append(enters_predictions(a["column"], a["role"], True).to_dict())
 
 
 def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
@@ -128,6 +195,36 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
             Interval(c.get("difference_low"), c.get("difference_high"), level, str(c.get("difference_inference"))),
             c.get("difference_std_error"),
         )
+    for name, rec in (v.get("levels") or {}).items():  # the learner- and data-level AMEs of the same step
+        if name not in ("learner", "data") or not rec or "error" in rec:
+            continue
+        over = (
+            RowSet(
+                "test rows of one split",
+                int(rec.get("n_test") or 0),
+                of=RowSet("training rows", int(rec.get("n_rows") or 0)),
+            )
+            if name == "learner"
+            else RowSet("training rows", int(rec.get("n") or 0))
+        )
+        quantities[f"ame_{name}_level"] = Quantity(
+            f"{vid}/ame_{name}_level",
+            f"{name}-level AME of {v.get('step_label', vid)}",
+            rec.get("ame"),
+            unit,
+            over,
+            Interval(rec.get("conf_low"), rec.get("conf_high"), level, name),
+            rec.get("std_error"),
+        )
+    st = v.get("stability") or {}
+    refits = RowSet("refits on subsamples", int(st.get("n_refits") or 0))
+    for key, what in (("ame_min", "smallest"), ("ame_max", "largest"), ("ame_sd", "SD of the")):
+        if st.get(key) is not None:  # the AMEs of the partition's stability refits
+            quantities[f"stability_{key}"] = Quantity(
+                f"{vid}/stability_{key}", f"{what} AME of the subsamples", st[key], unit, refits
+            )
+    if v.get("second_path"):
+        _second_path(v["second_path"], ame, quantities, claims)
     v["quantities"] = {k: q.to_dict() for k, q in quantities.items()}
     claims.append(direction(ame).to_dict())
     tests = (v.get("partition") or {}).get("tests") or {}
@@ -150,16 +247,99 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
         )
 
 
+#: Unit of the relative difference of two standard errors.
+RELATIVE = Unit("relative difference", "relative", 1.0, "the report's standard error")
+
+
+def _second_path(sp: dict, ame: Quantity, quantities: dict[str, Quantity], claims: list[dict]) -> None:
+    """The audit's second path of one variant as quantities, and its claims: 'agrees to <tolerance>' verified
+    here (a difference above it is "cannot be stated", a flag), 'not applicable: <reason>' where there is no
+    second path."""
+    vid, rows = ame.id.rsplit("/", 1)[0], RowSet("evaluated rows", int(sp.get("n") or 0))
+    what = ame.label.replace("AME of ", "the AME of ", 1)
+    if sp.get("ame") is None:
+        claims.append(
+            not_applicable(
+                f"{what} by a second path", sp.get("ame_reason") or "", (ame.id, f"{vid}/second_path_ame")
+            ).to_dict()
+        )
+    else:
+        q = Quantity(f"{vid}/second_path_ame", ame.label + " (second path)", sp["ame"], ame.unit, rows)
+        d = Quantity(f"{vid}/second_path_ame_difference", "|AME - second path|", sp["ame_difference"], ame.unit, rows)
+        quantities.update(second_path_ame=q, second_path_ame_difference=d)
+        shown = float(sp["ame_difference"]) * ame.unit.scale  # the tolerance is in the unit the report shows
+        claims.append(agreement("second path", shown, AME_TOLERANCE, (ame.id, q.id, d.id), False).to_dict())
+    if sp.get("se") is None:
+        claims.append(
+            not_applicable(
+                f"the delta SE of {what} by a second path", sp.get("se_reason") or "", (ame.id, f"{vid}/second_path_se")
+            ).to_dict()
+        )
+        return
+    se = Quantity(f"{vid}/second_path_se", "delta SE (second path)", sp["se"], ame.unit, rows)
+    rel = Quantity(
+        f"{vid}/second_path_se_difference", "relative difference of the delta SEs", sp["se_difference"], RELATIVE, rows
+    )
+    quantities.update(second_path_se=se, second_path_se_difference=rel)
+    claims.append(agreement("second path", sp["se_difference"], SE_TOLERANCE, (ame.id, se.id, rel.id), True).to_dict())
+
+
+def _largest(out: dict[str, Any], unit: Unit) -> dict[str, Any]:
+    """The largest differences of the second path over every variant (the audit appendix's headline)."""
+    variants = [v for g in out.get("effects") or [] for v in g.get("variants") or [] if "quantities" in v]
+    ame = [
+        v["quantities"]["second_path_ame_difference"]
+        for v in variants
+        if "second_path_ame_difference" in v["quantities"]
+    ]
+    se = [
+        v["quantities"]["second_path_se_difference"] for v in variants if "second_path_se_difference" in v["quantities"]
+    ]
+    res: dict[str, Any] = {"ame_tolerance": AME_TOLERANCE, "se_tolerance": SE_TOLERANCE}
+    for key, qs, u, label in (
+        ("largest_ame_difference", ame, unit, "largest |AME - second path|"),
+        ("largest_se_difference", se, RELATIVE, "largest relative difference of the delta SEs"),
+    ):
+        top = max((float(q["value"]) for q in qs), default=None)
+        res[key] = (
+            None
+            if top is None
+            else Quantity(f"second_path/{key}", label, top, u, RowSet("effects audited", len(qs))).to_dict()
+        )
+    return res
+
+
+def _outside_claim(r: dict, noun: str) -> Claim:
+    """'110 of the 300 observations take the combined step outside the range of the data': a count of the
+    rows an interaction averages over, cited as ``interaction/<a>/<b>/outside``."""
+    over = RowSet(noun, int(r["n"]))
+    k = int(r["n_outside"])
+    c = count_claim(
+        RowSet(noun, k, of=over),
+        over,
+        "take the combined step outside the range of the data",
+        (f"interaction/{r['steps_a']}/{r['steps_b']}/outside",),
+    )
+    return dataclasses.replace(c, text=c.text.replace(" take the ", " takes the ")) if c.holds and k == 1 else c
+
+
 def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """A copy of the payload of ``results.json`` in its typed form (see the module docstring)."""
     out = copy.deepcopy(payload)
     unit = report_unit(out)
     claims: list[dict] = []
+    noun = str((out.get("config") or {}).get("observations") or "observations")
+    sample = (out.get("data") or {}).get("sample")
     for g in out.get("effects") or []:
         for v in g.get("variants") or []:
             if "error" not in v:
                 _variant(v, unit, claims)
+                _extrapolation_claims(v, noun, sample, claims)
+    _overview(out, unit, claims)
     inter = out.get("interactions") or {}
+    for r in inter.get("rows") or []:  # how many rows the combined step of a pair takes outside the data
+        if r.get("n_outside") and r.get("n") is not None:
+            claims.append(_outside_claim(r, noun).to_dict())
     for r in inter.get("rows") or []:  # the interactions screen's averages, in the effects' unit
         r["quantity"] = Quantity(
             f"interaction/{r['steps_a']}/{r['steps_b']}",
@@ -180,4 +360,5 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
         claims.extend(type_joint_regions(out["joint_regions"], unit))
     out["claims"] = claims
+    out["second_path"] = _largest(out, unit)
     return out

@@ -21,6 +21,7 @@ contract_verdict    met / not met / inconclusive                  one unit for b
 not_computed        "not computed: <reason>"                      the reason comes from the code that declined
 explained_share     "the regions explain 42 % (CI ...) of ..."     its F test is valid (:func:`test_validity`) and
                                                                   the share has an interval
+agreement           "agrees to 1e-10" (the audit's second path)   the two paths differ by at most the tolerance
 ==================  ============================================  ===============================================
 """
 
@@ -52,6 +53,8 @@ __all__ = [
     "p_cell",
     "interval_kind_words",
     "explained_share",
+    "agreement",
+    "not_applicable",
 ]
 
 KINDS = (
@@ -64,6 +67,7 @@ KINDS = (
     "contract_verdict",
     "not_computed",
     "explained_share",
+    "agreement",
 )
 #: How a claim whose verifier failed is printed.
 CANNOT = "cannot be stated"
@@ -364,3 +368,26 @@ def explained_share(share: Quantity, test: TestRecord, df2: float | None, alpha:
         f"{fmt_num(100 * alpha, 0)}% level"
     )
     return Claim("explained_share", (share.id, test.id), True, text, "explains" if rejects else "not shown")
+
+
+# ------------------------------------------------------------------ the audit's second path
+def agreement(what: str, difference: float | None, tolerance: float, cites: Sequence[str], relative: bool) -> Claim:
+    """'<what> agrees to 1e-10' when a second computation differs from the report's by at most ``tolerance``
+    (``relative``: a share of the report's value); else "cannot be stated: ..." with the difference, so a
+    failing audit raises a flag and is never printed as an agreement."""
+    how = "relative difference" if relative else "difference"
+    if difference is None or not math.isfinite(float(difference)):
+        return _cannot("agreement", cites, f"{what}: no finite difference")
+    if float(difference) > tolerance:
+        return _cannot(
+            "agreement",
+            cites,
+            f"{what} differs from the report by a {how} of {fmt_g(difference, 3)}, above the tolerance "
+            f"{fmt_g(tolerance, 1)}",
+        )
+    return Claim("agreement", tuple(cites), True, f"{what} agrees to {fmt_g(tolerance, 1)}", "agrees")
+
+
+def not_applicable(what: str, reason: str, cites: Sequence[str] = ()) -> Claim:
+    """A check that does not apply here ('not applicable: <reason>'), a not_computed claim."""
+    return Claim("not_computed", tuple(cites) or (what,), True, f"not applicable: {reason}", "not applicable", reason)

@@ -8,7 +8,7 @@ table names its unit and the rows it counts once, in its header or caption.
 from __future__ import annotations
 
 from ..._utils.numfmt import count, fmt_est, fmt_int, fmt_num, fmt_p, fmt_percent
-from ..inputs.claims import p_cell, statistic_cell
+from ..inputs.claims import Claim, p_cell, statistic_cell
 from ..inputs.quantities import UNITLESS, Interval, Quantity, RowSet, Unit, interval_text, shown
 from ..inputs.specs import CI_SHORT
 from ..inputs.verdicts import contract_not_valid
@@ -138,7 +138,9 @@ def challenger_cells(groups: list[dict], unit: Unit = UNITLESS) -> dict | None:
     }
 
 
-def interaction_cells(block: dict | None, unit: Unit = UNITLESS, noun: str = "rows") -> dict | None:
+def interaction_cells(
+    block: dict | None, unit: Unit = UNITLESS, noun: str = "rows", listed: dict[str, Claim] | None = None
+) -> dict | None:
     """The interactions of the config as display rows and one sentence per pair: the average interaction in
     ``unit`` (the report's, named in the header), the rows it is over and how many of them the combined step
     takes outside the data (kept in the average, and said so)."""
@@ -189,7 +191,10 @@ def interaction_cells(block: dict | None, unit: Unit = UNITLESS, noun: str = "ro
             if clear
             else f"no clear interaction: {by} on average, interval {ci} ({kind})."
         )
-        if r.get("n_outside"):
+        claim = (listed or {}).get(f"interaction/{r['steps_a']}/{r['steps_b']}/outside")
+        if r.get("n_outside") and claim is not None:  # the count results.json lists
+            text += f" {claim.text[0].upper()}{claim.text[1:]} (envelope; kept in the average)."
+        elif r.get("n_outside"):  # a results.json of an older fme
             text += (
                 f" Over {count_words(over.n, noun)}, of which {fmt_int(r['n_outside'])} "
                 f"{'takes' if int(r['n_outside']) == 1 else 'take'} the combined step outside the range of the "

@@ -41,7 +41,7 @@ from .effect_tables import (  # noqa: F401 - re-exported: an effect's cells are 
     stability_cells,
     with_eps_rows,
 )
-from .extrapolation_text import ep_line
+from .extrapolation_text import ep_line, listed_claims
 from .figure_text import figure_entries
 from .flags import FLAG, dispersion_text, flag_rows, model_flag_rows, threshold_rows
 from .joint_regions import joint_context
@@ -121,6 +121,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
     fig_counter = [0]
     effects, summary, overview, flags, plausibility = [], [], [], [], []
     ci_methods: set[str] = set()
+    listed = listed_claims(results.get("claims") or [])
     ci_captions: set[str] = set()
     for group in results["effects"]:
         variants = []
@@ -128,6 +129,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
             if "error" in v:  # results.json of an older fme: the analysis now fails loudly instead
                 raise ValueError(f"effect {v['id']} was not computed ({v['error']}); rebuild the report")
             v = prepare_variant(v, scale)
+            v["listed_claims"] = {k: c for k, c in listed.items() if k.startswith(f"{v['id']}/")}
             v["level_label"] = level_label(v)
             v["expected_sign"] = group.get("config", {}).get("expected_sign")
             cells = effect_cells(v)
@@ -224,7 +226,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                 var["partition"]["table_boxes"] = next_table()  # after the differences, as the template reads
                 if v.get("stability"):
                     half = None if v["ci_low"] is None else (v["ci_high"] - v["ci_low"]) / 2
-                    sc = stability_cells(v["stability"], decimals_for(half))
+                    sc = stability_cells(v["stability"], decimals_for(half), v.get("quantities"))
                     tab = next_table()
                     var["partition"]["stability"] = {
                         "rows": sc["rows"],
@@ -237,7 +239,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
     joint = joint_context(results, next_table, fig_counter)
     flags.extend(model_flag_rows(results.get("model") or {}, thresholds))
     flags.extend(unstated_flags("the report", [c["text"] for c in results.get("claims") or [] if not c["holds"]]))
-    interactions = interaction_cells(results.get("interactions"), value, noun)
+    interactions = interaction_cells(results.get("interactions"), value, noun, listed)
     table_interactions = next_table() if interactions else None
     table_plausibility = next_table()
     changes = changelog.changelog(results, build_info.get("previous"))
@@ -301,6 +303,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "table_plausibility": table_plausibility,
         "table_versions": n_fig_tables + 1,
         "table_hashes": n_fig_tables + 2,
+        "table_second_path": n_fig_tables + 3,
         "report_id": report_id(results["config_name"], results["config_sha256"]),
         "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg.signoff],
         "changes": changes,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_level, fmt_nlm, fmt_num, fmt_percent, fmt_share
-from ..inputs.quantities import fixed_bounds
+from ..inputs.quantities import Quantity, fixed_bounds
 from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 from ..inputs.wording import count_words
 from . import sentences
@@ -29,13 +29,17 @@ def effect_cells(v: dict) -> dict[str, str]:
     """All display strings of one effect variant (used by tables *and* sentences); ``v`` is a display copy
     (:func:`~fme.report.present.display.prepare_variant`) or, its fixed-model interval read from
     ``fixed_interval``, a variant of results.json."""
-    low, high = (v["ci_low"], v["ci_high"]) if "ci_low" in v else fixed_bounds(v)
-    ame, lo, hi = fmt_est(v["ame"], low, high)
+    q = _typed(v, "ame")
+    if q is not None:  # the AME results.json lists: its value, the interval the report shows and its rows
+        (ame, lo, hi), n = fmt_est(*q.display()), q.rows.n
+    else:  # a results.json of an older fme
+        low, high = (v["ci_low"], v["ci_high"]) if "ci_low" in v else fixed_bounds(v)
+        (ame, lo, hi), n = fmt_est(v["ame"], low, high), v["n"]
     d = {
         "ame": ame,
         "ci_low": lo,
         "ci_high": hi,
-        "n": fmt_int(v["n"]),
+        "n": fmt_int(n),
         "n_total": fmt_int(v["n_total"]),
         "level": fmt_level(v["conf_level"]),
         "sd": fmt_num(v["sd"], 3),
@@ -89,6 +93,12 @@ def effect_cells(v: dict) -> dict[str, str]:
     return d
 
 
+def _typed(v: dict, key: str) -> Quantity | None:
+    """The variant's quantity ``key`` of results.json (None: a results.json of an older fme)."""
+    d = (v.get("quantities") or {}).get(key)
+    return None if d is None else Quantity.from_dict(d)
+
+
 def level_label(v: dict) -> str:
     """The level rows already at are left out at: the variant's level (``all`` or a list), else the level of a
     single categorical step (``{feature: level}``), else ``feature level`` per stepped feature (never
@@ -107,14 +117,19 @@ def _nlm_method(v: dict) -> str:
     return v.get("nlm_method") or "-"
 
 
-def _est_cells(r: dict, level: str) -> dict[str, str]:
-    ame, lo, hi = fmt_est(r["ame"], r["ci_low"], r["ci_high"])
+def _est_cells(r: dict, level: str, q: Quantity | None = None) -> dict[str, str]:
+    """An AME's cells from its quantity ``q`` (value, interval and rows in the report's unit), or from the row
+    of a results.json of an older fme."""
+    if q is not None:
+        (ame, lo, hi), n = fmt_est(*q.display()), q.rows.n
+    else:
+        (ame, lo, hi), n = fmt_est(r["ame"], r["ci_low"], r["ci_high"]), r["n"]
     return {
         "ame": ame,
         "ci_low": lo,
         "ci_high": hi,
         "ci": f"[{lo}, {hi}]",
-        "n": fmt_int(r["n"]),
+        "n": fmt_int(n),
         "level": level,
         "n_extrapolation": "not checked" if r.get("n_extrapolation") is None else fmt_int(r["n_extrapolation"]),
     }
@@ -137,7 +152,7 @@ def with_eps_rows(v: dict, cells: dict[str, str]) -> list[dict[str, str]] | None
         "interval": cells["ci_kind"],
     }
     everything = {
-        **_est_cells(w, cells["level"]),
+        **_est_cells(w, cells["level"], _typed(v, "ame_with_eps")),
         "rows": "all evaluated rows, extrapolation points included",
         "interval": CI_SHORT["sample"],
     }  # the AME with the points is computed with the model held fixed
@@ -165,7 +180,7 @@ def sensitivity_rows(v: dict, level: str) -> list[dict[str, str]] | None:
     rows = []
     for r in v["sensitivity"]:
         c = {
-            **_est_cells(r, level),
+            **_est_cells(r, level, _typed(v, f"ame_step_x{r['factor']:g}") if r.get("ame") is not None else None),
             "size": STEP_SIZES.get(r["factor"], f"{fmt_g(r['factor'])}h"),
             "step": r["step_label"],
         }
@@ -177,7 +192,7 @@ def sensitivity_rows(v: dict, level: str) -> list[dict[str, str]] | None:
     return rows
 
 
-def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
+def stability_cells(st: dict, ame_cell_decimals: int, quantities: dict | None = None) -> dict[str, Any]:
     """§1.7: display rows (quantity, value) of the partition's stability across subsamples, and the cells.
 
     Every share names its denominator: the evaluated rows the refits resample, which on a Dask sample
@@ -197,6 +212,13 @@ def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
         "n_each": fmt_int(st["n_each"]),
     }
     d = ame_cell_decimals
+
+    def ame(key: str) -> Any:
+        """The subsamples' AME ``key`` from its quantity (``quantities``: the variant's in results.json), else
+        (an older results.json) the record's."""
+        q = (quantities or {}).get(f"stability_{key}")
+        return st.get(key) if q is None else Quantity.from_dict(q).display()[0]
+
     of = st.get("of_sample")
     rows_of = (
         f"the {fmt_int(st['n_rows'])} evaluated rows of the sample, itself {fmt_share(st['n_rows'], of)} of all "
@@ -239,7 +261,7 @@ def stability_cells(st: dict, ame_cell_decimals: int) -> dict[str, Any]:
     rows.append(
         {
             "quantity": "AME in the subsamples",
-            "value": f"{fmt_num(st['ame_min'], d)} to {fmt_num(st['ame_max'], d)} (SD {fmt_num(st['ame_sd'], d)}); "
+            "value": f"{fmt_num(ame('ame_min'), d)} to {fmt_num(ame('ame_max'), d)} (SD {fmt_num(ame('ame_sd'), d)}); "
             f"same sign as the AME in {fmt_int(st['n_same_sign'])} of {c['k']}",
         }
     )

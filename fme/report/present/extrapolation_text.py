@@ -5,11 +5,22 @@ effect's extrapolation line and the extrapolation figure's alt text and caption.
 from __future__ import annotations
 
 from ..._utils.numfmt import fmt_int
-from ..inputs.claims import count_claim, range_claim
+from ..inputs.claims import Claim, count_claim, range_claim
 from ..inputs.quantities import RowSet
 from ..inputs.wording import count_words
 
-__all__ = ["drawn_rows", "ep_line", "extrapolation_words"]
+__all__ = ["drawn_rows", "ep_line", "extrapolation_words", "listed_claims"]
+
+
+def listed_claims(claims: list[dict]) -> dict[str, Claim]:
+    """The count and range claims ``results.json`` lists for the extrapolation sentences, by the id they cite
+    (``<effect>/extrapolation_points``, ``<effect>/extrapolation_where/<feature>``): the sentences print the
+    listed claim, so each count and range the report states is one a validator finds in ``results.json``."""
+    out = {}
+    for c in claims:
+        if c.get("kind") in ("count", "range") and len(c.get("cites") or []) == 1:
+            out[c["cites"][0]] = Claim.from_dict(c)
+    return out
 
 
 def drawn_rows(sample: dict | None, n: int, noun: str) -> RowSet:
@@ -29,13 +40,18 @@ def ep_line(v: dict, noun: str, where: str | None, sample: dict | None) -> str |
     seeded sample's (named, never joined to the whole-data count as if they were its)."""
     if v["detector"] is None:
         return None
-    whole = RowSet(noun, int(v["n_total"]))
-    verb = "kept in the average" if v["policy"] == "keep" else "left out"
-    n_ep = int((v.get("n_flagged_kept") if v["policy"] == "keep" else v.get("n_extrapolation")) or 0)
-    text = count_claim(RowSet("extrapolation points", n_ep, of=whole), whole, f"{verb} as extrapolation points")
+    listed = (v.get("listed_claims") or {}).get(f"{v.get('id')}/extrapolation_points")
+    if listed is not None:  # the claim results.json lists (built where results.json was written)
+        text = listed
+        line = text.text
+    else:  # a results.json of an older fme: the same claim, built here
+        whole = RowSet(noun, int(v["n_total"]))
+        verb = "kept in the average" if v["policy"] == "keep" else "left out"
+        n_ep = int((v.get("n_flagged_kept") if v["policy"] == "keep" else v.get("n_extrapolation")) or 0)
+        text = count_claim(RowSet("extrapolation points", n_ep, of=whole), whole, f"{verb} as extrapolation points")
+        line = text.text if n_ep != 1 else text.text.replace("as extrapolation points", "as an extrapolation point")
     if not text.holds:
         return text.text
-    line = text.text if n_ep != 1 else text.text.replace("as extrapolation points", "as an extrapolation point")
     if where:
         if sample and not sample.get("all_rows"):
             rows = RowSet("rows", int(sample["rows"]), of=RowSet("rows", int(sample["of"])))
@@ -71,7 +87,8 @@ def extrapolation_words(v: dict, fig: dict, cells: dict, step: str, noun: str, s
         eps = RowSet(
             f"extrapolation points{of_sample} outside the reference data in {fig['feature']}", int(where.get("n") or 0)
         )
-        loc = "; " + range_claim(fig["feature"], where["min"], where["max"], eps).text
+        listed = (v.get("listed_claims") or {}).get(f"{v.get('id')}/extrapolation_where/{fig['feature']}")
+        loc = "; " + (listed or range_claim(fig["feature"], where["min"], where["max"], eps)).text
     alt = (
         f"Stacked histogram of {fig['feature']}: {count_words(n_eval, noun)}{of_sample} evaluated (solid) and "
         f"{count_words(n_ep, 'extrapolation points')}{of_sample} (hatched){loc}."

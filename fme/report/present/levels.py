@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_int, fmt_level, fmt_num, fmt_percent
+from ..inputs.quantities import Quantity
 from .flags import FLAG, OK
 
 __all__ = ["level_rows", "level_sentences", "level_flag_rows", "QUESTIONS"]
@@ -76,7 +77,12 @@ def level_rows(v: dict, cells: dict[str, str], noun: str) -> list[dict[str, str]
                 }
             )
             continue
-        ame, ci = _ci(rec["ame"], rec["conf_low"], rec["conf_high"])
+        typed = (v.get("quantities") or {}).get(f"ame_{name}_level")
+        # the level's AME as results.json lists it (value and interval in the report's unit), else (an older
+        # results.json) the record's own numbers
+        ame, ci = (
+            _ci(*Quantity.from_dict(typed).display()) if typed else _ci(rec["ame"], rec["conf_low"], rec["conf_high"])
+        )
         if name == "learner":
             where = (
                 f"test rows of {fmt_int(rec['n_splits'])} splits of {fmt_int(rec['n_rows'])} training {noun} "

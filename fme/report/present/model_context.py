@@ -14,6 +14,7 @@ from typing import Any
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_level, fmt_num, fmt_share
 from ..inputs.claims import enters_predictions
 from ..inputs.config import ReportConfig
+from ..inputs.quantities import Quantity
 from ..inputs.specs import ci_short, describe_detector
 
 __all__ = ["whole_model", "fit_text", "causes_phrase", "effective_step_rows", "detector_text"]
@@ -66,15 +67,21 @@ def whole_model(results: dict, cfg: ReportConfig, scale: float, first_table: int
                     }
                 )
                 continue
-            lo = None if r["conf_low"] is None else r["conf_low"] * scale
-            hi = None if r["conf_high"] is None else r["conf_high"] * scale
-            ame, clo, chi = fmt_est(r["ame"] * scale, lo, hi)
+            if r.get("quantity"):  # the typed AME results.json lists: value, interval and rows in its unit
+                q = Quantity.from_dict(r["quantity"])
+                ame, clo, chi = fmt_est(*q.display())
+                n = q.rows.n
+            else:  # a results.json of an older fme
+                lo = None if r["conf_low"] is None else r["conf_low"] * scale
+                hi = None if r["conf_high"] is None else r["conf_high"] * scale
+                ame, clo, chi = fmt_est(r["ame"] * scale, lo, hi)
+                n = r["n"]
             rows.append(
                 {
                     "rank": fmt_int(rank),
                     "feature": r["feature"],
                     "step": _step_text(r, units),
-                    "n": fmt_int(r["n"]),
+                    "n": fmt_int(n),
                     "n_excluded": fmt_int(r["n_excluded"]),
                     "ame": ame,
                     "ci": f"[{clo}, {chi}]",
@@ -88,9 +95,9 @@ def whole_model(results: dict, cfg: ReportConfig, scale: float, first_table: int
             "detector": describe_detector(ov["detector"]),
             "level": level,
             "table": first_table,
-            "inputs": [
-                enters_predictions(a["column"], a["role"], True).text for a in ov.get("prediction_columns") or []
-            ],
+            # the claims results.json lists (an older results.json: built here alike)
+            "inputs": [c["text"] for c in results.get("claims") or [] if c.get("kind") == "enters_predictions"]
+            or [enters_predictions(a["column"], a["role"], True).text for a in ov.get("prediction_columns") or []],
         }
         out["table_dictionary"] = first_table + 1
     for r in dic:
