@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -99,6 +100,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    warnings.simplefilter("ignore", fme.FixedModelWarning)  # inference="auto" on a plain function: the sample
     X = make_data(args.n)
     model = Timed(np.linspace(-1.0, 1.0, P) / np.sqrt(P))
     steps = {"x0": 1.0}
