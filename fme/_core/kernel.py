@@ -129,8 +129,9 @@ def evaluate_steps(
             nlm_parts.append(v)
             sd_parts.append(sd)
             scale_parts.append(sc)
-    f0 = np.concatenate(f0_parts)
-    f1 = np.concatenate(f1_parts)
+    # one batch (the usual fME): its predictions as they are, no copy
+    f0 = f0_parts[0] if len(f0_parts) == 1 else np.concatenate(f0_parts)
+    f1 = f1_parts[0] if len(f1_parts) == 1 else np.concatenate(f1_parts)
     if return_scale:
         return f0, f1, np.concatenate(nlm_parts), np.concatenate(sd_parts), np.concatenate(scale_parts)
     if rule is None:
@@ -151,7 +152,7 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
     f0, f1, nlm_values, status, nlm_sd, rows, nlm_extra = _evaluate_rows(plan, X, h)
     out_index = data.index[cand]
     res = _result_columns(plan.names, f0, f1, nlm_values, status, h, extra_cols, nlm_extra)
-    results = pd.DataFrame(res, index=out_index)
+    results = pd.DataFrame(res, index=out_index, copy=False)  # the columns are this call's own arrays
     predictions = _predictions_frame(plan.names, f0, f1, out_index)
     if with_rows and plan.names is None and rows is None and cand.size:
         # 'sample' needs only the fMEs: the stepped frame is built for delta and bootstrap alone
@@ -326,8 +327,8 @@ def _label_dtype() -> Any:
 
 
 def _predictions_frame(names: list[Any] | None, f0: np.ndarray, f1: np.ndarray, index: pd.Index) -> pd.DataFrame:
-    if names is None:
-        return pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=index)
+    if names is None:  # the predictions' own arrays, not copied into one block
+        return pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=index, copy=False)
     return pd.DataFrame(
         {
             **{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},

@@ -200,7 +200,8 @@ def _spec_rows(
     table = undefined_where(est.table(conf_level), size_used == 0)
     rows = []
     for g in range(m):
-        d = describe(spec.values[codes == g], conf_level)
+        in_g = codes == g
+        d = describe(spec.values if in_g.all() else spec.values[in_g], conf_level)  # one group: no copy
         group = {c: keys[c].iloc[g] for c in by_cols}
         n_ex = int(size_all[g] - size_used[g]) if by_cols else len(codes_all) - spec.positions.size
         ame = d["mean"] if not weighted or d["n"] == 0 else float(est.estimate[g])

@@ -25,7 +25,7 @@ _TILE = 64
 
 
 @njit(nogil=True, error_model="numpy")
-def _level0(V, f0, F, u, wk, wg, idx, wts, npts, leb, pts, share_at, ulps, outlier, tv_factor, *out):
+def _level0(V, f0, F, u, wk, wg, idx, wts, npts, leb, pts, share_at, ulps, outlier, tv_factor, given_c, *out):
     scale, c, jumps, K, G, P, cut, iso = out
     n_nodes, n, C = V.shape
     n_pts = n_nodes + 2
@@ -87,7 +87,10 @@ def _level0(V, f0, F, u, wk, wg, idx, wts, npts, leb, pts, share_at, ulps, outli
             for r in range(m):
                 lev = max(big[r], abs(FF[r])) + abs(f0[start + r, k])
                 scale[start + r, k] = lev
-                c[start + r, k] = cc[r]
+                if given_c:
+                    cc[r] = c[start + r, k]
+                else:
+                    c[start + r, k] = cc[r]
                 big[r] = lev
             for g in range(n_gaps):
                 for r in range(m):
@@ -249,6 +252,11 @@ def level0(
     K, G, P = np.empty((n, 3, C)), np.empty((n, 3, C)), np.empty((n, 3, C))
     cut, iso = np.empty(n), np.empty(n, dtype=np.bool_)
     idx, wts, npts, leb = tables
+    # the centre as NumPy's einsum sums it: node by node for several values, but for a single one (one row, one
+    # output) in its own order, which the kernel then takes as given
+    given_c = n * C == 1
+    if given_c:
+        c[:] = np.einsum("j,jnc->nc", wk, V - f0[None])
     _level0(
         V,
         f(f0),
@@ -265,6 +273,7 @@ def level0(
         float(ulps),
         float(outlier),
         float(tv_factor),
+        given_c,
         scale,
         c,
         jumps,
