@@ -174,8 +174,9 @@ def budget_nlm(
     C = int(np.prod(np.shape(f0)[1:], dtype=int))
     parts = []
     starts = range(0, max(n, 1), _BLOCK_ROWS)
-    # one buffer for the level-0 frames of every block: fresh memory is paged in once per call, not per frame
-    buffer = node_buffer(X, min(n, _BLOCK_ROWS), batch_size)
+    # one buffer for the level-0 frames and one for their predictions, for every block: fresh memory is paged in
+    # once per call, not per frame and block
+    buffer = node_buffer(X, min(n, _BLOCK_ROWS), batch_size, C)
     for start in progress_bar(
         starts,
         total=len(starts),

@@ -60,11 +60,14 @@ def group_matrix(codes: np.ndarray, n_groups: int, weights: np.ndarray | None = 
     codes = np.asarray(codes, dtype=np.int64)
     used = np.flatnonzero(codes >= 0)
     rows = codes[used]
-    w_used = np.ones(used.size) if weights is None else np.asarray(weights, dtype=float)[used]
     counts = np.bincount(rows, minlength=n_groups)
-    totals = counts.astype(float) if weights is None else np.bincount(rows, weights=w_used, minlength=n_groups)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w = w_used / totals[rows]
+    if weights is None and n_groups == 1:  # one group of equal weights: 1 / n_0 each, as the division gives it
+        w = np.full(used.size, 1.0 / float(counts[0]) if used.size else np.nan)
+    else:
+        w_used = np.ones(used.size) if weights is None else np.asarray(weights, dtype=float)[used]
+        totals = counts.astype(float) if weights is None else np.bincount(rows, weights=w_used, minlength=n_groups)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = w_used / totals[rows]
     # the CSR arrays directly, each group's rows in ascending order (what the (row, column) constructor's stable
     # sort gives, without its sort: the same matrix, so the same sums)
     order = np.argsort(rows, kind="stable") if n_groups > 1 else slice(None)
@@ -344,8 +347,11 @@ class RowInference:
             used = slice(None)
         cu = codes[used]
         cnt = np.bincount(cu, minlength=n_groups).astype(float)
-        dev = np.zeros(n)
-        dev[used] = self.values[used] - est[cu]
+        if n_groups == 1 and isinstance(used, slice):  # one group of every row: its estimate, not gathered
+            dev = self.values - est[0]
+        else:
+            dev = np.zeros(n)
+            dev[used] = self.values[used] - est[cu]
         if weights is None:
             ss = np.bincount(cu, weights=dev[used] ** 2, minlength=n_groups)
             with np.errstate(invalid="ignore", divide="ignore"):
