@@ -346,7 +346,8 @@ class RowInference:
         if used.all():  # every row counts: slices instead of masked copies (the same values)
             used = slice(None)
         cu = codes[used]
-        cnt = np.bincount(cu, minlength=n_groups).astype(float)
+        cnt = np.array([float(n)]) if n_groups == 1 and isinstance(used, slice) else None
+        cnt = np.bincount(cu, minlength=n_groups).astype(float) if cnt is None else cnt
         if n_groups == 1 and isinstance(used, slice):  # one group of every row: its estimate, not gathered
             dev = self.values - est[0]
         else:
