@@ -84,11 +84,11 @@ import numpy as np
 import pandas as pd
 
 from .._utils.progress import progress_bar
-from ..nlm import gauss_kronrod_rules
+from ..nlm import CONSTANT_ULPS, gauss_kronrod_rules
 from ..steps import Step
 from .bracket_kernel import bracket_rowsums, gk_sums, row_argmax, segment_rowsums, split_brackets
-from .budget_routes import LEVEL0_CONSTANTS, hidden_jumps, jump_state, quad_state
-from .level0_kernel import level0
+from .budget_routes import LEVEL0_CONSTANTS, hidden_jumps, jump_state
+from .level0_kernel import level0, quad_state
 from .path_frames import PathFrames, node_buffer, node_values
 
 __all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm"]
@@ -549,7 +549,7 @@ def _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True):
     be = np.zeros(B["r"].size)
     Q["ej"] = np.zeros(Q["r"].size)
     if Q["r"].size:
-        v, e, d, qe, Q["ej"] = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"], Q["P"])
+        v, e, d, qe, Q["ej"] = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"], Q["P"], CONSTANT_ULPS)
         rows = ~jumps
         nlm[rows], err[rows], D[rows] = v[rows], e[rows], d[rows]
     if jumps.any():

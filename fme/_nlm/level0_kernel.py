@@ -9,7 +9,8 @@ writing a temporary, and the compiled sums read each interval's 23 values with a
 :func:`level0` reads the predictions once, a tile of rows at a time, and computes every quantity with the rows
 innermost, where the compiler keeps a few rows in one vector register. Each row's arithmetic is that of the
 NumPy and compiled references, in the same order (no reassociation, no fused multiply-add), so every number is
-the same floating-point number; ``tests/_nlm/test_level0_kernel.py`` checks it.
+the same floating-point number; ``tests/_nlm/test_level0_kernel.py`` checks it. :func:`quad_state`, the
+quadrature route's state that every round reads, is compiled the same way.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 from .._utils.jit import njit
 
-__all__ = ["level0"]
+__all__ = ["level0", "quad_state"]
 
 #: Rows per tile: the tile's 23 values per row and the stencil sums stay in the first-level cache.
 _TILE = 64
@@ -284,3 +285,106 @@ def level0(
         iso,
     )
     return scale, c, jumps, K, G, P, cut, iso
+
+
+@njit(nogil=True, error_model="numpy")
+def _quad_state(n, c, scale, qr, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
+    C = c.shape[1]
+    TK = np.zeros((n, 3, C))
+    TG = np.zeros((n, 3, C))
+    for i in range(qr.shape[0]):  # per-row sums in index order, as rowsum adds them
+        r = qr[i]
+        for s in range(3):
+            for k in range(C):
+                TK[r, s, k] += qK[i, s, k]
+                TG[r, s, k] += qG[i, s, k]
+    ratio = np.empty((n, C))
+    undK = np.empty((n, C), dtype=np.bool_)
+    undG = np.empty((n, C), dtype=np.bool_)
+    vG = np.empty((n, C))
+    for r in range(n):
+        for k in range(C):
+            thr = (limit * scale[r, k]) ** 2
+            d = TK[r, 1, k] - (TK[r, 0, k] - c[r, k]) ** 2
+            q = TK[r, 2, k] / d
+            und = d <= thr
+            undK[r, k] = und
+            DK[r, k] = d
+            nlm[r, k] = np.nan if und else 1.0 - q
+            ratio[r, k] = 0.0 if und else q
+            dg = TG[r, 1, k] - (TG[r, 0, k] - c[r, k]) ** 2
+            undG[r, k] = dg <= thr
+            vG[r, k] = np.nan if dg <= thr else 1.0 - TG[r, 2, k] / dg
+    csum = np.zeros((n, C))
+    for i in range(qr.shape[0]):
+        r = qr[i]
+        worst = -np.inf
+        worst_h = -np.inf
+        for k in range(C):
+            s1c = TK[r, 0, k] - c[r, k]
+            rq = ratio[r, k]
+            d0 = qK[i, 0, k] - qG[i, 0, k]
+            d1 = qK[i, 1, k] - qG[i, 1, k]
+            d2 = qK[i, 2, k] - qG[i, 2, k]
+            contrib = abs(d2 - rq * (d1 - 2.0 * s1c * d0)) / DK[r, k]
+            hidden = (qP[i, 2, k] + abs(rq) * (qP[i, 1, k] + 2.0 * abs(s1c) * qP[i, 0, k])) / DK[r, k]
+            contrib = contrib + hidden
+            if undK[r, k]:
+                contrib = 0.0 if undG[r, k] else np.inf
+            if np.isnan(contrib):
+                contrib = np.inf
+            if undK[r, k]:
+                hidden = 0.0
+            if np.isnan(hidden):
+                hidden = np.inf
+            csum[r, k] += contrib
+            worst = max(worst, contrib)
+            worst_h = max(worst_h, hidden)
+        qe[i] = worst
+        qh[i] = worst_h
+    for r in range(n):
+        for k in range(C):
+            a = abs(nlm[r, k] - vG[r, k])
+            b = csum[r, k]
+            m = a if (np.isnan(a) or a >= b) else b  # NumPy's maximum: NaN wins
+            if np.isnan(b):
+                m = b
+            d = DK[r, k]
+            rnd = 32.0 * eps * (1.0 + abs(ratio[r, k]) * (abs(TK[r, 1, k]) + (TK[r, 0, k] - c[r, k]) ** 2) / d)
+            if not np.isfinite(rnd):
+                rnd = 0.0
+            e = m + rnd
+            if undK[r, k] and undG[r, k]:
+                e = 0.0
+            if np.isnan(e):
+                e = np.inf
+            err[r, k] = e
+
+
+def quad_state(n, c, scale, qr, qK, qG, qP, constant_ulps):
+    """Compiled :func:`fme._nlm.budget_routes.quad_state_numpy` (the quadrature route's per-row NLM, error
+    estimate and D, per sub-interval contribution and its hidden-jump part): one pass over the sub-intervals for
+    the per-row sums, one per row, one per sub-interval, instead of about 40 NumPy passes; the same numbers."""
+    f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
+    c, scale = f(c), f(scale)
+    C = c.shape[1]
+    nlm, err, DK = np.empty((n, C)), np.empty((n, C)), np.empty((n, C))
+    qe, qh = np.empty(qr.shape[0]), np.empty(qr.shape[0])
+    limit = float(constant_ulps) * np.finfo(np.float64).eps
+    _quad_state(
+        n,
+        c,
+        scale,
+        np.asarray(qr, dtype=np.int64),
+        f(qK),
+        f(qG),
+        f(qP),
+        limit,
+        np.finfo(np.float64).eps,
+        nlm,
+        err,
+        DK,
+        qe,
+        qh,
+    )
+    return nlm, err, DK, qe, qh

@@ -68,3 +68,25 @@ def test_level0_sees_a_jump_as_the_numpy_hidden_jumps_do() -> None:
     scale, c, jumps, K, G, P, cut, iso = level0(V, f0, F, U, WK, WG, *R.LEVEL0_CONSTANTS)
     assert not jumps[0] and iso[0] and cut[0] == 0.5 * (t[9] + t[10])
     assert P[0, 0, 0] > 0
+
+
+@pytest.mark.parametrize(("seed", "C"), [(0, 1), (1, 3)])
+def test_compiled_quad_state_equals_the_numpy_one(seed: int, C: int) -> None:
+    """Several sub-intervals per row, rows without any, constant (undefined) rows: the same five arrays."""
+    from fme._nlm.level0_kernel import quad_state
+    from fme.nlm import CONSTANT_ULPS
+
+    rng = np.random.default_rng(seed)
+    n, k = 40, 120
+    qr = np.sort(rng.integers(0, n - 5, size=k))
+    qK = rng.normal(size=(k, 3, C))
+    qK[:, 1] = np.abs(qK[:, 1]) + 2.0  # S2 mostly above (S1 - c)^2
+    qG = qK + rng.normal(size=(k, 3, C)) * 1e-3
+    qP = np.abs(rng.normal(size=(k, 3, C))) * 1e-2
+    flat = np.isin(qr, [3, 7])  # two rows whose sums vanish: undefined NLMs
+    qK[flat], qG[flat] = 0.0, 0.0
+    c, scale = rng.normal(size=(n, C)), np.abs(rng.normal(size=(n, C))) + 1.0
+    want = R.quad_state(n, c, scale, qr, qK, qG, qP)
+    got = quad_state(n, c, scale, qr, qK, qG, qP, CONSTANT_ULPS)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
