@@ -73,7 +73,10 @@ memory whatever the number of rows. A Dask partition is its own call.
 
 The rounds' bookkeeping (per-row sums over millions of brackets, cutting brackets at their probes) runs
 compiled (:mod:`fme._nlm.bracket_kernel`): what is left beside the model's ``predict`` is about 1 s per 10^5
-rows at the default budget (benchmarks/README.md).
+rows at the default budget on a wrapped boosting model (benchmarks/README.md). Level 0 (each row's level, centre,
+route, Gauss-Kronrod sums and hidden jumps from its 21 node values) is one compiled pass over the predictions, and
+so is the quadrature route's state (:mod:`fme._nlm.level0_kernel`); the level-0 frames and their predictions
+live in one buffer each per call (:func:`fme._nlm.path_frames.node_buffer`).
 """
 
 from __future__ import annotations
