@@ -287,7 +287,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     made = 0
     left = max(0.0, (float(budget) - BASE_COST) * n)
     rounds = _MAX_ROUNDS
-    fresh = None  # the state of the last round when nothing was predicted since: it is the result's state
+    fresh = None  # the state of round 0 while nothing is predicted: then it is the result's state
     for rnd in range(_MAX_ROUNDS):
         if rnd >= rounds or left < 1:
             break
@@ -366,10 +366,10 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
                     Q[key] = Q[key][keepq]
         if bpick.size:  # cut the brackets at their probes (compiled; updates B, settled and dense in place)
             split_brackets(B, bpick, kk, tb, vals[rq.size :], c, F, settled, dense)
-    if fresh is None:
+    if fresh is None or made:
         B["sums"] = _open_sums(B, c, F, n)
         nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=False)
-    else:  # no prediction since the last state (nothing to refine): the sums are those it read
+    else:  # nothing refined: the state of level 0 read the sums as computed from scratch, it is the result's
         nlm, err, D = fresh
     return BudgetNLM(
         nlm=nlm,
