@@ -362,7 +362,7 @@ def _quad_state(n, c, scale, qr, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
 
 
 def quad_state(n, c, scale, qr, qK, qG, qP, constant_ulps):
-    """Compiled :func:`fme._nlm.budget_routes.quad_state_numpy` (the quadrature route's per-row NLM, error
+    """Compiled :func:`fme._nlm.budget_routes.quad_state` (the quadrature route's per-row NLM, error
     estimate and D, per sub-interval contribution and its hidden-jump part): one pass over the sub-intervals for
     the per-row sums, one per row, one per sub-interval, instead of about 40 NumPy passes; the same numbers."""
     f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
