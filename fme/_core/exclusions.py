@@ -169,13 +169,14 @@ def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarr
 def excluded_frame(code: np.ndarray, notes: Notes, index: pd.Index) -> pd.DataFrame:
     """The ``excluded`` table from per-row codes and (positions, point, reason) notes."""
     ex = np.flatnonzero(code)
-    slot = np.full(code.size, -1)
-    slot[ex] = np.arange(ex.size)
     point = np.full(ex.size, "", dtype=object)
     reason = np.full(ex.size, "", dtype=object)
-    for pos, pts, why in notes:
-        point[slot[pos]] = pts
-        reason[slot[pos]] = why
+    if notes:  # each row's slot among the excluded: an array over all rows, only when there is a note to place
+        slot = np.full(code.size, -1)
+        slot[ex] = np.arange(ex.size)
+        for pos, pts, why in notes:
+            point[slot[pos]] = pts
+            reason[slot[pos]] = why
     return pd.DataFrame(
         {"reason_type": _REASON_TYPES[code[ex]].astype(str), "point": point.astype(str), "reason": reason.astype(str)},
         index=index[ex],

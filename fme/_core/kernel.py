@@ -21,6 +21,7 @@ batch's own predictions give it, as for a pandas frame evaluated at once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -29,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from .._adapters.predictor import Predictor
-from .._nlm.evaluate import classify
+from .._nlm.budget import ROUTES
+from .._nlm.evaluate import NLM_STATUS, classify
 from .._nlm.evaluate import nlm_values as _nlm_values
 from .._utils.progress import progress_bar
 from ..inference.delta import evaluate_with_jacobian
@@ -127,8 +129,9 @@ def evaluate_steps(
             nlm_parts.append(v)
             sd_parts.append(sd)
             scale_parts.append(sc)
-    f0 = np.concatenate(f0_parts)
-    f1 = np.concatenate(f1_parts)
+    # one batch (the usual fME): its predictions as they are, no copy
+    f0 = f0_parts[0] if len(f0_parts) == 1 else np.concatenate(f0_parts)
+    f1 = f1_parts[0] if len(f1_parts) == 1 else np.concatenate(f1_parts)
     if return_scale:
         return f0, f1, np.concatenate(nlm_parts), np.concatenate(sd_parts), np.concatenate(scale_parts)
     if rule is None:
@@ -149,7 +152,7 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
     f0, f1, nlm_values, status, nlm_sd, rows, nlm_extra = _evaluate_rows(plan, X, h)
     out_index = data.index[cand]
     res = _result_columns(plan.names, f0, f1, nlm_values, status, h, extra_cols, nlm_extra)
-    results = pd.DataFrame(res, index=out_index)
+    results = pd.DataFrame(res, index=out_index, copy=False)  # the columns are this call's own arrays
     predictions = _predictions_frame(plan.names, f0, f1, out_index)
     if with_rows and plan.names is None and rows is None and cand.size:
         # 'sample' needs only the fMEs: the stepped frame is built for delta and bootstrap alone
@@ -235,7 +238,7 @@ def _evaluate_rows(
                 predictor, X, parsed, rule, plan.batch_size, h, plan.progress, return_scale=True
             )
             nlm_values, status = classify(
-                nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread, scale=scale
+                nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread, scale=scale, codes=True
             )
         else:
             f0, f1, nlm_values, nlm_sd = evaluate_steps(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
@@ -252,6 +255,7 @@ def _evaluate_rows(
                 spread=plan.spread,
                 return_sd=True,
                 progress=plan.progress,
+                codes=True,
             )
     return f0, f1, nlm_values, status, nlm_sd, rows, extra
 
@@ -267,14 +271,17 @@ def _result_columns(
     nlm_extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The columns of ``results``: fME, NLM and status per output (Gauss-Kronrod: ``nlm_error`` per output
-    and ``nlm_route``), effective steps, extrapolation flags."""
+    and ``nlm_route``), effective steps, extrapolation flags. ``status`` and the route come as codes
+    (int8, indices into :data:`~fme._nlm.evaluate.NLM_STATUS`, :data:`~fme._nlm.budget.ROUTES`) or labels."""
     res: dict[str, Any] = {}
     nlm_extra = nlm_extra or {}
+    if "route" in nlm_extra:
+        nlm_extra = {**nlm_extra, "route": _labels(nlm_extra["route"], ROUTES)}
     if names is None:
         res["fme"] = f1 - f0
         if nlm_values is not None:
             res["nlm"] = nlm_values
-            res["nlm_status"] = status
+            res["nlm_status"] = _labels(cast(np.ndarray, status), NLM_STATUS)
             if "err" in nlm_extra:
                 res["nlm_error"] = nlm_extra["err"]
                 res["nlm_route"] = nlm_extra["route"]
@@ -285,7 +292,7 @@ def _result_columns(
             for j, c in enumerate(names):
                 res[f"nlm_{c}"] = nlm_values[:, j]
             for j, c in enumerate(names):
-                res[f"nlm_status_{c}"] = cast(np.ndarray, status)[:, j]  # set with the NLMs
+                res[f"nlm_status_{c}"] = _labels(cast(np.ndarray, status)[:, j], NLM_STATUS)  # set with the NLMs
             if "err" in nlm_extra:
                 for j, c in enumerate(names):
                     res[f"nlm_error_{c}"] = nlm_extra["err"][:, j]
@@ -297,9 +304,31 @@ def _result_columns(
     return res
 
 
+def _labels(values: np.ndarray, labels: tuple[str, ...]) -> Any:
+    """The column of labels ``labels[values]`` (``values``: int8 codes; other arrays are labels already), as the
+    result frame would hold the labels: pandas' string dtype where it is pyarrow-backed, built from the codes in
+    one pass (pandas converts 10^6 Python strings one by one: 0.1 s), else an object array."""
+    if values.dtype != np.int8:
+        return values
+    dtype = _label_dtype()
+    if dtype is None:
+        return np.asarray(labels, dtype=object)[values]
+    import pyarrow as pa
+
+    decoded = pa.DictionaryArray.from_arrays(pa.array(values), pa.array(labels, type=pa.large_string()))
+    return pd.array(decoded.dictionary_decode(), dtype=dtype)
+
+
+@functools.cache
+def _label_dtype() -> Any:
+    """The dtype pandas gives a column of strings when it is pyarrow's (else None: the labels stay objects)."""
+    dtype = pd.DataFrame({"s": np.asarray(["ok"], dtype=object)})["s"].dtype
+    return dtype if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow" else None
+
+
 def _predictions_frame(names: list[Any] | None, f0: np.ndarray, f1: np.ndarray, index: pd.Index) -> pd.DataFrame:
-    if names is None:
-        return pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=index)
+    if names is None:  # the predictions' own arrays, not copied into one block
+        return pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=index, copy=False)
     return pd.DataFrame(
         {
             **{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},

@@ -95,7 +95,8 @@ def ame(
     pairs = cast(list[tuple[pd.DataFrame, pd.DataFrame]], [s.pair for s in live])  # live: each has its pair
     # (codes, groups[, weights]): RowInference.average's arguments, as compute_averages unpacks each
     groupings: list[Any] = [
-        (codes_all[s.positions], len(keys)) + (() if wts is None else (wts[s.positions],)) for s in live
+        (_codes_at(codes_all, s.positions, by_cols), len(keys)) + (() if wts is None else (wts[s.positions],))
+        for s in live
     ]
     # The groups are known here: bootstrap refits are averaged per group as they arrive (no n x B draws).
     ests = (
@@ -171,10 +172,13 @@ def _spec_rows(
     weighted: bool = False,
 ) -> list[dict[str, Any]]:
     m = len(keys)
-    codes = codes_all[spec.positions]
+    codes = _codes_at(codes_all, spec.positions, by_cols)
     head = {"feature": spec.feature, "step": spec.step, "level": spec.level, "reference": spec.reference}
-    size_all = np.bincount(codes_all[codes_all >= 0], minlength=m)
-    size_used = np.bincount(codes[codes >= 0], minlength=m)
+    if by_cols:
+        size_all = np.bincount(codes_all[codes_all >= 0], minlength=m)
+        size_used = np.bincount(codes[codes >= 0], minlength=m)
+    else:  # one group of every row: the counts without counting
+        size_all, size_used = np.array([codes_all.size], dtype=np.intp), np.array([codes.size], dtype=np.intp)
     if hypothesis == "pairwise":
         L, pairs = pairwise_matrix(m)
         empty_pair = np.array([size_used[i] == 0 or size_used[j] == 0 for i, j in pairs], dtype=bool)
@@ -200,7 +204,7 @@ def _spec_rows(
     table = undefined_where(est.table(conf_level), size_used == 0)
     rows = []
     for g in range(m):
-        d = describe(spec.values[codes == g], conf_level)
+        d = describe(spec.values[codes == g] if by_cols else spec.values, conf_level)  # one group: no copy
         group = {c: keys[c].iloc[g] for c in by_cols}
         n_ex = int(size_all[g] - size_used[g]) if by_cols else len(codes_all) - spec.positions.size
         ame = d["mean"] if not weighted or d["n"] == 0 else float(est.estimate[g])
@@ -218,6 +222,11 @@ def _spec_rows(
             }
         )
     return rows
+
+
+def _codes_at(codes_all: np.ndarray, positions: np.ndarray, by_cols: list[Any]) -> np.ndarray:
+    """The group codes of the rows at ``positions``: without ``by`` every row is in group 0 (no gather)."""
+    return codes_all[positions] if by_cols else np.zeros(positions.size, dtype=np.int64)
 
 
 def _add_rows_sampling(

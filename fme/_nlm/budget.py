@@ -73,7 +73,10 @@ memory whatever the number of rows. A Dask partition is its own call.
 
 The rounds' bookkeeping (per-row sums over millions of brackets, cutting brackets at their probes) runs
 compiled (:mod:`fme._nlm.bracket_kernel`): what is left beside the model's ``predict`` is about 1 s per 10^5
-rows at the default budget (benchmarks/README.md).
+rows at the default budget on a wrapped boosting model (benchmarks/README.md). Level 0 (each row's level, centre,
+route, Gauss-Kronrod sums and hidden jumps from its 21 node values) is one compiled pass over the predictions, and
+so is the quadrature route's state (:mod:`fme._nlm.level0_kernel`); the level-0 frames and their predictions
+live in one buffer each per call (:func:`fme._nlm.path_frames.node_buffer`).
 """
 
 from __future__ import annotations
@@ -84,11 +87,12 @@ import numpy as np
 import pandas as pd
 
 from .._utils.progress import progress_bar
-from ..nlm import gauss_kronrod_rules
+from ..nlm import CONSTANT_ULPS, gauss_kronrod_rules
 from ..steps import Step
 from .bracket_kernel import bracket_rowsums, gk_sums, row_argmax, segment_rowsums, split_brackets
-from .budget_routes import hidden_jumps, jump_state, quad_state
-from .path_frames import PathFrames, node_values
+from .budget_routes import LEVEL0_CONSTANTS, hidden_jumps, jump_state
+from .level0_kernel import level0, quad_state
+from .path_frames import PathFrames, node_buffer, node_values
 
 __all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm"]
 
@@ -173,6 +177,9 @@ def budget_nlm(
     C = int(np.prod(np.shape(f0)[1:], dtype=int))
     parts = []
     starts = range(0, max(n, 1), _BLOCK_ROWS)
+    # one buffer for the level-0 frames and one for their predictions, for every block: fresh memory is paged in
+    # once per call, not per frame and block
+    buffer = node_buffer(X, min(n, _BLOCK_ROWS), batch_size, C)
     for start in progress_bar(
         starts,
         total=len(starts),
@@ -196,6 +203,7 @@ def budget_nlm(
                 progress if len(starts) == 1 else False,
                 start,
                 n,
+                buffer,
             )
         )
     parts = [p for p in parts if p is not None]
@@ -218,7 +226,13 @@ def budget_nlm(
     return out
 
 
-def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, progress, offset, total):
+def _full(V, f0, F, rows):
+    """The 23 values of ``rows`` at level 0 relative to f(x) (t = 0, the 21 nodes, t = 1): (23, rows, C)."""
+    z = np.zeros((1, rows.size, F.shape[1]))
+    return np.concatenate([z, V[:, rows] - f0[rows][None], F[rows][None]])
+
+
+def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, progress, offset, total, buffer=None):
     n = len(X)
     if n == 0:
         return None
@@ -230,20 +244,18 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     u, wk, wg = kron.nodes, kron.weights, gauss.weights
     k = u.size
     # ------------------------------------------------ level 0: the Gauss-Kronrod nodes of every row
-    V, _ = node_values(predictor, X, steps, h, u, batch_size, progress, offset, total, label)
+    V, _ = node_values(predictor, X, steps, h, u, batch_size, progress, offset, total, label, buffer)
     C = f0.shape[1]
     F = f1 - f0
-    D0 = V - f0[None]
-    del V
-    scale = np.maximum(np.abs(D0).max(axis=0), np.abs(F)) + np.abs(f0)
-    c = np.einsum("j,jnc->nc", wk, D0)  # the level-0 Kronrod mean: the fixed centre of S2
-    # route: exact ties between neighbouring values (t = 0, the nodes, t = 1) in every output
-    full = np.concatenate([np.zeros((1, n, C)), D0, F[None]])
-    tied = np.all(full[1:] == full[:-1], axis=2)  # (k + 1, n)
-    jumps = tied.any(axis=0)
+    # one compiled pass over the nodes' values: the level, the centre c (the level-0 Kronrod mean, the fixed centre
+    # of S2), the route (exact ties between neighbouring values at t = 0, the nodes, t = 1, in every output) and
+    # the quadrature route's sums and hidden jumps of every row as one interval [0, 1]
+    scale, c, jumps, K0, G0, P0, cut0, iso0 = level0(V, f0, F, u, wk, wg, *LEVEL0_CONSTANTS)
     route = jumps.astype(np.int8)
     # ------------------------------------------------ quadrature route: one interval per row
     qrows = np.flatnonzero(~jumps)
+    every = qrows.size == n  # every row on the quadrature route: the level-0 arrays are taken as they are
+    pick = (lambda x: x) if every else (lambda x: x[qrows])
     Q = {
         "r": qrows,
         "a": np.zeros(qrows.size),
@@ -251,15 +263,17 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
         "depth": np.zeros(qrows.size, np.int64),
         "va": np.zeros((qrows.size, C)),
         "vb": F[qrows],
+        "K": pick(K0),
+        "G": pick(G0),
+        "P": pick(P0),
+        "cut": pick(cut0),
+        "iso": pick(iso0),
     }
-    Q["K"], Q["G"] = gk_sums(D0[:, qrows], u, wk, wg, Q["a"], Q["b"], c[qrows], F[qrows])
-    Q["P"], Q["cut"], Q["iso"] = hidden_jumps(
-        np.concatenate([Q["va"][None], D0[:, qrows], Q["vb"][None]]), Q["a"], Q["b"], c[qrows], F[qrows], scale[qrows]
-    )
+    del K0, G0, P0, cut0, iso0
     # ------------------------------------------------ jump route: settled segments and open brackets
     jrows = np.flatnonzero(jumps)
     tfull = np.r_[0.0, u, 1.0]
-    settled, B, tj = _pieces(tfull, full[:, jrows], jrows, c, F, n)
+    settled, B, tj = _pieces(tfull, _full(V, f0, F, jrows), jrows, c, F, n)
     # per-row sums of the open brackets with their jumps at the midpoints: kept up to date as brackets are cut
     # (the rounds' states), recomputed from scratch for the result
     B["sums"] = _open_sums(B, c, F, n)
@@ -267,18 +281,18 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     # bracket; their open brackets may hide further jumps
     dense = np.zeros(n, dtype=bool)
     dense[jrows] = _dense(tfull, tj)
-    # the quadrature rows' level-0 values: a path with a jump in every level-0 interval ties nowhere there,
-    # but its first bisection's 43 values show it (then it moves to the jump route with all 66 values)
-    Q["full"], Q["pos"] = full[:, qrows], np.full(n, -1)
-    Q["pos"][qrows] = np.arange(qrows.size)
-    del D0, full
+    # the quadrature rows' level-0 values (V) stay at hand: a path with a jump in every level-0 interval ties
+    # nowhere there, but its first bisection's 43 values show it (then it moves to the jump route with all 66
+    # values)
     made = 0
     left = max(0.0, (float(budget) - BASE_COST) * n)
     rounds = _MAX_ROUNDS
+    fresh = None  # the state of round 0 while nothing is predicted: then it is the result's state
     for rnd in range(_MAX_ROUNDS):
         if rnd >= rounds or left < 1:
             break
         nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense)
+        fresh = nlm, err, D
         active = np.any(err > tol, axis=1)
         qworst, qcand = _worst_intervals(Q, active, max_level, tol)
         bcand = np.flatnonzero(active[B["r"]] & (B["b"] - B["a"] > _MIN_WIDTH))
@@ -305,6 +319,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
         if qpick.size + bpick.size == 0:
             break
         # one stacked prediction for the round: 2 x 21 nodes and the cut per sub-interval, kk points per bracket
+        fresh = None
         qa_p, qb_p = Q["a"][qpick], Q["b"][qpick]
         qm = _cut_points(Q, qpick, max_level)
         halves_a, halves_b = np.r_[qa_p, qm], np.r_[qm, qb_p]
@@ -337,9 +352,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
                 rows_c = hrows[conv]
                 t_all = np.r_[tfull, 0.5 * u, 0.5, 0.5 + 0.5 * u]
                 order = np.argsort(t_all, kind="stable")
-                v_all = np.concatenate([Q["full"][:, Q["pos"][rows_c]], Vq[:, conv], vm[None, conv], Vq[:, p + conv]])[
-                    order
-                ]
+                v_all = np.concatenate([_full(V, f0, F, rows_c), Vq[:, conv], vm[None, conv], Vq[:, p + conv]])[order]
                 done, Bc, tc = _pieces(t_all[order], v_all, rows_c, c, F, n)
                 settled += done
                 Bc["sums"] = _open_sums(Bc, c, F, n)
@@ -353,8 +366,11 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
                     Q[key] = Q[key][keepq]
         if bpick.size:  # cut the brackets at their probes (compiled; updates B, settled and dense in place)
             split_brackets(B, bpick, kk, tb, vals[rq.size :], c, F, settled, dense)
-    B["sums"] = _open_sums(B, c, F, n)
-    nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=False)
+    if fresh is None or made:
+        B["sums"] = _open_sums(B, c, F, n)
+        nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=False)
+    else:  # nothing refined: the state of level 0 read the sums as computed from scratch, it is the result's
+        nlm, err, D = fresh
     return BudgetNLM(
         nlm=nlm,
         sd=np.sqrt(np.maximum(D, 0.0)),
@@ -536,7 +552,7 @@ def _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True):
     be = np.zeros(B["r"].size)
     Q["ej"] = np.zeros(Q["r"].size)
     if Q["r"].size:
-        v, e, d, qe, Q["ej"] = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"], Q["P"])
+        v, e, d, qe, Q["ej"] = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"], Q["P"], CONSTANT_ULPS)
         rows = ~jumps
         nlm[rows], err[rows], D[rows] = v[rows], e[rows], d[rows]
     if jumps.any():

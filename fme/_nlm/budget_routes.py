@@ -21,6 +21,7 @@ from . import bracket_kernel as _kernel
 from .bracket_kernel import rowsum
 
 __all__ = [
+    "LEVEL0_CONSTANTS",
     "segment",
     "nlm_of",
     "gk_sums",
@@ -105,6 +106,9 @@ def _tables():
 
 
 _TABLES = _tables()
+#: What :func:`fme._nlm.level0_kernel.level0` takes beside the values: the stencil tables, the 23 relative points
+#: and the constants of :func:`hidden_jumps`.
+LEVEL0_CONSTANTS = (_TABLES, _POINTS, _JUMP_SHARE, _ROUND_ULPS, _OUTLIER, _TV_FACTOR)
 
 
 def segment(a: np.ndarray, b: np.ndarray, d: np.ndarray, c: np.ndarray, F: np.ndarray) -> np.ndarray:

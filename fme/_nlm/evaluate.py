@@ -50,6 +50,8 @@ NLM_STATUS = ("ok", "constant", "flat", "inaccurate")
 #: earlier default rule, which discarded well-defined NLMs of small-scale paths, e.g. a logit's
 #: probabilities near 3e-8). Undefined by default means: varies only by rounding (:data:`fme.nlm.FLAT_ULPS`).
 DEFAULT_FLAT_TOL = 0.0
+_STATUS_LABELS = np.asarray(NLM_STATUS, dtype=object)
+_ROUTE_LABELS = np.asarray(ROUTES, dtype=object)
 _UNKNOWN = object()
 
 
@@ -190,8 +192,12 @@ def classify(
     tol: float = np.inf,
     spread: np.ndarray | None = None,
     scale: np.ndarray | None = None,
+    codes: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """NLMs with flat paths set to NaN, and the status per row (and output column).
+
+    ``codes``: the status as int8 indices into :data:`NLM_STATUS` instead of its labels (an object array of 10^6
+    strings costs more than the classification itself; the result frame builds its column from the codes).
 
     Flat (paper §5.4's NLM is rounding noise): ``sd <= FLAT_ULPS * eps * scale``, ``scale`` the path's own
     level |f(x)| + max |f - f(x)| (from the quadrature or closed forms; None skips this rule). With
@@ -209,13 +215,13 @@ def classify(
             with np.errstate(over="ignore", invalid="ignore"):  # |f| near float max: spread inf, nothing is flat
                 spread = np.std(np.concatenate([f0, f1]), axis=0)
         flat |= ~constant & (sd <= flat_tol * spread)
-    status = np.full(nlm.shape, "ok", dtype=object)
+    status = np.zeros(nlm.shape, dtype=np.int8)  # indices into NLM_STATUS: "ok"
     if err is not None:
-        status[~constant & ~flat & ~(err <= tol)] = "inaccurate"
-    status[flat] = "flat"
-    status[constant] = "constant"
+        status[~constant & ~flat & ~(err <= tol)] = NLM_STATUS.index("inaccurate")
+    status[flat] = NLM_STATUS.index("flat")
+    status[constant] = NLM_STATUS.index("constant")
     out = np.where(flat, np.nan, nlm)
-    return out, status
+    return out, status if codes else _STATUS_LABELS[status]
 
 
 def _traversable(forest, X: pd.DataFrame) -> bool:
@@ -237,8 +243,12 @@ def nlm_values(
     spread: np.ndarray | None = None,
     return_sd: bool = False,
     progress: bool | None = False,
+    codes: bool = False,
 ):
     """(nlm, status) by the resolved method: exact or error-controlled Gauss-Kronrod (fixed rules: in the kernel).
+
+    ``codes``: the status as int8 indices into :data:`NLM_STATUS` and the route into
+    :data:`fme._nlm.budget.ROUTES` (:func:`classify`), instead of their labels.
 
     ``return_sd``: (nlm, status, sd, extra): also the SD of f along each path (the relative flat-path
     test's numerator; a Dask pass classifies those at its end) and the extra result columns of the method
@@ -259,14 +269,16 @@ def nlm_values(
             nlm, sd, _, scale = exact_nlm(
                 predictor, X, shifts, settings.thresholds, f0, f1, progress=progress, return_scale=True
             )
-        out = classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread, scale=scale)
+        out = classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread, scale=scale, codes=codes)
     else:
         got = budget_nlm(
             predictor, X, steps, h, f0, f1, settings.tol, settings.budget, settings.max_level, batch_size, progress
         )
         sd = got.sd
-        out = classify(got.nlm, sd, f0, f1, settings.flat_tol, got.err, settings.tol, spread=spread, scale=got.scale)
-        extra.update(err=got.err, route=np.asarray(ROUTES, dtype=object)[got.route])
+        out = classify(
+            got.nlm, sd, f0, f1, settings.flat_tol, got.err, settings.tol, spread=spread, scale=got.scale, codes=codes
+        )
+        extra.update(err=got.err, route=got.route if codes else _ROUTE_LABELS[got.route])
     return (*out, sd, extra) if return_sd else out
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 from .._utils.progress import progress_bar
 from ..steps import STACK_CELL_BUDGET, Step, all_float, numeric_shift, stack_path
 
-__all__ = ["FRAME_CELLS", "PathFrames", "node_values"]
+__all__ = ["FRAME_CELLS", "PathFrames", "node_buffer", "node_values"]
 
 #: Cells (rows x columns) of one frame sent to ``predict``: 8 x the kernel's frames (256 MB of floats), so that
 #: 10^5 rows' 23 path points go in one call (a call can cost far more than its rows: an OpenMP region per tree).
@@ -77,10 +77,30 @@ class PathFrames:
         return out
 
 
-def node_values(predictor, X, steps, h, ts, batch_size, progress, offset, total, label):
-    """Predictions at x + t h for every t in ``ts``, shape (ts.size, n, C), and the model's own output ndim."""
+def _frame_rows(X: pd.DataFrame, n_nodes: int, batch_size: int | None) -> int:
+    return batch_size or max(1000, FRAME_CELLS // max(1, X.shape[1] * n_nodes))
+
+
+def node_buffer(
+    X: pd.DataFrame, rows: int, batch_size: int | None, outputs: int, n_nodes: int = 21
+) -> dict[str, np.ndarray | None]:
+    """Buffers for :func:`node_values` on blocks of at most ``rows`` rows of ``X``: ``"frames"`` for its frames
+    (None unless every column is float: :func:`fme.steps.stack_path` builds other frames column by column) and
+    ``"values"`` for its predictions (``outputs`` per point). Reused block after block: fresh memory of this size is
+    paged in once per call (on a virtual machine a fresh page can cost far more than writing it)."""
+    frames = None
+    if rows and all_float(X):
+        frames = np.empty(X.shape[1] * n_nodes * min(rows, _frame_rows(X, n_nodes, batch_size)))
+    return {"frames": frames, "values": np.empty(n_nodes * rows * outputs)}
+
+
+def node_values(predictor, X, steps, h, ts, batch_size, progress, offset, total, label, buffer=None):
+    """Predictions at x + t h for every t in ``ts``, shape (ts.size, n, C), and the model's own output ndim.
+
+    ``buffer``: :func:`node_buffer`'s memory, for every frame (reused frame after frame: each frame is written in
+    full before its predict call) and for the predictions (the returned array then shares it)."""
     n = len(X)
-    size = batch_size or max(1000, FRAME_CELLS // max(1, X.shape[1] * ts.size))
+    size = _frame_rows(X, ts.size, batch_size)
     V, ndim = None, 1
     bstarts = range(0, n, size)
     desc = "NLM Gauss-Kronrod, 21 nodes"
@@ -89,7 +109,7 @@ def node_values(predictor, X, steps, h, ts, batch_size, progress, offset, total,
         hb = None if h is None else {f: v[sl] for f, v in h.items()}
         got = np.asarray(
             predictor(
-                stack_path(X.iloc[sl], steps, ts, hb),
+                stack_path(X.iloc[sl], steps, ts, hb, None if buffer is None else buffer["frames"]),
                 stage=f"the NLM nodes x + t h for the step {label}",
                 rows=(offset + start, offset + sl.stop, total),
             ),
@@ -98,6 +118,9 @@ def node_values(predictor, X, steps, h, ts, batch_size, progress, offset, total,
         ndim = got.ndim
         got = got.reshape(ts.size, sl.stop - start, -1)
         if V is None:
-            V = np.empty((ts.size, n, got.shape[2]))
+            shape = (ts.size, n, got.shape[2])
+            room = None if buffer is None else buffer["values"]
+            size = shape[0] * shape[1] * shape[2]
+            V = room[:size].reshape(shape) if room is not None and room.size >= size else np.empty(shape)
         V[:, sl] = got
     return V, ndim

@@ -59,11 +59,20 @@ def group_matrix(codes: np.ndarray, n_groups: int, weights: np.ndarray | None = 
     or with ``weights`` w_i / (sum of the group's weights): weighted means (survey or frequency weights)."""
     codes = np.asarray(codes, dtype=np.int64)
     used = np.flatnonzero(codes >= 0)
-    w_used = np.ones(used.size) if weights is None else np.asarray(weights, dtype=float)[used]
-    totals = np.bincount(codes[used], weights=w_used, minlength=n_groups).astype(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w = w_used / totals[codes[used]]
-    return sparse.csr_matrix((w, (codes[used], used)), shape=(n_groups, codes.size))
+    rows = codes[used]
+    counts = np.bincount(rows, minlength=n_groups)
+    if weights is None and n_groups == 1:  # one group of equal weights: 1 / n_0 each, as the division gives it
+        w = np.full(used.size, 1.0 / float(counts[0]) if used.size else np.nan)
+    else:
+        w_used = np.ones(used.size) if weights is None else np.asarray(weights, dtype=float)[used]
+        totals = counts.astype(float) if weights is None else np.bincount(rows, weights=w_used, minlength=n_groups)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = w_used / totals[rows]
+    # the CSR arrays directly, each group's rows in ascending order (what the (row, column) constructor's stable
+    # sort gives, without its sort: the same matrix, so the same sums)
+    order = np.argsort(rows, kind="stable") if n_groups > 1 else slice(None)
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    return sparse.csr_matrix((w[order], used[order], indptr), shape=(n_groups, codes.size))
 
 
 @dataclass(frozen=True, eq=False)
@@ -333,19 +342,26 @@ class RowInference:
             )
         # sample: t-based over each group's rows (paper §5.5)
         codes = np.asarray(codes)
-        used = codes >= 0
-        cnt = np.bincount(codes[used], minlength=n_groups).astype(float)
-        dev = np.zeros(n)
-        dev[used] = self.values[used] - est[codes[used]]
+        used: Any = codes >= 0
+        if used.all():  # every row counts: slices instead of masked copies (the same values)
+            used = slice(None)
+        cu = codes[used]
+        cnt = np.array([float(n)]) if n_groups == 1 and isinstance(used, slice) else None
+        cnt = np.bincount(cu, minlength=n_groups).astype(float) if cnt is None else cnt
+        if n_groups == 1 and isinstance(used, slice):  # one group of every row: its estimate, not gathered
+            dev = self.values - est[0]
+        else:
+            dev = np.zeros(n)
+            dev[used] = self.values[used] - est[cu]
         if weights is None:
-            ss = np.bincount(codes[used], weights=dev[used] ** 2, minlength=n_groups)
+            ss = np.bincount(cu, weights=dev[used] ** 2, minlength=n_groups)
             with np.errstate(invalid="ignore", divide="ignore"):
                 sd = np.sqrt(ss / (cnt - 1.0))
                 se = np.where(cnt >= 2, sd / np.sqrt(cnt), np.nan)
         else:
             w = np.asarray(weights, dtype=float)[used]
-            tot = np.bincount(codes[used], weights=w, minlength=n_groups)
-            ss = np.bincount(codes[used], weights=(w * dev[used]) ** 2, minlength=n_groups)
+            tot = np.bincount(cu, weights=w, minlength=n_groups)
+            ss = np.bincount(cu, weights=(w * dev[used]) ** 2, minlength=n_groups)
             with np.errstate(invalid="ignore", divide="ignore"):
                 se = np.where(cnt >= 2, np.sqrt(cnt / (cnt - 1.0) * ss) / tot, np.nan)
         return Estimates("sample", est, se=se, df=np.maximum(cnt - 1.0, 1.0))

@@ -401,3 +401,23 @@ def test_hidden_jumps_see_a_jump_and_not_a_smooth_path():
     got, want = R.hidden_jumps(V, a, b, c, V[-1], lev), R.hidden_jumps_numpy(V, a, b, c, V[-1], lev)
     for x, y in zip(got, want):
         np.testing.assert_array_equal(x, y)
+
+
+def test_the_nlm_of_a_cheap_model_stacks_at_most_its_budget() -> None:
+    """2 * 10^5 rows of a smooth model: f(x) and f(x + h) apart, then the 21 nodes of every row in stacked
+    frames, and no more rows in all than the budget (34 per row by default) allows."""
+    n = 200_000
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(n, 10)), columns=[f"x{j}" for j in range(10)])
+    beta = np.linspace(-1.0, 1.0, 10) / np.sqrt(10.0)
+    calls: list[int] = []
+
+    def f(df: pd.DataFrame) -> np.ndarray:
+        calls.append(len(df))
+        return np.tanh(df.to_numpy() @ beta)
+
+    res = fme.fme(f, X, {"x0": 1.0}, nlm=True, inference="sample")
+    assert calls[:2] == [n, n]
+    assert sum(calls[2:]) == 21 * n  # smooth paths: the level-0 nodes are enough
+    assert max(calls[2:]) <= 21 * n and sum(calls) <= 34 * n
+    assert (res.results["nlm_status"] == "ok").all() and (res.results["nlm_route"] == "quadrature").all()

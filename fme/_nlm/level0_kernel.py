@@ -1,0 +1,390 @@
+"""The level 0 of the error-controlled NLM in one compiled pass over the predictions (paper §5.4).
+
+:mod:`fme._nlm.budget` starts every row with its 21 Gauss-Kronrod nodes on [0, 1]. From their predictions it
+needs, per row and output, the path's level, the fixed centre ``c`` (the Kronrod mean), the exact ties between
+neighbouring values (the route), and for the rows on the quadrature route the Kronrod and Gauss sums
+(:func:`fme._nlm.budget_routes.gk_sums`) and what a jump hidden between two of the 23 points could do
+(:func:`fme._nlm.budget_routes.hidden_jumps`). In NumPy those were about 20 passes over the 23 x n values, each
+writing a temporary, and the compiled sums read each interval's 23 values with a stride of n; here
+:func:`level0` reads the predictions once, a tile of rows at a time, and computes every quantity with the rows
+innermost, where the compiler keeps a few rows in one vector register. Each row's arithmetic is that of the
+NumPy and compiled references, in the same order (no reassociation, no fused multiply-add), so every number is
+the same floating-point number; ``tests/_nlm/test_level0_kernel.py`` checks it. :func:`quad_state`, the
+quadrature route's state that every round reads, is compiled the same way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._utils.jit import njit
+
+__all__ = ["level0", "quad_state"]
+
+#: Rows per tile: the tile's 23 values per row and the stencil sums stay in the first-level cache.
+_TILE = 64
+
+
+@njit(nogil=True, error_model="numpy")
+def _level0(V, f0, F, u, wk, wg, idx, wts, npts, leb, pts, share_at, ulps, outlier, tv_factor, given_c, *out):
+    scale, c, jumps, K, G, P, cut, iso = out
+    n_nodes, n, C = V.shape
+    n_pts = n_nodes + 2
+    n_gaps = n_pts - 1
+    eps = np.finfo(np.float64).eps
+    T = _TILE
+    v = np.empty((n_pts, T))
+    low = np.empty((n_gaps, T))
+    high = np.empty((n_gaps, T))
+    d = np.empty((n_gaps, T))
+    worst = np.empty((n_gaps, T))
+    acc = np.empty((4, T))
+    tv = np.empty(T)
+    big = np.empty(T)
+    floor = np.empty(T)
+    cc = np.empty(T)
+    FF = np.empty(T)
+    p0 = np.empty(T)
+    p1 = np.empty(T)
+    p2 = np.empty(T)
+    k0 = np.empty(T)
+    k1 = np.empty(T)
+    k2 = np.empty(T)
+    g0 = np.empty(T)
+    g1 = np.empty(T)
+    g2 = np.empty(T)
+    near = np.empty(T)
+    beside = np.empty(T)
+    tied = np.empty(T, dtype=np.bool_)
+    eq = np.empty((n_gaps, T), dtype=np.bool_)
+    for start in range(0, n, T):
+        m = min(T, n - start)
+        for r in range(m):
+            tied[r] = False
+        for g in range(n_gaps):
+            for r in range(m):
+                worst[g, r] = 0.0
+        for g in range(n_gaps):
+            for r in range(m):
+                eq[g, r] = True
+        for k in range(C):
+            # the 23 points relative to f(x): t = 0 (zero), the nodes, t = 1 (the fME)
+            for r in range(m):
+                v[0, r] = 0.0
+                FF[r] = F[start + r, k]
+                v[n_pts - 1, r] = FF[r]
+            for j in range(n_nodes):
+                for r in range(m):
+                    v[j + 1, r] = V[j, start + r, k] - f0[start + r, k]
+            # the path's level |f(x)| + max |f - f(x)| and the Kronrod mean, node by node
+            for r in range(m):
+                big[r] = 0.0
+                cc[r] = 0.0
+            for j in range(n_nodes):
+                w = wk[j]
+                for r in range(m):
+                    big[r] = max(big[r], abs(v[j + 1, r]))
+                    cc[r] += w * v[j + 1, r]
+            for r in range(m):
+                lev = max(big[r], abs(FF[r])) + abs(f0[start + r, k])
+                scale[start + r, k] = lev
+                if given_c:
+                    cc[r] = c[start + r, k]
+                else:
+                    c[start + r, k] = cc[r]
+                big[r] = lev
+            for g in range(n_gaps):
+                for r in range(m):
+                    eq[g, r] = eq[g, r] and v[g + 1, r] == v[g, r]
+            # Kronrod and Gauss sums of (S1, S2, N) on [0, 1]
+            for r in range(m):
+                k0[r] = 0.0
+                k1[r] = 0.0
+                k2[r] = 0.0
+                g0[r] = 0.0
+                g1[r] = 0.0
+                g2[r] = 0.0
+            for j in range(n_nodes):
+                t = 0.0 + u[j] * 1.0
+                wkj = wk[j] * 1.0
+                wgj = wg[j] * 1.0
+                gauss = wg[j] != 0.0
+                for r in range(m):
+                    dd = v[j + 1, r]
+                    t0 = dd
+                    t1 = (dd - cc[r]) ** 2
+                    t2 = (dd - t * FF[r]) ** 2
+                    k0[r] += wkj * t0
+                    k1[r] += wkj * t1
+                    k2[r] += wkj * t2
+                    if gauss:
+                        g0[r] += wgj * t0
+                        g1[r] += wgj * t1
+                        g2[r] += wgj * t2
+            for r in range(m):
+                K[start + r, 0, k] = k0[r]
+                K[start + r, 1, k] = k1[r]
+                K[start + r, 2, k] = k2[r]
+                G[start + r, 0, k] = g0[r]
+                G[start + r, 1, k] = g1[r]
+                G[start + r, 2, k] = g2[r]
+            # hidden jumps: the one-sided predictions of every gap's far end and their misses
+            for r in range(m):
+                b = big[r]
+                for p in range(n_pts):
+                    b = max(b, abs(v[p, r]))
+                floor[r] = ulps * eps * b
+                tv[r] = 0.0
+            for g in range(n_gaps):
+                for s in range(4):
+                    for r in range(m):
+                        acc[s, r] = 0.0
+                    for q in range(npts[g, s]):  # the padding beyond npts adds exact zeros
+                        wq = wts[g, s, q]
+                        iq = idx[g, s, q]
+                        for r in range(m):
+                            acc[s, r] += wq * v[iq, r]
+                for r in range(m):
+                    low[g, r] = min(
+                        max(abs(acc[0, r] - v[g + 1, r]) - floor[r] * leb[g, 0], 0.0),
+                        max(abs(acc[1, r] - v[g, r]) - floor[r] * leb[g, 1], 0.0),
+                    )
+                    high[g, r] = min(
+                        max(abs(acc[2, r] - v[g + 1, r]) - floor[r] * leb[g, 2], 0.0),
+                        max(abs(acc[3, r] - v[g, r]) - floor[r] * leb[g, 3], 0.0),
+                    )
+                    d[g, r] = abs(v[g + 1, r] - v[g, r])
+                    tv[r] += d[g, r]
+            for r in range(m):
+                p0[r] = 0.0
+                p1[r] = 0.0
+                p2[r] = 0.0
+            for g in range(n_gaps):
+                gap = pts[g + 1] - pts[g]
+                t0 = 0.0 + pts[g] * 1.0
+                t1 = 0.0 + pts[g + 1] * 1.0
+                wj = 2.0 * gap * 1.0
+                tvw = tv_factor * 1.0
+                # the low degree's miss over the gap and its neighbours, and the neighbouring slopes (the first and
+                # the last gap have one neighbour): apart, so that the loop below has no branch on g
+                if g == 0:
+                    right_gap = pts[g + 2] - pts[g + 1]
+                    for r in range(m):
+                        near[r] = max(low[g, r], low[g + 1, r])
+                        beside[r] = max(0.0, d[g + 1, r] / right_gap)
+                elif g == n_gaps - 1:
+                    left_gap = pts[g] - pts[g - 1]
+                    for r in range(m):
+                        near[r] = max(low[g, r], low[g - 1, r])
+                        beside[r] = d[g - 1, r] / left_gap
+                else:
+                    left_gap = pts[g] - pts[g - 1]
+                    right_gap = pts[g + 2] - pts[g + 1]
+                    for r in range(m):
+                        near[r] = max(max(low[g, r], low[g - 1, r]), low[g + 1, r])
+                        beside[r] = max(d[g - 1, r] / left_gap, d[g + 1, r] / right_gap)
+                for r in range(m):
+                    den = share_at * near[r]
+                    hi = high[g, r]
+                    share = min(max(2.0 * hi / den - 1.0, 0.0), 1.0) if den > 0.0 else (1.0 if hi > 0.0 else 0.0)
+                    mm = share * min(min(hi, low[g, r]), d[g, r] + beside[r] * gap)
+                    vr = v[g + 1, r]
+                    vl = v[g, r]
+                    zc = max(abs(vr - cc[r]), abs(vl - cc[r]))
+                    zn = max(abs(vr - t1 * FF[r]), abs(vl - t0 * FF[r]))
+                    p0[r] += mm * wj
+                    p1[r] += mm * (wj * (2.0 * zc + mm) + tvw * 2.0 * tv[r])
+                    p2[r] += mm * (wj * (2.0 * zn + mm) + tvw * 2.0 * (tv[r] + abs(FF[r]) * 1.0))
+                    worst[g, r] = max(worst[g, r], mm)
+            for r in range(m):
+                P[start + r, 0, k] = p0[r]
+                P[start + r, 1, k] = p1[r]
+                P[start + r, 2, k] = p2[r]
+        for g in range(n_gaps):
+            for r in range(m):
+                tied[r] = tied[r] or eq[g, r]
+        for r in range(m):
+            i = start + r
+            jumps[i] = tied[r]
+            top = 0
+            for g in range(1, n_gaps):
+                if worst[g, r] > worst[top, r]:
+                    top = g
+            rest = -np.inf
+            for g in range(n_gaps):
+                if g != top:
+                    rest = max(rest, worst[g, r])
+            first = worst[top, r]
+            iso[i] = first > 0.0 and first > outlier * rest
+            cut[i] = 0.0 + 0.5 * (pts[top] + pts[top + 1]) * 1.0 if first > 0.0 else np.nan
+
+
+def level0(
+    V: np.ndarray,
+    f0: np.ndarray,
+    F: np.ndarray,
+    u: np.ndarray,
+    wk: np.ndarray,
+    wg: np.ndarray,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    pts: np.ndarray,
+    share_at: float,
+    ulps: float,
+    outlier: float,
+    tv_factor: float,
+) -> tuple[np.ndarray, ...]:
+    """The level 0 of every row from the predictions ``V`` (21, n, C) at the Gauss-Kronrod nodes ``u`` on
+    [0, 1], f(x) ``f0`` and the fME ``F`` (n, C).
+
+    Returns ``(scale, c, jumps, K, G, P, cut, iso)``: per row and output the path's level
+    |f(x)| + max |f - f(x)| and the Kronrod mean of f - f(x); per row whether two neighbouring values of its
+    23 (t = 0, the nodes, t = 1) tie in every output (the jump route); and as if every row were one
+    quadrature sub-interval [0, 1]: the Kronrod and Gauss values of (S1, S2, N) (n, 3, C), the hidden jumps'
+    bounds (n, 3, C), the cut and whether its jump is isolated (n,), as
+    :func:`fme._nlm.budget_routes.gk_sums` and :func:`fme._nlm.budget_routes.hidden_jumps` give them for
+    ``a = 0``, ``b = 1``, the centre ``c`` and the level ``scale``. ``tables``: the stencil tables of
+    :mod:`fme._nlm.budget_routes` (``idx``, ``wts``, ``npts``, ``leb``), ``pts`` the 23 relative points.
+    """
+    f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
+    V = f(V)
+    n, C = V.shape[1], V.shape[2]
+    scale, c = np.empty((n, C)), np.empty((n, C))
+    jumps = np.empty(n, dtype=np.bool_)
+    K, G, P = np.empty((n, 3, C)), np.empty((n, 3, C)), np.empty((n, 3, C))
+    cut, iso = np.empty(n), np.empty(n, dtype=np.bool_)
+    idx, wts, npts, leb = tables
+    # the centre as NumPy's einsum sums it: node by node for several values, but for a single one (one row, one
+    # output) in its own order, which the kernel then takes as given
+    given_c = n * C == 1
+    if given_c:
+        c[:] = np.einsum("j,jnc->nc", wk, V - f0[None])
+    _level0(
+        V,
+        f(f0),
+        f(F),
+        f(u),
+        f(wk),
+        f(wg),
+        idx,
+        wts,
+        npts,
+        leb,
+        f(pts),
+        float(share_at),
+        float(ulps),
+        float(outlier),
+        float(tv_factor),
+        given_c,
+        scale,
+        c,
+        jumps,
+        K,
+        G,
+        P,
+        cut,
+        iso,
+    )
+    return scale, c, jumps, K, G, P, cut, iso
+
+
+@njit(nogil=True, error_model="numpy")
+def _quad_state(n, c, scale, qr, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
+    C = c.shape[1]
+    TK = np.zeros((n, 3, C))
+    TG = np.zeros((n, 3, C))
+    for i in range(qr.shape[0]):  # per-row sums in index order, as rowsum adds them
+        r = qr[i]
+        for s in range(3):
+            for k in range(C):
+                TK[r, s, k] += qK[i, s, k]
+                TG[r, s, k] += qG[i, s, k]
+    ratio = np.empty((n, C))
+    undK = np.empty((n, C), dtype=np.bool_)
+    undG = np.empty((n, C), dtype=np.bool_)
+    vG = np.empty((n, C))
+    for r in range(n):
+        for k in range(C):
+            thr = (limit * scale[r, k]) ** 2
+            d = TK[r, 1, k] - (TK[r, 0, k] - c[r, k]) ** 2
+            q = TK[r, 2, k] / d
+            und = d <= thr
+            undK[r, k] = und
+            DK[r, k] = d
+            nlm[r, k] = np.nan if und else 1.0 - q
+            ratio[r, k] = 0.0 if und else q
+            dg = TG[r, 1, k] - (TG[r, 0, k] - c[r, k]) ** 2
+            undG[r, k] = dg <= thr
+            vG[r, k] = np.nan if dg <= thr else 1.0 - TG[r, 2, k] / dg
+    csum = np.zeros((n, C))
+    for i in range(qr.shape[0]):
+        r = qr[i]
+        worst = -np.inf
+        worst_h = -np.inf
+        for k in range(C):
+            s1c = TK[r, 0, k] - c[r, k]
+            rq = ratio[r, k]
+            d0 = qK[i, 0, k] - qG[i, 0, k]
+            d1 = qK[i, 1, k] - qG[i, 1, k]
+            d2 = qK[i, 2, k] - qG[i, 2, k]
+            contrib = abs(d2 - rq * (d1 - 2.0 * s1c * d0)) / DK[r, k]
+            hidden = (qP[i, 2, k] + abs(rq) * (qP[i, 1, k] + 2.0 * abs(s1c) * qP[i, 0, k])) / DK[r, k]
+            contrib = contrib + hidden
+            if undK[r, k]:
+                contrib = 0.0 if undG[r, k] else np.inf
+            if np.isnan(contrib):
+                contrib = np.inf
+            if undK[r, k]:
+                hidden = 0.0
+            if np.isnan(hidden):
+                hidden = np.inf
+            csum[r, k] += contrib
+            worst = max(worst, contrib)
+            worst_h = max(worst_h, hidden)
+        qe[i] = worst
+        qh[i] = worst_h
+    for r in range(n):
+        for k in range(C):
+            a = abs(nlm[r, k] - vG[r, k])
+            b = csum[r, k]
+            m = a if (np.isnan(a) or a >= b) else b  # NumPy's maximum: NaN wins
+            if np.isnan(b):
+                m = b
+            d = DK[r, k]
+            rnd = 32.0 * eps * (1.0 + abs(ratio[r, k]) * (abs(TK[r, 1, k]) + (TK[r, 0, k] - c[r, k]) ** 2) / d)
+            if not np.isfinite(rnd):
+                rnd = 0.0
+            e = m + rnd
+            if undK[r, k] and undG[r, k]:
+                e = 0.0
+            if np.isnan(e):
+                e = np.inf
+            err[r, k] = e
+
+
+def quad_state(n, c, scale, qr, qK, qG, qP, constant_ulps):
+    """Compiled :func:`fme._nlm.budget_routes.quad_state` (the quadrature route's per-row NLM, error
+    estimate and D, per sub-interval contribution and its hidden-jump part): one pass over the sub-intervals for
+    the per-row sums, one per row, one per sub-interval, instead of about 40 NumPy passes; the same numbers."""
+    f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
+    c, scale = f(c), f(scale)
+    C = c.shape[1]
+    nlm, err, DK = np.empty((n, C)), np.empty((n, C)), np.empty((n, C))
+    qe, qh = np.empty(qr.shape[0]), np.empty(qr.shape[0])
+    limit = float(constant_ulps) * np.finfo(np.float64).eps
+    _quad_state(
+        n,
+        c,
+        scale,
+        np.asarray(qr, dtype=np.int64),
+        f(qK),
+        f(qG),
+        f(qP),
+        limit,
+        np.finfo(np.float64).eps,
+        nlm,
+        err,
+        DK,
+        qe,
+        qh,
+    )
+    return nlm, err, DK, qe, qh

@@ -1,0 +1,38 @@
+"""fme.ame in memory (fme._local.ame) beside fme.fme: the same AME from the same predictions, no more of them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+import fme
+
+N = 200_000
+BETA = np.linspace(-1.0, 1.0, 10) / np.sqrt(10.0)
+
+
+class Counting:
+    """The cheap model tanh(X beta) of a DataFrame, counting its calls and the rows it is handed."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def __call__(self, df: pd.DataFrame) -> np.ndarray:
+        self.calls.append(len(df))
+        return np.tanh(df.to_numpy() @ BETA)
+
+
+def _data() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(rng.normal(size=(N, 10)), columns=[f"x{j}" for j in range(10)])
+
+
+def test_ame_calls_the_model_as_often_and_on_as_many_rows_as_fme() -> None:
+    X = _data()
+    by_fme, by_ame = Counting(), Counting()
+    res = fme.fme(by_fme, X, {"x0": 1.0}, inference="sample")
+    table = fme.ame(by_ame, X, {"x0": 1.0}, inference="sample")
+    assert by_fme.calls == [N, N]  # f(x) and f(x + h), all rows at once
+    assert by_ame.calls == by_fme.calls
+    assert table["ame"].iloc[0] == float(np.mean(res.results["fme"].to_numpy()))
+    assert table["n"].iloc[0] == N and table["n_excluded"].iloc[0] == 0
