@@ -120,7 +120,7 @@ def node_values(predictor, X, steps, h, ts, batch_size, progress, offset, total,
         if V is None:
             shape = (ts.size, n, got.shape[2])
             room = None if buffer is None else buffer["values"]
-            size = shape[0] * shape[1] * shape[2]
-            V = room[:size].reshape(shape) if room is not None and room.size >= size else np.empty(shape)
+            cells = shape[0] * shape[1] * shape[2]
+            V = room[:cells].reshape(shape) if room is not None and room.size >= cells else np.empty(shape)
         V[:, sl] = got
     return V, ndim

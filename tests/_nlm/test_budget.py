@@ -421,3 +421,21 @@ def test_the_nlm_of_a_cheap_model_stacks_at_most_its_budget() -> None:
     assert sum(calls[2:]) == 21 * n  # smooth paths: the level-0 nodes are enough
     assert max(calls[2:]) <= 21 * n and sum(calls) <= 34 * n
     assert (res.results["nlm_status"] == "ok").all() and (res.results["nlm_route"] == "quadrature").all()
+
+
+@pytest.mark.parametrize("batch_size", [40, 64])
+def test_every_predict_call_of_the_nlm_stays_within_batch_size_times_its_nodes(batch_size):
+    # bounded memory: no frame sent to the model holds more than batch_size rows' 21 nodes, in every block
+    rows: list[int] = []
+    beta = np.array([1.0, -2.0, 0.5])
+
+    def f(d: pd.DataFrame) -> np.ndarray:
+        rows.append(len(d))
+        return np.tanh(d.to_numpy() @ beta) + np.where(d["a"].to_numpy() > 0.3, 1.0, 0.0)
+
+    X = pd.DataFrame(np.random.default_rng(4).normal(size=(500, 3)), columns=["a", "b", "c"])
+    batched = fme.fme(f, X, {"a": 1.0}, nlm=True, batch_size=batch_size, inference="sample")
+    assert max(rows) <= batch_size * 21
+    assert rows.count(batch_size * 21) >= 500 // batch_size - 1  # every full block of nodes was sent in one frame
+    whole = fme.fme(f, X, {"a": 1.0}, nlm=True, inference="sample")
+    pd.testing.assert_frame_equal(batched.results, whole.results)
