@@ -44,11 +44,11 @@ __all__ = [
     "numeric_shift",
 ]
 
-#: Dispersion rules for choosing a numeric step (paper §3.2, "Step Size and Extrapolation Risk").
+#: Dispersion rules for choosing a numeric step (paper §4.2, "Step Size and Extrapolation Risk").
 STEP_RULES = ("sd", "iqr", "mad", "unit")
 #: The smallest share of its nominal length h a step keeps under ``on_extrapolation="shrink"`` (per feature):
 #: a row whose x + s h stays outside the reference for every s of at least this share is left out as an
-#: extrapolation point instead (paper §3.2; a step shrunk to ~1e-8 h no longer answers the question asked).
+#: extrapolation point instead (paper §4.2; a step shrunk to ~1e-8 h no longer answers the question asked).
 MIN_STEP_FRACTION = 0.01
 #: Cells (rows x columns) of one stacked NLM frame (:func:`stack_path`): 4e6 float64 cells, 32 MB.
 #: Kept below glibc's largest mmap threshold (32 MB) so the stack and the model's prediction arrays
@@ -94,7 +94,7 @@ class Step:
 
 
 def step_size(data: pd.DataFrame, feature: str, rule: str = "sd", scale: float = 1.0) -> float:
-    """A numeric step chosen from the spread of a feature (paper §3.2).
+    """A numeric step chosen from the spread of a feature (paper §4.2).
 
     Parameters
     ----------
