@@ -64,6 +64,7 @@ from .provenance import (  # noqa: F401
     report_id,
     sample_note,
 )
+from .table_scope import table_scope
 
 __all__ = [
     "build_context",
@@ -119,6 +120,9 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
     units = cfg.units
     fig_counter = [0]
     effects, summary, overview, flags, plausibility = [], [], [], [], []
+    # (effect, its evaluated rows): the rows each AME of the flags, plausibility and contracts tables is over
+    shown_rows: list[tuple[str, int]] = []
+    contract_rows: list[tuple[str, int]] = []
     ci_methods: set[str] = set()
     ci_captions: set[str] = set()
     for group in results["effects"]:
@@ -139,6 +143,9 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                 label = f"{label}: to level {v['level']}"
             summary.append({"text": sentence + (" " + lin if lin else ""), "anchor": f"sec-{v['id']}"})
             overview.append({"label": label, **cells})
+            shown_rows.append((label, int(v["n"])))
+            if v.get("contracts"):
+                contract_rows.append((v["id"], int(v["n"])))
             flags.extend(flag_rows(v, cells, label, thresholds))
             flags.extend(level_flag_rows(v, label))
             plausibility.append(
@@ -174,6 +181,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                 "table_effect": next_table(),
                 "intervals": interval_rows(v, cells["level"]),
                 "table_intervals": next_table(),
+                "intervals_scope": table_scope("CIs and standard errors", value, [(label, int(v["n"]))]),
                 "effective_steps": effective_step_rows(v),
                 "table_shrink": next_table() if v.get("effective_steps") else None,
                 "levels": level_rows(v, cells, noun),
@@ -276,6 +284,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "summary": summary,
         "contracts": contracts,
         "table_contracts": table_contracts,
+        "contracts_scope": table_scope("Estimates and intervals", value, contract_rows),
         "challenger": challenger,
         "table_challenger": table_challenger,
         "interactions": interactions,
@@ -294,7 +303,9 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "table_signoff": table_signoff,
         "table_overview": table_overview,
         "table_flags": table_flags,
+        "flags_scope": table_scope("Value column: AMEs and CIs", value, shown_rows),
         "table_plausibility": table_plausibility,
+        "plausibility_scope": table_scope("AMEs and CIs", value, shown_rows),
         "table_versions": n_fig_tables + 1,
         "table_hashes": n_fig_tables + 2,
         "report_id": report_id(results["config_name"], results["config_sha256"]),
