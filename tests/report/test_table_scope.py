@@ -1,5 +1,5 @@
 """Tables of AMEs name their unit and the rows each AME is over, in their caption (the flags, the plausibility
-check, the effect contracts and each effect's confidence intervals)."""
+check, the effect contracts, each effect's confidence intervals and the change log)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fme.report.inputs.quantities import Unit, model_units, percentage_points
-from fme.report.present.table_scope import rows_words, table_scope, unit_words
+from fme.report.present.table_scope import changes_scope, rows_words, table_scope, unit_words
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
@@ -40,19 +40,28 @@ def test_the_unit_is_the_reports_one_effect_scale_unit(unit, words):
     assert table_scope("AMEs and CIs", unit, [("x", 300)]) == f"AMEs and CIs in {words}, over the 300 evaluated rows."
 
 
+def test_the_change_log_names_the_unit_and_that_each_report_has_its_own_rows():
+    assert changes_scope(model_units("EUR", "y")) == (
+        "AMEs, CIs and ΔAME in EUR, each AME over the evaluated rows of its own report."
+    )
+    assert "in percentage points," in changes_scope(percentage_points("P(yes)"))
+
+
 def test_a_table_without_effects_gets_no_scope_sentence():
     assert table_scope("AMEs and CIs", model_units("EUR"), []) == ""
 
 
-def test_the_caption_keys_of_the_four_tables_follow_the_template():
+def test_the_caption_keys_of_the_tables_follow_the_template():
     """Each table's caption line places its scope sentence (so a rendered caption carries it)."""
     report = (TEMPLATES / "report.qmd.j2").read_text(encoding="utf-8")
     intervals = (TEMPLATES / "partials" / "effect-intervals.qmd.j2").read_text(encoding="utf-8")
+    changes = (TEMPLATES / "partials" / "changelog.qmd.j2").read_text(encoding="utf-8")
     for key, text in (
         ("table_contracts", report),
         ("table_flags", report),
         ("table_plausibility", report),
         ("v.table_intervals", intervals),
+        ("table_changes", changes),
     ):
         (line,) = [s for s in text.splitlines() if s.startswith(f": Table {{{{ {key} }}}}:")]
         scope = {
@@ -60,5 +69,6 @@ def test_the_caption_keys_of_the_four_tables_follow_the_template():
             "table_flags": "flags_scope",
             "table_plausibility": "plausibility_scope",
             "v.table_intervals": "v.intervals_scope",
+            "table_changes": "changes_scope",
         }[key]
         assert re.search(rf"\{{\{{ {re.escape(scope)} \}}\}}$", line), line

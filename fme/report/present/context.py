@@ -64,7 +64,7 @@ from .provenance import (  # noqa: F401
     report_id,
     sample_note,
 )
-from .table_scope import table_scope
+from .table_scope import changes_scope, table_scope
 
 __all__ = [
     "build_context",
@@ -312,6 +312,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg.signoff],
         "changes": changes,
         "table_changes": table_changes,
+        "changes_scope": changes_scope(value),
         "plausibility": plausibility,
         "any_expected": any(p["expected"] != "not stated" for p in plausibility),
         "fme_version": results["versions"].get("forward-marginal-effects", results["versions"].get("fme", "")),

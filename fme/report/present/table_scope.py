@@ -14,7 +14,7 @@ from ..._utils.numfmt import fmt_int
 from ..inputs.quantities import Unit
 from ..inputs.wording import count_words
 
-__all__ = ["unit_words", "rows_words", "table_scope"]
+__all__ = ["unit_words", "rows_words", "table_scope", "changes_scope"]
 
 #: The row set every AME of the report is the mean over (the same words as its figures' captions).
 EVALUATED = "evaluated rows"
@@ -50,3 +50,9 @@ def table_scope(what: str, unit: Unit, rows: list[tuple[str, int]]) -> str:
     if not rows:
         return ""
     return f"{what} in {unit_words(unit)}, {rows_words(rows)}."
+
+
+def changes_scope(unit: Unit) -> str:
+    """The change log's unit and rows: its AMEs and their differences in the report's unit, each AME over the
+    evaluated rows of its own report (the two reports may evaluate other rows)."""
+    return f"AMEs, CIs and ΔAME in {unit_words(unit)}, each AME over the {EVALUATED} of its own report."
