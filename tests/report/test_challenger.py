@@ -269,6 +269,14 @@ def test_training_data_without_a_challenger_column_names_the_challenger_key(tmp_
         "challenger model reads (it was fitted on 'x', 'w'); every bootstrap refit would fail: add the column to "
         "the training data file"
     )
+    # the report's model reading it too: named at the training data's own key, first
+    with pytest.raises(ConfigError) as err:
+        run_effects(a.fit(X, d["y"]), X, X, cfg, tmp_path / "out")
+    assert str(err.value) == (
+        f"{cfg.shown or cfg.path}:9: inference.train_data: these training data lack 'w', which the model reads "
+        "(it was fitted on 'x', 'w', 'z'); every bootstrap refit would fail: add the column to the training data "
+        "file"
+    )
 
 
 def test_a_refit_that_cannot_predict_the_evaluation_rows_fails_up_front_at_the_challenger(tmp_path):

@@ -313,7 +313,7 @@ def check_train_data(
     evaluation rows to show it. Then one refit of the model on all training rows, as the bootstrap refits it;
     its error is raised at ``<key>.train_data``, naming the training data's text columns a text value of the
     error belongs to. The probe refit, on the columns the model reads (:func:`refit_columns`), then predicts
-    some evaluation rows, as every refit will: a refit that fits but cannot predict fails here, not 200 times.
+    the evaluation rows, as every refit will: a refit that fits but cannot predict fails here, not 200 times.
 
     ``model_key`` is the config key of the model when it is not the report's ``model`` (``("challenger",)``):
     the problems of its refits name that key, and the training data by ``<key>.train_data``.
@@ -323,6 +323,8 @@ def check_train_data(
     target = cfg.target
     where = key + ("train_data",)
     who, blame = ("the model", where) if model_key is None else (f"the {model_key[-1]} model", model_key)
+    # the training data as the message names them: by their key, unless the message is at that key already
+    source = "these training data" if blame == where else f"the training data of {key_text(where)}"
     support = refit_support(model)
     if not support:  # the model itself cannot be refitted: no training data would help, so none is blamed
         raise config_error(
@@ -360,7 +362,7 @@ def check_train_data(
         raise config_error(
             cfg,
             blame,
-            f"the training data of {key_text(where)} lack {_names(missing)}, which {who} reads (it was fitted on "
+            f"{source} lack {_names(missing)}, which {who} reads (it was fitted on "
             f"{_names([str(c) for c in feature_names(model) or []])}); every bootstrap refit would fail: add "
             f"the column{'s' if len(missing) > 1 else ''} to the training data file",
         )
@@ -383,11 +385,11 @@ def check_train_data(
     if as_levels:  # the same prediction, its failure blamed on the columns read as levels
         _check_refit_reads_levels(cfg, where, model, fitted, data, as_levels)
     else:
-        _check_refit_predicts(cfg, where, blame, who, model, fitted, data)
+        _check_refit_predicts(cfg, blame, who, source, model, fitted, data)
 
 
 def _check_refit_predicts(
-    cfg: ReportConfig, where: tuple, blame: tuple, who: str, model: Any, fitted: Any, data: Any
+    cfg: ReportConfig, blame: tuple, who: str, source: str, model: Any, fitted: Any, data: Any
 ) -> None:
     """The probe refit predicts some evaluation rows as every bootstrap refit will; if it cannot, every refit
     would fail: one error at ``blame`` (the model's key, or ``<key>.train_data``), in config words. One batched
@@ -398,7 +400,6 @@ def _check_refit_predicts(
     except Exception as exc:  # noqa: BLE001 - one line naming the key and what to change
         cause = exc.__cause__ or exc  # the model's own error, not the library's wrapping of it (API advice)
         text = " ".join(str(cause).split()) or type(cause).__name__
-        source = "these training data" if blame == where else f"the training data of {key_text(where)}"
         raise config_error(
             cfg,
             blame,
