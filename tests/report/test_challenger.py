@@ -188,3 +188,146 @@ def test_the_challengers_tree_grows_with_the_reports_seed(tmp_path):
     assert v["partition"]["root_split"]["feature"] == "w"
     assert v["challenger"]["root_split"] == v["partition"]["root_split"]
     assert v["challenger"]["difference"] == pytest.approx(0.0, abs=1e-12)
+
+
+def _some_columns_case(tmp_path, seed: int, B: int):
+    """A Ridge champion on x, w and z; a linear challenger fitted on x and w only; train.csv with x, w, z, y."""
+    from sklearn.linear_model import LinearRegression, Ridge
+
+    rng = np.random.default_rng(13)
+    n = 120
+    d = pd.DataFrame({"x": rng.normal(size=n), "w": rng.normal(size=n), "z": rng.uniform(size=n)})
+    d["y"] = 1 + 0.8 * d["x"] - 0.5 * d["w"] + 2.0 * d["z"] + rng.normal(size=n)
+    X = d[["x", "w", "z"]]
+    a, b = Ridge(alpha=1.0).fit(X, d["y"]), LinearRegression().fit(d[["x", "w"]], d["y"])
+    d.to_csv(tmp_path / "train.csv", index=False)
+    _write_case(
+        tmp_path,
+        a,
+        b,
+        X,
+        f"seed: {seed}\ninference: {{method: bootstrap, train_data: {{path: train.csv}}, n_resamples: {B}, "
+        "ci: normal}\n",
+        "    partition: false\n    stability: false\n",
+    )
+    return a, b, d
+
+
+def test_a_challenger_fitted_on_some_training_columns_is_refitted_on_its_own(tmp_path):
+    """Every bootstrap refit of the challenger fits on its own columns (x, w) of the training data (x, w, z),
+    the champion's on all three, on the same resamples: the paired differences by hand give the report's."""
+    from sklearn.base import clone
+
+    from fme.report.analysis import run_effects
+    from fme.report.inputs.config import load_config
+
+    seed, B = 3, 20
+    a, b, d = _some_columns_case(tmp_path, seed, B)
+    X = d[["x", "w", "z"]]
+    (g,) = run_effects(a, X, X, load_config(tmp_path / "c.yaml"), tmp_path / "out")
+    c = g["variants"][0]["challenger"]
+    assert c["difference_inference"] == f"bootstrap, both models refitted on the same {B} resamples (paired)"
+    assert c["inference"] == "bootstrap" and c["difference_n_resamples"] == B
+    X1 = X.assign(x=X["x"] + 1)
+    diffs = []
+    for s in np.random.SeedSequence(seed).spawn(B):
+        idx = np.random.default_rng(s).integers(0, len(d), len(d))
+        ra = clone(a).fit(X.iloc[idx], d["y"].iloc[idx])
+        rb = clone(b).fit(d[["x", "w"]].iloc[idx], d["y"].iloc[idx])
+        diffs.append(
+            np.mean(ra.predict(X1) - ra.predict(X)) - np.mean(rb.predict(X1[["x", "w"]]) - rb.predict(X[["x", "w"]]))
+        )
+    assert c["difference_std_error"] == pytest.approx(np.std(diffs, ddof=1), rel=1e-10)
+
+
+def test_refit_columns_are_the_models_own_in_the_training_datas_order():
+    from sklearn.linear_model import LinearRegression
+
+    from fme.report.analysis.checks import refit_columns
+
+    train = pd.DataFrame({"z": [0.0, 1, 2, 3], "y": [1.0, 2, 4, 3], "x": [1.0, 0, 2, 5], "w": [3.0, 1, 0, 2]})
+    model = LinearRegression().fit(train[["x", "z"]], train["y"])
+    assert refit_columns(model, train, "y") == ["z", "x"]
+    assert refit_columns(LinearRegression().fit(train[["x", "z"]].to_numpy(), train["y"]), train, "y") is None
+    assert refit_columns(model, train.drop(columns=["z"]), "y") is None  # lacking one: the check names it
+
+
+def test_training_data_without_a_challenger_column_names_the_challenger_key(tmp_path):
+    """The challenger reads a column the training data lack: one error before any refit, at the challenger's
+    line, naming the column and the fix in config words."""
+    from fme.report.analysis import run_effects
+    from fme.report.inputs.config import ConfigError, load_config
+
+    a, b, d = _some_columns_case(tmp_path, 3, 20)
+    d.drop(columns=["w"]).to_csv(tmp_path / "train.csv", index=False)
+    X = d[["x", "w", "z"]]
+    cfg = load_config(tmp_path / "c.yaml")
+    with pytest.raises(ConfigError) as err:
+        run_effects(a.fit(X[["x", "z"]], d["y"]), X, X, cfg, tmp_path / "out")
+    assert str(err.value) == (
+        f"{cfg.shown or cfg.path}:5: challenger: the training data of inference.train_data lack 'w', which the "
+        "challenger model reads (it was fitted on 'x', 'w'); every bootstrap refit would fail: add the column to "
+        "the training data file"
+    )
+    # the report's model reading it too: named at the training data's own key, first
+    with pytest.raises(ConfigError) as err:
+        run_effects(a.fit(X, d["y"]), X, X, cfg, tmp_path / "out")
+    assert str(err.value) == (
+        f"{cfg.shown or cfg.path}:9: inference.train_data: these training data lack 'w', which the model reads "
+        "(it was fitted on 'x', 'w', 'z'); every bootstrap refit would fail: add the column to the training data "
+        "file"
+    )
+
+
+def test_a_refit_that_cannot_predict_the_evaluation_rows_fails_up_front_at_the_challenger(tmp_path):
+    """The probe refit predicts some evaluation rows: a challenger whose one-hot encoder meets a level the
+    training data lack (every refit would fail to predict) is named before the first of the refits."""
+    import joblib
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from fme.report.analysis import run_effects
+    from fme.report.inputs.config import ConfigError, load_config
+
+    rng = np.random.default_rng(5)
+    n = 90
+    d = pd.DataFrame({"x": rng.normal(size=n), "k": np.repeat(["a", "b", "c"], n // 3)})
+    d["y"] = d["x"] + (d["k"] == "c") + rng.normal(size=n)
+
+    def pipe(unknown: str):
+        enc = make_column_transformer((OneHotEncoder(handle_unknown=unknown), ["k"]), remainder="passthrough")
+        return make_pipeline(enc, LinearRegression()).fit(d[["x", "k"]], d["y"])
+
+    _write_case(
+        tmp_path,
+        pipe("ignore"),
+        pipe("error"),
+        d[["x", "k"]],
+        "inference: {method: bootstrap, train_data: {path: train.csv}, n_resamples: 5}\n",
+        "    partition: false\n    stability: false\n",
+    )
+    d[d["k"] != "c"].to_csv(tmp_path / "train.csv", index=False)  # the training rows lack level c
+    cfg = load_config(tmp_path / "c.yaml")
+    X = d[["x", "k"]]
+    with pytest.raises(ConfigError) as err:
+        run_effects(joblib.load(tmp_path / "a.joblib"), X, X, cfg, tmp_path / "out")
+    msg = str(err.value)
+    assert msg.startswith(
+        f"{cfg.shown or cfg.path}:5: challenger: the challenger model refitted on the training data of "
+        "inference.train_data cannot predict the evaluation rows of data (ValueError: Found unknown categories "
+        "['c'] in column 0 during transform); "
+    )
+    assert msg.endswith(
+        "every bootstrap refit would fail: give the training data the columns the challenger model was fitted "
+        "on, with the types and levels of data"
+    )
+    # the champion's own refits: named at the training data's key
+    joblib.dump(pipe("error"), tmp_path / "a.joblib")
+    with pytest.raises(ConfigError) as err:
+        run_effects(joblib.load(tmp_path / "a.joblib"), X, X, cfg, tmp_path / "out")
+    assert str(err.value).startswith(
+        f"{cfg.shown or cfg.path}:8: inference.train_data: the model refitted on these training data cannot "
+        "predict the evaluation rows of data (ValueError: Found unknown categories "
+    )

@@ -31,6 +31,7 @@ from ...inference import Estimates
 from ...models import refit_support
 from ..inputs.config import EffectConfig
 from ..inputs.specs import bootstrap_kwargs, make_detector
+from .checks import refit_columns
 from .contracts import contract_rows
 from .effect_parts import grow_partition, json_num, root_split
 
@@ -142,13 +143,16 @@ def challenger_summary(
         and _refittable(challenger)
     )
     if boot:
-        bkw = bootstrap_kwargs(eff.inference, train, target, seed, refits)
+        # each model is refitted on its own columns of the training data (the same rows, resample by resample)
+        def bkw(model: Any) -> dict[str, Any]:
+            return bootstrap_kwargs(eff.inference, train, target, seed, refits, refit_columns(model, train, target))
+
         a = (
             champion_result
             if champion_result is not None and champion_result.inference == "bootstrap"
-            else fme.fme(champion, data, steps, **bkw, **kwargs)
+            else fme.fme(champion, data, steps, **bkw(champion), **kwargs)
         )
-        b = fme.fme(challenger, data, steps, **bkw, **kwargs)
+        b = fme.fme(challenger, data, steps, **bkw(challenger), **kwargs)
     else:
         a = fme.fme(champion, data, steps, **kwargs)
         b = fme.fme(challenger, data, steps, **kwargs)

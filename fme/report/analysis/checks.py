@@ -30,11 +30,13 @@ from ..._utils.validation import is_categorical
 from ...exceptions import FMEError
 from ...models import class_name, feature_names, refit_support
 from ..inputs.config import ConfigError, EffectConfig, ReportConfig, config_error
+from ..inputs.config_errors import key_text
 from ..inputs.validate import names_text as _names
 
 __all__ = [
     "check_against_data",
     "check_train_data",
+    "refit_columns",
     "model_classes",
     "resolve_target_class",
     "levels_of",
@@ -275,7 +277,38 @@ def _kind(col: pd.Series) -> str:
     return "text"
 
 
-def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFrame, data: Any) -> None:
+def refit_columns(model: Any, train: pd.DataFrame, target: str) -> list | None:
+    """The columns of ``train`` the bootstrap refits of ``model`` fit on: those the model reads (its
+    ``feature_names_in_``, its formula's columns), in the training data's order; None (every column but the
+    target) for a model that does not name its inputs, or when the training data lack one of them.
+
+    A model fitted on some of the training data's columns is refitted on those only: refitted on all of them,
+    each refit would expect columns the model, and so the evaluation rows it is given, never had.
+    """
+    try:
+        names = feature_names(model)
+    except Exception:  # noqa: BLE001 - a model the adapters do not name: its refits take every column
+        return None
+    if not names:
+        return None
+    wanted = {str(c) for c in names}
+    cols = [c for c in train.columns if c != target and str(c) in wanted]
+    return cols if len(cols) == len(wanted) else None
+
+
+def _missing_inputs(model: Any, train: pd.DataFrame, target: str) -> list[str]:
+    """The columns ``model`` reads that ``train`` lacks (none for a model that does not name its inputs)."""
+    try:
+        names = feature_names(model) or []
+    except Exception:  # noqa: BLE001 - a model the adapters do not name: nothing to check here
+        return []
+    have = {str(c) for c in train.columns if c != target}
+    return [str(c) for c in names if str(c) not in have]
+
+
+def check_train_data(
+    cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFrame, data: Any, model_key: tuple | None = None
+) -> None:
     """Fail before the first bootstrap refit, naming ``<key>.train_data``, the column and the fix.
 
     Every feature column of the training data must have the kind (numeric, categorical, text) of the same
@@ -286,12 +319,19 @@ def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFr
     and reads their text as its levels), so its refits read it alike; the probe refit below predicts some
     evaluation rows to show it. Then one refit of the model on all training rows, as the bootstrap refits it;
     its error is raised at ``<key>.train_data``, naming the training data's text columns a text value of the
-    error belongs to.
+    error belongs to. The probe refit, on the columns the model reads (:func:`refit_columns`), then predicts
+    the evaluation rows, as every refit will: a refit that fits but cannot predict fails here, not 200 times.
+
+    ``model_key`` is the config key of the model when it is not the report's ``model`` (``("challenger",)``):
+    the problems of its refits name that key, and the training data by ``<key>.train_data``.
     """
     from ...inference.bootstrap import refit_on, refit_setup
 
     target = cfg.target
     where = key + ("train_data",)
+    who, blame = ("the model", where) if model_key is None else (f"the {model_key[-1]} model", model_key)
+    # the training data as the message names them: by their key, unless the message is at that key already
+    source = "these training data" if blame == where else f"the training data of {key_text(where)}"
     support = refit_support(model)
     if not support:  # the model itself cannot be refitted: no training data would help, so none is blamed
         raise config_error(
@@ -324,7 +364,18 @@ def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFr
                 f"bootstrap refit would fail: {fix}",
             )
     statsmodels = hasattr(model, "model") and hasattr(model, "params")
-    spec = {"data": train} if statsmodels else {"X": train.drop(columns=[target]), "y": train[target]}
+    missing = [] if statsmodels else _missing_inputs(model, train, target)
+    if missing:  # a formula's refit reads the training frame itself; an estimator's reads the columns it names
+        raise config_error(
+            cfg,
+            blame,
+            f"{source} lack {_names(missing)}, which {who} reads (it was fitted on "
+            f"{_names([str(c) for c in feature_names(model) or []])}); every bootstrap refit would fail: add "
+            f"the column{'s' if len(missing) > 1 else ''} to the training data file",
+        )
+    cols = refit_columns(model, train, target)
+    X = train.drop(columns=[target]) if cols is None else train[cols]
+    spec = {"data": train} if statsmodels else {"X": X, "y": train[target]}
     try:
         # the model's adapter refits it as the bootstrap will (its own checks of the training data first)
         adapter, payload, n_train = refit_setup(model, spec)
@@ -338,8 +389,31 @@ def check_train_data(cfg: ReportConfig, key: tuple, model: Any, train: pd.DataFr
             f"{text}); every bootstrap refit would fail. "
             f"{_text_columns_hint(train, target, text)}",
         ) from None
-    if as_levels:
+    if as_levels:  # the same prediction, its failure blamed on the columns read as levels
         _check_refit_reads_levels(cfg, where, model, fitted, data, as_levels)
+    else:
+        _check_refit_predicts(cfg, blame, who, source, model, fitted, data)
+
+
+def _check_refit_predicts(
+    cfg: ReportConfig, blame: tuple, who: str, source: str, model: Any, fitted: Any, data: Any
+) -> None:
+    """The probe refit predicts some evaluation rows as every bootstrap refit will; if it cannot, every refit
+    would fail: one error at ``blame`` (the model's key, or ``<key>.train_data``), in config words. One batched
+    prediction of the evaluation rows (of Dask data, its first rows): a level the training data lack may be in
+    any row, and every refit predicts them all."""
+    try:
+        fme.predictions(fitted, _head(data), inference="sample", target_class=resolve_target_class(cfg, model))
+    except Exception as exc:  # noqa: BLE001 - one line naming the key and what to change
+        cause = exc.__cause__ or exc  # the model's own error, not the library's wrapping of it (API advice)
+        text = " ".join(str(cause).split()) or type(cause).__name__
+        raise config_error(
+            cfg,
+            blame,
+            f"{who} refitted on {source} cannot predict the evaluation rows of "
+            f"data ({type(cause).__name__}: {text}); every bootstrap refit would fail: give the training data "
+            f"the columns {who} was fitted on, with the types and levels of data",
+        ) from None
 
 
 def _text_columns_hint(train: pd.DataFrame, target: str, error: str) -> str:

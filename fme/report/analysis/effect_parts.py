@@ -21,6 +21,7 @@ from ...models import formula_categoricals
 from ..inputs.config import EffectConfig
 from ..inputs.specs import bootstrap_kwargs, make_detector
 from ..inputs.verdicts import global_test_claim
+from .checks import refit_columns
 
 __all__ = [
     "REPORT_SAMPLE_SIZE",
@@ -76,6 +77,11 @@ def json_num(x: Any) -> Any:
 _REDUCE_SHARE = 0.02
 
 
+def _own_columns(model: Any, train: pd.DataFrame | None, target: str | None) -> list | None:
+    """The training data's columns the model's bootstrap refits fit on (None: all but the target)."""
+    return None if train is None or target is None else refit_columns(model, train, target)
+
+
 def run_effect_fme(
     model: Any,
     data: Any,
@@ -110,7 +116,8 @@ def run_effect_fme(
         nlm=use_nlm,
         nlm_method=eff.nlm_method,
         conf_level=conf,
-        **bootstrap_kwargs(eff.inference, train, target, seed, refits),
+        # the refits fit on the model's own columns of the training data
+        **bootstrap_kwargs(eff.inference, train, target, seed, refits, _own_columns(model, train, target)),
         **kwargs,
     )
     return res, steps, numeric, det_spec, use_nlm, conf

@@ -349,7 +349,8 @@ def run_effects(
         key = ("effects", i - 1, "inference") if "inference" in eff.given else ("inference",)
         train = load_train_data(cfg, eff.inference, key, train_cache, model, data)
         if challenger is not None and train is not None and id(train) not in challenger_checked:
-            check_train_data(cfg, key, challenger, train, data)  # the challenger's refits, checked before the first
+            # the challenger's refits, checked before the first; its problems name the challenger key
+            check_train_data(cfg, key, challenger, train, data, ("challenger",))
             challenger_checked.add(id(train))  # the frame is cached per file: one check per file
         trains = {
             k: load_training(cfg, getattr(eff, k)["train_data"], ("effects", i - 1, k), train_cache)

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .schema import DEFAULTS
+from .schema import DEFAULTS, EFFECT_DEFAULTS
 
 __all__ = [
     "ConfigError",
@@ -116,8 +116,51 @@ def _example(path: tuple, schema: dict) -> str:
     return f"; write it as, e.g., {key}: {json.dumps(value)}"
 
 
+def _flow(value: Any) -> str:
+    """A value as a YAML flow writes it in a config ('{step: sd, extrapolation: envelope}')."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_flow(v)}" for k, v in value.items()) + "}"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _false_or_settings(err: Any) -> tuple[tuple, str] | None:
+    """(key path, message) when ``err`` is of a key that takes ``false`` or a mapping of its settings
+    (``overview``, an effect's ``partition`` and ``stability``) and was given neither: what it takes, in the
+    config's words, and the key with its default settings as the fix. jsonschema's own words ('False was
+    expected' for ``overview: true``) name neither. None for any other error."""
+    for e in (err, getattr(err, "parent", None)):
+        if e is None or e.validator != "oneOf" or isinstance(e.instance, dict):
+            continue
+        branches = e.schema["oneOf"]
+        settings = [b for b in branches if b.get("type") == "object"]
+        if not settings or not any(b.get("const") is False for b in branches):
+            continue
+        path = tuple(e.absolute_path)
+        key = str(path[-1]) if path else ""
+        defaults = (EFFECT_DEFAULTS if len(path) > 1 and path[0] == "effects" else DEFAULTS).get(key)
+        props = settings[0].get("properties", {})
+        named = [
+            f"{k} ({' or '.join(map(repr, props[k]['enum']))})" if "enum" in props[k] else k for k in sorted(props)
+        ]
+        keys = ", ".join(named[:6]) + (f" and {len(named) - 6} more" if len(named) > 6 else "")
+        given = (
+            json.dumps(e.instance)
+            if isinstance(e.instance, (bool, int, float)) or e.instance is None
+            else repr(e.instance)
+        )
+        fix = f"; write, e.g., {key}: {_flow(defaults)} (its default settings)" if isinstance(defaults, dict) else ""
+        return path, (
+            f"{given} is not allowed: {key} takes a mapping of its settings (keys: {keys}) or false to leave it "
+            f"out{fix}"
+        )
+    return None
+
+
 def schema_message(err: Any) -> tuple[tuple, str]:
     path = tuple(err.absolute_path)
+    choice = _false_or_settings(err)
+    if choice is not None:
+        return choice
     if err.validator in ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         # what was given, what is allowed, and the fix in the config's own words
         return path, f"{err.message}; allowed: {_allowed(err.schema)}{_example(path, err.schema)}"

@@ -208,17 +208,20 @@ def normalise_level(key: str, value: Any, *inference: dict[str, Any]) -> tuple[A
     return spec, None
 
 
-def bootstrap_kwargs(spec: dict[str, Any], train: Any, target: str, seed: int, cache: Any = None) -> dict[str, Any]:
+def bootstrap_kwargs(
+    spec: dict[str, Any], train: Any, target: str, seed: int, cache: Any = None, columns: list | None = None
+) -> dict[str, Any]:
     """``inference=`` and ``bootstrap=`` arguments of ``fme.fme`` for a resolved inference spec.
 
     ``train`` is the loaded ``train_data`` frame (features and ``target``) for bootstrap, else None; ``cache``
     a :class:`fme.inference.RefitCache` the build shares between its effects (the same model is refitted on the
-    same resamples for every effect: once, then reused).
+    same resamples for every effect: once, then reused); ``columns`` the feature columns the refits fit on (the
+    model's own, :func:`fme.report.analysis.checks.refit_columns`), None for every column but ``target``.
     """
     if spec["method"] != "bootstrap":
         return {"inference": spec["method"]}
     boot = {
-        "X": train.drop(columns=[target]),
+        "X": train.drop(columns=[target]) if columns is None else train[list(columns)],
         "y": train[target],
         "n_resamples": int(spec["n_resamples"]),
         "random_state": seed,

@@ -65,6 +65,7 @@ from .provenance import (  # noqa: F401
     report_id,
     sample_note,
 )
+from .table_scope import changes_scope, table_scope
 
 __all__ = [
     "build_context",
@@ -120,6 +121,9 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
     units = cfg.units
     fig_counter = [0]
     effects, summary, overview, flags, plausibility = [], [], [], [], []
+    # (effect, its evaluated rows): the rows each AME of the flags, plausibility and contracts tables is over
+    shown_rows: list[tuple[str, int]] = []
+    contract_rows: list[tuple[str, int]] = []
     ci_methods: set[str] = set()
     listed = listed_claims(results.get("claims") or [])
     ci_captions: set[str] = set()
@@ -142,6 +146,9 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                 label = f"{label}: to level {v['level']}"
             summary.append({"text": sentence + (" " + lin if lin else ""), "anchor": f"sec-{v['id']}"})
             overview.append({"label": label, **cells})
+            shown_rows.append((label, int(v["n"])))
+            if v.get("contracts"):
+                contract_rows.append((v["id"], int(v["n"])))
             flags.extend(flag_rows(v, cells, label, thresholds))
             flags.extend(level_flag_rows(v, label))
             plausibility.append(
@@ -177,6 +184,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                 "table_effect": next_table(),
                 "intervals": interval_rows(v, cells["level"]),
                 "table_intervals": next_table(),
+                "intervals_scope": table_scope("CIs and standard errors", value, [(label, int(v["n"]))]),
                 "effective_steps": effective_step_rows(v),
                 "table_shrink": next_table() if v.get("effective_steps") else None,
                 "levels": level_rows(v, cells, noun),
@@ -281,6 +289,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "summary": summary,
         "contracts": contracts,
         "table_contracts": table_contracts,
+        "contracts_scope": table_scope("Estimates and intervals", value, contract_rows),
         "challenger": challenger,
         "table_challenger": table_challenger,
         "interactions": interactions,
@@ -300,7 +309,9 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "table_signoff": table_signoff,
         "table_overview": table_overview,
         "table_flags": table_flags,
+        "flags_scope": table_scope("Value column: AMEs and CIs", value, shown_rows),
         "table_plausibility": table_plausibility,
+        "plausibility_scope": table_scope("AMEs and CIs", value, shown_rows),
         "table_versions": n_fig_tables + 1,
         "table_hashes": n_fig_tables + 2,
         "table_second_path": n_fig_tables + 3,
@@ -308,6 +319,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "signoff": [{"role": r["role"], "name": r.get("name", "")} for r in cfg.signoff],
         "changes": changes,
         "table_changes": table_changes,
+        "changes_scope": changes_scope(value),
         "plausibility": plausibility,
         "any_expected": any(p["expected"] != "not stated" for p in plausibility),
         "fme_version": results["versions"].get("forward-marginal-effects", results["versions"].get("fme", "")),
