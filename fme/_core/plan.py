@@ -32,7 +32,7 @@ from ..extrapolation import make_detector
 from ..inference.methods import resolve_method as resolve_inference
 from ..nlm import QuadratureRule
 from ..steps import Step, check_training_levels, parse_steps
-from .arrays import check_array_data
+from .arrays import check_array_data, refuse_dask_arrays
 
 __all__ = [
     "Plan",
@@ -422,6 +422,7 @@ def front_plan(model: Any, data: Any, options: FMEOptions, verb: str | None = No
     ``Planned.on_arrays``; any other model reads the array converted to a DataFrame on the host); the others
     refuse arrays with a :class:`~fme.exceptions.ParameterError`."""
     reference_data = options.reference_data
+    refuse_dask_arrays(data, reference_data, verb)
     if is_array(data) or is_array(reference_data):
         return _array_plan(model, data, options, verb)
     if is_dask_collection(data) or is_dask_collection(reference_data):

@@ -232,3 +232,20 @@ def test_no_evaluable_row_is_the_dataframe_routes_error():
     X = np.full((4, 3), np.nan)
     with pytest.raises(DataError, match=r"no row can be evaluated for the step a \+ 1"):
         fme.fme(Model(), array_api_strict.asarray(X), {"a": 1.0}, feature_names=NAMES)
+
+
+def test_feature_names_from_an_estimator_s_feature_names_in_():
+    from sklearn.linear_model import LinearRegression
+
+    X = np.random.default_rng(7).normal(size=(60, 3))
+    frame = pd.DataFrame(X, columns=NAMES)
+    est = LinearRegression().fit(frame, frame["a"] * 2.0 + frame["b"])
+    got = fme.fme(est, X, {"a": 1.0}, feature_names=est.feature_names_in_)
+    want = fme.fme(est, frame, {"a": 1.0})
+    pd.testing.assert_frame_equal(got.results, want.results)
+
+
+def test_a_dask_array_is_refused_naming_the_fix():
+    da = pytest.importorskip("dask.array")
+    with pytest.raises(DataError, match=r"`data` is a Dask Array.*from_dask_array"):
+        fme.fme(Model(), da.from_array(_data(), chunks=60), {"a": 1.0}, feature_names=NAMES)
