@@ -254,3 +254,29 @@ def test_effects_on_other_data_with_the_same_predictions_are_refused(effects):
 def test_summary_states_the_confidence_level(effects):
     joint = fme.came(effects[:2], features=FEATURES, conf_level=0.57)
     assert "57% CIs" in joint.summary().splitlines()[0]
+
+
+def test_the_caller_s_effects_are_unchanged_and_a_classifier_s_leaves_name_the_class():
+    from sklearn.linear_model import LogisticRegression
+
+    X = _frame(500)
+    y = (X["xa"] * (X["z1"] > 0) + X["xb"] > 0).astype(int)
+    cols = ["xa", "xb", "z1", "z2"]
+    clf = LogisticRegression().fit(X[cols], y)
+    effs = [fme.fme(clf, X[cols], {f: 1.0}, target_class=1) for f in ("xa", "xb")]
+    before = [(e.results.copy(), e.data.copy(), e.predictions.copy(), e.excluded.copy(), e.steps) for e in effs]
+    joint = fme.came(effs, features=["z1", "z2"], honest=False)
+    for e, (res, data, pred, exc, steps) in zip(effs, before):
+        pd.testing.assert_frame_equal(e.results, res)
+        pd.testing.assert_frame_equal(e.data, data)
+        pd.testing.assert_frame_equal(e.predictions, pred)
+        pd.testing.assert_frame_equal(e.excluded, exc)
+        assert e.steps == steps
+    one = fme.came(effs[0], features=["z1", "z2"], honest=False)
+    assert set(joint.leaves["class"]) == set(one.leaves["class"]) == {"1"}
+    # each effect's leaf cAME: the mean of its fMEs (probability of class 1) over the leaf's rows
+    for k, e in enumerate(effs):
+        rows = joint.leaves[joint.leaves["effect"] == joint.effect_labels[k]]
+        for _, r in rows.iterrows():
+            fm = e.results["fme"][joint.leaf_of_row == r["node"]]
+            assert r["came"] == pytest.approx(fm.mean(), rel=1e-12)
