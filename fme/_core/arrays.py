@@ -41,8 +41,9 @@ class ArrayData:
         Its namespace (``array_api_compat.array_namespace``).
     device : object
         Its device.
-    feature_names : tuple of str
-        The columns' names, in the array's column order.
+    feature_names : tuple
+        The columns' labels as given (strings, or integers as ``pd.DataFrame(array, columns=...)`` keeps them), in
+        the array's column order.
     library : str
         The array library's name, for messages.
     """
@@ -50,7 +51,7 @@ class ArrayData:
     values: Any
     xp: Any
     device: Any
-    feature_names: tuple[str, ...]
+    feature_names: tuple[Any, ...]
     library: str
 
     @property
@@ -77,7 +78,7 @@ class ArrayData:
         return pd.DataFrame(values, columns=pd.Index(cols), copy=False)
 
 
-def _names(feature_names: Any, p: int, library: str, name: str) -> tuple[str, ...]:
+def _names(feature_names: Any, p: int, library: str, name: str) -> tuple[Any, ...]:
     if feature_names is None:
         raise DataError(
             f"`{name}` is a {library} array without feature_names: it must be a pandas DataFrame, or an array whose "
@@ -100,7 +101,8 @@ def _names(feature_names: Any, p: int, library: str, name: str) -> tuple[str, ..
             f"feature_names names {len(feature_names)} columns but `{name}` has {p}; name each column of the "
             "array once, in its order."
         )
-    return tuple(str(c) for c in feature_names)
+    # the labels as given: a step names a column as it would in pd.DataFrame(array, columns=feature_names)
+    return tuple(feature_names)
 
 
 def refuse_dask_arrays(data: Any, reference_data: Any, verb: str | None) -> None:
