@@ -280,3 +280,20 @@ def test_the_caller_s_effects_are_unchanged_and_a_classifier_s_leaves_name_the_c
         for _, r in rows.iterrows():
             fm = e.results["fme"][joint.leaf_of_row == r["node"]]
             assert r["came"] == pytest.approx(fm.mean(), rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs", [{"method": "cart", "max_depth": 2}, {}])
+def test_an_effect_constant_up_to_rounding_does_not_steer_the_tree(kwargs):
+    # the fME of xc is 0.5 on every row up to rounding: standardised to SD 1 its rounding noise would be split on
+    X = _frame(600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        effs = [
+            fme.fme(lambda d: (d.xa * (1 + 2 * (d.z1 > 0)) + 0.5 * d.xc).to_numpy(), X, {f: 1.0}) for f in ("xa", "xc")
+        ]
+    assert 0 < effs[1].results["fme"].std() < 1e-14
+    joint = fme.came(effs, features=FEATURES, **kwargs)
+    one = fme.came(effs[0], features=FEATURES, **kwargs)
+    assert joint.leaf_ids == one.leaf_ids
+    cols = ["parent", "is_leaf", "n", "split_feature", "split_value"]
+    pd.testing.assert_frame_equal(joint.tree.nodes_[cols], one.tree.nodes_[cols])
