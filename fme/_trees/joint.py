@@ -149,7 +149,8 @@ def heterogeneity_row(leaves: pd.DataFrame, root: pd.Series, conf_level: float) 
     ss_total = (n - 1.0) * sd**2 if n >= 2 else float("nan")
     out = {"n": int(n), "n_leaves": k, "variance": ss_total / n if n else np.nan, "within_variance": ss_within / n}
     out["between_variance"] = out["variance"] - out["within_variance"]
-    share = 1.0 - ss_within / ss_total if ss_total > 0 else float("nan")
+    # within <= total up to rounding: the share is kept in [0, 1] (an effect constant up to rounding gives 0)
+    share = float(np.clip(1.0 - ss_within / ss_total, 0.0, 1.0)) if ss_total > 0 else float("nan")
     df1, df2 = k - 1.0, n - k
     f_value = p_value = lo = hi = float("nan")
     if np.isfinite(share) and df1 >= 1 and df2 >= 1 and ss_within > 0:
@@ -260,8 +261,9 @@ class JointPartitionResult(PartitionResult):
         Over the rows that estimate the leaves (of an honest partition: rows the tree never saw), the variance
         of an effect's fMEs splits into the variance within the regions and between them:
         ``variance = within_variance + between_variance`` (divisor n) and ``share_explained = 1 -
-        within_variance / variance``, the share of the fMEs' variance that the regions explain (Herbinger et al.
-        2024 use the same split of the loss of a feature effect into its within-region part).
+        within_variance / variance`` (kept in [0, 1] against rounding), the share of the fMEs' variance that the
+        regions explain (Herbinger et al. 2024 use the same split of the loss of a feature effect into its
+        within-region part).
 
         The interval is that of the population share eta^2 from the one-way ANOVA of the fMEs on the regions:
         the F statistic's noncentral F distribution is inverted in its noncentrality lambda and

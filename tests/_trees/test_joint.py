@@ -297,3 +297,16 @@ def test_an_effect_constant_up_to_rounding_does_not_steer_the_tree(kwargs):
     assert joint.leaf_ids == one.leaf_ids
     cols = ["parent", "is_leaf", "n", "split_feature", "split_value"]
     pd.testing.assert_frame_equal(joint.tree.nodes_[cols], one.tree.nodes_[cols])
+
+
+def test_the_share_of_an_effect_constant_up_to_rounding_is_in_its_interval():
+    X = _frame(600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        effs = [
+            fme.fme(lambda d: (d.xa * (1 + 2 * (d.z1 > 0)) + 0.5 * d.xc).to_numpy(), X, {f: 1.0}) for f in ("xa", "xc")
+        ]
+    r = fme.came(effs, features=FEATURES).heterogeneity().iloc[1]
+    assert r["variance"] < 1e-28
+    assert 0.0 <= r["share_explained"] <= 1.0
+    assert r["share_ci_low"] <= r["share_explained"] <= r["share_ci_high"]
