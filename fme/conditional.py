@@ -252,16 +252,21 @@ def _same_rows_and_model(effects: list[Any], on_dask: bool) -> None:
             same_rows = e.n == first.n and (e.data is first.data or tokenize(e.data) == tokenize(first.data))
             same_model = e.plan.model is first.plan.model
         else:
-            same_rows = e.results.index.equals(first.results.index)
+            # the tree splits every effect's fMEs on the first effect's features: the data must be the same,
+            # also where the model ignores a column (f(x) alike on other data)
+            same_rows = e.results.index.equals(first.results.index) and (
+                e.data is first.data or e.data.equals(first.data)
+            )
             fx, fx0 = e.predictions.get("f_x"), first.predictions.get("f_x")
             same_model = e.model_description == first.model_description and (
                 fx is None or fx0 is None or np.array_equal(fx.to_numpy(), fx0.to_numpy(), equal_nan=True)
             )
         if not same_rows:
             raise DataError(
-                f"effects[{k}] ({e.describe_steps()}) was evaluated on other rows than effects[0] "
-                f"({e.n} rows vs {first.n}, or other index labels); a joint partition needs every effect on the "
-                "same rows: compute them on the same data with the same exclusions (e.g. on_extrapolation='keep')."
+                f"effects[{k}] ({e.describe_steps()}) was evaluated on other rows or other data than effects[0] "
+                f"({e.n} rows vs {first.n}, other index labels or other values); a joint partition needs every "
+                "effect on the same rows: compute them on the same data with the same exclusions (e.g. "
+                "on_extrapolation='keep')."
             )
         if not same_model:
             raise DataError(

@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 
 from .._utils.arrays import device_of, library_name, namespace, to_host
+from .._utils.validation import is_dask_collection
 from ..exceptions import DataError, ParameterError
 from ..steps import Step
 
-__all__ = ["ArrayData", "check_array_data", "array_exclusions"]
+__all__ = ["ArrayData", "check_array_data", "array_exclusions", "refuse_dask_arrays"]
 
 #: (positions, point, reason) per exclusion note, as :data:`fme._core.exclusions.Notes`.
 Notes = list[tuple[np.ndarray, Any, Any]]
@@ -40,8 +41,9 @@ class ArrayData:
         Its namespace (``array_api_compat.array_namespace``).
     device : object
         Its device.
-    feature_names : tuple of str
-        The columns' names, in the array's column order.
+    feature_names : tuple
+        The columns' labels as given (strings, or integers as ``pd.DataFrame(array, columns=...)`` keeps them), in
+        the array's column order.
     library : str
         The array library's name, for messages.
     """
@@ -49,7 +51,7 @@ class ArrayData:
     values: Any
     xp: Any
     device: Any
-    feature_names: tuple[str, ...]
+    feature_names: tuple[Any, ...]
     library: str
 
     @property
@@ -76,12 +78,14 @@ class ArrayData:
         return pd.DataFrame(values, columns=pd.Index(cols), copy=False)
 
 
-def _names(feature_names: Any, p: int, library: str, name: str) -> tuple[str, ...]:
+def _names(feature_names: Any, p: int, library: str, name: str) -> tuple[Any, ...]:
     if feature_names is None:
         raise DataError(
             f"`{name}` is a {library} array without feature_names: it must be a pandas DataFrame, or an array whose "
             f"{p} columns are named with feature_names=[...] (one label per column, in the array's order)."
         )
+    if isinstance(feature_names, np.ndarray) and feature_names.ndim == 1:
+        feature_names = feature_names.tolist()  # e.g. an estimator's feature_names_in_
     if (
         isinstance(feature_names, (str, bytes))
         or not isinstance(feature_names, (list, tuple, pd.Index))
@@ -89,7 +93,7 @@ def _names(feature_names: Any, p: int, library: str, name: str) -> tuple[str, ..
         or len(set(map(str, feature_names))) != len(feature_names)
     ):
         raise ParameterError(
-            f"feature_names must be a list of distinct column labels (one per column of the array), "
+            f"feature_names must be a list (or 1-D array) of distinct column labels (one per column of the array), "
             f"got {feature_names!r}."
         )
     if len(feature_names) != p:
@@ -97,7 +101,20 @@ def _names(feature_names: Any, p: int, library: str, name: str) -> tuple[str, ..
             f"feature_names names {len(feature_names)} columns but `{name}` has {p}; name each column of the "
             "array once, in its order."
         )
-    return tuple(str(c) for c in feature_names)
+    # the labels as given: a step names a column as it would in pd.DataFrame(array, columns=feature_names)
+    return tuple(feature_names)
+
+
+def refuse_dask_arrays(data: Any, reference_data: Any, verb: str | None) -> None:
+    """A Dask collection other than a DataFrame (a Dask Array, a Series) as ``data`` or ``reference_data``: a
+    DataError that names the conversion (Dask data are DataFrames; the array route takes in-memory arrays)."""
+    for name, obj in (("data", data), ("reference_data", reference_data)):
+        if is_dask_collection(obj) and not isinstance(getattr(obj, "_meta", None), pd.DataFrame):
+            raise DataError(
+                f"`{name}` is a Dask {type(obj).__name__}; {verb or 'fme'} takes Dask data as a "
+                "dask.dataframe.DataFrame: wrap it as dask.dataframe.from_dask_array(X, columns=[...]), or pass an "
+                "in-memory array (X.compute()) with feature_names=."
+            )
 
 
 def check_array_data(data: Any, feature_names: Any, name: str = "data") -> ArrayData:

@@ -32,7 +32,7 @@ from ..extrapolation import make_detector
 from ..inference.methods import resolve_method as resolve_inference
 from ..nlm import QuadratureRule
 from ..steps import Step, check_training_levels, parse_steps
-from .arrays import check_array_data
+from .arrays import check_array_data, refuse_dask_arrays
 
 __all__ = [
     "Plan",
@@ -367,6 +367,14 @@ def _schema(model: Any, data: Any, name: str, exposure: Any = None, offset: Any 
     return model_frame(model, check_data(data, name), exposure=exposure, offset=offset)
 
 
+def _named_frame(arrays: Any) -> pd.DataFrame:
+    """The array on the host as a frame whose columns are the labels as strings: an estimator's inputs are
+    named by strings (as :func:`fme._adapters.predictor.named_predictor` reads them)."""
+    host = arrays.host_frame()
+    host.columns = pd.Index([str(c) for c in host.columns])
+    return host
+
+
 def _array_plan(model: Any, data: Any, options: FMEOptions, verb: str | None) -> Planned:
     """The plan of data given as an array of the array API standard (:func:`front_plan`)."""
     if verb not in ARRAY_VERBS:
@@ -388,14 +396,14 @@ def _array_plan(model: Any, data: Any, options: FMEOptions, verb: str | None) ->
         ref = None
         if reference_data is not None:
             ref = (
-                check_array_data(reference_data, options.feature_names, "reference_data").host_frame()
+                _named_frame(check_array_data(reference_data, options.feature_names, "reference_data"))
                 if is_array(reference_data)
                 else reference_data
             )
         # feature_names named the array's columns: a model that names its own inputs selects them by name
         own = make_predictor(model, options.target_class).feature_names
-        names = None if own is not None else options.feature_names
-        return front_plan(model, arrays.host_frame(), options.replace(reference_data=ref, feature_names=names), verb)
+        names = None if own is not None else [str(c) for c in arrays.feature_names]
+        return front_plan(model, _named_frame(arrays), options.replace(reference_data=ref, feature_names=names), verb)
     given = [(name, why) for name, default, why in _ARRAY_REFUSED if getattr(options, name) is not default]
     if given:
         raise ParameterError(
@@ -409,7 +417,9 @@ def _array_plan(model: Any, data: Any, options: FMEOptions, verb: str | None) ->
             f"no parameter covariance and no refits), got inference={options.inference!r}."
         )
     frame = arrays.empty_frame()
-    return Planned(arrays, None, frame, resolve_plan(model, frame, frame, options), False, on_arrays=True)
+    # feature_names named the array's columns, all of which the function receives: not a selection of inputs
+    plan = resolve_plan(model, frame, frame, options.replace(feature_names=None))
+    return Planned(arrays, None, frame, plan, False, on_arrays=True)
 
 
 def front_plan(model: Any, data: Any, options: FMEOptions, verb: str | None = None) -> Planned:
@@ -422,6 +432,7 @@ def front_plan(model: Any, data: Any, options: FMEOptions, verb: str | None = No
     ``Planned.on_arrays``; any other model reads the array converted to a DataFrame on the host); the others
     refuse arrays with a :class:`~fme.exceptions.ParameterError`."""
     reference_data = options.reference_data
+    refuse_dask_arrays(data, reference_data, verb)
     if is_array(data) or is_array(reference_data):
         return _array_plan(model, data, options, verb)
     if is_dask_collection(data) or is_dask_collection(reference_data):

@@ -530,6 +530,16 @@ def came_joint(
         _fill(e, part, sample, n, kept, features=features, split=split, sample_size=sample_size, seed=seed)
         for e, part, (sample, n, kept) in zip(effects, joint.parts, drawn)
     ]
+    # the sample compares the growing rows drawn only; every subspace's counts over all rows (from the pass that
+    # filled it, no more data read) catch most other differences in the evaluated rows
+    counts = [p.leaves[[c for c in ("n", "n_grown") if c in p.leaves.columns]].to_numpy() for p in parts]
+    for k in range(1, len(parts)):
+        if not np.array_equal(counts[k], counts[0]):
+            raise DataError(
+                f"effects[{k}] ({effects[k].describe_steps()}) was evaluated on other rows than effects[0] (its "
+                "subspaces hold other numbers of rows); a joint partition needs every effect on the same rows "
+                "(the same exclusions, e.g. on_extrapolation='keep')."
+            )
     return JointPartitionResult(parts)
 
 

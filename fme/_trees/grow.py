@@ -136,7 +136,10 @@ def grow_tree(
         fit_y = (y - y.mean()) / sd if sd > 0 else y - y.mean()
     elif standardize:
         sds = np.std(y, axis=0)
-        fit_y = (y - y.mean(axis=0)) / np.where(sds > 0, sds, 1.0)
+        # a column constant up to rounding (SD within a few ulps of its values) is left unscaled: scaled to SD 1,
+        # its rounding noise would weigh as much as another effect's heterogeneity
+        tiny = sds <= 64.0 * np.finfo(float).eps * np.max(np.abs(y), axis=0, initial=0.0)
+        fit_y = (y - y.mean(axis=0)) / np.where((sds > 0) & ~tiny, sds, 1.0)
     # a joint partition reduces on the scaled fMEs (its effects' units differ); one effect on its own fMEs
     prune_y = y if y.ndim == 1 else fit_y
     notes: list[str] = []

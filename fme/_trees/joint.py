@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
+from scipy import integrate, optimize, stats
 
 from .._core.results import FMEResult
 from .._utils.frames import ReadableFrame
+from .._utils.numfmt import fmt_level
 from .._utils.validation import check_conf_level
 from ..exceptions import FMEError, ParameterError
 from ..inference.wald import MULTCOMP, adjust_pvalues
@@ -100,18 +101,37 @@ def grow_joint(
     return JointPartitionResult(parts)
 
 
+def _ncf_cdf_normal(f_value: float, df1: float, df2: float, nc: float) -> float:
+    """P(F <= f) of the noncentral F with the numerator's noncentral chi-square replaced by its normal
+    approximation N(df1 + nc, 2 (df1 + 2 nc)), averaged over the denominator's chi-square(df2) by quadrature.
+
+    scipy's noncentral F CDF is NaN in parts of its far range (a huge noncentrality, as for regions that
+    separate the fMEs exactly); there nc is large and the approximation close."""
+    sd = np.sqrt(2.0 * (df1 + 2.0 * nc))
+    lo, hi = stats.chi2.ppf([1e-13, 1.0 - 1e-13], df2)
+
+    def at(w: float) -> float:
+        return float(stats.norm.cdf((f_value * df1 * w / df2 - df1 - nc) / sd) * stats.chi2.pdf(w, df2))
+
+    return float(min(1.0, max(0.0, integrate.quad(at, lo, hi, limit=200, epsabs=1e-14)[0])))
+
+
 def _eta_squared(f_value: float, df1: float, df2: float, n: float, alpha: float) -> tuple[float, float]:
     """Confidence bounds of the explained share eta^2 = lambda / (lambda + n) by inverting the noncentral F
     distribution of the one-way ANOVA statistic in its noncentrality lambda (Steiger 2004, Psychol. Methods 9)."""
+
+    def cdf(nc: float) -> float:
+        value = float(stats.ncf.cdf(f_value, df1, df2, nc))
+        return _ncf_cdf_normal(f_value, df1, df2, nc) if np.isnan(value) else value
 
     def bound(target: float) -> float:
         # P(F <= f | lambda) falls in lambda; 0 when even lambda = 0 leaves it below the target
         if not stats.f.cdf(f_value, df1, df2) > target:
             return 0.0
         hi = max(10.0, f_value * df1 * 2.0)
-        while stats.ncf.cdf(f_value, df1, df2, hi) > target:
+        while cdf(hi) > target and hi < 1e300:
             hi *= 2.0
-        lam = optimize.brentq(lambda nc: stats.ncf.cdf(f_value, df1, df2, nc) - target, 0.0, hi, xtol=1e-10)
+        lam = optimize.brentq(lambda nc: cdf(nc) - target, 0.0, hi, xtol=1e-10, rtol=1e-13)
         return float(lam) / (float(lam) + n)
 
     return bound(1.0 - alpha / 2.0), bound(alpha / 2.0)
@@ -129,7 +149,8 @@ def heterogeneity_row(leaves: pd.DataFrame, root: pd.Series, conf_level: float) 
     ss_total = (n - 1.0) * sd**2 if n >= 2 else float("nan")
     out = {"n": int(n), "n_leaves": k, "variance": ss_total / n if n else np.nan, "within_variance": ss_within / n}
     out["between_variance"] = out["variance"] - out["within_variance"]
-    share = 1.0 - ss_within / ss_total if ss_total > 0 else float("nan")
+    # within <= total up to rounding: the share is kept in [0, 1] (an effect constant up to rounding gives 0)
+    share = float(np.clip(1.0 - ss_within / ss_total, 0.0, 1.0)) if ss_total > 0 else float("nan")
     df1, df2 = k - 1.0, n - k
     f_value = p_value = lo = hi = float("nan")
     if np.isfinite(share) and df1 >= 1 and df2 >= 1 and ss_within > 0:
@@ -240,8 +261,9 @@ class JointPartitionResult(PartitionResult):
         Over the rows that estimate the leaves (of an honest partition: rows the tree never saw), the variance
         of an effect's fMEs splits into the variance within the regions and between them:
         ``variance = within_variance + between_variance`` (divisor n) and ``share_explained = 1 -
-        within_variance / variance``, the share of the fMEs' variance that the regions explain (Herbinger et al.
-        2024 use the same split of the loss of a feature effect into its within-region part).
+        within_variance / variance`` (kept in [0, 1] against rounding), the share of the fMEs' variance that the
+        regions explain (Herbinger et al. 2024 use the same split of the loss of a feature effect into its
+        within-region part).
 
         The interval is that of the population share eta^2 from the one-way ANOVA of the fMEs on the regions:
         the F statistic's noncentral F distribution is inverted in its noncentrality lambda and
@@ -291,7 +313,7 @@ class JointPartitionResult(PartitionResult):
     def summary(self) -> str:
         """Readable table: per leaf its rule, then one line per effect; then each effect's explained share."""
         lines = [
-            f"Joint cAMEs of {len(self.parts)} effects ({self.method}, {int(self.conf_level * 100)}% CIs): "
+            f"Joint cAMEs of {len(self.parts)} effects ({self.method}, {fmt_level(self.conf_level)} CIs): "
             + "; ".join(self.effect_labels)
         ]
         for node in self.leaf_ids:

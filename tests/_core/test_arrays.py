@@ -73,3 +73,12 @@ def test_exclusions_are_the_dataframe_routes(make):
     np.testing.assert_array_equal(code, want_code)
     np.testing.assert_array_equal(code, [1, 1, 1, 0])
     assert [(list(p), pt, r) for p, pt, r in notes] == [(list(p), pt, r) for p, pt, r in want_notes]
+
+
+def test_feature_names_may_be_an_array_of_labels():
+    # an estimator's feature_names_in_ is a NumPy array of labels
+    data = check_array_data(np.ones((3, 2)), np.array(NAMES, dtype=object))
+    assert data.feature_names == tuple(NAMES)
+    assert check_array_data(np.ones((3, 2)), pd.Index(NAMES)).feature_names == tuple(NAMES)
+    with pytest.raises(ParameterError, match="distinct column labels"):
+        check_array_data(np.ones((3, 2)), np.array([["a", "b"]]))

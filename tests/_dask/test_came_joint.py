@@ -91,3 +91,26 @@ def test_dask_joint_partition_on_a_sample_sums_over_all_rows(both):
             np.testing.assert_allclose(r["came"], fm[m].mean(), rtol=RTOL)
             np.testing.assert_allclose(r["sd_fme"], fm[m].std(ddof=1), rtol=RTOL)
     assert part.heterogeneity()["n"].tolist() == [int(est.sum())] * 3
+
+
+def test_dask_effects_on_other_rows_of_the_same_size_are_refused():
+    # one estimation row left out of the first effect, another of the second: as many rows, the same data
+    X = _frame(900, seed=11)
+    from fme._trees.grow import honest_mask
+
+    est = ~honest_mask(X.index, 0.5, 0)
+    i = int(np.flatnonzero(est & (X["z1"] < -0.5).to_numpy())[0])
+    j = int(np.flatnonzero(est & (X["z1"] > 0.5).to_numpy())[0])
+    X.loc[i, "xa"] = np.nan
+    X.loc[j, "xb"] = np.nan
+    D = dd.from_pandas(X, npartitions=3, sort=False)
+
+    def model(d: pd.DataFrame) -> np.ndarray:
+        return _model(d.fillna(0.0))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        effs = [fme.fme(model, D, {f: 1.0}) for f in ("xa", "xb")]
+    assert effs[0].n == effs[1].n
+    with pytest.raises(DataError, match=r"effects\[1\].*other rows"):
+        fme.came(effs, features=FEATURES)

@@ -232,3 +232,42 @@ def test_no_evaluable_row_is_the_dataframe_routes_error():
     X = np.full((4, 3), np.nan)
     with pytest.raises(DataError, match=r"no row can be evaluated for the step a \+ 1"):
         fme.fme(Model(), array_api_strict.asarray(X), {"a": 1.0}, feature_names=NAMES)
+
+
+def test_feature_names_from_an_estimator_s_feature_names_in_():
+    from sklearn.linear_model import LinearRegression
+
+    X = np.random.default_rng(7).normal(size=(60, 3))
+    frame = pd.DataFrame(X, columns=NAMES)
+    est = LinearRegression().fit(frame, frame["a"] * 2.0 + frame["b"])
+    got = fme.fme(est, X, {"a": 1.0}, feature_names=est.feature_names_in_)
+    want = fme.fme(est, frame, {"a": 1.0})
+    pd.testing.assert_frame_equal(got.results, want.results)
+
+
+def test_a_dask_array_is_refused_naming_the_fix():
+    da = pytest.importorskip("dask.array")
+    with pytest.raises(DataError, match=r"`data` is a Dask Array.*from_dask_array"):
+        fme.fme(Model(), da.from_array(_data(), chunks=60), {"a": 1.0}, feature_names=NAMES)
+
+
+def test_integer_feature_names_are_the_dataframe_route_s_labels():
+    # pd.DataFrame(X, columns=[0, 1, 2]) has integer labels: the steps name them as integers on both routes
+    X = np.random.default_rng(3).normal(size=(30, 3))
+    beta = np.array([1.0, 2.0, -1.0])
+    got = fme.fme(lambda x: np.tanh(x @ beta), X, {1: 0.5}, feature_names=[0, 1, 2])
+    want = fme.fme(lambda d: np.tanh(d.to_numpy() @ beta), pd.DataFrame(X, columns=[0, 1, 2]), {1: 0.5})
+    assert got.steps == want.steps
+    pd.testing.assert_frame_equal(got.results, want.results)
+    pd.testing.assert_frame_equal(got.data, want.data)
+
+
+def test_an_estimator_reads_integer_feature_names_as_strings():
+    from sklearn.linear_model import LinearRegression
+
+    X = np.random.default_rng(3).normal(size=(30, 3))
+    est = LinearRegression().fit(X, X @ np.array([1.0, 2.0, -1.0]))
+    got = fme.fme(est, X, {"1": 1.0}, feature_names=[0, 1, 2], reference_data=X)
+    want = fme.fme(est, pd.DataFrame(X, columns=["0", "1", "2"]), {"1": 1.0}, feature_names=["0", "1", "2"])
+    pd.testing.assert_frame_equal(got.results, want.results)
+    np.testing.assert_allclose(got.results["fme"], 2.0, rtol=1e-12)

@@ -193,3 +193,120 @@ def test_effects_must_share_rows_and_model(effects):
 def test_stability_refits_one_effect(joint):
     with pytest.raises(ParameterError, match=r"parts\[k\]"):
         fme.partition_stability(joint)
+
+
+def test_heterogeneity_of_regions_that_separate_the_fmes_exactly():
+    # fMEs constant within each region (within-variance at rounding level): F is astronomically large, where the
+    # noncentral F distribution's CDF is NaN far out; the share is 1 and its interval reaches it
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"xa": rng.normal(size=400), "z": rng.normal(size=400), "g": rng.choice(list("pqr"), 400)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        effs = [fme.fme(lambda d: (d.xa * (1.1 + 2 * (d.g == "p")) + d.z).to_numpy(), X, {f: 1.0}) for f in ("xa", "z")]
+    joint = fme.came(effs, features=["g"])
+    het = joint.heterogeneity()
+    r = het.iloc[0]
+    assert r["share_explained"] == pytest.approx(1.0, abs=1e-12)
+    assert 0.999 < r["share_ci_low"] <= r["share_ci_high"] <= 1.0
+    assert "share explained" in joint.summary()
+
+
+@pytest.mark.parametrize(("f_value", "df1", "df2"), [(10.0, 100, 1e5), (0.01, 100, 1000), (1e9, 100, 100)])
+def test_eta_squared_bounds_where_the_noncentral_cdf_fails(f_value, df1, df2):
+    # scipy's ncf.cdf is NaN in parts of these ranges: the bounds still invert it where it is computed
+    from fme._trees.joint import heterogeneity_row
+
+    n = df1 + df2 + 1
+    ss_total = 1.0
+    ss_within = 1.0 / (1.0 + f_value * df1 / df2)
+    leaves = pd.DataFrame(
+        {"n": [n - df1] + [1] * int(df1), "sd_fme": [np.sqrt(ss_within / (n - df1 - 1))] + [0.0] * int(df1)}
+    )
+    root = pd.Series({"n": n, "sd_fme": np.sqrt(ss_total / (n - 1))})
+    r = heterogeneity_row(leaves, root, 0.95)
+    assert r["statistic"] == pytest.approx(f_value, rel=1e-9)
+    lo, hi = r["share_ci_low"], r["share_ci_high"]
+    assert 0.0 <= lo <= hi <= 1.0
+    for bound, target in ((lo, 0.975), (hi, 0.025)):
+        if bound == 0.0:  # F below the target's quantile even at lambda = 0
+            assert stats.f.cdf(f_value, df1, df2) <= target
+            continue
+        lam = n * bound / (1.0 - bound)
+        # an independent P(F <= f | lambda): the numerator's noncentral chi-square simulated, exactly
+        rng = np.random.default_rng(0)
+        num = rng.noncentral_chisquare(df1, lam, 200_000) / df1
+        den = rng.chisquare(df2, 200_000) / df2
+        assert np.mean(num / den <= f_value) == pytest.approx(target, abs=0.004)
+
+
+def test_effects_on_other_data_with_the_same_predictions_are_refused(effects):
+    # the model ignores z2: another z2 leaves f(x) unchanged, but the tree would split effects[1]'s fMEs on the
+    # first effect's z2
+    X = effects[1].data.copy()
+    X["z2"] = X["z2"].to_numpy()[::-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        other = fme.fme(_model, X, {"xb": 1.0})
+    with pytest.raises(DataError, match=r"effects\[1\].*other data"):
+        fme.came([effects[0], other], features=FEATURES)
+
+
+def test_summary_states_the_confidence_level(effects):
+    joint = fme.came(effects[:2], features=FEATURES, conf_level=0.57)
+    assert "57% CIs" in joint.summary().splitlines()[0]
+
+
+def test_the_caller_s_effects_are_unchanged_and_a_classifier_s_leaves_name_the_class():
+    from sklearn.linear_model import LogisticRegression
+
+    X = _frame(500)
+    y = (X["xa"] * (X["z1"] > 0) + X["xb"] > 0).astype(int)
+    cols = ["xa", "xb", "z1", "z2"]
+    clf = LogisticRegression().fit(X[cols], y)
+    effs = [fme.fme(clf, X[cols], {f: 1.0}, target_class=1) for f in ("xa", "xb")]
+    before = [(e.results.copy(), e.data.copy(), e.predictions.copy(), e.excluded.copy(), e.steps) for e in effs]
+    joint = fme.came(effs, features=["z1", "z2"], honest=False)
+    for e, (res, data, pred, exc, steps) in zip(effs, before):
+        pd.testing.assert_frame_equal(e.results, res)
+        pd.testing.assert_frame_equal(e.data, data)
+        pd.testing.assert_frame_equal(e.predictions, pred)
+        pd.testing.assert_frame_equal(e.excluded, exc)
+        assert e.steps == steps
+    one = fme.came(effs[0], features=["z1", "z2"], honest=False)
+    assert set(joint.leaves["class"]) == set(one.leaves["class"]) == {"1"}
+    # each effect's leaf cAME: the mean of its fMEs (probability of class 1) over the leaf's rows
+    for k, e in enumerate(effs):
+        rows = joint.leaves[joint.leaves["effect"] == joint.effect_labels[k]]
+        for _, r in rows.iterrows():
+            fm = e.results["fme"][joint.leaf_of_row == r["node"]]
+            assert r["came"] == pytest.approx(fm.mean(), rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs", [{"method": "cart", "max_depth": 2}, {}])
+def test_an_effect_constant_up_to_rounding_does_not_steer_the_tree(kwargs):
+    # the fME of xc is 0.5 on every row up to rounding: standardised to SD 1 its rounding noise would be split on
+    X = _frame(600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        effs = [
+            fme.fme(lambda d: (d.xa * (1 + 2 * (d.z1 > 0)) + 0.5 * d.xc).to_numpy(), X, {f: 1.0}) for f in ("xa", "xc")
+        ]
+    assert 0 < effs[1].results["fme"].std() < 1e-14
+    joint = fme.came(effs, features=FEATURES, **kwargs)
+    one = fme.came(effs[0], features=FEATURES, **kwargs)
+    assert joint.leaf_ids == one.leaf_ids
+    cols = ["parent", "is_leaf", "n", "split_feature", "split_value"]
+    pd.testing.assert_frame_equal(joint.tree.nodes_[cols], one.tree.nodes_[cols])
+
+
+def test_the_share_of_an_effect_constant_up_to_rounding_is_in_its_interval():
+    X = _frame(600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        effs = [
+            fme.fme(lambda d: (d.xa * (1 + 2 * (d.z1 > 0)) + 0.5 * d.xc).to_numpy(), X, {f: 1.0}) for f in ("xa", "xc")
+        ]
+    r = fme.came(effs, features=FEATURES).heterogeneity().iloc[1]
+    assert r["variance"] < 1e-28
+    assert 0.0 <= r["share_explained"] <= 1.0
+    assert r["share_ci_low"] <= r["share_explained"] <= r["share_ci_high"]
