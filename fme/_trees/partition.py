@@ -22,6 +22,7 @@ import pandas as pd
 
 from .._core.results import FMEResult
 from .._utils.frames import ReadableFrame
+from .._utils.numfmt import fmt_level
 from .._utils.stats import describe
 from .._utils.validation import check_conf_level, check_data, is_categorical
 from ..exceptions import FeatureError, ParameterError
@@ -504,7 +505,7 @@ class PartitionResult:
             return txt
 
         lines = [
-            f"cAMEs of {self.effects.describe_steps()} ({self.method}, {int(self.conf_level * 100)}% CIs)",
+            f"cAMEs of {self.effects.describe_steps()} ({self.method}, {fmt_level(self.conf_level)} CIs)",
             f"  all rows: {fmt(self.root)}",
         ]
         if self.honest:  # the rows the leaves partition: their n add up to it

@@ -75,3 +75,12 @@ def test_undefined_nlms_are_ignored_and_counted() -> None:
     total = part.leaves["n_nlm"].sum()
     assert total == eff.results["nlm"].notna().sum()
     assert part.leaves["canlm"].notna().all()
+
+
+def test_summary_names_the_confidence_level_as_given():
+    # 0.57 * 100 is 56.99999999999999 in floating point: the level is printed, never truncated
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame({"a": rng.normal(size=300), "b": rng.normal(size=300)})
+    eff = fme.fme(lambda d: d["a"] * (1 + (d["b"] > 0)), X, {"a": 1.0})
+    part = fme.came(eff, conf_level=0.57)
+    assert "57% CIs" in part.summary() and "56%" not in part.summary()
