@@ -176,11 +176,12 @@ def _spec_rows(
     m = len(keys)
     codes = codes_all[spec.positions] if by_cols else None  # without by: one group, nothing to gather
     head = {"feature": spec.feature, "step": spec.step, "level": spec.level, "reference": spec.reference}
-    if by_cols:
+    if codes is not None:
         size_all = np.bincount(codes_all[codes_all >= 0], minlength=m)
-        size_used = np.bincount(codes[codes >= 0], minlength=m)  # type: ignore[index]
+        size_used = np.bincount(codes[codes >= 0], minlength=m)
     else:  # one group of every row: the counts without counting
-        size_all, size_used = np.array([codes_all.size], dtype=np.intp), np.array([spec.positions.size], dtype=np.intp)
+        size_all = np.array([codes_all.size], dtype=np.intp)
+        size_used = np.array([spec.positions.size], dtype=np.intp)
     if hypothesis == "pairwise":
         L, pairs = pairwise_matrix(m)
         empty_pair = np.array([size_used[i] == 0 or size_used[j] == 0 for i, j in pairs], dtype=bool)

@@ -58,10 +58,11 @@ def describe(values: np.ndarray, conf_level: float = 0.95, upper: float | None =
 
 def quartiles(values: np.ndarray, overwrite: bool = False) -> tuple[float, float]:
     """``np.quantile(values, [0.25, 0.75])`` (its default, linear interpolation) of finite or infinite values
-    without NaN, the same numbers (a zero's sign aside) at a fraction of its time: NumPy partitions once at six positions (its
-    slow path for several); here each order statistic is found by one single-position partition (NumPy's fast
-    selection) or, next to the previous one, as the least of what is left above it, and interpolated by NumPy's
-    own formula. ``overwrite``: ``values`` (a float array) may be reordered in place instead of copied."""
+    without NaN, the same numbers (a zero's sign aside) at a fraction of its time: NumPy partitions once at six
+    positions (its slow path for several); here each order statistic is found by one single-position partition
+    (NumPy's fast selection) or, next to the previous one, as the least of what is left above it, and
+    interpolated by NumPy's own formula. ``overwrite``: ``values`` (a float array) may be reordered in place
+    instead of copied."""
     v = np.asarray(values, dtype=float)
     n = v.size
     if n < 4:

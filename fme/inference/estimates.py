@@ -324,15 +324,15 @@ class RowInference:
         ``weights``: weighted means. Their ``sample`` standard error is the weighted mean's with the weights
         held fixed, sqrt(n/(n-1) sum w_i^2 (v_i - m)^2) / sum w_i, which equals SD/sqrt(n) for equal weights."""
         n = self.n
-        if self.method == "sample" and weights is None and n and (codes is None or (n_groups == 1 and _all_zero(codes))):
+        if self.method == "sample" and weights is None and n and (codes is None or _one_group(codes, n_groups)):
             # one group of every row, equal weights: the averaging matrix's sums in one compiled pass each, without
             # building it (the same sums in the same order, so the same numbers)
             mean, ss = _one_group_sums(np.ascontiguousarray(self.values, dtype=float), 1.0 / float(n))
-            cnt = np.array([float(n)])
+            count = np.array([float(n)])
             with np.errstate(invalid="ignore", divide="ignore"):
-                sd = np.sqrt(np.array([ss]) / (cnt - 1.0))
-                se = np.where(cnt >= 2, sd / np.sqrt(cnt), np.nan)
-            return Estimates("sample", np.array([mean]), se=se, df=np.maximum(cnt - 1.0, 1.0))
+                sd = np.sqrt(np.array([ss]) / (count - 1.0))
+                se = np.where(count >= 2, sd / np.sqrt(count), np.nan)
+            return Estimates("sample", np.array([mean]), se=se, df=np.maximum(count - 1.0, 1.0))
         if codes is None:
             codes, n_groups = np.zeros(n, dtype=np.int64), 1
         n_groups = cast(int, n_groups)  # given with codes
@@ -377,10 +377,10 @@ class RowInference:
         return Estimates("sample", est, se=se, df=np.maximum(cnt - 1.0, 1.0))
 
 
-def _all_zero(codes: np.ndarray) -> bool:
-    """Whether every row is in group 0 (no row unused)."""
+def _one_group(codes: np.ndarray, n_groups: int | None) -> bool:
+    """Whether ``codes`` put every row in group 0 of one (no row unused)."""
     codes = np.asarray(codes)
-    return bool(codes.size == 0 or (codes.min() == 0 and codes.max() == 0))
+    return n_groups == 1 and bool(codes.size == 0 or (codes.min() == 0 and codes.max() == 0))
 
 
 @njit(nogil=True, error_model="numpy")
