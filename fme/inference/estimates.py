@@ -43,6 +43,10 @@ COVERS = {"delta": "model uncertainty", "bootstrap": "model uncertainty", "sampl
 #: What the delta interval with ``vcov='unconditional'`` covers (:mod:`fme.inference.unconditional`).
 COVERS_UNCONDITIONAL = "model uncertainty and sampled rows"
 BOOTSTRAP_CIS = ("percentile", "normal")
+#: Rows from which one group's sample average is summed by a compiled kernel instead of the averaging matrix: below,
+#: the matrix costs under a millisecond and a process need not compile the kernel (once per machine where numba
+#: can cache it, once per process where it cannot).
+_KERNEL_ROWS = 50_000
 
 
 def check_inference(inference: Any) -> str:
@@ -324,7 +328,12 @@ class RowInference:
         ``weights``: weighted means. Their ``sample`` standard error is the weighted mean's with the weights
         held fixed, sqrt(n/(n-1) sum w_i^2 (v_i - m)^2) / sum w_i, which equals SD/sqrt(n) for equal weights."""
         n = self.n
-        if self.method == "sample" and weights is None and n and (codes is None or _one_group(codes, n_groups)):
+        if (
+            self.method == "sample"
+            and weights is None
+            and n >= _KERNEL_ROWS
+            and (codes is None or _one_group(codes, n_groups))
+        ):
             # one group of every row, equal weights: the averaging matrix's sums in one compiled pass each, without
             # building it (the same sums in the same order, so the same numbers)
             mean, ss = _one_group_sums(np.ascontiguousarray(self.values, dtype=float), 1.0 / float(n))

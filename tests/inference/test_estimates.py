@@ -1,4 +1,5 @@
-"""fme.inference.estimates: one group of equal weights averaged without the averaging matrix, the same numbers."""
+"""fme.inference.estimates: one group of equal weights averaged without the averaging matrix (from 50 000 rows),
+the same numbers."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from fme.inference.estimates import RowInference, group_matrix
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 17, 100_001])
+@pytest.mark.parametrize("n", [1, 2, 3, 17, 49_999, 50_000, 100_001])
 @pytest.mark.parametrize("scale", [1e-6, 1.0, 1e9])
 def test_one_group_sample_average_equals_the_averaging_matrix_route(n: int, scale: float) -> None:
     rng = np.random.default_rng(n)
