@@ -171,7 +171,7 @@ def excluded_frame(code: np.ndarray, notes: Notes, index: pd.Index) -> pd.DataFr
     ex = np.flatnonzero(code)
     point = np.full(ex.size, "", dtype=object)
     reason = np.full(ex.size, "", dtype=object)
-    if notes:  # each row's slot among the excluded: an array over all rows, only when there is a note to place
+    if notes and ex.size:  # each row's slot among the excluded: an array over all rows, only when one is excluded
         slot = np.full(code.size, -1)
         slot[ex] = np.arange(ex.size)
         for pos, pts, why in notes:

@@ -150,7 +150,7 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
     """
     cand, X, h, extra_cols, code, notes, n_candidates = _points(plan, data)
     f0, f1, nlm_values, status, nlm_sd, rows, nlm_extra = _evaluate_rows(plan, X, h)
-    out_index = data.index[cand]
+    out_index = data.index if cand.size == len(data) else data.index[cand]  # every row: the index as it is
     res = _result_columns(plan.names, f0, f1, nlm_values, status, h, extra_cols, nlm_extra)
     results = pd.DataFrame(res, index=out_index, copy=False)  # the columns are this call's own arrays
     predictions = _predictions_frame(plan.names, f0, f1, out_index)
@@ -193,8 +193,19 @@ def _points(
     code, notes = value_exclusions(data, plan.steps, plan.complete_cols, plan.known_levels)
     cand = np.flatnonzero(code == 0)
     n_candidates = int(cand.size)
-    cand, X, h, extra_cols = extrapolation_exclusions(plan, X_all.iloc[cand], cand, code, notes)
+    # Every row a candidate: the frame itself, not a gathered copy of it. The model is then handed columns it
+    # shares with ``data`` (fme's own shallow copy of the caller's frame, the front door's), which only
+    # copy-on-write keeps safe: a model writing to its input then copies the block first.
+    X_cand = X_all if n_candidates == len(data) and _copy_on_write() else X_all.iloc[cand]
+    cand, X, h, extra_cols = extrapolation_exclusions(plan, X_cand, cand, code, notes)
     return cand, X, h, extra_cols, code, notes, n_candidates
+
+
+def _copy_on_write() -> bool:
+    """Whether pandas copies a shared block before writing to it (always from pandas 3, by option before)."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        return True
+    return pd.options.mode.copy_on_write is True
 
 
 def evaluation_points(plan: Plan, data: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame, pd.DataFrame, np.ndarray]:

@@ -121,7 +121,9 @@ def ame(
         if spec.est is None:
             # A level no row could move to keeps its row, with NaN figures and the method asked for.
             inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
-            spec.est = inf.average(codes_all[spec.positions], len(keys), None if wts is None else wts[spec.positions])
+            # without by, one group of every row: no codes to gather
+            codes = codes_all[spec.positions] if by_cols else None
+            spec.est = inf.average(codes, len(keys), None if wts is None else wts[spec.positions])
     if table.unconditional is not None:
         _add_rows_sampling(table.unconditional, specs, codes_all, len(keys), len(data), wts)
     for spec in specs:
@@ -172,13 +174,14 @@ def _spec_rows(
     weighted: bool = False,
 ) -> list[dict[str, Any]]:
     m = len(keys)
-    codes = _codes_at(codes_all, spec.positions, by_cols)
+    codes = codes_all[spec.positions] if by_cols else None  # without by: one group, nothing to gather
     head = {"feature": spec.feature, "step": spec.step, "level": spec.level, "reference": spec.reference}
-    if by_cols:
+    if codes is not None:
         size_all = np.bincount(codes_all[codes_all >= 0], minlength=m)
         size_used = np.bincount(codes[codes >= 0], minlength=m)
     else:  # one group of every row: the counts without counting
-        size_all, size_used = np.array([codes_all.size], dtype=np.intp), np.array([codes.size], dtype=np.intp)
+        size_all = np.array([codes_all.size], dtype=np.intp)
+        size_used = np.array([spec.positions.size], dtype=np.intp)
     if hypothesis == "pairwise":
         L, pairs = pairwise_matrix(m)
         empty_pair = np.array([size_used[i] == 0 or size_used[j] == 0 for i, j in pairs], dtype=bool)
@@ -204,7 +207,7 @@ def _spec_rows(
     table = undefined_where(est.table(conf_level), size_used == 0)
     rows = []
     for g in range(m):
-        d = describe(spec.values[codes == g] if by_cols else spec.values, conf_level)  # one group: no copy
+        d = describe(spec.values[codes == g] if codes is not None else spec.values, conf_level)  # one group: no copy
         group = {c: keys[c].iloc[g] for c in by_cols}
         n_ex = int(size_all[g] - size_used[g]) if by_cols else len(codes_all) - spec.positions.size
         ame = d["mean"] if not weighted or d["n"] == 0 else float(est.estimate[g])

@@ -41,7 +41,8 @@ def evaluate(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any
     :func:`fit_detector`): every row of ``data`` at once (the kernel batches the predictions inside)."""
     stepped = plan.with_steps(data, steps, reference)
     batch = evaluate_batch(stepped, data)
-    check_evaluated(stepped, batch.code, lambda: reference)
+    if not batch.cand.size:  # some row evaluated: nothing to count
+        check_evaluated(stepped, batch.code, lambda: reference)
     return result(stepped, batch, data)
 
 

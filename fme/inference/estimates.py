@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
+from .._utils.jit import njit
 from .._utils.warn import warn_caller
 from ..exceptions import BootstrapWarning, ParameterError
 from .validity import rounding_mask, rounding_note
@@ -42,6 +43,10 @@ COVERS = {"delta": "model uncertainty", "bootstrap": "model uncertainty", "sampl
 #: What the delta interval with ``vcov='unconditional'`` covers (:mod:`fme.inference.unconditional`).
 COVERS_UNCONDITIONAL = "model uncertainty and sampled rows"
 BOOTSTRAP_CIS = ("percentile", "normal")
+#: Rows from which one group's sample average is summed by a compiled kernel instead of the averaging matrix: below,
+#: the matrix costs under a millisecond and a process need not compile the kernel (once per machine where numba
+#: can cache it, once per process where it cannot).
+_KERNEL_ROWS = 50_000
 
 
 def check_inference(inference: Any) -> str:
@@ -323,6 +328,20 @@ class RowInference:
         ``weights``: weighted means. Their ``sample`` standard error is the weighted mean's with the weights
         held fixed, sqrt(n/(n-1) sum w_i^2 (v_i - m)^2) / sum w_i, which equals SD/sqrt(n) for equal weights."""
         n = self.n
+        if (
+            self.method == "sample"
+            and weights is None
+            and n >= _KERNEL_ROWS
+            and (codes is None or _one_group(codes, n_groups))
+        ):
+            # one group of every row, equal weights: the averaging matrix's sums in one compiled pass each, without
+            # building it (the same sums in the same order, so the same numbers)
+            mean, ss = _one_group_sums(np.ascontiguousarray(self.values, dtype=float), 1.0 / float(n))
+            count = np.array([float(n)])
+            with np.errstate(invalid="ignore", divide="ignore"):
+                sd = np.sqrt(np.array([ss]) / (count - 1.0))
+                se = np.where(count >= 2, sd / np.sqrt(count), np.nan)
+            return Estimates("sample", np.array([mean]), se=se, df=np.maximum(count - 1.0, 1.0))
         if codes is None:
             codes, n_groups = np.zeros(n, dtype=np.int64), 1
         n_groups = cast(int, n_groups)  # given with codes
@@ -365,6 +384,27 @@ class RowInference:
             with np.errstate(invalid="ignore", divide="ignore"):
                 se = np.where(cnt >= 2, np.sqrt(cnt / (cnt - 1.0) * ss) / tot, np.nan)
         return Estimates("sample", est, se=se, df=np.maximum(cnt - 1.0, 1.0))
+
+
+def _one_group(codes: np.ndarray, n_groups: int | None) -> bool:
+    """Whether ``codes`` put every row in group 0 of one (no row unused)."""
+    codes = np.asarray(codes)
+    return n_groups == 1 and bool(codes.size == 0 or (codes.min() == 0 and codes.max() == 0))
+
+
+@njit(nogil=True, error_model="numpy")
+def _one_group_sums(values: np.ndarray, w: float) -> tuple[float, float]:
+    """(sum of ``w * v_i``, sum of ``(v_i - that)^2``), each in row order: the one-group averaging matrix's
+    product (:func:`group_matrix`, all weights ``w = 1/n``; the CSR product adds ``w * v_i`` row by row) and the
+    sample's sum of squares as ``np.bincount`` adds it (row by row)."""
+    total = 0.0
+    for i in range(values.size):
+        total += w * values[i]
+    ss = 0.0
+    for i in range(values.size):
+        d = values[i] - total
+        ss += d * d
+    return total, ss
 
 
 def alloc_draws(n: int, B: int, memory_limit: int | None) -> np.ndarray:

@@ -204,3 +204,53 @@ def test_batching_moves_blas_rows_by_a_few_ulps(kind, nlm_points):
             # estimate to its leading digits, not to the NLM's
             err, err_whole = got["nlm_error"].to_numpy(), whole.results["nlm_error"].to_numpy()
             assert (np.abs(err - err_whole) <= 2.0 * nlm_tol + 1e-9 * err_whole).all()
+
+
+# ------------------------------------------------------------ every row evaluated: the frame itself, no copy
+def _float_frame(n: int = 500) -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    return pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
+
+
+def test_a_model_writing_into_its_input_changes_neither_the_data_nor_the_fmes():
+    """f(x) is handed columns shared with the data when every row is evaluated: copy-on-write keeps a model's
+    in-place writes (here to every column of its input) to its own copy."""
+
+    def overwriting(d: pd.DataFrame) -> np.ndarray:
+        out = 2.0 * d["a"].to_numpy() + d["b"].to_numpy()
+        d.iloc[:, :] = 0.0
+        d["a"] = -1.0
+        return out
+
+    def clean(d: pd.DataFrame) -> np.ndarray:
+        return 2.0 * d["a"].to_numpy() + d["b"].to_numpy()
+
+    X = _float_frame()
+    before = X.copy()
+    first = fme.fme(overwriting, X, {"a": 0.5}, inference="sample")
+    pd.testing.assert_frame_equal(X, before)
+    want = fme.fme(clean, before, {"a": 0.5}, inference="sample")
+    pd.testing.assert_frame_equal(first.results, want.results)
+    pd.testing.assert_frame_equal(first.predictions, want.predictions)
+    again = fme.fme(overwriting, X, {"a": 0.5}, inference="sample")  # the data as they were for the second call too
+    pd.testing.assert_frame_equal(again.predictions, first.predictions)
+
+
+def test_frames_a_model_keeps_and_predictions_that_are_its_input_stay_as_handed():
+    """A model may keep its inputs or return a view of one of their columns: no buffer of a call is reused by
+    the next, so what it kept and the results built from it stay as they were."""
+    kept: list[pd.DataFrame] = []
+
+    def keeping(d: pd.DataFrame) -> np.ndarray:
+        kept.append(d)
+        return d["a"].to_numpy()  # a view of its input
+
+    X = _float_frame()
+    first = fme.fme(keeping, X, {"a": 1.0}, inference="sample")
+    snapshot = [k.copy() for k in kept]
+    fme.fme(keeping, X + 10.0, {"a": 3.0}, inference="sample")
+    for k, s in zip(kept[:2], snapshot):
+        pd.testing.assert_frame_equal(k, s)
+    np.testing.assert_array_equal(snapshot[1]["a"].to_numpy(), X["a"].to_numpy() + 1.0)
+    np.testing.assert_array_equal(first.predictions["f_x_step"], X["a"].to_numpy() + 1.0)
+    np.testing.assert_array_equal(first.results["fme"], (X["a"].to_numpy() + 1.0) - X["a"].to_numpy())
