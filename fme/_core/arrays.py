@@ -78,11 +78,15 @@ class ArrayData:
         return pd.DataFrame(values, columns=pd.Index(cols), copy=False)
 
 
-def _names(feature_names: Any, p: int, library: str, name: str) -> tuple[Any, ...]:
+def _names(feature_names: Any, shape: tuple[int, ...], library: str, name: str) -> tuple[Any, ...]:
+    p = int(shape[1])
     if feature_names is None:
         raise DataError(
-            f"`{name}` is a {library} array without feature_names: it must be a pandas DataFrame, or an array whose "
-            f"{p} columns are named with feature_names=[...] (one label per column, in the array's order)."
+            f"`{name}` is a {library} array of shape {tuple(int(k) for k in shape)} without feature_names: pass a "
+            f"pandas DataFrame whose columns have the model's feature names (pd.DataFrame({name}, "
+            "columns=model.feature_names_in_): a scikit-learn estimator fitted on a DataFrame keeps them in "
+            f"feature_names_in_), or name the array's {p} columns with feature_names=[...] (one label per column, in "
+            "the array's order; e.g. feature_names=model.feature_names_in_)."
         )
     if isinstance(feature_names, np.ndarray) and feature_names.ndim == 1:
         feature_names = feature_names.tolist()  # e.g. an estimator's feature_names_in_
@@ -138,7 +142,7 @@ def check_array_data(data: Any, feature_names: Any, name: str = "data") -> Array
         )
     if shape[0] == 0 or shape[1] == 0:
         raise DataError(f"`{name}` has shape {shape}; pass at least one row and one column.")
-    names = _names(feature_names, int(shape[1]), library, name)
+    names = _names(feature_names, tuple(shape), library, name)
     values = data
     if not xp.isdtype(data.dtype, "real floating"):
         if not xp.isdtype(data.dtype, ("integral", "bool")):
