@@ -20,6 +20,7 @@ import copy
 import re
 from typing import Any
 
+from ..inputs import measures
 from ..inputs.claims import Claim, direction
 from ..inputs.quantities import Interval, Quantity, RowSet, Unit, model_units, percentage_points
 from ..inputs.specs import CI_COVERS
@@ -128,6 +129,7 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
             Interval(c.get("difference_low"), c.get("difference_high"), level, str(c.get("difference_inference"))),
             c.get("difference_std_error"),
         )
+    quantities.update(_diagnostics(v, unit, level))
     v["quantities"] = {k: q.to_dict() for k, q in quantities.items()}
     claims.append(direction(ame).to_dict())
     tests = (v.get("partition") or {}).get("tests") or {}
@@ -148,6 +150,55 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
                 why or "",
             ).to_dict()
         )
+
+
+def _diagnostics(v: dict, unit: Unit, level: float) -> dict[str, Quantity]:
+    """The quantities of an effect's diagnostics (:mod:`fme.report.inputs.measures`): NLMs, the share of
+    extrapolation points and their range, the partition's ARI, global p-value, cANLMs and spreads, contract
+    statistics and p-values, the challenger's own AME."""
+    vid = v["id"]
+    out: dict[str, Quantity] = dict(measures.nlm_quantities(v))
+    for key, q in (
+        ("ep_share", measures.ep_share(v)),
+        ("ari_median", measures.ari_median(v)),
+        ("global_test_p", measures.global_p(v)),
+        ("global_test_statistic", measures.global_statistic(v)),
+        ("alpha_level", measures.alpha_level(v)),
+    ):
+        if q is not None:
+            out[key] = q
+    part = v.get("partition") or {}
+    heads = [("root", part.get("root")), ("estimation_root", part.get("estimation_root"))]
+    honest = bool(part.get("honest") and part.get("estimation_root"))
+    # the leaf table's shares are of the estimation rows of an honest partition, else of all evaluated rows
+    total = (
+        RowSet("estimation rows", int(part["estimation_root"]["n"]))
+        if honest
+        else RowSet("evaluated rows", int(v.get("n") or 0))
+    )
+    for key, leaf in heads + [(None, leaf) for leaf in part.get("leaves") or []]:
+        if not leaf:
+            continue
+        share = None if key == "root" and honest else measures.leaf_share(vid, leaf, total, key)
+        for q in (measures.leaf_canlm(vid, leaf, level, key), measures.leaf_cov(vid, leaf, key), share):
+            if q is not None:
+                out[q.id.split("/", 1)[1]] = q
+    rows = RowSet("evaluated rows", int(v.get("n") or 0))
+    for i, r in enumerate(v.get("contracts") or []):
+        for key, q in measures.contract_quantities(vid, r, i, rows).items():
+            out[f"contract_{i}_{key}"] = q
+    for w in v.get("extrapolation_where") or []:
+        if "min" in w:
+            eps = RowSet("extrapolation points", int(w.get("n") or 0))
+            for digits in (6, 4):  # the where-sentence's 6 significant digits, the figure caption's 4
+                for key, q in measures.range_quantities(
+                    vid, w["feature"], w["min"], w["max"], eps, f"ep_range{digits}", digits
+                ).items():
+                    out[f"{key}_{w['feature']}"] = q
+    c = v.get("challenger")
+    if c and c.get("ame") is not None:
+        out["challenger_ame"] = measures.challenger_ame(vid, c, unit, level)
+    return out
 
 
 def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -179,5 +230,13 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
         from .joint_typed import type_joint_regions
 
         claims.extend(type_joint_regions(out["joint_regions"], unit))
+    model = out.get("model") or {}
+    q = measures.dispersion(model.get("dispersion"), int((out.get("data") or {}).get("n_rows") or 0))
+    if q is not None:
+        model["quantities"] = {"dispersion": q.to_dict()}
+    n_rows = int((out.get("data") or {}).get("n_rows") or 0)
+    for r in out.get("dictionary") or []:
+        if isinstance(r, dict) and "feature" in r:
+            r["quantities"] = {k: q.to_dict() for k, q in measures.feature_quantities(r, n_rows).items()}
     out["claims"] = claims
     return out
