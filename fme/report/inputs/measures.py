@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .quantities import UNITLESS, Interval, Quantity, RowSet, Unit
+from .quantities import UNITLESS, Interval, Quantity, RowSet, Unit, written
 
 __all__ = [
     "nlm_quantities",
@@ -30,6 +30,7 @@ __all__ = [
     "leaf_share",
     "global_statistic",
     "alpha_level",
+    "p_words",
 ]
 
 
@@ -282,3 +283,9 @@ def alpha_level(v: dict) -> Quantity:
         _evaluated(v),
         form="g:6",
     )
+
+
+def p_words(q: Quantity) -> str:
+    """'p = 0.034' or 'p < 0.001': a p-value quantity in a sentence or a flag's value cell."""
+    text = written(q)
+    return "p undefined" if text == "-" else (f"p {text}" if text.startswith("<") else f"p = {text}")

@@ -1,0 +1,170 @@
+"""The diagnostics' quantities (fme/report/inputs/measures.py) and the tables that print them: every value the
+flags table, the contracts table, the feature dictionary and the extrapolation sentences print is the written
+form of a quantity that results.json carries (read back through Quantity.from_dict)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from fme.report.analysis.typed import typed_payload
+from fme.report.inputs import measures
+from fme.report.inputs.quantities import Quantity, RowSet, Unit, written
+from fme.report.inputs.specs import FLAG_DEFAULTS
+from fme.report.present.flags import flag_rows, model_flag_rows
+
+SCHEMA = Path(__file__).resolve().parents[2] / "fme" / "report" / "schemas" / "results.schema.json"
+
+
+def _variant() -> dict:
+    leaf = {"node": 2, "rule": "x2 <= 0", "n": 67, "came": 1.8, "came_ci_low": 1.7, "came_ci_high": 1.9}
+    return {
+        "id": "x1",
+        "step_label": "x1 + 1",
+        "ame": 2.039,
+        "ci_low": 2.005,
+        "ci_high": 2.074,
+        "n": 258,
+        "n_total": 300,
+        "n_extrapolation": 42,
+        "detector": "envelope",
+        "policy": "exclude",
+        "conf_level": 0.95,
+        "inference": "delta",
+        "intervals": [{"inference": "delta", "conf_low": 2.005, "conf_high": 2.074, "std_error": 0.0175}],
+        "nlm": True,
+        "anlm": 0.98812023,
+        "anlm_ci_low": 0.98705071,
+        "anlm_ci_high": 0.98918974,
+        "median_nlm": 0.98823691,
+        "share_linear": 1.0,
+        "stability": {"ari_median": 0.85, "subsamples": 20, "n_failed": 0},
+        "extrapolation_where": [
+            {"feature": "x1", "kind": "outside range", "min": 9.09958961, "max": 9.97209935, "n": 42}
+        ],
+        "partition": {
+            "root": {**leaf, "node": 1, "rule": "(all)", "n": 258, "canlm": 0.9999999, "canlm_ci_low": 0.9999998},
+            "leaves": [
+                {
+                    **leaf,
+                    "canlm": 0.98834553,
+                    "canlm_ci_low": 0.9868497,
+                    "canlm_ci_high": 0.98984137,
+                    "cov_fme": 0.0904,
+                },
+                {
+                    **leaf,
+                    "node": 3,
+                    "n": 68,
+                    "canlm": 0.99,
+                    "canlm_ci_low": 0.98,
+                    "canlm_ci_high": 1.0,
+                    "cov_fme": 0.07,
+                },
+            ],
+            "tests": {"global": {"statistic": 212.2289, "p_value": 3.1e-48, "df": 1}, "rows": []},
+        },
+        "contracts": [
+            {
+                "contract": "at_least",
+                "expected": "AME >= 1 EUR",
+                "estimate": 2.039,
+                "conf_low": 2.005,
+                "conf_high": 2.074,
+                "statistic": 58.7912,
+                "p_value": 2.0e-30,
+                "p_value_adj": 0.0123,
+                "std_error": 0.0175,
+                "verdict": "met",
+                "inference": "delta",
+            }
+        ],
+    }
+
+
+def _payload() -> dict:
+    return {
+        "target": "y",
+        "config": {"target_unit": "EUR", "conf_level": 0.95},
+        "data": {"n_rows": 300},
+        "model": {"dispersion": {"dispersion": 13.4912, "family": "Poisson", "cov_type": "nonrobust"}},
+        "dictionary": [
+            {"feature": "x1", "type": "numeric", "unit": "years", "min": 0.00300690107, "max": 9.972099, "sd": 2.98057}
+        ],
+        "effects": [{"variants": [_variant()]}],
+    }
+
+
+@pytest.fixture(scope="module")
+def typed() -> dict:
+    return typed_payload(_payload())
+
+
+def _q(typed: dict, key: str) -> Quantity:
+    return Quantity.from_dict(typed["effects"][0]["variants"][0]["quantities"][key])
+
+
+def test_written_forms_are_exact():
+    rows = RowSet("extrapolation points", 42, of=RowSet("rows the step was taken on", 300))
+    pct = Unit("percent", "%", 100.0)
+    assert written(Quantity("a", "share", 0.14, pct, rows, form="share")) == "14.0%"
+    assert written(Quantity("b", "p", 3.1e-48, Unit(""), rows, form="p")) == "< 0.001"
+    assert written(Quantity("c", "p", 0.01234, Unit(""), rows, form="p")) == "0.012"
+    assert written(Quantity("d", "ari", 0.85, Unit(""), rows, form="fixed:3")) == "0.850"
+    assert written(Quantity("e", "min", 9.09958961, Unit(""), rows, form="g:6")) == "9.09959"
+    assert written(Quantity("f", "sd", 2980.57, Unit(""), rows, form="g:4")) == "2,981"
+    assert written(Quantity("g", "share", 1.0, pct, rows, form="percent:1")) == "100.0%"
+    with pytest.raises(ValueError, match="unknown form 'odd'"):
+        written(Quantity("h", "x", 1.0, Unit(""), rows, form="odd"))
+
+
+def test_results_json_types_the_diagnostics_and_validates(typed):
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(json.loads(json.dumps(typed)), json.loads(SCHEMA.read_text(encoding="utf-8")))
+    assert written(_q(typed, "anlm")) == "0.9881" and _q(typed, "anlm").interval.low == 0.98705071
+    assert written(_q(typed, "ep_share")) == "14.0%"
+    assert _q(typed, "ep_share").rows.n == 42 and _q(typed, "ep_share").rows.of.n == 300
+    assert written(_q(typed, "ari_median")) == "0.850" and _q(typed, "ari_median").rows.n == 20
+    assert written(_q(typed, "global_test_p")) == "< 0.001" and _q(typed, "global_test_p").rows.n == 135
+    assert written(_q(typed, "global_test_statistic")) == "212.23"
+    assert written(_q(typed, "canlm_leaf_2")) == "0.9883" and _q(typed, "canlm_leaf_2").rows.n == 67
+    assert written(_q(typed, "share_leaf_3")) == "26.4%"  # 68 of the 258 evaluated rows (not honest)
+    assert written(_q(typed, "cov_leaf_2")) == "0.09"
+    assert written(_q(typed, "contract_0_statistic")) == "58.79"
+    assert written(_q(typed, "contract_0_p_value")) == "< 0.001"
+    assert written(_q(typed, "contract_0_p_value_adj")) == "0.012"
+    assert written(_q(typed, "ep_range6_min_x1")) == "9.09959" and written(_q(typed, "ep_range4_max_x1")) == "9.972"
+    assert written(_q(typed, "alpha_level")) == "0.05"
+    disp = Quantity.from_dict(typed["model"]["quantities"]["dispersion"])
+    assert written(disp) == "13.49" and disp.rows.n == 300
+    d = {k: Quantity.from_dict(q) for k, q in typed["dictionary"][0]["quantities"].items()}
+    assert [written(d[k]) for k in ("min", "max", "sd")] == ["0.0030069", "9.9721", "2.981"]
+    assert d["sd"].unit.name == "years" and d["sd"].rows.n == 300
+
+
+def test_flags_table_prints_the_quantities(typed):
+    v = copy.deepcopy(_variant())
+    cells = {"ci_low": "2.005", "ci_high": "2.074", "ame": "2.039"}
+    rows = {r["rule"]: r for r in flag_rows(v, cells, "x1", dict(FLAG_DEFAULTS))}
+    assert rows["share of extrapolation points"]["value"] == written(_q(typed, "ep_share")) == "14.0%"
+    assert rows["ANLM below threshold"]["value"] == written(_q(typed, "anlm"))
+    ari = rows["partition unstable across subsamples (median ARI)"]
+    assert ari["value"] == written(_q(typed, "ari_median")) and ari["status"] == "ok"
+    test = rows["leaves not distinguishable (global test of equal leaf cAMEs)"]
+    assert test["value"] == "p " + written(_q(typed, "global_test_p"))
+    assert test["threshold"] == "p >= " + written(_q(typed, "alpha_level"))
+    worst = rows["non-linear cAME leaf (lowest cANLM)"]["value"]
+    assert worst.startswith(written(_q(typed, "canlm_leaf_2")) + " (leaf 2;")
+    (model,) = model_flag_rows(_payload()["model"], dict(FLAG_DEFAULTS))
+    assert model["value"] == written(Quantity.from_dict(typed["model"]["quantities"]["dispersion"])) == "13.49"
+    assert model["status"] == "FLAG (!)"
+
+
+def test_a_share_of_no_rows_and_a_missing_diagnostic_are_not_quantities():
+    v = _variant() | {"detector": None, "stability": None, "partition": None, "nlm": False}
+    assert measures.ep_share(v) is None and measures.ari_median(v) is None
+    assert measures.global_p(v) is None and measures.nlm_quantities(v) == {}
+    assert measures.dispersion(None, 10) is None
