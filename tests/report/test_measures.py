@@ -168,3 +168,48 @@ def test_a_share_of_no_rows_and_a_missing_diagnostic_are_not_quantities():
     assert measures.ep_share(v) is None and measures.ari_median(v) is None
     assert measures.global_p(v) is None and measures.nlm_quantities(v) == {}
     assert measures.dispersion(None, 10) is None
+
+
+def test_contracts_table_prints_the_quantities(typed):
+    from fme.report.present.comparisons import contract_cells
+
+    share = {
+        "contract": "nlm_at_least",
+        "expected": "ANLM >= 0.9",
+        "estimate": 0.98812,
+        "conf_low": None,
+        "conf_high": None,
+        "statistic": None,
+        "p_value": None,
+        "p_value_adj": None,
+        "verdict": "met",
+        "inference": "sample",
+    }
+    v = _variant()
+    v["contracts"].append(share)
+    (row, row_share) = contract_cells([{"variants": [v]}])["rows"]
+    assert row["estimate"] == written(_q(typed, "contract_0_estimate")) == "2.039"
+    assert row["interval"] == "[2.005, 2.074] (delta)"
+    assert row["statistic"] == written(_q(typed, "contract_0_statistic")) == "58.79"
+    assert (
+        (row["p"], row["p_adj"])
+        == ("< 0.001", "0.012")
+        == (
+            written(_q(typed, "contract_0_p_value")),
+            written(_q(typed, "contract_0_p_value_adj")),
+        )
+    )
+    assert (row_share["estimate"], row_share["statistic"], row_share["p"]) == ("0.988", "-", "-")
+    q = measures.contract_quantities("x1", share, 1, RowSet("evaluated rows", 258))
+    assert set(q) == {"estimate"} and written(q["estimate"]) == "0.988"
+
+
+def test_a_contract_whose_test_is_not_valid_prints_why_and_no_p_value():
+    from fme.report.present.comparisons import contract_cells
+
+    v = _variant()
+    v["contracts"][0].update(statistic=7.3e16, std_error=6.7e-18, p_value=0.0, p_value_adj=0.0)
+    (row,) = contract_cells([{"variants": [v]}])["rows"]
+    assert row["statistic"] == "not valid: SE at rounding level" and row["p"] == row["p_adj"] == "-"
+    q = measures.contract_quantities("x1", v["contracts"][0], 0, RowSet("evaluated rows", 258))
+    assert set(q) == {"estimate"}  # no statistic, no p-value of a test that is not valid

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .quantities import UNITLESS, Interval, Quantity, RowSet, Unit, written
+from .verdicts import contract_not_valid
 
 __all__ = [
     "nlm_quantities",
@@ -34,6 +35,11 @@ __all__ = [
 ]
 
 
+def _vid(v: dict) -> str:
+    """The variant's id (a summary written by hand in a test may lack one)."""
+    return str(v.get("id", "effect"))
+
+
 def _level(v: dict) -> float:
     return float(v.get("conf_level") or 0.95)
 
@@ -47,7 +53,7 @@ def nlm_quantities(v: dict) -> dict[str, Quantity]:
     an NLM of at least 0.9; empty when no NLM was computed."""
     if not v.get("nlm") or v.get("anlm") is None:
         return {}
-    vid, step = v["id"], v.get("step_label", v["id"])
+    vid, step = _vid(v), v.get("step_label", _vid(v))
     rows = _evaluated(v)
     kind = "rows' spread"
     out = {
@@ -82,7 +88,7 @@ def ep_share(v: dict) -> Quantity | None:
     n_ep = int(v.get("n_extrapolation") or 0)
     total = RowSet("rows the step was taken on", int(v.get("n") or 0) + n_ep)
     return Quantity(
-        f"{v['id']}/ep_share",
+        f"{_vid(v)}/ep_share",
         "share of extrapolation points",
         n_ep / total.n if total.n else None,
         Unit("percent", "%", 100.0),
@@ -98,7 +104,7 @@ def ari_median(v: dict) -> Quantity | None:
         return None
     refits = RowSet("successful refits", int(st.get("subsamples") or 0) - int(st.get("n_failed") or 0))
     return Quantity(
-        f"{v['id']}/ari_median", "median adjusted Rand index", st["ari_median"], UNITLESS, refits, form="fixed:3"
+        f"{_vid(v)}/ari_median", "median adjusted Rand index", st["ari_median"], UNITLESS, refits, form="fixed:3"
     )
 
 
@@ -110,7 +116,7 @@ def global_p(v: dict) -> Quantity | None:
         return None
     n = sum(int(leaf.get("n") or 0) for leaf in part.get("leaves") or [])
     return Quantity(
-        f"{v['id']}/global_test_p",
+        f"{_vid(v)}/global_test_p",
         "p-value of the global test of equal leaf cAMEs",
         g["p_value"],
         UNITLESS,
@@ -169,10 +175,28 @@ def dispersion(d: dict | None, n: int) -> Quantity | None:
 
 
 def contract_quantities(vid: str, r: dict, index: int, rows: RowSet) -> dict[str, Quantity]:
-    """A contract's test statistic (two decimals) and its p-values, raw and Holm-adjusted; none for a test that
-    is not valid (the report prints why instead)."""
-    out: dict[str, Quantity] = {}
+    """A contract's estimate (with the interval its test used, in the contract's unit; a share or an ANLM
+    without one, three decimals), test statistic (two decimals) and p-values, raw and Holm-adjusted; a test that
+    is not valid (a standard error at rounding level) has no statistic and no p-value: the report prints why."""
     base = f"{vid}/contract_{index}"
+    unit = Unit(str(r.get("unit") or ""))
+    interval = None
+    if r.get("conf_low") is not None:
+        interval = Interval(r["conf_low"], r.get("conf_high"), float(r.get("conf_level") or 0.95), str(r["inference"]))
+    out = {
+        "estimate": Quantity(
+            f"{base}/estimate",
+            f"estimate of contract {r['expected']}",
+            r.get("estimate"),
+            unit,
+            rows,
+            interval,
+            r.get("std_error"),
+            form="estimate" if interval is not None else "fixed:3",
+        )
+    }
+    if contract_not_valid(r) is not None:
+        return out
     if r.get("statistic") is not None:
         out["statistic"] = Quantity(
             f"{base}/statistic",
@@ -264,7 +288,7 @@ def global_statistic(v: dict) -> Quantity | None:
         return None
     n = sum(int(leaf.get("n") or 0) for leaf in part.get("leaves") or [])
     return Quantity(
-        f"{v['id']}/global_test_statistic",
+        f"{_vid(v)}/global_test_statistic",
         "Wald statistic of the global test of equal leaf cAMEs",
         g["statistic"],
         UNITLESS,
@@ -276,7 +300,7 @@ def global_statistic(v: dict) -> Quantity | None:
 def alpha_level(v: dict) -> Quantity:
     """The level the report's tests are read at, 1 - ``conf_level`` (0.05), as the flags' thresholds print it."""
     return Quantity(
-        f"{v['id']}/alpha_level",
+        f"{_vid(v)}/alpha_level",
         "significance level of the tests (1 - conf_level)",
         1 - _level(v),
         UNITLESS,

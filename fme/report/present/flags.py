@@ -125,7 +125,7 @@ def _partition_rows(add: Any, v: dict, part: dict | None, t: dict) -> None:
     if with_nlm:  # ties broken by node number, the same in both engines
         worst = min(with_nlm, key=lambda leaf: (leaf["canlm"], int(leaf["node"])))
         below = sum(leaf["canlm"] < t["leaf_anlm"] for leaf in with_nlm)
-        canlm = measures.leaf_canlm(v["id"], worst, float(v.get("conf_level", 0.95)))
+        canlm = measures.leaf_canlm(str(v.get("id", "effect")), worst, float(v.get("conf_level", 0.95)))
         est = "-" if canlm is None else written(canlm)
         add(
             "non-linear cAME leaf (lowest cANLM)",
