@@ -213,3 +213,20 @@ def test_a_contract_whose_test_is_not_valid_prints_why_and_no_p_value():
     assert row["statistic"] == "not valid: SE at rounding level" and row["p"] == row["p_adj"] == "-"
     q = measures.contract_quantities("x1", v["contracts"][0], 0, RowSet("evaluated rows", 258))
     assert set(q) == {"estimate"}  # no statistic, no p-value of a test that is not valid
+
+
+def test_feature_dictionary_prints_the_quantities(typed):
+    from types import SimpleNamespace
+
+    from fme.report.present.model_context import whole_model
+
+    results = _payload()
+    results["dictionary"].append({"feature": "x2", "type": "numeric", "unit": "", "min": None, "max": None, "sd": None})
+    for r in results["dictionary"]:
+        r.update(description="", n_missing=0)
+    out = whole_model(results, SimpleNamespace(units={}, conf_level=0.95), 1.0, 1)
+    (x1, x2) = out["dictionary"]
+    q = {k: Quantity.from_dict(d) for k, d in typed["dictionary"][0]["quantities"].items()}
+    assert x1["range"] == f"{written(q['min'])} to {written(q['max'])}" == "0.0030069 to 9.9721"
+    assert x1["sd"] == written(q["sd"]) == "2.981"
+    assert (x2["range"], x2["sd"]) == ("-", "-")

@@ -14,6 +14,8 @@ from typing import Any
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_level, fmt_num, fmt_share
 from ..inputs.claims import enters_predictions
 from ..inputs.config import ReportConfig
+from ..inputs.measures import feature_quantities
+from ..inputs.quantities import written
 from ..inputs.specs import ci_short, describe_detector
 
 __all__ = ["whole_model", "fit_text", "causes_phrase", "effective_step_rows", "detector_text"]
@@ -93,17 +95,15 @@ def whole_model(results: dict, cfg: ReportConfig, scale: float, first_table: int
             ],
         }
         out["table_dictionary"] = first_table + 1
+    n_rows = int((results.get("data") or {}).get("n_rows") or 0)
     for r in dic:
         if r["type"] == "categorical":
             rng = ", ".join(r["levels"][:12]) + (f", ... ({len(r['levels'])} levels)" if len(r["levels"]) > 12 else "")
             sd = "-"
         else:
-            rng = (
-                f"{fmt_g(r['min'], 6, thousands=True)} to {fmt_g(r['max'], 6, thousands=True)}"
-                if r["min"] is not None
-                else "-"
-            )
-            sd = fmt_g(r["sd"], 4, thousands=True)
+            q = feature_quantities(r, n_rows)  # minimum, maximum and SD as results.json types them
+            rng = f"{written(q['min'])} to {written(q['max'])}" if "min" in q and "max" in q else "-"
+            sd = written(q["sd"]) if "sd" in q else "-"
         kind = r["type"] + (f" ({r['encoding']})" if r.get("encoding") else "")
         out["dictionary"].append(
             {
