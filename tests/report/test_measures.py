@@ -230,3 +230,33 @@ def test_feature_dictionary_prints_the_quantities(typed):
     assert x1["range"] == f"{written(q['min'])} to {written(q['max'])}" == "0.0030069 to 9.9721"
     assert x1["sd"] == written(q["sd"]) == "2.981"
     assert (x2["range"], x2["sd"]) == ("-", "-")
+
+
+def test_challenger_table_prints_the_challengers_ame_quantity():
+    from fme.report.inputs.quantities import interval_text, percentage_points
+    from fme.report.present.comparisons import challenger_cells
+
+    payload = _payload()
+    payload.update(target_class="yes")
+    c = {
+        "ame": 0.06957110625814011,
+        "ci_low": 0.04947889872779948,
+        "ci_high": 0.08966331378848069,
+        "n": 258,
+        "n_common": 258,
+        "difference": 0.0164,
+        "difference_low": -0.0028,
+        "difference_high": 0.0357,
+        "difference_inference": "fixed model, paired over the rows",
+        "direction": "+",
+        "champion_direction": "+",
+        "sign_disagrees": False,
+        "root_split": None,
+        "contracts": [],
+    }
+    payload["effects"][0]["variants"][0]["challenger"] = c
+    q = Quantity.from_dict(typed_payload(payload)["effects"][0]["variants"][0]["quantities"]["challenger_ame"])
+    assert q.unit == percentage_points("P(yes)") and q.rows.n == 258
+    v = _variant() | {"challenger": c}
+    (row,) = challenger_cells([{"variants": [v]}], percentage_points("P(yes)"))["rows"]
+    assert row["challenger"] == f"{written(q)} {interval_text(q)}" == "7.0 [4.9, 9.0]"

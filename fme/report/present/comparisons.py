@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..._utils.numfmt import count, fmt_int, fmt_p, fmt_percent
 from ..inputs.claims import p_cell, statistic_cell
-from ..inputs.measures import contract_quantities
+from ..inputs.measures import challenger_ame, contract_quantities
 from ..inputs.quantities import UNITLESS, Interval, Quantity, RowSet, Unit, interval_text, shown, written
 from ..inputs.specs import CI_SHORT
 from ..inputs.verdicts import contract_not_valid
@@ -87,14 +87,7 @@ def challenger_cells(groups: list[dict], unit: Unit = UNITLESS) -> dict | None:
                 rows_v,
                 Interval(iv.get("conf_low"), iv.get("conf_high"), level, str(iv.get("inference"))),
             )
-            other = Quantity(
-                f"{v['id']}/challenger/ame",
-                "challenger AME",
-                c["ame"],
-                unit,
-                rows_v,
-                Interval(c["ci_low"], c["ci_high"], level, "challenger's primary"),
-            )
+            other = challenger_ame(v["id"], c, unit, level)  # as results.json types it
             common = RowSet("rows both models evaluated", int(c["n_common"]))
             diff = Quantity(
                 f"{v['id']}/challenger/difference",
