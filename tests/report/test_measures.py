@@ -115,7 +115,8 @@ def test_written_forms_are_exact():
     assert written(Quantity("c", "p", 0.01234, Unit(""), rows, form="p")) == "0.012"
     assert written(Quantity("d", "ari", 0.85, Unit(""), rows, form="fixed:3")) == "0.850"
     assert written(Quantity("e", "min", 9.09958961, Unit(""), rows, form="g:6")) == "9.09959"
-    assert written(Quantity("f", "sd", 2980.57, Unit(""), rows, form="g:4")) == "2,981"
+    assert written(Quantity("f", "sd", 2980.57, Unit(""), rows, form="gt:4")) == "2,981"
+    assert written(Quantity("f", "sd", 2980.57, Unit(""), rows, form="g:4")) == "2981"
     assert written(Quantity("g", "share", 1.0, pct, rows, form="percent:1")) == "100.0%"
     with pytest.raises(ValueError, match="unknown form 'odd'"):
         written(Quantity("h", "x", 1.0, Unit(""), rows, form="odd"))
@@ -260,3 +261,32 @@ def test_challenger_table_prints_the_challengers_ame_quantity():
     v = _variant() | {"challenger": c}
     (row,) = challenger_cells([{"variants": [v]}], percentage_points("P(yes)"))["rows"]
     assert row["challenger"] == f"{written(q)} {interval_text(q)}" == "7.0 [4.9, 9.0]"
+
+
+def test_extrapolation_ranges_are_printed_from_their_quantities(typed):
+    from fme.report.present.extrapolation_text import extrapolation_words
+    from fme.report.present.model_context import causes_phrase
+
+    v = _variant()
+    six = [written(_q(typed, f"ep_range6_{end}_x1")) for end in ("min", "max")]
+    four = [written(_q(typed, f"ep_range4_{end}_x1")) for end in ("min", "max")]
+    assert six == ["9.09959", "9.9721"] and four == ["9.1", "9.972"]
+    assert _q(typed, "ep_range6_min_x1").rows.n == 42
+    assert causes_phrase(v["extrapolation_where"], 42) == (
+        f"outside the reference data in x1 for 42: observed x1 from {six[0]} to {six[1]}"
+    )
+    fig = {"feature": "x1", "n_evaluated": 258, "n_extrapolation": 42}
+    alt, cap = extrapolation_words(v, fig, {}, "x1 + 1", "rows", None)
+    assert f"x1 from {four[0]} to {four[1]} over the 42 extrapolation points" in cap
+    assert f"x1 from {four[0]} to {four[1]}" in alt
+
+
+def test_a_joint_cause_and_a_range_cause_of_one_feature_keep_both_ranges():
+    payload = _payload()
+    payload["effects"][0]["variants"][0]["extrapolation_where"].append(
+        {"feature": "x1", "kind": "joint", "min": 1234.5678, "max": 2345.25, "n": 3}
+    )
+    qs = typed_payload(payload)["effects"][0]["variants"][0]["quantities"]
+    assert written(Quantity.from_dict(qs["ep_joint_range6_min_x1"])) == "1,234.57"
+    assert written(Quantity.from_dict(qs["ep_joint_range4_max_x1"])) == "2345"
+    assert written(Quantity.from_dict(qs["ep_range6_min_x1"])) == "9.09959"

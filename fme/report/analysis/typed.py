@@ -188,13 +188,13 @@ def _diagnostics(v: dict, unit: Unit, level: float) -> dict[str, Quantity]:
         for key, q in measures.contract_quantities(vid, r, i, rows).items():
             out[f"contract_{i}_{key}"] = q
     for w in v.get("extrapolation_where") or []:
-        if "min" in w:
+        if "min" in w and w.get("feature") is not None:
             eps = RowSet("extrapolation points", int(w.get("n") or 0))
-            for digits in (6, 4):  # the where-sentence's 6 significant digits, the figure caption's 4
-                for key, q in measures.range_quantities(
-                    vid, w["feature"], w["min"], w["max"], eps, f"ep_range{digits}", digits
-                ).items():
-                    out[f"{key}_{w['feature']}"] = q
+            for form in measures.RANGE_FORMS:
+                joint = "joint_" if w.get("kind") == "joint" else ""  # a feature may be named by both kinds
+                prefix = f"ep_{joint}range{form.split(':')[1]}"
+                qs = measures.range_quantities(vid, w["feature"], w["min"], w["max"], eps, prefix, form)
+                out.update({f"{k}_{w['feature']}": q for k, q in qs.items()})
     c = v.get("challenger")
     if c and c.get("ame") is not None:
         out["challenger_ame"] = measures.challenger_ame(vid, c, unit, level)

@@ -27,6 +27,7 @@ __all__ = [
     "contract_quantities",
     "feature_quantities",
     "range_quantities",
+    "RANGE_FORMS",
     "challenger_ame",
     "leaf_share",
     "global_statistic",
@@ -228,16 +229,21 @@ def feature_quantities(r: dict, n: int) -> dict[str, Quantity]:
                 r[key],
                 unit,
                 rows,
-                form=f"g:{digits}",
+                form=f"gt:{digits}",
             )
     return out
 
 
+#: The forms an extrapolation range is written in: the sentence on where the points are (6 significant digits,
+#: thousands separators) and the extrapolation figure's caption (4).
+RANGE_FORMS = ("gt:6", "g:4")
+
+
 def range_quantities(
-    vid: str, feature: str, low: Any, high: Any, rows: RowSet, key: str, digits: int
+    vid: str, feature: str, low: Any, high: Any, rows: RowSet, key: str, form: str
 ) -> dict[str, Quantity]:
-    """The range of ``feature`` over ``rows`` (the extrapolation points, the rows outside the reference data),
-    written to ``digits`` significant digits."""
+    """The range of ``feature`` over ``rows`` (the extrapolation points outside the reference data), its ends
+    written in ``form``: 'gt:6' in the sentence on where they are, 'g:4' in the extrapolation figure's caption."""
     return {
         f"{key}_{end}": Quantity(
             f"{vid}/{key}_{end}/{feature}",
@@ -245,7 +251,7 @@ def range_quantities(
             x,
             UNITLESS,
             rows,
-            form=f"g:{digits}",
+            form=form,
         )
         for end, x in (("min", low), ("max", high))
         if x is not None

@@ -226,7 +226,7 @@ class Quantity:
     form : str
         How the value is written (:data:`FORMS`, :func:`written`): 'estimate' (the default: the decimals of
         its interval), 'nlm', 'p', 'share' (``rows.n`` of ``rows.of.n``), 'percent', 'fixed:<decimals>',
-        'g:<significant digits>' (a data range or SD).
+        'g:<significant digits>' (a data range), 'gt:<significant digits>' (the same with thousands separators).
     """
 
     id: str
@@ -283,12 +283,13 @@ def shown(q: Quantity, *, unit: bool = False) -> str:
 
 #: The forms a quantity's value is written in, each as one formatter of :mod:`fme._utils.numfmt` (the number
 #: after ':' is its parameter).
-FORMS = ("estimate", "nlm", "p", "share", "percent", "fixed", "g")
+FORMS = ("estimate", "nlm", "p", "share", "percent", "fixed", "g", "gt")
 
 
 def written(q: Quantity) -> str:
     """The value as the report writes it, in the quantity's unit and :attr:`Quantity.form`: '2.039'
-    (estimate), '0.9881' (nlm), '< 0.001' (p), '14.0%' (share of rows), '0.850' (fixed:3), '9.09959' (g:6)."""
+    (estimate), '0.9881' (nlm), '< 0.001' (p), '14.0%' (share of rows), '0.850' (fixed:3), '9.09959' (g:6),
+    '1,680.5' (gt:6)."""
     kind, _, arg = q.form.partition(":")
     v, lo, hi = q.display()
     if kind == "estimate":
@@ -303,8 +304,8 @@ def written(q: Quantity) -> str:
         return fmt_percent(q.value, int(arg or 1))
     if kind == "fixed":
         return fmt_num(v, int(arg or 3))
-    if kind == "g":
-        return fmt_g(v, int(arg or 6), thousands=True) if v is not None else "-"
+    if kind in ("g", "gt"):  # 'gt': with thousands separators
+        return fmt_g(v, int(arg or 6), thousands=kind == "gt") if v is not None else "-"
     raise ValueError(f"unknown form {q.form!r} of quantity {q.id}: one of {', '.join(FORMS)}")
 
 

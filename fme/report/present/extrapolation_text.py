@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..._utils.numfmt import fmt_int
 from ..inputs.claims import count_claim, range_claim
+from ..inputs.measures import RANGE_FORMS, range_quantities
 from ..inputs.quantities import RowSet
 from ..inputs.wording import count_words
 
@@ -71,7 +72,10 @@ def extrapolation_words(v: dict, fig: dict, cells: dict, step: str, noun: str, s
         eps = RowSet(
             f"extrapolation points{of_sample} outside the reference data in {fig['feature']}", int(where.get("n") or 0)
         )
-        loc = "; " + range_claim(fig["feature"], where["min"], where["max"], eps).text
+        # the range as results.json types it (ep_range4_min/max): the caption's 4 significant digits
+        q = range_quantities(str(v.get("id", "")), fig["feature"], where["min"], where["max"], eps, "r", RANGE_FORMS[1])
+        low, high = (q[k].value if k in q else None for k in ("r_min", "r_max"))
+        loc = "; " + range_claim(fig["feature"], low, high, eps).text
     alt = (
         f"Stacked histogram of {fig['feature']}: {count_words(n_eval, noun)}{of_sample} evaluated (solid) and "
         f"{count_words(n_ep, 'extrapolation points')}{of_sample} (hatched){loc}."
