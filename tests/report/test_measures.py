@@ -290,3 +290,21 @@ def test_a_joint_cause_and_a_range_cause_of_one_feature_keep_both_ranges():
     assert written(Quantity.from_dict(qs["ep_joint_range6_min_x1"])) == "1,234.57"
     assert written(Quantity.from_dict(qs["ep_joint_range4_max_x1"])) == "2345"
     assert written(Quantity.from_dict(qs["ep_range6_min_x1"])) == "9.09959"
+
+
+def test_leaf_table_and_linearity_sentence_print_the_quantities(typed):
+    from fme.report.present.partition_view import leaf_rows
+    from fme.report.present.sentences import linearity_sentence
+
+    v = _variant()
+    part = v["partition"]
+    rows = leaf_rows(part, 258, 30, "x1", 0.95)
+    root, leaf2, leaf3 = rows
+    assert leaf2["canlm"] == written(_q(typed, "canlm_leaf_2")) == "0.9883"
+    assert leaf2["canlm_ci"] == "[0.9868, 0.9898]"
+    assert (leaf2["share"], leaf3["share"]) == (written(_q(typed, "share_leaf_2")), written(_q(typed, "share_leaf_3")))
+    assert leaf3["share"] == "26.4%" and leaf2["cov"] == written(_q(typed, "cov_leaf_2")) == "0.09"
+    assert root["canlm"] == written(_q(typed, "canlm_root")) and root["cov"] == "-"
+    text = linearity_sentence(v, {"level": "95%"})
+    anlm = _q(typed, "anlm")
+    assert f"(ANLM {written(anlm)}, 95% CI 0.9871 to 0.9892, over all 258 rows)" in text

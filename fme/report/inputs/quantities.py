@@ -30,6 +30,7 @@ __all__ = [
     "COUNT",
     "shown",
     "written",
+    "written_bounds",
     "FORMS",
     "interval_text",
     "difference",
@@ -307,6 +308,14 @@ def written(q: Quantity) -> str:
     if kind in ("g", "gt"):  # 'gt': with thousands separators
         return fmt_g(v, int(arg or 6), thousands=kind == "gt") if v is not None else "-"
     raise ValueError(f"unknown form {q.form!r} of quantity {q.id}: one of {', '.join(FORMS)}")
+
+
+def written_bounds(q: Quantity) -> tuple[str, str]:
+    """The interval's bounds as the report writes them, with the value's decimals ('estimate') or as an NLM
+    ('nlm'); ('-', '-') without an interval."""
+    v, lo, hi = q.display()
+    triple = fmt_nlm(v, lo, hi) if q.form == "nlm" else fmt_est(v, lo, hi)
+    return triple[1], triple[2]
 
 
 def interval_text(q: Quantity, *, brackets: bool = True) -> str:

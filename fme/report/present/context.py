@@ -205,7 +205,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                     "omitted": omitted,
                     "params": ", ".join(f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method")
                     or "defaults",
-                    "rows": leaf_rows(p, v["n"], thresholds["leaf_n"]),
+                    "rows": leaf_rows(p, v["n"], thresholds["leaf_n"], v["id"], float(v.get("conf_level") or 0.95)),
                     "boxes": boxes(p),
                     "notes": p["notes"],
                     "holds": where_came_holds(p, noun, results["data"].get("sample")),
