@@ -308,3 +308,31 @@ def test_leaf_table_and_linearity_sentence_print_the_quantities(typed):
     text = linearity_sentence(v, {"level": "95%"})
     anlm = _q(typed, "anlm")
     assert f"(ANLM {written(anlm)}, 95% CI 0.9871 to 0.9892, over all 258 rows)" in text
+
+
+def test_leaf_difference_p_values_and_the_estimation_rows_came_are_quantities():
+    payload = _payload()
+    v = payload["effects"][0]["variants"][0]
+    v["partition"]["tests"]["rows"] = [
+        {
+            "hypothesis": "[3] - [2]",
+            "estimate": 0.42,
+            "conf_low": 0.37,
+            "conf_high": 0.48,
+            "std_error": 0.03,
+            "p_value": 0.0701,
+            "p_value_adj": 0.3,
+        }
+    ]
+    v["partition"].update(
+        honest=True,
+        estimation_root={"node": 1, "rule": "(all)", "n": 135, "came": 0.94, "came_ci_low": 0.66, "came_ci_high": 1.22},
+    )
+    qs = {
+        k: Quantity.from_dict(q) for k, q in typed_payload(payload)["effects"][0]["variants"][0]["quantities"].items()
+    }
+    p, p_adj = qs["leaf_difference_p_value_[3] - [2]"], qs["leaf_difference_p_value_adj_[3] - [2]"]
+    assert (written(p), written(p_adj)) == ("0.070", "0.300") and p.rows.n == 135
+    came = qs["came_estimation_root"]
+    assert written(came) == "0.94" and came.interval.low == 0.66 and came.rows.n == 135
+    assert written(qs["share_leaf_3"]) == "50.4%"  # of the 135 estimation rows of an honest partition

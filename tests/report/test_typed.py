@@ -108,6 +108,7 @@ def test_results_json_carries_typed_quantities_labelled_intervals_and_claims(bui
         "canlm_",
         "cov_",
         "contract_",
+        "leaf_difference_p_value",
     )
     assert all(k.startswith(diagnostic) for k in scale_free), scale_free
     diffs = [q for k, q in v["quantities"].items() if k.startswith("leaf_difference_")]

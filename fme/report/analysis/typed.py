@@ -107,6 +107,9 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
     for r in (part.get("tests") or {}).get("rows") or []:
         key = f"leaf_difference_{r['hypothesis']}"
         pair = re.findall(r"\[(\d+)\]", str(r["hypothesis"]))  # "[3] - [2]": leaf 3 minus leaf 2
+        two = RowSet("rows of the two leaves", sum(n_of.get(x, 0) for x in pair))
+        for k, q in measures.leaf_difference_p(vid, r, two).items():
+            quantities[f"leaf_difference_{k}_{r['hypothesis']}"] = q
         quantities[key] = Quantity(
             f"{vid}/{key}",
             f"difference of leaf cAMEs {r['hypothesis']}",
@@ -180,6 +183,16 @@ def _diagnostics(v: dict, unit: Unit, level: float) -> dict[str, Quantity]:
         if not leaf:
             continue
         share = None if key == "root" and honest else measures.leaf_share(vid, leaf, total, key)
+        if key == "estimation_root" and leaf.get("came") is not None:  # the leaf table's + row
+            out["came_estimation_root"] = Quantity(
+                f"{vid}/came_estimation_root",
+                "cAME of the estimation rows (all leaves)",
+                leaf["came"],
+                unit,
+                RowSet("estimation rows", int(leaf.get("n") or 0)),
+                Interval(leaf.get("came_ci_low"), leaf.get("came_ci_high"), level, "fixed model"),
+                leaf.get("std_error"),
+            )
         for q in (measures.leaf_canlm(vid, leaf, level, key), measures.leaf_cov(vid, leaf, key), share):
             if q is not None:
                 out[q.id.split("/", 1)[1]] = q

@@ -33,6 +33,7 @@ __all__ = [
     "global_statistic",
     "alpha_level",
     "p_words",
+    "leaf_difference_p",
 ]
 
 
@@ -313,6 +314,23 @@ def alpha_level(v: dict) -> Quantity:
         _evaluated(v),
         form="g:6",
     )
+
+
+def leaf_difference_p(vid: str, r: dict, rows: RowSet) -> dict[str, Quantity]:
+    """The p-values, raw and Holm-adjusted, of one leaf-difference test ('[3] - [2]') over the rows of its two
+    leaves."""
+    return {
+        key: Quantity(
+            f"{vid}/leaf_difference_{key}_{r['hypothesis']}",
+            f"{what} of the difference of leaf cAMEs {r['hypothesis']}",
+            r[key],
+            UNITLESS,
+            rows,
+            form="p",
+        )
+        for key, what in (("p_value", "p-value"), ("p_value_adj", "Holm-adjusted p-value"))
+        if r.get(key) is not None
+    }
 
 
 def p_words(q: Quantity) -> str:
