@@ -336,3 +336,12 @@ def test_leaf_difference_p_values_and_the_estimation_rows_came_are_quantities():
     came = qs["came_estimation_root"]
     assert written(came) == "0.94" and came.interval.low == 0.66 and came.rows.n == 135
     assert written(qs["share_leaf_3"]) == "50.4%"  # of the 135 estimation rows of an honest partition
+
+
+def test_the_estimation_rows_came_takes_the_primary_interval_where_computed():
+    payload = _payload()
+    root = {"node": 1, "rule": "(all)", "n": 136, "came": 0.5616, "came_ci_low": 0.549, "came_ci_high": 0.574}
+    root.update(conf_low=0.4859, conf_high=0.6373, inference="delta")
+    payload["effects"][0]["variants"][0]["partition"].update(honest=True, estimation_root=root)
+    q = typed_payload(payload)["effects"][0]["variants"][0]["quantities"]["came_estimation_root"]
+    assert q["interval"] == {"low": 0.4859, "high": 0.6373, "level": 0.95, "kind": "delta", "covers": ""}

@@ -184,13 +184,19 @@ def _diagnostics(v: dict, unit: Unit, level: float) -> dict[str, Quantity]:
             continue
         share = None if key == "root" and honest else measures.leaf_share(vid, leaf, total, key)
         if key == "estimation_root" and leaf.get("came") is not None:  # the leaf table's + row
+            primary = leaf.get("conf_low") is not None  # as the leaf cAMEs: the primary interval where computed
             out["came_estimation_root"] = Quantity(
                 f"{vid}/came_estimation_root",
                 "cAME of the estimation rows (all leaves)",
                 leaf["came"],
                 unit,
                 RowSet("estimation rows", int(leaf.get("n") or 0)),
-                Interval(leaf.get("came_ci_low"), leaf.get("came_ci_high"), level, "fixed model"),
+                Interval(
+                    leaf.get("conf_low" if primary else "came_ci_low"),
+                    leaf.get("conf_high" if primary else "came_ci_high"),
+                    level,
+                    str(leaf.get("inference")) if primary else "fixed model",
+                ),
                 leaf.get("std_error"),
             )
         for q in (measures.leaf_canlm(vid, leaf, level, key), measures.leaf_cov(vid, leaf, key), share):
