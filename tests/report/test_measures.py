@@ -345,3 +345,19 @@ def test_the_estimation_rows_came_takes_the_primary_interval_where_computed():
     payload["effects"][0]["variants"][0]["partition"].update(honest=True, estimation_root=root)
     q = typed_payload(payload)["effects"][0]["variants"][0]["quantities"]["came_estimation_root"]
     assert q["interval"] == {"low": 0.4859, "high": 0.6373, "level": 0.95, "kind": "delta", "covers": ""}
+
+
+def test_a_leafs_evaluated_ranges_are_printed_from_their_quantities():
+    from fme.report.present.partition_view import where_came_holds
+
+    payload = _payload()
+    part = payload["effects"][0]["variants"][0]["partition"]
+    box = {"feature": "x2", "kind": "numeric", "range": "(-0.0177422, 2.1188]", "restricted": True}
+    part["leaves"][1]["box"] = [box | {"eval_min": -0.009858943, "eval_max": 2.118803}]
+    part["leaves"][0]["box"] = [box | {"range": "[-3.89942, -0.0177422]", "eval_min": -3.8994217, "eval_max": -0.01774}]
+    qs = typed_payload(payload)["effects"][0]["variants"][0]["quantities"]
+    low = Quantity.from_dict(qs["eval_range_leaf_3_min_x2"])
+    high = Quantity.from_dict(qs["eval_range_leaf_3_max_x2"])
+    assert (written(low), written(high), low.rows.n) == ("-0.00985894", "2.1188", 68)
+    text = " ".join(where_came_holds(part))
+    assert f"x2 evaluated {written(low)} to {written(high)} (hyperrectangle (-0.0177422, 2.1188])" in text

@@ -202,6 +202,9 @@ def _diagnostics(v: dict, unit: Unit, level: float) -> dict[str, Quantity]:
         for q in (measures.leaf_canlm(vid, leaf, level, key), measures.leaf_cov(vid, leaf, key), share):
             if q is not None:
                 out[q.id.split("/", 1)[1]] = q
+    for leaf in part.get("leaves") or []:  # where each leaf's cAME was evaluated, beside its hyperrectangle
+        for key, q in measures.evaluated_ranges(vid, leaf).items():
+            out[key] = q
     rows = RowSet("evaluated rows", int(v.get("n") or 0))
     for i, r in enumerate(v.get("contracts") or []):
         for key, q in measures.contract_quantities(vid, r, i, rows).items():

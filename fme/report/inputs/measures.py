@@ -34,6 +34,8 @@ __all__ = [
     "alpha_level",
     "p_words",
     "leaf_difference_p",
+    "evaluated_ranges",
+    "EVALUATED_FORM",
 ]
 
 
@@ -257,6 +259,24 @@ def range_quantities(
         for end, x in (("min", low), ("max", high))
         if x is not None
     }
+
+
+#: How a leaf's evaluated range is written: as its hyperrectangle's bounds (6 significant digits).
+EVALUATED_FORM = "g:6"
+
+
+def evaluated_ranges(vid: str, leaf: dict) -> dict[str, Quantity]:
+    """The range each numeric feature of a leaf's hyperrectangle takes over the leaf's rows ('evaluated 5.09017
+    to 14.4383'), keyed 'eval_range_leaf_<node>_<min|max>_<feature>'."""
+    rows = RowSet("rows of the leaf", int(leaf.get("n") or 0))
+    out: dict[str, Quantity] = {}
+    for b in leaf.get("box") or []:
+        if b.get("kind", "numeric") != "numeric" or b.get("eval_min") is None:
+            continue
+        key = f"eval_range_leaf_{_node_key(leaf)}"
+        qs = range_quantities(vid, b["feature"], b["eval_min"], b.get("eval_max"), rows, key, EVALUATED_FORM)
+        out.update({f"{k}_{b['feature']}": q for k, q in qs.items()})
+    return out
 
 
 def challenger_ame(vid: str, c: dict, unit: Unit, level: float) -> Quantity:

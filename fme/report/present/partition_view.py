@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._utils.numfmt import count, fmt_est, fmt_g, fmt_int, fmt_num, fmt_p
+from ..._utils.numfmt import count, fmt_est, fmt_int, fmt_num, fmt_p
 from ..inputs import measures
 from ..inputs.claims import p_cell
 from ..inputs.quantities import RowSet, at_rounding_level, written, written_bounds
@@ -181,16 +181,15 @@ def shown_leaves(part: dict, vid: str) -> tuple[dict, str | None]:
     return {**part, "leaves": keep}, note
 
 
-def _g(x: float) -> str:
-    """A range bound as the hyperrectangle prints it (6 significant digits), so both read alike."""
-    return fmt_g(x, 6)
-
-
 def _evaluated(b: dict) -> str | None:
     """'evaluated 5.09017 to 14.4383' for a numeric feature of a leaf (None: not numeric / older results)."""
     if b.get("kind", "numeric") != "numeric" or b.get("eval_min") is None:
         return None
-    return f"evaluated {_g(b['eval_min'])} to {_g(b['eval_max'])}"
+    # the range's quantities as results.json types them (the rows do not change how they are written)
+    q = measures.range_quantities(
+        "", b["feature"], b["eval_min"], b["eval_max"], RowSet("rows of the leaf", 0), "r", measures.EVALUATED_FORM
+    )
+    return f"evaluated {written(q['r_min'])} to {written(q['r_max'])}"
 
 
 def boxes(part: dict) -> dict[str, Any]:
