@@ -361,3 +361,9 @@ def test_a_leafs_evaluated_ranges_are_printed_from_their_quantities():
     assert (written(low), written(high), low.rows.n) == ("-0.00985894", "2.1188", 68)
     text = " ".join(where_came_holds(part))
     assert f"x2 evaluated {written(low)} to {written(high)} (hyperrectangle (-0.0177422, 2.1188])" in text
+
+
+def test_a_contract_in_percentage_points_keeps_its_unit_and_scale():
+    r = _variant()["contracts"][0] | {"unit": "percentage points of P(yes)", "estimate": 8.602}
+    q = measures.contract_quantities("x1", r, 0, RowSet("evaluated rows", 258))["estimate"]
+    assert q.unit == Unit("percentage points", "pp", 1.0, "P(yes)") and written(q) == "8.602"

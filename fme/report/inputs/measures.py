@@ -183,7 +183,9 @@ def contract_quantities(vid: str, r: dict, index: int, rows: RowSet) -> dict[str
     without one, three decimals), test statistic (two decimals) and p-values, raw and Holm-adjusted; a test that
     is not valid (a standard error at rounding level) has no statistic and no p-value: the report prints why."""
     base = f"{vid}/contract_{index}"
-    unit = Unit(str(r.get("unit") or ""))
+    # a contract row keeps its numbers in the contract's own unit ('percentage points of P(yes)': already scaled)
+    name, _, of = str(r.get("unit") or "").partition(" of ")
+    unit = Unit(name, "pp" if name == "percentage points" else name, 1.0, of)
     interval = None
     if r.get("conf_low") is not None:
         interval = Interval(r["conf_low"], r.get("conf_high"), float(r.get("conf_level") or 0.95), str(r["inference"]))
