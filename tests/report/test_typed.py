@@ -100,7 +100,25 @@ def test_results_json_carries_typed_quantities_labelled_intervals_and_claims(bui
     assert v["quantities"]["stability_ame_min"]["value"] == v["stability"]["ame_min"]
     leaves = [k for k in v["quantities"] if k.startswith("came_leaf_")]
     assert len(leaves) == len(v["partition"]["leaves"])
-    assert {q["unit"]["name"] for q in v["quantities"].values()} == {"percentage points"}
+    # effect-scale numbers in the one unit; the diagnostics (NLMs, shares, ARI, p-values, statistics) are
+    # scale-free or percentages of rows, each written in its own form
+    scale_free = {k for k, q in v["quantities"].items() if q["unit"]["name"] != "percentage points"}
+    assert {v["quantities"][k]["unit"]["name"] for k in scale_free} == {"", "percent"}
+    diagnostic = (
+        "anlm",
+        "median_nlm",
+        "share_",
+        "ep_",
+        "ari_",
+        "global_test_",
+        "alpha_",
+        "canlm_",
+        "cov_",
+        "contract_",
+        "leaf_difference_p_value",
+        "eval_range_",
+    )
+    assert {k for k in scale_free if not k.startswith(diagnostic)} == set()
     diffs = [q for k, q in v["quantities"].items() if k.startswith("leaf_difference_")]
     assert all(q["rows"]["n"] > 0 for q in diffs)
     (inter,) = results["interactions"]["rows"]

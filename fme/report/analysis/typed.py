@@ -21,6 +21,7 @@ import dataclasses
 import re
 from typing import Any
 
+from ..inputs import measures
 from ..inputs.claims import (
     Claim,
     agreement,
@@ -173,6 +174,9 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
     for r in (part.get("tests") or {}).get("rows") or []:
         key = f"leaf_difference_{r['hypothesis']}"
         pair = re.findall(r"\[(\d+)\]", str(r["hypothesis"]))  # "[3] - [2]": leaf 3 minus leaf 2
+        two = RowSet("rows of the two leaves", sum(n_of.get(x, 0) for x in pair))
+        for k, q in measures.leaf_difference_p(vid, r, two).items():
+            quantities[f"leaf_difference_{k}_{r['hypothesis']}"] = q
         quantities[key] = Quantity(
             f"{vid}/{key}",
             f"difference of leaf cAMEs {r['hypothesis']}",
@@ -225,6 +229,7 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
             )
     if v.get("second_path"):
         _second_path(v["second_path"], ame, quantities, claims)
+    quantities.update(_diagnostics(v, unit, level))
     v["quantities"] = {k: q.to_dict() for k, q in quantities.items()}
     claims.append(direction(ame).to_dict())
     tests = (v.get("partition") or {}).get("tests") or {}
@@ -323,6 +328,74 @@ def _outside_claim(r: dict, noun: str) -> Claim:
     return dataclasses.replace(c, text=c.text.replace(" take the ", " takes the ")) if c.holds and k == 1 else c
 
 
+def _diagnostics(v: dict, unit: Unit, level: float) -> dict[str, Quantity]:
+    """The quantities of an effect's diagnostics (:mod:`fme.report.inputs.measures`): NLMs, the share of
+    extrapolation points and their range, the partition's ARI, global p-value, cANLMs and spreads, contract
+    statistics and p-values, the challenger's own AME."""
+    vid = v["id"]
+    out: dict[str, Quantity] = dict(measures.nlm_quantities(v))
+    for key, q in (
+        ("ep_share", measures.ep_share(v)),
+        ("ari_median", measures.ari_median(v)),
+        ("global_test_p", measures.global_p(v)),
+        ("global_test_statistic", measures.global_statistic(v)),
+        ("alpha_level", measures.alpha_level(v)),
+    ):
+        if q is not None:
+            out[key] = q
+    part = v.get("partition") or {}
+    heads = [("root", part.get("root")), ("estimation_root", part.get("estimation_root"))]
+    honest = bool(part.get("honest") and part.get("estimation_root"))
+    # the leaf table's shares are of the estimation rows of an honest partition, else of all evaluated rows
+    total = (
+        RowSet("estimation rows", int(part["estimation_root"]["n"]))
+        if honest
+        else RowSet("evaluated rows", int(v.get("n") or 0))
+    )
+    for key, leaf in heads + [(None, leaf) for leaf in part.get("leaves") or []]:
+        if not leaf:
+            continue
+        share = None if key == "root" and honest else measures.leaf_share(vid, leaf, total, key)
+        if key == "estimation_root" and leaf.get("came") is not None:  # the leaf table's + row
+            primary = leaf.get("conf_low") is not None  # as the leaf cAMEs: the primary interval where computed
+            out["came_estimation_root"] = Quantity(
+                f"{vid}/came_estimation_root",
+                "cAME of the estimation rows (all leaves)",
+                leaf["came"],
+                unit,
+                RowSet("estimation rows", int(leaf.get("n") or 0)),
+                Interval(
+                    leaf.get("conf_low" if primary else "came_ci_low"),
+                    leaf.get("conf_high" if primary else "came_ci_high"),
+                    level,
+                    str(leaf.get("inference")) if primary else "fixed model",
+                ),
+                leaf.get("std_error"),
+            )
+        for q in (measures.leaf_canlm(vid, leaf, level, key), measures.leaf_cov(vid, leaf, key), share):
+            if q is not None:
+                out[q.id.split("/", 1)[1]] = q
+    for leaf in part.get("leaves") or []:  # where each leaf's cAME was evaluated, beside its hyperrectangle
+        for key, q in measures.evaluated_ranges(vid, leaf).items():
+            out[key] = q
+    rows = RowSet("evaluated rows", int(v.get("n") or 0))
+    for i, r in enumerate(v.get("contracts") or []):
+        for key, q in measures.contract_quantities(vid, r, i, rows).items():
+            out[f"contract_{i}_{key}"] = q
+    for w in v.get("extrapolation_where") or []:
+        if "min" in w and w.get("feature") is not None:
+            eps = RowSet("extrapolation points", int(w.get("n") or 0))
+            for form in measures.RANGE_FORMS:
+                joint = "joint_" if w.get("kind") == "joint" else ""  # a feature may be named by both kinds
+                prefix = f"ep_{joint}range{form.split(':')[1]}"
+                qs = measures.range_quantities(vid, w["feature"], w["min"], w["max"], eps, prefix, form)
+                out.update({f"{k}_{w['feature']}": q for k, q in qs.items()})
+    c = v.get("challenger")
+    if c and c.get("ame") is not None:
+        out["challenger_ame"] = measures.challenger_ame(vid, c, unit, level)
+    return out
+
+
 def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """A copy of the payload of ``results.json`` in its typed form (see the module docstring)."""
     out = copy.deepcopy(payload)
@@ -359,6 +432,14 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
         from .joint_typed import type_joint_regions
 
         claims.extend(type_joint_regions(out["joint_regions"], unit))
+    model = out.get("model") or {}
+    q = measures.dispersion(model.get("dispersion"), int((out.get("data") or {}).get("n_rows") or 0))
+    if q is not None:
+        model["quantities"] = {"dispersion": q.to_dict()}
+    n_rows = int((out.get("data") or {}).get("n_rows") or 0)
+    for r in out.get("dictionary") or []:
+        if isinstance(r, dict) and "feature" in r:
+            r["quantities"] = {k: q.to_dict() for k, q in measures.feature_quantities(r, n_rows).items()}
     out["claims"] = claims
     out["second_path"] = _largest(out, unit)
     return out

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._utils.numfmt import fmt_est, fmt_level
+from ..._utils.numfmt import fmt_est, fmt_g, fmt_level, fmt_nlm, fmt_num, fmt_p, fmt_percent, fmt_share
 from .wording import count_words, unit_after
 
 __all__ = [
@@ -29,6 +29,9 @@ __all__ = [
     "UNITLESS",
     "COUNT",
     "shown",
+    "written",
+    "written_bounds",
+    "FORMS",
     "interval_text",
     "difference",
     "percentage_points",
@@ -221,6 +224,10 @@ class Quantity:
     interval : Interval, optional
     std_error : float, optional
         On the model's scale.
+    form : str
+        How the value is written (:data:`FORMS`, :func:`written`): 'estimate' (the default: the decimals of
+        its interval), 'nlm', 'p', 'share' (``rows.n`` of ``rows.of.n``), 'percent', 'fixed:<decimals>',
+        'g:<significant digits>' (a data range), 'gt:<significant digits>' (the same with thousands separators).
     """
 
     id: str
@@ -231,6 +238,7 @@ class Quantity:
     interval: Interval | None = None
     std_error: float | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    form: str = "estimate"
 
     def display(self) -> tuple[float | None, float | None, float | None]:
         """(value, low, high) in the unit the reader reads (the unit's scale applied)."""
@@ -248,7 +256,7 @@ class Quantity:
             "rows": self.rows.to_dict(),
             "interval": None if self.interval is None else self.interval.to_dict(),
             "std_error": _finite(self.std_error),
-        }
+        } | ({} if self.form == "estimate" else {"form": self.form})
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Quantity:
@@ -260,6 +268,7 @@ class Quantity:
             rows=RowSet.from_dict(d["rows"]),
             interval=Interval.from_dict(d.get("interval")),
             std_error=d.get("std_error"),
+            form=d.get("form", "estimate"),
         )
 
 
@@ -271,6 +280,42 @@ def shown(q: Quantity, *, unit: bool = False) -> str:
     if unit and q.unit.name:
         text += " " + q.unit.after(text)
     return text
+
+
+#: The forms a quantity's value is written in, each as one formatter of :mod:`fme._utils.numfmt` (the number
+#: after ':' is its parameter).
+FORMS = ("estimate", "nlm", "p", "share", "percent", "fixed", "g", "gt")
+
+
+def written(q: Quantity) -> str:
+    """The value as the report writes it, in the quantity's unit and :attr:`Quantity.form`: '2.039'
+    (estimate), '0.9881' (nlm), '< 0.001' (p), '14.0%' (share of rows), '0.850' (fixed:3), '9.09959' (g:6),
+    '1,680.5' (gt:6)."""
+    kind, _, arg = q.form.partition(":")
+    v, lo, hi = q.display()
+    if kind == "estimate":
+        return fmt_est(v, lo, hi)[0]
+    if kind == "nlm":
+        return fmt_nlm(v, lo, hi)[0]
+    if kind == "p":
+        return fmt_p(v)
+    if kind == "share":
+        return fmt_share(q.rows.n, q.rows.of.n if q.rows.of is not None else 0)
+    if kind == "percent":
+        return fmt_percent(q.value, int(arg or 1))
+    if kind == "fixed":
+        return fmt_num(v, int(arg or 3))
+    if kind in ("g", "gt"):  # 'gt': with thousands separators
+        return fmt_g(v, int(arg or 6), thousands=kind == "gt") if v is not None else "-"
+    raise ValueError(f"unknown form {q.form!r} of quantity {q.id}: one of {', '.join(FORMS)}")
+
+
+def written_bounds(q: Quantity) -> tuple[str, str]:
+    """The interval's bounds as the report writes them, with the value's decimals ('estimate') or as an NLM
+    ('nlm'); ('-', '-') without an interval."""
+    v, lo, hi = q.display()
+    triple = fmt_nlm(v, lo, hi) if q.form == "nlm" else fmt_est(v, lo, hi)
+    return triple[1], triple[2]
 
 
 def interval_text(q: Quantity, *, brackets: bool = True) -> str:

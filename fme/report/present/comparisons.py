@@ -7,9 +7,10 @@ table names its unit and the rows it counts once, in its header or caption.
 
 from __future__ import annotations
 
-from ..._utils.numfmt import count, fmt_est, fmt_int, fmt_num, fmt_p, fmt_percent
+from ..._utils.numfmt import count, fmt_int, fmt_p, fmt_percent
 from ..inputs.claims import Claim, p_cell, statistic_cell
-from ..inputs.quantities import UNITLESS, Interval, Quantity, RowSet, Unit, interval_text, shown
+from ..inputs.measures import challenger_ame, contract_quantities
+from ..inputs.quantities import UNITLESS, Interval, Quantity, RowSet, Unit, interval_text, shown, written
 from ..inputs.specs import CI_SHORT
 from ..inputs.verdicts import contract_not_valid
 from ..inputs.wording import count_words
@@ -23,22 +24,28 @@ def contract_cells(groups: list[dict]) -> dict | None:
     rows = []
     for g in groups:
         for v in g["variants"]:
-            for r in v.get("contracts") or []:
-                if r["conf_low"] is not None:
-                    est, lo, hi = fmt_est(r["estimate"], r["conf_low"], r["conf_high"])
-                    interval = f"[{lo}, {hi}] ({r['inference']})"
-                else:
-                    est, interval = (fmt_num(r["estimate"], 3) if r["estimate"] is not None else "-"), "-"
+            evaluated = RowSet("evaluated rows", int(v.get("n") or 0))
+            for i, r in enumerate(v.get("contracts") or []):
+                q = contract_quantities(v["id"], r, i, evaluated)
+                est = written(q["estimate"]) if r["estimate"] is not None else "-"
+                interval = f"{interval_text(q['estimate'])} ({r['inference']})" if r["conf_low"] is not None else "-"
                 why = contract_not_valid(r)
+                valid = why is None
                 rows.append(
                     {
                         "effect": v["id"],
                         "expected": r["expected"],
                         "estimate": est,
                         "interval": interval,
-                        "statistic": statistic_cell(r["statistic"], why is None, why or ""),
-                        "p": p_cell(r["p_value"], why is None),
-                        "p_adj": p_cell(r["p_value_adj"], why is None),
+                        "statistic": written(q["statistic"])
+                        if valid and "statistic" in q
+                        else statistic_cell(r["statistic"], valid, why or ""),
+                        "p": written(q["p_value"]) if valid and "p_value" in q else p_cell(r["p_value"], valid),
+                        "p_adj": (
+                            written(q["p_value_adj"])
+                            if valid and "p_value_adj" in q
+                            else p_cell(r["p_value_adj"], valid)
+                        ),
                         "verdict": r["verdict"].upper() if r["verdict"] == "not met" else r["verdict"],
                     }
                 )
@@ -80,14 +87,7 @@ def challenger_cells(groups: list[dict], unit: Unit = UNITLESS) -> dict | None:
                 rows_v,
                 Interval(iv.get("conf_low"), iv.get("conf_high"), level, str(iv.get("inference"))),
             )
-            other = Quantity(
-                f"{v['id']}/challenger/ame",
-                "challenger AME",
-                c["ame"],
-                unit,
-                rows_v,
-                Interval(c["ci_low"], c["ci_high"], level, "challenger's primary"),
-            )
+            other = challenger_ame(v["id"], c, unit, level)  # as results.json types it
             common = RowSet("rows both models evaluated", int(c["n_common"]))
             diff = Quantity(
                 f"{v['id']}/challenger/difference",

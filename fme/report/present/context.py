@@ -20,6 +20,7 @@ from ..inputs.config import ReportConfig
 
 # the default flag thresholds (a config's ``flags:`` overrides them)
 from ..inputs.specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
+from ..inputs.wording import count_words
 from . import audit, changelog, sentences
 from .comparisons import challenger_cells, contract_cells, interaction_cells
 from .display import (
@@ -215,7 +216,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                     "omitted": omitted,
                     "params": ", ".join(f"{k} = {val}" for k, val in sorted(p["params"].items()) if k != "method")
                     or "defaults",
-                    "rows": leaf_rows(p, v["n"], thresholds["leaf_n"]),
+                    "rows": leaf_rows(p, v["n"], thresholds["leaf_n"], v["id"], float(v.get("conf_level") or 0.95)),
                     "boxes": boxes(p),
                     "notes": p["notes"],
                     "holds": where_came_holds(p, noun, results["data"].get("sample")),
@@ -240,6 +241,10 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
                         "rows": sc["rows"],
                         "table": tab,
                         "sentence": sentences.stability_sentence(sc["cells"], v["stability"].get("ari_median"), tab),
+                        # the rows each subsample's AME averages over, for the caption
+                        "scope": ""
+                        if "n_each" not in sc["cells"]
+                        else f", each over the {count_words(v['stability']['n_each'], 'rows')} of one subsample",
                     }
             variants.append(var)
         effects.append({"id": group["id"], "title": effect_title(group), "why": group["why"], "variants": variants})

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_num, p_phrase
+from ..._utils.numfmt import fmt_g, fmt_int, fmt_num, p_phrase
+from ..inputs import measures
+from ..inputs.quantities import written
 from ..inputs.specs import FLAG_DEFAULTS, FLAG_MEANING, dispersion_covariance, scales_dispersion
 from ..inputs.wording import count_words
 from .partition_view import global_test_claim
@@ -39,19 +41,20 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
     if v["detector"] is None:
         add("extrapolation checked", "yes", "not checked", True)
     elif v["policy"] == "exclude":
-        n_ep = v["n_extrapolation"] or 0
-        share = n_ep / (v["n"] + n_ep)
+        q = measures.ep_share(v)
+        assert q is not None  # a detector and policy exclude
         add(
             "share of extrapolation points",
             f"> {fmt_g(100 * t['ep_share'])}%",
-            cells["ep_share"],
-            share > t["ep_share"],
+            written(q),
+            q.value is not None and q.value > t["ep_share"],
         )
     inc = v["ci_low"] is None or v["ci_low"] <= 0 <= v["ci_high"]
     ci = f"[{cells['ci_low']}, {cells['ci_high']}]"
     add("CI of the AME includes zero", "yes", ci, inc)
     if v.get("nlm") and v.get("anlm") is not None:
-        add("ANLM below threshold", f"< {fmt_g(t['anlm'])}", cells["anlm"], v["anlm"] < t["anlm"])
+        anlm = measures.nlm_quantities(v)["anlm"]
+        add("ANLM below threshold", f"< {fmt_g(t['anlm'])}", written(anlm), v["anlm"] < t["anlm"])
     elif v.get("nlm"):  # asked for, but no row has a defined NLM
         add("ANLM below threshold", f"< {fmt_g(t['anlm'])}", "not run: no evaluated row has a defined NLM", True)
     expected = v.get("expected_sign")
@@ -78,8 +81,8 @@ def flag_rows(v: dict, cells: dict[str, str], label: str, t: dict) -> list[dict[
     ari_rule = "partition unstable across subsamples (median ARI)"
     if st and st.get("not_run"):
         add(ari_rule, f"< {fmt_g(t['ari'])}", f"not run: {st['not_run']}", True)
-    elif st and st.get("ari_median") is not None:
-        add(ari_rule, f"< {fmt_g(t['ari'])}", fmt_num(st["ari_median"], 3), st["ari_median"] < t["ari"])
+    elif st and (ari := measures.ari_median(v)) is not None:
+        add(ari_rule, f"< {fmt_g(t['ari'])}", written(ari), st["ari_median"] < t["ari"])
     elif st:  # configured, but no refit succeeded: the check did not run, and the table says so
         add(
             ari_rule,
@@ -96,31 +99,34 @@ def _partition_rows(add: Any, v: dict, part: dict | None, t: dict) -> None:
     """The flags of the cAME partition; a check that could not run says so ("not run: why"), it never
     disappears from the table."""
     rule_test = "leaves not distinguishable (global test of equal leaf cAMEs)"
-    alpha = 1 - float(v.get("conf_level", 0.95))
+    level = measures.alpha_level(v)
+    alpha, at = float(level.value or 0.05), f"p >= {written(level)}"
     if part is None:
         why = v.get("partition_not_run")
         if why:  # configured, but no tree: every check of it is a row that says so
-            add(rule_test, f"p >= {fmt_g(alpha)}", f"not run: {why}", True)
+            add(rule_test, at, f"not run: {why}", True)
             add("smallest cAME leaf", f"n < {fmt_int(t['leaf_n'])}", f"not run: {why}", True)
         return
     tests = part.get("tests")
     if tests is None:
-        add(rule_test, f"p >= {fmt_g(alpha)}", "not run: a single subspace (no leaves to compare)", False)
+        add(rule_test, at, "not run: a single subspace (no leaves to compare)", False)
     else:
         claim = global_test_claim(tests, 1 - alpha, part["leaves"])
         if claim.kind == "test_not_valid":  # never an 'ok' for a test that is not valid
-            add(rule_test, f"p >= {fmt_g(alpha)}", f"cannot be computed here: {claim.reason}", True)
+            add(rule_test, at, f"cannot be computed here: {claim.reason}", True)
         else:
             # a tree whose leaves the data cannot tell apart describes noise, not subgroups
-            p = tests["global"]["p_value"]
-            add(rule_test, f"p >= {fmt_g(alpha)}", p_phrase(p), p >= alpha)
+            p = measures.global_p(v)
+            text = p_phrase(None) if p is None else measures.p_words(p)
+            add(rule_test, at, text, p is not None and p.value is not None and p.value >= alpha)
     small = min(int(leaf["n"]) for leaf in part["leaves"])
     add("smallest cAME leaf", f"n < {fmt_int(t['leaf_n'])}", fmt_int(small), small < t["leaf_n"])
     with_nlm = [leaf for leaf in part["leaves"] if leaf.get("canlm") is not None]
     if with_nlm:  # ties broken by node number, the same in both engines
         worst = min(with_nlm, key=lambda leaf: (leaf["canlm"], int(leaf["node"])))
         below = sum(leaf["canlm"] < t["leaf_anlm"] for leaf in with_nlm)
-        est = fmt_est(worst["canlm"], worst.get("canlm_ci_low"), worst.get("canlm_ci_high"))[0]
+        canlm = measures.leaf_canlm(str(v.get("id", "effect")), worst, float(v.get("conf_level", 0.95)))
+        est = "-" if canlm is None else written(canlm)
         add(
             "non-linear cAME leaf (lowest cANLM)",
             f"< {fmt_g(t['leaf_anlm'])}",
@@ -161,7 +167,7 @@ def model_flag_rows(model_info: dict, t: dict) -> list[dict[str, str]]:
             "effect": "the model",
             "rule": f"dispersion of the {d['family']} model (Pearson chi2 / df)",
             "threshold": f"> {fmt_g(t['dispersion'])}",
-            "value": fmt_num(d["dispersion"], 2),
+            "value": written(q) if (q := measures.dispersion(d, 0)) is not None else "-",
             "status": _status(flagged),
         }
     ]

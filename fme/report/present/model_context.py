@@ -14,7 +14,8 @@ from typing import Any
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_level, fmt_num, fmt_share
 from ..inputs.claims import enters_predictions
 from ..inputs.config import ReportConfig
-from ..inputs.quantities import Quantity
+from ..inputs.measures import RANGE_FORMS, feature_quantities, range_quantities
+from ..inputs.quantities import Quantity, RowSet, written
 from ..inputs.specs import ci_short, describe_detector
 
 __all__ = ["whole_model", "fit_text", "causes_phrase", "effective_step_rows", "detector_text"]
@@ -100,17 +101,15 @@ def whole_model(results: dict, cfg: ReportConfig, scale: float, first_table: int
             or [enters_predictions(a["column"], a["role"], True).text for a in ov.get("prediction_columns") or []],
         }
         out["table_dictionary"] = first_table + 1
+    n_rows = int((results.get("data") or {}).get("n_rows") or 0)
     for r in dic:
         if r["type"] == "categorical":
             rng = ", ".join(r["levels"][:12]) + (f", ... ({len(r['levels'])} levels)" if len(r["levels"]) > 12 else "")
             sd = "-"
         else:
-            rng = (
-                f"{fmt_g(r['min'], 6, thousands=True)} to {fmt_g(r['max'], 6, thousands=True)}"
-                if r["min"] is not None
-                else "-"
-            )
-            sd = fmt_g(r["sd"], 4, thousands=True)
+            q = feature_quantities(r, n_rows)  # minimum, maximum and SD as results.json types them
+            rng = f"{written(q['min'])} to {written(q['max'])}" if "min" in q and "max" in q else "-"
+            sd = written(q["sd"]) if "sd" in q else "-"
         kind = r["type"] + (f" ({r['encoding']})" if r.get("encoding") else "")
         out["dictionary"].append(
             {
@@ -141,10 +140,13 @@ def fit_text(fit: dict | None) -> str | None:
     return f"n = {fmt_int(fit['n'])}, RMSE {fmt_num(fit['rmse'], 3)}, R² {fmt_num(fit['r2'], 3)}"
 
 
-def _observed(low: float, high: float, prefix: bool = True) -> str:
-    """Observed data values as the data hold them (6 significant digits, no padded decimals): one value when
-    the range is a single value ('1,680', not 'from 1,680.000 to 1,680.000')."""
-    a, b = fmt_g(low, thousands=True), fmt_g(high, thousands=True)
+def _observed(c: dict, prefix: bool = True) -> str:
+    """Observed data values of the extrapolation points of one cause, as the data hold them (the range's
+    quantities, 6 significant digits, no padded decimals): one value when the range is a single value ('1,680',
+    not 'from 1,680.000 to 1,680.000')."""
+    rows = RowSet("extrapolation points", int(c.get("n") or 0))
+    q = range_quantities("", c["feature"], c["min"], c["max"], rows, "range", RANGE_FORMS[0])
+    a, b = written(q["range_min"]), written(q["range_max"])
     if a == b:
         return a
     return f"from {a} to {b}" if prefix else f"{a} to {b}"
@@ -157,7 +159,7 @@ def causes_phrase(causes: list[dict], n_ep: int) -> str | None:
     parts = []
     for c in causes:
         if c["kind"] == "outside range":
-            rng = f": observed {c['feature']} {_observed(c['min'], c['max'])}" if "min" in c else ""
+            rng = f": observed {c['feature']} {_observed(c)}" if "min" in c else ""
             parts.append(f"outside the reference data in {c['feature']} for {fmt_int(c['n'])}{rng}")
     joint = [c for c in causes if c["kind"] == "joint"]
     if joint:
@@ -167,7 +169,7 @@ def causes_phrase(causes: list[dict], n_ep: int) -> str | None:
         if named:
             text += (
                 " (they differ most from the evaluated rows in "
-                + ", ".join(f"{c['feature']}: {_observed(c['min'], c['max'], prefix=False)}" for c in named)
+                + ", ".join(f"{c['feature']}: {_observed(c, prefix=False)}" for c in named)
                 + ")"
             )
         parts.append(text)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._utils.numfmt import count, fmt_est, fmt_g, fmt_int, fmt_num, fmt_p, fmt_share
+from ..._utils.numfmt import count, fmt_est, fmt_int, fmt_num, fmt_p
+from ..inputs import measures
 from ..inputs.claims import p_cell
-from ..inputs.quantities import at_rounding_level
+from ..inputs.quantities import RowSet, at_rounding_level, written, written_bounds
 from ..inputs.specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
 from ..inputs.verdicts import global_test_claim, global_test_record
 from ..inputs.wording import count_words
@@ -116,15 +117,22 @@ def head_rows(part: dict) -> tuple[list[dict], str]:
     )
 
 
-def leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -> list[dict[str, str]]:
+def leaf_rows(
+    part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"], vid: str = "effect", conf_level: float = 0.95
+) -> list[dict[str, str]]:
     """The leaf table's rows, those of :func:`head_rows` first; the shares are of its last head row's n (of an
-    honest partition the estimation rows; the all-rows row then has none)."""
+    honest partition the estimation rows; the all-rows row then has none). Shares, CoVs and cANLMs are printed
+    from the quantities results.json carries for them (``vid``: the effect variant's id)."""
     rows = []
     heads = head_rows(part)[0]
-    n_all = int(heads[-1]["n"]) if len(heads) > 1 else n_all
-    for leaf in heads + part["leaves"]:
+    honest = len(heads) > 1
+    n_all = int(heads[-1]["n"]) if honest else n_all
+    total = RowSet("estimation rows" if honest else "evaluated rows", n_all)
+    keys = ["root", "estimation_root"][: len(heads)] + [None] * len(part["leaves"])
+    for key, leaf in zip(keys, heads + part["leaves"]):
         est, lo, hi = fmt_est(leaf["came"], leaf["came_ci_low"], leaf["came_ci_high"])
-        share = "-" if len(heads) > 1 and leaf is heads[0] else fmt_share(int(leaf["n"]), n_all)
+        share = "-" if honest and leaf is heads[0] else written(measures.leaf_share(vid, leaf, total, key))
+        cov = measures.leaf_cov(vid, leaf, key)
         row = {
             "node": leaf.get("label", str(leaf["node"])),
             "rule": leaf["rule"],
@@ -132,15 +140,18 @@ def leaf_rows(part: dict, n_all: int, leaf_n: int = FLAG_THRESHOLDS["leaf_n"]) -
             "share": share,
             "came": est,
             "ci": f"[{lo}, {hi}]",
-            "cov": fmt_num(leaf["cov_fme"], 2),
+            "cov": "-" if cov is None else written(cov),
             "small": int(leaf["n"]) < leaf_n,
         }
         if int(leaf["n"]) < 2:  # no spread to estimate from: no interval (and no test), whatever the method
             row["ci"] = "- (fewer than 2 rows)"
         row.update(canlm="-", canlm_ci="-")
-        if "canlm" in leaf:
-            c, clo, chi = fmt_est(leaf["canlm"], leaf["canlm_ci_low"], leaf["canlm_ci_high"])
-            row.update(canlm=c, canlm_ci=f"[{clo}, {chi}]")
+        canlm = measures.leaf_canlm(vid, leaf, conf_level, key)
+        if canlm is not None:
+            clo, chi = written_bounds(canlm)
+            row.update(canlm=written(canlm), canlm_ci=f"[{clo}, {chi}]")
+        elif "canlm" in leaf:  # computed for no row of the leaf
+            row.update(canlm="-", canlm_ci="[-, -]")
         rows.append(row)
     return rows
 
@@ -170,16 +181,15 @@ def shown_leaves(part: dict, vid: str) -> tuple[dict, str | None]:
     return {**part, "leaves": keep}, note
 
 
-def _g(x: float) -> str:
-    """A range bound as the hyperrectangle prints it (6 significant digits), so both read alike."""
-    return fmt_g(x, 6)
-
-
 def _evaluated(b: dict) -> str | None:
     """'evaluated 5.09017 to 14.4383' for a numeric feature of a leaf (None: not numeric / older results)."""
     if b.get("kind", "numeric") != "numeric" or b.get("eval_min") is None:
         return None
-    return f"evaluated {_g(b['eval_min'])} to {_g(b['eval_max'])}"
+    # the range's quantities as results.json types them (the rows do not change how they are written)
+    q = measures.range_quantities(
+        "", b["feature"], b["eval_min"], b["eval_max"], RowSet("rows of the leaf", 0), "r", measures.EVALUATED_FORM
+    )
+    return f"evaluated {written(q['r_min'])} to {written(q['r_max'])}"
 
 
 def boxes(part: dict) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import count, fmt_bound, fmt_int
+from ..inputs.measures import nlm_quantities
+from ..inputs.quantities import written, written_bounds
 from ..inputs.wording import count_words, unit_after
 
 __all__ = [
@@ -132,9 +134,11 @@ def linearity_sentence(v: dict, cells: dict[str, str]) -> str | None:
         return None
     word = next(w for t, w in LINEARITY if v["anlm"] >= t)
     rows = nlm_rows_phrase(v)
+    anlm = nlm_quantities(v)["anlm"]  # as results.json types it
+    lo, hi = written_bounds(anlm)
     return (
-        f"Along the step the model's prediction is {word} on average (ANLM {cells['anlm']}, "
-        f"{cells['level']} CI {cells['anlm_ci_low']} to {cells['anlm_ci_high']}" + (f", {rows}" if rows else "") + ")."
+        f"Along the step the model's prediction is {word} on average (ANLM {written(anlm)}, "
+        f"{cells['level']} CI {lo} to {hi}" + (f", {rows}" if rows else "") + ")."
     )
 
 

@@ -15,8 +15,10 @@ Numbers against quantities (:func:`unmapped_numbers`), the rule:
   quantity in percentage points that reads 2.4): the value and the interval bounds as
   :func:`fme._utils.numfmt.fmt_est` writes them (:func:`fme._utils.numfmt.fmt_nlm` for an NLM), the standard
   error with the value's decimals, and the numbers written in the quantity's label (the step of
-  "AME of x2 - 0.5"). Quantities are found anywhere in ``results.json`` (a mapping with ``id``, ``value``,
-  ``unit`` and ``rows``). A number the config itself gives (a step, a flag threshold, a contract bound,
+  "AME of x2 - 0.5"), and the value in the quantity's own ``form``
+  (:func:`fme.report.inputs.quantities.written`: a p-value as ``< 0.001``, a share of rows as ``14.0%``, a data
+  range to 6 significant digits). Quantities are found anywhere in ``results.json`` (a mapping with ``id``,
+  ``value``, ``unit`` and ``rows``). A number the config itself gives (a step, a flag threshold, a contract bound,
   ``conf_level``), printed as the config gives it, maps too: it is an input, not a result. Nothing else maps.
 """
 
@@ -33,7 +35,7 @@ from typing import Any
 
 from fme._utils.numfmt import fmt_est, fmt_nlm, fmt_num
 from fme.report.inputs.claims import KINDS
-from fme.report.inputs.quantities import Quantity
+from fme.report.inputs.quantities import Quantity, written
 
 __all__ = [
     "quantities",
@@ -96,6 +98,7 @@ def displayed(q: dict) -> set[str]:
         decimals = len(text.split(".")[1]) if "." in text else 0
         out.add(fmt_num(float(quantity.std_error) * quantity.unit.scale, decimals))
     out |= _numbers_in(quantity.label)
+    out.update(tok for tok, _ in decimal_tokens(written(quantity)))  # its form: '< 0.001', '14.0%', '9.09959'
     return out
 
 
