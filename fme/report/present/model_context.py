@@ -17,6 +17,7 @@ from ..inputs.config import ReportConfig
 from ..inputs.measures import RANGE_FORMS, feature_quantities, range_quantities
 from ..inputs.quantities import Quantity, RowSet, written
 from ..inputs.specs import ci_short, describe_detector
+from ..inputs.wording import count_words
 
 __all__ = ["whole_model", "fit_text", "causes_phrase", "effective_step_rows", "detector_text"]
 
@@ -122,6 +123,12 @@ def whole_model(results: dict, cfg: ReportConfig, scale: float, first_table: int
                 "missing": fmt_int(r["n_missing"]),
             }
         )
+    # the caption names the rows the ranges and SDs are over, and each stated unit
+    stated = [f"{r['feature']} in {r['unit']}" for r in dic if r["type"] != "categorical" and r.get("unit")]
+    out["dictionary_scope"] = (
+        f"over the {count_words(n_rows, 'rows')} of the evaluation data; ranges and SDs in each feature's own unit"
+        + (f" ({'; '.join(stated)})" if stated else " (none stated in the config)")
+    )
     return out
 
 
