@@ -68,7 +68,7 @@ def test_bad_steps(frame, steps, exc, phrases):
     "data, phrase",
     [
         (pd.DataFrame({"x1": [], "x2": []}), "has no rows"),
-        (np.ones((3, 2)), "must be a pandas DataFrame"),
+        (np.ones((3, 2)), r"numpy array of shape \(3, 2\) without feature_names: pass a pandas DataFrame"),
         ({"x1": [1.0]}, "must be a pandas DataFrame"),
         (pd.DataFrame(index=[0, 1]), "no columns"),
     ],

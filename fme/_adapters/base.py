@@ -10,7 +10,7 @@ predictions                 :meth:`~ModelAdapter.prediction` (func, feature and 
                             names, description); :meth:`~ModelAdapter.check`
 data preparation            :meth:`~ModelAdapter.prepare` (``C(x)`` columns, exposure),      engines
                             :meth:`~ModelAdapter.complete_columns`                           plan
-delta method (not in paper) :meth:`~ModelAdapter.delta_support`,                             inference
+delta method (not paper)    :meth:`~ModelAdapter.delta_support`,                             inference
                             :meth:`~ModelAdapter.fme_jacobian`,
                             :meth:`~ModelAdapter.predict_with_jacobian`
 covariance choices          :meth:`~ModelAdapter.parameter_count`,                           inference

@@ -19,7 +19,7 @@ enters_predictions  "predictions use each row's exposure"         the column's r
 contract_verdict    met / not met / inconclusive                  one unit for bound and estimate; the SE is not
                                                                   at rounding level
 not_computed        "not computed: <reason>"                      the reason comes from the code that declined
-explained_share     "the regions explain 42 % (CI ...) of ..."     its F test is valid (:func:`test_validity`) and
+explained_share     "the regions explain 42 % (CI ...) of ..."    its F test is valid (:func:`test_validity`) and
                                                                   the share has an interval
 agreement           "agrees to 1e-10" (the audit's second path)   the two paths differ by at most the tolerance
 ==================  ============================================  ===============================================
