@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._utils.numfmt import count
+
 #: The bundled report config, found from the package (so ``fme demo`` works from any working directory).
 DEMO_CONFIG = Path(__file__).resolve().parents[1] / "reports" / "boston-svm.yaml"
 
@@ -102,7 +104,7 @@ def _worked_example() -> None:
     print("fme demo: the paper's Boston housing example (section 8), forward marginal effects of an SVM\n")
     model, X = boston_svm()
     print(
-        f"Model: {type(model).__name__} (medv, the median home value, on {X.shape[1]} features of "
+        f"Model: {type(model).__name__} (medv, the median home value, on {count(X.shape[1], 'feature')} of "
         f"{X.shape[0]} census tracts)"
     )
     _explain("KernlabSVR")

@@ -188,11 +188,12 @@ def fme(
         uses all rows (min/max reductions).
     vcov : {'HC0', 'HC1', 'HC2', 'HC3'}, {'cluster': column} or array, optional
         The delta method's parameter covariance (see :func:`fme.ame`); the caller's model is not modified.
-    feature_names : list of column labels, optional
+    feature_names : sequence of column labels, optional
         The model's inputs in the model's order, for a model fitted on an array (no ``feature_names_in_``:
         it reads columns by position); such a model without them raises :class:`~fme.exceptions.DataError`,
         since a frame's columns in another order would silently be other features. A model that names its
-        inputs needs none. Required with an array as ``data``: the names of its columns, in order.
+        inputs needs none. Required with an array as ``data``: the names of its columns, in order. A list, tuple,
+        pandas Index or 1-D array (such as an estimator's ``feature_names_in_``) of distinct labels.
     progress : bool, optional
         Progress bars for long work (more than one batch of fMEs or of the
         NLM's rows; Dask passes): default on a terminal only, unless

@@ -44,6 +44,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 import pandas as pd
 
+from .._utils.numfmt import count
 from ..exceptions import ModelError, ParameterError
 from .identity import Walk, canonical, estimator_text, pickle_text
 
@@ -145,7 +146,8 @@ def check_vcov(vcov: np.ndarray, k: int, name: str) -> np.ndarray:
     vcov = np.asarray(vcov, dtype=float)
     if vcov.shape != (k, k) or not np.isfinite(vcov).all():
         raise ModelError(
-            f"{name}'s parameter covariance has shape {vcov.shape} (or non-finite entries) for {k} parameters; "
+            f"{name}'s parameter covariance has shape {vcov.shape} (or non-finite entries) for "
+            f"{count(k, 'parameter')}; "
             "delta-method inference needs a finite k x k covariance. Use inference='bootstrap' or 'sample'."
         )
     return vcov
@@ -168,7 +170,7 @@ def pick_output(out: Any, target_class: Any, name: str) -> np.ndarray:
         col = target_column(out.shape[1], target_class, name)
         if col is None:
             raise ParameterError(
-                f"the {name} returns {out.shape[1]} outputs per row (a multi-class objective); pass "
+                f"the {name} returns {count(out.shape[1], 'output')} per row (a multi-class objective); pass "
                 "target_class=<output column index>."
             )
         return out[:, col]

@@ -11,7 +11,15 @@ import pandas as pd
 
 from ..exceptions import DataError
 
-__all__ = ["formula_info", "factor_levels", "spline_bounds", "check_spline_bounds"]
+__all__ = [
+    "formula_info",
+    "factor_levels",
+    "spline_bounds",
+    "check_spline_bounds",
+    "spline_terms",
+    "spline_error",
+    "predict_checked",
+]
 
 
 def _names_in(code: str, columns: Any) -> list:
@@ -178,56 +186,100 @@ def _spline_column(code: str, columns: Any) -> str | None:
     return str(found[0]) if bare and len(found) == 1 else None
 
 
-def _patsy_spline_bounds(spec: Any, columns: Any) -> list[tuple[str, float, float, str]]:
+def _patsy_spline_bounds(spec: Any, columns: Any) -> list[tuple[str | None, float, float, str]]:
     out = []
     for factor, info in spec.factor_infos.items():
         code = getattr(factor, "code", "")
         col = _spline_column(code, columns)
         state = getattr(info, "state", None) or {}
         splines = [t for t in dict(state.get("transforms", {})).values() if type(t).__name__ == "BS"]
-        if col is None or len(splines) != 1 or getattr(splines[0], "_all_knots", None) is None:
+        if len(splines) != 1 or getattr(splines[0], "_all_knots", None) is None:
             continue
         knots = np.asarray(splines[0]._all_knots, dtype=float)
         out.append((col, float(knots.min()), float(knots.max()), code))
     return out
 
 
-def _formulaic_spline_bounds(spec: Any, columns: Any) -> list[tuple[str, float, float, str]]:
+def _formulaic_spline_bounds(spec: Any, columns: Any) -> list[tuple[str | None, float, float, str]]:
     out = []
     states = getattr(spec, "transform_state", None) or {}
     for factor in spec.factor_variables:
         code = str(getattr(factor, "expr", factor))
         col = _spline_column(code, columns)
         state = states.get(code)
-        if col is None or not isinstance(state, dict) or not {"lower_bound", "upper_bound"} <= set(state):
+        if not isinstance(state, dict) or not {"lower_bound", "upper_bound"} <= set(state):
             continue
         out.append((col, float(state["lower_bound"]), float(state["upper_bound"]), code))
     return out
 
 
-def spline_bounds(model: Any) -> dict[str, tuple[float, float, str]]:
-    """column -> (lower, upper, term) of every data column that enters a statsmodels formula through a B-spline
-    (``bs(x, ...)``, patsy or formulaic engine): the spline's boundary knots (by default the training range of
-    ``x``). Both engines refuse to evaluate the spline outside them (patsy with a ``NotImplementedError``,
-    formulaic's default ``extrapolation='raise'``). A column with several splines gets the narrowest range."""
+def spline_terms(model: Any) -> list[tuple[str | None, float, float, str]]:
+    """(column or None, lower, upper, term) of every B-spline term of a statsmodels formula (``bs(...)``, patsy
+    or formulaic engine): its boundary knots (by default the training range of its argument), and the data
+    column when the argument is a bare column (None for a transformed one, ``bs(np.log(x))``)."""
     data = getattr(getattr(model, "model", None), "data", None)
     spec = getattr(data, "model_spec", None) or getattr(data, "design_info", None)
     frame = getattr(data, "frame", None)
     if not isinstance(frame, pd.DataFrame) or spec is None:
-        return {}
+        return []
     if getattr(spec, "factor_infos", None) is not None:
-        found = _patsy_spline_bounds(spec, frame.columns)
-    elif getattr(spec, "factor_variables", None) is not None:
-        found = _formulaic_spline_bounds(spec, frame.columns)
-    else:
-        return {}
+        return _patsy_spline_bounds(spec, frame.columns)
+    if getattr(spec, "factor_variables", None) is not None:
+        return _formulaic_spline_bounds(spec, frame.columns)
+    return []
+
+
+def spline_bounds(model: Any) -> dict[str, tuple[float, float, str]]:
+    """column -> (lower, upper, term) of every data column that enters a statsmodels formula through a B-spline
+    of the bare column (``bs(x, ...)``, patsy or formulaic engine): the spline's boundary knots (by default the
+    training range of ``x``). Both engines refuse to evaluate the spline outside them (patsy with a
+    ``NotImplementedError``, formulaic's default ``extrapolation='raise'``). A column with several splines gets
+    the narrowest range."""
     out: dict[str, tuple[float, float, str]] = {}
-    for col, lo, hi, code in found:
+    for col, lo, hi, code in spline_terms(model):
+        if col is None:
+            continue
         if col in out:
             lo, hi = max(lo, out[col][0]), min(hi, out[col][1])
             code = f"{out[col][2]}, {code}"
         out[col] = (lo, hi, code)
     return out
+
+
+#: What patsy's and formulaic's B-splines say when a value leaves the boundary knots.
+_SPLINE_MESSAGES = ("outside the outermost knots", "extend beyond upper and/or lower bounds")
+
+
+def spline_error(exc: BaseException, model: Any) -> DataError | None:
+    """The :class:`~fme.DataError` for a formula engine's refusal to evaluate a B-spline outside its boundary
+    knots (None for any other error). fme checks a step on a bare column itself (:func:`check_spline_bounds`);
+    a spline of a transformed column (``bs(np.log(x))``) is only found by the engine, whose message names no
+    term, knots or fix: this one names them."""
+    text = f"{exc} {exc.__cause__ or ''}"
+    if not any(m in text for m in _SPLINE_MESSAGES):
+        return None
+    terms = [(lo, hi, code) for col, lo, hi, code in spline_terms(model) if col is None] or [
+        (lo, hi, code) for _, lo, hi, code in spline_terms(model)
+    ]
+    named = "; ".join(f"{code}: boundary knots [{lo:.6g}, {hi:.6g}]" for lo, hi, code in terms) or "a bs() term"
+    return DataError(
+        f"a B-spline term of the model's formula cannot be evaluated at some of the points asked for: a value of "
+        f"its argument leaves the spline's boundary knots (the argument's training range). The spline term(s): "
+        f"{named}. Use a step that keeps each spline's argument within its knots (a smaller step, or only the "
+        f"rows far enough from the edge), or refit with the range widened (bs(..., lower_bound=..., "
+        f"upper_bound=...))."
+    )
+
+
+def predict_checked(model: Any, frame: pd.DataFrame, **kwargs: Any) -> Any:
+    """``model.predict(frame, **kwargs)`` with a B-spline outside its knots reported by :func:`spline_error`."""
+    try:
+        return model.predict(frame, **kwargs)
+    except Exception as exc:
+        err = spline_error(exc, model)
+        if err is None:
+            raise
+        raise err from exc
 
 
 def check_spline_bounds(

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._utils.numfmt import count
 from ..exceptions import FMEError, ModelError, ParameterError, PredictionError
 from .base import (
     ModelAdapter,
@@ -53,7 +54,8 @@ def estimator_prediction(model: Any, target_class: Any, feature_names: Any = Non
         if target_class is None:
             if classes.size != 2:
                 raise ParameterError(
-                    f"{name} has {classes.size} classes {list(classes)}; pass target_class=<one of them> "
+                    f"{name} has {count(classes.size, 'class', 'classes')} {list(classes)}; "
+                    "pass target_class=<one of them> "
                     "or target_class='all' for one output per class."
                 )
             idx = 1
@@ -189,7 +191,7 @@ class ObjectAdapter(ModelAdapter):
             ).reshape(-1)
             if out.shape != (n,):
                 raise ModelError(
-                    f"{name}.get_predict returned {out.shape[0]} values for {n} rows; "
+                    f"{name}.get_predict returned {count(out.shape[0], 'value')} for {count(n, 'row')}; "
                     "it must return one prediction per row."
                 )
             return out
@@ -216,7 +218,7 @@ class ObjectAdapter(ModelAdapter):
             ).reshape(-1)
             if out.shape != (2 * n,):
                 raise ModelError(
-                    f"{name}.get_predict returned {out.shape[0]} values for {2 * n} rows; "
+                    f"{name}.get_predict returned {count(out.shape[0], 'value')} for {count(2 * n, 'row')}; "
                     "it must return one prediction per row."
                 )
             return out

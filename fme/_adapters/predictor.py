@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._utils.numfmt import count
+from .._utils.validation import check_feature_names
 from ..exceptions import DataError, FMEError, ParameterError, PredictionError
 from . import ModelAdapter, adapt
 
@@ -93,7 +95,9 @@ class Predictor:
         where = f" at {stage}" if stage else ""
         if rows is not None:
             start, stop, total = rows
-            where += f" (rows {start}-{stop - 1} of {total})" if (start, stop) != (0, total) else f" ({total} rows)"
+            where += (
+                f" (rows {start}-{stop - 1} of {total})" if (start, stop) != (0, total) else f" ({count(total, 'row')})"
+            )
         return where
 
     def __call__(
@@ -128,9 +132,9 @@ class Predictor:
                 "for classifiers fme uses predict_proba, so pass a fitted classifier or a callable returning numbers."
             ) from exc
         if out.ndim == 0 or out.shape[0] != n:
-            got = "a scalar" if out.ndim == 0 else f"{out.shape[0]} predictions"
+            got = "a scalar" if out.ndim == 0 else f"{count(out.shape[0], 'prediction')}"
             raise PredictionError(
-                f"{self.description} returned {got} for {n} rows; it must return one prediction per row."
+                f"{self.description} returned {got} for {count(n, 'row')}; it must return one prediction per row."
             )
         if self.output_names is None:
             if out.ndim == 2 and out.shape[1] == 1:
@@ -207,23 +211,14 @@ def named_predictor(model: Any, target_class: Any = None, feature_names: Any = N
     if feature_names is None:
         if n is not None:
             raise DataError(
-                f"the {adapter.type_name} was fitted on an array: it takes its {n} inputs (n_features_in_ = {n}) by "
+                f"the {adapter.type_name} was fitted on an array: it takes its {count(n, 'input')} (n_features_in_ = "
+                f"{n}) by "
                 "position, so a data frame's columns would be read in the frame's order, whatever they are. Name "
                 f"them in the model's order: feature_names=[...] ({n} column labels of the data), or fit the model "
                 "on a DataFrame."
             )
         return predictor
-    if (
-        isinstance(feature_names, (str, bytes))
-        or not isinstance(feature_names, (list, tuple, pd.Index))
-        or len(set(map(str, feature_names))) != len(feature_names)
-        or not len(feature_names)
-    ):
-        raise ParameterError(
-            f"feature_names must be a list of distinct column labels (the model's inputs in its "
-            f"order), got {feature_names!r}."
-        )
-    names = [str(c) for c in feature_names]
+    names = [str(c) for c in check_feature_names(feature_names, "the model's inputs in its order")]
     if n is None:
         own = predictor.feature_names
         if own is not None and own != names:
@@ -237,8 +232,8 @@ def named_predictor(model: Any, target_class: Any = None, feature_names: Any = N
         return predictor
     if len(names) != n:
         raise DataError(
-            f"feature_names names {len(names)} columns but the {adapter.type_name} takes "
-            f"n_features_in_ = {n} inputs; name each input once, in the model's order."
+            f"feature_names names {count(len(names), 'column')} but the {adapter.type_name} takes "
+            f"n_features_in_ = {count(n, 'input')}; name each input once, in the model's order."
         )
     adapter.name_inputs(names, as_array=True)
     predictor.func, predictor.feature_names = adapter.prediction().func, names

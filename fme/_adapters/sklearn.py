@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._utils.numfmt import count
 from ..exceptions import DataError, NotFittedError, ParameterError
 from ._sktrees import per_feature, pipeline_thresholds, read_sklearn_forest, sklearn_splits
 from .base import ModelAdapter, Prediction, Support, module_of, register_adapter
@@ -140,7 +141,9 @@ class SklearnAdapter(ModelAdapter):
                     f"{'' if not shape else f' of shape {shape}'}."
                 )
         if len(spec["X"]) != len(spec["y"]) or len(spec["X"]) < 2:
-            raise DataError(f"bootstrap X has {len(spec['X'])} rows and y {len(spec['y'])}; they must match (>= 2).")
+            raise DataError(
+                f"bootstrap X has {count(len(spec['X']), 'row')} and y {len(spec['y'])}; they must match (>= 2)."
+            )
         return (spec["X"], spec["y"]), len(spec["X"])
 
     def refit(self, train: Any, idx: np.ndarray) -> Any:

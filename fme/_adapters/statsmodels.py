@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._utils.numfmt import count
 from .._utils.validation import is_dask_collection
 from ..exceptions import DataError, ModelError, ParameterError
 from .base import ModelAdapter, Prediction, Support, check_vcov, module_of, numerical_jacobian, register_adapter
-from .formula import check_spline_bounds, factor_levels, formula_info, spline_bounds
+from .formula import check_spline_bounds, factor_levels, formula_info, predict_checked, spline_bounds
 from .identity import Walk
 from .statsmodels_results import design_matrix, is_statsmodels_results, mean_functions, results_text
 
@@ -107,7 +108,7 @@ class StatsmodelsAdapter(ModelAdapter):
 
     def _predict_all(self, frame: pd.DataFrame) -> np.ndarray:
         self.check_bounds(frame)
-        return np.asarray(self.model.predict(frame))
+        return np.asarray(predict_checked(self.model, frame))
 
     def _multinomial_jacobian(self, frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
         """Probabilities of the target outcome at each frame, and the Jacobian of their stack in the
@@ -147,9 +148,7 @@ class StatsmodelsAdapter(ModelAdapter):
     def _predict_frame(self, frame: pd.DataFrame) -> np.ndarray:
         self.check_bounds(frame)
         off = self.offset_values(frame)
-        if off is None:
-            return np.asarray(self.model.predict(frame))
-        return np.asarray(self.model.predict(frame, offset=off))
+        return np.asarray(predict_checked(self.model, frame, **({} if off is None else {"offset": off})))
 
     def columns_for(self, columns: Sequence[Any]) -> list[str] | None:
         names = self.feature_names
@@ -307,7 +306,8 @@ class StatsmodelsAdapter(ModelAdapter):
                 values = np.asarray(value, dtype=float).reshape(-1)
                 if values.size != len(out):
                     raise DataError(
-                        f"{kind}= has {values.size} values for {len(out)} rows of data; pass one per row "
+                        f"{kind}= has {count(values.size, 'value')} for {count(len(out), 'row')} of data; "
+                        "pass one per row "
                         "(aligned by position), a column name or a number."
                     )
             if kind == "exposure" and isinstance(values, float) and not values > 0:
@@ -414,7 +414,7 @@ class StatsmodelsAdapter(ModelAdapter):
     def _not_the_sample(self, rows: int) -> str:
         n = np.asarray(self.model.model.exog).shape[0]
         return (
-            f"vcov='unconditional' averages over the model's estimation sample ({n} rows); these {rows} rows "
+            f"vcov='unconditional' averages over the model's estimation sample ({count(n, 'row')}); these {rows} rows "
             f"are not it, row for row. Pass the frame the {self.type_name} was fitted on (its complete rows, in "
             "order), or vcov=None."
         )

@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 
 from .._utils.arrays import device_of, library_name, namespace, to_host
-from .._utils.validation import is_dask_collection
-from ..exceptions import DataError, ParameterError
+from .._utils.numfmt import count
+from .._utils.validation import check_feature_names, is_dask_collection
+from ..exceptions import DataError
 from ..steps import Step
 
 __all__ = ["ArrayData", "check_array_data", "array_exclusions", "refuse_dask_arrays"]
@@ -85,24 +86,15 @@ def _names(feature_names: Any, shape: tuple[int, ...], library: str, name: str) 
             f"`{name}` is a {library} array of shape {tuple(int(k) for k in shape)} without feature_names: pass a "
             f"pandas DataFrame whose columns have the model's feature names (pd.DataFrame({name}, "
             "columns=model.feature_names_in_): a scikit-learn estimator fitted on a DataFrame keeps them in "
-            f"feature_names_in_), or name the array's {p} columns with feature_names=[...] (one label per column, in "
+            f"feature_names_in_), or name the array's "
+            f"{count(p, 'column')} with feature_names=[...] (one label per column, in "
             "the array's order; e.g. feature_names=model.feature_names_in_)."
         )
-    if isinstance(feature_names, np.ndarray) and feature_names.ndim == 1:
-        feature_names = feature_names.tolist()  # e.g. an estimator's feature_names_in_
-    if (
-        isinstance(feature_names, (str, bytes))
-        or not isinstance(feature_names, (list, tuple, pd.Index))
-        or not len(feature_names)
-        or len(set(map(str, feature_names))) != len(feature_names)
-    ):
-        raise ParameterError(
-            f"feature_names must be a list (or 1-D array) of distinct column labels (one per column of the array), "
-            f"got {feature_names!r}."
-        )
+    feature_names = check_feature_names(feature_names, "one per column of the array")
     if len(feature_names) != p:
         raise DataError(
-            f"feature_names names {len(feature_names)} columns but `{name}` has {p}; name each column of the "
+            f"feature_names names {count(len(feature_names), 'column')} but `{name}` has {p}; name each column of "
+            "the "
             "array once, in its order."
         )
     # the labels as given: a step names a column as it would in pd.DataFrame(array, columns=feature_names)

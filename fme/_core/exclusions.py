@@ -27,6 +27,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from .._utils.numfmt import count
 from ..exceptions import DataError, ExtrapolationError
 from ..extrapolation.guards import call_detector, check_flags, detector_name
 from ..steps import MIN_STEP_FRACTION, Step, apply_steps
@@ -191,7 +192,7 @@ def _all_excluded_message(steps: tuple[Step, ...], reference: pd.DataFrame, n: i
             ranges.append(f"{s.feature} in [{col.min():.6g}, {col.max():.6g}]")
     where = f" (reference range: {', '.join(ranges)})" if ranges else ""
     return (
-        f"all {n} rows are extrapolation points for the step {', '.join(s.describe() for s in steps)}{where}; "
+        f"all {count(n, 'row')} are extrapolation points for the step {', '.join(s.describe() for s in steps)}{where}; "
         "use a smaller step, on_extrapolation='shrink', or check reference_data."
     )
 
@@ -210,7 +211,7 @@ def check_evaluated(plan: Plan, code: np.ndarray | None, reference: Any, counts:
         raise DataError(
             f"no row can be evaluated for the step {label}: every row has a "
             "missing or infinite value in a stepped feature or is already at the target level"
-            + (f", or a missing value in a model input ({int(counts[4])} rows)." if counts[4] else ".")
+            + (f", or a missing value in a model input ({count(int(counts[4]), 'row')})." if counts[4] else ".")
         )
     raise ExtrapolationError(_all_excluded_message(plan.steps, reference(), int(counts[3])))
 

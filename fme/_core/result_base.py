@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from .._utils.numfmt import count
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..steps import Step
 
@@ -298,7 +300,11 @@ class EffectsPresentation:
         return []
 
     def _method_text(self) -> str:
-        method = cast(str, self.nlm_method) if self.nlm_nodes is None else f"{self.nlm_method}, {self.nlm_nodes} nodes"
+        method = (
+            cast(str, self.nlm_method)
+            if self.nlm_nodes is None
+            else f"{self.nlm_method}, {count(self.nlm_nodes, 'node')}"
+        )
         if self.nlm_method == "gauss-kronrod" and self.nlm_tol is not None:
             method += f", tol {self.nlm_tol:g}"
         return method

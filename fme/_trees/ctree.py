@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
+from .._utils.numfmt import count
 from .._utils.validation import check_random_state, check_real_columns
 from ..exceptions import DataError, FeatureError, NotFittedError, ParameterError
 from . import ctree_multi as M
@@ -218,7 +219,7 @@ class CTree:
         X = self._check_X(X)
         yv = S.response(y)
         if yv.shape[0] != X.shape[0]:
-            raise DataError(f"y has {yv.shape[0]} values but X has {X.shape[0]} rows.")
+            raise DataError(f"y has {count(yv.shape[0], 'value')} but X has {count(X.shape[0], 'row')}.")
         if not np.isfinite(yv).all():
             raise DataError(
                 f"y has {int((~np.isfinite(yv)).sum())} missing or non-finite values; rows with a "
@@ -229,7 +230,7 @@ class CTree:
         else:
             w = S.as_float(sample_weight, "sample_weight", "non-negative case weights")
             if w.shape[0] != len(yv):
-                raise DataError(f"sample_weight has {w.shape[0]} values but X has {len(yv)} rows.")
+                raise DataError(f"sample_weight has {count(w.shape[0], 'value')} but X has {count(len(yv), 'row')}.")
             if not np.isfinite(w).all() or (w < 0).any():
                 raise DataError("sample_weight must be finite and non-negative.")
         self.feature_names_in_ = np.array([str(c) for c in X.columns], dtype=object)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.results import FMEResult
+from .._utils.numfmt import count
 from ..exceptions import DataError, ParameterError
 from .args import string_columns
 from .cart import CartTree
@@ -155,7 +156,7 @@ def grow_tree(
         tree = CTree(**tree_params).fit(X, fit_y)
         minsplit = tree_params.get("minsplit", 20)
         if n < minsplit:
-            notes.append(f"the tree is a single node: {n} rows are fewer than minsplit = {minsplit}.")
+            notes.append(f"the tree is a single node: {count(n, 'row')} are fewer than minsplit = {minsplit}.")
     else:
         if reduce:
             tree_params.setdefault("min_samples_leaf", max(1, int(round(0.02 * n))))
@@ -167,7 +168,8 @@ def grow_tree(
     if n_partitions is not None:
         if n_partitions > len(grown):
             raise ParameterError(
-                f"n_partitions={n_partitions} but the grown tree has only {len(grown)} leaves; use 2..{len(grown)} "
+                f"n_partitions={n_partitions} but the grown tree has only {count(len(grown), 'leaf', 'leaves')}; use "
+                f"2..{len(grown)} "
                 "or grow a larger tree (smaller minbucket, larger alpha)."
             )
         seq = _prune_sequence(tree, prune_y, leaf_of_row)
@@ -183,7 +185,8 @@ def grow_tree(
         ]
         if not ok:
             raise ParameterError(
-                f"no reduction of the grown tree ({len(grown)} leaves) has every leaf's fME SD below max_sd={max_sd}; "
+                f"no reduction of the grown tree ({count(len(grown), 'leaf', 'leaves')}) has every leaf's fME SD "
+                f"below max_sd={max_sd}; "
                 "increase max_sd or grow a larger tree."
             )
         leaf_set = min(ok, key=len)

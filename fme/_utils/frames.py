@@ -19,6 +19,8 @@ from typing import Any
 
 import pandas as pd
 
+from .numfmt import count
+
 __all__ = ["ReadableFrame", "ESTIMATE_COLUMNS", "LEAD_COLUMNS", "display_order"]
 
 #: Names of the estimate column, by table: :func:`fme.ame`, the other verbs and hypotheses, cAME leaves.
@@ -100,7 +102,7 @@ class ReadableFrame(pd.DataFrame):
             **{**params, "max_cols": None, "line_width": width, "show_dimensions": False}
         )
         hidden = [f"{c} (empty)" for c in empty] + [str(c) for c in view.columns[shown:]]
-        note = f"[{len(view)} rows x {len(self.columns)} columns]" + (
+        note = f"[{count(len(view), 'row')} x {count(len(self.columns), 'column')}]" + (
             f" not shown: {', '.join(hidden)}" if hidden else ""
         )
         return text + "\n\n" + "\n".join(textwrap.wrap(note, width=width or 80, break_on_hyphens=False))

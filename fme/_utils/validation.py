@@ -10,9 +10,11 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import DataError, FeatureError, NameClashError, ParameterError
+from .numfmt import count
 
 __all__ = [
     "check_data",
+    "check_feature_names",
     "as_pandas",
     "is_categorical",
     "is_numeric",
@@ -45,7 +47,8 @@ def as_pandas(data: Any, name: str = "data") -> Any:
     if isinstance(data, pd.Series):
         # a Series speaks Arrow too, as one column: refused here with what to pass instead
         raise DataError(
-            f"`{name}` is a pandas Series ({data.name!r}, {len(data)} values); it must be a pandas DataFrame with "
+            f"`{name}` is a pandas Series ({data.name!r}, {count(len(data), 'value')}); it must be a pandas DataFrame "
+            "with "
             f"one column per feature: pass {name}.to_frame() for one feature, or {name}.to_frame().T for one "
             "row whose index holds the feature names (e.g. a row taken with df.loc[label])."
         )
@@ -166,6 +169,24 @@ def check_feature_name(feature: Any, name: str = "feature") -> Any:
     return feature
 
 
+def check_feature_names(feature_names: Any, what: str) -> list:
+    """``feature_names`` as a list of labels: a list, tuple, pandas Index or 1-D array (e.g. an estimator's
+    ``feature_names_in_``) of distinct, non-empty column labels; ``what`` says what they name (in the message)."""
+    names = feature_names
+    if isinstance(names, (np.ndarray, pd.Series)) and names.ndim == 1:
+        names = names.tolist()
+    if (
+        isinstance(names, (str, bytes))
+        or not isinstance(names, (list, tuple, pd.Index))
+        or not len(names)
+        or len(set(map(str, names))) != len(names)
+    ):
+        raise ParameterError(
+            f"feature_names must be a list (or 1-D array) of distinct column labels ({what}), got {feature_names!r}."
+        )
+    return list(names)
+
+
 def mixed_object_numbers(series: pd.Series) -> list:
     """For an object column holding real numbers: a few of its values (else an empty list)."""
     if not pd.api.types.is_object_dtype(series.dtype):
@@ -257,7 +278,7 @@ def check_by_missing(counts: dict, n_rows: int) -> None:
     number of missing values among the ``n_rows`` rows)."""
     bad = {c: k for c, k in counts.items() if k}
     if bad:
-        what = ", ".join(f"{c!r} ({k} of {n_rows} rows)" for c, k in bad.items())
+        what = ", ".join(f"{c!r} ({k} of {count(n_rows, 'row')})" for c, k in bad.items())
         raise DataError(
             f"by column(s) {what} have missing values and by_missing='raise'; fill them (e.g. "
             f"data.fillna({{{next(iter(bad))!r}: 'missing'}})), or pass by_missing='group' to get them as a group."
@@ -292,7 +313,9 @@ def check_weights(wts: Any, data: pd.DataFrame, on_dask: bool = False) -> Any:
     else:
         w = np.asarray(wts, dtype=float).reshape(-1)
         if w.size != len(data):
-            raise ParameterError(f"wts has {w.size} values for {len(data)} rows; pass one weight per row.")
+            raise ParameterError(
+                f"wts has {count(w.size, 'value')} for {count(len(data), 'row')}; pass one weight per row."
+            )
     if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
         raise ParameterError("wts must be finite, non-negative and not all zero.")
     return w
@@ -335,7 +358,8 @@ def align_rows(X: Any, y: Any, x_name: str = "X", y_name: str = "y") -> Any:
         n_x, n_y = _n_rows(X, x_name), _n_rows(y, y_name)
         if n_x != n_y:
             raise DataError(
-                f"`{y_name}` has {n_y} values but `{x_name}` has {n_x} rows; pass one outcome per row of `{x_name}`."
+                f"`{y_name}` has {count(n_y, 'value')} but `{x_name}` has {count(n_x, 'row')}; pass one outcome per "
+                f"row of `{x_name}`."
             )
         return y
     if X.index.equals(y.index):

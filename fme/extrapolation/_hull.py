@@ -17,6 +17,7 @@ import pandas as pd
 from scipy.optimize import linprog, nnls
 from scipy.spatial import ConvexHull, QhullError
 
+from .._utils.numfmt import count
 from .._utils.validation import check_random_state
 from ..exceptions import ExtrapolationError
 from ._base import register_detector
@@ -174,7 +175,8 @@ def _boundary_share(Z: np.ndarray, rng: np.random.Generator) -> float:
 def _warn_degenerate(share: float, n: int, d: int) -> None:
     if share > DEGENERATE_SHARE:
         warnings.warn(
-            f"the convex hull of the reference data is degenerate: about {share:.0%} of its {n} rows lie on the "
+            f"the convex hull of the reference data is degenerate: about {share:.0%} of its "
+            f"{count(n, 'row')} lie on the "
             f"boundary in {d} dimensions, so nearly every step leaves the hull. Use fewer features for the check "
             "(reference_data with the stepped ones), more reference rows, or another detector (e.g. 'mcec').",
             UserWarning,

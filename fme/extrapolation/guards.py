@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._utils.numfmt import count
 from ..exceptions import ExtrapolationError, FMEError
 
 __all__ = ["check_flags", "call_detector", "detector_name"]
@@ -39,7 +40,7 @@ def check_flags(flags: Any, n: int, detector: Any) -> np.ndarray:
     arr = np.asarray(flags)
     if arr.shape != (n,):
         raise ExtrapolationError(
-            f"detector {detector!r} returned flags of shape {arr.shape} for {n} points; flag() must return "
+            f"detector {detector!r} returned flags of shape {arr.shape} for {count(n, 'point')}; flag() must return "
             "one boolean per point."
         )
     if arr.dtype == bool:
@@ -64,6 +65,7 @@ def call_detector(detector: Any, method: str, frame: pd.DataFrame, stage: str) -
     except Exception as exc:
         raise ExtrapolationError(
             f"extrapolation detector {detector_name(detector)}.{method}() raised {type(exc).__name__} at {stage} "
-            f"({len(frame)} points, columns {list(map(str, frame.columns))[:10]}): {exc}. Check that it accepts the "
+            f"({count(len(frame), 'point')}, columns {list(map(str, frame.columns))[:10]}): {exc}. Check that it "
+            "accepts the "
             "reference data's columns and dtypes."
         ) from exc

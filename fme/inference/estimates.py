@@ -14,6 +14,7 @@ import pandas as pd
 from scipy import sparse, stats
 
 from .._utils.jit import njit
+from .._utils.numfmt import count
 from .._utils.warn import warn_caller
 from ..exceptions import BootstrapWarning, ParameterError
 from .validity import rounding_mask, rounding_note
@@ -254,7 +255,8 @@ def _check_percentile_draws(b: int, conf_level: float) -> None:
     if tail < MIN_TAIL_DRAWS - 1e-9:
         need = int(np.ceil(MIN_TAIL_DRAWS * 2.0 / (1.0 - conf_level) - 1e-9))
         warn_caller(
-            f"the {100 * conf_level:g}% percentile bootstrap interval rests on {b} refits, about {tail:.3g} beyond "
+            f"the {100 * conf_level:g}% percentile bootstrap interval rests on {count(b, 'refit')}, about {tail:.3g} "
+            "beyond "
             f"each bound; its bounds are noisy. Use bootstrap={{..., 'n_resamples': {need}}} or more (at least "
             f"{need} successful refits at this level), or 'ci': 'normal'.",
             BootstrapWarning,

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .._utils.frames import ReadableFrame
+from .._utils.numfmt import count
 from ..exceptions import ParameterError
 from .estimates import Estimates
 from .wald import covariance
@@ -149,8 +150,8 @@ class EstimatesTable(ReadableFrame):
                 f"{estimates.estimate.size} estimates" if isinstance(estimates, Estimates) else type(estimates).__name__
             )
             raise ParameterError(
-                f"EstimatesTable.from_frame needs one estimate per row of the frame ({len(frame)} "
-                f"rows), got {got}; pass an fme.inference.Estimates of the rows in order, or None."
+                f"EstimatesTable.from_frame needs one estimate per row of the frame ({count(len(frame), 'row')}"
+                f"), got {got}; pass an fme.inference.Estimates of the rows in order, or None."
             )
         # pandas' own propagation: what the frame carries for its user stays with the table
         out = cls(frame.copy()).__finalize__(frame)

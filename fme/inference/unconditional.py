@@ -40,6 +40,7 @@ import numpy as np
 from scipy import sparse
 
 from .._adapters import adapt
+from .._utils.numfmt import count
 from ..exceptions import ModelError, ParameterError
 from .estimates import Estimates, group_matrix
 
@@ -104,9 +105,9 @@ class Unconditional:
         """:class:`~fme.ModelError` unless the averaged frame has the estimation sample's number of rows."""
         if n_rows != self.influence.shape[0]:
             raise ModelError(
-                f"vcov='unconditional' averages over the model's estimation sample ({self.influence.shape[0]} "
-                f"rows); the data has {n_rows} rows. Pass the frame the model was fitted on (its complete rows, in "
-                "order), or vcov=None."
+                f"vcov='unconditional' averages over the model's estimation sample ("
+                f"{count(self.influence.shape[0], 'row')}); the data has {count(n_rows, 'row')}. Pass the frame "
+                "the model was fitted on (its complete rows, in order), or vcov=None."
             )
 
     @property

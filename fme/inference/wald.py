@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._utils.numfmt import count
 from ..exceptions import ParameterError
 from .estimates import Estimates, pairwise_matrix
 from .validity import identification_note, numerical_rank, rounding_mask, rounding_note
@@ -125,8 +126,8 @@ def validity_note(
         n_refits = cast(np.ndarray, est.draws).shape[1]  # set for bootstrap
         return (
             f"not identified: the covariance of {q_rank} independent contrasts is estimated from "
-            f"{n_refits} refits, which span at most {n_refits - 1} directions; use at least "
-            f"{q_rank + 1} refits"
+            f"{count(n_refits, 'refit')}, which span at most {n_refits - 1} directions; use at least "
+            f"{count(q_rank + 1, 'refit')}"
         )
     return ""
 

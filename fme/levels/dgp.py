@@ -18,6 +18,7 @@ import pandas as pd
 from .._core.groups import check_by, frame_groups
 from .._core.result_base import with_class
 from .._core.shrink import shrink_steps
+from .._utils.numfmt import count
 from .._utils.validation import align_rows, check_conf_level, check_data
 from ..effects import fme as fme_effects
 from ..exceptions import DataError, FeatureError, ParameterError, PositivityWarning, StepError
@@ -353,13 +354,13 @@ def _contrast(
             D = D0 & ~dropped
             Xs = apply_steps(X, steps_c, h)
             note = (
-                f"steps of {int(todo.sum() - dropped.sum())} rows shrunk into the support; "
+                f"steps of {count(int(todo.sum() - dropped.sum()), 'row')} shrunk into the support; "
                 f"{int(dropped.sum())} left out (step below {MIN_STEP_FRACTION:.0%} of h)"
             )
         else:
             D = D0 & ~out
             note = (
-                f"effect on the {int(D.sum())} of {int(D0.sum())} rows ({D.sum() / max(D0.sum(), 1):.1%}) "
+                f"effect on the {int(D.sum())} of {count(int(D0.sum()), 'row')} ({D.sum() / max(D0.sum(), 1):.1%}) "
                 "whose moved point stays in the data; the others left out"
             )
     if not all(D[fold != j].any() for j in range(k)):
@@ -522,7 +523,9 @@ def _outcome(y: Any, n: int, learner: Any, target_class: Any) -> tuple[np.ndarra
             raise ParameterError(f"target_class={target_class!r} is not a value of y ({classes}).")
         return (values == tc).astype(float), True, str(tc.item() if isinstance(tc, np.generic) else tc)
     if target_class is not None:
-        raise ParameterError(f"target_class={target_class!r} is for a binary outcome; y has {len(classes)} values.")
+        raise ParameterError(
+            f"target_class={target_class!r} is for a binary outcome; y has {count(len(classes), 'value')}."
+        )
     try:
         Y = values.astype(float)
     except (TypeError, ValueError):

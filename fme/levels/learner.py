@@ -24,6 +24,7 @@ import pandas as pd
 from .._adapters import adapt
 from .._core.groups import check_by, frame_groups, group_means
 from .._core.result_base import with_class
+from .._utils.numfmt import count
 from .._utils.validation import align_rows, check_conf_level
 from ..effects import fme as _fme_verb
 from ..exceptions import DataError, LearnerError, LearnerWarning, ModelError, ParameterError
@@ -266,19 +267,20 @@ def learner_ame(
     n_nonconverged = sum(flag for *_, flag in results)
     if len(ok) < 2:
         raise LearnerError(
-            f"learner_ame(): only {len(ok)} of {repeats} splits succeeded; at least 2 are "
+            f"learner_ame(): only {len(ok)} of {count(repeats, 'split')} succeeded; at least 2 are "
             f"needed. First error: {errors[0] if errors else 'none'}. Fix the learner or "
             "raise repeats / test_size."
         )
     if errors:
         warnings.warn(
-            f"learner_ame(): {len(errors)} of {repeats} splits failed and were left out; the first error: {errors[0]}",
+            f"learner_ame(): {len(errors)} of {count(repeats, 'split')} failed and were left out; the first error: "
+            f"{errors[0]}",
             LearnerWarning,
             stacklevel=2,
         )
     if n_nonconverged:
         warnings.warn(
-            f"learner_ame(): the fits of {n_nonconverged} of {len(ok)} splits warned that they did not "
+            f"learner_ame(): the fits of {n_nonconverged} of {count(len(ok), 'split')} warned that they did not "
             "converge (kept in the estimate); raise the learner's iteration limit or scale the "
             "features.",
             LearnerWarning,
@@ -304,7 +306,7 @@ def learner_ame(
         vcov,
         df=df,
         conf_level=conf_level,
-        inference=f"learner (Nadeau-Bengio, {J} splits, n_train {n_train})",
+        inference=f"learner (Nadeau-Bengio, {count(J, 'split')}, n_train {n_train})",
         covers=COVERS,
         extra={
             **extra,
@@ -474,7 +476,7 @@ def _check_inputs(learner: Any, X: Any, y: Any) -> tuple[pd.DataFrame, Any, int]
         )
     n = X.shape[0]
     if n < 3:
-        raise DataError(f"`X` has {n} rows; learner_ame() needs at least 3 (two to train, one to test).")
+        raise DataError(f"`X` has {count(n, 'row')}; learner_ame() needs at least 3 (two to train, one to test).")
     return X, align_rows(X, y), n
 
 

@@ -34,6 +34,7 @@ from .._core.groups import check_by
 from .._core.result_base import with_class
 from .._dask import vocab as dask_vocab
 from .._local import vocab as local_vocab
+from .._utils.numfmt import count
 from .._utils.validation import (
     check_conf_level,
     check_data,
@@ -80,7 +81,7 @@ def avg_slopes(
     ----------
     model, data, target_class, inference, bootstrap, conf_level :
         As in :func:`fme.ame`.
-    feature_names : list of column labels, optional
+    feature_names : sequence of column labels, optional
         As in :func:`fme.fme`: the inputs of a model fitted on an array, in its order.
     variables : str or list of str, optional
         Numeric features (default: every numeric input of the model).
@@ -298,7 +299,9 @@ def dme(
     # Rows with a missing or infinite value in the feature get NaN (as fme() leaves them out).
     ok = np.isfinite(x)
     if not ok.any():
-        raise DataError(f"feature {feature!r} has no finite value in any of the {len(x)} rows; dME needs at least one.")
+        raise DataError(
+            f"feature {feature!r} has no finite value in any of the {count(len(x), 'row')}; dME needs at least one."
+        )
     if eps is None:
         span = float(x[ok].max() - x[ok].min())
         eps = 1e-4 * (span if span > 0 else max(1.0, float(np.abs(x[ok]).max())))

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.result_base import with_class
+from .._utils.numfmt import count
 from .._utils.validation import check_conf_level
 from ..exceptions import ParameterError
 from ..inference import EstimatesTable, JointEstimates
@@ -137,7 +138,7 @@ def hypotheses(
             M = M[:, None]
         if M.ndim != 2 or M.shape[0] != m:
             raise ParameterError(
-                f"a hypothesis matrix needs {m} rows (one per estimate) and one column per "
+                f"a hypothesis matrix needs {count(m, 'row')} (one per estimate) and one column per "
                 f"hypothesis, got shape {M.shape}."
             )
         L, names = M.T, [f"H{k + 1}" for k in range(M.shape[1])]

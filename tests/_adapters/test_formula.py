@@ -117,3 +117,35 @@ def test_a_categorical_factor_of_a_transformed_column_leaves_the_column_numeric(
     m2 = smf.ols("y ~ x1 + C(g)", data=d).fit()
     with pytest.raises(fme.DataError, match="C\\(g\\)"):
         fme.ame(m2, d.assign(g=d.g + 0.5), {"x1": 1})
+
+
+@pytest.mark.parametrize("inference", ["delta", "sample"])
+def test_a_spline_of_a_transformed_column_past_its_knots_is_a_data_error_naming_the_term(formula_engine, inference):
+    """bs(np.log(w)) bounds log(w), which fme does not evaluate: the engine finds the point outside the knots and
+    fme's error names the term, its knots and the fix (not the engine's raw error)."""
+    smf = pytest.importorskip("statsmodels.formula.api")
+    d = _spline_frame()
+    res = smf.ols("y ~ bs(np.log(w), df=4) + z", d).fit()
+    lo, hi = np.log(d["w"]).min(), np.log(d["w"]).max()
+    for call in (
+        lambda: fme.ame(res, d, {"w": 1.0}, inference=inference),
+        lambda: fme.fme(res, d, {"w": 1.0}, inference=inference),
+        lambda: fme.avg_predictions(res, d.assign(w=d["w"] + 1.0), inference=inference),
+    ):
+        with pytest.raises(DataError) as info:
+            call()
+        msg = str(info.value)
+        assert "bs(np.log(w), df=4)" in msg and f"boundary knots [{lo:.6g}, {hi:.6g}]" in msg, msg
+        assert "lower_bound=..., upper_bound=..." in msg
+    # rows whose step keeps log(w) within the knots: defined
+    kept = d[np.log(d["w"] + 1.0) <= hi]
+    assert np.isfinite(fme.ame(res, kept, {"w": 1.0}, inference=inference)["ame"].iloc[0])
+
+
+def test_other_engine_errors_are_not_read_as_a_spline_error():
+    from fme._adapters.formula import spline_error
+
+    smf = pytest.importorskip("statsmodels.formula.api")
+    res = smf.ols("y ~ bs(np.log(w), df=4) + z", _spline_frame()).fit()
+    assert spline_error(KeyError("z"), res) is None
+    assert spline_error(ValueError("could not convert string to float"), res) is None

@@ -107,7 +107,7 @@ def test_unmatched_exposure_is_an_error_naming_it(glm, rh):
     ols = smf.ols(FORMULA, data=rh).fit()
     with pytest.raises(ParameterError, match="fitted without an exposure"):
         fme.ame(ols, rh, {"disea": 1}, exposure="expo")
-    with pytest.raises(DataError, match="has 5 values for 3000 rows"):
+    with pytest.raises(DataError, match="has 5 values for 3,000 rows"):
         fme.ame(glm, rh, {"disea": 1}, exposure=np.ones(5))
 
 

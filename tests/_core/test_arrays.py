@@ -51,7 +51,7 @@ def test_integer_and_boolean_arrays_become_float64_in_their_namespace():
     "X, names, error, match",
     [
         (np.ones((3, 2)), None, DataError, r"numpy array of shape \(3, 2\) without feature_names: pass a pandas"),
-        (np.ones((3, 2)), ["a"], DataError, "names 1 columns but `data` has 2"),
+        (np.ones((3, 2)), ["a"], DataError, "names 1 column but `data` has 2"),
         (np.ones((3, 2)), ["a", "a"], ParameterError, "distinct column labels"),
         (np.ones((3, 2)), "ab", ParameterError, "distinct column labels"),
         (np.ones(3), ["a"], DataError, r"shape \(3,\); pass a 2-D array"),

@@ -7,7 +7,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 import fme
-from fme.exceptions import DataError
+from fme.exceptions import DataError, ParameterError
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +104,22 @@ def test_feature_names_give_a_model_fitted_on_an_array_its_order(array_model):
     comp = fme.avg_comparisons(model, reordered, {"a": 1}, feature_names=["a", "b"], inference="sample")
     assert comp["estimate"].iloc[0] == pytest.approx(coef_a, rel=1e-12)
     with pytest.raises(DataError, match="n_features_in_ = 2"):
+        fme.ame(model, reordered, {"a": 1}, feature_names=["a"])
+
+
+def test_feature_names_take_every_sequence_of_labels_the_array_route_takes(array_model):
+    """The model route and the array route read feature_names alike: a list, tuple, pandas Index or 1-D array
+    (an estimator's feature_names_in_) give the same answer; a string, repeated or missing labels are refused."""
+    model, X = array_model
+    reordered = X[["b", "a"]]
+    want = fme.ame(model, reordered, {"a": 1}, feature_names=["a", "b"], inference="sample")["ame"].iloc[0]
+    for names in (("a", "b"), pd.Index(["a", "b"]), np.array(["a", "b"]), pd.Series(["a", "b"])):
+        got = fme.ame(model, reordered, {"a": 1}, feature_names=names, inference="sample")["ame"].iloc[0]
+        assert got == want, type(names).__name__
+    for bad in ("ab", ["a", "a"], [], np.array([["a", "b"]])):
+        with pytest.raises(ParameterError, match=r"feature_names must be a list \(or 1-D array\) of distinct"):
+            fme.ame(model, reordered, {"a": 1}, feature_names=bad)
+    with pytest.raises(DataError, match=r"feature_names names 1 column but"):
         fme.ame(model, reordered, {"a": 1}, feature_names=["a"])
 
 
