@@ -34,6 +34,12 @@ def is_array_function(model: Any) -> bool:
     return not any(callable(getattr(model, m, None)) for m in ("predict", "predict_proba"))
 
 
+def _writeable(a: np.ndarray) -> np.ndarray:
+    """``a``, or a copy where it is read-only (a frame's column under copy-on-write): PyTorch warns on every
+    tensor made from a read-only NumPy array, since it cannot protect it from writes."""
+    return a if a.flags.writeable else a.copy()
+
+
 class _PathPoints:
     """``f(frame of (row, t)) -> host predictions``: the points x_row + t h built and predicted on the device."""
 
@@ -59,13 +65,13 @@ class _PathPoints:
         if isinstance(rows, slice):  # consecutive rows: copied on the device, no indices sent
             out = xp.asarray(self.values[rows, :], copy=True)
         else:
-            out = xp.take(self.values, xp.asarray(rows, device=self.device), axis=0)
+            out = xp.take(self.values, xp.asarray(_writeable(rows), device=self.device), axis=0)
         if isinstance(t, float):
             if t == 0.0:  # x itself, as the DataFrame route passes it
                 return out
             tt: Any = t
         else:
-            tt = xp.asarray(t, dtype=self.values.dtype, device=self.device)
+            tt = xp.asarray(_writeable(t), dtype=self.values.dtype, device=self.device)
         if array_api_compat.is_writeable_array(out):
             for j, s in zip(self.columns, self.shifts):
                 out[:, j] = out[:, j] + tt * s

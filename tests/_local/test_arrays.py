@@ -16,7 +16,17 @@ from fme.exceptions import DataError, ParameterError, PredictionError
 
 NAMES = ["a", "b", "c"]
 LIBRARIES = {"numpy": np.asarray, "array_api_strict": array_api_strict.asarray}
-pytestmark = pytest.mark.filterwarnings("ignore::fme.FixedModelWarning")
+try:  # PyTorch's CPU build where installed (not a test dependency: CI runs NumPy and array_api_strict)
+    import torch
+
+    LIBRARIES["torch"] = lambda a: torch.asarray(np.asarray(a), dtype=torch.float64)
+except ImportError:  # pragma: no cover - depends on the environment
+    pass
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::fme.FixedModelWarning"),
+    # fme hands a library only arrays it may own: PyTorch warns on a tensor made from a read-only NumPy array
+    pytest.mark.filterwarnings("error:The given NumPy array is not writable"),
+]
 
 
 def _data(n: int = 240) -> np.ndarray:
