@@ -291,7 +291,7 @@ def test_errors_are_the_library_s(client, X, hgb):
         fme.fme(hgb, D, {"x1": 1.0}, sample_size=0)
     with pytest.raises(ParameterError, match="Dask data only"):
         fme.fme(hgb, X, {"x1": 1.0}, sample_size=10)
-    with pytest.raises(ExtrapolationError, match="all 3000 rows are extrapolation points"):
+    with pytest.raises(ExtrapolationError, match="all 3,000 rows are extrapolation points"):
         fme.fme(hgb, D, {"x1": 100.0}, extrapolation="envelope")
     with pytest.raises(ParameterError, match="Dask effects only"):
         fme.came(fme.fme(hgb, X, {"x1": 1.0}), sample_size=100)

@@ -196,7 +196,7 @@ def test_exclude_restates_the_estimand_and_shrink_shrinks_into_the_support():
         ).iloc[0]
     kept = x1 + 0.3 <= x1.max()
     assert ex["n"] == kept.sum() and ex["share_extrapolated"] == pytest.approx(1 - kept.mean())
-    assert f"{kept.sum()} of 1500 rows" in ex["note"] and ex["positivity"] != "fails"
+    assert f"{kept.sum()} of 1,500 rows" in ex["note"] and ex["positivity"] != "fails"
     assert abs(ex["ame"] - 0.3) < 3 * ex["std_error"]  # y is linear in x1: the effect on the rows kept is 0.3
     # shrink: each row's step ends at the envelope's edge, so the linear outcome's effect is the mean effective
     # step; the shrunk rows pile up on that edge, where the density ratio is unbounded: the verdict may say so
