@@ -34,6 +34,7 @@ from ..inputs.claims import (
     range_claim,
 )
 from ..inputs.constants import constant_quantities
+from ..inputs.level_measures import level_quantities
 from ..inputs.quantities import Interval, Quantity, RowSet, Unit, model_units, percentage_points
 from ..inputs.specs import CI_COVERS
 from .audit_paths import AME_TOLERANCE, SE_TOLERANCE
@@ -227,6 +228,8 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
             Interval(rec.get("conf_low"), rec.get("conf_high"), level, name),
             rec.get("std_error"),
         )
+    typed_levels = {k: quantities[f"ame_{k}_level"] for k in ("learner", "data") if f"ame_{k}_level" in quantities}
+    quantities.update(level_quantities(v, ame, typed_levels))
     _, low, high = ame.display()  # the subsamples' AMEs take the decimals of the AME's cell
     half = None if low is None or high is None else (high - low) / 2
     quantities.update(measures.stability_quantities(v, unit, decimals_for(half)))
