@@ -228,8 +228,12 @@ def stability_cells(st: dict, ame_cell_decimals: int, quantities: dict | None = 
     d = ame_cell_decimals
 
     def ame(key: str) -> str:
-        """The subsamples' AME ``key`` in the AME's unit with the decimals of its cell."""
-        return num(f"stability_{key}", st.get(key), d)
+        """The subsamples' AME ``key`` in the AME's unit with the decimals of its cell (``d``): as its quantity
+        writes it, or (a results.json whose quantity has no such form, or none) its value to ``d`` decimals."""
+        q = None if f"stability_{key}" not in qs else Quantity.from_dict(qs[f"stability_{key}"])
+        if q is not None and q.form != "estimate":
+            return written(q)
+        return fmt_num(st.get(key) if q is None else q.display()[0], d)
 
     of = st.get("of_sample")
     rows_of = (
