@@ -37,9 +37,12 @@ class ExtrapolationDisplay:
     Parameters
     ----------
     values : Series
-        The feature's values over the rows drawn (evaluated rows and extrapolation points).
+        The feature's values over the data's rows.
     extrapolation : ndarray of bool
         True for the extrapolation points among ``values`` (left out, or kept and flagged).
+    evaluated : ndarray of bool, optional
+        True for the rows evaluated and not extrapolation points; default every other row. Rows of neither kind
+        (left out for another reason) are not drawn; their non-finite values are counted with the others.
     feature : str
     units : dict, optional
         ``{feature: unit}`` for the axis label.
@@ -69,14 +72,19 @@ class ExtrapolationDisplay:
         values: pd.Series,
         extrapolation: np.ndarray,
         feature: str,
+        evaluated: np.ndarray | None = None,
         units: Mapping[str, str] | None = None,
         step_text: str | None = None,
     ) -> None:
         self.values = values
         self.extrapolation = np.asarray(extrapolation, dtype=bool)
-        if self.extrapolation.shape != (len(values),):
+        self.evaluated = (
+            ~self.extrapolation if evaluated is None else np.asarray(evaluated, dtype=bool) & ~self.extrapolation
+        )
+        if self.extrapolation.shape != (len(values),) or self.evaluated.shape != (len(values),):
             raise ParameterError(
-                f"extrapolation must hold one flag per value ({len(values)}), got shape {self.extrapolation.shape}."
+                f"extrapolation and evaluated must hold one flag per value ({len(values)}), got shapes "
+                f"{self.extrapolation.shape} and {self.evaluated.shape}."
             )
         self.feature = feature
         self.units = dict(units or {})
@@ -129,10 +137,10 @@ class ExtrapolationDisplay:
             flagged = res.index[res["extrapolation"].to_numpy(dtype=bool)]
         else:
             flagged = effects.extrapolated.index
-        drawn = data.index.isin(res.index) | data.index.isin(flagged)
         display = cls(
-            values=data.loc[drawn, feature],
-            extrapolation=data.index[drawn].isin(flagged),
+            values=data[feature],
+            extrapolation=data.index.isin(flagged),
+            evaluated=data.index.isin(res.index),
             feature=feature,
             units=units,
             step_text=", ".join(step_label(s, dict(units or {})) for s in effects.steps),
@@ -158,8 +166,8 @@ class ExtrapolationDisplay:
         st = self.style_ = resolve_style(style)
         ax = new_axes(ax, (6.4, 3.6))
         self.ax_, self.figure_ = ax, ax.figure
-        ep = self.extrapolation
-        self.n_evaluated_, self.n_extrapolation_ = int((~ep).sum()), int(ep.sum())
+        ep, ev = self.extrapolation, self.evaluated
+        self.n_evaluated_, self.n_extrapolation_ = int(ev.sum()), int(ep.sum())
         labels = [_plural(self.n_evaluated_, "evaluated row"), _plural(self.n_extrapolation_, "extrapolation point")]
         solid = dict(color=st.color("bars"))
         hatched = dict(color="white", edgecolor=st.color("extrapolation"), hatch=st.hatch)
@@ -173,7 +181,7 @@ class ExtrapolationDisplay:
             )
             x = np.arange(len(levels))
             v = col.to_numpy(dtype=object)
-            a = np.array([int(((v == lv) & ~ep).sum()) for lv in levels])
+            a = np.array([int(((v == lv) & ev).sum()) for lv in levels])
             b = np.array([int(((v == lv) & ep).sum()) for lv in levels])
             self.bars_ = [ax.bar(x, a, label=labels[0], **solid), ax.bar(x, b, bottom=a, label=labels[1], **hatched)]
             ax.set_xticks(x, [str(lv) for lv in levels])
@@ -182,7 +190,7 @@ class ExtrapolationDisplay:
             fin = finite_part(v)
             ok = fin.mask
             _, _, self.bars_ = ax.hist(
-                [v[~ep & ok], v[ep & ok]],
+                [v[ev & ok], v[ep & ok]],
                 bins=histogram_edges(fin.values, bins),
                 stacked=True,
                 color=[st.color("bars"), "white"],

@@ -1,5 +1,11 @@
 """Report figures (SVG for the documents, PNG copies), written deterministically.
 
+Every figure is drawn by a display of :mod:`fme.plotting` (:class:`~fme.plotting.ExtrapolationDisplay`,
+:class:`~fme.plotting.FMEDisplay`, :class:`~fme.plotting.NLMDisplay`, :class:`~fme.plotting.PartitionDisplay`,
+:class:`~fme.plotting.CAMEDisplay`) with the report's :data:`STYLE` passed in; this module only chooses which,
+gives each its axes (the figure's size from the rows it draws), the units of the config and a title, and saves
+it. The displays take each axis unit and row count from the numbers they draw.
+
 SVGs get a fixed ``svg.hashsalt`` and no ``Date``; PNGs no ``Software``
 metadata, so rebuilding gives byte-identical files. Colours are the
 Okabe-Ito palette with a second encoding (marker, hatch or line style), each
@@ -21,6 +27,7 @@ from ..._utils.validation import is_categorical
 from ...plotting import PlotStyle
 from ...plotting.data import rug_values
 from ..inputs.config import EffectConfig, ReportConfig
+from ..inputs.schema import DEFAULTS
 from ._svg import compact_svg
 
 __all__ = [
@@ -106,11 +113,10 @@ def _fig(cfg: ReportConfig, height: float = 3.4):
 
 
 def style(cfg: ReportConfig) -> PlotStyle:
-    """The report's :class:`fme.plotting.PlotStyle`: :data:`PALETTE` by role, hollow points, solid zero lines,
-    the report's font sizes, and the config's point limit and seed."""
-    return STYLE.replace(
-        max_points=int(cfg.figures["max_points"]), rug_points=int(cfg.figures["max_points"]), seed=int(cfg.seed)
-    )
+    """The report's :class:`fme.plotting.PlotStyle`: :data:`STYLE` with the config's point limit (scatter points
+    and rug marks; the schema's default when a config object lacks it) and seed."""
+    limit = int(cfg.figures.get("max_points", DEFAULTS["figures"]["max_points"]))
+    return STYLE.replace(max_points=limit, rug_points=limit, seed=int(cfg.seed))
 
 
 def _literal(fig: Any) -> None:
@@ -273,7 +279,8 @@ def _tree_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict | None:
     from ...plotting import PartitionDisplay
 
     with plt.rc_context({"font.size": 10.0, "figure.dpi": 100}):  # the display's own layout
-        display = PartitionDisplay.from_partition(part)  # units make its note wider than the tree
+        # the leaves' cAME lines in the accent over the kept-colour histograms; units would widen its note
+        display = PartitionDisplay.from_partition(part, style=STYLE.replace(colors={"came": PALETTE["accent"]}))
     fig = display.figure_
     _literal(fig)
     width, height = (float(v) for v in fig.get_size_inches())
