@@ -445,6 +445,7 @@ def test_the_reports_figures_are_the_displays_in_the_report_palette(tmp_path, mo
     # fME scatter: hollow "kept" circles, the AME dashed in "accent", zero solid in "reference"; 100 of the rows
     assert hexes(sc.scatter_.get_edgecolors()) == {PALETTE["kept"]} and len(sc.scatter_.get_facecolors()) == 0
     assert out[1]["n_drawn"] == 100 == len(sc.scatter_.get_offsets()) and out[1]["n"] == res.n
+    assert out[1]["n_left_out"] == res.n_extrapolation == len(sc.extrapolation_.get_offsets())
     assert to_hex(sc.ame_line_.get_color()).upper() == PALETTE["accent"] and sc.ame_line_.get_linestyle() == "--"
     assert to_hex(sc.zero_line_.get_color()).upper() == PALETTE["reference"] and sc.zero_line_.get_linestyle() == "-"
     assert to_hex(sc.extrapolation_.get_edgecolor()[0]).upper() == PALETTE["excluded"]

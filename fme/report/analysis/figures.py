@@ -170,6 +170,7 @@ def _fme_plot(res, cfg: ReportConfig, steps: dict, out_dir: Path, vid: str) -> d
         f = numeric[0]
         disp = FMEDisplay.from_effects(res, features=[f], kind="scatter", rug=True, **kw)
         info.update(kind="fme-scatter", feature=f, rug_drawn=int(len(disp.rug_.get_xdata())))
+        info["n_left_out"] = int(len(disp.extrapolation_.get_offsets())) if disp.extrapolation_ is not None else 0
         info["rug_quantiles"] = bool(disp.rug_quantiles_)
         title = f"fMEs against {f}"
     elif len(steps) == 2 and len(numeric) == 2:
