@@ -12,7 +12,7 @@ from sklearn.ensemble import RandomForestClassifier
 
 import fme
 from fme.datasets import load_boston
-from fme.plotting import FMEDisplay
+from fme.plotting import ExtrapolationDisplay, FMEDisplay, PlotStyle
 
 df = load_boston()
 X = df.drop(columns="medv")
@@ -26,6 +26,18 @@ print(eff.summary())
 # %%
 # Each point is one tract: how much its probability of "expensive" rises when lstat falls by 5.
 FMEDisplay.from_effects(eff, units={"lstat": "%"}, prediction_unit="P(expensive)")
+
+# %%
+# Where the step leaves the data: the tracts evaluated and those left out as extrapolation points.
+ExtrapolationDisplay.from_effects(eff, units={"lstat": "%"})
+
+# %%
+# Every display takes ``style=``, a :class:`~fme.plotting.PlotStyle` (the report passes its own this way):
+# colours by role, hollow points, a solid zero line, and here at most 200 points (a seeded sample, which the
+# legend counts) over a rug of every observed lstat value.
+house = PlotStyle(colors={"points": "#0072B2", "average": "#B35300"}, hollow_points=True, zero_linestyle="-",
+                  max_points=200)
+FMEDisplay.from_effects(eff, units={"lstat": "%"}, prediction_unit="P(expensive)", rug=True, style=house)
 
 # %%
 # ``target_class="all"`` gives every class at once (their fMEs sum to zero for each row).

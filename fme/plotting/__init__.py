@@ -15,11 +15,13 @@ Modules, one per display family; imports go one way, displays -> helpers:
 * :mod:`~fme.plotting.nlm`: :class:`NLMDisplay` (an :class:`FMEDisplay` of the NLMs: the
   one display that imports another), :class:`EffectsDisplay`, :func:`plot_fme_nlm`;
 * :mod:`~fme.plotting.secant`: :class:`SecantTangentDisplay`;
+* :mod:`~fme.plotting.came`: :class:`CAMEDisplay` (the leaves' cAMEs with CIs, a dot plot);
+* :mod:`~fme.plotting.extrapolation`: :class:`ExtrapolationDisplay` (where a step leaves the data);
 * :mod:`~fme.plotting.tree`: :class:`PartitionDisplay` (layout, labels, drawing);
 * :mod:`~fme.plotting.joint_tree`: :class:`JointPartitionDisplay` (a joint partition's tree, one line per
   effect in each leaf; layout and labels from :mod:`~fme.plotting.tree`);
-* :mod:`~fme.plotting._common`: palette, fonts, axes set-up, labels, number
-  formatting glue (imports no display);
+* :mod:`~fme.plotting._common`: palette, fonts, :class:`PlotStyle`, axes set-up, labels, number
+  formatting glue (imports no display); :mod:`~fme.plotting.rugs`: the scatter's rugs;
 * :mod:`~fme.plotting.data`: pure NumPy rules for what a figure may draw
   (finite rows, histogram edges, KDE), also used by :mod:`fme.report.analysis.figures`.
 
@@ -62,13 +64,19 @@ against seaborn 0.13.2 (the version the lock pinned):
   with the same bin edges, ``sns.histplot`` writes a different SVG from
   ``ax.hist`` (16 206 vs 21 354 bytes in the check above).
 
+Styling: every display's ``plot`` takes ``style=`` (a :class:`PlotStyle`: colours per role, hollow or
+filled points, font sizes, line styles, the hatch of left-out rows, how many points and rug marks); the
+default is :data:`DEFAULT_STYLE`. The report draws its figures with these displays and its own style.
+
 >>> from fme.plotting import FMEDisplay             # doctest: +SKIP
 >>> disp = FMEDisplay.from_effects(fme.fme(model, X, {"rm": 1}), units={"rm": "rooms"})  # doctest: +SKIP
 >>> disp.figure_.savefig("fme_rm.png")              # doctest: +SKIP
 """
 
-from ._common import COLORS, OKABE_ITO
+from ._common import COLORS, DEFAULT_STYLE, OKABE_ITO, PlotStyle
+from .came import CAMEDisplay
 from .effects import FMEDisplay
+from .extrapolation import ExtrapolationDisplay
 from .joint_tree import JointPartitionDisplay
 from .nlm import EffectsDisplay, NLMDisplay, plot_fme_nlm
 from .secant import SecantTangentDisplay
@@ -77,11 +85,15 @@ from .tree import PartitionDisplay
 __all__ = [
     "OKABE_ITO",
     "COLORS",
+    "PlotStyle",
+    "DEFAULT_STYLE",
     "FMEDisplay",
     "NLMDisplay",
     "EffectsDisplay",
     "SecantTangentDisplay",
     "PartitionDisplay",
     "JointPartitionDisplay",
+    "CAMEDisplay",
+    "ExtrapolationDisplay",
     "plot_fme_nlm",
 ]

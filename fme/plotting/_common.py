@@ -16,6 +16,7 @@ the tables do (``-``, ``p undefined``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,6 +40,9 @@ __all__ = [
     "CMAP_DIVERGING_FME",
     "CMAP_NLM",
     "CMAP_COUNTS",
+    "PlotStyle",
+    "DEFAULT_STYLE",
+    "resolve_style",
     "pyplot",
     "new_axes",
     "style_axes",
@@ -85,6 +89,131 @@ CMAP_NLM = "RdBu"  # red = negative NLM, as the paper's maps
 CMAP_COUNTS = "Blues"
 
 
+# ----------------------------------------------------------------- style
+@dataclass(frozen=True)
+class PlotStyle:
+    """How the displays draw: colours, second encodings, font sizes, line widths and how many marks.
+
+    Every display's ``plot`` takes ``style=``; the default, :data:`DEFAULT_STYLE`, is the displays' own look.
+    A caller with a house style (the report passes its palette and font sizes) gives only what differs:
+    ``PlotStyle(colors={"points": "#0072B2"})`` keeps every other role of :data:`COLORS`.
+
+    Parameters
+    ----------
+    colors : mapping, optional
+        Colour per role, merged over :data:`COLORS`; roles: ``points``, ``average``, ``negative``,
+        ``extrapolation``, ``arrow``, ``reference``, ``text``, ``edge``, ``bars``, ``came``, ``rug``, ``fill``
+        (histogram bars; default the ``points`` colour at ``fill_alpha``).
+    fontsize : mapping, optional
+        Font size (pt) per role, merged over :data:`FONTSIZE`: ``label``, ``tick``, ``legend``, ``note``.
+    hollow_points : bool, default=False
+        Draw scatter points as outlined circles (a second encoding that survives greyscale printing and
+        overplotting) instead of filled, semi-transparent ones.
+    point_size : float, default=14
+        Scatter marker area (points²).
+    point_alpha : float, default=0.7
+        Opacity of filled scatter points.
+    fill_alpha : float, default=0.45
+        Opacity of histogram bars.
+    fill_edge : str, default='white'
+        Edge colour of histogram bars.
+    zero_linestyle : str, default=':'
+        Line style of the reference line at 0.
+    average_linewidth : float, default=1.8
+        Width of the dashed AME/ANLM line.
+    hatch : str, default='///'
+        Hatch of bars that count rows left out (the second encoding beside their colour).
+    max_points : int, optional
+        Largest number of scatter points drawn: beyond it a seeded sample (``seed``) of rows, which the legend
+        names; default every row.
+    rug_points : int, default=2000
+        Largest number of marks of a rug of observed values: beyond it evenly spaced quantiles of all rows.
+    seed : int, default=0
+        Seed of the sample of ``max_points`` rows.
+
+    Raises
+    ------
+    ParameterError
+        An unknown colour or font role, or a non-positive ``max_points``/``rug_points``.
+
+    Examples
+    --------
+    >>> from fme.plotting import COLORS, PlotStyle
+    >>> PlotStyle(colors={"points": "#000000"}).colors["average"] == COLORS["average"]
+    True
+    """
+
+    colors: Mapping[str, str] = field(default_factory=dict)
+    fontsize: Mapping[str, float] = field(default_factory=dict)
+    hollow_points: bool = False
+    point_size: float = 14.0
+    point_alpha: float = 0.7
+    fill_alpha: float = 0.45
+    fill_edge: str = "white"
+    zero_linestyle: str = ":"
+    average_linewidth: float = 1.8
+    hatch: str = "///"
+    max_points: int | None = None
+    rug_points: int = 2000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name, given, known in (("colors", self.colors, _COLOR_DEFAULTS), ("fontsize", self.fontsize, FONTSIZE)):
+            unknown = sorted(set(given) - set(known))
+            if unknown:
+                raise ParameterError(f"PlotStyle({name}=...) has unknown roles {unknown}; use some of {sorted(known)}.")
+            # frozen: the merged mapping replaces the partial one once, here
+            object.__setattr__(self, name, {**known, **dict(given)})
+        for name in ("max_points", "rug_points"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ParameterError(f"PlotStyle({name}={value!r}) must be a positive int; pass e.g. 2000.")
+
+    def color(self, role: str) -> str:
+        """The colour of ``role`` (one of the keys of :attr:`colors`)."""
+        return str(self.colors[role])
+
+    def size(self, role: str) -> float:
+        """The font size of ``role`` (one of the keys of :attr:`fontsize`)."""
+        return float(self.fontsize[role])
+
+    def replace(self, **changes: Any) -> PlotStyle:
+        """A copy with ``changes`` (``colors``/``fontsize`` merged over this style's)."""
+        for name in ("colors", "fontsize"):
+            if name in changes:
+                changes[name] = {**getattr(self, name), **dict(changes[name])}
+        return replace(self, **changes)
+
+    @property
+    def fill(self) -> str:
+        """Face colour of histogram bars."""
+        return self.color("fill") or self.color("points")
+
+
+#: Roles a :class:`PlotStyle` colours: :data:`COLORS`, the rug of observed values and the histograms' fill
+#: (empty: the ``points`` colour).
+_COLOR_DEFAULTS: dict[str, str] = {**COLORS, "rug": COLORS["reference"], "fill": ""}
+#: The displays' own look.
+DEFAULT_STYLE = PlotStyle()
+
+
+def resolve_style(style: PlotStyle | None) -> PlotStyle:
+    """``style``, or :data:`DEFAULT_STYLE` for None.
+
+    Raises
+    ------
+    ParameterError
+        ``style`` is neither None nor a :class:`PlotStyle`.
+    """
+    if style is None:
+        return DEFAULT_STYLE
+    if not isinstance(style, PlotStyle):
+        raise ParameterError(
+            f"style must be a fme.plotting.PlotStyle, got {type(style).__name__}; pass PlotStyle(colors=...)."
+        )
+    return style
+
+
 # ----------------------------------------------------------------- axes
 def pyplot():
     """Import pyplot lazily with a helpful error (sklearn's check_matplotlib_support)."""
@@ -103,11 +232,12 @@ def new_axes(ax: Axes | None, figsize: tuple[float, float] = (6.4, 4.6)) -> Axes
     return ax
 
 
-def style_axes(ax: Axes, xlabel: str, ylabel: str) -> None:
-    """Axis labels and tick sizes of :data:`FONTSIZE`; no top or right spine."""
-    ax.set_xlabel(xlabel, fontsize=FONTSIZE["label"])
-    ax.set_ylabel(ylabel, fontsize=FONTSIZE["label"])
-    ax.tick_params(labelsize=FONTSIZE["tick"])
+def style_axes(ax: Axes, xlabel: str, ylabel: str, style: PlotStyle | None = None) -> None:
+    """Axis labels and tick sizes of ``style`` (default :data:`FONTSIZE`); no top or right spine."""
+    st = resolve_style(style)
+    ax.set_xlabel(xlabel, fontsize=st.size("label"))
+    ax.set_ylabel(ylabel, fontsize=st.size("label"))
+    ax.tick_params(labelsize=st.size("tick"))
     ax.spines[["top", "right"]].set_visible(False)
 
 

@@ -28,8 +28,7 @@ from ._common import (
     CMAP_COUNTS,
     CMAP_DIVERGING_FME,
     CMAP_SEQUENTIAL,
-    COLORS,
-    FONTSIZE,
+    PlotStyle,
     centred_norm,
     check_effects,
     feature_label,
@@ -37,10 +36,12 @@ from ._common import (
     measure_column,
     new_axes,
     place_arrow,
+    resolve_style,
     step_label,
     style_axes,
 )
-from .data import finite_rows, histogram_edges, kde_curve
+from .data import finite_rows, histogram_edges, kde_curve, subsample
+from .rugs import RUG_SIZE, left_out_rug, observed_rug
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
@@ -48,12 +49,10 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .._core.results import FMEResult
     from ..steps import Step
 
-__all__ = ["KINDS", "FMEDisplay"]
+__all__ = ["KINDS", "RUG_SIZE", "FMEDisplay"]
 
 #: Layouts of ``plot(kind=...)``.
 KINDS = ("auto", "scatter", "hexbin", "map", "density")
-#: Marker area (points²) of the rug of rows left out as extrapolation points.
-RUG_SIZE = 160.0
 
 
 def _resolve_kind(
@@ -108,6 +107,8 @@ class FMEDisplay:
         Unit of the prediction (and so of the fME).
     column : str, default='fme'
         Name of the plotted column.
+    observed : DataFrame, optional
+        Plotted feature values of all rows of the data, for ``plot(rug=True)``.
 
     Attributes
     ----------
@@ -119,6 +120,13 @@ class FMEDisplay:
         The step arrow; ``arrow_.xy - arrow_.xyann`` equals h.
     ame_line_, zero_line_ : Line2D or None
     extrapolation_, extrapolation_kept_ : PathCollection or None
+    rug_ : Line2D or None
+        The rug of observed values (``plot(rug=True)``); ``rug_quantiles_`` says whether it draws quantiles.
+    not_drawn_ : str or None
+        What the figure leaves out (non-finite values), as its legend says it.
+    n_drawn_ : int
+        Scatter points drawn (fewer than the rows when ``style.max_points`` samples them).
+    style_ : PlotStyle
     legend_ : Legend or None
 
     See Also
@@ -142,6 +150,7 @@ class FMEDisplay:
         units: Mapping[str, str] | None = None,
         prediction_unit: str | None = None,
         column: str = "fme",
+        observed: pd.DataFrame | None = None,
     ) -> None:
         self.values = np.asarray(values, dtype=float)
         self.feature_values = feature_values
@@ -153,6 +162,7 @@ class FMEDisplay:
         self.units = dict(units or {})
         self.prediction_unit = prediction_unit
         self.column = column
+        self.observed = observed
 
     # ------------------------------------------------------------- building
     @classmethod
@@ -191,6 +201,7 @@ class FMEDisplay:
             units=units,
             prediction_unit=prediction_unit,
             column=column,
+            observed=effects.data[features],
         )
 
     @classmethod
@@ -256,6 +267,10 @@ class FMEDisplay:
         show_arrow: bool = True,
         show_legend: bool = True,
         scatter_kw: Mapping[str, Any] | None = None,
+        style: PlotStyle | None = None,
+        rug: bool = False,
+        value_range: tuple[float, float] | None = None,
+        kde: bool = True,
     ):
         """Draw the display.
 
@@ -275,6 +290,16 @@ class FMEDisplay:
         show_arrow, show_legend : bool, default=True
         scatter_kw : dict, optional
             Extra keywords for ``ax.scatter``.
+        style : PlotStyle, optional
+            Colours, fonts, line widths and point limits; default :data:`~fme.plotting.DEFAULT_STYLE`.
+        rug : bool, default=False
+            Scatter: a rug of the feature's values over all rows of the data (the model's support), at most
+            ``style.rug_points`` marks.
+        value_range : (float, float), optional
+            Density: bins over this range; values outside it are drawn at the nearer bound (the axis label
+            says so).
+        kde : bool, default=True
+            Density: draw the kernel density over the histogram.
 
         Returns
         -------
@@ -287,6 +312,7 @@ class FMEDisplay:
             for f in features
         ]
         self.kind_ = _resolve_kind(kind, self.steps, features, numeric, len(self.values), hexbin_threshold)
+        self.style_ = resolve_style(style)
         ax = new_axes(ax)
         self.ax_, self.figure_ = ax, ax.figure
         for name in (
@@ -302,22 +328,31 @@ class FMEDisplay:
             "extrapolation_",
             "extrapolation_kept_",
             "legend_",
+            "rug_",
+            "rug_quantiles_",
         ):
             setattr(self, name, None)
+        self.n_drawn_ = 0
         self.drawn_ = finite_rows(*self._drawn_columns())
         if self.kind_ == "density":
-            self._plot_density(ax, bins)
+            self._plot_density(ax, bins, value_range, kde)
         elif self.kind_ == "map":
             self._plot_map(ax, gridsize)
         else:
-            self._plot_against_feature(ax, gridsize, dict(scatter_kw or {}))
+            self._plot_against_feature(ax, gridsize, dict(scatter_kw or {}), rug)
         if show_arrow and self.kind_ != "density":
             h = self._step_vector()
             shown = h if self.kind_ == "map" else h[:1]
             text = f"h = {shown[0]:.4g}" if len(shown) == 1 else "h = (" + ", ".join(f"{v:.4g}" for v in shown) + ")"
             self.arrow_, self.arrow_label_ = place_arrow(
-                ax, h if self.kind_ == "map" else h[:1], text, color=COLORS["arrow"], fontsize=FONTSIZE["note"]
+                ax,
+                h if self.kind_ == "map" else h[:1],
+                text,
+                color=self.style_.color("arrow"),
+                fontsize=self.style_.size("note"),
             )
+        notes = self._not_drawn_notes()
+        self.not_drawn_ = notes[0] if notes else None
         if show_legend:
             self._legend(ax)
         return self
@@ -341,23 +376,28 @@ class FMEDisplay:
         line = ax.axvline if vertical else ax.axhline
         self.ame_line_ = line(
             self.average,
-            color=COLORS["average"],
+            color=self.style_.color("average"),
             linestyle="--",
-            linewidth=1.8,
+            linewidth=self.style_.average_linewidth,
             zorder=4,
             label=f"{self._average_name} = {fmt_num(self.average)}",
         )
 
     def _point_colors(self, y: np.ndarray) -> Any:
-        return COLORS["points"]
+        return self.style_.color("points")
 
     def _reference_lines(self, ax: Axes, vertical: bool) -> None:
         line = ax.axvline if vertical else ax.axhline
         self.zero_line_ = line(
-            0.0, color=COLORS["reference"], linewidth=0.8, linestyle=":", zorder=1, label=f"{self.measure_name} = 0"
+            0.0,
+            color=self.style_.color("reference"),
+            linewidth=0.8,
+            linestyle=self.style_.zero_linestyle,
+            zorder=1,
+            label=f"{self.measure_name} = 0",
         )
 
-    def _plot_against_feature(self, ax: Axes, gridsize: int, scatter_kw: dict) -> None:
+    def _plot_against_feature(self, ax: Axes, gridsize: int, scatter_kw: dict, rug: bool) -> None:
         feature = self.feature_values.columns[0]
         ok = self._finite()
         x = self.feature_values[feature].to_numpy(dtype=float)
@@ -372,11 +412,21 @@ class FMEDisplay:
                 x[ok], y[ok], gridsize=gridsize, mincnt=1, cmap=cmap, norm=LogNorm(), linewidths=0.2
             )
             self.colorbar_ = ax.figure.colorbar(self.hexbin_, ax=ax)
-            self.colorbar_.set_label("observations per hexagon", fontsize=FONTSIZE["label"])
+            self.colorbar_.set_label("observations per hexagon", fontsize=self.style_.size("label"))
         elif self.kind_ == "scatter" or not ok.any():
-            kw = dict(s=14, alpha=0.7, linewidths=0, zorder=2)
+            st = self.style_
+            # a seeded sample of the drawable rows when there are more than style.max_points
+            rows = np.flatnonzero(ok)
+            ok = np.zeros_like(ok)
+            ok[rows[subsample(rows.size, st.max_points, st.seed)]] = True
+            self.n_drawn_ = int(ok.sum())
+            kw: dict[str, Any] = dict(s=st.point_size, zorder=2)
+            colors = self._point_colors(y[ok])
+            if st.hollow_points:
+                kw.update(facecolors="none", edgecolors=colors, linewidths=0.9)
+            else:
+                kw.update(alpha=st.point_alpha, linewidths=0, c=colors)
             kw.update(scatter_kw)
-            kw.setdefault("c", self._point_colors(y[ok]))
             self.scatter_ = ax.scatter(x[ok], y[ok], **kw)
             if self.kept_extrapolation is not None and self.kept_extrapolation.any():
                 kept = self.kept_extrapolation & ok
@@ -385,7 +435,7 @@ class FMEDisplay:
                     y[kept],
                     s=40,
                     facecolors="none",
-                    edgecolors=COLORS["extrapolation"],
+                    edgecolors=self.style_.color("extrapolation"),
                     linewidths=1.0,
                     zorder=3,
                     label=f"kept, flagged as extrapolation: {int(kept.sum())}",
@@ -393,38 +443,12 @@ class FMEDisplay:
         self._reference_lines(ax, vertical=False)
         self._average_line(ax, vertical=False)
         if len(self.extrapolated):
-            from matplotlib.transforms import blended_transform_factory, offset_copy
-
-            # A rug standing on the bottom edge: these rows have no fME, only a feature value. The ticks are
-            # lifted by half their height (in points, whatever the layout) and the x range takes them in, so
-            # the rug stays inside the axes and is clipped to them like every other mark.
-            xe = self.extrapolated[feature].to_numpy(dtype=float)
-            trans = offset_copy(
-                blended_transform_factory(ax.transData, ax.transAxes),
-                fig=ax.figure,
-                y=np.sqrt(RUG_SIZE) / 2,
-                units="points",
-            )
-            self.extrapolation_ = ax.scatter(
-                xe,
-                np.zeros(xe.size),
-                transform=trans,
-                marker="|",
-                s=RUG_SIZE,
-                linewidths=1.5,
-                color=COLORS["extrapolation"],
-                zorder=4,
-                label=f"left out (extrapolation): {xe.size}",
-            )
-            finite = xe[np.isfinite(xe)]
-            if finite.size:
-                ax.dataLim.update_from_data_xy(
-                    np.column_stack([finite, np.zeros(finite.size)]), ignore=False, updatex=True, updatey=False
-                )
-                ax.autoscale_view()
+            self.extrapolation_ = left_out_rug(ax, self.extrapolated[feature].to_numpy(dtype=float), self.style_)
+        if rug and self.observed is not None:
+            self.rug_, self.rug_quantiles_ = observed_rug(ax, self.observed[feature].to_numpy(dtype=float), self.style_)
         y0, y1 = ax.get_ylim()
         ax.set_ylim(y0 - 0.08 * (y1 - y0), y1 + 0.18 * (y1 - y0))  # room for the rug and the arrow
-        style_axes(ax, feature_label(feature, self.units), self.value_label)
+        style_axes(ax, feature_label(feature, self.units), self.value_label, self.style_)
 
     def _map_norm_cmap(self, values: np.ndarray) -> tuple[Any, str]:
         finite = values[np.isfinite(values)]
@@ -453,8 +477,8 @@ class FMEDisplay:
                 linewidths=0.3,
             )  # near-0 cells stay visible
             self.colorbar_ = ax.figure.colorbar(self.hexbin_, ax=ax)
-            self.colorbar_.set_label(f"mean {self.value_label}", fontsize=FONTSIZE["label"])
-            self.colorbar_.ax.tick_params(labelsize=FONTSIZE["tick"])
+            self.colorbar_.set_label(f"mean {self.value_label}", fontsize=self.style_.size("label"))
+            self.colorbar_.ax.tick_params(labelsize=self.style_.size("tick"))
         if len(self.extrapolated):
             self.extrapolation_ = ax.scatter(
                 self.extrapolated[f1].to_numpy(dtype=float),
@@ -462,31 +486,43 @@ class FMEDisplay:
                 marker="x",
                 s=22,
                 linewidths=1.2,
-                color=COLORS["extrapolation"],
+                color=self.style_.color("extrapolation"),
                 zorder=4,
                 label=f"left out (extrapolation): {len(self.extrapolated)}",
             )
-        style_axes(ax, feature_label(f1, self.units), feature_label(f2, self.units))
+        style_axes(ax, feature_label(f1, self.units), feature_label(f2, self.units), self.style_)
 
-    def _plot_density(self, ax: Axes, bins: int | str) -> None:
+    def _plot_density(
+        self, ax: Axes, bins: int | str, value_range: tuple[float, float] | None = None, kde: bool = True
+    ) -> None:
+        st = self.style_
         v = self.values[self._finite()]
+        label = self.value_label
+        if value_range is not None:
+            lo, hi = (float(b) for b in value_range)
+            # the axis label names each bound that some value passes
+            outside = [f"values below {lo:g} shown at {lo:g}"] * bool((v < lo).any())
+            outside += [f"values above {hi:g} shown at {hi:g}"] * bool((v > hi).any())
+            label += f" ({'; '.join(outside)})" if outside else ""
+            v = np.clip(v, lo, hi)
+            bins = 40 if isinstance(bins, str) else bins
         # (Nearly) constant effects: one bar of visible width and no KDE (fme.plotting.data).
         _, _, self.hist_ = ax.hist(
             v,
-            bins=histogram_edges(v, bins),
+            bins=histogram_edges(v, bins, value_range),
             density=v.size > 0,
-            color=COLORS["points"],
-            alpha=0.45,
-            edgecolor="white",
+            color=st.fill,
+            alpha=st.fill_alpha,
+            edgecolor=st.fill_edge,
             linewidth=0.5,
             label="histogram",
         )
-        curve = kde_curve(v)
+        curve = kde_curve(v) if kde else None
         if curve is not None:
-            (self.kde_line_,) = ax.plot(*curve, color=COLORS["points"], linewidth=2.0, label="kernel density")
+            (self.kde_line_,) = ax.plot(*curve, color=st.color("points"), linewidth=2.0, label="kernel density")
         self._reference_lines(ax, vertical=True)
         self._average_line(ax, vertical=True)
-        style_axes(ax, self.value_label, "density")
+        style_axes(ax, label, "density", st)
 
     def _legend_extras(self) -> list[str]:
         """Legend lines without an artist of their own (counts only)."""
@@ -501,12 +537,21 @@ class FMEDisplay:
         """Legend keys of the points' colours (a colorbar explains hexagons instead)."""
         if self.scatter_ is None or self.kind_ != "scatter":
             return []
+        return [(self._key(self.style_.color("points")), f"{self.measure_name} of a row: {self._drawn_text()}")]
+
+    def _key(self, color: str) -> Any:
+        """A legend key drawn as the points are (hollow or filled)."""
         from matplotlib.lines import Line2D
 
-        n = len(self.scatter_.get_offsets())
-        return [
-            (Line2D([], [], marker="o", linestyle="none", color=COLORS["points"]), f"{self.measure_name} of a row: {n}")
-        ]
+        face = "none" if self.style_.hollow_points else color
+        return Line2D([], [], marker="o", linestyle="none", color=color, markerfacecolor=face)
+
+    def _drawn_text(self) -> str:
+        """``120``, or ``2,000 of 100,000 drawn`` when ``style.max_points`` sampled the rows (seeded)."""
+        total = int(self.drawn_.mask.sum())
+        if self.n_drawn_ < total:
+            return f"{self.n_drawn_:,} of {total:,} drawn"
+        return f"{self.n_drawn_:,}"
 
     @property
     def measure_name(self) -> str:
@@ -527,7 +572,7 @@ class FMEDisplay:
             self.legend_ = ax.legend(
                 handles,
                 labels,
-                fontsize=FONTSIZE["legend"],
+                fontsize=self.style_.size("legend"),
                 loc="lower left",
                 bbox_to_anchor=(0.0, 1.02, 1.0, 0.1),
                 mode="expand",

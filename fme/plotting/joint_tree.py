@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from ..exceptions import ParameterError
-from ._common import COLORS, fmt_ci, pyplot
+from ._common import PlotStyle, fmt_ci, pyplot, resolve_style
 from .tree import counts_from_leaves, edge_label, inner_label, node_children, tree_layout
 
 __all__ = ["JointPartitionDisplay", "joint_leaf_label"]
@@ -79,8 +79,10 @@ class JointPartitionDisplay:
             ax=ax, **plot_kw
         )
 
-    def plot(self, *, ax: Any = None, fontsize: float = 9.0) -> JointPartitionDisplay:
-        """Draw the tree top-down (a new figure sized to the tree by default); returns self."""
+    def plot(self, *, ax: Any = None, fontsize: float = 9.0, style: PlotStyle | None = None) -> JointPartitionDisplay:
+        """Draw the tree top-down (a new figure sized to the tree by default); ``style`` (a
+        :class:`~fme.plotting.PlotStyle`) gives the ``text`` and ``edge`` colours; returns self."""
+        st = self.style_ = resolve_style(style)
         nodes = self.nodes
         pos = tree_layout(nodes)
         leaf_ids = list(dict.fromkeys(int(v) for v in self.leaves["node"]))
@@ -91,13 +93,13 @@ class JointPartitionDisplay:
                 figsize=(max(6.4, 2.6 * len(leaf_ids)), 1.5 * depth + 1.5 + 0.35 * n_effects), layout="constrained"
             )
         self.ax_, self.figure_ = ax, ax.figure
-        box = dict(boxstyle="round,pad=0.35", facecolor="white", edgecolor=COLORS["text"], linewidth=1.0)
+        box = dict(boxstyle="round,pad=0.35", facecolor="white", edgecolor=st.color("text"), linewidth=1.0)
         self.node_boxes_, self.edge_lines_, self.edge_labels_, self.leaf_labels_ = {}, {}, {}, {}
         for node, (x, y) in pos.items():
             kids = node_children(nodes, node)
             for i, child in enumerate(kids):
                 cx, cy = pos[child]
-                (self.edge_lines_[child],) = ax.plot([x, cx], [y, cy], color=COLORS["edge"], linewidth=1.2, zorder=1)
+                (self.edge_lines_[child],) = ax.plot([x, cx], [y, cy], color=st.color("edge"), linewidth=1.2, zorder=1)
                 f = (i + 1) / (len(kids) + 1)
                 self.edge_labels_[child] = ax.text(
                     x + f * (cx - x),
@@ -134,6 +136,6 @@ class JointPartitionDisplay:
             va="top",
             wrap=True,
             fontsize=fontsize,
-            color=COLORS["text"],
+            color=st.color("text"),
         )
         return self

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..exceptions import ParameterError
-from ._common import CMAP_NLM, COLORS, centred_norm, pyplot
+from ._common import CMAP_NLM, centred_norm, pyplot
 from .data import finite_rows
 from .effects import FMEDisplay
 
@@ -51,27 +51,27 @@ class NLMDisplay(FMEDisplay):
         return "NLM"
 
     def _point_colors(self, y: np.ndarray) -> Any:
-        return np.where(y < 0, COLORS["negative"], COLORS["points"])
+        return np.where(y < 0, self.style_.color("negative"), self.style_.color("points"))
 
     def _colour_keys(self) -> list[tuple[Any, str]]:
         if self.scatter_ is None or self.kind_ != "scatter":
             return []
-        from matplotlib.lines import Line2D
-
         y = np.asarray(self.scatter_.get_offsets(), dtype=float)[:, 1]
         return [
-            (Line2D([], [], marker="o", linestyle="none", color=COLORS["points"]), f"NLM ≥ 0: {int((y >= 0).sum())}"),
-            (
-                Line2D([], [], marker="o", linestyle="none", color=COLORS["negative"]),
-                f"NLM < 0 (strongly non-linear): {int((y < 0).sum())}",
-            ),
+            (self._key(self.style_.color("points")), f"NLM ≥ 0: {int((y >= 0).sum())}"),
+            (self._key(self.style_.color("negative")), f"NLM < 0 (strongly non-linear): {int((y < 0).sum())}"),
         ]
 
     def _reference_lines(self, ax: Axes, vertical: bool) -> None:
         super()._reference_lines(ax, vertical)
         line = ax.axvline if vertical else ax.axhline
         self.linear_line_ = line(
-            1.0, color=COLORS["reference"], linewidth=0.8, linestyle="-", zorder=1, label="NLM = 1 (linear)"
+            1.0,
+            color=self.style_.color("reference"),
+            linewidth=0.8,
+            linestyle=(0, (1, 1)) if self.style_.zero_linestyle == "-" else "-",
+            zorder=1,
+            label="NLM = 1 (linear)",
         )
 
     def _map_norm_cmap(self, values: np.ndarray) -> tuple[Any, str]:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import DataError, ParameterError, StepError
-from ._common import COLORS, FONTSIZE, check_effects, fmt_num, new_axes, step_label, style_axes
+from ._common import PlotStyle, check_effects, fmt_num, new_axes, resolve_style, step_label, style_axes
 from .data import finite_rows
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -213,20 +213,24 @@ class SecantTangentDisplay:
             **dict(plot_kw or {}),
         )
 
-    def plot(self, *, ax: Axes | None = None, scatter_kw: Mapping[str, Any] | None = None):
+    def plot(
+        self, *, ax: Axes | None = None, scatter_kw: Mapping[str, Any] | None = None, style: PlotStyle | None = None
+    ):
         """Scatter of (dME·h, fME) with the identity line, or, for a piecewise constant prediction, no tangent
-        and a note saying why (``note_``); returns self."""
+        and a note saying why (``note_``); ``style`` (a :class:`~fme.plotting.PlotStyle`) gives the colours and
+        font sizes; returns self."""
+        st = self.style_ = resolve_style(style)
         ax = new_axes(ax, figsize=(5.2, 4.8))
         self.ax_, self.figure_ = ax, ax.figure
         self.scatter_ = self.identity_line_ = self.legend_ = self.note_ = None
         self.drawn_ = finite_rows(self.tangent_values, self.fme_values)
         unit = f" ({self.prediction_unit})" if self.prediction_unit else ""
         text = step_label(self.step, self.units)
-        style_axes(ax, f"dME · h, tangent for {text}{unit}", f"fME of {text}, secant{unit}")
+        style_axes(ax, f"dME · h, tangent for {text}{unit}", f"fME of {text}, secant{unit}", st)
         if self.piecewise_constant:
             self._plot_without_tangent(ax, text)
             return self
-        kw = dict(s=14, alpha=0.7, linewidths=0, color=COLORS["points"], zorder=2)
+        kw = dict(s=14, alpha=0.7, linewidths=0, color=st.color("points"), zorder=2)
         kw.update(scatter_kw or {})
         ok = self.drawn_.mask
         self.scatter_ = ax.scatter(self.tangent_values[ok], self.fme_values[ok], **kw)
@@ -236,7 +240,7 @@ class SecantTangentDisplay:
         (self.identity_line_,) = ax.plot(
             [lo - pad, hi + pad],
             [lo - pad, hi + pad],
-            color=COLORS["average"],
+            color=st.color("average"),
             linestyle="--",
             linewidth=1.5,
             zorder=3,
@@ -258,7 +262,7 @@ class SecantTangentDisplay:
         self.legend_ = ax.legend(
             handles,
             labels,
-            fontsize=FONTSIZE["legend"],
+            fontsize=st.size("legend"),
             loc="lower left",
             bbox_to_anchor=(0.0, 1.02, 1.0, 0.1),
             mode="expand",
@@ -286,6 +290,6 @@ class SecantTangentDisplay:
             ha="center",
             va="center",
             wrap=True,
-            fontsize=FONTSIZE["note"],
-            color=COLORS["text"],
+            fontsize=self.style_.size("note"),
+            color=self.style_.color("text"),
         )

@@ -24,7 +24,7 @@ import pandas as pd
 
 from .._utils import numfmt as _shared
 from ..exceptions import DataError, ParameterError
-from ._common import COLORS, fmt_ci, fmt_num, fmt_p, measure_column, pyplot, step_label
+from ._common import PlotStyle, fmt_ci, fmt_num, fmt_p, measure_column, pyplot, resolve_style, step_label
 from .data import histogram_edges
 
 __all__ = [
@@ -507,8 +507,15 @@ class PartitionDisplay:
         )
         return display.plot(ax=ax, **plot_kw)
 
-    def plot(self, *, ax: Any = None, bins: int = 20, fontsize: float = 9.0) -> PartitionDisplay:
-        """Draw the tree top-down (new figure sized to the tree by default); returns self."""
+    def plot(
+        self, *, ax: Any = None, bins: int = 20, fontsize: float = 9.0, style: PlotStyle | None = None
+    ) -> PartitionDisplay:
+        """Draw the tree top-down (new figure sized to the tree by default); returns self.
+
+        ``style`` (a :class:`~fme.plotting.PlotStyle`) gives the colours: ``text`` (boxes, labels), ``edge``
+        (branches), ``bars`` (leaf histograms), ``came`` (each leaf's cAME line); ``fontsize`` the text size.
+        """
+        self.style_ = resolve_style(style)
         own_figure = ax is None
         if ax is None:
             depth = float(self.nodes["depth"].max())
@@ -527,7 +534,7 @@ class PartitionDisplay:
             root_label=self.root_label,
             n_total=self.n_total,
             average=self.average,
-            colors=COLORS,
+            colors=self.style_.colors,
             fontsize=fontsize,
             bins=bins,
             stagger=stagger,
@@ -551,6 +558,6 @@ class PartitionDisplay:
             va="top",
             wrap=True,
             fontsize=fontsize,
-            color=COLORS["text"],
+            color=self.style_.color("text"),
         )
         return self

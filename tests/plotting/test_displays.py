@@ -421,7 +421,7 @@ def test_import_fme_does_not_import_matplotlib():
 # ----------------------------------------------------------------- package layout
 PLOTTING = Path(fme.__file__).parent / "plotting"
 #: The lower modules: every display imports from them, they import no display.
-HELPERS = {"_common", "data"}
+HELPERS = {"_common", "data", "rugs"}
 
 
 def _fme_imports(path: Path) -> set[str]:
@@ -442,7 +442,7 @@ def _fme_imports(path: Path) -> set[str]:
 
 def test_plotting_helpers_import_no_display():
     displays = {p.stem for p in PLOTTING.glob("*.py")} - HELPERS - {"__init__"}
-    assert displays == {"effects", "joint_tree", "nlm", "secant", "tree"}
+    assert displays == {"came", "effects", "extrapolation", "joint_tree", "nlm", "secant", "tree"}
     for helper in HELPERS:
         imported = _fme_imports(PLOTTING / f"{helper}.py")
         assert not {m for m in imported if m.startswith("fme.plotting.") and m.split(".")[2] not in HELPERS}, helper
@@ -468,7 +468,7 @@ def test_plotting_displays_import_one_way():
 
 def test_plotting_reexports_the_display_objects():
     import fme.plotting as plotting
-    from fme.plotting import _common, effects, joint_tree, nlm, secant, tree
+    from fme.plotting import _common, came, effects, extrapolation, joint_tree, nlm, secant, tree
 
     for name, module in [
         ("FMEDisplay", effects),
@@ -478,6 +478,10 @@ def test_plotting_reexports_the_display_objects():
         ("SecantTangentDisplay", secant),
         ("PartitionDisplay", tree),
         ("JointPartitionDisplay", joint_tree),
+        ("CAMEDisplay", came),
+        ("ExtrapolationDisplay", extrapolation),
+        ("PlotStyle", _common),
+        ("DEFAULT_STYLE", _common),
         ("COLORS", _common),
         ("OKABE_ITO", _common),
     ]:
@@ -492,6 +496,10 @@ def test_plotting_reexports_the_display_objects():
             "SecantTangentDisplay",
             "PartitionDisplay",
             "JointPartitionDisplay",
+            "CAMEDisplay",
+            "ExtrapolationDisplay",
+            "PlotStyle",
+            "DEFAULT_STYLE",
             "plot_fme_nlm",
         ]
     )

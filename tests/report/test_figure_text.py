@@ -43,6 +43,11 @@ def test_effect_figures_name_the_unit_and_paper_mode_trees_their_rows(tmp_path):
     assert fig["caption"].endswith(" fMEs and AME in percentage points of P(yes).")
     (fig,) = figure_entries(scatter, cells, _cfg(tmp_path), [0])  # no unit configured: nothing to name
     assert fig["caption"].endswith("values.")
+    scatter["figures"][0]["n_left_out"] = 1  # the left-out rows' ticks, counted in the right number
+    (fig,) = figure_entries(scatter, cells, _cfg(tmp_path), [0])
+    assert fig["caption"].endswith(
+        "a rug of all observed x values; taller ticks mark the 1 extrapolation point left out."
+    )
     # the paper's procedure: one set of rows grows the tree and estimates its leaves (1 + 129 of them)
     (fig,) = figure_entries(_tree(False), cells, _cfg(tmp_path, "hours"), [0])
     assert fig["caption"].endswith(

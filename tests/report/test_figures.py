@@ -374,3 +374,118 @@ def test_tree_text_in_the_pdf_stays_legible(k):
     assert smallest >= (6.0 if k <= 6 else 5.5 if k <= 8 else 4.5), (k, width, height, page, smallest)
     if k >= 12:
         assert page == "landscape"
+
+
+# ------------------------------------------------------------------ drawn by fme.plotting, in the report's style
+def _report_config(tmp_path: Path, **figures):
+    from fme.report.inputs.config import ReportConfig
+
+    return ReportConfig(
+        title="t",
+        owner="o",
+        intended_use="u",
+        model={},
+        data={},
+        target="y",
+        effects=(),
+        path=tmp_path / "c.yaml",
+        directory=tmp_path,
+        name="c",
+        units={"x": "years"},
+        target_unit="USD",
+        figures={"width": 6.4, "png_dpi": 40, "max_points": 100, **figures},
+    )
+
+
+def test_the_reports_figures_are_the_displays_in_the_report_palette(tmp_path, monkeypatch):
+    """Each figure is a display of fme.plotting (its artists), drawn in the report's PALETTE, with the config's
+    units on its axes and its row counts in its legend; the descriptors count what the displays drew."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.colors import to_hex
+
+    import fme
+    from fme.plotting import CAMEDisplay, ExtrapolationDisplay, FMEDisplay, NLMDisplay
+    from fme.report.analysis import figures
+    from fme.report.analysis.figures import PALETTE
+    from fme.report.inputs.config import EffectConfig
+
+    built = []
+    for cls in (ExtrapolationDisplay, FMEDisplay, NLMDisplay, CAMEDisplay):
+        orig = cls.plot
+        monkeypatch.setattr(cls, "plot", lambda self, *a, _o=orig, **k: built.append(self) or _o(self, *a, **k))
+    saved = {}
+    monkeypatch.setattr(figures, "save", lambda fig, out_dir, name, *a, **k: saved.update({name: fig}) or {})
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.uniform(0, 10, 300), "z": rng.normal(size=300)})
+    res = fme.fme(
+        lambda d: np.sin(d["x"].to_numpy()) + d["z"].to_numpy(), X, {"x": 1.0}, nlm=True, extrapolation="envelope"
+    )
+    part = fme.came(res, method="cart", max_depth=2, honest=False)
+    eff = EffectConfig(id="x", steps={"x": 1.0}, conf_level=0.95, inference={"method": "sample"}, extrapolation={})
+    (tmp_path / "figures").mkdir()
+    out = figures.effect_figures(res, part, eff, _report_config(tmp_path), tmp_path, "v")
+    kinds = [f["kind"] for f in out]
+    assert kinds == ["extrapolation", "fme-scatter", "nlm", "came-tree", "came"]
+    built = list({id(d): d for d in built}.values())  # NLMDisplay.plot is FMEDisplay's: once per display
+    ex, sc, nl, dots = built
+    assert [type(d) for d in built] == [ExtrapolationDisplay, FMEDisplay, NLMDisplay, CAMEDisplay]
+    assert all(d.figure_ is saved[f"v-{n}"] for d, n in zip(built, ["extrapolation", "fme", "nlm", "came"]))
+
+    def hexes(colors) -> set[str]:
+        return {to_hex(c).upper() for c in colors}
+
+    # extrapolation: evaluated rows solid in "kept", the points hatched in "excluded"
+    evaluated, points = ex.bars_
+    assert hexes(p.get_facecolor() for p in evaluated) == {PALETTE["kept"]}
+    assert hexes(p.get_edgecolor() for p in points) == {PALETTE["excluded"]} and points[0].get_hatch() == "///"
+    assert out[0]["n_evaluated"] == res.n == sum(p.get_height() for p in evaluated)
+    assert out[0]["n_extrapolation"] == res.n_extrapolation == sum(p.get_height() for p in points) > 0
+    # fME scatter: hollow "kept" circles, the AME dashed in "accent", zero solid in "reference"; 100 of the rows
+    assert hexes(sc.scatter_.get_edgecolors()) == {PALETTE["kept"]} and len(sc.scatter_.get_facecolors()) == 0
+    assert out[1]["n_drawn"] == 100 == len(sc.scatter_.get_offsets()) and out[1]["n"] == res.n
+    assert out[1]["n_left_out"] == res.n_extrapolation == len(sc.extrapolation_.get_offsets())
+    assert to_hex(sc.ame_line_.get_color()).upper() == PALETTE["accent"] and sc.ame_line_.get_linestyle() == "--"
+    assert to_hex(sc.zero_line_.get_color()).upper() == PALETTE["reference"] and sc.zero_line_.get_linestyle() == "-"
+    assert to_hex(sc.extrapolation_.get_edgecolor()[0]).upper() == PALETTE["excluded"]
+    assert sc.ax_.get_ylabel() == "fME of x + 1 years (USD)" and sc.ax_.get_xlabel() == "x (years)"
+    assert f"fME of a row: 100 of {res.n} drawn" in [t.get_text() for t in sc.legend_.get_texts()]
+    # NLM: 40 bins on [-1, 1], edged in "kept"
+    assert len(nl.hist_) == 40 and hexes(p.get_edgecolor() for p in nl.hist_) == {PALETTE["kept"]}
+    # cAME dot plot: a "kept" point per leaf, the AME row in "reference"
+    assert len(dots.leaves_.lines[0].get_xdata()) == len(part.leaves) == out[4]["leaves_drawn"]
+    assert to_hex(dots.leaves_.lines[0].get_color()).upper() == PALETTE["kept"]
+    assert dots.ax_.get_xlabel() == "cAME of x + 1 years (USD)"
+
+
+#: matplotlib calls that draw or place marks: the report leaves them to fme.plotting's displays.
+_DRAWING = {
+    "scatter", "bar", "barh", "hist", "errorbar", "hexbin", "axhline", "axvline", "axhspan", "axvspan",
+    "fill_between", "imshow", "pcolormesh", "contour", "contourf", "step", "stem", "pie", "boxplot",
+    "violinplot", "annotate", "text", "add_patch", "add_artist", "legend", "colorbar", "set_xticks", "set_yticks",
+}  # fmt: skip
+
+
+def drawing_calls(root: Path) -> list[str]:
+    """``file:line name`` of every drawing call under ``root``: a :data:`_DRAWING` method, or ``.plot`` with
+    positional arguments (a display's ``plot`` takes keywords only, matplotlib's takes the data)."""
+    import ast
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                name = node.func.attr
+                if name in _DRAWING or (name == "plot" and node.args):
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {name}")
+    return found
+
+
+def test_the_report_draws_nothing_itself(tmp_path):
+    import fme.report
+
+    assert drawing_calls(Path(fme.report.__file__).parent) == []
+    planted = tmp_path / "figs.py"
+    planted.write_text("def f(ax, disp):\n    disp.plot(ax=ax)\n    ax.plot([0], [1])\n    ax.bar([0], [1])\n")
+    assert drawing_calls(tmp_path) == ["figs.py:3 plot", "figs.py:4 bar"]

@@ -796,10 +796,10 @@ def test_single_subspace_is_singular_in_the_dot_plot(tmp_path):
     import matplotlib.pyplot as plt
 
     titles = []
-    orig = plt.Axes.set_title
+    orig = plt.Figure.suptitle
     try:
-        plt.Axes.set_title = lambda self, label, *a, **k: titles.append(label) or orig(self, label, *a, **k)
+        plt.Figure.suptitle = lambda self, label, *a, **k: titles.append(label) or orig(self, label, *a, **k)
         _came_plot(part, _bare_config(tmp_path, figures={"width": 6.4, "png_dpi": 50}), tmp_path, "x")
     finally:
-        plt.Axes.set_title = orig
+        plt.Figure.suptitle = orig
     assert titles[-1].startswith("cAMEs on 1 subspace (")

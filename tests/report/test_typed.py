@@ -117,6 +117,9 @@ def test_results_json_carries_typed_quantities_labelled_intervals_and_claims(bui
         "contract_",
         "leaf_difference_p_value",
         "eval_range_",
+        "stability_ari_",
+        "stability_leaves_",
+        "stability_share_",
     )
     assert {k for k in scale_free if not k.startswith(diagnostic)} == set()
     diffs = [q for k, q in v["quantities"].items() if k.startswith("leaf_difference_")]
@@ -181,8 +184,6 @@ def test_counts_take_the_number_of_their_noun_and_the_class_is_named_as_configur
 #: Floats the template context may carry that are no number of the analysis (context path pattern -> why).
 NOT_ANALYSIS_NUMBERS = {
     r"thresholds\.\w+": "the config's flag thresholds: settings of the flag rules, printed as the config gave them",
-    r"linearity\[\d+\]\.min": "the fixed wording thresholds of the ANLM (the report's vocabulary)",
-    r"stability_words\[\d+\]\.min": "the fixed wording thresholds of the median ARI (the report's vocabulary)",
     r"effects\[\d+\]\.variants\[\d+\]\.figures\[\d+\]\.pdf_width": "page layout: a figure's width in inches",
 }
 

@@ -1,5 +1,11 @@
 """Report figures (SVG for the documents, PNG copies), written deterministically.
 
+Every figure is drawn by a display of :mod:`fme.plotting` (:class:`~fme.plotting.ExtrapolationDisplay`,
+:class:`~fme.plotting.FMEDisplay`, :class:`~fme.plotting.NLMDisplay`, :class:`~fme.plotting.PartitionDisplay`,
+:class:`~fme.plotting.CAMEDisplay`) with the report's :data:`STYLE` passed in; this module only chooses which,
+gives each its axes (the figure's size from the rows it draws), the units of the config and a title, and saves
+it. The displays take each axis unit and row count from the numbers they draw.
+
 SVGs get a fixed ``svg.hashsalt`` and no ``Date``; PNGs no ``Software``
 metadata, so rebuilding gives byte-identical files. Colours are the
 Okabe-Ito palette with a second encoding (marker, hatch or line style), each
@@ -16,13 +22,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..._utils.numfmt import fmt_int, fmt_level
+from ..._utils.numfmt import fmt_level
 from ..._utils.validation import is_categorical
-from ...plotting.data import finite_part, finite_rows, histogram_edges, kde_curve
+from ...plotting import PlotStyle
+from ...plotting.data import rug_values
 from ..inputs.config import EffectConfig, ReportConfig
+from ..inputs.schema import DEFAULTS
 from ._svg import compact_svg
 
-__all__ = ["PALETTE", "RC", "PDF_TEXT", "effect_figures", "save", "shown", "pdf_page", "min_font_pt"]
+__all__ = [
+    "PALETTE",
+    "STYLE",
+    "RC",
+    "PDF_TEXT",
+    "effect_figures",
+    "save",
+    "shown",
+    "style",
+    "pdf_page",
+    "min_font_pt",
+    "rug_values",
+]
 
 #: Colours used for data marks; all >= 3:1 against white (WCAG 1.4.11).
 PALETTE = {"kept": "#0072B2", "excluded": "#6E6E6E", "reference": "#000000", "accent": "#B35300"}
@@ -36,6 +56,31 @@ RC = {
     "axes.unicode_minus": False,
     "figure.dpi": 100,
 }
+#: The report's styling of :mod:`fme.plotting`'s displays: :data:`PALETTE` by role with second encodings
+#: (hollow points, a dashed AME, a solid zero, hatched extrapolation points, tall ticks for the rows left out
+#: beside the short ticks of every observed value) and font sizes of at least 8 pt before the PDF scales them.
+STYLE = PlotStyle(
+    colors={
+        "points": PALETTE["kept"],
+        "bars": PALETTE["kept"],
+        "came": PALETTE["kept"],
+        "average": PALETTE["accent"],
+        "negative": PALETTE["accent"],
+        "extrapolation": PALETTE["excluded"],
+        "edge": PALETTE["excluded"],
+        "reference": PALETTE["reference"],
+        "arrow": PALETTE["reference"],
+        "text": PALETTE["reference"],
+        "rug": PALETTE["reference"],
+        "fill": "#CFE3F2",
+    },
+    fontsize={"label": 9, "tick": 9, "legend": 8, "note": 8},
+    hollow_points=True,
+    fill_alpha=1.0,
+    fill_edge=PALETTE["kept"],
+    zero_linestyle="-",
+    average_linewidth=1.4,
+)
 
 
 def _t(text: Any) -> str:
@@ -57,14 +102,8 @@ def save(fig: Any, out_dir: Path, name: str, dpi: int, tight: bool = True) -> di
     return {"svg": f"figures/{name}.svg", "png": f"figures/{name}.png"}
 
 
-def _subsample(n: int, max_points: int, seed: int) -> np.ndarray:
-    if n <= max_points:
-        return np.arange(n)
-    return np.sort(np.random.default_rng(seed).choice(n, size=max_points, replace=False))
-
-
-def _unit(cfg: ReportConfig) -> str:
-    return f" [{cfg.target_unit}]" if cfg.target_unit else ""
+def _unit(cfg: ReportConfig) -> str | None:
+    return cfg.target_unit or None
 
 
 def _fig(cfg: ReportConfig, height: float = 3.4):
@@ -73,275 +112,127 @@ def _fig(cfg: ReportConfig, height: float = 3.4):
     return plt.subplots(figsize=(cfg.figures["width"], height), layout="constrained")
 
 
+def style(cfg: ReportConfig) -> PlotStyle:
+    """The report's :class:`fme.plotting.PlotStyle`: :data:`STYLE` with the config's point limit (scatter points
+    and rug marks; the schema's default when a config object lacks it) and seed."""
+    limit = int(cfg.figures.get("max_points", DEFAULTS["figures"]["max_points"]))
+    return STYLE.replace(max_points=limit, rug_points=limit, seed=int(cfg.seed))
+
+
+def _literal(fig: Any) -> None:
+    """Every text of ``fig`` read literally: a ``$`` in a feature name is no mathtext."""
+    for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "set_text")):
+        raw = text.get_text()
+        if "$" in raw and "\\$" not in raw:
+            text.set_text(_t(raw))
+
+
+def _finish(fig: Any, title: str, out_dir: Path, name: str, cfg: ReportConfig, tight: bool = True) -> dict[str, str]:
+    """Title the figure (above the display's legend), make its texts literal and save it."""
+    _literal(fig)
+    fig.suptitle(_t(title), fontsize=RC["axes.titlesize"])
+    return save(fig, out_dir, name, cfg.figures["png_dpi"], tight)
+
+
 def _extrapolation(res, cfg: ReportConfig, steps: dict, out_dir: Path, vid: str) -> dict | None:
+    """:class:`fme.plotting.ExtrapolationDisplay` of the first numeric stepped feature (None without a check)."""
     if res.detector is None:
         return None
-    not_drawn = None
+    from ...plotting import ExtrapolationDisplay
+
     data = res.data
-    if "extrapolation" in res.results.columns:
-        ep_index = res.results.index[res.results["extrapolation"].to_numpy(dtype=bool)]
-    else:
-        ep_index = res.extrapolated.index
-    evaluated = data.index.isin(res.results.index) & ~data.index.isin(ep_index)
-    is_ep = data.index.isin(ep_index)
     feature = next((f for f in steps if not is_categorical(data[f])), next(iter(steps)))
-    fig, ax = _fig(cfg, 3.0)
-    col = data[feature]
-    if is_categorical(col):
-        levels = (
-            list(col.cat.categories)
-            if isinstance(col.dtype, pd.CategoricalDtype)
-            else sorted(col.dropna().unique().tolist(), key=str)
-        )
-        x = np.arange(len(levels))
-        a = [int(((col == lv) & evaluated).sum()) for lv in levels]
-        b = [int(((col == lv) & is_ep).sum()) for lv in levels]
-        ax.bar(x, a, color=PALETTE["kept"], label="evaluated")
-        ax.bar(x, b, bottom=a, color="white", edgecolor=PALETTE["excluded"], hatch="///", label="extrapolation point")
-        ax.set_xticks(x, [_t(lv) for lv in levels])
-    else:
-        values = col.to_numpy(dtype=float)
-        fin = finite_part(values)
-        ok = fin.mask
-        ax.hist(
-            [values[evaluated & ok], values[is_ep & ok]],
-            bins=histogram_edges(fin.values, 30),
-            stacked=True,
-            color=[PALETTE["kept"], "white"],
-            edgecolor=[PALETTE["kept"], PALETTE["excluded"]],
-            hatch=[None, "///"],
-            label=["evaluated", "extrapolation point"],
-        )
-        not_drawn = _note(ax, fin.note)
-    ax.set_xlabel(_t(f"{feature} (observed value){_feature_unit(cfg, feature)}"))
-    ax.set_ylabel("number of observations")
-    ax.set_title(_t(f"Where the step {res.describe_steps()} leaves the data"))
-    # below the axes, never over the bars (a legend inside covered the tallest bins)
-    fig.legend(loc="outside lower center", ncols=2, frameon=False)
+    _, ax = _fig(cfg, 3.0)
+    disp = ExtrapolationDisplay.from_effects(res, feature=feature, units=cfg.units, ax=ax, style=style(cfg))
     # the counts drawn (on Dask data those of the seeded sample): the caption and alt text count these rows
     return {
         "kind": "extrapolation",
         "feature": feature,
-        "not_drawn": not_drawn,
-        "n_evaluated": int(evaluated.sum()),
-        "n_extrapolation": int(is_ep.sum()),
-        **save(fig, out_dir, f"{vid}-extrapolation", cfg.figures["png_dpi"]),
+        "not_drawn": disp.not_drawn_,
+        "n_evaluated": disp.n_evaluated_,
+        "n_extrapolation": disp.n_extrapolation_,
+        **_finish(
+            disp.figure_, f"Where the step {res.describe_steps()} leaves the data", out_dir, f"{vid}-extrapolation", cfg
+        ),
     }
 
 
-def _note(ax, text: str | None) -> str | None:
-    """Say in the figure what it leaves out (non-finite values): a legend line without a mark.
-
-    Returns the text, which the figure's descriptor carries on to its caption."""
-    if text:
-        ax.plot([], [], linestyle="none", label=text)
-    return text
-
-
-def _feature_unit(cfg: ReportConfig, feature: str) -> str:
-    unit = cfg.units.get(feature)
-    return f" [{unit}]" if unit else ""
-
-
-def rug_values(values: np.ndarray, max_points: int) -> tuple[np.ndarray, str]:
-    """The marks of a rug of all observed values, at most ``max_points`` (an unsampled rug of
-    10^5 rows made one SVG 1.17 MB): the distinct values, or when there are more, ``max_points`` evenly
-    spaced quantiles of all rows (the rug's density is kept), and the legend label saying which."""
-    v = values[np.isfinite(values)]
-    distinct = np.unique(v)
-    if distinct.size <= max_points:
-        return distinct, "observed values (all rows)"
-    q = np.quantile(v, np.linspace(0.0, 1.0, int(max_points)), method="inverted_cdf")
-    return q, f"observed values ({fmt_int(max_points)} quantiles of all rows)"
-
-
 def _fme_plot(res, cfg: ReportConfig, steps: dict, out_dir: Path, vid: str) -> dict:
-    fm = res.results["fme"].to_numpy(dtype=float)
-    ame = float(fm.mean())
-    X = res.data.loc[res.results.index]
+    """:class:`fme.plotting.FMEDisplay`: against the feature (one numeric step), a map of the mean (two), or the
+    distribution (else)."""
+    from ...plotting import FMEDisplay
+
     numeric = [f for f in steps if not is_categorical(res.data[f])]
-    idx = _subsample(len(fm), cfg.figures["max_points"], cfg.seed)
-    ylab = _t(f"fME of {res.describe_steps()}{_unit(cfg)}")
     fig, ax = _fig(cfg)
-    info: dict[str, Any] = {"n_drawn": int(idx.size), "n": int(fm.size)}
+    kw: dict[str, Any] = {"units": cfg.units, "prediction_unit": _unit(cfg), "ax": ax, "style": style(cfg)}
+    info: dict[str, Any] = {"n": int(res.n)}
     if len(steps) == 1 and len(numeric) == 1:
         f = numeric[0]
-        x = X[f].to_numpy(dtype=float)
-        drawn = finite_rows(fm, x)
-        sel = idx[drawn.mask[idx]]
-        ax.scatter(
-            x[sel],
-            fm[sel],
-            s=14,
-            facecolors="none",
-            edgecolors=PALETTE["kept"],
-            linewidths=0.9,
-            marker="o",
-            label="fME of one observation",
-        )
-        info["not_drawn"] = _note(ax, drawn.note)
-        allx, rug_label = rug_values(res.data[f].to_numpy(dtype=float), cfg.figures["max_points"])
-        info["rug_drawn"], info["rug_quantiles"] = int(allx.size), "quantiles" in rug_label
-        ax.plot(
-            allx,
-            np.full(allx.size, 0),
-            "|",
-            color=PALETTE["excluded"],
-            markersize=8,
-            alpha=0.6,
-            transform=ax.get_xaxis_transform(),
-            label=rug_label,
-        )
-        ax.axhline(0, color=PALETTE["reference"], linewidth=0.8)
-        ax.axhline(ame, color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="AME")
-        ax.set_xlabel(_t(f"{f}{_feature_unit(cfg, f)}"))
-        ax.set_ylabel(ylab)
-        ax.set_title(_t(f"fMEs against {f}"))
-        info["kind"] = "fme-scatter"
-        info["feature"] = f
+        disp = FMEDisplay.from_effects(res, features=[f], kind="scatter", rug=True, **kw)
+        info.update(kind="fme-scatter", feature=f, rug_drawn=int(len(disp.rug_.get_xdata())))
+        info["n_left_out"] = int(len(disp.extrapolation_.get_offsets())) if disp.extrapolation_ is not None else 0
+        info["rug_quantiles"] = bool(disp.rug_quantiles_)
+        title = f"fMEs against {f}"
     elif len(steps) == 2 and len(numeric) == 2:
-        f1, f2 = numeric
-        x1, x2 = X[f1].to_numpy(dtype=float), X[f2].to_numpy(dtype=float)
-        drawn = finite_rows(fm, x1, x2)
-        ok = drawn.mask
-        if ok.any():
-            hb = ax.hexbin(
-                x1[ok],
-                x2[ok],
-                C=fm[ok],
-                gridsize=18,
-                reduce_C_function=np.mean,
-                cmap="viridis",
-                mincnt=1,
-                edgecolors="face",
-            )
-            cb = fig.colorbar(hb, ax=ax)
-            cb.set_label(_t(f"mean fME{_unit(cfg)}"))
-        info["not_drawn"] = _note(ax, drawn.note)
-        ax.set_xlabel(_t(f"{f1}{_feature_unit(cfg, f1)}"))
-        ax.set_ylabel(_t(f"{f2}{_feature_unit(cfg, f2)}"))
-        ax.set_title(_t(f"Mean fME of {res.describe_steps()} by {f1} and {f2}"))
-        info["kind"] = "fme-hexbin"
-        info["features"] = [f1, f2]
+        disp = FMEDisplay.from_effects(res, features=numeric, kind="map", gridsize=18, **kw)
+        info.update(kind="fme-hexbin", features=list(numeric))
+        title = f"Mean fME of {res.describe_steps()} by {numeric[0]} and {numeric[1]}"
     else:
-        info["not_drawn"] = _density(ax, fm, ame)
-        ax.set_xlabel(ylab)
-        ax.set_ylabel("density")
-        ax.set_title(_t(f"Distribution of the fMEs of {res.describe_steps()}"))
+        disp = FMEDisplay.from_effects(res, kind="density", **kw)
         info["kind"] = "fme-density"
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(frameon=False, fontsize=8)
-    info.update(save(fig, out_dir, f"{vid}-fme", cfg.figures["png_dpi"]))
+        title = f"Distribution of the fMEs of {res.describe_steps()}"
+    info["n_drawn"] = disp.n_drawn_ if disp.kind_ == "scatter" else int(disp.drawn_.mask.sum())
+    info["not_drawn"] = disp.not_drawn_
+    info.update(_finish(fig, title, out_dir, f"{vid}-fme", cfg))
     return info
 
 
-def _density(ax, values: np.ndarray, mean: float) -> str | None:
-    fin = finite_part(values)
-    v = fin.values
-    ax.hist(
-        v,
-        bins=histogram_edges(v, 30),
-        density=v.size > 0,
-        color="#CFE3F2",
-        edgecolor=PALETTE["kept"],
-        label="histogram",
-    )
-    curve = kde_curve(v, n_grid=200, pad=0.0)
-    if curve is not None:
-        ax.plot(*curve, color=PALETTE["kept"], linewidth=1.6, label="kernel density")
-    ax.axvline(0, color=PALETTE["reference"], linewidth=0.8)
-    if np.isfinite(mean):
-        ax.axvline(mean, color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="mean")
-    return _note(ax, fin.note)
-
-
 def _nlm_plot(res, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
+    """:class:`fme.plotting.NLMDisplay` as a histogram on [-1, 1] (lower values drawn at -1), without a KDE."""
+    from ...plotting import NLMDisplay
+
     raw = res.results["nlm"].to_numpy(dtype=float)
     v = raw[np.isfinite(raw)]  # NaN: undefined NLM (constant path), counted in the legend
-    clipped = np.clip(v, -1, 1)
     fig, ax = _fig(cfg, 3.0)
-    ax.hist(clipped, bins=np.linspace(-1, 1, 41), color="#CFE3F2", edgecolor=PALETTE["kept"], label="NLM")
-    if v.size:
-        ax.axvline(float(v.mean()), color=PALETTE["accent"], linestyle="--", linewidth=1.4, label="ANLM")
-    n_undefined = int(np.isnan(raw).sum())
-    n_flat, n_constant = int(getattr(res, "n_nlm_flat", 0) or 0), int(getattr(res, "n_nlm_constant", 0) or 0)
-    if n_undefined:  # flat and constant paths counted apart
-        _note(ax, f"NLM undefined: {n_undefined} of {raw.size} ({n_flat} flat, {n_constant} constant paths)")
-    not_drawn = _note(ax, finite_part(raw[~np.isnan(raw)]).note)
-    ax.axvline(1, color=PALETTE["reference"], linewidth=0.8, linestyle=":", label="linear (NLM = 1)")
-    ax.set_xlabel("NLM (values below -1 shown at -1)")
-    ax.set_ylabel("number of observations")
-    ax.set_title(_t(f"Non-linearity of the fMEs of {res.describe_steps()}"))
-    ax.legend(frameon=False, fontsize=8, loc="upper left")
+    disp = NLMDisplay.from_effects(
+        res, kind="density", value_range=(-1.0, 1.0), kde=False, units=cfg.units, ax=ax, style=style(cfg)
+    )
     return {
         "kind": "nlm",
         "n_clipped": int((v < -1).sum()),
-        "n_undefined": n_undefined,
-        "not_drawn": not_drawn,
-        "n_flat": n_flat,
-        "n_constant": n_constant,
-        **save(fig, out_dir, f"{vid}-nlm", cfg.figures["png_dpi"]),
+        "n_undefined": int(np.isnan(raw).sum()),
+        "not_drawn": disp.not_drawn_,
+        "n_flat": int(getattr(res, "n_nlm_flat", 0) or 0),
+        "n_constant": int(getattr(res, "n_nlm_constant", 0) or 0),
+        **_finish(fig, f"Non-linearity of the fMEs of {res.describe_steps()}", out_dir, f"{vid}-nlm", cfg),
     }
 
 
 def _came_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
-    """Dot plot of the cAMEs; of a partition with more than :data:`MAX_TREE_LEAVES` leaves the largest ones
-    by n (ties: node order), as the report's tables show them (184 leaves made 1.6 MB)."""
-    leaves = part.leaves
-    n_all = len(leaves)
-    if n_all > MAX_TREE_LEAVES:
-        leaves = leaves.assign(_neg=-leaves["n"]).sort_values(["_neg", "node"], kind="stable")
-        leaves = leaves.head(MAX_TREE_LEAVES).drop(columns="_neg").sort_values("node", kind="stable")
-    fig, ax = _fig(cfg, 0.9 + 0.55 * (len(leaves) + 1))
+    """:class:`fme.plotting.CAMEDisplay`; of a partition with more than :data:`MAX_TREE_LEAVES` leaves the largest
+    ones by n (ties: node order), as the report's tables show them (184 leaves made 1.6 MB)."""
+    from ...plotting import CAMEDisplay
+
+    n_all = len(part.leaves)
+    n_drawn = min(n_all, MAX_TREE_LEAVES)
+    fig, ax = _fig(cfg, 1.3 + 0.55 * (n_drawn + 1))
+    CAMEDisplay.from_partition(
+        part, max_leaves=MAX_TREE_LEAVES, units=cfg.units, prediction_unit=_unit(cfg), ax=ax, style=style(cfg)
+    )
     honest = bool(getattr(part, "honest", False))
-    # honest: one set of rows, those that estimate the leaves: the top row is their AME, not all rows'
-    root = part.estimation_root if honest else part.root
-    first = "estimation rows" if honest else "all rows"
-    labels = [f"{first} (n = {int(root['n'])})"] + [
-        f"leaf {int(r['node'])}: {r['rule']} (n = {int(r['n'])})" for _, r in leaves.iterrows()
-    ]
-    est = np.r_[root["came"], leaves["came"].to_numpy(dtype=float)]
-    lo = np.r_[root["came_ci_low"], leaves["came_ci_low"].to_numpy(dtype=float)]
-    hi = np.r_[root["came_ci_high"], leaves["came_ci_high"].to_numpy(dtype=float)]
-    y = np.arange(len(est))[::-1]
-    ax.errorbar(
-        est[1:],
-        y[1:],
-        xerr=[est[1:] - lo[1:], hi[1:] - est[1:]],
-        fmt="o",
-        color=PALETTE["kept"],
-        capsize=3,
-        label="cAME with CI",
-    )
-    ax.errorbar(
-        est[:1],
-        y[:1],
-        xerr=[est[:1] - lo[:1], hi[:1] - est[:1]],
-        fmt="D",
-        color=PALETTE["reference"],
-        capsize=3,
-        label=f"AME ({first}) with CI",
-    )
-    ax.axvline(0, color=PALETTE["excluded"], linewidth=0.8)
-    ax.axvline(est[0], color=PALETTE["reference"], linewidth=0.8, linestyle="--")
-    ax.set_yticks(y, [_t(s) for s in labels])
-    ax.set_xlabel(_t(f"cAME of {part.effects.describe_steps()}{_unit(cfg)}"))
     which = (
-        f"{len(leaves)} subspace" + ("s" if len(leaves) != 1 else "")
-        if len(leaves) == n_all
-        else f"the {len(leaves)} largest of {n_all} subspaces"
+        f"{n_drawn} subspace" + ("s" if n_drawn != 1 else "")
+        if n_drawn == n_all
+        else f"the {n_drawn} largest of {n_all} subspaces"
     )
-    ax.set_title(_t(f"cAMEs on {which} ({part.method}, {fmt_level(part.conf_level)} CIs)"))
-    rows = None
-    if honest:
-        rows = {"all": int(part.root["n"]), "estimation": int(root["n"])}
-        _note(ax, f"Every row: the {rows['estimation']:,} rows that estimate the leaves (honest)")
-    ax.legend(frameon=False, fontsize=8, loc="best")
+    rows = {"all": int(part.root["n"]), "estimation": int(part.estimation_root["n"])} if honest else None
     return {
         "kind": "came",
-        "leaves_drawn": int(len(leaves)),
+        "leaves_drawn": n_drawn,
         "rows": rows,
-        **save(fig, out_dir, f"{vid}-came", cfg.figures["png_dpi"]),
+        **_finish(
+            fig, f"cAMEs on {which} ({part.method}, {fmt_level(part.conf_level)} CIs)", out_dir, f"{vid}-came", cfg
+        ),
     }
 
 
@@ -389,12 +280,10 @@ def _tree_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict | None:
     from ...plotting import PartitionDisplay
 
     with plt.rc_context({"font.size": 10.0, "figure.dpi": 100}):  # the display's own layout
-        display = PartitionDisplay.from_partition(part)  # units make its note wider than the tree
+        # the leaves' cAME lines in the accent over the kept-colour histograms; units would widen its note
+        display = PartitionDisplay.from_partition(part, style=STYLE.replace(colors={"came": PALETTE["accent"]}))
     fig = display.figure_
-    for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "set_text")):
-        raw = text.get_text()
-        if "$" in raw and "\\$" not in raw:
-            text.set_text(_t(raw))
+    _literal(fig)
     width, height = (float(v) for v in fig.get_size_inches())
     page, scale = pdf_page(width, height)
     smallest = min_font_pt(fig)

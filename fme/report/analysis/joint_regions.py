@@ -151,7 +151,7 @@ def joint_figure(part: Any, cfg: ReportConfig, out_dir: Path, scale: float = 1.0
     with plt.rc_context(figures.RC), plt.rc_context({"font.size": 10.0, "figure.dpi": 100}):
         display = JointPartitionDisplay(
             nodes=nodes, leaves=leaves, conf_level=part.conf_level, rows_text=rows_text
-        ).plot()
+        ).plot(style=figures.STYLE)
         fig = display.figure_
         for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "set_text")):
             raw = text.get_text()

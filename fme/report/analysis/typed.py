@@ -21,6 +21,7 @@ import dataclasses
 import re
 from typing import Any
 
+from ..._utils.numfmt import decimals_for
 from ..inputs import measures
 from ..inputs.claims import (
     Claim,
@@ -32,6 +33,8 @@ from ..inputs.claims import (
     not_computed,
     range_claim,
 )
+from ..inputs.constants import constant_quantities
+from ..inputs.level_measures import level_quantities
 from ..inputs.quantities import Interval, Quantity, RowSet, Unit, model_units, percentage_points
 from ..inputs.specs import CI_COVERS
 from .audit_paths import AME_TOLERANCE, SE_TOLERANCE
@@ -84,8 +87,13 @@ def _overview(out: dict[str, Any], unit: Unit, claims: list[dict]) -> None:
     """The overview's AMEs as quantities (``quantity`` of each row) and its statements as claims: each column
     that enters every prediction beside the features, and each AME that could not be computed."""
     ov = out.get("overview") or {}
+    units = (out.get("config") or {}).get("units") or {}
+    n_reference = int((out.get("reference_data") or {}).get("n_rows") or 0)
     for r in ov.get("rows") or []:
         key = f"overview/{r['feature']}" + (f"/{r['level']}" if r.get("level") is not None else "")
+        step = measures.overview_step(r, str(ov.get("step")), str(units.get(r["feature"]) or ""), n_reference)
+        if step is not None:  # the step the table prints: one SD over the reference rows, or one unit
+            r["step_quantity"] = step.to_dict()
         if r.get("error"):
             claims.append(not_computed(f"AME of {r['feature']}", str(r["error"]), (key,)).to_dict())
             continue
@@ -220,13 +228,11 @@ def _variant(v: dict, unit: Unit, claims: list[dict]) -> None:
             Interval(rec.get("conf_low"), rec.get("conf_high"), level, name),
             rec.get("std_error"),
         )
-    st = v.get("stability") or {}
-    refits = RowSet("refits on subsamples", int(st.get("n_refits") or 0))
-    for key, what in (("ame_min", "smallest"), ("ame_max", "largest"), ("ame_sd", "SD of the")):
-        if st.get(key) is not None:  # the AMEs of the partition's stability refits
-            quantities[f"stability_{key}"] = Quantity(
-                f"{vid}/stability_{key}", f"{what} AME of the subsamples", st[key], unit, refits
-            )
+    typed_levels = {k: quantities[f"ame_{k}_level"] for k in ("learner", "data") if f"ame_{k}_level" in quantities}
+    quantities.update(level_quantities(v, ame, typed_levels))
+    _, low, high = ame.display()  # the subsamples' AMEs take the decimals of the AME's cell
+    half = None if low is None or high is None else (high - low) / 2
+    quantities.update(measures.stability_quantities(v, unit, decimals_for(half)))
     if v.get("second_path"):
         _second_path(v["second_path"], ame, quantities, claims)
     quantities.update(_diagnostics(v, unit, level))
@@ -333,7 +339,7 @@ def _diagnostics(v: dict, unit: Unit, level: float) -> dict[str, Quantity]:
     extrapolation points and their range, the partition's ARI, global p-value, cANLMs and spreads, contract
     statistics and p-values, the challenger's own AME."""
     vid = v["id"]
-    out: dict[str, Quantity] = dict(measures.nlm_quantities(v))
+    out: dict[str, Quantity] = dict(measures.nlm_quantities(v)) | measures.fme_spread(v, unit)
     for key, q in (
         ("ep_share", measures.ep_share(v)),
         ("ari_median", measures.ari_median(v)),
@@ -441,5 +447,7 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
         if isinstance(r, dict) and "feature" in r:
             r["quantities"] = {k: q.to_dict() for k, q in measures.feature_quantities(r, n_rows).items()}
     out["claims"] = claims
+    # the thresholds the method section states: numbers the reader reads, typed like every other
+    out["method"] = {"constants": {k: q.to_dict() for k, q in constant_quantities().items()}}
     out["second_path"] = _largest(out, unit)
     return out

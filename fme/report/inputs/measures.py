@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .constants import NO_ROWS
 from .quantities import UNITLESS, Interval, Quantity, RowSet, Unit, written
 from .verdicts import contract_not_valid
 
@@ -36,6 +37,9 @@ __all__ = [
     "leaf_difference_p",
     "evaluated_ranges",
     "EVALUATED_FORM",
+    "fme_spread",
+    "stability_quantities",
+    "overview_step",
 ]
 
 
@@ -359,3 +363,88 @@ def p_words(q: Quantity) -> str:
     """'p = 0.034' or 'p < 0.001': a p-value quantity in a sentence or a flag's value cell."""
     text = written(q)
     return "p undefined" if text == "-" else (f"p {text}" if text.startswith("<") else f"p = {text}")
+
+
+def fme_spread(v: dict, unit: Unit) -> dict[str, Quantity]:
+    """The SD and the first and third quartiles of an effect's fMEs over its evaluated rows (paper §5.1: the
+    fMEs' distribution beside their mean), in the AME's unit, three decimals, as the effect table and the
+    figures' alt text print them; keyed 'fme_sd', 'fme_q25', 'fme_q75'."""
+    vid, step = _vid(v), v.get("step_label", _vid(v))
+    rows = _evaluated(v)
+    return {
+        f"fme_{key}": Quantity(
+            f"{vid}/fme_{key}", f"{what} of the fMEs of {step}", v.get(key), unit, rows, form="fixed:3"
+        )
+        for key, what in (("sd", "SD"), ("q25", "first quartile"), ("q75", "third quartile"))
+        if key in v
+    }
+
+
+def stability_quantities(v: dict, unit: Unit, ame_decimals: int) -> dict[str, Quantity]:
+    """The numbers of the partition's stability across subsamples (paper §6): the rows of each subsample as a
+    share of the evaluated rows they are drawn from (and, on a Dask sample, the sample's share of all evaluated
+    rows), the median number of leaves of the refits, the range of their adjusted Rand index, and the smallest,
+    largest and SD of the subsamples' AMEs in the AME's unit with the decimals of the AME's cell
+    (``ame_decimals``); keyed 'stability_<name>'."""
+    st = v.get("stability") or {}
+    if not st or st.get("not_run"):
+        return {}
+    vid = _vid(v)
+    evaluated = RowSet("evaluated rows", int(st.get("n_rows") or 0))
+    if st.get("of_sample"):
+        evaluated = RowSet(
+            "evaluated rows of the sample", evaluated.n, of=RowSet("evaluated rows", int(st["of_sample"]))
+        )
+    each = RowSet("rows of one subsample", int(st.get("n_each") or 0), of=evaluated)
+    refits = RowSet("refits on subsamples", int(st.get("n_refits") or 0))
+    pct = Unit("percent", "%", 100.0)
+    out = {
+        "stability_share_each": Quantity(
+            f"{vid}/stability_share_each",
+            "share of the evaluated rows in one subsample",
+            each.n / evaluated.n if evaluated.n else None,
+            pct,
+            each,
+            form="share",
+        )
+    }
+    if evaluated.of is not None:
+        out["stability_share_sample"] = Quantity(
+            f"{vid}/stability_share_sample",
+            "share of all evaluated rows in the sample",
+            evaluated.n / evaluated.of.n if evaluated.of.n else None,
+            pct,
+            evaluated,
+            form="share",
+        )
+    for key, what, q_unit, form in (
+        ("leaves_median", "median number of leaves of the refits", UNITLESS, "fixed:1"),
+        ("ari_min", "smallest adjusted Rand index of the refits", UNITLESS, "fixed:3"),
+        ("ari_max", "largest adjusted Rand index of the refits", UNITLESS, "fixed:3"),
+        ("ame_min", "smallest AME of the subsamples", unit, f"fixed:{ame_decimals}"),
+        ("ame_max", "largest AME of the subsamples", unit, f"fixed:{ame_decimals}"),
+        ("ame_sd", "SD of the AMEs of the subsamples", unit, f"fixed:{ame_decimals}"),
+    ):
+        if st.get(key) is not None:
+            out[f"stability_{key}"] = Quantity(f"{vid}/stability_{key}", what, st[key], q_unit, refits, form=form)
+    return out
+
+
+def overview_step(r: dict, kind: str, unit: str, n_reference: int) -> Quantity | None:
+    """The step of a numeric feature in the ranked overview, in the feature's unit, written as its table does
+    (4 significant digits, thousands separators): one SD of the feature over the reference data's rows
+    (``kind`` 'sd'), else one unit (a stated constant of the method, over no rows); None for a categorical
+    level or a feature whose AME was not computed."""
+    if r.get("level") is not None or r.get("step") is None:
+        return None
+    sd = kind == "sd"
+    return Quantity(
+        f"overview/{r['feature']}/step",
+        f"SD of {r['feature']} over the reference data, the overview's step"
+        if sd
+        else f"one unit of {r['feature']}, the overview's step",
+        r["step"],
+        Unit(unit),
+        RowSet("rows of the reference data", n_reference) if sd else NO_ROWS,
+        form="gt:4",
+    )

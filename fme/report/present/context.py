@@ -17,6 +17,7 @@ from typing import Any
 from ..._utils.numfmt import decimals_for, fmt_level
 from ..inputs.claims import CANNOT
 from ..inputs.config import ReportConfig
+from ..inputs.constants import wording_thresholds
 
 # the default flag thresholds (a config's ``flags:`` overrides them)
 from ..inputs.specs import FLAG_DEFAULTS as FLAG_THRESHOLDS
@@ -307,8 +308,9 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
         "config_text": config_text,
         "fence": fence,
         "thresholds": thresholds,
-        "linearity": [{"min": t, "word": w} for t, w in sentences.LINEARITY if t > float("-inf")],
-        "stability_words": [{"min": t, "word": w} for t, w in sentences.STABILITY if t > float("-inf")],
+        # the method section's wording thresholds, written from the constants results.json states
+        "linearity": wording_thresholds("linearity", (results.get("method") or {}).get("constants")),
+        "stability_words": wording_thresholds("stability", (results.get("method") or {}).get("constants")),
         "generated": (_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC") if cfg.timestamp else None),
         "rebuild": rebuild_command(results, build_info),
         "table_signoff": table_signoff,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_level, fmt_nlm, fmt_num, fmt_percent, fmt_share
-from ..inputs.quantities import Quantity, fixed_bounds
+from ..inputs.quantities import Quantity, fixed_bounds, written
 from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 from ..inputs.wording import count_words
 from . import sentences
@@ -42,9 +42,7 @@ def effect_cells(v: dict) -> dict[str, str]:
         "n": fmt_int(n),
         "n_total": fmt_int(v["n_total"]),
         "level": fmt_level(v["conf_level"]),
-        "sd": fmt_num(v["sd"], 3),
-        "q25": fmt_num(v["q25"], 3),
-        "q75": fmt_num(v["q75"], 3),
+        **{key: _written(v, f"fme_{key}", v[key], 3) for key in ("sd", "q25", "q75")},
         "step": v["step_label"],
         "n_extrapolation": "not checked" if v["detector"] is None else fmt_int(v["n_extrapolation"] or 0),
         "n_flagged": fmt_int(v.get("n_flagged_kept")),
@@ -97,6 +95,13 @@ def _typed(v: dict, key: str) -> Quantity | None:
     """The variant's quantity ``key`` of results.json (None: a results.json of an older fme)."""
     d = (v.get("quantities") or {}).get(key)
     return None if d is None else Quantity.from_dict(d)
+
+
+def _written(v: dict, key: str, fallback: Any, decimals: int) -> str:
+    """The variant's quantity ``key`` as the report writes it (its unit and form), or, in a results.json of an
+    older fme, ``fallback`` (already on the display scale) to ``decimals`` decimals."""
+    q = _typed(v, key)
+    return fmt_num(fallback, decimals) if q is None else written(q)
 
 
 def level_label(v: dict) -> str:
@@ -204,25 +209,36 @@ def stability_cells(st: dict, ame_cell_decimals: int, quantities: dict | None = 
             "rows": [{"quantity": "Refits", "value": f"not run: {st['not_run']}"}],
             "cells": {"k": fmt_int(k), "not_run": st["not_run"]},
         }
+    qs = quantities or {}
+
+    def num(key: str, fallback: Any, decimals: int) -> str:
+        """The number ``key`` as its quantity (``quantities``: the variant's in results.json) writes it, else
+        (an older results.json) the record's ``fallback`` to ``decimals`` decimals."""
+        return fmt_num(fallback, decimals) if key not in qs else written(Quantity.from_dict(qs[key]))
+
+    def share(key: str, n: int, of: int) -> str:
+        return fmt_share(n, of) if key not in qs else written(Quantity.from_dict(qs[key]))
+
     c = {
-        "ari_median": fmt_num(st.get("ari_median"), 3),
-        "ari_min": fmt_num(st.get("ari_min"), 3),
-        "ari_max": fmt_num(st.get("ari_max"), 3),
+        "ari_median": num("ari_median", st.get("ari_median"), 3),
+        **{k: num(f"stability_{k}", st.get(k), 3) for k in ("ari_min", "ari_max")},
         "k": fmt_int(k),
         "n_each": fmt_int(st["n_each"]),
     }
     d = ame_cell_decimals
 
-    def ame(key: str) -> Any:
-        """The subsamples' AME ``key`` from its quantity (``quantities``: the variant's in results.json), else
-        (an older results.json) the record's."""
-        q = (quantities or {}).get(f"stability_{key}")
-        return st.get(key) if q is None else Quantity.from_dict(q).display()[0]
+    def ame(key: str) -> str:
+        """The subsamples' AME ``key`` in the AME's unit with the decimals of its cell (``d``): as its quantity
+        writes it, or (a results.json whose quantity has no such form, or none) its value to ``d`` decimals."""
+        q = None if f"stability_{key}" not in qs else Quantity.from_dict(qs[f"stability_{key}"])
+        if q is not None and q.form != "estimate":
+            return written(q)
+        return fmt_num(st.get(key) if q is None else q.display()[0], d)
 
     of = st.get("of_sample")
     rows_of = (
-        f"the {fmt_int(st['n_rows'])} evaluated rows of the sample, itself {fmt_share(st['n_rows'], of)} of all "
-        f"{fmt_int(of)} evaluated rows"
+        f"the {fmt_int(st['n_rows'])} evaluated rows of the sample, itself "
+        f"{share('stability_share_sample', st['n_rows'], of)} of all {fmt_int(of)} evaluated rows"
         if of
         else f"the {fmt_int(st['n_rows'])} evaluated rows"
     )
@@ -231,7 +247,7 @@ def stability_cells(st: dict, ame_cell_decimals: int, quantities: dict | None = 
         {
             "quantity": "Subsamples",
             "value": f"{count_words(k, 'random subsamples')} of {count_words(st['n_each'], 'rows')} each "
-            f"({fmt_share(st['n_each'], st['n_rows'])} of {rows_of}; drawn without replacement)",
+            f"({share('stability_share_each', st['n_each'], st['n_rows'])} of {rows_of}; drawn without replacement)",
         }
     ]
     root = st["root_split"]
@@ -247,7 +263,7 @@ def stability_cells(st: dict, ame_cell_decimals: int, quantities: dict | None = 
             {
                 "quantity": "Subspaces (leaves)",
                 "value": f"{'tree grown on the sample' if of else 'full data'} {fmt_int(st['n_leaves_full'])}; "
-                f"refits median {fmt_num(st['leaves_median'], 1)} "
+                f"refits median {num('stability_leaves_median', st['leaves_median'], 1)} "
                 f"(range {fmt_int(st['leaves_min'])} to {fmt_int(st['leaves_max'])})",
             }
         )
@@ -261,7 +277,7 @@ def stability_cells(st: dict, ame_cell_decimals: int, quantities: dict | None = 
     rows.append(
         {
             "quantity": "AME in the subsamples",
-            "value": f"{fmt_num(ame('ame_min'), d)} to {fmt_num(ame('ame_max'), d)} (SD {fmt_num(ame('ame_sd'), d)}); "
+            "value": f"{ame('ame_min')} to {ame('ame_max')} (SD {ame('ame_sd')}); "
             f"same sign as the AME in {fmt_int(st['n_same_sign'])} of {c['k']}",
         }
     )

@@ -57,10 +57,12 @@ def figure_entries(
                 f"(dashed line), half of the fMEs lie between {cells['q25']} and {cells['q75']}, and "
                 f"{fmt_int(v['n_negative'])} of {cells['n']} are negative."
             )
+            left_out = fig.get("n_left_out")  # the rows without an fME: tall ticks on the rug
             cap = (
                 f"fMEs of {step} against {fig['feature']} (n = {cells['n']}; {count(fig['n_drawn'], 'point')} "
                 f"drawn), with the AME (dashed), zero (solid) and a rug of all observed {fig['feature']} values"
-                + (f" ({count(fig['rug_drawn'], 'quantile')} of all rows drawn)." if fig.get("rug_quantiles") else ".")
+                + (f" ({count(fig['rug_drawn'], 'quantile')} of all rows drawn)" if fig.get("rug_quantiles") else "")
+                + (f"; taller ticks mark the {count(left_out, 'extrapolation point')} left out." if left_out else ".")
             )
         elif k == "fme-hexbin":
             f1, f2 = fig["features"]

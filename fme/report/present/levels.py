@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_int, fmt_level, fmt_num, fmt_percent
-from ..inputs.quantities import Quantity
+from ..inputs.quantities import Quantity, written
 from .flags import FLAG, OK
 
 __all__ = ["level_rows", "level_sentences", "level_flag_rows", "QUESTIONS"]
@@ -23,6 +23,13 @@ QUESTIONS = {
     "learner": "Would the algorithm, retrained on new data of the same size, show this effect?",
     "data": "Does the outcome itself change this way in the data (E[Y | X] moved by the step)?",
 }
+
+
+def _written(v: dict, key: str, fallback: str) -> str:
+    """The variant's quantity ``key`` as results.json types it, written in its unit and form; ``fallback``
+    (formatted from the display copy's record) for a results.json of an older fme."""
+    q = (v.get("quantities") or {}).get(key)
+    return fallback if q is None else written(Quantity.from_dict(q))
 
 
 def _ci(est: Any, lo: Any, hi: Any) -> tuple[str, str]:
@@ -54,7 +61,7 @@ def level_rows(v: dict, cells: dict[str, str], noun: str) -> list[dict[str, str]
             "rows": f"{cells['n']} evaluation {noun}",
             "ame": cells["ame"],
             "ci": f"[{cells['ci_low']}, {cells['ci_high']}]",
-            "se": fmt_num(se, 4),
+            "se": _written(v, "level_model_se", fmt_num(se, 4)),
             "inference": cells["ci_kind"],
             "extrapolation": _model_eps(v, cells),
         }
@@ -101,9 +108,9 @@ def level_rows(v: dict, cells: dict[str, str], noun: str) -> list[dict[str, str]
                 "rows": where,
                 "ame": ame,
                 "ci": ci,
-                "se": fmt_num(rec["std_error"], 4),
+                "se": _written(v, f"level_{name}_se", fmt_num(rec["std_error"], 4)),
                 "inference": inference,
-                "extrapolation": LEARNER_EPS if name == "learner" else _data_eps(rec),
+                "extrapolation": LEARNER_EPS if name == "learner" else _data_eps(v, rec),
             }
         )
     return rows
@@ -123,12 +130,13 @@ def _model_eps(v: dict, cells: dict[str, str]) -> str:
     return f"{cells.get('n_extrapolation', '-')} left out ({v['detector']})"
 
 
-def _data_eps(rec: dict) -> str:
+def _data_eps(v: dict, rec: dict) -> str:
     """The data row's: the moved rows flagged are kept in the estimate and weigh in its positivity verdict."""
     if rec.get("share_extrapolated") is None:
         return "not checked"
     return (
-        f"{fmt_percent(rec['share_extrapolated'])} of the moved rows flagged"
+        f"{_written(v, 'level_data_share_extrapolated', fmt_percent(rec['share_extrapolated']))} of the moved rows "
+        "flagged"
         + (f" ({rec['detector']})" if rec.get("detector") else "")
         + "; kept, weighed in the positivity verdict"
     )
@@ -144,7 +152,7 @@ def level_sentences(v: dict, label: str, unit: str, noun: str) -> list[str]:
     ln = lv.get("learner")
     if ln is not None and "error" not in ln:
         ame, lo, hi = fmt_est(ln["ame"], ln["conf_low"], ln["conf_high"])
-        full = fmt_est(ln["ame_full"], ln["conf_low"], ln["conf_high"])[0]
+        full = _written(v, "ame_learner_level_full", fmt_est(ln["ame_full"], ln["conf_low"], ln["conf_high"])[0])
         text = (
             f"Learner level: retrained on {fmt_int(ln['n_train'])} {noun} ({fmt_int(ln['n_splits'])} seeded splits "
             f"of the training data), the algorithm's AME of {label} is {ame}{unit_text} ({level} CI {lo} to {hi}, "
@@ -159,19 +167,20 @@ def level_sentences(v: dict, label: str, unit: str, noun: str) -> list[str]:
     dl = lv.get("data")
     if dl is not None and "error" not in dl:
         ame, lo, hi = fmt_est(dl["ame"], dl["conf_low"], dl["conf_high"])
-        model = fmt_est(dl.get("model_ame"), dl["conf_low"], dl["conf_high"])[0]
+        model = _written(v, "ame_data_level_model", fmt_est(dl.get("model_ame"), dl["conf_low"], dl["conf_high"])[0])
         if dl["conf_low"] is None:
             interval = "no interval: the moved rows leave the support of the data"
         else:
             interval = f"{level} CI {lo} to {hi}: {_direction(dl['conf_low'], dl['conf_high'])}"
         shares = (
             f"effective sample size {fmt_int(round(dl['ess']))} of {fmt_int(dl['n'])}, largest weight "
-            f"{fmt_num(dl['max_weight'], 1)}"
+            f"{_written(v, 'level_data_max_weight', fmt_num(dl['max_weight'], 1))}"
             if dl.get("ess") is not None
             else ""
         )
         if dl.get("share_extrapolated") is not None:
-            shares += f", {fmt_percent(dl['share_extrapolated'])} of moved rows flagged as extrapolation"
+            share = _written(v, "level_data_share_extrapolated", fmt_percent(dl["share_extrapolated"]))
+            shares += f", {share} of moved rows flagged as extrapolation"
         text = (
             f"Data level: in the data, the outcome changes by {ame}{unit_text} on average under the same step "
             f"(one-step estimate on {fmt_int(dl['n'])} training {noun}; {interval}); positivity "

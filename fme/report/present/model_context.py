@@ -41,7 +41,11 @@ def _step_text(r: dict, units: dict) -> str:
         return f"to level {r['level']}"
     if r["step"] is None:
         return "-"
-    u = f" {units[r['feature']]}" if units.get(r["feature"]) else ""
+    if r.get("step_quantity"):  # as results.json types it: its value in the feature's unit, written alike
+        q = Quantity.from_dict(r["step_quantity"])
+        text = ("+" if (q.value or 0) > 0 else "") + written(q)
+        return f"{text} {q.unit.name}" if q.unit.name else text
+    u = f" {units[r['feature']]}" if units.get(r["feature"]) else ""  # a results.json of an older fme
     return f"{fmt_g(r['step'], 4, sign=True, thousands=True)}{u}"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import count, fmt_bound, fmt_int
+from ..inputs.constants import LINEARITY, STABILITY
 from ..inputs.measures import nlm_quantities
 from ..inputs.quantities import written, written_bounds
 from ..inputs.wording import count_words, unit_after
@@ -29,9 +30,6 @@ __all__ = [
     "STABILITY",
     "stability_sentence",
 ]
-
-#: ANLM thresholds for the wording (printed in the report's method section).
-LINEARITY = ((0.9, "close to linear"), (0.5, "moderately non-linear"), (float("-inf"), "strongly non-linear"))
 
 
 def _amount(value: Any) -> str:
@@ -193,10 +191,6 @@ def sensitivity_sentence(rows: list[dict], cells: list[dict[str, str]]) -> str |
     ]
     listing = "; ".join(parts[:-1]) + "; and " + parts[-1]
     return f"The conclusion depends on the step size, {what}: {listing}."
-
-
-#: Median adjusted Rand index thresholds for the wording of partition stability.
-STABILITY = ((0.8, "stable"), (0.5, "moderately stable"), (float("-inf"), "unstable"))
 
 
 def stability_sentence(cells: dict[str, str], ari_median: float | None, table: int) -> str:
