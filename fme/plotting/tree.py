@@ -478,7 +478,7 @@ class PartitionDisplay:
             nodes = counts_from_leaves(nodes, part.leaves)
             n_total, average = int(sub["n"]), float(sub["came"])
             average_name = "the estimation rows' AME"
-            root_label = f"AME {sub_text}\nof these {n_total:,} rows"
+            root_label = f"AME {sub_text}\nof these {_shared.count(n_total, 'row')}"
             kept = f"a seeded sample of {len(values):,} of them" if len(values) < n_total else f"all {len(values):,}"
             rows_text = (
                 f"Rows: the {n_total:,} that estimate the leaves (honest; the tree grew on "
