@@ -494,7 +494,8 @@ def _check_same_kept_rows(effects: list[DaskFMEResult]) -> None:
 
     first = effects[0]
     excluding = [k for k, e in enumerate(effects) if e.n_excluded > 0]
-    labels = dict(zip(excluding, compute(*[effects[k].excluded.index for k in excluding])))
+    got = compute(*[effects[k].excluded.index for k in excluding])  # type: ignore[no-untyped-call]  # dask: untyped
+    labels = dict(zip(excluding, got))
     empty = pd.Index([])
     for k, e in enumerate(effects[1:], start=1):
         same = e.n_excluded == first.n_excluded and labels.get(k, empty).equals(labels.get(0, empty))

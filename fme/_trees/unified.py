@@ -33,7 +33,6 @@ from scipy import optimize, special, stats
 __all__ = ["NcfUnavailable", "UnifiedInterval", "acceptance_region", "lambda_best", "unified_interval"]
 
 
-
 def _floor(f_value: float, df1: float, df2: float) -> float:
     """A lower end for searches over F in (0, f): below it the central F holds less than 1e-12 (and so does
     every noncentral one), and its density there is still a normal number."""
