@@ -47,8 +47,9 @@ HETEROGENEITY_COLUMNS = [
     "note",
 ]
 
-#: Above this noncentrality estimate the exact unified interval is not computed (its Poisson sums grow as
-#: sqrt(lambda)): the equal-tailed one is reported, the lower bound then being hundreds of SDs from 0.
+#: Above this df1 F (about the noncentrality's estimate) the exact unified interval is not computed (its
+#: Poisson sums grow as sqrt(lambda)): the equal-tailed one is reported, the lower bound then being tens of SDs
+#: or more from 0, where the two differ by less than 1e-4 in the share.
 LAMBDA_EXACT_MAX = 5e4
 UNIFIED = "unified (Feldman-Cousins)"
 EQUAL_TAILED = "equal-tailed (large-noncentrality approximation)"
@@ -311,12 +312,13 @@ class JointPartitionResult(PartitionResult):
         is noncentral F with noncentrality lambda >= 0 and eta^2 = lambda / (lambda + n) (Steiger 2004,
         Psychol. Methods 9). The interval of lambda is the unified one of Feldman & Cousins (1998, Phys. Rev. D
         57, 3873): a Neyman belt whose acceptance regions are ordered by the likelihood ratio p(F | lambda) /
-        p(F | lambda_best(F)) (:func:`fme._trees.unified.unified_interval`), so it covers every true share,
+        p(F | lambda_best(F)) (``fme._trees.unified.unified_interval``), so it covers every true share,
         0 included, with probability ``conf_level``, and its lower bound is above 0 exactly when the F test
         rejects at alpha = 1 - conf_level (an equal-tailed interval would cover a true 0 with probability
         1 - alpha/2). Its upper bound is above 0 even where F is near 0. ``interval`` names the kind:
-        ``'unified (Feldman-Cousins)'``, or, where the noncentrality estimate exceeds 5e4 (regions that
-        separate the fMEs almost exactly, a lower bound hundreds of SDs from 0) or scipy's noncentral F fails,
+        ``'unified (Feldman-Cousins)'``, or, where df1 F (about the noncentrality's estimate) exceeds 5e4
+        (regions that separate the fMEs almost exactly, a lower bound tens of SDs or more from 0) or the
+        computation fails,
         ``'equal-tailed (large-noncentrality approximation)'``, the noncentral F inverted at alpha/2 and
         1 - alpha/2 (a normal approximation of its numerator where scipy's CDF is NaN): there the two
         intervals differ by less than 1e-4 in the share (``tests/_trees/test_unified.py``), and ``note`` says so.
