@@ -130,6 +130,13 @@ def _equal_tailed(f_value: float, df1: float, df2: float, n: float, alpha: float
     """Equal-tailed bounds of eta^2 = lambda / (lambda + n): the noncentral F's CDF inverted in lambda at
     1 - alpha/2 and alpha/2 (Steiger 2004, Psychol. Methods 9), with :func:`_ncf_cdf_normal` where scipy's CDF is
     NaN. Used only where the unified interval is not computed (a huge noncentrality)."""
+    if df1 * f_value > 1e12 * max(df2, 1.0):
+        # regions that separate the fMEs to rounding: the numerator's noncentral chi-square, of relative SD under
+        # 1e-6 times the denominator's, is its mean df1 + lambda, so lambda = df1 F chi2(df2) / df2 - df1
+        # (relative error under 1e-6 in lambda, far below rounding in the share)
+        q = stats.chi2.ppf([alpha / 2.0, 1.0 - alpha / 2.0], df2) / df2
+        lam_lo, lam_hi = (np.maximum(df1 * f_value * q - df1, 0.0)).tolist()
+        return lam_lo / (lam_lo + n), lam_hi / (lam_hi + n)
 
     def cdf(nc: float) -> float:
         value = float(stats.ncf.cdf(f_value, df1, df2, nc))
