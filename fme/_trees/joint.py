@@ -393,9 +393,11 @@ class JointPartitionResult(PartitionResult):
         if len(self.leaf_ids) > 1:
             het = self.heterogeneity()
             for _, r in het.iterrows():
+                kind = f" ({r['interval']} interval)" if r["interval"] else ""
+                note = f"; {r['note']}" if r["note"] else ""
                 lines.append(
                     f"  share explained, {r['effect']}: {r['share_explained']:.3g} "
-                    f"[{r['share_ci_low']:.3g}, {r['share_ci_high']:.3g}]"
+                    f"[{r['share_ci_low']:.3g}, {r['share_ci_high']:.3g}]{kind}{note}"
                 )
         lines += [f"  note: {n}" for n in self.notes]
         lines.append(f"  {self.honesty}")

@@ -12,12 +12,15 @@ Phys. Rev. D 57, 3873-3889) is a Neyman belt whose acceptance regions are ordere
 so that it covers every lambda >= 0, 0 included, with probability exactly 1 - alpha, and its lower bound leaves 0
 exactly when the F test of lambda = 0 rejects at alpha.
 
-Computation. The densities and CDFs are scipy's (``scipy.stats.ncf``, Boost's noncentral beta). lambda_best(F)
-is 0 for F <= 1 (the score at lambda = 0 is positive exactly when F > 1) and otherwise the root of the score,
-found by a safeguarded Newton iteration from the identity d p_a / d lambda = (p_{a+1} - p_a) / 2 of the
-noncentral beta density in its first shape a = df1 / 2. R is unimodal in F (the family has a monotone likelihood
-ratio), so every acceptance region is an interval [F1, F2] with R(F1) = R(F2) (or F1 = 0), and the confidence
-set of an observed f is the interval [lambda_L, lambda_U] where f is the upper (lower) end of the region. Each end
+Computation. The densities are the Poisson mixture of beta densities summed in log space (:func:`ncf_logpdf`:
+equal to scipy's ``ncf.pdf`` to about 1e-10 where that is a normal number, and finite far in the tails where it
+underflows to 0, as the likelihood ratios at a region's ends need); the CDF is scipy's (``special.ncfdtr``,
+Boost's noncentral beta). lambda_best(F) is 0 for F <= 1 (the score at lambda = 0 is positive exactly when F > 1)
+and otherwise the root of the score, found by a safeguarded Newton iteration from the identity
+d p_a / d lambda = (p_{a+1} - p_a) / 2 of the noncentral beta density in its first shape a = df1 / 2. R is
+unimodal in F (the family has a monotone likelihood ratio), so every acceptance region is an interval [F1, F2]
+with R(F1) = R(F2) (or F1 = 0), and the confidence set of an observed f is the interval [lambda_L, lambda_U]
+where f is the upper (lower) end of the region. Each end
 is found by one root search over the region's other end, F1 (F2), with lambda the root of R(f; lambda) =
 R(F1; lambda) between lambda_best(F1) and lambda_best(f); every search is bracketed, so it cannot wander.
 """
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special, stats
 
-__all__ = ["NcfUnavailable", "UnifiedInterval", "acceptance_region", "lambda_best", "unified_interval"]
+__all__ = ["NcfUnavailable", "UnifiedInterval", "acceptance_region", "lambda_best", "ncf_logpdf", "unified_interval"]
 
 
 def _floor(f_value: float, df1: float, df2: float) -> float:
@@ -40,7 +43,8 @@ def _floor(f_value: float, df1: float, df2: float) -> float:
 
 
 class NcfUnavailable(ArithmeticError):
-    """scipy's noncentral F density or CDF is NaN (its series does not converge) where the construction needs it."""
+    """The construction cannot be computed here: scipy's noncentral F CDF is NaN (its series does not converge) or
+    the density's Poisson sum would need more than :data:`_MAX_TERMS` terms (lambda beyond about 8e8)."""
 
 
 def _check(value: np.ndarray | float) -> np.ndarray:
@@ -80,8 +84,8 @@ def _log_ncbeta(log_x: float, log_1mx: float, a: np.ndarray, b: float, mu: float
     return top + np.log(np.exp(terms - top[:, None]).sum(axis=1))
 
 
-def _logpdf(f_value: float, df1: float, df2: float, lam: float, extra: int = 0) -> np.ndarray:
-    """log p(F | lambda) of the noncentral F (df1, df2, lambda) at F = ``f_value`` > 0, and with ``extra`` = 1, 2
+def ncf_logpdf(f_value: float, df1: float, df2: float, lam: float, extra: int = 0) -> np.ndarray:
+    """log p(F | lambda) of the noncentral F(df1, df2, lambda) at F = ``f_value`` > 0, and with ``extra`` = 1, 2
     the log noncentral beta densities with the first shape raised by 1, 2 at the same beta variable x = df1 F /
     (df1 F + df2), each with the same Jacobian dx/dF (so their differences are log p_{a+j} / p_a). The Poisson
     mixture of beta densities (Johnson, Kotz & Balakrishnan 1995, ch. 30), summed in log space: finite far in
@@ -114,7 +118,7 @@ def _score_ratios(f_value: float, df1: float, df2: float, lam: float) -> tuple[f
     """(r1, r2) = (p_{a+1} / p_a, p_{a+2} / p_a) of the noncentral beta densities of x = df1 F / (df1 F + df2)
     (first shape a = df1 / 2 raised by 1 and 2): the score of lambda is (r1 - 1) / 2 and its derivative
     (r2 - r1^2) / 4 (from d p_a / d lambda = (p_{a+1} - p_a) / 2)."""
-    logs = _logpdf(f_value, df1, df2, lam, extra=2)
+    logs = ncf_logpdf(f_value, df1, df2, lam, extra=2)
     with np.errstate(over="ignore"):
         return float(np.exp(logs[1] - logs[0])), float(np.exp(logs[2] - logs[0]))
 
@@ -123,13 +127,15 @@ def lambda_best(f_value: float, df1: float, df2: float) -> float:
     """The maximum likelihood estimate argmax_{lambda >= 0} p(f | lambda) of the noncentral F's noncentrality.
 
     0 when f <= 1 (the score at lambda = 0, ((a + b) x / a - 1) / 2 with x the beta variable, is positive exactly
-    when f > 1; the likelihood is log-concave in lambda, so 0 is then the maximum); otherwise the root of the
-    score by Newton's method safeguarded by a bracket (relative precision about 1e-12).
+    when f > 1; the likelihood, a Poisson mixture with log-concave weights in its index, is taken as
+    unimodal in lambda, so 0 is then the maximum: the tests check it against a bounded search of scipy's
+    density); otherwise the root of the score by Newton's method safeguarded by a bracket (relative precision
+    about 1e-12).
 
     Raises
     ------
     NcfUnavailable
-        Where scipy's density fails.
+        Where the density's Poisson sum is too long (see :class:`NcfUnavailable`).
     """
     if not f_value > 1.0:
         return 0.0
@@ -172,11 +178,11 @@ class _Point:
     @classmethod
     def at(cls, f_value: float, df1: float, df2: float) -> _Point:
         best = lambda_best(f_value, df1, df2)
-        return cls(f_value, best, float(_logpdf(f_value, df1, df2, best)[0]))
+        return cls(f_value, best, float(ncf_logpdf(f_value, df1, df2, best)[0]))
 
     def log_ratio(self, lam: float, df1: float, df2: float) -> float:
         """log R(f; lambda) <= 0."""
-        return float(_logpdf(self.f, df1, df2, lam)[0]) - self.loglik_best
+        return float(ncf_logpdf(self.f, df1, df2, lam)[0]) - self.loglik_best
 
 
 def _root(fun: object, lo: float, hi: float, xtol: float) -> float:
@@ -296,8 +302,8 @@ def unified_interval(f_value: float, df1: float, df2: float, conf_level: float =
     Raises
     ------
     NcfUnavailable
-        Where scipy's noncentral F density or CDF is NaN (its series does not converge, e.g. lambda in the
-        millions with df1 in the hundreds); the caller falls back to an approximation.
+        Where scipy's noncentral F CDF is NaN (its series does not converge) or the density's Poisson sum is too
+        long (lambda beyond about 8e8); the caller falls back to an approximation.
     """
     alpha = 1.0 - conf_level
     # F = 0 (every region's mean equal to rounding) as the least positive F: R(F; lambda) is continuous at 0

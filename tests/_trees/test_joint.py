@@ -161,6 +161,7 @@ def test_standardize_keeps_a_large_unit_from_dominating():
 def test_summary_predict_and_plot(joint):
     text = joint.summary()
     assert text.count("cAME =") == 3 * len(joint.leaf_ids) and "share explained" in text and "honest" in text
+    assert text.count("(unified (Feldman-Cousins) interval)") == 3
     new = joint.effects_list[0].data.head(4)
     pred = joint.predict(new)
     assert len(pred) == 12 and set(pred["effect"]) == set(joint.effect_labels)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import integrate, optimize, stats
 
 from fme._trees.joint import EQUAL_TAILED, UNIFIED, heterogeneity_row
-from fme._trees.unified import acceptance_region, lambda_best, unified_interval
+from fme._trees.unified import acceptance_region, lambda_best, ncf_logpdf, unified_interval
 
 
 def _mle(f: float, d1: float, d2: float) -> float:
@@ -32,6 +32,18 @@ def _log_r(f: float, lam: float, d1: float, d2: float) -> float:
     best = _mle(f, d1, d2)
     pdf0 = stats.f.pdf(f, d1, d2) if best == 0 else stats.ncf.pdf(f, d1, d2, best)
     return float(np.log(stats.ncf.pdf(f, d1, d2, lam)) - np.log(pdf0))
+
+
+@pytest.mark.parametrize(
+    ("f", "d1", "d2", "lam"), [(1.5, 3, 2000, 20.0), (0.3, 3, 2000, 1.0), (50, 1, 100, 30.0), (5, 10, 1e6, 40.0)]
+)
+def test_log_density_is_scipys(f, d1, d2, lam):
+    assert ncf_logpdf(f, d1, d2, lam)[0] == pytest.approx(np.log(stats.ncf.pdf(f, d1, d2, lam)), rel=1e-9, abs=1e-9)
+    # far in the tail scipy's density underflows to 0; the log density stays finite: about -lambda/2 + log of
+    # the central density there (the Poisson weight of the first term dominates)
+    far = ncf_logpdf(1e-3, d1, d2, 5e3)[0]
+    assert stats.ncf.pdf(1e-3, d1, d2, 5e3) == 0.0
+    assert far == pytest.approx(-2500.0 + stats.f.logpdf(1e-3, d1, d2), rel=1e-3)
 
 
 @pytest.mark.parametrize(("f", "d1", "d2"), [(0.7, 3, 200), (1.5, 3, 2000), (6.0, 1, 500), (3.0, 10, 60), (40, 2, 1e5)])
