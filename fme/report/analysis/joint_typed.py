@@ -7,7 +7,8 @@ and adds to the section ``quantities`` (id -> quantity):
   effect's model-uncertainty interval where it has one, else the fixed-model t interval), over the rows that
   estimate the leaf;
 * ``joint/<effect>/share_explained``: the share of the effect's fME variance the regions explain (in %), with
-  its interval from the noncentral F distribution;
+  its unified (Feldman-Cousins) interval from the noncentral F distribution (the kind the heterogeneity table
+  names);
 * ``joint/<effect>/variance`` and ``joint/<effect>/within_variance``: the fMEs' variance over the estimation
   rows and its part within the regions, in the effect's unit squared;
 
