@@ -16,7 +16,10 @@ Each repetition draws n rows, computes the three effects' fMEs (``fme.fme``, the
 honest CTREE on them (``fme.came([...])``, defaults: half the rows grow the tree, the other half estimate the
 leaves). It records whether the root split is z1 within 0.25 of 0, whether each leaf's 95 % interval
 (``came_ci_low``/``came_ci_high``) covers its true cAME, and whether each effect's explained-share interval
-(``heterogeneity()``) covers its true share (for the third effect: 0), at 95 % and at 90 %.
+(``heterogeneity()``: the unified, Feldman-Cousins, interval) covers its true share (for the third effect: 0), at
+95 % and at 90 %, and, as the baseline in the same run, whether the equal-tailed interval of the same F statistic
+(the noncentral F inverted at alpha/2 and 1 - alpha/2, what ``heterogeneity()`` reported before) covers it; and
+the time ``heterogeneity()`` takes on the three effects.
 
     python benchmarks/bench_joint_regions.py [--reps 200] [--n 2000] [--jobs 2]
 """
@@ -32,6 +35,7 @@ import pandas as pd
 from scipy import stats
 
 import fme
+from fme._trees.joint import _equal_tailed
 from fme._trees.subspaces import subspace_bounds
 
 JUMPS = (2.0, 1.5, 0.0)
@@ -89,12 +93,17 @@ def one_rep(n: int, seed: int) -> dict[str, float]:
     probs = probs / probs.sum()
     qs = np.array([region[int(node)][1] for node in part.leaf_ids])
     for level in (0.95, 0.90):
+        t0 = time.perf_counter()
         het = part.heterogeneity(conf_level=level)
+        out[f"seconds_{level}"] = time.perf_counter() - t0
         for k in range(3):
             d = JUMPS[k]
             true_share = float(np.sum(probs * (d * qs - d * 0.5) ** 2) / (d * d * 0.25 + 1.0))
             r = het.iloc[k]
             out[f"share{k}_{level}"] = float(r["share_ci_low"] <= true_share <= r["share_ci_high"])
+            et_lo, et_hi = _equal_tailed(r["statistic"], r["df1"], r["df2"], r["n"], 1.0 - level)
+            out[f"et{k}_{level}"] = float(et_lo <= true_share <= et_hi)
+            out[f"kind{k}_{level}"] = r["interval"]
     out["share_c"] = float(part.heterogeneity().iloc[2]["share_explained"])
     return out
 
@@ -134,6 +143,15 @@ def main() -> None:
                 f"  {int(level * 100)} % explained-share interval covering the truth, effect {name}: "
                 f"{pct(res[f'share{k}_{level}'].mean(), reps)}"
             )
+        for k, name in enumerate(("a", "b", "c (truth 0)")):
+            print(
+                f"  {int(level * 100)} % equal-tailed interval (baseline) covering the truth, effect {name}: "
+                f"{pct(res[f'et{k}_{level}'].mean(), reps)}"
+            )
+    kinds = pd.concat([res[c] for c in res.columns if c.startswith("kind")]).value_counts()
+    print(f"  interval kinds reported: { {str(k): int(v) for k, v in kinds.items()} }")
+    secs = res["seconds_0.95"]
+    print(f"  heterogeneity() on the 3 effects: median {secs.median():.3f} s, max {secs.max():.3f} s")
     share_c = res["share_c"]
     print(f"  effect c's explained share: mean {share_c.mean():.2e}, 95th percentile {share_c.quantile(0.95):.2e}")
 

@@ -485,6 +485,28 @@ def came(
     return _fill(effects, grown, sample, n, kept, features=features, split=split, sample_size=sample_size, seed=seed)
 
 
+def _check_same_kept_rows(effects: list[DaskFMEResult]) -> None:
+    """Every effect keeps the same rows of the (same, checked by :func:`fme.came`) data: the labels of the rows
+    each one excluded (extrapolation points, undefined predictions ...) are compared, not their numbers (equal
+    counts of other rows would pass unseen where the tree's sample and the subspaces' counts miss them). Only
+    effects that exclude rows cost a pass (their ``excluded`` frames computed together)."""
+    from dask.base import compute
+
+    first = effects[0]
+    excluding = [k for k, e in enumerate(effects) if e.n_excluded > 0]
+    got = compute(*[effects[k].excluded.index for k in excluding])  # type: ignore[no-untyped-call]  # dask: untyped
+    labels = dict(zip(excluding, got))
+    empty = pd.Index([])
+    for k, e in enumerate(effects[1:], start=1):
+        same = e.n_excluded == first.n_excluded and labels.get(k, empty).equals(labels.get(0, empty))
+        if not same:
+            raise DataError(
+                f"effects[{k}] ({e.describe_steps()}) was evaluated on other rows than effects[0] (it excludes "
+                f"{e.n_excluded} rows, effects[0] {first.n_excluded}, not the same ones); a joint "
+                "partition needs every effect on the same rows (the same exclusions, e.g. on_extrapolation='keep')."
+            )
+
+
 def came_joint(
     effects: list[DaskFMEResult],
     *,
@@ -506,6 +528,7 @@ def came_joint(
     by the same seed from the same chunks), then each effect's subspace figures are summed over all its rows as
     :func:`came` sums them."""
     sample_size = check_sample_size(sample_size)
+    _check_same_kept_rows(effects)
     split = (float(honest_fraction), int(seed)) if honest else None
     drawn = [_sample(e, features, split, sample_size, random_state, seed) for e in effects]
     first = drawn[0][0].index
@@ -530,16 +553,6 @@ def came_joint(
         _fill(e, part, sample, n, kept, features=features, split=split, sample_size=sample_size, seed=seed)
         for e, part, (sample, n, kept) in zip(effects, joint.parts, drawn)
     ]
-    # the sample compares the growing rows drawn only; every subspace's counts over all rows (from the pass that
-    # filled it, no more data read) catch most other differences in the evaluated rows
-    counts = [p.leaves[[c for c in ("n", "n_grown") if c in p.leaves.columns]].to_numpy() for p in parts]
-    for k in range(1, len(parts)):
-        if not np.array_equal(counts[k], counts[0]):
-            raise DataError(
-                f"effects[{k}] ({effects[k].describe_steps()}) was evaluated on other rows than effects[0] (its "
-                "subspaces hold other numbers of rows); a joint partition needs every effect on the same rows "
-                "(the same exclusions, e.g. on_extrapolation='keep')."
-            )
     return JointPartitionResult(parts)
 
 

@@ -25,6 +25,7 @@ from ..exceptions import FMEError, ParameterError
 from ..inference.wald import MULTCOMP, adjust_pvalues
 from .grow import evaluated_features, grow_tree
 from .partition import LeafTests, PartitionResult
+from .unified import NcfUnavailable, unified_interval
 
 __all__ = ["JointPartitionResult", "effect_labels", "grow_joint", "heterogeneity_row"]
 
@@ -42,7 +43,16 @@ HETEROGENEITY_COLUMNS = [
     "df1",
     "df2",
     "p_value",
+    "interval",
+    "note",
 ]
+
+#: Above this df1 F (about the noncentrality's estimate) the exact unified interval is not computed (its
+#: Poisson sums grow as sqrt(lambda)): the equal-tailed one is reported, the lower bound then being tens of SDs
+#: or more from 0, where the two differ by less than 1e-4 in the share.
+LAMBDA_EXACT_MAX = 5e4
+UNIFIED = "unified (Feldman-Cousins)"
+EQUAL_TAILED = "equal-tailed (large-noncentrality approximation)"
 
 
 def effect_labels(effects: list[Any]) -> list[str]:
@@ -116,9 +126,17 @@ def _ncf_cdf_normal(f_value: float, df1: float, df2: float, nc: float) -> float:
     return float(min(1.0, max(0.0, integrate.quad(at, lo, hi, limit=200, epsabs=1e-14)[0])))
 
 
-def _eta_squared(f_value: float, df1: float, df2: float, n: float, alpha: float) -> tuple[float, float]:
-    """Confidence bounds of the explained share eta^2 = lambda / (lambda + n) by inverting the noncentral F
-    distribution of the one-way ANOVA statistic in its noncentrality lambda (Steiger 2004, Psychol. Methods 9)."""
+def _equal_tailed(f_value: float, df1: float, df2: float, n: float, alpha: float) -> tuple[float, float]:
+    """Equal-tailed bounds of eta^2 = lambda / (lambda + n): the noncentral F's CDF inverted in lambda at
+    1 - alpha/2 and alpha/2 (Steiger 2004, Psychol. Methods 9), with :func:`_ncf_cdf_normal` where scipy's CDF is
+    NaN. Used only where the unified interval is not computed (a huge noncentrality)."""
+    if df1 * f_value > 1e12 * max(df2, 1.0):
+        # regions that separate the fMEs to rounding: the numerator's noncentral chi-square, of relative SD under
+        # 1e-6 times the denominator's, is its mean df1 + lambda, so lambda = df1 F chi2(df2) / df2 - df1
+        # (relative error under 1e-6 in lambda, far below rounding in the share)
+        q = stats.chi2.ppf([alpha / 2.0, 1.0 - alpha / 2.0], df2) / df2
+        lam_lo, lam_hi = (np.maximum(df1 * f_value * q - df1, 0.0)).tolist()
+        return lam_lo / (lam_lo + n), lam_hi / (lam_hi + n)
 
     def cdf(nc: float) -> float:
         value = float(stats.ncf.cdf(f_value, df1, df2, nc))
@@ -137,6 +155,21 @@ def _eta_squared(f_value: float, df1: float, df2: float, n: float, alpha: float)
     return bound(1.0 - alpha / 2.0), bound(alpha / 2.0)
 
 
+def _eta_squared(f_value: float, df1: float, df2: float, n: float, conf_level: float) -> tuple[float, float, str]:
+    """Bounds of the explained share eta^2 = lambda / (lambda + n) and the interval's kind: the unified
+    (Feldman-Cousins) interval of the noncentrality (:func:`unified_interval`), or the equal-tailed one where
+    the noncentrality is beyond :data:`LAMBDA_EXACT_MAX` or scipy's noncentral F fails."""
+    if df1 * f_value <= LAMBDA_EXACT_MAX:
+        try:
+            iv = unified_interval(f_value, df1, df2, conf_level)
+        except (NcfUnavailable, ValueError, RuntimeError):
+            pass
+        else:
+            return iv.lambda_low / (iv.lambda_low + n), iv.lambda_high / (iv.lambda_high + n), UNIFIED
+    lo, hi = _equal_tailed(f_value, df1, df2, n, 1.0 - conf_level)
+    return lo, hi, EQUAL_TAILED
+
+
 def heterogeneity_row(leaves: pd.DataFrame, root: pd.Series, conf_level: float) -> dict[str, Any]:
     """The GADGET decomposition of one effect's fMEs over the estimation rows from its leaves' counts and SDs
     (both engines' leaves hold them): see :meth:`JointPartitionResult.heterogeneity`."""
@@ -153,10 +186,24 @@ def heterogeneity_row(leaves: pd.DataFrame, root: pd.Series, conf_level: float) 
     share = float(np.clip(1.0 - ss_within / ss_total, 0.0, 1.0)) if ss_total > 0 else float("nan")
     df1, df2 = k - 1.0, n - k
     f_value = p_value = lo = hi = float("nan")
-    if np.isfinite(share) and df1 >= 1 and df2 >= 1 and ss_within > 0:
+    kind = note = ""
+    if not ss_total > 0:
+        note = "the fMEs do not vary: there is no heterogeneity to explain (share undefined)"
+    elif ss_within <= 0 and k >= 2:
+        note = (
+            "every region's fMEs are constant (within-region variance 0): the regions explain all of the "
+            "heterogeneity (share 1), the F statistic is infinite and the F test and the share's interval are "
+            "degenerate (not computed)"
+        )
+    elif np.isfinite(share) and df1 >= 1 and df2 >= 1:
         f_value = ((ss_total - ss_within) / df1) / (ss_within / df2)
         p_value = float(stats.f.sf(f_value, df1, df2))
-        lo, hi = _eta_squared(f_value, df1, df2, n, 1.0 - conf_level)
+        lo, hi, kind = _eta_squared(f_value, df1, df2, n, conf_level)
+        if kind == EQUAL_TAILED:
+            note = (
+                "the noncentrality is huge (the regions separate the fMEs almost exactly): equal-tailed interval, "
+                "within about 1e-4 of the unified one"
+            )
     return {
         **out,
         "share_explained": share,
@@ -166,6 +213,8 @@ def heterogeneity_row(leaves: pd.DataFrame, root: pd.Series, conf_level: float) 
         "df1": df1,
         "df2": df2,
         "p_value": p_value,
+        "interval": kind,
+        "note": note,
     }
 
 
@@ -266,15 +315,30 @@ class JointPartitionResult(PartitionResult):
         within-region part).
 
         The interval is that of the population share eta^2 from the one-way ANOVA of the fMEs on the regions:
-        the F statistic's noncentral F distribution is inverted in its noncentrality lambda and
-        eta^2 = lambda / (lambda + n) (Steiger 2004); ``statistic``/``df1``/``df2``/``p_value`` are that F
-        test of "the regions explain nothing". Its assumptions: the regions are fixed (true of an honest
-        partition's estimation rows; with ``honest=False`` the tree chose them on the same rows, and the share
-        and its interval are biased upwards), the rows independent, and the fMEs within a region about normal
-        with one variance (with many rows a moderate departure matters little). The interval is equal-tailed,
-        so where the true share is 0 it covers 0 with probability 1 - alpha/2 (its lower bound is 0 unless the
-        F test rejects at alpha/2). The fMEs are those of the fitted model: the uncertainty of the model's
-        parameters is not in it.
+        the F statistic (``statistic``/``df1``/``df2``; ``p_value`` its test that the regions explain nothing)
+        is noncentral F with noncentrality lambda >= 0 and eta^2 = lambda / (lambda + n) (Steiger 2004,
+        Psychol. Methods 9). The interval of lambda is the unified one of Feldman & Cousins (1998, Phys. Rev. D
+        57, 3873): a Neyman belt whose acceptance regions are ordered by the likelihood ratio p(F | lambda) /
+        p(F | lambda_best(F)) (``fme._trees.unified.unified_interval``), so it covers every true share,
+        0 included, with probability ``conf_level``, and its lower bound is above 0 exactly when the F test
+        rejects at alpha = 1 - conf_level (an equal-tailed interval would cover a true 0 with probability
+        1 - alpha/2). Its upper bound is above 0 even where F is near 0. ``interval`` names the kind:
+        ``'unified (Feldman-Cousins)'``, or, where df1 F (about the noncentrality's estimate) exceeds 5e4
+        (regions that separate the fMEs almost exactly, a lower bound tens of SDs or more from 0) or the
+        computation fails,
+        ``'equal-tailed (large-noncentrality approximation)'``, the noncentral F inverted at alpha/2 and
+        1 - alpha/2 (a normal approximation of its numerator where scipy's CDF is NaN): there the two
+        intervals differ by less than 1e-4 in the share (``tests/_trees/test_unified.py``), and ``note`` says so.
+
+        Its assumptions: the regions are fixed (true of an honest partition's estimation rows; with
+        ``honest=False`` the tree chose them on the same rows, and the share and its interval are biased
+        upwards), the rows independent, and the fMEs within a region about normal with one variance (with many
+        rows a moderate departure matters little). The fMEs are those of the fitted model: the uncertainty of
+        the model's parameters is not in it.
+
+        Degenerate cases, with NaN statistic, p-value and bounds and a ``note``: fMEs that do not vary (share
+        NaN: nothing to explain) and regions within which every fME is constant (within-region variance exactly
+        0: share 1, F infinite). One region: NaN test and bounds (nothing to test).
 
         Parameters
         ----------
@@ -286,7 +350,9 @@ class JointPartitionResult(PartitionResult):
         DataFrame
             One row per effect: ``effect``, ``n``, ``n_leaves``, ``variance``, ``within_variance``,
             ``between_variance`` (in the effect's unit squared), ``share_explained``, ``share_ci_low``,
-            ``share_ci_high``, ``statistic``, ``df1``, ``df2``, ``p_value``.
+            ``share_ci_high``, ``statistic``, ``df1``, ``df2``, ``p_value``, ``interval`` (the interval's
+            kind; empty where there is none) and ``note`` (why a figure is missing or approximate; empty if
+            none).
         """
         conf = self.conf_level if conf_level is None else check_conf_level(conf_level)
         rows = [
@@ -327,9 +393,11 @@ class JointPartitionResult(PartitionResult):
         if len(self.leaf_ids) > 1:
             het = self.heterogeneity()
             for _, r in het.iterrows():
+                kind = f" ({r['interval']} interval)" if r["interval"] else ""
+                note = f"; {r['note']}" if r["note"] else ""
                 lines.append(
                     f"  share explained, {r['effect']}: {r['share_explained']:.3g} "
-                    f"[{r['share_ci_low']:.3g}, {r['share_ci_high']:.3g}]"
+                    f"[{r['share_ci_low']:.3g}, {r['share_ci_high']:.3g}]{kind}{note}"
                 )
         lines += [f"  note: {n}" for n in self.notes]
         lines.append(f"  {self.honesty}")

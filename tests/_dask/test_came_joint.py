@@ -114,3 +114,28 @@ def test_dask_effects_on_other_rows_of_the_same_size_are_refused():
     assert effs[0].n == effs[1].n
     with pytest.raises(DataError, match=r"effects\[1\].*other rows"):
         fme.came(effs, features=FEATURES)
+
+
+def test_dask_effects_excluding_as_many_but_other_rows_are_refused():
+    # each effect leaves out one extrapolation point, another row of the same leaf at the end of the last chunk:
+    # equal counts everywhere, and the tree's sample of 30 rows misses both; the excluded rows' labels differ
+    X = _frame(300, seed=5)
+    X["xb"] = X["xa"].to_numpy().copy()
+    X.loc[298, ["xa", "xb"]] = [10.0, 9.5]
+    X.loc[299, ["xa", "xb"]] = [9.5, 10.0]
+    X.loc[299, FEATURES] = X.loc[298, FEATURES]
+    data = dd.from_pandas(X, npartitions=3, sort=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        effs = [
+            fme.fme(_model, data, {f: 0.3}, extrapolation="envelope", on_extrapolation="exclude") for f in ("xa", "xb")
+        ]
+    assert [e.n_excluded for e in effs] == [1, 1]
+    for kwargs in ({"honest": False, "sample_size": 30, "random_state": 2}, {}):
+        with pytest.raises(DataError, match=r"effects\[1\] \(xb \+ 0.3\).*excludes 1 rows, effects\[0\] 1, not the"):
+            fme.came(effs, features=FEATURES, **kwargs)
+    # the same exclusions: accepted
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same = [fme.fme(_model, data, {"xa": 0.3}, extrapolation="envelope", on_extrapolation="exclude") for _ in "ab"]
+    assert isinstance(fme.came(same, features=FEATURES), fme.JointPartitionResult)

@@ -12,6 +12,8 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 import fme
+from fme._trees.joint import EQUAL_TAILED, UNIFIED, heterogeneity_row
+from fme._trees.unified import unified_interval
 from fme.exceptions import DataError, FMEError, ParameterError
 
 FEATURES = ["z1", "z2", "g"]
@@ -117,12 +119,13 @@ def test_heterogeneity_is_the_variance_decomposition(joint, effects):
     assert het["share_ci_low"].iloc[2] == 0.0 and het["p_value"].iloc[2] > 0.05
 
 
-def test_eta_squared_interval_inverts_the_noncentral_f(joint):
+def test_share_interval_is_the_unified_interval_of_the_noncentrality(joint):
     r = joint.heterogeneity(conf_level=0.9).iloc[0]
     n, d1, d2 = r["n"], r["df1"], r["df2"]
-    for bound, target in ((r["share_ci_low"], 0.95), (r["share_ci_high"], 0.05)):
-        lam = bound * n / (1 - bound)
-        assert stats.ncf.cdf(r["statistic"], d1, d2, lam) == pytest.approx(target, abs=1e-6)
+    iv = unified_interval(r["statistic"], d1, d2, 0.9)
+    assert r["interval"] == UNIFIED and r["note"] == ""
+    assert r["share_ci_low"] == pytest.approx(iv.lambda_low / (iv.lambda_low + n), rel=1e-12)
+    assert r["share_ci_high"] == pytest.approx(iv.lambda_high / (iv.lambda_high + n), rel=1e-12)
 
 
 def test_cart_sums_the_squared_error_over_effects(effects):
@@ -158,6 +161,7 @@ def test_standardize_keeps_a_large_unit_from_dominating():
 def test_summary_predict_and_plot(joint):
     text = joint.summary()
     assert text.count("cAME =") == 3 * len(joint.leaf_ids) and "share explained" in text and "honest" in text
+    assert text.count("(unified (Feldman-Cousins) interval)") == 3
     new = joint.effects_list[0].data.head(4)
     pred = joint.predict(new)
     assert len(pred) == 12 and set(pred["effect"]) == set(joint.effect_labels)
@@ -211,11 +215,18 @@ def test_heterogeneity_of_regions_that_separate_the_fmes_exactly():
     assert "share explained" in joint.summary()
 
 
-@pytest.mark.parametrize(("f_value", "df1", "df2"), [(10.0, 100, 1e5), (0.01, 100, 1000), (1e9, 100, 100)])
-def test_eta_squared_bounds_where_the_noncentral_cdf_fails(f_value, df1, df2):
-    # scipy's ncf.cdf is NaN in parts of these ranges: the bounds still invert it where it is computed
-    from fme._trees.joint import heterogeneity_row
-
+@pytest.mark.parametrize(
+    ("f_value", "df1", "df2", "kind"),
+    [
+        (10.0, 100, 1e5, UNIFIED),
+        (0.01, 100, 1000, UNIFIED),
+        (1e9, 100, 100, EQUAL_TAILED),
+        (2e14, 1, 50, EQUAL_TAILED),  # beyond rounding: the closed form from the denominator's chi-square
+    ],
+)
+def test_share_bounds_where_scipys_noncentral_f_fails(f_value, df1, df2, kind):
+    # scipy's ncf.cdf is NaN in parts of these ranges; the unified interval sums the density itself and needs
+    # only the CDF at its bounds; at a huge noncentrality the equal-tailed interval is reported
     n = df1 + df2 + 1
     ss_total = 1.0
     ss_within = 1.0 / (1.0 + f_value * df1 / df2)
@@ -226,17 +237,32 @@ def test_eta_squared_bounds_where_the_noncentral_cdf_fails(f_value, df1, df2):
     r = heterogeneity_row(leaves, root, 0.95)
     assert r["statistic"] == pytest.approx(f_value, rel=1e-9)
     lo, hi = r["share_ci_low"], r["share_ci_high"]
-    assert 0.0 <= lo <= hi <= 1.0
+    assert 0.0 <= lo <= hi <= 1.0 and r["interval"] == kind
+    if kind == UNIFIED:
+        iv = unified_interval(r["statistic"], df1, df2, 0.95)
+        assert (lo, hi) == (iv.lambda_low / (iv.lambda_low + n), iv.lambda_high / (iv.lambda_high + n))
+        assert hi > 0 and r["note"] == ""
+        return
+    assert "equal-tailed" in r["note"]
     for bound, target in ((lo, 0.975), (hi, 0.025)):
-        if bound == 0.0:  # F below the target's quantile even at lambda = 0
-            assert stats.f.cdf(f_value, df1, df2) <= target
-            continue
         lam = n * bound / (1.0 - bound)
         # an independent P(F <= f | lambda): the numerator's noncentral chi-square simulated, exactly
         rng = np.random.default_rng(0)
         num = rng.noncentral_chisquare(df1, lam, 200_000) / df1
         den = rng.chisquare(df2, 200_000) / df2
         assert np.mean(num / den <= f_value) == pytest.approx(target, abs=0.004)
+
+
+def test_heterogeneity_of_constant_regions_and_constant_fmes_says_why_it_has_no_interval():
+    root = pd.Series({"n": 10, "sd_fme": 1.0})
+    # every region's fMEs constant: within-region variance exactly 0, the share 1, F infinite
+    r = heterogeneity_row(pd.DataFrame({"n": [4, 6], "sd_fme": [0.0, 0.0]}), root, 0.95)
+    assert r["share_explained"] == 1.0 and r["within_variance"] == 0.0
+    assert np.isnan([r["share_ci_low"], r["share_ci_high"], r["statistic"], r["p_value"]]).all()
+    assert "within-region variance 0" in r["note"] and r["interval"] == ""
+    # fMEs that do not vary: nothing to explain
+    r = heterogeneity_row(pd.DataFrame({"n": [4, 6], "sd_fme": [0.0, 0.0]}), pd.Series({"n": 10, "sd_fme": 0.0}), 0.95)
+    assert np.isnan(r["share_explained"]) and np.isnan(r["share_ci_low"]) and "do not vary" in r["note"]
 
 
 def test_effects_on_other_data_with_the_same_predictions_are_refused(effects):

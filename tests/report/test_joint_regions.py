@@ -100,6 +100,7 @@ def test_an_explained_share_is_stated_only_with_its_interval_and_a_valid_f_test(
     assert c.kind == "explained_share" and c.holds and c.outcome == "explains"
     assert "explain 40.0 % of the heterogeneity of the fMEs of x1 + 1 (95% CI 30.0 % to 50.0 %" in c.text
     assert "with 3 and 146 df" in c.text and c.text.endswith("they explain some of it at the 5% level")
+    assert "50.0 %; noncentral F interval) over the" in c.text
     weak = TestRecord("joint/a/f_test", 0.5, 0.7, 3, n_per_group=(40, 40, 40, 30))
     assert explained_share(_share(0.01, 0.0, 0.03), weak, 146, 0.05, "x").outcome == "not shown"
     for record, share, reason in [
@@ -309,6 +310,9 @@ def test_the_built_section_equals_a_direct_joint_came(built):
     ]
     for s in shares:
         assert f"| {s} |" in qmd
+    # the share's interval is named by its kind: the unified (Feldman-Cousins) one
+    assert [got["interval"] for got in section["heterogeneity"]] == ["unified (Feldman-Cousins)"] * len(het)
+    assert "unified (Feldman-Cousins) interval" in qmd
     html = (out / "report.html").read_text(encoding="utf-8")
     assert 'id="sec-joint-regions"' in html and "joint-regions-tree" not in html.split("<body")[0]
 

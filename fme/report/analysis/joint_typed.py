@@ -7,7 +7,8 @@ and adds to the section ``quantities`` (id -> quantity):
   effect's model-uncertainty interval where it has one, else the fixed-model t interval), over the rows that
   estimate the leaf;
 * ``joint/<effect>/share_explained``: the share of the effect's fME variance the regions explain (in %), with
-  its interval from the noncentral F distribution;
+  its unified (Feldman-Cousins) interval from the noncentral F distribution (the kind the heterogeneity table
+  names);
 * ``joint/<effect>/variance`` and ``joint/<effect>/within_variance``: the fMEs' variance over the estimation
   rows and its part within the regions, in the effect's unit squared;
 
@@ -26,8 +27,9 @@ from ..inputs.specs import CI_COVERS
 
 __all__ = ["type_joint_regions", "share_unit", "variance_unit", "SHARE_KIND", "NOT_HONEST"]
 
-#: What the explained share's interval is (the one-way ANOVA's noncentral F distribution inverted; Steiger 2004).
-SHARE_KIND = "noncentral F"
+#: What the explained share's interval is, where the heterogeneity table does not say: the unified
+#: (Feldman-Cousins) interval of the one-way ANOVA's noncentral F noncentrality (Steiger 2004 for the share).
+SHARE_KIND = "unified (Feldman-Cousins)"
 #: Why the F test of a partition that is not honest is not valid: its regions were chosen on the same rows.
 NOT_HONEST = (
     "the regions were chosen on the rows that estimate them (honest: false), and the F test and the share's "
@@ -95,7 +97,7 @@ def type_joint_regions(section: dict[str, Any], unit: Unit) -> list[dict]:
             row.get("share_explained"),
             share_unit(),
             rows,
-            Interval(row.get("share_ci_low"), row.get("share_ci_high"), level, SHARE_KIND),
+            Interval(row.get("share_ci_low"), row.get("share_ci_high"), level, row.get("interval") or SHARE_KIND),
         )
         quantities[f"{eid}/share_explained"] = share
         for key, what in (("variance", "variance of the fMEs"), ("within_variance", "within-region variance")):

@@ -345,7 +345,8 @@ def explained_share(share: Quantity, test: TestRecord, df2: float | None, alpha:
     only when the F test is valid and the share has an interval; else the test_not_valid claim with the reason,
     never a share without its interval.
 
-    ``share``: the explained share (unit: %), its interval from the noncentral F distribution; ``test``: the F test
+    ``share``: the explained share (unit: %), its interval (its kind named: the unified, Feldman-Cousins, interval
+    of the noncentral F's noncentrality, or the equal-tailed one at a huge noncentrality); ``test``: the F test
     that the regions explain nothing (``df``: its numerator degrees of freedom, ``df2`` the denominator's).
     """
     why = test_validity(test)
@@ -362,8 +363,8 @@ def explained_share(share: Quantity, test: TestRecord, df2: float | None, alpha:
     verdict = "they explain some of it" if rejects else "the data do not show that they explain any of it"
     text = (
         f"The regions explain {fmt_num(value, 1)} % of the heterogeneity of the fMEs of {effect} "
-        f"({fmt_num(100 * share.interval.level, 0)}% CI {fmt_num(low, 1)} % to {fmt_num(high, 1)} %, "  # type: ignore[union-attr]
-        f"{share.interval.kind}) over the {share.rows.words()}; F test that they explain none{df}: "  # type: ignore[union-attr]
+        f"({fmt_num(100 * share.interval.level, 0)}% CI {fmt_num(low, 1)} % to {fmt_num(high, 1)} %; "  # type: ignore[union-attr]
+        f"{share.interval.kind} interval) over the {share.rows.words()}; F test that they explain none{df}: "  # type: ignore[union-attr]
         f"statistic {fmt_num(test.statistic, 2)}, {p_phrase(test.p_value)}: {verdict} at the "
         f"{fmt_num(100 * alpha, 0)}% level"
     )

@@ -183,8 +183,9 @@ def joint_context(results: dict, next_table: Callable[[], int], fig_counter: lis
         f"One tree grown on the fMEs of {_joined(labels)} together ({section['method']}; {_settings(section)}), "
         f"so that in each region all of them are homogeneous at once, {over}. The share of an effect's "
         "heterogeneity that the regions explain is the between-region part of the variance of its fMEs over "
-        "the rows that estimate the leaves (Herbinger et al. 2024), with an interval from the noncentral F "
-        "distribution of the one-way ANOVA and the F test that the regions explain none."
+        "the rows that estimate the leaves (Herbinger et al. 2024), with its unified (Feldman-Cousins) interval "
+        "from the noncentral F distribution of the one-way ANOVA (it holds its level also where the true share "
+        "is 0) and the F test that the regions explain none."
     )
     out: dict[str, Any] = {
         "title": section.get("title") or "Joint regions",
