@@ -39,6 +39,7 @@ from ._local import came as local_came
 from ._trees.args import check_tree_params
 from ._trees.joint import JointPartitionResult
 from ._trees.partition import LeafTests, PartitionResult
+from ._utils.numfmt import count
 from ._utils.progress import progress_bar
 from ._utils.validation import check_conf_level, check_random_state, seed_of
 from .exceptions import DataError, FeatureError, FMEError, ParameterError
@@ -264,8 +265,8 @@ def _same_rows_and_model(effects: list[Any], on_dask: bool) -> None:
         if not same_rows:
             raise DataError(
                 f"effects[{k}] ({e.describe_steps()}) was evaluated on other rows or other data than effects[0] "
-                f"({e.n} rows vs {first.n}, other index labels or other values); a joint partition needs every "
-                "effect on the same rows: compute them on the same data with the same exclusions (e.g. "
+                f"({count(e.n, 'row')} vs {first.n}, other index labels or other values); a joint partition needs "
+                "every effect on the same rows: compute them on the same data with the same exclusions (e.g. "
                 "on_extrapolation='keep')."
             )
         if not same_model:
@@ -548,7 +549,7 @@ def partition_stability(
     n = effects.n
     m = int(round(fraction * n))
     if m < 2:
-        raise ParameterError(f"a subsample of {fraction:g} x {n} rows has fewer than 2 rows; raise fraction.")
+        raise ParameterError(f"a subsample of {fraction:g} x {count(n, 'row')} has fewer than 2 rows; raise fraction.")
     rng = check_random_state(random_state)
     fmes = effects.results["fme"].to_numpy(dtype=float)
     full_leaf = partition.leaf_of_row.to_numpy()

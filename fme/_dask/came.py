@@ -39,6 +39,7 @@ from .._trees.args import string_columns
 from .._trees.grow import grow_partition, honest_mask
 from .._trees.joint import JointPartitionResult, grow_joint
 from .._trees.partition import LEAF_COLUMNS, NLM_COLUMNS, PartitionResult, estimation_root, subspace_counts
+from .._utils.numfmt import count
 from .._utils.validation import seed_of
 from ..exceptions import DataError
 from ..inference.estimates import INFERENCE_COLUMNS, sample_inference
@@ -502,7 +503,7 @@ def _check_same_kept_rows(effects: list[DaskFMEResult]) -> None:
         if not same:
             raise DataError(
                 f"effects[{k}] ({e.describe_steps()}) was evaluated on other rows than effects[0] (it excludes "
-                f"{e.n_excluded} rows, effects[0] {first.n_excluded}, not the same ones); a joint "
+                f"{count(e.n_excluded, 'row')}, effects[0] {first.n_excluded}, not the same ones); a joint "
                 "partition needs every effect on the same rows (the same exclusions, e.g. on_extrapolation='keep')."
             )
 

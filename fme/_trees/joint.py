@@ -19,7 +19,7 @@ from scipy import integrate, optimize, stats
 
 from .._core.results import FMEResult
 from .._utils.frames import ReadableFrame
-from .._utils.numfmt import fmt_level
+from .._utils.numfmt import count, fmt_level
 from .._utils.validation import check_conf_level
 from ..exceptions import FMEError, ParameterError
 from ..inference.wald import MULTCOMP, adjust_pvalues
@@ -379,7 +379,7 @@ class JointPartitionResult(PartitionResult):
     def summary(self) -> str:
         """Readable table: per leaf its rule, then one line per effect; then each effect's explained share."""
         lines = [
-            f"Joint cAMEs of {len(self.parts)} effects ({self.method}, {fmt_level(self.conf_level)} CIs): "
+            f"Joint cAMEs of {count(len(self.parts), 'effect')} ({self.method}, {fmt_level(self.conf_level)} CIs): "
             + "; ".join(self.effect_labels)
         ]
         for node in self.leaf_ids:

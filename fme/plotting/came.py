@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._utils.numfmt import count
 from ..exceptions import ParameterError
 from ._common import PlotStyle, new_axes, resolve_style, step_label, style_axes
 
@@ -139,7 +140,7 @@ class CAMEDisplay:
         labels = [f"{first} (n = {int(root['n'])})"] + [
             f"leaf {int(r['node'])}: {r['rule']} (n = {int(r['n'])})" for _, r in leaves.iterrows()
         ]
-        note = f"Every row: the {int(root['n']):,} rows that estimate the leaves (honest)" if honest else None
+        note = f"Every row: the {count(int(root['n']), 'row')} that estimate the leaves (honest)" if honest else None
         display = cls(
             labels=labels,
             estimates=np.r_[root["came"], leaves["came"].to_numpy(dtype=float)],
@@ -201,7 +202,7 @@ class CAMEDisplay:
         handles, texts = ax.get_legend_handles_labels()
         extras = [self.note] if self.note else []
         if self.n_leaves > self.n_rows_ - 1:
-            extras.append(f"the {self.n_rows_ - 1} largest of {self.n_leaves} leaves")
+            extras.append(f"the {self.n_rows_ - 1} largest of {count(self.n_leaves, 'leaf', 'leaves')}")
         for text in extras:  # legend lines without a mark
             handles.append(Line2D([], [], linestyle="none"))
             texts.append(text)
