@@ -39,6 +39,7 @@ from ._local import came as local_came
 from ._trees.args import check_tree_params
 from ._trees.joint import JointPartitionResult
 from ._trees.partition import LeafTests, PartitionResult
+from ._trees.settings import TreeSettings
 from ._utils.numfmt import count
 from ._utils.progress import progress_bar
 from ._utils.validation import check_conf_level, check_random_state, seed_of
@@ -200,23 +201,23 @@ def came(
     params = {**params, "honest": bool(honest), "honest_fraction": float(honest_fraction)}
     seeds = [seed] + [int(s) for s in np.random.SeedSequence(seed).generate_state(n_splits - 1)]
 
+    settings = TreeSettings(
+        method=method,
+        features=tuple(features),
+        n_partitions=n_partitions,
+        max_sd=max_sd,
+        conf_level=conf_level,
+        standardize=standardize,
+        params=params,
+        tree_params=tree_params,
+        honest=bool(honest),
+        honest_fraction=float(honest_fraction),
+        seed=seed,
+    )
+    engine: Any = dask_came if on_dask else local_came
+
     def one(split_seed: int) -> PartitionResult:
-        kw = dict(
-            method=method,
-            features=features,
-            n_partitions=n_partitions,
-            max_sd=max_sd,
-            conf_level=conf_level,
-            standardize=standardize,
-            params=params,
-            tree_params=tree_params,
-            honest=bool(honest),
-            honest_fraction=float(honest_fraction),
-            seed=split_seed,
-        )
-        if on_dask:
-            return dask_came.came(effects, sample_size=sample_size, random_state=random_state, **kw)
-        return local_came.came(effects, sample_size=None, random_state=random_state, **kw)
+        return engine.came(effects, settings.with_seed(split_seed), sample_size=sample_size, random_state=random_state)
 
     part = one(seeds[0])
     if n_splits > 1:
@@ -320,14 +321,11 @@ def _came_joint(effects: list[Any], kw: dict[str, Any]) -> PartitionResult:
         tree_params,
     )
     params = {**params, "honest": bool(kw["honest"]), "honest_fraction": float(kw["honest_fraction"])}
-    engine: Any = dask_came if on_dask else local_came
-    part = engine.came_joint(
-        effects,
-        sample_size=kw["sample_size"],
-        random_state=kw["random_state"],
+    settings = TreeSettings(
         method=kw["method"],
-        features=features,
+        features=tuple(features),
         n_partitions=kw["n_partitions"],
+        max_sd=None,
         conf_level=conf_level,
         standardize=kw["standardize"],
         params=params,
@@ -336,6 +334,8 @@ def _came_joint(effects: list[Any], kw: dict[str, Any]) -> PartitionResult:
         honest_fraction=float(kw["honest_fraction"]),
         seed=seed_of(kw["random_state"]),
     )
+    engine: Any = dask_came if on_dask else local_came
+    part = engine.came_joint(effects, settings, sample_size=kw["sample_size"], random_state=kw["random_state"])
     # a classifier's cAMEs are of one class's probability: every effect's leaves say which, as for one effect
     for one in part.parts:
         with_class(one.leaves, getattr(one.effects, "explained_class", None))

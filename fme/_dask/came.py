@@ -39,6 +39,7 @@ from .._trees.args import string_columns
 from .._trees.grow import grow_partition, honest_mask
 from .._trees.joint import JointPartitionResult, grow_joint
 from .._trees.partition import LEAF_COLUMNS, NLM_COLUMNS, PartitionResult, estimation_root, subspace_counts
+from .._trees.settings import TreeSettings
 from .._utils.numfmt import count
 from .._utils.validation import seed_of
 from ..exceptions import DataError
@@ -448,41 +449,18 @@ def _fill(
 
 
 def came(
-    effects: DaskFMEResult,
-    *,
-    sample_size: int | None,
-    random_state: Any,
-    method: str,
-    features: list[str],
-    n_partitions: int | None,
-    max_sd: float | None,
-    conf_level: float,
-    standardize: bool,
-    params: dict[str, Any],
-    tree_params: dict[str, Any],
-    honest: bool = False,
-    honest_fraction: float = 0.5,
-    seed: int = 0,
+    effects: DaskFMEResult, settings: TreeSettings, *, sample_size: int | None, random_state: Any
 ) -> PartitionResult:
-    """:func:`fme.came` for :class:`~fme._dask.result.DaskFMEResult`, its arguments validated by
+    """:func:`fme.came` for :class:`~fme._dask.result.DaskFMEResult`, its settings validated by
     :func:`fme.came` (see the module docstring). ``honest``: the tree is grown on the seeded sample of the
     growing part (:func:`fme._trees.grow.honest_mask`, the same rows as in memory) and every subspace's
     figures are summed over all estimation rows."""
     sample_size = check_sample_size(sample_size)
-    split = (float(honest_fraction), int(seed)) if honest else None
+    features, seed = list(settings.features), settings.seed
+    split = (float(settings.honest_fraction), int(seed)) if settings.honest else None
     sample, n, kept = _sample(effects, features, split, sample_size, random_state, seed)
-    # the tree, grown by fme.came's own worker on an in-memory FMEResult of the sampled rows
-    grown = grow_partition(
-        _small_result(effects, sample, features),
-        method=method,
-        features=features,
-        n_partitions=n_partitions,
-        max_sd=max_sd,
-        conf_level=conf_level,
-        standardize=standardize,
-        params=params,
-        tree_params=tree_params,
-    )
+    # the tree, grown by fme.came's own worker on an in-memory FMEResult of the sampled rows (already split)
+    grown = grow_partition(_small_result(effects, sample, features), settings.unsplit())
     return _fill(effects, grown, sample, n, kept, features=features, split=split, sample_size=sample_size, seed=seed)
 
 
@@ -509,20 +487,7 @@ def _check_same_kept_rows(effects: list[DaskFMEResult]) -> None:
 
 
 def came_joint(
-    effects: list[DaskFMEResult],
-    *,
-    sample_size: int | None,
-    random_state: Any,
-    method: str,
-    features: list[str],
-    n_partitions: int | None,
-    conf_level: float,
-    standardize: bool,
-    params: dict[str, Any],
-    tree_params: dict[str, Any],
-    honest: bool = False,
-    honest_fraction: float = 0.5,
-    seed: int = 0,
+    effects: list[DaskFMEResult], settings: TreeSettings, *, sample_size: int | None, random_state: Any
 ) -> JointPartitionResult:
     """:func:`fme.came` of a list of Dask effects (same data, same model; validated by :func:`fme.came`): the
     joint tree is grown on the seeded sample of growing rows, the same rows for every effect (the sample is drawn
@@ -530,7 +495,8 @@ def came_joint(
     :func:`came` sums them."""
     sample_size = check_sample_size(sample_size)
     _check_same_kept_rows(effects)
-    split = (float(honest_fraction), int(seed)) if honest else None
+    features, seed = list(settings.features), settings.seed
+    split = (float(settings.honest_fraction), int(seed)) if settings.honest else None
     drawn = [_sample(e, features, split, sample_size, random_state, seed) for e in effects]
     first = drawn[0][0].index
     for k, (sample, _, _) in enumerate(drawn[1:], start=1):
@@ -541,14 +507,7 @@ def came_joint(
                 "on_extrapolation='keep')."
             )
     joint = grow_joint(
-        [_small_result(e, sample, features) for e, (sample, _, _) in zip(effects, drawn)],
-        method=method,
-        features=features,
-        n_partitions=n_partitions,
-        conf_level=conf_level,
-        standardize=standardize,
-        params=params,
-        tree_params=tree_params,
+        [_small_result(e, sample, features) for e, (sample, _, _) in zip(effects, drawn)], settings.unsplit()
     )
     parts = [
         _fill(e, part, sample, n, kept, features=features, split=split, sample_size=sample_size, seed=seed)

@@ -20,6 +20,7 @@ from .args import string_columns
 from .cart import CartTree
 from .ctree import CTree
 from .partition import PartitionResult
+from .settings import TreeSettings
 from .subspaces import subspace_lookup
 
 __all__ = ["evaluated_features", "grow_partition", "grow_tree", "honest_mask"]
@@ -93,18 +94,7 @@ def honest_mask(index: pd.Index, fraction: float, seed: int) -> np.ndarray:
 
 
 def grow_tree(
-    X_all: pd.DataFrame,
-    y_all: np.ndarray,
-    index: pd.Index,
-    *,
-    method: str,
-    n_partitions: int | None,
-    max_sd: float | None,
-    standardize: bool,
-    tree_params: dict,
-    honest: bool = False,
-    honest_fraction: float = 0.5,
-    seed: int = 0,
+    X_all: pd.DataFrame, y_all: np.ndarray, index: pd.Index, settings: TreeSettings
 ) -> tuple[Any, np.ndarray, list[int], np.ndarray, list[str]]:
     """Grow the tree on the response ``y_all`` (the fMEs, (n,); or several effects' fMEs, (n, Q)) over the
     features ``X_all`` and reduce it; ``index``: the evaluated rows' labels (the honest split's key).
@@ -118,7 +108,10 @@ def grow_tree(
         (tree, grown-tree leaf of every evaluated row, the subspaces' node ids, the growing rows (mask),
         notes).
     """
-    tree_params = dict(tree_params)
+    s = settings
+    method, n_partitions, max_sd, standardize = s.method, s.n_partitions, s.max_sd, s.standardize
+    honest, honest_fraction, seed = s.honest, s.honest_fraction, s.seed
+    tree_params = dict(s.tree_params)
     grow_rows = np.ones(len(y_all), dtype=bool)
     if honest:
         grow_rows = honest_mask(index, honest_fraction, seed)
@@ -195,53 +188,27 @@ def grow_tree(
     return tree, leaf_all, leaf_set, grow_rows, notes
 
 
-def grow_partition(
-    effects: FMEResult,
-    *,
-    method: str,
-    features: list[str],
-    n_partitions: int | None,
-    max_sd: float | None,
-    conf_level: float,
-    standardize: bool,
-    params: dict,
-    tree_params: dict,
-    honest: bool = False,
-    honest_fraction: float = 0.5,
-    seed: int = 0,
-) -> PartitionResult:
-    """Grow the tree on ``effects``' fMEs over ``features`` and reduce it (arguments as :func:`fme.came`'s,
-    already validated; ``params`` is the record kept in :attr:`PartitionResult.params`).
+def grow_partition(effects: FMEResult, settings: TreeSettings) -> PartitionResult:
+    """Grow the tree on ``effects``' fMEs over the settings' features and reduce it (the settings validated by
+    :func:`fme.came`; their ``params`` is the record kept in :attr:`PartitionResult.params`).
 
     ``honest``: the tree is grown and reduced on the rows of :func:`honest_mask` (``honest_fraction`` of
     them, ``seed``) and every leaf figure is computed from the other rows only (Athey & Imbens 2016)."""
-    X_all = evaluated_features(effects, features)
+    X_all = evaluated_features(effects, list(settings.features))
     y_all = effects.results["fme"].to_numpy(dtype=float)
-    tree, leaf_all, leaf_set, grow_rows, notes = grow_tree(
-        X_all,
-        y_all,
-        effects.results.index,
-        method=method,
-        n_partitions=n_partitions,
-        max_sd=max_sd,
-        standardize=standardize,
-        tree_params=tree_params,
-        honest=honest,
-        honest_fraction=honest_fraction,
-        seed=seed,
-    )
+    tree, leaf_all, leaf_set, grow_rows, notes = grow_tree(X_all, y_all, effects.results.index, settings)
     return PartitionResult(
         effects,
         tree,
         X_all,
         leaf_set,
         leaf_all,
-        conf_level,
-        method,
+        settings.conf_level,
+        settings.method,
         notes,
-        params,
-        estimate_rows=~grow_rows if honest else None,
-        seed=seed,
+        dict(settings.params),
+        estimate_rows=~grow_rows if settings.honest else None,
+        seed=settings.seed,
     )
 
 

@@ -25,6 +25,7 @@ from ..exceptions import FMEError, ParameterError
 from ..inference.wald import MULTCOMP, adjust_pvalues
 from .grow import evaluated_features, grow_tree
 from .partition import LeafTests, PartitionResult
+from .settings import TreeSettings
 from .unified import NcfUnavailable, unified_interval
 
 __all__ = ["JointPartitionResult", "effect_labels", "grow_joint", "heterogeneity_row"]
@@ -61,37 +62,12 @@ def effect_labels(effects: list[Any]) -> list[str]:
     return [f"{lab} #{k + 1}" if labels.count(lab) > 1 else lab for k, lab in enumerate(labels)]
 
 
-def grow_joint(
-    effects: list[FMEResult],
-    *,
-    method: str,
-    features: list[str],
-    n_partitions: int | None,
-    conf_level: float,
-    standardize: bool,
-    params: dict,
-    tree_params: dict,
-    honest: bool = False,
-    honest_fraction: float = 0.5,
-    seed: int = 0,
-) -> JointPartitionResult:
+def grow_joint(effects: list[FMEResult], settings: TreeSettings) -> JointPartitionResult:
     """One tree grown on the fMEs of every effect in ``effects`` (same evaluated rows, validated by
     :func:`fme.came`), column q the q-th effect's, and its figures per effect (:class:`JointPartitionResult`)."""
-    X_all = evaluated_features(effects[0], features)
+    X_all = evaluated_features(effects[0], list(settings.features))
     Y = np.column_stack([e.results["fme"].to_numpy(dtype=float) for e in effects])
-    tree, leaf_all, leaf_set, grow_rows, notes = grow_tree(
-        X_all,
-        Y,
-        effects[0].results.index,
-        method=method,
-        n_partitions=n_partitions,
-        max_sd=None,
-        standardize=standardize,
-        tree_params=tree_params,
-        honest=honest,
-        honest_fraction=honest_fraction,
-        seed=seed,
-    )
+    tree, leaf_all, leaf_set, grow_rows, notes = grow_tree(X_all, Y, effects[0].results.index, settings)
     parts = [
         PartitionResult(
             e,
@@ -99,12 +75,12 @@ def grow_joint(
             X_all,
             list(leaf_set),
             leaf_all,
-            conf_level,
-            method,
+            settings.conf_level,
+            settings.method,
             list(notes),
-            params,
-            estimate_rows=~grow_rows if honest else None,
-            seed=seed,
+            dict(settings.params),
+            estimate_rows=~grow_rows if settings.honest else None,
+            seed=settings.seed,
         )
         for e in effects
     ]

@@ -132,7 +132,7 @@ def test_dask_effects_excluding_as_many_but_other_rows_are_refused():
         ]
     assert [e.n_excluded for e in effs] == [1, 1]
     for kwargs in ({"honest": False, "sample_size": 30, "random_state": 2}, {}):
-        with pytest.raises(DataError, match=r"effects\[1\] \(xb \+ 0.3\).*excludes 1 rows, effects\[0\] 1, not the"):
+        with pytest.raises(DataError, match=r"effects\[1\] \(xb \+ 0.3\).*excludes 1 row, effects\[0\] 1, not the"):
             fme.came(effs, features=FEATURES, **kwargs)
     # the same exclusions: accepted
     with warnings.catch_warnings():
