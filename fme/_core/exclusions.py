@@ -186,7 +186,7 @@ def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarr
 
 def excluded_frame(code: np.ndarray, notes: Notes, index: pd.Index) -> pd.DataFrame:
     """The ``excluded`` table from per-row codes and (positions, point, reason) notes."""
-    ex = np.flatnonzero(code)
+    ex = np.flatnonzero(code) if code.any() else np.empty(0, dtype=np.intp)  # none excluded: no index pass
     point = np.full(ex.size, "", dtype=object)
     reason = np.full(ex.size, "", dtype=object)
     if notes and ex.size:  # each row's slot among the excluded: an array over all rows, only when one is excluded
