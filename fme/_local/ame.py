@@ -125,7 +125,8 @@ def ame(
         if spec.est is None:
             # A level no row could move to keeps its row, with NaN figures and the method asked for.
             inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
-            if inf.method == "sample" and not by_cols and wts is None and hypothesis != "pairwise":
+            one_group = not by_cols and wts is None and hypothesis != "pairwise"
+            if one_group and inf.method == "sample" and _same_array(inf.values, spec.values):
                 # the estimate and the table's mean, SD and quartiles from the same two passes over the fMEs
                 spec.sums = one_group_sums(inf.values)
                 if spec.sums is not None:
@@ -236,6 +237,12 @@ def _spec_rows(
             }
         )
     return rows
+
+
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` are views of the same memory with the same layout (hence the same values)."""
+    ai, bi = a.__array_interface__, b.__array_interface__
+    return a.dtype == b.dtype and ai["data"][0] == bi["data"][0] and a.shape == b.shape and a.strides == b.strides
 
 
 def _codes_at(codes_all: np.ndarray, positions: np.ndarray, by_cols: list[Any]) -> np.ndarray:

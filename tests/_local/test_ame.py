@@ -74,3 +74,17 @@ def test_ame_table_equals_its_pinned_reference_column_for_column(name: str) -> N
     assert got["columns"] == want["columns"]
     for c in want["columns"]:
         assert got["values"][c] == want["values"][c], c
+
+
+def test_one_group_rows_take_the_compiled_sums_and_give_the_pinned_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fme._local import ame as local_ame
+
+    seen: list[int] = []
+    real = local_ame.one_group_sums
+    monkeypatch.setattr(local_ame, "one_group_sums", lambda v: (seen.append(v.size), real(v))[1])
+    got = ame_cases.as_json(ame_cases.cases()["function_large"]())
+    assert seen == [60_000, 60_000]  # both rows of the table
+    want = json.loads((ame_cases.REFERENCE / "function_large.json").read_text())
+    assert got["columns"] == want["columns"]
+    for c in want["columns"]:
+        assert got["values"][c] == want["values"][c], c
