@@ -56,6 +56,18 @@ def _unknown(col: pd.Series, levels: tuple[Any, ...]) -> np.ndarray:
     return out
 
 
+def _all_finite(col: pd.Series) -> bool:
+    """Whether ``col`` is a NumPy float column without a missing or infinite value, in one summing pass: the
+    sum is finite unless some value is NaN or infinite (or the total overflows, which the element-wise check
+    then clears). False for every other dtype (the caller's masks decide)."""
+    if not isinstance(col.dtype, np.dtype) or col.dtype.kind != "f":
+        return False
+    values = col.to_numpy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.add.reduce(values)
+    return bool(np.isfinite(total)) or bool(np.isfinite(values).all())
+
+
 def value_exclusions(
     data: pd.DataFrame,
     steps: tuple[Step, ...],
@@ -70,8 +82,14 @@ def value_exclusions(
     """
     code = np.zeros(len(data), dtype=np.int8)
     notes: Notes = []
+    nothing = np.empty(0, dtype=np.intp)
     for s in steps:
         col = data[s.feature]
+        if s.is_numeric and _all_finite(col):
+            # the usual float column: one read-only pass settles it, no masks over all rows
+            notes.append((nothing, "", f"missing value in {s.feature}"))
+            notes.append((nothing, "", f"infinite value in {s.feature}"))
+            continue
         miss = col.isna().to_numpy() & (code == 0)
         code[miss] = 1
         notes.append((np.flatnonzero(miss), "", f"missing value in {s.feature}"))
@@ -169,7 +187,7 @@ def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarr
 
 def excluded_frame(code: np.ndarray, notes: Notes, index: pd.Index) -> pd.DataFrame:
     """The ``excluded`` table from per-row codes and (positions, point, reason) notes."""
-    ex = np.flatnonzero(code)
+    ex = np.flatnonzero(code) if code.any() else np.empty(0, dtype=np.intp)  # none excluded: no index pass
     point = np.full(ex.size, "", dtype=object)
     reason = np.full(ex.size, "", dtype=object)
     if notes and ex.size:  # each row's slot among the excluded: an array over all rows, only when one is excluded

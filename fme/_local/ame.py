@@ -27,7 +27,9 @@ from ..inference.estimates import (
     COVERS,
     COVERS_UNCONDITIONAL,
     Estimates,
+    OneGroupSums,
     RowInference,
+    one_group_sums,
     pair_label,
     pairwise_matrix,
     undefined_where,
@@ -56,6 +58,8 @@ class _Spec:
     f0: np.ndarray | None = None
     inf: RowInference | None = None
     est: Estimates | None = None
+    #: One group of every row, sample inference, no weights: the sums its estimate and its table row share.
+    sums: OneGroupSums | None = None
 
 
 def ame(
@@ -121,6 +125,13 @@ def ame(
         if spec.est is None:
             # A level no row could move to keeps its row, with NaN figures and the method asked for.
             inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
+            one_group = not by_cols and wts is None and hypothesis != "pairwise"
+            if one_group and inf.method == "sample" and _same_array(inf.values, spec.values):
+                # the estimate and the table's mean, SD and quartiles from the same two passes over the fMEs
+                spec.sums = one_group_sums(inf.values)
+                if spec.sums is not None:
+                    spec.est = spec.sums.estimates()
+                    continue
             # without by, one group of every row: no codes to gather
             codes = codes_all[spec.positions] if by_cols else None
             spec.est = inf.average(codes, len(keys), None if wts is None else wts[spec.positions])
@@ -207,7 +218,8 @@ def _spec_rows(
     table = undefined_where(est.table(conf_level), size_used == 0)
     rows = []
     for g in range(m):
-        d = describe(spec.values[codes == g] if codes is not None else spec.values, conf_level)  # one group: no copy
+        sums = None if spec.sums is None else (spec.sums.total, spec.sums.sum_sq, spec.sums.scratch)
+        d = describe(spec.values[codes == g] if codes is not None else spec.values, conf_level, sums=sums)
         group = {c: keys[c].iloc[g] for c in by_cols}
         n_ex = int(size_all[g] - size_used[g]) if by_cols else len(codes_all) - spec.positions.size
         ame = d["mean"] if not weighted or d["n"] == 0 else float(est.estimate[g])
@@ -225,6 +237,12 @@ def _spec_rows(
             }
         )
     return rows
+
+
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` are views of the same memory with the same layout (hence the same values)."""
+    ai, bi = a.__array_interface__, b.__array_interface__
+    return a.dtype == b.dtype and ai["data"][0] == bi["data"][0] and a.shape == b.shape and a.strides == b.strides
 
 
 def _codes_at(codes_all: np.ndarray, positions: np.ndarray, by_cols: list[Any]) -> np.ndarray:

@@ -545,11 +545,17 @@ def _open_sums(B, c, F, n):
 
 def _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True):
     """Per row NLM, error (n, C) and D; per sub-interval (``Q["e"]``) and per bracket error contributions."""
+    be = np.zeros(B["r"].size)
+    if Q["r"].size and not jumps.any():
+        # every row on the quadrature route (smooth paths): the kernel's per-row arrays are the state as they are,
+        # without three masked gathers and scatters over every row
+        nlm, err, D, qe, Q["ej"] = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"], Q["P"], CONSTANT_ULPS)
+        Q["e"] = qe
+        return nlm, err, qe, be, D
     nlm = np.full((n, C), np.nan)
     err = np.zeros((n, C))
     D = np.zeros((n, C))
     qe = np.zeros(Q["r"].size)
-    be = np.zeros(B["r"].size)
     Q["ej"] = np.zeros(Q["r"].size)
     if Q["r"].size:
         v, e, d, qe, Q["ej"] = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"], Q["P"], CONSTANT_ULPS)

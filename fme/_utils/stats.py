@@ -8,7 +8,12 @@ from scipy import stats
 __all__ = ["describe", "quartiles"]
 
 
-def describe(values: np.ndarray, conf_level: float = 0.95, upper: float | None = None) -> dict[str, float]:
+def describe(
+    values: np.ndarray,
+    conf_level: float = 0.95,
+    upper: float | None = None,
+    sums: tuple[float, float, np.ndarray] | None = None,
+) -> dict[str, float]:
     """Mean, sample SD (n - 1), CoV = SD/|mean|, t-based CI and quartiles.
 
     The CI is mean +- t(1 - alpha/2, n - 1) * SD / sqrt(n) with
@@ -16,10 +21,12 @@ def describe(values: np.ndarray, conf_level: float = 0.95, upper: float | None =
     returned ``n`` counts the values used. Undefined quantities are NaN
     (SD and CI need n >= 2; CoV needs a non-zero mean). ``upper``: a bound
     of the quantity (1 for the NLM, paper §5.4); the CI is truncated there
-    (min(ci_high, upper)), which keeps its coverage for a bounded mean.
+    (min(ci_high, upper)), which keeps its coverage for a bounded mean. ``sums``: ``np.add.reduce`` of the
+    values (not NaN) and of their squared deviations from its mean, and a copy of the values that may be
+    reordered, when a compiled pass already has them (:func:`fme.inference.estimates.one_group_sums`).
     """
     v = np.asarray(values, dtype=float)
-    total = np.add.reduce(v)  # NaN where a value is (or +inf meets -inf): only then a pass for NaNs
+    total = np.add.reduce(v) if sums is None else sums[0]  # NaN where a value is (or +inf meets -inf)
     if np.isnan(total) and (nan := np.isnan(v)).any():
         v = v[~nan]
         total = np.add.reduce(v)
@@ -41,10 +48,13 @@ def describe(values: np.ndarray, conf_level: float = 0.95, upper: float | None =
     # then holds the copy the quartiles are selected in: memory already paged in, not a second fresh array
     mean = float(total) / n
     out["mean"] = mean
-    scratch = np.subtract(v, mean)
-    np.multiply(scratch, scratch, out=scratch)
-    sum_sq = float(np.add.reduce(scratch))
-    np.copyto(scratch, v)
+    if sums is None:
+        scratch = np.subtract(v, mean)
+        np.multiply(scratch, scratch, out=scratch)
+        sum_sq = float(np.add.reduce(scratch))
+        np.copyto(scratch, v)
+    else:
+        sum_sq, scratch = float(sums[1]), sums[2]
     out["q25"], out["q75"] = quartiles(scratch, overwrite=True)
     if n >= 2:
         sd = float(np.sqrt(sum_sq / (n - 1)))

@@ -11,7 +11,7 @@ import fme
 from fme._core.exclusions import check_evaluated, excluded_frame, extrapolation_exclusions, value_exclusions
 from fme.effects import FMEOptions, resolve_plan
 from fme.exceptions import DataError, ExtrapolationError
-from fme.steps import parse_steps
+from fme.steps import Step, parse_steps
 
 
 class AboveDetector:
@@ -208,3 +208,18 @@ def test_rows_at_a_level_the_model_never_saw_are_left_out_and_counted():
     dd = pytest.importorskip("dask.dataframe")
     lazy = fme.fme(m, dd.from_pandas(e, npartitions=3), {"x": 1.0})
     assert lazy.n == 290 and "never saw): 10" in lazy.summary()
+
+
+def test_value_exclusions_of_finite_floats_whose_sum_overflows_exclude_nothing():
+    # the one summing pass overflows to inf; the element-wise check then clears the column
+    data = pd.DataFrame({"x": [1e308, 1e308, -1e308, 1e308], "z": [np.nan, 1.0, 2.0, 3.0]})
+    code, notes = value_exclusions(data, parse_steps(data, {"x": 1.0}))
+    np.testing.assert_array_equal(code, np.zeros(4, dtype=np.int8))
+    assert [(p.tolist(), pt, r) for p, pt, r in notes] == [
+        ([], "", "missing value in x"),
+        ([], "", "infinite value in x"),
+    ]
+    # a float32 column and a nullable Float64 one take the same route as before
+    for col in (np.array([1.0, np.nan, np.inf, 2.0], dtype=np.float32), pd.array([1.0, None, np.inf, 2.0], "Float64")):
+        code, _ = value_exclusions(pd.DataFrame({"x": col}), (Step("x", "numeric", 1.0),))
+        np.testing.assert_array_equal(code, [0, 1, 1, 0])

@@ -39,8 +39,27 @@ def test_ame_calls_the_model_as_often_and_on_as_many_rows_as_fme() -> None:
     table = fme.ame(by_ame, X, {"x0": 1.0}, inference="sample")
     assert by_fme.calls == [N, N]  # f(x) and f(x + h), all rows at once
     assert by_ame.calls == by_fme.calls
-    assert table["ame"].iloc[0] == float(np.mean(res.results["fme"].to_numpy()))
+    v = res.results["fme"].to_numpy()
+    assert table["ame"].iloc[0] == float(np.mean(v))
     assert table["n"].iloc[0] == N and table["n_excluded"].iloc[0] == 0
+    # the one-group sums' compiled passes: NumPy's own SD and quartiles, and the interval of the fixed model
+    assert table["sd"].iloc[0] == float(np.std(v, ddof=1))
+    assert [table["q25"].iloc[0], table["q75"].iloc[0]] == np.quantile(v, [0.25, 0.75]).tolist()
+    assert table["std_error"].iloc[0] == res.tidy()["std_error"].iloc[0]
+
+
+def test_ame_never_predicts_more_rows_than_fme_with_rows_left_out() -> None:
+    X = _data().iloc[:60_000].copy()
+    X.loc[X.index[::7], "x0"] = np.nan  # a missing stepped value: the row is left out by both
+    X.loc[X.index[3], "x0"] = np.inf
+    by_fme, by_ame = Counting(), Counting()
+    res = fme.fme(by_fme, X, {"x0": 0.5}, inference="sample")
+    table = fme.ame(by_ame, X, {"x0": 0.5}, inference="sample")
+    n_used = len(X) - len(X.index[::7]) - 1
+    assert by_fme.calls == [n_used, n_used]
+    assert sum(by_ame.calls) <= sum(by_fme.calls) and len(by_ame.calls) <= len(by_fme.calls)
+    assert table["n"].iloc[0] == n_used and table["n_excluded"].iloc[0] == len(X) - n_used
+    assert table["ame"].iloc[0] == float(np.mean(res.results["fme"].to_numpy()))
 
 
 @pytest.mark.parametrize("name", sorted(ame_cases.cases()))
@@ -52,6 +71,20 @@ def test_ame_table_equals_its_pinned_reference_column_for_column(name: str) -> N
         warnings.simplefilter("ignore")
         got = ame_cases.as_json(call())
     want = json.loads((ame_cases.REFERENCE / f"{name}.json").read_text())
+    assert got["columns"] == want["columns"]
+    for c in want["columns"]:
+        assert got["values"][c] == want["values"][c], c
+
+
+def test_one_group_rows_take_the_compiled_sums_and_give_the_pinned_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fme._local import ame as local_ame
+
+    seen: list[int] = []
+    real = local_ame.one_group_sums
+    monkeypatch.setattr(local_ame, "one_group_sums", lambda v: (seen.append(v.size), real(v))[1])
+    got = ame_cases.as_json(ame_cases.cases()["function_large"]())
+    assert seen == [60_000, 60_000]  # both rows of the table
+    want = json.loads((ame_cases.REFERENCE / "function_large.json").read_text())
     assert got["columns"] == want["columns"]
     for c in want["columns"]:
         assert got["values"][c] == want["values"][c], c

@@ -439,3 +439,42 @@ def test_every_predict_call_of_the_nlm_stays_within_batch_size_times_its_nodes(b
     assert rows.count(batch_size * 21) >= 500 // batch_size - 1  # every full block of nodes was sent in one frame
     whole = fme.fme(f, X, {"a": 1.0}, nlm=True, inference="sample")
     pd.testing.assert_frame_equal(batched.results, whole.results)
+
+
+def _masked_state(n, C, c, scale, jumps, Q):
+    """The quadrature rows' state as it was built before every row on that route took the kernel's arrays
+    as they are: full arrays, the rows off the jump route gathered and scattered."""
+    from fme._nlm.budget import CONSTANT_ULPS
+    from fme._nlm.level0_kernel import quad_state
+
+    nlm, err, D = np.full((n, C), np.nan), np.zeros((n, C)), np.zeros((n, C))
+    v, e, d, qe, ej = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"], Q["P"], CONSTANT_ULPS)
+    rows = ~jumps
+    nlm[rows], err[rows], D[rows] = v[rows], e[rows], d[rows]
+    return nlm, err, qe, D, ej
+
+
+def test_state_of_rows_all_on_the_quadrature_route_is_the_masked_one(monkeypatch):
+    from fme._nlm import budget
+
+    seen = []
+    real = budget._state
+
+    def spy(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True):
+        out = real(n, C, c, F, scale, jumps, Q, settled, B, dense, shares)
+        if not jumps.any():
+            seen.append((out, _masked_state(n, C, c, scale, jumps, Q), Q["ej"].copy()))
+        return out
+
+    monkeypatch.setattr(budget, "_state", spy)
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(4000, 3)), columns=FEATURES)
+
+    beta = np.array([0.7, -0.4, 0.2])
+    res = fme.fme(lambda d: np.tanh(d.to_numpy() @ beta), X, {"x1": 1.5}, nlm=True, inference="sample")
+    assert (res.results["nlm_route"] == "quadrature").all()
+    assert seen  # smooth paths: every row on the quadrature route
+    for (nlm, err, qe, be, D), (nlm0, err0, qe0, D0, ej0), ej in seen:
+        for a, b in ((nlm, nlm0), (err, err0), (qe, qe0), (D, D0), (ej, ej0)):
+            np.testing.assert_array_equal(a, b)
+        assert be.size == 0
