@@ -32,6 +32,7 @@ from ..inputs.claims import (
     not_computed,
     range_claim,
 )
+from ..inputs.comparison_measures import interaction_quantities
 from ..inputs.quantities import Interval, Quantity, RowSet, Unit, model_units, percentage_points
 from ..inputs.specs import CI_COVERS
 from .audit_paths import AME_TOLERANCE, SE_TOLERANCE
@@ -413,21 +414,11 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
     for r in inter.get("rows") or []:  # how many rows the combined step of a pair takes outside the data
         if r.get("n_outside") and r.get("n") is not None:
             claims.append(_outside_claim(r, noun).to_dict())
-    for r in inter.get("rows") or []:  # the interactions screen's averages, in the effects' unit
-        r["quantity"] = Quantity(
-            f"interaction/{r['steps_a']}/{r['steps_b']}",
-            "average interaction",
-            r.get("estimate"),
-            unit,
-            RowSet("evaluated rows", int(r.get("n") or 0)),
-            Interval(
-                r.get("conf_low"),
-                r.get("conf_high"),
-                float((out.get("config") or {}).get("conf_level") or 0.95),
-                str(r.get("inference")),
-            ),
-            r.get("std_error"),
-        ).to_dict()
+    level = float((out.get("config") or {}).get("conf_level") or 0.95)
+    for r in inter.get("rows") or []:  # the interactions screen's numbers, its averages in the effects' unit
+        qs = interaction_quantities(r, unit, noun, level)
+        r["quantity"] = qs.pop("average").to_dict()
+        r["quantities"] = {k: q.to_dict() for k, q in qs.items()}
     if out.get("joint_regions"):  # the joint-regions section's quantities and claims
         from .joint_typed import type_joint_regions
 
