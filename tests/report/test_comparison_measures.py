@@ -119,7 +119,9 @@ def test_change_quantities_write_what_the_change_log_prints():
     assert written(qs["ame_difference"]) == "-0.092"
     assert (written(qs["previous_ep_share"]), written(qs["ep_share"])) == ("14.0%", "9.3%")
     assert written(qs["ep_share_difference"]) == "-4.7" and qs["ep_share_difference"].unit.short == "pp"
-    assert qs["previous_ep_share"].rows == RowSet("extrapolation points", 42, of=RowSet("rows the step was taken on", 300))
+    assert qs["previous_ep_share"].rows == RowSet(
+        "extrapolation points", 42, of=RowSet("rows the step was taken on", 300)
+    )
     assert (written(qs["previous_split"]), written(qs["split"])) == ("-0.017742", "0.038897")
 
 
@@ -132,7 +134,15 @@ def test_change_quantities_of_a_classifier_are_on_the_model_scale_in_percentage_
 
 
 def test_an_intervals_standard_error_is_written_in_the_intervals_decimals():
-    q = Quantity("x/ame_fixed", "AME", 3.530139, Unit("EUR"), RowSet("rows", 5), Interval(3.530139, 3.530139, 0.95, "fixed model"), 1.6e-16)
+    q = Quantity(
+        "x/ame_fixed",
+        "AME",
+        3.530139,
+        Unit("EUR"),
+        RowSet("rows", 5),
+        Interval(3.530139, 3.530139, 0.95, "fixed model"),
+        1.6e-16,
+    )
     assert written_se(q) == "1.6e-16"  # a zero-width interval: not '< 0.000001'
     q = Quantity("x/ame", "AME", 2.039, Unit("EUR"), RowSet("rows", 5), Interval(2.005, 2.074, 0.95, "delta"), 0.01752)
     assert written_se(q) == "0.018"

@@ -13,8 +13,8 @@ Numbers against quantities (:func:`unmapped_numbers`), the rule:
 * **What maps.** A number maps when its text is one of the strings a quantity of ``results.json`` is shown as, in
   the quantity's own unit (its ``unit.scale`` applied, so a probability shown as 0.024 does not map to a
   quantity in percentage points that reads 2.4): the value and the interval bounds as
-  :func:`fme._utils.numfmt.fmt_est` writes them (and the bounds of a value written with fixed decimals in those,
-  :func:`fme.report.inputs.quantities.written_bounds`) (:func:`fme._utils.numfmt.fmt_nlm` for an NLM), the standard
+  :func:`fme._utils.numfmt.fmt_est` writes them (:func:`fme._utils.numfmt.fmt_nlm` for an NLM; the bounds of a
+  value written with fixed decimals in those, :func:`fme.report.inputs.quantities.written_bounds`), the standard
   error with the value's decimals (and as an interval table writes it,
   :func:`fme.report.inputs.quantities.written_se`), and the numbers written in the quantity's label (the step of
   "AME of x2 - 0.5"), and the value in the quantity's own ``form``
