@@ -147,3 +147,44 @@ def test_an_intervals_standard_error_is_written_in_the_intervals_decimals():
     q = Quantity("x/ame", "AME", 2.039, Unit("EUR"), RowSet("rows", 5), Interval(2.005, 2.074, 0.95, "delta"), 0.01752)
     assert written_se(q) == "0.018"
     assert written_se(Quantity("x/a", "AME", 1.0, Unit("EUR"), RowSet("rows", 5))) == "-"
+
+
+def _variant(vid: str, ame: float, lo: float, hi: float, n: int, n_ep: int, split: float) -> dict:
+    return {
+        "id": vid,
+        "step_label": "x1 + 1",
+        "ame": ame,
+        "ci_low": lo,
+        "ci_high": hi,
+        "se": 0.01,
+        "conf_level": 0.95,
+        "n": n,
+        "n_total": n + n_ep,
+        "n_extrapolation": n_ep,
+        "detector": "envelope",
+        "policy": "exclude",
+        "inference": "sample",
+        "partition": {"root_split": {"feature": "x2", "value": split, "levels": None}, "leaves": []},
+    }
+
+
+def test_results_json_types_the_change_log_and_the_change_log_prints_its_quantities():
+    from fme.report.inputs.comparison_measures import compact
+    from fme.report.present.changelog import changelog
+    from fme.report.present.changelog import compact as shown_compact
+
+    old = {"effects": [{"id": "x1", "variants": [_variant("x1", 2.03914, 2.00466, 2.07362, 258, 42, -0.0177421)]}]}
+    new = _variant("x1", 1.94712, 1.91107, 1.98317, 272, 28, 0.0388971)
+    payload = {"effects": [{"id": "x1", "variants": [new]}], "target_class": None, "config": {"target_unit": "EUR"}}
+    payload["previous"] = {"path": "previous.json", "sha256": "0" * 64, "effects": compact(old)["effects"]}
+    out = typed_payload(payload)
+    _schema_valid(out)
+    assert out["previous"] == {"path": "previous.json", "sha256": "0" * 64}  # the numbers moved to `changes`
+    qs = {k: Quantity.from_dict(d) for k, d in out["changes"]["effects"]["x1"].items()}
+    assert qs["ame_difference"].unit.name == "EUR" and qs["ame_difference"].rows.n == 272
+    (row,) = changelog(out, {"path": "p", "sha256": "0", **shown_compact(old)}, qs["ame"].unit)["rows"]
+    assert row["previous"] == f"{written(qs['previous_ame'])} [2.005, 2.074]" == "2.039 [2.005, 2.074]"
+    assert row["now"] == "1.947 [1.911, 1.983]" and row["delta"] == written(qs["ame_difference"]) == "-0.092"
+    assert row["ep_share"] == "-4.7 pp (14.0% to 9.3%)"
+    assert row["first_split"] == "changed: x2 <= -0.017742 to x2 <= 0.038897"
+    assert written(qs["previous_split"]) == "-0.017742" and written(qs["ep_share_difference"]) == "-4.7"

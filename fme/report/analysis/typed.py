@@ -7,6 +7,8 @@
   the report shows (``intervals[0]``);
 * ``quantities``: the AME with the report's primary interval and with the fixed-model one, each with its unit
   as the reader reads it (a classifier's percentage points) and the rows it is over;
+* ``interactions.rows[].quantities`` and ``changes``: the interactions screen's p-values and shares of rows, and
+  the change log's numbers against the previous build (:mod:`fme.report.inputs.comparison_measures`);
 * ``claims``: every claim the analysis verified (the direction of each AME, the global test of its cAME
   leaves, its contracts), with kind, cited quantity ids and outcome.
 
@@ -32,7 +34,7 @@ from ..inputs.claims import (
     not_computed,
     range_claim,
 )
-from ..inputs.comparison_measures import interaction_quantities
+from ..inputs.comparison_measures import change_log_quantities, compact, interaction_quantities
 from ..inputs.quantities import Interval, Quantity, RowSet, Unit, model_units, percentage_points
 from ..inputs.specs import CI_COVERS
 from .audit_paths import AME_TOLERANCE, SE_TOLERANCE
@@ -419,6 +421,11 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
         qs = interaction_quantities(r, unit, noun, level)
         r["quantity"] = qs.pop("average").to_dict()
         r["quantities"] = {k: q.to_dict() for k, q in qs.items()}
+    previous = out.get("previous") or {}
+    if "effects" in previous:  # the change log's numbers, compared as the report shows them
+        before = previous.pop("effects")
+        typed = change_log_quantities(compact(out)["effects"], before, unit)
+        out["changes"] = {"effects": {vid: {k: q.to_dict() for k, q in qs.items()} for vid, qs in typed.items()}}
     if out.get("joint_regions"):  # the joint-regions section's quantities and claims
         from .joint_typed import type_joint_regions
 

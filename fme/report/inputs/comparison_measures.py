@@ -9,16 +9,19 @@ text is the quantity's by construction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ..._utils.numfmt import decimals_for
-from .quantities import UNITLESS, Interval, Quantity, RowSet, Unit
+from ..._utils.numfmt import decimals_for, fmt_g
+from .quantities import UNITLESS, Interval, Quantity, RowSet, Unit, fixed_bounds
 
 __all__ = [
     "interaction_quantities",
     "PERCENT",
     "change_decimals",
     "change_quantities",
+    "compact",
+    "change_log_quantities",
 ]
 
 #: A share of rows written as a percentage ('81.3%').
@@ -144,3 +147,90 @@ def change_quantities(vid: str, new: dict, old: dict, unit: Unit) -> dict[str, Q
                 form="g:5",
             )
     return out
+
+
+# ------------------------------------------------------------------ the records the change log compares
+def _ep_share(v: dict) -> float | None:
+    """Share of the evaluated rows left out as extrapolation points (None: not checked or not excluded)."""
+    if v.get("detector") is None or v.get("policy") != "exclude" or v.get("n_extrapolation") is None:
+        return None
+    total = v["n"] + v["n_extrapolation"]
+    return v["n_extrapolation"] / total if total else None
+
+
+def _split_text(split: dict | None) -> str:
+    if split is None:
+        return "no split"
+    if split.get("levels"):
+        left = sorted(k for k, side in split["levels"].items() if side == 1)
+        return f"{split['feature']} in {{{', '.join(left)}}}"
+    return f"{split['feature']} <= {fmt_g(split['value'], 5)}"
+
+
+def _primary(v: dict) -> tuple[str, Any, Any]:
+    """(inference, conf_low, conf_high) of the report's primary interval: the model-uncertainty interval
+    when it was computed, else the fixed-model one (also for results.json files written by an older fme).
+    A delta interval computed with a scaled covariance is labelled ``delta (<covariance>)``."""
+    mc = v.get("model_ci")
+    if mc and mc.get("conf_low") is not None:
+        method = v.get("inference", "sample")
+        covariance = mc.get("covariance") if method == "delta" else None
+        return (method if covariance is None else f"delta ({covariance})"), mc["conf_low"], mc["conf_high"]
+    return ("sample", *fixed_bounds(v))
+
+
+def compact(results: dict, title: Callable[[dict], str] = lambda g: str(g["id"])) -> dict[str, Any]:
+    """The numbers of a results.json the change log compares, per effect variant id (``title``: an effect
+    group's name in the report).
+
+    ``ame``, ``inference``/``ci_low``/``ci_high`` (the report's primary interval) and ``fixed_ci_low``/
+    ``fixed_ci_high`` (the fixed-model interval over the rows, present in every build) are on the scale the
+    report shows its AMEs (a class probability's percentage points), as the change log's table says;
+    ``first_split`` is the first split's rule and ``first_split_feature``/``first_split_at`` its numeric
+    threshold (None for a split on levels).
+    """
+    out = {}
+    scale = 100.0 if results.get("target_class") is not None else 1.0
+    times = lambda x: None if x is None else x * scale  # noqa: E731
+    for g in results["effects"]:
+        for v in g["variants"]:
+            p = v.get("partition")
+            split = (p or {}).get("root_split")
+            numeric = split is not None and not split.get("levels")
+            method, lo, hi = _primary(v)
+            fixed_lo, fixed_hi = fixed_bounds(v)
+            lo, hi, fixed_lo, fixed_hi = times(lo), times(hi), times(fixed_lo), times(fixed_hi)
+            out[v["id"]] = {
+                "label": title(g) + (f": to level {v['level']}" if v.get("level") is not None else ""),
+                "step": v["step_label"],
+                "ame": times(v["ame"]),
+                "inference": method,
+                "conf_level": v.get("conf_level"),
+                "ci_low": lo,
+                "ci_high": hi,
+                "fixed_ci_low": fixed_lo,
+                "fixed_ci_high": fixed_hi,
+                "n": v.get("n"),
+                "n_extrapolation": v.get("n_extrapolation"),
+                "ep_share": _ep_share(v),
+                "first_split": None if not p else _split_text(split),
+                "first_split_feature": split["feature"] if numeric else None,
+                "first_split_at": split["value"] if numeric else None,
+            }
+    model = results.get("model") or {}
+    version = ((results.get("config") or {}).get("model") or {}).get("version")
+    return {
+        "config_name": results.get("config_name"),
+        "config_sha256": results.get("config_sha256"),
+        "effects": out,
+        "identity": {
+            "model version": None if version in (None, "") else str(version),
+            "model sha256": model.get("sha256"),
+            "data sha256": (results.get("data") or {}).get("sha256"),
+        },
+    }
+
+
+def change_log_quantities(now: dict, before: dict, unit: Unit) -> dict[str, dict[str, Quantity]]:
+    """:func:`change_quantities` of every effect variant both builds' :func:`compact` records have, by id."""
+    return {vid: change_quantities(vid, new, before[vid], unit) for vid, new in now.items() if vid in before}
