@@ -188,3 +188,53 @@ def test_results_json_types_the_change_log_and_the_change_log_prints_its_quantit
     assert row["ep_share"] == "-4.7 pp (14.0% to 9.3%)"
     assert row["first_split"] == "changed: x2 <= -0.017742 to x2 <= 0.038897"
     assert written(qs["previous_split"]) == "-0.017742" and written(qs["ep_share_difference"]) == "-4.7"
+
+
+# ------------------------------------------------------------------ an AME's intervals and their SEs
+def _bootstrapped(se_fixed: float, lo: float, hi: float) -> dict:
+    return {
+        "id": "x1",
+        "step_label": "x1 + 1",
+        "ame": 3.530139,
+        "ci_low": lo,
+        "ci_high": hi,
+        "se": se_fixed,
+        "conf_level": 0.95,
+        "n": 265,
+        "n_total": 300,
+        "n_extrapolation": 35,
+        "detector": None,
+        "inference": "bootstrap",
+        "model_ci": {
+            "std_error": 0.0512,
+            "conf_low": 3.47,
+            "conf_high": 3.664,
+            "n_resamples": 20,
+            "n_failed": 0,
+            "ci": "percentile",
+        },
+        "intervals": [
+            {"inference": "bootstrap", "conf_low": 3.47, "conf_high": 3.664, "std_error": 0.0512, "covers": "m"},
+            {"inference": "sample", "conf_low": lo, "conf_high": hi, "std_error": se_fixed, "covers": "rows"},
+        ],
+    }
+
+
+@pytest.mark.parametrize("scale", [1.0, 100.0])
+def test_the_interval_tables_standard_errors_are_written_from_the_ame_quantities(scale):
+    from fme.report.present.display import interval_rows, prepare_variant
+
+    variant = _bootstrapped(1.6e-16, 3.530139, 3.530139)  # a zero-width fixed-model interval
+    # a classifier's results.json (a target class): its quantities are read in percentage points
+    out = typed_payload(
+        {"target_class": None if scale == 1.0 else "yes", "effects": [{"id": "x1", "variants": [variant]}]}
+    )
+    v = out["effects"][0]["variants"][0]
+    model, fixed = interval_rows(prepare_variant(v, scale), "95%")
+    ame, ame_fixed = (Quantity.from_dict(v["quantities"][k]) for k in ("ame", "ame_fixed"))
+    assert (model["se"], fixed["se"]) == (written_se(ame), written_se(ame_fixed))
+    assert (model["se"], fixed["se"]) == (("0.051", "1.6e-16") if scale == 1.0 else ("5.1", "1.6e-14"))
+    # a results.json of an older fme (no quantities): the same cells from the summary's numbers
+    del v["quantities"]
+    old_model, old_fixed = interval_rows(prepare_variant(v, scale), "95%")
+    assert (old_model["se"], old_fixed["se"]) == (model["se"], fixed["se"])
