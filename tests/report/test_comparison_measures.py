@@ -270,33 +270,3 @@ def test_the_levels_tables_standard_errors_are_quantities_written_with_four_deci
     failed["levels"]["learner"] = {"error": "too few rows"}
     v = typed_payload({"effects": [{"id": "x1", "variants": [failed]}]})["effects"][0]["variants"][0]
     assert {k for k in v["quantities"] if k.startswith("se_")} == {"se_model_level", "se_data_level"}
-
-
-@pytest.mark.parametrize("scale", [1.0, 100.0])
-def test_the_levels_sentences_print_their_quantities(scale):
-    from fme.report.present.display import prepare_variant
-    from fme.report.present.levels import level_sentences
-
-    variant = _with_levels()
-    variant["levels"]["learner"] |= {"ame_full": 3.559013, "n_train": 200, "n_failed": 0, "repeats": 3}
-    variant["levels"]["data"] |= {"model_ame": 3.559013, "ess": 243.4, "max_weight": 2.94, "share_extrapolated": 0.07}
-    out = typed_payload(
-        {"target_class": None if scale == 1.0 else "yes", "effects": [{"id": "x1", "variants": [variant]}]}
-    )
-    _schema_valid(out)
-    v = out["effects"][0]["variants"][0]
-    qs = {k: Quantity.from_dict(v["quantities"][k]) for k in ("ame_full_learner_level", "model_ame_data_level")}
-    weight = Quantity.from_dict(v["quantities"]["max_weight_data_level"])
-    assert written(weight) == "2.9" and weight.rows.n == 300
-    text = " ".join(level_sentences(prepare_variant(v, scale), "x1 + 1", "kWh", "rows"))
-    full, model = written(qs["ame_full_learner_level"]), written(qs["model_ame_data_level"])
-    assert (full, model) == (("3.56", "3.56") if scale == 1.0 else ("356", "356"))
-    assert f"it gives {full} kWh." in text and f"predicts a change of {model} kWh." in text
-    assert "largest weight 2.9," in text
-    del v["quantities"]  # a results.json of an older fme: the same words from the records
-    assert " ".join(level_sentences(prepare_variant(v, scale), "x1 + 1", "kWh", "rows")) == text
-
-
-def test_an_estimate_beside_another_interval_keeps_its_sign_when_it_rounds_to_zero():
-    q = Quantity("x/a", "AME", 0.00025, Unit("EUR"), RowSet("rows", 5), form="est:3")
-    assert written(q) == "0.00025"

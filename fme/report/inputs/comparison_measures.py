@@ -9,11 +9,10 @@ text is the quantity's by construction.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
-from ..._utils.numfmt import MAX_DECIMALS, decimals_for, fmt_g
+from ..._utils.numfmt import decimals_for, fmt_g
 from .quantities import UNITLESS, Interval, Quantity, RowSet, Unit, fixed_bounds
 
 __all__ = [
@@ -25,8 +24,6 @@ __all__ = [
     "change_log_quantities",
     "LEVEL_SE_FORM",
     "level_se_quantities",
-    "beside_decimals",
-    "level_sentence_quantities",
 ]
 
 #: A share of rows written as a percentage ('81.3%').
@@ -186,50 +183,6 @@ def level_se_quantities(v: dict, unit: Unit) -> dict[str, Quantity]:
         for name, se, rows in records
         if se is not None
     }
-
-
-def beside_decimals(est: Any, low: Any, high: Any) -> int:
-    """The decimals :func:`fme._utils.numfmt.fmt_est` gives ``est`` beside the interval [low, high] (on the
-    displayed scale): about 2 significant figures of its half-width; 6 significant digits of ``est`` for a
-    zero-width one."""
-    half = None if low is None or high is None else (float(high) - float(low)) / 2
-    if half == 0.0 and est is not None and math.isfinite(float(est)) and float(est) != 0.0:
-        return int(min(MAX_DECIMALS, max(3, 5 - math.floor(math.log10(abs(float(est)))))))
-    return decimals_for(half)
-
-
-def level_sentence_quantities(v: dict, unit: Unit) -> dict[str, Quantity]:
-    """The numbers the levels' sentences print besides each level's AME and interval: the learner's AME fitted
-    on all training rows and the model's AME on the data level's rows (each with the decimals of its level's
-    interval, form 'est:<decimals>'), and the data level's largest weight (one decimal); keyed
-    'ame_full_learner_level', 'model_ame_data_level', 'max_weight_data_level'."""
-    levels = v.get("levels") or {}
-    vid, s = str(v.get("id", "effect")), unit.scale
-    shown = lambda x: None if x is None else float(x) * s  # noqa: E731 - decimals are those of the displayed scale
-    out: dict[str, Quantity] = {}
-    for name, key, label, rows in (
-        ("learner", "ame_full", "learner-level AME fitted on all training rows", "training rows"),
-        ("data", "model_ame", "the model's AME on the data level's rows", "training rows"),
-    ):
-        rec = levels.get(name)
-        if not rec or "error" in rec or rec.get(key) is None:
-            continue
-        d = beside_decimals(shown(rec[key]), shown(rec.get("conf_low")), shown(rec.get("conf_high")))
-        n = rec.get("n_rows") if name == "learner" else rec.get("n")
-        out[f"{key}_{name}_level"] = Quantity(
-            f"{vid}/{key}_{name}_level", label, rec[key], unit, RowSet(rows, int(n or 0)), form=f"est:{d}"
-        )
-    data = levels.get("data")
-    if data and "error" not in data and data.get("max_weight") is not None:
-        out["max_weight_data_level"] = Quantity(
-            f"{vid}/max_weight_data_level",
-            "largest weight of the data level's one-step estimate",
-            data["max_weight"],
-            UNITLESS,
-            RowSet("training rows", int(data.get("n") or 0)),
-            form="fixed:1",
-        )
-    return out
 
 
 # ------------------------------------------------------------------ the records the change log compares

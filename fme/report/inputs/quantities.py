@@ -284,9 +284,8 @@ def shown(q: Quantity, *, unit: bool = False) -> str:
 
 
 #: The forms a quantity's value is written in, each as one formatter of :mod:`fme._utils.numfmt` (the number
-#: after ':' is its parameter); 'signed' is a difference written with its sign and fixed decimals ('+0.0'), 'est'
-#: an estimate with the decimals of an interval it is read beside (fmt_num with ``signed``: no false zero).
-FORMS = ("estimate", "nlm", "p", "share", "percent", "fixed", "g", "gt", "signed", "est")
+#: after ':' is its parameter); 'signed' is a difference written with its sign and fixed decimals ('+0.0').
+FORMS = ("estimate", "nlm", "p", "share", "percent", "fixed", "g", "gt", "signed")
 
 
 def written(q: Quantity) -> str:
@@ -309,8 +308,6 @@ def written(q: Quantity) -> str:
         return fmt_num(v, int(arg or 3))
     if kind in ("g", "gt"):  # 'gt': with thousands separators
         return fmt_g(v, int(arg or 6), thousands=kind == "gt") if v is not None else "-"
-    if kind == "est":
-        return fmt_num(v, int(arg or 3), signed=True)
     if kind == "signed":  # a difference of shares in percentage points, as fmt_percent(sign=True) writes it
         return "-" if v is None else format(v, f"+.{int(arg or 1)}f")
     raise ValueError(f"unknown form {q.form!r} of quantity {q.id}: one of {', '.join(FORMS)}")

@@ -40,17 +40,11 @@ def _direction(lo: Any, hi: Any) -> str:
     return "not distinguishable from zero"
 
 
-def _typed(v: dict, key: str) -> str | None:
-    """The variant's quantity ``key`` of results.json as the report writes it; None for a results.json of an
-    older fme (the caller writes the display copy's number alike)."""
-    d = (v.get("quantities") or {}).get(key)
-    return None if d is None else written(Quantity.from_dict(d))
-
-
 def _se(v: dict, level: str, se: Any) -> str:
     """A level's standard error as results.json types it (``se_<level>_level``: four decimals in the report's
     unit), else (an older results.json) the display copy's number, written alike."""
-    return _typed(v, f"se_{level}_level") or fmt_num(se, 4)
+    typed = (v.get("quantities") or {}).get(f"se_{level}_level")
+    return written(Quantity.from_dict(typed)) if typed else fmt_num(se, 4)
 
 
 def level_rows(v: dict, cells: dict[str, str], noun: str) -> list[dict[str, str]] | None:
@@ -157,7 +151,7 @@ def level_sentences(v: dict, label: str, unit: str, noun: str) -> list[str]:
     ln = lv.get("learner")
     if ln is not None and "error" not in ln:
         ame, lo, hi = fmt_est(ln["ame"], ln["conf_low"], ln["conf_high"])
-        full = _typed(v, "ame_full_learner_level") or fmt_est(ln["ame_full"], ln["conf_low"], ln["conf_high"])[0]
+        full = fmt_est(ln["ame_full"], ln["conf_low"], ln["conf_high"])[0]
         text = (
             f"Learner level: retrained on {fmt_int(ln['n_train'])} {noun} ({fmt_int(ln['n_splits'])} seeded splits "
             f"of the training data), the algorithm's AME of {label} is {ame}{unit_text} ({level} CI {lo} to {hi}, "
@@ -172,14 +166,14 @@ def level_sentences(v: dict, label: str, unit: str, noun: str) -> list[str]:
     dl = lv.get("data")
     if dl is not None and "error" not in dl:
         ame, lo, hi = fmt_est(dl["ame"], dl["conf_low"], dl["conf_high"])
-        model = _typed(v, "model_ame_data_level") or fmt_est(dl.get("model_ame"), dl["conf_low"], dl["conf_high"])[0]
+        model = fmt_est(dl.get("model_ame"), dl["conf_low"], dl["conf_high"])[0]
         if dl["conf_low"] is None:
             interval = "no interval: the moved rows leave the support of the data"
         else:
             interval = f"{level} CI {lo} to {hi}: {_direction(dl['conf_low'], dl['conf_high'])}"
         shares = (
             f"effective sample size {fmt_int(round(dl['ess']))} of {fmt_int(dl['n'])}, largest weight "
-            f"{_typed(v, 'max_weight_data_level') or fmt_num(dl['max_weight'], 1)}"
+            f"{fmt_num(dl['max_weight'], 1)}"
             if dl.get("ess") is not None
             else ""
         )
