@@ -238,35 +238,3 @@ def test_the_interval_tables_standard_errors_are_written_from_the_ame_quantities
     del v["quantities"]
     old_model, old_fixed = interval_rows(prepare_variant(v, scale), "95%")
     assert (old_model["se"], old_fixed["se"]) == (model["se"], fixed["se"])
-
-
-def _with_levels() -> dict:
-    v = _bootstrapped(1.6e-16, 3.530139, 3.530139)
-    v["levels"] = {
-        "learner": {"ame": 3.62, "conf_low": 3.23, "conf_high": 4.01, "std_error": 0.08976, "n_test": 100}
-        | {"n_splits": 3, "n_rows": 300, "inference": "Nadeau-Bengio"},
-        "data": {"ame": 2.99, "conf_low": 2.50, "conf_high": 3.49, "std_error": 0.25351, "n": 300}
-        | {"folds": 2, "inference": "one-step", "positivity": "ok"},
-    }
-    return v
-
-
-def test_the_levels_tables_standard_errors_are_quantities_written_with_four_decimals():
-    from fme.report.present.display import prepare_variant
-    from fme.report.present.levels import level_rows
-
-    out = typed_payload({"target_class": None, "effects": [{"id": "x1", "variants": [_with_levels()]}]})
-    _schema_valid(out)
-    v = out["effects"][0]["variants"][0]
-    qs = {k: Quantity.from_dict(v["quantities"][f"se_{k}_level"]) for k in ("model", "learner", "data")}
-    assert {k: written(q) for k, q in qs.items()} == {"model": "0.0512", "learner": "0.0898", "data": "0.2535"}
-    assert qs["learner"].rows == RowSet("test rows of one split", 100) and qs["data"].rows.n == 300
-    cells = {"n": "265", "ame": "3.53", "ci_low": "3.47", "ci_high": "3.66", "ci_kind": "bootstrap"}
-    rows = level_rows(prepare_variant(v, 1.0), cells, "rows")
-    assert [r["se"] for r in rows] == ["0.0512", "0.0898", "0.2535"]
-    without = typed_payload({"effects": [{"id": "x1", "variants": [_bootstrapped(0.01, 3.5, 3.6)]}]})
-    assert not any(k.startswith("se_") for k in without["effects"][0]["variants"][0]["quantities"])
-    failed = _with_levels()
-    failed["levels"]["learner"] = {"error": "too few rows"}
-    v = typed_payload({"effects": [{"id": "x1", "variants": [failed]}]})["effects"][0]["variants"][0]
-    assert {k for k in v["quantities"] if k.startswith("se_")} == {"se_model_level", "se_data_level"}

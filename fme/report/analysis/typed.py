@@ -34,7 +34,7 @@ from ..inputs.claims import (
     not_computed,
     range_claim,
 )
-from ..inputs.comparison_measures import change_log_quantities, compact, interaction_quantities, level_se_quantities
+from ..inputs.comparison_measures import change_log_quantities, compact, interaction_quantities
 from ..inputs.quantities import Interval, Quantity, RowSet, Unit, model_units, percentage_points
 from ..inputs.specs import CI_COVERS
 from .audit_paths import AME_TOLERANCE, SE_TOLERANCE
@@ -411,7 +411,6 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
             if "error" not in v:
                 _variant(v, unit, claims)
                 _extrapolation_claims(v, noun, sample, claims)
-                v["quantities"].update({k: q.to_dict() for k, q in level_se_quantities(v, unit).items()})
     _overview(out, unit, claims)
     inter = out.get("interactions") or {}
     for r in inter.get("rows") or []:  # how many rows the combined step of a pair takes outside the data

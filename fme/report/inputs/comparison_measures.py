@@ -22,8 +22,6 @@ __all__ = [
     "change_quantities",
     "compact",
     "change_log_quantities",
-    "LEVEL_SE_FORM",
-    "level_se_quantities",
 ]
 
 #: A share of rows written as a percentage ('81.3%').
@@ -149,40 +147,6 @@ def change_quantities(vid: str, new: dict, old: dict, unit: Unit) -> dict[str, Q
                 form="g:5",
             )
     return out
-
-
-#: How the levels table writes a standard error: four decimals.
-LEVEL_SE_FORM = "fixed:4"
-
-
-def level_se_quantities(v: dict, unit: Unit) -> dict[str, Quantity]:
-    """The standard errors of the levels table (an effect with ``levels``): the model level's (of the report's
-    primary interval) and those of the learner and data levels that ran, each in the AMEs' unit over the rows
-    that level averages, written with four decimals; keyed 'se_<level>_level'."""
-    levels = v.get("levels") or {}
-    if not levels:
-        return {}
-    vid = str(v.get("id", "effect"))
-    primary = (v.get("intervals") or [{}])[0]
-    records = [("model", primary.get("std_error", v.get("se")), RowSet("evaluated rows", int(v.get("n") or 0)))]
-    for name in ("learner", "data"):
-        rec = levels.get(name)
-        if rec and "error" not in rec:
-            n = rec.get("n_test") if name == "learner" else rec.get("n")
-            rows = "test rows of one split" if name == "learner" else "training rows"
-            records.append((name, rec.get("std_error"), RowSet(rows, int(n or 0))))
-    return {
-        f"se_{name}_level": Quantity(
-            f"{vid}/se_{name}_level",
-            f"standard error of the {name}-level AME",
-            se,
-            unit,
-            rows,
-            form=LEVEL_SE_FORM,
-        )
-        for name, se, rows in records
-        if se is not None
-    }
 
 
 # ------------------------------------------------------------------ the records the change log compares

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._utils.numfmt import fmt_est, fmt_int, fmt_level, fmt_num, fmt_percent
-from ..inputs.quantities import Quantity, written
+from ..inputs.quantities import Quantity
 from .flags import FLAG, OK
 
 __all__ = ["level_rows", "level_sentences", "level_flag_rows", "QUESTIONS"]
@@ -40,13 +40,6 @@ def _direction(lo: Any, hi: Any) -> str:
     return "not distinguishable from zero"
 
 
-def _se(v: dict, level: str, se: Any) -> str:
-    """A level's standard error as results.json types it (``se_<level>_level``: four decimals in the report's
-    unit), else (an older results.json) the display copy's number, written alike."""
-    typed = (v.get("quantities") or {}).get(f"se_{level}_level")
-    return written(Quantity.from_dict(typed)) if typed else fmt_num(se, 4)
-
-
 def level_rows(v: dict, cells: dict[str, str], noun: str) -> list[dict[str, str]] | None:
     """Rows of the levels table (None when the effect asked for no other level): level, question, rows,
     AME, CI, std. error, inference."""
@@ -61,7 +54,7 @@ def level_rows(v: dict, cells: dict[str, str], noun: str) -> list[dict[str, str]
             "rows": f"{cells['n']} evaluation {noun}",
             "ame": cells["ame"],
             "ci": f"[{cells['ci_low']}, {cells['ci_high']}]",
-            "se": _se(v, "model", se),
+            "se": fmt_num(se, 4),
             "inference": cells["ci_kind"],
             "extrapolation": _model_eps(v, cells),
         }
@@ -108,7 +101,7 @@ def level_rows(v: dict, cells: dict[str, str], noun: str) -> list[dict[str, str]
                 "rows": where,
                 "ame": ame,
                 "ci": ci,
-                "se": _se(v, name, rec["std_error"]),
+                "se": fmt_num(rec["std_error"], 4),
                 "inference": inference,
                 "extrapolation": LEARNER_EPS if name == "learner" else _data_eps(rec),
             }
