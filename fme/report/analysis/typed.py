@@ -8,7 +8,7 @@
 * ``quantities``: the AME with the report's primary interval and with the fixed-model one, each with its unit
   as the reader reads it (a classifier's percentage points) and the rows it is over;
 * ``interactions.rows[].quantities`` and ``changes``: the interactions screen's p-values and shares of rows, and
-  the change log's numbers against the previous build (:mod:`fme.report.inputs.comparison_measures`);
+  the change log's numbers against the previous build (:mod:`fme.report.analysis.comparisons_typed`);
 * ``claims``: every claim the analysis verified (the direction of each AME, the global test of its cAME
   leaves, its contracts), with kind, cited quantity ids and outcome.
 
@@ -34,10 +34,10 @@ from ..inputs.claims import (
     not_computed,
     range_claim,
 )
-from ..inputs.comparison_measures import change_log_quantities, compact, interaction_quantities
 from ..inputs.quantities import Interval, Quantity, RowSet, Unit, model_units, percentage_points
 from ..inputs.specs import CI_COVERS
 from .audit_paths import AME_TOLERANCE, SE_TOLERANCE
+from .comparisons_typed import type_comparisons
 
 __all__ = ["typed_payload", "report_unit"]
 
@@ -416,16 +416,7 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
     for r in inter.get("rows") or []:  # how many rows the combined step of a pair takes outside the data
         if r.get("n_outside") and r.get("n") is not None:
             claims.append(_outside_claim(r, noun).to_dict())
-    level = float((out.get("config") or {}).get("conf_level") or 0.95)
-    for r in inter.get("rows") or []:  # the interactions screen's numbers, its averages in the effects' unit
-        qs = interaction_quantities(r, unit, noun, level)
-        r["quantity"] = qs.pop("average").to_dict()
-        r["quantities"] = {k: q.to_dict() for k, q in qs.items()}
-    previous = out.get("previous") or {}
-    if "effects" in previous:  # the change log's numbers, compared as the report shows them
-        before = previous.pop("effects")
-        typed = change_log_quantities(compact(out)["effects"], before, unit)
-        out["changes"] = {"effects": {vid: {k: q.to_dict() for k, q in qs.items()} for vid, qs in typed.items()}}
+    type_comparisons(out, unit, noun)  # the interactions screen and the change log
     if out.get("joint_regions"):  # the joint-regions section's quantities and claims
         from .joint_typed import type_joint_regions
 
