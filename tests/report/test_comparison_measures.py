@@ -238,3 +238,26 @@ def test_the_interval_tables_standard_errors_are_written_from_the_ame_quantities
     del v["quantities"]
     old_model, old_fixed = interval_rows(prepare_variant(v, scale), "95%")
     assert (old_model["se"], old_fixed["se"]) == (model["se"], fixed["se"])
+
+
+def test_the_previous_record_carries_the_compared_numbers_and_results_json_only_their_quantities(tmp_path):
+    from fme.report.analysis.run import previous_record
+    from fme.report.inputs.config import load_config
+
+    old = {"effects": [{"id": "x1", "variants": [_variant("x1", 2.03914, 2.00466, 2.07362, 258, 42, -0.0177421)]}]}
+    (tmp_path / "old.json").write_text(json.dumps(old), encoding="utf-8")
+    (tmp_path / "c.yaml").write_text(
+        "title: t\nowner: o\nintended_use: u\nmodel: {joblib: m.joblib}\ndata: {path: d.csv}\ntarget: y\n"
+        "effects:\n  - {id: x1, steps: {x1: 1}}\nprevious: old.json\n",
+        encoding="utf-8",
+    )
+    record = previous_record(load_config(tmp_path / "c.yaml"))
+    assert record["path"] == "old.json" and len(record["sha256"]) == 64
+    assert record["effects"]["x1"]["ame"] == 2.03914 and record["effects"]["x1"]["first_split_at"] == -0.0177421
+    new = _variant("x1", 2.03914, 2.00466, 2.07362, 258, 42, -0.0177421)
+    out = typed_payload({"effects": [{"id": "x1", "variants": [new]}], "previous": record})
+    assert set(out["previous"]) == {"path", "sha256"}
+    changes = out["changes"]["effects"]["x1"]
+    assert changes["ame_difference"]["value"] == 0.0 and changes["ep_share_difference"]["value"] == 0.0
+    (tmp_path / "old.json").write_text('{"effects": [{"id": 1}]}', encoding="utf-8")  # nothing to compare
+    assert "effects" not in previous_record(load_config(tmp_path / "c.yaml"))
