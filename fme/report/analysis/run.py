@@ -23,6 +23,7 @@ import fme
 from fme.inference import RefitCache
 
 from ..._utils.validation import is_dask_collection
+from ..inputs.comparison_measures import compact
 from ..inputs.config import ConfigError, ReportConfig, config_error
 from ..inputs.sources import data_files, file_sha256, files_sha256, read_dask, read_frame, sample_rows, session_info
 from ..inputs.validate import analysis_error
@@ -225,10 +226,18 @@ def versions(model: Any = None, model_info: dict | None = None) -> dict[str, str
 
 def previous_record(cfg: ReportConfig) -> dict | None:
     """The previous build's results file a change log compares with (config key ``previous``): its path as the
-    config gives it and its SHA-256, so ``results.json`` names every input it rests on; None without one."""
+    config gives it and its SHA-256, so ``results.json`` names every input it rests on, and the numbers the
+    change log compares (``effects``, :func:`fme.report.inputs.comparison_measures.compact`), which
+    :func:`~fme.report.analysis.typed.typed_payload` turns into the quantities of ``changes``; None without one."""
     if not cfg.previous:
         return None
-    return {"path": str(cfg.previous), "sha256": file_sha256(cfg.resolve_path(cfg.previous))}
+    path = cfg.resolve_path(cfg.previous)
+    record: dict[str, Any] = {"path": str(cfg.previous), "sha256": file_sha256(path)}
+    try:
+        record["effects"] = compact(json.loads(path.read_text(encoding="utf-8")))["effects"]
+    except (ValueError, KeyError, TypeError):  # the build checked the file up front; nothing to compare
+        pass
+    return record
 
 
 def environment_record() -> dict:

@@ -7,6 +7,8 @@
   the report shows (``intervals[0]``);
 * ``quantities``: the AME with the report's primary interval and with the fixed-model one, each with its unit
   as the reader reads it (a classifier's percentage points) and the rows it is over;
+* ``interactions.rows[].quantities`` and ``changes``: the interactions screen's p-values and shares of rows, and
+  the change log's numbers against the previous build (:mod:`fme.report.analysis.comparisons_typed`);
 * ``claims``: every claim the analysis verified (the direction of each AME, the global test of its cAME
   leaves, its contracts), with kind, cited quantity ids and outcome.
 
@@ -38,6 +40,7 @@ from ..inputs.level_measures import level_quantities
 from ..inputs.quantities import Interval, Quantity, RowSet, Unit, model_units, percentage_points
 from ..inputs.specs import CI_COVERS
 from .audit_paths import AME_TOLERANCE, SE_TOLERANCE
+from .comparisons_typed import type_comparisons
 
 __all__ = ["typed_payload", "report_unit"]
 
@@ -419,21 +422,7 @@ def typed_payload(payload: dict[str, Any]) -> dict[str, Any]:
     for r in inter.get("rows") or []:  # how many rows the combined step of a pair takes outside the data
         if r.get("n_outside") and r.get("n") is not None:
             claims.append(_outside_claim(r, noun).to_dict())
-    for r in inter.get("rows") or []:  # the interactions screen's averages, in the effects' unit
-        r["quantity"] = Quantity(
-            f"interaction/{r['steps_a']}/{r['steps_b']}",
-            "average interaction",
-            r.get("estimate"),
-            unit,
-            RowSet("evaluated rows", int(r.get("n") or 0)),
-            Interval(
-                r.get("conf_low"),
-                r.get("conf_high"),
-                float((out.get("config") or {}).get("conf_level") or 0.95),
-                str(r.get("inference")),
-            ),
-            r.get("std_error"),
-        ).to_dict()
+    type_comparisons(out, unit, noun)  # the interactions screen and the change log
     if out.get("joint_regions"):  # the joint-regions section's quantities and claims
         from .joint_typed import type_joint_regions
 

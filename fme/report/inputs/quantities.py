@@ -31,6 +31,7 @@ __all__ = [
     "shown",
     "written",
     "written_bounds",
+    "written_se",
     "FORMS",
     "interval_text",
     "difference",
@@ -283,8 +284,8 @@ def shown(q: Quantity, *, unit: bool = False) -> str:
 
 
 #: The forms a quantity's value is written in, each as one formatter of :mod:`fme._utils.numfmt` (the number
-#: after ':' is its parameter).
-FORMS = ("estimate", "nlm", "p", "share", "percent", "fixed", "g", "gt")
+#: after ':' is its parameter); 'signed' is a difference written with its sign and fixed decimals ('+0.0').
+FORMS = ("estimate", "nlm", "p", "share", "percent", "fixed", "g", "gt", "signed")
 
 
 def written(q: Quantity) -> str:
@@ -307,15 +308,31 @@ def written(q: Quantity) -> str:
         return fmt_num(v, int(arg or 3))
     if kind in ("g", "gt"):  # 'gt': with thousands separators
         return fmt_g(v, int(arg or 6), thousands=kind == "gt") if v is not None else "-"
+    if kind == "signed":  # a difference of shares in percentage points, as fmt_percent(sign=True) writes it
+        return "-" if v is None else format(v, f"+.{int(arg or 1)}f")
     raise ValueError(f"unknown form {q.form!r} of quantity {q.id}: one of {', '.join(FORMS)}")
 
 
 def written_bounds(q: Quantity) -> tuple[str, str]:
-    """The interval's bounds as the report writes them, with the value's decimals ('estimate') or as an NLM
-    ('nlm'); ('-', '-') without an interval."""
+    """The interval's bounds as the report writes them, with the value's decimals ('estimate'), as an NLM
+    ('nlm') or with the fixed decimals of a 'fixed:<decimals>' value (two builds' AMEs side by side in the
+    change log); ('-', '-') without an interval."""
     v, lo, hi = q.display()
+    kind, _, arg = q.form.partition(":")
+    if kind == "fixed":
+        return fmt_num(lo, int(arg or 3)), fmt_num(hi, int(arg or 3))
     triple = fmt_nlm(v, lo, hi) if q.form == "nlm" else fmt_est(v, lo, hi)
     return triple[1], triple[2]
+
+
+def written_se(q: Quantity) -> str:
+    """The standard error as an interval table prints it beside the interval: in the decimals of the interval
+    (:func:`fme._utils.numfmt.fmt_est` of the SE and the bounds, so a rounding-level SE reads '1.6e-16', not
+    '0.000000'); '-' without one."""
+    if q.std_error is None:
+        return "-"
+    _, lo, hi = q.display()
+    return fmt_est(float(q.std_error) * q.unit.scale, lo, hi)[0]
 
 
 def interval_text(q: Quantity, *, brackets: bool = True) -> str:

@@ -12,42 +12,14 @@ import hashlib
 import json
 from typing import Any
 
-from ..._utils.numfmt import decimals_for, fmt_g, fmt_num, fmt_percent
+from ..inputs.comparison_measures import change_log_quantities
+from ..inputs.comparison_measures import compact as compact_record
 from ..inputs.config import ReportConfig, config_error
-from ..inputs.quantities import fixed_bounds
+from ..inputs.quantities import Quantity, Unit, model_units, percentage_points, written, written_bounds
 from ..inputs.specs import ci_short
 from .display import effect_title
 
 __all__ = ["load_previous", "compact", "changelog"]
-
-
-def _ep_share(v: dict) -> float | None:
-    """Share of the evaluated rows left out as extrapolation points (None: not checked or not excluded)."""
-    if v.get("detector") is None or v.get("policy") != "exclude" or v.get("n_extrapolation") is None:
-        return None
-    total = v["n"] + v["n_extrapolation"]
-    return v["n_extrapolation"] / total if total else None
-
-
-def _split_text(split: dict | None) -> str:
-    if split is None:
-        return "no split"
-    if split.get("levels"):
-        left = sorted(k for k, side in split["levels"].items() if side == 1)
-        return f"{split['feature']} in {{{', '.join(left)}}}"
-    return f"{split['feature']} <= {fmt_g(split['value'], 5)}"
-
-
-def _primary(v: dict) -> tuple[str, Any, Any]:
-    """(inference, conf_low, conf_high) of the report's primary interval: the model-uncertainty interval
-    when it was computed, else the fixed-model one (also for results.json files written by an older fme).
-    A delta interval computed with a scaled covariance is labelled ``delta (<covariance>)``."""
-    mc = v.get("model_ci")
-    if mc and mc.get("conf_low") is not None:
-        method = v.get("inference", "sample")
-        covariance = mc.get("covariance") if method == "delta" else None
-        return (method if covariance is None else f"delta ({covariance})"), mc["conf_low"], mc["conf_high"]
-    return ("sample", *fixed_bounds(v))
 
 
 def _kind(inference: str) -> tuple[str, bool]:
@@ -58,45 +30,9 @@ def _kind(inference: str) -> tuple[str, bool]:
 
 
 def compact(results: dict) -> dict[str, Any]:
-    """The numbers of a results.json the change log compares, per effect variant id.
-
-    ``inference``/``ci_low``/``ci_high``: the report's primary interval; ``fixed_ci_low``/
-    ``fixed_ci_high``: the fixed-model interval over the rows, present in every build.
-    """
-    out = {}
-    # on the scale the report shows its AMEs (a class probability's percentage points), as the table says
-    scale = 100.0 if results.get("target_class") is not None else 1.0
-    times = lambda x: None if x is None else x * scale  # noqa: E731
-    for g in results["effects"]:
-        for v in g["variants"]:
-            p = v.get("partition")
-            method, lo, hi = _primary(v)
-            fixed_lo, fixed_hi = fixed_bounds(v)
-            lo, hi, fixed_lo, fixed_hi = times(lo), times(hi), times(fixed_lo), times(fixed_hi)
-            out[v["id"]] = {
-                "label": effect_title(g) + (f": to level {v['level']}" if v.get("level") is not None else ""),
-                "step": v["step_label"],
-                "ame": times(v["ame"]),
-                "inference": method,
-                "ci_low": lo,
-                "ci_high": hi,
-                "fixed_ci_low": fixed_lo,
-                "fixed_ci_high": fixed_hi,
-                "ep_share": _ep_share(v),
-                "first_split": None if not p else _split_text(p.get("root_split")),
-            }
-    model = results.get("model") or {}
-    version = ((results.get("config") or {}).get("model") or {}).get("version")
-    return {
-        "config_name": results.get("config_name"),
-        "config_sha256": results.get("config_sha256"),
-        "effects": out,
-        "identity": {
-            "model version": None if version in (None, "") else str(version),
-            "model sha256": model.get("sha256"),
-            "data sha256": (results.get("data") or {}).get("sha256"),
-        },
-    }
+    """The numbers of a results.json the change log compares, per effect variant id, each effect named as the
+    report names it (:func:`fme.report.inputs.comparison_measures.compact`)."""
+    return compact_record(results, effect_title)
 
 
 def load_previous(cfg: ReportConfig) -> dict | None:
@@ -143,15 +79,23 @@ def _interval_cells(new: dict, old: dict) -> tuple[str, str]:
     return f"{ci_short(a)} to {ci_short(b)}", f"{fixed} (fixed-model intervals; the primary ones differ in kind)"
 
 
-def _signed(x: float | None, d: int) -> str:
+def _signed(q: Quantity | None) -> str:
     """A difference with its sign ("+0.12", "-0.12"; "0.00" when exactly zero)."""
-    text = fmt_num(x, d)
-    return "+" + text if x is not None and x > 0 and text[0].isdigit() else text
+    text = "-" if q is None else written(q)
+    return "+" + text if q is not None and (q.value or 0) > 0 and text[0].isdigit() else text
 
 
-def _decimals(*rows: dict) -> int:
-    halves = [(r["ci_high"] - r["ci_low"]) / 2 for r in rows if r["ci_low"] is not None and r["ci_high"] is not None]
-    return max((decimals_for(h) for h in halves), default=3)
+def _ame_cell(q: Quantity) -> str:
+    """'2.039 [2.005, 2.074]': an AME and its primary interval with the row's shared decimals."""
+    lo, hi = written_bounds(q)
+    return f"{written(q)} [{lo}, {hi}]"
+
+
+def _split(rec: dict, q: Quantity | None) -> str | None:
+    """The first split's rule, its threshold written from its quantity."""
+    if q is None or rec.get("first_split_feature") is None:
+        return rec["first_split"]
+    return f"{rec['first_split_feature']} <= {written(q)}"
 
 
 def identity_rows(now: dict, before: dict) -> list[dict[str, str]]:
@@ -169,38 +113,43 @@ def identity_rows(now: dict, before: dict) -> list[dict[str, str]]:
     return rows
 
 
-def changelog(results: dict, previous: dict | None) -> dict[str, Any] | None:
-    """Display rows of the change log (None without a previous report)."""
+def changelog(results: dict, previous: dict | None, unit: Unit | None = None) -> dict[str, Any] | None:
+    """Display rows of the change log (None without a previous report); every number is written from its
+    quantity (:func:`fme.report.inputs.comparison_measures.change_quantities`, as results.json types it) in
+    ``unit``, the report's (default: a class probability's percentage points, else the model's scale)."""
     if previous is None:
         return None
+    if unit is None:
+        cls = results.get("target_class")
+        unit = percentage_points(f"P({cls})") if cls is not None else model_units("")
     now = compact(results)["effects"]
     before = previous["effects"]
+    typed = change_log_quantities(now, before, unit)
     rows = []
     for vid, new in now.items():
         old = before.get(vid)
         if old is None:
             continue
-        d = _decimals(new, old)
+        qs = typed[vid]
         interval, overlap = _interval_cells(new, old)
-        delta = None if new["ame"] is None or old["ame"] is None else new["ame"] - old["ame"]
-        if new["ep_share"] is None or old["ep_share"] is None:
-            ep = "-"
-        else:
+        ep = "-"
+        if "ep_share_difference" in qs:
             ep = (
-                f"{fmt_percent(new['ep_share'] - old['ep_share'], sign=True, suffix=' pp')} "
-                f"({fmt_percent(old['ep_share'])} to {fmt_percent(new['ep_share'])})"
+                f"{written(qs['ep_share_difference'])} pp "
+                f"({written(qs['previous_ep_share'])} to {written(qs['ep_share'])})"
             )
         split = "-"
         if new["first_split"] is not None or old["first_split"] is not None:
-            a, b = old["first_split"] or "no tree", new["first_split"] or "no tree"
+            a = _split(old, qs.get("previous_split")) or "no tree"
+            b = _split(new, qs.get("split")) or "no tree"
             split = f"unchanged: {b}" if a == b else f"changed: {a} to {b}"
         rows.append(
             {
                 "label": new["label"],
                 "step": new["step"] if new["step"] == old["step"] else f"{old['step']} to {new['step']}",
-                "previous": f"{fmt_num(old['ame'], d)} [{fmt_num(old['ci_low'], d)}, {fmt_num(old['ci_high'], d)}]",
-                "now": f"{fmt_num(new['ame'], d)} [{fmt_num(new['ci_low'], d)}, {fmt_num(new['ci_high'], d)}]",
-                "delta": _signed(delta, d),
+                "previous": _ame_cell(qs["previous_ame"]),
+                "now": _ame_cell(qs["ame"]),
+                "delta": _signed(qs.get("ame_difference")),
                 "interval": interval,
                 "overlap": overlap,
                 "ep_share": ep,

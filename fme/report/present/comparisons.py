@@ -7,8 +7,9 @@ table names its unit and the rows it counts once, in its header or caption.
 
 from __future__ import annotations
 
-from ..._utils.numfmt import count, fmt_int, fmt_p, fmt_percent
+from ..._utils.numfmt import count, fmt_int
 from ..inputs.claims import Claim, p_cell, statistic_cell
+from ..inputs.comparison_measures import interaction_quantities
 from ..inputs.measures import challenger_ame, contract_quantities
 from ..inputs.quantities import UNITLESS, Interval, Quantity, RowSet, Unit, interval_text, shown, written
 from ..inputs.specs import CI_SHORT
@@ -150,17 +151,10 @@ def interaction_cells(
     for r in block["rows"]:
         kind = CI_SHORT.get(r["inference"], r["inference"])  # "sample" is the fixed-model interval: say so
         over = RowSet(noun, int(r["n"])) if r.get("n") is not None else None
-        q = Quantity(
-            f"interaction/{r['steps_a']}/{r['steps_b']}",
-            "average interaction",
-            r["estimate"],
-            unit,
-            over or RowSet(noun, 0),
-            Interval(r["conf_low"], r["conf_high"], 0.95, kind),
-            r.get("std_error"),
-        )
+        qs = interaction_quantities(r, unit, noun)  # as results.json types them
+        q = qs["average"]
         est, ci = shown(q), interval_text(q)
-        share = fmt_percent(r["share_above_tol"])
+        share = written(qs["share_above_tol"]) if "share_above_tol" in qs else "-"
         outside = "-"
         if r.get("n_outside") is not None and over is not None:
             outside = f"{fmt_int(r['n_outside'])} of {fmt_int(over.n)}"
@@ -170,7 +164,7 @@ def interaction_cells(
                 "b": r["steps_b"],
                 "estimate": est,
                 "ci": ci,
-                "p": fmt_p(r["p_value"]),
+                "p": written(qs["p_value"]),
                 "share": share,
                 "inference": kind,
                 "n": "-" if over is None else fmt_int(over.n),

@@ -256,7 +256,7 @@ def build_context(results: dict, cfg: ReportConfig, config_text: str, build_info
     interactions = interaction_cells(results.get("interactions"), value, noun, listed)
     table_interactions = next_table() if interactions else None
     table_plausibility = next_table()
-    changes = changelog.changelog(results, build_info.get("previous"))
+    changes = changelog.changelog(results, build_info.get("previous"), value)
     table_changes = next_table() if changes and changes["rows"] else None
     n_fig_tables = table_no[0]
     versions = [{"name": k, "version": val} for k, val in sorted(results["versions"].items())]

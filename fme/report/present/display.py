@@ -21,7 +21,7 @@ import copy
 
 from ..._utils.numfmt import count, fmt_est
 from ..inputs.config import ReportConfig
-from ..inputs.quantities import Unit, fixed_bounds, model_units, percentage_points
+from ..inputs.quantities import Quantity, Unit, fixed_bounds, model_units, percentage_points, written_se
 from ..inputs.specs import CI_COVERS, CI_SHORT, ci_short
 
 __all__ = [
@@ -142,6 +142,13 @@ def prepare_variant(v: dict, scale: float) -> dict:
     return v
 
 
+def _se_cell(v: dict, key: str) -> str | None:
+    """The standard error of the variant's quantity ``key`` of results.json as the interval table writes it
+    (:func:`~fme.report.inputs.quantities.written_se`); None for a results.json of an older fme."""
+    d = (v.get("quantities") or {}).get(key)
+    return None if d is None else written_se(Quantity.from_dict(d))
+
+
 def interval_rows(v: dict, level: str) -> list[dict[str, str]]:
     """Display rows (interval, covers, CI, SE) of the AME's intervals: the deciding one first."""
     rows = []
@@ -151,7 +158,7 @@ def interval_rows(v: dict, level: str) -> list[dict[str, str]]:
         extra = ""
         if v["inference"] == "bootstrap":
             extra = f" ({count(mc['n_resamples'], 'resample')}, {count(mc['n_failed'], 'failed refit')}, {mc['ci']})"
-        se = fmt_est(mc["std_error"], mc["conf_low"], mc["conf_high"])[0]
+        se = _se_cell(v, "ame") or fmt_est(mc["std_error"], mc["conf_low"], mc["conf_high"])[0]
         covariance = mc.get("covariance") if v["inference"] == "delta" else None  # a scaled delta covariance
         label = v["inference"] if covariance is None else f"delta ({covariance})"
         covers = CI_COVERS[v["inference"]] if covariance is None else v["intervals"][0]["covers"]
@@ -159,7 +166,7 @@ def interval_rows(v: dict, level: str) -> list[dict[str, str]]:
             {"interval": ci_short(label) + extra, "covers": covers, "ci": f"[{lo}, {hi}]", "se": se, "used": "yes"}
         )
     _, lo, hi = fmt_est(v["ame"], v["fixed_ci_low"], v["fixed_ci_high"])
-    se = fmt_est(v.get("se"), v["fixed_ci_low"], v["fixed_ci_high"])[0]
+    se = _se_cell(v, "ame_fixed") or fmt_est(v.get("se"), v["fixed_ci_low"], v["fixed_ci_high"])[0]
     rows.append(
         {
             "interval": CI_SHORT["sample"],

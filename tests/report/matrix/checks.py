@@ -13,8 +13,10 @@ Numbers against quantities (:func:`unmapped_numbers`), the rule:
 * **What maps.** A number maps when its text is one of the strings a quantity of ``results.json`` is shown as, in
   the quantity's own unit (its ``unit.scale`` applied, so a probability shown as 0.024 does not map to a
   quantity in percentage points that reads 2.4): the value and the interval bounds as
-  :func:`fme._utils.numfmt.fmt_est` writes them (:func:`fme._utils.numfmt.fmt_nlm` for an NLM), the standard
-  error with the value's decimals, and the numbers written in the quantity's label (the step of
+  :func:`fme._utils.numfmt.fmt_est` writes them (:func:`fme._utils.numfmt.fmt_nlm` for an NLM; the bounds of a
+  value written with fixed decimals in those, :func:`fme.report.inputs.quantities.written_bounds`), the standard
+  error with the value's decimals (and as an interval table writes it,
+  :func:`fme.report.inputs.quantities.written_se`), and the numbers written in the quantity's label (the step of
   "AME of x2 - 0.5"), and the value in the quantity's own ``form``
   (:func:`fme.report.inputs.quantities.written`: a p-value as ``< 0.001``, a share of rows as ``14.0%``, a data
   range to 6 significant digits). Quantities are found anywhere in ``results.json`` (a mapping with ``id``,
@@ -35,7 +37,7 @@ from typing import Any
 
 from fme._utils.numfmt import fmt_est, fmt_nlm, fmt_num
 from fme.report.inputs.claims import KINDS
-from fme.report.inputs.quantities import Quantity, written
+from fme.report.inputs.quantities import Quantity, written, written_bounds, written_se
 
 __all__ = [
     "quantities",
@@ -99,6 +101,9 @@ def displayed(q: dict) -> set[str]:
         out.add(fmt_num(float(quantity.std_error) * quantity.unit.scale, decimals))
     out |= _numbers_in(quantity.label)
     out.update(tok for tok, _ in decimal_tokens(written(quantity)))  # its form: '< 0.001', '14.0%', '9.09959'
+    out.update(s for s in written_bounds(quantity) if s != "-")  # the bounds of a 'fixed:<decimals>' value
+    if quantity.std_error is not None:  # an interval table's SE: in the interval's decimals
+        out.add(written_se(quantity))
     return out
 
 
