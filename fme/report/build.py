@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .._utils.numfmt import count
 from ._notebook import logged_kernel_manager
 from .inputs.config import ConfigError, ReportConfig, config_error, config_from_dict, load_config
 from .inputs.sources import data_files, files_sha256
@@ -86,7 +87,7 @@ def input_digests(cfg: ReportConfig) -> dict[str, dict[str, str]]:
             of = (
                 f"file {spec['path']}"
                 if len(files) == 1
-                else (f"{len(files)} files of {spec['path']} (sha256 of their sorted names and sha256s)")
+                else (f"{count(len(files), 'file')} of {spec['path']} (sha256 of their sorted names and sha256s)")
             )
             out[label] = {"sha256": files_sha256(files, cfg.directory), "of": what + of}
         elif spec and "dataset" in spec:

@@ -26,6 +26,7 @@ import pandas as pd
 
 import fme
 
+from ..._utils.numfmt import count
 from ..._utils.validation import is_categorical
 from ...exceptions import FMEError
 from ...models import class_name, feature_names, refit_support
@@ -73,7 +74,7 @@ def resolve_target_class(cfg: ReportConfig, model: Any) -> Any:
             raise config_error(
                 cfg,
                 ("model",),
-                f"the model has {len(classes)} classes ({_names(classes)}); "
+                f"the model has {count(len(classes), 'class', 'classes')} ({_names(classes)}); "
                 "set model.target_class to the class whose probability to explain",
             )
         return classes[1]
@@ -252,7 +253,7 @@ def check_against_data(cfg: ReportConfig, model: Any, data: pd.DataFrame, refere
                 raise config_error(
                     cfg,
                     ("effects", i, "partition", "minbucket"),
-                    f"{minbucket} is more than the {len(data)} rows of the data; lower it",
+                    f"{minbucket} is more than the {count(len(data), 'row')} of the data; lower it",
                 )
     for j, f in enumerate((cfg.joint_regions or {}).get("features") or []):  # the joint tree's, likewise
         if f not in data.columns:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..._utils.numfmt import fmt_level
+from ..._utils.numfmt import count, fmt_level
 from ..._utils.validation import is_categorical
 from ...plotting import PlotStyle
 from ...plotting.data import rug_values
@@ -223,7 +223,7 @@ def _came_plot(part, cfg: ReportConfig, out_dir: Path, vid: str) -> dict:
     which = (
         f"{n_drawn} subspace" + ("s" if n_drawn != 1 else "")
         if n_drawn == n_all
-        else f"the {n_drawn} largest of {n_all} subspaces"
+        else f"the {n_drawn} largest of {count(n_all, 'subspace')}"
     )
     rows = {"all": int(part.root["n"]), "estimation": int(part.estimation_root["n"])} if honest else None
     return {

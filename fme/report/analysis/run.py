@@ -22,6 +22,7 @@ import pandas as pd
 import fme
 from fme.inference import RefitCache
 
+from ..._utils.numfmt import count
 from ..._utils.validation import is_dask_collection
 from ..inputs.comparison_measures import compact
 from ..inputs.config import ConfigError, ReportConfig, config_error
@@ -399,7 +400,7 @@ def run_effects(
                     audit_effect(model, data if sample is None else sample, out["result"], summ, target_class, roles)
                     if sample is None or int(out["result"].n) == int(summ["n"])
                     else not_audited(
-                        f"engine: dask keeps the rows out of core and the sample of {len(sample):,} rows holds "
+                        f"engine: dask keeps the rows out of core and the sample of {count(len(sample), 'row')} holds "
                         f"{int(out['result'].n):,} of the {int(summ['n']):,} evaluated rows; the second path reads "
                         "every evaluated row in memory"
                     )

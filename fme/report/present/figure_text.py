@@ -85,7 +85,7 @@ def figure_entries(
             )
             cap = (
                 f"Non-linearity measure of the fMEs of {step} (n = {fmt_int(v['n_nlm'])}; "
-                f"{fmt_int(fig['n_clipped'])} values below -1 drawn at -1; 1 = linear)."
+                f"{count(fig['n_clipped'], 'value')} below -1 drawn at -1; 1 = linear)."
             )
         elif k == "came-tree":
             p = v["partition"]

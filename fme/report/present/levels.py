@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._utils.numfmt import fmt_est, fmt_int, fmt_level, fmt_num, fmt_percent
+from ..._utils.numfmt import count, fmt_est, fmt_int, fmt_level, fmt_num, fmt_percent
 from ..inputs.quantities import Quantity, written
 from .flags import FLAG, OK
 
@@ -92,7 +92,7 @@ def level_rows(v: dict, cells: dict[str, str], noun: str) -> list[dict[str, str]
         )
         if name == "learner":
             where = (
-                f"test rows of {fmt_int(rec['n_splits'])} splits of {fmt_int(rec['n_rows'])} training {noun} "
+                f"test rows of {count(rec['n_splits'], 'split')} of {fmt_int(rec['n_rows'])} training {noun} "
                 f"({fmt_int(rec['n_test'])} each)"
             )
             inference = rec["inference"]
@@ -160,7 +160,7 @@ def level_sentences(v: dict, label: str, unit: str, noun: str) -> list[str]:
             f"{fmt_int(ln['n_rows'])} training {noun}, it gives {full}{unit_text}."
         )
         if ln.get("n_failed"):
-            text += f" {fmt_int(ln['n_failed'])} of {fmt_int(ln['repeats'])} splits failed and are left out."
+            text += f" {fmt_int(ln['n_failed'])} of {count(ln['repeats'], 'split')} failed and are left out."
         out.append(text)
     elif ln is not None:
         out.append(f"Learner level: not run ({ln['error']}).")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._utils.numfmt import fmt_est, fmt_g, fmt_int, fmt_level, fmt_num, fmt_share
+from ..._utils.numfmt import count, fmt_est, fmt_g, fmt_int, fmt_level, fmt_num, fmt_share
 from ..inputs.claims import enters_predictions
 from ..inputs.config import ReportConfig
 from ..inputs.measures import RANGE_FORMS, feature_quantities, range_quantities
@@ -109,7 +109,9 @@ def whole_model(results: dict, cfg: ReportConfig, scale: float, first_table: int
     n_rows = int((results.get("data") or {}).get("n_rows") or 0)
     for r in dic:
         if r["type"] == "categorical":
-            rng = ", ".join(r["levels"][:12]) + (f", ... ({len(r['levels'])} levels)" if len(r["levels"]) > 12 else "")
+            rng = ", ".join(r["levels"][:12]) + (
+                f", ... ({count(len(r['levels']), 'level')})" if len(r["levels"]) > 12 else ""
+            )
             sd = "-"
         else:
             q = feature_quantities(r, n_rows)  # minimum, maximum and SD as results.json types them
@@ -146,7 +148,7 @@ def fit_text(fit: dict | None) -> str | None:
             f"n = {fmt_int(fit['n'])} ({fmt_int(fit['n_target'])} of class {fit['target_class']}); on the "
             f"probability scale: AUC of class {fit['target_class']} against the rest {auc}, Brier score "
             f"{fmt_num(fit['brier'], 4)}, log loss {fmt_num(fit['log_loss'], 4)} "
-            f"({fit['n_classes']} classes)"
+            f"({count(fit['n_classes'], 'class', 'classes')})"
         )
     return f"n = {fmt_int(fit['n'])}, RMSE {fmt_num(fit['rmse'], 3)}, R² {fmt_num(fit['r2'], 3)}"
 

@@ -172,9 +172,10 @@ def shown_leaves(part: dict, vid: str) -> tuple[dict, str | None]:
     )
     n_left = sum(int(r["n"]) for r in leaves) - sum(int(r["n"]) for r in keep)
     note = (
-        f"This partition has {fmt_int(len(leaves))} subspaces; the tables below show the "
-        f"{MAX_LEAVES_SHOWN} with the most rows and leave out {fmt_int(len(leaves) - MAX_LEAVES_SHOWN)} "
-        f"subspaces holding {fmt_int(n_left)} rows. Every subspace, with its rule, n, cAME and CI, is in "
+        f"This partition has {count(len(leaves), 'subspace')}; the tables below show the "
+        f"{MAX_LEAVES_SHOWN} with the most rows and leave out "
+        f"{count(len(leaves) - MAX_LEAVES_SHOWN, 'subspace')} holding {count(n_left, 'row')}. Every subspace, "
+        "with its rule, n, cAME and CI, is in "
         f"tables/{vid}-leaves.csv, and with its hyperrectangle in results.json (partition.leaves). "
         "The config key partition: max_leaves (default 8) prunes the tree to a readable size."
     )
@@ -225,8 +226,8 @@ def where_came_holds(part: dict, noun: str = "observations", sample: dict | None
         ranges = "; ".join(f"{b['feature']} {_evaluated(b)} (hyperrectangle {b['range']})" for b in split)
         if ranges and sampled:
             ranges = (
-                f"over the seeded sample's rows in it ({fmt_int(sample['rows'])} of all {fmt_int(sample['of'])} "
-                f"rows drawn), {ranges}"
+                f"over the seeded sample's rows in it ({fmt_int(sample['rows'])} of all "
+                f"{count(int(sample['of']), 'row')} drawn), {ranges}"
             )
         text = (
             f"The cAME of leaf {leaf['node']} ({leaf['rule']}) applies only where it was evaluated, "

@@ -34,21 +34,21 @@ def sample_note(data: dict) -> dict[str, str] | None:
         return None
     tree = info.get("tree_sample_size")  # results.json of an older fme lack it
     at_most = f"at most {fmt_int(tree)} evaluated rows" if tree is not None else "evaluated rows"
-    n, k = fmt_int(info["of"]), fmt_int(info["rows"])
+    rows, k = count(int(info["of"]), "row"), fmt_int(info["rows"])
     drawn = (
-        f"every one of the {n} rows (the data have no more rows than sample_size {fmt_int(info['size'])})"
+        f"every one of the {rows} (the data have no more rows than sample_size {fmt_int(info['size'])})"
         if info["all_rows"]
-        else f"a seeded sample of {k} of the {n} rows (seed {info['seed']}, sample_size {fmt_int(info['size'])})"
+        else f"a seeded sample of {k} of the {rows} (seed {info['seed']}, sample_size {fmt_int(info['size'])})"
     )
     effect = (
-        f"Computed out of core (engine: dask). Over all {n} rows: the row counts and exclusions, the AME with "
+        f"Computed out of core (engine: dask). Over all {rows}: the row counts and exclusions, the AME with "
         "its CI and quartiles, the NLM summaries, the AME with extrapolation points, the step sensitivity "
         f"and the cAMEs of the subspaces. From {drawn}: the figures below, the per-row table, where the "
         "extrapolation points are, the evaluated ranges of the subspaces and the stability refits; the cAME "
         f"tree is grown on fme's own seeded sample of {at_most}."
     )
     appendix = (
-        f"engine: dask; summaries over all {n} rows, per-row figures and tables from {drawn}. Based on the "
+        f"engine: dask; summaries over all {rows}, per-row figures and tables from {drawn}. Based on the "
         f"sample: {', '.join(info['based_on_sample'])}; the cAME tree's splits: fme's seeded sample of "
         f"{at_most}. Over all "
         f"rows: {', '.join(info['all_rows_items'])}."
