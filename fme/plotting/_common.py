@@ -105,7 +105,8 @@ class PlotStyle:
         ``extrapolation``, ``arrow``, ``reference``, ``text``, ``edge``, ``bars``, ``came``, ``rug``, ``fill``
         (histogram bars; default the ``points`` colour at ``fill_alpha``).
     fontsize : mapping, optional
-        Font size (pt) per role, merged over :data:`FONTSIZE`: ``label``, ``tick``, ``legend``, ``note``.
+        Font size (pt) per role, merged over the defaults (``FONTSIZE`` of ``fme.plotting._common``): ``label``,
+        ``tick``, ``legend``, ``note``.
     hollow_points : bool, default=False
         Draw scatter points as outlined circles (a second encoding that survives greyscale printing and
         overplotting) instead of filled, semi-transparent ones.
@@ -233,7 +234,7 @@ def new_axes(ax: Axes | None, figsize: tuple[float, float] = (6.4, 4.6)) -> Axes
 
 
 def style_axes(ax: Axes, xlabel: str, ylabel: str, style: PlotStyle | None = None) -> None:
-    """Axis labels and tick sizes of ``style`` (default :data:`FONTSIZE`); no top or right spine."""
+    """Axis labels and tick sizes of ``style`` (default ``FONTSIZE``); no top or right spine."""
     st = resolve_style(style)
     ax.set_xlabel(xlabel, fontsize=st.size("label"))
     ax.set_ylabel(ylabel, fontsize=st.size("label"))
