@@ -115,7 +115,8 @@ def came(
         Grow the tree on standardised fMEs (of several effects: each column by its own SD). CTREE's
         statistics and p-values are invariant to this, but partykit's *absolute* variance tolerance
         (1.5e-8) stops trees on tiny-scale responses such as probabilities or
-        small steps (CTREE spec §9); standardising removes that artefact.
+        small steps (CTREE spec §9); standardising removes that artefact. (GADGET and other tools call it
+        ``scale``; passing ``scale=`` is refused with this name.)
         Reported figures are always on the fME scale.
     sample_size : int, optional
         Effects of Dask data (:func:`fme.fme` on a ``dask.dataframe.DataFrame``)

@@ -295,6 +295,16 @@ def test_misspelt_tree_parameter_lists_valid_names(method, valid):
         fme.came(_grade_effects(), method=method, minbuckets=5)
 
 
+@pytest.mark.parametrize(("given", "name"), [("scale", "standardize"), ("n_leaves", "n_partitions")])
+def test_another_tool_s_name_for_a_came_argument_names_fme_s(given, name):
+    """What other tools call ``scale=`` (GADGET) is fme's ``standardize=``: the error names it, for one effect
+    and for a joint partition alike."""
+    eff = _grade_effects()
+    for effects in (eff, [eff, eff]):
+        with pytest.raises(ParameterError, match=rf"fme.came has no argument {given}=; it is called {name}= here"):
+            fme.came(effects, **{given: 3})
+
+
 def test_features_as_one_string_and_empty_features():
     eff = _grade_effects()
     assert fme.came(eff, features="grade").features == ["grade"]
