@@ -4,6 +4,7 @@ columns, the levels of categorical factors (``C(x)``) and the ranges of B-spline
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ __all__ = [
     "check_spline_bounds",
     "spline_terms",
     "spline_error",
-    "predict_checked",
+    "spline_checked",
 ]
 
 
@@ -232,8 +233,8 @@ def spline_terms(model: Any) -> list[tuple[str | None, float, float, str]]:
 def spline_bounds(model: Any) -> dict[str, tuple[float, float, str]]:
     """column -> (lower, upper, term) of every data column that enters a statsmodels formula through a B-spline
     of the bare column (``bs(x, ...)``, patsy or formulaic engine): the spline's boundary knots (by default the
-    training range of ``x``). Both engines refuse to evaluate the spline outside them (patsy with a
-    ``NotImplementedError``, formulaic's default ``extrapolation='raise'``). A column with several splines gets
+    training range of ``x``). Both engines refuse to evaluate the spline outside them (patsy always, formulaic
+    with its default ``extrapolation='raise'``). A column with several splines gets
     the narrowest range."""
     out: dict[str, tuple[float, float, str]] = {}
     for col, lo, hi, code in spline_terms(model):
@@ -271,10 +272,11 @@ def spline_error(exc: BaseException, model: Any) -> DataError | None:
     )
 
 
-def predict_checked(model: Any, frame: pd.DataFrame, **kwargs: Any) -> Any:
-    """``model.predict(frame, **kwargs)`` with a B-spline outside its knots reported by :func:`spline_error`."""
+def spline_checked(model: Any, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``call(*args, **kwargs)`` (``model``'s predict, its design matrix) with a B-spline outside its knots
+    reported by :func:`spline_error`."""
     try:
-        return model.predict(frame, **kwargs)
+        return call(*args, **kwargs)
     except Exception as exc:
         err = spline_error(exc, model)
         if err is None:

@@ -27,7 +27,7 @@ from .._utils.numfmt import count
 from .._utils.validation import is_dask_collection
 from ..exceptions import DataError, ModelError, ParameterError
 from .base import ModelAdapter, Prediction, Support, check_vcov, module_of, numerical_jacobian, register_adapter
-from .formula import check_spline_bounds, factor_levels, formula_info, predict_checked, spline_bounds
+from .formula import check_spline_bounds, factor_levels, formula_info, spline_bounds, spline_checked
 from .identity import Walk
 from .statsmodels_results import design_matrix, is_statsmodels_results, mean_functions, results_text
 
@@ -108,7 +108,7 @@ class StatsmodelsAdapter(ModelAdapter):
 
     def _predict_all(self, frame: pd.DataFrame) -> np.ndarray:
         self.check_bounds(frame)
-        return np.asarray(predict_checked(self.model, frame))
+        return np.asarray(spline_checked(self.model, self.model.predict, frame))
 
     def _multinomial_jacobian(self, frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
         """Probabilities of the target outcome at each frame, and the Jacobian of their stack in the
@@ -147,8 +147,8 @@ class StatsmodelsAdapter(ModelAdapter):
 
     def _predict_frame(self, frame: pd.DataFrame) -> np.ndarray:
         self.check_bounds(frame)
-        off = self.offset_values(frame)
-        return np.asarray(predict_checked(self.model, frame, **({} if off is None else {"offset": off})))
+        off = {} if (o := self.offset_values(frame)) is None else {"offset": o}
+        return np.asarray(spline_checked(self.model, self.model.predict, frame, **off))
 
     def columns_for(self, columns: Sequence[Any]) -> list[str] | None:
         names = self.feature_names

@@ -13,7 +13,7 @@ import pandas as pd
 from scipy import special, stats
 
 from ..exceptions import DataError
-from .formula import spline_error
+from .formula import spline_checked
 from .identity import array_text, class_path
 
 __all__ = ["is_statsmodels_results", "design_matrix", "mean_functions", "results_text"]
@@ -26,13 +26,7 @@ def is_statsmodels_results(model: Any) -> bool:
 
 def design_matrix(results: Any, frame: pd.DataFrame) -> np.ndarray:
     """The design matrix statsmodels' own ``results.predict(frame)`` would use."""
-    try:
-        exog, _ = results._transform_predict_exog(frame, transform=True)
-    except Exception as exc:
-        err = spline_error(exc, results)
-        if err is None:
-            raise
-        raise err from exc
+    exog, _ = spline_checked(results, results._transform_predict_exog, frame, transform=True)
     exog = np.asarray(exog, dtype=float)
     if exog.shape[0] != len(frame) or not np.isfinite(exog).all():
         raise DataError(

@@ -46,6 +46,7 @@ __all__ = [
     "pyplot",
     "new_axes",
     "style_axes",
+    "legend_above",
     "step_label",
     "feature_label",
     "measure_column",
@@ -243,6 +244,22 @@ def style_axes(ax: Axes, xlabel: str, ylabel: str, style: PlotStyle | None = Non
 
 
 # ----------------------------------------------------------------- labels
+def legend_above(ax: Axes, handles: Sequence[Any], labels: Sequence[str], style: PlotStyle, ncols: int = 1) -> Any:
+    """A frameless legend in a band above the axes, as wide as they are: inside, any corner may hold a point
+    or the tallest bar."""
+    return ax.legend(
+        handles,
+        labels,
+        fontsize=style.size("legend"),
+        loc="lower left",
+        bbox_to_anchor=(0.0, 1.02, 1.0, 0.1),
+        mode="expand",
+        borderaxespad=0.0,
+        ncols=ncols,
+        frameon=False,
+    )
+
+
 def step_label(step: Step, units: Mapping[str, str]) -> str:
     """``rm + 1 rooms`` / ``crim − 5`` / ``chas → 1``: the step as shown in labels."""
     if not step.is_numeric:

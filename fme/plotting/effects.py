@@ -33,6 +33,7 @@ from ._common import (
     check_effects,
     feature_label,
     fmt_num,
+    legend_above,
     measure_column,
     new_axes,
     place_arrow,
@@ -569,14 +570,4 @@ class FMEDisplay:
             labels.append(text)
         if handles:
             # Above the axes: inside, even the emptiest corner ("best") may hold the most extreme point.
-            self.legend_ = ax.legend(
-                handles,
-                labels,
-                fontsize=self.style_.size("legend"),
-                loc="lower left",
-                bbox_to_anchor=(0.0, 1.02, 1.0, 0.1),
-                mode="expand",
-                borderaxespad=0.0,
-                ncols=2,
-                frameon=False,
-            )
+            self.legend_ = legend_above(ax, handles, labels, self.style_, ncols=2)

@@ -16,7 +16,16 @@ import pandas as pd
 
 from .._utils.validation import is_categorical
 from ..exceptions import FeatureError, ParameterError
-from ._common import PlotStyle, check_effects, feature_label, new_axes, resolve_style, step_label, style_axes
+from ._common import (
+    PlotStyle,
+    check_effects,
+    feature_label,
+    legend_above,
+    new_axes,
+    resolve_style,
+    step_label,
+    style_axes,
+)
 from .data import finite_part, histogram_edges
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -207,15 +216,5 @@ class ExtrapolationDisplay:
             handles.append(Line2D([], [], linestyle="none"))
             texts.append(self.not_drawn_)
         # above the axes: inside, a legend covered the tallest bins
-        self.legend_ = ax.legend(
-            handles,
-            texts,
-            fontsize=st.size("legend"),
-            loc="lower left",
-            bbox_to_anchor=(0.0, 1.02, 1.0, 0.1),
-            mode="expand",
-            borderaxespad=0.0,
-            ncols=2,
-            frameon=False,
-        )
+        self.legend_ = legend_above(ax, handles, texts, st, ncols=2)
         return self

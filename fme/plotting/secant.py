@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import DataError, ParameterError, StepError
-from ._common import PlotStyle, check_effects, fmt_num, new_axes, resolve_style, step_label, style_axes
+from ._common import PlotStyle, check_effects, fmt_num, legend_above, new_axes, resolve_style, step_label, style_axes
 from .data import finite_rows
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -259,16 +259,7 @@ class SecantTangentDisplay:
             labels.append(self.drawn_.note)
         # Above the axes, where no point can be: inside, a corner may hold the only point (one row, or all
         # rows equal, sit in the middle of a legend-sized square).
-        self.legend_ = ax.legend(
-            handles,
-            labels,
-            fontsize=st.size("legend"),
-            loc="lower left",
-            bbox_to_anchor=(0.0, 1.02, 1.0, 0.1),
-            mode="expand",
-            borderaxespad=0.0,
-            frameon=False,
-        )
+        self.legend_ = legend_above(ax, handles, labels, st)
         return self
 
     def _plot_without_tangent(self, ax: Axes, text: str) -> None:

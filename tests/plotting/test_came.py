@@ -13,17 +13,6 @@ from fme.plotting import CAMEDisplay, PlotStyle
 from fme.plotting.came import largest_leaves
 
 
-@pytest.fixture
-def pyplot():
-    mpl = pytest.importorskip("matplotlib")
-    mpl.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    yield plt
-    plt.close("all")
-
-
 @pytest.fixture(scope="module")
 def effects():
     rng = np.random.default_rng(5)

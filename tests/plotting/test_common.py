@@ -30,17 +30,6 @@ HOUSE = PlotStyle(
 )
 
 
-@pytest.fixture
-def pyplot():
-    mpl = pytest.importorskip("matplotlib")
-    mpl.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    yield plt
-    plt.close("all")
-
-
 @pytest.fixture(scope="module")
 def eff():
     rng = np.random.default_rng(3)

@@ -28,18 +28,6 @@ from fme.plotting.tree import edge_label, leaf_label, tree_layout
 from fme.steps import Step
 
 
-@pytest.fixture
-def pyplot():
-    """pyplot on the Agg backend, figures closed before and after (as sklearn's fixture)."""
-    mpl = pytest.importorskip("matplotlib")
-    mpl.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    yield plt
-    plt.close("all")
-
-
 def square(d: pd.DataFrame) -> pd.Series:
     return d["x"] ** 2
 

@@ -12,17 +12,6 @@ from fme.exceptions import ParameterError
 from fme.plotting import ExtrapolationDisplay, PlotStyle
 
 
-@pytest.fixture
-def pyplot():
-    mpl = pytest.importorskip("matplotlib")
-    mpl.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    yield plt
-    plt.close("all")
-
-
 @pytest.fixture(scope="module")
 def data() -> pd.DataFrame:
     rng = np.random.default_rng(2)

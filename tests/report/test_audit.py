@@ -7,6 +7,8 @@ from pathlib import Path
 from fme.report.inputs.config import ReportConfig
 from fme.report.present.audit import audit_context, hash_rows
 
+from .configs import bare_config
+
 H = {
     "model": {"sha256": "a" * 64, "of": "fitted model: file m.joblib"},
     "data": {"sha256": "b" * 64, "of": "file d.csv"},
@@ -33,18 +35,7 @@ def test_hash_rows_every_input_and_the_results_file():
 
 
 def _config(model: dict) -> ReportConfig:
-    return ReportConfig(
-        title="T",
-        owner="O",
-        intended_use="U",
-        model=model,
-        data={},
-        target="y",
-        effects=(),
-        path=Path("c.yaml"),
-        directory=Path("."),
-        name="c",
-    )
+    return bare_config(Path("."), model=model)
 
 
 def test_audit_context_model_version_platform_and_resolved_config():

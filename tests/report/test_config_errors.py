@@ -8,16 +8,9 @@ import pytest
 
 from fme.report.inputs.config import ConfigError, load_config
 
-HEAD = """\
-title: T
-owner: O
-intended_use: U
-model: {joblib: m.joblib}
-data: {path: data.csv}
-target: y
-effects:
-  - steps: {x1: 1}
-"""
+from .configs import MINIMAL_YAML
+
+HEAD = MINIMAL_YAML
 
 
 def _error(tmp_path, extra: str) -> str:

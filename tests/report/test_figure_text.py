@@ -5,21 +5,11 @@ from __future__ import annotations
 from fme.report.inputs.config import ReportConfig
 from fme.report.present.figure_text import figure_entries
 
+from .configs import bare_config
+
 
 def _cfg(tmp_path, unit: str = "") -> ReportConfig:
-    return ReportConfig(
-        title="T",
-        owner="O",
-        intended_use="U",
-        model={},
-        data={},
-        target="y",
-        effects=(),
-        path=tmp_path / "c.yaml",
-        directory=tmp_path,
-        name="c",
-        target_unit=unit,
-    )
+    return bare_config(tmp_path, target_unit=unit)
 
 
 def _tree(honest: bool) -> dict:

@@ -18,6 +18,8 @@ import pytest
 pytest.importorskip("papermill")
 from fme.report.build import build_report  # noqa: E402
 
+from .configs import bare_config
+
 pytestmark = pytest.mark.slow
 
 
@@ -182,24 +184,12 @@ def test_tree_figure_numbers_equal_the_leaf_table_cells():
 
 def test_more_than_16_leaves_gives_dot_plot_and_tables_only(tmp_path):
     from fme.report.analysis import figures
-    from fme.report.inputs.config import EffectConfig, ReportConfig
+    from fme.report.inputs.config import EffectConfig
 
     part = _staircase(24)
     assert len(part.leaves) > 16
     (tmp_path / "figures").mkdir()
-    cfg = ReportConfig(
-        title="t",
-        owner="o",
-        intended_use="u",
-        model={},
-        data={},
-        target="y",
-        effects=(),
-        path=tmp_path / "c.yaml",
-        directory=tmp_path,
-        name="c",
-        figures={"width": 6.4, "png_dpi": 50, "max_points": 100},
-    )
+    cfg = bare_config(tmp_path, figures={"width": 6.4, "png_dpi": 50, "max_points": 100})
     eff = EffectConfig(
         id="x", steps={"x": 0.5}, conf_level=0.95, inference={"method": "sample"}, extrapolation={"method": "none"}
     )
@@ -378,19 +368,8 @@ def test_tree_text_in_the_pdf_stays_legible(k):
 
 # ------------------------------------------------------------------ drawn by fme.plotting, in the report's style
 def _report_config(tmp_path: Path, **figures):
-    from fme.report.inputs.config import ReportConfig
-
-    return ReportConfig(
-        title="t",
-        owner="o",
-        intended_use="u",
-        model={},
-        data={},
-        target="y",
-        effects=(),
-        path=tmp_path / "c.yaml",
-        directory=tmp_path,
-        name="c",
+    return bare_config(
+        tmp_path,
         units={"x": "years"},
         target_unit="USD",
         figures={"width": 6.4, "png_dpi": 40, "max_points": 100, **figures},

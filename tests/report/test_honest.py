@@ -13,6 +13,8 @@ pytest.importorskip("jsonschema")
 
 from fme.report.inputs.config import ConfigError, load_config  # noqa: E402
 
+from .configs import bare_config
+
 
 def _setup(tmp_path: Path, partition: str) -> tuple:
     import joblib
@@ -144,21 +146,9 @@ def test_honest_figures_and_leaf_table_count_one_set_of_rows(tmp_path, monkeypat
 def test_a_tree_whose_panels_draw_a_sample_says_so(tmp_path):
     """On Dask data beyond sample_size estimation rows the panels draw a seeded sample of them: the caption gives
     its size; with every estimation row drawn it says nothing of a sample."""
-    from fme.report.inputs.config import ReportConfig
     from fme.report.present.figure_text import figure_entries
 
-    cfg = ReportConfig(
-        title="T",
-        owner="O",
-        intended_use="U",
-        model={},
-        data={},
-        target="y",
-        effects=(),
-        path=tmp_path / "c.yaml",
-        directory=tmp_path,
-        name="c",
-    )
+    cfg = bare_config(tmp_path)
     p = {
         "leaves": [{"box": [{"feature": "z", "restricted": True}]}] * 2,
         "method": "cart",

@@ -116,19 +116,25 @@ def ari_median(v: dict) -> Quantity | None:
     )
 
 
+def _global_test(v: dict) -> tuple[dict, RowSet]:
+    """The partition's global test that all leaf cAMEs are equal (empty where it has none) and the rows of its
+    leaves."""
+    part = v.get("partition") or {}
+    n = sum(int(leaf.get("n") or 0) for leaf in part.get("leaves") or [])
+    return (part.get("tests") or {}).get("global") or {}, RowSet("rows of the leaves", n)
+
+
 def global_p(v: dict) -> Quantity | None:
     """The p-value of the global test that all leaf cAMEs are equal (only where the partition has one)."""
-    part = v.get("partition") or {}
-    g = (part.get("tests") or {}).get("global") or {}
+    g, rows = _global_test(v)
     if g.get("p_value") is None:
         return None
-    n = sum(int(leaf.get("n") or 0) for leaf in part.get("leaves") or [])
     return Quantity(
         f"{_vid(v)}/global_test_p",
         "p-value of the global test of equal leaf cAMEs",
         g["p_value"],
         UNITLESS,
-        RowSet("rows of the leaves", n),
+        rows,
         form="p",
     )
 
@@ -315,17 +321,15 @@ def leaf_share(vid: str, leaf: dict, total: RowSet, key: str | None = None) -> Q
 
 def global_statistic(v: dict) -> Quantity | None:
     """The Wald statistic of the global test that all leaf cAMEs are equal, two decimals."""
-    part = v.get("partition") or {}
-    g = (part.get("tests") or {}).get("global") or {}
+    g, rows = _global_test(v)
     if g.get("statistic") is None:
         return None
-    n = sum(int(leaf.get("n") or 0) for leaf in part.get("leaves") or [])
     return Quantity(
         f"{_vid(v)}/global_test_statistic",
         "Wald statistic of the global test of equal leaf cAMEs",
         g["statistic"],
         UNITLESS,
-        RowSet("rows of the leaves", n),
+        rows,
         form="fixed:2",
     )
 
