@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ._utils.threads import rows_per_thread, run_ranges
 from ._utils.validation import check_data, is_categorical, is_complex, is_numeric, mixed_object_numbers
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 
@@ -339,11 +340,7 @@ def apply_steps(frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, An
     columns keep their dtypes; categorical columns stay categorical.
     """
     if all_float(frame) and all(s.is_numeric for s in steps):
-        # One consolidated float block: the model's ``np.asarray(frame)`` is then a view, not a copy.
-        arr = frame.to_numpy(dtype=float, copy=True)
-        for step in steps:
-            arr[:, frame.columns.get_loc(step.feature)] += numeric_shift(step, h)
-        return pd.DataFrame(arr, index=frame.index, columns=frame.columns, copy=False)
+        return _moved_float_block(frame, steps, h)
     out = frame.copy(deep=False)
     n = len(frame)
     for step in steps:
@@ -353,6 +350,41 @@ def apply_steps(frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, An
         else:
             out[step.feature] = set_level(col, step.value, n)
     return out
+
+
+def _column_shifts(
+    frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, Any] | None, n: int
+) -> dict[int, list[np.ndarray]]:
+    """The numeric steps' shifts (length ``n``, broadcast from a step's value) by column position, in order."""
+    shifts: dict[int, list[np.ndarray]] = {}
+    for step in steps:
+        j = frame.columns.get_loc(step.feature)
+        shifts.setdefault(j, []).append(np.broadcast_to(np.asarray(numeric_shift(step, h), dtype=float), (n,)))
+    return shifts
+
+
+def _moved_float_block(frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, Any] | None) -> pd.DataFrame:
+    """x + h of an all-float frame as one fresh float block (the model's ``np.asarray(frame)`` is then a view, not
+    a copy): the unmoved columns copied and the moved ones written as x + h in one pass each (not copied, then
+    added to), row ranges on several threads (one thread does not fill the memory's bandwidth here)."""
+    n, p = frame.shape
+    base = frame.to_numpy(dtype=float)
+    shifts = _column_shifts(frame, steps, h, n)
+    out = np.empty((p, n))  # pandas' own block layout, columns x rows
+
+    def fill(lo: int, hi: int) -> None:
+        for j in range(p):
+            x = base[lo:hi, j]
+            if j not in shifts:
+                out[j, lo:hi] = x
+                continue
+            first, *more = shifts[j]
+            np.add(x, first[lo:hi], out=out[j, lo:hi])
+            for shift in more:
+                out[j, lo:hi] += shift[lo:hi]
+
+    run_ranges(fill, n, align=8, min_rows=rows_per_thread(p))
+    return pd.DataFrame(out.T, index=frame.index, columns=frame.columns, copy=False)
 
 
 def stack_path(
@@ -374,17 +406,28 @@ def stack_path(
     n = len(frame)
     ts = np.asarray(ts, dtype=float)
     if all_float(frame):
-        # Build the block column by column, (features, nodes, rows) in C order: each write is
-        # contiguous and the DataFrame wraps it without a copy (pandas keeps blocks as columns x rows).
+        # Built (features, nodes, rows) in C order: each write is contiguous and the DataFrame wraps it without a
+        # copy (pandas keeps blocks as columns x rows); row ranges on several threads, as for x + h.
         base_t = frame.to_numpy(dtype=float).T
         shape = (frame.shape[1], ts.size, n)
         size = shape[0] * shape[1] * shape[2]
         arr = buffer[:size].reshape(shape) if buffer is not None and buffer.size >= size else np.empty(shape)
-        arr[:] = base_t[:, None, :]
-        for step in steps:
-            j = frame.columns.get_loc(step.feature)
-            shift = np.broadcast_to(numeric_shift(step, h), (n,))
-            arr[j] += ts[:, None] * shift[None, :]
+        shifts = _column_shifts(frame, steps, h, n)
+
+        def fill(lo: int, hi: int) -> None:
+            for j in range(shape[0]):
+                out, x = arr[j, :, lo:hi], base_t[j, None, lo:hi]
+                if j not in shifts:
+                    out[:] = x
+                    continue
+                first, *more = shifts[j]
+                # t h + x is x + t h to the bit (addition commutes in IEEE arithmetic); no copy of x first
+                np.multiply(ts[:, None], first[None, lo:hi], out=out)
+                out += x
+                for shift in more:
+                    out += ts[:, None] * shift[None, lo:hi]
+
+        run_ranges(fill, n, align=8, min_rows=rows_per_thread(size // max(1, n)))
         return pd.DataFrame(arr.reshape(frame.shape[1], ts.size * n).T, columns=frame.columns, copy=False)
     out = frame.take(np.tile(np.arange(n), ts.size))
     out.index = pd.RangeIndex(out.shape[0])

@@ -333,3 +333,58 @@ def test_min_step_fraction_is_the_share_shrinking_keeps():
     assert res.extrapolated.index.tolist() == [2, 3]
     assert res.extrapolated["reason"].tolist() == [f"no step of at least {MIN_STEP_FRACTION:g} h stays inside"] * 2
     np.testing.assert_allclose(res.results["step_x"] / 4.0, [1.0, MIN_STEP_FRACTION], rtol=1e-9)
+
+
+# ------------------------------------------------------------ all-float frames: one block, row ranges on threads
+def _float_frame(n: int, p: int, blocks: bool) -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    cols = {f"x{j}": rng.normal(size=n) * 10.0 ** rng.integers(-5, 6) for j in range(p)}
+    if blocks:  # one block per column (pandas interleaves them into a fresh array)
+        frame = pd.DataFrame(index=pd.RangeIndex(n))
+        for name, values in cols.items():
+            frame[name] = values
+        return frame
+    return pd.DataFrame(np.column_stack(list(cols.values())), columns=list(cols))
+
+
+@pytest.mark.parametrize("blocks", [False, True])
+@pytest.mark.parametrize("k", [1, 3])
+def test_float_x_plus_h_is_x_plus_h_to_the_bit_on_any_threads(
+    monkeypatch: pytest.MonkeyPatch, blocks: bool, k: int
+) -> None:
+    from fme._utils import threads
+
+    monkeypatch.setattr(threads, "thread_count", lambda: k)
+    monkeypatch.setattr(threads, "MIN_CELLS_PER_THREAD", 50)
+    frame = _float_frame(1_003, 4, blocks)
+    before = frame.copy()
+    h = {"x2": np.random.default_rng(4).normal(size=len(frame))}
+    steps = (Step("x0", "numeric", 0.1), Step("x2", "numeric", 1.0))
+    out = apply_steps(frame, steps, h)
+    pd.testing.assert_frame_equal(frame, before)  # the caller's frame untouched
+    want = frame.to_numpy().copy()
+    want[:, 0] += 0.1
+    want[:, 2] += h["x2"]
+    np.testing.assert_array_equal(out.to_numpy(), want)
+    assert out.index.equals(frame.index) and list(out.columns) == list(frame.columns)
+    assert not np.shares_memory(out.to_numpy(), frame.to_numpy())
+    out.iloc[0, 1] = 1e300  # its own memory: writing to it leaves the caller's frame as it was
+    pd.testing.assert_frame_equal(frame, before)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_float_path_stack_is_x_plus_t_h_to_the_bit_on_any_threads(monkeypatch: pytest.MonkeyPatch, k: int) -> None:
+    from fme._utils import threads
+
+    monkeypatch.setattr(threads, "thread_count", lambda: k)
+    monkeypatch.setattr(threads, "MIN_CELLS_PER_THREAD", 50)
+    frame = _float_frame(517, 3, False)
+    ts = np.array([0.0, 0.3, 0.7, 1.0])
+    h = {"x1": np.linspace(-2.0, 3.0, len(frame))}
+    steps = (Step("x1", "numeric", 1.0), Step("x2", "numeric", 0.25), Step("x2", "numeric", -3.0))
+    got = stack_path(frame, steps, ts, h, buffer=np.full(10_000, np.nan)).to_numpy()
+    x = frame.to_numpy()
+    want = np.concatenate([x] * ts.size)
+    want[:, 1] = np.concatenate([x[:, 1] + t * h["x1"] for t in ts])
+    want[:, 2] = np.concatenate([(x[:, 2] + t * 0.25) + t * -3.0 for t in ts])  # the steps in their order
+    np.testing.assert_array_equal(got, want)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._utils.jit import njit
+from .._utils.threads import run_ranges
 
 __all__ = ["level0", "quad_state"]
 
@@ -26,7 +27,9 @@ _TILE = 64
 
 
 @njit(nogil=True, error_model="numpy")
-def _level0(V, f0, F, u, wk, wg, idx, wts, npts, leb, pts, share_at, ulps, outlier, tv_factor, given_c, *out):
+def _level0(
+    V, f0, F, u, wk, wg, idx, wts, npts, leb, pts, share_at, ulps, outlier, tv_factor, given_c, first, last, *out
+):
     scale, c, jumps, K, G, P, cut, iso = out
     n_nodes, n, C = V.shape
     n_pts = n_nodes + 2
@@ -57,8 +60,8 @@ def _level0(V, f0, F, u, wk, wg, idx, wts, npts, leb, pts, share_at, ulps, outli
     beside = np.empty(T)
     tied = np.empty(T, dtype=np.bool_)
     eq = np.empty((n_gaps, T), dtype=np.bool_)
-    for start in range(0, n, T):
-        m = min(T, n - start)
+    for start in range(first, last, T):
+        m = min(T, last - start)
         for r in range(m):
             tied[r] = False
         for g in range(n_gaps):
@@ -258,32 +261,11 @@ def level0(
     given_c = n * C == 1
     if given_c:
         c[:] = np.einsum("j,jnc->nc", wk, V - f0[None])
-    _level0(
-        V,
-        f(f0),
-        f(F),
-        f(u),
-        f(wk),
-        f(wg),
-        idx,
-        wts,
-        npts,
-        leb,
-        f(pts),
-        float(share_at),
-        float(ulps),
-        float(outlier),
-        float(tv_factor),
-        given_c,
-        scale,
-        c,
-        jumps,
-        K,
-        G,
-        P,
-        cut,
-        iso,
-    )
+    args = (V, f(f0), f(F), f(u), f(wk), f(wg), idx, wts, npts, leb, f(pts))
+    args += (float(share_at), float(ulps), float(outlier), float(tv_factor), given_c)
+    outs = (scale, c, jumps, K, G, P, cut, iso)
+    # every row on its own: the rows cut into ranges, one per thread, give the same numbers
+    run_ranges(lambda lo, hi: _level0(*args, lo, hi, *outs), n, align=_TILE)
     return scale, c, jumps, K, G, P, cut, iso
 
 

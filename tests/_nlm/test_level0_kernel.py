@@ -90,3 +90,21 @@ def test_compiled_quad_state_equals_the_numpy_one(seed: int, C: int) -> None:
     got = quad_state(n, c, scale, qr, qK, qG, qP, CONSTANT_ULPS)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_level0_on_several_threads_equals_one_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows cut into ranges on three threads (tails shorter than a tile included) give the same bits."""
+    from fme._nlm import level0_kernel
+    from fme._utils import threads
+
+    V, f0, F = _paths(7, 1_000, 2)
+    monkeypatch.setattr(threads, "thread_count", lambda: 1)
+    one = level0(V, f0, F, U, WK, WG, *R.LEVEL0_CONSTANTS)
+    monkeypatch.setattr(threads, "thread_count", lambda: 3)
+    monkeypatch.setattr(threads, "MIN_ROWS_PER_THREAD", 100)
+    calls: list[int] = []
+    monkeypatch.setattr(level0_kernel, "run_ranges", lambda *a, **k: calls.append(threads.run_ranges(*a, **k)))
+    many = level0(V, f0, F, U, WK, WG, *R.LEVEL0_CONSTANTS)
+    assert calls == [3]
+    for name, a, b in zip(("scale", "c", "jumps", "K", "G", "P", "cut", "iso"), one, many):
+        np.testing.assert_array_equal(a, b, err_msg=name)

@@ -1,0 +1,71 @@
+"""Row ranges of a compiled kernel or a NumPy fill on several threads.
+
+fme's compiled kernels (``njit(nogil=True)``, :mod:`fme._utils.jit`) and NumPy's copies and arithmetic release the
+GIL, so the rows of one call can be cut into contiguous ranges and each range run on its own thread. Every row
+is computed on its own, in the same operations, so every number is the same whatever the ranges (the tests of
+each caller check it against one range). The threads live for one call (no pool is left behind, or half-made
+across a ``fork``); their count is numba's configured one (``NUMBA_NUM_THREADS``: the machine's cores by
+default; set it to 1 for one thread), and a call too small to repay a thread's start runs on the caller's.
+
+A model that computes with OpenBLAS leaves its threads spinning for a while after each call; on a machine with
+few cores they compete with these threads (``OPENBLAS_NUM_THREADS=1`` for such a model, see
+benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+__all__ = ["MIN_CELLS_PER_THREAD", "MIN_ROWS_PER_THREAD", "rows_per_thread", "run_ranges", "thread_count"]
+
+#: Rows a thread must have before a call is cut (a thread starts in about 0.1 ms; a kernel's row takes 0.1-1 us).
+MIN_ROWS_PER_THREAD = 32_768
+
+#: Cells a thread must write before a copy is cut (a thread starts in about 0.1 ms; a cell takes about 0.5 ns).
+MIN_CELLS_PER_THREAD = 1 << 20
+
+
+def rows_per_thread(cells_per_row: int) -> int:
+    """The least rows of a thread that writes ``cells_per_row`` cells per row (:data:`MIN_CELLS_PER_THREAD`):
+    NumPy's copies and arithmetic release the GIL, and on these machines one thread does not fill the memory's
+    bandwidth (a 440 MB broadcast copy: 17 ms on one thread, 10 ms on two)."""
+    return max(1, MIN_CELLS_PER_THREAD // max(1, cells_per_row))
+
+
+def thread_count() -> int:
+    """The threads a kernel may use: numba's configured count (``NUMBA_NUM_THREADS``), at least 1."""
+    import numba
+
+    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+
+
+def run_ranges(work: Callable[[int, int], None], n: int, align: int = 64, min_rows: int | None = None) -> int:
+    """Run ``work(lo, hi)`` over ``[0, n)`` cut into contiguous ranges (their starts multiples of ``align``), one
+    per thread (the first on the caller's), at least ``min_rows`` rows each (default
+    :data:`MIN_ROWS_PER_THREAD`); returns the number of ranges. An exception in a range is raised here after every
+    range has ended (the lowest range's, if several)."""
+    k = min(thread_count(), n // max(1, MIN_ROWS_PER_THREAD if min_rows is None else min_rows))
+    if k <= 1:
+        work(0, n)
+        return 1
+    step = -(-n // k)
+    step += -step % align
+    bounds = [(lo, min(lo + step, n)) for lo in range(0, n, step)]
+    errors: list[tuple[int, BaseException]] = []
+
+    def run(lo: int, hi: int) -> None:
+        try:
+            work(lo, hi)
+        except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread below
+            errors.append((lo, exc))
+
+    helpers = [threading.Thread(target=run, args=b, daemon=True) for b in bounds[1:]]
+    for t in helpers:
+        t.start()
+    run(*bounds[0])  # the first range on the caller's thread
+    for t in helpers:
+        t.join()
+    if errors:  # the first range's error, whichever thread ended first
+        raise min(errors, key=lambda e: e[0])[1]
+    return len(bounds)
