@@ -39,7 +39,7 @@ from ..inference.estimates import RowInference, sample_inference
 from ..inference.methods import compute_rows
 from ..nlm import QuadratureRule, nlm_from_path
 from ..steps import STACK_CELL_BUDGET, Step, apply_steps, stack_path
-from .exclusions import Notes, excluded_frame, extrapolation_exclusions, value_exclusions
+from .exclusions import Notes, every_row, excluded_frame, extrapolation_exclusions, value_exclusions
 from .plan import Plan
 
 __all__ = ["Batch", "evaluate_batch", "evaluate_steps", "evaluation_points", "results_meta"]
@@ -191,7 +191,7 @@ def _points(
     their effective steps, the detector's extra columns, the exclusion codes and notes, the candidates' count."""
     X_all = plan.predictor.select(data)
     code, notes = value_exclusions(data, plan.steps, plan.complete_cols, plan.known_levels)
-    cand = np.flatnonzero(code == 0) if code.any() else np.arange(code.size)  # none excluded: no mask
+    cand = np.flatnonzero(code == 0) if code.any() else every_row(code.size)  # none excluded: no mask
     n_candidates = int(cand.size)
     # Every row a candidate: the frame itself, not a gathered copy of it. The model is then handed columns it
     # shares with ``data`` (fme's own shallow copy of the caller's frame, the front door's), which only

@@ -223,3 +223,17 @@ def test_value_exclusions_of_finite_floats_whose_sum_overflows_exclude_nothing()
     for col in (np.array([1.0, np.nan, np.inf, 2.0], dtype=np.float32), pd.array([1.0, None, np.inf, 2.0], "Float64")):
         code, _ = value_exclusions(pd.DataFrame({"x": col}), (Step("x", "numeric", 1.0),))
         np.testing.assert_array_equal(code, [0, 1, 1, 0])
+
+
+def test_every_row_is_one_read_only_arange_per_row_count() -> None:
+    from fme._core.exclusions import every_row
+
+    a = every_row(1_000)
+    np.testing.assert_array_equal(a, np.arange(1_000))
+    assert a.dtype == np.int64 and not a.flags.writeable
+    assert every_row(1_000) is a  # kept for the next call on the same rows
+    b = every_row(7)
+    np.testing.assert_array_equal(b, np.arange(7))
+    with pytest.raises(ValueError, match="read-only"):
+        b[0] = 5
+    np.testing.assert_array_equal(every_row(1_000), np.arange(1_000))
