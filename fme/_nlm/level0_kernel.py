@@ -343,30 +343,101 @@ def _quad_state(n, c, scale, qr, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
             err[r, k] = e
 
 
+@njit(nogil=True, error_model="numpy")
+def _one_per_row(qr):
+    """Whether the sub-intervals are the rows themselves, one each in row order (``qr`` is 0, 1, ..., n - 1)."""
+    for i in range(qr.shape[0]):
+        if qr[i] != i:
+            return False
+    return True
+
+
+@njit(nogil=True, error_model="numpy")
+def _quad_state_rows(first, last, c, scale, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
+    # :func:`_quad_state` when sub-interval i is row i (level 0 of smooth paths): each row's four steps in turn
+    # on scalars, with _quad_state's operations in its order (0.0 + x for the sums it starts from zero), so the
+    # same numbers without its per-row arrays; rows first..last-1 only, so that ranges can run on threads
+    C = c.shape[1]
+    ratio = np.empty(C)
+    undK = np.empty(C, dtype=np.bool_)
+    undG = np.empty(C, dtype=np.bool_)
+    vG = np.empty(C)
+    csum = np.empty(C)
+    for r in range(first, last):
+        for k in range(C):
+            tk0, tk1, tk2 = 0.0 + qK[r, 0, k], 0.0 + qK[r, 1, k], 0.0 + qK[r, 2, k]
+            tg0, tg1, tg2 = 0.0 + qG[r, 0, k], 0.0 + qG[r, 1, k], 0.0 + qG[r, 2, k]
+            thr = (limit * scale[r, k]) ** 2
+            d = tk1 - (tk0 - c[r, k]) ** 2
+            q = tk2 / d
+            und = d <= thr
+            undK[k] = und
+            DK[r, k] = d
+            nlm[r, k] = np.nan if und else 1.0 - q
+            ratio[k] = 0.0 if und else q
+            dg = tg1 - (tg0 - c[r, k]) ** 2
+            undG[k] = dg <= thr
+            vG[k] = np.nan if dg <= thr else 1.0 - tg2 / dg
+        worst = -np.inf
+        worst_h = -np.inf
+        for k in range(C):
+            s1c = (0.0 + qK[r, 0, k]) - c[r, k]
+            rq = ratio[k]
+            d0 = qK[r, 0, k] - qG[r, 0, k]
+            d1 = qK[r, 1, k] - qG[r, 1, k]
+            d2 = qK[r, 2, k] - qG[r, 2, k]
+            contrib = abs(d2 - rq * (d1 - 2.0 * s1c * d0)) / DK[r, k]
+            hidden = (qP[r, 2, k] + abs(rq) * (qP[r, 1, k] + 2.0 * abs(s1c) * qP[r, 0, k])) / DK[r, k]
+            contrib = contrib + hidden
+            if undK[k]:
+                contrib = 0.0 if undG[k] else np.inf
+            if np.isnan(contrib):
+                contrib = np.inf
+            if undK[k]:
+                hidden = 0.0
+            if np.isnan(hidden):
+                hidden = np.inf
+            csum[k] = 0.0 + contrib
+            worst = max(worst, contrib)
+            worst_h = max(worst_h, hidden)
+        qe[r] = worst
+        qh[r] = worst_h
+        for k in range(C):
+            a = abs(nlm[r, k] - vG[k])
+            b = csum[k]
+            m = a if (np.isnan(a) or a >= b) else b  # NumPy's maximum: NaN wins
+            if np.isnan(b):
+                m = b
+            d = DK[r, k]
+            tk0, tk1 = 0.0 + qK[r, 0, k], 0.0 + qK[r, 1, k]
+            rnd = 32.0 * eps * (1.0 + abs(ratio[k]) * (abs(tk1) + (tk0 - c[r, k]) ** 2) / d)
+            if not np.isfinite(rnd):
+                rnd = 0.0
+            e = m + rnd
+            if undK[k] and undG[k]:
+                e = 0.0
+            if np.isnan(e):
+                e = np.inf
+            err[r, k] = e
+
+
 def quad_state(n, c, scale, qr, qK, qG, qP, constant_ulps):
     """Compiled :func:`fme._nlm.budget_routes.quad_state` (the quadrature route's per-row NLM, error
     estimate and D, per sub-interval contribution and its hidden-jump part): one pass over the sub-intervals for
-    the per-row sums, one per row, one per sub-interval, instead of about 40 NumPy passes; the same numbers."""
+    the per-row sums, one per row, one per sub-interval, instead of about 40 NumPy passes; the same numbers. When
+    the sub-intervals are the rows themselves (level 0 of smooth paths) one pass over the rows, on row ranges of
+    several threads."""
     f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     c, scale = f(c), f(scale)
     C = c.shape[1]
     nlm, err, DK = np.empty((n, C)), np.empty((n, C)), np.empty((n, C))
     qe, qh = np.empty(qr.shape[0]), np.empty(qr.shape[0])
     limit = float(constant_ulps) * np.finfo(np.float64).eps
-    _quad_state(
-        n,
-        c,
-        scale,
-        np.asarray(qr, dtype=np.int64),
-        f(qK),
-        f(qG),
-        f(qP),
-        limit,
-        np.finfo(np.float64).eps,
-        nlm,
-        err,
-        DK,
-        qe,
-        qh,
-    )
+    qr = np.asarray(qr, dtype=np.int64)
+    args = (f(qK), f(qG), f(qP), limit, np.finfo(np.float64).eps, nlm, err, DK, qe, qh)
+    if qr.shape[0] == n and _one_per_row(qr):
+        # one sub-interval per row (level 0 of smooth paths): no per-row sums to gather, every row on its own
+        run_ranges(lambda lo, hi: _quad_state_rows(lo, hi, c, scale, *args), n, align=8)
+    else:
+        _quad_state(n, c, scale, qr, *args)
     return nlm, err, DK, qe, qh

@@ -108,3 +108,37 @@ def test_level0_on_several_threads_equals_one_range(monkeypatch: pytest.MonkeyPa
     assert calls == [3]
     for name, a, b in zip(("scale", "c", "jumps", "K", "G", "P", "cut", "iso"), one, many):
         np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+@pytest.mark.parametrize("threads_", [1, 3])
+@pytest.mark.parametrize(("seed", "C"), [(0, 1), (1, 3)])
+def test_quad_state_of_one_sub_interval_per_row_equals_the_numpy_one(
+    monkeypatch: pytest.MonkeyPatch, seed: int, C: int, threads_: int
+) -> None:
+    """Level 0 of smooth paths (sub-interval i is row i): the row-by-row kernel gives the NumPy state's bits,
+    with constant (undefined) rows, signed zeros, NaN and infinite sums among them, on one thread or three."""
+    from fme._nlm import level0_kernel
+    from fme._utils import threads
+    from fme.nlm import CONSTANT_ULPS
+
+    monkeypatch.setattr(threads, "thread_count", lambda: threads_)
+    monkeypatch.setattr(threads, "MIN_ROWS_PER_THREAD", 16)
+    rng = np.random.default_rng(seed)
+    n = 200
+    qr = np.arange(n)
+    qK = rng.normal(size=(n, 3, C)) * 10.0 ** rng.integers(-3, 3, size=(n, 1, 1))
+    qK[:, 1] = np.abs(qK[:, 1]) + 2.0
+    qG = qK + rng.normal(size=(n, 3, C)) * 1e-3
+    qP = np.abs(rng.normal(size=(n, 3, C))) * 1e-2
+    qK[:10], qG[:10] = 0.0, 0.0  # constant paths: undefined NLMs
+    qK[10:15], qG[10:15] = -0.0, -0.0  # signed zeros: the sums start from +0.0
+    qK[15, 1], qG[16, 2], qP[17, 0] = np.nan, np.inf, np.inf
+    c, scale = rng.normal(size=(n, C)), np.abs(rng.normal(size=(n, C))) + 1.0
+    want = R.quad_state(n, c, scale, qr, qK, qG, qP)
+    calls: list[int] = []
+    monkeypatch.setattr(level0_kernel, "run_ranges", lambda *a, **k: calls.append(threads.run_ranges(*a, **k)))
+    got = level0_kernel.quad_state(n, c, scale, qr, qK, qG, qP, CONSTANT_ULPS)
+    assert calls == [threads_]  # the row-by-row kernel ran, on that many ranges
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+        assert np.array_equal(np.signbit(g), np.signbit(w))
