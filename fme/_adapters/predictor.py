@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .._utils.numfmt import count
+from .._utils.threads import finite_sum
 from .._utils.validation import check_feature_names
 from ..exceptions import DataError, FMEError, ParameterError, PredictionError
 from . import ModelAdapter, adapt
@@ -151,9 +152,7 @@ class Predictor:
             )
         # One summing pass settles the usual all-finite case: the sum is non-finite only if
         # some prediction is (or the total overflows, which the element-wise check then clears).
-        with np.errstate(over="ignore"):
-            total = np.add.reduce(out, axis=None)
-        if not np.isfinite(total) and (bad := ~np.isfinite(out)).any():
+        if not finite_sum(out) and (bad := ~np.isfinite(out)).any():
             bad_rows = np.flatnonzero(bad.reshape(n, -1).any(axis=1))
             err = PredictionError(
                 f"{self.description} returned {bad_rows.size} non-finite prediction(s){self._where(stage, rows)} "

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .._utils.numfmt import count
+from .._utils.threads import finite_sum
 from ..exceptions import DataError, ExtrapolationError
 from ..extrapolation.guards import call_detector, check_flags, detector_name
 from ..steps import MIN_STEP_FRACTION, Step, apply_steps
@@ -78,9 +79,7 @@ def _all_finite(col: pd.Series) -> bool:
     if not isinstance(col.dtype, np.dtype) or col.dtype.kind != "f":
         return False
     values = col.to_numpy()
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = np.add.reduce(values)
-    return bool(np.isfinite(total)) or bool(np.isfinite(values).all())
+    return finite_sum(values) or bool(np.isfinite(values).all())
 
 
 def value_exclusions(

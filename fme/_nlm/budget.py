@@ -411,7 +411,7 @@ def _worst_intervals(Q, active, max_level, tol):
     contribution exceeds nlm_tol / (the row's sub-intervals), which a path with several jumps needs (one cut
     per row and round would leave all but 12 of its jumps inside their sub-intervals whatever the budget)."""
     qr = Q["r"]
-    if not qr.size:
+    if not qr.size or not active.any():  # nothing to cut (smooth paths within nlm_tol at level 0)
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     ok = _cuttable(Q, max_level) & active[qr]
     worst = row_argmax(qr, Q["e"], active.size)  # rows ascending; the first sub-interval among equal ones

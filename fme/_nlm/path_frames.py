@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .._utils.progress import progress_bar
+from .._utils.threads import rows_per_thread, run_ranges
 from ..steps import STACK_CELL_BUDGET, Step, all_float, numeric_shift, stack_path
 
 __all__ = ["FRAME_CELLS", "PathFrames", "node_buffer", "node_values"]
@@ -122,5 +123,7 @@ def node_values(predictor, X, steps, h, ts, batch_size, progress, offset, total,
             room = None if buffer is None else buffer["values"]
             cells = shape[0] * shape[1] * shape[2]
             V = room[:cells].reshape(shape) if room is not None and room.size >= cells else np.empty(shape)
-        V[:, sl] = got
+        dst = V[:, sl]
+        per_row = ts.size * got.shape[2]
+        run_ranges(lambda lo, hi: np.copyto(dst[:, lo:hi], got[:, lo:hi]), len(got[0]), 8, rows_per_thread(per_row))
     return V, ndim

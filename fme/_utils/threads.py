@@ -17,7 +17,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-__all__ = ["MIN_CELLS_PER_THREAD", "MIN_ROWS_PER_THREAD", "rows_per_thread", "run_ranges", "thread_count"]
+import numpy as np
+
+__all__ = ["MIN_CELLS_PER_THREAD", "MIN_ROWS_PER_THREAD", "finite_sum", "rows_per_thread", "run_ranges", "thread_count"]
 
 #: Rows a thread must have before a call is cut (a thread starts in about 0.1 ms; a kernel's row takes 0.1-1 us).
 MIN_ROWS_PER_THREAD = 32_768
@@ -69,3 +71,22 @@ def run_ranges(work: Callable[[int, int], None], n: int, align: int = 64, min_ro
     if errors:  # the first range's error, whichever thread ended first
         raise min(errors, key=lambda e: e[0])[1]
     return len(bounds)
+
+
+def finite_sum(values: np.ndarray) -> bool:
+    """Whether the sum of ``values`` (a float array) is finite, summed by row ranges on several threads when it is
+    large. A sum is finite only if every value is; the converse fails only when the total overflows, which the
+    callers then settle value by value. Only finiteness is read, so the order of the additions does not matter."""
+    flat = values.reshape(-1) if values.flags.c_contiguous else values
+    if flat.ndim != 1 or flat.size < 2 * MIN_CELLS_PER_THREAD:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return bool(np.isfinite(np.add.reduce(flat, axis=None)))
+    parts: dict[int, float] = {}
+
+    def add(lo: int, hi: int) -> None:
+        with np.errstate(over="ignore", invalid="ignore"):  # the error state is each thread's own
+            parts[lo] = float(np.add.reduce(flat[lo:hi]))
+
+    run_ranges(add, flat.size, align=8, min_rows=MIN_CELLS_PER_THREAD)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.isfinite(np.add.reduce(np.array(list(parts.values())))))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,3 +72,67 @@ def test_the_count_is_numbas(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 5)
     assert threads.thread_count() == 5
     assert threads.rows_per_thread(10) == threads.MIN_CELLS_PER_THREAD // 10
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize(
+    ("where", "value", "finite"),
+    [(None, 0.0, True), (5, np.nan, False), (-1, np.inf, False), (77_777, -np.inf, False), (0, 1e308, False)],
+)
+def test_finite_sum_sees_every_non_finite_value_on_any_threads(
+    monkeypatch: pytest.MonkeyPatch, k: int, where: int | None, value: float, finite: bool
+) -> None:
+    """A NaN or an infinity anywhere (in any range) makes the sum non-finite; values that overflow the total
+    (1e308 beside others near it) make it non-finite too, which the callers then check value by value."""
+    monkeypatch.setattr(threads, "thread_count", lambda: k)
+    monkeypatch.setattr(threads, "MIN_CELLS_PER_THREAD", 1_000)
+    a = np.random.default_rng(0).normal(size=(30_000, 3))
+    if where is not None:
+        a.reshape(-1)[where] = value
+    if value == 1e308:
+        a.reshape(-1)[:5] = 1e308
+    assert threads.finite_sum(a) is finite
+    column = a[:, 1]  # strided: summed on the caller's thread
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert threads.finite_sum(column) is bool(np.isfinite(column.sum()))
+
+
+def _paths_model(df: pd.DataFrame) -> np.ndarray:
+    """Stairs in x0 where x1 > 0.5 (the jump route), elsewhere smooth with a kink (the quadrature route, refined)."""
+    x = df.to_numpy()
+    smooth = np.tanh(x[:, 0] + 0.3 * x[:, 1]) + np.abs(x[:, 0] - 0.2) * x[:, 3]
+    return np.where(x[:, 1] > 0.5, np.floor(3.0 * x[:, 0]), smooth)
+
+
+def _smooth_model(df: pd.DataFrame) -> np.ndarray:
+    x = df.to_numpy()
+    return np.tanh(x[:, 0] + 0.3 * x[:, 1]) * x[:, 3]
+
+
+@pytest.mark.parametrize(
+    ("model", "routes"), [(_paths_model, {"quadrature", "jumps"}), (_smooth_model, {"quadrature"})]
+)
+def test_every_result_is_the_same_on_one_or_three_threads(
+    monkeypatch: pytest.MonkeyPatch, model: Any, routes: set[str]
+) -> None:
+    """fme.fme with the error-controlled NLM, its AME table and an AME with a per-row step: every column equal
+    (with ``==``) whether the row ranges run on one thread or three, each thread given a few rows."""
+    import fme
+
+    rng = np.random.default_rng(11)
+    X = pd.DataFrame(rng.normal(size=(3_000, 4)), columns=["x0", "x1", "x2", "x3"])
+
+    def run() -> tuple[pd.DataFrame, ...]:
+        res = fme.fme(model, X, {"x0": 0.5, "x3": -0.25}, nlm=True, inference="sample")
+        table = fme.ame(model, X, {"x0": 0.5}, inference="sample")
+        return res.results, res.predictions, table
+
+    monkeypatch.setattr(threads, "thread_count", lambda: 1)
+    one = run()
+    monkeypatch.setattr(threads, "thread_count", lambda: 3)
+    monkeypatch.setattr(threads, "MIN_ROWS_PER_THREAD", 64)
+    monkeypatch.setattr(threads, "MIN_CELLS_PER_THREAD", 256)
+    many = run()
+    assert set(one[0]["nlm_route"]) == routes
+    for a, b in zip(one, many):
+        pd.testing.assert_frame_equal(pd.DataFrame(a), pd.DataFrame(b), check_exact=True)
