@@ -5,7 +5,8 @@ GIL, so the rows of one call can be cut into contiguous ranges and each range ru
 is computed on its own, in the same operations, so every number is the same whatever the ranges (the tests of
 each caller check it against one range). The threads live for one call (no pool is left behind, or half-made
 across a ``fork``); their count is numba's configured one (``NUMBA_NUM_THREADS``: the machine's cores by
-default; set it to 1 for one thread), and a call too small to repay a thread's start runs on the caller's.
+default, at most ``OMP_NUM_THREADS`` where that is set; either at 1 for one thread), and a call too small to
+repay a thread's start runs on the caller's.
 
 A model that computes with OpenBLAS leaves its threads spinning for a while after each call; on a machine with
 few cores they compete with these threads (``OPENBLAS_NUM_THREADS=1`` for such a model, see
@@ -14,6 +15,7 @@ benchmarks/README.md).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 
@@ -36,10 +38,16 @@ def rows_per_thread(cells_per_row: int) -> int:
 
 
 def thread_count() -> int:
-    """The threads a kernel may use: numba's configured count (``NUMBA_NUM_THREADS``), at least 1."""
+    """The threads a kernel may use: numba's configured count (``NUMBA_NUM_THREADS``, the machine's cores by
+    default), at most ``OMP_NUM_THREADS`` where that is set (as scikit-learn's OpenMP code reads it; Dask's
+    worker processes set it to 1, so that their tasks do not oversubscribe the cores), at least 1."""
     import numba
 
-    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+    count = int(numba.config.NUMBA_NUM_THREADS)
+    omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if omp.isdigit() and int(omp) > 0:
+        count = min(count, int(omp))
+    return max(1, count)
 
 
 def run_ranges(work: Callable[[int, int], None], n: int, align: int = 64, min_rows: int | None = None) -> int:

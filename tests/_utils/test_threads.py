@@ -66,11 +66,15 @@ def test_an_error_is_raised_after_every_range_has_ended(three_threads: None) -> 
     assert sorted(ended) == [1_000, 2_000]
 
 
-def test_the_count_is_numbas(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_count_is_numbas_at_most_openmps(monkeypatch: pytest.MonkeyPatch) -> None:
     import numba
 
     monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 5)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert threads.thread_count() == 5
+    for omp, want in [("1", 1), ("3", 3), ("8", 5), ("2,1", 2), ("", 5), ("0", 5), ("many", 5)]:
+        monkeypatch.setenv("OMP_NUM_THREADS", omp)
+        assert threads.thread_count() == want, omp
     assert threads.rows_per_thread(10) == threads.MIN_CELLS_PER_THREAD // 10
 
 
