@@ -35,10 +35,25 @@ from ..steps import MIN_STEP_FRACTION, Step, apply_steps
 from .plan import Plan
 from .shrink import shrink_steps
 
-__all__ = ["check_evaluated", "every_row", "excluded_frame", "N_CODES", "leave_out_incomplete", "counts_per_key"]
+__all__ = [
+    "check_evaluated",
+    "code_of",
+    "every_row",
+    "excluded_frame",
+    "N_CODES",
+    "leave_out_incomplete",
+    "counts_per_key",
+]
 
 #: ``reason_type`` of each exclusion code (code 0: evaluated, never shown).
 _REASON_TYPES = np.array(["", "missing", "at_level", "extrapolation", "incomplete", "unknown_level"], dtype=object)
+
+
+def code_of(reason_type: str) -> int:
+    """The exclusion code of a ``reason_type`` of ``excluded`` (``"extrapolation"``: 3)."""
+    return int(np.flatnonzero(_REASON_TYPES == reason_type)[0])
+
+
 #: Number of exclusion codes (0 evaluated; 1 missing; 2 at level; 3 extrapolation; 4 incomplete model input;
 #: 5 a level the fitted model never saw).
 N_CODES = 6

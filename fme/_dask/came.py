@@ -31,6 +31,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 import pandas as pd
 
+from .._core.exclusions import code_of
 from .._core.kernel import evaluate_batch
 from .._core.plan import Plan
 from .._core.results import FMEResult
@@ -232,11 +233,16 @@ def _merge_leaves(*heads: _LeafHead) -> _LeafHead:
 
 
 def _chunk_extrapolation(part: pd.DataFrame, shipped: Shipped, features: list[str]) -> dict[int, int]:
-    """Per subspace: the chunk's rows left out as extrapolation points (``shipped``: plan, tree, lookup)."""
+    """Per subspace: the chunk's rows left out as extrapolation points (``shipped``: plan, tree, lookup), taken
+    by position (a Dask frame's index labels need not be unique, within a chunk or across chunks)."""
     plan, tree, lookup = shipped.value
-    ex = evaluate_batch(plan, part, with_rows=False).excluded
-    points = ex.index[ex["reason_type"].to_numpy() == "extrapolation"]
-    return subspace_counts(tree, lookup, part.loc[points, features])
+    points = np.flatnonzero(evaluate_batch(plan, part, with_rows=False).code == code_of("extrapolation"))
+    return subspace_counts(tree, lookup, part.iloc[points][features])
+
+
+def _chunk_excluded_positions(part: pd.DataFrame, shipped: Shipped) -> np.ndarray:
+    """The positions, within the chunk, of the rows the effect left out."""
+    return np.flatnonzero(evaluate_batch(shipped.value, part, with_rows=False).code)
 
 
 def _extrapolation_counts(effects: DaskFMEResult, part: PartitionResult) -> dict[int, int]:
@@ -299,6 +305,13 @@ def _sample(
             sample = rows.compute()
         else:
             sample = rows.sample(frac=min(1.0, sample_size / n), random_state=seed_of(random_state)).compute()
+    if not sample.index.is_unique:  # the tree's rows are matched to the data and to the other effects by label
+        dup = sample.index[sample.index.duplicated()].unique()[:5].tolist()
+        raise DataError(
+            f"the index of the Dask data repeats labels (e.g. {dup}), within a chunk or across chunks (chunks "
+            "indexed 0, 1, ... each); a cAME matches its rows by label, so give every row its own label, e.g. "
+            "build each chunk with its own range (in dd.from_map: chunk.index = range(start, start + len(chunk)))."
+        )
     return sample, n, kept
 
 
@@ -465,20 +478,32 @@ def came(
 
 
 def _check_same_kept_rows(effects: list[DaskFMEResult]) -> None:
-    """Every effect keeps the same rows of the (same, checked by :func:`fme.came`) data: the labels of the rows
-    each one excluded (extrapolation points, undefined predictions ...) are compared, not their numbers (equal
-    counts of other rows would pass unseen where the tree's sample and the subspaces' counts miss them). Only
-    effects that exclude rows cost a pass (their ``excluded`` frames computed together)."""
+    """Every effect keeps the same rows of the (same, checked by :func:`fme.came`) data: the rows each one
+    excluded (extrapolation points, undefined predictions ...) are compared chunk by chunk by their positions,
+    not counted (equal counts of other rows would pass unseen where the tree's sample and the subspaces' counts
+    miss them) and not by index label (a Dask frame's labels need not be unique: ``from_map`` chunks often
+    repeat 0, 1, ...). Only effects that exclude rows cost a pass (computed together)."""
     from dask.base import compute
+    from dask.delayed import delayed
 
     first = effects[0]
     excluding = [k for k, e in enumerate(effects) if e.n_excluded > 0]
-    got = compute(*[effects[k].excluded.index for k in excluding])  # type: ignore[no-untyped-call]  # dask: untyped
-    labels = dict(zip(excluding, got))
-    empty = pd.Index([])
+    tasks = []
+    for k in excluding:
+        plan = cast(Plan, effects[k].plan)  # set on Dask effects
+        shipped = ship(plan, shared=(plan.model,))
+        tasks.append([delayed(_chunk_excluded_positions)(p, shipped) for p in effects[k].data.to_delayed()])
+    got = compute(*tasks)  # type: ignore[no-untyped-call]  # dask: untyped
+    rows = dict(zip(excluding, got))
+
+    def same_rows(k: int) -> bool:
+        a, b = rows.get(k), rows.get(0)
+        if a is None or b is None:
+            return a is b
+        return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+
     for k, e in enumerate(effects[1:], start=1):
-        same = e.n_excluded == first.n_excluded and labels.get(k, empty).equals(labels.get(0, empty))
-        if not same:
+        if not (e.n_excluded == first.n_excluded and same_rows(k)):
             raise DataError(
                 f"effects[{k}] ({e.describe_steps()}) was evaluated on other rows than effects[0] (it excludes "
                 f"{count(e.n_excluded, 'row')}, effects[0] {first.n_excluded}, not the same ones); a joint "

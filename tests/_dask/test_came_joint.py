@@ -139,3 +139,70 @@ def test_dask_effects_excluding_as_many_but_other_rows_are_refused():
         warnings.simplefilter("ignore")
         same = [fme.fme(_model, data, {"xa": 0.3}, extrapolation="envelope", on_extrapolation="exclude") for _ in "ab"]
     assert isinstance(fme.came(same, features=FEATURES), fme.JointPartitionResult)
+
+
+def _chunks_repeating_labels(X: pd.DataFrame, k: int):
+    """``X`` as ``k`` Dask chunks each indexed 0, 1, ... (as ``dd.from_map`` chunks often are)."""
+    size = -(-len(X) // k)
+    parts = [X.iloc[i : i + size].reset_index(drop=True) for i in range(0, len(X), size)]
+    return dd.concat([dd.from_pandas(p, npartitions=1, sort=False) for p in parts])
+
+
+def _nan_model(d: pd.DataFrame) -> np.ndarray:
+    return _model(d.fillna(0.0))
+
+
+def test_dask_effects_excluding_rows_with_the_same_label_in_other_chunks_are_refused():
+    # the first effect leaves out row 5 of the first chunk, the second row 5 of the second: one row each, the same
+    # label, other rows of the data
+    X = _frame(300, seed=7)
+    X.loc[5, "xa"] = np.nan
+    X.loc[155, "xb"] = np.nan
+    data = _chunks_repeating_labels(X, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        effs = [fme.fme(_nan_model, data, {f: 1.0}) for f in ("xa", "xb")]
+        assert [e.n_excluded for e in effs] == [1, 1]
+        assert effs[0].excluded.index.compute().equals(effs[1].excluded.index.compute())  # labels alike
+        with pytest.raises(DataError, match=r"effects\[1\].*other rows"):
+            fme.came(effs, features=FEATURES, honest=False)
+        # the same row left out by both (row 5 of the first chunk): the rows agree, the labels still repeat
+        X.loc[5, "xb"], X.loc[155, "xb"] = np.nan, 0.5
+        same = [fme.fme(_nan_model, _chunks_repeating_labels(X, 2), {f: 1.0}) for f in ("xa", "xb")]
+        with pytest.raises(DataError, match=r"repeats labels \(e.g. \[0, 1, 2, 3, 4\]\).*its own range"):
+            fme.came(same, features=FEATURES, honest=False)
+        # with a label of its own for every row: accepted
+        unique = dd.from_pandas(X, npartitions=2, sort=False)
+        same = [fme.fme(_nan_model, unique, {f: 1.0}) for f in ("xa", "xb")]
+        assert isinstance(fme.came(same, features=FEATURES, honest=False), fme.JointPartitionResult)
+
+
+def test_dask_came_of_chunks_repeating_labels_says_how_to_label_them():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eff = fme.fme(_model, _chunks_repeating_labels(_frame(300, seed=7), 3), {"xa": 1.0})
+        for kwargs in ({}, {"honest": False}, {"sample_size": 120, "random_state": 1, "honest": False}):
+            with pytest.raises(DataError, match=r"repeats labels.*give every row its own label"):
+                fme.came(eff, features=FEATURES, **kwargs)
+
+
+def test_dask_extrapolation_counts_take_rows_by_position_within_a_chunk():
+    # the extrapolation points of each chunk share one label (-1 in the first, -2 in the second: they are left out,
+    # so the tree's rows keep labels of their own): the counts per subspace are those of the same chunks labelled
+    # 0, 1, ..., where picking the points by label counted each of them as often as its label appears
+    X = _frame(400, seed=9)
+    kw = {"extrapolation": "envelope"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        points = fme.fme(_model, X, {"xa": 0.8}, **kw).excluded.index.to_numpy()
+        labels = np.arange(len(X))
+        labels[points[points < 200]], labels[points[points >= 200]] = -1, -2
+        counts = []
+        for index in (np.arange(len(X)), labels):
+            data = dd.from_pandas(X.set_axis(index), npartitions=2, sort=False)
+            eff = fme.fme(_model, data, {"xa": 0.8}, **kw)
+            part = fme.came(eff, features=["z1", "z2"], maxdepth=2, minbucket=40)
+            counts.append(part.extrapolation_counts())
+    assert min((points < 200).sum(), (points >= 200).sum()) >= 3
+    pd.testing.assert_series_equal(counts[1], counts[0])
+    assert counts[0].sum() == len(points)
