@@ -4,6 +4,7 @@ One run times, best of ``--repeat``, on 10 standard-normal float features and ``
 
 * ``fme.fme(f, X, {"x0": 1})`` (two predictions per row),
 * ``fme.ame(f, X, {"x0": 1})`` (the same AME, its table),
+* ``fme.fme(f, X, {"x0": 1}).tidy()`` (the same AME table by way of ``fme.fme``),
 * ``fme.fme(f, X, {"x0": 1}, nlm=True)`` (Gauss-Kronrod with the default budget),
 
 each against its **floor**, measured in the same run: the time spent inside the model's calls during that
@@ -11,9 +12,10 @@ fme call (a timing wrapper around ``f``) plus writing the inputs they receive, i
 handed except the data itself (its f(x) frame), copied once into already paged-in memory (``np.copyto``,
 as ``bench_fme.py``'s write floor). The floor is the least any engine that hands a black-box model its rows
 must spend. Printed: the ratio of each call to its floor (wall time of the best run over that run's floor),
-and the ratio of ``fme.ame`` to ``fme.fme``. ``--own N``: also each call's own time (its wall time less the
-time inside the model), the least and the median of ``N`` further calls: on a shared machine the least own time
-moves far less than a ratio to the floor (the floor's own figures move with the load). Usage::
+and the ratio of ``fme.ame`` to ``fme.fme`` and to ``fme.fme(...).tidy()`` (the same table). ``--own N``: also
+each call's own time (its wall time less the time inside the model), the least and the median of ``N`` further
+calls: on a shared machine the least own time moves far less than a ratio to the floor (the floor's own figures
+move with the load). Usage::
 
     python benchmarks/bench_cheap_model.py [--n 1000000] [--repeat 3] [--own 0]
 """
@@ -108,6 +110,8 @@ def main() -> None:
     calls = {
         "fme.fme": lambda: fme.fme(model, X, steps),
         "fme.ame": lambda: fme.ame(model, X, steps),
+        # the same AME table by way of fme.fme (the same numbers: tests/_local/test_ame.py)
+        "fme.fme(...).tidy()": lambda: fme.fme(model, X, steps).tidy(),
         "fme.fme(nlm=True)": lambda: fme.fme(model, X, steps, nlm=True),
     }
     for call in calls.values():  # warm-up: imports, numba's cache, first-touch of pandas paths
@@ -128,6 +132,8 @@ def main() -> None:
             flush=True,
         )
     print(f"fme.ame / fme.fme (wall): {walls['fme.ame'] / walls['fme.fme']:.2f}")
+    same = walls["fme.ame"] / walls["fme.fme(...).tidy()"]
+    print(f"fme.ame / fme.fme(...).tidy(), the same AME table (wall): {same:.2f}")
     if args.own:
         print(f"\nfme's own time (wall - model), {args.own} calls each (the NLM: a quarter of them)")
         print("| call | least own ms | median own ms | least model ms |")

@@ -46,6 +46,9 @@ def test_ame_calls_the_model_as_often_and_on_as_many_rows_as_fme() -> None:
     assert table["sd"].iloc[0] == float(np.std(v, ddof=1))
     assert [table["q25"].iloc[0], table["q75"].iloc[0]] == np.quantile(v, [0.25, 0.75]).tolist()
     assert table["std_error"].iloc[0] == res.tidy()["std_error"].iloc[0]
+    # the same table by way of fme.fme: every column fme.ame prints, equal to the bit
+    tidy = res.tidy()
+    pd.testing.assert_frame_equal(pd.DataFrame(table[list(table.columns)]), tidy[list(table.columns)], check_exact=True)
 
 
 def test_ame_never_predicts_more_rows_than_fme_with_rows_left_out() -> None:
