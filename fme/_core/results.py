@@ -15,7 +15,7 @@ import pandas as pd
 
 from .._adapters.predictor import make_predictor
 from .._nlm.evaluate import NLMSummaryMixin
-from .._utils.stats import describe
+from .._utils.stats import describe, median
 from .._utils.validation import check_conf_level
 from ..inference.estimates import Estimates, RowInference, sample_inference
 from ..steps import MIN_STEP_FRACTION, Step, apply_steps
@@ -217,7 +217,7 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
     def _figures(self, col: str) -> dict[str, float]:
         v = self.results[col].to_numpy(dtype=float)
         d = describe(v)
-        return {**d, "median": float(np.median(v)) if v.size else float("nan")}
+        return {**d, "median": median(v)}
 
     def _nlm_figures(self, col: str) -> dict[str, Any]:
         v = self.results[col].to_numpy(dtype=float)
@@ -229,7 +229,7 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
             "sd": d["sd"],
             "q25": d["q25"],
             "q75": d["q75"],
-            "median": float(np.nanmedian(v)) if defined else float("nan"),
+            "median": median(v[~np.isnan(v)]) if defined else float("nan"),
             "share": float(np.mean(v[~np.isnan(v)] >= self.nlm_linear_threshold)) if defined else float("nan"),
             "undefined": int(np.isnan(v).sum()),
             "constant": int((st == "constant").sum()),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-__all__ = ["describe", "quartiles"]
+__all__ = ["describe", "median", "quartiles"]
 
 
 def describe(
@@ -102,3 +102,25 @@ def quartiles(values: np.ndarray, overwrite: bool = False) -> tuple[float, float
     out = np.add(a, diff * gamma)
     np.subtract(b, diff * (1 - gamma), out=out, where=gamma >= 0.5)
     return float(out[0]), float(out[1])
+
+
+def median(values: np.ndarray) -> float:
+    """``np.median(values)``, the same number (a zero's sign aside) at a fraction of its time: NumPy partitions
+    at two or three positions at once (its slow path for several, 8 ms at 10^6 values); here one single-position
+    partition finds the upper middle value and, for an even count, the lower one is the largest value left of it,
+    and the two are averaged as NumPy's ``mean`` of them does, ``(a + b) / 2``. NaN if a value is NaN (as NumPy),
+    or if there is none."""
+    v = np.asarray(values, dtype=float)
+    n = v.size
+    if n == 0:
+        return float("nan")
+    work = v.copy()
+    k = n // 2
+    work.partition(k)
+    upper = float(work[k])
+    if np.isnan(work).any():  # NumPy's answer for any NaN (its partition puts them last)
+        return float("nan")
+    if n % 2:
+        return upper
+    lower = float(work[:k].max())
+    return float(np.add(lower, upper) / 2.0)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from fme._utils.stats import describe, quartiles
+from fme._utils.stats import describe, median, quartiles
 
 _FLOATS = st.floats(allow_nan=False, width=64)
 
@@ -55,3 +55,30 @@ def test_describe_of_no_values_and_of_opposite_infinities() -> None:
     with np.errstate(invalid="ignore"):
         d = describe(np.array([np.inf, -np.inf, 1.0]))  # a NaN sum without a NaN value: all three kept
     assert d["n"] == 3 and np.isnan(d["mean"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    arrays(
+        np.float64,
+        st.integers(1, 300),
+        elements=_FLOATS | st.sampled_from([0.0, 1.0, -2.5, np.inf, -np.inf]) | st.just(np.nan),
+    )
+)
+def test_median_equals_numpy_median(values: np.ndarray) -> None:
+    """Odd and even counts, ties, infinities (NaN where NumPy gives NaN: inf + -inf) and NaN values."""
+    before = values.copy()
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = float(np.median(values))
+        got = median(values)
+    assert got == want or (np.isnan(got) and np.isnan(want))
+    np.testing.assert_array_equal(values, before)  # the caller's values as they were
+
+
+@pytest.mark.parametrize("n", [2, 3, 1_000, 100_004])
+def test_median_of_large_samples_with_ties(n: int) -> None:
+    rng = np.random.default_rng(n)
+    for values in (rng.normal(size=n), rng.integers(0, 3, size=n).astype(float), rng.standard_cauchy(n) * 1e300):
+        with np.errstate(over="ignore"):
+            assert median(values) == float(np.median(values))
+    assert np.isnan(median(np.empty(0)))
