@@ -388,3 +388,23 @@ def test_float_path_stack_is_x_plus_t_h_to_the_bit_on_any_threads(monkeypatch: p
     want[:, 1] = np.concatenate([x[:, 1] + t * h["x1"] for t in ts])
     want[:, 2] = np.concatenate([(x[:, 2] + t * 0.25) + t * -3.0 for t in ts])  # the steps in their order
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [2, 3, 1_000, 20_001])
+def test_iqr_and_mad_rules_equal_numpy_and_scipy(n: int) -> None:
+    """The selections behind ``iqr`` and ``mad`` give np.quantile's and scipy's median_abs_deviation's numbers,
+    on odd and even counts, ties and missing or infinite values (left out)."""
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(n)
+    for x in (rng.normal(size=n), rng.integers(0, 4, size=n).astype(float), rng.standard_cauchy(n)):
+        x[: max(1, n // 50)] = np.nan
+        if n > 3:
+            x[-1] = np.inf
+        data = pd.DataFrame({"x": x})
+        kept = x[np.isfinite(x)]
+        if kept.size < 2:
+            continue
+        q25, q75 = np.quantile(kept, [0.25, 0.75])
+        assert step_size(data, "x", "iqr") == float(q75 - q25)
+        assert step_size(data, "x", "mad") == float(sps.median_abs_deviation(kept, scale=1.0))

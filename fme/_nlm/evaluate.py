@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._utils.stats import median
 from ..exceptions import ParameterError
 from ..nlm import DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, FLAT_ULPS, NLM_METHODS, QuadratureRule, quadrature_rule
 from ..steps import Step
@@ -304,7 +305,7 @@ class NLMSummaryMixin:
     @property
     def median_nlm(self) -> Any:
         """Median of the defined NLMs: robust to the unbounded-below tail (one row cannot dominate it)."""
-        return self._reduce_nlm(lambda v: float(np.nanmedian(v)))
+        return self._reduce_nlm(lambda v: median(v[~np.isnan(v)]))
 
     @property
     def share_linear(self) -> Any:

@@ -23,7 +23,7 @@ import pandas as pd
 from .._core.results import FMEResult
 from .._utils.frames import ReadableFrame
 from .._utils.numfmt import fmt_level
-from .._utils.stats import describe
+from .._utils.stats import describe, median
 from .._utils.validation import check_conf_level, check_data, is_categorical
 from ..exceptions import FeatureError, ParameterError
 from ..inference.estimates import INFERENCE_COLUMNS, sample_inference, undefined_where
@@ -86,7 +86,7 @@ def _figures(
             canlm_ci_low=e["ci_low"],
             canlm_ci_high=e["ci_high"],
             n_nlm=int(e["n"]),
-            median_nlm=float(np.median(ok)) if ok.size else np.nan,
+            median_nlm=median(ok),
             share_linear=float(np.mean(ok >= linear_threshold)) if ok.size else np.nan,
         )
     return row
