@@ -270,6 +270,60 @@ def level0(
 
 
 @njit(nogil=True, error_model="numpy")
+def _row_ratios(tk0, tk1, tk2, tg0, tg1, tg2, centre, level, limit):
+    """One row and output of the quadrature state from its Kronrod (``tk``) and Gauss (``tg``) sums of
+    (S1, S2, N): D, the NLM, the ratio N / D, whether the Kronrod and the Gauss D are within rounding of 0 (the
+    NLM undefined) and the Gauss NLM."""
+    thr = (limit * level) ** 2
+    d = tk1 - (tk0 - centre) ** 2
+    q = tk2 / d
+    und = d <= thr
+    dg = tg1 - (tg0 - centre) ** 2
+    und_g = dg <= thr
+    return d, np.nan if und else 1.0 - q, 0.0 if und else q, und, und_g, np.nan if und_g else 1.0 - tg2 / dg
+
+
+@njit(nogil=True, error_model="numpy")
+def _contribution(qK, qG, qP, i, k, s1c, rq, d, und, und_g):
+    """Sub-interval ``i``'s share of its row's error estimate in output ``k`` and the hidden jumps' part of it
+    (the Kronrod-Gauss differences of its sums, and its hidden-jump bounds, through the row's NLM)."""
+    d0 = qK[i, 0, k] - qG[i, 0, k]
+    d1 = qK[i, 1, k] - qG[i, 1, k]
+    d2 = qK[i, 2, k] - qG[i, 2, k]
+    contrib = abs(d2 - rq * (d1 - 2.0 * s1c * d0)) / d
+    hidden = (qP[i, 2, k] + abs(rq) * (qP[i, 1, k] + 2.0 * abs(s1c) * qP[i, 0, k])) / d
+    contrib = contrib + hidden
+    if und:
+        contrib = 0.0 if und_g else np.inf
+    if np.isnan(contrib):
+        contrib = np.inf
+    if und:
+        hidden = 0.0
+    if np.isnan(hidden):
+        hidden = np.inf
+    return contrib, hidden
+
+
+@njit(nogil=True, error_model="numpy")
+def _row_error(nlm, v_g, csum, d, rq, tk0, tk1, centre, eps, und, und_g):
+    """One row and output's error estimate: the larger of |Kronrod - Gauss NLM| and the sub-intervals'
+    contributions (NaN wins, as NumPy's maximum), plus the rounding of the ratio."""
+    a = abs(nlm - v_g)
+    m = a if (np.isnan(a) or a >= csum) else csum
+    if np.isnan(csum):
+        m = csum
+    rnd = 32.0 * eps * (1.0 + abs(rq) * (abs(tk1) + (tk0 - centre) ** 2) / d)
+    if not np.isfinite(rnd):
+        rnd = 0.0
+    e = m + rnd
+    if und and und_g:
+        e = 0.0
+    if np.isnan(e):
+        e = np.inf
+    return e
+
+
+@njit(nogil=True, error_model="numpy")
 def _quad_state(n, c, scale, qr, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
     C = c.shape[1]
     TK = np.zeros((n, 3, C))
@@ -286,17 +340,17 @@ def _quad_state(n, c, scale, qr, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
     vG = np.empty((n, C))
     for r in range(n):
         for k in range(C):
-            thr = (limit * scale[r, k]) ** 2
-            d = TK[r, 1, k] - (TK[r, 0, k] - c[r, k]) ** 2
-            q = TK[r, 2, k] / d
-            und = d <= thr
-            undK[r, k] = und
-            DK[r, k] = d
-            nlm[r, k] = np.nan if und else 1.0 - q
-            ratio[r, k] = 0.0 if und else q
-            dg = TG[r, 1, k] - (TG[r, 0, k] - c[r, k]) ** 2
-            undG[r, k] = dg <= thr
-            vG[r, k] = np.nan if dg <= thr else 1.0 - TG[r, 2, k] / dg
+            DK[r, k], nlm[r, k], ratio[r, k], undK[r, k], undG[r, k], vG[r, k] = _row_ratios(
+                TK[r, 0, k],
+                TK[r, 1, k],
+                TK[r, 2, k],
+                TG[r, 0, k],
+                TG[r, 1, k],
+                TG[r, 2, k],
+                c[r, k],
+                scale[r, k],
+                limit,
+            )
     csum = np.zeros((n, C))
     for i in range(qr.shape[0]):
         r = qr[i]
@@ -304,21 +358,7 @@ def _quad_state(n, c, scale, qr, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
         worst_h = -np.inf
         for k in range(C):
             s1c = TK[r, 0, k] - c[r, k]
-            rq = ratio[r, k]
-            d0 = qK[i, 0, k] - qG[i, 0, k]
-            d1 = qK[i, 1, k] - qG[i, 1, k]
-            d2 = qK[i, 2, k] - qG[i, 2, k]
-            contrib = abs(d2 - rq * (d1 - 2.0 * s1c * d0)) / DK[r, k]
-            hidden = (qP[i, 2, k] + abs(rq) * (qP[i, 1, k] + 2.0 * abs(s1c) * qP[i, 0, k])) / DK[r, k]
-            contrib = contrib + hidden
-            if undK[r, k]:
-                contrib = 0.0 if undG[r, k] else np.inf
-            if np.isnan(contrib):
-                contrib = np.inf
-            if undK[r, k]:
-                hidden = 0.0
-            if np.isnan(hidden):
-                hidden = np.inf
+            contrib, hidden = _contribution(qK, qG, qP, i, k, s1c, ratio[r, k], DK[r, k], undK[r, k], undG[r, k])
             csum[r, k] += contrib
             worst = max(worst, contrib)
             worst_h = max(worst_h, hidden)
@@ -326,21 +366,19 @@ def _quad_state(n, c, scale, qr, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
         qh[i] = worst_h
     for r in range(n):
         for k in range(C):
-            a = abs(nlm[r, k] - vG[r, k])
-            b = csum[r, k]
-            m = a if (np.isnan(a) or a >= b) else b  # NumPy's maximum: NaN wins
-            if np.isnan(b):
-                m = b
-            d = DK[r, k]
-            rnd = 32.0 * eps * (1.0 + abs(ratio[r, k]) * (abs(TK[r, 1, k]) + (TK[r, 0, k] - c[r, k]) ** 2) / d)
-            if not np.isfinite(rnd):
-                rnd = 0.0
-            e = m + rnd
-            if undK[r, k] and undG[r, k]:
-                e = 0.0
-            if np.isnan(e):
-                e = np.inf
-            err[r, k] = e
+            err[r, k] = _row_error(
+                nlm[r, k],
+                vG[r, k],
+                csum[r, k],
+                DK[r, k],
+                ratio[r, k],
+                TK[r, 0, k],
+                TK[r, 1, k],
+                c[r, k],
+                eps,
+                undK[r, k],
+                undG[r, k],
+            )
 
 
 @njit(nogil=True, error_model="numpy")
@@ -354,71 +392,34 @@ def _one_per_row(qr):
 
 @njit(nogil=True, error_model="numpy")
 def _quad_state_rows(first, last, c, scale, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
-    # :func:`_quad_state` when sub-interval i is row i (level 0 of smooth paths): each row's four steps in turn
-    # on scalars, with _quad_state's operations in its order (0.0 + x for the sums it starts from zero), so the
-    # same numbers without its per-row arrays; rows first..last-1 only, so that ranges can run on threads
+    # :func:`_quad_state` when sub-interval i is row i (level 0 of smooth paths): each row's steps in turn, the
+    # same helpers on the same numbers (0.0 + x for the sums _quad_state starts from zero), without its per-row
+    # arrays; rows first..last-1 only, so that ranges can run on threads
     C = c.shape[1]
     ratio = np.empty(C)
     undK = np.empty(C, dtype=np.bool_)
     undG = np.empty(C, dtype=np.bool_)
     vG = np.empty(C)
-    csum = np.empty(C)
     for r in range(first, last):
         for k in range(C):
             tk0, tk1, tk2 = 0.0 + qK[r, 0, k], 0.0 + qK[r, 1, k], 0.0 + qK[r, 2, k]
             tg0, tg1, tg2 = 0.0 + qG[r, 0, k], 0.0 + qG[r, 1, k], 0.0 + qG[r, 2, k]
-            thr = (limit * scale[r, k]) ** 2
-            d = tk1 - (tk0 - c[r, k]) ** 2
-            q = tk2 / d
-            und = d <= thr
-            undK[k] = und
-            DK[r, k] = d
-            nlm[r, k] = np.nan if und else 1.0 - q
-            ratio[k] = 0.0 if und else q
-            dg = tg1 - (tg0 - c[r, k]) ** 2
-            undG[k] = dg <= thr
-            vG[k] = np.nan if dg <= thr else 1.0 - tg2 / dg
+            DK[r, k], nlm[r, k], ratio[k], undK[k], undG[k], vG[k] = _row_ratios(
+                tk0, tk1, tk2, tg0, tg1, tg2, c[r, k], scale[r, k], limit
+            )
         worst = -np.inf
         worst_h = -np.inf
         for k in range(C):
-            s1c = (0.0 + qK[r, 0, k]) - c[r, k]
-            rq = ratio[k]
-            d0 = qK[r, 0, k] - qG[r, 0, k]
-            d1 = qK[r, 1, k] - qG[r, 1, k]
-            d2 = qK[r, 2, k] - qG[r, 2, k]
-            contrib = abs(d2 - rq * (d1 - 2.0 * s1c * d0)) / DK[r, k]
-            hidden = (qP[r, 2, k] + abs(rq) * (qP[r, 1, k] + 2.0 * abs(s1c) * qP[r, 0, k])) / DK[r, k]
-            contrib = contrib + hidden
-            if undK[k]:
-                contrib = 0.0 if undG[k] else np.inf
-            if np.isnan(contrib):
-                contrib = np.inf
-            if undK[k]:
-                hidden = 0.0
-            if np.isnan(hidden):
-                hidden = np.inf
-            csum[k] = 0.0 + contrib
+            tk0, tk1 = 0.0 + qK[r, 0, k], 0.0 + qK[r, 1, k]
+            contrib, hidden = _contribution(qK, qG, qP, r, k, tk0 - c[r, k], ratio[k], DK[r, k], undK[k], undG[k])
             worst = max(worst, contrib)
             worst_h = max(worst_h, hidden)
+            # one sub-interval: the row's sum of contributions is 0.0 + contrib
+            err[r, k] = _row_error(
+                nlm[r, k], vG[k], 0.0 + contrib, DK[r, k], ratio[k], tk0, tk1, c[r, k], eps, undK[k], undG[k]
+            )
         qe[r] = worst
         qh[r] = worst_h
-        for k in range(C):
-            a = abs(nlm[r, k] - vG[k])
-            b = csum[k]
-            m = a if (np.isnan(a) or a >= b) else b  # NumPy's maximum: NaN wins
-            if np.isnan(b):
-                m = b
-            d = DK[r, k]
-            tk0, tk1 = 0.0 + qK[r, 0, k], 0.0 + qK[r, 1, k]
-            rnd = 32.0 * eps * (1.0 + abs(ratio[k]) * (abs(tk1) + (tk0 - c[r, k]) ** 2) / d)
-            if not np.isfinite(rnd):
-                rnd = 0.0
-            e = m + rnd
-            if undK[k] and undG[k]:
-                e = 0.0
-            if np.isnan(e):
-                e = np.inf
-            err[r, k] = e
 
 
 def quad_state(n, c, scale, qr, qK, qG, qP, constant_ulps):
