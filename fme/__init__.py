@@ -58,6 +58,7 @@ _PUBLIC: dict[str, str] = {
     "max_linear_step": "linearity",
     "dgp_ame": "levels",
     "learner_ame": "levels",
+    "release_memory": "_utils.memory",
     **{
         name: "extrapolation"
         for name in (
@@ -136,4 +137,5 @@ __all__ = [
     "learner_ame",
     "LearnerError",
     "LearnerWarning",
+    "release_memory",
 ]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._utils.memory import Scratch
 from ._utils.stats import median, quartiles
 from ._utils.threads import rows_per_thread, run_ranges
 from ._utils.validation import check_data, is_categorical, is_complex, is_numeric, mixed_object_numbers
@@ -332,15 +333,23 @@ def stepped_rows(data: pd.DataFrame, steps: tuple[Step, ...]) -> np.ndarray:
     return keep
 
 
-def apply_steps(frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, Any] | None = None) -> pd.DataFrame:
+def apply_steps(
+    frame: pd.DataFrame,
+    steps: tuple[Step, ...],
+    h: Mapping[str, Any] | None = None,
+    scratch: Scratch | None = None,
+) -> pd.DataFrame:
     """Return a new frame with every step applied; ``frame`` is not modified.
 
     ``h`` optionally maps numeric features to per-row effective steps (used by
     step shrinking); otherwise each step's own value is added. Untouched
     columns keep their dtypes; categorical columns stay categorical.
+    ``scratch``: for a frame the caller drops after one ``predict`` call, the
+    memory an all-float frame is written into (:mod:`fme._utils.memory`: kept
+    from call to call; the caller gives it back once the frame is dropped).
     """
     if all_float(frame) and all(s.is_numeric for s in steps):
-        return _moved_float_block(frame, steps, h)
+        return _moved_float_block(frame, steps, h, scratch)
     out = frame.copy(deep=False)
     n = len(frame)
     for step in steps:
@@ -363,14 +372,18 @@ def _column_shifts(
     return shifts
 
 
-def _moved_float_block(frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, Any] | None) -> pd.DataFrame:
-    """x + h of an all-float frame as one fresh float block (the model's ``np.asarray(frame)`` is then a view, not
-    a copy): the unmoved columns copied and the moved ones written as x + h in one pass each (not copied, then
-    added to), row ranges on several threads (one thread does not fill the memory's bandwidth here)."""
+def _moved_float_block(
+    frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, Any] | None, scratch: Scratch | None = None
+) -> pd.DataFrame:
+    """x + h of an all-float frame as one float block (the model's ``np.asarray(frame)`` is then a view, not a
+    copy), in ``scratch``'s memory if given, else fresh: the unmoved columns copied and the moved ones written as
+    x + h in one pass each (not copied, then added to), row ranges on several threads (one thread does not fill
+    the memory's bandwidth here)."""
     n, p = frame.shape
     base = frame.to_numpy(dtype=float)
     shifts = _column_shifts(frame, steps, h, n)
-    out = np.empty((p, n))  # pandas' own block layout, columns x rows
+    # pandas' own block layout, columns x rows
+    out = np.empty((p, n)) if scratch is None else scratch.take(p * n).reshape(p, n)
 
     def fill(lo: int, hi: int) -> None:
         for j in range(p):

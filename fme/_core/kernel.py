@@ -33,6 +33,7 @@ from .._adapters.predictor import Predictor
 from .._nlm.budget import ROUTES
 from .._nlm.evaluate import NLM_STATUS, classify
 from .._nlm.evaluate import nlm_values as _nlm_values
+from .._utils.memory import Scratch
 from .._utils.progress import progress_bar
 from ..inference.delta import evaluate_with_jacobian
 from ..inference.estimates import RowInference, sample_inference
@@ -106,7 +107,9 @@ def evaluate_steps(
         rows = (start, sl.stop, n)
         # Every frame is built before any predict call, so a model that modifies its input
         # in place cannot leak into x + h or the path nodes (each frame goes to predict once).
-        moved = apply_steps(xb, steps, hb)
+        # x + h goes to predict once and is dropped: its memory is kept for the next batch or call
+        scratch = Scratch()
+        moved = apply_steps(xb, steps, hb, scratch)
         path = (
             stack_path(xb, steps, cast(np.ndarray, t_int), hb, buffer)
             if rule is not None and cast(np.ndarray, t_int).size
@@ -115,6 +118,7 @@ def evaluate_steps(
         f0 = predictor(xb, stage="f(x)", rows=rows)
         f1 = predictor(moved, stage=f"f(x + h) for the step {label}", rows=rows)
         del moved
+        scratch.give_back()  # only if nothing else refers to it (the model may keep its input)
         f0_parts.append(f0)
         f1_parts.append(f1)
         if rule is not None:
