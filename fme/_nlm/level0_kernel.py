@@ -9,7 +9,10 @@ writing a temporary, and the compiled sums read each interval's 23 values with a
 :func:`level0` reads the predictions once, a tile of rows at a time, and computes every quantity with the rows
 innermost, where the compiler keeps a few rows in one vector register. Each row's arithmetic is that of the
 NumPy and compiled references, in the same order (no reassociation, no fused multiply-add), so every number is
-the same floating-point number; ``tests/_nlm/test_level0_kernel.py`` checks it. :func:`quad_state`, the
+the same floating-point number; ``tests/_nlm/test_level0_kernel.py`` checks it. Where several terms go into one
+sum (a stencil's points, the Kronrod and Gauss sums), a pass adds three or four of them, in their order, so
+that the sum is loaded and stored once per pass rather than once per term; the row by row searches (the largest
+value, the largest miss) run with the rows innermost as the rest. :func:`quad_state`, the
 quadrature route's state that every round reads, is compiled the same way.
 """
 
@@ -59,6 +62,16 @@ def _level0(
     near = np.empty(T)
     beside = np.empty(T)
     tied = np.empty(T, dtype=np.bool_)
+    best = np.empty(T)
+    big2 = np.empty(T)
+    gnodes = np.empty(n_nodes, dtype=np.int64)  # the Gauss nodes among the Kronrod ones
+    n_g = 0
+    for j in range(n_nodes):
+        if wg[j] != 0.0:
+            gnodes[n_g] = j
+            n_g += 1
+    rest_r = np.empty(T)
+    top_r = np.empty(T, dtype=np.int64)
     eq = np.empty((n_gaps, T), dtype=np.bool_)
     for start in range(first, last, T):
         m = min(T, last - start)
@@ -98,7 +111,7 @@ def _level0(
                 big[r] = lev
             for g in range(n_gaps):
                 for r in range(m):
-                    eq[g, r] = eq[g, r] and v[g + 1, r] == v[g, r]
+                    eq[g, r] = eq[g, r] & (v[g + 1, r] == v[g, r])
             # Kronrod and Gauss sums of (S1, S2, N) on [0, 1]
             for r in range(m):
                 k0[r] = 0.0
@@ -107,23 +120,50 @@ def _level0(
                 g0[r] = 0.0
                 g1[r] = 0.0
                 g2[r] = 0.0
-            for j in range(n_nodes):
+            # the Kronrod sums three nodes a pass and the Gauss sums over its nodes two a pass, each sum's terms
+            # added in node order (one load and store of each sum per pass)
+            j = 0
+            while j + 3 <= n_nodes:
+                ta, tb, tc = 0.0 + u[j] * 1.0, 0.0 + u[j + 1] * 1.0, 0.0 + u[j + 2] * 1.0
+                wa, wb, wc = wk[j] * 1.0, wk[j + 1] * 1.0, wk[j + 2] * 1.0
+                for r in range(m):
+                    da, db, dc = v[j + 1, r], v[j + 2, r], v[j + 3, r]
+                    cr, fr = cc[r], FF[r]
+                    k0[r] = ((k0[r] + wa * da) + wb * db) + wc * dc
+                    k1[r] = ((k1[r] + wa * (da - cr) ** 2) + wb * (db - cr) ** 2) + wc * (dc - cr) ** 2
+                    k2[r] = ((k2[r] + wa * (da - ta * fr) ** 2) + wb * (db - tb * fr) ** 2) + wc * (dc - tc * fr) ** 2
+                j += 3
+            while j < n_nodes:
                 t = 0.0 + u[j] * 1.0
                 wkj = wk[j] * 1.0
-                wgj = wg[j] * 1.0
-                gauss = wg[j] != 0.0
                 for r in range(m):
                     dd = v[j + 1, r]
-                    t0 = dd
-                    t1 = (dd - cc[r]) ** 2
-                    t2 = (dd - t * FF[r]) ** 2
-                    k0[r] += wkj * t0
-                    k1[r] += wkj * t1
-                    k2[r] += wkj * t2
-                    if gauss:
-                        g0[r] += wgj * t0
-                        g1[r] += wgj * t1
-                        g2[r] += wgj * t2
+                    k0[r] += wkj * dd
+                    k1[r] += wkj * (dd - cc[r]) ** 2
+                    k2[r] += wkj * (dd - t * FF[r]) ** 2
+                j += 1
+            q = 0
+            while q + 2 <= n_g:
+                ja, jb = gnodes[q], gnodes[q + 1]
+                ta, tb = 0.0 + u[ja] * 1.0, 0.0 + u[jb] * 1.0
+                wa, wb = wg[ja] * 1.0, wg[jb] * 1.0
+                for r in range(m):
+                    da, db = v[ja + 1, r], v[jb + 1, r]
+                    cr, fr = cc[r], FF[r]
+                    g0[r] = (g0[r] + wa * da) + wb * db
+                    g1[r] = (g1[r] + wa * (da - cr) ** 2) + wb * (db - cr) ** 2
+                    g2[r] = (g2[r] + wa * (da - ta * fr) ** 2) + wb * (db - tb * fr) ** 2
+                q += 2
+            while q < n_g:
+                jg = gnodes[q]
+                t = 0.0 + u[jg] * 1.0
+                wgj = wg[jg] * 1.0
+                for r in range(m):
+                    dd = v[jg + 1, r]
+                    g0[r] += wgj * dd
+                    g1[r] += wgj * (dd - cc[r]) ** 2
+                    g2[r] += wgj * (dd - t * FF[r]) ** 2
+                q += 1
             for r in range(m):
                 K[start + r, 0, k] = k0[r]
                 K[start + r, 1, k] = k1[r]
@@ -132,21 +172,35 @@ def _level0(
                 G[start + r, 1, k] = g1[r]
                 G[start + r, 2, k] = g2[r]
             # hidden jumps: the one-sided predictions of every gap's far end and their misses
+            # the largest |value| of each row's 23, point by point with the rows innermost (the same maxima in the
+            # same order as row by row)
             for r in range(m):
-                b = big[r]
-                for p in range(n_pts):
-                    b = max(b, abs(v[p, r]))
-                floor[r] = ulps * eps * b
+                big2[r] = big[r]
+            for p in range(n_pts):
+                for r in range(m):
+                    big2[r] = max(big2[r], abs(v[p, r]))
+            for r in range(m):
+                floor[r] = ulps * eps * big2[r]
                 tv[r] = 0.0
             for g in range(n_gaps):
                 for s in range(4):
                     for r in range(m):
                         acc[s, r] = 0.0
-                    for q in range(npts[g, s]):  # the padding beyond npts adds exact zeros
+                    nq = npts[g, s]
+                    q = 0
+                    # four points a pass, added in the same order (one load and store of the sum per pass)
+                    while q + 4 <= nq:
+                        w0, w1, w2, w3 = wts[g, s, q], wts[g, s, q + 1], wts[g, s, q + 2], wts[g, s, q + 3]
+                        i0, i1, i2, i3 = idx[g, s, q], idx[g, s, q + 1], idx[g, s, q + 2], idx[g, s, q + 3]
+                        for r in range(m):
+                            acc[s, r] = (((acc[s, r] + w0 * v[i0, r]) + w1 * v[i1, r]) + w2 * v[i2, r]) + w3 * v[i3, r]
+                        q += 4
+                    while q < nq:  # the padding beyond npts adds exact zeros
                         wq = wts[g, s, q]
                         iq = idx[g, s, q]
                         for r in range(m):
                             acc[s, r] += wq * v[iq, r]
+                        q += 1
                 for r in range(m):
                     low[g, r] = min(
                         max(abs(acc[0, r] - v[g + 1, r]) - floor[r] * leb[g, 0], 0.0),
@@ -205,20 +259,27 @@ def _level0(
                 P[start + r, 2, k] = p2[r]
         for g in range(n_gaps):
             for r in range(m):
-                tied[r] = tied[r] or eq[g, r]
+                tied[r] = tied[r] | eq[g, r]
+        # the first largest miss of each row and the largest of the others, gap by gap with the rows innermost
+        for r in range(m):
+            best[r] = worst[0, r]
+            rest_r[r] = -np.inf
+            top_r[r] = 0
+        for g in range(1, n_gaps):
+            for r in range(m):
+                w = worst[g, r]
+                if w > best[r]:
+                    rest_r[r] = max(rest_r[r], best[r])
+                    best[r] = w
+                    top_r[r] = g
+                else:
+                    rest_r[r] = max(rest_r[r], w)
         for r in range(m):
             i = start + r
             jumps[i] = tied[r]
-            top = 0
-            for g in range(1, n_gaps):
-                if worst[g, r] > worst[top, r]:
-                    top = g
-            rest = -np.inf
-            for g in range(n_gaps):
-                if g != top:
-                    rest = max(rest, worst[g, r])
-            first = worst[top, r]
-            iso[i] = first > 0.0 and first > outlier * rest
+            top = top_r[r]
+            first = best[r]
+            iso[i] = first > 0.0 and first > outlier * rest_r[r]
             cut[i] = 0.0 + 0.5 * (pts[top] + pts[top + 1]) * 1.0 if first > 0.0 else np.nan
 
 
