@@ -361,7 +361,7 @@ def apply_steps(
     return out
 
 
-def _column_shifts(
+def column_shifts(
     frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, Any] | None, n: int
 ) -> dict[int, list[np.ndarray]]:
     """The numeric steps' shifts (length ``n``, broadcast from a step's value) by column position, in order."""
@@ -381,7 +381,7 @@ def _moved_float_block(
     the memory's bandwidth here)."""
     n, p = frame.shape
     base = frame.to_numpy(dtype=float)
-    shifts = _column_shifts(frame, steps, h, n)
+    shifts = column_shifts(frame, steps, h, n)
     # pandas' own block layout, columns x rows
     out = np.empty((p, n)) if scratch is None else scratch.take(p * n).reshape(p, n)
 
@@ -425,7 +425,7 @@ def stack_path(
         shape = (frame.shape[1], ts.size, n)
         size = shape[0] * shape[1] * shape[2]
         arr = buffer[:size].reshape(shape) if buffer is not None and buffer.size >= size else np.empty(shape)
-        shifts = _column_shifts(frame, steps, h, n)
+        shifts = column_shifts(frame, steps, h, n)
 
         def fill(lo: int, hi: int) -> None:
             for j in range(shape[0]):

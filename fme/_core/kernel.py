@@ -39,7 +39,7 @@ from ..inference.delta import evaluate_with_jacobian
 from ..inference.estimates import RowInference, sample_inference
 from ..inference.methods import compute_rows
 from ..nlm import QuadratureRule, nlm_from_path
-from ..steps import STACK_CELL_BUDGET, Step, apply_steps, stack_path
+from ..steps import STACK_CELL_BUDGET, Step, all_float, apply_steps, stack_path
 from .exclusions import Notes, every_row, excluded_frame, extrapolation_exclusions, value_exclusions
 from .plan import Plan
 
@@ -95,10 +95,9 @@ def evaluate_steps(
     f0_parts, f1_parts, nlm_parts, sd_parts, scale_parts = [], [], [], [], []
     label = ", ".join(s.describe() for s in steps) + (" (per-row shrunk)" if h is not None else "")
     t_int = None if rule is None else rule.nodes[rule.interior]
-    # One buffer for every batch's stacked NLM frame (only used when all columns are float).
-    buffer = (
-        np.empty(X.shape[1] * cast(np.ndarray, t_int).size * min(size, n)) if rule is not None and n > size else None
-    )
+    # One block of memory for every batch's stacked NLM frame (all-float frames), while the model keeps none
+    path_scratch = Scratch()
+    path_mem = None
     starts = range(0, n, size)
     for start in progress_bar(starts, total=len(starts), desc=f"fME {label}", progress=progress):
         sl = slice(start, min(start + size, n))
@@ -110,11 +109,11 @@ def evaluate_steps(
         # x + h goes to predict once and is dropped: its memory is kept for the next batch or call
         scratch = Scratch()
         moved = apply_steps(xb, steps, hb, scratch)
-        path = (
-            stack_path(xb, steps, cast(np.ndarray, t_int), hb, buffer)
-            if rule is not None and cast(np.ndarray, t_int).size
-            else None
-        )
+        path = None
+        if rule is not None and cast(np.ndarray, t_int).size:
+            if path_mem is None and all_float(xb):
+                path_mem = path_scratch.take(X.shape[1] * cast(np.ndarray, t_int).size * min(size, n))
+            path = stack_path(xb, steps, cast(np.ndarray, t_int), hb, path_mem)
         f0 = predictor(xb, stage="f(x)", rows=rows)
         f1 = predictor(moved, stage=f"f(x + h) for the step {label}", rows=rows)
         del moved
@@ -133,6 +132,14 @@ def evaluate_steps(
             nlm_parts.append(v)
             sd_parts.append(sd)
             scale_parts.append(sc)
+            del f_int  # the model's predictions may be a view of the frame
+            if t_int.size:
+                del stacked
+            if path_scratch.shared(views=1):
+                # the model kept its input (or a view of it): the next batch's frame in fresh memory
+                path_scratch, path_mem = Scratch(), None
+    del path_mem
+    path_scratch.give_back()
     # one batch (the usual fME): its predictions as they are, no copy
     f0 = f0_parts[0] if len(f0_parts) == 1 else np.concatenate(f0_parts)
     f1 = f1_parts[0] if len(f1_parts) == 1 else np.concatenate(f1_parts)

@@ -75,8 +75,10 @@ The rounds' bookkeeping (per-row sums over millions of brackets, cutting bracket
 compiled (:mod:`fme._nlm.bracket_kernel`): what is left beside the model's ``predict`` is about 1 s per 10^5
 rows at the default budget on a wrapped boosting model (benchmarks/README.md). Level 0 (each row's level, centre,
 route, Gauss-Kronrod sums and hidden jumps from its 21 node values) is one compiled pass over the predictions, and
-so is the quadrature route's state (:mod:`fme._nlm.level0_kernel`); the level-0 frames and their predictions
-live in one buffer each per call (:func:`fme._nlm.path_frames.node_buffer`).
+so is the quadrature route's state (:mod:`fme._nlm.level0_kernel`); the level-0 nodes of many rows of an
+all-float frame go to the model one node at a time, in one frame whose stepped columns alone are rewritten
+(:mod:`fme._nlm.path_frames`), and their predictions live in one buffer per call
+(:func:`fme._nlm.path_frames.node_buffer`).
 """
 
 from __future__ import annotations
@@ -177,7 +179,7 @@ def budget_nlm(
     C = int(np.prod(np.shape(f0)[1:], dtype=int))
     parts = []
     starts = range(0, max(n, 1), _BLOCK_ROWS)
-    # one buffer for the level-0 frames and one for their predictions, for every block: fresh memory is paged in
+    # one buffer for the level-0 predictions, for every block: fresh memory is paged in
     # once per call, not per frame and block
     buffer = node_buffer(X, min(n, _BLOCK_ROWS), batch_size, C)
     for start in progress_bar(

@@ -1,9 +1,18 @@
 """The points of the NLM's paths that :mod:`fme._nlm.budget` sends to the model (paper §5.4).
 
-Two kinds of frames: the level-0 nodes of every row at once (:func:`node_values`, the 21 Gauss-Kronrod nodes
-stacked by :func:`fme.steps.stack_path`), and the refinement points of a round, any (row, t) pairs
-(:class:`PathFrames`): x + t h as one float block per frame. Frames hold at most :data:`FRAME_CELLS` cells,
-because a model's ``predict`` call can cost far more than its rows (an OpenMP region per tree).
+Two kinds of frames: the level-0 nodes of every row at once (:func:`node_values`, the 21 Gauss-Kronrod nodes),
+and the refinement points of a round, any (row, t) pairs (:class:`PathFrames`): x + t h as one float block per
+frame. Frames hold at most :data:`FRAME_CELLS` cells, because a model's ``predict`` call can cost far more than
+its rows (an OpenMP region per tree).
+
+The level-0 nodes of an all-float frame go to the model one node at a time once a call has at least
+:data:`NODE_BY_NODE_ROWS` rows: one frame of the rows, its unmoved columns written once and its stepped columns
+rewritten as x + t h before each node's call (about 30 cells written per row for 10 features instead of 210, and a
+frame the model reads from the cache rather than from memory). Below that, and for other frames, the nodes are
+stacked into one frame (:func:`fme.steps.stack_path`), fewer calls for few rows. Each point is the same
+floating-point number either way (t h + x as :func:`~fme.steps.stack_path` writes it), and the frame is rewritten
+only while nothing but fme refers to it (:class:`fme._utils.memory.Scratch`): a model that keeps its input keeps it
+as it was handed.
 """
 
 from __future__ import annotations
@@ -11,15 +20,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._utils.memory import Scratch
 from .._utils.progress import progress_bar
 from .._utils.threads import rows_per_thread, run_ranges
-from ..steps import STACK_CELL_BUDGET, Step, all_float, numeric_shift, stack_path
+from ..steps import STACK_CELL_BUDGET, Step, all_float, column_shifts, numeric_shift, stack_path
 
-__all__ = ["FRAME_CELLS", "PathFrames", "node_buffer", "node_values"]
+__all__ = ["FRAME_CELLS", "NODE_BY_NODE_ROWS", "PathFrames", "node_buffer", "node_values"]
 
 #: Cells (rows x columns) of one frame sent to ``predict``: 8 x the kernel's frames (256 MB of floats), so that
 #: 10^5 rows' 23 path points go in one call (a call can cost far more than its rows: an OpenMP region per tree).
 FRAME_CELLS = 8 * STACK_CELL_BUDGET
+
+#: Rows per call from which the level-0 nodes of an all-float frame go to the model one node at a time: enough
+#: rows that a call's own cost (validation, an OpenMP region) stays small beside its rows'.
+NODE_BY_NODE_ROWS = 32_768
 
 
 class PathFrames:
@@ -82,48 +96,135 @@ def _frame_rows(X: pd.DataFrame, n_nodes: int, batch_size: int | None) -> int:
     return batch_size or max(1000, FRAME_CELLS // max(1, X.shape[1] * n_nodes))
 
 
+def _node_rows(X: pd.DataFrame, n_nodes: int, batch_size: int | None) -> int:
+    """Rows per call of the nodes one at a time (the points of a stacked frame of :func:`_frame_rows` rows, at
+    most the block's rows), or 0 where the nodes are stacked: a frame not all float, or fewer rows per call than
+    :data:`NODE_BY_NODE_ROWS`."""
+    rows = min(len(X), _frame_rows(X, n_nodes, batch_size) * n_nodes)
+    return rows if all_float(X) and rows >= NODE_BY_NODE_ROWS else 0
+
+
 def node_buffer(
     X: pd.DataFrame, rows: int, batch_size: int | None, outputs: int, n_nodes: int = 21
 ) -> dict[str, np.ndarray | None]:
-    """Buffers for :func:`node_values` on blocks of at most ``rows`` rows of ``X``: ``"frames"`` for its frames
-    (None unless every column is float: :func:`fme.steps.stack_path` builds other frames column by column) and
-    ``"values"`` for its predictions (``outputs`` per point). Reused block after block: fresh memory of this size is
-    paged in once per call (on a virtual machine a fresh page can cost far more than writing it)."""
-    frames = None
-    if rows and all_float(X):
-        frames = np.empty(X.shape[1] * n_nodes * min(rows, _frame_rows(X, n_nodes, batch_size)))
-    return {"frames": frames, "values": np.empty(n_nodes * rows * outputs)}
+    """The memory of :func:`node_values`' predictions on blocks of at most ``rows`` rows (``"values"``,
+    ``outputs`` per point), reused block after block: fresh memory of this size is paged in once per call (on a
+    virtual machine a fresh page can cost far more than writing it). The frames' own memory is kept in
+    :mod:`fme._utils.memory`, given back only when the model kept no reference to them."""
+    return {"values": np.empty(n_nodes * rows * outputs)}
 
 
 def node_values(predictor, X, steps, h, ts, batch_size, progress, offset, total, label, buffer=None):
     """Predictions at x + t h for every t in ``ts``, shape (ts.size, n, C), and the model's own output ndim.
 
-    ``buffer``: :func:`node_buffer`'s memory, for every frame (reused frame after frame: each frame is written in
-    full before its predict call) and for the predictions (the returned array then shares it)."""
+    ``buffer``: :func:`node_buffer`'s memory for the predictions (the returned array then shares it). An all-float
+    frame is written into memory of :mod:`fme._utils.memory`, the same for every frame of the call while the model
+    keeps no reference to the last one (each frame is written in full before its predict call)."""
     n = len(X)
+    room = None if buffer is None else buffer["values"]
+    stage = f"the NLM nodes x + t h for the step {label}"
+    desc = "NLM Gauss-Kronrod, 21 nodes"
+    per_call = _node_rows(X, ts.size, batch_size)
+    if per_call:
+        return _one_node_at_a_time(predictor, X, steps, h, ts, per_call, progress, offset, total, stage, desc, room)
     size = _frame_rows(X, ts.size, batch_size)
     V, ndim = None, 1
+    scratch = Scratch() if all_float(X) else None
+    mem = None
     bstarts = range(0, n, size)
-    desc = "NLM Gauss-Kronrod, 21 nodes"
     for start in progress_bar(bstarts, total=len(bstarts), progress=progress, desc=desc):
         sl = slice(start, min(n, start + size))
         hb = None if h is None else {f: v[sl] for f, v in h.items()}
-        got = np.asarray(
-            predictor(
-                stack_path(X.iloc[sl], steps, ts, hb, None if buffer is None else buffer["frames"]),
-                stage=f"the NLM nodes x + t h for the step {label}",
-                rows=(offset + start, offset + sl.stop, total),
-            ),
-            dtype=float,
-        )
+        if scratch is not None and mem is None:
+            mem = scratch.take(X.shape[1] * ts.size * min(n, size))
+        frame = stack_path(X.iloc[sl], steps, ts, hb, mem)
+        got = np.asarray(predictor(frame, stage=stage, rows=(offset + start, offset + sl.stop, total)), dtype=float)
+        del frame
         ndim = got.ndim
         got = got.reshape(ts.size, sl.stop - start, -1)
         if V is None:
-            shape = (ts.size, n, got.shape[2])
-            room = None if buffer is None else buffer["values"]
-            cells = shape[0] * shape[1] * shape[2]
-            V = room[:cells].reshape(shape) if room is not None and room.size >= cells else np.empty(shape)
-        dst = V[:, sl]
-        per_row = ts.size * got.shape[2]
-        run_ranges(lambda lo, hi: np.copyto(dst[:, lo:hi], got[:, lo:hi]), len(got[0]), 8, rows_per_thread(per_row))
+            V = _values_room(room, (ts.size, n, got.shape[2]))
+        _copy_rows(V[:, sl], got)
+        del got  # the model's predictions may be a view of the frame
+        if scratch is not None and scratch.shared(views=1):
+            # the model kept its input (or a view of it): the next frame is written into fresh memory
+            scratch, mem = Scratch(), None
+    if scratch is not None:
+        del mem
+        scratch.give_back()
     return V, ndim
+
+
+def _copy_rows(dst: np.ndarray, got: np.ndarray) -> None:
+    """``dst[:] = got`` of (nodes, rows, outputs) arrays, row ranges on several threads."""
+    per_row = got.shape[0] * got.shape[2]
+    run_ranges(lambda lo, hi: np.copyto(dst[:, lo:hi], got[:, lo:hi]), got.shape[1], 8, rows_per_thread(per_row))
+
+
+def _values_room(room: np.ndarray | None, shape: tuple[int, int, int]) -> np.ndarray:
+    cells = shape[0] * shape[1] * shape[2]
+    return room[:cells].reshape(shape) if room is not None and room.size >= cells else np.empty(shape)
+
+
+def _one_node_at_a_time(predictor, X, steps, h, ts, per_call, progress, offset, total, stage, desc, room):
+    """:func:`node_values` of an all-float ``X``, node by node: per chunk of ``per_call`` rows one frame (columns x
+    rows, pandas' block layout), its unmoved columns written once and its stepped ones as t h + x before each node's
+    call; in fresh memory again after a call whose model kept a reference to the frame."""
+    n, p = X.shape
+    base_t = X.to_numpy(dtype=float).T
+    shifts = column_shifts(X, steps, h, n)
+    V, ndim = None, 1
+    starts = range(0, n, per_call)
+    for start in progress_bar(starts, total=len(starts), progress=progress, desc=desc):
+        stop = min(n, start + per_call)
+        m = stop - start
+        scratch = Scratch()
+        mem = _frame_memory(scratch, base_t, shifts, start, stop)
+        for k, t in enumerate(ts):
+            _write_moved(mem, base_t, shifts, float(t), start, stop)
+            frame = pd.DataFrame(mem.T, columns=X.columns, copy=False)
+            got = np.asarray(predictor(frame, stage=stage, rows=(offset + start, offset + stop, total)), dtype=float)
+            del frame
+            ndim = got.ndim
+            if V is None:
+                V = _values_room(room, (ts.size, n, got.size // max(1, m)))
+            V[k, start:stop] = got.reshape(m, -1)
+            del got  # the model's predictions may be a view of the frame
+            if k + 1 < ts.size and scratch.shared(views=1):
+                # the model kept its input (or a view of it): the next node is written into fresh memory
+                scratch = Scratch()
+                mem = _frame_memory(scratch, base_t, shifts, start, stop)
+        del mem
+        scratch.give_back()
+    return V, ndim
+
+
+def _frame_memory(scratch: Scratch, base_t: np.ndarray, shifts: dict[int, list[np.ndarray]], start: int, stop: int):
+    """A (columns, rows) float frame of rows ``start:stop`` in ``scratch``'s memory, its unmoved columns written
+    (row ranges on several threads)."""
+    p, m = base_t.shape[0], stop - start
+    mem = scratch.take(p * m).reshape(p, m)
+
+    def fill(lo: int, hi: int) -> None:
+        for j in range(p):
+            if j not in shifts:
+                mem[j, lo:hi] = base_t[j, start + lo : start + hi]
+
+    run_ranges(fill, m, align=8, min_rows=rows_per_thread(p))
+    return mem
+
+
+def _write_moved(
+    mem: np.ndarray, base_t: np.ndarray, shifts: dict[int, list[np.ndarray]], t: float, start: int, stop: int
+) -> None:
+    """The stepped columns of ``mem`` at ``t``: t h + x, as :func:`fme.steps.stack_path` writes each node's."""
+
+    def fill(lo: int, hi: int) -> None:
+        for j, (first, *more) in shifts.items():
+            out, x = mem[j, lo:hi], base_t[j, start + lo : start + hi]
+            np.multiply(t, first[start + lo : start + hi], out=out)
+            out += x
+            for shift in more:
+                out += t * shift[start + lo : start + hi]
+
+    run_ranges(fill, stop - start, align=8, min_rows=rows_per_thread(len(shifts)))

@@ -105,6 +105,11 @@ class Scratch:
         self._born = _refs(self)
         return self.owner[:cells]
 
+    def shared(self, views: int = 0) -> bool:
+        """Whether anything but this holder and ``views`` views the caller still holds refers to the block (a
+        model kept its input, or a view of it)."""
+        return self.owner is not None and _refs(self) != self._born + views
+
     def give_back(self) -> bool:
         """Keep the block for the next call if nothing but this holder refers to it (the caller has dropped
         every frame and view of it) and it fits :func:`keep_limit`; returns whether it was kept."""
