@@ -435,8 +435,11 @@ def stack_path(
                     continue
                 first, *more = shifts[j]
                 # t h + x is x + t h to the bit (addition commutes in IEEE arithmetic); no copy of x first
-                np.multiply(ts[:, None], first[None, lo:hi], out=out)
-                out += x
+                if first.strides[0] == 0:  # one step for every row: each t h once, then one pass
+                    np.add(x, ts[:, None] * first[0], out=out)
+                else:
+                    np.multiply(ts[:, None], first[None, lo:hi], out=out)
+                    out += x
                 for shift in more:
                     out += ts[:, None] * shift[None, lo:hi]
 

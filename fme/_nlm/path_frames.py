@@ -222,8 +222,11 @@ def _write_moved(
     def fill(lo: int, hi: int) -> None:
         for j, (first, *more) in shifts.items():
             out, x = mem[j, lo:hi], base_t[j, start + lo : start + hi]
-            np.multiply(t, first[start + lo : start + hi], out=out)
-            out += x
+            if first.strides[0] == 0:  # one step for every row: t h once, then one pass (the same sums)
+                np.add(x, t * first[0], out=out)
+            else:
+                np.multiply(t, first[start + lo : start + hi], out=out)
+                out += x
             for shift in more:
                 out += t * shift[start + lo : start + hi]
 
