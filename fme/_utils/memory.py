@@ -1,10 +1,10 @@
 """Float memory kept from one call to the next for the frames fme hands a model and then drops.
 
-Every fME call writes x + h (paper Eq. 5.1's f(x + h)) as one fresh float block for the model's ``predict``.
-A fresh block of that size is mapped anew by the operating system, which zeroes every page of it before fme's
-own write and unmaps it after the call: at 10^6 rows and 10 features about 2 ms of a call whose model takes
-9 ms (benchmarks/README.md). So the block's memory is kept when the call is done and the next call of at least
-its size writes into it, pages already mapped.
+Every fME call writes x + h (paper Eq. 5.1's f(x + h)) as one float block for the model's ``predict``, and the
+NLM its path points x + t h (§5.4). A fresh block of that size is mapped anew by the operating system, which
+zeroes every page of it before fme's own write and unmaps it after the call: at 10^6 rows and 10 features about
+2 ms of a call whose model takes 9 ms (benchmarks/README.md). So the block's memory is kept when the frame is
+dropped and the next frame of at most its size is written into it, pages already mapped.
 
 A block goes back only when nothing else refers to it: its owner's reference count, read after the caller has
 dropped its own frame, must be the one it had when it was made. A model that keeps its input (or a view of it,
