@@ -337,6 +337,9 @@ def _labels(values: np.ndarray, labels: tuple[str, ...]) -> Any:
         return np.asarray(labels, dtype=object)[values]
     import pyarrow as pa
 
+    if values.size and values.min() == values.max():  # one label for every row (the usual status): repeated
+        same = pa.repeat(pa.scalar(labels[int(values[0])], type=pa.large_string()), values.size)
+        return pd.array(same, dtype=dtype)
     decoded = pa.DictionaryArray.from_arrays(pa.array(values), pa.array(labels, type=pa.large_string()))
     return pd.array(decoded.dictionary_decode(), dtype=dtype)
 

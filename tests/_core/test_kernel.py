@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fme
-from fme._core.kernel import evaluate_batch
+from fme._core.kernel import _labels, evaluate_batch
 from fme._core.summary import Moments, summarise
 from fme.effects import FMEOptions, resolve_plan
 from tests.conftest import make_regression_frame
@@ -237,8 +237,9 @@ def test_a_model_writing_into_its_input_changes_neither_the_data_nor_the_fmes():
 
 
 def test_frames_a_model_keeps_and_predictions_that_are_its_input_stay_as_handed():
-    """A model may keep its inputs or return a view of one of their columns: no buffer of a call is reused by
-    the next, so what it kept and the results built from it stay as they were."""
+    """A model may keep its inputs or return a view of one of their columns: a buffer of a call is reused by a
+    later one only when nothing refers to it (fme._utils.memory), so what it kept and the results built from it
+    stay as they were."""
     kept: list[pd.DataFrame] = []
 
     def keeping(d: pd.DataFrame) -> np.ndarray:
@@ -254,3 +255,15 @@ def test_frames_a_model_keeps_and_predictions_that_are_its_input_stay_as_handed(
     np.testing.assert_array_equal(snapshot[1]["a"].to_numpy(), X["a"].to_numpy() + 1.0)
     np.testing.assert_array_equal(first.predictions["f_x_step"], X["a"].to_numpy() + 1.0)
     np.testing.assert_array_equal(first.results["fme"], (X["a"].to_numpy() + 1.0) - X["a"].to_numpy())
+
+
+@pytest.mark.parametrize("codes", [[0, 0, 0], [2, 2], [0, 1, 2, 1], [3]], ids=["same", "same-other", "mixed", "one"])
+def test_label_columns_equal_the_labels_written_one_by_one(codes):
+    labels = ("ok", "inaccurate", "flat", "constant")
+    values = np.asarray(codes, dtype=np.int8)
+    got = pd.Series(_labels(values, labels))
+    want = pd.DataFrame({"s": np.asarray([labels[c] for c in codes], dtype=object)})["s"]
+    pd.testing.assert_series_equal(got, want, check_names=False)
+    empty = _labels(values[:0], labels)
+    assert len(empty) == 0 and empty.dtype == got.dtype
+    np.testing.assert_array_equal(_labels(np.asarray(["a", "b"], dtype=object), labels), ["a", "b"])  # labels as given
