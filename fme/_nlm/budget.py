@@ -88,6 +88,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._utils.memory import Scratch
 from .._utils.progress import progress_bar
 from ..nlm import CONSTANT_ULPS, gauss_kronrod_rules
 from ..steps import Step
@@ -179,9 +180,10 @@ def budget_nlm(
     C = int(np.prod(np.shape(f0)[1:], dtype=int))
     parts = []
     starts = range(0, max(n, 1), _BLOCK_ROWS)
-    # one buffer for the level-0 predictions, for every block: fresh memory is paged in
-    # once per call, not per frame and block
-    buffer = node_buffer(X, min(n, _BLOCK_ROWS), batch_size, C)
+    # one buffer for the level-0 predictions, for every block, in memory kept from call to call: fresh memory is
+    # paged in at most once per call, not per frame and block
+    scratch = Scratch()
+    buffer = node_buffer(scratch, min(n, _BLOCK_ROWS), C)
     for start in progress_bar(
         starts,
         total=len(starts),
@@ -208,6 +210,8 @@ def budget_nlm(
                 buffer,
             )
         )
+    del buffer
+    scratch.give_back()  # if no result refers to it
     parts = [p for p in parts if p is not None]
     if not parts:  # no rows
         z = np.empty((0,) if np.ndim(f0) == 1 else (0, C))

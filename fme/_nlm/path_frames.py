@@ -104,14 +104,12 @@ def _node_rows(X: pd.DataFrame, n_nodes: int, batch_size: int | None) -> int:
     return rows if all_float(X) and rows >= NODE_BY_NODE_ROWS else 0
 
 
-def node_buffer(
-    X: pd.DataFrame, rows: int, batch_size: int | None, outputs: int, n_nodes: int = 21
-) -> dict[str, np.ndarray | None]:
+def node_buffer(scratch: Scratch, rows: int, outputs: int, n_nodes: int = 21) -> dict[str, np.ndarray]:
     """The memory of :func:`node_values`' predictions on blocks of at most ``rows`` rows (``"values"``,
-    ``outputs`` per point), reused block after block: fresh memory of this size is paged in once per call (on a
-    virtual machine a fresh page can cost far more than writing it). The frames' own memory is kept in
-    :mod:`fme._utils.memory`, given back only when the model kept no reference to them."""
-    return {"values": np.empty(n_nodes * rows * outputs)}
+    ``outputs`` per point), taken from ``scratch`` (:mod:`fme._utils.memory`: kept from call to call) and reused
+    block after block; the caller gives it back once the blocks are done. The frames' own memory is kept there
+    too, given back only when the model kept no reference to them."""
+    return {"values": scratch.take(n_nodes * rows * outputs)}
 
 
 def node_values(predictor, X, steps, h, ts, batch_size, progress, offset, total, label, buffer=None):
