@@ -64,6 +64,7 @@ def _level0(
     tied = np.empty(T, dtype=np.bool_)
     best = np.empty(T)
     big2 = np.empty(T)
+    knodes = np.arange(n_nodes)
     gnodes = np.empty(n_nodes, dtype=np.int64)  # the Gauss nodes among the Kronrod ones
     n_g = 0
     for j in range(n_nodes):
@@ -120,50 +121,9 @@ def _level0(
                 g0[r] = 0.0
                 g1[r] = 0.0
                 g2[r] = 0.0
-            # the Kronrod sums three nodes a pass and the Gauss sums over its nodes two a pass, each sum's terms
-            # added in node order (one load and store of each sum per pass)
-            j = 0
-            while j + 3 <= n_nodes:
-                ta, tb, tc = 0.0 + u[j] * 1.0, 0.0 + u[j + 1] * 1.0, 0.0 + u[j + 2] * 1.0
-                wa, wb, wc = wk[j] * 1.0, wk[j + 1] * 1.0, wk[j + 2] * 1.0
-                for r in range(m):
-                    da, db, dc = v[j + 1, r], v[j + 2, r], v[j + 3, r]
-                    cr, fr = cc[r], FF[r]
-                    k0[r] = ((k0[r] + wa * da) + wb * db) + wc * dc
-                    k1[r] = ((k1[r] + wa * (da - cr) ** 2) + wb * (db - cr) ** 2) + wc * (dc - cr) ** 2
-                    k2[r] = ((k2[r] + wa * (da - ta * fr) ** 2) + wb * (db - tb * fr) ** 2) + wc * (dc - tc * fr) ** 2
-                j += 3
-            while j < n_nodes:
-                t = 0.0 + u[j] * 1.0
-                wkj = wk[j] * 1.0
-                for r in range(m):
-                    dd = v[j + 1, r]
-                    k0[r] += wkj * dd
-                    k1[r] += wkj * (dd - cc[r]) ** 2
-                    k2[r] += wkj * (dd - t * FF[r]) ** 2
-                j += 1
-            q = 0
-            while q + 2 <= n_g:
-                ja, jb = gnodes[q], gnodes[q + 1]
-                ta, tb = 0.0 + u[ja] * 1.0, 0.0 + u[jb] * 1.0
-                wa, wb = wg[ja] * 1.0, wg[jb] * 1.0
-                for r in range(m):
-                    da, db = v[ja + 1, r], v[jb + 1, r]
-                    cr, fr = cc[r], FF[r]
-                    g0[r] = (g0[r] + wa * da) + wb * db
-                    g1[r] = (g1[r] + wa * (da - cr) ** 2) + wb * (db - cr) ** 2
-                    g2[r] = (g2[r] + wa * (da - ta * fr) ** 2) + wb * (db - tb * fr) ** 2
-                q += 2
-            while q < n_g:
-                jg = gnodes[q]
-                t = 0.0 + u[jg] * 1.0
-                wgj = wg[jg] * 1.0
-                for r in range(m):
-                    dd = v[jg + 1, r]
-                    g0[r] += wgj * dd
-                    g1[r] += wgj * (dd - cc[r]) ** 2
-                    g2[r] += wgj * (dd - t * FF[r]) ** 2
-                q += 1
+            # the Kronrod sums over every node, the Gauss sums over its nodes
+            _node_sums(k0, k1, k2, v, knodes, n_nodes, wk, u, cc, FF, m)
+            _node_sums(g0, g1, g2, v, gnodes, n_g, wg, u, cc, FF, m)
             for r in range(m):
                 K[start + r, 0, k] = k0[r]
                 K[start + r, 1, k] = k1[r]
@@ -281,6 +241,35 @@ def _level0(
             first = best[r]
             iso[i] = first > 0.0 and first > outlier * rest_r[r]
             cut[i] = 0.0 + 0.5 * (pts[top] + pts[top + 1]) * 1.0 if first > 0.0 else np.nan
+
+
+@njit(nogil=True, error_model="numpy")
+def _node_sums(s0, s1, s2, v, nodes, count, w, u, cc, FF, m):
+    """Add to the sums (S1, S2, N) of a tile's ``m`` rows the terms of the first ``count`` of ``nodes`` (weights
+    ``w``, positions ``u``), in node order: three nodes a pass, so that each sum is loaded and stored once per
+    pass rather than once per term."""
+    q = 0
+    while q + 3 <= count:
+        ja, jb, jc = nodes[q], nodes[q + 1], nodes[q + 2]
+        ta, tb, tc = 0.0 + u[ja] * 1.0, 0.0 + u[jb] * 1.0, 0.0 + u[jc] * 1.0
+        wa, wb, wc = w[ja] * 1.0, w[jb] * 1.0, w[jc] * 1.0
+        for r in range(m):
+            da, db, dc = v[ja + 1, r], v[jb + 1, r], v[jc + 1, r]
+            cr, fr = cc[r], FF[r]
+            s0[r] = ((s0[r] + wa * da) + wb * db) + wc * dc
+            s1[r] = ((s1[r] + wa * (da - cr) ** 2) + wb * (db - cr) ** 2) + wc * (dc - cr) ** 2
+            s2[r] = ((s2[r] + wa * (da - ta * fr) ** 2) + wb * (db - tb * fr) ** 2) + wc * (dc - tc * fr) ** 2
+        q += 3
+    while q < count:
+        j = nodes[q]
+        t = 0.0 + u[j] * 1.0
+        wj = w[j] * 1.0
+        for r in range(m):
+            dd = v[j + 1, r]
+            s0[r] += wj * dd
+            s1[r] += wj * (dd - cc[r]) ** 2
+            s2[r] += wj * (dd - t * FF[r]) ** 2
+        q += 1
 
 
 def level0(
