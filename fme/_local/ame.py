@@ -218,7 +218,7 @@ def _spec_rows(
     table = undefined_where(est.table(conf_level), size_used == 0)
     rows = []
     for g in range(m):
-        sums = None if spec.sums is None else (spec.sums.total, spec.sums.sum_sq, spec.sums.scratch)
+        sums = None if spec.sums is None else (spec.sums.total, spec.sums.sum_sq, spec.sums.quartiles)
         d = describe(spec.values[codes == g] if codes is not None else spec.values, conf_level, sums=sums)
         group = {c: keys[c].iloc[g] for c in by_cols}
         n_ex = int(size_all[g] - size_used[g]) if by_cols else len(codes_all) - spec.positions.size

@@ -12,7 +12,7 @@ def describe(
     values: np.ndarray,
     conf_level: float = 0.95,
     upper: float | None = None,
-    sums: tuple[float, float, np.ndarray] | None = None,
+    sums: tuple[float, float, tuple[float, float]] | None = None,
 ) -> dict[str, float]:
     """Mean, sample SD (n - 1), CoV = SD/|mean|, t-based CI and quartiles.
 
@@ -22,8 +22,8 @@ def describe(
     (SD and CI need n >= 2; CoV needs a non-zero mean). ``upper``: a bound
     of the quantity (1 for the NLM, paper §5.4); the CI is truncated there
     (min(ci_high, upper)), which keeps its coverage for a bounded mean. ``sums``: ``np.add.reduce`` of the
-    values (not NaN) and of their squared deviations from its mean, and a copy of the values that may be
-    reordered, when a compiled pass already has them (:func:`fme.inference.estimates.one_group_sums`).
+    values (not NaN) and of their squared deviations from its mean, and their quartiles (:func:`quartiles`),
+    when a compiled pass already has them (:func:`fme.inference.estimates.one_group_sums`).
     """
     v = np.asarray(values, dtype=float)
     total = np.add.reduce(v) if sums is None else sums[0]  # NaN where a value is (or +inf meets -inf)
@@ -53,9 +53,10 @@ def describe(
         np.multiply(scratch, scratch, out=scratch)
         sum_sq = float(np.add.reduce(scratch))
         np.copyto(scratch, v)
+        out["q25"], out["q75"] = quartiles(scratch, overwrite=True)
     else:
-        sum_sq, scratch = float(sums[1]), sums[2]
-    out["q25"], out["q75"] = quartiles(scratch, overwrite=True)
+        sum_sq = float(sums[1])
+        out["q25"], out["q75"] = sums[2]
     if n >= 2:
         sd = float(np.sqrt(sum_sq / (n - 1)))
         se = sd / np.sqrt(n)

@@ -18,10 +18,21 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["MIN_CELLS_PER_THREAD", "MIN_ROWS_PER_THREAD", "finite_sum", "rows_per_thread", "run_ranges", "thread_count"]
+T = TypeVar("T")
+
+__all__ = [
+    "MIN_CELLS_PER_THREAD",
+    "MIN_ROWS_PER_THREAD",
+    "beside",
+    "finite_sum",
+    "rows_per_thread",
+    "run_ranges",
+    "thread_count",
+]
 
 #: Rows a thread must have before a call is cut (a thread starts in about 0.1 ms; a kernel's row takes 0.1-1 us).
 MIN_ROWS_PER_THREAD = 32_768
@@ -79,6 +90,36 @@ def run_ranges(work: Callable[[int, int], None], n: int, align: int = 64, min_ro
     if errors:  # the first range's error, whichever thread ended first
         raise min(errors, key=lambda e: e[0])[1]
     return len(bounds)
+
+
+def beside(task: Callable[[], T]) -> Callable[[], T]:
+    """Start ``task`` on a thread of its own, beside the caller's work, and return a function that waits for it
+    and returns its result (or raises its exception, on the caller's thread). With one thread
+    (:func:`thread_count`) the task runs now, and the function returns what it gave. For independent work that
+    releases the GIL (a compiled kernel, NumPy's selections)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = task()
+        except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread by the returned function
+            box["error"] = exc
+
+    helper = None
+    if thread_count() > 1:
+        helper = threading.Thread(target=run, daemon=True)
+        helper.start()
+    else:
+        run()
+
+    def result() -> T:
+        if helper is not None:
+            helper.join()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    return result
 
 
 def finite_sum(values: np.ndarray) -> bool:

@@ -15,6 +15,8 @@ from scipy import sparse, stats
 
 from .._utils.jit import njit
 from .._utils.numfmt import count
+from .._utils.stats import quartiles
+from .._utils.threads import beside
 from .._utils.warn import warn_caller
 from ..exceptions import BootstrapWarning, ParameterError
 from .validity import rounding_mask, rounding_note
@@ -415,18 +417,19 @@ class OneGroupSums:
     over its fMEs (:func:`one_group_sums`): ``mean`` and ``ss`` as :meth:`RowInference.average` sums them (row
     order: the averaging matrix's product, ``np.bincount``'s sum of squares), ``total`` and ``sum_sq`` as
     ``np.add.reduce`` sums the values and their squared deviations from ``total / n`` (NumPy's pairwise order:
-    :func:`fme._utils.stats.describe`'s mean and SD), and ``scratch``, a copy of the values that
-    :func:`~fme._utils.stats.describe` may reorder for the quartiles."""
+    :func:`fme._utils.stats.describe`'s mean and SD), the ``quartiles`` (:func:`fme._utils.stats.quartiles`,
+    selected on a second thread meanwhile) and the ``count`` of values."""
 
     mean: float
     ss: float
     total: float
     sum_sq: float
-    scratch: np.ndarray
+    quartiles: tuple[float, float]
+    count: int
 
     def estimates(self) -> Estimates:
         """The group's ``sample`` :class:`Estimates`, :meth:`RowInference.average`'s numbers."""
-        count = np.array([float(self.scratch.size)])
+        count = np.array([float(self.count)])
         with np.errstate(invalid="ignore", divide="ignore"):
             sd = np.sqrt(np.array([self.ss]) / (count - 1.0))
             se = np.where(count >= 2, sd / np.sqrt(count), np.nan)
@@ -434,32 +437,35 @@ class OneGroupSums:
 
 
 def one_group_sums(values: np.ndarray) -> OneGroupSums | None:
-    """:class:`OneGroupSums` of ``values`` in two passes (NumPy's in seven, over fresh temporaries); None below
-    :data:`_KERNEL_ROWS` values (NumPy's sums cost less than a compile there) or when the values' sum is NaN
-    (a NaN, or infinities of both signs: the callers' own routes treat those)."""
+    """:class:`OneGroupSums` of ``values`` in two passes (NumPy's in seven, over fresh temporaries), the quartiles
+    selected meanwhile on a second thread (the passes' sums run in row order, one addition waiting for the last:
+    a core beside them is free); None below :data:`_KERNEL_ROWS` values (NumPy's sums cost less than a compile
+    there) or when the values' sum is NaN (a NaN, or infinities of both signs: the callers' own routes treat
+    those)."""
     v = np.ascontiguousarray(values, dtype=float)
     n = v.size
     if n < _KERNEL_ROWS:
         return None
+    selected = beside(lambda: quartiles(v))  # on its own copy of the values
     acc = np.zeros(2)
-    total = _pairwise_pass(v, 1.0 / float(n), acc, np.nan, v)
+    total = _pairwise_pass(v, 1.0 / float(n), acc, np.nan)
     if np.isnan(total):
+        selected()  # not waited for by anyone else; its numbers are not used
         return None
-    scratch = np.empty(n)
-    sum_sq = _pairwise_pass(v, 1.0, acc, float(total) / n, scratch)
-    return OneGroupSums(float(acc[0]), float(acc[1]), float(total), float(sum_sq), scratch)
+    sum_sq = _pairwise_pass(v, 1.0, acc, float(total) / n)
+    return OneGroupSums(float(acc[0]), float(acc[1]), float(total), float(sum_sq), selected(), n)
 
 
 @njit(nogil=True, error_model="numpy")
 def _pairwise_pass(
-    a: np.ndarray, w: float, acc: np.ndarray, mean: float, out: np.ndarray
+    a: np.ndarray, w: float, acc: np.ndarray, mean: float
 ) -> float:  # pragma: no cover - compiled (tests/inference/test_estimates.py checks it against NumPy)
     """One pass over ``a``, returning ``np.add.reduce`` of its terms as NumPy sums a contiguous float array
     (pairwise: a block of at most 128 terms by eight accumulators, longer runs halved at a multiple of 8 and
     the halves' sums added; the recursion unrolled onto a stack, so the blocks come in row order), while the
     same rows are summed in row order into ``acc`` as :func:`_one_group_sums` adds them. First pass (``mean``
-    NaN): the terms are the values and ``acc[0] += w * a[i]``. Second pass: the terms are ``(a[i] - mean)^2``,
-    ``acc[1] += (a[i] - acc[0])^2`` and ``out[i] = a[i]``."""
+    NaN): the terms are the values and ``acc[0] += w * a[i]``. Second pass: the terms are ``(a[i] - mean)^2``
+    and ``acc[1] += (a[i] - acc[0])^2``."""
     first = np.isnan(mean)
     t = np.empty(128)
     # the stack of runs still open: start, length, phase (0 new, 1 left half pending, 2 right half pending)
@@ -498,7 +504,6 @@ def _pairwise_pass(
                 row += d * d
                 e = x - mean
                 t[i] = e * e
-                out[lo + i] = x
         if n < 8:
             res = -0.0
             for i in range(n):

@@ -140,3 +140,27 @@ def test_every_result_is_the_same_on_one_or_three_threads(
     assert set(one[0]["nlm_route"]) == routes
     for a, b in zip(one, many):
         pd.testing.assert_frame_equal(pd.DataFrame(a), pd.DataFrame(b), check_exact=True)
+
+
+def test_a_task_beside_runs_on_its_own_thread_and_gives_its_result(three_threads: None) -> None:
+    seen: list[int] = []
+    result = threads.beside(lambda: (seen.append(threading.get_ident()), 42)[1])
+    assert result() == 42 and result() == 42
+    assert seen and seen[0] != threading.get_ident()
+
+
+def test_a_task_beside_raises_its_error_on_the_callers_thread(three_threads: None) -> None:
+    def broken() -> None:
+        raise ValueError("in the task")
+
+    result = threads.beside(broken)
+    with pytest.raises(ValueError, match="in the task"):
+        result()
+
+
+def test_a_task_beside_runs_at_once_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    seen: list[int] = []
+    result = threads.beside(lambda: seen.append(threading.get_ident()))
+    assert seen == [threading.get_ident()]  # done before the caller goes on
+    assert result() is None
