@@ -16,6 +16,7 @@ import pandas as pd
 from .._adapters.predictor import make_predictor
 from .._nlm.evaluate import NLMSummaryMixin
 from .._utils.stats import describe, median
+from .._utils.threads import MIN_ROWS_PER_THREAD, beside
 from .._utils.validation import check_conf_level
 from ..inference.estimates import Estimates, RowInference, sample_inference
 from ..steps import MIN_STEP_FRACTION, Step, apply_steps
@@ -216,20 +217,22 @@ class FMEResult(EffectsPresentation, NLMSummaryMixin):
     # ----------------------------------------------------------------- presentation primitives
     def _figures(self, col: str) -> dict[str, float]:
         v = self.results[col].to_numpy(dtype=float)
+        middle = beside(lambda: median(v), now=v.size < MIN_ROWS_PER_THREAD)  # a selection, beside the sums
         d = describe(v)
-        return {**d, "median": median(v)}
+        return {**d, "median": middle()}
 
     def _nlm_figures(self, col: str) -> dict[str, Any]:
         v = self.results[col].to_numpy(dtype=float)
-        d = describe(v)
         defined = np.isfinite(v).any()
+        middle = beside(lambda: median(v[~np.isnan(v)]) if defined else float("nan"), now=v.size < MIN_ROWS_PER_THREAD)
+        d = describe(v)
         st = self.results[col.replace("nlm", "nlm_status", 1)]
         return {
             "mean": d["mean"],
             "sd": d["sd"],
             "q25": d["q25"],
             "q75": d["q75"],
-            "median": median(v[~np.isnan(v)]) if defined else float("nan"),
+            "median": middle(),
             "share": float(np.mean(v[~np.isnan(v)] >= self.nlm_linear_threshold)) if defined else float("nan"),
             "undefined": int(np.isnan(v).sum()),
             "constant": int((st == "constant").sum()),

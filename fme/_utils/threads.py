@@ -92,11 +92,12 @@ def run_ranges(work: Callable[[int, int], None], n: int, align: int = 64, min_ro
     return len(bounds)
 
 
-def beside(task: Callable[[], T]) -> Callable[[], T]:
+def beside(task: Callable[[], T], now: bool = False) -> Callable[[], T]:
     """Start ``task`` on a thread of its own, beside the caller's work, and return a function that waits for it
     and returns its result (or raises its exception, on the caller's thread). With one thread
-    (:func:`thread_count`) the task runs now, and the function returns what it gave. For independent work that
-    releases the GIL (a compiled kernel, NumPy's selections)."""
+    (:func:`thread_count`), or ``now`` (a task too small to repay a thread's start), the task runs at once, and
+    the function returns what it gave. For independent work that releases the GIL (a compiled kernel, NumPy's
+    selections)."""
     box: dict[str, Any] = {}
 
     def run() -> None:
@@ -106,7 +107,7 @@ def beside(task: Callable[[], T]) -> Callable[[], T]:
             box["error"] = exc
 
     helper = None
-    if thread_count() > 1:
+    if not now and thread_count() > 1:
         helper = threading.Thread(target=run, daemon=True)
         helper.start()
     else:

@@ -164,3 +164,35 @@ def test_a_task_beside_runs_at_once_on_one_thread(monkeypatch: pytest.MonkeyPatc
     result = threads.beside(lambda: seen.append(threading.get_ident()))
     assert seen == [threading.get_ident()]  # done before the caller goes on
     assert result() is None
+
+
+def test_a_small_task_beside_runs_at_once(three_threads: None) -> None:
+    seen: list[int] = []
+    result = threads.beside(lambda: seen.append(threading.get_ident()), now=True)
+    assert seen == [threading.get_ident()]
+    assert result() is None
+
+
+def test_the_tables_figures_are_the_same_with_their_selections_beside(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An AME table (its quartiles selected beside the row-order sums) and an fME result's figures (its median
+    beside the sums) on one thread and on three, compared with ``==``: rows enough for both to go beside."""
+    import fme
+
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame(rng.normal(size=(60_000, 3)), columns=["a", "b", "c"])
+
+    def model(d: pd.DataFrame) -> np.ndarray:
+        return np.tanh(d["a"].to_numpy() * d["b"].to_numpy()) + 0.1 * d["c"].to_numpy() ** 2
+
+    def run() -> tuple[Any, ...]:
+        table = fme.ame(model, X, {"a": 0.5, "c": 1.0}, inference="sample")
+        res = fme.fme(model, X, {"b": -1.0}, nlm=True, inference="sample")
+        return table, res.tidy(), pd.DataFrame([res._figures("fme"), res._nlm_figures("nlm")])
+
+    monkeypatch.setattr(threads, "thread_count", lambda: 1)
+    one = run()
+    monkeypatch.setattr(threads, "thread_count", lambda: 3)
+    many = run()
+    for a, b in zip(one, many, strict=True):
+        pd.testing.assert_frame_equal(pd.DataFrame(a), pd.DataFrame(b), check_exact=True)
+    assert one[0]["q25"].notna().all() and one[2]["median"].notna().all()
