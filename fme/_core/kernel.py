@@ -33,7 +33,7 @@ from .._adapters.predictor import Predictor
 from .._nlm.budget import ROUTES
 from .._nlm.evaluate import NLM_STATUS, classify
 from .._nlm.evaluate import nlm_values as _nlm_values
-from .._utils.memory import Scratch
+from .._utils.memory import Scratch, copy_on_write
 from .._utils.progress import progress_bar
 from ..inference.delta import evaluate_with_jacobian
 from ..inference.estimates import RowInference, sample_inference
@@ -207,16 +207,9 @@ def _points(
     # Every row a candidate: the frame itself, not a gathered copy of it. The model is then handed columns it
     # shares with ``data`` (fme's own shallow copy of the caller's frame, the front door's), which only
     # copy-on-write keeps safe: a model writing to its input then copies the block first.
-    X_cand = X_all if n_candidates == len(data) and _copy_on_write() else X_all.iloc[cand]
+    X_cand = X_all if n_candidates == len(data) and copy_on_write() else X_all.iloc[cand]
     cand, X, h, extra_cols = extrapolation_exclusions(plan, X_cand, cand, code, notes)
     return cand, X, h, extra_cols, code, notes, n_candidates
-
-
-def _copy_on_write() -> bool:
-    """Whether pandas copies a shared block before writing to it (always from pandas 3, by option before)."""
-    if int(pd.__version__.split(".")[0]) >= 3:
-        return True
-    return pd.options.mode.copy_on_write is True
 
 
 def evaluation_points(plan: Plan, data: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame, pd.DataFrame, np.ndarray]:

@@ -12,7 +12,9 @@ frame the model reads from the cache rather than from memory). Below that, and f
 stacked into one frame (:func:`fme.steps.stack_path`), fewer calls for few rows. Each point is the same
 floating-point number either way (t h + x as :func:`~fme.steps.stack_path` writes it), and the frame is rewritten
 only while nothing but fme refers to it (:class:`fme._utils.memory.Scratch`): a model that keeps its input keeps it
-as it was handed.
+as it was handed. While the model runs a second pandas object shares the frame's block, so that a model writing
+into its input writes into a copy (pandas' copy-on-write), not into the unmoved columns; without copy-on-write
+(pandas 2 without the option) the nodes are stacked.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._utils.memory import Scratch
+from .._utils.memory import Scratch, copy_on_write
 from .._utils.progress import progress_bar
 from .._utils.threads import rows_per_thread, run_ranges
 from ..steps import STACK_CELL_BUDGET, Step, all_float, column_shifts, numeric_shift, stack_path
@@ -101,7 +103,8 @@ def _node_rows(X: pd.DataFrame, n_nodes: int, batch_size: int | None) -> int:
     most the block's rows), or 0 where the nodes are stacked: a frame not all float, or fewer rows per call than
     :data:`NODE_BY_NODE_ROWS`."""
     rows = min(len(X), _frame_rows(X, n_nodes, batch_size) * n_nodes)
-    return rows if all_float(X) and rows >= NODE_BY_NODE_ROWS else 0
+    # the unmoved columns outlive a call: only pandas' copy-on-write keeps a model's writes into its input off them
+    return rows if all_float(X) and rows >= NODE_BY_NODE_ROWS and copy_on_write() else 0
 
 
 def node_buffer(scratch: Scratch, rows: int, outputs: int, n_nodes: int = 21) -> dict[str, np.ndarray]:
@@ -181,8 +184,11 @@ def _one_node_at_a_time(predictor, X, steps, h, ts, per_call, progress, offset, 
         for k, t in enumerate(ts):
             _write_moved(mem, base_t, shifts, float(t), start, stop)
             frame = pd.DataFrame(mem.T, columns=X.columns, copy=False)
+            # a second pandas reference to the block while the model runs: a model writing into its input then
+            # writes into a copy (copy-on-write), not into the unmoved columns the next nodes reuse
+            guard = frame.copy(deep=False)
             got = np.asarray(predictor(frame, stage=stage, rows=(offset + start, offset + stop, total)), dtype=float)
-            del frame
+            del frame, guard
             ndim = got.ndim
             if V is None:
                 V = _values_room(room, (ts.size, n, got.size // max(1, m)))

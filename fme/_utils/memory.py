@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["MIN_CELLS", "Scratch", "keep_limit", "kept_bytes", "release_memory"]
+__all__ = ["MIN_CELLS", "Scratch", "copy_on_write", "keep_limit", "kept_bytes", "release_memory"]
 
 #: The least cells (float64) of a block that is kept (4 MiB: below it the allocator reuses its own heap).
 MIN_CELLS = 1 << 19
@@ -73,6 +73,16 @@ def release_memory() -> int:
         freed = sum(a.nbytes for a in _kept)
         _kept.clear()
     return freed
+
+
+def copy_on_write() -> bool:
+    """Whether pandas copies a shared block before writing to it (always from pandas 3, by option before): a
+    model writing into a frame whose block another pandas object shares then writes into a copy."""
+    import pandas as pd
+
+    if int(pd.__version__.split(".")[0]) >= 3:
+        return True
+    return pd.options.mode.copy_on_write is True
 
 
 def _refs(holder: Scratch) -> int:

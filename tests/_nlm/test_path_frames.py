@@ -136,3 +136,20 @@ def test_stacked_frames_a_model_keeps_are_not_written_again(monkeypatch, method)
     assert len(handed) > 4
     for frame, copy in zip(handed, kept[::2], strict=True):  # each kept frame still holds what it was handed
         pd.testing.assert_frame_equal(frame, copy, check_exact=True)
+
+
+@pytest.mark.parametrize("node_rows", [1, 10**9], ids=["one-at-a-time", "stacked"])
+def test_a_model_writing_into_its_input_changes_no_later_node(monkeypatch, node_rows):
+    """The unmoved columns of a node's frame serve the next nodes: a model that overwrites its input (pandas'
+    in-place writes) must write into a copy, and every NLM equals a clean model's."""
+    X = _data(500)
+
+    def overwriting(df: pd.DataFrame) -> np.ndarray:
+        out = _model(df)
+        df.iloc[:, :] = -1.0e3
+        df.loc[:, "x1"] *= 2.0
+        return out
+
+    got = _nlm(overwriting, X, {"x0": 1.0}, monkeypatch, node_rows=node_rows)
+    want = _nlm(_model, X, {"x0": 1.0}, monkeypatch, node_rows=node_rows)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
