@@ -400,6 +400,22 @@ def _moved_float_block(
     return pd.DataFrame(out.T, index=frame.index, columns=frame.columns, copy=False)
 
 
+def write_path_points(out: np.ndarray, x: np.ndarray, shifts: list[np.ndarray], t: Any) -> None:
+    """``out = t h + x`` of one column: ``shifts`` its steps' shifts (the first, then the others added in order),
+    sliced as ``x``, at ``t`` (a number, or a column of several t against the rows of ``out``). t h + x is x + t h
+    to the bit (addition commutes in IEEE arithmetic), and x is not copied first; a step the same for every row
+    (a broadcast shift) gives each t h once, then one pass. Every route that writes path points calls this, so
+    that their points are the same numbers."""
+    first, *more = shifts
+    if first.strides[0] == 0 and first.size:
+        np.add(x, t * first[0], out=out)
+    else:
+        np.multiply(t, first, out=out)
+        out += x
+    for shift in more:
+        out += t * shift
+
+
 def stack_path(
     frame: pd.DataFrame,
     steps: tuple[Step, ...],
@@ -433,15 +449,7 @@ def stack_path(
                 if j not in shifts:
                     out[:] = x
                     continue
-                first, *more = shifts[j]
-                # t h + x is x + t h to the bit (addition commutes in IEEE arithmetic); no copy of x first
-                if first.strides[0] == 0:  # one step for every row: each t h once, then one pass
-                    np.add(x, ts[:, None] * first[0], out=out)
-                else:
-                    np.multiply(ts[:, None], first[None, lo:hi], out=out)
-                    out += x
-                for shift in more:
-                    out += ts[:, None] * shift[None, lo:hi]
+                write_path_points(out, x, [s[lo:hi] for s in shifts[j]], ts[:, None])
 
         run_ranges(fill, n, align=8, min_rows=rows_per_thread(size // max(1, n)))
         return pd.DataFrame(arr.reshape(frame.shape[1], ts.size * n).T, columns=frame.columns, copy=False)

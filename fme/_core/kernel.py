@@ -126,6 +126,7 @@ def evaluate_steps(
                 stacked = predictor(path, stage=f"the NLM nodes x + t h for the step {label}", rows=rows)
                 del path
                 f_int = stacked.reshape((t_int.size, len(xb)) + stacked.shape[1:])
+                del stacked
             else:
                 f_int = np.empty((0,) + f0.shape)
             v, sd, sc = nlm_from_path(f0, f1, f_int, rule, return_scale=True)
@@ -133,8 +134,6 @@ def evaluate_steps(
             sd_parts.append(sd)
             scale_parts.append(sc)
             del f_int  # the model's predictions may be a view of the frame
-            if t_int.size:
-                del stacked
             if path_scratch.shared(views=1):
                 # the model kept its input (or a view of it): the next batch's frame in fresh memory
                 path_scratch, path_mem = Scratch(), None

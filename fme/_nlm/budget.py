@@ -77,8 +77,8 @@ rows at the default budget on a wrapped boosting model (benchmarks/README.md). L
 route, Gauss-Kronrod sums and hidden jumps from its 21 node values) is one compiled pass over the predictions, and
 so is the quadrature route's state (:mod:`fme._nlm.level0_kernel`); the level-0 nodes of many rows of an
 all-float frame go to the model one node at a time, in one frame whose stepped columns alone are rewritten
-(:mod:`fme._nlm.path_frames`), and their predictions live in one buffer per call
-(:func:`fme._nlm.path_frames.node_buffer`).
+(:mod:`fme._nlm.path_frames`), and their predictions live in one buffer per call, kept from call to call
+(:mod:`fme._utils.memory`).
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ from ..steps import Step
 from .bracket_kernel import bracket_rowsums, gk_sums, row_argmax, segment_rowsums, split_brackets
 from .budget_routes import LEVEL0_CONSTANTS, hidden_jumps, jump_state
 from .level0_kernel import level0, quad_state
-from .path_frames import PathFrames, node_buffer, node_values
+from .path_frames import PathFrames, node_values
 
 __all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm"]
 
@@ -183,7 +183,7 @@ def budget_nlm(
     # one buffer for the level-0 predictions, for every block, in memory kept from call to call: fresh memory is
     # paged in at most once per call, not per frame and block
     scratch = Scratch()
-    buffer = node_buffer(scratch, min(n, _BLOCK_ROWS), C)
+    room = scratch.take((BASE_COST - 2) * min(n, _BLOCK_ROWS) * C)  # the 21 nodes' predictions
     for start in progress_bar(
         starts,
         total=len(starts),
@@ -207,10 +207,10 @@ def budget_nlm(
                 progress if len(starts) == 1 else False,
                 start,
                 n,
-                buffer,
+                room,
             )
         )
-    del buffer
+    del room
     scratch.give_back()  # if no result refers to it
     parts = [p for p in parts if p is not None]
     if not parts:  # no rows
@@ -238,7 +238,7 @@ def _full(V, f0, F, rows):
     return np.concatenate([z, V[:, rows] - f0[rows][None], F[rows][None]])
 
 
-def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, progress, offset, total, buffer=None):
+def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, progress, offset, total, room=None):
     n = len(X)
     if n == 0:
         return None
@@ -250,7 +250,7 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     u, wk, wg = kron.nodes, kron.weights, gauss.weights
     k = u.size
     # ------------------------------------------------ level 0: the Gauss-Kronrod nodes of every row
-    V, _ = node_values(predictor, X, steps, h, u, batch_size, progress, offset, total, label, buffer)
+    V, _ = node_values(predictor, X, steps, h, u, batch_size, progress, offset, total, label, room)
     C = f0.shape[1]
     F = f1 - f0
     # one compiled pass over the nodes' values: the level, the centre c (the level-0 Kronrod mean, the fixed centre

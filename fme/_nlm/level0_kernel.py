@@ -63,7 +63,6 @@ def _level0(
     beside = np.empty(T)
     tied = np.empty(T, dtype=np.bool_)
     best = np.empty(T)
-    big2 = np.empty(T)
     knodes = np.arange(n_nodes)
     gnodes = np.empty(n_nodes, dtype=np.int64)  # the Gauss nodes among the Kronrod ones
     n_g = 0
@@ -134,13 +133,11 @@ def _level0(
             # hidden jumps: the one-sided predictions of every gap's far end and their misses
             # the largest |value| of each row's 23, point by point with the rows innermost (the same maxima in the
             # same order as row by row)
-            for r in range(m):
-                big2[r] = big[r]
-            for p in range(n_pts):
+            for p in range(n_pts):  # big is the level until here and is not read again for this output
                 for r in range(m):
-                    big2[r] = max(big2[r], abs(v[p, r]))
+                    big[r] = max(big[r], abs(v[p, r]))
             for r in range(m):
-                floor[r] = ulps * eps * big2[r]
+                floor[r] = ulps * eps * big[r]
                 tv[r] = 0.0
             for g in range(n_gaps):
                 for s in range(4):

@@ -25,9 +25,9 @@ import pandas as pd
 from .._utils.memory import Scratch, copy_on_write
 from .._utils.progress import progress_bar
 from .._utils.threads import rows_per_thread, run_ranges
-from ..steps import STACK_CELL_BUDGET, Step, all_float, column_shifts, numeric_shift, stack_path
+from ..steps import STACK_CELL_BUDGET, Step, all_float, column_shifts, numeric_shift, stack_path, write_path_points
 
-__all__ = ["FRAME_CELLS", "NODE_BY_NODE_ROWS", "PathFrames", "node_buffer", "node_values"]
+__all__ = ["FRAME_CELLS", "NODE_BY_NODE_ROWS", "PathFrames", "node_values"]
 
 #: Cells (rows x columns) of one frame sent to ``predict``: 8 x the kernel's frames (256 MB of floats), so that
 #: 10^5 rows' 23 path points go in one call (a call can cost far more than its rows: an OpenMP region per tree).
@@ -107,22 +107,14 @@ def _node_rows(X: pd.DataFrame, n_nodes: int, batch_size: int | None) -> int:
     return rows if all_float(X) and rows >= NODE_BY_NODE_ROWS and copy_on_write() else 0
 
 
-def node_buffer(scratch: Scratch, rows: int, outputs: int, n_nodes: int = 21) -> dict[str, np.ndarray]:
-    """The memory of :func:`node_values`' predictions on blocks of at most ``rows`` rows (``"values"``,
-    ``outputs`` per point), taken from ``scratch`` (:mod:`fme._utils.memory`: kept from call to call) and reused
-    block after block; the caller gives it back once the blocks are done. The frames' own memory is kept there
-    too, given back only when the model kept no reference to them."""
-    return {"values": scratch.take(n_nodes * rows * outputs)}
-
-
-def node_values(predictor, X, steps, h, ts, batch_size, progress, offset, total, label, buffer=None):
+def node_values(predictor, X, steps, h, ts, batch_size, progress, offset, total, label, room=None):
     """Predictions at x + t h for every t in ``ts``, shape (ts.size, n, C), and the model's own output ndim.
 
-    ``buffer``: :func:`node_buffer`'s memory for the predictions (the returned array then shares it). An all-float
-    frame is written into memory of :mod:`fme._utils.memory`, the same for every frame of the call while the model
-    keeps no reference to the last one (each frame is written in full before its predict call)."""
+    ``room``: a 1-D float array for the predictions, reused block after block by the caller (the returned array
+    then shares it, when it is large enough). An all-float frame is written into memory of :mod:`fme._utils.memory`,
+    the same for every frame of the call while the model keeps no reference to the last one (each frame is written
+    in full before its predict call)."""
     n = len(X)
-    room = None if buffer is None else buffer["values"]
     stage = f"the NLM nodes x + t h for the step {label}"
     desc = "NLM Gauss-Kronrod, 21 nodes"
     per_call = _node_rows(X, ts.size, batch_size)
@@ -171,18 +163,20 @@ def _one_node_at_a_time(predictor, X, steps, h, ts, per_call, progress, offset, 
     """:func:`node_values` of an all-float ``X``, node by node: per chunk of ``per_call`` rows one frame (columns x
     rows, pandas' block layout), its unmoved columns written once and its stepped ones as t h + x before each node's
     call; in fresh memory again after a call whose model kept a reference to the frame."""
-    n, p = X.shape
-    base_t = X.to_numpy(dtype=float).T
-    shifts = column_shifts(X, steps, h, n)
+    n = len(X)
+    base_all = X.to_numpy(dtype=float).T
+    shifts_all = column_shifts(X, steps, h, n)
     V, ndim = None, 1
     starts = range(0, n, per_call)
     for start in progress_bar(starts, total=len(starts), progress=progress, desc=desc):
         stop = min(n, start + per_call)
         m = stop - start
+        base = base_all[:, start:stop]
+        shifts = {j: [s[start:stop] for s in ss] for j, ss in shifts_all.items()}
         scratch = Scratch()
-        mem = _frame_memory(scratch, base_t, shifts, start, stop)
+        mem = _frame_memory(scratch, base, shifts)
         for k, t in enumerate(ts):
-            _write_moved(mem, base_t, shifts, float(t), start, stop)
+            _write_moved(mem, base, shifts, float(t))
             frame = pd.DataFrame(mem.T, columns=X.columns, copy=False)
             # a second pandas reference to the block while the model runs: a model writing into its input then
             # writes into a copy (copy-on-write), not into the unmoved columns the next nodes reuse
@@ -197,41 +191,32 @@ def _one_node_at_a_time(predictor, X, steps, h, ts, per_call, progress, offset, 
             if k + 1 < ts.size and scratch.shared(views=1):
                 # the model kept its input (or a view of it): the next node is written into fresh memory
                 scratch = Scratch()
-                mem = _frame_memory(scratch, base_t, shifts, start, stop)
+                mem = _frame_memory(scratch, base, shifts)
         del mem
         scratch.give_back()
     return V, ndim
 
 
-def _frame_memory(scratch: Scratch, base_t: np.ndarray, shifts: dict[int, list[np.ndarray]], start: int, stop: int):
-    """A (columns, rows) float frame of rows ``start:stop`` in ``scratch``'s memory, its unmoved columns written
+def _frame_memory(scratch: Scratch, base: np.ndarray, shifts: dict[int, list[np.ndarray]]) -> np.ndarray:
+    """A (columns, rows) float frame of ``base``'s shape in ``scratch``'s memory, its unmoved columns written
     (row ranges on several threads)."""
-    p, m = base_t.shape[0], stop - start
+    p, m = base.shape
     mem = scratch.take(p * m).reshape(p, m)
 
     def fill(lo: int, hi: int) -> None:
         for j in range(p):
             if j not in shifts:
-                mem[j, lo:hi] = base_t[j, start + lo : start + hi]
+                mem[j, lo:hi] = base[j, lo:hi]
 
     run_ranges(fill, m, align=8, min_rows=rows_per_thread(p))
     return mem
 
 
-def _write_moved(
-    mem: np.ndarray, base_t: np.ndarray, shifts: dict[int, list[np.ndarray]], t: float, start: int, stop: int
-) -> None:
+def _write_moved(mem: np.ndarray, base: np.ndarray, shifts: dict[int, list[np.ndarray]], t: float) -> None:
     """The stepped columns of ``mem`` at ``t``: t h + x, as :func:`fme.steps.stack_path` writes each node's."""
 
     def fill(lo: int, hi: int) -> None:
-        for j, (first, *more) in shifts.items():
-            out, x = mem[j, lo:hi], base_t[j, start + lo : start + hi]
-            if first.strides[0] == 0:  # one step for every row: t h once, then one pass (the same sums)
-                np.add(x, t * first[0], out=out)
-            else:
-                np.multiply(t, first[start + lo : start + hi], out=out)
-                out += x
-            for shift in more:
-                out += t * shift[start + lo : start + hi]
+        for j, ss in shifts.items():
+            write_path_points(mem[j, lo:hi], base[j, lo:hi], [s[lo:hi] for s in ss], t)
 
-    run_ranges(fill, stop - start, align=8, min_rows=rows_per_thread(len(shifts)))
+    run_ranges(fill, mem.shape[1], align=8, min_rows=rows_per_thread(len(shifts)))
