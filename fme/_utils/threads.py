@@ -126,16 +126,21 @@ def beside(task: Callable[[], T], now: bool = False) -> Callable[[], T]:
 def finite_sum(values: np.ndarray) -> bool:
     """Whether the sum of ``values`` (a float array) is finite, summed by row ranges on several threads when it is
     large. A sum is finite only if every value is; the converse fails only when the total overflows, which the
-    callers then settle value by value. Only finiteness is read, so the order of the additions does not matter."""
+    callers then settle value by value. Only finiteness is read, so the order of the additions does not matter:
+    a contiguous array is summed by a compiled kernel that adds several lanes at once
+    (:func:`fme._utils.sums.any_order_sum`), any other by NumPy."""
     flat = values.reshape(-1) if values.flags.c_contiguous else values
-    if flat.ndim != 1 or flat.size < 2 * MIN_CELLS_PER_THREAD:
+    if flat.ndim != 1 or not flat.flags.c_contiguous or flat.dtype != np.float64:
         with np.errstate(over="ignore", invalid="ignore"):
             return bool(np.isfinite(np.add.reduce(flat, axis=None)))
+    from .sums import any_order_sum
+
+    if flat.size < 2 * MIN_CELLS_PER_THREAD:
+        return bool(np.isfinite(any_order_sum(flat)))
     parts: dict[int, float] = {}
 
     def add(lo: int, hi: int) -> None:
-        with np.errstate(over="ignore", invalid="ignore"):  # the error state is each thread's own
-            parts[lo] = float(np.add.reduce(flat[lo:hi]))
+        parts[lo] = any_order_sum(flat[lo:hi])
 
     run_ranges(add, flat.size, align=8, min_rows=MIN_CELLS_PER_THREAD)
     with np.errstate(over="ignore", invalid="ignore"):
