@@ -96,6 +96,7 @@ from .bracket_kernel import bracket_rowsums, gk_sums, row_argmax, segment_rowsum
 from .budget_routes import LEVEL0_CONSTANTS, hidden_jumps, jump_state
 from .level0_kernel import level0, quad_state
 from .path_frames import PathFrames, node_values
+from .workspace import BlockWork
 
 __all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm"]
 
@@ -178,12 +179,25 @@ def budget_nlm(
     """
     n = len(X)
     C = int(np.prod(np.shape(f0)[1:], dtype=int))
-    parts = []
-    starts = range(0, max(n, 1), _BLOCK_ROWS)
-    # one buffer for the level-0 predictions, for every block, in memory kept from call to call: fresh memory is
-    # paged in at most once per call, not per frame and block
+    if n == 0:
+        z = np.empty((0,) if np.ndim(f0) == 1 else (0, C))
+        return BudgetNLM(z, z, z, z, np.empty(0, dtype=np.int8), np.empty(0, dtype=np.int64), 0)
+    starts = range(0, n, _BLOCK_ROWS)
+    # the result's arrays, each block writing its rows (no per-block arrays to concatenate)
+    out = BudgetNLM(
+        nlm=np.empty((n, C)),
+        sd=np.empty((n, C)),
+        err=np.empty((n, C)),
+        scale=np.empty((n, C)),
+        route=np.empty(n, dtype=np.int8),
+        intervals=np.empty(n, dtype=np.int64),
+        predictions=0,
+    )
+    # one buffer for the level-0 predictions and one workspace for level 0's other arrays, for every block, in
+    # memory kept from call to call: fresh memory is paged in at most once per call, not per frame and block
     scratch = Scratch()
     room = scratch.take((BASE_COST - 2) * min(n, _BLOCK_ROWS) * C)  # the 21 nodes' predictions
+    work = BlockWork(min(n, _BLOCK_ROWS), C)
     for start in progress_bar(
         starts,
         total=len(starts),
@@ -193,39 +207,28 @@ def budget_nlm(
         sl = slice(start, min(n, start + _BLOCK_ROWS))
         hb = None if h is None else {k: np.broadcast_to(np.asarray(v, dtype=float), (n,))[sl] for k, v in h.items()}
         fb = (np.asarray(f0, dtype=float).reshape(n, -1)[sl], np.asarray(f1, dtype=float).reshape(n, -1)[sl])
-        parts.append(
-            _block(
-                predictor,
-                X.iloc[sl],
-                steps,
-                hb,
-                *fb,
-                tol,
-                budget,
-                max_level,
-                batch_size,
-                progress if len(starts) == 1 else False,
-                start,
-                n,
-                room,
-            )
+        rows = BudgetNLM(**{k: getattr(out, k)[sl] for k in _ROW_KEYS}, predictions=0)
+        out.predictions += _block(
+            predictor,
+            X.iloc[sl],
+            steps,
+            hb,
+            *fb,
+            tol,
+            budget,
+            max_level,
+            batch_size,
+            progress if len(starts) == 1 else False,
+            start,
+            n,
+            room,
+            work,
+            rows,
         )
+        del rows
     del room
     scratch.give_back()  # if no result refers to it
-    parts = [p for p in parts if p is not None]
-    if not parts:  # no rows
-        z = np.empty((0,) if np.ndim(f0) == 1 else (0, C))
-        return BudgetNLM(z, z, z, z, np.empty(0, dtype=np.int8), np.empty(0, dtype=np.int64), 0)
-    cat = lambda k: np.concatenate([getattr(p, k) for p in parts])
-    out = BudgetNLM(
-        nlm=cat("nlm"),
-        sd=cat("sd"),
-        err=cat("err"),
-        scale=cat("scale"),
-        route=cat("route"),
-        intervals=cat("intervals"),
-        predictions=int(sum(p.predictions for p in parts)),
-    )
+    work.close()
     if np.ndim(f0) == 1:  # one output: the shape of the given f(x)
         for k in ("nlm", "sd", "err", "scale"):
             setattr(out, k, getattr(out, k)[:, 0])
@@ -238,10 +241,17 @@ def _full(V, f0, F, rows):
     return np.concatenate([z, V[:, rows] - f0[rows][None], F[rows][None]])
 
 
-def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, progress, offset, total, room=None):
+#: The per-row arrays of a :class:`BudgetNLM`.
+_ROW_KEYS = ("nlm", "sd", "err", "scale", "route", "intervals")
+
+
+def _block(
+    predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, progress, offset, total, room, work, out
+):
+    """The budgeted NLM of the block of rows ``X`` (of the ``total`` rows, from ``offset``), written into ``out``'s
+    per-row arrays (views of the result's); level 0's arrays in ``work`` (:class:`~fme._nlm.workspace.BlockWork`),
+    its predictions in ``room``. Returns the predictions made on the paths."""
     n = len(X)
-    if n == 0:
-        return None
     label = ", ".join(s.describe() for s in steps)
     paths = PathFrames(predictor, X, steps, h, label)
     if batch_size:  # a refinement frame as large as a batch of the 21 nodes
@@ -256,8 +266,11 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     # one compiled pass over the nodes' values: the level, the centre c (the level-0 Kronrod mean, the fixed centre
     # of S2), the route (exact ties between neighbouring values at t = 0, the nodes, t = 1, in every output) and
     # the quadrature route's sums and hidden jumps of every row as one interval [0, 1]
-    scale, c, jumps, K0, G0, P0, cut0, iso0 = level0(V, f0, F, u, wk, wg, *LEVEL0_CONSTANTS)
-    route = jumps.astype(np.int8)
+    scale, c, jumps, K0, G0, P0, cut0, iso0 = level0(
+        V, f0, F, u, wk, wg, *LEVEL0_CONSTANTS, out=work.level0(n, out.scale)
+    )
+    route = out.route
+    route[:] = jumps
     # ------------------------------------------------ quadrature route: one interval per row
     qrows = np.flatnonzero(~jumps)
     every = qrows.size == n  # every row on the quadrature route: the level-0 arrays are taken as they are
@@ -297,7 +310,9 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
     for rnd in range(_MAX_ROUNDS):
         if rnd >= rounds or left < 1:
             break
-        nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense)
+        # round 0 writes the result's own arrays (its state is the result's when nothing is refined)
+        first = work.state(n, out.nlm, out.err) if rnd == 0 else None
+        nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense, into=first)
         fresh = nlm, err, D
         active = np.any(err > tol, axis=1)
         qworst, qcand = _worst_intervals(Q, active, max_level, tol)
@@ -377,15 +392,12 @@ def _block(predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, p
         nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=False)
     else:  # nothing refined: the state of level 0 read the sums as computed from scratch, it is the result's
         nlm, err, D = fresh
-    return BudgetNLM(
-        nlm=nlm,
-        sd=np.sqrt(np.maximum(D, 0.0)),
-        err=err,
-        scale=scale,
-        route=route,
-        intervals=np.bincount(Q["r"], minlength=n).astype(np.int64),
-        predictions=made + k * n,
-    )
+    for dst, src in ((out.nlm, nlm), (out.err, err)):
+        if src is not dst:  # the state of a later round, or of rows on the jump route
+            dst[:] = src
+    np.sqrt(np.maximum(D, 0.0, out=out.sd), out=out.sd)
+    out.intervals[:] = np.bincount(Q["r"], minlength=n)
+    return made + k * n
 
 
 #: Per sub-interval arrays of the quadrature route.
@@ -549,13 +561,16 @@ def _open_sums(B, c, F, n):
     return bracket_rowsums(B["r"], B["a"], B["b"], B["l"], B["rt"], c, F, np.zeros((n, 3, c.shape[1])))
 
 
-def _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True):
-    """Per row NLM, error (n, C) and D; per sub-interval (``Q["e"]``) and per bracket error contributions."""
+def _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True, into=None):
+    """Per row NLM, error (n, C) and D; per sub-interval (``Q["e"]``) and per bracket error contributions.
+    ``into``: the arrays ``(nlm, err, D, qe, qh)`` the quadrature state is written into when the sub-intervals
+    are the rows themselves (:class:`~fme._nlm.workspace.BlockWork`)."""
     be = np.zeros(B["r"].size)
     if Q["r"].size and not jumps.any():
         # every row on the quadrature route (smooth paths): the kernel's per-row arrays are the state as they are,
         # without three masked gathers and scatters over every row
-        nlm, err, D, qe, Q["ej"] = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"], Q["P"], CONSTANT_ULPS)
+        mine = into if into is not None and Q["r"].size == n else None
+        nlm, err, D, qe, Q["ej"] = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"], Q["P"], CONSTANT_ULPS, out=mine)
         Q["e"] = qe
         return nlm, err, qe, be, D
     nlm = np.full((n, C), np.nan)

@@ -282,6 +282,7 @@ def level0(
     ulps: float,
     outlier: float,
     tv_factor: float,
+    out: tuple[np.ndarray, ...] | None = None,
 ) -> tuple[np.ndarray, ...]:
     """The level 0 of every row from the predictions ``V`` (21, n, C) at the Gauss-Kronrod nodes ``u`` on
     [0, 1], f(x) ``f0`` and the fME ``F`` (n, C).
@@ -294,14 +295,20 @@ def level0(
     :func:`fme._nlm.budget_routes.gk_sums` and :func:`fme._nlm.budget_routes.hidden_jumps` give them for
     ``a = 0``, ``b = 1``, the centre ``c`` and the level ``scale``. ``tables``: the stencil tables of
     :mod:`fme._nlm.budget_routes` (``idx``, ``wts``, ``npts``, ``leb``), ``pts`` the 23 relative points.
+    ``out``: the eight arrays to write them into (C-contiguous, of these shapes; :class:`fme._nlm.workspace.BlockWork`
+    reuses them from block to block), else fresh ones.
     """
     f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     V = f(V)
     n, C = V.shape[1], V.shape[2]
-    scale, c = np.empty((n, C)), np.empty((n, C))
-    jumps = np.empty(n, dtype=np.bool_)
-    K, G, P = np.empty((n, 3, C)), np.empty((n, 3, C)), np.empty((n, 3, C))
-    cut, iso = np.empty(n), np.empty(n, dtype=np.bool_)
+    if out is None:
+        scale, c = np.empty((n, C)), np.empty((n, C))
+        jumps = np.empty(n, dtype=np.bool_)
+        K, G, P = np.empty((n, 3, C)), np.empty((n, 3, C)), np.empty((n, 3, C))
+        cut, iso = np.empty(n), np.empty(n, dtype=np.bool_)
+    else:
+        scale, c, jumps, K, G, P, cut, iso = out
+        _check_out("level0", out, [(n, C), (n, C), (n,), (n, 3, C), (n, 3, C), (n, 3, C), (n,), (n,)], (2, 7))
     idx, wts, npts, leb = tables
     # the centre as NumPy's einsum sums it: node by node for several values, but for a single one (one row, one
     # output) in its own order, which the kernel then takes as given
@@ -314,6 +321,14 @@ def level0(
     # every row on its own: the rows cut into ranges, one per thread, give the same numbers
     run_ranges(lambda lo, hi: _level0(*args, lo, hi, *outs), n, align=_TILE)
     return scale, c, jumps, K, G, P, cut, iso
+
+
+def _check_out(name: str, out: tuple[np.ndarray, ...], shapes: list[tuple[int, ...]], bools: tuple[int, ...]) -> None:
+    """``out`` holds C-contiguous arrays of ``shapes``, boolean at the positions ``bools`` and float64 elsewhere (a
+    compiled kernel would otherwise be compiled anew for another dtype and write at its precision)."""
+    want = [np.dtype(np.bool_) if i in bools else np.dtype(np.float64) for i in range(len(shapes))]
+    if [a.shape for a in out] != shapes or [a.dtype for a in out] != want or not all(a.flags.c_contiguous for a in out):
+        raise ValueError(f"{name}'s out must be C-contiguous arrays of the shapes {shapes} and dtypes {want}")
 
 
 @njit(nogil=True, error_model="numpy")
@@ -469,17 +484,22 @@ def _quad_state_rows(first, last, c, scale, qK, qG, qP, limit, eps, nlm, err, DK
         qh[r] = worst_h
 
 
-def quad_state(n, c, scale, qr, qK, qG, qP, constant_ulps):
+def quad_state(n, c, scale, qr, qK, qG, qP, constant_ulps, out=None):
     """Compiled :func:`fme._nlm.budget_routes.quad_state` (the quadrature route's per-row NLM, error
     estimate and D, per sub-interval contribution and its hidden-jump part): one pass over the sub-intervals for
     the per-row sums, one per row, one per sub-interval, instead of about 40 NumPy passes; the same numbers. When
     the sub-intervals are the rows themselves (level 0 of smooth paths) one pass over the rows, on row ranges of
-    several threads."""
+    several threads. ``out``: the five arrays ``(nlm, err, D, qe, qh)`` to write them into (C-contiguous, of their
+    shapes), else fresh ones."""
     f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     c, scale = f(c), f(scale)
     C = c.shape[1]
-    nlm, err, DK = np.empty((n, C)), np.empty((n, C)), np.empty((n, C))
-    qe, qh = np.empty(qr.shape[0]), np.empty(qr.shape[0])
+    if out is None:
+        nlm, err, DK = np.empty((n, C)), np.empty((n, C)), np.empty((n, C))
+        qe, qh = np.empty(qr.shape[0]), np.empty(qr.shape[0])
+    else:
+        nlm, err, DK, qe, qh = out
+        _check_out("quad_state", out, [(n, C), (n, C), (n, C), qr.shape[:1], qr.shape[:1]], ())
     limit = float(constant_ulps) * np.finfo(np.float64).eps
     qr = np.asarray(qr, dtype=np.int64)
     args = (f(qK), f(qG), f(qP), limit, np.finfo(np.float64).eps, nlm, err, DK, qe, qh)

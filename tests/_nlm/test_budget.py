@@ -460,10 +460,10 @@ def test_state_of_rows_all_on_the_quadrature_route_is_the_masked_one(monkeypatch
     seen = []
     real = budget._state
 
-    def spy(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True):
-        out = real(n, C, c, F, scale, jumps, Q, settled, B, dense, shares)
-        if not jumps.any():
-            seen.append((out, _masked_state(n, C, c, scale, jumps, Q), Q["ej"].copy()))
+    def spy(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True, into=None):
+        out = real(n, C, c, F, scale, jumps, Q, settled, B, dense, shares, into)
+        if not jumps.any():  # copies: the state of round 0 is written into memory the next block reuses
+            seen.append(([a.copy() for a in out], _masked_state(n, C, c, scale, jumps, Q), Q["ej"].copy()))
         return out
 
     monkeypatch.setattr(budget, "_state", spy)
@@ -478,3 +478,41 @@ def test_state_of_rows_all_on_the_quadrature_route_is_the_masked_one(monkeypatch
         for a, b in ((nlm, nlm0), (err, err0), (qe, qe0), (D, D0), (ej, ej0)):
             np.testing.assert_array_equal(a, b)
         assert be.size == 0
+
+
+def _stairs_or_smooth(d: pd.DataFrame) -> np.ndarray:
+    """Stairs in a where b > 0 (the jump route, refined), elsewhere smooth (the quadrature route)."""
+    x = d.to_numpy()
+    return np.where(x[:, 1] > 0.0, np.floor(3.0 * x[:, 0]), np.tanh(x[:, 0] + 0.3 * x[:, 2]))
+
+
+def test_blocks_of_rows_reusing_one_workspace_give_each_blocks_own_numbers(monkeypatch):
+    """Every block of a call writes level 0 into the memory the block before it used (fme._nlm.workspace); its
+    numbers are those of the same rows in a call of their own (each block spends its own budget)."""
+    from fme._nlm import budget
+
+    monkeypatch.setattr(budget, "_BLOCK_ROWS", 256)
+    X = pd.DataFrame(np.random.default_rng(11).normal(size=(600, 3)), columns=["a", "b", "c"])
+    cols = ["nlm", "nlm_error", "nlm_route"]
+    whole = fme.fme(_stairs_or_smooth, X, {"a": 1.0}, nlm=True, inference="sample").results[cols]
+    assert set(whole["nlm_route"]) == {"quadrature", "jumps"}
+    alone = pd.concat(
+        [
+            fme.fme(_stairs_or_smooth, X.iloc[a:b], {"a": 1.0}, nlm=True, inference="sample").results[cols]
+            for a, b in ((0, 256), (256, 512), (512, 600))  # the last block smaller than the first
+        ]
+    )
+    pd.testing.assert_frame_equal(whole, alone)
+
+
+def test_an_nlm_result_keeps_its_numbers_when_later_calls_reuse_the_memory(monkeypatch):
+    from fme._nlm import budget
+
+    monkeypatch.setattr(budget, "_BLOCK_ROWS", 256)
+    rng = np.random.default_rng(12)
+    X = pd.DataFrame(rng.normal(size=(600, 3)), columns=["a", "b", "c"])
+    first = fme.fme(_stairs_or_smooth, X, {"a": 1.0}, nlm=True, inference="sample")
+    before = first.results.copy(deep=True)
+    again = fme.fme(_stairs_or_smooth, X * 2.0, {"a": 0.5}, nlm=True, inference="sample")
+    pd.testing.assert_frame_equal(first.results, before)
+    assert not np.array_equal(again.results["nlm"].to_numpy(), before["nlm"].to_numpy(), equal_nan=True)
