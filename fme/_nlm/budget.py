@@ -90,13 +90,14 @@ import pandas as pd
 
 from .._utils.memory import Scratch
 from .._utils.progress import progress_bar
-from ..nlm import CONSTANT_ULPS, gauss_kronrod_rules
+from .._utils.threads import thread_count
+from ..nlm import CONSTANT_ULPS
 from ..steps import Step
+from .blocks import WG, WK, Block, BlockWork, U, start_level0
 from .bracket_kernel import bracket_rowsums, gk_sums, row_argmax, segment_rowsums, split_brackets
-from .budget_routes import LEVEL0_CONSTANTS, hidden_jumps, jump_state
-from .level0_kernel import level0, quad_state
+from .budget_routes import hidden_jumps, jump_state
+from .level0_kernel import quad_state
 from .path_frames import PathFrames, node_values
-from .workspace import BlockWork
 
 __all__ = ["DEFAULT_BUDGET", "BASE_COST", "ROUTES", "BudgetNLM", "budget_nlm"]
 
@@ -193,42 +194,49 @@ def budget_nlm(
         intervals=np.empty(n, dtype=np.int64),
         predictions=0,
     )
-    # one buffer for the level-0 predictions and one workspace for level 0's other arrays, for every block, in
-    # memory kept from call to call: fresh memory is paged in at most once per call, not per frame and block
+    # the 21 nodes' predictions and level 0's other arrays in memory kept from call to call, paged in at most once
+    # per call: one set for one block; two, taken in turn, for several, where a block's level 0 runs beside the
+    # next block's predictions (the model's calls stay on this thread; the spare cores compute level 0)
+    sets = 1 if len(starts) == 1 else 2
     scratch = Scratch()
-    room = scratch.take((BASE_COST - 2) * min(n, _BLOCK_ROWS) * C)  # the 21 nodes' predictions
-    work = BlockWork(min(n, _BLOCK_ROWS), C)
-    for start in progress_bar(
-        starts,
-        total=len(starts),
-        progress=progress if len(starts) > 1 else False,
-        desc="NLM Gauss-Kronrod with a budget, blocks of rows",
+    room_cells = (BASE_COST - 2) * min(n, _BLOCK_ROWS) * C
+    rooms = scratch.take(sets * room_cells).reshape(sets, room_cells)
+    works = [BlockWork(min(n, _BLOCK_ROWS), C) for _ in range(sets)]
+    spare = thread_count() - 1
+    label = ", ".join(s.describe() for s in steps)
+    inner = progress if len(starts) == 1 else False
+    pending = None
+    for i, start in enumerate(
+        progress_bar(
+            starts,
+            total=len(starts),
+            progress=progress if len(starts) > 1 else False,
+            desc="NLM Gauss-Kronrod with a budget, blocks of rows",
+        )
     ):
         sl = slice(start, min(n, start + _BLOCK_ROWS))
         hb = None if h is None else {k: np.broadcast_to(np.asarray(v, dtype=float), (n,))[sl] for k, v in h.items()}
-        fb = (np.asarray(f0, dtype=float).reshape(n, -1)[sl], np.asarray(f1, dtype=float).reshape(n, -1)[sl])
-        rows = BudgetNLM(**{k: getattr(out, k)[sl] for k in _ROW_KEYS}, predictions=0)
-        out.predictions += _block(
-            predictor,
-            X.iloc[sl],
-            steps,
-            hb,
-            *fb,
-            tol,
-            budget,
-            max_level,
-            batch_size,
-            progress if len(starts) == 1 else False,
-            start,
-            n,
-            room,
-            work,
-            rows,
+        block = Block(
+            X=X.iloc[sl],
+            h=hb,
+            f0=np.asarray(f0, dtype=float).reshape(n, -1)[sl],
+            F=np.asarray(f1, dtype=float).reshape(n, -1)[sl] - np.asarray(f0, dtype=float).reshape(n, -1)[sl],
+            offset=start,
+            out=BudgetNLM(**{k: getattr(out, k)[sl] for k in _ROW_KEYS}, predictions=0),
         )
-        del rows
-    del room
+        # level 0: the Gauss-Kronrod nodes of every row (the model, on this thread)
+        block.V = node_values(predictor, block.X, steps, hb, U, batch_size, inner, start, n, label, rooms[i % sets])[0]
+        if pending is not None:  # the block before, its level 0 computed meanwhile: refined
+            out.predictions += _refine(pending, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)
+        last = sl.stop == n  # the last block's level 0 has every thread, there is nothing to run beside
+        block.level0 = start_level0(block, works[i % sets], None if last else spare, now=last or spare < 1)
+        pending = block
+    if pending is not None:
+        out.predictions += _refine(pending, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)
+    del rooms, pending, block
     scratch.give_back()  # if no result refers to it
-    work.close()
+    for work in works:
+        work.close()
     if np.ndim(f0) == 1:  # one output: the shape of the given f(x)
         for k in ("nlm", "sd", "err", "scale"):
             setattr(out, k, getattr(out, k)[:, 0])
@@ -245,30 +253,17 @@ def _full(V, f0, F, rows):
 _ROW_KEYS = ("nlm", "sd", "err", "scale", "route", "intervals")
 
 
-def _block(
-    predictor, X, steps, h, f0, f1, tol, budget, max_level, batch_size, progress, offset, total, room, work, out
-):
-    """The budgeted NLM of the block of rows ``X`` (of the ``total`` rows, from ``offset``), written into ``out``'s
-    per-row arrays (views of the result's); level 0's arrays in ``work`` (:class:`~fme._nlm.workspace.BlockWork`),
-    its predictions in ``room``. Returns the predictions made on the paths."""
-    n = len(X)
-    label = ", ".join(s.describe() for s in steps)
+def _refine(block, predictor, steps, tol, budget, max_level, batch_size, progress, total, label):
+    """The budgeted NLM of ``block`` from its level 0, refined within its budget, written into its views of the
+    result's arrays (``block.out``). Returns the predictions made on its paths."""
+    X, h, f0, F, V, offset, out = block.X, block.h, block.f0, block.F, block.V, block.offset, block.out
+    n, C = len(X), f0.shape[1]
     paths = PathFrames(predictor, X, steps, h, label)
     if batch_size:  # a refinement frame as large as a batch of the 21 nodes
         paths.set_chunk(batch_size * 21)
-    kron, gauss = gauss_kronrod_rules(1)
-    u, wk, wg = kron.nodes, kron.weights, gauss.weights
+    u, wk, wg = U, WK, WG
     k = u.size
-    # ------------------------------------------------ level 0: the Gauss-Kronrod nodes of every row
-    V, _ = node_values(predictor, X, steps, h, u, batch_size, progress, offset, total, label, room)
-    C = f0.shape[1]
-    F = f1 - f0
-    # one compiled pass over the nodes' values: the level, the centre c (the level-0 Kronrod mean, the fixed centre
-    # of S2), the route (exact ties between neighbouring values at t = 0, the nodes, t = 1, in every output) and
-    # the quadrature route's sums and hidden jumps of every row as one interval [0, 1]
-    scale, c, jumps, K0, G0, P0, cut0, iso0 = level0(
-        V, f0, F, u, wk, wg, *LEVEL0_CONSTANTS, out=work.level0(n, out.scale)
-    )
+    scale, c, jumps, K0, G0, P0, cut0, iso0 = block.level0()
     route = out.route
     route[:] = jumps
     # ------------------------------------------------ quadrature route: one interval per row
@@ -311,7 +306,7 @@ def _block(
         if rnd >= rounds or left < 1:
             break
         # round 0 writes the result's own arrays (its state is the result's when nothing is refined)
-        first = work.state(n, out.nlm, out.err) if rnd == 0 else None
+        first = block.work.state(n, out.nlm, out.err) if rnd == 0 else None
         nlm, err, qe, be, D = _state(n, C, c, F, scale, jumps, Q, settled, B, dense, into=first)
         fresh = nlm, err, D
         active = np.any(err > tol, axis=1)
@@ -564,7 +559,7 @@ def _open_sums(B, c, F, n):
 def _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True, into=None):
     """Per row NLM, error (n, C) and D; per sub-interval (``Q["e"]``) and per bracket error contributions.
     ``into``: the arrays ``(nlm, err, D, qe, qh)`` the quadrature state is written into when the sub-intervals
-    are the rows themselves (:class:`~fme._nlm.workspace.BlockWork`)."""
+    are the rows themselves (:class:`~fme._nlm.blocks.BlockWork`)."""
     be = np.zeros(B["r"].size)
     if Q["r"].size and not jumps.any():
         # every row on the quadrature route (smooth paths): the kernel's per-row arrays are the state as they are,

@@ -283,6 +283,7 @@ def level0(
     outlier: float,
     tv_factor: float,
     out: tuple[np.ndarray, ...] | None = None,
+    threads: int | None = None,
 ) -> tuple[np.ndarray, ...]:
     """The level 0 of every row from the predictions ``V`` (21, n, C) at the Gauss-Kronrod nodes ``u`` on
     [0, 1], f(x) ``f0`` and the fME ``F`` (n, C).
@@ -295,8 +296,9 @@ def level0(
     :func:`fme._nlm.budget_routes.gk_sums` and :func:`fme._nlm.budget_routes.hidden_jumps` give them for
     ``a = 0``, ``b = 1``, the centre ``c`` and the level ``scale``. ``tables``: the stencil tables of
     :mod:`fme._nlm.budget_routes` (``idx``, ``wts``, ``npts``, ``leb``), ``pts`` the 23 relative points.
-    ``out``: the eight arrays to write them into (C-contiguous, of these shapes; :class:`fme._nlm.workspace.BlockWork`
-    reuses them from block to block), else fresh ones.
+    ``out``: the eight arrays to write them into (C-contiguous, of these shapes; :class:`fme._nlm.blocks.BlockWork`
+    reuses them from block to block), else fresh ones. ``threads``: at most so many threads (default all,
+    :func:`fme._utils.threads.thread_count`).
     """
     f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     V = f(V)
@@ -319,7 +321,7 @@ def level0(
     args += (float(share_at), float(ulps), float(outlier), float(tv_factor), given_c)
     outs = (scale, c, jumps, K, G, P, cut, iso)
     # every row on its own: the rows cut into ranges, one per thread, give the same numbers
-    run_ranges(lambda lo, hi: _level0(*args, lo, hi, *outs), n, align=_TILE)
+    run_ranges(lambda lo, hi: _level0(*args, lo, hi, *outs), n, align=_TILE, threads=threads)
     return scale, c, jumps, K, G, P, cut, iso
 
 

@@ -61,12 +61,16 @@ def thread_count() -> int:
     return max(1, count)
 
 
-def run_ranges(work: Callable[[int, int], None], n: int, align: int = 64, min_rows: int | None = None) -> int:
+def run_ranges(
+    work: Callable[[int, int], None], n: int, align: int = 64, min_rows: int | None = None, threads: int | None = None
+) -> int:
     """Run ``work(lo, hi)`` over ``[0, n)`` cut into contiguous ranges (their starts multiples of ``align``), one
     per thread (the first on the caller's), at least ``min_rows`` rows each (default
-    :data:`MIN_ROWS_PER_THREAD`); returns the number of ranges. An exception in a range is raised here after every
-    range has ended (the lowest range's, if several)."""
-    k = min(thread_count(), n // max(1, MIN_ROWS_PER_THREAD if min_rows is None else min_rows))
+    :data:`MIN_ROWS_PER_THREAD`), on at most ``threads`` threads (default :func:`thread_count`); returns the number
+    of ranges. An exception in a range is raised here after every range has ended (the lowest range's, if
+    several)."""
+    most = thread_count() if threads is None else max(1, min(threads, thread_count()))
+    k = min(most, n // max(1, MIN_ROWS_PER_THREAD if min_rows is None else min_rows))
     if k <= 1:
         work(0, n)
         return 1

@@ -487,7 +487,7 @@ def _stairs_or_smooth(d: pd.DataFrame) -> np.ndarray:
 
 
 def test_blocks_of_rows_reusing_one_workspace_give_each_blocks_own_numbers(monkeypatch):
-    """Every block of a call writes level 0 into the memory the block before it used (fme._nlm.workspace); its
+    """Every block of a call writes level 0 into the memory the block before it used (fme._nlm.blocks.BlockWork); its
     numbers are those of the same rows in a call of their own (each block spends its own budget)."""
     from fme._nlm import budget
 
@@ -516,3 +516,40 @@ def test_an_nlm_result_keeps_its_numbers_when_later_calls_reuse_the_memory(monke
     again = fme.fme(_stairs_or_smooth, X * 2.0, {"a": 0.5}, nlm=True, inference="sample")
     pd.testing.assert_frame_equal(first.results, before)
     assert not np.array_equal(again.results["nlm"].to_numpy(), before["nlm"].to_numpy(), equal_nan=True)
+
+
+def test_a_blocks_level_0_beside_the_next_blocks_predictions_gives_the_numbers_of_one_after_the_other(monkeypatch):
+    """With spare threads, a block's level 0 runs while the model predicts the next block's nodes (two sets of
+    memory, taken in turn); the numbers are those of one block after the other on one thread, and the model is
+    called from the caller's thread alone."""
+    import threading
+
+    from fme._nlm import budget
+    from fme._utils import threads
+
+    monkeypatch.setattr(budget, "_BLOCK_ROWS", 256)
+    X = pd.DataFrame(np.random.default_rng(13).normal(size=(900, 3)), columns=["a", "b", "c"])
+    callers: set[int] = set()
+
+    def f(d: pd.DataFrame) -> np.ndarray:
+        callers.add(threading.get_ident())
+        return _stairs_or_smooth(d)
+
+    results = {}
+    for count in (1, 3):
+        monkeypatch.setattr(threads, "thread_count", lambda c=count: c)
+        monkeypatch.setattr(budget, "thread_count", lambda c=count: c)
+        started = threading.Thread.start
+        helpers = []
+
+        def spy(self, started=started, helpers=helpers):
+            helpers.append(self)
+            return started(self)
+
+        monkeypatch.setattr(threading.Thread, "start", spy)
+        results[count] = fme.fme(f, X, {"a": 1.0}, nlm=True, inference="sample").results
+        monkeypatch.setattr(threading.Thread, "start", started)
+        assert bool(helpers) is (count > 1)  # the level 0 of the first blocks ran on a thread of its own
+    pd.testing.assert_frame_equal(results[1], results[3])
+    assert set(results[3]["nlm_route"]) == {"quadrature", "jumps"}
+    assert callers == {threading.get_ident()}

@@ -52,6 +52,21 @@ def test_large_calls_use_the_configured_threads(three_threads: None) -> None:
     assert k == 3 and len(names) == 3
 
 
+def test_a_call_capped_at_some_threads_uses_no_more(three_threads: None) -> None:
+    idents: set[int] = set()
+    lock = threading.Lock()
+
+    def work(lo: int, hi: int) -> None:
+        with lock:
+            idents.add(threading.get_ident())
+        time.sleep(0.01)  # every range overlaps the others: each ran on a thread of its own
+
+    assert threads.run_ranges(work, 300_000, align=1, min_rows=1_000, threads=2) == 2
+    assert len(idents) == 2
+    assert threads.run_ranges(work, 300_000, align=1, min_rows=1_000, threads=0) == 1  # at least one thread
+    assert threads.run_ranges(work, 300_000, align=1, min_rows=1_000, threads=8) == 3  # at most the configured
+
+
 def test_an_error_is_raised_after_every_range_has_ended(three_threads: None) -> None:
     ended: list[int] = []
 

@@ -1,4 +1,4 @@
-"""The budgeted NLM's per-block workspace: views of one memory, in their shapes, never larger than made for."""
+"""The budgeted NLM's per-block memory (fme._nlm.blocks.BlockWork): disjoint views in their shapes, never too large."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from fme._nlm import budget_routes as R
+from fme._nlm.blocks import BlockWork
 from fme._nlm.level0_kernel import level0, quad_state
-from fme._nlm.workspace import BlockWork
 from fme.nlm import CONSTANT_ULPS, gauss_kronrod_rules
 
 

@@ -1,23 +1,42 @@
-"""The arrays of one block of rows that the budgeted NLM (:mod:`fme._nlm.budget`, paper §5.4) writes and drops,
-made once per call and reused by every block.
+"""The blocks of rows of the budgeted NLM (:mod:`fme._nlm.budget`, paper §5.4): the memory they write and drop,
+made once per call and taken in turn, and their level 0 beside the next block's predictions.
 
 Level 0 of a block of 262,144 rows writes about 28 MB of per-row arrays (the centre, the Kronrod, Gauss and
 hidden-jump sums, the cut, the quadrature state's D and per-interval errors) that no result keeps. Fresh memory of
 that size is mapped anew by the operating system at every block, each page zeroed and faulted in before the
-kernel's first write to it, and unmapped when the block ends; on the machines of benchmarks/README.md a page fault
-costs more than the kernel's arithmetic on it. So one call maps them once, for its first (largest) block, in
-float memory kept from call to call (:class:`fme._utils.memory.Scratch`), and every block writes into views of
-them. Nothing here may outlive its block: the budget's result is written into its own arrays.
+kernel's first write to it, and unmapped when the block ends. So one call maps them once, for its first (largest)
+block, in float memory kept from call to call (:class:`fme._utils.memory.Scratch`), and every block writes into
+views of them (:class:`BlockWork`). Nothing here may outlive its block: the budget's result is written into its
+own arrays.
+
+A block's level 0 is one compiled pass over its 21 nodes' predictions, and the model's calls for the next block's
+nodes need the caller's thread alone: with a core to spare, :func:`start_level0` runs it on the spare cores while
+the caller goes on to the next block, which then writes the second of two sets of memory. Every row's numbers are
+its own, whichever thread computes them (``tests/_nlm/test_budget.py`` checks one after the other against beside).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
+import pandas as pd
 
 from .._utils.memory import Scratch
 from .._utils.numfmt import count
+from .._utils.threads import beside
+from ..nlm import gauss_kronrod_rules
+from .budget_routes import LEVEL0_CONSTANTS
+from .level0_kernel import level0
 
-__all__ = ["BlockWork"]
+__all__ = ["U", "WG", "WK", "Block", "BlockWork", "start_level0"]
+
+#: The 21-node Kronrod rule on [0, 1]: its nodes and weights, and its embedded 10-node Gauss rule's weights (zero
+#: off its nodes).
+_KRONROD, _GAUSS = gauss_kronrod_rules(1)
+U, WK, WG = _KRONROD.nodes, _KRONROD.weights, _GAUSS.weights
 
 
 class BlockWork:
@@ -65,3 +84,34 @@ class BlockWork:
         """Return the float memory (kept for the next call if no array of it is still referred to)."""
         self._floats = None
         self._scratch.give_back()
+
+
+@dataclass
+class Block:
+    """A block of rows on its way: its data, per-row steps, f(x) and the fME (rows x outputs), its first row's
+    position in the call, the views of the result's arrays it writes (a :class:`~fme._nlm.budget.BudgetNLM`); then
+    its 21 nodes' predictions ``V``, its :class:`BlockWork` and a function that waits for its level 0
+    (:func:`start_level0`)."""
+
+    X: pd.DataFrame
+    h: Any
+    f0: np.ndarray
+    F: np.ndarray
+    offset: int
+    out: Any
+    V: Any = None
+    level0: Any = None
+    work: Any = None
+
+
+def start_level0(block: Block, work: BlockWork, threads: int | None, now: bool) -> Callable[[], tuple]:
+    """Start the level 0 of ``block`` (:func:`~fme._nlm.level0_kernel.level0`: the level, the centre c (the level-0
+    Kronrod mean, the fixed centre of S2), the route (exact ties between neighbouring values at t = 0, the nodes,
+    t = 1, in every output) and the quadrature route's sums and hidden jumps of every row as one interval [0, 1])
+    into ``work`` and the block's own level column, on at most ``threads`` threads beside the caller (at once with
+    ``now``); returns the function that waits for its arrays (:func:`fme._utils.threads.beside`)."""
+    block.work = work
+    out = work.level0(len(block.X), block.out.scale)
+    return beside(
+        lambda: level0(block.V, block.f0, block.F, U, WK, WG, *LEVEL0_CONSTANTS, out=out, threads=threads), now=now
+    )
