@@ -26,12 +26,16 @@ import pandas as pd
 
 from .._utils.memory import Scratch
 from .._utils.numfmt import count
-from .._utils.threads import beside
+from .._utils.threads import chunks_beside
 from ..nlm import gauss_kronrod_rules
 from .budget_routes import LEVEL0_CONSTANTS
-from .level0_kernel import level0
+from .level0_kernel import TILE, level0, level0_work
 
-__all__ = ["U", "WG", "WK", "Block", "BlockWork", "start_level0"]
+__all__ = ["LEVEL0_CHUNK", "U", "WG", "WK", "Block", "BlockWork", "start_level0"]
+
+#: Rows of a chunk of a level 0 beside the caller (a multiple of the kernel's tile; 1/16 of a block: the caller,
+#: once it waits, shares what is left).
+LEVEL0_CHUNK = 256 * TILE
 
 #: The 21-node Kronrod rule on [0, 1]: its nodes and weights, and its embedded 10-node Gauss rule's weights (zero
 #: off its nodes).
@@ -104,14 +108,23 @@ class Block:
     work: Any = None
 
 
-def start_level0(block: Block, work: BlockWork, threads: int | None, now: bool) -> Callable[[], tuple]:
+def start_level0(block: Block, work: BlockWork, helpers: int) -> Callable[[], tuple]:
     """Start the level 0 of ``block`` (:func:`~fme._nlm.level0_kernel.level0`: the level, the centre c (the level-0
     Kronrod mean, the fixed centre of S2), the route (exact ties between neighbouring values at t = 0, the nodes,
     t = 1, in every output) and the quadrature route's sums and hidden jumps of every row as one interval [0, 1])
-    into ``work`` and the block's own level column, on at most ``threads`` threads beside the caller (at once with
-    ``now``); returns the function that waits for its arrays (:func:`fme._utils.threads.beside`)."""
+    into ``work`` and the block's own level column: on ``helpers`` threads beside the caller, in chunks of
+    :data:`LEVEL0_CHUNK` rows, which the caller shares once it waits (:func:`fme._utils.threads.chunks_beside`);
+    with no helper, at once on every thread. Returns the function that waits for its arrays."""
     block.work = work
     out = work.level0(len(block.X), block.out.scale)
-    return beside(
-        lambda: level0(block.V, block.f0, block.F, U, WK, WG, *LEVEL0_CONSTANTS, out=out, threads=threads), now=now
-    )
+    if helpers < 1:
+        got = level0(block.V, block.f0, block.F, U, WK, WG, *LEVEL0_CONSTANTS, out=out)
+        return lambda: got
+    rows, outs = level0_work(block.V, block.f0, block.F, U, WK, WG, *LEVEL0_CONSTANTS, out=out)
+    finish = chunks_beside(rows, len(block.X), LEVEL0_CHUNK, helpers)
+
+    def wait() -> tuple:
+        finish()
+        return outs
+
+    return wait

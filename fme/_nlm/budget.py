@@ -229,7 +229,7 @@ def budget_nlm(
         if pending is not None:  # the block before, its level 0 computed meanwhile: refined
             out.predictions += _refine(pending, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)
         last = sl.stop == n  # the last block's level 0 has every thread, there is nothing to run beside
-        block.level0 = start_level0(block, works[i % sets], None if last else spare, now=last or spare < 1)
+        block.level0 = start_level0(block, works[i % sets], 0 if last else spare)
         pending = block
     if pending is not None:
         out.predictions += _refine(pending, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)

@@ -18,15 +18,17 @@ quadrature route's state that every round reads, is compiled the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .._utils.jit import njit
 from .._utils.threads import run_ranges
 
-__all__ = ["level0", "quad_state"]
+__all__ = ["TILE", "level0", "level0_work", "quad_state"]
 
 #: Rows per tile: the tile's 23 values per row and the stencil sums stay in the first-level cache.
-_TILE = 64
+TILE = 64
 
 
 @njit(nogil=True, error_model="numpy")
@@ -38,7 +40,7 @@ def _level0(
     n_pts = n_nodes + 2
     n_gaps = n_pts - 1
     eps = np.finfo(np.float64).eps
-    T = _TILE
+    T = TILE
     v = np.empty((n_pts, T))
     low = np.empty((n_gaps, T))
     high = np.empty((n_gaps, T))
@@ -283,7 +285,6 @@ def level0(
     outlier: float,
     tv_factor: float,
     out: tuple[np.ndarray, ...] | None = None,
-    threads: int | None = None,
 ) -> tuple[np.ndarray, ...]:
     """The level 0 of every row from the predictions ``V`` (21, n, C) at the Gauss-Kronrod nodes ``u`` on
     [0, 1], f(x) ``f0`` and the fME ``F`` (n, C).
@@ -297,9 +298,33 @@ def level0(
     ``a = 0``, ``b = 1``, the centre ``c`` and the level ``scale``. ``tables``: the stencil tables of
     :mod:`fme._nlm.budget_routes` (``idx``, ``wts``, ``npts``, ``leb``), ``pts`` the 23 relative points.
     ``out``: the eight arrays to write them into (C-contiguous, of these shapes; :class:`fme._nlm.blocks.BlockWork`
-    reuses them from block to block), else fresh ones. ``threads``: at most so many threads (default all,
-    :func:`fme._utils.threads.thread_count`).
+    reuses them from block to block), else fresh ones. Row ranges on every thread
+    (:func:`fme._utils.threads.run_ranges`); :func:`level0_work` leaves the running to the caller.
     """
+    work, outs = level0_work(V, f0, F, u, wk, wg, tables, pts, share_at, ulps, outlier, tv_factor, out)
+    # every row on its own: the rows cut into ranges, one per thread, give the same numbers
+    run_ranges(work, outs[0].shape[0], align=TILE)
+    return outs
+
+
+def level0_work(
+    V: np.ndarray,
+    f0: np.ndarray,
+    F: np.ndarray,
+    u: np.ndarray,
+    wk: np.ndarray,
+    wg: np.ndarray,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    pts: np.ndarray,
+    share_at: float,
+    ulps: float,
+    outlier: float,
+    tv_factor: float,
+    out: tuple[np.ndarray, ...] | None = None,
+) -> tuple[Callable[[int, int], None], tuple[np.ndarray, ...]]:
+    """:func:`level0` not yet run: the function ``work(lo, hi)`` that computes the rows ``lo:hi`` (any ranges
+    that cover every row once, on any threads, starts multiples of :data:`TILE` for the fewest part tiles) and the
+    eight arrays it fills."""
     f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     V = f(V)
     n, C = V.shape[1], V.shape[2]
@@ -320,9 +345,7 @@ def level0(
     args = (V, f(f0), f(F), f(u), f(wk), f(wg), idx, wts, npts, leb, f(pts))
     args += (float(share_at), float(ulps), float(outlier), float(tv_factor), given_c)
     outs = (scale, c, jumps, K, G, P, cut, iso)
-    # every row on its own: the rows cut into ranges, one per thread, give the same numbers
-    run_ranges(lambda lo, hi: _level0(*args, lo, hi, *outs), n, align=_TILE, threads=threads)
-    return scale, c, jumps, K, G, P, cut, iso
+    return (lambda lo, hi: _level0(*args, lo, hi, *outs)), outs
 
 
 def _check_out(name: str, out: tuple[np.ndarray, ...], shapes: list[tuple[int, ...]], bools: tuple[int, ...]) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "MIN_CELLS_PER_THREAD",
     "MIN_ROWS_PER_THREAD",
     "beside",
+    "chunks_beside",
     "finite_sum",
     "rows_per_thread",
     "run_ranges",
@@ -61,16 +62,12 @@ def thread_count() -> int:
     return max(1, count)
 
 
-def run_ranges(
-    work: Callable[[int, int], None], n: int, align: int = 64, min_rows: int | None = None, threads: int | None = None
-) -> int:
+def run_ranges(work: Callable[[int, int], None], n: int, align: int = 64, min_rows: int | None = None) -> int:
     """Run ``work(lo, hi)`` over ``[0, n)`` cut into contiguous ranges (their starts multiples of ``align``), one
     per thread (the first on the caller's), at least ``min_rows`` rows each (default
-    :data:`MIN_ROWS_PER_THREAD`), on at most ``threads`` threads (default :func:`thread_count`); returns the number
-    of ranges. An exception in a range is raised here after every range has ended (the lowest range's, if
-    several)."""
-    most = thread_count() if threads is None else max(1, min(threads, thread_count()))
-    k = min(most, n // max(1, MIN_ROWS_PER_THREAD if min_rows is None else min_rows))
+    :data:`MIN_ROWS_PER_THREAD`); returns the number of ranges. An exception in a range is raised here after every
+    range has ended (the lowest range's, if several)."""
+    k = min(thread_count(), n // max(1, MIN_ROWS_PER_THREAD if min_rows is None else min_rows))
     if k <= 1:
         work(0, n)
         return 1
@@ -94,6 +91,45 @@ def run_ranges(
     if errors:  # the first range's error, whichever thread ended first
         raise min(errors, key=lambda e: e[0])[1]
     return len(bounds)
+
+
+def chunks_beside(work: Callable[[int, int], None], n: int, chunk: int, helpers: int) -> Callable[[], None]:
+    """Start ``work(lo, hi)`` over ``[0, n)`` in chunks of ``chunk`` rows (starts multiples of ``chunk``), taken in
+    order by ``helpers`` threads started now and, once it calls the returned function, by the caller too; that
+    function returns when every chunk has ended (raising, on the caller's thread, the error of the lowest chunk
+    that raised). For work beside the caller's whose end the caller then waits for: what is left when it comes to
+    wait is shared with it, not waited for idle. With ``helpers`` 0 every chunk runs in the returned function."""
+    lock = threading.Lock()
+    state = {"next": 0}
+    errors: list[tuple[int, BaseException]] = []
+
+    def take() -> int | None:
+        with lock:
+            lo = state["next"]
+            if lo >= n:
+                return None
+            state["next"] = lo + chunk
+            return lo
+
+    def drain() -> None:
+        while (lo := take()) is not None:
+            try:
+                work(lo, min(lo + chunk, n))
+            except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread by finish
+                errors.append((lo, exc))
+
+    started = [threading.Thread(target=drain, daemon=True) for _ in range(max(0, helpers))]
+    for t in started:
+        t.start()
+
+    def finish() -> None:
+        drain()
+        for t in started:
+            t.join()
+        if errors:
+            raise min(errors, key=lambda e: e[0])[1]
+
+    return finish
 
 
 def beside(task: Callable[[], T], now: bool = False) -> Callable[[], T]:

@@ -107,7 +107,7 @@ def test_predictions_that_view_the_frame_are_taken_before_it_is_rewritten(monkey
 
 def path_frames_nodes() -> np.ndarray:
     """The 21 Gauss-Kronrod nodes on [0, 1] of level 0."""
-    from fme._nlm.budget import gauss_kronrod_rules
+    from fme.nlm import gauss_kronrod_rules
 
     return gauss_kronrod_rules(1)[0].nodes
 

@@ -52,19 +52,40 @@ def test_large_calls_use_the_configured_threads(three_threads: None) -> None:
     assert k == 3 and len(names) == 3
 
 
-def test_a_call_capped_at_some_threads_uses_no_more(three_threads: None) -> None:
-    idents: set[int] = set()
+def test_chunks_beside_cover_every_row_once_and_the_caller_shares_what_is_left(three_threads: None) -> None:
+    seen = np.zeros(10_000, dtype=np.int64)
+    who: dict[int, int] = {}
     lock = threading.Lock()
+    # each thread's first chunk waits for the other two's: the two helpers and the caller each take one
+    everyone = threading.Barrier(3, timeout=30)
 
     def work(lo: int, hi: int) -> None:
         with lock:
-            idents.add(threading.get_ident())
-        time.sleep(0.01)  # every range overlaps the others: each ran on a thread of its own
+            first = threading.get_ident() not in who.values()
+            seen[lo:hi] += 1
+            who[lo] = threading.get_ident()
+        if first:
+            everyone.wait()
 
-    assert threads.run_ranges(work, 300_000, align=1, min_rows=1_000, threads=2) == 2
-    assert len(idents) == 2
-    assert threads.run_ranges(work, 300_000, align=1, min_rows=1_000, threads=0) == 1  # at least one thread
-    assert threads.run_ranges(work, 300_000, align=1, min_rows=1_000, threads=8) == 3  # at most the configured
+    finish = threads.chunks_beside(work, 10_000, 500, helpers=2)
+    finish()
+    assert (seen == 1).all() and sorted(who) == list(range(0, 10_000, 500))
+    assert threading.get_ident() in who.values() and len(set(who.values())) == 3
+    alone: list[int] = []
+    later = threads.chunks_beside(lambda lo, hi: alone.append(lo), 1_001, 500, helpers=0)
+    assert alone == []  # no helper: nothing runs before the caller waits
+    later()
+    assert alone == [0, 500, 1_000]
+
+
+def test_chunks_beside_raise_the_lowest_failing_chunks_error_on_the_caller(three_threads: None) -> None:
+    def work(lo: int, hi: int) -> None:
+        if lo in (1_000, 3_000):
+            raise ValueError(f"chunk {lo}")
+
+    finish = threads.chunks_beside(work, 5_000, 1_000, helpers=2)
+    with pytest.raises(ValueError, match="chunk 1000"):
+        finish()
 
 
 def test_an_error_is_raised_after_every_range_has_ended(three_threads: None) -> None:
