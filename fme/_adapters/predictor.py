@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._utils.memory import held_elsewhere
 from .._utils.numfmt import count
 from .._utils.threads import finite_sum
 from .._utils.validation import check_feature_names
@@ -132,6 +133,7 @@ class Predictor:
                 f"{self.description} returned non-numeric predictions ({np.asarray(raw).dtype}); "
                 "for classifiers fme uses predict_proba, so pass a fitted classifier or a callable returning numbers."
             ) from exc
+        del raw  # the model's object, if it was not a float array: its reference would count below
         if out.ndim == 0 or out.shape[0] != n:
             got = "a scalar" if out.ndim == 0 else f"{count(out.shape[0], 'prediction')}"
             raise PredictionError(
@@ -150,6 +152,10 @@ class Predictor:
             raise PredictionError(
                 f"{self.description} returned shape {out.shape}, expected ({n}, {len(self.output_names)})."
             )
+        if held_elsewhere(out):
+            # the model keeps its predictions (a buffer it writes again at its next call) or they are a view of its
+            # input: fme's own copy, so that no later call changes the predictions fme holds
+            out = out.copy()
         # One summing pass settles the usual all-finite case: the sum is non-finite only if
         # some prediction is (or the total overflows, which the element-wise check then clears).
         if not finite_sum(out) and (bad := ~np.isfinite(out)).any():

@@ -19,10 +19,11 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_CELLS", "Scratch", "copy_on_write", "keep_limit", "kept_bytes", "release_memory"]
+__all__ = ["MIN_CELLS", "Scratch", "copy_on_write", "held_elsewhere", "keep_limit", "kept_bytes", "release_memory"]
 
 #: The least cells (float64) of a block that is kept (4 MiB: below it the allocator reuses its own heap).
 MIN_CELLS = 1 << 19
@@ -83,6 +84,41 @@ def copy_on_write() -> bool:
     if int(pd.__version__.split(".")[0]) >= 3:
         return True
     return pd.options.mode.copy_on_write is True
+
+
+def _reading(values: Any) -> list[int]:
+    # the reference counts of ``values`` and of each object its memory hangs from (``.base``, down to the owner),
+    # each read while this function's one local refers to it
+    counts = []
+    while values is not None:
+        counts.append(sys.getrefcount(values))
+        # an array's base, or the object a memoryview exports (np.frombuffer's base)
+        values = values.obj if isinstance(values, memoryview) else getattr(values, "base", None)
+    return counts
+
+
+def _calibration() -> tuple[int, int]:
+    # the counts of an array that one local of its caller refers to, read through as many frames as
+    # held_elsewhere reads its argument (_like_held_elsewhere stands for it), and of an owner only its view refers to
+    probe = np.empty(1)[:]
+    leaf, owner = _like_held_elsewhere(probe)
+    return leaf, owner
+
+
+def _like_held_elsewhere(values: Any) -> list[int]:
+    return _reading(values)
+
+
+def held_elsewhere(values: np.ndarray) -> bool:
+    """Whether anything but the caller's one local variable refers to ``values``, or anything but the view above it
+    to an object its memory hangs from (its ``.base`` chain: a view's array, a tensor or buffer it was made from).
+    A model's predictions that it keeps (a buffer it writes again at its next call, an output tensor of its own), or
+    that are a view of its input, are then not fme's alone. Read relative to an array made here and read the same
+    way (:func:`_calibration`), so that what the interpreter counts for the reading itself cancels out; the caller
+    must hold ``values`` in exactly one local variable. An object kept alive by a reference cycle counts as held."""
+    leaf, owner = _calibration()
+    counts = _reading(values)
+    return counts[0] != leaf or any(c != owner for c in counts[1:])
 
 
 def _refs(holder: Scratch) -> int:

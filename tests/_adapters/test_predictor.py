@@ -466,3 +466,57 @@ def test_values_outside_the_formulas_levels_name_the_column(formula_engine):
     # missing values stay missing values (rows left out as usual), not an error
     na = d.assign(religious=d["religious"].where(d.index % 10 != 0))
     assert fme.fme(res, na, {"religious": 4.0}).excluded["reason_type"].eq("missing").sum() == 20
+
+
+# ------------------------------------------------------------ predictions the model keeps
+class _OneBuffer:
+    """A model that writes every call's predictions into one buffer of its own and returns it (as inference
+    engines with fixed output buffers do): each call overwrites the predictions of the call before."""
+
+    def __init__(self) -> None:
+        self.buf = np.empty(0)
+
+    def __call__(self, d: pd.DataFrame) -> np.ndarray:
+        if self.buf.size != len(d):
+            self.buf = np.empty(len(d))
+        np.multiply(np.sin(d["x1"].to_numpy()), d["x2"].to_numpy() + 2.0, out=self.buf)
+        return self.buf
+
+
+def _fresh(d: pd.DataFrame) -> np.ndarray:
+    return np.sin(d["x1"].to_numpy()) * (d["x2"].to_numpy() + 2.0)
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [
+        lambda f, X: fme.fme(f, X, {"x1": 1.0}, nlm=True, inference="sample").results,
+        lambda f, X: fme.fme(f, X, {"x1": 1.0}, nlm=True, nlm_method="gauss-legendre", inference="sample").results,
+        lambda f, X: fme.ame(f, X, {"x1": 1.0, "x2": -0.5}, inference="sample"),
+        lambda f, X: fme.avg_comparisons(f, X, {"x1": 1.0}, comparison="ratio", inference="sample"),
+        lambda f, X: fme.avg_predictions(f, X, inference="sample"),
+        lambda f, X: fme.interaction(f, X, {"x1": 1.0}, {"x2": 0.5}, inference="sample"),
+    ],
+    ids=["fme-budget-nlm", "fme-fixed-nlm", "ame", "avg_comparisons", "avg_predictions", "interaction"],
+)
+def test_a_model_reusing_one_output_buffer_gives_the_numbers_of_fresh_predictions(verb):
+    """The predictions of one call are fme's own before the model is called again: a model that writes every
+    call into the same buffer gets the numbers of a model that returns new arrays (its fMEs were 0 before)."""
+    X = pd.DataFrame(np.random.default_rng(2).normal(size=(300, 2)), columns=["x1", "x2"])
+    pd.testing.assert_frame_equal(pd.DataFrame(verb(_OneBuffer(), X)), pd.DataFrame(verb(_fresh, X)))
+
+
+def test_predictions_the_model_keeps_are_copied_and_fresh_ones_are_not():
+    kept: list[np.ndarray] = []
+
+    def keeps(d: pd.DataFrame) -> np.ndarray:
+        kept.append(_fresh(d))
+        return kept[-1]
+
+    X = pd.DataFrame(np.random.default_rng(3).normal(size=(50, 2)), columns=["x1", "x2"])
+    p = make_predictor(keeps)
+    out = p(X)
+    assert not np.shares_memory(out, kept[-1])
+    np.testing.assert_array_equal(out, kept[-1])
+    got = make_predictor(_fresh)(X)
+    assert got.flags.owndata and got.base is None  # the model's own new array, not copied

@@ -200,3 +200,37 @@ def test_calls_on_several_threads_each_get_their_own_block():
         t.join()
     for i, e in enumerate(expected):
         np.testing.assert_array_equal(got[i], e)
+
+
+def test_held_elsewhere_tells_a_models_own_new_array_from_memory_something_else_keeps():
+    """One local of the caller refers to the array (read in a plain statement: an assertion's rewriting keeps
+    references of its own): new arrays, views of new arrays and arrays of a dropped Series are nobody else's; a
+    second name, a buffer the array was made from, or a frame's block are."""
+    from fme._utils.memory import held_elsewhere
+
+    seen = []
+    x = np.tanh(np.ones(5))
+    seen.append(held_elsewhere(x))
+    x = np.ones((5, 2))[:, 1]
+    seen.append(held_elsewhere(x))
+    x = np.ones(6).reshape(2, 3)[:, 0]
+    seen.append(held_elsewhere(x))
+    x = np.frombuffer(bytearray(40))
+    seen.append(held_elsewhere(x))
+    x = pd.Series(np.ones(5)).to_numpy()
+    seen.append(held_elsewhere(x))
+    assert seen == [False] * 5
+    kept = np.ones(5)
+    x = kept[:]  # its owner has a name here
+    seen.append(held_elsewhere(x))
+    buffer = bytearray(40)
+    x = np.frombuffer(buffer)
+    seen.append(held_elsewhere(x))
+    frame = pd.DataFrame(np.ones((5, 3)))
+    x = frame.to_numpy()[:, 0]  # a view of the frame's block
+    seen.append(held_elsewhere(x))
+    x = np.ones(4)
+    y = x  # a second name
+    seen.append(held_elsewhere(x))
+    del y
+    assert seen[5:] == [True] * 4
