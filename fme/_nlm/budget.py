@@ -195,14 +195,15 @@ def budget_nlm(
         predictions=0,
     )
     # the 21 nodes' predictions and level 0's other arrays in memory kept from call to call, paged in at most once
-    # per call: one set for one block; two, taken in turn, for several, where a block's level 0 runs beside the
-    # next block's predictions (the model's calls stay on this thread; the spare cores compute level 0)
-    sets = 1 if len(starts) == 1 else 2
+    # per call: one set, or two taken in turn where a block's level 0 runs on the spare cores beside the next
+    # block's predictions (several blocks and a core to spare; the model's calls stay on this thread)
+    spare = thread_count() - 1
+    beside = len(starts) > 1 and spare > 0
+    sets = 2 if beside else 1
     scratch = Scratch()
     room_cells = (BASE_COST - 2) * min(n, _BLOCK_ROWS) * C
     rooms = scratch.take(sets * room_cells).reshape(sets, room_cells)
     works = [BlockWork(min(n, _BLOCK_ROWS), C) for _ in range(sets)]
-    spare = thread_count() - 1
     label = ", ".join(s.describe() for s in steps)
     inner = progress if len(starts) == 1 else False
     pending = None
@@ -228,12 +229,16 @@ def budget_nlm(
         block.V = node_values(predictor, block.X, steps, hb, U, batch_size, inner, start, n, label, rooms[i % sets])[0]
         if pending is not None:  # the block before, its level 0 computed meanwhile: refined
             out.predictions += _refine(pending, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)
-        last = sl.stop == n  # the last block's level 0 has every thread, there is nothing to run beside
-        block.level0 = start_level0(block, works[i % sets], 0 if last else spare)
-        pending = block
-    if pending is not None:
-        out.predictions += _refine(pending, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)
-    del rooms, pending, block
+            pending = None
+        # the last block's level 0 (or every block's, with nothing to run beside) on every thread, then refined: the
+        # next block, if any, writes the same set of memory
+        later = beside and sl.stop < n
+        block.level0 = start_level0(block, works[i % sets], spare if later else 0)
+        if later:
+            pending = block
+        else:
+            out.predictions += _refine(block, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)
+    del rooms, block
     scratch.give_back()  # if no result refers to it
     for work in works:
         work.close()
