@@ -19,6 +19,7 @@ quadrature route's state that every round reads, is compiled the same way.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -271,38 +272,10 @@ def _node_sums(s0, s1, s2, v, nodes, count, w, u, cc, FF, m):
         q += 1
 
 
-def level0(
-    V: np.ndarray,
-    f0: np.ndarray,
-    F: np.ndarray,
-    u: np.ndarray,
-    wk: np.ndarray,
-    wg: np.ndarray,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    pts: np.ndarray,
-    share_at: float,
-    ulps: float,
-    outlier: float,
-    tv_factor: float,
-    out: tuple[np.ndarray, ...] | None = None,
-) -> tuple[np.ndarray, ...]:
-    """The level 0 of every row from the predictions ``V`` (21, n, C) at the Gauss-Kronrod nodes ``u`` on
-    [0, 1], f(x) ``f0`` and the fME ``F`` (n, C).
-
-    Returns ``(scale, c, jumps, K, G, P, cut, iso)``: per row and output the path's level
-    |f(x)| + max |f - f(x)| and the Kronrod mean of f - f(x); per row whether two neighbouring values of its
-    23 (t = 0, the nodes, t = 1) tie in every output (the jump route); and as if every row were one
-    quadrature sub-interval [0, 1]: the Kronrod and Gauss values of (S1, S2, N) (n, 3, C), the hidden jumps'
-    bounds (n, 3, C), the cut and whether its jump is isolated (n,), as
-    :func:`fme._nlm.budget_routes.gk_sums` and :func:`fme._nlm.budget_routes.hidden_jumps` give them for
-    ``a = 0``, ``b = 1``, the centre ``c`` and the level ``scale``. ``tables``: the stencil tables of
-    :mod:`fme._nlm.budget_routes` (``idx``, ``wts``, ``npts``, ``leb``), ``pts`` the 23 relative points.
-    ``out``: the eight arrays to write them into (C-contiguous, of these shapes; :class:`fme._nlm.blocks.BlockWork`
-    reuses them from block to block), else fresh ones. Row ranges on every thread
-    (:func:`fme._utils.threads.run_ranges`); :func:`level0_work` leaves the running to the caller.
-    """
-    work, outs = level0_work(V, f0, F, u, wk, wg, tables, pts, share_at, ulps, outlier, tv_factor, out)
-    # every row on its own: the rows cut into ranges, one per thread, give the same numbers
+def level0(*args: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
+    """The level 0 of every row (:func:`level0_work`'s arrays), its rows cut into ranges on every thread
+    (:func:`fme._utils.threads.run_ranges`): every row on its own, so any ranges give the same numbers."""
+    work, outs = level0_work(*args, **kwargs)
     run_ranges(work, outs[0].shape[0], align=TILE)
     return outs
 
@@ -322,9 +295,21 @@ def level0_work(
     tv_factor: float,
     out: tuple[np.ndarray, ...] | None = None,
 ) -> tuple[Callable[[int, int], None], tuple[np.ndarray, ...]]:
-    """:func:`level0` not yet run: the function ``work(lo, hi)`` that computes the rows ``lo:hi`` (any ranges
-    that cover every row once, on any threads, starts multiples of :data:`TILE` for the fewest part tiles) and the
-    eight arrays it fills."""
+    """The level 0 of every row from the predictions ``V`` (21, n, C) at the Gauss-Kronrod nodes ``u`` on
+    [0, 1], f(x) ``f0`` and the fME ``F`` (n, C), not yet computed: the function ``work(lo, hi)`` that computes
+    the rows ``lo:hi`` (any ranges that cover every row once, on any threads; starts multiples of :data:`TILE`
+    leave the fewest part tiles) and the eight arrays it fills, ``(scale, c, jumps, K, G, P, cut, iso)``.
+
+    They are: per row and output the path's level |f(x)| + max |f - f(x)| and the Kronrod mean of f - f(x); per
+    row whether two neighbouring values of its 23 (t = 0, the nodes, t = 1) tie in every output (the jump
+    route); and as if every row were one quadrature sub-interval [0, 1]: the Kronrod and Gauss values of
+    (S1, S2, N) (n, 3, C), the hidden jumps' bounds (n, 3, C), the cut and whether its jump is isolated (n,), as
+    :func:`fme._nlm.budget_routes.gk_sums` and :func:`fme._nlm.budget_routes.hidden_jumps` give them for
+    ``a = 0``, ``b = 1``, the centre ``c`` and the level ``scale``. ``tables``: the stencil tables of
+    :mod:`fme._nlm.budget_routes` (``idx``, ``wts``, ``npts``, ``leb``), ``pts`` the 23 relative points.
+    ``out``: the eight arrays to write them into (C-contiguous, of these shapes; :class:`fme._nlm.blocks.BlockWork`
+    reuses them from block to block), else fresh ones. :func:`level0` runs the work on every thread.
+    """
     f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     V = f(V)
     n, C = V.shape[1], V.shape[2]
