@@ -227,18 +227,21 @@ def budget_nlm(
         )
         # level 0: the Gauss-Kronrod nodes of every row (the model, on this thread)
         block.V = node_values(predictor, block.X, steps, hb, U, batch_size, inner, start, n, label, rooms[i % sets])[0]
-        if pending is not None:  # the block before, its level 0 computed meanwhile: refined
-            out.predictions += _refine(pending, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)
-            pending = None
-        # the last block's level 0 (or every block's, with nothing to run beside) on every thread, then refined: the
-        # next block, if any, writes the same set of memory
-        later = beside and sl.stop < n
-        block.level0 = start_level0(block, works[i % sets], spare if later else 0)
-        if later:
-            pending = block
-        else:
+        if not beside:  # its level 0 on every thread, then refined: the next block writes the same memory
+            block.level0 = start_level0(block, works[0], 0)
             out.predictions += _refine(block, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)
-    del rooms, block
+            continue
+        if pending is not None:
+            pending.level0()  # the block before's level 0: its last chunks shared, its threads ended
+        # this block's level 0 on the spare cores while this thread refines the block before (its model calls) and
+        # then predicts the next block's nodes; the last block's, shared once this thread comes to wait for it
+        block.level0 = start_level0(block, works[i % sets], spare)
+        if pending is not None:
+            out.predictions += _refine(pending, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)
+        pending = block
+    if pending is not None:
+        out.predictions += _refine(pending, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)
+    del pending, rooms, block
     scratch.give_back()  # if no result refers to it
     for work in works:
         work.close()
