@@ -133,7 +133,7 @@ def evaluate_steps(
             nlm_parts.append(v)
             sd_parts.append(sd)
             scale_parts.append(sc)
-            del f_int  # the model's predictions may be a view of the frame
+            del f_int
             if path_scratch.shared(views=1):
                 # the model kept its input (or a view of it): the next batch's frame in fresh memory
                 path_scratch, path_mem = Scratch(), None

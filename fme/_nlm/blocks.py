@@ -93,9 +93,9 @@ class BlockWork:
 @dataclass
 class Block:
     """A block of rows on its way: its data, per-row steps, f(x) and the fME (rows x outputs), its first row's
-    position in the call, the views of the result's arrays it writes (a :class:`~fme._nlm.budget.BudgetNLM`); then
-    its 21 nodes' predictions ``V``, its :class:`BlockWork` and a function that waits for its level 0
-    (:func:`start_level0`)."""
+    position in the call, the views of the result's arrays it writes (a :class:`~fme._nlm.budget.BudgetNLM`) and
+    the :class:`BlockWork` its level 0 writes; then its 21 nodes' predictions ``V`` and a function that waits for
+    its level 0 (:func:`start_level0`)."""
 
     X: pd.DataFrame
     h: Any
@@ -103,20 +103,19 @@ class Block:
     F: np.ndarray
     offset: int
     out: Any
+    work: BlockWork
     V: Any = None
     level0: Any = None
-    work: Any = None
 
 
-def start_level0(block: Block, work: BlockWork, helpers: int) -> Callable[[], tuple]:
+def start_level0(block: Block, helpers: int) -> Callable[[], tuple]:
     """Start the level 0 of ``block`` (:func:`~fme._nlm.level0_kernel.level0`: the level, the centre c (the level-0
     Kronrod mean, the fixed centre of S2), the route (exact ties between neighbouring values at t = 0, the nodes,
     t = 1, in every output) and the quadrature route's sums and hidden jumps of every row as one interval [0, 1])
-    into ``work`` and the block's own level column: on ``helpers`` threads beside the caller, in chunks of
+    into the block's :class:`BlockWork` and its own level column: on ``helpers`` threads beside the caller, in chunks of
     :data:`LEVEL0_CHUNK` rows, which the caller shares once it waits (:func:`fme._utils.threads.chunks_beside`);
     with no helper, at once on every thread. Returns the function that waits for its arrays."""
-    block.work = work
-    out = work.level0(len(block.X), block.out.scale)
+    out = block.work.level0(len(block.X), block.out.scale)
     if helpers < 1:
         got = level0(block.V, block.f0, block.F, U, WK, WG, *LEVEL0_CONSTANTS, out=out)
         return lambda: got

@@ -206,6 +206,7 @@ def budget_nlm(
     works = [BlockWork(min(n, _BLOCK_ROWS), C) for _ in range(sets)]
     label = ", ".join(s.describe() for s in steps)
     inner = progress if len(starts) == 1 else False
+    f0_rows, f1_rows = np.asarray(f0, dtype=float).reshape(n, -1), np.asarray(f1, dtype=float).reshape(n, -1)
     pending = None
     for i, start in enumerate(
         progress_bar(
@@ -220,22 +221,23 @@ def budget_nlm(
         block = Block(
             X=X.iloc[sl],
             h=hb,
-            f0=np.asarray(f0, dtype=float).reshape(n, -1)[sl],
-            F=np.asarray(f1, dtype=float).reshape(n, -1)[sl] - np.asarray(f0, dtype=float).reshape(n, -1)[sl],
+            f0=f0_rows[sl],
+            F=f1_rows[sl] - f0_rows[sl],
             offset=start,
             out=BudgetNLM(**{k: getattr(out, k)[sl] for k in _ROW_KEYS}, predictions=0),
+            work=works[i % sets],
         )
         # level 0: the Gauss-Kronrod nodes of every row (the model, on this thread)
         block.V = node_values(predictor, block.X, steps, hb, U, batch_size, inner, start, n, label, rooms[i % sets])[0]
         if not beside:  # its level 0 on every thread, then refined: the next block writes the same memory
-            block.level0 = start_level0(block, works[0], 0)
+            block.level0 = start_level0(block, 0)
             out.predictions += _refine(block, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)
             continue
         if pending is not None:
             pending.level0()  # the block before's level 0: its last chunks shared, its threads ended
         # this block's level 0 on the spare cores while this thread refines the block before (its model calls) and
         # then predicts the next block's nodes; the last block's, shared once this thread comes to wait for it
-        block.level0 = start_level0(block, works[i % sets], spare)
+        block.level0 = start_level0(block, spare)
         if pending is not None:
             out.predictions += _refine(pending, predictor, steps, tol, budget, max_level, batch_size, inner, n, label)
         pending = block
@@ -572,8 +574,7 @@ def _state(n, C, c, F, scale, jumps, Q, settled, B, dense, shares=True, into=Non
     if Q["r"].size and not jumps.any():
         # every row on the quadrature route (smooth paths): the kernel's per-row arrays are the state as they are,
         # without three masked gathers and scatters over every row
-        mine = into if into is not None and Q["r"].size == n else None
-        nlm, err, D, qe, Q["ej"] = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"], Q["P"], CONSTANT_ULPS, out=mine)
+        nlm, err, D, qe, Q["ej"] = quad_state(n, c, scale, Q["r"], Q["K"], Q["G"], Q["P"], CONSTANT_ULPS, out=into)
         Q["e"] = qe
         return nlm, err, qe, be, D
     nlm = np.full((n, C), np.nan)

@@ -138,7 +138,7 @@ def node_values(predictor, X, steps, h, ts, batch_size, progress, offset, total,
         if V is None:
             V = _values_room(room, (ts.size, n, got.shape[2]))
         _copy_rows(V[:, sl], got)
-        del got  # the model's predictions may be a view of the frame
+        del got  # copied into V
         if scratch is not None and scratch.shared(views=1):
             # the model kept its input (or a view of it): the next frame is written into fresh memory
             scratch, mem = Scratch(), None
@@ -187,7 +187,7 @@ def _one_node_at_a_time(predictor, X, steps, h, ts, per_call, progress, offset, 
             if V is None:
                 V = _values_room(room, (ts.size, n, got.size // max(1, m)))
             V[k, start:stop] = got.reshape(m, -1)
-            del got  # the model's predictions may be a view of the frame
+            del got  # copied into V
             if k + 1 < ts.size and scratch.shared(views=1):
                 # the model kept its input (or a view of it): the next node is written into fresh memory
                 scratch = Scratch()

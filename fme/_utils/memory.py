@@ -7,15 +7,16 @@ zeroes every page of it before fme's own write and unmaps it after the call: at 
 dropped and the next frame of at most its size is written into it, pages already mapped.
 
 A block goes back only when nothing else refers to it: its owner's reference count, read after the caller has
-dropped its own frame, must be the one it had when it was made. A model that keeps its input (or a view of it,
-or returns predictions that are a view of it) holds a reference, and the block is then left to it, as fresh
-memory always was. What is kept is at most :func:`keep_limit` bytes (``FME_KEEP_MEMORY_MB``, default 256; 0
-keeps nothing), the most recently returned first; :func:`release_memory` frees it at once. Blocks below
-:data:`MIN_CELLS` are not kept: the allocator already reuses memory of that size.
+dropped its own frame, must be the one it had when it was made. A model that keeps its input (or a view of it)
+holds a reference, and the block is then left to it, as fresh memory always was (predictions that view it are
+copied as they come back, :func:`held_elsewhere`). What is kept is at most :func:`keep_limit` bytes
+(``FME_KEEP_MEMORY_MB``, default 256; 0 keeps nothing), the most recently returned first; :func:`release_memory`
+frees it at once. Blocks below :data:`MIN_CELLS` are not kept: the allocator already reuses memory of that size.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -97,6 +98,7 @@ def _reading(values: Any) -> list[int]:
     return counts
 
 
+@functools.cache
 def _calibration() -> tuple[int, int]:
     # the counts of an array that one local of its caller refers to, read through as many frames as
     # held_elsewhere reads its argument (_like_held_elsewhere stands for it), and of an owner only its view refers to
@@ -111,11 +113,12 @@ def _like_held_elsewhere(values: Any) -> list[int]:
 
 def held_elsewhere(values: np.ndarray) -> bool:
     """Whether anything but the caller's one local variable refers to ``values``, or anything but the view above it
-    to an object its memory hangs from (its ``.base`` chain: a view's array, a tensor or buffer it was made from).
-    A model's predictions that it keeps (a buffer it writes again at its next call, an output tensor of its own), or
-    that are a view of its input, are then not fme's alone. Read relative to an array made here and read the same
-    way (:func:`_calibration`), so that what the interpreter counts for the reading itself cancels out; the caller
-    must hold ``values`` in exactly one local variable. An object kept alive by a reference cycle counts as held."""
+    to an object its memory hangs from (its ``.base`` chain: a view's array, a buffer it was made from). A model's
+    predictions that it keeps (a buffer it writes again at its next call), or that are a view of its input, are then
+    not fme's alone. Memory an array library keeps beneath objects of its own (a PyTorch tensor's storage behind a
+    new tensor each call) is out of its sight. Read relative to an array read the same way, once per process
+    (:func:`_calibration`), so that what the interpreter counts for the reading itself cancels out; the caller must
+    hold ``values`` in exactly one local variable. An object kept alive by a reference cycle counts as held."""
     leaf, owner = _calibration()
     counts = _reading(values)
     return counts[0] != leaf or any(c != owner for c in counts[1:])
