@@ -209,11 +209,11 @@ def max_linear_step(
     def nlm_at(rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
         h = {f: comp * scale for f, comp in v.items()}
         if rule is not None:  # a fixed rule, as before
-            _, _, out, _ = evaluate_steps(predictor, X.iloc[rows], steps, rule, batch_size, h)
+            out = evaluate_steps(predictor, X.iloc[rows], steps, rule, batch_size, h).nlm
         else:  # exact (trees) or adaptive Gauss-Kronrod
             Xr = X.iloc[rows]
-            f0, f1, _, _ = evaluate_steps(predictor, Xr, steps, None, batch_size, h)
-            out, _ = nlm_values(settings, predictor, Xr, steps, h, f0, f1, batch_size)
+            got = evaluate_steps(predictor, Xr, steps, None, batch_size, h)
+            out, _ = nlm_values(settings, predictor, Xr, steps, h, got.f0, got.f1, batch_size)
         out = np.asarray(out, dtype=float)
         if out.ndim != 1:
             raise ParameterError("max_linear_step needs a single output; pass target_class for classifiers.")

@@ -137,7 +137,11 @@ class ArrayPredictor(Predictor):
         self.accepts = f"a 2-D {library} array of the data's columns (in feature_names order) on the data's device"
 
     def __call__(
-        self, frame: pd.DataFrame | Pairs, stage: str | None = None, rows: tuple[int, int, int] | None = None
+        self,
+        frame: pd.DataFrame | Pairs,
+        stage: str | None = None,
+        rows: tuple[int, int, int] | None = None,
+        check: bool = True,
     ) -> np.ndarray:
         """Predict the points of ``frame`` (a frame of (row, t) pairs or :class:`Pairs`) and validate."""
-        return super().__call__(frame, stage, rows)  # type: ignore[arg-type]  # Predictor reads len() only
+        return super().__call__(frame, stage, rows, check)  # type: ignore[arg-type]  # Predictor reads len() only

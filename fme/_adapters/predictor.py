@@ -103,13 +103,20 @@ class Predictor:
         return where
 
     def __call__(
-        self, frame: pd.DataFrame, stage: str | None = None, rows: tuple[int, int, int] | None = None
+        self,
+        frame: pd.DataFrame,
+        stage: str | None = None,
+        rows: tuple[int, int, int] | None = None,
+        check: bool = True,
     ) -> np.ndarray:
         """Predict and validate: length, shape, numeric and finite.
 
         ``stage`` (e.g. ``"f(x + h)"``) and ``rows`` (``(start, stop, n)`` of the batch) only
         enrich error messages. An exception of the model is re-raised as
-        :class:`~fme.PredictionError`, chained from the original.
+        :class:`~fme.PredictionError`, chained from the original. ``check=False`` leaves out the finiteness
+        check, for a caller that checks the predictions in a pass of its own and then calls :meth:`check`
+        with the same stage and rows when that pass finds a value not finite (the fMEs' subtraction:
+        :func:`fme._utils.threads.finite_difference`).
         """
         n = len(frame)
         try:
@@ -156,10 +163,17 @@ class Predictor:
             # the model keeps its predictions (a buffer it writes again at its next call) or they are a view of its
             # input: fme's own copy, so that no later call changes the predictions fme holds
             out = out.copy()
+        if check:
+            self.check(out, stage, rows)
+        return out
+
+    def check(self, out: np.ndarray, stage: str | None = None, rows: tuple[int, int, int] | None = None) -> None:
+        """Raise :class:`~fme.PredictionError` (``non_finite`` set) when a prediction in ``out`` (what this
+        predictor returned for ``stage`` and ``rows``) is NaN or infinite."""
         # One summing pass settles the usual all-finite case: the sum is non-finite only if
         # some prediction is (or the total overflows, which the element-wise check then clears).
         if not finite_sum(out) and (bad := ~np.isfinite(out)).any():
-            bad_rows = np.flatnonzero(bad.reshape(n, -1).any(axis=1))
+            bad_rows = np.flatnonzero(bad.reshape(out.shape[0], -1).any(axis=1))
             err = PredictionError(
                 f"{self.description} returned {bad_rows.size} non-finite prediction(s){self._where(stage, rows)} "
                 f"(first at stacked row {bad_rows[0]}); check the model for NaN inputs or, "
@@ -167,7 +181,6 @@ class Predictor:
             )
             err.non_finite = True
             raise err
-        return out
 
 
 def make_predictor(model: Any, target_class: Any = None) -> Predictor:

@@ -35,6 +35,7 @@ from .._nlm.evaluate import NLM_STATUS, classify
 from .._nlm.evaluate import nlm_values as _nlm_values
 from .._utils.memory import Scratch, copy_on_write
 from .._utils.progress import progress_bar
+from .._utils.threads import finite_difference
 from ..inference.delta import evaluate_with_jacobian
 from ..inference.estimates import RowInference, sample_inference
 from ..inference.methods import compute_rows
@@ -43,7 +44,7 @@ from ..steps import STACK_CELL_BUDGET, Step, all_float, apply_steps, stack_path
 from .exclusions import Notes, every_row, excluded_frame, extrapolation_exclusions, value_exclusions
 from .plan import Plan
 
-__all__ = ["Batch", "evaluate_batch", "evaluate_steps", "evaluation_points", "results_meta"]
+__all__ = ["Batch", "Predicted", "evaluate_batch", "evaluate_steps", "evaluation_points", "results_meta"]
 
 #: Rows of a batch however wide the stacked frame (bounds the per-batch overhead).
 _MIN_BATCH = 10_000
@@ -78,6 +79,20 @@ def _default_batch(n: int, n_cols: int, rule: QuadratureRule | None) -> int:
     return max(_MIN_BATCH, STACK_CELL_BUDGET // per_row)
 
 
+@dataclass(eq=False)
+class Predicted:
+    """What :func:`evaluate_steps` predicted for every row: f(x), f(x + h), the fMEs f(x + h) - f(x) (paper
+    §3.2) and, with a rule, the NLMs, the SD of f along each path and each path's rounding scale
+    (:func:`fme.nlm.nlm_from_path`)."""
+
+    f0: np.ndarray
+    f1: np.ndarray
+    fme: np.ndarray
+    nlm: np.ndarray | None = None
+    sd: np.ndarray | None = None
+    scale: np.ndarray | None = None
+
+
 def evaluate_steps(
     predictor: Predictor,
     X: pd.DataFrame,
@@ -86,13 +101,12 @@ def evaluate_steps(
     batch_size: int | None,
     h: Mapping[str, np.ndarray] | None = None,
     progress: bool | None = False,
-    return_scale: bool = False,
-) -> tuple[Any, ...]:
-    """f(x), f(x + h) and (with ``rule``) the NLM and the SD of f along each path for all rows of ``X``,
-    batched; ``return_scale`` (with ``rule``): also each path's rounding scale (:func:`fme.nlm.nlm_from_path`)."""
+) -> Predicted:
+    """f(x), f(x + h), the fMEs and (with ``rule``) the NLM, the SD of f along each path and its rounding scale
+    for all rows of ``X``, batched."""
     n = len(X)
     size = batch_size or _default_batch(n, X.shape[1], rule)
-    f0_parts, f1_parts, nlm_parts, sd_parts, scale_parts = [], [], [], [], []
+    f0_parts, f1_parts, fme_parts, nlm_parts, sd_parts, scale_parts = [], [], [], [], [], []
     label = ", ".join(s.describe() for s in steps) + (" (per-row shrunk)" if h is not None else "")
     t_int = None if rule is None else rule.nodes[rule.interior]
     # One block of memory for every batch's stacked NLM frame (all-float frames), while the model keeps none
@@ -114,12 +128,12 @@ def evaluate_steps(
             if path_mem is None and all_float(xb):
                 path_mem = path_scratch.take(X.shape[1] * cast(np.ndarray, t_int).size * min(size, n))
             path = stack_path(xb, steps, cast(np.ndarray, t_int), hb, path_mem)
-        f0 = predictor(xb, stage="f(x)", rows=rows)
-        f1 = predictor(moved, stage=f"f(x + h) for the step {label}", rows=rows)
+        f0, f1, fme = _predict_pair(predictor, xb, moved, label, rows)
         del moved
         scratch.give_back()  # only if nothing else refers to it (the model may keep its input)
         f0_parts.append(f0)
         f1_parts.append(f1)
+        fme_parts.append(fme)
         if rule is not None:
             t_int = cast(np.ndarray, t_int)  # set with a rule
             if t_int.size:
@@ -139,14 +153,30 @@ def evaluate_steps(
                 path_scratch, path_mem = Scratch(), None
     del path_mem
     path_scratch.give_back()
-    # one batch (the usual fME): its predictions as they are, no copy
-    f0 = f0_parts[0] if len(f0_parts) == 1 else np.concatenate(f0_parts)
-    f1 = f1_parts[0] if len(f1_parts) == 1 else np.concatenate(f1_parts)
-    if return_scale:
-        return f0, f1, np.concatenate(nlm_parts), np.concatenate(sd_parts), np.concatenate(scale_parts)
-    if rule is None:
-        return f0, f1, None, None
-    return f0, f1, np.concatenate(nlm_parts), np.concatenate(sd_parts)
+    out = Predicted(*(p[0] if len(p) == 1 else np.concatenate(p) for p in (f0_parts, f1_parts, fme_parts)))
+    if rule is not None:
+        out.nlm, out.sd, out.scale = (np.concatenate(p) for p in (nlm_parts, sd_parts, scale_parts))
+    return out
+
+
+def _predict_pair(
+    predictor: Predictor, x: pd.DataFrame, moved: pd.DataFrame, label: str, rows: tuple[int, int, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """f(x), f(x + h) and their difference, the fMEs: both predictions checked finite by the subtraction's own
+    pass (:func:`fme._utils.threads.finite_difference`), not by one pass each; a value that is not raises the
+    error each prediction's own check gives, f(x)'s first, as if each had been checked as it came."""
+    stages = ("f(x)", f"f(x + h) for the step {label}")
+    f0 = predictor(x, stage=stages[0], rows=rows, check=False)
+    try:
+        f1 = predictor(moved, stage=stages[1], rows=rows, check=False)
+    except BaseException:
+        predictor.check(f0, stages[0], rows)  # f(x)'s fault is reported first, as when it was checked on arrival
+        raise
+    fme, finite = finite_difference(f1, f0)
+    if not finite:
+        predictor.check(f0, stages[0], rows)
+        predictor.check(f1, stages[1], rows)
+    return f0, f1, fme
 
 
 # ----------------------------------------------------------------- the kernel
@@ -159,9 +189,10 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
     may have none); the caller decides whether the whole data had any.
     """
     cand, X, h, extra_cols, code, notes, n_candidates = _points(plan, data)
-    f0, f1, nlm_values, status, nlm_sd, rows, nlm_extra = _evaluate_rows(plan, X, h)
+    predicted, status, rows, nlm_extra = _evaluate_rows(plan, X, h)
+    f0, f1 = predicted.f0, predicted.f1
     out_index = data.index if cand.size == len(data) else data.index[cand]  # every row: the index as it is
-    res = _result_columns(plan.names, f0, f1, nlm_values, status, h, extra_cols, nlm_extra)
+    res = _result_columns(plan.names, predicted.fme, predicted.nlm, status, h, extra_cols, nlm_extra)
     results = pd.DataFrame(res, index=out_index, copy=False)  # the columns are this call's own arrays
     predictions = _predictions_frame(plan.names, f0, f1, out_index)
     if with_rows and plan.names is None and rows is None and cand.size:
@@ -190,7 +221,7 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
         f1=f1,
         rows=rows,
         n_candidates=n_candidates,
-        nlm_sd=nlm_sd if plan.settings is not None else None,
+        nlm_sd=predicted.sd if plan.settings is not None else None,
     )
 
 
@@ -222,77 +253,78 @@ def evaluation_points(plan: Plan, data: pd.DataFrame) -> tuple[np.ndarray, pd.Da
 
 def _evaluate_rows(
     plan: Plan, X: pd.DataFrame, h: Mapping[str, np.ndarray] | None
-) -> tuple[
-    np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None, RowInference | None, dict[str, Any]
-]:
-    """f(x), f(x + h), the NLMs with their status and path SDs (if the plan asks for NLMs), from the delta
-    method's design-matrix route only the inference rows, and the NLM method's extra columns
-    (Gauss-Kronrod: ``err``, ``route``), for the rows ``X`` to evaluate."""
+) -> tuple[Predicted, np.ndarray | None, RowInference | None, dict[str, Any]]:
+    """What was predicted for the rows ``X`` to evaluate (f(x), f(x + h), the fMEs and, if the plan asks for NLMs,
+    the NLMs and path SDs), the NLMs' status, from the delta method's design-matrix route only the inference rows,
+    and the NLM method's extra columns (Gauss-Kronrod: ``err``, ``route``)."""
     predictor, parsed, rule, settings, names = plan.predictor, plan.steps, plan.rule, plan.settings, plan.names
     shape0 = (0,) if names is None else (0, len(names))
     fast = None
-    status = nlm_values = nlm_sd = None
+    status = None
     rows = None
     extra: dict[str, Any] = {}
     if len(X) == 0:
-        f0 = f1 = np.empty(shape0)
+        out = Predicted(np.empty(shape0), np.empty(shape0), np.empty(shape0))
         if settings is not None:
-            nlm_values, status, nlm_sd = np.empty(shape0), np.empty(shape0, dtype=object), np.empty(shape0)
+            out.nlm, status, out.sd = np.empty(shape0), np.empty(shape0, dtype=object), np.empty(shape0)
             if settings.method == "gauss-kronrod":
                 extra = {"err": np.empty(shape0), "route": np.empty(0, dtype=object)}
-        return f0, f1, nlm_values, status, nlm_sd, rows, extra
+        return out, status, rows, extra
     if plan.method == "delta" and settings is None and names is None:
         # statsmodels GLM-type models: predictions and Jacobian from one design matrix per point set
         fast = evaluate_with_jacobian(plan.model, X, apply_steps(X, parsed, h))
     if fast is not None:
         f0, f1, rows = fast
-    else:
-        if settings is not None and rule is not None:
-            f0, f1, nlm_values, nlm_sd, scale = evaluate_steps(
-                predictor, X, parsed, rule, plan.batch_size, h, plan.progress, return_scale=True
-            )
-            nlm_values, status = classify(
-                nlm_values, nlm_sd, f0, f1, settings.flat_tol, spread=plan.spread, scale=scale, codes=True
-            )
-        else:
-            f0, f1, nlm_values, nlm_sd = evaluate_steps(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
-        if settings is not None and rule is None:
-            nlm_values, status, nlm_sd, extra = _nlm_values(
-                settings,
-                predictor,
-                X,
-                parsed,
-                h,
-                f0,
-                f1,
-                plan.batch_size,
-                spread=plan.spread,
-                return_sd=True,
-                progress=plan.progress,
-                codes=True,
-            )
-    return f0, f1, nlm_values, status, nlm_sd, rows, extra
+        return Predicted(f0, f1, f1 - f0), status, rows, extra
+    out = evaluate_steps(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
+    if settings is not None and rule is not None:
+        out.nlm, status = classify(
+            cast(np.ndarray, out.nlm),  # set with a rule, as are sd and scale
+            cast(np.ndarray, out.sd),
+            out.f0,
+            out.f1,
+            settings.flat_tol,
+            spread=plan.spread,
+            scale=out.scale,
+            codes=True,
+        )
+    elif settings is not None:
+        out.nlm, status, out.sd, extra = _nlm_values(
+            settings,
+            predictor,
+            X,
+            parsed,
+            h,
+            out.f0,
+            out.f1,
+            plan.batch_size,
+            spread=plan.spread,
+            return_sd=True,
+            progress=plan.progress,
+            codes=True,
+        )
+    return out, status, rows, extra
 
 
 def _result_columns(
     names: list[Any] | None,
-    f0: np.ndarray,
-    f1: np.ndarray,
+    fme: np.ndarray,
     nlm_values: np.ndarray | None,
     status: np.ndarray | None,
     h: Mapping[str, np.ndarray] | None,
     extra_cols: dict[str, np.ndarray],
     nlm_extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The columns of ``results``: fME, NLM and status per output (Gauss-Kronrod: ``nlm_error`` per output
-    and ``nlm_route``), effective steps, extrapolation flags. ``status`` and the route come as codes
-    (int8, indices into :data:`~fme._nlm.evaluate.NLM_STATUS`, :data:`~fme._nlm.budget.ROUTES`) or labels."""
+    """The columns of ``results``: fME (``fme``, rows x outputs for several), NLM and status per output
+    (Gauss-Kronrod: ``nlm_error`` per output and ``nlm_route``), effective steps, extrapolation flags. ``status``
+    and the route come as codes (int8, indices into :data:`~fme._nlm.evaluate.NLM_STATUS`,
+    :data:`~fme._nlm.budget.ROUTES`) or labels."""
     res: dict[str, Any] = {}
     nlm_extra = nlm_extra or {}
     if "route" in nlm_extra:
         nlm_extra = {**nlm_extra, "route": _labels(nlm_extra["route"], ROUTES)}
     if names is None:
-        res["fme"] = f1 - f0
+        res["fme"] = fme
         if nlm_values is not None:
             res["nlm"] = nlm_values
             res["nlm_status"] = _labels(cast(np.ndarray, status), NLM_STATUS)
@@ -301,7 +333,7 @@ def _result_columns(
                 res["nlm_route"] = nlm_extra["route"]
     else:
         for j, c in enumerate(names):
-            res[f"fme_{c}"] = f1[:, j] - f0[:, j]
+            res[f"fme_{c}"] = np.ascontiguousarray(fme[:, j])
         if nlm_values is not None:
             for j, c in enumerate(names):
                 res[f"nlm_{c}"] = nlm_values[:, j]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -148,11 +148,17 @@ def _evaluate_rows(
     extra: dict[str, Any] = {}
     if settings is not None and rule is not None:
         size = batch or max(_MIN_BATCH, STACK_CELL_BUDGET // (max(1, width) * max(1, rule.n_evaluations)))
-        f0, f1, nlm, sd, scale = evaluate_steps(
-            predictor, pairs, path, rule, size, None, plan.progress, return_scale=True
+        got = evaluate_steps(predictor, pairs, path, rule, size, None, plan.progress)
+        nlm, status = classify(
+            cast(np.ndarray, got.nlm),  # set with a rule, as are sd and scale
+            cast(np.ndarray, got.sd),
+            got.f0,
+            got.f1,
+            settings.flat_tol,
+            spread=plan.spread,
+            scale=got.scale,
         )
-        nlm, status = classify(nlm, sd, f0, f1, settings.flat_tol, spread=plan.spread, scale=scale)
-        return f0, f1, nlm, status, extra
+        return got.f0, got.f1, nlm, status, extra
     f0, f1 = _fmes(predictor, pairs[ROW].to_numpy(dtype=np.int64), batch, path[0].describe(), plan.progress)
     if settings is None:
         return f0, f1, None, None, extra

@@ -16,7 +16,7 @@ import numpy as np
 
 from .jit import njit
 
-__all__ = ["any_order_sum"]
+__all__ = ["any_order_sum", "difference_sum"]
 
 
 @njit(nogil=True, fastmath={"reassoc"})
@@ -27,4 +27,20 @@ def any_order_sum(values: np.ndarray) -> float:
     total = 0.0
     for i in range(values.size):
         total += values[i]
+    return total
+
+
+@njit(nogil=True, fastmath={"reassoc"})
+def difference_sum(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> float:
+    """Write ``out = a - b`` (1-D float arrays of one length; each difference the IEEE one, as NumPy's) and return
+    the sum of ``out`` in whatever order the compiler chooses (:func:`any_order_sum`): one pass where a subtraction
+    and a finiteness check of its result would read the operands twice. The sum is non-finite when any ``a`` or
+    ``b`` is (NaN minus anything is NaN, infinity minus a finite number or the other infinity is infinite, minus
+    itself NaN), and when a difference or the total overflows; a caller that needs to know which settles it
+    value by value."""
+    total = 0.0
+    for i in range(out.size):
+        d = a[i] - b[i]
+        out[i] = d
+        total += d
     return total

@@ -267,3 +267,50 @@ def test_label_columns_equal_the_labels_written_one_by_one(codes):
     empty = _labels(values[:0], labels)
     assert len(empty) == 0 and empty.dtype == got.dtype
     np.testing.assert_array_equal(_labels(np.asarray(["a", "b"], dtype=object), labels), ["a", "b"])  # labels as given
+
+
+def _stepped_only(bad: float):
+    """A model that is finite at the data (x1 < 1.5) and ``bad`` at points moved beyond it."""
+    return lambda d: np.where(d["x1"].to_numpy() > 1.5, bad, d["x1"].to_numpy())
+
+
+def _nan_where_x2_positive(d: pd.DataFrame) -> np.ndarray:
+    return np.where(d["x2"].to_numpy() > 0, np.nan, d["x1"].to_numpy())
+
+
+@pytest.mark.parametrize("batch_size", [None, 7])
+def test_a_non_finite_prediction_names_its_own_stage_though_the_subtraction_checks_both(batch_size):
+    """f(x) and f(x + h) are checked by the fMEs' subtraction, one pass for both: a NaN or an infinity is still
+    reported at the prediction it came from, f(x)'s first, with the rows of its batch."""
+    X = make_regression_frame(n=30, seed=2)[["x1", "x2", "x3"]]
+    X = X.assign(x1=np.linspace(-1.0, 1.4, 30))
+    kw = {} if batch_size is None else {"batch_size": batch_size}
+    with pytest.raises(fme.PredictionError, match=r"non-finite prediction\(s\) at f\(x\) \(") as info:
+        fme.fme(_nan_where_x2_positive, X, {"x1": 1.0}, **kw)
+    assert info.value.non_finite
+    for bad in (np.nan, np.inf, -np.inf):
+        with pytest.raises(fme.PredictionError, match=r"non-finite prediction\(s\) at f\(x \+ h\) for the step x1"):
+            fme.fme(_stepped_only(bad), X, {"x1": 1.0}, **kw)
+
+
+def test_f_x_non_finite_is_reported_before_the_model_failing_at_x_plus_h():
+    """f(x) was checked before f(x + h) was asked for: its fault stays the one reported when the model then
+    raises at x + h."""
+    X = make_regression_frame(n=30, seed=2)[["x1", "x2", "x3"]]
+
+    def model(d: pd.DataFrame) -> np.ndarray:
+        if (d["x1"] > 2.0).any():
+            raise RuntimeError("only at x + h")
+        return _nan_where_x2_positive(d)
+
+    with pytest.raises(fme.PredictionError, match=r"non-finite prediction\(s\) at f\(x\)"):
+        fme.fme(model, X, {"x1": 1.0})
+
+
+def test_the_fmes_are_the_predictions_difference_to_the_bit_in_every_batch():
+    X, _ = _batching_frame()
+    model = _independent_row_model("function")
+    for kw in ({}, {"batch_size": 701}, {"nlm": True, "nlm_points": 8, "batch_size": 999}):
+        res = fme.fme(model, X, _STEP, **kw)
+        p = res.predictions
+        np.testing.assert_array_equal(res.results["fme"].to_numpy(), p["f_x_step"].to_numpy() - p["f_x"].to_numpy())

@@ -232,3 +232,51 @@ def test_the_tables_figures_are_the_same_with_their_selections_beside(monkeypatc
     for a, b in zip(one, many, strict=True):
         pd.testing.assert_frame_equal(pd.DataFrame(a), pd.DataFrame(b), check_exact=True)
     assert one[0]["q25"].notna().all() and one[2]["median"].notna().all()
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize(
+    ("spoil", "where", "value", "finite"),
+    [
+        (None, 0, 0.0, True),
+        ("a", 5, np.nan, False),
+        ("b", 29_999, np.inf, False),
+        ("a", 17_777, -np.inf, False),
+        ("b", 3, np.nan, False),
+        ("both", 40, np.inf, False),  # inf - inf: NaN
+        ("a", 0, 1.7e308, False),  # finite operands whose difference overflows
+    ],
+)
+def test_finite_difference_is_numpys_and_sees_every_non_finite_operand_on_any_threads(
+    monkeypatch: pytest.MonkeyPatch, k: int, spoil: str | None, where: int, value: float, finite: bool
+) -> None:
+    """The differences equal NumPy's to the bit in every range; the sum is non-finite when an operand anywhere is
+    NaN or infinite, and when a difference overflows (which the callers then settle value by value)."""
+    monkeypatch.setattr(threads, "thread_count", lambda: k)
+    monkeypatch.setattr(threads, "MIN_CELLS_PER_THREAD", 1_000)
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=30_000), rng.normal(size=30_000)
+    if spoil in ("a", "both"):
+        a[where] = value
+    if spoil in ("b", "both"):
+        b[where] = value
+    if value == 1.7e308:
+        b[where] = -1.7e308
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = a - b
+    got, ok = threads.finite_difference(a, b)
+    assert ok is finite
+    np.testing.assert_array_equal(got, want)
+    assert got.flags.c_contiguous and not np.shares_memory(got, a) and not np.shares_memory(got, b)
+
+
+def test_finite_difference_of_other_layouts_is_numpys() -> None:
+    """Strided, 2-D and float32 operands: NumPy's subtraction, checked by a summing pass."""
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(500, 3)), rng.normal(size=(500, 3))
+    for x, y in [(a, b), (a[:, 1], b[:, 1]), (a.astype(np.float32), b.astype(np.float32))]:
+        got, ok = threads.finite_difference(x, y)
+        np.testing.assert_array_equal(got, x - y)
+        assert ok
+    b[7, 2] = np.nan
+    assert threads.finite_difference(a, b)[1] is False
