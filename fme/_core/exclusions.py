@@ -27,6 +27,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from .._utils.columns import frame_of
 from .._utils.numfmt import count
 from .._utils.threads import finite_sum
 from ..exceptions import DataError, ExtrapolationError
@@ -225,9 +226,9 @@ def excluded_frame(code: np.ndarray, notes: Notes, index: pd.Index) -> pd.DataFr
         for pos, pts, why in notes:
             point[slot[pos]] = pts
             reason[slot[pos]] = why
-    return pd.DataFrame(
+    return frame_of(
         {"reason_type": _REASON_TYPES[code[ex]].astype(str), "point": point.astype(str), "reason": reason.astype(str)},
-        index=index[ex],
+        index[ex],
     )
 
 

@@ -33,6 +33,7 @@ from .._adapters.predictor import Predictor
 from .._nlm.budget import ROUTES
 from .._nlm.evaluate import NLM_STATUS, classify
 from .._nlm.evaluate import nlm_values as _nlm_values
+from .._utils.columns import frame_of
 from .._utils.memory import Scratch, copy_on_write
 from .._utils.progress import progress_bar
 from .._utils.threads import finite_difference
@@ -66,10 +67,14 @@ class Batch:
     n_candidates: int
     #: The SD of f along each evaluated row's path (the flat-path test's numerator; None without NLMs).
     nlm_sd: np.ndarray | None = None
+    #: The ``excluded`` table when :func:`evaluate_batch` was asked for it, else made when first read.
+    excluded_table: pd.DataFrame | None = None
 
     @property
     def excluded(self) -> pd.DataFrame:
-        return excluded_frame(self.code, self.notes, self.index)
+        if self.excluded_table is None:
+            self.excluded_table = excluded_frame(self.code, self.notes, self.index)
+        return self.excluded_table
 
 
 def _default_batch(n: int, n_cols: int, rule: QuadratureRule | None) -> int:
@@ -180,20 +185,23 @@ def _predict_pair(
 
 
 # ----------------------------------------------------------------- the kernel
-def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Batch:
+def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True, with_excluded: bool = False) -> Batch:
     """fMEs (and NLMs, exclusions, inference ingredients) of every row of ``data`` under ``plan``.
 
     Exclusion bookkeeping first (:mod:`fme._core.exclusions`: missing, already at
     the level, extrapolation), then the predictions of the rows left, then the
     frames. Never raises for a batch without evaluable rows (a Dask partition
-    may have none); the caller decides whether the whole data had any.
+    may have none); the caller decides whether the whole data had any. ``with_excluded``: the ``excluded``
+    table made before the predictions, for a caller that returns it (made after them, once the passes over the
+    rows have streamed the caches out, the same frame takes several times as long).
     """
     cand, X, h, extra_cols, code, notes, n_candidates = _points(plan, data)
+    excluded = excluded_frame(code, notes, data.index) if with_excluded else None
     predicted, status, rows, nlm_extra = _evaluate_rows(plan, X, h)
     f0, f1 = predicted.f0, predicted.f1
     out_index = data.index if cand.size == len(data) else data.index[cand]  # every row: the index as it is
     res = _result_columns(plan.names, predicted.fme, predicted.nlm, status, h, extra_cols, nlm_extra)
-    results = pd.DataFrame(res, index=out_index, copy=False)  # the columns are this call's own arrays
+    results = frame_of(res, out_index)  # the columns are this call's own arrays
     predictions = _predictions_frame(plan.names, f0, f1, out_index)
     if with_rows and plan.names is None and rows is None and cand.size:
         # 'sample' needs only the fMEs: the stepped frame is built for delta and bootstrap alone
@@ -222,6 +230,7 @@ def evaluate_batch(plan: Plan, data: pd.DataFrame, with_rows: bool = True) -> Ba
         rows=rows,
         n_candidates=n_candidates,
         nlm_sd=predicted.sd if plan.settings is not None else None,
+        excluded_table=excluded,
     )
 
 
@@ -377,7 +386,7 @@ def _label_dtype() -> Any:
 
 def _predictions_frame(names: list[Any] | None, f0: np.ndarray, f1: np.ndarray, index: pd.Index) -> pd.DataFrame:
     if names is None:  # the predictions' own arrays, not copied into one block
-        return pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=index, copy=False)
+        return frame_of({"f_x": f0, "f_x_step": f1}, index)
     return pd.DataFrame(
         {
             **{f"f_x_{c}": f0[:, j] for j, c in enumerate(names)},

@@ -40,7 +40,7 @@ def evaluate(plan: Plan, data: pd.DataFrame, reference: pd.DataFrame, steps: Any
     """The :class:`FMEResult` of the step specification ``steps`` under ``plan`` (its detector fitted,
     :func:`fit_detector`): every row of ``data`` at once (the kernel batches the predictions inside)."""
     stepped = plan.with_steps(data, steps, reference)
-    batch = evaluate_batch(stepped, data)
+    batch = evaluate_batch(stepped, data, with_excluded=True)
     if not batch.cand.size:  # some row evaluated: nothing to count
         check_evaluated(stepped, batch.code, lambda: reference)
     return result(stepped, batch, data)
