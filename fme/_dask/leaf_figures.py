@@ -9,6 +9,7 @@ from typing import Any, cast
 import numpy as np
 
 from .._core.summary import Moments
+from .._utils.distributions import t_ppf
 from ..inference.estimates import Estimates, undefined_where
 from .result import DaskFMEResult
 
@@ -29,7 +30,6 @@ def leaf_moments(m: Moments | None, i: int) -> Moments | None:
 
 def describe_moments(m: Any, conf_level: float, upper: float | None = None) -> dict[str, float]:
     """:func:`fme._utils.stats.describe` (without quartiles) from merged moments."""
-    from scipy import stats
 
     n = int(m.n[0])
     out = {"mean": np.nan, "sd": np.nan, "cov": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n": float(n)}
@@ -40,7 +40,7 @@ def describe_moments(m: Any, conf_level: float, upper: float | None = None) -> d
     if n >= 2:
         sd = float(m.sd()[0])
         se = sd / np.sqrt(n)
-        half = float(stats.t.ppf(0.5 + conf_level / 2.0, n - 1)) * se
+        half = float(t_ppf(0.5 + conf_level / 2.0, n - 1)) * se
         high = mean + half if upper is None else min(mean + half, upper)
         out.update(sd=sd, ci_low=min(mean - half, high), ci_high=high)
         out["cov"] = sd / abs(mean) if mean != 0 else np.nan

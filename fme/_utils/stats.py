@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+
+from .distributions import t_ppf
 
 __all__ = ["describe", "median", "quartiles"]
 
@@ -60,7 +61,7 @@ def describe(
     if n >= 2:
         sd = float(np.sqrt(sum_sq / (n - 1)))
         se = sd / np.sqrt(n)
-        half = float(stats.t.ppf(0.5 + conf_level / 2.0, n - 1)) * se
+        half = float(t_ppf(0.5 + conf_level / 2.0, n - 1)) * se
         high = mean + half if upper is None else min(mean + half, upper)
         out.update(sd=sd, se=se, ci_low=min(mean - half, high), ci_high=high)
         out["cov"] = sd / abs(mean) if mean != 0 else np.nan

@@ -11,8 +11,9 @@ from typing import Any, cast
 
 import numpy as np
 import pandas as pd
-from scipy import sparse, stats
+from scipy import sparse
 
+from .._utils.distributions import norm_ppf, norm_sf, t_ppf, t_sf
 from .._utils.jit import njit
 from .._utils.numfmt import count
 from .._utils.stats import quartiles
@@ -208,26 +209,28 @@ class Estimates:
             if self.method == "delta":
                 z = est / se
                 # z and normal quantiles; t with ``df`` when given (marginaleffects' df= for linear models)
-                dist = stats.norm if self.df is None else stats.t(np.asarray(self.df, dtype=float))
-                p = 2.0 * dist.sf(np.abs(z))
-                q = dist.ppf(1.0 - alpha / 2.0)
+                if self.df is None:
+                    p, q = 2.0 * norm_sf(np.abs(z)), norm_ppf(1.0 - alpha / 2.0)
+                else:
+                    t_df = np.asarray(self.df, dtype=float)
+                    p, q = 2.0 * t_sf(np.abs(z), t_df), t_ppf(1.0 - alpha / 2.0, t_df)
                 lo, hi = est - q * se, est + q * se
             elif self.method == "bootstrap":
                 draws = cast(np.ndarray, self.draws)  # set for bootstrap
                 b = draws.shape[1]
                 z = est / se
-                p = 2.0 * stats.norm.sf(np.abs(z))
+                p = 2.0 * norm_sf(np.abs(z))
                 if self.ci == "percentile" and b > 1:
                     _check_percentile_draws(b, conf_level)
                     lo, hi = np.quantile(draws, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1)
                 else:
-                    q = stats.norm.ppf(1.0 - alpha / 2.0)
+                    q = norm_ppf(1.0 - alpha / 2.0)
                     lo, hi = est - q * se, est + q * se
             else:
                 z = est / se
                 df = self.df
-                p = 2.0 * stats.t.sf(np.abs(z), df)
-                q = stats.t.ppf(1.0 - alpha / 2.0, df)
+                p = 2.0 * t_sf(np.abs(z), df)
+                q = t_ppf(1.0 - alpha / 2.0, df)
                 lo, hi = est - q * se, est + q * se
         # A zero standard error gives an undefined statistic, not +-inf; one at rounding level, not 1e16.
         valid = (se > 0) & ~rounding_mask(se, est, self.magnitude)

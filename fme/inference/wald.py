@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._utils.distributions import norm_cdf, norm_sf, t_cdf, t_sf
 from .._utils.numfmt import count
 from ..exceptions import ParameterError
 from .estimates import Estimates, pairwise_matrix
@@ -389,7 +390,7 @@ def equivalence_columns(
     if not (np.isfinite(low) and np.isfinite(high)) or low > high:
         raise ParameterError(f"equivalence must be two finite numbers with low <= high, got {equivalence!r}.")
     se = table["std_error"].to_numpy(dtype=float)
-    dist = stats.norm if df is None else stats.t(np.asarray(df, dtype=float))
+    t_df = None if df is None else np.asarray(df, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         s_lo = (estimate - low) / se
         s_hi = (estimate - high) / se
@@ -398,8 +399,8 @@ def equivalence_columns(
         bad = table["note"].fillna("").astype(bool).to_numpy()
         s_lo, s_hi = np.where(bad, np.nan, s_lo), np.where(bad, np.nan, s_hi)
     out = table.copy()
-    out["statistic_noninf"], out["p_value_noninf"] = s_lo, dist.sf(s_lo)
-    out["statistic_nonsup"], out["p_value_nonsup"] = s_hi, dist.cdf(s_hi)
+    out["statistic_noninf"], out["p_value_noninf"] = s_lo, norm_sf(s_lo) if t_df is None else t_sf(s_lo, t_df)
+    out["statistic_nonsup"], out["p_value_nonsup"] = s_hi, norm_cdf(s_hi) if t_df is None else t_cdf(s_hi, t_df)
     out["p_value_equiv"] = np.fmax(out["p_value_noninf"].to_numpy(), out["p_value_nonsup"].to_numpy())
     return out
 
