@@ -22,6 +22,7 @@ These are private workers of :mod:`fme._core.kernel`; they trust the plan that
 
 from __future__ import annotations
 
+import functools
 from typing import Any, cast
 
 import numpy as np
@@ -217,7 +218,10 @@ def _explain(detector: Any, points: pd.DataFrame, flags: np.ndarray) -> np.ndarr
 
 def excluded_frame(code: np.ndarray, notes: Notes, index: pd.Index) -> pd.DataFrame:
     """The ``excluded`` table from per-row codes and (positions, point, reason) notes."""
-    ex = np.flatnonzero(code) if code.any() else np.empty(0, dtype=np.intp)  # none excluded: no index pass
+    if not code.any():  # none excluded: no index pass, and the empty text columns made once per process
+        empty = _empty_text()
+        return frame_of({"reason_type": empty, "point": empty, "reason": empty}, index[:0])
+    ex = np.flatnonzero(code)
     point = np.full(ex.size, "", dtype=object)
     reason = np.full(ex.size, "", dtype=object)
     if notes and ex.size:  # each row's slot among the excluded: an array over all rows, only when one is excluded
@@ -230,6 +234,13 @@ def excluded_frame(code: np.ndarray, notes: Notes, index: pd.Index) -> pd.DataFr
         {"reason_type": _REASON_TYPES[code[ex]].astype(str), "point": point.astype(str), "reason": reason.astype(str)},
         index[ex],
     )
+
+
+@functools.cache
+def _empty_text() -> Any:
+    """An empty column of text as the frame of :func:`excluded_frame` holds it (pandas' string dtype, an Arrow
+    array: immutable, so every empty table may hold the same one)."""
+    return pd.Series(np.array([], dtype=object).astype(str)).array
 
 
 def _all_excluded_message(steps: tuple[Step, ...], reference: pd.DataFrame, n: int) -> str:

@@ -237,3 +237,22 @@ def test_every_row_is_one_read_only_arange_per_row_count() -> None:
     with pytest.raises(ValueError, match="read-only"):
         b[0] = 5
     np.testing.assert_array_equal(every_row(1_000), np.arange(1_000))
+
+
+@pytest.mark.parametrize(
+    "index", [pd.RangeIndex(4), pd.Index([7, 3, 9, 1]), pd.Index(list("abcd")), pd.date_range("2020", periods=4)]
+)
+def test_an_empty_excluded_table_is_the_one_pandas_builds_and_each_is_its_own(index: pd.Index) -> None:
+    """No row excluded: the table equals the one built from the (empty) text columns, and a table a user then
+    writes to leaves the next one empty."""
+    want = pd.DataFrame(
+        {c: np.array([], dtype=object).astype(str) for c in ("reason_type", "point", "reason")},
+        index=index[:0],
+    )
+    first = excluded_frame(np.zeros(4, dtype=np.int8), [], index)
+    pd.testing.assert_frame_equal(first, want, check_exact=True)
+    first.loc[index[0]] = ["missing", "x", "a user's row"]
+    first.columns.name = "renamed"
+    again = excluded_frame(np.zeros(4, dtype=np.int8), [], index)
+    pd.testing.assert_frame_equal(again, want, check_exact=True)
+    assert len(again) == 0 and again.columns.name is None
