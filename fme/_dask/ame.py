@@ -31,7 +31,7 @@ from .._adapters import adapt
 from .._core.plan import AMEOptions, Plan
 from .._utils.validation import is_categorical
 from ..exceptions import DataError, ParameterError
-from ..inference.estimates import COVERS, COVERS_UNCONDITIONAL, Estimates, pair_label, pairwise_matrix, undefined_where
+from ..inference.estimates import COVERS, COVERS_UNCONDITIONAL, Estimates, pair_label, pairwise_matrix
 from ..inference.table import EstimatesTable
 from ..inference.unconditional import SampledRows, Unconditional, deviations_of, empirical_part
 from ..inference.wald import stack_estimates
@@ -266,9 +266,7 @@ def _result_rows(
     t = res.tidy(conf_level).iloc[0].to_dict()
     for key in ("feature", "step", "level", "reference", "contrast"):
         t.pop(key)
-    return [
-        {**head, **t, **est.table(conf_level).iloc[0].to_dict(), "inference": method, "covers": _covers(est, method)}
-    ]
+    return [{**head, **t, **est.records(conf_level)[0], "inference": method, "covers": _covers(est, method)}]
 
 
 # ----------------------------------------------------------------- vcov='unconditional'
@@ -399,14 +397,14 @@ def _group_rows(
         L, pairs = pairwise_matrix(groups.n_groups)
         empty_pair = np.array([used[i] == 0 or used[j] == 0 for i, j in pairs], dtype=bool)
         ests.append(est.contrast(L))
-        table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
+        records = est.contrast(L).records(conf_level, undefined=empty_pair)
         labels = [pair_label(keys, i, j) for i, j in pairs]
         return [
             {
                 **head,
                 "hypothesis": labels[r],
                 "ame": np.nan if empty_pair[r] else float(L[r] @ est.estimate),
-                **table.iloc[r].to_dict(),
+                **records[r],
                 "inference": method,
                 "covers": _covers(est, method),
                 "sd": np.nan,
@@ -418,7 +416,7 @@ def _group_rows(
             for r, (i, j) in enumerate(pairs)
         ]
     ests.append(est)
-    table = undefined_where(est.table(conf_level), used == 0)
+    records = est.records(conf_level, undefined=used == 0)
     sd = g.fme.sd()
     # the weighted mean with wts=; sd and quartiles stay the unweighted spread (as in memory)
     mean = g.fme.mean if g.weighted is None else est.estimate
@@ -431,7 +429,7 @@ def _group_rows(
                 **head,
                 **{c: keys[c].iloc[k] for c in groups.by},
                 "ame": float(mean[k]) if n else np.nan,
-                **table.iloc[k].to_dict(),
+                **records[k],
                 "inference": method,
                 "covers": _covers(est, method),
                 "sd": float(sd[k]),

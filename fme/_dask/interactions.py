@@ -120,7 +120,7 @@ def interaction(
     return {
         "estimate": mean,
         "estimates": est,
-        "table": est.table(conf_level).iloc[0].to_dict(),
+        "table": est.records(conf_level)[0],
         "sd": sd,
         "n": int(n),
         "tol": tol_used,

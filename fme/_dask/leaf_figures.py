@@ -10,7 +10,7 @@ import numpy as np
 
 from .._core.summary import Moments
 from .._utils.distributions import t_ppf
-from ..inference.estimates import Estimates, undefined_where
+from ..inference.estimates import Estimates
 from .result import DaskFMEResult
 
 __all__ = ["all_leaves", "describe_moments", "leaf_moments", "leaf_row", "stack_leaves"]
@@ -70,7 +70,7 @@ def leaf_row(
         se = np.array([d["sd"] / np.sqrt(n) if n >= 2 else np.nan])
         e = Estimates("sample", est, se=se, df=np.array([max(n - 1.0, 1.0)]))
     # a leaf of fewer than 2 (estimation) rows has no spread to estimate from: no interval, as in memory
-    row.update(undefined_where(e.table(conf_level), np.array([n < 2])).iloc[0].to_dict())
+    row.update(e.records(conf_level, undefined=np.array([n < 2]))[0])
     if nm is not None:
         e2 = describe_moments(nm, conf_level, upper=1.0)
         k = int(nm.n[0])

@@ -32,7 +32,6 @@ from ..inference.estimates import (
     one_group_sums,
     pair_label,
     pairwise_matrix,
-    undefined_where,
 )
 from ..inference.methods import compute_averages
 from ..inference.table import EstimatesTable
@@ -196,7 +195,7 @@ def _spec_rows(
     if hypothesis == "pairwise":
         L, pairs = pairwise_matrix(m)
         empty_pair = np.array([size_used[i] == 0 or size_used[j] == 0 for i, j in pairs], dtype=bool)
-        table = undefined_where(est.contrast(L).table(conf_level), empty_pair)
+        records = est.contrast(L).records(conf_level, undefined=empty_pair)
         labels = [pair_label(keys, i, j) for i, j in pairs]
         rows = []
         for r, (i, j) in enumerate(pairs):
@@ -206,7 +205,7 @@ def _spec_rows(
                     **head,
                     "hypothesis": labels[r],
                     "ame": diff,
-                    **table.iloc[r].to_dict(),
+                    **records[r],
                     "sd": np.nan,
                     "q25": np.nan,
                     "q75": np.nan,
@@ -215,7 +214,7 @@ def _spec_rows(
                 }
             )
         return rows
-    table = undefined_where(est.table(conf_level), size_used == 0)
+    records = est.records(conf_level, undefined=size_used == 0)
     rows = []
     for g in range(m):
         sums = None if spec.sums is None else (spec.sums.total, spec.sums.sum_sq, spec.sums.quartiles)
@@ -228,7 +227,7 @@ def _spec_rows(
                 **head,
                 **group,
                 "ame": ame,
-                **table.iloc[g].to_dict(),
+                **records[g],
                 "sd": d["sd"],
                 "q25": d["q25"],
                 "q75": d["q75"],

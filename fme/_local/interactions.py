@@ -83,7 +83,7 @@ def interaction(
     return {
         "estimate": float(values.mean()),
         "estimates": est,
-        "table": est.table(conf_level).iloc[0].to_dict(),
+        "table": est.records(conf_level)[0],
         "sd": float(values.std(ddof=1)) if n > 1 else np.nan,
         "n": int(n),
         "tol": tol_used,

@@ -26,7 +26,7 @@ from .._utils.numfmt import fmt_level
 from .._utils.stats import describe, median
 from .._utils.validation import check_conf_level, check_data, is_categorical
 from ..exceptions import FeatureError, ParameterError
-from ..inference.estimates import INFERENCE_COLUMNS, sample_inference, undefined_where
+from ..inference.estimates import INFERENCE_COLUMNS, sample_inference
 from ..inference.wald import MULTCOMP, contrast_matrix, contrast_table, wald_test
 from .args import string_columns
 from .subspaces import (
@@ -236,15 +236,15 @@ class PartitionResult:
         # honest: the rows that grew the tree take no part in the leaves' figures (code -1: unused)
         self._leaf_estimates = inf.average(np.where(est_rows, codes, -1), len(leaf_ids))
         # a leaf of fewer than 2 estimation rows has no spread to estimate from: no interval, no test
-        leaf_table = undefined_where(
-            self._leaf_estimates.table(conf_level), np.bincount(codes[est_rows], minlength=len(leaf_ids)) < 2
+        leaf_records = self._leaf_estimates.records(
+            conf_level, undefined=np.bincount(codes[est_rows], minlength=len(leaf_ids)) < 2
         )
         for j, node in enumerate(leaf_ids):
             mask = (node_of_row == node) & est_rows
             row = {
                 "node": node,
                 **_figures(fmes[mask], None if nlms is None else nlms[mask], conf_level, lin),
-                **leaf_table.iloc[j].to_dict(),
+                **leaf_records[j],
             }
             if self.honest:
                 row["n_grown"] = int(((node_of_row == node) & ~est_rows).sum())
@@ -262,7 +262,7 @@ class PartitionResult:
         root = {
             "node": 1,
             **_figures(fmes, nlms, conf_level, lin),
-            **inf.average().table(conf_level).iloc[0].to_dict(),
+            **inf.average().records(conf_level)[0],
             "rule": "(all)",
         }
         self.root = pd.Series(root)[[c for c in cols if c != "n_grown"]]
@@ -270,13 +270,13 @@ class PartitionResult:
         # partition then counts one set of rows (of a partition that is not honest: the root's figures)
         self.estimation_root = estimation_root(self.root, nlms is not None)
         if self.honest:
-            est_table = undefined_where(
-                inf.average(np.where(est_rows, 0, -1), 1).table(conf_level), np.array([est_rows.sum() < 2])
-            )
+            est_record = inf.average(np.where(est_rows, 0, -1), 1).records(
+                conf_level, undefined=np.array([est_rows.sum() < 2])
+            )[0]
             self.estimation_root = estimation_root(
                 {
                     **_figures(fmes[est_rows], None if nlms is None else nlms[est_rows], conf_level, lin),
-                    **est_table.iloc[0].to_dict(),
+                    **est_record,
                 },
                 nlms is not None,
             )

@@ -195,7 +195,23 @@ class Estimates:
 
     def table(self, conf_level: float = 0.95) -> pd.DataFrame:
         """The columns :data:`INFERENCE_COLUMNS`, one row per estimate (``covers``: what the interval
-        covers, ``model uncertainty`` or ``model held fixed``).
+        covers, ``model uncertainty`` or ``model held fixed``): :meth:`table_columns` as a frame."""
+        return pd.DataFrame(self.table_columns(conf_level))
+
+    def records(self, conf_level: float = 0.95, undefined: np.ndarray | None = None) -> list[dict[str, Any]]:
+        """The rows of :meth:`table` as dicts (what ``table.iloc[i].to_dict()`` gives), for tables that put each
+        estimate's figures beside labels of their own, without a frame made for each; ``undefined``: a mask of
+        the estimates whose uncertainty figures are NaN (:func:`undefined_where`'s)."""
+        cols = self.table_columns(conf_level)
+        if undefined is not None and np.any(undefined):
+            mask = np.asarray(undefined, dtype=bool)
+            for c in UNDEFINED_COLUMNS:
+                cols[c] = np.where(mask, np.nan, cols[c])
+        values = {c: v.tolist() for c, v in cols.items()}  # Python numbers and strings, as a frame's row gives them
+        return [{c: v[i] for c, v in values.items()} for i in range(self.estimate.size)]
+
+    def table_columns(self, conf_level: float = 0.95) -> dict[str, np.ndarray]:
+        """The columns of :meth:`table` by name (each one value per estimate).
 
         A standard error at rounding level (below :data:`~fme.inference.validity.ROUNDING_TOL` times the
         estimate's :attr:`magnitude`) leaves ``statistic`` and ``p_value`` NaN: its z would be the ratio of
@@ -236,17 +252,15 @@ class Estimates:
         valid = (se > 0) & ~rounding_mask(se, est, self.magnitude)
         z = np.where(valid, z, np.nan)
         p = np.where(valid, p, np.nan)
-        return pd.DataFrame(
-            {
-                "std_error": se,
-                "statistic": z,
-                "p_value": p,
-                "conf_low": lo,
-                "conf_high": hi,
-                "inference": np.full(m, self.method, dtype=object),
-                "covers": np.full(m, COVERS[self.method] if self.basis is None else COVERS_UNCONDITIONAL, dtype=object),
-            }
-        )
+        return {
+            "std_error": se,
+            "statistic": z,
+            "p_value": p,
+            "conf_low": lo,
+            "conf_high": hi,
+            "inference": np.full(m, self.method, dtype=object),
+            "covers": np.full(m, COVERS[self.method] if self.basis is None else COVERS_UNCONDITIONAL, dtype=object),
+        }
 
 
 #: A percentile bound should rest on at least this many draws beyond it (200 draws at 95%).
@@ -562,6 +576,10 @@ def sample_inference(values: np.ndarray) -> RowInference:
     return RowInference("sample", np.asarray(values, dtype=float))
 
 
+#: The figures of an estimate's uncertainty, NaN where the estimate is over no evaluated rows.
+UNDEFINED_COLUMNS = ("std_error", "statistic", "p_value", "conf_low", "conf_high")
+
+
 def undefined_where(table: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
     """``table`` with its uncertainty figures NaN where ``mask``: an estimate over no evaluated rows.
 
@@ -571,7 +589,7 @@ def undefined_where(table: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
     if not np.any(mask):
         return table
     out = table.copy()
-    out.loc[np.asarray(mask, dtype=bool), ["std_error", "statistic", "p_value", "conf_low", "conf_high"]] = np.nan
+    out.loc[np.asarray(mask, dtype=bool), list(UNDEFINED_COLUMNS)] = np.nan
     return out
 
 

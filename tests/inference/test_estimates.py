@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fme.inference.estimates import _KERNEL_ROWS, RowInference, _one_group_sums, group_matrix, one_group_sums
+from fme.inference.estimates import (
+    _KERNEL_ROWS,
+    Estimates,
+    RowInference,
+    _one_group_sums,
+    group_matrix,
+    one_group_sums,
+    undefined_where,
+)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 17, 49_999, 50_000, 100_001])
@@ -87,3 +95,32 @@ def test_one_group_sums_leave_small_and_nan_sums_to_numpy() -> None:
     assert one_group_sums(values).total == np.inf  # an infinite sum is a sum: the same as NumPy's
     values[8] = -np.inf
     assert one_group_sums(values) is None
+
+
+def _every_method() -> list[Estimates]:
+    rng = np.random.default_rng(4)
+    est = np.array([1.0, -2.0, 0.5])
+    grad = rng.normal(size=(3, 2))
+    return [
+        Estimates("delta", est, grad=grad, vcov=np.eye(2)),
+        Estimates("delta", est, grad=grad, vcov=np.eye(2), df=np.full(3, 12.0)),
+        Estimates("bootstrap", est, draws=rng.normal(size=(3, 400)) + est[:, None]),
+        Estimates("bootstrap", est, draws=rng.normal(size=(3, 400)) + est[:, None], ci="percentile"),
+        Estimates("sample", est, se=np.array([0.1, 0.0, 0.3]), df=np.array([9.0, 1.0, 4.0])),
+    ]
+
+
+@pytest.mark.parametrize("est", _every_method(), ids=lambda e: e.method)
+@pytest.mark.parametrize("undefined", [None, np.array([False, True, False]), np.array([True, True, True])])
+def test_records_are_the_tables_rows_as_a_frame_gives_them(est: Estimates, undefined: np.ndarray | None) -> None:
+    """Every method's records equal ``table.iloc[i].to_dict()`` of its (undefined_where) table: the same keys
+    in order, the same numbers (NaN where the table's are) and the same Python types."""
+    table = est.table(0.9) if undefined is None else undefined_where(est.table(0.9), undefined)
+    got = est.records(0.9, undefined=undefined)
+    assert len(got) == len(table)
+    for i, row in enumerate(got):
+        want = table.iloc[i].to_dict()
+        assert list(row) == list(want)
+        for key, value in want.items():
+            assert type(row[key]) is type(value), key
+            assert row[key] == value or (value != value and row[key] != row[key]), key
