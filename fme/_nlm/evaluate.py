@@ -26,11 +26,13 @@ import numpy as np
 import pandas as pd
 
 from .._utils.stats import median
+from .._utils.threads import beside
 from ..exceptions import ParameterError
 from ..nlm import DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, FLAT_ULPS, NLM_METHODS, QuadratureRule, quadrature_rule
 from ..steps import Step
 from .budget import BASE_COST, DEFAULT_BUDGET, ROUTES, budget_nlm
 from .exact import exact_nlm, exact_support
+from .status import prediction_spread, statuses
 from .tree_paths import read_forest, traverse_nlm
 
 __all__ = [
@@ -204,24 +206,14 @@ def classify(
     level |f(x)| + max |f - f(x)| (from the quadrature or closed forms; None skips this rule). With
     ``flat_tol`` > 0 also ``sd <= flat_tol * spread``: ``spread`` is the SD of all predictions f(x),
     f(x + h) (per output) when it is known beyond these rows (a Dask partition); by default that of
-    ``f0`` and ``f1``.
+    ``f0`` and ``f1`` (:func:`fme._nlm.status.prediction_spread`). Otherwise ``inaccurate`` where ``err`` is
+    given and not ``<= tol``. One compiled pass applies the rules (:func:`fme._nlm.status.statuses`).
     """
-    constant = np.isnan(nlm)
-    flat = np.zeros(nlm.shape, dtype=bool)
-    if scale is not None:
-        with np.errstate(over="ignore", invalid="ignore"):
-            flat = ~constant & (sd <= FLAT_ULPS * np.finfo(float).eps * scale)
+    limit = None
     if flat_tol > 0:
-        if spread is None:
-            with np.errstate(over="ignore", invalid="ignore"):  # |f| near float max: spread inf, nothing is flat
-                spread = np.std(np.concatenate([f0, f1]), axis=0)
-        flat |= ~constant & (sd <= flat_tol * spread)
-    status = np.zeros(nlm.shape, dtype=np.int8)  # indices into NLM_STATUS: "ok"
-    if err is not None:
-        status[~constant & ~flat & ~(err <= tol)] = NLM_STATUS.index("inaccurate")
-    status[flat] = NLM_STATUS.index("flat")
-    status[constant] = NLM_STATUS.index("constant")
-    out = np.where(flat, np.nan, nlm)
+        limit = flat_tol * (prediction_spread(f0, f1) if spread is None else spread)
+    ulps = FLAT_ULPS * np.finfo(float).eps
+    out, status = statuses(nlm, sd, scale, ulps, limit, err, tol)
     return out, status if codes else _STATUS_LABELS[status]
 
 
@@ -257,6 +249,12 @@ def nlm_values(
     :mod:`fme._nlm.budget`). ``progress``: bars over the method's batches when there are several.
     """
     extra: dict[str, np.ndarray] = {}
+    if spread is None and settings.flat_tol > 0 and len(X):
+        # the relative flat-path test's scale needs only the predictions: on a spare core while the method runs
+        # (which calls the model from this thread), ready when the NLMs are classified
+        pending = beside(lambda: prediction_spread(f0, f1))
+    else:
+        pending = lambda: spread  # noqa: E731 - known (or not needed): nothing to wait for
     if settings.method == "exact":
         shifts = {
             s.feature: np.broadcast_to(
@@ -270,14 +268,23 @@ def nlm_values(
             nlm, sd, _, scale = exact_nlm(
                 predictor, X, shifts, settings.thresholds, f0, f1, progress=progress, return_scale=True
             )
-        out = classify(nlm, sd, f0, f1, settings.flat_tol, spread=spread, scale=scale, codes=codes)
+        out = classify(nlm, sd, f0, f1, settings.flat_tol, spread=pending(), scale=scale, codes=codes)
     else:
         got = budget_nlm(
             predictor, X, steps, h, f0, f1, settings.tol, settings.budget, settings.max_level, batch_size, progress
         )
         sd = got.sd
         out = classify(
-            got.nlm, sd, f0, f1, settings.flat_tol, got.err, settings.tol, spread=spread, scale=got.scale, codes=codes
+            got.nlm,
+            sd,
+            f0,
+            f1,
+            settings.flat_tol,
+            got.err,
+            settings.tol,
+            spread=pending(),
+            scale=got.scale,
+            codes=codes,
         )
         extra.update(err=got.err, route=got.route if codes else _ROUTE_LABELS[got.route])
     return (*out, sd, extra) if return_sd else out
