@@ -47,9 +47,55 @@ def test_small_calls_run_on_the_callers_thread(three_threads: None) -> None:
 
 
 def test_large_calls_use_the_configured_threads(three_threads: None) -> None:
+    """Each range waits for the other two: the three run at once, on the caller's thread and two helpers."""
     names: set[str] = set()
-    k = threads.run_ranges(lambda lo, hi: names.add(threading.current_thread().name), 3_000, min_rows=1_000)
-    assert k == 3 and len(names) == 3
+    everyone = threading.Barrier(3, timeout=30)
+
+    def work(lo: int, hi: int) -> None:
+        names.add(threading.current_thread().name)
+        everyone.wait()
+
+    for _ in range(3):  # the helpers are kept: later calls get them as the first did
+        names.clear()
+        k = threads.run_ranges(work, 3_000, min_rows=1_000)
+        assert k == 3 and len(names) == 3 and threading.current_thread().name in names
+
+
+def test_work_started_on_a_helper_runs_there_and_never_waits_for_a_helper(three_threads: None) -> None:
+    """Ranges, chunks and tasks started from a pool thread run on that thread, in order (no task waits for a
+    worker that waits for it), with the same result."""
+    seen: list[tuple[str, int]] = []
+
+    def inner() -> list[int]:
+        here = threading.current_thread().name
+        threads.run_ranges(lambda lo, hi: seen.append((threading.current_thread().name, lo)), 3_000, min_rows=1_000)
+        threads.chunks_beside(lambda lo, hi: seen.append((threading.current_thread().name, lo)), 1_000, 500, 2)()
+        assert threads.beside(threading.current_thread)().name == here
+        return [lo for name, lo in seen if name == here]
+
+    assert threads.beside(inner)() == [0, 1_024, 2_048, 0, 500]  # ranges start at multiples of 64
+
+
+def test_a_forked_child_makes_its_own_helpers() -> None:
+    """The parent's pool has no threads in a child made by fork: the child's calls make their own."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    threads.beside(lambda: None)()  # the parent's pool exists
+    with multiprocessing.get_context("fork").Pool(1) as child:
+        assert child.apply(_ranges_in_child) == 3_000
+
+
+def _ranges_in_child() -> int:
+    threads.thread_count = lambda: 3  # the child's own module state: three ranges, two helpers
+    seen = np.zeros(3_000, dtype=np.int64)
+
+    def work(lo: int, hi: int) -> None:
+        seen[lo:hi] += 1
+
+    threads.run_ranges(work, 3_000, min_rows=1_000)
+    return int(seen.sum()) if threads.beside(lambda: 1)() == 1 else -1
 
 
 def test_chunks_beside_cover_every_row_once_and_the_caller_shares_what_is_left(three_threads: None) -> None:
