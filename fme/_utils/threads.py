@@ -19,6 +19,7 @@ benchmarks/README.md).
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -93,9 +94,10 @@ def run_ranges(work: Callable[[int, int], None], n: int, align: int = 64, min_ro
         for b in bounds:
             run(*b)
     else:
-        helpers = [pool.submit(run, *b) for b in bounds[1:]]
+        tasks = [functools.partial(run, *b) for b in bounds[1:]]
+        helpers = [pool.submit(t) for t in tasks]
         run(*bounds[0])  # the first range on the caller's thread
-        _wait(helpers)
+        _wait(helpers, tasks)
     if errors:  # the first range's error, whichever thread ended first
         raise min(errors, key=lambda e: e[0])[1]
     return len(bounds)
@@ -131,7 +133,7 @@ def chunks_beside(work: Callable[[int, int], None], n: int, chunk: int, helpers:
 
     def finish() -> None:
         drain()
-        _wait(started)
+        _wait(started, [drain] * len(started))
         if errors:
             raise min(errors, key=lambda e: e[0])[1]
 
@@ -139,9 +141,10 @@ def chunks_beside(work: Callable[[int, int], None], n: int, chunk: int, helpers:
 
 
 def beside(task: Callable[[], T], now: bool = False) -> Callable[[], T]:
-    """Start ``task`` on a thread of its own, beside the caller's work, and return a function that waits for it
-    and returns its result (or raises its exception, on the caller's thread). With one thread
-    (:func:`thread_count`), or ``now`` (a task too small to repay a thread's start), the task runs at once, and
+    """Start ``task`` on a helper thread, beside the caller's work, and return a function that waits for it
+    and returns its result (or raises its exception, on the caller's thread; a task no helper has started by
+    then runs there, on the caller's, once). With one thread
+    (:func:`thread_count`), or ``now`` (a task too small to repay handing it over), the task runs at once, and
     the function returns what it gave. For independent work that releases the GIL (a compiled kernel, NumPy's
     selections)."""
     box: dict[str, Any] = {}
@@ -158,8 +161,10 @@ def beside(task: Callable[[], T], now: bool = False) -> Callable[[], T]:
         run()
 
     def result() -> T:
+        nonlocal helper
         if helper is not None:
-            _wait([helper])
+            _wait([helper], [run])
+            helper = None  # ended (or taken back and run here): a later call only reads the box
         if "error" in box:
             raise box["error"]
         return box["value"]
@@ -193,10 +198,15 @@ def _pool(workers: int) -> ThreadPoolExecutor | None:
         return _POOL
 
 
-def _wait(futures: list[Future[Any]]) -> None:
-    """Wait for tasks that keep their own errors (each is wrapped to record it): their ends, not their values."""
-    for f in futures:
-        f.result()
+def _wait(futures: list[Future[Any]], tasks: list[Callable[[], Any]]) -> None:
+    """Wait for the pool's ``futures``, each running its task of ``tasks`` (wrapped to keep its own error): a
+    task no worker has started yet (all busy, say with work that itself waits here) is taken back and run on
+    this thread, so that no caller waits for a queue."""
+    for f, task in zip(futures, tasks):
+        if f.cancel():
+            task()
+        else:
+            f.result()
 
 
 def _forget_pool() -> None:

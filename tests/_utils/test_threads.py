@@ -226,9 +226,28 @@ def test_every_result_is_the_same_on_one_or_three_threads(
 
 def test_a_task_beside_runs_on_its_own_thread_and_gives_its_result(three_threads: None) -> None:
     seen: list[int] = []
-    result = threads.beside(lambda: (seen.append(threading.get_ident()), 42)[1])
+    started = threading.Event()
+
+    def task() -> int:
+        seen.append(threading.get_ident())
+        started.set()
+        return 42
+
+    result = threads.beside(task)
+    assert started.wait(timeout=30)
     assert result() == 42 and result() == 42
-    assert seen and seen[0] != threading.get_ident()
+    assert seen == [seen[0]] and seen[0] != threading.get_ident()  # once, on a helper
+
+
+def test_a_task_no_helper_has_started_is_run_once_by_the_caller(three_threads: None) -> None:
+    """Every helper busy: the caller, once it waits, takes the queued task back and runs it itself, once."""
+    release = threading.Event()
+    busy = [threads.beside(release.wait) for _ in range(4)]  # more than the pool's workers
+    seen: list[int] = []
+    result = threads.beside(lambda: (seen.append(threading.get_ident()), 7)[1])
+    assert result() == 7 and result() == 7 and seen == [threading.get_ident()]
+    release.set()
+    assert all(b() is True for b in busy)
 
 
 def test_a_task_beside_raises_its_error_on_the_callers_thread(three_threads: None) -> None:
