@@ -36,7 +36,7 @@ from .._nlm.evaluate import nlm_values as _nlm_values
 from .._utils.columns import frame_of
 from .._utils.memory import Scratch, copy_on_write
 from .._utils.progress import progress_bar
-from .._utils.threads import finite_difference
+from .._utils.threads import MIN_ROWS_PER_THREAD, beside, finite_difference
 from ..inference.delta import evaluate_with_jacobian
 from ..inference.estimates import RowInference, sample_inference
 from ..inference.methods import compute_rows
@@ -331,7 +331,9 @@ def _result_columns(
     res: dict[str, Any] = {}
     nlm_extra = nlm_extra or {}
     if "route" in nlm_extra:
-        nlm_extra = {**nlm_extra, "route": _labels(nlm_extra["route"], ROUTES)}
+        # decoded on a helper while the status labels are decoded here (pyarrow leaves the GIL as it decodes)
+        route = nlm_extra["route"]
+        nlm_extra = {**nlm_extra, "route": beside(lambda: _labels(route, ROUTES), now=route.size < MIN_ROWS_PER_THREAD)}
     if names is None:
         res["fme"] = fme
         if nlm_values is not None:
@@ -339,7 +341,7 @@ def _result_columns(
             res["nlm_status"] = _labels(cast(np.ndarray, status), NLM_STATUS)
             if "err" in nlm_extra:
                 res["nlm_error"] = nlm_extra["err"]
-                res["nlm_route"] = nlm_extra["route"]
+                res["nlm_route"] = nlm_extra["route"]()
     else:
         for j, c in enumerate(names):
             res[f"fme_{c}"] = np.ascontiguousarray(fme[:, j])
@@ -351,7 +353,7 @@ def _result_columns(
             if "err" in nlm_extra:
                 for j, c in enumerate(names):
                     res[f"nlm_error_{c}"] = nlm_extra["err"][:, j]
-                res["nlm_route"] = nlm_extra["route"]
+                res["nlm_route"] = nlm_extra["route"]()
     if h is not None:
         for feat, values in h.items():
             res[f"step_{feat}"] = values
