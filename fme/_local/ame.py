@@ -10,7 +10,7 @@ fMEs averaged per group as they arrive).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -32,6 +32,7 @@ from ..inference.estimates import (
     one_group_sums,
     pair_label,
     pairwise_matrix,
+    selecting_quartiles,
 )
 from ..inference.methods import compute_averages
 from ..inference.table import EstimatesTable
@@ -59,6 +60,8 @@ class _Spec:
     est: Estimates | None = None
     #: One group of every row, sample inference, no weights: the sums its estimate and its table row share.
     sums: OneGroupSums | None = None
+    #: Their quartiles, selected on a helper from the moment the fMEs are known (:func:`selecting_quartiles`).
+    quartiles: Callable[[], tuple[float, float]] | None = None
 
 
 def ame(
@@ -75,6 +78,9 @@ def ame(
     model, target_class = plan.model, plan.target_class
     # bootstrap: the fMEs without refits here; one set of refits below serves every row of the table
     direct = fit_detector(replace(plan, method=_direct(method), bootstrap=None), reference)
+    # one group of every row with the fixed-model interval: each numeric row's estimate and table figures come
+    # from one_group_sums, whose quartiles are selected beside the work that follows its fMEs
+    one_group = not by_cols and wts is None and table.hypothesis != "pairwise"
     specs: list[_Spec] = []
     for feature, value in steps.items():
         if is_categorical(data[feature]):
@@ -92,6 +98,8 @@ def ame(
                     *_pair(res, model, method, target_class),
                 )
             )
+            if one_group and method == "sample":
+                specs[-1].quartiles = selecting_quartiles(specs[-1].values)
     codes_all, groups = frame_groups(data, by_cols)
     keys = groups.keys
     live = [s for s in specs if s.pair is not None]
@@ -124,10 +132,9 @@ def ame(
         if spec.est is None:
             # A level no row could move to keeps its row, with NaN figures and the method asked for.
             inf = spec.inf if spec.inf is not None else RowInference("sample", spec.values)
-            one_group = not by_cols and wts is None and hypothesis != "pairwise"
             if one_group and inf.method == "sample" and _same_array(inf.values, spec.values):
                 # the estimate and the table's mean, SD and quartiles from the same two passes over the fMEs
-                spec.sums = one_group_sums(inf.values)
+                spec.sums = one_group_sums(inf.values, spec.quartiles)
                 if spec.sums is not None:
                     spec.est = spec.sums.estimates()
                     continue

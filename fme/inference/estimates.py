@@ -6,6 +6,7 @@ See :mod:`fme.inference` for the three meanings of an AME's uncertainty (delta, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -453,17 +454,29 @@ class OneGroupSums:
         return Estimates("sample", np.array([self.mean]), se=se, df=np.maximum(count - 1.0, 1.0))
 
 
-def one_group_sums(values: np.ndarray) -> OneGroupSums | None:
+def selecting_quartiles(values: np.ndarray) -> Callable[[], tuple[float, float]] | None:
+    """The quartiles of ``values`` (:func:`fme._utils.stats.quartiles`) selected on a helper thread from now on,
+    for :func:`one_group_sums` of the same values (a caller that knows it will ask for them starts the selection,
+    the longer of the two tasks, before its other work); None where :func:`one_group_sums` would give None for
+    their count."""
+    v = np.ascontiguousarray(values, dtype=float)
+    return beside(lambda: quartiles(v)) if v.size >= _KERNEL_ROWS else None  # on its own copy of the values
+
+
+def one_group_sums(
+    values: np.ndarray, selected: Callable[[], tuple[float, float]] | None = None
+) -> OneGroupSums | None:
     """:class:`OneGroupSums` of ``values`` in two passes (NumPy's in seven, over fresh temporaries), the quartiles
     selected meanwhile on a second thread (the passes' sums run in row order, one addition waiting for the last:
-    a core beside them is free); None below :data:`_KERNEL_ROWS` values (NumPy's sums cost less than a compile
-    there) or when the values' sum is NaN (a NaN, or infinities of both signs: the callers' own routes treat
-    those)."""
+    a core beside them is free; ``selected``: that selection, started earlier by :func:`selecting_quartiles` on
+    these values); None below :data:`_KERNEL_ROWS` values (NumPy's sums cost less than a compile there) or when
+    the values' sum is NaN (a NaN, or infinities of both signs: the callers' own routes treat those)."""
     v = np.ascontiguousarray(values, dtype=float)
     n = v.size
     if n < _KERNEL_ROWS:
         return None
-    selected = beside(lambda: quartiles(v))  # on its own copy of the values
+    if selected is None:
+        selected = beside(lambda: quartiles(v))  # on its own copy of the values
     acc = np.zeros(2)
     total = _pairwise_pass(v, 1.0 / float(n), acc, np.nan)
     if np.isnan(total):

@@ -84,9 +84,17 @@ def test_one_group_rows_take_the_compiled_sums_and_give_the_pinned_numbers(monke
 
     seen: list[int] = []
     real = local_ame.one_group_sums
-    monkeypatch.setattr(local_ame, "one_group_sums", lambda v: (seen.append(v.size), real(v))[1])
+    monkeypatch.setattr(
+        local_ame, "one_group_sums", lambda v, selected=None: (seen.append(v.size), real(v, selected))[1]
+    )
+    from fme.inference import estimates
+
+    selections: list[int] = []
+    select = estimates.quartiles
+    monkeypatch.setattr(estimates, "quartiles", lambda v: (selections.append(v.size), select(v))[1])
     got = ame_cases.as_json(ame_cases.cases()["function_large"]())
     assert seen == [60_000, 60_000]  # both rows of the table
+    assert selections == [60_000, 60_000]  # each row's quartiles selected once, from when its fMEs were known
     want = json.loads((ame_cases.REFERENCE / "function_large.json").read_text())
     assert got["columns"] == want["columns"]
     for c in want["columns"]:
