@@ -141,12 +141,11 @@ def chunks_beside(work: Callable[[int, int], None], n: int, chunk: int, helpers:
 
 
 def beside(task: Callable[[], T], now: bool = False) -> Callable[[], T]:
-    """Start ``task`` on a helper thread, beside the caller's work, and return a function that waits for it
-    and returns its result (or raises its exception, on the caller's thread; a task no helper has started by
-    then runs there, on the caller's, once). With one thread
-    (:func:`thread_count`), or ``now`` (a task too small to repay handing it over), the task runs at once, and
-    the function returns what it gave. For independent work that releases the GIL (a compiled kernel, NumPy's
-    selections)."""
+    """Start ``task`` on a helper thread, beside the caller's work, and return a function that waits for it and
+    returns its result (or raises its exception, on the caller's thread; a task no helper has started by then
+    runs there, on the caller's thread, once). With one thread (:func:`thread_count`), or ``now`` (a task too
+    small to repay handing it over), the task runs at once, and the function returns what it gave. For
+    independent work that releases the GIL (a compiled kernel, NumPy's selections)."""
     box: dict[str, Any] = {}
 
     def run() -> None:
