@@ -501,8 +501,9 @@ def partition_stability(
     n_subsamples : int, default=20
     fraction : float, default=0.5
         Share of the evaluated rows in each subsample, in (0, 1).
-    random_state : int or None, default=0
-        Seed of the subsample draws (None: fresh entropy, not reproducible).
+    random_state : int, numpy Generator or None, default=0
+        Seed of the subsample draws (None: seed 0 as well; a Generator, e.g. ``numpy.random.default_rng()``, for
+        draws of its own).
     scale_sizes : bool, default=True
         Scale absolute size parameters given to :func:`came` (CTREE
         ``minbucket``/``minsplit``, CART integer ``min_samples_leaf``/

@@ -168,7 +168,8 @@ def fme(
         Rows per batch; by default all rows (fMEs) or as many as keep one
         stacked NLM frame under ~50 million cells (at least 100 000).
     random_state : int or Generator, optional
-        Passed to randomised detectors.
+        Passed to randomised detectors (None: their seed 0, so that the same call flags the same rows; a
+        Generator for draws of its own).
     inference : {'auto', 'delta', 'bootstrap', 'sample'}, default='auto'
         Uncertainty of the AME (:attr:`FMEResult.std_error`, ``conf_int()``,
         ``tidy()``), see :mod:`fme.inference`: ``delta`` (parameter

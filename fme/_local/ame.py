@@ -27,14 +27,12 @@ from ..inference.estimates import (
     COVERS,
     COVERS_UNCONDITIONAL,
     Estimates,
-    OneGroupSums,
     RowInference,
-    one_group_sums,
     pair_label,
     pairwise_matrix,
-    selecting_quartiles,
 )
 from ..inference.methods import compute_averages
+from ..inference.one_group import OneGroupSums, one_group_sums, selecting_quartiles
 from ..inference.table import EstimatesTable
 from ..inference.unconditional import Unconditional, deviations_of, empirical_part
 from ..inference.wald import stack_estimates

@@ -92,7 +92,7 @@ class CTree:
         Number of significant variables tried when the best one has no admissible split.
     random_state : int, numpy Generator or None
         Seed for random routing of missing values (fit and predict) and maximum-type
-        p-values.
+        p-values (None: seed 0, so that a fit is reproducible; a Generator for draws of its own).
 
     Attributes
     ----------
@@ -237,7 +237,7 @@ class CTree:
         self.n_features_in_ = X.shape[1]
         covs, Z, R, F = S.encode_fit(X)
         self._covs = covs
-        self._rng = np.random.default_rng(self.random_state)
+        self._rng = check_random_state(self.random_state)
         # The per-node products are small matrix-vector products; multi-threaded BLAS
         # only adds synchronisation (4x slower on a busy 2-core machine), so use one thread.
         with _single_thread_blas():
@@ -514,7 +514,7 @@ class CTree:
         enc = self._encode_predict(X)
         n = len(X)
         out = np.ones(n, dtype=np.int64)
-        rng = np.random.default_rng(self.random_state)
+        rng = check_random_state(self.random_state)
         todo = [(1, np.arange(n))]
         while todo:
             nid, rows = todo.pop()

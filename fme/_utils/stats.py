@@ -24,7 +24,7 @@ def describe(
     of the quantity (1 for the NLM, paper §5.4); the CI is truncated there
     (min(ci_high, upper)), which keeps its coverage for a bounded mean. ``sums``: ``np.add.reduce`` of the
     values (not NaN) and of their squared deviations from its mean, and their quartiles (:func:`quartiles`),
-    when a compiled pass already has them (:func:`fme.inference.estimates.one_group_sums`).
+    when a compiled pass already has them (:func:`fme.inference.one_group.one_group_sums`).
     """
     v = np.asarray(values, dtype=float)
     total = np.add.reduce(v) if sums is None else sums[0]  # NaN where a value is (or +inf meets -inf)

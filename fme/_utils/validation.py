@@ -230,10 +230,14 @@ def check_conf_level(conf_level: Any) -> float:
 
 
 def check_random_state(random_state: Any) -> np.random.Generator:
-    """Turn ``None``, an int or a Generator into a numpy Generator (seeded when given)."""
+    """Turn ``None``, an int or a Generator into a numpy Generator: ``None`` is seed 0, fme's default seed (as
+    :func:`seed_of` takes it), so that the same inputs give the same outputs; a Generator is used as it is (pass
+    ``numpy.random.default_rng()`` for draws of fresh entropy)."""
     if isinstance(random_state, np.random.Generator):
         return random_state
-    if random_state is None or isinstance(random_state, (numbers.Integral, np.integer)):
+    if random_state is None:
+        return np.random.default_rng(0)
+    if isinstance(random_state, (numbers.Integral, np.integer)):
         return np.random.default_rng(random_state)
     raise ParameterError(f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}.")
 

@@ -245,8 +245,8 @@ class ConvexHullDetector(EncodedDetector):
         Rows whose hull serves as the inner test (high-dimensional path; 0
         disables it).
     random_state : None, int or numpy Generator
-        Seeds the direction bank; results do not depend on it (every decision
-        is certified), only the running time does.
+        Seeds the direction bank and the rows sampled for the degenerate-hull warning (None: seed 0); the
+        flags do not depend on it (every decision is certified), only the running time does.
 
     Attributes
     ----------

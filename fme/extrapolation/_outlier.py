@@ -74,7 +74,7 @@ class IsolationForestDetector(_OutlierDetector):
     ----------
     contamination : float in (0, 0.5], default=0.01
     random_state : None, int or numpy Generator
-        Seeds the forest; deterministic given it.
+        Seeds the forest (None: seed 0); deterministic given it.
     """
 
     name = "isolation_forest"

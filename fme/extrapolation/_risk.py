@@ -84,7 +84,7 @@ class MCECDetector(_RiskDetector):
         Default ``RandomForestClassifier(n_estimators=100, min_samples_leaf=5)``.
         Its ``random_state`` is set from ``random_state`` when it has one.
     random_state : None, int or numpy Generator
-        Seeds the background sample and the classifier; the detector is
+        Seeds the background sample and the classifier (None: seed 0); the detector is
         deterministic given it.
     """
 

@@ -87,11 +87,11 @@ def test_one_group_rows_take_the_compiled_sums_and_give_the_pinned_numbers(monke
     monkeypatch.setattr(
         local_ame, "one_group_sums", lambda v, selected=None: (seen.append(v.size), real(v, selected))[1]
     )
-    from fme.inference import estimates
+    from fme.inference import one_group
 
     selections: list[int] = []
-    select = estimates.quartiles
-    monkeypatch.setattr(estimates, "quartiles", lambda v: (selections.append(v.size), select(v))[1])
+    select = one_group.quartiles
+    monkeypatch.setattr(one_group, "quartiles", lambda v: (selections.append(v.size), select(v))[1])
     got = ame_cases.as_json(ame_cases.cases()["function_large"]())
     assert seen == [60_000, 60_000]  # both rows of the table
     assert selections == [60_000, 60_000]  # each row's quartiles selected once, from when its fMEs were known

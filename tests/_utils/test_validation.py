@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import fme
-from fme._utils.validation import align_rows, check_data
+from fme._utils.validation import align_rows, check_data, check_random_state, seed_of
 from fme.exceptions import DataError
 
 
@@ -94,3 +94,12 @@ def test_other_objects_still_told_to_wrap_arrays():
         check_data([[1.0, 2.0]])
     with pytest.raises(DataError, match="numpy array"):
         check_data(np.ones((2, 2)))
+
+
+def test_no_random_state_is_fmes_default_seed_and_a_generator_is_used_as_given() -> None:
+    """None is seed 0, as seed_of takes it (the same inputs, the same outputs); an int seeds; a Generator is
+    used as it is, so a caller who wants fresh draws passes one."""
+    assert check_random_state(None).random() == np.random.default_rng(seed_of(None)).random()
+    assert check_random_state(7).random() == np.random.default_rng(7).random()
+    gen = np.random.default_rng(11)
+    assert check_random_state(gen) is gen

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -537,3 +539,23 @@ def test_a_hull_nnls_that_does_not_converge_leaves_the_point_to_the_linear_progr
     assert calls and det.n_stage_["refinement"] == 0 and det.n_stage_["linear program"] > 0
     np.testing.assert_array_equal(got, expected)
     assert 0 < expected.sum() < len(points)
+
+
+@pytest.mark.parametrize("name", sorted(fme_pkg.extrapolation.DETECTOR_NAMES))
+def test_every_detector_flags_the_same_rows_call_after_call_without_a_seed(name):
+    """No random_state: a randomised detector (a forest, a background sample, sampled rows) takes fme's default
+    seed, so the same call excludes the same rows, and warns alike, every time."""
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(400, 3)), columns=list("abc"))
+
+    def model(d: pd.DataFrame) -> np.ndarray:
+        return d["a"].to_numpy() + d["b"].to_numpy()
+
+    def run() -> tuple[list, list[str]]:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            res = fme(model, X, {"a": 1.5}, extrapolation=name, inference="sample")
+        return list(res.excluded.index), sorted(str(w.message) for w in seen)
+
+    first = run()
+    assert run() == first and run() == first
