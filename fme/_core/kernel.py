@@ -97,6 +97,13 @@ class Predicted:
     sd: np.ndarray | None = None
     scale: np.ndarray | None = None
 
+    def classified(
+        self, flat_tol: float, spread: np.ndarray | None, codes: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A rule's NLMs with flat paths NaN, and each one's status (:func:`fme._nlm.evaluate.classify`)."""
+        nlm, sd = cast(np.ndarray, self.nlm), cast(np.ndarray, self.sd)  # set with a rule, as is scale
+        return classify(nlm, sd, self.f0, self.f1, flat_tol, spread=spread, scale=self.scale, codes=codes)
+
 
 def evaluate_steps(
     predictor: Predictor,
@@ -287,16 +294,7 @@ def _evaluate_rows(
         return Predicted(f0, f1, f1 - f0), status, rows, extra
     out = evaluate_steps(predictor, X, parsed, rule, plan.batch_size, h, plan.progress)
     if settings is not None and rule is not None:
-        out.nlm, status = classify(
-            cast(np.ndarray, out.nlm),  # set with a rule, as are sd and scale
-            cast(np.ndarray, out.sd),
-            out.f0,
-            out.f1,
-            settings.flat_tol,
-            spread=plan.spread,
-            scale=out.scale,
-            codes=True,
-        )
+        out.nlm, status = out.classified(settings.flat_tol, plan.spread, codes=True)
     elif settings is not None:
         out.nlm, status, out.sd, extra = _nlm_values(
             settings,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,7 +36,7 @@ from .._core.exclusions import check_evaluated, excluded_frame
 from .._core.kernel import evaluate_steps
 from .._core.plan import AMEOptions, Plan
 from .._core.results import FMEResult
-from .._nlm.evaluate import classify, nlm_values
+from .._nlm.evaluate import nlm_values
 from .._nlm.path_frames import FRAME_CELLS
 from .._utils.progress import progress_bar
 from .._utils.stats import describe
@@ -149,15 +149,7 @@ def _evaluate_rows(
     if settings is not None and rule is not None:
         size = batch or max(_MIN_BATCH, STACK_CELL_BUDGET // (max(1, width) * max(1, rule.n_evaluations)))
         got = evaluate_steps(predictor, pairs, path, rule, size, None, plan.progress)
-        nlm, status = classify(
-            cast(np.ndarray, got.nlm),  # set with a rule, as are sd and scale
-            cast(np.ndarray, got.sd),
-            got.f0,
-            got.f1,
-            settings.flat_tol,
-            spread=plan.spread,
-            scale=got.scale,
-        )
+        nlm, status = got.classified(settings.flat_tol, plan.spread)
         return got.f0, got.f1, nlm, status, extra
     f0, f1 = _fmes(predictor, pairs[ROW].to_numpy(dtype=np.int64), batch, path[0].describe(), plan.progress)
     if settings is None:
