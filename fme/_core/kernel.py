@@ -324,14 +324,13 @@ def _result_columns(
 ) -> dict[str, Any]:
     """The columns of ``results``: fME (``fme``, rows x outputs for several), NLM and status per output
     (Gauss-Kronrod: ``nlm_error`` per output and ``nlm_route``), effective steps, extrapolation flags. ``status``
-    and the route come as codes (int8, indices into :data:`~fme._nlm.evaluate.NLM_STATUS`,
+    and the route come as codes (int8, indices into :data:`~fme._nlm.status.NLM_STATUS`,
     :data:`~fme._nlm.budget.ROUTES`) or labels."""
     res: dict[str, Any] = {}
     nlm_extra = nlm_extra or {}
-    if "route" in nlm_extra:
-        # decoded on a helper while the status labels are decoded here (pyarrow leaves the GIL as it decodes)
-        route = nlm_extra["route"]
-        nlm_extra = {**nlm_extra, "route": beside(lambda: _labels(route, ROUTES), now=route.size < MIN_ROWS_PER_THREAD)}
+    # the route's labels decoded on a helper while the status labels are decoded here (pyarrow leaves the GIL)
+    route = nlm_extra.get("route", np.empty(0, dtype=object))
+    route_labels = beside(lambda: _labels(route, ROUTES), now=route.size < MIN_ROWS_PER_THREAD)
     if names is None:
         res["fme"] = fme
         if nlm_values is not None:
@@ -339,7 +338,7 @@ def _result_columns(
             res["nlm_status"] = _labels(cast(np.ndarray, status), NLM_STATUS)
             if "err" in nlm_extra:
                 res["nlm_error"] = nlm_extra["err"]
-                res["nlm_route"] = nlm_extra["route"]()
+                res["nlm_route"] = route_labels()
     else:
         for j, c in enumerate(names):
             res[f"fme_{c}"] = np.ascontiguousarray(fme[:, j])
@@ -351,7 +350,7 @@ def _result_columns(
             if "err" in nlm_extra:
                 for j, c in enumerate(names):
                     res[f"nlm_error_{c}"] = nlm_extra["err"][:, j]
-                res["nlm_route"] = nlm_extra["route"]()
+                res["nlm_route"] = route_labels()
     if h is not None:
         for feat, values in h.items():
             res[f"step_{feat}"] = values

@@ -32,7 +32,7 @@ from ..nlm import DEFAULT_MAX_LEVEL, DEFAULT_NLM_TOL, FLAT_ULPS, NLM_METHODS, Qu
 from ..steps import Step
 from .budget import BASE_COST, DEFAULT_BUDGET, ROUTES, budget_nlm
 from .exact import exact_nlm, exact_support
-from .status import prediction_spread, statuses
+from .status import NLM_STATUS, prediction_spread, statuses
 from .tree_paths import read_forest, traverse_nlm
 
 __all__ = [
@@ -46,8 +46,6 @@ __all__ = [
     "DEFAULT_FLAT_TOL",
 ]
 
-#: Values of the ``nlm_status`` column.
-NLM_STATUS = ("ok", "constant", "flat", "inaccurate")
 #: Default ``nlm_flat_tol``: 0, no relative rule. With a value > 0 a path is also flat when the SD of f
 #: along it is at most this times the SD of the predictions f(x), f(x + h) over all evaluated rows (the
 #: earlier default rule, which discarded well-defined NLMs of small-scale paths, e.g. a logit's
@@ -199,8 +197,9 @@ def classify(
 ) -> tuple[np.ndarray, np.ndarray]:
     """NLMs with flat paths set to NaN, and the status per row (and output column).
 
-    ``codes``: the status as int8 indices into :data:`NLM_STATUS` instead of its labels (an object array of 10^6
-    strings costs more than the classification itself; the result frame builds its column from the codes).
+    ``codes``: the status as int8 indices into :data:`~fme._nlm.status.NLM_STATUS` instead of its labels (an
+    object array of 10^6 strings costs more than the classification itself; the result frame builds its column
+    from the codes).
 
     Flat (paper §5.4's NLM is rounding noise): ``sd <= FLAT_ULPS * eps * scale``, ``scale`` the path's own
     level |f(x)| + max |f - f(x)| (from the quadrature or closed forms; None skips this rule). With
@@ -240,7 +239,7 @@ def nlm_values(
 ):
     """(nlm, status) by the resolved method: exact or error-controlled Gauss-Kronrod (fixed rules: in the kernel).
 
-    ``codes``: the status as int8 indices into :data:`NLM_STATUS` and the route into
+    ``codes``: the status as int8 indices into :data:`~fme._nlm.status.NLM_STATUS` and the route into
     :data:`fme._nlm.budget.ROUTES` (:func:`classify`), instead of their labels.
 
     ``return_sd``: (nlm, status, sd, extra): also the SD of f along each path (the relative flat-path

@@ -14,10 +14,12 @@ import numpy as np
 
 from .._utils.jit import njit
 
-__all__ = ["CONSTANT", "FLAT", "INACCURATE", "OK", "prediction_spread", "statuses"]
+__all__ = ["CONSTANT", "FLAT", "INACCURATE", "NLM_STATUS", "OK", "prediction_spread", "statuses"]
 
-#: The status codes: indices into :data:`fme._nlm.evaluate.NLM_STATUS`.
-OK, CONSTANT, FLAT, INACCURATE = 0, 1, 2, 3
+#: Values of the ``nlm_status`` column.
+NLM_STATUS = ("ok", "constant", "flat", "inaccurate")
+#: The status codes: indices into :data:`NLM_STATUS`.
+OK, CONSTANT, FLAT, INACCURATE = range(len(NLM_STATUS))
 
 
 def prediction_spread(f0: np.ndarray, f1: np.ndarray) -> np.ndarray:

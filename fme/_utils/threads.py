@@ -230,16 +230,7 @@ def finite_sum(values: np.ndarray) -> bool:
             return bool(np.isfinite(np.add.reduce(flat, axis=None)))
     from .sums import any_order_sum
 
-    if flat.size < 2 * MIN_CELLS_PER_THREAD:
-        return bool(np.isfinite(any_order_sum(flat)))
-    parts: dict[int, float] = {}
-
-    def add(lo: int, hi: int) -> None:
-        parts[lo] = any_order_sum(flat[lo:hi])
-
-    run_ranges(add, flat.size, align=8, min_rows=MIN_CELLS_PER_THREAD)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return bool(np.isfinite(np.add.reduce(np.array(list(parts.values())))))
+    return _finite_total(lambda lo, hi: any_order_sum(flat[lo:hi]), flat.size)
 
 
 def finite_difference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -255,13 +246,19 @@ def finite_difference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
     from .sums import difference_sum
 
     out = np.empty(a.size)
-    if a.size < 2 * MIN_CELLS_PER_THREAD:
-        return out, bool(np.isfinite(difference_sum(a, b, out)))
+    return out, _finite_total(lambda lo, hi: difference_sum(a[lo:hi], b[lo:hi], out[lo:hi]), a.size)
+
+
+def _finite_total(part: Callable[[int, int], float], n: int) -> bool:
+    """Whether the total of ``part(lo, hi)`` over ``[0, n)`` is finite: one range on the caller's thread, or row
+    ranges on several threads when ``n`` repays them (:data:`MIN_CELLS_PER_THREAD` each)."""
+    if n < 2 * MIN_CELLS_PER_THREAD:
+        return bool(np.isfinite(part(0, n)))
     parts: dict[int, float] = {}
 
-    def sub(lo: int, hi: int) -> None:
-        parts[lo] = difference_sum(a[lo:hi], b[lo:hi], out[lo:hi])
+    def run(lo: int, hi: int) -> None:
+        parts[lo] = part(lo, hi)
 
-    run_ranges(sub, a.size, align=8, min_rows=MIN_CELLS_PER_THREAD)
+    run_ranges(run, n, align=8, min_rows=MIN_CELLS_PER_THREAD)
     with np.errstate(over="ignore", invalid="ignore"):
-        return out, bool(np.isfinite(np.add.reduce(np.array(list(parts.values())))))
+        return bool(np.isfinite(np.add.reduce(np.array(list(parts.values())))))
