@@ -10,9 +10,11 @@ One run times, best of ``--repeat``, on 10 standard-normal float features and ``
 each against its **floor**, measured in the same run: the time spent inside the model's calls during that
 fme call (a timing wrapper around ``f``) plus writing the inputs they receive, i.e. every cell the model was
 handed except the data itself (its f(x) frame), copied once into already paged-in memory (``np.copyto``,
-as ``bench_fme.py``'s write floor). The floor is the least any engine that hands a black-box model its rows
-must spend. Printed: the ratio of each call to its floor (wall time of the best run over that run's floor),
-and the ratio of ``fme.ame`` to ``fme.fme`` and to ``fme.fme(...).tidy()`` (the same table). ``--own N``: also
+as ``bench_fme.py``'s write floor). The floor is the least an engine that writes a black-box model's inputs and
+then calls it must spend; one that writes the next input on a spare core while the model computes (as fme writes
+x + h while the model predicts f(x)) can go below it. Printed: the ratio of each call to its floor (wall time of
+the best run over that run's floor), and the ratio of ``fme.ame`` to ``fme.fme`` and to ``fme.fme(...).tidy()``
+(the same table). ``--own N``: also
 each call's own time (its wall time less the time inside the model), the least and the median of ``N`` further
 calls: on a shared machine the least own time moves far less than a ratio to the floor (the floor's own figures
 move with the load). Usage::

@@ -11,16 +11,16 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ._utils.memory import Scratch
+from ._utils.memory import Scratch, copy_on_write
 from ._utils.stats import median, quartiles
-from ._utils.threads import rows_per_thread, run_ranges
+from ._utils.threads import MIN_CELLS_PER_THREAD, chunks_beside, rows_per_thread, run_ranges, thread_count
 from ._utils.validation import check_data, is_categorical, is_complex, is_numeric, mixed_object_numbers
 from .exceptions import DataError, FeatureError, ParameterError, StepError
 
@@ -35,6 +35,7 @@ __all__ = [
     "step_size",
     "parse_steps",
     "apply_steps",
+    "moving",
     "stack_path",
     "stepped_rows",
     "levels",
@@ -379,10 +380,19 @@ def _moved_float_block(
     copy), in ``scratch``'s memory if given, else fresh: the unmoved columns copied and the moved ones written as
     x + h in one pass each (not copied, then added to), row ranges on several threads (one thread does not fill
     the memory's bandwidth here)."""
+    fill, out = _block_fill(frame, steps, h, scratch)
+    run_ranges(fill, len(frame), align=8, min_rows=rows_per_thread(frame.shape[1]))
+    return pd.DataFrame(out.T, index=frame.index, columns=frame.columns, copy=False)
+
+
+def _block_fill(
+    frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, Any] | None, scratch: Scratch | None
+) -> tuple[Callable[[int, int], None], np.ndarray]:
+    """(``fill(lo, hi)``, the block it fills): x + h of rows ``lo:hi`` of the all-float ``frame`` written into the
+    block (columns x rows, pandas' own layout), any row range on any thread, each cell the same number."""
     n, p = frame.shape
     base = frame.to_numpy(dtype=float)
     shifts = column_shifts(frame, steps, h, n)
-    # pandas' own block layout, columns x rows
     out = np.empty((p, n)) if scratch is None else scratch.take(p * n).reshape(p, n)
 
     def fill(lo: int, hi: int) -> None:
@@ -396,8 +406,54 @@ def _moved_float_block(
             for shift in more:
                 out[j, lo:hi] += shift[lo:hi]
 
-    run_ranges(fill, n, align=8, min_rows=rows_per_thread(p))
-    return pd.DataFrame(out.T, index=frame.index, columns=frame.columns, copy=False)
+    return fill, out
+
+
+def moving(
+    frame: pd.DataFrame, steps: tuple[Step, ...], h: Mapping[str, Any] | None = None, scratch: Scratch | None = None
+) -> Callable[[], pd.DataFrame]:
+    """x + h (:func:`apply_steps`, the same frame) written beside the caller's work: the returned function waits
+    for it and returns it, sharing the rows still to write once it is called. For a caller that predicts f(x)
+    meanwhile: a large all-float frame is written by a helper thread while the model computes (the writing was a
+    fifth of a cheap model's :func:`fme.fme`; benchmarks/README.md, "Eighth pass"). Its source is read from the
+    frame's own block, which only pandas' copy-on-write keeps a model writing into its input frame off; without
+    it (pandas 2 without the option), for other frames and for small ones, x + h is written here, before the
+    caller's work. An error in the writing is raised by the returned function; a caller leaving early calls it
+    too, so that nothing writes into ``scratch`` once it is given back."""
+    n, p = frame.shape
+    helpers = min(1, thread_count() - 1)
+    if not (
+        helpers
+        and n * p >= 2 * MIN_CELLS_PER_THREAD
+        and all_float(frame)
+        and all(s.is_numeric for s in steps)
+        and copy_on_write()
+    ):
+        moved = apply_steps(frame, steps, h, scratch)
+        return lambda: moved
+    fill, out = _block_fill(frame, steps, h, scratch)
+    target = [fill]  # the helper's work reaches the block only through this list, emptied once written
+
+    def work(lo: int, hi: int) -> None:
+        if target:
+            target[0](lo, hi)
+
+    # chunks of a few MB: the caller takes what the helper has not started once its own work is done
+    chunk = max(8, rows_per_thread(p) // 4 // 8 * 8)
+    finish: Callable[[], None] | None = chunks_beside(work, n, chunk, helpers)
+    del fill
+
+    def done() -> pd.DataFrame:
+        nonlocal finish
+        if finish is not None:
+            try:
+                finish()
+            finally:
+                finish = None
+                target.clear()
+        return pd.DataFrame(out.T, index=frame.index, columns=frame.columns, copy=False)
+
+    return done
 
 
 def write_path_points(out: np.ndarray, x: np.ndarray, shifts: list[np.ndarray], t: Any) -> None:

@@ -408,3 +408,46 @@ def test_iqr_and_mad_rules_equal_numpy_and_scipy(n: int) -> None:
         q25, q75 = np.quantile(kept, [0.25, 0.75])
         assert step_size(data, "x", "iqr") == float(q75 - q25)
         assert step_size(data, "x", "mad") == float(sps.median_abs_deviation(kept, scale=1.0))
+
+
+# ------------------------------------------------------------ x + h written beside the caller's work
+@pytest.mark.parametrize("blocks", [False, True])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_x_plus_h_written_beside_is_apply_steps_to_the_bit_and_leaves_its_scratch_free(
+    monkeypatch: pytest.MonkeyPatch, blocks: bool, k: int
+) -> None:
+    from fme import steps as steps_module
+    from fme._utils import threads
+    from fme._utils.memory import Scratch
+
+    for module in (threads, steps_module):
+        monkeypatch.setattr(module, "thread_count", lambda: k)
+        monkeypatch.setattr(module, "MIN_CELLS_PER_THREAD", 4_096)  # many chunks, the helper's and the caller's
+    frame = _float_frame(140_003, 4, blocks)  # a block large enough to be kept (fme._utils.memory.MIN_CELLS)
+    before = frame.copy()
+    h = {"x2": np.random.default_rng(5).normal(size=len(frame))}
+    steps = (Step("x0", "numeric", 0.1), Step("x2", "numeric", 1.0), Step("x2", "numeric", -0.25))
+    scratch = Scratch()
+    done = steps_module.moving(frame, steps, h, scratch)
+    got = done()
+    pd.testing.assert_frame_equal(got, apply_steps(frame, steps, h))
+    pd.testing.assert_frame_equal(frame, before)
+    del got, done
+    assert scratch.give_back()  # nothing but the holder refers to the block: kept for the next call
+
+
+def test_x_plus_h_is_written_before_the_callers_work_without_copy_on_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without copy-on-write a model writing into its input could write into the block x + h is read from:
+    x + h is then written at once, before the caller's work."""
+    from fme import steps as steps_module
+
+    monkeypatch.setattr(steps_module, "thread_count", lambda: 2)
+    monkeypatch.setattr(steps_module, "MIN_CELLS_PER_THREAD", 50)
+    monkeypatch.setattr(steps_module, "copy_on_write", lambda: False)
+    started: list[str] = []
+    monkeypatch.setattr(steps_module, "chunks_beside", lambda *a, **k: started.append("beside"))
+    frame = _float_frame(500, 3, False)
+    steps = (Step("x1", "numeric", 2.0),)
+    done = steps_module.moving(frame, steps)
+    assert not started  # written here, not handed to a helper
+    pd.testing.assert_frame_equal(done(), apply_steps(frame, steps))

@@ -21,8 +21,9 @@ batch's own predictions give it, as for a pandas frame evaluated at once.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -41,7 +42,7 @@ from ..inference.delta import evaluate_with_jacobian
 from ..inference.estimates import RowInference, sample_inference
 from ..inference.methods import compute_rows
 from ..nlm import QuadratureRule, nlm_from_path
-from ..steps import STACK_CELL_BUDGET, Step, all_float, apply_steps, stack_path
+from ..steps import STACK_CELL_BUDGET, Step, all_float, apply_steps, moving, stack_path
 from .exclusions import Notes, every_row, excluded_frame, extrapolation_exclusions, value_exclusions
 from .plan import Plan
 
@@ -130,16 +131,21 @@ def evaluate_steps(
         xb = X.iloc[sl]
         hb = None if h is None else {k: v[sl] for k, v in h.items()}
         rows = (start, sl.stop, n)
-        # Every frame is built before any predict call, so a model that modifies its input
-        # in place cannot leak into x + h or the path nodes (each frame goes to predict once).
+        # Every frame's source is read before any predict call, so a model that modifies its input in place
+        # cannot leak into x + h or the path nodes (each frame goes to predict once): the path nodes are built
+        # here, x + h here or, under pandas' copy-on-write, beside the model's f(x) call (steps.moving).
         # x + h goes to predict once and is dropped: its memory is kept for the next batch or call
         scratch = Scratch()
-        moved = apply_steps(xb, steps, hb, scratch)
+        moved = moving(xb, steps, hb, scratch)
         path = None
-        if rule is not None and cast(np.ndarray, t_int).size:
-            if path_mem is None and all_float(xb):
-                path_mem = path_scratch.take(X.shape[1] * cast(np.ndarray, t_int).size * min(size, n))
-            path = stack_path(xb, steps, cast(np.ndarray, t_int), hb, path_mem)
+        try:
+            if rule is not None and cast(np.ndarray, t_int).size:
+                if path_mem is None and all_float(xb):
+                    path_mem = path_scratch.take(X.shape[1] * cast(np.ndarray, t_int).size * min(size, n))
+                path = stack_path(xb, steps, cast(np.ndarray, t_int), hb, path_mem)
+        except BaseException:
+            moved()  # nothing writes into the scratch once this call has left
+            raise
         f0, f1, fme = _predict_pair(predictor, xb, moved, label, rows)
         del moved
         scratch.give_back()  # only if nothing else refers to it (the model may keep its input)
@@ -172,15 +178,27 @@ def evaluate_steps(
 
 
 def _predict_pair(
-    predictor: Predictor, x: pd.DataFrame, moved: pd.DataFrame, label: str, rows: tuple[int, int, int]
+    predictor: Predictor,
+    x: pd.DataFrame,
+    moved: Callable[[], pd.DataFrame],
+    label: str,
+    rows: tuple[int, int, int],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """f(x), f(x + h) and their difference, the fMEs: both predictions checked finite by the subtraction's own
-    pass (:func:`fme._utils.threads.finite_difference`), not by one pass each; a value that is not raises the
-    error each prediction's own check gives, f(x)'s first, as if each had been checked as it came."""
+    """f(x), f(x + h) and their difference, the fMEs: x + h written while the model predicts f(x) (``moved``:
+    :func:`fme.steps.moving`, waited for even when f(x) fails), both predictions checked finite by the
+    subtraction's own pass (:func:`fme._utils.threads.finite_difference`), not by one pass each; a value that is
+    not raises the error each prediction's own check gives, f(x)'s first, as if each had been checked as it
+    came."""
     stages = ("f(x)", f"f(x + h) for the step {label}")
-    f0 = predictor(x, stage=stages[0], rows=rows, check=False)
     try:
-        f1 = predictor(moved, stage=stages[1], rows=rows, check=False)
+        f0 = predictor(x, stage=stages[0], rows=rows, check=False)
+    except BaseException:
+        with contextlib.suppress(BaseException):  # f(x)'s error is the one raised; the writing has ended
+            moved()
+        raise
+    frame = moved()
+    try:
+        f1 = predictor(frame, stage=stages[1], rows=rows, check=False)
     except BaseException:
         predictor.check(f0, stages[0], rows)  # f(x)'s fault is reported first, as when it was checked on arrival
         raise

@@ -212,28 +212,34 @@ def _float_frame(n: int = 500) -> pd.DataFrame:
     return pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"])
 
 
+def _overwriting(d: pd.DataFrame) -> np.ndarray:
+    """2 a + b, then every cell of its input frame overwritten in place and a column replaced."""
+    out = 2.0 * d["a"].to_numpy() + d["b"].to_numpy()
+    d.iloc[:, :] = 0.0
+    d.loc[:, "a"] = -1.0
+    d["b"] = -2.0
+    return out
+
+
+def _clean(d: pd.DataFrame) -> np.ndarray:
+    return 2.0 * d["a"].to_numpy() + d["b"].to_numpy()
+
+
+def _check_writes_change_neither(X: pd.DataFrame) -> None:
+    before = X.copy()
+    first = fme.fme(_overwriting, X, {"a": 0.5}, inference="sample")
+    pd.testing.assert_frame_equal(X, before)
+    want = fme.fme(_clean, before, {"a": 0.5}, inference="sample")
+    pd.testing.assert_frame_equal(first.results, want.results)
+    pd.testing.assert_frame_equal(first.predictions, want.predictions)
+    again = fme.fme(_overwriting, X, {"a": 0.5}, inference="sample")  # the data as they were for the second call too
+    pd.testing.assert_frame_equal(again.predictions, first.predictions)
+
+
 def test_a_model_writing_into_its_input_changes_neither_the_data_nor_the_fmes():
     """f(x) is handed columns shared with the data when every row is evaluated: copy-on-write keeps a model's
     in-place writes (here to every column of its input) to its own copy."""
-
-    def overwriting(d: pd.DataFrame) -> np.ndarray:
-        out = 2.0 * d["a"].to_numpy() + d["b"].to_numpy()
-        d.iloc[:, :] = 0.0
-        d["a"] = -1.0
-        return out
-
-    def clean(d: pd.DataFrame) -> np.ndarray:
-        return 2.0 * d["a"].to_numpy() + d["b"].to_numpy()
-
-    X = _float_frame()
-    before = X.copy()
-    first = fme.fme(overwriting, X, {"a": 0.5}, inference="sample")
-    pd.testing.assert_frame_equal(X, before)
-    want = fme.fme(clean, before, {"a": 0.5}, inference="sample")
-    pd.testing.assert_frame_equal(first.results, want.results)
-    pd.testing.assert_frame_equal(first.predictions, want.predictions)
-    again = fme.fme(overwriting, X, {"a": 0.5}, inference="sample")  # the data as they were for the second call too
-    pd.testing.assert_frame_equal(again.predictions, first.predictions)
+    _check_writes_change_neither(_float_frame())
 
 
 def test_frames_a_model_keeps_and_predictions_that_are_its_input_stay_as_handed():
@@ -314,3 +320,77 @@ def test_the_fmes_are_the_predictions_difference_to_the_bit_in_every_batch():
         res = fme.fme(model, X, _STEP, **kw)
         p = res.predictions
         np.testing.assert_array_equal(res.results["fme"].to_numpy(), p["f_x_step"].to_numpy() - p["f_x"].to_numpy())
+
+
+# ------------------------------------------------------------ x + h written while the model predicts f(x)
+def _wide_frame(n: int = 4_000) -> pd.DataFrame:
+    rng = np.random.default_rng(11)
+    return pd.DataFrame(rng.normal(size=(n, 4)), columns=["a", "b", "c", "d"])
+
+
+@pytest.fixture
+def beside_from_small_frames(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """x + h of the small frames below written beside f(x) on two threads, and the order of the events."""
+    from fme import steps as steps_module
+    from fme._utils import threads
+
+    for module in (threads, steps_module):
+        monkeypatch.setattr(module, "thread_count", lambda: 2)
+        monkeypatch.setattr(module, "MIN_CELLS_PER_THREAD", 64)
+    events: list[str] = []
+    real = steps_module.chunks_beside
+
+    def recorded(*args, **kwargs):
+        events.append("x + h started")
+        finish = real(*args, **kwargs)
+
+        def finished() -> None:
+            finish()
+            events.append("x + h written")
+
+        return finished
+
+    monkeypatch.setattr(steps_module, "chunks_beside", recorded)
+    return events
+
+
+def test_x_plus_h_is_written_while_the_model_predicts_f_x_with_the_same_fmes(beside_from_small_frames):
+    events = beside_from_small_frames
+    X = _wide_frame()
+
+    def model(d: pd.DataFrame) -> np.ndarray:
+        events.append(f"predict {len(d)}")
+        return np.tanh(d.to_numpy() @ np.array([1.0, -0.5, 0.25, 2.0]))
+
+    got = fme.fme(model, X, {"a": 0.5, "c": -1.0}, inference="sample")
+    assert events == ["x + h started", f"predict {len(X)}", "x + h written", f"predict {len(X)}"]
+    moved = X.to_numpy().copy()
+    moved[:, 0] += 0.5
+    moved[:, 2] += -1.0
+    beta = np.array([1.0, -0.5, 0.25, 2.0])
+    np.testing.assert_array_equal(got.results["fme"], np.tanh(moved @ beta) - np.tanh(X.to_numpy() @ beta))
+
+
+def test_a_model_writing_into_its_input_while_x_plus_h_is_written_changes_neither(beside_from_small_frames):
+    _check_writes_change_neither(_wide_frame())
+    assert "x + h written" in beside_from_small_frames  # x + h was written beside f(x)
+
+
+def test_f_x_failing_while_x_plus_h_is_written_raises_its_own_error_and_the_next_call_is_right(
+    beside_from_small_frames,
+):
+    X = _wide_frame()
+    calls = []
+
+    def failing_once(d: pd.DataFrame) -> np.ndarray:
+        calls.append(len(d))
+        if len(calls) == 1:
+            raise ValueError("the model's own fault")
+        return 3.0 * d["b"].to_numpy() + d["a"].to_numpy() ** 2
+
+    with pytest.raises(fme.PredictionError, match=r"raised ValueError at f\(x\) ") as info:
+        fme.fme(failing_once, X, {"b": 2.0}, inference="sample")
+    assert "the model's own fault" in str(info.value)
+    assert beside_from_small_frames[-1] == "x + h written"  # waited for before the error left
+    got = fme.fme(failing_once, X, {"b": 2.0}, inference="sample")
+    np.testing.assert_allclose(got.results["fme"], 6.0, rtol=1e-12)
