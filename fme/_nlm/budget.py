@@ -94,7 +94,7 @@ from .._utils.threads import thread_count
 from ..nlm import CONSTANT_ULPS
 from ..steps import Step
 from .blocks import WG, WK, Block, BlockWork, U, start_level0
-from .bracket_kernel import bracket_rowsums, gk_sums, row_argmax, segment_rowsums, split_brackets
+from .bracket_kernel import bracket_rowsums, gk_sums, level_seen, row_argmax, segment_rowsums, split_brackets
 from .budget_routes import hidden_jumps, jump_state
 from .level0_kernel import quad_state
 from .path_frames import PathFrames, node_values
@@ -365,7 +365,7 @@ def _refine(block, predictor, steps, tol, budget, max_level, batch_size, progres
         )
         made += rows_all.size
         left -= rows_all.size
-        np.maximum.at(scale, rows_all, np.abs(vals) + np.abs(f0[rows_all]))  # the path's level seen so far
+        level_seen(scale, rows_all, vals, f0)  # the path's level seen so far
         if qpick.size:
             p = qpick.size
             Vq = vals[: k * 2 * p].reshape(k, hrows.size, C)

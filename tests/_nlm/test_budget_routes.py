@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fme._nlm import bracket_kernel as K
 from fme._nlm import budget_routes as R
@@ -181,3 +183,30 @@ def test_row_argmax_is_the_first_largest_per_row():
     order = np.lexsort((-vals, rows))  # the NumPy reference: by row, then largest first, ties by index
     first = np.flatnonzero(np.r_[True, rows[order][1:] != rows[order][:-1]])
     np.testing.assert_array_equal(K.row_argmax(rows, vals, 40), order[first])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(1, 6),
+    st.integers(1, 3),
+    st.lists(
+        st.tuples(st.integers(0, 5), st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0])),
+        max_size=40,
+    ),
+    st.integers(0, 2**31),
+)
+def test_the_level_seen_is_numpys_maximum_at(n, C, points, seed):
+    """Each path's level seen so far: np.maximum.at's numbers, NaN and signed zeros included, for any order."""
+    rng = np.random.default_rng(seed)
+    special = np.array([0.0, -0.0, np.nan, np.inf, 1.0, 2.5])
+    scale = rng.choice(special, size=(n, C))
+    f0 = rng.choice(special, size=(n, C)) * rng.choice([1.0, -1.0], size=(n, C))
+    rows = np.array([r % n for r, _, _ in points], dtype=np.int64)
+    vals = np.array([[v if j == 0 else z + v * 0.5 for j in range(C)] for _, v, z in points]).reshape(-1, C)
+    want = scale.copy()
+    with np.errstate(invalid="ignore"):
+        np.maximum.at(want, rows, np.abs(vals) + np.abs(f0[rows]))
+    got = scale.copy()
+    K.level_seen(got, rows, vals, f0)
+    np.testing.assert_array_equal(got, want)
+    assert (np.signbit(got) == np.signbit(want)).all()
