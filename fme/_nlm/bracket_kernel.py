@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._utils.jit import njit
+from .._utils.threads import run_ranges
 
 __all__ = [
     "rowsum",
@@ -28,6 +29,9 @@ __all__ = [
 ]
 
 _jit = njit(nogil=True)
+
+#: Sub-intervals a thread must have before :func:`hidden_jumps` is cut into ranges (about 1 us each).
+HIDDEN_JUMPS_PER_THREAD = 4096
 #: Small helpers inlined where called: a compiled call with array arguments costs reference counting per call.
 _inline = njit(nogil=True, inline="always")
 
@@ -359,7 +363,10 @@ def row_argmax(rows: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 
 @_jit
-def _hidden_jumps(Vf, a, b, c, F, level, idx, wts, npts, leb, pts, share_at, ulps, outlier, tv_factor, P, cut, iso):
+def _hidden_jumps(
+    lo, hi, Vf, a, b, c, F, level, idx, wts, npts, leb, pts, share_at, ulps, outlier, tv_factor, P, cut, iso
+):
+    # the sub-intervals lo:hi, each on its own (a range per thread: the same numbers on any number of them)
     n_pts, I, C = Vf.shape  # noqa: E741 - I sub-intervals and C outputs, the quadrature's notation
     G = n_pts - 1
     eps = np.finfo(np.float64).eps
@@ -368,7 +375,7 @@ def _hidden_jumps(Vf, a, b, c, F, level, idx, wts, npts, leb, pts, share_at, ulp
     d = np.empty(G)
     worst = np.empty(G)
     v = np.empty(n_pts)  # one path's values: 23 loads instead of a stride of I * C per point
-    for i in range(I):
+    for i in range(lo, hi):
         w = b[i] - a[i]
         for g in range(G):
             worst[g] = 0.0
@@ -446,7 +453,7 @@ def hidden_jumps(Vf, a, b, c, F, level, idx, wts, npts, leb, pts, share_at, ulps
     P = np.zeros((I, 3, C))
     cut = np.full(I, np.nan)
     iso = np.zeros(I, dtype=np.bool_)
-    _hidden_jumps(
+    args = (
         Vf,
         f(a),
         f(b),
@@ -466,6 +473,8 @@ def hidden_jumps(Vf, a, b, c, F, level, idx, wts, npts, leb, pts, share_at, ulps
         cut,
         iso,
     )
+    # about 1 us per sub-interval and output: ranges of a few thousand repay a thread
+    run_ranges(lambda lo, hi: _hidden_jumps(lo, hi, *args), I, align=8, min_rows=HIDDEN_JUMPS_PER_THREAD)
     return P, cut, iso
 
 

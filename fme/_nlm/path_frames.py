@@ -59,10 +59,23 @@ class PathFrames:
 
     def frame(self, rows: np.ndarray, t: np.ndarray) -> pd.DataFrame:
         if self.base is not None:
-            # (columns, points) in C order: the frame wraps it as one float block, no copy by pandas
-            arr = self.base.T[:, rows]
-            for f, s in self.shift.items():
-                arr[self.col[f]] = self.x[f][rows] + t * s[rows]
+            # (columns, points) in C order: the frame wraps it as one float block, no copy by pandas; the points
+            # gathered by ranges on several threads (NumPy's take and arithmetic release the GIL), each point
+            # x_row + (t s_row), the same numbers on any number of threads
+            base_t = self.base.T
+            p = base_t.shape[0]
+            arr = np.empty((p, rows.size))
+            moved = {self.col[f]: (self.x[f], s) for f, s in self.shift.items()}
+
+            def fill(lo: int, hi: int) -> None:
+                r = rows[lo:hi]
+                for j in range(p):
+                    if j not in moved:
+                        np.take(base_t[j], r, out=arr[j, lo:hi], mode="clip")  # valid rows: clip is a no-op
+                for j, (x, s) in moved.items():
+                    np.add(x[r], t[lo:hi] * s[r], out=arr[j, lo:hi])
+
+            run_ranges(fill, rows.size, align=8, min_rows=rows_per_thread(p))
             return pd.DataFrame(arr.T, columns=self.X.columns, copy=False)
         out = self.X.take(rows)
         out.index = pd.RangeIndex(rows.size)

@@ -210,3 +210,26 @@ def test_the_level_seen_is_numpys_maximum_at(n, C, points, seed):
     K.level_seen(got, rows, vals, f0)
     np.testing.assert_array_equal(got, want)
     assert (np.signbit(got) == np.signbit(want)).all()
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_hidden_jumps_by_ranges_on_threads_are_the_numpy_numbers(monkeypatch, k):
+    """The sub-intervals cut into ranges, one per thread: each range's figures are the NumPy reference's."""
+    from fme._utils import threads
+
+    monkeypatch.setattr(threads, "thread_count", lambda: k)
+    monkeypatch.setattr(K, "HIDDEN_JUMPS_PER_THREAD", 16)
+    rng = np.random.default_rng(9)
+    m = 301
+    V = np.cumsum(rng.normal(size=(23, m, 2)), axis=0)
+    V[12:, ::3, 1] += 2.0
+    a = rng.random(m) * 0.5
+    b = a + rng.random(m) * 0.5
+    c, lev = rng.normal(size=(m, 2)), np.abs(V).max(axis=0) + 1.0
+    ranges = []
+    real = threads.run_ranges
+    monkeypatch.setattr(K, "run_ranges", lambda *args, **kw: ranges.append(real(*args, **kw)) or ranges[-1])
+    got, want = R.hidden_jumps(V, a, b, c, V[-1], lev), R.hidden_jumps_numpy(V, a, b, c, V[-1], lev)
+    assert ranges == [k]
+    for x, y in zip(got, want):
+        np.testing.assert_array_equal(x, y)

@@ -153,3 +153,29 @@ def test_a_model_writing_into_its_input_changes_no_later_node(monkeypatch, node_
     got = _nlm(overwriting, X, {"x0": 1.0}, monkeypatch, node_rows=node_rows)
     want = _nlm(_model, X, {"x0": 1.0}, monkeypatch, node_rows=node_rows)
     pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_refinement_points_on_any_threads_are_x_plus_t_h_to_the_bit(monkeypatch, k):
+    """Any (row, t) pairs, gathered by ranges on ``k`` threads: every point x_row + t h_row as NumPy writes it,
+    the unmoved columns the rows' own values, and the caller's frame untouched."""
+    from fme._utils import threads
+    from fme.steps import Step
+
+    monkeypatch.setattr(threads, "thread_count", lambda: k)
+    monkeypatch.setattr(path_frames, "rows_per_thread", lambda cells: 8)
+    X = _data(500, 5)
+    before = X.copy()
+    h = {"x3": np.linspace(-1.0, 2.0, len(X))}
+    paths = path_frames.PathFrames(None, X, (Step("x1", "numeric", 0.5), Step("x3", "numeric", 1.0)), h, "")
+    rng = np.random.default_rng(2)
+    rows = rng.integers(0, len(X), size=997)
+    t = rng.random(997)
+    got = paths.frame(rows, t)
+    x = X.to_numpy()
+    want = x[rows].copy()
+    want[:, 1] = x[rows, 1] + t * 0.5
+    want[:, 3] = x[rows, 3] + t * h["x3"][rows]
+    np.testing.assert_array_equal(got.to_numpy(), want)
+    assert list(got.columns) == list(X.columns)
+    pd.testing.assert_frame_equal(X, before)
