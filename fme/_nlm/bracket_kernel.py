@@ -32,6 +32,8 @@ _jit = njit(nogil=True)
 
 #: Sub-intervals a thread must have before :func:`hidden_jumps` is cut into ranges (about 1 us each).
 HIDDEN_JUMPS_PER_THREAD = 4096
+#: Rows (or brackets) a thread must have before the jump route's sums and shares are cut into ranges.
+ROWS_PER_THREAD = 4096
 #: Small helpers inlined where called: a compiled call with array arguments costs reference counting per call.
 _inline = njit(nogil=True, inline="always")
 
@@ -65,11 +67,13 @@ def _terms(i, r, j, ba, bb, dL, dR, F, ratio, s1):
 
 
 @_jit
-def _jump_sums(br, ba, bb, dL, dR, F, ratio, s1, n):
+def _jump_sums(lo, hi, br, ba, bb, dL, dR, F, ratio, s1, out):
+    # the rows lo:hi (a range of rows per thread): each row adds its brackets in index order on any threads
     C = dL.shape[1]
-    out = np.zeros((n, 10, C))
     for i in range(br.shape[0]):
         r = br[i]
+        if r < lo or r >= hi:
+            continue
         for j in range(C):
             si, Jij, aj, A, G = _terms(i, r, j, ba, bb, dL, dR, F, ratio, s1)
             out[r, 0, j] += aj * A
@@ -82,7 +86,6 @@ def _jump_sums(br, ba, bb, dL, dR, F, ratio, s1, n):
             out[r, 7, j] += si * Jij
             out[r, 8, j] += si * si
             out[r, 9, j] += Jij
-    return out
 
 
 def jump_sums(br, ba, bb, dL, dR, F, ratio, s1, n) -> np.ndarray:
@@ -91,14 +94,16 @@ def jump_sums(br, ba, bb, dL, dR, F, ratio, s1, n) -> np.ndarray:
     with A = |(1 - r) g + r S1 - m F| and G = |g - S1| per bracket and output; s, m, g, |J| from the bracket's
     ends [a, b] and values dL, dR (:func:`fme._nlm.budget_routes.bracket_statics`)."""
     f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
-    return _jump_sums(np.asarray(br, dtype=np.int64), f(ba), f(bb), f(dL), f(dR), f(F), f(ratio), f(s1), n)
+    args = (np.asarray(br, dtype=np.int64), f(ba), f(bb), f(dL), f(dR), f(F), f(ratio), f(s1))
+    out = np.zeros((n, 10, args[3].shape[1]))
+    run_ranges(lambda lo, hi: _jump_sums(lo, hi, *args, out), n, align=8, min_rows=ROWS_PER_THREAD)
+    return out
 
 
 @_jit
-def _bracket_shares(br, ba, bb, dL, dR, F, ratio, s1, H, bound, D):
+def _bracket_shares(lo, hi, br, ba, bb, dL, dR, F, ratio, s1, H, bound, D, out):
     C = dL.shape[1]
-    out = np.empty(br.shape[0])
-    for i in range(br.shape[0]):
+    for i in range(lo, hi):
         r = br[i]
         best = -np.inf
         for j in range(C):
@@ -117,15 +122,17 @@ def _bracket_shares(br, ba, bb, dL, dR, F, ratio, s1, H, bound, D):
             if v > best:
                 best = v
         out[i] = best
-    return out
 
 
 def bracket_shares(br, ba, bb, dL, dR, F, ratio, s1, H, bound, D) -> np.ndarray:
     """Each open bracket's share of its row's bound, the largest over outputs (k,); infinite where undefined."""
     f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
-    return _bracket_shares(
-        np.asarray(br, dtype=np.int64), f(ba), f(bb), f(dL), f(dR), f(F), f(ratio), f(s1), f(H), f(bound), f(D)
-    )
+    br = np.asarray(br, dtype=np.int64)
+    args = (br, f(ba), f(bb), f(dL), f(dR), f(F), f(ratio), f(s1), f(H), f(bound), f(D))
+    out = np.empty(br.shape[0])
+    # each bracket on its own: ranges of brackets, one per thread
+    run_ranges(lambda lo, hi: _bracket_shares(lo, hi, *args, out), br.shape[0], align=8, min_rows=ROWS_PER_THREAD)
+    return out
 
 
 @_jit

@@ -62,7 +62,7 @@ predictions, never from the stacked path: a model's last bits can depend on a ro
 kernels, SIMD tails), and a row's fME must not depend on the NLM or the batching. Round i of
 R spends at most what is left / (R - i). When that covers
 every candidate, each active quadrature row cuts its worst sub-intervals and every bracket of an
-active jump row gets k probes ((k + 1)-section, 1 <= k <= :data:`_MAX_PROBES`): as many as
+active jump row gets k probes ((k + 1)-section, 1 <= k <= :data:`~fme._nlm.allocation.MAX_PROBES`): as many as
 would bring its contribution to nlm_tol / (brackets of its row) in the rounds left at the same k,
 scaled down to the round's share; otherwise the candidates are taken greedily by error per prediction (a bracket's
 contribution halves for 1 prediction; a sub-interval's mostly disappears for 43).
@@ -93,6 +93,7 @@ from .._utils.progress import progress_bar
 from .._utils.threads import thread_count
 from ..nlm import CONSTANT_ULPS
 from ..steps import Step
+from .allocation import QUAD_COST, allocate
 from .blocks import WG, WK, Block, BlockWork, U, start_level0
 from .bracket_kernel import bracket_rowsums, gk_sums, level_seen, row_argmax, segment_rowsums, split_brackets
 from .budget_routes import hidden_jumps, jump_state
@@ -107,16 +108,12 @@ DEFAULT_BUDGET = 34.0
 BASE_COST = 23
 #: Values of ``nlm_route``.
 ROUTES = ("quadrature", "jumps")
-#: Cutting a sub-interval: 21 nodes on each part and the value at the cut (every sub-interval knows its ends).
-_QUAD_COST = 43
 #: Refinement rounds (each one stacked prediction; a model's predict call can cost far more than its rows).
 _MAX_ROUNDS = 12
 #: Rounds when the budget cannot even give every open bracket one probe at the start (wrapped boosting): each
 #: round is a predict call (on a loaded 2-core machine about 1 s beyond its rows for 100 trees); 3 rounds instead
 #: of 4 cost 5% in mean error on the benchmark's model (2 rounds: 24%).
 _BINDING_ROUNDS = 3
-#: At most this many probes per bracket and round ((k + 1)-section).
-_MAX_PROBES = 15
 #: Brackets narrower than this (in t) are not bisected further.
 _MIN_WIDTH = 2.0**-40
 _BLOCK_ROWS = 262_144
@@ -322,14 +319,14 @@ def _refine(block, predictor, steps, tol, budget, max_level, batch_size, progres
         active = np.any(err > tol, axis=1)
         qworst, qcand = _worst_intervals(Q, active, max_level, tol)
         bcand = np.flatnonzero(active[B["r"]] & (B["b"] - B["a"] > _MIN_WIDTH))
-        cost_all = _QUAD_COST * qcand.size + bcand.size
+        cost_all = QUAD_COST * qcand.size + bcand.size
         if cost_all == 0:
             break
-        if rnd == 0 and _QUAD_COST * qworst.size + bcand.size > left:
+        if rnd == 0 and QUAD_COST * qworst.size + bcand.size > left:
             # the budget cannot give every open bracket one probe: the rows will mostly stay above nlm_tol,
             # and further rounds would only bisect the few worst brackets again; fewer, larger rounds
             rounds = _BINDING_ROUNDS
-        qpick, bpick, kk = _allocate(
+        qpick, bpick, kk = allocate(
             left / (rounds - rnd),
             left,
             rounds - rnd,
@@ -443,46 +440,6 @@ def _worst_intervals(Q, active, max_level, tol):
     more = ok & (Q["e"] > tol / count[qr])
     more[worst] = True
     return worst, np.flatnonzero(more)
-
-
-def _allocate(spend, left, rounds_left, qcand, bcand, qe, be, br, n, tol, first):
-    """This round's picks: quadrature sub-intervals, brackets and probes per bracket (module docstring)."""
-    cost_all = _QUAD_COST * qcand.size + bcand.size
-    if cost_all <= spend:
-        kk = np.ones(bcand.size, dtype=np.int64)
-        if bcand.size:  # probes by need: (k + 1)-section reaching nlm_tol over the rounds left
-            nb = np.bincount(br[bcand], minlength=n)[br[bcand]]
-            need = np.log2(np.maximum(be[bcand] * nb / max(tol, 1e-300), 1.0))
-            kk = np.clip(np.ceil(2.0 ** (need / rounds_left)) - 1, 1, _MAX_PROBES).astype(np.int64)
-            room = spend - _QUAD_COST * qcand.size
-            if kk.sum() > room:  # scale down to this round's share (at least one probe each)
-                kk = np.maximum(1, np.floor(kk * room / kk.sum())).astype(np.int64)
-        return qcand, bcand, kk
-    cap = max(spend, min(left, _QUAD_COST))
-    bprio = 0.5 * be[bcand]
-    qprio = qe[qcand] / _QUAD_COST
-    if bcand.size:
-        # a quadrature row's first bisection comes before any bracket: its Kronrod estimate is no bound on a
-        # path with a jump in every level-0 interval, and the bisection's 43 values show such a path
-        finite = bprio[np.isfinite(bprio)]
-        qprio = qprio + first * (finite.max() if finite.size else 0.0)
-    prio = np.r_[qprio, bprio]
-    cost = np.r_[np.full(qcand.size, _QUAD_COST), np.ones(bcand.size)]
-    # greedy by error per prediction: every pick costs >= 1, so the picks are among the `cap` largest
-    # priorities; a partition finds those (linear time), and only they are sorted
-    if not qcand.size:  # brackets only, one prediction each: the floor(cap) largest priorities, no sort needed
-        take = np.arange(prio.size) if int(cap) >= prio.size else np.argpartition(-prio, int(cap))[: int(cap)]
-    else:
-        top = np.arange(prio.size)
-        if int(cap) < prio.size:
-            top = np.argpartition(-prio, int(cap))[: int(cap) + 1]
-        order = top[np.argsort(-prio[top], kind="stable")]
-        take = order[np.cumsum(cost[order]) <= cap]
-    sel = np.zeros(prio.size, dtype=bool)  # in candidate order (a linear pass instead of a sort)
-    sel[take] = True
-    take = np.flatnonzero(sel)
-    qpick, bpick = qcand[take[take < qcand.size]], bcand[take[take >= qcand.size] - qcand.size]
-    return qpick, bpick, np.ones(bpick.size, dtype=np.int64)
 
 
 def _pieces(t, vals, rows, c, F, n):

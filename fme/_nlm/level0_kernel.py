@@ -28,6 +28,9 @@ from .._utils.threads import run_ranges
 
 __all__ = ["TILE", "level0", "level0_work", "quad_state"]
 
+#: Rows a thread must have before the quadrature state of several sub-intervals per row is cut into ranges.
+QUAD_ROWS_PER_THREAD = 4096
+
 #: Rows per tile: the tile's 23 values per row and the stencil sums stay in the first-level cache.
 TILE = 64
 
@@ -396,23 +399,21 @@ def _row_error(nlm, v_g, csum, d, rq, tk0, tk1, centre, eps, und, und_g):
 
 
 @njit(nogil=True, error_model="numpy")
-def _quad_state(n, c, scale, qr, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
+def _quad_state(lo, hi, c, scale, qr, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh, TK, TG, ratio, und, vG, csum):
+    # the rows lo:hi and their sub-intervals (a range of rows per thread): each row's sums add its sub-intervals
+    # in index order whatever the ranges, so the numbers are the same on any number of threads
     C = c.shape[1]
-    TK = np.zeros((n, 3, C))
-    TG = np.zeros((n, 3, C))
     for i in range(qr.shape[0]):  # per-row sums in index order, as rowsum adds them
         r = qr[i]
+        if r < lo or r >= hi:
+            continue
         for s in range(3):
             for k in range(C):
                 TK[r, s, k] += qK[i, s, k]
                 TG[r, s, k] += qG[i, s, k]
-    ratio = np.empty((n, C))
-    undK = np.empty((n, C), dtype=np.bool_)
-    undG = np.empty((n, C), dtype=np.bool_)
-    vG = np.empty((n, C))
-    for r in range(n):
+    for r in range(lo, hi):
         for k in range(C):
-            DK[r, k], nlm[r, k], ratio[r, k], undK[r, k], undG[r, k], vG[r, k] = _row_ratios(
+            DK[r, k], nlm[r, k], ratio[r, k], und[r, k, 0], und[r, k, 1], vG[r, k] = _row_ratios(
                 TK[r, 0, k],
                 TK[r, 1, k],
                 TK[r, 2, k],
@@ -423,20 +424,21 @@ def _quad_state(n, c, scale, qr, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
                 scale[r, k],
                 limit,
             )
-    csum = np.zeros((n, C))
     for i in range(qr.shape[0]):
         r = qr[i]
+        if r < lo or r >= hi:
+            continue
         worst = -np.inf
         worst_h = -np.inf
         for k in range(C):
             s1c = TK[r, 0, k] - c[r, k]
-            contrib, hidden = _contribution(qK, qG, qP, i, k, s1c, ratio[r, k], DK[r, k], undK[r, k], undG[r, k])
+            contrib, hidden = _contribution(qK, qG, qP, i, k, s1c, ratio[r, k], DK[r, k], und[r, k, 0], und[r, k, 1])
             csum[r, k] += contrib
             worst = max(worst, contrib)
             worst_h = max(worst_h, hidden)
         qe[i] = worst
         qh[i] = worst_h
-    for r in range(n):
+    for r in range(lo, hi):
         for k in range(C):
             err[r, k] = _row_error(
                 nlm[r, k],
@@ -448,8 +450,8 @@ def _quad_state(n, c, scale, qr, qK, qG, qP, limit, eps, nlm, err, DK, qe, qh):
                 TK[r, 1, k],
                 c[r, k],
                 eps,
-                undK[r, k],
-                undG[r, k],
+                und[r, k, 0],
+                und[r, k, 1],
             )
 
 
@@ -517,5 +519,10 @@ def quad_state(n, c, scale, qr, qK, qG, qP, constant_ulps, out=None):
         # one sub-interval per row (level 0 of smooth paths): no per-row sums to gather, every row on its own
         run_ranges(lambda lo, hi: _quad_state_rows(lo, hi, c, scale, *args), n, align=8)
     else:
-        _quad_state(n, c, scale, qr, *args)
+        # per-row scratch shared by the ranges (each writes its own rows)
+        scratch = (np.zeros((n, 3, C)), np.zeros((n, 3, C)), np.empty((n, C)), np.empty((n, C, 2), np.bool_))
+        scratch += (np.empty((n, C)), np.zeros((n, C)))
+        run_ranges(
+            lambda lo, hi: _quad_state(lo, hi, c, scale, qr, *args, *scratch), n, align=8, min_rows=QUAD_ROWS_PER_THREAD
+        )
     return nlm, err, DK, qe, qh

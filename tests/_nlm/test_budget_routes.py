@@ -233,3 +233,30 @@ def test_hidden_jumps_by_ranges_on_threads_are_the_numpy_numbers(monkeypatch, k)
     assert ranges == [k]
     for x, y in zip(got, want):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_jump_routes_sums_and_shares_are_the_same_bits_on_any_threads(monkeypatch, seed):
+    """Rows cut into ranges for the sums (each row still adds its brackets in index order), brackets into ranges
+    for the shares: the same numbers on three threads as on one, brackets of a row scattered over the list."""
+    from fme._utils import threads
+
+    br, a, b, dL, dR, c, F, scale, dense, est = _brackets(seed)
+    n = c.shape[0]
+    order = np.random.default_rng(seed).permutation(br.size)  # a row's brackets anywhere in the list
+    br, a, b, dL, dR = br[order], a[order], b[order], dL[order], dR[order]
+    _, D, ratio, _ = R.nlm_of(est, c, scale)
+    s1 = est[:, 0]
+    H = np.abs(np.random.default_rng(seed).normal(size=ratio.shape))
+    bound = np.abs(np.random.default_rng(seed + 7).normal(size=ratio.shape))
+
+    def run(k):
+        monkeypatch.setattr(threads, "thread_count", lambda: k)
+        monkeypatch.setattr(K, "ROWS_PER_THREAD", 4)
+        return (
+            K.jump_sums(br, a, b, dL, dR, F, ratio, s1, n),
+            K.bracket_shares(br, a, b, dL, dR, F, ratio, s1, H, bound, D),
+        )
+
+    for one, many in zip(run(1), run(3)):
+        np.testing.assert_array_equal(one, many)

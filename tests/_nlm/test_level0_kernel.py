@@ -142,3 +142,27 @@ def test_quad_state_of_one_sub_interval_per_row_equals_the_numpy_one(
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
         assert np.array_equal(np.signbit(g), np.signbit(w))
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_quad_state_by_row_ranges_on_threads_equals_the_numpy_one(monkeypatch: pytest.MonkeyPatch, k: int) -> None:
+    """Sub-intervals of a row anywhere in the list (appended by the rounds), the rows cut into ranges on ``k``
+    threads: each row's sums still add its sub-intervals in index order, the same five arrays."""
+    from fme._nlm import level0_kernel
+    from fme._utils import threads
+    from fme.nlm import CONSTANT_ULPS
+
+    monkeypatch.setattr(threads, "thread_count", lambda: k)
+    monkeypatch.setattr(level0_kernel, "QUAD_ROWS_PER_THREAD", 8)
+    rng = np.random.default_rng(4)
+    n, m, C = 50, 170, 2
+    qr = rng.integers(0, n - 3, size=m)  # unsorted, three rows without any
+    qK = rng.normal(size=(m, 3, C))
+    qK[:, 1] = np.abs(qK[:, 1]) + 2.0
+    qG = qK + rng.normal(size=(m, 3, C)) * 1e-3
+    qP = np.abs(rng.normal(size=(m, 3, C))) * 1e-2
+    c, scale = rng.normal(size=(n, C)), np.abs(rng.normal(size=(n, C))) + 1.0
+    want = R.quad_state(n, c, scale, qr, qK, qG, qP)
+    got = level0_kernel.quad_state(n, c, scale, qr, qK, qG, qP, CONSTANT_ULPS)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
