@@ -144,7 +144,8 @@ def evaluate_steps(
                     path_mem = path_scratch.take(X.shape[1] * cast(np.ndarray, t_int).size * min(size, n))
                 path = stack_path(xb, steps, cast(np.ndarray, t_int), hb, path_mem)
         except BaseException:
-            moved()  # nothing writes into the scratch once this call has left
+            with contextlib.suppress(BaseException):  # this error is the one raised; the writing has ended
+                moved()  # nothing writes into the scratch once this call has left
             raise
         f0, f1, fme = _predict_pair(predictor, xb, moved, label, rows)
         del moved
