@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from .._utils.arrays import to_host
+from .._utils.threads import MIN_CELLS_PER_THREAD, beside, rows_per_thread, run_ranges
 from .predictor import Predictor
 
 __all__ = ["ROW", "T", "is_array_function", "ArrayPredictor", "Pairs"]
@@ -62,6 +63,8 @@ class _PathPoints:
         import array_api_compat
 
         xp = self.xp
+        if isinstance(self.values, np.ndarray):
+            return self._numpy_points(rows, t)
         if isinstance(rows, slice):  # consecutive rows: copied on the device, no indices sent
             out = xp.asarray(self.values[rows, :], copy=True)
         else:
@@ -79,8 +82,33 @@ class _PathPoints:
         scaled = tt * self.row_shift if isinstance(t, float) else tt[:, None] * self.row_shift[None, :]
         return out + scaled
 
+    def _numpy_points(self, rows: np.ndarray | slice, t: np.ndarray | float) -> np.ndarray:
+        """:meth:`points` of a NumPy array, the same numbers: the rows gathered and their stepped columns moved by
+        ranges of points on several threads (NumPy's copies and arithmetic release the GIL)."""
+        values = self.values
+        m = len(range(*rows.indices(values.shape[0]))) if isinstance(rows, slice) else int(rows.shape[0])
+        out = np.empty((m, values.shape[1]), dtype=values.dtype)
+        at = rows if isinstance(rows, slice) else np.asarray(rows, dtype=np.intp)
+        moved = not (isinstance(t, float) and t == 0.0)
+        tt = t if isinstance(t, float) else np.asarray(t, dtype=values.dtype)
+
+        def fill(lo: int, hi: int) -> None:
+            if isinstance(at, slice):
+                np.copyto(out[lo:hi], values[at.start + lo : at.start + hi])
+            else:
+                np.take(values, at[lo:hi], axis=0, out=out[lo:hi], mode="clip")  # valid rows: no-op clip, unbuffered
+            if moved:
+                part = tt if isinstance(tt, float) else tt[lo:hi]
+                for j, s in zip(self.columns, self.shifts):
+                    out[lo:hi, j] = out[lo:hi, j] + part * s
+
+        run_ranges(fill, m, align=8, min_rows=rows_per_thread(values.shape[1]))
+        return out
+
     def __call__(self, frame: pd.DataFrame | Pairs) -> np.ndarray:
         if isinstance(frame, Pairs):
+            if frame.points is not None:  # written beforehand (beside the model's previous call)
+                return to_host(self.model(frame.points))
             return to_host(self.model(self.points(frame.rows, frame.t)))
         rows = frame[ROW].to_numpy(dtype=np.int64)
         t = frame[T].to_numpy(dtype=float)
@@ -94,6 +122,8 @@ class Pairs:
 
     rows: np.ndarray | slice
     t: float
+    #: The points themselves when they are already written (:meth:`ArrayPredictor.points_beside`).
+    points: Any = None
 
     def __len__(self) -> int:
         if isinstance(self.rows, slice):
@@ -145,3 +175,16 @@ class ArrayPredictor(Predictor):
     ) -> np.ndarray:
         """Predict the points of ``frame`` (a frame of (row, t) pairs or :class:`Pairs`) and validate."""
         return super().__call__(frame, stage, rows, check)  # type: ignore[arg-type]  # Predictor reads len() only
+
+    def points_beside(self, pairs: Pairs) -> Callable[[], Pairs]:
+        """``pairs`` with their points written on a helper thread from now on, for a caller that predicts other
+        points meanwhile: the returned function waits for them. Only for a NumPy array (host memory; a device
+        array's points are the device's own work, queued with the model's), and only large ones; otherwise the
+        points are written when predicted. The source is the data itself, which the model never receives (each
+        call gets a fresh array), so no model's writes can reach it."""
+        points = cast(_PathPoints, self.func)
+        big = isinstance(points.values, np.ndarray) and len(pairs) * points.values.shape[1] >= 2 * MIN_CELLS_PER_THREAD
+        if not big:
+            return lambda: pairs
+        written = beside(lambda: points.points(pairs.rows, pairs.t))
+        return lambda: Pairs(pairs.rows, pairs.t, written())

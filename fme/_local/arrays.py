@@ -23,9 +23,10 @@ counterpart (:mod:`fme._dask.arrays`) refuses.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -38,6 +39,7 @@ from .._core.plan import AMEOptions, Plan
 from .._core.results import FMEResult
 from .._nlm.evaluate import nlm_values
 from .._nlm.path_frames import FRAME_CELLS
+from .._utils.columns import frame_of
 from .._utils.progress import progress_bar
 from .._utils.stats import describe
 from ..exceptions import ParameterError
@@ -104,23 +106,22 @@ def evaluate(plan: Plan, data: ArrayData, reference: Any, steps: Any, host: pd.D
         plan.predictor.description,
         data.library,
     )
-    pairs = pd.DataFrame({ROW: cand.astype(float), T: np.zeros(cand.size)})
     path = (_PathStep(T, "numeric", 1.0, label=label),)
-    f0, f1, nlm, status, extra = _evaluate_rows(stepped, predictor, pairs, path, len(data.feature_names))
+    f0, f1, nlm, status, extra = _evaluate_rows(stepped, predictor, cand, path, len(data.feature_names))
     res: dict[str, Any] = {"fme": f1 - f0}
     if nlm is not None:
         res.update(nlm=nlm, nlm_status=status)
         if "err" in extra:
             res.update(nlm_error=extra["err"], nlm_route=extra["route"])
     index = pd.RangeIndex(data.n)
-    out_index = index[cand]
+    out_index = index if cand.size == data.n else index[cand]  # every row: the index as it is
     settings, names = stepped.settings, stepped.predictor.feature_names
     return FMEResult(
-        results=pd.DataFrame(res, index=out_index),
+        results=frame_of(res, out_index),  # the columns are this call's own arrays
         steps=stepped.steps,
         excluded=excluded_frame(code, notes, index),
         data=data.host_frame() if host is None else host,
-        predictions=pd.DataFrame({"f_x": f0, "f_x_step": f1}, index=out_index),
+        predictions=frame_of({"f_x": f0, "f_x_step": f1}, out_index),
         model_description=stepped.predictor.description,
         explained_class=None,
         output_names=None,
@@ -139,26 +140,28 @@ def evaluate(plan: Plan, data: ArrayData, reference: Any, steps: Any, host: pd.D
 
 
 def _evaluate_rows(
-    plan: Plan, predictor: ArrayPredictor, pairs: pd.DataFrame, path: tuple[Step, ...], width: int
+    plan: Plan, predictor: ArrayPredictor, cand: np.ndarray, path: tuple[Step, ...], width: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, dict[str, Any]]:
     """f(x), f(x + h) and, with the plan's NLM, the NLMs, their status and the method's extra columns
-    (Gauss-Kronrod: ``err``, ``route``) of the rows in ``pairs``; the frames are as large as the DataFrame route's
-    on data ``width`` columns wide (``batch_size`` rows when given)."""
+    (Gauss-Kronrod: ``err``, ``route``) of the rows at the positions ``cand``; the frames are as large as the
+    DataFrame route's on data ``width`` columns wide (``batch_size`` rows when given)."""
     rule, settings, batch = plan.rule, plan.settings, plan.batch_size
     extra: dict[str, Any] = {}
+    # the NLM's kernels take the rows as a frame of (row, t) pairs; the fMEs alone name them by position
+    pairs = None if settings is None else pd.DataFrame({ROW: cand.astype(float), T: np.zeros(cand.size)})
     if settings is not None and rule is not None:
         size = batch or max(_MIN_BATCH, STACK_CELL_BUDGET // (max(1, width) * max(1, rule.n_evaluations)))
-        got = evaluate_steps(predictor, pairs, path, rule, size, None, plan.progress)
+        got = evaluate_steps(predictor, cast(pd.DataFrame, pairs), path, rule, size, None, plan.progress)
         nlm, status = got.classified(settings.flat_tol, plan.spread)
         return got.f0, got.f1, nlm, status, extra
-    f0, f1 = _fmes(predictor, pairs[ROW].to_numpy(dtype=np.int64), batch, path[0].describe(), plan.progress)
+    f0, f1 = _fmes(predictor, cand, batch, path[0].describe(), plan.progress)
     if settings is None:
         return f0, f1, None, None, extra
     frames = batch or max(1000, FRAME_CELLS // (max(1, width) * _GK_NODES))
     nlm, status, _, extra = nlm_values(
         settings,
         predictor,
-        pairs,
+        cast(pd.DataFrame, pairs),
         path,
         None,
         f0,
@@ -186,10 +189,18 @@ def _fmes(
         stop = min(start + size, n)
         rows = slice(int(cand[0]) + start, int(cand[0]) + stop) if consecutive else cand[start:stop]
         where = (start, stop, n)
-        f0_parts.append(predictor(Pairs(rows, 0.0), stage="f(x)", rows=where))
-        f1_parts.append(predictor(Pairs(rows, 1.0), stage=f"f(x + h) for the step {label}", rows=where))
+        moved = predictor.points_beside(Pairs(rows, 1.0))  # x + h written while the model predicts f(x)
+        try:
+            f0_parts.append(predictor(Pairs(rows, 0.0), stage="f(x)", rows=where))
+        except BaseException:
+            with contextlib.suppress(BaseException):  # f(x)'s error is the one raised; the writing has ended
+                moved()
+            raise
+        f1_parts.append(predictor(moved(), stage=f"f(x + h) for the step {label}", rows=where))
     if not f0_parts:
         return np.empty(0), np.empty(0)
+    if len(f0_parts) == 1:  # one batch: its arrays as they are
+        return f0_parts[0], f1_parts[0]
     return np.concatenate(f0_parts), np.concatenate(f1_parts)
 
 

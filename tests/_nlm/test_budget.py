@@ -547,6 +547,9 @@ def test_a_blocks_level_0_beside_the_next_blocks_predictions_gives_the_numbers_o
             return started(self)
 
         monkeypatch.setattr(threading.Thread, "start", spy)
+        # a pool of its own, whatever earlier tests left: its helpers are started in this call
+        monkeypatch.setattr(threads, "_POOL", None)
+        monkeypatch.setattr(threads, "_POOL_SIZE", 0)
         results[count] = fme.fme(f, X, {"a": 1.0}, nlm=True, inference="sample").results
         monkeypatch.setattr(threading.Thread, "start", started)
         assert bool(helpers) is (count > 1)  # the level 0 of the first blocks ran on a thread of its own
