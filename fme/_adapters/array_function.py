@@ -86,15 +86,23 @@ class _PathPoints:
         """:meth:`points` of a NumPy array, the same numbers: the rows gathered and their stepped columns moved by
         ranges of points on several threads (NumPy's copies and arithmetic release the GIL)."""
         values = self.values
-        m = len(range(*rows.indices(values.shape[0]))) if isinstance(rows, slice) else int(rows.shape[0])
-        out = np.empty((m, values.shape[1]), dtype=values.dtype)
-        at = rows if isinstance(rows, slice) else np.asarray(rows, dtype=np.intp)
+        at: slice | np.ndarray
+        if isinstance(rows, slice):
+            start, stop, step = rows.indices(values.shape[0])
+            at = slice(start, stop) if step == 1 else np.arange(start, stop, step)
+        else:
+            at = np.asarray(rows, dtype=np.intp)
+        if isinstance(at, slice):  # the layout NumPy's copy of the rows keeps (order "K": a Fortran array's too)
+            out = np.empty_like(values[at], order="K")
+        else:  # np.take's: C order
+            out = np.empty((at.shape[0], values.shape[1]), dtype=values.dtype)
+        m = out.shape[0]
         moved = not (isinstance(t, float) and t == 0.0)
         tt = t if isinstance(t, float) else np.asarray(t, dtype=values.dtype)
 
         def fill(lo: int, hi: int) -> None:
             if isinstance(at, slice):
-                np.copyto(out[lo:hi], values[at.start + lo : at.start + hi])
+                np.copyto(out[lo:hi], values[at.start + lo : at.start + hi])  # at.start: an int, from indices()
             else:
                 np.take(values, at[lo:hi], axis=0, out=out[lo:hi], mode="clip")  # valid rows: no-op clip, unbuffered
             if moved:

@@ -21,26 +21,32 @@ def _predictor(values, model=lambda x: x[:, 0]):
     return ArrayPredictor(model, values, xp, None, [0, 2], [0.5, -1.25], "a model", "NumPy")
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("k", [1, 3])
-def test_a_numpy_arrays_points_on_any_threads_are_the_namespaces_own(monkeypatch, dtype, k):
-    """Rows by a slice or by positions, t 0, 1 or one per point: the points the array API operations give
-    (array_api_strict's, on the same values), to the bit, on one or three threads."""
+def test_a_numpy_arrays_points_on_any_threads_are_the_namespaces_own(monkeypatch, order, dtype, k):
+    """Rows by a slice (a stepped one too) or by positions, t 0, 1 or one per point: the points the array API
+    operations give (array_api_strict's, on the same values), to the bit, on one or three threads, in the layout
+    NumPy's own copy of the rows has (a model's arithmetic may round by layout)."""
     from fme._utils import threads
 
     monkeypatch.setattr(threads, "thread_count", lambda: k)
     monkeypatch.setattr(array_function, "rows_per_thread", lambda cells: 8)
     rng = np.random.default_rng(3)
     values = rng.normal(size=(301, 4)).astype(dtype) * 10.0 ** rng.integers(-4, 5, size=4).astype(dtype)
+    values = np.asarray(values, order=order)
     fast = _predictor(values).func
     strict = _predictor(array_api_strict.asarray(values)).func
     rows = rng.integers(0, 301, size=257)
     t = rng.random(257)
-    for r, tt in ((slice(7, 250), 0.0), (slice(7, 250), 1.0), (rows, 0.0), (rows, 1.0), (rows, t)):
+    cases = ((slice(7, 250), 0.0), (slice(7, 250), 1.0), (slice(3, 290, 5), 1.0), (rows, 0.0), (rows, 1.0), (rows, t))
+    for r, tt in cases:
         got = fast.points(r, tt)
         want = np.asarray(strict.points(r, tt))
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+        if isinstance(r, slice) and r.step is None:
+            assert got.flags.f_contiguous == np.array(values[r], copy=True).flags.f_contiguous
         assert not np.shares_memory(got, values)  # a fresh array: the model may write into it
 
 
