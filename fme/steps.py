@@ -421,9 +421,8 @@ def moving(
     caller's work. An error in the writing is raised by the returned function; a caller leaving early calls it
     too, so that nothing writes into ``scratch`` once it is given back."""
     n, p = frame.shape
-    helpers = min(1, thread_count() - 1)
     if not (
-        helpers
+        thread_count() > 1
         and n * p >= 2 * MIN_CELLS_PER_THREAD
         and all_float(frame)
         and all(s.is_numeric for s in steps)
@@ -440,8 +439,7 @@ def moving(
 
     # chunks of a few MB: the caller takes what the helper has not started once its own work is done
     chunk = max(8, rows_per_thread(p) // 4 // 8 * 8)
-    finish: Callable[[], None] | None = chunks_beside(work, n, chunk, helpers)
-    del fill
+    finish: Callable[[], None] | None = chunks_beside(work, n, chunk, 1)
 
     def done() -> pd.DataFrame:
         nonlocal finish

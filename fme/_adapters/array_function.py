@@ -60,11 +60,11 @@ class _PathPoints:
 
     def points(self, rows: np.ndarray | slice, t: np.ndarray | float) -> Any:
         """x_row + t h in the data's namespace on its device: a fresh array (the model may write into it)."""
+        if isinstance(self.values, np.ndarray):
+            return self._numpy_points(rows, t)
         import array_api_compat
 
         xp = self.xp
-        if isinstance(self.values, np.ndarray):
-            return self._numpy_points(rows, t)
         if isinstance(rows, slice):  # consecutive rows: copied on the device, no indices sent
             out = xp.asarray(self.values[rows, :], copy=True)
         else:

@@ -21,7 +21,6 @@ batch's own predictions give it, as for a pandas frame evaluated at once.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from .._nlm.evaluate import nlm_values as _nlm_values
 from .._utils.columns import frame_of
 from .._utils.memory import Scratch, copy_on_write
 from .._utils.progress import progress_bar
-from .._utils.threads import MIN_ROWS_PER_THREAD, beside, finite_difference
+from .._utils.threads import MIN_ROWS_PER_THREAD, beside, finite_difference, waited_on_error
 from ..inference.delta import evaluate_with_jacobian
 from ..inference.estimates import RowInference, sample_inference
 from ..inference.methods import compute_rows
@@ -138,15 +137,11 @@ def evaluate_steps(
         scratch = Scratch()
         moved = moving(xb, steps, hb, scratch)
         path = None
-        try:
+        with waited_on_error(moved):  # nothing writes into the scratch once this call has left
             if rule is not None and cast(np.ndarray, t_int).size:
                 if path_mem is None and all_float(xb):
                     path_mem = path_scratch.take(X.shape[1] * cast(np.ndarray, t_int).size * min(size, n))
                 path = stack_path(xb, steps, cast(np.ndarray, t_int), hb, path_mem)
-        except BaseException:
-            with contextlib.suppress(BaseException):  # this error is the one raised; the writing has ended
-                moved()  # nothing writes into the scratch once this call has left
-            raise
         f0, f1, fme = _predict_pair(predictor, xb, moved, label, rows)
         del moved
         scratch.give_back()  # only if nothing else refers to it (the model may keep its input)
@@ -191,12 +186,8 @@ def _predict_pair(
     not raises the error each prediction's own check gives, f(x)'s first, as if each had been checked as it
     came."""
     stages = ("f(x)", f"f(x + h) for the step {label}")
-    try:
+    with waited_on_error(moved):
         f0 = predictor(x, stage=stages[0], rows=rows, check=False)
-    except BaseException:
-        with contextlib.suppress(BaseException):  # f(x)'s error is the one raised; the writing has ended
-            moved()
-        raise
     frame = moved()
     try:
         f1 = predictor(frame, stage=stages[1], rows=rows, check=False)

@@ -23,10 +23,9 @@ counterpart (:mod:`fme._dask.arrays`) refuses.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,6 +41,7 @@ from .._nlm.path_frames import FRAME_CELLS
 from .._utils.columns import frame_of
 from .._utils.progress import progress_bar
 from .._utils.stats import describe
+from .._utils.threads import waited_on_error
 from ..exceptions import ParameterError
 from ..extrapolation.guards import detector_name
 from ..inference.estimates import COVERS, Estimates, sample_inference, undefined_where
@@ -147,21 +147,22 @@ def _evaluate_rows(
     DataFrame route's on data ``width`` columns wide (``batch_size`` rows when given)."""
     rule, settings, batch = plan.rule, plan.settings, plan.batch_size
     extra: dict[str, Any] = {}
-    # the NLM's kernels take the rows as a frame of (row, t) pairs; the fMEs alone name them by position
-    pairs = None if settings is None else pd.DataFrame({ROW: cand.astype(float), T: np.zeros(cand.size)})
-    if settings is not None and rule is not None:
+    if settings is None:  # the fMEs alone: the rows named by position
+        f0, f1 = _fmes(predictor, cand, batch, path[0].describe(), plan.progress)
+        return f0, f1, None, None, extra
+    # the NLM's kernels take the rows as a frame of (row, t) pairs
+    pairs = pd.DataFrame({ROW: cand.astype(float), T: np.zeros(cand.size)})
+    if rule is not None:
         size = batch or max(_MIN_BATCH, STACK_CELL_BUDGET // (max(1, width) * max(1, rule.n_evaluations)))
-        got = evaluate_steps(predictor, cast(pd.DataFrame, pairs), path, rule, size, None, plan.progress)
+        got = evaluate_steps(predictor, pairs, path, rule, size, None, plan.progress)
         nlm, status = got.classified(settings.flat_tol, plan.spread)
         return got.f0, got.f1, nlm, status, extra
     f0, f1 = _fmes(predictor, cand, batch, path[0].describe(), plan.progress)
-    if settings is None:
-        return f0, f1, None, None, extra
     frames = batch or max(1000, FRAME_CELLS // (max(1, width) * _GK_NODES))
     nlm, status, _, extra = nlm_values(
         settings,
         predictor,
-        cast(pd.DataFrame, pairs),
+        pairs,
         path,
         None,
         f0,
@@ -190,12 +191,8 @@ def _fmes(
         rows = slice(int(cand[0]) + start, int(cand[0]) + stop) if consecutive else cand[start:stop]
         where = (start, stop, n)
         moved = predictor.points_beside(Pairs(rows, 1.0))  # x + h written while the model predicts f(x)
-        try:
+        with waited_on_error(moved):
             f0_parts.append(predictor(Pairs(rows, 0.0), stage="f(x)", rows=where))
-        except BaseException:
-            with contextlib.suppress(BaseException):  # f(x)'s error is the one raised; the writing has ended
-                moved()
-            raise
         f1_parts.append(predictor(moved(), stage=f"f(x + h) for the step {label}", rows=where))
     if not f0_parts:
         return np.empty(0), np.empty(0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._utils.jit import njit
-from .._utils.threads import run_ranges
+from .._utils.threads import MIN_SLOW_ROWS_PER_THREAD, run_ranges
 
 __all__ = [
     "rowsum",
@@ -29,11 +29,6 @@ __all__ = [
 ]
 
 _jit = njit(nogil=True)
-
-#: Sub-intervals a thread must have before :func:`hidden_jumps` is cut into ranges (about 1 us each).
-HIDDEN_JUMPS_PER_THREAD = 4096
-#: Rows (or brackets) a thread must have before the jump route's sums and shares are cut into ranges.
-ROWS_PER_THREAD = 4096
 #: Small helpers inlined where called: a compiled call with array arguments costs reference counting per call.
 _inline = njit(nogil=True, inline="always")
 
@@ -96,7 +91,7 @@ def jump_sums(br, ba, bb, dL, dR, F, ratio, s1, n) -> np.ndarray:
     f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
     args = (np.asarray(br, dtype=np.int64), f(ba), f(bb), f(dL), f(dR), f(F), f(ratio), f(s1))
     out = np.zeros((n, 10, args[3].shape[1]))
-    run_ranges(lambda lo, hi: _jump_sums(lo, hi, *args, out), n, align=8, min_rows=ROWS_PER_THREAD)
+    run_ranges(lambda lo, hi: _jump_sums(lo, hi, *args, out), n, align=8, min_rows=MIN_SLOW_ROWS_PER_THREAD)
     return out
 
 
@@ -131,7 +126,9 @@ def bracket_shares(br, ba, bb, dL, dR, F, ratio, s1, H, bound, D) -> np.ndarray:
     args = (br, f(ba), f(bb), f(dL), f(dR), f(F), f(ratio), f(s1), f(H), f(bound), f(D))
     out = np.empty(br.shape[0])
     # each bracket on its own: ranges of brackets, one per thread
-    run_ranges(lambda lo, hi: _bracket_shares(lo, hi, *args, out), br.shape[0], align=8, min_rows=ROWS_PER_THREAD)
+    run_ranges(
+        lambda lo, hi: _bracket_shares(lo, hi, *args, out), br.shape[0], align=8, min_rows=MIN_SLOW_ROWS_PER_THREAD
+    )
     return out
 
 
@@ -480,8 +477,7 @@ def hidden_jumps(Vf, a, b, c, F, level, idx, wts, npts, leb, pts, share_at, ulps
         cut,
         iso,
     )
-    # about 1 us per sub-interval and output: ranges of a few thousand repay a thread
-    run_ranges(lambda lo, hi: _hidden_jumps(lo, hi, *args), I, align=8, min_rows=HIDDEN_JUMPS_PER_THREAD)
+    run_ranges(lambda lo, hi: _hidden_jumps(lo, hi, *args), I, align=8, min_rows=MIN_SLOW_ROWS_PER_THREAD)
     return P, cut, iso
 
 
@@ -494,7 +490,6 @@ def _level_seen(scale, rows, vals, f0):  # pragma: no cover - compiled (tests/_n
             s = scale[r, j]
             if not (s > x or s != s):  # NumPy's maximum: the second unless the first is larger or NaN
                 scale[r, j] = x
-    return scale
 
 
 def level_seen(scale: np.ndarray, rows: np.ndarray, vals: np.ndarray, f0: np.ndarray) -> None:

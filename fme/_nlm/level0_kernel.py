@@ -24,12 +24,9 @@ from typing import Any
 import numpy as np
 
 from .._utils.jit import njit
-from .._utils.threads import run_ranges
+from .._utils.threads import MIN_SLOW_ROWS_PER_THREAD, run_ranges
 
 __all__ = ["TILE", "level0", "level0_work", "quad_state"]
-
-#: Rows a thread must have before the quadrature state of several sub-intervals per row is cut into ranges.
-QUAD_ROWS_PER_THREAD = 4096
 
 #: Rows per tile: the tile's 23 values per row and the stencil sums stay in the first-level cache.
 TILE = 64
@@ -523,6 +520,9 @@ def quad_state(n, c, scale, qr, qK, qG, qP, constant_ulps, out=None):
         scratch = (np.zeros((n, 3, C)), np.zeros((n, 3, C)), np.empty((n, C)), np.empty((n, C, 2), np.bool_))
         scratch += (np.empty((n, C)), np.zeros((n, C)))
         run_ranges(
-            lambda lo, hi: _quad_state(lo, hi, c, scale, qr, *args, *scratch), n, align=8, min_rows=QUAD_ROWS_PER_THREAD
+            lambda lo, hi: _quad_state(lo, hi, c, scale, qr, *args, *scratch),
+            n,
+            align=8,
+            min_rows=MIN_SLOW_ROWS_PER_THREAD,
         )
     return nlm, err, DK, qe, qh

@@ -19,10 +19,11 @@ benchmarks/README.md).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -33,6 +34,7 @@ T = TypeVar("T")
 __all__ = [
     "MIN_CELLS_PER_THREAD",
     "MIN_ROWS_PER_THREAD",
+    "MIN_SLOW_ROWS_PER_THREAD",
     "beside",
     "chunks_beside",
     "finite_difference",
@@ -40,10 +42,15 @@ __all__ = [
     "rows_per_thread",
     "run_ranges",
     "thread_count",
+    "waited_on_error",
 ]
 
 #: Rows a thread must have before a call is cut (a thread starts in about 0.1 ms; a kernel's row takes 0.1-1 us).
 MIN_ROWS_PER_THREAD = 32_768
+
+#: Rows a thread must have for a kernel of about a microsecond per row or more (the NLM rounds' per-row sums and
+#: shares, the hidden-jump screening of new sub-intervals): a range of a few milliseconds repays a helper.
+MIN_SLOW_ROWS_PER_THREAD = 4096
 
 #: Cells a thread must write before a copy is cut (a thread starts in about 0.1 ms; a cell takes about 0.5 ns).
 MIN_CELLS_PER_THREAD = 1 << 20
@@ -138,6 +145,19 @@ def chunks_beside(work: Callable[[int, int], None], n: int, chunk: int, helpers:
             raise min(errors, key=lambda e: e[0])[1]
 
     return finish
+
+
+@contextlib.contextmanager
+def waited_on_error(wait: Callable[[], Any]) -> Iterator[None]:
+    """Run the block; when it raises, call ``wait`` (the waiting function of work started beside it, which
+    writes into the caller's memory) before the error leaves, that work's own error left out: the block's error
+    is the one raised, and nothing writes into the caller's memory once it has left."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            wait()
+        raise
 
 
 def beside(task: Callable[[], T], now: bool = False) -> Callable[[], T]:

@@ -218,7 +218,7 @@ def test_hidden_jumps_by_ranges_on_threads_are_the_numpy_numbers(monkeypatch, k)
     from fme._utils import threads
 
     monkeypatch.setattr(threads, "thread_count", lambda: k)
-    monkeypatch.setattr(K, "HIDDEN_JUMPS_PER_THREAD", 16)
+    monkeypatch.setattr(K, "MIN_SLOW_ROWS_PER_THREAD", 16)
     rng = np.random.default_rng(9)
     m = 301
     V = np.cumsum(rng.normal(size=(23, m, 2)), axis=0)
@@ -252,7 +252,7 @@ def test_the_jump_routes_sums_and_shares_are_the_same_bits_on_any_threads(monkey
 
     def run(k):
         monkeypatch.setattr(threads, "thread_count", lambda: k)
-        monkeypatch.setattr(K, "ROWS_PER_THREAD", 4)
+        monkeypatch.setattr(K, "MIN_SLOW_ROWS_PER_THREAD", 4)
         return (
             K.jump_sums(br, a, b, dL, dR, F, ratio, s1, n),
             K.bracket_shares(br, a, b, dL, dR, F, ratio, s1, H, bound, D),

@@ -153,7 +153,7 @@ def test_quad_state_by_row_ranges_on_threads_equals_the_numpy_one(monkeypatch: p
     from fme.nlm import CONSTANT_ULPS
 
     monkeypatch.setattr(threads, "thread_count", lambda: k)
-    monkeypatch.setattr(level0_kernel, "QUAD_ROWS_PER_THREAD", 8)
+    monkeypatch.setattr(level0_kernel, "MIN_SLOW_ROWS_PER_THREAD", 8)
     rng = np.random.default_rng(4)
     n, m, C = 50, 170, 2
     qr = rng.integers(0, n - 3, size=m)  # unsorted, three rows without any

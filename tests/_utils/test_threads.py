@@ -345,3 +345,18 @@ def test_finite_difference_of_other_layouts_is_numpys() -> None:
         assert ok
     b[7, 2] = np.nan
     assert threads.finite_difference(a, b)[1] is False
+
+
+def test_work_beside_is_waited_for_when_the_block_raises_and_its_own_error_is_left_out() -> None:
+    waited: list[str] = []
+
+    def wait() -> None:
+        waited.append("waited")
+        raise RuntimeError("the work's own error")
+
+    with pytest.raises(ValueError, match="the block's error"), threads.waited_on_error(wait):
+        raise ValueError("the block's error")
+    assert waited == ["waited"]
+    with threads.waited_on_error(wait):  # the block ends: the caller waits where it needs the result
+        pass
+    assert waited == ["waited"]
